@@ -1,0 +1,247 @@
+"""The WebGPU device: limits and features, pipelines, bind groups, batched dispatch, transfers.
+
+Every kernel binds its storage buffers at bindings 0..n-1 of group 0 and its *info* — sizes,
+strides, offsets and scalars as i32 words — at binding n, a window into one per-batch arena with a
+dynamic offset. So an eager op costs one `set_bind_group` with a cached bind group and no buffer
+creation; the arena is written once per batch, just before the batch is submitted.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..errors import DeviceError, KernelError
+from .pool import BufferPool
+
+# Optional features pyrite asks for when the adapter has them (wgpu-native and Dawn spell
+# subgroups differently).
+WANTED_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query")
+
+# The info window each dispatch binds: 128 i32 words. WebGPU's default
+# minStorageBufferOffsetAlignment is 256 bytes; a device may grant less (lavapipe: 32).
+INFO_WINDOW_WORDS = 128
+INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch
+
+# Dispatches recorded before a batch is submitted without being asked. Measured with
+# `pyrite bench` (overhead of 1,000 chained adds): on lavapipe 64..512 differ by < 5 %; on the
+# H200 through Dawn larger batches amortise the submit. 256 keeps the arena within one window.
+BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
+# Freed buffers wait in quarantine until the batch is submitted; past this many bytes, submit.
+QUARANTINE_LIMIT = 256 << 20
+
+
+class Device:
+    def __init__(self, impl: str, module, adapter):
+        self.impl = impl
+        self.wgpu = module
+        self.adapter = adapter
+        info = adapter.info
+        self.name = info.get("device", "unknown")
+        self.adapter_type = info.get("adapter_type", "Unknown")
+        self.backend_type = info.get("backend_type", "Unknown")
+        self.driver = info.get("description", "")
+        lim = adapter.limits
+        self.features = sorted(f for f in WANTED_FEATURES if f in adapter.features)
+        wanted_limits = {
+            "max-buffer-size": lim["max-buffer-size"],
+            "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
+            "max-storage-buffers-per-shader-stage": lim["max-storage-buffers-per-shader-stage"],
+            "max-compute-workgroup-storage-size": lim["max-compute-workgroup-storage-size"],
+            "max-compute-invocations-per-workgroup": lim["max-compute-invocations-per-workgroup"],
+            "max-compute-workgroup-size-x": lim["max-compute-workgroup-size-x"],
+            "max-compute-workgroup-size-y": lim["max-compute-workgroup-size-y"],
+        }
+        try:
+            self.device = adapter.request_device_sync(
+                required_features=self.features, required_limits=wanted_limits)
+        except Exception as exc:  # noqa: BLE001
+            raise DeviceError(f"pyrite: could not open {self.name} through {impl}: {exc}") from None
+        self.limits = {k: self.device.limits[k] for k in sorted(self.device.limits)
+                       if k.startswith(("max-", "min-"))}
+        self.queue = self.device.queue
+        self.has_f16 = "shader-f16" in self.features
+        self.max_binding = self.limits["max-storage-buffer-binding-size"]
+        self.max_workgroups = self.limits["max-compute-workgroups-per-dimension"]
+        self.offset_align = max(self.limits["min-storage-buffer-offset-alignment"], 16) // 4
+        usage = module.BufferUsage
+        self.pool = BufferPool(self.device, usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
+                               self.limits["max-buffer-size"], self.max_binding)
+        self._pipelines: dict[str, tuple] = {}
+        self._layouts: dict[str, tuple] = {}
+        self._bind_groups: dict[tuple, object] = {}
+        self._info_host = np.zeros(INFO_ARENA_WORDS + INFO_WINDOW_WORDS, dtype=np.int32)
+        self._info_gpu = self.device.create_buffer(
+            size=self._info_host.nbytes, usage=usage.STORAGE | usage.COPY_DST)
+        self._info_pos = 0
+        self._encoder = None
+        self._pass = None
+        self._last_pipeline = None
+        self._count = 0
+        self.dispatches = 0  # ever, for tests and PYRITE_DEBUG
+        self.submits = 0
+        self.debug = int(os.environ.get("PYRITE_DEBUG", "0") or 0)
+        self._tiny = self.pool.allocate(4)
+
+    # ---- pipelines -------------------------------------------------------------------------
+    def _layout(self, modes: str):
+        entry = self._layouts.get(modes)
+        if entry is None:
+            w = self.wgpu
+            kinds = {"r": w.BufferBindingType.read_only_storage, "w": w.BufferBindingType.storage}
+            entries = [{"binding": i, "visibility": w.ShaderStage.COMPUTE,
+                        "buffer": {"type": kinds[m]}} for i, m in enumerate(modes)]
+            entries.append({"binding": len(modes), "visibility": w.ShaderStage.COMPUTE,
+                            "buffer": {"type": w.BufferBindingType.read_only_storage,
+                                       "has_dynamic_offset": True,
+                                       "min_binding_size": INFO_WINDOW_WORDS * 4}})
+            bgl = self.device.create_bind_group_layout(entries=entries)
+            pl = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+            entry = self._layouts[modes] = (bgl, pl)
+        return entry
+
+    def pipeline(self, src):
+        entry = self._pipelines.get(src.wgsl)
+        if entry is None:
+            entry = self._pipelines[src.wgsl] = self._build(src)
+        return entry
+
+    def _build(self, src):
+        bgl, pl = self._layout(src.modes)
+        t0 = time.perf_counter()
+        try:
+            module = self.device.create_shader_module(code=src.wgsl)
+            pipeline = self.device.create_compute_pipeline(
+                layout=pl, compute={"module": module, "entry_point": "main"})
+        except Exception as exc:  # noqa: BLE001
+            numbered = "\n".join(f"{i + 1:4d}  {line}" for i, line in enumerate(src.wgsl.split("\n")))
+            raise KernelError(f"pyrite: a kernel failed to build on {self.name} ({self.impl}); "
+                              f"this is a pyrite bug.\n{exc}\n{numbered}") from None
+        if self.debug >= 2:
+            print(f"[pyrite] pipeline #{len(self._pipelines) + 1} built in "
+                  f"{(time.perf_counter() - t0) * 1e3:.1f} ms")
+            if self.debug >= 3:
+                print(src.wgsl)
+        return (pipeline, src.modes)
+
+    @property
+    def pipeline_count(self):
+        return len(self._pipelines)
+
+    # ---- dispatch --------------------------------------------------------------------------
+    def dispatch(self, src, buffers, info, grid):
+        """Record one kernel: `buffers` in binding order, `info` a sequence of i32 words."""
+        pipeline, modes = self._pipelines.get(src.wgsl) or self.pipeline(src)
+        key = (modes, *map(id, buffers))
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            bind_group = self._bind_group(key, modes, buffers)
+        pos = self._info_pos
+        n = len(info)
+        if pos + n > INFO_ARENA_WORDS:
+            self.flush()
+            pos = 0
+        if n:
+            self._info_host[pos:pos + n] = info
+        align = self.offset_align
+        self._info_pos = pos + (n + align - 1) // align * align if n else pos
+        cpass = self._pass
+        if cpass is None:
+            cpass = self._begin()
+        if pipeline is not self._last_pipeline:
+            cpass.set_pipeline(pipeline)
+            self._last_pipeline = pipeline
+        cpass.set_bind_group(0, bind_group, [pos * 4])
+        cpass.dispatch_workgroups(*grid)
+        self.dispatches += 1
+        self._count += 1
+        if self._count >= BATCH_DISPATCHES or self.pool.quarantine_bytes > QUARANTINE_LIMIT:
+            self.flush()
+
+    def _bind_group(self, key, modes, buffers):
+        bgl, _ = self._layout(modes)
+        entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                   for i, b in enumerate(buffers)]
+        entries.append({"binding": len(buffers), "resource": {
+            "buffer": self._info_gpu, "offset": 0, "size": INFO_WINDOW_WORDS * 4}})
+        if len(self._bind_groups) > 16384:
+            self._bind_groups.clear()
+        group = self._bind_groups[key] = self.device.create_bind_group(layout=bgl, entries=entries)
+        return group
+
+    def _begin(self):
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+            self.pool.batch_open = True
+        self._pass = self._encoder.begin_compute_pass()
+        self._last_pipeline = None
+        return self._pass
+
+    def _end_pass(self):
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+    def copy(self, src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
+        """Record a buffer-to-buffer copy (offsets and size multiples of 4 bytes) in order."""
+        self._end_pass()
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+            self.pool.batch_open = True
+        self._encoder.copy_buffer_to_buffer(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
+        self._count += 1
+
+    def flush(self):
+        """Submit what was recorded. The info arena is written first, in queue order."""
+        self._end_pass()
+        if self._encoder is None:
+            return
+        if self._info_pos:
+            self.queue.write_buffer(self._info_gpu, 0, self._info_host[:self._info_pos])
+        self.queue.submit([self._encoder.finish()])
+        self._encoder = None
+        self._info_pos = 0
+        self._count = 0
+        self.submits += 1
+        self.pool.batch_submitted()
+
+    # ---- transfers -------------------------------------------------------------------------
+    def upload(self, storage, data) -> None:
+        """Write host bytes into a storage that no recorded command uses yet (a fresh one)."""
+        mv = memoryview(data).cast("B")
+        n = len(mv)
+        if n % 4:
+            padded = bytearray(n + (4 - n % 4))
+            padded[:n] = mv
+            mv = memoryview(padded)
+        if n:
+            self.queue.write_buffer(storage.buffer, 0, mv)
+
+    def read(self, buffer, byte_offset, nbytes) -> bytes:
+        """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
+        self.flush()
+        if nbytes == 0:
+            return b""
+        start = byte_offset & ~3
+        end = min((byte_offset + nbytes + 3) & ~3, buffer.size)
+        data = self.queue.read_buffer(buffer, start, end - start)
+        return bytes(data[byte_offset - start: byte_offset - start + nbytes])
+
+    def synchronize(self):
+        """Submit what is pending and wait until the GPU has finished it."""
+        self.flush()
+        self.queue.read_buffer(self._tiny.buffer, 0, 4)
+
+    def info(self) -> dict:
+        return {
+            "name": self.name,
+            "implementation": self.impl,
+            "backend": self.backend_type,
+            "type": self.adapter_type,
+            "driver": self.driver,
+            "vendor": self.adapter.info.get("vendor", ""),
+            "features": list(self.features),
+            "limits": dict(self.limits),
+        }

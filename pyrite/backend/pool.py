@@ -1,0 +1,114 @@
+"""Device buffers: one `Storage` per allocation, recycled through a pool of size classes.
+
+A tensor and all its views share one Storage. When the last reference dies its buffer goes back to
+the pool — but not at once if commands that may still use it sit in the unsubmitted batch: such a
+buffer waits in quarantine until the batch is submitted. That keeps `queue.write_buffer` (which the
+queue runs before the pending batch) from overwriting a buffer the batch still reads.
+"""
+
+from __future__ import annotations
+
+from ..errors import OutOfMemoryError
+
+# Size classes: multiples of 256 bytes up to 4 KiB, then four steps per power of two (≤ 25 %
+# waste). 256 is WebGPU's `minStorageBufferOffsetAlignment` default, the largest a device may ask.
+_SMALL = 4096
+
+
+def size_class(nbytes: int) -> int:
+    if nbytes <= _SMALL:
+        return max(256, (nbytes + 255) & ~255)
+    top = 1 << (nbytes - 1).bit_length()  # next power of two
+    step = top >> 3  # quarters of the octave [top/2, top]
+    return (nbytes + step - 1) // step * step
+
+
+class Storage:
+    """One device buffer (or a region of one) owned by tensors; returns to the pool when freed."""
+
+    __slots__ = ("buffer", "nbytes", "pool", "__weakref__")
+
+    def __init__(self, buffer, nbytes, pool):
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.pool = pool
+
+    def __del__(self):
+        pool = self.pool
+        if pool is not None:
+            pool.release(self.buffer)
+
+
+class BufferPool:
+    def __init__(self, device, usage, max_buffer, max_binding):
+        self.device = device
+        self.usage = usage
+        self.max_buffer = max_buffer
+        self.max_binding = max_binding
+        self.free: dict[int, list] = {}
+        self.quarantine: list = []
+        self.quarantine_bytes = 0
+        self.batch_open = False  # set by the device while commands are recorded but not submitted
+        self.live_bytes = 0
+        self.pooled_bytes = 0
+        self.peak_live_bytes = 0
+        self.allocations = 0  # buffers created on the device, ever
+        self.on_new_buffer = None
+
+    def allocate(self, nbytes: int) -> Storage:
+        if nbytes > self.max_binding:
+            raise OutOfMemoryError(
+                f"pyrite: a tensor of {nbytes:,} bytes exceeds this device's largest storage "
+                f"binding ({self.max_binding:,} bytes, maxStorageBufferBindingSize); split it into "
+                "smaller tensors")
+        size = size_class(nbytes)
+        bucket = self.free.get(size)
+        if bucket:
+            buffer = bucket.pop()
+            self.pooled_bytes -= size
+        else:
+            buffer = self._create(size)
+        self.live_bytes += size
+        if self.live_bytes > self.peak_live_bytes:
+            self.peak_live_bytes = self.live_bytes
+        return Storage(buffer, nbytes, self)
+
+    def _create(self, size):
+        try:
+            buffer = self.device.create_buffer(size=size, usage=self.usage)
+        except Exception as exc:  # noqa: BLE001 - the driver's words are wrapped, never shown raw
+            self.trim()
+            try:
+                buffer = self.device.create_buffer(size=size, usage=self.usage)
+            except Exception:  # noqa: BLE001
+                raise OutOfMemoryError(
+                    f"pyrite: could not allocate {size:,} bytes on the device "
+                    f"({self.live_bytes:,} bytes live): {type(exc).__name__}") from None
+        self.allocations += 1
+        return buffer
+
+    def release(self, buffer):
+        size = buffer.size
+        self.live_bytes -= size
+        if self.batch_open:
+            self.quarantine.append(buffer)
+            self.quarantine_bytes += size
+        else:
+            self.free.setdefault(size, []).append(buffer)
+            self.pooled_bytes += size
+
+    def batch_submitted(self):
+        self.batch_open = False
+        q, self.quarantine = self.quarantine, []
+        self.quarantine_bytes = 0
+        for buffer in q:
+            self.free.setdefault(buffer.size, []).append(buffer)
+            self.pooled_bytes += buffer.size
+
+    def trim(self):
+        """Give every pooled buffer back to the driver."""
+        for bucket in self.free.values():
+            for buffer in bucket:
+                buffer.destroy()
+        self.free.clear()
+        self.pooled_bytes = 0

@@ -1,0 +1,21 @@
+"""pyrite's errors. Each names what was wrong and, where there is one, the way out."""
+
+
+class PyriteError(RuntimeError):
+    """Base for pyrite's own runtime errors."""
+
+
+class ShapeError(ValueError):
+    """Shapes that do not broadcast, multiply or otherwise fit together."""
+
+
+class DeviceError(PyriteError):
+    """No adapter, a missing feature, or a device that was lost."""
+
+
+class OutOfMemoryError(PyriteError, MemoryError):
+    """A buffer larger than the device's limits or its free memory."""
+
+
+class KernelError(PyriteError):
+    """A kernel failed to compile or validate: a bug in pyrite, reported with its WGSL."""

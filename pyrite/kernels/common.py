@@ -1,0 +1,246 @@
+"""Shared pieces of the WGSL generators: the kernel record, the binding header, grid folding,
+conversions between storage and compute types, and helper functions included on demand.
+
+Conventions every generator follows (the backend relies on them):
+- storage buffers at @binding(0..n-1) of group 0, in the order the op passes them; `modes` says
+  which are read-only ("r") and which read-write ("w");
+- `info: array<i32>` at @binding(n): sizes, strides, offsets and scalars, read through a dynamic
+  offset, at most 128 words (backend/device.py INFO_WINDOW_WORDS);
+- entry point `main`; 1-D work is folded over (x, y) workgroups so no dimension passes 65,535
+  (WebGPU's maxComputeWorkgroupsPerDimension default), and the kernel rebuilds the flat index
+  from `num_workgroups`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+MAX_WORKGROUPS = 65535  # WebGPU maxComputeWorkgroupsPerDimension (default limit)
+WG = 256  # invocations per workgroup for 1-D kernels: WebGPU's default maxComputeInvocations
+
+
+class KernelSource(NamedTuple):
+    wgsl: str
+    modes: str  # one letter a storage binding: "r" read-only, "w" read-write
+
+
+def fold_grid(workgroups: int, limit: int = MAX_WORKGROUPS) -> tuple[int, int, int]:
+    """A 1-D count of workgroups as an (x, y, z) grid with no dimension over `limit`."""
+    workgroups = max(1, workgroups)
+    if workgroups <= limit:
+        return (workgroups, 1, 1)
+    y = -(-workgroups // limit)
+    if y > limit:
+        z = -(-y // limit)
+        return (limit, limit, z)
+    return (limit, y, 1)
+
+
+def grid_for(n: int, per_group: int = WG) -> tuple[int, int, int]:
+    return fold_grid(-(-n // per_group))
+
+
+# The flat workgroup index of a folded grid, and this invocation's flat index.
+FLAT_INDEX = ("  let wg_flat = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n"
+              "  let gi = i32(wg_flat * {wg}u + lid.x);\n")
+ENTRY = ("@compute @workgroup_size({wg})\n"
+         "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,"
+         " @builtin(num_workgroups) nwg: vec3<u32>) {{\n")
+
+
+def header(buffers, n_info_binding=None, f16=False) -> str:
+    """Binding declarations. `buffers` is a sequence of (name, element type, mode)."""
+    lines = ["enable f16;"] if f16 or any(t == "f16" for _, t, _ in buffers) else []
+    for i, (name, elem, mode) in enumerate(buffers):
+        access = "read" if mode == "r" else "read_write"
+        lines.append(f"@group(0) @binding({i}) var<storage, {access}> {name}: array<{elem}>;")
+    n = len(buffers) if n_info_binding is None else n_info_binding
+    lines.append(f"@group(0) @binding({n}) var<storage, read> info: array<i32>;")
+    return "\n".join(lines) + "\n"
+
+
+# ---- types ---------------------------------------------------------------------------------
+# storage types: f32 f16 i32 u32 (bool); compute types: f32 i32 bool
+STORAGE_TO_COMPUTE = {"f32": "f32", "f16": "f32", "i32": "i32", "u32": "bool"}
+_ZERO = {"f32": "0.0", "f16": "0.0h", "i32": "0", "u32": "0u"}
+
+
+def load(expr: str, stype: str, ctype: str) -> str:
+    """A value read from storage of type `stype`, as compute type `ctype`."""
+    if ctype == "bool":
+        return f"({expr} != {_ZERO[stype]})"
+    if stype == "u32":  # bool storage read as a number
+        return f"{ctype}({expr})"
+    if stype == ctype:
+        return expr
+    return f"{ctype}({expr})"
+
+
+def store(expr: str, ctype: str, stype: str) -> str:
+    """A compute value of type `ctype` as storage type `stype`."""
+    if ctype == "bool":
+        one = {"f32": "1.0", "f16": "1.0h", "i32": "1", "u32": "1u"}[stype]
+        return f"select({_ZERO[stype]}, {one}, {expr})"
+    if stype == "u32":
+        return f"select(0u, 1u, {expr} != {_ZERO[ctype]})"
+    if stype == ctype:
+        return expr
+    return f"{stype}({expr})"
+
+
+def cast(expr: str, frm: str, to: str) -> str:
+    """Between compute types."""
+    if frm == to:
+        return expr
+    if to == "bool":
+        return f"({expr} != {_ZERO[frm]})"
+    if frm == "bool":
+        return f"select({_ZERO[to]}, {'1.0' if to == 'f32' else '1'}, {expr})"
+    return f"{to}({expr})"
+
+
+# ---- helper functions, included when an expression names them ------------------------------
+HELPERS = {
+    # NaN and infinity by their bits: WGSL lets a compiler assume finite math, so `x != x` may fold.
+    "p_isnan": "fn p_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
+    "p_isinf": "fn p_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
+    "p_nan": "fn p_nan() -> f32 { return bitcast<f32>(0x7fc00000u); }",
+    "p_inf": "fn p_inf() -> f32 { return bitcast<f32>(0x7f800000u); }",
+    # erf: Abramowitz & Stegun 7.1.26 is only 1.5e-7 absolute; this is the f32 polynomial pair
+    # used by the musl/sun libm split (|x| < 0.84375 series, else 1 - erfc rational), shortened
+    # to what f32 needs: checked against math.erf by tests/test_kernels_text.py.
+    "p_erf": """fn p_erf(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 0.84375) {
+    let z = x * x;
+    let r = 1.28379166e-01 + z * (-3.25042107e-01 + z * (-2.84817495e-02 + z * (-5.77027029e-03 + z * -2.37630166e-05)));
+    let s = 1.0 + z * (3.97917223e-01 + z * (6.50222499e-02 + z * (5.08130628e-03 + z * (1.32494738e-04 + z * -3.96022827e-06))));
+    return x + x * (r / s);
+  }
+  if (a < 1.25) {
+    let s = a - 1.0;
+    let p = -2.36211856e-03 + s * (4.14856118e-01 + s * (-3.72207876e-01 + s * (3.18346619e-01 + s * (-1.10894694e-01 + s * (3.54783043e-02 + s * -2.16637559e-03)))));
+    let q = 1.0 + s * (1.06420880e-01 + s * (5.40397917e-01 + s * (7.18286544e-02 + s * (1.26171219e-01 + s * (1.36370839e-02 + s * 1.19844998e-02)))));
+    let e = 8.45062911e-01 + p / q;
+    return select(-e, e, x >= 0.0);
+  }
+  if (a >= 6.0) { return select(-1.0, 1.0, x >= 0.0); }
+  let s = 1.0 / (a * a);
+  var r: f32; var t: f32;
+  if (a < 2.857143) {
+    r = -9.86494403e-03 + s * (-6.93858572e-01 + s * (-1.05586262e+01 + s * (-6.23753324e+01 + s * (-1.62396669e+02 + s * (-1.84605092e+02 + s * (-8.12874355e+01 + s * -9.81432934e+00))))));
+    t = 1.0 + s * (1.96512716e+01 + s * (1.37657754e+02 + s * (4.34565877e+02 + s * (6.45387271e+02 + s * (4.29008140e+02 + s * (1.08635005e+02 + s * (6.57024977e+00 + s * -6.04244152e-02)))))));
+  } else {
+    r = -9.86494292e-03 + s * (-7.99283237e-01 + s * (-1.77579549e+01 + s * (-1.60636384e+02 + s * (-6.37566443e+02 + s * (-1.02509513e+03 + s * -4.83519191e+02)))));
+    t = 1.0 + s * (3.03380607e+01 + s * (3.25792512e+02 + s * (1.53672958e+03 + s * (3.19985821e+03 + s * (2.55305040e+03 + s * (4.74528541e+02 + s * -2.24409524e+01))))));
+  }
+  let z = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+  let erfc = exp(-z * z - 0.5625) * exp((z - a) * (z + a) + r / t) / a;
+  return select(erfc - 1.0, 1.0 - erfc, x >= 0.0);
+}""",
+    # tanh through exp: some drivers' tanh returns NaN for |x| > ~44 (exp overflow inside).
+    "p_tanh": """fn p_tanh(x: f32) -> f32 {
+  let a = min(abs(x), 15.0);
+  if (a < 0.0005) { return x; }
+  let e = exp(2.0 * a);
+  let t = (e - 1.0) / (e + 1.0);
+  return select(-t, t, x >= 0.0);
+}""",
+    "p_sigmoid": """fn p_sigmoid(x: f32) -> f32 {
+  if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); }
+  let e = exp(x);
+  return e / (1.0 + e);
+}""",
+    "p_log1p": """fn p_log1p(x: f32) -> f32 {
+  let u = 1.0 + x;
+  if (u == 1.0) { return x; }
+  if (p_isinf(u)) { return u; }
+  return log(u) * x / (u - 1.0);
+}""",
+    "p_expm1": """fn p_expm1(x: f32) -> f32 {
+  if (abs(x) < 1e-5) { return x + 0.5 * x * x; }
+  let u = exp(x);
+  if (u == 1.0) { return x; }
+  let um1 = u - 1.0;
+  if (um1 == -1.0) { return -1.0; }
+  if (p_isinf(u)) { return u; }
+  return um1 * x / log(u);
+}""",
+    "p_softplus": """fn p_softplus(x: f32, beta: f32, threshold: f32) -> f32 {
+  let bx = beta * x;
+  if (bx > threshold) { return x; }
+  return p_log1p(exp(-abs(bx))) / beta + max(bx, 0.0) / beta;
+}""",
+    # x ** y with PyTorch's answers for negative bases and integral exponents
+    "p_powf": """fn p_powf(x: f32, y: f32) -> f32 {
+  if (y == 0.0) { return 1.0; }
+  if (y == 1.0) { return x; }
+  if (y == 2.0) { return x * x; }
+  if (y == 0.5) { return sqrt(x); }
+  let yi = floor(y);
+  let r = exp2(y * log2(abs(x)));
+  if (x < 0.0) {
+    if (yi != y) { return p_nan(); }
+    let odd = (yi - 2.0 * floor(yi * 0.5)) != 0.0;
+    return select(r, -r, odd);
+  }
+  if (x == 0.0) { return select(0.0, p_inf(), y < 0.0); }
+  return r;
+}""",
+    "p_powi": """fn p_powi(x: i32, y: i32) -> i32 {
+  if (y < 0) { return select(0, select(-1, 1, (y & 1) == 0), x == -1) + select(0, 1, x == 1); }
+  var b = x; var e = y; var r = 1;
+  loop { if (e == 0) { break; } if ((e & 1) == 1) { r = r * b; } b = b * b; e = e >> 1u; }
+  return r;
+}""",
+    "p_floordiv_i": """fn p_floordiv_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  let q = a / b;
+  return select(q, q - 1, (a % b != 0) && ((a < 0) != (b < 0)));
+}""",
+    "p_mod_i": """fn p_mod_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  let r = a % b;
+  return select(r, r + b, (r != 0) && ((r < 0) != (b < 0)));
+}""",
+    "p_mod_f": """fn p_mod_f(a: f32, b: f32) -> f32 {
+  return a - b * floor(a / b);
+}""",
+    "p_maxf": """fn p_maxf(a: f32, b: f32) -> f32 {
+  if (p_isnan(a) || p_isnan(b)) { return p_nan(); }
+  return max(a, b);
+}""",
+    "p_minf": """fn p_minf(a: f32, b: f32) -> f32 {
+  if (p_isnan(a) || p_isnan(b)) { return p_nan(); }
+  return min(a, b);
+}""",
+    "p_round": """fn p_round(x: f32) -> f32 {
+  // ties to even, as PyTorch
+  let f = floor(x);
+  let d = x - f;
+  if (d > 0.5) { return f + 1.0; }
+  if (d < 0.5) { return f; }
+  return select(f + 1.0, f, (f * 0.5) == floor(f * 0.5));
+}""",
+    "p_signf": """fn p_signf(x: f32) -> f32 {
+  if (p_isnan(x)) { return x; }
+  return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0);
+}""",
+}
+_HELPER_RE = re.compile(r"\b(p_[a-z0-9_]+)\s*\(")
+
+
+def helpers_for(*exprs: str) -> str:
+    """WGSL text of every helper the expressions call, with the helpers' own dependencies."""
+    wanted: list[str] = []
+
+    def visit(text):
+        for name in _HELPER_RE.findall(text):
+            if name in HELPERS and name not in wanted:
+                visit(HELPERS[name])
+                wanted.append(name)
+
+    for e in exprs:
+        visit(e)
+    return "\n".join(HELPERS[n] for n in wanted) + ("\n" if wanted else "")
