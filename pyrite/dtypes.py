@@ -14,12 +14,15 @@ import numpy as np
 
 
 class dtype:
-    __slots__ = ("name", "np", "wgsl", "itemsize", "is_floating_point", "is_bool", "kind")
+    __slots__ = ("name", "np", "wgsl", "ctype", "itemsize", "is_floating_point", "is_bool",
+                 "kind")
 
     def __init__(self, name, np_dtype, wgsl, itemsize, kind):
         self.name = name
         self.np = np.dtype(np_dtype)
         self.wgsl = wgsl  # the WGSL element type of the storage array
+        # the type kernels compute in: f32 for both floats, i32, bool
+        self.ctype = {"f": "f32", "i": "i32", "b": "bool"}[kind]
         self.itemsize = itemsize
         self.kind = kind  # "b" < "i" < "f": PyTorch's category order for promotion
         self.is_floating_point = kind == "f"

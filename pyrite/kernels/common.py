@@ -234,10 +234,12 @@ _HELPER_RE = re.compile(r"\b(p_[a-z0-9_]+)\s*\(")
 def helpers_for(*exprs: str) -> str:
     """WGSL text of every helper the expressions call, with the helpers' own dependencies."""
     wanted: list[str] = []
+    seen: set[str] = set()
 
     def visit(text):
         for name in _HELPER_RE.findall(text):
-            if name in HELPERS and name not in wanted:
+            if name in HELPERS and name not in seen:
+                seen.add(name)
                 visit(HELPERS[name])
                 wanted.append(name)
 

@@ -1,0 +1,136 @@
+"""The `pyrite` command: `pyrite info`, `pyrite demo`, `pyrite bench [--json PATH] [--quick]`.
+
+pyrite itself is imported inside each subcommand, after `--backend`/`--device` have been put in
+the environment the backend reads (PYRITE_BACKEND, PYRITE_DEVICE), so `pyrite --help` works
+without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+# The limits that bound what pyrite can run, in the order a reader wants them.
+KEY_LIMITS = (
+    ("max-storage-buffer-binding-size", "bytes"),
+    ("max-buffer-size", "bytes"),
+    ("max-storage-buffers-per-shader-stage", ""),
+    ("max-compute-workgroup-storage-size", "bytes"),
+    ("max-compute-invocations-per-workgroup", ""),
+    ("max-compute-workgroup-size-x", ""),
+    ("max-compute-workgroups-per-dimension", ""),
+    ("min-storage-buffer-offset-alignment", "bytes"),
+)
+# Features pyrite uses or may use; the rest are listed only with --all.
+KEY_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query", "shader-float32-atomic",
+                "cooperative-matrix")
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit} ({n})"
+    return f"{n} B"
+
+
+def _limit(limits: dict, name: str):
+    """A limit by its WebGPU name, whether the dict spells it with '-' or '_'."""
+    for key in (name, name.replace("-", "_")):
+        if key in limits:
+            return limits[key]
+    return None
+
+
+def format_info(info: dict, show_all: bool = False) -> str:
+    """`pyrite.device_info()` as aligned lines."""
+    rows = [(key, info.get(key, "")) for key in
+            ("name", "implementation", "backend", "type", "driver", "vendor")]
+    features = sorted(info.get("features", ()))
+    shown = features if show_all else [f for f in features if f in KEY_FEATURES]
+    rest = len(features) - len(shown)
+    rows.append(("features", ", ".join(shown) + (f" (+{rest} more; --all)" if rest else "")))
+    limits = info.get("limits", {})
+    names = sorted(limits) if show_all else [name for name, _ in KEY_LIMITS]
+    units = dict(KEY_LIMITS)
+    for name in names:
+        value = _limit(limits, name)
+        if value is not None:
+            is_bytes = units.get(name.replace("_", "-")) == "bytes"
+            rows.append((name, _bytes(value) if is_bytes else str(value)))
+    width = max(len(key) for key, _ in rows)
+    return "\n".join(f"{key:<{width}}  {value}" for key, value in rows)
+
+
+def cmd_info(args) -> int:
+    import pyrite
+
+    info = pyrite.device_info()
+    print(json.dumps(info, indent=2, default=str) if args.json else format_info(info, args.all))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from pyrite import demo
+
+    result = demo.main()
+    return result if isinstance(result, int) else 0
+
+
+def cmd_bench(args, argv: list[str]) -> int:
+    from pyrite import bench
+
+    result = bench.main(argv)
+    return result if isinstance(result, int) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyrite", description="pyrite: deep learning with WGSL kernels on WebGPU.")
+    parser.add_argument("--backend", choices=("dawn", "wgpu"),
+                        help="WebGPU implementation (sets PYRITE_BACKEND; default: the faster "
+                             "one that finds an adapter)")
+    parser.add_argument("--device", help="adapter: an index, 'cpu', 'gpu' or part of its name "
+                                         "(sets PYRITE_DEVICE)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    info = sub.add_parser("info", help="show the WebGPU adapter, its features and limits")
+    info.add_argument("--json", action="store_true", help="print everything as JSON")
+    info.add_argument("--all", action="store_true", help="list every feature and limit")
+
+    sub.add_parser("demo", help="run the demo (pyrite.demo)")
+
+    # pyrite.bench parses its own arguments; these are declared here for --help only.
+    bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
+    bench.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    bench.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.backend:
+        os.environ["PYRITE_BACKEND"] = args.backend
+    if args.device:
+        os.environ["PYRITE_DEVICE"] = args.device
+
+    from pyrite.errors import DeviceError
+
+    try:
+        if args.command == "info":
+            return cmd_info(args)
+        if args.command == "demo":
+            return cmd_demo(args)
+        return cmd_bench(args, argv[argv.index("bench") + 1:])
+    except DeviceError as err:  # no adapter, or a missing feature: the message names the way out
+        print(err, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

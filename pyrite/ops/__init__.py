@@ -1,0 +1,33 @@
+"""The ops: each module lists its public functions in `__all__` (exported as `pyrite.<name>`)
+and its Tensor methods in `METHODS`, installed on `Tensor` here."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..tensor import Tensor
+
+# Modules in the order their methods are installed (a later one may override an earlier one).
+MODULES = ["elementwise", "views", "creation", "reduce", "matmul", "indexing", "combine",
+           "sorting", "rowops"]
+
+loaded = []
+for _name in MODULES:
+    try:
+        _mod = importlib.import_module(f"{__name__}.{_name}")
+    except ModuleNotFoundError as _exc:
+        if _exc.name != f"{__name__}.{_name}":
+            raise
+        continue  # not written yet
+    loaded.append(_mod)
+    for _meth, _fn in getattr(_mod, "METHODS", {}).items():
+        setattr(Tensor, _meth, _fn)
+
+
+def exported():
+    """{name: function} of every op module's public functions."""
+    out = {}
+    for mod in loaded:
+        for name in getattr(mod, "__all__", ()):
+            out[name] = getattr(mod, name)
+    return out

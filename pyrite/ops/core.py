@@ -1,0 +1,207 @@
+"""What every op needs: allocating outputs, broadcasting, coalescing dims, running the strided map.
+
+This is where `kernels/` (WGSL text) and `backend/` (the device) meet.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+
+from .. import backend
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..kernels.common import grid_for
+from ..kernels.elementwise import map_kernel
+from ..tensor import Tensor, contiguous_strides
+
+# PYRITE_POISON=1 (or PYRITE_DEBUG>=1 with PYRITE_POISON unset): fill every kernel output with NaN
+# bits before the kernel runs, so an element nobody wrote fails a parity test instead of reading a
+# stale value from a recycled buffer.
+POISON = os.environ.get("PYRITE_POISON", "0") not in ("", "0")
+
+
+def set_poison(on: bool):
+    global POISON
+    POISON = bool(on)
+
+
+def empty(shape, dtype) -> Tensor:
+    """A new contiguous tensor; its contents are whatever the recycled buffer held."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    dev = backend.current()
+    if dtype is D.float16:
+        backend.require_f16(dev)
+    storage = dev.pool.allocate(max(n * dtype.itemsize, 4))
+    t = Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
+    if POISON and n:
+        _poison(t)
+    return t
+
+
+def empty_out(shape, dtype) -> Tensor:
+    return empty(shape, dtype)
+
+
+def _poison(t: Tensor):
+    src = map_kernel("s0", (), (t.dtype.wgsl, "f32", "c"), 1, ("f32",))
+    nan_bits = 0x7FC00000 - (1 << 32)
+    if t.dtype is D.int32:
+        nan_bits = -559038737  # 0xDEADBEEF: not a value a correct kernel would leave
+        src = map_kernel("s0", (), ("i32", "i32", "c"), 1, ("i32",))
+    elif t.dtype is D.bool_:
+        nan_bits = 7
+        src = map_kernel("s0", (), ("u32", "i32", "c"), 1, ("i32",))
+    n = t.numel()
+    backend.current().dispatch(src, (t._storage.buffer,), (n, 0, nan_bits), grid_for(n))
+
+
+# ---- shapes --------------------------------------------------------------------------------
+_bcast_cache: dict = {}
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    key = shapes
+    hit = _bcast_cache.get(key)
+    if hit is not None:
+        return hit
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = ndim - len(s) + i
+            if d == out[j] or d == 1:
+                continue
+            if out[j] == 1:
+                out[j] = d
+            else:
+                raise ShapeError(f"pyrite: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                                 f"do not broadcast (dimension {j - ndim}: {out[j]} vs {d})")
+    res = tuple(out)
+    if len(_bcast_cache) > 4096:
+        _bcast_cache.clear()
+    _bcast_cache[key] = res
+    return res
+
+
+def broadcast_strides(t: Tensor, shape) -> tuple:
+    """Strides that read `t` as if expanded to `shape` (0 where broadcast)."""
+    nd = len(shape)
+    lead = nd - t.ndim
+    out = [0] * nd
+    for i, (d, s) in enumerate(zip(t._shape, t._strides)):
+        out[lead + i] = 0 if d == 1 else s
+    return tuple(out)
+
+
+_coalesce_cache: dict = {}
+
+
+def coalesce(shape, strides_list):
+    """Merge dims that every operand walks contiguously; drop size-1 dims.
+
+    Returns (shape, [strides per operand]) with the smallest rank that indexes the same elements.
+    """
+    key = (shape, *strides_list)
+    hit = _coalesce_cache.get(key)
+    if hit is not None:
+        return hit
+    dims = [i for i, d in enumerate(shape) if d != 1]
+    new_shape: list[int] = []
+    new_strides: list[list[int]] = [[] for _ in strides_list]
+    for i in dims:
+        d = shape[i]
+        if new_shape and all(ns[-1] == st[i] * d for ns, st in zip(new_strides, strides_list)):
+            new_shape[-1] *= d
+            for ns, st in zip(new_strides, strides_list):
+                ns[-1] = st[i]
+        else:
+            new_shape.append(d)
+            for ns, st in zip(new_strides, strides_list):
+                ns.append(st[i])
+    res = (tuple(new_shape), [tuple(s) for s in new_strides])
+    if len(_coalesce_cache) > 8192:
+        _coalesce_cache.clear()
+    _coalesce_cache[key] = res
+    return res
+
+
+def _pattern(shape, strides):
+    if not shape:
+        return "c"
+    if all(s == 0 for s in strides):
+        return "0"
+    if strides == contiguous_strides(shape):
+        return "c"
+    return "s"
+
+
+_F32 = struct.Struct("<f")
+_I32 = struct.Struct("<i")
+
+
+def f32_bits(x: float) -> int:
+    return _I32.unpack(_F32.pack(x))[0]
+
+
+def scalar_word(x, ctype: str) -> int:
+    if ctype == "f32":
+        return f32_bits(float(x))
+    return int(x)
+
+
+# ---- the strided map -----------------------------------------------------------------------
+def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(), s_ctypes=()):
+    """out[...] = expr(inputs broadcast to out.shape, scalars), for `out` contiguous or a view.
+
+    An input sharing out's storage is read through the output binding when it is exactly out's
+    view (an in-place op); any other overlap is read from a copy.
+    """
+    shape = out._shape
+    n = math.prod(shape)
+    if n == 0:
+        return out
+    ostore = out._storage
+    inputs = [t if t._storage is not ostore or _same_view(t, out) else contiguous_copy(t)
+              for t in inputs]
+    strides_list = [out._strides]
+    for t in inputs:
+        strides_list.append(t._strides if t._shape == shape else broadcast_strides(t, shape))
+    cshape, cstrides = coalesce(shape, strides_list)
+    ins = []
+    bufs = []
+    offsets = []
+    for t, ct, st in zip(inputs, in_ctypes, cstrides[1:]):
+        aliased = t._storage is ostore
+        ins.append((t.dtype.wgsl, ct, _pattern(cshape, st), aliased))
+        if not aliased:
+            bufs.append(t._storage.buffer)
+        offsets.append(t._offset)
+    o_pat = _pattern(cshape, cstrides[0])
+    info = [n, out._offset, *offsets]
+    strided = o_pat == "s" or any(p == "s" for _, _, p, _ in ins)
+    if strided:
+        info.extend(cshape)
+        if o_pat == "s":
+            info.extend(cstrides[0])
+        for (_, _, p, _), st in zip(ins, cstrides[1:]):
+            if p == "s":
+                info.extend(st)
+    for x, ct in zip(scalars, s_ctypes):
+        info.append(scalar_word(x, ct))
+    bufs.append(ostore.buffer)
+    src = map_kernel(expr, tuple(ins), (out.dtype.wgsl, out_ctype, o_pat),
+                     len(cshape) if strided else 1, tuple(s_ctypes))
+    backend.current().dispatch(src, bufs, info, grid_for(n))
+    return out
+
+
+def _same_view(t: Tensor, out: Tensor) -> bool:
+    return t._offset == out._offset and t._shape == out._shape and t._strides == out._strides
+
+
+def contiguous_copy(t: Tensor) -> Tensor:
+    out = empty(t._shape, t.dtype)
+    return run_map("x0", (t,), (t.dtype.ctype,), out, t.dtype.ctype)

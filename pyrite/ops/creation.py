@@ -1,0 +1,395 @@
+"""Making tensors: from host data, filled, ranges, identity, and random on the device."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import backend
+from .. import dtypes as D
+from ..kernels.common import grid_for
+from ..kernels.random import random_kernel
+from ..tensor import Tensor
+from .core import empty as _empty
+from .core import f32_bits, run_map
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = tuple(int(s) for s in size)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"pyrite: negative dimension in size {shape}")
+    return shape
+
+
+def _host_dtype(arr: np.ndarray):
+    k = arr.dtype.kind
+    if k == "b":
+        return D.bool_
+    if k in "iu":
+        return D.int32
+    if k == "f":
+        return D.float16 if arr.dtype == np.float16 else D.float32
+    raise TypeError(f"pyrite: unsupported data type {arr.dtype} (supported: float, int, bool)")
+
+
+def _to_numpy(data):
+    if isinstance(data, np.ndarray):
+        return data
+    mod = type(data).__module__
+    if mod.startswith("torch"):
+        t = data.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.numpy()
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
+        data = _nested_numpy(data)
+    arr = np.asarray(data)
+    if arr.dtype == object:
+        raise TypeError(f"pyrite: could not make a tensor from {type(data).__name__}; "
+                        "nested sequences must be rectangular and hold numbers")
+    return arr
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _flat(y)
+    else:
+        yield x
+
+
+def _nested_numpy(x):
+    if isinstance(x, Tensor):
+        return x.numpy()
+    if isinstance(x, (list, tuple)):
+        return [_nested_numpy(y) for y in x]
+    return x
+
+
+def from_host(arr: np.ndarray, dtype=None) -> Tensor:
+    """Upload a numpy array (any layout) as a new contiguous tensor."""
+    src_dtype = _host_dtype(arr)
+    dt = D.from_any(dtype) if dtype is not None else src_dtype
+    if dt is D.int32 and arr.dtype.kind in "iu" and arr.size and arr.dtype.itemsize > 4:
+        lo, hi = arr.min(), arr.max()
+        if lo < D.INT32_MIN or hi > D.INT32_MAX:
+            raise OverflowError(f"pyrite: integer values in [{lo}, {hi}] do not fit in int32, "
+                                "pyrite's integer storage (WebGPU has no 64-bit integers)")
+    if dt is D.bool_:
+        host = np.ascontiguousarray(arr != 0 if arr.dtype != bool else arr, dtype=np.uint32)
+    else:
+        if dt is D.int32 and arr.dtype.kind == "f":
+            arr = np.trunc(arr)
+        host = np.ascontiguousarray(arr, dtype=dt.np)
+    out = _empty(arr.shape, dt)
+    if host.size:
+        backend.current().upload(out._storage, host)
+    return out
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    if isinstance(data, Tensor):
+        t = data.clone() if dtype is None else data.to(dtype).clone()
+    else:
+        arr = _to_numpy(data)
+        if dtype is None and arr.dtype.kind == "f" and arr.dtype != np.float16:
+            arr = arr.astype(np.float32, copy=False)
+        t = from_host(arr, dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    return from_host(arr)
+
+
+def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
+    return as_tensor(obj, dtype=dtype)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    t = _empty(_size(size), D.from_any(dtype))
+    t.requires_grad = requires_grad
+    return t
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    if dtype is None:
+        if isinstance(fill_value, (bool, np.bool_)):
+            dtype = D.bool_
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = D.int32
+        else:
+            dtype = D.float32
+    dt = D.from_any(dtype)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    t = _empty(_size((size,)) if not isinstance(size, int) else (size,), dt)
+    t.fill_(fill_value)
+    t.requires_grad = requires_grad
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    return full(_size(size), 0, dtype=D.from_any(dtype), requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    return full(_size(size), 1, dtype=D.from_any(dtype), requires_grad=requires_grad)
+
+
+def _like_dtype(x, dtype):
+    return x.dtype if dtype is None else D.from_any(dtype)
+
+
+def empty_like(input, *, dtype=None, **_):
+    return _empty(input._shape, _like_dtype(input, dtype))
+
+
+def zeros_like(input, *, dtype=None, **_):
+    return full(input._shape, 0, dtype=_like_dtype(input, dtype))
+
+
+def ones_like(input, *, dtype=None, **_):
+    return full(input._shape, 1, dtype=_like_dtype(input, dtype))
+
+
+def full_like(input, fill_value, *, dtype=None, **_):
+    return full(input._shape, fill_value, dtype=_like_dtype(input, dtype))
+
+
+def _new_full(self, size, fill_value, *, dtype=None, **_):
+    return full(tuple(size), fill_value, dtype=_like_dtype(self, dtype))
+
+
+def _new_zeros(self, *size, dtype=None, **_):
+    return full(_size(size), 0, dtype=_like_dtype(self, dtype))
+
+
+def _new_ones(self, *size, dtype=None, **_):
+    return full(_size(size), 1, dtype=_like_dtype(self, dtype))
+
+
+def _new_empty(self, *size, dtype=None, **_):
+    return _empty(_size(size), _like_dtype(self, dtype))
+
+
+def _new_tensor(self, data, dtype=None, **_):
+    return tensor(data, dtype=_like_dtype(self, dtype) if dtype or not isinstance(
+        data, Tensor) else None)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise ValueError("pyrite: arange step must be nonzero")
+    if dtype is None:
+        dtype = D.float32 if any(isinstance(v, float) for v in vals) else D.int32
+    dt = D.from_any(dtype)
+    n = max(0, math.ceil((end - start) / step))
+    out = _empty((n,), dt)
+    if n:
+        if dt.kind == "f":
+            run_map("s0 + f32(gi) * s1", (), (), out, "f32", (start, step), ("f32", "f32"))
+        else:
+            run_map("s0 + gi * s1", (), (), out, "i32", (int(start), int(step)), ("i32", "i32"))
+    out.requires_grad = requires_grad
+    return out
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dt = D.from_any(dtype)
+    steps = int(steps)
+    out = _empty((steps,), dt)
+    if steps == 1:
+        out.fill_(start)
+    elif steps > 1:
+        step = (end - start) / (steps - 1)
+        # PyTorch's symmetric form: the first half counts up from start, the rest down from end
+        run_map("select(s1 - s2 * f32(s3 - 1 - gi), s0 + s2 * f32(gi), gi < s3 / 2)", (), (),
+                out, "f32",
+                (start, end, step, steps), ("f32", "f32", "f32", "i32"))
+    out.requires_grad = requires_grad
+    return out
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, **_):
+    return (linspace(start, end, steps) * math.log2(base)).exp2().to(D.from_any(dtype))
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    m = n if m is None else m
+    rows = arange(n).unsqueeze(1)
+    cols = arange(m).unsqueeze(0)
+    out = (rows == cols).to(D.from_any(dtype))
+    out.requires_grad = requires_grad
+    return out
+
+
+# ---- random --------------------------------------------------------------------------------
+class Generator:
+    """Seed and counter offset of the Philox stream; each draw advances the offset."""
+
+    def __init__(self, device=None):
+        self._seed = 0x5EED
+        self.offset = 0
+
+    def manual_seed(self, seed):
+        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        self.offset = 0
+        return self
+
+    def seed(self):
+        import random as _random
+
+        return self.manual_seed(_random.getrandbits(63))._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def take(self, n):
+        off = self.offset
+        self.offset += (n + 3) // 4
+        return off
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def _fill_random(out: Tensor, dist: str, a, b, generator=None):
+    gen = generator or default_generator
+    n = out.numel()
+    if n == 0:
+        return out
+    target = out if out.is_contiguous() else _empty(out._shape, out.dtype)
+    off = gen.take(n)
+    s = gen._seed
+    words = [n, target._offset, _i32(s & 0xFFFFFFFF), _i32(s >> 32),
+             _i32(off & 0xFFFFFFFF), _i32(off >> 32)]
+    if dist == "randint":
+        words += [int(a), int(b)]
+    else:
+        words += [f32_bits(a), f32_bits(b)]
+    stype = target.dtype.wgsl if dist != "randint" or target.dtype.kind == "i" else "i32"
+    backend.current().dispatch(random_kernel(dist, stype), (target._storage.buffer,), words,
+                               grid_for(-(-n // 4)))
+    if target is not out:
+        out.copy_(target)
+    return out
+
+
+def _i32(x):
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    out = _fill_random(_empty(_size(size), D.from_any(dtype)), "uniform", 0.0, 1.0, generator)
+    out.requires_grad = requires_grad
+    return out
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+    out = _fill_random(_empty(_size(size), D.from_any(dtype)), "normal", 0.0, 1.0, generator)
+    out.requires_grad = requires_grad
+    return out
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **_):
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("pyrite: randint() needs high and size")
+    if high <= low:
+        raise ValueError(f"pyrite: randint: low ({low}) must be less than high ({high})")
+    dt = D.from_any(dtype) if dtype is not None else D.int32
+    out = _empty(tuple(size), D.int32)
+    _fill_random(out, "randint", low, high, generator)
+    return out if dt is D.int32 else out.to(dt)
+
+
+def rand_like(input, *, dtype=None, **_):
+    return rand(input._shape, dtype=_like_dtype(input, dtype))
+
+
+def randn_like(input, *, dtype=None, **_):
+    return randn(input._shape, dtype=_like_dtype(input, dtype))
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, **_):
+    return randint(low, high, input._shape, dtype=_like_dtype(input, dtype))
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, **_):
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        shape = (mean if isinstance(mean, Tensor) else std)._shape
+        return randn(shape, generator=generator) * std + mean
+    return _fill_random(_empty(tuple(size), D.float32), "normal", mean, std, generator)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    probs = input if p is None else full(input._shape, p)
+    return (rand(probs._shape, generator=generator) < probs).to(input.dtype)
+
+
+def randperm(n, *, generator=None, dtype=None, **_):
+    from .sorting import argsort
+
+    keys = rand(n, generator=generator)
+    return argsort(keys).to(D.from_any(dtype) if dtype is not None else D.int32)
+
+
+def _uniform_(self, a=0.0, b=1.0, *, generator=None):
+    return _fill_random(self, "uniform", a, b, generator)
+
+
+def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    return _fill_random(self, "normal", mean, std, generator)
+
+
+def _random_(self, from_=0, to=None, *, generator=None):
+    return self.copy_(randint(from_, to if to is not None else 2**31 - 1, self._shape))
+
+
+def _bernoulli_(self, p=0.5, *, generator=None):
+    return self.copy_(rand(self._shape, generator=generator) < p)
+
+
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "empty", "full", "zeros", "ones",
+           "empty_like", "zeros_like", "ones_like", "full_like", "arange", "linspace",
+           "logspace", "eye", "rand", "randn", "randint", "rand_like", "randn_like",
+           "randint_like", "normal", "bernoulli", "randperm", "manual_seed", "seed",
+           "initial_seed", "Generator", "default_generator"]
+
+METHODS = {
+    "new_full": _new_full, "new_zeros": _new_zeros, "new_ones": _new_ones,
+    "new_empty": _new_empty, "new_tensor": _new_tensor, "uniform_": _uniform_,
+    "normal_": _normal_, "random_": _random_, "bernoulli_": _bernoulli_,
+    "bernoulli": lambda self, p=None, **kw: bernoulli(self, p, **kw),
+}

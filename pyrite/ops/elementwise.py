@@ -1,0 +1,720 @@
+"""Elementwise ops with broadcasting and PyTorch's type promotion, over the strided map kernel.
+
+Each op is a WGSL expression in `A` (and `B`, `C`) written for the compute type (f32 for both
+float dtypes, i32, bool). Python scalars travel as info words, never as buffers.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import dtypes as D
+from ..tensor import Tensor
+from .core import broadcast_shapes, empty, run_map
+
+# ---- unary ---------------------------------------------------------------------------------
+# name: (f32 expression, i32 expression or None to compute in f32, result: same|float|bool)
+UNARY = {
+    "neg": ("-A", "-A", "same"),
+    "abs": ("abs(A)", "abs(A)", "same"),
+    "exp": ("exp(A)", None, "float"),
+    "exp2": ("exp2(A)", None, "float"),
+    "log": ("log(A)", None, "float"),
+    "log2": ("log2(A)", None, "float"),
+    "log10": ("log2(A) * 0.30102999566398120", None, "float"),
+    "log1p": ("p_log1p(A)", None, "float"),
+    "expm1": ("p_expm1(A)", None, "float"),
+    "sqrt": ("sqrt(A)", None, "float"),
+    "rsqrt": ("inverseSqrt(A)", None, "float"),
+    "sin": ("sin(A)", None, "float"),
+    "cos": ("cos(A)", None, "float"),
+    "tan": ("tan(A)", None, "float"),
+    "asin": ("asin(A)", None, "float"),
+    "acos": ("acos(A)", None, "float"),
+    "atan": ("atan(A)", None, "float"),
+    "sinh": ("sinh(A)", None, "float"),
+    "cosh": ("cosh(A)", None, "float"),
+    "tanh": ("p_tanh(A)", None, "float"),
+    "sigmoid": ("p_sigmoid(A)", None, "float"),
+    "relu": ("select(A, 0.0, A < 0.0)", "max(A, 0)", "same"),
+    "gelu": ("0.5 * A * (1.0 + p_erf(A * 0.70710678118654752))", None, "float"),
+    "gelu_tanh": ("0.5 * A * (1.0 + p_tanh(0.79788456080286536 * (A + 0.044715 * A * A * A)))",
+                  None, "float"),
+    "silu": ("A * p_sigmoid(A)", None, "float"),
+    "mish": ("A * p_tanh(p_softplus(A, 1.0, 20.0))", None, "float"),
+    "erf": ("p_erf(A)", None, "float"),
+    "sign": ("p_signf(A)", "sign(A)", "same"),
+    "floor": ("floor(A)", "A", "same"),
+    "ceil": ("ceil(A)", "A", "same"),
+    "round": ("p_round(A)", "A", "same"),
+    "trunc": ("trunc(A)", "A", "same"),
+    "frac": ("A - trunc(A)", None, "same"),
+    "square": ("A * A", "A * A", "same"),
+    "reciprocal": ("1.0 / A", None, "float"),
+    "isnan": ("p_isnan(A)", "false", "bool"),
+    "isinf": ("p_isinf(A)", "false", "bool"),
+    "isfinite": ("!(p_isnan(A) || p_isinf(A))", "true", "bool"),
+    "logical_not": ("A == 0.0", "A == 0", "bool"),
+    "bitwise_not": (None, "~A", "same"),
+}
+
+
+def _wgsl(expr, names):
+    for k, v in names.items():
+        expr = expr.replace(k, v)
+    return expr
+
+
+def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
+    x = as_tensor_arg(x)
+    fexpr, iexpr, kind = UNARY[name]
+    dt = x.dtype
+    if dt.is_bool and name in ("logical_not", "bitwise_not"):
+        return run_map("!x0", (x,), ("bool",), _out(out, x._shape, D.bool_), "bool")
+    if dt.kind == "f" or iexpr is None:
+        if fexpr is None:
+            raise TypeError(f"pyrite: {name} is not defined for {dt!r}")
+        ctype, expr = "f32", fexpr
+        res = dt if dt.kind == "f" else D.float32
+    else:
+        ctype, expr = "i32", iexpr
+        res = D.int32
+    if kind == "same" and dt.kind != "f" and iexpr is not None:
+        res = dt if not dt.is_bool else D.int32
+    if kind == "bool":
+        res = D.bool_
+    out_ctype = "bool" if kind == "bool" else ctype
+    return run_map(_wgsl(expr, {"A": "x0"}), (x,), (ctype,), _out(out, x._shape, res), out_ctype,
+                   scalars, s_ctypes)
+
+
+def _out(out, shape, dtype):
+    if out is None:
+        return empty(shape, dtype)
+    if out._shape != tuple(shape):
+        from ..errors import ShapeError
+
+        raise ShapeError(f"pyrite: out has shape {tuple(out._shape)}, the result {tuple(shape)}")
+    return out
+
+
+# ---- binary --------------------------------------------------------------------------------
+# name: (f32 expr, i32 expr, bool expr or None, result: promote|float|bool)
+BINARY = {
+    "add": ("A + B", "A + B", "A || B", "promote"),
+    "sub": ("A - B", "A - B", None, "promote"),
+    "mul": ("A * B", "A * B", "A && B", "promote"),
+    "div": ("A / B", None, None, "float"),
+    "floor_divide": ("floor(A / B)", "p_floordiv_i(A, B)", None, "promote"),
+    "remainder": ("p_mod_f(A, B)", "p_mod_i(A, B)", None, "promote"),
+    "fmod": ("A - B * trunc(A / B)", "A % B", None, "promote"),
+    "pow": ("p_powf(A, B)", "p_powi(A, B)", None, "promote"),
+    "maximum": ("p_maxf(A, B)", "max(A, B)", "A || B", "promote"),
+    "minimum": ("p_minf(A, B)", "min(A, B)", "A && B", "promote"),
+    "atan2": ("atan2(A, B)", None, None, "float"),
+    "eq": ("A == B", "A == B", "A == B", "bool"),
+    "ne": ("A != B", "A != B", "A != B", "bool"),
+    "lt": ("A < B", "A < B", "!A && B", "bool"),
+    "le": ("A <= B", "A <= B", "!A || B", "bool"),
+    "gt": ("A > B", "A > B", "A && !B", "bool"),
+    "ge": ("A >= B", "A >= B", "A || !B", "bool"),
+    "bitwise_and": (None, "A & B", "A && B", "promote"),
+    "bitwise_or": (None, "A | B", "A || B", "promote"),
+    "bitwise_xor": (None, "A ^ B", "A != B", "promote"),
+    "logical_and": ("(A != 0.0) && (B != 0.0)", "(A != 0) && (B != 0)", "A && B", "bool"),
+    "logical_or": ("(A != 0.0) || (B != 0.0)", "(A != 0) || (B != 0)", "A || B", "bool"),
+    "logical_xor": ("(A != 0.0) != (B != 0.0)", "(A != 0) != (B != 0)", "A != B", "bool"),
+}
+_CT = {"f": "f32", "i": "i32", "b": "bool"}
+
+
+def as_tensor_arg(x):
+    if isinstance(x, Tensor):
+        return x
+    from .creation import tensor
+
+    return tensor(x)
+
+
+def _is_scalar(x):
+    return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
+
+
+def result_dtype(a, b):
+    """PyTorch's promotion: scalars and 0-d tensors only raise the category, not the width."""
+    if _is_scalar(a):
+        return D.promote_with_scalar(b.dtype, a)
+    if _is_scalar(b):
+        return D.promote_with_scalar(a.dtype, b)
+    da, db = a.dtype, b.dtype
+    if da is db:
+        return da
+    a0, b0 = not a._shape, not b._shape
+    if a0 != b0:
+        dim, zero = (db, da) if a0 else (da, db)
+        if "bif".index(zero.kind) > "bif".index(dim.kind):
+            return D.float32 if zero.kind == "f" else D.int32
+        return dim
+    return D.result_type_of(da, db)
+
+
+def binary(name: str, a, b, out=None):
+    fexpr, iexpr, bexpr, kind = BINARY[name]
+    sa, sb = _is_scalar(a), _is_scalar(b)
+    if sa and sb:
+        raise TypeError(f"pyrite: {name} needs at least one tensor")
+    if not sa and not isinstance(a, Tensor):
+        a = as_tensor_arg(a)
+    if not sb and not isinstance(b, Tensor):
+        b = as_tensor_arg(b)
+    rt = result_dtype(a, b)
+    cat = rt.kind
+    if kind == "float" and cat != "f":
+        cat = "f"
+        rt = D.float32
+    expr = {"f": fexpr, "i": iexpr, "b": bexpr}[cat]
+    if expr is None and cat == "b":
+        cat, expr = "i", iexpr
+    if expr is None and cat == "i" and fexpr is not None and name != "bitwise_and":
+        cat, expr, rt = "f", fexpr, D.float32
+    if expr is None:
+        raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
+    ct = _CT[cat]
+    res = D.bool_ if kind == "bool" else (rt if cat == rt.kind else
+                                          (D.int32 if cat == "i" else D.float32))
+    out_ct = "bool" if kind == "bool" else ct
+    if sb:
+        shape = a._shape
+        o = _out(out, shape, res)
+        return run_map(_wgsl(expr, {"A": "x0", "B": "s0"}), (a,), (ct,), o, out_ct, (b,), (ct,))
+    if sa:
+        shape = b._shape
+        o = _out(out, shape, res)
+        return run_map(_wgsl(expr, {"A": "s0", "B": "x0"}), (b,), (ct,), o, out_ct, (a,), (ct,))
+    shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
+    o = _out(out, shape, res)
+    return run_map(_wgsl(expr, {"A": "x0", "B": "x1"}), (a, b), (ct, ct), o, out_ct)
+
+
+def _inplace(name, a, b):
+    """a <op>= b, written into a's own buffer (a may be a view)."""
+    rt = result_dtype(a, b)
+    if BINARY[name][3] == "float" and not rt.is_floating_point:
+        rt = D.float32
+    if "bif".index(rt.kind) > "bif".index(a.dtype.kind):
+        raise TypeError(f"pyrite: result type {rt!r} of {name} can't be cast to the desired "
+                        f"output type {a.dtype!r}")
+    if not _is_scalar(b):
+        b = as_tensor_arg(b)
+        shape = broadcast_shapes(a._shape, b._shape)
+        if shape != a._shape:
+            from ..errors import ShapeError
+
+            raise ShapeError(f"pyrite: in-place {name}: shape {tuple(b._shape)} does not "
+                             f"broadcast to the tensor's {tuple(a._shape)}")
+    return binary(name, a, b, out=a)
+
+
+# ---- functions in PyTorch's spelling --------------------------------------------------------
+def add(input, other, *, alpha=1, out=None):
+    if alpha != 1:
+        other = mul(other, alpha)
+    return binary("add", input, other, out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    if alpha != 1:
+        other = mul(other, alpha)
+    return binary("sub", input, other, out)
+
+
+subtract = sub
+
+
+def mul(input, other, *, out=None):
+    return binary("mul", input, other, out)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is None:
+        return binary("div", input, other, out)
+    if rounding_mode == "floor":
+        return binary("floor_divide", input, other, out)
+    if rounding_mode == "trunc":
+        q = binary("div", input, other)
+        r = unary("trunc", q)
+        dt = result_dtype(input, other)
+        return r if dt.is_floating_point else r.to(dt)
+    raise ValueError(f"pyrite: div expected rounding_mode to be one of None, 'trunc', or "
+                     f"'floor' but found {rounding_mode!r}")
+
+
+divide = true_divide = div
+
+
+def floor_divide(input, other):
+    return binary("floor_divide", input, other)
+
+
+def remainder(input, other):
+    return binary("remainder", input, other)
+
+
+def fmod(input, other):
+    return binary("fmod", input, other)
+
+
+def pow(input, exponent):  # noqa: A001
+    if _is_scalar(exponent) and isinstance(input, Tensor):
+        if exponent == 2:
+            return unary("square", input) if input.dtype.kind != "b" else binary("pow", input, 2)
+        if exponent == 0.5 and input.dtype.is_floating_point:
+            return unary("sqrt", input)
+        if exponent == 1:
+            return input.clone()
+    return binary("pow", input, exponent)
+
+
+def float_power(input, exponent):
+    return pow(input.float() if isinstance(input, Tensor) else input, exponent)
+
+
+def maximum(input, other):
+    return binary("maximum", input, other)
+
+
+def minimum(input, other):
+    return binary("minimum", input, other)
+
+
+def atan2(input, other):
+    return binary("atan2", input, other)
+
+
+arctan2 = atan2
+
+
+def eq(input, other):
+    return binary("eq", input, other)
+
+
+def ne(input, other):
+    return binary("ne", input, other)
+
+
+def lt(input, other):
+    return binary("lt", input, other)
+
+
+def le(input, other):
+    return binary("le", input, other)
+
+
+def gt(input, other):
+    return binary("gt", input, other)
+
+
+def ge(input, other):
+    return binary("ge", input, other)
+
+
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def bitwise_and(input, other):
+    return binary("bitwise_and", input, other)
+
+
+def bitwise_or(input, other):
+    return binary("bitwise_or", input, other)
+
+
+def bitwise_xor(input, other):
+    return binary("bitwise_xor", input, other)
+
+
+def bitwise_not(input):
+    return unary("bitwise_not", input)
+
+
+def logical_and(input, other):
+    return binary("logical_and", input, other)
+
+
+def logical_or(input, other):
+    return binary("logical_or", input, other)
+
+
+def logical_xor(input, other):
+    return binary("logical_xor", input, other)
+
+
+def logical_not(input):
+    return unary("logical_not", input)
+
+
+def _make_unary(name):
+    def fn(input, *, out=None):
+        return unary(name, input, out=out)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}, as torch.{name}."
+    return fn
+
+
+neg = _make_unary("neg")
+negative = neg
+abs = _make_unary("abs")  # noqa: A001
+absolute = abs
+exp = _make_unary("exp")
+exp2 = _make_unary("exp2")
+log = _make_unary("log")
+log2 = _make_unary("log2")
+log10 = _make_unary("log10")
+log1p = _make_unary("log1p")
+expm1 = _make_unary("expm1")
+sqrt = _make_unary("sqrt")
+rsqrt = _make_unary("rsqrt")
+sin = _make_unary("sin")
+cos = _make_unary("cos")
+tan = _make_unary("tan")
+asin = arcsin = _make_unary("asin")
+acos = arccos = _make_unary("acos")
+atan = arctan = _make_unary("atan")
+sinh = _make_unary("sinh")
+cosh = _make_unary("cosh")
+tanh = _make_unary("tanh")
+sigmoid = _make_unary("sigmoid")
+relu = _make_unary("relu")
+silu = _make_unary("silu")
+mish = _make_unary("mish")
+erf = _make_unary("erf")
+sign = _make_unary("sign")
+sgn = sign
+floor = _make_unary("floor")
+ceil = _make_unary("ceil")
+trunc = _make_unary("trunc")
+fix = trunc
+frac = _make_unary("frac")
+square = _make_unary("square")
+reciprocal = _make_unary("reciprocal")
+isnan = _make_unary("isnan")
+isinf = _make_unary("isinf")
+isfinite = _make_unary("isfinite")
+
+
+def round(input, *, decimals=0):  # noqa: A001
+    if decimals == 0:
+        return unary("round", input)
+    scale = 10.0 ** decimals
+    return unary("round", input * scale) / scale
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"pyrite: gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+    return unary("gelu" if approximate == "none" else "gelu_tanh", input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    x = as_tensor_arg(input)
+    if x.dtype.kind != "f":
+        x = x.float()
+    return run_map("p_softplus(x0, s0, s1)", (x,), ("f32",), empty(x._shape, x.dtype), "f32",
+                   (beta, threshold), ("f32", "f32"))
+
+
+def signbit(input):
+    x = as_tensor_arg(input)
+    if x.dtype.kind != "f":
+        return lt(x, 0)
+    return run_map("(bitcast<u32>(x0) >> 31u) == 1u", (x,), ("f32",), empty(x._shape, D.bool_),
+                   "bool")
+
+
+class _Probe:
+    """A dtype-and-shape stand-in so result_dtype can fold more than two operands."""
+
+    __slots__ = ("dtype", "_shape")
+
+    def __init__(self, dtype, shape):
+        self.dtype = dtype
+        self._shape = shape
+
+
+def _fold_dtype(xs):
+    probe = None
+    for x in xs:
+        if probe is None:
+            if _is_scalar(x):
+                continue
+            probe = _Probe(x.dtype, x._shape)
+            continue
+        dt = result_dtype(probe, x if not isinstance(x, Tensor) else _Probe(x.dtype, x._shape))
+        shape = probe._shape or (x._shape if isinstance(x, Tensor) else ())
+        probe = _Probe(dt, shape)
+    return probe.dtype
+
+
+def _ternary(expr_f, expr_i, xs, out_dtype=None, cond=None):
+    """A map over up to three operands, any of which may be Python scalars."""
+    dt = _fold_dtype(xs)
+    ct = _CT[dt.kind]
+    if ct == "bool":
+        ct = "i32"
+    expr = expr_f if ct == "f32" else expr_i
+    tens, ctypes, scal, sct = [], [], [], []
+    names = {}
+    for letter, x in zip("ABC", xs):
+        if _is_scalar(x):
+            names[letter] = f"s{len(scal)}"
+            scal.append(x)
+            sct.append(ct)
+        else:
+            x = as_tensor_arg(x)
+            names[letter] = f"x{len(tens)}"
+            tens.append(x)
+            ctypes.append(ct)
+    if cond is not None:
+        names["K"] = f"x{len(tens)}"
+        tens.append(cond)
+        ctypes.append("bool")
+    shape = broadcast_shapes(*(t._shape for t in tens))
+    res = out_dtype or dt
+    return run_map(_wgsl(expr, names), tens, ctypes, empty(shape, res), ct if res is dt else
+                   ("bool" if res.is_bool else ct), scal, sct)
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        from .indexing import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    condition = as_tensor_arg(condition)
+    if not condition.dtype.is_bool:
+        condition = condition != 0
+    xs = [input, other]
+    if all(_is_scalar(x) for x in xs):
+        # torch.where(cond, 1.0, 0.0): scalars make the default dtype of their category
+        kind = max((D.scalar_kind(x) for x in xs), key="bif".index)
+        dt = {"f": D.float32, "i": D.int32, "b": D.bool_}[kind]
+        xs = [D_tensor(x, dt) for x in xs]
+    return _ternary("select(B, A, K)", "select(B, A, K)", xs, cond=condition)
+
+
+def D_tensor(x, dt):
+    from .creation import full
+
+    return full((), x, dtype=dt)
+
+
+def lerp(input, end, weight):
+    return _ternary("A + C * (B - A)", "A + C * (B - A)", [input, end, weight])
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return add(input, mul(tensor1, tensor2), alpha=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return add(input, div(tensor1, tensor2), alpha=value)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    x = as_tensor_arg(input)
+    if min is None and max is None:
+        raise ValueError("pyrite: clamp needs at least one of min and max")
+    r = x
+    if min is not None:
+        r = binary("maximum", r, min)
+    if max is not None:
+        r = binary("minimum", r, max)
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+clip = clamp
+
+
+def clamp_min(input, min):  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return clamp(input, max=max)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    x = as_tensor_arg(input)
+    if not x.dtype.is_floating_point:
+        return x.clone()
+    big = 3.4028234663852886e38 if x.dtype is D.float32 else 65504.0
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    expr = ("select(select(select(x0, s2, p_isinf(x0) && x0 < 0.0), s1, p_isinf(x0) && x0 > 0.0),"
+            " s0, p_isnan(x0))")
+    return run_map(expr, (x,), ("f32",), empty(x._shape, x.dtype), "f32", (nan, posinf, neginf),
+                   ("f32", "f32", "f32"))
+
+
+# ---- casts and copies ----------------------------------------------------------------------
+def to_dtype(x: Tensor, dtype) -> Tensor:
+    dtype = D.from_any(dtype)
+    if dtype is x.dtype:
+        return x
+    return run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, dtype), x.dtype.ctype)
+
+
+def clone(x: Tensor, *, memory_format=None) -> Tensor:
+    return run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, x.dtype), x.dtype.ctype)
+
+
+def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
+    """Copy `src` (broadcast, cast) into this tensor's elements, in place."""
+    src = as_tensor_arg(src) if not _is_scalar(src) else src
+    if _is_scalar(src):
+        return fill_(self, src)
+    shape = broadcast_shapes(self._shape, src._shape)
+    if shape != self._shape:
+        from ..errors import ShapeError
+
+        raise ShapeError(f"pyrite: copy_: source shape {tuple(src._shape)} does not broadcast "
+                         f"to {tuple(self._shape)}")
+    return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
+
+
+def fill_(self: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        return copy_(self, value)
+    ct = self.dtype.ctype if self.dtype.ctype != "bool" else "i32"
+    return run_map("s0", (), (), self, ct, (value,), (ct,))
+
+
+def zero_(self: Tensor) -> Tensor:
+    return fill_(self, 0)
+
+
+def _method_to(self, *args, **kwargs):
+    """`x.to(dtype)`, `x.to(device)`, `x.to(other)`: only the dtype changes anything here."""
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, D.dtype) or (not isinstance(a, str) and a is not None
+                                        and "dtype" in type(a).__name__):
+            dtype = a
+        elif isinstance(a, str) and a in D._ALL:
+            dtype = a
+    if dtype is None:
+        return self
+    return to_dtype(self, dtype)
+
+
+def _inplace_method(name):
+    def fn(self, other, **kw):
+        if kw.get("alpha", 1) != 1:
+            other = mul(other, kw["alpha"])
+        return _inplace(name, self, other)
+
+    return fn
+
+
+def _unary_inplace(name):
+    def fn(self, *args, **kwargs):
+        r = FUNCS[name](self, *args, **kwargs)
+        return copy_(self, r)
+
+    return fn
+
+
+def _rbinary(name):
+    def fn(self, other):
+        return binary(name, other, self)
+
+    return fn
+
+
+def _binary_method(name):
+    def fn(self, other):
+        return binary(name, self, other)
+
+    return fn
+
+
+def _type_method(dt):
+    def fn(self, memory_format=None):
+        return to_dtype(self, dt)
+
+    return fn
+
+
+FUNCS = {
+    "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div,
+    "divide": div, "true_divide": div, "floor_divide": floor_divide, "remainder": remainder,
+    "fmod": fmod, "pow": pow, "float_power": float_power, "maximum": maximum, "minimum": minimum,
+    "atan2": atan2, "arctan2": atan2, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
+    "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
+    "bitwise_not": bitwise_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "logical_not": logical_not,
+    "neg": neg, "negative": neg, "abs": abs, "absolute": abs, "exp": exp, "exp2": exp2, "log": log,
+    "log2": log2, "log10": log10, "log1p": log1p, "expm1": expm1, "sqrt": sqrt, "rsqrt": rsqrt,
+    "sin": sin, "cos": cos, "tan": tan, "asin": asin, "arcsin": asin, "acos": acos,
+    "arccos": acos, "atan": atan, "arctan": atan, "sinh": sinh, "cosh": cosh, "tanh": tanh,
+    "sigmoid": sigmoid, "relu": relu, "silu": silu, "mish": mish, "erf": erf, "sign": sign,
+    "sgn": sign, "floor": floor, "ceil": ceil, "trunc": trunc, "fix": trunc, "frac": frac,
+    "square": square, "reciprocal": reciprocal, "isnan": isnan, "isinf": isinf,
+    "isfinite": isfinite, "round": round, "gelu": gelu, "softplus": softplus, "signbit": signbit,
+    "where": where, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "clamp": clamp,
+    "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "nan_to_num": nan_to_num,
+    "clone": clone,
+}
+
+__all__ = sorted(FUNCS)
+
+METHODS = dict(FUNCS)
+METHODS.update({
+    "to": _method_to, "type": lambda self, dtype=None: self.dtype if dtype is None
+    else to_dtype(self, dtype),
+    "float": _type_method(D.float32), "half": _type_method(D.float16),
+    "double": _type_method(D.float32), "int": _type_method(D.int32),
+    "long": _type_method(D.int32), "bool": _type_method(D.bool_),
+    "copy_": copy_, "fill_": fill_, "zero_": zero_,
+    "__add__": _binary_method("add"), "__radd__": _rbinary("add"),
+    "__sub__": _binary_method("sub"), "__rsub__": _rbinary("sub"),
+    "__mul__": _binary_method("mul"), "__rmul__": _rbinary("mul"),
+    "__truediv__": _binary_method("div"), "__rtruediv__": _rbinary("div"),
+    "__floordiv__": _binary_method("floor_divide"), "__rfloordiv__": _rbinary("floor_divide"),
+    "__mod__": _binary_method("remainder"), "__rmod__": _rbinary("remainder"),
+    "__pow__": lambda self, other: pow(self, other), "__rpow__": _rbinary("pow"),
+    "__eq__": _binary_method("eq"), "__ne__": _binary_method("ne"),
+    "__lt__": _binary_method("lt"), "__le__": _binary_method("le"),
+    "__gt__": _binary_method("gt"), "__ge__": _binary_method("ge"),
+    "__and__": _binary_method("bitwise_and"), "__rand__": _rbinary("bitwise_and"),
+    "__or__": _binary_method("bitwise_or"), "__ror__": _rbinary("bitwise_or"),
+    "__xor__": _binary_method("bitwise_xor"), "__rxor__": _rbinary("bitwise_xor"),
+    "__invert__": bitwise_not, "__neg__": neg, "__pos__": lambda self: self,
+    "__abs__": abs,
+    "__iadd__": _inplace_method("add"), "__isub__": _inplace_method("sub"),
+    "__imul__": _inplace_method("mul"), "__itruediv__": _inplace_method("div"),
+    "__ifloordiv__": _inplace_method("floor_divide"), "__imod__": _inplace_method("remainder"),
+    "__ipow__": _inplace_method("pow"), "__iand__": _inplace_method("bitwise_and"),
+    "__ior__": _inplace_method("bitwise_or"), "__ixor__": _inplace_method("bitwise_xor"),
+    "add_": _inplace_method("add"), "sub_": _inplace_method("sub"),
+    "mul_": _inplace_method("mul"), "div_": _inplace_method("div"),
+    "pow_": _inplace_method("pow"), "remainder_": _inplace_method("remainder"),
+    "maximum_": _inplace_method("maximum"), "minimum_": _inplace_method("minimum"),
+})
+for _n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+           "silu", "floor", "ceil", "round", "trunc", "clamp", "clamp_min", "clamp_max", "sign",
+           "reciprocal", "square", "exp2", "log2", "log1p", "expm1", "erf", "lerp", "addcmul",
+           "addcdiv", "nan_to_num", "gelu", "logical_not", "frac", "tan"):
+    METHODS[_n + "_"] = _unary_inplace(_n)
+METHODS["clip_"] = METHODS["clamp_"]

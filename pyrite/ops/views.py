@@ -1,0 +1,396 @@
+"""Views: new shape, strides and offset over the same storage, no kernel. Also basic indexing.
+
+Negative strides are allowed (`x[::-1]` is a view here; PyTorch refuses it), so every kernel reads
+strides as signed words.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..tensor import Tensor, contiguous_strides
+from .core import contiguous_copy
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if len(shape) == 1 and isinstance(shape[0], Tensor):
+        shape = tuple(shape[0].tolist())
+    return tuple(int(s) for s in shape)
+
+
+def _infer(shape, numel, old_shape):
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise ShapeError("pyrite: only one dimension can be inferred (-1)")
+    if any(s < -1 for s in shape):
+        raise ShapeError(f"pyrite: invalid shape dimension in {shape}")
+    known = math.prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or numel % known:
+            raise ShapeError(f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
+                             f"(shape {tuple(old_shape)})")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise ShapeError(f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
+                         f"(shape {tuple(old_shape)})")
+    return shape
+
+
+def _view_strides(old_shape, old_strides, new_shape):
+    """Strides that read the same elements in `new_shape` without a copy, or None.
+
+    PyTorch's rule (ATen `computeStride`): walk the old dims from the innermost, in chunks that
+    are contiguous among themselves; each chunk must be re-split exactly by a run of new dims.
+    """
+    if math.prod(old_shape) == 0 or not old_shape:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1
+                      and old_strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = old_strides[d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def view(x: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, Tensor)):
+        return x.to(shape[0])  # view(dtype): only same-size reinterpretation in torch; cast here
+    shape = _infer(_shape_arg(shape), x.numel(), x._shape)
+    strides = _view_strides(x._shape, x._strides, shape)
+    if strides is None:
+        raise ShapeError(f"pyrite: view size {list(shape)} is not compatible with input tensor's "
+                         f"size {tuple(x._shape)} and stride {x._strides}; use .reshape(...)")
+    return x._view(shape, strides, x._offset)
+
+
+def reshape(x: Tensor, *shape) -> Tensor:
+    shape = _infer(_shape_arg(shape), x.numel(), x._shape)
+    if shape == x._shape:
+        return x._view(x._shape, x._strides, x._offset)
+    strides = _view_strides(x._shape, x._strides, shape)
+    if strides is None:
+        c = contiguous_copy(x)
+        return c._view(shape, contiguous_strides(shape), 0)
+    return x._view(shape, strides, x._offset)
+
+
+def view_as(x, other):
+    return view(x, other._shape)
+
+
+def reshape_as(x, other):
+    return reshape(x, other._shape)
+
+
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    return x if x.is_contiguous() else contiguous_copy(x)
+
+
+def permute(x: Tensor, *dims) -> Tensor:
+    dims = _shape_arg(dims)
+    if len(dims) != x.ndim:
+        raise ShapeError(f"pyrite: permute: number of dims {len(dims)} doesn't match the "
+                         f"tensor's {x.ndim} (shape {tuple(x._shape)})")
+    dims = tuple(x._dim(d) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"pyrite: permute: repeated dim in {dims}")
+    return x._view(tuple(x._shape[d] for d in dims), tuple(x._strides[d] for d in dims),
+                   x._offset)
+
+
+def transpose(x: Tensor, dim0, dim1) -> Tensor:
+    if x.ndim == 0:
+        return x._view((), (), x._offset)
+    d0, d1 = x._dim(dim0), x._dim(dim1)
+    order = list(range(x.ndim))
+    order[d0], order[d1] = order[d1], order[d0]
+    return permute(x, *order)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(x: Tensor) -> Tensor:
+    if x.ndim > 2:
+        raise ShapeError(f"pyrite: t() expects a tensor with <= 2 dimensions, but self is "
+                         f"{x.ndim}D")
+    return transpose(x, 0, 1) if x.ndim == 2 else x._view(x._shape, x._strides, x._offset)
+
+
+def _T(x):
+    return permute(x, *range(x.ndim - 1, -1, -1))
+
+
+def _mT(x):
+    if x.ndim < 2:
+        raise ShapeError("pyrite: tensor.mT is only supported on matrices or batches of matrices")
+    return transpose(x, -2, -1)
+
+
+def movedim(x: Tensor, source, destination) -> Tensor:
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [x._dim(d) for d in src]
+    dst = [x._dim(d) for d in dst]
+    order = [None] * x.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(x.ndim) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(x, *order)
+
+
+moveaxis = movedim
+
+
+def expand(x: Tensor, *sizes) -> Tensor:
+    sizes = _shape_arg(sizes)
+    if len(sizes) < x.ndim:
+        raise ShapeError(f"pyrite: expand: the number of sizes provided ({len(sizes)}) must be "
+                         f"greater or equal to the number of dimensions ({x.ndim})")
+    lead = len(sizes) - x.ndim
+    shape, strides = [], []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise ShapeError(f"pyrite: expand: -1 not allowed in a new leading dim {sizes}")
+            shape.append(s)
+            strides.append(0)
+            continue
+        d, st = x._shape[i - lead], x._strides[i - lead]
+        if s == -1 or s == d:
+            shape.append(d)
+            strides.append(st)
+        elif d == 1:
+            shape.append(s)
+            strides.append(0)
+        else:
+            raise ShapeError(f"pyrite: expand: the expanded size of the tensor ({s}) must match "
+                             f"the existing size ({d}) at non-singleton dimension {i}; target "
+                             f"sizes {list(sizes)}, tensor shape {tuple(x._shape)}")
+    return x._view(tuple(shape), tuple(strides), x._offset)
+
+
+def expand_as(x, other):
+    return expand(x, *other._shape)
+
+
+def broadcast_to(x, shape):
+    return expand(x, *_shape_arg((shape,)))
+
+
+def squeeze(x: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        keep = [i for i, d in enumerate(x._shape) if d != 1]
+    else:
+        dims = {x._dim(d) for d in ((dim,) if isinstance(dim, int) else dim)}
+        keep = [i for i, d in enumerate(x._shape) if not (i in dims and d == 1)]
+    return x._view(tuple(x._shape[i] for i in keep), tuple(x._strides[i] for i in keep),
+                   x._offset)
+
+
+def unsqueeze(x: Tensor, dim) -> Tensor:
+    n = x.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"pyrite: dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    dim = dim % n
+    shape = list(x._shape)
+    strides = list(x._strides)
+    inner = strides[dim] * shape[dim] if dim < x.ndim else 1
+    shape.insert(dim, 1)
+    strides.insert(dim, inner)
+    return x._view(tuple(shape), tuple(strides), x._offset)
+
+
+def flatten(x: Tensor, start_dim=0, end_dim=-1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, 1)
+    s, e = x._dim(start_dim), x._dim(end_dim)
+    if s > e:
+        raise ShapeError("pyrite: flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = x._shape[:s] + (math.prod(x._shape[s:e + 1]),) + x._shape[e + 1:]
+    return reshape(x, shape)
+
+
+def unflatten(x: Tensor, dim, sizes) -> Tensor:
+    d = x._dim(dim)
+    sizes = tuple(sizes)
+    inner = _infer(sizes, x._shape[d], (x._shape[d],))
+    return reshape(x, x._shape[:d] + inner + x._shape[d + 1:])
+
+
+def narrow(x: Tensor, dim, start, length) -> Tensor:
+    d = x._dim(dim)
+    size = x._shape[d]
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    if start < 0:
+        start += size
+    if not (0 <= start <= size and 0 <= length and start + length <= size):
+        raise IndexError(f"pyrite: narrow: start ({start}) + length ({length}) exceeds "
+                         f"dimension size ({size}) of dim {dim}")
+    shape = list(x._shape)
+    shape[d] = length
+    return x._view(tuple(shape), x._strides, x._offset + start * x._strides[d])
+
+
+def select(x: Tensor, dim, index) -> Tensor:
+    d = x._dim(dim)
+    size = x._shape[d]
+    i = int(index)
+    if not -size <= i < size:
+        raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} with size {size}")
+    i %= size
+    return x._view(x._shape[:d] + x._shape[d + 1:], x._strides[:d] + x._strides[d + 1:],
+                   x._offset + i * x._strides[d])
+
+
+def unbind(x: Tensor, dim=0):
+    d = x._dim(dim)
+    return tuple(select(x, d, i) for i in range(x._shape[d]))
+
+
+def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
+    return x._view(tuple(size), tuple(stride),
+                   x._offset if storage_offset is None else storage_offset)
+
+
+def diagonal(x: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
+    d1, d2 = x._dim(dim1), x._dim(dim2)
+    n1, n2 = x._shape[d1], x._shape[d2]
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        start = offset * x._strides[d2]
+    else:
+        length = max(0, min(n1 + offset, n2))
+        start = -offset * x._strides[d1]
+    keep = [i for i in range(x.ndim) if i not in (d1, d2)]
+    shape = tuple(x._shape[i] for i in keep) + (length,)
+    strides = tuple(x._strides[i] for i in keep) + (x._strides[d1] + x._strides[d2],)
+    return x._view(shape, strides, x._offset + (start if length else 0))
+
+
+# ---- basic indexing ------------------------------------------------------------------------
+def _is_advanced(i):
+    if isinstance(i, (Tensor, list, np.ndarray)) or isinstance(i, (bool, np.bool_)):
+        return not (isinstance(i, Tensor) and i.ndim == 0 and i.dtype.kind == "i")
+    return False
+
+
+def _normalize(x, index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_used = sum(1 for i in index if i is not None and i is not Ellipsis and not (
+        isinstance(i, (bool, np.bool_))))
+    n_used += sum(i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.is_bool
+                  and i.ndim > 1)
+    n_used += sum(np.ndim(i) - 1 for i in index if isinstance(i, np.ndarray)
+                  and i.dtype == bool and i.ndim > 1)
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("pyrite: an index can only have a single ellipsis ('...')")
+    if n_used > x.ndim:
+        raise IndexError(f"pyrite: too many indices for tensor of dimension {x.ndim} "
+                         f"(got {n_used})")
+    if Ellipsis in [i for i in index if not isinstance(i, (Tensor, np.ndarray, list))]:
+        k = next(j for j, i in enumerate(index) if i is Ellipsis)
+        index = index[:k] + (slice(None),) * (x.ndim - n_used) + index[k + 1:]
+    return index
+
+
+def basic_index(x: Tensor, index):
+    """x[index] for ints, slices, None and Ellipsis: a view."""
+    shape, strides = [], []
+    offset = x._offset
+    d = 0
+    for i in index:
+        if i is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        if isinstance(i, slice):
+            size = x._shape[d]
+            start, stop, step = i.indices(size)
+            if step == 0:
+                raise ValueError("pyrite: slice step cannot be zero")
+            length = len(range(start, stop, step))
+            shape.append(length)
+            strides.append(x._strides[d] * step)
+            if length:
+                offset += start * x._strides[d]
+            d += 1
+            continue
+        if isinstance(i, Tensor):
+            i = i.item()
+        if isinstance(i, numbers.Integral):
+            size = x._shape[d]
+            if not -size <= i < size:
+                raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} "
+                                 f"with size {size}")
+            offset += (i % size) * x._strides[d]
+            d += 1
+            continue
+        raise IndexError(f"pyrite: unsupported index {i!r} of type {type(i).__name__}; use "
+                         "ints, slices, None, ..., integer or boolean tensors")
+    shape.extend(x._shape[d:])
+    strides.extend(x._strides[d:])
+    return x._view(tuple(shape), tuple(strides), offset)
+
+
+def getitem(x: Tensor, index):
+    index = _normalize(x, index)
+    if any(_is_advanced(i) for i in index):
+        from .indexing import advanced_getitem
+
+        return advanced_getitem(x, index)
+    return basic_index(x, index)
+
+
+def setitem(x: Tensor, index, value):
+    index = _normalize(x, index)
+    if any(_is_advanced(i) for i in index):
+        from .indexing import advanced_setitem
+
+        advanced_setitem(x, index, value)
+        return
+    target = basic_index(x, index)
+    target.copy_(value)
+
+
+__all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis",
+           "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "unbind",
+           "broadcast_to", "as_strided", "diagonal"]
+
+METHODS = {
+    "view": view, "reshape": reshape, "view_as": view_as, "reshape_as": reshape_as,
+    "contiguous": contiguous, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
+    "swapdims": swapdims, "t": t, "T": property(_T), "mT": property(_mT),
+    "H": property(_T), "mH": property(_mT), "adjoint": _mT,
+    "movedim": movedim, "moveaxis": movedim, "expand": expand, "expand_as": expand_as,
+    "broadcast_to": broadcast_to, "squeeze": squeeze, "unsqueeze": unsqueeze,
+    "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "select": select,
+    "unbind": unbind, "as_strided": as_strided, "diagonal": diagonal,
+    "__getitem__": getitem, "__setitem__": setitem,
+}

@@ -1,0 +1,269 @@
+"""`Tensor`: a device buffer viewed through shape, strides (in elements), offset and dtype.
+
+Views (reshape of a contiguous tensor, permute, slicing, expand, ...) share the storage and change
+only the view. The ops that make and transform tensors live in `pyrite/ops/`; each op module lists
+its methods in `METHODS`, and `pyrite/ops/__init__.py` installs them on this class.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from . import backend
+from . import dtypes as D
+
+
+@lru_cache(maxsize=4096)
+def contiguous_strides(shape: tuple) -> tuple:
+    strides = [1] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+class Size(tuple):
+    """PyTorch's torch.Size: a tuple of ints with `numel()`."""
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __repr__(self):
+        return f"pyrite.Size({list(self)})"
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+
+class device:
+    """What `tensor.device` returns: there is one device in use, the WebGPU one."""
+
+    type = "webgpu"
+    index = 0
+
+    def __init__(self, spec="webgpu"):
+        self.spec = spec
+
+    def __repr__(self):
+        return "device(type='webgpu')"
+
+    def __eq__(self, other):
+        return isinstance(other, device) or other in ("webgpu", "cuda", "gpu", "cpu")
+
+    def __hash__(self):
+        return hash("webgpu")
+
+
+_DEVICE = device()
+
+
+class Tensor:
+    __slots__ = ("_storage", "_shape", "_strides", "_offset", "dtype", "requires_grad", "grad",
+                 "grad_fn", "_base", "__weakref__")
+    __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
+
+    def __init__(self, *args, **kwargs):
+        from .ops.creation import tensor as _tensor
+
+        data = args[0] if len(args) == 1 else list(args)
+        t = _tensor(data, dtype=kwargs.get("dtype", D.float32))
+        self._adopt(t)
+
+    def _adopt(self, t):
+        for name in ("_storage", "_shape", "_strides", "_offset", "dtype"):
+            object.__setattr__(self, name, getattr(t, name))
+        self.requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._base = None
+
+    @classmethod
+    def _make(cls, storage, shape, strides, offset, dtype):
+        t = object.__new__(cls)
+        t._storage = storage
+        t._shape = shape
+        t._strides = strides
+        t._offset = offset
+        t.dtype = dtype
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._base = None
+        return t
+
+    def _view(self, shape, strides, offset):
+        t = Tensor._make(self._storage, shape, strides, offset, self.dtype)
+        t._base = self if self._base is None else self._base
+        return t
+
+    # ---- metadata ------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[self._dim(dim)]
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return math.prod(self._shape)
+
+    nelement = numel
+
+    def stride(self, dim=None):
+        if dim is None:
+            return tuple(self._strides)
+        return self._strides[self._dim(dim)]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return all(s == c for s, c, d in zip(self._strides, contiguous_strides(self._shape),
+                                               self._shape) if d != 1)
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def device(self):
+        return _DEVICE
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def data(self):
+        return self._view(self._shape, self._strides, self._offset)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        return self._view(self._shape, self._strides, self._offset)
+
+    def _dim(self, dim: int) -> int:
+        """A dimension index made non-negative, or IndexError naming the range."""
+        n = len(self._shape)
+        lo, hi = (-n, n - 1) if n else (-1, 0)
+        if not isinstance(dim, (int, np.integer)) or not lo <= dim <= hi:
+            raise IndexError(f"pyrite: dimension out of range (expected to be in range of "
+                             f"[{lo}, {hi}], but got {dim})")
+        return int(dim) % max(n, 1)
+
+    # ---- leaving the device --------------------------------------------------------------
+    def numpy(self, *, force=False) -> np.ndarray:
+        shape = self._shape
+        n = math.prod(shape)
+        if n == 0:
+            return np.zeros(shape, dtype=bool if self.dtype.is_bool else self.dtype.np)
+        t = self if self.is_contiguous() else self.contiguous()
+        size = self.dtype.itemsize
+        raw = backend.current().read(t._storage.buffer, t._offset * size, n * size)
+        arr = np.frombuffer(bytearray(raw), dtype=self.dtype.np).reshape(shape)
+        if self.dtype.is_bool:
+            arr = arr != 0
+        return arr
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"pyrite: a Tensor with {self.numel()} elements cannot be converted "
+                             "to a Python scalar")
+        return self.numpy().reshape(()).item()
+
+    def cpu(self):
+        return self
+
+    def cuda(self, *args, **kwargs):
+        return self
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind != "i" or self.numel() != 1:
+            raise TypeError("pyrite: only integer tensors of a single element can be "
+                            "converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"pyrite: Boolean value of Tensor with {self.numel()} elements "
+                               "is ambiguous")
+        return bool(self.item())
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("pyrite: len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("pyrite: iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        from .format import format_tensor
+
+        return format_tensor(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.numel() == 1 and not self._shape and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce__(self):
+        from .ops.creation import tensor as _tensor
+
+        return (_tensor, (self.numpy(),))
+
+    def __deepcopy__(self, memo):
+        t = self.clone()
+        t.requires_grad = self.requires_grad
+        return t

@@ -1,0 +1,34 @@
+"""Shared pytest fixtures and hooks. Keep each block short and say what it is for."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyrite.testing.rng import SEED_ENV, rng_for
+
+# ---- seeds (pyrite/testing/rng.py): keep this block first ---------------------------------
+# `rng` is a numpy Generator seeded from the test's node id, so inputs are reproducible; a failing
+# test's report ends with its seed and the command that reruns it with the same inputs.
+
+
+@pytest.fixture
+def rng(request):
+    gen, seed = rng_for(request.node.nodeid)
+    request.node.user_properties.append(("seed", seed))
+    return gen
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    seeds = [value for key, value in item.user_properties if key == "seed"]
+    if report.failed and seeds:
+        text = f"seed={seeds[-1]}, rerun with {SEED_ENV}={seeds[-1]} pytest '{item.nodeid}'"
+        if hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection("pyrite seed", text)
+        else:
+            report.sections.append(("pyrite seed", text))
+    return report
+
+
+# ---- further fixtures below ---------------------------------------------------------------

@@ -1,0 +1,137 @@
+"""The op table: one row per op drives its parity tests against a float64 numpy or torch oracle.
+
+A row names the op, how to call it on pyrite tensors, the reference on numpy arrays, the sample
+inputs (shapes drawn awkward: 1, primes, tile+1, non-contiguous, broadcast, and one past 65,535
+workgroups), the dtypes, and a tolerance derived from the operation. Each area's test module
+builds its rows and parametrizes `check_row` over them:
+
+    ROWS = [OpInfo("exp", lambda x: x.exp(), np.exp, unary_samples(), tol=ulp_tol(4)), ...]
+
+    @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+    def test_parity(row, rng):
+        check_row(row, rng)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+import pyrite as pr
+
+EPS32 = 2.0**-24  # unit roundoff of float32
+EPS16 = 2.0**-11
+
+
+@dataclasses.dataclass
+class Sample:
+    """Inputs of one call: arrays (made by `make(rng)`), plus keyword arguments."""
+
+    make: Callable  # rng -> list of numpy arrays (float64 for floats)
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    # how to lay each input out on the device: "c" contiguous, "t" transposed view,
+    # "s" strided slice, "e" expanded (broadcast view)
+    layout: str = ""
+    name: str = ""
+
+
+@dataclasses.dataclass
+class OpInfo:
+    name: str
+    op: Callable  # (*pyrite tensors, **kwargs) -> pyrite tensor (or tuple)
+    ref: Callable  # (*numpy float64 arrays, **kwargs) -> numpy array (or tuple)
+    samples: list
+    tol: Callable = None  # (numpy inputs, expected) -> (atol, rtol)
+    dtypes: tuple = ("float32",)
+    exact: bool = False  # integer / bool results must match exactly
+
+
+def ulp_tol(ulps=4, eps=EPS32):
+    """Elementwise ops: a few units in the last place, relative, with an absolute floor."""
+    return lambda inputs, expected: (ulps * eps, ulps * eps)
+
+
+def sum_tol(eps=EPS32):
+    """A sum of n terms in f32: |error| <= n·eps·Σ|x| <= n²·eps·max|x| (n terms an output)."""
+    def tol(inputs, expected):
+        x = np.abs(inputs[0])
+        n = max(1, x.size // max(1, np.size(expected)))
+        return n * n * eps * float(x.max(initial=0.0)) + eps, 4 * eps
+    return tol
+
+
+def to_device(a: np.ndarray, dtype: str, layout: str):
+    """A pyrite tensor holding `a` as `dtype`, laid out as asked (the values are unchanged)."""
+    dt = getattr(pr, dtype if dtype != "bool" else "bool")
+    if layout == "t" and a.ndim >= 2:
+        t = pr.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=dt)
+        return t.transpose(-1, -2)
+    if layout == "s" and a.ndim >= 1:
+        wide = np.zeros(a.shape[:-1] + (a.shape[-1] * 2,), dtype=a.dtype)
+        wide[..., ::2] = a
+        return pr.tensor(wide, dtype=dt)[..., ::2]
+    if layout == "e" and a.ndim >= 1 and a.shape[0] > 1 and np.all(a == a[:1]):
+        return pr.tensor(a[:1], dtype=dt).expand(*a.shape)
+    return pr.tensor(a, dtype=dt)
+
+
+def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 values the device actually holds for `a` stored as `dtype`."""
+    if dtype == "float32":
+        return a.astype(np.float32).astype(np.float64)
+    if dtype == "float16":
+        return a.astype(np.float16).astype(np.float64)
+    return a
+
+
+def check_row(row: OpInfo, rng, dtype=None):
+    for dtype in (row.dtypes if dtype is None else (dtype,)):
+        for sample in row.samples:
+            arrays = [round_to(a, dtype) if a.dtype.kind == "f" else a
+                      for a in sample.make(rng)]
+            layout = sample.layout or "c" * len(arrays)
+            tensors = [to_device(a, dtype if a.dtype.kind == "f" else _dt(a), lay)
+                       for a, lay in zip(arrays, layout)]
+            got = row.op(*tensors, **sample.kwargs)
+            want = row.ref(*arrays, **sample.kwargs)
+            _compare(row, sample, arrays, got, want, dtype)
+
+
+def _dt(a):
+    return {"b": "bool", "i": "int32", "u": "int32"}[a.dtype.kind]
+
+
+def _compare(row, sample, arrays, got, want, dtype):
+    if isinstance(want, tuple):
+        for g, w in zip(got, want):
+            _compare(row, sample, arrays, g, w, dtype)
+        return
+    g = got.numpy() if isinstance(got, pr.Tensor) else np.asarray(got)
+    w = np.asarray(want)
+    where = f"{row.name} [{sample.name or sample.kwargs}] dtype={dtype} shapes=" + \
+            f"{[a.shape for a in arrays]}"
+    assert g.shape == w.shape, f"{where}: shape {g.shape}, expected {w.shape}"
+    if row.exact or w.dtype.kind in "biu":
+        bad = np.argwhere(g != w)
+        assert bad.size == 0, f"{where}: {len(bad)} mismatches, first at {tuple(bad[0])}: " \
+                              f"got {g[tuple(bad[0])]}, expected {w[tuple(bad[0])]}"
+        return
+    atol, rtol = row.tol(arrays, w) if row.tol else (1e-6, 1e-5)
+    if dtype == "float16":
+        atol, rtol = max(atol, 2 * EPS16), max(rtol, 4 * EPS16)
+    assert_close(g.astype(np.float64), w.astype(np.float64), atol, rtol, where)
+
+
+def assert_close(got, want, atol, rtol, where=""):
+    both_nan = np.isnan(got) & np.isnan(want)
+    same_inf = np.isinf(want) & (got == want)
+    err = np.abs(got - want)
+    bound = atol + rtol * np.abs(want)
+    bad = ~(both_nan | same_inf | (err <= bound))
+    if bad.any():
+        idx = tuple(np.argwhere(bad)[0])
+        raise AssertionError(
+            f"{where}: {int(bad.sum())} of {bad.size} elements outside atol={atol:.3g} "
+            f"rtol={rtol:.3g}; first at {idx}: got {got[idx]!r}, expected {want[idx]!r}")
