@@ -10,10 +10,10 @@ set -euo pipefail
 script=$(readlink -f "$0")
 cd "$(dirname "$script")/.."
 
-mode=base
+mode="base"
 for arg in "$@"; do
   case "$arg" in
-    --test) mode=test ;;
+    --test) mode="test" ;;
     -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$script"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac

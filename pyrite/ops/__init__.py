@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import importlib
 
+import os
+import sys
+
 from ..tensor import Tensor
 
 # Modules in the order their methods are installed (a later one may override an earlier one).
-MODULES = ["elementwise", "views", "creation", "reduce", "matmul", "indexing", "combine",
+MODULES = ["elementwise", "views", "creation", "reduce", "matmul", "conv", "indexing", "combine",
            "sorting", "rowops"]
 
 loaded = []
@@ -19,6 +22,12 @@ for _name in MODULES:
         if _exc.name != f"{__name__}.{_name}":
             raise
         continue  # not written yet
+    except Exception as _exc:  # noqa: BLE001
+        # PYRITE_DEV_LENIENT=1 lets work continue while one op module is broken mid-edit
+        if not os.environ.get("PYRITE_DEV_LENIENT"):
+            raise
+        print(f"pyrite: ops.{_name} failed to import: {_exc!r}", file=sys.stderr)
+        continue
     loaded.append(_mod)
     for _meth, _fn in getattr(_mod, "METHODS", {}).items():
         setattr(Tensor, _meth, _fn)
