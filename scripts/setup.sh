@@ -100,14 +100,13 @@ print(sum(a.info["backend_type"] in ("Vulkan", "Metal", "D3D12") for a in wgpu.g
 n=$(count_adapters)
 if [ "$n" -gt 0 ]; then
   step "WebGPU adapters found: $n"
-else
+elif [ "$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then
   step "no WebGPU adapter; installing Mesa's lavapipe (mesa-vulkan-drivers)"
-  if apt_install mesa-vulkan-drivers; then
-    n=$(count_adapters)
-    [ "$n" -gt 0 ] || fail "mesa-vulkan-drivers is installed but wgpu still finds no adapter"
-    step "WebGPU adapters found: $n"
-  else
-    echo "setup: WARNING: no WebGPU adapter, and this user cannot install packages." >&2
-    echo "setup: on a machine with no GPU, install Mesa's lavapipe: sudo apt-get install mesa-vulkan-drivers" >&2
-  fi
+  apt_install mesa-vulkan-drivers || fail "apt-get install mesa-vulkan-drivers failed"
+  n=$(count_adapters)
+  [ "$n" -gt 0 ] || fail "mesa-vulkan-drivers is installed but wgpu still finds no adapter"
+  step "WebGPU adapters found: $n"
+else
+  echo "setup: WARNING: no WebGPU adapter, and this user cannot install packages." >&2
+  echo "setup: on a machine with no GPU, install Mesa's lavapipe: sudo apt-get install mesa-vulkan-drivers" >&2
 fi
