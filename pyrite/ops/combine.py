@@ -1,0 +1,589 @@
+"""Combining and rearranging: cat/stack and friends, split/chunk, repeat/tile, flip/roll,
+tril/triu, pad, meshgrid, diag, broadcast_tensors, atleast_nd.
+
+No kernel of its own: every op here is views (free) plus the strided map (`run_map("x0", ...)`)
+writing into a *view* of the output, which is a strided copy with a cast. So:
+- `cat` is one copy per input into `out.narrow(dim, at, size)`;
+- `repeat`/`tile` is one copy from the input viewed as (r0, d0, r1, d1, ...) with stride 0 on the
+  repeat dims, into the output viewed the same way;
+- `flip` is one copy from a negative-stride view; `roll` two copies per rolled dim;
+- `tril`/`triu` one map whose expression finds the row and column from the flat index `gi`;
+- `pad` one fill plus one copy (constant), or per padded dim a `cat` of edge views (reflect:
+  negative-stride narrow views; replicate: stride-0 expands; circular: the far edge).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..tensor import Tensor, contiguous_strides
+from .core import empty, run_map
+from .elementwise import as_tensor_arg, clone, fill_
+from .views import diagonal, expand, narrow, reshape, unsqueeze
+
+
+def _copy_into(dst: Tensor, src: Tensor):
+    """dst[...] = src (same shape, or broadcasting), cast to dst's dtype."""
+    ct = dst.dtype.ctype
+    run_map("x0", (src,), (ct,), dst, ct)
+    return dst
+
+
+def _seq(tensors, name):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"pyrite: {name}() expects a sequence of tensors, got a Tensor")
+    return [as_tensor_arg(t) for t in tensors]
+
+
+def _promote(tensors):
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.result_type_of(dt, t.dtype)
+    return dt
+
+
+# ---- cat / stack ---------------------------------------------------------------------------
+def cat(tensors, dim=0, *, out=None):
+    tensors = _seq(tensors, "cat")
+    if not tensors:
+        raise ValueError("pyrite: cat() expects a non-empty list of tensors")
+    dt = _promote(tensors)
+    # PyTorch skips 1-D empty tensors (legacy behaviour) when other inputs have a real shape
+    kept = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)]
+    if not kept:
+        return empty((0,), dt) if out is None else out
+    ref = kept[0]
+    if ref.ndim == 0:
+        raise ShapeError("pyrite: zero-dimensional tensor cannot be concatenated")
+    d = ref._dim(dim)
+    for i, t in enumerate(kept):
+        if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t._shape, ref._shape))
+                                     if j != d):
+            raise ShapeError(
+                f"pyrite: cat: sizes of tensors must match except in dimension {d}: "
+                f"tensor 0 has shape {tuple(ref._shape)}, tensor {tensors.index(t)} has shape "
+                f"{tuple(t._shape)}")
+    total = sum(t._shape[d] for t in kept)
+    shape = ref._shape[:d] + (total,) + ref._shape[d + 1:]
+    if out is None:
+        out = empty(shape, dt)
+    elif tuple(out._shape) != shape:
+        raise ShapeError(f"pyrite: cat: out has shape {tuple(out._shape)}, the result {shape}")
+    at = 0
+    for t in kept:
+        n = t._shape[d]
+        if n:
+            _copy_into(narrow(out, d, at, n), t)
+        at += n
+    return out
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    tensors = _seq(tensors, "stack")
+    if not tensors:
+        raise ValueError("pyrite: stack() expects a non-empty list of tensors")
+    for i, t in enumerate(tensors):
+        if t._shape != tensors[0]._shape:
+            raise ShapeError(f"pyrite: stack expects each tensor to be equal size, but got "
+                             f"{tuple(tensors[0]._shape)} at entry 0 and {tuple(t._shape)} at "
+                             f"entry {i}")
+    n = tensors[0].ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"pyrite: dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return cat([unsqueeze(t, dim % n) for t in tensors], dim % n, out=out)
+
+
+def atleast_1d(*tensors):
+    def one(x):
+        x = as_tensor_arg(x)
+        return reshape(x, (1,)) if x.ndim == 0 else x
+    return _each(one, tensors)
+
+
+def atleast_2d(*tensors):
+    def one(x):
+        x = as_tensor_arg(x)
+        if x.ndim == 0:
+            return reshape(x, (1, 1))
+        return unsqueeze(x, 0) if x.ndim == 1 else x
+    return _each(one, tensors)
+
+
+def atleast_3d(*tensors):
+    def one(x):
+        x = as_tensor_arg(x)
+        if x.ndim == 0:
+            return reshape(x, (1, 1, 1))
+        if x.ndim == 1:
+            return unsqueeze(unsqueeze(x, 0), 2)
+        return unsqueeze(x, 2) if x.ndim == 2 else x
+    return _each(one, tensors)
+
+
+def _each(fn, tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(fn(t) for t in tensors[0])
+    if len(tensors) == 1:
+        return fn(tensors[0])
+    return tuple(fn(t) for t in tensors)
+
+
+def hstack(tensors, *, out=None):
+    ts = [atleast_1d(t) for t in _seq(tensors, "hstack")]
+    return cat(ts, 0 if all(t.ndim == 1 for t in ts) else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    return cat([atleast_2d(t) for t in _seq(tensors, "vstack")], 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    return cat([atleast_3d(t) for t in _seq(tensors, "dstack")], 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    ts = []
+    for t in _seq(tensors, "column_stack"):
+        ts.append(reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t)
+    return cat(ts, 1, out=out)
+
+
+# ---- split ---------------------------------------------------------------------------------
+def split(tensor, split_size_or_sections, dim=0):
+    d = tensor._dim(dim)
+    n = tensor._shape[d]
+    if isinstance(split_size_or_sections, numbers.Integral):
+        size = int(split_size_or_sections)
+        if size <= 0 and not (size == 0 and n == 0):
+            raise ValueError(f"pyrite: split expects split_size be non-negative, but got "
+                             f"split_size={size}")
+        sizes = [min(size, n - i) for i in range(0, n, size)] if size else [0]
+        if not sizes:
+            sizes = [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise ShapeError(f"pyrite: split_with_sizes expects split_sizes to sum exactly to "
+                             f"{n} (input tensor's size at dimension {d}), but got "
+                             f"split_sizes={sizes}")
+    out, at = [], 0
+    for s in sizes:
+        out.append(narrow(tensor, d, at, s))
+        at += s
+    return tuple(out)
+
+
+def split_with_sizes(tensor, split_sizes, dim=0):
+    return split(tensor, list(split_sizes), dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    d = input._dim(dim)
+    n = input._shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, numbers.Integral):
+        s = int(indices_or_sections)
+        if s <= 0:
+            raise ValueError(f"pyrite: number of sections must be larger than 0, got {s}")
+        q, r = divmod(n, s)
+        sizes = [q + 1] * r + [q] * (s - r)
+        return split(input, sizes, d)
+    out, prev = [], 0
+    for i in list(indices_or_sections) + [n]:
+        i = max(0, min(n, i + n if i < 0 else i))
+        start = min(prev, n)
+        out.append(narrow(input, d, start, max(0, i - start)))
+        prev = max(prev, i)
+    return tuple(out)
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise ValueError(f"pyrite: chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = input._dim(dim)
+    n = input._shape[d]
+    size = -(-n // chunks)
+    return split(input, size if n else 0, d) if n else tuple(
+        narrow(input, d, 0, 0) for _ in range(chunks))
+
+
+def hsplit(input, indices_or_sections):
+    return tensor_split(input, indices_or_sections, 0 if input.ndim == 1 else 1)
+
+
+def vsplit(input, indices_or_sections):
+    return tensor_split(input, indices_or_sections, 0)
+
+
+def dsplit(input, indices_or_sections):
+    return tensor_split(input, indices_or_sections, 2)
+
+
+# ---- repeat / tile / repeat_interleave -----------------------------------------------------
+def _sizes(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return tuple(int(a) for a in args)
+
+
+def repeat(input, *sizes):
+    reps = _sizes(sizes)
+    if len(reps) < input.ndim:
+        raise ShapeError(f"pyrite: number of dimensions of repeat dims ({len(reps)}) can not be "
+                         f"smaller than number of dimensions of tensor ({input.ndim})")
+    lead = len(reps) - input.ndim
+    shape = (1,) * lead + tuple(input._shape)
+    strides = (0,) * lead + tuple(input._strides)
+    out_shape = tuple(r * s for r, s in zip(reps, shape))
+    out = empty(out_shape, input.dtype)
+    # (r0, d0, r1, d1, ...): the input with stride 0 on each repeat dim, the output contiguous
+    pair_shape = tuple(v for r, s in zip(reps, shape) for v in (r, s))
+    src = input._view(pair_shape, tuple(v for st in strides for v in (0, st)), input._offset)
+    dst = out._view(pair_shape, contiguous_strides(pair_shape), 0)
+    _copy_into(dst, src)
+    return out
+
+
+def tile(input, dims):
+    dims = _sizes((dims,))
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    if repeats is None:  # torch.repeat_interleave(repeats): indices repeated by their count
+        from .creation import arange
+
+        counts = as_tensor_arg(input)
+        return repeat_interleave(arange(counts.numel(), dtype=D.int32), counts, 0)
+    x = as_tensor_arg(input)
+    if dim is None:
+        x = reshape(x, (x.numel(),))
+        dim = 0
+    d = x._dim(dim)
+    n = x._shape[d]
+    if isinstance(repeats, Tensor) and repeats.numel() == 1:
+        repeats = int(repeats.item())
+    if isinstance(repeats, numbers.Integral):
+        r = int(repeats)
+        if r < 0:
+            raise ValueError("pyrite: repeat_interleave: repeats can not be negative")
+        shape = list(x._shape)
+        src = unsqueeze(x, d + 1)
+        src = expand(src, *(shape[:d + 1] + [r] + shape[d + 1:]))
+        out = empty(tuple(shape[:d]) + (n * r,) + tuple(shape[d + 1:]), x.dtype)
+        _copy_into(out._view(src._shape, contiguous_strides(src._shape), 0), src)
+        return out
+    # per-element repeats: read the counts (PyTorch synchronises here too), one copy a piece
+    reps = [int(v) for v in as_tensor_arg(repeats).tolist()]
+    if len(reps) != n:
+        raise ShapeError(f"pyrite: repeat_interleave: repeats must have the same size as input "
+                         f"along dim {d}: {len(reps)} vs {n}")
+    if any(v < 0 for v in reps):
+        raise ValueError("pyrite: repeat_interleave: repeats can not be negative")
+    shape = list(x._shape)
+    out = empty(tuple(shape[:d]) + (sum(reps),) + tuple(shape[d + 1:]), x.dtype)
+    at = 0
+    for i, v in enumerate(reps):
+        if v:
+            _copy_into(narrow(out, d, at, v), narrow(x, d, i, 1))
+        at += v
+    return out
+
+
+# ---- flip / roll ---------------------------------------------------------------------------
+def _flip_view(x: Tensor, dims) -> Tensor:
+    strides = list(x._strides)
+    offset = x._offset
+    for d in dims:
+        if x._shape[d] > 1:
+            offset += (x._shape[d] - 1) * strides[d]
+        strides[d] = -strides[d]
+    return x._view(x._shape, tuple(strides), offset)
+
+
+def flip(input, dims):
+    if isinstance(dims, numbers.Integral):
+        dims = (dims,)
+    ds = [input._dim(d) for d in dims]
+    if len(set(ds)) != len(ds):
+        raise ValueError(f"pyrite: flip: dims has duplicates, original flip dims={list(dims)}")
+    return clone(_flip_view(input, ds))
+
+
+def fliplr(input):
+    if input.ndim < 2:
+        raise ShapeError("pyrite: fliplr: input tensor must be >= 2-d")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    if input.ndim < 1:
+        raise ShapeError("pyrite: flipud: input tensor must be >= 1-d")
+    return flip(input, (0,))
+
+
+def roll(input, shifts, dims=None):
+    if isinstance(shifts, numbers.Integral):
+        shifts = (int(shifts),)
+    shifts = tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise ShapeError(f"pyrite: roll: shifts {shifts} needs dims when it has more than "
+                             "one entry")
+        flat = reshape(input, (input.numel(),))
+        return reshape(roll(flat, shifts, 0), input._shape)
+    if isinstance(dims, numbers.Integral):
+        dims = (dims,)
+    dims = tuple(dims)
+    if len(shifts) != len(dims):
+        raise ShapeError(f"pyrite: roll: shifts and dimensions must align. shifts: "
+                         f"{len(shifts)}, dims: {len(dims)}")
+    cur = input
+    for s, dim in zip(shifts, dims):
+        d = input._dim(dim)
+        n = input._shape[d]
+        s = s % n if n else 0
+        out = empty(cur._shape, cur.dtype)
+        # out[s:] = cur[:n-s]; out[:s] = cur[n-s:]
+        if n - s:
+            _copy_into(narrow(out, d, s, n - s), narrow(cur, d, 0, n - s))
+        if s:
+            _copy_into(narrow(out, d, 0, s), narrow(cur, d, n - s, s))
+        cur = out
+    return cur if cur is not input else clone(input)
+
+
+# ---- tril / triu ---------------------------------------------------------------------------
+_ZERO = {"f32": "0.0", "i32": "0", "bool": "false"}
+
+
+def _tri(input, diagonal, lower):
+    if input.ndim < 2:
+        raise ShapeError(f"pyrite: {'tril' if lower else 'triu'}: input tensor must have at "
+                         f"least 2 dimensions, got shape {tuple(input._shape)}")
+    rows, cols = input._shape[-2], input._shape[-1]
+    ct = input.dtype.ctype
+    # out is contiguous: col = gi % C, row = (gi / C) % R; keep where col - row <= k (tril)
+    cond = "(gi % s1) - ((gi / s1) % s0) " + ("<=" if lower else ">=") + " s2"
+    expr = f"select({_ZERO[ct]}, x0, {cond})"
+    out = empty(input._shape, input.dtype)
+    return run_map(expr, (input,), (ct,), out, ct, (rows, cols, int(diagonal)),
+                   ("i32", "i32", "i32"))
+
+
+def tril(input, diagonal=0):
+    return _tri(input, diagonal, True)
+
+
+def triu(input, diagonal=0):
+    return _tri(input, diagonal, False)
+
+
+# ---- pad -----------------------------------------------------------------------------------
+def pad(input, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: `pad` pairs (left, right) from the last dim backwards."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise ValueError(f"pyrite: pad: padding length must be divisible by 2, got {len(pad)}")
+    if len(pad) // 2 > input.ndim:
+        raise ValueError(f"pyrite: pad: padding length {len(pad)} is too large for an input of "
+                         f"{input.ndim} dims (shape {tuple(input._shape)})")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pyrite: Unrecognised padding mode {mode!r}; expected "
+                                  "'constant', 'reflect', 'replicate' or 'circular'")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise ValueError(f"pyrite: pad: padding mode {mode!r} doesn't take in value argument")
+    pairs = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+    # negative padding crops first
+    x = input
+    for d, lft, rgt in pairs:
+        if lft < 0 or rgt < 0:
+            n = x._shape[d]
+            lo, hi = max(0, -lft), max(0, -rgt)
+            if lo + hi > n:
+                raise ShapeError(f"pyrite: pad: negative padding ({lft}, {rgt}) of dim {d} "
+                                 f"leaves a negative size from input shape "
+                                 f"{tuple(input._shape)}")
+            x = narrow(x, d, lo, n - lo - hi)
+    pairs = [(d, max(0, lft), max(0, rgt)) for d, lft, rgt in pairs]
+    if mode == "constant":
+        shape = list(x._shape)
+        for d, lft, rgt in pairs:
+            shape[d] += lft + rgt
+        out = empty(tuple(shape), x.dtype)
+        fill_(out, 0 if value is None else value)
+        inner = out
+        for d, lft, _ in pairs:
+            inner = narrow(inner, d, lft, x._shape[d])
+        if x.numel():
+            _copy_into(inner, x)
+        return out
+    changed = False
+    for d, lft, rgt in pairs:
+        if not lft and not rgt:
+            continue
+        n = x._shape[d]
+        if mode == "reflect":
+            if lft >= n or rgt >= n:
+                raise ValueError(f"pyrite: pad: padding size should be less than the "
+                                 f"corresponding input dimension, but got: padding ({lft}, "
+                                 f"{rgt}) at dimension {d} of input {tuple(input._shape)}")
+            left = _flip_view(narrow(x, d, 1, lft), [d])
+            right = _flip_view(narrow(x, d, n - 1 - rgt, rgt), [d])
+        elif mode == "replicate":
+            if n == 0:
+                raise ValueError(f"pyrite: pad: cannot replicate-pad an empty dim {d} of "
+                                 f"input {tuple(input._shape)}")
+            left = _expand_dim(narrow(x, d, 0, 1), d, lft)
+            right = _expand_dim(narrow(x, d, n - 1, 1), d, rgt)
+        else:  # circular
+            if lft > n or rgt > n:
+                raise ValueError(f"pyrite: pad: padding value causes wrapping around more than "
+                                 f"once: padding ({lft}, {rgt}) at dimension {d} of size {n}")
+            left = narrow(x, d, n - lft, lft)
+            right = narrow(x, d, 0, rgt)
+        x = cat([left, x, right], d)
+        changed = True
+    return x if changed else clone(x)
+
+
+def _expand_dim(x, d, n):
+    shape = list(x._shape)
+    shape[d] = n
+    return x._view(tuple(shape), x._strides[:d] + (0,) + x._strides[d + 1:], x._offset)
+
+
+# ---- meshgrid, diag, broadcast ------------------------------------------------------------
+def meshgrid(*tensors, indexing="ij"):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    ts = [as_tensor_arg(t) for t in tensors]
+    for t in ts:
+        if t.ndim > 1:
+            raise ShapeError(f"pyrite: meshgrid expects 0-D or 1-D tensors, got shape "
+                             f"{tuple(t._shape)}")
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"pyrite: meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = [reshape(t, (t.numel(),)) for t in ts]
+    sizes = [t._shape[0] for t in ts]
+    order = list(range(len(ts)))
+    if indexing == "xy" and len(ts) >= 2:
+        order[0], order[1] = 1, 0
+    shape = tuple(sizes[i] for i in order)
+    outs = []
+    for i, t in enumerate(ts):
+        pos = order.index(i)
+        strides = [0] * len(ts)
+        strides[pos] = t._strides[0]
+        outs.append(t._view(shape, tuple(strides), t._offset))
+    return tuple(outs)
+
+
+def cartesian_prod(*tensors):
+    ts = [as_tensor_arg(t) for t in tensors]
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([reshape(g, (g.numel(),)) for g in grids], 1)
+
+
+def diag(input, diagonal=0):
+    k = int(diagonal)
+    if input.ndim == 1:
+        n = input._shape[0]
+        m = n + abs(k)
+        out = empty((m, m), input.dtype)
+        fill_(out, 0)
+        if n:
+            _copy_into(_diagonal_of(out, k, 0, 1), input)
+        return out
+    if input.ndim == 2:
+        return clone(_diagonal_of(input, k, 0, 1))
+    raise ShapeError(f"pyrite: diag: input must be 1-D or 2-D, got shape {tuple(input._shape)}")
+
+
+def _diagonal_of(x, offset, d1, d2):
+    return diagonal(x, offset, d1, d2)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    n = input._shape[-1] if input.ndim else 1
+    m = n + abs(offset)
+    nd = input.ndim + 1
+    d1, d2 = dim1 % nd, dim2 % nd
+    if d1 == d2:
+        raise ValueError(f"pyrite: diag_embed: diagonal dimensions cannot be identical "
+                         f"{dim1}, {dim2}")
+    batch = list(input._shape[:-1])
+    shape = []
+    for i in range(nd):
+        shape.append(m if i in (d1, d2) else batch.pop(0))
+    out = empty(tuple(shape), input.dtype)
+    fill_(out, 0)
+    if input.numel():
+        _copy_into(diagonal(out, offset, d1, d2), input)
+    return out
+
+
+def diagflat(input, offset=0):
+    return diag(reshape(input, (input.numel(),)), offset)
+
+
+def narrow_copy(input, dim, start, length):
+    return clone(narrow(input, dim, start, length))
+
+
+def broadcast_tensors(*tensors):
+    from .core import broadcast_shapes
+
+    ts = [as_tensor_arg(t) for t in tensors]
+    shape = broadcast_shapes(*(t._shape for t in ts))
+    return tuple(expand(t, *shape) for t in ts)
+
+
+def block_diag(*tensors):
+    ts = [as_tensor_arg(t) for t in tensors]
+    ts = [reshape(t, (1, 1)) if t.ndim == 0 else (unsqueeze(t, 0) if t.ndim == 1 else t)
+          for t in ts]
+    dt = _promote(ts)
+    rows = sum(t._shape[0] for t in ts)
+    cols = sum(t._shape[1] for t in ts)
+    out = empty((rows, cols), dt)
+    fill_(out, 0)
+    r = c = 0
+    for t in ts:
+        if t.numel():
+            _copy_into(narrow(narrow(out, 0, r, t._shape[0]), 1, c, t._shape[1]), t)
+        r += t._shape[0]
+        c += t._shape[1]
+    return out
+
+
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
+           "column_stack", "split", "split_with_sizes", "tensor_split", "chunk", "hsplit",
+           "vsplit", "dsplit", "repeat_interleave", "tile", "flip", "fliplr", "flipud", "roll",
+           "tril", "triu", "meshgrid", "cartesian_prod", "diag", "diag_embed", "diagflat",
+           "narrow_copy", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d",
+           "block_diag"]
+
+METHODS = {
+    "split": split, "split_with_sizes": split_with_sizes, "tensor_split": tensor_split,
+    "chunk": chunk, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
+    "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,
+    "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
+    "diag": diag, "diag_embed": diag_embed, "diagflat": diagflat, "narrow_copy": narrow_copy,
+    "tril_": lambda self, diagonal=0: self.copy_(tril(self, diagonal)),
+    "triu_": lambda self, diagonal=0: self.copy_(triu(self, diagonal)),
+}
