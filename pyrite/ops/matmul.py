@@ -1,0 +1,485 @@
+"""Matrix products: matmul / @ (PyTorch's 1-D, 2-D and batch-broadcast rules), mm, bmm, mv, dot,
+vdot, inner, outer/ger, addmm, addmv, baddbmm, linear (bias in the GEMM's epilogue) and einsum.
+
+Every product is one call of `gemm`, which reads both operands through their strides (no copy for
+transposed, sliced or broadcast operands), coalesces the batch dims and picks a kernel variant
+(kernels/matmul.py) by device type and shape. int32 accumulates in i32 (wrapping, as PyTorch's
+int64 would not: pyrite stores int64 as int32); float16 storage computes in f32.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import backend
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..kernels.common import fold_grid
+from ..kernels.matmul import TILE, gemm_direct, gemm_tiled
+from ..tensor import Tensor
+from .core import broadcast_shapes, coalesce, contiguous_copy, empty, f32_bits
+from .elementwise import as_tensor_arg
+
+# Variant choice, measured with a 1024x1024x1024 f32 matmul (see `_choose`):
+#   lavapipe (2-core CPU Vulkan, this CI box): direct 4x4 no-barrier kernel {DIRECT_GFLOPS}
+#   GFLOP/s vs tiled 64x64 with barriers {TILED_GFLOPS} GFLOP/s -> lavapipe always uses direct.
+#   (peers on the same box: numpy ~150, tinygrad WebGPU 1.05, a reference no-barrier kernel 1.5)
+# On GPUs the tiled kernel is used once both M and N reach half a tile; smaller or skinny shapes
+# (matrix-vector, a few rows) would leave most of a 64x64 tile idle and go direct.
+
+
+def _check_dtypes(a: Tensor, b: Tensor, what: str):
+    if a.dtype is not b.dtype:
+        raise TypeError(f"pyrite: {what}: expected both operands to have the same dtype, but got "
+                        f"{a.dtype!r} and {b.dtype!r}")
+    if a.dtype.is_bool:
+        raise TypeError(f"pyrite: {what} is not implemented for {a.dtype!r}")
+
+
+def _layout_a(st_m, st_k, M, K):
+    if st_k == 1 or K == 1:
+        return "k"
+    if st_m == 1 or M == 1:
+        return "m"
+    return "s"
+
+
+def _layout_b(st_k, st_n, K, N):
+    if st_n == 1 or N == 1:
+        return "n"
+    if st_k == 1 or K == 1:
+        return "k"
+    return "s"
+
+
+# Set to ("tiled", None) or ("direct", (tx, ty, rm, rn)) to force a variant (benchmarks, tests).
+FORCE = None
+
+
+def _choose(dev, M, N, batch):
+    """(kind, params): the kernel variant for an M x N output."""
+    if FORCE is not None:
+        return FORCE
+    if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
+        return "direct", (1, 64, 4, 1)
+    if M < 4:  # a few rows (vector-matrix): 256 columns a workgroup
+        return "direct", (64, 1, 1, 4)
+    if dev.adapter_type == "CPU" or M < TILE // 2 or N < TILE // 2:
+        return "direct", (16, 4, 4, 4)
+    return "tiled", None
+
+
+def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dtype=None) -> Tensor:
+    """C = alpha * (a @ b) + beta * e for a (..., M, K), b (..., K, N) with broadcastable batch
+    dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor."""
+    M, K = a._shape[-2], a._shape[-1]
+    K2, N = b._shape[-2], b._shape[-1]
+    assert K == K2
+    batch = broadcast_shapes(a._shape[:-2], b._shape[:-2])
+    out_shape = batch + (M, N)
+    dt = a.dtype
+    out = empty(out_shape, out_dtype or dt)
+    nbatch = math.prod(batch)
+    if M == 0 or N == 0 or nbatch == 0:
+        return out
+    ct = dt.ctype
+    nbd = len(batch)
+
+    def bstrides(t):
+        lead = nbd - (t.ndim - 2)
+        return tuple([0] * lead + [0 if d == 1 else s for d, s in zip(t._shape[:-2], t._strides[:-2])])
+
+    slist = [out._strides[:-2], bstrides(a), bstrides(b)]
+    epi = "none"
+    if e is not None:
+        if e._storage is out._storage:
+            e = contiguous_copy(e)
+        slist.append(tuple(e._strides[:-2]))
+        epi = "bias" if alpha == 1 and beta == 1 else "axpby"
+    cshape, cstrides = coalesce(batch, slist)
+    nb = len(cshape)
+    a_lay = _layout_a(a._strides[-2], a._strides[-1], M, K)
+    b_lay = _layout_b(b._strides[-2], b._strides[-1], K, N)
+    dev = backend.current()
+    kind, params = _choose(dev, M, N, nbatch)
+    e_st = e.dtype.wgsl if e is not None else "f32"
+    if kind == "tiled":
+        src = gemm_tiled(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st)
+        tile_m = tile_n = TILE
+    else:
+        tx, ty, rm, rn = params
+        src = gemm_direct(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st,
+                          tx, ty, rm, rn)
+        tile_m, tile_n = ty * rm, tx * rn
+    tiles_n = -(-N // tile_n)
+    tiles_m = -(-M // tile_m)
+    total = tiles_n * tiles_m * nbatch
+
+    def word(x):
+        return f32_bits(x) if ct == "f32" else int(x)
+
+    info = [M, N, K, tiles_n, tiles_m, total,
+            a._offset, a._strides[-2], a._strides[-1],
+            b._offset, b._strides[-2], b._strides[-1],
+            out._offset,
+            e._offset if e is not None else 0,
+            e._strides[-2] if e is not None else 0,
+            e._strides[-1] if e is not None else 0,
+            word(alpha), word(beta)]
+    est = cstrides[3] if e is not None else (0,) * nb
+    for d in range(nb):
+        info += [cshape[d], cstrides[1][d], cstrides[2][d], est[d]]
+    bufs = [a._storage.buffer, b._storage.buffer]
+    if e is not None:
+        bufs.append(e._storage.buffer)
+    bufs.append(out._storage.buffer)
+    dev.dispatch(src, bufs, info, fold_grid(total))
+    return out
+
+
+def _mismatch(a, b):
+    sa = "x".join(map(str, a._shape))
+    sb = "x".join(map(str, b._shape))
+    return ShapeError(f"pyrite: mat1 and mat2 shapes cannot be multiplied ({sa} and {sb}): "
+                      f"shapes {tuple(a._shape)} and {tuple(b._shape)}")
+
+
+# ---- matmul and friends ----------------------------------------------------------------------
+def matmul(input, other, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(other)
+    _check_dtypes(a, b, "matmul")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"pyrite: both arguments to matmul need to be at least 1D, but they are "
+                         f"{a.ndim}D and {b.ndim}D (shapes {tuple(a._shape)} and {tuple(b._shape)})")
+    a2 = a._view((1,) + a._shape, (0,) + a._strides, a._offset) if a.ndim == 1 else a
+    b2 = b._view(b._shape + (1,), b._strides + (0,), b._offset) if b.ndim == 1 else b
+    if a2._shape[-1] != b2._shape[-2]:
+        raise _mismatch(a, b)
+    try:
+        broadcast_shapes(a2._shape[:-2], b2._shape[:-2])
+    except ShapeError:
+        raise ShapeError(f"pyrite: matmul: batch dimensions of shapes {tuple(a._shape)} and "
+                         f"{tuple(b._shape)} do not broadcast") from None
+    res = gemm(a2, b2)
+    shape = res._shape
+    if a.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if b.ndim == 1:
+        shape = shape[:-1]
+    if shape != res._shape:
+        res = res._view(shape, _contig(shape), 0)
+    return _to_out(res, out)
+
+
+def _contig(shape):
+    from ..tensor import contiguous_strides
+
+    return contiguous_strides(tuple(shape))
+
+
+def _to_out(res, out):
+    if out is None:
+        return res
+    if tuple(out._shape) != tuple(res._shape):
+        raise ShapeError(f"pyrite: out has shape {tuple(out._shape)}, the result {tuple(res._shape)}")
+    out.copy_(res)
+    return out
+
+
+def _need(t, n, what, name):
+    if t.ndim != n:
+        raise ShapeError(f"pyrite: {what}: {name} must be a {n}D tensor, got shape {tuple(t._shape)}")
+
+
+def mm(input, mat2, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(mat2)
+    _need(a, 2, "mm", "self")
+    _need(b, 2, "mm", "mat2")
+    return matmul(a, b, out=out)
+
+
+def bmm(input, mat2, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(mat2)
+    _need(a, 3, "bmm", "batch1")
+    _need(b, 3, "bmm", "batch2")
+    if a._shape[0] != b._shape[0]:
+        raise ShapeError(f"pyrite: bmm: batch sizes differ: shapes {tuple(a._shape)} and "
+                         f"{tuple(b._shape)}")
+    return matmul(a, b, out=out)
+
+
+def mv(input, vec, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(vec)
+    _need(a, 2, "mv", "input")
+    _need(b, 1, "mv", "vec")
+    return matmul(a, b, out=out)
+
+
+def dot(input, other, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(other)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"pyrite: dot: 1D tensors expected, but got shapes {tuple(a._shape)} "
+                         f"and {tuple(b._shape)}")
+    if a._shape != b._shape:
+        raise ShapeError(f"pyrite: dot: inconsistent tensor size: shapes {tuple(a._shape)} and "
+                         f"{tuple(b._shape)}")
+    return matmul(a, b, out=out)
+
+
+vdot = dot  # real tensors only: conj is the identity
+
+
+def inner(input, other, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(other)
+    if a.ndim == 0 or b.ndim == 0:
+        from .elementwise import mul
+
+        return _to_out(mul(a, b), out)
+    if a._shape[-1] != b._shape[-1]:
+        raise _mismatch(a, b)
+    bt = b.reshape(-1, b._shape[-1])  # (P, K)
+    res = matmul(a, bt.transpose(0, 1))  # (..., P)
+    return _to_out(res.reshape(*a._shape[:-1], *b._shape[:-1]), out)
+
+
+def outer(input, vec2, *, out=None):
+    a, b = as_tensor_arg(input), as_tensor_arg(vec2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"pyrite: outer: 1D tensors expected, got shapes {tuple(a._shape)} and "
+                         f"{tuple(b._shape)}")
+    _check_dtypes(a, b, "outer")
+    col = a._view((a._shape[0], 1), (a._strides[0], 1), a._offset)
+    row = b._view((1, b._shape[0]), (1, b._strides[0]), b._offset)
+    return _to_out(gemm(col, row), out)
+
+
+ger = outer
+
+
+def _scaled(input, a, b, beta, alpha, what):
+    """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
+    c = as_tensor_arg(input)
+    _check_dtypes(a, b, what)
+    shape = broadcast_shapes(a._shape[:-2], b._shape[:-2]) + (a._shape[-2], b._shape[-1])
+    try:
+        e = c.expand(*shape)
+    except ShapeError:
+        raise ShapeError(f"pyrite: {what}: input of shape {tuple(c._shape)} does not broadcast to "
+                         f"the product's shape {shape}") from None
+    if c.dtype is not a.dtype:
+        e = e.to(a.dtype)
+    if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
+        res = gemm(a, b)
+        return res if alpha == 1 else res * alpha
+    return gemm(a, b, e, alpha, beta)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    a, b = as_tensor_arg(mat1), as_tensor_arg(mat2)
+    _need(a, 2, "addmm", "mat1")
+    _need(b, 2, "addmm", "mat2")
+    if a._shape[1] != b._shape[0]:
+        raise _mismatch(a, b)
+    return _to_out(_scaled(input, a, b, beta, alpha, "addmm"), out)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    a, v = as_tensor_arg(mat), as_tensor_arg(vec)
+    _need(a, 2, "addmv", "mat")
+    _need(v, 1, "addmv", "vec")
+    if a._shape[1] != v._shape[0]:
+        raise _mismatch(a, v)
+    col = v._view((v._shape[0], 1), (v._strides[0], 0), v._offset)
+    c = as_tensor_arg(input)
+    c2 = c._view(c._shape + (1,), c._strides + (0,), c._offset) if c.ndim >= 1 else c
+    res = _scaled(c2, a, col, beta, alpha, "addmv")
+    return _to_out(res._view(res._shape[:-1], res._strides[:-1], 0), out)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    a, b = as_tensor_arg(batch1), as_tensor_arg(batch2)
+    _need(a, 3, "baddbmm", "batch1")
+    _need(b, 3, "baddbmm", "batch2")
+    if a._shape[0] != b._shape[0] or a._shape[2] != b._shape[1]:
+        raise _mismatch(a, b)
+    return _to_out(_scaled(input, a, b, beta, alpha, "baddbmm"), out)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    a, b = as_tensor_arg(batch1), as_tensor_arg(batch2)
+    _need(a, 3, "addbmm", "batch1")
+    _need(b, 3, "addbmm", "batch2")
+    if a._shape[0] != b._shape[0] or a._shape[2] != b._shape[1]:
+        raise _mismatch(a, b)
+    # sum_b A_b @ B_b == [A_0 .. A_{B-1}] (M, B*K) @ [B_0; ..; B_{B-1}] (B*K, N)
+    ac = a.permute(1, 0, 2).reshape(a._shape[1], -1)
+    bc = b.reshape(-1, b._shape[2])
+    return _to_out(_scaled(input, ac, bc, beta, alpha, "addbmm"), out)
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias in one kernel (the bias is added in the GEMM's epilogue)."""
+    x, w = as_tensor_arg(input), as_tensor_arg(weight)
+    if w.ndim not in (1, 2):
+        raise ShapeError(f"pyrite: linear: weight must be 1D or 2D, got shape {tuple(w._shape)}")
+    if x.ndim == 0 or x._shape[-1] != w._shape[-1]:
+        raise ShapeError(f"pyrite: linear: input of shape {tuple(x._shape)} and weight of shape "
+                         f"{tuple(w._shape)} cannot be multiplied (in_features {w._shape[-1]})")
+    _check_dtypes(x, w, "linear")
+    if w.ndim == 1:
+        res = matmul(x, w)
+        if bias is not None:
+            res = res + bias
+        return res
+    wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
+    lead = x._shape[:-1]
+    x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
+    shape = x2._shape[:-1] + (w._shape[0],)
+    e = None
+    if bias is not None:
+        bt = as_tensor_arg(bias)
+        if bt.dtype is not x.dtype:
+            bt = bt.to(x.dtype)
+        try:
+            e = bt.expand(*shape)
+        except ShapeError:
+            raise ShapeError(f"pyrite: linear: bias of shape {tuple(bt._shape)} does not match "
+                             f"out_features {w._shape[0]}") from None
+    res = gemm(x2, wt, e)
+    if x.ndim == 1:
+        res = res._view(lead + (w._shape[0],), (1,), 0)
+    return res
+
+
+# ---- einsum -------------------------------------------------------------------------------------
+def _sum_labels(t: Tensor, labels: list, drop: set):
+    """Sum `t` over the dims whose label is in `drop` (as a GEMM with a ones vector)."""
+    from .creation import ones
+
+    keep = [i for i, c in enumerate(labels) if c not in drop]
+    gone = [i for i, c in enumerate(labels) if c in drop]
+    if not gone:
+        return t, labels
+    p = t.permute(*keep, *gone)
+    kshape = tuple(t._shape[i] for i in keep)
+    s = math.prod(t._shape[i] for i in gone)
+    flat = p.reshape(math.prod(kshape), s)
+    red = gemm(flat, ones(s, 1, dtype=t.dtype))  # (P, 1)
+    return red.reshape(*kshape), [labels[i] for i in keep]
+
+
+def _diagonals(t: Tensor, labels: list):
+    """Repeated labels in one operand ('ii') become a diagonal view."""
+    from .views import diagonal
+
+    while True:
+        seen = {}
+        for i, c in enumerate(labels):
+            if c in seen:
+                j = seen[c]
+                t = diagonal(t, 0, j, i)  # the diagonal goes last
+                labels = [x for k, x in enumerate(labels) if k not in (i, j)] + [c]
+                break
+            seen[c] = i
+        else:
+            return t, labels
+
+
+def _contract(a, la, b, lb, keep, sizes):
+    """a (labels la) x b (labels lb) -> tensor with labels: batch, a's kept, b's kept."""
+    a, la = _sum_labels(a, la, {c for c in la if c not in lb and c not in keep})
+    b, lb = _sum_labels(b, lb, {c for c in lb if c not in la and c not in keep})
+    batch = [c for c in la if c in lb and c in keep]
+    con = [c for c in la if c in lb and c not in keep]
+    am = [c for c in la if c not in lb]
+    bn = [c for c in lb if c not in la]
+    a = a.permute(*[la.index(c) for c in batch + am + con])
+    b = b.permute(*[lb.index(c) for c in batch + con + bn])
+    a = a.expand(*[sizes[c] for c in batch + am + con])
+    b = b.expand(*[sizes[c] for c in batch + con + bn])
+    bs = [sizes[c] for c in batch]
+    m = math.prod(sizes[c] for c in am)
+    k = math.prod(sizes[c] for c in con)
+    n = math.prod(sizes[c] for c in bn)
+    res = gemm(a.reshape(*bs, m, k), b.reshape(*bs, k, n))
+    return res.reshape(*bs, *[sizes[c] for c in am + bn]), batch + am + bn
+
+
+def einsum(equation, *operands):
+    """PyTorch's einsum: '...' ellipsis, implicit output, diagonals ('ii->i'), sums over labels
+    that appear once, and any number of operands contracted left to right, each contraction one
+    batched GEMM (operands permuted and reshaped to (batch, M, K) x (batch, K, N))."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ts = [as_tensor_arg(t) for t in operands]
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ts):
+        raise ValueError(f"pyrite: einsum(): {len(terms)} operands in the equation {equation!r} "
+                         f"but {len(ts)} given")
+    for t in ts[1:]:
+        _check_dtypes(ts[0], t, "einsum")
+    n_ell = 0
+    for term, t in zip(terms, ts):
+        if "..." in term:
+            n_ell = max(n_ell, t.ndim - (len(term) - 3))
+    ell = [chr(0x100 + i) for i in range(n_ell)]
+    labels = []
+    for term, t in zip(terms, ts):
+        if "..." in term:
+            pre, post = term.split("...")
+            e = t.ndim - len(pre) - len(post)
+            lab = list(pre) + ell[n_ell - e:] + list(post)
+        else:
+            lab = list(term)
+        if len(lab) != t.ndim or not all(c.isalpha() or c in ell for c in lab):
+            raise ShapeError(f"pyrite: einsum(): the subscripts {term!r} do not fit an operand "
+                             f"of shape {tuple(t._shape)}")
+        labels.append(lab)
+    if arrow:
+        if "..." in rhs:
+            pre, post = rhs.split("...")
+            out = list(pre) + ell + list(post)
+        else:
+            out = list(rhs)
+    else:
+        counts = {}
+        for lab in labels:
+            for c in lab:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + sorted(c for c, k in counts.items() if k == 1 and c not in ell)
+    sizes = {}
+    for lab, t in zip(labels, ts):
+        for c, d in zip(lab, t._shape):
+            if sizes.get(c, 1) != 1 and d != 1 and sizes[c] != d:
+                raise ShapeError(f"pyrite: einsum(): label {c!r} has sizes {sizes[c]} and {d} "
+                                 f"(shapes {[tuple(x._shape) for x in ts]})")
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+    for c in out:
+        if c not in sizes:
+            raise ShapeError(f"pyrite: einsum(): output label {c!r} appears in no operand")
+    pairs = [_diagonals(t, lab) for t, lab in zip(ts, labels)]
+    cur, lc = pairs[0]
+    for i in range(1, len(pairs)):
+        keep = set(out)
+        for _, lab in pairs[i + 1:]:
+            keep.update(lab)
+        cur, lc = _contract(cur, lc, pairs[i][0], pairs[i][1], keep, sizes)
+    cur, lc = _sum_labels(cur, lc, {c for c in lc if c not in out})
+    cur = cur.permute(*[lc.index(c) for c in out]) if lc else cur
+    return cur.expand(*[sizes[c] for c in out]) if out else cur
+
+
+def _rmatmul(self, other):
+    return matmul(other, self)
+
+
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm",
+           "addmv", "baddbmm", "addbmm", "einsum"]
+
+METHODS = {
+    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm,
+    "mv": mv, "dot": dot, "vdot": vdot, "inner": inner, "outer": outer, "ger": ger,
+    "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm,
+}
