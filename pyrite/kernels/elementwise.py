@@ -24,7 +24,8 @@ from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, lo
 
 
 @lru_cache(maxsize=4096)
-def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = ()) -> KernelSource:
+def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = (),
+               per_thread: int = 1) -> KernelSource:
     """`ins`: ((stype, ctype, pattern, aliased), ...); `out`: (stype, ctype, pattern).
 
     `expr` is WGSL in x0.., s0.. (inputs and scalars as their compute types) giving the output's
@@ -49,7 +50,16 @@ def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = ()
     shape_at = pos
     if strided:
         pos += rank
-    body = [FLAT_INDEX.format(wg=WG), "  if (gi >= info[0]) { return; }\n"]
+    if per_thread == 1:
+        body = [FLAT_INDEX.format(wg=WG), "  if (gi >= info[0]) { return; }\n"]
+    else:
+        # each invocation takes `per_thread` elements, WG apart, so neighbouring invocations
+        # still touch neighbouring elements (coalesced on a GPU, SIMD lanes on lavapipe)
+        body = [FLAT_INDEX.format(wg=WG).replace("let gi = i32(wg_flat * {wg}u + lid.x);".format(
+            wg=WG), f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);"),
+            f"  for (var k = 0; k < {per_thread}; k++) {{\n",
+            f"  let gi = g0 + k * {WG};\n",
+            "  if (gi >= info[0]) { return; }\n"]
     if strided:
         body.append("  var r = gi;\n")
         for d in range(rank - 1, 0, -1):
@@ -75,6 +85,8 @@ def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = ()
         value = {"f32": f"bitcast<f32>({word})", "i32": word, "bool": f"({word} != 0)"}[ct]
         body.append(f"  let s{j} = {value};\n")
     body.append(f"  out[{out_index}] = {store(expr, o_ctype, o_stype)};\n")
+    if per_thread != 1:
+        body.append("  }\n")
     src = (header(buffers) + helpers_for(expr) + ENTRY.format(wg=WG) + "".join(body) + "}\n")
     return KernelSource(src, modes)
 

@@ -12,7 +12,7 @@ import struct
 from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
-from ..kernels.common import grid_for
+from ..kernels.common import WG, grid_for
 from ..kernels.elementwise import map_kernel
 from ..tensor import Tensor, contiguous_strides
 
@@ -20,6 +20,9 @@ from ..tensor import Tensor, contiguous_strides
 # bits before the kernel runs, so an element nobody wrote fails a parity test instead of reading a
 # stale value from a recycled buffer.
 POISON = os.environ.get("PYRITE_POISON", "0") not in ("", "0")
+
+
+PER_THREAD = int(os.environ.get("PYRITE_EW_PER_THREAD", "1"))
 
 
 def set_poison(on: bool):
@@ -153,49 +156,84 @@ def scalar_word(x, ctype: str) -> int:
 
 
 # ---- the strided map -----------------------------------------------------------------------
+# Plans: everything about a map call that depends only on shapes, strides, dtypes and the
+# expression — the kernel, the static info words, the grid — keyed on exactly those. A hit
+# leaves only the offsets and scalars to fill in per call (the eager per-op budget is ~20 µs).
+_plans: dict = {}
+
+
 def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(), s_ctypes=()):
     """out[...] = expr(inputs broadcast to out.shape, scalars), for `out` contiguous or a view.
 
     An input sharing out's storage is read through the output binding when it is exactly out's
     view (an in-place op); any other overlap is read from a copy.
     """
-    shape = out._shape
-    n = math.prod(shape)
+    ostore = out._storage
+    key = [expr, out_ctype, out.dtype, out._shape, out._strides, s_ctypes]
+    for t, ct in zip(inputs, in_ctypes):
+        if t._storage is ostore:
+            if not _same_view(t, out):
+                inputs = [x if x._storage is not ostore or _same_view(x, out)
+                          else contiguous_copy(x) for x in inputs]
+                return run_map(expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes)
+            key.append(None)
+        key.append(t.dtype)
+        key.append(ct)
+        key.append(t._shape)
+        key.append(t._strides)
+    key = tuple(key)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes)
+        if len(_plans) > 8192:
+            _plans.clear()
+        _plans[key] = plan
+    src, static, grid, n, aliased = plan
     if n == 0:
         return out
+    info = [n, out._offset]
+    bufs = []
+    for t, al in zip(inputs, aliased):
+        info.append(t._offset)
+        if not al:
+            bufs.append(t._storage.buffer)
+    bufs.append(ostore.buffer)
+    if static:
+        info.extend(static)
+    if scalars:
+        for x, ct in zip(scalars, s_ctypes):
+            info.append(f32_bits(x) if ct == "f32" else int(x))
+    backend.current().dispatch(src, bufs, info, grid)
+    return out
+
+
+def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
+    shape = out._shape
+    n = math.prod(shape)
     ostore = out._storage
-    inputs = [t if t._storage is not ostore or _same_view(t, out) else contiguous_copy(t)
-              for t in inputs]
     strides_list = [out._strides]
     for t in inputs:
         strides_list.append(t._strides if t._shape == shape else broadcast_strides(t, shape))
     cshape, cstrides = coalesce(shape, strides_list)
     ins = []
-    bufs = []
-    offsets = []
+    aliased = []
     for t, ct, st in zip(inputs, in_ctypes, cstrides[1:]):
-        aliased = t._storage is ostore
-        ins.append((t.dtype.wgsl, ct, _pattern(cshape, st), aliased))
-        if not aliased:
-            bufs.append(t._storage.buffer)
-        offsets.append(t._offset)
+        al = t._storage is ostore
+        ins.append((t.dtype.wgsl, ct, _pattern(cshape, st), al))
+        aliased.append(al)
     o_pat = _pattern(cshape, cstrides[0])
-    info = [n, out._offset, *offsets]
+    static = []
     strided = o_pat == "s" or any(p == "s" for _, _, p, _ in ins)
     if strided:
-        info.extend(cshape)
+        static.extend(cshape)
         if o_pat == "s":
-            info.extend(cstrides[0])
+            static.extend(cstrides[0])
         for (_, _, p, _), st in zip(ins, cstrides[1:]):
             if p == "s":
-                info.extend(st)
-    for x, ct in zip(scalars, s_ctypes):
-        info.append(scalar_word(x, ct))
-    bufs.append(ostore.buffer)
+                static.extend(st)
     src = map_kernel(expr, tuple(ins), (out.dtype.wgsl, out_ctype, o_pat),
-                     len(cshape) if strided else 1, tuple(s_ctypes))
-    backend.current().dispatch(src, bufs, info, grid_for(n))
-    return out
+                     len(cshape) if strided else 1, tuple(s_ctypes), PER_THREAD)
+    return src, tuple(static), grid_for(n, WG * PER_THREAD), n, tuple(aliased)
 
 
 def _same_view(t: Tensor, out: Tensor) -> bool:

@@ -39,8 +39,10 @@ UNARY = {
     "tanh": ("p_tanh(A)", None, "float"),
     "sigmoid": ("p_sigmoid(A)", None, "float"),
     "relu": ("select(A, 0.0, A < 0.0)", "max(A, 0)", "same"),
-    "gelu": ("0.5 * A * (1.0 + p_erf(A * 0.70710678118654752))", None, "float"),
-    "gelu_tanh": ("0.5 * A * (1.0 + p_tanh(0.79788456080286536 * (A + 0.044715 * A * A * A)))",
+    # gelu through erfc and sigmoid: 0.5·x·(1 + erf(x/√2)) cancels to 0 for x < -4 (its relative
+    # error there was 100 %); 0.5·(1 + tanh(y)) = sigmoid(2y) likewise for the tanh form.
+    "gelu": ("0.5 * A * p_erfc(A * -0.70710678118654752)", None, "float"),
+    "gelu_tanh": ("A * p_sigmoid(1.5957691216057308 * (A + 0.044715 * A * A * A))",
                   None, "float"),
     "silu": ("A * p_sigmoid(A)", None, "float"),
     "mish": ("A * p_tanh(p_softplus(A, 1.0, 20.0))", None, "float"),
@@ -138,7 +140,15 @@ def as_tensor_arg(x):
     return tensor(x)
 
 
+_SCALARS = (int, float, bool)
+
+
 def _is_scalar(x):
+    t = type(x)
+    if t in _SCALARS:
+        return True
+    if t is Tensor:
+        return False
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
 
 

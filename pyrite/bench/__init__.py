@@ -1,0 +1,258 @@
+"""`pyrite bench`: what the current device does, beside its measured ceilings and installed peers.
+
+Each figure is the median of several timed repeats after a warm-up, timed on the host around a
+`synchronize()` (so it includes submission; for the kernels that matter here the GPU time
+dominates). Ceilings are measured on the spot: a plain buffer-to-buffer copy for bandwidth. Peers
+are numpy and PyTorch on the CPU when installed (and PyTorch on CUDA when that is available, on the
+lent H200). On lavapipe (a CPU) only ratios mean anything.
+
+    python -m pyrite bench [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import pyrite as pr
+from pyrite import backend
+
+
+def _median_time(fn, repeats=7, warmup=2, sync=True):
+    for _ in range(warmup):
+        fn()
+    if sync:
+        pr.synchronize()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            pr.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _peer_time(fn, repeats=5):
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _cuda_time(torch, fn, repeats=10):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+class Report:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, name, value, unit, ceiling=None, peers=None, note=""):
+        self.rows.append({"name": name, "value": value, "unit": unit, "ceiling": ceiling,
+                          "peers": peers or {}, "note": note})
+        peer_txt = "  ".join(f"{k} {v:,.2f}" for k, v in (peers or {}).items() if v is not None)
+        ceil_txt = f"  (ceiling {ceiling:,.2f})" if ceiling else ""
+        print(f"  {name:<42} {value:>12,.2f} {unit:<8}{ceil_txt}  {peer_txt}  {note}", flush=True)
+
+
+def bench_copy(rep, n):
+    dev = backend.current()
+    x = pr.rand(n)
+    y = pr.empty(n)
+    nbytes = n * 4
+
+    def plain():
+        dev.copy(x._storage.buffer, 0, y._storage.buffer, 0, nbytes)
+
+    t_copy = _median_time(plain)
+    ceiling = 2 * nbytes / t_copy / 1e9
+
+    def ew():
+        y.copy_(x)
+
+    t_ew = _median_time(ew)
+    peers = {"numpy": 2 * nbytes / _peer_time(lambda: np.copyto(xn, xn2)) / 1e9}
+    torch = _torch()
+    if torch is not None:
+        xt = torch.rand(n)
+        yt = torch.empty(n)
+        peers["torch-cpu"] = 2 * nbytes / _peer_time(lambda: yt.copy_(xt)) / 1e9
+        if torch.cuda.is_available():
+            xc = torch.rand(n, device="cuda")
+            yc = torch.empty(n, device="cuda")
+            peers["torch-cuda"] = 2 * nbytes / _cuda_time(torch, lambda: yc.copy_(xc)) / 1e9
+    rep.add(f"buffer copy ({nbytes >> 20} MiB), read+write", ceiling, "GB/s")
+    rep.add("elementwise copy kernel (copy_)", 2 * nbytes / t_ew / 1e9, "GB/s", ceiling, peers)
+    a = pr.rand(n)
+
+    def add():
+        return a + x
+
+    t_add = _median_time(add)
+    rep.add("elementwise add a + b (2 reads, 1 write)", 3 * nbytes / t_add / 1e9, "GB/s", ceiling)
+
+
+xn = xn2 = None
+
+
+def bench_reduce(rep, n):
+    if not hasattr(pr, "sum"):
+        rep.add("sum (not built yet)", 0.0, "GB/s")
+        return
+    x = pr.rand(n)
+
+    def red():
+        return x.sum()
+
+    t = _median_time(red)
+    xn_ = np.random.rand(n).astype(np.float32)
+    peers = {"numpy": n * 4 / _peer_time(lambda: xn_.sum()) / 1e9}
+    torch = _torch()
+    if torch is not None:
+        xt = torch.from_numpy(xn_)
+        peers["torch-cpu"] = n * 4 / _peer_time(lambda: xt.sum()) / 1e9
+        if torch.cuda.is_available():
+            xc = xt.cuda()
+            peers["torch-cuda"] = n * 4 / _cuda_time(torch, lambda: xc.sum()) / 1e9
+    rep.add(f"sum of {n:,} f32", n * 4 / t / 1e9, "GB/s", None, peers)
+    x2 = pr.rand(n // 1024, 1024)
+    t2 = _median_time(lambda: x2.sum(dim=1))
+    rep.add(f"row sums ({n // 1024:,} x 1024)", n * 4 / t2 / 1e9, "GB/s")
+
+
+def bench_matmul(rep, sizes):
+    if not hasattr(pr, "matmul"):
+        rep.add("matmul (not built yet)", 0.0, "GFLOP/s")
+        return
+    torch = _torch()
+    for s in sizes:
+        a = pr.rand(s, s)
+        b = pr.rand(s, s)
+        t = _median_time(lambda: a @ b, repeats=5 if s >= 2048 else 7)
+        flops = 2 * s**3
+        an = np.random.rand(s, s).astype(np.float32)
+        bn = np.random.rand(s, s).astype(np.float32)
+        peers = {"numpy": flops / _peer_time(lambda: an @ bn, 3) / 1e9}
+        if torch is not None:
+            at, bt = torch.from_numpy(an), torch.from_numpy(bn)
+            peers["torch-cpu"] = flops / _peer_time(lambda: at @ bt, 3) / 1e9
+            if torch.cuda.is_available():
+                ac, bc = at.cuda(), bt.cuda()
+                torch.backends.cuda.matmul.allow_tf32 = False
+                peers["torch-cuda-f32"] = flops / _cuda_time(torch, lambda: ac @ bc) / 1e9
+        rep.add(f"matmul {s}x{s}x{s} f32", flops / t / 1e9, "GFLOP/s", None, peers)
+
+
+def bench_overhead(rep, chain=1000):
+    """Eager per-op cost: a chain of small adds, recorded and run to completion."""
+    x = pr.ones(1024)
+    for _ in range(50):
+        x = x + 1
+    pr.synchronize()
+
+    def run():
+        y = x
+        for _ in range(chain):
+            y = y + 1
+        return y
+
+    t = _median_time(run, repeats=5, warmup=1)
+    us = t / chain * 1e6
+    xn_ = np.ones(1024, dtype=np.float32)
+
+    def np_run():
+        y = xn_
+        for _ in range(chain):
+            y = y + 1
+
+    peers = {"numpy": _peer_time(np_run) / chain * 1e6}
+    torch = _torch()
+    if torch is not None:
+        xt = torch.ones(1024)
+
+        def t_run():
+            y = xt
+            for _ in range(chain):
+                y = y + 1
+
+        peers["torch-cpu"] = _peer_time(t_run) / chain * 1e6
+        if torch.cuda.is_available():
+            xc = torch.ones(1024, device="cuda")
+
+            def c_run():
+                y = xc
+                for _ in range(chain):
+                    y = y + 1
+
+            peers["torch-cuda"] = _cuda_time(torch, c_run, 5) / chain * 1e6
+    rep.add(f"eager per-op overhead ({chain} chained adds)", us, "us/op", None, peers,
+            "lower is better")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
+    p.add_argument("--only", default="", help="comma list: copy,reduce,matmul,overhead")
+    args = p.parse_args(argv)
+    info = pr.device_info()
+    cpu = info["type"] == "CPU"
+    quick = args.quick or cpu
+    print(f"pyrite bench on {info['name']} ({info['implementation']}, {info['backend']}, "
+          f"{info['type']})")
+    rep = Report()
+    only = set(filter(None, args.only.split(",")))
+    global xn, xn2
+    n = (1 << 22) if quick else (1 << 26)
+    xn = np.random.rand(n).astype(np.float32)
+    xn2 = np.random.rand(n).astype(np.float32)
+    steps = [("copy", lambda: bench_copy(rep, n)),
+             ("reduce", lambda: bench_reduce(rep, n)),
+             ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else
+                                             [1024, 2048, 4096])),
+             ("overhead", lambda: bench_overhead(rep))]
+    for name, fn in steps:
+        if only and name not in only:
+            continue
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - one broken figure must not hide the others
+            print(f"  {name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            rep.rows.append({"name": name, "error": f"{type(exc).__name__}: {exc}"})
+    out = {"device": info, "quick": quick, "results": rep.rows,
+           "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"wrote {args.json}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
