@@ -1,0 +1,307 @@
+"""Sorting and selection: sort, argsort, msort, topk, kthvalue, median, nanmedian, searchsorted,
+bucketize (on the device, kernels/sort.py), unique and unique_consecutive (read back: their result
+size depends on the data, and PyTorch synchronises for them too).
+
+Rows along any dim: the dim is moved last and made contiguous, each row sorted by a bitonic
+network of (key, index) pairs, so the result is always the stable sort's (equal values keep their
+order) and NaN sorts as the largest value, as PyTorch. Rows up to 2,048 (padded to a power of
+two) sort in one dispatch in workgroup memory; longer rows take log2(P/2048) local sorts/merges
+plus one global pass for every stage stride >= 2048 (kernels/sort.py).
+topk/kthvalue/median sort the whole row and take what they need.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections import namedtuple
+
+import numpy as np
+
+from .. import backend
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..kernels.common import fold_grid, grid_for
+from ..kernels.sort import (LOCAL_MAX, bitonic_global, bitonic_local, median_pick, sort_gather,
+                            searchsorted_kernel)
+from ..tensor import Tensor
+from .core import empty
+from .elementwise import as_tensor_arg, clone
+from .views import contiguous, movedim, narrow, reshape, select, unsqueeze
+
+# PyTorch's torch.return_types.* : named tuples of (values, indices)
+SortResult = namedtuple("sort", ["values", "indices"])
+TopkResult = namedtuple("topk", ["values", "indices"])
+KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
+MedianResult = namedtuple("median", ["values", "indices"])
+
+
+def _rows(x: Tensor, d: int):
+    """x with dim d moved last, contiguous: (tensor, rows, n)."""
+    moved = movedim(x, d, -1) if d != x.ndim - 1 else x
+    moved = contiguous(moved)
+    n = moved._shape[-1]
+    rows = math.prod(moved._shape[:-1])
+    return moved, rows, n
+
+
+def _sort_rows(m: Tensor, rows: int, n: int, desc: bool):
+    """Sort each contiguous row of m (rows, n): (values, int32 indices), both (rows, n)."""
+    dev = backend.current()
+    vals = empty((rows, n), m.dtype)
+    idx = empty((rows, n), D.int32)
+    st = m.dtype.wgsl
+    p = 1 << max(1, (n - 1).bit_length())  # padded row: a power of two, at least 2
+    if p <= LOCAL_MAX:
+        src = bitonic_local(st, p, "row", desc)
+        dev.dispatch(src, (m._storage.buffer, vals._storage.buffer, idx._storage.buffer),
+                     (rows, n, p, m._offset), fold_grid(rows))
+        return vals, idx
+    c = LOCAL_MAX
+    chunks = rows * (p // c)
+    keys = empty((rows * p,), D.int32)  # u32 keys in the kernel; the buffer is untyped
+    tidx = empty((rows * p,), D.int32)
+    kb, tb = keys._storage.buffer, tidx._storage.buffer
+    dev.dispatch(bitonic_local(st, c, "first", desc), (m._storage.buffer, kb, tb),
+                 (chunks, n, p, m._offset), fold_grid(chunks))
+    merge = bitonic_local(st, c, "merge", desc)
+    glob = bitonic_global()
+    pairs = rows * p // 2
+    k = 2 * c
+    while k <= p:
+        j = k // 2
+        while j >= c:
+            dev.dispatch(glob, (kb, tb), (pairs, p, k, j), grid_for(pairs))
+            j //= 2
+        dev.dispatch(merge, (kb, tb), (chunks, n, p, 0, k), fold_grid(chunks))
+        k *= 2
+    total = rows * n
+    dev.dispatch(sort_gather(st), (m._storage.buffer, tb, vals._storage.buffer,
+                                   idx._storage.buffer), (total, n, p, m._offset),
+                 grid_for(total))
+    return vals, idx
+
+
+def _sort(x: Tensor, d: int, desc: bool):
+    """(values, indices) of x sorted along dim d, shaped like x."""
+    if x.ndim == 0:
+        from .creation import zeros
+
+        return clone(x), zeros((), dtype=D.int32)
+    m, rows, n = _rows(x, d)
+    if rows * n == 0:
+        return empty(x._shape, x.dtype), empty(x._shape, D.int32)
+    vals, idx = _sort_rows(m, rows, n, desc)
+    shape = m._shape
+    vals, idx = reshape(vals, shape), reshape(idx, shape)
+    if d != x.ndim - 1:
+        vals, idx = contiguous(movedim(vals, -1, d)), contiguous(movedim(idx, -1, d))
+    return vals, idx
+
+
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    x = as_tensor_arg(input)
+    if not isinstance(dim, numbers.Integral) and dim is not None:  # sort(x, stable=..., dim=...)
+        raise TypeError(f"pyrite: sort: dim must be an int, got {dim!r}")
+    d = x._dim(-1 if dim is None else dim) if x.ndim else 0
+    # stable or not: the (value, index) network is always stable
+    vals, idx = _sort(x, d, bool(descending))
+    return SortResult(vals, idx)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return sort(input, dim, descending, stable).indices
+
+
+def msort(input):
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A002
+    x = as_tensor_arg(input)
+    d = x._dim(dim) if x.ndim else 0
+    size = x._shape[d] if x.ndim else 1
+    k = int(k)
+    if not 0 <= k <= size:
+        raise RuntimeError(f"pyrite: topk: selected index k out of range: k={k} but dim {dim} "
+                           f"has size {size} (shape {tuple(x._shape)})")
+    vals, idx = _sort(x, d, bool(largest))
+    if x.ndim == 0:
+        return TopkResult(vals, idx)
+    return TopkResult(contiguous(narrow(vals, d, 0, k)), contiguous(narrow(idx, d, 0, k)))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    x = as_tensor_arg(input)
+    d = x._dim(dim) if x.ndim else 0
+    size = x._shape[d] if x.ndim else 1
+    if not 1 <= k <= size:
+        raise RuntimeError(f"pyrite: kthvalue: selected number k out of range: k={k} but dim "
+                           f"{dim} has size {size}")
+    vals, idx = _sort(x, d, False)
+    if x.ndim == 0:
+        return KthvalueResult(vals, idx)
+    v, i = clone(select(vals, d, k - 1)), clone(select(idx, d, k - 1))
+    if keepdim:
+        v, i = unsqueeze(v, d), unsqueeze(i, d)
+    return KthvalueResult(v, i)
+
+
+def _median(x: Tensor, dim, keepdim, nan_mode):
+    if dim is None:
+        flat = reshape(x, (x.numel(),))
+        if flat.numel() == 0:
+            raise RuntimeError("pyrite: median() of an empty tensor is undefined (numel 0)")
+        v, _ = _median_rows(flat, 0, nan_mode)
+        return reshape(v, ())
+    d = x._dim(dim) if x.ndim else 0
+    if x.ndim == 0:
+        from .creation import zeros
+
+        return MedianResult(clone(x), zeros((), dtype=D.int32))
+    if x._shape[d] == 0:
+        raise IndexError(f"pyrite: median(): expected reduction dim {d} to have non-zero size "
+                         f"(shape {tuple(x._shape)})")
+    v, i = _median_rows(x, d, nan_mode)
+    if keepdim:
+        v, i = unsqueeze(v, d), unsqueeze(i, d)
+    return MedianResult(v, i)
+
+
+def _median_rows(x: Tensor, d: int, nan_mode: str):
+    """The lower median of every row along d: (values, indices) with d removed."""
+    m, rows, n = _rows(x, d)
+    out_shape = m._shape[:-1]
+    if rows == 0:
+        return empty(out_shape, x.dtype), empty(out_shape, D.int32)
+    sv, si = _sort_rows(m, rows, n, False)
+    vals = empty(out_shape, x.dtype)
+    idx = empty(out_shape, D.int32)
+    mode = nan_mode if x.dtype.is_floating_point else "none"
+    backend.current().dispatch(median_pick(x.dtype.wgsl, mode),
+                               (sv._storage.buffer, si._storage.buffer, vals._storage.buffer,
+                                idx._storage.buffer), (rows, n), grid_for(rows))
+    return vals, idx
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    return _median(as_tensor_arg(input), dim, keepdim, "median")
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    return _median(as_tensor_arg(input), dim, keepdim, "nanmedian")
+
+
+# ---- searchsorted / bucketize -----------------------------------------------------------------
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None, out=None):
+    seq = as_tensor_arg(sorted_sequence)
+    scalar = not isinstance(input, Tensor)
+    x = as_tensor_arg(input)
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ValueError(f"pyrite: searchsorted: side must be 'left' or 'right', got {side!r}")
+        if right and side == "left":
+            raise ValueError("pyrite: searchsorted: side='left' and right=True contradict")
+        right = side == "right"
+    if sorter is not None:
+        from .indexing import gather  # noqa: PLC0415  (an ops module of its own)
+
+        seq = gather(seq, -1, as_tensor_arg(sorter))
+    if seq.ndim == 0:
+        raise ShapeError("pyrite: searchsorted: boundaries tensor should not be 0-d")
+    batched = seq.ndim > 1
+    if batched and (x.ndim != seq.ndim or x._shape[:-1] != seq._shape[:-1]):
+        raise ShapeError(f"pyrite: searchsorted: boundaries tensor should be 1 dimension or the "
+                         f"first N-1 dimensions of boundaries tensor and input value tensor must "
+                         f"match, but we got boundaries tensor {tuple(seq._shape)} and input "
+                         f"value tensor {tuple(x._shape)}")
+    seq, x = contiguous(seq), contiguous(x)
+    out_t = empty(x._shape, D.int32)
+    n = x.numel()
+    if n:
+        ct = "f32" if "f" in (seq.dtype.kind, x.dtype.kind) else "i32"
+        src = searchsorted_kernel(seq.dtype.wgsl, x.dtype.wgsl, ct, bool(right), batched)
+        per_row = x._shape[-1] if x.ndim else 1
+        backend.current().dispatch(src, (seq._storage.buffer, x._storage.buffer,
+                                         out_t._storage.buffer),
+                                   (n, seq._shape[-1], max(per_row, 1), seq._offset, x._offset),
+                                   grid_for(n))
+    if scalar and x.ndim == 0:
+        return out_t
+    return out_t
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    b = as_tensor_arg(boundaries)
+    if b.ndim != 1:
+        raise ShapeError(f"pyrite: bucketize: boundaries tensor must be 1 dimension, but got "
+                         f"dim({b.ndim})")
+    return searchsorted(b, input, right=right)
+
+
+# ---- unique (read back) ----------------------------------------------------------------------
+def _upload(a: np.ndarray, dtype):
+    from .creation import tensor
+
+    return tensor(np.ascontiguousarray(a), dtype=dtype)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    x = as_tensor_arg(input)
+    a = x.numpy()
+    if dim is None:
+        vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True,
+                                   equal_nan=False)
+        inv = inv.reshape(a.shape)
+    else:
+        d = x._dim(dim)
+        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        inv = inv.reshape(-1)
+    res = [_upload(vals, x.dtype)]
+    if return_inverse:
+        res.append(_upload(inv.astype(np.int32), D.int32))
+    if return_counts:
+        res.append(_upload(cnt.astype(np.int32), D.int32))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    x = as_tensor_arg(input)
+    a = x.numpy()
+    if dim is None:
+        flat = a.reshape(-1)
+        if flat.size == 0:
+            starts = np.zeros(0, dtype=bool)
+        else:
+            starts = np.concatenate([[True], flat[1:] != flat[:-1]])
+        vals = flat[starts]
+        inv = (np.cumsum(starts) - 1).reshape(a.shape)
+    else:
+        d = x._dim(dim)
+        moved = np.moveaxis(a, d, 0)
+        n = moved.shape[0]
+        starts = np.ones(n, dtype=bool)
+        if n > 1:
+            diff = (moved[1:] != moved[:-1]).reshape(n - 1, -1).any(axis=1)
+            starts[1:] = diff
+        vals = np.moveaxis(moved[starts], 0, d)
+        inv = np.cumsum(starts) - 1
+    pos = np.flatnonzero(starts)
+    cnt = np.diff(np.append(pos, starts.size))
+    res = [_upload(vals, x.dtype)]
+    if return_inverse:
+        res.append(_upload(inv.astype(np.int32), D.int32))
+    if return_counts:
+        res.append(_upload(cnt.astype(np.int32), D.int32))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian",
+           "searchsorted", "bucketize", "unique", "unique_consecutive"]
+
+METHODS = {
+    "sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
+    "median": median, "nanmedian": nanmedian, "unique": unique,
+    "unique_consecutive": unique_consecutive,
+}
