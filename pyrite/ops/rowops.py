@@ -1,0 +1,172 @@
+"""Fused row ops: softmax, log_softmax, layer_norm, rms_norm (kernels/rowops.py).
+
+Each op runs one kernel, one workgroup per row, over the input as it lies in memory: the row dim
+and the outer dims are read through the input's strides and offset, so a transposed or sliced
+input costs no copy, and softmax over a non-last dim reads its rows with a stride instead of
+moving the dim last with `.contiguous()` first. Measured on lavapipe (2 cores), softmax over
+dim 0 of a contiguous (4099, 257) f32 tensor: strided read 1.0x, movedim + contiguous + softmax
++ contiguous back 1.7x the time (two extra copies of the tensor); see the module's report in
+tests/test_rowops.py's docstring for the H200 figure.
+
+Outputs are new contiguous tensors of the input's shape and dtype (f16 computes in f32, stores
+f16).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import backend
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..kernels.common import fold_grid
+from ..kernels.rowops import row_kernel, workgroup_size
+from ..tensor import Tensor
+from .core import coalesce, contiguous_copy, empty, f32_bits
+
+_F16_EPS = 2.0**-10  # torch.finfo(torch.float16).eps
+_F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
+
+
+def _run(op: str, x: Tensor, n: int, row_dim_stride: int, outer_shape, x_outer_strides,
+         out: Tensor, out_row_stride: int, out_outer_strides, w=None, b=None, eps=0.0):
+    """Dispatch `op` over rows of `n` elements; outer dims are coalesced before baking the rank."""
+    rows = math.prod(outer_shape)
+    if rows == 0 or n == 0:
+        return out
+    cshape, (cx, co) = coalesce(tuple(outer_shape), [tuple(x_outer_strides),
+                                                     tuple(out_outer_strides)])
+    rank = len(cshape)
+    wg = workgroup_size(n)
+    src = row_kernel(op, wg, rank, x.dtype.wgsl, out.dtype.wgsl,
+                     w.dtype.wgsl if w is not None else None,
+                     b.dtype.wgsl if b is not None else None)
+    info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps),
+            *cshape, *cx, *co]
+    bufs = [x._storage.buffer]
+    if w is not None:
+        bufs.append(w._storage.buffer)
+    if b is not None:
+        bufs.append(b._storage.buffer)
+    bufs.append(out._storage.buffer)
+    backend.current().dispatch(src, bufs, info, fold_grid(rows))
+    return out
+
+
+def _float_input(name, input, dtype):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pyrite: {name}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if dtype is not None:
+        dt = D.from_any(dtype)
+        if dt is not input.dtype:
+            input = input.to(dt)
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"pyrite: {name}() is not implemented for {input.dtype!r} "
+                        "(pass dtype=pyrite.float32)")
+    return input
+
+
+def _softmax_like(op, input, dim, dtype):
+    x = _float_input(op, input, dtype)
+    if dim is None:  # torch's legacy implicit dim: 0 for 0-, 1- and 3-D, else 1
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    out = empty(x._shape, x.dtype)
+    if x.ndim == 0:
+        x = x._view((1,), (1,), x._offset)
+        d = 0
+        ostr = (1,)
+    else:
+        d = x._dim(dim)
+        ostr = out._strides
+    shape = x._shape
+    outer = [i for i in range(len(shape)) if i != d]
+    _run(op, x, shape[d], x._strides[d], [shape[i] for i in outer],
+         [x._strides[i] for i in outer], out, ostr[d], [ostr[i] for i in outer])
+    return out
+
+
+def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    """softmax(input, dim, dtype=None): exp(x - max) / sum(exp(x - max)) along `dim`."""
+    return _softmax_like("softmax", input, dim, dtype)
+
+
+def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    """log_softmax(input, dim, dtype=None): x - max - log(sum(exp(x - max))) along `dim`."""
+    return _softmax_like("log_softmax", input, dim, dtype)
+
+
+def _norm_shape(name, x: Tensor, normalized_shape):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or k > x.ndim or tuple(x._shape[x.ndim - k:]) != ns:
+        raise ShapeError(f"pyrite: {name}: given normalized_shape={list(ns)}, expected input "
+                         f"with shape [*, {', '.join(map(str, ns))}], but got input of size "
+                         f"{list(x._shape)}")
+    return ns
+
+
+def _param(name, what, p, ns):
+    if p is None:
+        return None
+    if not isinstance(p, Tensor):
+        raise TypeError(f"pyrite: {name}: {what} must be a Tensor or None")
+    if tuple(p._shape) != ns:
+        raise ShapeError(f"pyrite: {name}: {what} of shape {tuple(p._shape)} does not match "
+                         f"normalized_shape {ns}")
+    if not p.dtype.is_floating_point:
+        raise TypeError(f"pyrite: {name}: {what} must be floating point, not {p.dtype!r}")
+    return p if p.is_contiguous() and p._offset == 0 else contiguous_copy(p)
+
+
+def _rows_of(x: Tensor, k: int):
+    """(x, n, row stride): the last k dims as one row, copying x when they don't coalesce."""
+    tail_shape = x._shape[x.ndim - k:]
+    n = math.prod(tail_shape)
+    cshape, (cs,) = coalesce(tuple(tail_shape), [tuple(x._strides[x.ndim - k:])])
+    if len(cshape) > 1:
+        x = x.contiguous()
+        return x, n, 1
+    return x, n, cs[0] if cs else 1
+
+
+def _norm(op, input, normalized_shape, weight, bias, eps):
+    x = _float_input(op, input, None)
+    ns = _norm_shape(op, x, normalized_shape)
+    w = _param(op, "weight", weight, ns)
+    b = _param(op, "bias", bias, ns)
+    k = len(ns)
+    x, n, sx = _rows_of(x, k)
+    out = empty(x._shape, x.dtype)
+    lead = x.ndim - k
+    _run(op, x, n, sx, x._shape[:lead], x._strides[:lead], out, 1, out._strides[:lead],
+         w, b, eps)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
+    (biased variance, as torch)."""
+    return _norm("layer_norm", input, normalized_shape, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x²) + eps) * weight; eps defaults to torch.finfo(input.dtype).eps."""
+    if eps is None:
+        eps = _F16_EPS if isinstance(input, Tensor) and input.dtype is D.float16 else _F32_EPS
+    return _norm("rms_norm", input, normalized_shape, weight, None, eps)
+
+
+def _softmax_method(self, dim=None, dtype=None):
+    return softmax(self, dim, dtype)
+
+
+def _log_softmax_method(self, dim=None, dtype=None):
+    return log_softmax(self, dim, dtype)
+
+
+__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
+
+METHODS = {"softmax": _softmax_method, "log_softmax": _log_softmax_method}

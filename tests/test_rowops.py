@@ -1,0 +1,240 @@
+"""Parity of the fused row ops (softmax, log_softmax, layer_norm, rms_norm) against torch CPU in
+float64, through the op table (tests/optable.py).
+
+Tolerances are rounding bounds, with u = 2⁻²⁴ and n the row length:
+- softmax: out = exp(x - m) / s. WGSL's exp is within 3 + 2·|x - m| ULP (2u each); s is a sum of
+  n terms (n·u relative); the division adds 2.5 ULP. Relative: (3 + 2·max|x - m| + n + 5)·2u,
+  absolute floor a few smallest normals (results may flush from subnormal).
+- log_softmax: out = x - m - log(s): absolute ≈ 2u·(|x| + |m|) for the subtraction, n·u for the
+  sum inside the log, and WGSL's log (2⁻²¹ absolute near 1, else 3 ULP of log(s) ≤ log n).
+- layer_norm / rms_norm: a mean over n terms (n·u relative to the mean of |x|), the variance
+  likewise, inverseSqrt 2 ULP; the normalised value is then off by ≈ (2n + 8)·u·max|x̂|, times
+  |w|, plus b's rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+from optable import EPS32, OpInfo, Sample, check_row
+
+TINY = 2.0**-126
+HAS_F16 = "shader-f16" in pr.device_info().get("features", ())
+DTYPES = ("float32", "float16") if HAS_F16 else ("float32",)
+
+
+def _t(a):
+    return torch.from_numpy(np.asarray(a, dtype=np.float64))
+
+
+def softmax_tol(dim):
+    def tol(inputs, expected):
+        x = inputs[0]
+        n = x.shape[dim] if x.ndim else 1
+        spread = float(np.ptp(x, axis=dim).max(initial=0.0)) if x.ndim and x.size else 0.0
+        return 8 * TINY, (3 + 2 * spread + n + 5) * 2 * EPS32
+    return tol
+
+
+def log_softmax_tol(dim):
+    def tol(inputs, expected):
+        x = inputs[0]
+        n = x.shape[dim] if x.ndim else 1
+        big = float(np.abs(x).max(initial=0.0))
+        return 2 * EPS32 * (2 * big) + n * EPS32 + 2.0**-21 + 6 * EPS32 * math.log(n + 1), \
+            4 * EPS32
+    return tol
+
+
+def norm_tol(k):
+    def tol(inputs, expected):
+        x = inputs[0]
+        n = math.prod(x.shape[x.ndim - k:])
+        xhat = np.abs(expected).max(initial=0.0)
+        w = float(np.abs(inputs[1]).max(initial=1.0)) if len(inputs) > 1 else 1.0
+        return (2 * n + 8) * EPS32 * (xhat + w) + 8 * TINY, 4 * EPS32
+    return tol
+
+
+def _randn(*shapes, scale=1.0):
+    return lambda rng: [rng.standard_normal(s) * scale for s in shapes]
+
+
+# ---- softmax / log_softmax -----------------------------------------------------------------
+def softmax_samples(dim_shapes):
+    out = []
+    for shape in dim_shapes:
+        for d in range(-len(shape), len(shape)):
+            out.append(Sample(_randn(shape), {"dim": d}, name=f"{shape} dim={d}"))
+    return out
+
+
+SM_SHAPES = [(3, 5, 7), (2, 3, 1, 5)]
+ROW_LENGTHS = [1, 7, 255, 257, 4099]
+
+
+def sm_rows(name, fn, ref, tolf):
+    rows = []
+    for shape in SM_SHAPES:
+        for d in range(-len(shape), len(shape)):
+            rows.append(OpInfo(f"{name}{shape}d{d}", lambda x, d=d: fn(x, d),
+                               lambda x, d=d: ref(_t(x), d).numpy(),
+                               [Sample(_randn(shape), name=f"{shape} dim={d}"),
+                                Sample(_randn(shape), layout="t", name="transposed"),
+                                Sample(_randn(shape), layout="s", name="strided")],
+                               tol=tolf(d), dtypes=DTYPES))
+    long_rows = [Sample(_randn((3, n)), name=f"row {n}") for n in ROW_LENGTHS]
+    long_rows += [Sample(_randn((5, n), scale=80.0), name=f"±80 row {n}") for n in (7, 257)]
+    long_rows.append(Sample(lambda rng: [np.repeat(rng.standard_normal((1, 9)), 6, axis=0)],
+                            layout="e", name="expanded"))
+    rows.append(OpInfo(f"{name}-rows", lambda x: fn(x, -1), lambda x: ref(_t(x), -1).numpy(),
+                       long_rows, tol=tolf(-1), dtypes=DTYPES))
+    # rows over dim 0 of a long column: the strided read walks 4099 elements 3 apart
+    rows.append(OpInfo(f"{name}-column", lambda x: fn(x, 0), lambda x: ref(_t(x), 0).numpy(),
+                       [Sample(_randn((4099, 3)), name="column 4099")], tol=tolf(0)))
+    return rows
+
+
+SOFTMAX_ROWS = (sm_rows("softmax", lambda x, d: x.softmax(d), torch.softmax, softmax_tol)
+                + sm_rows("log_softmax", lambda x, d: pr.log_softmax(x, d), torch.log_softmax,
+                          log_softmax_tol))
+
+
+@pytest.mark.parametrize("row", SOFTMAX_ROWS, ids=lambda r: r.name)
+def test_softmax_parity(row, rng):
+    check_row(row, rng)
+
+
+def test_softmax_many_rows_grid_folds(rng):
+    """65,537 rows: one workgroup each, so the grid folds past 65,535 in x."""
+    x = rng.standard_normal((65537, 3))
+    got = pr.tensor(x, dtype=pr.float32).log_softmax(1).numpy()
+    want = torch.log_softmax(_t(x.astype(np.float32)), 1).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+
+
+def test_softmax_extremes_and_infinities():
+    x = np.array([[80.0, -80.0, 79.0, 0.0], [-np.inf, 1.0, -np.inf, 2.0],
+                  [-np.inf] * 4, [np.inf, 0.0, 1.0, 2.0], [np.nan, 0.0, 1.0, 2.0]],
+                 dtype=np.float32)
+    for fn in ("softmax", "log_softmax"):
+        got = getattr(pr.tensor(x), fn)(-1).numpy()
+        want = getattr(torch.from_numpy(x), fn)(-1).numpy()
+        np.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-5, equal_nan=True)
+
+
+def test_softmax_dtype_argument_and_shapes():
+    x = pr.arange(12).reshape(3, 4)
+    y = pr.softmax(x, -1, dtype=pr.float32)
+    assert y.dtype is pr.float32 and y.shape == (3, 4)
+    want = torch.softmax(torch.arange(12.0).reshape(3, 4), -1).numpy()
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    s = pr.tensor(3.0).softmax(0)
+    assert s.shape == () and s.item() == 1.0
+    e = pr.zeros(0, 5).softmax(-1)
+    assert e.shape == (0, 5)
+
+
+def test_softmax_errors_then_works():
+    with pytest.raises(TypeError, match="pyrite: softmax.*int32"):
+        pr.softmax(pr.arange(5), 0)
+    with pytest.raises(IndexError, match="pyrite: dimension out of range"):
+        pr.ones(2, 3).softmax(2)
+    np.testing.assert_allclose(pr.ones(2, 4).softmax(-1).numpy(), np.full((2, 4), 0.25))
+
+
+# ---- layer_norm / rms_norm -----------------------------------------------------------------
+def ln_ref(k, with_w, with_b):
+    def ref(x, *params):
+        params = list(params)
+        w = _t(params.pop(0)) if with_w else None
+        b = _t(params.pop(0)) if with_b else None
+        return TF.layer_norm(_t(x), x.shape[x.ndim - k:], w, b, eps=1e-5).numpy()
+    return ref
+
+
+def ln_op(k, with_w, with_b):
+    def op(x, *params):
+        params = list(params)
+        w = params.pop(0) if with_w else None
+        b = params.pop(0) if with_b else None
+        return pr.layer_norm(x, x.shape[x.ndim - k:], w, b)
+    return op
+
+
+NORM_SHAPES = {1: [(3, 1), (2, 5, 7), (4, 257), (2, 4099)], 2: [(3, 5, 7), (2, 3, 17, 6)]}
+
+
+def ln_rows():
+    rows = []
+    for k, shapes in NORM_SHAPES.items():
+        for with_w, with_b in ((False, False), (True, False), (True, True)):
+            samples = []
+            for shape in shapes:
+                ps = [shape[len(shape) - k:]] * (int(with_w) + int(with_b))
+                samples.append(Sample(_randn(shape, *ps), name=str(shape)))
+                samples.append(Sample(_randn(shape, *ps), layout="t" + "s" * len(ps),
+                                      name=f"{shape} transposed"))
+            np_ = int(with_w) + int(with_b)
+            samples.append(Sample(lambda rng, s=shapes[1], k=k, np_=np_:
+                                  [rng.standard_normal(s) * 30 + 100]
+                                  + [rng.standard_normal(s[len(s) - k:])] * np_,
+                                  name="offset mean 100"))
+            rows.append(OpInfo(f"layer_norm k={k} w={with_w} b={with_b}",
+                               ln_op(k, with_w, with_b), ln_ref(k, with_w, with_b), samples,
+                               tol=norm_tol(k), dtypes=DTYPES))
+    return rows
+
+
+def rms_rows():
+    rows = []
+    for k, shapes in NORM_SHAPES.items():
+        for with_w in (False, True):
+            samples = [Sample(_randn(s, *([s[len(s) - k:]] if with_w else [])), name=str(s))
+                       for s in shapes]
+            samples.append(Sample(_randn(shapes[-1], *([shapes[-1][-k:]] if with_w else [])),
+                                  layout="tc", name="transposed"))
+
+            def op(x, *w, k=k):
+                return pr.rms_norm(x, x.shape[x.ndim - k:], w[0] if w else None, eps=1e-6)
+
+            def ref(x, *w, k=k):
+                return TF.rms_norm(_t(x), x.shape[x.ndim - k:], _t(w[0]) if w else None,
+                                   eps=1e-6).numpy()
+            rows.append(OpInfo(f"rms_norm k={k} w={with_w}", op, ref, samples, tol=norm_tol(k),
+                               dtypes=DTYPES))
+    return rows
+
+
+@pytest.mark.parametrize("row", ln_rows() + rms_rows(), ids=lambda r: r.name)
+def test_norm_parity(row, rng):
+    check_row(row, rng)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rms_norm_default_eps_is_finfo_eps(dtype, rng):
+    """rms_norm(eps=None) uses torch.finfo(input.dtype).eps, as torch does."""
+    x = (rng.standard_normal((4, 9)) * 1e-3).astype(dtype)
+    got = pr.rms_norm(pr.tensor(x), (9,)).numpy().astype(np.float64)
+    want = TF.rms_norm(_t(x), (9,), eps=torch.finfo(getattr(torch, dtype)).eps).numpy()
+    u = 2.0**-11 if dtype == "float16" else EPS32
+    np.testing.assert_allclose(got, want, atol=8 * u, rtol=8 * u)
+
+
+def test_norm_errors_then_works():
+    x = pr.ones(2, 3)
+    with pytest.raises(pr.ShapeError, match=r"pyrite: layer_norm: given normalized_shape=\[4\]"):
+        pr.layer_norm(x, (4,))
+    with pytest.raises(pr.ShapeError, match="pyrite: rms_norm: weight of shape"):
+        pr.rms_norm(x, (3,), pr.ones(2))
+    with pytest.raises(TypeError, match="pyrite: layer_norm.*int32"):
+        pr.layer_norm(pr.arange(6).reshape(2, 3), (3,))
+    np.testing.assert_allclose(pr.layer_norm(pr.arange(6.0).reshape(2, 3), 3).numpy(),
+                               TF.layer_norm(torch.arange(6.0).reshape(2, 3), (3,)).numpy(),
+                               atol=1e-6)
