@@ -23,18 +23,28 @@ import pyrite as pr
 from pyrite import backend
 
 
-def _median_time(fn, repeats=7, warmup=2, sync=True):
+def _median_time(fn, repeats=7, warmup=2, sync=True, inner=None):
+    """Median seconds of one call of fn. Calls are repeated `inner` times between
+    synchronisations (chosen so one timing spans >= 20 ms) so a readback round trip
+    (0.3–0.7 ms on the H200) does not swamp a fast kernel."""
     for _ in range(warmup):
         fn()
     if sync:
         pr.synchronize()
+    if inner is None:
+        t0 = time.perf_counter()
+        fn()
+        pr.synchronize()
+        one = time.perf_counter() - t0
+        inner = max(1, min(200, int(0.02 / max(one, 1e-6))))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fn()
+        for _ in range(inner):
+            fn()
         if sync:
             pr.synchronize()
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0) / inner)
     return statistics.median(times)
 
 
@@ -182,7 +192,7 @@ def bench_overhead(rep, chain=1000):
             y = y + 1
         return y
 
-    t = _median_time(run, repeats=5, warmup=1)
+    t = _median_time(run, repeats=5, warmup=1, inner=1)
     us = t / chain * 1e6
     xn_ = np.ones(1024, dtype=np.float32)
 
