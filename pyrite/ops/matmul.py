@@ -20,14 +20,18 @@ from ..tensor import Tensor
 from .core import broadcast_shapes, coalesce, contiguous_copy, empty, f32_bits
 from .elementwise import as_tensor_arg
 
-# Variant choice, measured with a 1024x1024x1024 f32 matmul (see `_choose`):
-#   lavapipe (2-core CPU Vulkan, this CI box): direct 4x4 no-barrier kernel {DIRECT_GFLOPS}
-#   GFLOP/s vs tiled 64x64 with barriers {TILED_GFLOPS} GFLOP/s -> lavapipe always uses direct.
-#   (peers on the same box: numpy ~150, tinygrad WebGPU 1.05, a reference no-barrier kernel 1.5)
-# On GPUs the tiled kernel is used once both M and N reach half a tile; smaller or skinny shapes
-# (matrix-vector, a few rows) would leave most of a 64x64 tile idle and go direct.
-
-
+# Variant choice, measured on lavapipe (this CI box: llvmpipe, 2 cores), f32, GFLOP/s:
+#   1024^3:          tiled 64x64 (barriers) 7.39 | direct 8x8 inv, 4x4 regs 4.38 | direct 16x4 2.67
+#                    (peers: numpy ~150, tinygrad WebGPU 1.05, a reference no-barrier kernel 1.5)
+#   256^3:           tiled 2.53 | direct 8x8 1.96
+#   128^3:           tiled 2.69 | direct 8x8 2.42
+#   64x512x64:       tiled 1.42 | direct 8x8 4.90   (one 64x64 tile: one workgroup, one core busy)
+#   32x256x32:       tiled 0.41 | direct 8x8 0.81
+# So, barriers notwithstanding, the tiled kernel wins on lavapipe once there are enough tiles to
+# feed the cores; below 4 tiles (or M, N under half a tile) the direct kernel goes. The same rule
+# is used on GPUs (the H200 figures in ../shared/gpu.md are for the tiled spelling; a GPU with
+# ~100 SMs would want more tiles before the tiled kernel pays, which is not yet measured).
+MIN_TILES = 4
 def _check_dtypes(a: Tensor, b: Tensor, what: str):
     if a.dtype is not b.dtype:
         raise TypeError(f"pyrite: {what}: expected both operands to have the same dtype, but got "
@@ -64,8 +68,9 @@ def _choose(dev, M, N, batch):
         return "direct", (1, 64, 4, 1)
     if M < 4:  # a few rows (vector-matrix): 256 columns a workgroup
         return "direct", (64, 1, 1, 4)
-    if dev.adapter_type == "CPU" or M < TILE // 2 or N < TILE // 2:
-        return "direct", (16, 4, 4, 4)
+    tiles = -(-M // TILE) * -(-N // TILE) * batch
+    if M < TILE // 2 or N < TILE // 2 or tiles < MIN_TILES:
+        return "direct", (8, 8, 4, 4)
     return "tiled", None
 
 

@@ -1,0 +1,170 @@
+"""Matrix products against float64 references, with the dot-product bound K·2⁻²⁴·Σ|aᵢbᵢ| per
+output (Σ|a||b| computed with numpy). Awkward sizes, transposed / strided / broadcast operands,
+both kernel variants, a batch past 65,535 workgroups, int32, float16, einsum, error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+import pyrite.ops.matmul as mmod
+from pyrite import backend
+from pyrite.testing.tolerance import assert_close
+from tests.optable import OpInfo, Sample, check_row
+
+EPS = 2.0**-24
+
+
+def mm_tol(inputs, expected):
+    """K·u·(|a| @ |b|) per output (numpy matmul rules, 1-D operands promoted as matmul does)."""
+    a, b = np.abs(inputs[0]), np.abs(inputs[1])
+    K = a.shape[-1]
+    return K * EPS * np.abs(np.matmul(a, b)) + 1e-30, 0.0
+
+
+def _mk(*shapes):
+    return lambda rng: [rng.standard_normal(s) for s in shapes]
+
+
+SIZES = [(1, 1, 1), (3, 17, 5), (17, 3, 64), (64, 64, 64), (65, 127, 1), (1, 257, 65),
+         (127, 65, 257), (257, 17, 3)]
+
+MATMUL_SAMPLES = (
+    [Sample(_mk((m, k), (k, n)), name=f"{m}x{k}x{n}") for m, k, n in SIZES]
+    + [Sample(_mk((m, k), (k, n)), layout=lay, name=f"{m}x{k}x{n}-{lay}")
+       for m, k, n in [(65, 33, 70), (3, 17, 5)] for lay in ("tc", "ct", "tt", "sc", "cs")]
+    + [Sample(_mk((2, 1, 17, 9), (3, 9, 65)), name="bcast"),
+       Sample(_mk((4, 70, 33), (33, 66)), name="batch-2d"),
+       Sample(_mk((7,), (7,)), name="1d-1d"),
+       Sample(_mk((7,), (2, 7, 5)), name="1d-3d"),
+       Sample(_mk((3, 4, 7), (7,)), name="3d-1d"),
+       Sample(_mk((9, 7), (7,)), name="mv"),
+       Sample(_mk((5, 0), (0, 3)), name="k0")]
+)
+
+ROWS = [
+    OpInfo("matmul", lambda a, b: a @ b, np.matmul, MATMUL_SAMPLES, tol=mm_tol),
+    OpInfo("mm", pr.mm, np.matmul, [Sample(_mk((33, 70), (70, 65)))], tol=mm_tol),
+    OpInfo("bmm", pr.bmm, np.matmul, [Sample(_mk((3, 33, 7), (3, 7, 66)), layout="tt")],
+           tol=mm_tol),
+    OpInfo("mv", pr.mv, np.matmul, [Sample(_mk((65, 129), (129,)), layout="tc")], tol=mm_tol),
+    OpInfo("dot", pr.dot, np.dot, [Sample(_mk((257,), (257,)), layout="sc")], tol=mm_tol),
+    OpInfo("outer", pr.outer, np.outer, [Sample(_mk((17,), (65,)))],
+           tol=lambda i, e: (EPS * np.abs(e) + 1e-30, 0.0)),
+    OpInfo("inner", pr.inner, np.inner, [Sample(_mk((3, 5, 7), (4, 7)))],
+           tol=lambda i, e: (7 * EPS * np.abs(np.inner(np.abs(i[0]), np.abs(i[1]))), 0.0)),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_parity(row, rng):
+    check_row(row, rng)
+
+
+@pytest.mark.parametrize("variant", [("tiled", None), ("direct", (8, 8, 4, 4)),
+                                     ("direct", (1, 64, 4, 1)), ("direct", (64, 1, 1, 4))])
+def test_variants(variant, rng):
+    """Every kernel variant on edge sizes, whatever the shape rule would choose."""
+    old = mmod.FORCE
+    mmod.FORCE = variant
+    try:
+        for m, k, n in [(1, 1, 1), (65, 17, 3), (3, 33, 130), (70, 40, 66)]:
+            a, b = rng.standard_normal((2, m, k)), rng.standard_normal((k, n))
+            got = (pr.tensor(a, dtype=pr.float32).transpose(1, 2).contiguous().transpose(1, 2)
+                   @ pr.tensor(b, dtype=pr.float32)).numpy()
+            a32, b32 = a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
+            assert_close(got, a32 @ b32, atol=k * EPS * (np.abs(a32) @ np.abs(b32)) + 1e-30,
+                         msg=f"{variant} {m}x{k}x{n}")
+    finally:
+        mmod.FORCE = old
+
+
+def test_many_batches(rng):
+    """70,000 tiny products: more workgroups than one grid dimension holds."""
+    a = rng.standard_normal((70000, 2, 3)).astype(np.float32)
+    b = rng.standard_normal((70000, 3, 2)).astype(np.float32)
+    got = (pr.tensor(a) @ pr.tensor(b)).numpy()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(got, want, atol=3 * EPS * (np.abs(a) @ np.abs(b)).astype(np.float64) + 1e-30)
+
+
+def test_int32(rng):
+    a = rng.integers(-50, 50, (17, 33))
+    b = rng.integers(-50, 50, (33, 66))
+    got = (pr.tensor(a, dtype=pr.int32) @ pr.tensor(b, dtype=pr.int32))
+    assert got.dtype is pr.int32
+    np.testing.assert_array_equal(got.numpy(), a @ b)
+
+
+def test_float16(rng):
+    if not backend.current().has_f16:
+        pytest.skip("device has no shader-f16")
+    a = rng.standard_normal((17, 65)).astype(np.float16)
+    b = rng.standard_normal((65, 70)).astype(np.float16)
+    got = pr.tensor(a) @ pr.tensor(b)
+    assert got.dtype is pr.float16
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    # f32 accumulation, then one rounding to f16
+    atol = 65 * EPS * (np.abs(a).astype(np.float64) @ np.abs(b)) + 1e-30
+    assert_close(got.numpy(), want, atol=atol, rtol=2.0**-11)
+
+
+def test_addmm_baddbmm_linear(rng):
+    t = lambda a: pr.tensor(a, dtype=pr.float32)  # noqa: E731
+    T = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    c, a, b = rng.standard_normal((1, 66)), rng.standard_normal((33, 17)), rng.standard_normal((17, 66))
+    tol = 17 * EPS * (np.abs(a) @ np.abs(b)) * 2 + 4 * EPS * np.abs(c)
+    want = torch.addmm(T(c), T(a), T(b), beta=0.5, alpha=2.0).numpy()
+    assert_close(pr.addmm(t(c), t(a), t(b), beta=0.5, alpha=2.0).numpy(), want, atol=tol + 1e-6)
+    assert_close(pr.addmm(t(c), t(a), t(b)).numpy(), T(c).numpy() + a @ b, atol=tol + 1e-6)
+    c, a, b = rng.standard_normal((3, 5, 1)), rng.standard_normal((3, 5, 9)), rng.standard_normal((3, 9, 70))
+    want = torch.baddbmm(T(c), T(a), T(b), beta=1.5, alpha=-1.0).numpy()
+    tol = 9 * EPS * (np.abs(a) @ np.abs(b)) + 4 * EPS * np.abs(c) + 1e-6
+    assert_close(pr.baddbmm(t(c), t(a), t(b), beta=1.5, alpha=-1.0).numpy(), want, atol=tol)
+    x, w, bias = rng.standard_normal((2, 3, 33)), rng.standard_normal((65, 33)), rng.standard_normal(65)
+    want = torch.nn.functional.linear(T(x), T(w), T(bias)).numpy()
+    tol = 33 * EPS * (np.abs(x) @ np.abs(w).T) + 4 * EPS * np.abs(bias) + 1e-6
+    assert_close(mmod.linear(t(x), t(w), t(bias)).numpy(), want, atol=tol)
+    assert_close(mmod.linear(t(x[0, 0]), t(w)).numpy(), T(x[0, 0]).numpy() @ w.T, atol=tol[0, 0])
+
+
+EINSUMS = [
+    ("ij,jk->ik", [(5, 7), (7, 3)]),
+    ("bij,bjk->bik", [(2, 5, 7), (2, 7, 3)]),
+    ("i,i->", [(17,), (17,)]),
+    ("ij->ji", [(4, 5)]),
+    ("ii->i", [(6, 6)]),
+    ("ii", [(6, 6)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 5, 8), (2, 3, 7, 8)]),
+    ("...ij,...jk", [(2, 3, 4, 5), (3, 5, 6)]),
+    ("i,j->ij", [(4,), (5,)]),
+    ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+    ("bij->b", [(3, 4, 5)]),
+    ("ij,kj", [(3, 4), (5, 4)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUMS, ids=[e for e, _ in EINSUMS])
+def test_einsum(eq, shapes, rng):
+    arrays = [rng.standard_normal(s).astype(np.float32).astype(np.float64) for s in shapes]
+    want = torch.einsum(eq, *[torch.tensor(a) for a in arrays]).numpy()
+    absref = torch.einsum(eq, *[torch.tensor(np.abs(a)) for a in arrays]).numpy()
+    n = max(int(np.prod([max(s) for s in shapes])), 1)
+    got = pr.einsum(eq, *[pr.tensor(a, dtype=pr.float32) for a in arrays]).numpy()
+    assert_close(got, want, atol=n * EPS * absref + 1e-30, msg=eq)
+
+
+def test_errors():
+    a, b = pr.ones(2, 3), pr.ones(4, 5)
+    with pytest.raises(pr.ShapeError, match=r"\(2, 3\).*\(4, 5\)"):
+        a @ b
+    with pytest.raises(pr.ShapeError, match="2x3 and 4x5"):
+        pr.mm(a, b)
+    with pytest.raises(TypeError, match="int32"):
+        pr.ones(2, 2) @ pr.ones(2, 2, dtype=pr.int32)
+    with pytest.raises(pr.ShapeError, match="1D"):
+        pr.tensor(1.0) @ a
+    # the next op still works
+    np.testing.assert_allclose((a @ pr.ones(3, 2)).numpy(), np.full((2, 2), 3.0))
