@@ -51,19 +51,20 @@ def cat(tensors, dim=0, *, out=None):
         raise ValueError("pyrite: cat() expects a non-empty list of tensors")
     dt = _promote(tensors)
     # PyTorch skips 1-D empty tensors (legacy behaviour) when other inputs have a real shape
-    kept = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)]
-    if not kept:
+    numbered = [(i, t) for i, t in enumerate(tensors) if not (t.ndim == 1 and t._shape[0] == 0)]
+    if not numbered:
         return empty((0,), dt) if out is None else out
+    kept = [t for _, t in numbered]
     ref = kept[0]
     if ref.ndim == 0:
         raise ShapeError("pyrite: zero-dimensional tensor cannot be concatenated")
     d = ref._dim(dim)
-    for i, t in enumerate(kept):
+    for i, t in numbered:
         if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t._shape, ref._shape))
                                      if j != d):
             raise ShapeError(
                 f"pyrite: cat: sizes of tensors must match except in dimension {d}: "
-                f"tensor 0 has shape {tuple(ref._shape)}, tensor {tensors.index(t)} has shape "
+                f"tensor {numbered[0][0]} has shape {tuple(ref._shape)}, tensor {i} has shape "
                 f"{tuple(t._shape)}")
     total = sum(t._shape[d] for t in kept)
     shape = ref._shape[:d] + (total,) + ref._shape[d + 1:]
@@ -203,7 +204,7 @@ def tensor_split(input, indices_or_sections, dim=0):
         i = max(0, min(n, i + n if i < 0 else i))
         start = min(prev, n)
         out.append(narrow(input, d, start, max(0, i - start)))
-        prev = max(prev, i)
+        prev = i
     return tuple(out)
 
 
