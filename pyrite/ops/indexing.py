@@ -1,0 +1,753 @@
+"""Advanced indexing and gather/scatter: x[idx], x[idx] = v, index_put_, gather, scatter*,
+index_select/add/copy/fill, masked_*, take, take_along_dim, nonzero, one_hot, embedding.
+
+Every op here is planned as one *index walk* (kernels/indexing.py): an iteration shape, a base
+offset and per-dim strides into the source/destination for the basic dims (slices, None, the
+dims not indexed), and up to 5 index tensors, each read through its own strides broadcast over
+the walk, each addressing one dim of x. A gather copies x[at] to a contiguous output; a scatter
+writes (or atomically reduces) a broadcast value into x[at]. So x[i, :, j] with two broadcasting
+index tensors, torch.gather along any dim, index_select, take and embedding are the same kernel
+with different info words, and nothing is copied to make an input contiguous.
+
+Semantics follow PyTorch's (which differ from NumPy's in one place): ints are applied first as
+selects, so they neither count as advanced indices nor separate them; advanced indices (integer
+tensors, lists, arrays, bool masks, Python bools) broadcast together, and their result dims
+replace the first one's position when they are adjacent in the index (None and slices separate,
+ints do not) or go first otherwise. A bool mask over k dims becomes k index tensors by nonzero
+(which reads back the count).
+
+Range checks. Indices given on the host (lists, numpy arrays) are checked on the host for free.
+Indices already on the device are checked before the walk by one min/max kernel per index tensor
+and one readback of 8 bytes a tensor (a round trip, not a transfer of the indices): that keeps
+the error at the call that caused it, as PyTorch's CPU errors are, and leaves the destination of
+a scatter untouched. A deferred device-side flag would save the round trip but report the error
+at some later sync, far from its cause; that trade can be revisited once a sync hook exists.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import backend
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..kernels.common import fold_grid, grid_for
+from ..kernels.indexing import (MAX_INDEX_TENSORS, NONZERO_CHUNK, gather_kernel, minmax_kernel,
+                                nonzero_count_kernel, nonzero_write_kernel, scatter_kernel)
+from ..tensor import Tensor, contiguous_strides
+from .core import broadcast_shapes, broadcast_strides, coalesce, contiguous_copy, empty, run_map
+
+_INFO_LIMIT = 128  # words of info a dispatch may bind (backend/device.py INFO_WINDOW_WORDS)
+
+
+# ---- host data -----------------------------------------------------------------------------
+def _host(arr, dtype=D.int32) -> Tensor:
+    """Upload a host array as a new contiguous tensor of `dtype`.
+
+    Written into a fresh pool buffer directly (no poison fill first: a fill recorded in the
+    pending batch would run after the queue write and overwrite it).
+    """
+    arr = np.asarray(arr)
+    if dtype is D.bool_:
+        host = np.ascontiguousarray(arr != 0, dtype=np.uint32)
+    else:
+        if dtype.kind == "i" and arr.dtype.kind == "f":
+            arr = np.trunc(arr)
+        host = np.ascontiguousarray(arr, dtype=dtype.np)
+    dev = backend.current()
+    storage = dev.pool.allocate(max(host.nbytes, 4), upload=True)
+    if host.size:
+        dev.upload(storage, host)
+    return Tensor._make(storage, host.shape, contiguous_strides(host.shape), 0, dtype)
+
+
+def _is_int_scalar(i) -> bool:
+    if isinstance(i, (bool, np.bool_)):
+        return False
+    if isinstance(i, numbers.Integral):
+        return True
+    return isinstance(i, Tensor) and i.ndim == 0 and i.dtype.kind == "i"
+
+
+def _is_bool_scalar(i) -> bool:
+    if isinstance(i, (bool, np.bool_)):
+        return True
+    if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0:
+        return (i.dtype.is_bool if isinstance(i, Tensor) else i.dtype == bool)
+    return False
+
+
+def _index_arg(i):
+    """An index that is not an int/slice/None/bool scalar: a device Tensor, or a host ndarray."""
+    if isinstance(i, Tensor):
+        if i.dtype.kind == "f":
+            raise IndexError(f"pyrite: tensors used as indices must be long, int, byte or bool "
+                             f"tensors (got {i.dtype!r})")
+        return i
+    try:
+        arr = np.asarray(i)
+    except Exception:  # noqa: BLE001 - ragged lists and the like
+        arr = np.asarray(i, dtype=object)
+    if arr.size == 0 and arr.dtype.kind == "f":
+        arr = arr.astype(np.int64)  # x[[]] indexes with an empty int tensor, as torch does
+    if arr.dtype.kind not in "biu":
+        raise IndexError(f"pyrite: tensors used as indices must be long, int, byte or bool "
+                         f"tensors (got an index of dtype {arr.dtype})")
+    return arr
+
+
+def _check_host(arr, size, dim, allow_negative=True):
+    if arr.size == 0:
+        return
+    lo, hi = int(arr.min()), int(arr.max())
+    low = -size if allow_negative else 0
+    if lo < low or hi >= size:
+        bad = lo if lo < low else hi
+        raise IndexError(f"pyrite: index {bad} is out of bounds for dimension {dim} with size "
+                         f"{size}")
+
+
+# ---- range checks on the device ------------------------------------------------------------
+def _check_device(items, allow_negative=True):
+    """`items`: (index tensor, size, dim). One min/max kernel each, one readback for all."""
+    items = [it for it in items if it[0].numel()]
+    if not items:
+        return
+    dev = backend.current()
+    res = _host(np.zeros(2 * len(items), np.int32))  # zero keys are the identities
+    for slot, (t, _, _) in enumerate(items):
+        cshape, (cst,) = coalesce(t._shape, [t._strides])
+        n = t.numel()
+        info = [n, t._offset, slot, *cshape, *cst]
+        dev.dispatch(minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer],
+                     info, grid_for(n))
+    words = np.frombuffer(dev.read(res._storage.buffer, 0, 8 * len(items)), dtype=np.uint32)
+    for slot, (_, size, dim) in enumerate(items):
+        lo = int((~words[2 * slot] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
+        hi = int((words[2 * slot + 1] ^ np.uint32(0x80000000)).view(np.int32))
+        low = -size if allow_negative else 0
+        if lo < low or hi >= size:
+            bad = lo if lo < low else hi
+            raise IndexError(f"pyrite: index {bad} is out of bounds for dimension {dim} with "
+                             f"size {size}")
+
+
+def _minmax(t: Tensor):
+    """(min, max) of an int tensor, by the same kernel (one readback)."""
+    dev = backend.current()
+    res = _host(np.zeros(2, np.int32))
+    cshape, (cst,) = coalesce(t._shape, [t._strides])
+    n = t.numel()
+    dev.dispatch(minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer],
+                 [n, t._offset, 0, *cshape, *cst], grid_for(n))
+    w = np.frombuffer(dev.read(res._storage.buffer, 0, 8), dtype=np.uint32)
+    lo = int((~w[0] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
+    hi = int((w[1] ^ np.uint32(0x80000000)).view(np.int32))
+    return lo, hi
+
+
+# ---- the walk ------------------------------------------------------------------------------
+class _Walk:
+    """An iteration `shape`; x's `base` offset and `bstrides`; `idx`: (tensor, size, xstride,
+    istrides over the walk, dim); `unchecked`: (tensor, size, dim) still to range-check."""
+
+    __slots__ = ("shape", "base", "bstrides", "idx", "unchecked")
+
+    def __init__(self, shape, base, bstrides, idx, unchecked=()):
+        self.shape = tuple(shape)
+        self.base = base
+        self.bstrides = tuple(bstrides)
+        self.idx = list(idx)
+        self.unchecked = list(unchecked)
+
+
+def _info(walk: _Walk, vstrides=None, voff=0):
+    strides = [walk.bstrides] + [ist for _, _, _, ist, _ in walk.idx]
+    if vstrides is not None:
+        strides.append(tuple(vstrides))
+    cshape, cst = coalesce(walk.shape, [tuple(s) for s in strides])
+    n = math.prod(walk.shape)
+    info = [n, walk.base, *cshape, *cst[0]]
+    for (t, size, xs, _, _), st in zip(walk.idx, cst[1:]):
+        info += [t._offset, size, xs, *st]
+    if vstrides is not None:
+        info += [voff, *cst[-1]]
+    if len(info) > _INFO_LIMIT:
+        raise NotImplementedError(f"pyrite: this index needs {len(info)} info words (rank "
+                                  f"{len(cshape)}, {len(walk.idx)} index tensors); at most "
+                                  f"{_INFO_LIMIT} fit")
+    return len(cshape), info
+
+
+def _k_check(walk):
+    if len(walk.idx) > MAX_INDEX_TENSORS:
+        raise NotImplementedError(f"pyrite: at most {MAX_INDEX_TENSORS} index tensors (a bool "
+                                  f"mask of k dims counts k) in one indexing op; got "
+                                  f"{len(walk.idx)}")
+
+
+def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
+    _k_check(walk)
+    _check_device(walk.unchecked, allow_negative)
+    out = empty(walk.shape, x.dtype)
+    n = out.numel()
+    if n == 0:
+        return out
+    rank, info = _info(walk)
+    bufs = [t._storage.buffer for t, *_ in walk.idx] + [x._storage.buffer, out._storage.buffer]
+    backend.current().dispatch(gather_kernel(rank, len(walk.idx), x.dtype.wgsl), bufs, info,
+                               grid_for(n))
+    return out
+
+
+def _value(value, dtype) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return _host(np.asarray(value), dtype)
+
+
+def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
+    """x[walk] = value (or op= value): value broadcast to the walk's shape, cast to x's dtype."""
+    _k_check(walk)
+    _check_device(walk.unchecked, allow_negative)
+    if reduce is not None and x.dtype is D.float16:
+        # No f16 atomics: reduce into an f32 copy of x's whole storage, so that the walk's
+        # offsets and strides (in elements) address the same elements, then narrow it back.
+        raw = Tensor._make(x._storage, (x._storage.nbytes // 2,), (1,), 0, D.float16)
+        wide = raw.float()
+        _scatter(wide, walk, value, reduce)
+        raw.copy_(wide)
+        return x
+    v = _value(value, x.dtype)
+    n = math.prod(walk.shape)
+    if n == 0:
+        return x
+    vshape = v._shape
+    while len(vshape) > len(walk.shape) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        if broadcast_shapes(vshape, walk.shape) != walk.shape:
+            raise ShapeError("")
+    except ShapeError:
+        raise ShapeError(f"pyrite: shape mismatch: value tensor of shape {list(v._shape)} cannot "
+                         f"be broadcast to indexing result of shape {list(walk.shape)}") from None
+    v = v._view(vshape, v._strides[len(v._shape) - len(vshape):], v._offset)
+    if v._storage is x._storage:
+        v = contiguous_copy(v)
+    idx = [(contiguous_copy(t) if t._storage is x._storage else t, *rest)
+           for t, *rest in walk.idx]
+    walk = _Walk(walk.shape, walk.base, walk.bstrides, idx)
+    rank, info = _info(walk, broadcast_strides(v, walk.shape), v._offset)
+    bufs = [t._storage.buffer for t, *_ in idx] + [v._storage.buffer, x._storage.buffer]
+    src = scatter_kernel(rank, len(idx), x.dtype.wgsl, v.dtype.wgsl, reduce)
+    backend.current().dispatch(src, bufs, info, grid_for(n))
+    return x
+
+
+# ---- planning x[index] ---------------------------------------------------------------------
+def _plan(x: Tensor, index) -> _Walk:
+    basic = []  # (size, stride) of the walk's basic dims, in order
+    base = x._offset
+    d = 0
+    adv = []  # (broadcast shape, [(tensor, dim, host_checked)])
+    adv_pos = []  # position among the non-int entries, for the adjacency rule
+    first_out = None
+    pos = 0
+    for it in index:
+        if it is None:
+            basic.append((1, 0))
+            pos += 1
+            continue
+        if isinstance(it, slice):
+            size = x._shape[d]
+            start, stop, step = it.indices(size)
+            length = len(range(start, stop, step))
+            basic.append((length, x._strides[d] * step))
+            if length:
+                base += start * x._strides[d]
+            d += 1
+            pos += 1
+            continue
+        if _is_int_scalar(it):
+            i = int(it.item()) if isinstance(it, Tensor) else int(it)
+            size = x._shape[d]
+            if not -size <= i < size:
+                raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} with "
+                                 f"size {size}")
+            base += (i % size) * x._strides[d]
+            d += 1
+            continue
+        if first_out is None:
+            first_out = len(basic)
+        adv_pos.append(pos)
+        pos += 1
+        if _is_bool_scalar(it):
+            adv.append(((1,) if bool(it.item() if isinstance(it, Tensor) else it) else (0,), []))
+            continue
+        a = _index_arg(it)
+        is_bool = a.dtype.is_bool if isinstance(a, Tensor) else a.dtype == bool
+        if is_bool:
+            k = a.ndim
+            want = tuple(x._shape[d:d + k])
+            if tuple(a.shape) != want:
+                raise IndexError(f"pyrite: the shape of the mask {list(a.shape)} at index {d} "
+                                 f"does not match the shape of the indexed tensor "
+                                 f"{list(x._shape)} at index {d}")
+            if isinstance(a, Tensor):
+                nz = nonzero(a)  # (N, k); its columns are in range by construction
+                cols = [nz._view((nz._shape[0],), (nz._strides[0],), nz._offset + j)
+                        for j in range(k)]
+            else:
+                cols = [_host(c) for c in np.nonzero(a)]
+            n_true = cols[0]._shape[0] if cols else 0
+            adv.append(((n_true,), [(c, d + j, True) for j, c in enumerate(cols)]))
+            d += k
+            continue
+        if d >= x.ndim:
+            raise IndexError(f"pyrite: too many indices for tensor of dimension {x.ndim}")
+        if isinstance(a, Tensor):
+            adv.append((tuple(a._shape), [(a, d, False)]))
+        else:
+            _check_host(a, x._shape[d], d)
+            adv.append((a.shape, [(_host(a), d, True)]))
+        d += 1
+    basic.extend((x._shape[j], x._strides[j]) for j in range(d, x.ndim))
+    shapes = [s for s, _ in adv]
+    try:
+        bshape = broadcast_shapes(*shapes)
+    except ShapeError:
+        raise IndexError("pyrite: shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes {', '.join(str(list(s)) for s in shapes)}") \
+            from None
+    adjacent = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    a0 = first_out if adjacent else 0
+    nb = len(bshape)
+    shape = [s for s, _ in basic[:a0]] + list(bshape) + [s for s, _ in basic[a0:]]
+    bstrides = [s for _, s in basic[:a0]] + [0] * nb + [s for _, s in basic[a0:]]
+    idx, unchecked = [], []
+    for _, tensors in adv:
+        for t, dim, checked in tensors:
+            ist = [0] * len(shape)
+            ist[a0:a0 + nb] = broadcast_strides(t, bshape)
+            idx.append((t, x._shape[dim], x._strides[dim], tuple(ist), dim))
+            if not checked:
+                unchecked.append((t, x._shape[dim], dim))
+    return _Walk(shape, base, bstrides, idx, unchecked)
+
+
+def advanced_getitem(x: Tensor, index) -> Tensor:
+    """x[index] where some element of `index` (normalised by views.getitem) is advanced."""
+    return _gather(x, _plan(x, index))
+
+
+def advanced_setitem(x: Tensor, index, value):
+    _scatter(x, _plan(x, index), value)
+
+
+def index_put_(self: Tensor, indices, values, accumulate=False) -> Tensor:
+    index = tuple(slice(None) if i is None else i for i in indices)
+    _scatter(self, _plan(self, index), values, "sum" if accumulate else None)
+    return self
+
+
+def index_put(input: Tensor, indices, values, accumulate=False) -> Tensor:
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+# ---- along one dim -------------------------------------------------------------------------
+def _int_index(index: Tensor, what: str) -> Tensor:
+    if not isinstance(index, Tensor):
+        index = _host(np.asarray(index))
+    if index.dtype.kind != "i":
+        raise TypeError(f"pyrite: {what}(): Expected dtype int32/int64 for index (got "
+                        f"{index.dtype!r})")
+    return index
+
+
+def _dim_walk(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
+    """Walk over `shape` (index's shape, rank of x) with x's coordinate `dim` read from index."""
+    bstrides = list(x._strides)
+    bstrides[dim] = 0
+    ist = tuple(0 if s == 1 else st for s, st in zip(index._shape, index._strides))
+    return _Walk(shape, x._offset, bstrides, [(index, x._shape[dim], x._strides[dim], ist, dim)],
+                 [(index, x._shape[dim], dim)])
+
+
+def _same_rank(x, dim, index, what, other=None):
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        raise ShapeError(f"pyrite: {what}(): index tensor must have the same number of "
+                         f"dimensions as input tensor (index {tuple(index._shape)}, input "
+                         f"{tuple(x._shape)})")
+    for d in range(index.ndim):
+        if d != dim and x.ndim and index._shape[d] > x._shape[d]:
+            raise ShapeError(f"pyrite: {what}(): size of dimension {d} of index "
+                             f"{tuple(index._shape)} exceeds the input's {tuple(x._shape)}")
+        if other is not None and index._shape[d] > other._shape[d]:
+            raise ShapeError(f"pyrite: {what}(): index {tuple(index._shape)} is larger than src "
+                             f"{tuple(other._shape)} in dimension {d}")
+
+
+def _as_1d(t: Tensor) -> Tensor:
+    return t._view((1,), (1,), t._offset) if t.ndim == 0 else t
+
+
+def gather(input: Tensor, dim, index, *, sparse_grad=False) -> Tensor:
+    index = _int_index(index, "gather")
+    if input.ndim == 0:  # a scalar gathers from itself: torch.gather(s, 0, i) with i 0-d
+        return gather(_as_1d(input), dim, _as_1d(index)).reshape(index._shape)
+    dim = input._dim(dim)
+    _same_rank(input, dim, index, "gather")
+    return _gather(input, _dim_walk(input, dim, index, index._shape), allow_negative=False)
+
+
+_REDUCE_ALIASES = {"add": "sum", "multiply": "prod", "sum": "sum", "prod": "prod",
+                   "amax": "amax", "amin": "amin", "mean": "mean"}
+
+
+def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
+    if src is None:
+        src = value
+    index = _int_index(index, "scatter")
+    x = _as_1d(self)
+    dim = x._dim(dim)
+    idx1 = _as_1d(index) if x.ndim == 1 else index
+    if isinstance(src, Tensor) and src.ndim:
+        _same_rank(x, dim, idx1, "scatter", src)
+        v = src._view(idx1._shape, src._strides, src._offset)  # src's corner of index's shape
+    else:
+        _same_rank(x, dim, idx1, "scatter")
+        v = src
+    op = None if reduce is None else _REDUCE_ALIASES[reduce]
+    _scatter(x, _dim_walk(x, dim, idx1, idx1._shape), v, op, allow_negative=False)
+    return self
+
+
+def scatter(input: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
+    return scatter_(input.clone(), dim, index, src, value=value, reduce=reduce)
+
+
+def scatter_add_(self: Tensor, dim, index, src) -> Tensor:
+    return scatter_(self, dim, index, src, reduce="sum")
+
+
+def scatter_add(input: Tensor, dim, index, src) -> Tensor:
+    return scatter_(input.clone(), dim, index, src, reduce="sum")
+
+
+_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf}
+
+
+def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise ValueError(f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
+                         f"amin (got {reduce!r})")
+    op = "sum" if reduce == "mean" else reduce
+    if not include_self:
+        ident = _IDENTITY[reduce]
+        if self.dtype.kind != "f" and math.isinf(ident):
+            ident = D.INT32_MIN if ident < 0 else D.INT32_MAX
+        scatter_(self, dim, index, ident)
+    if reduce != "mean":
+        return scatter_(self, dim, index, src, reduce=op)
+    from .creation import ones_like, zeros_like
+    from .elementwise import div, floor_divide, where
+
+    counts = zeros_like(self) if not include_self else ones_like(self)
+    scatter_(counts, dim, index, ones_like(src), reduce="sum")
+    scatter_(self, dim, index, src, reduce="sum")
+    safe = where(counts == 0, 1, counts)
+    mean = div(self, safe) if self.dtype.kind == "f" else floor_divide(self, safe)
+    return self.copy_(mean)
+
+
+def scatter_reduce(input: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
+    return scatter_reduce_(input.clone(), dim, index, src, reduce, include_self=include_self)
+
+
+def _index_1d(index, what):
+    index = _int_index(index, what)
+    if index.ndim > 1:
+        raise IndexError(f"pyrite: {what}(): index should have at most 1 dimension (got shape "
+                         f"{tuple(index._shape)})")
+    return _as_1d(index)
+
+
+def _along(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
+    """Walk over `shape` (x's with dim's size = len(index)), coordinate dim read from index."""
+    bstrides = list(x._strides)
+    bstrides[dim] = 0
+    ist = [0] * len(shape)
+    ist[dim] = index._strides[0]
+    return _Walk(shape, x._offset, bstrides, [(index, x._shape[dim], x._strides[dim], tuple(ist),
+                                               dim)], [(index, x._shape[dim], dim)])
+
+
+def index_select(input: Tensor, dim, index) -> Tensor:
+    index = _index_1d(index, "index_select")
+    x = _as_1d(input)
+    d = x._dim(dim)
+    shape = list(x._shape)
+    shape[d] = index._shape[0]
+    out = _gather(x, _along(x, d, index, shape), allow_negative=False)
+    return out.reshape(()) if input.ndim == 0 else out
+
+
+def _index_source(self, dim, index, source, what):
+    index = _index_1d(index, what)
+    x = _as_1d(self)
+    d = x._dim(dim)
+    shape = list(x._shape)
+    shape[d] = index._shape[0]
+    if isinstance(source, Tensor):
+        src = _as_1d(source) if x.ndim == 1 else source
+        if tuple(src._shape) != tuple(shape):
+            raise ShapeError(f"pyrite: {what}(): source shape {tuple(source._shape)} does not "
+                             f"match {tuple(shape)} (self {tuple(self._shape)} with dim {d} of "
+                             f"size len(index) = {index._shape[0]})")
+    else:
+        src = source
+    return x, _along(x, d, index, shape), src
+
+
+def index_add_(self: Tensor, dim, index, source, *, alpha=1) -> Tensor:
+    x, walk, src = _index_source(self, dim, index, source, "index_add")
+    if alpha != 1:
+        src = src * alpha
+    _scatter(x, walk, src, "sum", allow_negative=False)
+    return self
+
+
+def index_add(input: Tensor, dim, index, source, *, alpha=1) -> Tensor:
+    return index_add_(input.clone(), dim, index, source, alpha=alpha)
+
+
+def index_copy_(self: Tensor, dim, index, source) -> Tensor:
+    x, walk, src = _index_source(self, dim, index, source, "index_copy")
+    _scatter(x, walk, src, None, allow_negative=False)
+    return self
+
+
+def index_copy(input: Tensor, dim, index, source) -> Tensor:
+    return index_copy_(input.clone(), dim, index, source)
+
+
+def index_fill_(self: Tensor, dim, index, value) -> Tensor:
+    if isinstance(value, Tensor) and value.ndim:
+        raise IndexError(f"pyrite: index_fill_ only supports a 0-dimensional value tensor, but "
+                         f"got tensor with {value.ndim} dimension(s)")
+    x, walk, _ = _index_source(self, dim, index, None, "index_fill")
+    _scatter(x, walk, value, None, allow_negative=True)
+    return self
+
+
+def index_fill(input: Tensor, dim, index, value) -> Tensor:
+    return index_fill_(input.clone(), dim, index, value)
+
+
+# ---- masks ---------------------------------------------------------------------------------
+def _mask(mask, what) -> Tensor:
+    if not isinstance(mask, Tensor):
+        mask = _host(np.asarray(mask), D.bool_)
+    if not mask.dtype.is_bool:
+        raise TypeError(f"pyrite: {what} only supports boolean masks, but got mask with dtype "
+                        f"{mask.dtype!r}")
+    return mask
+
+
+def _fill_value(value, what):
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise IndexError(f"pyrite: {what} only supports a 0-dimensional value tensor, but "
+                             f"got tensor with {value.ndim} dimension(s)")
+    return value
+
+
+def _masked_fill_into(out, x, mask, value):
+    ct = out.dtype.ctype
+    if isinstance(value, Tensor):
+        return run_map("select(x0, x2, x1)", (x, mask, value), (ct, "bool", ct), out, ct)
+    scalar_ct = "i32" if ct == "bool" else ct
+    v = bool(value) if ct == "bool" else value
+    expr = "select(x0, s0 != 0, x1)" if ct == "bool" else "select(x0, s0, x1)"
+    return run_map(expr, (x, mask), (ct, "bool"), out, ct, (v,), (scalar_ct,))
+
+
+def masked_fill(input: Tensor, mask, value) -> Tensor:
+    mask = _mask(mask, "masked_fill")
+    value = _fill_value(value, "masked_fill")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    return _masked_fill_into(empty(shape, input.dtype), input, mask, value)
+
+
+def masked_fill_(self: Tensor, mask, value) -> Tensor:
+    mask = _mask(mask, "masked_fill_")
+    value = _fill_value(value, "masked_fill_")
+    if broadcast_shapes(self._shape, mask._shape) != self._shape:
+        raise ShapeError(f"pyrite: masked_fill_: mask of shape {tuple(mask._shape)} does not "
+                         f"broadcast to the tensor's shape {tuple(self._shape)}")
+    return _masked_fill_into(self, self, mask, value)
+
+
+def masked_select(input: Tensor, mask) -> Tensor:
+    mask = _mask(mask, "masked_select")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    x = input.expand(*shape) if input._shape != shape else input
+    m = mask.expand(*shape) if mask._shape != shape else mask
+    return advanced_getitem(x, (m,))
+
+
+def masked_scatter_(self: Tensor, mask, source) -> Tensor:
+    mask = _mask(mask, "masked_scatter_")
+    if broadcast_shapes(self._shape, mask._shape) != self._shape:
+        raise ShapeError(f"pyrite: masked_scatter_: mask of shape {tuple(mask._shape)} does not "
+                         f"broadcast to the tensor's shape {tuple(self._shape)}")
+    m = mask.expand(*self._shape) if mask._shape != self._shape else mask
+    walk = _plan(self, (m,))
+    n = walk.shape[0]
+    if source.numel() < n:
+        raise ShapeError(f"pyrite: masked_scatter_: source has {source.numel()} elements, the "
+                         f"mask selects {n}")
+    flat = source.reshape(-1)
+    _scatter(self, walk, flat._view((n,), flat._strides, flat._offset))
+    return self
+
+
+def masked_scatter(input: Tensor, mask, source) -> Tensor:
+    mask = _mask(mask, "masked_scatter")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    out = input.expand(*shape).clone() if input._shape != shape else input.clone()
+    return masked_scatter_(out, mask, source)
+
+
+# ---- take, nonzero, one_hot, embedding -------------------------------------------------------
+def take(input: Tensor, index) -> Tensor:
+    index = _int_index(index, "take")
+    flat = input.reshape(-1)
+    n = flat._shape[0]
+    ist = tuple(0 if s == 1 else st for s, st in zip(index._shape, index._strides))
+    walk = _Walk(index._shape, flat._offset, (0,) * index.ndim,
+                 [(index, n, flat._strides[0], ist, 0)], [(index, n, 0)])
+    return _gather(flat, walk)
+
+
+def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
+    indices = _int_index(indices, "take_along_dim")
+    if dim is None:
+        return take(input, indices.reshape(-1))
+    d = input._dim(dim)
+    if indices.ndim != input.ndim:
+        raise ShapeError(f"pyrite: take_along_dim(): input {tuple(input._shape)} and indices "
+                         f"{tuple(indices._shape)} should have the same number of dimensions")
+    s_in = list(input._shape)
+    s_ix = list(indices._shape)
+    s_in[d] = s_ix[d] = 1
+    b = list(broadcast_shapes(tuple(s_in), tuple(s_ix)))
+    x = input.expand(*(b[:d] + [input._shape[d]] + b[d + 1:]))
+    ix = indices.expand(*(b[:d] + [indices._shape[d]] + b[d + 1:]))
+    return _gather(x, _dim_walk(x, d, ix, ix._shape), allow_negative=False)
+
+
+def nonzero(input: Tensor, *, as_tuple=False):
+    """(N, ndim) int32 coordinates of the nonzero elements in row-major order.
+
+    Two kernels over chunks of 1,024 elements: counts per chunk (read back: that is the
+    count, and its prefix sum on the host gives each chunk's first output row), then each
+    chunk writes its coordinates in order.
+    """
+    if input.ndim == 0:
+        n = 1 if bool(input.item()) else 0
+        out = _host(np.zeros((n, 0), np.int32))
+        return (_host(np.zeros(n, np.int32)),) if as_tuple else out
+    dev = backend.current()
+    numel = input.numel()
+    rank = input.ndim
+    if numel == 0:
+        out = _host(np.zeros((0, rank), np.int32))
+    else:
+        chunks = -(-numel // NONZERO_CHUNK)
+        counts = empty((chunks,), D.int32)
+        info = [numel, input._offset, 0, *input._shape, *input._strides]
+        st = input.dtype.wgsl
+        grid = fold_grid(chunks)
+        dev.dispatch(nonzero_count_kernel(rank, st), [input._storage.buffer,
+                                                      counts._storage.buffer], info, grid)
+        c = np.frombuffer(dev.read(counts._storage.buffer, 0, 4 * chunks), dtype=np.uint32)
+        starts = np.zeros(chunks, np.uint32)
+        np.cumsum(c[:-1], out=starts[1:])
+        total = int(c.sum())
+        out = empty((total, rank), D.int32)
+        if total:
+            s = _host(starts.view(np.int32))
+            dev.dispatch(nonzero_write_kernel(rank, st), [input._storage.buffer, s._storage.buffer,
+                                                          out._storage.buffer], info, grid)
+    if as_tuple:
+        return tuple(out._view((out._shape[0],), (rank,), j) for j in range(rank))
+    return out
+
+
+def argwhere(input: Tensor) -> Tensor:
+    return nonzero(input)
+
+
+def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
+    if not isinstance(tensor, Tensor) or tensor.dtype.kind != "i":
+        raise TypeError("pyrite: one_hot is only applicable to index tensor (int32/int64), got "
+                        f"{getattr(tensor, 'dtype', type(tensor).__name__)!r}")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise ValueError("pyrite: one_hot: can not infer total number of classes from empty "
+                             "tensor")
+        return empty(tuple(tensor._shape) + (num_classes,), D.int32)
+    lo, hi = _minmax(tensor)
+    if lo < 0:
+        raise IndexError(f"pyrite: one_hot: class values must be non-negative (got {lo})")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise IndexError(f"pyrite: one_hot: class values must be smaller than num_classes "
+                         f"({num_classes}), got {hi}")
+    shape = tuple(tensor._shape) + (num_classes,)
+    x = tensor._view(shape, tuple(tensor._strides) + (0,), tensor._offset)
+    # out[..., c] = (x[...] == c): the class is the output's flat index mod num_classes
+    return run_map("select(0, 1, x0 == gi % s0)", (x,), ("i32",), empty(shape, D.int32), "i32",
+                   (num_classes,), ("i32",))
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False) -> Tensor:
+    """weight[input]: rows of `weight` (V, D) for each index; (*input.shape, D).
+
+    padding_idx only changes the gradient (its row gets none), so the forward ignores it.
+    """
+    input = _int_index(input, "embedding")
+    if weight.ndim != 2:
+        raise ShapeError(f"pyrite: embedding: weight must be 2-D (got {tuple(weight._shape)})")
+    if max_norm is not None:
+        raise NotImplementedError("pyrite: embedding(max_norm=...) is not supported")
+    v, dmodel = weight._shape
+    shape = tuple(input._shape) + (dmodel,)
+    ist = tuple(0 if s == 1 else st for s, st in zip(input._shape, input._strides)) + (0,)
+    walk = _Walk(shape, weight._offset, (0,) * input.ndim + (weight._strides[1],),
+                 [(input, v, weight._strides[0], ist, 0)], [(input, v, 0)])
+    return _gather(weight, walk, allow_negative=False)
+
+
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
+           "index_copy", "index_fill", "index_put", "masked_fill", "masked_select",
+           "masked_scatter", "take", "take_along_dim", "nonzero", "argwhere", "one_hot",
+           "embedding"]
+
+METHODS = {
+    "gather": gather, "scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add,
+    "scatter_add_": scatter_add_, "scatter_reduce": scatter_reduce,
+    "scatter_reduce_": scatter_reduce_, "index_select": index_select, "index_add": index_add,
+    "index_add_": index_add_, "index_copy": index_copy, "index_copy_": index_copy_,
+    "index_fill": index_fill, "index_fill_": index_fill_, "index_put": index_put,
+    "index_put_": index_put_, "masked_fill": masked_fill, "masked_fill_": masked_fill_,
+    "masked_select": masked_select, "masked_scatter": masked_scatter,
+    "masked_scatter_": masked_scatter_, "take": take, "take_along_dim": take_along_dim,
+    "nonzero": nonzero, "argwhere": argwhere,
+}
