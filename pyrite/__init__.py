@@ -45,7 +45,7 @@ def memory_stats() -> dict:
     pool = dev.pool
     return {
         "live_bytes": pool.live_bytes,
-        "pooled_bytes": pool.pooled_bytes + pool.quarantine_bytes,
+        "pooled_bytes": pool.pooled_bytes + pool.recent_bytes,
         "peak_live_bytes": pool.peak_live_bytes,
         "buffers_created": pool.allocations,
         "pipelines": dev.pipeline_count,

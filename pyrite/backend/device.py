@@ -29,8 +29,9 @@ INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch
 # `pyrite bench` (overhead of 1,000 chained adds): on lavapipe 64..512 differ by < 5 %; on the
 # H200 through Dawn larger batches amortise the submit. 256 keeps the arena within one window.
 BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
-# Freed buffers wait in quarantine until the batch is submitted; past this many bytes, submit.
-QUARANTINE_LIMIT = 256 << 20
+# Buffers freed during a batch are held from uploads until it is submitted; past this many bytes,
+# submit so they return to the common pool.
+RECENT_LIMIT = 256 << 20
 
 
 class Device:
@@ -191,7 +192,7 @@ class Device:
             run(cpass._internal, grid[0], grid[1], grid[2])
         self.dispatches += 1
         self._count += 1
-        if self._count >= BATCH_DISPATCHES or self.pool.quarantine_bytes > QUARANTINE_LIMIT:
+        if self._count >= BATCH_DISPATCHES or self.pool.recent_bytes > RECENT_LIMIT:
             self.flush()
 
     def _bind_group(self, key, modes, buffers):
@@ -244,8 +245,15 @@ class Device:
         self.pool.batch_submitted()
 
     # ---- transfers -------------------------------------------------------------------------
+    def upload_new(self, data):
+        """A new Storage holding these host bytes (written by the queue, before pending work)."""
+        mv = memoryview(data).cast("B")
+        storage = self.pool.allocate(max(len(mv), 4), upload=True)
+        self.upload(storage, mv)
+        return storage
+
     def upload(self, storage, data) -> None:
-        """Write host bytes into a storage that no recorded command uses yet (a fresh one)."""
+        """Write host bytes into a storage that no recorded command uses (see upload_new)."""
         mv = memoryview(data).cast("B")
         n = len(mv)
         if n % 4:

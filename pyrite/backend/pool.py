@@ -1,9 +1,10 @@
 """Device buffers: one `Storage` per allocation, recycled through a pool of size classes.
 
 A tensor and all its views share one Storage. When the last reference dies its buffer goes back to
-the pool — but not at once if commands that may still use it sit in the unsubmitted batch: such a
-buffer waits in quarantine until the batch is submitted. That keeps `queue.write_buffer` (which the
-queue runs before the pending batch) from overwriting a buffer the batch still reads.
+the pool at once. A buffer freed while commands are recorded but not yet submitted may still be
+read by them, which is harmless for the next kernel output (commands in one encoder run in order)
+but not for an upload: `queue.write_buffer` runs before the pending batch. So such buffers sit in
+`recent` until the batch is submitted; kernel outputs may take them, uploads may not.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ class BufferPool:
         self.max_buffer = max_buffer
         self.max_binding = max_binding
         self.free: dict[int, list] = {}
-        self.quarantine: list = []
-        self.quarantine_bytes = 0
+        self.recent: dict[int, list] = {}  # freed during the open batch: not for uploads
+        self.recent_bytes = 0
         self.batch_open = False  # set by the device while commands are recorded but not submitted
         self.live_bytes = 0
         self.pooled_bytes = 0
@@ -55,19 +56,25 @@ class BufferPool:
         self.allocations = 0  # buffers created on the device, ever
         self.on_new_buffer = None
 
-    def allocate(self, nbytes: int) -> Storage:
+    def allocate(self, nbytes: int, upload: bool = False) -> Storage:
+        """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
         if nbytes > self.max_binding:
             raise OutOfMemoryError(
                 f"pyrite: a tensor of {nbytes:,} bytes exceeds this device's largest storage "
                 f"binding ({self.max_binding:,} bytes, maxStorageBufferBindingSize); split it into "
                 "smaller tensors")
         size = size_class(nbytes)
-        bucket = self.free.get(size)
+        bucket = None if upload else self.recent.get(size)
         if bucket:
             buffer = bucket.pop()
-            self.pooled_bytes -= size
+            self.recent_bytes -= size
         else:
-            buffer = self._create(size)
+            bucket = self.free.get(size)
+            if bucket:
+                buffer = bucket.pop()
+                self.pooled_bytes -= size
+            else:
+                buffer = self._create(size)
         self.live_bytes += size
         if self.live_bytes > self.peak_live_bytes:
             self.peak_live_bytes = self.live_bytes
@@ -91,19 +98,19 @@ class BufferPool:
         size = buffer.size
         self.live_bytes -= size
         if self.batch_open:
-            self.quarantine.append(buffer)
-            self.quarantine_bytes += size
+            self.recent.setdefault(size, []).append(buffer)
+            self.recent_bytes += size
         else:
             self.free.setdefault(size, []).append(buffer)
             self.pooled_bytes += size
 
     def batch_submitted(self):
         self.batch_open = False
-        q, self.quarantine = self.quarantine, []
-        self.quarantine_bytes = 0
-        for buffer in q:
-            self.free.setdefault(buffer.size, []).append(buffer)
-            self.pooled_bytes += buffer.size
+        for size, bucket in self.recent.items():
+            self.free.setdefault(size, []).extend(bucket)
+        self.pooled_bytes += self.recent_bytes
+        self.recent.clear()
+        self.recent_bytes = 0
 
     def trim(self):
         """Give every pooled buffer back to the driver."""

@@ -225,6 +225,34 @@ def bench_overhead(rep, chain=1000):
             "lower is better")
 
 
+def bench_baked(rep):
+    """Sizes baked into the WGSL as constants vs read from the info words (DESIGN.md asks for
+    both, per kernel family): the same contiguous add, and the cost of a pipeline per shape."""
+    from pyrite.kernels.common import KernelSource, grid_for
+    from pyrite.kernels.elementwise import map_kernel
+    from pyrite.ops.core import PER_THREAD, empty
+
+    dev = backend.current()
+    for n in (1 << 16, 1 << 24):
+        a, b = pr.rand(n), pr.rand(n)
+        out = empty((n,), pr.float32)
+        a + b  # builds the info-word pipeline
+        contiguous = ("f32", "f32", "c", False)
+        src = map_kernel("x0 + x1", (contiguous, contiguous), ("f32", "f32", "c"), 1, (),
+                         PER_THREAD)
+        baked = KernelSource(src.wgsl.replace("info[0]", f"{n}").replace("info[1]", "0")
+                             .replace("info[2]", "0").replace("info[3]", "0"), src.modes)
+        bufs = [a._storage.buffer, b._storage.buffer, out._storage.buffer]
+        t0 = time.perf_counter()
+        dev.pipeline(baked)
+        build_ms = (time.perf_counter() - t0) * 1e3
+        t_info = _median_time(lambda: a + b)
+        t_baked = _median_time(lambda: dev.dispatch(baked, bufs, [], grid_for(n, 256 * PER_THREAD)))
+        rep.add(f"add {n:,}: info words / baked sizes", t_info / t_baked, "x time",
+                note=f"info {t_info * 1e6:.1f} us, baked {t_baked * 1e6:.1f} us, "
+                     f"baked pipeline build {build_ms:.1f} ms")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
@@ -246,7 +274,8 @@ def main(argv=None):
              ("reduce", lambda: bench_reduce(rep, n)),
              ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else
                                              [1024, 2048, 4096])),
-             ("overhead", lambda: bench_overhead(rep))]
+             ("overhead", lambda: bench_overhead(rep)),
+             ("baked", lambda: bench_baked(rep))]
     for name, fn in steps:
         if only and name not in only:
             continue

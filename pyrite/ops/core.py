@@ -48,9 +48,23 @@ def empty_out(shape, dtype) -> Tensor:
     return empty(shape, dtype)
 
 
+def upload(host, dtype, shape=None) -> Tensor:
+    """A new contiguous tensor holding a numpy array already in `dtype`'s storage layout
+    (`dtype.np`, bool as uint32). Never poisoned: the queue writes it before pending work."""
+    import numpy as np
+
+    shape = tuple(np.shape(host) if shape is None else shape)
+    host = np.ascontiguousarray(host)  # note: makes a 0-d array 1-d, hence `shape` first
+    dev = backend.current()
+    if dtype is D.float16:
+        backend.require_f16(dev)
+    storage = dev.upload_new(host.reshape(-1).view(np.uint8) if host.size else b"")
+    return Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
+
+
 def _poison(t: Tensor):
     src = map_kernel("s0", (), (t.dtype.wgsl, "f32", "c"), 1, ("f32",))
-    nan_bits = 0x7FC00000 - (1 << 32)
+    nan_bits = 0x7FC00000  # a quiet NaN
     if t.dtype is D.int32:
         nan_bits = -559038737  # 0xDEADBEEF: not a value a correct kernel would leave
         src = map_kernel("s0", (), ("i32", "i32", "c"), 1, ("i32",))

@@ -14,6 +14,7 @@ from ..kernels.random import random_kernel
 from ..tensor import Tensor
 from .core import empty as _empty
 from .core import f32_bits, run_map
+from .core import upload as _upload
 
 
 def _size(size):
@@ -85,10 +86,7 @@ def from_host(arr: np.ndarray, dtype=None) -> Tensor:
         if dt is D.int32 and arr.dtype.kind == "f":
             arr = np.trunc(arr)
         host = np.ascontiguousarray(arr, dtype=dt.np)
-    out = _empty(arr.shape, dt)
-    if host.size:
-        backend.current().upload(out._storage, host)
-    return out
+    return _upload(host, dt, arr.shape)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
