@@ -19,6 +19,8 @@ from . import ops as _ops
 
 globals().update(_ops.exported())
 
+from . import nn  # noqa: E402  (nn builds on the ops above)
+
 __version__ = "0.1.0"
 
 
