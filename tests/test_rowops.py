@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from optable import EPS32, OpInfo, Sample, check_row
 
 import pyrite as pr
-from optable import EPS32, OpInfo, Sample, check_row
 
 TINY = 2.0**-126
 HAS_F16 = "shader-f16" in pr.device_info().get("features", ())

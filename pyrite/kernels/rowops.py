@@ -68,7 +68,7 @@ def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
     if b_type:
         buffers.append(("b", b_type, "r"))
     buffers.append(("out", out_type, "w"))
-    ld = lambda e, t: load(e, t, "f32")  # noqa: E731
+    ld = lambda e, t: load(e, t, "f32")
     sizes, xs, os_ = 6, 6 + rank, 6 + 2 * rank
 
     body = ["  let row = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
@@ -84,7 +84,7 @@ def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
     xk = ld("x[xb + k * sx]", x_type)
     wk = ld("w[k]", w_type) if w_type else "1.0"
     bk = ld("b[k]", b_type) if b_type else "0.0"
-    loop = "  for (var k = i32(lid.x); k < n; k += {wg}) {{\n".format(wg=wg)
+    loop = f"  for (var k = i32(lid.x); k < n; k += {wg}) {{\n"
 
     if op in ("softmax", "log_softmax"):
         shared = (f"var<workgroup> sm: array<f32, {wg}>;\n"
@@ -94,9 +94,9 @@ def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
         # in torch (whose exp(x - max) is exp(inf - inf) = NaN there).
         body += ["  var m = -p_inf();\n  var s = 0.0;\n", loop,
                  f"    let v = {xk};\n",
-                 "    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
-                 "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
-                 "    else if (v != -p_inf()) { s += exp(v - m); }\n",
+                 ("    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
+                  "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
+                  "    else if (v != -p_inf()) { s += exp(v - m); }\n"),
                  "  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n"]
         body.append(_reduce_tree(wg, (
             "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"

@@ -20,7 +20,6 @@ from ..ops import matmul as _matmul
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
 from ..ops.core import broadcast_shapes, empty, run_map
-from ..tensor import Tensor
 
 softmax = _rowops.softmax
 log_softmax = _rowops.log_softmax
@@ -415,10 +414,40 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 __all__ = [
-    "linear", "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "softplus", "sigmoid",
-    "tanh", "hardtanh", "softmax", "log_softmax", "layer_norm", "rms_norm", "normalize",
-    "embedding", "one_hot", "pad", "dropout", "conv1d", "conv2d", "max_pool2d", "avg_pool2d",
-    "adaptive_avg_pool2d", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
-    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-    "cosine_similarity", "scaled_dot_product_attention",
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "conv1d",
+    "conv2d",
+    "cosine_similarity",
+    "cross_entropy",
+    "dropout",
+    "elu",
+    "embedding",
+    "gelu",
+    "hardtanh",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "max_pool2d",
+    "mse_loss",
+    "nll_loss",
+    "normalize",
+    "one_hot",
+    "pad",
+    "relu",
+    "relu6",
+    "rms_norm",
+    "scaled_dot_product_attention",
+    "sigmoid",
+    "silu",
+    "smooth_l1_loss",
+    "softmax",
+    "softplus",
+    "tanh",
 ]
