@@ -25,22 +25,23 @@ def _f32(a):
 CONV2D = [
     # (N, C, H, W), (O, C/g, kh, kw), kwargs
     ((2, 3, 9, 11), (5, 3, 3, 3), {}),
-    ((1, 4, 8, 7), (6, 2, 3, 2), dict(groups=2, padding=1, stride=2)),
-    ((2, 6, 13, 10), (6, 1, 3, 3), dict(groups=6, dilation=2, padding=(2, 1))),
-    ((1, 2, 7, 9), (4, 2, 4, 3), dict(padding="same", dilation=(1, 2))),
-    ((3, 2, 5, 5), (3, 2, 5, 5), dict(padding="valid")),
-    ((2, 3, 17, 17), (65, 3, 3, 3), dict(stride=(2, 3), padding=(0, 2))),
+    ((1, 4, 8, 7), (6, 2, 3, 2), {"groups": 2, "padding": 1, "stride": 2}),
+    ((2, 6, 13, 10), (6, 1, 3, 3), {"groups": 6, "dilation": 2, "padding": (2, 1)}),
+    ((1, 2, 7, 9), (4, 2, 4, 3), {"padding": "same", "dilation": (1, 2)}),
+    ((3, 2, 5, 5), (3, 2, 5, 5), {"padding": "valid"}),
+    ((2, 3, 17, 17), (65, 3, 3, 3), {"stride": (2, 3), "padding": (0, 2)}),
     ((3, 8, 8), (4, 3, 1, 1), {}),  # unbatched
 ]
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("xs,ws,kw", CONV2D, ids=[str(i) for i in range(len(CONV2D))])
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_conv2d(xs, ws, kw, with_bias, rng):
     x, w = _f32(rng.standard_normal(xs)), _f32(rng.standard_normal(ws))
     b = _f32(rng.standard_normal(ws[0])) if with_bias else None
-    T = lambda a: None if a is None else torch.tensor(a)  # noqa: E731
-    P = lambda a: None if a is None else pr.tensor(a, dtype=pr.float32)  # noqa: E731
+    T = lambda a: None if a is None else torch.tensor(a)
+    P = lambda a: None if a is None else pr.tensor(a, dtype=pr.float32)
     want = F.conv2d(T(x), T(w), T(b), **kw).numpy()
     absref = F.conv2d(T(np.abs(x)), T(np.abs(w)), None if b is None else T(np.abs(b)), **kw).numpy()
     K = ws[1] * ws[2] * ws[3] + 1
@@ -60,11 +61,12 @@ def test_conv2d_strided_input(rng):
 
 CONV1D = [
     ((2, 3, 17), (4, 3, 3), {}),
-    ((1, 4, 20), (6, 2, 5), dict(groups=2, padding=2, stride=3, dilation=2)),
-    ((3, 11), (2, 3, 4), dict(padding="same")),
+    ((1, 4, 20), (6, 2, 5), {"groups": 2, "padding": 2, "stride": 3, "dilation": 2}),
+    ((3, 11), (2, 3, 4), {"padding": "same"}),
 ]
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("xs,ws,kw", CONV1D, ids=[str(i) for i in range(len(CONV1D))])
 def test_conv1d(xs, ws, kw, rng):
     x, w, b = (_f32(rng.standard_normal(s)) for s in (xs, ws, (ws[0],)))
@@ -76,10 +78,10 @@ def test_conv1d(xs, ws, kw, rng):
 
 
 POOL2D = [
-    ((2, 3, 9, 11), dict(kernel_size=3)),
-    ((1, 2, 10, 7), dict(kernel_size=(3, 2), stride=(2, 1), padding=1)),
-    ((2, 2, 11, 13), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
-    ((3, 8, 9), dict(kernel_size=2, stride=3, ceil_mode=True)),
+    ((2, 3, 9, 11), {"kernel_size": 3}),
+    ((1, 2, 10, 7), {"kernel_size": (3, 2), "stride": (2, 1), "padding": 1}),
+    ((2, 2, 11, 13), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+    ((3, 8, 9), {"kernel_size": 2, "stride": 3, "ceil_mode": True}),
 ]
 
 

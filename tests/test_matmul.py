@@ -112,8 +112,8 @@ def test_float16(rng):
 
 
 def test_addmm_baddbmm_linear(rng):
-    t = lambda a: pr.tensor(a, dtype=pr.float32)  # noqa: E731
-    T = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    t = lambda a: pr.tensor(a, dtype=pr.float32)
+    T = lambda a: torch.tensor(a, dtype=torch.float64)
     c, a, b = rng.standard_normal((1, 66)), rng.standard_normal((33, 17)), rng.standard_normal((17, 66))
     tol = 17 * EPS * (np.abs(a) @ np.abs(b)) * 2 + 4 * EPS * np.abs(c)
     want = torch.addmm(T(c), T(a), T(b), beta=0.5, alpha=2.0).numpy()

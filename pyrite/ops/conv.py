@@ -9,8 +9,6 @@ epilogue. Pools are one direct kernel. Inputs batched (N, C, ...) or unbatched (
 
 from __future__ import annotations
 
-import math
-
 from .. import backend
 from ..errors import ShapeError
 from ..kernels.common import grid_for
@@ -241,8 +239,17 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return (out, idx) if return_indices else out
 
 
-__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d"]
+__all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "conv1d",
+    "conv2d",
+    "max_pool1d",
+    "max_pool2d",
+]
 
 METHODS: dict = {}

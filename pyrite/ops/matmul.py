@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 from .. import backend
-from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid
 from ..kernels.matmul import TILE, gemm_direct, gemm_tiled
@@ -480,8 +479,22 @@ def _rmatmul(self, other):
     return matmul(other, self)
 
 
-__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm",
-           "addmv", "baddbmm", "addbmm", "einsum"]
+__all__ = [
+    "addbmm",
+    "addmm",
+    "addmv",
+    "baddbmm",
+    "bmm",
+    "dot",
+    "einsum",
+    "ger",
+    "inner",
+    "matmul",
+    "mm",
+    "mv",
+    "outer",
+    "vdot",
+]
 
 METHODS = {
     "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm,
