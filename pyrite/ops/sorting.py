@@ -22,8 +22,14 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
-from ..kernels.sort import (LOCAL_MAX, bitonic_global, bitonic_local, median_pick, sort_gather,
-                            searchsorted_kernel)
+from ..kernels.sort import (
+    LOCAL_MAX,
+    bitonic_global,
+    bitonic_local,
+    median_pick,
+    searchsorted_kernel,
+    sort_gather,
+)
 from ..tensor import Tensor
 from .core import empty
 from .elementwise import as_tensor_arg, clone
@@ -117,7 +123,7 @@ def msort(input):
     return sort(input, 0).values
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A002
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     x = as_tensor_arg(input)
     d = x._dim(dim) if x.ndim else 0
     size = x._shape[d] if x.ndim else 1
@@ -196,8 +202,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None, out=None):
     seq = as_tensor_arg(sorted_sequence)
-    scalar = not isinstance(input, Tensor)
-    x = as_tensor_arg(input)
+    x = as_tensor_arg(input)  # a Python scalar gives a 0-d result, as torch
     if side is not None:
         if side not in ("left", "right"):
             raise ValueError(f"pyrite: searchsorted: side must be 'left' or 'right', got {side!r}")
@@ -205,7 +210,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise ValueError("pyrite: searchsorted: side='left' and right=True contradict")
         right = side == "right"
     if sorter is not None:
-        from .indexing import gather  # noqa: PLC0415  (an ops module of its own)
+        from .indexing import gather
 
         seq = gather(seq, -1, as_tensor_arg(sorter))
     if seq.ndim == 0:
@@ -227,8 +232,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                          out_t._storage.buffer),
                                    (n, seq._shape[-1], max(per_row, 1), seq._offset, x._offset),
                                    grid_for(n))
-    if scalar and x.ndim == 0:
-        return out_t
     return out_t
 
 
@@ -247,7 +250,7 @@ def _upload(a: np.ndarray, dtype):
     return tensor(np.ascontiguousarray(a), dtype=dtype)
 
 
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     x = as_tensor_arg(input)
     a = x.numpy()
     if dim is None:
@@ -297,8 +300,19 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return res[0] if len(res) == 1 else tuple(res)
 
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian",
-           "searchsorted", "bucketize", "unique", "unique_consecutive"]
+__all__ = [
+    "argsort",
+    "bucketize",
+    "kthvalue",
+    "median",
+    "msort",
+    "nanmedian",
+    "searchsorted",
+    "sort",
+    "topk",
+    "unique",
+    "unique_consecutive",
+]
 
 METHODS = {
     "sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
