@@ -183,6 +183,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     view (an in-place op); any other overlap is read from a copy.
     """
     ostore = out._storage
+    if type(s_ctypes) is not tuple:
+        s_ctypes = tuple(s_ctypes)
     key = [expr, out_ctype, out.dtype, out._shape, out._strides, s_ctypes]
     for t, ct in zip(inputs, in_ctypes):
         if t._storage is ostore:
