@@ -453,14 +453,16 @@ def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True)
     if reduce != "mean":
         return scatter_(self, dim, index, src, reduce=op)
     from .creation import ones_like, zeros_like
-    from .elementwise import div, floor_divide, where
 
     counts = zeros_like(self) if not include_self else ones_like(self)
     scatter_(counts, dim, index, ones_like(src), reduce="sum")
     scatter_(self, dim, index, src, reduce="sum")
-    safe = where(counts == 0, 1, counts)
-    mean = div(self, safe) if self.dtype.kind == "f" else floor_divide(self, safe)
-    return self.copy_(mean)
+    # sum / count where anything was counted (count 0 keeps the input: max(count, 1))
+    if self.dtype.kind == "f":
+        expr, ct = "x0 / max(x1, 1.0)", "f32"
+    else:
+        expr, ct = "p_floordiv_i(x0, max(x1, 1))", "i32"
+    return run_map(expr, (self, counts), (ct, ct), self, ct)
 
 
 def scatter_reduce(input: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
