@@ -152,6 +152,18 @@ def _spec(op: str, t: str):
     raise ValueError(f"pyrite: unknown reduction {op!r}")
 
 
+# lavapipe (gallivm) ends a shader's loops after about 65,535 iterations in all (measured: a
+# serial sum of 200,003 ones gave 65,535; splitting the loop into nested chunks gave 65,533, so the
+# count is not per loop). The ops keep every invocation's loop count below that on CPU adapters
+# (ops/reduce.py: serial rows <= 32,768; the row kernel gives each invocation L/256 iterations).
+
+
+def _loop(var: str, start: str, end: str, step: int, body: str, indent: str = "  ") -> str:
+    """for (var = start; var < end; var += step) { body }"""
+    return (f"{indent}for (var {var} = {start}; {var} < {end}; {var} = {var} + {step}) {{\n"
+            f"{body}{indent}}}\n")
+
+
 # row mode: one workgroup per output; 16 partial mergers of 16 states each, then one of 16
 _ROW_SPLIT = 16
 
@@ -195,11 +207,9 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
              "  let L = select(0, info[1], live);\n"]
     body += _offset("ob", "min(o, info[0] - 1)", rank_out, outer_shape, outer_stride)
     body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
-    loop_head = ("  for (var j = t; j < L; j = j + %d) {\n" % wg) if row else \
-                "  for (var j = 0; j < L; j = j + 1) {\n"
-    body.append(loop_head)
-    body += ["  " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride)]
-    body.append(f"    s = s_step(s, {load('inp[base + jo]', in_stype, xtype)}, j);\n  }}\n")
+    step = "".join("    " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride))
+    step += f"      s = s_step(s, {load('inp[base + jo]', in_stype, xtype)}, j);\n"
+    body.append(_loop("j", "t" if row else "0", "L", wg if row else 1, step))
     if row:
         body += ["  sh[t] = s;\n", "  workgroupBarrier();\n",
                  f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
@@ -253,19 +263,19 @@ def scan_kernel(op: str, in_stype: str, acc: str, out_stype: str, rank_out: int,
     write = f"out[obase + j * info[4]] = {store('a', acc, out_stype)};"
     if not row:
         body += [f"  var a = {ident};\n",
-                 f"  for (var j = 0; j < L; j = j + 1) {{ a = a {f} {x}; {write} }}\n"]
+                 _loop("j", "0", "L", 1, f"      a = a {f} {x}; {write}\n")]
     else:
         body += [f"  let B = (L + {WG - 1}) / {WG};\n",
                  "  let j0 = min(t * B, L);\n  let j1 = min(j0 + B, L);\n",
                  f"  var a = {ident};\n",
-                 f"  for (var j = j0; j < j1; j = j + 1) {{ a = a {f} {x}; }}\n",
+                 _loop("j", "j0", "j1", 1, f"      a = a {f} {x};\n"),
                  "  sh[t] = a;\n  workgroupBarrier();\n",
                  f"  if (t == 0) {{\n    var run = {ident};\n"
                  f"    for (var k = 0; k < {WG}; k = k + 1) {{ let v = sh[k]; sh[k] = run; "
                  f"run = run {f} v; }}\n  }}\n",
                  "  workgroupBarrier();\n",
                  "  a = sh[t];\n",
-                 f"  for (var j = j0; j < j1; j = j + 1) {{ a = a {f} {x}; {write} }}\n"]
+                 _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n")]
     src = (header([("inp", in_stype, "r"), ("out", out_stype, "w")])
            + (f"var<workgroup> sh: array<{acc}, {WG}>;\n" if row else "")
            + f"@compute @workgroup_size({WG})\n"

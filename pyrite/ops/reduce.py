@@ -19,23 +19,46 @@ from ..tensor import Tensor, contiguous_strides
 from .core import coalesce, contiguous_copy, empty, f32_bits
 
 # Serial (one invocation per output, no barriers) vs row (one workgroup per output, two
-# barriers). Measured on lavapipe (llvmpipe 256-bit, 2 cores), sum over the last dim, median of
-# 5 runs, ms (serial / row):
-#   (16384, 16)   1.4 / 20      (4096, 64)    1.2 / 5.6     (1024, 256)   1.0 / 1.5
-#   (256, 1024)   1.4 / 0.6     (64, 4096)    2.3 / 0.5     (8, 32768)    3.7 / 0.6
-#   (1, 262144)   23  / 1.3
-# Rows of ≥ 512 elements favour the workgroup, shorter rows the serial loop; with few outputs
-# (< 2 workgroups' worth of invocations) the serial kernel leaves the device idle, so any row of
-# 64+ elements goes to the workgroup there. A GPU with more lanes would move both numbers down.
+# barriers). Measured on lavapipe (llvmpipe 15, 256-bit, 2 cores), x.sum(1) of float32 randn,
+# median of 5, ms including the readback (serial / row):
+#   (16384, 16)  2.3 / 191     (4096, 64)   0.85 / 32     (1024, 256)   0.91 / 13
+#   (256, 1024)  2.2 / 6.3     (64, 4096)   2.2 / 3.3     (8, 32768)    2.1 / 2.5
+#   (1, 262144)  2.4 / 2.5     (16, 262144) 3.1 / 24      (1, 4194304)  4.2 / 15
+# cumsum(x, 1): (16384, 16) 5.0 / 491, (1024, 256) 4.4 / 39, (1, 4194304) 57 / 157.
+# (rows past 65,535 in the serial column were cut short by lavapipe's loop limit, see
+# kernels/reduce.py, so those serial times are not valid.) On a CPU adapter a workgroup barrier
+# costs more than the serial loop for every row length that kernel can run there, so CPU adapters
+# take the serial kernel up to SERIAL_MAX_LEN_CPU elements a row and the row kernel beyond. On GPU adapters a single invocation walking a long
+# row leaves the device idle; there rows of >= 512 elements (or >= 64 when there are fewer
+# outputs than two workgroups' worth of invocations) take the workgroup kernel. The GPU numbers
+# are the usual one-warp-per-row crossover, not measured here: time them on the H200
+# (`pyrite bench`) before relying on them.
 ROW_MIN_LEN = 512
 FEW_OUTPUTS = 2 * WG
 FEW_OUTPUTS_ROW_MIN_LEN = 64
+SERIAL_MAX_LEN_CPU = 32768  # lavapipe ends a shader's loops after ~65,535 iterations in all
+ROW_MAX_LEN_CPU = 256 * 32000  # per invocation L/256 (reductions) or 2·L/256 + 256 (scans)
 FORCE_MODE = None  # tests set "row" or "serial" to reach both kernels at small sizes
+_IS_CPU: dict = {}
+
+
+def _cpu_adapter() -> bool:
+    dev = backend.current()
+    hit = _IS_CPU.get(id(dev))
+    if hit is None:
+        hit = _IS_CPU[id(dev)] = str(dev.info().get("type", "")).upper() == "CPU"
+    return hit
 
 
 def _mode(n_out: int, length: int) -> str:
-    if FORCE_MODE is not None:
+    if FORCE_MODE is not None and length <= SERIAL_MAX_LEN_CPU:
         return FORCE_MODE
+    if _cpu_adapter():
+        if length > ROW_MAX_LEN_CPU:
+            raise NotImplementedError(f"pyrite: a reduction row of {length} elements is past what "
+                                      f"one workgroup can loop over on this CPU adapter "
+                                      f"({ROW_MAX_LEN_CPU}); reduce in two steps (reshape)")
+        return "serial" if length <= SERIAL_MAX_LEN_CPU else "row"
     if length >= ROW_MIN_LEN or (n_out < FEW_OUTPUTS and length >= FEW_OUTPUTS_ROW_MIN_LEN):
         return "row"
     return "serial"

@@ -1,0 +1,336 @@
+"""Reductions and scans against torch CPU float64: every op-table row runs through both kernel
+shapes (serial loop per output; one workgroup per output), on awkward and non-contiguous inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+import pyrite.ops.reduce as R
+from optable import EPS32, OpInfo, Sample, check_row
+
+
+@pytest.fixture(params=["serial", "row"])
+def mode(request, monkeypatch):
+    monkeypatch.setattr(R, "FORCE_MODE", request.param)
+    return request.param
+
+
+def T(a):
+    return torch.from_numpy(np.asarray(a))
+
+
+def tref(fn):
+    """A float64 torch oracle on numpy arrays; tuples and named tuples become tuples of arrays."""
+    def ref(*arrays, **kw):
+        r = fn(*[T(a) for a in arrays], **kw)
+        if isinstance(r, tuple):
+            return tuple(x.numpy() for x in r)
+        return r.numpy()
+    return ref
+
+
+def _len(inputs, expected):
+    return max(1, np.asarray(inputs[0]).size // max(1, np.size(expected)))
+
+
+def sum_tol(inputs, expected):
+    # f32 sum of n terms: |err| <= n·eps·Σ|x|, Σ|x| <= n·max|x|
+    n = _len(inputs, expected)
+    return n * n * EPS32 * float(np.abs(inputs[0]).max(initial=0.0)) + EPS32, 4 * EPS32
+
+
+def mean_tol(inputs, expected):
+    n = _len(inputs, expected)
+    return n * EPS32 * float(np.abs(inputs[0]).max(initial=0.0)) + EPS32, 4 * EPS32
+
+
+def rel_tol(k=4):
+    # prod / logsumexp / norm / var: each of n steps adds a few ulps of relative error
+    def tol(inputs, expected):
+        n = _len(inputs, expected)
+        return k * n * EPS32, k * n * EPS32
+    return tol
+
+
+def scan_tol(k=1):
+    # a prefix of m <= n terms (n the longest dim bounds the scanned one): n·eps·Σ|x|
+    def tol(inputs, expected):
+        x = np.abs(inputs[0])
+        n = max(x.shape, default=1)
+        return k * n * n * EPS32 * float(x.max(initial=0.0)) + EPS32, k * n * EPS32
+    return tol
+
+
+def normal(*shape):
+    return lambda rng: [rng.standard_normal(shape)]
+
+
+def near_one(*shape):
+    return lambda rng: [rng.uniform(0.7, 1.4, shape)]
+
+
+def ints(*shape, lo=-9, hi=10):
+    return lambda rng: [rng.integers(lo, hi, shape).astype(np.int32)]
+
+
+def bools(*shape):
+    return lambda rng: [rng.random(shape) < 0.5]
+
+
+def dim_samples(make=normal, extra=None):
+    """Awkward shapes, dims (int, negative, tuple, None), keepdim both ways, strided layouts."""
+    extra = extra or {}
+    out = [
+        Sample(make(1), dict(dim=0, **extra), name="(1,) d0"),
+        Sample(make(7), dict(dim=None, **extra) if "dim" not in extra else dict(extra),
+               name="(7,) all"),
+        Sample(make(1031), dict(dim=-1, keepdim=True, **extra), name="(1031,) keep"),
+        Sample(make(13, 257), dict(dim=1, **extra), name="(13,257) d1"),
+        Sample(make(13, 257), dict(dim=0, keepdim=True, **extra), layout="t", name="t d0"),
+        Sample(make(13, 257), dict(dim=-1, **extra), layout="s", name="strided d-1"),
+        Sample(make(3, 7, 13), dict(dim=(0, 2), **extra), name="(3,7,13) d(0,2)"),
+        Sample(make(3, 7, 13), dict(dim=[-1, 1], keepdim=True, **extra), layout="t",
+               name="t d[-1,1] keep"),
+        Sample(make(5, 1, 7), dict(dim=1, **extra), name="size-1 dim"),
+    ]
+    return out
+
+
+def single_dim(samples):
+    return [s for s in samples if not isinstance(s.kwargs.get("dim"), (tuple, list))
+            and s.kwargs.get("dim", 0) is not None]
+
+
+def _max_dim(fn):
+    return lambda x, dim, keepdim=False: tuple(fn(x, dim, keepdim))
+
+
+def _tmax_dim(fn):
+    return lambda x, dim, keepdim=False: tuple(r.numpy() for r in fn(T(x), dim, keepdim))
+
+
+ROWS = [
+    OpInfo("sum", lambda x, **k: pr.sum(x, **k), tref(torch.sum), dim_samples(), sum_tol,
+           dtypes=("float32", "float16")),
+    OpInfo("nansum", lambda x, **k: x.nansum(**k), tref(torch.nansum), dim_samples(), sum_tol),
+    OpInfo("mean", lambda x, **k: x.mean(**k), tref(torch.mean), dim_samples(), mean_tol,
+           dtypes=("float32", "float16")),
+    OpInfo("prod", lambda x, **k: x.prod(**k), tref(torch.prod),
+           single_dim(dim_samples(near_one)), rel_tol()),
+    OpInfo("amax", lambda x, **k: x.amax(**k), tref(torch.amax),
+           [s for s in dim_samples() if s.kwargs.get("dim") is not None], exact=True),
+    OpInfo("amin", lambda x, **k: pr.amin(x, **k), tref(torch.amin),
+           [s for s in dim_samples() if s.kwargs.get("dim") is not None], exact=True),
+    OpInfo("max.dim", _max_dim(lambda x, d, k: x.max(d, k)), _tmax_dim(torch.max),
+           single_dim(dim_samples()), exact=True),
+    OpInfo("min.dim", _max_dim(lambda x, d, k: pr.min(x, dim=d, keepdim=k)), _tmax_dim(torch.min),
+           single_dim(dim_samples()), exact=True),
+    OpInfo("argmax", lambda x, **k: x.argmax(**k), tref(torch.argmax),
+           single_dim(dim_samples()) + [Sample(normal(3, 7, 13), dict(dim=None), name="flat"),
+                                        Sample(normal(3, 7), dict(dim=None, keepdim=True),
+                                               layout="t", name="flat keep")]),
+    OpInfo("argmin", lambda x, **k: pr.argmin(x, **k), tref(torch.argmin),
+           single_dim(dim_samples()) + [Sample(normal(13, 7), dict(), layout="t", name="flat")]),
+    OpInfo("var", lambda x, **k: x.var(**k), tref(torch.var), dim_samples(), rel_tol(8)),
+    OpInfo("std.correction0", lambda x, **k: x.std(**k), tref(torch.std),
+           dim_samples(extra=dict(correction=0)), rel_tol(8)),
+    OpInfo("var_mean", lambda x, **k: pr.var_mean(x, **k), tref(torch.var_mean),
+           single_dim(dim_samples()), rel_tol(8)),
+    OpInfo("std_mean.unbiased", lambda x, **k: pr.std_mean(x, **k), tref(torch.std_mean),
+           single_dim(dim_samples(extra=dict(unbiased=False))), rel_tol(8)),
+    OpInfo("logsumexp", lambda x, **k: x.logsumexp(**k), tref(torch.logsumexp),
+           [s for s in dim_samples() if s.kwargs.get("dim") is not None], rel_tol()),
+    OpInfo("norm", lambda x, **k: x.norm(**k), tref(torch.norm),
+           dim_samples(extra=dict(p=2)) + [Sample(normal(13, 7), dict(p="fro", dim=(0, 1)),
+                                                  layout="t")], rel_tol()),
+    OpInfo("norm.p", lambda x, **k: pr.norm(x, **k), tref(torch.norm),
+           [Sample(normal(13, 257), dict(p=p, dim=d), name=f"p={p}")
+            for p, d in ((1, 1), (3, 0), (0.5, -1), (math.inf, 1), (-math.inf, 0), (0, 1))],
+           rel_tol(16)),
+    OpInfo("cumsum", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
+           single_dim(dim_samples()), scan_tol()),
+    OpInfo("cumprod", lambda x, **k: pr.cumprod(x, **k), tref(torch.cumprod),
+           single_dim(dim_samples(near_one)), scan_tol(4)),
+    # integer and bool inputs: exact, int32 results where torch gives int64
+    OpInfo("sum.int", lambda x, **k: x.sum(**k), tref(torch.sum), dim_samples(ints), exact=True),
+    OpInfo("sum.bool", lambda x, **k: x.sum(**k), tref(torch.sum), dim_samples(bools),
+           exact=True),
+    OpInfo("prod.int", lambda x, **k: x.prod(**k), tref(torch.prod),
+           single_dim(dim_samples(lambda *s: ints(*s, lo=-1, hi=2))), exact=True),
+    OpInfo("amax.int", lambda x, **k: x.amax(**k), tref(torch.amax),
+           [s for s in dim_samples(ints) if s.kwargs.get("dim") is not None], exact=True),
+    OpInfo("max.dim.int", _max_dim(lambda x, d, k: x.max(d, k)), _tmax_dim(torch.max),
+           single_dim(dim_samples(lambda *s: ints(*s, lo=0, hi=3))), exact=True),
+    OpInfo("argmin.int.ties", lambda x, **k: x.argmin(**k), tref(torch.argmin),
+           single_dim(dim_samples(lambda *s: ints(*s, lo=0, hi=3))), exact=True),
+    OpInfo("all", lambda x, **k: x.all(**k), tref(torch.all), dim_samples(bools), exact=True),
+    OpInfo("any", lambda x, **k: pr.any(x, **k), tref(torch.any),
+           dim_samples(lambda *s: (lambda rng: [rng.random(s) < 0.01])), exact=True),
+    OpInfo("all.int", lambda x, **k: x.all(**k), tref(torch.all),
+           dim_samples(lambda *s: ints(*s, lo=0, hi=30)), exact=True),
+    OpInfo("count_nonzero", lambda x, **k: x.count_nonzero(**k), tref(torch.count_nonzero),
+           [Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
+            for s in dim_samples(lambda *s: ints(*s, lo=0, hi=3)) if "keepdim" not in s.kwargs],
+           exact=True),
+    OpInfo("cumsum.int", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
+           single_dim(dim_samples(ints)), exact=True),
+    OpInfo("cumsum.bool", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
+           single_dim(dim_samples(bools)), exact=True),
+]
+for _r in ROWS:  # scans take no keepdim
+    if _r.name.startswith("cum"):
+        _r.samples = [Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
+                      for s in _r.samples]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_parity(row, rng, mode):
+    check_row(row, rng)
+
+
+def test_result_dtypes():
+    x = pr.tensor([[1, 2], [3, 4]], dtype=pr.int32)
+    assert x.sum().dtype is pr.int32 and x.sum().item() == 10
+    assert (x > 1).sum(0).dtype is pr.int32
+    assert x.prod(1).dtype is pr.int32
+    assert x.sum(dtype=pr.float32).dtype is pr.float32
+    assert x.mean(dtype=pr.float32).item() == 2.5
+    assert x.all().dtype is pr.bool and x.any(1).dtype is pr.bool
+    assert x.argmax().dtype is pr.int32 and x.count_nonzero().dtype is pr.int32
+    assert x.cumsum(0, dtype=pr.float32).dtype is pr.float32
+    assert x.float().logsumexp(0).dtype is pr.float32
+    h = pr.tensor([1.0, 2.0], dtype=pr.float16)
+    assert h.sum().dtype is pr.float16 and h.mean().dtype is pr.float16
+    assert pr.tensor(3.5).sum().item() == 3.5 and pr.tensor(3.5).sum(0).shape == ()
+
+
+def test_max_min_forms():
+    a = pr.tensor([[1.0, 5.0], [4.0, 2.0]])
+    b = pr.tensor([[3.0, 3.0], [3.0, 3.0]])
+    np.testing.assert_array_equal(pr.max(a, b).numpy(), [[3, 5], [4, 3]])
+    np.testing.assert_array_equal(a.min(b).numpy(), [[1, 3], [3, 2]])
+    r = a.max(dim=1, keepdim=True)
+    assert r.values.shape == (2, 1) and r.indices.numpy().ravel().tolist() == [1, 0]
+    v, i = a.min(0)
+    assert v.numpy().tolist() == [1.0, 2.0] and i.numpy().tolist() == [0, 1]
+    assert r[0] is r.values and "values=" in repr(r)
+    assert a.max().item() == 5.0 and a.min().item() == 1.0
+    mm = a.aminmax(dim=0)
+    assert mm.min.numpy().tolist() == [1.0, 2.0] and mm.max.numpy().tolist() == [4.0, 5.0]
+    assert [t.item() for t in pr.aminmax(a)] == [1.0, 5.0]
+
+
+def test_nan_propagation(mode):
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    a[1, 3] = np.nan
+    a[2, 0] = np.nan
+    a[2, 4] = np.nan
+    x, t = pr.tensor(a), T(a)
+    for f in (lambda v: v.max(1), lambda v: v.min(1), lambda v: v.argmax(1), lambda v: v.argmin(0),
+              lambda v: v.amax(0), lambda v: v.sum(1), lambda v: v.logsumexp(1),
+              lambda v: v.var(1), lambda v: v.nansum(1), lambda v: v.cumsum(1),
+              lambda v: v.norm(dim=1), lambda v: v.argmax(), lambda v: v.max()):
+        got, want = f(x), f(t)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, equal_nan=True)
+
+
+def test_infinities(mode):
+    a = np.array([[-np.inf, -np.inf, 1.0], [np.inf, 2.0, 3.0], [-np.inf, -np.inf, -np.inf]],
+                 dtype=np.float32)
+    x, t = pr.tensor(a), T(a)
+    for f in (lambda v: v.logsumexp(1), lambda v: v.argmax(1), lambda v: v.argmin(1),
+              lambda v: v.amax(1)):
+        np.testing.assert_array_equal(f(x).numpy(), f(t).numpy())
+
+
+def test_empty(mode):
+    e = pr.zeros(0, 3)
+    te = torch.zeros(0, 3)
+    for f in (lambda v: v.sum(0), lambda v: v.prod(0), lambda v: v.mean(0), lambda v: v.all(0),
+              lambda v: v.any(0), lambda v: v.sum(), lambda v: v.prod(), lambda v: v.logsumexp(0),
+              lambda v: v.norm(), lambda v: v.count_nonzero(0), lambda v: v.cumsum(0),
+              lambda v: v.max(1).values, lambda v: v.sum(1), lambda v: v.var(0)):
+        g, w = f(e), f(te)
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_array_equal(g.numpy(), w.numpy().astype(g.numpy().dtype))
+    with pytest.raises(RuntimeError, match=r"max\(\): Expected reduction dim"):
+        e.max()
+    with pytest.raises(IndexError, match=r"amax\(\): Expected reduction dim 0"):
+        e.amax(0)
+    with pytest.raises(IndexError, match=r"argmin\(\)"):
+        e.argmin()
+    assert pr.ones(2).sum().item() == 2.0  # the next op still works
+
+
+def test_long_row(rng):
+    # 200,003 > SERIAL_MAX_LEN_CPU: the row kernel on lavapipe, 782 iterations an invocation
+    a = rng.standard_normal(200_003)
+    x = pr.tensor(a.astype(np.float32))
+    a = a.astype(np.float32).astype(np.float64)
+    n = a.size
+    assert abs(x.sum().item() - a.sum()) <= n * EPS32 * np.abs(a).sum()
+    assert x.argmax().item() == int(a.argmax())
+    np.testing.assert_allclose(x.var().item(), a.var(ddof=1), rtol=n * EPS32 * 4)
+    c = x.cumsum(0).numpy()
+    np.testing.assert_allclose(c, np.cumsum(a), atol=n * EPS32 * np.abs(a).sum())
+
+
+def test_grid_folding(rng, monkeypatch):
+    # 65,537 outputs in the one-workgroup-per-output kernel: the grid folds into (65535, 2, 1)
+    monkeypatch.setattr(R, "FORCE_MODE", "row")
+    a = rng.standard_normal((65_537, 3)).astype(np.float32)
+    x = pr.tensor(a)
+    np.testing.assert_allclose(x.sum(1).numpy(), a.astype(np.float64).sum(1), atol=1e-5)
+    np.testing.assert_array_equal(x.argmax(1).numpy(), a.argmax(1))
+    np.testing.assert_allclose(x.cumsum(1).numpy(), np.cumsum(a.astype(np.float64), 1),
+                               atol=1e-5)
+
+
+def test_var_overloads():
+    a = np.random.default_rng(0).standard_normal((5, 9)).astype(np.float32)
+    x, t = pr.tensor(a), T(a)
+    cases = [((), {}), ((False,), {}), ((1, True), {}), ((1, False, True), {}),
+             ((), dict(dim=0, unbiased=False)), ((), dict(dim=1, correction=2, keepdim=True))]
+    for args, kw in cases:
+        for name in ("var", "std"):
+            np.testing.assert_allclose(getattr(x, name)(*args, **kw).numpy(),
+                                       getattr(t, name)(*args, **kw).numpy(), rtol=1e-5)
+    one = pr.tensor([3.0]).var()
+    assert math.isnan(one.item())
+    assert math.isinf(pr.tensor([1.0, 2.0]).var(correction=2).item())
+
+
+def test_errors():
+    x = pr.ones(2, 3)
+    with pytest.raises(IndexError, match=r"range of \[-2, 1\], but got 2"):
+        x.sum(2)
+    with pytest.raises(IndexError, match="range"):
+        x.amax((0, -3))
+    with pytest.raises(IndexError, match="range"):
+        x.cumsum(5)
+    with pytest.raises(RuntimeError, match="multiple times"):
+        x.sum((1, -1))
+    with pytest.raises((TypeError, RuntimeError), match="int32"):
+        pr.ones(3, dtype=pr.int32).mean()
+    with pytest.raises(TypeError, match="int32"):
+        pr.ones(3, dtype=pr.int32).var()
+    assert x.sum().item() == 6.0  # the device still works after the errors
+
+
+def test_kernels_as_text():
+    from pyrite.kernels.reduce import reduce_kernel, scan_kernel
+
+    src = reduce_kernel("argmax", "f16", "f32", ("i32",), ("i32",), 2, 1, "row").wgsl
+    assert "enable f16;" in src and src.count("workgroupBarrier") == 2
+    assert "var<workgroup> sh" in src
+    serial = reduce_kernel("var", "f32", "f32", ("f32",), ("f32",), 1, 2, "serial").wgsl
+    assert "workgroupBarrier" not in serial and "var<workgroup>" not in serial
+    assert scan_kernel("cumsum", "f32", "f32", "f32", 1, "row").wgsl.count("workgroupBarrier") == 2
