@@ -416,3 +416,21 @@ def test_index_dtype_and_shape_errors(rng):
     with pytest.raises(TypeError, match="index"):
         x.gather(0, pr.zeros(1, 4))
     assert x[[1]].shape == (1, 4)
+
+
+def test_float16_gather_and_reduce(rng):
+    if "shader-f16" not in pr.device_info()["features"]:
+        pytest.skip("this adapter has no shader-f16 (float16 storage)")
+    a = rng.integers(-8, 8, (6, 5)).astype(np.float16)  # small ints: exact in f16 sums
+    x, tx = pr.tensor(a), torch.tensor(a)
+    _eq(x[[4, -1, 0]], tx[[4, -1, 0]])
+    idx = rng.integers(0, 6, (9, 5))
+    src = rng.integers(-4, 4, (9, 5)).astype(np.float16)
+    # no f16 atomics: reduced in an f32 copy of the storage; x is a view at an offset here
+    got = x[1:].scatter_add(0, pr.tensor(idx % 5), pr.tensor(src))
+    want = tx[1:].scatter_add(0, torch.tensor(idx % 5), torch.tensor(src))
+    _eq(got, want)
+    y, ty = x.clone(), tx.clone()
+    y[1:].index_put_((pr.tensor(idx[:, 0] % 5),), pr.tensor(src), accumulate=True)
+    ty[1:].index_put_((torch.tensor(idx[:, 0] % 5),), torch.tensor(src), accumulate=True)
+    _eq(y, ty)

@@ -35,8 +35,15 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
-from ..kernels.indexing import (MAX_INDEX_TENSORS, NONZERO_CHUNK, gather_kernel, minmax_kernel,
-                                nonzero_count_kernel, nonzero_write_kernel, scatter_kernel)
+from ..kernels.indexing import (
+    MAX_INDEX_TENSORS,
+    NONZERO_CHUNK,
+    gather_kernel,
+    minmax_kernel,
+    nonzero_count_kernel,
+    nonzero_write_kernel,
+    scatter_kernel,
+)
 from ..tensor import Tensor, contiguous_strides
 from .core import broadcast_shapes, broadcast_strides, coalesce, contiguous_copy, empty, run_map
 
@@ -154,7 +161,7 @@ class _Walk:
     """An iteration `shape`; x's `base` offset and `bstrides`; `idx`: (tensor, size, xstride,
     istrides over the walk, dim); `unchecked`: (tensor, size, dim) still to range-check."""
 
-    __slots__ = ("shape", "base", "bstrides", "idx", "unchecked")
+    __slots__ = ("base", "bstrides", "idx", "shape", "unchecked")
 
     def __init__(self, shape, base, bstrides, idx, unchecked=()):
         self.shape = tuple(shape)
@@ -560,10 +567,9 @@ def _mask(mask, what) -> Tensor:
 
 
 def _fill_value(value, what):
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise IndexError(f"pyrite: {what} only supports a 0-dimensional value tensor, but "
-                             f"got tensor with {value.ndim} dimension(s)")
+    if isinstance(value, Tensor) and value.ndim:
+        raise IndexError(f"pyrite: {what} only supports a 0-dimensional value tensor, but "
+                         f"got tensor with {value.ndim} dimension(s)")
     return value
 
 
@@ -737,10 +743,26 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     return _gather(weight, walk, allow_negative=False)
 
 
-__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
-           "index_copy", "index_fill", "index_put", "masked_fill", "masked_select",
-           "masked_scatter", "take", "take_along_dim", "nonzero", "argwhere", "one_hot",
-           "embedding"]
+__all__ = [
+    "argwhere",
+    "embedding",
+    "gather",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_put",
+    "index_select",
+    "masked_fill",
+    "masked_scatter",
+    "masked_select",
+    "nonzero",
+    "one_hot",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "take",
+    "take_along_dim",
+]
 
 METHODS = {
     "gather": gather, "scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add,
