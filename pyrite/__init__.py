@@ -60,7 +60,6 @@ def empty_cache():
     """Return pooled buffers to the driver."""
     dev = _backend.current()
     dev.synchronize()
-    dev._bind_groups.clear()
     dev.pool.trim()
 
 

@@ -87,6 +87,13 @@ class Device:
         self._tiny = self.pool.allocate(4)
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         self._raw = self._raw_calls()
+        self.pool.on_trim = self._forget_bind_groups
+
+    def _forget_bind_groups(self):
+        """Bind groups are cached by buffer identity: drop them all before buffers are destroyed
+        (recorded commands keep theirs alive until the batch is submitted)."""
+        self._graveyard.append(self._bind_groups)
+        self._bind_groups = {}
 
     def _raw_calls(self):
         """The C entry points behind wgpu-py's set_bind_group/dispatch_workgroups, or None.

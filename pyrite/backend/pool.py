@@ -54,7 +54,7 @@ class BufferPool:
         self.pooled_bytes = 0
         self.peak_live_bytes = 0
         self.allocations = 0  # buffers created on the device, ever
-        self.on_new_buffer = None
+        self.on_trim = None  # the device forgets bind groups naming buffers about to go
 
     def allocate(self, nbytes: int, upload: bool = False) -> Storage:
         """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
@@ -114,6 +114,8 @@ class BufferPool:
 
     def trim(self):
         """Give every pooled buffer back to the driver."""
+        if self.on_trim is not None:
+            self.on_trim()
         for bucket in self.free.values():
             for buffer in bucket:
                 buffer.destroy()
