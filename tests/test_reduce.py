@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 import torch
+from optable import EPS32, OpInfo, Sample, check_row
 
 import pyrite as pr
 import pyrite.ops.reduce as R
-from optable import EPS32, OpInfo, Sample, check_row
 
 
 @pytest.fixture(params=["serial", "row"])
@@ -131,25 +131,25 @@ ROWS = [
     OpInfo("min.dim", _max_dim(lambda x, d, k: pr.min(x, dim=d, keepdim=k)), _tmax_dim(torch.min),
            single_dim(dim_samples()), exact=True),
     OpInfo("argmax", lambda x, **k: x.argmax(**k), tref(torch.argmax),
-           single_dim(dim_samples()) + [Sample(normal(3, 7, 13), dict(dim=None), name="flat"),
-                                        Sample(normal(3, 7), dict(dim=None, keepdim=True),
+           single_dim(dim_samples()) + [Sample(normal(3, 7, 13), {"dim": None}, name="flat"),
+                                        Sample(normal(3, 7), {"dim": None, "keepdim": True},
                                                layout="t", name="flat keep")]),
     OpInfo("argmin", lambda x, **k: pr.argmin(x, **k), tref(torch.argmin),
-           single_dim(dim_samples()) + [Sample(normal(13, 7), dict(), layout="t", name="flat")]),
+           single_dim(dim_samples()) + [Sample(normal(13, 7), {}, layout="t", name="flat")]),
     OpInfo("var", lambda x, **k: x.var(**k), tref(torch.var), dim_samples(), rel_tol(8)),
     OpInfo("std.correction0", lambda x, **k: x.std(**k), tref(torch.std),
-           dim_samples(extra=dict(correction=0)), rel_tol(8)),
+           dim_samples(extra={"correction": 0}), rel_tol(8)),
     OpInfo("var_mean", lambda x, **k: pr.var_mean(x, **k), tref(torch.var_mean),
            single_dim(dim_samples()), rel_tol(8)),
     OpInfo("std_mean.unbiased", lambda x, **k: pr.std_mean(x, **k), tref(torch.std_mean),
-           single_dim(dim_samples(extra=dict(unbiased=False))), rel_tol(8)),
+           single_dim(dim_samples(extra={"unbiased": False})), rel_tol(8)),
     OpInfo("logsumexp", lambda x, **k: x.logsumexp(**k), tref(torch.logsumexp),
            [s for s in dim_samples() if s.kwargs.get("dim") is not None], rel_tol()),
     OpInfo("norm", lambda x, **k: x.norm(**k), tref(torch.norm),
-           dim_samples(extra=dict(p=2)) + [Sample(normal(13, 7), dict(p="fro", dim=(0, 1)),
+           dim_samples(extra={"p": 2}) + [Sample(normal(13, 7), {"p": "fro", "dim": (0, 1)},
                                                   layout="t")], rel_tol()),
     OpInfo("norm.p", lambda x, **k: pr.norm(x, **k), tref(torch.norm),
-           [Sample(normal(13, 257), dict(p=p, dim=d), name=f"p={p}")
+           [Sample(normal(13, 257), {"p": p, "dim": d}, name=f"p={p}")
             for p, d in ((1, 1), (3, 0), (0.5, -1), (math.inf, 1), (-math.inf, 0), (0, 1))],
            rel_tol(16)),
     OpInfo("cumsum", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
@@ -298,7 +298,7 @@ def test_var_overloads():
     a = np.random.default_rng(0).standard_normal((5, 9)).astype(np.float32)
     x, t = pr.tensor(a), T(a)
     cases = [((), {}), ((False,), {}), ((1, True), {}), ((1, False, True), {}),
-             ((), dict(dim=0, unbiased=False)), ((), dict(dim=1, correction=2, keepdim=True))]
+             ((), {"dim": 0, "unbiased": False}), ((), {"dim": 1, "correction": 2, "keepdim": True})]
     for args, kw in cases:
         for name in ("var", "std"):
             np.testing.assert_allclose(getattr(x, name)(*args, **kw).numpy(),

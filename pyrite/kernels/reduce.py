@@ -195,13 +195,13 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
     outer_shape, outer_stride = 4, 4 + rank_out
     inner_shape, inner_stride = 4 + 2 * rank_out, 4 + 2 * rank_out + rank_in
     row = mode == "row"
-    wg = WG if row else WG
+    wg = WG
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
     if row:
         # every invocation of a workgroup shares `o`, so the barriers below stay uniform
         body += ["  let o = wg_flat;\n", "  let t = i32(lid.x);\n"]
     else:
-        body += ["  let o = wg_flat * %d + i32(lid.x);\n" % wg,
+        body += [f"  let o = wg_flat * {wg} + i32(lid.x);\n",
                  "  if (o >= info[0]) { return; }\n"]
     body += ["  let live = o < info[0];\n",
              "  let L = select(0, info[1], live);\n"]
@@ -212,14 +212,14 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
     body.append(_loop("j", "t" if row else "0", "L", wg if row else 1, step))
     if row:
         body += ["  sh[t] = s;\n", "  workgroupBarrier();\n",
-                 f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
+                 (f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
                  f"    for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
                  f"{{ u = s_merge(u, sh[t * {_ROW_SPLIT} + k]); }}\n"
-                 f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n",
+                 f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n"),
                  "  workgroupBarrier();\n",
                  "  if (t != 0 || !live) { return; }\n",
-                 f"  s = sh[0];\n  for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
-                 f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n"]
+                 (f"  s = sh[0];\n  for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
+                 f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n")]
     body.append("  let Lf = f32(info[1]);\n  let p = bitcast<f32>(info[3]);\n")
     for k, (fin, st, ct) in enumerate(zip(finals, out_stypes, out_ctypes)):
         fin = fin.replace("L", "Lf")
@@ -270,9 +270,9 @@ def scan_kernel(op: str, in_stype: str, acc: str, out_stype: str, rank_out: int,
                  f"  var a = {ident};\n",
                  _loop("j", "j0", "j1", 1, f"      a = a {f} {x};\n"),
                  "  sh[t] = a;\n  workgroupBarrier();\n",
-                 f"  if (t == 0) {{\n    var run = {ident};\n"
+                 (f"  if (t == 0) {{\n    var run = {ident};\n"
                  f"    for (var k = 0; k < {WG}; k = k + 1) {{ let v = sh[k]; sh[k] = run; "
-                 f"run = run {f} v; }}\n  }}\n",
+                 f"run = run {f} v; }}\n  }}\n"),
                  "  workgroupBarrier();\n",
                  "  a = sh[t];\n",
                  _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n")]

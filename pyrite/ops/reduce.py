@@ -168,7 +168,7 @@ def _empty_check(x: Tensor, dims, name: str, dim_given: bool):
 
 
 # ---- sum / mean / prod ---------------------------------------------------------------------
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+def sum(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     return _reduce(input, "sum", _dims(input, dim), keepdim, (out_dt,), _acc_for(out_dt))[0]
 
@@ -210,12 +210,12 @@ def _extreme(name, input, dim, keepdim, other):
     return (max_return if name == "max" else min_return)(vals, idx)
 
 
-def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+def max(input, dim=None, keepdim=False, *, other=None):
     """max(input) → value; max(input, dim, keepdim) → (values, indices); max(a, b) → maximum."""
     return _extreme("max", input, dim, keepdim, other)
 
 
-def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+def min(input, dim=None, keepdim=False, *, other=None):
     return _extreme("min", input, dim, keepdim, other)
 
 
@@ -302,11 +302,11 @@ def logsumexp(input, dim, keepdim=False):
                    "f32")[0]
 
 
-def all(input, dim=None, keepdim=False):  # noqa: A001
+def all(input, dim=None, keepdim=False):
     return _reduce(input, "all", _dims(input, dim), keepdim, (D.bool_,), "i32")[0]
 
 
-def any(input, dim=None, keepdim=False):  # noqa: A001
+def any(input, dim=None, keepdim=False):
     return _reduce(input, "any", _dims(input, dim), keepdim, (D.bool_,), "i32")[0]
 
 
@@ -319,7 +319,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p is None or p == "fro":
         p = 2
     if isinstance(p, str):
-        raise ValueError(f"pyrite: norm: p={p!r} is not supported (use 'fro' or a number)")
+        raise ValueError(f"pyrite: norm: p={p!r} is not supported (use 'fro' or a number)")  # noqa: TRY004
     p = float(p)
     op = {2.0: "norm2", 1.0: "norm1", 0.0: "norm0", math.inf: "norminf",
           -math.inf: "normninf"}.get(p, "normp")
@@ -370,6 +370,29 @@ FUNCS = {
     "logsumexp": logsumexp, "all": all, "any": any, "count_nonzero": count_nonzero,
     "norm": norm, "cumsum": cumsum, "cumprod": cumprod,
 }
-__all__ = sorted(FUNCS)
+__all__ = [
+    "all",
+    "amax",
+    "amin",
+    "aminmax",
+    "any",
+    "argmax",
+    "argmin",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "nansum",
+    "norm",
+    "prod",
+    "std",
+    "std_mean",
+    "sum",
+    "var",
+    "var_mean",
+]
 
 METHODS = {k: v for k, v in FUNCS.items() if k not in ("var_mean", "std_mean")}
