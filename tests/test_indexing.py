@@ -75,6 +75,16 @@ def _source(rng, shape, layout, dtype="float32"):
     return x, torch.tensor(a)
 
 
+def _close_sum(got, want, terms_abs_max):
+    """Sums whose order differs from the oracle's (atomic accumulation): within
+    n·2⁻²⁴·(|base| + Σ|terms|), bounded here by the largest sum of |terms| an element gets."""
+    g = got.numpy().astype(np.float64)
+    w = want.numpy().astype(np.float64)
+    assert g.shape == w.shape, f"shape {g.shape}, expected {w.shape}"
+    bound = 64 * 2.0**-24 * (np.abs(w).max() + terms_abs_max)
+    assert np.abs(g - w).max() <= bound, f"values differ beyond {bound}: got {g}, expected {w}"
+
+
 def _eq(got, want):
     g = got.numpy()
     w = want.numpy()
@@ -210,7 +220,11 @@ def test_index_put_accumulate(dtype, rng):
     v = rng.integers(-9, 9, 40).astype(np.float32 if dtype == "float32" else np.int32)
     x.index_put_((pr.tensor(i), pr.tensor(j)), pr.tensor(v), accumulate=True)
     tx.index_put_((torch.tensor(i), torch.tensor(j)), torch.tensor(v), accumulate=True)
-    _eq(x, tx)  # small integers: float sums are exact in any order
+    # atomic float adds land in any order: x + v1 + v2 rounds differently from x + v2 + v1
+    if dtype == "float32":
+        _close_sum(x, tx, 40 * 9)
+    else:
+        _eq(x, tx)
     y = pr.index_put(x, (pr.tensor(i[:2]),), pr.tensor(0).to(x.dtype))
     _eq(y, torch.index_put(tx, (torch.tensor(i[:2]),), torch.tensor(0).to(tx.dtype)))
 
@@ -274,13 +288,14 @@ def test_index_select_add_copy_fill(dim, rng):
     _eq(pr.index_select(x, dim, pi[::2]), torch.index_select(tx, dim, ti[::2]))
     sshape = list(tx.shape)
     sshape[dim] = 7
-    src = rng.integers(-8, 8, sshape).astype(np.float32)  # exact sums in any order
-    _eq(x.index_add(dim, pi, pr.tensor(src), alpha=2), tx.index_add(dim, ti, torch.tensor(src),
-                                                                     alpha=2))
+    src = rng.integers(-8, 8, sshape).astype(np.float32)
+    # atomic adds of duplicates land in any order: compare within the rounding of the sums
+    _close_sum(x.index_add(dim, pi, pr.tensor(src), alpha=2),
+               tx.index_add(dim, ti, torch.tensor(src), alpha=2), 2 * 7 * 8)
     y, ty = x.clone(), tx.clone()
     y.index_add_(dim, pi, pr.tensor(src))
     ty.index_add_(dim, ti, torch.tensor(src))
-    _eq(y, ty)
+    _close_sum(y, ty, 7 * 8)
     uidx = rng.permutation(size)[:3]
     sshape[dim] = 3
     src3 = rng.standard_normal(sshape).astype(np.float32)
