@@ -247,8 +247,8 @@ HELPERS = {
   if (d < 0.5) { return f; }
   return select(f + 1.0, f, (f * 0.5) == floor(f * 0.5));
 }""",
+    # PyTorch's sign(NaN) is 0 (every comparison with NaN is false)
     "p_signf": """fn p_signf(x: f32) -> f32 {
-  if (p_isnan(x)) { return x; }
   return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0);
 }""",
 }

@@ -170,6 +170,10 @@ def result_dtype(a, b):
     return D.result_type_of(da, db)
 
 
+def _is_bool_operand(x):
+    return isinstance(x, (bool, np.bool_)) or (isinstance(x, Tensor) and x.dtype.is_bool)
+
+
 def binary(name: str, a, b, out=None):
     fexpr, iexpr, bexpr, kind = BINARY[name]
     sa, sb = _is_scalar(a), _is_scalar(b)
@@ -184,9 +188,12 @@ def binary(name: str, a, b, out=None):
     if kind == "float" and cat != "f":
         cat = "f"
         rt = D.float32
+    if name == "sub" and any(_is_bool_operand(x) for x in (a, b)):
+        raise TypeError("pyrite: subtraction, the `-` operator, with a bool tensor is not "
+                        "supported; to invert a mask use `~` or logical_not()")
     expr = {"f": fexpr, "i": iexpr, "b": bexpr}[cat]
-    if expr is None and cat == "b":
-        cat, expr = "i", iexpr
+    if expr is None and cat == "b":  # PyTorch: "floor_divide" not implemented for 'Bool'
+        raise TypeError(f"pyrite: {name} is not defined for two bool operands (pyrite.bool)")
     if expr is None and cat == "i" and fexpr is not None and name != "bitwise_and":
         cat, expr, rt = "f", fexpr, D.float32
     if expr is None:
@@ -281,6 +288,9 @@ def fmod(input, other):
 
 def pow(input, exponent):  # noqa: A001
     if _is_scalar(exponent) and isinstance(input, Tensor):
+        if (input.dtype.kind in "ib" and D.scalar_kind(exponent) in "ib" and exponent < 0):
+            raise ValueError("pyrite: integers to negative integer powers are not allowed "
+                             f"({input.dtype!r} ** {exponent})")
         if exponent == 2:
             return unary("square", input) if input.dtype.kind != "b" else binary("pow", input, 2)
         if exponent == 0.5 and input.dtype.is_floating_point:
