@@ -1,0 +1,212 @@
+"""Views against numpy/torch: every view op shares storage and runs no kernel; basic indexing and
+`__setitem__` with basic indices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.errors import ShapeError
+
+
+def _arr(shape, rng):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _check_view(x, fn, want):
+    """fn(x) must equal `want`, share x's storage, and dispatch nothing."""
+    dev = backend.current()
+    dev.flush()
+    before = dev.dispatches
+    v = fn(x)
+    assert dev.dispatches == before, "a view ran a kernel"
+    vs = v if isinstance(v, (tuple, list)) else [v]
+    ws = want if isinstance(want, (tuple, list)) else [want]
+    assert len(vs) == len(ws)
+    for a, w in zip(vs, ws):
+        assert a._storage is x._storage
+        w = np.asarray(w)
+        assert tuple(a.shape) == w.shape
+        np.testing.assert_array_equal(a.numpy(), w)
+
+
+VIEW_CASES = [
+    ("reshape", (3, 4, 5), lambda x: x.reshape(4, 15), lambda a: a.reshape(4, 15)),
+    ("reshape_infer", (3, 4, 5), lambda x: x.reshape(-1, 5), lambda a: a.reshape(-1, 5)),
+    ("view_tuple", (3, 4, 5), lambda x: x.view((2, 30)), lambda a: a.reshape(2, 30)),
+    ("view_split_dim", (6, 5), lambda x: x.T.view(5, 2, 3), lambda a: a.T.reshape(5, 2, 3)),
+    ("permute", (2, 3, 5), lambda x: x.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+    ("permute_neg", (2, 3, 5), lambda x: x.permute(-1, 0, -2), lambda a: a.transpose(2, 0, 1)),
+    ("transpose", (2, 3, 5), lambda x: x.transpose(0, 2), lambda a: a.swapaxes(0, 2)),
+    ("t", (3, 5), lambda x: x.t(), lambda a: a.T),
+    ("t_1d", (7,), lambda x: x.t(), lambda a: a),
+    ("T", (2, 3, 5), lambda x: x.T, lambda a: a.T),
+    ("mT", (2, 3, 5), lambda x: x.mT, lambda a: a.swapaxes(-1, -2)),
+    ("expand", (3, 1), lambda x: x.expand(2, 3, 4), lambda a: np.broadcast_to(a, (2, 3, 4))),
+    ("expand_keep", (3, 1), lambda x: x.expand(-1, 6), lambda a: np.broadcast_to(a, (3, 6))),
+    ("broadcast_to", (1, 5), lambda x: pr.broadcast_to(x, (4, 5)),
+     lambda a: np.broadcast_to(a, (4, 5))),
+    ("squeeze", (1, 3, 1, 5), lambda x: x.squeeze(), lambda a: a.squeeze()),
+    ("squeeze_dim", (1, 3, 1, 5), lambda x: x.squeeze(2), lambda a: a.squeeze(2)),
+    ("squeeze_non1", (1, 3, 1, 5), lambda x: x.squeeze(1), lambda a: a),
+    ("unsqueeze", (3, 5), lambda x: x.unsqueeze(1), lambda a: a[:, None]),
+    ("unsqueeze_neg", (3, 5), lambda x: x.unsqueeze(-1), lambda a: a[..., None]),
+    ("flatten", (2, 3, 5), lambda x: x.flatten(), lambda a: a.reshape(-1)),
+    ("flatten_mid", (2, 3, 5, 2), lambda x: x.flatten(1, 2), lambda a: a.reshape(2, 15, 2)),
+    ("unflatten", (2, 12), lambda x: x.unflatten(1, (3, -1)), lambda a: a.reshape(2, 3, 4)),
+    ("narrow", (7, 5), lambda x: x.narrow(0, 2, 3), lambda a: a[2:5]),
+    ("narrow_neg", (7, 5), lambda x: x.narrow(1, -3, 2), lambda a: a[:, 2:4]),
+    ("select", (7, 5), lambda x: x.select(1, -2), lambda a: a[:, -2]),
+    ("unbind", (3, 4), lambda x: x.unbind(1), lambda a: tuple(a[:, i] for i in range(4))),
+    ("movedim", (2, 3, 5), lambda x: x.movedim(0, -1), lambda a: np.moveaxis(a, 0, -1)),
+    ("movedim_multi", (2, 3, 5, 7), lambda x: x.movedim((0, 1), (3, 0)),
+     lambda a: np.moveaxis(a, (0, 1), (3, 0))),
+    ("diagonal", (4, 6), lambda x: x.diagonal(), lambda a: np.diagonal(a).copy()),
+    ("diagonal_off", (4, 6), lambda x: x.diagonal(2), lambda a: np.diagonal(a, 2).copy()),
+    ("diagonal_neg", (5, 4), lambda x: x.diagonal(-1), lambda a: np.diagonal(a, -1).copy()),
+    ("diagonal_3d", (3, 4, 5), lambda x: x.diagonal(1, 0, 2),
+     lambda a: np.diagonal(a, 1, 0, 2).copy()),
+    ("view_of_transposed_batch", (4, 3, 5), lambda x: x.transpose(0, 1).reshape(3, 2, 2, 5),
+     lambda a: a.swapaxes(0, 1).reshape(3, 2, 2, 5)),
+]
+
+
+@pytest.mark.parametrize("case", VIEW_CASES, ids=lambda c: c[0])
+def test_view_ops(case, rng):
+    _, shape, fn, ref = case
+    a = _arr(shape, rng)
+    _check_view(pr.tensor(a), fn, ref(a))
+
+
+def test_view_non_contiguous_fails_reshape_copies(rng):
+    a = _arr((4, 6), rng)
+    x = pr.tensor(a).T  # (6, 4), strides (1, 6)
+    with pytest.raises(ShapeError, match=r"view size .*not compatible.*reshape"):
+        x.view(24)
+    dev = backend.current()
+    before = dev.dispatches
+    r = x.reshape(24)
+    assert dev.dispatches > before and r._storage is not x._storage
+    np.testing.assert_array_equal(r.numpy(), a.T.reshape(24))
+    # the copy is a new tensor: writing it leaves x alone
+    r.fill_(0)
+    np.testing.assert_array_equal(x.numpy(), a.T)
+    with pytest.raises(ShapeError, match=r"invalid for input of size 24"):
+        x.reshape(5, -1)
+    with pytest.raises(ShapeError, match="only one dimension"):
+        x.reshape(-1, -1)
+
+
+def test_view_matches_torch_on_strided(rng):
+    """PyTorch's computeStride rule: which views of non-contiguous tensors succeed."""
+    a = _arr((4, 6, 5), rng)
+    pt, tt = pr.tensor(a), torch.from_numpy(a)
+    for fn in (lambda x: x[:, ::2], lambda x: x.transpose(0, 1), lambda x: x[:, :, 1:3],
+               lambda x: x.permute(2, 0, 1)):
+        pv, tv = fn(pt), fn(tt)
+        for shape in ((-1,), (pv.shape[0] * pv.shape[1], -1), (pv.shape[0], -1),
+                      (*pv.shape[:-1], 1, pv.shape[-1])):
+            try:
+                want = tv.view(*shape)
+            except RuntimeError:
+                with pytest.raises(ShapeError):
+                    pv.view(*shape)
+                continue
+            got = pv.view(*shape)
+            assert got._storage is pt._storage
+            assert tuple(got.stride()) == tuple(want.stride())
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+INDEXES = [
+    3, -1, slice(None), slice(1, 5), slice(None, None, 2), slice(None, None, -1),
+    slice(-2, None), slice(5, 1, -2), (1, 2), (-1, slice(None), 0), None, (None, 1),
+    (Ellipsis, 1), (1, Ellipsis), (slice(None), None, slice(None, None, -2)),
+    (Ellipsis, None), (slice(1, None, 3), -2, slice(None, None, -1)), (2, 3, 4),
+    (slice(10, 20),), (slice(None), slice(3, 3)), (Ellipsis,),
+]
+
+
+@pytest.mark.parametrize("index", INDEXES, ids=repr)
+def test_basic_getitem(index, rng):
+    a = _arr((6, 7, 5), rng)
+    x = pr.tensor(a)
+    dev = backend.current()
+    dev.flush()
+    before = dev.dispatches
+    v = x[index]
+    assert dev.dispatches == before
+    assert v._storage is x._storage
+    np.testing.assert_array_equal(v.numpy(), a[index])
+    # indexing a view (transposed, stepped) composes
+    w = x.permute(2, 0, 1)[::-1]
+    np.testing.assert_array_equal(w[index].numpy(), a.transpose(2, 0, 1)[::-1][index])
+
+
+@pytest.mark.parametrize("index", [(7,), (0, -8), (1, 2, 5), (-7,)], ids=repr)
+def test_index_out_of_range(index):
+    x = pr.zeros(6, 7, 5)
+    with pytest.raises(IndexError, match=r"index -?\d+ is out of bounds for dimension \d with "
+                                         r"size \d"):
+        x[index]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0, 0]
+    assert (x + 1).numpy().sum() == 210  # the next op works
+
+
+SET_CASES = [
+    (1, lambda rng: 2.5),
+    ((slice(None), 2), lambda rng: rng.standard_normal(5).astype(np.float32)),
+    ((slice(1, 5, 2), slice(None, None, -1)), lambda rng: rng.standard_normal((7, 5)).astype(
+        np.float32)),
+    ((Ellipsis, 0), lambda rng: rng.standard_normal((6, 1)).astype(np.float32)),
+    ((slice(None), None, 3), lambda rng: np.float32(-1)),
+    ((-1, -1, -1), lambda rng: 7),
+    (slice(None, None, -2), lambda rng: np.arange(5, dtype=np.int64)),
+]
+
+
+@pytest.mark.parametrize("case", SET_CASES, ids=lambda c: repr(c[0]))
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_setitem(case, as_tensor, rng):
+    index, make = case
+    a = _arr((6, 7, 5), rng)
+    x = pr.tensor(a)
+    storage = x._storage
+    val = make(rng)
+    x[index] = pr.tensor(val) if as_tensor and isinstance(val, np.ndarray) else val
+    a[index] = val
+    assert x._storage is storage
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_setitem_into_view_writes_base(rng):
+    a = _arr((5, 6), rng)
+    x = pr.tensor(a)
+    v = x.T[1:4]
+    v[:, ::2] = pr.tensor(np.float32(3.0))
+    a.T[1:4][:, ::2] = 3.0
+    np.testing.assert_array_equal(x.numpy(), a)
+    v[0] = x[0, :5]  # reading the same storage it writes
+    a.T[1:4][0] = a[0, :5].copy()
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_view_errors():
+    x = pr.zeros(2, 3)
+    with pytest.raises(ShapeError, match="expand"):
+        x.expand(4, 3, 2)
+    with pytest.raises(IndexError, match=r"dimension out of range .*\[-2, 1\], but got 2"):
+        x.transpose(0, 2)
+    with pytest.raises(ShapeError, match="permute"):
+        x.permute(0)
+    with pytest.raises(ShapeError, match="t\\(\\) expects"):
+        pr.zeros(2, 2, 2).t()
+    with pytest.raises(IndexError, match="narrow"):
+        x.narrow(1, 2, 2)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.select(0, 2)
+    assert (x + 1).numpy().sum() == 6
