@@ -93,3 +93,18 @@ def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = ()
 
 def info_size(n_inputs: int, rank: int, n_strided: int, n_scalars: int, strided: bool) -> int:
     return 2 + n_inputs + (rank if strided else 0) + rank * n_strided + n_scalars
+
+
+@lru_cache(maxsize=4)
+def vec4_copy_kernel(per_thread: int = 4) -> KernelSource:
+    """dst[i] = src[i] over vec4<f32>, `per_thread` vec4s an invocation, WG apart: the simplest
+    kernel that moves memory, used by `pyrite bench` as the device's practical copy ceiling.
+    info: [0] number of vec4s."""
+    body = (FLAT_INDEX.format(wg=WG).replace(
+        f"let gi = i32(wg_flat * {WG}u + lid.x);", f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);")
+        + f"  for (var k = 0; k < {per_thread}; k++) {{\n"
+        + f"    let i = g0 + k * {WG};\n"
+        + "    if (i < info[0]) { dst[i] = src[i]; }\n  }\n")
+    src = (header([("src", "vec4<f32>", "r"), ("dst", "vec4<f32>", "w")]) + ENTRY.format(wg=WG)
+           + body + "}\n")
+    return KernelSource(src, "rw")
