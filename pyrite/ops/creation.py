@@ -195,6 +195,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     start, end, step = vals
     if step == 0:
         raise ValueError("pyrite: arange step must be nonzero")
+    if (end - start) * step < 0:  # as PyTorch: arange(4, 2) is an error, not empty
+        raise ValueError(f"pyrite: arange: upper bound and lower bound inconsistent with step "
+                         f"sign (start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = D.float32 if any(isinstance(v, float) for v in vals) else D.int32
     dt = D.from_any(dtype)
