@@ -33,6 +33,8 @@ def fold_grid(workgroups: int, limit: int = MAX_WORKGROUPS) -> tuple[int, int, i
     y = -(-workgroups // limit)
     if y > limit:
         z = -(-y // limit)
+        if z > limit:  # past limit³ workgroups no grid exists: say so instead of an invalid one
+            raise ValueError(f"pyrite: {workgroups:,} workgroups exceed a {limit}³ grid")
         return (limit, limit, z)
     return (limit, y, 1)
 
