@@ -82,6 +82,8 @@ def from_any(d) -> dtype:
         return float32
     if d is builtin_int:
         return int32
+    if isinstance(d, type) and issubclass(d, np.generic):  # np.float32 and friends, the classes
+        d = np.dtype(d)
     name = getattr(d, "name", None) if not isinstance(d, str) else d
     if name is None:  # torch.dtype has no .name; str(torch.float32) == "torch.float32"
         name = str(d).replace("torch.", "")

@@ -165,7 +165,7 @@ def result_dtype(a, b):
     if a0 != b0:
         dim, zero = (db, da) if a0 else (da, db)
         if "bif".index(zero.kind) > "bif".index(dim.kind):
-            return D.float32 if zero.kind == "f" else D.int32
+            return zero  # torch: int tensor + 0-d float16 tensor -> float16
         return dim
     return D.result_type_of(da, db)
 
