@@ -63,22 +63,119 @@ def test_parity(row, rng):
     check_row(row, rng)
 
 
-@pytest.mark.parametrize("variant", [("tiled", None), ("direct", (8, 8, 4, 4)),
-                                     ("direct", (1, 64, 4, 1)), ("direct", (64, 1, 1, 4))])
-def test_variants(variant, rng):
-    """Every kernel variant on edge sizes, whatever the shape rule would choose."""
+FAST_VARIANTS = [("fast", (64, 64, 8, 8, 16, True)), ("fast", (64, 64, 8, 8, 16, False)),
+                 ("fast", (128, 128, 8, 8, 8, True)), ("fast", (128, 64, 8, 8, 16, True)),
+                 ("fast", (128, 128, 8, 16, 8, True))]
+VARIANTS = [("tiled", None), ("direct", (8, 8, 4, 4)), ("direct", (1, 64, 4, 1)),
+            ("direct", (64, 1, 1, 4))] + FAST_VARIANTS
+EDGE = [1, 3, 17, 63, 64, 65, 127, 129, 257]
+
+
+def _forced(variant, fn):
     old = mmod.FORCE
     mmod.FORCE = variant
     try:
-        for m, k, n in [(1, 1, 1), (65, 17, 3), (3, 33, 130), (70, 40, 66)]:
-            a, b = rng.standard_normal((2, m, k)), rng.standard_normal((k, n))
-            got = (pr.tensor(a, dtype=pr.float32).transpose(1, 2).contiguous().transpose(1, 2)
-                   @ pr.tensor(b, dtype=pr.float32)).numpy()
-            a32, b32 = a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
-            assert_close(got, a32 @ b32, atol=k * EPS * (np.abs(a32) @ np.abs(b32)) + 1e-30,
-                         msg=f"{variant} {m}x{k}x{n}")
+        return fn()
     finally:
         mmod.FORCE = old
+
+
+def _check_mm(a, b, ta, tb, msg):
+    """ta @ tb against float64 numpy of the f32-rounded a, b with the dot-product bound."""
+    got = (ta @ tb).numpy()
+    a32, b32 = a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
+    k = a.shape[-1]
+    assert_close(got, a32 @ b32, atol=k * EPS * (np.abs(a32) @ np.abs(b32)) + 1e-30, msg=msg)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=str)
+def test_variants(variant, rng):
+    """Every kernel variant on edge sizes, whatever the shape rule would choose (a forced fast
+    variant falls back to the general rule where its tile or layout does not apply)."""
+    t32 = lambda x: pr.tensor(x, dtype=pr.float32)
+
+    def body():
+        for m, k, n in [(1, 1, 1), (65, 17, 3), (3, 33, 130), (70, 40, 66)]:
+            a, b = rng.standard_normal((2, m, k)), rng.standard_normal((k, n))
+            _check_mm(a, b, t32(a).transpose(1, 2).contiguous().transpose(1, 2), t32(b),
+                      f"{variant} {m}x{k}x{n}")
+
+    _forced(variant, body)
+
+
+def _fast_cases(bm, bn, bk):
+    """(M, K, N) that a fast tile divides, plus edge sizes around it (M, N, K from EDGE)."""
+    return [(bm, bk, bn), (2 * bm, 3 * bk, bn), (bm, 2 * bk, 2 * bn),
+            (63, 17, 129), (65, 64, 127), (129, 3, 64), (257, 1, 65)]
+
+
+@pytest.mark.parametrize("variant", FAST_VARIANTS, ids=str)
+def test_fast_variants(variant, rng):
+    """Each fast variant where it applies (B with unit N stride, B with unit K stride as in
+    `x @ w.T`, batched with a broadcast B, an offset view, bias / alpha-beta epilogues) and where
+    it must not (edge sizes, unaligned offsets or strides, which fall back and must still be
+    right). Asserts which kernel ran so a silent fallback cannot pass for the fast kernel."""
+    bm, bn, _, _, bk, _ = variant[1]
+    t32 = lambda x: pr.tensor(x, dtype=pr.float32)
+
+    def body():
+        for m, k, n in _fast_cases(bm, bn, bk):
+            fits = m % bm == 0 and n % bn == 0 and k % bk == 0
+            a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+            _check_mm(a, b, t32(a), t32(b), f"{variant} {m}x{k}x{n} nn")
+            assert (mmod.LAST == variant) == fits, (m, k, n, mmod.LAST)
+            # x @ w.T: B's K contiguous
+            _check_mm(a, b, t32(a), t32(np.ascontiguousarray(b.T)).t(), f"{variant} {m}x{k}x{n} nt")
+            assert (mmod.LAST == variant) == fits, (m, k, n, mmod.LAST)
+        m, k, n = bm, 2 * bk, bn
+        # batches: A (3, m, k), B broadcast (k, n); and B batched with unit K stride
+        a, b = rng.standard_normal((3, m, k)), rng.standard_normal((k, n))
+        _check_mm(a, b, t32(a), t32(b), "batch")
+        assert mmod.LAST == variant
+        b3 = rng.standard_normal((3, k, n))
+        _check_mm(a, b3, t32(a), t32(np.ascontiguousarray(b3.transpose(0, 2, 1))).transpose(1, 2),
+                  "batch-nt")
+        assert mmod.LAST == variant
+        # an aligned offset view (rows 4.. of a bigger A, column slice of B): fast
+        big = rng.standard_normal((m + 4, k + 8))
+        av, a_ = t32(big)[4:, 8:], big[4:, 8:]
+        _check_mm(a_, b, av, t32(b), "offset view")
+        assert mmod.LAST == variant
+        # unaligned offset / stride: general path, still right
+        big = rng.standard_normal((m + 1, k + 1))
+        _check_mm(big[1:, 1:], b, t32(big)[1:, 1:], t32(b), "unaligned")
+        assert mmod.LAST != variant
+        # transposed A (M contiguous): general path
+        _check_mm(a[0], b, t32(np.ascontiguousarray(a[0].T)).t(), t32(b), "a-t")
+        assert mmod.LAST != variant
+        # epilogues: linear (bias) and addmm (alpha, beta) on the fast kernel
+        x, w, bias = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
+        T = lambda z: torch.tensor(z.astype(np.float32), dtype=torch.float64)
+        got = mmod.linear(t32(x), t32(w), t32(bias)).numpy()
+        assert mmod.LAST == variant
+        want = torch.nn.functional.linear(T(x), T(w), T(bias)).numpy()
+        tol = k * EPS * (np.abs(x) @ np.abs(w).T) + 4 * EPS * np.abs(bias) + 1e-6
+        assert_close(got, want, atol=tol, msg="linear")
+        c = rng.standard_normal((m, n))
+        got = pr.addmm(t32(c), t32(x), t32(w).t(), beta=0.5, alpha=2.0).numpy()
+        assert mmod.LAST == variant
+        want = torch.addmm(T(c), T(x), T(w).T, beta=0.5, alpha=2.0).numpy()
+        assert_close(got, want, atol=2 * tol + 4 * EPS * np.abs(c), msg="addmm")
+
+    _forced(variant, body)
+
+
+def test_edge_sizes_all_variants(rng):
+    """Every variant on the edge sizes {1, 3, 17, 63, 64, 65, 127, 129, 257} for M, N and K
+    (a rotating subset of the 9^3 triples keeps lavapipe's time modest), with A transposed."""
+    t32 = lambda x: pr.tensor(x, dtype=pr.float32)
+    triples = [(EDGE[i], EDGE[(i + 3) % 9], EDGE[(i + 5) % 9]) for i in range(9)]
+    for vi, variant in enumerate(VARIANTS):
+        def body(part=triples[vi % 3::3], variant=variant):
+            for m, k, n in part:
+                a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+                _check_mm(a, b, t32(np.ascontiguousarray(a.T)).t(), t32(b), f"{variant} {m}x{k}x{n}")
+        _forced(variant, body)
 
 
 def test_many_batches(rng):

@@ -227,3 +227,169 @@ def gemm_direct(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str
         L.append("  }")
     L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+# ---- the contiguous-aligned fast path ---------------------------------------------------------
+def fast_smem_bytes(bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, b_lay: str) -> int:
+    """Workgroup memory of `gemm_fast` (bytes): the ops layer skips a variant past the limit."""
+    sa = bm // 4 + 1
+    sb = bn // 4 + (1 if b_lay == "k" else 0)
+    return (2 if dbuf else 1) * bk * (sa + sb) * 16
+
+
+def fast_valid(bm: int, bn: int, tm: int, tn: int, bk: int) -> bool:
+    """Whether `gemm_fast` can be built with this tiling: vec4 registers, and each K step's
+    vec4 loads of both tiles split evenly over the invocations."""
+    if tm % 4 or tn % 4 or bk % 4 or bm % tm or bn % tn:
+        return False
+    nt = (bn // tn) * (bm // tm)
+    return (bm * bk // 4) % nt == 0 and (bn * bk // 4) % nt == 0
+
+
+@lru_cache(maxsize=256)
+def gemm_fast(b_lay: str, nb: int, epi: str = "none", bm: int = 128, bn: int = 128, tm: int = 8,
+              tn: int = 8, bk: int = 8, dbuf: bool = True) -> KernelSource:
+    """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
+    stride, B (.., K, N) with unit N stride (b_lay "n") or unit K stride (b_lay "k": `x @ w.T`),
+    every other stride and offset (batch strides too) a multiple of 4, M % bm == N % bn ==
+    K % bk == 0, C contiguous at an offset multiple of 4. No guards anywhere.
+
+    A workgroup of (bn/tn) x (bm/tm) invocations computes a bm x bn tile; invocation (tx, ty)
+    holds tm x tn outputs in tm*tn/4 named vec4 registers. Its rows are the vec4 groups
+    ty + i*(bm/tm) (i < tm/4) and its columns the vec4 groups tx + j*(bn/tn), so one warp's
+    workgroup-memory reads of B are consecutive 16-byte words (no bank conflicts) and its stores
+    to C are coalesced. Operands come in as vec4 (16-byte) loads; A (and B when K is its unit
+    dim) is transposed on its way into the k-major workgroup tile, whose rows are padded by one
+    vec4 so those scalar stores spread over the banks. With `dbuf` the workgroup tiles are double
+    buffered: the next K step's vec4s are loaded into registers while the current step computes,
+    then stored into the other buffer, one barrier a K step instead of two. The K step is
+    unrolled by the generator.
+
+    Info words as the general kernels (module docstring); e (the epilogue operand) is read by
+    scalars through its strides.
+    """
+    assert b_lay in ("n", "k") and fast_valid(bm, bn, tm, tn, bk)
+    ntx, nty = bn // tn, bm // tm
+    nt = ntx * nty
+    kq = bk // 4
+    la, lb = bm * kq, bn * bk // 4  # vec4 loads a K step
+    ra, rb = la // nt, lb // nt
+    sa = bm // 4 + 1  # As: k-major, row of bm/4 vec4 + 1 pad
+    sb = bn // 4 + (1 if b_lay == "k" else 0)
+    nbuf = 2 if dbuf else 1
+    bufs = [("a", "vec4<f32>", "r"), ("b", "vec4<f32>", "r")]
+    if epi != "none":
+        bufs.append(("e", "f32", "r"))
+    bufs.append(("c", "vec4<f32>", "w"))
+    L = [header(bufs),
+         f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
+         f"var<workgroup> Bs: array<vec4<f32>, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
+         ENTRY.format(wg=nt)]
+    L += _prologue("f32", nb, epi)
+    L += [f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
+          f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
+          "  let sam4 = s_am >> 2u;",
+          "  let a4 = (a_base >> 2u) + row0 * sam4;"]
+    # A: vec4 number idx = li + r*nt of the tile is row idx / kq, vec4 column idx % kq
+    for r in range(ra):
+        L.append(f"  let am{r} = (li + {r * nt}) / {kq}; let ak{r} = (li + {r * nt}) % {kq};")
+        L.append(f"  let ga{r} = a4 + am{r} * sam4 + ak{r};")
+        L.append(f"  let sa{r} = ak{r} * {4 * sa} + am{r} / 4; let qa{r} = am{r} % 4;")
+        L.append(f"  var va{r}: vec4<f32>;")
+    if b_lay == "n":
+        L += ["  let sbk4 = s_bk >> 2u;", "  let b4 = (b_base >> 2u) + (col0 >> 2u);"]
+        for r in range(rb):
+            L.append(f"  let bk{r} = (li + {r * nt}) / {bn // 4}; let bn{r} = (li + {r * nt}) % {bn // 4};")
+            L.append(f"  let gb{r} = b4 + bk{r} * sbk4 + bn{r}; let sb{r} = bk{r} * {sb} + bn{r};")
+            L.append(f"  var vb{r}: vec4<f32>;")
+    else:
+        L += ["  let sbn4 = s_bn >> 2u;", "  let b4 = (b_base >> 2u) + col0 * sbn4;"]
+        for r in range(rb):
+            L.append(f"  let bn{r} = (li + {r * nt}) / {kq}; let bk{r} = (li + {r * nt}) % {kq};")
+            L.append(f"  let gb{r} = b4 + bn{r} * sbn4 + bk{r};")
+            L.append(f"  let sb{r} = bk{r} * {4 * sb} + bn{r} / 4; let qb{r} = bn{r} % 4;")
+            L.append(f"  var vb{r}: vec4<f32>;")
+    for r in range(tm):
+        L.append("  " + " ".join(f"var c{r}_{j} = vec4<f32>(0.0);" for j in range(tn // 4)))
+
+    def load(t, ind):  # global -> registers for the K step starting at element `t`
+        out = [f"{ind}let t4 = ({t}) >> 2u;"]
+        out += [f"{ind}va{r} = a[ga{r} + t4];" for r in range(ra)]
+        if b_lay == "n":
+            out += [f"{ind}vb{r} = b[gb{r} + ({t}) * sbk4];" for r in range(rb)]
+        else:
+            out += [f"{ind}vb{r} = b[gb{r} + t4];" for r in range(rb)]
+        return out
+
+    def stash(buf, ind):  # registers -> workgroup tile `buf`
+        oa, ob = f"({buf}) * {bk * sa}", f"({buf}) * {bk * sb}"
+        out = []
+        for r in range(ra):
+            out.append(ind + " ".join(f"As[{oa} + sa{r} + {q * sa}][qa{r}] = va{r}.{'xyzw'[q]};"
+                                      for q in range(4)))
+        for r in range(rb):
+            if b_lay == "n":
+                out.append(f"{ind}Bs[{ob} + sb{r}] = vb{r};")
+            else:
+                out.append(ind + " ".join(f"Bs[{ob} + sb{r} + {q * sb}][qb{r}] = vb{r}.{'xyzw'[q]};"
+                                          for q in range(4)))
+        return out
+
+    def compute(buf, ind):
+        out = [f"{ind}let oa = ({buf}) * {bk * sa} + ty; let ob = ({buf}) * {bk * sb} + tx;"]
+        for kk in range(bk):
+            out.append(ind + "{")
+            out.append(ind + "  " + " ".join(f"let a{i} = As[oa + {kk * sa + i * nty}];"
+                                             for i in range(tm // 4)))
+            out.append(ind + "  " + " ".join(f"let b{j} = Bs[ob + {kk * sb + j * ntx}];"
+                                             for j in range(tn // 4)))
+            for r in range(tm):
+                av = f"vec4<f32>(a{r // 4}.{'xyzw'[r % 4]})"
+                out.append(ind + "  " + " ".join(f"c{r}_{j} = fma({av}, b{j}, c{r}_{j});"
+                                                 for j in range(tn // 4)))
+            out.append(ind + "}")
+        return out
+
+    if dbuf:
+        L.append("  {")
+        L += load("0", "    ")
+        L += stash("0", "    ")
+        L.append("  }")
+        L.append("  workgroupBarrier();")
+        L.append("  var cur = 0;")
+        L.append(f"  for (var t = 0; t < K; t += {bk}) {{")
+        L.append(f"    let more = t + {bk} < K;")
+        L.append("    if (more) {")
+        L += load(f"t + {bk}", "      ")
+        L.append("    }")
+        L += compute("cur", "    ")
+        L.append("    if (more) {")
+        L += stash("1 - cur", "      ")
+        L.append("    }")
+        L.append("    workgroupBarrier();")
+        L.append("    cur = 1 - cur;")
+        L.append("  }")
+    else:
+        L.append(f"  for (var t = 0; t < K; t += {bk}) {{")
+        L += load("t", "    ")
+        L += stash("0", "    ")
+        L.append("    workgroupBarrier();")
+        L += compute("0", "    ")
+        L.append("    workgroupBarrier();")
+        L.append("  }")
+    # store: row m = row0 + 4*(ty + i*nty) + q, vec4 column (col0/4) + tx + j*ntx
+    L.append("  let c4 = (c_base >> 2u) + (col0 >> 2u); let n4 = N >> 2u;")
+    for r in range(tm):
+        i, q = divmod(r, 4)
+        L.append(f"  {{ let m = row0 + 4 * (ty + {i * nty}) + {q};")
+        for j in range(tn // 4):
+            v = f"c{r}_{j}"
+            if epi != "none":
+                n = f"(col0 + 4 * (tx + {j * ntx}))"
+                es = ", ".join(f"e[e_base + m * info[14] + ({n} + {s}) * info[15]]" for s in range(4))
+                ev = f"vec4<f32>({es})"
+                v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
+            L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")
+        L.append("  }")
+    L.append("}")
+    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))

@@ -14,7 +14,7 @@ import math
 from .. import backend
 from ..errors import ShapeError
 from ..kernels.common import fold_grid
-from ..kernels.matmul import TILE, gemm_direct, gemm_tiled
+from ..kernels.matmul import TILE, fast_smem_bytes, fast_valid, gemm_direct, gemm_fast, gemm_tiled
 from ..tensor import Tensor
 from .core import broadcast_shapes, coalesce, contiguous_copy, empty, f32_bits
 from .elementwise import as_tensor_arg
@@ -55,14 +55,74 @@ def _layout_b(st_k, st_n, K, N):
     return "s"
 
 
-# Set to ("tiled", None) or ("direct", (tx, ty, rm, rn)) to force a variant (benchmarks, tests).
+# Fast-path table for GPUs (the contiguous-aligned kernel, kernels/matmul.py `gemm_fast`).
+# Rows are (least M*N*batch outputs, (bm, bn, tm, tn, bk, dbuf)); the first row whose bound is
+# met and whose tile divides the shape (M % bm, N % bn, K % bk) is used; when none fits, the
+# general edge-guarded kernels below run. EDIT FROM MEASUREMENTS: run
+#   PYRITE_BACKEND=dawn|wgpu python3 -m pyrite.bench.gemm_variants --json g.json
+# on the target and put the winners here, with their TFLOP/s in a comment beside each row.
+# The rows now are a guess made without a GPU: the probe's 64x64/8x8/K16 spelling measured
+# 20.6 (wgpu) and 24.4 (Dawn) TFLOP/s at 4096^3 on the H200 (../shared/gpu.md); 128x128 tiles
+# with 8x8 per invocation are the usual next step on a ~130-SM GPU once there are enough tiles.
+FAST_GPU = [
+    (2048 * 2048, (128, 128, 8, 8, 8, True)),  # H200: not yet measured
+    (0, (64, 64, 8, 8, 16, True)),             # H200: not yet measured
+]
+# On CPU adapters (lavapipe), measured with gemm_variants on this CI box (2-core llvmpipe,
+# f32, TFLOP/s): 512^3 general tiled 0.007 | fast 64x64 8x8 k16 0.010 | 128x128 8x8 k8 db 0.011 |
+# 128x128 8x16 k8 db 0.013 | 128x256 8x16 k8 db 0.014; 256^3: tiled 0.004 | 128x256 0.007.
+# A fast pipeline costs 0.3-0.7 s to build there, so it is taken only for products big enough
+# to repay that (>= 512x512 outputs); smaller ones keep the general rule below.
+FAST_CPU = [
+    (512 * 512, (128, 256, 8, 16, 8, True)),
+    (512 * 512, (128, 128, 8, 16, 8, True)),
+]
+
+# Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
+# to force a variant (benchmarks, tests). A forced "fast" variant runs only where its layout
+# and tile apply; other products then take the ordinary rule.
 FORCE = None
+# The variant the last `gemm` ran, as (kind, params): for tests and benchmarks.
+LAST = None
 
 
-def _choose(dev, M, N, batch):
+def _fast_layout(a, b, e, out, cstrides):
+    """"n" or "k" (B's unit-stride dim) when the product may take `gemm_fast`, else None."""
+    if a.dtype.wgsl != "f32" or out.dtype.wgsl != "f32" or (e is not None and e.dtype.wgsl != "f32"):
+        return None
+    if a._strides[-1] != 1 or a._strides[-2] % 4 or a._offset % 4 or b._offset % 4 or out._offset % 4:
+        return None
+    if any(s % 4 for s in cstrides[1]) or any(s % 4 for s in cstrides[2]):
+        return None
+    if b._strides[-1] == 1 and b._strides[-2] % 4 == 0:
+        return "n"
+    if b._strides[-2] == 1 and b._strides[-1] % 4 == 0:
+        return "k"
+    return None
+
+
+def _fast_fits(dev, params, fast_lay, M, N, K):
+    bm, bn, tm, tn, bk, dbuf = params
+    if M % bm or N % bn or K % bk or K == 0 or not fast_valid(bm, bn, tm, tn, bk):
+        return False
+    if (bn // tn) * (bm // tm) > dev.limits.get("max-compute-invocations-per-workgroup", 256):
+        return False
+    return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay) <= dev.limits.get(
+        "max-compute-workgroup-storage-size", 16384)
+
+
+def _choose(dev, M, N, K, batch, fast_lay):
     """(kind, params): the kernel variant for an M x N output."""
     if FORCE is not None:
-        return FORCE
+        if FORCE[0] != "fast":
+            return FORCE
+        if fast_lay is not None and _fast_fits(dev, FORCE[1], fast_lay, M, N, K):
+            return FORCE
+    elif fast_lay is not None:
+        table = FAST_CPU if dev.adapter_type == "CPU" else FAST_GPU
+        for least, params in table:
+            if M * N * batch >= least and _fast_fits(dev, params, fast_lay, M, N, K):
+                return "fast", params
     if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
         return "direct", (1, 64, 4, 1)
     if M < 4:  # a few rows (vector-matrix): 256 columns a workgroup
@@ -105,9 +165,16 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     a_lay = _layout_a(a._strides[-2], a._strides[-1], M, K)
     b_lay = _layout_b(b._strides[-2], b._strides[-1], K, N)
     dev = backend.current()
-    kind, params = _choose(dev, M, N, nbatch)
+    fast_lay = _fast_layout(a, b, e, out, cstrides)
+    kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
+    global LAST
+    LAST = (kind, params)
     e_st = e.dtype.wgsl if e is not None else "f32"
-    if kind == "tiled":
+    if kind == "fast":
+        bm, bn, tm, tn, bk, dbuf = params
+        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
+        tile_m, tile_n = bm, bn
+    elif kind == "tiled":
         src = gemm_tiled(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st)
         tile_m = tile_n = TILE
     else:
