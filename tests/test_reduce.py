@@ -335,3 +335,172 @@ def test_kernels_as_text():
     serial = reduce_kernel("var", "f32", "f32", ("f32",), ("f32",), 1, 2, "serial").wgsl
     assert "workgroupBarrier" not in serial and "var<workgroup>" not in serial
     assert scan_kernel("cumsum", "f32", "f32", "f32", 1, "row").wgsl.count("workgroupBarrier") == 2
+
+
+# ---- split (two-stage) reductions: few outputs, long rows ---------------------------------
+def _plan(n_out, length):
+    plan = R._split_plan(n_out, length)
+    assert plan is not None, f"({n_out} outputs of {length}) should take the split path"
+    return plan
+
+
+def split_tol(k=1, rel=False):
+    """A split reduction folds C elements a chunk (serially at worst) then merges P states: at
+    most C + P rounding steps on any path, so |err| <= k·(C + P)·eps·Σ|x| (rel: k·(C + P)·eps)."""
+    def tol(inputs, expected):
+        x = np.abs(inputs[0])
+        n = max(1, x.size // max(1, np.size(expected)))
+        parts, chunk = _plan(max(1, np.size(expected)), n)[:2]
+        steps = k * (chunk + parts) * EPS32
+        if rel:
+            return steps, steps
+        return steps * float(x.sum()) + EPS32, 4 * EPS32
+    return tol
+
+
+def long_samples(make=normal, extra=None):
+    """Rows the split takes: 1-D prime length, (3, 200,003) over dim 1, and transposed."""
+    extra = extra or {}
+    return [Sample(make(300_007), dict(dim=0, **extra), name="(300007,)"),
+            Sample(make(3, 200_003), dict(dim=1, **extra), name="(3,200003) d1"),
+            Sample(make(3, 100_003), dict(dim=-1, keepdim=True, **extra), layout="t",
+                   name="transposed d-1")]
+
+
+def uniform(*shape):
+    # positive terms: Σ|x| = |Σx|, so the sum tolerance is a relative one
+    return lambda rng: [rng.uniform(0.0, 1.0, shape)]
+
+
+SPLIT_ROWS = [
+    OpInfo("sum", lambda x, **k: x.sum(**k), tref(torch.sum), long_samples(uniform), split_tol()),
+    OpInfo("nansum", lambda x, **k: x.nansum(**k), tref(torch.nansum), long_samples(uniform),
+           split_tol()),
+    OpInfo("mean", lambda x, **k: x.mean(**k), tref(torch.mean), long_samples(uniform),
+           split_tol(2, rel=True)),
+    OpInfo("prod", lambda x, **k: x.prod(**k), tref(torch.prod),
+           long_samples(lambda *s: (lambda rng: [rng.uniform(0.999, 1.001, s)])),
+           split_tol(4, rel=True)),
+    OpInfo("amax", lambda x, **k: x.amax(**k), tref(torch.amax), long_samples(), exact=True),
+    OpInfo("amin", lambda x, **k: x.amin(**k), tref(torch.amin), long_samples(), exact=True),
+    OpInfo("max.dim", _max_dim(lambda x, d, k: x.max(d, k)), _tmax_dim(torch.max),
+           long_samples(), exact=True),
+    OpInfo("min.dim", _max_dim(lambda x, d, k: x.min(d, k)), _tmax_dim(torch.min),
+           long_samples(), exact=True),
+    OpInfo("argmax", lambda x, **k: x.argmax(**k), tref(torch.argmax), long_samples()),
+    OpInfo("argmin", lambda x, **k: x.argmin(**k), tref(torch.argmin), long_samples()),
+    OpInfo("aminmax", lambda x, **k: tuple(pr.aminmax(x, **k)),
+           lambda a, **k: tuple(r.numpy() for r in torch.aminmax(T(a), **k)), long_samples(),
+           exact=True),
+    OpInfo("var", lambda x, **k: x.var(**k), tref(torch.var), long_samples(),
+           split_tol(8, rel=True)),
+    OpInfo("std_mean", lambda x, **k: pr.std_mean(x, **k), tref(torch.std_mean),
+           long_samples(uniform, {"correction": 0}), split_tol(8, rel=True)),
+    OpInfo("logsumexp", lambda x, **k: x.logsumexp(**k), tref(torch.logsumexp), long_samples(),
+           split_tol(4, rel=True)),
+    OpInfo("norm", lambda x, **k: x.norm(**k), tref(torch.norm),
+           long_samples(extra={"p": 2}) + [Sample(normal(300_007), {"p": 1, "dim": 0}),
+                                           Sample(normal(300_007), {"p": math.inf, "dim": 0})],
+           split_tol(4, rel=True)),
+    OpInfo("sum.int", lambda x, **k: x.sum(**k), tref(torch.sum), long_samples(ints),
+           exact=True),
+    OpInfo("all", lambda x, **k: x.all(**k), tref(torch.all),
+           long_samples(lambda *s: (lambda rng: [rng.random(s) < 0.99999])), exact=True),
+    OpInfo("any", lambda x, **k: x.any(**k), tref(torch.any),
+           long_samples(lambda *s: (lambda rng: [rng.random(s) < 0.00001])), exact=True),
+    OpInfo("count_nonzero", lambda x, **k: x.count_nonzero(**k), tref(torch.count_nonzero),
+           [Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
+            for s in long_samples(lambda *s: ints(*s, lo=0, hi=3))], exact=True),
+]
+
+
+@pytest.fixture(params=["adapter", "gpu-plan"])
+def split_plan(request, monkeypatch):
+    """This adapter's split plan (serial stages on lavapipe), and the GPU plan (row stages,
+    P ≈ SPLIT_TARGET_WORKGROUPS / outputs) run on this adapter to reach those kernels too."""
+    if request.param == "gpu-plan":
+        monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    return request.param
+
+
+@pytest.mark.parametrize("row", SPLIT_ROWS, ids=lambda r: r.name)
+def test_split_parity(row, rng, split_plan):
+    check_row(row, rng)
+    assert R.LAST_PATH.startswith("split"), R.LAST_PATH
+
+
+def test_split_ties_and_nans_across_chunks(rng, split_plan):
+    # argmax/argmin ties → the first index, NaN → the first NaN, when the candidates sit in
+    # different chunks (and the later-index candidate in an earlier chunk)
+    n = 300_007
+    parts, chunk = _plan(1, n)[:2]
+    assert parts >= 4
+    a = rng.integers(-3, 4, n).astype(np.float32)
+    a[[chunk + 7, chunk - 1, 3 * chunk, 2 * chunk + 5]] = [9, 9, 9, -9]
+    a[[3 * chunk + 1, 2 * chunk]] = -9
+    x, t = pr.tensor(a), T(a)
+    for f in (lambda v: v.argmax(), lambda v: v.argmin(), lambda v: v.max(0).indices,
+              lambda v: v.min(0).indices):
+        assert f(x).item() == f(t).item()
+    assert x.argmax().item() == chunk - 1 and x.argmin().item() == 2 * chunk
+    a[[3 * chunk + 2, chunk + 3]] = np.nan
+    x, t = pr.tensor(a), T(a)
+    for f in (lambda v: v.argmax(), lambda v: v.argmin(), lambda v: v.max(0).indices):
+        assert f(x).item() == f(t).item() == chunk + 3
+    for f in (lambda v: v.amax(0), lambda v: v.sum(), lambda v: v.var(), lambda v: v.logsumexp(0),
+              lambda v: v.max(0).values):
+        assert math.isnan(f(x).item())
+    assert x.nansum().item() == np.nansum(a.astype(np.float64))  # small integers: exact
+    assert R.LAST_PATH.startswith("split")
+
+
+def test_split_welford_offset(rng, split_plan):
+    # x = 1e4 + N(0, 1): E[x²] − E[x]² in f32 would lose everything (eps·1e8 ≈ 6 ≫ var ≈ 1).
+    # Welford within a chunk and Chan's merge across chunks keep var to ~ulp(1e4)/σ ≈ 1e-3
+    # relative (the rounding of the running mean, 2⁻¹⁰ at 1e4, against σ = 1).
+    a = (1e4 + rng.standard_normal((2, 150_001))).astype(np.float32).astype(np.float64)
+    x = pr.tensor(a.astype(np.float32))
+    for name, ref in (("var", a.var(1, ddof=1)), ("std", a.std(1, ddof=1))):
+        np.testing.assert_allclose(getattr(x, name)(1).numpy(), ref, rtol=2e-3)
+    v, m = pr.var_mean(x, 1)
+    np.testing.assert_allclose(m.numpy(), a.mean(1), rtol=4 * EPS32)
+    np.testing.assert_allclose(v.numpy(), a.var(1, ddof=1), rtol=2e-3)
+    assert R.LAST_PATH.startswith("split")
+
+
+def test_split_force_small(rng, monkeypatch):
+    # FORCE_SPLIT reaches both stages at small sizes: P=5 chunks of 256 over a (4, 1031) view
+    monkeypatch.setattr(R, "FORCE_SPLIT", 5)
+    a = rng.standard_normal((1031, 4))
+    x = pr.tensor(a.astype(np.float32)).t()
+    a = a.astype(np.float32).astype(np.float64).T
+    np.testing.assert_allclose(x.sum(1).numpy(), a.sum(1), atol=1e-4)
+    np.testing.assert_array_equal(x.argmin(1).numpy(), a.argmin(1))
+    np.testing.assert_allclose(x.var(1).numpy(), a.var(1, ddof=1), rtol=1e-5)
+    assert R.LAST_PATH == "split P=5 C=256"
+
+
+def test_split_past_row_limit(rng):
+    # rows past ROW_MAX_LEN_CPU used to raise on CPU adapters (lavapipe's loop limit); the split
+    # now covers them on every adapter
+    n = R.ROW_MAX_LEN_CPU + 3
+    a = rng.random(n, dtype=np.float32)
+    a[n - 2] = 2.0
+    x = pr.tensor(a)
+    s = a.astype(np.float64).sum()
+    parts, chunk = _plan(1, n)[:2]
+    assert abs(x.sum().item() - s) <= (chunk + parts) * EPS32 * s
+    assert x.argmax().item() == n - 2
+    assert R.LAST_PATH.startswith("split")
+
+
+def test_split_kernels_as_text():
+    from pyrite.kernels.reduce import reduce_kernel, state_words
+
+    part = reduce_kernel("var", "f16", "f32", ("f16",), ("f32",), 1, 2, "row", "partial")
+    assert "part: array<S>" in part.wgsl and part.modes == "rw" and "part[u] = s;" in part.wgsl
+    merge = reduce_kernel("argmax", "f32", "f32", ("i32",), ("i32",), 0, 0, "serial", "merge")
+    assert "var<storage, read> part: array<S>" in merge.wgsl and merge.modes == "rw"
+    assert "workgroupBarrier" not in merge.wgsl and "inp" not in merge.wgsl
+    assert state_words("var", "f32") == 3 and state_words("argmax", "f32") == 2
+    assert state_words("sum", "i32") == 1

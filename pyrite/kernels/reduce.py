@@ -20,9 +20,20 @@ Two kernel shapes (`mode`):
             barriers instead of a log2(256) = 8-step tree: barriers are costly on lavapipe).
 Workgroups fold over (x, y, z) above 65,535 (kernels/common.fold_grid).
 
+Split reductions (few outputs, long rows: one workgroup per output would leave the GPU idle) run
+the same state machine in two dispatches (`stage`):
+  "partial" unit u = o·P + c (a workgroup in "row" mode, an invocation in "serial" mode) folds
+            chunk c = [c·C, min((c+1)·C, L)) of output o's row, stepping with the element's
+            index j in the whole row (so argmax keeps global indices), and stores its state to
+            `part: array<S>` at u (S's fields are all 4-byte, so the scratch is i32 words).
+  "merge"   each output folds its P states part[o·P ..] with s_merge and writes the finals. The
+            merges are exact where the op is (max, any, argmax: ties and NaNs pick the lower
+            global index, whatever the merge order), and Chan's formula for Welford's triples.
+
 Info words (i32), reductions:
   [0] outputs  [1] row length L  [2] input offset  [3] p (f32 bits)
   [4 ..] outer shape[Ro], outer strides[Ro], inner shape[Ri], inner strides[Ri]
+  then, "partial" only: chunk length C, chunks P.   "merge": [0] outputs [1] L [2] P [3] p
 Scans (cumsum/cumprod) run along one dim:
   [0] rows  [1] L  [2] input offset  [3] input stride along dim  [4] output stride along dim
   [5 ..] outer shape[Ro], input outer strides[Ro], output outer strides[Ro]
@@ -185,45 +196,87 @@ def _offset(prefix: str, var: str, rank: int, shape_at: int, stride_at: int) -> 
     return lines
 
 
+def state_words(op: str, acc: str) -> int:
+    """i32 words of one partial state S of `op` (every field is a 4-byte f32, i32 or u32)."""
+    return _spec(op, acc)[0].count(":")
+
+
+def _tree(wg: int) -> list[str]:
+    """Merge the workgroup's `sh[0..wg)` into `s` on invocation 0 (two barriers)."""
+    return ["  sh[t] = s;\n", "  workgroupBarrier();\n",
+            (f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
+             f"    for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
+             f"{{ u = s_merge(u, sh[t * {_ROW_SPLIT} + k]); }}\n"
+             f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n"),
+            "  workgroupBarrier();\n",
+            "  if (t != 0 || !live) { return; }\n",
+            (f"  s = sh[0];\n  for (var k = 1; k < {wg // _ROW_SPLIT}; k = k + 1) "
+             f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n")]
+
+
 @lru_cache(maxsize=1024)
 def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctypes: tuple,
-                  rank_out: int, rank_in: int, mode: str) -> KernelSource:
-    """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type."""
+                  rank_out: int, rank_in: int, mode: str, stage: str = "full") -> KernelSource:
+    """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type.
+
+    `stage` "full" reduces whole rows; "partial" and "merge" are the two dispatches of a split
+    reduction (see the module docstring): "partial" writes one state S per (output, chunk) to
+    `part: array<S>` and ignores out_stypes; "merge" reads `part` instead of the input and ignores
+    in_stype and the ranks.
+    """
     fields, xtype, fns, finals = _spec(op, acc)
     fns = fns.replace("p_sp", "bitcast<f32>(info[3])")
-    buffers = [("inp", in_stype, "r")] + [(f"out{k}", st, "w") for k, st in enumerate(out_stypes)]
+    outs = [(f"out{k}", st, "w") for k, st in enumerate(out_stypes)]
+    if stage == "partial":
+        buffers = [("inp", in_stype, "r"), ("part", "S", "w")]
+    elif stage == "merge":
+        buffers = [("part", "S", "r")] + outs
+    else:
+        buffers = [("inp", in_stype, "r")] + outs
     outer_shape, outer_stride = 4, 4 + rank_out
     inner_shape, inner_stride = 4 + 2 * rank_out, 4 + 2 * rank_out + rank_in
+    chunk_at, parts_at = 4 + 2 * rank_out + 2 * rank_in, 5 + 2 * rank_out + 2 * rank_in
     row = mode == "row"
     wg = WG
-    body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
+    # `u`: this workgroup's (row) or invocation's (serial) unit: an output, or an (output, chunk)
+    body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n",
+            f"  let units = info[0]{f' * info[{parts_at}]' if stage == 'partial' else ''};\n"]
     if row:
-        # every invocation of a workgroup shares `o`, so the barriers below stay uniform
-        body += ["  let o = wg_flat;\n", "  let t = i32(lid.x);\n"]
+        # every invocation of a workgroup shares `u`, so the barriers below stay uniform
+        body += ["  let u = wg_flat;\n", "  let t = i32(lid.x);\n"]
     else:
-        body += [f"  let o = wg_flat * {wg} + i32(lid.x);\n",
-                 "  if (o >= info[0]) { return; }\n"]
-    body += ["  let live = o < info[0];\n",
-             "  let L = select(0, info[1], live);\n"]
-    body += _offset("ob", "min(o, info[0] - 1)", rank_out, outer_shape, outer_stride)
-    body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
-    step = "".join("    " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride))
-    step += f"      s = s_step(s, {load('inp[base + jo]', in_stype, xtype)}, j);\n"
-    body.append(_loop("j", "t" if row else "0", "L", wg if row else 1, step))
+        body += [f"  let u = wg_flat * {wg} + i32(lid.x);\n", "  if (u >= units) { return; }\n"]
+    body += ["  let live = u < units;\n"]
+    if stage == "merge":
+        # info: [0] outputs [1] L [2] chunks P [3] p; part[o·P + c] is chunk c's state
+        body += ["  let P = info[2];\n", "  let pbase = min(u, units - 1) * P;\n",
+                 "  let k1 = select(0, P, live);\n  var s = s_init();\n",
+                 _loop("k", "t" if row else "0", "k1", wg if row else 1,
+                       "      s = s_merge(s, part[pbase + k]);\n")]
+    else:
+        if stage == "partial":
+            # unit u = o·P + c reduces the chunk [c·C, min((c+1)·C, L)) of output o's row
+            body += [f"  let P = info[{parts_at}];\n", f"  let C = info[{chunk_at}];\n",
+                     "  let uc = min(u, units - 1);\n  let o = uc / P;\n",
+                     "  let j0 = (uc % P) * C;\n",
+                     "  let j1 = select(j0, min(j0 + C, info[1]), live);\n"]
+        else:
+            body += ["  let o = min(u, units - 1);\n", "  let j0 = 0;\n",
+                     "  let j1 = select(0, info[1], live);\n"]
+        body += _offset("ob", "o", rank_out, outer_shape, outer_stride)
+        body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
+        step = "".join("    " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride))
+        step += f"      s = s_step(s, {load('inp[base + jo]', in_stype, xtype)}, j);\n"
+        body.append(_loop("j", "j0 + t" if row else "j0", "j1", wg if row else 1, step))
     if row:
-        body += ["  sh[t] = s;\n", "  workgroupBarrier();\n",
-                 (f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
-                 f"    for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
-                 f"{{ u = s_merge(u, sh[t * {_ROW_SPLIT} + k]); }}\n"
-                 f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n"),
-                 "  workgroupBarrier();\n",
-                 "  if (t != 0 || !live) { return; }\n",
-                 (f"  s = sh[0];\n  for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
-                 f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n")]
-    body.append("  let Lf = f32(info[1]);\n  let p = bitcast<f32>(info[3]);\n")
-    for k, (fin, st, ct) in enumerate(zip(finals, out_stypes, out_ctypes)):
-        fin = fin.replace("L", "Lf")
-        body.append(f"  out{k}[o] = {store(fin, ct, st)};\n")
+        body += _tree(wg)
+    if stage == "partial":
+        body.append("  part[u] = s;\n")
+    else:
+        body.append("  let Lf = f32(info[1]);\n  let p = bitcast<f32>(info[3]);\n")
+        for k, (fin, st, ct) in enumerate(zip(finals, out_stypes, out_ctypes)):
+            fin = fin.replace("L", "Lf")
+            body.append(f"  out{k}[u] = {store(fin, ct, st)};\n")
     text = fns + "".join(finals)
     src = (header(buffers) + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
            + f"struct S {{ {fields} }}\n" + fns
@@ -232,7 +285,7 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
            "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
            "@builtin(local_invocation_id) lid: vec3<u32>, "
            "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n")
-    return KernelSource(src, "r" + "w" * len(out_stypes))
+    return KernelSource(src, "r" + "w" * (len(buffers) - 1))
 
 
 # ---- scans ---------------------------------------------------------------------------------

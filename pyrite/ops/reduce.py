@@ -9,12 +9,13 @@ accumulates in f32; integers and bools accumulate in i32 (PyTorch's int64 result
 
 from __future__ import annotations
 
+import builtins
 import math
 
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import WG, fold_grid, grid_for
-from ..kernels.reduce import reduce_kernel, scan_kernel
+from ..kernels.reduce import reduce_kernel, scan_kernel, state_words
 from ..tensor import Tensor, contiguous_strides
 from .core import coalesce, contiguous_copy, empty, f32_bits
 
@@ -39,6 +40,36 @@ FEW_OUTPUTS_ROW_MIN_LEN = 64
 SERIAL_MAX_LEN_CPU = 32768  # lavapipe ends a shader's loops after ~65,535 iterations in all
 ROW_MAX_LEN_CPU = 256 * 32000  # per invocation L/256 (reductions) or 2·L/256 + 256 (scans)
 FORCE_MODE = None  # tests set "row" or "serial" to reach both kernels at small sizes
+
+# Split (two-stage) reductions. One workgroup per output leaves the GPU idle when there are few
+# outputs and long rows (x.sum() of 67,108,864 f32 ran 2.5 GB/s on the H200 through Dawn: one
+# workgroup streamed 256 MB). Then each row is cut into P chunks of C elements (C a multiple of
+# 256): a first dispatch reduces each (output, chunk) to a partial state S in a scratch buffer,
+# a second merges each output's P states and applies the final step (kernels/reduce.py).
+# GPU thresholds: ESTIMATES, not yet measured on the H200 (the lead will time them with `pyrite
+# bench`): split when fewer than SPLIT_MAX_OUTPUTS outputs have rows of >= SPLIT_MIN_LEN, with P
+# chosen so outputs·P ≈ SPLIT_TARGET_WORKGROUPS (an H200 has 132 SMs × 16 resident 256-wide
+# workgroups ≈ 2,100, so ~2 waves) and chunks of >= SPLIT_MIN_CHUNK elements (>= 16 loads an
+# invocation, so the per-chunk tree merge stays a small part of the work).
+SPLIT = True  # False: never split (to compare the paths)
+FORCE_SPLIT = None  # tests set a chunk count P to reach the split kernels at small sizes
+SPLIT_MAX_OUTPUTS = 1024
+SPLIT_MIN_LEN = 16384
+SPLIT_TARGET_WORKGROUPS = 4096
+SPLIT_MIN_CHUNK = 4096
+# lavapipe (2 shared cores, min of 11, ms with readback, x.sum(1)): row kernel / split with a
+# serial partial stage (one invocation a chunk, no barriers) of C = 8192 / C = 16384:
+#   (1, 40000) 0.73 / 0.83 / 0.95     (1, 300007) 3.0 / 3.0 / 3.0     (4, 262144) 6.0 / 2.7 / 2.9
+#   (16, 65536) 2.3 / 4.7 / 3.5       (64, 65536) 11.9 / 10.2 / 10.0  (1, 4194304) 11.7 / 10.4 / 10.4
+#   (1, 16777216): split only (row kernel past its loop limit), C = 4096 / 16384: 40 / 41
+# (a row-mode partial stage was slower: 9.5 / 6.2 ms at (4, 262144) for C = 4096 / 16384). So on
+# a CPU adapter a split is about even with the row kernel, better with a few long rows: rows past
+# SERIAL_MAX_LEN_CPU with fewer than SPLIT_MAX_OUTPUTS_CPU outputs split, as must every row past
+# ROW_MAX_LEN_CPU. Serial chunks of 8,192 keep each invocation's loop at 1/8 of lavapipe's
+# ~65,535-iteration limit; the merge loops over P = L/8192 states (4,096 for a 128 MiB binding).
+SPLIT_MAX_OUTPUTS_CPU = 16
+SPLIT_CHUNK_CPU = 8192
+LAST_PATH = ""  # "serial" | "row" | "split P=<chunks> C=<chunk>": the last reduction's kernel
 _IS_CPU: dict = {}
 
 
@@ -54,14 +85,39 @@ def _mode(n_out: int, length: int) -> str:
     if FORCE_MODE is not None and length <= SERIAL_MAX_LEN_CPU:
         return FORCE_MODE
     if _cpu_adapter():
-        if length > ROW_MAX_LEN_CPU:
-            raise NotImplementedError(f"pyrite: a reduction row of {length} elements is past what "
-                                      f"one workgroup can loop over on this CPU adapter "
-                                      f"({ROW_MAX_LEN_CPU}); reduce in two steps (reshape)")
         return "serial" if length <= SERIAL_MAX_LEN_CPU else "row"
     if length >= ROW_MIN_LEN or (n_out < FEW_OUTPUTS and length >= FEW_OUTPUTS_ROW_MIN_LEN):
         return "row"
     return "serial"
+
+
+def _split_plan(n_out: int, length: int):
+    """(chunks P, chunk length C, partial-stage mode, merge-stage mode), or None: no split."""
+    if FORCE_SPLIT is not None:
+        parts = FORCE_SPLIT
+    elif not SPLIT:
+        return None
+    elif _cpu_adapter():
+        # past ROW_MAX_LEN_CPU the one-workgroup row kernel would pass lavapipe's loop limit, so
+        # there a split is required whatever the number of outputs
+        if length <= ROW_MAX_LEN_CPU and (n_out >= SPLIT_MAX_OUTPUTS_CPU
+                                          or length <= SERIAL_MAX_LEN_CPU):
+            return None
+        parts = -(-length // SPLIT_CHUNK_CPU)
+    else:
+        if n_out >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN:
+            return None
+        parts = builtins.min(-(-SPLIT_TARGET_WORKGROUPS // n_out), length // SPLIT_MIN_CHUNK)
+    if parts < 2:
+        return None
+    # chunks of whole 256-element strides, so each invocation's loop runs C/256 times
+    chunk = -(-length // parts)
+    chunk = -(-chunk // WG) * WG
+    parts = -(-length // chunk)
+    cpu = _cpu_adapter()
+    partial = "serial" if cpu and chunk <= SERIAL_MAX_LEN_CPU else "row"
+    merge = "serial" if cpu and parts <= SERIAL_MAX_LEN_CPU else "row"
+    return parts, chunk, partial, merge
 
 
 class _ReturnType(tuple):
@@ -129,7 +185,14 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0,
     kept = [i for i in range(x.ndim) if i not in dims]
     oshape, (ostr,) = coalesce(tuple(x._shape[i] for i in kept), [tuple(x._strides[i] for i in kept)])
     ishape, (istr,) = coalesce(tuple(x._shape[i] for i in dims), [tuple(x._strides[i] for i in dims)])
-    mode = _mode(n_out, length)
+    global LAST_PATH
+    split = _split_plan(n_out, length)
+    if split is not None:
+        LAST_PATH = f"split P={split[0]} C={split[1]}"
+        _split_reduce(x, op, outs, acc, tuple(out_ctypes), param, n_out, length,
+                      oshape, ostr, ishape, istr, split)
+        return outs
+    mode = LAST_PATH = _mode(n_out, length)
     src = reduce_kernel(op, x.dtype.wgsl, acc, tuple(o.dtype.wgsl for o in outs),
                         tuple(out_ctypes), len(oshape), len(ishape), mode)
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
@@ -137,6 +200,26 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0,
     backend.current().dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs],
                                info, grid)
     return outs
+
+
+def _split_reduce(x, op, outs, acc, out_ctypes, param, n_out, length, oshape, ostr, ishape,
+                  istr, split):
+    """The two dispatches of a split reduction; partial states go to an int32 scratch tensor."""
+    parts, chunk, mode1, mode2 = split
+    out_stypes = tuple(o.dtype.wgsl for o in outs)
+    units = n_out * parts
+    part = empty((units * state_words(op, acc),), D.int32)
+    dev = backend.current()
+    src = reduce_kernel(op, x.dtype.wgsl, acc, out_stypes, out_ctypes, len(oshape), len(ishape),
+                        mode1, "partial")
+    info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr,
+            chunk, parts]
+    dev.dispatch(src, [x._storage.buffer, part._storage.buffer], info,
+                 fold_grid(units) if mode1 == "row" else grid_for(units))
+    src = reduce_kernel(op, "f32", acc, out_stypes, out_ctypes, 0, 0, mode2, "merge")
+    dev.dispatch(src, [part._storage.buffer] + [o._storage.buffer for o in outs],
+                 [n_out, length, parts, f32_bits(param)],
+                 fold_grid(n_out) if mode2 == "row" else grid_for(n_out))
 
 
 def _float_dtype(x: Tensor):
@@ -347,6 +430,10 @@ def _scan(op, input, dim, dtype):
                                     [tuple(input._strides[i] for i in kept),
                                      tuple(ostrides[i] for i in kept)])
     rows = n // length
+    if _cpu_adapter() and length > ROW_MAX_LEN_CPU:
+        raise NotImplementedError(f"pyrite: a scan of {length} elements a row is past what one "
+                                  f"workgroup can loop over on this CPU adapter "
+                                  f"({ROW_MAX_LEN_CPU}); scan in two steps (reshape)")
     mode = _mode(rows, length)
     src = scan_kernel(op, input.dtype.wgsl, _acc_for(out_dt), out_dt.wgsl, len(oshape), mode)
     info = [rows, length, input._offset, input._strides[d], ostrides[d], *oshape, *istr, *ostr]
