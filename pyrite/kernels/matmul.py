@@ -14,6 +14,13 @@ broadcasts and sliced operands need no copy) and both unrolled by Python into na
   workgroup (TX x TY invocations) and the block (RM x RN, RN in {1, 4}) are baked; the ops layer
   picks them by shape.
 
+- `gemm_fast`: the contiguous-aligned f32 path (A with unit K stride; B with unit N stride, or
+  unit K stride as in `x @ w.T`; offsets and other strides multiples of 4; M, N, K multiples of
+  the tile): vec4 loads, k-major padded workgroup tiles, bm x bn tiles with tm x tn outputs per
+  invocation, optional double buffering (one barrier a K step), no guards. The general kernels
+  above stay for everything else. Variant choice: ops/matmul.py `FAST_GPU` / `FAST_CPU`, filled
+  in from `python -m pyrite.bench.gemm_variants`.
+
 Measured on lavapipe (2-core llvmpipe), 1024^3 f32: tiled 7.4 GFLOP/s, direct (8x8 invocations,
 4x4 registers) 4.4; the tiled kernel's barriers cost less than its reuse saves once there are
 enough tiles to occupy the cores (the rule and the other shapes: ops/matmul.py `_choose`).

@@ -3,7 +3,9 @@ vdot, inner, outer/ger, addmm, addmv, baddbmm, linear (bias in the GEMM's epilog
 
 Every product is one call of `gemm`, which reads both operands through their strides (no copy for
 transposed, sliced or broadcast operands), coalesces the batch dims and picks a kernel variant
-(kernels/matmul.py) by device type and shape. int32 accumulates in i32 (wrapping, as PyTorch's
+(kernels/matmul.py) by device type and shape: the contiguous-aligned `gemm_fast` from the
+`FAST_GPU` / `FAST_CPU` tables when the operands' layout and the tile allow it, else the general
+strided, edge-guarded kernels (`_choose`). int32 accumulates in i32 (wrapping, as PyTorch's
 int64 would not: pyrite stores int64 as int32); float16 storage computes in f32.
 """
 
