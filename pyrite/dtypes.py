@@ -82,6 +82,7 @@ def from_any(d) -> dtype:
         return float32
     if d is builtin_int:
         return int32
+    given = d
     if isinstance(d, type) and issubclass(d, np.generic):  # np.float32 and friends, the classes
         d = np.dtype(d)
     name = getattr(d, "name", None) if not isinstance(d, str) else d
@@ -96,7 +97,7 @@ def from_any(d) -> dtype:
         "bool": bool_,
     }
     if name not in table:
-        raise TypeError(f"pyrite: unsupported dtype {d!r}; supported: float32, float16, int32 "
+        raise TypeError(f"pyrite: unsupported dtype {given!r}; supported: float32, float16, int32 "
                         "(int64 is stored as int32), bool")
     return table[name]
 

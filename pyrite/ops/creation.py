@@ -48,7 +48,11 @@ def _to_numpy(data):
         return t.numpy()
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _nested_numpy(data)
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:  # numpy's words for a ragged list; PyTorch raises ValueError too
+        raise ValueError(f"pyrite: could not make a tensor from {type(data).__name__}; nested "
+                         "sequences must be rectangular (every row the same length)") from None
     if arr.dtype == object:
         raise TypeError(f"pyrite: could not make a tensor from {type(data).__name__}; "
                         "nested sequences must be rectangular and hold numbers")
