@@ -5,7 +5,8 @@ Every reduction goes through `_reduce`: the reduced dims are split from the kept
 no copy), each group is coalesced, and one kernel from kernels/reduce.py reduces each output
 element's run, reading the input through its strides. Few outputs with long rows split each row
 into chunks reduced in parallel to partial states, merged by a second dispatch (`_split_plan`).
-f16 inputs are widened and every float accumulates in f32; integers and bools accumulate in i32 (PyTorch's int64 results are int32 here).
+f16 inputs are widened and every float accumulates in f32; integers and bools accumulate in i32
+(PyTorch's int64 results are int32 here).
 """
 
 from __future__ import annotations
