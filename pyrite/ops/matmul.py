@@ -60,15 +60,16 @@ def _layout_b(st_k, st_n, K, N):
 # Fast-path table for GPUs (the contiguous-aligned kernel, kernels/matmul.py `gemm_fast`).
 # Rows are (least M*N*batch outputs, (bm, bn, tm, tn, bk, dbuf)); the first row whose bound is
 # met and whose tile divides the shape (M % bm, N % bn, K % bk) is used; when none fits, the
-# general edge-guarded kernels below run. EDIT FROM MEASUREMENTS: run
+# general edge-guarded kernels below run. Re-measure with
 #   PYRITE_BACKEND=dawn|wgpu python3 -m pyrite.bench.gemm_variants --json g.json
-# on the target and put the winners here, with their TFLOP/s in a comment beside each row.
-# The rows now are a guess made without a GPU: the probe's 64x64/8x8/K16 spelling measured
-# 20.6 (wgpu) and 24.4 (Dawn) TFLOP/s at 4096^3 on the H200 (../shared/gpu.md); 128x128 tiles
-# with 8x8 per invocation are the usual next step on a ~130-SM GPU once there are enough tiles.
+# Measured on the H200, 2026-11-29, f32 TFLOP/s (Dawn / wgpu-native), 11 variants compared:
+#   128x128 8x8 k16: 1024^3 12.5/11.4, 2048^3 33.7/32.3, 4096^3 37.4/34.8,
+#                    8192x4096 @ (4096x4096).T 36.7/35.2  (best at >= 2048^2 outputs)
+#   64x64 8x8 k16 db: 1024^3 19.3/18.9, 2048^3 29.6/17.6  (best below: 128-tiles leave SMs idle)
+#   general tiled 64x64: 6.3/5.6, 2.9/3.2, 10.3/10.0;  cuBLAS f32 (no TF32): 49-51.
 FAST_GPU = [
-    (2048 * 2048, (128, 128, 8, 8, 8, True)),  # H200: not yet measured
-    (0, (64, 64, 8, 8, 16, True)),             # H200: not yet measured
+    (2048 * 2048, (128, 128, 8, 8, 16, False)),
+    (0, (64, 64, 8, 8, 16, True)),
 ]
 # On CPU adapters (lavapipe), measured with gemm_variants on this CI box (2-core llvmpipe,
 # f32, TFLOP/s): 512^3 general tiled 0.007 | fast 64x64 8x8 k16 0.010 | 128x128 8x8 k8 db 0.011 |
