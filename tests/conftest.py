@@ -32,3 +32,19 @@ def pytest_runtest_makereport(item, call):
 
 
 # ---- further fixtures below ---------------------------------------------------------------
+
+
+# ---- debug poisoning ----------------------------------------------------------------------
+# Every kernel output is filled with NaN (0xDEADBEEF for int32, 7 for bool) before its kernel
+# runs, for the whole suite, so an element a kernel forgot to write fails its parity test instead
+# of reading a stale value from a recycled buffer. PYRITE_POISON=0 turns it off (to time tests).
+@pytest.fixture(autouse=True, scope="session")
+def _debug_poison():
+    import os
+
+    from pyrite.ops import core
+
+    before = core.POISON
+    core.set_poison(os.environ.get("PYRITE_POISON", "1") not in ("", "0"))
+    yield
+    core.set_poison(before)
