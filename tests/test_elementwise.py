@@ -199,8 +199,7 @@ def bin_samples(lo, hi, lo2=None, hi2=None, ints=False, layouts=("cc", "ts", "st
     for sa, sb in BIN_SHAPES:
         for lay in layouts:
             if ("t" in lay or "e" in lay) and (len(sa) < 2 or len(sb) < 2):
-                if lay != "cc":
-                    continue
+                continue
 
             def make(rng, sa=sa, sb=sb, lay=lay):
                 if ints:
@@ -250,7 +249,7 @@ BINARY_ROWS = [
     OpInfo("sub", lambda a, b: a - b, Tb(torch.sub), bin_samples(-5, 5), tol(1)),
     OpInfo("mul", lambda a, b: a * b, Tb(torch.mul), bin_samples(-5, 5), tol(1)),
     OpInfo("div", lambda a, b: a / b, Tb(torch.div), bin_samples(-5, 5, 0.5, 5), tol(4)),
-    # floor(a/b) is exact unless a/b rounds across an integer: compare where it does not
+    # floor(a/b): exact unless a/b rounds across an integer (not met by these draws)
     OpInfo("floordiv", lambda a, b: a // b, Tb(torch.floor_divide),
            bin_samples(-20, 20, 0.7, 3), tol(0)),
     OpInfo("remainder", lambda a, b: a % b, Tb(torch.remainder), bin_samples(-20, 20, 0.7, 3),
@@ -288,12 +287,6 @@ BINARY_ROWS = [
 
 @pytest.mark.parametrize("row", BINARY_ROWS, ids=lambda r: r.name)
 def test_binary(row, rng):
-    if row.name == "floordiv":
-        # float floor-division: exact unless a/b lands within rounding of an integer
-        for s in row.samples:
-            a, b = s.make(np.random.default_rng(0))
-            q = a.astype(np.float32).astype(np.float64) / b.astype(np.float32).astype(np.float64)
-            assert np.all(np.abs(q - np.round(q)) > 1e-5) or True
     check_row(row, rng)
 
 
@@ -313,15 +306,13 @@ def test_bool_ops():
     rng = np.random.default_rng(1)
     a, b = rng.random(37) < 0.5, rng.random(37) < 0.5
     pa, pb, ta, tb = pr.tensor(a), pr.tensor(b), torch.from_numpy(a), torch.from_numpy(b)
-    for fn in (lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: ~x,
-               lambda x, y: x + y, lambda x, y: x == y, lambda x, y: x * y,
-               pr.logical_and, lambda x, y: pr.logical_not(x)):
-        tfn = fn
-        if fn is pr.logical_and:
-            tfn = torch.logical_and
-        if fn.__code__.co_names == ("logical_not",) if hasattr(fn, "__code__") else False:
-            tfn = lambda x, y: torch.logical_not(x)  # noqa: E731
-        got, want = fn(pa, pb), tfn(ta, tb)
+    cases = [(lambda x, y: x & y, None), (lambda x, y: x | y, None),
+             (lambda x, y: x ^ y, None), (lambda x, y: ~x, None), (lambda x, y: x + y, None),
+             (lambda x, y: x == y, None), (lambda x, y: x * y, None),
+             (pr.logical_and, torch.logical_and),
+             (lambda x, y: pr.logical_not(x), lambda x, y: torch.logical_not(x))]
+    for fn, tfn in cases:
+        got, want = fn(pa, pb), (tfn or fn)(ta, tb)
         assert got.dtype is pr.bool
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     i = np.arange(-5, 6, dtype=np.int32)
@@ -331,7 +322,6 @@ def test_bool_ops():
 # ---- scalars on either side, and result dtypes ----------------------------------------------
 SCALAR_OPS = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow",
               "eq", "lt", "ge"]
-TORCH_OP = {"floor_divide": torch.floor_divide, "remainder": torch.remainder}
 _PYOP = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
          "div": lambda a, b: a / b, "floor_divide": lambda a, b: a // b,
          "remainder": lambda a, b: a % b, "pow": lambda a, b: a ** b,
@@ -361,19 +351,8 @@ def test_scalar_operands(op, dtype, scalar, side, rng):
         a = rng.uniform(0.5, 4, 13).astype(dtype)
     t = torch.from_numpy(a)
     p = pr.tensor(a)
-    fn = _PYOP.get(op) or (lambda x, y, op=op: getattr(pr if not isinstance(x, torch.Tensor)
-                                                         and not isinstance(y, torch.Tensor)
-                                                         else torch, op)(x, y))
-
-    def call(mod_tensor):
-        args = (scalar, mod_tensor) if side == "left" else (mod_tensor, scalar)
-        if op in _PYOP:
-            return _PYOP[op](*args)
-        lib = torch if isinstance(mod_tensor, torch.Tensor) else pr
-        if side == "left":
-            if op in ("maximum", "minimum"):
-                return None
-        return getattr(lib, op)(*args)
+    def call(tensor):
+        return _PYOP[op](scalar, tensor) if side == "left" else _PYOP[op](tensor, scalar)
 
     try:
         want = call(t)
@@ -381,10 +360,6 @@ def test_scalar_operands(op, dtype, scalar, side, rng):
         with pytest.raises((TypeError, RuntimeError, ValueError)):
             call(p)
         return
-    if want is None:
-        return
-    if op in ("maximum", "minimum"):
-        return  # torch.maximum takes tensors only
     got = call(p)
     assert got.dtype.name == _torch_dt(want.dtype), f"{op} {dtype} {scalar!r}: {got.dtype} vs " \
                                                     f"{want.dtype}"
@@ -589,11 +564,28 @@ def test_negative_step_inputs(name, rng):
         np.testing.assert_array_equal(pr.where(pa > 0, pa, pb).numpy(), np.where(na > 0, na, nb))
 
 
-def test_grid_fold():
-    """More than 65,535 workgroups of 256: the grid folds into y; every element written."""
+def test_grid_fold(monkeypatch):
+    """More than 65,535 workgroups of 256: the grid folds into y; every element written.
+
+    The map takes 4-8 elements an invocation (ops/core.py per_thread); forcing 1 reaches the
+    fold at 16.8M elements instead of 134M, which lavapipe could not hold in this test's time."""
+    from pyrite.ops import core
+
+    monkeypatch.setattr(core, "_PER_THREAD_ENV", "1")
+    monkeypatch.setattr(core, "POISON", False)  # count the map's own dispatches only
+    dev = backend.current()
+    grids = []
+    real = dev.dispatch
+
+    def spy(src, buffers, info, grid):
+        grids.append(tuple(grid))
+        return real(src, buffers, info, grid)
+
+    monkeypatch.setattr(dev, "dispatch", spy)
     n = 65535 * 256 + 1000
     x = pr.arange(n, dtype=pr.int32)
     y = (x * 3 + 1).numpy()
+    assert sum(g[1] > 1 for g in grids) >= 3, grids  # arange, *, + all folded
     assert y[0] == 1 and y[-1] == (n - 1) * 3 + 1
     np.testing.assert_array_equal(y[::9973], np.arange(n, dtype=np.int64)[::9973] * 3 + 1)
     z = y[65535 * 256 - 3: 65535 * 256 + 3]
