@@ -14,8 +14,16 @@ import numpy as np
 
 
 class dtype:
-    __slots__ = ("name", "np", "wgsl", "ctype", "itemsize", "is_floating_point", "is_bool",
-                 "kind")
+    __slots__ = (
+        "ctype",
+        "is_bool",
+        "is_floating_point",
+        "itemsize",
+        "kind",
+        "name",
+        "np",
+        "wgsl",
+    )
 
     def __init__(self, name, np_dtype, wgsl, itemsize, kind):
         self.name = name
@@ -44,13 +52,13 @@ float16 = dtype("float16", np.float16, "f16", 2, "f")
 int32 = dtype("int32", np.int32, "i32", 4, "i")
 bool_ = dtype("bool", np.uint32, "u32", 4, "b")  # numpy view of storage is uint32; numpy() gives bool
 
-float = float32  # noqa: A001  (PyTorch's aliases)
+float = float32
 float64 = float32  # accepted and narrowed: WebGPU storage has no f64
 double = float32
 half = float16
 int64 = int32
 long = int32
-int = int32  # noqa: A001
+int = int32
 int16 = int32
 int8 = int32
 uint8 = int32

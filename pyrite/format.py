@@ -55,10 +55,10 @@ def format_tensor(t) -> str:
             f = _float_formatter(arr.astype(np.float64).ravel())
             key = "float_kind"
         elif t.dtype.is_bool:
-            f = lambda x: "True" if x else "False"  # noqa: E731
+            f = lambda x: "True" if x else "False"
             key = "bool"
         else:
-            f = lambda x: f"{x}"  # noqa: E731
+            f = lambda x: f"{x}"
             key = "int"
         # PyTorch right-aligns every element to the widest one (over the shown elements)
         shown = _shown(arr).ravel()

@@ -7,8 +7,15 @@ import re
 
 import pytest
 
-from pyrite.kernels.common import (HELPERS, MAX_WORKGROUPS, WG, fold_grid, grid_for, header,
-                                   helpers_for)
+from pyrite.kernels.common import (
+    HELPERS,
+    MAX_WORKGROUPS,
+    WG,
+    fold_grid,
+    grid_for,
+    header,
+    helpers_for,
+)
 from pyrite.kernels.elementwise import map_kernel
 from pyrite.kernels.random import random_kernel
 
