@@ -55,6 +55,11 @@ class BufferPool:
         self.peak_live_bytes = 0
         self.allocations = 0  # buffers created on the device, ever
         self.on_trim = None  # the device forgets bind groups naming buffers about to go
+        # Every buffer the pool made, held until trim() destroys it. Without this, tensors that
+        # die inside a garbage-collected reference cycle can take their GPUBuffer down in the
+        # same pass (wgpu-py releasing the handle first), and Storage.__del__ would then pool a
+        # released buffer: the next bind group naming it aborts the process.
+        self.owned: dict[int, object] = {}
 
     def allocate(self, nbytes: int, upload: bool = False) -> Storage:
         """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
@@ -92,6 +97,7 @@ class BufferPool:
                     f"pyrite: could not allocate {size:,} bytes on the device "
                     f"({self.live_bytes:,} bytes live): {type(exc).__name__}") from None
         self.allocations += 1
+        self.owned[id(buffer)] = buffer
         return buffer
 
     def release(self, buffer):
@@ -118,6 +124,7 @@ class BufferPool:
             self.on_trim()
         for bucket in self.free.values():
             for buffer in bucket:
+                self.owned.pop(id(buffer), None)
                 buffer.destroy()
         self.free.clear()
         self.pooled_bytes = 0
