@@ -302,6 +302,19 @@ def test_float_specials_binary():
     np.testing.assert_array_equal((pa / pb).numpy(), (ta / tb).numpy())
 
 
+def test_pow_specials():
+    a = np.array([np.nan, np.nan, 1.0, np.nan, -2.0, -2.0, 0.0, 0.0, np.inf, -np.inf, 2.0, -8.0],
+                 np.float32)
+    b = np.array([3.0, 0.0, np.nan, np.nan, 3.0, 0.5, -1.0, 2.5, -1.0, 3.0, np.inf, 1 / 3],
+                 np.float32)
+    want = torch.pow(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    got = (pr.tensor(a) ** pr.tensor(b)).numpy()
+    assert_close(got.astype(np.float64), want.astype(np.float64), 0, 8 * ULP, "pow specials")
+    for e in (3.0, 0.0, -1.0):
+        assert_close((pr.tensor(a) ** e).numpy().astype(np.float64),
+                     (torch.from_numpy(a) ** e).double().numpy(), 0, 8 * ULP, f"pow {e}")
+
+
 def test_bool_ops():
     rng = np.random.default_rng(1)
     a, b = rng.random(37) < 0.5, rng.random(37) < 0.5

@@ -199,8 +199,12 @@ HELPERS = {
   return p_log1p(exp(-abs(bx))) / beta + max(bx, 0.0) / beta;
 }""",
     # x ** y with PyTorch's answers for negative bases and integral exponents
+    # NaN handled by bits first: lavapipe's compiler folds `x == 0.0` to true for a NaN x
+    # (NaN ** 3 came out 0); PyTorch: x ** 0 = 1 and 1 ** y = 1 even for NaN
     "p_powf": """fn p_powf(x: f32, y: f32) -> f32 {
-  if (y == 0.0) { return 1.0; }
+  if ((bitcast<u32>(y) & 0x7fffffffu) == 0u) { return 1.0; }
+  if (bitcast<u32>(x) == 0x3f800000u) { return 1.0; }
+  if (p_isnan(x) || p_isnan(y)) { return p_nan(); }
   if (y == 1.0) { return x; }
   if (y == 2.0) { return x * x; }
   if (y == 0.5) { return sqrt(x); }
