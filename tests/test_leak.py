@@ -51,12 +51,13 @@ def test_mixed_workload_does_not_leak():
     assert s1["pooled_bytes"] <= s0["pooled_bytes"] + (1 << 20), (s0, s1)
 
 
-# Tensors that die in a gc pass (held by a reference cycle, e.g. an exception kept in a variable
-# whose traceback holds the frame that holds the tensors) take their GPUBuffer down in the same
-# pass: Python finalizes every object of the cycle, wgpu-py releasing the buffer while
-# Storage.__del__ hands it back to the pool, so a later op binds a released buffer and
-# wgpu-native aborts the process ("invalid bind group entry"). Run in a subprocess so the abort
-# is a failure here, not the end of the test session.
+# Regression (fixed in d161ec8, the pool now owns every buffer it made): tensors that die in a gc
+# pass (held by a reference cycle, e.g. an exception kept in a variable whose traceback holds the
+# frame that holds the tensors) used to take their GPUBuffer down in the same pass — Python
+# finalizes every object of the cycle, so wgpu-py released the buffer while Storage.__del__ handed
+# it back to the pool, and a later op bound a released buffer: wgpu-native aborted the process
+# ("invalid bind group entry"). Run in a subprocess so an abort is a failure here, not the end of
+# the test session.
 _GC_CYCLE = textwrap.dedent("""
     import gc
     import pyrite as pr
