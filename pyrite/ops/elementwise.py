@@ -38,7 +38,8 @@ UNARY = {
     "cosh": ("cosh(A)", None, "float"),
     "tanh": ("p_tanh(A)", None, "float"),
     "sigmoid": ("p_sigmoid(A)", None, "float"),
-    "relu": ("select(A, 0.0, A < 0.0)", "max(A, 0)", "same"),
+    # NaN by its bits: NVIDIA's compiler turns a plain select into max(A, 0), which drops NaN
+    "relu": ("select(select(A, 0.0, A < 0.0), A, p_isnan(A))", "max(A, 0)", "same"),
     # gelu through erfc and sigmoid: 0.5·x·(1 + erf(x/√2)) cancels to 0 for x < -4 (its relative
     # error there was 100 %); 0.5·(1 + tanh(y)) = sigmoid(2y) likewise for the tanh form.
     "gelu": ("0.5 * A * p_erfc(A * -0.70710678118654752)", None, "float"),
