@@ -11,15 +11,31 @@ from __future__ import annotations
 
 from . import backend as _backend
 from . import dtypes as _dtypes
-from .dtypes import (bool_ as bool, dtype, double, float, float16, float32, float64,  # noqa: A004
-                     get_default_dtype, half, int, int8, int16, int32, int64, long, uint8)
+from . import ops as _ops
+from .dtypes import bool_ as bool
+from .dtypes import (
+    double,
+    dtype,
+    float,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    uint8,
+)
 from .errors import DeviceError, KernelError, OutOfMemoryError, PyriteError, ShapeError
 from .tensor import Size, Tensor, device
-from . import ops as _ops
 
 globals().update(_ops.exported())
 
-from . import nn  # noqa: E402  (nn builds on the ops above)
+from . import nn
 
 __version__ = "0.1.0"
 

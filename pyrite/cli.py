@@ -24,8 +24,14 @@ KEY_LIMITS = (
     ("min-storage-buffer-offset-alignment", "bytes"),
 )
 # Features pyrite uses or may use; the rest are listed only with --all.
-KEY_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query", "shader-float32-atomic",
-                "cooperative-matrix")
+KEY_FEATURES = (
+    "shader-f16",
+    "subgroup",
+    "subgroups",
+    "timestamp-query",
+    "shader-float32-atomic",
+    "cooperative-matrix",
+)
 
 
 def _bytes(n: int) -> str:
@@ -45,8 +51,10 @@ def _limit(limits: dict, name: str):
 
 def format_info(info: dict, show_all: bool = False) -> str:
     """`pyrite.device_info()` as aligned lines."""
-    rows = [(key, info.get(key, "")) for key in
-            ("name", "implementation", "backend", "type", "driver", "vendor")]
+    rows = [
+        (key, info.get(key, ""))
+        for key in ("name", "implementation", "backend", "type", "driver", "vendor")
+    ]
     features = sorted(info.get("features", ()))
     shown = features if show_all else [f for f in features if f in KEY_FEATURES]
     rest = len(features) - len(shown)
@@ -87,12 +95,17 @@ def cmd_bench(args, argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pyrite", description="pyrite: deep learning with WGSL kernels on WebGPU.")
-    parser.add_argument("--backend", choices=("dawn", "wgpu"),
-                        help="WebGPU implementation (sets PYRITE_BACKEND; default: the faster "
-                             "one that finds an adapter)")
-    parser.add_argument("--device", help="adapter: an index, 'cpu', 'gpu' or part of its name "
-                                         "(sets PYRITE_DEVICE)")
+        prog="pyrite", description="pyrite: deep learning with WGSL kernels on WebGPU."
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("dawn", "wgpu"),
+        help="WebGPU implementation (sets PYRITE_BACKEND; default: the faster "
+        "one that finds an adapter)",
+    )
+    parser.add_argument(
+        "--device", help="adapter: an index, 'cpu', 'gpu' or part of its name (sets PYRITE_DEVICE)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     info = sub.add_parser("info", help="show the WebGPU adapter, its features and limits")
@@ -126,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_info(args)
         if args.command == "demo":
             return cmd_demo(args)
-        return cmd_bench(args, argv[argv.index("bench") + 1:])
+        return cmd_bench(args, argv[argv.index("bench") + 1 :])
     except DeviceError as err:  # no adapter, or a missing feature: the message names the way out
         print(err, file=sys.stderr)
         return 1

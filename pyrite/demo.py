@@ -12,8 +12,9 @@ import pyrite as pr
 
 def _check(label, got, want, tol):
     got = got.numpy() if isinstance(got, pr.Tensor) else np.asarray(got)
-    err = float(np.max(np.abs(got.astype(np.float64) - np.asarray(want, dtype=np.float64)),
-                       initial=0.0))
+    err = float(
+        np.max(np.abs(got.astype(np.float64) - np.asarray(want, dtype=np.float64)), initial=0.0)
+    )
     status = "ok " if err <= tol else "BAD"
     print(f"  [{status}] {label:<52} max |error| {err:.2e}")
     return err <= tol
@@ -21,8 +22,10 @@ def _check(label, got, want, tol):
 
 def main():
     info = pr.device_info()
-    print(f"pyrite {pr.__version__} on {info['name']} ({info['implementation']}, "
-          f"{info['backend']}, {info['type']})\n")
+    print(
+        f"pyrite {pr.__version__} on {info['name']} ({info['implementation']}, "
+        f"{info['backend']}, {info['type']})\n"
+    )
     pr.manual_seed(0)
     rng = np.random.default_rng(0)
     ok = True
@@ -36,8 +39,9 @@ def main():
 
     # views cost nothing: a transpose and a strided slice, then broadcasting arithmetic
     y = x[:, ::2, :].transpose(1, 2) * 0.5 + 1.0
-    ok &= _check("strided view, transpose, broadcast", y,
-                 xn[:, ::2, :].transpose(0, 2, 1) * 0.5 + 1.0, 1e-6)
+    ok &= _check(
+        "strided view, transpose, broadcast", y, xn[:, ::2, :].transpose(0, 2, 1) * 0.5 + 1.0, 1e-6
+    )
 
     # linear layer, GELU, softmax over the features
     h = pr.nn.functional.gelu(x @ w.T)
@@ -52,18 +56,24 @@ def main():
     ok &= _check("softmax(dim=-1)", p, e / e.sum(-1, keepdims=True), 1e-5)
 
     # reductions over several dims, with keepdim; max with indices
-    ok &= _check("sum over (0, 2), keepdim", x.sum(dim=(0, 2), keepdim=True),
-                 xn.astype(np.float64).sum(axis=(0, 2), keepdims=True), 1e-3)
+    ok &= _check(
+        "sum over (0, 2), keepdim",
+        x.sum(dim=(0, 2), keepdim=True),
+        xn.astype(np.float64).sum(axis=(0, 2), keepdims=True),
+        1e-3,
+    )
     values, indices = x.max(dim=-1)
     ok &= _check("max(dim=-1).indices", indices, xn.argmax(-1), 0)
-    ok &= _check("std(dim=1, correction=1)", x.std(dim=1), xn.astype(np.float64).std(1, ddof=1),
-                 1e-4)
+    ok &= _check(
+        "std(dim=1, correction=1)", x.std(dim=1), xn.astype(np.float64).std(1, ddof=1), 1e-4
+    )
 
     # advanced indexing: gather rows by index, boolean mask
     idx = pr.tensor([3, 0, 3, 1])
     ok &= _check("x[idx, 5] (integer-tensor indexing)", x[idx, 5], xn[[3, 0, 3, 1], 5], 0)
-    ok &= _check("masked sum of positives", x[x > 0].sum(), xn[xn > 0].astype(np.float64).sum(),
-                 1e-2)
+    ok &= _check(
+        "masked sum of positives", x[x > 0].sum(), xn[xn > 0].astype(np.float64).sum(), 1e-2
+    )
 
     # layer norm, attention composed from the ops
     F = pr.nn.functional
@@ -77,8 +87,9 @@ def main():
     s = qn @ qn.transpose(0, 1, 3, 2) / np.sqrt(24)
     s = np.where(np.tril(np.ones((33, 33), bool)), s, -np.inf)
     s = np.exp(s - s.max(-1, keepdims=True))
-    ok &= _check("causal scaled_dot_product_attention", att,
-                 (s / s.sum(-1, keepdims=True)) @ qn, 1e-4)
+    ok &= _check(
+        "causal scaled_dot_product_attention", att, (s / s.sum(-1, keepdims=True)) @ qn, 1e-4
+    )
 
     # random numbers are made on the device, reproducibly
     pr.manual_seed(1234)
@@ -89,9 +100,11 @@ def main():
 
     pr.synchronize()
     stats = pr.memory_stats()
-    print(f"\n{stats['dispatches']} kernels in {stats['submits']} submissions, "
-          f"{stats['pipelines']} pipelines, {time.perf_counter() - t0:.2f} s; "
-          f"live {stats['live_bytes'] / 1e6:.1f} MB, pooled {stats['pooled_bytes'] / 1e6:.1f} MB")
+    print(
+        f"\n{stats['dispatches']} kernels in {stats['submits']} submissions, "
+        f"{stats['pipelines']} pipelines, {time.perf_counter() - t0:.2f} s; "
+        f"live {stats['live_bytes'] / 1e6:.1f} MB, pooled {stats['pooled_bytes'] / 1e6:.1f} MB"
+    )
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

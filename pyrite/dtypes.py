@@ -50,7 +50,9 @@ class dtype:
 float32 = dtype("float32", np.float32, "f32", 4, "f")
 float16 = dtype("float16", np.float16, "f16", 2, "f")
 int32 = dtype("int32", np.int32, "i32", 4, "i")
-bool_ = dtype("bool", np.uint32, "u32", 4, "b")  # numpy view of storage is uint32; numpy() gives bool
+bool_ = dtype(
+    "bool", np.uint32, "u32", 4, "b"
+)  # numpy view of storage is uint32; numpy() gives bool
 
 float = float32
 float64 = float32  # accepted and narrowed: WebGPU storage has no f64
@@ -98,18 +100,29 @@ def from_any(d) -> dtype:
         name = str(d).replace("torch.", "")
     name = str(name)
     table = {
-        "float32": float32, "float": float32, "float64": float32, "double": float32,
-        "float16": float16, "half": float16,
-        "int32": int32, "int64": int32, "int": int32, "long": int32, "int16": int32,
-        "int8": int32, "uint8": int32, "uint16": int32, "uint32": int32,
+        "float32": float32,
+        "float": float32,
+        "float64": float32,
+        "double": float32,
+        "float16": float16,
+        "half": float16,
+        "int32": int32,
+        "int64": int32,
+        "int": int32,
+        "long": int32,
+        "int16": int32,
+        "int8": int32,
+        "uint8": int32,
+        "uint16": int32,
+        "uint32": int32,
         "bool": bool_,
     }
     if name not in table:
-        raise TypeError(f"pyrite: unsupported dtype {given!r}; supported: float32, float16, int32 "
-                        "(int64 is stored as int32), bool")
+        raise TypeError(
+            f"pyrite: unsupported dtype {given!r}; supported: float32, float16, int32 "
+            "(int64 is stored as int32), bool"
+        )
     return table[name]
-
-
 
 
 def result_type_of(a: dtype, b: dtype) -> dtype:

@@ -64,7 +64,14 @@ def format_tensor(t) -> str:
         shown = _shown(arr).ravel()
         width = max(len(f(x)) for x in shown) if shown.size else 0
         fmt = {key: lambda x: f(x).rjust(width)}
-        body = np.array2string(arr, separator=", ", prefix="tensor(", formatter=fmt,
-                               threshold=_SUMMARIZE, edgeitems=_EDGE, max_line_width=80)
+        body = np.array2string(
+            arr,
+            separator=", ",
+            prefix="tensor(",
+            formatter=fmt,
+            threshold=_SUMMARIZE,
+            edgeitems=_EDGE,
+            max_line_width=80,
+        )
     tail = "".join(f", {s}" for s in suffix)
     return f"tensor({body}{tail})"

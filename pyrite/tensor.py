@@ -63,8 +63,18 @@ _DEVICE = device()
 
 
 class Tensor:
-    __slots__ = ("_storage", "_shape", "_strides", "_offset", "dtype", "requires_grad", "grad",
-                 "grad_fn", "_base", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_base",
+        "_offset",
+        "_shape",
+        "_storage",
+        "_strides",
+        "dtype",
+        "grad",
+        "grad_fn",
+        "requires_grad",
+    )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
 
     def __init__(self, *args, **kwargs):
@@ -134,8 +144,11 @@ class Tensor:
         return self._offset
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return all(s == c for s, c, d in zip(self._strides, contiguous_strides(self._shape),
-                                               self._shape) if d != 1)
+        return all(
+            s == c
+            for s, c, d in zip(self._strides, contiguous_strides(self._shape), self._shape)
+            if d != 1
+        )
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -179,8 +192,10 @@ class Tensor:
         n = len(self._shape)
         lo, hi = (-n, n - 1) if n else (-1, 0)
         if not isinstance(dim, (int, np.integer)) or not lo <= dim <= hi:
-            raise IndexError(f"pyrite: dimension out of range (expected to be in range of "
-                             f"[{lo}, {hi}], but got {dim})")
+            raise IndexError(
+                f"pyrite: dimension out of range (expected to be in range of "
+                f"[{lo}, {hi}], but got {dim})"
+            )
         return int(dim) % max(n, 1)
 
     # ---- leaving the device --------------------------------------------------------------
@@ -206,8 +221,10 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise ValueError(f"pyrite: a Tensor with {self.numel()} elements cannot be converted "
-                             "to a Python scalar")
+            raise ValueError(
+                f"pyrite: a Tensor with {self.numel()} elements cannot be converted "
+                "to a Python scalar"
+            )
         return self.numpy().reshape(()).item()
 
     def cpu(self):
@@ -224,14 +241,16 @@ class Tensor:
 
     def __index__(self):
         if self.dtype.kind != "i" or self.numel() != 1:
-            raise TypeError("pyrite: only integer tensors of a single element can be "
-                            "converted to an index")
+            raise TypeError(
+                "pyrite: only integer tensors of a single element can be converted to an index"
+            )
         return int(self.item())
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError(f"pyrite: Boolean value of Tensor with {self.numel()} elements "
-                               "is ambiguous")
+            raise RuntimeError(
+                f"pyrite: Boolean value of Tensor with {self.numel()} elements is ambiguous"
+            )
         return bool(self.item())
 
     def __len__(self):

@@ -63,6 +63,8 @@ def pytest_runtest_call(item):
         return (yield)
     except DeviceError as exc:
         if "shader-f16" in str(exc) and not backend.current().has_f16:
-            pytest.skip(f"needs shader-f16, which {backend.current().name} through "
-                        f"{backend.current().impl} lacks")
+            pytest.skip(
+                f"needs shader-f16, which {backend.current().name} through "
+                f"{backend.current().impl} lacks"
+            )
         raise

@@ -15,7 +15,7 @@ builds its rows and parametrizes `check_row` over them:
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -61,10 +61,12 @@ def ulp_tol(ulps=4, eps=EPS32):
 
 def sum_tol(eps=EPS32):
     """A sum of n terms in f32: |error| <= n·eps·Σ|x| <= n²·eps·max|x| (n terms an output)."""
+
     def tol(inputs, expected):
         x = np.abs(inputs[0])
         n = max(1, x.size // max(1, np.size(expected)))
         return n * n * eps * float(x.max(initial=0.0)) + eps, 4 * eps
+
     return tol
 
 
@@ -93,15 +95,16 @@ def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def check_row(row: OpInfo, rng, dtype=None):
-    for dtype in (row.dtypes if dtype is None else (dtype,)):
+    for dtype in row.dtypes if dtype is None else (dtype,):
         if dtype == "float16" and not has_f16():
             continue  # that device's refusal is tested once, in test_errors.py
         for sample in row.samples:
-            arrays = [round_to(a, dtype) if a.dtype.kind == "f" else a
-                      for a in sample.make(rng)]
+            arrays = [round_to(a, dtype) if a.dtype.kind == "f" else a for a in sample.make(rng)]
             layout = sample.layout or "c" * len(arrays)
-            tensors = [to_device(a, dtype if a.dtype.kind == "f" else _dt(a), lay)
-                       for a, lay in zip(arrays, layout)]
+            tensors = [
+                to_device(a, dtype if a.dtype.kind == "f" else _dt(a), lay)
+                for a, lay in zip(arrays, layout)
+            ]
             got = row.op(*tensors, **sample.kwargs)
             want = row.ref(*arrays, **sample.kwargs)
             _compare(row, sample, arrays, got, want, dtype)
@@ -118,13 +121,17 @@ def _compare(row, sample, arrays, got, want, dtype):
         return
     g = got.numpy() if isinstance(got, pr.Tensor) else np.asarray(got)
     w = np.asarray(want)
-    where = f"{row.name} [{sample.name or sample.kwargs}] dtype={dtype} shapes=" + \
-            f"{[a.shape for a in arrays]}"
+    where = (
+        f"{row.name} [{sample.name or sample.kwargs}] dtype={dtype} shapes="
+        + f"{[a.shape for a in arrays]}"
+    )
     assert g.shape == w.shape, f"{where}: shape {g.shape}, expected {w.shape}"
     if row.exact or w.dtype.kind in "biu":
         bad = np.argwhere(g != w)
-        assert bad.size == 0, f"{where}: {len(bad)} mismatches, first at {tuple(bad[0])}: " \
-                              f"got {g[tuple(bad[0])]}, expected {w[tuple(bad[0])]}"
+        assert bad.size == 0, (
+            f"{where}: {len(bad)} mismatches, first at {tuple(bad[0])}: "
+            f"got {g[tuple(bad[0])]}, expected {w[tuple(bad[0])]}"
+        )
         return
     atol, rtol = row.tol(arrays, w) if row.tol else (1e-6, 1e-5)
     if dtype == "float16":
@@ -142,4 +149,5 @@ def assert_close(got, want, atol, rtol, where=""):
         idx = tuple(np.argwhere(bad)[0])
         raise AssertionError(
             f"{where}: {int(bad.sum())} of {bad.size} elements outside atol={atol:.3g} "
-            f"rtol={rtol:.3g}; first at {idx}: got {got[idx]!r}, expected {want[idx]!r}")
+            f"rtol={rtol:.3g}; first at {idx}: got {got[idx]!r}, expected {want[idx]!r}"
+        )

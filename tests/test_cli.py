@@ -12,11 +12,18 @@ import pyrite
 from pyrite import cli
 
 INFO = {
-    "name": "llvmpipe (LLVM 15.0.6, 256 bits)", "implementation": "wgpu", "backend": "Vulkan",
-    "type": "CPU", "driver": "Mesa 22.3.6", "vendor": "llvmpipe",
+    "name": "llvmpipe (LLVM 15.0.6, 256 bits)",
+    "implementation": "wgpu",
+    "backend": "Vulkan",
+    "type": "CPU",
+    "driver": "Mesa 22.3.6",
+    "vendor": "llvmpipe",
     "features": ["shader-f16", "subgroup", "texture-compression-bc"],
-    "limits": {"max-storage-buffer-binding-size": 134217728, "max_buffer_size": 2**31 - 1,
-               "max-compute-workgroups-per-dimension": 65535},
+    "limits": {
+        "max-storage-buffer-binding-size": 134217728,
+        "max_buffer_size": 2**31 - 1,
+        "max-compute-workgroups-per-dimension": 65535,
+    },
 }
 
 

@@ -88,8 +88,11 @@ def test_hvd_stack(rng):
     same(pr.dstack([pv, pv]), torch.dstack([tv, tv]))
     same(pr.dstack([pm, pm]), torch.dstack([tm, tm]))
     same(pr.column_stack([pv, pm.t()]), torch.column_stack([tv, tm.t()]))
-    for fn, tfn in ((pr.atleast_1d, torch.atleast_1d), (pr.atleast_2d, torch.atleast_2d),
-                    (pr.atleast_3d, torch.atleast_3d)):
+    for fn, tfn in (
+        (pr.atleast_1d, torch.atleast_1d),
+        (pr.atleast_2d, torch.atleast_2d),
+        (pr.atleast_3d, torch.atleast_3d),
+    ):
         for x in (np.float32(2.5), v, m, rnd(rng, 2, 3, 4)):
             same(fn(pr.tensor(x)), tfn(torch.tensor(x)))
 
@@ -121,10 +124,13 @@ def test_repeat_tile_interleave(rng):
         same(pr.tile(pa, (2, 1, 2)), torch.tile(ta, (2, 1, 2)))
         same(pa.repeat_interleave(3, dim=1), ta.repeat_interleave(3, dim=1))
         same(pr.repeat_interleave(pa, 2), torch.repeat_interleave(ta, 2))
-        same(pa.repeat_interleave(pr.tensor([2, 0, 3]), dim=0),
-             ta.repeat_interleave(torch.tensor([2, 0, 3]), dim=0))
-    same(pr.repeat_interleave(pr.tensor([1, 3, 2])),
-         torch.repeat_interleave(torch.tensor([1, 3, 2])))
+        same(
+            pa.repeat_interleave(pr.tensor([2, 0, 3]), dim=0),
+            ta.repeat_interleave(torch.tensor([2, 0, 3]), dim=0),
+        )
+    same(
+        pr.repeat_interleave(pr.tensor([1, 3, 2])), torch.repeat_interleave(torch.tensor([1, 3, 2]))
+    )
     e = pr.tensor(np.float32(1.5)).reshape(1).expand(4)
     same(e.repeat(2, 3), torch.full((4,), 1.5).repeat(2, 3))
 
@@ -177,10 +183,11 @@ def test_meshgrid_cartesian(rng):
     x, y, z = rnd(rng, 7), rnd(rng, 3), rnd(rng, 1)
     (px, tx), (py, ty), (pz, tz) = pair(x), pair(y), pair(z)
     for indexing in ("ij", "xy"):
-        same(pr.meshgrid(px, py, pz, indexing=indexing),
-             torch.meshgrid(tx, ty, tz, indexing=indexing))
-        same(pr.meshgrid([px, py], indexing=indexing),
-             torch.meshgrid([tx, ty], indexing=indexing))
+        same(
+            pr.meshgrid(px, py, pz, indexing=indexing),
+            torch.meshgrid(tx, ty, tz, indexing=indexing),
+        )
+        same(pr.meshgrid([px, py], indexing=indexing), torch.meshgrid([tx, ty], indexing=indexing))
     same(pr.cartesian_prod(px, py), torch.cartesian_prod(tx, ty))
 
 
@@ -196,8 +203,10 @@ def test_diag_broadcast_misc(rng):
     same(pr.narrow_copy(pm, 1, 2, 3), torch.narrow_copy(tm, 1, 2, 3))
     same(pr.block_diag(pv, pm), torch.block_diag(tv, tm))
     a, b = rnd(rng, 3, 1), rnd(rng, 1, 7)
-    same(pr.broadcast_tensors(pr.tensor(a), pr.tensor(b)),
-         torch.broadcast_tensors(torch.tensor(a), torch.tensor(b)))
+    same(
+        pr.broadcast_tensors(pr.tensor(a), pr.tensor(b)),
+        torch.broadcast_tensors(torch.tensor(a), torch.tensor(b)),
+    )
 
 
 def test_errors():

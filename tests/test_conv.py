@@ -52,7 +52,9 @@ def test_conv2d(xs, ws, kw, with_bias, rng):
 def test_conv2d_strided_input(rng):
     x = _f32(rng.standard_normal((2, 5, 9, 8)))
     w = _f32(rng.standard_normal((4, 5, 3, 3)))
-    xp = pr.tensor(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), dtype=pr.float32).permute(0, 3, 1, 2)
+    xp = pr.tensor(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), dtype=pr.float32).permute(
+        0, 3, 1, 2
+    )
     want = F.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
     absref = F.conv2d(torch.tensor(np.abs(x)), torch.tensor(np.abs(w)), padding=1).numpy()
     got = pr.conv2d(xp, pr.tensor(w, dtype=pr.float32), padding=1)
@@ -71,8 +73,9 @@ CONV1D = [
 def test_conv1d(xs, ws, kw, rng):
     x, w, b = (_f32(rng.standard_normal(s)) for s in (xs, ws, (ws[0],)))
     want = F.conv1d(torch.tensor(x), torch.tensor(w), torch.tensor(b), **kw).numpy()
-    absref = F.conv1d(torch.tensor(np.abs(x)), torch.tensor(np.abs(w)), torch.tensor(np.abs(b)),
-                      **kw).numpy()
+    absref = F.conv1d(
+        torch.tensor(np.abs(x)), torch.tensor(np.abs(w)), torch.tensor(np.abs(b)), **kw
+    ).numpy()
     got = pr.conv1d(*(pr.tensor(a, dtype=pr.float32) for a in (x, w, b)), **kw)
     assert_close(got.numpy(), want, atol=(ws[1] * ws[2] + 1) * EPS * absref + 1e-30)
 
@@ -92,8 +95,9 @@ def test_max_pool2d(xs, kw, rng):
         if dil == 2 and (np.array(kw["kernel_size"]) * 2 > np.array(xs[-2:])).any():
             continue
         w_out, w_idx = F.max_pool2d(torch.tensor(x), dilation=dil, return_indices=True, **kw)
-        g_out, g_idx = pr.max_pool2d(pr.tensor(x, dtype=pr.float32), dilation=dil,
-                                     return_indices=True, **kw)
+        g_out, g_idx = pr.max_pool2d(
+            pr.tensor(x, dtype=pr.float32), dilation=dil, return_indices=True, **kw
+        )
         np.testing.assert_array_equal(g_out.numpy(), w_out.numpy())
         np.testing.assert_array_equal(g_idx.numpy(), w_idx.numpy())
 
@@ -103,15 +107,18 @@ def test_max_pool2d(xs, kw, rng):
 def test_avg_pool2d(xs, kw, cip, div, rng):
     x = _f32(rng.standard_normal(xs))
     want = F.avg_pool2d(torch.tensor(x), count_include_pad=cip, divisor_override=div, **kw).numpy()
-    absref = F.avg_pool2d(torch.tensor(np.abs(x)), count_include_pad=cip, divisor_override=div,
-                          **kw).numpy()
-    got = pr.avg_pool2d(pr.tensor(x, dtype=pr.float32), count_include_pad=cip,
-                        divisor_override=div, **kw)
+    absref = F.avg_pool2d(
+        torch.tensor(np.abs(x)), count_include_pad=cip, divisor_override=div, **kw
+    ).numpy()
+    got = pr.avg_pool2d(
+        pr.tensor(x, dtype=pr.float32), count_include_pad=cip, divisor_override=div, **kw
+    )
     assert_close(got.numpy(), want, atol=12 * EPS * absref + 1e-30, rtol=4 * EPS)
 
 
-@pytest.mark.parametrize("xs,os", [((2, 3, 9, 11), (4, 5)), ((1, 2, 7, 7), 3), ((2, 5, 6), (None, 4)),
-                                   ((2, 3, 4, 4), 1)])
+@pytest.mark.parametrize(
+    "xs,os", [((2, 3, 9, 11), (4, 5)), ((1, 2, 7, 7), 3), ((2, 5, 6), (None, 4)), ((2, 3, 4, 4), 1)]
+)
 def test_adaptive_pool2d(xs, os, rng):
     x = _f32(rng.standard_normal(xs))
     want = F.adaptive_avg_pool2d(torch.tensor(x), os).numpy()
@@ -127,11 +134,21 @@ def test_adaptive_pool2d(xs, os, rng):
 def test_pool1d(rng):
     x = _f32(rng.standard_normal((2, 3, 17)))
     t, p = torch.tensor(x), pr.tensor(x, dtype=pr.float32)
-    np.testing.assert_array_equal(pr.max_pool1d(p, 3, 2, 1).numpy(), F.max_pool1d(t, 3, 2, 1).numpy())
-    assert_close(pr.avg_pool1d(p, 4, 3, 2, ceil_mode=True).numpy(),
-                 F.avg_pool1d(t, 4, 3, 2, ceil_mode=True).numpy(), atol=1e-6, rtol=8 * EPS)
-    assert_close(pr.adaptive_avg_pool1d(p, 5).numpy(), F.adaptive_avg_pool1d(t, 5).numpy(),
-                 atol=1e-6, rtol=8 * EPS)
+    np.testing.assert_array_equal(
+        pr.max_pool1d(p, 3, 2, 1).numpy(), F.max_pool1d(t, 3, 2, 1).numpy()
+    )
+    assert_close(
+        pr.avg_pool1d(p, 4, 3, 2, ceil_mode=True).numpy(),
+        F.avg_pool1d(t, 4, 3, 2, ceil_mode=True).numpy(),
+        atol=1e-6,
+        rtol=8 * EPS,
+    )
+    assert_close(
+        pr.adaptive_avg_pool1d(p, 5).numpy(),
+        F.adaptive_avg_pool1d(t, 5).numpy(),
+        atol=1e-6,
+        rtol=8 * EPS,
+    )
 
 
 def test_max_pool_nan():

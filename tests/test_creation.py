@@ -14,10 +14,18 @@ from pyrite.kernels.random import philox_reference
 
 
 # ---- from host data --------------------------------------------------------------------------
-@pytest.mark.parametrize("data, dtype", [
-    ([1.5, -2.0, 3.25], pr.float32), ([[1, 2], [3, -4]], pr.int32), ([True, False], pr.bool),
-    (3.5, pr.float32), (7, pr.int32), ([[1, 2.5]], pr.float32), ([], pr.float32),
-])
+@pytest.mark.parametrize(
+    "data, dtype",
+    [
+        ([1.5, -2.0, 3.25], pr.float32),
+        ([[1, 2], [3, -4]], pr.int32),
+        ([True, False], pr.bool),
+        (3.5, pr.float32),
+        (7, pr.int32),
+        ([[1, 2.5]], pr.float32),
+        ([], pr.float32),
+    ],
+)
 def test_tensor_from_lists(data, dtype):
     t = pr.tensor(data)
     want = torch.tensor(data)
@@ -30,7 +38,7 @@ def test_tensor_from_numpy_and_torch(rng):
     t = pr.tensor(a64)
     assert t.dtype is pr.float32  # float64 narrows
     np.testing.assert_array_equal(t.numpy(), a64.astype(np.float32))
-    i64 = rng.integers(-2**31, 2**31 - 1, 17, dtype=np.int64)
+    i64 = rng.integers(-(2**31), 2**31 - 1, 17, dtype=np.int64)
     t = pr.from_numpy(i64)
     assert t.dtype is pr.int32
     np.testing.assert_array_equal(t.numpy(), i64.astype(np.int32))
@@ -52,8 +60,8 @@ def test_int64_out_of_range():
     with pytest.raises(OverflowError, match=r"do not fit in int32"):
         pr.tensor(big)
     with pytest.raises(OverflowError, match=r"int32"):
-        pr.tensor([-2**31 - 1, 0])
-    assert pr.tensor(np.array([2**31 - 1, -2**31])).tolist() == [2**31 - 1, -2**31]
+        pr.tensor([-(2**31) - 1, 0])
+    assert pr.tensor(np.array([2**31 - 1, -(2**31)])).tolist() == [2**31 - 1, -(2**31)]
 
 
 # ---- filled tensors, ranges, eye --------------------------------------------------------------
@@ -84,10 +92,19 @@ def test_full_dtypes():
     assert pr.zeros(()).shape == () and pr.zeros(0).numel() == 0
 
 
-@pytest.mark.parametrize("args, kw", [
-    ((10,), {}), ((2, 11, 3), {}), ((5, -6, -2), {}), ((0, 1, 0.1), {}), ((1.5, -2.0, -0.25), {}),
-    ((0, 7), {"dtype": pr.float32}), ((-3.0, 3.0, 0.7), {}), ((0,), {}),
-])
+@pytest.mark.parametrize(
+    "args, kw",
+    [
+        ((10,), {}),
+        ((2, 11, 3), {}),
+        ((5, -6, -2), {}),
+        ((0, 1, 0.1), {}),
+        ((1.5, -2.0, -0.25), {}),
+        ((0, 7), {"dtype": pr.float32}),
+        ((-3.0, 3.0, 0.7), {}),
+        ((0,), {}),
+    ],
+)
 def test_arange(args, kw):
     t = pr.arange(*args, **kw)
     want = torch.arange(*args, **{k: torch.float32 for k in kw})
@@ -104,8 +121,9 @@ def test_arange_errors():
     assert pr.arange(3).tolist() == [0, 1, 2]
 
 
-@pytest.mark.parametrize("args", [(0, 1, 5), (-2.5, 7.0, 13), (3, 3, 4), (1, -1, 1), (0, 10, 257),
-                                  (5, 0, 0)])
+@pytest.mark.parametrize(
+    "args", [(0, 1, 5), (-2.5, 7.0, 13), (3, 3, 4), (1, -1, 1), (0, 10, 257), (5, 0, 0)]
+)
 def test_linspace(args):
     t = pr.linspace(*args)
     want = torch.linspace(*args, dtype=torch.float64).numpy()
@@ -188,13 +206,21 @@ def test_philox_bits_exact():
 
 def test_philox_reference_known_answers():
     """Random123's published known-answer vectors for Philox4x32-10."""
-    assert philox_reference([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C,
-                                                      0x9B00DBD8]
-    assert philox_reference([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2) == [0x408F276D, 0x41C83B0E,
-                                                                    0xA20BC7C6, 0x6D5451FD]
-    assert philox_reference([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344],
-                            [0xA4093822, 0x299F31D0]) == [0xD16CFE09, 0x94FDCCEB, 0x5001E420,
-                                                          0x24126EA1]
+    assert philox_reference([0, 0, 0, 0], [0, 0]) == [
+        0x6627E8D5,
+        0xE169C58D,
+        0xBC57AC4C,
+        0x9B00DBD8,
+    ]
+    assert philox_reference([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2) == [
+        0x408F276D,
+        0x41C83B0E,
+        0xA20BC7C6,
+        0x6D5451FD,
+    ]
+    assert philox_reference(
+        [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0]
+    ) == [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]
 
 
 # ---- repr -------------------------------------------------------------------------------------

@@ -12,24 +12,47 @@ import pyrite as pr
 from pyrite import dtypes as D
 
 
-@pytest.mark.parametrize("spec, want", [
-    ("float32", pr.float32), ("float", pr.float32), ("float64", pr.float32),
-    ("double", pr.float32), ("float16", pr.float16), ("half", pr.float16), ("int32", pr.int32),
-    ("int64", pr.int32), ("long", pr.int32), ("int", pr.int32), ("bool", pr.bool),
-    (np.float32, pr.float32), (np.float64, pr.float32), (np.float16, pr.float16),
-    (np.int32, pr.int32), (np.int64, pr.int32), (np.bool_, pr.bool), (np.dtype("float16"),
-                                                                        pr.float16),
-    (torch.float32, pr.float32), (torch.float64, pr.float32), (torch.float16, pr.float16),
-    (torch.int32, pr.int32), (torch.int64, pr.int32), (torch.bool, pr.bool),
-    (float, pr.float32), (int, pr.int32), (bool, pr.bool), (None, pr.float32),
-    (pr.float16, pr.float16),
-])
+@pytest.mark.parametrize(
+    "spec, want",
+    [
+        ("float32", pr.float32),
+        ("float", pr.float32),
+        ("float64", pr.float32),
+        ("double", pr.float32),
+        ("float16", pr.float16),
+        ("half", pr.float16),
+        ("int32", pr.int32),
+        ("int64", pr.int32),
+        ("long", pr.int32),
+        ("int", pr.int32),
+        ("bool", pr.bool),
+        (np.float32, pr.float32),
+        (np.float64, pr.float32),
+        (np.float16, pr.float16),
+        (np.int32, pr.int32),
+        (np.int64, pr.int32),
+        (np.bool_, pr.bool),
+        (np.dtype("float16"), pr.float16),
+        (torch.float32, pr.float32),
+        (torch.float64, pr.float32),
+        (torch.float16, pr.float16),
+        (torch.int32, pr.int32),
+        (torch.int64, pr.int32),
+        (torch.bool, pr.bool),
+        (float, pr.float32),
+        (int, pr.int32),
+        (bool, pr.bool),
+        (None, pr.float32),
+        (pr.float16, pr.float16),
+    ],
+)
 def test_from_any(spec, want):
     assert D.from_any(spec) is want
 
 
-@pytest.mark.parametrize("spec", ["complex64", np.complex128, torch.complex64, "bfloat16x",
-                                  "string"])
+@pytest.mark.parametrize(
+    "spec", ["complex64", np.complex128, torch.complex64, "bfloat16x", "string"]
+)
 def test_from_any_rejects(spec):
     with pytest.raises(TypeError, match=r"pyrite: unsupported dtype .*supported: float32"):
         D.from_any(spec)
@@ -43,8 +66,12 @@ def test_aliases():
     assert pr.float32.is_floating_point and not pr.int32.is_floating_point
 
 
-TORCH = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
-         "bool": torch.bool}
+TORCH = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "int32": torch.int32,
+    "bool": torch.bool,
+}
 NAMES = list(TORCH)
 
 

@@ -34,22 +34,26 @@ def tol(ulps=4, atol=0.0):
 
 def exp_tol(extra=0):
     """WGSL exp: 3 + 2·|x| ULP; ops built on it add `extra` ULP."""
+
     def f(inputs, expected):
         big = max(float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)) for a in inputs)
         big = min(big, 104.0)  # past this exp(x) is inf or 0 in f32
         # results below 2^-126 may be flushed to zero (WGSL allows it), scaled by up to |x|
         return (1 + big) * 2.0**-126, (4 + extra + 2 * big) * ULP
+
     return f
 
 
 def T(fn):
     """A torch function turned into a float64 numpy reference."""
+
     def ref(*arrays, **kw):
         ts = [torch.from_numpy(np.asarray(a)) for a in arrays]
         r = fn(*ts, **kw).numpy()
         # the exact value rounded once to f32: what a correct kernel stores (overflow -> inf)
         with np.errstate(over="ignore"):
             return r.astype(np.float32).astype(np.float64) if r.dtype.kind == "f" else r
+
     return ref
 
 
@@ -65,6 +69,7 @@ def uni(lo, hi, specials=(), shapes=((1,), (7,), (13,), (257,), (13, 17)), layou
                 if lay == "e":
                     a = np.broadcast_to(a[:1], shape).copy()
                 return [a]
+
             out.append(Sample(make, layout=lay, name=f"{shape}{lay}"))
     if specials:
         sp = np.array(specials, dtype=np.float64)
@@ -94,46 +99,90 @@ UNARY_ROWS = [
     OpInfo("exp2", lambda x: pr.exp2(x), T(torch.exp2), uni(-10, 10, SPECIAL), exp_tol()),
     OpInfo("log", lambda x: x.log(), T(torch.log), uni(1e-3, 50, SP_POS), tol(4, 2.0**-21)),
     OpInfo("log2", lambda x: pr.log2(x), T(torch.log2), uni(1e-3, 50, SP_POS), tol(4, 2.0**-21)),
-    OpInfo("log10", lambda x: pr.log10(x), T(torch.log10), uni(1e-3, 50, SP_POS),
-           tol(6, 2.0**-21)),
-    OpInfo("log1p", lambda x: x.log1p(), T(torch.log1p),
-           uni(-0.99, 5, (0.0, -0.0, 1e-30, 6e-8, -6e-8, 1e-5, np.inf, np.nan, -1.0)), tol(16)),
-    OpInfo("expm1", lambda x: x.expm1(), T(torch.expm1),
-           uni(-3, 3, (0.0, -0.0, 1e-30, 1e-7, -1.1e-5, 0.49, -0.51, 88.0, -100.0, np.inf,
-                       -np.inf, np.nan)), exp_tol(16)),
+    OpInfo("log10", lambda x: pr.log10(x), T(torch.log10), uni(1e-3, 50, SP_POS), tol(6, 2.0**-21)),
+    OpInfo(
+        "log1p",
+        lambda x: x.log1p(),
+        T(torch.log1p),
+        uni(-0.99, 5, (0.0, -0.0, 1e-30, 6e-8, -6e-8, 1e-5, np.inf, np.nan, -1.0)),
+        tol(16),
+    ),
+    OpInfo(
+        "expm1",
+        lambda x: x.expm1(),
+        T(torch.expm1),
+        uni(
+            -3,
+            3,
+            (0.0, -0.0, 1e-30, 1e-7, -1.1e-5, 0.49, -0.51, 88.0, -100.0, np.inf, -np.inf, np.nan),
+        ),
+        exp_tol(16),
+    ),
     OpInfo("sqrt", lambda x: x.sqrt(), T(torch.sqrt), uni(0, 100, SP_POS + (-1.0,)), tol(4)),
-    OpInfo("rsqrt", lambda x: x.rsqrt(), T(torch.rsqrt), uni(1e-3, 100, (np.inf, 1.0, 4.0)),
-           tol(4)),
+    OpInfo(
+        "rsqrt", lambda x: x.rsqrt(), T(torch.rsqrt), uni(1e-3, 100, (np.inf, 1.0, 4.0)), tol(4)
+    ),
     OpInfo("sin", lambda x: x.sin(), T(torch.sin), uni(-math.pi, math.pi), tol(0, 2.0**-11)),
     OpInfo("cos", lambda x: x.cos(), T(torch.cos), uni(-math.pi, math.pi), tol(0, 2.0**-11)),
     # tan = sin/cos: the 2^-11 of each grows by 1/cos² <= 3.4 on [-1, 1]
     OpInfo("tan", lambda x: pr.tan(x), T(torch.tan), uni(-1, 1), tol(4, 4 * 2.0**-11)),
-    OpInfo("tanh", lambda x: x.tanh(), T(torch.tanh),
-           uni(-10, 10, SPECIAL + (1e-3, -1e-3, 1e-6, 50.0, -50.0)), tol(16)),
-    OpInfo("sigmoid", lambda x: x.sigmoid(), T(torch.sigmoid), uni(-20, 20, SPECIAL),
-           exp_tol(4)),
+    OpInfo(
+        "tanh",
+        lambda x: x.tanh(),
+        T(torch.tanh),
+        uni(-10, 10, SPECIAL + (1e-3, -1e-3, 1e-6, 50.0, -50.0)),
+        tol(16),
+    ),
+    OpInfo("sigmoid", lambda x: x.sigmoid(), T(torch.sigmoid), uni(-20, 20, SPECIAL), exp_tol(4)),
     OpInfo("relu", lambda x: x.relu(), T(torch.relu), uni(-5, 5, SPECIAL), tol(0)),
-    OpInfo("gelu", lambda x: pr.gelu(x), T(torch.nn.functional.gelu),
-           uni(-8, 8, SPECIAL + (-5.0, -7.0, 3.0)), _gelu_tol),
-    OpInfo("gelu_tanh", lambda x: pr.gelu(x, approximate="tanh"), _gelu_tanh64,
-           uni(-8, 8, SPECIAL + (-5.0, -7.0, 3.0)), _gelu_tol),
-    OpInfo("silu", lambda x: pr.silu(x), T(torch.nn.functional.silu), uni(-20, 20, SPECIAL),
-           exp_tol(4)),
-    OpInfo("softplus", lambda x: pr.softplus(x), T(torch.nn.functional.softplus),
-           uni(-30, 30, SPECIAL), lambda i, e: (2.0**-21, (24 + 60) * ULP)),
+    OpInfo(
+        "gelu",
+        lambda x: pr.gelu(x),
+        T(torch.nn.functional.gelu),
+        uni(-8, 8, SPECIAL + (-5.0, -7.0, 3.0)),
+        _gelu_tol,
+    ),
+    OpInfo(
+        "gelu_tanh",
+        lambda x: pr.gelu(x, approximate="tanh"),
+        _gelu_tanh64,
+        uni(-8, 8, SPECIAL + (-5.0, -7.0, 3.0)),
+        _gelu_tol,
+    ),
+    OpInfo(
+        "silu", lambda x: pr.silu(x), T(torch.nn.functional.silu), uni(-20, 20, SPECIAL), exp_tol(4)
+    ),
+    OpInfo(
+        "softplus",
+        lambda x: pr.softplus(x),
+        T(torch.nn.functional.softplus),
+        uni(-30, 30, SPECIAL),
+        lambda i, e: (2.0**-21, (24 + 60) * ULP),
+    ),
     OpInfo("erf", lambda x: pr.erf(x), T(torch.erf), uni(-7, 7, SPECIAL), tol(2, 2.0**-23)),
     OpInfo("sign", lambda x: x.sign(), T(torch.sign), uni(-5, 5, SPECIAL), tol(0)),
-    OpInfo("floor", lambda x: x.floor(), T(torch.floor), uni(-50, 50, SPECIAL + (-0.5, 2.5)),
-           tol(0)),
+    OpInfo(
+        "floor", lambda x: x.floor(), T(torch.floor), uni(-50, 50, SPECIAL + (-0.5, 2.5)), tol(0)
+    ),
     OpInfo("ceil", lambda x: x.ceil(), T(torch.ceil), uni(-50, 50, SPECIAL), tol(0)),
-    OpInfo("round", lambda x: x.round(), T(torch.round),
-           uni(-50, 50, SPECIAL + (0.5, 1.5, 2.5, -0.5, -2.5, 3.5)), tol(0)),
+    OpInfo(
+        "round",
+        lambda x: x.round(),
+        T(torch.round),
+        uni(-50, 50, SPECIAL + (0.5, 1.5, 2.5, -0.5, -2.5, 3.5)),
+        tol(0),
+    ),
     OpInfo("trunc", lambda x: x.trunc(), T(torch.trunc), uni(-50, 50, SPECIAL), tol(0)),
     OpInfo("isnan", lambda x: x.isnan(), T(torch.isnan), uni(-5, 5, SPECIAL)),
     OpInfo("isinf", lambda x: x.isinf(), T(torch.isinf), uni(-5, 5, SPECIAL)),
     OpInfo("isfinite", lambda x: x.isfinite(), T(torch.isfinite), uni(-5, 5, SPECIAL)),
-    OpInfo("reciprocal", lambda x: x.reciprocal(), T(torch.reciprocal),
-           uni(0.5, 5, (np.inf, -0.0)), tol(4)),
+    OpInfo(
+        "reciprocal",
+        lambda x: x.reciprocal(),
+        T(torch.reciprocal),
+        uni(0.5, 5, (np.inf, -0.0)),
+        tol(4),
+    ),
     OpInfo("square", lambda x: x.square(), T(torch.square), uni(-5, 5, SPECIAL), tol(1)),
 ]
 
@@ -145,16 +194,23 @@ def test_unary(row, rng):
 
 def T16(fn):
     """Reference rounded once to float16, the storage the result lands in."""
+
     def ref(*arrays):
         with np.errstate(over="ignore"):
-            return fn(*[torch.from_numpy(a) for a in arrays]).numpy().astype(np.float16) \
+            return (
+                fn(*[torch.from_numpy(a) for a in arrays])
+                .numpy()
+                .astype(np.float16)
                 .astype(np.float64)
+            )
+
     return ref
 
 
 F16_ROWS = [
-    OpInfo("exp", lambda x: x.exp(), T16(torch.exp), uni(-4, 4, (0.0, np.inf, -np.inf, np.nan,
-                                                                  12.0))),
+    OpInfo(
+        "exp", lambda x: x.exp(), T16(torch.exp), uni(-4, 4, (0.0, np.inf, -np.inf, np.nan, 12.0))
+    ),
     OpInfo("tanh", lambda x: x.tanh(), T16(torch.tanh), uni(-4, 4, (np.nan, np.inf, 1e-3))),
     OpInfo("gelu", lambda x: pr.gelu(x), T16(torch.nn.functional.gelu), uni(-4, 4)),
     OpInfo("relu", lambda x: x.relu(), T16(torch.relu), uni(-4, 4, (np.nan, -np.inf))),
@@ -187,9 +243,17 @@ def test_gelu_tail_is_relatively_accurate():
 
 
 # ---- binary --------------------------------------------------------------------------------
-BIN_SHAPES = [((1,), (1,)), ((7,), (7,)), ((257,), (257,)), ((13, 17), (13, 17)),
-              ((3, 1, 5), (4, 5)), ((4, 5), (3, 1, 5)), ((13,), ()), ((), (7,)),
-              ((17, 1), (1, 13))]
+BIN_SHAPES = [
+    ((1,), (1,)),
+    ((7,), (7,)),
+    ((257,), (257,)),
+    ((13, 17), (13, 17)),
+    ((3, 1, 5), (4, 5)),
+    ((4, 5), (3, 1, 5)),
+    ((13,), ()),
+    ((), (7,)),
+    ((17, 1), (1, 13)),
+]
 
 
 def bin_samples(lo, hi, lo2=None, hi2=None, ints=False, layouts=("cc", "ts", "st", "ec")):
@@ -210,6 +274,7 @@ def bin_samples(lo, hi, lo2=None, hi2=None, ints=False, layouts=("cc", "ts", "st
                 if lay[0] == "e" and a.ndim:
                     a = np.broadcast_to(a[:1], sa).copy()
                 return [a, b]
+
             out.append(Sample(make, layout=lay, name=f"{sa}{sb}{lay}"))
     return out
 
@@ -223,8 +288,10 @@ def _div_ints_nonzero(rng, shape):
 def int_div_samples():
     out = []
     for sa, sb in BIN_SHAPES:
+
         def make(rng, sa=sa, sb=sb):
             return [rng.integers(-50, 51, size=sa).astype(np.int32), _div_ints_nonzero(rng, sb)]
+
         out.append(Sample(make, name=f"{sa}{sb}"))
     edge = np.array([7, -7, 7, -7, 0, -1, 1, 2147483647, -2147483647, 5, -5], np.int32)
     den = np.array([2, 2, -2, -2, 3, 3, -3, 2, 3, 5, 5], np.int32)
@@ -241,6 +308,7 @@ def Tb(fn):
             with np.errstate(over="ignore"):
                 return r.astype(np.float32).astype(np.float64)
         return r.astype(np.int32) if r.dtype == np.int64 else r
+
     return ref
 
 
@@ -250,12 +318,27 @@ BINARY_ROWS = [
     OpInfo("mul", lambda a, b: a * b, Tb(torch.mul), bin_samples(-5, 5), tol(1)),
     OpInfo("div", lambda a, b: a / b, Tb(torch.div), bin_samples(-5, 5, 0.5, 5), tol(4)),
     # floor(a/b): exact unless a/b rounds across an integer (not met by these draws)
-    OpInfo("floordiv", lambda a, b: a // b, Tb(torch.floor_divide),
-           bin_samples(-20, 20, 0.7, 3), tol(0)),
-    OpInfo("remainder", lambda a, b: a % b, Tb(torch.remainder), bin_samples(-20, 20, 0.7, 3),
-           lambda i, e: (40 * EPS32 * 4, 0)),
-    OpInfo("pow", lambda a, b: a ** b, Tb(torch.pow), bin_samples(0.1, 4, -3, 3),
-           lambda i, e: (2.0**-126, (4 + 2 * 3 * 2.1) * ULP * 4)),
+    OpInfo(
+        "floordiv",
+        lambda a, b: a // b,
+        Tb(torch.floor_divide),
+        bin_samples(-20, 20, 0.7, 3),
+        tol(0),
+    ),
+    OpInfo(
+        "remainder",
+        lambda a, b: a % b,
+        Tb(torch.remainder),
+        bin_samples(-20, 20, 0.7, 3),
+        lambda i, e: (40 * EPS32 * 4, 0),
+    ),
+    OpInfo(
+        "pow",
+        lambda a, b: a**b,
+        Tb(torch.pow),
+        bin_samples(0.1, 4, -3, 3),
+        lambda i, e: (2.0**-126, (4 + 2 * 3 * 2.1) * ULP * 4),
+    ),
     OpInfo("maximum", pr.maximum, Tb(torch.maximum), bin_samples(-5, 5), tol(0)),
     OpInfo("minimum", pr.minimum, Tb(torch.minimum), bin_samples(-5, 5), tol(0)),
     # WGSL's atan2 bound is 4096 ULP (spec §15.7.4); lavapipe measured ~20 ULP
@@ -266,21 +349,18 @@ BINARY_ROWS = [
     OpInfo("le", lambda a, b: a <= b, Tb(torch.le), bin_samples(-2, 2, ints=True)),
     OpInfo("gt", lambda a, b: a > b, Tb(torch.gt), bin_samples(-5, 5)),
     OpInfo("ge", lambda a, b: a >= b, Tb(torch.ge), bin_samples(-2, 2, ints=True)),
-    OpInfo("and_i", lambda a, b: a & b, Tb(torch.bitwise_and),
-           bin_samples(-100, 100, ints=True)),
+    OpInfo("and_i", lambda a, b: a & b, Tb(torch.bitwise_and), bin_samples(-100, 100, ints=True)),
     OpInfo("or_i", lambda a, b: a | b, Tb(torch.bitwise_or), bin_samples(-100, 100, ints=True)),
-    OpInfo("xor_i", lambda a, b: a ^ b, Tb(torch.bitwise_xor),
-           bin_samples(-100, 100, ints=True)),
+    OpInfo("xor_i", lambda a, b: a ^ b, Tb(torch.bitwise_xor), bin_samples(-100, 100, ints=True)),
     OpInfo("logical_and", pr.logical_and, Tb(torch.logical_and), bin_samples(-1, 2, ints=True)),
     OpInfo("logical_or", pr.logical_or, Tb(torch.logical_or), bin_samples(-1, 2, ints=True)),
-    OpInfo("logical_xor", pr.logical_xor, Tb(torch.logical_xor),
-           bin_samples(-1, 2, ints=True)),
+    OpInfo("logical_xor", pr.logical_xor, Tb(torch.logical_xor), bin_samples(-1, 2, ints=True)),
     OpInfo("int_add", lambda a, b: a + b, Tb(torch.add), bin_samples(-1000, 1000, ints=True)),
     OpInfo("int_mul", lambda a, b: a * b, Tb(torch.mul), bin_samples(-1000, 1000, ints=True)),
     OpInfo("int_floordiv", lambda a, b: a // b, Tb(torch.floor_divide), int_div_samples()),
     OpInfo("int_remainder", lambda a, b: a % b, Tb(torch.remainder), int_div_samples()),
     OpInfo("int_div", lambda a, b: a / b, Tb(torch.div), int_div_samples(), tol(4)),
-    OpInfo("int_pow", lambda a, b: a ** b, Tb(torch.pow), bin_samples(-5, 6, 0, 6, ints=True)),
+    OpInfo("int_pow", lambda a, b: a**b, Tb(torch.pow), bin_samples(-5, 6, 0, 6, ints=True)),
     OpInfo("int_max", pr.maximum, Tb(torch.maximum), bin_samples(-9, 9, ints=True)),
 ]
 
@@ -303,27 +383,40 @@ def test_float_specials_binary():
 
 
 def test_pow_specials():
-    a = np.array([np.nan, np.nan, 1.0, np.nan, -2.0, -2.0, 0.0, 0.0, np.inf, -np.inf, 2.0, -8.0],
-                 np.float32)
-    b = np.array([3.0, 0.0, np.nan, np.nan, 3.0, 0.5, -1.0, 2.5, -1.0, 3.0, np.inf, 1 / 3],
-                 np.float32)
+    a = np.array(
+        [np.nan, np.nan, 1.0, np.nan, -2.0, -2.0, 0.0, 0.0, np.inf, -np.inf, 2.0, -8.0], np.float32
+    )
+    b = np.array(
+        [3.0, 0.0, np.nan, np.nan, 3.0, 0.5, -1.0, 2.5, -1.0, 3.0, np.inf, 1 / 3], np.float32
+    )
     want = torch.pow(torch.from_numpy(a), torch.from_numpy(b)).numpy()
     got = (pr.tensor(a) ** pr.tensor(b)).numpy()
     assert_close(got.astype(np.float64), want.astype(np.float64), 0, 8 * ULP, "pow specials")
     for e in (3.0, 0.0, -1.0):
-        assert_close((pr.tensor(a) ** e).numpy().astype(np.float64),
-                     (torch.from_numpy(a) ** e).double().numpy(), 0, 8 * ULP, f"pow {e}")
+        assert_close(
+            (pr.tensor(a) ** e).numpy().astype(np.float64),
+            (torch.from_numpy(a) ** e).double().numpy(),
+            0,
+            8 * ULP,
+            f"pow {e}",
+        )
 
 
 def test_bool_ops():
     rng = np.random.default_rng(1)
     a, b = rng.random(37) < 0.5, rng.random(37) < 0.5
     pa, pb, ta, tb = pr.tensor(a), pr.tensor(b), torch.from_numpy(a), torch.from_numpy(b)
-    cases = [(lambda x, y: x & y, None), (lambda x, y: x | y, None),
-             (lambda x, y: x ^ y, None), (lambda x, y: ~x, None), (lambda x, y: x + y, None),
-             (lambda x, y: x == y, None), (lambda x, y: x * y, None),
-             (pr.logical_and, torch.logical_and),
-             (lambda x, y: pr.logical_not(x), lambda x, y: torch.logical_not(x))]
+    cases = [
+        (lambda x, y: x & y, None),
+        (lambda x, y: x | y, None),
+        (lambda x, y: x ^ y, None),
+        (lambda x, y: ~x, None),
+        (lambda x, y: x + y, None),
+        (lambda x, y: x == y, None),
+        (lambda x, y: x * y, None),
+        (pr.logical_and, torch.logical_and),
+        (lambda x, y: pr.logical_not(x), lambda x, y: torch.logical_not(x)),
+    ]
     for fn, tfn in cases:
         got, want = fn(pa, pb), (tfn or fn)(ta, tb)
         assert got.dtype is pr.bool
@@ -333,15 +426,21 @@ def test_bool_ops():
 
 
 # ---- scalars on either side, and result dtypes ----------------------------------------------
-SCALAR_OPS = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow",
-              "eq", "lt", "ge"]
-_PYOP = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-         "div": lambda a, b: a / b, "floor_divide": lambda a, b: a // b,
-         "remainder": lambda a, b: a % b, "pow": lambda a, b: a ** b,
-         "eq": lambda a, b: a == b, "lt": lambda a, b: a < b, "ge": lambda a, b: a >= b}
+SCALAR_OPS = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "eq", "lt", "ge"]
+_PYOP = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "floor_divide": lambda a, b: a // b,
+    "remainder": lambda a, b: a % b,
+    "pow": lambda a, b: a**b,
+    "eq": lambda a, b: a == b,
+    "lt": lambda a, b: a < b,
+    "ge": lambda a, b: a >= b,
+}
 
-_TD = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
-       "bool": torch.bool}
+_TD = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32, "bool": torch.bool}
 
 
 def _torch_dt(d):
@@ -364,6 +463,7 @@ def test_scalar_operands(op, dtype, scalar, side, rng):
         a = rng.uniform(0.5, 4, 13).astype(dtype)
     t = torch.from_numpy(a)
     p = pr.tensor(a)
+
     def call(tensor):
         return _PYOP[op](scalar, tensor) if side == "left" else _PYOP[op](tensor, scalar)
 
@@ -374,8 +474,9 @@ def test_scalar_operands(op, dtype, scalar, side, rng):
             call(p)
         return
     got = call(p)
-    assert got.dtype.name == _torch_dt(want.dtype), f"{op} {dtype} {scalar!r}: {got.dtype} vs " \
-                                                    f"{want.dtype}"
+    assert got.dtype.name == _torch_dt(want.dtype), (
+        f"{op} {dtype} {scalar!r}: {got.dtype} vs {want.dtype}"
+    )
     w = want.double().numpy() if want.dtype.is_floating_point else want.numpy()
     g = got.numpy()
     if want.dtype.is_floating_point:
@@ -402,11 +503,15 @@ PROMOTION_CASES = [
     (lambda m: m.ones(3, dtype=m.int32) ** 2, "int ** int"),
     (lambda m: m.ones(3, dtype=m.int32) ** 0.5, "int ** float"),
     (lambda m: m.ones(3, dtype=m.int32).sqrt(), "sqrt(int)"),
-    (lambda m: m.ones(3, dtype=m.bool).neg() if m is pr else m.ones(3, dtype=m.int64).neg(),
-     "skip"),
+    (
+        lambda m: m.ones(3, dtype=m.bool).neg() if m is pr else m.ones(3, dtype=m.int64).neg(),
+        "skip",
+    ),
     (lambda m: m.where(m.ones(3, dtype=m.bool), 1.0, 0), "where scalars"),
-    (lambda m: m.where(m.ones(3, dtype=m.bool), m.ones(3, dtype=m.int32), 2.5),
-     "where int tensor, float scalar"),
+    (
+        lambda m: m.where(m.ones(3, dtype=m.bool), m.ones(3, dtype=m.int32), 2.5),
+        "where int tensor, float scalar",
+    ),
     (lambda m: m.ones(3, dtype=m.int32).clamp(0.5, 2), "clamp int with float"),
 ]
 
@@ -419,8 +524,7 @@ def test_promotion_matches_torch(case):
     want = fn(torch)
     got = fn(pr)
     assert got.dtype.name == _torch_dt(want.dtype), f"{name}: {got.dtype} vs torch {want.dtype}"
-    np.testing.assert_allclose(got.numpy().astype(np.float64),
-                               want.double().numpy(), rtol=1e-3)
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want.double().numpy(), rtol=1e-3)
 
 
 # ---- where, clamp, lerp, nan_to_num ---------------------------------------------------------
@@ -450,7 +554,8 @@ def test_clamp(rng):
     hi = rng.uniform(0, 3, (13, 1)).astype(np.float32)
     np.testing.assert_array_equal(
         p.clamp(pr.tensor(lo), pr.tensor(hi)).numpy(),
-        t.clamp(torch.from_numpy(lo), torch.from_numpy(hi)).numpy())
+        t.clamp(torch.from_numpy(lo), torch.from_numpy(hi)).numpy(),
+    )
     i = rng.integers(-9, 9, 31).astype(np.int32)
     np.testing.assert_array_equal(pr.tensor(i).clamp(-3, 4).numpy(), np.clip(i, -3, 4))
     out = pr.empty(13, 17)
@@ -462,8 +567,9 @@ def test_lerp(rng):
     a = rng.standard_normal((3, 1, 5)).astype(np.float32)
     b = rng.standard_normal((4, 5)).astype(np.float32)
     w = rng.random((5,)).astype(np.float32)
-    want = torch.lerp(torch.from_numpy(a).double(), torch.from_numpy(b).double(),
-                      torch.from_numpy(w).double()).numpy()
+    want = torch.lerp(
+        torch.from_numpy(a).double(), torch.from_numpy(b).double(), torch.from_numpy(w).double()
+    ).numpy()
     bound = 4 * EPS32 * (np.abs(a) + 2 * np.abs(b) + np.abs(a))
     got = pr.lerp(pr.tensor(a), pr.tensor(b), pr.tensor(w)).numpy()
     assert np.all(np.abs(got - want) <= bound + 1e-30)
@@ -476,16 +582,17 @@ def test_nan_to_num():
     a = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0], np.float32)
     t = torch.from_numpy(a)
     np.testing.assert_array_equal(pr.nan_to_num(pr.tensor(a)).numpy(), torch.nan_to_num(t))
-    np.testing.assert_array_equal(pr.tensor(a).nan_to_num(1.0, 2.0, -3.0).numpy(),
-                                  torch.nan_to_num(t, 1.0, 2.0, -3.0))
+    np.testing.assert_array_equal(
+        pr.tensor(a).nan_to_num(1.0, 2.0, -3.0).numpy(), torch.nan_to_num(t, 1.0, 2.0, -3.0)
+    )
     h = a.astype(np.float16)
-    np.testing.assert_array_equal(pr.nan_to_num(pr.tensor(h)).numpy(),
-                                  torch.nan_to_num(torch.from_numpy(h)).numpy())
+    np.testing.assert_array_equal(
+        pr.nan_to_num(pr.tensor(h)).numpy(), torch.nan_to_num(torch.from_numpy(h)).numpy()
+    )
 
 
 # ---- casts -----------------------------------------------------------------------------------
-CAST_VALUES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.4, 1e4, -7.9, 65504.0, 3.0],
-                       np.float64)
+CAST_VALUES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.4, 1e4, -7.9, 65504.0, 3.0], np.float64)
 
 
 @pytest.mark.parametrize("src", ["float32", "float16", "int32", "bool"])
@@ -601,7 +708,7 @@ def test_grid_fold(monkeypatch):
     assert sum(g[1] > 1 for g in grids) >= 3, grids  # arange, *, + all folded
     assert y[0] == 1 and y[-1] == (n - 1) * 3 + 1
     np.testing.assert_array_equal(y[::9973], np.arange(n, dtype=np.int64)[::9973] * 3 + 1)
-    z = y[65535 * 256 - 3: 65535 * 256 + 3]
+    z = y[65535 * 256 - 3 : 65535 * 256 + 3]
     np.testing.assert_array_equal(z, np.arange(65535 * 256 - 3, 65535 * 256 + 3) * 3 + 1)
 
 

@@ -91,8 +91,11 @@ def test_unsupported_host_data():
 def test_float16_without_shader_f16(monkeypatch):
     dev = backend.current()
     monkeypatch.setattr(dev, "has_f16", False)
-    for make in (lambda: pr.zeros(3, dtype=pr.float16), lambda: pr.ones(3).half(),
-                 lambda: pr.tensor(np.ones(3, np.float16))):
+    for make in (
+        lambda: pr.zeros(3, dtype=pr.float16),
+        lambda: pr.ones(3).half(),
+        lambda: pr.tensor(np.ones(3, np.float16)),
+    ):
         msg = _message(DeviceError, make, r"shader-f16")
         assert "float32" in msg and ("PYRITE_BACKEND" in msg or "set_device" in msg), msg
     _still_works()

@@ -21,8 +21,11 @@ U = 2.0**-24
 
 
 def _t(a):
-    return torch.from_numpy(np.asarray(a)).to(torch.float64) if np.asarray(a).dtype.kind == "f" \
+    return (
+        torch.from_numpy(np.asarray(a)).to(torch.float64)
+        if np.asarray(a).dtype.kind == "f"
         else torch.from_numpy(np.asarray(a).astype(np.int64))
+    )
 
 
 def _p(a):
@@ -38,17 +41,28 @@ def close(got, want, atol, rtol=8 * U, what=""):
     got = got.numpy() if isinstance(got, pr.Tensor) else np.asarray(got)
     want = want.numpy() if isinstance(want, torch.Tensor) else np.asarray(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape} vs {want.shape}"
-    np.testing.assert_allclose(got.astype(np.float64), want, atol=atol, rtol=rtol,
-                               err_msg=what, equal_nan=True)
+    np.testing.assert_allclose(
+        got.astype(np.float64), want, atol=atol, rtol=rtol, err_msg=what, equal_nan=True
+    )
 
 
 # ---- activations ---------------------------------------------------------------------------
 ACTS = [
-    ("relu", {}), ("relu6", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}),
-    ("elu", {}), ("elu", {"alpha": 0.5}), ("gelu", {}), ("gelu", {"approximate": "tanh"}),
-    ("silu", {}), ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 5.0}),
-    ("sigmoid", {}), ("tanh", {}), ("hardtanh", {}), ("hardtanh", {"min_val": -0.5,
-                                                                    "max_val": 2.0}),
+    ("relu", {}),
+    ("relu6", {}),
+    ("leaky_relu", {}),
+    ("leaky_relu", {"negative_slope": 0.2}),
+    ("elu", {}),
+    ("elu", {"alpha": 0.5}),
+    ("gelu", {}),
+    ("gelu", {"approximate": "tanh"}),
+    ("silu", {}),
+    ("softplus", {}),
+    ("softplus", {"beta": 2.0, "threshold": 5.0}),
+    ("sigmoid", {}),
+    ("tanh", {}),
+    ("hardtanh", {}),
+    ("hardtanh", {"min_val": -0.5, "max_val": 2.0}),
 ]
 
 
@@ -57,8 +71,13 @@ def test_activation(name, kw, rng):
     x = _f32(rng.standard_normal((3, 7, 5)) * 4)
     want = getattr(TF, name)(_t(x), **kw)
     close(getattr(F, name)(_p(x), **kw), want, 8 * U, 16 * U, name)
-    close(getattr(F, name)(_p(x).transpose(0, 2), **kw), want.transpose(0, 2), 8 * U, 16 * U,
-          f"{name} transposed")
+    close(
+        getattr(F, name)(_p(x).transpose(0, 2), **kw),
+        want.transpose(0, 2),
+        8 * U,
+        16 * U,
+        f"{name} transposed",
+    )
 
 
 def test_activation_inplace():
@@ -82,15 +101,24 @@ def test_norms_and_softmax(rng):
     close(F.layer_norm(_p(x), (6, 9)), TF.layer_norm(_t(x), (6, 9)), 200 * U * 4)
     close(F.rms_norm(_p(x), (9,), eps=1e-6), TF.rms_norm(_t(x), (9,), eps=1e-6), 40 * U * 4)
     for p, dim in ((2.0, 1), (1.0, -1), (3.0, 0)):
-        close(F.normalize(_p(x), p, dim), TF.normalize(_t(x), p, dim), 64 * U, 64 * U,
-              f"normalize p={p}")
+        close(
+            F.normalize(_p(x), p, dim),
+            TF.normalize(_t(x), p, dim),
+            64 * U,
+            64 * U,
+            f"normalize p={p}",
+        )
     close(F.normalize(pr.zeros(2, 3)), np.zeros((2, 3)), 0, 0, "normalize zeros (eps)")
 
 
 def test_cosine_similarity(rng):
     a, b = _f32(rng.standard_normal((5, 1, 7))), _f32(rng.standard_normal((3, 7)))
-    close(F.cosine_similarity(_p(a), _p(b), dim=-1), TF.cosine_similarity(_t(a), _t(b), dim=-1),
-          64 * U, 64 * U)
+    close(
+        F.cosine_similarity(_p(a), _p(b), dim=-1),
+        TF.cosine_similarity(_t(a), _t(b), dim=-1),
+        64 * U,
+        64 * U,
+    )
     a, b = _f32(rng.standard_normal((4, 11))), _f32(rng.standard_normal((4, 11)))
     close(F.cosine_similarity(_p(a), _p(b)), TF.cosine_similarity(_t(a), _t(b)), 64 * U, 64 * U)
 
@@ -147,15 +175,26 @@ def loss_tol(n, terms):
 def test_regression_losses(reduction, rng):
     a, b = _f32(rng.standard_normal((3, 1, 7)) * 2), _f32(rng.standard_normal((3, 5, 7)))
     n = a.size * 5
-    cases = [("mse_loss", {}), ("l1_loss", {}), ("smooth_l1_loss", {}),
-             ("smooth_l1_loss", {"beta": 0.5}), ("smooth_l1_loss", {"beta": 0.0}),
-             ("huber_loss", {}), ("huber_loss", {"delta": 0.3})]
+    cases = [
+        ("mse_loss", {}),
+        ("l1_loss", {}),
+        ("smooth_l1_loss", {}),
+        ("smooth_l1_loss", {"beta": 0.5}),
+        ("smooth_l1_loss", {"beta": 0.0}),
+        ("huber_loss", {}),
+        ("huber_loss", {"delta": 0.3}),
+    ]
     for name, kw in cases:
         if a.shape != b.shape:
             ta, pa = _t(np.broadcast_to(a, b.shape).copy()), _p(a)
         want = getattr(TF, name)(ta, _t(b), reduction=reduction, **kw)
-        close(getattr(F, name)(pa, _p(b), reduction=reduction, **kw), want,
-              loss_tol(n, want.numpy()), 16 * U, f"{name} {kw}")
+        close(
+            getattr(F, name)(pa, _p(b), reduction=reduction, **kw),
+            want,
+            loss_tol(n, want.numpy()),
+            16 * U,
+            f"{name} {kw}",
+        )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -166,20 +205,37 @@ def test_binary_losses(reduction, rng):
     w = _f32(rng.random((6,)) + 0.5)
     pw = _f32(rng.random((6,)) * 3)
     want = TF.binary_cross_entropy(_t(prob), _t(t), reduction=reduction)
-    close(F.binary_cross_entropy(_p(prob), _p(t), reduction=reduction), want,
-          loss_tol(24, want.numpy()), 64 * U, "bce")
+    close(
+        F.binary_cross_entropy(_p(prob), _p(t), reduction=reduction),
+        want,
+        loss_tol(24, want.numpy()),
+        64 * U,
+        "bce",
+    )
     want = TF.binary_cross_entropy(_t(prob), _t(t), _t(w), reduction=reduction)
-    close(F.binary_cross_entropy(_p(prob), _p(t), _p(w), reduction=reduction), want,
-          loss_tol(24, want.numpy()), 64 * U, "bce weight")
+    close(
+        F.binary_cross_entropy(_p(prob), _p(t), _p(w), reduction=reduction),
+        want,
+        loss_tol(24, want.numpy()),
+        64 * U,
+        "bce weight",
+    )
     for kw in ({}, {"weight": w}, {"pos_weight": pw}, {"weight": w, "pos_weight": pw}):
-        want = TF.binary_cross_entropy_with_logits(_t(x), _t(t), reduction=reduction,
-                                                   **{k: _t(v) for k, v in kw.items()})
-        got = F.binary_cross_entropy_with_logits(_p(x), _p(t), reduction=reduction,
-                                                 **{k: _p(v) for k, v in kw.items()})
+        want = TF.binary_cross_entropy_with_logits(
+            _t(x), _t(t), reduction=reduction, **{k: _t(v) for k, v in kw.items()}
+        )
+        got = F.binary_cross_entropy_with_logits(
+            _p(x), _p(t), reduction=reduction, **{k: _p(v) for k, v in kw.items()}
+        )
         close(got, want, loss_tol(24, want.numpy()), 16 * U, f"bce logits {list(kw)}")
     big = pr.tensor([100.0, -100.0])
-    close(F.binary_cross_entropy_with_logits(big, pr.tensor([0.0, 1.0]), reduction="none"),
-          np.array([100.0, 100.0]), 0, 4 * U, "bce logits stable")
+    close(
+        F.binary_cross_entropy_with_logits(big, pr.tensor([0.0, 1.0]), reduction="none"),
+        np.array([100.0, 100.0]),
+        0,
+        4 * U,
+        "bce logits stable",
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS + ("batchmean",))
@@ -190,8 +246,13 @@ def test_kl_div(reduction, rng):
     for log_target in (False, True):
         t = _f32(np.log(tgt + 0.1)) if log_target else tgt
         want = TF.kl_div(_t(inp), _t(t), reduction=reduction, log_target=log_target)
-        close(F.kl_div(_p(inp), _p(t), reduction=reduction, log_target=log_target), want,
-              loss_tol(15, want.numpy()), 32 * U, f"kl_div log_target={log_target}")
+        close(
+            F.kl_div(_p(inp), _p(t), reduction=reduction, log_target=log_target),
+            want,
+            loss_tol(15, want.numpy()),
+            32 * U,
+            f"kl_div log_target={log_target}",
+        )
 
 
 CE_SHAPES = [((7, 5), (7,)), ((3, 4, 2, 5), (3, 2, 5)), ((6,), ())]
@@ -205,10 +266,15 @@ def test_cross_entropy_indices(shapes, reduction, rng):
     x = _f32(rng.standard_normal(ishape) * 3)
     t = rng.integers(0, C, tshape)
     if t.ndim:
-        t.reshape(-1)[:: 3] = -100  # some ignored targets
+        t.reshape(-1)[::3] = -100  # some ignored targets
     w = _f32(rng.random(C) + 0.2)
-    for kw in ({}, {"weight": w}, {"label_smoothing": 0.15},
-               {"weight": w, "label_smoothing": 0.3}, {"ignore_index": 1}):
+    for kw in (
+        {},
+        {"weight": w},
+        {"label_smoothing": 0.15},
+        {"weight": w, "label_smoothing": 0.3},
+        {"ignore_index": 1},
+    ):
         tt = t
         if "ignore_index" in kw and t.ndim:
             tt = np.where(t == -100, 1, t)
@@ -219,8 +285,7 @@ def test_cross_entropy_indices(shapes, reduction, rng):
         close(got, want, loss_tol(x.size, want.numpy()) + 1e-6, 64 * U, f"ce {list(kw)}")
         if "label_smoothing" not in kw:
             lp = TF.log_softmax(_t(x), 0 if x.ndim == 1 else 1)
-            want = TF.nll_loss(lp, _t(tt), reduction=reduction,
-                               **{k: v for k, v in tkw.items()})
+            want = TF.nll_loss(lp, _t(tt), reduction=reduction, **{k: v for k, v in tkw.items()})
             got = F.nll_loss(_p(lp.numpy()), _p(tt), reduction=reduction, **pkw)
             close(got, want, loss_tol(x.size, want.numpy()) + 1e-6, 64 * U, f"nll {list(kw)}")
 
@@ -286,8 +351,13 @@ def test_sdpa_causal_and_gqa(rng):
     _sdpa_case(rng, 1, 2, 2, 9, 9, 5, is_causal=True)
     _sdpa_case(rng, 2, 6, 2, 5, 5, 4, enable_gqa=True, is_causal=True)
     with pytest.raises(ValueError, match="pyrite: scaled_dot_product_attention"):
-        F.scaled_dot_product_attention(pr.ones(1, 2, 3), pr.ones(1, 2, 3), pr.ones(1, 2, 3),
-                                       attn_mask=pr.ones(2, 2, dtype=pr.bool), is_causal=True)
+        F.scaled_dot_product_attention(
+            pr.ones(1, 2, 3),
+            pr.ones(1, 2, 3),
+            pr.ones(1, 2, 3),
+            attn_mask=pr.ones(2, 2, dtype=pr.bool),
+            is_causal=True,
+        )
 
 
 def test_sdpa_dropout_keeps_shape():
@@ -302,13 +372,28 @@ def test_conv_and_pool_wrappers(rng):
     w = _f32(rng.standard_normal((4, 3, 3, 2)))
     b = _f32(rng.standard_normal(4))
     want = TF.conv2d(_t(x), _t(w), _t(b), stride=(2, 1), padding=1)
-    close(F.conv2d(_p(x), _p(w), _p(b), stride=(2, 1), padding=1), want,
-          18 * U * 4 * float(np.abs(want.numpy()).max() + 10), 0, "conv2d")
+    close(
+        F.conv2d(_p(x), _p(w), _p(b), stride=(2, 1), padding=1),
+        want,
+        18 * U * 4 * float(np.abs(want.numpy()).max() + 10),
+        0,
+        "conv2d",
+    )
     x1, w1 = _f32(rng.standard_normal((2, 3, 11))), _f32(rng.standard_normal((5, 3, 3)))
     want = TF.conv1d(_t(x1), _t(w1), padding=2, dilation=2)
-    close(F.conv1d(_p(x1), _p(w1), padding=2, dilation=2), want,
-          9 * U * 4 * float(np.abs(want.numpy()).max() + 10), 0, "conv1d")
+    close(
+        F.conv1d(_p(x1), _p(w1), padding=2, dilation=2),
+        want,
+        9 * U * 4 * float(np.abs(want.numpy()).max() + 10),
+        0,
+        "conv1d",
+    )
     close(F.max_pool2d(_p(x), 2), TF.max_pool2d(_t(x), 2), 0, 0, "max_pool2d")
     close(F.avg_pool2d(_p(x), 3, 2, 1), TF.avg_pool2d(_t(x), 3, 2, 1), 16 * U, 16 * U)
-    close(F.adaptive_avg_pool2d(_p(x), (4, 3)), TF.adaptive_avg_pool2d(_t(x), (4, 3)),
-          16 * U, 16 * U, "adaptive_avg_pool2d")
+    close(
+        F.adaptive_avg_pool2d(_p(x), (4, 3)),
+        TF.adaptive_avg_pool2d(_t(x), (4, 3)),
+        16 * U,
+        16 * U,
+        "adaptive_avg_pool2d",
+    )

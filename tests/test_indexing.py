@@ -161,8 +161,11 @@ def test_getitem_negative_step_numpy(rng):
 @pytest.mark.parametrize("dtype", ["int32", "bool"])
 def test_getitem_dtypes(dtype, layout, rng):
     x, tx = _source(rng, (4, 9), layout, dtype)
-    for spec in [(L(rng.integers(-4, 4, 6)),), (slice(None), T(rng.integers(0, 9, (2, 3)))),
-                 (T(rng.random((4, 9)) > 0.5),)]:
+    for spec in [
+        (L(rng.integers(-4, 4, 6)),),
+        (slice(None), T(rng.integers(0, 9, (2, 3)))),
+        (T(rng.random((4, 9)) > 0.5),),
+    ]:
         pidx, tidx = _index(spec)
         _eq(x[pidx], tx[tidx])
 
@@ -239,7 +242,10 @@ def test_gather_scatter(dim, rng):
     idx = rng.integers(0, size, ishape)
     pi, ti = pr.tensor(idx), torch.tensor(idx)
     _eq(x.gather(dim, pi), tx.gather(dim, ti))
-    _eq(pr.gather(x, dim, pi.transpose(0, 1).contiguous().transpose(0, 1)), torch.gather(tx, dim, ti))
+    _eq(
+        pr.gather(x, dim, pi.transpose(0, 1).contiguous().transpose(0, 1)),
+        torch.gather(tx, dim, ti),
+    )
     # scatter: distinct targets along dim (a permutation's first rows) so the result is defined
     sshape = [3, 4, 5]
     sshape[dim] = min(size, 3)
@@ -266,8 +272,9 @@ def test_scatter_reduce(reduce, include_self, rng):
     idx = rng.integers(0, 4, (5, 6))
     src = rng.standard_normal((5, 6)).astype(np.float32)
     got = x.scatter_reduce(0, pr.tensor(idx), pr.tensor(src), reduce, include_self=include_self)
-    want = tx.scatter_reduce(0, torch.tensor(idx), torch.tensor(src), reduce,
-                             include_self=include_self)
+    want = tx.scatter_reduce(
+        0, torch.tensor(idx), torch.tensor(src), reduce, include_self=include_self
+    )
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -275,8 +282,10 @@ def test_scatter_add_int_and_f16_free(rng):
     x, tx = _source(rng, (8,), "c", "int32")
     idx = rng.integers(0, 8, 50)
     src = rng.integers(-50, 50, 50).astype(np.int32)
-    _eq(x.scatter_add(0, pr.tensor(idx), pr.tensor(src)),
-        tx.scatter_add(0, torch.tensor(idx), torch.tensor(src)))
+    _eq(
+        x.scatter_add(0, pr.tensor(idx), pr.tensor(src)),
+        tx.scatter_add(0, torch.tensor(idx), torch.tensor(src)),
+    )
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2])
@@ -291,8 +300,11 @@ def test_index_select_add_copy_fill(dim, rng):
     sshape[dim] = 7
     src = rng.integers(-8, 8, sshape).astype(np.float32)
     # atomic adds of duplicates land in any order: compare within the rounding of the sums
-    _close_sum(x.index_add(dim, pi, pr.tensor(src), alpha=2),
-               tx.index_add(dim, ti, torch.tensor(src), alpha=2), 2 * 7 * 8)
+    _close_sum(
+        x.index_add(dim, pi, pr.tensor(src), alpha=2),
+        tx.index_add(dim, ti, torch.tensor(src), alpha=2),
+        2 * 7 * 8,
+    )
     y, ty = x.clone(), tx.clone()
     y.index_add_(dim, pi, pr.tensor(src))
     ty.index_add_(dim, ti, torch.tensor(src))
@@ -300,8 +312,10 @@ def test_index_select_add_copy_fill(dim, rng):
     uidx = rng.permutation(size)[:3]
     sshape[dim] = 3
     src3 = rng.standard_normal(sshape).astype(np.float32)
-    _eq(x.index_copy(dim, pr.tensor(uidx), pr.tensor(src3)),
-        tx.index_copy(dim, torch.tensor(uidx), torch.tensor(src3)))
+    _eq(
+        x.index_copy(dim, pr.tensor(uidx), pr.tensor(src3)),
+        tx.index_copy(dim, torch.tensor(uidx), torch.tensor(src3)),
+    )
     _eq(x.index_fill(dim, pi, -3.0), tx.index_fill(dim, ti, -3.0))
 
 
@@ -334,8 +348,11 @@ def test_masked_fill_int_bool_and_broadcast_out(rng):
 def test_nonzero(shape, dtype, rng):
     a = rng.random(shape)
     a = np.where(a > 0.6, a, 0)
-    a = a.astype({"float32": np.float32, "int32": np.int32, "bool": bool}[dtype]) \
-        if dtype != "int32" else (a * 10).astype(np.int32)
+    a = (
+        a.astype({"float32": np.float32, "int32": np.int32, "bool": bool}[dtype])
+        if dtype != "int32"
+        else (a * 10).astype(np.int32)
+    )
     x = pr.tensor(a)
     _eq(pr.nonzero(x), torch.nonzero(torch.tensor(a)))
     _eq(x.argwhere(), torch.argwhere(torch.tensor(a)))
@@ -370,8 +387,7 @@ def test_take_and_take_along_dim(rng):
     ind = rng.integers(0, 5, (4, 3, 1))
     _eq(pr.take_along_dim(x, pr.tensor(ind), 1), torch.take_along_dim(tx, torch.tensor(ind), 1))
     ind2 = rng.integers(0, 6, (1, 5, 2))
-    _eq(x.take_along_dim(pr.tensor(ind2), dim=-1),
-        tx.take_along_dim(torch.tensor(ind2), dim=-1))
+    _eq(x.take_along_dim(pr.tensor(ind2), dim=-1), tx.take_along_dim(torch.tensor(ind2), dim=-1))
     flat = rng.integers(0, 120, 9)
     _eq(pr.take_along_dim(x, pr.tensor(flat)), torch.take_along_dim(tx, torch.tensor(flat)))
 
@@ -379,8 +395,10 @@ def test_take_and_take_along_dim(rng):
 def test_embedding(rng):
     w, tw = _source(rng, (11, 8), "t")
     ids = rng.integers(0, 11, (3, 5))
-    _eq(pr.embedding(pr.tensor(ids), w, padding_idx=0),
-        torch.nn.functional.embedding(torch.tensor(ids), tw, padding_idx=0))
+    _eq(
+        pr.embedding(pr.tensor(ids), w, padding_idx=0),
+        torch.nn.functional.embedding(torch.tensor(ids), tw, padding_idx=0),
+    )
     _eq(pr.embedding(pr.tensor(ids).T, w), torch.nn.functional.embedding(torch.tensor(ids).T, tw))
 
 
@@ -391,7 +409,7 @@ def test_gather_past_65535_workgroups():
     assert y.shape == (2, n)
     got = y[1, -4:].numpy()
     np.testing.assert_array_equal(got, np.arange(n - 4, n))
-    np.testing.assert_array_equal(y[0, 65535 * 256 - 2:].numpy(), np.arange(65535 * 256 - 2, n))
+    np.testing.assert_array_equal(y[0, 65535 * 256 - 2 :].numpy(), np.arange(65535 * 256 - 2, n))
 
 
 # ---- errors --------------------------------------------------------------------------------
@@ -421,7 +439,9 @@ def test_index_dtype_and_shape_errors(rng):
         x[np.array([0.5])]
     with pytest.raises(IndexError, match=r"mask \[4\] at index 0 does not match .*\[3, 4\]"):
         x[pr.tensor([True, False, True, False])]
-    with pytest.raises(IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"):
+    with pytest.raises(
+        IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"
+    ):
         x[[0, 1], [0, 1, 2]]
     with pytest.raises(ShapeError, match=r"value tensor of shape \[3\] cannot be broadcast"):
         x[[0, 1]] = pr.ones(3)

@@ -21,16 +21,22 @@ from pyrite.kernels.random import random_kernel
 
 
 def _bindings(wgsl):
-    return re.findall(r"@binding\((\d+)\) var<storage, (read|read_write)> (\w+): array<(\w+)>",
-                      wgsl)
+    return re.findall(
+        r"@binding\((\d+)\) var<storage, (read|read_write)> (\w+): array<(\w+)>", wgsl
+    )
 
 
 def test_map_kernel_contiguous_binary():
-    src = map_kernel("x0 + x1", (("f32", "f32", "c", False), ("f32", "f32", "c", False)),
-                     ("f32", "f32", "c"), 1)
+    src = map_kernel(
+        "x0 + x1", (("f32", "f32", "c", False), ("f32", "f32", "c", False)), ("f32", "f32", "c"), 1
+    )
     assert src.modes == "rrw"
-    assert _bindings(src.wgsl) == [("0", "read", "in0", "f32"), ("1", "read", "in1", "f32"),
-                                   ("2", "read_write", "out", "f32"), ("3", "read", "info", "i32")]
+    assert _bindings(src.wgsl) == [
+        ("0", "read", "in0", "f32"),
+        ("1", "read", "in1", "f32"),
+        ("2", "read_write", "out", "f32"),
+        ("3", "read", "info", "i32"),
+    ]
     assert "enable f16;" not in src.wgsl
     assert "fn main(" in src.wgsl and "num_workgroups" in src.wgsl
     assert "c0" not in src.wgsl  # contiguous: no coordinates
@@ -56,8 +62,9 @@ def test_map_kernel_aliased_input_reads_out():
 
 
 def test_map_kernel_bool_and_int_conversions():
-    src = map_kernel("x0 < x1", (("i32", "i32", "c", False), ("i32", "i32", "0", False)),
-                     ("u32", "bool", "c"), 1)
+    src = map_kernel(
+        "x0 < x1", (("i32", "i32", "c", False), ("i32", "i32", "0", False)), ("u32", "bool", "c"), 1
+    )
     assert "select(0u, 1u" in src.wgsl
     assert "array<u32>" in src.wgsl
     src = map_kernel("x0", (("u32", "bool", "c", False),), ("f32", "f32", "c"), 1)
@@ -70,11 +77,19 @@ def test_map_kernel_memoised():
     assert a is b
 
 
-@pytest.mark.parametrize("count, want", [
-    (0, (1, 1, 1)), (1, (1, 1, 1)), (65535, (65535, 1, 1)), (65536, (65535, 2, 1)),
-    (65535 * 2, (65535, 2, 1)), (65535 * 2 + 1, (65535, 3, 1)),
-    (65535 * 65535, (65535, 65535, 1)), (65535 * 65535 + 1, (65535, 65535, 2)),
-])
+@pytest.mark.parametrize(
+    "count, want",
+    [
+        (0, (1, 1, 1)),
+        (1, (1, 1, 1)),
+        (65535, (65535, 1, 1)),
+        (65536, (65535, 2, 1)),
+        (65535 * 2, (65535, 2, 1)),
+        (65535 * 2 + 1, (65535, 3, 1)),
+        (65535 * 65535, (65535, 65535, 1)),
+        (65535 * 65535 + 1, (65535, 65535, 2)),
+    ],
+)
 def test_fold_grid(count, want):
     g = fold_grid(count)
     assert g == want

@@ -22,13 +22,22 @@ ROOT = Path(__file__).resolve().parents[1] / "pyrite"
 # STYLE.md: dtypes, errors -> kernels | backend -> tensor, ops, autograd -> compile -> nn, optim
 # -> io, models -> cli, bench. A module may import its own rank or lower, except where FORBIDDEN.
 RANK = {
-    "dtypes": 0, "errors": 0,
-    "kernels": 1, "backend": 1,
-    "tensor": 2, "ops": 2, "autograd": 2,
+    "dtypes": 0,
+    "errors": 0,
+    "kernels": 1,
+    "backend": 1,
+    "tensor": 2,
+    "ops": 2,
+    "autograd": 2,
     "compile": 3,
-    "nn": 4, "optim": 4,
-    "io": 5, "models": 5,
-    "cli": 6, "bench": 6, "demo": 6, "__main__": 6,
+    "nn": 4,
+    "optim": 4,
+    "io": 5,
+    "models": 5,
+    "cli": 6,
+    "bench": 6,
+    "demo": 6,
+    "__main__": 6,
 }
 FORBIDDEN = {"kernels": {"backend"}, "backend": {"kernels"}}
 GPU_PACKAGES = {"wgpu", "wgpudawn"}
@@ -42,7 +51,8 @@ def module_name(path: Path) -> str:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports(path: Path):
@@ -64,13 +74,18 @@ def imports(path: Path):
                 else:
                     base = child.module
                 found.append((base, child.lineno, top_level))
-                found.extend((f"{base}.{a.name}", child.lineno, top_level)
-                             for a in child.names if a.name != "*")
+                found.extend(
+                    (f"{base}.{a.name}", child.lineno, top_level)
+                    for a in child.names
+                    if a.name != "*"
+                )
             elif isinstance(child, ast.Call) and _literal_import(child):
                 found.append((_literal_import(child), child.lineno, False))
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                visit(child, False)
-            elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            if (
+                isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                or isinstance(child, ast.If)
+                and _is_type_checking(child.test)
+            ):
                 visit(child, False)
             else:
                 visit(child, top_level)
@@ -83,7 +98,8 @@ def _literal_import(call: ast.Call) -> str | None:
     """The module of `importlib.import_module("x")` or `__import__("x")` with a literal name."""
     f = call.func
     named = (isinstance(f, ast.Name) and f.id in ("__import__", "import_module")) or (
-        isinstance(f, ast.Attribute) and f.attr == "import_module")
+        isinstance(f, ast.Attribute) and f.attr == "import_module"
+    )
     if named and call.args and isinstance(call.args[0], ast.Constant):
         value = call.args[0].value
         return value if isinstance(value, str) and not value.startswith(".") else None
@@ -119,12 +135,15 @@ def test_import_direction(path):
         if them in FORBIDDEN.get(me, ()):
             problems.append(f"{where}: pyrite/{me}/ must not import pyrite/{them}/")
         if me == "testing" and root != "__future__" and not _testing_may_import(target):
-            problems.append(f"{where}: pyrite/testing/ imports only numpy, the standard "
-                            "library and pyrite.dtypes")
-        if (top_level and me in RANK and them in RANK and RANK[them] > RANK[me]
-                and me != "testing"):
-            problems.append(f"{where}: layer '{me}' (rank {RANK[me]}) imports a later layer "
-                            f"'{them}' (rank {RANK[them]}) at module level; see STYLE.md")
+            problems.append(
+                f"{where}: pyrite/testing/ imports only numpy, the standard "
+                "library and pyrite.dtypes"
+            )
+        if top_level and me in RANK and them in RANK and RANK[them] > RANK[me] and me != "testing":
+            problems.append(
+                f"{where}: layer '{me}' (rank {RANK[me]}) imports a later layer "
+                f"'{them}' (rank {RANK[them]}) at module level; see STYLE.md"
+            )
     assert not problems, "\n".join(problems)
 
 
@@ -141,8 +160,9 @@ def test_checker_catches_violations(tmp_path, monkeypatch):
     (pkg / "kernels").mkdir(parents=True)
     (pkg / "testing").mkdir()
     bad_kernel = pkg / "kernels" / "k.py"
-    bad_kernel.write_text("from ..backend import device\nimport wgpu\n"
-                          "def f():\n    from .. import backend\n")
+    bad_kernel.write_text(
+        "from ..backend import device\nimport wgpu\ndef f():\n    from .. import backend\n"
+    )
     bad_testing = pkg / "testing" / "t.py"
     bad_testing.write_text("import numpy as np\nimport os\nfrom ..tensor import Tensor\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)

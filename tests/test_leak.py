@@ -84,9 +84,19 @@ def test_tensors_freed_by_gc_cycle():
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-c", _GC_CYCLE], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _GC_CYCLE],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0 and "ok" in proc.stdout, (
-        f"exit {proc.returncode}: " + "\n".join(
-            line for line in proc.stderr.splitlines() if "panicked" in line or "invalid" in line
-            or "Error" in line)[:2000])
+        f"exit {proc.returncode}: "
+        + "\n".join(
+            line
+            for line in proc.stderr.splitlines()
+            if "panicked" in line or "invalid" in line or "Error" in line
+        )[:2000]
+    )

@@ -28,33 +28,57 @@ def _mk(*shapes):
     return lambda rng: [rng.standard_normal(s) for s in shapes]
 
 
-SIZES = [(1, 1, 1), (3, 17, 5), (17, 3, 64), (64, 64, 64), (65, 127, 1), (1, 257, 65),
-         (127, 65, 257), (257, 17, 3)]
+SIZES = [
+    (1, 1, 1),
+    (3, 17, 5),
+    (17, 3, 64),
+    (64, 64, 64),
+    (65, 127, 1),
+    (1, 257, 65),
+    (127, 65, 257),
+    (257, 17, 3),
+]
 
 MATMUL_SAMPLES = (
     [Sample(_mk((m, k), (k, n)), name=f"{m}x{k}x{n}") for m, k, n in SIZES]
-    + [Sample(_mk((m, k), (k, n)), layout=lay, name=f"{m}x{k}x{n}-{lay}")
-       for m, k, n in [(65, 33, 70), (3, 17, 5)] for lay in ("tc", "ct", "tt", "sc", "cs")]
-    + [Sample(_mk((2, 1, 17, 9), (3, 9, 65)), name="bcast"),
-       Sample(_mk((4, 70, 33), (33, 66)), name="batch-2d"),
-       Sample(_mk((7,), (7,)), name="1d-1d"),
-       Sample(_mk((7,), (2, 7, 5)), name="1d-3d"),
-       Sample(_mk((3, 4, 7), (7,)), name="3d-1d"),
-       Sample(_mk((9, 7), (7,)), name="mv"),
-       Sample(_mk((5, 0), (0, 3)), name="k0")]
+    + [
+        Sample(_mk((m, k), (k, n)), layout=lay, name=f"{m}x{k}x{n}-{lay}")
+        for m, k, n in [(65, 33, 70), (3, 17, 5)]
+        for lay in ("tc", "ct", "tt", "sc", "cs")
+    ]
+    + [
+        Sample(_mk((2, 1, 17, 9), (3, 9, 65)), name="bcast"),
+        Sample(_mk((4, 70, 33), (33, 66)), name="batch-2d"),
+        Sample(_mk((7,), (7,)), name="1d-1d"),
+        Sample(_mk((7,), (2, 7, 5)), name="1d-3d"),
+        Sample(_mk((3, 4, 7), (7,)), name="3d-1d"),
+        Sample(_mk((9, 7), (7,)), name="mv"),
+        Sample(_mk((5, 0), (0, 3)), name="k0"),
+    ]
 )
 
 ROWS = [
     OpInfo("matmul", lambda a, b: a @ b, np.matmul, MATMUL_SAMPLES, tol=mm_tol),
     OpInfo("mm", pr.mm, np.matmul, [Sample(_mk((33, 70), (70, 65)))], tol=mm_tol),
-    OpInfo("bmm", pr.bmm, np.matmul, [Sample(_mk((3, 33, 7), (3, 7, 66)), layout="tt")],
-           tol=mm_tol),
+    OpInfo(
+        "bmm", pr.bmm, np.matmul, [Sample(_mk((3, 33, 7), (3, 7, 66)), layout="tt")], tol=mm_tol
+    ),
     OpInfo("mv", pr.mv, np.matmul, [Sample(_mk((65, 129), (129,)), layout="tc")], tol=mm_tol),
     OpInfo("dot", pr.dot, np.dot, [Sample(_mk((257,), (257,)), layout="sc")], tol=mm_tol),
-    OpInfo("outer", pr.outer, np.outer, [Sample(_mk((17,), (65,)))],
-           tol=lambda i, e: (EPS * np.abs(e) + 1e-30, 0.0)),
-    OpInfo("inner", pr.inner, np.inner, [Sample(_mk((3, 5, 7), (4, 7)))],
-           tol=lambda i, e: (7 * EPS * np.abs(np.inner(np.abs(i[0]), np.abs(i[1]))), 0.0)),
+    OpInfo(
+        "outer",
+        pr.outer,
+        np.outer,
+        [Sample(_mk((17,), (65,)))],
+        tol=lambda i, e: (EPS * np.abs(e) + 1e-30, 0.0),
+    ),
+    OpInfo(
+        "inner",
+        pr.inner,
+        np.inner,
+        [Sample(_mk((3, 5, 7), (4, 7)))],
+        tol=lambda i, e: (7 * EPS * np.abs(np.inner(np.abs(i[0]), np.abs(i[1]))), 0.0),
+    ),
 ]
 
 
@@ -63,11 +87,19 @@ def test_parity(row, rng):
     check_row(row, rng)
 
 
-FAST_VARIANTS = [("fast", (64, 64, 8, 8, 16, True)), ("fast", (64, 64, 8, 8, 16, False)),
-                 ("fast", (128, 128, 8, 8, 8, True)), ("fast", (128, 64, 8, 8, 16, True)),
-                 ("fast", (128, 128, 8, 16, 8, True))]
-VARIANTS = [("tiled", None), ("direct", (8, 8, 4, 4)), ("direct", (1, 64, 4, 1)),
-            ("direct", (64, 1, 1, 4))] + FAST_VARIANTS
+FAST_VARIANTS = [
+    ("fast", (64, 64, 8, 8, 16, True)),
+    ("fast", (64, 64, 8, 8, 16, False)),
+    ("fast", (128, 128, 8, 8, 8, True)),
+    ("fast", (128, 64, 8, 8, 16, True)),
+    ("fast", (128, 128, 8, 16, 8, True)),
+]
+VARIANTS = [
+    ("tiled", None),
+    ("direct", (8, 8, 4, 4)),
+    ("direct", (1, 64, 4, 1)),
+    ("direct", (64, 1, 1, 4)),
+] + FAST_VARIANTS
 EDGE = [1, 3, 17, 63, 64, 65, 127, 129, 257]
 
 
@@ -97,16 +129,28 @@ def test_variants(variant, rng):
     def body():
         for m, k, n in [(1, 1, 1), (65, 17, 3), (3, 33, 130), (70, 40, 66)]:
             a, b = rng.standard_normal((2, m, k)), rng.standard_normal((k, n))
-            _check_mm(a, b, t32(a).transpose(1, 2).contiguous().transpose(1, 2), t32(b),
-                      f"{variant} {m}x{k}x{n}")
+            _check_mm(
+                a,
+                b,
+                t32(a).transpose(1, 2).contiguous().transpose(1, 2),
+                t32(b),
+                f"{variant} {m}x{k}x{n}",
+            )
 
     _forced(variant, body)
 
 
 def _fast_cases(bm, bn, bk):
     """(M, K, N) that a fast tile divides, plus edge sizes around it (M, N, K from EDGE)."""
-    return [(bm, bk, bn), (2 * bm, 3 * bk, bn), (bm, 2 * bk, 2 * bn),
-            (63, 17, 129), (65, 64, 127), (129, 3, 64), (257, 1, 65)]
+    return [
+        (bm, bk, bn),
+        (2 * bm, 3 * bk, bn),
+        (bm, 2 * bk, 2 * bn),
+        (63, 17, 129),
+        (65, 64, 127),
+        (129, 3, 64),
+        (257, 1, 65),
+    ]
 
 
 @pytest.mark.parametrize("variant", FAST_VARIANTS, ids=str)
@@ -133,8 +177,13 @@ def test_fast_variants(variant, rng):
         _check_mm(a, b, t32(a), t32(b), "batch")
         assert mmod.LAST == variant
         b3 = rng.standard_normal((3, k, n))
-        _check_mm(a, b3, t32(a), t32(np.ascontiguousarray(b3.transpose(0, 2, 1))).transpose(1, 2),
-                  "batch-nt")
+        _check_mm(
+            a,
+            b3,
+            t32(a),
+            t32(np.ascontiguousarray(b3.transpose(0, 2, 1))).transpose(1, 2),
+            "batch-nt",
+        )
         assert mmod.LAST == variant
         # an aligned offset view (rows 4.. of a bigger A, column slice of B): fast
         big = rng.standard_normal((m + 4, k + 8))
@@ -149,7 +198,11 @@ def test_fast_variants(variant, rng):
         _check_mm(a[0], b, t32(np.ascontiguousarray(a[0].T)).t(), t32(b), "a-t")
         assert mmod.LAST != variant
         # epilogues: linear (bias) and addmm (alpha, beta) on the fast kernel
-        x, w, bias = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
+        x, w, bias = (
+            rng.standard_normal((m, k)),
+            rng.standard_normal((n, k)),
+            rng.standard_normal(n),
+        )
         T = lambda z: torch.tensor(z.astype(np.float32), dtype=torch.float64)
         got = mmod.linear(t32(x), t32(w), t32(bias)).numpy()
         assert mmod.LAST == variant
@@ -171,10 +224,14 @@ def test_edge_sizes_all_variants(rng):
     t32 = lambda x: pr.tensor(x, dtype=pr.float32)
     triples = [(EDGE[i], EDGE[(i + 3) % 9], EDGE[(i + 5) % 9]) for i in range(9)]
     for vi, variant in enumerate(VARIANTS):
-        def body(part=triples[vi % 3::3], variant=variant):
+
+        def body(part=triples[vi % 3 :: 3], variant=variant):
             for m, k, n in part:
                 a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-                _check_mm(a, b, t32(np.ascontiguousarray(a.T)).t(), t32(b), f"{variant} {m}x{k}x{n}")
+                _check_mm(
+                    a, b, t32(np.ascontiguousarray(a.T)).t(), t32(b), f"{variant} {m}x{k}x{n}"
+                )
+
         _forced(variant, body)
 
 
@@ -190,7 +247,7 @@ def test_many_batches(rng):
 def test_int32(rng):
     a = rng.integers(-50, 50, (17, 33))
     b = rng.integers(-50, 50, (33, 66))
-    got = (pr.tensor(a, dtype=pr.int32) @ pr.tensor(b, dtype=pr.int32))
+    got = pr.tensor(a, dtype=pr.int32) @ pr.tensor(b, dtype=pr.int32)
     assert got.dtype is pr.int32
     np.testing.assert_array_equal(got.numpy(), a @ b)
 
@@ -211,16 +268,28 @@ def test_float16(rng):
 def test_addmm_baddbmm_linear(rng):
     t = lambda a: pr.tensor(a, dtype=pr.float32)
     T = lambda a: torch.tensor(a, dtype=torch.float64)
-    c, a, b = rng.standard_normal((1, 66)), rng.standard_normal((33, 17)), rng.standard_normal((17, 66))
+    c, a, b = (
+        rng.standard_normal((1, 66)),
+        rng.standard_normal((33, 17)),
+        rng.standard_normal((17, 66)),
+    )
     tol = 17 * EPS * (np.abs(a) @ np.abs(b)) * 2 + 4 * EPS * np.abs(c)
     want = torch.addmm(T(c), T(a), T(b), beta=0.5, alpha=2.0).numpy()
     assert_close(pr.addmm(t(c), t(a), t(b), beta=0.5, alpha=2.0).numpy(), want, atol=tol + 1e-6)
     assert_close(pr.addmm(t(c), t(a), t(b)).numpy(), T(c).numpy() + a @ b, atol=tol + 1e-6)
-    c, a, b = rng.standard_normal((3, 5, 1)), rng.standard_normal((3, 5, 9)), rng.standard_normal((3, 9, 70))
+    c, a, b = (
+        rng.standard_normal((3, 5, 1)),
+        rng.standard_normal((3, 5, 9)),
+        rng.standard_normal((3, 9, 70)),
+    )
     want = torch.baddbmm(T(c), T(a), T(b), beta=1.5, alpha=-1.0).numpy()
     tol = 9 * EPS * (np.abs(a) @ np.abs(b)) + 4 * EPS * np.abs(c) + 1e-6
     assert_close(pr.baddbmm(t(c), t(a), t(b), beta=1.5, alpha=-1.0).numpy(), want, atol=tol)
-    x, w, bias = rng.standard_normal((2, 3, 33)), rng.standard_normal((65, 33)), rng.standard_normal(65)
+    x, w, bias = (
+        rng.standard_normal((2, 3, 33)),
+        rng.standard_normal((65, 33)),
+        rng.standard_normal(65),
+    )
     want = torch.nn.functional.linear(T(x), T(w), T(bias)).numpy()
     tol = 33 * EPS * (np.abs(x) @ np.abs(w).T) + 4 * EPS * np.abs(bias) + 1e-6
     assert_close(mmod.linear(t(x), t(w), t(bias)).numpy(), want, atol=tol)

@@ -26,11 +26,13 @@ def T(a):
 
 def tref(fn):
     """A float64 torch oracle on numpy arrays; tuples and named tuples become tuples of arrays."""
+
     def ref(*arrays, **kw):
         r = fn(*[T(a) for a in arrays], **kw)
         if isinstance(r, tuple):
             return tuple(x.numpy() for x in r)
         return r.numpy()
+
     return ref
 
 
@@ -54,6 +56,7 @@ def rel_tol(k=4):
     def tol(inputs, expected):
         n = _len(inputs, expected)
         return k * n * EPS32, k * n * EPS32
+
     return tol
 
 
@@ -63,6 +66,7 @@ def scan_tol(k=1):
         x = np.abs(inputs[0])
         n = max(x.shape, default=1)
         return k * n * n * EPS32 * float(x.max(initial=0.0)) + EPS32, k * n * EPS32
+
     return tol
 
 
@@ -87,23 +91,31 @@ def dim_samples(make=normal, extra=None):
     extra = extra or {}
     out = [
         Sample(make(1), dict(dim=0, **extra), name="(1,) d0"),
-        Sample(make(7), dict(dim=None, **extra) if "dim" not in extra else dict(extra),
-               name="(7,) all"),
+        Sample(
+            make(7), dict(dim=None, **extra) if "dim" not in extra else dict(extra), name="(7,) all"
+        ),
         Sample(make(1031), dict(dim=-1, keepdim=True, **extra), name="(1031,) keep"),
         Sample(make(13, 257), dict(dim=1, **extra), name="(13,257) d1"),
         Sample(make(13, 257), dict(dim=0, keepdim=True, **extra), layout="t", name="t d0"),
         Sample(make(13, 257), dict(dim=-1, **extra), layout="s", name="strided d-1"),
         Sample(make(3, 7, 13), dict(dim=(0, 2), **extra), name="(3,7,13) d(0,2)"),
-        Sample(make(3, 7, 13), dict(dim=[-1, 1], keepdim=True, **extra), layout="t",
-               name="t d[-1,1] keep"),
+        Sample(
+            make(3, 7, 13),
+            dict(dim=[-1, 1], keepdim=True, **extra),
+            layout="t",
+            name="t d[-1,1] keep",
+        ),
         Sample(make(5, 1, 7), dict(dim=1, **extra), name="size-1 dim"),
     ]
     return out
 
 
 def single_dim(samples):
-    return [s for s in samples if not isinstance(s.kwargs.get("dim"), (tuple, list))
-            and s.kwargs.get("dim", 0) is not None]
+    return [
+        s
+        for s in samples
+        if not isinstance(s.kwargs.get("dim"), (tuple, list)) and s.kwargs.get("dim", 0) is not None
+    ]
 
 
 def _max_dim(fn):
@@ -115,77 +127,212 @@ def _tmax_dim(fn):
 
 
 ROWS = [
-    OpInfo("sum", lambda x, **k: pr.sum(x, **k), tref(torch.sum), dim_samples(), sum_tol,
-           dtypes=("float32", "float16")),
+    OpInfo(
+        "sum",
+        lambda x, **k: pr.sum(x, **k),
+        tref(torch.sum),
+        dim_samples(),
+        sum_tol,
+        dtypes=("float32", "float16"),
+    ),
     OpInfo("nansum", lambda x, **k: x.nansum(**k), tref(torch.nansum), dim_samples(), sum_tol),
-    OpInfo("mean", lambda x, **k: x.mean(**k), tref(torch.mean), dim_samples(), mean_tol,
-           dtypes=("float32", "float16")),
-    OpInfo("prod", lambda x, **k: x.prod(**k), tref(torch.prod),
-           single_dim(dim_samples(near_one)), rel_tol()),
-    OpInfo("amax", lambda x, **k: x.amax(**k), tref(torch.amax),
-           [s for s in dim_samples() if s.kwargs.get("dim") is not None], exact=True),
-    OpInfo("amin", lambda x, **k: pr.amin(x, **k), tref(torch.amin),
-           [s for s in dim_samples() if s.kwargs.get("dim") is not None], exact=True),
-    OpInfo("max.dim", _max_dim(lambda x, d, k: x.max(d, k)), _tmax_dim(torch.max),
-           single_dim(dim_samples()), exact=True),
-    OpInfo("min.dim", _max_dim(lambda x, d, k: pr.min(x, dim=d, keepdim=k)), _tmax_dim(torch.min),
-           single_dim(dim_samples()), exact=True),
-    OpInfo("argmax", lambda x, **k: x.argmax(**k), tref(torch.argmax),
-           single_dim(dim_samples()) + [Sample(normal(3, 7, 13), {"dim": None}, name="flat"),
-                                        Sample(normal(3, 7), {"dim": None, "keepdim": True},
-                                               layout="t", name="flat keep")]),
-    OpInfo("argmin", lambda x, **k: pr.argmin(x, **k), tref(torch.argmin),
-           single_dim(dim_samples()) + [Sample(normal(13, 7), {}, layout="t", name="flat")]),
+    OpInfo(
+        "mean",
+        lambda x, **k: x.mean(**k),
+        tref(torch.mean),
+        dim_samples(),
+        mean_tol,
+        dtypes=("float32", "float16"),
+    ),
+    OpInfo(
+        "prod",
+        lambda x, **k: x.prod(**k),
+        tref(torch.prod),
+        single_dim(dim_samples(near_one)),
+        rel_tol(),
+    ),
+    OpInfo(
+        "amax",
+        lambda x, **k: x.amax(**k),
+        tref(torch.amax),
+        [s for s in dim_samples() if s.kwargs.get("dim") is not None],
+        exact=True,
+    ),
+    OpInfo(
+        "amin",
+        lambda x, **k: pr.amin(x, **k),
+        tref(torch.amin),
+        [s for s in dim_samples() if s.kwargs.get("dim") is not None],
+        exact=True,
+    ),
+    OpInfo(
+        "max.dim",
+        _max_dim(lambda x, d, k: x.max(d, k)),
+        _tmax_dim(torch.max),
+        single_dim(dim_samples()),
+        exact=True,
+    ),
+    OpInfo(
+        "min.dim",
+        _max_dim(lambda x, d, k: pr.min(x, dim=d, keepdim=k)),
+        _tmax_dim(torch.min),
+        single_dim(dim_samples()),
+        exact=True,
+    ),
+    OpInfo(
+        "argmax",
+        lambda x, **k: x.argmax(**k),
+        tref(torch.argmax),
+        single_dim(dim_samples())
+        + [
+            Sample(normal(3, 7, 13), {"dim": None}, name="flat"),
+            Sample(normal(3, 7), {"dim": None, "keepdim": True}, layout="t", name="flat keep"),
+        ],
+    ),
+    OpInfo(
+        "argmin",
+        lambda x, **k: pr.argmin(x, **k),
+        tref(torch.argmin),
+        single_dim(dim_samples()) + [Sample(normal(13, 7), {}, layout="t", name="flat")],
+    ),
     OpInfo("var", lambda x, **k: x.var(**k), tref(torch.var), dim_samples(), rel_tol(8)),
-    OpInfo("std.correction0", lambda x, **k: x.std(**k), tref(torch.std),
-           dim_samples(extra={"correction": 0}), rel_tol(8)),
-    OpInfo("var_mean", lambda x, **k: pr.var_mean(x, **k), tref(torch.var_mean),
-           single_dim(dim_samples()), rel_tol(8)),
-    OpInfo("std_mean.unbiased", lambda x, **k: pr.std_mean(x, **k), tref(torch.std_mean),
-           single_dim(dim_samples(extra={"unbiased": False})), rel_tol(8)),
-    OpInfo("logsumexp", lambda x, **k: x.logsumexp(**k), tref(torch.logsumexp),
-           [s for s in dim_samples() if s.kwargs.get("dim") is not None], rel_tol()),
-    OpInfo("norm", lambda x, **k: x.norm(**k), tref(torch.norm),
-           dim_samples(extra={"p": 2}) + [Sample(normal(13, 7), {"p": "fro", "dim": (0, 1)},
-                                                  layout="t")], rel_tol()),
-    OpInfo("norm.p", lambda x, **k: pr.norm(x, **k), tref(torch.norm),
-           [Sample(normal(13, 257), {"p": p, "dim": d}, name=f"p={p}")
-            for p, d in ((1, 1), (3, 0), (0.5, -1), (math.inf, 1), (-math.inf, 0), (0, 1))],
-           rel_tol(16)),
-    OpInfo("cumsum", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
-           single_dim(dim_samples()), scan_tol()),
-    OpInfo("cumprod", lambda x, **k: pr.cumprod(x, **k), tref(torch.cumprod),
-           single_dim(dim_samples(near_one)), scan_tol(4)),
+    OpInfo(
+        "std.correction0",
+        lambda x, **k: x.std(**k),
+        tref(torch.std),
+        dim_samples(extra={"correction": 0}),
+        rel_tol(8),
+    ),
+    OpInfo(
+        "var_mean",
+        lambda x, **k: pr.var_mean(x, **k),
+        tref(torch.var_mean),
+        single_dim(dim_samples()),
+        rel_tol(8),
+    ),
+    OpInfo(
+        "std_mean.unbiased",
+        lambda x, **k: pr.std_mean(x, **k),
+        tref(torch.std_mean),
+        single_dim(dim_samples(extra={"unbiased": False})),
+        rel_tol(8),
+    ),
+    OpInfo(
+        "logsumexp",
+        lambda x, **k: x.logsumexp(**k),
+        tref(torch.logsumexp),
+        [s for s in dim_samples() if s.kwargs.get("dim") is not None],
+        rel_tol(),
+    ),
+    OpInfo(
+        "norm",
+        lambda x, **k: x.norm(**k),
+        tref(torch.norm),
+        dim_samples(extra={"p": 2})
+        + [Sample(normal(13, 7), {"p": "fro", "dim": (0, 1)}, layout="t")],
+        rel_tol(),
+    ),
+    OpInfo(
+        "norm.p",
+        lambda x, **k: pr.norm(x, **k),
+        tref(torch.norm),
+        [
+            Sample(normal(13, 257), {"p": p, "dim": d}, name=f"p={p}")
+            for p, d in ((1, 1), (3, 0), (0.5, -1), (math.inf, 1), (-math.inf, 0), (0, 1))
+        ],
+        rel_tol(16),
+    ),
+    OpInfo(
+        "cumsum",
+        lambda x, **k: x.cumsum(**k),
+        tref(torch.cumsum),
+        single_dim(dim_samples()),
+        scan_tol(),
+    ),
+    OpInfo(
+        "cumprod",
+        lambda x, **k: pr.cumprod(x, **k),
+        tref(torch.cumprod),
+        single_dim(dim_samples(near_one)),
+        scan_tol(4),
+    ),
     # integer and bool inputs: exact, int32 results where torch gives int64
     OpInfo("sum.int", lambda x, **k: x.sum(**k), tref(torch.sum), dim_samples(ints), exact=True),
-    OpInfo("sum.bool", lambda x, **k: x.sum(**k), tref(torch.sum), dim_samples(bools),
-           exact=True),
-    OpInfo("prod.int", lambda x, **k: x.prod(**k), tref(torch.prod),
-           single_dim(dim_samples(lambda *s: ints(*s, lo=-1, hi=2))), exact=True),
-    OpInfo("amax.int", lambda x, **k: x.amax(**k), tref(torch.amax),
-           [s for s in dim_samples(ints) if s.kwargs.get("dim") is not None], exact=True),
-    OpInfo("max.dim.int", _max_dim(lambda x, d, k: x.max(d, k)), _tmax_dim(torch.max),
-           single_dim(dim_samples(lambda *s: ints(*s, lo=0, hi=3))), exact=True),
-    OpInfo("argmin.int.ties", lambda x, **k: x.argmin(**k), tref(torch.argmin),
-           single_dim(dim_samples(lambda *s: ints(*s, lo=0, hi=3))), exact=True),
+    OpInfo("sum.bool", lambda x, **k: x.sum(**k), tref(torch.sum), dim_samples(bools), exact=True),
+    OpInfo(
+        "prod.int",
+        lambda x, **k: x.prod(**k),
+        tref(torch.prod),
+        single_dim(dim_samples(lambda *s: ints(*s, lo=-1, hi=2))),
+        exact=True,
+    ),
+    OpInfo(
+        "amax.int",
+        lambda x, **k: x.amax(**k),
+        tref(torch.amax),
+        [s for s in dim_samples(ints) if s.kwargs.get("dim") is not None],
+        exact=True,
+    ),
+    OpInfo(
+        "max.dim.int",
+        _max_dim(lambda x, d, k: x.max(d, k)),
+        _tmax_dim(torch.max),
+        single_dim(dim_samples(lambda *s: ints(*s, lo=0, hi=3))),
+        exact=True,
+    ),
+    OpInfo(
+        "argmin.int.ties",
+        lambda x, **k: x.argmin(**k),
+        tref(torch.argmin),
+        single_dim(dim_samples(lambda *s: ints(*s, lo=0, hi=3))),
+        exact=True,
+    ),
     OpInfo("all", lambda x, **k: x.all(**k), tref(torch.all), dim_samples(bools), exact=True),
-    OpInfo("any", lambda x, **k: pr.any(x, **k), tref(torch.any),
-           dim_samples(lambda *s: (lambda rng: [rng.random(s) < 0.01])), exact=True),
-    OpInfo("all.int", lambda x, **k: x.all(**k), tref(torch.all),
-           dim_samples(lambda *s: ints(*s, lo=0, hi=30)), exact=True),
-    OpInfo("count_nonzero", lambda x, **k: x.count_nonzero(**k), tref(torch.count_nonzero),
-           [Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
-            for s in dim_samples(lambda *s: ints(*s, lo=0, hi=3)) if "keepdim" not in s.kwargs],
-           exact=True),
-    OpInfo("cumsum.int", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
-           single_dim(dim_samples(ints)), exact=True),
-    OpInfo("cumsum.bool", lambda x, **k: x.cumsum(**k), tref(torch.cumsum),
-           single_dim(dim_samples(bools)), exact=True),
+    OpInfo(
+        "any",
+        lambda x, **k: pr.any(x, **k),
+        tref(torch.any),
+        dim_samples(lambda *s: lambda rng: [rng.random(s) < 0.01]),
+        exact=True,
+    ),
+    OpInfo(
+        "all.int",
+        lambda x, **k: x.all(**k),
+        tref(torch.all),
+        dim_samples(lambda *s: ints(*s, lo=0, hi=30)),
+        exact=True,
+    ),
+    OpInfo(
+        "count_nonzero",
+        lambda x, **k: x.count_nonzero(**k),
+        tref(torch.count_nonzero),
+        [
+            Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
+            for s in dim_samples(lambda *s: ints(*s, lo=0, hi=3))
+            if "keepdim" not in s.kwargs
+        ],
+        exact=True,
+    ),
+    OpInfo(
+        "cumsum.int",
+        lambda x, **k: x.cumsum(**k),
+        tref(torch.cumsum),
+        single_dim(dim_samples(ints)),
+        exact=True,
+    ),
+    OpInfo(
+        "cumsum.bool",
+        lambda x, **k: x.cumsum(**k),
+        tref(torch.cumsum),
+        single_dim(dim_samples(bools)),
+        exact=True,
+    ),
 ]
 for _r in ROWS:  # scans take no keepdim
     if _r.name.startswith("cum"):
-        _r.samples = [Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
-                      for s in _r.samples]
+        _r.samples = [
+            Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name) for s in _r.samples
+        ]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
@@ -232,10 +379,21 @@ def test_nan_propagation(mode):
     a[2, 0] = np.nan
     a[2, 4] = np.nan
     x, t = pr.tensor(a), T(a)
-    for f in (lambda v: v.max(1), lambda v: v.min(1), lambda v: v.argmax(1), lambda v: v.argmin(0),
-              lambda v: v.amax(0), lambda v: v.sum(1), lambda v: v.logsumexp(1),
-              lambda v: v.var(1), lambda v: v.nansum(1), lambda v: v.cumsum(1),
-              lambda v: v.norm(dim=1), lambda v: v.argmax(), lambda v: v.max()):
+    for f in (
+        lambda v: v.max(1),
+        lambda v: v.min(1),
+        lambda v: v.argmax(1),
+        lambda v: v.argmin(0),
+        lambda v: v.amax(0),
+        lambda v: v.sum(1),
+        lambda v: v.logsumexp(1),
+        lambda v: v.var(1),
+        lambda v: v.nansum(1),
+        lambda v: v.cumsum(1),
+        lambda v: v.norm(dim=1),
+        lambda v: v.argmax(),
+        lambda v: v.max(),
+    ):
         got, want = f(x), f(t)
         got = got if isinstance(got, tuple) else (got,)
         want = want if isinstance(want, tuple) else (want,)
@@ -244,21 +402,38 @@ def test_nan_propagation(mode):
 
 
 def test_infinities(mode):
-    a = np.array([[-np.inf, -np.inf, 1.0], [np.inf, 2.0, 3.0], [-np.inf, -np.inf, -np.inf]],
-                 dtype=np.float32)
+    a = np.array(
+        [[-np.inf, -np.inf, 1.0], [np.inf, 2.0, 3.0], [-np.inf, -np.inf, -np.inf]], dtype=np.float32
+    )
     x, t = pr.tensor(a), T(a)
-    for f in (lambda v: v.logsumexp(1), lambda v: v.argmax(1), lambda v: v.argmin(1),
-              lambda v: v.amax(1)):
+    for f in (
+        lambda v: v.logsumexp(1),
+        lambda v: v.argmax(1),
+        lambda v: v.argmin(1),
+        lambda v: v.amax(1),
+    ):
         np.testing.assert_array_equal(f(x).numpy(), f(t).numpy())
 
 
 def test_empty(mode):
     e = pr.zeros(0, 3)
     te = torch.zeros(0, 3)
-    for f in (lambda v: v.sum(0), lambda v: v.prod(0), lambda v: v.mean(0), lambda v: v.all(0),
-              lambda v: v.any(0), lambda v: v.sum(), lambda v: v.prod(), lambda v: v.logsumexp(0),
-              lambda v: v.norm(), lambda v: v.count_nonzero(0), lambda v: v.cumsum(0),
-              lambda v: v.max(1).values, lambda v: v.sum(1), lambda v: v.var(0)):
+    for f in (
+        lambda v: v.sum(0),
+        lambda v: v.prod(0),
+        lambda v: v.mean(0),
+        lambda v: v.all(0),
+        lambda v: v.any(0),
+        lambda v: v.sum(),
+        lambda v: v.prod(),
+        lambda v: v.logsumexp(0),
+        lambda v: v.norm(),
+        lambda v: v.count_nonzero(0),
+        lambda v: v.cumsum(0),
+        lambda v: v.max(1).values,
+        lambda v: v.sum(1),
+        lambda v: v.var(0),
+    ):
         g, w = f(e), f(te)
         assert tuple(g.shape) == tuple(w.shape)
         np.testing.assert_array_equal(g.numpy(), w.numpy().astype(g.numpy().dtype))
@@ -291,19 +466,27 @@ def test_grid_folding(rng, monkeypatch):
     x = pr.tensor(a)
     np.testing.assert_allclose(x.sum(1).numpy(), a.astype(np.float64).sum(1), atol=1e-5)
     np.testing.assert_array_equal(x.argmax(1).numpy(), a.argmax(1))
-    np.testing.assert_allclose(x.cumsum(1).numpy(), np.cumsum(a.astype(np.float64), 1),
-                               atol=1e-5)
+    np.testing.assert_allclose(x.cumsum(1).numpy(), np.cumsum(a.astype(np.float64), 1), atol=1e-5)
 
 
 def test_var_overloads():
     a = np.random.default_rng(0).standard_normal((5, 9)).astype(np.float32)
     x, t = pr.tensor(a), T(a)
-    cases = [((), {}), ((False,), {}), ((1, True), {}), ((1, False, True), {}),
-             ((), {"dim": 0, "unbiased": False}), ((), {"dim": 1, "correction": 2, "keepdim": True})]
+    cases = [
+        ((), {}),
+        ((False,), {}),
+        ((1, True), {}),
+        ((1, False, True), {}),
+        ((), {"dim": 0, "unbiased": False}),
+        ((), {"dim": 1, "correction": 2, "keepdim": True}),
+    ]
     for args, kw in cases:
         for name in ("var", "std"):
-            np.testing.assert_allclose(getattr(x, name)(*args, **kw).numpy(),
-                                       getattr(t, name)(*args, **kw).numpy(), rtol=1e-5)
+            np.testing.assert_allclose(
+                getattr(x, name)(*args, **kw).numpy(),
+                getattr(t, name)(*args, **kw).numpy(),
+                rtol=1e-5,
+            )
     one = pr.tensor([3.0]).var()
     assert math.isnan(one.item())
     assert math.isinf(pr.tensor([1.0, 2.0]).var(correction=2).item())
@@ -347,6 +530,7 @@ def _plan(n_out, length):
 def split_tol(k=1, rel=False):
     """A split reduction folds C elements a chunk (serially at worst) then merges P states: at
     most C + P rounding steps on any path, so |err| <= k·(C + P)·eps·Σ|x| (rel: k·(C + P)·eps)."""
+
     def tol(inputs, expected):
         x = np.abs(inputs[0])
         n = max(1, x.size // max(1, np.size(expected)))
@@ -355,16 +539,20 @@ def split_tol(k=1, rel=False):
         if rel:
             return steps, steps
         return steps * float(x.sum()) + EPS32, 4 * EPS32
+
     return tol
 
 
 def long_samples(make=normal, extra=None):
     """Rows the split takes: 1-D prime length, (3, 200,003) over dim 1, and transposed."""
     extra = extra or {}
-    return [Sample(make(300_007), dict(dim=0, **extra), name="(300007,)"),
-            Sample(make(3, 200_003), dict(dim=1, **extra), name="(3,200003) d1"),
-            Sample(make(3, 100_003), dict(dim=-1, keepdim=True, **extra), layout="t",
-                   name="transposed d-1")]
+    return [
+        Sample(make(300_007), dict(dim=0, **extra), name="(300007,)"),
+        Sample(make(3, 200_003), dict(dim=1, **extra), name="(3,200003) d1"),
+        Sample(
+            make(3, 100_003), dict(dim=-1, keepdim=True, **extra), layout="t", name="transposed d-1"
+        ),
+    ]
 
 
 def uniform(*shape):
@@ -374,43 +562,105 @@ def uniform(*shape):
 
 SPLIT_ROWS = [
     OpInfo("sum", lambda x, **k: x.sum(**k), tref(torch.sum), long_samples(uniform), split_tol()),
-    OpInfo("nansum", lambda x, **k: x.nansum(**k), tref(torch.nansum), long_samples(uniform),
-           split_tol()),
-    OpInfo("mean", lambda x, **k: x.mean(**k), tref(torch.mean), long_samples(uniform),
-           split_tol(2, rel=True)),
-    OpInfo("prod", lambda x, **k: x.prod(**k), tref(torch.prod),
-           long_samples(lambda *s: (lambda rng: [rng.uniform(0.999, 1.001, s)])),
-           split_tol(4, rel=True)),
+    OpInfo(
+        "nansum",
+        lambda x, **k: x.nansum(**k),
+        tref(torch.nansum),
+        long_samples(uniform),
+        split_tol(),
+    ),
+    OpInfo(
+        "mean",
+        lambda x, **k: x.mean(**k),
+        tref(torch.mean),
+        long_samples(uniform),
+        split_tol(2, rel=True),
+    ),
+    OpInfo(
+        "prod",
+        lambda x, **k: x.prod(**k),
+        tref(torch.prod),
+        long_samples(lambda *s: lambda rng: [rng.uniform(0.999, 1.001, s)]),
+        split_tol(4, rel=True),
+    ),
     OpInfo("amax", lambda x, **k: x.amax(**k), tref(torch.amax), long_samples(), exact=True),
     OpInfo("amin", lambda x, **k: x.amin(**k), tref(torch.amin), long_samples(), exact=True),
-    OpInfo("max.dim", _max_dim(lambda x, d, k: x.max(d, k)), _tmax_dim(torch.max),
-           long_samples(), exact=True),
-    OpInfo("min.dim", _max_dim(lambda x, d, k: x.min(d, k)), _tmax_dim(torch.min),
-           long_samples(), exact=True),
+    OpInfo(
+        "max.dim",
+        _max_dim(lambda x, d, k: x.max(d, k)),
+        _tmax_dim(torch.max),
+        long_samples(),
+        exact=True,
+    ),
+    OpInfo(
+        "min.dim",
+        _max_dim(lambda x, d, k: x.min(d, k)),
+        _tmax_dim(torch.min),
+        long_samples(),
+        exact=True,
+    ),
     OpInfo("argmax", lambda x, **k: x.argmax(**k), tref(torch.argmax), long_samples()),
     OpInfo("argmin", lambda x, **k: x.argmin(**k), tref(torch.argmin), long_samples()),
-    OpInfo("aminmax", lambda x, **k: tuple(pr.aminmax(x, **k)),
-           lambda a, **k: tuple(r.numpy() for r in torch.aminmax(T(a), **k)), long_samples(),
-           exact=True),
-    OpInfo("var", lambda x, **k: x.var(**k), tref(torch.var), long_samples(),
-           split_tol(8, rel=True)),
-    OpInfo("std_mean", lambda x, **k: pr.std_mean(x, **k), tref(torch.std_mean),
-           long_samples(uniform, {"correction": 0}), split_tol(8, rel=True)),
-    OpInfo("logsumexp", lambda x, **k: x.logsumexp(**k), tref(torch.logsumexp), long_samples(),
-           split_tol(4, rel=True)),
-    OpInfo("norm", lambda x, **k: x.norm(**k), tref(torch.norm),
-           long_samples(extra={"p": 2}) + [Sample(normal(300_007), {"p": 1, "dim": 0}),
-                                           Sample(normal(300_007), {"p": math.inf, "dim": 0})],
-           split_tol(4, rel=True)),
-    OpInfo("sum.int", lambda x, **k: x.sum(**k), tref(torch.sum), long_samples(ints),
-           exact=True),
-    OpInfo("all", lambda x, **k: x.all(**k), tref(torch.all),
-           long_samples(lambda *s: (lambda rng: [rng.random(s) < 0.99999])), exact=True),
-    OpInfo("any", lambda x, **k: x.any(**k), tref(torch.any),
-           long_samples(lambda *s: (lambda rng: [rng.random(s) < 0.00001])), exact=True),
-    OpInfo("count_nonzero", lambda x, **k: x.count_nonzero(**k), tref(torch.count_nonzero),
-           [Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
-            for s in long_samples(lambda *s: ints(*s, lo=0, hi=3))], exact=True),
+    OpInfo(
+        "aminmax",
+        lambda x, **k: tuple(pr.aminmax(x, **k)),
+        lambda a, **k: tuple(r.numpy() for r in torch.aminmax(T(a), **k)),
+        long_samples(),
+        exact=True,
+    ),
+    OpInfo(
+        "var", lambda x, **k: x.var(**k), tref(torch.var), long_samples(), split_tol(8, rel=True)
+    ),
+    OpInfo(
+        "std_mean",
+        lambda x, **k: pr.std_mean(x, **k),
+        tref(torch.std_mean),
+        long_samples(uniform, {"correction": 0}),
+        split_tol(8, rel=True),
+    ),
+    OpInfo(
+        "logsumexp",
+        lambda x, **k: x.logsumexp(**k),
+        tref(torch.logsumexp),
+        long_samples(),
+        split_tol(4, rel=True),
+    ),
+    OpInfo(
+        "norm",
+        lambda x, **k: x.norm(**k),
+        tref(torch.norm),
+        long_samples(extra={"p": 2})
+        + [
+            Sample(normal(300_007), {"p": 1, "dim": 0}),
+            Sample(normal(300_007), {"p": math.inf, "dim": 0}),
+        ],
+        split_tol(4, rel=True),
+    ),
+    OpInfo("sum.int", lambda x, **k: x.sum(**k), tref(torch.sum), long_samples(ints), exact=True),
+    OpInfo(
+        "all",
+        lambda x, **k: x.all(**k),
+        tref(torch.all),
+        long_samples(lambda *s: lambda rng: [rng.random(s) < 0.99999]),
+        exact=True,
+    ),
+    OpInfo(
+        "any",
+        lambda x, **k: x.any(**k),
+        tref(torch.any),
+        long_samples(lambda *s: lambda rng: [rng.random(s) < 0.00001]),
+        exact=True,
+    ),
+    OpInfo(
+        "count_nonzero",
+        lambda x, **k: x.count_nonzero(**k),
+        tref(torch.count_nonzero),
+        [
+            Sample(s.make, {"dim": s.kwargs["dim"]}, s.layout, s.name)
+            for s in long_samples(lambda *s: ints(*s, lo=0, hi=3))
+        ],
+        exact=True,
+    ),
 ]
 
 
@@ -425,13 +675,15 @@ def split_plan(request, monkeypatch):
 
 # the GPU plan's kernels differ from the adapter's only in their stages' shape, so one op of
 # each state type runs it (sum, (value, index), (lo, hi), Welford, logsumexp, bool, int)
-GPU_PLAN_ROWS = ("sum", "max.dim", "argmin", "aminmax", "std_mean", "logsumexp", "all",
-                 "sum.int")
+GPU_PLAN_ROWS = ("sum", "max.dim", "argmin", "aminmax", "std_mean", "logsumexp", "all", "sum.int")
 
 
-@pytest.mark.parametrize("plan,row", [("adapter", r) for r in SPLIT_ROWS]
-                         + [("gpu-plan", r) for r in SPLIT_ROWS if r.name in GPU_PLAN_ROWS],
-                         ids=lambda v: v if isinstance(v, str) else v.name)
+@pytest.mark.parametrize(
+    "plan,row",
+    [("adapter", r) for r in SPLIT_ROWS]
+    + [("gpu-plan", r) for r in SPLIT_ROWS if r.name in GPU_PLAN_ROWS],
+    ids=lambda v: v if isinstance(v, str) else v.name,
+)
 def test_split_parity(plan, row, rng, monkeypatch):
     if plan == "gpu-plan":
         monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
@@ -449,16 +701,25 @@ def test_split_ties_and_nans_across_chunks(rng, split_plan):
     a[[chunk + 7, chunk - 1, 3 * chunk, 2 * chunk + 5]] = [9, 9, 9, -9]
     a[[3 * chunk + 1, 2 * chunk]] = -9
     x, t = pr.tensor(a), T(a)
-    for f in (lambda v: v.argmax(), lambda v: v.argmin(), lambda v: v.max(0).indices,
-              lambda v: v.min(0).indices):
+    for f in (
+        lambda v: v.argmax(),
+        lambda v: v.argmin(),
+        lambda v: v.max(0).indices,
+        lambda v: v.min(0).indices,
+    ):
         assert f(x).item() == f(t).item()
     assert x.argmax().item() == chunk - 1 and x.argmin().item() == 2 * chunk
     a[[3 * chunk + 2, chunk + 3]] = np.nan
     x, t = pr.tensor(a), T(a)
     for f in (lambda v: v.argmax(), lambda v: v.argmin(), lambda v: v.max(0).indices):
         assert f(x).item() == f(t).item() == chunk + 3
-    for f in (lambda v: v.amax(0), lambda v: v.sum(), lambda v: v.var(), lambda v: v.logsumexp(0),
-              lambda v: v.max(0).values):
+    for f in (
+        lambda v: v.amax(0),
+        lambda v: v.sum(),
+        lambda v: v.var(),
+        lambda v: v.logsumexp(0),
+        lambda v: v.max(0).values,
+    ):
         assert math.isnan(f(x).item())
     assert x.nansum().item() == np.nansum(a.astype(np.float64))  # small integers: exact
     assert R.LAST_PATH.startswith("split")

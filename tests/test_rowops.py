@@ -39,6 +39,7 @@ def softmax_tol(dim):
         n = x.shape[dim] if x.ndim else 1
         spread = float(np.ptp(x, axis=dim).max(initial=0.0)) if x.ndim and x.size else 0.0
         return 8 * TINY, (3 + 2 * spread + n + 5) * 2 * EPS32
+
     return tol
 
 
@@ -47,18 +48,19 @@ def log_softmax_tol(dim):
         x = inputs[0]
         n = x.shape[dim] if x.ndim else 1
         big = float(np.abs(x).max(initial=0.0))
-        return 2 * EPS32 * (2 * big) + n * EPS32 + 2.0**-21 + 6 * EPS32 * math.log(n + 1), \
-            4 * EPS32
+        return 2 * EPS32 * (2 * big) + n * EPS32 + 2.0**-21 + 6 * EPS32 * math.log(n + 1), 4 * EPS32
+
     return tol
 
 
 def norm_tol(k):
     def tol(inputs, expected):
         x = inputs[0]
-        n = math.prod(x.shape[x.ndim - k:])
+        n = math.prod(x.shape[x.ndim - k :])
         xhat = np.abs(expected).max(initial=0.0)
         w = float(np.abs(inputs[1]).max(initial=1.0)) if len(inputs) > 1 else 1.0
         return (2 * n + 8) * EPS32 * (xhat + w) + 8 * TINY, 4 * EPS32
+
     return tol
 
 
@@ -83,27 +85,55 @@ def sm_rows(name, fn, ref, tolf):
     rows = []
     for shape in SM_SHAPES:
         for d in range(-len(shape), len(shape)):
-            rows.append(OpInfo(f"{name}{shape}d{d}", lambda x, d=d: fn(x, d),
-                               lambda x, d=d: ref(_t(x), d).numpy(),
-                               [Sample(_randn(shape), name=f"{shape} dim={d}"),
-                                Sample(_randn(shape), layout="t", name="transposed"),
-                                Sample(_randn(shape), layout="s", name="strided")],
-                               tol=tolf(d), dtypes=DTYPES))
+            rows.append(
+                OpInfo(
+                    f"{name}{shape}d{d}",
+                    lambda x, d=d: fn(x, d),
+                    lambda x, d=d: ref(_t(x), d).numpy(),
+                    [
+                        Sample(_randn(shape), name=f"{shape} dim={d}"),
+                        Sample(_randn(shape), layout="t", name="transposed"),
+                        Sample(_randn(shape), layout="s", name="strided"),
+                    ],
+                    tol=tolf(d),
+                    dtypes=DTYPES,
+                )
+            )
     long_rows = [Sample(_randn((3, n)), name=f"row {n}") for n in ROW_LENGTHS]
     long_rows += [Sample(_randn((5, n), scale=80.0), name=f"±80 row {n}") for n in (7, 257)]
-    long_rows.append(Sample(lambda rng: [np.repeat(rng.standard_normal((1, 9)), 6, axis=0)],
-                            layout="e", name="expanded"))
-    rows.append(OpInfo(f"{name}-rows", lambda x: fn(x, -1), lambda x: ref(_t(x), -1).numpy(),
-                       long_rows, tol=tolf(-1), dtypes=DTYPES))
+    long_rows.append(
+        Sample(
+            lambda rng: [np.repeat(rng.standard_normal((1, 9)), 6, axis=0)],
+            layout="e",
+            name="expanded",
+        )
+    )
+    rows.append(
+        OpInfo(
+            f"{name}-rows",
+            lambda x: fn(x, -1),
+            lambda x: ref(_t(x), -1).numpy(),
+            long_rows,
+            tol=tolf(-1),
+            dtypes=DTYPES,
+        )
+    )
     # rows over dim 0 of a long column: the strided read walks 4099 elements 3 apart
-    rows.append(OpInfo(f"{name}-column", lambda x: fn(x, 0), lambda x: ref(_t(x), 0).numpy(),
-                       [Sample(_randn((4099, 3)), name="column 4099")], tol=tolf(0)))
+    rows.append(
+        OpInfo(
+            f"{name}-column",
+            lambda x: fn(x, 0),
+            lambda x: ref(_t(x), 0).numpy(),
+            [Sample(_randn((4099, 3)), name="column 4099")],
+            tol=tolf(0),
+        )
+    )
     return rows
 
 
-SOFTMAX_ROWS = (sm_rows("softmax", lambda x, d: x.softmax(d), torch.softmax, softmax_tol)
-                + sm_rows("log_softmax", lambda x, d: pr.log_softmax(x, d), torch.log_softmax,
-                          log_softmax_tol))
+SOFTMAX_ROWS = sm_rows("softmax", lambda x, d: x.softmax(d), torch.softmax, softmax_tol) + sm_rows(
+    "log_softmax", lambda x, d: pr.log_softmax(x, d), torch.log_softmax, log_softmax_tol
+)
 
 
 @pytest.mark.parametrize("row", SOFTMAX_ROWS, ids=lambda r: r.name)
@@ -120,9 +150,16 @@ def test_softmax_many_rows_grid_folds(rng):
 
 
 def test_softmax_extremes_and_infinities():
-    x = np.array([[80.0, -80.0, 79.0, 0.0], [-np.inf, 1.0, -np.inf, 2.0],
-                  [-np.inf] * 4, [np.inf, 0.0, 1.0, 2.0], [np.nan, 0.0, 1.0, 2.0]],
-                 dtype=np.float32)
+    x = np.array(
+        [
+            [80.0, -80.0, 79.0, 0.0],
+            [-np.inf, 1.0, -np.inf, 2.0],
+            [-np.inf] * 4,
+            [np.inf, 0.0, 1.0, 2.0],
+            [np.nan, 0.0, 1.0, 2.0],
+        ],
+        dtype=np.float32,
+    )
     for fn in ("softmax", "log_softmax"):
         got = getattr(pr.tensor(x), fn)(-1).numpy()
         want = getattr(torch.from_numpy(x), fn)(-1).numpy()
@@ -155,7 +192,8 @@ def ln_ref(k, with_w, with_b):
         params = list(params)
         w = _t(params.pop(0)) if with_w else None
         b = _t(params.pop(0)) if with_b else None
-        return TF.layer_norm(_t(x), x.shape[x.ndim - k:], w, b, eps=1e-5).numpy()
+        return TF.layer_norm(_t(x), x.shape[x.ndim - k :], w, b, eps=1e-5).numpy()
+
     return ref
 
 
@@ -164,7 +202,8 @@ def ln_op(k, with_w, with_b):
         params = list(params)
         w = params.pop(0) if with_w else None
         b = params.pop(0) if with_b else None
-        return pr.layer_norm(x, x.shape[x.ndim - k:], w, b)
+        return pr.layer_norm(x, x.shape[x.ndim - k :], w, b)
+
     return op
 
 
@@ -177,18 +216,33 @@ def ln_rows():
         for with_w, with_b in ((False, False), (True, False), (True, True)):
             samples = []
             for shape in shapes:
-                ps = [shape[len(shape) - k:]] * (int(with_w) + int(with_b))
+                ps = [shape[len(shape) - k :]] * (int(with_w) + int(with_b))
                 samples.append(Sample(_randn(shape, *ps), name=str(shape)))
-                samples.append(Sample(_randn(shape, *ps), layout="t" + "s" * len(ps),
-                                      name=f"{shape} transposed"))
+                samples.append(
+                    Sample(
+                        _randn(shape, *ps), layout="t" + "s" * len(ps), name=f"{shape} transposed"
+                    )
+                )
             np_ = int(with_w) + int(with_b)
-            samples.append(Sample(lambda rng, s=shapes[1], k=k, np_=np_:
-                                  [rng.standard_normal(s) * 30 + 100]
-                                  + [rng.standard_normal(s[len(s) - k:])] * np_,
-                                  name="offset mean 100"))
-            rows.append(OpInfo(f"layer_norm k={k} w={with_w} b={with_b}",
-                               ln_op(k, with_w, with_b), ln_ref(k, with_w, with_b), samples,
-                               tol=norm_tol(k), dtypes=DTYPES))
+            samples.append(
+                Sample(
+                    lambda rng, s=shapes[1], k=k, np_=np_: (
+                        [rng.standard_normal(s) * 30 + 100]
+                        + [rng.standard_normal(s[len(s) - k :])] * np_
+                    ),
+                    name="offset mean 100",
+                )
+            )
+            rows.append(
+                OpInfo(
+                    f"layer_norm k={k} w={with_w} b={with_b}",
+                    ln_op(k, with_w, with_b),
+                    ln_ref(k, with_w, with_b),
+                    samples,
+                    tol=norm_tol(k),
+                    dtypes=DTYPES,
+                )
+            )
     return rows
 
 
@@ -196,19 +250,31 @@ def rms_rows():
     rows = []
     for k, shapes in NORM_SHAPES.items():
         for with_w in (False, True):
-            samples = [Sample(_randn(s, *([s[len(s) - k:]] if with_w else [])), name=str(s))
-                       for s in shapes]
-            samples.append(Sample(_randn(shapes[-1], *([shapes[-1][-k:]] if with_w else [])),
-                                  layout="tc", name="transposed"))
+            samples = [
+                Sample(_randn(s, *([s[len(s) - k :]] if with_w else [])), name=str(s))
+                for s in shapes
+            ]
+            samples.append(
+                Sample(
+                    _randn(shapes[-1], *([shapes[-1][-k:]] if with_w else [])),
+                    layout="tc",
+                    name="transposed",
+                )
+            )
 
             def op(x, *w, k=k):
-                return pr.rms_norm(x, x.shape[x.ndim - k:], w[0] if w else None, eps=1e-6)
+                return pr.rms_norm(x, x.shape[x.ndim - k :], w[0] if w else None, eps=1e-6)
 
             def ref(x, *w, k=k):
-                return TF.rms_norm(_t(x), x.shape[x.ndim - k:], _t(w[0]) if w else None,
-                                   eps=1e-6).numpy()
-            rows.append(OpInfo(f"rms_norm k={k} w={with_w}", op, ref, samples, tol=norm_tol(k),
-                               dtypes=DTYPES))
+                return TF.rms_norm(
+                    _t(x), x.shape[x.ndim - k :], _t(w[0]) if w else None, eps=1e-6
+                ).numpy()
+
+            rows.append(
+                OpInfo(
+                    f"rms_norm k={k} w={with_w}", op, ref, samples, tol=norm_tol(k), dtypes=DTYPES
+                )
+            )
     return rows
 
 
@@ -235,6 +301,8 @@ def test_norm_errors_then_works():
         pr.rms_norm(x, (3,), pr.ones(2))
     with pytest.raises(TypeError, match="pyrite: layer_norm.*int32"):
         pr.layer_norm(pr.arange(6).reshape(2, 3), (3,))
-    np.testing.assert_allclose(pr.layer_norm(pr.arange(6.0).reshape(2, 3), 3).numpy(),
-                               TF.layer_norm(torch.arange(6.0).reshape(2, 3), (3,)).numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        pr.layer_norm(pr.arange(6.0).reshape(2, 3), 3).numpy(),
+        TF.layer_norm(torch.arange(6.0).reshape(2, 3), (3,)).numpy(),
+        atol=1e-6,
+    )

@@ -48,8 +48,16 @@ def on_device(a, layout):
     return pr.tensor(a)
 
 
-CASES = [((1,), -1), ((7,), 0), ((3, 13), -1), ((257, 5), 0), ((4, 1000), 1), ((2, 1025), -1),
-         ((2, 3, 31), 1), ((2, 2048), -1)]
+CASES = [
+    ((1,), -1),
+    ((7,), 0),
+    ((3, 13), -1),
+    ((257, 5), 0),
+    ((4, 1000), 1),
+    ((2, 1025), -1),
+    ((2, 3, 31), 1),
+    ((2, 2048), -1),
+]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
@@ -63,8 +71,10 @@ def test_sort_argsort(rng, dtype, layout):
             tv, ti = torch.sort(t, dim=dim, descending=desc, stable=True)
             same(v, tv)
             same(i, ti)
-            same(x.argsort(dim, descending=desc, stable=True),
-                 torch.argsort(t, dim=dim, descending=desc, stable=True))
+            same(
+                x.argsort(dim, descending=desc, stable=True),
+                torch.argsort(t, dim=dim, descending=desc, stable=True),
+            )
     r = pr.sort(pr.tensor([3.0, 1.0]))
     assert isinstance(r, tuple) and r.values.tolist() == [1.0, 3.0] and r.indices.tolist() == [1, 0]
 
@@ -124,10 +134,16 @@ def test_median(rng):
             v, i = pr.median(x, dim)
             same(v, torch.median(t, dim).values)
             d = dim % len(shape)
-            _indices_point_at_values(a, d, pr.tensor(np.expand_dims(v.numpy(), d)),
-                                     pr.tensor(np.expand_dims(i.numpy(), d)))
-            same(pr.nanmedian(x, dim, keepdim=True).values,
-                 torch.nanmedian(t, dim, keepdim=True).values)
+            _indices_point_at_values(
+                a,
+                d,
+                pr.tensor(np.expand_dims(v.numpy(), d)),
+                pr.tensor(np.expand_dims(i.numpy(), d)),
+            )
+            same(
+                pr.nanmedian(x, dim, keepdim=True).values,
+                torch.nanmedian(t, dim, keepdim=True).values,
+            )
     i = rng.integers(-50, 50, size=(6, 9)).astype(np.int32)
     same(pr.tensor(i).median(1).values, torch.tensor(i).median(1).values)
 
@@ -136,40 +152,53 @@ def test_searchsorted_bucketize(rng):
     seq = np.sort(rng.integers(-10, 10, size=31)).astype(np.float32)
     vals = rng.integers(-12, 12, size=(5, 7)).astype(np.float32)
     for right in (False, True):
-        same(pr.searchsorted(pr.tensor(seq), pr.tensor(vals), right=right),
-             torch.searchsorted(torch.tensor(seq), torch.tensor(vals), right=right))
-        same(pr.bucketize(pr.tensor(vals), pr.tensor(seq), right=right),
-             torch.bucketize(torch.tensor(vals), torch.tensor(seq), right=right))
+        same(
+            pr.searchsorted(pr.tensor(seq), pr.tensor(vals), right=right),
+            torch.searchsorted(torch.tensor(seq), torch.tensor(vals), right=right),
+        )
+        same(
+            pr.bucketize(pr.tensor(vals), pr.tensor(seq), right=right),
+            torch.bucketize(torch.tensor(vals), torch.tensor(seq), right=right),
+        )
     bseq = np.sort(rng.standard_normal((5, 13)), axis=-1).astype(np.float32)
     bval = rng.standard_normal((5, 4)).astype(np.float32)
-    same(pr.searchsorted(pr.tensor(bseq), pr.tensor(bval), side="right"),
-         torch.searchsorted(torch.tensor(bseq), torch.tensor(bval), side="right"))
+    same(
+        pr.searchsorted(pr.tensor(bseq), pr.tensor(bval), side="right"),
+        torch.searchsorted(torch.tensor(bseq), torch.tensor(bval), side="right"),
+    )
     iseq = np.arange(0, 40, 3, dtype=np.int32)
     ival = rng.integers(-2, 42, size=17).astype(np.int32)
-    same(pr.searchsorted(pr.tensor(iseq), pr.tensor(ival)),
-         torch.searchsorted(torch.tensor(iseq), torch.tensor(ival)))
+    same(
+        pr.searchsorted(pr.tensor(iseq), pr.tensor(ival)),
+        torch.searchsorted(torch.tensor(iseq), torch.tensor(ival)),
+    )
 
 
 def test_unique(rng):
     a = rng.integers(-5, 5, size=(7, 13)).astype(np.int32)
     x, t = pr.tensor(a), torch.tensor(a)
     same(pr.unique(x), torch.unique(t))
-    for got, want in zip(pr.unique(x, return_inverse=True, return_counts=True),
-                         torch.unique(t, return_inverse=True, return_counts=True)):
+    for got, want in zip(
+        pr.unique(x, return_inverse=True, return_counts=True),
+        torch.unique(t, return_inverse=True, return_counts=True),
+    ):
         same(got, want)
     r = rng.integers(0, 2, size=(9, 3)).astype(np.float32)
-    for got, want in zip(pr.unique(pr.tensor(r), dim=0, return_inverse=True, return_counts=True),
-                         torch.unique(torch.tensor(r), dim=0, return_inverse=True,
-                                      return_counts=True)):
+    for got, want in zip(
+        pr.unique(pr.tensor(r), dim=0, return_inverse=True, return_counts=True),
+        torch.unique(torch.tensor(r), dim=0, return_inverse=True, return_counts=True),
+    ):
         same(got, want)
     c = np.repeat(rng.integers(0, 3, size=11), rng.integers(1, 4, size=11)).astype(np.float32)
-    for got, want in zip(pr.unique_consecutive(pr.tensor(c), return_inverse=True,
-                                               return_counts=True),
-                         torch.unique_consecutive(torch.tensor(c), return_inverse=True,
-                                                  return_counts=True)):
+    for got, want in zip(
+        pr.unique_consecutive(pr.tensor(c), return_inverse=True, return_counts=True),
+        torch.unique_consecutive(torch.tensor(c), return_inverse=True, return_counts=True),
+    ):
         same(got, want)
-    for got, want in zip(pr.unique_consecutive(pr.tensor(r), return_counts=True, dim=0),
-                         torch.unique_consecutive(torch.tensor(r), return_counts=True, dim=0)):
+    for got, want in zip(
+        pr.unique_consecutive(pr.tensor(r), return_counts=True, dim=0),
+        torch.unique_consecutive(torch.tensor(r), return_counts=True, dim=0),
+    ):
         same(got, want)
 
 

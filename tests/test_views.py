@@ -47,8 +47,12 @@ VIEW_CASES = [
     ("mT", (2, 3, 5), lambda x: x.mT, lambda a: a.swapaxes(-1, -2)),
     ("expand", (3, 1), lambda x: x.expand(2, 3, 4), lambda a: np.broadcast_to(a, (2, 3, 4))),
     ("expand_keep", (3, 1), lambda x: x.expand(-1, 6), lambda a: np.broadcast_to(a, (3, 6))),
-    ("broadcast_to", (1, 5), lambda x: pr.broadcast_to(x, (4, 5)),
-     lambda a: np.broadcast_to(a, (4, 5))),
+    (
+        "broadcast_to",
+        (1, 5),
+        lambda x: pr.broadcast_to(x, (4, 5)),
+        lambda a: np.broadcast_to(a, (4, 5)),
+    ),
     ("squeeze", (1, 3, 1, 5), lambda x: x.squeeze(), lambda a: a.squeeze()),
     ("squeeze_dim", (1, 3, 1, 5), lambda x: x.squeeze(2), lambda a: a.squeeze(2)),
     ("squeeze_non1", (1, 3, 1, 5), lambda x: x.squeeze(1), lambda a: a),
@@ -62,15 +66,27 @@ VIEW_CASES = [
     ("select", (7, 5), lambda x: x.select(1, -2), lambda a: a[:, -2]),
     ("unbind", (3, 4), lambda x: x.unbind(1), lambda a: tuple(a[:, i] for i in range(4))),
     ("movedim", (2, 3, 5), lambda x: x.movedim(0, -1), lambda a: np.moveaxis(a, 0, -1)),
-    ("movedim_multi", (2, 3, 5, 7), lambda x: x.movedim((0, 1), (3, 0)),
-     lambda a: np.moveaxis(a, (0, 1), (3, 0))),
+    (
+        "movedim_multi",
+        (2, 3, 5, 7),
+        lambda x: x.movedim((0, 1), (3, 0)),
+        lambda a: np.moveaxis(a, (0, 1), (3, 0)),
+    ),
     ("diagonal", (4, 6), lambda x: x.diagonal(), lambda a: np.diagonal(a).copy()),
     ("diagonal_off", (4, 6), lambda x: x.diagonal(2), lambda a: np.diagonal(a, 2).copy()),
     ("diagonal_neg", (5, 4), lambda x: x.diagonal(-1), lambda a: np.diagonal(a, -1).copy()),
-    ("diagonal_3d", (3, 4, 5), lambda x: x.diagonal(1, 0, 2),
-     lambda a: np.diagonal(a, 1, 0, 2).copy()),
-    ("view_of_transposed_batch", (4, 3, 5), lambda x: x.transpose(0, 1).reshape(3, 2, 2, 5),
-     lambda a: a.swapaxes(0, 1).reshape(3, 2, 2, 5)),
+    (
+        "diagonal_3d",
+        (3, 4, 5),
+        lambda x: x.diagonal(1, 0, 2),
+        lambda a: np.diagonal(a, 1, 0, 2).copy(),
+    ),
+    (
+        "view_of_transposed_batch",
+        (4, 3, 5),
+        lambda x: x.transpose(0, 1).reshape(3, 2, 2, 5),
+        lambda a: a.swapaxes(0, 1).reshape(3, 2, 2, 5),
+    ),
 ]
 
 
@@ -104,11 +120,19 @@ def test_view_matches_torch_on_strided(rng):
     """PyTorch's computeStride rule: which views of non-contiguous tensors succeed."""
     a = _arr((4, 6, 5), rng)
     pt, tt = pr.tensor(a), torch.from_numpy(a)
-    for fn in (lambda x: x[:, ::2], lambda x: x.transpose(0, 1), lambda x: x[:, :, 1:3],
-               lambda x: x.permute(2, 0, 1)):
+    for fn in (
+        lambda x: x[:, ::2],
+        lambda x: x.transpose(0, 1),
+        lambda x: x[:, :, 1:3],
+        lambda x: x.permute(2, 0, 1),
+    ):
         pv, tv = fn(pt), fn(tt)
-        for shape in ((-1,), (pv.shape[0] * pv.shape[1], -1), (pv.shape[0], -1),
-                      (*pv.shape[:-1], 1, pv.shape[-1])):
+        for shape in (
+            (-1,),
+            (pv.shape[0] * pv.shape[1], -1),
+            (pv.shape[0], -1),
+            (*pv.shape[:-1], 1, pv.shape[-1]),
+        ):
             try:
                 want = tv.view(*shape)
             except RuntimeError:
@@ -122,11 +146,27 @@ def test_view_matches_torch_on_strided(rng):
 
 
 INDEXES = [
-    3, -1, slice(None), slice(1, 5), slice(None, None, 2), slice(None, None, -1),
-    slice(-2, None), slice(5, 1, -2), (1, 2), (-1, slice(None), 0), None, (None, 1),
-    (Ellipsis, 1), (1, Ellipsis), (slice(None), None, slice(None, None, -2)),
-    (Ellipsis, None), (slice(1, None, 3), -2, slice(None, None, -1)), (2, 3, 4),
-    (slice(10, 20),), (slice(None), slice(3, 3)), (Ellipsis,),
+    3,
+    -1,
+    slice(None),
+    slice(1, 5),
+    slice(None, None, 2),
+    slice(None, None, -1),
+    slice(-2, None),
+    slice(5, 1, -2),
+    (1, 2),
+    (-1, slice(None), 0),
+    None,
+    (None, 1),
+    (Ellipsis, 1),
+    (1, Ellipsis),
+    (slice(None), None, slice(None, None, -2)),
+    (Ellipsis, None),
+    (slice(1, None, 3), -2, slice(None, None, -1)),
+    (2, 3, 4),
+    (slice(10, 20),),
+    (slice(None), slice(3, 3)),
+    (Ellipsis,),
 ]
 
 
@@ -149,8 +189,11 @@ def test_basic_getitem(index, rng):
 @pytest.mark.parametrize("index", [(7,), (0, -8), (1, 2, 5), (-7,)], ids=repr)
 def test_index_out_of_range(index):
     x = pr.zeros(6, 7, 5)
-    with pytest.raises(IndexError, match=r"index -?\d+ is out of bounds for dimension \d with "
-                                         r"size \d"):
+    with pytest.raises(
+        IndexError,
+        match=r"index -?\d+ is out of bounds for dimension \d with "
+        r"size \d",
+    ):
         x[index]
     with pytest.raises(IndexError, match="too many indices"):
         x[0, 0, 0, 0]
@@ -160,8 +203,10 @@ def test_index_out_of_range(index):
 SET_CASES = [
     (1, lambda rng: 2.5),
     ((slice(None), 2), lambda rng: rng.standard_normal(5).astype(np.float32)),
-    ((slice(1, 5, 2), slice(None, None, -1)), lambda rng: rng.standard_normal((7, 5)).astype(
-        np.float32)),
+    (
+        (slice(1, 5, 2), slice(None, None, -1)),
+        lambda rng: rng.standard_normal((7, 5)).astype(np.float32),
+    ),
     ((Ellipsis, 0), lambda rng: rng.standard_normal((6, 1)).astype(np.float32)),
     ((slice(None), None, 3), lambda rng: np.float32(-1)),
     ((-1, -1, -1), lambda rng: 7),

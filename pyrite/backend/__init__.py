@@ -54,7 +54,8 @@ def require_f16(dev: Device, what: str = "float16"):
         raise DeviceError(
             f"pyrite: {what} needs the WebGPU feature 'shader-f16', which {dev.name} through "
             f"{dev.impl} does not offer. Use float32, or choose an implementation that offers it "
-            "(PYRITE_BACKEND=wgpu, or pr.set_device(backend='wgpu', features=['shader-f16'])).")
+            "(PYRITE_BACKEND=wgpu, or pr.set_device(backend='wgpu', features=['shader-f16']))."
+        )
 
 
-__all__ = ["Device", "Storage", "current", "set_device", "is_open", "require_f16", "size_class"]
+__all__ = ["Device", "Storage", "current", "is_open", "require_f16", "set_device", "size_class"]

@@ -57,25 +57,34 @@ class Device:
         }
         try:
             self.device = adapter.request_device_sync(
-                required_features=self.features, required_limits=wanted_limits)
+                required_features=self.features, required_limits=wanted_limits
+            )
         except Exception as exc:  # noqa: BLE001
             raise DeviceError(f"pyrite: could not open {self.name} through {impl}: {exc}") from None
-        self.limits = {k: self.device.limits[k] for k in sorted(self.device.limits)
-                       if k.startswith(("max-", "min-"))}
+        self.limits = {
+            k: self.device.limits[k]
+            for k in sorted(self.device.limits)
+            if k.startswith(("max-", "min-"))
+        }
         self.queue = self.device.queue
         self.has_f16 = "shader-f16" in self.features
         self.max_binding = self.limits["max-storage-buffer-binding-size"]
         self.max_workgroups = self.limits["max-compute-workgroups-per-dimension"]
         self.offset_align = max(self.limits["min-storage-buffer-offset-alignment"], 16) // 4
         usage = module.BufferUsage
-        self.pool = BufferPool(self.device, usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
-                               self.limits["max-buffer-size"], self.max_binding)
+        self.pool = BufferPool(
+            self.device,
+            usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
+            self.limits["max-buffer-size"],
+            self.max_binding,
+        )
         self._pipelines: dict[str, tuple] = {}
         self._layouts: dict[str, tuple] = {}
         self._bind_groups: dict[tuple, object] = {}
         self._info_host = np.zeros(INFO_ARENA_WORDS + INFO_WINDOW_WORDS, dtype=np.int32)
         self._info_gpu = self.device.create_buffer(
-            size=self._info_host.nbytes, usage=usage.STORAGE | usage.COPY_DST)
+            size=self._info_host.nbytes, usage=usage.STORAGE | usage.COPY_DST
+        )
         self._info_pos = 0
         self._encoder = None
         self._pass = None
@@ -115,8 +124,11 @@ class Device:
             cpass.end()
             enc.finish()
             offsets = api.ffi.new("uint32_t[1]")
-            return (api.lib.wgpuComputePassEncoderSetBindGroup,
-                    api.lib.wgpuComputePassEncoderDispatchWorkgroups, offsets)
+            return (
+                api.lib.wgpuComputePassEncoderSetBindGroup,
+                api.lib.wgpuComputePassEncoderDispatchWorkgroups,
+                offsets,
+            )
         except Exception:  # noqa: BLE001 - any surprise: keep the checked path
             return None
 
@@ -126,12 +138,21 @@ class Device:
         if entry is None:
             w = self.wgpu
             kinds = {"r": w.BufferBindingType.read_only_storage, "w": w.BufferBindingType.storage}
-            entries = [{"binding": i, "visibility": w.ShaderStage.COMPUTE,
-                        "buffer": {"type": kinds[m]}} for i, m in enumerate(modes)]
-            entries.append({"binding": len(modes), "visibility": w.ShaderStage.COMPUTE,
-                            "buffer": {"type": w.BufferBindingType.read_only_storage,
-                                       "has_dynamic_offset": True,
-                                       "min_binding_size": INFO_WINDOW_WORDS * 4}})
+            entries = [
+                {"binding": i, "visibility": w.ShaderStage.COMPUTE, "buffer": {"type": kinds[m]}}
+                for i, m in enumerate(modes)
+            ]
+            entries.append(
+                {
+                    "binding": len(modes),
+                    "visibility": w.ShaderStage.COMPUTE,
+                    "buffer": {
+                        "type": w.BufferBindingType.read_only_storage,
+                        "has_dynamic_offset": True,
+                        "min_binding_size": INFO_WINDOW_WORDS * 4,
+                    },
+                }
+            )
             bgl = self.device.create_bind_group_layout(entries=entries)
             pl = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
             entry = self._layouts[modes] = (bgl, pl)
@@ -149,14 +170,21 @@ class Device:
         try:
             module = self.device.create_shader_module(code=src.wgsl)
             pipeline = self.device.create_compute_pipeline(
-                layout=pl, compute={"module": module, "entry_point": "main"})
+                layout=pl, compute={"module": module, "entry_point": "main"}
+            )
         except Exception as exc:  # noqa: BLE001
-            numbered = "\n".join(f"{i + 1:4d}  {line}" for i, line in enumerate(src.wgsl.split("\n")))
-            raise KernelError(f"pyrite: a kernel failed to build on {self.name} ({self.impl}); "
-                              f"this is a pyrite bug.\n{exc}\n{numbered}") from None
+            numbered = "\n".join(
+                f"{i + 1:4d}  {line}" for i, line in enumerate(src.wgsl.split("\n"))
+            )
+            raise KernelError(
+                f"pyrite: a kernel failed to build on {self.name} ({self.impl}); "
+                f"this is a pyrite bug.\n{exc}\n{numbered}"
+            ) from None
         if self.debug >= 2:
-            print(f"[pyrite] pipeline #{len(self._pipelines) + 1} built in "
-                  f"{(time.perf_counter() - t0) * 1e3:.1f} ms")
+            print(
+                f"[pyrite] pipeline #{len(self._pipelines) + 1} built in "
+                f"{(time.perf_counter() - t0) * 1e3:.1f} ms"
+            )
             if self.debug >= 3:
                 print(src.wgsl)
         return (pipeline, src.modes)
@@ -179,7 +207,7 @@ class Device:
             self.flush()
             pos = 0
         if n:
-            self._info_host[pos:pos + n] = info
+            self._info_host[pos : pos + n] = info
         align = self.offset_align
         self._info_pos = pos + (n + align - 1) // align * align if n else pos
         cpass = self._pass
@@ -204,10 +232,16 @@ class Device:
 
     def _bind_group(self, key, modes, buffers):
         bgl, _ = self._layout(modes)
-        entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-                   for i, b in enumerate(buffers)]
-        entries.append({"binding": len(buffers), "resource": {
-            "buffer": self._info_gpu, "offset": 0, "size": INFO_WINDOW_WORDS * 4}})
+        entries = [
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(buffers)
+        ]
+        entries.append(
+            {
+                "binding": len(buffers),
+                "resource": {"buffer": self._info_gpu, "offset": 0, "size": INFO_WINDOW_WORDS * 4},
+            }
+        )
         if len(self._bind_groups) > 16384:
             self._graveyard.append(self._bind_groups)
             self._bind_groups = {}
@@ -242,7 +276,7 @@ class Device:
         if self._encoder is None:
             return
         if self._info_pos:
-            self.queue.write_buffer(self._info_gpu, 0, self._info_host[:self._info_pos])
+            self.queue.write_buffer(self._info_gpu, 0, self._info_host[: self._info_pos])
         self.queue.submit([self._encoder.finish()])
         self._encoder = None
         self._info_pos = 0
@@ -278,7 +312,7 @@ class Device:
         start = byte_offset & ~3
         end = min((byte_offset + nbytes + 3) & ~3, buffer.size)
         data = self.queue.read_buffer(buffer, start, end - start)
-        return bytes(data[byte_offset - start: byte_offset - start + nbytes])
+        return bytes(data[byte_offset - start : byte_offset - start + nbytes])
 
     def synchronize(self):
         """Submit what is pending and wait until the GPU has finished it."""

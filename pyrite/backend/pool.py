@@ -27,7 +27,7 @@ def size_class(nbytes: int) -> int:
 class Storage:
     """One device buffer (or a region of one) owned by tensors; returns to the pool when freed."""
 
-    __slots__ = ("buffer", "nbytes", "pool", "__weakref__")
+    __slots__ = ("__weakref__", "buffer", "nbytes", "pool")
 
     def __init__(self, buffer, nbytes, pool):
         self.buffer = buffer
@@ -67,7 +67,8 @@ class BufferPool:
             raise OutOfMemoryError(
                 f"pyrite: a tensor of {nbytes:,} bytes exceeds this device's largest storage "
                 f"binding ({self.max_binding:,} bytes, maxStorageBufferBindingSize); split it into "
-                "smaller tensors")
+                "smaller tensors"
+            )
         size = size_class(nbytes)
         bucket = None if upload else self.recent.get(size)
         if bucket:
@@ -81,8 +82,7 @@ class BufferPool:
             else:
                 buffer = self._create(size)
         self.live_bytes += size
-        if self.live_bytes > self.peak_live_bytes:
-            self.peak_live_bytes = self.live_bytes
+        self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
         return Storage(buffer, nbytes, self)
 
     def _create(self, size):
@@ -95,7 +95,8 @@ class BufferPool:
             except Exception:  # noqa: BLE001
                 raise OutOfMemoryError(
                     f"pyrite: could not allocate {size:,} bytes on the device "
-                    f"({self.live_bytes:,} bytes live): {type(exc).__name__}") from None
+                    f"({self.live_bytes:,} bytes live): {type(exc).__name__}"
+                ) from None
         self.allocations += 1
         self.owned[id(buffer)] = buffer
         return buffer

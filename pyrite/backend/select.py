@@ -66,8 +66,10 @@ def adapters(module) -> list:
 
 def _rank(adapter):
     info = adapter.info
-    return (_TYPE_RANK.get(info.get("adapter_type", "Unknown"), 3),
-            _BACKEND_RANK.get(info.get("backend_type", ""), 1))
+    return (
+        _TYPE_RANK.get(info.get("adapter_type", "Unknown"), 3),
+        _BACKEND_RANK.get(info.get("backend_type", ""), 1),
+    )
 
 
 def _matches(adapter, index: int, want) -> bool:
@@ -90,8 +92,10 @@ def choose(backend=None, device=None, features=()) -> tuple:
     backend = backend or os.environ.get("PYRITE_BACKEND") or None
     device = device if device is not None else os.environ.get("PYRITE_DEVICE") or None
     if backend is not None and backend not in IMPLEMENTATIONS:
-        raise DeviceError(f"pyrite: unknown backend {backend!r}; choose one of "
-                          f"{sorted(IMPLEMENTATIONS)} (PYRITE_BACKEND)")
+        raise DeviceError(
+            f"pyrite: unknown backend {backend!r}; choose one of "
+            f"{sorted(IMPLEMENTATIONS)} (PYRITE_BACKEND)"
+        )
     order = (backend,) if backend else DEFAULT_ORDER
     seen = []
     for impl in order:
@@ -111,9 +115,13 @@ def choose(backend=None, device=None, features=()) -> tuple:
             return impl, module, adapter
         names = [a.info.get("device") for a in found] or ["no adapter"]
         seen.append(f"{impl}: {', '.join(map(str, names))}")
-    hint = ("on a machine with no GPU install Mesa's lavapipe (`apt-get install -y "
-            "mesa-vulkan-drivers`)")
+    hint = (
+        "on a machine with no GPU install Mesa's lavapipe (`apt-get install -y "
+        "mesa-vulkan-drivers`)"
+    )
     if features:
         hint = f"features {list(features)} were asked for; {hint}"
-    raise DeviceError(f"pyrite: no WebGPU adapter matches backend={backend!r} device={device!r}. "
-                      f"Seen: {'; '.join(seen)}. {hint}.")
+    raise DeviceError(
+        f"pyrite: no WebGPU adapter matches backend={backend!r} device={device!r}. "
+        f"Seen: {'; '.join(seen)}. {hint}."
+    )

@@ -84,8 +84,16 @@ class Report:
         self.rows = []
 
     def add(self, name, value, unit, ceiling=None, peers=None, note=""):
-        self.rows.append({"name": name, "value": value, "unit": unit, "ceiling": ceiling,
-                          "peers": peers or {}, "note": note})
+        self.rows.append(
+            {
+                "name": name,
+                "value": value,
+                "unit": unit,
+                "ceiling": ceiling,
+                "peers": peers or {},
+                "note": note,
+            }
+        )
         peer_txt = "  ".join(f"{k} {v:,.2f}" for k, v in (peers or {}).items() if v is not None)
         ceil_txt = f"  (ceiling {ceiling:,.2f})" if ceiling else ""
         print(f"  {name:<42} {value:>12,.2f} {unit:<8}{ceil_txt}  {peer_txt}  {note}", flush=True)
@@ -233,8 +241,9 @@ def bench_overhead(rep, chain=1000):
                     y = y + 1
 
             peers["torch-cuda"] = _cuda_time(torch, c_run, 5) / chain * 1e6
-    rep.add(f"eager per-op overhead ({chain} chained adds)", us, "us/op", None, peers,
-            "lower is better")
+    rep.add(
+        f"eager per-op overhead ({chain} chained adds)", us, "us/op", None, peers, "lower is better"
+    )
 
 
 def bench_baked(rep):
@@ -250,19 +259,31 @@ def bench_baked(rep):
         out = empty((n,), pr.float32)
         a + b  # builds the info-word pipeline
         contiguous = ("f32", "f32", "c", False)
-        src = map_kernel("x0 + x1", (contiguous, contiguous), ("f32", "f32", "c"), 1, (),
-                         per_thread())
-        baked = KernelSource(src.wgsl.replace("info[0]", f"{n}").replace("info[1]", "0")
-                             .replace("info[2]", "0").replace("info[3]", "0"), src.modes)
+        src = map_kernel(
+            "x0 + x1", (contiguous, contiguous), ("f32", "f32", "c"), 1, (), per_thread()
+        )
+        baked = KernelSource(
+            src.wgsl.replace("info[0]", f"{n}")
+            .replace("info[1]", "0")
+            .replace("info[2]", "0")
+            .replace("info[3]", "0"),
+            src.modes,
+        )
         bufs = [a._storage.buffer, b._storage.buffer, out._storage.buffer]
         t0 = time.perf_counter()
         dev.pipeline(baked)
         build_ms = (time.perf_counter() - t0) * 1e3
         t_info = _median_time(lambda: a + b)
-        t_baked = _median_time(lambda: dev.dispatch(baked, bufs, [], grid_for(n, 256 * per_thread())))
-        rep.add(f"add {n:,}: info words / baked sizes", t_info / t_baked, "x time",
-                note=f"info {t_info * 1e6:.1f} us, baked {t_baked * 1e6:.1f} us, "
-                     f"baked pipeline build {build_ms:.1f} ms")
+        t_baked = _median_time(
+            lambda: dev.dispatch(baked, bufs, [], grid_for(n, 256 * per_thread()))
+        )
+        rep.add(
+            f"add {n:,}: info words / baked sizes",
+            t_info / t_baked,
+            "x time",
+            note=f"info {t_info * 1e6:.1f} us, baked {t_baked * 1e6:.1f} us, "
+            f"baked pipeline build {build_ms:.1f} ms",
+        )
 
 
 def main(argv=None):
@@ -274,20 +295,23 @@ def main(argv=None):
     info = pr.device_info()
     cpu = info["type"] == "CPU"
     quick = args.quick or cpu
-    print(f"pyrite bench on {info['name']} ({info['implementation']}, {info['backend']}, "
-          f"{info['type']})")
+    print(
+        f"pyrite bench on {info['name']} ({info['implementation']}, {info['backend']}, "
+        f"{info['type']})"
+    )
     rep = Report()
     only = set(filter(None, args.only.split(",")))
     global xn, xn2
     n = (1 << 22) if quick else (1 << 26)
     xn = np.random.rand(n).astype(np.float32)
     xn2 = np.random.rand(n).astype(np.float32)
-    steps = [("copy", lambda: bench_copy(rep, n)),
-             ("reduce", lambda: bench_reduce(rep, n)),
-             ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else
-                                             [1024, 2048, 4096])),
-             ("overhead", lambda: bench_overhead(rep)),
-             ("baked", lambda: bench_baked(rep))]
+    steps = [
+        ("copy", lambda: bench_copy(rep, n)),
+        ("reduce", lambda: bench_reduce(rep, n)),
+        ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else [1024, 2048, 4096])),
+        ("overhead", lambda: bench_overhead(rep)),
+        ("baked", lambda: bench_baked(rep)),
+    ]
     for name, fn in steps:
         if only and name not in only:
             continue
@@ -296,8 +320,12 @@ def main(argv=None):
         except Exception as exc:  # noqa: BLE001 - one broken figure must not hide the others
             print(f"  {name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             rep.rows.append({"name": name, "error": f"{type(exc).__name__}: {exc}"})
-    out = {"device": info, "quick": quick, "results": rep.rows,
-           "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    out = {
+        "device": info,
+        "quick": quick,
+        "results": rep.rows,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

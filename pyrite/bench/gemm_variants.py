@@ -98,16 +98,38 @@ def run(sizes, linear, only=""):
                 del c
                 t = _median_time(lambda a=a, b=b: a @ b, repeats=5)
                 tf = flops / t / 1e12
-                rows.append({"variant": name, "shape": label, "M": M, "K": K, "N": N,
-                             "ran": str(ran), "seconds": t, "tflops": tf, "err_ratio": err,
-                             "first_call_s": first})
-                print(f"  {name:26s} {label:24s} {tf:8.3f} TFLOP/s  err/bound {err:.3f}  "
-                      f"(first call {first * 1e3:.0f} ms; ran {ran})", flush=True)
+                rows.append(
+                    {
+                        "variant": name,
+                        "shape": label,
+                        "M": M,
+                        "K": K,
+                        "N": N,
+                        "ran": str(ran),
+                        "seconds": t,
+                        "tflops": tf,
+                        "err_ratio": err,
+                        "first_call_s": first,
+                    }
+                )
+                print(
+                    f"  {name:26s} {label:24s} {tf:8.3f} TFLOP/s  err/bound {err:.3f}  "
+                    f"(first call {first * 1e3:.0f} ms; ran {ran})",
+                    flush=True,
+                )
             except Exception as exc:  # noqa: BLE001 - report and go on to the next variant
-                rows.append({"variant": name, "shape": label,
-                             "error": f"{type(exc).__name__}: {exc}"[:2000]})
-                print(f"  {name:26s} {label:24s} FAILED {type(exc).__name__}: "
-                      f"{str(exc).splitlines()[0][:200]}", flush=True)
+                rows.append(
+                    {
+                        "variant": name,
+                        "shape": label,
+                        "error": f"{type(exc).__name__}: {exc}"[:2000],
+                    }
+                )
+                print(
+                    f"  {name:26s} {label:24s} FAILED {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:200]}",
+                    flush=True,
+                )
             finally:
                 mmod.FORCE = old
     return dev, rows
@@ -130,7 +152,9 @@ def main(argv=None):
     for r in rows:
         if "tflops" in r:
             flag = "" if r["err_ratio"] <= 1.0 else "  <-- OVER BOUND"
-            print(f"{r['variant']:26s} {r['shape']:24s} {r['tflops']:9.3f} {r['err_ratio']:9.3f}{flag}")
+            print(
+                f"{r['variant']:26s} {r['shape']:24s} {r['tflops']:9.3f} {r['err_ratio']:9.3f}{flag}"
+            )
         elif "error" in r:
             print(f"{r['variant']:26s} {r['shape']:24s} {'FAILED':>9s}")
     print(f"total {time.perf_counter() - t0:.1f} s")

@@ -44,11 +44,15 @@ def grid_for(n: int, per_group: int = WG) -> tuple[int, int, int]:
 
 
 # The flat workgroup index of a folded grid, and this invocation's flat index.
-FLAT_INDEX = ("  let wg_flat = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n"
-              "  let gi = i32(wg_flat * {wg}u + lid.x);\n")
-ENTRY = ("@compute @workgroup_size({wg})\n"
-         "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,"
-         " @builtin(num_workgroups) nwg: vec3<u32>) {{\n")
+FLAT_INDEX = (
+    "  let wg_flat = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n"
+    "  let gi = i32(wg_flat * {wg}u + lid.x);\n"
+)
+ENTRY = (
+    "@compute @workgroup_size({wg})\n"
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,"
+    " @builtin(num_workgroups) nwg: vec3<u32>) {{\n"
+)
 
 
 def header(buffers, n_info_binding=None, f16=False) -> str:
@@ -224,15 +228,19 @@ HELPERS = {
   loop { if (e == 0) { break; } if ((e & 1) == 1) { r = r * b; } b = b * b; e = e >> 1u; }
   return r;
 }""",
+    # Python/PyTorch floor semantics from truncating division. The remainder is formed as
+    # a - q*b and the sign test as (r ^ b) < 0: on the H200 through wgpu-native the spelling
+    # `(a % b != 0) && ((a < 0) != (b < 0))` gave truncated results (-4 for -5 // ...).
     "p_floordiv_i": """fn p_floordiv_i(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
   let q = a / b;
-  return select(q, q - 1, (a % b != 0) && ((a < 0) != (b < 0)));
+  let r = a - q * b;
+  return select(q, q - 1, r != 0 && (r ^ b) < 0);
 }""",
     "p_mod_i": """fn p_mod_i(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
-  let r = a % b;
-  return select(r, r + b, (r != 0) && ((r < 0) != (b < 0)));
+  let r = a - (a / b) * b;
+  return select(r, r + b, r != 0 && (r ^ b) < 0);
 }""",
     "p_mod_f": """fn p_mod_f(a: f32, b: f32) -> f32 {
   return a - b * floor(a / b);

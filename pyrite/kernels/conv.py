@@ -52,48 +52,61 @@ def pool2d(mode: str, stype: str) -> KernelSource:
     is_max = mode.endswith("max")
     adaptive = mode.startswith("adaptive")
     ct = "f32"
-    L = [FLAT_INDEX.format(wg=WG), "  if (gi >= info[0]) { return; }",
-         "  let ow = gi % info[7]; let oh = (gi / info[7]) % info[6];",
-         "  let nc = gi / (info[7] * info[6]); let n = nc / info[1]; let c = nc % info[1];",
-         "  let base = info[14] + n * info[15] + c * info[16];",
-         "  let H = info[2]; let W = info[3];"]
+    L = [
+        FLAT_INDEX.format(wg=WG),
+        "  if (gi >= info[0]) { return; }",
+        "  let ow = gi % info[7]; let oh = (gi / info[7]) % info[6];",
+        "  let nc = gi / (info[7] * info[6]); let n = nc / info[1]; let c = nc % info[1];",
+        "  let base = info[14] + n * info[15] + c * info[16];",
+        "  let H = info[2]; let W = info[3];",
+    ]
     if adaptive:
-        L += ["  let h0 = (oh * H) / info[6]; let h1 = ((oh + 1) * H + info[6] - 1) / info[6];",
-              "  let w0 = (ow * W) / info[7]; let w1 = ((ow + 1) * W + info[7] - 1) / info[7];",
-              "  let dh = 1; let dw = 1;"]
+        L += [
+            "  let h0 = (oh * H) / info[6]; let h1 = ((oh + 1) * H + info[6] - 1) / info[6];",
+            "  let w0 = (ow * W) / info[7]; let w1 = ((ow + 1) * W + info[7] - 1) / info[7];",
+            "  let dh = 1; let dw = 1;",
+        ]
     else:
-        L += ["  let h0 = oh * info[8] - info[10]; let w0 = ow * info[9] - info[11];",
-              "  let dh = info[12]; let dw = info[13];",
-              "  let h1 = h0 + (info[4] - 1) * dh + 1; let w1 = w0 + (info[5] - 1) * dw + 1;"]
+        L += [
+            "  let h0 = oh * info[8] - info[10]; let w0 = ow * info[9] - info[11];",
+            "  let dh = info[12]; let dw = info[13];",
+            "  let h1 = h0 + (info[4] - 1) * dh + 1; let w1 = w0 + (info[5] - 1) * dw + 1;",
+        ]
     if is_max:
-        L += ["  var best = -p_inf(); var arg = -1;",
-              "  for (var y = h0; y < h1; y += dh) {",
-              "    if (y < 0 || y >= H) { continue; }",
-              "    for (var x = w0; x < w1; x += dw) {",
-              "      if (x < 0 || x >= W) { continue; }",
-              f"      let v = {load('xin[base + y * info[17] + x * info[18]]', stype, ct)};",
-              "      if (arg < 0 || v > best || (p_isnan(v) && !p_isnan(best))) { best = v; arg = y * W + x; }",
-              "    }",
-              "  }",
-              f"  out[gi] = {store('best', ct, stype)};",
-              "  idx[gi] = arg;"]
+        L += [
+            "  var best = -p_inf(); var arg = -1;",
+            "  for (var y = h0; y < h1; y += dh) {",
+            "    if (y < 0 || y >= H) { continue; }",
+            "    for (var x = w0; x < w1; x += dw) {",
+            "      if (x < 0 || x >= W) { continue; }",
+            f"      let v = {load('xin[base + y * info[17] + x * info[18]]', stype, ct)};",
+            "      if (arg < 0 || v > best || (p_isnan(v) && !p_isnan(best))) { best = v; arg = y * W + x; }",
+            "    }",
+            "  }",
+            f"  out[gi] = {store('best', ct, stype)};",
+            "  idx[gi] = arg;",
+        ]
         bufs = [("xin", stype, "r"), ("out", stype, "w"), ("idx", "i32", "w")]
     else:
-        L += ["  var acc = 0.0;",
-              "  let ys = max(h0, 0); let ye = min(h1, H); let xs = max(w0, 0); let xe = min(w1, W);",
-              "  for (var y = ys; y < ye; y++) {",
-              "    for (var x = xs; x < xe; x++) {",
-              f"      acc += {load('xin[base + y * info[17] + x * info[18]]', stype, ct)};",
-              "    }",
-              "  }"]
+        L += [
+            "  var acc = 0.0;",
+            "  let ys = max(h0, 0); let ye = min(h1, H); let xs = max(w0, 0); let xe = min(w1, W);",
+            "  for (var y = ys; y < ye; y++) {",
+            "    for (var x = xs; x < xe; x++) {",
+            f"      acc += {load('xin[base + y * info[17] + x * info[18]]', stype, ct)};",
+            "    }",
+            "  }",
+        ]
         if adaptive:
             L.append("  let cnt = f32((h1 - h0) * (w1 - w0));")
         else:
             # PyTorch: with count_include_pad the window is clipped to the padded input only
-            L += ["  let ph_end = min(h1, H + info[10]); let pw_end = min(w1, W + info[11]);",
-                  "  var cnt = f32((ye - ys) * (xe - xs));",
-                  "  if (info[19] != 0) { cnt = f32((ph_end - h0) * (pw_end - w0)); }",
-                  "  if (info[20] != 0) { cnt = f32(info[20]); }"]
+            L += [
+                "  let ph_end = min(h1, H + info[10]); let pw_end = min(w1, W + info[11]);",
+                "  var cnt = f32((ye - ys) * (xe - xs));",
+                "  if (info[19] != 0) { cnt = f32((ph_end - h0) * (pw_end - w0)); }",
+                "  if (info[20] != 0) { cnt = f32(info[20]); }",
+            ]
         L.append(f"  out[gi] = {store('acc / cnt', ct, stype)};")
         bufs = [("xin", stype, "r"), ("out", stype, "w")]
     body = "\n".join(L) + "\n}\n"

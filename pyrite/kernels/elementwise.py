@@ -24,8 +24,9 @@ from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, lo
 
 
 @lru_cache(maxsize=4096)
-def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = (),
-               per_thread: int = 1) -> KernelSource:
+def map_kernel(
+    expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = (), per_thread: int = 1
+) -> KernelSource:
     """`ins`: ((stype, ctype, pattern, aliased), ...); `out`: (stype, ctype, pattern).
 
     `expr` is WGSL in x0.., s0.. (inputs and scalars as their compute types) giving the output's
@@ -55,11 +56,15 @@ def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = ()
     else:
         # each invocation takes `per_thread` elements, WG apart, so neighbouring invocations
         # still touch neighbouring elements (coalesced on a GPU, SIMD lanes on lavapipe)
-        body = [FLAT_INDEX.format(wg=WG).replace("let gi = i32(wg_flat * {wg}u + lid.x);".format(
-            wg=WG), f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);"),
+        body = [
+            FLAT_INDEX.format(wg=WG).replace(
+                f"let gi = i32(wg_flat * {WG}u + lid.x);",
+                f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
+            ),
             f"  for (var k = 0; k < {per_thread}; k++) {{\n",
             f"  let gi = g0 + k * {WG};\n",
-            "  if (gi >= info[0]) { return; }\n"]
+            "  if (gi >= info[0]) { return; }\n",
+        ]
     if strided:
         body.append("  var r = gi;\n")
         for d in range(rank - 1, 0, -1):
@@ -87,7 +92,7 @@ def map_kernel(expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = ()
     body.append(f"  out[{out_index}] = {store(expr, o_ctype, o_stype)};\n")
     if per_thread != 1:
         body.append("  }\n")
-    src = (header(buffers) + helpers_for(expr) + ENTRY.format(wg=WG) + "".join(body) + "}\n")
+    src = header(buffers) + helpers_for(expr) + ENTRY.format(wg=WG) + "".join(body) + "}\n"
     return KernelSource(src, modes)
 
 
@@ -100,11 +105,19 @@ def vec4_copy_kernel(per_thread: int = 4) -> KernelSource:
     """dst[i] = src[i] over vec4<f32>, `per_thread` vec4s an invocation, WG apart: the simplest
     kernel that moves memory, used by `pyrite bench` as the device's practical copy ceiling.
     info: [0] number of vec4s."""
-    body = (FLAT_INDEX.format(wg=WG).replace(
-        f"let gi = i32(wg_flat * {WG}u + lid.x);", f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);")
+    body = (
+        FLAT_INDEX.format(wg=WG).replace(
+            f"let gi = i32(wg_flat * {WG}u + lid.x);",
+            f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
+        )
         + f"  for (var k = 0; k < {per_thread}; k++) {{\n"
         + f"    let i = g0 + k * {WG};\n"
-        + "    if (i < info[0]) { dst[i] = src[i]; }\n  }\n")
-    src = (header([("src", "vec4<f32>", "r"), ("dst", "vec4<f32>", "w")]) + ENTRY.format(wg=WG)
-           + body + "}\n")
+        + "    if (i < info[0]) { dst[i] = src[i]; }\n  }\n"
+    )
+    src = (
+        header([("src", "vec4<f32>", "r"), ("dst", "vec4<f32>", "w")])
+        + ENTRY.format(wg=WG)
+        + body
+        + "}\n"
+    )
     return KernelSource(src, "rw")

@@ -62,9 +62,11 @@ def _walk(rank: int, k: int) -> str:
     body = [_unravel(rank, 2), f"  var at = info[1]{_dot(rank, 2 + rank)};\n"]
     pos = 2 + 2 * rank
     for j in range(k):
-        body.append(f"  var i{j} = idx{j}[info[{pos}]{_dot(rank, pos + 3)}];\n"
-                    f"  i{j} = select(i{j}, i{j} + info[{pos + 1}], i{j} < 0);\n"
-                    f"  at = at + i{j} * info[{pos + 2}];\n")
+        body.append(
+            f"  var i{j} = idx{j}[info[{pos}]{_dot(rank, pos + 3)}];\n"
+            f"  i{j} = select(i{j}, i{j} + info[{pos + 1}], i{j} < 0);\n"
+            f"  at = at + i{j} * info[{pos + 2}];\n"
+        )
         pos += 3 + rank
     return "".join(body)
 
@@ -73,25 +75,38 @@ def _walk(rank: int, k: int) -> str:
 def gather_kernel(rank: int, k: int, stype: str) -> KernelSource:
     """out[gi] = x[at]: raw storage values copied, any dtype (f16 included)."""
     bufs = [(f"idx{j}", "i32", "r") for j in range(k)] + [("x", stype, "r"), ("out", stype, "w")]
-    body = (FLAT_INDEX.format(wg=WG) + "  if (gi >= info[0]) { return; }\n" + _walk(rank, k)
-            + "  out[gi] = x[at];\n")
+    body = (
+        FLAT_INDEX.format(wg=WG)
+        + "  if (gi >= info[0]) { return; }\n"
+        + _walk(rank, k)
+        + "  out[gi] = x[at];\n"
+    )
     return KernelSource(header(bufs) + ENTRY.format(wg=WG) + body + "}\n", "r" * (k + 1) + "w")
 
 
 # combine(old, v) for reductions done by a compare-and-swap loop, by compute type
 _CAS_COMBINE = {
-    ("f32", "sum"): "old + v", ("f32", "prod"): "old * v",
-    ("f32", "amax"): "p_maxf(old, v)", ("f32", "amin"): "p_minf(old, v)",
+    ("f32", "sum"): "old + v",
+    ("f32", "prod"): "old * v",
+    ("f32", "amax"): "p_maxf(old, v)",
+    ("f32", "amin"): "p_minf(old, v)",
     ("i32", "prod"): "old * v",
 }
-_NATIVE = {("i32", "sum"): "atomicAdd", ("i32", "amax"): "atomicMax",
-           ("i32", "amin"): "atomicMin", ("u32", "sum"): "atomicOr", ("u32", "amax"): "atomicOr",
-           ("u32", "prod"): "atomicAnd", ("u32", "amin"): "atomicAnd"}
+_NATIVE = {
+    ("i32", "sum"): "atomicAdd",
+    ("i32", "amax"): "atomicMax",
+    ("i32", "amin"): "atomicMin",
+    ("u32", "sum"): "atomicOr",
+    ("u32", "amax"): "atomicOr",
+    ("u32", "prod"): "atomicAnd",
+    ("u32", "amin"): "atomicAnd",
+}
 
 
 @lru_cache(maxsize=512)
-def scatter_kernel(rank: int, k: int, x_stype: str, v_stype: str, reduce: str | None
-                   ) -> KernelSource:
+def scatter_kernel(
+    rank: int, k: int, x_stype: str, v_stype: str, reduce: str | None
+) -> KernelSource:
     """x[at] = value (reduce None: last writer wins, unspecified which) or x[at] op= value.
 
     The value is read through its own strides (0 where broadcast) and converted to x's type.
@@ -102,8 +117,12 @@ def scatter_kernel(rank: int, k: int, x_stype: str, v_stype: str, reduce: str | 
     bufs = [(f"idx{j}", "i32", "r") for j in range(k)] + [("val", v_stype, "r")]
     head = header(bufs + [("x", x_stype, "w")])
     read_v = load(f"val[info[{vpos}]{_dot(rank, vpos + 1)}]", v_stype, ctype)
-    body = [FLAT_INDEX.format(wg=WG), "  if (gi >= info[0]) { return; }\n", _walk(rank, k),
-            f"  let v = {read_v};\n"]
+    body = [
+        FLAT_INDEX.format(wg=WG),
+        "  if (gi >= info[0]) { return; }\n",
+        _walk(rank, k),
+        f"  let v = {read_v};\n",
+    ]
     combine = ""
     if reduce is None:
         body.append(f"  x[at] = {store('v', ctype, x_stype)};\n")
@@ -112,8 +131,10 @@ def scatter_kernel(rank: int, k: int, x_stype: str, v_stype: str, reduce: str | 
             raise ValueError("scatter_kernel: reduce into f16 is done in f32 by the caller")
         atom = "i32" if x_stype == "i32" else "u32"
         # rebind x as atomics: same binding, so the layout ("w") is unchanged
-        head = head.replace(f"var<storage, read_write> x: array<{x_stype}>",
-                            f"var<storage, read_write> x: array<atomic<{atom}>>")
+        head = head.replace(
+            f"var<storage, read_write> x: array<{x_stype}>",
+            f"var<storage, read_write> x: array<atomic<{atom}>>",
+        )
         native = _NATIVE.get((x_stype, reduce))
         if native is not None:
             operand = "select(0u, 1u, v)" if x_stype == "u32" else "v"
@@ -130,7 +151,8 @@ def scatter_kernel(rank: int, k: int, x_stype: str, v_stype: str, reduce: str | 
                 f"    let res = atomicCompareExchangeWeak(&x[at], raw, {to_s});\n"
                 "    if (res.exchanged) { break; }\n"
                 "    raw = res.old_value;\n"
-                "  }\n")
+                "  }\n"
+            )
     src = head + helpers_for(combine) + ENTRY.format(wg=WG) + "".join(body) + "}\n"
     return KernelSource(src, "r" * (k + 1) + "w")
 
@@ -139,7 +161,7 @@ def scatter_kernel(rank: int, k: int, x_stype: str, v_stype: str, reduce: str | 
 # garbage in a `var<workgroup>` atomic), so the per-workgroup partials below are written by every
 # invocation into an array, then combined serially by invocation 0 after one barrier: no
 # initialisation needed, and one barrier (costly on lavapipe) instead of a log-step tree.
-_SERIAL_SUM = ("  part[lid.x] = c;\n  workgroupBarrier();\n")
+_SERIAL_SUM = "  part[lid.x] = c;\n  workgroupBarrier();\n"
 
 
 @lru_cache(maxsize=64)
@@ -152,20 +174,24 @@ def minmax_kernel(rank: int) -> KernelSource:
     info: [0] n  [1] offset  [2] slot  [3, 3+R) shape  [3+R, 3+2R) strides
     """
     head = header([("idx", "i32", "r"), ("res", "u32", "w")]).replace(
-        "var<storage, read_write> res: array<u32>", "var<storage, read_write> res: array<atomic<u32>>")
+        "var<storage, read_write> res: array<u32>",
+        "var<storage, read_write> res: array<atomic<u32>>",
+    )
     body = [FLAT_INDEX.format(wg=WG), "  let live = gi < info[0];\n"]
     body.append(_unravel(rank, 3).replace("var r = gi", "var r = min(gi, info[0] - 1)"))
-    body.append(f"  let key = bitcast<u32>(idx[info[1]{_dot(rank, 3 + rank)}]) ^ 0x80000000u;\n"
-                "  pmax[lid.x] = select(0u, key, live);\n"
-                "  pmin[lid.x] = select(0u, ~key, live);\n"
-                "  workgroupBarrier();\n"
-                "  if (lid.x == 0u) {\n"
-                "    var a = 0u; var b = 0u;\n"
-                f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ a = max(a, pmin[t]); "
-                "b = max(b, pmax[t]); }\n"
-                "    atomicMax(&res[2 * info[2]], a);\n"
-                "    atomicMax(&res[2 * info[2] + 1], b);\n"
-                "  }\n")
+    body.append(
+        f"  let key = bitcast<u32>(idx[info[1]{_dot(rank, 3 + rank)}]) ^ 0x80000000u;\n"
+        "  pmax[lid.x] = select(0u, key, live);\n"
+        "  pmin[lid.x] = select(0u, ~key, live);\n"
+        "  workgroupBarrier();\n"
+        "  if (lid.x == 0u) {\n"
+        "    var a = 0u; var b = 0u;\n"
+        f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ a = max(a, pmin[t]); "
+        "b = max(b, pmax[t]); }\n"
+        "    atomicMax(&res[2 * info[2]], a);\n"
+        "    atomicMax(&res[2 * info[2] + 1], b);\n"
+        "  }\n"
+    )
     wg_vars = f"var<workgroup> pmin: array<u32, {WG}>;\nvar<workgroup> pmax: array<u32, {WG}>;\n"
     return KernelSource(head + wg_vars + ENTRY.format(wg=WG) + "".join(body) + "}\n", "rw")
 
@@ -174,8 +200,9 @@ def _mask_walk(rank: int, stype: str) -> str:
     """WGSL fn nz(e) -> bool: whether flat element e (row-major over info shape) is nonzero."""
     lines = ["fn nz(e: i32) -> bool {\n", "  var r = e;\n", "  var at = info[1];\n"]
     for d in range(rank - 1, -1, -1):
-        lines.append(f"  at = at + (r % info[{3 + d}]) * info[{3 + rank + d}]; "
-                     f"r = r / info[{3 + d}];\n")
+        lines.append(
+            f"  at = at + (r % info[{3 + d}]) * info[{3 + rank + d}]; r = r / info[{3 + d}];\n"
+        )
     zero = {"f32": "0.0", "f16": "0.0h", "i32": "0", "u32": "0u"}[stype]
     lines.append(f"  return m[at] != {zero};\n}}\n")
     return "".join(lines)
@@ -189,15 +216,26 @@ def nonzero_count_kernel(rank: int, stype: str) -> KernelSource:
     """
     head = header([("m", stype, "r"), ("counts", "u32", "w")])
     per = NONZERO_PER_THREAD
-    body = [FLAT_INDEX.format(wg=WG),
-            f"  let wg_id = i32(wg_flat);\n  let first = gi * {per};\n  var c = 0u;\n"]
+    body = [
+        FLAT_INDEX.format(wg=WG),
+        f"  let wg_id = i32(wg_flat);\n  let first = gi * {per};\n  var c = 0u;\n",
+    ]
     for j in range(per):
         body.append(f"  if (first + {j} < info[0] && nz(first + {j})) {{ c = c + 1u; }}\n")
-    body.append(_SERIAL_SUM + "  if (lid.x == 0u) {\n    var acc = 0u;\n"
-                f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ acc = acc + part[t]; }}\n"
-                "    counts[wg_id] = acc;\n  }\n")
-    return KernelSource(head + f"var<workgroup> part: array<u32, {WG}>;\n" + _mask_walk(rank, stype)
-                        + ENTRY.format(wg=WG) + "".join(body) + "}\n", "rw")
+    body.append(
+        _SERIAL_SUM + "  if (lid.x == 0u) {\n    var acc = 0u;\n"
+        f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ acc = acc + part[t]; }}\n"
+        "    counts[wg_id] = acc;\n  }\n"
+    )
+    return KernelSource(
+        head
+        + f"var<workgroup> part: array<u32, {WG}>;\n"
+        + _mask_walk(rank, stype)
+        + ENTRY.format(wg=WG)
+        + "".join(body)
+        + "}\n",
+        "rw",
+    )
 
 
 @lru_cache(maxsize=64)
@@ -212,20 +250,32 @@ def nonzero_write_kernel(rank: int, stype: str) -> KernelSource:
     """
     head = header([("m", stype, "r"), ("starts", "u32", "r"), ("out", "i32", "w")])
     per = NONZERO_PER_THREAD
-    body = [FLAT_INDEX.format(wg=WG),
-            f"  let wg_id = i32(wg_flat);\n  let first = gi * {per};\n  var c = 0u;\n"]
+    body = [
+        FLAT_INDEX.format(wg=WG),
+        f"  let wg_id = i32(wg_flat);\n  let first = gi * {per};\n  var c = 0u;\n",
+    ]
     for j in range(per):
-        body.append(f"  let f{j} = first + {j} < info[0] && nz(first + {j});\n"
-                    f"  c = c + select(0u, 1u, f{j});\n")
-    body.append(_SERIAL_SUM + "  if (lid.x == 0u) {\n    var acc = 0u;\n"
-                f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ let v = part[t]; part[t] = acc; "
-                "acc = acc + v; }\n  }\n  workgroupBarrier();\n"
-                "  var p = i32(starts[wg_id] + part[lid.x]);\n")
+        body.append(
+            f"  let f{j} = first + {j} < info[0] && nz(first + {j});\n"
+            f"  c = c + select(0u, 1u, f{j});\n"
+        )
+    body.append(
+        _SERIAL_SUM + "  if (lid.x == 0u) {\n    var acc = 0u;\n"
+        f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ let v = part[t]; part[t] = acc; "
+        "acc = acc + v; }\n  }\n  workgroupBarrier();\n"
+        "  var p = i32(starts[wg_id] + part[lid.x]);\n"
+    )
     for j in range(per):
         body.append(f"  if (f{j}) {{\n    var r = first + {j};\n")
         for d in range(rank - 1, -1, -1):
             body.append(f"    out[p * {rank} + {d}] = r % info[{3 + d}]; r = r / info[{3 + d}];\n")
         body.append("    p = p + 1;\n  }\n")
-    return KernelSource(head + f"var<workgroup> part: array<u32, {WG}>;\n"
-                        + _mask_walk(rank, stype) + ENTRY.format(wg=WG) + "".join(body) + "}\n",
-                        "rrw")
+    return KernelSource(
+        head
+        + f"var<workgroup> part: array<u32, {WG}>;\n"
+        + _mask_walk(rank, stype)
+        + ENTRY.format(wg=WG)
+        + "".join(body)
+        + "}\n",
+        "rrw",
+    )

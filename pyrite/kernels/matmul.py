@@ -55,20 +55,24 @@ TK = 16  # tiled kernel: K step
 
 def _prologue(ct: str, nb: int, epi: str) -> list[str]:
     """Flat workgroup id -> (tile column, tile row, batch) and each operand's base index."""
-    L = ["  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
-         "  if (w >= info[5]) { return; }",
-         "  let M = info[0]; let N = info[1]; let K = info[2];",
-         "  let tn = w % info[3]; let rest = w / info[3]; let tm = rest % info[4];",
-         "  let bflat = rest / info[4];",
-         "  var a_base = info[6]; var b_base = info[9]; var e_base = info[13];",
-         "  let c_base = info[12] + bflat * M * N;"]
+    L = [
+        "  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
+        "  if (w >= info[5]) { return; }",
+        "  let M = info[0]; let N = info[1]; let K = info[2];",
+        "  let tn = w % info[3]; let rest = w / info[3]; let tm = rest % info[4];",
+        "  let bflat = rest / info[4];",
+        "  var a_base = info[6]; var b_base = info[9]; var e_base = info[13];",
+        "  let c_base = info[12] + bflat * M * N;",
+    ]
     if nb:
         L.append("  var bb = bflat;")
         for d in range(nb - 1, -1, -1):
             w0 = INFO_BATCH + 4 * d
-            L.append(f"  {{ let cd = bb % info[{w0}]; bb = bb / info[{w0}]; "
-                     f"a_base += cd * info[{w0 + 1}]; b_base += cd * info[{w0 + 2}]; "
-                     f"e_base += cd * info[{w0 + 3}]; }}")
+            L.append(
+                f"  {{ let cd = bb % info[{w0}]; bb = bb / info[{w0}]; "
+                f"a_base += cd * info[{w0 + 1}]; b_base += cd * info[{w0 + 2}]; "
+                f"e_base += cd * info[{w0 + 3}]; }}"
+            )
     L.append("  let s_am = info[7]; let s_ak = info[8]; let s_bk = info[10]; let s_bn = info[11];")
     if epi == "axpby":
         if ct == "f32":
@@ -118,25 +122,40 @@ def _buffers(a_st, b_st, c_st, e_st, epi):
     return bufs
 
 
-ENTRY = ("@compute @workgroup_size({wg})\n"
-         "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lix: u32,"
-         " @builtin(num_workgroups) nwg: vec3<u32>) {{\n")
+ENTRY = (
+    "@compute @workgroup_size({wg})\n"
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lix: u32,"
+    " @builtin(num_workgroups) nwg: vec3<u32>) {{\n"
+)
 
 
 @lru_cache(maxsize=512)
-def gemm_tiled(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str, nb: int,
-               epi: str = "none", e_st: str = "f32") -> KernelSource:
+def gemm_tiled(
+    a_st: str,
+    b_st: str,
+    c_st: str,
+    ct: str,
+    a_lay: str,
+    b_lay: str,
+    nb: int,
+    epi: str = "none",
+    e_st: str = "f32",
+) -> KernelSource:
     """64x64 tile per workgroup of 64 invocations, 8x8 outputs each, K steps of 16."""
     bufs = _buffers(a_st, b_st, c_st, e_st, epi)
     v4 = f"vec4<{ct}>"
     zero = "0.0" if ct == "f32" else "0"
-    L = [header(bufs),
-         f"var<workgroup> As: array<{v4}, {TK * TILE // 4}>;  // As[k*16 + m/4][m%4]",
-         f"var<workgroup> Bs: array<{v4}, {TK * TILE // 4}>;  // Bs[k*16 + n/4][n%4]",
-         ENTRY.format(wg=64)]
+    L = [
+        header(bufs),
+        f"var<workgroup> As: array<{v4}, {TK * TILE // 4}>;  // As[k*16 + m/4][m%4]",
+        f"var<workgroup> Bs: array<{v4}, {TK * TILE // 4}>;  // Bs[k*16 + n/4][n%4]",
+        ENTRY.format(wg=64),
+    ]
     L += _prologue(ct, nb, epi)
-    L += ["  let li = i32(lix); let tx = li % 8; let ty = li / 8;",
-          f"  let row0 = tm * {TILE}; let col0 = tn * {TILE};"]
+    L += [
+        "  let li = i32(lix); let tx = li % 8; let ty = li / 8;",
+        f"  let row0 = tm * {TILE}; let col0 = tn * {TILE};",
+    ]
     for i in range(8):
         L.append(f"  var c{i}0 = {v4}({zero}); var c{i}1 = {v4}({zero});")
     L.append(f"  for (var t = 0; t < K; t += {TK}) {{")
@@ -148,16 +167,22 @@ def gemm_tiled(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str,
     else:
         L.append(f"      let am = e % {TILE}; let ak = e / {TILE};")
     L.append(f"      var va = {zero};")
-    L.append("      if (row0 + am < M && t + ak < K) { va = "
-             + _ld(f"a[{_a_index('row0 + am', 't + ak', a_lay)}]", a_st, ct) + "; }")
+    L.append(
+        "      if (row0 + am < M && t + ak < K) { va = "
+        + _ld(f"a[{_a_index('row0 + am', 't + ak', a_lay)}]", a_st, ct)
+        + "; }"
+    )
     L.append("      As[ak * 16 + am / 4][am % 4] = va;")
     if b_lay == "n":
         L.append(f"      let bk = e / {TILE}; let bn = e % {TILE};")
     else:
         L.append(f"      let bk = e % {TK}; let bn = e / {TK};")
     L.append(f"      var vb = {zero};")
-    L.append("      if (col0 + bn < N && t + bk < K) { vb = "
-             + _ld(f"b[{_b_index('t + bk', 'col0 + bn', b_lay)}]", b_st, ct) + "; }")
+    L.append(
+        "      if (col0 + bn < N && t + bk < K) { vb = "
+        + _ld(f"b[{_b_index('t + bk', 'col0 + bn', b_lay)}]", b_st, ct)
+        + "; }"
+    )
     L.append("      Bs[bk * 16 + bn / 4][bn % 4] = vb;")
     L.append("    }")
     L.append("    workgroupBarrier();")
@@ -166,8 +191,10 @@ def gemm_tiled(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str,
     L.append("      let b0 = Bs[kk * 16 + tx * 2]; let b1 = Bs[kk * 16 + tx * 2 + 1];")
     comps = ["a0.x", "a0.y", "a0.z", "a0.w", "a1.x", "a1.y", "a1.z", "a1.w"]
     for i in range(8):
-        L.append(f"      c{i}0 = {_fma(ct, f'{v4}({comps[i]})', 'b0', f'c{i}0')}; "
-                 f"c{i}1 = {_fma(ct, f'{v4}({comps[i]})', 'b1', f'c{i}1')};")
+        L.append(
+            f"      c{i}0 = {_fma(ct, f'{v4}({comps[i]})', 'b0', f'c{i}0')}; "
+            f"c{i}1 = {_fma(ct, f'{v4}({comps[i]})', 'b1', f'c{i}1')};"
+        )
     L.append("    }")
     L.append("    workgroupBarrier();")
     L.append("  }")
@@ -177,8 +204,10 @@ def gemm_tiled(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str,
         L.append("    if (m < M) {")
         for j in range(8):
             val = f"c{i}{j // 4}.{'xyzw'[j % 4]}"
-            L.append(f"      {{ let n = col0 + tx * 8 + {j}; if (n < N) {{ "
-                     f"{_store_line('m', 'n', val, ct, c_st, e_st, epi)} }} }}")
+            L.append(
+                f"      {{ let n = col0 + tx * 8 + {j}; if (n < N) {{ "
+                f"{_store_line('m', 'n', val, ct, c_st, e_st, epi)} }} }}"
+            )
         L.append("    }")
         L.append("  }")
     L.append("}")
@@ -186,9 +215,21 @@ def gemm_tiled(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str,
 
 
 @lru_cache(maxsize=512)
-def gemm_direct(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str, nb: int,
-                epi: str = "none", e_st: str = "f32", tx: int = 16, ty: int = 4, rm: int = 4,
-                rn: int = 4) -> KernelSource:
+def gemm_direct(
+    a_st: str,
+    b_st: str,
+    c_st: str,
+    ct: str,
+    a_lay: str,
+    b_lay: str,
+    nb: int,
+    epi: str = "none",
+    e_st: str = "f32",
+    tx: int = 16,
+    ty: int = 4,
+    rm: int = 4,
+    rn: int = 4,
+) -> KernelSource:
     """No barriers: invocation (x, y) of a TX x TY workgroup computes rows y*RM.., columns x*RN..
     of the workgroup's (TY*RM) x (TX*RN) tile, reading A and B from storage."""
     assert rn in (1, 4)
@@ -197,8 +238,10 @@ def gemm_direct(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str
     zero = "0.0" if ct == "f32" else "0"
     L = [header(bufs), ENTRY.format(wg=tx * ty)]
     L += _prologue(ct, nb, epi)
-    L += [f"  let li = i32(lix); let lx = li % {tx}; let ly = li / {tx};",
-          f"  let m0 = tm * {ty * rm} + ly * {rm}; let n0 = tn * {tx * rn} + lx * {rn};"]
+    L += [
+        f"  let li = i32(lix); let lx = li % {tx}; let ly = li / {tx};",
+        f"  let m0 = tm * {ty * rm} + ly * {rm}; let n0 = tn * {tx * rn} + lx * {rn};",
+    ]
     # clamped row / column bases: loads never leave the operands, the K loop never branches
     for i in range(rm):
         mt = f"min(m0 + {i}, M - 1)"
@@ -228,8 +271,10 @@ def gemm_direct(a_st: str, b_st: str, c_st: str, ct: str, a_lay: str, b_lay: str
         L.append("    if (m < M) {")
         for j in range(rn):
             val = f"x{i}" if rn == 1 else f"x{i}.{'xyzw'[j]}"
-            L.append(f"      {{ let n = n0 + {j}; if (n < N) {{ "
-                     f"{_store_line('m', 'n', val, ct, c_st, e_st, epi)} }} }}")
+            L.append(
+                f"      {{ let n = n0 + {j}; if (n < N) {{ "
+                f"{_store_line('m', 'n', val, ct, c_st, e_st, epi)} }} }}"
+            )
         L.append("    }")
         L.append("  }")
     L.append("}")
@@ -254,8 +299,17 @@ def fast_valid(bm: int, bn: int, tm: int, tn: int, bk: int) -> bool:
 
 
 @lru_cache(maxsize=256)
-def gemm_fast(b_lay: str, nb: int, epi: str = "none", bm: int = 128, bn: int = 128, tm: int = 8,
-              tn: int = 8, bk: int = 8, dbuf: bool = True) -> KernelSource:
+def gemm_fast(
+    b_lay: str,
+    nb: int,
+    epi: str = "none",
+    bm: int = 128,
+    bn: int = 128,
+    tm: int = 8,
+    tn: int = 8,
+    bk: int = 8,
+    dbuf: bool = True,
+) -> KernelSource:
     """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
     stride, B (.., K, N) with unit N stride (b_lay "n") or unit K stride (b_lay "k": `x @ w.T`),
     every other stride and offset (batch strides too) a multiple of 4, M % bm == N % bn ==
@@ -288,15 +342,19 @@ def gemm_fast(b_lay: str, nb: int, epi: str = "none", bm: int = 128, bn: int = 1
     if epi != "none":
         bufs.append(("e", "f32", "r"))
     bufs.append(("c", "vec4<f32>", "w"))
-    L = [header(bufs),
-         f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
-         f"var<workgroup> Bs: array<vec4<f32>, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
-         ENTRY.format(wg=nt)]
+    L = [
+        header(bufs),
+        f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
+        f"var<workgroup> Bs: array<vec4<f32>, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
+        ENTRY.format(wg=nt),
+    ]
     L += _prologue("f32", nb, epi)
-    L += [f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
-          f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
-          "  let sam4 = s_am >> 2u;",
-          "  let a4 = (a_base >> 2u) + row0 * sam4;"]
+    L += [
+        f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
+        f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
+        "  let sam4 = s_am >> 2u;",
+        "  let a4 = (a_base >> 2u) + row0 * sam4;",
+    ]
     # A: vec4 number idx = li + r*nt of the tile is row idx / kq, vec4 column idx % kq
     for r in range(ra):
         L.append(f"  let am{r} = (li + {r * nt}) / {kq}; let ak{r} = (li + {r * nt}) % {kq};")
@@ -306,7 +364,9 @@ def gemm_fast(b_lay: str, nb: int, epi: str = "none", bm: int = 128, bn: int = 1
     if b_lay == "n":
         L += ["  let sbk4 = s_bk >> 2u;", "  let b4 = (b_base >> 2u) + (col0 >> 2u);"]
         for r in range(rb):
-            L.append(f"  let bk{r} = (li + {r * nt}) / {bn // 4}; let bn{r} = (li + {r * nt}) % {bn // 4};")
+            L.append(
+                f"  let bk{r} = (li + {r * nt}) / {bn // 4}; let bn{r} = (li + {r * nt}) % {bn // 4};"
+            )
             L.append(f"  let gb{r} = b4 + bk{r} * sbk4 + bn{r}; let sb{r} = bk{r} * {sb} + bn{r};")
             L.append(f"  var vb{r}: vec4<f32>;")
     else:
@@ -332,28 +392,45 @@ def gemm_fast(b_lay: str, nb: int, epi: str = "none", bm: int = 128, bn: int = 1
         oa, ob = f"({buf}) * {bk * sa}", f"({buf}) * {bk * sb}"
         out = []
         for r in range(ra):
-            out.append(ind + " ".join(f"As[{oa} + sa{r} + {q * sa}][qa{r}] = va{r}.{'xyzw'[q]};"
-                                      for q in range(4)))
+            out.append(
+                ind
+                + " ".join(
+                    f"As[{oa} + sa{r} + {q * sa}][qa{r}] = va{r}.{'xyzw'[q]};" for q in range(4)
+                )
+            )
         for r in range(rb):
             if b_lay == "n":
                 out.append(f"{ind}Bs[{ob} + sb{r}] = vb{r};")
             else:
-                out.append(ind + " ".join(f"Bs[{ob} + sb{r} + {q * sb}][qb{r}] = vb{r}.{'xyzw'[q]};"
-                                          for q in range(4)))
+                out.append(
+                    ind
+                    + " ".join(
+                        f"Bs[{ob} + sb{r} + {q * sb}][qb{r}] = vb{r}.{'xyzw'[q]};" for q in range(4)
+                    )
+                )
         return out
 
     def compute(buf, ind):
         out = [f"{ind}let oa = ({buf}) * {bk * sa} + ty; let ob = ({buf}) * {bk * sb} + tx;"]
         for kk in range(bk):
             out.append(ind + "{")
-            out.append(ind + "  " + " ".join(f"let a{i} = As[oa + {kk * sa + i * nty}];"
-                                             for i in range(tm // 4)))
-            out.append(ind + "  " + " ".join(f"let b{j} = Bs[ob + {kk * sb + j * ntx}];"
-                                             for j in range(tn // 4)))
+            out.append(
+                ind
+                + "  "
+                + " ".join(f"let a{i} = As[oa + {kk * sa + i * nty}];" for i in range(tm // 4))
+            )
+            out.append(
+                ind
+                + "  "
+                + " ".join(f"let b{j} = Bs[ob + {kk * sb + j * ntx}];" for j in range(tn // 4))
+            )
             for r in range(tm):
                 av = f"vec4<f32>(a{r // 4}.{'xyzw'[r % 4]})"
-                out.append(ind + "  " + " ".join(f"c{r}_{j} = fma({av}, b{j}, c{r}_{j});"
-                                                 for j in range(tn // 4)))
+                out.append(
+                    ind
+                    + "  "
+                    + " ".join(f"c{r}_{j} = fma({av}, b{j}, c{r}_{j});" for j in range(tn // 4))
+                )
             out.append(ind + "}")
         return out
 
@@ -393,7 +470,9 @@ def gemm_fast(b_lay: str, nb: int, epi: str = "none", bm: int = 128, bn: int = 1
             v = f"c{r}_{j}"
             if epi != "none":
                 n = f"(col0 + 4 * (tx + {j * ntx}))"
-                es = ", ".join(f"e[e_base + m * info[14] + ({n} + {s}) * info[15]]" for s in range(4))
+                es = ", ".join(
+                    f"e[e_base + m * info[14] + ({n} + {s}) * info[15]]" for s in range(4)
+                )
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
             L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")

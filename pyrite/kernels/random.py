@@ -42,17 +42,22 @@ fn unit(x: u32) -> f32 { return f32(x >> 8u) * 5.9604644775390625e-8; }
 """
 
 _VALUE = {
-    "uniform": ("let u = vec4<f32>(unit(bits.x), unit(bits.y), unit(bits.z), unit(bits.w));\n"
-                "  let v = a + (b - a) * u;\n"),
+    "uniform": (
+        "let u = vec4<f32>(unit(bits.x), unit(bits.y), unit(bits.z), unit(bits.w));\n"
+        "  let v = a + (b - a) * u;\n"
+    ),
     # Box-Muller on two pairs; 1 - unit() lies in (0, 1] so the log is finite
-    "normal": ("let r0 = sqrt(-2.0 * log(1.0 - unit(bits.x)));\n"
-               "  let r1 = sqrt(-2.0 * log(1.0 - unit(bits.z)));\n"
-               "  let t0 = 6.283185307179586 * unit(bits.y);\n"
-               "  let t1 = 6.283185307179586 * unit(bits.w);\n"
-               "  let v = a + b * vec4<f32>(r0 * cos(t0), r0 * sin(t0), r1 * cos(t1), r1 * sin(t1));\n"),
+    "normal": (
+        "let r0 = sqrt(-2.0 * log(1.0 - unit(bits.x)));\n"
+        "  let r1 = sqrt(-2.0 * log(1.0 - unit(bits.z)));\n"
+        "  let t0 = 6.283185307179586 * unit(bits.y);\n"
+        "  let t1 = 6.283185307179586 * unit(bits.w);\n"
+        "  let v = a + b * vec4<f32>(r0 * cos(t0), r0 * sin(t0), r1 * cos(t1), r1 * sin(t1));\n"
+    ),
     # low + bits mod range (range < 2^31: the bias is below 2^-1 ULP of the count for small ranges)
-    "randint": ("let span = u32(b - a);\n"
-                "  let v = vec4<i32>(a) + vec4<i32>(bits % vec4<u32>(span));\n"),
+    "randint": (
+        "let span = u32(b - a);\n  let v = vec4<i32>(a) + vec4<i32>(bits % vec4<u32>(span));\n"
+    ),
 }
 
 
@@ -60,8 +65,11 @@ _VALUE = {
 def random_kernel(dist: str, out_type: str) -> KernelSource:
     """`dist` in uniform|normal|randint; out_type the storage type written (f32, f16, i32)."""
     is_int = dist == "randint"
-    ab = ("  let a = info[6]; let b = info[7];\n" if is_int else
-          "  let a = bitcast<f32>(info[6]); let b = bitcast<f32>(info[7]);\n")
+    ab = (
+        "  let a = info[6]; let b = info[7];\n"
+        if is_int
+        else "  let a = bitcast<f32>(info[6]); let b = bitcast<f32>(info[7]);\n"
+    )
     conv = {"f32": "v[j]", "f16": "f16(v[j])", "i32": "i32(v[j])" if not is_int else "v[j]"}
     body = (
         FLAT_INDEX.format(wg=WG)
@@ -70,9 +78,12 @@ def random_kernel(dist: str, out_type: str) -> KernelSource:
         + "  let key = vec2<u32>(u32(info[2]), u32(info[3]));\n"
         + "  let bits = philox(vec4<u32>(u32(gi), 0u, u32(info[4]), u32(info[5])), key);\n"
         + ab
-        + "  " + _VALUE[dist]
+        + "  "
+        + _VALUE[dist]
         + "  for (var j = 0; j < 4; j++) {\n"
-        + "    if (base + j < info[0]) { out[info[1] + base + j] = " + conv[out_type] + "; }\n"
+        + "    if (base + j < info[0]) { out[info[1] + base + j] = "
+        + conv[out_type]
+        + "; }\n"
         + "  }\n"
     )
     src = header([("out", out_type, "w")]) + PHILOX + ENTRY.format(wg=WG) + body + "}\n"

@@ -56,12 +56,16 @@ def _better(kind: str, t: str) -> str:
     """fn better(v, i, w, k): is (v at i) preferred over (w at k)? NaN first, then ties → lower i."""
     cmp = ">" if kind == "max" else "<"
     if t == "f32":
-        return (f"fn better(v: f32, i: i32, w: f32, k: i32) -> bool {{\n"
-                f"  let nv = p_isnan(v); let nw = p_isnan(w);\n"
-                f"  if (nv || nw) {{ return nv && (!nw || i < k); }}\n"
-                f"  return v {cmp} w || (v == w && i < k);\n}}\n")
-    return (f"fn better(v: i32, i: i32, w: i32, k: i32) -> bool {{\n"
-            f"  return v {cmp} w || (v == w && i < k);\n}}\n")
+        return (
+            f"fn better(v: f32, i: i32, w: f32, k: i32) -> bool {{\n"
+            f"  let nv = p_isnan(v); let nw = p_isnan(w);\n"
+            f"  if (nv || nw) {{ return nv && (!nw || i < k); }}\n"
+            f"  return v {cmp} w || (v == w && i < k);\n}}\n"
+        )
+    return (
+        f"fn better(v: i32, i: i32, w: i32, k: i32) -> bool {{\n"
+        f"  return v {cmp} w || (v == w && i < k);\n}}\n"
+    )
 
 
 def _spec(op: str, t: str):
@@ -74,74 +78,89 @@ def _spec(op: str, t: str):
         zero = "0.0" if t == "f32" else "0"
         ident, fold = (one, "*") if op == "prod" else (zero, "+")
         x = "select(x, 0.0, p_isnan(x))" if op == "nansum" and t == "f32" else "x"
-        fns = (f"fn s_init() -> S {{ return S({ident}); }}\n"
-               f"fn s_step(s: S, x: {t}, j: i32) -> S {{ return S(s.a {fold} {x}); }}\n"
-               f"fn s_merge(a: S, b: S) -> S {{ return S(a.a {fold} b.a); }}\n")
+        fns = (
+            f"fn s_init() -> S {{ return S({ident}); }}\n"
+            f"fn s_step(s: S, x: {t}, j: i32) -> S {{ return S(s.a {fold} {x}); }}\n"
+            f"fn s_merge(a: S, b: S) -> S {{ return S(a.a {fold} b.a); }}\n"
+        )
         final = "select(s.a / L, p_nan(), L == 0.0)" if op == "mean" else "s.a"
         return f"a: {t}", t, fns, (final,)
     if op in ("amax", "amin"):
         ident = _NEG[t] if op == "amax" else _POS[t]
         f = _MAX[t] if op == "amax" else _MIN[t]
-        fns = (f"fn s_init() -> S {{ return S({ident}); }}\n"
-               f"fn s_step(s: S, x: {t}, j: i32) -> S {{ return S({f}(s.a, x)); }}\n"
-               f"fn s_merge(a: S, b: S) -> S {{ return S({f}(a.a, b.a)); }}\n")
+        fns = (
+            f"fn s_init() -> S {{ return S({ident}); }}\n"
+            f"fn s_step(s: S, x: {t}, j: i32) -> S {{ return S({f}(s.a, x)); }}\n"
+            f"fn s_merge(a: S, b: S) -> S {{ return S({f}(a.a, b.a)); }}\n"
+        )
         return f"a: {t}", t, fns, ("s.a",)
     if op in ("max_dim", "min_dim", "argmax", "argmin"):
         kind = "max" if op in ("max_dim", "argmax") else "min"
         ident = _NEG[t] if kind == "max" else _POS[t]
-        fns = (_better(kind, t) +
-               f"fn s_init() -> S {{ return S({ident}, 2147483647); }}\n"
-               f"fn s_step(s: S, x: {t}, j: i32) -> S {{\n"
-               f"  if (better(x, j, s.v, s.i)) {{ return S(x, j); }}\n  return s;\n}}\n"
-               f"fn s_merge(a: S, b: S) -> S {{\n"
-               f"  if (better(b.v, b.i, a.v, a.i)) {{ return b; }}\n  return a;\n}}\n")
+        fns = (
+            _better(kind, t) + f"fn s_init() -> S {{ return S({ident}, 2147483647); }}\n"
+            f"fn s_step(s: S, x: {t}, j: i32) -> S {{\n"
+            f"  if (better(x, j, s.v, s.i)) {{ return S(x, j); }}\n  return s;\n}}\n"
+            f"fn s_merge(a: S, b: S) -> S {{\n"
+            f"  if (better(b.v, b.i, a.v, a.i)) {{ return b; }}\n  return a;\n}}\n"
+        )
         finals = ("s.v", "s.i") if op.endswith("_dim") else ("s.i",)
         return f"v: {t}, i: i32", t, fns, finals
     if op == "aminmax":
-        fns = (f"fn s_init() -> S {{ return S({_POS[t]}, {_NEG[t]}); }}\n"
-               f"fn s_step(s: S, x: {t}, j: i32) -> S {{ return S({_MIN[t]}(s.lo, x), "
-               f"{_MAX[t]}(s.hi, x)); }}\n"
-               f"fn s_merge(a: S, b: S) -> S {{ return S({_MIN[t]}(a.lo, b.lo), "
-               f"{_MAX[t]}(a.hi, b.hi)); }}\n")
+        fns = (
+            f"fn s_init() -> S {{ return S({_POS[t]}, {_NEG[t]}); }}\n"
+            f"fn s_step(s: S, x: {t}, j: i32) -> S {{ return S({_MIN[t]}(s.lo, x), "
+            f"{_MAX[t]}(s.hi, x)); }}\n"
+            f"fn s_merge(a: S, b: S) -> S {{ return S({_MIN[t]}(a.lo, b.lo), "
+            f"{_MAX[t]}(a.hi, b.hi)); }}\n"
+        )
         return f"lo: {t}, hi: {t}", t, fns, ("s.lo", "s.hi")
     if op in ("var", "std", "var_mean", "std_mean"):
         # Welford's update and Chan et al.'s merge: stable where E[x²] − E[x]² cancels.
-        fns = ("fn s_init() -> S { return S(0.0, 0.0, 0.0); }\n"
-               "fn s_step(s: S, x: f32, j: i32) -> S {\n"
-               "  let n = s.n + 1.0; let d = x - s.m; let m = s.m + d / n;\n"
-               "  return S(n, m, s.q + d * (x - m));\n}\n"
-               "fn s_merge(a: S, b: S) -> S {\n"
-               "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
-               "  let n = a.n + b.n; let d = b.m - a.m;\n"
-               "  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n));\n}\n"
-               # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf
-               "fn s_var(s: S, c: f32) -> f32 {\n"
-               "  let den = max(s.n - c, 0.0);\n"
-               "  if (den == 0.0) { return select(p_inf(), p_nan(), s.q == 0.0 || p_isnan(s.q)); }\n"
-               "  return s.q / den;\n}\n")
+        fns = (
+            "fn s_init() -> S { return S(0.0, 0.0, 0.0); }\n"
+            "fn s_step(s: S, x: f32, j: i32) -> S {\n"
+            "  let n = s.n + 1.0; let d = x - s.m; let m = s.m + d / n;\n"
+            "  return S(n, m, s.q + d * (x - m));\n}\n"
+            "fn s_merge(a: S, b: S) -> S {\n"
+            "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
+            "  let n = a.n + b.n; let d = b.m - a.m;\n"
+            "  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n));\n}\n"
+            # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf
+            "fn s_var(s: S, c: f32) -> f32 {\n"
+            "  let den = max(s.n - c, 0.0);\n"
+            "  if (den == 0.0) { return select(p_inf(), p_nan(), s.q == 0.0 || p_isnan(s.q)); }\n"
+            "  return s.q / den;\n}\n"
+        )
         v = "sqrt(s_var(s, p))" if op.startswith("std") else "s_var(s, p)"
         mean = "select(s.m, p_nan(), s.n == 0.0)"
         finals = (v, mean) if op.endswith("_mean") else (v,)
         return "n: f32, m: f32, q: f32", "f32", fns, finals
     if op == "logsumexp":
         # (running max m, Σ exp(x − m)); an infinite or NaN max needs no sum
-        fns = ("fn s_init() -> S { return S(-p_inf(), 0.0); }\n"
-               "fn s_merge(a: S, b: S) -> S {\n"
-               "  let m = p_maxf(a.m, b.m);\n"
-               "  if (p_isinf(m) || p_isnan(m)) { return S(m, a.s + b.s); }\n"
-               "  return S(m, a.s * exp(a.m - m) + b.s * exp(b.m - m));\n}\n"
-               "fn s_step(s: S, x: f32, j: i32) -> S { return s_merge(s, S(x, 1.0)); }\n")
+        fns = (
+            "fn s_init() -> S { return S(-p_inf(), 0.0); }\n"
+            "fn s_merge(a: S, b: S) -> S {\n"
+            "  let m = p_maxf(a.m, b.m);\n"
+            "  if (p_isinf(m) || p_isnan(m)) { return S(m, a.s + b.s); }\n"
+            "  return S(m, a.s * exp(a.m - m) + b.s * exp(b.m - m));\n}\n"
+            "fn s_step(s: S, x: f32, j: i32) -> S { return s_merge(s, S(x, 1.0)); }\n"
+        )
         return "m: f32, s: f32", "f32", fns, ("select(s.m + log(s.s), s.m, p_isinf(s.m))",)
     if op in ("all", "any"):
         ident, f = ("1u", "&") if op == "all" else ("0u", "|")
-        fns = (f"fn s_init() -> S {{ return S({ident}); }}\n"
-               f"fn s_step(s: S, x: bool, j: i32) -> S {{ return S(s.a {f} select(0u, 1u, x)); }}\n"
-               f"fn s_merge(a: S, b: S) -> S {{ return S(a.a {f} b.a); }}\n")
+        fns = (
+            f"fn s_init() -> S {{ return S({ident}); }}\n"
+            f"fn s_step(s: S, x: bool, j: i32) -> S {{ return S(s.a {f} select(0u, 1u, x)); }}\n"
+            f"fn s_merge(a: S, b: S) -> S {{ return S(a.a {f} b.a); }}\n"
+        )
         return "a: u32", "bool", fns, ("s.a != 0u",)
     if op == "count_nonzero":
-        fns = ("fn s_init() -> S { return S(0); }\n"
-               "fn s_step(s: S, x: bool, j: i32) -> S { return S(s.a + select(0, 1, x)); }\n"
-               "fn s_merge(a: S, b: S) -> S { return S(a.a + b.a); }\n")
+        fns = (
+            "fn s_init() -> S { return S(0); }\n"
+            "fn s_step(s: S, x: bool, j: i32) -> S { return S(s.a + select(0, 1, x)); }\n"
+            "fn s_merge(a: S, b: S) -> S { return S(a.a + b.a); }\n"
+        )
         return "a: i32", "bool", fns, ("s.a",)
     if op.startswith("norm"):
         # norm2: Σx², √;  norm1: Σ|x|;  norminf / normninf: max / min |x|;  norm0: count ≠ 0;
@@ -155,10 +174,12 @@ def _spec(op: str, t: str):
             "normninf": ("p_inf()", "abs(x)", "min", "s.a"),
         }[op]
         comb = {"+": "{a} + {b}", "max": "p_maxf({a}, {b})", "min": "p_minf({a}, {b})"}[fold]
-        fns = (f"fn s_init() -> S {{ return S({ident}); }}\n"
-               f"fn s_step(s: S, x: f32, j: i32) -> S {{ return S("
-               f"{comb.format(a='s.a', b=term)}); }}\n"
-               f"fn s_merge(a: S, b: S) -> S {{ return S({comb.format(a='a.a', b='b.a')}); }}\n")
+        fns = (
+            f"fn s_init() -> S {{ return S({ident}); }}\n"
+            f"fn s_step(s: S, x: f32, j: i32) -> S {{ return S("
+            f"{comb.format(a='s.a', b=term)}); }}\n"
+            f"fn s_merge(a: S, b: S) -> S {{ return S({comb.format(a='a.a', b='b.a')}); }}\n"
+        )
         return "a: f32", "f32", fns, (final,)
     raise ValueError(f"pyrite: unknown reduction {op!r}")
 
@@ -171,8 +192,10 @@ def _spec(op: str, t: str):
 
 def _loop(var: str, start: str, end: str, step: int, body: str, indent: str = "  ") -> str:
     """for (var = start; var < end; var += step) { body }"""
-    return (f"{indent}for (var {var} = {start}; {var} < {end}; {var} = {var} + {step}) {{\n"
-            f"{body}{indent}}}\n")
+    return (
+        f"{indent}for (var {var} = {start}; {var} < {end}; {var} = {var} + {step}) {{\n"
+        f"{body}{indent}}}\n"
+    )
 
 
 # row mode: one workgroup per output; 16 partial mergers of 16 states each, then one of 16
@@ -188,8 +211,10 @@ def _offset(prefix: str, var: str, rank: int, shape_at: int, stride_at: int) -> 
     lines = [f"  var {prefix}_r = {var};\n"]
     terms = []
     for d in range(rank - 1, 0, -1):
-        lines.append(f"  let {prefix}_c{d} = {prefix}_r % info[{shape_at + d}]; "
-                     f"{prefix}_r = {prefix}_r / info[{shape_at + d}];\n")
+        lines.append(
+            f"  let {prefix}_c{d} = {prefix}_r % info[{shape_at + d}]; "
+            f"{prefix}_r = {prefix}_r / info[{shape_at + d}];\n"
+        )
         terms.append(f"{prefix}_c{d} * info[{stride_at + d}]")
     terms.append(f"{prefix}_r * info[{stride_at}]")
     lines.append(f"  let {prefix} = {' + '.join(terms)};\n")
@@ -203,20 +228,36 @@ def state_words(op: str, acc: str) -> int:
 
 def _tree(wg: int) -> list[str]:
     """Merge the workgroup's `sh[0..wg)` into `s` on invocation 0 (two barriers)."""
-    return ["  sh[t] = s;\n", "  workgroupBarrier();\n",
-            (f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
-             f"    for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
-             f"{{ u = s_merge(u, sh[t * {_ROW_SPLIT} + k]); }}\n"
-             f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n"),
-            "  workgroupBarrier();\n",
-            "  if (t != 0 || !live) { return; }\n",
-            (f"  s = sh[0];\n  for (var k = 1; k < {wg // _ROW_SPLIT}; k = k + 1) "
-             f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n")]
+    return [
+        "  sh[t] = s;\n",
+        "  workgroupBarrier();\n",
+        (
+            f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
+            f"    for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
+            f"{{ u = s_merge(u, sh[t * {_ROW_SPLIT} + k]); }}\n"
+            f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n"
+        ),
+        "  workgroupBarrier();\n",
+        "  if (t != 0 || !live) { return; }\n",
+        (
+            f"  s = sh[0];\n  for (var k = 1; k < {wg // _ROW_SPLIT}; k = k + 1) "
+            f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n"
+        ),
+    ]
 
 
 @lru_cache(maxsize=1024)
-def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctypes: tuple,
-                  rank_out: int, rank_in: int, mode: str, stage: str = "full") -> KernelSource:
+def reduce_kernel(
+    op: str,
+    in_stype: str,
+    acc: str,
+    out_stypes: tuple,
+    out_ctypes: tuple,
+    rank_out: int,
+    rank_in: int,
+    mode: str,
+    stage: str = "full",
+) -> KernelSource:
     """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type.
 
     `stage` "full" reduces whole rows; "partial" and "merge" are the two dispatches of a split
@@ -239,8 +280,10 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
     row = mode == "row"
     wg = WG
     # `u`: this workgroup's (row) or invocation's (serial) unit: an output, or an (output, chunk)
-    body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n",
-            f"  let units = info[0]{f' * info[{parts_at}]' if stage == 'partial' else ''};\n"]
+    body = [
+        "  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n",
+        f"  let units = info[0]{f' * info[{parts_at}]' if stage == 'partial' else ''};\n",
+    ]
     if row:
         # every invocation of a workgroup shares `u`, so the barriers below stay uniform
         body += ["  let u = wg_flat;\n", "  let t = i32(lid.x);\n"]
@@ -249,20 +292,34 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
     body += ["  let live = u < units;\n"]
     if stage == "merge":
         # info: [0] outputs [1] L [2] chunks P [3] p; part[o·P + c] is chunk c's state
-        body += ["  let P = info[2];\n", "  let pbase = min(u, units - 1) * P;\n",
-                 "  let k1 = select(0, P, live);\n  var s = s_init();\n",
-                 _loop("k", "t" if row else "0", "k1", wg if row else 1,
-                       "      s = s_merge(s, part[pbase + k]);\n")]
+        body += [
+            "  let P = info[2];\n",
+            "  let pbase = min(u, units - 1) * P;\n",
+            "  let k1 = select(0, P, live);\n  var s = s_init();\n",
+            _loop(
+                "k",
+                "t" if row else "0",
+                "k1",
+                wg if row else 1,
+                "      s = s_merge(s, part[pbase + k]);\n",
+            ),
+        ]
     else:
         if stage == "partial":
             # unit u = o·P + c reduces the chunk [c·C, min((c+1)·C, L)) of output o's row
-            body += [f"  let P = info[{parts_at}];\n", f"  let C = info[{chunk_at}];\n",
-                     "  let uc = min(u, units - 1);\n  let o = uc / P;\n",
-                     "  let j0 = (uc % P) * C;\n",
-                     "  let j1 = select(j0, min(j0 + C, info[1]), live);\n"]
+            body += [
+                f"  let P = info[{parts_at}];\n",
+                f"  let C = info[{chunk_at}];\n",
+                "  let uc = min(u, units - 1);\n  let o = uc / P;\n",
+                "  let j0 = (uc % P) * C;\n",
+                "  let j1 = select(j0, min(j0 + C, info[1]), live);\n",
+            ]
         else:
-            body += ["  let o = min(u, units - 1);\n", "  let j0 = 0;\n",
-                     "  let j1 = select(0, info[1], live);\n"]
+            body += [
+                "  let o = min(u, units - 1);\n",
+                "  let j0 = 0;\n",
+                "  let j1 = select(0, info[1], live);\n",
+            ]
         body += _offset("ob", "o", rank_out, outer_shape, outer_stride)
         body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
         step = "".join("    " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride))
@@ -278,20 +335,25 @@ def reduce_kernel(op: str, in_stype: str, acc: str, out_stypes: tuple, out_ctype
             fin = fin.replace("L", "Lf")
             body.append(f"  out{k}[u] = {store(fin, ct, st)};\n")
     text = fns + "".join(finals)
-    src = (header(buffers) + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
-           + f"struct S {{ {fields} }}\n" + fns
-           + (f"var<workgroup> sh: array<S, {wg}>;\n" if row else "")
-           + f"@compute @workgroup_size({wg})\n"
-           "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-           "@builtin(local_invocation_id) lid: vec3<u32>, "
-           "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n")
+    src = (
+        header(buffers)
+        + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
+        + f"struct S {{ {fields} }}\n"
+        + fns
+        + (f"var<workgroup> sh: array<S, {wg}>;\n" if row else "")
+        + f"@compute @workgroup_size({wg})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
+    )
     return KernelSource(src, "r" + "w" * (len(buffers) - 1))
 
 
 # ---- scans ---------------------------------------------------------------------------------
 @lru_cache(maxsize=256)
-def scan_kernel(op: str, in_stype: str, acc: str, out_stype: str, rank_out: int,
-                mode: str) -> KernelSource:
+def scan_kernel(
+    op: str, in_stype: str, acc: str, out_stype: str, rank_out: int, mode: str
+) -> KernelSource:
     """cumsum / cumprod along one dim, `acc` the compute type (f32|i32).
 
     "serial": one invocation per row runs the scan. "row": one workgroup per row; invocation t
@@ -306,33 +368,49 @@ def scan_kernel(op: str, in_stype: str, acc: str, out_stype: str, rank_out: int,
     x = load("inp[ib + j * info[3]]", in_stype, acc)
     row = mode == "row"
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
-    body += (["  let o = wg_flat;\n  let t = i32(lid.x);\n"] if row else
-             [f"  let o = wg_flat * {WG} + i32(lid.x);\n", "  if (o >= info[0]) { return; }\n"])
-    body += ["  let live = o < info[0];\n", "  let L = select(0, info[1], live);\n",
-             "  var r = min(o, info[0] - 1);\n  var ib = info[2];\n  var obase = 0;\n"]
+    body += (
+        ["  let o = wg_flat;\n  let t = i32(lid.x);\n"]
+        if row
+        else [f"  let o = wg_flat * {WG} + i32(lid.x);\n", "  if (o >= info[0]) { return; }\n"]
+    )
+    body += [
+        "  let live = o < info[0];\n",
+        "  let L = select(0, info[1], live);\n",
+        "  var r = min(o, info[0] - 1);\n  var ib = info[2];\n  var obase = 0;\n",
+    ]
     for d in range(rank_out - 1, -1, -1):
-        body.append(f"  {{ let c = r % info[{shape_at + d}]; r = r / info[{shape_at + d}]; "
-                    f"ib = ib + c * info[{in_at + d}]; obase = obase + c * info[{out_at + d}]; }}\n")
+        body.append(
+            f"  {{ let c = r % info[{shape_at + d}]; r = r / info[{shape_at + d}]; "
+            f"ib = ib + c * info[{in_at + d}]; obase = obase + c * info[{out_at + d}]; }}\n"
+        )
     write = f"out[obase + j * info[4]] = {store('a', acc, out_stype)};"
     if not row:
-        body += [f"  var a = {ident};\n",
-                 _loop("j", "0", "L", 1, f"      a = a {f} {x}; {write}\n")]
+        body += [
+            f"  var a = {ident};\n",
+            _loop("j", "0", "L", 1, f"      a = a {f} {x}; {write}\n"),
+        ]
     else:
-        body += [f"  let B = (L + {WG - 1}) / {WG};\n",
-                 "  let j0 = min(t * B, L);\n  let j1 = min(j0 + B, L);\n",
-                 f"  var a = {ident};\n",
-                 _loop("j", "j0", "j1", 1, f"      a = a {f} {x};\n"),
-                 "  sh[t] = a;\n  workgroupBarrier();\n",
-                 (f"  if (t == 0) {{\n    var run = {ident};\n"
-                 f"    for (var k = 0; k < {WG}; k = k + 1) {{ let v = sh[k]; sh[k] = run; "
-                 f"run = run {f} v; }}\n  }}\n"),
-                 "  workgroupBarrier();\n",
-                 "  a = sh[t];\n",
-                 _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n")]
-    src = (header([("inp", in_stype, "r"), ("out", out_stype, "w")])
-           + (f"var<workgroup> sh: array<{acc}, {WG}>;\n" if row else "")
-           + f"@compute @workgroup_size({WG})\n"
-           "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-           "@builtin(local_invocation_id) lid: vec3<u32>, "
-           "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n")
+        body += [
+            f"  let B = (L + {WG - 1}) / {WG};\n",
+            "  let j0 = min(t * B, L);\n  let j1 = min(j0 + B, L);\n",
+            f"  var a = {ident};\n",
+            _loop("j", "j0", "j1", 1, f"      a = a {f} {x};\n"),
+            "  sh[t] = a;\n  workgroupBarrier();\n",
+            (
+                f"  if (t == 0) {{\n    var run = {ident};\n"
+                f"    for (var k = 0; k < {WG}; k = k + 1) {{ let v = sh[k]; sh[k] = run; "
+                f"run = run {f} v; }}\n  }}\n"
+            ),
+            "  workgroupBarrier();\n",
+            "  a = sh[t];\n",
+            _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n"),
+        ]
+    src = (
+        header([("inp", in_stype, "r"), ("out", out_stype, "w")])
+        + (f"var<workgroup> sh: array<{acc}, {WG}>;\n" if row else "")
+        + f"@compute @workgroup_size({WG})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
+    )
     return KernelSource(src, "rw")

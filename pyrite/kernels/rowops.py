@@ -47,18 +47,27 @@ def workgroup_size(n: int) -> int:
 
 def _reduce_tree(wg: int, combine: str) -> str:
     """The tree over workgroup memory; `combine` is WGSL combining slot `lid` with `j`."""
-    return (f"  var half = {wg // 2}u;\n"
-            "  loop {\n"
-            "    workgroupBarrier();\n"
-            "    if (half == 0u) { break; }\n"
-            f"    if (lid.x < half) {{ let j = lid.x + half;\n{combine}    }}\n"
-            "    half = half >> 1u;\n"
-            "  }\n")
+    return (
+        f"  var half = {wg // 2}u;\n"
+        "  loop {\n"
+        "    workgroupBarrier();\n"
+        "    if (half == 0u) { break; }\n"
+        f"    if (lid.x < half) {{ let j = lid.x + half;\n{combine}    }}\n"
+        "    half = half >> 1u;\n"
+        "  }\n"
+    )
 
 
 @lru_cache(maxsize=256)
-def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
-               w_type: str | None = None, b_type: str | None = None) -> KernelSource:
+def row_kernel(
+    op: str,
+    wg: int,
+    rank: int,
+    x_type: str,
+    out_type: str,
+    w_type: str | None = None,
+    b_type: str | None = None,
+) -> KernelSource:
     """WGSL for `op` over rows of `n` elements; `rank` outer dims; w/b types None when absent."""
     if op not in OPS:
         raise ValueError(f"pyrite: unknown row op {op!r}")
@@ -71,15 +80,19 @@ def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
     ld = lambda e, t: load(e, t, "f32")
     sizes, xs, os_ = 6, 6 + rank, 6 + 2 * rank
 
-    body = ["  let row = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
-            "  if (row >= u32(info[0])) { return; }\n",  # uniform: the whole group leaves
-            "  let n = info[1];\n",
-            "  var r = i32(row);\n",
-            "  var xb = info[2];\n",
-            "  var ob = 0;\n"]
+    body = [
+        "  let row = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
+        "  if (row >= u32(info[0])) { return; }\n",  # uniform: the whole group leaves
+        "  let n = info[1];\n",
+        "  var r = i32(row);\n",
+        "  var xb = info[2];\n",
+        "  var ob = 0;\n",
+    ]
     for d in range(rank - 1, -1, -1):  # outer coordinate d of row r, innermost first
-        body.append(f"  {{ let c = r % info[{sizes + d}]; r = r / info[{sizes + d}]; "
-                    f"xb += c * info[{xs + d}]; ob += c * info[{os_ + d}]; }}\n")
+        body.append(
+            f"  {{ let c = r % info[{sizes + d}]; r = r / info[{sizes + d}]; "
+            f"xb += c * info[{xs + d}]; ob += c * info[{os_ + d}]; }}\n"
+        )
     body.append("  let sx = info[3];\n  let so = info[4];\n  let eps = bitcast<f32>(info[5]);\n")
     xk = ld("x[xb + k * sx]", x_type)
     wk = ld("w[k]", w_type) if w_type else "1.0"
@@ -87,23 +100,33 @@ def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
     loop = f"  for (var k = i32(lid.x); k < n; k += {wg}) {{\n"
 
     if op in ("softmax", "log_softmax"):
-        shared = (f"var<workgroup> sm: array<f32, {wg}>;\n"
-                  f"var<workgroup> ss: array<f32, {wg}>;\n")
+        shared = f"var<workgroup> sm: array<f32, {wg}>;\nvar<workgroup> ss: array<f32, {wg}>;\n"
         # (m, s): running max and sum of exp(x - m). -inf elements add nothing (and would give
         # exp(-inf - -inf) = NaN); a NaN or +inf element makes s NaN, so the whole row is NaN as
         # in torch (whose exp(x - max) is exp(inf - inf) = NaN there).
-        body += ["  var m = -p_inf();\n  var s = 0.0;\n", loop,
-                 f"    let v = {xk};\n",
-                 ("    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
-                  "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
-                  "    else if (v != -p_inf()) { s += exp(v - m); }\n"),
-                 "  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n"]
-        body.append(_reduce_tree(wg, (
-            "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"
-            "      let mm = max(m1, m2);\n"
-            "      let t1 = select(s1 * exp(m1 - mm), s1, s1 == 0.0 || m1 == mm);\n"
-            "      let t2 = select(s2 * exp(m2 - mm), s2, s2 == 0.0 || m2 == mm);\n"
-            "      sm[lid.x] = mm; ss[lid.x] = t1 + t2;\n")))
+        body += [
+            "  var m = -p_inf();\n  var s = 0.0;\n",
+            loop,
+            f"    let v = {xk};\n",
+            (
+                "    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
+                "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
+                "    else if (v != -p_inf()) { s += exp(v - m); }\n"
+            ),
+            "  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n",
+        ]
+        body.append(
+            _reduce_tree(
+                wg,
+                (
+                    "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"
+                    "      let mm = max(m1, m2);\n"
+                    "      let t1 = select(s1 * exp(m1 - mm), s1, s1 == 0.0 || m1 == mm);\n"
+                    "      let t2 = select(s2 * exp(m2 - mm), s2, s2 == 0.0 || m2 == mm);\n"
+                    "      sm[lid.x] = mm; ss[lid.x] = t1 + t2;\n"
+                ),
+            )
+        )
         body.append("  let M = sm[0];\n  let S = ss[0];\n")
         if op == "softmax":
             body.append("  let inv = 1.0 / S;\n")
@@ -112,42 +135,70 @@ def row_kernel(op: str, wg: int, rank: int, x_type: str, out_type: str,
             body.append("  let lse = M + log(S);\n")
             val = "v - lse"
     elif op == "layer_norm":
-        shared = (f"var<workgroup> sc: array<f32, {wg}>;\n"
-                  f"var<workgroup> smu: array<f32, {wg}>;\n"
-                  f"var<workgroup> sq: array<f32, {wg}>;\n")
-        body += ["  var cnt = 0.0;\n  var mu = 0.0;\n  var m2 = 0.0;\n", loop,
-                 f"    let v = {xk};\n",
-                 "    cnt += 1.0;\n    let d = v - mu;\n    mu += d / cnt;\n    m2 += d * (v - mu);\n",
-                 "  }\n  sc[lid.x] = cnt;\n  smu[lid.x] = mu;\n  sq[lid.x] = m2;\n"]
-        body.append(_reduce_tree(wg, (  # Chan et al.: merge two (count, mean, M2) partials
-            "      let na = sc[lid.x]; let nb = sc[j];\n"
-            "      let nt = na + nb;\n"
-            "      if (nb > 0.0) {\n"
-            "        let d = smu[j] - smu[lid.x];\n"
-            "        let f = nb / nt;\n"
-            "        smu[lid.x] = smu[lid.x] + d * f;\n"
-            "        sq[lid.x] = sq[lid.x] + sq[j] + d * d * na * f;\n"
-            "        sc[lid.x] = nt;\n"
-            "      }\n")))
+        shared = (
+            f"var<workgroup> sc: array<f32, {wg}>;\n"
+            f"var<workgroup> smu: array<f32, {wg}>;\n"
+            f"var<workgroup> sq: array<f32, {wg}>;\n"
+        )
+        body += [
+            "  var cnt = 0.0;\n  var mu = 0.0;\n  var m2 = 0.0;\n",
+            loop,
+            f"    let v = {xk};\n",
+            "    cnt += 1.0;\n    let d = v - mu;\n    mu += d / cnt;\n    m2 += d * (v - mu);\n",
+            "  }\n  sc[lid.x] = cnt;\n  smu[lid.x] = mu;\n  sq[lid.x] = m2;\n",
+        ]
+        body.append(
+            _reduce_tree(
+                wg,
+                (  # Chan et al.: merge two (count, mean, M2) partials
+                    "      let na = sc[lid.x]; let nb = sc[j];\n"
+                    "      let nt = na + nb;\n"
+                    "      if (nb > 0.0) {\n"
+                    "        let d = smu[j] - smu[lid.x];\n"
+                    "        let f = nb / nt;\n"
+                    "        smu[lid.x] = smu[lid.x] + d * f;\n"
+                    "        sq[lid.x] = sq[lid.x] + sq[j] + d * d * na * f;\n"
+                    "        sc[lid.x] = nt;\n"
+                    "      }\n"
+                ),
+            )
+        )
         body.append("  let M = smu[0];\n  let rstd = inverseSqrt(sq[0] / f32(n) + eps);\n")
         val = f"(v - M) * rstd * {wk} + {bk}"
     else:  # rms_norm
         shared = f"var<workgroup> sq: array<f32, {wg}>;\n"
-        body += ["  var acc = 0.0;\n", loop, f"    let v = {xk};\n", "    acc += v * v;\n",
-                 "  }\n  sq[lid.x] = acc;\n"]
+        body += [
+            "  var acc = 0.0;\n",
+            loop,
+            f"    let v = {xk};\n",
+            "    acc += v * v;\n",
+            "  }\n  sq[lid.x] = acc;\n",
+        ]
         body.append(_reduce_tree(wg, "      sq[lid.x] = sq[lid.x] + sq[j];\n"))
         body.append("  let rstd = inverseSqrt(sq[0] / f32(n) + eps);\n")
         val = f"v * rstd * {wk}"
 
-    body += [loop, f"    let v = {xk};\n",
-             f"    out[ob + k * so] = {store(val, 'f32', out_type)};\n", "  }\n"]
-    entry = (f"@compute @workgroup_size({wg})\n"
-             "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-             "@builtin(local_invocation_id) lid: vec3<u32>, "
-             "@builtin(num_workgroups) nwg: vec3<u32>) {\n")
+    body += [
+        loop,
+        f"    let v = {xk};\n",
+        f"    out[ob + k * so] = {store(val, 'f32', out_type)};\n",
+        "  }\n",
+    ]
+    entry = (
+        f"@compute @workgroup_size({wg})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
+    )
     text = "".join(body)
-    src = (header(buffers) + helpers_for(text, "p_isnan(x) p_nan() p_inf()") + shared + entry
-           + text + "}\n")
+    src = (
+        header(buffers)
+        + helpers_for(text, "p_isnan(x) p_nan() p_inf()")
+        + shared
+        + entry
+        + text
+        + "}\n"
+    )
     return KernelSource(src, "".join(m for _, _, m in buffers))
 
 

@@ -32,8 +32,7 @@ def _float_dtype(*tensors):
     return D.float16 if all(t.dtype is D.float16 for t in tensors) else D.float32
 
 
-def _map(expr: str, tensors, scalars=(), dtype=None, ctypes=None, out_ctype="f32",
-         s_ctypes=None):
+def _map(expr: str, tensors, scalars=(), dtype=None, ctypes=None, out_ctype="f32", s_ctypes=None):
     """One kernel: out = expr(x0.., s0..) over the broadcast of `tensors` (f32 unless told)."""
     tensors = [_ew.as_tensor_arg(t) for t in tensors]
     shape = tensors[0]._shape
@@ -41,8 +40,15 @@ def _map(expr: str, tensors, scalars=(), dtype=None, ctypes=None, out_ctype="f32
         if t._shape != shape:
             shape = broadcast_shapes(shape, t._shape)
     out = empty(shape, dtype or _float_dtype(*tensors))
-    return run_map(expr, tensors, tuple(ctypes or ("f32",) * len(tensors)), out, out_ctype,
-                   tuple(scalars), tuple(s_ctypes or ("f32",) * len(scalars)))
+    return run_map(
+        expr,
+        tensors,
+        tuple(ctypes or ("f32",) * len(tensors)),
+        out,
+        out_ctype,
+        tuple(scalars),
+        tuple(s_ctypes or ("f32",) * len(scalars)),
+    )
 
 
 def _inplace(input, result, inplace):
@@ -61,8 +67,9 @@ def relu(input, inplace=False):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
-        raise ValueError(f"pyrite: hardtanh: min_val ({min_val}) cannot be greater than max_val "
-                         f"({max_val})")
+        raise ValueError(
+            f"pyrite: hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})"
+        )
     return _inplace(input, _ew.clamp(input, min_val, max_val), inplace)
 
 
@@ -71,8 +78,12 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    y = _map("select(x0 * s0, x0, x0 > 0.0)", [input], [negative_slope], input.dtype
-             if input.dtype.is_floating_point else D.float32)
+    y = _map(
+        "select(x0 * s0, x0, x0 > 0.0)",
+        [input],
+        [negative_slope],
+        input.dtype if input.dtype.is_floating_point else D.float32,
+    )
     return _inplace(input, y, inplace)
 
 
@@ -113,11 +124,19 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return y if out is None else out.copy_(y)
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     """weight[input]: rows of `weight` (V, D) picked by the integer tensor `input`."""
-    return _indexing.embedding(input, weight, padding_idx, max_norm, norm_type,
-                               scale_grad_by_freq, sparse)
+    return _indexing.embedding(
+        input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
+    )
 
 
 def one_hot(tensor, num_classes=-1):
@@ -157,16 +176,26 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv().conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
-    return _conv().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                              return_indices)
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    return _conv().max_pool2d(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    return _conv().avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                              divisor_override)
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    return _conv().avg_pool2d(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -202,29 +231,39 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     _check_reduction(reduction)
     if beta < 0:
-        raise ValueError(f"pyrite: smooth_l1_loss does not support negative values for beta, "
-                         f"got {beta}")
+        raise ValueError(
+            f"pyrite: smooth_l1_loss does not support negative values for beta, got {beta}"
+        )
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
-    loss = _map("select(abs(x0 - x1) - 0.5 * s0, 0.5 * (x0 - x1) * (x0 - x1) / s0, "
-                "abs(x0 - x1) < s0)", [input, target], [beta])
+    loss = _map(
+        "select(abs(x0 - x1) - 0.5 * s0, 0.5 * (x0 - x1) * (x0 - x1) / s0, abs(x0 - x1) < s0)",
+        [input, target],
+        [beta],
+    )
     return _reduce_loss(loss, reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
-    loss = _map("select(s0 * (abs(x0 - x1) - 0.5 * s0), 0.5 * (x0 - x1) * (x0 - x1), "
-                "abs(x0 - x1) < s0)", [input, target], [delta])
+    loss = _map(
+        "select(s0 * (abs(x0 - x1) - 0.5 * s0), 0.5 * (x0 - x1) * (x0 - x1), abs(x0 - x1) < s0)",
+        [input, target],
+        [delta],
+    )
     return _reduce_loss(loss, reduction)
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     """-(t·log(x) + (1 - t)·log(1 - x)), each log clamped at -100 as torch does."""
     _check_reduction(reduction)
     if tuple(target._shape) != tuple(input._shape):
-        raise ShapeError(f"pyrite: binary_cross_entropy: target size {tuple(target._shape)} "
-                         f"must be the same as input size {tuple(input._shape)}")
+        raise ShapeError(
+            f"pyrite: binary_cross_entropy: target size {tuple(target._shape)} "
+            f"must be the same as input size {tuple(input._shape)}"
+        )
     expr = "-(x1 * max(log(x0), -100.0) + (1.0 - x1) * max(log(1.0 - x0), -100.0))"
     tens = [input, target]
     if weight is not None:
@@ -233,14 +272,17 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce_loss(_map(expr, tens, dtype=_float_dtype(input, target)), reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
-                                     reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
     """(1 - t)·x + (1 + (pw - 1)·t)·(log1p(exp(-|x|)) + max(-x, 0)): never exp of a large x."""
     _check_reduction(reduction)
     if tuple(target._shape) != tuple(input._shape):
-        raise ShapeError(f"pyrite: binary_cross_entropy_with_logits: target size "
-                         f"{tuple(target._shape)} must be the same as input size "
-                         f"{tuple(input._shape)}")
+        raise ShapeError(
+            f"pyrite: binary_cross_entropy_with_logits: target size "
+            f"{tuple(target._shape)} must be the same as input size "
+            f"{tuple(input._shape)}"
+        )
     soft = "(p_log1p(exp(-abs(x0))) + max(-x0, 0.0))"
     tens = [input, target]
     if pos_weight is not None:
@@ -288,26 +330,50 @@ def _class_layout(input, target, name):
 def _pick(logp, target, cd, C, ignore_index, weight):
     """(logp[target] along cd, weight[target]), both 0 where target == ignore_index."""
     # an ignored target reads class 0 (always in range), then is zeroed
-    safe = _map("select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32",
-                ("i32",))
+    safe = _map(
+        "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
+    )
     picked = _indexing.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
-    picked = _map("select(x0, 0.0, x1 == s0)", [picked, target], [ignore_index], logp.dtype,
-                  ("f32", "i32"), "f32", ("i32",))
+    picked = _map(
+        "select(x0, 0.0, x1 == s0)",
+        [picked, target],
+        [ignore_index],
+        logp.dtype,
+        ("f32", "i32"),
+        "f32",
+        ("i32",),
+    )
     if weight is None:
-        wt = _map("select(1.0, 0.0, x0 == s0)", [target], [ignore_index], logp.dtype, ("i32",),
-                  "f32", ("i32",))
+        wt = _map(
+            "select(1.0, 0.0, x0 == s0)",
+            [target],
+            [ignore_index],
+            logp.dtype,
+            ("i32",),
+            "f32",
+            ("i32",),
+        )
     else:
         wt = _indexing.index_select(weight, 0, safe.reshape(-1)).reshape(*target._shape)
-        wt = _map("select(x0, 0.0, x1 == s0)", [wt, target], [ignore_index], weight.dtype,
-                  ("f32", "i32"), "f32", ("i32",))
+        wt = _map(
+            "select(x0, 0.0, x1 == s0)",
+            [wt, target],
+            [ignore_index],
+            weight.dtype,
+            ("f32", "i32"),
+            "f32",
+            ("i32",),
+        )
     return picked, wt
 
 
 def _check_target(input, target, cd, name):
-    want = tuple(input._shape[:cd]) + tuple(input._shape[cd + 1:])
+    want = tuple(input._shape[:cd]) + tuple(input._shape[cd + 1 :])
     if tuple(target._shape) != want:
-        raise ShapeError(f"pyrite: {name}: expected target of shape {want} for input of shape "
-                         f"{tuple(input._shape)}, got {tuple(target._shape)}")
+        raise ShapeError(
+            f"pyrite: {name}: expected target of shape {want} for input of shape "
+            f"{tuple(input._shape)}, got {tuple(target._shape)}"
+        )
 
 
 def _weight_view(weight, ndim, cd):
@@ -316,8 +382,9 @@ def _weight_view(weight, ndim, cd):
     return weight.reshape(*shape)
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
     """-input[target]·weight[target]; 'mean' divides by Σ weight[target] over kept targets."""
     _check_reduction(reduction)
     cd, C = _class_layout(input, target, "nll_loss")
@@ -333,21 +400,32 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss.sum() / wt.sum()
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
     """log_softmax over the class dim, then nll_loss (class-index targets) or -Σ t·log p
     (probability targets), with torch's label smoothing and weighting."""
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"pyrite: label_smoothing must be between 0.0 and 1.0. Got: "
-                         f"{label_smoothing}")
+        raise ValueError(
+            f"pyrite: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        )
     cd, C = _class_layout(input, target, "cross_entropy")
     logp = log_softmax(input, cd)
     w_b = _weight_view(weight, input.ndim, cd) if weight is not None else None
     if target.dtype.is_floating_point:  # class probabilities, shaped like input
         if tuple(target._shape) != tuple(input._shape):
-            raise ShapeError(f"pyrite: cross_entropy: probability target of shape "
-                             f"{tuple(target._shape)} must match input {tuple(input._shape)}")
+            raise ShapeError(
+                f"pyrite: cross_entropy: probability target of shape "
+                f"{tuple(target._shape)} must match input {tuple(input._shape)}"
+            )
         if label_smoothing > 0:
             target = target * (1.0 - label_smoothing) + label_smoothing / C
         terms = _map("-x0 * x1", [logp, target])
@@ -364,8 +442,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return nll
     _, wt = _pick(logp, target, cd, C, ignore_index, weight)
     smooth = logp if w_b is None else logp * w_b
-    smooth = _map("select(-x0, 0.0, x1 == s0)", [smooth.sum(cd), target], [ignore_index],
-                  logp.dtype, ("f32", "i32"), "f32", ("i32",))
+    smooth = _map(
+        "select(-x0, 0.0, x1 == s0)",
+        [smooth.sum(cd), target],
+        [ignore_index],
+        logp.dtype,
+        ("f32", "i32"),
+        "f32",
+        ("i32",),
+    )
     if reduction == "mean":
         smooth = smooth.sum() / wt.sum()
     elif reduction == "sum":
@@ -374,8 +459,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 # ---- attention -----------------------------------------------------------------------------
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     """softmax(q·kᵀ·scale + mask)·v over (..., L, E) queries and (..., S, E) keys.
 
     A bool mask marks the pairs that take part (True = attend); a float mask is added to the
@@ -383,15 +469,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     torch); enable_gqa repeats each key/value head for its group of query heads (dim -3).
     """
     if is_causal and attn_mask is not None:
-        raise ValueError("pyrite: scaled_dot_product_attention: explicit attn_mask should not be "
-                         "set when is_causal=True")
+        raise ValueError(
+            "pyrite: scaled_dot_product_attention: explicit attn_mask should not be "
+            "set when is_causal=True"
+        )
     L, E = query._shape[-2], query._shape[-1]
     S = key._shape[-2]
     if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
         hq, hk = query._shape[-3], key._shape[-3]
         if hq % hk or value._shape[-3] != hk:
-            raise ShapeError(f"pyrite: scaled_dot_product_attention: {hq} query heads are not a "
-                             f"multiple of {hk} key/value heads")
+            raise ShapeError(
+                f"pyrite: scaled_dot_product_attention: {hq} query heads are not a "
+                f"multiple of {hk} key/value heads"
+            )
         key = _combine.repeat_interleave(key, hq // hk, -3)
         value = _combine.repeat_interleave(value, hq // hk, -3)
     scale = 1.0 / math.sqrt(E) if scale is None else scale
@@ -402,9 +492,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is None:
         scores = _map("x0 * s0", [scores], [scale], scores.dtype)
     elif attn_mask.dtype.is_bool:
-        scores = run_map("select(-p_inf(), x0 * s0, x1)", [scores, attn_mask], ("f32", "bool"),
-                         empty(broadcast_shapes(scores._shape, attn_mask._shape), scores.dtype),
-                         "f32", (scale,), ("f32",))
+        scores = run_map(
+            "select(-p_inf(), x0 * s0, x1)",
+            [scores, attn_mask],
+            ("f32", "bool"),
+            empty(broadcast_shapes(scores._shape, attn_mask._shape), scores.dtype),
+            "f32",
+            (scale,),
+            ("f32",),
+        )
     else:
         scores = _map("x0 * s0 + x1", [scores, attn_mask], [scale], scores.dtype)
     attn = softmax(scores, -1)

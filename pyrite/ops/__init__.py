@@ -4,15 +4,24 @@ and its Tensor methods in `METHODS`, installed on `Tensor` here."""
 from __future__ import annotations
 
 import importlib
-
 import os
 import sys
 
 from ..tensor import Tensor
 
 # Modules in the order their methods are installed (a later one may override an earlier one).
-MODULES = ["elementwise", "views", "creation", "reduce", "matmul", "conv", "indexing", "combine",
-           "sorting", "rowops"]
+MODULES = [
+    "elementwise",
+    "views",
+    "creation",
+    "reduce",
+    "matmul",
+    "conv",
+    "indexing",
+    "combine",
+    "sorting",
+    "rowops",
+]
 
 loaded = []
 for _name in MODULES:
@@ -22,7 +31,7 @@ for _name in MODULES:
         if _exc.name != f"{__name__}.{_name}":
             raise
         continue  # not written yet
-    except Exception as _exc:  # noqa: BLE001
+    except Exception as _exc:
         # PYRITE_DEV_LENIENT=1 lets work continue while one op module is broken mid-edit
         if not os.environ.get("PYRITE_DEV_LENIENT"):
             raise

@@ -60,14 +60,16 @@ def cat(tensors, dim=0, *, out=None):
         raise ShapeError("pyrite: zero-dimensional tensor cannot be concatenated")
     d = ref._dim(dim)
     for i, t in numbered:
-        if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t._shape, ref._shape))
-                                     if j != d):
+        if t.ndim != ref.ndim or any(
+            a != b for j, (a, b) in enumerate(zip(t._shape, ref._shape)) if j != d
+        ):
             raise ShapeError(
                 f"pyrite: cat: sizes of tensors must match except in dimension {d}: "
                 f"tensor {numbered[0][0]} has shape {tuple(ref._shape)}, tensor {i} has shape "
-                f"{tuple(t._shape)}")
+                f"{tuple(t._shape)}"
+            )
     total = sum(t._shape[d] for t in kept)
-    shape = ref._shape[:d] + (total,) + ref._shape[d + 1:]
+    shape = ref._shape[:d] + (total,) + ref._shape[d + 1 :]
     if out is None:
         out = empty(shape, dt)
     elif tuple(out._shape) != shape:
@@ -90,13 +92,17 @@ def stack(tensors, dim=0, *, out=None):
         raise ValueError("pyrite: stack() expects a non-empty list of tensors")
     for i, t in enumerate(tensors):
         if t._shape != tensors[0]._shape:
-            raise ShapeError(f"pyrite: stack expects each tensor to be equal size, but got "
-                             f"{tuple(tensors[0]._shape)} at entry 0 and {tuple(t._shape)} at "
-                             f"entry {i}")
+            raise ShapeError(
+                f"pyrite: stack expects each tensor to be equal size, but got "
+                f"{tuple(tensors[0]._shape)} at entry 0 and {tuple(t._shape)} at "
+                f"entry {i}"
+            )
     n = tensors[0].ndim + 1
     if not -n <= dim < n:
-        raise IndexError(f"pyrite: dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {dim})")
+        raise IndexError(
+            f"pyrite: dimension out of range (expected to be in range of "
+            f"[{-n}, {n - 1}], but got {dim})"
+        )
     return cat([unsqueeze(t, dim % n) for t in tensors], dim % n, out=out)
 
 
@@ -104,6 +110,7 @@ def atleast_1d(*tensors):
     def one(x):
         x = as_tensor_arg(x)
         return reshape(x, (1,)) if x.ndim == 0 else x
+
     return _each(one, tensors)
 
 
@@ -113,6 +120,7 @@ def atleast_2d(*tensors):
         if x.ndim == 0:
             return reshape(x, (1, 1))
         return unsqueeze(x, 0) if x.ndim == 1 else x
+
     return _each(one, tensors)
 
 
@@ -124,6 +132,7 @@ def atleast_3d(*tensors):
         if x.ndim == 1:
             return unsqueeze(unsqueeze(x, 0), 2)
         return unsqueeze(x, 2) if x.ndim == 2 else x
+
     return _each(one, tensors)
 
 
@@ -165,17 +174,20 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, numbers.Integral):
         size = int(split_size_or_sections)
         if size <= 0 and not (size == 0 and n == 0):
-            raise ValueError(f"pyrite: split expects split_size be non-negative, but got "
-                             f"split_size={size}")
+            raise ValueError(
+                f"pyrite: split expects split_size be non-negative, but got split_size={size}"
+            )
         sizes = [min(size, n - i) for i in range(0, n, size)] if size else [0]
         if not sizes:
             sizes = [0]
     else:
         sizes = [int(s) for s in split_size_or_sections]
         if sum(sizes) != n or any(s < 0 for s in sizes):
-            raise ShapeError(f"pyrite: split_with_sizes expects split_sizes to sum exactly to "
-                             f"{n} (input tensor's size at dimension {d}), but got "
-                             f"split_sizes={sizes}")
+            raise ShapeError(
+                f"pyrite: split_with_sizes expects split_sizes to sum exactly to "
+                f"{n} (input tensor's size at dimension {d}), but got "
+                f"split_sizes={sizes}"
+            )
     out, at = [], 0
     for s in sizes:
         out.append(narrow(tensor, d, at, s))
@@ -214,8 +226,11 @@ def chunk(input, chunks, dim=0):
     d = input._dim(dim)
     n = input._shape[d]
     size = -(-n // chunks)
-    return split(input, size if n else 0, d) if n else tuple(
-        narrow(input, d, 0, 0) for _ in range(chunks))
+    return (
+        split(input, size if n else 0, d)
+        if n
+        else tuple(narrow(input, d, 0, 0) for _ in range(chunks))
+    )
 
 
 def hsplit(input, indices_or_sections):
@@ -240,8 +255,10 @@ def _sizes(args):
 def repeat(input, *sizes):
     reps = _sizes(sizes)
     if len(reps) < input.ndim:
-        raise ShapeError(f"pyrite: number of dimensions of repeat dims ({len(reps)}) can not be "
-                         f"smaller than number of dimensions of tensor ({input.ndim})")
+        raise ShapeError(
+            f"pyrite: number of dimensions of repeat dims ({len(reps)}) can not be "
+            f"smaller than number of dimensions of tensor ({input.ndim})"
+        )
     lead = len(reps) - input.ndim
     shape = (1,) * lead + tuple(input._shape)
     strides = (0,) * lead + tuple(input._strides)
@@ -282,19 +299,21 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise ValueError("pyrite: repeat_interleave: repeats can not be negative")
         shape = list(x._shape)
         src = unsqueeze(x, d + 1)
-        src = expand(src, *(shape[:d + 1] + [r] + shape[d + 1:]))
-        out = empty(tuple(shape[:d]) + (n * r,) + tuple(shape[d + 1:]), x.dtype)
+        src = expand(src, *(shape[: d + 1] + [r] + shape[d + 1 :]))
+        out = empty(tuple(shape[:d]) + (n * r,) + tuple(shape[d + 1 :]), x.dtype)
         _copy_into(out._view(src._shape, contiguous_strides(src._shape), 0), src)
         return out
     # per-element repeats: read the counts (PyTorch synchronises here too), one copy a piece
     reps = [int(v) for v in as_tensor_arg(repeats).tolist()]
     if len(reps) != n:
-        raise ShapeError(f"pyrite: repeat_interleave: repeats must have the same size as input "
-                         f"along dim {d}: {len(reps)} vs {n}")
+        raise ShapeError(
+            f"pyrite: repeat_interleave: repeats must have the same size as input "
+            f"along dim {d}: {len(reps)} vs {n}"
+        )
     if any(v < 0 for v in reps):
         raise ValueError("pyrite: repeat_interleave: repeats can not be negative")
     shape = list(x._shape)
-    out = empty(tuple(shape[:d]) + (sum(reps),) + tuple(shape[d + 1:]), x.dtype)
+    out = empty(tuple(shape[:d]) + (sum(reps),) + tuple(shape[d + 1 :]), x.dtype)
     at = 0
     for i, v in enumerate(reps):
         if v:
@@ -341,16 +360,19 @@ def roll(input, shifts, dims=None):
     shifts = tuple(int(s) for s in shifts)
     if dims is None:
         if len(shifts) != 1:
-            raise ShapeError(f"pyrite: roll: shifts {shifts} needs dims when it has more than "
-                             "one entry")
+            raise ShapeError(
+                f"pyrite: roll: shifts {shifts} needs dims when it has more than one entry"
+            )
         flat = reshape(input, (input.numel(),))
         return reshape(roll(flat, shifts, 0), input._shape)
     if isinstance(dims, numbers.Integral):
         dims = (dims,)
     dims = tuple(dims)
     if len(shifts) != len(dims):
-        raise ShapeError(f"pyrite: roll: shifts and dimensions must align. shifts: "
-                         f"{len(shifts)}, dims: {len(dims)}")
+        raise ShapeError(
+            f"pyrite: roll: shifts and dimensions must align. shifts: "
+            f"{len(shifts)}, dims: {len(dims)}"
+        )
     cur = input
     for s, dim in zip(shifts, dims):
         d = input._dim(dim)
@@ -372,16 +394,19 @@ _ZERO = {"f32": "0.0", "i32": "0", "bool": "false"}
 
 def _tri(input, diagonal, lower):
     if input.ndim < 2:
-        raise ShapeError(f"pyrite: {'tril' if lower else 'triu'}: input tensor must have at "
-                         f"least 2 dimensions, got shape {tuple(input._shape)}")
+        raise ShapeError(
+            f"pyrite: {'tril' if lower else 'triu'}: input tensor must have at "
+            f"least 2 dimensions, got shape {tuple(input._shape)}"
+        )
     rows, cols = input._shape[-2], input._shape[-1]
     ct = input.dtype.ctype
     # out is contiguous: col = gi % C, row = (gi / C) % R; keep where col - row <= k (tril)
     cond = "(gi % s1) - ((gi / s1) % s0) " + ("<=" if lower else ">=") + " s2"
     expr = f"select({_ZERO[ct]}, x0, {cond})"
     out = empty(input._shape, input.dtype)
-    return run_map(expr, (input,), (ct,), out, ct, (rows, cols, int(diagonal)),
-                   ("i32", "i32", "i32"))
+    return run_map(
+        expr, (input,), (ct,), out, ct, (rows, cols, int(diagonal)), ("i32", "i32", "i32")
+    )
 
 
 def tril(input, diagonal=0):
@@ -399,11 +424,15 @@ def pad(input, pad, mode="constant", value=None):
     if len(pad) % 2:
         raise ValueError(f"pyrite: pad: padding length must be divisible by 2, got {len(pad)}")
     if len(pad) // 2 > input.ndim:
-        raise ValueError(f"pyrite: pad: padding length {len(pad)} is too large for an input of "
-                         f"{input.ndim} dims (shape {tuple(input._shape)})")
+        raise ValueError(
+            f"pyrite: pad: padding length {len(pad)} is too large for an input of "
+            f"{input.ndim} dims (shape {tuple(input._shape)})"
+        )
     if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"pyrite: Unrecognised padding mode {mode!r}; expected "
-                                  "'constant', 'reflect', 'replicate' or 'circular'")
+        raise NotImplementedError(
+            f"pyrite: Unrecognised padding mode {mode!r}; expected "
+            "'constant', 'reflect', 'replicate' or 'circular'"
+        )
     if mode != "constant" and value not in (None, 0, 0.0):
         raise ValueError(f"pyrite: pad: padding mode {mode!r} doesn't take in value argument")
     pairs = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
@@ -414,9 +443,11 @@ def pad(input, pad, mode="constant", value=None):
             n = x._shape[d]
             lo, hi = max(0, -lft), max(0, -rgt)
             if lo + hi > n:
-                raise ShapeError(f"pyrite: pad: negative padding ({lft}, {rgt}) of dim {d} "
-                                 f"leaves a negative size from input shape "
-                                 f"{tuple(input._shape)}")
+                raise ShapeError(
+                    f"pyrite: pad: negative padding ({lft}, {rgt}) of dim {d} "
+                    f"leaves a negative size from input shape "
+                    f"{tuple(input._shape)}"
+                )
             x = narrow(x, d, lo, n - lo - hi)
     pairs = [(d, max(0, lft), max(0, rgt)) for d, lft, rgt in pairs]
     if mode == "constant":
@@ -438,21 +469,27 @@ def pad(input, pad, mode="constant", value=None):
         n = x._shape[d]
         if mode == "reflect":
             if lft >= n or rgt >= n:
-                raise ValueError(f"pyrite: pad: padding size should be less than the "
-                                 f"corresponding input dimension, but got: padding ({lft}, "
-                                 f"{rgt}) at dimension {d} of input {tuple(input._shape)}")
+                raise ValueError(
+                    f"pyrite: pad: padding size should be less than the "
+                    f"corresponding input dimension, but got: padding ({lft}, "
+                    f"{rgt}) at dimension {d} of input {tuple(input._shape)}"
+                )
             left = _flip_view(narrow(x, d, 1, lft), [d])
             right = _flip_view(narrow(x, d, n - 1 - rgt, rgt), [d])
         elif mode == "replicate":
             if n == 0:
-                raise ValueError(f"pyrite: pad: cannot replicate-pad an empty dim {d} of "
-                                 f"input {tuple(input._shape)}")
+                raise ValueError(
+                    f"pyrite: pad: cannot replicate-pad an empty dim {d} of "
+                    f"input {tuple(input._shape)}"
+                )
             left = _expand_dim(narrow(x, d, 0, 1), d, lft)
             right = _expand_dim(narrow(x, d, n - 1, 1), d, rgt)
         else:  # circular
             if lft > n or rgt > n:
-                raise ValueError(f"pyrite: pad: padding value causes wrapping around more than "
-                                 f"once: padding ({lft}, {rgt}) at dimension {d} of size {n}")
+                raise ValueError(
+                    f"pyrite: pad: padding value causes wrapping around more than "
+                    f"once: padding ({lft}, {rgt}) at dimension {d} of size {n}"
+                )
             left = narrow(x, d, n - lft, lft)
             right = narrow(x, d, 0, rgt)
         x = cat([left, x, right], d)
@@ -463,7 +500,7 @@ def pad(input, pad, mode="constant", value=None):
 def _expand_dim(x, d, n):
     shape = list(x._shape)
     shape[d] = n
-    return x._view(tuple(shape), x._strides[:d] + (0,) + x._strides[d + 1:], x._offset)
+    return x._view(tuple(shape), x._strides[:d] + (0,) + x._strides[d + 1 :], x._offset)
 
 
 # ---- meshgrid, diag, broadcast ------------------------------------------------------------
@@ -473,8 +510,9 @@ def meshgrid(*tensors, indexing="ij"):
     ts = [as_tensor_arg(t) for t in tensors]
     for t in ts:
         if t.ndim > 1:
-            raise ShapeError(f"pyrite: meshgrid expects 0-D or 1-D tensors, got shape "
-                             f"{tuple(t._shape)}")
+            raise ShapeError(
+                f"pyrite: meshgrid expects 0-D or 1-D tensors, got shape {tuple(t._shape)}"
+            )
     if indexing not in ("ij", "xy"):
         raise ValueError(f"pyrite: meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     ts = [reshape(t, (t.numel(),)) for t in ts]
@@ -525,8 +563,9 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     nd = input.ndim + 1
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:
-        raise ValueError(f"pyrite: diag_embed: diagonal dimensions cannot be identical "
-                         f"{dim1}, {dim2}")
+        raise ValueError(
+            f"pyrite: diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}"
+        )
     batch = list(input._shape[:-1])
     shape = []
     for i in range(nd):
@@ -556,8 +595,9 @@ def broadcast_tensors(*tensors):
 
 def block_diag(*tensors):
     ts = [as_tensor_arg(t) for t in tensors]
-    ts = [reshape(t, (1, 1)) if t.ndim == 0 else (unsqueeze(t, 0) if t.ndim == 1 else t)
-          for t in ts]
+    ts = [
+        reshape(t, (1, 1)) if t.ndim == 0 else (unsqueeze(t, 0) if t.ndim == 1 else t) for t in ts
+    ]
     dt = _promote(ts)
     rows = sum(t._shape[0] for t in ts)
     cols = sum(t._shape[1] for t in ts)
@@ -611,11 +651,26 @@ __all__ = [
 ]
 
 METHODS = {
-    "split": split, "split_with_sizes": split_with_sizes, "tensor_split": tensor_split,
-    "chunk": chunk, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
-    "repeat": repeat, "tile": tile, "repeat_interleave": repeat_interleave, "flip": flip,
-    "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
-    "diag": diag, "diag_embed": diag_embed, "diagflat": diagflat, "narrow_copy": narrow_copy,
+    "split": split,
+    "split_with_sizes": split_with_sizes,
+    "tensor_split": tensor_split,
+    "chunk": chunk,
+    "hsplit": hsplit,
+    "vsplit": vsplit,
+    "dsplit": dsplit,
+    "repeat": repeat,
+    "tile": tile,
+    "repeat_interleave": repeat_interleave,
+    "flip": flip,
+    "fliplr": fliplr,
+    "flipud": flipud,
+    "roll": roll,
+    "tril": tril,
+    "triu": triu,
+    "diag": diag,
+    "diag_embed": diag_embed,
+    "diagflat": diagflat,
+    "narrow_copy": narrow_copy,
     "tril_": lambda self, diagonal=0: self.copy_(tril(self, diagonal)),
     "triu_": lambda self, diagonal=0: self.copy_(triu(self, diagonal)),
 }

@@ -104,8 +104,10 @@ def broadcast_shapes(*shapes) -> tuple:
             if out[j] == 1:
                 out[j] = d
             else:
-                raise ShapeError(f"pyrite: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
-                                 f"do not broadcast (dimension {j - ndim}: {out[j]} vs {d})")
+                raise ShapeError(
+                    f"pyrite: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                    f"do not broadcast (dimension {j - ndim}: {out[j]} vs {d})"
+                )
     res = tuple(out)
     if len(_bcast_cache) > 4096:
         _bcast_cache.clear()
@@ -199,8 +201,10 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     for t, ct in zip(inputs, in_ctypes):
         if t._storage is ostore:
             if not _same_view(t, out):
-                inputs = [x if x._storage is not ostore or _same_view(x, out)
-                          else contiguous_copy(x) for x in inputs]
+                inputs = [
+                    x if x._storage is not ostore or _same_view(x, out) else contiguous_copy(x)
+                    for x in inputs
+                ]
                 return run_map(expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes)
             key.append(None)
         key.append(t.dtype)
@@ -258,8 +262,14 @@ def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
             if p == "s":
                 static.extend(st)
     pt = per_thread()
-    src = map_kernel(expr, tuple(ins), (out.dtype.wgsl, out_ctype, o_pat),
-                     len(cshape) if strided else 1, tuple(s_ctypes), pt)
+    src = map_kernel(
+        expr,
+        tuple(ins),
+        (out.dtype.wgsl, out_ctype, o_pat),
+        len(cshape) if strided else 1,
+        tuple(s_ctypes),
+        pt,
+    )
     return src, tuple(static), grid_for(n, WG * pt), n, tuple(aliased)
 
 

@@ -51,11 +51,15 @@ def _to_numpy(data):
     try:
         arr = np.asarray(data)
     except ValueError:  # numpy's words for a ragged list; PyTorch raises ValueError too
-        raise ValueError(f"pyrite: could not make a tensor from {type(data).__name__}; nested "
-                         "sequences must be rectangular (every row the same length)") from None
+        raise ValueError(
+            f"pyrite: could not make a tensor from {type(data).__name__}; nested "
+            "sequences must be rectangular (every row the same length)"
+        ) from None
     if arr.dtype == object:
-        raise TypeError(f"pyrite: could not make a tensor from {type(data).__name__}; "
-                        "nested sequences must be rectangular and hold numbers")
+        raise TypeError(
+            f"pyrite: could not make a tensor from {type(data).__name__}; "
+            "nested sequences must be rectangular and hold numbers"
+        )
     return arr
 
 
@@ -82,8 +86,10 @@ def from_host(arr: np.ndarray, dtype=None) -> Tensor:
     if dt is D.int32 and arr.dtype.kind in "iu" and arr.size and arr.dtype.itemsize > 4:
         lo, hi = arr.min(), arr.max()
         if lo < D.INT32_MIN or hi > D.INT32_MAX:
-            raise OverflowError(f"pyrite: integer values in [{lo}, {hi}] do not fit in int32, "
-                                "pyrite's integer storage (WebGPU has no 64-bit integers)")
+            raise OverflowError(
+                f"pyrite: integer values in [{lo}, {hi}] do not fit in int32, "
+                "pyrite's integer storage (WebGPU has no 64-bit integers)"
+            )
     if dt is D.bool_:
         host = np.ascontiguousarray(arr != 0 if arr.dtype != bool else arr, dtype=np.uint32)
     else:
@@ -188,8 +194,9 @@ def _new_empty(self, *size, dtype=None, **_):
 
 
 def _new_tensor(self, data, dtype=None, **_):
-    return tensor(data, dtype=_like_dtype(self, dtype) if dtype or not isinstance(
-        data, Tensor) else None)
+    return tensor(
+        data, dtype=_like_dtype(self, dtype) if dtype or not isinstance(data, Tensor) else None
+    )
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -200,8 +207,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if step == 0:
         raise ValueError("pyrite: arange step must be nonzero")
     if (end - start) * step < 0:  # as PyTorch: arange(4, 2) is an error, not empty
-        raise ValueError(f"pyrite: arange: upper bound and lower bound inconsistent with step "
-                         f"sign (start={start}, end={end}, step={step})")
+        raise ValueError(
+            f"pyrite: arange: upper bound and lower bound inconsistent with step "
+            f"sign (start={start}, end={end}, step={step})"
+        )
     if dtype is None:
         dtype = D.float32 if any(isinstance(v, float) for v in vals) else D.int32
     dt = D.from_any(dtype)
@@ -225,9 +234,15 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     elif steps > 1:
         step = (end - start) / (steps - 1)
         # PyTorch's symmetric form: the first half counts up from start, the rest down from end
-        run_map("select(s1 - s2 * f32(s3 - 1 - gi), s0 + s2 * f32(gi), gi < s3 / 2)", (), (),
-                out, "f32",
-                (start, end, step, steps), ("f32", "f32", "f32", "i32"))
+        run_map(
+            "select(s1 - s2 * f32(s3 - 1 - gi), s0 + s2 * f32(gi), gi < s3 / 2)",
+            (),
+            (),
+            out,
+            "f32",
+            (start, end, step, steps),
+            ("f32", "f32", "f32", "i32"),
+        )
     out.requires_grad = requires_grad
     return out
 
@@ -295,15 +310,22 @@ def _fill_random(out: Tensor, dist: str, a, b, generator=None):
     target = out if out.is_contiguous() else _empty(out._shape, out.dtype)
     off = gen.take(n)
     s = gen._seed
-    words = [n, target._offset, _i32(s & 0xFFFFFFFF), _i32(s >> 32),
-             _i32(off & 0xFFFFFFFF), _i32(off >> 32)]
+    words = [
+        n,
+        target._offset,
+        _i32(s & 0xFFFFFFFF),
+        _i32(s >> 32),
+        _i32(off & 0xFFFFFFFF),
+        _i32(off >> 32),
+    ]
     if dist == "randint":
         words += [int(a), int(b)]
     else:
         words += [f32_bits(a), f32_bits(b)]
     stype = target.dtype.wgsl if dist != "randint" or target.dtype.kind == "i" else "i32"
-    backend.current().dispatch(random_kernel(dist, stype), (target._storage.buffer,), words,
-                               grid_for(-(-n // 4)))
+    backend.current().dispatch(
+        random_kernel(dist, stype), (target._storage.buffer,), words, grid_for(-(-n // 4))
+    )
     if target is not out:
         out.copy_(target)
     return out
@@ -386,15 +408,48 @@ def _bernoulli_(self, p=0.5, *, generator=None):
     return self.copy_(rand(self._shape, generator=generator) < p)
 
 
-__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "empty", "full", "zeros", "ones",
-           "empty_like", "zeros_like", "ones_like", "full_like", "arange", "linspace",
-           "logspace", "eye", "rand", "randn", "randint", "rand_like", "randn_like",
-           "randint_like", "normal", "bernoulli", "randperm", "manual_seed", "seed",
-           "initial_seed", "Generator", "default_generator"]
+__all__ = [
+    "Generator",
+    "arange",
+    "as_tensor",
+    "asarray",
+    "bernoulli",
+    "default_generator",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_numpy",
+    "full",
+    "full_like",
+    "initial_seed",
+    "linspace",
+    "logspace",
+    "manual_seed",
+    "normal",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randint_like",
+    "randn",
+    "randn_like",
+    "randperm",
+    "seed",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]
 
 METHODS = {
-    "new_full": _new_full, "new_zeros": _new_zeros, "new_ones": _new_ones,
-    "new_empty": _new_empty, "new_tensor": _new_tensor, "uniform_": _uniform_,
-    "normal_": _normal_, "random_": _random_, "bernoulli_": _bernoulli_,
+    "new_full": _new_full,
+    "new_zeros": _new_zeros,
+    "new_ones": _new_ones,
+    "new_empty": _new_empty,
+    "new_tensor": _new_tensor,
+    "uniform_": _uniform_,
+    "normal_": _normal_,
+    "random_": _random_,
+    "bernoulli_": _bernoulli_,
     "bernoulli": lambda self, p=None, **kw: bernoulli(self, p, **kw),
 }

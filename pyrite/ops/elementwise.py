@@ -43,8 +43,7 @@ UNARY = {
     # gelu through erfc and sigmoid: 0.5·x·(1 + erf(x/√2)) cancels to 0 for x < -4 (its relative
     # error there was 100 %); 0.5·(1 + tanh(y)) = sigmoid(2y) likewise for the tanh form.
     "gelu": ("0.5 * A * p_erfc(A * -0.70710678118654752)", None, "float"),
-    "gelu_tanh": ("A * p_sigmoid(1.5957691216057308 * (A + 0.044715 * A * A * A))",
-                  None, "float"),
+    "gelu_tanh": ("A * p_sigmoid(1.5957691216057308 * (A + 0.044715 * A * A * A))", None, "float"),
     "silu": ("A * p_sigmoid(A)", None, "float"),
     "mish": ("A * p_tanh(p_softplus(A, 1.0, 20.0))", None, "float"),
     "erf": ("p_erf(A)", None, "float"),
@@ -89,8 +88,15 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
     if kind == "bool":
         res = D.bool_
     out_ctype = "bool" if kind == "bool" else ctype
-    return run_map(_wgsl(expr, {"A": "x0"}), (x,), (ctype,), _out(out, x._shape, res), out_ctype,
-                   scalars, s_ctypes)
+    return run_map(
+        _wgsl(expr, {"A": "x0"}),
+        (x,),
+        (ctype,),
+        _out(out, x._shape, res),
+        out_ctype,
+        scalars,
+        s_ctypes,
+    )
 
 
 def _out(out, shape, dtype):
@@ -190,8 +196,10 @@ def binary(name: str, a, b, out=None):
         cat = "f"
         rt = D.float32
     if name == "sub" and any(_is_bool_operand(x) for x in (a, b)):
-        raise TypeError("pyrite: subtraction, the `-` operator, with a bool tensor is not "
-                        "supported; to invert a mask use `~` or logical_not()")
+        raise TypeError(
+            "pyrite: subtraction, the `-` operator, with a bool tensor is not "
+            "supported; to invert a mask use `~` or logical_not()"
+        )
     expr = {"f": fexpr, "i": iexpr, "b": bexpr}[cat]
     if expr is None and cat == "b":  # PyTorch: "floor_divide" not implemented for 'Bool'
         raise TypeError(f"pyrite: {name} is not defined for two bool operands (pyrite.bool)")
@@ -200,8 +208,11 @@ def binary(name: str, a, b, out=None):
     if expr is None:
         raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
     ct = _CT[cat]
-    res = D.bool_ if kind == "bool" else (rt if cat == rt.kind else
-                                          (D.int32 if cat == "i" else D.float32))
+    res = (
+        D.bool_
+        if kind == "bool"
+        else (rt if cat == rt.kind else (D.int32 if cat == "i" else D.float32))
+    )
     out_ct = "bool" if kind == "bool" else ct
     if sb:
         shape = a._shape
@@ -222,16 +233,20 @@ def _inplace(name, a, b):
     if BINARY[name][3] == "float" and not rt.is_floating_point:
         rt = D.float32
     if "bif".index(rt.kind) > "bif".index(a.dtype.kind):
-        raise TypeError(f"pyrite: result type {rt!r} of {name} can't be cast to the desired "
-                        f"output type {a.dtype!r}")
+        raise TypeError(
+            f"pyrite: result type {rt!r} of {name} can't be cast to the desired "
+            f"output type {a.dtype!r}"
+        )
     if not _is_scalar(b):
         b = as_tensor_arg(b)
         shape = broadcast_shapes(a._shape, b._shape)
         if shape != a._shape:
             from ..errors import ShapeError
 
-            raise ShapeError(f"pyrite: in-place {name}: shape {tuple(b._shape)} does not "
-                             f"broadcast to the tensor's {tuple(a._shape)}")
+            raise ShapeError(
+                f"pyrite: in-place {name}: shape {tuple(b._shape)} does not "
+                f"broadcast to the tensor's {tuple(a._shape)}"
+            )
     return binary(name, a, b, out=a)
 
 
@@ -268,30 +283,22 @@ def div(input, other, *, rounding_mode=None, out=None):
         r = unary("trunc", q)
         dt = result_dtype(input, other)
         return r if dt.is_floating_point else r.to(dt)
-    raise ValueError(f"pyrite: div expected rounding_mode to be one of None, 'trunc', or "
-                     f"'floor' but found {rounding_mode!r}")
+    raise ValueError(
+        f"pyrite: div expected rounding_mode to be one of None, 'trunc', or "
+        f"'floor' but found {rounding_mode!r}"
+    )
 
 
 divide = true_divide = div
 
 
-def floor_divide(input, other):
-    return binary("floor_divide", input, other)
-
-
-def remainder(input, other):
-    return binary("remainder", input, other)
-
-
-def fmod(input, other):
-    return binary("fmod", input, other)
-
-
-def pow(input, exponent):  # noqa: A001
+def pow(input, exponent):
     if _is_scalar(exponent) and isinstance(input, Tensor):
-        if (input.dtype.kind in "ib" and D.scalar_kind(exponent) in "ib" and exponent < 0):
-            raise ValueError("pyrite: integers to negative integer powers are not allowed "
-                             f"({input.dtype!r} ** {exponent})")
+        if input.dtype.kind in "ib" and D.scalar_kind(exponent) in "ib" and exponent < 0:
+            raise ValueError(
+                "pyrite: integers to negative integer powers are not allowed "
+                f"({input.dtype!r} ** {exponent})"
+            )
         if exponent == 2:
             return unary("square", input) if input.dtype.kind != "b" else binary("pow", input, 2)
         if exponent == 0.5 and input.dtype.is_floating_point:
@@ -305,78 +312,43 @@ def float_power(input, exponent):
     return pow(input.float() if isinstance(input, Tensor) else input, exponent)
 
 
-def maximum(input, other):
-    return binary("maximum", input, other)
-
-
-def minimum(input, other):
-    return binary("minimum", input, other)
-
-
-def atan2(input, other):
-    return binary("atan2", input, other)
-
-
-arctan2 = atan2
-
-
-def eq(input, other):
-    return binary("eq", input, other)
-
-
-def ne(input, other):
-    return binary("ne", input, other)
-
-
-def lt(input, other):
-    return binary("lt", input, other)
-
-
-def le(input, other):
-    return binary("le", input, other)
-
-
-def gt(input, other):
-    return binary("gt", input, other)
-
-
-def ge(input, other):
-    return binary("ge", input, other)
-
-
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-
-
-def bitwise_and(input, other):
-    return binary("bitwise_and", input, other)
-
-
-def bitwise_or(input, other):
-    return binary("bitwise_or", input, other)
-
-
-def bitwise_xor(input, other):
-    return binary("bitwise_xor", input, other)
-
-
 def bitwise_not(input):
     return unary("bitwise_not", input)
 
 
-def logical_and(input, other):
-    return binary("logical_and", input, other)
-
-
-def logical_or(input, other):
-    return binary("logical_or", input, other)
-
-
-def logical_xor(input, other):
-    return binary("logical_xor", input, other)
-
-
 def logical_not(input):
     return unary("logical_not", input)
+
+
+def _make_binary(name):
+    def fn(input, other, *, out=None):
+        return binary(name, input, other, out)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting, as torch.{name}."
+    return fn
+
+
+floor_divide = _make_binary("floor_divide")
+remainder = _make_binary("remainder")
+fmod = _make_binary("fmod")
+maximum = _make_binary("maximum")
+minimum = _make_binary("minimum")
+atan2 = _make_binary("atan2")
+eq = _make_binary("eq")
+ne = _make_binary("ne")
+lt = _make_binary("lt")
+le = _make_binary("le")
+gt = _make_binary("gt")
+ge = _make_binary("ge")
+bitwise_and = _make_binary("bitwise_and")
+bitwise_or = _make_binary("bitwise_or")
+bitwise_xor = _make_binary("bitwise_xor")
+logical_and = _make_binary("logical_and")
+logical_or = _make_binary("logical_or")
+logical_xor = _make_binary("logical_xor")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+arctan2 = atan2
 
 
 def _make_unary(name):
@@ -390,7 +362,7 @@ def _make_unary(name):
 
 neg = _make_unary("neg")
 negative = neg
-abs = _make_unary("abs")  # noqa: A001
+abs = _make_unary("abs")
 absolute = abs
 exp = _make_unary("exp")
 exp2 = _make_unary("exp2")
@@ -429,10 +401,10 @@ isinf = _make_unary("isinf")
 isfinite = _make_unary("isfinite")
 
 
-def round(input, *, decimals=0):  # noqa: A001
+def round(input, *, decimals=0):
     if decimals == 0:
         return unary("round", input)
-    scale = 10.0 ** decimals
+    scale = 10.0**decimals
     return unary("round", input * scale) / scale
 
 
@@ -446,22 +418,30 @@ def softplus(input, beta=1.0, threshold=20.0):
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
         x = x.float()
-    return run_map("p_softplus(x0, s0, s1)", (x,), ("f32",), empty(x._shape, x.dtype), "f32",
-                   (beta, threshold), ("f32", "f32"))
+    return run_map(
+        "p_softplus(x0, s0, s1)",
+        (x,),
+        ("f32",),
+        empty(x._shape, x.dtype),
+        "f32",
+        (beta, threshold),
+        ("f32", "f32"),
+    )
 
 
 def signbit(input):
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
         return lt(x, 0)
-    return run_map("(bitcast<u32>(x0) >> 31u) == 1u", (x,), ("f32",), empty(x._shape, D.bool_),
-                   "bool")
+    return run_map(
+        "(bitcast<u32>(x0) >> 31u) == 1u", (x,), ("f32",), empty(x._shape, D.bool_), "bool"
+    )
 
 
 class _Probe:
     """A dtype-and-shape stand-in so result_dtype can fold more than two operands."""
 
-    __slots__ = ("dtype", "_shape")
+    __slots__ = ("_shape", "dtype")
 
     def __init__(self, dtype, shape):
         self.dtype = dtype
@@ -507,8 +487,15 @@ def _ternary(expr_f, expr_i, xs, out_dtype=None, cond=None):
         ctypes.append("bool")
     shape = broadcast_shapes(*(t._shape for t in tens))
     res = out_dtype or dt
-    return run_map(_wgsl(expr, names), tens, ctypes, empty(shape, res), ct if res is dt else
-                   ("bool" if res.is_bool else ct), scal, sct)
+    return run_map(
+        _wgsl(expr, names),
+        tens,
+        ctypes,
+        empty(shape, res),
+        ct if res is dt else ("bool" if res.is_bool else ct),
+        scal,
+        sct,
+    )
 
 
 def where(condition, input=None, other=None):
@@ -546,7 +533,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return add(input, div(tensor1, tensor2), alpha=value)
 
 
-def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+def clamp(input, min=None, max=None, *, out=None):
     x = as_tensor_arg(input)
     if min is None and max is None:
         raise ValueError("pyrite: clamp needs at least one of min and max")
@@ -564,11 +551,11 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
 clip = clamp
 
 
-def clamp_min(input, min):  # noqa: A002
+def clamp_min(input, min):
     return clamp(input, min=min)
 
 
-def clamp_max(input, max):  # noqa: A002
+def clamp_max(input, max):
     return clamp(input, max=max)
 
 
@@ -579,10 +566,19 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     big = 3.4028234663852886e38 if x.dtype is D.float32 else 65504.0
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
-    expr = ("select(select(select(x0, s2, p_isinf(x0) && x0 < 0.0), s1, p_isinf(x0) && x0 > 0.0),"
-            " s0, p_isnan(x0))")
-    return run_map(expr, (x,), ("f32",), empty(x._shape, x.dtype), "f32", (nan, posinf, neginf),
-                   ("f32", "f32", "f32"))
+    expr = (
+        "select(select(select(x0, s2, p_isinf(x0) && x0 < 0.0), s1, p_isinf(x0) && x0 > 0.0),"
+        " s0, p_isnan(x0))"
+    )
+    return run_map(
+        expr,
+        (x,),
+        ("f32",),
+        empty(x._shape, x.dtype),
+        "f32",
+        (nan, posinf, neginf),
+        ("f32", "f32", "f32"),
+    )
 
 
 # ---- casts and copies ----------------------------------------------------------------------
@@ -606,8 +602,10 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
     if shape != self._shape:
         from ..errors import ShapeError
 
-        raise ShapeError(f"pyrite: copy_: source shape {tuple(src._shape)} does not broadcast "
-                         f"to {tuple(self._shape)}")
+        raise ShapeError(
+            f"pyrite: copy_: source shape {tuple(src._shape)} does not broadcast "
+            f"to {tuple(self._shape)}"
+        )
     return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
 
 
@@ -628,10 +626,12 @@ def _method_to(self, *args, **kwargs):
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, D.dtype) or (not isinstance(a, str) and a is not None
-                                        and "dtype" in type(a).__name__):
-            dtype = a
-        elif isinstance(a, str) and a in D._ALL:
+        elif (
+            isinstance(a, D.dtype)
+            or (not isinstance(a, str) and a is not None and "dtype" in type(a).__name__)
+            or isinstance(a, str)
+            and a in D._ALL
+        ):
             dtype = a
     if dtype is None:
         return self
@@ -677,65 +677,202 @@ def _type_method(dt):
 
 
 FUNCS = {
-    "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div,
-    "divide": div, "true_divide": div, "floor_divide": floor_divide, "remainder": remainder,
-    "fmod": fmod, "pow": pow, "float_power": float_power, "maximum": maximum, "minimum": minimum,
-    "atan2": atan2, "arctan2": atan2, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
-    "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor,
-    "bitwise_not": bitwise_not, "logical_and": logical_and, "logical_or": logical_or,
-    "logical_xor": logical_xor, "logical_not": logical_not,
-    "neg": neg, "negative": neg, "abs": abs, "absolute": abs, "exp": exp, "exp2": exp2, "log": log,
-    "log2": log2, "log10": log10, "log1p": log1p, "expm1": expm1, "sqrt": sqrt, "rsqrt": rsqrt,
-    "sin": sin, "cos": cos, "tan": tan, "asin": asin, "arcsin": asin, "acos": acos,
-    "arccos": acos, "atan": atan, "arctan": atan, "sinh": sinh, "cosh": cosh, "tanh": tanh,
-    "sigmoid": sigmoid, "relu": relu, "silu": silu, "mish": mish, "erf": erf, "sign": sign,
-    "sgn": sign, "floor": floor, "ceil": ceil, "trunc": trunc, "fix": trunc, "frac": frac,
-    "square": square, "reciprocal": reciprocal, "isnan": isnan, "isinf": isinf,
-    "isfinite": isfinite, "round": round, "gelu": gelu, "softplus": softplus, "signbit": signbit,
-    "where": where, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "clamp": clamp,
-    "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "nan_to_num": nan_to_num,
+    "add": add,
+    "sub": sub,
+    "subtract": sub,
+    "mul": mul,
+    "multiply": mul,
+    "div": div,
+    "divide": div,
+    "true_divide": div,
+    "floor_divide": floor_divide,
+    "remainder": remainder,
+    "fmod": fmod,
+    "pow": pow,
+    "float_power": float_power,
+    "maximum": maximum,
+    "minimum": minimum,
+    "atan2": atan2,
+    "arctan2": atan2,
+    "eq": eq,
+    "ne": ne,
+    "lt": lt,
+    "le": le,
+    "gt": gt,
+    "ge": ge,
+    "greater": gt,
+    "greater_equal": ge,
+    "less": lt,
+    "less_equal": le,
+    "not_equal": ne,
+    "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor,
+    "bitwise_not": bitwise_not,
+    "logical_and": logical_and,
+    "logical_or": logical_or,
+    "logical_xor": logical_xor,
+    "logical_not": logical_not,
+    "neg": neg,
+    "negative": neg,
+    "abs": abs,
+    "absolute": abs,
+    "exp": exp,
+    "exp2": exp2,
+    "log": log,
+    "log2": log2,
+    "log10": log10,
+    "log1p": log1p,
+    "expm1": expm1,
+    "sqrt": sqrt,
+    "rsqrt": rsqrt,
+    "sin": sin,
+    "cos": cos,
+    "tan": tan,
+    "asin": asin,
+    "arcsin": asin,
+    "acos": acos,
+    "arccos": acos,
+    "atan": atan,
+    "arctan": atan,
+    "sinh": sinh,
+    "cosh": cosh,
+    "tanh": tanh,
+    "sigmoid": sigmoid,
+    "relu": relu,
+    "silu": silu,
+    "mish": mish,
+    "erf": erf,
+    "sign": sign,
+    "sgn": sign,
+    "floor": floor,
+    "ceil": ceil,
+    "trunc": trunc,
+    "fix": trunc,
+    "frac": frac,
+    "square": square,
+    "reciprocal": reciprocal,
+    "isnan": isnan,
+    "isinf": isinf,
+    "isfinite": isfinite,
+    "round": round,
+    "gelu": gelu,
+    "softplus": softplus,
+    "signbit": signbit,
+    "where": where,
+    "lerp": lerp,
+    "addcmul": addcmul,
+    "addcdiv": addcdiv,
+    "clamp": clamp,
+    "clip": clamp,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "nan_to_num": nan_to_num,
     "clone": clone,
 }
 
 __all__ = sorted(FUNCS)
 
 METHODS = dict(FUNCS)
-METHODS.update({
-    "to": _method_to, "type": lambda self, dtype=None: self.dtype if dtype is None
-    else to_dtype(self, dtype),
-    "float": _type_method(D.float32), "half": _type_method(D.float16),
-    "double": _type_method(D.float32), "int": _type_method(D.int32),
-    "long": _type_method(D.int32), "bool": _type_method(D.bool_),
-    "copy_": copy_, "fill_": fill_, "zero_": zero_,
-    "__add__": _binary_method("add"), "__radd__": _rbinary("add"),
-    "__sub__": _binary_method("sub"), "__rsub__": _rbinary("sub"),
-    "__mul__": _binary_method("mul"), "__rmul__": _rbinary("mul"),
-    "__truediv__": _binary_method("div"), "__rtruediv__": _rbinary("div"),
-    "__floordiv__": _binary_method("floor_divide"), "__rfloordiv__": _rbinary("floor_divide"),
-    "__mod__": _binary_method("remainder"), "__rmod__": _rbinary("remainder"),
-    "__pow__": lambda self, other: pow(self, other), "__rpow__": _rbinary("pow"),
-    "__eq__": _binary_method("eq"), "__ne__": _binary_method("ne"),
-    "__lt__": _binary_method("lt"), "__le__": _binary_method("le"),
-    "__gt__": _binary_method("gt"), "__ge__": _binary_method("ge"),
-    "__and__": _binary_method("bitwise_and"), "__rand__": _rbinary("bitwise_and"),
-    "__or__": _binary_method("bitwise_or"), "__ror__": _rbinary("bitwise_or"),
-    "__xor__": _binary_method("bitwise_xor"), "__rxor__": _rbinary("bitwise_xor"),
-    "__invert__": bitwise_not, "__neg__": neg, "__pos__": lambda self: self,
-    "__abs__": abs,
-    "__iadd__": _inplace_method("add"), "__isub__": _inplace_method("sub"),
-    "__imul__": _inplace_method("mul"), "__itruediv__": _inplace_method("div"),
-    "__ifloordiv__": _inplace_method("floor_divide"), "__imod__": _inplace_method("remainder"),
-    "__ipow__": _inplace_method("pow"), "__iand__": _inplace_method("bitwise_and"),
-    "__ior__": _inplace_method("bitwise_or"), "__ixor__": _inplace_method("bitwise_xor"),
-    "add_": _inplace_method("add"), "sub_": _inplace_method("sub"),
-    "mul_": _inplace_method("mul"), "div_": _inplace_method("div"),
-    "pow_": _inplace_method("pow"), "remainder_": _inplace_method("remainder"),
-    "maximum_": _inplace_method("maximum"), "minimum_": _inplace_method("minimum"),
-})
-for _n in ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-           "silu", "floor", "ceil", "round", "trunc", "clamp", "clamp_min", "clamp_max", "sign",
-           "reciprocal", "square", "exp2", "log2", "log1p", "expm1", "erf", "lerp", "addcmul",
-           "addcdiv", "nan_to_num", "gelu", "logical_not", "frac", "tan"):
+METHODS.update(
+    {
+        "to": _method_to,
+        "type": lambda self, dtype=None: self.dtype if dtype is None else to_dtype(self, dtype),
+        "float": _type_method(D.float32),
+        "half": _type_method(D.float16),
+        "double": _type_method(D.float32),
+        "int": _type_method(D.int32),
+        "long": _type_method(D.int32),
+        "bool": _type_method(D.bool_),
+        "copy_": copy_,
+        "fill_": fill_,
+        "zero_": zero_,
+        "__add__": _binary_method("add"),
+        "__radd__": _rbinary("add"),
+        "__sub__": _binary_method("sub"),
+        "__rsub__": _rbinary("sub"),
+        "__mul__": _binary_method("mul"),
+        "__rmul__": _rbinary("mul"),
+        "__truediv__": _binary_method("div"),
+        "__rtruediv__": _rbinary("div"),
+        "__floordiv__": _binary_method("floor_divide"),
+        "__rfloordiv__": _rbinary("floor_divide"),
+        "__mod__": _binary_method("remainder"),
+        "__rmod__": _rbinary("remainder"),
+        "__pow__": lambda self, other: pow(self, other),
+        "__rpow__": _rbinary("pow"),
+        "__eq__": _binary_method("eq"),
+        "__ne__": _binary_method("ne"),
+        "__lt__": _binary_method("lt"),
+        "__le__": _binary_method("le"),
+        "__gt__": _binary_method("gt"),
+        "__ge__": _binary_method("ge"),
+        "__and__": _binary_method("bitwise_and"),
+        "__rand__": _rbinary("bitwise_and"),
+        "__or__": _binary_method("bitwise_or"),
+        "__ror__": _rbinary("bitwise_or"),
+        "__xor__": _binary_method("bitwise_xor"),
+        "__rxor__": _rbinary("bitwise_xor"),
+        "__invert__": bitwise_not,
+        "__neg__": neg,
+        "__pos__": lambda self: self,
+        "__abs__": abs,
+        "__iadd__": _inplace_method("add"),
+        "__isub__": _inplace_method("sub"),
+        "__imul__": _inplace_method("mul"),
+        "__itruediv__": _inplace_method("div"),
+        "__ifloordiv__": _inplace_method("floor_divide"),
+        "__imod__": _inplace_method("remainder"),
+        "__ipow__": _inplace_method("pow"),
+        "__iand__": _inplace_method("bitwise_and"),
+        "__ior__": _inplace_method("bitwise_or"),
+        "__ixor__": _inplace_method("bitwise_xor"),
+        "add_": _inplace_method("add"),
+        "sub_": _inplace_method("sub"),
+        "mul_": _inplace_method("mul"),
+        "div_": _inplace_method("div"),
+        "pow_": _inplace_method("pow"),
+        "remainder_": _inplace_method("remainder"),
+        "maximum_": _inplace_method("maximum"),
+        "minimum_": _inplace_method("minimum"),
+    }
+)
+for _n in (
+    "neg",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "silu",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "clamp",
+    "clamp_min",
+    "clamp_max",
+    "sign",
+    "reciprocal",
+    "square",
+    "exp2",
+    "log2",
+    "log1p",
+    "expm1",
+    "erf",
+    "lerp",
+    "addcmul",
+    "addcdiv",
+    "nan_to_num",
+    "gelu",
+    "logical_not",
+    "frac",
+    "tan",
+):
     METHODS[_n + "_"] = _unary_inplace(_n)
 METHODS["clip_"] = METHODS["clamp_"]

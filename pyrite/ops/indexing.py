@@ -83,7 +83,7 @@ def _is_bool_scalar(i) -> bool:
     if isinstance(i, (bool, np.bool_)):
         return True
     if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0:
-        return (i.dtype.is_bool if isinstance(i, Tensor) else i.dtype == bool)
+        return i.dtype.is_bool if isinstance(i, Tensor) else i.dtype == bool
     return False
 
 
@@ -91,8 +91,10 @@ def _index_arg(i):
     """An index that is not an int/slice/None/bool scalar: a device Tensor, or a host ndarray."""
     if isinstance(i, Tensor):
         if i.dtype.kind == "f":
-            raise IndexError(f"pyrite: tensors used as indices must be long, int, byte or bool "
-                             f"tensors (got {i.dtype!r})")
+            raise IndexError(
+                f"pyrite: tensors used as indices must be long, int, byte or bool "
+                f"tensors (got {i.dtype!r})"
+            )
         return i
     try:
         arr = np.asarray(i)
@@ -101,8 +103,10 @@ def _index_arg(i):
     if arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(np.int64)  # x[[]] indexes with an empty int tensor, as torch does
     if arr.dtype.kind not in "biu":
-        raise IndexError(f"pyrite: tensors used as indices must be long, int, byte or bool "
-                         f"tensors (got an index of dtype {arr.dtype})")
+        raise IndexError(
+            f"pyrite: tensors used as indices must be long, int, byte or bool "
+            f"tensors (got an index of dtype {arr.dtype})"
+        )
     return arr
 
 
@@ -113,8 +117,9 @@ def _check_host(arr, size, dim, allow_negative=True):
     low = -size if allow_negative else 0
     if lo < low or hi >= size:
         bad = lo if lo < low else hi
-        raise IndexError(f"pyrite: index {bad} is out of bounds for dimension {dim} with size "
-                         f"{size}")
+        raise IndexError(
+            f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
+        )
 
 
 # ---- range checks on the device ------------------------------------------------------------
@@ -129,8 +134,9 @@ def _check_device(items, allow_negative=True):
         cshape, (cst,) = coalesce(t._shape, [t._strides])
         n = t.numel()
         info = [n, t._offset, slot, *cshape, *cst]
-        dev.dispatch(minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer],
-                     info, grid_for(n))
+        dev.dispatch(
+            minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer], info, grid_for(n)
+        )
     words = np.frombuffer(dev.read(res._storage.buffer, 0, 8 * len(items)), dtype=np.uint32)
     for slot, (_, size, dim) in enumerate(items):
         lo = int((~words[2 * slot] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
@@ -138,8 +144,9 @@ def _check_device(items, allow_negative=True):
         low = -size if allow_negative else 0
         if lo < low or hi >= size:
             bad = lo if lo < low else hi
-            raise IndexError(f"pyrite: index {bad} is out of bounds for dimension {dim} with "
-                             f"size {size}")
+            raise IndexError(
+                f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
+            )
 
 
 def _minmax(t: Tensor):
@@ -148,8 +155,12 @@ def _minmax(t: Tensor):
     res = _host(np.zeros(2, np.int32))
     cshape, (cst,) = coalesce(t._shape, [t._strides])
     n = t.numel()
-    dev.dispatch(minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer],
-                 [n, t._offset, 0, *cshape, *cst], grid_for(n))
+    dev.dispatch(
+        minmax_kernel(len(cshape)),
+        [t._storage.buffer, res._storage.buffer],
+        [n, t._offset, 0, *cshape, *cst],
+        grid_for(n),
+    )
     w = np.frombuffer(dev.read(res._storage.buffer, 0, 8), dtype=np.uint32)
     lo = int((~w[0] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
     hi = int((w[1] ^ np.uint32(0x80000000)).view(np.int32))
@@ -183,17 +194,21 @@ def _info(walk: _Walk, vstrides=None, voff=0):
     if vstrides is not None:
         info += [voff, *cst[-1]]
     if len(info) > _INFO_LIMIT:
-        raise NotImplementedError(f"pyrite: this index needs {len(info)} info words (rank "
-                                  f"{len(cshape)}, {len(walk.idx)} index tensors); at most "
-                                  f"{_INFO_LIMIT} fit")
+        raise NotImplementedError(
+            f"pyrite: this index needs {len(info)} info words (rank "
+            f"{len(cshape)}, {len(walk.idx)} index tensors); at most "
+            f"{_INFO_LIMIT} fit"
+        )
     return len(cshape), info
 
 
 def _k_check(walk):
     if len(walk.idx) > MAX_INDEX_TENSORS:
-        raise NotImplementedError(f"pyrite: at most {MAX_INDEX_TENSORS} index tensors (a bool "
-                                  f"mask of k dims counts k) in one indexing op; got "
-                                  f"{len(walk.idx)}")
+        raise NotImplementedError(
+            f"pyrite: at most {MAX_INDEX_TENSORS} index tensors (a bool "
+            f"mask of k dims counts k) in one indexing op; got "
+            f"{len(walk.idx)}"
+        )
 
 
 def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
@@ -205,8 +220,9 @@ def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
         return out
     rank, info = _info(walk)
     bufs = [t._storage.buffer for t, *_ in walk.idx] + [x._storage.buffer, out._storage.buffer]
-    backend.current().dispatch(gather_kernel(rank, len(walk.idx), x.dtype.wgsl), bufs, info,
-                               grid_for(n))
+    backend.current().dispatch(
+        gather_kernel(rank, len(walk.idx), x.dtype.wgsl), bufs, info, grid_for(n)
+    )
     return out
 
 
@@ -239,13 +255,14 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
         if broadcast_shapes(vshape, walk.shape) != walk.shape:
             raise ShapeError("")
     except ShapeError:
-        raise ShapeError(f"pyrite: shape mismatch: value tensor of shape {list(v._shape)} cannot "
-                         f"be broadcast to indexing result of shape {list(walk.shape)}") from None
-    v = v._view(vshape, v._strides[len(v._shape) - len(vshape):], v._offset)
+        raise ShapeError(
+            f"pyrite: shape mismatch: value tensor of shape {list(v._shape)} cannot "
+            f"be broadcast to indexing result of shape {list(walk.shape)}"
+        ) from None
+    v = v._view(vshape, v._strides[len(v._shape) - len(vshape) :], v._offset)
     if v._storage is x._storage:
         v = contiguous_copy(v)
-    idx = [(contiguous_copy(t) if t._storage is x._storage else t, *rest)
-           for t, *rest in walk.idx]
+    idx = [(contiguous_copy(t) if t._storage is x._storage else t, *rest) for t, *rest in walk.idx]
     walk = _Walk(walk.shape, walk.base, walk.bstrides, idx)
     rank, info = _info(walk, broadcast_strides(v, walk.shape), v._offset)
     bufs = [t._storage.buffer for t, *_ in idx] + [v._storage.buffer, x._storage.buffer]
@@ -282,8 +299,9 @@ def _plan(x: Tensor, index) -> _Walk:
             i = int(it.item()) if isinstance(it, Tensor) else int(it)
             size = x._shape[d]
             if not -size <= i < size:
-                raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} with "
-                                 f"size {size}")
+                raise IndexError(
+                    f"pyrite: index {i} is out of bounds for dimension {d} with size {size}"
+                )
             base += (i % size) * x._strides[d]
             d += 1
             continue
@@ -298,15 +316,18 @@ def _plan(x: Tensor, index) -> _Walk:
         is_bool = a.dtype.is_bool if isinstance(a, Tensor) else a.dtype == bool
         if is_bool:
             k = a.ndim
-            want = tuple(x._shape[d:d + k])
+            want = tuple(x._shape[d : d + k])
             if tuple(a.shape) != want:
-                raise IndexError(f"pyrite: the shape of the mask {list(a.shape)} at index {d} "
-                                 f"does not match the shape of the indexed tensor "
-                                 f"{list(x._shape)} at index {d}")
+                raise IndexError(
+                    f"pyrite: the shape of the mask {list(a.shape)} at index {d} "
+                    f"does not match the shape of the indexed tensor "
+                    f"{list(x._shape)} at index {d}"
+                )
             if isinstance(a, Tensor):
                 nz = nonzero(a)  # (N, k); its columns are in range by construction
-                cols = [nz._view((nz._shape[0],), (nz._strides[0],), nz._offset + j)
-                        for j in range(k)]
+                cols = [
+                    nz._view((nz._shape[0],), (nz._strides[0],), nz._offset + j) for j in range(k)
+                ]
             else:
                 cols = [_host(c) for c in np.nonzero(a)]
             n_true = cols[0]._shape[0] if cols else 0
@@ -326,9 +347,10 @@ def _plan(x: Tensor, index) -> _Walk:
     try:
         bshape = broadcast_shapes(*shapes)
     except ShapeError:
-        raise IndexError("pyrite: shape mismatch: indexing tensors could not be broadcast "
-                         f"together with shapes {', '.join(str(list(s)) for s in shapes)}") \
-            from None
+        raise IndexError(
+            "pyrite: shape mismatch: indexing tensors could not be broadcast "
+            f"together with shapes {', '.join(str(list(s)) for s in shapes)}"
+        ) from None
     adjacent = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
     a0 = first_out if adjacent else 0
     nb = len(bshape)
@@ -338,7 +360,7 @@ def _plan(x: Tensor, index) -> _Walk:
     for _, tensors in adv:
         for t, dim, checked in tensors:
             ist = [0] * len(shape)
-            ist[a0:a0 + nb] = broadcast_strides(t, bshape)
+            ist[a0 : a0 + nb] = broadcast_strides(t, bshape)
             idx.append((t, x._shape[dim], x._strides[dim], tuple(ist), dim))
             if not checked:
                 unchecked.append((t, x._shape[dim], dim))
@@ -369,8 +391,9 @@ def _int_index(index: Tensor, what: str) -> Tensor:
     if not isinstance(index, Tensor):
         index = _host(np.asarray(index))
     if index.dtype.kind != "i":
-        raise TypeError(f"pyrite: {what}(): Expected dtype int32/int64 for index (got "
-                        f"{index.dtype!r})")
+        raise TypeError(
+            f"pyrite: {what}(): Expected dtype int32/int64 for index (got {index.dtype!r})"
+        )
     return index
 
 
@@ -379,22 +402,33 @@ def _dim_walk(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
     bstrides = list(x._strides)
     bstrides[dim] = 0
     ist = tuple(0 if s == 1 else st for s, st in zip(index._shape, index._strides))
-    return _Walk(shape, x._offset, bstrides, [(index, x._shape[dim], x._strides[dim], ist, dim)],
-                 [(index, x._shape[dim], dim)])
+    return _Walk(
+        shape,
+        x._offset,
+        bstrides,
+        [(index, x._shape[dim], x._strides[dim], ist, dim)],
+        [(index, x._shape[dim], dim)],
+    )
 
 
 def _same_rank(x, dim, index, what, other=None):
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
-        raise ShapeError(f"pyrite: {what}(): index tensor must have the same number of "
-                         f"dimensions as input tensor (index {tuple(index._shape)}, input "
-                         f"{tuple(x._shape)})")
+        raise ShapeError(
+            f"pyrite: {what}(): index tensor must have the same number of "
+            f"dimensions as input tensor (index {tuple(index._shape)}, input "
+            f"{tuple(x._shape)})"
+        )
     for d in range(index.ndim):
         if d != dim and x.ndim and index._shape[d] > x._shape[d]:
-            raise ShapeError(f"pyrite: {what}(): size of dimension {d} of index "
-                             f"{tuple(index._shape)} exceeds the input's {tuple(x._shape)}")
+            raise ShapeError(
+                f"pyrite: {what}(): size of dimension {d} of index "
+                f"{tuple(index._shape)} exceeds the input's {tuple(x._shape)}"
+            )
         if other is not None and index._shape[d] > other._shape[d]:
-            raise ShapeError(f"pyrite: {what}(): index {tuple(index._shape)} is larger than src "
-                             f"{tuple(other._shape)} in dimension {d}")
+            raise ShapeError(
+                f"pyrite: {what}(): index {tuple(index._shape)} is larger than src "
+                f"{tuple(other._shape)} in dimension {d}"
+            )
 
 
 def _as_1d(t: Tensor) -> Tensor:
@@ -410,8 +444,15 @@ def gather(input: Tensor, dim, index, *, sparse_grad=False) -> Tensor:
     return _gather(input, _dim_walk(input, dim, index, index._shape), allow_negative=False)
 
 
-_REDUCE_ALIASES = {"add": "sum", "multiply": "prod", "sum": "sum", "prod": "prod",
-                   "amax": "amax", "amin": "amin", "mean": "mean"}
+_REDUCE_ALIASES = {
+    "add": "sum",
+    "multiply": "prod",
+    "sum": "sum",
+    "prod": "prod",
+    "amax": "amax",
+    "amin": "amin",
+    "mean": "mean",
+}
 
 
 def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
@@ -449,8 +490,10 @@ _IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf
 
 def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
-        raise ValueError(f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
-                         f"amin (got {reduce!r})")
+        raise ValueError(
+            f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
+            f"amin (got {reduce!r})"
+        )
     op = "sum" if reduce == "mean" else reduce
     if not include_self:
         ident = _IDENTITY[reduce]
@@ -479,8 +522,10 @@ def scatter_reduce(input: Tensor, dim, index, src, reduce, *, include_self=True)
 def _index_1d(index, what):
     index = _int_index(index, what)
     if index.ndim > 1:
-        raise IndexError(f"pyrite: {what}(): index should have at most 1 dimension (got shape "
-                         f"{tuple(index._shape)})")
+        raise IndexError(
+            f"pyrite: {what}(): index should have at most 1 dimension (got shape "
+            f"{tuple(index._shape)})"
+        )
     return _as_1d(index)
 
 
@@ -490,8 +535,13 @@ def _along(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
     bstrides[dim] = 0
     ist = [0] * len(shape)
     ist[dim] = index._strides[0]
-    return _Walk(shape, x._offset, bstrides, [(index, x._shape[dim], x._strides[dim], tuple(ist),
-                                               dim)], [(index, x._shape[dim], dim)])
+    return _Walk(
+        shape,
+        x._offset,
+        bstrides,
+        [(index, x._shape[dim], x._strides[dim], tuple(ist), dim)],
+        [(index, x._shape[dim], dim)],
+    )
 
 
 def index_select(input: Tensor, dim, index) -> Tensor:
@@ -513,9 +563,11 @@ def _index_source(self, dim, index, source, what):
     if isinstance(source, Tensor):
         src = _as_1d(source) if x.ndim == 1 else source
         if tuple(src._shape) != tuple(shape):
-            raise ShapeError(f"pyrite: {what}(): source shape {tuple(source._shape)} does not "
-                             f"match {tuple(shape)} (self {tuple(self._shape)} with dim {d} of "
-                             f"size len(index) = {index._shape[0]})")
+            raise ShapeError(
+                f"pyrite: {what}(): source shape {tuple(source._shape)} does not "
+                f"match {tuple(shape)} (self {tuple(self._shape)} with dim {d} of "
+                f"size len(index) = {index._shape[0]})"
+            )
     else:
         src = source
     return x, _along(x, d, index, shape), src
@@ -545,8 +597,10 @@ def index_copy(input: Tensor, dim, index, source) -> Tensor:
 
 def index_fill_(self: Tensor, dim, index, value) -> Tensor:
     if isinstance(value, Tensor) and value.ndim:
-        raise IndexError(f"pyrite: index_fill_ only supports a 0-dimensional value tensor, but "
-                         f"got tensor with {value.ndim} dimension(s)")
+        raise IndexError(
+            f"pyrite: index_fill_ only supports a 0-dimensional value tensor, but "
+            f"got tensor with {value.ndim} dimension(s)"
+        )
     x, walk, _ = _index_source(self, dim, index, None, "index_fill")
     _scatter(x, walk, value, None, allow_negative=True)
     return self
@@ -561,15 +615,18 @@ def _mask(mask, what) -> Tensor:
     if not isinstance(mask, Tensor):
         mask = _host(np.asarray(mask), D.bool_)
     if not mask.dtype.is_bool:
-        raise TypeError(f"pyrite: {what} only supports boolean masks, but got mask with dtype "
-                        f"{mask.dtype!r}")
+        raise TypeError(
+            f"pyrite: {what} only supports boolean masks, but got mask with dtype {mask.dtype!r}"
+        )
     return mask
 
 
 def _fill_value(value, what):
     if isinstance(value, Tensor) and value.ndim:
-        raise IndexError(f"pyrite: {what} only supports a 0-dimensional value tensor, but "
-                         f"got tensor with {value.ndim} dimension(s)")
+        raise IndexError(
+            f"pyrite: {what} only supports a 0-dimensional value tensor, but "
+            f"got tensor with {value.ndim} dimension(s)"
+        )
     return value
 
 
@@ -594,8 +651,10 @@ def masked_fill_(self: Tensor, mask, value) -> Tensor:
     mask = _mask(mask, "masked_fill_")
     value = _fill_value(value, "masked_fill_")
     if broadcast_shapes(self._shape, mask._shape) != self._shape:
-        raise ShapeError(f"pyrite: masked_fill_: mask of shape {tuple(mask._shape)} does not "
-                         f"broadcast to the tensor's shape {tuple(self._shape)}")
+        raise ShapeError(
+            f"pyrite: masked_fill_: mask of shape {tuple(mask._shape)} does not "
+            f"broadcast to the tensor's shape {tuple(self._shape)}"
+        )
     return _masked_fill_into(self, self, mask, value)
 
 
@@ -610,14 +669,17 @@ def masked_select(input: Tensor, mask) -> Tensor:
 def masked_scatter_(self: Tensor, mask, source) -> Tensor:
     mask = _mask(mask, "masked_scatter_")
     if broadcast_shapes(self._shape, mask._shape) != self._shape:
-        raise ShapeError(f"pyrite: masked_scatter_: mask of shape {tuple(mask._shape)} does not "
-                         f"broadcast to the tensor's shape {tuple(self._shape)}")
+        raise ShapeError(
+            f"pyrite: masked_scatter_: mask of shape {tuple(mask._shape)} does not "
+            f"broadcast to the tensor's shape {tuple(self._shape)}"
+        )
     m = mask.expand(*self._shape) if mask._shape != self._shape else mask
     walk = _plan(self, (m,))
     n = walk.shape[0]
     if source.numel() < n:
-        raise ShapeError(f"pyrite: masked_scatter_: source has {source.numel()} elements, the "
-                         f"mask selects {n}")
+        raise ShapeError(
+            f"pyrite: masked_scatter_: source has {source.numel()} elements, the mask selects {n}"
+        )
     flat = source.reshape(-1)
     _scatter(self, walk, flat._view((n,), flat._strides, flat._offset))
     return self
@@ -636,8 +698,13 @@ def take(input: Tensor, index) -> Tensor:
     flat = input.reshape(-1)
     n = flat._shape[0]
     ist = tuple(0 if s == 1 else st for s, st in zip(index._shape, index._strides))
-    walk = _Walk(index._shape, flat._offset, (0,) * index.ndim,
-                 [(index, n, flat._strides[0], ist, 0)], [(index, n, 0)])
+    walk = _Walk(
+        index._shape,
+        flat._offset,
+        (0,) * index.ndim,
+        [(index, n, flat._strides[0], ist, 0)],
+        [(index, n, 0)],
+    )
     return _gather(flat, walk)
 
 
@@ -647,14 +714,16 @@ def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
         return take(input, indices.reshape(-1))
     d = input._dim(dim)
     if indices.ndim != input.ndim:
-        raise ShapeError(f"pyrite: take_along_dim(): input {tuple(input._shape)} and indices "
-                         f"{tuple(indices._shape)} should have the same number of dimensions")
+        raise ShapeError(
+            f"pyrite: take_along_dim(): input {tuple(input._shape)} and indices "
+            f"{tuple(indices._shape)} should have the same number of dimensions"
+        )
     s_in = list(input._shape)
     s_ix = list(indices._shape)
     s_in[d] = s_ix[d] = 1
     b = list(broadcast_shapes(tuple(s_in), tuple(s_ix)))
-    x = input.expand(*(b[:d] + [input._shape[d]] + b[d + 1:]))
-    ix = indices.expand(*(b[:d] + [indices._shape[d]] + b[d + 1:]))
+    x = input.expand(*(b[:d] + [input._shape[d]] + b[d + 1 :]))
+    ix = indices.expand(*(b[:d] + [indices._shape[d]] + b[d + 1 :]))
     return _gather(x, _dim_walk(x, d, ix, ix._shape), allow_negative=False)
 
 
@@ -680,8 +749,12 @@ def nonzero(input: Tensor, *, as_tuple=False):
         info = [numel, input._offset, 0, *input._shape, *input._strides]
         st = input.dtype.wgsl
         grid = fold_grid(chunks)
-        dev.dispatch(nonzero_count_kernel(rank, st), [input._storage.buffer,
-                                                      counts._storage.buffer], info, grid)
+        dev.dispatch(
+            nonzero_count_kernel(rank, st),
+            [input._storage.buffer, counts._storage.buffer],
+            info,
+            grid,
+        )
         c = np.frombuffer(dev.read(counts._storage.buffer, 0, 4 * chunks), dtype=np.uint32)
         starts = np.zeros(chunks, np.uint32)
         np.cumsum(c[:-1], out=starts[1:])
@@ -689,8 +762,12 @@ def nonzero(input: Tensor, *, as_tuple=False):
         out = empty((total, rank), D.int32)
         if total:
             s = _host(starts.view(np.int32))
-            dev.dispatch(nonzero_write_kernel(rank, st), [input._storage.buffer, s._storage.buffer,
-                                                          out._storage.buffer], info, grid)
+            dev.dispatch(
+                nonzero_write_kernel(rank, st),
+                [input._storage.buffer, s._storage.buffer, out._storage.buffer],
+                info,
+                grid,
+            )
     if as_tuple:
         return tuple(out._view((out._shape[0],), (rank,), j) for j in range(rank))
     return out
@@ -702,12 +779,15 @@ def argwhere(input: Tensor) -> Tensor:
 
 def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
     if not isinstance(tensor, Tensor) or tensor.dtype.kind != "i":
-        raise TypeError("pyrite: one_hot is only applicable to index tensor (int32/int64), got "
-                        f"{getattr(tensor, 'dtype', type(tensor).__name__)!r}")
+        raise TypeError(
+            "pyrite: one_hot is only applicable to index tensor (int32/int64), got "
+            f"{getattr(tensor, 'dtype', type(tensor).__name__)!r}"
+        )
     if tensor.numel() == 0:
         if num_classes == -1:
-            raise ValueError("pyrite: one_hot: can not infer total number of classes from empty "
-                             "tensor")
+            raise ValueError(
+                "pyrite: one_hot: can not infer total number of classes from empty tensor"
+            )
         return empty(tuple(tensor._shape) + (num_classes,), D.int32)
     lo, hi = _minmax(tensor)
     if lo < 0:
@@ -715,17 +795,33 @@ def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
     if num_classes == -1:
         num_classes = hi + 1
     elif hi >= num_classes:
-        raise IndexError(f"pyrite: one_hot: class values must be smaller than num_classes "
-                         f"({num_classes}), got {hi}")
+        raise IndexError(
+            f"pyrite: one_hot: class values must be smaller than num_classes "
+            f"({num_classes}), got {hi}"
+        )
     shape = tuple(tensor._shape) + (num_classes,)
     x = tensor._view(shape, tuple(tensor._strides) + (0,), tensor._offset)
     # out[..., c] = (x[...] == c): the class is the output's flat index mod num_classes
-    return run_map("select(0, 1, x0 == gi % s0)", (x,), ("i32",), empty(shape, D.int32), "i32",
-                   (num_classes,), ("i32",))
+    return run_map(
+        "select(0, 1, x0 == gi % s0)",
+        (x,),
+        ("i32",),
+        empty(shape, D.int32),
+        "i32",
+        (num_classes,),
+        ("i32",),
+    )
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+) -> Tensor:
     """weight[input]: rows of `weight` (V, D) for each index; (*input.shape, D).
 
     padding_idx only changes the gradient (its row gets none), so the forward ignores it.
@@ -738,8 +834,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     v, dmodel = weight._shape
     shape = tuple(input._shape) + (dmodel,)
     ist = tuple(0 if s == 1 else st for s, st in zip(input._shape, input._strides)) + (0,)
-    walk = _Walk(shape, weight._offset, (0,) * input.ndim + (weight._strides[1],),
-                 [(input, v, weight._strides[0], ist, 0)], [(input, v, 0)])
+    walk = _Walk(
+        shape,
+        weight._offset,
+        (0,) * input.ndim + (weight._strides[1],),
+        [(input, v, weight._strides[0], ist, 0)],
+        [(input, v, 0)],
+    )
     return _gather(weight, walk, allow_negative=False)
 
 
@@ -765,13 +866,29 @@ __all__ = [
 ]
 
 METHODS = {
-    "gather": gather, "scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add,
-    "scatter_add_": scatter_add_, "scatter_reduce": scatter_reduce,
-    "scatter_reduce_": scatter_reduce_, "index_select": index_select, "index_add": index_add,
-    "index_add_": index_add_, "index_copy": index_copy, "index_copy_": index_copy_,
-    "index_fill": index_fill, "index_fill_": index_fill_, "index_put": index_put,
-    "index_put_": index_put_, "masked_fill": masked_fill, "masked_fill_": masked_fill_,
-    "masked_select": masked_select, "masked_scatter": masked_scatter,
-    "masked_scatter_": masked_scatter_, "take": take, "take_along_dim": take_along_dim,
-    "nonzero": nonzero, "argwhere": argwhere,
+    "gather": gather,
+    "scatter": scatter,
+    "scatter_": scatter_,
+    "scatter_add": scatter_add,
+    "scatter_add_": scatter_add_,
+    "scatter_reduce": scatter_reduce,
+    "scatter_reduce_": scatter_reduce_,
+    "index_select": index_select,
+    "index_add": index_add,
+    "index_add_": index_add_,
+    "index_copy": index_copy,
+    "index_copy_": index_copy_,
+    "index_fill": index_fill,
+    "index_fill_": index_fill_,
+    "index_put": index_put,
+    "index_put_": index_put_,
+    "masked_fill": masked_fill,
+    "masked_fill_": masked_fill_,
+    "masked_select": masked_select,
+    "masked_scatter": masked_scatter,
+    "masked_scatter_": masked_scatter_,
+    "take": take,
+    "take_along_dim": take_along_dim,
+    "nonzero": nonzero,
+    "argwhere": argwhere,
 }

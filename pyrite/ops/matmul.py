@@ -33,10 +33,14 @@ from .elementwise import as_tensor_arg
 # is used on GPUs (the H200 figures in ../shared/gpu.md are for the tiled spelling; a GPU with
 # ~100 SMs would want more tiles before the tiled kernel pays, which is not yet measured).
 MIN_TILES = 4
+
+
 def _check_dtypes(a: Tensor, b: Tensor, what: str):
     if a.dtype is not b.dtype:
-        raise TypeError(f"pyrite: {what}: expected both operands to have the same dtype, but got "
-                        f"{a.dtype!r} and {b.dtype!r}")
+        raise TypeError(
+            f"pyrite: {what}: expected both operands to have the same dtype, but got "
+            f"{a.dtype!r} and {b.dtype!r}"
+        )
     if a.dtype.is_bool:
         raise TypeError(f"pyrite: {what} is not implemented for {a.dtype!r}")
 
@@ -90,10 +94,20 @@ LAST = None
 
 
 def _fast_layout(a, b, e, out, cstrides):
-    """"n" or "k" (B's unit-stride dim) when the product may take `gemm_fast`, else None."""
-    if a.dtype.wgsl != "f32" or out.dtype.wgsl != "f32" or (e is not None and e.dtype.wgsl != "f32"):
+    """ "n" or "k" (B's unit-stride dim) when the product may take `gemm_fast`, else None."""
+    if (
+        a.dtype.wgsl != "f32"
+        or out.dtype.wgsl != "f32"
+        or (e is not None and e.dtype.wgsl != "f32")
+    ):
         return None
-    if a._strides[-1] != 1 or a._strides[-2] % 4 or a._offset % 4 or b._offset % 4 or out._offset % 4:
+    if (
+        a._strides[-1] != 1
+        or a._strides[-2] % 4
+        or a._offset % 4
+        or b._offset % 4
+        or out._offset % 4
+    ):
         return None
     if any(s % 4 for s in cstrides[1]) or any(s % 4 for s in cstrides[2]):
         return None
@@ -111,7 +125,8 @@ def _fast_fits(dev, params, fast_lay, M, N, K):
     if (bn // tn) * (bm // tm) > dev.limits.get("max-compute-invocations-per-workgroup", 256):
         return False
     return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay) <= dev.limits.get(
-        "max-compute-workgroup-storage-size", 16384)
+        "max-compute-workgroup-storage-size", 16384
+    )
 
 
 def _choose(dev, M, N, K, batch, fast_lay):
@@ -154,7 +169,9 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
 
     def bstrides(t):
         lead = nbd - (t.ndim - 2)
-        return tuple([0] * lead + [0 if d == 1 else s for d, s in zip(t._shape[:-2], t._strides[:-2])])
+        return tuple(
+            [0] * lead + [0 if d == 1 else s for d, s in zip(t._shape[:-2], t._strides[:-2])]
+        )
 
     slist = [out._strides[:-2], bstrides(a), bstrides(b)]
     epi = "none"
@@ -182,8 +199,9 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
         tile_m = tile_n = TILE
     else:
         tx, ty, rm, rn = params
-        src = gemm_direct(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st,
-                          tx, ty, rm, rn)
+        src = gemm_direct(
+            dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st, tx, ty, rm, rn
+        )
         tile_m, tile_n = ty * rm, tx * rn
     tiles_n = -(-N // tile_n)
     tiles_m = -(-M // tile_m)
@@ -192,14 +210,26 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     def word(x):
         return f32_bits(x) if ct == "f32" else int(x)
 
-    info = [M, N, K, tiles_n, tiles_m, total,
-            a._offset, a._strides[-2], a._strides[-1],
-            b._offset, b._strides[-2], b._strides[-1],
-            out._offset,
-            e._offset if e is not None else 0,
-            e._strides[-2] if e is not None else 0,
-            e._strides[-1] if e is not None else 0,
-            word(alpha), word(beta)]
+    info = [
+        M,
+        N,
+        K,
+        tiles_n,
+        tiles_m,
+        total,
+        a._offset,
+        a._strides[-2],
+        a._strides[-1],
+        b._offset,
+        b._strides[-2],
+        b._strides[-1],
+        out._offset,
+        e._offset if e is not None else 0,
+        e._strides[-2] if e is not None else 0,
+        e._strides[-1] if e is not None else 0,
+        word(alpha),
+        word(beta),
+    ]
     est = cstrides[3] if e is not None else (0,) * nb
     for d in range(nb):
         info += [cshape[d], cstrides[1][d], cstrides[2][d], est[d]]
@@ -214,8 +244,10 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
 def _mismatch(a, b):
     sa = "x".join(map(str, a._shape))
     sb = "x".join(map(str, b._shape))
-    return ShapeError(f"pyrite: mat1 and mat2 shapes cannot be multiplied ({sa} and {sb}): "
-                      f"shapes {tuple(a._shape)} and {tuple(b._shape)}")
+    return ShapeError(
+        f"pyrite: mat1 and mat2 shapes cannot be multiplied ({sa} and {sb}): "
+        f"shapes {tuple(a._shape)} and {tuple(b._shape)}"
+    )
 
 
 # ---- matmul and friends ----------------------------------------------------------------------
@@ -223,8 +255,10 @@ def matmul(input, other, *, out=None):
     a, b = as_tensor_arg(input), as_tensor_arg(other)
     _check_dtypes(a, b, "matmul")
     if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"pyrite: both arguments to matmul need to be at least 1D, but they are "
-                         f"{a.ndim}D and {b.ndim}D (shapes {tuple(a._shape)} and {tuple(b._shape)})")
+        raise ShapeError(
+            f"pyrite: both arguments to matmul need to be at least 1D, but they are "
+            f"{a.ndim}D and {b.ndim}D (shapes {tuple(a._shape)} and {tuple(b._shape)})"
+        )
     a2 = a._view((1,) + a._shape, (0,) + a._strides, a._offset) if a.ndim == 1 else a
     b2 = b._view(b._shape + (1,), b._strides + (0,), b._offset) if b.ndim == 1 else b
     if a2._shape[-1] != b2._shape[-2]:
@@ -232,8 +266,10 @@ def matmul(input, other, *, out=None):
     try:
         broadcast_shapes(a2._shape[:-2], b2._shape[:-2])
     except ShapeError:
-        raise ShapeError(f"pyrite: matmul: batch dimensions of shapes {tuple(a._shape)} and "
-                         f"{tuple(b._shape)} do not broadcast") from None
+        raise ShapeError(
+            f"pyrite: matmul: batch dimensions of shapes {tuple(a._shape)} and "
+            f"{tuple(b._shape)} do not broadcast"
+        ) from None
     res = gemm(a2, b2)
     shape = res._shape
     if a.ndim == 1:
@@ -255,14 +291,18 @@ def _to_out(res, out):
     if out is None:
         return res
     if tuple(out._shape) != tuple(res._shape):
-        raise ShapeError(f"pyrite: out has shape {tuple(out._shape)}, the result {tuple(res._shape)}")
+        raise ShapeError(
+            f"pyrite: out has shape {tuple(out._shape)}, the result {tuple(res._shape)}"
+        )
     out.copy_(res)
     return out
 
 
 def _need(t, n, what, name):
     if t.ndim != n:
-        raise ShapeError(f"pyrite: {what}: {name} must be a {n}D tensor, got shape {tuple(t._shape)}")
+        raise ShapeError(
+            f"pyrite: {what}: {name} must be a {n}D tensor, got shape {tuple(t._shape)}"
+        )
 
 
 def mm(input, mat2, *, out=None):
@@ -277,8 +317,9 @@ def bmm(input, mat2, *, out=None):
     _need(a, 3, "bmm", "batch1")
     _need(b, 3, "bmm", "batch2")
     if a._shape[0] != b._shape[0]:
-        raise ShapeError(f"pyrite: bmm: batch sizes differ: shapes {tuple(a._shape)} and "
-                         f"{tuple(b._shape)}")
+        raise ShapeError(
+            f"pyrite: bmm: batch sizes differ: shapes {tuple(a._shape)} and {tuple(b._shape)}"
+        )
     return matmul(a, b, out=out)
 
 
@@ -292,11 +333,14 @@ def mv(input, vec, *, out=None):
 def dot(input, other, *, out=None):
     a, b = as_tensor_arg(input), as_tensor_arg(other)
     if a.ndim != 1 or b.ndim != 1:
-        raise ShapeError(f"pyrite: dot: 1D tensors expected, but got shapes {tuple(a._shape)} "
-                         f"and {tuple(b._shape)}")
+        raise ShapeError(
+            f"pyrite: dot: 1D tensors expected, but got shapes {tuple(a._shape)} "
+            f"and {tuple(b._shape)}"
+        )
     if a._shape != b._shape:
-        raise ShapeError(f"pyrite: dot: inconsistent tensor size: shapes {tuple(a._shape)} and "
-                         f"{tuple(b._shape)}")
+        raise ShapeError(
+            f"pyrite: dot: inconsistent tensor size: shapes {tuple(a._shape)} and {tuple(b._shape)}"
+        )
     return matmul(a, b, out=out)
 
 
@@ -319,8 +363,10 @@ def inner(input, other, *, out=None):
 def outer(input, vec2, *, out=None):
     a, b = as_tensor_arg(input), as_tensor_arg(vec2)
     if a.ndim != 1 or b.ndim != 1:
-        raise ShapeError(f"pyrite: outer: 1D tensors expected, got shapes {tuple(a._shape)} and "
-                         f"{tuple(b._shape)}")
+        raise ShapeError(
+            f"pyrite: outer: 1D tensors expected, got shapes {tuple(a._shape)} and "
+            f"{tuple(b._shape)}"
+        )
     _check_dtypes(a, b, "outer")
     col = a._view((a._shape[0], 1), (a._strides[0], 1), a._offset)
     row = b._view((1, b._shape[0]), (1, b._strides[0]), b._offset)
@@ -338,8 +384,10 @@ def _scaled(input, a, b, beta, alpha, what):
     try:
         e = c.expand(*shape)
     except ShapeError:
-        raise ShapeError(f"pyrite: {what}: input of shape {tuple(c._shape)} does not broadcast to "
-                         f"the product's shape {shape}") from None
+        raise ShapeError(
+            f"pyrite: {what}: input of shape {tuple(c._shape)} does not broadcast to "
+            f"the product's shape {shape}"
+        ) from None
     if c.dtype is not a.dtype:
         e = e.to(a.dtype)
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
@@ -397,8 +445,10 @@ def linear(input, weight, bias=None):
     if w.ndim not in (1, 2):
         raise ShapeError(f"pyrite: linear: weight must be 1D or 2D, got shape {tuple(w._shape)}")
     if x.ndim == 0 or x._shape[-1] != w._shape[-1]:
-        raise ShapeError(f"pyrite: linear: input of shape {tuple(x._shape)} and weight of shape "
-                         f"{tuple(w._shape)} cannot be multiplied (in_features {w._shape[-1]})")
+        raise ShapeError(
+            f"pyrite: linear: input of shape {tuple(x._shape)} and weight of shape "
+            f"{tuple(w._shape)} cannot be multiplied (in_features {w._shape[-1]})"
+        )
     _check_dtypes(x, w, "linear")
     if w.ndim == 1:
         res = matmul(x, w)
@@ -417,8 +467,10 @@ def linear(input, weight, bias=None):
         try:
             e = bt.expand(*shape)
         except ShapeError:
-            raise ShapeError(f"pyrite: linear: bias of shape {tuple(bt._shape)} does not match "
-                             f"out_features {w._shape[0]}") from None
+            raise ShapeError(
+                f"pyrite: linear: bias of shape {tuple(bt._shape)} does not match "
+                f"out_features {w._shape[0]}"
+            ) from None
     res = gemm(x2, wt, e)
     if x.ndim == 1:
         res = res._view(lead + (w._shape[0],), (1,), 0)
@@ -490,8 +542,10 @@ def einsum(equation, *operands):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ts):
-        raise ValueError(f"pyrite: einsum(): {len(terms)} operands in the equation {equation!r} "
-                         f"but {len(ts)} given")
+        raise ValueError(
+            f"pyrite: einsum(): {len(terms)} operands in the equation {equation!r} "
+            f"but {len(ts)} given"
+        )
     for t in ts[1:]:
         _check_dtypes(ts[0], t, "einsum")
     n_ell = 0
@@ -504,12 +558,14 @@ def einsum(equation, *operands):
         if "..." in term:
             pre, post = term.split("...")
             e = t.ndim - len(pre) - len(post)
-            lab = list(pre) + ell[n_ell - e:] + list(post)
+            lab = list(pre) + ell[n_ell - e :] + list(post)
         else:
             lab = list(term)
         if len(lab) != t.ndim or not all(c.isalpha() or c in ell for c in lab):
-            raise ShapeError(f"pyrite: einsum(): the subscripts {term!r} do not fit an operand "
-                             f"of shape {tuple(t._shape)}")
+            raise ShapeError(
+                f"pyrite: einsum(): the subscripts {term!r} do not fit an operand "
+                f"of shape {tuple(t._shape)}"
+            )
         labels.append(lab)
     if arrow:
         if "..." in rhs:
@@ -527,8 +583,10 @@ def einsum(equation, *operands):
     for lab, t in zip(labels, ts):
         for c, d in zip(lab, t._shape):
             if sizes.get(c, 1) != 1 and d != 1 and sizes[c] != d:
-                raise ShapeError(f"pyrite: einsum(): label {c!r} has sizes {sizes[c]} and {d} "
-                                 f"(shapes {[tuple(x._shape) for x in ts]})")
+                raise ShapeError(
+                    f"pyrite: einsum(): label {c!r} has sizes {sizes[c]} and {d} "
+                    f"(shapes {[tuple(x._shape) for x in ts]})"
+                )
             sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
     for c in out:
         if c not in sizes:
@@ -537,7 +595,7 @@ def einsum(equation, *operands):
     cur, lc = pairs[0]
     for i in range(1, len(pairs)):
         keep = set(out)
-        for _, lab in pairs[i + 1:]:
+        for _, lab in pairs[i + 1 :]:
             keep.update(lab)
         cur, lc = _contract(cur, lc, pairs[i][0], pairs[i][1], keep, sizes)
     cur, lc = _sum_labels(cur, lc, {c for c in lc if c not in out})
@@ -567,7 +625,19 @@ __all__ = [
 ]
 
 METHODS = {
-    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm,
-    "mv": mv, "dot": dot, "vdot": vdot, "inner": inner, "outer": outer, "ger": ger,
-    "addmm": addmm, "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm,
+    "matmul": matmul,
+    "__matmul__": matmul,
+    "__rmatmul__": _rmatmul,
+    "mm": mm,
+    "bmm": bmm,
+    "mv": mv,
+    "dot": dot,
+    "vdot": vdot,
+    "inner": inner,
+    "outer": outer,
+    "ger": ger,
+    "addmm": addmm,
+    "addmv": addmv,
+    "baddbmm": baddbmm,
+    "addbmm": addbmm,
 }

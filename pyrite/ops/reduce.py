@@ -102,8 +102,9 @@ def _split_plan(n_out: int, length: int):
     elif _cpu_adapter():
         # past ROW_MAX_LEN_CPU the one-workgroup row kernel would pass lavapipe's loop limit, so
         # there a split is required whatever the number of outputs
-        if length <= ROW_MAX_LEN_CPU and (n_out >= SPLIT_MAX_OUTPUTS_CPU
-                                          or length <= SERIAL_MAX_LEN_CPU):
+        if length <= ROW_MAX_LEN_CPU and (
+            n_out >= SPLIT_MAX_OUTPUTS_CPU or length <= SERIAL_MAX_LEN_CPU
+        ):
             return None
         parts = -(-length // SPLIT_CHUNK_CPU)
     else:
@@ -132,8 +133,10 @@ class _ReturnType(tuple):
         return tuple.__new__(cls, (a, b))
 
     def __repr__(self):
-        return (f"pyrite.return_types.{self._name}(\n{self._fields[0]}={self[0]!r},\n"
-                f"{self._fields[1]}={self[1]!r})")
+        return (
+            f"pyrite.return_types.{self._name}(\n{self._fields[0]}={self[0]!r},\n"
+            f"{self._fields[1]}={self[1]!r})"
+        )
 
 
 def _return_type(name, fields=("values", "indices")):
@@ -172,8 +175,7 @@ def _out_shape(x: Tensor, dims, keepdim) -> tuple:
     return tuple(d for i, d in enumerate(x._shape) if i not in dims)
 
 
-def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0,
-            out_ctypes=None):
+def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, out_ctypes=None):
     """Run reduction `op` of `x` over `dims`; one output tensor per entry of `out_dtypes`."""
     shape = _out_shape(x, dims, keepdim)
     n_out = math.prod(shape)
@@ -185,43 +187,77 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0,
     if out_ctypes is None:
         out_ctypes = tuple(dt.ctype if dt.kind != "b" else "bool" for dt in out_dtypes)
     kept = [i for i in range(x.ndim) if i not in dims]
-    oshape, (ostr,) = coalesce(tuple(x._shape[i] for i in kept), [tuple(x._strides[i] for i in kept)])
-    ishape, (istr,) = coalesce(tuple(x._shape[i] for i in dims), [tuple(x._strides[i] for i in dims)])
+    oshape, (ostr,) = coalesce(
+        tuple(x._shape[i] for i in kept), [tuple(x._strides[i] for i in kept)]
+    )
+    ishape, (istr,) = coalesce(
+        tuple(x._shape[i] for i in dims), [tuple(x._strides[i] for i in dims)]
+    )
     global LAST_PATH
     split = _split_plan(n_out, length)
     if split is not None:
         LAST_PATH = f"split P={split[0]} C={split[1]}"
-        _split_reduce(x, op, outs, acc, tuple(out_ctypes), param, n_out, length,
-                      oshape, ostr, ishape, istr, split)
+        _split_reduce(
+            x,
+            op,
+            outs,
+            acc,
+            tuple(out_ctypes),
+            param,
+            n_out,
+            length,
+            oshape,
+            ostr,
+            ishape,
+            istr,
+            split,
+        )
         return outs
     mode = LAST_PATH = _mode(n_out, length)
-    src = reduce_kernel(op, x.dtype.wgsl, acc, tuple(o.dtype.wgsl for o in outs),
-                        tuple(out_ctypes), len(oshape), len(ishape), mode)
+    src = reduce_kernel(
+        op,
+        x.dtype.wgsl,
+        acc,
+        tuple(o.dtype.wgsl for o in outs),
+        tuple(out_ctypes),
+        len(oshape),
+        len(ishape),
+        mode,
+    )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(n_out) if mode == "row" else grid_for(n_out)
-    backend.current().dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs],
-                               info, grid)
+    backend.current().dispatch(
+        src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid
+    )
     return outs
 
 
-def _split_reduce(x, op, outs, acc, out_ctypes, param, n_out, length, oshape, ostr, ishape,
-                  istr, split):
+def _split_reduce(
+    x, op, outs, acc, out_ctypes, param, n_out, length, oshape, ostr, ishape, istr, split
+):
     """The two dispatches of a split reduction; partial states go to an int32 scratch tensor."""
     parts, chunk, mode1, mode2 = split
     out_stypes = tuple(o.dtype.wgsl for o in outs)
     units = n_out * parts
     part = empty((units * state_words(op, acc),), D.int32)
     dev = backend.current()
-    src = reduce_kernel(op, x.dtype.wgsl, acc, out_stypes, out_ctypes, len(oshape), len(ishape),
-                        mode1, "partial")
-    info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr,
-            chunk, parts]
-    dev.dispatch(src, [x._storage.buffer, part._storage.buffer], info,
-                 fold_grid(units) if mode1 == "row" else grid_for(units))
+    src = reduce_kernel(
+        op, x.dtype.wgsl, acc, out_stypes, out_ctypes, len(oshape), len(ishape), mode1, "partial"
+    )
+    info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr, chunk, parts]
+    dev.dispatch(
+        src,
+        [x._storage.buffer, part._storage.buffer],
+        info,
+        fold_grid(units) if mode1 == "row" else grid_for(units),
+    )
     src = reduce_kernel(op, "f32", acc, out_stypes, out_ctypes, 0, 0, mode2, "merge")
-    dev.dispatch(src, [part._storage.buffer] + [o._storage.buffer for o in outs],
-                 [n_out, length, parts, f32_bits(param)],
-                 fold_grid(n_out) if mode2 == "row" else grid_for(n_out))
+    dev.dispatch(
+        src,
+        [part._storage.buffer] + [o._storage.buffer for o in outs],
+        [n_out, length, parts, f32_bits(param)],
+        fold_grid(n_out) if mode2 == "row" else grid_for(n_out),
+    )
 
 
 def _float_dtype(x: Tensor):
@@ -245,11 +281,15 @@ def _empty_check(x: Tensor, dims, name: str, dim_given: bool):
     """Max-like reductions have no identity: an empty run is an error, as in PyTorch."""
     if math.prod(x._shape[d] for d in dims) == 0:
         if not dim_given:
-            raise RuntimeError(f"pyrite: {name}(): Expected reduction dim to be specified for "
-                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               "argument.")
-        raise IndexError(f"pyrite: {name}(): Expected reduction dim {dims[0] if dims else 0} "
-                             "to have non-zero size.")
+            raise RuntimeError(
+                f"pyrite: {name}(): Expected reduction dim to be specified for "
+                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                "argument."
+            )
+        raise IndexError(
+            f"pyrite: {name}(): Expected reduction dim {dims[0] if dims else 0} "
+            "to have non-zero size."
+        )
 
 
 # ---- sum / mean / prod ---------------------------------------------------------------------
@@ -274,8 +314,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     else:
         out_dt = input.dtype
     if out_dt.kind != "f":
-        raise TypeError("pyrite: mean(): could not infer output dtype. Input dtype must be a "
-                        f"floating point dtype (or pass dtype=). Got: {out_dt!r}")
+        raise TypeError(
+            "pyrite: mean(): could not infer output dtype. Input dtype must be a "
+            f"floating point dtype (or pass dtype=). Got: {out_dt!r}"
+        )
     return _reduce(input, "mean", _dims(input, dim), keepdim, (out_dt,), "f32")[0]
 
 
@@ -326,8 +368,9 @@ def aminmax(input, *, dim=None, keepdim=False):
 def _arg(name, input, dim, keepdim):
     if dim is None:
         if input.numel() == 0:
-            raise IndexError(f"pyrite: {name}(): Expected reduction dim to be specified for "
-                             "input.numel() == 0.")
+            raise IndexError(
+                f"pyrite: {name}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
         out = _reduce(input, name, _dims(input, None), False, (D.int32,))[0]
         if keepdim:
             out = out._view((1,) * input.ndim, (0,) * input.ndim, 0)
@@ -383,8 +426,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 # ---- logsumexp, all/any, count_nonzero, norm -----------------------------------------------
 def logsumexp(input, dim, keepdim=False):
-    return _reduce(input, "logsumexp", _dims(input, dim), keepdim, (_float_dtype(input),),
-                   "f32")[0]
+    return _reduce(input, "logsumexp", _dims(input, dim), keepdim, (_float_dtype(input),), "f32")[0]
 
 
 def all(input, dim=None, keepdim=False):
@@ -406,8 +448,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(p, str):
         raise ValueError(f"pyrite: norm: p={p!r} is not supported (use 'fro' or a number)")  # noqa: TRY004
     p = float(p)
-    op = {2.0: "norm2", 1.0: "norm1", 0.0: "norm0", math.inf: "norminf",
-          -math.inf: "normninf"}.get(p, "normp")
+    op = {2.0: "norm2", 1.0: "norm1", 0.0: "norm0", math.inf: "norminf", -math.inf: "normninf"}.get(
+        p, "normp"
+    )
     out_dt = D.from_any(dtype) if dtype is not None else input.dtype
     return _reduce(input, op, _dims(input, dim), keepdim, (out_dt,), "f32", param=p)[0]
 
@@ -421,21 +464,25 @@ def _scan(op, input, dim, dtype):
     if n == 0:
         return out
     if d is None:  # a 0-d tensor: the scan of one element is the element
-        return _reduce(input, "sum" if op == "cumsum" else "prod", (), False, (out_dt,),
-                       _acc_for(out_dt))[0]
+        return _reduce(
+            input, "sum" if op == "cumsum" else "prod", (), False, (out_dt,), _acc_for(out_dt)
+        )[0]
     if input._storage is out._storage:
         input = contiguous_copy(input)
     length = input._shape[d]
     ostrides = contiguous_strides(input._shape)
     kept = [i for i in range(input.ndim) if i != d]
-    oshape, (istr, ostr) = coalesce(tuple(input._shape[i] for i in kept),
-                                    [tuple(input._strides[i] for i in kept),
-                                     tuple(ostrides[i] for i in kept)])
+    oshape, (istr, ostr) = coalesce(
+        tuple(input._shape[i] for i in kept),
+        [tuple(input._strides[i] for i in kept), tuple(ostrides[i] for i in kept)],
+    )
     rows = n // length
     if _cpu_adapter() and length > ROW_MAX_LEN_CPU:
-        raise NotImplementedError(f"pyrite: a scan of {length} elements a row is past what one "
-                                  f"workgroup can loop over on this CPU adapter "
-                                  f"({ROW_MAX_LEN_CPU}); scan in two steps (reshape)")
+        raise NotImplementedError(
+            f"pyrite: a scan of {length} elements a row is past what one "
+            f"workgroup can loop over on this CPU adapter "
+            f"({ROW_MAX_LEN_CPU}); scan in two steps (reshape)"
+        )
     mode = _mode(rows, length)
     src = scan_kernel(op, input.dtype.wgsl, _acc_for(out_dt), out_dt.wgsl, len(oshape), mode)
     info = [rows, length, input._offset, input._strides[d], ostrides[d], *oshape, *istr, *ostr]
@@ -453,11 +500,28 @@ def cumprod(input, dim, *, dtype=None):
 
 
 FUNCS = {
-    "sum": sum, "nansum": nansum, "mean": mean, "prod": prod, "max": max, "min": min,
-    "amax": amax, "amin": amin, "aminmax": aminmax, "argmax": argmax, "argmin": argmin,
-    "var": var, "std": std, "var_mean": var_mean, "std_mean": std_mean,
-    "logsumexp": logsumexp, "all": all, "any": any, "count_nonzero": count_nonzero,
-    "norm": norm, "cumsum": cumsum, "cumprod": cumprod,
+    "sum": sum,
+    "nansum": nansum,
+    "mean": mean,
+    "prod": prod,
+    "max": max,
+    "min": min,
+    "amax": amax,
+    "amin": amin,
+    "aminmax": aminmax,
+    "argmax": argmax,
+    "argmin": argmin,
+    "var": var,
+    "std": std,
+    "var_mean": var_mean,
+    "std_mean": std_mean,
+    "logsumexp": logsumexp,
+    "all": all,
+    "any": any,
+    "count_nonzero": count_nonzero,
+    "norm": norm,
+    "cumsum": cumsum,
+    "cumprod": cumprod,
 }
 __all__ = [
     "all",

@@ -29,21 +29,39 @@ _F16_EPS = 2.0**-10  # torch.finfo(torch.float16).eps
 _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
 
 
-def _run(op: str, x: Tensor, n: int, row_dim_stride: int, outer_shape, x_outer_strides,
-         out: Tensor, out_row_stride: int, out_outer_strides, w=None, b=None, eps=0.0):
+def _run(
+    op: str,
+    x: Tensor,
+    n: int,
+    row_dim_stride: int,
+    outer_shape,
+    x_outer_strides,
+    out: Tensor,
+    out_row_stride: int,
+    out_outer_strides,
+    w=None,
+    b=None,
+    eps=0.0,
+):
     """Dispatch `op` over rows of `n` elements; outer dims are coalesced before baking the rank."""
     rows = math.prod(outer_shape)
     if rows == 0 or n == 0:
         return out
-    cshape, (cx, co) = coalesce(tuple(outer_shape), [tuple(x_outer_strides),
-                                                     tuple(out_outer_strides)])
+    cshape, (cx, co) = coalesce(
+        tuple(outer_shape), [tuple(x_outer_strides), tuple(out_outer_strides)]
+    )
     rank = len(cshape)
     wg = workgroup_size(n)
-    src = row_kernel(op, wg, rank, x.dtype.wgsl, out.dtype.wgsl,
-                     w.dtype.wgsl if w is not None else None,
-                     b.dtype.wgsl if b is not None else None)
-    info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps),
-            *cshape, *cx, *co]
+    src = row_kernel(
+        op,
+        wg,
+        rank,
+        x.dtype.wgsl,
+        out.dtype.wgsl,
+        w.dtype.wgsl if w is not None else None,
+        b.dtype.wgsl if b is not None else None,
+    )
+    info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co]
     bufs = [x._storage.buffer]
     if w is not None:
         bufs.append(w._storage.buffer)
@@ -56,15 +74,17 @@ def _run(op: str, x: Tensor, n: int, row_dim_stride: int, outer_shape, x_outer_s
 
 def _float_input(name, input, dtype):
     if not isinstance(input, Tensor):
-        raise TypeError(f"pyrite: {name}(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
+        raise TypeError(
+            f"pyrite: {name}(): argument 'input' must be Tensor, not {type(input).__name__}"
+        )
     if dtype is not None:
         dt = D.from_any(dtype)
         if dt is not input.dtype:
             input = input.to(dt)
     if not input.dtype.is_floating_point:
-        raise TypeError(f"pyrite: {name}() is not implemented for {input.dtype!r} "
-                        "(pass dtype=pyrite.float32)")
+        raise TypeError(
+            f"pyrite: {name}() is not implemented for {input.dtype!r} (pass dtype=pyrite.float32)"
+        )
     return input
 
 
@@ -82,8 +102,17 @@ def _softmax_like(op, input, dim, dtype):
         ostr = out._strides
     shape = x._shape
     outer = [i for i in range(len(shape)) if i != d]
-    _run(op, x, shape[d], x._strides[d], [shape[i] for i in outer],
-         [x._strides[i] for i in outer], out, ostr[d], [ostr[i] for i in outer])
+    _run(
+        op,
+        x,
+        shape[d],
+        x._strides[d],
+        [shape[i] for i in outer],
+        [x._strides[i] for i in outer],
+        out,
+        ostr[d],
+        [ostr[i] for i in outer],
+    )
     return out
 
 
@@ -102,10 +131,12 @@ def _norm_shape(name, x: Tensor, normalized_shape):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
     k = len(ns)
-    if k == 0 or k > x.ndim or tuple(x._shape[x.ndim - k:]) != ns:
-        raise ShapeError(f"pyrite: {name}: given normalized_shape={list(ns)}, expected input "
-                         f"with shape [*, {', '.join(map(str, ns))}], but got input of size "
-                         f"{list(x._shape)}")
+    if k == 0 or k > x.ndim or tuple(x._shape[x.ndim - k :]) != ns:
+        raise ShapeError(
+            f"pyrite: {name}: given normalized_shape={list(ns)}, expected input "
+            f"with shape [*, {', '.join(map(str, ns))}], but got input of size "
+            f"{list(x._shape)}"
+        )
     return ns
 
 
@@ -115,8 +146,10 @@ def _param(name, what, p, ns):
     if not isinstance(p, Tensor):
         raise TypeError(f"pyrite: {name}: {what} must be a Tensor or None")
     if tuple(p._shape) != ns:
-        raise ShapeError(f"pyrite: {name}: {what} of shape {tuple(p._shape)} does not match "
-                         f"normalized_shape {ns}")
+        raise ShapeError(
+            f"pyrite: {name}: {what} of shape {tuple(p._shape)} does not match "
+            f"normalized_shape {ns}"
+        )
     if not p.dtype.is_floating_point:
         raise TypeError(f"pyrite: {name}: {what} must be floating point, not {p.dtype!r}")
     return p if p.is_contiguous() and p._offset == 0 else contiguous_copy(p)
@@ -124,9 +157,9 @@ def _param(name, what, p, ns):
 
 def _rows_of(x: Tensor, k: int):
     """(x, n, row stride): the last k dims as one row, copying x when they don't coalesce."""
-    tail_shape = x._shape[x.ndim - k:]
+    tail_shape = x._shape[x.ndim - k :]
     n = math.prod(tail_shape)
-    cshape, (cs,) = coalesce(tuple(tail_shape), [tuple(x._strides[x.ndim - k:])])
+    cshape, (cs,) = coalesce(tuple(tail_shape), [tuple(x._strides[x.ndim - k :])])
     if len(cshape) > 1:
         x = x.contiguous()
         return x, n, 1
@@ -142,8 +175,7 @@ def _norm(op, input, normalized_shape, weight, bias, eps):
     x, n, sx = _rows_of(x, k)
     out = empty(x._shape, x.dtype)
     lead = x.ndim - k
-    _run(op, x, n, sx, x._shape[:lead], x._strides[:lead], out, 1, out._strides[:lead],
-         w, b, eps)
+    _run(op, x, n, sx, x._shape[:lead], x._strides[:lead], out, 1, out._strides[:lead], w, b, eps)
     return out
 
 

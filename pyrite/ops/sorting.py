@@ -60,16 +60,24 @@ def _sort_rows(m: Tensor, rows: int, n: int, desc: bool):
     p = 1 << max(1, (n - 1).bit_length())  # padded row: a power of two, at least 2
     if p <= LOCAL_MAX:
         src = bitonic_local(st, p, "row", desc)
-        dev.dispatch(src, (m._storage.buffer, vals._storage.buffer, idx._storage.buffer),
-                     (rows, n, p, m._offset), fold_grid(rows))
+        dev.dispatch(
+            src,
+            (m._storage.buffer, vals._storage.buffer, idx._storage.buffer),
+            (rows, n, p, m._offset),
+            fold_grid(rows),
+        )
         return vals, idx
     c = LOCAL_MAX
     chunks = rows * (p // c)
     keys = empty((rows * p,), D.int32)  # u32 keys in the kernel; the buffer is untyped
     tidx = empty((rows * p,), D.int32)
     kb, tb = keys._storage.buffer, tidx._storage.buffer
-    dev.dispatch(bitonic_local(st, c, "first", desc), (m._storage.buffer, kb, tb),
-                 (chunks, n, p, m._offset), fold_grid(chunks))
+    dev.dispatch(
+        bitonic_local(st, c, "first", desc),
+        (m._storage.buffer, kb, tb),
+        (chunks, n, p, m._offset),
+        fold_grid(chunks),
+    )
     merge = bitonic_local(st, c, "merge", desc)
     glob = bitonic_global()
     pairs = rows * p // 2
@@ -82,9 +90,12 @@ def _sort_rows(m: Tensor, rows: int, n: int, desc: bool):
         dev.dispatch(merge, (kb, tb), (chunks, n, p, 0, k), fold_grid(chunks))
         k *= 2
     total = rows * n
-    dev.dispatch(sort_gather(st), (m._storage.buffer, tb, vals._storage.buffer,
-                                   idx._storage.buffer), (total, n, p, m._offset),
-                 grid_for(total))
+    dev.dispatch(
+        sort_gather(st),
+        (m._storage.buffer, tb, vals._storage.buffer, idx._storage.buffer),
+        (total, n, p, m._offset),
+        grid_for(total),
+    )
     return vals, idx
 
 
@@ -129,8 +140,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     size = x._shape[d] if x.ndim else 1
     k = int(k)
     if not 0 <= k <= size:
-        raise RuntimeError(f"pyrite: topk: selected index k out of range: k={k} but dim {dim} "
-                           f"has size {size} (shape {tuple(x._shape)})")
+        raise RuntimeError(
+            f"pyrite: topk: selected index k out of range: k={k} but dim {dim} "
+            f"has size {size} (shape {tuple(x._shape)})"
+        )
     vals, idx = _sort(x, d, bool(largest))
     if x.ndim == 0:
         return TopkResult(vals, idx)
@@ -142,8 +155,9 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     d = x._dim(dim) if x.ndim else 0
     size = x._shape[d] if x.ndim else 1
     if not 1 <= k <= size:
-        raise RuntimeError(f"pyrite: kthvalue: selected number k out of range: k={k} but dim "
-                           f"{dim} has size {size}")
+        raise RuntimeError(
+            f"pyrite: kthvalue: selected number k out of range: k={k} but dim {dim} has size {size}"
+        )
     vals, idx = _sort(x, d, False)
     if x.ndim == 0:
         return KthvalueResult(vals, idx)
@@ -166,8 +180,10 @@ def _median(x: Tensor, dim, keepdim, nan_mode):
 
         return MedianResult(clone(x), zeros((), dtype=D.int32))
     if x._shape[d] == 0:
-        raise IndexError(f"pyrite: median(): expected reduction dim {d} to have non-zero size "
-                         f"(shape {tuple(x._shape)})")
+        raise IndexError(
+            f"pyrite: median(): expected reduction dim {d} to have non-zero size "
+            f"(shape {tuple(x._shape)})"
+        )
     v, i = _median_rows(x, d, nan_mode)
     if keepdim:
         v, i = unsqueeze(v, d), unsqueeze(i, d)
@@ -184,9 +200,12 @@ def _median_rows(x: Tensor, d: int, nan_mode: str):
     vals = empty(out_shape, x.dtype)
     idx = empty(out_shape, D.int32)
     mode = nan_mode if x.dtype.is_floating_point else "none"
-    backend.current().dispatch(median_pick(x.dtype.wgsl, mode),
-                               (sv._storage.buffer, si._storage.buffer, vals._storage.buffer,
-                                idx._storage.buffer), (rows, n), grid_for(rows))
+    backend.current().dispatch(
+        median_pick(x.dtype.wgsl, mode),
+        (sv._storage.buffer, si._storage.buffer, vals._storage.buffer, idx._storage.buffer),
+        (rows, n),
+        grid_for(rows),
+    )
     return vals, idx
 
 
@@ -199,8 +218,9 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 
 
 # ---- searchsorted / bucketize -----------------------------------------------------------------
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
-                 sorter=None, out=None):
+def searchsorted(
+    sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None
+):
     seq = as_tensor_arg(sorted_sequence)
     x = as_tensor_arg(input)  # a Python scalar gives a 0-d result, as torch
     if side is not None:
@@ -217,10 +237,12 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         raise ShapeError("pyrite: searchsorted: boundaries tensor should not be 0-d")
     batched = seq.ndim > 1
     if batched and (x.ndim != seq.ndim or x._shape[:-1] != seq._shape[:-1]):
-        raise ShapeError(f"pyrite: searchsorted: boundaries tensor should be 1 dimension or the "
-                         f"first N-1 dimensions of boundaries tensor and input value tensor must "
-                         f"match, but we got boundaries tensor {tuple(seq._shape)} and input "
-                         f"value tensor {tuple(x._shape)}")
+        raise ShapeError(
+            f"pyrite: searchsorted: boundaries tensor should be 1 dimension or the "
+            f"first N-1 dimensions of boundaries tensor and input value tensor must "
+            f"match, but we got boundaries tensor {tuple(seq._shape)} and input "
+            f"value tensor {tuple(x._shape)}"
+        )
     seq, x = contiguous(seq), contiguous(x)
     out_t = empty(x._shape, D.int32)
     n = x.numel()
@@ -228,18 +250,21 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         ct = "f32" if "f" in (seq.dtype.kind, x.dtype.kind) else "i32"
         src = searchsorted_kernel(seq.dtype.wgsl, x.dtype.wgsl, ct, bool(right), batched)
         per_row = x._shape[-1] if x.ndim else 1
-        backend.current().dispatch(src, (seq._storage.buffer, x._storage.buffer,
-                                         out_t._storage.buffer),
-                                   (n, seq._shape[-1], max(per_row, 1), seq._offset, x._offset),
-                                   grid_for(n))
+        backend.current().dispatch(
+            src,
+            (seq._storage.buffer, x._storage.buffer, out_t._storage.buffer),
+            (n, seq._shape[-1], max(per_row, 1), seq._offset, x._offset),
+            grid_for(n),
+        )
     return out_t
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     b = as_tensor_arg(boundaries)
     if b.ndim != 1:
-        raise ShapeError(f"pyrite: bucketize: boundaries tensor must be 1 dimension, but got "
-                         f"dim({b.ndim})")
+        raise ShapeError(
+            f"pyrite: bucketize: boundaries tensor must be 1 dimension, but got dim({b.ndim})"
+        )
     return searchsorted(b, input, right=right)
 
 
@@ -254,8 +279,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     x = as_tensor_arg(input)
     a = x.numpy()
     if dim is None:
-        vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True,
-                                   equal_nan=False)
+        vals, inv, cnt = np.unique(
+            a.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False
+        )
         inv = inv.reshape(a.shape)
     else:
         d = x._dim(dim)
@@ -315,7 +341,13 @@ __all__ = [
 ]
 
 METHODS = {
-    "sort": sort, "argsort": argsort, "msort": msort, "topk": topk, "kthvalue": kthvalue,
-    "median": median, "nanmedian": nanmedian, "unique": unique,
+    "sort": sort,
+    "argsort": argsort,
+    "msort": msort,
+    "topk": topk,
+    "kthvalue": kthvalue,
+    "median": median,
+    "nanmedian": nanmedian,
+    "unique": unique,
     "unique_consecutive": unique_consecutive,
 }

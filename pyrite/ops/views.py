@@ -33,12 +33,16 @@ def _infer(shape, numel, old_shape):
     known = math.prod(s for s in shape if s != -1)
     if neg:
         if known == 0 or numel % known:
-            raise ShapeError(f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
-                             f"(shape {tuple(old_shape)})")
+            raise ShapeError(
+                f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
+                f"(shape {tuple(old_shape)})"
+            )
         shape = tuple(numel // known if s == -1 else s for s in shape)
     elif known != numel:
-        raise ShapeError(f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
-                         f"(shape {tuple(old_shape)})")
+        raise ShapeError(
+            f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
+            f"(shape {tuple(old_shape)})"
+        )
     return shape
 
 
@@ -57,8 +61,7 @@ def _view_strides(old_shape, old_strides, new_shape):
     view_numel = 1
     for d in range(len(old_shape) - 1, -1, -1):
         tensor_numel *= old_shape[d]
-        if d == 0 or (old_shape[d - 1] != 1
-                      and old_strides[d - 1] != tensor_numel * chunk_base):
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_base):
             while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * chunk_base
                 view_numel *= new_shape[view_d]
@@ -80,8 +83,10 @@ def view(x: Tensor, *shape) -> Tensor:
     shape = _infer(_shape_arg(shape), x.numel(), x._shape)
     strides = _view_strides(x._shape, x._strides, shape)
     if strides is None:
-        raise ShapeError(f"pyrite: view size {list(shape)} is not compatible with input tensor's "
-                         f"size {tuple(x._shape)} and stride {x._strides}; use .reshape(...)")
+        raise ShapeError(
+            f"pyrite: view size {list(shape)} is not compatible with input tensor's "
+            f"size {tuple(x._shape)} and stride {x._strides}; use .reshape(...)"
+        )
     return x._view(shape, strides, x._offset)
 
 
@@ -111,13 +116,14 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
 def permute(x: Tensor, *dims) -> Tensor:
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
-        raise ShapeError(f"pyrite: permute: number of dims {len(dims)} doesn't match the "
-                         f"tensor's {x.ndim} (shape {tuple(x._shape)})")
+        raise ShapeError(
+            f"pyrite: permute: number of dims {len(dims)} doesn't match the "
+            f"tensor's {x.ndim} (shape {tuple(x._shape)})"
+        )
     dims = tuple(x._dim(d) for d in dims)
     if len(set(dims)) != len(dims):
         raise ShapeError(f"pyrite: permute: repeated dim in {dims}")
-    return x._view(tuple(x._shape[d] for d in dims), tuple(x._strides[d] for d in dims),
-                   x._offset)
+    return x._view(tuple(x._shape[d] for d in dims), tuple(x._strides[d] for d in dims), x._offset)
 
 
 def transpose(x: Tensor, dim0, dim1) -> Tensor:
@@ -134,8 +140,9 @@ swapaxes = swapdims = transpose
 
 def t(x: Tensor) -> Tensor:
     if x.ndim > 2:
-        raise ShapeError(f"pyrite: t() expects a tensor with <= 2 dimensions, but self is "
-                         f"{x.ndim}D")
+        raise ShapeError(
+            f"pyrite: t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D"
+        )
     return transpose(x, 0, 1) if x.ndim == 2 else x._view(x._shape, x._strides, x._offset)
 
 
@@ -168,8 +175,10 @@ moveaxis = movedim
 def expand(x: Tensor, *sizes) -> Tensor:
     sizes = _shape_arg(sizes)
     if len(sizes) < x.ndim:
-        raise ShapeError(f"pyrite: expand: the number of sizes provided ({len(sizes)}) must be "
-                         f"greater or equal to the number of dimensions ({x.ndim})")
+        raise ShapeError(
+            f"pyrite: expand: the number of sizes provided ({len(sizes)}) must be "
+            f"greater or equal to the number of dimensions ({x.ndim})"
+        )
     lead = len(sizes) - x.ndim
     shape, strides = [], []
     for i, s in enumerate(sizes):
@@ -187,9 +196,11 @@ def expand(x: Tensor, *sizes) -> Tensor:
             shape.append(s)
             strides.append(0)
         else:
-            raise ShapeError(f"pyrite: expand: the expanded size of the tensor ({s}) must match "
-                             f"the existing size ({d}) at non-singleton dimension {i}; target "
-                             f"sizes {list(sizes)}, tensor shape {tuple(x._shape)}")
+            raise ShapeError(
+                f"pyrite: expand: the expanded size of the tensor ({s}) must match "
+                f"the existing size ({d}) at non-singleton dimension {i}; target "
+                f"sizes {list(sizes)}, tensor shape {tuple(x._shape)}"
+            )
     return x._view(tuple(shape), tuple(strides), x._offset)
 
 
@@ -207,15 +218,16 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     else:
         dims = {x._dim(d) for d in ((dim,) if isinstance(dim, int) else dim)}
         keep = [i for i, d in enumerate(x._shape) if not (i in dims and d == 1)]
-    return x._view(tuple(x._shape[i] for i in keep), tuple(x._strides[i] for i in keep),
-                   x._offset)
+    return x._view(tuple(x._shape[i] for i in keep), tuple(x._strides[i] for i in keep), x._offset)
 
 
 def unsqueeze(x: Tensor, dim) -> Tensor:
     n = x.ndim + 1
     if not -n <= dim < n:
-        raise IndexError(f"pyrite: dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {dim})")
+        raise IndexError(
+            f"pyrite: dimension out of range (expected to be in range of "
+            f"[{-n}, {n - 1}], but got {dim})"
+        )
     dim = dim % n
     shape = list(x._shape)
     strides = list(x._strides)
@@ -231,7 +243,7 @@ def flatten(x: Tensor, start_dim=0, end_dim=-1) -> Tensor:
     s, e = x._dim(start_dim), x._dim(end_dim)
     if s > e:
         raise ShapeError("pyrite: flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = x._shape[:s] + (math.prod(x._shape[s:e + 1]),) + x._shape[e + 1:]
+    shape = x._shape[:s] + (math.prod(x._shape[s : e + 1]),) + x._shape[e + 1 :]
     return reshape(x, shape)
 
 
@@ -239,7 +251,7 @@ def unflatten(x: Tensor, dim, sizes) -> Tensor:
     d = x._dim(dim)
     sizes = tuple(sizes)
     inner = _infer(sizes, x._shape[d], (x._shape[d],))
-    return reshape(x, x._shape[:d] + inner + x._shape[d + 1:])
+    return reshape(x, x._shape[:d] + inner + x._shape[d + 1 :])
 
 
 def narrow(x: Tensor, dim, start, length) -> Tensor:
@@ -250,8 +262,10 @@ def narrow(x: Tensor, dim, start, length) -> Tensor:
     if start < 0:
         start += size
     if not (0 <= start <= size and 0 <= length and start + length <= size):
-        raise IndexError(f"pyrite: narrow: start ({start}) + length ({length}) exceeds "
-                         f"dimension size ({size}) of dim {dim}")
+        raise IndexError(
+            f"pyrite: narrow: start ({start}) + length ({length}) exceeds "
+            f"dimension size ({size}) of dim {dim}"
+        )
     shape = list(x._shape)
     shape[d] = length
     return x._view(tuple(shape), x._strides, x._offset + start * x._strides[d])
@@ -264,8 +278,11 @@ def select(x: Tensor, dim, index) -> Tensor:
     if not -size <= i < size:
         raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} with size {size}")
     i %= size
-    return x._view(x._shape[:d] + x._shape[d + 1:], x._strides[:d] + x._strides[d + 1:],
-                   x._offset + i * x._strides[d])
+    return x._view(
+        x._shape[:d] + x._shape[d + 1 :],
+        x._strides[:d] + x._strides[d + 1 :],
+        x._offset + i * x._strides[d],
+    )
 
 
 def unbind(x: Tensor, dim=0):
@@ -274,8 +291,9 @@ def unbind(x: Tensor, dim=0):
 
 
 def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
-    return x._view(tuple(size), tuple(stride),
-                   x._offset if storage_offset is None else storage_offset)
+    return x._view(
+        tuple(size), tuple(stride), x._offset if storage_offset is None else storage_offset
+    )
 
 
 def diagonal(x: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
@@ -303,20 +321,28 @@ def _is_advanced(i):
 def _normalize(x, index):
     if not isinstance(index, tuple):
         index = (index,)
-    n_used = sum(1 for i in index if i is not None and i is not Ellipsis and not (
-        isinstance(i, (bool, np.bool_))))
-    n_used += sum(i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.is_bool
-                  and i.ndim > 1)
-    n_used += sum(np.ndim(i) - 1 for i in index if isinstance(i, np.ndarray)
-                  and i.dtype == bool and i.ndim > 1)
+    n_used = sum(
+        1
+        for i in index
+        if i is not None and i is not Ellipsis and not (isinstance(i, (bool, np.bool_)))
+    )
+    n_used += sum(
+        i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.is_bool and i.ndim > 1
+    )
+    n_used += sum(
+        np.ndim(i) - 1
+        for i in index
+        if isinstance(i, np.ndarray) and i.dtype == bool and i.ndim > 1
+    )
     if sum(1 for i in index if i is Ellipsis) > 1:
         raise IndexError("pyrite: an index can only have a single ellipsis ('...')")
     if n_used > x.ndim:
-        raise IndexError(f"pyrite: too many indices for tensor of dimension {x.ndim} "
-                         f"(got {n_used})")
+        raise IndexError(
+            f"pyrite: too many indices for tensor of dimension {x.ndim} (got {n_used})"
+        )
     if Ellipsis in [i for i in index if not isinstance(i, (Tensor, np.ndarray, list))]:
         k = next(j for j, i in enumerate(index) if i is Ellipsis)
-        index = index[:k] + (slice(None),) * (x.ndim - n_used) + index[k + 1:]
+        index = index[:k] + (slice(None),) * (x.ndim - n_used) + index[k + 1 :]
     return index
 
 
@@ -347,13 +373,16 @@ def basic_index(x: Tensor, index):
         if isinstance(i, numbers.Integral):
             size = x._shape[d]
             if not -size <= i < size:
-                raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} "
-                                 f"with size {size}")
+                raise IndexError(
+                    f"pyrite: index {i} is out of bounds for dimension {d} with size {size}"
+                )
             offset += (i % size) * x._strides[d]
             d += 1
             continue
-        raise IndexError(f"pyrite: unsupported index {i!r} of type {type(i).__name__}; use "
-                         "ints, slices, None, ..., integer or boolean tensors")
+        raise IndexError(
+            f"pyrite: unsupported index {i!r} of type {type(i).__name__}; use "
+            "ints, slices, None, ..., integer or boolean tensors"
+        )
     shape.extend(x._shape[d:])
     strides.extend(x._strides[d:])
     return x._view(tuple(shape), tuple(strides), offset)
@@ -379,18 +408,57 @@ def setitem(x: Tensor, index, value):
     target.copy_(value)
 
 
-__all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis",
-           "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "unbind",
-           "broadcast_to", "as_strided", "diagonal"]
+__all__ = [
+    "as_strided",
+    "broadcast_to",
+    "diagonal",
+    "flatten",
+    "moveaxis",
+    "movedim",
+    "narrow",
+    "permute",
+    "reshape",
+    "select",
+    "squeeze",
+    "swapaxes",
+    "swapdims",
+    "t",
+    "transpose",
+    "unbind",
+    "unflatten",
+    "unsqueeze",
+]
 
 METHODS = {
-    "view": view, "reshape": reshape, "view_as": view_as, "reshape_as": reshape_as,
-    "contiguous": contiguous, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
-    "swapdims": swapdims, "t": t, "T": property(_T), "mT": property(_mT),
-    "H": property(_T), "mH": property(_mT), "adjoint": _mT,
-    "movedim": movedim, "moveaxis": movedim, "expand": expand, "expand_as": expand_as,
-    "broadcast_to": broadcast_to, "squeeze": squeeze, "unsqueeze": unsqueeze,
-    "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "select": select,
-    "unbind": unbind, "as_strided": as_strided, "diagonal": diagonal,
-    "__getitem__": getitem, "__setitem__": setitem,
+    "view": view,
+    "reshape": reshape,
+    "view_as": view_as,
+    "reshape_as": reshape_as,
+    "contiguous": contiguous,
+    "permute": permute,
+    "transpose": transpose,
+    "swapaxes": swapaxes,
+    "swapdims": swapdims,
+    "t": t,
+    "T": property(_T),
+    "mT": property(_mT),
+    "H": property(_T),
+    "mH": property(_mT),
+    "adjoint": _mT,
+    "movedim": movedim,
+    "moveaxis": movedim,
+    "expand": expand,
+    "expand_as": expand_as,
+    "broadcast_to": broadcast_to,
+    "squeeze": squeeze,
+    "unsqueeze": unsqueeze,
+    "flatten": flatten,
+    "unflatten": unflatten,
+    "narrow": narrow,
+    "select": select,
+    "unbind": unbind,
+    "as_strided": as_strided,
+    "diagonal": diagonal,
+    "__getitem__": getitem,
+    "__setitem__": setitem,
 }

@@ -18,7 +18,12 @@ import numpy as np
 F32_U = 2.0**-24  # unit roundoff of float32: half the gap between 1 and the next float
 
 # Unit roundoff 2^-p, p the significand's bits including the implicit one.
-_UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+_UNIT_ROUNDOFF = {
+    "float64": 2.0**-53,
+    "float32": 2.0**-24,
+    "float16": 2.0**-11,
+    "bfloat16": 2.0**-8,
+}
 # Smallest normal number: GPUs may flush subnormal results to zero (WGSL allows it).
 _TINY = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-14, "bfloat16": 2.0**-126}
 
@@ -124,4 +129,5 @@ def assert_close(actual, expected, atol=0.0, rtol=0.0, msg: str = "", equal_nan:
         f"(shape {e.shape}, actual {act.dtype}, expected {exp.dtype}, rtol={rtol:g})\n"
         f"  worst at index {idx}: actual={av!r} expected={ev!r} |diff|={abs(av - ev):.6g} "
         f"allowed={ok:.6g} rel={rel:.3g}\n"
-        f"  first mismatches at {first}")
+        f"  first mismatches at {first}"
+    )
