@@ -40,45 +40,6 @@ from . import nn
 __version__ = "0.1.0"
 
 
-def device_info() -> dict:
-    """The adapter in use: name, implementation (dawn|wgpu), backend, type, driver, features,
-    limits."""
-    return _backend.current().info()
-
-
-def set_device(device=None, backend=None, features=()):
-    """Choose the adapter by index, name substring, "cpu" (lavapipe) or "gpu", and the WebGPU
-    implementation ("dawn" or "wgpu"); returns the new device's info."""
-    return _backend.set_device(device, backend, features)
-
-
-def synchronize():
-    """Submit pending work and wait for the GPU to finish it."""
-    _backend.current().synchronize()
-
-
-def memory_stats() -> dict:
-    """Bytes held by live tensors and bytes pooled for reuse, with counters."""
-    dev = _backend.current()
-    pool = dev.pool
-    return {
-        "live_bytes": pool.live_bytes,
-        "pooled_bytes": pool.pooled_bytes + pool.recent_bytes,
-        "peak_live_bytes": pool.peak_live_bytes,
-        "buffers_created": pool.allocations,
-        "pipelines": dev.pipeline_count,
-        "dispatches": dev.dispatches,
-        "submits": dev.submits,
-    }
-
-
-def empty_cache():
-    """Return pooled buffers to the driver."""
-    dev = _backend.current()
-    dev.synchronize()
-    dev.pool.trim()
-
-
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
@@ -101,17 +62,17 @@ def promote_types(a, b):
     return _dtypes.result_type_of(_dtypes.from_any(a), _dtypes.from_any(b))
 
 
-class no_grad:
-    """Context manager and decorator; gradients arrive with the training issue."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, fn):
-        return fn
-
-
-inference_mode = enable_grad = no_grad
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .runtime import (
+    cuda,
+    device_info,
+    empty_cache,
+    finfo,
+    iinfo,
+    max_memory_allocated,
+    memory_allocated,
+    memory_stats,
+    set_default_dtype,
+    set_device,
+    synchronize,
+)

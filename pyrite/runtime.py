@@ -1,0 +1,123 @@
+"""Process-wide controls: the device in use, synchronisation, memory, and PyTorch's small
+compatibility helpers (finfo/iinfo, default dtype, the `pr.cuda` namespace)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import backend as _backend
+from . import dtypes as _dtypes
+
+
+def device_info() -> dict:
+    """The adapter in use: name, implementation (dawn|wgpu), backend, type, driver, features,
+    limits."""
+    return _backend.current().info()
+
+
+def set_device(device=None, backend=None, features=()):
+    """Choose the adapter by index, name substring, "cpu" (lavapipe) or "gpu", and the WebGPU
+    implementation ("dawn" or "wgpu"); returns the new device's info."""
+    return _backend.set_device(device, backend, features)
+
+
+def synchronize(device=None):
+    """Submit pending work and wait for the GPU to finish it."""
+    _backend.current().synchronize()
+
+
+def memory_stats() -> dict:
+    """Bytes held by live tensors and bytes pooled for reuse, with counters."""
+    dev = _backend.current()
+    pool = dev.pool
+    return {
+        "live_bytes": pool.live_bytes,
+        "pooled_bytes": pool.pooled_bytes + pool.recent_bytes,
+        "peak_live_bytes": pool.peak_live_bytes,
+        "buffers_created": pool.allocations,
+        "pipelines": dev.pipeline_count,
+        "dispatches": dev.dispatches,
+        "submits": dev.submits,
+    }
+
+
+def memory_allocated(device=None) -> int:
+    return _backend.current().pool.live_bytes
+
+
+def max_memory_allocated(device=None) -> int:
+    return _backend.current().pool.peak_live_bytes
+
+
+def empty_cache():
+    """Return pooled buffers to the driver."""
+    dev = _backend.current()
+    dev.synchronize()
+    dev.pool.trim()
+
+
+class finfo:
+    """Machine limits of a float dtype, as torch.finfo."""
+
+    def __init__(self, dtype=None):
+        dt = _dtypes.from_any(dtype) if dtype is not None else _dtypes.float32
+        if not dt.is_floating_point:
+            raise TypeError(f"pyrite: finfo needs a floating dtype, got {dt!r}")
+        info = np.finfo(dt.np)
+        self.dtype = dt
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self):
+        return f"finfo(eps={self.eps}, max={self.max}, min={self.min}, dtype={self.dtype.name})"
+
+
+class iinfo:
+    """Limits of an integer dtype, as torch.iinfo (pyrite's integers are 32-bit)."""
+
+    def __init__(self, dtype):
+        dt = _dtypes.from_any(dtype)
+        if dt.kind != "i":
+            raise TypeError(f"pyrite: iinfo needs an integer dtype, got {dt!r}")
+        info = np.iinfo(np.int32)
+        self.dtype = dt
+        self.bits, self.max, self.min = info.bits, int(info.max), int(info.min)
+
+
+def set_default_dtype(d):
+    """Only float32 is accepted: pyrite's default float is float32 (float16 is storage)."""
+    if _dtypes.from_any(d) is not _dtypes.float32:
+        raise TypeError(f"pyrite: the default dtype must be float32, got {d!r}")
+
+
+class cuda:
+    """`pr.cuda` as ported scripts call it. There is no CUDA here; "available" means a GPU
+    adapter is in use, so `device = "cuda" if torch.cuda.is_available() else "cpu"` works (both
+    strings are accepted and ignored: pyrite has one device)."""
+
+    @staticmethod
+    def is_available() -> bool:
+        return _backend.current().adapter_type != "CPU"
+
+    @staticmethod
+    def device_count() -> int:
+        return 1 if cuda.is_available() else 0
+
+    @staticmethod
+    def synchronize(device=None):
+        synchronize()
+
+    @staticmethod
+    def manual_seed(seed):
+        from .ops.creation import manual_seed
+
+        return manual_seed(seed)
+
+    manual_seed_all = manual_seed
+    empty_cache = staticmethod(empty_cache)
+    memory_allocated = staticmethod(memory_allocated)
+    max_memory_allocated = staticmethod(max_memory_allocated)

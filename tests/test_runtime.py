@@ -1,0 +1,87 @@
+"""Process-wide controls: grad mode switches, device info, memory counters, finfo/iinfo and the
+`pr.cuda` namespace that ported scripts call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+
+
+def test_grad_mode_nests_and_decorates():
+    assert pr.is_grad_enabled()
+    with pr.no_grad():
+        assert not pr.is_grad_enabled()
+        with pr.enable_grad():
+            assert pr.is_grad_enabled()
+        assert not pr.is_grad_enabled()
+    assert pr.is_grad_enabled()
+
+    @pr.no_grad()
+    def f():
+        return pr.is_grad_enabled()
+
+    assert f() is False and pr.is_grad_enabled()
+    with pr.inference_mode():
+        assert not pr.is_grad_enabled()
+    pr.set_grad_enabled(False)
+    assert not pr.is_grad_enabled()
+    pr.set_grad_enabled(True)
+    with pr.set_grad_enabled(False):
+        assert not pr.is_grad_enabled()
+    assert pr.is_grad_enabled()
+
+
+def test_finfo_iinfo_match_torch():
+    for ours, theirs in ((pr.float32, torch.float32), (pr.float16, torch.float16)):
+        a, b = pr.finfo(ours), torch.finfo(theirs)
+        assert (a.eps, a.max, a.min, a.tiny, a.bits) == (b.eps, b.max, b.min, b.tiny, b.bits)
+    i = pr.iinfo(pr.int32)
+    assert (i.max, i.min, i.bits) == (2**31 - 1, -(2**31), 32)
+    with pytest.raises(TypeError, match="integer dtype"):
+        pr.iinfo(pr.float32)
+    assert pr.iinfo(pr.int64).max == 2**31 - 1  # int64 is stored as int32
+
+
+def test_default_dtype_only_float32():
+    pr.set_default_dtype(pr.float32)
+    assert pr.get_default_dtype() is pr.float32
+    with pytest.raises(TypeError, match="float32"):
+        pr.set_default_dtype(pr.float16)
+
+
+def test_device_info_and_memory_counters():
+    info = pr.device_info()
+    for key in ("name", "implementation", "backend", "type", "driver", "features", "limits"):
+        assert key in info
+    assert info["implementation"] in ("dawn", "wgpu")
+    assert info["limits"]["max-storage-buffer-binding-size"] > 0
+    before = pr.memory_allocated()
+    x = pr.ones(1000, 257)  # ~1 MB
+    assert pr.memory_allocated() - before >= 1000 * 257 * 4
+    assert pr.max_memory_allocated() >= pr.memory_allocated()
+    del x
+    assert pr.memory_allocated() == before
+
+
+def test_cuda_namespace_for_ported_scripts():
+    dev = "cuda" if pr.cuda.is_available() else "cpu"
+    x = pr.arange(4.0).to(dev)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert pr.cuda.is_available() == (pr.device_info()["type"] != "CPU")
+    pr.cuda.manual_seed(3)
+    a = pr.rand(5).numpy()
+    pr.manual_seed(3)
+    np.testing.assert_array_equal(a, pr.rand(5).numpy())
+    pr.cuda.synchronize()
+
+
+def test_empty_cache_returns_pooled_buffers():
+    x = pr.ones(4096, 64)
+    del x
+    pr.synchronize()
+    pr.empty_cache()
+    assert pr.memory_stats()["pooled_bytes"] == 0
+    assert (pr.ones(3) + 1).tolist() == [2.0, 2.0, 2.0]  # the device still works
