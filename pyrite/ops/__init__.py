@@ -21,6 +21,8 @@ MODULES = [
     "combine",
     "sorting",
     "rowops",
+    "compare",
+    "stats",
 ]
 
 loaded = []
