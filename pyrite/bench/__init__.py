@@ -145,7 +145,16 @@ def bench_copy(rep, n):
         return a + x
 
     t_add = _median_time(add)
-    rep.add("elementwise add a + b (2 reads, 1 write)", 3 * nbytes / t_add / 1e9, "GB/s", ceiling)
+    an, bn = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
+    add_peers = {"numpy": 3 * nbytes / _peer_time(lambda: an + bn) / 1e9}
+    if torch is not None:
+        at, bt = torch.from_numpy(an), torch.from_numpy(bn)
+        add_peers["torch-cpu"] = 3 * nbytes / _peer_time(lambda: at + bt) / 1e9
+        if torch.cuda.is_available():
+            ac, bc = at.cuda(), bt.cuda()
+            add_peers["torch-cuda"] = 3 * nbytes / _cuda_time(torch, lambda: ac + bc) / 1e9
+    rep.add("elementwise add a + b (2 reads, 1 write)", 3 * nbytes / t_add / 1e9, "GB/s", ceiling,
+            add_peers)
 
 
 xn = xn2 = None
