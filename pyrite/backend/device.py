@@ -25,9 +25,13 @@ WANTED_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query")
 INFO_WINDOW_WORDS = 128
 INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch
 
-# Dispatches recorded before a batch is submitted without being asked. Measured with
-# `pyrite bench` (overhead of 1,000 chained adds): on lavapipe 64..512 differ by < 5 %; on the
-# H200 through Dawn larger batches amortise the submit. 256 keeps the arena within one window.
+# Dispatches recorded before a batch is submitted without being asked. Measured on the H200
+# (2026-11-29, `PYRITE_BATCH=N pyrite bench --only overhead`, 1,000 chained adds, µs an op,
+# Dawn / wgpu-native): 32: 13.1 / 16.8; 256: 10.5-18.8 / 13.8-21.5 over four runs; 1024:
+# 18.0 / 16.0. The spread between runs of one setting (the host's numpy peer moved 0.9-2.0 µs
+# in the same runs) is larger than between settings, so the choice is not sensitive; 256 keeps
+# the info arena (64K words, <= 128 a dispatch) to one write per batch and bounds the buffers
+# held back from uploads.
 BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
 # Buffers freed during a batch are held from uploads until it is submitted; past this many bytes,
 # submit so they return to the common pool.
