@@ -44,19 +44,24 @@ from ..kernels.indexing import (
     nonzero_write_kernel,
     scatter_kernel,
 )
-from ..tensor import Tensor, contiguous_strides
-from .core import broadcast_shapes, broadcast_strides, coalesce, contiguous_copy, empty, run_map
+from ..tensor import Tensor
+from .core import (
+    broadcast_shapes,
+    broadcast_strides,
+    coalesce,
+    contiguous_copy,
+    empty,
+    run_map,
+    upload,
+)
 
 _INFO_LIMIT = 128  # words of info a dispatch may bind (backend/device.py INFO_WINDOW_WORDS)
 
 
 # ---- host data -----------------------------------------------------------------------------
 def _host(arr, dtype=D.int32) -> Tensor:
-    """Upload a host array as a new contiguous tensor of `dtype`.
-
-    Written into a fresh pool buffer directly (no poison fill first: a fill recorded in the
-    pending batch would run after the queue write and overwrite it).
-    """
+    """Upload a host array as a new contiguous tensor of `dtype`: converts it to `dtype`'s
+    storage layout (bool as uint32, floats truncated for an int dtype), then `core.upload`."""
     arr = np.asarray(arr)
     if dtype is D.bool_:
         host = np.ascontiguousarray(arr != 0, dtype=np.uint32)
@@ -64,11 +69,7 @@ def _host(arr, dtype=D.int32) -> Tensor:
         if dtype.kind == "i" and arr.dtype.kind == "f":
             arr = np.trunc(arr)
         host = np.ascontiguousarray(arr, dtype=dtype.np)
-    dev = backend.current()
-    storage = dev.pool.allocate(max(host.nbytes, 4), upload=True)
-    if host.size:
-        dev.upload(storage, host)
-    return Tensor._make(storage, host.shape, contiguous_strides(host.shape), 0, dtype)
+    return upload(host, dtype)
 
 
 def _is_int_scalar(i) -> bool:
