@@ -54,6 +54,7 @@ from .core import (
     run_map,
     upload,
 )
+from .views import wrap_index
 
 _INFO_LIMIT = 128  # words of info a dispatch may bind (backend/device.py INFO_WINDOW_WORDS)
 
@@ -298,12 +299,7 @@ def _plan(x: Tensor, index) -> _Walk:
             continue
         if _is_int_scalar(it):
             i = int(it.item()) if isinstance(it, Tensor) else int(it)
-            size = x._shape[d]
-            if not -size <= i < size:
-                raise IndexError(
-                    f"pyrite: index {i} is out of bounds for dimension {d} with size {size}"
-                )
-            base += (i % size) * x._strides[d]
+            base += wrap_index(i, x._shape[d], d) * x._strides[d]
             d += 1
             continue
         if first_out is None:

@@ -271,13 +271,17 @@ def narrow(x: Tensor, dim, start, length) -> Tensor:
     return x._view(tuple(shape), x._strides, x._offset + start * x._strides[d])
 
 
-def select(x: Tensor, dim, index) -> Tensor:
-    d = x._dim(dim)
-    size = x._shape[d]
-    i = int(index)
+def wrap_index(i: int, size: int, d: int) -> int:
+    """An integer index into a dim of `size` (dim number `d`, for the message), negative
+    counting from the end, as 0..size-1; PyTorch's IndexError when out of range."""
     if not -size <= i < size:
         raise IndexError(f"pyrite: index {i} is out of bounds for dimension {d} with size {size}")
-    i %= size
+    return i % size
+
+
+def select(x: Tensor, dim, index) -> Tensor:
+    d = x._dim(dim)
+    i = wrap_index(int(index), x._shape[d], d)
     return x._view(
         x._shape[:d] + x._shape[d + 1 :],
         x._strides[:d] + x._strides[d + 1 :],
@@ -371,12 +375,7 @@ def basic_index(x: Tensor, index):
         if isinstance(i, Tensor):
             i = i.item()
         if isinstance(i, numbers.Integral):
-            size = x._shape[d]
-            if not -size <= i < size:
-                raise IndexError(
-                    f"pyrite: index {i} is out of bounds for dimension {d} with size {size}"
-                )
-            offset += (i % size) * x._strides[d]
+            offset += wrap_index(i, x._shape[d], d) * x._strides[d]
             d += 1
             continue
         raise IndexError(
