@@ -19,6 +19,7 @@ from ..ops import indexing as _indexing
 from ..ops import matmul as _matmul
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
+from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d
 from ..ops.core import broadcast_shapes, empty, run_map
 
 softmax = _rowops.softmax
@@ -162,44 +163,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 # ---- convolution and pooling (ops/conv.py) -------------------------------------------------
-def _conv():
-    from ..ops import conv
-
-    return conv
-
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv().conv1d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv().conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def max_pool2d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
-    return _conv().max_pool2d(
-        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
-    )
-
-
-def avg_pool2d(
-    input,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-):
-    return _conv().avg_pool2d(
-        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
-    )
-
-
-def adaptive_avg_pool2d(input, output_size):
-    return _conv().adaptive_avg_pool2d(input, output_size)
+# conv1d, conv2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: ops/conv.py's, imported above
+# (same names, arguments and defaults as torch.nn.functional's).
 
 
 # ---- losses --------------------------------------------------------------------------------
