@@ -275,6 +275,16 @@ def _upload(a: np.ndarray, dtype):
     return tensor(np.ascontiguousarray(a), dtype=dtype)
 
 
+def _unique_result(vals, inv, cnt, dtype, return_inverse, return_counts):
+    """unique's and unique_consecutive's result: the values, then inverse and counts if asked."""
+    res = [_upload(vals, dtype)]
+    if return_inverse:
+        res.append(_upload(inv.astype(np.int32), D.int32))
+    if return_counts:
+        res.append(_upload(cnt.astype(np.int32), D.int32))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     x = as_tensor_arg(input)
     a = x.numpy()
@@ -287,12 +297,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         d = x._dim(dim)
         vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
         inv = inv.reshape(-1)
-    res = [_upload(vals, x.dtype)]
-    if return_inverse:
-        res.append(_upload(inv.astype(np.int32), D.int32))
-    if return_counts:
-        res.append(_upload(cnt.astype(np.int32), D.int32))
-    return res[0] if len(res) == 1 else tuple(res)
+    return _unique_result(vals, inv, cnt, x.dtype, return_inverse, return_counts)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -318,12 +323,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         inv = np.cumsum(starts) - 1
     pos = np.flatnonzero(starts)
     cnt = np.diff(np.append(pos, starts.size))
-    res = [_upload(vals, x.dtype)]
-    if return_inverse:
-        res.append(_upload(inv.astype(np.int32), D.int32))
-    if return_counts:
-        res.append(_upload(cnt.astype(np.int32), D.int32))
-    return res[0] if len(res) == 1 else tuple(res)
+    return _unique_result(vals, inv, cnt, x.dtype, return_inverse, return_counts)
 
 
 __all__ = [
