@@ -208,6 +208,27 @@ def _mask_walk(rank: int, stype: str) -> str:
     return "".join(lines)
 
 
+def _nonzero_prologue() -> list[str]:
+    """The start of both nonzero kernels' bodies: flat ids and this invocation's first element."""
+    return [
+        FLAT_INDEX.format(wg=WG),
+        f"  let wg_id = i32(wg_flat);\n  let first = gi * {NONZERO_PER_THREAD};\n  var c = 0u;\n",
+    ]
+
+
+def _nonzero_source(head: str, rank: int, stype: str, body: list[str], modes: str) -> KernelSource:
+    """A nonzero kernel: buffers, the per-workgroup partial counts, the mask walk, the body."""
+    return KernelSource(
+        head
+        + f"var<workgroup> part: array<u32, {WG}>;\n"
+        + _mask_walk(rank, stype)
+        + ENTRY.format(wg=WG)
+        + "".join(body)
+        + "}\n",
+        modes,
+    )
+
+
 @lru_cache(maxsize=64)
 def nonzero_count_kernel(rank: int, stype: str) -> KernelSource:
     """counts[w] = number of nonzero elements in chunk w (1,024 consecutive elements).
@@ -216,10 +237,7 @@ def nonzero_count_kernel(rank: int, stype: str) -> KernelSource:
     """
     head = header([("m", stype, "r"), ("counts", "u32", "w")])
     per = NONZERO_PER_THREAD
-    body = [
-        FLAT_INDEX.format(wg=WG),
-        f"  let wg_id = i32(wg_flat);\n  let first = gi * {per};\n  var c = 0u;\n",
-    ]
+    body = _nonzero_prologue()
     for j in range(per):
         body.append(f"  if (first + {j} < info[0] && nz(first + {j})) {{ c = c + 1u; }}\n")
     body.append(
@@ -227,15 +245,7 @@ def nonzero_count_kernel(rank: int, stype: str) -> KernelSource:
         f"    for (var t = 0u; t < {WG}u; t = t + 1u) {{ acc = acc + part[t]; }}\n"
         "    counts[wg_id] = acc;\n  }\n"
     )
-    return KernelSource(
-        head
-        + f"var<workgroup> part: array<u32, {WG}>;\n"
-        + _mask_walk(rank, stype)
-        + ENTRY.format(wg=WG)
-        + "".join(body)
-        + "}\n",
-        "rw",
-    )
+    return _nonzero_source(head, rank, stype, body, "rw")
 
 
 @lru_cache(maxsize=64)
@@ -250,10 +260,7 @@ def nonzero_write_kernel(rank: int, stype: str) -> KernelSource:
     """
     head = header([("m", stype, "r"), ("starts", "u32", "r"), ("out", "i32", "w")])
     per = NONZERO_PER_THREAD
-    body = [
-        FLAT_INDEX.format(wg=WG),
-        f"  let wg_id = i32(wg_flat);\n  let first = gi * {per};\n  var c = 0u;\n",
-    ]
+    body = _nonzero_prologue()
     for j in range(per):
         body.append(
             f"  let f{j} = first + {j} < info[0] && nz(first + {j});\n"
@@ -270,12 +277,4 @@ def nonzero_write_kernel(rank: int, stype: str) -> KernelSource:
         for d in range(rank - 1, -1, -1):
             body.append(f"    out[p * {rank} + {d}] = r % info[{3 + d}]; r = r / info[{3 + d}];\n")
         body.append("    p = p + 1;\n  }\n")
-    return KernelSource(
-        head
-        + f"var<workgroup> part: array<u32, {WG}>;\n"
-        + _mask_walk(rank, stype)
-        + ENTRY.format(wg=WG)
-        + "".join(body)
-        + "}\n",
-        "rrw",
-    )
+    return _nonzero_source(head, rank, stype, body, "rrw")
