@@ -83,7 +83,11 @@ def map_kernel(
 
     def block(gi, indent):
         pad = " " * indent
-        return f"{pad}{{\n{pad}  let gi = {gi};\n" + "".join(pad + "  " + e for e in elem) + f"{pad}}}\n"
+        return (
+            f"{pad}{{\n{pad}  let gi = {gi};\n"
+            + "".join(pad + "  " + e for e in elem)
+            + f"{pad}}}\n"
+        )
 
     flat = FLAT_INDEX.format(wg=WG).replace(
         f"let gi = i32(wg_flat * {WG}u + lid.x);",
