@@ -70,9 +70,11 @@ def sum_tol(eps=EPS32):
     return tol
 
 
-def to_device(a: np.ndarray, dtype: str, layout: str):
-    """A pyrite tensor holding `a` as `dtype`, laid out as asked (the values are unchanged)."""
-    dt = getattr(pr, dtype if dtype != "bool" else "bool")
+def to_device(a: np.ndarray, dtype: str | None, layout: str):
+    """A pyrite tensor holding `a` as `dtype` (None: inferred, as pr.tensor does), laid out as
+    asked (the values are unchanged): 'c' contiguous, 't' a transposed view, 's' a strided
+    slice, 'e' an expanded row where `a`'s rows are all equal."""
+    dt = None if dtype is None else getattr(pr, dtype)
     if layout == "t" and a.ndim >= 2:
         t = pr.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=dt)
         return t.transpose(-1, -2)
@@ -83,6 +85,11 @@ def to_device(a: np.ndarray, dtype: str, layout: str):
     if layout == "e" and a.ndim >= 1 and a.shape[0] > 1 and np.all(a == a[:1]):
         return pr.tensor(a[:1], dtype=dt).expand(*a.shape)
     return pr.tensor(a, dtype=dt)
+
+
+def laid_out(a: np.ndarray, layout: str = "c"):
+    """to_device with the dtype inferred from `a`."""
+    return to_device(a, None, layout)
 
 
 def round_to(a: np.ndarray, dtype: str) -> np.ndarray:

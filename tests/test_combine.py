@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from optable import laid_out
 
 import pyrite as pr
 from pyrite.errors import ShapeError
@@ -38,15 +39,7 @@ def same(got, want):
 
 def pair(a, layout="c"):
     """(pyrite, torch) holding `a`; layout 't' gives a transposed view, 's' a strided slice."""
-    if layout == "t":
-        p = pr.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-    elif layout == "s":
-        wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
-        wide[..., ::2] = a
-        p = pr.tensor(wide)[..., ::2]
-    else:
-        p = pr.tensor(a)
-    return p, torch.tensor(a)
+    return laid_out(a, layout), torch.tensor(a)
 
 
 def rnd(rng, *shape):

@@ -13,20 +13,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from optable import EPS32, assert_close
+from optable import EPS32, assert_close, laid_out
 
 import pyrite as pr
-
-
-def _t(a, layout="c"):
-    """A pyrite tensor holding a; 't': a transposed view, 's': a strided slice."""
-    if layout == "t":
-        return pr.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-    if layout == "s":
-        wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
-        wide[..., ::2] = a
-        return pr.tensor(wide)[..., ::2]
-    return pr.tensor(a)
 
 
 def _f32(rng, *shape):
@@ -48,18 +37,22 @@ def test_isclose_matches_torch(rng, layout, tol):
     a[1, :7], b[1, :7] = SPECIALS, SPECIALS[::-1]
     rtol, atol = tol
     for equal_nan in (False, True):
-        got = pr.isclose(_t(a, layout), _t(b, layout), rtol=rtol, atol=atol, equal_nan=equal_nan)
+        got = pr.isclose(
+            laid_out(a, layout), laid_out(b, layout), rtol=rtol, atol=atol, equal_nan=equal_nan
+        )
         want = torch.isclose(
             torch.tensor(a), torch.tensor(b), rtol=rtol, atol=atol, equal_nan=equal_nan
         )
         np.testing.assert_array_equal(got.numpy(), want.numpy())
-        assert pr.allclose(_t(a, layout), _t(b, layout), rtol, atol, equal_nan) is bool(want.all())
+        assert pr.allclose(laid_out(a, layout), laid_out(b, layout), rtol, atol, equal_nan) is bool(
+            want.all()
+        )
 
 
 def test_isclose_broadcast_int_bool_and_methods(rng):
     a = rng.integers(-5, 5, (3, 1, 5)).astype(np.int32)
     b = rng.integers(-5, 5, (4, 5)).astype(np.int32)
-    got = _t(a).isclose(_t(b), atol=1)
+    got = laid_out(a).isclose(laid_out(b), atol=1)
     want = torch.isclose(torch.tensor(a), torch.tensor(b), atol=1)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert got.shape == pr.Size([3, 4, 5])
@@ -83,11 +76,11 @@ def test_isclose_errors():
 
 def test_equal(rng):
     a = _f32(rng, 6, 7)
-    assert pr.equal(_t(a), _t(a, "t")) is True
+    assert pr.equal(laid_out(a), laid_out(a, "t")) is True
     b = a.copy()
     b[5, 6] += 1
-    assert pr.equal(_t(a), _t(b)) is False
-    assert _t(a).equal(_t(a[:, :6])) is False  # shapes differ: no broadcast
+    assert pr.equal(laid_out(a), laid_out(b)) is False
+    assert laid_out(a).equal(laid_out(a[:, :6])) is False  # shapes differ: no broadcast
     assert pr.equal(pr.tensor([np.nan]), pr.tensor([np.nan])) is torch.equal(
         torch.tensor([np.nan]), torch.tensor([np.nan])
     )
@@ -238,7 +231,7 @@ def test_histc(rng, shape):
         assert got.dtype is pr.float32 and got.shape == pr.Size([bins])
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     if len(shape) == 2:  # a transposed view
-        got = _t(x.T.copy(), "t").histc(bins=9)
+        got = laid_out(x.T.copy(), "t").histc(bins=9)
         np.testing.assert_array_equal(
             got.numpy(), torch.histc(torch.tensor(x.T.copy()), bins=9).numpy()
         )
@@ -309,7 +302,7 @@ def test_broadcast_shapes():
 def test_trace(rng):
     for shape in [(1, 1), (5, 3), (3, 7), (16, 16)]:
         a = _f32(rng, *shape)
-        got = pr.trace(_t(a.T.copy(), "t"))
+        got = pr.trace(laid_out(a.T.copy(), "t"))
         assert_close(
             got.numpy().astype(np.float64),
             np.float64(torch.trace(torch.tensor(a))),
@@ -356,7 +349,7 @@ def test_logaddexp(rng):
 @pytest.mark.parametrize(("shape", "dim"), [((1,), 0), ((4, 37), 1), ((70, 3), 0), ((3, 5, 2), 1)])
 def test_logcumsumexp(rng, shape, dim):
     x = (rng.standard_normal(shape) * 20).astype(np.float32)
-    got = pr.logcumsumexp(_t(x, "s"), dim).numpy().astype(np.float64)
+    got = pr.logcumsumexp(laid_out(x, "s"), dim).numpy().astype(np.float64)
     want = torch.logcumsumexp(torch.tensor(x, dtype=torch.float64), dim).numpy()
     # each output goes through ceil(log2 L) logaddexps, each within a few ulps of its result
     passes = max(1, math.ceil(math.log2(shape[dim])))
@@ -371,7 +364,7 @@ def test_cummax_cummin(rng, op, shape, dim):
     flts = rng.standard_normal(shape).astype(np.float32)
     flts.reshape(-1)[::7] = np.nan
     for a in (ints, flts):
-        got = getattr(pr, op)(_t(a, "t") if a.ndim > 1 else pr.tensor(a), dim)
+        got = getattr(pr, op)(laid_out(a, "t") if a.ndim > 1 else pr.tensor(a), dim)
         want = getattr(torch, op)(torch.tensor(a), dim)
         np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
         np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())

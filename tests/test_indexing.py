@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from optable import laid_out
 
 import pyrite as pr
 from pyrite.errors import ShapeError
@@ -63,14 +64,7 @@ def _source(rng, shape, layout, dtype="float32"):
         a = rng.integers(-1000, 1000, shape).astype(np.int32)
     else:
         a = rng.random(shape) > 0.5
-    if layout == "t":
-        x = pr.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-    elif layout == "s":
-        wide = np.zeros(shape[:-1] + (2 * shape[-1],), a.dtype)
-        wide[..., ::2] = a
-        x = pr.tensor(wide)[..., ::2]
-    else:
-        x = pr.tensor(a)
+    x = laid_out(a, layout)
     assert layout == "c" or not x.is_contiguous()
     return x, torch.tensor(a)
 

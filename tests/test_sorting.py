@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from optable import laid_out
 
 import pyrite as pr
 
@@ -38,16 +39,6 @@ def ties_and_nans(rng, shape, dtype="float32"):
     return a
 
 
-def on_device(a, layout):
-    if layout == "t" and a.ndim >= 2:
-        return pr.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-    if layout == "s":
-        wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
-        wide[..., ::2] = a
-        return pr.tensor(wide)[..., ::2]
-    return pr.tensor(a)
-
-
 CASES = [
     ((1,), -1),
     ((7,), 0),
@@ -65,7 +56,7 @@ CASES = [
 def test_sort_argsort(rng, dtype, layout):
     for shape, dim in CASES:
         a = ties_and_nans(rng, shape, dtype)
-        x, t = on_device(a, layout), torch.tensor(a)
+        x, t = laid_out(a, layout), torch.tensor(a)
         for desc in (False, True):
             v, i = pr.sort(x, dim=dim, descending=desc)
             tv, ti = torch.sort(t, dim=dim, descending=desc, stable=True)
