@@ -153,8 +153,13 @@ def bench_copy(rep, n):
         if torch.cuda.is_available():
             ac, bc = at.cuda(), bt.cuda()
             add_peers["torch-cuda"] = 3 * nbytes / _cuda_time(torch, lambda: ac + bc) / 1e9
-    rep.add("elementwise add a + b (2 reads, 1 write)", 3 * nbytes / t_add / 1e9, "GB/s", ceiling,
-            add_peers)
+    rep.add(
+        "elementwise add a + b (2 reads, 1 write)",
+        3 * nbytes / t_add / 1e9,
+        "GB/s",
+        ceiling,
+        add_peers,
+    )
 
 
 xn = xn2 = None
