@@ -190,6 +190,32 @@ def bench_reduce(rep, n):
     rep.add(f"row sums ({n // 1024:,} x 1024)", n * 4 / t2 / 1e9, "GB/s")
 
 
+def bench_rowops(rep, rows, width=1024):
+    """The fused row kernels: one read and one write of the tensor is their floor."""
+    x = pr.randn(rows, width)
+    nbytes = 2 * rows * width * 4
+    torch = _torch()
+    F = pr.nn.functional
+    cases = [
+        ("softmax(dim=-1)", lambda: x.softmax(-1), "softmax"),
+        ("layer_norm", lambda: F.layer_norm(x, (width,)), "layer_norm"),
+    ]
+    for label, fn, tname in cases:
+        t = _median_time(fn)
+        peers = {}
+        if torch is not None:
+            xt = torch.from_numpy(np.random.standard_normal((rows, width)).astype(np.float32))
+            tf = {
+                "softmax": lambda v: v.softmax(-1),
+                "layer_norm": lambda v: torch.nn.functional.layer_norm(v, (width,)),
+            }[tname]
+            peers["torch-cpu"] = nbytes / _peer_time(lambda: tf(xt)) / 1e9
+            if torch.cuda.is_available():
+                xc = xt.cuda()
+                peers["torch-cuda"] = nbytes / _cuda_time(torch, lambda: tf(xc)) / 1e9
+        rep.add(f"{label} ({rows:,} x {width})", nbytes / t / 1e9, "GB/s", None, peers)
+
+
 def bench_matmul(rep, sizes):
     if not hasattr(pr, "matmul"):
         rep.add("matmul (not built yet)", 0.0, "GFLOP/s")
@@ -304,7 +330,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
-    p.add_argument("--only", default="", help="comma list: copy,reduce,matmul,overhead")
+    p.add_argument(
+        "--only", default="", help="comma list: copy,reduce,rowops,matmul,overhead,baked"
+    )
     args = p.parse_args(argv)
     info = pr.device_info()
     cpu = info["type"] == "CPU"
@@ -322,6 +350,7 @@ def main(argv=None):
     steps = [
         ("copy", lambda: bench_copy(rep, n)),
         ("reduce", lambda: bench_reduce(rep, n)),
+        ("rowops", lambda: bench_rowops(rep, n // 1024)),
         ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else [1024, 2048, 4096])),
         ("overhead", lambda: bench_overhead(rep)),
         ("baked", lambda: bench_baked(rep)),
