@@ -19,8 +19,9 @@ import numbers
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor, contiguous_strides
+from .casts import clone, fill_
 from .core import empty, run_map
-from .elementwise import as_tensor_arg, clone, fill_
+from .elementwise import as_tensor_arg
 from .views import diagonal, expand, narrow, reshape, unsqueeze
 
 

@@ -1,4 +1,4 @@
-"""Comparisons that answer "are these the same?": isclose, allclose, equal, and `type_as`.
+"""Comparisons that answer "are these the same?": isclose, allclose, equal.
 
 `isclose` is one strided map (ops/core.py `run_map`) in f32 arithmetic: |a - b| <= atol + rtol·|b|
 for finite values, exact equality for infinities, NaN == NaN only with equal_nan. NaN and inf
@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import as_tensor_arg, to_dtype
+from .elementwise import as_tensor_arg
 
 # x0 = input, x1 = other, s0 = rtol, s1 = atol, s2 = equal_nan (1.0 / 0.0); all f32.
 _ISCLOSE = (
@@ -71,10 +71,6 @@ def equal(input, other) -> bool:
     return bool(same.all().item())
 
 
-def type_as(self: Tensor, other: Tensor) -> Tensor:
-    return to_dtype(self, other.dtype)
-
-
 __all__ = ["allclose", "equal", "isclose"]
 
-METHODS = {"allclose": allclose, "isclose": isclose, "equal": equal, "type_as": type_as}
+METHODS = {"allclose": allclose, "isclose": isclose, "equal": equal}

@@ -1,7 +1,11 @@
-"""Elementwise ops with broadcasting and PyTorch's type promotion, over the strided map kernel.
+"""Elementwise math with broadcasting and PyTorch's type promotion, over the strided map kernel:
+the unary and binary op tables, `unary`/`binary`/`_ternary`, promotion (`result_dtype`), the
+functions in PyTorch's spelling (add, exp, where, clamp, ...), and the Tensor operators
+(`+`, `<`, `+=`, ...) and in-place methods (`add_`, `exp_`, ...) built on them.
 
 Each op is a WGSL expression in `A` (and `B`, `C`) written for the compute type (f32 for both
-float dtypes, i32, bool). Python scalars travel as info words, never as buffers.
+float dtypes, i32, bool). Python scalars travel as info words, never as buffers. Casts and
+copies (`to`, `float()`, `clone`, `copy_`, `fill_`) are in ops/casts.py.
 """
 
 from __future__ import annotations
@@ -165,10 +169,13 @@ def result_dtype(a, b):
         return D.promote_with_scalar(b.dtype, a)
     if _is_scalar(b):
         return D.promote_with_scalar(a.dtype, b)
-    da, db = a.dtype, b.dtype
+    return _promote_tensors(a.dtype, not a._shape, b.dtype, not b._shape)
+
+
+def _promote_tensors(da, a0, db, b0):
+    """Two tensors' result dtype from their dtypes and whether each is 0-d (a0, b0)."""
     if da is db:
         return da
-    a0, b0 = not a._shape, not b._shape
     if a0 != b0:
         dim, zero = (db, da) if a0 else (da, db)
         if "bif".index(zero.kind) > "bif".index(dim.kind):
@@ -469,28 +476,20 @@ def signbit(input):
     )
 
 
-class _Probe:
-    """A dtype-and-shape stand-in so result_dtype can fold more than two operands."""
-
-    __slots__ = ("_shape", "dtype")
-
-    def __init__(self, dtype, shape):
-        self.dtype = dtype
-        self._shape = shape
-
-
 def _fold_dtype(xs):
-    probe = None
+    """result_dtype folded left to right over tensors and Python scalars (scalars before the
+    first tensor are skipped); the running result counts as 0-d while every tensor so far is."""
+    dt = zero_d = None
     for x in xs:
-        if probe is None:
-            if _is_scalar(x):
-                continue
-            probe = _Probe(x.dtype, x._shape)
-            continue
-        dt = result_dtype(probe, x if not isinstance(x, Tensor) else _Probe(x.dtype, x._shape))
-        shape = probe._shape or (x._shape if isinstance(x, Tensor) else ())
-        probe = _Probe(dt, shape)
-    return probe.dtype
+        if _is_scalar(x):
+            if dt is not None:
+                dt = D.promote_with_scalar(dt, x)
+        elif dt is None:
+            dt, zero_d = x.dtype, not x._shape
+        else:
+            dt = _promote_tensors(dt, zero_d, x.dtype, not x._shape)
+            zero_d = zero_d and not x._shape
+    return dt
 
 
 def _ternary(expr_f, expr_i, xs, out_dtype=None, cond=None):
@@ -529,6 +528,13 @@ def _ternary(expr_f, expr_i, xs, out_dtype=None, cond=None):
     )
 
 
+def _scalar_tensor(x, dtype):
+    """A 0-d tensor of `dtype` holding the Python scalar `x`."""
+    from .creation import full
+
+    return full((), x, dtype=dtype)
+
+
 def where(condition, input=None, other=None):
     if input is None and other is None:
         from .indexing import nonzero
@@ -542,14 +548,8 @@ def where(condition, input=None, other=None):
         # torch.where(cond, 1.0, 0.0): scalars make the default dtype of their category
         kind = max((D.scalar_kind(x) for x in xs), key="bif".index)
         dt = {"f": D.float32, "i": D.int32, "b": D.bool_}[kind]
-        xs = [D_tensor(x, dt) for x in xs]
+        xs = [_scalar_tensor(x, dt) for x in xs]
     return _ternary("select(B, A, K)", "select(B, A, K)", xs, cond=condition)
-
-
-def D_tensor(x, dt):
-    from .creation import full
-
-    return full((), x, dtype=dt)
 
 
 def lerp(input, end, weight):
@@ -612,63 +612,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     )
 
 
-# ---- casts and copies ----------------------------------------------------------------------
-def to_dtype(x: Tensor, dtype) -> Tensor:
-    dtype = D.from_any(dtype)
-    if dtype is x.dtype:
-        return x
-    return run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, dtype), x.dtype.ctype)
-
-
-def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    return run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, x.dtype), x.dtype.ctype)
-
-
-def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
-    """Copy `src` (broadcast, cast) into this tensor's elements, in place."""
-    src = as_tensor_arg(src) if not _is_scalar(src) else src
-    if _is_scalar(src):
-        return fill_(self, src)
-    shape = broadcast_shapes(self._shape, src._shape)
-    if shape != self._shape:
-        from ..errors import ShapeError
-
-        raise ShapeError(
-            f"pyrite: copy_: source shape {tuple(src._shape)} does not broadcast "
-            f"to {tuple(self._shape)}"
-        )
-    return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
-
-
-def fill_(self: Tensor, value) -> Tensor:
-    if isinstance(value, Tensor):
-        return copy_(self, value)
-    ct = self.dtype.ctype if self.dtype.ctype != "bool" else "i32"
-    return run_map("s0", (), (), self, ct, (value,), (ct,))
-
-
-def zero_(self: Tensor) -> Tensor:
-    return fill_(self, 0)
-
-
-def _method_to(self, *args, **kwargs):
-    """`x.to(dtype)`, `x.to(device)`, `x.to(other)`: only the dtype changes anything here."""
-    dtype = kwargs.get("dtype")
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype = a.dtype
-        elif (
-            isinstance(a, D.dtype)
-            or (not isinstance(a, str) and a is not None and "dtype" in type(a).__name__)
-            or isinstance(a, str)
-            and a in D._ALL
-        ):
-            dtype = a
-    if dtype is None:
-        return self
-    return to_dtype(self, dtype)
-
-
+# ---- operator and in-place methods ------------------------------------------------------
 def _inplace_method(name):
     def fn(self, other, **kw):
         if kw.get("alpha", 1) != 1:
@@ -681,7 +625,7 @@ def _inplace_method(name):
 def _unary_inplace(name):
     def fn(self, *args, **kwargs):
         r = FUNCS[name](self, *args, **kwargs)
-        return copy_(self, r)
+        return self.copy_(r)  # Tensor.copy_ is ops/casts.py's
 
     return fn
 
@@ -696,13 +640,6 @@ def _rbinary(name):
 def _binary_method(name):
     def fn(self, other):
         return binary(name, self, other)
-
-    return fn
-
-
-def _type_method(dt):
-    def fn(self, memory_format=None):
-        return to_dtype(self, dt)
 
     return fn
 
@@ -799,7 +736,6 @@ FUNCS = {
     "clamp_min": clamp_min,
     "clamp_max": clamp_max,
     "nan_to_num": nan_to_num,
-    "clone": clone,
 }
 
 __all__ = sorted(FUNCS)
@@ -807,17 +743,6 @@ __all__ = sorted(FUNCS)
 METHODS = dict(FUNCS)
 METHODS.update(
     {
-        "to": _method_to,
-        "type": lambda self, dtype=None: self.dtype if dtype is None else to_dtype(self, dtype),
-        "float": _type_method(D.float32),
-        "half": _type_method(D.float16),
-        "double": _type_method(D.float32),
-        "int": _type_method(D.int32),
-        "long": _type_method(D.int32),
-        "bool": _type_method(D.bool_),
-        "copy_": copy_,
-        "fill_": fill_,
-        "zero_": zero_,
         "__add__": _binary_method("add"),
         "__radd__": _rbinary("add"),
         "__sub__": _binary_method("sub"),

@@ -31,8 +31,9 @@ from ..kernels.sort import (
     sort_gather,
 )
 from ..tensor import Tensor
+from .casts import clone
 from .core import empty
-from .elementwise import as_tensor_arg, clone
+from .elementwise import as_tensor_arg
 from .views import contiguous, movedim, narrow, reshape, select, unsqueeze
 
 # PyTorch's torch.return_types.* : named tuples of (values, indices)

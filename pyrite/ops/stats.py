@@ -37,8 +37,9 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Size, Tensor
 from . import core
+from .casts import clone, to_dtype
 from .core import empty, run_map
-from .elementwise import as_tensor_arg, clone, result_dtype, to_dtype
+from .elementwise import as_tensor_arg, result_dtype
 from .reduce import _return_type
 
 _FLAGS_BAD = "!(p_isnan(x0) || p_isinf(x0)) && x0 >= 0.0"  # a valid weight
