@@ -15,10 +15,10 @@ from ..errors import ShapeError
 from ..ops import combine as _combine
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
-from ..ops import indexing as _indexing
 from ..ops import matmul as _matmul
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
+from ..ops import scatter as _scatter
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d
 from ..ops.core import broadcast_shapes, empty, run_map
 
@@ -135,14 +135,14 @@ def embedding(
     sparse=False,
 ):
     """weight[input]: rows of `weight` (V, D) picked by the integer tensor `input`."""
-    return _indexing.embedding(
+    return _scatter.embedding(
         input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
     )
 
 
 def one_hot(tensor, num_classes=-1):
     """(..., num_classes) int tensor with a 1 at each index (num_classes=-1: max + 1)."""
-    return _indexing.one_hot(tensor, num_classes)
+    return _scatter.one_hot(tensor, num_classes)
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -298,7 +298,7 @@ def _pick(logp, target, cd, C, ignore_index, weight):
     safe = _map(
         "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
     )
-    picked = _indexing.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
+    picked = _scatter.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
     picked = _map(
         "select(x0, 0.0, x1 == s0)",
         [picked, target],
@@ -319,7 +319,7 @@ def _pick(logp, target, cd, C, ignore_index, weight):
             ("i32",),
         )
     else:
-        wt = _indexing.index_select(weight, 0, safe.reshape(-1)).reshape(*target._shape)
+        wt = _scatter.index_select(weight, 0, safe.reshape(-1)).reshape(*target._shape)
         wt = _map(
             "select(x0, 0.0, x1 == s0)",
             [wt, target],

@@ -1,0 +1,474 @@
+"""Gather/scatter along a dim and by mask: gather, scatter(_), scatter_add(_), scatter_reduce(_),
+index_select, index_add(_), index_copy(_), index_fill(_), masked_fill(_), masked_select,
+masked_scatter(_), take, take_along_dim, one_hot, embedding.
+
+Each op here only builds an index walk (an iteration shape, x's base offset and strides, and the
+index tensors with their strides over the walk) and hands it to ops/indexing.py's `_gather` or
+`_scatter`, which range-check the indices and run the one walk kernel (kernels/indexing.py); the
+masked fills are elementwise (`run_map`) and one_hot reads its class range by `_minmax`. So
+torch.gather along any dim, index_select, take and embedding are the same kernel as x[idx] with
+different info words, and nothing is copied to make an input contiguous.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..tensor import Tensor
+from .core import broadcast_shapes, empty, run_map
+from .indexing import _gather, _host, _minmax, _plan, _scatter, _Walk, advanced_getitem
+
+
+# ---- along one dim -------------------------------------------------------------------------
+def _int_index(index: Tensor, what: str) -> Tensor:
+    if not isinstance(index, Tensor):
+        index = _host(np.asarray(index))
+    if index.dtype.kind != "i":
+        raise TypeError(
+            f"pyrite: {what}(): Expected dtype int32/int64 for index (got {index.dtype!r})"
+        )
+    return index
+
+
+def _dim_walk(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
+    """Walk over `shape` (index's shape, rank of x) with x's coordinate `dim` read from index."""
+    bstrides = list(x._strides)
+    bstrides[dim] = 0
+    ist = tuple(0 if s == 1 else st for s, st in zip(index._shape, index._strides))
+    return _Walk(
+        shape,
+        x._offset,
+        bstrides,
+        [(index, x._shape[dim], x._strides[dim], ist, dim)],
+        [(index, x._shape[dim], dim)],
+    )
+
+
+def _same_rank(x, dim, index, what, other=None):
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        raise ShapeError(
+            f"pyrite: {what}(): index tensor must have the same number of "
+            f"dimensions as input tensor (index {tuple(index._shape)}, input "
+            f"{tuple(x._shape)})"
+        )
+    for d in range(index.ndim):
+        if d != dim and x.ndim and index._shape[d] > x._shape[d]:
+            raise ShapeError(
+                f"pyrite: {what}(): size of dimension {d} of index "
+                f"{tuple(index._shape)} exceeds the input's {tuple(x._shape)}"
+            )
+        if other is not None and index._shape[d] > other._shape[d]:
+            raise ShapeError(
+                f"pyrite: {what}(): index {tuple(index._shape)} is larger than src "
+                f"{tuple(other._shape)} in dimension {d}"
+            )
+
+
+def _as_1d(t: Tensor) -> Tensor:
+    return t._view((1,), (1,), t._offset) if t.ndim == 0 else t
+
+
+def gather(input: Tensor, dim, index, *, sparse_grad=False) -> Tensor:
+    index = _int_index(index, "gather")
+    if input.ndim == 0:  # a scalar gathers from itself: torch.gather(s, 0, i) with i 0-d
+        return gather(_as_1d(input), dim, _as_1d(index)).reshape(index._shape)
+    dim = input._dim(dim)
+    _same_rank(input, dim, index, "gather")
+    return _gather(input, _dim_walk(input, dim, index, index._shape), allow_negative=False)
+
+
+_REDUCE_ALIASES = {
+    "add": "sum",
+    "multiply": "prod",
+    "sum": "sum",
+    "prod": "prod",
+    "amax": "amax",
+    "amin": "amin",
+    "mean": "mean",
+}
+
+
+def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
+    if src is None:
+        src = value
+    index = _int_index(index, "scatter")
+    x = _as_1d(self)
+    dim = x._dim(dim)
+    idx1 = _as_1d(index) if x.ndim == 1 else index
+    if isinstance(src, Tensor) and src.ndim:
+        _same_rank(x, dim, idx1, "scatter", src)
+        v = src._view(idx1._shape, src._strides, src._offset)  # src's corner of index's shape
+    else:
+        _same_rank(x, dim, idx1, "scatter")
+        v = src
+    op = None if reduce is None else _REDUCE_ALIASES[reduce]
+    _scatter(x, _dim_walk(x, dim, idx1, idx1._shape), v, op, allow_negative=False)
+    return self
+
+
+def scatter(input: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
+    return scatter_(input.clone(), dim, index, src, value=value, reduce=reduce)
+
+
+def scatter_add_(self: Tensor, dim, index, src) -> Tensor:
+    return scatter_(self, dim, index, src, reduce="sum")
+
+
+def scatter_add(input: Tensor, dim, index, src) -> Tensor:
+    return scatter_(input.clone(), dim, index, src, reduce="sum")
+
+
+_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf}
+
+
+def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise ValueError(
+            f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
+            f"amin (got {reduce!r})"
+        )
+    op = "sum" if reduce == "mean" else reduce
+    if not include_self:
+        ident = _IDENTITY[reduce]
+        if self.dtype.kind != "f" and math.isinf(ident):
+            ident = D.INT32_MIN if ident < 0 else D.INT32_MAX
+        scatter_(self, dim, index, ident)
+    if reduce != "mean":
+        return scatter_(self, dim, index, src, reduce=op)
+    from .creation import ones_like, zeros_like
+
+    counts = zeros_like(self) if not include_self else ones_like(self)
+    scatter_(counts, dim, index, ones_like(src), reduce="sum")
+    scatter_(self, dim, index, src, reduce="sum")
+    # sum / count where anything was counted (count 0 keeps the input: max(count, 1))
+    if self.dtype.kind == "f":
+        expr, ct = "x0 / max(x1, 1.0)", "f32"
+    else:
+        expr, ct = "p_floordiv_i(x0, max(x1, 1))", "i32"
+    return run_map(expr, (self, counts), (ct, ct), self, ct)
+
+
+def scatter_reduce(input: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
+    return scatter_reduce_(input.clone(), dim, index, src, reduce, include_self=include_self)
+
+
+def _index_1d(index, what):
+    index = _int_index(index, what)
+    if index.ndim > 1:
+        raise IndexError(
+            f"pyrite: {what}(): index should have at most 1 dimension (got shape "
+            f"{tuple(index._shape)})"
+        )
+    return _as_1d(index)
+
+
+def _along(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
+    """Walk over `shape` (x's with dim's size = len(index)), coordinate dim read from index."""
+    bstrides = list(x._strides)
+    bstrides[dim] = 0
+    ist = [0] * len(shape)
+    ist[dim] = index._strides[0]
+    return _Walk(
+        shape,
+        x._offset,
+        bstrides,
+        [(index, x._shape[dim], x._strides[dim], tuple(ist), dim)],
+        [(index, x._shape[dim], dim)],
+    )
+
+
+def index_select(input: Tensor, dim, index) -> Tensor:
+    index = _index_1d(index, "index_select")
+    x = _as_1d(input)
+    d = x._dim(dim)
+    shape = list(x._shape)
+    shape[d] = index._shape[0]
+    out = _gather(x, _along(x, d, index, shape), allow_negative=False)
+    return out.reshape(()) if input.ndim == 0 else out
+
+
+def _index_source(self, dim, index, source, what):
+    index = _index_1d(index, what)
+    x = _as_1d(self)
+    d = x._dim(dim)
+    shape = list(x._shape)
+    shape[d] = index._shape[0]
+    if isinstance(source, Tensor):
+        src = _as_1d(source) if x.ndim == 1 else source
+        if tuple(src._shape) != tuple(shape):
+            raise ShapeError(
+                f"pyrite: {what}(): source shape {tuple(source._shape)} does not "
+                f"match {tuple(shape)} (self {tuple(self._shape)} with dim {d} of "
+                f"size len(index) = {index._shape[0]})"
+            )
+    else:
+        src = source
+    return x, _along(x, d, index, shape), src
+
+
+def index_add_(self: Tensor, dim, index, source, *, alpha=1) -> Tensor:
+    x, walk, src = _index_source(self, dim, index, source, "index_add")
+    if alpha != 1:
+        src = src * alpha
+    _scatter(x, walk, src, "sum", allow_negative=False)
+    return self
+
+
+def index_add(input: Tensor, dim, index, source, *, alpha=1) -> Tensor:
+    return index_add_(input.clone(), dim, index, source, alpha=alpha)
+
+
+def index_copy_(self: Tensor, dim, index, source) -> Tensor:
+    x, walk, src = _index_source(self, dim, index, source, "index_copy")
+    _scatter(x, walk, src, None, allow_negative=False)
+    return self
+
+
+def index_copy(input: Tensor, dim, index, source) -> Tensor:
+    return index_copy_(input.clone(), dim, index, source)
+
+
+def index_fill_(self: Tensor, dim, index, value) -> Tensor:
+    if isinstance(value, Tensor) and value.ndim:
+        raise IndexError(
+            f"pyrite: index_fill_ only supports a 0-dimensional value tensor, but "
+            f"got tensor with {value.ndim} dimension(s)"
+        )
+    x, walk, _ = _index_source(self, dim, index, None, "index_fill")
+    _scatter(x, walk, value, None, allow_negative=True)
+    return self
+
+
+def index_fill(input: Tensor, dim, index, value) -> Tensor:
+    return index_fill_(input.clone(), dim, index, value)
+
+
+# ---- masks ---------------------------------------------------------------------------------
+def _mask(mask, what) -> Tensor:
+    if not isinstance(mask, Tensor):
+        mask = _host(np.asarray(mask), D.bool_)
+    if not mask.dtype.is_bool:
+        raise TypeError(
+            f"pyrite: {what} only supports boolean masks, but got mask with dtype {mask.dtype!r}"
+        )
+    return mask
+
+
+def _fill_value(value, what):
+    if isinstance(value, Tensor) and value.ndim:
+        raise IndexError(
+            f"pyrite: {what} only supports a 0-dimensional value tensor, but "
+            f"got tensor with {value.ndim} dimension(s)"
+        )
+    return value
+
+
+def _masked_fill_into(out, x, mask, value):
+    ct = out.dtype.ctype
+    if isinstance(value, Tensor):
+        return run_map("select(x0, x2, x1)", (x, mask, value), (ct, "bool", ct), out, ct)
+    scalar_ct = "i32" if ct == "bool" else ct
+    v = bool(value) if ct == "bool" else value
+    expr = "select(x0, s0 != 0, x1)" if ct == "bool" else "select(x0, s0, x1)"
+    return run_map(expr, (x, mask), (ct, "bool"), out, ct, (v,), (scalar_ct,))
+
+
+def masked_fill(input: Tensor, mask, value) -> Tensor:
+    mask = _mask(mask, "masked_fill")
+    value = _fill_value(value, "masked_fill")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    return _masked_fill_into(empty(shape, input.dtype), input, mask, value)
+
+
+def masked_fill_(self: Tensor, mask, value) -> Tensor:
+    mask = _mask(mask, "masked_fill_")
+    value = _fill_value(value, "masked_fill_")
+    if broadcast_shapes(self._shape, mask._shape) != self._shape:
+        raise ShapeError(
+            f"pyrite: masked_fill_: mask of shape {tuple(mask._shape)} does not "
+            f"broadcast to the tensor's shape {tuple(self._shape)}"
+        )
+    return _masked_fill_into(self, self, mask, value)
+
+
+def masked_select(input: Tensor, mask) -> Tensor:
+    mask = _mask(mask, "masked_select")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    x = input.expand(*shape) if input._shape != shape else input
+    m = mask.expand(*shape) if mask._shape != shape else mask
+    return advanced_getitem(x, (m,))
+
+
+def masked_scatter_(self: Tensor, mask, source) -> Tensor:
+    mask = _mask(mask, "masked_scatter_")
+    if broadcast_shapes(self._shape, mask._shape) != self._shape:
+        raise ShapeError(
+            f"pyrite: masked_scatter_: mask of shape {tuple(mask._shape)} does not "
+            f"broadcast to the tensor's shape {tuple(self._shape)}"
+        )
+    m = mask.expand(*self._shape) if mask._shape != self._shape else mask
+    walk = _plan(self, (m,))
+    n = walk.shape[0]
+    if source.numel() < n:
+        raise ShapeError(
+            f"pyrite: masked_scatter_: source has {source.numel()} elements, the mask selects {n}"
+        )
+    flat = source.reshape(-1)
+    _scatter(self, walk, flat._view((n,), flat._strides, flat._offset))
+    return self
+
+
+def masked_scatter(input: Tensor, mask, source) -> Tensor:
+    mask = _mask(mask, "masked_scatter")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    out = input.expand(*shape).clone() if input._shape != shape else input.clone()
+    return masked_scatter_(out, mask, source)
+
+
+# ---- take, nonzero, one_hot, embedding -------------------------------------------------------
+def take(input: Tensor, index) -> Tensor:
+    index = _int_index(index, "take")
+    flat = input.reshape(-1)
+    n = flat._shape[0]
+    ist = tuple(0 if s == 1 else st for s, st in zip(index._shape, index._strides))
+    walk = _Walk(
+        index._shape,
+        flat._offset,
+        (0,) * index.ndim,
+        [(index, n, flat._strides[0], ist, 0)],
+        [(index, n, 0)],
+    )
+    return _gather(flat, walk)
+
+
+def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
+    indices = _int_index(indices, "take_along_dim")
+    if dim is None:
+        return take(input, indices.reshape(-1))
+    d = input._dim(dim)
+    if indices.ndim != input.ndim:
+        raise ShapeError(
+            f"pyrite: take_along_dim(): input {tuple(input._shape)} and indices "
+            f"{tuple(indices._shape)} should have the same number of dimensions"
+        )
+    s_in = list(input._shape)
+    s_ix = list(indices._shape)
+    s_in[d] = s_ix[d] = 1
+    b = list(broadcast_shapes(tuple(s_in), tuple(s_ix)))
+    x = input.expand(*(b[:d] + [input._shape[d]] + b[d + 1 :]))
+    ix = indices.expand(*(b[:d] + [indices._shape[d]] + b[d + 1 :]))
+    return _gather(x, _dim_walk(x, d, ix, ix._shape), allow_negative=False)
+
+
+def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
+    if not isinstance(tensor, Tensor) or tensor.dtype.kind != "i":
+        raise TypeError(
+            "pyrite: one_hot is only applicable to index tensor (int32/int64), got "
+            f"{getattr(tensor, 'dtype', type(tensor).__name__)!r}"
+        )
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise ValueError(
+                "pyrite: one_hot: can not infer total number of classes from empty tensor"
+            )
+        return empty(tuple(tensor._shape) + (num_classes,), D.int32)
+    lo, hi = _minmax(tensor)
+    if lo < 0:
+        raise IndexError(f"pyrite: one_hot: class values must be non-negative (got {lo})")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise IndexError(
+            f"pyrite: one_hot: class values must be smaller than num_classes "
+            f"({num_classes}), got {hi}"
+        )
+    shape = tuple(tensor._shape) + (num_classes,)
+    x = tensor._view(shape, tuple(tensor._strides) + (0,), tensor._offset)
+    # out[..., c] = (x[...] == c): the class is the output's flat index mod num_classes
+    return run_map(
+        "select(0, 1, x0 == gi % s0)",
+        (x,),
+        ("i32",),
+        empty(shape, D.int32),
+        "i32",
+        (num_classes,),
+        ("i32",),
+    )
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+) -> Tensor:
+    """weight[input]: rows of `weight` (V, D) for each index; (*input.shape, D).
+
+    padding_idx only changes the gradient (its row gets none), so the forward ignores it.
+    """
+    input = _int_index(input, "embedding")
+    if weight.ndim != 2:
+        raise ShapeError(f"pyrite: embedding: weight must be 2-D (got {tuple(weight._shape)})")
+    if max_norm is not None:
+        raise NotImplementedError("pyrite: embedding(max_norm=...) is not supported")
+    v, dmodel = weight._shape
+    shape = tuple(input._shape) + (dmodel,)
+    ist = tuple(0 if s == 1 else st for s, st in zip(input._shape, input._strides)) + (0,)
+    walk = _Walk(
+        shape,
+        weight._offset,
+        (0,) * input.ndim + (weight._strides[1],),
+        [(input, v, weight._strides[0], ist, 0)],
+        [(input, v, 0)],
+    )
+    return _gather(weight, walk, allow_negative=False)
+
+
+__all__ = [
+    "embedding",
+    "gather",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_select",
+    "masked_fill",
+    "masked_scatter",
+    "masked_select",
+    "one_hot",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "take",
+    "take_along_dim",
+]
+
+METHODS = {
+    "gather": gather,
+    "scatter": scatter,
+    "scatter_": scatter_,
+    "scatter_add": scatter_add,
+    "scatter_add_": scatter_add_,
+    "scatter_reduce": scatter_reduce,
+    "scatter_reduce_": scatter_reduce_,
+    "index_select": index_select,
+    "index_add": index_add,
+    "index_add_": index_add_,
+    "index_copy": index_copy,
+    "index_copy_": index_copy_,
+    "index_fill": index_fill,
+    "index_fill_": index_fill_,
+    "masked_fill": masked_fill,
+    "masked_fill_": masked_fill_,
+    "masked_select": masked_select,
+    "masked_scatter": masked_scatter,
+    "masked_scatter_": masked_scatter_,
+    "take": take,
+    "take_along_dim": take_along_dim,
+}
