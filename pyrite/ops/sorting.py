@@ -231,7 +231,7 @@ def searchsorted(
             raise ValueError("pyrite: searchsorted: side='left' and right=True contradict")
         right = side == "right"
     if sorter is not None:
-        from .indexing import gather
+        from .scatter import gather
 
         seq = gather(seq, -1, as_tensor_arg(sorter))
     if seq.ndim == 0:
