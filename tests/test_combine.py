@@ -14,7 +14,7 @@ from optable import laid_out
 
 import pyrite as pr
 from pyrite.errors import ShapeError
-from pyrite.ops.combine import pad as pr_pad
+from pyrite.ops.pad import pad as pr_pad
 
 SIZES = (1, 7, 13, 257)
 

@@ -16,6 +16,7 @@ from ..ops import combine as _combine
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import matmul as _matmul
+from ..ops import pad as _pad
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
 from ..ops import scatter as _scatter
@@ -146,7 +147,7 @@ def one_hot(tensor, num_classes=-1):
 
 
 def pad(input, pad, mode="constant", value=None):
-    return _combine.pad(input, pad, mode, value)
+    return _pad.pad(input, pad, mode, value)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

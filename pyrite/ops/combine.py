@@ -1,5 +1,5 @@
 """Combining and rearranging: cat/stack and friends, split/chunk, repeat/tile, flip/roll,
-tril/triu, pad, meshgrid, diag, broadcast_tensors, atleast_nd.
+tril/triu, meshgrid, diag, broadcast_tensors, atleast_nd. (`pad` is in ops/pad.py.)
 
 No kernel of its own: every op here is views (free) plus the strided map (`run_map("x0", ...)`)
 writing into a *view* of the output, which is a strided copy with a cast. So:
@@ -7,9 +7,7 @@ writing into a *view* of the output, which is a strided copy with a cast. So:
 - `repeat`/`tile` is one copy from the input viewed as (r0, d0, r1, d1, ...) with stride 0 on the
   repeat dims, into the output viewed the same way;
 - `flip` is one copy from a negative-stride view; `roll` two copies per rolled dim;
-- `tril`/`triu` one map whose expression finds the row and column from the flat index `gi`;
-- `pad` one fill plus one copy (constant), or per padded dim a `cat` of edge views (reflect:
-  negative-stride narrow views; replicate: stride-0 expands; circular: the far edge).
+- `tril`/`triu` one map whose expression finds the row and column from the flat index `gi`.
 """
 
 from __future__ import annotations
@@ -416,92 +414,6 @@ def tril(input, diagonal=0):
 
 def triu(input, diagonal=0):
     return _tri(input, diagonal, False)
-
-
-# ---- pad -----------------------------------------------------------------------------------
-def pad(input, pad, mode="constant", value=None):
-    """torch.nn.functional.pad: `pad` pairs (left, right) from the last dim backwards."""
-    pad = tuple(int(p) for p in pad)
-    if len(pad) % 2:
-        raise ValueError(f"pyrite: pad: padding length must be divisible by 2, got {len(pad)}")
-    if len(pad) // 2 > input.ndim:
-        raise ValueError(
-            f"pyrite: pad: padding length {len(pad)} is too large for an input of "
-            f"{input.ndim} dims (shape {tuple(input._shape)})"
-        )
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(
-            f"pyrite: Unrecognised padding mode {mode!r}; expected "
-            "'constant', 'reflect', 'replicate' or 'circular'"
-        )
-    if mode != "constant" and value not in (None, 0, 0.0):
-        raise ValueError(f"pyrite: pad: padding mode {mode!r} doesn't take in value argument")
-    pairs = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
-    # negative padding crops first
-    x = input
-    for d, lft, rgt in pairs:
-        if lft < 0 or rgt < 0:
-            n = x._shape[d]
-            lo, hi = max(0, -lft), max(0, -rgt)
-            if lo + hi > n:
-                raise ShapeError(
-                    f"pyrite: pad: negative padding ({lft}, {rgt}) of dim {d} "
-                    f"leaves a negative size from input shape "
-                    f"{tuple(input._shape)}"
-                )
-            x = narrow(x, d, lo, n - lo - hi)
-    pairs = [(d, max(0, lft), max(0, rgt)) for d, lft, rgt in pairs]
-    if mode == "constant":
-        shape = list(x._shape)
-        for d, lft, rgt in pairs:
-            shape[d] += lft + rgt
-        out = empty(tuple(shape), x.dtype)
-        fill_(out, 0 if value is None else value)
-        inner = out
-        for d, lft, _ in pairs:
-            inner = narrow(inner, d, lft, x._shape[d])
-        if x.numel():
-            _copy_into(inner, x)
-        return out
-    changed = False
-    for d, lft, rgt in pairs:
-        if not lft and not rgt:
-            continue
-        n = x._shape[d]
-        if mode == "reflect":
-            if lft >= n or rgt >= n:
-                raise ValueError(
-                    f"pyrite: pad: padding size should be less than the "
-                    f"corresponding input dimension, but got: padding ({lft}, "
-                    f"{rgt}) at dimension {d} of input {tuple(input._shape)}"
-                )
-            left = _flip_view(narrow(x, d, 1, lft), [d])
-            right = _flip_view(narrow(x, d, n - 1 - rgt, rgt), [d])
-        elif mode == "replicate":
-            if n == 0:
-                raise ValueError(
-                    f"pyrite: pad: cannot replicate-pad an empty dim {d} of "
-                    f"input {tuple(input._shape)}"
-                )
-            left = _expand_dim(narrow(x, d, 0, 1), d, lft)
-            right = _expand_dim(narrow(x, d, n - 1, 1), d, rgt)
-        else:  # circular
-            if lft > n or rgt > n:
-                raise ValueError(
-                    f"pyrite: pad: padding value causes wrapping around more than "
-                    f"once: padding ({lft}, {rgt}) at dimension {d} of size {n}"
-                )
-            left = narrow(x, d, n - lft, lft)
-            right = narrow(x, d, 0, rgt)
-        x = cat([left, x, right], d)
-        changed = True
-    return x if changed else clone(x)
-
-
-def _expand_dim(x, d, n):
-    shape = list(x._shape)
-    shape[d] = n
-    return x._view(tuple(shape), x._strides[:d] + (0,) + x._strides[d + 1 :], x._offset)
 
 
 # ---- meshgrid, diag, broadcast ------------------------------------------------------------
