@@ -25,6 +25,7 @@ MODULES = [
     "stats",
     # split out of the modules above when they passed ~500 lines (installed in this order)
     "casts",
+    "operators",
     "pad",
     "einsum",
     "scatter",

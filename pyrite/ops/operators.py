@@ -1,0 +1,74 @@
+"""Python's operators and PyTorch's in-place methods on Tensor (`a + b`, `a += b`, `x.add_(y)`,
+`x.exp_()`), all spelled through the elementwise ops in ops/elementwise.py."""
+
+from __future__ import annotations
+
+from .elementwise import FUNCS, _inplace, abs, binary, bitwise_not, mul, neg, pow
+
+
+def _inplace_method(name):
+    def fn(self, other, **kw):
+        if kw.get("alpha", 1) != 1:
+            other = mul(other, kw["alpha"])
+        return _inplace(name, self, other)
+
+    return fn
+
+
+def _unary_inplace(name):
+    def fn(self, *args, **kwargs):
+        r = FUNCS[name](self, *args, **kwargs)
+        return self.copy_(r)  # Tensor.copy_ is ops/casts.py's
+
+    return fn
+
+
+def _rbinary(name):
+    def fn(self, other):
+        return binary(name, other, self)
+
+    return fn
+
+
+def _binary_method(name):
+    def fn(self, other):
+        return binary(name, self, other)
+
+    return fn
+
+
+# dunder stem -> op; each gets __op__, __rop__ (reflected) and __iop__ (in place)
+_ARITHMETIC = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
+    "mod": "remainder", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+}  # fmt: skip
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+_INPLACE_BINARY = ("add", "sub", "mul", "div", "pow", "remainder", "maximum", "minimum")
+_INPLACE_UNARY = (
+    "neg abs exp log sqrt rsqrt sin cos tan tanh sigmoid relu silu floor ceil round trunc clamp "
+    "clamp_min clamp_max sign reciprocal square exp2 log2 log1p expm1 erf lerp addcmul addcdiv "
+    "nan_to_num gelu logical_not frac"
+).split()
+
+METHODS = {
+    "__pow__": lambda self, other: pow(self, other),
+    "__rpow__": _rbinary("pow"),
+    "__ipow__": _inplace_method("pow"),
+    "__invert__": bitwise_not,
+    "__neg__": neg,
+    "__pos__": lambda self: self,
+    "__abs__": abs,
+}
+for _stem, _op in _ARITHMETIC.items():
+    METHODS[f"__{_stem}__"] = _binary_method(_op)
+    METHODS[f"__r{_stem}__"] = _rbinary(_op)
+    METHODS[f"__i{_stem}__"] = _inplace_method(_op)
+for _op in _COMPARISONS:
+    METHODS[f"__{_op}__"] = _binary_method(_op)
+for _op in _INPLACE_BINARY:
+    METHODS[f"{_op}_"] = _inplace_method(_op)
+for _op in _INPLACE_UNARY:
+    METHODS[f"{_op}_"] = _unary_inplace(_op)
+METHODS["clip_"] = METHODS["clamp_"]
+
+__all__: list[str] = []
