@@ -157,6 +157,13 @@ def test_searchsorted_bucketize(rng):
         pr.searchsorted(pr.tensor(bseq), pr.tensor(bval), side="right"),
         torch.searchsorted(torch.tensor(bseq), torch.tensor(bval), side="right"),
     )
+    # an unsorted sequence with the permutation that sorts it (sorter=)
+    useq = rng.permutation(31).astype(np.float32)
+    order = np.argsort(useq)
+    same(
+        pr.searchsorted(pr.tensor(useq), pr.tensor(vals * 2), sorter=pr.tensor(order)),
+        torch.searchsorted(torch.tensor(useq), torch.tensor(vals * 2), sorter=torch.tensor(order)),
+    )
     iseq = np.arange(0, 40, 3, dtype=np.int32)
     ival = rng.integers(-2, 42, size=17).astype(np.int32)
     same(
