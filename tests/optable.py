@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 import pyrite as pr
+from pyrite.testing.tolerance import assert_close  # noqa: F401  (re-exported to test modules)
 
 EPS32 = 2.0**-24  # unit roundoff of float32
 EPS16 = 2.0**-11
@@ -144,17 +145,3 @@ def _compare(row, sample, arrays, got, want, dtype):
     if dtype == "float16":
         atol, rtol = max(atol, 2 * EPS16), max(rtol, 4 * EPS16)
     assert_close(g.astype(np.float64), w.astype(np.float64), atol, rtol, where)
-
-
-def assert_close(got, want, atol, rtol, where=""):
-    both_nan = np.isnan(got) & np.isnan(want)
-    same_inf = np.isinf(want) & (got == want)
-    err = np.abs(got - want)
-    bound = atol + rtol * np.abs(want)
-    bad = ~(both_nan | same_inf | (err <= bound))
-    if bad.any():
-        idx = tuple(np.argwhere(bad)[0])
-        raise AssertionError(
-            f"{where}: {int(bad.sum())} of {bad.size} elements outside atol={atol:.3g} "
-            f"rtol={rtol:.3g}; first at {idx}: got {got[idx]!r}, expected {want[idx]!r}"
-        )

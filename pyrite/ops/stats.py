@@ -405,7 +405,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
         norm = norm.clamp(min=0)
     xm = x2 - avg  # (V, N)
     c = ((xm * w) if w is not None else xm) @ xm.transpose(0, 1) / norm  # (V, V)
-    return c.reshape(()) if c._shape == (1, 1) and x.ndim < 2 else c
+    return c.reshape(()) if c._shape == (1, 1) else c  # one variable: 0-d, as torch
 
 
 def corrcoef(input) -> Tensor:
