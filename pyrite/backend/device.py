@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..errors import DeviceError, KernelError
+from . import quirks
 from .pool import BufferPool
 
 # Optional features pyrite asks for when the adapter has them (wgpu-native and Dawn spell
@@ -101,6 +102,23 @@ class Device:
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         self._raw = self._raw_calls()
         self.pool.on_trim = self._forget_bind_groups
+        self._loop_budget = ...  # measured on first use (quirks.py)
+
+    @property
+    def loop_budget(self) -> int | None:
+        """Loop iterations one invocation may run before the driver stops it, or None."""
+        if self._loop_budget is ...:
+            self._loop_budget = quirks.loop_budget(self)
+        return self._loop_budget
+
+    def run_probe(self, wgsl: str, word: int) -> int:
+        """Run a one-invocation probe kernel (one read-write u32 buffer, info = [word]) and
+        return the u32 it wrote at index 0."""
+        from types import SimpleNamespace
+
+        out = self.pool.allocate(4)
+        self.dispatch(SimpleNamespace(wgsl=wgsl, modes="w"), (out.buffer,), (word,), (1, 1, 1))
+        return int(np.frombuffer(self.read(out.buffer, 0, 4), dtype=np.uint32)[0])
 
     def _forget_bind_groups(self):
         """Bind groups are cached by buffer identity: drop them all before buffers are destroyed
@@ -333,4 +351,5 @@ class Device:
             "vendor": self.adapter.info.get("vendor", ""),
             "features": list(self.features),
             "limits": dict(self.limits),
+            "loop_budget": self.loop_budget,
         }

@@ -35,6 +35,24 @@ def per_thread() -> int:
     return 8 if backend.current().adapter_type == "CPU" else 4
 
 
+# Kernels plan their loops against the device's loop budget (backend/quirks.py): a budget-limited
+# driver (lavapipe) stops an invocation after that many iterations of all its loops together and
+# the kernel silently computes a wrong result. Planners keep their main loop under this limit,
+# which leaves LOOP_MARGIN iterations for the small fixed loops (tree merges, per-thread
+# unrolled steps) a kernel runs besides it; where there is no budget the limit is effectively
+# unbounded. PYRITE_LOOP_BUDGET=N makes any device behave as a budget-limited one (tests).
+LOOP_MARGIN = 4096
+UNBOUNDED = 1 << 62
+
+
+def max_loop_iterations() -> int:
+    """How many iterations one invocation's main loop may run on the current device."""
+    budget = backend.current().loop_budget
+    if budget is None:
+        return UNBOUNDED
+    return max(budget - LOOP_MARGIN, budget // 2)
+
+
 def set_poison(on: bool):
     global POISON
     POISON = bool(on)

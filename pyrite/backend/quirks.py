@@ -1,0 +1,63 @@
+"""Driver quirks that change what a correct kernel may do, each measured where it is found.
+
+The loop budget
+---------------
+Mesa's llvmpipe (lavapipe, the CI device) stops a shader invocation after 65,535 loop iterations
+*in total*, silently: the loops simply exit, and the kernel writes a wrong result. (Mesa 22.3,
+llvmpipe 15.0.6, measured 2026-12-01: one loop of 100,000 counted 65,535; two nested loops of
+400 counted 65,209, i.e. every back edge of every loop is counted against one budget.) gallivm
+keeps this limiter to stop runaway loops; newer drivers may not have it, so pyrite measures it.
+
+`loop_budget(device)` is the budget for one invocation, or None where loops are unbounded. It is
+measured once per device with a single-loop probe on CPU adapters (where every such driver seen
+so far lives: a GPU driver has no such limiter), and `PYRITE_LOOP_BUDGET=N` overrides it (0: no
+budget; a small N lets a test drive every split path on any device). Kernel planners in `ops/`
+call `ops.core.max_loop_iterations()`, which leaves a margin below this for the loops a kernel
+runs besides its main one.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The probe counts its own loop's iterations up to PROBE_N; a driver that stops it early has a
+# budget of exactly the count it reached.
+PROBE_N = 1 << 20
+PROBE_WGSL = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read> info: array<i32>;
+@compute @workgroup_size(1)
+fn main() {
+  var c = 0u;
+  let n = u32(info[0]);
+  for (var i = 0u; i < n; i = i + 1u) { c = c + 1u; }
+  out[0] = c;
+}
+"""
+
+
+def _env_budget():
+    raw = os.environ.get("PYRITE_LOOP_BUDGET")
+    if raw is None or raw.strip() == "":
+        return False, None
+    try:
+        n = int(raw)
+    except ValueError:
+        from ..errors import DeviceError
+
+        raise DeviceError(
+            f"pyrite: PYRITE_LOOP_BUDGET must be a whole number of loop iterations (0: none), "
+            f"got {raw!r}"
+        ) from None
+    return True, (n if n > 0 else None)
+
+
+def loop_budget(device) -> int | None:
+    """Loop iterations one invocation may run on `device` before the driver stops it."""
+    given, n = _env_budget()
+    if given:
+        return n
+    if device.adapter_type != "CPU":
+        return None
+    count = device.run_probe(PROBE_WGSL, PROBE_N)
+    return None if count >= PROBE_N else int(count)
