@@ -34,6 +34,36 @@ def pytest_runtest_makereport(item, call):
 # ---- further fixtures below ---------------------------------------------------------------
 
 
+# ---- the loop budget (backend/quirks.py) ---------------------------------------------------
+# `loop_budget(n)` makes the device plan kernels as if one invocation could loop only n times,
+# so the split paths of every kernel family run at small sizes on any device. `past_budget()`
+# is the planners' limit on a budget-limited device (lavapipe: a test past it fails there
+# without the split), or a forced small one elsewhere so the same test still takes the split.
+@pytest.fixture
+def loop_budget(monkeypatch):
+    from pyrite import backend
+
+    dev = backend.current()
+
+    def set_budget(n):
+        monkeypatch.setattr(dev, "_loop_budget", n)
+
+    return set_budget
+
+
+@pytest.fixture
+def past_budget(loop_budget):
+    from pyrite import backend
+    from pyrite.ops.core import max_loop_iterations
+
+    def limit():
+        if backend.current().loop_budget is None:
+            loop_budget(4096)
+        return max_loop_iterations()
+
+    return limit
+
+
 # ---- debug poisoning ----------------------------------------------------------------------
 # Every kernel output is filled with NaN (0xDEADBEEF for int32, 7 for bool) before its kernel
 # runs, for the whole suite, so an element a kernel forgot to write fails its parity test instead

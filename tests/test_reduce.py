@@ -751,10 +751,10 @@ def test_split_force_small(rng, monkeypatch):
     assert R.LAST_PATH == "split P=5 C=256"
 
 
-def test_split_past_row_limit(rng):
-    # rows past ROW_MAX_LEN_CPU used to raise on CPU adapters (lavapipe's loop limit); the split
-    # now covers them on every adapter
-    n = R.ROW_MAX_LEN_CPU + 3
+def test_split_past_row_limit(rng, past_budget):
+    # a row whose row kernel would pass the loop budget (lavapipe: past ~15.7M elements) must
+    # split, on every adapter
+    n = (past_budget() - 32) * 256 + 3
     a = rng.random(n, dtype=np.float32)
     a[n - 2] = 2.0
     x = pr.tensor(a)

@@ -35,14 +35,23 @@ def _open() -> Device:
 def set_device(device=None, backend=None, features=()):
     """Choose the adapter (index, name substring, "cpu" or "gpu") and implementation.
 
-    Tensors made on the previous device must not be used afterwards.
+    A switch that fails (no such adapter, an unknown backend, a missing feature) raises
+    DeviceError and leaves the previous device in use. Tensors made on the previous device
+    raise DeviceError when used on the new one.
     """
     global _current
-    if _current is not None:
-        _current.synchronize()
-    _request.update(backend=backend, device=device, features=tuple(features))
-    _current = None
-    return _open().info()
+    from .select import choose
+
+    with _lock:
+        request = {"backend": backend, "device": device, "features": tuple(features)}
+        impl, module, adapter = choose(**request)  # raises before anything changes
+        new = Device(impl, module, adapter)
+        old = _current
+        if old is not None:
+            old.synchronize()
+        _request.update(request)
+        _current = new
+    return new.info()
 
 
 def is_open() -> bool:

@@ -9,6 +9,8 @@ but not for an upload: `queue.write_buffer` runs before the pending batch. So su
 
 from __future__ import annotations
 
+import threading
+
 from ..errors import OutOfMemoryError
 
 # Size classes: multiples of 256 bytes up to 4 KiB, then four steps per power of two (≤ 25 %
@@ -42,6 +44,10 @@ class Storage:
 
 class BufferPool:
     def __init__(self, device, usage, max_buffer, max_binding):
+        # One re-entrant lock for the pool and the device's pending batch (backend/device.py):
+        # tensors may be made, used and freed from several threads, and a Storage may die (and
+        # release its buffer) in any thread, inside any of these calls.
+        self.lock = threading.RLock()
         self.device = device
         self.usage = usage
         self.max_buffer = max_buffer
@@ -63,6 +69,10 @@ class BufferPool:
 
     def allocate(self, nbytes: int, upload: bool = False) -> Storage:
         """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
+        with self.lock:
+            return self._allocate(nbytes, upload)
+
+    def _allocate(self, nbytes: int, upload: bool) -> Storage:
         if nbytes > self.max_binding:
             raise OutOfMemoryError(
                 f"pyrite: a tensor of {nbytes:,} bytes exceeds this device's largest storage "
@@ -102,6 +112,10 @@ class BufferPool:
         return buffer
 
     def release(self, buffer):
+        with self.lock:
+            self._release(buffer)
+
+    def _release(self, buffer):
         size = buffer.size
         self.live_bytes -= size
         if self.batch_open:
@@ -111,7 +125,7 @@ class BufferPool:
             self.free.setdefault(size, []).append(buffer)
             self.pooled_bytes += size
 
-    def batch_submitted(self):
+    def batch_submitted(self):  # called by the device with the lock held
         self.batch_open = False
         for size, bucket in self.recent.items():
             self.free.setdefault(size, []).extend(bucket)
@@ -121,6 +135,10 @@ class BufferPool:
 
     def trim(self):
         """Give every pooled buffer back to the driver."""
+        with self.lock:
+            self._trim()
+
+    def _trim(self):
         if self.on_trim is not None:
             self.on_trim()
         for bucket in self.free.values():

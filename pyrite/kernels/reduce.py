@@ -352,7 +352,7 @@ def reduce_kernel(
 # ---- scans ---------------------------------------------------------------------------------
 @lru_cache(maxsize=256)
 def scan_kernel(
-    op: str, in_stype: str, acc: str, out_stype: str, rank_out: int, mode: str
+    op: str, in_stype: str, acc: str, out_stype: str, rank_out: int, mode: str, stage: str = ""
 ) -> KernelSource:
     """cumsum / cumprod along one dim, `acc` the compute type (f32|i32).
 
@@ -360,19 +360,34 @@ def scan_kernel(
     owns the contiguous block [t·B, (t+1)·B) of the row (B = ceil(L/256)): it totals its block,
     invocation 0 turns the 256 totals into exclusive prefixes in workgroup memory (two barriers),
     and each invocation rescans its block from its prefix, writing outputs.
+
+    Chunked scans (`stage`, row mode only) cut each row into P chunks of C elements, one
+    workgroup a chunk, for rows too long for one workgroup's loops (lavapipe's loop budget) or
+    too few to fill a GPU:
+      "total"  part[u] = the chunk's total, u = o·P + c (buffers inp, part);
+      "apply"  the chunk's scan, started from carry[u - 1], the inclusive scan of the totals
+               (the identity for c = 0) (buffers inp, carry, out).
+    Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P.
     """
     ident = ("0.0" if acc == "f32" else "0") if op == "cumsum" else ("1.0" if acc == "f32" else "1")
     f = "+" if op == "cumsum" else "*"
     shape_at = 5
     in_at, out_at = 5 + rank_out, 5 + 2 * rank_out
+    c_at = 5 + 3 * rank_out
     x = load("inp[ib + j * info[3]]", in_stype, acc)
     row = mode == "row"
+    if stage and not row:
+        raise ValueError("pyrite: chunked scans run in row mode")
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
-    body += (
-        ["  let o = wg_flat;\n  let t = i32(lid.x);\n"]
-        if row
-        else [f"  let o = wg_flat * {WG} + i32(lid.x);\n", "  if (o >= info[0]) { return; }\n"]
-    )
+    if stage:
+        body += [
+            f"  let C = info[{c_at}];\n  let P = info[{c_at + 1}];\n",
+            "  let u = wg_flat;\n  let o = u / P;\n  let cidx = u % P;\n  let t = i32(lid.x);\n",
+        ]
+    elif row:
+        body += ["  let o = wg_flat;\n  let t = i32(lid.x);\n"]
+    else:
+        body += [f"  let o = wg_flat * {WG} + i32(lid.x);\n", "  if (o >= info[0]) { return; }\n"]
     body += [
         "  let live = o < info[0];\n",
         "  let L = select(0, info[1], live);\n",
@@ -390,27 +405,54 @@ def scan_kernel(
             _loop("j", "0", "L", 1, f"      a = a {f} {x}; {write}\n"),
         ]
     else:
+        # this workgroup's range [lo, hi) of the row: the whole row, or chunk cidx of it
+        if stage:
+            body.append("  let lo = min(cidx * C, L);\n  let hi = min(lo + C, L);\n")
+        else:
+            body.append("  let lo = 0;\n  let hi = L;\n")
+        start = ident
+        if stage == "apply":
+            start = f"select({ident}, carry[u - 1], cidx > 0)"
         body += [
-            f"  let B = (L + {WG - 1}) / {WG};\n",
-            "  let j0 = min(t * B, L);\n  let j1 = min(j0 + B, L);\n",
+            f"  let B = (hi - lo + {WG - 1}) / {WG};\n",
+            "  let j0 = min(lo + t * B, hi);\n  let j1 = min(j0 + B, hi);\n",
             f"  var a = {ident};\n",
             _loop("j", "j0", "j1", 1, f"      a = a {f} {x};\n"),
             "  sh[t] = a;\n  workgroupBarrier();\n",
             (
-                f"  if (t == 0) {{\n    var run = {ident};\n"
+                f"  if (t == 0) {{\n    var run = {start};\n"
                 f"    for (var k = 0; k < {WG}; k = k + 1) {{ let v = sh[k]; sh[k] = run; "
-                f"run = run {f} v; }}\n  }}\n"
+                f"run = run {f} v; }}\n"
+                + ("    if (live) { part[u] = run; }\n" if stage == "total" else "")
+                + "  }\n"
             ),
-            "  workgroupBarrier();\n",
-            "  a = sh[t];\n",
-            _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n"),
         ]
+        if stage != "total":
+            body += [
+                "  workgroupBarrier();\n",
+                "  a = sh[t];\n",
+                _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n"),
+            ]
+    bufs = [("inp", in_stype, "r")]
+    if stage == "total":
+        bufs.append(("part", acc, "w"))
+    else:
+        if stage == "apply":
+            bufs.append(("carry", acc, "r"))
+        bufs.append(("out", out_stype, "w"))
     src = (
-        header([("inp", in_stype, "r"), ("out", out_stype, "w")])
+        header(bufs)
         + (f"var<workgroup> sh: array<{acc}, {WG}>;\n" if row else "")
         + f"@compute @workgroup_size({WG})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(local_invocation_id) lid: vec3<u32>, "
         "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
     )
-    return KernelSource(src, "rw")
+    return KernelSource(src, "".join(m for _, _, m in bufs))
+
+
+def scan_loop_iterations(mode: str, length: int) -> int:
+    """Loop iterations of one invocation of scan_kernel over a row (or chunk) of `length`."""
+    if mode == "serial":
+        return length
+    return 2 * -(-length // WG) + WG

@@ -265,7 +265,25 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     return out
 
 
+def has_internal_overlap(t: Tensor) -> bool:
+    """Whether two elements of `t` share memory through a 0 stride (an expanded view): torch's
+    `has_internal_overlap` YES case (other overlapping strides are torch's TOO_HARD: allowed)."""
+    return any(st == 0 and d > 1 for d, st in zip(t._shape, t._strides))
+
+
+def check_writable(t: Tensor):
+    """RuntimeError, in torch's words, for writing a computed result into an expanded view."""
+    if has_internal_overlap(t):
+        raise RuntimeError(
+            "pyrite: unsupported operation: more than one element of the written-to tensor "
+            "refers to a single memory location. Please clone() the tensor before performing "
+            f"the operation (shape {tuple(t._shape)}, strides {tuple(t._strides)})."
+        )
+
+
 def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
+    if inputs:  # a fill (no inputs) may write one value to every alias, as torch's fill_
+        check_writable(out)
     shape = out._shape
     n = math.prod(shape)
     ostore = out._storage

@@ -19,7 +19,7 @@ from ..errors import ShapeError
 from ..kernels.common import fold_grid
 from ..kernels.matmul import TILE, fast_smem_bytes, fast_valid, gemm_direct, gemm_fast, gemm_tiled
 from ..tensor import Tensor
-from .core import broadcast_shapes, coalesce, contiguous_copy, empty, f32_bits
+from .core import broadcast_shapes, coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
 
 # Variant choice, measured on lavapipe (this CI box: llvmpipe, 2 cores), f32, GFLOP/s:
@@ -152,6 +152,63 @@ def _choose(dev, M, N, K, batch, fast_lay):
     return "tiled", None
 
 
+def k_loop_iterations(kind: str, params, K: int) -> int:
+    """Loop iterations one invocation of a GEMM variant runs for a K-long product (every loop of
+    the kernel counted, as lavapipe's loop budget counts them; loops the generator unrolls are
+    not loops): the direct kernel steps k one at a time; the tiled kernel runs K/16 steps of a
+    16-step tile load and a 16-step inner product; the fast kernel unrolls its K step."""
+    if kind == "direct":
+        return K
+    if kind == "tiled":
+        return -(-K // 16) * (TK_TILED_LOOPS + 1)
+    return -(-K // params[4])
+
+
+TK_TILED_LOOPS = 32  # gemm_tiled: 16 tile-load iterations + 16 inner-product iterations a K step
+
+
+def _split_k_chunk(kind, params, K):
+    """The K-chunk length that keeps one invocation within the device's loop budget, or None
+    when the whole K fits. Chunks are multiples of 64, so every variant's K step (16, or the fast
+    kernel's bk <= 32) and the fast kernel's 4-element alignment divide them."""
+    limit = max_loop_iterations()
+    if k_loop_iterations(kind, params, K) <= limit:
+        return None
+    lo, hi = 64, K  # the largest multiple of 64 whose loops fit (k_loop_iterations grows with K)
+    while hi - lo > 64:
+        mid = (lo + hi) // 2 // 64 * 64
+        if k_loop_iterations(kind, params, mid) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
+    """The product in K-chunks of `chunk`, each a GEMM adding the running total through the
+    bias epilogue (acc_i = a_i @ b_i + acc_{i-1}), then alpha and beta·e applied once. Used where
+    a single invocation may not loop over the whole K (lavapipe's loop budget, backend/quirks.py);
+    the running total is f32 for float16 operands, so the chunks do not round to f16 between."""
+    from .. import dtypes as D
+
+    K = a._shape[-1]
+    acc_dtype = D.float32 if (out_dtype or a.dtype).is_floating_point else (out_dtype or a.dtype)
+    acc = None
+    for k0 in range(0, K, chunk):
+        k = min(chunk, K - k0)
+        ai = a._view(a._shape[:-1] + (k,), a._strides, a._offset + k0 * a._strides[-1])
+        bi = b._view(
+            b._shape[:-2] + (k, b._shape[-1]), b._strides, b._offset + k0 * b._strides[-2]
+        )
+        acc = gemm(ai, bi, acc, out_dtype=acc_dtype)
+    if alpha != 1:
+        acc = acc * alpha
+    if e is not None and beta != 0:
+        acc = acc + e * beta if beta != 1 else acc + e
+    want = out_dtype or a.dtype
+    return acc if acc.dtype is want else acc.to(want)
+
+
 def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dtype=None) -> Tensor:
     """C = alpha * (a @ b) + beta * e for a (..., M, K), b (..., K, N) with broadcastable batch
     dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor."""
@@ -188,6 +245,10 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     dev = backend.current()
     fast_lay = _fast_layout(a, b, e, out, cstrides)
     kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
+    chunk = _split_k_chunk(kind, params, K)
+    if chunk is not None:
+        del out
+        return _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk)
     global LAST
     LAST = (kind, params)
     e_st = e.dtype.wgsl if e is not None else "f32"

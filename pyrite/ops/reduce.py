@@ -17,9 +17,9 @@ import math
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import WG, fold_grid, grid_for
-from ..kernels.reduce import reduce_kernel, scan_kernel, state_words
+from ..kernels.reduce import reduce_kernel, scan_kernel, scan_loop_iterations, state_words
 from ..tensor import Tensor, contiguous_strides
-from .core import coalesce, contiguous_copy, empty, f32_bits
+from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 
 # Serial (one invocation per output, no barriers) vs row (one workgroup per output, two
 # barriers). Measured on lavapipe (llvmpipe 15, 256-bit, 2 cores), x.sum(1) of float32 randn,
@@ -39,8 +39,10 @@ from .core import coalesce, contiguous_copy, empty, f32_bits
 ROW_MIN_LEN = 512
 FEW_OUTPUTS = 2 * WG
 FEW_OUTPUTS_ROW_MIN_LEN = 64
-SERIAL_MAX_LEN_CPU = 32768  # lavapipe ends a shader's loops after ~65,535 iterations in all
-ROW_MAX_LEN_CPU = 256 * 32000  # per invocation L/256 (reductions) or 2·L/256 + 256 (scans)
+SERIAL_MAX_LEN_CPU = 32768
+# Whatever the heuristics pick, no invocation may loop past the device's loop budget
+# (backend/quirks.py; lavapipe: 65,535 iterations in all): `_mode` moves a serial row past it to
+# the row kernel, and `_split_plan` splits rows whose row kernel would pass it.
 FORCE_MODE = None  # tests set "row" or "serial" to reach both kernels at small sizes
 
 # Split (two-stage) reductions. One workgroup per output leaves the GPU idle when there are few
@@ -66,8 +68,8 @@ SPLIT_MIN_CHUNK = 4096
 #   (1, 16777216): split only (row kernel past its loop limit), C = 4096 / 16384: 40 / 41
 # (a row-mode partial stage was slower: 9.5 / 6.2 ms at (4, 262144) for C = 4096 / 16384). So on
 # a CPU adapter a split is about even with the row kernel, better with a few long rows: rows past
-# SERIAL_MAX_LEN_CPU with fewer than SPLIT_MAX_OUTPUTS_CPU outputs split, as must every row past
-# ROW_MAX_LEN_CPU. Serial chunks of 8,192 keep each invocation's loop at 1/8 of lavapipe's
+# SERIAL_MAX_LEN_CPU with fewer than SPLIT_MAX_OUTPUTS_CPU outputs split, as must every row whose
+# row kernel would pass the loop budget (past ~15.7M elements on lavapipe). Serial chunks of 8,192 keep each invocation's loop at 1/8 of lavapipe's
 # ~65,535-iteration limit; the merge loops over P = L/8192 states (4,096 for a 128 MiB binding).
 SPLIT_MAX_OUTPUTS_CPU = 16
 SPLIT_CHUNK_CPU = 8192
@@ -83,28 +85,42 @@ def _cpu_adapter() -> bool:
     return hit
 
 
+def _row_loops(length: int) -> int:
+    """Loop iterations of one invocation of the row kernel: its stride loop and two merges."""
+    return -(-length // WG) + 2 * 16
+
+
 def _mode(n_out: int, length: int) -> str:
     if FORCE_MODE is not None and length <= SERIAL_MAX_LEN_CPU:
-        return FORCE_MODE
-    if _cpu_adapter():
-        return "serial" if length <= SERIAL_MAX_LEN_CPU else "row"
-    if length >= ROW_MIN_LEN or (n_out < FEW_OUTPUTS and length >= FEW_OUTPUTS_ROW_MIN_LEN):
-        return "row"
-    return "serial"
+        mode = FORCE_MODE
+    elif _cpu_adapter():
+        mode = "serial" if length <= SERIAL_MAX_LEN_CPU else "row"
+    elif length >= ROW_MIN_LEN or (n_out < FEW_OUTPUTS and length >= FEW_OUTPUTS_ROW_MIN_LEN):
+        mode = "row"
+    else:
+        mode = "serial"
+    if mode == "serial" and length > max_loop_iterations():
+        mode = "row"  # the serial loop would pass the device's loop budget
+    return mode
 
 
 def _split_plan(n_out: int, length: int):
     """(chunks P, chunk length C, partial-stage mode, merge-stage mode), or None: no split."""
+    limit = max_loop_iterations()
+    cpu = _cpu_adapter()
+    # past this length even the row kernel's loops pass the loop budget: a split is required,
+    # in chunks whose own loops fit (serial chunks on CPU adapters, row chunks elsewhere)
+    required = _row_loops(length) > limit
+    serial_cap = builtins.min(SERIAL_MAX_LEN_CPU, limit) // WG * WG
     if FORCE_SPLIT is not None:
         parts = FORCE_SPLIT
+    elif required:
+        cap = builtins.min(SPLIT_CHUNK_CPU, serial_cap) if cpu else (limit - 32) * WG
+        parts = -(-length // builtins.max(cap, WG))
     elif not SPLIT:
         return None
-    elif _cpu_adapter():
-        # past ROW_MAX_LEN_CPU the one-workgroup row kernel would pass lavapipe's loop limit, so
-        # there a split is required whatever the number of outputs
-        if length <= ROW_MAX_LEN_CPU and (
-            n_out >= SPLIT_MAX_OUTPUTS_CPU or length <= SERIAL_MAX_LEN_CPU
-        ):
+    elif cpu:
+        if n_out >= SPLIT_MAX_OUTPUTS_CPU or length <= SERIAL_MAX_LEN_CPU:
             return None
         parts = -(-length // SPLIT_CHUNK_CPU)
     else:
@@ -117,9 +133,13 @@ def _split_plan(n_out: int, length: int):
     chunk = -(-length // parts)
     chunk = -(-chunk // WG) * WG
     parts = -(-length // chunk)
-    cpu = _cpu_adapter()
-    partial = "serial" if cpu and chunk <= SERIAL_MAX_LEN_CPU else "row"
-    merge = "serial" if cpu and parts <= SERIAL_MAX_LEN_CPU else "row"
+    partial = "serial" if cpu and chunk <= serial_cap else "row"
+    merge = "serial" if cpu and parts <= serial_cap else "row"
+    if _row_loops(parts) > limit:  # only with a tiny forced budget: P states still too many
+        raise NotImplementedError(
+            f"pyrite: a reduction of {length:,} elements a row needs {parts:,} partial states, "
+            f"more than one merge may loop over on this device ({limit:,} iterations)"
+        )
     return parts, chunk, partial, merge
 
 
@@ -477,18 +497,56 @@ def _scan(op, input, dim, dtype):
         [tuple(input._strides[i] for i in kept), tuple(ostrides[i] for i in kept)],
     )
     rows = n // length
-    if _cpu_adapter() and length > ROW_MAX_LEN_CPU:
-        raise NotImplementedError(
-            f"pyrite: a scan of {length} elements a row is past what one "
-            f"workgroup can loop over on this CPU adapter "
-            f"({ROW_MAX_LEN_CPU}); scan in two steps (reshape)"
-        )
     mode = _mode(rows, length)
-    src = scan_kernel(op, input.dtype.wgsl, _acc_for(out_dt), out_dt.wgsl, len(oshape), mode)
+    acc = _acc_for(out_dt)
     info = [rows, length, input._offset, input._strides[d], ostrides[d], *oshape, *istr, *ostr]
-    grid = fold_grid(rows) if mode == "row" else grid_for(rows)
-    backend.current().dispatch(src, [input._storage.buffer, out._storage.buffer], info, grid)
+    bufs = [input._storage.buffer, out._storage.buffer]
+    chunk = _scan_chunk(rows, length, mode)
+    dev = backend.current()
+    if chunk is None:
+        if mode == "serial" and scan_loop_iterations("serial", length) > max_loop_iterations():
+            mode = "row"
+        src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode)
+        grid = fold_grid(rows) if mode == "row" else grid_for(rows)
+        dev.dispatch(src, bufs, info, grid)
+        return out
+    # chunked: totals of each chunk, their inclusive scan (a shorter scan), then each chunk's
+    # scan started from the totals before it
+    parts = -(-length // chunk)
+    info += [chunk, parts]
+    acc_dt = D.float32 if acc == "f32" else D.int32
+    part = empty((rows, parts), acc_dt)
+    grid = fold_grid(rows * parts)
+    src = scan_kernel(op, input.dtype.wgsl, acc, acc_dt.wgsl, len(oshape), "row", "total")
+    dev.dispatch(src, [input._storage.buffer, part._storage.buffer], info, grid)
+    carry = _scan(op, part, 1, acc_dt)
+    src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "apply")
+    bufs = [input._storage.buffer, carry._storage.buffer, out._storage.buffer]
+    dev.dispatch(src, bufs, info, grid)
     return out
+
+
+# Chunked scans: rows whose one-workgroup scan would pass the loop budget must be chunked; on a
+# GPU, few long rows are also chunked so that more than a handful of workgroups run (the same
+# rule and constants as the split reductions above: fewer than SPLIT_MAX_OUTPUTS rows of at
+# least SPLIT_MIN_LEN, chunks of at least SPLIT_MIN_CHUNK). ESTIMATE, not yet timed on the H200.
+FORCE_SCAN_CHUNK = None  # tests set a chunk length to reach the chunked kernels at small sizes
+
+
+def _scan_chunk(rows: int, length: int, mode: str):
+    """The chunk length of a chunked scan, or None to scan each row whole."""
+    if FORCE_SCAN_CHUNK is not None:
+        return FORCE_SCAN_CHUNK if length > FORCE_SCAN_CHUNK else None
+    limit = max_loop_iterations()
+    if scan_loop_iterations("row", length) > limit:
+        # the longest chunk whose row-mode loops fit: 2·ceil(C/256) + 256 <= limit
+        return builtins.max(WG, (limit - WG) // 2 * WG)
+    if _cpu_adapter() or rows >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN:
+        return None
+    parts = builtins.min(-(-SPLIT_TARGET_WORKGROUPS // rows), length // SPLIT_MIN_CHUNK)
+    if parts < 2:
+        return None
+    return -(-(-(-length // parts)) // WG) * WG
 
 
 def cumsum(input, dim, *, dtype=None):

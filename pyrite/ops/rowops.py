@@ -23,7 +23,7 @@ from ..errors import ShapeError
 from ..kernels.common import fold_grid
 from ..kernels.rowops import row_kernel, workgroup_size
 from ..tensor import Tensor
-from .core import coalesce, contiguous_copy, empty, f32_bits
+from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 
 _F16_EPS = 2.0**-10  # torch.finfo(torch.float16).eps
 _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
@@ -52,6 +52,9 @@ def _run(
     )
     rank = len(cshape)
     wg = workgroup_size(n)
+    # two passes over the row of ceil(n / wg) steps each, and a log2(wg)-step tree
+    if 2 * -(-n // wg) + 2 * wg.bit_length() > max_loop_iterations():
+        return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
     src = row_kernel(
         op,
         wg,
@@ -69,6 +72,33 @@ def _run(
         bufs.append(b._storage.buffer)
     bufs.append(out._storage.buffer)
     backend.current().dispatch(src, bufs, info, fold_grid(rows))
+    return out
+
+
+def _composed(op, x, n, sx, outer, x_outer, out, so, o_outer, w, b, eps):
+    """The row op composed from reductions, for rows past what one workgroup may loop over on
+    a loop-budget device (backend/quirks.py): the reductions split long rows into chunks."""
+    xv = x._view(tuple(outer) + (n,), tuple(x_outer) + (sx,), x._offset)
+    if xv.dtype is not D.float32:
+        xv = xv.float()
+    if op == "softmax":
+        e = (xv - xv.amax(-1, keepdim=True)).exp()
+        r = e / e.sum(-1, keepdim=True)
+    elif op == "log_softmax":
+        r = xv - xv.logsumexp(-1, keepdim=True)
+    elif op == "layer_norm":
+        from .reduce import var_mean
+
+        var, mean = var_mean(xv, -1, correction=0, keepdim=True)
+        r = (xv - mean) * (var + eps).rsqrt()
+    else:  # rms_norm
+        r = xv * ((xv * xv).mean(-1, keepdim=True) + eps).rsqrt()
+    if w is not None:
+        r = r * w.reshape(-1)
+    if b is not None:
+        r = r + b.reshape(-1)
+    ov = out._view(tuple(outer) + (n,), tuple(o_outer) + (so,), out._offset)
+    ov.copy_(r)
     return out
 
 
