@@ -361,3 +361,14 @@ def test_size_repr():
 def test_set_printoptions_is_exported_as_torch_does():
     assert pr.set_printoptions is pformat.set_printoptions
     assert not hasattr(torch, "get_printoptions")  # 2.13 keeps it in torch._tensor_str
+
+
+def test_column_width_from_the_extremes_equals_the_width_over_all_values(rng):
+    """The formatter measures only the per-sign extremes; every value's string is no wider."""
+    for _ in range(30):
+        v = (rng.standard_normal(200) * 10.0 ** rng.integers(-110, 110, 200)).astype(np.float64)
+        v[rng.integers(0, 200, 20)] = rng.choice([9.99995, -9.99995, 9.9999999e99, 0.99999])
+        for p in (0, 1, 4, 7):
+            for spec in (f".{p}f", f".{p}e", ".0f"):
+                want = max(len(format(x, spec)) for x in v.tolist())
+                assert max(len(format(x, spec)) for x in pformat._extremes(v)) == want
