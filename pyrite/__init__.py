@@ -63,6 +63,7 @@ def promote_types(a, b):
 
 
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .format import set_printoptions
 from .runtime import (
     cuda,
     device_info,

@@ -273,9 +273,11 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self.numel() == 1 and not self._shape and spec:
-            return format(self.item(), spec)
-        return repr(self)
+        # PyTorch's rule: a 0-d tensor formats as its number (`f"{t:.3f}"`, `f"{t}"` → `1.5`);
+        # any other goes through object.__format__: str(t) for "", TypeError for a spec
+        if not self._shape:
+            return format(self.detach().item(), spec)
+        return object.__format__(self, spec)
 
     def __reduce__(self):
         from .ops.creation import tensor as _tensor
