@@ -775,3 +775,23 @@ def test_split_kernels_as_text():
     assert "workgroupBarrier" not in merge.wgsl and "inp" not in merge.wgsl
     assert state_words("var", "f32") == 3 and state_words("argmax", "f32") == 2
     assert state_words("sum", "i32") == 1
+
+
+@pytest.mark.parametrize("n", [100_000, 1_000_003])
+def test_sum_of_alike_terms_is_compensated(n, rng):
+    # a plain f32 loop drifts systematically when the terms are alike (0.1 × 100,000 came out
+    # 5e-5 off); the compensated sum stays within a few ulps of float64, as torch's cascade sum
+    v = np.float32(0.1)
+    x = pr.full((n,), float(v))
+    exact = np.float64(v) * n
+    for got in (x.sum().item(), x.reshape(-1, 1).sum(0).item(), x.mean().item() * n):
+        assert abs(got - exact) <= 4 * EPS32 * exact, (got, exact)
+    a = rng.random((3, n), dtype=np.float32) + 1.0
+    got = pr.tensor(a).sum(1).numpy()
+    want = a.astype(np.float64).sum(1)
+    assert np.all(np.abs(got - want) <= 8 * EPS32 * want)
+    # inf and NaN still propagate through the compensation
+    y = pr.tensor(np.array([1.0, np.inf, 2.0, -1.0], dtype=np.float32))
+    assert y.sum().item() == np.inf and np.isnan(pr.tensor([np.inf, -np.inf, 1.0]).sum().item())
+    assert np.isnan(pr.tensor([1.0, np.nan]).mean().item())
+    assert pr.tensor([1.0, np.nan, 2.0]).nansum().item() == 3.0
