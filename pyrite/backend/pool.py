@@ -9,6 +9,7 @@ but not for an upload: `queue.write_buffer` runs before the pending batch. So su
 
 from __future__ import annotations
 
+import collections
 import threading
 
 from ..errors import OutOfMemoryError
@@ -48,6 +49,8 @@ class BufferPool:
         # tensors may be made, used and freed from several threads, and a Storage may die (and
         # release its buffer) in any thread, inside any of these calls.
         self.lock = threading.RLock()
+        # Buffers released while another thread holds the lock wait here (see release()).
+        self.deferred: collections.deque = collections.deque()
         self.device = device
         self.usage = usage
         self.max_buffer = max_buffer
@@ -70,6 +73,8 @@ class BufferPool:
     def allocate(self, nbytes: int, upload: bool = False) -> Storage:
         """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
         with self.lock:
+            if self.deferred:
+                self._drain()
             return self._allocate(nbytes, upload)
 
     def _allocate(self, nbytes: int, upload: bool) -> Storage:
@@ -112,8 +117,24 @@ class BufferPool:
         return buffer
 
     def release(self, buffer):
-        with self.lock:
-            self._release(buffer)
+        """Return a buffer to the pool; called from Storage.__del__, so in any thread, at any
+        moment. It must never wait: wgpu-py's poller thread can collect garbage (and so run
+        __del__) while the main thread holds the lock waiting for that same poller to deliver a
+        readback, which deadlocked (tests/test_leak.py). A release that finds the lock taken is
+        deferred (deque.append is atomic) and done by the next allocation or submit."""
+        if self.lock.acquire(blocking=False):
+            try:
+                if self.deferred:
+                    self._drain()
+                self._release(buffer)
+            finally:
+                self.lock.release()
+        else:
+            self.deferred.append(buffer)
+
+    def _drain(self):
+        while self.deferred:
+            self._release(self.deferred.popleft())
 
     def _release(self, buffer):
         size = buffer.size
@@ -126,6 +147,8 @@ class BufferPool:
             self.pooled_bytes += size
 
     def batch_submitted(self):  # called by the device with the lock held
+        if self.deferred:
+            self._drain()
         self.batch_open = False
         for size, bucket in self.recent.items():
             self.free.setdefault(size, []).extend(bucket)
@@ -139,6 +162,8 @@ class BufferPool:
             self._trim()
 
     def _trim(self):
+        if self.deferred:
+            self._drain()
         if self.on_trim is not None:
             self.on_trim()
         for bucket in self.free.values():

@@ -188,6 +188,16 @@ def bench_reduce(rep, n):
     x2 = pr.rand(n // 1024, 1024)
     t2 = _median_time(lambda: x2.sum(dim=1))
     rep.add(f"row sums ({n // 1024:,} x 1024)", n * 4 / t2 / 1e9, "GB/s")
+    # a scan of one long row: chunked (totals, their scan, rescan) where the rows are few
+    m = min(n, 16 << 20)
+    x3 = pr.rand(m)
+    t3 = _median_time(lambda: x3.cumsum(0))
+    scan_peers = {}
+    if torch is not None and torch.cuda.is_available():
+        xc3 = torch.rand(m, device="cuda")
+        scan_peers["torch-cuda"] = 2 * m * 4 / _cuda_time(torch, lambda: xc3.cumsum(0)) / 1e9
+    rep.add(f"cumsum of one row of {m:,} f32 (read+write)", 2 * m * 4 / t3 / 1e9, "GB/s", None,
+            scan_peers)
 
 
 def bench_rowops(rep, rows, width=1024):
