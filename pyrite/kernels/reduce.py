@@ -480,7 +480,8 @@ def scan_kernel(
 
 
 def scan_loop_iterations(mode: str, length: int) -> int:
-    """Loop iterations of one invocation of scan_kernel over a row (or chunk) of `length`."""
+    """Loop iterations of one invocation of scan_kernel over a row (or chunk) of `length`,
+    each loop's exit test included (lavapipe counts it against its budget)."""
     if mode == "serial":
-        return length
-    return 2 * -(-length // WG) + WG
+        return length + 1
+    return 2 * (-(-length // WG) + 1) + WG + 1

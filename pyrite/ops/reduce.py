@@ -86,8 +86,9 @@ def _cpu_adapter() -> bool:
 
 
 def _row_loops(length: int) -> int:
-    """Loop iterations of one invocation of the row kernel: its stride loop and two merges."""
-    return -(-length // WG) + 2 * 16
+    """Loop iterations of one invocation of the row kernel, exit tests included: its stride
+    loop and two 16-step merges."""
+    return -(-length // WG) + 1 + 2 * (16 + 1)
 
 
 def _mode(n_out: int, length: int) -> str:
@@ -99,7 +100,7 @@ def _mode(n_out: int, length: int) -> str:
         mode = "row"
     else:
         mode = "serial"
-    if mode == "serial" and length > max_loop_iterations():
+    if mode == "serial" and length + 1 > max_loop_iterations():
         mode = "row"  # the serial loop would pass the device's loop budget
     return mode
 
@@ -543,8 +544,10 @@ def _scan_chunk(rows: int, length: int, mode: str):
         return FORCE_SCAN_CHUNK if length > FORCE_SCAN_CHUNK else None
     limit = max_loop_iterations()
     if scan_loop_iterations("row", length) > limit:
-        # the longest chunk whose row-mode loops fit: 2·ceil(C/256) + 256 <= limit
-        return builtins.max(WG, (limit - WG) // 2 * WG)
+        # the longest chunk whose row-mode loops fit: 2·(ceil(C/256) + 1) + 257 <= limit; at
+        # least 256 (the kernel's own 256-step prefix loop needs a budget past ~300 anyway)
+        chunk = builtins.max(WG, (limit - WG - 3) // 2 * WG)
+        return chunk if chunk < length else None
     if _cpu_adapter() or rows >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN:
         return None
     parts = builtins.min(-(-SPLIT_TARGET_WORKGROUPS // rows), length // SPLIT_MIN_CHUNK)

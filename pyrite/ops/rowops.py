@@ -52,8 +52,9 @@ def _run(
     )
     rank = len(cshape)
     wg = workgroup_size(n)
-    # two passes over the row of ceil(n / wg) steps each, and a log2(wg)-step tree
-    if 2 * -(-n // wg) + 2 * wg.bit_length() > max_loop_iterations():
+    # two passes over the row of ceil(n / wg) steps each, and a log2(wg)-step tree, each loop's
+    # exit test counted (as lavapipe's budget counts it)
+    if 2 * (-(-n // wg) + 1) + wg.bit_length() + 2 > max_loop_iterations():
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
     src = row_kernel(
         op,
