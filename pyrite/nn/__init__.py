@@ -12,4 +12,4 @@ from ._toplevel import TOPLEVEL
 for _name, _fn in _METHODS.items():
     setattr(_Tensor, _name, _fn)
 
-__all__ = ["functional"]
+__all__ = ["TOPLEVEL", "functional"]
