@@ -11,12 +11,13 @@ One workgroup per batch item walks the time steps in order; its invocations shar
 of a step (invocation lid takes s = lid, lid + WG, ...). The two most recent steps live in a
 storage scratch `alpha` of (N, 2, S'max) f32 (step t in slot t % 2), so any target length
 fits; a storage barrier separates the steps. A dispatch runs the steps [t0, t1): the op sizes
-that range so that each invocation's loop iterations, (t1 - t0)·(ceil(S'max / WG) + 1), stay
+that range so that each invocation's loop iterations, (t1 - t0)·(ceil(S'max / WG) + 2) (the
+inner passes, the inner loop's exit test, the outer back edge: lavapipe counts all three), stay
 within the device's loop budget (lavapipe: 65,535 in all), and chains dispatches over T; the
 dispatch that reaches the last step writes each item's loss. Steps t >= T_n write nothing, so
 slot (T_n - 1) % 2 still holds the item's last step when the loss is read.
 
-Bindings: lp (log_probs, read through its strides), tg (targets, i32), meta (i32 (N, 3):
+Bindings: lp (log_probs, read through its strides), tg (targets, i32), items (i32 (N, 3):
 T_n, L_n, offset of item n's first target in tg), alpha (scratch), loss (N,).
 Info words (i32):
   [0] N  [1] S'max  [2] t0  [3] t1  [4] last (1: write the losses)  [5] blank
@@ -43,7 +44,7 @@ def ctc_alpha_kernel(lp_type: str, wg: int) -> KernelSource:
     buffers = [
         ("lp", lp_type, "r"),
         ("tg", "i32", "r"),
-        ("meta", "i32", "r"),
+        ("items", "i32", "r"),
         ("alpha", "f32", "w"),
         ("loss", "f32", "w"),
     ]
@@ -77,9 +78,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   if (n >= info[0]) {{ return; }}  // uniform: the whole workgroup leaves
   let sp_max = info[1];
   let blank = info[5];
-  let tn = meta[3 * n];
-  let ln = meta[3 * n + 1];
-  let toff = meta[3 * n + 2];
+  let tn = items[3 * n];
+  let ln = items[3 * n + 1];
+  let toff = items[3 * n + 2];
   let sp = 2 * ln + 1;
   let base = n * 2 * sp_max;
   let neg_inf = -p_inf();

@@ -54,8 +54,8 @@ def ctc_loss(
     """The Connectionist Temporal Classification loss.
 
     log_probs: (T, N, C) or unbatched (T, C), log-probabilities (log_softmax over C; any
-    values are accepted, as torch). targets: padded (N, S) (or (S,) unbatched) or the N targets
-    concatenated (sum(target_lengths),). input_lengths, target_lengths: N lengths (tensors,
+    values are accepted, as torch). targets: padded (N, S) or the N targets
+    concatenated (sum(target_lengths),) (unbatched: the target itself). input_lengths, target_lengths: N lengths (tensors,
     lists or tuples). reduction 'mean' divides each loss by its target length (at least 1) and
     averages over the batch; zero_infinity turns infinite losses (impossible alignments) into 0.
     """
@@ -89,7 +89,7 @@ def ctc_loss(
         )
     if not targets.dtype.kind == "i":
         targets = targets.to(D.int32)  # torch accepts float targets and truncates them
-    tg = targets.unsqueeze(0) if unbatched and targets.ndim == 1 else targets
+    tg = targets  # unbatched: (S,) is the one target, concatenated form (as torch)
     if tg.ndim == 2:  # padded (N, S)
         if tg._shape[0] != N:
             raise ShapeError(
@@ -151,8 +151,12 @@ def _alpha(lp, tg, il, tl, toff, tstride, blank):
     meta = upload(np.stack([il, tl, toff], 1).astype(np.int32), D.int32)
     alpha = empty((N * 2 * sp_max,), D.float32)
     wg = workgroup_size(sp_max)
-    # each step runs ceil(S'max / wg) inner iterations plus its own back edge
-    per_step = -(-sp_max // wg) + 1
+    # What a step costs of an invocation's loop budget: ceil(S'max / wg) inner iterations, the
+    # inner loop's exit test and the outer back edge. Lavapipe counts a loop's exit test too
+    # (DESIGN.md's two nested loops of 400 stopped after 65,209 inner iterations: 163 outer
+    # passes of 400 + 1 + 1 = 65,526, then 9): without it T = 22,000 steps of S' = 401 ran
+    # 4 a step past 65,535 and came out wrong (tests/test_ctc.py).
+    per_step = -(-sp_max // wg) + 2
     steps = max(1, min(max(T, 1), max_loop_iterations() // per_step))
     src = ctc_alpha_kernel(lp.dtype.wgsl, wg)
     dev = backend.current()
