@@ -122,6 +122,8 @@ def embedding_bag(
         B, L = input._shape
         bag_host = np.repeat(np.arange(B, dtype=np.int32), L)
         idx = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
     elif input.ndim == 1:
         if offsets is None:
             raise ValueError("pyrite: embedding_bag: offsets has to be a 1D Tensor but got None")
@@ -172,7 +174,9 @@ def embedding_bag(
         rows = fmap("x0 * x1", [rows, keep.unsqueeze(1)], dtype=weight.dtype)
     if mode == "max":
         if keep is not None:  # padding rows can't win: -inf, and empty bags become 0 below
-            rows = fmap("select(-p_inf(), x0, x1 != 0.0)", [rows, keep.unsqueeze(1)], weight.dtype)
+            rows = fmap(
+                "select(-p_inf(), x0, x1 != 0.0)", [rows, keep.unsqueeze(1)], dtype=weight.dtype
+            )
         index = bag.unsqueeze(1).expand(bag._shape[0], Dm)
         out = _scatter.scatter_reduce(out, 0, index, rows, "amax", include_self=False)
     else:
