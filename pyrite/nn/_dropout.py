@@ -36,8 +36,10 @@ def _dropout(input, p, train, inplace, feature, alpha, name):
             f"pyrite: {name}: Feature dropout requires at least 2 dimensions in the input"
         )
     out = input if inplace else empty(input._shape, input.dtype)
-    if p == 1.0:  # torch: input · 0
-        return run_map("x0 * 0.0", (input,), ("f32",), out, "f32")
+    if p == 1.0:  # torch: input · 0, NaN for NaN and inf (a compiler may fold x·0 to 0)
+        return run_map(
+            "select(0.0, p_nan(), p_isnan(x0) || p_isinf(x0))", (input,), ("f32",), out, "f32"
+        )
     noise_shape = input._shape[:2] + (1,) * (input.ndim - 2) if feature else input._shape
     u = _creation.rand(noise_shape)  # kept where u >= p: probability 1 - p
     if alpha:
