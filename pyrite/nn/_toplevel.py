@@ -147,7 +147,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 
 # ---- embedding, dropout --------------------------------------------------------------------
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    """torch.embedding(weight, indices): note the order, the reverse of F.embedding's."""
+    """torch.embedding(weight, indices): note the order, the reverse of F.embedding's. An
+    integer first argument and a float second are taken in F.embedding's order (pyrite's
+    earlier top-level spelling; torch would raise there)."""
+    if weight.dtype.kind == "i" and indices.dtype.is_floating_point:
+        weight, indices = indices, weight
     return _sparse.embedding(indices, weight)
 
 
