@@ -364,3 +364,45 @@ def test_toplevel_loss_spellings(rng):
             "bce logits",
         )
     check(pr.cosine_similarity(_p(a), _p(b)), torch.cosine_similarity(_t(a), _t(b)), 4, 16, "cs")
+
+
+# ---- pdist, bilinear -----------------------------------------------------------------------
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.5, math.inf, 0.0])
+@pytest.mark.parametrize("shape", [(7, 5), (1, 3), (2, 1), (17, 33)], ids=str)
+def test_pdist(p, shape, rng):
+    x = _f32(rng.standard_normal(shape))
+    got, want = F.pdist(_p(x), p), TF.pdist(_t(x), p)
+    check(got, want, shape[1], 16, f"pdist p={p}")
+    check(pr.pdist(_p(x), p), torch.pdist(_t(x), p), shape[1], 16, "pr.pdist")
+    xt = pr.tensor(np.ascontiguousarray(x.T).astype(np.float32)).T
+    check(F.pdist(xt, p), want, shape[1], 16, "strided")
+
+
+def test_pdist_errors():
+    with pytest.raises(pr.ShapeError, match="pdist only supports 2D tensors"):
+        F.pdist(pr.ones(2, 3, 4))
+    with pytest.raises(ValueError, match="non-negative p"):
+        F.pdist(pr.ones(3, 2), -1.0)
+    with pytest.raises(TypeError, match="floating-point"):
+        F.pdist(pr.ones(3, 2, dtype=pr.int32))
+
+
+@pytest.mark.parametrize("lead", [(4,), (2, 3), ()], ids=str)
+def test_bilinear(lead, rng):
+    x1, x2 = _f32(rng.standard_normal((*lead, 5))), _f32(rng.standard_normal((*lead, 7)))
+    w, b = _f32(rng.standard_normal((3, 5, 7))), _f32(rng.standard_normal(3))
+    for bias in (None, b):
+        got = F.bilinear(_p(x1), _p(x2), _p(w), None if bias is None else _p(bias))
+        want = TF.bilinear(_t(x1), _t(x2), _t(w), None if bias is None else _t(bias))
+        check(got, want, 35, 16, f"bilinear bias={bias is not None}")
+    check(
+        pr.bilinear(_p(x1), _p(x2), _p(w)),
+        torch.bilinear(_t(x1), _t(x2), _t(w), None),
+        35,
+        16,
+        "pr.bilinear",
+    )
+    with pytest.raises(pr.ShapeError, match="input2 size does not match weight size"):
+        F.bilinear(_p(x1), _p(x2), pr.ones(3, 5, 6))
+    with pytest.raises(pr.ShapeError, match="bias size does not match weight size"):
+        F.bilinear(_p(x1), _p(x2), _p(w), pr.ones(4))

@@ -14,13 +14,17 @@ tanhshrink, sigmoid and tanh turn integers into float32, as torch does.
 
 from __future__ import annotations
 
+import warnings
+
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
+from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
+from ..ops import scatter as _scatter
 from ..ops.core import empty, run_map
-from ._common import fdt, need_float, need_tensor
+from ._common import fdt, fmap, need_float, need_tensor
 
 # SELU's constants (Klambauer et al. 2017), as torch spells them
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -330,6 +334,24 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _rowops.softmax(-input, dim)
 
 
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) along dim, g ~ Gumbel(0, 1) drawn on the device as
+    -log(-log(1 - u)), u ~ U[0, 1); hard: the one-hot of its argmax (torch's straight-through
+    y_hard - y_soft + y_soft, whose value is the one-hot)."""
+    if eps != 1e-10:
+        warnings.warn("pyrite: `eps` parameter is deprecated and has no effect.", stacklevel=2)
+    need_float("gumbel_softmax", logits)
+    u = _creation.rand(logits._shape)
+    g = fmap("(x0 - log(-log(1.0 - x1))) / s0", [logits, u], [tau], dtype=logits.dtype)
+    y = _rowops.softmax(g, dim)
+    if not hard:
+        return y
+    d = y._dim(dim)
+    index = _reduce.argmax(y, d, keepdim=True)
+    y_hard = _scatter.scatter(_creation.zeros_like(y), d, index, value=1.0)
+    return fmap("x0 - x1 + x1", [y_hard, y], dtype=y.dtype)
+
+
 __all__ = [
     "celu",
     "celu_",
@@ -337,6 +359,7 @@ __all__ = [
     "elu_",
     "gelu",
     "glu",
+    "gumbel_softmax",
     "hardshrink",
     "hardsigmoid",
     "hardswish",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ops import rowops as _rowops
 from . import _activation as A
-from . import _ctc, _distance, _dropout, _loss, _margin, _norm, _sparse
+from . import _ctc, _distance, _dropout, _linear, _loss, _margin, _norm, _sparse
 from ._common import reduction_name as _red
 
 
@@ -191,6 +191,7 @@ TOPLEVEL = {
     "alpha_dropout": alpha_dropout,
     "alpha_dropout_": alpha_dropout_,
     "batch_norm": batch_norm,
+    "bilinear": _linear.bilinear,
     "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits,
     "celu": celu,
     "celu_": celu_,
@@ -212,6 +213,7 @@ TOPLEVEL = {
     "layer_norm": layer_norm,
     "margin_ranking_loss": margin_ranking_loss,
     "pairwise_distance": _distance.pairwise_distance,
+    "pdist": _distance.pdist,
     "poisson_nll_loss": poisson_nll_loss,
     "prelu": prelu,
     "relu_": relu_,

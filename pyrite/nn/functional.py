@@ -6,12 +6,13 @@ This module is the namespace; the implementations live by concern beside it:
   _activation.py  relu .. hardshrink, glu, softmax/softmin/log_softmax, the `_` in-place forms
   _loss.py        regression and likelihood losses, nll_loss, cross_entropy
   _margin.py      margin, ranking, multi-label and triplet losses
-  _distance.py    pairwise_distance, cosine_similarity
+  _distance.py    pairwise_distance, cosine_similarity, pdist
   _ctc.py         ctc_loss (the alpha recursion on the device, kernels/ctc.py)
   _norm.py        batch/instance/group/layer/rms/local-response norm, normalize
   _sparse.py      embedding (max_norm), embedding_bag, one_hot
   _dropout.py     dropout and its alpha / channel-wise forms
   _attention.py   scaled_dot_product_attention
+  _linear.py      linear, bilinear
   ops/conv.py     convolution and pooling (imported below)
 Elementwise activations are one strided-map kernel each; normalisations and losses are maps
 plus ops/reduce.py's reductions (which respect the device's loop budget) or ops/rowops.py's
@@ -20,7 +21,6 @@ fused row kernels. Gradients come with the training issue.
 
 from __future__ import annotations
 
-from ..ops import matmul as _matmul
 from ..ops import pad as _pad
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d
 from ._activation import (
@@ -30,6 +30,7 @@ from ._activation import (
     elu_,
     gelu,
     glu,
+    gumbel_softmax,
     hardshrink,
     hardsigmoid,
     hardswish,
@@ -62,7 +63,7 @@ from ._activation import (
 )
 from ._attention import scaled_dot_product_attention
 from ._ctc import ctc_loss
-from ._distance import cosine_similarity, pairwise_distance
+from ._distance import cosine_similarity, pairwise_distance, pdist
 from ._dropout import (
     alpha_dropout,
     dropout,
@@ -71,6 +72,7 @@ from ._dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from ._linear import bilinear, linear
 from ._loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -107,11 +109,6 @@ from ._norm import (
 from ._sparse import embedding, embedding_bag, one_hot
 
 
-def linear(input, weight, bias=None):
-    """input @ weight.T + bias (ops/matmul.py adds the bias in the GEMM epilogue)."""
-    return _matmul.linear(input, weight, bias)
-
-
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)/2 dims: (left, right, top, bottom, ...); constant, reflect,
     replicate or circular."""
@@ -127,6 +124,7 @@ __all__ = [
     "alpha_dropout",
     "avg_pool2d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
@@ -149,6 +147,7 @@ __all__ = [
     "gaussian_nll_loss",
     "gelu",
     "glu",
+    "gumbel_softmax",
     "group_norm",
     "hardshrink",
     "hardsigmoid",
@@ -179,6 +178,7 @@ __all__ = [
     "one_hot",
     "pad",
     "pairwise_distance",
+    "pdist",
     "poisson_nll_loss",
     "prelu",
     "relu",
