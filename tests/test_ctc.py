@@ -22,6 +22,15 @@ from tests.optable import EPS32, assert_close
 U = EPS32
 
 
+@pytest.fixture(params=["serial", "workgroup"])
+def kernel(request, monkeypatch):
+    """Both alpha kernels (kernels/ctc.py) on any device: serial is CPU adapters' choice."""
+    from pyrite.nn import _ctc
+
+    monkeypatch.setattr(_ctc, "FORCE_KERNEL", request.param)
+    return request.param
+
+
 def _case(rng, T, N, C, S, blank=0):
     lp = torch.from_numpy(rng.standard_normal((T, N, C)) * 2).log_softmax(2)
     lp = lp.float().double()  # the values the device holds
@@ -48,7 +57,7 @@ def _compare(got, want, lp, T, what):
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 @pytest.mark.parametrize("TNCS", [(1, 1, 2, 1), (7, 3, 5, 3), (31, 4, 13, 9), (50, 2, 3, 20)])
-def test_ctc_padded_and_concatenated(reduction, TNCS, rng):
+def test_ctc_padded_and_concatenated(reduction, TNCS, rng, kernel):
     T, N, C, S = TNCS
     lp, tg, il, tl = _case(rng, T, N, C, S)
     want = TF.ctc_loss(
@@ -62,7 +71,7 @@ def test_ctc_padded_and_concatenated(reduction, TNCS, rng):
     _compare(got, want, lp, T, f"concatenated {TNCS}")
 
 
-def test_ctc_blank_unbatched_and_strided(rng):
+def test_ctc_blank_unbatched_and_strided(rng, kernel):
     T, N, C, S = 12, 3, 6, 4
     lp, tg, il, tl = _case(rng, T, N, C, S, blank=5)
     args = (torch.from_numpy(tg), torch.from_numpy(il), torch.from_numpy(tl))
@@ -95,7 +104,7 @@ def test_ctc_blank_unbatched_and_strided(rng):
     assert got1.shape == ()
 
 
-def test_ctc_impossible_and_zero_infinity(rng):
+def test_ctc_impossible_and_zero_infinity(rng, kernel):
     T, C = 6, 5
     lp = torch.from_numpy(rng.standard_normal((T, 4, C))).log_softmax(2).float().double()
     tg = np.array([[1, 1, 1, 1], [1, 2, 3, 4], [2, 2, 0, 0], [3, 0, 0, 0]])
@@ -139,10 +148,10 @@ def test_ctc_impossible_and_zero_infinity(rng):
     _compare(got, want, lp, T, "blank in targets")
 
 
-def test_ctc_chains_dispatches_past_the_loop_budget(rng, monkeypatch):
-    """Under a budget of 300 iterations (150 for the main loop) a step costs 2 (S' <= 32
-    states, one pass each), so T = 400 steps need several dispatches; the result must not
-    change."""
+def test_ctc_chains_dispatches_past_the_loop_budget(rng, monkeypatch, kernel):
+    """Under a budget of 300 iterations (150 for the main loop) a step costs 3 (workgroup: one
+    pass of S' <= 32 states) or S' + 2 (serial), so T = 400 steps need several dispatches;
+    the result must not change."""
     T, N, C, S = 400, 3, 7, 10
     lp, tg, il, tl = _case(rng, T, N, C, S)
     il[0] = T
@@ -154,7 +163,7 @@ def test_ctc_chains_dispatches_past_the_loop_budget(rng, monkeypatch):
     from pyrite.ops import core
 
     limit = core.max_loop_iterations()
-    assert limit < T * 2, "the budget must force more than one dispatch"
+    assert limit < T * 3, "the budget must force more than one dispatch"
     before = dev.dispatches
     got = F.ctc_loss(
         pr.tensor(lp.numpy().astype(np.float32)),
@@ -167,11 +176,12 @@ def test_ctc_chains_dispatches_past_the_loop_budget(rng, monkeypatch):
     assert dev.dispatches - before >= 2
 
 
-def test_ctc_long_sequence_past_the_device_budget(rng):
+def test_ctc_long_sequence_past_the_device_budget(rng, kernel):
     """T = 22,000 frames of a 200-label target: S' = 401 states, so a step costs two 256-wide
     passes, the inner loop's exit test and the outer back edge: 88,000 counted iterations in
     one invocation without the chaining (lavapipe stops at 65,535; unchained, and chained at
-    3 a step, the loss came out 41,808 and 46,085 where torch's is 57,654)."""
+    3 a step, the loss came out 41,808 and 46,085 where torch's is 57,654). The serial kernel
+    takes 403 a step: 146 dispatches."""
     T, N, C, S = 22_000, 1, 6, 200
     lp, tg, il, tl = _case(rng, T, N, C, S)
     il[:], tl[:] = T, S
@@ -219,3 +229,16 @@ def test_ctc_errors():
     got = pr.ctc_loss(lp, tg, il, tl, 0, 2, False)  # torch.ctc_loss: reduction as an int
     want = F.ctc_loss(lp, tg, il, tl, reduction="sum")
     assert abs(got.item() - want.item()) <= 1e-5 * abs(want.item())
+
+
+def test_ctc_kernels_as_text():
+    """The generators without a GPU: the workgroup kernel separates steps by a storage barrier,
+    the serial one has none; both read sizes from info words (one pipeline for every shape)."""
+    from pyrite.kernels.ctc import ctc_alpha_kernel, ctc_alpha_serial_kernel, workgroup_size
+
+    wgk = ctc_alpha_kernel("f32", 64).wgsl
+    ser = ctc_alpha_serial_kernel("f16", 8).wgsl
+    assert "storageBarrier()" in wgk and "storageBarrier" not in ser
+    assert "enable f16;" in ser and "enable f16;" not in wgk
+    assert "@workgroup_size(64)" in wgk and "@workgroup_size(8)" in ser
+    assert [workgroup_size(s) for s in (1, 33, 129, 401)] == [32, 64, 256, 256]

@@ -7,15 +7,20 @@ blank, l2, ..., lL, blank) of S' = 2L + 1 symbols:
                (the s-2 term only where l'_s is not blank and l'_s != l'_{s-2})
   loss = -logsumexp(alpha_{T_n-1}(S'-1), alpha_{T_n-1}(S'-2))
 
-One workgroup per batch item walks the time steps in order; its invocations share the S' states
-of a step (invocation lid takes s = lid, lid + WG, ...). The two most recent steps live in a
-storage scratch `alpha` of (N, 2, S'max) f32 (step t in slot t % 2), so any target length
-fits; a storage barrier separates the steps. A dispatch runs the steps [t0, t1): the op sizes
-that range so that each invocation's loop iterations, (t1 - t0)·(ceil(S'max / WG) + 2) (the
-inner passes, the inner loop's exit test, the outer back edge: lavapipe counts all three), stay
-within the device's loop budget (lavapipe: 65,535 in all), and chains dispatches over T; the
-dispatch that reaches the last step writes each item's loss. Steps t >= T_n write nothing, so
-slot (T_n - 1) % 2 still holds the item's last step when the loss is read.
+Two kernels walk the time steps in order; the states live in a storage scratch `alpha`, so any
+target length fits:
+- workgroup (GPUs): one workgroup per batch item, its invocations sharing the S' states of a
+  step (invocation lid takes s = lid, lid + WG, ...); the two most recent steps in (N, 2, S'max)
+  (step t in slot t % 2), a storage barrier between steps. Steps t >= T_n write nothing, so
+  slot (T_n - 1) % 2 still holds the item's last step when the loss is read.
+- serial (CPU adapters): one invocation per batch item updates its row of (N, S'max) in place,
+  s descending (alpha[s-1], alpha[s-2] still hold step t-1 when alpha[s] is written): no
+  barriers, which lavapipe runs by switching between the group's invocations at each one.
+A dispatch runs the steps [t0, t1): the op sizes that range so that each invocation's loop
+iterations, (t1 - t0)·(passes + 2) (a step's inner passes, the inner loop's exit test and the
+outer back edge: lavapipe counts all three), stay within the device's loop budget (lavapipe:
+65,535 in all), and chains dispatches over T; the dispatch that reaches the last step writes
+each item's loss.
 
 Bindings: lp (log_probs, read through its strides), tg (targets, i32), items (i32 (N, 3):
 T_n, L_n, offset of item n's first target in tg), alpha (scratch), loss (N,).
@@ -39,17 +44,10 @@ def workgroup_size(s_max: int) -> int:
     return wg
 
 
-@lru_cache(maxsize=16)
-def ctc_alpha_kernel(lp_type: str, wg: int) -> KernelSource:
-    buffers = [
-        ("lp", lp_type, "r"),
-        ("tg", "i32", "r"),
-        ("items", "i32", "r"),
-        ("alpha", "f32", "w"),
-        ("loss", "f32", "w"),
-    ]
+def _helpers(lp_type: str) -> str:
+    """label(s), the log-sum-exps (-inf safe) and the strided log-probability read."""
     lp_at = load("lp[info[6] + t * info[7] + n * info[8] + c * info[9]]", lp_type, "f32")
-    body = f"""
+    return f"""
 fn label(s: i32, toff: i32, blank: i32) -> i32 {{
   if ((s & 1) == 0) {{ return blank; }}
   return tg[toff + ((s - 1) / 2) * info[10]];
@@ -70,7 +68,38 @@ fn lse3(a: f32, b: f32, c: f32) -> f32 {{
 fn lp_at(t: i32, n: i32, c: i32) -> f32 {{
   return {lp_at};
 }}
+"""
 
+
+# the final read of an item's loss, shared by both kernels (`last`: its last step's states)
+_LOSS = """
+    if (tn == 0) {
+      // no frames: probability 1 of the empty target, 0 of any other
+      loss[n] = select(p_inf(), 0.0, ln == 0);
+    } else {
+      var ll = alpha[last + sp - 1];
+      if (sp >= 2) { ll = lse2(ll, alpha[last + sp - 2]); }
+      loss[n] = -ll;
+    }
+"""
+
+_BUFFERS = (
+    ("lp", None, "r"),
+    ("tg", "i32", "r"),
+    ("items", "i32", "r"),
+    ("alpha", "f32", "w"),
+    ("loss", "f32", "w"),
+)
+
+
+def _header(lp_type):
+    return header([(name, t or lp_type, m) for name, t, m in _BUFFERS])
+
+
+@lru_cache(maxsize=16)
+def ctc_alpha_kernel(lp_type: str, wg: int) -> KernelSource:
+    """The workgroup kernel: one workgroup per batch item, its invocations over the states."""
+    body = f"""
 @compute @workgroup_size({wg})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
@@ -124,8 +153,57 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   }}
 }}
 """
-    src = header(buffers) + helpers_for(body, "p_inf()") + body
-    return KernelSource(src, "rrrww")
+    text = _helpers(lp_type) + body
+    return KernelSource(_header(lp_type) + helpers_for(text, "p_inf()") + text, "rrrww")
+
+
+@lru_cache(maxsize=16)
+def ctc_alpha_serial_kernel(lp_type: str, wg: int = 8) -> KernelSource:
+    """The serial kernel: one invocation per batch item walks its states itself, in place in
+    one row of `alpha` (descending s, so alpha[s-1] and alpha[s-2] still hold step t-1 when
+    alpha[s] is updated): no barriers. For CPU adapters (see ops' choice)."""
+    body = f"""
+@compute @workgroup_size({wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+  let n = i32(((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * {wg}u + lid.x);
+  if (n >= info[0]) {{ return; }}
+  let sp_max = info[1];
+  let blank = info[5];
+  let tn = items[3 * n];
+  let ln = items[3 * n + 1];
+  let toff = items[3 * n + 2];
+  let sp = 2 * ln + 1;
+  let base = n * sp_max;
+  for (var t = info[2]; t < min(info[3], tn); t++) {{
+    if (t == 0) {{
+      for (var s = 0; s < sp; s++) {{
+        alpha[base + s] = select(-p_inf(), lp_at(0, n, label(s, toff, blank)), s < 2);
+      }}
+    }} else {{
+      for (var s = sp - 1; s >= 0; s--) {{
+        let l = label(s, toff, blank);
+        var acc = alpha[base + s];
+        if (s >= 1) {{
+          let a1 = alpha[base + s - 1];
+          if (s >= 2 && l != blank && l != label(s - 2, toff, blank)) {{
+            acc = lse3(acc, a1, alpha[base + s - 2]);
+          }} else {{
+            acc = lse2(acc, a1);
+          }}
+        }}
+        alpha[base + s] = acc + lp_at(t, n, l);
+      }}
+    }}
+  }}
+  if (info[4] != 0) {{
+    let last = base;
+    {_LOSS}
+  }}
+}}
+"""
+    text = _helpers(lp_type) + body
+    return KernelSource(_header(lp_type) + helpers_for(text, "p_inf()") + text, "rrrww")
 
 
 def info_words() -> int:

@@ -16,8 +16,8 @@ import numpy as np
 from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
-from ..kernels.common import fold_grid
-from ..kernels.ctc import ctc_alpha_kernel, workgroup_size
+from ..kernels.common import fold_grid, grid_for
+from ..kernels.ctc import ctc_alpha_kernel, ctc_alpha_serial_kernel, workgroup_size
 from ..ops import indexing as _indexing
 from ..ops.core import empty, max_loop_iterations, upload
 from ..tensor import Tensor
@@ -137,6 +137,23 @@ def ctc_loss(
     return fmap("x0 / x1", [loss, div]).mean().to(log_probs.dtype)
 
 
+# Which kernel walks the states (kernels/ctc.py). Measured on lavapipe (2 cores, f32, reduction
+# 'sum' incl. the readback; torch CPU 2 threads beside it): (T, N, C, S) = (500, 16, 30, 50):
+# workgroup 129 ms, serial 18.6, torch 15.7-27; (2000, 32, 40, 100): 1,684 / 266 / 221-312. A
+# GPU wants the states of a step spread over a workgroup (not yet timed on the H200). Tests set
+# FORCE_KERNEL to "serial" or "workgroup" to reach both on any device.
+FORCE_KERNEL = None
+SERIAL_WG = 8  # lavapipe's 256-bit SIMD: 8 f32 lanes
+
+
+def _kernel_choice(sp_max):
+    if FORCE_KERNEL is not None:
+        return FORCE_KERNEL
+    cpu = str(backend.current().info().get("type", "")).upper() == "CPU"
+    # serial needs a whole step (S' passes) within the budget, with room for many steps
+    return "serial" if cpu and 64 * (sp_max + 2) <= max_loop_iterations() else "workgroup"
+
+
 def _alpha(lp, tg, il, tl, toff, tstride, blank):
     """(N,) losses from the alpha recursion, the time steps chained over dispatches."""
     T, N, C = lp._shape
@@ -148,22 +165,30 @@ def _alpha(lp, tg, il, tl, toff, tstride, blank):
     if tg.numel() == 0:
         tg = upload(np.zeros(1, np.int32), D.int32)  # a binding needs a buffer
     sp_max = 2 * int(tl.max()) + 1
-    meta = upload(np.stack([il, tl, toff], 1).astype(np.int32), D.int32)
-    alpha = empty((N * 2 * sp_max,), D.float32)
-    wg = workgroup_size(sp_max)
-    # What a step costs of an invocation's loop budget: ceil(S'max / wg) inner iterations, the
-    # inner loop's exit test and the outer back edge. Lavapipe counts a loop's exit test too
-    # (DESIGN.md's two nested loops of 400 stopped after 65,209 inner iterations: 163 outer
-    # passes of 400 + 1 + 1 = 65,526, then 9): without it T = 22,000 steps of S' = 401 ran
-    # 4 a step past 65,535 and came out wrong (tests/test_ctc.py).
-    per_step = -(-sp_max // wg) + 2
+    items = upload(np.stack([il, tl, toff], 1).astype(np.int32), D.int32)
+    # What a step costs of an invocation's loop budget: its inner passes (ceil(S'max / wg) for
+    # the workgroup kernel, S'max for the serial one), the inner loop's exit test and the outer
+    # back edge. Lavapipe counts a loop's exit test too (DESIGN.md's two nested loops of 400
+    # stopped after 65,209 inner iterations: 163 outer passes of 400 + 1 + 1 = 65,526, then 9;
+    # a probe of 30,000 x 1 counted 21,845 = 65,535 / 3): without it T = 22,000 steps of
+    # S' = 401 ran 4 a step past 65,535 and came out wrong (tests/test_ctc.py).
+    if _kernel_choice(sp_max) == "serial":
+        alpha = empty((N * sp_max,), D.float32)
+        per_step = sp_max + 2
+        src = ctc_alpha_serial_kernel(lp.dtype.wgsl, SERIAL_WG)
+        grid = grid_for(N, SERIAL_WG)
+    else:
+        alpha = empty((N * 2 * sp_max,), D.float32)
+        wg = workgroup_size(sp_max)
+        per_step = -(-sp_max // wg) + 2
+        src = ctc_alpha_kernel(lp.dtype.wgsl, wg)
+        grid = fold_grid(N)
     steps = max(1, min(max(T, 1), max_loop_iterations() // per_step))
-    src = ctc_alpha_kernel(lp.dtype.wgsl, wg)
     dev = backend.current()
     bufs = [
         lp._storage.buffer,
         tg._storage.buffer,
-        meta._storage.buffer,
+        items._storage.buffer,
         alpha._storage.buffer,
         loss._storage.buffer,
     ]
@@ -172,7 +197,7 @@ def _alpha(lp, tg, il, tl, toff, tstride, blank):
         t1 = min(T, t0 + steps)
         last = 1 if t1 >= T else 0
         info = [N, sp_max, t0, t1, last, blank, lp._offset, *lp._strides, tstride]
-        dev.dispatch(src, bufs, info, fold_grid(N))
+        dev.dispatch(src, bufs, info, grid)
         if last:
             return loss
         t0 = t1

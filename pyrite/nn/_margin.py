@@ -15,7 +15,14 @@ from ..errors import ShapeError
 from ..ops import creation as _creation
 from ..ops import indexing as _indexing
 from ..ops import scatter as _scatter
-from ._common import check_reduction, fmap, legacy_reduction, need_tensor, reduce_loss
+from ._common import (
+    check_reduction,
+    float_dtype,
+    fmap,
+    legacy_reduction,
+    need_tensor,
+    reduce_loss,
+)
 from ._distance import pairwise_distance
 
 
@@ -116,6 +123,7 @@ def cosine_embedding_loss(
         " + select(0.0, p_maxf(x0 / sqrt((x1 + 1e-12) * (x2 + 1e-12)) - s0, 0.0), x3 == -1.0)",
         [prod, m1, m2, target],
         [margin],
+        dtype=float_dtype(input1, input2),
     )
     return reduce_loss(loss, reduction)
 
