@@ -149,7 +149,7 @@ SERIAL_WG = 8  # lavapipe's 256-bit SIMD: 8 f32 lanes
 def _kernel_choice(sp_max):
     if FORCE_KERNEL is not None:
         return FORCE_KERNEL
-    cpu = str(backend.current().info().get("type", "")).upper() == "CPU"
+    cpu = backend.current().adapter_type == "CPU"
     # serial needs a whole step (S' passes) within the budget, with room for many steps
     return "serial" if cpu and 64 * (sp_max + 2) <= max_loop_iterations() else "workgroup"
 
