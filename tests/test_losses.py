@@ -406,3 +406,39 @@ def test_bilinear(lead, rng):
         F.bilinear(_p(x1), _p(x2), pr.ones(3, 5, 6))
     with pytest.raises(pr.ShapeError, match="bias size does not match weight size"):
         F.bilinear(_p(x1), _p(x2), _p(w), pr.ones(4))
+
+
+# ---- special values ------------------------------------------------------------------------
+SPECIAL_X = np.array(
+    [0.0, -0.0, 1e-30, 3.0, -3.0, 50.0, -50.0, 100.0, -100.0, np.nan, np.inf, -np.inf]
+)
+
+
+@pytest.mark.parametrize(
+    "name,make",
+    [
+        ("margin_ranking_loss", lambda x, y: (x, np.flip(x).copy(), y)),
+        ("hinge_embedding_loss", lambda x, y: (x, y)),
+        ("multilabel_soft_margin_loss", lambda x, y: (x[None], (y[None] > 0).astype(np.float64))),
+        ("poisson_nll_loss", lambda x, y: (x, np.abs(y) * 3)),
+        ("gaussian_nll_loss", lambda x, y: (x, y, np.abs(y) + 0.5)),
+        ("triplet_margin_loss", lambda x, y: (x[:, None], y[:, None], -x[:, None])),
+        ("cosine_embedding_loss", lambda x, y: (x.reshape(3, 4), np.ones((3, 4)), y[:3])),
+        ("smooth_l1_loss", lambda x, y: (x, y)),
+        ("huber_loss", lambda x, y: (x, y)),
+    ],
+)
+def test_special_values_as_torch(name, make):
+    """±0, tiny, large, NaN and ±inf inputs: the same NaN/inf pattern as torch's, and the same
+    finite values ('none' reduction, so each element is compared)."""
+    y = np.where(np.arange(SPECIAL_X.size) % 2 == 0, 1.0, -1.0)
+    args = make(SPECIAL_X.copy(), y)
+    got, want = both(name, *args, reduction="none")
+    g = got.numpy().astype(np.float64)
+    with np.errstate(over="ignore"):  # the exact value rounded to f32: exp(100) overflows
+        w = want.numpy().astype(np.float32).astype(np.float64)
+    assert np.array_equal(np.isnan(g), np.isnan(w)), f"{name}: NaNs {g} vs {w}"
+    assert np.array_equal(np.isposinf(g), np.isposinf(w)), f"{name}: +inf {g} vs {w}"
+    assert np.array_equal(np.isneginf(g), np.isneginf(w)), f"{name}: -inf {g} vs {w}"
+    fin = np.isfinite(w)
+    assert_close(g[fin], w[fin], 2.0**-120, 64 * U, name)

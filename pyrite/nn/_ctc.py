@@ -72,6 +72,10 @@ def ctc_loss(
         )
     lp = log_probs.unsqueeze(1) if unbatched else log_probs  # (T, N, C)
     T, N, C = lp._shape
+    if T == 0 or C == 0:
+        raise ValueError(
+            f"pyrite: ctc_loss: log_probs tensor must not be empty, got {tuple(log_probs._shape)}"
+        )
     if not 0 <= blank < C:
         raise ValueError(f"pyrite: ctc_loss: blank ({blank}) must be in label range [0, {C})")
     il = _lengths("input_lengths", input_lengths, N)
