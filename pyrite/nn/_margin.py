@@ -226,11 +226,13 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         )
     _range_check("multilabel_margin_loss", target, -1, C)
     t = target.reshape(N, C)
-    # valid[n, k]: no -1 among t[n, :k+1] (the running product of t != -1)
-    valid = fmap("select(0, 1, x0 != -1)", [t], dtype=D.int32, ctypes=("i32",), out_ctype="i32")
-    valid = valid.cumprod(1)  # (N, K)
-    safe = fmap("select(0, x0, x1 != 0)", [t, valid], dtype=D.int32, ctypes=("i32", "i32"))
-    safe = safe if safe.dtype is D.int32 else safe.to(D.int32)
+    # valid[n, k]: k is before the row's first -1 (a min reduction of the -1s' columns)
+    cols = _creation.arange(C, dtype=D.int32)
+    first = fmap(
+        "select(s0, x1, x0 == -1)", [t, cols], [C], D.int32, ("i32", "i32"), "i32", ("i32",)
+    ).amin(1, keepdim=True)  # (N, 1)
+    valid = fmap("select(0, 1, x0 < x1)", [cols, first], (), D.int32, ("i32", "i32"), "i32")
+    safe = fmap("select(0, x0, x1 != 0)", [t, valid], (), D.int32, ("i32", "i32"), "i32")
     # is_target[n, c] = 1 where some valid entry names c
     is_target = _creation.zeros((N, C), dtype=D.int32)
     is_target = _scatter.scatter_reduce(is_target, 1, safe, valid, "amax")
