@@ -244,3 +244,33 @@ def test_layer_norm_rms_norm_normalize(rng):
         )
     with pytest.raises(TypeError, match="floating point"):
         F.normalize(pr.ones(3, dtype=pr.int32))
+
+
+def test_norms_under_a_tiny_loop_budget(rng, monkeypatch):
+    """With the device's budget at 300 iterations every statistic takes the split reduction
+    paths (ops/reduce.py plans against max_loop_iterations()); the results must not change."""
+    from pyrite import backend
+
+    monkeypatch.setattr(backend.current(), "_loop_budget", 300)
+    x = _f32(rng.standard_normal((3, 4, 37, 11)) * 2 + 1)
+    w, b = _f32(rng.standard_normal(4)), _f32(rng.standard_normal(4))
+    assert_close(
+        F.group_norm(_p(x), 2, _p(w), _p(b)).numpy(),
+        TF.group_norm(_t(x), 2, _t(w), _t(b)).numpy(),
+        _tol(x, 814, w, b),
+        0,
+        "gn",
+    )
+    rm, rv = pr.zeros(4), pr.ones(4)
+    trm, trv = torch.zeros(4, dtype=torch.float64), torch.ones(4, dtype=torch.float64)
+    assert_close(
+        F.batch_norm(_p(x), rm, rv, _p(w), _p(b), training=True).numpy(),
+        TF.batch_norm(_t(x), trm, trv, _t(w), _t(b), training=True).numpy(),
+        _tol(x, 1221, w, b),
+        0,
+        "bn",
+    )
+    assert_close(rv.numpy(), trv.numpy(), 1e-5, 0, "running_var")
+    assert_close(
+        F.instance_norm(_p(x)).numpy(), TF.instance_norm(_t(x)).numpy(), _tol(x, 407), 0, "in"
+    )
