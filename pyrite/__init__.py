@@ -37,6 +37,9 @@ globals().update(_ops.exported())
 
 from . import nn
 
+# torch.* spellings of nn.functional ops (torch.selu, torch.batch_norm, ...): nn/_toplevel.py
+globals().update(nn.TOPLEVEL)
+
 __version__ = "0.1.0"
 
 

@@ -397,3 +397,66 @@ def test_conv_and_pool_wrappers(rng):
         16 * U,
         "adaptive_avg_pool2d",
     )
+
+
+# ---- dropout forms -------------------------------------------------------------------------
+def test_alpha_dropout_keeps_selu_statistics():
+    """alpha_dropout of a standard normal keeps mean 0 and variance 1 (its purpose), with kept
+    values a·x + a·α·p and dropped ones a·α·(p - 1), torch's constants."""
+    n, p = 200_003, 0.3
+    x = pr.randn(n)
+    xs = x.numpy().astype(np.float64)
+    y = F.alpha_dropout(x, p, training=True).numpy().astype(np.float64)
+    alpha = 1.7580993408473766
+    a = 1 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    dropped = np.isclose(y, a * alpha * (p - 1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        y[~dropped], a * xs[~dropped] + a * alpha * p, rtol=8 * U, atol=8 * U
+    )
+    sd = math.sqrt(p * (1 - p) / n)
+    assert abs(dropped.mean() - p) < 6 * sd
+    assert abs(y.mean()) < 6 / math.sqrt(n) * 2 and abs(y.var() - 1) < 0.02
+    assert F.alpha_dropout(x, p) is x  # training=False by default, as torch
+    assert F.feature_alpha_dropout(x.reshape(1, n), p) is not None
+
+
+@pytest.mark.parametrize(
+    "fn,shape,kept_dims",
+    [
+        ("dropout1d", (4, 6, 50), 2),
+        ("dropout1d", (40, 50), 1),
+        ("dropout2d", (4, 6, 7, 8), 2),
+        ("dropout3d", (3, 5, 4, 3, 4), 2),
+        ("dropout3d", (30, 4, 3, 4), 1),
+        ("feature_alpha_dropout", (8, 16, 9), 2),
+    ],
+)
+def test_channel_dropout_drops_whole_channels(fn, shape, kept_dims):
+    pr.manual_seed(99)  # >= 24 channels: all kept or all dropped has probability <= 2^-23
+    x = pr.ones(*shape)
+    kw = {"training": True}
+    y = getattr(F, fn)(x, 0.5, **kw).numpy()
+    assert y.shape == shape
+    lead = y.reshape(*shape[:kept_dims], -1)
+    # every (sample, channel) is all kept or all dropped
+    assert (lead.max(-1) == lead.min(-1)).all(), f"{fn}: a channel was partly dropped"
+    vals = np.unique(lead[..., 0])
+    assert len(vals) == 2, f"{fn}: expected both kept and dropped channels, got {vals}"
+
+
+def test_dropout_inplace_and_toplevel():
+    x = pr.ones(1000)
+    assert F.dropout(x, 0.5, inplace=True) is x
+    assert set(np.unique(x.numpy())) <= {0.0, 2.0}
+    y = pr.ones(7, 9)
+    assert pr.dropout(y, 0.3, False) is y
+    assert pr.dropout(y, 0.3, True).shape == (7, 9)
+    assert pr.feature_dropout(pr.ones(2, 3, 4), 0.5, True).shape == (2, 3, 4)
+    z = pr.ones(2, 3)
+    assert pr.dropout_(z, 0.5, True) is z
+    with pytest.raises(ValueError, match="dropout probability"):
+        F.dropout1d(pr.ones(2, 3), -0.1)
+    with pytest.raises(pr.ShapeError, match="Expected 2D or 3D input"):
+        F.dropout1d(pr.ones(2, 3, 4, 5))
+    nan = pr.tensor([float("nan")] * 4)
+    assert np.isnan(F.dropout(nan, 1.0).numpy()).all()  # torch: input · 0

@@ -1,6 +1,15 @@
 """`pyrite.nn`: for now only `functional` (torch.nn.functional's forward ops); modules
-(Linear, LayerNorm, ...) and parameters come with the training issue."""
+(Linear, LayerNorm, ...) and parameters come with the training issue.
 
+`TOPLEVEL` holds the torch.* spellings of functional ops (torch.selu, torch.batch_norm, ...),
+exported by `pyrite/__init__.py`; the Tensor methods among them are installed here."""
+
+from ..tensor import Tensor as _Tensor
 from . import functional
+from ._toplevel import METHODS as _METHODS
+from ._toplevel import TOPLEVEL
 
-__all__ = ["functional"]
+for _name, _fn in _METHODS.items():
+    setattr(_Tensor, _name, _fn)
+
+__all__ = ["TOPLEVEL", "functional"]

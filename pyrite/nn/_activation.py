@@ -1,0 +1,392 @@
+"""Activations of torch.nn.functional: each elementwise one is a single strided-map kernel
+(ops/core.run_map) reading the input through its strides; `inplace=True` and the `_` forms write
+into the input's own buffer (the same view is bound once, read-write), so they cost one kernel
+too. softmax-like ones are the fused row kernels of ops/rowops.py.
+
+NaN: every expression returns NaN for a NaN input, as torch's CPU kernels do, testing NaN by its
+bits (p_isnan) where a comparison decides the branch: WGSL lets a compiler assume finite math, and
+`max(NaN, 0)` may give 0.
+
+Dtypes: torch defines most of these on floating inputs only ("not implemented for 'Long'");
+those raise TypeError here. relu, relu6/hardtanh and threshold keep an integer dtype; softsign,
+tanhshrink, sigmoid and tanh turn integers into float32, as torch does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..ops import creation as _creation
+from ..ops import elementwise as _ew
+from ..ops import reduce as _reduce
+from ..ops import rowops as _rowops
+from ..ops import scatter as _scatter
+from ..ops.core import empty, run_map
+from ._common import fdt, fmap, need_float, need_tensor
+
+# SELU's constants (Klambauer et al. 2017), as torch spells them
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _act(name, expr, input, scalars=(), inplace=False, floats_only=True):
+    """out = expr(x0, s0..) in f32, stored in input's float dtype, or into input (in place)."""
+    need_tensor(name, "input", input)
+    if floats_only:
+        need_float(name, input)
+    elif input.dtype.is_bool:
+        raise TypeError(f"pyrite: {name}: bool inputs are not supported")
+    if inplace:
+        if not input.dtype.is_floating_point:
+            raise TypeError(
+                f"pyrite: {name}_: result type float32 can't be cast to the desired output "
+                f"type {input.dtype!r}"
+            )
+        out = input
+    else:
+        out = empty(input._shape, fdt(input))
+    return run_map(expr, (input,), ("f32",), out, "f32", tuple(scalars), ("f32",) * len(scalars))
+
+
+def _nan_kept(expr):
+    """expr, or x0 itself where x0 is NaN."""
+    return f"select({expr}, x0, p_isnan(x0))"
+
+
+# ---- the ReLU family -----------------------------------------------------------------------
+def relu(input, inplace=False):
+    """max(x, 0), keeping integer dtypes; NaN stays NaN."""
+    need_tensor("relu", "input", input)
+    if input.dtype.is_bool:
+        raise TypeError("pyrite: relu: bool inputs are not supported")
+    return _ew.unary("relu", input, out=input if inplace else None)
+
+
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """clamp(x, min_val, max_val); integer inputs stay integer."""
+    need_tensor("hardtanh", "input", input)
+    if min_val > max_val:
+        raise ValueError(
+            f"pyrite: hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})"
+        )
+    if input.dtype.is_bool:
+        raise TypeError("pyrite: hardtanh: bool inputs are not supported")
+    if not input.dtype.is_floating_point:
+        y = _ew.clamp(input, min_val, max_val)
+        return input.copy_(y) if inplace else y
+    expr = _nan_kept("select(select(x0, s0, x0 < s0), s1, x0 > s1)")
+    return _act("hardtanh", expr, input, (min_val, max_val), inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x > 0, else negative_slope·x."""
+    return _act("leaky_relu", "select(x0 * s0, x0, x0 > 0.0)", input, (negative_slope,), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, else alpha·(exp(x) - 1)."""
+    return _act("elu", "select(s0 * p_expm1(x0), x0, x0 > 0.0)", input, (alpha,), inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    """scale·(x for x > 0, else alpha·(exp(x) - 1)), torch's alpha and scale."""
+    expr = "s1 * select(s0 * p_expm1(x0), x0, x0 > 0.0)"
+    return _act("selu", expr, input, (SELU_ALPHA, SELU_SCALE), inplace)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """x for x > 0, else alpha·(exp(x/alpha) - 1)."""
+    if alpha == 0:
+        raise RuntimeError("pyrite: celu: ZeroDivisionError: alpha cannot be 0 for CELU")
+    expr = "select(s0 * p_expm1(x0 * s1), x0, x0 > 0.0)"
+    return _act("celu", expr, input, (alpha, 1.0 / alpha), inplace)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value (NaN stays NaN); integer inputs stay integer."""
+    return _threshold(input, threshold, value, inplace)
+
+
+def _threshold(input, threshold, value, inplace):
+    need_tensor("threshold", "input", input)
+    if input.dtype.is_bool:
+        raise TypeError("pyrite: threshold: bool inputs are not supported")
+    if input.dtype.is_floating_point:
+        expr = "select(s1, x0, x0 > s0 || p_isnan(x0))"
+        return _act("threshold", expr, input, (threshold, value), inplace)
+    # integers: compare in f32 (the threshold may be fractional), keep the integer
+    out = input if inplace else empty(input._shape, input.dtype)
+    return run_map(
+        "select(s1, x0, f32(x0) > s0)",
+        (input,),
+        ("i32",),
+        out,
+        "i32",
+        (threshold, int(value)),
+        ("f32", "i32"),
+    )
+
+
+def threshold_(input, threshold, value):
+    return _threshold(input, threshold, value, True)
+
+
+def _rrelu_check(lower, upper):
+    if lower > upper:
+        raise ValueError(
+            f"pyrite: rrelu: Lower bound ({lower}) should be less than or equal to the "
+            f"upper bound ({upper})"
+        )
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, generator=None):
+    """Randomized leaky ReLU: in training each negative element is scaled by its own slope drawn
+    from U(lower, upper) (the device's Philox stream, `pr.manual_seed`), in eval by the mean
+    slope (lower + upper) / 2, as torch."""
+    _rrelu_check(lower, upper)
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2.0, inplace)
+    need_float("rrelu", input)
+    u = _creation.rand(input._shape, generator=generator)  # one uniform draw per element
+    out = input if inplace else empty(input._shape, input.dtype)
+    return run_map(
+        "select(x0 * (s0 + x1 * s1), x0, x0 >= 0.0 || p_isnan(x0))",
+        (input, u),
+        ("f32", "f32"),
+        out,
+        "f32",
+        (lower, upper - lower),
+        ("f32", "f32"),
+    )
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
+
+
+def prelu(input, weight):
+    """x for x > 0, else weight·x, weight of one element or one per channel (dim 1)."""
+    need_float("prelu", input)
+    need_float("prelu", weight, "weight")
+    if weight.ndim > 1:
+        raise ValueError(
+            f"pyrite: prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+            f"ndim = {weight.ndim}"
+        )
+    if weight.dtype is not input.dtype:
+        raise TypeError(
+            f"pyrite: prelu: Type promoting not supported. Got {input.dtype!r} and {weight.dtype!r}"
+        )
+    channels = input._shape[1] if input.ndim >= 2 else 1
+    k = weight.numel()
+    if k != 1 and k != channels:
+        raise ShapeError(
+            f"pyrite: prelu: Mismatch of parameter numbers and input channel size. Found "
+            f"parameter numbers = {k} and channel size = {channels}."
+        )
+    # (C, 1, ..., 1): broadcasts along dim 1; one weight broadcasts everywhere
+    w = weight.reshape(()) if k == 1 else weight.reshape(channels, *([1] * (input.ndim - 2)))
+    out = empty(input._shape, input.dtype)
+    return run_map("select(x0 * x1, x0, x0 > 0.0)", (input, w), ("f32", "f32"), out, "f32")
+
+
+# ---- smooth activations --------------------------------------------------------------------
+def gelu(input, approximate="none"):
+    """x·Φ(x) (approximate='tanh': x·σ(2·√(2/π)·(x + 0.044715·x³)))."""
+    need_float("gelu", input)
+    return _ew.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):
+    """x·σ(x)."""
+    need_float("silu", input)
+    return _ew.unary("silu", input, out=input if inplace else None)
+
+
+def mish(input, inplace=False):
+    """x·tanh(softplus(x))."""
+    need_float("mish", input)
+    return _ew.unary("mish", input, out=input if inplace else None)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(β·x))/β, or x where β·x > threshold."""
+    need_float("softplus", input)
+    return _ew.softplus(input, beta, threshold)
+
+
+def hardswish(input, inplace=False):
+    """x·relu6(x + 3)/6."""
+    return _act("hardswish", "x0 * min(max(x0 + 3.0, 0.0), 6.0) / 6.0", input, (), inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3)/6."""
+    expr = _nan_kept("min(max(x0 + 3.0, 0.0), 6.0) / 6.0")
+    return _act("hardsigmoid", expr, input, (), inplace)
+
+
+def logsigmoid(input):
+    """log(σ(x)) = min(x, 0) - log1p(exp(-|x|)): never exp of a large positive number."""
+    expr = _nan_kept("min(x0, 0.0) - p_log1p(exp(-abs(x0)))")
+    return _act("logsigmoid", expr, input)
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return _act("softsign", "x0 / (1.0 + abs(x0))", input, floats_only=False)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return _act("tanhshrink", "x0 - p_tanh(x0)", input, floats_only=False)
+
+
+def sigmoid(input):
+    return _ew.sigmoid(input)
+
+
+def tanh(input):
+    return _ew.tanh(input)
+
+
+def softshrink(input, lambd=0.5):
+    """x - λ for x > λ, x + λ for x < -λ, else 0."""
+    if lambd < 0:
+        raise ValueError(
+            f"pyrite: softshrink: lambda must be in range [0, 3.40282e+38] for input "
+            f"dtype Float, but found {lambd}"
+        )
+    expr = _nan_kept("select(select(0.0, x0 + s0, x0 < -s0), x0 - s0, x0 > s0)")
+    return _act("softshrink", expr, input, (lambd,))
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > λ, else 0."""
+    expr = _nan_kept("select(x0, 0.0, x0 >= -s0 && x0 <= s0)")
+    return _act("hardshrink", expr, input, (lambd,))
+
+
+# ---- along a dim: glu, softmax, softmin, log_softmax ----------------------------------------
+def glu(input, dim=-1):
+    """a·σ(b), a and b the two halves of input along dim."""
+    need_float("glu", input)
+    if input.ndim == 0:
+        raise ValueError("pyrite: glu does not support scalars because halving size must be even")
+    d = input._dim(dim)
+    n = input._shape[d]
+    if n % 2:
+        raise ShapeError(
+            f"pyrite: glu: Halving dimension must be even, but dimension {d} is size {n}"
+        )
+    a = input.narrow(d, 0, n // 2)
+    b = input.narrow(d, n // 2, n // 2)
+    out = empty(a._shape, input.dtype)
+    return run_map("x0 * p_sigmoid(x1)", (a, b), ("f32", "f32"), out, "f32")
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x - max) / Σ exp(x - max) along dim (torch's implicit dim when None)."""
+    return _rowops.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - max - log Σ exp(x - max) along dim."""
+    return _rowops.log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
+    need_tensor("softmin", "input", input)
+    if dtype is not None:
+        input = input.to(D.from_any(dtype))
+    return _rowops.softmax(-input, dim)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) along dim, g ~ Gumbel(0, 1) drawn on the device as
+    -log(-log(1 - u)), u ~ U[0, 1); hard: the one-hot of its argmax (torch's straight-through
+    y_hard - y_soft + y_soft, whose value is the one-hot)."""
+    if eps != 1e-10:
+        warnings.warn("pyrite: `eps` parameter is deprecated and has no effect.", stacklevel=2)
+    need_float("gumbel_softmax", logits)
+    u = _creation.rand(logits._shape)
+    g = fmap("(x0 - log(-log(1.0 - x1))) / s0", [logits, u], [tau], dtype=logits.dtype)
+    y = _rowops.softmax(g, dim)
+    if not hard:
+        return y
+    d = y._dim(dim)
+    index = _reduce.argmax(y, d, keepdim=True)
+    y_hard = _scatter.scatter(_creation.zeros_like(y), d, index, value=1.0)
+    return fmap("x0 - x1 + x1", [y_hard, y], dtype=y.dtype)
+
+
+__all__ = [
+    "celu",
+    "celu_",
+    "elu",
+    "elu_",
+    "gelu",
+    "glu",
+    "gumbel_softmax",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hardtanh_",
+    "leaky_relu",
+    "leaky_relu_",
+    "log_softmax",
+    "logsigmoid",
+    "mish",
+    "prelu",
+    "relu",
+    "relu6",
+    "relu_",
+    "rrelu",
+    "rrelu_",
+    "selu",
+    "selu_",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softmin",
+    "softplus",
+    "softshrink",
+    "softsign",
+    "tanh",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+]

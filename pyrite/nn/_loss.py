@@ -1,0 +1,386 @@
+"""Regression and likelihood losses of torch.nn.functional: mse, l1, smooth_l1, huber, binary
+cross entropy (with logits), kl_div, poisson_nll, gaussian_nll, nll_loss and cross_entropy.
+
+Each is one map kernel for the elementwise term (every operand read through its strides and
+broadcast in the kernel, no expanded copies) plus a reduction (ops/reduce.py, which bounds its
+loops by the device's budget). Margin losses are in _margin.py, distances in _distance.py, CTC in
+_ctc.py.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..ops import rowops as _rowops
+from ..ops import scatter as _scatter
+from ..ops.core import broadcast_shapes
+from ._common import (
+    check_reduction,
+    float_dtype,
+    fmap,
+    legacy_reduction,
+    need_tensor,
+    reduce_loss,
+)
+
+
+def _size_warning(input, target):
+    if tuple(target._shape) != tuple(input._shape):
+        warnings.warn(
+            f"pyrite: Using a target size ({tuple(target._shape)}) that is different to the "
+            f"input size ({tuple(input._shape)}). This will likely lead to incorrect results "
+            "due to broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def _weighted(name, loss, weight, input, reduction, mean_by_weight):
+    """loss·weight reduced; 'mean' divides by Σ weight (mse, l1) or by the count (huber)."""
+    if weight is None:
+        return reduce_loss(loss, reduction)
+    if tuple(weight._shape) != tuple(input._shape):
+        raise ShapeError(
+            f"pyrite: {name}: Weights and input must have the same size "
+            f"({tuple(weight._shape)} vs {tuple(input._shape)})."
+        )
+    loss = fmap("x0 * x1", [loss, weight], dtype=loss.dtype)
+    if reduction == "mean" and mean_by_weight:
+        return loss.sum() / weight.sum()
+    return reduce_loss(loss, reduction)
+
+
+# ---- regression ----------------------------------------------------------------------------
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)²; with weight, 'mean' is Σ w·(x - y)² / Σ w."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    _size_warning(input, target)
+    loss = fmap("(x0 - x1) * (x0 - x1)", [input, target])
+    return _weighted("mse_loss", loss, weight, input, reduction, True)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|; with weight, 'mean' is Σ w·|x - y| / Σ w."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    _size_warning(input, target)
+    loss = fmap("abs(x0 - x1)", [input, target])
+    return _weighted("l1_loss", loss, weight, input, reduction, True)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5·d²/β where |d| < β, else |d| - 0.5·β (d = input - target)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if beta < 0:
+        raise ValueError(
+            f"pyrite: smooth_l1_loss does not support negative values for beta, got {beta}"
+        )
+    _size_warning(input, target)
+    if beta == 0.0:
+        return reduce_loss(fmap("abs(x0 - x1)", [input, target]), reduction)
+    loss = fmap(
+        "select(abs(x0 - x1) - 0.5 * s0, 0.5 * (x0 - x1) * (x0 - x1) / s0, abs(x0 - x1) < s0)",
+        [input, target],
+        [beta],
+    )
+    return reduce_loss(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5·d² where |d| < δ, else δ·(|d| - 0.5·δ); with weight, 'mean' is mean(w·loss)."""
+    check_reduction(reduction)
+    _size_warning(input, target)
+    loss = fmap(
+        "select(s0 * (abs(x0 - x1) - 0.5 * s0), 0.5 * (x0 - x1) * (x0 - x1), abs(x0 - x1) < s0)",
+        [input, target],
+        [delta],
+    )
+    return _weighted("huber_loss", loss, weight, input, reduction, False)
+
+
+# ---- likelihoods ---------------------------------------------------------------------------
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    """exp(x) - t·x (log_input) or x - t·log(x + eps); full adds Stirling's
+    t·log(t) - t + 0.5·log(2πt) where t > 1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    expr = "exp(x0) - x1 * x0" if log_input else "x0 - x1 * log(x0 + s0)"
+    if full:
+        expr = f"({expr}) + select(0.0, x1 * log(x1) - x1 + 0.5 * log(s1 * x1), x1 > 1.0)"
+    loss = fmap(expr, [input, target], [eps, 2.0 * math.pi])
+    return reduce_loss(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5·(log(max(var, eps)) + (input - target)² / max(var, eps)) (+ 0.5·log(2π) if full).
+
+    var: one per element (input's shape), one per sample (input's shape less the last dim, or
+    with exactly one dim of size 1), or a Python float. A negative entry raises ValueError, as
+    torch's, which reads var back to check (one readback)."""
+    need_tensor("gaussian_nll_loss", "input", input)
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("pyrite: gaussian_nll_loss: var has negative entry/entries")
+        var_t = None
+    else:
+        need_tensor("gaussian_nll_loss", "var", var)
+        var_t = var
+        if tuple(var._shape) != tuple(input._shape):
+            ishape, vshape = tuple(input._shape), tuple(var._shape)
+            if ishape[:-1] == vshape:
+                var_t = var.unsqueeze(-1)
+            elif not (
+                len(ishape) == len(vshape) and sum(v for i, v in zip(ishape, vshape) if i != v) == 1
+            ):
+                raise ShapeError(
+                    f"pyrite: gaussian_nll_loss: var is of incorrect size {vshape} for input "
+                    f"of size {ishape}"
+                )
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"pyrite: gaussian_nll_loss: {reduction} is not valid")
+    if var_t is not None and var_t.numel() and float(var_t.min().item()) < 0:
+        raise ValueError("pyrite: gaussian_nll_loss: var has negative entry/entries")
+    const = 0.5 * math.log(2 * math.pi) if full else 0.0
+    if var_t is None:
+        v = max(float(var), eps)
+        loss = fmap(
+            "0.5 * (s0 + (x0 - x1) * (x0 - x1) / s1) + s2",
+            [input, target],
+            [math.log(v), v, const],
+        )
+    else:
+        loss = fmap(
+            "0.5 * (log(max(x2, s0)) + (x0 - x1) * (x0 - x1) / max(x2, s0)) + s1",
+            [input, target, var_t],
+            [eps, const],
+        )
+    return reduce_loss(loss, reduction)
+
+
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    """-(t·log(x) + (1 - t)·log(1 - x)), each log clamped at -100 as torch does."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if tuple(target._shape) != tuple(input._shape):
+        raise ShapeError(
+            f"pyrite: binary_cross_entropy: Using a target size {tuple(target._shape)} that "
+            f"is different to the input size {tuple(input._shape)} is deprecated. Please "
+            "ensure they have the same size."
+        )
+    expr = "-(x1 * max(log(x0), -100.0) + (1.0 - x1) * max(log(1.0 - x0), -100.0))"
+    tens = [input, target]
+    if weight is not None:
+        broadcast_shapes(target._shape, weight._shape)  # raises ShapeError naming both
+        expr = f"({expr}) * x2"
+        tens.append(weight)
+    return reduce_loss(fmap(expr, tens, dtype=float_dtype(input, target)), reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
+    """(1 - t)·x + (1 + (pw - 1)·t)·(log1p(exp(-|x|)) + max(-x, 0)): never exp of a large x."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if tuple(target._shape) != tuple(input._shape):
+        raise ShapeError(
+            f"pyrite: binary_cross_entropy_with_logits: Target size "
+            f"{tuple(target._shape)} must be the same as input size "
+            f"{tuple(input._shape)}"
+        )
+    soft = "(p_log1p(exp(-abs(x0))) + max(-x0, 0.0))"
+    tens = [input, target]
+    if pos_weight is not None:
+        tens.append(pos_weight)
+        expr = f"(1.0 - x1) * x0 + (1.0 + (x2 - 1.0) * x1) * {soft}"
+    else:
+        expr = f"(1.0 - x1) * x0 + {soft}"
+    if weight is not None:
+        expr = f"({expr}) * x{len(tens)}"
+        tens.append(weight)
+    return reduce_loss(fmap(expr, tens, dtype=float_dtype(input, target)), reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target·(log(target) - input) (0 where target is 0), or exp(t)·(t - input) for log t."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
+    if log_target:
+        loss = fmap("exp(x1) * (x1 - x0)", [input, target])
+    else:
+        loss = fmap("select(x1 * (log(x1) - x0), 0.0, x1 == 0.0)", [input, target])
+    if reduction == "batchmean":
+        return loss.sum() / (input._shape[0] if input.ndim else 1)
+    return reduce_loss(loss, reduction)
+
+
+# ---- nll_loss and cross_entropy ------------------------------------------------------------
+def _class_layout(input, name):
+    """(class dim, C) for input (N, C, d1, ...) or unbatched (C,)."""
+    if input.ndim == 0:
+        raise ShapeError(f"pyrite: {name}: input must have at least 1 dim, got a 0-d tensor")
+    cd = 0 if input.ndim == 1 else 1
+    return cd, input._shape[cd]
+
+
+def _pick(logp, target, cd, ignore_index, weight):
+    """(logp[target] along cd, weight[target]), both 0 where target == ignore_index."""
+    # an ignored target reads class 0 (always in range), then is zeroed
+    safe = fmap(
+        "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
+    )
+    picked = _scatter.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
+    picked = fmap(
+        "select(x0, 0.0, x1 == s0)",
+        [picked, target],
+        [ignore_index],
+        logp.dtype,
+        ("f32", "i32"),
+        "f32",
+        ("i32",),
+    )
+    if weight is None:
+        wt = fmap(
+            "select(1.0, 0.0, x0 == s0)",
+            [target],
+            [ignore_index],
+            logp.dtype,
+            ("i32",),
+            "f32",
+            ("i32",),
+        )
+    else:
+        wt = _scatter.index_select(weight, 0, safe.reshape(-1)).reshape(*target._shape)
+        wt = fmap(
+            "select(x0, 0.0, x1 == s0)",
+            [wt, target],
+            [ignore_index],
+            weight.dtype,
+            ("f32", "i32"),
+            "f32",
+            ("i32",),
+        )
+    return picked, wt
+
+
+def _check_target(input, target, cd, name):
+    want = tuple(input._shape[:cd]) + tuple(input._shape[cd + 1 :])
+    if tuple(target._shape) != want:
+        raise ShapeError(
+            f"pyrite: {name}: expected target of shape {want} for input of shape "
+            f"{tuple(input._shape)}, got {tuple(target._shape)}"
+        )
+
+
+def _weight_view(weight, ndim, cd):
+    shape = [1] * ndim
+    shape[cd] = weight._shape[0]
+    return weight.reshape(*shape)
+
+
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
+    """-input[target]·weight[target]; 'mean' divides by Σ weight[target] over kept targets."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    cd, C = _class_layout(input, "nll_loss")
+    _check_target(input, target, cd, "nll_loss")
+    if target.dtype.kind != "i":
+        raise TypeError(f"pyrite: nll_loss: expected an integer target, got {target.dtype!r}")
+    picked, wt = _pick(input, target, cd, ignore_index, weight)
+    loss = fmap("-x0 * x1", [picked, wt], dtype=input.dtype)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / wt.sum()
+
+
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
+    """log_softmax over the class dim, then nll_loss (class-index targets) or -Σ t·log p
+    (probability targets), with torch's label smoothing and weighting."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(
+            f"pyrite: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        )
+    cd, C = _class_layout(input, "cross_entropy")
+    logp = _rowops.log_softmax(input, cd)
+    w_b = _weight_view(weight, input.ndim, cd) if weight is not None else None
+    if target.dtype.is_floating_point:  # class probabilities, shaped like input
+        if tuple(target._shape) != tuple(input._shape):
+            raise ShapeError(
+                f"pyrite: cross_entropy: probability target of shape "
+                f"{tuple(target._shape)} must match input {tuple(input._shape)}"
+            )
+        if label_smoothing > 0:
+            target = target * (1.0 - label_smoothing) + label_smoothing / C
+        terms = fmap("-x0 * x1", [logp, target])
+        if w_b is not None:
+            terms = terms * w_b
+        if reduction == "none":
+            return terms.sum(cd)
+        if reduction == "sum":
+            return terms.sum()
+        return terms.sum() / (input.numel() // C)
+    _check_target(input, target, cd, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0.0:
+        return nll
+    _, wt = _pick(logp, target, cd, ignore_index, weight)
+    smooth = logp if w_b is None else logp * w_b
+    smooth = fmap(
+        "select(-x0, 0.0, x1 == s0)",
+        [smooth.sum(cd), target],
+        [ignore_index],
+        logp.dtype,
+        ("f32", "i32"),
+        "f32",
+        ("i32",),
+    )
+    if reduction == "mean":
+        smooth = smooth.sum() / wt.sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / C)
+
+
+__all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "gaussian_nll_loss",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+    "poisson_nll_loss",
+    "smooth_l1_loss",
+]

@@ -1,0 +1,201 @@
+"""torch.nn.functional's "sparse functions": embedding (with max_norm), embedding_bag, one_hot.
+
+embedding(max_norm=...) renormalises, in place in `weight`, the rows the input looks up, as
+torch's embedding_renorm_: the looked-up rows are gathered (n, D), their p-norms taken, rows
+over max_norm scaled by max_norm / (norm + 1e-7) and written back with index_copy_ (a row
+looked up twice is written twice with the same values), and the scaled rows are the output:
+O(n·D) work for n lookups, whatever the vocabulary's size.
+
+embedding_bag reduces the rows of each bag (sum, mean or max) with index_add_ / scatter_reduce
+over the bag of each position; the offsets are read on the host (torch checks them there), so
+a 1-D input with offsets costs one small readback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..ops import creation as _creation
+from ..ops import reduce as _reduce
+from ..ops import scatter as _scatter
+from ..ops.core import upload
+from ..tensor import Tensor
+from ._common import fmap, need_tensor
+
+
+def _padding_index(padding_idx, num_embeddings):
+    if padding_idx is None:
+        return None
+    if padding_idx >= num_embeddings or padding_idx < -num_embeddings:
+        raise ValueError(
+            f"pyrite: embedding: Padding_idx ({padding_idx}) must be within num_embeddings "
+            f"({num_embeddings})"
+        )
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
+def _renorm_rows(weight: Tensor, index: Tensor, max_norm, norm_type):
+    """The rows weight[index] (n, D) scaled to norm <= max_norm, written back into weight."""
+    rows = _scatter.index_select(weight, 0, index)  # (n, D), range-checked
+    norms = _reduce.norm(rows, norm_type, 1, keepdim=True)  # (n, 1)
+    scaled = fmap(
+        "select(x0, x0 * (s0 / (x1 + 1e-7)), x1 > s0)", [rows, norms], [max_norm], weight.dtype
+    )
+    _scatter.index_copy_(weight, 0, index, scaled)
+    return scaled
+
+
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    """weight[input]: the rows of `weight` (V, D) picked by the integer tensor `input`,
+    (*input.shape, D). max_norm: the looked-up rows of weight are first renormalised in
+    place to a norm_type-norm of at most max_norm. padding_idx only changes the gradient."""
+    need_tensor("embedding", "input", input)
+    need_tensor("embedding", "weight", weight)
+    if weight.ndim != 2:
+        raise ShapeError(f"pyrite: embedding: weight must be 2-D (got {tuple(weight._shape)})")
+    _padding_index(padding_idx, weight._shape[0])
+    if max_norm is None:
+        return _scatter.embedding(input, weight)
+    if input.dtype.kind != "i":
+        raise TypeError(f"pyrite: embedding: expected an integer index tensor, got {input.dtype!r}")
+    rows = _renorm_rows(weight, input.reshape(-1), max_norm, norm_type)
+    return rows.reshape(*input._shape, weight._shape[1])
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """Sums, means or maxima of bags of embeddings: (B, D).
+
+    input (B, L): B bags of L indices (offsets None); or input (n,) with offsets (B,) giving
+    each bag's start (include_last_offset: offsets (B + 1,), the last one the end). Entries
+    equal to padding_idx are left out (of the mean's count too); an empty bag gives zeros.
+    per_sample_weights (mode 'sum' only) scale each looked-up row."""
+    need_tensor("embedding_bag", "input", input)
+    need_tensor("embedding_bag", "weight", weight)
+    if weight.ndim != 2:
+        raise ValueError(
+            f"pyrite: embedding_bag: weight has to be a 2D Tensor, but got Tensor of "
+            f"dimension {weight.ndim}"
+        )
+    if per_sample_weights is not None and tuple(per_sample_weights._shape) != tuple(input._shape):
+        raise ValueError(
+            f"pyrite: embedding_bag: If per_sample_weights ({tuple(per_sample_weights._shape)}) "
+            f"is not None, then it must have the same shape as the input "
+            f"({tuple(input._shape)})"
+        )
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("pyrite: embedding_bag: mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"pyrite: embedding_bag: per_sample_weights was not None. per_sample_weights is "
+            f"only supported for mode='sum' (got mode='{mode}')."
+        )
+    V, Dm = weight._shape
+    pad = _padding_index(padding_idx, V)
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(
+                "pyrite: embedding_bag: if input is 2D, then offsets has to be None, as input "
+                "is treated is a mini-batch of fixed length sequences."
+            )
+        B, L = input._shape
+        bag_host = np.repeat(np.arange(B, dtype=np.int32), L)
+        idx = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("pyrite: embedding_bag: offsets has to be a 1D Tensor but got None")
+        off = offsets.numpy() if isinstance(offsets, Tensor) else np.asarray(offsets)
+        if off.ndim != 1:
+            raise ValueError("pyrite: embedding_bag: offsets has to be a 1D Tensor")
+        off = off.astype(np.int64)
+        n = input._shape[0]
+        if off.size and off[0] != 0:
+            raise ValueError(
+                f"pyrite: embedding_bag: offsets[0] has to be 0, i.e., the first sequence in "
+                f"the mini-batch has to start from position 0. However, got {off[0]}"
+            )
+        if off.size and (off[-1] > n or np.any(np.diff(off) < 0)):
+            raise ValueError(
+                f"pyrite: embedding_bag: offsets must be non-decreasing and at most the "
+                f"input's length {n}, got {off.tolist()}"
+            )
+        B = off.size - 1 if include_last_offset else off.size
+        ends = np.append(off[1:], n) if not include_last_offset else off[1:]
+        ends = ends[:B]
+        counts = ends - off[:B]
+        bag_host = np.repeat(np.arange(B, dtype=np.int32), counts)
+        idx = input.narrow(0, 0, int(counts.sum())) if counts.sum() != n else input
+        if per_sample_weights is not None and idx._shape[0] != n:
+            per_sample_weights = per_sample_weights.narrow(0, 0, idx._shape[0])
+    else:
+        raise ValueError(
+            f"pyrite: embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
+            f"dimension {input.ndim}"
+        )
+    out = _creation.zeros((B, Dm), dtype=weight.dtype)
+    if idx.numel() == 0 or B == 0:
+        return out
+    if max_norm is not None:
+        rows = _renorm_rows(weight, idx, max_norm, norm_type)  # (n, D)
+    else:
+        rows = _scatter.embedding(idx, weight)  # (n, D)
+    bag = upload(bag_host, D.int32)  # (n,): the bag of each position
+    keep = None
+    if pad is not None:  # 1 where the entry counts, 0 for padding
+        keep = fmap(
+            "select(1.0, 0.0, x0 == s0)", [idx], [pad], D.float32, ("i32",), "f32", ("i32",)
+        )
+    if per_sample_weights is not None:
+        rows = fmap("x0 * x1", [rows, per_sample_weights.unsqueeze(1)], dtype=weight.dtype)
+    if keep is not None and mode != "max":
+        rows = fmap("x0 * x1", [rows, keep.unsqueeze(1)], dtype=weight.dtype)
+    if mode == "max":
+        if keep is not None:  # padding rows can't win: -inf, and empty bags become 0 below
+            rows = fmap(
+                "select(-p_inf(), x0, x1 != 0.0)", [rows, keep.unsqueeze(1)], dtype=weight.dtype
+            )
+        index = bag.unsqueeze(1).expand(bag._shape[0], Dm)
+        out = _scatter.scatter_reduce(out, 0, index, rows, "amax", include_self=False)
+    else:
+        _scatter.index_add_(out, 0, bag, rows)
+    if mode == "sum" and keep is None:
+        return out
+    ones = keep if keep is not None else _creation.ones((idx._shape[0],), dtype=D.float32)
+    cnt = _creation.zeros((B,), dtype=D.float32)
+    _scatter.index_add_(cnt, 0, bag, ones)  # entries counted in each bag
+    if mode == "mean":
+        return fmap("select(x0 / x1, 0.0, x1 == 0.0)", [out, cnt.unsqueeze(1)], dtype=out.dtype)
+    if mode == "max":
+        return fmap("select(x0, 0.0, x1 == 0.0)", [out, cnt.unsqueeze(1)], dtype=out.dtype)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """(..., num_classes) int tensor with a 1 at each index (num_classes=-1: max + 1)."""
+    return _scatter.one_hot(tensor, num_classes)
+
+
+__all__ = ["embedding", "embedding_bag", "one_hot"]
