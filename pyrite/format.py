@@ -42,7 +42,7 @@ def _shown(arr: np.ndarray) -> np.ndarray:
 
 
 def format_tensor(t) -> str:
-    arr = t.numpy()
+    arr = t._host()  # bfloat16 as float32: numpy has no bf16
     suffix = []
     if t.dtype is not D.float32 and t.dtype is not D.int32 and t.dtype is not D.bool_:
         suffix.append(f"dtype={t.dtype!r}")

@@ -315,8 +315,9 @@ class Device:
         self.upload(storage, mv)
         return storage
 
-    def upload(self, storage, data) -> None:
-        """Write host bytes into a storage that no recorded command uses (see upload_new)."""
+    def upload(self, storage, data, byte_offset=0) -> None:
+        """Write host bytes into a storage that no recorded command uses (see upload_new), at
+        `byte_offset` (a multiple of 4: ops/core.upload_chunks writes a large tensor in pieces)."""
         mv = memoryview(data).cast("B")
         n = len(mv)
         if n % 4:
@@ -324,7 +325,7 @@ class Device:
             padded[:n] = mv
             mv = memoryview(padded)
         if n:
-            self.queue.write_buffer(storage.buffer, 0, mv)
+            self.queue.write_buffer(storage.buffer, byte_offset, mv)
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
