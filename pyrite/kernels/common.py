@@ -219,6 +219,8 @@ HELPERS = {
   if ((u & 0x7fffffffu) > 0x7f800000u) { return 0x7fc0u; }
   return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
 }""",
+    # a float is true when nonzero by its bits: NaN is true, -0.0 false (see _nonzero_f32)
+    "p_nz": "fn p_nz(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }",
     # ---- end of casts ----
     # NaN and infinity by their bits: WGSL lets a compiler assume finite math, so `x != x` may fold.
     "p_isnan": "fn p_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
