@@ -14,6 +14,9 @@ from . import dtypes as _dtypes
 from . import ops as _ops
 from .dtypes import bool_ as bool
 from .dtypes import (
+    bfloat16,
+    byte,
+    char,
     double,
     dtype,
     float,
@@ -28,6 +31,7 @@ from .dtypes import (
     int32,
     int64,
     long,
+    short,
     uint8,
 )
 from .errors import DeviceError, KernelError, OutOfMemoryError, PyriteError, ShapeError

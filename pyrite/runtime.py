@@ -3,6 +3,8 @@ compatibility helpers (finfo/iinfo, default dtype, the `pr.cuda` namespace)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import backend as _backend
@@ -78,7 +80,8 @@ class finfo:
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.tiny)
-        self.resolution = float(info.resolution)
+        # torch's: 10^-(decimal digits of precision), numpy's float16 one is 0.0010004
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
 
     def __repr__(self):
         return (

@@ -368,16 +368,21 @@ HELPERS = {
   return min(a, b);
 }""",
     "p_round": """fn p_round(x: f32) -> f32 {
-  // ties to even, as PyTorch
+  // ties to even, as PyTorch; a zero result keeps x's sign (round(-0.3) is -0.0)
   let f = floor(x);
   let d = x - f;
-  if (d > 0.5) { return f + 1.0; }
-  if (d < 0.5) { return f; }
-  return select(f + 1.0, f, (f * 0.5) == floor(f * 0.5));
+  var r = f;
+  if (d > 0.5) { r = f + 1.0; } else if (d == 0.5) { r = select(f + 1.0, f, (f * 0.5) == floor(f * 0.5)); }
+  if (r == 0.0) { return bitcast<f32>(bitcast<u32>(x) & 0x80000000u); }
+  return r;
 }""",
     # PyTorch's sign(NaN) is 0 (every comparison with NaN is false)
+    # by the bits alone: on lavapipe the float-compare form gave -0.0 (not 0.0) for 0, -0.0 and
+    # NaN, even through an integer select; ±1 takes x's sign bit, 0 / -0 / NaN give +0.0
     "p_signf": """fn p_signf(x: f32) -> f32 {
-  return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0);
+  let u = bitcast<u32>(x);
+  let a = u & 0x7fffffffu;
+  return bitcast<f32>(select(0u, (u & 0x80000000u) | 0x3f800000u, a != 0u && a <= 0x7f800000u));
 }""",
 }
 _HELPER_RE = re.compile(r"\b(p_[a-z0-9_]+)\s*\(")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import sys
 
 from .. import backend
 from .. import dtypes as D
@@ -16,14 +17,14 @@ from ..kernels.common import WG, grid_for
 from ..kernels.elementwise import map_kernel, map_words
 from ..tensor import Tensor, contiguous_strides
 
+# (`pyrite.tensor` names the function once pyrite is imported: reach the module itself)
+_tensor_module = sys.modules[Tensor.__module__]
+
 # PYRITE_POISON=1 (or PYRITE_DEBUG>=1 with PYRITE_POISON unset): fill every kernel output with NaN
 # bits before the kernel runs, so an element nobody wrote fails a parity test instead of reading a
 # stale value from a recycled buffer.
 POISON = os.environ.get("PYRITE_POISON", "0") not in ("", "0")
-if POISON:
-    from .. import tensor as _tensor_module
-
-    _tensor_module.CHECK_SMALL_INT_RANGE = True
+_tensor_module.CHECK_SMALL_INT_RANGE = POISON
 
 
 # Elements per invocation in the strided map (each WG apart, so accesses stay coalesced).
@@ -60,9 +61,7 @@ def max_loop_iterations() -> int:
 def set_poison(on: bool):
     global POISON
     POISON = bool(on)
-    from .. import tensor as _tensor
-
-    _tensor.CHECK_SMALL_INT_RANGE = POISON
+    _tensor_module.CHECK_SMALL_INT_RANGE = POISON
 
 
 def _storage_nbytes(n: int, dtype) -> int:

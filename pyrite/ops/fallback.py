@@ -219,7 +219,16 @@ def install(modules, tensor_cls=Tensor):
                 done[key] = wrap(fn, name, key[1])
             return done[key]
 
-        for name in (*getattr(mod, "__all__", ()), *EXTRA.get(short, ())):
+        # every public function the module defines (nn.functional calls some that are not
+        # in __all__, matmul.linear say), and the private ones native modules call (EXTRA)
+        names = [
+            k
+            for k, v in vars(mod).items()
+            if not k.startswith("_")
+            and isinstance(v, types.FunctionType)
+            and v.__module__ == mod.__name__
+        ]
+        for name in (*names, *EXTRA.get(short, ())):
             fn = getattr(mod, name, None)
             if isinstance(fn, types.FunctionType):
                 setattr(mod, name, wrapped(fn, name))
