@@ -12,7 +12,6 @@ from __future__ import annotations
 from . import backend as _backend
 from . import dtypes as _dtypes
 from . import ops as _ops
-from .dtypes import bool_ as bool
 from .dtypes import (
     bfloat16,
     byte,
@@ -34,6 +33,7 @@ from .dtypes import (
     short,
     uint8,
 )
+from .dtypes import bool_ as bool
 from .errors import DeviceError, KernelError, OutOfMemoryError, PyriteError, ShapeError
 from .tensor import Size, Tensor, device
 

@@ -63,8 +63,22 @@ class dtype:
         "wgsl",
     )
 
-    def __init__(self, name, np_storage, wgsl, itemsize, kind, *, storage=None, numpy_dtype=None,
-                 storage_bytes=None, bits=None, signed=True, lo=None, hi=None):
+    def __init__(
+        self,
+        name,
+        np_storage,
+        wgsl,
+        itemsize,
+        kind,
+        *,
+        storage=None,
+        numpy_dtype=None,
+        storage_bytes=None,
+        bits=None,
+        signed=True,
+        lo=None,
+        hi=None,
+    ):
         self.name = name
         # `np`: the numpy dtype of the storage words as a host array sees them (uint32 for bool,
         # int32 for the widened small ints, uint16 for packed bfloat16)
@@ -109,15 +123,45 @@ float32 = dtype("float32", np.float32, "f32", 4, "f", numpy_dtype=np.float32)
 float16 = dtype("float16", np.float16, "f16", 2, "f", numpy_dtype=np.float16)
 bfloat16 = dtype("bfloat16", np.uint16, "bf16", 2, "f", storage="bf16")
 int32 = dtype("int32", np.int32, "i32", 4, "i", numpy_dtype=np.int32, lo=-(2**31), hi=2**31 - 1)
-int16 = dtype("int16", np.int32, "i32", 2, "i", storage="i16", storage_bytes=4,
-              numpy_dtype=np.int16, lo=-(2**15), hi=2**15 - 1)
-int8 = dtype("int8", np.int32, "i32", 1, "i", storage="i8", storage_bytes=4,
-             numpy_dtype=np.int8, lo=-128, hi=127)
-uint8 = dtype("uint8", np.int32, "i32", 1, "i", storage="u8", storage_bytes=4,
-              numpy_dtype=np.uint8, signed=False, lo=0, hi=255)
+int16 = dtype(
+    "int16",
+    np.int32,
+    "i32",
+    2,
+    "i",
+    storage="i16",
+    storage_bytes=4,
+    numpy_dtype=np.int16,
+    lo=-(2**15),
+    hi=2**15 - 1,
+)
+int8 = dtype(
+    "int8",
+    np.int32,
+    "i32",
+    1,
+    "i",
+    storage="i8",
+    storage_bytes=4,
+    numpy_dtype=np.int8,
+    lo=-128,
+    hi=127,
+)
+uint8 = dtype(
+    "uint8",
+    np.int32,
+    "i32",
+    1,
+    "i",
+    storage="u8",
+    storage_bytes=4,
+    numpy_dtype=np.uint8,
+    signed=False,
+    lo=0,
+    hi=255,
+)
 # numpy view of storage is uint32; numpy() gives bool
-bool_ = dtype("bool", np.uint32, "u32", 1, "b", storage_bytes=4, numpy_dtype=np.bool_,
-              signed=False)
+bool_ = dtype("bool", np.uint32, "u32", 1, "b", storage_bytes=4, numpy_dtype=np.bool_, signed=False)
 
 float = float32
 float64 = float32  # accepted and narrowed: WebGPU storage has no f64
@@ -130,9 +174,7 @@ short = int16
 char = int8
 byte = uint8
 
-_ALL = {
-    d.name: d for d in (float32, float16, bfloat16, int32, int16, int8, uint8, bool_)
-}
+_ALL = {d.name: d for d in (float32, float16, bfloat16, int32, int16, int8, uint8, bool_)}
 SMALL_INTS = (uint8, int8, int16)
 
 

@@ -40,7 +40,9 @@ def bits(t) -> np.ndarray:
 
 def same_bits(got, want, what=""):
     assert isinstance(got, pr.Tensor) and got.dtype is pr.bfloat16, f"{what}: {got.dtype}"
-    assert tuple(got.shape) == tuple(want.shape), f"{what}: {tuple(got.shape)} vs {tuple(want.shape)}"
+    assert tuple(got.shape) == tuple(want.shape), (
+        f"{what}: {tuple(got.shape)} vs {tuple(want.shape)}"
+    )
     g, w = bits(got), bits(want)
     bad = g != w
     assert not bad.any(), (
@@ -109,10 +111,26 @@ BINARY = {
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
-    "maximum": lambda a, b: torch.maximum(a, b) if isinstance(a, torch.Tensor) else pr.maximum(a, b),
-    "minimum": lambda a, b: torch.minimum(a, b) if isinstance(a, torch.Tensor) else pr.minimum(a, b),
+    "maximum": lambda a, b: (
+        torch.maximum(a, b) if isinstance(a, torch.Tensor) else pr.maximum(a, b)
+    ),
+    "minimum": lambda a, b: (
+        torch.minimum(a, b) if isinstance(a, torch.Tensor) else pr.minimum(a, b)
+    ),
 }
-UNARY = ["neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sqrt", "square", "sign", "reciprocal"]
+UNARY = [
+    "neg",
+    "abs",
+    "relu",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sqrt",
+    "square",
+    "sign",
+    "reciprocal",
+]
 UNARY_APPROX = ["exp", "log", "sin", "tanh", "sigmoid", "rsqrt"]  # f32 math ± an f32 ulp
 
 
@@ -120,7 +138,7 @@ def test_elementwise_bit_exact(rng):
     n = 4099
     ta, tb = rand_bf16(rng, n, scale=3), rand_bf16(rng, n, scale=3)
     tb = torch.where(tb == 0, torch.ones_like(tb), tb)
-    ta[:len(SPECIAL)] = torch.tensor(SPECIAL).to(BF)
+    ta[: len(SPECIAL)] = torch.tensor(SPECIAL).to(BF)
     a, b = pr.tensor(ta), pr.tensor(tb)
     for name, f in BINARY.items():
         same_bits(f(a, b), f(ta, tb), name)
@@ -131,9 +149,15 @@ def test_elementwise_bit_exact(rng):
         for name in ("lt", "eq", "ge"):
             got, want = getattr(a, name)(s), getattr(ta, name)(s)
             assert np.array_equal(got.numpy(), want.numpy()), f"{name} {s}"
-        same_bits(a.clamp(-s, s) if s > 0 else a.clamp(s, -s), ta.clamp(-abs(s), abs(s)), f"clamp {s}")
+        same_bits(
+            a.clamp(-s, s) if s > 0 else a.clamp(s, -s), ta.clamp(-abs(s), abs(s)), f"clamp {s}"
+        )
     for name in UNARY:
-        same_bits(getattr(pr, name)(a.abs() if name == "sqrt" else a), getattr(torch, name)(ta.abs() if name == "sqrt" else ta), name)
+        same_bits(
+            getattr(pr, name)(a.abs() if name == "sqrt" else a),
+            getattr(torch, name)(ta.abs() if name == "sqrt" else ta),
+            name,
+        )
     k = len(SPECIAL)  # WGSL's sin & co. are accurate on moderate arguments only: no 3e38
     for name in UNARY_APPROX:
         x = a[k:].abs() + 0.01 if name in ("log", "rsqrt") else a[k:]
@@ -210,7 +234,9 @@ def test_creation():
     # the f32 value rounded once (torch's own bf16 arange steps in lower precision: an ulp off)
     same_bits(pr.arange(0, 300, 0.7, dtype=pr.bfloat16), torch.arange(0, 300, 0.7).to(BF), "arange")
     same_bits(pr.eye(4, dtype=pr.bfloat16), torch.eye(4, dtype=BF), "eye")
-    same_bits(pr.tensor([[0.1, 2.7]], dtype=pr.bfloat16), torch.tensor([[0.1, 2.7]], dtype=BF), "tensor")
+    same_bits(
+        pr.tensor([[0.1, 2.7]], dtype=pr.bfloat16), torch.tensor([[0.1, 2.7]], dtype=BF), "tensor"
+    )
     r = pr.randn(10000, dtype=pr.bfloat16)
     assert r.dtype is pr.bfloat16 and abs(float(r.float().std()) - 1) < 0.05
     with pytest.raises(RuntimeError, match="BFloat16 without overflow"):
@@ -244,7 +270,11 @@ def test_op_families(rng):
         "getitem": (lambda a: a[:, i[0]], lambda a: a[:, idx[0]], 0),
         "mask": (lambda a: a[a > 0], lambda a: a[a > 0], 0),
         "index_select": (lambda a: a.index_select(1, i[0]), lambda a: a.index_select(1, idx[0]), 0),
-        "masked_fill": (lambda a: a.masked_fill(a < 0, 0.3), lambda a: a.masked_fill(a < 0, 0.3), 0),
+        "masked_fill": (
+            lambda a: a.masked_fill(a < 0, 0.3),
+            lambda a: a.masked_fill(a < 0, 0.3),
+            0,
+        ),
         "scatter_add_": (
             lambda a: a.clone().scatter_add_(1, i, a[:, :11]),
             lambda a: a.clone().scatter_add_(1, idx, a[:, :11]),
@@ -255,9 +285,17 @@ def test_op_families(rng):
             lambda a: a.clone().index_add_(1, idx[0], a[:, :11]),
             1,
         ),
-        "setitem_adv": (lambda a: _set(a, (slice(None), i[0]), 2.5), lambda a: _set(a, (slice(None), idx[0]), 2.5), 0),
+        "setitem_adv": (
+            lambda a: _set(a, (slice(None), i[0]), 2.5),
+            lambda a: _set(a, (slice(None), idx[0]), 2.5),
+            0,
+        ),
         "setitem_mask": (lambda a: _set(a, a > 0.5, -1.0), lambda a: _set(a, a > 0.5, -1.0), 0),
-        "layer_norm": (lambda a: pr.nn.functional.layer_norm(a, (37,)), lambda a: torch.nn.functional.layer_norm(a, (37,)), 2),
+        "layer_norm": (
+            lambda a: pr.nn.functional.layer_norm(a, (37,)),
+            lambda a: torch.nn.functional.layer_norm(a, (37,)),
+            2,
+        ),
         "gelu": (lambda a: pr.nn.functional.gelu(a), lambda a: torch.nn.functional.gelu(a), 1),
     }
     for name, (fp, ft, ulps) in cases.items():
@@ -271,13 +309,26 @@ def test_op_families(rng):
     close(F.linear(x, wx), torch.nn.functional.linear(t, w), 2, "linear")
     close(pr.einsum("ik,jk->ij", x, wx), torch.einsum("ik,jk->ij", t, w), 2, "einsum")
     img, ker = rand_bf16(rng, 1, 2, 9, 11), rand_bf16(rng, 3, 2, 3, 3)
-    close(F.conv2d(pr.tensor(img), pr.tensor(ker)), torch.nn.functional.conv2d(img, ker), 2, "conv2d")
+    close(
+        F.conv2d(pr.tensor(img), pr.tensor(ker)), torch.nn.functional.conv2d(img, ker), 2, "conv2d"
+    )
     same_bits(F.max_pool2d(pr.tensor(img), 2), torch.nn.functional.max_pool2d(img, 2), "max_pool2d")
     q = rand_bf16(rng, 2, 7, 8)
     # both round the scores and the probabilities to bf16 on the way; their sums of p·v cancel
-    close(F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(q), pr.tensor(q)), torch.nn.functional.scaled_dot_product_attention(q, q, q), 4, "sdpa", scale=float(q.float().abs().max()))
+    close(
+        F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(q), pr.tensor(q)),
+        torch.nn.functional.scaled_dot_product_attention(q, q, q),
+        4,
+        "sdpa",
+        scale=float(q.float().abs().max()),
+    )
     tgt = torch.from_numpy(rng.integers(0, 37, 6))
-    close(F.cross_entropy(x, pr.tensor(tgt)), torch.nn.functional.cross_entropy(t, tgt), 2, "cross_entropy")
+    close(
+        F.cross_entropy(x, pr.tensor(tgt)),
+        torch.nn.functional.cross_entropy(t, tgt),
+        2,
+        "cross_entropy",
+    )
     close(F.mse_loss(x, x * 0.5), torch.nn.functional.mse_loss(t, t * 0.5), 2, "mse")
     # results that are not bf16 stay what torch gives
     assert np.array_equal(x.argmax(1).numpy(), t.argmax(1).numpy())
@@ -317,12 +368,27 @@ def test_frombuffer_bf16_in_chunks(n, rng, monkeypatch):
     x = pr.frombuffer(raw, dtype=pr.bfloat16)
     same_bits(x, t, "frombuffer")
     if n > 3:
-        same_bits(pr.frombuffer(raw, dtype=torch.bfloat16, count=n - 3, offset=2), t[1 : n - 2], "offset")
-        same_bits(pr.frombuffer(bytearray(raw), dtype="bfloat16").view(-1)[1:] * 2, t[1:] * 2, "math")
+        same_bits(
+            pr.frombuffer(raw, dtype=torch.bfloat16, count=n - 3, offset=2), t[1 : n - 2], "offset"
+        )
+        same_bits(
+            pr.frombuffer(bytearray(raw), dtype="bfloat16").view(-1)[1:] * 2, t[1:] * 2, "math"
+        )
 
 
 @pytest.mark.parametrize(
-    "td", [torch.float32, torch.float16, torch.int32, torch.int64, torch.float64, torch.uint8, torch.int8, torch.int16, torch.bool]
+    "td",
+    [
+        torch.float32,
+        torch.float16,
+        torch.int32,
+        torch.int64,
+        torch.float64,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.bool,
+    ],
 )
 def test_frombuffer_dtypes(td, rng, monkeypatch):
     from pyrite.ops import core
@@ -334,7 +400,9 @@ def test_frombuffer_dtypes(td, rng, monkeypatch):
     raw = t.numpy().tobytes()
     x = pr.frombuffer(raw, dtype=td)
     want = torch.frombuffer(bytearray(raw), dtype=td)
-    assert x.dtype.name == str(want.dtype).replace("torch.", "").replace("int64", "int32").replace("float64", "float32")
+    assert x.dtype.name == str(want.dtype).replace("torch.", "").replace("int64", "int32").replace(
+        "float64", "float32"
+    )
     w = want.numpy()
     if w.dtype == np.float64:
         w = w.astype(np.float32)  # stored as float32
@@ -409,7 +477,9 @@ except OverflowError:
 print("ok")
 """
     env = dict(__import__("os").environ, PYRITE_LOOP_BUDGET="300")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
 
 

@@ -59,7 +59,9 @@ def same(got, want, what=""):
     g, w = host(got), host(want)
     assert g.shape == w.shape, f"{what}: shape {g.shape} vs {w.shape}"
     bad = ~((g == w) | (np.isnan(g) & np.isnan(w)) if g.dtype.kind == "f" else (g == w))
-    assert not bad.any(), f"{what}: {bad.sum()} mismatches, e.g. got {g[bad][:5]}, want {w[bad][:5]}"
+    assert not bad.any(), (
+        f"{what}: {bad.sum()} mismatches, e.g. got {g[bad][:5]}, want {w[bad][:5]}"
+    )
 
 
 # ---- names -----------------------------------------------------------------------------------
@@ -235,7 +237,9 @@ def test_float16_overflow_to_inf():
 # ---- wrapping arithmetic ---------------------------------------------------------------------
 def _rand_ints(rng, name, n):
     info = torch.iinfo(TORCH[name])
-    return torch.from_numpy(rng.integers(info.min, info.max + 1, n).astype(np.int64)).to(TORCH[name])
+    return torch.from_numpy(rng.integers(info.min, info.max + 1, n).astype(np.int64)).to(
+        TORCH[name]
+    )
 
 
 BINARY = {
@@ -245,7 +249,9 @@ BINARY = {
     "floordiv": lambda a, b: a // b,
     "remainder": lambda a, b: a % b,
     "fmod": lambda a, b: torch.fmod(a, b) if isinstance(a, torch.Tensor) else pr.fmod(a, b),
-    "maximum": lambda a, b: torch.maximum(a, b) if isinstance(a, torch.Tensor) else pr.maximum(a, b),
+    "maximum": lambda a, b: (
+        torch.maximum(a, b) if isinstance(a, torch.Tensor) else pr.maximum(a, b)
+    ),
     "lt": lambda a, b: a < b,
     "eq": lambda a, b: a == b,
     "ge": lambda a, b: a >= b,
@@ -253,7 +259,9 @@ BINARY = {
 }
 
 
-@pytest.mark.parametrize("a, b", [(a, b) for a in SMALL + ["int32", "bool"] for b in SMALL + ["int32"]])
+@pytest.mark.parametrize(
+    "a, b", [(a, b) for a in SMALL + ["int32", "bool"] for b in SMALL + ["int32"]]
+)
 def test_wrapping_binary_ops(a, b, rng):
     """Tensor op tensor over every small-int pair (uint8 + int8 → int16 ...), on values across
     each type's whole range: exactly torch's wrapped results."""
@@ -312,9 +320,19 @@ def test_mixed_and_zero_dim():
     i8 = torch.tensor([-128, 5, 127], dtype=torch.int8)
     x, y = to_pr(u8), to_pr(i8)
     same(x + y, u8 + i8, "uint8 + int8 -> int16")
-    same(x * to_pr(torch.tensor(3, dtype=torch.int32)), u8 * torch.tensor(3, dtype=torch.int32), "0-d")
-    same(to_pr(torch.tensor(5, dtype=torch.uint8)) * y, torch.tensor(5, dtype=torch.uint8) * i8, "0-d u8")
-    same(x + to_pr(torch.tensor([True, False, True])), u8 + torch.tensor([True, False, True]), "bool")
+    same(
+        x * to_pr(torch.tensor(3, dtype=torch.int32)),
+        u8 * torch.tensor(3, dtype=torch.int32),
+        "0-d",
+    )
+    same(
+        to_pr(torch.tensor(5, dtype=torch.uint8)) * y,
+        torch.tensor(5, dtype=torch.uint8) * i8,
+        "0-d u8",
+    )
+    same(
+        x + to_pr(torch.tensor([True, False, True])), u8 + torch.tensor([True, False, True]), "bool"
+    )
     same(x + 1.5, u8 + 1.5, "float scalar")
     same(x.bfloat16() + y, u8.bfloat16() + i8, "bf16 + int8")
     same(pr.where(x > 100, x, 5), torch.where(u8 > 100, u8, 5), "where scalar")
@@ -343,12 +361,24 @@ def test_scalar_overflow_errors():
     with pytest.raises(RuntimeError, match="out of bounds for uint8"):
         pr.randint(0, 300, (3,), dtype=pr.uint8)
     same(pr.full((2,), -1, dtype=pr.uint8), torch.full((2,), -1, dtype=torch.uint8), "-1 wraps")
-    same(pr.zeros(2, dtype=pr.int32).fill_(2.7), torch.zeros(2, dtype=torch.int32).fill_(2.7), "trunc")
-    same(pr.tensor([1, 2], dtype=pr.uint8).clamp(min=-5), torch.tensor([1, 2], dtype=torch.uint8).clamp(min=-5), "clamp -5")
+    same(
+        pr.zeros(2, dtype=pr.int32).fill_(2.7),
+        torch.zeros(2, dtype=torch.int32).fill_(2.7),
+        "trunc",
+    )
+    same(
+        pr.tensor([1, 2], dtype=pr.uint8).clamp(min=-5),
+        torch.tensor([1, 2], dtype=torch.uint8).clamp(min=-5),
+        "clamp -5",
+    )
     # a numpy array is cast (wrapped), a list is checked, as torch does
     v = np.array([300, -1, 70000, 2.5e9])
     same(pr.tensor(v, dtype=pr.uint8), torch.tensor(v, dtype=torch.uint8), "numpy wraps")
-    same(pr.tensor(v.astype(np.float32), dtype=pr.int16), torch.tensor(v.astype(np.float32), dtype=torch.int16), "f32 -> i16")
+    same(
+        pr.tensor(v.astype(np.float32), dtype=pr.int16),
+        torch.tensor(v.astype(np.float32), dtype=torch.int16),
+        "f32 -> i16",
+    )
 
 
 # ---- limits ----------------------------------------------------------------------------------
@@ -398,7 +428,11 @@ def test_torch_tensors_in(name, rng):
 
 
 def test_wide_numpy_ints():
-    same(pr.tensor(np.array([70000, 2**31 - 1], dtype=np.uint32)), torch.tensor([70000, 2**31 - 1], dtype=torch.int32), "u32")
+    same(
+        pr.tensor(np.array([70000, 2**31 - 1], dtype=np.uint32)),
+        torch.tensor([70000, 2**31 - 1], dtype=torch.int32),
+        "u32",
+    )
     same(pr.tensor(np.array([65535], dtype=np.uint16)), torch.tensor([65535]), "u16")
     with pytest.raises(OverflowError, match="do not fit in int32"):
         pr.tensor(np.array([2**40]))
@@ -418,7 +452,11 @@ def test_creation_dtypes(name):
     x = pr.tensor([[1, 2], [3, 4]], dtype=pd)
     same(x, torch.tensor([[1, 2], [3, 4]], dtype=td), "tensor(list)")
     for like in ("zeros_like", "ones_like"):
-        same(getattr(pr, like)(x), getattr(torch, like)(torch.tensor([[1, 2], [3, 4]], dtype=td)), like)
+        same(
+            getattr(pr, like)(x),
+            getattr(torch, like)(torch.tensor([[1, 2], [3, 4]], dtype=td)),
+            like,
+        )
     assert pr.empty(4, dtype=pd).dtype is pd and x.new_zeros(3).dtype is pd
     assert pr.randint(0, 100, (9,), dtype=pd).dtype is pd
     if name == "bfloat16":
@@ -429,7 +467,9 @@ def test_creation_dtypes(name):
             r = f(1001, dtype=pd)
             assert r.dtype is pd and 0.2 < float(r.float().abs().mean()) < 1.0
     else:
-        same(pr.arange(250, 260, dtype=pr.uint8), torch.arange(250, 260, dtype=torch.uint8), "wraps")
+        same(
+            pr.arange(250, 260, dtype=pr.uint8), torch.arange(250, 260, dtype=torch.uint8), "wraps"
+        )
         lo = 0 if name == "uint8" else -5
         r = pr.randint(lo, 6, (2000,), dtype=pd).numpy()
         assert r.min() == lo and r.max() == 5
@@ -440,8 +480,16 @@ def test_image_pipeline(rng):
     x = to_pr(img)
     same(x.float() / 255, img.float() / 255, "img.float() / 255")
     f = torch.from_numpy(rng.uniform(-0.2, 1.2, (3, 37, 41)).astype(np.float32))
-    same((to_pr(f) * 255).clamp(0, 255).to(pr.uint8), (f * 255).clamp(0, 255).to(torch.uint8), "to uint8")
-    same((to_pr(f) * 255).round().clamp(0, 255).byte(), (f * 255).round().clamp(0, 255).byte(), "byte")
+    same(
+        (to_pr(f) * 255).clamp(0, 255).to(pr.uint8),
+        (f * 255).clamp(0, 255).to(torch.uint8),
+        "to uint8",
+    )
+    same(
+        (to_pr(f) * 255).round().clamp(0, 255).byte(),
+        (f * 255).round().clamp(0, 255).byte(),
+        "byte",
+    )
     same(x.permute(1, 2, 0).contiguous(), img.permute(1, 2, 0).contiguous(), "HWC")
     same(x.flip(2)[:, ::2], img.flip(2)[:, ::2], "flip")
     same(x.max(), img.max(), "max")
@@ -504,10 +552,22 @@ def test_small_int_op_families(name, rng):
     same(x.gather(1, to_pr(idx)), t.gather(1, idx), "gather")
     same(x.T[to_pr(idx[0])], t.T[idx[0]], "advanced getitem")
     same(x[x > 0], t[t > 0], "mask select")
-    same(x.clone().scatter_add_(1, to_pr(idx), x[:, :11]), t.clone().scatter_add_(1, idx, t[:, :11]), "scatter_add_ wraps")
+    same(
+        x.clone().scatter_add_(1, to_pr(idx), x[:, :11]),
+        t.clone().scatter_add_(1, idx, t[:, :11]),
+        "scatter_add_ wraps",
+    )
     rows = idx[0] % 6
-    same(x.clone().index_put_((to_pr(rows),), x[to_pr(rows)], accumulate=True), t.clone().index_put_((rows,), t[rows], accumulate=True), "index_put_ accumulate")
-    same(x.clone().index_add_(1, to_pr(idx[0]), x[:, :11]), t.clone().index_add_(1, idx[0], t[:, :11]), "index_add_")
+    same(
+        x.clone().index_put_((to_pr(rows),), x[to_pr(rows)], accumulate=True),
+        t.clone().index_put_((rows,), t[rows], accumulate=True),
+        "index_put_ accumulate",
+    )
+    same(
+        x.clone().index_add_(1, to_pr(idx[0]), x[:, :11]),
+        t.clone().index_add_(1, idx[0], t[:, :11]),
+        "index_add_",
+    )
     same(x @ x.T, t @ t.T, "matmul wraps")
     same(x.masked_fill(x < 0, 3), t.masked_fill(t < 0, 3), "masked_fill")
     same(pr.stack([x, x]).flatten()[::7], torch.stack([t, t]).flatten()[::7], "stack")

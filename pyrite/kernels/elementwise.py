@@ -125,7 +125,11 @@ def map_kernel(
     def block(gi, indent, tail=()):
         pad = " " * indent
         lines = [*elem, *tail]
-        return f"{pad}{{\n{pad}  let gi = {gi};\n" + "".join(pad + "  " + e for e in lines) + f"{pad}}}\n"
+        return (
+            f"{pad}{{\n{pad}  let gi = {gi};\n"
+            + "".join(pad + "  " + e for e in lines)
+            + f"{pad}}}\n"
+        )
 
     flat = FLAT_INDEX.format(wg=WG).replace(
         f"let gi = i32(wg_flat * {WG}u + lid.x);",

@@ -100,7 +100,9 @@ def fill_value(value, dt):
             value = int(f) if not bad else f
     else:
         f = float(value)
-        top = {"float16": 65504.0, "bfloat16": D.bf16_value(0x7F7F)}.get(dt.name, 3.4028234663852886e38)
+        top = {"float16": 65504.0, "bfloat16": D.bf16_value(0x7F7F)}.get(
+            dt.name, 3.4028234663852886e38
+        )
         bad = math.isfinite(f) and abs(f) > top
         value = f
     if bad:

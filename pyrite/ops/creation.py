@@ -230,7 +230,9 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
     def pieces():
         for start in range(0, count, per):
             stop = min(count, start + per)
-            raw = np.frombuffer(mv, dtype=src, count=stop - start, offset=offset + start * src.itemsize)
+            raw = np.frombuffer(
+                mv, dtype=src, count=stop - start, offset=offset + start * src.itemsize
+            )
             if src == dt.np and dt is not D.bool_:  # already the device layout
                 yield raw
             else:

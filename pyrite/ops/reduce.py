@@ -594,7 +594,13 @@ def _overflow(name):
 def _exact_int_reduce(op, input, dim, keepdim, out_dt):
     kernel_op = "iprod" if op == "prod" else "isum"
     vals, fits = _reduce(
-        input, kernel_op, _dims(input, dim), keepdim, (out_dt, D.bool_), "i32", out_ctypes=("i32", "bool")
+        input,
+        kernel_op,
+        _dims(input, dim),
+        keepdim,
+        (out_dt, D.bool_),
+        "i32",
+        out_ctypes=("i32", "bool"),
     )
     global LAST_PATH
     path = LAST_PATH  # the sum's own kernel path, not the flag check's (tests read it)
