@@ -18,19 +18,26 @@ value to the type's width (`uint8`: `v & 255`; `int8`: `(v << 24) >> 24`), so ui
 wraps mod 256 as in PyTorch. Other kernels that compute integers (sums with `dtype=uint8`,
 `scatter_add_`, integer matmul) run in i32 and their small-integer results are wrapped once
 afterwards (ops/fallback.py; wrapping commutes with +, − and ×). Measured cost (`python -m
-pyrite.bench.dtypes`): memory is 4x PyTorch's for uint8 and 2x for int16; a uint8 add runs at
-the speed of an int32 add (the wrap is two ALU ops; lavapipe, 4M elements: 1.02x), so in
-elements per second it matches int32 and moves 4x the bytes a packed uint8 would. On a GPU,
-where elementwise ops are bandwidth-bound, that is ~4x slower than a packed uint8 add could be
-(the H200 figures are in pyrite/bench/dtypes.py). Packing would need every kernel that reads
-storage to unpack, and writes of neighbouring elements by different invocations to use atomics.
+pyrite.bench.dtypes`, lavapipe on this machine's 2 shared cores, 4,194,304-element add, minimum
+of 25 interleaved rounds, 2026-12-01): memory is 4 bytes an element, 4x PyTorch's for uint8/int8
+and 2x for int16; the add ran 1.05x (uint8), 1.07x (int8) and 1.01x (int16) of float32's time
+(int32: 1.01x): the wrap is two ALU ops, so in elements per second they match int32. On a GPU,
+where an elementwise op is bandwidth-bound (the H200 adds f32 at ~2.5 TB/s, README), a widened
+uint8 add takes an int32 add's time, an estimated 4x what a packed uint8 add could (it moves 4x
+the bytes); not measured on the H200. Packing would need every kernel that reads storage to
+unpack, and writes of neighbouring elements by different invocations to use atomics.
 
 **bfloat16 is packed**, two elements a u32 word (element 2k in the low half), since halving memory
 is the point of bf16; its bits are the top half of an f32, so a read is `bitcast<f32>(w << 16)`
 or `bitcast<f32>(w & 0xffff0000)` and no device feature is needed. The strided map reads and
 writes it natively (f32 arithmetic, rounded to nearest even on store, NaN kept as NaN); every
 other kernel family gets its bf16 inputs widened to f32 and its float results narrowed back
-(ops/fallback.py), which is exact where the op computes in f32 and rounds once.
+(ops/fallback.py), which is exact where the op computes in f32 and rounds once. Measured as
+above: 2 bytes an element (as PyTorch), the add at 0.91x float32's time on lavapipe (half the
+bytes, ~10 more ALU ops an element to unpack and round); on a bandwidth-bound GPU an estimated
+~0.5-0.6x of float32's (not measured on the H200). A strided bf16 output (x.T.mul_(2), x[::2] =
+...) takes two atomics an element; the fallback costs a widening pass and a float32 copy per
+bf16 argument of a non-map op.
 
 int64 is accepted at the boundary (numpy, PyTorch, Python ints) and stored as int32 after a range
 check, so `pr.int64 is pr.int32` and `pr.long` is the same object. float64 is stored as float32.
