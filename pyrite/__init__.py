@@ -12,8 +12,10 @@ from __future__ import annotations
 from . import backend as _backend
 from . import dtypes as _dtypes
 from . import ops as _ops
-from .dtypes import bool_ as bool
 from .dtypes import (
+    bfloat16,
+    byte,
+    char,
     double,
     dtype,
     float,
@@ -28,8 +30,10 @@ from .dtypes import (
     int32,
     int64,
     long,
+    short,
     uint8,
 )
+from .dtypes import bool_ as bool
 from .errors import DeviceError, KernelError, OutOfMemoryError, PyriteError, ShapeError
 from .tensor import Size, Tensor, device
 

@@ -126,7 +126,7 @@ def _read_shown(t, summarize: bool, edge: int):
     cut = [summarize and n > 2 * edge for n in shape]
     if not any(cut):
         # detached, so reading never meets a future "numpy() of a tensor that requires grad"
-        return t.detach().numpy(), cut
+        return t.detach()._host(), cut  # bfloat16 as float32: numpy has no bf16
     vshape, vstrides, shown = [], [], []
     for n, s, c in zip(shape, strides, cut):
         if c:
@@ -138,7 +138,7 @@ def _read_shown(t, summarize: bool, edge: int):
             vstrides.append(s)
             shown.append(n)
     view = t._view(tuple(vshape), tuple(vstrides), t._offset)
-    return view.numpy().reshape(shown), cut
+    return view._host().reshape(shown), cut
 
 
 # ---- formatting numbers --------------------------------------------------------------------

@@ -3,6 +3,8 @@ compatibility helpers (finfo/iinfo, default dtype, the `pr.cuda` namespace)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import backend as _backend
@@ -63,29 +65,45 @@ class finfo:
         dt = _dtypes.from_any(dtype) if dtype is not None else _dtypes.float32
         if not dt.is_floating_point:
             raise TypeError(f"pyrite: finfo needs a floating dtype, got {dt!r}")
-        info = np.finfo(dt.np)
         self.dtype = dt
+        if dt is _dtypes.bfloat16:  # numpy has no bfloat16: 8 exponent bits, 7 mantissa bits
+            self.bits = 16
+            self.eps = 2.0**-7
+            self.max = float(np.float32(_dtypes.bf16_value(0x7F7F)))
+            self.min = -self.max
+            self.tiny = self.smallest_normal = 2.0**-126
+            self.resolution = 0.01
+            return
+        info = np.finfo(dt.np)
         self.bits = info.bits
         self.eps = float(info.eps)
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.tiny)
-        self.resolution = float(info.resolution)
+        # torch's: 10^-(decimal digits of precision), numpy's float16 one is 0.0010004
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
 
     def __repr__(self):
-        return f"finfo(eps={self.eps}, max={self.max}, min={self.min}, dtype={self.dtype.name})"
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+            f"dtype={self.dtype.name})"
+        )
 
 
 class iinfo:
-    """Limits of an integer dtype, as torch.iinfo (pyrite's integers are 32-bit)."""
+    """Limits of an integer dtype, as torch.iinfo. int64 is stored as int32 here, so
+    iinfo(pyrite.int64) gives int32's limits."""
 
     def __init__(self, dtype):
         dt = _dtypes.from_any(dtype)
         if dt.kind != "i":
-            raise TypeError(f"pyrite: iinfo needs an integer dtype, got {dt!r}")
-        info = np.iinfo(np.int32)
+            raise TypeError(f"pyrite: {dt!r} is not supported by iinfo (an integer dtype is)")
         self.dtype = dt
-        self.bits, self.max, self.min = info.bits, int(info.max), int(info.min)
+        self.bits, self.min, self.max = dt.bits, dt.min, dt.max
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
 
 
 def set_default_dtype(d):

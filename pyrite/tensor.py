@@ -61,6 +61,11 @@ class device:
 
 _DEVICE = device()
 
+# Set while poisoning is on (ops/core.set_poison, the test suite): numpy() checks that a uint8 /
+# int8 / int16 tensor's widened words hold values of its range, so a kernel that stores a small
+# int without wrapping it (or leaves an element unwritten, still 0xDEADBEEF) fails loudly.
+CHECK_SMALL_INT_RANGE = False
+
 
 class Tensor:
     __slots__ = (
@@ -199,17 +204,41 @@ class Tensor:
         return int(dim) % max(n, 1)
 
     # ---- leaving the device --------------------------------------------------------------
-    def numpy(self, *, force=False) -> np.ndarray:
+    def _host(self) -> np.ndarray:
+        """The values as a numpy array of the storage's host type: float32/16, int32 (the
+        small ints too, still widened), bool, and float32 for bfloat16 (numpy has no bf16)."""
+        dt = self.dtype
         shape = self._shape
         n = math.prod(shape)
         if n == 0:
-            return np.zeros(shape, dtype=bool if self.dtype.is_bool else self.dtype.np)
+            host = np.float32 if dt.numpy_dtype is None else dt.numpy_dtype
+            return np.zeros(shape, dtype=host)
         t = self if self.is_contiguous() else self.contiguous()
-        size = self.dtype.itemsize
+        size = dt.storage_bytes
         raw = backend.current().read(t._storage.buffer, t._offset * size, n * size)
-        arr = np.frombuffer(bytearray(raw), dtype=self.dtype.np).reshape(shape)
-        if self.dtype.is_bool:
-            arr = arr != 0
+        arr = np.frombuffer(bytearray(raw), dtype=dt.np).reshape(shape)
+        if dt.is_bool:
+            return arr != 0
+        if dt is D.bfloat16:
+            return D.bf16_bits_to_f32(arr).reshape(shape)
+        if dt.min is not None and dt.bits < 32 and CHECK_SMALL_INT_RANGE:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < dt.min or hi > dt.max:
+                raise RuntimeError(
+                    f"pyrite: internal: a {dt.name} tensor holds {lo if lo < dt.min else hi}, "
+                    "outside its range: an op stored it unwrapped (or never wrote it)"
+                )
+        return arr
+
+    def numpy(self, *, force=False) -> np.ndarray:
+        if self.dtype.numpy_dtype is None:  # PyTorch's words: numpy has no bfloat16
+            raise TypeError(
+                f"Got unsupported ScalarType BFloat16 (pyrite: numpy has no {self.dtype.name};"
+                " use .float().numpy())"
+            )
+        arr = self._host()
+        if arr.dtype != self.dtype.numpy_dtype:
+            arr = arr.astype(self.dtype.numpy_dtype)  # the widened small ints: exact
         return arr
 
     def __array__(self, dtype=None, copy=None):
@@ -217,7 +246,7 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._host().tolist()
 
     def item(self):
         if self.numel() != 1:
@@ -225,7 +254,7 @@ class Tensor:
                 f"pyrite: a Tensor with {self.numel()} elements cannot be converted "
                 "to a Python scalar"
             )
-        return self.numpy().reshape(()).item()
+        return self._host().reshape(()).item()
 
     def cpu(self):
         return self
@@ -282,7 +311,7 @@ class Tensor:
     def __reduce__(self):
         from .ops.creation import tensor as _tensor
 
-        return (_tensor, (self.numpy(),))
+        return (_tensor, (self._host(), self.dtype))
 
     def __deepcopy__(self, memo):
         t = self.clone()

@@ -24,6 +24,8 @@ from pyrite.testing.tolerance import assert_close  # noqa: F401  (re-exported to
 
 EPS32 = 2.0**-24  # unit roundoff of float32
 EPS16 = 2.0**-11
+EPSBF16 = 2.0**-8  # bfloat16: 8 significant bits
+SMALL_INTS = ("uint8", "int8", "int16")
 
 
 @dataclasses.dataclass
@@ -94,11 +96,21 @@ def laid_out(a: np.ndarray, layout: str = "c"):
 
 
 def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
-    """The float64 values the device actually holds for `a` stored as `dtype`."""
+    """The float64 values the device actually holds for `a` stored as `dtype`. For the small
+    integer dtypes a float sample is scaled to spread over the type's range (x·50, rounded, so
+    randn samples cover about ±150) and wrapped as PyTorch casts: an int64 array."""
     if dtype == "float32":
         return a.astype(np.float32).astype(np.float64)
     if dtype == "float16":
         return a.astype(np.float16).astype(np.float64)
+    if dtype == "bfloat16":
+        from pyrite import dtypes as D
+
+        return D.bf16_bits_to_f32(D.f32_to_bf16_bits(a.astype(np.float32))).astype(np.float64)
+    if dtype in SMALL_INTS:
+        from pyrite import dtypes as D
+
+        return D.wrap_array(np.round(a * 50), getattr(pr, dtype))
     return a
 
 
@@ -107,11 +119,12 @@ def check_row(row: OpInfo, rng, dtype=None):
         if dtype == "float16" and not has_f16():
             continue  # that device's refusal is tested once, in test_errors.py
         for sample in row.samples:
-            arrays = [round_to(a, dtype) if a.dtype.kind == "f" else a for a in sample.make(rng)]
+            made = sample.make(rng)
+            arrays = [round_to(a, dtype) if a.dtype.kind == "f" else a for a in made]
             layout = sample.layout or "c" * len(arrays)
             tensors = [
-                to_device(a, dtype if a.dtype.kind == "f" else _dt(a), lay)
-                for a, lay in zip(arrays, layout)
+                to_device(a, dtype if m.dtype.kind == "f" else _dt(a), lay)
+                for a, m, lay in zip(arrays, made, layout)
             ]
             got = row.op(*tensors, **sample.kwargs)
             want = row.ref(*arrays, **sample.kwargs)
@@ -127,6 +140,8 @@ def _compare(row, sample, arrays, got, want, dtype):
         for g, w in zip(got, want):
             _compare(row, sample, arrays, g, w, dtype)
         return
+    if isinstance(got, pr.Tensor) and got.dtype is pr.bfloat16:
+        got = got.float()  # numpy has no bfloat16; the float32 values are exact
     g = got.numpy() if isinstance(got, pr.Tensor) else np.asarray(got)
     w = np.asarray(want)
     where = (
@@ -144,4 +159,6 @@ def _compare(row, sample, arrays, got, want, dtype):
     atol, rtol = row.tol(arrays, w) if row.tol else (1e-6, 1e-5)
     if dtype == "float16":
         atol, rtol = max(atol, 2 * EPS16), max(rtol, 4 * EPS16)
+    if dtype == "bfloat16":  # the result rounded once more to 8 bits, the inputs already were
+        atol, rtol = max(atol, 2 * EPSBF16), max(rtol, 4 * EPSBF16)
     assert_close(g.astype(np.float64), w.astype(np.float64), atol, rtol, where)

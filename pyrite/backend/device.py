@@ -345,8 +345,9 @@ class Device:
         self.upload(storage, mv)
         return storage
 
-    def upload(self, storage, data) -> None:
-        """Write host bytes into a storage that no recorded command uses (see upload_new)."""
+    def upload(self, storage, data, byte_offset=0) -> None:
+        """Write host bytes into a storage that no recorded command uses (see upload_new), at
+        `byte_offset` (a multiple of 4: ops/core.upload_chunks writes a large tensor in pieces)."""
         mv = memoryview(data).cast("B")
         n = len(mv)
         if n % 4:
@@ -356,7 +357,7 @@ class Device:
         if n:
             with self._lock:
                 self._check_owned((storage.buffer,))
-                self.queue.write_buffer(storage.buffer, 0, mv)
+                self.queue.write_buffer(storage.buffer, byte_offset, mv)
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""

@@ -59,6 +59,13 @@ def header(buffers, n_info_binding=None, f16=False) -> str:
     """Binding declarations. `buffers` is a sequence of (name, element type, mode)."""
     lines = ["enable f16;"] if f16 or any(t == "f16" for _, t, _ in buffers) else []
     for i, (name, elem, mode) in enumerate(buffers):
+        if elem == "bf16":
+            # packed bfloat16 (two elements a u32 word) is read and written by the strided map
+            # alone; every other kernel family gets f32 (ops/fallback.py widens at the op)
+            raise TypeError(
+                "pyrite: internal: a bfloat16 tensor reached a kernel that reads only unpacked "
+                "storage (its op should widen bfloat16 to float32 first: ops/fallback.py)"
+            )
         access = "read" if mode == "r" else "read_write"
         lines.append(f"@group(0) @binding({i}) var<storage, {access}> {name}: array<{elem}>;")
     n = len(buffers) if n_info_binding is None else n_info_binding
@@ -67,14 +74,53 @@ def header(buffers, n_info_binding=None, f16=False) -> str:
 
 
 # ---- types ---------------------------------------------------------------------------------
-# storage types: f32 f16 i32 u32 (bool); compute types: f32 i32 bool
-STORAGE_TO_COMPUTE = {"f32": "f32", "f16": "f32", "i32": "i32", "u32": "bool"}
-_ZERO = {"f32": "0.0", "f16": "0.0h", "i32": "0", "u32": "0u"}
+# Storage tokens (dtypes.dtype.storage): f32 f16 i32, u32 (bool as 0/1), u8 i8 i16 (widened: one
+# i32 word an element, wrapped to the width on every store), bf16 (packed: two elements a u32
+# word, element 2k in the low half). Other kernel families see the small ints as plain "i32"
+# (dtype.wgsl) and never see bf16. Compute types: f32 i32 bool.
+STORAGE_TO_COMPUTE = {
+    "f32": "f32",
+    "f16": "f32",
+    "bf16": "f32",
+    "i32": "i32",
+    "u8": "i32",
+    "i8": "i32",
+    "i16": "i32",
+    "u32": "bool",
+}
+# the WGSL element type of each token's storage array
+STORAGE_ELEM = {
+    "f32": "f32",
+    "f16": "f16",
+    "bf16": "u32",
+    "i32": "i32",
+    "u8": "i32",
+    "i8": "i32",
+    "i16": "i32",
+    "u32": "u32",
+}
+SMALL_INT = ("u8", "i8", "i16")
+_ZERO = {"f32": "0.0", "f16": "0.0h", "i32": "0", "u32": "0u", "u8": "0", "i8": "0", "i16": "0"}
+_ONE = {"f32": "1.0", "f16": "1.0h", "i32": "1", "u32": "1u", "u8": "1", "i8": "1", "i16": "1"}
+
+
+def _nonzero_f32(expr: str) -> str:
+    # by the bits: lavapipe's compiler treats `x != 0.0` as ordered (NaN != 0.0 came out false),
+    # and PyTorch's nan.bool() is True; -0.0 is False
+    return f"((bitcast<u32>({expr}) & 0x7fffffffu) != 0u)"
 
 
 def load(expr: str, stype: str, ctype: str) -> str:
     """A value read from storage of type `stype`, as compute type `ctype`."""
+    if stype == "bf16":
+        raise ValueError("pyrite: internal: bf16 storage is read with load_packed")
+    if stype in SMALL_INT:
+        stype = "i32"
     if ctype == "bool":
+        if stype == "f32":
+            return _nonzero_f32(expr)
+        if stype == "f16":
+            return _nonzero_f32(f"f32({expr})")
         return f"({expr} != {_ZERO[stype]})"
     if stype == "u32":  # bool storage read as a number
         return f"{ctype}({expr})"
@@ -83,16 +129,50 @@ def load(expr: str, stype: str, ctype: str) -> str:
     return f"{ctype}({expr})"
 
 
-def store(expr: str, ctype: str, stype: str) -> str:
-    """A compute value of type `ctype` as storage type `stype`."""
+def load_packed(word: str, index: str, ctype: str) -> str:
+    """A bf16 element from its u32 `word`, `index` the element's index (its parity picks the
+    half), as compute type `ctype`."""
+    v = f"p_bf16_at({word}, {index})"
     if ctype == "bool":
-        one = {"f32": "1.0", "f16": "1.0h", "i32": "1", "u32": "1u"}[stype]
-        return f"select({_ZERO[stype]}, {one}, {expr})"
+        return _nonzero_f32(v)
+    return v if ctype == "f32" else f"{ctype}({v})"
+
+
+def store(expr: str, ctype: str, stype: str, exact: bool = False) -> str:
+    """A compute value of type `ctype` as storage type `stype`.
+
+    `exact` (the strided map): PyTorch's x86 CPU results where WGSL leaves a cast undefined or
+    differs — float → int through `p_f2i` (NaN, ±inf and out-of-range give INT32_MIN, not a
+    clamp), float → float16 overflowing to ±inf. Small-int tokens always wrap to their width."""
+    if stype == "bf16":
+        raise ValueError("pyrite: internal: bf16 storage is written with store_packed")
+    if ctype == "bool":
+        return f"select({_ZERO[stype]}, {_ONE[stype]}, {expr})"
     if stype == "u32":
+        if ctype == "f32":
+            return f"select(0u, 1u, {_nonzero_f32(expr)})"
         return f"select(0u, 1u, {expr} != {_ZERO[ctype]})"
+    if stype in SMALL_INT:
+        v = expr if ctype == "i32" else (f"p_f2i({expr})" if exact else f"i32({expr})")
+        if stype == "u8":
+            return f"(({v}) & 255)"
+        bits = 24 if stype == "i8" else 16
+        return f"((({v}) << {bits}u) >> {bits}u)"
     if stype == ctype:
         return expr
+    if exact and ctype == "f32" and stype == "i32":
+        return f"p_f2i({expr})"
+    if exact and ctype == "f32" and stype == "f16":
+        return f"p_f16({expr})"
     return f"{stype}({expr})"
+
+
+def packed_bits(expr: str, ctype: str) -> str:
+    """The bf16 bits (a u32 below 0x10000) of a compute value, rounded to nearest even."""
+    if ctype == "bool":
+        return f"select(0u, 0x3f80u, {expr})"
+    v = expr if ctype == "f32" else f"f32({expr})"
+    return f"p_bf16({v})"
 
 
 def cast(expr: str, frm: str, to: str) -> str:
@@ -100,6 +180,8 @@ def cast(expr: str, frm: str, to: str) -> str:
     if frm == to:
         return expr
     if to == "bool":
+        if frm == "f32":
+            return _nonzero_f32(expr)
         return f"({expr} != {_ZERO[frm]})"
     if frm == "bool":
         return f"select({_ZERO[to]}, {'1.0' if to == 'f32' else '1'}, {expr})"
@@ -108,6 +190,38 @@ def cast(expr: str, frm: str, to: str) -> str:
 
 # ---- helper functions, included when an expression names them ------------------------------
 HELPERS = {
+    # ---- casts (ops/casts.py, the strided map): PyTorch's CPU results on x86 ----
+    # float → int: truncation through int32; NaN, ±inf and |x| >= 2^31 give INT32_MIN (x86
+    # cvttss2si's "integer indefinite", which PyTorch CPU returns); WGSL's i32() would clamp
+    "p_f2i": """fn p_f2i(x: f32) -> i32 {
+  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x4f000000u) { return i32(-2147483647 - 1); }
+  return i32(x);
+}""",
+    # float → float16: WGSL leaves the rounding of values in [65504, 65536) to the driver; IEEE
+    # (and PyTorch) round |x| >= 65520 to ±inf (an f32 infinity converts to an f16 one). The
+    # infinity through a var: Tint rejects a const-evaluated one.
+    "p_f16": """fn p_f16(x: f32) -> f16 {
+  let u = bitcast<u32>(x);
+  let a = u & 0x7fffffffu;
+  if (a >= 0x477ff000u && a <= 0x7f800000u) {
+    var b = (u & 0x80000000u) | 0x7f800000u;
+    return f16(bitcast<f32>(b));
+  }
+  return f16(x);
+}""",
+    # bfloat16: an element is the top half of an f32; element 2k sits in the low half of word k
+    "p_bf16_at": """fn p_bf16_at(w: u32, i: i32) -> f32 {
+  return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1) != 0));
+}""",
+    # f32 → bf16 bits, round to nearest even as PyTorch (c10::BFloat16); NaN → 0x7fc0
+    "p_bf16": """fn p_bf16(x: f32) -> u32 {
+  let u = bitcast<u32>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) { return 0x7fc0u; }
+  return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}""",
+    # a float is true when nonzero by its bits: NaN is true, -0.0 false (see _nonzero_f32)
+    "p_nz": "fn p_nz(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }",
+    # ---- end of casts ----
     # NaN and infinity by their bits: WGSL lets a compiler assume finite math, so `x != x` may fold.
     "p_isnan": "fn p_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
     "p_isinf": "fn p_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
@@ -254,16 +368,21 @@ HELPERS = {
   return min(a, b);
 }""",
     "p_round": """fn p_round(x: f32) -> f32 {
-  // ties to even, as PyTorch
+  // ties to even, as PyTorch; a zero result keeps x's sign (round(-0.3) is -0.0)
   let f = floor(x);
   let d = x - f;
-  if (d > 0.5) { return f + 1.0; }
-  if (d < 0.5) { return f; }
-  return select(f + 1.0, f, (f * 0.5) == floor(f * 0.5));
+  var r = f;
+  if (d > 0.5) { r = f + 1.0; } else if (d == 0.5) { r = select(f + 1.0, f, (f * 0.5) == floor(f * 0.5)); }
+  if (r == 0.0) { return bitcast<f32>(bitcast<u32>(x) & 0x80000000u); }
+  return r;
 }""",
     # PyTorch's sign(NaN) is 0 (every comparison with NaN is false)
+    # by the bits alone: on lavapipe the float-compare form gave -0.0 (not 0.0) for 0, -0.0 and
+    # NaN, even through an integer select; ±1 takes x's sign bit, 0 / -0 / NaN give +0.0
     "p_signf": """fn p_signf(x: f32) -> f32 {
-  return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0);
+  let u = bitcast<u32>(x);
+  let a = u & 0x7fffffffu;
+  return bitcast<f32>(select(0u, (u & 0x80000000u) | 0x3f800000u, a != 0u && a <= 0x7f800000u));
 }""",
 }
 _HELPER_RE = re.compile(r"\b(p_[a-z0-9_]+)\s*\(")

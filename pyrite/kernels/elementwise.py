@@ -20,31 +20,56 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
+from .common import (
+    ENTRY,
+    FLAT_INDEX,
+    STORAGE_ELEM,
+    WG,
+    KernelSource,
+    header,
+    helpers_for,
+    load,
+    load_packed,
+    packed_bits,
+    store,
+)
 
 
 @lru_cache(maxsize=4096)
 def map_kernel(
     expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = (), per_thread: int = 1
 ) -> KernelSource:
-    """`ins`: ((stype, ctype, pattern, aliased), ...); `out`: (stype, ctype, pattern).
+    """`ins`: ((storage token, ctype, pattern, aliased), ...); `out`: (token, ctype, pattern).
+
+    Tokens are dtypes.dtype.storage (kernels/common.py): f32 f16 i32 u32 (bool), u8 i8 i16
+    (i32 words, wrapped on store), bf16 (packed two a u32 word).
 
     `expr` is WGSL in x0.., s0.. (inputs and scalars as their compute types) giving the output's
     compute type. An aliased input reads the output buffer itself (an in-place op: WebGPU forbids
     binding one buffer both read-only and read-write in one dispatch).
+
+    A bf16 output is written one way or the other:
+      pattern "c" (contiguous): each invocation owns whole u32 words of the output — it computes
+        both elements of a word (the half outside the view, at either end, keeps its old bits) —
+        so no two invocations write one word; the grid counts words (n/2 + 1), not elements.
+      otherwise (a strided view): two invocations may own the halves of one word, so each
+        clears and sets its own half with atomicAnd / atomicOr on `array<atomic<u32>>`.
     """
     k = len(ins)
-    o_stype, o_ctype, o_pat = out
+    o_tok, o_ctype, o_pat = out
+    packed_out = o_tok == "bf16"
+    word_owner = packed_out and o_pat == "c"
+    atomic_out = packed_out and not word_owner
     strided = o_pat == "s" or any(p == "s" for _, _, p, _ in ins)
     buffers = []
     names = []
-    for j, (st, _, _, aliased) in enumerate(ins):
+    for j, (tok, _, _, aliased) in enumerate(ins):
         if aliased:
             names.append("out")
         else:
             names.append(f"in{j}")
-            buffers.append((f"in{j}", st, "r"))
-    buffers.append(("out", o_stype, "w"))
+            buffers.append((f"in{j}", STORAGE_ELEM[tok], "r"))
+    buffers.append(("out", "atomic<u32>" if atomic_out else STORAGE_ELEM[o_tok], "w"))
     modes = "".join(m for _, _, m in buffers)
 
     pos = 2 + k
@@ -65,27 +90,44 @@ def map_kernel(
         pos += rank
         return f"{off_name} + {terms}"
 
-    elem = []
+    elem = []  # lines computing this element's inputs, given `gi`
     if strided:
         elem.append("var r = gi;\n")
         for d in range(rank - 1, 0, -1):
             elem.append(f"let c{d} = r % info[{shape_at + d}]; r = r / info[{shape_at + d}];\n")
         elem.append("let c0 = r;\n")
     out_index = index(o_pat, "o_off")
-    for j, (st, ct, pat, _) in enumerate(ins):
+    for j, (tok, ct, pat, al) in enumerate(ins):
         idx = index(pat, f"off{j}")
-        elem.append(f"let x{j} = {load(f'{names[j]}[{idx}]', st, ct)};\n")
+        if tok == "bf16":
+            elem.append(f"let p{j} = {idx};\n")
+            word = f"{names[j]}[p{j} >> 1u]"
+            if al and atomic_out:
+                word = f"atomicLoad(&out[p{j} >> 1u])"
+            elem.append(f"let x{j} = {load_packed(word, f'p{j}', ct)};\n")
+        else:
+            elem.append(f"let x{j} = {load(f'{names[j]}[{idx}]', tok, ct)};\n")
     for j, ct in enumerate(scalars):
         word = f"info[{pos + j}]"
         value = {"f32": f"bitcast<f32>({word})", "i32": word, "bool": f"({word} != 0)"}[ct]
         head.append(f"  let s{j} = {value};\n")
-    elem.append(f"out[{out_index}] = {store(expr, o_ctype, o_stype)};\n")
+    if atomic_out:
+        elem += [
+            f"let oi = {out_index};\n",
+            "let sh = u32(oi & 1) * 16u;\n",
+            f"let bits = {packed_bits(expr, o_ctype)} << sh;\n",
+            "atomicAnd(&out[oi >> 1u], ~(0xffffu << sh));\n",
+            "atomicOr(&out[oi >> 1u], bits);\n",
+        ]
+    elif not word_owner:
+        elem.append(f"out[{out_index}] = {store(expr, o_ctype, o_tok, exact=True)};\n")
 
-    def block(gi, indent):
+    def block(gi, indent, tail=()):
         pad = " " * indent
+        lines = [*elem, *tail]
         return (
             f"{pad}{{\n{pad}  let gi = {gi};\n"
-            + "".join(pad + "  " + e for e in elem)
+            + "".join(pad + "  " + e for e in lines)
             + f"{pad}}}\n"
         )
 
@@ -94,7 +136,30 @@ def map_kernel(
         f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
     )
     body = [flat, *head]
-    if per_thread == 1:
+    if word_owner:
+        # word w of the view's words: elements e and e + 1 (flat indices; e = -1 when the view
+        # starts in a word's high half), o_off the view's element offset in the storage
+        bits = packed_bits(expr, o_ctype)
+        body += [
+            "  let w0 = o_off >> 1u;\n",
+            "  let nw = ((o_off + n - 1) >> 1u) - w0 + 1;\n",
+            f"  for (var k = 0; k < {per_thread}; k++) {{\n",
+            f"    let w = g0 + k * {WG};\n",
+            "    if (w >= nw) { return; }\n",
+            "    let e = 2 * (w0 + w) - o_off;\n",
+            "    var lo = 0u; var hi = 0u; var keep = 0u;\n",
+            "    if (e >= 0) {\n",
+            block("e", 6, (f"lo = {bits};\n",)),
+            "    } else { keep = 0xffffu; }\n",
+            "    if (e + 1 < n) {\n",
+            block("e + 1", 6, (f"hi = {bits};\n",)),
+            "    } else { keep = keep | 0xffff0000u; }\n",
+            "    var word = lo | (hi << 16u);\n",
+            "    if (keep != 0u) { word = word | (out[w0 + w] & keep); }\n",
+            "    out[w0 + w] = word;\n",
+            "  }\n",
+        ]
+    elif per_thread == 1:
         body += ["  if (g0 >= n) { return; }\n", block("g0", 2)]
     else:
         # each invocation takes `per_thread` elements, WG apart, so neighbouring invocations
@@ -105,8 +170,17 @@ def map_kernel(
         body.append(f"    if (g0 + k * {WG} >= n) {{ return; }}\n")
         body.append(block(f"g0 + k * {WG}", 4))
         body.append("  }\n")
-    src = header(buffers) + helpers_for(expr) + ENTRY.format(wg=WG) + "".join(body) + "}\n"
+    text = "".join(body)
+    src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
     return KernelSource(src, modes)
+
+
+def map_words(n: int, out_token: str, out_pattern: str) -> int:
+    """How many units a map dispatch's grid must cover: elements, or for a contiguous bf16
+    output the u32 words it owns (at most n/2 + 1, whatever the view's offset)."""
+    if out_token == "bf16" and out_pattern == "c":
+        return n // 2 + 1
+    return n
 
 
 def info_size(n_inputs: int, rank: int, n_strided: int, n_scalars: int, strided: bool) -> int:

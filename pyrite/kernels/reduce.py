@@ -99,6 +99,8 @@ def _spec(op: str, t: str):
 
     `t` is the accumulator type (f32 or i32) where the op has one.
     """
+    if op in ("isum", "iprod"):
+        return _exact_int_spec(op)
     if op in ("sum", "nansum", "mean", "prod"):
         one = "1.0" if t == "f32" else "1"
         zero = "0.0" if t == "f32" else "0"
@@ -210,6 +212,42 @@ def _spec(op: str, t: str):
         )
         return "a: f32", "f32", fns, (final,)
     raise ValueError(f"pyrite: unknown reduction {op!r}")
+
+
+# ---- exact integer sum and product (ops/reduce.py `_exact_int_reduce`) -----------------------
+def _exact_int_spec(op: str):
+    """Integer sum / product that know whether their result fits int32: the value (int32 bits)
+    and a `fits` flag, so the op can refuse a result PyTorch would give as int64 instead of
+    wrapping it. isum accumulates in 64 bits (lo: u32, hi: i32 with carry; |sum| < 2^62 for any
+    row a binding can hold). iprod keeps the magnitude (u32, at most 2^31 while valid), the sign,
+    whether a zero was seen and a sticky overflow bit: with no zero factor |product| never
+    shrinks, so once past 2^31 the result cannot fit; a zero anywhere makes it 0."""
+    if op == "isum":
+        fns = (
+            "fn s_init() -> S { return S(0u, 0); }\n"
+            "fn s_add(s: S, lo: u32, hi: i32) -> S {\n"
+            "  let l = s.lo + lo;\n  return S(l, s.hi + hi + select(0, 1, l < lo));\n}\n"
+            "fn s_step(s: S, x: i32, j: i32) -> S { return s_add(s, bitcast<u32>(x), x >> 31u); }\n"
+            "fn s_merge(a: S, b: S) -> S { return s_add(a, b.lo, b.hi); }\n"
+        )
+        finals = ("bitcast<i32>(s.lo)", "s.hi == (bitcast<i32>(s.lo) >> 31u)")
+        return "lo: u32, hi: i32", "i32", fns, finals
+    fns = (
+        "fn s_init() -> S { return S(1u, 0u, 0u, 0u); }\n"
+        "fn s_mul(s: S, m: u32, n: u32, z: u32, o: u32) -> S {\n"
+        "  let ov = select(0u, 1u, m != 0u && s.m > 0x80000000u / m);\n"
+        "  return S(s.m * m, s.n ^ n, s.z | z, s.o | o | ov);\n}\n"
+        "fn s_step(s: S, x: i32, j: i32) -> S {\n"
+        "  if (x == 0) { return S(s.m, s.n, 1u, s.o); }\n"
+        "  let ax = select(bitcast<u32>(x), 0u - bitcast<u32>(x), x < 0);\n"
+        "  return s_mul(s, ax, select(0u, 1u, x < 0), 0u, 0u);\n}\n"
+        "fn s_merge(a: S, b: S) -> S { return s_mul(a, b.m, b.n, b.z, b.o); }\n"
+    )
+    finals = (
+        "select(select(bitcast<i32>(s.m), bitcast<i32>(0u - s.m), s.n == 1u), 0, s.z == 1u)",
+        "s.z == 1u || (s.o == 0u && (s.m < 0x80000000u || (s.m == 0x80000000u && s.n == 1u)))",
+    )
+    return "m: u32, n: u32, z: u32, o: u32", "i32", fns, finals
 
 
 # lavapipe (gallivm) ends a shader's loops after about 65,535 iterations in all (measured: a

@@ -11,8 +11,11 @@ from ..tensor import Tensor
 
 
 def float_dtype(*tensors):
-    """f16 when every tensor is f16, else f32 (pyrite's float promotion for two floats)."""
-    return D.float16 if all(t.dtype is D.float16 for t in tensors) else D.float32
+    """f16 (or bf16) when every tensor is f16 (bf16), else f32 (pyrite's float promotion)."""
+    for d in (D.float16, D.bfloat16):
+        if all(t.dtype is d for t in tensors):
+            return d
+    return D.float32
 
 
 def fdt(x: Tensor):

@@ -50,6 +50,13 @@ for _name in MODULES:
         setattr(Tensor, _meth, _fn)
 
 
+# bfloat16 and the small ints in ops without native kernels for them: one wrapper, installed
+# here over every non-native module's functions and methods (ops/fallback.py says how)
+from . import fallback as _fallback  # noqa: E402
+
+_fallback.install(loaded)
+
+
 def exported():
     """{name: function} of every op module's public functions."""
     out = {}

@@ -1,6 +1,17 @@
 """Casts and copies: dtype conversion (`to_dtype`, `x.to(...)`, `x.type(...)`, `x.float()`,
-`x.half()`, `x.int()`, `x.long()`, `x.bool()`, `x.double()`, `x.type_as(other)`) and copying
-(`clone`, `copy_`, `fill_`, `zero_`).
+`x.half()`, `x.bfloat16()`, `x.int()`, `x.long()`, `x.short()`, `x.char()`, `x.byte()`,
+`x.bool()`, `x.double()`, `x.type_as(other)`) and copying (`clone`, `copy_`, `fill_`, `zero_`).
+
+PyTorch's cast rules (CPU, x86), which the map's stores implement (kernels/common.store/p_*):
+  float → int     truncate toward zero through int32; NaN, ±inf and |x| >= 2^31 give INT32_MIN,
+                  then wrap to the width (so float → uint8 of -1.0 is 255, of 300.0 is 44, of NaN
+                  is 0). C++ leaves these undefined; this is what PyTorch CPU returns on x86
+                  (cvttss2si), checked against torch 2.13 in tests/test_dtypes.py.
+  int → int       wrap to the width, two's complement (int32 300 → uint8 44, int8 44).
+  float → bool    nonzero by the bits: NaN is True, -0.0 False.
+  → float16       round to nearest even; |x| >= 65520 becomes ±inf.
+  → bfloat16      round to nearest even from f32; NaN stays NaN (0x7fc0; PyTorch CPU's
+                  vectorised path gives 0xffff, also NaN).
 
 No kernel of its own: each is the strided map (ops/core.py `run_map`) with the identity
 expression `x0` (or the scalar `s0` for a fill), which loads in the source's compute type and
@@ -47,8 +58,59 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
 def fill_(self: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         return copy_(self, value)
+    value = fill_value(value, self.dtype)
     ct = self.dtype.ctype if self.dtype.ctype != "bool" else "i32"
     return run_map("s0", (), (), self, ct, (value,), (ct,))
+
+
+# c10's names for the types in its overflow message
+_C10_NAMES = {
+    "uint8": "uint8_t",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int",
+    "float32": "float",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+}
+
+
+def fill_value(value, dt):
+    """A Python scalar checked as PyTorch checks a fill value (c10::overflows) and converted to
+    what the map's scalar word carries: an int for integer dtypes (wrapped: uint8 takes -255 ..
+    255, so fill_(-1) gives 255 as in PyTorch), a float for floats, 0/1 for bool."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)):
+        return int(value) if dt.kind != "f" else float(value)
+    if dt.is_bool:
+        return int(value != 0)
+    bad = False
+    if dt.kind == "i":
+        if isinstance(value, (int, np.integer)):
+            v = int(value)
+            lo = -dt.max if not dt.is_signed else dt.min  # negatives wrap into unsigned types
+            bad = not lo <= v <= dt.max
+            value = D.wrap_int(v, dt) if not bad else v
+        else:
+            f = float(value)
+            bad = math.isnan(f) or not dt.min <= f <= dt.max
+            value = int(f) if not bad else f
+    else:
+        f = float(value)
+        top = {"float16": 65504.0, "bfloat16": D.bf16_value(0x7F7F)}.get(
+            dt.name, 3.4028234663852886e38
+        )
+        bad = math.isfinite(f) and abs(f) > top
+        value = f
+    if bad:
+        raise RuntimeError(
+            f"value cannot be converted to type {_C10_NAMES.get(dt.name, dt.name)} without "
+            f"overflow (pyrite: {value!r} into {dt!r})"
+        )
+    return value
 
 
 def zero_(self: Tensor) -> Tensor:
@@ -100,6 +162,10 @@ METHODS = {
     "type_as": type_as,
     "float": _type_method(D.float32),
     "half": _type_method(D.float16),
+    "bfloat16": _type_method(D.bfloat16),
+    "short": _type_method(D.int16),
+    "char": _type_method(D.int8),
+    "byte": _type_method(D.uint8),
     "double": _type_method(D.float32),
     "int": _type_method(D.int32),
     "long": _type_method(D.int32),

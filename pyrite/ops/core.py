@@ -8,18 +8,23 @@ from __future__ import annotations
 import math
 import os
 import struct
+import sys
 
 from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import WG, grid_for
-from ..kernels.elementwise import map_kernel
+from ..kernels.elementwise import map_kernel, map_words
 from ..tensor import Tensor, contiguous_strides
+
+# (`pyrite.tensor` names the function once pyrite is imported: reach the module itself)
+_tensor_module = sys.modules[Tensor.__module__]
 
 # PYRITE_POISON=1 (or PYRITE_DEBUG>=1 with PYRITE_POISON unset): fill every kernel output with NaN
 # bits before the kernel runs, so an element nobody wrote fails a parity test instead of reading a
 # stale value from a recycled buffer.
 POISON = os.environ.get("PYRITE_POISON", "0") not in ("", "0")
+_tensor_module.CHECK_SMALL_INT_RANGE = POISON
 
 
 # Elements per invocation in the strided map (each WG apart, so accesses stay coalesced).
@@ -56,6 +61,13 @@ def max_loop_iterations() -> int:
 def set_poison(on: bool):
     global POISON
     POISON = bool(on)
+    _tensor_module.CHECK_SMALL_INT_RANGE = POISON
+
+
+def _storage_nbytes(n: int, dtype) -> int:
+    """Device bytes of n elements: whole u32 words (bf16 packs two a word; the small ints and
+    bool take a word each: dtype.storage_bytes)."""
+    return max((n * dtype.storage_bytes + 3) & ~3, 4)
 
 
 def empty(shape, dtype) -> Tensor:
@@ -65,7 +77,7 @@ def empty(shape, dtype) -> Tensor:
     dev = backend.current()
     if dtype is D.float16:
         backend.require_f16(dev)
-    storage = dev.pool.allocate(max(n * dtype.itemsize, 4))
+    storage = dev.pool.allocate(_storage_nbytes(n, dtype))
     t = Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
     if POISON and n:
         _poison(t)
@@ -78,7 +90,8 @@ def empty_out(shape, dtype) -> Tensor:
 
 def upload(host, dtype, shape=None) -> Tensor:
     """A new contiguous tensor holding a numpy array already in `dtype`'s storage layout
-    (`dtype.np`, bool as uint32). Never poisoned: the queue writes it before pending work."""
+    (`dtype.np`: bool as uint32, the small ints as int32, bfloat16 as its uint16 bits). Never
+    poisoned: the queue writes it before pending work."""
     import numpy as np
 
     shape = tuple(np.shape(host) if shape is None else shape)
@@ -90,17 +103,50 @@ def upload(host, dtype, shape=None) -> Tensor:
     return Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
 
 
+# Host bytes a chunked upload converts and writes at a time (upload_chunks): bounds the host
+# memory a large checkpoint tensor needs beside its source bytes (a memory map, say).
+UPLOAD_CHUNK_BYTES = 64 << 20
+
+
+def upload_chunks(chunks, dtype, n: int) -> Tensor:
+    """A new contiguous 1-d tensor of n elements of `dtype`, written from an iterable of numpy
+    arrays already in dtype's storage layout (`dtype.np`), in order, each written and forgotten
+    before the next is asked for. The device is synchronised between chunks so the driver's
+    staging copies do not pile up either: host memory holds about one chunk at a time."""
+    import numpy as np
+
+    dev = backend.current()
+    if dtype is D.float16:
+        backend.require_f16(dev)
+    storage = dev.pool.allocate(_storage_nbytes(n, dtype), upload=True)
+    at = 0
+    for chunk in chunks:
+        raw = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8)
+        if not raw.size:
+            continue
+        if at % 4:
+            raise ValueError("pyrite: internal: upload chunks must be whole words but the last")
+        if at:  # the previous chunk's staging copy is consumed before this one is made
+            dev.synchronize()
+        dev.upload(storage, raw, byte_offset=at)
+        at += raw.size
+    return Tensor._make(storage, (n,), (1,), 0, dtype)
+
+
 def _poison(t: Tensor):
-    src = map_kernel("s0", (), (t.dtype.wgsl, "f32", "c"), 1, ("f32",))
+    src = map_kernel("s0", (), (t.dtype.storage, "f32", "c"), 1, ("f32",))
     nan_bits = 0x7FC00000  # a quiet NaN
-    if t.dtype is D.int32:
-        nan_bits = -559038737  # 0xDEADBEEF: not a value a correct kernel would leave
+    if t.dtype.kind == "i":
+        # 0xDEADBEEF: not a value a correct kernel would leave (for the small ints: outside
+        # their range, which Tensor.numpy() checks while poisoning is on)
+        nan_bits = -559038737
         src = map_kernel("s0", (), ("i32", "i32", "c"), 1, ("i32",))
-    elif t.dtype is D.bool_:
+    elif t.dtype.is_bool:
         nan_bits = 7
         src = map_kernel("s0", (), ("u32", "i32", "c"), 1, ("i32",))
     n = t.numel()
-    backend.current().dispatch(src, (t._storage.buffer,), (n, 0, nan_bits), grid_for(n))
+    units = map_words(n, t.dtype.storage, "c")
+    backend.current().dispatch(src, (t._storage.buffer,), (n, 0, nan_bits), grid_for(units))
 
 
 # ---- shapes --------------------------------------------------------------------------------
@@ -295,7 +341,7 @@ def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
     aliased = []
     for t, ct, st in zip(inputs, in_ctypes, cstrides[1:]):
         al = t._storage is ostore
-        ins.append((t.dtype.wgsl, ct, _pattern(cshape, st), al))
+        ins.append((t.dtype.storage, ct, _pattern(cshape, st), al))
         aliased.append(al)
     o_pat = _pattern(cshape, cstrides[0])
     static = []
@@ -311,12 +357,13 @@ def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
     src = map_kernel(
         expr,
         tuple(ins),
-        (out.dtype.wgsl, out_ctype, o_pat),
+        (out.dtype.storage, out_ctype, o_pat),
         len(cshape) if strided else 1,
         tuple(s_ctypes),
         pt,
     )
-    return src, tuple(static), grid_for(n, WG * pt), n, tuple(aliased)
+    units = map_words(n, out.dtype.storage, o_pat)
+    return src, tuple(static), grid_for(units, WG * pt), n, tuple(aliased)
 
 
 def _same_view(t: Tensor, out: Tensor) -> bool:

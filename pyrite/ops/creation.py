@@ -26,25 +26,48 @@ def _size(size):
     return shape
 
 
+_HOST_DTYPES = {
+    np.dtype(np.uint8): D.uint8,
+    np.dtype(np.int8): D.int8,
+    np.dtype(np.int16): D.int16,
+    np.dtype(np.float16): D.float16,
+}
+
+
 def _host_dtype(arr: np.ndarray):
     k = arr.dtype.kind
     if k == "b":
         return D.bool_
+    hit = _HOST_DTYPES.get(arr.dtype)
+    if hit is not None:
+        return hit
     if k in "iu":
-        return D.int32
+        return D.int32  # int32, int64, uint16, uint32: held as int32 (range-checked)
     if k == "f":
-        return D.float16 if arr.dtype == np.float16 else D.float32
-    raise TypeError(f"pyrite: unsupported data type {arr.dtype} (supported: float, int, bool)")
+        return D.float32
+    raise TypeError(
+        f"pyrite: unsupported data type {arr.dtype} (supported: float, int, uint8, bool)"
+    )
+
+
+def _is_torch(data) -> bool:
+    return type(data).__module__.startswith("torch") and hasattr(data, "detach")
+
+
+def _torch_bf16_bits(t) -> np.ndarray:
+    """A torch.bfloat16 tensor's bits as a uint16 array, without widening it."""
+    import torch  # only reached with a torch tensor in hand
+
+    return t.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
 
 
 def _to_numpy(data):
     if isinstance(data, np.ndarray):
         return data
-    mod = type(data).__module__
-    if mod.startswith("torch"):
+    if _is_torch(data):
         t = data.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":
-            t = t.float()
+            return D.bf16_bits_to_f32(_torch_bf16_bits(t)).reshape(tuple(t.shape))
         return t.numpy()
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _nested_numpy(data)
@@ -79,34 +102,143 @@ def _nested_numpy(x):
     return x
 
 
-def from_host(arr: np.ndarray, dtype=None) -> Tensor:
-    """Upload a numpy array (any layout) as a new contiguous tensor."""
-    src_dtype = _host_dtype(arr)
-    dt = D.from_any(dtype) if dtype is not None else src_dtype
-    if dt is D.int32 and arr.dtype.kind in "iu" and arr.size and arr.dtype.itemsize > 4:
+def _host_storage(arr: np.ndarray, dt) -> np.ndarray:
+    """A host array as dt's storage words (dtype.np), with PyTorch's cast rules: floats → ints
+    truncated through int32 (NaN, inf, out of range → INT32_MIN) and wrapped; ints wrapped to
+    small widths; floats → bfloat16 rounded to nearest even."""
+    if dt is D.bool_:
+        return np.ascontiguousarray(arr != 0 if arr.dtype != bool else arr, dtype=np.uint32)
+    if dt is D.bfloat16:
+        return D.f32_to_bf16_bits(arr.astype(np.float32, copy=False))
+    if dt.kind == "i":
+        if arr.dtype.kind == "f":
+            if dt is D.int32:
+                _check_int32(np.trunc(arr[np.isfinite(arr)]) if arr.size else arr)
+            return D.float_to_int_host(arr, dt).astype(np.int32)
+        if arr.dtype.kind in "iub":
+            if dt is D.int32:
+                _check_int32(arr)
+                return np.ascontiguousarray(arr, dtype=np.int32)
+            return D.wrap_array(arr, dt).astype(np.int32)
+    return np.ascontiguousarray(arr, dtype=dt.np)
+
+
+def _check_int32(arr):
+    if arr.size and (arr.dtype.itemsize > 4 or arr.dtype.kind == "f" or arr.dtype == np.uint32):
         lo, hi = arr.min(), arr.max()
         if lo < D.INT32_MIN or hi > D.INT32_MAX:
             raise OverflowError(
                 f"pyrite: integer values in [{lo}, {hi}] do not fit in int32, "
                 "pyrite's integer storage (WebGPU has no 64-bit integers)"
             )
-    if dt is D.bool_:
-        host = np.ascontiguousarray(arr != 0 if arr.dtype != bool else arr, dtype=np.uint32)
-    else:
-        if dt is D.int32 and arr.dtype.kind == "f":
-            arr = np.trunc(arr)
-        host = np.ascontiguousarray(arr, dtype=dt.np)
-    return _upload(host, dt, arr.shape)
+
+
+def from_host(arr: np.ndarray, dtype=None) -> Tensor:
+    """Upload a numpy array (any layout) as a new contiguous tensor."""
+    src_dtype = _host_dtype(arr)
+    dt = D.from_any(dtype) if dtype is not None else src_dtype
+    return _upload(_host_storage(arr, dt), dt, arr.shape)
+
+
+def _check_python_values(data, arr, dt):
+    """torch.tensor(list, dtype=uint8) refuses values outside the type (c10::overflows), where
+    a numpy array's values are cast (wrapped) instead."""
+    if dt.kind != "i" or dt is D.int32 or not arr.size or arr.dtype.kind not in "iuf":
+        return
+    from .casts import fill_value
+
+    lo, hi = arr.min(), arr.max()
+    for v in (lo, hi):
+        fill_value(v.item(), dt)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     if isinstance(data, Tensor):
         t = data.clone() if dtype is None else data.to(dtype).clone()
+    elif _is_torch(data) and str(data.dtype) == "torch.bfloat16":
+        # the bits as they are: a bf16 checkpoint tensor is never widened on the host
+        bits = _torch_bf16_bits(data)
+        t = _upload(bits, D.bfloat16, tuple(data.shape))
+        if dtype is not None and D.from_any(dtype) is not D.bfloat16:
+            t = t.to(dtype)
     else:
         arr = _to_numpy(data)
         if dtype is None and arr.dtype.kind == "f" and arr.dtype != np.float16:
             arr = arr.astype(np.float32, copy=False)
+        if dtype is not None and not isinstance(data, np.ndarray) and not _is_torch(data):
+            _check_python_values(data, arr, D.from_any(dtype))
         t = from_host(arr, dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+_FROMBUFFER_SOURCE = {
+    k: np.dtype(v)
+    for k, v in {
+        "float64": np.float64,
+        "double": np.float64,
+        "int64": np.int64,
+        "long": np.int64,
+        "uint32": np.uint32,
+        "uint16": np.uint16,
+    }.items()
+}
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Tensor:
+    """A 1-d tensor from the raw bytes of an object with the buffer protocol (bytes, bytearray,
+    memoryview, mmap, a numpy array), as torch.frombuffer: `count` elements of `dtype` from
+    byte `offset` (-1: to the end).
+
+    Loads a checkpoint tensor without widening it on the host: the bytes are read and uploaded
+    in pieces of `core.UPLOAD_CHUNK_BYTES` (64 MiB), each converted to the device layout on its
+    own (bfloat16, float16, float32 and int32 bytes are that layout already; uint8/int8/int16,
+    bool, int64 and float64 are converted a piece at a time), so a memory-mapped safetensors
+    file is never held whole, nor widened, in host memory. bfloat16 bytes stay packed on the
+    device (2 bytes an element). Unlike torch.frombuffer the tensor does not share the buffer's
+    memory (it lives on the device). Reshape it with `.view(shape)`.
+    """
+    from .core import UPLOAD_CHUNK_BYTES, upload_chunks
+
+    dt = D.from_any(dtype)
+    # the source's element type: pyrite's storage dtype, except where the bytes are wider than
+    # what pyrite stores (8-byte int64 / float64, 4-byte uint32 ...); pyrite.int64 *is* int32,
+    # so 8-byte integers are asked for as "int64", torch.int64 or np.int64
+    name = str(getattr(dtype, "name", None) or dtype).replace("torch.", "")
+    src = _FROMBUFFER_SOURCE.get(name)
+    if src is None:
+        src = np.dtype(np.uint16) if dt is D.bfloat16 else dt.numpy_dtype
+    mv = memoryview(buffer).cast("B")
+    total = len(mv) - offset
+    if offset < 0 or total < 0:
+        raise ValueError(f"pyrite: frombuffer: offset {offset} is outside the buffer")
+    if count < 0:
+        if total % src.itemsize:
+            raise ValueError(
+                f"pyrite: frombuffer: buffer length ({total} bytes after skipping offset) must "
+                f"be a multiple of element size ({src.itemsize})"
+            )
+        count = total // src.itemsize
+    elif count * src.itemsize > total:
+        raise ValueError(
+            f"pyrite: frombuffer: requested {count} elements of {src.itemsize} bytes from a "
+            f"buffer of {total} bytes after offset {offset}"
+        )
+    per = max(2, (UPLOAD_CHUNK_BYTES // src.itemsize) & ~1)  # even: bf16 pieces fill words
+
+    def pieces():
+        for start in range(0, count, per):
+            stop = min(count, start + per)
+            raw = np.frombuffer(
+                mv, dtype=src, count=stop - start, offset=offset + start * src.itemsize
+            )
+            if src == dt.np and dt is not D.bool_:  # already the device layout
+                yield raw
+            else:
+                yield _host_storage(raw, dt)
+
+    t = upload_chunks(pieces(), dt, count)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -308,6 +440,9 @@ def _fill_random(out: Tensor, dist: str, a, b, generator=None):
     if n == 0:
         return out
     target = out if out.is_contiguous() else _empty(out._shape, out.dtype)
+    if out.dtype is D.bfloat16 or out.dtype.is_small_int:
+        # bf16 (packed) and the small ints (wrapped): the random kernel writes f32 / i32
+        target = _empty(out._shape, D.float32 if out.dtype.is_floating_point else D.int32)
     off = gen.take(n)
     s = gen._seed
     words = [
@@ -356,6 +491,12 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if high <= low:
         raise ValueError(f"pyrite: randint: low ({low}) must be less than high ({high})")
     dt = D.from_any(dtype) if dtype is not None else D.int32
+    if dt.is_small_int and (low < dt.min or high - 1 > dt.max):
+        which, v = ("from", low) if low < dt.min else ("to - 1", high - 1)
+        raise RuntimeError(
+            f"pyrite: randint: {which} is out of bounds for {dt.name} ({v} outside "
+            f"[{dt.min}, {dt.max}])"
+        )
     out = _empty(tuple(size), D.int32)
     _fill_random(out, "randint", low, high, generator)
     return out if dt is D.int32 else out.to(dt)
@@ -419,6 +560,7 @@ __all__ = [
     "empty_like",
     "eye",
     "from_numpy",
+    "frombuffer",
     "full",
     "full_like",
     "initial_seed",

@@ -128,7 +128,8 @@ BINARY = {
     "minimum": ("p_minf(A, B)", "min(A, B)", "A && B", "promote"),
     "atan2": ("atan2(A, B)", None, None, "float"),
     "eq": ("A == B", "A == B", "A == B", "bool"),
-    "ne": ("A != B", "A != B", "A != B", "bool"),
+    # !(A == B): lavapipe compiles `!=` on floats as an ordered compare (NaN != x came out false)
+    "ne": ("!(A == B)", "A != B", "A != B", "bool"),
     "lt": ("A < B", "A < B", "!A && B", "bool"),
     "le": ("A <= B", "A <= B", "!A || B", "bool"),
     "gt": ("A > B", "A > B", "A && !B", "bool"),
@@ -136,9 +137,10 @@ BINARY = {
     "bitwise_and": (None, "A & B", "A && B", "promote"),
     "bitwise_or": (None, "A | B", "A || B", "promote"),
     "bitwise_xor": (None, "A ^ B", "A != B", "promote"),
-    "logical_and": ("(A != 0.0) && (B != 0.0)", "(A != 0) && (B != 0)", "A && B", "bool"),
-    "logical_or": ("(A != 0.0) || (B != 0.0)", "(A != 0) || (B != 0)", "A || B", "bool"),
-    "logical_xor": ("(A != 0.0) != (B != 0.0)", "(A != 0) != (B != 0)", "A != B", "bool"),
+    # floats are true by their bits (p_nz): NaN is true, as in PyTorch
+    "logical_and": ("p_nz(A) && p_nz(B)", "(A != 0) && (B != 0)", "A && B", "bool"),
+    "logical_or": ("p_nz(A) || p_nz(B)", "(A != 0) || (B != 0)", "A || B", "bool"),
+    "logical_xor": ("p_nz(A) != p_nz(B)", "(A != 0) != (B != 0)", "A != B", "bool"),
 }
 _CT = {"f": "f32", "i": "i32", "b": "bool"}
 
@@ -204,8 +206,10 @@ def binary(name: str, a, b, out=None):
     key = (name, _sig(a), _sig(b))
     hit = _typed.get(key)
     if hit is not None:
-        expr, ct, res, out_ct, side = hit
+        expr, ct, res, out_ct, side, conv = hit
         if side == 1:
+            if conv is not None:
+                b = conv(b)
             return run_map(expr, (a,), (ct,), _out(out, a._shape, res), out_ct, (b,), (ct,))
         if side == 2:
             shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
@@ -250,19 +254,52 @@ def _binary(name, a, b, out, key):
         shape = a._shape
         o = _out(out, shape, res)
         text = _wgsl(expr, {"A": "x0", "B": "s0"})
+        conv = _scalar_cast(name, rt, ct)
         if type(a) is Tensor and type(b) in _SCALARS:
-            _typed[key] = (text, ct, res, out_ct, 1)
+            _typed[key] = (text, ct, res, out_ct, 1, conv)
+        if conv is not None:
+            b = conv(b)
         return run_map(text, (a,), (ct,), o, out_ct, (b,), (ct,))
     if sa:
         shape = b._shape
         o = _out(out, shape, res)
+        conv = _scalar_cast(name, rt, ct)
+        if conv is not None:
+            a = conv(a)
         return run_map(_wgsl(expr, {"A": "s0", "B": "x0"}), (b,), (ct,), o, out_ct, (a,), (ct,))
     shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
     o = _out(out, shape, res)
     text = _wgsl(expr, {"A": "x0", "B": "x1"})
     if key[1] is not None and type(a) is Tensor and type(b) is Tensor:
-        _typed[key] = (text, ct, res, out_ct, 2)
+        _typed[key] = (text, ct, res, out_ct, 2, None)
     return run_map(text, (a, b), (ct, ct), o, out_ct)
+
+
+# Binary ops whose Python-scalar operand PyTorch first casts to a float16/bfloat16 result type
+# (measured, torch 2.13 CPU: x_bf16 + 0.1 adds bf16(0.1); x_bf16 * 0.1 multiplies by the f32
+# 0.1 — mul, div, pow and floor_divide keep the scalar in f32, as here)
+_ROUND_SCALAR = {
+    "add", "sub", "remainder", "fmod", "atan2", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge",
+}  # fmt: skip
+
+
+def _scalar_cast(name, rt, ct):
+    """How a Python scalar operand is cast to the op's dtype `rt` first, as PyTorch does (None:
+    it is used as it is). An int scalar with uint8/int8/int16 wraps (uint8 < 1000 compares with
+    232, uint8 // 300 divides by 44); a float scalar rounds to float16/bfloat16 for the ops in
+    _ROUND_SCALAR."""
+    if rt.is_small_int and ct == "i32":
+
+        def conv(v):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                return v
+            return D.wrap_int(int(v), rt)
+
+        return conv
+    if rt in (D.bfloat16, D.float16) and name in _ROUND_SCALAR:
+        return lambda v: D.round_scalar(v, rt) if not isinstance(v, (bool, np.bool_)) else v
+    return None
 
 
 def _inplace(name, a, b):
@@ -492,9 +529,22 @@ def _fold_dtype(xs):
     return dt
 
 
+def _check_int_scalars(dt, values):
+    """PyTorch refuses a Python int operand that overflows an integer dtype in clamp and where
+    (uint8.clamp(0, 300): "value cannot be converted to type uint8_t without overflow"), where
+    arithmetic would wrap it."""
+    if dt.kind == "i":
+        from .casts import fill_value
+
+        for v in values:
+            if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+                fill_value(v, dt)
+
+
 def _ternary(expr_f, expr_i, xs, out_dtype=None, cond=None):
     """A map over up to three operands, any of which may be Python scalars."""
     dt = _fold_dtype(xs)
+    _check_int_scalars(dt, [x for x in xs if _is_scalar(x)])
     ct = _CT[dt.kind]
     if ct == "bool":
         ct = "i32"
@@ -568,6 +618,7 @@ def clamp(input, min=None, max=None, *, out=None):
     x = as_tensor_arg(input)
     if min is None and max is None:
         raise ValueError("pyrite: clamp needs at least one of min and max")
+    _check_int_scalars(x.dtype, (min, max))
     r = x
     if min is not None:
         r = binary("maximum", r, min)
@@ -594,7 +645,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     x = as_tensor_arg(input)
     if not x.dtype.is_floating_point:
         return x.clone()
-    big = 3.4028234663852886e38 if x.dtype is D.float32 else 65504.0
+    big = {D.float16: 65504.0, D.bfloat16: D.bf16_value(0x7F7F)}.get(x.dtype, 3.4028234663852886e38)
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
     expr = (

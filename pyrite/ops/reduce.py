@@ -316,16 +316,22 @@ def _empty_check(x: Tensor, dims, name: str, dim_given: bool):
 # ---- sum / mean / prod ---------------------------------------------------------------------
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
+    if _exact_needed("sum", input, _dims(input, dim), out_dt):
+        return _exact_int_reduce("sum", input, dim, keepdim, out_dt)
     return _reduce(input, "sum", _dims(input, dim), keepdim, (out_dt,), _acc_for(out_dt))[0]
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
+    if _exact_needed("nansum", input, _dims(input, dim), out_dt):
+        return _exact_int_reduce("nansum", input, dim, keepdim, out_dt)
     return _reduce(input, "nansum", _dims(input, dim), keepdim, (out_dt,), _acc_for(out_dt))[0]
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
+    if _exact_needed("prod", input, _dims(input, dim), out_dt):
+        return _exact_int_reduce("prod", input, dim, keepdim, out_dt)
     return _reduce(input, "prod", _dims(input, dim), keepdim, (out_dt,), _acc_for(out_dt))[0]
 
 
@@ -557,11 +563,11 @@ def _scan_chunk(rows: int, length: int, mode: str):
 
 
 def cumsum(input, dim, *, dtype=None):
-    return _scan("cumsum", input, dim, dtype)
+    return _check_scan("cumsum", input, dim, _scan("cumsum", input, dim, dtype))
 
 
 def cumprod(input, dim, *, dtype=None):
-    return _scan("cumprod", input, dim, dtype)
+    return _check_scan("cumprod", input, dim, _scan("cumprod", input, dim, dtype))
 
 
 FUNCS = {
@@ -614,3 +620,76 @@ __all__ = [
 ]
 
 METHODS = {k: v for k, v in FUNCS.items() if k not in ("var_mean", "std_mean")}
+
+
+# ---- integer exactness (issue 8; owned by the dtypes work) ----------------------------------
+# PyTorch gives integer sums, products and scans as int64; pyrite's integers are int32, so a
+# result that leaves int32 is refused with OverflowError naming the op, never wrapped. The check
+# costs a readback (one bool), so it runs only where overflow is possible: bool and small-int
+# inputs whose element count bounds the result inside int32 skip it (uint8: rows up to 8.4M
+# elements for sum), as do results given an explicit small dtype (x.sum(dtype=uint8) wraps mod
+# 256 as in PyTorch) or a float one. Sums and products accumulate exactly (kernels/reduce.py
+# isum / iprod: a 64-bit sum, a magnitude with a sticky overflow bit) and report `fits` per
+# output; scans are checked after the fact: with every earlier prefix exact, step j overflowed
+# iff W[j-1] + x[j] (or W[j-1] * x[j]) overflows int32, one map over the output and an any().
+_INT32_TOP = 2**31 - 1
+
+
+def _int_bound(dt) -> int:
+    return 1 if dt.is_bool else builtins.max(abs(dt.min), dt.max)
+
+
+def _exact_needed(op, x: Tensor, dims, out_dt) -> bool:
+    if out_dt is not D.int32 or x.dtype.kind not in "ib":
+        return False
+    n = math.prod(x._shape[d] for d in dims)
+    b = _int_bound(x.dtype)
+    if op in ("sum", "nansum", "cumsum"):
+        return b * n > _INT32_TOP
+    return b > 1 and n > 1 and (n >= 32 or b**n > _INT32_TOP)
+
+
+def _overflow(name):
+    return OverflowError(
+        f"pyrite: {name}: the result does not fit in int32, pyrite's integer type (PyTorch "
+        f"gives int64 here); compute in float (x.float().{name}(...)) or on smaller pieces"
+    )
+
+
+def _exact_int_reduce(op, input, dim, keepdim, out_dt):
+    kernel_op = "iprod" if op == "prod" else "isum"
+    vals, fits = _reduce(
+        input,
+        kernel_op,
+        _dims(input, dim),
+        keepdim,
+        (out_dt, D.bool_),
+        "i32",
+        out_ctypes=("i32", "bool"),
+    )
+    global LAST_PATH
+    path = LAST_PATH  # the sum's own kernel path, not the flag check's (tests read it)
+    ok = not fits.numel() or fits.all().item()
+    LAST_PATH = path
+    if not ok:
+        raise _overflow(op)
+    return vals
+
+
+def _check_scan(op, x: Tensor, dim, out: Tensor) -> Tensor:
+    d = x._dim(dim) if x.ndim else None
+    if d is None or x._shape[d] < 2 or not _exact_needed(op, x, (d,), out.dtype):
+        return out
+    from .core import run_map
+    from .views import narrow
+
+    L = x._shape[d]
+    w, prev, xs = narrow(out, d, 1, L - 1), narrow(out, d, 0, L - 1), narrow(x, d, 1, L - 1)
+    if op == "cumsum":  # x0 = W[j], x1 = W[j-1], x2 = x[j]: the signs of an overflowed add
+        expr = "((x1 ^ x0) & (x2 ^ x0)) < 0"
+    else:  # a product that overflowed does not divide back (WGSL's i32 division cannot trap)
+        expr = "x2 != 0 && (x0 / x2 != x1 || (x1 == i32(-2147483647 - 1) && x2 == -1))"
+    flags = run_map(expr, (w, prev, xs), ("i32", "i32", "i32"), empty(w._shape, D.bool_), "bool")
+    if flags.any().item():
+        raise _overflow(op)
+    return out

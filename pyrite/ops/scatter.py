@@ -27,7 +27,7 @@ from .indexing import _gather, _host, _minmax, _plan, _scatter, _Walk, advanced_
 def _int_index(index: Tensor, what: str) -> Tensor:
     if not isinstance(index, Tensor):
         index = _host(np.asarray(index))
-    if index.dtype.kind != "i":
+    if index.dtype is not D.int32:  # torch: int32/int64 only, not uint8/int8/int16
         raise TypeError(
             f"pyrite: {what}(): Expected dtype int32/int64 for index (got {index.dtype!r})"
         )
@@ -365,7 +365,7 @@ def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
 
 
 def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
-    if not isinstance(tensor, Tensor) or tensor.dtype.kind != "i":
+    if not isinstance(tensor, Tensor) or tensor.dtype is not D.int32:
         raise TypeError(
             "pyrite: one_hot is only applicable to index tensor (int32/int64), got "
             f"{getattr(tensor, 'dtype', type(tensor).__name__)!r}"

@@ -148,7 +148,8 @@ def bincount(input, weights=None, minlength=0) -> Tensor:
     src = (
         full((1,), 1, dtype=D.int32).expand(n) if weights is None else to_dtype(weights, D.float32)
     )
-    return out.scatter_add_(0, x, src)
+    # scatter takes int32 indices only, as torch's (uint8 / int8 / int16 inputs are cast)
+    return out.scatter_add_(0, x if x.dtype is D.int32 else to_dtype(x, D.int32), src)
 
 
 # x0 = value, x1 = lo, x2 = hi (0-d, broadcast), s0 = bins: the bin, or s0 (a dump bin) when out

@@ -322,9 +322,36 @@ def _is_advanced(i):
     return False
 
 
+def _byte_masks(index):
+    """uint8 index tensors (and numpy uint8 arrays) are masks, as in PyTorch, which warns that
+    this is deprecated; int8 and int16 tensors are refused as PyTorch refuses them."""
+    out = []
+    for i in index:
+        if isinstance(i, Tensor) and i.dtype.kind == "i" and i.dtype.bits < 32:
+            if i.dtype.is_signed:
+                raise IndexError(
+                    "pyrite: tensors used as indices must be long, int, byte or bool tensors "
+                    f"(got {i.dtype!r})"
+                )
+            import warnings
+
+            warnings.warn(
+                "indexing with dtype uint8 is now deprecated, please use a dtype bool instead.",
+                UserWarning,
+                stacklevel=4,
+            )
+            i = i != 0
+        elif isinstance(i, np.ndarray) and i.dtype == np.uint8:
+            i = i != 0
+        out.append(i)
+    return tuple(out)
+
+
 def _normalize(x, index):
     if not isinstance(index, tuple):
         index = (index,)
+    if any(isinstance(i, (Tensor, np.ndarray)) for i in index):
+        index = _byte_masks(index)
     n_used = sum(
         1
         for i in index

@@ -1,0 +1,239 @@
+"""The one place where ops without native bfloat16 or small-integer kernels meet those dtypes.
+
+Only the strided map (elementwise ops, casts, copies, fills, views' copies, cat/stack/pad...)
+reads and writes packed bfloat16 and wraps uint8/int8/int16 on store. Every other kernel family
+(reductions, matmul, conv, sort, gather/scatter, row ops, ...) was written for f32/f16/i32/bool.
+Instead of teaching each of them, `install` wraps the public functions and Tensor methods of the
+op modules that use such kernels (everything but NATIVE_MODULES), once, at import:
+
+- bfloat16: tensor arguments are widened to float32 (one map pass each), the op runs in f32 as
+  it would anyway, and its float32 results are narrowed back to bfloat16 (round to nearest even)
+  when every floating tensor argument was bfloat16 — so `x.sum()`, `x @ w`, `x.softmax(-1)`
+  of bf16 give bf16, as PyTorch's, while bf16 with float32 gives float32 (PyTorch's promotion).
+  An in-place op (`x.scatter_(...)`, `x[mask] = v`, `out=`) runs on the widened copy, which is
+  then copied back into the bf16 tensor. A `dtype=bfloat16` argument asks for float32 and
+  narrows. Cost: the widening pass and a float32 copy (2x the bf16 bytes) per bf16 argument.
+- uint8/int8/int16 are i32 words underneath, so those kernels read them unchanged; what they
+  compute in i32 and store into a small-int result (`sum(dtype=uint8)`, `scatter_add_`, integer
+  matmul) is wrapped to the width afterwards, in place (exact: wrapping commutes with +, −, ×).
+  Ops that only move values (sort, gather, max, ...) are listed in MOVERS and skip that pass.
+
+A call with no bf16 or small-int tensor (and no such dtype=) costs one scan of its arguments.
+Kernels that still meet packed bf16 refuse it loudly (kernels/common.header), never misread it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import dtypes as D
+from ..tensor import Tensor
+
+# modules whose ops are built on the strided map and views only: they handle the new dtypes
+# natively and are not wrapped (wrapping them would also break views: x[0] of a bf16 tensor
+# must stay a view of it)
+NATIVE_MODULES = {
+    "elementwise",
+    "casts",
+    "operators",
+    "views",
+    "creation",
+    "combine",
+    "compare",
+    "pad",
+    "fallback",
+}
+# module-level functions outside __all__ that native modules call across modules
+EXTRA = {"indexing": ("advanced_getitem", "advanced_setitem")}
+# functions that write into their first argument although not named like `x.op_()`
+INPLACE = {"advanced_setitem"}
+# ops whose small-int results only hold copies of input values: no wrap pass needed
+MOVERS = {
+    "advanced_getitem",
+    "amax",
+    "amin",
+    "aminmax",
+    "argsort",
+    "cummax",
+    "cummin",
+    "gather",
+    "index_select",
+    "kthvalue",
+    "masked_select",
+    "max",
+    "median",
+    "min",
+    "mode",
+    "msort",
+    "nanmedian",
+    "sort",
+    "take",
+    "take_along_dim",
+    "topk",
+    "unique",
+    "unique_consecutive",
+}
+_SPECIAL = ("bf16", "u8", "i8", "i16")
+
+
+def _special(t) -> bool:
+    return type(t) is Tensor and t.dtype.storage in _SPECIAL
+
+
+def _needs(args, kwargs) -> bool:
+    for a in args:
+        if type(a) is Tensor:
+            if a.dtype.storage in _SPECIAL:
+                return True
+        elif type(a) in (list, tuple):
+            for b in a:
+                if type(b) is Tensor and b.dtype.storage in _SPECIAL:
+                    return True
+    if kwargs:
+        for k, v in kwargs.items():
+            if type(v) is Tensor:
+                if v.dtype.storage in _SPECIAL:
+                    return True
+            elif k == "dtype" and v is not None and D.from_any(v).storage in _SPECIAL:
+                return True
+            elif type(v) in (list, tuple) and any(_special(b) for b in v):
+                return True
+    return False
+
+
+def _widen(x, floats):
+    if type(x) is Tensor:
+        if x.dtype.is_floating_point:
+            floats.append(x.dtype)
+        if x.dtype is D.bfloat16:
+            from .casts import to_dtype
+
+            return to_dtype(x, D.float32)
+        return x
+    if type(x) in (list, tuple):
+        return type(x)(_widen(b, floats) for b in x)
+    return x
+
+
+def _wrap_small_int(t: Tensor):
+    """Wrap a small-int tensor's i32 words to its width, in place (the map's store wraps)."""
+    from .core import run_map
+
+    run_map("x0", (t,), ("i32",), t, "i32")
+
+
+def _slow(fn, name, inplace, args, kwargs):
+    floats: list = []
+    w_args = [_widen(a, floats) for a in args]
+    w_kwargs = {k: _widen(v, floats) for k, v in kwargs.items()}
+    narrow = bool(floats) and all(d is D.bfloat16 for d in floats)
+    asked = kwargs.get("dtype")
+    if asked is not None:
+        asked = D.from_any(asked)
+        narrow = asked is D.bfloat16
+        if narrow:
+            w_kwargs["dtype"] = D.float32
+    res = fn(*w_args, **w_kwargs)
+    # in-place: the op wrote into the widened copy of its first argument (or of out=)
+    back = {}
+    if inplace and args and type(args[0]) is Tensor:
+        self = args[0]
+        if self.dtype is D.bfloat16:
+            self.copy_(w_args[0])
+        elif self.dtype.is_small_int:
+            _wrap_small_int(self)
+        back[id(w_args[0])] = self
+    out = kwargs.get("out")
+    if type(out) is Tensor:
+        if out.dtype is D.bfloat16:
+            out.copy_(w_kwargs["out"])
+        elif out.dtype.is_small_int and name not in MOVERS:
+            _wrap_small_int(out)
+        back[id(w_kwargs["out"])] = out
+    sources = {id(a._storage) for a in _tensors(args, kwargs)}
+
+    def fix(r):
+        if type(r) is not Tensor:
+            return r
+        if id(r) in back:
+            return back[id(r)]
+        if narrow and r.dtype is D.float32:
+            from .casts import to_dtype
+
+            return to_dtype(r, D.bfloat16)
+        if r.dtype.is_small_int and name not in MOVERS and id(r._storage) not in sources:
+            _wrap_small_int(r)
+        return r
+
+    if type(res) is Tensor:
+        return fix(res)
+    if isinstance(res, (tuple, list)) and any(type(r) is Tensor for r in res):
+        items = [fix(r) for r in res]
+        if type(res) in (tuple, list):
+            return type(res)(items)
+        return type(res)(*items)  # a named pair (reduce._ReturnType) or a namedtuple
+    return res
+
+
+def _tensors(args, kwargs):
+    for a in (*args, *kwargs.values()):
+        if type(a) is Tensor:
+            yield a
+        elif type(a) in (list, tuple):
+            yield from (b for b in a if type(b) is Tensor)
+
+
+def wrap(fn, name: str, inplace: bool):
+    """`fn` made safe for bf16 and small-int arguments (see the module docstring)."""
+    if getattr(fn, "_pyrite_fallback", False):
+        return fn
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if not _needs(args, kwargs):
+            return fn(*args, **kwargs)
+        return _slow(fn, name, inplace, args, kwargs)
+
+    op._pyrite_fallback = True
+    return op
+
+
+def _is_inplace(name: str) -> bool:
+    return name in INPLACE or (name.endswith("_") and not name.startswith("__"))
+
+
+def install(modules, tensor_cls=Tensor):
+    """Wrap the ops of every non-native module in `modules`: their module attributes (so that
+    calls across modules, looked up at call time, take the wrapped op too) and Tensor methods."""
+    import types
+
+    for mod in modules:
+        short = mod.__name__.rsplit(".", 1)[-1]
+        if short in NATIVE_MODULES:
+            continue
+        done: dict = {}
+
+        def wrapped(fn, name):
+            key = (id(fn), _is_inplace(name))
+            if key not in done:
+                done[key] = wrap(fn, name, key[1])
+            return done[key]
+
+        # every public function the module defines (nn.functional calls some that are not
+        # in __all__, matmul.linear say), and the private ones native modules call (EXTRA)
+        names = [
+            k
+            for k, v in vars(mod).items()
+            if not k.startswith("_")
+            and isinstance(v, types.FunctionType)
+            and v.__module__ == mod.__name__
+        ]
+        for name in (*names, *EXTRA.get(short, ())):
+            fn = getattr(mod, name, None)
+            if isinstance(fn, types.FunctionType):
+                setattr(mod, name, wrapped(fn, name))
+        for meth, fn in getattr(mod, "METHODS", {}).items():
+            # only where this module's method is the one installed (a later module may have
+            # replaced it)
+            if isinstance(fn, types.FunctionType) and tensor_cls.__dict__.get(meth) is fn:
+                setattr(tensor_cls, meth, wrapped(fn, meth))
