@@ -266,6 +266,10 @@ HELPERS = {
   return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0);
 }""",
 }
+# more helpers (exact fmod, erfinv, lgamma, ...) live in kernels/mathlib.py
+from .mathlib import HELPERS as _MATHLIB  # noqa: E402
+
+HELPERS.update(_MATHLIB)
 _HELPER_RE = re.compile(r"\b(p_[a-z0-9_]+)\s*\(")
 
 

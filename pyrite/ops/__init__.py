@@ -29,6 +29,9 @@ MODULES = [
     "pad",
     "einsum",
     "scatter",
+    # issue 8, tensor ops (branch tensorops)
+    "division",
+    "bitwise",
 ]
 
 loaded = []

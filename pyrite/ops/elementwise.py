@@ -120,9 +120,12 @@ BINARY = {
     "sub": ("A - B", "A - B", None, "promote"),
     "mul": ("A * B", "A * B", "A && B", "promote"),
     "div": ("A / B", None, None, "float"),
-    "floor_divide": ("floor(A / B)", "p_floordiv_i(A, B)", None, "promote"),
-    "remainder": ("p_mod_f(A, B)", "p_mod_i(A, B)", None, "promote"),
-    "fmod": ("A - B * trunc(A / B)", "A % B", None, "promote"),
+    # float //, % and fmod as PyTorch's CPU computes them, from an exact fmod (kernels/mathlib.py);
+    # integer division by zero is refused before these run (ops/division.py)
+    "floor_divide": ("p_floordivf(A, B)", "p_floordiv_i(A, B)", None, "promote"),
+    "div_trunc": ("trunc(A / B)", "A / B", None, "promote"),
+    "remainder": ("p_remf(A, B)", "p_mod_i(A, B)", None, "promote"),
+    "fmod": ("p_fmodf(A, B)", "A % B", None, "promote"),
     "pow": ("p_powf(A, B)", "p_powi(A, B)", None, "promote"),
     "maximum": ("p_maxf(A, B)", "max(A, B)", "A || B", "promote"),
     "minimum": ("p_minf(A, B)", "min(A, B)", "A && B", "promote"),
@@ -311,23 +314,9 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
-def div(input, other, *, rounding_mode=None, out=None):
-    if rounding_mode is None:
-        return binary("div", input, other, out)
-    if rounding_mode == "floor":
-        return binary("floor_divide", input, other, out)
-    if rounding_mode == "trunc":
-        q = binary("div", input, other)
-        r = unary("trunc", q)
-        dt = result_dtype(input, other)
-        return r if dt.is_floating_point else r.to(dt)
-    raise ValueError(
-        f"pyrite: div expected rounding_mode to be one of None, 'trunc', or "
-        f"'floor' but found {rounding_mode!r}"
-    )
-
-
-divide = true_divide = div
+def div(input, other, *, out=None):
+    """True division (the rounding modes, and integer division by zero: ops/division.py)."""
+    return binary("div", input, other, out)
 
 
 def pow(input, exponent):
@@ -367,9 +356,6 @@ def _make_binary(name):
     return fn
 
 
-floor_divide = _make_binary("floor_divide")
-remainder = _make_binary("remainder")
-fmod = _make_binary("fmod")
 maximum = _make_binary("maximum")
 minimum = _make_binary("minimum")
 atan2 = _make_binary("atan2")
@@ -618,12 +604,6 @@ FUNCS = {
     "subtract": sub,
     "mul": mul,
     "multiply": mul,
-    "div": div,
-    "divide": div,
-    "true_divide": div,
-    "floor_divide": floor_divide,
-    "remainder": remainder,
-    "fmod": fmod,
     "pow": pow,
     "float_power": float_power,
     "maximum": maximum,

@@ -39,11 +39,12 @@ def _binary_method(name):
 
 # dunder stem -> op; each gets __op__, __rop__ (reflected) and __iop__ (in place)
 _ARITHMETIC = {
-    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
-    "mod": "remainder", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
 }  # fmt: skip
+# // and % (integer division by zero raises), <<, >>: ops/division.py and ops/bitwise.py
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-_INPLACE_BINARY = ("add", "sub", "mul", "div", "pow", "remainder", "maximum", "minimum")
+_INPLACE_BINARY = ("add", "sub", "mul", "pow", "maximum", "minimum")
 _INPLACE_UNARY = (
     "neg abs exp log sqrt rsqrt sin cos tan tanh sigmoid relu silu floor ceil round trunc clamp "
     "clamp_min clamp_max sign reciprocal square exp2 log2 log1p expm1 erf lerp addcmul addcdiv "
