@@ -36,6 +36,7 @@ from .tensor import Size, Tensor, device
 globals().update(_ops.exported())
 
 from . import nn
+from . import special
 
 __version__ = "0.1.0"
 

@@ -32,6 +32,8 @@ MODULES = [
     # issue 8, tensor ops (branch tensorops)
     "division",
     "bitwise",
+    "mathops",
+    "special",
 ]
 
 loaded = []
