@@ -34,6 +34,7 @@ MODULES = [
     "bitwise",
     "mathops",
     "special",
+    "quantiles",
 ]
 
 loaded = []
