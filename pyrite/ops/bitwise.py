@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import _is_scalar, as_tensor_arg, binary, result_dtype, unary
+from .elementwise import _is_scalar, as_tensor_arg, binary, is_operand, result_dtype, unary
 
 
 def _bits(dt) -> int:
@@ -163,8 +163,12 @@ def _gcd_inplace(name, expr):
     return fn
 
 
+def _operator(fn):
+    return lambda self, other: fn(self, other) if is_operand(other) else NotImplemented
+
+
 def _reflected(fn):
-    return lambda self, other: fn(other, self)
+    return lambda self, other: fn(other, self) if is_operand(other) else NotImplemented
 
 
 __all__ = ["bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm"]
@@ -174,12 +178,12 @@ METHODS = {
     "bitwise_right_shift": bitwise_right_shift,
     "bitwise_left_shift_": _shift_inplace("bitwise_left_shift"),
     "bitwise_right_shift_": _shift_inplace("bitwise_right_shift"),
-    "__lshift__": bitwise_left_shift,
-    "__rshift__": bitwise_right_shift,
+    "__lshift__": _operator(bitwise_left_shift),
+    "__rshift__": _operator(bitwise_right_shift),
     "__rlshift__": _reflected(bitwise_left_shift),
     "__rrshift__": _reflected(bitwise_right_shift),
-    "__ilshift__": _shift_inplace("bitwise_left_shift"),
-    "__irshift__": _shift_inplace("bitwise_right_shift"),
+    "__ilshift__": _operator(_shift_inplace("bitwise_left_shift")),
+    "__irshift__": _operator(_shift_inplace("bitwise_right_shift")),
     "bitwise_and_": _bitwise_inplace("bitwise_and"),
     "bitwise_or_": _bitwise_inplace("bitwise_or"),
     "bitwise_xor_": _bitwise_inplace("bitwise_xor"),

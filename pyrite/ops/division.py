@@ -14,7 +14,7 @@ checked — the round trip, not the extra pass over b. Float division never chec
 
 from __future__ import annotations
 
-from .elementwise import _inplace, _is_scalar, as_tensor_arg, binary, result_dtype
+from .elementwise import _inplace, _is_scalar, as_tensor_arg, binary, is_operand, result_dtype
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
@@ -117,8 +117,12 @@ def _div_(self, other, *, rounding_mode=None):
     return _inplace_div(name)(self, other)
 
 
+def _operator(fn):
+    return lambda self, other: fn(self, other) if is_operand(other) else NotImplemented
+
+
 def _reflected(fn):
-    return lambda self, other: fn(other, self)
+    return lambda self, other: fn(other, self) if is_operand(other) else NotImplemented
 
 
 __all__ = ["div", "divide", "floor_divide", "fmod", "remainder", "true_divide"]
@@ -136,10 +140,10 @@ METHODS = {
     "floor_divide_": _inplace_div("floor_divide"),
     "remainder_": _inplace_div("remainder"),
     "fmod_": _inplace_div("fmod"),
-    "__floordiv__": floor_divide,
+    "__floordiv__": _operator(floor_divide),
     "__rfloordiv__": _reflected(floor_divide),
-    "__ifloordiv__": _inplace_div("floor_divide"),
-    "__mod__": remainder,
+    "__ifloordiv__": _operator(_inplace_div("floor_divide")),
+    "__mod__": _operator(remainder),
     "__rmod__": _reflected(remainder),
-    "__imod__": _inplace_div("remainder"),
+    "__imod__": _operator(_inplace_div("remainder")),
 }

@@ -166,6 +166,17 @@ def _is_scalar(x):
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
 
 
+# What a Python operator takes as its other operand, as PyTorch's: tensors, numbers and numpy
+# arrays/scalars. For anything else (None, str, list, tuple, ...) the operators return
+# NotImplemented, so Python answers as it does for PyTorch: `x == None` is False, `x != "a"`
+# True, `x + [1, 2]` and `x < None` raise TypeError. (Functions, pr.add(x, [1, 2]), take lists.)
+_OPERAND_TYPES = (Tensor, numbers.Number, np.ndarray, np.generic)
+
+
+def is_operand(other) -> bool:
+    return type(other) in _SCALARS or isinstance(other, _OPERAND_TYPES)
+
+
 def result_dtype(a, b):
     """PyTorch's promotion: scalars and 0-d tensors only raise the category, not the width."""
     if _is_scalar(a):

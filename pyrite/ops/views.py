@@ -446,6 +446,15 @@ def setitem(x: Tensor, index, value):
         advanced_setitem(x, index, value)
         return
     target = basic_index(x, index)
+    if not isinstance(value, (Tensor, numbers.Number, np.bool_)):
+        from .creation import tensor
+
+        value = tensor(value)  # lists and arrays; copy_ casts to x's dtype
+    if isinstance(value, Tensor) and value.ndim > target.ndim:
+        # PyTorch drops a value's leading size-1 dims first: a[0] = v of shape (1, N)
+        lead = value.ndim - target.ndim
+        if all(d == 1 for d in value._shape[:lead]):
+            value = value._view(value._shape[lead:], value._strides[lead:], value._offset)
     target.copy_(value)
 
 
