@@ -56,10 +56,16 @@ for _name in MODULES:
         setattr(Tensor, _meth, _fn)
 
 
+# NumPy's axis= / keepdims= for every op taking dim / keepdim, as PyTorch (ops/aliases.py)
+from . import aliases as _aliases  # noqa: E402
+
+_aliases.install(Tensor)
+
+
 def exported():
     """{name: function} of every op module's public functions."""
     out = {}
     for mod in loaded:
         for name in getattr(mod, "__all__", ()):
             out[name] = getattr(mod, name)
-    return out
+    return _aliases.wrap_all(out)
