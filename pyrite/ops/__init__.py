@@ -35,6 +35,7 @@ MODULES = [
     "mathops",
     "special",
     "quantiles",
+    "indices",
 ]
 
 loaded = []
