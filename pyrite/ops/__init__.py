@@ -36,6 +36,7 @@ MODULES = [
     "special",
     "quantiles",
     "indices",
+    "misc",
 ]
 
 loaded = []

@@ -422,6 +422,23 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
+    def get_state(self):
+        """(seed low, seed high, offset low, offset high) as an int32 tensor."""
+        s, o = self._seed, self.offset
+        words = [_i32(s & 0xFFFFFFFF), _i32(s >> 32), _i32(o & 0xFFFFFFFF), _i32(o >> 32)]
+        return tensor(words, dtype=D.int32)
+
+    def set_state(self, new_state):
+        w = [int(v) & 0xFFFFFFFF for v in as_tensor(new_state).tolist()]
+        if len(w) != 4:
+            raise RuntimeError(
+                f"pyrite: Generator.set_state: expected a state of 4 words (from get_state), "
+                f"got {len(w)}"
+            )
+        self._seed = w[0] | (w[1] << 32)
+        self.offset = w[2] | (w[3] << 32)
+        return self
+
     def take(self, n):
         off = self.offset
         self.offset += (n + 3) // 4
