@@ -36,8 +36,9 @@ UNARY.update(
 BINARY.update(
     {
         # NaN-ignoring max/min: the other operand wins over a NaN
-        "fmax": ("select(select(max(A, B), A, p_isnan(B)), B, p_isnan(A))", "max(A, B)", "A || B", "promote"),
-        "fmin": ("select(select(min(A, B), A, p_isnan(B)), B, p_isnan(A))", "min(A, B)", "A && B", "promote"),
+        # (the first operand on ties, as PyTorch's: fmax(0.0, -0.0) is 0.0)
+        "fmax": ("select(select(A, B, B > A), A, p_isnan(B)), B, p_isnan(A))", "max(A, B)", "A || B", "promote"),
+        "fmin": ("select(select(A, B, B < A), A, p_isnan(B)), B, p_isnan(A))", "min(A, B)", "A && B", "promote"),
         "hypot": ("p_hypot(A, B)", None, None, "promote"),
         "copysign": ("bitcast<f32>((bitcast<u32>(A) & 0x7fffffffu) | (bitcast<u32>(B) & 0x80000000u))", None, None, "float"),
         "nextafter": ("p_nextafter(A, B)", None, None, "promote"),
