@@ -37,8 +37,8 @@ BINARY.update(
     {
         # NaN-ignoring max/min: the other operand wins over a NaN
         # (the first operand on ties, as PyTorch's: fmax(0.0, -0.0) is 0.0)
-        "fmax": ("select(select(A, B, B > A), A, p_isnan(B)), B, p_isnan(A))", "max(A, B)", "A || B", "promote"),
-        "fmin": ("select(select(A, B, B < A), A, p_isnan(B)), B, p_isnan(A))", "min(A, B)", "A && B", "promote"),
+        "fmax": ("select(select(select(A, B, B > A), A, p_isnan(B)), B, p_isnan(A))", "max(A, B)", "A || B", "promote"),
+        "fmin": ("select(select(select(A, B, B < A), A, p_isnan(B)), B, p_isnan(A))", "min(A, B)", "A && B", "promote"),
         "hypot": ("p_hypot(A, B)", None, None, "promote"),
         "copysign": ("bitcast<f32>((bitcast<u32>(A) & 0x7fffffffu) | (bitcast<u32>(B) & 0x80000000u))", None, None, "float"),
         "nextafter": ("p_nextafter(A, B)", None, None, "promote"),
