@@ -7,9 +7,10 @@ fmod, kernels/mathlib.py). Integer division by zero raises, as PyTorch's CPU doe
 (`RuntimeError: ZeroDivisionError`): the error type here is both a RuntimeError and a Python
 ZeroDivisionError. A zero scalar divisor is seen on the host for free; a tensor divisor costs
 one flag kernel over the divisor and a readback of one word (ops/flags.py), i.e. one sync of
-the pending batch per integer division by a tensor. Measured on lavapipe (2 cores, this
-machine, `python -m timeit` of `a // b` for int32 (1000,)): 0.10 ms unchecked vs 0.43 ms
-checked — the round trip, not the extra pass over b. Float division never checks.
+the pending batch per integer division by a tensor. Measured on lavapipe (2 cores, 2026-12,
+`a // b` for int32, mean of 200 calls): (1000,): 0.08 ms unchecked, 0.36 ms unchecked plus a
+sync, 0.47 ms checked — the round trip, not the extra pass over b; (1,000,000,): 5.0 ms
+unchecked, 6.9 ms checked. Float division never checks.
 """
 
 from __future__ import annotations
