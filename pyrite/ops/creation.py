@@ -361,7 +361,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     if steps == 1:
         out.fill_(start)
     elif steps > 1:
-        step = (end - start) / (steps - 1)
+        # the step as PyTorch computes it for a float result: in the result's float type
+        f32 = np.float32
+        step = float((f32(end) - f32(start)) / f32(steps - 1)) if dt.kind == "f" else (end - start) / (steps - 1)
         # PyTorch's symmetric form: the first half counts up from start, the rest down from end
         run_map(
             "select(s1 - s2 * f32(s3 - 1 - gi), s0 + s2 * f32(gi), gi < s3 / 2)",
