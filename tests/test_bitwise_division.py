@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import pyrite as pr
-from pyrite.ops.division import IntegerDivisionByZero
 
 I32 = np.int32
 EDGE_I = np.array([0, 1, -1, 5, -8, 123456789, -123456789, 2**30, 2**31 - 1, -(2**31)], I32)
@@ -49,7 +48,9 @@ def test_shift_by_tensor(rng):
     _same(pr.bitwise_left_shift(pa, ps), torch.bitwise_left_shift(ta, ts))
     # broadcasting, strided views and reflected scalars
     m = pr.tensor(a[:10]).reshape(2, 5).t()
-    _same(m << pr.tensor(s[:2]), torch.from_numpy(a[:10]).reshape(2, 5).t() << torch.from_numpy(s[:2]))
+    _same(
+        m << pr.tensor(s[:2]), torch.from_numpy(a[:10]).reshape(2, 5).t() << torch.from_numpy(s[:2])
+    )
     _same(3 << pr.tensor([1, 2, 31, 32]), 3 << torch.tensor([1, 2, 31, 32], dtype=torch.int32))
     _same(-64 >> pr.tensor([1, 3, 40]), -64 >> torch.tensor([1, 3, 40], dtype=torch.int32))
 
@@ -208,7 +209,23 @@ def test_integer_division_matches_torch(rng):
 
 
 FLOAT_EDGE = np.array(
-    [1.0, -1.0, 7.5, -7.5, 0.0, -0.0, 1e30, -1e30, 3e38, 1e-38, 1e-40, 5.5, np.inf, -np.inf, np.nan],
+    [
+        1.0,
+        -1.0,
+        7.5,
+        -7.5,
+        0.0,
+        -0.0,
+        1e30,
+        -1e30,
+        3e38,
+        1e-38,
+        1e-40,
+        5.5,
+        np.inf,
+        -np.inf,
+        np.nan,
+    ],
     np.float32,
 )
 

@@ -85,7 +85,9 @@ def test_fill_diagonal_wrap_on_a_view():
     # torch 2.13 refuses this view (a setStorage bound error); the answer is the contiguous one
     x = pr.zeros(2, 9).t()
     x.fill_diagonal_(3.0, wrap=True)
-    np.testing.assert_array_equal(x.numpy(), torch.zeros(9, 2).fill_diagonal_(3.0, wrap=True).numpy())
+    np.testing.assert_array_equal(
+        x.numpy(), torch.zeros(9, 2).fill_diagonal_(3.0, wrap=True).numpy()
+    )
 
 
 def test_fill_diagonal_returns_self_and_large():
@@ -107,7 +109,11 @@ def test_fill_diagonal_returns_self_and_large():
         (lambda: pr.rot90(pr.zeros(2, 2), 1, (0, 1, 1)), RuntimeError, "rotation dims == 2"),
         (lambda: pr.unravel_index(pr.tensor([1.0]), (2, 3)), TypeError, "integer dtype"),
         (lambda: pr.select_scatter(pr.zeros(2, 3), pr.ones(2), 0, 1), RuntimeError, "slice size"),
-        (lambda: pr.zeros(3).put_(pr.tensor([0, 1]), pr.tensor([1.0])), RuntimeError, "same number"),
+        (
+            lambda: pr.zeros(3).put_(pr.tensor([0, 1]), pr.tensor([1.0])),
+            RuntimeError,
+            "same number",
+        ),
         (lambda: pr.zeros(3).put_(pr.tensor([5]), pr.tensor([1.0])), IndexError, "out of bounds"),
     ],
 )

@@ -40,12 +40,15 @@ SHAPES = [(1,), (7,), (5, 13), (3, 4, 6), (2, 1, 3), (3, 300)]
 @pytest.mark.parametrize("fn", ["quantile", "nanquantile"])
 @pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
 def test_quantile(rng, fn, interpolation):
-    for shape in SHAPES:
+    # every shape for linear; the other interpolations differ only in the rank's rounding
+    for shape in SHAPES if interpolation == "linear" else SHAPES[1:4]:
         x = _with_nans(rng, shape)
         xp, xt = pr.tensor(x), torch.from_numpy(x)
         for dim in [None, *range(-len(shape), len(shape))]:
             for keepdim in (False, True):
-                for q in (0.3, 0.0, 1.0, [0.1, 0.5, 0.99, 0.25]):
+                for q in (0.3, 0.0, 1.0, [0.1, 0.5, 0.99, 0.25])[
+                    :: 1 if interpolation == "linear" else 3
+                ]:
                     qp = pr.tensor(q) if isinstance(q, list) else q
                     qt = torch.tensor(q) if isinstance(q, list) else q
                     kw = dict(dim=dim, keepdim=keepdim, interpolation=interpolation)
@@ -59,13 +62,18 @@ def test_quantile_layouts_and_forms(rng):
     xt = torch.from_numpy(x)
     xp = pr.tensor(x.T.copy()).t()  # a transposed view
     _close(xp.quantile(0.7, dim=1), xt.quantile(0.7, dim=1))
-    _close(pr.quantile(xp[:, ::2], pr.tensor(0.4), 0), torch.quantile(xt[:, ::2], torch.tensor(0.4), 0))
+    _close(
+        pr.quantile(xp[:, ::2], pr.tensor(0.4), 0), torch.quantile(xt[:, ::2], torch.tensor(0.4), 0)
+    )
     _close(pr.quantile(pr.tensor(3.0), 0.5), torch.quantile(torch.tensor(3.0), 0.5))
     _close(
         pr.quantile(pr.tensor(3.0), pr.tensor([0.5, 0.7]), dim=0, keepdim=True),
         torch.quantile(torch.tensor(3.0), torch.tensor([0.5, 0.7]), dim=0, keepdim=True),
     )
-    _close(pr.tensor([[1.0, 2], [3, 4]]).quantile(0.5, keepdim=True), torch.tensor([[1.0, 2], [3, 4]]).quantile(0.5, keepdim=True))
+    _close(
+        pr.tensor([[1.0, 2], [3, 4]]).quantile(0.5, keepdim=True),
+        torch.tensor([[1.0, 2], [3, 4]]).quantile(0.5, keepdim=True),
+    )
 
 
 def test_quantile_errors():
@@ -108,7 +116,9 @@ def test_mode(rng):
                     taken = np.take_along_axis(
                         a, np.expand_dims(i.numpy(), dim) if not keepdim else i.numpy(), dim
                     )
-                    np.testing.assert_array_equal(taken.squeeze(dim) if not keepdim else taken, v.numpy())
+                    np.testing.assert_array_equal(
+                        taken.squeeze(dim) if not keepdim else taken, v.numpy()
+                    )
     r = pr.tensor([7, 1, 7, 1, 7, 1]).mode()
     assert (r.values.item(), r.indices.item()) == (1, 5)
     assert pr.mode(pr.tensor(5)).values.item() == 5
@@ -143,7 +153,10 @@ def test_trapezoid(rng):
             _close(f(yp, dx=0.3), g(yt, dx=0.3), what=fn)
             _close(f(yp, pr.tensor(xs)), g(yt, torch.from_numpy(xs)), what=fn)
             _close(f(yp, dim=0), g(yt, dim=0), what=fn)
-    _close(pr.trapz(pr.tensor([1.0, 2, 3]), pr.tensor([0.0, 1, 3])), torch.trapz(torch.tensor([1.0, 2, 3]), torch.tensor([0.0, 1, 3])))
+    _close(
+        pr.trapz(pr.tensor([1.0, 2, 3]), pr.tensor([0.0, 1, 3])),
+        torch.trapz(torch.tensor([1.0, 2, 3]), torch.tensor([0.0, 1, 3])),
+    )
     assert pr.trapezoid(pr.tensor([1, 2, 3])).item() == 4.0
     assert pr.trapezoid(pr.tensor([])).item() == 0.0
     assert pr.cumulative_trapezoid(pr.tensor([1.0])).shape == (0,)
@@ -223,12 +236,17 @@ def test_histogramdd(rng):
         dict(bins=[3, 3, 3], weight="w"),
         dict(bins="edges"),
     ]:
+
         def args(mod, kw=kw):
             k = dict(kw)
             if k.get("weight") == "w":
                 k["weight"] = mod.tensor(w)
             if k.get("bins") == "edges":
-                k["bins"] = [mod.tensor([-1.0, 0, 1]), mod.tensor([-2.0, 2]), mod.tensor([-3.0, 0, 0.5, 3])]
+                k["bins"] = [
+                    mod.tensor([-1.0, 0, 1]),
+                    mod.tensor([-2.0, 2]),
+                    mod.tensor([-3.0, 0, 0.5, 3]),
+                ]
             return k
 
         got = pr.histogramdd(pp, **args(pr))
@@ -244,3 +262,31 @@ def test_median_of_empty_is_nan():
     assert pr.median(pr.zeros(0, 3), dim=1).values.shape == (0,)
     with pytest.raises(IndexError, match="non-zero size"):
         pr.median(pr.zeros(0, 3), dim=0)
+
+
+def test_under_a_tiny_loop_budget(monkeypatch, rng):
+    """These ops are compositions (sort, cumsum, sums, scatter_add, searchsorted): with the
+    device's loop budget forced to 300 (planners then split every long axis), they still match
+    torch on rows far longer than the budget."""
+    from pyrite import backend
+
+    monkeypatch.setattr(backend.current(), "_loop_budget", 300)
+    x = _with_nans(rng, (3, 2311), 0.05)
+    xp, xt = pr.tensor(x), torch.from_numpy(x)
+    _close(pr.nanquantile(xp, 0.37, dim=1), torch.nanquantile(xt, 0.37, dim=1))
+    _close(pr.nanmean(xp, 1), torch.nanmean(xt, 1))
+    y = np.nan_to_num(x)
+    _close(
+        pr.cumulative_trapezoid(pr.tensor(y), dim=1),
+        torch.cumulative_trapezoid(torch.from_numpy(y), dim=1),
+        atol=2e-4,
+        rtol=1e-5,
+    )
+    xi = rng.integers(0, 50, (2, 3001)).astype(np.int32)
+    np.testing.assert_array_equal(
+        pr.mode(pr.tensor(xi), 1).values.numpy(), torch.mode(torch.from_numpy(xi), 1).values.numpy()
+    )
+    h = pr.histogram(pr.tensor(y.reshape(-1)), 9)
+    np.testing.assert_array_equal(
+        h.hist.numpy(), torch.histogram(torch.from_numpy(y.reshape(-1)), 9).hist.numpy()
+    )

@@ -48,32 +48,140 @@ def cond_tol(ulps, atol=2.0**-126):
 
 UNARY_ROWS = [
     OpInfo("erfinv", lambda x: x.erfinv(), T(torch.erfinv), uni(-1, 1, ERF_SPECIALS), tol(2)),
-    OpInfo("erfc", lambda x: pr.erfc(x), T(torch.erfc), uni(-4, 9, SPECIAL + (0.5, 3.9)), tol(4, 2.0**-126)),
-    OpInfo("sinc", lambda x: pr.sinc(x), T(torch.sinc), uni(-40, 40, SPECIAL + (1.0, -2.0, 0.5, 1e-20)), tol(8, 2.0**-22)),
-    OpInfo("entr", lambda x: pr.special.entr(x), T(torch.special.entr), uni(0, 5, SPECIAL + (1.0, 1e-30, -1.0)), tol(4, 2.0**-21)),
+    OpInfo(
+        "erfc",
+        lambda x: pr.erfc(x),
+        T(torch.erfc),
+        uni(-4, 9, SPECIAL + (0.5, 3.9)),
+        tol(4, 2.0**-126),
+    ),
+    OpInfo(
+        "sinc",
+        lambda x: pr.sinc(x),
+        T(torch.sinc),
+        uni(-40, 40, SPECIAL + (1.0, -2.0, 0.5, 1e-20)),
+        tol(8, 2.0**-22),
+    ),
+    OpInfo(
+        "entr",
+        lambda x: pr.special.entr(x),
+        T(torch.special.entr),
+        uni(0, 5, SPECIAL + (1.0, 1e-30, -1.0)),
+        tol(4, 2.0**-21),
+    ),
     # Bessel: measured <= 3.8 ULP (kernels/mathlib.py)
-    OpInfo("i0", lambda x: x.i0(), T(torch.i0), uni(-20, 20, (0.0, -0.0, 4.0, 8.0, -8.0, 8.0001, 80.0, 100.0, np.nan, np.inf)), tol(4)),
-    OpInfo("i0e", lambda x: pr.special.i0e(x), T(torch.special.i0e), uni(-50, 50, (0.0, 4.0, 8.0, 1e6, -1e6, np.nan, np.inf)), tol(4)),
-    OpInfo("i1", lambda x: pr.special.i1(x), T(torch.special.i1), uni(-20, 20, (0.0, -0.0, 4.0, 8.0, -8.0, 1e-30, np.nan)), tol(4)),
-    OpInfo("i1e", lambda x: pr.special.i1e(x), T(torch.special.i1e), uni(-50, 50, (0.0, 4.0, 8.0, -1e6, np.nan, np.inf, -np.inf)), tol(4)),
-    OpInfo("ndtr", lambda x: pr.special.ndtr(x), T(torch.special.ndtr), uni(-5, 5, SPECIAL), cond_tol(4)),
-    OpInfo("ndtri", lambda x: pr.special.ndtri(x), T(torch.special.ndtri), uni(0, 1, (0.0, 0.5, 1.0, 1e-30, 1e-7, 0.9999999, -1.0, 2.0, np.nan)), tol(3)),
-    OpInfo("lgamma", lambda x: x.lgamma(), T(torch.lgamma), uni(0.01, 30, (0.0, -0.0, 1.0, 2.0, 0.5, -0.5, -1.0, -2.5, 1e30, 1e-30, np.inf, -np.inf, np.nan)), tol(16, 2.0**-21)),
+    OpInfo(
+        "i0",
+        lambda x: x.i0(),
+        T(torch.i0),
+        uni(-20, 20, (0.0, -0.0, 4.0, 8.0, -8.0, 8.0001, 80.0, 100.0, np.nan, np.inf)),
+        tol(4),
+    ),
+    OpInfo(
+        "i0e",
+        lambda x: pr.special.i0e(x),
+        T(torch.special.i0e),
+        uni(-50, 50, (0.0, 4.0, 8.0, 1e6, -1e6, np.nan, np.inf)),
+        tol(4),
+    ),
+    OpInfo(
+        "i1",
+        lambda x: pr.special.i1(x),
+        T(torch.special.i1),
+        uni(-20, 20, (0.0, -0.0, 4.0, 8.0, -8.0, 1e-30, np.nan)),
+        tol(4),
+    ),
+    OpInfo(
+        "i1e",
+        lambda x: pr.special.i1e(x),
+        T(torch.special.i1e),
+        uni(-50, 50, (0.0, 4.0, 8.0, -1e6, np.nan, np.inf, -np.inf)),
+        tol(4),
+    ),
+    OpInfo(
+        "ndtr",
+        lambda x: pr.special.ndtr(x),
+        T(torch.special.ndtr),
+        uni(-5, 5, SPECIAL),
+        cond_tol(4),
+    ),
+    OpInfo(
+        "ndtri",
+        lambda x: pr.special.ndtri(x),
+        T(torch.special.ndtri),
+        uni(0, 1, (0.0, 0.5, 1.0, 1e-30, 1e-7, 0.9999999, -1.0, 2.0, np.nan)),
+        tol(3),
+    ),
+    OpInfo(
+        "lgamma",
+        lambda x: x.lgamma(),
+        T(torch.lgamma),
+        uni(
+            0.01,
+            30,
+            (0.0, -0.0, 1.0, 2.0, 0.5, -0.5, -1.0, -2.5, 1e30, 1e-30, np.inf, -np.inf, np.nan),
+        ),
+        tol(16, 2.0**-21),
+    ),
     OpInfo("lgamma_neg", lambda x: pr.lgamma(x), T(torch.lgamma), uni(-20, 0.5), tol(16, 2.0**-19)),
-    OpInfo("digamma", lambda x: x.digamma(), T(torch.digamma), uni(0.01, 30, (0.0, -0.0, 1.0, -1.0, -0.5, 1e-30, 1e30, np.inf, -np.inf, np.nan)), tol(16, 2.0**-20)),
-    OpInfo("digamma_neg", lambda x: pr.digamma(x), T(torch.digamma), uni(-10, 0), tol(64, 2.0**-18)),
-    OpInfo("logit", lambda x: x.logit(), T(torch.logit), uni(0, 1, (0.0, 1.0, 0.5, 0.5000001, 1e-30, -0.1, 1.5, np.nan)), tol(4, 2.0**-22)),
-    OpInfo("logit_eps", lambda x: x.logit(eps=1e-3), _logit_eps_ref, uni(-0.5, 1.5, (0.0, 1.0, np.nan)), tol(4, 2.0**-22)),
-    OpInfo("asinh", lambda x: pr.asinh(x), T(torch.asinh), uni(-100, 100, SPECIAL + (1e-10, -1e-20, 5000.0)), tol(8)),
-    OpInfo("acosh", lambda x: x.acosh(), T(torch.acosh), uni(1, 100, (1.0, 1.0000001, 0.5, 5000.0, 1e30, np.inf, np.nan)), tol(8)),
-    OpInfo("atanh", lambda x: pr.arctanh(x), T(torch.atanh), uni(-1, 1, (0.0, -0.0, 1.0, -1.0, 1e-10, 2.0, np.nan)), tol(8)),
+    OpInfo(
+        "digamma",
+        lambda x: x.digamma(),
+        T(torch.digamma),
+        uni(0.01, 30, (0.0, -0.0, 1.0, -1.0, -0.5, 1e-30, 1e30, np.inf, -np.inf, np.nan)),
+        tol(16, 2.0**-20),
+    ),
+    OpInfo(
+        "digamma_neg", lambda x: pr.digamma(x), T(torch.digamma), uni(-10, 0), tol(64, 2.0**-18)
+    ),
+    OpInfo(
+        "logit",
+        lambda x: x.logit(),
+        T(torch.logit),
+        uni(0, 1, (0.0, 1.0, 0.5, 0.5000001, 1e-30, -0.1, 1.5, np.nan)),
+        tol(4, 2.0**-22),
+    ),
+    OpInfo(
+        "logit_eps",
+        lambda x: x.logit(eps=1e-3),
+        _logit_eps_ref,
+        uni(-0.5, 1.5, (0.0, 1.0, np.nan)),
+        tol(4, 2.0**-22),
+    ),
+    OpInfo(
+        "asinh",
+        lambda x: pr.asinh(x),
+        T(torch.asinh),
+        uni(-100, 100, SPECIAL + (1e-10, -1e-20, 5000.0)),
+        tol(8),
+    ),
+    OpInfo(
+        "acosh",
+        lambda x: x.acosh(),
+        T(torch.acosh),
+        uni(1, 100, (1.0, 1.0000001, 0.5, 5000.0, 1e30, np.inf, np.nan)),
+        tol(8),
+    ),
+    OpInfo(
+        "atanh",
+        lambda x: pr.arctanh(x),
+        T(torch.atanh),
+        uni(-1, 1, (0.0, -0.0, 1.0, -1.0, 1e-10, 2.0, np.nan)),
+        tol(8),
+    ),
     OpInfo("deg2rad", lambda x: pr.deg2rad(x), T(torch.deg2rad), uni(-720, 720), tol(2)),
     OpInfo("rad2deg", lambda x: x.rad2deg(), T(torch.rad2deg), uni(-7, 7), tol(2)),
 ]
 
 
 UNARY_ROWS.append(
-    OpInfo("log_ndtr", lambda x: pr.special.log_ndtr(x), T(torch.special.log_ndtr), uni(-40, 6, (0.0, -11.9, -12.1, -200.0, 10.0, np.nan, -np.inf)), cond_tol(8, 2.0**-60))
+    OpInfo(
+        "log_ndtr",
+        lambda x: pr.special.log_ndtr(x),
+        T(torch.special.log_ndtr),
+        uni(-40, 6, (0.0, -11.9, -12.1, -200.0, 10.0, np.nan, -np.inf)),
+        cond_tol(8, 2.0**-60),
+    )
 )
 
 
@@ -89,14 +197,40 @@ def Tf32(fn):
 
 
 BINARY_ROWS = [
-    OpInfo("xlogy", lambda a, b: pr.xlogy(a, b), Tb(torch.xlogy), bin_samples(0, 4, 0.1, 9), tol(4, 2.0**-20)),
-    OpInfo("xlog1py", lambda a, b: pr.special.xlog1py(a, b), Tb(torch.special.xlog1py), bin_samples(-2, 4, -0.9, 9), tol(16, 2.0**-20)),
+    OpInfo(
+        "xlogy",
+        lambda a, b: pr.xlogy(a, b),
+        Tb(torch.xlogy),
+        bin_samples(0, 4, 0.1, 9),
+        tol(4, 2.0**-20),
+    ),
+    OpInfo(
+        "xlog1py",
+        lambda a, b: pr.special.xlog1py(a, b),
+        Tb(torch.special.xlog1py),
+        bin_samples(-2, 4, -0.9, 9),
+        tol(16, 2.0**-20),
+    ),
     OpInfo("hypot", lambda a, b: pr.hypot(a, b), Tb(torch.hypot), bin_samples(-5, 5), tol(4)),
     OpInfo("fmax", lambda a, b: pr.fmax(a, b), Tb(torch.fmax), bin_samples(-5, 5), tol(0)),
     OpInfo("fmin", lambda a, b: a.fmin(b), Tb(torch.fmin), bin_samples(-5, 5), tol(0)),
-    OpInfo("copysign", lambda a, b: pr.copysign(a, b), Tb(torch.copysign), bin_samples(-5, 5), tol(0)),
-    OpInfo("nextafter", lambda a, b: pr.nextafter(a, b), Tf32(torch.nextafter), bin_samples(-5, 5), tol(0)),
-    OpInfo("logaddexp2", lambda a, b: pr.logaddexp2(a, b), Tb(torch.logaddexp2), bin_samples(-30, 30), tol(8, 2.0**-20)),
+    OpInfo(
+        "copysign", lambda a, b: pr.copysign(a, b), Tb(torch.copysign), bin_samples(-5, 5), tol(0)
+    ),
+    OpInfo(
+        "nextafter",
+        lambda a, b: pr.nextafter(a, b),
+        Tf32(torch.nextafter),
+        bin_samples(-5, 5),
+        tol(0),
+    ),
+    OpInfo(
+        "logaddexp2",
+        lambda a, b: pr.logaddexp2(a, b),
+        Tb(torch.logaddexp2),
+        bin_samples(-30, 30),
+        tol(8, 2.0**-20),
+    ),
 ]
 
 

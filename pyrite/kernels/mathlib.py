@@ -333,7 +333,12 @@ HELPERS = {
 def _cheb(name: str, coeffs) -> str:
     """WGSL `fn name(t: f32) -> f32` = sum_k c_k T_k(t) on [-1, 1], Clenshaw's recurrence
     unrolled (stable where the monomial form of a degree-19 fit would not be)."""
-    lines = [f"fn {name}(t: f32) -> f32 {{", "  let t2 = 2.0 * t;", "  var b1 = 0.0;", "  var b2 = 0.0;"]
+    lines = [
+        f"fn {name}(t: f32) -> f32 {{",
+        "  let t2 = 2.0 * t;",
+        "  var b1 = 0.0;",
+        "  var b2 = 0.0;",
+    ]
     for c in reversed(coeffs[1:]):
         lines.append(f"  {{ let b0 = {c:.9e} + t2 * b1 - b2; b2 = b1; b1 = b0; }}")
     lines.append(f"  return {coeffs[0]:.9e} + t * b1 - b2;")

@@ -30,7 +30,9 @@ def _index_dtype(dtype):
 def _rc(row, col, name):
     for what, v in (("row", row), ("col", col)):
         if not isinstance(v, numbers.Integral):
-            raise TypeError(f"pyrite: {name}(): argument '{what}' must be int, not {type(v).__name__}")
+            raise TypeError(
+                f"pyrite: {name}(): argument '{what}' must be int, not {type(v).__name__}"
+            )
         if v < 0:
             raise RuntimeError(f"pyrite: {name}: {what} must be non-negative, got {v}")
 
@@ -61,7 +63,9 @@ def combinations(input, r=2, with_replacement=False):
 
     x = as_tensor_arg(input)
     if x.ndim != 1:
-        raise RuntimeError(f"pyrite: combinations: Expect a 1D vector, but got shape {list(x._shape)}")
+        raise RuntimeError(
+            f"pyrite: combinations: Expect a 1D vector, but got shape {list(x._shape)}"
+        )
     r = int(r)
     if r < 0:
         raise RuntimeError(f"pyrite: combinations: Expect a non-negative number, but got {r}")
@@ -142,9 +146,13 @@ def rot90(input, k=1, dims=(0, 1)):
     x = as_tensor_arg(input)
     dims = tuple(dims)
     if len(dims) != 2:
-        raise RuntimeError(f"pyrite: rot90: expected total rotation dims == 2, but got dims = {len(dims)}")
+        raise RuntimeError(
+            f"pyrite: rot90: expected total rotation dims == 2, but got dims = {len(dims)}"
+        )
     if x.ndim < 2:
-        raise RuntimeError(f"pyrite: rot90: expected total dims >= 2, but got total dims = {x.ndim}")
+        raise RuntimeError(
+            f"pyrite: rot90: expected total dims >= 2, but got total dims = {x.ndim}"
+        )
     d0, d1 = x._dim(dims[0]), x._dim(dims[1])
     if d0 == d1:
         raise RuntimeError(
@@ -168,7 +176,9 @@ def vander(x, N=None, increasing=False):
 
     v = as_tensor_arg(x)
     if v.ndim != 1:
-        raise RuntimeError(f"pyrite: x must be a one-dimensional tensor (got shape {list(v._shape)})")
+        raise RuntimeError(
+            f"pyrite: x must be a one-dimensional tensor (got shape {list(v._shape)})"
+        )
     n = v._shape[0] if N is None else int(N)
     if n < 0:
         raise RuntimeError(f"pyrite: N must be non-negative (got {n})")

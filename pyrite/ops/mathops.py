@@ -49,6 +49,7 @@ BINARY.update(
     }
 )  # fmt: skip
 
+
 def _floats_only(name, *xs):
     for x in xs:
         if isinstance(x, Tensor) and x.dtype.kind != "f":

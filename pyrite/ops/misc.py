@@ -102,7 +102,9 @@ def sum_to_size(self, *size):
     lead = self.ndim - len(shape)
     ok = lead >= 0 and all(s in (1, d) for s, d in zip(shape, self._shape[lead:]))
     if not ok:
-        raise RuntimeError(f"pyrite: size {{{list(shape)}}} is not expandable to size {{{list(self._shape)}}}.")
+        raise RuntimeError(
+            f"pyrite: size {{{list(shape)}}} is not expandable to size {{{list(self._shape)}}}."
+        )
     dims = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and self._shape[lead + i] != 1
     )
@@ -186,7 +188,9 @@ def _window(name, n, periodic, dtype):
     if not isinstance(n, numbers.Integral):
         raise TypeError(f"pyrite: {name}(): argument 'window_length' must be int")
     if n < 0:
-        raise RuntimeError(f"pyrite: {name} requires non-negative window_length, got window_length={n}")
+        raise RuntimeError(
+            f"pyrite: {name} requires non-negative window_length, got window_length={n}"
+        )
     dt = D.float32 if dtype is None else D.from_any(dtype)
     if dt.kind != "f":
         raise RuntimeError(f"pyrite: {name} expects floating point dtypes, got: {dt!r}")

@@ -354,7 +354,11 @@ def _histogramdd(pts: Tensor, bins, range_, weight, density, name):
             flat = flat + idx.clamp(0, max(nb - 1, 0)) * stride
             stride *= nb
         flat = where(out, total, flat)
-        src = full((1,), 1.0, dtype=pts.dtype).expand(n) if weight is None else to_dtype(weight, pts.dtype)
+        src = (
+            full((1,), 1.0, dtype=pts.dtype).expand(n)
+            if weight is None
+            else to_dtype(weight, pts.dtype)
+        )
         hist.scatter_add_(0, flat, src)
     hist = hist[:total].reshape(tuple(nbins))
     if density:

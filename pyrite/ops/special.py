@@ -39,7 +39,11 @@ UNARY.update(
             None,
             "float",
         ),
-        "sinc": ("select(p_sinpi(A) / (3.14159265358979 * A), 1.0, " + _ZERO_A + ")", None, "float"),
+        "sinc": (
+            "select(p_sinpi(A) / (3.14159265358979 * A), 1.0, " + _ZERO_A + ")",
+            None,
+            "float",
+        ),
         "entr": (
             "select(select(select(-A * log(A), 0.0, " + _ZERO_A + "), -p_inf(), A < 0.0), A, "
             "p_isnan(A))",
