@@ -185,6 +185,28 @@ MISC = [
     "t.ravel(t.ones(2, 3).t())", "t.arange(6.0).reshape(2, 3).t_()",
     "t.arange(6.0).reshape(2, 3).transpose_(0, 1)", "t.ones(1, 3).squeeze_()",
     "t.ones(3).unsqueeze_(0)",
+    # ops/compat.py
+    "t.isin(t.tensor([1, 2, 3, 4]), t.tensor([2, 4, 9]))",
+    "t.isin(t.tensor([1.0, float('nan'), 3]), t.tensor([float('nan'), 3.0]))",
+    "t.isin(t.tensor([1, 2]), 2)", "t.isin(3, t.tensor([1, 3]))",
+    "t.isin(t.tensor([1, 2, 3]), t.tensor([2]), invert=True)",
+    "t.isin(t.tensor([1, 2, 3]), t.tensor([2.5, 2.0]))",
+    "t.isin(t.tensor([[1, 5], [7, 2]]), t.tensor([7, 1, 1, 9]))",
+    "t.renorm(t.tensor([[1.0, 2], [3, 4]]), 2, 0, 2.0)", "t.renorm(t.tensor([[1.0, 2], [3, 4]]), 1, 1, 3.0)",
+    "t.angle(t.tensor([-1.0, 0, 2, float('nan'), -0.0]))", "t.angle(t.tensor([-1, 0, 2]))",
+    "t.tensor([1.0, 2]).real", "t.conj(t.tensor([1.0, 2]))",
+    "t.addr(t.zeros(2, 3), t.tensor([1.0, 2]), t.tensor([1.0, 2, 3]), beta=2, alpha=3)",
+    "t.frombuffer(bytearray(b'\\x01\\x00\\x00\\x00\\x02\\x00\\x00\\x00'), dtype=t.int32)",
+    "t.gradient(t.tensor([1.0, 4, 9, 16, 25]))", "t.gradient(t.tensor([1.0, 4, 9, 16, 25]), spacing=2.0)",
+    "t.gradient(t.tensor([[1.0, 2, 4], [2, 5, 9]]), dim=1)", "t.gradient(t.tensor([[1.0, 2, 4], [2, 5, 9]]))",
+    "t.gradient(t.tensor([1.0, 4, 9, 16, 25]), spacing=(t.tensor([0.0, 1, 3, 4, 7]),))",
+    "t.gradient(t.tensor([1.0, 4, 9, 16, 25]), edge_order=2)",
+    "t.gradient(t.tensor([1.0, 4, 9, 16, 25, 3]), spacing=(t.tensor([0.0, 1, 3, 4, 7, 8]),), edge_order=2)",
+    "t.gradient(t.tensor([[1.0, 4, 9], [16, 25, 3], [2, 2, 1]]), spacing=[2.0, 3.0], edge_order=2)",
+    "t.ones(2).eq_(t.ones(2))", "t.tensor([1, 2]).lt_(2)", "t.tensor([1.0, 2]).logical_and_(t.tensor([0.0, 3]))",
+    "t.tensor([0.5]).asin_()", "t.tensor([-2.0]).negative_()", "t.tensor([1.0, 2]).cumsum_(0)",
+    "t.relu_(t.tensor([-1.0, 2]))", "t.abs_(t.tensor([-1.0, 2]))", "t.sigmoid_(t.tensor([0.0]))",
+    "t.tensor([2.0]).atan2_(t.tensor([1.0]))",
 ]  # fmt: skip
 
 

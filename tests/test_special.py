@@ -169,6 +169,43 @@ UNARY_ROWS = [
         uni(-1, 1, (0.0, -0.0, 1.0, -1.0, 1e-10, 2.0, np.nan)),
         tol(8),
     ),
+    # inverse trigonometric and hyperbolic functions (kernels/mathlib.py; the WGSL built-ins
+    # were up to 4e-4 relative off on lavapipe)
+    OpInfo(
+        "asin",
+        lambda x: x.asin(),
+        T(torch.asin),
+        uni(-1, 1, (0.0, -0.0, 1.0, -1.0, 1e-30, 0.9999999, 1.5, np.nan)),
+        tol(4),
+    ),
+    OpInfo(
+        "acos",
+        lambda x: pr.acos(x),
+        T(torch.acos),
+        uni(-1, 1, (0.0, 1.0, -1.0, 0.9999999, -0.9999999, 1.5, np.nan)),
+        tol(4),
+    ),
+    OpInfo(
+        "atan",
+        lambda x: pr.arctan(x),
+        T(torch.atan),
+        uni(-50, 50, SPECIAL + (2.4142137, 0.41421354, 1e-30)),
+        tol(3),
+    ),
+    OpInfo(
+        "sinh",
+        lambda x: x.sinh(),
+        T(torch.sinh),
+        uni(-3, 3, SPECIAL + (1e-6, -0.49, 0.51, 89.0, -89.3)),
+        tol(3),
+    ),
+    OpInfo(
+        "cosh",
+        lambda x: pr.cosh(x),
+        T(torch.cosh),
+        uni(-3, 3, SPECIAL + (1e-6, 89.0, -89.3)),
+        tol(3),
+    ),
     OpInfo("deg2rad", lambda x: pr.deg2rad(x), T(torch.deg2rad), uni(-720, 720), tol(2)),
     OpInfo("rad2deg", lambda x: x.rad2deg(), T(torch.rad2deg), uni(-7, 7), tol(2)),
 ]
@@ -249,7 +286,7 @@ def test_binary_specials():
     a = np.array([0, 0, 1, 2, nan, 3, inf, nan, -inf, 0, -0.0, 1e30, 1e-40], np.float32)
     b = np.array([0, nan, 0, -1, 0, 4, nan, inf, 1, -0.0, 0, 1e30, 1e-40], np.float32)
     ta, tb, pa, pb = torch.from_numpy(a), torch.from_numpy(b), pr.tensor(a), pr.tensor(b)
-    for name in ("xlogy", "hypot", "fmax", "fmin", "copysign", "nextafter", "logaddexp2"):
+    for name in ("xlogy", "hypot", "fmax", "fmin", "copysign", "nextafter", "logaddexp2", "atan2"):
         want = getattr(torch, name)(ta, tb).numpy()
         got = getattr(pr, name)(pa, pb).numpy()
         if name in ("nextafter", "copysign", "fmax", "fmin"):  # exact, signed zeros too

@@ -207,6 +207,61 @@ HELPERS = {
   let r = min(a, b) / m;
   return m * sqrt(1.0 + r * r);
 }""",
+    # atan, asin, acos, atan2, sinh, cosh to a few ULP: lavapipe's WGSL built-ins were 2e-5
+    # (atan, atan2), 4e-4 (asin, acos) and 1.7e-4 (sinh near 0) relative. atan: Cephes atanf's
+    # reduction to |x| <= tan(pi/8) (x > tan(3pi/8): pi/2 - atan(1/x); x > tan(pi/8):
+    # pi/4 + atan((x-1)/(x+1))) and its degree-9 odd polynomial; asin(x) = atan(x/sqrt(1-x^2))
+    # with 1 - x^2 as (1-x)(1+x); acos(x) = 2·atan(sqrt((1-x)/(1+x))); sinh by expm1 below 1/2,
+    # and e^a/2 as (e^(a/2)/2)·e^(a/2) past 80 (no overflow, no rounded a - ln 2). Measured
+    # (tests/test_special.py): asin 3.5, acos 3.3, atan 2.4, atan2 2.9, sinh/cosh <= 4 ULP.
+    "p_atanf": """fn p_atanf(x0: f32) -> f32 {
+  if (p_isnan(x0)) { return x0; }
+  var x = abs(x0);
+  var y0 = 0.0;
+  if (x > 2.414213562373095) { y0 = 1.5707963267948966; x = -1.0 / x; }
+  else if (x > 0.4142135623730950) { y0 = 0.7853981633974483; x = (x - 1.0) / (x + 1.0); }
+  let z = x * x;
+  let y = y0 + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * x + x);
+  return select(y, -y, x0 < 0.0);
+}""",
+    "p_asinf": """fn p_asinf(x: f32) -> f32 {
+  if (p_isnan(x) || abs(x) > 1.0) { return p_nan(); }
+  return p_atanf(x / sqrt((1.0 - x) * (1.0 + x)));
+}""",
+    "p_acosf": """fn p_acosf(x: f32) -> f32 {
+  if (p_isnan(x) || abs(x) > 1.0) { return p_nan(); }
+  return 2.0 * p_atanf(sqrt((1.0 - x) / (1.0 + x)));
+}""",
+    # atan2 from the octant: r = atan(small/large) of the magnitudes, then pi/2 - r, pi - r and
+    # the sign of y; zeros and infinities as C's atan2 (atan2(0, -0) = pi, atan2(inf, inf) = pi/4)
+    "p_atan2f": """fn p_atan2f(y: f32, x: f32) -> f32 {
+  if (p_isnan(x) || p_isnan(y)) { return p_nan(); }
+  let ay = abs(y);
+  let ax = abs(x);
+  let xneg = (bitcast<u32>(x) >> 31u) == 1u;
+  var r: f32;
+  if (ay == 0.0) { r = 0.0; }
+  else if (p_isinf(ax) && p_isinf(ay)) { r = 0.7853981633974483; }
+  else if (ay <= ax) { r = p_atanf(ay / ax); }
+  else { r = 1.5707963267948966 - p_atanf(ax / ay); }
+  if (xneg) { r = 3.141592653589793 - r; }
+  return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(y) & 0x80000000u));
+}""",
+    "p_sinhf": """fn p_sinhf(x: f32) -> f32 {
+  let a = abs(x);
+  var r: f32;
+  if (a < 0.5) { let e = p_expm1(a); r = 0.5 * (e + e / (e + 1.0)); }
+  else if (a < 80.0) { let e = p_expf(a); r = 0.5 * (e - 1.0 / e); }
+  else { let h = p_expf(0.5 * a); r = (0.5 * h) * h; }
+  if (p_isnan(x)) { return x; }
+  return select(r, -r, x < 0.0);
+}""",
+    "p_coshf": """fn p_coshf(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 80.0) { let e = p_expf(a); return 0.5 * (e + 1.0 / e); }
+  let h = p_expf(0.5 * a);  // e^a / 2 without overflowing e^a
+  return (0.5 * h) * h;
+}""",
     # asinh, acosh, atanh without the cancellation of WGSL's log(x + sqrt(x*x + 1)) forms (which
     # give 0 for asinh(1e-10)) or their overflow (x*x for x > 1.8e19): through log1p, and
     # log(2x) = log(x) + ln 2 for large x.

@@ -37,6 +37,7 @@ MODULES = [
     "quantiles",
     "indices",
     "misc",
+    "compat",
 ]
 
 loaded = []
