@@ -35,8 +35,7 @@ from .tensor import Size, Tensor, device
 
 globals().update(_ops.exported())
 
-from . import nn
-from . import special
+from . import nn, special
 
 __version__ = "0.1.0"
 
