@@ -4,7 +4,8 @@ argument (its argument parser maps axis -> dim and keepdims -> keepdim): `x.sum(
 
 `with_numpy_names(fn)` wraps a function whose signature has `dim` or `keepdim` and not the NumPy
 spelling; ops/__init__.py applies it to every Tensor method and exported function once, at
-import. The wrapper costs one dict check a call when no keyword is given (~0.1 µs).
+import. The wrapper adds one Python call layer: x.sum(1) on a (64, 64) tensor measured 34.7 µs
+wrapped vs 34.8 µs raw on lavapipe (within noise).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def with_numpy_names(fn):
 def install(cls):
     """Wrap every method of `cls` (Tensor) that takes dim/keepdim, in place."""
     for name, value in list(vars(cls).items()):
-        if name.startswith("__") or not callable(value) or isinstance(value, (property, type)):
+        if name.startswith("_") or not callable(value) or isinstance(value, (property, type)):
             continue
         wrapped = with_numpy_names(value)
         if wrapped is not value:
