@@ -4,8 +4,9 @@ argument (its argument parser maps axis -> dim and keepdims -> keepdim): `x.sum(
 
 `with_numpy_names(fn)` wraps a function whose signature has `dim` or `keepdim` and not the NumPy
 spelling; ops/__init__.py applies it to every Tensor method and exported function once, at
-import. The wrapper adds one Python call layer: x.sum(1) on a (64, 64) tensor measured 34.7 µs
-wrapped vs 34.8 µs raw on lavapipe (within noise).
+import. The wrapper adds one Python call layer (a direct call when no keyword is given):
+x.sum(1) on a (64, 64) tensor, best of 3 x 3000 calls on lavapipe, was 34.8 / 33.9 µs wrapped
+vs 35.6 / 35.8 µs raw in two runs, i.e. below the noise.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def with_numpy_names(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if kwargs:
+        if not kwargs:
+            return fn(*args)
+        if "axis" in kwargs or "keepdims" in kwargs:
             for alias, name in pairs:
                 if alias in kwargs:
                     if name in kwargs:
