@@ -76,8 +76,8 @@ HELPERS = {
     # is as good as p_erf/p_erfc_pos. w by log1p for |x| < 0.5 (1 - x^2 would round x^2 away).
     # Max error against torch float64 of the same f32 inputs, lavapipe (2026-12): 1.17 ULP over
     # 6M points of (-1, 1) (uniform, 1 - 2^-U(1,24) near ±1, 2^-U(0,120) near 0); without the
-    # Newton step 2.2 ULP. tests/test_special.py::test_erfinv_ulp holds it to ERFINV_MAX_ULP
-    # (ops/special.py).
+    # Newton step (Giles alone, w by log1p near 0) 3.7 ULP. tests/test_special.py holds it to
+    # ERFINV_MAX_ULP (ops/special.py).
     "p_erfinv": """fn p_erfinv(x: f32) -> f32 {
   let a = abs(x);
   if (p_isnan(x) || a > 1.0) { return p_nan(); }
