@@ -101,7 +101,7 @@ class Device:
         self._count = 0
         self.dispatches = 0  # ever, for tests and PYRITE_DEBUG
         self.submits = 0
-        self.debug = int(os.environ.get("PYRITE_DEBUG", "0") or 0)
+        self.debug = debug_level()
         self._tiny = self.pool.allocate(4)
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         self._raw = self._raw_calls()
@@ -389,3 +389,23 @@ class Device:
             "limits": dict(self.limits),
             "loop_budget": self.loop_budget,
         }
+
+
+def debug_level() -> int:
+    """PYRITE_DEBUG as a level (README: 1 checked wgpu calls, 2 report each pipeline build,
+    3 also print its WGSL; higher levels include the lower); unset or empty is 0. Anything
+    else is refused at once, naming the variable, rather than failing inside int()."""
+    raw = os.environ.get("PYRITE_DEBUG", "").strip()
+    if not raw:
+        return 0
+    try:
+        level = int(raw)
+    except ValueError:
+        level = -1
+    if level < 0:
+        raise ValueError(
+            f"pyrite: PYRITE_DEBUG={raw!r} is not a debug level: it accepts a non-negative "
+            "integer (0 off, 1 checked wgpu calls, 2 report each pipeline build, 3 also print "
+            "its WGSL), or unset"
+        )
+    return level

@@ -234,6 +234,8 @@ HELPERS = {
     # on 2M points of [-7, 7] (lavapipe): <= 1.02 ULP, <= 6.1e-8 absolute (tests/test_elementwise.py
     # checks it). p_erfc_pos(a), a >= 0.84375, is erfc(a) without cancellation, so gelu's tail
     # (0.5·x·erfc(-x/√2) for x < 0) keeps its relative accuracy instead of computing 1 + erf ≈ 0.
+    # Its exps are p_expf (kernels/mathlib.py; WGSL's exp made erfc(4) 42 ULP off) and z keeps 11
+    # bits (with 12, -z*z - 0.5625 rounded for z in [4, 10): erfc(8) was 63 ULP off).
     "p_erfc_pos": """fn p_erfc_pos(a: f32) -> f32 {
   if (a < 1.25) {
     let s = a - 1.0;
@@ -251,8 +253,8 @@ HELPERS = {
     r = -9.86494292e-03 + s * (-7.99283237e-01 + s * (-1.77579549e+01 + s * (-1.60636384e+02 + s * (-6.37566443e+02 + s * (-1.02509513e+03 + s * -4.83519191e+02)))));
     t = 1.0 + s * (3.03380607e+01 + s * (3.25792512e+02 + s * (1.53672958e+03 + s * (3.19985821e+03 + s * (2.55305040e+03 + s * (4.74528541e+02 + s * -2.24409524e+01))))));
   }
-  let z = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
-  return exp(-z * z - 0.5625) * exp((z - a) * (z + a) + r / t) / a;
+  let z = bitcast<f32>(bitcast<u32>(a) & 0xffffe000u);  // 11 bits: z*z + 0.5625 exact below 10
+  return p_expf(-z * z - 0.5625) * p_expf((z - a) * (z + a) + r / t) / a;
 }""",
     "p_erf_small": """fn p_erf_small(x: f32) -> f32 {
   let z = x * x;
@@ -385,6 +387,10 @@ HELPERS = {
   return bitcast<f32>(select(0u, (u & 0x80000000u) | 0x3f800000u, a != 0u && a <= 0x7f800000u));
 }""",
 }
+# more helpers (exact fmod, erfinv, lgamma, ...) live in kernels/mathlib.py
+from .mathlib import HELPERS as _MATHLIB  # noqa: E402
+
+HELPERS.update(_MATHLIB)
 _HELPER_RE = re.compile(r"\b(p_[a-z0-9_]+)\s*\(")
 
 

@@ -29,6 +29,15 @@ MODULES = [
     "pad",
     "einsum",
     "scatter",
+    # issue 8, tensor ops (branch tensorops)
+    "division",
+    "bitwise",
+    "mathops",
+    "special",
+    "quantiles",
+    "indices",
+    "misc",
+    "compat",
 ]
 
 loaded = []
@@ -56,6 +65,11 @@ from . import fallback as _fallback  # noqa: E402
 
 _fallback.install(loaded)
 
+# NumPy's axis= / keepdims= for every op taking dim / keepdim, as PyTorch (ops/aliases.py)
+from . import aliases as _aliases  # noqa: E402
+
+_aliases.install(Tensor)
+
 
 def exported():
     """{name: function} of every op module's public functions."""
@@ -63,4 +77,4 @@ def exported():
     for mod in loaded:
         for name in getattr(mod, "__all__", ()):
             out[name] = getattr(mod, name)
-    return out
+    return _aliases.wrap_all(out)

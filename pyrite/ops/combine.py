@@ -251,7 +251,13 @@ def _sizes(args):
     return tuple(int(a) for a in args)
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, repeats=None):
+    """input tiled `sizes` times along each dim (leading new dims allowed); as torch,
+    `x.repeat(2, 3)`, `x.repeat((2, 3))` or `x.repeat(repeats=(2, 3))`."""
+    if repeats is not None:
+        if sizes:
+            raise TypeError("pyrite: repeat() got multiple values for argument 'repeats'")
+        sizes = (repeats,)
     reps = _sizes(sizes)
     if len(reps) < input.ndim:
         raise ShapeError(
@@ -271,8 +277,15 @@ def repeat(input, *sizes):
     return out
 
 
-def tile(input, dims):
-    dims = _sizes((dims,))
+def tile(input, *args, dims=None):
+    """repeat, with missing leading dims taken as 1: `torch.tile(x, (2, 2))`, `x.tile(2, 2)`."""
+    if dims is None:
+        if not args:
+            raise TypeError("pyrite: tile() missing required argument 'dims'")
+        dims = args[0] if len(args) == 1 else args
+    elif args:
+        raise TypeError("pyrite: tile() got multiple values for argument 'dims'")
+    dims = _sizes((dims,)) if not isinstance(dims, numbers.Integral) else (int(dims),)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
@@ -332,7 +345,14 @@ def _flip_view(x: Tensor, dims) -> Tensor:
     return x._view(x._shape, tuple(strides), offset)
 
 
-def flip(input, dims):
+def flip(input, *args, dims=None):
+    """input reversed along dims (a copy): `torch.flip(x, (0, 1))`, `x.flip(0, 1)`."""
+    if dims is None:
+        if not args:
+            raise TypeError("pyrite: flip() missing required argument 'dims'")
+        dims = args[0] if len(args) == 1 else args
+    elif args:
+        raise TypeError("pyrite: flip() got multiple values for argument 'dims'")
     if isinstance(dims, numbers.Integral):
         dims = (dims,)
     ds = [input._dim(d) for d in dims]

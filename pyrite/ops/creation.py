@@ -1,4 +1,5 @@
-"""Making tensors: from host data, filled, ranges, identity, and random on the device."""
+"""Making tensors: from host data, filled, ranges, identity; random ones are in ops/random.py
+(re-exported here)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,37 @@ import numbers
 
 import numpy as np
 
-from .. import backend
 from .. import dtypes as D
-from ..kernels.common import grid_for
-from ..kernels.random import random_kernel
 from ..tensor import Tensor
 from .core import empty as _empty
-from .core import f32_bits, run_map
+from .core import run_map
 from .core import upload as _upload
 
 
-def _size(size):
+def _size(size, name="tensor"):
+    """A shape from PyTorch's size forms: f(2, 3), f((2, 3)), f([2, 3]), f(Size), 0-d or 1-d
+    int tensors; TypeError for non-integers, RuntimeError for negative sizes (torch's)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    shape = tuple(int(s) for s in size)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"pyrite: negative dimension in size {shape}")
+    elif len(size) == 1 and isinstance(size[0], Tensor) and size[0].ndim == 1:
+        size = tuple(size[0].tolist())
+    shape = []
+    for i, s in enumerate(size):
+        if isinstance(s, Tensor) and s.numel() == 1 and s.dtype.kind in "ib":
+            s = s.item()
+        if not isinstance(s, numbers.Integral):
+            raise TypeError(
+                f"pyrite: {name}(): argument 'size' must be a tuple of ints, but found element "
+                f"of type {type(s).__name__} at pos {i}"
+            )
+        shape.append(int(s))
+    shape = tuple(shape)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(
+                f"pyrite: {name}: Trying to create tensor with negative dimension {s}: "
+                f"{list(shape)}"
+            )
     return shape
 
 
@@ -32,6 +48,15 @@ _HOST_DTYPES = {
     np.dtype(np.int16): D.int16,
     np.dtype(np.float16): D.float16,
 }
+
+
+def _size_args(size, kw, name):
+    """`f(*size)` or `f(size=...)`, not both."""
+    if kw is not None:
+        if size:
+            raise TypeError(f"pyrite: {name}() got multiple values for argument 'size'")
+        size = (kw,)
+    return _size(size, name)
 
 
 def _host_dtype(arr: np.ndarray):
@@ -71,19 +96,40 @@ def _to_numpy(data):
         return t.numpy()
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _nested_numpy(data)
+    if data is None:
+        raise RuntimeError("pyrite: Could not infer dtype of NoneType (tensor(None))")
     try:
         arr = np.asarray(data)
     except ValueError:  # numpy's words for a ragged list; PyTorch raises ValueError too
         raise ValueError(
-            f"pyrite: could not make a tensor from {type(data).__name__}; nested "
-            "sequences must be rectangular (every row the same length)"
+            f"pyrite: could not make a tensor from {type(data).__name__}; nested sequences "
+            f"must be rectangular (every row the same length): {_ragged(data)}"
         ) from None
     if arr.dtype == object:
         raise TypeError(
             f"pyrite: could not make a tensor from {type(data).__name__}; "
             "nested sequences must be rectangular and hold numbers"
         )
+    if arr.dtype.kind in "USV":
+        bad = next((x for x in _flat(data) if isinstance(x, (str, bytes))), data)
+        raise TypeError(f"pyrite: tensor(): invalid data type '{type(bad).__name__}'")
     return arr
+
+
+def _ragged(data, dim=0):
+    """PyTorch's words for the first row of the wrong length in a nested list."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return "ragged"
+    lens = [len(x) if isinstance(x, (list, tuple)) else None for x in data]
+    first = lens[0]
+    for n in lens[1:]:
+        if n != first:
+            return f"expected sequence of length {first} at dim {dim + 1} (got {n})"
+    for x in data:
+        msg = _ragged(x, dim + 1)
+        if msg != "ragged":
+            return msg
+    return "ragged"
 
 
 def _flat(x):
@@ -258,13 +304,46 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     return as_tensor(obj, dtype=dtype)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
-    t = _empty(_size(size), D.from_any(dtype))
+# keyword arguments PyTorch's factories take that mean nothing here (one device, one layout)
+_IGNORED = ("layout", "pin_memory", "memory_format", "names", "out")
+
+
+def _ignored(kw, name):
+    bad = [k for k in kw if k not in _IGNORED]
+    if bad:
+        raise TypeError(f"pyrite: {name}() got an unexpected keyword argument '{bad[0]}'")
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    shape = _size_args(size, kw.pop("size", None), "empty")
+    _ignored(kw, "empty")
+    t = _empty(shape, D.from_any(dtype))
     t.requires_grad = requires_grad
     return t
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
+def _check_fill(fill_value, name):
+    if isinstance(fill_value, Tensor):
+        if fill_value.numel() != 1:
+            raise RuntimeError(
+                f"pyrite: {name}: fill_value must be a number or a 1-element tensor, got a "
+                f"tensor of shape {tuple(fill_value._shape)}"
+            )
+        return fill_value.item()
+    if not isinstance(fill_value, (numbers.Number, np.bool_)) or isinstance(fill_value, complex):
+        raise TypeError(
+            f"pyrite: {name}(): argument 'fill_value' must be Number, not "
+            f"{type(fill_value).__name__}"
+        )
+    return fill_value
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    _ignored(kw, "full")
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        size = (size,)  # PyTorch wants a sequence here; an int is accepted as (int,)
+    shape = _size((size,), "full")
+    fill_value = _check_fill(fill_value, "full")
     if dtype is None:
         if isinstance(fill_value, (bool, np.bool_)):
             dtype = D.bool_
@@ -273,56 +352,81 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **_)
         else:
             dtype = D.float32
     dt = D.from_any(dtype)
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    t = _empty(_size((size,)) if not isinstance(size, int) else (size,), dt)
+    t = _empty(shape, dt)
     t.fill_(fill_value)
     t.requires_grad = requires_grad
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
-    return full(_size(size), 0, dtype=D.from_any(dtype), requires_grad=requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    shape = _size_args(size, kw.pop("size", None), "zeros")
+    _ignored(kw, "zeros")
+    return full(shape, 0, dtype=D.from_any(dtype), requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
-    return full(_size(size), 1, dtype=D.from_any(dtype), requires_grad=requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    shape = _size_args(size, kw.pop("size", None), "ones")
+    _ignored(kw, "ones")
+    return full(shape, 1, dtype=D.from_any(dtype), requires_grad=requires_grad)
 
 
 def _like_dtype(x, dtype):
     return x.dtype if dtype is None else D.from_any(dtype)
 
 
-def empty_like(input, *, dtype=None, **_):
-    return _empty(input._shape, _like_dtype(input, dtype))
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
+    _ignored(kw, "empty_like")
+    t = _empty(input._shape, _like_dtype(input, dtype))
+    t.requires_grad = requires_grad
+    return t
 
 
-def zeros_like(input, *, dtype=None, **_):
-    return full(input._shape, 0, dtype=_like_dtype(input, dtype))
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
+    _ignored(kw, "zeros_like")
+    t = full(input._shape, 0, dtype=_like_dtype(input, dtype))
+    t.requires_grad = requires_grad
+    return t
 
 
-def ones_like(input, *, dtype=None, **_):
-    return full(input._shape, 1, dtype=_like_dtype(input, dtype))
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
+    _ignored(kw, "ones_like")
+    t = full(input._shape, 1, dtype=_like_dtype(input, dtype))
+    t.requires_grad = requires_grad
+    return t
 
 
-def full_like(input, fill_value, *, dtype=None, **_):
-    return full(input._shape, fill_value, dtype=_like_dtype(input, dtype))
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
+    _ignored(kw, "full_like")
+    t = full(input._shape, fill_value, dtype=_like_dtype(input, dtype))
+    t.requires_grad = requires_grad
+    return t
 
 
-def _new_full(self, size, fill_value, *, dtype=None, **_):
-    return full(tuple(size), fill_value, dtype=_like_dtype(self, dtype))
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
+    _ignored(kw, "new_full")
+    t = full(size, fill_value, dtype=_like_dtype(self, dtype))
+    t.requires_grad = requires_grad
+    return t
 
 
-def _new_zeros(self, *size, dtype=None, **_):
-    return full(_size(size), 0, dtype=_like_dtype(self, dtype))
+def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    shape = _size_args(size, kw.pop("size", None), "new_zeros")
+    _ignored(kw, "new_zeros")
+    return full(shape, 0, dtype=_like_dtype(self, dtype), requires_grad=requires_grad)
 
 
-def _new_ones(self, *size, dtype=None, **_):
-    return full(_size(size), 1, dtype=_like_dtype(self, dtype))
+def _new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    shape = _size_args(size, kw.pop("size", None), "new_ones")
+    _ignored(kw, "new_ones")
+    return full(shape, 1, dtype=_like_dtype(self, dtype), requires_grad=requires_grad)
 
 
-def _new_empty(self, *size, dtype=None, **_):
-    return _empty(_size(size), _like_dtype(self, dtype))
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+    shape = _size_args(size, kw.pop("size", None), "new_empty")
+    _ignored(kw, "new_empty")
+    t = _empty(shape, _like_dtype(self, dtype))
+    t.requires_grad = requires_grad
+    return t
 
 
 def _new_tensor(self, data, dtype=None, **_):
@@ -335,17 +439,26 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    for name, v in zip(("start", "end", "step"), vals):
+        if not isinstance(v, numbers.Real):
+            raise TypeError(
+                f"pyrite: arange(): argument '{name}' must be a number, not {type(v).__name__}"
+            )
     start, end, step = vals
+    if not all(math.isfinite(v) for v in vals):
+        raise RuntimeError(f"pyrite: arange: unsupported range: {start} -> {end} (step {step})")
     if step == 0:
-        raise ValueError("pyrite: arange step must be nonzero")
+        raise RuntimeError("pyrite: arange: step must be nonzero")
     if (end - start) * step < 0:  # as PyTorch: arange(4, 2) is an error, not empty
-        raise ValueError(
+        raise RuntimeError(
             f"pyrite: arange: upper bound and lower bound inconsistent with step "
             f"sign (start={start}, end={end}, step={step})"
         )
     if dtype is None:
         dtype = D.float32 if any(isinstance(v, float) for v in vals) else D.int32
     dt = D.from_any(dtype)
+    if dt.is_bool:
+        raise TypeError('pyrite: "arange" is not implemented for pyrite.bool (as in PyTorch)')
     n = max(0, math.ceil((end - start) / step))
     out = _empty((n,), dt)
     if n:
@@ -357,14 +470,34 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return out
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def _steps(steps, name):
+    if isinstance(steps, Tensor) and steps.numel() == 1 and steps.dtype.kind == "i":
+        steps = steps.item()
+    if not isinstance(steps, numbers.Integral) or isinstance(steps, bool):
+        raise TypeError(
+            f"pyrite: {name}(): argument 'steps' must be int, not {type(steps).__name__}"
+        )
+    if steps < 0:
+        raise RuntimeError(f"pyrite: {name}: number of steps must be non-negative (got {steps})")
+    return int(steps)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    _ignored(kw, "linspace")
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     dt = D.from_any(dtype)
-    steps = int(steps)
+    steps = _steps(steps, "linspace")
     out = _empty((steps,), dt)
     if steps == 1:
         out.fill_(start)
     elif steps > 1:
-        step = (end - start) / (steps - 1)
+        # the step as PyTorch computes it for a float result: in the result's float type
+        f32 = np.float32
+        step = (
+            float((f32(end) - f32(start)) / f32(steps - 1))
+            if dt.kind == "f"
+            else (end - start) / (steps - 1)
+        )
         # PyTorch's symmetric form: the first half counts up from start, the rest down from end
         run_map(
             "select(s1 - s2 * f32(s3 - 1 - gi), s0 + s2 * f32(gi), gi < s3 / 2)",
@@ -379,11 +512,23 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     return out
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, **_):
-    return (linspace(start, end, steps) * math.log2(base)).exp2().to(D.from_any(dtype))
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, **kw):
+    _ignored(kw, "logspace")
+    steps = _steps(steps, "logspace")
+    out = (linspace(start, end, steps) * math.log2(base)).exp2().to(D.from_any(dtype))
+    out.requires_grad = requires_grad
+    return out
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    _ignored(kw, "eye")
+    for name, v in (("n", n), ("m", m)):
+        if v is None and name == "m":
+            continue
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+            raise TypeError(f"pyrite: eye(): argument '{name}' must be int, not {type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"pyrite: eye: {name} must be greater or equal to 0, got {v}")
     m = n if m is None else m
     rows = arange(n).unsqueeze(1)
     cols = arange(m).unsqueeze(0)
@@ -392,162 +537,27 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
-# ---- random --------------------------------------------------------------------------------
-class Generator:
-    """Seed and counter offset of the Philox stream; each draw advances the offset."""
-
-    def __init__(self, device=None):
-        self._seed = 0x5EED
-        self.offset = 0
-
-    def manual_seed(self, seed):
-        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-        self.offset = 0
-        return self
-
-    def seed(self):
-        import random as _random
-
-        return self.manual_seed(_random.getrandbits(63))._seed
-
-    def initial_seed(self):
-        return self._seed
-
-    def take(self, n):
-        off = self.offset
-        self.offset += (n + 3) // 4
-        return off
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed):
-    return default_generator.manual_seed(seed)
-
-
-def seed():
-    return default_generator.seed()
-
-
-def initial_seed():
-    return default_generator.initial_seed()
-
-
-def _fill_random(out: Tensor, dist: str, a, b, generator=None):
-    gen = generator or default_generator
-    n = out.numel()
-    if n == 0:
-        return out
-    target = out if out.is_contiguous() else _empty(out._shape, out.dtype)
-    if out.dtype is D.bfloat16 or out.dtype.is_small_int:
-        # bf16 (packed) and the small ints (wrapped): the random kernel writes f32 / i32
-        target = _empty(out._shape, D.float32 if out.dtype.is_floating_point else D.int32)
-    off = gen.take(n)
-    s = gen._seed
-    words = [
-        n,
-        target._offset,
-        _i32(s & 0xFFFFFFFF),
-        _i32(s >> 32),
-        _i32(off & 0xFFFFFFFF),
-        _i32(off >> 32),
-    ]
-    if dist == "randint":
-        words += [int(a), int(b)]
-    else:
-        words += [f32_bits(a), f32_bits(b)]
-    stype = target.dtype.wgsl if dist != "randint" or target.dtype.kind == "i" else "i32"
-    backend.current().dispatch(
-        random_kernel(dist, stype), (target._storage.buffer,), words, grid_for(-(-n // 4))
-    )
-    if target is not out:
-        out.copy_(target)
-    return out
-
-
-def _i32(x):
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x >= 1 << 31 else x
-
-
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
-    out = _fill_random(_empty(_size(size), D.from_any(dtype)), "uniform", 0.0, 1.0, generator)
-    out.requires_grad = requires_grad
-    return out
-
-
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
-    out = _fill_random(_empty(_size(size), D.from_any(dtype)), "normal", 0.0, 1.0, generator)
-    out.requires_grad = requires_grad
-    return out
-
-
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **_):
-    if size is None:  # randint(high, size)
-        low, high, size = 0, low, high
-    if high is None:
-        raise TypeError("pyrite: randint() needs high and size")
-    if high <= low:
-        raise ValueError(f"pyrite: randint: low ({low}) must be less than high ({high})")
-    dt = D.from_any(dtype) if dtype is not None else D.int32
-    if dt.is_small_int and (low < dt.min or high - 1 > dt.max):
-        which, v = ("from", low) if low < dt.min else ("to - 1", high - 1)
-        raise RuntimeError(
-            f"pyrite: randint: {which} is out of bounds for {dt.name} ({v} outside "
-            f"[{dt.min}, {dt.max}])"
-        )
-    out = _empty(tuple(size), D.int32)
-    _fill_random(out, "randint", low, high, generator)
-    return out if dt is D.int32 else out.to(dt)
-
-
-def rand_like(input, *, dtype=None, **_):
-    return rand(input._shape, dtype=_like_dtype(input, dtype))
-
-
-def randn_like(input, *, dtype=None, **_):
-    return randn(input._shape, dtype=_like_dtype(input, dtype))
-
-
-def randint_like(input, low=0, high=None, *, dtype=None, **_):
-    return randint(low, high, input._shape, dtype=_like_dtype(input, dtype))
-
-
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, **_):
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        shape = (mean if isinstance(mean, Tensor) else std)._shape
-        return randn(shape, generator=generator) * std + mean
-    return _fill_random(_empty(tuple(size), D.float32), "normal", mean, std, generator)
-
-
-def bernoulli(input, p=None, *, generator=None):
-    probs = input if p is None else full(input._shape, p)
-    return (rand(probs._shape, generator=generator) < probs).to(input.dtype)
-
-
-def randperm(n, *, generator=None, dtype=None, **_):
-    from .sorting import argsort
-
-    keys = rand(n, generator=generator)
-    return argsort(keys).to(D.from_any(dtype) if dtype is not None else D.int32)
-
-
-def _uniform_(self, a=0.0, b=1.0, *, generator=None):
-    return _fill_random(self, "uniform", a, b, generator)
-
-
-def _normal_(self, mean=0.0, std=1.0, *, generator=None):
-    return _fill_random(self, "normal", mean, std, generator)
-
-
-def _random_(self, from_=0, to=None, *, generator=None):
-    return self.copy_(randint(from_, to if to is not None else 2**31 - 1, self._shape))
-
-
-def _bernoulli_(self, p=0.5, *, generator=None):
-    return self.copy_(rand(self._shape, generator=generator) < p)
-
+# ---- random: ops/random.py (imported here, after the names it uses are defined) ---------------
+from .random import (  # noqa: E402
+    Generator,
+    _bernoulli_,
+    _normal_,
+    _random_,
+    _uniform_,
+    bernoulli,
+    default_generator,
+    initial_seed,
+    manual_seed,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+)
 
 __all__ = [
     "Generator",

@@ -35,11 +35,11 @@ UNARY = {
     "sin": ("sin(A)", None, "float"),
     "cos": ("cos(A)", None, "float"),
     "tan": ("tan(A)", None, "float"),
-    "asin": ("asin(A)", None, "float"),
-    "acos": ("acos(A)", None, "float"),
-    "atan": ("atan(A)", None, "float"),
-    "sinh": ("sinh(A)", None, "float"),
-    "cosh": ("cosh(A)", None, "float"),
+    "asin": ("p_asinf(A)", None, "float"),  # kernels/mathlib.py: WGSL asin 4e-4 off
+    "acos": ("p_acosf(A)", None, "float"),
+    "atan": ("p_atanf(A)", None, "float"),
+    "sinh": ("p_sinhf(A)", None, "float"),
+    "cosh": ("p_coshf(A)", None, "float"),
     "tanh": ("p_tanh(A)", None, "float"),
     "sigmoid": ("p_sigmoid(A)", None, "float"),
     # NaN by its bits: NVIDIA's compiler turns a plain select into max(A, 0), which drops NaN
@@ -120,13 +120,16 @@ BINARY = {
     "sub": ("A - B", "A - B", None, "promote"),
     "mul": ("A * B", "A * B", "A && B", "promote"),
     "div": ("A / B", None, None, "float"),
-    "floor_divide": ("floor(A / B)", "p_floordiv_i(A, B)", None, "promote"),
-    "remainder": ("p_mod_f(A, B)", "p_mod_i(A, B)", None, "promote"),
-    "fmod": ("A - B * trunc(A / B)", "A % B", None, "promote"),
+    # float //, % and fmod as PyTorch's CPU computes them, from an exact fmod (kernels/mathlib.py);
+    # integer division by zero is refused before these run (ops/division.py)
+    "floor_divide": ("p_floordivf(A, B)", "p_floordiv_i(A, B)", None, "promote"),
+    "div_trunc": ("trunc(A / B)", "A / B", None, "promote"),
+    "remainder": ("p_remf(A, B)", "p_mod_i(A, B)", None, "promote"),
+    "fmod": ("p_fmodf(A, B)", "A % B", None, "promote"),
     "pow": ("p_powf(A, B)", "p_powi(A, B)", None, "promote"),
     "maximum": ("p_maxf(A, B)", "max(A, B)", "A || B", "promote"),
     "minimum": ("p_minf(A, B)", "min(A, B)", "A && B", "promote"),
-    "atan2": ("atan2(A, B)", None, None, "float"),
+    "atan2": ("p_atan2f(A, B)", None, None, "float"),
     "eq": ("A == B", "A == B", "A == B", "bool"),
     # !(A == B): lavapipe compiles `!=` on floats as an ordered compare (NaN != x came out false)
     "ne": ("!(A == B)", "A != B", "A != B", "bool"),
@@ -163,6 +166,17 @@ def _is_scalar(x):
     if t is Tensor:
         return False
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
+
+
+# What a Python operator takes as its other operand, as PyTorch's: tensors, numbers and numpy
+# arrays/scalars. For anything else (None, str, list, tuple, ...) the operators return
+# NotImplemented, so Python answers as it does for PyTorch: `x == None` is False, `x != "a"`
+# True, `x + [1, 2]` and `x < None` raise TypeError. (Functions, pr.add(x, [1, 2]), take lists.)
+_OPERAND_TYPES = (Tensor, numbers.Number, np.ndarray, np.generic)
+
+
+def is_operand(other) -> bool:
+    return type(other) in _SCALARS or isinstance(other, _OPERAND_TYPES)
 
 
 def result_dtype(a, b):
@@ -348,23 +362,9 @@ def mul(input, other, *, out=None):
 multiply = mul
 
 
-def div(input, other, *, rounding_mode=None, out=None):
-    if rounding_mode is None:
-        return binary("div", input, other, out)
-    if rounding_mode == "floor":
-        return binary("floor_divide", input, other, out)
-    if rounding_mode == "trunc":
-        q = binary("div", input, other)
-        r = unary("trunc", q)
-        dt = result_dtype(input, other)
-        return r if dt.is_floating_point else r.to(dt)
-    raise ValueError(
-        f"pyrite: div expected rounding_mode to be one of None, 'trunc', or "
-        f"'floor' but found {rounding_mode!r}"
-    )
-
-
-divide = true_divide = div
+def div(input, other, *, out=None):
+    """True division (the rounding modes, and integer division by zero: ops/division.py)."""
+    return binary("div", input, other, out)
 
 
 def pow(input, exponent):
@@ -404,9 +404,6 @@ def _make_binary(name):
     return fn
 
 
-floor_divide = _make_binary("floor_divide")
-remainder = _make_binary("remainder")
-fmod = _make_binary("fmod")
 maximum = _make_binary("maximum")
 minimum = _make_binary("minimum")
 atan2 = _make_binary("atan2")
@@ -669,12 +666,6 @@ FUNCS = {
     "subtract": sub,
     "mul": mul,
     "multiply": mul,
-    "div": div,
-    "divide": div,
-    "true_divide": div,
-    "floor_divide": floor_divide,
-    "remainder": remainder,
-    "fmod": fmod,
     "pow": pow,
     "float_power": float_power,
     "maximum": maximum,

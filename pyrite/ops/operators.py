@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from .elementwise import FUNCS, _inplace, abs, binary, bitwise_not, mul, neg, pow
+import numpy as np
+
+from .. import dtypes as D
+from .elementwise import FUNCS, _inplace, abs, binary, bitwise_not, is_operand, mul, neg, pow
 
 
 def _inplace_method(name):
@@ -11,6 +14,17 @@ def _inplace_method(name):
         if kw.get("alpha", 1) != 1:
             other = mul(other, kw["alpha"])
         return _inplace(name, self, other)
+
+    return fn
+
+
+def _inplace_operator(name):
+    method = _inplace_method(name)
+
+    def fn(self, other):
+        if not is_operand(other):
+            return NotImplemented
+        return method(self, other)
 
     return fn
 
@@ -25,6 +39,8 @@ def _unary_inplace(name):
 
 def _rbinary(name):
     def fn(self, other):
+        if not is_operand(other):
+            return NotImplemented
         return binary(name, other, self)
 
     return fn
@@ -32,18 +48,43 @@ def _rbinary(name):
 
 def _binary_method(name):
     def fn(self, other):
+        if not is_operand(other):
+            return NotImplemented
+        if type(other) is complex and name in ("eq", "ne"):
+            return _complex_compare(name, self, other)
         return binary(name, self, other)
 
     return fn
 
 
+def _complex_compare(name, self, c):
+    """x == c for a complex scalar c: x is real, so equal only where c is real and x == c.real
+    (PyTorch compares elementwise; pyrite has no complex dtypes)."""
+    if c.imag != 0:
+        from .creation import full
+
+        return full(self._shape, name == "ne", dtype=D.bool_)
+    return binary(name, self, c.real)
+
+
+def _contains(self, element):
+    """`element in x`: (x == element).any(), as PyTorch's (one readback)."""
+    if not is_operand(element) or isinstance(element, np.ndarray):
+        raise RuntimeError(
+            "pyrite: Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+            f"{type(element)}."
+        )
+    return bool(binary("eq", self, element).any().item())
+
+
 # dunder stem -> op; each gets __op__, __rop__ (reflected) and __iop__ (in place)
 _ARITHMETIC = {
-    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
-    "mod": "remainder", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
 }  # fmt: skip
+# // and % (integer division by zero raises), <<, >>: ops/division.py and ops/bitwise.py
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-_INPLACE_BINARY = ("add", "sub", "mul", "div", "pow", "remainder", "maximum", "minimum")
+_INPLACE_BINARY = ("add", "sub", "mul", "pow", "maximum", "minimum")
 _INPLACE_UNARY = (
     "neg abs exp log sqrt rsqrt sin cos tan tanh sigmoid relu silu floor ceil round trunc clamp "
     "clamp_min clamp_max sign reciprocal square exp2 log2 log1p expm1 erf lerp addcmul addcdiv "
@@ -51,18 +92,20 @@ _INPLACE_UNARY = (
 ).split()
 
 METHODS = {
-    "__pow__": lambda self, other: pow(self, other),
+    "__pow__": lambda self, other: pow(self, other) if is_operand(other) else NotImplemented,
     "__rpow__": _rbinary("pow"),
-    "__ipow__": _inplace_method("pow"),
+    "__ipow__": _inplace_operator("pow"),
     "__invert__": bitwise_not,
     "__neg__": neg,
     "__pos__": lambda self: self,
     "__abs__": abs,
+    "__contains__": _contains,
+    "__reversed__": lambda self: self.flip(0) if self.ndim else self,
 }
 for _stem, _op in _ARITHMETIC.items():
     METHODS[f"__{_stem}__"] = _binary_method(_op)
     METHODS[f"__r{_stem}__"] = _rbinary(_op)
-    METHODS[f"__i{_stem}__"] = _inplace_method(_op)
+    METHODS[f"__i{_stem}__"] = _inplace_operator(_op)
 for _op in _COMPARISONS:
     METHODS[f"__{_op}__"] = _binary_method(_op)
 for _op in _INPLACE_BINARY:

@@ -171,8 +171,12 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 def _median(x: Tensor, dim, keepdim, nan_mode):
     if dim is None:
         flat = reshape(x, (x.numel(),))
-        if flat.numel() == 0:
-            raise RuntimeError("pyrite: median() of an empty tensor is undefined (numel 0)")
+        if flat.numel() == 0:  # PyTorch: nan for floats (its int64 answer is INT64_MIN)
+            from .creation import full
+
+            if x.dtype.kind != "f":
+                return full((), D.INT32_MIN, dtype=x.dtype)
+            return full((), float("nan"), dtype=x.dtype)
         v, _ = _median_rows(flat, 0, nan_mode)
         return reshape(v, ())
     d = x._dim(dim) if x.ndim else 0

@@ -77,8 +77,24 @@ def _view_strides(old_shape, old_strides, new_shape):
     return tuple(new_strides)
 
 
-def view(x: Tensor, *shape) -> Tensor:
-    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, Tensor)):
+def _one_form(name, args, kw_name, kw_value):
+    """The sizes/dims of a method PyTorch lets one spell x.f(2, 3), x.f((2, 3)) or
+    x.f(kw_name=(2, 3)): exactly one of the positional form and the keyword."""
+    if kw_value is None:
+        return args
+    if args:
+        raise TypeError(f"pyrite: {name}() got multiple values for argument '{kw_name}'")
+    return (kw_value,)
+
+
+def view(input: Tensor, *shape, size=None, dtype=None) -> Tensor:
+    """A view of input with a new shape (one dim may be -1), sharing its storage; as torch,
+    `view(*shape)`, `view(shape)`, `view(size=shape)`."""
+    x = input
+    if dtype is not None and not shape and size is None:
+        return x.to(dtype)  # view(dtype): only same-size reinterpretation in torch; cast here
+    shape = _one_form("view", shape, "size", size)
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, Tensor, np.integer)):
         return x.to(shape[0])  # view(dtype): only same-size reinterpretation in torch; cast here
     shape = _infer(_shape_arg(shape), x.numel(), x._shape)
     strides = _view_strides(x._shape, x._strides, shape)
@@ -90,8 +106,10 @@ def view(x: Tensor, *shape) -> Tensor:
     return x._view(shape, strides, x._offset)
 
 
-def reshape(x: Tensor, *shape) -> Tensor:
-    shape = _infer(_shape_arg(shape), x.numel(), x._shape)
+def reshape(input: Tensor, *args, shape=None) -> Tensor:
+    """input with a new shape: a view when the strides allow, else a contiguous copy."""
+    x = input
+    shape = _infer(_shape_arg(_one_form("reshape", args, "shape", shape)), x.numel(), x._shape)
     if shape == x._shape:
         return x._view(x._shape, x._strides, x._offset)
     strides = _view_strides(x._shape, x._strides, shape)
@@ -101,20 +119,24 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return x._view(shape, strides, x._offset)
 
 
-def view_as(x, other):
+def view_as(input, other):
+    x = input
     return view(x, other._shape)
 
 
-def reshape_as(x, other):
+def reshape_as(input, other):
+    x = input
     return reshape(x, other._shape)
 
 
-def contiguous(x: Tensor, memory_format=None) -> Tensor:
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    x = input
     return x if x.is_contiguous() else contiguous_copy(x)
 
 
-def permute(x: Tensor, *dims) -> Tensor:
-    dims = _shape_arg(dims)
+def permute(input: Tensor, *args, dims=None) -> Tensor:
+    x = input
+    dims = _shape_arg(_one_form("permute", args, "dims", dims))
     if len(dims) != x.ndim:
         raise ShapeError(
             f"pyrite: permute: number of dims {len(dims)} doesn't match the "
@@ -126,7 +148,8 @@ def permute(x: Tensor, *dims) -> Tensor:
     return x._view(tuple(x._shape[d] for d in dims), tuple(x._strides[d] for d in dims), x._offset)
 
 
-def transpose(x: Tensor, dim0, dim1) -> Tensor:
+def transpose(input: Tensor, dim0, dim1) -> Tensor:
+    x = input
     if x.ndim == 0:
         return x._view((), (), x._offset)
     d0, d1 = x._dim(dim0), x._dim(dim1)
@@ -135,10 +158,16 @@ def transpose(x: Tensor, dim0, dim1) -> Tensor:
     return permute(x, *order)
 
 
-swapaxes = swapdims = transpose
+swapdims = transpose
 
 
-def t(x: Tensor) -> Tensor:
+def swapaxes(input: Tensor, axis0, axis1) -> Tensor:
+    """transpose, in NumPy's argument names (as torch.swapaxes)."""
+    return transpose(input, axis0, axis1)
+
+
+def t(input: Tensor) -> Tensor:
+    x = input
     if x.ndim > 2:
         raise ShapeError(
             f"pyrite: t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D"
@@ -156,7 +185,8 @@ def _mT(x):
     return transpose(x, -2, -1)
 
 
-def movedim(x: Tensor, source, destination) -> Tensor:
+def movedim(input: Tensor, source, destination) -> Tensor:
+    x = input
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     src = [x._dim(d) for d in src]
@@ -172,8 +202,9 @@ def movedim(x: Tensor, source, destination) -> Tensor:
 moveaxis = movedim
 
 
-def expand(x: Tensor, *sizes) -> Tensor:
-    sizes = _shape_arg(sizes)
+def expand(input: Tensor, *args, size=None) -> Tensor:
+    x = input
+    sizes = _shape_arg(_one_form("expand", args, "size", size))
     if len(sizes) < x.ndim:
         raise ShapeError(
             f"pyrite: expand: the number of sizes provided ({len(sizes)}) must be "
@@ -204,15 +235,18 @@ def expand(x: Tensor, *sizes) -> Tensor:
     return x._view(tuple(shape), tuple(strides), x._offset)
 
 
-def expand_as(x, other):
+def expand_as(input, other):
+    x = input
     return expand(x, *other._shape)
 
 
-def broadcast_to(x, shape):
+def broadcast_to(input, shape):
+    x = input
     return expand(x, *_shape_arg((shape,)))
 
 
-def squeeze(x: Tensor, dim=None) -> Tensor:
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    x = input
     if dim is None:
         keep = [i for i, d in enumerate(x._shape) if d != 1]
     else:
@@ -221,7 +255,8 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     return x._view(tuple(x._shape[i] for i in keep), tuple(x._strides[i] for i in keep), x._offset)
 
 
-def unsqueeze(x: Tensor, dim) -> Tensor:
+def unsqueeze(input: Tensor, dim) -> Tensor:
+    x = input
     n = x.ndim + 1
     if not -n <= dim < n:
         raise IndexError(
@@ -237,7 +272,8 @@ def unsqueeze(x: Tensor, dim) -> Tensor:
     return x._view(tuple(shape), tuple(strides), x._offset)
 
 
-def flatten(x: Tensor, start_dim=0, end_dim=-1) -> Tensor:
+def flatten(input: Tensor, start_dim=0, end_dim=-1) -> Tensor:
+    x = input
     if x.ndim == 0:
         return reshape(x, 1)
     s, e = x._dim(start_dim), x._dim(end_dim)
@@ -247,14 +283,16 @@ def flatten(x: Tensor, start_dim=0, end_dim=-1) -> Tensor:
     return reshape(x, shape)
 
 
-def unflatten(x: Tensor, dim, sizes) -> Tensor:
+def unflatten(input: Tensor, dim, sizes) -> Tensor:
+    x = input
     d = x._dim(dim)
     sizes = tuple(sizes)
     inner = _infer(sizes, x._shape[d], (x._shape[d],))
     return reshape(x, x._shape[:d] + inner + x._shape[d + 1 :])
 
 
-def narrow(x: Tensor, dim, start, length) -> Tensor:
+def narrow(input: Tensor, dim, start, length) -> Tensor:
+    x = input
     d = x._dim(dim)
     size = x._shape[d]
     if isinstance(start, Tensor):
@@ -279,7 +317,8 @@ def wrap_index(i: int, size: int, d: int) -> int:
     return i % size
 
 
-def select(x: Tensor, dim, index) -> Tensor:
+def select(input: Tensor, dim, index) -> Tensor:
+    x = input
     d = x._dim(dim)
     i = wrap_index(int(index), x._shape[d], d)
     return x._view(
@@ -289,18 +328,21 @@ def select(x: Tensor, dim, index) -> Tensor:
     )
 
 
-def unbind(x: Tensor, dim=0):
+def unbind(input: Tensor, dim=0):
+    x = input
     d = x._dim(dim)
     return tuple(select(x, d, i) for i in range(x._shape[d]))
 
 
-def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
+def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
+    x = input
     return x._view(
         tuple(size), tuple(stride), x._offset if storage_offset is None else storage_offset
     )
 
 
-def diagonal(x: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
+def diagonal(input: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
+    x = input
     d1, d2 = x._dim(dim1), x._dim(dim2)
     n1, n2 = x._shape[d1], x._shape[d2]
     if offset >= 0:
@@ -431,6 +473,15 @@ def setitem(x: Tensor, index, value):
         advanced_setitem(x, index, value)
         return
     target = basic_index(x, index)
+    if not isinstance(value, (Tensor, numbers.Number, np.bool_)):
+        from .creation import tensor
+
+        value = tensor(value)  # lists and arrays; copy_ casts to x's dtype
+    if isinstance(value, Tensor) and value.ndim > target.ndim:
+        # PyTorch drops a value's leading size-1 dims first: a[0] = v of shape (1, N)
+        lead = value.ndim - target.ndim
+        if all(d == 1 for d in value._shape[:lead]):
+            value = value._view(value._shape[lead:], value._strides[lead:], value._offset)
     target.copy_(value)
 
 

@@ -1,0 +1,466 @@
+"""More WGSL math helpers (exact fmod, floor division and remainder as PyTorch computes them,
+erfinv, lgamma, digamma, Bessel I0/I1, ...), merged into kernels/common.py `HELPERS`, so an
+expression that names `p_<name>(` gets the function text (and its dependencies) as usual.
+
+Each helper's accuracy is measured against float64 references and written beside it, with the
+device and the test that repeats the measurement.
+"""
+
+from __future__ import annotations
+
+HELPERS = {
+    # fmod(x, y) exactly, as C's fmod (PyTorch's CPU): WGSL's `%` on f32 is x - y*trunc(x/y),
+    # which is off once x/y rounds (fmod(1, 0.1) came out 0, not 0.09999999). Both values as
+    # integers m * 2^(e-150) (e >= 1, subnormals included), the remainder by integer % on the
+    # 24-bit mantissas, 8 exponent bits a step: at most ceil(253/8) = 32 loop iterations an
+    # element (x/y = 2^253 at worst), then the bits of r * 2^(ey-150) built directly (no ldexp,
+    # which may flush subnormal factors).
+    "p_fmodf": """fn p_fmodf(x: f32, y: f32) -> f32 {
+  let bx = bitcast<u32>(x);
+  let ax = bx & 0x7fffffffu;
+  let ay = bitcast<u32>(y) & 0x7fffffffu;
+  let sign = bx & 0x80000000u;
+  if (ay == 0u || ax >= 0x7f800000u || ay > 0x7f800000u) { return p_nan(); }
+  if (ax < ay) { return x; }
+  var ex = i32(ax >> 23u);
+  var ey = i32(ay >> 23u);
+  var mx = ax & 0x7fffffu;
+  var my = ay & 0x7fffffu;
+  if (ex == 0) { ex = 1; } else { mx = mx | 0x800000u; }
+  if (ey == 0) { ey = 1; } else { my = my | 0x800000u; }
+  var r = mx % my;
+  var d = ex - ey;
+  loop {
+    if (d <= 0 || r == 0u) { break; }
+    let k = min(d, 8);
+    r = (r << u32(k)) % my;
+    d = d - k;
+  }
+  if (r == 0u) { return bitcast<f32>(sign); }
+  let s = i32(countLeadingZeros(r)) - 8;
+  let e = ey - s;
+  var bits = r << u32(ey - 1);
+  if (e >= 1) { bits = (u32(e) << 23u) | ((r << u32(s)) & 0x7fffffu); }
+  return bitcast<f32>(bits | sign);
+}""",
+    # PyTorch's floor division of floats (c10 div_floor_floating): from the exact fmod, so
+    # 1 // 0.1 is 9 (as Python), -5 // inf is -1, and a zero quotient keeps the sign of a / b.
+    "p_floordivf": """fn p_floordivf(a: f32, b: f32) -> f32 {
+  if (p_isnan(a) || p_isnan(b)) { return p_nan(); }
+  if ((bitcast<u32>(b) & 0x7fffffffu) == 0u) { return a / b; }
+  let m = p_fmodf(a, b);
+  var d = (a - m) / b;
+  if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { d = d - 1.0; }
+  if (d == 0.0) { return bitcast<f32>((bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u); }
+  var f = floor(d);
+  if (d - f > 0.5) { f = f + 1.0; }
+  return f;
+}""",
+    # PyTorch's remainder of floats: the exact fmod, moved into the divisor's sign
+    "p_remf": """fn p_remf(a: f32, b: f32) -> f32 {
+  var m = p_fmodf(a, b);
+  if (!p_isnan(m) && m != 0.0 && ((b < 0.0) != (m < 0.0))) { m = m + b; }
+  return m;
+}""",
+    # Euclid on |a|, |b|: at most 46 steps for 32-bit values (consecutive Fibonacci numbers are
+    # the worst case), so an invocation's loop stays far inside the loop budget
+    "p_gcd_i": """fn p_gcd_i(a: i32, b: i32) -> i32 {
+  var x = abs(a);
+  var y = abs(b);
+  loop { if (y == 0) { break; } let t = x % y; x = y; y = t; }
+  return x;
+}""",
+    # erfinv: Giles' single-precision approximation ("Approximating the erfinv function", GPU
+    # Computing Gems Jade, 2011: a polynomial in w = -log(1 - x^2), two branches), then one Newton
+    # step on erf(y) = |x| (erfc(y) = 1 - |x| in the tail, where 1 - |x| is exact), so the result
+    # is as good as p_erf/p_erfc_pos. w by log1p for |x| < 0.5 (1 - x^2 would round x^2 away).
+    # Max error against torch float64 of the same f32 inputs, lavapipe (2026-12): 1.17 ULP over
+    # 6M points of (-1, 1) (uniform, 1 - 2^-U(1,24) near ±1, 2^-U(0,120) near 0); without the
+    # Newton step (Giles alone, w by log1p near 0) 3.7 ULP. tests/test_special.py holds it to
+    # ERFINV_MAX_ULP (ops/special.py).
+    "p_erfinv": """fn p_erfinv(x: f32) -> f32 {
+  let a = abs(x);
+  if (p_isnan(x) || a > 1.0) { return p_nan(); }
+  if (a == 1.0) { return select(-p_inf(), p_inf(), x > 0.0); }
+  var w: f32;
+  if (a < 0.5) { w = -p_log1p(-a * a); } else { w = -log((1.0 - a) * (1.0 + a)); }
+  var y = p_giles_erfinv(w) * a;
+  let d = 1.1283791670955126 * exp(-y * y);
+  if (y < 0.84375) { y = y - (p_erf_small(y) - a) / d; } else { y = y + (p_erfc_pos(y) - (1.0 - a)) / d; }
+  return bitcast<f32>(bitcast<u32>(y) | (bitcast<u32>(x) & 0x80000000u));
+}""",
+    # exp(x) to ~1 ULP for any x: Cody-Waite reduction x = n·ln2 + r (ln2 in two parts, the
+    # high one with 9 trailing zero bits so n·LN2_HI is exact for |n| < 2^9), Taylor to r^7 on
+    # |r| <= ln2/2 (the next term is 0.09 ULP), times 2^n built from bits in two halves (so
+    # results down to 2^-149 need no subnormal factor). WGSL's exp is only 3 + 2|x| ULP (it
+    # goes through exp2(x·log2 e), whose product rounds): lavapipe's exp(-16) was ~25 ULP off,
+    # which made erfc(4) 42 ULP off.
+    "p_expf": """fn p_expf(x: f32) -> f32 {
+  if (p_isnan(x)) { return x; }
+  if (x > 88.7228394) { return p_inf(); }
+  if (x < -103.972084) { return 0.0; }
+  let n = round(x * 1.44269504);
+  let r = (x - n * 0.693145752) - n * 1.42860677e-06;
+  let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166666672 + r * (0.0416666679 + r * (0.00833333377 + r * (0.00138888892 + r * 0.000198412701))))));
+  let ni = i32(n);
+  let h = ni / 2;
+  return p * bitcast<f32>(u32(h + 127) << 23u) * bitcast<f32>(u32(ni - h + 127) << 23u);
+}""",
+    # Giles' polynomial: erfinv(x) ~ p(w)·x, w = -log((1 - x)(1 + x)), for w < 16 (|x| within
+    # 2^-24 of 1)
+    "p_giles_erfinv": """fn p_giles_erfinv(w: f32) -> f32 {
+  var p: f32;
+  if (w < 5.0) {
+    let v = w - 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * v;
+    p = -3.5233877e-06 + p * v;
+    p = -4.39150654e-06 + p * v;
+    p = 0.00021858087 + p * v;
+    p = -0.00125372503 + p * v;
+    p = -0.00417768164 + p * v;
+    p = 0.246640727 + p * v;
+    p = 1.50140941 + p * v;
+  } else {
+    let v = sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * v;
+    p = 0.00134934322 + p * v;
+    p = -0.00367342844 + p * v;
+    p = 0.00573950773 + p * v;
+    p = -0.0076224613 + p * v;
+    p = 0.00943887047 + p * v;
+    p = 1.00167406 + p * v;
+    p = 2.83297682 + p * v;
+  }
+  return p;
+}""",
+    # erfc^-1(q), q in [0, 2]: for q >= 5.6e-8 (w < 16) Giles' approximation and one Newton step
+    # on erfc(y) = q, with q itself (exact) in the tail; below, where Giles' polynomial no longer
+    # holds, y0 from erfc(y) ~ exp(-y^2)/(y·sqrt(pi)) and three Newton steps on
+    # log erfc(y) = log q (log q from the bits for a subnormal q; log erfc by its asymptotic
+    # series past y = 9, where erfc leaves the normal range). So ndtri(p) = -sqrt(2)·erfcinv(2p)
+    # keeps its relative accuracy for tiny p (ndtri(1e-30) = -11.46, not -inf).
+    "p_erfcinv": """fn p_erfcinv(q0: f32) -> f32 {
+  if (p_isnan(q0) || q0 < 0.0 || q0 > 2.0) { return p_nan(); }
+  let neg = q0 > 1.0;
+  let q = select(q0, 2.0 - q0, neg);
+  let bq = bitcast<u32>(q);
+  if (bq == 0u) { return select(p_inf(), -p_inf(), neg); }
+  let a = 1.0 - q;
+  var w: f32;
+  if (a < 0.5) { w = -p_log1p(-a * a); } else { w = -log(q * (2.0 - q)); }
+  var y: f32;
+  if (w < 16.0) {
+    y = p_giles_erfinv(w) * a;
+    let d = 1.1283791670955126 * p_expf(-y * y);
+    if (y < 0.84375) { y = y - (p_erf_small(y) - a) / d; } else { y = y + (p_erfc_pos(y) - q) / d; }
+  } else {
+    var lq = log(q);
+    if ((bq >> 23u) == 0u) { lq = log(f32(bq)) - 103.27892990343185; }
+    y = sqrt(-lq - 0.5 * log(-3.14159265 * lq));
+    for (var k = 0; k < 3; k++) {
+      let z = 1.0 / (y * y);
+      let series = 1.0 - z * (0.5 - z * (0.75 - z * 1.875));
+      var le: f32;
+      var slope: f32;
+      if (y < 9.0) {
+        let c = p_erfc_pos(y);
+        le = log(c);
+        slope = -1.1283791670955126 * p_expf(-y * y) / c;
+      } else {
+        le = -y * y - log(y * 1.7724538509055159) + log(series);
+        slope = -2.0 * y / series;
+      }
+      y = y - (le - lq) / slope;
+    }
+  }
+  return select(y, -y, neg);
+}""",
+    # (sin(pi·x), cos(pi·x)) exactly reduced: x mod 2 by the exact fmod, then to a quarter
+    # period f in [-1/4, 1/4] (x - n/2 is exact), then Taylor series in pi·f (to (pi f)^13 and
+    # (pi f)^12: the next terms are < 2^-26). Integers give exact zeros (sinc(1) = 0, where
+    # torch's float32 sin(pi·x)/(pi·x) gives -2.8e-08).
+    "p_sincospi": """fn p_sincospi(x: f32) -> vec2<f32> {
+  if (p_isnan(x) || p_isinf(x)) { return vec2<f32>(p_nan(), p_nan()); }
+  let r = p_fmodf(x, 2.0);
+  let n = round(2.0 * r);
+  let f = r - 0.5 * n;
+  let q = i32(n) & 3;
+  let z = 3.14159265358979 * f;
+  let z2 = z * z;
+  let s = z * (1.0 + z2 * (-0.166666667 + z2 * (0.00833333333 + z2 * (-0.000198412698 + z2 * (2.75573192e-06 + z2 * (-2.50521084e-08 + z2 * 1.60590438e-10))))));
+  let c = 1.0 + z2 * (-0.5 + z2 * (0.0416666667 + z2 * (-0.00138888889 + z2 * (2.48015873e-05 + z2 * (-2.75573192e-07 + z2 * 2.08767570e-09)))));
+  if (q == 1) { return vec2<f32>(c, -s); }
+  if (q == 2) { return vec2<f32>(-s, -c); }
+  if (q == 3) { return vec2<f32>(-c, s); }
+  return vec2<f32>(s, c);
+}""",
+    "p_sinpi": "fn p_sinpi(x: f32) -> f32 { return p_sincospi(x).x; }",
+    "p_cospi": "fn p_cospi(x: f32) -> f32 { return p_sincospi(x).y; }",
+    # hypot without overflow or underflow: max·sqrt(1 + (min/max)^2); inf wins over nan (C99)
+    "p_hypot": """fn p_hypot(x: f32, y: f32) -> f32 {
+  let a = abs(x);
+  let b = abs(y);
+  if (p_isinf(a) || p_isinf(b)) { return p_inf(); }
+  if (p_isnan(a) || p_isnan(b)) { return p_nan(); }
+  let m = max(a, b);
+  if (m == 0.0) { return 0.0; }
+  let r = min(a, b) / m;
+  return m * sqrt(1.0 + r * r);
+}""",
+    # atan, asin, acos, atan2, sinh, cosh to a few ULP: lavapipe's WGSL built-ins were 2e-5
+    # (atan, atan2), 4e-4 (asin, acos) and 1.7e-4 (sinh near 0) relative. atan: Cephes atanf's
+    # reduction to |x| <= tan(pi/8) (x > tan(3pi/8): pi/2 - atan(1/x); x > tan(pi/8):
+    # pi/4 + atan((x-1)/(x+1))) and its degree-9 odd polynomial; asin(x) = atan(x/sqrt(1-x^2))
+    # with 1 - x^2 as (1-x)(1+x); acos(x) = 2·atan(sqrt((1-x)/(1+x))); sinh by expm1 below 1/2,
+    # and e^a/2 as (e^(a/2)/2)·e^(a/2) past 80 (no overflow, no rounded a - ln 2). Measured
+    # (tests/test_special.py): asin 3.5, acos 3.3, atan 2.4, atan2 2.9, sinh/cosh <= 4 ULP.
+    "p_atanf": """fn p_atanf(x0: f32) -> f32 {
+  if (p_isnan(x0)) { return x0; }
+  var x = abs(x0);
+  var y0 = 0.0;
+  if (x > 2.414213562373095) { y0 = 1.5707963267948966; x = -1.0 / x; }
+  else if (x > 0.4142135623730950) { y0 = 0.7853981633974483; x = (x - 1.0) / (x + 1.0); }
+  let z = x * x;
+  let y = y0 + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * x + x);
+  return select(y, -y, x0 < 0.0);
+}""",
+    "p_asinf": """fn p_asinf(x: f32) -> f32 {
+  if (p_isnan(x) || abs(x) > 1.0) { return p_nan(); }
+  return p_atanf(x / sqrt((1.0 - x) * (1.0 + x)));
+}""",
+    "p_acosf": """fn p_acosf(x: f32) -> f32 {
+  if (p_isnan(x) || abs(x) > 1.0) { return p_nan(); }
+  return 2.0 * p_atanf(sqrt((1.0 - x) / (1.0 + x)));
+}""",
+    # atan2 from the octant: r = atan(small/large) of the magnitudes, then pi/2 - r, pi - r and
+    # the sign of y; zeros and infinities as C's atan2 (atan2(0, -0) = pi, atan2(inf, inf) = pi/4)
+    "p_atan2f": """fn p_atan2f(y: f32, x: f32) -> f32 {
+  if (p_isnan(x) || p_isnan(y)) { return p_nan(); }
+  let ay = abs(y);
+  let ax = abs(x);
+  let xneg = (bitcast<u32>(x) >> 31u) == 1u;
+  var r: f32;
+  if (ay == 0.0) { r = 0.0; }
+  else if (p_isinf(ax) && p_isinf(ay)) { r = 0.7853981633974483; }
+  else if (ay <= ax) { r = p_atanf(ay / ax); }
+  else { r = 1.5707963267948966 - p_atanf(ax / ay); }
+  if (xneg) { r = 3.141592653589793 - r; }
+  return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(y) & 0x80000000u));
+}""",
+    "p_sinhf": """fn p_sinhf(x: f32) -> f32 {
+  let a = abs(x);
+  var r: f32;
+  if (a < 0.5) { let e = p_expm1(a); r = 0.5 * (e + e / (e + 1.0)); }
+  else if (a < 80.0) { let e = p_expf(a); r = 0.5 * (e - 1.0 / e); }
+  else { let h = p_expf(0.5 * a); r = (0.5 * h) * h; }
+  if (p_isnan(x)) { return x; }
+  return select(r, -r, x < 0.0);
+}""",
+    "p_coshf": """fn p_coshf(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 80.0) { let e = p_expf(a); return 0.5 * (e + 1.0 / e); }
+  let h = p_expf(0.5 * a);  // e^a / 2 without overflowing e^a
+  return (0.5 * h) * h;
+}""",
+    # asinh, acosh, atanh without the cancellation of WGSL's log(x + sqrt(x*x + 1)) forms (which
+    # give 0 for asinh(1e-10)) or their overflow (x*x for x > 1.8e19): through log1p, and
+    # log(2x) = log(x) + ln 2 for large x.
+    "p_asinh": """fn p_asinh(x: f32) -> f32 {
+  let a = abs(x);
+  var r: f32;
+  if (a > 4096.0) { r = log(a) + 0.693147181; } else { r = p_log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))); }
+  if (p_isnan(x)) { return x; }
+  return select(r, -r, x < 0.0);
+}""",
+    "p_acosh": """fn p_acosh(x: f32) -> f32 {
+  if (p_isnan(x) || x < 1.0) { return p_nan(); }
+  if (x > 4096.0) { return log(x) + 0.693147181; }
+  let t = x - 1.0;
+  return p_log1p(t + sqrt(2.0 * t + t * t));
+}""",
+    "p_atanh": """fn p_atanh(x: f32) -> f32 {
+  let a = abs(x);
+  if (p_isnan(x) || a > 1.0) { return p_nan(); }
+  if (a == 1.0) { return select(p_inf(), -p_inf(), x < 0.0); }
+  let r = 0.5 * p_log1p(2.0 * a / (1.0 - a));
+  return select(r, -r, x < 0.0);
+}""",
+    # lgamma: Stirling's series (4 terms; next term < 2^-30 at x = 8) for x >= 8; on [0.5, 8)
+    # the recurrence down (or up) to lgamma(2 + t) = t·h(t), t in [-0.5, 1.5], h a Chebyshev fit
+    # (`_cheb` below), so the zeros at 1 and 2 keep their relative accuracy; x < 0.5 by the
+    # reflection |Gamma(x)| = pi / (|sin(pi x)|·Gamma(1 - x)) with the exact sinpi.
+    "p_lgamma_pos": """fn p_lgamma_pos(x: f32) -> f32 {
+  if (x >= 8.0) {
+    let z = 1.0 / x;
+    let z2 = z * z;
+    return (x - 0.5) * log(x) - x + 0.918938533 + z * (0.0833333333 + z2 * (-0.00277777778 + z2 * (0.000793650794 + z2 * -0.000595238095)));
+  }
+  if (x < 1.5) {
+    let t = x - 1.0;
+    return t * p_lgamma_h(t - 0.5) - p_log1p(t);
+  }
+  var y = x;
+  var acc = 1.0;
+  for (var k = 0; k < 5; k++) { if (y >= 3.5) { y = y - 1.0; acc = acc * y; } }
+  let t = y - 2.0;
+  return t * p_lgamma_h(t - 0.5) + log(acc);
+}""",
+    "p_lgamma": """fn p_lgamma(x: f32) -> f32 {
+  if (p_isnan(x)) { return x; }
+  if (p_isinf(x)) { return p_inf(); }
+  if (x >= 0.5) { return p_lgamma_pos(x); }
+  if (x == floor(x)) { return p_inf(); }
+  return log(3.14159265 / abs(p_sinpi(x))) - p_lgamma_pos(1.0 - x);
+}""",
+    # digamma: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10 (at most 10 steps), then
+    # the asymptotic series (next term < 2^-32 at 10); x < 0 by reflection, psi(x) =
+    # psi(1 - x) - pi·cot(pi x). PyTorch's specials: psi(0) = -inf, psi(-0) = inf, negative
+    # integers and -inf give nan.
+    "p_digamma": """fn p_digamma(x0: f32) -> f32 {
+  if (p_isnan(x0)) { return x0; }
+  if (x0 == 0.0) { return select(-p_inf(), p_inf(), (bitcast<u32>(x0) >> 31u) == 1u); }
+  if (p_isinf(x0)) { return select(p_nan(), x0, x0 > 0.0); }
+  var x = x0;
+  var acc = 0.0;
+  if (x < 0.0) {
+    if (x == floor(x)) { return p_nan(); }
+    let sc = p_sincospi(x);
+    acc = -3.14159265 * sc.y / sc.x;
+    x = 1.0 - x;
+  }
+  for (var k = 0; k < 10; k++) { if (x < 10.0) { acc = acc - 1.0 / x; x = x + 1.0; } }
+  let z = 1.0 / (x * x);
+  return acc + log(x) - 0.5 / x - z * (0.0833333333 - z * (0.00833333333 - z * (0.00396825397 - z * 0.00416666667)));
+}""",
+    # log(ndtr(x)): log1p of the upper tail for x > 0; log(erfc/2) down to -12 (erfc(8.5) is
+    # still normal); below, the asymptotic log(phi(x)/|x|) + log(1 - 1/x^2 + 3/x^4 - 15/x^6),
+    # whose next term is < 2^-22 of 1 at x = -12.
+    "p_log_ndtr": """fn p_log_ndtr(x: f32) -> f32 {
+  if (p_isnan(x)) { return x; }
+  if (x > 0.0) { return p_log1p(-0.5 * p_erfc(x * 0.707106781)); }
+  if (x > -12.0) { return log(0.5 * p_erfc(-x * 0.707106781)); }
+  let z = 1.0 / (x * x);
+  return -0.5 * x * x - log(-x) - 0.918938533 + p_log1p(-z * (1.0 - z * (3.0 - z * 15.0)));
+}""",
+    # nextafter by bits; the direction from an order-preserving integer key, since comparing
+    # subnormals as floats may flush them to zero
+    "p_nextafter": """fn p_nextafter(a: f32, b: f32) -> f32 {
+  if (p_isnan(a) || p_isnan(b)) { return p_nan(); }
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  if (ua == ub || ((ua | ub) & 0x7fffffffu) == 0u) { return b; }
+  if ((ua & 0x7fffffffu) == 0u) { return bitcast<f32>((ub & 0x80000000u) | 1u); }
+  let ia = bitcast<i32>(ua);
+  let ib = bitcast<i32>(ub);
+  let ka = select(ia, ia ^ 0x7fffffff, ia < 0);
+  let kb = select(ib, ib ^ 0x7fffffff, ib < 0);
+  let away = (ka < kb) == (ia >= 0);
+  return bitcast<f32>(select(ua - 1u, ua + 1u, away));
+}""",
+    # x · 2^n exactly (up to overflow / underflow of the result), as three power-of-two factors
+    # built from bits, each within the normal range
+    "p_ldexpf": """fn p_ldexpf(x: f32, n0: i32) -> f32 {
+  let n = clamp(n0, -378, 378);
+  let k = n / 3;
+  let r = n - 2 * k;
+  let f = bitcast<f32>(u32(k + 127) << 23u);
+  return x * f * f * bitcast<f32>(u32(r + 127) << 23u);
+}""",
+    # frexp: x = m · 2^e with |m| in [0.5, 1); zero, inf and nan give (x, 0)
+    "p_frexp_e": """fn p_frexp_e(x: f32) -> i32 {
+  let b = bitcast<u32>(x) & 0x7fffffffu;
+  if (b == 0u || b >= 0x7f800000u) { return 0; }
+  let e = i32(b >> 23u);
+  if (e == 0) { return -125 - (i32(countLeadingZeros(b)) - 8); }
+  return e - 126;
+}""",
+    "p_frexp_m": """fn p_frexp_m(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  let b = u & 0x7fffffffu;
+  if (b == 0u || b >= 0x7f800000u) { return x; }
+  var frac = b & 0x7fffffu;
+  if ((b >> 23u) == 0u) { frac = (b << u32(i32(countLeadingZeros(b)) - 8)) & 0x7fffffu; }
+  return bitcast<f32>((u & 0x80000000u) | (126u << 23u) | frac);
+}""",
+}
+
+
+def _cheb(name: str, coeffs) -> str:
+    """WGSL `fn name(t: f32) -> f32` = sum_k c_k T_k(t) on [-1, 1], Clenshaw's recurrence
+    unrolled (stable where the monomial form of a degree-19 fit would not be)."""
+    lines = [
+        f"fn {name}(t: f32) -> f32 {{",
+        "  let t2 = 2.0 * t;",
+        "  var b1 = 0.0;",
+        "  var b2 = 0.0;",
+    ]
+    for c in reversed(coeffs[1:]):
+        lines.append(f"  {{ let b0 = {c:.9e} + t2 * b1 - b2; b2 = b1; b1 = b0; }}")
+    lines.append(f"  return {coeffs[0]:.9e} + t * b1 - b2;")
+    return "\n".join(lines) + "\n}"
+
+
+def _series(name: str, ratio, n: int) -> str:
+    """WGSL `fn name(z: f32) -> f32` = 1 + z·r(1)·(1 + z·r(2)·(1 + ...)), n terms: a power series
+    whose term ratio is z·r(k), nested so every step adds positive terms (no cancellation)."""
+    lines = [f"fn {name}(z: f32) -> f32 {{", "  var p = 1.0;"]
+    for k in range(n, 0, -1):
+        lines.append(f"  p = 1.0 + z * {ratio(k):.9e} * p;")
+    lines.append("  return p;")
+    return "\n".join(lines) + "\n}"
+
+
+# Bessel I0, I1: the power series in z = x²/4 for |x| <= 4 (18 terms: the next is < 2^-40 of
+# the sum), Chebyshev fits of i0e, i1e on [4, 8] and of sqrt(x)·i0e(x), sqrt(x)·i1e(x) in
+# t = 16/x - 1 beyond. Measured on lavapipe against torch float64 (tests/test_special.py): <= 4
+# ULP for i0, i0e, i1, i1e (z's rounding alone is x/2 ULP of sensitivity at x = 4; one
+# Chebyshev fit over [0, 8] had been 19 ULP for i1).
+# The fits: mpmath (30 digits) interpolated at 200 Chebyshev nodes, truncated where
+# |c_k| < 3e-10·max|c| (the truncated series' relative error < 6e-10); h(s) = lgamma(2 + t)/t
+# with t = s + 1/2 in [-1/2, 3/2] the same way.
+_I0E_MID = (1.708286183e-01, -3.110541540e-02, 4.276522520e-03, -6.606521864e-04, 1.084313064e-04, -1.843856491e-05, 3.184579631e-06, -5.481154487e-07, 9.242241680e-08, -1.506250489e-08, 2.350265312e-09, -3.490419375e-10)  # fmt: skip
+_I1E_MID = (1.542368478e-01, -2.209877417e-02, 2.198396839e-03, -2.070559989e-04, 1.226218488e-05, 1.432396873e-06, -7.917174042e-07, 2.153685452e-07, -4.706647748e-08, 9.042154416e-09, -1.576084995e-09, 2.529641459e-10)  # fmt: skip
+_I0E_LARGE = (4.022452055e-01, 3.369116478e-03, 6.889758347e-05, 2.891370521e-06, 2.048918589e-07, 2.266668991e-08, 3.396232028e-09, 4.940602446e-10)  # fmt: skip
+_I1E_LARGE = (3.892881175e-01, -9.761097491e-03, -1.105889388e-04, -3.882564809e-06, -2.512236238e-07, -2.631468847e-08, -3.835380388e-09, -5.589743482e-10)  # fmt: skip
+_LGAMMA_H = (5.456921123e-01, 2.764062434e-01, -2.411678760e-02, 3.059740738e-03, -4.554446417e-04, 7.397945223e-05, -1.268262264e-05, 2.253800857e-06, -4.107683225e-07, 7.626396961e-08, -1.435929880e-08, 2.733335286e-09, -5.248566867e-10)  # fmt: skip
+
+HELPERS.update(
+    {
+        "p_i0_series": _series("p_i0_series", lambda k: 1.0 / (k * k), 18),
+        "p_i1_series": _series("p_i1_series", lambda k: 1.0 / (k * (k + 1)), 18),
+        "p_i0e_mid": _cheb("p_i0e_mid", _I0E_MID),
+        "p_i1e_mid": _cheb("p_i1e_mid", _I1E_MID),
+        "p_i0e_large": _cheb("p_i0e_large", _I0E_LARGE),
+        "p_i1e_large": _cheb("p_i1e_large", _I1E_LARGE),
+        "p_lgamma_h": _cheb("p_lgamma_h", _LGAMMA_H),
+        # exp(-|x|)·I0(x) and exp(-|x|)·I1(x) (i1e is odd); I0, I1 unscaled up to |x| = 4,
+        # where the series needs no exp
+        "p_i0e": """fn p_i0e(x: f32) -> f32 {
+  let a = abs(x);
+  if (a <= 4.0) { return p_i0_series(0.25 * a * a) * p_expf(-a); }
+  if (a <= 8.0) { return p_i0e_mid(0.5 * a - 3.0); }
+  return p_i0e_large(16.0 / a - 1.0) / sqrt(a);
+}""",
+        "p_i0": """fn p_i0(x: f32) -> f32 {
+  let a = abs(x);
+  if (a <= 4.0) { return p_i0_series(0.25 * a * a); }
+  return p_i0e(a) * p_expf(a);
+}""",
+        "p_i1e": """fn p_i1e(x: f32) -> f32 {
+  let a = abs(x);
+  var r: f32;
+  if (a <= 4.0) { r = 0.5 * a * p_i1_series(0.25 * a * a) * p_expf(-a); }
+  else if (a <= 8.0) { r = p_i1e_mid(0.5 * a - 3.0); }
+  else { r = p_i1e_large(16.0 / a - 1.0) / sqrt(a); }
+  return select(r, -r, x < 0.0);
+}""",
+        "p_i1": """fn p_i1(x: f32) -> f32 {
+  let a = abs(x);
+  var r: f32;
+  if (a <= 4.0) { r = 0.5 * a * p_i1_series(0.25 * a * a); } else { r = p_i1e(a) * p_expf(a); }
+  return select(r, -r, x < 0.0);
+}""",
+    }
+)

@@ -1,0 +1,79 @@
+"""`pyrite.special`: torch.special's names, over the ops in pyrite/ops/special.py and the existing
+elementwise and reduction ops (`pr.special.erfinv is pr.erfinv`, and so on).
+
+Not provided (no kernel yet): polygamma, zeta, erfcx, the Bessel J/Y/K families, airy_ai,
+spherical_bessel_j0 and the orthogonal polynomials (chebyshev_*, hermite_*, laguerre_*,
+legendre_*).
+"""
+
+from __future__ import annotations
+
+from .ops import elementwise as _ew
+from .ops import reduce as _reduce
+from .ops import rowops as _rowops
+from .ops import special as _sp
+
+erfinv = _sp.erfinv
+erfc = _sp.erfc
+logit = _sp.logit
+xlogy = _sp.xlogy
+sinc = _sp.sinc
+i0 = _sp.i0
+gammaln = _sp.lgamma
+digamma = psi = _sp.digamma
+multigammaln = _sp.mvlgamma
+expit = _sp.expit
+xlog1py = _sp.xlog1py
+entr = _sp.entr
+i0e = _sp.i0e
+i1 = _sp.i1
+i1e = _sp.i1e
+ndtr = _sp.ndtr
+ndtri = _sp.ndtri
+log_ndtr = _sp.log_ndtr
+
+erf = _ew.erf
+exp2 = _ew.exp2
+expm1 = _ew.expm1
+log1p = _ew.log1p
+round = _ew.round
+logsumexp = _reduce.logsumexp
+
+
+def softmax(input, dim, *, dtype=None):
+    return _rowops.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return _rowops.log_softmax(input, dim, dtype)
+
+
+__all__ = [
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfinv",
+    "exp2",
+    "expit",
+    "expm1",
+    "gammaln",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "log1p",
+    "log_ndtr",
+    "log_softmax",
+    "logit",
+    "logsumexp",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "psi",
+    "round",
+    "sinc",
+    "softmax",
+    "xlog1py",
+    "xlogy",
+]
