@@ -29,6 +29,9 @@ MODULES = [
     "pad",
     "einsum",
     "scatter",
+    # spatial ops (issue 8): pools split from conv, resampling
+    "pool",
+    "resample",
 ]
 
 loaded = []
