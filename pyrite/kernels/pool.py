@@ -169,7 +169,15 @@ def pool_kernel(mode: str, stype: str, stage: str, with_idx: bool = True) -> Ker
         "    }",
         "  }",
     ]
-    if not is_max:
+    if is_max:
+        # PyTorch starts from the window's first position inside the input on the low side
+        # (its index even where the window holds no element), value -inf
+        L += [
+            "  let first = ((s_d + lo_d * dl_d) * info[4] + s_h + lo_h * dl_h) * info[5]"
+            " + s_w + lo_w * dl_w;",
+            f"  if (arg == {NONE_INDEX} && t == 0) {{ arg = first; }}",
+        ]
+    else:
         if adaptive:
             L.append("  var div = count;")
         else:

@@ -6,8 +6,9 @@ over the input: each invocation computes one output from a fixed number of taps,
   trilinear) and cubic modes, one invocation per output. The source index and the weights are
   computed in f32 exactly as PyTorch's CPU kernels compute them (UpSample.h): scale = 1/scale_factor
   when one was given, else in/out (or (in-1)/(out-1) with align_corners), passed as f32 bits so the
-  host rounds it as C++ does; nearest: min(floor(o*scale), in-1) with PyTorch's shortcuts for out
-  = in and out = 2*in; linear: src = max(scale*(o+0.5)-0.5, 0), taps floor(src) and the next one
+  host rounds it as C++ does; nearest: min(floor(o*scale), in-1), and where info[11] asks (PyTorch
+  2.13's 2-D kernel, not its 1-D or 3-D ones, measured) the shortcuts o for out = in and o >> 1
+  for out = 2*in, which differ from the formula when a scale_factor was given; linear: src = max(scale*(o+0.5)-0.5, 0), taps floor(src) and the next one
   (clamped), lambda clamped to [0, 1]; cubic: Keys' kernel with A = -0.75 over taps floor(src)-1
   .. +2 clamped to the input. Taps are summed innermost dim first, as PyTorch.
 - `aa_pass`: one dim of antialiased resampling (bilinear/bicubic/lanczos with antialias=True):
@@ -21,7 +22,7 @@ over the input: each invocation computes one output from a fixed number of taps,
 
 Info words (i32), interp:
   [0] outputs  [1] C  [2..4] in D, H, W  [5..7] out D, H, W  [8..10] scale (f32 bits) d, h, w
-  [11] align_corners  [12] x offset  [13..17] x strides n, c, d, h, w
+  [11] align_corners (linear, cubic) or nearest's shortcuts  [12] x offset  [13..17] x strides n, c, d, h, w
 aa_pass (tab: [xmin(Lout)] [xsize(Lout)] [weights (Lout, maxk), f32 bits]):
   [0] outputs  [1] Lout  [2] inner  [3] maxk  [4] j0  [5] j1  [6] accumulate  [7] x offset
   [8..10] x strides b, l, inner
@@ -56,9 +57,9 @@ def _index_lines(mode: str, name: str, k: int) -> list[str]:
     o = f"o{name}"
     if mode == "nearest":
         return [
-            f"  var i{name}0 = {o};",
-            f"  if ({o_sz} == 2 * {i_sz}) {{ i{name}0 = {o} >> 1u; }}",
-            f"  else if ({o_sz} != {i_sz}) {{ i{name}0 = min(i32(floor(f32({o}) * {sc})), {i_sz} - 1); }}",
+            f"  var i{name}0 = min(i32(floor(f32({o}) * {sc})), {i_sz} - 1);",
+            f"  if (info[11] != 0 && {o_sz} == {i_sz}) {{ i{name}0 = {o}; }}",
+            f"  if (info[11] != 0 && {o_sz} == 2 * {i_sz}) {{ i{name}0 = {o} >> 1u; }}",
         ]
     if mode == "nearest-exact":
         return [f"  let i{name}0 = min(i32(floor((f32({o}) + 0.5) * {sc})), {i_sz} - 1);"]

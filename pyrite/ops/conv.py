@@ -164,7 +164,8 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
         i if same else (i + 2 * p - e - 1) // s + 1
         for i, p, e, s in zip(in_sp, pad, k_eff, stride3)
     )
-    if any(i + 2 * p < e + 1 for i, p, e in zip(in_sp, pad, k_eff)) or any(o <= 0 for o in out_sp):
+    too_small = any(i + 2 * p < e + 1 for i, p, e in zip(in_sp, pad, k_eff))
+    if (too_small and not same) or any(o <= 0 for o in out_sp):
         padded = " x ".join(str(i + 2 * p) for i, p in list(zip(in_sp, pad))[3 - dims :])
         ks = " x ".join(str(e + 1) for e in k_eff[3 - dims :])
         raise SpatialError(

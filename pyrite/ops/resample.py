@@ -156,11 +156,11 @@ def interpolate(
     if out_size is None:  # C++'s compute_output_size: the product truncated
         out_size = [int(float(i) * s) for i, s in zip(in_sp, scales)]
     out_sp = tuple(out_size)
-    if any(i <= 0 for i in in_sp) or any(o <= 0 for o in out_sp):
-        raise SpatialError(_sizes_msg(in_sp, out_sp))
-    if mode == "area":
+    if mode == "area":  # PyTorch calls the adaptive pool directly (an output size 0 is empty)
         pool = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dim]
         return pool(x, out_sp)
+    if any(i <= 0 for i in in_sp) or any(o <= 0 for o in out_sp):
+        raise SpatialError(_sizes_msg(in_sp, out_sp))
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f'pyrite: "upsample_{mode}" not implemented for {x.dtype!r}')
     scales = scales or [None] * dim
@@ -184,13 +184,15 @@ def _interp(x: Tensor, out_sp: tuple, kmode: str, align: bool, scales) -> Tensor
     out = empty((N, C) + o3, x.dtype)
     n = out.numel()
     if n:
+        # nearest: PyTorch's 2-D kernel takes shortcuts for out = in and out = 2*in
+        flag = int(align) if kmode in ("linear", "cubic") else int(kmode == "nearest" and dim == 2)
         info = [
             n,
             C,
             *i3,
             *o3,
             *(f32_bits(float(s)) for s in s3),
-            int(align),
+            flag,
             xb._offset,
             *xb._strides,
         ]
