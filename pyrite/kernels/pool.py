@@ -90,27 +90,50 @@ def _unbits(expr: str, ct: str) -> str:
     return f"bitcast<f32>({expr})" if ct == "f32" else expr
 
 
-@lru_cache(maxsize=128)
-def pool_kernel(mode: str, stype: str, stage: str, with_idx: bool = True) -> KernelSource:
-    """mode: "max", "avg", "adaptive_max", "adaptive_avg"; stage: "direct" or "partial"."""
+def decode(var: str, names: tuple, osize: dict, C: str) -> list[str]:
+    """WGSL splitting flat output index `var` into o{name} for the spatial dims `names` (the
+    rest are 0) and the plane: n, c. Sequential divisions, one each: they cost a GPU more than
+    the rest of a small pool or resampling kernel."""
+    L = [f"  var r_ = {var};"]
+    for name in reversed(names):
+        L.append(f"  let o{name} = r_ % {osize[name]}; r_ = r_ / {osize[name]};")
+    for name in ("d", "h", "w"):
+        if name not in names:
+            L.append(f"  let o{name} = 0;")
+    L.append(f"  let n = r_ / {C}; let c = r_ - n * {C};")
+    return L
+
+
+@lru_cache(maxsize=256)
+def pool_kernel(
+    mode: str, stype: str, stage: str, with_idx: bool = True, rank: int = 3, unit_dil: bool = False
+) -> KernelSource:
+    """mode: "max", "avg", "adaptive_max", "adaptive_avg"; stage: "direct" or "partial"; rank:
+    the spatial dims that are not 1 (1: w, 2: h and w, 3: all; the others are size 1, their
+    loops left out); unit_dil: every dilation is 1 (no divisions to clip a window)."""
     is_max = mode.endswith("max")
     adaptive = mode.startswith("adaptive")
     ct = "i32" if stype == "i32" else "f32"
+    active = ("d", "h", "w")[3 - rank :]
+    partial = stage == "partial"
     L = [
         FLAT_INDEX.format(wg=WG),
         "  let n_out = info[0];",
-        "  if (gi >= n_out * info[1]) { return; }",
-        "  let o = gi % n_out; let t = gi / n_out;",
-        "  let ow = o % info[8]; let oh = (o / info[8]) % info[7]; let od = (o / (info[8] * info[7])) % info[6];",
-        "  let nc = o / (info[8] * info[7] * info[6]);",
-        "  let base = info[21] + (nc / info[2]) * info[22] + (nc % info[2]) * info[23];",
-        # this tile's (td, th, tw) from t, tile-major over (d, h, w)
-        "  let t_w = t % info[31]; let t_h = (t / info[31]) % info[30]; let t_d = t / (info[31] * info[30]);",
-        "  var empty = false;",
-        "  var pool_size = 1; var count = 1;",
+        f"  if (gi >= {'n_out * info[1]' if partial else 'n_out'}) {{ return; }}",
+        "  let o = gi % n_out; let t = gi / n_out;" if partial else "  let o = gi; let t = 0;",
+        *decode("o", active, {"d": "info[6]", "h": "info[7]", "w": "info[8]"}, "info[2]"),
+        "  let base = info[21] + n * info[22] + c * info[23];",
     ]
+    if partial:  # this tile's (td, th, tw) from t, tile-major over (d, h, w)
+        L.append(
+            "  let t_w = t % info[31]; let t_h = (t / info[31]) % info[30];"
+            " let t_d = t / (info[31] * info[30]);"
+        )
+    L += ["  var empty = false;", "  var pool_size = 1; var count = 1;"]
     for name, size, osize, k, s, p, dil, tile_at in _DIMS:
-        t_var = f"t_{name}"
+        if name not in active:
+            L.append(f"  let s_{name} = 0; let dl_{name} = 1; let lo_{name} = 0;")
+            continue
         if adaptive:
             L += [
                 f"  let s_{name} = ad_start(o{name}, info[{size}], info[{osize}]);",
@@ -119,27 +142,38 @@ def pool_kernel(mode: str, stype: str, stage: str, with_idx: bool = True) -> Ker
                 f"  let lo_{name} = 0; let hi_{name} = e_{name} - s_{name};",
                 f"  count = count * (e_{name} - s_{name});",
             ]
+        elif unit_dil:
+            L += [
+                f"  let s_{name} = o{name} * info[{s}] - info[{p}];",
+                f"  let dl_{name} = 1;",
+                f"  let lo_{name} = max(-s_{name}, 0);",
+                f"  let hi_{name} = min(info[{k}], max(info[{size}] - s_{name}, 0));",
+            ]
         else:
             L += [
                 f"  let s_{name} = o{name} * info[{s}] - info[{p}];",
                 f"  let dl_{name} = info[{dil}];",
                 f"  let lo_{name} = select(0, (dl_{name} - 1 - s_{name}) / dl_{name}, s_{name} < 0);",
                 f"  let r_{name} = info[{size}] - s_{name};",
-                f"  let hi_{name} = select(0, min(info[{k}], (r_{name} + dl_{name} - 1) / dl_{name}), r_{name} > 0);",
+                f"  let hi_{name} = select(0, min(info[{k}], (r_{name} + dl_{name} - 1) / dl_{name}),"
+                f" r_{name} > 0);",
             ]
-            if not is_max:
-                # PyTorch's avg_pool: the window clipped to the padded input is the pool size,
-                # the window clipped to the input is the count (and empty means an output of 0)
-                L += [
-                    f"  let pe_{name} = min(s_{name} + info[{k}], info[{size}] + info[{p}]);",
-                    f"  pool_size = pool_size * (pe_{name} - s_{name});",
-                    f"  count = count * max(min(pe_{name}, info[{size}]) - max(s_{name}, 0), 0);",
-                ]
-        L += [
-            f"  if (hi_{name} <= lo_{name}) {{ empty = true; }}",
-            f"  let a_{name} = max(lo_{name}, {t_var} * info[{tile_at}]);",
-            f"  let b_{name} = min(hi_{name}, ({t_var} + 1) * info[{tile_at}]);",
-        ]
+        if not is_max and not adaptive:
+            # PyTorch's avg_pool: the window clipped to the padded input is the pool size,
+            # the window clipped to the input is the count (and empty means an output of 0)
+            L += [
+                f"  let pe_{name} = min(s_{name} + info[{k}], info[{size}] + info[{p}]);",
+                f"  pool_size = pool_size * (pe_{name} - s_{name});",
+                f"  count = count * max(min(pe_{name}, info[{size}]) - max(s_{name}, 0), 0);",
+            ]
+        L.append(f"  if (hi_{name} <= lo_{name}) {{ empty = true; }}")
+        if partial:
+            L += [
+                f"  let a_{name} = max(lo_{name}, t_{name} * info[{tile_at}]);",
+                f"  let b_{name} = min(hi_{name}, (t_{name} + 1) * info[{tile_at}]);",
+            ]
+        else:
+            L.append(f"  let a_{name} = lo_{name}; let b_{name} = hi_{name};")
     if is_max:
         L += [f"  var best: {ct} = {_neg(ct)}; var arg = {NONE_INDEX};"]
         upd = (
@@ -148,27 +182,42 @@ def pool_kernel(mode: str, stype: str, stage: str, with_idx: bool = True) -> Ker
             else "if (arg == {none} || v > best) {{ best = v; arg = idx; }}"
         ).format(none=NONE_INDEX)
         inner = [
-            f"        let v = {load('xin[row + zw * info[26]]', stype, ct)};",
-            "        let idx = (zd * info[4] + zh) * info[5] + zw;",
-            f"        {upd}",
+            f"{load('xin[row_w + zw * info[26]]', stype, ct).join(['let v = ', ';'])}",
+            "let idx = (zd * info[4] + zh) * info[5] + zw;",
+            upd,
         ]
     else:
         zero = "0.0" if ct == "f32" else "0"
         L += [f"  var acc: {ct} = {zero};"]
-        inner = [f"        acc = acc + {load('xin[row + zw * info[26]]', stype, ct)};"]
-    L += [
-        "  for (var kd = a_d; kd < b_d; kd = kd + 1) {",
-        "    let zd = s_d + kd * dl_d;",
-        "    for (var kh = a_h; kh < b_h; kh = kh + 1) {",
-        "      let zh = s_h + kh * dl_h;",
-        "      let row = base + zd * info[24] + zh * info[25];",
-        "      for (var kw = a_w; kw < b_w; kw = kw + 1) {",
-        "        let zw = s_w + kw * dl_w;",
-        *inner,
-        "      }",
-        "    }",
-        "  }",
+        inner = [f"acc = acc + {load('xin[row_w + zw * info[26]]', stype, ct)};"]
+    # the loop nest over the active dims, outermost first; an inactive dim's coordinate is 0
+    strides = {"d": "info[24]", "h": "info[25]"}
+    body = []
+    depth = 1
+    row = "base"
+    for name in ("d", "h"):
+        ind = "  " * depth
+        if name in active:
+            body += [
+                f"{ind}for (var k{name} = a_{name}; k{name} < b_{name}; k{name} = k{name} + 1) {{",
+                f"{ind}  let z{name} = s_{name} + k{name} * dl_{name};",
+                f"{ind}  let row_{name} = {row} + z{name} * {strides[name]};",
+            ]
+            depth += 1
+        else:
+            body.append(f"{ind}let z{name} = 0; let row_{name} = {row};")
+        row = f"row_{name}"
+    ind = "  " * depth
+    body += [
+        f"{ind}let row_w = row_h;",
+        f"{ind}for (var kw = a_w; kw < b_w; kw = kw + 1) {{",
+        f"{ind}  let zw = s_w + kw * dl_w;",
+        *(f"{ind}  {line}" for line in inner),
+        f"{ind}}}",
     ]
+    for d in range(depth - 1, 0, -1):
+        body.append("  " * d + "}")
+    L += body
     if is_max:
         # PyTorch starts from the window's first position inside the input on the low side
         # (its index even where the window holds no element), value -inf
@@ -186,7 +235,7 @@ def pool_kernel(mode: str, stype: str, stage: str, with_idx: bool = True) -> Ker
                 "  if (info[33] != 0) { div = info[33]; }",
             ]
         L.append("  if (empty) { div = 0; }")
-    if stage == "partial":
+    if partial:
         units = "n_out * info[1]"
         if is_max:
             L += [f"  part[gi] = {_bits('best', ct)};", f"  part[{units} + gi] = arg;"]

@@ -38,6 +38,7 @@ import itertools
 from functools import lru_cache
 
 from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
+from .pool import decode
 
 _NAMES = ("d", "h", "w")  # info slots: in size 2+i, out size 5+i, scale 8+i, x stride 15+i
 
@@ -108,9 +109,8 @@ def interp(mode: str, rank: int, stype: str) -> KernelSource:
     L = [
         FLAT_INDEX.format(wg=WG),
         "  if (gi >= info[0]) { return; }",
-        "  let ow = gi % info[7]; let oh = (gi / info[7]) % info[6];",
-        "  let od = (gi / (info[7] * info[6])) % info[5]; let nc = gi / (info[7] * info[6] * info[5]);",
-        "  let base = info[12] + (nc / info[1]) * info[13] + (nc % info[1]) * info[14];",
+        *decode("gi", names, {"d": "info[5]", "h": "info[6]", "w": "info[7]"}, "info[1]"),
+        "  let base = info[12] + n * info[13] + c * info[14];",
     ]
     for name in names:
         k = _NAMES.index(name)
