@@ -309,3 +309,30 @@ def test_pool_errors():
         F.adaptive_avg_pool2d(x, (1, 2, 3))
     with pytest.raises(RuntimeError, match="non-zero size"):
         F.adaptive_avg_pool2d(pr.ones(1, 1, 0, 5), 2)
+
+
+def test_max_unpool(rng):
+    """max_unpool puts every value back at its max_pool index, zeros elsewhere."""
+    for dims, shape, k, s, p, osz in (
+        (1, (3, 11), 2, None, 0, None),
+        (2, (2, 3, 7, 9), 3, 2, 1, (7, 9)),
+        (2, (1, 2, 8, 8), 2, None, 0, None),
+        (3, (1, 2, 4, 5, 6), 2, None, 0, (1, 2, 5, 5, 7)),
+    ):
+        x = _f32(rng.standard_normal(shape))
+        tp = {1: TF.max_pool1d, 2: TF.max_pool2d, 3: TF.max_pool3d}[dims]
+        tu = {1: TF.max_unpool1d, 2: TF.max_unpool2d, 3: TF.max_unpool3d}[dims]
+        pp = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[dims]
+        pu = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[dims]
+        o, i = tp(torch.tensor(x), k, s, p, return_indices=True)
+        po, pi = pp(_dev(x), k, s, p, return_indices=True)
+        want = tu(o, i, k, s, p, output_size=osz).numpy()
+        np.testing.assert_array_equal(pu(po, pi, k, s, p, output_size=osz).numpy(), want)
+    with pytest.raises(ValueError, match="invalid output_size"):
+        F.max_unpool2d(
+            pr.ones(1, 1, 2, 2), pr.zeros(1, 1, 2, 2, dtype=pr.int32), 2, output_size=(9, 9)
+        )
+    with pytest.raises(TypeError, match="indices"):
+        F.max_unpool2d(pr.ones(1, 1, 2, 2), pr.ones(1, 1, 2, 2), 2)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.max_unpool2d(pr.ones(1, 1, 2, 2), pr.full((1, 1, 2, 2), 99, dtype=pr.int32), 2)

@@ -33,30 +33,58 @@ from functools import lru_cache
 
 from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, load, store
 
+# Column-matrix elements an invocation of `im2col` writes, consecutive in memory, sharing one
+# decoding of the flat index (its nine divisions dominate the kernel): as interp's, measured on
+# the H200 at 4 (kernels/resample.py INTERP_PER_THREAD).
+IM2COL_PER_THREAD = 4
+
+_IM2COL_DECODE = (
+    "r_ = g / info[28]; lc = g % info[28]; l = info[27] + lc;"
+    " kw = r_ % info[7]; r_ = r_ / info[7]; kh = r_ % info[6]; r_ = r_ / info[6];"
+    " kd = r_ % info[5]; r_ = r_ / info[5]; c = r_ % info[1]; n = info[26] + r_ / info[1];"
+    " ow = l % info[10]; oh = (l / info[10]) % info[9]; od = l / (info[10] * info[9]);"
+)
+
 
 @lru_cache(maxsize=64)
-def im2col(stype: str) -> KernelSource:
+def im2col(stype: str, per_thread: int = IM2COL_PER_THREAD) -> KernelSource:
     ct = "i32" if stype == "i32" else "f32"
     zero = "0" if ct == "i32" else "0.0"
-    body = f"""{FLAT_INDEX.format(wg=WG)}  if (gi >= info[0]) {{ return; }}
-  // gi over (nb, c, kd, kh, kw, lc) of the chunk, row-major
-  var r = gi / info[28];
-  let l = info[27] + gi % info[28];
-  let kw = r % info[7]; r = r / info[7];
-  let kh = r % info[6]; r = r / info[6];
-  let kd = r % info[5]; r = r / info[5];
-  let c = r % info[1]; let n = info[26] + r / info[1];
-  let ow = l % info[10]; let oh = (l / info[10]) % info[9]; let od = l / (info[10] * info[9]);
-  let z = od * info[11] - info[14] + kd * info[17];
-  let y = oh * info[12] - info[15] + kh * info[18];
-  let x = ow * info[13] - info[16] + kw * info[19];
-  var v: {ct} = {zero};
-  if (z >= 0 && z < info[2] && y >= 0 && y < info[3] && x >= 0 && x < info[4]) {{
-    v = {load("xin[info[20] + n * info[21] + c * info[22] + z * info[23] + y * info[24] + x * info[25]]", stype, ct)};
-  }}
-  cols[gi] = {store("v", ct, stype)};
-}}
-"""
+    addr = "info[20] + n * info[21] + c * info[22] + z * info[23] + y * info[24] + x * info[25]"
+    L = [
+        FLAT_INDEX.format(wg=WG),
+        f"  var g = gi * {per_thread};",
+        "  if (g >= info[0]) { return; }",
+        "  // g over (nb, c, kd, kh, kw, lc) of the chunk, row-major; column l = l0 + lc",
+        "  var r_ = 0; var lc = 0; var l = 0; var kw = 0; var kh = 0; var kd = 0; var c = 0;",
+        "  var n = 0; var ow = 0; var oh = 0; var od = 0;",
+        f"  {_IM2COL_DECODE}",
+    ]
+    for k in range(per_thread):
+        if k:
+            L += [
+                "  g = g + 1;",
+                "  if (g >= info[0]) { return; }",
+                "  lc = lc + 1; ow = ow + 1;",
+                f"  if (lc == info[28]) {{ {_IM2COL_DECODE} }}",
+                "  else if (ow == info[10]) {",
+                "    ow = 0; oh = oh + 1;",
+                "    if (oh == info[9]) { oh = 0; od = od + 1; }",
+                "  }",
+            ]
+        L += [
+            "  {",
+            "    let z = od * info[11] - info[14] + kd * info[17];",
+            "    let y = oh * info[12] - info[15] + kh * info[18];",
+            "    let x = ow * info[13] - info[16] + kw * info[19];",
+            f"    var v: {ct} = {zero};",
+            "    if (z >= 0 && z < info[2] && y >= 0 && y < info[3] && x >= 0 && x < info[4]) {",
+            f"      v = {load(f'xin[{addr}]', stype, ct)};",
+            "    }",
+            f"    cols[g] = {store('v', ct, stype)};",
+            "  }",
+        ]
+    body = "\n".join(L) + "\n}\n"
     src = header([("xin", stype, "r"), ("cols", stype, "w")]) + ENTRY.format(wg=WG) + body
     return KernelSource(src, "rw")
 

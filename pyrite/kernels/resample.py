@@ -38,7 +38,6 @@ import itertools
 from functools import lru_cache
 
 from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
-from .pool import decode
 
 _NAMES = ("d", "h", "w")  # info slots: in size 2+i, out size 5+i, scale 8+i, x stride 15+i
 
@@ -101,24 +100,65 @@ def _combine(names: tuple, taps: int, stype: str, prefix: str = "") -> str:
     return " + ".join(terms)
 
 
+# Outputs an invocation of `interp` computes, consecutive in memory: they share one decoding
+# of the flat index (its divisions cost more than the rest of the kernel). H200, nearest 2x of
+# (8, 320, 64, 64) f32 through Dawn: one an invocation 0.31 ms, four 0.19 ms, the same kernel
+# with its sizes baked in as constants 0.17 ms (a 2-D grid, ow from the x dimension, 0.36 ms).
+INTERP_PER_THREAD = 4
+
+
+def _decode_vars(var: str, names: tuple, first: bool) -> list[str]:
+    """(Re)assign ow, oh, od, n, c from flat output index `var` (info[5..7] sizes, info[1] C)."""
+    osize = {"d": "info[5]", "h": "info[6]", "w": "info[7]"}
+    kw = "var " if first else ""
+    L = [f"{'var ' if first else ''}r_ = {var};"]
+    for name in reversed(names):
+        L.append(f"{kw}o{name} = r_ % {osize[name]}; r_ = r_ / {osize[name]};")
+    L.append(f"{kw}n = r_ / info[1]; {kw}c = r_ - n * info[1];")
+    return L
+
+
 @lru_cache(maxsize=64)
-def interp(mode: str, rank: int, stype: str) -> KernelSource:
-    """mode: "nearest", "nearest-exact", "linear", "cubic"; rank: spatial dims (1-3)."""
+def interp(mode: str, rank: int, stype: str, per_thread: int = INTERP_PER_THREAD) -> KernelSource:
+    """mode: "nearest", "nearest-exact", "linear", "cubic"; rank: spatial dims (1-3). Each
+    invocation computes `per_thread` consecutive outputs."""
     names = _NAMES[3 - rank :]
     taps = {"nearest": 1, "nearest-exact": 1, "linear": 2, "cubic": 4}[mode]
+    pt = per_thread
     L = [
         FLAT_INDEX.format(wg=WG),
-        "  if (gi >= info[0]) { return; }",
-        *decode("gi", names, {"d": "info[5]", "h": "info[6]", "w": "info[7]"}, "info[1]"),
-        "  let base = info[12] + n * info[13] + c * info[14];",
+        f"  let g0 = gi * {pt};",
+        "  if (g0 >= info[0]) { return; }",
+        *(f"  {line}" for line in _decode_vars("g0", names, True)),
     ]
+    for name in _NAMES:
+        if name not in names:
+            L.append(f"  let o{name} = 0;")
+    val = _combine(names, taps, stype)
+    inner = []
     for name in names:
         k = _NAMES.index(name)
-        L += _index_lines(mode, name, k)
+        inner += _index_lines(mode, name, k)
         for j in range(taps):
-            L.append(f"  let q{name}{j} = i{name}{j} * info[{15 + k}];")
-    val = _combine(names, taps, stype)
-    L.append(f"  out[gi] = {store(val, 'f32', stype)};")
+            inner.append(f"  let q{name}{j} = i{name}{j} * info[{15 + k}];")
+    for k in range(pt):
+        if k:
+            last = names[-1]
+            L += [
+                f"  if (g0 + {k} >= info[0]) {{ return; }}",
+                f"  o{last} = o{last} + 1;",
+                f"  if (o{last} == info[7]) {{ "
+                + " ".join(_decode_vars(f"g0 + {k}", names, False))
+                + " }",
+            ]
+        L += [
+            "  {",
+            f"  let g = g0 + {k};",
+            "  let base = info[12] + n * info[13] + c * info[14];",
+            *(f"  {line}" for line in inner),
+            f"  out[g] = {store(val, 'f32', stype)};",
+            "  }",
+        ]
     body = "\n".join(L) + "\n}\n"
     bufs = [("xin", stype, "r"), ("out", stype, "w")]
     fns = CUBIC if mode == "cubic" else ""

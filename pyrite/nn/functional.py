@@ -543,6 +543,9 @@ from ..ops.pool import (  # noqa: E402
     max_pool2d_with_indices,
     max_pool3d,
     max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
 )
 from ..ops.resample import (  # noqa: E402
     affine_grid,
@@ -584,6 +587,9 @@ __all__ += [
     "max_pool2d_with_indices",
     "max_pool3d",
     "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "pixel_shuffle",
     "pixel_unshuffle",
     "unfold",

@@ -17,7 +17,7 @@ import math
 
 from .. import backend
 from ..kernels.common import grid_for
-from ..kernels.conv import col2im, im2col
+from ..kernels.conv import IM2COL_PER_THREAD, col2im, im2col
 from ..tensor import Tensor
 from .core import empty, max_loop_iterations
 from .elementwise import as_tensor_arg
@@ -215,7 +215,10 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
                 lcc,
             ]
             dev.dispatch(
-                src, [xb._storage.buffer, cols._storage.buffer], info, grid_for(cols.numel())
+                src,
+                [xb._storage.buffer, cols._storage.buffer],
+                info,
+                grid_for(-(-cols.numel() // IM2COL_PER_THREAD)),
             )
             b = cols._view((nbc, g, CK, lcc), (C * K * lcc, CK * lcc, lcc, 1), 0)
             res = gemm(a, b, _bias_view(bias, nbc, g, O, lcc))  # (nbc, g, O/g, lcc)
@@ -534,7 +537,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
             im2col(x.dtype.wgsl),
             [xb._storage.buffer, cols._storage.buffer],
             info,
-            grid_for(cols.numel()),
+            grid_for(-(-cols.numel() // IM2COL_PER_THREAD)),
         )
     return cols._view(cols._shape[1:], cols._strides[1:], 0) if unbatched else cols
 

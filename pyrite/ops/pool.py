@@ -441,6 +441,74 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return _amax(3, input, output_size, True)
 
 
+# ---- max unpooling ----------------------------------------------------------------------------
+def _unpool(dims, input, indices, kernel_size, stride, padding, output_size):
+    """Scatter each value of `input` to its index (d*H*W + h*W + w) in zero output planes."""
+    from .creation import zeros
+    from .scatter import scatter_
+
+    what = f"max_unpool{dims}d"
+    x, idx = as_tensor_arg(input), as_tensor_arg(indices)
+    if idx.dtype.kind != "i":
+        raise TypeError(
+            f"pyrite: {what}: elements in indices should be an integer type but got {idx.dtype!r}"
+        )
+    if x._shape != idx._shape:
+        raise SpatialError(
+            f"pyrite: {what}: expected shape of indices to be same as that of the input "
+            f"tensor ({tuple(x._shape)}) but got indices tensor with shape {tuple(idx._shape)}"
+        )
+    if x.ndim not in (dims + 1, dims + 2):
+        raise SpatialError(
+            f"pyrite: {what}: expected a {dims + 1}D or {dims + 2}D input, got shape "
+            f"{tuple(x._shape)}"
+        )
+    ker = ntuple(kernel_size, dims, "kernel_size", what)
+    strd = ker if stride is None else ntuple(stride, dims, "stride", what)
+    pad = ntuple(padding, dims, "padding", what)
+    in_sp = x._shape[-dims:]
+    default = [(i - 1) * s + k - 2 * p for i, s, k, p in zip(in_sp, strd, ker, pad)]
+    if output_size is None:
+        out_sp = default
+    else:
+        out_sp = [int(v) for v in output_size]
+        if len(out_sp) == dims + 2 or (len(out_sp) == dims + 1 and x.ndim == dims + 1):
+            out_sp = out_sp[-dims:]
+        if len(out_sp) != dims:
+            raise ValueError(
+                f"pyrite: {what}: output_size should be a sequence containing {dims} or "
+                f"{dims + 2} elements, but it has a length of '{len(out_sp)}'"
+            )
+        for d in range(dims):
+            lo, hi = default[d] - strd[d], default[d] + strd[d]
+            if not lo < out_sp[d] < hi:
+                raise ValueError(
+                    f'pyrite: {what}: invalid output_size "{tuple(output_size)}" (dim {d} must '
+                    f"be between {lo} and {hi})"
+                )
+    lead = x._shape[:-dims]
+    plane = math.prod(out_sp)
+    out = zeros(*lead, plane, dtype=x.dtype)
+    flat = lead + (math.prod(in_sp),)
+    scatter_(out, -1, idx.reshape(*flat), x.reshape(*flat))
+    return out.reshape(*lead, *out_sp)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool1d: each value put back at its index, zeros elsewhere."""
+    return _unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool2d: each value put back at its index, zeros elsewhere."""
+    return _unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool3d: each value put back at its index, zeros elsewhere."""
+    return _unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
 # ---- power-average pools -----------------------------------------------------------------------
 def _lp(dims, input, norm_type, kernel_size, stride, ceil_mode):
     from .elementwise import abs as _abs

@@ -21,7 +21,7 @@ import numpy as np
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import grid_for
-from ..kernels.resample import aa_pass, interp
+from ..kernels.resample import INTERP_PER_THREAD, aa_pass, interp
 from ..kernels.resample import grid_sample as _gs_kernel
 from ..tensor import Tensor
 from .core import empty, f32_bits, max_loop_iterations, upload
@@ -200,7 +200,7 @@ def _interp(x: Tensor, out_sp: tuple, kmode: str, align: bool, scales) -> Tensor
             interp(kmode, dim, x.dtype.wgsl),
             [xb._storage.buffer, out._storage.buffer],
             info,
-            grid_for(n),
+            grid_for(-(-n // INTERP_PER_THREAD)),
         )
     out = from_ncdhw(out, dim, False)
     return out.to(back) if back is not None else out
@@ -250,6 +250,23 @@ def _aa_table(i: int, o: int, align: bool, scale, mode: str):
     return words, maxk
 
 
+# Weight tables on the device, by (device, sizes, align_corners, scale, mode): a resize in a
+# data pipeline repeats the same few, and an upload makes a new buffer each time.
+_AA_TABLES: dict = {}
+
+
+def _aa_table_on_device(i, o, align, scale, mode):
+    dev = backend.current()
+    key = (i, o, align, scale, mode)
+    hit = _AA_TABLES.get(key)
+    if hit is None or hit[2] is not dev:  # a table lives on the device it was uploaded to
+        words, maxk = _aa_table(i, o, align, scale, mode)
+        if len(_AA_TABLES) >= 32:
+            _AA_TABLES.clear()
+        hit = _AA_TABLES[key] = (upload(words, D.int32), maxk, dev)
+    return hit[0], hit[1]
+
+
 def _antialias(x: Tensor, out_sp, mode, align, scales) -> Tensor:
     x, back = native(x)
     dtype = x.dtype
@@ -262,8 +279,7 @@ def _antialias(x: Tensor, out_sp, mode, align, scales) -> Tensor:
         i, o = cur._shape[axis], out_sp[axis - 2]
         if i == o:
             continue
-        words, maxk = _aa_table(i, o, align, scales[axis - 2], mode)
-        tab = upload(words, D.int32)
+        tab, maxk = _aa_table_on_device(i, o, align, scales[axis - 2], mode)
         B = math.prod(cur._shape[:axis])
         inner = math.prod(cur._shape[axis + 1 :])
         st = cur._strides
