@@ -20,6 +20,7 @@ import pyrite as pr
 import pyrite.nn.functional as F
 from pyrite import backend
 from pyrite.ops import pool as P
+from pyrite.ops.spatial import box_loop_cost, fit_box
 from pyrite.testing.tolerance import assert_close
 
 U = 2.0**-24
@@ -245,6 +246,19 @@ def test_max_pools_past_loop_budget(rng):
         assert P.LAST_PLAN[1] != (1, 1, 1)  # the window really was tiled
 
 
+def test_deep_window_past_loop_budget(rng):
+    """A window 30,001 deep and 1 x 1: each pass of the outer loop also pays the two inner
+    loops' exit tests, so 30,001 passes cost 150,006 iterations untiled."""
+    x = _f32(rng.standard_normal((1, 2, 30001, 1, 2)))
+    want, wi = TF.max_pool3d(torch.tensor(x), (30001, 1, 1), return_indices=True)
+    got, gi = F.max_pool3d(_dev(x), (30001, 1, 1), return_indices=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(gi.numpy(), wi.numpy())
+    want = TF.avg_pool3d(torch.tensor(x), (30001, 1, 1)).numpy()
+    got = F.avg_pool3d(_dev(x), (30001, 1, 1)).numpy()
+    assert_close(got, want, atol=30002 * U * np.abs(x).mean(axis=2, keepdims=True), rtol=2 * U)
+
+
 def test_tiles_and_merge_rounds_under_a_tiny_budget(small_budget, rng):
     x = _f32(rng.standard_normal((2, 3, 9, 8, 10)))
     x[rng.random(x.shape) < 0.02] = np.nan
@@ -276,10 +290,14 @@ def test_tile_plan_without_a_budget(monkeypatch):
     monkeypatch.setattr(P, "max_loop_iterations", lambda: P.UNBOUNDED)
     assert P._tile_plan((1, 7, 7), 10240) == (1, 7, 7)
     td, th, tw = P._tile_plan((1, 1024, 1024), 3)
-    assert P._loop_cost(td, th, tw) <= P.GPU_MIN_TILE
+    assert box_loop_cost(td, th, tw) <= P.GPU_MIN_TILE
     monkeypatch.setattr(P, "max_loop_iterations", lambda: 61439)
     t = P._tile_plan((1, 300, 301), 1)
-    assert P._loop_cost(*t) <= 61439 and t != (1, 300, 301)
+    assert box_loop_cost(*t) <= 61439 and t != (1, 300, 301)
+    for ext in ((1, 1, 10**6), (1, 10**6, 1), (10**6, 1, 1), (70, 80, 90), (3, 5, 7)):
+        for limit in (9, 100, 61439):  # 9: the cost of a 1 x 1 x 1 tile
+            t = fit_box(ext, limit)
+            assert box_loop_cost(*t) <= limit and all(1 <= a <= b for a, b in zip(t, ext))
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -336,3 +354,32 @@ def test_max_unpool(rng):
         F.max_unpool2d(pr.ones(1, 1, 2, 2), pr.ones(1, 1, 2, 2), 2)
     with pytest.raises(IndexError, match="out of bounds"):
         F.max_unpool2d(pr.ones(1, 1, 2, 2), pr.full((1, 1, 2, 2), 99, dtype=pr.int32), 2)
+
+
+_NEST = """
+@group(0) @binding(0) var<storage, read_write> out: array<i32>;
+@group(0) @binding(1) var<storage, read> info: array<i32>;
+@compute @workgroup_size(1)
+fn main() {
+  var c = 0;
+  for (var a = 0; a < info[0]; a++) {
+    for (var b = 0; b < info[1]; b++) { for (var k = 0; k < info[2]; k++) { c++; } }
+  }
+  out[0] = c;
+}
+"""
+
+
+def test_loop_cost_model_on_the_device():
+    """The tiles fit_box picks for lavapipe's 65,535-iteration budget run to completion there:
+    a three-level nest that counts its innermost iterations reaches td·th·tw (on a device
+    without a budget it always does)."""
+    from pyrite.kernels.common import KernelSource
+    from pyrite.ops.core import empty
+
+    dev = backend.current()
+    for ext in ((10**5, 1, 1), (1, 10**5, 1), (1, 1, 10**5), (10**3, 7, 3), (5, 10**3, 9)):
+        t = fit_box(ext, 65535)
+        o = empty((1,), pr.int32)
+        dev.dispatch(KernelSource(_NEST, "w"), [o._storage.buffer], list(t), (1, 1, 1))
+        assert int(o.numpy()[0]) == math.prod(t), (ext, t)

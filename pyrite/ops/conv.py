@@ -32,7 +32,7 @@ from .pool import (  # noqa: F401  (nn.functional imported the pools from here b
     max_pool1d,
     max_pool2d,
 )
-from .spatial import SpatialError, as_ncdhw, from_ncdhw, ntuple, pad3
+from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3
 
 # Column matrices above this many bytes are built in chunks (and never above the device's
 # binding limit). 256 MiB keeps a 3x3 conv of (8, 512, 128, 128) (cols: 2.4 GB) to ten chunks of
@@ -278,14 +278,7 @@ def _col2im(cols: Tensor, out: Tensor, geo: dict, bias=None, n0=0, nb=None, c0=0
         return
     steps = [s if d == 1 else 1 for s, d in zip(stride, dil)]
     # tiles of the kernel box: each dispatch's three nested loops stay under the loop budget
-    limit = max_loop_iterations()
-    tiles = list(ker)
-    if tiles[0] * tiles[1] * tiles[2] + tiles[0] * tiles[1] + tiles[0] > limit:
-        cap = max(1, limit // 3)
-        tw = min(ker[2], cap)
-        th = min(ker[1], max(1, cap // tw))
-        td = min(ker[0], max(1, cap // (tw * th)))
-        tiles = [td, th, tw]
+    tiles = list(fit_box(tuple(ker), max_loop_iterations()))
     dev = backend.current()
     src = col2im(out.dtype.wgsl, bias is not None)
     bufs = [cols._storage.buffer, out._storage.buffer]

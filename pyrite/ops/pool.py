@@ -20,7 +20,7 @@ from ..kernels.pool import merge_kernel, pool_kernel
 from ..tensor import Tensor
 from .core import UNBOUNDED, empty, max_loop_iterations
 from .elementwise import as_tensor_arg
-from .spatial import SpatialError, as_ncdhw, from_ncdhw, native, ntuple, pad3
+from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, native, ntuple, pad3
 
 # On a GPU (no loop budget) a window of more than GPU_SPLIT_WINDOW elements with fewer than
 # GPU_FEW_OUTPUTS outputs is still tiled, so that about GPU_TARGET_UNITS invocations share it
@@ -34,25 +34,13 @@ GPU_MERGE_GROUP = 64
 LAST_PLAN = None  # (tile sizes, tiles, merge rounds) of the last pool: tests read it
 
 
-def _loop_cost(td: int, th: int, tw: int) -> int:
-    """Loop iterations of the kernel's three nested loops over a td x th x tw tile."""
-    return td * th * tw + td * th + td
-
-
 def _tile_plan(ext: tuple, n_out: int):
     """Tile sizes (td, th, tw) over a window of extents `ext` = (KD, KH, KW)."""
-    KD, KH, KW = ext
     limit = max_loop_iterations()
-    vol = KD * KH * KW
+    vol = math.prod(ext)
     if limit >= UNBOUNDED and vol > GPU_SPLIT_WINDOW and n_out < GPU_FEW_OUTPUTS:
         limit = max(GPU_MIN_TILE, -(-vol * n_out // GPU_TARGET_UNITS))
-    if _loop_cost(KD, KH, KW) <= limit:
-        return ext
-    cap = max(1, limit // 3)  # then each of the three terms of _loop_cost is <= cap
-    tw = min(KW, cap)
-    th = min(KH, max(1, cap // tw))
-    td = min(KD, max(1, cap // (tw * th)))
-    return td, th, tw
+    return fit_box(ext, limit)
 
 
 def _run(mode, xb: Tensor, out_sp, ker, stride, pad, dil, cip, div, with_idx, dims=3):
@@ -114,7 +102,7 @@ def _run(mode, xb: Tensor, out_sp, ker, stride, pad, dil, cip, div, with_idx, di
     # states merged per invocation a round: the loop budget's worth, or GPU_MERGE_GROUP on a GPU
     # (a long serial merge of thousands of states would leave the GPU idle)
     limit = max_loop_iterations()
-    group = max(2, limit if limit < UNBOUNDED else GPU_MERGE_GROUP)
+    group = max(2, limit - 1 if limit < UNBOUNDED else GPU_MERGE_GROUP)  # G + 1 iterations
     rounds = 0
     while True:
         rounds += 1

@@ -298,7 +298,7 @@ def _antialias(x: Tensor, out_sp, mode, align, scales) -> Tensor:
         shape[axis] = o
         out = empty(tuple(shape), D.float32)
         n = out.numel()
-        step = max(1, min(maxk, budget))
+        step = max(1, min(maxk, budget - 1))  # its loop: step iterations + the exit test
         for j0 in range(0, maxk, step):
             info = [
                 n,
@@ -419,7 +419,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     o3 = gv._shape[1:4]
     out = empty((N, C) + o3, x.dtype)
     S = math.prod(o3)
-    cb = max(1, min(C, GRID_SAMPLE_CHANNELS, max_loop_iterations()))
+    cb = max(1, min(C, GRID_SAMPLE_CHANNELS, max_loop_iterations() - 1))  # + the exit test
     nb = -(-C // cb) if C else 0
     units = N * nb * S
     if units:

@@ -83,3 +83,27 @@ def native(x: Tensor):
 
     wide = D.float32 if x.dtype.is_floating_point else D.int32
     return x.to(wide), x.dtype
+
+
+# ---- loops against the device's loop budget -------------------------------------------------
+def box_loop_cost(td: int, th: int, tw: int) -> int:
+    """Loop iterations lavapipe counts for three nested loops over a td x th x tw box (an upper
+    bound; two-level and one-level nests cost a few less). Measured on Mesa 22.3 / llvmpipe 15
+    (this machine, 2026-12-01, the largest trip counts whose loops all completed under the
+    65,535 budget): (1, 1, n) n = 65,535; (1, n, 1) 21,845 = 65,535 / 3; (n, 1, 1) 10,923 =
+    65,535 / 6; (n, 2, 1) 7,282 = / 9; (n, 1, 2) 9,362 = / 7; (n, 3, 3) 3,641 = / 18;
+    (2, n, 5) 4,681 = 65,535 / (2·7). So a loop's exit test counts as an iteration, a pass of
+    the middle loop costs tw + 2 and a pass of the outer loop th·(tw + 2) + 3."""
+    return td * (th * (tw + 2) + 3) + 3
+
+
+def fit_box(ext: tuple, limit: int) -> tuple:
+    """The largest (td, th, tw) tile of a (KD, KH, KW) box, filled innermost first, whose
+    nested loops stay within `limit` iterations (the box itself when it fits)."""
+    KD, KH, KW = ext
+    if box_loop_cost(KD, KH, KW) <= limit:
+        return ext
+    tw = min(KW, max(1, limit - 8))  # td = th = 1: tw + 8
+    th = min(KH, max(1, (limit - 6) // (tw + 2)))  # td = 1: th (tw + 2) + 6
+    td = min(KD, max(1, (limit - 3) // (th * (tw + 2) + 3)))
+    return td, th, tw
