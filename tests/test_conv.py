@@ -326,3 +326,17 @@ def test_unfold_fold_errors():
         F.fold(pr.ones(1, 8, 10), (4, 4), 2)
     with pytest.raises(TypeError, match="im2col"):
         F.unfold(pr.ones(1, 2, 3, 3, dtype=pr.int32), 2)
+
+
+def test_conv_tbc(rng):
+    x, w, b = (_f32(rng.standard_normal(s)) for s in ((9, 2, 3), (3, 3, 4), (4,)))
+    for pad in (0, 1, 2):
+        want = TF.conv_tbc(_T(x), _T(w), _T(b), pad).numpy()
+        absref = TF.conv_tbc(_T(np.abs(x)), _T(np.abs(w)), _T(np.abs(b)), pad).numpy()
+        got = F.conv_tbc(_P(x), _P(w), _P(b), pad)
+        assert got.is_contiguous()
+        assert_close(got.numpy(), want, atol=10 * U * absref)
+    with pytest.raises(RuntimeError, match="input channels"):
+        F.conv_tbc(_P(x), _P(w[:, :2]), _P(b))
+    with pytest.raises(RuntimeError, match="time, batch, in_channel"):
+        F.conv_tbc(_P(x[0]), _P(w), _P(b))

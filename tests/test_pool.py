@@ -383,3 +383,42 @@ def test_loop_cost_model_on_the_device():
         o = empty((1,), pr.int32)
         dev.dispatch(KernelSource(_NEST, "w"), [o._storage.buffer], list(t), (1, 1, 1))
         assert int(o.numpy()[0]) == math.prod(t), (ext, t)
+
+
+FRACTIONAL = [
+    # (dims, shape, kernel, output_size, output_ratio)
+    (2, (2, 3, 11, 13), 3, (5, 6), None),
+    (2, (1, 2, 7, 7), 2, (6, 3), None),
+    (2, (3, 9, 10), (2, 3), None, (0.5, 0.7)),  # unbatched
+    (3, (1, 2, 7, 8, 9), 2, (3, 4, 5), None),
+    (3, (2, 5, 6, 7), (2, 1, 3), None, 0.5),  # unbatched
+]
+
+
+@pytest.mark.parametrize("case", FRACTIONAL, ids=[str(f[1]) for f in FRACTIONAL])
+def test_fractional_max_pool(case, rng):
+    """With the same _random_samples, the windows, values and indices are PyTorch's."""
+    dims, shape, k, osz, ratio = case
+    x = _f32(rng.standard_normal(shape))
+    x[rng.random(shape) < 0.03] = -np.inf
+    nb = 1 if len(shape) == dims + 1 else shape[0]
+    u = rng.random((nb, shape[-dims - 1], dims)).astype(np.float32)
+    tf = {2: TF.fractional_max_pool2d, 3: TF.fractional_max_pool3d}[dims]
+    pf = {2: F.fractional_max_pool2d, 3: F.fractional_max_pool3d}[dims]
+    want, wi = tf(torch.tensor(x, dtype=torch.float32), k, osz, ratio, True, torch.tensor(u))
+    got, gi = pf(_dev(x, "t"), k, osz, ratio, True, pr.tensor(u))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(gi.numpy(), wi.numpy())
+    got = pf(_dev(x), k, osz, ratio)  # samples drawn by pyrite: the shape and membership
+    assert got.shape == tuple(want.shape)
+    assert np.isin(got.numpy(), x).all()
+
+
+def test_fractional_max_pool_errors():
+    x = pr.ones(1, 1, 5, 5)
+    with pytest.raises(RuntimeError, match="pool height 3 too large relative to input height 5"):
+        F.fractional_max_pool2d(x, 3, 4)
+    with pytest.raises(ValueError, match="either an output_size or an output_ratio"):
+        F.fractional_max_pool2d(x, 2)
+    with pytest.raises(RuntimeError, match="_random_samples"):
+        F.fractional_max_pool2d(x, 2, 2, _random_samples=pr.rand(1, 1, 3))

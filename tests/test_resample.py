@@ -246,6 +246,7 @@ def test_pixel_and_channel_shuffle(rng):
     np.testing.assert_array_equal(pr.pixel_unshuffle(pr.tensor(x), 2).numpy(), want)
     want = TF.channel_shuffle(torch.tensor(x), 3).numpy()
     np.testing.assert_array_equal(F.channel_shuffle(pr.tensor(x), 3).numpy(), want)
+    np.testing.assert_array_equal(pr.native_channel_shuffle(pr.tensor(x), 3).numpy(), want)
     xi = rng.integers(0, 9, (1, 4, 2, 3))
     np.testing.assert_array_equal(
         F.pixel_shuffle(pr.tensor(xi, dtype=pr.int32), 2).numpy(),

@@ -108,11 +108,13 @@ def decode(var: str, names: tuple, osize: dict, C: str) -> list[str]:
 def pool_kernel(
     mode: str, stype: str, stage: str, with_idx: bool = True, rank: int = 3, unit_dil: bool = False
 ) -> KernelSource:
-    """mode: "max", "avg", "adaptive_max", "adaptive_avg"; stage: "direct" or "partial"; rank:
+    """mode: "max", "avg", "adaptive_max", "adaptive_avg", "fractional_max" (window starts read
+    from a `starts` table, W's then H's then D's a plane); stage: "direct" or "partial"; rank:
     the spatial dims that are not 1 (1: w, 2: h and w, 3: all; the others are size 1, their
     loops left out); unit_dil: every dilation is 1 (no divisions to clip a window)."""
     is_max = mode.endswith("max")
     adaptive = mode.startswith("adaptive")
+    fractional = mode == "fractional_max"
     ct = "i32" if stype == "i32" else "f32"
     active = ("d", "h", "w")[3 - rank :]
     partial = stage == "partial"
@@ -134,7 +136,15 @@ def pool_kernel(
         if name not in active:
             L.append(f"  let s_{name} = 0; let dl_{name} = 1; let lo_{name} = 0;")
             continue
-        if adaptive:
+        if fractional:
+            # window starts from the per-plane table: starts[plane * Σ out sizes + offset + o]
+            off = {"d": "info[7] + info[8]", "h": "info[8]", "w": "0"}[name]
+            plane = " + ".join(f"info[{6 + 'dhw'.index(a)}]" for a in active)
+            L += [
+                f"  let s_{name} = starts[(n * info[2] + c) * ({plane}) + {off} + o{name}];",
+                f"  let dl_{name} = 1; let lo_{name} = 0; let hi_{name} = info[{k}];",
+            ]
+        elif adaptive:
             L += [
                 f"  let s_{name} = ad_start(o{name}, info[{size}], info[{osize}]);",
                 f"  let e_{name} = ad_end(o{name}, info[{size}], info[{osize}]);",
@@ -242,8 +252,12 @@ def pool_kernel(
         else:
             L += [f"  part[gi] = {_bits('acc', ct)};", f"  part[{units} + gi] = div;"]
         bufs = [("xin", stype, "r"), ("part", "i32", "w")]
+        if fractional:
+            bufs.insert(1, ("starts", "i32", "r"))
     else:
         bufs = [("xin", stype, "r"), ("out", stype, "w")]
+        if fractional:
+            bufs.insert(1, ("starts", "i32", "r"))
         if is_max:
             L.append(f"  out[gi] = {store('best', ct, stype)};")
             if with_idx:

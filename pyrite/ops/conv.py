@@ -262,6 +262,31 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
+def conv_tbc(input, weight, bias, pad=0):
+    """A 1-D convolution over time-major input (T, B, C_in) with weight (k, C_in, C_out) and
+    bias (C_out,): (T + 2*pad - k + 1, B, C_out), contiguous (fairseq's layout)."""
+    x, w, b = (as_tensor_arg(t) for t in (input, weight, bias))
+    if x.ndim != 3:
+        raise SpatialError("pyrite: conv_tbc: input must have 3 dims: time, batch, in_channel")
+    if w.ndim != 3:
+        raise SpatialError(
+            "pyrite: conv_tbc: weight tensor must have 3 dims: kernel_width, in_channels, "
+            "out_channels."
+        )
+    if b.ndim != 1:
+        raise SpatialError("pyrite: conv_tbc: bias must have 1 dim: out_channels")
+    if x._shape[2] != w._shape[1]:
+        raise SpatialError(
+            "pyrite: conv_tbc: input dim 2 (input channels) is not == dim 1 in the weight tensor"
+        )
+    if b._shape[0] != w._shape[2]:
+        raise SpatialError(
+            "pyrite: conv_tbc: bias size must equal dim 2 in the weight tensor (output channels)."
+        )
+    out = conv1d(x.permute(1, 2, 0), w.permute(2, 1, 0), b, padding=int(pad))  # (B, C_out, T')
+    return out.permute(2, 0, 1).contiguous()
+
+
 # ---- col2im: transposed convolution and fold ---------------------------------------------------
 def _col2im(cols: Tensor, out: Tensor, geo: dict, bias=None, n0=0, nb=None, c0=0, cc=None):
     """out[n0:n0+nb, channels of chunk] = col2im(cols) (+ bias). cols is (nb, g*cc*K, L) read
@@ -634,6 +659,7 @@ def tensor_unfold(self: Tensor, dimension, size, step) -> Tensor:
 
 
 __all__ = [
+    "conv_tbc",
     "conv1d",
     "conv2d",
     "conv3d",

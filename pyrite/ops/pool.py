@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import grid_for
@@ -43,7 +45,7 @@ def _tile_plan(ext: tuple, n_out: int):
     return fit_box(ext, limit)
 
 
-def _run(mode, xb: Tensor, out_sp, ker, stride, pad, dil, cip, div, with_idx, dims=3):
+def _run(mode, xb: Tensor, out_sp, ker, stride, pad, dil, cip, div, with_idx, dims=3, starts=None):
     """Dispatch the pool of (N, C, D, H, W) view `xb` (`dims` of its spatial dims real, the
     leading others 1); returns (out, idx or None) 5-D."""
     global LAST_PLAN
@@ -87,15 +89,16 @@ def _run(mode, xb: Tensor, out_sp, ker, stride, pad, dil, cip, div, with_idx, di
     dev = backend.current()
     st = xb.dtype.wgsl
     outs = [out._storage.buffer] + ([idx._storage.buffer] if with_idx else [])
+    ins = [xb._storage.buffer] + ([] if starts is None else [starts._storage.buffer])
     if P == 1:
         LAST_PLAN = (tiles, nt, 0)
         src = pool_kernel(mode, st, "direct", with_idx, dims, all(d == 1 for d in dil))
-        dev.dispatch(src, [xb._storage.buffer, *outs], info, grid_for(n_out))
+        dev.dispatch(src, [*ins, *outs], info, grid_for(n_out))
         return out, idx
     part = empty((2 * n_out * P,), D.int32)
     dev.dispatch(
         pool_kernel(mode, st, "partial", True, dims, all(d == 1 for d in dil)),
-        [xb._storage.buffer, part._storage.buffer],
+        [*ins, part._storage.buffer],
         info,
         grid_for(n_out * P),
     )
@@ -427,6 +430,150 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return _amax(3, input, output_size, True)
+
+
+# ---- fractional max pools -----------------------------------------------------------------------
+def _fractional(dims, input, kernel_size, output_size, output_ratio, return_indices, samples):
+    """Max over k-windows starting at PyTorch's pseudo-random sequence per plane and dim:
+    start_i = int((i + u)·α) - int(u·α), α = (I - k)/(O - 1), the last one I - k (f32 math,
+    FractionalMaxPool2d.cpp `generate_intervals`), u the plane's sample for that dim."""
+    from .combine import cat
+    from .core import run_map
+    from .creation import arange, rand
+
+    what = f"fractional_max_pool{dims}d"
+    x = as_tensor_arg(input)
+    _check_dtype(x, what, False)
+    if x.ndim not in (dims + 1, dims + 2):
+        raise SpatialError(
+            f"pyrite: {what}(): expected a {dims + 1}D or {dims + 2}D input, got shape "
+            f"{tuple(x._shape)}"
+        )
+    if output_size is None and output_ratio is None:
+        raise ValueError(
+            f"pyrite: {what} requires specifying either an output_size or an output_ratio"
+        )
+    in_sp = x._shape[-dims:]
+    ker = ntuple(kernel_size, dims, "kernel_size", what)
+    if output_size is None:
+        if isinstance(output_ratio, (list, tuple)) and len(output_ratio) > dims:
+            raise ValueError(
+                f"pyrite: {what} requires output_ratio to either be a single Int or tuple of Ints."
+            )
+        ratio = output_ratio if isinstance(output_ratio, (list, tuple)) else (output_ratio,)
+        ratio = tuple(ratio) * (dims if len(ratio) == 1 else 1)
+        osz = tuple(int(i * float(r)) for i, r in zip(in_sp, ratio))
+    else:
+        osz = ntuple(output_size, dims, "output_size", what)
+    names = ("time", "height", "width")[3 - dims :]
+    for nm, o, k, i in zip(names, osz, ker, in_sp):
+        if o + k - 1 > i:
+            raise SpatialError(
+                f"pyrite: {what}(): pool {nm} {k} too large relative to input {nm} {i}"
+            )
+    xb, unbatched = as_ncdhw(x, dims, what)
+    N, C = xb._shape[:2]
+    if samples is None:
+        samples = rand(N, C, dims, dtype=x.dtype)
+    u = as_tensor_arg(samples)
+    if u.ndim != 3 or u._shape[2] != dims or u._shape[0] < N or u._shape[1] < C:
+        raise SpatialError(
+            f"pyrite: {what}: expected _random_samples of shape ({N}, {C}, {dims}), got "
+            f"{tuple(u._shape)}"
+        )
+    # the table: per plane, W's starts, then H's, then D's; sample j of a plane is its dim
+    # names[j]'s (2-D: [0] W, [1] H; 3-D: [0] T, [1] H, [2] W, as PyTorch)
+    order = {2: (0, 1), 3: (2, 1, 0)}[dims]  # the sample index for W, H, D
+    parts = []
+    for j, (i, o, k) in enumerate(zip(reversed(in_sp), reversed(osz), reversed(ker))):
+        alpha = float(np.float32(i - k) / np.float32(o - 1)) if o > 1 else 0.0
+        sample = u[:N, :C, order[j] : order[j] + 1].float()  # (N, C, 1)
+        pos = arange(o, dtype=D.float32).reshape(1, 1, o)
+        seq = empty((N, C, o), D.int32)
+        expr = "select(i32((x0 + x1) * s0) - i32(x1 * s0), i32(s1), x0 == s2)"
+        run_map(
+            expr,
+            (pos, sample),
+            ("f32", "f32"),
+            seq,
+            "i32",
+            (alpha, i - k, o - 1),
+            ("f32", "f32", "f32"),
+        )
+        parts.append(seq)
+    starts = cat(parts, -1)  # (N, C, OW + OH (+ OD))
+    pad_out = pad3(osz, 1)
+    one = (1, 1, 1)
+    out, idx = _run(
+        "fractional_max",
+        xb,
+        pad_out,
+        pad3(ker, 1),
+        one,
+        (0, 0, 0),
+        one,
+        True,
+        None,
+        bool(return_indices),
+        dims,
+        starts,
+    )
+    out = from_ncdhw(out, dims, unbatched)
+    if not return_indices:
+        return out
+    return out, from_ncdhw(idx, dims, unbatched)
+
+
+def fractional_max_pool2d(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
+    _random_samples=None,
+):
+    """Max over k x k windows at pseudo-random fractional strides (Graham, 2014) of (N, C, H,
+    W) or (C, H, W), to `output_size` or input size times `output_ratio`."""
+    return _fractional(
+        2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples
+    )
+
+
+def fractional_max_pool3d(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
+    _random_samples=None,
+):
+    """Max over k x k x k windows at pseudo-random fractional strides of (N, C, D, H, W) or
+    (C, D, H, W)."""
+    return _fractional(
+        3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples
+    )
+
+
+def fractional_max_pool2d_with_indices(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=True,
+    _random_samples=None,
+):
+    return _fractional(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=True,
+    _random_samples=None,
+):
+    return _fractional(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
 # ---- max unpooling ----------------------------------------------------------------------------

@@ -592,6 +592,11 @@ def channel_shuffle(input, groups):
     return y.contiguous().reshape(N, C, *rest)
 
 
-__all__ = ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle"]
+def native_channel_shuffle(input, groups):
+    """channel_shuffle (PyTorch's native entry point, same result)."""
+    return channel_shuffle(input, groups)
+
+
+__all__ = ["channel_shuffle", "native_channel_shuffle", "pixel_shuffle", "pixel_unshuffle"]
 
 METHODS: dict = {}
