@@ -522,9 +522,9 @@ from ..ops.conv import (  # noqa: E402
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
-    fold,
-    unfold,
 )
+from ..ops.fold import fold, unfold  # noqa: E402
+from ..ops.grid import affine_grid, grid_sample  # noqa: E402
 from ..ops.pool import (  # noqa: E402
     adaptive_avg_pool1d,
     adaptive_avg_pool3d,
@@ -536,10 +536,6 @@ from ..ops.pool import (  # noqa: E402
     adaptive_max_pool3d_with_indices,
     avg_pool1d,
     avg_pool3d,
-    fractional_max_pool2d,
-    fractional_max_pool2d_with_indices,
-    fractional_max_pool3d,
-    fractional_max_pool3d_with_indices,
     lp_pool1d,
     lp_pool2d,
     lp_pool3d,
@@ -548,14 +544,9 @@ from ..ops.pool import (  # noqa: E402
     max_pool2d_with_indices,
     max_pool3d,
     max_pool3d_with_indices,
-    max_unpool1d,
-    max_unpool2d,
-    max_unpool3d,
 )
 from ..ops.resample import (  # noqa: E402
-    affine_grid,
     channel_shuffle,
-    grid_sample,
     interpolate,
     native_channel_shuffle,
     pixel_shuffle,
@@ -563,6 +554,15 @@ from ..ops.resample import (  # noqa: E402
     upsample,
     upsample_bilinear,
     upsample_nearest,
+)
+from ..ops.unpool import (  # noqa: E402
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
 )
 
 __all__ += [

@@ -32,6 +32,9 @@ MODULES = [
     # spatial ops (issue 8): pools split from conv, resampling
     "pool",
     "resample",
+    "fold",
+    "grid",
+    "unpool",
 ]
 
 loaded = []
