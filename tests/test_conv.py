@@ -53,10 +53,11 @@ def _check(tf, pf, x, w, b, kw, layout="c"):
 
 @pytest.fixture
 def small_budget():
-    """Make the device behave as one whose invocations may loop only a few times."""
+    """Make the device behave as one whose invocations may loop only 300 times (the GEMM's
+    smallest K chunk, 64, needs ~141 iterations: its planner stops there)."""
     dev = backend.current()
     before = dev._loop_budget
-    dev._loop_budget = 16  # max_loop_iterations() = 8
+    dev._loop_budget = 300  # max_loop_iterations() = 150
     yield
     dev._loop_budget = before
 
@@ -245,25 +246,22 @@ def test_col2im_past_loop_budget(rng):
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")
 def test_col2im_tiles_under_a_tiny_budget(small_budget, rng):
-    x, w, b = (_f32(rng.standard_normal(s)) for s in ((2, 3, 5, 6), (3, 2, 4, 5), (4,)))
+    """Kernel boxes whose col2im loops pass 150 iterations run as several tiles, each adding
+    into the output."""
+    x, b = _f32(rng.standard_normal((2, 3, 5, 6))), _f32(rng.standard_normal(4))
+    w = _f32(rng.standard_normal((3, 2, 11, 13)))
     _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, b[:2], {"stride": 2, "padding": 1})
-    wt = _f32(rng.standard_normal((3, 4, 3, 4)))
+    assert C.LAST_COL2IM_TILES != (1, 11, 13)
+    wt = _f32(rng.standard_normal((3, 4, 12, 12)))
     want = TF.conv_transpose2d(_T(x), _T(wt), _T(b), dilation=2).numpy()
     absref = TF.conv_transpose2d(_T(np.abs(x)), _T(np.abs(wt)), _T(np.abs(b)), dilation=2)
     got = F.conv_transpose2d(_P(x), _P(wt), _P(b), dilation=2)
-    assert_close(got.numpy(), want, atol=13 * U * absref.numpy())
-    cols = _f32(rng.standard_normal((2, 3 * 12, 16)))
-    want = TF.fold(_T(cols), (7, 8), (3, 4), padding=1, stride=(2, 2)).numpy()
-    got = F.fold(_P(cols), (7, 8), (3, 4), padding=1, stride=(2, 2)).numpy()
-    assert_close(got, want, atol=1e-5)
-    _check(
-        TF.conv3d,
-        F.conv3d,
-        _f32(rng.standard_normal((1, 2, 4, 5, 6))),
-        _f32(rng.standard_normal((3, 2, 2, 3, 3))),
-        None,
-        {"padding": "same"},
-    )
+    assert_close(got.numpy(), want, atol=4 * U * 145 * absref.numpy())
+    cols = _f32(rng.standard_normal((2, 3 * 143, 4)))
+    want = TF.fold(_T(cols), (12, 14), (11, 13)).numpy()
+    absref = TF.fold(_T(np.abs(cols)), (12, 14), (11, 13)).numpy()
+    got = F.fold(_P(cols), (12, 14), (11, 13)).numpy()
+    assert_close(got, want, atol=4 * U * absref)
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -340,3 +338,14 @@ def test_conv_tbc(rng):
         F.conv_tbc(_P(x), _P(w[:, :2]), _P(b))
     with pytest.raises(RuntimeError, match="time, batch, in_channel"):
         F.conv_tbc(_P(x[0]), _P(w), _P(b))
+
+
+def test_conv_past_loop_budget_in_its_gemm(rng):
+    """conv's GEMM has a K of C/groups·prod(kernel) = 69,000 here: past lavapipe's budget, the
+    GEMM must split K (ops/matmul.py; the lead's fix, in main after this branch was cut)."""
+    from pyrite.ops import matmul as MM
+
+    if backend.current().loop_budget and not hasattr(MM, "_split_k_chunk"):
+        pytest.xfail("this branch's GEMM does not split K past the loop budget yet")
+    x, w = _f32(rng.standard_normal((1, 23000, 7))), _f32(rng.standard_normal((3, 23000, 3)))
+    _check(TF.conv1d, F.conv1d, x, w, None, {"padding": 1})

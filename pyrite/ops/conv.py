@@ -38,6 +38,7 @@ from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3
 # binding limit). 256 MiB keeps a 3x3 conv of (8, 512, 128, 128) (cols: 2.4 GB) to ten chunks of
 # one batch; each chunk's GEMM still has 512 x 16,384 outputs to fill a GPU.
 COLS_MAX_BYTES = 1 << 28
+LAST_COL2IM_TILES = None  # the kernel-box tile of the last col2im (tests read it)
 
 
 def _cols_limit(itemsize: int) -> int:
@@ -304,6 +305,8 @@ def _col2im(cols: Tensor, out: Tensor, geo: dict, bias=None, n0=0, nb=None, c0=0
     steps = [s if d == 1 else 1 for s, d in zip(stride, dil)]
     # tiles of the kernel box: each dispatch's three nested loops stay under the loop budget
     tiles = list(fit_box(tuple(ker), max_loop_iterations()))
+    global LAST_COL2IM_TILES
+    LAST_COL2IM_TILES = tuple(tiles)
     dev = backend.current()
     src = col2im(out.dtype.wgsl, bias is not None)
     bufs = [cols._storage.buffer, out._storage.buffer]
