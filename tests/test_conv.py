@@ -293,6 +293,8 @@ def test_conv_errors():
         F.conv2d(pr.ones(1, 2, 5, 5), pr.ones(4, 2, 3, 3, dtype=pr.int32))
     assert F.conv2d(pr.ones(1, 2, 5, 5), w).shape == (1, 4, 3, 3)
     assert F.conv2d(pr.ones(0, 2, 5, 5), w).shape == (0, 4, 3, 3)
+    with pytest.raises(RuntimeError, match="expected weight to be at least 1 at dimension 0"):
+        F.conv1d(pr.ones(2, 3, 5), pr.ones(0, 3, 2))
 
 
 def test_conv_transpose_errors():

@@ -422,3 +422,11 @@ def test_fractional_max_pool_errors():
         F.fractional_max_pool2d(x, 2)
     with pytest.raises(RuntimeError, match="_random_samples"):
         F.fractional_max_pool2d(x, 2, 2, _random_samples=pr.rand(1, 1, 3))
+
+
+def test_pool_empty_inputs():
+    assert F.max_pool2d(pr.ones(0, 3, 5, 5), 2).shape == (0, 3, 2, 2)
+    assert F.avg_pool3d(pr.ones(0, 2, 4, 4, 4), 2).shape == (0, 2, 2, 2, 2)
+    assert F.adaptive_avg_pool2d(pr.ones(0, 3, 5, 5), 1).shape == (0, 3, 1, 1)
+    with pytest.raises(RuntimeError, match="optional 0 dim batch size"):
+        F.max_pool1d(pr.ones(2, 0, 5), 2)

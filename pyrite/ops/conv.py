@@ -100,6 +100,11 @@ def _check_common(x, w, bias, stride, padding, dilation, groups, dims, what, tra
         raise SpatialError(
             f"pyrite: {what}: dilation should be greater than zero, but got {list(dil)}"
         )
+    if w.ndim and w._shape[0] == 0:
+        raise SpatialError(
+            f"pyrite: Given groups={g}, expected weight to be at least 1 at dimension 0, but got "
+            f"weight of size {list(w._shape)} instead"
+        )
     if bias is not None:
         bias = as_tensor_arg(bias)
         if bias.dtype is not x.dtype:

@@ -152,6 +152,11 @@ def _pool(
     _check_dtype(x, what, True)
     x, back = native(x)
     xb, unbatched = as_ncdhw(x, dims, what)
+    if any(s == 0 for s in xb._shape[1:]):
+        raise SpatialError(
+            f"pyrite: {what}: expected a {dims + 1}D or {dims + 2}D (batch mode) tensor with "
+            f"optional 0 dim batch size for input, but got: {list(x._shape)}"
+        )
     ker = ntuple(kernel_size, dims, "kernel_size", what)
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         strd = ker
