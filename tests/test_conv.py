@@ -351,3 +351,26 @@ def test_conv_past_loop_budget_in_its_gemm(rng):
         pytest.xfail("this branch's GEMM does not split K past the loop budget yet")
     x, w = _f32(rng.standard_normal((1, 23000, 7))), _f32(rng.standard_normal((3, 23000, 3)))
     _check(TF.conv1d, F.conv1d, x, w, None, {"padding": 1})
+
+
+def test_dtypes_the_kernels_cannot_read_are_widened(monkeypatch, rng):
+    """A dtype stored in a way the spatial kernels do not read (bfloat16, 8-bit ints, as other
+    issues add them) is widened to float32/int32 and the result narrowed back: here float32
+    itself is declared unreadable, so the widening path runs and must give the same results."""
+    from pyrite.ops import spatial
+
+    x = pr.tensor(rng.standard_normal((2, 4, 7, 8)).astype(np.float32))
+    w, wt = pr.randn(3, 4, 3, 3), pr.randn(4, 2, 3, 3)
+    g = pr.rand(2, 3, 5, 2) * 2 - 1
+    calls = [
+        lambda: F.conv2d(x, w, padding=1),
+        lambda: F.conv_transpose2d(x, wt, stride=2),
+        lambda: F.unfold(x, 3),
+        lambda: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1],
+        lambda: F.interpolate(x, scale_factor=1.5, mode="bicubic"),
+        lambda: F.grid_sample(x, g, align_corners=False),
+    ]
+    want = [c().numpy() for c in calls]
+    monkeypatch.setattr(spatial, "KERNEL_STYPES", ("i32",))
+    for c, ref in zip(calls, want):
+        np.testing.assert_array_equal(c().numpy(), ref)

@@ -32,7 +32,7 @@ from .pool import (  # noqa: F401  (nn.functional imported the pools from here b
     max_pool1d,
     max_pool2d,
 )
-from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3
+from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
 
 # Column matrices above this many bytes are built in chunks (and never above the device's
 # binding limit). 256 MiB keeps a 3x3 conv of (8, 512, 128, 128) (cols: 2.4 GB) to ten chunks of
@@ -253,19 +253,19 @@ def _copy(dst: Tensor, src: Tensor):
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C_in, L) or (C_in, L) with weight (C_out, C_in/groups, k)."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+    return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of (N, C_in, H, W) or (C_in, H, W) with weight (C_out, C_in/groups,
     kh, kw); padding an int, a pair, 'valid' or 'same'."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+    return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of (N, C_in, D, H, W) or (C_in, D, H, W) with weight (C_out,
     C_in/groups, kd, kh, kw)."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+    return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
 def conv_tbc(input, weight, bias, pad=0):
@@ -447,7 +447,8 @@ def conv_transpose1d(
 ):
     """1-D transposed convolution of (N, C_in, L) or (C_in, L) with weight (C_in,
     C_out/groups, k): L_out = (L - 1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1."""
-    return _conv_transpose(
+    return widened(
+        _conv_transpose,
         input,
         weight,
         bias,
@@ -466,7 +467,8 @@ def conv_transpose2d(
 ):
     """2-D transposed convolution of (N, C_in, H, W) or (C_in, H, W) with weight (C_in,
     C_out/groups, kh, kw)."""
-    return _conv_transpose(
+    return widened(
+        _conv_transpose,
         input,
         weight,
         bias,
@@ -485,7 +487,8 @@ def conv_transpose3d(
 ):
     """3-D transposed convolution of (N, C_in, D, H, W) or (C_in, D, H, W) with weight (C_in,
     C_out/groups, kd, kh, kw)."""
-    return _conv_transpose(
+    return widened(
+        _conv_transpose,
         input,
         weight,
         bias,

@@ -13,7 +13,7 @@ from ..tensor import Tensor
 from .conv import _col2im
 from .core import empty
 from .elementwise import as_tensor_arg
-from .spatial import SpatialError, as_ncdhw, ntuple
+from .spatial import SpatialError, as_ncdhw, ntuple, widened
 
 
 # ---- unfold / fold -----------------------------------------------------------------------------
@@ -27,6 +27,10 @@ def _blocks_msg(sp, ker, dil, pad, blocks):
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """F.unfold (im2col): (N, C, H, W) or (C, H, W) to (N, C*kh*kw, L) or (C*kh*kw, L), L the
     number of sliding blocks."""
+    return widened(_unfold, as_tensor_arg(input), kernel_size, dilation, padding, stride)
+
+
+def _unfold(input, kernel_size, dilation, padding, stride):
     x = as_tensor_arg(input)
     what = "unfold"
     if not x.dtype.is_floating_point:
@@ -89,6 +93,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """F.fold (col2im): (N, C*kh*kw, L) or (C*kh*kw, L) to (N, C, H, W) or (C, H, W),
     summing the entries of overlapping blocks."""
+    return widened(_fold, as_tensor_arg(input), output_size, kernel_size, dilation, padding, stride)
+
+
+def _fold(input, output_size, kernel_size, dilation, padding, stride):
     x = as_tensor_arg(input)
     what = "fold"
     if not x.dtype.is_floating_point:

@@ -17,7 +17,7 @@ from ..kernels.common import grid_for
 from ..kernels.resample import grid_sample as _gs_kernel
 from .core import empty, max_loop_iterations, upload
 from .elementwise import as_tensor_arg
-from .spatial import SpatialError, as_ncdhw
+from .spatial import SpatialError, as_ncdhw, widened
 
 
 def _f32(x) -> np.float32:
@@ -53,7 +53,12 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    x, g = as_tensor_arg(input), as_tensor_arg(grid)
+    return widened(
+        _grid_sample, as_tensor_arg(input), as_tensor_arg(grid), mode, padding_mode, align_corners
+    )
+
+
+def _grid_sample(x, g, mode, padding_mode, align_corners):
     if not x.dtype.is_floating_point or x.dtype is not g.dtype:
         raise TypeError(
             f"pyrite: grid_sample: input ({x.dtype!r}) and grid ({g.dtype!r}) must be floating "

@@ -107,3 +107,19 @@ def fit_box(ext: tuple, limit: int) -> tuple:
     th = min(KH, max(1, (limit - 6) // (tw + 2)))  # td = 1: th (tw + 2) + 6
     td = min(KD, max(1, (limit - 3) // (th * (tw + 2) + 3)))
     return td, th, tw
+
+
+def widened(fn, x, *others, **kwargs):
+    """fn(x, *others) with x and the tensors among `others` of x's dtype widened (see `native`)
+    where the kernels cannot read x's storage, and the result narrowed back. Tensors of another
+    dtype are passed unchanged, so fn's own dtype errors still name them."""
+    if not isinstance(x, Tensor) or x.dtype.wgsl in KERNEL_STYPES:
+        return fn(x, *others, **kwargs)
+    wide, back = native(x)
+    args = [o.to(wide.dtype) if isinstance(o, Tensor) and o.dtype is x.dtype else o for o in others]
+    out = fn(wide, *args, **kwargs)
+    if isinstance(out, tuple):
+        return type(out)(
+            o.to(back) if isinstance(o, Tensor) and o.dtype is wide.dtype else o for o in out
+        )
+    return out.to(back)
