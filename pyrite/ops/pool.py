@@ -296,19 +296,37 @@ def max_pool3d(
 
 
 def max_pool1d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode=False,
+    return_indices=False,
 ):
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode=False,
+    return_indices=False,
 ):
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool3d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode=False,
+    return_indices=False,
 ):
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
@@ -424,15 +442,15 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _amax(3, input, output_size, return_indices)
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     return _amax(1, input, output_size, True)
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     return _amax(2, input, output_size, True)
 
 
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return _amax(3, input, output_size, True)
 
 

@@ -147,7 +147,7 @@ def fractional_max_pool2d_with_indices(
     kernel_size,
     output_size=None,
     output_ratio=None,
-    return_indices=True,
+    return_indices=False,
     _random_samples=None,
 ):
     return _fractional(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
@@ -158,7 +158,7 @@ def fractional_max_pool3d_with_indices(
     kernel_size,
     output_size=None,
     output_ratio=None,
-    return_indices=True,
+    return_indices=False,
     _random_samples=None,
 ):
     return _fractional(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
