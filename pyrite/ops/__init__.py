@@ -38,6 +38,12 @@ MODULES = [
     "indices",
     "misc",
     "compat",
+    # spatial ops (issue 8): pools split from conv, resampling
+    "pool",
+    "resample",
+    "fold",
+    "grid",
+    "unpool",
 ]
 
 loaded = []

@@ -1,324 +1,515 @@
-"""Convolution and pooling with PyTorch's signatures: conv1d, conv2d (stride, padding incl.
-'same'/'valid', dilation, groups, bias), max/avg pool 1d/2d, adaptive avg/max pool 1d/2d.
+"""Convolution with PyTorch's signatures: conv1d/2d/3d (stride, padding incl. 'same'/'valid',
+dilation, groups, bias), conv_transpose1d/2d/3d (stride, padding, output_padding, groups,
+dilation) and conv_tbc. (F.unfold / F.fold and Tensor.unfold: ops/fold.py.)
 
-conv is im2col (kernels/conv.py gathers the column matrix, zero padding included) followed by one
-batched GEMM (ops/matmul.gemm) with the groups as a batch dim and the bias added in the GEMM's
-epilogue. Pools are one direct kernel. Inputs batched (N, C, ...) or unbatched (C, ...) as torch;
-1-D ops run the 2-D kernels with H = 1.
+A convolution is im2col (kernels/conv.py gathers the column matrix, zero padding included)
+followed by one batched GEMM (ops/matmul.gemm) with the groups as a batch dim and the bias added
+in the GEMM's epilogue; a 1x1 convolution of stride 1 skips im2col (the input already is the
+column matrix). A transposed convolution is the GEMM cols = Wᵀ @ x followed by col2im, which
+adds the bias. Column matrices larger than COLS_MAX_BYTES are built and multiplied in chunks of
+batches (and of columns, or of output channels), so one binding never has to hold them whole.
+Inputs batched (N, C, ...) or unbatched (C, ...) as torch. The pools live in ops/pool.py.
 """
 
 from __future__ import annotations
 
+import math
+
 from .. import backend
-from ..errors import ShapeError
 from ..kernels.common import grid_for
-from ..kernels.conv import im2col, pool2d
+from ..kernels.conv import IM2COL_PER_THREAD, col2im, im2col
 from ..tensor import Tensor
-from .core import empty
+from .core import empty, max_loop_iterations
 from .elementwise import as_tensor_arg
 from .matmul import gemm
+from .pool import (  # noqa: F401  (nn.functional imported the pools from here before the split)
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
+from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
+
+# Column matrices above this many bytes are built in chunks (and never above the device's
+# binding limit). 256 MiB keeps a 3x3 conv of (8, 512, 128, 128) (cols: 2.4 GB) to ten chunks of
+# one batch; each chunk's GEMM still has 512 x 16,384 outputs to fill a GPU.
+COLS_MAX_BYTES = 1 << 28
+LAST_COL2IM_TILES = None  # the kernel-box tile of the last col2im (tests read it)
 
 
-def _pair(v, n=2, what="argument"):
-    if isinstance(v, (list, tuple)):
-        if len(v) == 1:
-            return tuple(int(v[0]) for _ in range(n))
-        if len(v) != n:
-            raise ValueError(f"pyrite: {what} must be an int or a tuple of {n} ints, got {v!r}")
-        return tuple(int(x) for x in v)
-    return (int(v),) * n
+def _cols_limit(itemsize: int) -> int:
+    """Elements a column-matrix chunk may hold."""
+    dev = backend.current()
+    return max(1, min(COLS_MAX_BYTES, dev.max_binding) // itemsize)
 
 
-def _x_info(x: Tensor):
-    return [x._offset, *x._strides]
+def _mergeable(t: Tensor, first: int) -> bool:
+    """Do dims first.. of t walk memory as one run (so they flatten into one stride)?"""
+    sh, st = t._shape[first:], t._strides[first:]
+    for i in range(len(sh) - 1):
+        if sh[i + 1] != 1 and sh[i] != 1 and st[i] != st[i + 1] * sh[i + 1]:
+            return False
+    return True
 
 
-def _batched(x: Tensor, dims: int, what: str):
-    """(N, C, H, W) view of x, and whether x was unbatched; `dims` spatial dims (1 or 2)."""
-    if x.ndim not in (dims + 1, dims + 2):
-        raise ShapeError(
-            f"pyrite: {what}: expected a {dims + 1}D (unbatched) or {dims + 2}D "
-            f"(batched) input, got shape {tuple(x._shape)}"
+def _flat_spatial(t: Tensor, first: int) -> tuple:
+    """(size, stride) of dims first.. of t flattened into one (they must be mergeable)."""
+    size = math.prod(t._shape[first:])
+    stride = 1
+    for d, s in zip(t._shape[first:], t._strides[first:]):
+        if d != 1:
+            stride = s
+    return size, stride
+
+
+def _weight(w: Tensor, dims: int, what: str) -> Tensor:
+    if w.ndim != dims + 2:
+        raise SpatialError(
+            f"pyrite: {what}: weight must be {dims + 2}D, got shape {tuple(w._shape)}"
         )
-    unbatched = x.ndim == dims + 1
-    if unbatched:
-        x = x._view((1,) + x._shape, (0,) + x._strides, x._offset)
-    if dims == 1:
-        n, c, w = x._shape
-        x = x._view((n, c, 1, w), (x._strides[0], x._strides[1], 0, x._strides[2]), x._offset)
-    return x, unbatched
+    w = w if w.is_contiguous() else w.contiguous()
+    sh = w._shape[:2] + (1,) * (3 - dims) + w._shape[2:]
+    return w._view(sh, tuple(math.prod(sh[i + 1 :]) for i in range(5)), w._offset)
 
 
-def _finish(out: Tensor, dims: int, unbatched: bool):
-    shape = out._shape
-    if dims == 1:
-        shape = shape[:2] + shape[3:]
-    if unbatched:
-        shape = shape[1:]
-    return out.reshape(*shape) if shape != out._shape else out
-
-
-# ---- convolution -------------------------------------------------------------------------------
-def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
-    x, w = as_tensor_arg(x), as_tensor_arg(weight)
+def _check_common(x, w, bias, stride, padding, dilation, groups, dims, what, transposed):
+    x, w = as_tensor_arg(x), as_tensor_arg(w)
     if x.dtype is not w.dtype:
         raise TypeError(
             f"pyrite: {what}: input ({x.dtype!r}) and weight ({w.dtype!r}) must have the same dtype"
         )
     if x.dtype.is_bool:
-        raise TypeError(f"pyrite: {what} is not implemented for {x.dtype!r}")
-    if w.ndim != dims + 2:
-        raise ShapeError(f"pyrite: {what}: weight must be {dims + 2}D, got shape {tuple(w._shape)}")
-    xb, unbatched = _batched(x, dims, what)
-    if dims == 1:
-        w = w._view(
-            (w._shape[0], w._shape[1], 1, w._shape[2]),
-            (w._strides[0], w._strides[1], 0, w._strides[2]),
-            w._offset,
+        raise TypeError(f'pyrite: "{what}" not implemented for {x.dtype!r}')
+    if x.ndim not in (dims + 1, dims + 2):
+        raise SpatialError(
+            f"pyrite: expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
+            f"{what}, but got input of size: {list(x._shape)}"
         )
-    N, C, H, W = xb._shape
-    O, Cg, KH, KW = w._shape
     g = int(groups)
-    if g < 1 or C != Cg * g or O % g:
-        raise ShapeError(
-            f"pyrite: {what}: input of shape {tuple(x._shape)} and weight of shape "
-            f"{tuple(weight._shape)} do not fit with groups={g} (expected "
-            f"{Cg * g} input channels and out_channels divisible by groups)"
+    if g <= 0:
+        raise SpatialError(f"pyrite: {what}: non-positive groups is not supported, got {g}")
+    strd = ntuple(stride, dims, "stride", what)
+    dil = ntuple(dilation, dims, "dilation", what)
+    if any(s <= 0 for s in strd):
+        raise SpatialError(f"pyrite: {what}: non-positive stride is not supported, got {strd}")
+    if any(d <= 0 for d in dil):
+        raise SpatialError(
+            f"pyrite: {what}: dilation should be greater than zero, but got {list(dil)}"
         )
-    sh, sw = (1,) + _pair(stride, 1, "stride") if dims == 1 else _pair(stride, 2, "stride")
-    dh, dw = (1,) + _pair(dilation, 1, "dilation") if dims == 1 else _pair(dilation, 2, "dilation")
+    if w.ndim and w._shape[0] == 0:
+        raise SpatialError(
+            f"pyrite: Given groups={g}, expected weight to be at least 1 at dimension 0, but got "
+            f"weight of size {list(w._shape)} instead"
+        )
+    if bias is not None:
+        bias = as_tensor_arg(bias)
+        if bias.dtype is not x.dtype:
+            raise TypeError(
+                f"pyrite: {what}: input ({x.dtype!r}) and bias ({bias.dtype!r}) must have the "
+                "same dtype"
+            )
+    return x, w, bias, g, strd, dil
+
+
+def _check_bias(bias, n, w, what, transposed):
+    if bias is not None and bias._shape != (n,):
+        t = "transposed=1, " if transposed else ""
+        raise SpatialError(
+            f"pyrite: {what}: given {t}weight of size {list(w._shape)}, expected bias to be "
+            f"1-dimensional with {n} elements, but got bias of size {list(bias._shape)} instead"
+        )
+
+
+# ---- convolution -------------------------------------------------------------------------------
+def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
+    x, w_in, bias, g, strd, dil = _check_common(
+        x, weight, bias, stride, padding, dilation, groups, dims, what, False
+    )
+    w = _weight(w_in, dims, what)
+    xb, unbatched = as_ncdhw(x, dims, what)
+    N, C = xb._shape[:2]
+    in_sp = xb._shape[2:]
+    O, Cg = w._shape[:2]
+    ker = w._shape[2:]
+    if O % g:
+        raise SpatialError(
+            f"pyrite: Given groups={g}, expected weight to be divisible by {g} at dimension 0, "
+            f"but got weight of size {list(w_in._shape)} instead"
+        )
+    if C != Cg * g:
+        raise SpatialError(
+            f"pyrite: Given groups={g}, weight of size {list(w_in._shape)}, expected "
+            f"input{list(xb._shape[:2] + xb._shape[5 - dims :])} to have {Cg * g} channels, "
+            f"but got {C} channels instead"
+        )
+    k_eff = [d * (k - 1) for d, k in zip(pad3(dil, 1), ker)]
     if isinstance(padding, str):
         if padding == "valid":
-            ph = pw = 0
+            pad = (0, 0, 0)
         elif padding == "same":
-            if (sh, sw) != (1, 1):
-                raise ValueError(
+            if any(s != 1 for s in strd):
+                raise SpatialError(
                     f"pyrite: {what}: padding='same' is not supported for strided convolutions"
                 )
-            ph, pw = (dh * (KH - 1)) // 2, (dw * (KW - 1)) // 2  # the extra goes right, as torch
+            pad = tuple(e // 2 for e in k_eff)  # the odd one out goes right, as torch
         else:
             raise ValueError(
                 f"pyrite: {what}: invalid padding string {padding!r}; expected 'same' or 'valid'"
             )
-        OH, OW = (H, W) if padding == "same" else (H - dh * (KH - 1), W - dw * (KW - 1))
     else:
-        ph, pw = (0,) + _pair(padding, 1, "padding") if dims == 1 else _pair(padding, 2, "padding")
-        OH = (H + 2 * ph - dh * (KH - 1) - 1) // sh + 1
-        OW = (W + 2 * pw - dw * (KW - 1) - 1) // sw + 1
-    if OH <= 0 or OW <= 0:
-        raise ShapeError(
-            f"pyrite: {what}: input of shape {tuple(x._shape)} is smaller than the "
-            f"(dilated) kernel of shape {tuple(weight._shape)}"
+        pad = pad3(ntuple(padding, dims, "padding", what), 0)
+        if any(p < 0 for p in pad):
+            raise SpatialError(f"pyrite: {what}: negative padding is not supported")
+    same = padding == "same"
+    stride3, dil3 = pad3(strd, 1), pad3(dil, 1)
+    out_sp = tuple(
+        i if same else (i + 2 * p - e - 1) // s + 1
+        for i, p, e, s in zip(in_sp, pad, k_eff, stride3)
+    )
+    too_small = any(i + 2 * p < e + 1 for i, p, e in zip(in_sp, pad, k_eff))
+    if (too_small and not same) or any(o <= 0 for o in out_sp):
+        padded = " x ".join(str(i + 2 * p) for i, p in list(zip(in_sp, pad))[3 - dims :])
+        ks = " x ".join(str(e + 1) for e in k_eff[3 - dims :])
+        raise SpatialError(
+            f"pyrite: {what}: calculated padded input size per channel: ({padded}). Kernel "
+            f"size: ({ks}). Kernel size can't be greater than actual input size"
         )
-    L = OH * OW
-    CK = Cg * KH * KW
-    cols = empty((N, C * KH * KW, L), x.dtype)  # rows (c, ki, kj), columns (oh, ow)
-    n = cols.numel()
-    if n:
-        info = [n, C, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, *_x_info(xb)]
-        backend.current().dispatch(
-            im2col(x.dtype.wgsl), [xb._storage.buffer, cols._storage.buffer], info, grid_for(n)
-        )
-    # (1, g, O/g, CK) @ (N, g, CK, L) -> (N, g, O/g, L): weight rows are (c, ki, kj) like cols
-    wc = w if w.is_contiguous() else w.contiguous()
-    a = wc._view((1, g, O // g, CK), (0, (O // g) * CK, CK, 1), wc._offset)
-    b = cols._view((N, g, CK, L), (C * KH * KW * L, CK * L, L, 1), 0)
-    e = None
-    if bias is not None:
-        bt = as_tensor_arg(bias)
-        if bt._shape != (O,):
-            raise ShapeError(f"pyrite: {what}: bias of shape {tuple(bt._shape)}, expected ({O},)")
-        if bt.dtype is not x.dtype:
-            bt = bt.to(x.dtype)
-        s = bt._strides[0]
-        e = bt._view((N, g, O // g, L), (0, (O // g) * s, s, 0), bt._offset)
-    out = gemm(a, b, e)
-    out = out._view((N, O, OH, OW), (O * L, L, OW, 1), 0)
-    return _finish(out, dims, unbatched)
+    _check_bias(bias, O, w_in, what, False)
+    K = math.prod(ker)
+    L = math.prod(out_sp)
+    CK = Cg * K
+    if N * O * L == 0:
+        return from_ncdhw(empty((N, O) + out_sp, x.dtype), dims, unbatched)
+    out_shape, out_strides = (N, O) + out_sp, (O * L, L) + (out_sp[1] * out_sp[2], out_sp[2], 1)
+    # (1, g, O/g, CK) @ (N, g, CK, L) -> (N, g, O/g, L): weight rows are (c, kd, kh, kw) as cols
+    a = w._view((1, g, O // g, CK), (0, (O // g) * CK, CK, 1), w._offset)
+    direct = K == 1 and all(s == 1 for s in stride3) and not any(pad) and _mergeable(xb, 2)
+    if direct:  # a 1x1 convolution: x (N, C, L) is its own column matrix
+        _, ls = _flat_spatial(xb, 2)
+        sn, sc = xb._strides[:2]
+        b = xb._view((N, g, Cg, L), (sn, Cg * sc, sc, ls), xb._offset)
+        res = gemm(a, b, _bias_view(bias, N, g, O, L))
+        return from_ncdhw(res._view(out_shape, out_strides, 0), dims, unbatched)
+    limit = _cols_limit(x.dtype.itemsize)
+    nb = max(1, min(N, limit // max(1, C * K * L)))
+    lc = L if nb > 1 or C * K * L <= limit else max(1, limit // (C * K))
+    dev = backend.current()
+    src = im2col(x.dtype.wgsl)
+    out = None
+    for n0 in range(0, N, nb):
+        nbc = min(nb, N - n0)
+        for l0 in range(0, L, lc):
+            lcc = min(lc, L - l0)
+            cols = empty((nbc, C * K, lcc), x.dtype)  # rows (c, kd, kh, kw), columns l
+            info = [
+                cols.numel(),
+                C,
+                *in_sp,
+                *ker,
+                *out_sp,
+                *stride3,
+                *pad,
+                *dil3,
+                xb._offset,
+                *xb._strides,
+                n0,
+                l0,
+                lcc,
+            ]
+            dev.dispatch(
+                src,
+                [xb._storage.buffer, cols._storage.buffer],
+                info,
+                grid_for(-(-cols.numel() // IM2COL_PER_THREAD)),
+            )
+            b = cols._view((nbc, g, CK, lcc), (C * K * lcc, CK * lcc, lcc, 1), 0)
+            res = gemm(a, b, _bias_view(bias, nbc, g, O, lcc))  # (nbc, g, O/g, lcc)
+            if nbc == N and lcc == L:
+                return from_ncdhw(res._view(out_shape, out_strides, 0), dims, unbatched)
+            if out is None:
+                out = empty(out_shape, x.dtype)
+            dst = out._view((nbc, g, O // g, lcc), (O * L, (O // g) * L, L, 1), n0 * O * L + l0)
+            _copy(dst, res)
+    return from_ncdhw(out, dims, unbatched)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+def _bias_view(bias, N, g, O, L):
+    if bias is None:
+        return None
+    s = bias._strides[0]
+    return bias._view((N, g, O // g, L), (0, (O // g) * s, s, 0), bias._offset)
+
+
+def _copy(dst: Tensor, src: Tensor):
+    from .core import run_map
+
+    ct = dst.dtype.ctype
+    run_map("x0", (src,), (ct,), dst, ct)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+    """1-D convolution of (N, C_in, L) or (C_in, L) with weight (C_out, C_in/groups, k)."""
+    return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
-# ---- pooling -----------------------------------------------------------------------------------
-def _out_size(size, k, s, p, d, ceil_mode):
-    num = size + 2 * p - d * (k - 1) - 1
-    o = (-(-num // s) if ceil_mode else num // s) + 1
-    if ceil_mode and (o - 1) * s >= size + p:  # the last window must start inside input or left pad
-        o -= 1
-    return o
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution of (N, C_in, H, W) or (C_in, H, W) with weight (C_out, C_in/groups,
+    kh, kw); padding an int, a pair, 'valid' or 'same'."""
+    return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def _pool(
-    mode,
-    input,
-    dims,
-    what,
-    kernel_size=1,
-    stride=None,
-    padding=0,
-    dilation=1,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-    out_size=None,
-):
-    x = as_tensor_arg(input)
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"pyrite: {what} is not implemented for {x.dtype!r}")
-    xb, unbatched = _batched(x, dims, what)
-    N, C, H, W = xb._shape
-    if out_size is not None:
-        if dims == 1:
-            OH, OW = 1, _pair(out_size, 1, "output_size")[0]
-        else:
-            os_ = out_size if isinstance(out_size, (list, tuple)) else (out_size, out_size)
-            OH, OW = (H if os_[0] is None else int(os_[0])), (W if os_[1] is None else int(os_[1]))
-        KH = KW = sh = sw = ph = pw = dh = dw = 1
-    else:
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution of (N, C_in, D, H, W) or (C_in, D, H, W) with weight (C_out,
+    C_in/groups, kd, kh, kw)."""
+    return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
-        def two(v, name, lead=1):
-            return (lead,) + _pair(v, 1, name) if dims == 1 else _pair(v, 2, name)
 
-        KH, KW = two(kernel_size, "kernel_size")
-        sh, sw = two(
-            kernel_size if stride is None or stride == [] or stride == () else stride, "stride"
+def conv_tbc(input, weight, bias, pad=0):
+    """A 1-D convolution over time-major input (T, B, C_in) with weight (k, C_in, C_out) and
+    bias (C_out,): (T + 2*pad - k + 1, B, C_out), contiguous (fairseq's layout)."""
+    x, w, b = (as_tensor_arg(t) for t in (input, weight, bias))
+    if x.ndim != 3:
+        raise SpatialError("pyrite: conv_tbc: input must have 3 dims: time, batch, in_channel")
+    if w.ndim != 3:
+        raise SpatialError(
+            "pyrite: conv_tbc: weight tensor must have 3 dims: kernel_width, in_channels, "
+            "out_channels."
         )
-        ph, pw = two(padding, "padding", 0)
-        dh, dw = two(dilation, "dilation")
-        if ph > KH // 2 or pw > KW // 2:
-            raise ValueError(
-                f"pyrite: {what}: pad should be at most half of the effective kernel "
-                f"size, but got padding={padding} and kernel_size={kernel_size}"
-            )
-        OH = _out_size(H, KH, sh, ph, dh, ceil_mode)
-        OW = _out_size(W, KW, sw, pw, dw, ceil_mode)
-        if OH <= 0 or OW <= 0:
-            raise ShapeError(
-                f"pyrite: {what}: output size is too small for input of shape "
-                f"{tuple(x._shape)} and kernel_size={kernel_size}"
-            )
-    out = empty((N, C, OH, OW), x.dtype)
-    n = out.numel()
-    idx = empty((N, C, OH, OW), _int32()) if mode.endswith("max") else None
-    if n:
-        info = [
-            n,
-            C,
-            H,
-            W,
-            KH,
-            KW,
-            OH,
-            OW,
-            sh,
-            sw,
-            ph,
-            pw,
-            dh,
-            dw,
-            *_x_info(xb),
-            int(bool(count_include_pad)),
-            int(divisor_override or 0),
-        ]
-        bufs = [xb._storage.buffer, out._storage.buffer]
-        if idx is not None:
-            bufs.append(idx._storage.buffer)
-        backend.current().dispatch(pool2d(mode, x.dtype.wgsl), bufs, info, grid_for(n))
-    res = _finish(out, dims, unbatched)
-    if idx is None:
-        return res
-    return res, _finish(idx, dims, unbatched)
+    if b.ndim != 1:
+        raise SpatialError("pyrite: conv_tbc: bias must have 1 dim: out_channels")
+    if x._shape[2] != w._shape[1]:
+        raise SpatialError(
+            "pyrite: conv_tbc: input dim 2 (input channels) is not == dim 1 in the weight tensor"
+        )
+    if b._shape[0] != w._shape[2]:
+        raise SpatialError(
+            "pyrite: conv_tbc: bias size must equal dim 2 in the weight tensor (output channels)."
+        )
+    out = conv1d(x.permute(1, 2, 0), w.permute(2, 1, 0), b, padding=int(pad))  # (B, C_out, T')
+    return out.permute(2, 0, 1).contiguous()
 
 
-def _int32():
-    from .. import dtypes
+# ---- col2im: transposed convolution and fold ---------------------------------------------------
+def _col2im(cols: Tensor, out: Tensor, geo: dict, bias=None, n0=0, nb=None, c0=0, cc=None):
+    """out[n0:n0+nb, channels of chunk] = col2im(cols) (+ bias). cols is (nb, g*cc*K, L) read
+    through its strides; geo has the output/block/kernel geometry (3-tuples) and groups."""
+    N, Co = out._shape[:2]
+    D, H, W = out._shape[2:]
+    g, Cg = geo["groups"], Co // geo["groups"]
+    nb = N if nb is None else nb
+    cc = Cg if cc is None else cc
+    ker, blocks = geo["kernel"], geo["blocks"]
+    stride, pad, dil = geo["stride"], geo["padding"], geo["dilation"]
+    n = nb * g * cc * D * H * W
+    if n == 0:
+        return
+    steps = [s if d == 1 else 1 for s, d in zip(stride, dil)]
+    # tiles of the kernel box: each dispatch's three nested loops stay under the loop budget
+    tiles = list(fit_box(tuple(ker), max_loop_iterations()))
+    global LAST_COL2IM_TILES
+    LAST_COL2IM_TILES = tuple(tiles)
+    dev = backend.current()
+    src = col2im(out.dtype.wgsl, bias is not None)
+    bufs = [cols._storage.buffer, out._storage.buffer]
+    if bias is not None:
+        bufs.append(bias._storage.buffer)
+    first = True
+    for kd0 in range(0, ker[0], tiles[0]):
+        for kh0 in range(0, ker[1], tiles[1]):
+            for kw0 in range(0, ker[2], tiles[2]):
+                tile = [
+                    kd0,
+                    min(ker[0], kd0 + tiles[0]),
+                    kh0,
+                    min(ker[1], kh0 + tiles[1]),
+                    kw0,
+                    min(ker[2], kw0 + tiles[2]),
+                ]
+                info = [
+                    n,
+                    cc,
+                    D,
+                    H,
+                    W,
+                    *ker,
+                    *blocks,
+                    *stride,
+                    *pad,
+                    *dil,
+                    cols._offset,
+                    *cols._strides,
+                    *tile,
+                    int(not first),
+                    g,
+                    Cg,
+                    c0,
+                    n0,
+                    bias._offset if bias is not None else 0,
+                    bias._strides[0] if bias is not None else 0,
+                    Co,
+                    *steps,
+                ]
+                dev.dispatch(src, bufs, info, grid_for(n))
+                first = False
 
-    return dtypes.int32
 
-
-def max_pool2d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
-    out, idx = _pool(
-        "max", input, 2, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode
+def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, dims, what):
+    if isinstance(padding, str):
+        raise TypeError(f"pyrite: {what}(): argument 'padding' must be tuple of ints, not str")
+    x, w_in, bias, g, strd, dil = _check_common(
+        x, weight, bias, stride, padding, dilation, groups, dims, what, True
     )
-    return (out, idx) if return_indices else out
-
-
-def max_pool1d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
-    out, idx = _pool(
-        "max", input, 1, "max_pool1d", kernel_size, stride, padding, dilation, ceil_mode
+    w = _weight(w_in, dims, what)  # (C_in, C_out/g, kd, kh, kw)
+    xb, unbatched = as_ncdhw(x, dims, what)
+    N, Cin = xb._shape[:2]
+    in_sp = xb._shape[2:]
+    Cin_w, Cg = w._shape[:2]
+    ker = w._shape[2:]
+    if Cin_w % g:
+        raise SpatialError(
+            f"pyrite: Given groups={g}, expected weight to be divisible by {g} at dimension 0, "
+            f"but got weight of size {list(w_in._shape)} instead"
+        )
+    if Cin != Cin_w:
+        raise SpatialError(
+            f"pyrite: Given transposed=1, weight of size {list(w_in._shape)}, expected "
+            f"input{list(xb._shape[:2] + xb._shape[5 - dims :])} to have {Cin_w} channels, "
+            f"but got {Cin} channels instead"
+        )
+    pad = pad3(ntuple(padding, dims, "padding", what), 0)
+    opad = pad3(ntuple(output_padding, dims, "output_padding", what), 0)
+    stride3, dil3 = pad3(strd, 1), pad3(dil, 1)
+    if any(p < 0 for p in pad) or any(p < 0 for p in opad):
+        raise SpatialError(f"pyrite: {what}: negative padding is not supported")
+    if any(op >= s and op >= d for op, s, d in zip(opad, stride3, dil3)):
+        raise SpatialError(
+            f"pyrite: {what}: output padding must be smaller than either stride or dilation, "
+            f"but got output_padding={list(opad[3 - dims :])}, stride={list(strd)}, "
+            f"dilation={list(dil)}"
+        )
+    out_sp = tuple(
+        (i - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for i, s, p, d, k, op in zip(in_sp, stride3, pad, dil3, ker, opad)
     )
-    return (out, idx) if return_indices else out
+    if any(o <= 0 for o in out_sp):
+        raise SpatialError(
+            f"pyrite: {what}: given input size per channel: "
+            f"({' x '.join(map(str, in_sp[3 - dims :]))}). Calculated output size per channel: "
+            f"({' x '.join(map(str, out_sp[3 - dims :]))}). Output size is too small"
+        )
+    Co = Cg * g
+    _check_bias(bias, Co, w_in, what, True)
+    out = empty((N, Co) + out_sp, x.dtype)
+    if out.numel() == 0:
+        return from_ncdhw(out, dims, unbatched)
+    if not _mergeable(xb, 2):
+        xb = xb.contiguous()
+    L, ls = _flat_spatial(xb, 2)
+    K = math.prod(ker)
+    Cig = Cin // g
+    sn, sc = xb._strides[:2]
+    geo = {
+        "groups": g,
+        "kernel": ker,
+        "blocks": in_sp,
+        "stride": stride3,
+        "padding": pad,
+        "dilation": dil3,
+    }
+    # chunks: batches, then output channels of each group, so that cols fit COLS_MAX_BYTES
+    limit = _cols_limit(x.dtype.itemsize)
+    per_n = Co * K * L
+    nb = max(1, min(N, limit // max(1, per_n)))
+    cc = Cg if nb > 1 or per_n <= limit else max(1, limit // (g * K * L))
+    wb = w._strides[0]  # = Cg * K
+    for c0 in range(0, Cg, cc):
+        ccc = min(cc, Cg - c0)
+        # a[0, gi, (c, k), ci] = w[gi*Cig + ci, c0 + c, k]: Wᵀ of the group. Copied contiguous:
+        # the GEMM's fast kernel wants A's K unit-stride (H200, Dawn, (1, 512, 64, 64) k4 s2 p1
+        # -> 256: the strided view took the general kernel, 1.68 ms; copied, 0.80 ms), and
+        # weights are small
+        a = w._view((1, g, ccc * K, Cig), (0, Cig * wb, 1, wb), w._offset + c0 * K).contiguous()
+        for n0 in range(0, N, nb):
+            nbc = min(nb, N - n0)
+            b = xb._view((nbc, g, Cig, L), (sn, Cig * sc, sc, ls), xb._offset + n0 * sn)
+            cols = gemm(a, b)  # (nbc, g, ccc*K, L)
+            cv = cols._view((nbc, g * ccc * K, L), (g * ccc * K * L, L, 1), 0)
+            _col2im(cv, out, geo, bias, n0, nbc, c0, ccc)
+    return from_ncdhw(out, dims, unbatched)
 
 
-def avg_pool2d(
-    input,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
-    return _pool(
-        "avg",
+    """1-D transposed convolution of (N, C_in, L) or (C_in, L) with weight (C_in,
+    C_out/groups, k): L_out = (L - 1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1."""
+    return widened(
+        _conv_transpose,
         input,
-        2,
-        "avg_pool2d",
-        kernel_size,
+        weight,
+        bias,
         stride,
         padding,
+        output_padding,
+        groups,
+        dilation,
         1,
-        ceil_mode,
-        count_include_pad,
-        divisor_override,
+        "conv_transpose1d",
     )
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    return _pool(
-        "avg", input, 1, "avg_pool1d", kernel_size, stride, padding, 1, ceil_mode, count_include_pad
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    """2-D transposed convolution of (N, C_in, H, W) or (C_in, H, W) with weight (C_in,
+    C_out/groups, kh, kw)."""
+    return widened(
+        _conv_transpose,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        2,
+        "conv_transpose2d",
     )
 
 
-def adaptive_avg_pool2d(input, output_size):
-    return _pool("adaptive_avg", input, 2, "adaptive_avg_pool2d", out_size=output_size)
-
-
-def adaptive_avg_pool1d(input, output_size):
-    return _pool("adaptive_avg", input, 1, "adaptive_avg_pool1d", out_size=output_size)
-
-
-def adaptive_max_pool2d(input, output_size, return_indices=False):
-    out, idx = _pool("adaptive_max", input, 2, "adaptive_max_pool2d", out_size=output_size)
-    return (out, idx) if return_indices else out
-
-
-def adaptive_max_pool1d(input, output_size, return_indices=False):
-    out, idx = _pool("adaptive_max", input, 1, "adaptive_max_pool1d", out_size=output_size)
-    return (out, idx) if return_indices else out
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    """3-D transposed convolution of (N, C_in, D, H, W) or (C_in, D, H, W) with weight (C_in,
+    C_out/groups, kd, kh, kw)."""
+    return widened(
+        _conv_transpose,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        3,
+        "conv_transpose3d",
+    )
 
 
 __all__ = [
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "adaptive_max_pool1d",
-    "adaptive_max_pool2d",
-    "avg_pool1d",
-    "avg_pool2d",
+    "conv_tbc",
     "conv1d",
     "conv2d",
-    "max_pool1d",
-    "max_pool2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
 ]
 
 METHODS: dict = {}

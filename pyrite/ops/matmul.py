@@ -175,8 +175,8 @@ def _split_k_chunk(kind, params, K):
     when the whole K fits. Chunks are multiples of 64, so every variant's K step (16, or the fast
     kernel's bk <= 32) and the fast kernel's 4-element alignment divide them."""
     limit = max_loop_iterations()
-    if k_loop_iterations(kind, params, K) <= limit:
-        return None
+    if K <= 64 or k_loop_iterations(kind, params, K) <= limit:
+        return None  # fits, or cannot split finer (only under a forced budget of < ~150)
     lo, hi = 64, K  # the largest multiple of 64 whose loops fit (k_loop_iterations grows with K)
     while hi - lo > 64:
         mid = (lo + hi) // 2 // 64 * 64
