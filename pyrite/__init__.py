@@ -76,3 +76,5 @@ from .runtime import (
     set_device,
     synchronize,
 )
+
+from . import linalg  # torch.linalg's namespace (pyrite/linalg.py)

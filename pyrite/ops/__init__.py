@@ -29,6 +29,8 @@ MODULES = [
     "pad",
     "einsum",
     "scatter",
+    # torch's top-level linear algebra (torch.linalg itself is pyrite/linalg.py)
+    "linalg_top",
 ]
 
 loaded = []

@@ -94,13 +94,14 @@ def _square_input(A, name: str) -> Tensor:
 
 
 # ---- dispatch ---------------------------------------------------------------------------------
-def _spans(cost, nsteps: int, fixed: int = 8) -> list:
-    """[(s0, s1), ...]: consecutive step ranges whose summed loop cost for one invocation
-    (`cost(s)`, plus `fixed` for the dispatch) stays within the device's loop budget."""
+def _spans(cost, nsteps: int, fixed: int = 8, first: int = 0) -> list:
+    """[(s0, s1), ...]: consecutive ranges of the steps first..nsteps-1 whose summed loop cost
+    for one invocation (`cost(s)`, plus `fixed` for the dispatch) stays within the device's
+    loop budget."""
     limit = max_loop_iterations()
     spans = []
-    s0, acc = 0, fixed
-    for s in range(nsteps):
+    s0, acc = first, fixed
+    for s in range(first, nsteps):
         c = cost(s)
         if fixed + c > limit:
             raise NotImplementedError(
@@ -170,8 +171,10 @@ def _lu_work(A: Tensor, B: Tensor | None, batch: tuple) -> Tensor:
     return W
 
 
-def _lu(W: Tensor, n: int):
-    """Factor the work buffer in place; returns (piv (*batch, n) int32, info (*batch,) int32)."""
+def _lu(W: Tensor, n: int, back_only: bool = False):
+    """Factor the work buffer in place; returns (piv (*batch, n) int32, info (*batch,) int32).
+    `back_only`: W's first n columns are already upper triangular; run only the back
+    substitution (piv and info are then not written)."""
     batch_shape = W._shape[:-2]
     ld = W._shape[-1]
     r = ld - n
@@ -186,7 +189,8 @@ def _lu(W: Tensor, n: int):
     tp, mpw = _team(max(n * ld // 4, n), nb)
     tx = min(tp, 32)
     nsteps = 2 * n if r else n
-    spans = _spans(lambda s: K.lu_step_cost(s, n, ld, r, tp, tx), nsteps)
+    first = n if back_only else 0
+    spans = _spans(lambda s: K.lu_step_cost(s, n, ld, r, tp, tx), nsteps, first=first)
     src = K.lu_kernel(tp, mpw, tx)
     bufs = [W._storage.buffer, piv._storage.buffer, info._storage.buffer]
     _run(src, bufs, [n, ld, r], nb, mpw, spans)
@@ -326,3 +330,624 @@ def _svd_jacobi(A: Tensor, vectors: bool, sweeps: int = SVD_SWEEPS):
     bufs = [W._storage.buffer, V._storage.buffer, st._storage.buffer, fro._storage.buffer]
     _run(K.svd_kernel(tp, mpw, g, vectors), bufs, [m, n], nb, mpw, spans)
     return W, V, st
+
+
+# ---- results and out= ----------------------------------------------------------------------
+def _out(res: Tensor, out, name: str) -> Tensor:
+    if out is None:
+        return res
+    if not isinstance(out, Tensor):
+        raise TypeError(f"pyrite: {name}: out must be a Tensor, got {type(out).__name__}")
+    if tuple(out._shape) != tuple(res._shape):
+        out.resize_(res._shape) if hasattr(out, "resize_") else None
+    if tuple(out._shape) != tuple(res._shape):
+        raise ShapeError(
+            f"pyrite: {name}: out has shape {tuple(out._shape)}, the result {tuple(res._shape)}"
+        )
+    out.copy_(res)
+    return out
+
+
+def _outs(cls, values, out, name: str):
+    if out is None:
+        return cls(*values)
+    if len(out) != len(values):
+        raise TypeError(f"pyrite: {name}: out must be a tuple of {len(values)} tensors")
+    return cls(*(_out(v, o, name) for v, o in zip(values, out)))
+
+
+def _mT(t: Tensor) -> Tensor:
+    return t.transpose(-2, -1)
+
+
+def _raise_info(info: Tensor, A: Tensor, message):
+    """Read `info` back; raise LinAlgError(message(index, value)) at the first nonzero."""
+    hit = _read_info(info)
+    if hit is not None:
+        raise LinAlgError(message(*hit))
+
+
+# ---- solve, inv ----------------------------------------------------------------------------
+def _solve_shapes(A: Tensor, B: Tensor, name: str):
+    """torch's rule: B is a batch of vectors when it is 1-D, or has A's shape without the last
+    dimension; else a batch of matrices (n, k). Returns (batch, B as (..., n, k), vector?)."""
+    n = A._shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1])
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.ndim < 2 or Bm._shape[-2] != n:
+        k = 1 if vector else (Bm._shape[-1] if Bm.ndim else 1)
+        rows = B._shape[0] if vector and B.ndim == 1 else (Bm._shape[-2] if Bm.ndim >= 2 else 1)
+        raise ShapeError(
+            f"pyrite: {name}: Incompatible shapes of A and B for the equation AX = B "
+            f"({n}x{n} and {rows}x{k}; shapes {tuple(A._shape)} and {tuple(B._shape)})"
+        )
+    try:
+        batch = broadcast_shapes(A._shape[:-2], Bm._shape[:-2])
+    except ShapeError:
+        raise ShapeError(
+            f"pyrite: {name}: the batch dimensions of A {tuple(A._shape)} and B "
+            f"{tuple(B._shape)} do not broadcast"
+        ) from None
+    return batch, Bm, vector
+
+
+def _solve(A, B, left: bool, name: str):
+    A = _square_input(A, name)
+    B = _float_input(B, name)
+    if not left:  # X A = B  <=>  Aᵀ Xᵀ = Bᵀ
+        if B.ndim < 2:
+            raise ShapeError(
+                f"pyrite: {name}: with left=False, B must have at least 2 dimensions "
+                f"(got shape {tuple(B._shape)})"
+            )
+        X, info = _solve(_mT(A), _mT(B), True, name)
+        return _mT(X).contiguous(), info
+    batch, Bm, vector = _solve_shapes(A, B, name)
+    n = A._shape[-1]
+    W = _lu_work(A.expand(*batch, n, n), Bm.expand(*batch, n, Bm._shape[-1]), batch)
+    _, info = _lu(W, n)
+    X = W[..., n:].contiguous()
+    if vector:
+        X = X.squeeze(-1)
+    return X, info
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """X with A X = B (left=True) or X A = B, and LAPACK's info (0, or the first zero pivot's
+    1-based index) per matrix, without reading info back unless `check_errors`."""
+    X, info = _solve(A, B, left, "linalg.solve_ex")
+    if check_errors:
+        _raise_info(info, A, lambda i, v: _singular_solve())
+    return _outs(linalg_solve_ex, (X, info), out, "linalg.solve_ex")
+
+
+def _singular_solve():
+    return "pyrite: linalg.solve: The solver failed because the input matrix is singular."
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution X of A X = B (X A = B when left=False) for square A (*, n, n) and B (*, n)
+    or (*, n, k), batch dims broadcast; LU with partial pivoting. Raises LinAlgError when a
+    pivot is exactly zero, as torch does."""
+    X, info = _solve(A, B, left, "linalg.solve")
+    _raise_info(info, A, lambda i, v: _singular_solve())
+    return _out(X, out, "linalg.solve")
+
+
+def _inv(A, name: str):
+    A = _square_input(A, name)
+    n = A._shape[-1]
+    batch = A._shape[:-2]
+    W = _lu_work(A, _eye(n, n), batch)
+    _, info = _lu(W, n)
+    return W[..., n:].contiguous(), info
+
+
+def _singular_inv(A):
+    return lambda i, v: (
+        f"pyrite: linalg.inv: {_batch_prefix(A, i)}The diagonal element {v} is zero, the "
+        "inversion could not be completed because the input matrix is singular."
+    )
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """The inverse of square A (*, n, n) and info per matrix, without reading info back."""
+    X, info = _inv(A, "linalg.inv_ex")
+    if check_errors:
+        _raise_info(info, A, _singular_inv(as_tensor_arg(A)))
+    return _outs(linalg_inv_ex, (X, info), out, "linalg.inv_ex")
+
+
+def inv(A, *, out=None):
+    """The inverse of square A (*, n, n) by LU with partial pivoting (Gauss elimination on
+    [A | I]). Raises LinAlgError for an exactly singular pivot, with torch's message."""
+    X, info = _inv(A, "linalg.inv")
+    _raise_info(info, A, _singular_inv(as_tensor_arg(A)))
+    return _out(X, out, "linalg.inv")
+
+
+def inverse(input, *, out=None):
+    return inv(input, out=out)
+
+
+# ---- triangular systems ------------------------------------------------------------------
+def _tri_solve(A: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
+    """X with A X = B for triangular A (*, n, n) (the other triangle ignored) and B (*, n, k),
+    batch dims already equal: back substitution (the LU kernel's second half); a lower A is
+    solved as the upper J·A·J (J reverses the order)."""
+    n = A._shape[-1]
+    batch = A._shape[:-2]
+    if not upper:
+        A = A.flip((-2, -1))
+        B = B.flip((-2,))
+    W = _lu_work(A, B, batch)
+    if unit:
+        W[..., :n].diagonal(0, -2, -1).fill_(1.0)
+    if n and math.prod(batch) and B._shape[-1]:
+        _lu(W, n, back_only=True)
+    X = W[..., n:]
+    return (X if upper else X.flip((-2,))).contiguous()
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (X A = B when left=False) for triangular A (*, n, n) (only the triangle
+    `upper` names is read; its diagonal taken as ones when `unitriangular`) and B (*, n, k)."""
+    A = _square_input(A, "linalg.solve_triangular")
+    B = _matrix_input(B, "linalg.solve_triangular")
+    if not left:
+        X = solve_triangular(_mT(A), _mT(B), upper=not upper, unitriangular=unitriangular)
+        return _out(_mT(X).contiguous(), out, "linalg.solve_triangular")
+    n = A._shape[-1]
+    if B._shape[-2] != n:
+        raise ShapeError(
+            f"pyrite: linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+            f"AX = B ({n}x{n} and {B._shape[-2]}x{B._shape[-1]})"
+        )
+    batch = broadcast_shapes(A._shape[:-2], B._shape[:-2])
+    k = B._shape[-1]
+    X = _tri_solve(A.expand(*batch, n, n), B.expand(*batch, n, k), bool(upper), unitriangular)
+    return _out(X, out, "linalg.solve_triangular")
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """X with A X = B where A = L Lᵀ (Uᵀ U when upper) from its Cholesky factor."""
+    L = _square_input(L, "cholesky_solve")
+    B = _matrix_input(B, "cholesky_solve")
+    Y = solve_triangular(L, B, upper=upper, left=True) if not upper else None
+    if upper:  # A = Uᵀ U: Uᵀ Y = B, U X = Y
+        Y = solve_triangular(_mT(L), B, upper=False)
+        return _out(solve_triangular(L, Y, upper=True), out, "cholesky_solve")
+    return _out(solve_triangular(_mT(L), Y, upper=True), out, "cholesky_solve")
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """inv(A) from A's Cholesky factor L (A = L Lᵀ, or Uᵀ U when upper)."""
+    L = _square_input(L, "cholesky_inverse")
+    n = L._shape[-1]
+    eye = _eye(n, n).expand(*L._shape)
+    return _out(cholesky_solve(eye, L, upper), out, "cholesky_inverse")
+
+
+# ---- det, slogdet ------------------------------------------------------------------------------
+def _lu_det_parts(A, name: str):
+    """(diagonal of U (*, n), permutation sign (*,) float32) of A's LU factorisation."""
+    from .creation import arange
+
+    A = _square_input(A, name)
+    n = A._shape[-1]
+    W = _lu_work(A, None, A._shape[:-2])
+    piv, _ = _lu(W, n)
+    d = W.diagonal(0, -2, -1)
+    swaps = (piv != arange(n, dtype=D.int32)).sum(-1)
+    psign = 1.0 - 2.0 * (swaps % 2).float()
+    return d, psign
+
+
+def det(A, *, out=None):
+    """The determinant of square A (*, n, n): the product of U's diagonal from LU with partial
+    pivoting, times the permutation's sign."""
+    d, psign = _lu_det_parts(A, "linalg.det")
+    return _out(psign * d.prod(-1), out, "linalg.det")
+
+
+def _slogdet(A, name):
+    d, psign = _lu_det_parts(A, name)
+    sign = psign * d.sign().prod(-1)
+    logabs = d.abs().log().sum(-1)
+    return sign, logabs
+
+
+def slogdet(A, *, out=None):
+    """(sign, log|det|) of square A (*, n, n); sign 0 and logabsdet -inf when singular."""
+    return _outs(linalg_slogdet, _slogdet(A, "linalg.slogdet"), out, "linalg.slogdet")
+
+
+def _slogdet_top(input):
+    return slogdet_result(*_slogdet(input, "slogdet"))
+
+
+def logdet(input):
+    """log(det(A)): nan for a negative determinant, -inf for a singular one (torch.logdet)."""
+    from .elementwise import where
+
+    sign, logabs = _slogdet(input, "logdet")
+    nan = logabs * float("nan")
+    return where(sign < 0, nan, logabs)
+
+
+# ---- Cholesky -----------------------------------------------------------------------------
+def _not_pd(A):
+    return lambda i, v: (
+        f"pyrite: linalg.cholesky: {_batch_prefix(A, i)}The factorization could not be "
+        f"completed because the input is not positive-definite (the leading minor of order "
+        f"{v} is not positive-definite)."
+    )
+
+
+def _chol(A, upper: bool, name: str):
+    A = _square_input(A, name)
+    L, info = _cholesky(A)
+    if upper:
+        L = _mT(L).contiguous()
+    return A, L, info
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """The Cholesky factor of Hermitian positive-definite A (its lower triangle read) and info
+    (0, or the order of the first leading minor that is not positive-definite)."""
+    A, L, info = _chol(A, upper, "linalg.cholesky_ex")
+    if check_errors:
+        _raise_info(info, A, _not_pd(A))
+    return _outs(linalg_cholesky_ex, (L, info), out, "linalg.cholesky_ex")
+
+
+def cholesky(A, *, upper=False, out=None):
+    """L with A = L Lᵀ (U with A = Uᵀ U when upper=True) for symmetric positive-definite A
+    (*, n, n), reading its lower triangle. Raises LinAlgError when A is not positive-definite."""
+    A, L, info = _chol(A, upper, "linalg.cholesky")
+    _raise_info(info, A, _not_pd(A))
+    return _out(L, out, "linalg.cholesky")
+
+
+def _cholesky_top(input, upper=False, *, out=None):
+    return cholesky(input, upper=upper, out=out)
+
+
+# ---- QR --------------------------------------------------------------------------------------
+def qr(A, mode="reduced", *, out=None):
+    """Householder QR of A (*, m, n): mode 'reduced' gives Q (*, m, k), R (*, k, n), k =
+    min(m, n); 'complete' Q (*, m, m), R (*, m, n); 'r' an empty Q and R (*, k, n). R's
+    diagonal signs are LAPACK's (not made positive)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(
+            f"pyrite: qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+            "(default), 'r', or 'complete'"
+        )
+    A = _matrix_input(A, "linalg.qr")
+    m, n = A._shape[-2], A._shape[-1]
+    k = min(m, n)
+    qc = {"reduced": k, "complete": m, "r": 0}[mode]
+    W, _, Q = _qr(A, qc)
+    rows = m if mode == "complete" else k
+    R = W[..., :rows, :].triu()
+    if mode == "r":
+        Q = empty((0,), D.float32)
+    return _outs(linalg_qr, (Q, R), out, "linalg.qr")
+
+
+def _qr_top(input, some=True, *, out=None):
+    Q, R = qr(input, "reduced" if some else "complete")
+    return _outs(qr_result, (Q, R), out, "qr")
+
+
+# ---- symmetric eigenproblems --------------------------------------------------------------
+def _symmetric(A: Tensor, UPLO: str, name: str) -> Tensor:
+    if UPLO not in ("L", "U", "l", "u"):
+        raise ValueError(f"pyrite: {name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    if UPLO in ("L", "l"):
+        return A.tril() + _mT(A.tril(-1))
+    return A.triu() + _mT(A.triu(1))
+
+
+def _eigh_sorted(A, UPLO, vectors: bool, name: str):
+    from .scatter import gather
+
+    A = _square_input(A, name)
+    n = A._shape[-1]
+    S = _symmetric(A, UPLO, name)
+    W, V, _ = _eigh(S, vectors)
+    lam = W.diagonal(0, -2, -1)
+    vals, idx = lam.sort(-1)
+    if not vectors:
+        return vals, None
+    idx2 = idx.unsqueeze(-2).expand(*idx._shape[:-1], n, n)
+    return vals, gather(V, -1, idx2)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric A (*, n, n),
+    from the triangle UPLO names, by cyclic two-sided Jacobi. Eigenvector signs are arbitrary
+    (as LAPACK's)."""
+    vals, vecs = _eigh_sorted(A, UPLO, True, "linalg.eigh")
+    return _outs(linalg_eigh, (vals, vecs), out, "linalg.eigh")
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) of symmetric A (*, n, n), from the triangle UPLO names."""
+    vals, _ = _eigh_sorted(A, UPLO, False, "linalg.eigvalsh")
+    return _out(vals, out, "linalg.eigvalsh")
+
+
+def _no_complex(name):
+    raise TypeError(
+        f"pyrite: {name}: the eigenvalues of a general matrix are complex, and pyrite has no "
+        "complex dtypes; for a symmetric matrix use linalg.eigh / linalg.eigvalsh"
+    )
+
+
+def eig(A, *, out=None):
+    _no_complex("linalg.eig")
+
+
+def eigvals(A, *, out=None):
+    _no_complex("linalg.eigvals")
+
+
+# ---- SVD -----------------------------------------------------------------------------------
+def _svd_parts(A: Tensor, vectors: bool, full: bool):
+    """(U, S, Vh) of A (*, m, n) (U, Vh None without vectors); S descending."""
+    from .scatter import gather
+
+    m, n = A._shape[-2], A._shape[-1]
+    if m < n:  # A = U S Vh  <=>  Aᵀ = Vh.T S U.T
+        U, S, Vh = _svd_parts(_mT(A), vectors, full)
+        return (None if Vh is None else _mT(Vh), S, None if U is None else _mT(U))
+    W, V, _ = _svd_jacobi(A, vectors)
+    norms = W.norm(2, dim=-2) if n else empty(A._shape[:-2] + (0,), D.float32)
+    S, idx = norms.sort(-1, descending=True)
+    if not vectors:
+        return None, S, None
+    lead = idx._shape[:-1]
+    Ws = gather(W, -1, idx.unsqueeze(-2).expand(*lead, m, n))
+    Vs = gather(V, -1, idx.unsqueeze(-2).expand(*lead, n, n))
+    safe = S.clamp(min=1e-38)
+    Ur = Ws / safe.unsqueeze(-2) * (S > 0).float().unsqueeze(-2)
+    # Orthonormalise (and for full_matrices complete) U by Householder QR: columns with zero
+    # or noise-level singular values come out orthonormal as LAPACK's do; the others move by
+    # O(eps). R's diagonal is ±1 there: its signs keep U·diag(S)·Vh = A.
+    Q, R = qr(Ur, "complete" if full else "reduced")
+    sgn = R.diagonal(0, -2, -1).sign()
+    sgn = sgn + (sgn == 0).float()
+    if full and m > n:
+        U = Q.clone()
+        U[..., :n] = Q[..., :n] * sgn.unsqueeze(-2)
+    else:
+        U = Q * sgn.unsqueeze(-2)
+    return U, S, _mT(Vs).contiguous()
+
+
+def _check_driver(driver, name):
+    if driver is not None and driver not in ("gesvd", "gesvdj", "gesvda"):
+        raise ValueError(
+            f"pyrite: {name}: driver must be None or one of 'gesvd', 'gesvdj', 'gesvda' "
+            f"(accepted and ignored: pyrite runs one-sided Jacobi), got {driver!r}"
+        )
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """A = U diag(S) Vh for A (*, m, n): U (*, m, m) or (*, m, k), S (*, k) descending, Vh
+    (*, n, n) or (*, k, n), k = min(m, n); one-sided Jacobi. `driver` (a CUDA option) is
+    accepted and ignored. Singular vectors' signs are arbitrary (as LAPACK's)."""
+    _check_driver(driver, "linalg.svd")
+    A = _matrix_input(A, "linalg.svd")
+    U, S, Vh = _svd_parts(A, True, bool(full_matrices))
+    return _outs(linalg_svd, (U, S, Vh), out, "linalg.svd")
+
+
+def svdvals(A, *, driver=None, out=None):
+    """Singular values of A (*, m, n), descending."""
+    _check_driver(driver, "linalg.svdvals")
+    A = _matrix_input(A, "linalg.svdvals")
+    _, S, _ = _svd_parts(A, False, False)
+    return _out(S, out, "linalg.svdvals")
+
+
+def _svd_top(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: (U, S, V) with V (not Vh); some=True is full_matrices=False; without
+    compute_uv, U and V are zero matrices (m, m) and (n, n), as torch returns."""
+    from .creation import zeros
+
+    A = _matrix_input(input, "svd")
+    m, n = A._shape[-2], A._shape[-1]
+    if not compute_uv:
+        _, S, _ = _svd_parts(A, False, False)
+        U = zeros(*A._shape[:-2], m, m)
+        V = zeros(*A._shape[:-2], n, n)
+    else:
+        U, S, Vh = _svd_parts(A, True, not some)
+        V = _mT(Vh)
+    return _outs(svd_result, (U, S, V), out, "svd")
+
+
+# ---- pinv, lstsq, matrix_rank, cond (from the SVD) ------------------------------------------------
+EPS32 = 2.0**-23  # torch.finfo(torch.float32).eps
+
+
+def _tolerances(atol, rtol, m, n, S0):
+    """The cutoff max(atol, rtol·σ_max) per matrix. torch's defaults: rtol = eps·max(m, n) when
+    neither is given, 0 when only atol is (and is not 0)."""
+    from .elementwise import maximum
+
+    if rtol is None:
+        given = atol is not None and (isinstance(atol, Tensor) or float(atol) > 0)
+        rtol = 0.0 if given else EPS32 * max(m, n)
+    cut = S0 * rtol
+    if atol is None:
+        return cut
+    return maximum(cut, atol) if isinstance(atol, Tensor) else cut.clamp(min=float(atol))
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The Moore-Penrose pseudoinverse of A (*, m, n) from its SVD (from eigh when
+    `hermitian`): singular values at or below max(atol, rtol·σ_max) count as zero.
+    `rcond` is torch's older name for rtol."""
+    A = _matrix_input(A, "linalg.pinv")
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pyrite: linalg.pinv: pass rtol or rcond, not both")
+        rtol = rcond
+    m, n = A._shape[-2], A._shape[-1]
+    if hermitian:
+        if m != n:
+            _square_input(A, "linalg.pinv")
+        vals, V = _eigh_sorted(A, "L", True, "linalg.pinv")
+        mag = vals.abs()
+        cut = _tolerances(atol, rtol, m, n, mag.amax(-1, keepdim=True) if n else mag)
+        inv_s = (mag > cut).float() / vals.masked_fill(mag <= cut, 1.0)
+        res = (V * inv_s.unsqueeze(-2)) @ _mT(V)
+        return _out(res, out, "linalg.pinv")
+    if m == 0 or n == 0:
+        from .creation import zeros
+
+        return _out(zeros(*A._shape[:-2], n, m), out, "linalg.pinv")
+    U, S, Vh = _svd_parts(A, True, False)
+    cut = _tolerances(atol, rtol, m, n, S[..., :1])
+    inv_s = (S > cut).float() / S.masked_fill(S <= cut, 1.0)
+    res = (_mT(Vh) * inv_s.unsqueeze(-2)) @ _mT(U)
+    return _out(res, out, "linalg.pinv")
+
+
+def pinverse(input, rcond=1e-15):
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The number of singular values above max(atol, rtol·σ_max) (int32: pyrite's int64)."""
+    A = _matrix_input(A, "linalg.matrix_rank")
+    if tol is not None:
+        atol = tol
+    m, n = A._shape[-2], A._shape[-1]
+    if hermitian:
+        S = eigvalsh(A).abs()
+        S0 = S.amax(-1, keepdim=True) if n else S
+    else:
+        S = svdvals(A)
+        S0 = S[..., :1]
+    if min(m, n) == 0:
+        from .creation import zeros
+
+        return _out(zeros(*A._shape[:-2], dtype=D.int32), out, "linalg.matrix_rank")
+    cut = _tolerances(atol, rtol, m, n, S0)
+    return _out((S > cut).sum(-1), out, "linalg.matrix_rank")
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number ||A||·||A⁻¹|| in norm p (None: 2, from the singular values)."""
+    from .linalg_norms import matrix_norm
+
+    A = _matrix_input(A, "linalg.cond")
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        r = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
+        return _out(r, out, "linalg.cond")
+    _square_input(A, "linalg.cond")
+    X, _ = _inv(A, "linalg.cond")
+    return _out(matrix_norm(A, p) * matrix_norm(X, p), out, "linalg.cond")
+
+
+LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """Least-squares solution of A X = B for A (*, m, n), B (*, m, k) or (*, m): the
+    minimum-norm X from A's SVD for every driver (torch's CPU drivers differ in what else they
+    return, and that is kept: `residuals` (squared column residuals, only for m > n, full rank
+    and a driver other than 'gelsy'), `rank` (not for 'gels'), `singular_values` ('gelsd',
+    'gelss'); an empty tensor where a field is not computed). The default driver is 'gelsy'.
+    'gelsd' and 'gelss' read the rank back to decide on residuals, as torch does."""
+    driver = "gelsy" if driver is None else driver
+    if driver not in LSTSQ_DRIVERS:
+        raise ValueError(
+            "pyrite: torch.linalg.lstsq: parameter `driver` should be one of "
+            "(gels, gelsy, gelsd, gelss)"
+        )
+    A = _matrix_input(A, "linalg.lstsq")
+    B = _float_input(B, "linalg.lstsq")
+    m, n = A._shape[-2], A._shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1])
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.ndim < 2 or Bm._shape[-2] != m:
+        raise ShapeError(
+            f"pyrite: torch.linalg.lstsq: input.size(-2) should match other.size(-2) "
+            f"(shapes {tuple(A._shape)} and {tuple(B._shape)})"
+        )
+    batch = broadcast_shapes(A._shape[:-2], Bm._shape[:-2])
+    k = Bm._shape[-1]
+    Ab = A.expand(*batch, m, n)
+    Bb = Bm.expand(*batch, m, k)
+    rtol = EPS32 * max(m, n) if rcond is None or rcond < 0 else float(rcond)
+    if min(m, n) == 0:
+        from .creation import zeros
+
+        X = zeros(*batch, n, k)
+        S = zeros(*batch, 0)
+        rank = zeros(*batch, dtype=D.int32)
+    else:
+        U, S, Vh = _svd_parts(Ab, True, False)
+        keep = S > S[..., :1] * rtol
+        rank = keep.sum(-1)
+        inv_s = keep.float() / S.masked_fill(~keep, 1.0)
+        X = _mT(Vh) @ ((_mT(U) @ Bb) * inv_s.unsqueeze(-1))
+    empty_f = empty((0,), D.float32)
+    residuals = empty_f
+    if m > n and driver != "gelsy":
+        full = True
+        if driver in ("gelsd", "gelss"):
+            full = bool((rank == n).all().item())
+        if full:
+            residuals = ((Ab @ X - Bb) ** 2).sum(-2)
+    if vector:
+        X = X.squeeze(-1)
+    return linalg_lstsq(
+        X,
+        residuals,
+        rank if driver != "gels" else empty((0,), D.int32),
+        S if driver in ("gelsd", "gelss") else empty_f,
+    )
+
+
+# ---- matrix_power -----------------------------------------------------------------------------
+def matrix_power(A, n, *, out=None):
+    """A**n for square A (*, m, m) by repeated squaring: the identity for n = 0, inv(A)**|n| for
+    n < 0 (raising LinAlgError when A is singular)."""
+    import numbers
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(
+            f"pyrite: linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}"
+        )
+    A = as_tensor_arg(A)
+    if A.dtype.kind == "b" or (n < 0 and A.dtype.kind != "f"):
+        _float_input(A, "linalg.matrix_power")
+    if A.ndim < 2 or A._shape[-1] != A._shape[-2]:
+        _square_input(A.float() if A.dtype.kind != "f" else A, "linalg.matrix_power")
+    m = A._shape[-1]
+    n = int(n)
+    if n == 0:
+        eye = _eye(m, m).to(A.dtype)
+        return _out(eye.expand(*A._shape).contiguous(), out, "linalg.matrix_power")
+    if n < 0:
+        A = inv(A)
+        n = -n
+    result = None
+    base = A
+    while True:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if not n:
+            break
+        base = base @ base
+    if result is A:
+        result = A.clone()
+    return _out(result, out, "linalg.matrix_power")

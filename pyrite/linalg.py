@@ -1,0 +1,83 @@
+"""pyrite.linalg: torch.linalg's names, on the device and batched over leading dims.
+
+    import pyrite as pr
+    x = pr.linalg.solve(A, b)              # or: from pyrite import linalg
+    Q, R = pr.linalg.qr(A)
+    L, info = pr.linalg.cholesky_ex(A)     # no readback: info stays on the device
+
+float32 only (torch's CPU refuses half for these too); no complex dtypes, so `eig` and
+`eigvals` raise (use `eigh` for symmetric matrices). Kernels and their sizes: kernels/linalg.py
+and ops/linalg.py.
+"""
+
+from __future__ import annotations
+
+from .errors import LinAlgError
+from .ops.linalg import (
+    cholesky,
+    cholesky_ex,
+    cond,
+    det,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    inv,
+    inv_ex,
+    lstsq,
+    matrix_power,
+    matrix_rank,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_ex,
+    solve_triangular,
+    svd,
+    svdvals,
+)
+from .ops.linalg_norms import (
+    cross,
+    diagonal,
+    matmul,
+    matrix_norm,
+    multi_dot,
+    norm,
+    tensordot,
+    vecdot,
+    vector_norm,
+)
+
+__all__ = [
+    "LinAlgError",
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "inv_ex",
+    "lstsq",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_ex",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "vecdot",
+    "vector_norm",
+]

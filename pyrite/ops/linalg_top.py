@@ -1,0 +1,60 @@
+"""torch's top-level linear-algebra names and Tensor methods (torch.inverse, torch.svd with its
+old signature, torch.cholesky, x.det(), x.norm(), ...), over ops/linalg.py and
+ops/linalg_norms.py; `pyrite.linalg` (pyrite/linalg.py) is the torch.linalg namespace."""
+
+from __future__ import annotations
+
+from .linalg import _cholesky_top as cholesky
+from .linalg import _qr_top as qr
+from .linalg import _slogdet_top as slogdet
+from .linalg import _svd_top as svd
+from .linalg import (
+    cholesky_inverse,
+    cholesky_solve,
+    det,
+    inverse,
+    logdet,
+    matrix_power,
+    pinverse,
+)
+from .linalg_norms import cross_top as cross
+from .linalg_norms import norm_top as norm
+from .linalg_norms import tensordot
+
+__all__ = [
+    "cholesky",
+    "cholesky_inverse",
+    "cholesky_solve",
+    "cross",
+    "det",
+    "inverse",
+    "logdet",
+    "matrix_power",
+    "norm",
+    "pinverse",
+    "qr",
+    "slogdet",
+    "svd",
+    "tensordot",
+]
+
+
+def _matrix_power(self, n):
+    return matrix_power(self, n)
+
+
+METHODS = {
+    "cholesky": cholesky,
+    "cholesky_inverse": cholesky_inverse,
+    "cholesky_solve": cholesky_solve,
+    "cross": cross,
+    "det": det,
+    "inverse": inverse,
+    "logdet": logdet,
+    "matrix_power": _matrix_power,
+    "norm": norm,
+    "pinverse": pinverse,
+    "qr": qr,
+    "slogdet": slogdet,
+    "svd": svd,
+}
