@@ -163,8 +163,7 @@ def cross(input, other, *, dim=-1, out=None):
             f"pyrite: linalg.cross: inputs must have the same number of dimensions "
             f"(shapes {tuple(a._shape)} and {tuple(b._shape)})"
         )
-    shape = broadcast_shapes(a._shape, b._shape)
-    if not shape:
+    if not a.ndim:
         raise ShapeError("pyrite: linalg.cross: inputs must have at least one dimension")
     d = a._dim(dim)
     if a._shape[d] != 3 or b._shape[d] != 3:
@@ -172,6 +171,7 @@ def cross(input, other, *, dim=-1, out=None):
             f"pyrite: linalg.cross: inputs dimension {dim} must have length 3. Got "
             f"{a._shape[d]} and {b._shape[d]}"
         )
+    shape = broadcast_shapes(a._shape, b._shape)
     return _out(_cross3(a.expand(*shape), b.expand(*shape), d), out, "linalg.cross")
 
 
