@@ -229,9 +229,12 @@ def test_cholesky_not_positive_definite():
         linalg.cholesky(dev(np.stack([np.eye(3), -np.eye(3)])))
     Lc, info = linalg.cholesky_ex(dev(np.stack([np.eye(3), bad, np.full((3, 3), np.nan)])))
     assert info.numpy().tolist() == [0, 3, 1]
-    assert info.numpy().tolist() == torch.linalg.cholesky_ex(
-        t64(np.stack([np.eye(3), bad, np.full((3, 3), np.nan)]))
-    ).info.tolist()
+    assert (
+        info.numpy().tolist()
+        == torch.linalg.cholesky_ex(
+            t64(np.stack([np.eye(3), bad, np.full((3, 3), np.nan)]))
+        ).info.tolist()
+    )
 
 
 def test_triangular_and_cholesky_solves(rng):
@@ -268,7 +271,7 @@ QR_SHAPES = [(1, 1), (3, 5), (5, 3), (17, 17), (33, 5), (5, 33), (100, 17), (2, 
 @pytest.mark.parametrize("m,n", QR_SHAPES)
 def test_qr_reconstruction(rng, m, n):
     A = f32(rng.standard_normal((2, m, n)))
-    k, big = min(m, n), max(m, n)
+    big = max(m, n)
     bound = C * big * U32 * norm2(A)
     for mode in ("reduced", "complete"):
         Q, R = linalg.qr(dev(A), mode=mode)
@@ -279,8 +282,12 @@ def test_qr_reconstruction(rng, m, n):
         assert np.abs(q @ r - A).max() <= bound, mode
         assert_orthonormal_columns(q, big, f"qr {mode}")
         # R is unique up to the signs of its rows
-        assert_close(np.abs(np.diagonal(r, axis1=-2, axis2=-1)),
-                     np.abs(np.diagonal(Tr.numpy(), axis1=-2, axis2=-1)), bound, 0.0)
+        assert_close(
+            np.abs(np.diagonal(r, axis1=-2, axis2=-1)),
+            np.abs(np.diagonal(Tr.numpy(), axis1=-2, axis2=-1)),
+            bound,
+            0.0,
+        )
     Q0, R0 = linalg.qr(dev(A), mode="r")
     assert Q0.shape == (0,) and np.array_equal(R0.numpy(), linalg.qr(dev(A))[1].numpy())
     Qt, Rt = pr.qr(dev(A), some=False)
@@ -349,8 +356,12 @@ def test_svd_reconstruction(rng, m, n):
     A = f32(rng.standard_normal((2, m, n)))
     for full in (False, True):
         _check_svd(A, *linalg.svd(dev(A), full_matrices=full), full)
-    assert_close(linalg.svdvals(dev(A)).numpy(), torch.linalg.svdvals(t64(A)).numpy(),
-                 C * max(m, n) * U32 * norm2(A), 0.0)
+    assert_close(
+        linalg.svdvals(dev(A)).numpy(),
+        torch.linalg.svdvals(t64(A)).numpy(),
+        C * max(m, n) * U32 * norm2(A),
+        0.0,
+    )
 
 
 def test_svd_rank_deficient_and_old_api(rng):
@@ -377,15 +388,23 @@ def test_svd_rank_deficient_and_old_api(rng):
 @pytest.mark.parametrize("m,n", [(1, 1), (5, 3), (3, 5), (17, 17)])
 def test_pinv_parity(rng, m, n):
     k = min(m, n)
-    A = f32(orthogonal(rng, (2,), m)[..., :k] * np.logspace(0, -2, k)
-            @ np.swapaxes(orthogonal(rng, (2,), n)[..., :k], -1, -2))
+    A = f32(
+        orthogonal(rng, (2,), m)[..., :k]
+        * np.logspace(0, -2, k)
+        @ np.swapaxes(orthogonal(rng, (2,), n)[..., :k], -1, -2)
+    )
     bound = C * max(m, n) * U32 * 100.0
     assert rel_err(linalg.pinv(dev(A)).numpy(), torch.linalg.pinv(t64(A)).numpy()) <= bound
     assert rel_err(pr.pinverse(dev(A)).numpy(), torch.pinverse(t64(A)).numpy()) <= bound
     assert rel_err(dev(A).pinverse().numpy(), torch.linalg.pinv(t64(A)).numpy()) <= bound
     S = spd(rng, (2,), n, 10.0) - f32(0.05 * np.eye(n))  # symmetric, indefinite
-    assert rel_err(linalg.pinv(dev(S), hermitian=True).numpy(),
-                   torch.linalg.pinv(t64(S), hermitian=True).numpy()) <= bound * 10
+    assert (
+        rel_err(
+            linalg.pinv(dev(S), hermitian=True).numpy(),
+            torch.linalg.pinv(t64(S), hermitian=True).numpy(),
+        )
+        <= bound * 10
+    )
     # a cutoff: singular values below atol are dropped, as torch drops them
     for kw in ({"atol": 0.05}, {"rtol": 0.05}, {"atol": 0.0, "rtol": 0.5}):
         got = linalg.pinv(dev(A), **kw).numpy()
@@ -476,70 +495,135 @@ MATRIX_ORDS = ["fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2]
 
 NORM_ROWS = (
     [
-        OpInfo(f"vector_norm-{o}", lambda x, o=o, **kw: linalg.vector_norm(x, o, **kw),
-               _ref(lambda x, o=o, **kw: torch.linalg.vector_norm(x, o, **kw)),
-               [Sample(_mk((5, 17))), Sample(_mk((5, 17)), {"dim": 1, "keepdim": True}),
+        OpInfo(
+            f"vector_norm-{o}",
+            lambda x, o=o, **kw: linalg.vector_norm(x, o, **kw),
+            _ref(lambda x, o=o, **kw: torch.linalg.vector_norm(x, o, **kw)),
+            [
+                Sample(_mk((5, 17))),
+                Sample(_mk((5, 17)), {"dim": 1, "keepdim": True}),
                 Sample(_mk((3, 4, 5)), {"dim": (0, 2)}, layout="t"),
-                Sample(_mk((1,)), {})], tol=_vn_tol(o), dtypes=("float32", "float16"))
+                Sample(_mk((1,)), {}),
+            ],
+            tol=_vn_tol(o),
+            dtypes=("float32", "float16"),
+        )
         for o in VECTOR_ORDS
     ]
     + [
-        OpInfo(f"matrix_norm-{o}", lambda x, o=o, **kw: linalg.matrix_norm(x, o, **kw),
-               _ref(lambda x, o=o, **kw: torch.linalg.matrix_norm(x, o, **kw)),
-               [Sample(_mk((4, 5))), Sample(_mk((2, 3, 17, 5)), layout="t"),
-                Sample(_mk((5, 3, 4)), {"dim": (0, 2), "keepdim": True}), Sample(_mk((1, 1)))],
-               tol=_mn_tol)
+        OpInfo(
+            f"matrix_norm-{o}",
+            lambda x, o=o, **kw: linalg.matrix_norm(x, o, **kw),
+            _ref(lambda x, o=o, **kw: torch.linalg.matrix_norm(x, o, **kw)),
+            [
+                Sample(_mk((4, 5))),
+                Sample(_mk((2, 3, 17, 5)), layout="t"),
+                Sample(_mk((5, 3, 4)), {"dim": (0, 2), "keepdim": True}),
+                Sample(_mk((1, 1))),
+            ],
+            tol=_mn_tol,
+        )
         for o in MATRIX_ORDS
     ]
     + [
-        OpInfo("linalg.norm", lambda x, **kw: linalg.norm(x, **kw),
-               _ref(lambda x, **kw: torch.linalg.norm(x, **kw)),
-               [Sample(_mk((3, 4, 5))), Sample(_mk((4, 5)), {"ord": 2}),
-                Sample(_mk((7,)), {"ord": 3}), Sample(_mk((4, 5)), {"ord": "nuc"}),
+        OpInfo(
+            "linalg.norm",
+            lambda x, **kw: linalg.norm(x, **kw),
+            _ref(lambda x, **kw: torch.linalg.norm(x, **kw)),
+            [
+                Sample(_mk((3, 4, 5))),
+                Sample(_mk((4, 5)), {"ord": 2}),
+                Sample(_mk((7,)), {"ord": 3}),
+                Sample(_mk((4, 5)), {"ord": "nuc"}),
                 Sample(_mk((3, 4, 5)), {"ord": 1, "dim": 2}),
-                Sample(_mk((3, 4, 5)), {"ord": -1, "dim": (0, 1), "keepdim": True})],
-               tol=_mn_tol),
-        OpInfo("torch.norm", lambda x, **kw: x.norm(**kw),
-               _ref(lambda x, **kw: torch.norm(x, **kw)),
-               [Sample(_mk((3, 4, 5))), Sample(_mk((3, 4, 5)), {"p": "fro", "dim": (0, 1)}),
-                Sample(_mk((4, 5)), {"p": "nuc"}), Sample(_mk((3, 4, 5)), {"p": 2, "dim": 1}),
-                Sample(_mk((3, 4, 5)), {"p": 1, "dim": (1, 2), "keepdim": True})],
-               tol=_mn_tol),
+                Sample(_mk((3, 4, 5)), {"ord": -1, "dim": (0, 1), "keepdim": True}),
+            ],
+            tol=_mn_tol,
+        ),
+        OpInfo(
+            "torch.norm",
+            lambda x, **kw: x.norm(**kw),
+            _ref(lambda x, **kw: torch.norm(x, **kw)),
+            [
+                Sample(_mk((3, 4, 5))),
+                Sample(_mk((3, 4, 5)), {"p": "fro", "dim": (0, 1)}),
+                Sample(_mk((4, 5)), {"p": "nuc"}),
+                Sample(_mk((3, 4, 5)), {"p": 2, "dim": 1}),
+                Sample(_mk((3, 4, 5)), {"p": 1, "dim": (1, 2), "keepdim": True}),
+            ],
+            tol=_mn_tol,
+        ),
     ]
 )
 
 PRODUCT_ROWS = [
-    OpInfo("linalg.cross", lambda a, b, **kw: linalg.cross(a, b, **kw),
-           _ref(lambda a, b, **kw: torch.linalg.cross(a, b, **kw)),
-           [Sample(_mk((3,), (3,))), Sample(_mk((4, 3), (1, 3))),
-            Sample(_mk((3, 5, 2), (3, 1, 2)), {"dim": 0}), Sample(_mk((2, 3), (2, 3)), layout="tt"),
-            Sample(_mk((0, 3), (0, 3)))],
-           tol=lambda i, e: (4 * U32 * (1 + float(np.abs(i[0]).max(initial=0))
-                                        * np.abs(i[1]).max(initial=0)), 0.0)),
-    OpInfo("cross-default-dim", lambda a, b: pr.cross(a, b),
-           _ref(lambda a, b: torch.cross(a, b, dim=1)),
-           [Sample(_mk((2, 3, 3), (2, 3, 3)))], tol=lambda i, e: (1e-5, 0.0)),
-    OpInfo("tensor.cross", lambda a, b: a.cross(b, dim=0),
-           _ref(lambda a, b: torch.cross(a, b, dim=0)), [Sample(_mk((3, 4), (3, 4)))],
-           tol=lambda i, e: (1e-5, 0.0)),
-    OpInfo("vecdot", lambda a, b, **kw: linalg.vecdot(a, b, **kw),
-           _ref(lambda a, b, **kw: torch.linalg.vecdot(a, b, **kw)),
-           [Sample(_mk((2, 17), (17,))), Sample(_mk((5, 3, 1), (5, 1, 4)), {"dim": 0})],
-           tol=lambda i, e: (17 * U32 * 20, 0.0)),
-    OpInfo("tensordot", lambda a, b, **kw: pr.tensordot(a, b, **kw),
-           _ref(lambda a, b, **kw: torch.tensordot(a, b, **kw)),
-           [Sample(_mk((2, 3, 4), (3, 4, 5))), Sample(_mk((2, 3, 4), (4, 3, 5)),
-                                                     {"dims": ([1, 2], [1, 0])}),
-            Sample(_mk((2, 3), (4, 5)), {"dims": 0}), Sample(_mk((2, 3, 4), (4, 5)), {"dims": 1})],
-           tol=lambda i, e: (12 * U32 * 20, 0.0)),
-    OpInfo("multi_dot", lambda *ts: linalg.multi_dot(list(ts)),
-           _ref(lambda *ts: torch.linalg.multi_dot(list(ts))),
-           [Sample(_mk((3,), (3, 17), (17, 2), (2,))), Sample(_mk((5, 3), (3, 9))),
-            Sample(_mk((1, 30), (30, 2), (2, 40), (40, 3)))],
-           tol=lambda i, e: (1e-4, 1e-5)),
-    OpInfo("linalg.diagonal", lambda a, **kw: linalg.diagonal(a, **kw),
-           lambda a, **kw: np.diagonal(a, kw.get("offset", 0), -2, -1),
-           [Sample(_mk((3, 4, 5))), Sample(_mk((3, 4, 5)), {"offset": 1})], exact=True),
+    OpInfo(
+        "linalg.cross",
+        lambda a, b, **kw: linalg.cross(a, b, **kw),
+        _ref(lambda a, b, **kw: torch.linalg.cross(a, b, **kw)),
+        [
+            Sample(_mk((3,), (3,))),
+            Sample(_mk((4, 3), (1, 3))),
+            Sample(_mk((3, 5, 2), (3, 1, 2)), {"dim": 0}),
+            Sample(_mk((2, 3), (2, 3)), layout="tt"),
+            Sample(_mk((0, 3), (0, 3))),
+        ],
+        tol=lambda i, e: (
+            4 * U32 * (1 + float(np.abs(i[0]).max(initial=0)) * np.abs(i[1]).max(initial=0)),
+            0.0,
+        ),
+    ),
+    OpInfo(
+        "cross-default-dim",
+        lambda a, b: pr.cross(a, b),
+        _ref(lambda a, b: torch.cross(a, b, dim=1)),
+        [Sample(_mk((2, 3, 3), (2, 3, 3)))],
+        tol=lambda i, e: (1e-5, 0.0),
+    ),
+    OpInfo(
+        "tensor.cross",
+        lambda a, b: a.cross(b, dim=0),
+        _ref(lambda a, b: torch.cross(a, b, dim=0)),
+        [Sample(_mk((3, 4), (3, 4)))],
+        tol=lambda i, e: (1e-5, 0.0),
+    ),
+    OpInfo(
+        "vecdot",
+        lambda a, b, **kw: linalg.vecdot(a, b, **kw),
+        _ref(lambda a, b, **kw: torch.linalg.vecdot(a, b, **kw)),
+        [Sample(_mk((2, 17), (17,))), Sample(_mk((5, 3, 1), (5, 1, 4)), {"dim": 0})],
+        tol=lambda i, e: (17 * U32 * 20, 0.0),
+    ),
+    OpInfo(
+        "tensordot",
+        lambda a, b, **kw: pr.tensordot(a, b, **kw),
+        _ref(lambda a, b, **kw: torch.tensordot(a, b, **kw)),
+        [
+            Sample(_mk((2, 3, 4), (3, 4, 5))),
+            Sample(_mk((2, 3, 4), (4, 3, 5)), {"dims": ([1, 2], [1, 0])}),
+            Sample(_mk((2, 3), (4, 5)), {"dims": 0}),
+            Sample(_mk((2, 3, 4), (4, 5)), {"dims": 1}),
+        ],
+        tol=lambda i, e: (12 * U32 * 20, 0.0),
+    ),
+    OpInfo(
+        "multi_dot",
+        lambda *ts: linalg.multi_dot(list(ts)),
+        _ref(lambda *ts: torch.linalg.multi_dot(list(ts))),
+        [
+            Sample(_mk((3,), (3, 17), (17, 2), (2,))),
+            Sample(_mk((5, 3), (3, 9))),
+            Sample(_mk((1, 30), (30, 2), (2, 40), (40, 3))),
+        ],
+        tol=lambda i, e: (1e-4, 1e-5),
+    ),
+    OpInfo(
+        "linalg.diagonal",
+        lambda a, **kw: linalg.diagonal(a, **kw),
+        lambda a, **kw: np.diagonal(a, kw.get("offset", 0), -2, -1),
+        [Sample(_mk((3, 4, 5))), Sample(_mk((3, 4, 5)), {"offset": 1})],
+        exact=True,
+    ),
 ]
 
 
@@ -616,8 +700,9 @@ def test_loop_budget_splits(monkeypatch, rng):
     _check_svd(A[..., :30], Uu, Ss, Vh, False)
     assert d.dispatches - nd > 60  # (unsplit: about a dozen kernels in all)
     for cost, steps in (
-        (lambda s: L.K.lu_step_cost(s, n, 2 * n, n, 8, 8), 2 * n),
-        (lambda s: L.K.cholesky_step_cost(s, n, 8, 8), n + 1),
+        (lambda s: L.K.lu_step_cost(s, n, 2 * n, 0, 0, 2 * n, 8, 8), n),
+        (lambda s: L.K.lu_step_cost(s, n, 2 * n, 2, 0, n, 8, 8), n),
+        (lambda s: L.K.cholesky_step_cost(s, n, n, 8, 8), n + 1),
         (lambda s: L.K.qr_step_cost(s, n, 30, 30, 8, 1), 60),
         (lambda s: L.K.eigh_step_cost(s, n, 8, 8), 39 * L.EIGH_SWEEPS),
         (lambda s: L.K.svd_step_cost(s, n, 30, 8, 1, True), 29 * L.SVD_SWEEPS),
@@ -636,5 +721,33 @@ def test_past_the_real_budget(rng):
     assert rel_err(X.numpy(), want) <= n * U32 * kappa_of(A)
     if backend.current().loop_budget is not None:
         tp = 8
-        unsplit = sum(L.K.lu_step_cost(s, n, n + 2, 2, tp, tp) for s in range(2 * n))
+        unsplit = sum(L.K.lu_step_cost(s, n, n + 2, 0, 0, n + 2, tp, tp) for s in range(n))
         assert unsplit > backend.current().loop_budget
+
+
+def test_blocked_paths(monkeypatch, rng):
+    """The blocked LU / Cholesky (panels + GEMM), forced on small matrices with 4-column
+    panels: parity, info from a later panel, and the same answers as the unblocked path."""
+    monkeypatch.setattr(L, "LU_BLOCK", 4)
+    monkeypatch.setattr(L, "LU_BLOCK_MIN", 0)
+    monkeypatch.setattr(L, "CHOL_BLOCK_MIN", 0)
+    for n in (5, 17, 33):
+        A = conditioned(rng, (2,), n, 100.0)
+        B = f32(rng.standard_normal((2, n, 3)))
+        X = linalg.solve(dev(A), dev(B))
+        assert rel_err(X.numpy(), torch.linalg.solve(t64(A), t64(B)).numpy()) <= (
+            n * U32 * kappa_of(A)
+        )
+        Xi = linalg.inv(dev(A))
+        assert rel_err(Xi.numpy(), np.linalg.inv(A.astype(np.float64))) <= n * U32 * kappa_of(A)
+        d = linalg.det(dev(A * f32(10.0)))
+        assert_close(d.numpy(), np.linalg.det(A.astype(np.float64) * 10), 0, n * n * U32 * 100)
+        S = spd(rng, (2,), n, 100.0)
+        Lc = linalg.cholesky(dev(S)).numpy()
+        assert rel_err(Lc, np.linalg.cholesky(S.astype(np.float64))) <= C * n * U32 * 100
+        assert np.all(np.triu(Lc, 1) == 0)
+    # a zero pivot in the third panel, and a non-PD minor there
+    Z = np.eye(12)
+    Z[9, 9] = 0.0
+    assert linalg.inv_ex(dev(Z)).info.item() == 10
+    assert linalg.cholesky_ex(dev(Z)).info.item() == 10

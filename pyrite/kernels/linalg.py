@@ -79,35 +79,70 @@ def _tree(tp: int, combine: str, indent: str = "  ", lane: str = "t") -> str:
     return "".join(out)
 
 
+def _in_workgroup(body: str, cap: int, tp: int, size: str) -> str:
+    """The kernel body with the team's matrix held in workgroup memory (`cap` floats a team):
+    loaded from W at the dispatch's start, stored back at its end, every `W[base + ...]`
+    access redirected and the W barriers made workgroup barriers. `size` is the WGSL
+    expression for the floats to move."""
+    body = body.replace("W[base + ", "sw[sb + ").replace("storageBarrier();", "workgroupBarrier();")
+    head, sep, rest = body.partition("  for (var s = ")
+    load = (
+        f"  let sb = team * {cap};\n"
+        f"  if (ok) {{ for (var e = t; e < {size}; e += {tp}) {{ sw[sb + e] = W[base + e]; }} }}\n"
+        "  workgroupBarrier();\n"
+    )
+    store = (
+        "  workgroupBarrier();\n"
+        f"  if (ok) {{ for (var e = t; e < {size}; e += {tp}) {{ W[base + e] = sw[sb + e]; }} }}\n"
+    )
+    rest = rest.rstrip()
+    assert rest.endswith("}")
+    return head + load + sep + rest[:-1] + store + "}\n"
+
+
+def smem_decl(cap: int, mpw: int) -> str:
+    return f"var<workgroup> sw: array<f32, {cap * mpw}>;\n" if cap else ""
+
+
 # ---- LU with partial pivoting, then the triangular solves ------------------------------------
-# Work buffer W: (B, n, ld), ld = n + r: the matrix with r right-hand sides beside it.
-# Steps 0..n-1 eliminate column k (LAPACK getf2's right-looking order: pivot = first row of
-# largest |W[i, k]|, i >= k; swap whole rows k and p; scale the column below the pivot by its
-# reciprocal; rank-1 update of the trailing block, right-hand sides included, so they become
-# L⁻¹·P·B). A zero pivot is recorded (info = k + 1, the first such k, as getrf) and the column
-# left unscaled, as getf2 does, so det is an exact 0 and no NaN appears in the factors.
-# Steps n..2n-1 (when r > 0) are back substitution with U, one row finished a step: at step s,
-# kb = 2n - s, rows i < kb subtract U[i, kb]·X[kb, :] (when kb < n) and row kb - 1, whose sum is
-# then complete, divides by its diagonal. Every element has one writer a step, so one barrier.
-# Info words: [0] B  [1] n  [2] ld  [3] r  [4] s0  [5] s1.
-# Outputs: piv (B, n) i32, 0-based pivot rows; inf (B,) i32, getrf's info.
+# Work buffer W: (B, n, ld), ld = n + r: the matrix with r right-hand sides beside it. A
+# dispatch runs steps [s0, s1) of one of three modes (info word 4), so the op can run the
+# unblocked algorithm in one go or interleave blocked panels with pyrite's GEMM:
+#   mode 0, eliminate column k = s (LAPACK getf2's right-looking order): pivot = first row of
+#     largest |W[i, k]|, i >= k; swap whole rows k and p (all ld columns, as getrf's laswp);
+#     scale the column below the pivot by its reciprocal; rank-1 update of rows i > k in
+#     columns k < j < c1 (c1 = ld: the whole trailing block, right-hand sides included, so they
+#     become L⁻¹·P·B; c1 = the panel's end in the blocked algorithm). A zero pivot is recorded
+#     (info = k + 1, the first such k, as getrf) and the column left unscaled, as getf2 does, so
+#     det is an exact 0 and no NaN appears in the factors.
+#   mode 1, forward substitution with the panel's unit-lower L11 on its block row (the blocked
+#     algorithm's TRSM, U12 = L11⁻¹·A12): step k = s, rows k < i < c1, columns c0 <= j < ld.
+#   mode 2, back substitution with U over rows [c0, c1) on the right-hand sides (columns
+#     n..ld-1), one row finished a step: at step s, kb = c1 - s, rows c0 <= i < kb subtract
+#     U[i, kb]·X[kb, :] (when kb < c1) and row kb - 1, whose sum is then complete, divides by
+#     its diagonal. Every element has one writer a step, so one barrier a step.
+# Info words: [0] B  [1] n  [2] ld  [3] r  [4] mode  [5] c0  [6] c1  [7] s0  [8] s1.
+# Outputs: piv (B, n) i32, 0-based pivot rows; inf (B,) i32, getrf's info (written in mode 0).
 
 
-def lu_step_cost(s: int, n: int, ld: int, r: int, tp: int, tx: int) -> int:
+def lu_step_cost(s: int, n: int, ld: int, mode: int, c0: int, c1: int, tp: int, tx: int) -> int:
     ty = tp // tx
-    if s < n:
+    if mode == 0:
         k = s
-        rows, cols = n - k - 1, ld - k - 1
-        update = _loop(rows, ty) * _loop(cols, tx) + 1
+        rows = n - k - 1
+        update = _loop(rows, ty) * _loop(c1 - k - 1, tx) + 1
         return _loop(n - k, tp) + _loop(ld, tp) + _loop(rows, tp) + update + 1
-    kb = 2 * n - s
-    return _loop(kb, ty) * _loop(r, tx) + 1 + 1
+    if mode == 1:
+        return _loop(c1 - s - 1, ty) * _loop(ld - c0, tx) + 2
+    kb = c1 - s
+    return _loop(kb - c0, ty) * _loop(ld - n, tx) + 2
 
 
 @lru_cache(maxsize=64)
-def lu_kernel(tp: int, mpw: int, tx: int) -> KernelSource:
+def lu_kernel(tp: int, mpw: int, tx: int, cap: int = 0) -> KernelSource:
     """The team's TP invocations split as (TP / tx) rows by tx columns in the 2-D phases (no
-    integer division an element: lavapipe cannot vectorise it)."""
+    integer division an element: lavapipe cannot vectorise it). `cap` > 0: the matrix is
+    held in workgroup memory, `cap` floats a team (>= n·ld)."""
     wg = tp * mpw
     head = header([("W", "f32", "w"), ("piv", "i32", "w"), ("inf", "i32", "w")])
     pick = (
@@ -118,13 +153,15 @@ def lu_kernel(tp: int, mpw: int, tx: int) -> KernelSource:
     body = f"""
   let n = info[1];
   let ld = info[2];
-  let r = info[3];
+  let mode = info[4];
+  let c0 = info[5];
+  let c1 = info[6];
   let base = select(0, b * n * ld, ok);
   let lead = team * {tp};
   let ty = t / {tx};
   let tx = t % {tx};
-  for (var s = info[4]; s < info[5]; s++) {{
-    if (s < n) {{
+  for (var s = info[7]; s < info[8]; s++) {{
+    if (mode == 0) {{
       let k = s;
       // pivot: first row of largest |W[i, k]|, i >= k (threads with no row offer -1)
       var best = -1.0;
@@ -169,21 +206,32 @@ def lu_kernel(tp: int, mpw: int, tx: int) -> KernelSource:
       if (ok) {{
         for (var i = k + 1 + ty; i < n; i += {tp // tx}) {{
           let m = W[base + i * ld + k];
-          for (var j = k + 1 + tx; j < ld; j += {tx}) {{
+          for (var j = k + 1 + tx; j < c1; j += {tx}) {{
+            W[base + i * ld + j] = W[base + i * ld + j] - m * W[base + k * ld + j];
+          }}
+        }}
+      }}
+      storageBarrier();
+    }} else if (mode == 1) {{
+      let k = s;
+      if (ok) {{
+        for (var i = k + 1 + ty; i < c1; i += {tp // tx}) {{
+          let m = W[base + i * ld + k];
+          for (var j = c0 + tx; j < ld; j += {tx}) {{
             W[base + i * ld + j] = W[base + i * ld + j] - m * W[base + k * ld + j];
           }}
         }}
       }}
       storageBarrier();
     }} else {{
-      let kb = 2 * n - s;
+      let kb = c1 - s;
       if (ok) {{
-        for (var i = ty; i < kb; i += {tp // tx}) {{
-          let u = select(0.0, W[base + i * ld + min(kb, n - 1)], kb < n);
+        for (var i = c0 + ty; i < kb; i += {tp // tx}) {{
+          let u = select(0.0, W[base + i * ld + min(kb, n - 1)], kb < c1);
           let d = W[base + i * ld + i];
           for (var c = n + tx; c < ld; c += {tx}) {{
             var x = W[base + i * ld + c];
-            if (kb < n) {{ x = x - u * W[base + kb * ld + c]; }}
+            if (kb < c1) {{ x = x - u * W[base + kb * ld + c]; }}
             if (i == kb - 1) {{ x = x / d; }}
             W[base + i * ld + c] = x;
           }}
@@ -197,26 +245,28 @@ def lu_kernel(tp: int, mpw: int, tx: int) -> KernelSource:
     src = (
         head
         + f"var<workgroup> rv: array<f32, {2 * wg}>;\nvar<workgroup> ri: array<i32, {2 * wg}>;\n"
+        + smem_decl(cap, mpw)
         + _entry(tp, mpw)
-        + body
+        + (_in_workgroup(body, cap, tp, "n * ld") if cap else body)
     )
     return KernelSource(src, "www")
 
 
 # ---- Cholesky ------------------------------------------------------------------------------
 # Work buffer W: (B, n, n), only its lower triangle read (as LAPACK potrf with uplo = 'L').
-# Step k (right-looking, potf2's order): one invocation takes the square root of W[k, k], or
-# records info = k + 1 (the leading minor of order k + 1 is not positive-definite: d <= 0 or
-# NaN) and the team does nothing more; then the column below is scaled by 1/W[k, k] and the
-# trailing lower triangle gets the rank-1 update. Step n zeroes the strict upper triangle.
-# Info words: [0] B  [1] n  [2] s0  [3] s1.  Output: inf (B,) i32.
+# Step k < n (right-looking, potf2's order): one invocation takes the square root of W[k, k],
+# or records info = k + 1 (the leading minor of order k + 1 is not positive-definite: d <= 0
+# or NaN) and the team does nothing more; then the column below is scaled by 1/W[k, k] and the
+# trailing lower triangle gets the rank-1 update in columns j < c1 (c1 = n, or the panel's end
+# in the blocked algorithm, where GEMM applies the rest). Step n zeroes the strict upper
+# triangle. Info words: [0] B  [1] n  [2] c1  [3] s0  [4] s1.  Output: inf (B,) i32.
 
 
-def cholesky_step_cost(s: int, n: int, tp: int, tx: int) -> int:
+def cholesky_step_cost(s: int, n: int, c1: int, tp: int, tx: int) -> int:
     ty = tp // tx
     if s < n:
         rows = n - s - 1
-        return _loop(rows, tp) + _loop(rows, ty) * _loop(rows, tx) + 2
+        return _loop(rows, tp) + _loop(rows, ty) * _loop(min(rows, c1 - s - 1), tx) + 2
     return _loop(n, ty) * _loop(n, tx) + 2
 
 
@@ -225,10 +275,11 @@ def cholesky_kernel(tp: int, mpw: int, tx: int) -> KernelSource:
     head = header([("W", "f32", "w"), ("inf", "i32", "w")])
     body = f"""
   let n = info[1];
+  let c1 = info[2];
   let base = select(0, b * n * n, ok);
   let ty = t / {tx};
   let tx = t % {tx};
-  for (var s = info[2]; s < info[3]; s++) {{
+  for (var s = info[3]; s < info[4]; s++) {{
     if (s < n) {{
       let k = s;
       if (ok && t == 0) {{
@@ -254,7 +305,7 @@ def cholesky_kernel(tp: int, mpw: int, tx: int) -> KernelSource:
       if (f) {{
         for (var i = k + 1 + ty; i < n; i += {tp // tx}) {{
           let m = W[base + i * n + k];
-          for (var j = k + 1 + tx; j <= i; j += {tx}) {{
+          for (var j = k + 1 + tx; j <= min(i, c1 - 1); j += {tx}) {{
             W[base + i * n + j] = W[base + i * n + j] - m * W[base + j * n + k];
           }}
         }}
@@ -311,7 +362,8 @@ def qr_kernel(tp: int, mpw: int, g: int) -> KernelSource:
     if g > 1:
         gtree = (
             f"        let a = l + (it & 1) * {wg};\n"
-            "        rs[a] = w;\n" + _tree(g, "    " + add, "        ", "gl")
+            "        rs[a] = w;\n"
+            + _tree(g, "    " + add, "        ", "gl")
             + f"        w = rs[gbase + (it & 1) * {wg}];\n"
         )
     else:
@@ -433,7 +485,6 @@ PAIR = """fn pair_of(r: i32, i: i32, nn: i32) -> vec2<i32> {
 """
 
 
-
 def _jacobi_head(buffers) -> str:
     """Bindings like common.header, with st (the convergence state) as atomics."""
     lines = []
@@ -496,7 +547,7 @@ def eigh_step_cost(s: int, n: int, tp: int, tx: int) -> int:
 
 
 @lru_cache(maxsize=64)
-def eigh_kernel(tp: int, mpw: int, tx: int, vectors: bool) -> KernelSource:
+def eigh_kernel(tp: int, mpw: int, tx: int, vectors: bool, cap: int = 0) -> KernelSource:
     """Two-sided cyclic Jacobi on a symmetric W (B, n, n), accumulating V (B, n, n) = identity
     on entry when `vectors`. Round phases: (1) each pair's rotation (Golub & Van Loan 8.4:
     theta = (a_qq - a_pp)/(2·a_pq), t = sign(theta)/(|theta| + sqrt(1 + theta²)), c =
@@ -504,7 +555,13 @@ def eigh_kernel(tp: int, mpw: int, tx: int, vectors: bool) -> KernelSource:
     (2) rows p, q of W rotated; (3) columns p, q of W and V rotated, with the pair's own 2x2
     block set to its exact values (a_pq = 0). Info words: [0] B [1] n [2] s0 [3] s1 (a step is
     one round; nr = N - 1 rounds a sweep)."""
-    bufs = [("W", "f32", "w"), ("V", "f32", "w"), ("rot", "f32", "w"), ("st", "atomic<i32>", "w"), ("fro", "f32", "r")]
+    bufs = [
+        ("W", "f32", "w"),
+        ("V", "f32", "w"),
+        ("rot", "f32", "w"),
+        ("st", "atomic<i32>", "w"),
+        ("fro", "f32", "r"),
+    ]
     vrot = (
         """
             let vp = V[base + j * n + p];
@@ -615,8 +672,9 @@ def eigh_kernel(tp: int, mpw: int, tx: int, vectors: bool) -> KernelSource:
         _jacobi_head(bufs)
         + PAIR
         + "var<workgroup> wact: atomic<u32>;\nvar<workgroup> wgo: u32;\n"
+        + smem_decl(cap, mpw)
         + _entry(tp, mpw)
-        + body
+        + (_in_workgroup(body, cap, tp, "n * n") if cap else body)
     )
     return KernelSource(src, "wwwwr")
 
@@ -641,9 +699,7 @@ def svd_kernel(tp: int, mpw: int, g: int, vectors: bool) -> KernelSource:
     wg = tp * mpw
     bufs = [("W", "f32", "w"), ("V", "f32", "w"), ("st", "atomic<i32>", "w"), ("fro", "f32", "r")]
     if g > 1:
-        comb = (
-            "          r1[a] = r1[a] + r1[o]; r2[a] = r2[a] + r2[o]; r3[a] = r3[a] + r3[o];\n"
-        )
+        comb = "          r1[a] = r1[a] + r1[o]; r2[a] = r2[a] + r2[o]; r3[a] = r3[a] + r3[o];\n"
         gtree = (
             f"        let a = l + (it & 1) * {wg};\n"
             "        r1[a] = al; r2[a] = be; r3[a] = ga;\n"

@@ -128,11 +128,54 @@ TEAM_MAX = 256
 WG_MIN = 64
 
 
+FORCE_TEAM = None  # (TP, MPW): benchmarks and tests
+FORCE_SMEM = None  # True / False: hold the matrix in workgroup memory or not (benchmarks)
+
+
+def _smem_cap(floats: int, mpw: int, extra_bytes: int) -> int:
+    """Floats a team may hold in workgroup memory for a matrix of `floats`, or 0."""
+    if FORCE_SMEM is False:
+        return 0
+    cap = _pow2(max(floats, 64))
+    limit = backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
+    if cap * mpw * 4 + extra_bytes > limit:
+        return 0
+    return cap if FORCE_SMEM else 0
+
+
 def _team(work: int, batch: int) -> tuple[int, int]:
     """(TP, MPW) for a matrix whose widest phase has `work` independent items."""
+    if FORCE_TEAM is not None:
+        return FORCE_TEAM
+    if backend.current().adapter_type == "CPU":
+        return _team_cpu(batch)
     tp = min(TEAM_MAX, max(8, _pow2(work)))
     mpw = max(1, min(WG_MIN // tp, _pow2(batch)))
     return tp, mpw
+
+
+# On CPU adapters every kernel family ran fastest with 8-invocation workgroups (one 256-bit
+# SIMD row of f32 lanes): lavapipe, 2 cores, min of 7, ms (TP/MPW):
+#   solve 1000x8x8:  1/8 4.9 | 1/64 5.3 | 2/4 8.5 | 4/2 13.5
+#   solve 100x32x32: 1/8 15.1 | 2/4 15.2 | 4/2 18.8 | 8/1 26.5 | 1/64 16.3
+#   solve 10x64x64:  1/8 12.9 | 2/4 13.0 | 4/2 9.8 | 8/1 13.1 | 16/1 16.7
+#   solve 64x64:     1/1 8.0 | 4/1 3.5 | 8/1 2.8 | 16/1 3.5 | 32/1 4.3
+#   solve 256x256:   4/1 115 | 8/1 74 | 16/1 80 | 32/1 90 | 64/1 96  (unblocked)
+#   eigh 1000x8x8:   1/8 71.9 | 2/4 70.1 | 4/2 89.7;  eigh 64x64: 4/1 63 | 8/1 55 | 16/1 90
+#   svd 64x64: 4/1 46 | 8/1 35 | 16/1 35;  qr 1000x8x8: 1/8 9.8 | 2/4 12.9 | 8/8 23.4
+#   cholesky 1000x8x8: 1/8 2.6 | 2/4 3.4;  cholesky 256x256: 8/1 31.6 | 16/1 34.1 | 32/1 39.2
+# Barriers cost per invocation there (it runs a group's invocations in turn), so the
+# narrowest team that still leaves >= CPU_MIN_WORKGROUPS workgroups wins.
+# (Holding the matrix in workgroup memory was slower there: eigh 64x64 187 ms vs 52 ms.)
+CPU_WG = 8
+CPU_MIN_WORKGROUPS = 4
+
+
+def _team_cpu(batch: int) -> tuple[int, int]:
+    tp = 1
+    while tp < CPU_WG and -(-batch // (CPU_WG // tp)) < CPU_MIN_WORKGROUPS:
+        tp *= 2
+    return tp, CPU_WG // tp
 
 
 def _run(src, bufs, words, batch: int, mpw: int, spans):
@@ -171,10 +214,25 @@ def _lu_work(A: Tensor, B: Tensor | None, batch: tuple) -> Tensor:
     return W
 
 
+# Blocked LU. Above LU_BLOCK_MIN, the factorisation runs panel by panel (LU_BLOCK columns):
+# the kernel factors the panel (mode 0, its updates confined to the panel's columns, swaps on
+# whole rows), solves the block row with the panel's L11 (mode 1), and pyrite's GEMM applies
+# the trailing update A22 -= L21·U12, right-hand sides included; the back substitution runs
+# the same way from the bottom block up (mode 2 on the diagonal block, GEMM for the rows above).
+# The n³ work then runs in the GEMM (all cores and its register tiles) instead of one team
+# streaming the matrix through memory. Measured on lavapipe (2 cores, min of 7, ms, unblocked
+# / blocked with 32-column panels): solve 128x128: ...
+LU_BLOCK_MIN = 64
+CHOL_BLOCK_MIN = 128
+LU_BLOCK = 32
+FORCE_BLOCKED = None  # True / False: benchmarks and tests
+
+
 def _lu(W: Tensor, n: int, back_only: bool = False):
-    """Factor the work buffer in place; returns (piv (*batch, n) int32, info (*batch,) int32).
-    `back_only`: W's first n columns are already upper triangular; run only the back
-    substitution (piv and info are then not written)."""
+    """Factor the work buffer (*batch, n, ld) in place and, when it has right-hand sides
+    (ld > n), solve for them; returns (piv (*batch, n) int32, info (*batch,) int32).
+    `back_only`: W's first n columns are already upper triangular; only the back substitution
+    runs (piv and info are then not written)."""
     batch_shape = W._shape[:-2]
     ld = W._shape[-1]
     r = ld - n
@@ -188,13 +246,38 @@ def _lu(W: Tensor, n: int, back_only: bool = False):
         return piv, info
     tp, mpw = _team(max(n * ld // 4, n), nb)
     tx = min(tp, 32)
-    nsteps = 2 * n if r else n
-    first = n if back_only else 0
-    spans = _spans(lambda s: K.lu_step_cost(s, n, ld, r, tp, tx), nsteps, first=first)
     src = K.lu_kernel(tp, mpw, tx)
     bufs = [W._storage.buffer, piv._storage.buffer, info._storage.buffer]
-    _run(src, bufs, [n, ld, r], nb, mpw, spans)
+
+    def run(mode, c0, c1, first, last):
+        cost = lambda s: K.lu_step_cost(s, n, ld, mode, c0, c1, tp, tx)  # noqa: E731
+        _run(src, bufs, [n, ld, r, mode, c0, c1], nb, mpw, _spans(cost, last, first=first))
+
+    blocked = n > LU_BLOCK_MIN if FORCE_BLOCKED is None else FORCE_BLOCKED
+    step = LU_BLOCK if blocked else n
+    if not back_only:
+        for j0 in range(0, n, step):
+            j1 = min(j0 + step, n)
+            if j1 == n:  # the last panel: nothing trails it but the right-hand sides
+                run(0, 0, ld, j0, j1)
+                continue
+            run(0, 0, j1, j0, j1)
+            run(1, j1, j1, j0, j1)
+            _gemm_update(W[..., j1:, j1:], W[..., j1:, j0:j1], W[..., j0:j1, j1:])
+    if r:
+        for i1 in range(n, 0, -step):
+            i0 = max(0, i1 - step)
+            if i1 < n:
+                _gemm_update(W[..., i0:i1, n:], W[..., i0:i1, i1:n], W[..., i1:n, n:])
+            run(2, i0, i1, 0, i1 - i0)
     return piv, info
+
+
+def _gemm_update(C: Tensor, A: Tensor, B: Tensor):
+    """C -= A @ B in place (C a view of the work buffer)."""
+    from .matmul import gemm
+
+    C.copy_(gemm(A, B, C, alpha=-1.0, beta=1.0))
 
 
 # ---- Cholesky ------------------------------------------------------------------------------
@@ -213,9 +296,24 @@ def _cholesky(A: Tensor):
     W.copy_(A)
     tp, mpw = _team(n * n // 4, nb)
     tx = min(tp, 32)
-    spans = _spans(lambda s: K.cholesky_step_cost(s, n, tp, tx), n + 1)
+    src = K.cholesky_kernel(tp, mpw, tx)
     bufs = [W._storage.buffer, info._storage.buffer]
-    _run(K.cholesky_kernel(tp, mpw, tx), bufs, [n], nb, mpw, spans)
+
+    def run(c1, first, last):
+        cost = lambda s: K.cholesky_step_cost(s, n, c1, tp, tx)  # noqa: E731
+        _run(src, bufs, [n, c1], nb, mpw, _spans(cost, last, first=first))
+
+    # Blocked as LU above (panel, then A22 -= L21·L21ᵀ by GEMM; the product's upper
+    # triangle lands in the part of W that is never read and is zeroed at the end).
+    blocked = n > CHOL_BLOCK_MIN if FORCE_BLOCKED is None else FORCE_BLOCKED
+    step = LU_BLOCK if blocked else n
+    for j0 in range(0, n, step):
+        j1 = min(j0 + step, n)
+        run(j1, j0, j1)
+        if j1 < n:
+            L21 = W[..., j1:, j0:j1]
+            _gemm_update(W[..., j1:, j1:], L21, _mT(L21))
+    run(n, n, n + 1)
     return W, info
 
 
@@ -297,10 +395,12 @@ def _eigh(A: Tensor, vectors: bool, sweeps: int = EIGH_SWEEPS):
     tp, mpw = _team(n * nn // 8, nb)
     tx = min(tp, 32)
     nr = max(nn - 1, 1)
-    spans = _spans(lambda s: K.eigh_step_cost(s, n, tp, tx), sweeps * nr)
+    cap = _smem_cap(n * n, mpw, 16)
+    fixed = 8 + (2 * K._loop(n * n, tp) if cap else 0)
+    spans = _spans(lambda s: K.eigh_step_cost(s, n, tp, tx), sweeps * nr, fixed)
     bufs = [W._storage.buffer, V._storage.buffer, rot._storage.buffer, st._storage.buffer]
     bufs.append(fro._storage.buffer)
-    _run(K.eigh_kernel(tp, mpw, tx, vectors), bufs, [n], nb, mpw, spans)
+    _run(K.eigh_kernel(tp, mpw, tx, vectors, cap), bufs, [n], nb, mpw, spans)
     return W, V, st
 
 
