@@ -751,3 +751,77 @@ def test_blocked_paths(monkeypatch, rng):
     Z[9, 9] = 0.0
     assert linalg.inv_ex(dev(Z)).info.item() == 10
     assert linalg.cholesky_ex(dev(Z)).info.item() == 10
+
+
+def _one_vs_split(src, arrays, dtypes, words, span):
+    """Run steps [s0, s1) of a kernel once in one dispatch and once in two; the buffers must
+    end equal. If the planner's cost model undercounted, lavapipe stops the single dispatch's
+    invocation early and the two differ."""
+    s0, s1 = span
+    mid = (s0 + s1) // 2
+    outs = []
+    for parts in ([(s0, s1)], [(s0, mid), (mid, s1)]):
+        ts = [pr.tensor(a, dtype=dt) for a, dt in zip(arrays, dtypes)]
+        for a, b in parts:
+            backend.current().dispatch(
+                src, [t._storage.buffer for t in ts], [1, *words, a, b], (1, 1, 1)
+            )
+        outs.append([t.numpy() for t in ts])
+    for x, y in zip(*outs):
+        assert np.array_equal(x, y, equal_nan=True)
+
+
+def test_cost_model_bounds_the_real_budget(rng):
+    """Each family's step costs (kernels/linalg.py) must bound what the device counts: the
+    planner's longest dispatch has to complete on lavapipe. Also covers kernels' atomics,
+    which llvmpipe counts too (ATOMIC_COST)."""
+    if backend.current().loop_budget is None:
+        pytest.skip("this device has no loop budget (only lavapipe-like drivers have one)")
+    K = L.K
+    f, i = pr.float32, pr.int32
+    n, tp = 200, 8
+    A = f32(rng.standard_normal((1, n, n)))
+    span = L._spans(lambda s: K.lu_step_cost(s, n, n, 0, 0, n, tp, tp), n)[0]
+    assert span[1] < n
+    _one_vs_split(
+        K.lu_kernel(tp, 1, tp),
+        [A, np.zeros((1, n), np.int32), np.zeros(1, np.int32)],
+        [f, i, i],
+        [n, n, 0, 0, 0, n],
+        span,
+    )
+    S = spd(rng, (1,), n, 10.0)
+    span = L._spans(lambda s: K.cholesky_step_cost(s, n, n, tp, tp), n + 1)[0]
+    _one_vs_split(K.cholesky_kernel(tp, 1, tp), [S, np.zeros(1, np.int32)], [f, i], [n, n], span)
+    g = L._group(tp, n, n)
+    span = L._spans(lambda s: K.qr_step_cost(s, n, n, 0, tp, g), n)[0]
+    _one_vs_split(
+        K.qr_kernel(tp, 1, g),
+        [A, np.zeros((1, n), np.float32), np.zeros(1, np.float32)],
+        [f, f, f],
+        [n, n, 0],
+        span,
+    )
+    m = 48
+    X = rng.standard_normal((1, m, m))
+    Sy = f32(X + np.swapaxes(X, -1, -2))
+    fro = np.array([np.linalg.norm(Sy)], np.float32)
+    eye = np.eye(m, dtype=np.float32)[None]
+    steps = L.EIGH_SWEEPS * (m - 1)
+    span = L._spans(lambda s: K.eigh_step_cost(s, m, tp, tp), steps)[0]
+    _one_vs_split(
+        K.eigh_kernel(tp, 1, tp, True),
+        [Sy, eye, np.zeros((1, m // 2, 4), np.float32), np.zeros((1, 3), np.int32), fro],
+        [f, f, f, i, f],
+        [m],
+        span,
+    )
+    g = L._group(tp, m // 2, m)
+    span = L._spans(lambda s: K.svd_step_cost(s, m, m, tp, g, True), steps)[0]
+    _one_vs_split(
+        K.svd_kernel(tp, 1, g, True),
+        [f32(X), eye, np.zeros((1, 3), np.int32), fro],
+        [f, f, i, f],
+        [m, m],
+        span,
+    )

@@ -82,9 +82,12 @@ def _tree(tp: int, combine: str, indent: str = "  ", lane: str = "t") -> str:
 def _in_workgroup(body: str, cap: int, tp: int, size: str) -> str:
     """The kernel body with the team's matrix held in workgroup memory (`cap` floats a team):
     loaded from W at the dispatch's start, stored back at its end, every `W[base + ...]`
-    access redirected and the W barriers made workgroup barriers. `size` is the WGSL
-    expression for the floats to move."""
-    body = body.replace("W[base + ", "sw[sb + ").replace("storageBarrier();", "workgroupBarrier();")
+    access redirected. `size` is the WGSL expression for the floats to move."""
+    # the kernels' other buffers (pivots, rotations, convergence state) stay in global
+    # memory, so each W barrier orders both kinds of memory
+    body = body.replace("W[base + ", "sw[sb + ").replace(
+        "storageBarrier();", "storageBarrier(); workgroupBarrier();"
+    )
     head, sep, rest = body.partition("  for (var s = ")
     load = (
         f"  let sb = team * {cap};\n"
@@ -539,11 +542,18 @@ def _sweep_end(tp: int) -> str:
 JACOBI_TOL = 2.0**-23
 
 
+# llvmpipe runs a storage-buffer atomic as a loop over the active lanes, and those loops count
+# against its loop budget: an eigh round at n = 48 (TP 8) cost ~395 iterations where its own
+# loops make 357 (the largest single dispatch that completed: 166 rounds). Each Jacobi step
+# runs a few atomics (the convergence state); ATOMIC_COST covers them.
+ATOMIC_COST = 96
+
+
 def eigh_step_cost(s: int, n: int, tp: int, tx: int) -> int:
     nn = n + (n & 1)
     pairs = nn // 2
     ty = tp // tx
-    return _loop(pairs, tp) + 2 * _loop(pairs, ty) * _loop(n, tx) + 3
+    return _loop(pairs, tp) + 2 * _loop(pairs, ty) * _loop(n, tx) + 3 + ATOMIC_COST
 
 
 @lru_cache(maxsize=64)
@@ -684,7 +694,7 @@ def svd_step_cost(s: int, m: int, n: int, tp: int, g: int, vectors: bool) -> int
     pairs = nn // 2
     ng = tp // g
     per_pair = 2 * _loop(m, g) + (_loop(n, g) if vectors else 0) + 2
-    return (_cdiv(pairs, ng) + 1) * per_pair + 3
+    return (_cdiv(pairs, ng) + 1) * per_pair + 3 + ATOMIC_COST
 
 
 @lru_cache(maxsize=64)
