@@ -825,3 +825,27 @@ def test_cost_model_bounds_the_real_budget(rng):
         [m, m],
         span,
     )
+
+
+def test_extreme_scales_and_non_finite(rng):
+    """Sums of squares inside QR/Jacobi would overflow past 1e19 or vanish below 1e-19 in f32:
+    each matrix is scaled by a power of two first. NaN / inf give NaN results (LAPACK's), and
+    the SVD raises as torch's does."""
+    for s in (1e30, 1e-30):
+        A = f32(rng.standard_normal((2, 6, 4)) * s)
+        Sy = f32(A[..., :4, :] + np.swapaxes(A[..., :4, :], -1, -2))
+        got = linalg.svdvals(dev(A)).numpy()
+        assert_close(got, np.linalg.svd(A.astype(np.float64), compute_uv=False), 0, C * 6 * U32)
+        got = linalg.eigvalsh(dev(Sy)).numpy()
+        assert_close(got, np.linalg.eigvalsh(Sy.astype(np.float64)), C * 4 * U32 * norm2(Sy), 0)
+        Q, R = linalg.qr(dev(A))
+        assert np.abs(Q.numpy().astype(np.float64) @ R.numpy() - A).max() <= C * 6 * U32 * norm2(A)
+    bad = np.stack([np.eye(3), np.eye(3)])
+    bad[0, 0, 1] = bad[0, 1, 0] = np.nan
+    w, V = linalg.eigh(dev(bad))
+    assert np.isnan(w.numpy()[0]).all() and np.isnan(V.numpy()[0]).all()
+    assert np.array_equal(w.numpy()[1], [1, 1, 1])
+    assert np.isnan(linalg.qr(dev(bad)).R.numpy()[0]).all()
+    with pytest.raises(linalg.LinAlgError, match="non-finite values"):
+        linalg.svd(dev(bad))
+    assert np.isnan(linalg.pinv(dev(bad)).numpy()[0]).all()

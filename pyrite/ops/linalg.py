@@ -765,6 +765,24 @@ def _cholesky_top(input, upper=False, *, out=None):
 
 
 # ---- QR --------------------------------------------------------------------------------------
+def _pow2_scaled(A: Tensor):
+    """(A·c, c, finite): c (*, 1, 1) a power of two bringing max|A| into [1, 2) per matrix,
+    because the Householder and Jacobi kernels form sums of squares, which overflow in f32
+    past |a| ~ 1e19 and vanish below 1e-19; `finite` marks matrices without NaN or inf (those
+    get c = 1, and the caller makes their results NaN, as LAPACK's are: the kernels' NaN
+    comparisons alone would skip rotations and return the diagonal)."""
+    amax = A.abs().amax(dim=(-2, -1), keepdim=True)
+    finite = amax.isfinite()
+    c = (-(amax.log2().floor())).exp2().masked_fill(~(finite & (amax > 0)), 1.0)
+    return A * c, c, finite
+
+
+def _nan_where(t: Tensor, finite: Tensor) -> Tensor:
+    """t with the matrices whose `finite` (*, 1, 1) is False filled with NaN."""
+    mask = finite if t.ndim == finite.ndim else finite.squeeze(-1)
+    return t.masked_fill(~mask, float("nan"))
+
+
 def qr(A, mode="reduced", *, out=None):
     """Householder QR of A (*, m, n): mode 'reduced' gives Q (*, m, k), R (*, k, n), k =
     min(m, n); 'complete' Q (*, m, m), R (*, m, n); 'r' an empty Q and R (*, k, n). R's
@@ -778,9 +796,15 @@ def qr(A, mode="reduced", *, out=None):
     m, n = A._shape[-2], A._shape[-1]
     k = min(m, n)
     qc = {"reduced": k, "complete": m, "r": 0}[mode]
+    scaled = A.numel() > 0
+    if scaled:
+        A, c, finite = _pow2_scaled(A)
     W, _, Q = _qr(A, qc)
     rows = m if mode == "complete" else k
     R = W[..., :rows, :].triu()
+    if scaled:
+        R = _nan_where(R / c, finite)
+        Q = _nan_where(Q, finite) if qc else Q
     if mode == "r":
         Q = empty((0,), D.float32)
     return _outs(linalg_qr, (Q, R), out, "linalg.qr")
@@ -806,13 +830,18 @@ def _eigh_sorted(A, UPLO, vectors: bool, name: str):
     A = _square_input(A, name)
     n = A._shape[-1]
     S = _symmetric(A, UPLO, name)
+    if S.numel() == 0:
+        W, V, _ = _eigh(S, vectors)
+        return W.diagonal(0, -2, -1), (V if vectors else None)
+    S, c, finite = _pow2_scaled(S)
     W, V, _ = _eigh(S, vectors)
-    lam = W.diagonal(0, -2, -1)
+    lam = W.diagonal(0, -2, -1) / c.squeeze(-1)
     vals, idx = lam.sort(-1)
+    vals = _nan_where(vals, finite)
     if not vectors:
         return vals, None
     idx2 = idx.unsqueeze(-2).expand(*idx._shape[:-1], n, n)
-    return vals, gather(V, -1, idx2)
+    return vals, _nan_where(gather(V, -1, idx2), finite)
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -845,16 +874,36 @@ def eigvals(A, *, out=None):
 
 
 # ---- SVD -----------------------------------------------------------------------------------
-def _svd_parts(A: Tensor, vectors: bool, full: bool):
-    """(U, S, Vh) of A (*, m, n) (U, Vh None without vectors); S descending."""
+def _svd_parts(A: Tensor, vectors: bool, full: bool, name: str | None = None):
+    """(U, S, Vh) of A (*, m, n) (U, Vh None without vectors); S descending. With `name`,
+    a matrix holding NaN or inf raises LinAlgError as torch's svd does (one readback);
+    without, its results are NaN."""
+    m, n = A._shape[-2], A._shape[-1]
+    if m < n:  # A = U S Vh  <=>  Aᵀ = Vh.T S U.T
+        U, S, Vh = _svd_parts(_mT(A), vectors, full, name)
+        return (None if Vh is None else _mT(Vh), S, None if U is None else _mT(U))
+    if A.numel() == 0:
+        return _svd_tall(A, vectors, full)
+    A, c, finite = _pow2_scaled(A)
+    if name is not None and not bool(finite.all().item()):
+        raise LinAlgError(
+            f"pyrite: {name}: The algorithm failed to converge because the input matrix "
+            "contained non-finite values."
+        )
+    U, S, Vh = _svd_tall(A, vectors, full)
+    S = _nan_where(S / c.squeeze(-1), finite)
+    if not vectors:
+        return None, S, None
+    return _nan_where(U, finite), S, _nan_where(Vh, finite)
+
+
+def _svd_tall(A: Tensor, vectors: bool, full: bool):
+    """_svd_parts for m >= n, without the scaling."""
     from .scatter import gather
 
     m, n = A._shape[-2], A._shape[-1]
-    if m < n:  # A = U S Vh  <=>  Aᵀ = Vh.T S U.T
-        U, S, Vh = _svd_parts(_mT(A), vectors, full)
-        return (None if Vh is None else _mT(Vh), S, None if U is None else _mT(U))
     W, V, _ = _svd_jacobi(A, vectors)
-    norms = W.norm(2, dim=-2) if n else empty(A._shape[:-2] + (0,), D.float32)
+    norms = W.norm(2, dim=-2) if n and m else W.new_zeros(*A._shape[:-2], n)
     S, idx = norms.sort(-1, descending=True)
     if not vectors:
         return None, S, None
@@ -891,7 +940,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     accepted and ignored. Singular vectors' signs are arbitrary (as LAPACK's)."""
     _check_driver(driver, "linalg.svd")
     A = _matrix_input(A, "linalg.svd")
-    U, S, Vh = _svd_parts(A, True, bool(full_matrices))
+    U, S, Vh = _svd_parts(A, True, bool(full_matrices), "linalg.svd")
     return _outs(linalg_svd, (U, S, Vh), out, "linalg.svd")
 
 
@@ -899,7 +948,7 @@ def svdvals(A, *, driver=None, out=None):
     """Singular values of A (*, m, n), descending."""
     _check_driver(driver, "linalg.svdvals")
     A = _matrix_input(A, "linalg.svdvals")
-    _, S, _ = _svd_parts(A, False, False)
+    _, S, _ = _svd_parts(A, False, False, "linalg.svdvals")
     return _out(S, out, "linalg.svdvals")
 
 
@@ -911,11 +960,11 @@ def _svd_top(input, some=True, compute_uv=True, *, out=None):
     A = _matrix_input(input, "svd")
     m, n = A._shape[-2], A._shape[-1]
     if not compute_uv:
-        _, S, _ = _svd_parts(A, False, False)
+        _, S, _ = _svd_parts(A, False, False, "svd")
         U = zeros(*A._shape[:-2], m, m)
         V = zeros(*A._shape[:-2], n, n)
     else:
-        U, S, Vh = _svd_parts(A, True, not some)
+        U, S, Vh = _svd_parts(A, True, not some, "svd")
         V = _mT(Vh)
     return _outs(svd_result, (U, S, V), out, "svd")
 
