@@ -698,6 +698,13 @@ def test_loop_budget_splits(monkeypatch, rng):
     assert_close(w.numpy(), np.linalg.eigvalsh(S.astype(np.float64)), C * n * U32 * norm2(S), 0)
     Uu, Ss, Vh = linalg.svd(dev(A[..., :30]), full_matrices=False)
     _check_svd(A[..., :30], Uu, Ss, Vh, False)
+    LU, piv = linalg.lu_factor(dev(A))
+    Bm = f32(rng.standard_normal((3, n, 50)))
+    X = linalg.lu_solve(LU, piv, dev(Bm)).numpy()
+    assert rel_err(X, np.linalg.solve(A.astype(np.float64), Bm)) <= n * U32 * kappa_of(A) * C
+    P, Lm, Um = linalg.lu(dev(A))
+    rec = P.numpy().astype(np.float64) @ Lm.numpy() @ Um.numpy()
+    assert np.abs(rec - A).max() <= C * n * U32 * norm2(A)
     assert d.dispatches - nd > 60  # (unsplit: about a dozen kernels in all)
     for cost, steps in (
         (lambda s: L.K.lu_step_cost(s, n, 2 * n, 0, 0, 2 * n, 8, 8), n),
@@ -849,3 +856,49 @@ def test_extreme_scales_and_non_finite(rng):
     with pytest.raises(linalg.LinAlgError, match="non-finite values"):
         linalg.svd(dev(bad))
     assert np.isnan(linalg.pinv(dev(bad)).numpy()[0]).all()
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (3, 5), (5, 3), (17, 17), (100, 100), (130, 40)])
+def test_lu_family(rng, m, n):
+    A = f32(rng.standard_normal((2, m, n)))
+    big = max(m, n)
+    P, Lm, Um = linalg.lu(dev(A))
+    tP, tL, tU = torch.linalg.lu(t64(A))
+    assert P.shape == tP.shape and Lm.shape == tL.shape and Um.shape == tU.shape
+    p, lo, up = (x.numpy().astype(np.float64) for x in (P, Lm, Um))
+    assert np.abs(p @ lo @ up - A).max() <= C * big * U32 * norm2(A)
+    assert np.all(np.abs(lo) <= 1 + 4 * U32) and np.all(np.triu(lo, 1) == 0)
+    assert np.all(np.tril(up, -1) == 0) and np.all(np.isin(p, (0.0, 1.0)))
+    LU, piv = linalg.lu_factor(dev(A))
+    assert piv.dtype == pr.int32 and piv.shape == (2, min(m, n))
+    assert 1 <= piv.numpy().min() and piv.numpy().max() <= m
+    P2, L2, U2 = pr.lu_unpack(LU, piv)
+    assert np.array_equal(P2.numpy(), P.numpy()) and np.array_equal(U2.numpy(), Um.numpy())
+    if m == n:
+        kap = kappa_of(A)
+        B = f32(rng.standard_normal((2, n, 3)))
+        for left in (True, False):
+            for adjoint in (False, True):
+                Bx = B if left else np.swapaxes(B, -1, -2)
+                X = linalg.lu_solve(LU, piv, dev(Bx), left=left, adjoint=adjoint).numpy()
+                At = np.swapaxes(A, -1, -2) if adjoint else A
+                want = torch.linalg.solve(t64(At), t64(Bx), left=left).numpy()
+                assert rel_err(X, want) <= C * n * U32 * kap, (left, adjoint)
+
+
+def test_lu_pivots_and_errors():
+    # unambiguous pivots (distinct magnitudes): the same as LAPACK's, exactly
+    A = np.array([[1.0, 2, 3], [4, 5, 6], [7, 8, 10]])
+    LU, piv = linalg.lu_factor(dev(A))
+    tLU, tpiv = torch.linalg.lu_factor(t64(A))
+    assert piv.numpy().tolist() == tpiv.tolist()
+    assert_close(LU.numpy(), tLU.numpy(), 8 * U32 * 10, 0)
+    with pytest.raises(linalg.LinAlgError, match=r"U\[1,1\] is zero"):
+        linalg.lu_factor(dev(np.zeros((2, 2))))
+    res = linalg.lu_factor_ex(dev(np.zeros((2, 2))))
+    want = torch.linalg.lu_factor_ex(t64(np.zeros((2, 2))))
+    assert res.info.item() == want.info.item() and res.pivots.tolist() == want.pivots.tolist()
+    with pytest.raises(NotImplementedError, match="without pivoting"):
+        linalg.lu_factor(dev(A), pivot=False)
+    LU3, piv3, info3 = pr.lu(dev(A), get_infos=True)
+    assert info3.item() == 0 and np.array_equal(LU3.numpy(), LU.numpy())

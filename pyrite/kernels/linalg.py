@@ -124,17 +124,25 @@ def smem_decl(cap: int, mpw: int) -> str:
 #     n..ld-1), one row finished a step: at step s, kb = c1 - s, rows c0 <= i < kb subtract
 #     U[i, kb]·X[kb, :] (when kb < c1) and row kb - 1, whose sum is then complete, divides by
 #     its diagonal. Every element has one writer a step, so one barrier a step.
-# Info words: [0] B  [1] n  [2] ld  [3] r  [4] mode  [5] c0  [6] c1  [7] s0  [8] s1.
-# Outputs: piv (B, n) i32, 0-based pivot rows; inf (B,) i32, getrf's info (written in mode 0).
+#   mode 3, apply the recorded row swaps (c1 of them a matrix) to columns c0 <= j < ld: step k
+#     swaps rows k and piv[k] (lu_solve's P·B, and the permutation matrix of linalg.lu).
+# The matrix may have m != n rows in modes 0 and 3 (torch's rectangular LU: min(m, n) steps).
+# Info words: [0] B  [1] n  [2] ld  [3] r  [4] mode  [5] c0  [6] c1  [7] m  [8] s0  [9] s1.
+# Outputs: piv (B, min(m, n)) i32, 0-based pivot rows; inf (B,) i32, getrf's info (mode 0).
 
 
-def lu_step_cost(s: int, n: int, ld: int, mode: int, c0: int, c1: int, tp: int, tx: int) -> int:
+def lu_step_cost(
+    s: int, n: int, ld: int, mode: int, c0: int, c1: int, tp: int, tx: int, m: int = -1
+) -> int:
     ty = tp // tx
+    m = n if m < 0 else m
     if mode == 0:
         k = s
-        rows = n - k - 1
+        rows = m - k - 1
         update = _loop(rows, ty) * _loop(c1 - k - 1, tx) + 1
-        return _loop(n - k, tp) + _loop(ld, tp) + _loop(rows, tp) + update + 1
+        return _loop(m - k, tp) + _loop(ld, tp) + _loop(rows, tp) + update + 1
+    if mode == 3:
+        return _loop(ld - c0, tp) + 2
     if mode == 1:
         return _loop(c1 - s - 1, ty) * _loop(ld - c0, tx) + 2
     kb = c1 - s
@@ -159,18 +167,20 @@ def lu_kernel(tp: int, mpw: int, tx: int, cap: int = 0) -> KernelSource:
   let mode = info[4];
   let c0 = info[5];
   let c1 = info[6];
-  let base = select(0, b * n * ld, ok);
+  let m = info[7];
+  let pn = min(m, n);
+  let base = select(0, b * m * ld, ok);
   let lead = team * {tp};
   let ty = t / {tx};
   let tx = t % {tx};
-  for (var s = info[7]; s < info[8]; s++) {{
+  for (var s = info[8]; s < info[9]; s++) {{
     if (mode == 0) {{
       let k = s;
       // pivot: first row of largest |W[i, k]|, i >= k (threads with no row offer -1)
       var best = -1.0;
       var bi = k;
       if (ok) {{
-        for (var i = k + t; i < n; i += {tp}) {{
+        for (var i = k + t; i < m; i += {tp}) {{
           let v = abs(W[base + i * ld + k]);
           if (v > best) {{ best = v; bi = i; }}
         }}
@@ -193,7 +203,7 @@ def lu_kernel(tp: int, mpw: int, tx: int, cap: int = 0) -> KernelSource:
           }}
         }}
         if (t == 0) {{
-          piv[b * n + k] = p;
+          piv[b * pn + k] = p;
           if (k == 0) {{ inf[b] = 0; }}
           if (pv == 0.0 && inf[b] == 0) {{ inf[b] = k + 1; }}
         }}
@@ -201,17 +211,28 @@ def lu_kernel(tp: int, mpw: int, tx: int, cap: int = 0) -> KernelSource:
       storageBarrier();
       if (ok && pv != 0.0) {{
         let rcp = 1.0 / W[base + k * ld + k];
-        for (var i = k + 1 + t; i < n; i += {tp}) {{
+        for (var i = k + 1 + t; i < m; i += {tp}) {{
           W[base + i * ld + k] = W[base + i * ld + k] * rcp;
         }}
       }}
       storageBarrier();
       if (ok) {{
-        for (var i = k + 1 + ty; i < n; i += {tp // tx}) {{
-          let m = W[base + i * ld + k];
+        for (var i = k + 1 + ty; i < m; i += {tp // tx}) {{
+          let lik = W[base + i * ld + k];
           for (var j = k + 1 + tx; j < c1; j += {tx}) {{
-            W[base + i * ld + j] = W[base + i * ld + j] - m * W[base + k * ld + j];
+            W[base + i * ld + j] = W[base + i * ld + j] - lik * W[base + k * ld + j];
           }}
+        }}
+      }}
+      storageBarrier();
+    }} else if (mode == 3) {{
+      let k = s;
+      let p = select(k, piv[b * c1 + k], ok);
+      if (ok && p != k) {{
+        for (var j = c0 + t; j < ld; j += {tp}) {{
+          let x = W[base + k * ld + j];
+          W[base + k * ld + j] = W[base + p * ld + j];
+          W[base + p * ld + j] = x;
         }}
       }}
       storageBarrier();
@@ -219,9 +240,9 @@ def lu_kernel(tp: int, mpw: int, tx: int, cap: int = 0) -> KernelSource:
       let k = s;
       if (ok) {{
         for (var i = k + 1 + ty; i < c1; i += {tp // tx}) {{
-          let m = W[base + i * ld + k];
+          let lik = W[base + i * ld + k];
           for (var j = c0 + tx; j < ld; j += {tx}) {{
-            W[base + i * ld + j] = W[base + i * ld + j] - m * W[base + k * ld + j];
+            W[base + i * ld + j] = W[base + i * ld + j] - lik * W[base + k * ld + j];
           }}
         }}
       }}
@@ -250,7 +271,7 @@ def lu_kernel(tp: int, mpw: int, tx: int, cap: int = 0) -> KernelSource:
         + f"var<workgroup> rv: array<f32, {2 * wg}>;\nvar<workgroup> ri: array<i32, {2 * wg}>;\n"
         + smem_decl(cap, mpw)
         + _entry(tp, mpw)
-        + (_in_workgroup(body, cap, tp, "n * ld") if cap else body)
+        + (_in_workgroup(body, cap, tp, "m * ld") if cap else body)
     )
     return KernelSource(src, "www")
 

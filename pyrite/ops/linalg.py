@@ -80,6 +80,10 @@ linalg_eigh = _result_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = _result_type("linalg_svd", ("U", "S", "Vh"))
 svd_result = _result_type("svd", ("U", "S", "V"))
 linalg_lstsq = _result_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+linalg_lu_factor = _result_type("linalg_lu_factor", ("LU", "pivots"))
+linalg_lu_factor_ex = _result_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+linalg_lu = _result_type("linalg_lu", ("P", "L", "U"))
+lu_unpack_result = _result_type("lu_unpack", ("P", "L", "U"))
 
 
 # ---- argument checks (torch's wording) ------------------------------------------------------
@@ -274,36 +278,38 @@ FORCE_BLOCKED = None  # True / False: benchmarks and tests
 
 
 def _lu(W: Tensor, n: int, back_only: bool = False):
-    """Factor the work buffer (*batch, n, ld) in place and, when it has right-hand sides
-    (ld > n), solve for them; returns (piv (*batch, n) int32, info (*batch,) int32).
-    `back_only`: W's first n columns are already upper triangular; only the back substitution
-    runs (piv and info are then not written)."""
+    """Factor the work buffer (*batch, m, ld) in place (its first n columns; ld > n only for a
+    square system, whose right-hand sides are then solved for); returns (piv (*batch,
+    min(m, n)) int32, 0-based, info (*batch,) int32). `back_only`: W's first n columns are
+    already upper triangular; only the back substitution runs (piv and info not written)."""
     batch_shape = W._shape[:-2]
-    ld = W._shape[-1]
+    m, ld = W._shape[-2], W._shape[-1]
     r = ld - n
+    kmin = min(m, n)
     nb = math.prod(batch_shape)
-    piv = empty(batch_shape + (n,), D.int32)
+    piv = empty(batch_shape + (kmin,), D.int32)
     info = empty(batch_shape, D.int32)
     if nb == 0:
         return piv, info
-    if n == 0:
+    if kmin == 0:
         info.fill_(0)
         return piv, info
-    tp, mpw = _team(max(n * ld // 4, n), nb)
+    tp, mpw = _team(max(m * ld // 4, m), nb)
     tx = min(tp, 32)
     src = K.lu_kernel(tp, mpw, tx)
     bufs = [W._storage.buffer, piv._storage.buffer, info._storage.buffer]
 
     def run(mode, c0, c1, first, last):
-        cost = lambda s: K.lu_step_cost(s, n, ld, mode, c0, c1, tp, tx)  # noqa: E731
-        _run(src, bufs, [n, ld, r, mode, c0, c1], nb, mpw, _spans(cost, last, first=first))
+        cost = lambda s: K.lu_step_cost(s, n, ld, mode, c0, c1, tp, tx, m)  # noqa: E731
+        words = [n, ld, r, mode, c0, c1, m]
+        _run(src, bufs, words, nb, mpw, _spans(cost, last, first=first))
 
-    blocked = n > LU_BLOCK_MIN if FORCE_BLOCKED is None else FORCE_BLOCKED
-    step = LU_BLOCK if blocked else n
+    blocked = kmin > LU_BLOCK_MIN if FORCE_BLOCKED is None else FORCE_BLOCKED
+    step = LU_BLOCK if blocked else kmin
     if not back_only:
-        for j0 in range(0, n, step):
-            j1 = min(j0 + step, n)
-            if j1 == n:  # the last panel: nothing trails it but the right-hand sides
+        for j0 in range(0, kmin, step):
+            j1 = min(j0 + step, kmin)
+            if j1 == kmin:  # the last panel: the kernel updates whatever trails it
                 run(0, 0, ld, j0, j1)
                 continue
             run(0, 0, j1, j0, j1)
@@ -316,6 +322,23 @@ def _lu(W: Tensor, n: int, back_only: bool = False):
                 _gemm_update(W[..., i0:i1, n:], W[..., i0:i1, i1:n], W[..., i1:n, n:])
             run(2, i0, i1, 0, i1 - i0)
     return piv, info
+
+
+def _swap_rows(W: Tensor, piv: Tensor, n: int, c0: int):
+    """Apply the row swaps piv (*batch, k) (0-based, in order) to W's columns c0.. in place."""
+    batch_shape = W._shape[:-2]
+    m, ld = W._shape[-2], W._shape[-1]
+    nb = math.prod(batch_shape)
+    k = piv._shape[-1]
+    if nb == 0 or k == 0 or ld == c0:
+        return
+    tp, mpw = _team(ld - c0, nb)
+    src = K.lu_kernel(tp, mpw, min(tp, 32))
+    piv = piv.contiguous()
+    info = empty((nb,), D.int32)
+    cost = lambda s: K.lu_step_cost(s, n, ld, 3, c0, k, tp, min(tp, 32), m)  # noqa: E731
+    bufs = [W._storage.buffer, piv._storage.buffer, info._storage.buffer]
+    _run(src, bufs, [n, ld, ld - n, 3, c0, k, m], nb, mpw, _spans(cost, k))
 
 
 def _gemm_update(C: Tensor, A: Tensor, B: Tensor):
@@ -619,6 +642,136 @@ def inv(A, *, out=None):
 
 def inverse(input, *, out=None):
     return inv(input, out=out)
+
+
+# ---- LU factorisation as torch.linalg.lu_factor / lu / lu_solve ----------------------------------
+def _lu_factor(A, pivot, name):
+    A = _matrix_input(A, name)
+    if not pivot:
+        raise NotImplementedError(
+            f"pyrite: {name}: LU without pivoting is not implemented (torch's CPU has none either)"
+        )
+    n = A._shape[-1]
+    W = empty(A._shape, D.float32)
+    if W.numel():
+        W.copy_(A)
+    piv, info = _lu(W, n)
+    return A, W, piv, info
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """LU with partial pivoting of A (*, m, n), compact as LAPACK's getrf: (LU, pivots
+    (1-based int32, min(m, n) of them), info), info not read back."""
+    A, LU, piv, info = _lu_factor(A, pivot, "linalg.lu_factor_ex")
+    if check_errors:
+        _raise_info(info, A, _zero_u(A, "linalg.lu_factor_ex"))
+    return _outs(linalg_lu_factor_ex, (LU, piv + 1, info), out, "linalg.lu_factor_ex")
+
+
+def _zero_u(A, name):
+    return lambda i, v: (
+        f"pyrite: {name}: {_batch_prefix(A, i)}U[{v},{v}] is zero and using it on "
+        "lu_solve would result in a division by zero. If you still want to perform the "
+        "factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"
+    )
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """(LU, pivots) of A (*, m, n) as lu_factor_ex; raises LinAlgError when U has an exactly
+    zero diagonal element, as torch does."""
+    A, LU, piv, info = _lu_factor(A, pivot, "linalg.lu_factor")
+    _raise_info(info, A, _zero_u(A, "linalg.lu_factor"))
+    return _outs(linalg_lu_factor, (LU, piv + 1), out, "linalg.lu_factor")
+
+
+def _permutation(piv0: Tensor, m: int, batch: tuple) -> Tensor:
+    """P (*batch, m, m) with A = P·L·U for 0-based swaps piv0 (*batch, k): the swaps applied
+    to the identity's rows give Pᵀ."""
+    S = _eye(m, m).expand(*batch, m, m).contiguous()
+    _swap_rows(S, piv0.expand(*batch, piv0._shape[-1]), m, 0)
+    return _mT(S)
+
+
+def _unpack(LU: Tensor, piv0: Tensor, unpack_data=True, unpack_pivots=True):
+    m, n = LU._shape[-2], LU._shape[-1]
+    k = min(m, n)
+    batch = LU._shape[:-2]
+    P = _permutation(piv0, m, batch) if unpack_pivots else empty((0,), D.float32)
+    if not unpack_data:
+        e = empty((0,), D.float32)
+        return P, e, e
+    L = LU[..., :, :k].tril(-1) + _eye(m, k)
+    U = LU[..., :k, :].triu()
+    return P, L, U
+
+
+def lu(A, *, pivot=True, out=None):
+    """A = P·L·U for A (*, m, n): P (*, m, m) a permutation, L (*, m, k) unit lower, U (*, k,
+    n) upper, k = min(m, n); partial pivoting as LAPACK's getrf."""
+    A, LU, piv, _ = _lu_factor(A, pivot, "linalg.lu")
+    return _outs(linalg_lu, _unpack(LU, piv), out, "linalg.lu")
+
+
+def _lu_top(A, pivot=True, get_infos=False, out=None):
+    """torch.lu (deprecated there): (LU, pivots) or (LU, pivots, infos)."""
+    LU, piv, info = lu_factor_ex(A, pivot=pivot)
+    res = (LU, piv, info) if get_infos else (LU, piv)
+    if out is not None:
+        return tuple(_out(v, o, "lu") for v, o in zip(res, out))
+    return res
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """(P, L, U) from lu_factor's compact (LU, pivots) (torch.lu_unpack)."""
+    LU = _matrix_input(LU_data, "lu_unpack")
+    piv0 = as_tensor_arg(LU_pivots).int() - 1
+    res = _unpack(LU, piv0, unpack_data, unpack_pivots)
+    return _outs(lu_unpack_result, res, out, "lu_unpack")
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B (X A = B when left=False; Aᵀ in place of A when adjoint) from lu_factor's
+    (LU, pivots) of a square A (*, n, n); B (*, n, k) (or (*, k, n) when left=False), batch
+    dims broadcast."""
+    LU = _square_input(LU, "linalg.lu_solve")
+    B = _matrix_input(B, "linalg.lu_solve")
+    piv0 = as_tensor_arg(pivots).int() - 1
+    if not left:  # X A = B <=> Aᵀ Xᵀ = Bᵀ
+        X = lu_solve(LU, pivots, _mT(B), left=True, adjoint=not adjoint)
+        return _out(_mT(X).contiguous(), out, "linalg.lu_solve")
+    n = LU._shape[-1]
+    if B._shape[-2] != n:
+        raise ShapeError(
+            f"pyrite: linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B "
+            f"({n}x{n} and {B._shape[-2]}x{B._shape[-1]})"
+        )
+    batch = broadcast_shapes(LU._shape[:-2], B._shape[:-2], piv0._shape[:-1])
+    k = B._shape[-1]
+    LUb = LU.expand(*batch, n, n)
+    if adjoint:  # Aᵀ = Uᵀ Lᵀ Pᵀ: X = P · Lᵀ⁻¹ · Uᵀ⁻¹ · B
+        Y = _tri_solve(_mT(LUb), B.expand(*batch, n, k), False, False)
+        Z = _tri_solve(_mT(LUb), Y, True, True)
+        P = _permutation(piv0, n, batch)
+        return _out(P @ Z, out, "linalg.lu_solve")
+    # A⁻¹ = U⁻¹ L⁻¹ Pᵀ: the swaps on B, forward substitution with L, back substitution
+    W = _lu_work(LUb, B.expand(*batch, n, k), batch)
+    nb = math.prod(batch)
+    if nb and n and k:
+        _swap_rows(W, piv0.expand(*batch, n), n, n)
+        tp, mpw = _team(max(n * (n + k) // 4, n), nb)
+        tx = min(tp, 32)
+        src = K.lu_kernel(tp, mpw, tx)
+        info = empty((nb,), D.int32)
+        bufs = [W._storage.buffer, info._storage.buffer, info._storage.buffer]
+        bufs[1] = empty((nb, n), D.int32)._storage.buffer
+        ld = n + k
+        for mode, c0, c1 in ((1, n, n), (2, 0, n)):
+            cost = lambda s, mode=mode, c0=c0, c1=c1: K.lu_step_cost(  # noqa: E731
+                s, n, ld, mode, c0, c1, tp, tx
+            )
+            words = [n, ld, k, mode, c0, c1, n]
+            _run(src, bufs, words, nb, mpw, _spans(cost, n))
+    return _out(W[..., n:].contiguous(), out, "linalg.lu_solve")
 
 
 # ---- triangular systems ------------------------------------------------------------------

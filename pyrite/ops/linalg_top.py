@@ -5,6 +5,7 @@ ops/linalg_norms.py; `pyrite.linalg` (pyrite/linalg.py) is the torch.linalg name
 from __future__ import annotations
 
 from .linalg import _cholesky_top as cholesky
+from .linalg import _lu_top as lu
 from .linalg import _qr_top as qr
 from .linalg import _slogdet_top as slogdet
 from .linalg import _svd_top as svd
@@ -14,6 +15,7 @@ from .linalg import (
     det,
     inverse,
     logdet,
+    lu_unpack,
     matrix_power,
     pinverse,
 )
@@ -29,6 +31,8 @@ __all__ = [
     "det",
     "inverse",
     "logdet",
+    "lu",
+    "lu_unpack",
     "matrix_power",
     "norm",
     "pinverse",
@@ -51,6 +55,7 @@ METHODS = {
     "det": det,
     "inverse": inverse,
     "logdet": logdet,
+    "lu": lu,
     "matrix_power": _matrix_power,
     "norm": norm,
     "pinverse": pinverse,
