@@ -13,33 +13,6 @@ and ops/linalg.py.
 from __future__ import annotations
 
 from .errors import LinAlgError
-from .ops.linalg import (
-    cholesky,
-    cholesky_ex,
-    cond,
-    det,
-    eig,
-    eigh,
-    eigvals,
-    eigvalsh,
-    inv,
-    inv_ex,
-    lstsq,
-    lu,
-    lu_factor,
-    lu_factor_ex,
-    lu_solve,
-    matrix_power,
-    matrix_rank,
-    pinv,
-    qr,
-    slogdet,
-    solve,
-    solve_ex,
-    solve_triangular,
-    svd,
-    svdvals,
-)
 from .ops.linalg_norms import (
     cross,
     diagonal,
@@ -50,6 +23,35 @@ from .ops.linalg_norms import (
     tensordot,
     vecdot,
     vector_norm,
+)
+from .ops.linalg_solve import (
+    cholesky,
+    cholesky_ex,
+    det,
+    inv,
+    inv_ex,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    matrix_power,
+    slogdet,
+    solve,
+    solve_ex,
+    solve_triangular,
+)
+from .ops.linalg_spectral import (
+    cond,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    lstsq,
+    matrix_rank,
+    pinv,
+    qr,
+    svd,
+    svdvals,
 )
 
 __all__ = [

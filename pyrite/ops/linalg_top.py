@@ -4,12 +4,13 @@ ops/linalg_norms.py; `pyrite.linalg` (pyrite/linalg.py) is the torch.linalg name
 
 from __future__ import annotations
 
-from .linalg import _cholesky_top as cholesky
-from .linalg import _lu_top as lu
-from .linalg import _qr_top as qr
-from .linalg import _slogdet_top as slogdet
-from .linalg import _svd_top as svd
-from .linalg import (
+from .linalg_norms import cross_top as cross
+from .linalg_norms import norm_top as norm
+from .linalg_norms import tensordot
+from .linalg_solve import _cholesky_top as cholesky
+from .linalg_solve import _lu_top as lu
+from .linalg_solve import _slogdet_top as slogdet
+from .linalg_solve import (
     cholesky_inverse,
     cholesky_solve,
     det,
@@ -17,11 +18,10 @@ from .linalg import (
     logdet,
     lu_unpack,
     matrix_power,
-    pinverse,
 )
-from .linalg_norms import cross_top as cross
-from .linalg_norms import norm_top as norm
-from .linalg_norms import tensordot
+from .linalg_spectral import _qr_top as qr
+from .linalg_spectral import _svd_top as svd
+from .linalg_spectral import pinverse
 
 __all__ = [
     "cholesky",
