@@ -902,3 +902,18 @@ def test_lu_pivots_and_errors():
         linalg.lu_factor(dev(A), pivot=False)
     LU3, piv3, info3 = pr.lu(dev(A), get_infos=True)
     assert info3.item() == 0 and np.array_equal(LU3.numpy(), LU.numpy())
+
+
+@pytest.mark.parametrize(
+    "n,scale", [(1, 1.0), (3, 0.1), (5, 1.0), (17, 3.0), (33, 10.0), (8, 50.0)]
+)
+def test_matrix_exp(rng, n, scale):
+    """Relative error within C·n·u·max(1, ||A||_1) (observed <= 0.9 of n·u·max(1, ||A||_1))."""
+    A = f32(rng.standard_normal((3, n, n)) * scale / math.sqrt(n))
+    A[1] = 0.0  # exp(0) = I exactly
+    got = linalg.matrix_exp(dev(A)).numpy()
+    want = torch.linalg.matrix_exp(t64(A)).numpy()
+    nrm = max(1.0, float(np.abs(A).sum(-2).max()))
+    assert rel_err(got, want) <= C * n * U32 * nrm
+    assert np.array_equal(got[1], np.eye(n))
+    assert np.isnan(pr.matrix_exp(dev([[0.0, np.nan], [0.0, 0.0]])).numpy()).all()

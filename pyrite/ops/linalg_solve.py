@@ -453,3 +453,47 @@ def matrix_power(A, n, *, out=None):
     if result is A:
         result = A.clone()
     return _out(result, out, "linalg.matrix_power")
+
+
+# ---- matrix_exp --------------------------------------------------------------------------------
+# Scaling and squaring with the [7/7] Padé approximant, the degree Higham (2005, "The scaling
+# and squaring method for the matrix exponential revisited", Table 2.3) gives for single
+# precision: with ||A/2^s||_1 <= THETA_7 the approximant's backward error is below u = 2⁻²⁴.
+PADE7 = (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0)
+THETA_7 = 3.925724783138660
+
+
+def matrix_exp(A):
+    """exp(A) for square A (*, n, n): Padé [7/7] on A/2^s, s from ||A||_1, then s squarings.
+    Reads back the largest s of the batch (one number) to know how many squarings to run."""
+    from .elementwise import where
+
+    A = _square_input(A, "linalg.matrix_exp")
+    n = A._shape[-1]
+    if A.numel() == 0:
+        return A.clone()
+    norm1 = A.abs().sum(-2).amax(-1)  # (*,) the 1-norm: largest column sum
+    s = (norm1 / THETA_7).log2().ceil().clamp(min=0.0)
+    s = s.masked_fill(~s.isfinite(), 0.0)  # a zero matrix (log2(0)), NaN or inf input
+    X = A / (s.exp2().unsqueeze(-1).unsqueeze(-1))
+    b = PADE7
+    eye = _eye(n, n)
+    X2 = X @ X
+    X4 = X2 @ X2
+    X6 = X4 @ X2
+    Uo = X @ (X6 * b[7] + X4 * b[5] + X2 * b[3] + eye * b[1])
+    Ve = X6 * b[6] + X4 * b[4] + X2 * b[2] + eye * b[0]
+    R, _ = _solve_raw(Ve - Uo, Ve + Uo)
+    steps = int(s.amax().item()) if s.numel() else 0
+    for i in range(steps):
+        R = where((s > i).unsqueeze(-1).unsqueeze(-1), R @ R, R)
+    # NaN or inf anywhere gives NaN, as the squarings of a non-finite matrix would
+    return R + (A.sum((-2, -1), keepdim=True) * 0.0)
+
+
+def _solve_raw(A, B):
+    """X with A X = B, A (*, n, n) and B (*, n, k) of the same batch; info not checked."""
+    n = A._shape[-1]
+    W = _lu_work(A, B, A._shape[:-2])
+    _, info = _lu(W, n)
+    return W[..., n:].contiguous(), info

@@ -17,6 +17,7 @@ from .linalg_solve import (
     inverse,
     logdet,
     lu_unpack,
+    matrix_exp,
     matrix_power,
 )
 from .linalg_spectral import _qr_top as qr
@@ -33,6 +34,7 @@ __all__ = [
     "logdet",
     "lu",
     "lu_unpack",
+    "matrix_exp",
     "matrix_power",
     "norm",
     "pinverse",
@@ -56,6 +58,7 @@ METHODS = {
     "inverse": inverse,
     "logdet": logdet,
     "lu": lu,
+    "matrix_exp": matrix_exp,
     "matrix_power": _matrix_power,
     "norm": norm,
     "pinverse": pinverse,
