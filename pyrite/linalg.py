@@ -21,6 +21,7 @@ from .ops.linalg_norms import (
     multi_dot,
     norm,
     tensordot,
+    vander,
     vecdot,
     vector_norm,
 )
@@ -40,6 +41,8 @@ from .ops.linalg_solve import (
     solve,
     solve_ex,
     solve_triangular,
+    tensorinv,
+    tensorsolve,
 )
 from .ops.linalg_spectral import (
     cond,
@@ -90,6 +93,9 @@ __all__ = [
     "svd",
     "svdvals",
     "tensordot",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
     "vecdot",
     "vector_norm",
 ]

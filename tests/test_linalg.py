@@ -618,6 +618,42 @@ PRODUCT_ROWS = [
         tol=lambda i, e: (1e-4, 1e-5),
     ),
     OpInfo(
+        "vander",
+        lambda x, **kw: linalg.vander(x, **kw),
+        _ref(lambda x, **kw: torch.linalg.vander(x, **kw)),
+        [Sample(_mk((5,))), Sample(_mk((2, 3)), {"N": 5}), Sample(_mk((4,)), {"N": 2})],
+        tol=lambda i, e: (0.0, 8 * U32 * 5),
+    ),
+    OpInfo(
+        "torch.vander",
+        lambda x, **kw: pr.vander(x, **kw),
+        _ref(lambda x, **kw: torch.vander(x, **kw)),
+        [
+            Sample(_mk((5,))),
+            Sample(_mk((4,)), {"N": 3, "increasing": True}),
+            Sample(_mk((4,)), {"N": 1}),
+        ],
+        tol=lambda i, e: (0.0, 8 * U32 * 5),
+    ),
+    OpInfo(
+        "tensorinv",
+        lambda a, **kw: linalg.tensorinv(a + pr.eye(6).reshape(2, 3, 6) * 4, **kw),
+        _ref(lambda a, **kw: torch.linalg.tensorinv(a + torch.eye(6).reshape(2, 3, 6) * 4, **kw)),
+        [Sample(_mk((2, 3, 6)))],
+        tol=lambda i, e: (C * 6 * U32 * 10, 0.0),
+    ),
+    OpInfo(
+        "tensorsolve",
+        lambda a, b, **kw: linalg.tensorsolve(a + pr.eye(6).reshape(2, 3, 6) * 4, b, **kw),
+        _ref(
+            lambda a, b, **kw: torch.linalg.tensorsolve(
+                a + torch.eye(6, dtype=torch.float64).reshape(2, 3, 6) * 4, b, **kw
+            )
+        ),
+        [Sample(_mk((2, 3, 6), (2, 3)))],
+        tol=lambda i, e: (C * 6 * U32 * 10, 0.0),
+    ),
+    OpInfo(
         "linalg.diagonal",
         lambda a, **kw: linalg.diagonal(a, **kw),
         lambda a, **kw: np.diagonal(a, kw.get("offset", 0), -2, -1),

@@ -328,3 +328,38 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     from .views import diagonal as _diag
 
     return _diag(as_tensor_arg(A), offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """torch.linalg.vander: x (*, n) -> (*, n, N) with columns x**0, x**1, ..., x**(N-1)."""
+    x = as_tensor_arg(x)
+    if x.ndim == 0:
+        raise ShapeError("pyrite: linalg.vander: x must have at least one dimension")
+    N = x._shape[-1] if N is None else int(N)
+    if N <= 1:
+        raise ValueError(f"pyrite: linalg.vander: N must be greater than 1 (got {N}).")
+    return _powers(x, N)
+
+
+def _powers(x: Tensor, N: int) -> Tensor:
+    """(*, n, N): x**0 .. x**(N-1) by repeated products (exact for integers, as torch)."""
+    from .combine import stack
+    from .creation import zeros
+
+    if N <= 0:
+        return zeros(*x._shape, 0, dtype=x.dtype)
+    cols = [x * 0 + 1]
+    for _ in range(1, N):
+        cols.append(cols[-1] * x)
+    return stack(cols, -1)
+
+
+def vander_top(x, N=None, increasing=False):
+    """torch.vander: 1-D x -> (n, N), powers decreasing unless `increasing`."""
+    x = as_tensor_arg(x)
+    if x.ndim != 1:
+        raise ShapeError(
+            f"pyrite: vander: x must be a one-dimensional tensor, got shape {tuple(x._shape)}"
+        )
+    V = _powers(x, x._shape[0] if N is None else int(N))
+    return V if increasing else V.flip((-1,))

@@ -497,3 +497,42 @@ def _solve_raw(A, B):
     W = _lu_work(A, B, A._shape[:-2])
     _, info = _lu(W, n)
     return W[..., n:].contiguous(), info
+
+
+# ---- tensorinv, tensorsolve ------------------------------------------------------------------
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A viewed as a matrix (prod(shape[:ind]) x prod(shape[ind:])), shaped
+    shape[ind:] + shape[:ind]."""
+    A = _float_input(A, "linalg.tensorinv")
+    if ind <= 0:
+        raise ValueError(
+            f"pyrite: linalg.tensorinv: Expected a strictly positive integer for 'ind', but got {ind}"
+        )
+    rows, cols = math.prod(A._shape[:ind]), math.prod(A._shape[ind:])
+    if rows != cols:
+        raise ShapeError(
+            f"pyrite: linalg.tensorinv: Expected self to satisfy the requirement "
+            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} != {rows}"
+        )
+    X = inv(A.reshape(rows, cols))
+    return _out(X.reshape(*A._shape[ind:], *A._shape[:ind]), out, "linalg.tensorinv")
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) = B: A's trailing dims (after `dims` are moved there)
+    are X's shape."""
+    A = _float_input(A, "linalg.tensorsolve")
+    B = _float_input(B, "linalg.tensorsolve")
+    if dims is not None:
+        dims = [A._dim(d) for d in dims]
+        A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
+    xshape = A._shape[B.ndim :]
+    rows, cols = B.numel(), math.prod(xshape)
+    if A._shape[: B.ndim] != B._shape or rows != cols:
+        raise ShapeError(
+            f"pyrite: linalg.tensorsolve: A of shape {tuple(A._shape)} and B of shape "
+            f"{tuple(B._shape)} do not make a square system (A's leading dims must be B's shape "
+            "and the rest as many elements)"
+        )
+    X = solve(A.reshape(rows, cols), B.reshape(rows))
+    return _out(X.reshape(*xshape), out, "linalg.tensorsolve")
