@@ -953,3 +953,21 @@ def test_matrix_exp(rng, n, scale):
     assert rel_err(got, want) <= C * n * U32 * nrm
     assert np.array_equal(got[1], np.eye(n))
     assert np.isnan(pr.matrix_exp(dev([[0.0, np.nan], [0.0, 0.0]])).numpy()).all()
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (5, 3), (4, 4), (17, 5)])
+def test_geqrf_householder_product(rng, m, n):
+    A = f32(rng.standard_normal((2, m, n)))
+    a, tau = pr.geqrf(dev(A))
+    assert a.shape == (2, m, n) and tau.shape == (2, n)
+    Q = linalg.householder_product(a, tau).numpy().astype(np.float64)
+    R = np.triu(a.numpy())[..., :n, :]
+    assert np.abs(Q @ R - A).max() <= C * m * U32 * norm2(A)
+    # torch's own reflectors (f32-rounded) through pyrite give torch's Q
+    ta, ttau = torch.geqrf(t64(A))
+    for k in (n, max(n - 1, 1)):
+        got = linalg.householder_product(dev(ta.numpy()), dev(ttau[..., :k].numpy())).numpy()
+        want = torch.linalg.householder_product(ta, ttau[..., :k]).numpy()
+        assert np.abs(got - want).max() <= C * m * U32 * 4
+    with pytest.raises(ValueError, match="greater than or equal"):
+        linalg.householder_product(dev(np.ones((2, 3))), dev(np.ones(2)))

@@ -80,6 +80,7 @@ linalg_slogdet = _result_type("linalg_slogdet", ("sign", "logabsdet"))
 slogdet_result = _result_type("slogdet", ("sign", "logabsdet"))
 linalg_qr = _result_type("linalg_qr", ("Q", "R"))
 qr_result = _result_type("qr", ("Q", "R"))
+geqrf_result = _result_type("geqrf", ("a", "tau"))
 linalg_eigh = _result_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = _result_type("linalg_svd", ("U", "S", "Vh"))
 svd_result = _result_type("svd", ("U", "S", "V"))
@@ -399,15 +400,19 @@ def _group(tp: int, cols: int, rows: int) -> int:
     return g
 
 
-def _qr(A: Tensor, qc: int):
+def _qr(A: Tensor, qc: int, tau_in: Tensor | None = None):
     """Householder QR of A (*batch, m, n): (W, tau, Q) with R in W's upper triangle and Q
-    (*batch, m, qc) the first qc columns of H_0·H_1·...·H_{k-1} (no Q when qc == 0)."""
+    (*batch, m, qc) the first qc columns of H_0·H_1·...·H_{k-1} (no Q when qc == 0). With
+    `tau_in` (*batch, min(m, n)), A already holds the reflectors (geqrf's form): only Q is
+    formed (householder_product)."""
     batch = A._shape[:-2]
     m, n = A._shape[-2], A._shape[-1]
     kmax = min(m, n)
     nb = math.prod(batch)
     W = empty(A._shape, D.float32)
     tau = empty(batch + (kmax,), D.float32)
+    if tau_in is not None and tau.numel():
+        tau.copy_(tau_in)
     Q = empty(batch + (m, qc), D.float32)
     if nb == 0 or m == 0 or n == 0:
         if qc and nb and m:
@@ -421,7 +426,8 @@ def _qr(A: Tensor, qc: int):
     tp, mpw = _team(max(n, m // 4), nb)
     g = _group(tp, n, m)
     nsteps = 2 * kmax if qc else kmax
-    spans = _spans(lambda s: K.qr_step_cost(s, m, n, qc, tp, g), nsteps)
+    first = kmax if tau_in is not None else 0
+    spans = _spans(lambda s: K.qr_step_cost(s, m, n, qc, tp, g), nsteps, first=first)
     # without Q the binding is unused, but must be its own buffer: WebGPU forbids binding one
     # buffer twice writable in a dispatch (Dawn checks it; wgpu-native does not)
     qbuf = Q if qc else empty((1,), D.float32)

@@ -19,6 +19,7 @@ from .linalg import (
     _qr,
     _square_input,
     _svd_jacobi,
+    geqrf_result,
     linalg_eigh,
     linalg_lstsq,
     linalg_qr,
@@ -73,6 +74,40 @@ def qr(A, mode="reduced", *, out=None):
     if mode == "r":
         Q = empty((0,), D.float32)
     return _outs(linalg_qr, (Q, R), out, "linalg.qr")
+
+
+def geqrf(input, *, out=None):
+    """(a, tau): QR in LAPACK's compact form (torch.geqrf): R on and above a's diagonal, the
+    Householder vectors below it (v[0] = 1 implied), tau their scalars."""
+    A = _matrix_input(input, "geqrf")
+    W, tau, _ = _qr(A, 0)
+    return _outs(geqrf_result, (W, tau), out, "geqrf")
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_0·H_1·...·H_{k-1} from reflectors A (*, m, n), m >= n, and tau
+    (*, k), k <= n (torch.linalg.householder_product, LAPACK's orgqr)."""
+    A = _matrix_input(A, "linalg.householder_product")
+    tau = _float_input(tau, "linalg.householder_product")
+    m, n = A._shape[-2], A._shape[-1]
+    if m < n:
+        raise ShapeError(
+            "pyrite: linalg.householder_product: input.shape[-2] must be greater than or equal "
+            f"to input.shape[-1] (got shape {tuple(A._shape)})"
+        )
+    k = tau._shape[-1] if tau.ndim else 0
+    if tau.ndim < 1 or k > n or tau._shape[:-1] != A._shape[:-2]:
+        raise ShapeError(
+            f"pyrite: linalg.householder_product: tau of shape {tuple(tau._shape)} does not fit "
+            f"input of shape {tuple(A._shape)} (expected (*batch, k), k <= {n})"
+        )
+    if k < n:  # the missing reflectors are the identity (tau = 0)
+        from .combine import cat
+        from .creation import zeros
+
+        tau = cat([tau, zeros(*tau._shape[:-1], n - k)], -1)
+    _, _, Q = _qr(A, n, tau)
+    return _out(Q, out, "linalg.householder_product")
 
 
 def _qr_top(input, some=True, *, out=None):

@@ -23,7 +23,8 @@ from .linalg_solve import (
 )
 from .linalg_spectral import _qr_top as qr
 from .linalg_spectral import _svd_top as svd
-from .linalg_spectral import pinverse
+from .linalg_spectral import geqrf, pinverse
+from .linalg_spectral import householder_product as orgqr
 
 __all__ = [
     "cholesky",
@@ -31,6 +32,7 @@ __all__ = [
     "cholesky_solve",
     "cross",
     "det",
+    "geqrf",
     "inverse",
     "logdet",
     "lu",
@@ -38,6 +40,7 @@ __all__ = [
     "matrix_exp",
     "matrix_power",
     "norm",
+    "orgqr",
     "pinverse",
     "qr",
     "slogdet",
@@ -57,6 +60,8 @@ METHODS = {
     "cholesky_solve": cholesky_solve,
     "cross": cross,
     "det": det,
+    "geqrf": geqrf,
+    "orgqr": orgqr,
     "inverse": inverse,
     "logdet": logdet,
     "lu": lu,
