@@ -625,17 +625,6 @@ PRODUCT_ROWS = [
         tol=lambda i, e: (0.0, 8 * U32 * 5),
     ),
     OpInfo(
-        "torch.vander",
-        lambda x, **kw: pr.vander(x, **kw),
-        _ref(lambda x, **kw: torch.vander(x, **kw)),
-        [
-            Sample(_mk((5,))),
-            Sample(_mk((4,)), {"N": 3, "increasing": True}),
-            Sample(_mk((4,)), {"N": 1}),
-        ],
-        tol=lambda i, e: (0.0, 8 * U32 * 5),
-    ),
-    OpInfo(
         "tensorinv",
         lambda a, **kw: linalg.tensorinv(a + pr.eye(6).reshape(2, 3, 6) * 4, **kw),
         _ref(lambda a, **kw: torch.linalg.tensorinv(a + torch.eye(6).reshape(2, 3, 6) * 4, **kw)),
@@ -753,10 +742,11 @@ def test_loop_budget_splits(monkeypatch, rng):
         assert len(L._spans(cost, steps)) > 1
 
 
-def test_past_the_real_budget(rng):
+@pytest.mark.parametrize("n", [256, 520])
+def test_past_the_real_budget(rng, n):
     """A 256x256 solve loops past lavapipe's 65,535 iterations in one invocation (~n³/(3·TP));
-    the planner must split it (on a device without a budget there is one dispatch)."""
-    n = 256
+    the planner must split it (on a device without a budget there is one dispatch). At 520
+    a blocked panel's steps alone pass it (a 520-row loop around a 32-column one)."""
     A = conditioned(rng, (), n, 10.0)
     B = f32(rng.standard_normal((n, 2)))
     X = linalg.solve(dev(A), dev(B))
@@ -830,12 +820,57 @@ def test_cost_model_bounds_the_real_budget(rng):
         K.lu_kernel(tp, 1, tp),
         [A, np.zeros((1, n), np.int32), np.zeros(1, np.int32)],
         [f, i, i],
-        [n, n, 0, 0, 0, n],
+        [n, n, 0, 0, 0, n, n],
+        span,
+    )
+    # the blocked algorithm's shapes: a 32-column panel of a tall matrix (long rows loop, short
+    # column loop: the nested-loop cost dominates), the block row's TRSM, a wide back
+    # substitution (inv's right-hand sides)
+    big, c1 = 512, 32
+    Ab = f32(rng.standard_normal((1, big, big)))
+    lu = K.lu_kernel(tp, 1, tp)
+    piv0 = np.zeros((1, big), np.int32)
+    for mode, c0, c1_, steps, first in ((0, 0, c1, c1, 0), (1, c1, c1, c1, 0)):
+        cost = lambda s, mode=mode, c0=c0, c1_=c1_: K.lu_step_cost(
+            s, big, big, mode, c0, c1_, tp, tp
+        )
+        span = L._spans(cost, steps, first=first)[0]
+        _one_vs_split(
+            lu,
+            [Ab, piv0, np.zeros(1, np.int32)],
+            [f, i, i],
+            [big, big, 0, mode, c0, c1_, big],
+            span,
+        )
+    Ai = f32(np.triu(rng.standard_normal((1, 128, 256))) + 4 * np.eye(128, 256))
+    cost = lambda s: K.lu_step_cost(s, 128, 256, 2, 0, 128, tp, tp)
+    span = L._spans(cost, 128)[0]
+    assert span[1] < 128
+    _one_vs_split(
+        lu,
+        [Ai, piv0[:, :128], np.zeros(1, np.int32)],
+        [f, i, i],
+        [128, 256, 128, 2, 0, 128, 128],
         span,
     )
     S = spd(rng, (1,), n, 10.0)
     span = L._spans(lambda s: K.cholesky_step_cost(s, n, n, tp, tp), n + 1)[0]
     _one_vs_split(K.cholesky_kernel(tp, 1, tp), [S, np.zeros(1, np.int32)], [f, i], [n, n], span)
+    Sb = spd(rng, (1,), big, 10.0)
+    span = L._spans(lambda s: K.cholesky_step_cost(s, big, c1, tp, tp), c1)[0]
+    _one_vs_split(
+        K.cholesky_kernel(tp, 1, tp), [Sb, np.zeros(1, np.int32)], [f, i], [big, c1], span
+    )
+    tall = f32(rng.standard_normal((1, 4096, 8)))
+    g = L._group(tp, 8, 4096)
+    span = L._spans(lambda s: K.qr_step_cost(s, 4096, 8, 8, tp, g), 16)[0]
+    _one_vs_split(
+        K.qr_kernel(tp, 1, g),
+        [tall, np.zeros((1, 8), np.float32), np.eye(4096, 8, dtype=np.float32)[None]],
+        [f, f, f],
+        [4096, 8, 8],
+        span,
+    )
     g = L._group(tp, n, n)
     span = L._spans(lambda s: K.qr_step_cost(s, n, n, 0, tp, g), n)[0]
     _one_vs_split(

@@ -352,14 +352,3 @@ def _powers(x: Tensor, N: int) -> Tensor:
     for _ in range(1, N):
         cols.append(cols[-1] * x)
     return stack(cols, -1)
-
-
-def vander_top(x, N=None, increasing=False):
-    """torch.vander: 1-D x -> (n, N), powers decreasing unless `increasing`."""
-    x = as_tensor_arg(x)
-    if x.ndim != 1:
-        raise ShapeError(
-            f"pyrite: vander: x must be a one-dimensional tensor, got shape {tuple(x._shape)}"
-        )
-    V = _powers(x, x._shape[0] if N is None else int(N))
-    return V if increasing else V.flip((-1,))

@@ -7,7 +7,6 @@ from __future__ import annotations
 from .linalg_norms import cross_top as cross
 from .linalg_norms import norm_top as norm
 from .linalg_norms import tensordot
-from .linalg_norms import vander_top as vander
 from .linalg_solve import _cholesky_top as cholesky
 from .linalg_solve import _lu_top as lu
 from .linalg_solve import _slogdet_top as slogdet
@@ -46,7 +45,6 @@ __all__ = [
     "slogdet",
     "svd",
     "tensordot",
-    "vander",
 ]
 
 
