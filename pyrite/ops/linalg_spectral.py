@@ -210,8 +210,10 @@ def _svd_tall(A: Tensor, vectors: bool, full: bool):
     lead = idx._shape[:-1]
     Ws = gather(W, -1, idx.unsqueeze(-2).expand(*lead, m, n))
     Vs = gather(V, -1, idx.unsqueeze(-2).expand(*lead, n, n))
-    safe = S.clamp(min=1e-38)
-    Ur = Ws / safe.unsqueeze(-2) * (S > 0).float().unsqueeze(-2)
+    # zero singular values give zero columns (QR below completes them); not a tiny clamp:
+    # 1e-38 is subnormal in f32 and GPUs flush it to 0 (0/0 made the H200's U NaN)
+    pos = S > 0
+    Ur = Ws / S.masked_fill(~pos, 1.0).unsqueeze(-2) * pos.float().unsqueeze(-2)
     # Orthonormalise (and for full_matrices complete) U by Householder QR: columns with zero
     # or noise-level singular values come out orthonormal as LAPACK's do; the others move by
     # O(eps). R's diagonal is ±1 there: its signs keep U·diag(S)·Vh = A.
