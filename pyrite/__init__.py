@@ -69,6 +69,7 @@ def promote_types(a, b):
     return _dtypes.result_type_of(_dtypes.from_any(a), _dtypes.from_any(b))
 
 
+from . import linalg  # torch.linalg's namespace (pyrite/linalg.py)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .format import set_printoptions
 from .runtime import (

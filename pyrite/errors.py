@@ -19,3 +19,8 @@ class OutOfMemoryError(PyriteError, MemoryError):
 
 class KernelError(PyriteError):
     """A kernel failed to compile or validate: a bug in pyrite, reported with its WGSL."""
+
+
+class LinAlgError(PyriteError):
+    """A linear-algebra routine could not complete: a singular matrix for solve or inv, one
+    that is not positive-definite for cholesky (torch.linalg.LinAlgError, a RuntimeError)."""

@@ -44,6 +44,8 @@ MODULES = [
     "fold",
     "grid",
     "unpool",
+    # torch's top-level linear algebra (torch.linalg itself is pyrite/linalg.py)
+    "linalg_top",
 ]
 
 loaded = []
