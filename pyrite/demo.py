@@ -91,6 +91,24 @@ def main():
         "causal scaled_dot_product_attention", att, (s / s.sum(-1, keepdims=True)) @ qn, 1e-4
     )
 
+    # an 8-bit image through a vision preprocessing chain: uint8 HWC -> float CHW, resize, pool
+    img = rng.integers(0, 256, (45, 61, 3), dtype=np.uint8)
+    xi = pr.from_numpy(img).permute(2, 0, 1).float().div(255.0).unsqueeze(0)
+    up = F.interpolate(xi, scale_factor=2, mode="nearest")
+    ok &= _check("uint8 image, /255, nearest 2x upsample", up, np.repeat(np.repeat(
+        img.transpose(2, 0, 1)[None] / 255.0, 2, axis=2), 2, axis=3), 1e-6)
+    back = (xi * 255).round().to(pr.uint8)
+    ok &= _check("back to uint8 (round, cast)", back, img.transpose(2, 0, 1)[None], 0)
+
+    # a linear system and a long scan: correct even where the device limits each invocation's
+    # loops (lavapipe: 65,535 iterations; the kernels split the work)
+    a_n = rng.standard_normal((64, 64)) + 8 * np.eye(64)
+    b_n = rng.standard_normal((64, 3))
+    sol = pr.linalg.solve(pr.tensor(a_n.astype(np.float32)), pr.tensor(b_n.astype(np.float32)))
+    ok &= _check("linalg.solve (LU, partial pivoting)", sol, np.linalg.solve(a_n, b_n), 1e-4)
+    n = 3_000_001
+    ok &= _check(f"cumsum of {n:,} ones (last element)", pr.ones(n).cumsum(0)[-1], n, 0)
+
     # random numbers are made on the device, reproducibly
     pr.manual_seed(1234)
     a = pr.randn(1000)
