@@ -482,6 +482,10 @@ def setitem(x: Tensor, index, value):
         lead = value.ndim - target.ndim
         if all(d == 1 for d in value._shape[:lead]):
             value = value._view(value._shape[lead:], value._strides[lead:], value._offset)
+    if target.numel() > 1:
+        from .core import check_writable
+
+        check_writable(target)  # torch's copy_: even a scalar into an expanded view raises
     target.copy_(value)
 
 
