@@ -20,7 +20,7 @@ from ..tensor import Tensor, contiguous_strides
 from .casts import clone, fill_
 from .core import empty, run_map
 from .elementwise import as_tensor_arg
-from .views import diagonal, expand, narrow, reshape, unsqueeze
+from .views import diagonal, expand, narrow, need_dims, reshape, unsqueeze
 
 
 def _copy_into(dst: Tensor, src: Tensor):
@@ -168,6 +168,7 @@ def column_stack(tensors, *, out=None):
 
 # ---- split ---------------------------------------------------------------------------------
 def split(tensor, split_size_or_sections, dim=0):
+    need_dims(tensor, "split")
     d = tensor._dim(dim)
     n = tensor._shape[d]
     if isinstance(split_size_or_sections, numbers.Integral):
@@ -199,6 +200,7 @@ def split_with_sizes(tensor, split_sizes, dim=0):
 
 
 def tensor_split(input, indices_or_sections, dim=0):
+    need_dims(input, "tensor_split")
     d = input._dim(dim)
     n = input._shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -220,6 +222,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
+    need_dims(input, "chunk")
     if chunks <= 0:
         raise ValueError(f"pyrite: chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = input._dim(dim)
@@ -494,9 +497,15 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = input._shape[-1] if input.ndim else 1
     m = n + abs(offset)
     nd = input.ndim + 1
+    for d in (dim1, dim2):
+        if not -nd <= d < nd:
+            raise IndexError(
+                f"pyrite: Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
+                f"but got {d})"
+            )
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:
-        raise ValueError(
+        raise RuntimeError(
             f"pyrite: diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}"
         )
     batch = list(input._shape[:-1])

@@ -67,6 +67,19 @@ UNARY = {
 }
 
 
+# Unary ops PyTorch refuses on bool tensors (neg: RuntimeError; the rest "not implemented for
+# 'Bool'"); frac is refused on every integer dtype too
+_NO_BOOL = {
+    "neg": "pyrite: negation, the `-` operator, on a bool tensor is not supported; to invert a "
+    "mask use `~` or logical_not()",
+    "relu": "pyrite: Boolean inputs not supported for relu",
+    **{
+        n: f"pyrite: {n} is not implemented for pyrite.bool"
+        for n in ("abs", "floor", "ceil", "round", "trunc", "frac")
+    },
+}
+
+
 def _wgsl(expr, names):
     for k, v in names.items():
         expr = expr.replace(k, v)
@@ -79,6 +92,10 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
     dt = x.dtype
     if dt.is_bool and name in ("logical_not", "bitwise_not"):
         return run_map("!x0", (x,), ("bool",), _out(out, x._shape, D.bool_), "bool")
+    if dt.is_bool and name == "sign":  # torch: sign of a bool tensor is itself, a bool
+        return run_map("x0", (x,), ("bool",), _out(out, x._shape, D.bool_), "bool")
+    if name in _NO_BOOL and dt.is_bool or name == "frac" and dt.kind != "f":
+        raise TypeError(_NO_BOOL.get(name, f"pyrite: {name} is not implemented for {dt!r}"))
     if dt.kind == "f" or iexpr is None:
         if fexpr is None:
             raise TypeError(f"pyrite: {name} is not defined for {dt!r}")
@@ -231,6 +248,12 @@ def binary(name: str, a, b, out=None):
     return _binary(name, a, b, out, key)
 
 
+def _cast_0d(x, rt):
+    if type(x) is Tensor and x.dtype is not rt and x.dtype.kind == "i" and not x._shape:
+        return x.to(rt)
+    return x
+
+
 def _binary(name, a, b, out, key):
     fexpr, iexpr, bexpr, kind = BINARY[name]
     sa, sb = _is_scalar(a), _is_scalar(b)
@@ -241,6 +264,12 @@ def _binary(name, a, b, out, key):
     if not sb and not isinstance(b, Tensor):
         b = as_tensor_arg(b)
     rt = result_dtype(a, b)
+    if rt.is_small_int:
+        # a wider int 0-d tensor (uint8 tensor vs int32 0-d) is cast to the result type first,
+        # as torch does: maximum(uint8 x, int16(-10)) compares with 246, not -10
+        ca, cb = _cast_0d(a, rt), _cast_0d(b, rt)
+        if ca is not a or cb is not b:
+            a, b, key = ca, cb, None  # not cached: the fast path would skip the cast
     cat = rt.kind
     if kind == "float" and cat != "f":
         cat = "f"
@@ -269,7 +298,7 @@ def _binary(name, a, b, out, key):
         o = _out(out, shape, res)
         text = _wgsl(expr, {"A": "x0", "B": "s0"})
         conv = _scalar_cast(name, rt, ct)
-        if type(a) is Tensor and type(b) in _SCALARS:
+        if key is not None and type(a) is Tensor and type(b) in _SCALARS:
             _typed[key] = (text, ct, res, out_ct, 1, conv)
         if conv is not None:
             b = conv(b)
@@ -284,7 +313,7 @@ def _binary(name, a, b, out, key):
     shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
     o = _out(out, shape, res)
     text = _wgsl(expr, {"A": "x0", "B": "x1"})
-    if key[1] is not None and type(a) is Tensor and type(b) is Tensor:
+    if key is not None and key[1] is not None and type(a) is Tensor and type(b) is Tensor:
         _typed[key] = (text, ct, res, out_ct, 2, None)
     return run_map(text, (a, b), (ct, ct), o, out_ct)
 
@@ -342,14 +371,40 @@ def _inplace(name, a, b):
 # ---- functions in PyTorch's spelling --------------------------------------------------------
 def add(input, other, *, alpha=1, out=None):
     if alpha != 1:
-        other = mul(other, alpha)
+        other = _times_alpha("add", input, other, alpha)
     return binary("add", input, other, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
     if alpha != 1:
-        other = mul(other, alpha)
+        other = _times_alpha("sub", input, other, alpha)
     return binary("sub", input, other, out)
+
+
+def _times_alpha(name, input, other, alpha):
+    """alpha·other in the dtype input <name> other has (torch's: alpha does not promote;
+    bool + bool·2 stays bool, uint8 + int8·2 is an int16 sum)."""
+    if name == "sub" and any(_is_bool_operand(x) for x in (input, other)):
+        binary("sub", input, other)  # raises torch's refusal of bool subtraction
+    if not _is_scalar(input):
+        input = as_tensor_arg(input)
+    if not _is_scalar(other):
+        other = as_tensor_arg(other)
+    rt = result_dtype(input, other)
+    if isinstance(alpha, (bool, np.bool_)) and not rt.is_bool:
+        raise TypeError(f"pyrite: Boolean alpha only supported for Boolean results ({rt!r})")
+    if rt.kind != "f" and D.scalar_kind(alpha) == "f":
+        raise TypeError(
+            "pyrite: for integral input tensors, argument alpha must not be a floating point "
+            f"number (alpha={alpha!r}, {rt!r})"
+        )
+    if _is_scalar(other):
+        return other * alpha
+    if other.dtype is not rt:
+        other = other.to(rt)
+    if rt.is_bool:
+        return logical_and(other, bool(alpha))
+    return mul(other, alpha)
 
 
 subtract = sub
@@ -374,12 +429,19 @@ def pow(input, exponent):
                 "pyrite: integers to negative integer powers are not allowed "
                 f"({input.dtype!r} ** {exponent})"
             )
-        if exponent == 2:
-            return unary("square", input) if input.dtype.kind != "b" else binary("pow", input, 2)
-        if exponent == 0.5 and input.dtype.is_floating_point:
-            return unary("sqrt", input)
-        if exponent == 1:
-            return input.clone()
+        if input.dtype.is_bool and isinstance(exponent, (bool, np.bool_)):
+            # torch's shortcut for exponents 0 and 1 (before its bool check): ones, or a copy
+            from .creation import full
+
+            return input.clone() if exponent else full(input._shape, True, dtype=D.bool_)
+        # the shortcuts only where the scalar leaves the dtype alone (int ** 2.0 is a float)
+        if D.promote_with_scalar(input.dtype, exponent) is input.dtype:
+            if exponent == 2 and not input.dtype.is_bool:
+                return unary("square", input)
+            if exponent == 0.5 and input.dtype.is_floating_point:
+                return unary("sqrt", input)
+            if exponent == 1:
+                return input.clone()
     return binary("pow", input, exponent)
 
 
@@ -476,8 +538,14 @@ isfinite = _make_unary("isfinite")
 def round(input, *, decimals=0):
     if decimals == 0:
         return unary("round", input)
-    scale = 10.0**decimals
-    return unary("round", input * scale) / scale
+    x = as_tensor_arg(input)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"pyrite: round with decimals is not implemented for {x.dtype!r}")
+    # one map in f32, rounded once to x's dtype, as torch's kernel (x * 10^d stored in float16
+    # first would round twice); negative decimals divide first, as torch
+    expr = "p_round(x0 * s0) / s0" if decimals > 0 else "p_round(x0 / s0) * s0"
+    scale = 10.0 ** abs(decimals)
+    return run_map(expr, (x,), ("f32",), empty(x._shape, x.dtype), "f32", (scale,), ("f32",))
 
 
 def gelu(input, approximate="none"):
@@ -589,6 +657,11 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     condition = as_tensor_arg(condition)
     if not condition.dtype.is_bool:
+        if condition.dtype is not D.uint8:  # torch takes bool, and uint8 (deprecated), only
+            raise TypeError(
+                "pyrite: where expected condition to be a boolean tensor, but got a tensor "
+                f"with dtype {condition.dtype!r}"
+            )
         condition = condition != 0
     xs = [input, other]
     if all(_is_scalar(x) for x in xs):
@@ -600,21 +673,59 @@ def where(condition, input=None, other=None):
 
 
 def lerp(input, end, weight):
+    # torch requires one dtype for input, end and a tensor weight ("expected dtype float for
+    # `end` but got dtype c10::Half"), and a floating one
+    input, end = as_tensor_arg(input), as_tensor_arg(end)
+    for what, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+            raise TypeError(
+                f"pyrite: lerp: expected dtype {input.dtype!r} for `{what}` but got {t.dtype!r}"
+            )
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"pyrite: lerp is not implemented for {input.dtype!r}")
     return _ternary("A + C * (B - A)", "A + C * (B - A)", [input, end, weight])
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    return add(input, mul(tensor1, tensor2), alpha=value)
+    """input + value * tensor1 * tensor2, in one pass (one rounding to a float16/bfloat16
+    result, as torch's kernel)."""
+    return _addc("addcmul", "A + s0 * (B * C)", input, tensor1, tensor2, value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    return add(input, div(tensor1, tensor2), alpha=value)
+    """input + value * tensor1 / tensor2, in one pass."""
+    return _addc("addcdiv", "A + s0 * (B / C)", input, tensor1, tensor2, value)
+
+
+def _addc(name, expr, input, t1, t2, value):
+    xs = [as_tensor_arg(x) for x in (input, t1, t2)]
+    dt = _fold_dtype(xs)
+    if name == "addcdiv" and dt.kind != "f":
+        raise RuntimeError(
+            "pyrite: Integer division with addcdiv is no longer supported; use true division "
+            "(addcmul(input, tensor1, 1 / tensor2)) or torch.div(..., rounding_mode=...)"
+        )
+    if dt.kind != "f" and D.scalar_kind(value) == "f":
+        raise TypeError(
+            f"pyrite: {name}: for integral input tensors, argument value must not be a floating "
+            "point number"
+        )
+    if dt.is_bool:
+        raise TypeError(f"pyrite: {name} is not implemented for pyrite.bool")
+    ct = _CT[dt.kind]
+    shape = broadcast_shapes(*(t._shape for t in xs))
+    text = _wgsl(expr, {"A": "x0", "B": "x1", "C": "x2"})
+    return run_map(text, xs, (ct,) * 3, empty(shape, dt), ct, (value,), (ct,))
 
 
 def clamp(input, min=None, max=None, *, out=None):
     x = as_tensor_arg(input)
     if min is None and max is None:
         raise ValueError("pyrite: clamp needs at least one of min and max")
+    if x.dtype.is_bool and any(_is_scalar(v) for v in (min, max)):
+        if _fold_dtype([x] + [v for v in (min, max) if v is not None]).is_bool:
+            # torch: "clamp_min_scalar_cpu" not implemented for 'Bool' (a float bound promotes)
+            raise TypeError("pyrite: clamp with a bool result is not implemented for pyrite.bool")
     _check_int_scalars(x.dtype, (min, max))
     r = x
     if min is not None:
@@ -658,6 +769,11 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
         (nan, posinf, neginf),
         ("f32", "f32", "f32"),
     )
+
+
+def _where_method(self, condition, other):
+    """Tensor.where(condition, y): torch.where(condition, self, y)."""
+    return where(condition, self, other)
 
 
 FUNCS = {
@@ -751,3 +867,4 @@ FUNCS = {
 __all__ = sorted(FUNCS)
 
 METHODS = dict(FUNCS)  # operators and in-place forms: ops/operators.py
+METHODS["where"] = _where_method

@@ -85,6 +85,9 @@ def _needs(args, kwargs) -> bool:
         if type(a) is Tensor:
             if a.dtype.storage in _SPECIAL:
                 return True
+        elif type(a) is D.dtype:  # a dtype passed by position (softmax(x, -1, bfloat16))
+            if a.storage in _SPECIAL:
+                return True
         elif type(a) in (list, tuple):
             for b in a:
                 if type(b) is Tensor and b.dtype.storage in _SPECIAL:
@@ -133,6 +136,14 @@ def _slow(fn, name, inplace, args, kwargs):
         narrow = asked is D.bfloat16
         if narrow:
             w_kwargs["dtype"] = D.float32
+    else:
+        # a dtype passed by position (F.softmax passes its dtype on so) decides as dtype= does
+        for i, a in enumerate(args):
+            if type(a) is D.dtype:
+                narrow = a is D.bfloat16
+                if narrow:
+                    w_args[i] = D.float32
+                break
     res = fn(*w_args, **w_kwargs)
     # in-place: the op wrote into the widened copy of its first argument (or of out=)
     back = {}

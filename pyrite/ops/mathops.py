@@ -51,11 +51,13 @@ BINARY.update(
 
 
 def _floats_only(name, *xs):
-    for x in xs:
-        if isinstance(x, Tensor) and x.dtype.kind != "f":
-            raise TypeError(
-                f"pyrite: {name} is only implemented for floating-point tensors, not {x.dtype!r}"
-            )
+    # the promoted dtype decides, as torch's: hypot(float16, bool) is a float16 hypot
+    a, b = (xs[0], xs[0]) if len(xs) == 1 else xs
+    dt = result_dtype(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else None
+    if dt is not None and dt.kind != "f":
+        raise TypeError(
+            f"pyrite: {name} is only implemented for floating-point tensors, not {dt!r}"
+        )
 
 
 def _tensors(*xs):
@@ -104,6 +106,8 @@ def heaviside(input, values, *, out=None):
 
 def logaddexp2(input, other, *, out=None):
     """log2(2^input + 2^other), without overflow."""
+    input, other = _tensors(input, other)
+    _floats_only("logaddexp2", input, other)  # torch: "logaddexp2_cpu" not implemented for 'Long'
     return binary("logaddexp2", input, other, out)
 
 

@@ -195,6 +195,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
             f"pyrite: nanmean(): expected input to have floating point dtype but got {x.dtype!r}"
         )
     if dtype is not None:
+        if not D.from_any(dtype).is_floating_point:
+            raise TypeError(
+                "pyrite: nanmean(): could not infer output dtype. Optional dtype must be either "
+                f"a floating point or complex dtype. Got: {D.from_any(dtype)!r}"
+            )
         x = to_dtype(x, D.from_any(dtype))
     count = (~x.isnan()).sum(dim, keepdim=keepdim) if dim is not None else (~x.isnan()).sum()
     total = x.nansum(dim, keepdim=keepdim) if dim is not None else x.nansum()

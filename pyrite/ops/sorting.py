@@ -169,6 +169,8 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 
 def _median(x: Tensor, dim, keepdim, nan_mode):
+    if x.dtype.is_bool:  # torch: "median_cpu" not implemented for 'Bool'
+        raise TypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
     if dim is None:
         flat = reshape(x, (x.numel(),))
         if flat.numel() == 0:  # PyTorch: nan for floats (its int64 answer is INT64_MIN)

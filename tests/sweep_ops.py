@@ -1,0 +1,820 @@
+"""The sweep's op list: every public name it compares, each with a generator of random arguments.
+
+Generators take (rng, i): categorical choices that must all be covered (dtype pairs, flags) cycle
+with the case number i, so a small CI run still visits each; shapes, layouts and values are drawn.
+`fn(L, ...)` is called with L = torch and L = pyrite (tests/sweep_harness.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from tests.sweep_harness import (
+    DTYPES,
+    check_index_ties,
+    FLOATS,
+    INTS,
+    Arg,
+    Dom,
+    Dt,
+    Op,
+    Tol,
+    arg,
+    broadcast_partner,
+    layout,
+    pick,
+    shape,
+    values,
+)
+
+OPS: list[Op] = []
+
+
+def add(name, fn, gen, **kw):
+    OPS.append(Op(name, fn, gen, **kw))
+
+
+def F(L):
+    return L.nn.functional
+
+
+# ---- elementwise unary ----------------------------------------------------------------------
+def unary_gen(dom=Dom(), dtypes=DTYPES, kw=None):
+    def gen(rng, i):
+        dt = dtypes[i % len(dtypes)]
+        a = arg(rng, shape(rng), dt, dom)
+        return [a], (kw(rng, i) if kw else {})
+
+    return gen
+
+
+EXACT = Tol(exact=True)
+U = Tol(ulps=4)
+TRANS = Tol(ulps=16, atol=2.0**-21)  # transcendental built on exp/log: WGSL's 3 + 2|x| ULP
+SINCOS = Tol(ulps=8, atol=2.0**-11)  # WGSL sin/cos: 2^-11 absolute on [-pi, pi]
+
+UNARY = [
+    # name, domain, tol
+    ("abs", Dom(), EXACT),
+    ("neg", Dom(), EXACT),
+    ("positive", Dom(), EXACT),
+    ("exp", Dom(-10, 10), Tol(ulps=24, atol=2.0**-21)),
+    ("exp2", Dom(-10, 10), Tol(ulps=24, atol=2.0**-21)),
+    ("expm1", Dom(-3, 3), Tol(ulps=24, atol=2.0**-21)),
+    ("log", Dom(-1, 30), TRANS),
+    ("log2", Dom(-1, 30), TRANS),
+    ("log10", Dom(-1, 30), TRANS),
+    ("log1p", Dom(-1.5, 10), TRANS),
+    ("sqrt", Dom(-1, 30), U),
+    ("rsqrt", Dom(-1, 30), U),
+    ("sin", Dom(-3, 3), SINCOS),
+    ("cos", Dom(-3, 3), SINCOS),
+    ("tan", Dom(-1, 1), Tol(ulps=16, atol=2.0**-9)),
+    ("asin", Dom(-1.2, 1.2), TRANS),
+    ("acos", Dom(-1.2, 1.2), TRANS),
+    ("atan", Dom(-10, 10), TRANS),
+    ("sinh", Dom(-5, 5), TRANS),
+    ("cosh", Dom(-5, 5), TRANS),
+    ("tanh", Dom(-5, 5), TRANS),
+    ("asinh", Dom(-10, 10), TRANS),
+    ("acosh", Dom(0, 10), TRANS),
+    ("atanh", Dom(-1.2, 1.2), TRANS),
+    ("sigmoid", Dom(-10, 10), TRANS),
+    ("erf", Dom(-4, 4), TRANS),
+    ("erfc", Dom(-4, 4), TRANS),
+    ("erfinv", Dom(-1.1, 1.1), Tol(ulps=16, atol=2.0**-18)),
+    ("floor", Dom(-20, 20), EXACT),
+    ("ceil", Dom(-20, 20), EXACT),
+    ("round", Dom(-20, 20), EXACT),
+    ("trunc", Dom(-20, 20), EXACT),
+    ("fix", Dom(-20, 20), EXACT),
+    ("frac", Dom(-20, 20), U),
+    ("sign", Dom(), EXACT),
+    ("sgn", Dom(), EXACT),
+    ("signbit", Dom(nan=False), EXACT),  # a NaN's sign: torch's f64 -> bf16 cast gives -NaN
+    ("reciprocal", Dom(-5, 5), U),
+    ("square", Dom(), U),
+    ("relu", Dom(), EXACT),
+    ("logit", Dom(-0.2, 1.2), TRANS),
+    ("lgamma", Dom(0.1, 10), Tol(ulps=64, atol=2.0**-18)),
+    ("digamma", Dom(0.1, 10), Tol(ulps=64, atol=2.0**-18)),
+    ("i0", Dom(-5, 5), Tol(ulps=32, atol=2.0**-20)),
+    ("sinc", Dom(-5, 5), Tol(ulps=16, atol=2.0**-18)),
+    ("deg2rad", Dom(-360, 360), U),
+    ("rad2deg", Dom(), U),
+    ("isnan", Dom(), EXACT),
+    ("isinf", Dom(), EXACT),
+    ("isfinite", Dom(), EXACT),
+    ("isposinf", Dom(), EXACT),
+    ("isneginf", Dom(), EXACT),
+    ("isreal", Dom(), EXACT),
+    ("logical_not", Dom(), EXACT),
+    ("bitwise_not", Dom(), EXACT),
+    ("nan_to_num", Dom(), U),
+    ("angle", Dom(), U),
+]
+for _name, _dom, _tol in UNARY:
+    add(_name, lambda L, x, _n=_name: getattr(L, _n)(x), unary_gen(_dom), tol=_tol)
+    # the method form on a few layouts, and the in-place form where both have it
+    add(
+        f"Tensor.{_name}",
+        lambda L, x, _n=_name: getattr(x, _n)(),
+        unary_gen(_dom),
+        tol=_tol,
+    )
+
+INPLACE_UNARY = ["abs", "neg", "exp", "log", "sqrt", "sin", "floor", "round", "sigmoid", "relu", "reciprocal", "trunc", "sign", "tanh", "clamp_min_"]
+
+
+def _inplace(L, x, n):
+    y = x.clone() if n.endswith("_c") else x
+    r = getattr(y, n.rstrip("c").rstrip("_") + "_")() if not n.startswith("clamp") else y.clamp_min_(0.5)
+    return r is y, y
+
+
+for _name in INPLACE_UNARY:
+    add(
+        f"Tensor.{_name}_",
+        lambda L, x, _n=_name: _inplace(L, x, _n),
+        unary_gen(Dom(0.1, 5)),
+        tol=TRANS,
+    )
+
+add(
+    "round(decimals)",
+    lambda L, x, d: L.round(x, decimals=d),
+    lambda rng, i: ([arg(rng, shape(rng), pick(rng, FLOATS), Dom(-100, 100))], {}) if False else
+    ([arg(rng, shape(rng), FLOATS[i % 4], Dom(-100, 100)), int(rng.integers(-2, 4))], {}),
+    tol=Tol(ulps=8, atol=2.0**-14),
+)
+add(
+    "nan_to_num(kw)",
+    lambda L, x, **kw: L.nan_to_num(x, **kw),
+    lambda rng, i: (
+        [arg(rng, shape(rng), FLOATS[i % 4], Dom(specials=0.3))],
+        {"nan": 1.5, "posinf": float(rng.integers(-5, 5)), "neginf": -7.0},
+    ),
+    tol=U,
+)
+
+# ---- nn.functional activations ----------------------------------------------------------
+ACTS = [
+    ("relu", {}, EXACT),
+    ("relu6", {}, EXACT),
+    ("elu", {"alpha": 0.7}, TRANS),
+    ("selu", {}, TRANS),
+    ("celu", {"alpha": 1.3}, TRANS),
+    ("gelu", {}, Tol(ulps=16, atol=2.0**-20)),
+    ("gelu", {"approximate": "tanh"}, Tol(ulps=16, atol=2.0**-20)),
+    ("silu", {}, TRANS),
+    ("mish", {}, TRANS),
+    ("softplus", {"beta": 2.0, "threshold": 5.0}, Tol(ulps=64, atol=2.0**-20)),
+    ("softplus", {}, Tol(ulps=64, atol=2.0**-20)),
+    ("softsign", {}, U),
+    ("hardtanh", {"min_val": -0.5, "max_val": 2.0}, EXACT),
+    ("hardswish", {}, U),
+    ("hardsigmoid", {}, U),
+    ("leaky_relu", {"negative_slope": 0.2}, U),
+    ("logsigmoid", {}, TRANS),
+    ("tanhshrink", {}, Tol(ulps=16, atol=2.0**-20)),
+    ("softshrink", {"lambd": 0.7}, U),
+    ("hardshrink", {"lambd": 0.7}, EXACT),
+    ("threshold", {"threshold": 0.3, "value": -2.0}, EXACT),
+    ("sigmoid", {}, TRANS),
+    ("tanh", {}, TRANS),
+    ("rrelu", {"training": False}, U),
+]
+for _name, _kw, _tol in ACTS:
+    add(
+        f"F.{_name}{_kw or ''}",
+        lambda L, x, _n=_name, _k=_kw: getattr(F(L), _n)(x, **_k),
+        unary_gen(Dom(-6, 6)),
+        tol=_tol,
+    )
+
+
+def _softmax_gen(rng, i):
+    dt = ("float32", "float16", "bfloat16", "float64", "int32")[i % 5]
+    s = shape(rng, max_ndim=4)
+    nd = max(1, len(s))
+    dim = int(rng.integers(-nd, nd))
+    kw = {"dim": dim}
+    if i % 7 == 3:
+        kw["dtype"] = Dt(pick(rng, ("float32", "float64", "float16")))
+    return [arg(rng, s, dt, Dom(-8, 8, specials=0.01))], kw
+
+
+for _name in ("softmax", "log_softmax", "softmin"):
+    add(f"F.{_name}", lambda L, x, _n=_name, **kw: getattr(F(L), _n)(x, **kw), _softmax_gen, tol=TRANS)
+add("Tensor.softmax", lambda L, x, **kw: x.softmax(**kw), _softmax_gen, tol=TRANS)
+
+
+def _glu_gen(rng, i):
+    s = list(shape(rng, ndim=int(rng.integers(1, 4))))
+    d = int(rng.integers(0, len(s)))
+    s[d] = s[d] * 2 if i % 5 else s[d] * 2 + 1  # odd: an error
+    return [arg(rng, tuple(s), FLOATS[i % 4])], {"dim": d - len(s) if i % 2 else d}
+
+
+add("F.glu", lambda L, x, **kw: F(L).glu(x, **kw), _glu_gen, tol=TRANS)
+
+
+def _prelu_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)))
+    c = s[1] if len(s) >= 2 else 1
+    w = arg(rng, (c if i % 3 else 1,), "float32", Dom(0, 0.5, specials=0), lay=False)
+    return [arg(rng, s, FLOATS[i % 4]), w], {}
+
+
+add("F.prelu", lambda L, x, w: F(L).prelu(x, w.to(x.dtype)), _prelu_gen, tol=U)
+
+
+# ---- elementwise binary ---------------------------------------------------------------------
+# the second operand: a tensor of any dtype, a 0-d tensor, or a Python scalar
+SCALARS = ("py-int", "py-float", "py-bool")
+PAIRS = list(itertools.product(DTYPES, DTYPES + SCALARS + ("0d-float32", "0d-int64", "0d-bool")))
+
+
+def _scalar(rng, kind, dom):
+    if kind == "py-int":
+        return int(rng.integers(max(dom.ilo, -5), min(dom.ihi, 5) + 1))
+    if kind == "py-float":
+        return float(np.round(rng.uniform(dom.lo, dom.hi), 3))
+    return bool(rng.random() < 0.5)
+
+
+def binary_args(rng, i, dom=Dom(), dom2=None, pairs=PAIRS, swap=True):
+    da, db = pairs[i % len(pairs)]
+    s = shape(rng)
+    a = arg(rng, s, da, dom)
+    dom2 = dom2 or dom
+    if db in SCALARS:
+        b = _scalar(rng, db, dom2)
+    elif db.startswith("0d-"):
+        b = arg(rng, (), db[3:], dom2)
+    else:
+        b = arg(rng, broadcast_partner(rng, s), db, dom2)
+    if swap and rng.random() < 0.3 and not isinstance(b, (int, float)):
+        a, b = b, a
+    return a, b
+
+
+def binary_gen(dom=Dom(), dom2=None, pairs=PAIRS, kw=None):
+    def gen(rng, i):
+        a, b = binary_args(rng, i, dom, dom2, pairs)
+        return [a, b], (kw(rng, i) if kw else {})
+
+    return gen
+
+
+BINARY = [
+    ("add", Dom(), U),
+    ("sub", Dom(), U),
+    ("mul", Dom(), U),
+    ("div", Dom(), U),
+    ("true_divide", Dom(), U),
+    ("floor_divide", Dom(-20, 20), Tol(ulps=4, atol=1e-6)),
+    ("remainder", Dom(-20, 20), Tol(ulps=8, atol=2.0**-18)),
+    ("fmod", Dom(-20, 20), Tol(ulps=8, atol=2.0**-18)),
+    ("pow", Dom(-3, 3, ilo=-3, ihi=6), Tol(ulps=32, atol=2.0**-20)),
+    ("float_power", Dom(0, 3, ilo=0, ihi=5), Tol(ulps=32, atol=2.0**-20)),
+    ("atan2", Dom(), TRANS),
+    ("hypot", Dom(), U),
+    ("maximum", Dom(), EXACT),
+    ("minimum", Dom(), EXACT),
+    ("fmax", Dom(), EXACT),
+    ("fmin", Dom(), EXACT),
+    ("eq", Dom(-2, 2), EXACT),
+    ("ne", Dom(-2, 2), EXACT),
+    ("lt", Dom(-2, 2), EXACT),
+    ("le", Dom(-2, 2), EXACT),
+    ("gt", Dom(-2, 2), EXACT),
+    ("ge", Dom(-2, 2), EXACT),
+    ("logical_and", Dom(-1, 1), EXACT),
+    ("logical_or", Dom(-1, 1), EXACT),
+    ("logical_xor", Dom(-1, 1), EXACT),
+    ("bitwise_and", Dom(), EXACT),
+    ("bitwise_or", Dom(), EXACT),
+    ("bitwise_xor", Dom(), EXACT),
+    ("bitwise_left_shift", Dom(ilo=0, ihi=9), EXACT),
+    ("bitwise_right_shift", Dom(ilo=0, ihi=9), EXACT),
+    ("copysign", Dom(), EXACT),
+    ("nextafter", Dom(), EXACT),
+    ("xlogy", Dom(-1, 5), TRANS),
+    ("ldexp", Dom(-3, 3, ilo=-5, ihi=5), U),
+    ("heaviside", Dom(-1, 1), EXACT),
+    ("gcd", Dom(ilo=-30, ihi=30), EXACT),
+    ("lcm", Dom(ilo=-30, ihi=30), EXACT),
+    ("logaddexp", Dom(-10, 10), TRANS),
+    ("logaddexp2", Dom(-10, 10), TRANS),
+    ("isclose", Dom(-1, 1), EXACT),
+    ("rsub", Dom(), U),
+]
+def _f64_values_differ(args, kwargs, t_exc, p_exc, mismatch):
+    if mismatch and any(isinstance(a, Arg) and a.dtype == "float64" for a in args):
+        return "float64 is float32 here: nextafter steps by a float32 ulp"
+    return None
+
+
+for _name, _dom, _tol in BINARY:
+    add(
+        _name,
+        lambda L, a, b, _n=_name: getattr(L, _n)(a, b),
+        binary_gen(_dom),
+        tol=_tol,
+        allow=_f64_values_differ if _name == "nextafter" else None,
+    )
+
+METHOD_BINARY = ["add", "sub", "mul", "div", "pow", "remainder", "maximum", "eq", "lt", "bitwise_and", "fmod", "floor_divide"]
+for _name in METHOD_BINARY:
+    _dom = dict((n, d) for n, d, _ in BINARY)[_name]
+    _tol = dict((n, t) for n, _, t in BINARY)[_name]
+    add(
+        f"Tensor.{_name}",
+        lambda L, a, b, _n=_name: getattr(a, _n)(b) if hasattr(a, _n) else getattr(L, _n)(a, b),
+        binary_gen(_dom),
+        tol=_tol,
+    )
+
+OPERATORS = [
+    ("+", lambda a, b: a + b, Dom(), U),
+    ("-", lambda a, b: a - b, Dom(), U),
+    ("*", lambda a, b: a * b, Dom(), U),
+    ("/", lambda a, b: a / b, Dom(), U),
+    ("//", lambda a, b: a // b, Dom(-20, 20), Tol(ulps=4, atol=1e-6)),
+    ("%", lambda a, b: a % b, Dom(-20, 20), Tol(ulps=8, atol=2.0**-18)),
+    ("**", lambda a, b: a**b, Dom(0, 3, ilo=0, ihi=5), Tol(ulps=32, atol=2.0**-20)),
+    ("&", lambda a, b: a & b, Dom(), EXACT),
+    ("|", lambda a, b: a | b, Dom(), EXACT),
+    ("^", lambda a, b: a ^ b, Dom(), EXACT),
+    ("<<", lambda a, b: a << b, Dom(ilo=0, ihi=9), EXACT),
+    (">>", lambda a, b: a >> b, Dom(ilo=0, ihi=9), EXACT),
+    ("==", lambda a, b: a == b, Dom(-2, 2), EXACT),
+    ("!=", lambda a, b: a != b, Dom(-2, 2), EXACT),
+    ("<", lambda a, b: a < b, Dom(-2, 2), EXACT),
+    ("<=", lambda a, b: a <= b, Dom(-2, 2), EXACT),
+    (">", lambda a, b: a > b, Dom(-2, 2), EXACT),
+    (">=", lambda a, b: a >= b, Dom(-2, 2), EXACT),
+]
+for _name, _f, _dom, _tol in OPERATORS:
+    add(f"a{_name}b", lambda L, a, b, _f=_f: _f(a, b), binary_gen(_dom), tol=_tol)
+    # the scalar on the left: Python's reflected operators
+    add(
+        f"scalar{_name}b",
+        lambda L, a, b, _f=_f: _f(b, a),
+        binary_gen(_dom, pairs=[p for p in PAIRS if p[1] in SCALARS]),
+        tol=_tol,
+    )
+
+INPLACE_BINARY = [
+    ("+=", lambda a, b: a.__iadd__(b), Dom(), U),
+    ("-=", lambda a, b: a.__isub__(b), Dom(), U),
+    ("*=", lambda a, b: a.__imul__(b), Dom(), U),
+    ("/=", lambda a, b: a.__itruediv__(b), Dom(), U),
+    ("add_", lambda a, b: a.add_(b), Dom(), U),
+    ("mul_", lambda a, b: a.mul_(b), Dom(), U),
+    ("div_", lambda a, b: a.div_(b), Dom(), U),
+    ("sub_", lambda a, b: a.sub_(b), Dom(), U),
+    ("pow_", lambda a, b: a.pow_(b), Dom(0, 2, ilo=0, ihi=4), Tol(ulps=32, atol=2.0**-20)),
+    ("clamp_", lambda a, b: a.clamp_(min=b), Dom(), EXACT),
+    ("copy_", lambda a, b: a.copy_(b), Dom(), EXACT),
+    ("masked_fill_", lambda a, b: a.masked_fill_(a.bool(), b) if not hasattr(b, "shape") or b.dim() == 0 else a, Dom(), EXACT),
+    ("&=", lambda a, b: a.__iand__(b), Dom(), EXACT),
+    ("|=", lambda a, b: a.__ior__(b), Dom(), EXACT),
+    ("//=", lambda a, b: a.__ifloordiv__(b), Dom(-9, 9), Tol(ulps=4, atol=1e-6)),
+    ("%=", lambda a, b: a.__imod__(b), Dom(-9, 9), Tol(ulps=8, atol=2.0**-18)),
+]
+
+
+def _inplace_binary(f):
+    def run(L, a, b):
+        a0 = a.clone()
+        r = f(a, b)
+        return r is a, a, a0
+
+    return run
+
+
+def _bool_pow_allow(args, kwargs, t_exc, p_exc, mismatch):
+    a, b = args
+    if isinstance(a, Arg) and a.dtype == "bool" and isinstance(b, bool) and p_exc is not None:
+        return "torch's pow shortcut for exponents 0/1 runs before its bool check (bool.pow_(True))"
+    return None
+
+
+for _name, _f, _dom, _tol in INPLACE_BINARY:
+    add(f"a{_name}", _inplace_binary(_f), binary_gen(_dom), tol=_tol, allow=_bool_pow_allow if _name == "pow_" else None)
+
+
+def _alpha_gen(rng, i):
+    a, b = binary_args(rng, i, pairs=[p for p in PAIRS if p[1] not in SCALARS])
+    alpha = pick(rng, (2, -1, 0.5, True))
+    return [a, b], {"alpha": alpha}
+
+
+add("add(alpha)", lambda L, a, b, **kw: L.add(a, b, **kw), _alpha_gen, tol=U)
+add("sub(alpha)", lambda L, a, b, **kw: L.sub(a, b, **kw), _alpha_gen, tol=U)
+
+
+def _div_mode_gen(rng, i):
+    a, b = binary_args(rng, i // 3, Dom(-20, 20))
+    return [a, b], {"rounding_mode": (None, "trunc", "floor")[i % 3]}
+
+
+add("div(rounding_mode)", lambda L, a, b, **kw: L.div(a, b, **kw), _div_mode_gen, tol=Tol(ulps=4, atol=1e-6))
+
+
+def ternary_gen(dom=Dom(), dtypes=FLOATS + ("int32", "bool", "uint8")):
+    def gen(rng, i):
+        s = shape(rng)
+        d = dtypes[i % len(dtypes)]
+        d2 = dtypes[(i // len(dtypes)) % len(dtypes)]
+        return [
+            arg(rng, s, d, dom),
+            arg(rng, broadcast_partner(rng, s), d2, dom),
+            arg(rng, broadcast_partner(rng, s), d, dom),
+        ], {}
+
+    return gen
+
+
+add("lerp", lambda L, a, b, w: L.lerp(a, b, w), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
+add("lerp(scalar)", lambda L, a, b, w: L.lerp(a, b, 0.3), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
+add("addcmul", lambda L, a, b, c: L.addcmul(a, b, c, value=0.5), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
+add("addcdiv", lambda L, a, b, c: L.addcdiv(a, b, c, value=-2), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
+
+
+def _where_gen(rng, i):
+    s = shape(rng)
+    pairs = list(itertools.product(DTYPES, DTYPES + SCALARS))
+    da, db = pairs[i % len(pairs)]
+    c = arg(rng, broadcast_partner(rng, s), "bool" if i % 11 else pick(rng, ("uint8", "float32")))
+    a = arg(rng, s, da)
+    b = _scalar(rng, db, Dom()) if db in SCALARS else arg(rng, broadcast_partner(rng, s), db)
+    return [c, a, b], {}
+
+
+add("where", lambda L, c, a, b: L.where(c, a, b), _where_gen, tol=EXACT)
+add("Tensor.where", lambda L, c, a, b: a.where(c, b) if hasattr(a, "where") else L.where(c, a, b), _where_gen, tol=EXACT)
+add("where(cond)", lambda L, c, a, b: L.where(c), _where_gen, tol=EXACT)
+
+
+def _clamp_gen(rng, i):
+    dt = DTYPES[i % len(DTYPES)]
+    s = shape(rng)
+    forms = ("scalar", "tensor", "min-only", "max-only", "none", "crossed")
+    form = forms[(i // len(DTYPES)) % len(forms)]
+    x = arg(rng, s, dt, Dom(-5, 5))
+    if form == "scalar":
+        return [x], {"min": pick(rng, (-1, -0.5, 0)), "max": pick(rng, (1, 2.5, 3))}
+    if form == "tensor":
+        lo = arg(rng, broadcast_partner(rng, s), pick(rng, DTYPES[1:]), Dom(-3, 0))
+        hi = arg(rng, broadcast_partner(rng, s), pick(rng, DTYPES[1:]), Dom(0, 3))
+        return [x], {"min": lo, "max": hi}
+    if form == "min-only":
+        return [x], {"min": 0.5}
+    if form == "max-only":
+        return [x], {"max": 1}
+    if form == "crossed":
+        return [x], {"min": 2, "max": -1}
+    return [x], {}
+
+
+add("clamp", lambda L, x, **kw: L.clamp(x, **kw), _clamp_gen, tol=EXACT)
+add("Tensor.clip", lambda L, x, **kw: x.clip(**kw), _clamp_gen, tol=EXACT)
+
+
+# ---- casts ----------------------------------------------------------------------------------
+def _cast_gen(rng, i):
+    src = DTYPES[i % len(DTYPES)]
+    dst = DTYPES[(i // len(DTYPES)) % len(DTYPES)]
+    big = Dom(-300, 300, specials=0.05 if dst not in INTS else 0.0, ilo=-300, ihi=300)
+    return [arg(rng, shape(rng), src, big), Dt(dst)], {}
+
+
+add("Tensor.to(dtype)", lambda L, x, d: x.to(d), _cast_gen, tol=EXACT)
+add("Tensor.type(dtype)", lambda L, x, d: x.type(d), _cast_gen, tol=EXACT)
+for _m in ("float", "half", "bfloat16", "int", "long", "bool", "byte", "char", "short", "double"):
+    add(f"Tensor.{_m}()", lambda L, x, _m=_m: getattr(x, _m)(), unary_gen(Dom(-100, 100, specials=0, ilo=-100, ihi=100)), tol=EXACT)
+
+
+# ---- reductions -----------------------------------------------------------------------------
+def _numel(s):
+    return math.prod(s)
+
+
+def _dims_kw(rng, s, allow_tuple=True, allow_none=True):
+    """dim: None, an int (maybe negative, maybe out of range), or a tuple of distinct dims."""
+    nd = len(s)
+    r = rng.random()
+    if allow_none and r < 0.2:
+        return None
+    if r < 0.03:
+        return nd + 1 if nd else 2  # out of range: IndexError
+    if allow_tuple and r < 0.45 and nd >= 1:
+        k = int(rng.integers(0, nd + 1))
+        dims = [int(d) for d in rng.choice(nd, size=k, replace=False)]
+        return tuple(d - nd if rng.random() < 0.3 else d for d in dims)
+    if nd == 0:
+        return pick(rng, (0, -1))
+    d = int(rng.integers(-nd, nd))
+    return d
+
+
+def _red_terms(args, kwargs):
+    x = args[0]
+    if not isinstance(x, Arg):
+        return 1
+    s = x.a.shape
+    d = kwargs.get("dim", None)
+    if d is None:
+        return max(1, _numel(s))
+    dims = d if isinstance(d, tuple) else (d,)
+    try:
+        return max(1, _numel(s[i] for i in dims)) if dims else max(1, _numel(s))
+    except IndexError:
+        return 1
+
+
+def red_gen(dtypes=DTYPES, dom=Dom(-2, 2), tuple_ok=True, none_ok=True, keepdim=True, dtype_kw=False, extra=None):
+    def gen(rng, i):
+        dt = dtypes[i % len(dtypes)]
+        s = shape(rng, max_ndim=4)
+        x = arg(rng, s, dt, dom)
+        kw = {}
+        d = _dims_kw(rng, s, tuple_ok, none_ok)
+        if d is not None or rng.random() < 0.5:
+            kw["dim"] = d
+        if keepdim and "dim" in kw and rng.random() < 0.5:
+            kw["keepdim"] = bool(rng.random() < 0.5)
+        if dtype_kw and rng.random() < 0.3:
+            kw["dtype"] = Dt(pick(rng, DTYPES[1:]))
+            if kw["dtype"].name in INTS and dt in FLOATS:  # NaN/inf cast to an int: undefined
+                x = arg(rng, s, dt, Dom(dom.lo, dom.hi, specials=0))
+        if extra:
+            kw.update(extra(rng, i))
+        return [x], kw
+
+    return gen
+
+
+SUMT = Tol(ulps=8, sum_terms=True)
+REDUCE = [
+    # name, generator, tol
+    ("sum", red_gen(dtype_kw=True), SUMT),
+    ("nansum", red_gen(dtype_kw=True, dom=Dom(-2, 2, specials=0.1)), SUMT),
+    ("mean", red_gen(dtype_kw=True), SUMT),
+    ("nanmean", red_gen(FLOATS, dom=Dom(-2, 2, specials=0.1), dtype_kw=True), SUMT),
+    ("prod", red_gen(dom=Dom(0.5, 1.5, ilo=-3, ihi=3), tuple_ok=False, dtype_kw=True), Tol(ulps=64, sum_terms=True)),
+    ("amax", red_gen(), EXACT),
+    ("amin", red_gen(), EXACT),
+    ("max", red_gen(tuple_ok=False), EXACT),
+    ("min", red_gen(tuple_ok=False), EXACT),
+    ("argmax", red_gen(tuple_ok=False, dom=Dom(-2, 2, specials=0)), EXACT),
+    ("argmin", red_gen(tuple_ok=False, dom=Dom(-2, 2, specials=0)), EXACT),
+    ("all", red_gen(), EXACT),
+    ("any", red_gen(), EXACT),
+    ("count_nonzero", red_gen(keepdim=False), EXACT),
+    ("aminmax", red_gen(tuple_ok=False), EXACT),
+    ("logsumexp", red_gen(FLOATS + ("int32",), dom=Dom(-5, 5), none_ok=False), Tol(ulps=32, sum_terms=True)),
+    ("median", red_gen(tuple_ok=False, dom=Dom(-2, 2, specials=0)), EXACT),
+    ("nanmedian", red_gen(FLOATS, tuple_ok=False, dom=Dom(-2, 2, specials=0.2)), EXACT),
+    # a row holding NaN has no defined mode (torch picks NaN or the smallest, by length)
+    ("mode", red_gen(INTS + ("bool", "float32"), tuple_ok=False, none_ok=False, dom=Dom(-2, 2, ilo=-2, ihi=2, nan=False)), EXACT),
+    ("std", red_gen(FLOATS, extra=lambda rng, i: {"correction": pick(rng, (0, 1, 2))} if i % 2 else {"unbiased": bool(i % 4)}), Tol(ulps=32, sum_terms=True)),
+    ("var", red_gen(FLOATS, extra=lambda rng, i: {"correction": pick(rng, (0, 1, 2))} if i % 2 else {}), Tol(ulps=32, sum_terms=True)),
+    ("std_mean", red_gen(FLOATS), Tol(ulps=32, sum_terms=True)),
+    ("var_mean", red_gen(FLOATS), Tol(ulps=32, sum_terms=True)),
+    ("norm", red_gen(FLOATS, extra=lambda rng, i: {"p": pick(rng, (1, 2, 3, float("inf"), 0.5, "fro"))}), Tol(ulps=32, sum_terms=True)),
+]
+
+
+def _red(L, x, _n, **kw):
+    f = getattr(L, _n)
+    if "dim" in kw and kw["dim"] is None and _n in ("max", "min", "median", "nanmedian", "mode", "argmax", "argmin", "aminmax"):
+        kw.pop("dim")
+        if _n in ("max", "min", "median", "nanmedian"):
+            kw.pop("keepdim", None)
+    return f(x, **kw)
+
+
+def _red_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if t_exc is not None and p_exc is None and ("must be int, not NoneType" in str(t_exc) or "got (dim=NoneType" in str(t_exc)):
+        return "pyrite takes dim=None (all dims) where torch's overload wants an int (prod)"
+    if t_exc is not None and "doesn't match the broadcast shape" in str(t_exc) and kwargs.get("dim") == ():
+        return "torch's logsumexp(dim=()) fails on its own output shape (a torch bug)"
+    return None
+
+
+TIES = ("median", "nanmedian", "mode")
+for _name, _gen, _tol in REDUCE:
+    _chk = check_index_ties if _name in TIES else None
+    add(_name, lambda L, x, _n=_name, **kw: _red(L, x, _n, **kw), _gen, tol=_tol, n_terms=_red_terms, allow=_red_allow, check=_chk)
+    add(
+        f"Tensor.{_name}",
+        lambda L, x, _n=_name, **kw: _red(type("M", (), {_n: staticmethod(lambda x, **k: getattr(x, _n)(**k))}), x, _n, **kw),
+        _gen,
+        tol=_tol,
+        n_terms=_red_terms,
+        allow=_red_allow,
+        check=_chk,
+    )
+
+
+def _positional_red(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)))
+    d = int(rng.integers(-len(s), len(s)))
+    return [arg(rng, s, DTYPES[i % len(DTYPES)]), d, bool(i % 2)], {}
+
+
+add("sum(x, d, keepdim)", lambda L, x, d, k: L.sum(x, d, k), _positional_red, tol=SUMT, n_terms=lambda a, k: max(1, a[0].a.shape[a[1]]))
+add("x.max(d) positional", lambda L, x, d, k: x.max(d, k), _positional_red, tol=EXACT)
+
+
+def scan_gen(dtypes=DTYPES, dom=Dom(-2, 2)):
+    def gen(rng, i):
+        s = shape(rng, max_ndim=3)
+        nd = max(1, len(s))
+        kw = {"dim": int(rng.integers(-nd, nd))}
+        d = dom
+        if i % 5 == 1:
+            kw["dtype"] = Dt(pick(rng, ("float32", "int64", "int32", "float16")))
+            if kw["dtype"].name in INTS:  # a NaN or inf cast to an integer is undefined
+                d = Dom(dom.lo, dom.hi, specials=0, ilo=dom.ilo, ihi=dom.ihi)
+        return [arg(rng, s, dtypes[i % len(dtypes)], d)], kw
+
+    return gen
+
+
+def _scan_terms(args, kwargs):
+    s = args[0].a.shape
+    return s[kwargs["dim"]] if s else 1
+
+
+for _name, _dom, _tol in [
+    ("cumsum", Dom(-2, 2), SUMT),
+    ("cumprod", Dom(0.5, 1.5, ilo=-2, ihi=2), Tol(ulps=64, sum_terms=True)),
+    ("cummax", Dom(-2, 2), EXACT),
+    ("cummin", Dom(-2, 2), EXACT),
+    ("logcumsumexp", Dom(-3, 3), Tol(ulps=64, sum_terms=True)),
+]:
+    _g = scan_gen(dom=_dom) if _name in ("cumsum", "cumprod") else scan_gen(dom=_dom)
+    if _name in ("cummax", "cummin", "logcumsumexp"):
+        _g0 = _g
+        _g = lambda rng, i, _g0=_g0: (lambda a, k: (a, {"dim": k["dim"]}))(*_g0(rng, i))
+    add(_name, lambda L, x, _n=_name, **kw: getattr(L, _n)(x, **kw), _g, tol=_tol, n_terms=_scan_terms)
+    add(f"Tensor.{_name}", lambda L, x, _n=_name, **kw: getattr(x, _n)(**kw), _g, tol=_tol, n_terms=_scan_terms)
+
+
+def _quantile_gen(rng, i):
+    s = shape(rng, max_ndim=3)
+    x = arg(rng, s, ("float32", "float64", "float16", "int32")[i % 4], Dom(-2, 2, specials=0.05 if i % 3 == 0 else 0))
+    q = pick(rng, (0.5, 0.0, 1.0, 0.25, "tensor", 1.5))
+    if q == "tensor":
+        q = Arg(np.sort(rng.random(int(rng.integers(1, 4)))), "float32")
+    kw = {}
+    nd = len(s)
+    if rng.random() < 0.6 and nd:
+        kw["dim"] = int(rng.integers(-nd, nd))
+        kw["keepdim"] = bool(rng.random() < 0.5)
+    kw["interpolation"] = pick(rng, ("linear", "lower", "higher", "midpoint", "nearest"))
+    return [x, q], kw
+
+
+def _quantile_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if t_exc is not None and p_exc is None and "must be either float or double" in str(t_exc):
+        if args[0].dtype in ("float16", "bfloat16"):
+            return "pyrite's quantile takes float16/bfloat16 (computed in f32); torch only float/double"
+    return None
+
+
+add("quantile", lambda L, x, q, **kw: L.quantile(x, q.to(x.dtype) if hasattr(q, "to") else q, **kw), _quantile_gen, tol=Tol(ulps=16, atol=2.0**-20), allow=_quantile_allow)
+add("nanquantile", lambda L, x, q, **kw: L.nanquantile(x, q.to(x.dtype) if hasattr(q, "to") else q, **kw), _quantile_gen, tol=Tol(ulps=16, atol=2.0**-20), allow=_quantile_allow)
+
+
+# ---- views and rearrangements -----------------------------------------------------------------
+def view_gen(make_kw, dtypes=DTYPES, ndim=None, max_ndim=4):
+    def gen(rng, i):
+        s = shape(rng, ndim=ndim, max_ndim=max_ndim)
+        x = arg(rng, s, dtypes[i % len(dtypes)])
+        a, kw = make_kw(rng, s)
+        return [x] + a, kw
+
+    return gen
+
+
+def _reshape_target(rng, s):
+    n = _numel(s)
+    if rng.random() < 0.05:
+        return (n + 1,)
+    # factor n into a random shape, maybe with a -1
+    dims = []
+    rest = n
+    for _ in range(int(rng.integers(0, 4))):
+        divs = [d for d in range(1, min(rest, 17) + 1) if rest % d == 0] if rest else [0, 1]
+        d = pick(rng, divs)
+        dims.append(d)
+        rest = rest // d if d else 0
+    dims.append(rest if n else 0)
+    if rng.random() < 0.4 and n:
+        dims[int(rng.integers(0, len(dims)))] = -1
+    rng.shuffle(dims)
+    return tuple(int(d) for d in dims)
+
+
+def _perm(rng, s):
+    return tuple(int(i) for i in rng.permutation(len(s)))
+
+
+def _dim(rng, s, extra=0):
+    nd = len(s) + extra
+    if nd == 0:
+        return 0
+    if rng.random() < 0.04:
+        return nd + 1
+    return int(rng.integers(-nd, nd))
+
+
+VIEWS = [
+    ("reshape", lambda L, x, t: x.reshape(t), lambda rng, s: ([_reshape_target(rng, s)], {})),
+    ("reshape(*)", lambda L, x, t: x.reshape(*t) if t else x.reshape(()), lambda rng, s: ([_reshape_target(rng, s)], {})),
+    ("L.reshape", lambda L, x, t: L.reshape(x, t), lambda rng, s: ([_reshape_target(rng, s)], {})),
+    ("view", lambda L, x, t: x.view(t), lambda rng, s: ([_reshape_target(rng, s)], {})),
+    ("view(dtype)", lambda L, x, d: x.view(d), lambda rng, s: ([Dt(pick(rng, DTYPES))], {})),
+    ("flatten", lambda L, x, a, b: x.flatten(a, b), lambda rng, s: ([0 if not s else int(rng.integers(0, len(s))), -1], {})),
+    ("flatten(start)", lambda L, x, a: L.flatten(x, a), lambda rng, s: ([_dim(rng, s)], {})),
+    ("unflatten", lambda L, x, d, sz: x.unflatten(d, sz), lambda rng, s: ([0, (1, -1)] if s else [0, (1,)], {})),
+    ("permute", lambda L, x, p: x.permute(p), lambda rng, s: ([_perm(rng, s)], {})),
+    ("permute(*)", lambda L, x, p: x.permute(*p), lambda rng, s: ([_perm(rng, s)], {})),
+    ("L.permute", lambda L, x, p: L.permute(x, p), lambda rng, s: ([_perm(rng, s)], {})),
+    ("transpose", lambda L, x, a, b: x.transpose(a, b), lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {})),
+    ("swapaxes", lambda L, x, a, b: L.swapaxes(x, a, b), lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {})),
+    ("t", lambda L, x: x.t(), lambda rng, s: ([], {})),
+    ("T", lambda L, x: x.T, lambda rng, s: ([], {})),
+    ("mT", lambda L, x: x.mT, lambda rng, s: ([], {})),
+    ("H/mH", lambda L, x: x.mH, lambda rng, s: ([], {})),
+    ("expand", lambda L, x, t: x.expand(*t), lambda rng, s: ([tuple(pick(rng, (-1, d, 3)) if d == 1 else pick(rng, (-1, d, d, d + 1)) for d in s) if rng.random() < 0.8 else (2,) + tuple(s)], {})),
+    ("expand_as", lambda L, x, y: x.expand_as(y), lambda rng, s: ([Arg(np.zeros((2,) + tuple(d if d != 1 else 3 for d in s)), "float32")], {})),
+    ("broadcast_to", lambda L, x, t: L.broadcast_to(x, t), lambda rng, s: ([(3,) + tuple(s)], {})),
+    ("flip", lambda L, x, d: x.flip(d), lambda rng, s: ([tuple(int(i) for i in rng.choice(len(s), size=int(rng.integers(0, len(s) + 1)), replace=False)) if s else ()], {})),
+    ("flip(*)", lambda L, x, d: x.flip(*d) if d else x.flip(()), lambda rng, s: ([tuple(int(i) for i in rng.choice(len(s), size=int(rng.integers(1, len(s) + 1)), replace=False)) if s else ()], {})),
+    ("fliplr", lambda L, x: L.fliplr(x), lambda rng, s: ([], {})),
+    ("flipud", lambda L, x: L.flipud(x), lambda rng, s: ([], {})),
+    ("roll", lambda L, x, sh, d: L.roll(x, sh, d), lambda rng, s: ([int(rng.integers(-20, 20)), None if not s or rng.random() < 0.3 else _dim(rng, s)], {})),
+    ("roll(tuple)", lambda L, x, sh, d: x.roll(sh, d), lambda rng, s: ([(1, -2), (0, -1)] if len(s) >= 2 else [(1,), (0,)], {})),
+    ("narrow", lambda L, x, d, st, n: x.narrow(d, st, n), lambda rng, s: ([0, int(rng.integers(-2, 3)), int(rng.integers(0, 3))], {})),
+    ("unfold", lambda L, x, d, sz, st: x.unfold(d, sz, st), lambda rng, s: ([_dim(rng, s), int(rng.integers(0, 4)), int(rng.integers(1, 3))], {})),
+    ("movedim", lambda L, x, a, b: x.movedim(a, b), lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {})),
+    ("movedim(tuple)", lambda L, x, a, b: L.movedim(x, a, b), lambda rng, s: ([(0, 1), (1, 0)] if len(s) >= 2 else [(0,), (0,)], {})),
+    ("moveaxis", lambda L, x, a, b: L.moveaxis(x, a, b), lambda rng, s: ([_dim(rng, s), -1], {})),
+    ("squeeze", lambda L, x: x.squeeze(), lambda rng, s: ([], {})),
+    ("squeeze(d)", lambda L, x, d: x.squeeze(d), lambda rng, s: ([_dim(rng, s)], {})),
+    ("squeeze(tuple)", lambda L, x, d: L.squeeze(x, d), lambda rng, s: ([tuple(range(len(s)))], {})),
+    ("unsqueeze", lambda L, x, d: x.unsqueeze(d), lambda rng, s: ([_dim(rng, s, extra=1)], {})),
+    ("chunk", lambda L, x, c, d: x.chunk(c, d), lambda rng, s: ([int(rng.integers(1, 5)), _dim(rng, s)], {})),
+    ("split(int)", lambda L, x, c, d: x.split(c, d), lambda rng, s: ([int(rng.integers(1, 5)), _dim(rng, s)], {})),
+    ("split(list)", lambda L, x, c, d: L.split(x, c, d), lambda rng, s: ([_split_sizes(rng, s[0] if s else 0), 0], {})),
+    ("tensor_split", lambda L, x, c, d: L.tensor_split(x, c, dim=d), lambda rng, s: ([pick(rng, (1, 2, 3, (1, 3), [0, 2, 5])), _dim(rng, s)], {})),
+    ("unbind", lambda L, x, d: x.unbind(d), lambda rng, s: ([_dim(rng, s)], {})),
+    ("repeat", lambda L, x, r: x.repeat(*r), lambda rng, s: ([tuple(int(rng.integers(0, 3)) for _ in range(len(s) + int(rng.integers(0, 2))))], {})),
+    ("tile", lambda L, x, r: L.tile(x, r), lambda rng, s: ([tuple(int(rng.integers(0, 3)) for _ in range(int(rng.integers(0, len(s) + 2))))], {})),
+    ("repeat_interleave", lambda L, x, r, d: L.repeat_interleave(x, r, dim=d), lambda rng, s: ([int(rng.integers(0, 3)), None if rng.random() < 0.3 or not s else _dim(rng, s)], {})),
+    ("diagonal", lambda L, x, o, a, b: x.diagonal(o, a, b), lambda rng, s: ([int(rng.integers(-2, 3)), 0, -1], {})),
+    ("diag", lambda L, x, o: L.diag(x, o), lambda rng, s: ([int(rng.integers(-2, 3))], {})),
+    ("diag_embed", lambda L, x, o: L.diag_embed(x, o), lambda rng, s: ([int(rng.integers(-2, 3))], {})),
+    ("tril", lambda L, x, o: x.tril(o), lambda rng, s: ([int(rng.integers(-3, 4))], {})),
+    ("triu", lambda L, x, o: L.triu(x, o), lambda rng, s: ([int(rng.integers(-3, 4))], {})),
+    ("rot90", lambda L, x, k: L.rot90(x, k, [0, 1]), lambda rng, s: ([int(rng.integers(-2, 5))], {})),
+    ("contiguous", lambda L, x: (x.contiguous(), x.contiguous().is_contiguous()), lambda rng, s: ([], {})),
+    ("clone", lambda L, x: x.clone(), lambda rng, s: ([], {})),
+    ("select", lambda L, x, d, j: x.select(d, j), lambda rng, s: ([_dim(rng, s), int(rng.integers(-3, 3))], {})),
+    ("stride/is_contiguous", lambda L, x: (x.stride(), x.is_contiguous(), x.storage_offset(), x.dim(), x.numel(), x.size(), x.shape), lambda rng, s: ([], {})),
+    ("atleast_2d", lambda L, x: L.atleast_2d(x), lambda rng, s: ([], {})),
+    ("ravel", lambda L, x: x.ravel(), lambda rng, s: ([], {})),
+    ("view_as", lambda L, x: x.view_as(x.reshape(-1)) if x.dim() else x.view_as(x), lambda rng, s: ([], {})),
+]
+
+
+def _split_sizes(rng, n):
+    out = []
+    rest = n
+    while rest > 0:
+        k = int(rng.integers(0, rest + 1))
+        out.append(k)
+        rest -= k
+    if rng.random() < 0.1:
+        out.append(1)  # sums past n: an error
+    return out
+
+
+def _view_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if len(args) == 2 and isinstance(args[1], Dt) and args[0].dtype in ("int64", "float64"):
+        return "int64/float64 are 4-byte int32/float32 here: view(dtype) reinterprets 4 bytes"
+    return None
+
+
+for _name, _f, _kw in VIEWS:
+    add(_name, _f, view_gen(_kw), tol=EXACT, allow=_view_allow if _name == "view(dtype)" else None)
