@@ -15,6 +15,7 @@ import numpy as np
 from tests.sweep_harness import (
     DTYPES,
     check_index_ties,
+    compare,
     FLOATS,
     INTS,
     Arg,
@@ -457,8 +458,15 @@ def _where_gen(rng, i):
     return [c, a, b], {}
 
 
-add("where", lambda L, c, a, b: L.where(c, a, b), _where_gen, tol=EXACT)
-add("Tensor.where", lambda L, c, a, b: a.where(c, b) if hasattr(a, "where") else L.where(c, a, b), _where_gen, tol=EXACT)
+def _where_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if t_exc is not None and p_exc is None and "expected condition to be a boolean" in str(t_exc):
+        # tests/test_elementwise.py::test_where: pyrite reads a non-bool condition as != 0
+        return "pyrite's where takes a non-bool condition as condition != 0 (an extension)"
+    return None
+
+
+add("where", lambda L, c, a, b: L.where(c, a, b), _where_gen, tol=EXACT, allow=_where_allow)
+add("Tensor.where", lambda L, c, a, b: a.where(c, b) if hasattr(a, "where") else L.where(c, a, b), _where_gen, tol=EXACT, allow=_where_allow)
 add("where(cond)", lambda L, c, a, b: L.where(c), _where_gen, tol=EXACT)
 
 
@@ -818,3 +826,518 @@ def _view_allow(args, kwargs, t_exc, p_exc, mismatch):
 
 for _name, _f, _kw in VIEWS:
     add(_name, _f, view_gen(_kw), tol=EXACT, allow=_view_allow if _name == "view(dtype)" else None)
+
+
+# ---- indexing -------------------------------------------------------------------------------
+def _index_expr(rng, s, allow_adv=True, allow_bool=True):
+    """A random index tuple for shape s (basic, advanced, boolean, None, Ellipsis) and the
+    numpy index it means (to find the result's shape)."""
+    items, np_items = [], []
+    d = 0
+    used_ellipsis = False
+    n_items = int(rng.integers(1, len(s) + 2))
+    for _ in range(n_items):
+        r = rng.random()
+        if d >= len(s):
+            if r < 0.3:
+                items.append(None)
+                np_items.append(None)
+            elif r < 0.4 and not used_ellipsis:
+                items.append(Ellipsis)
+                np_items.append(Ellipsis)
+                used_ellipsis = True
+            break
+        size = s[d]
+        if r < 0.25:  # an int, maybe negative, rarely out of range
+            lo, hi = (-size, size) if rng.random() > 0.03 else (size, size + 2)
+            v = int(rng.integers(lo, hi)) if hi > lo else 0
+            items.append(v)
+            np_items.append(v)
+            d += 1
+        elif r < 0.5:  # a slice with a positive step
+            a = pick(rng, (None, 0, 1, -1, -3, 2, size))
+            b = pick(rng, (None, -1, size, 1, 3, size + 5))
+            st = pick(rng, (None, 1, 2, 3))
+            items.append(slice(a, b, st))
+            np_items.append(slice(a, b, st))
+            d += 1
+        elif r < 0.58:
+            items.append(None)
+            np_items.append(None)
+        elif r < 0.63 and not used_ellipsis:
+            items.append(Ellipsis)
+            np_items.append(Ellipsis)
+            used_ellipsis = True
+            d = max(d, len(s) - (n_items - len(items)))
+        elif r < 0.8 and allow_adv:  # an integer tensor (or a list) of indices
+            k = int(rng.integers(0, 4))
+            bad = rng.random() < 0.03
+            vals = rng.integers(-size, size + (2 if bad else 0), size=(k,)) if size else np.zeros((0,), np.int64)
+            if rng.random() < 0.3:
+                items.append([int(v) for v in vals])
+            else:
+                items.append(Arg(vals.astype(np.int64), pick(rng, ("int64", "int32"))))
+            np_items.append(np.clip(vals, -max(size, 1), max(size - 1, 0)))
+            d += 1
+        elif allow_bool:  # a boolean mask over the next dims
+            k = min(len(s) - d, int(rng.integers(1, 3)))
+            m = rng.random(s[d : d + k]) < 0.5
+            items.append(Arg(m, "bool"))
+            np_items.append(m)
+            d += k
+        else:
+            items.append(slice(None))
+            np_items.append(slice(None))
+            d += 1
+    return tuple(items), tuple(np_items)
+
+
+def _np_index_shape(s, np_idx):
+    try:
+        return np.empty(s)[np_idx].shape
+    except Exception:  # noqa: BLE001 - an error case: the shape does not matter
+        return ()
+
+
+def _getitem_gen(rng, i):
+    s = shape(rng, max_ndim=4)
+    x = arg(rng, s, DTYPES[i % len(DTYPES)])
+    idx, _ = _index_expr(rng, s)
+    if len(idx) == 1 and rng.random() < 0.5:
+        idx = idx[0]
+    return [x, idx], {}
+
+
+add("x[idx]", lambda L, x, idx: x[idx], _getitem_gen, tol=EXACT)
+
+
+def _setitem_gen(rng, i):
+    s = shape(rng, max_ndim=4)
+    x = arg(rng, s, DTYPES[i % len(DTYPES)], lay=False)
+    idx, np_idx = _index_expr(rng, s)
+    out_shape = _np_index_shape(s, np_idx)
+    r = rng.random()
+    if r < 0.3:
+        v = _scalar(rng, pick(rng, SCALARS), Dom())
+    else:
+        vs = broadcast_partner(rng, out_shape, bad=0.03)
+        if rng.random() < 0.2:
+            vs = (1,) + tuple(vs)  # leading 1s, which torch drops
+        vdt = pick(rng, DTYPES)
+        # NaN/inf into an integer tensor: an undefined cast
+        v = arg(rng, vs, vdt, Dom(specials=0) if x.dtype in INTS + ("bool",) else Dom())
+    return [x, idx, v, bool(rng.random() < 0.3)], {}
+
+
+def _setitem(L, x, idx, v, through_view):
+    base = x.clone()
+    target = base.transpose(0, -1) if through_view and base.dim() >= 2 else base
+    if through_view and base.dim() >= 2:
+        target = base.transpose(0, -1).transpose(0, -1)  # a view of base with base's shape
+    target[idx] = v
+    return base
+
+
+def _setitem_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if t_exc is not None and p_exc is None and "Index put requires the source and destination dtypes match" in str(t_exc):
+        return "pyrite casts the value of an advanced-index assignment, as basic indexing does (torch requires one dtype there)"
+    return None
+
+
+add("x[idx] = v", _setitem, _setitem_gen, tol=EXACT, allow=_setitem_allow)
+
+
+def _index_fn_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)))
+    x = arg(rng, s, DTYPES[i % len(DTYPES)])
+    d = int(rng.integers(-len(s), len(s)))
+    n = s[d]
+    k = int(rng.integers(0, 6))
+    bad = rng.random() < 0.04
+    idx = rng.integers(0, max(n, 1) + (3 if bad else 0), size=(k,)) if n or bad else np.zeros((0,), np.int64)
+    return [x, d, Arg(idx.astype(np.int64), pick(rng, ("int64", "int32")))], {}
+
+
+add("index_select", lambda L, x, d, idx: L.index_select(x, d, idx), _index_fn_gen, tol=EXACT)
+
+
+def _gather_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)))
+    x = arg(rng, s, DTYPES[i % len(DTYPES)])
+    d = int(rng.integers(-len(s), len(s)))
+    ishape = tuple(int(rng.integers(0, k + 1)) if j != d % len(s) else int(rng.integers(0, 5)) for j, k in enumerate(s))
+    n = s[d]
+    bad = rng.random() < 0.04
+    idx = rng.integers(0, max(n, 1) + (2 if bad else 0), size=ishape) if (n or bad) else np.zeros(ishape, np.int64)
+    return [x, d, Arg(idx.astype(np.int64), "int64")], {}
+
+
+add("gather", lambda L, x, d, idx: L.gather(x, d, idx), _gather_gen, tol=EXACT)
+def _take_along_allow(args, kwargs, t_exc, p_exc, mismatch):
+    x, d, idx = args
+    n = x.a.shape[d] if x.a.ndim else 1
+    if p_exc is not None and t_exc is None and idx.a.size and int(idx.a.max()) >= n:
+        return "torch's take_along_dim does not bound-check (it read past the tensor); pyrite raises"
+    return None
+
+
+add("take_along_dim", lambda L, x, d, idx: L.take_along_dim(x, idx, dim=d), _gather_gen, tol=EXACT, allow=_take_along_allow)
+
+
+def _scatter(L, x, d, idx, reduce=None, form="src"):
+    y = x.clone()
+    src = (x.flatten()[: idx.numel()].reshape(idx.shape) if x.numel() >= idx.numel() else L.ones(idx.shape, dtype=x.dtype))
+    if form == "value":
+        return y.scatter_(d, idx, 2) if reduce is None else y.scatter_(d, idx, 2, reduce=reduce)
+    if form == "add":
+        return y.scatter_add_(d, idx, src)
+    if form == "reduce":
+        return y.scatter_reduce_(d, idx, src, reduce=reduce, include_self=bool(idx.numel() % 2))
+    return y.scatter_(d, idx, src)
+
+
+def _scatter_gen(form):
+    def gen(rng, i):
+        (x, d, idx), _ = _gather_gen(rng, i)
+        # unique target positions for plain scatter (duplicates leave the winner unspecified)
+        if form in ("src", "value"):
+            a = idx.a
+            if a.size and a.ndim:
+                dd = d % a.ndim
+                n = max(1, x.a.shape[dd])
+                m = np.moveaxis(a, dd, -1)
+                k = m.shape[-1]
+                perm = np.argsort(rng.random(m.shape), axis=-1)[..., : min(k, n)] % n
+                m = perm
+                idx = Arg(np.moveaxis(m, -1, dd).astype(np.int64), "int64")
+        red = {"reduce": pick(rng, ("sum", "prod", "mean", "amax", "amin")), "value": pick(rng, (None, "add", "multiply"))}.get(form)
+        return [x, d, idx], {"reduce": red, "form": form}
+
+    return gen
+
+
+for _form in ("src", "value", "add", "reduce"):
+    add(f"scatter({_form})", lambda L, x, d, idx, **kw: _scatter(L, x, d, idx, **kw), _scatter_gen(_form), tol=Tol(ulps=8, sum_terms=True))
+
+
+def _mask_gen(rng, i):
+    s = shape(rng)
+    x = arg(rng, s, DTYPES[i % len(DTYPES)])
+    m = arg(rng, broadcast_partner(rng, s), "bool" if i % 13 else "uint8", Dom(ilo=0, ihi=1))
+    return [x, m, _scalar(rng, pick(rng, SCALARS), Dom())], {}
+
+
+add("masked_fill", lambda L, x, m, v: x.masked_fill(m, v), _mask_gen, tol=EXACT)
+add("masked_select", lambda L, x, m, v: L.masked_select(x, m), _mask_gen, tol=EXACT)
+add("x[mask]", lambda L, x, m, v: x[m] if tuple(m.shape) == tuple(x.shape) else x[m.expand_as(x) if m.dim() <= x.dim() else m], _mask_gen, tol=EXACT)
+add("nonzero", lambda L, x, m, v: L.nonzero(x), _mask_gen, tol=EXACT)
+add("nonzero(as_tuple)", lambda L, x, m, v: L.nonzero(x, as_tuple=True), _mask_gen, tol=EXACT)
+add("argwhere", lambda L, x, m, v: L.argwhere(x), _mask_gen, tol=EXACT)
+add("take", lambda L, x, m, v: L.take(x, L.arange(x.numel()).flip(0)[: max(0, x.numel() - 1)]), _mask_gen, tol=EXACT)
+
+
+def _index_put_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)))
+    x = arg(rng, s, DTYPES[i % len(DTYPES)], lay=False)
+    n = s[0]
+    k = int(rng.integers(0, 5))
+    idx = rng.integers(-n, n, size=(k,)) if n else np.zeros((0,), np.int64)
+    if i % 3 == 0 and n:
+        idx = rng.permutation(n)[: min(k, n)]  # unique: no duplicate winner question
+    v = arg(rng, (len(idx),) + tuple(s[1:]), DTYPES[i % len(DTYPES)])
+    return [x, Arg(idx.astype(np.int64), "int64"), v, bool(i % 3 != 0)], {}
+
+
+def _index_put(L, x, idx, v, accumulate):
+    y = x.clone()
+    return y.index_put_((idx,), v, accumulate=accumulate)
+
+
+add("index_put_", _index_put, _index_put_gen, tol=Tol(ulps=8, sum_terms=True))
+add("index_add", lambda L, x, idx, v, acc: x.index_add(0, idx.remainder(max(1, x.shape[0])), v, alpha=2), _index_put_gen, tol=Tol(ulps=8, sum_terms=True))
+add("index_copy", lambda L, x, idx, v, acc: x.index_copy(0, idx.remainder(max(1, x.shape[0])).unique(), v[: idx.remainder(max(1, x.shape[0])).unique().numel()]), _index_put_gen, tol=EXACT)
+add("index_fill", lambda L, x, idx, v, acc: x.index_fill(0, idx, -1), _index_put_gen, tol=EXACT)
+
+
+# ---- sort / topk / unique / searchsorted ------------------------------------------------------
+def _sort_gen(rng, i):
+    s = shape(rng, max_ndim=3)
+    dt = DTYPES[i % len(DTYPES)]
+    x = arg(rng, s, dt, Dom(-3, 3, specials=0.05, ilo=-5, ihi=5))
+    nd = max(1, len(s))
+    return [x], {"dim": int(rng.integers(-nd, nd)), "descending": bool(i % 2), "stable": bool((i // 2) % 2)}
+
+
+add("sort", lambda L, x, **kw: L.sort(x, **kw), _sort_gen, tol=EXACT, check=lambda t, p, a, k, tol, inp: (compare(t, p, tol, inp) if k["stable"] else check_index_ties(t, p, a, k, tol, inp)))
+add("Tensor.sort", lambda L, x, **kw: x.sort(kw["dim"], kw["descending"]), _sort_gen, tol=EXACT, check=check_index_ties)
+add("argsort(stable)", lambda L, x, **kw: L.argsort(x, dim=kw["dim"], descending=kw["descending"], stable=True), _sort_gen, tol=EXACT)
+add("msort", lambda L, x, **kw: L.msort(x), _sort_gen, tol=EXACT)
+
+
+def _topk_gen(rng, i):
+    s = shape(rng, max_ndim=3, zero=0.02)
+    dt = DTYPES[i % len(DTYPES)]
+    x = arg(rng, s, dt, Dom(-3, 3, specials=0.05, ilo=-5, ihi=5))
+    nd = max(1, len(s))
+    d = int(rng.integers(-nd, nd))
+    n = s[d] if s else 1
+    k = int(rng.integers(0, n + 1)) if rng.random() > 0.05 else n + 1
+    return [x, k, d], {"largest": bool(i % 2)}
+
+
+def _topk_check(t, p, a, k, tol, inp):
+    check_index_ties(t, p, a, {"dim": a[2]}, tol, inp)
+
+
+def _topk_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if t_exc is not None and p_exc is None and "does not support bool dtypes on CPU" in str(t_exc):
+        return "torch CPU's topk lacks bool (CUDA's has it); so does pyrite"
+    return None
+
+
+add("topk", lambda L, x, k, d, **kw: L.topk(x, k, d, **kw), _topk_gen, tol=EXACT, check=_topk_check, allow=_topk_allow)
+add("kthvalue", lambda L, x, k, d, **kw: L.kthvalue(x, max(k, 1), d, keepdim=kw["largest"]), _topk_gen, tol=EXACT, check=lambda t, p, a, k, tol, inp: check_index_ties(t, p, a, {"dim": a[2]}, tol, inp))
+
+
+def _unique_gen(rng, i):
+    s = shape(rng, max_ndim=3)
+    x = arg(rng, s, DTYPES[i % len(DTYPES)], Dom(-2, 2, specials=0, ilo=-3, ihi=3))
+    if x.dtype in FLOATS:
+        x = Arg(np.round(x.a), x.dtype, x.layout)
+    kw = {"return_inverse": bool(i % 2), "return_counts": bool((i // 2) % 2)}
+    if i % 5 == 4 and s:
+        kw["dim"] = int(rng.integers(-len(s), len(s)))
+    return [x], kw
+
+
+add("unique", lambda L, x, **kw: L.unique(x, **kw), _unique_gen, tol=EXACT)
+add("Tensor.unique(sorted)", lambda L, x, **kw: x.unique(sorted=True, **kw), _unique_gen, tol=EXACT)
+add("unique_consecutive", lambda L, x, **kw: L.unique_consecutive(x, **kw), _unique_gen, tol=EXACT)
+
+
+def _searchsorted_gen(rng, i):
+    n = int(rng.integers(0, 9))
+    dt = ("float32", "int64", "int32", "float16", "uint8", "bfloat16")[i % 6]
+    lead = shape(rng, max_ndim=2) if i % 3 == 0 else ()
+    seq = np.sort(values(rng, lead + (n,), dt, Dom(-3, 3, specials=0, ilo=0, ihi=9)), axis=-1)
+    vshape = lead + (int(rng.integers(0, 6)),) if lead else shape(rng, max_ndim=2)
+    v = arg(rng, vshape, dt, Dom(-4, 4, specials=0, ilo=0, ihi=10))
+    if i % 4 == 1:
+        v = float(rng.integers(-3, 4))
+    kw = {"right": bool(i % 2)}
+    if i % 7 == 3:
+        kw = {"side": pick(rng, ("left", "right"))}
+    if i % 5 == 2:
+        kw["out_int32"] = True
+    return [Arg(seq, dt), v], kw
+
+
+add("searchsorted", lambda L, s, v, **kw: L.searchsorted(s, v, **kw), _searchsorted_gen, tol=EXACT)
+add("bucketize", lambda L, s, v, **kw: L.bucketize(v, s.flatten() if s.dim() > 1 else s, right=kw.get("right", False)) if hasattr(v, "shape") else L.bucketize(L.tensor(v), s.flatten(), right=kw.get("right", False)), _searchsorted_gen, tol=EXACT)
+
+
+def _bincount_gen(rng, i):
+    n = int(rng.integers(0, 20))
+    x = rng.integers(0, 8, size=(n,))
+    kw = {}
+    if i % 2:
+        kw["weights"] = arg(rng, (n,), pick(rng, ("float32", "float64", "int64")), Dom(0, 3, specials=0))
+    if i % 3 == 0:
+        kw["minlength"] = int(rng.integers(0, 12))
+    if i % 17 == 5:
+        x = x - 3  # negative: an error
+    return [Arg(x.astype(np.int64), pick(rng, ("int64", "int32", "uint8") if (x >= 0).all() else ("int64",)))], kw
+
+
+def _bincount_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if mismatch and "dtype" in mismatch and args[0].a.size == 0:
+        return "torch's bincount of an empty input is int64 whatever the weights' dtype (a torch quirk)"
+    return None
+
+
+add("bincount", lambda L, x, **kw: L.bincount(x, **kw), _bincount_gen, tol=Tol(ulps=8, sum_terms=True), allow=_bincount_allow)
+
+
+def _histc_gen(rng, i):
+    x = arg(rng, shape(rng, max_ndim=2), pick(rng, ("float32", "float64")), Dom(-3, 3, specials=0))
+    return [x], {"bins": int(rng.integers(1, 9)), "min": pick(rng, (0, -2, -3)), "max": pick(rng, (0, 2, 3))}
+
+
+add("histc", lambda L, x, **kw: L.histc(x, **kw), _histc_gen, tol=EXACT)
+
+
+# ---- cat / stack and friends ------------------------------------------------------------------
+def _cat_gen(rng, i):
+    nd = int(rng.integers(1, 4))
+    s = shape(rng, ndim=nd)
+    d = int(rng.integers(-nd, nd))
+    k = int(rng.integers(1, 4))
+    ts = []
+    for j in range(k):
+        t = list(s)
+        t[d] = int(rng.integers(0, 4))
+        if rng.random() < 0.04:
+            t[(d + 1) % nd] += 1  # mismatched: an error (unless nd == 1)
+        dt = pick(rng, DTYPES) if i % 2 else DTYPES[i % len(DTYPES)]
+        ts.append(arg(rng, tuple(t), dt))
+    if rng.random() < 0.1:
+        ts.append(arg(rng, (0,), pick(rng, DTYPES)))  # torch's legacy: a 1-d empty joins anything
+    return [ts, d], {}
+
+
+add("cat", lambda L, ts, d: L.cat(ts, d), _cat_gen, tol=EXACT)
+add("cat(dim=)", lambda L, ts, d: L.cat(tuple(ts), dim=d), _cat_gen, tol=EXACT)
+add("concatenate", lambda L, ts, d: L.concatenate(ts, axis=d), _cat_gen, tol=EXACT)
+
+
+def _stack_gen(rng, i):
+    s = shape(rng, max_ndim=3)
+    k = int(rng.integers(1, 4))
+    ts = [arg(rng, s if rng.random() > 0.04 else s + (1,), pick(rng, DTYPES) if i % 2 else DTYPES[i % len(DTYPES)]) for _ in range(k)]
+    nd = len(s) + 1
+    return [ts, int(rng.integers(-nd, nd))], {}
+
+
+add("stack", lambda L, ts, d: L.stack(ts, d), _stack_gen, tol=EXACT)
+add("hstack", lambda L, ts, d: L.hstack(ts), _stack_gen, tol=EXACT)
+add("vstack", lambda L, ts, d: L.vstack(ts), _stack_gen, tol=EXACT)
+add("dstack", lambda L, ts, d: L.dstack(ts), _stack_gen, tol=EXACT)
+add("column_stack", lambda L, ts, d: L.column_stack(ts), _stack_gen, tol=EXACT)
+add("broadcast_tensors", lambda L, ts, d: L.broadcast_tensors(*ts), _stack_gen, tol=EXACT)
+add("meshgrid", lambda L, ts, d: L.meshgrid(*[t.flatten()[:7] for t in ts], indexing=pick_indexing(d)), _stack_gen, tol=EXACT)
+
+
+def pick_indexing(d):
+    return "ij" if d % 2 else "xy"
+
+
+# ---- matmul family ----------------------------------------------------------------------------
+def _dot_scale(inputs, want):
+    m = [float(np.abs(a[np.isfinite(a)]).max(initial=0.0)) for a in inputs[:2]] + [1.0, 1.0]
+    return max(1.0, m[0] * m[1])
+
+
+DOT = Tol(ulps=8, sum_terms=True, scale=_dot_scale)
+MM_DTYPES = ("float32", "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "int8", "bool")
+MM_DOM = Dom(-2, 2, specials=0.0, ilo=-4, ihi=4)
+
+
+def _mm_dt(rng, i):
+    da = MM_DTYPES[i % len(MM_DTYPES)]
+    db = da if rng.random() < 0.85 else pick(rng, MM_DTYPES)
+    return da, db
+
+
+def _matmul_gen(rng, i):
+    da, db = _mm_dt(rng, i)
+    m, k, n = (int(rng.choice((0, 1, 2, 3, 5, 7, 13, 17))) for _ in range(3))
+    form = i % 6
+    if rng.random() < 0.04:
+        k2 = k + 1
+    else:
+        k2 = k
+    batch = shape(rng, max_ndim=2, zero=0.02, max_numel=12)
+    b2 = broadcast_partner(rng, batch, bad=0.02)
+    if form == 0:
+        sa, sb = (k,), (k2,)
+    elif form == 1:
+        sa, sb = (k,), batch + (k2, n)
+    elif form == 2:
+        sa, sb = batch + (m, k), (k2,)
+    else:
+        sa, sb = batch + (m, k), b2 + (k2, n)
+    return [arg(rng, sa, da, MM_DOM), arg(rng, sb, db, MM_DOM)], {}
+
+
+def _k_terms(args, kwargs):
+    a = args[0].a
+    return max(1, a.shape[-1]) if a.ndim else 1
+
+
+def _mm_allow(args, kwargs, t_exc, p_exc, mismatch):
+    kinds = {a.dtype for a in args if isinstance(a, Arg)}
+    if t_exc is not None and p_exc is None and "bfloat16" in kinds and len(kinds) > 1:
+        # ops/fallback.py widens bf16 to f32 before the kernel's dtype check sees it
+        return "pyrite's matmul takes bfloat16 with float32 (the bf16 operand is widened)"
+    return None
+
+
+add("matmul", lambda L, a, b: L.matmul(a, b), _matmul_gen, tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("a@b", lambda L, a, b: a @ b, _matmul_gen, tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+
+
+def _mm2_gen(nd_a, nd_b, batch=False):
+    def gen(rng, i):
+        da, db = _mm_dt(rng, i)
+        m, k, n, bt = (int(rng.choice((0, 1, 2, 3, 5, 7, 13))) for _ in range(4))
+        k2 = k + 1 if rng.random() < 0.04 else k
+        sa = {1: (k,), 2: (m, k), 3: (bt, m, k)}[nd_a]
+        sb = {1: (k2,), 2: (k2, n), 3: (bt, k2, n)}[nd_b]
+        return [arg(rng, sa, da, MM_DOM), arg(rng, sb, db, MM_DOM)], {}
+
+    return gen
+
+
+add("mm", lambda L, a, b: L.mm(a, b), _mm2_gen(2, 2), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("bmm", lambda L, a, b: L.bmm(a, b), _mm2_gen(3, 3), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("mv", lambda L, a, b: L.mv(a, b), _mm2_gen(2, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("dot", lambda L, a, b: L.dot(a, b), _mm2_gen(1, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("vdot", lambda L, a, b: L.vdot(a, b), _mm2_gen(1, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("inner", lambda L, a, b: L.inner(a, b), _mm2_gen(2, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add("outer", lambda L, a, b: L.outer(a, b), _mm2_gen(1, 1), tol=U)
+add("kron", lambda L, a, b: L.kron(a, b), _mm2_gen(2, 2), tol=U)
+
+
+def _addmm_gen(rng, i):
+    (a, b), _ = _mm2_gen(2, 2)(rng, i)
+    m, n = a.a.shape[0], b.a.shape[1]
+    c = arg(rng, broadcast_partner(rng, (m, n), bad=0.02), a.dtype, MM_DOM)
+    kw = {}
+    if i % 3:
+        kw = {"beta": pick(rng, (0, 0.5, 1, 2)), "alpha": pick(rng, (1, -1, 0.25))}
+        if a.dtype not in FLOATS:
+            kw = {"beta": int(kw["beta"]), "alpha": int(kw["alpha"])}
+    return [c, a, b], kw
+
+
+add("addmm", lambda L, c, a, b, **kw: L.addmm(c, a, b, **kw), _addmm_gen, tol=DOT, n_terms=lambda a, k: max(1, a[1].a.shape[1]), allow=_mm_allow)
+
+
+def _baddbmm_gen(rng, i):
+    (a, b), _ = _mm2_gen(3, 3)(rng, i)
+    c = arg(rng, (a.a.shape[0], a.a.shape[1], b.a.shape[2]), a.dtype, MM_DOM)
+    return [c, a, b], {"beta": 0.5 if a.dtype in FLOATS else 1, "alpha": 2}
+
+
+add("baddbmm", lambda L, c, a, b, **kw: L.baddbmm(c, a, b, **kw), _baddbmm_gen, tol=DOT, n_terms=lambda a, k: max(1, a[1].a.shape[2]), allow=_mm_allow)
+
+
+def _einsum_gen(rng, i):
+    eqs = [
+        ("ij,jk->ik", [(0, 1), (1, 2)]),
+        ("bij,bjk->bik", [(3, 0, 1), (3, 1, 2)]),
+        ("i,i->", [(0,), (0,)]),
+        ("ii->i", [(0, 0)]),
+        ("ij->ji", [(0, 1)]),
+        ("bhqd,bhkd->bhqk", [(3, 4, 0, 1), (3, 4, 2, 1)]),
+        ("i,j->ij", [(0,), (1,)]),
+        ("...ij,...jk->...ik", [(3, 0, 1), (1, 2)]),
+        ("ijk->", [(0, 1, 2)]),
+        ("ij,ij->i", [(0, 1), (0, 1)]),
+    ]
+    eq, dims = eqs[i % len(eqs)]
+    sizes = [int(rng.choice((1, 2, 3, 5, 7))) for _ in range(5)]
+    dt = pick(rng, ("float32", "float32", "float16", "float64"))
+    ops = [arg(rng, tuple(sizes[d] for d in ds), dt, MM_DOM) for ds in dims]
+    return [eq, ops], {}
+
+
+add("einsum", lambda L, eq, ops: L.einsum(eq, *ops), _einsum_gen, tol=Tol(ulps=16, sum_terms=True, scale=lambda inp, w: max([1.0] + [float(np.abs(a).max(initial=0)) ** 2 for a in inp])), n_terms=lambda a, k: 64)
+
+
+def _cdist_gen(rng, i):
+    b, m, n, d = (int(rng.choice((1, 2, 3, 5))) for _ in range(4))
+    return [arg(rng, (b, m, d), "float32", MM_DOM), arg(rng, (b, n, d), "float32", MM_DOM)], {"p": pick(rng, (1.0, 2.0, 3.0, float("inf"), 0.0))}
+
+
+add("cdist", lambda L, a, b, **kw: L.cdist(a, b, **kw), _cdist_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: a[0].a.shape[-1])

@@ -250,8 +250,10 @@ def test_view_errors():
         x.permute(0)
     with pytest.raises(ShapeError, match="t\\(\\) expects"):
         pr.zeros(2, 2, 2).t()
-    with pytest.raises(IndexError, match="narrow"):
+    with pytest.raises(RuntimeError, match="narrow"):  # torch: RuntimeError for the length
         x.narrow(1, 2, 2)
+    with pytest.raises(IndexError, match="start out of range"):
+        x.narrow(1, 5, 0)
     with pytest.raises(IndexError, match="out of bounds"):
         x.select(0, 2)
     assert (x + 1).numpy().sum() == 6

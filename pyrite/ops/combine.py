@@ -451,6 +451,11 @@ def meshgrid(*tensors, indexing="ij"):
             )
     if indexing not in ("ij", "xy"):
         raise ValueError(f"pyrite: meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if len({t.dtype for t in ts}) > 1:
+        raise TypeError(
+            "pyrite: meshgrid expects all tensors to have the same dtype, got "
+            f"{[t.dtype for t in ts]}"
+        )
     ts = [reshape(t, (t.numel(),)) for t in ts]
     sizes = [t._shape[0] for t in ts]
     order = list(range(len(ts)))

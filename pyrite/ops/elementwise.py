@@ -657,11 +657,6 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     condition = as_tensor_arg(condition)
     if not condition.dtype.is_bool:
-        if condition.dtype is not D.uint8:  # torch takes bool, and uint8 (deprecated), only
-            raise TypeError(
-                "pyrite: where expected condition to be a boolean tensor, but got a tensor "
-                f"with dtype {condition.dtype!r}"
-            )
         condition = condition != 0
     xs = [input, other]
     if all(_is_scalar(x) for x in xs):

@@ -112,6 +112,11 @@ def _index_arg(i):
     return arr
 
 
+class IndexOutOfBounds(IndexError, RuntimeError):
+    """An index past its dimension: torch raises IndexError for x[idx] and RuntimeError for
+    gather/scatter/index_select with the same words; this is both, so either `except` works."""
+
+
 def _check_host(arr, size, dim, allow_negative=True):
     if arr.size == 0:
         return
@@ -119,7 +124,7 @@ def _check_host(arr, size, dim, allow_negative=True):
     low = -size if allow_negative else 0
     if lo < low or hi >= size:
         bad = lo if lo < low else hi
-        raise IndexError(
+        raise IndexOutOfBounds(
             f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
         )
 
@@ -146,7 +151,7 @@ def _check_device(items, allow_negative=True):
         low = -size if allow_negative else 0
         if lo < low or hi >= size:
             bad = lo if lo < low else hi
-            raise IndexError(
+            raise IndexOutOfBounds(
                 f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
             )
 

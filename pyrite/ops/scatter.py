@@ -135,7 +135,10 @@ def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True)
     if not include_self:
         ident = _IDENTITY[reduce]
         if self.dtype.kind != "f" and math.isinf(ident):
-            ident = D.INT32_MIN if ident < 0 else D.INT32_MAX
+            # the dtype's own extremes: int16's INT32_MAX would wrap to -1 and win an amin
+            lo = self.dtype.min if self.dtype.min is not None else 0
+            hi = self.dtype.max if self.dtype.max is not None else 1
+            ident = lo if ident < 0 else hi
         scatter_(self, dim, index, ident)
     if reduce != "mean":
         return scatter_(self, dim, index, src, reduce=op)

@@ -153,6 +153,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     x = as_tensor_arg(input)
+    if x.dtype.is_bool:  # torch: "kthvalue_cpu" not implemented for 'Bool'
+        raise TypeError("pyrite: kthvalue is not implemented for pyrite.bool")
     d = x._dim(dim) if x.ndim else 0
     size = x._shape[d] if x.ndim else 1
     if not 1 <= k <= size:
@@ -279,7 +281,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 def _upload(a: np.ndarray, dtype):
     from .creation import tensor
 
-    return tensor(np.ascontiguousarray(a), dtype=dtype)
+    return tensor(np.array(a, order="C"), dtype=dtype)  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _unique_result(vals, inv, cnt, dtype, return_inverse, return_counts):

@@ -179,8 +179,6 @@ def view_dtype(x: Tensor, dtype) -> Tensor:
 
 def permute(input: Tensor, *args, dims=None) -> Tensor:
     x = input
-    if not args and dims is None:
-        raise TypeError('pyrite: permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(_one_form("permute", args, "dims", dims))
     if len(dims) != x.ndim:
         raise ShapeError(
@@ -255,8 +253,6 @@ moveaxis = movedim
 
 def expand(input: Tensor, *args, size=None) -> Tensor:
     x = input
-    if not args and size is None:
-        raise TypeError('pyrite: expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(_one_form("expand", args, "size", size))
     if len(sizes) < x.ndim:
         raise ShapeError(
@@ -459,6 +455,12 @@ def _byte_masks(index):
     return tuple(out)
 
 
+def _bool_scalar_tensor(i) -> bool:
+    if isinstance(i, Tensor):
+        return i.ndim == 0 and i.dtype.is_bool
+    return isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype == bool
+
+
 def _normalize(x, index):
     if not isinstance(index, tuple):
         index = (index,)
@@ -468,6 +470,7 @@ def _normalize(x, index):
         1
         for i in index
         if i is not None and i is not Ellipsis and not (isinstance(i, (bool, np.bool_)))
+        and not _bool_scalar_tensor(i)  # x[tensor(True)] adds a dim, as x[True]
     )
     n_used += sum(
         i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.is_bool and i.ndim > 1
