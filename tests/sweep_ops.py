@@ -1341,3 +1341,473 @@ def _cdist_gen(rng, i):
 
 
 add("cdist", lambda L, a, b, **kw: L.cdist(a, b, **kw), _cdist_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: a[0].a.shape[-1])
+
+
+# ---- nn.functional: losses ------------------------------------------------------------------
+LOSS_TOL = Tol(ulps=64, atol=2.0**-18, sum_terms=True)
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _loss_terms(args, kwargs):
+    return max(1, args[0].a.size) if isinstance(args[0], Arg) else 1
+
+
+def _pair_loss_gen(dom_in=Dom(-3, 3, specials=0.01), dom_t=Dom(-3, 3, specials=0.01), tdt=None, extra=None, bshape=True):
+    def gen(rng, i):
+        s = shape(rng, max_ndim=3, zero=0.02)
+        dt = ("float32", "float32", "float16", "bfloat16", "float64")[i % 5]
+        ts = broadcast_partner(rng, s, bad=0.02) if bshape and rng.random() < 0.2 else s
+        kw = {"reduction": REDUCTIONS[(i // 5) % 3]}
+        if extra:
+            kw.update(extra(rng, i))
+        return [arg(rng, s, dt, dom_in), arg(rng, ts, tdt or dt, dom_t)], kw
+
+    return gen
+
+
+PAIR_LOSSES = [
+    ("mse_loss", _pair_loss_gen(), {}),
+    ("l1_loss", _pair_loss_gen(), {}),
+    ("smooth_l1_loss", _pair_loss_gen(extra=lambda rng, i: {"beta": pick(rng, (1.0, 0.5, 0.0))}), {}),
+    ("huber_loss", _pair_loss_gen(extra=lambda rng, i: {"delta": pick(rng, (1.0, 0.5, 2.0))}), {}),
+    ("binary_cross_entropy", _pair_loss_gen(Dom(0, 1, specials=0), Dom(0, 1, specials=0), bshape=False), {}),
+    ("binary_cross_entropy_with_logits", _pair_loss_gen(Dom(-5, 5, specials=0), Dom(0, 1, specials=0), bshape=False), {}),
+    ("soft_margin_loss", _pair_loss_gen(Dom(-3, 3, specials=0), Dom(-1, 1, specials=0), bshape=False), {}),
+    ("kl_div", _pair_loss_gen(Dom(-3, 0, specials=0), Dom(0, 1, specials=0), extra=lambda rng, i: {"log_target": bool(i % 2), "reduction": pick(rng, ("mean", "sum", "none", "batchmean"))}, bshape=False), {}),
+    ("poisson_nll_loss", _pair_loss_gen(Dom(0.1, 3, specials=0), Dom(0, 3, specials=0), extra=lambda rng, i: {"log_input": bool(i % 2), "full": bool((i // 2) % 2)}, bshape=False), {}),
+    ("hinge_embedding_loss", _pair_loss_gen(Dom(-2, 2, specials=0), Dom(-1, 1, specials=0), extra=lambda rng, i: {"margin": pick(rng, (1.0, 0.5))}, bshape=False), {}),
+    ("multilabel_soft_margin_loss", _pair_loss_gen(Dom(-3, 3, specials=0), Dom(0, 1, specials=0), bshape=False), {}),
+]
+
+
+def _signs(L, t):
+    return L.where(t > 0, L.ones_like(t), -L.ones_like(t))
+
+
+for _name, _gen, _ in PAIR_LOSSES:
+    if _name in ("hinge_embedding_loss", "soft_margin_loss"):
+        _f = lambda L, x, t, _n=_name, **kw: getattr(F(L), _n)(x, _signs(L, t), **kw)
+    elif _name == "multilabel_soft_margin_loss":
+        _f = lambda L, x, t, _n=_name, **kw: getattr(F(L), _n)(x, (t > 0.5).to(x.dtype), **kw)
+    else:
+        _f = lambda L, x, t, _n=_name, **kw: getattr(F(L), _n)(x, t, **kw)
+    add(f"F.{_name}", _f, _gen, tol=LOSS_TOL, n_terms=_loss_terms)
+
+
+def _ce_gen(rng, i):
+    n = int(rng.choice((1, 2, 3, 5, 7)))
+    c = int(rng.choice((1, 2, 3, 5, 11)))
+    form = i % 4
+    extra = shape(rng, max_ndim=2, max_numel=30) if form == 2 else ()
+    dt = pick(rng, ("float32", "float32", "float16", "bfloat16", "float64"))
+    if form == 3:  # unbatched
+        x = arg(rng, (c,), dt, Dom(-4, 4, specials=0))
+    else:
+        x = arg(rng, (n, c) + extra, dt, Dom(-4, 4, specials=0))
+    kw = {"reduction": REDUCTIONS[(i // 4) % 3]}
+    if rng.random() < 0.3:
+        kw["label_smoothing"] = pick(rng, (0.1, 0.0, 0.5))
+    if rng.random() < 0.3:
+        kw["weight"] = Arg(rng.uniform(0.1, 2, size=(c,)), dt if dt != "bfloat16" else "float32")
+    if rng.random() < 0.4:  # class probabilities
+        p = rng.random(x.a.shape)
+        t = Arg(p / p.sum(axis=0 if form == 3 else 1, keepdims=True), x.dtype)
+    else:
+        tshape = () if form == 3 else (n,) + extra
+        cls = rng.integers(0, c, size=tshape)
+        if rng.random() < 0.3:
+            kw["ignore_index"] = int(cls.flat[0]) if cls.size else -100
+        if rng.random() < 0.03:
+            cls = cls + c  # a class out of range: an error
+        t = Arg(cls.astype(np.int64), "int64")
+    return [x, t], kw
+
+
+add("F.cross_entropy", lambda L, x, t, **kw: F(L).cross_entropy(x, t, **{k: (v.to(x.dtype) if k == "weight" else v) for k, v in kw.items()}), _ce_gen, tol=LOSS_TOL, n_terms=_loss_terms)
+
+
+def _nll_gen(rng, i):
+    args, kw = _ce_gen(rng, i)
+    kw.pop("label_smoothing", None)
+    if args[1].dtype != "int64":
+        c = args[0].a.shape[0 if args[0].a.ndim == 1 else 1]
+        tshape = () if args[0].a.ndim == 1 else (args[0].a.shape[0],) + args[0].a.shape[2:]
+        args[1] = Arg(rng.integers(0, c, size=tshape).astype(np.int64), "int64")
+    return args, kw
+
+
+add("F.nll_loss", lambda L, x, t, **kw: F(L).nll_loss(F(L).log_softmax(x, 0 if x.dim() == 1 else 1), t, **{k: (v.to(x.dtype) if k == "weight" else v) for k, v in kw.items()}), _nll_gen, tol=LOSS_TOL, n_terms=_loss_terms)
+
+
+def _bce_w_gen(rng, i):
+    (x, t), kw = _pair_loss_gen(Dom(-5, 5, specials=0), Dom(0, 1, specials=0), bshape=False)(rng, i)
+    s = x.a.shape
+    if s and i % 2:
+        kw["pos_weight"] = Arg(rng.uniform(0.5, 2, size=s[-1:]), x.dtype)
+    if i % 3 == 0:
+        kw["weight"] = Arg(rng.uniform(0.5, 2, size=broadcast_partner(rng, s, bad=0)), x.dtype)
+    return [x, t], kw
+
+
+add("F.bce_with_logits(weights)", lambda L, x, t, **kw: F(L).binary_cross_entropy_with_logits(x, t, **kw), _bce_w_gen, tol=LOSS_TOL, n_terms=_loss_terms)
+
+
+def _triple_gen(rng, i):
+    n, d = int(rng.choice((1, 2, 5))), int(rng.choice((1, 3, 7)))
+    dt = pick(rng, ("float32", "float64", "float16"))
+    return [arg(rng, (n, d), dt, Dom(-2, 2, specials=0)) for _ in range(3)], {"reduction": REDUCTIONS[i % 3]}
+
+
+add("F.triplet_margin_loss", lambda L, a, p, n, **kw: F(L).triplet_margin_loss(a, p, n, margin=0.5, p=2, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+add("F.margin_ranking_loss", lambda L, a, p, n, **kw: F(L).margin_ranking_loss(a[:, 0], p[:, 0], _signs(L, n[:, 0]), margin=0.2, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+add("F.cosine_embedding_loss", lambda L, a, p, n, **kw: F(L).cosine_embedding_loss(a, p, _signs(L, n[:, 0]), margin=0.1, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+add("F.gaussian_nll_loss", lambda L, a, p, n, **kw: F(L).gaussian_nll_loss(a, p, n.abs() + 0.1, full=True, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+add("F.pairwise_distance", lambda L, a, p, n, **kw: F(L).pairwise_distance(a, p, p=pick_p(kw), keepdim=kw["reduction"] == "sum"), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.shape[-1])
+add("F.cosine_similarity", lambda L, a, p, n, **kw: F(L).cosine_similarity(a, p, dim=-1 if kw["reduction"] != "sum" else 0), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+add("F.multi_margin_loss", lambda L, a, p, n, **kw: F(L).multi_margin_loss(a, (p[:, 0].abs() * 10).long() % a.shape[1], **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+
+
+def pick_p(kw):
+    return {"mean": 2.0, "sum": 1.0, "none": 3.0}[kw["reduction"]]
+
+
+# ---- nn.functional: normalisation -------------------------------------------------------------
+NORM_TOL = Tol(ulps=64, atol=2.0**-16, sum_terms=True)
+NORM_DTYPES = ("float32", "float32", "float16", "bfloat16", "float64")
+
+
+def _ln_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)), zero=0.02)
+    dt = NORM_DTYPES[i % 5]
+    k = int(rng.integers(1, len(s) + 1))
+    ns = s[len(s) - k :]
+    if rng.random() < 0.03:
+        ns = ns[:-1] + (ns[-1] + 1,)
+    kw = {"eps": pick(rng, (1e-5, 1e-3))}
+    args = [arg(rng, s, dt, Dom(-3, 3, specials=0.0)), tuple(ns)]
+    if i % 2:
+        args += [arg(rng, ns, dt, Dom(0.5, 2, specials=0)), arg(rng, ns, dt, Dom(-1, 1, specials=0))]
+    return args, kw
+
+
+add("F.layer_norm", lambda L, x, ns, w=None, b=None, **kw: F(L).layer_norm(x, ns, w, b, **kw), _ln_gen, tol=NORM_TOL, n_terms=lambda a, k: math.prod(a[1]) if a[1] else 1)
+add("F.rms_norm", lambda L, x, ns, w=None, b=None, **kw: F(L).rms_norm(x, ns, w, **kw), _ln_gen, tol=NORM_TOL, n_terms=lambda a, k: math.prod(a[1]) if a[1] else 1)
+
+
+def _gn_gen(rng, i):
+    n = int(rng.choice((1, 2, 3)))
+    g = int(rng.choice((1, 2, 3)))
+    c = g * int(rng.choice((1, 2))) + (1 if rng.random() < 0.04 else 0)
+    sp = shape(rng, max_ndim=2, max_numel=40, zero=0)
+    dt = NORM_DTYPES[i % 5]
+    args = [arg(rng, (n, c) + sp, dt, Dom(-3, 3, specials=0)), g]
+    if i % 2:
+        args += [arg(rng, (c,), dt, Dom(0.5, 2, specials=0)), arg(rng, (c,), dt, Dom(-1, 1, specials=0))]
+    return args, {}
+
+
+add("F.group_norm", lambda L, x, g, w=None, b=None: F(L).group_norm(x, g, w, b), _gn_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.size)
+
+
+def _bn_gen(rng, i):
+    n = int(rng.choice((1, 2, 3, 5)))
+    c = int(rng.choice((1, 2, 3)))
+    sp = shape(rng, max_ndim=2, max_numel=30, zero=0)
+    dt = ("float32", "float32", "float64", "float16")[i % 4]
+    x = arg(rng, (n, c) + sp, dt, Dom(-3, 3, specials=0))
+    rm = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(-1, 1, specials=0), lay=False)
+    rv = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(0.5, 2, specials=0), lay=False)
+    w = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(0.5, 2, specials=0), lay=False)
+    b = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(-1, 1, specials=0), lay=False)
+    return [x, rm, rv, w, b], {"training": bool(i % 2), "momentum": pick(rng, (0.1, 0.5, None)), "eps": 1e-5}
+
+
+def _batch_norm(L, x, rm, rv, w, b, **kw):
+    rm, rv = rm.clone(), rv.clone()
+    y = F(L).batch_norm(x, rm, rv, w, b, **kw)
+    return y, rm, rv  # running statistics updated in place in training
+
+
+add("F.batch_norm", _batch_norm, _bn_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.size)
+add("F.instance_norm", lambda L, x, rm, rv, w, b, **kw: F(L).instance_norm(x, None, None, w, b, eps=1e-5), _bn_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.size)
+
+
+def _lrn_gen(rng, i):
+    n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3, 5, 7)))
+    sp = shape(rng, max_ndim=2, max_numel=30, zero=0)
+    return [arg(rng, (n, c) + sp, pick(rng, ("float32", "float64")), Dom(-3, 3, specials=0))], {"size": int(rng.integers(1, 6)), "alpha": 1e-2, "beta": 0.75, "k": 1.0}
+
+
+add("F.local_response_norm", lambda L, x, **kw: F(L).local_response_norm(x, **kw), _lrn_gen, tol=NORM_TOL, n_terms=lambda a, k: 8)
+
+
+def _normalize_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)), zero=0.02)
+    return [arg(rng, s, NORM_DTYPES[i % 5], Dom(-3, 3, specials=0))], {"p": pick(rng, (2.0, 1.0, 3.0, float("inf"))), "dim": int(rng.integers(-len(s), len(s))), "eps": 1e-12}
+
+
+add("F.normalize", lambda L, x, **kw: F(L).normalize(x, **kw), _normalize_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.shape[k["dim"]])
+
+
+# ---- nn.functional: convolution and pooling ------------------------------------------------------
+CONV_DTYPES = ("float32", "float32", "float16", "bfloat16", "float64")
+
+
+def _conv_scale(inputs, want):
+    m = [float(np.abs(a).max(initial=0.0)) for a in inputs[:2]] + [1.0, 1.0]
+    return max(1.0, m[0] * m[1])
+
+
+CONV_TOL = Tol(ulps=16, atol=2.0**-18, sum_terms=True, scale=_conv_scale)
+
+
+def _conv_gen(nd, transpose=False):
+    def gen(rng, i):
+        dt = CONV_DTYPES[i % 5]
+        groups = int(rng.choice((1, 1, 2, 3)))
+        cin = groups * int(rng.choice((1, 2)))
+        cout = groups * int(rng.choice((1, 2)))
+        n = int(rng.choice((1, 2)))
+        k = tuple(int(rng.choice((1, 2, 3))) for _ in range(nd))
+        sp = tuple(int(rng.choice((1, 3, 5, 7, 8))) for _ in range(nd))
+        stride = tuple(int(rng.choice((1, 1, 2, 3))) for _ in range(nd))
+        dil = tuple(int(rng.choice((1, 1, 2))) for _ in range(nd))
+        pad = tuple(int(rng.integers(0, 2)) for _ in range(nd))
+        unbatched = rng.random() < 0.1
+        xs = ((cin,) if unbatched else (n, cin)) + sp
+        if transpose:
+            w = arg(rng, (cin, cout // groups) + k, dt, Dom(-1, 1, specials=0), lay=False)
+            opad = tuple(int(rng.integers(0, max(s, d))) for s, d in zip(stride, dil))
+            kw = {"stride": stride, "padding": pad, "output_padding": opad, "groups": groups, "dilation": dil}
+        else:
+            w = arg(rng, (cout, cin // groups) + k, dt, Dom(-1, 1, specials=0), lay=False)
+            padding = pad if rng.random() < 0.7 else pick(rng, ("same", "valid"))
+            if padding == "same":
+                stride = 1
+            kw = {"stride": stride, "padding": padding, "dilation": dil, "groups": groups}
+        b = arg(rng, (cout,), dt, Dom(-1, 1, specials=0), lay=False) if i % 2 else None
+        return [arg(rng, xs, dt, Dom(-2, 2, specials=0)), w, b], kw
+
+    return gen
+
+
+def _conv_terms(args, kwargs):
+    w = args[1].a
+    return max(1, int(np.prod(w.shape[1:])) * (w.shape[0] if kwargs.get("output_padding") is not None else 1))
+
+
+def _conv_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if p_exc is not None and t_exc is None and "Output size is too small" in str(p_exc) and args[0].dtype == "bfloat16":
+        return "torch's bfloat16 conv_transpose skips its output-size check (float16/32/64 raise as pyrite)"
+    return None
+
+
+for _nd in (1, 2, 3):
+    add(f"F.conv{_nd}d", lambda L, x, w, b, _nd=_nd, **kw: getattr(F(L), f"conv{_nd}d")(x, w, b, **kw), _conv_gen(_nd), tol=CONV_TOL, n_terms=_conv_terms)
+    add(f"F.conv_transpose{_nd}d", lambda L, x, w, b, _nd=_nd, **kw: getattr(F(L), f"conv_transpose{_nd}d")(x, w, b, **kw), _conv_gen(_nd, True), tol=CONV_TOL, n_terms=_conv_terms, allow=_conv_allow)
+
+
+def _pool_gen(nd, kind):
+    def gen(rng, i):
+        dt = ("float32", "float32", "float16", "bfloat16", "float64", "int64")[i % 6] if kind == "max" else CONV_DTYPES[i % 5]
+        c = int(rng.choice((1, 2, 3)))
+        n = int(rng.choice((1, 2)))
+        sp = tuple(int(rng.choice((1, 2, 3, 5, 7, 8))) for _ in range(nd))
+        k = tuple(int(rng.choice((1, 2, 3))) for _ in range(nd))
+        stride = tuple(int(rng.choice((1, 2, 3))) for _ in range(nd)) if rng.random() < 0.7 else None
+        pad = tuple(int(rng.integers(0, kk // 2 + 1)) for kk in k)
+        if rng.random() < 0.03:
+            pad = tuple(kk for kk in k)  # more than half the window: an error
+        xs = ((c,) if rng.random() < 0.1 else (n, c)) + sp
+        kw = {"kernel_size": k, "stride": stride, "padding": pad, "ceil_mode": bool(i % 2)}
+        if kind == "max":
+            kw["dilation"] = tuple(int(rng.choice((1, 1, 2))) for _ in range(nd))
+            kw["return_indices"] = bool((i // 2) % 2)
+        else:
+            kw["count_include_pad"] = bool((i // 2) % 2)
+            if nd > 1 and i % 5 == 0:
+                kw["divisor_override"] = int(rng.integers(1, 5))
+        return [arg(rng, xs, dt, Dom(-3, 3, specials=0.02, ilo=-9, ihi=9))], kw
+
+    return gen
+
+
+def _pool_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if t_exc is not None and p_exc is None and "not implemented for 'Long'" in str(t_exc):
+        return "pyrite's max pools take integer tensors (torch CPU has no kernel for them)"
+    if mismatch and args[0].dtype == "int64" and "-9223372036854775808" in mismatch:
+        return "a window wholly in the padding holds int64's minimum in torch, int32's here"
+    return None
+
+
+for _nd in (1, 2, 3):
+    add(f"F.max_pool{_nd}d", lambda L, x, _nd=_nd, **kw: getattr(F(L), f"max_pool{_nd}d")(x, **kw), _pool_gen(_nd, "max"), tol=EXACT, allow=_pool_allow)
+    add(f"F.avg_pool{_nd}d", lambda L, x, _nd=_nd, **kw: getattr(F(L), f"avg_pool{_nd}d")(x, **kw), _pool_gen(_nd, "avg"), tol=Tol(ulps=16, sum_terms=True), n_terms=lambda a, k: math.prod(k["kernel_size"]))
+
+
+def _adaptive_gen(nd):
+    def gen(rng, i):
+        dt = CONV_DTYPES[i % 5]
+        c = int(rng.choice((1, 2, 3)))
+        sp = tuple(int(rng.choice((1, 2, 3, 5, 7, 8, 13))) for _ in range(nd))
+        out = tuple(int(rng.choice((1, 2, 3, 4, 5))) if rng.random() > 0.1 else None for _ in range(nd))
+        xs = ((c,) if rng.random() < 0.1 else (2, c)) + sp
+        return [arg(rng, xs, dt, Dom(-3, 3, specials=0.01)), out if nd > 1 else out[0] or 1], {}
+
+    return gen
+
+
+for _nd in (1, 2, 3):
+    add(f"F.adaptive_avg_pool{_nd}d", lambda L, x, o, _nd=_nd: getattr(F(L), f"adaptive_avg_pool{_nd}d")(x, o), _adaptive_gen(_nd), tol=Tol(ulps=16, sum_terms=True), n_terms=lambda a, k: 64)
+    add(f"F.adaptive_max_pool{_nd}d", lambda L, x, o, _nd=_nd: getattr(F(L), f"adaptive_max_pool{_nd}d")(x, o, return_indices=True), _adaptive_gen(_nd), tol=EXACT)
+
+
+def _lp_gen(rng, i):
+    (x,), kw = _pool_gen(2, "avg")(rng, i)
+    return [Arg(np.abs(x.a), x.dtype, x.layout)], {"norm_type": pick(rng, (1.0, 2.0, 3.0)), "kernel_size": kw["kernel_size"], "stride": kw["stride"], "ceil_mode": kw["ceil_mode"]}
+
+
+add("F.lp_pool2d", lambda L, x, **kw: F(L).lp_pool2d(x, **kw), _lp_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: 9)
+
+
+# ---- nn.functional: resampling, padding and the rest ------------------------------------------
+def _interp_gen(rng, i):
+    modes = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+    mode = modes[i % len(modes)]
+    nd = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(mode, int(rng.integers(1, 4)))
+    if rng.random() < 0.03:
+        nd = nd % 3 + 1  # the wrong rank for the mode: an error
+    dt = CONV_DTYPES[(i // 7) % 5]
+    sp = tuple(int(rng.choice((1, 2, 3, 5, 7))) for _ in range(nd))
+    x = arg(rng, (int(rng.choice((1, 2))), int(rng.choice((1, 3)))) + sp, dt, Dom(-2, 2, specials=0))
+    kw = {"mode": mode}
+    if rng.random() < 0.5:
+        kw["size"] = tuple(int(rng.choice((1, 2, 4, 6, 9))) for _ in range(nd))
+    else:
+        kw["scale_factor"] = pick(rng, (2, 0.5, 1.5, 3, (2.0,) * nd, 0.7))
+        if rng.random() < 0.3:
+            kw["recompute_scale_factor"] = True
+    if mode in ("linear", "bilinear", "bicubic", "trilinear") and rng.random() < 0.5:
+        kw["align_corners"] = bool(rng.random() < 0.5)
+    return [x], kw
+
+
+add("F.interpolate", lambda L, x, **kw: F(L).interpolate(x, **kw), _interp_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: 16)
+
+
+def _pad_gen(rng, i):
+    mode = ("constant", "reflect", "replicate", "circular")[i % 4]
+    nd = int(rng.integers(1, 4))
+    s = (int(rng.choice((1, 2))),) * (1 + int(rng.integers(0, 2))) + tuple(int(rng.choice((1, 2, 3, 5, 7))) for _ in range(nd))
+    if mode == "constant":
+        pads = tuple(int(rng.integers(-1, 3)) for _ in range(2 * int(rng.integers(1, len(s) + 1))))
+        return [arg(rng, s, pick(rng, DTYPES), Dom(-2, 2))], {"pad": pads, "mode": mode, "value": pick(rng, (0.0, 1.5, -2))}
+    k = int(rng.integers(1, nd + 1))
+    pads = tuple(int(rng.integers(0, 4)) for _ in range(2 * k))
+    return [arg(rng, s, pick(rng, FLOATS), Dom(-2, 2))], {"pad": pads, "mode": mode}
+
+
+def _pad_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if isinstance(t_exc, NotImplementedError) and "is not supported for" in str(t_exc):
+        return "pyrite's reflect/replicate/circular pad any number of trailing dims (torch: 1-3 by rank)"
+    return None
+
+
+add("F.pad", lambda L, x, **kw: F(L).pad(x, **kw), _pad_gen, tol=EXACT, allow=_pad_allow)
+
+
+def _embedding_gen(rng, i):
+    v, d = int(rng.choice((1, 3, 7, 13))), int(rng.choice((1, 2, 5)))
+    idx = rng.integers(0, v + (2 if rng.random() < 0.03 else 0), size=shape(rng, max_ndim=2, zero=0.02))
+    kw = {}
+    if i % 3 == 1:
+        kw["padding_idx"] = int(rng.integers(-v, v))
+    if i % 4 == 2:
+        kw["max_norm"] = pick(rng, (1.0, 0.5))
+    return [Arg(idx.astype(np.int64), pick(rng, ("int64", "int32"))), arg(rng, (v, d), pick(rng, FLOATS), Dom(-2, 2, specials=0), lay=False)], kw
+
+
+def _embedding(L, idx, w, **kw):
+    w = w.clone()
+    return F(L).embedding(idx, w, **kw), w  # max_norm renormalises the weight rows in place
+
+
+add("F.embedding", _embedding, _embedding_gen, tol=Tol(ulps=16, atol=2.0**-18))
+
+
+def _one_hot_gen(rng, i):
+    x = rng.integers(0, 5, size=shape(rng, max_ndim=3, zero=0.02))
+    nc = pick(rng, (-1, 5, 7, 3))
+    return [Arg(x.astype(np.int64), "int64")], {"num_classes": nc}
+
+
+add("F.one_hot", lambda L, x, **kw: F(L).one_hot(x, **kw), _one_hot_gen, tol=EXACT)
+
+
+def _linear_gen(rng, i):
+    dt = CONV_DTYPES[i % 5]
+    k, n = int(rng.choice((1, 3, 7, 16))), int(rng.choice((1, 2, 5)))
+    x = arg(rng, shape(rng, max_ndim=2, zero=0.02) + (k if rng.random() > 0.03 else k + 1,), dt, Dom(-2, 2, specials=0))
+    return [x, arg(rng, (n, k), dt, Dom(-1, 1, specials=0)), arg(rng, (n,), dt, Dom(-1, 1, specials=0)) if i % 2 else None], {}
+
+
+add("F.linear", lambda L, x, w, b: F(L).linear(x, w, b), _linear_gen, tol=CONV_TOL, n_terms=lambda a, k: a[1].a.shape[1])
+
+
+def _bilinear_gen(rng, i):
+    n, a, b, o = (int(rng.choice((1, 2, 3))) for _ in range(4))
+    return [arg(rng, (n, a), "float32", Dom(-1, 1, specials=0)), arg(rng, (n, b), "float32", Dom(-1, 1, specials=0)), arg(rng, (o, a, b), "float32", Dom(-1, 1, specials=0)), arg(rng, (o,), "float32", Dom(-1, 1, specials=0))], {}
+
+
+add("F.bilinear", lambda L, x1, x2, w, b: F(L).bilinear(x1, x2, w, b), _bilinear_gen, tol=CONV_TOL, n_terms=lambda a, k: 9)
+
+
+def _shuffle_gen(rng, i):
+    r = int(rng.choice((1, 2, 3)))
+    c = int(rng.choice((1, 2))) * (r * r if i % 2 == 0 else 1)
+    h, w = int(rng.choice((1, 2, 3))) * (r if i % 2 else 1), int(rng.choice((1, 2))) * (r if i % 2 else 1)
+    return [arg(rng, (int(rng.choice((1, 2))), c, h, w), pick(rng, DTYPES)), r], {}
+
+
+add("F.pixel_shuffle", lambda L, x, r: F(L).pixel_shuffle(x, r), _shuffle_gen, tol=EXACT)
+add("F.pixel_unshuffle", lambda L, x, r: F(L).pixel_unshuffle(x, r), _shuffle_gen, tol=EXACT)
+
+
+def _unfold_gen(rng, i):
+    n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3)))
+    h, w = int(rng.choice((2, 3, 5, 7))), int(rng.choice((2, 3, 5)))
+    kw = {"kernel_size": (int(rng.integers(1, 3)), int(rng.integers(1, 3))), "dilation": int(rng.integers(1, 3)), "padding": int(rng.integers(0, 2)), "stride": int(rng.integers(1, 3))}
+    return [arg(rng, (n, c, h, w), pick(rng, FLOATS), Dom(-2, 2, specials=0))], kw
+
+
+add("F.unfold", lambda L, x, **kw: F(L).unfold(x, **kw), _unfold_gen, tol=EXACT)
+add("F.fold(unfold)", lambda L, x, **kw: F(L).fold(F(L).unfold(x, **kw), x.shape[-2:], **kw), _unfold_gen, tol=Tol(ulps=16, sum_terms=True), n_terms=lambda a, k: 4)
+
+
+def _sdpa_gen(rng, i):
+    b, h, lq, lk, d = (int(rng.choice((1, 2, 3, 5))) for _ in range(5))
+    dt = ("float32", "float32", "float16", "bfloat16", "float64")[i % 5]
+    q = arg(rng, (b, h, lq, d), dt, Dom(-2, 2, specials=0))
+    k = arg(rng, (b, h, lk, d), dt, Dom(-2, 2, specials=0))
+    v = arg(rng, (b, h, lk, d), dt, Dom(-2, 2, specials=0))
+    kw = {}
+    form = (i // 5) % 4
+    if form == 1:
+        kw["is_causal"] = True
+    elif form == 2:
+        kw["attn_mask"] = Arg(rng.random((lq, lk)) < 0.8, "bool")
+    elif form == 3:
+        kw["attn_mask"] = arg(rng, (lq, lk), dt, Dom(-1, 0, specials=0))
+    if i % 7 == 0:
+        kw["scale"] = 0.3
+    return [q, k, v], kw
+
+
+add("F.scaled_dot_product_attention", lambda L, q, k, v, **kw: F(L).scaled_dot_product_attention(q, k, v, **kw), _sdpa_gen, tol=Tol(ulps=64, atol=2.0**-14, sum_terms=True), n_terms=lambda a, k: 16)
+
+
+def _dropout_gen(rng, i):
+    return [arg(rng, shape(rng), pick(rng, FLOATS))], {"p": pick(rng, (0.0, 1.0, 0.5)), "training": bool(i % 2)}
+
+
+add("F.dropout(identity cases)", lambda L, x, **kw: F(L).dropout(x, **kw) if kw["p"] in (0.0, 1.0) or not kw["training"] else (F(L).dropout(x, **kw) != 0).shape, _dropout_gen, tol=EXACT)

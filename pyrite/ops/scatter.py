@@ -380,12 +380,14 @@ def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
             )
         return empty(tuple(tensor._shape) + (num_classes,), D.int32)
     lo, hi = _minmax(tensor)
+    from .indexing import IndexOutOfBounds  # torch: RuntimeError; an IndexError too
+
     if lo < 0:
-        raise IndexError(f"pyrite: one_hot: class values must be non-negative (got {lo})")
+        raise IndexOutOfBounds(f"pyrite: one_hot: class values must be non-negative (got {lo})")
     if num_classes == -1:
         num_classes = hi + 1
     elif hi >= num_classes:
-        raise IndexError(
+        raise IndexOutOfBounds(
             f"pyrite: one_hot: class values must be smaller than num_classes "
             f"({num_classes}), got {hi}"
         )
