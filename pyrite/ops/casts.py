@@ -135,9 +135,23 @@ def _method_to(self, *args, **kwargs):
     return to_dtype(self, dtype)
 
 
-def _method_type(self, dtype=None):
-    """`x.type()` names the dtype; `x.type(dtype)` casts."""
-    return self.dtype if dtype is None else to_dtype(self, dtype)
+# torch's legacy tensor type names (x.type() -> 'torch.FloatTensor')
+_LEGACY = {
+    "float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+    "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+}  # fmt: skip
+_FROM_LEGACY = {v: k for k, v in _LEGACY.items()} | {"DoubleTensor": "float32", "LongTensor": "int32"}
+
+
+def _method_type(self, dtype=None, non_blocking=False, **kwargs):
+    """`x.type()` names the tensor type as torch's does ('pyrite.FloatTensor'); `x.type(dtype)`
+    casts, the dtype given as a dtype or a legacy name ('torch.cuda.LongTensor')."""
+    if dtype is None:
+        return f"pyrite.{_LEGACY[self.dtype.name]}"
+    if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _FROM_LEGACY:
+        dtype = _FROM_LEGACY[dtype.rsplit(".", 1)[-1]]
+    return to_dtype(self, dtype)
 
 
 def _type_method(dt):

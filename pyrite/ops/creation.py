@@ -142,7 +142,12 @@ def _flat(x):
 
 def _nested_numpy(x):
     if isinstance(x, Tensor):
-        return x.numpy()
+        # torch reads a tensor inside a list as a Python scalar: one element, whatever its
+        # shape (tensor([tensor([1.]), tensor([2.])]) has shape (2,))
+        if x.numel() != 1:
+            raise ValueError("pyrite: only one element tensors can be converted to Python scalars")
+        x = x.reshape(())
+        return (x.float() if x.dtype is D.bfloat16 else x).numpy()
     if isinstance(x, (list, tuple)):
         return [_nested_numpy(y) for y in x]
     return x

@@ -581,3 +581,17 @@ METHODS = {
     "baddbmm": baddbmm,
     "addbmm": addbmm,
 }
+
+
+def _in_place(fn):
+    """x.addmm_(a, b) and friends: the product written into x (torch's in-place forms)."""
+
+    def method(self, *args, **kwargs):
+        return self.copy_(fn(self, *args, **kwargs))
+
+    method.__name__ = f"{fn.__name__}_"
+    return method
+
+
+for _name in ("addmm", "addmv", "baddbmm", "addbmm"):
+    METHODS[f"{_name}_"] = _in_place(METHODS[_name])

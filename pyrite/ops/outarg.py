@@ -56,10 +56,16 @@ def _resize(out: Tensor, shape, name):
     out._storage, out._shape, out._strides, out._offset = t._storage, t._shape, t._strides, 0
 
 
+_WRAPPED: dict = {}  # id(fn) -> (fn, wrapper): one wrapper per function (pr.special.erfinv is pr.erfinv)
+
+
 def with_out(fn, name):
     """fn with torch's out= handled as the module docstring says."""
     if not callable(fn) or isinstance(fn, type) or getattr(fn, "_pyrite_out", False):
         return fn
+    hit = _WRAPPED.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -79,6 +85,7 @@ def with_out(fn, name):
         return _write(out, res, name)
 
     wrapper._pyrite_out = True
+    _WRAPPED[id(fn)] = (fn, wrapper)
     return wrapper
 
 
@@ -86,6 +93,30 @@ def with_out(fn, name):
 _CREATION = {"zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "range"}  # fmt: skip
 
 
+# functions torch gives out= whose pyrite signature lacks it (the rest advertise `out`)
+_ADD_OUT = set(
+    "sum mean prod nansum nanmean max min amax amin aminmax argmax argmin all any std var "
+    "norm logsumexp cumsum cumprod cummax cummin logcumsumexp mode where index_select gather "
+    "masked_select nonzero take diag tril triu kron narrow_copy round zeros ones full empty "
+    "arange range linspace logspace eye rand randn randint randperm normal".split()
+)
+
+
+def _takes_out(fn) -> bool:
+    import inspect
+
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def wrap_all(functions: dict) -> dict:
-    return {name: with_out(fn, name) for name, fn in functions.items()}
+    """Wrap the functions that take out= (in torch): those whose signature has `out` (which
+    their bodies may ignore) and those in _ADD_OUT; the rest stay the same objects (pr.conv3d
+    is F.conv3d)."""
+    return {
+        name: with_out(fn, name) if name in _ADD_OUT or _takes_out(fn) else fn
+        for name, fn in functions.items()
+    }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -219,8 +220,24 @@ def t(input: Tensor) -> Tensor:
 
 
 def _T(x):
+    # torch's deprecation warnings for x.T on other than 2 dims (3-D and up are silent there)
     if x.ndim == 0:
+        warnings.warn(
+            "Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
+            "cases.",
+            UserWarning,
+            stacklevel=2,
+        )
         return x._view((), (), x._offset)
+    if x.ndim == 1:
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
+            "to reverse the dimensions of a tensor.",
+            UserWarning,
+            stacklevel=2,
+        )
     return permute(x, *range(x.ndim - 1, -1, -1))
 
 
@@ -461,7 +478,29 @@ def _bool_scalar_tensor(i) -> bool:
     return isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype == bool
 
 
+def _sequence_as_tuple(index) -> bool:
+    """torch's (and old numpy's) rule: a list index holding a sequence, tensor, slice, None or
+    ... is read as a tuple of indices (x[[[0, 2], [1, 1]]] is x[[0, 2], [1, 1]]; torch warns
+    that this is deprecated); a list of ints is one advanced index."""
+    if not isinstance(index, list) or len(index) >= 32:
+        return False
+    return any(
+        isinstance(i, (list, tuple, slice, Tensor, np.ndarray)) or i is None or i is Ellipsis
+        for i in index
+    )
+
+
 def _normalize(x, index):
+    if _sequence_as_tuple(index):
+        warnings.warn(
+            "Using a non-tuple sequence for multidimensional indexing is deprecated and will "
+            "be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 "
+            "this will be interpreted as tensor index, x[torch.tensor(seq)], which will result "
+            "either in an error or a different result",
+            UserWarning,
+            stacklevel=3,
+        )
+        index = tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
     if any(isinstance(i, (Tensor, np.ndarray)) for i in index):
