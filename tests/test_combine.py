@@ -220,3 +220,24 @@ def test_errors():
         pr.cat([a, a], dim=2)
     # the device still works after the errors
     same(pr.cat([a, a], 1), torch.zeros(2, 6))
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_meshgrid_wants_one_dtype_and_diag_embed_dims():
+    with pytest.raises(TypeError, match="same dtype"):
+        pr.meshgrid(pr.ones(2), pr.ones(3, dtype=pr.int32), indexing="ij")
+    with pytest.raises(IndexError, match="out of range"):
+        pr.diag_embed(pr.tensor(2.0))  # dims -2, -1 of a 1-D result
+    with pytest.raises(RuntimeError, match="identical"):
+        pr.diag_embed(pr.ones(3), 0, 0, -2)
+    with pytest.raises(RuntimeError, match="1-dimensional"):
+        pr.tensor_split(pr.tensor(1.0), 2)
+
+
+def test_sweep_pad_errors_are_runtime_errors():
+    x = pr.zeros(1, 1, 3, 2)
+    with pytest.raises(RuntimeError, match="padding size should be less"):
+        F_pr = pr.nn.functional
+        F_pr.pad(x, (3, 1, 0, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around"):
+        pr.nn.functional.pad(x, (3, 2, 1, 1), mode="circular")

@@ -718,3 +718,126 @@ def test_no_extra_dispatch_for_scalar_operand():
     before = dev.dispatches
     x + 2.0
     assert dev.dispatches - before <= 2  # poisoning may add one fill
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def _both(f):
+    """f(torch) and f(pyrite), each as (dtype name, values) or the error class raised."""
+    out = []
+    for L in (torch, pr):
+        try:
+            r = f(L)
+            out.append((str(r.dtype).split(".")[-1].replace("int64", "int32"), r.float().tolist()))
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e))
+    return out
+
+
+def test_sweep_bool_unary_ops():
+    # torch refuses these on bool (neg: RuntimeError; the rest "not implemented for 'Bool'")
+    for name in ("neg", "abs", "relu", "floor", "ceil", "round", "trunc", "frac"):
+        with pytest.raises((TypeError, RuntimeError)):
+            getattr(pr, name)(pr.tensor([True, False]))
+    with pytest.raises(TypeError, match="frac"):
+        pr.frac(pr.tensor([1, 2]))
+    t, p = _both(lambda L: L.sign(L.tensor([True, False])))  # sign of a bool is a bool
+    assert p == t == ("bool", [1.0, 0.0])
+
+
+def test_sweep_inplace_unary_refuses_a_float_result_in_an_int_tensor():
+    for m in ("exp_", "sqrt_", "sigmoid_", "sin_"):
+        with pytest.raises(TypeError, match="can't be cast"):
+            getattr(pr.tensor([1, 2]), m)()
+    x = pr.tensor([True, False])
+    assert x.sign_() is x  # bool -> bool is fine
+
+
+def test_sweep_inplace_on_an_empty_expanded_view():
+    x = pr.ones(0, 1).expand(0, 3)
+    assert x.add_(1) is x  # nothing written twice: torch allows it too
+
+
+def test_sweep_tensor_where_argument_order():
+    c = pr.tensor([True, False, True])
+    x, y = pr.tensor([1.0, 2.0, 3.0]), pr.tensor([-1.0, -2.0, -3.0])
+    assert x.where(c, y).tolist() == [1.0, -2.0, 3.0]  # torch.where(c, x, y)
+
+
+def test_sweep_zero_dim_operand_cast_to_a_small_int_result():
+    # the 0-d int16 -10 is cast to the uint8 result type first (246), as torch
+    for f in (
+        lambda L: L.maximum(L.tensor(-10, dtype=L.int16), L.tensor([14, 200], dtype=L.uint8)),
+        lambda L: L.tensor([14, 200], dtype=L.uint8) < L.tensor(-10, dtype=L.int16),
+        lambda L: L.tensor([14, 200], dtype=L.uint8) // L.tensor(300),
+        lambda L: L.tensor([100], dtype=L.int8) > L.tensor(300),
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_pow_shortcuts_keep_torch_dtypes():
+    for f in (
+        lambda L: L.tensor([2, 3]) ** 2.0,  # a float exponent makes a float
+        lambda L: L.tensor([True, False]) ** 1,  # bool ** int is an int
+        lambda L: L.tensor([True, False]) ** False,  # torch's shortcut: ones, bool
+        lambda L: L.tensor([True, False]) ** True,
+        lambda L: L.tensor([True, False]) ** 2.0,
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_alpha_does_not_promote():
+    for f in (
+        lambda L: L.add(L.tensor([True, False]), L.tensor([True, True]), alpha=2),  # bool
+        lambda L: L.add(L.tensor([1], dtype=L.int8), L.tensor([200], dtype=L.uint8), alpha=2),
+        lambda L: L.sub(L.tensor([1.0]), L.tensor([2]), alpha=0.5),
+    ):
+        t, p = _both(f)
+        assert p == t
+    for f in (
+        lambda L: L.add(L.tensor([1]), L.tensor([2]), alpha=0.5),  # float alpha, int tensors
+        lambda L: L.add(L.tensor([1.0]), L.tensor([True]), alpha=True),  # bool alpha, float
+        lambda L: L.sub(L.tensor([1]), L.tensor([True]), alpha=2),  # bool subtraction
+    ):
+        t, p = _both(f)
+        assert isinstance(t, type) and issubclass(p, Exception), (t, p)
+
+
+def test_sweep_addcmul_rounds_once():
+    # torch computes input + value * t1 * t2 in f32 and rounds once to float16 / bfloat16
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.uniform(-4, 4, 257) for _ in range(3))
+    for dt in ("float16", "bfloat16"):
+        for name in ("addcmul", "addcdiv"):
+            tt = [torch.tensor(v).to(getattr(torch, dt)) for v in (a, b, c)]
+            want = getattr(torch, name)(*[t.double() for t in tt], value=0.5).to(getattr(torch, dt))
+            got = getattr(pr, name)(*[pr.tensor(t) for t in tt], value=0.5).float().numpy()
+            assert_close(got.astype(np.float64), want.double().numpy(), 1e-6, 2 * 2.0**-8, name)
+    with pytest.raises(RuntimeError, match="Integer division"):
+        pr.addcdiv(pr.tensor([1]), pr.tensor([2]), pr.tensor([3]))
+    with pytest.raises(TypeError, match="value"):
+        pr.addcmul(pr.tensor([1]), pr.tensor([2]), pr.tensor([3]), value=0.5)
+
+
+def test_sweep_round_decimals_in_one_pass():
+    x = torch.tensor([3.41, 31.61, 9.406, -53.52], dtype=torch.float16)
+    for d in (2, 1, -1):
+        want = torch.round(x.float(), decimals=d).half()  # torch rounds x*10^d in f32
+        got = pr.round(pr.tensor(x), decimals=d)
+        assert got.dtype is pr.float16
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_sweep_lerp_wants_one_dtype():
+    with pytest.raises(TypeError, match="end"):
+        pr.lerp(pr.ones(2), pr.ones(2, dtype=pr.float16), 0.5)
+    with pytest.raises(TypeError, match="weight"):
+        pr.lerp(pr.ones(2), pr.ones(2), pr.ones(2, dtype=pr.bfloat16))
+
+
+def test_sweep_clamp_of_bool():
+    t, p = _both(lambda L: L.tensor([True, False]).clamp(-0.5, 2.5))  # a float bound promotes
+    assert p == t
+    with pytest.raises(TypeError):
+        pr.tensor([True, False]).clamp(min=False)

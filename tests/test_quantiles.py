@@ -290,3 +290,9 @@ def test_under_a_tiny_loop_budget(monkeypatch, rng):
     np.testing.assert_array_equal(
         h.hist.numpy(), torch.histogram(torch.from_numpy(y.reshape(-1)), 9).hist.numpy()
     )
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_nanmean_wants_a_float_dtype():
+    with pytest.raises(TypeError, match="floating point"):
+        pr.nanmean(pr.ones(3), dtype=pr.uint8)

@@ -249,7 +249,7 @@ def binary(name: str, a, b, out=None):
 
 
 def _cast_0d(x, rt):
-    if type(x) is Tensor and x.dtype is not rt and x.dtype.kind == "i" and not x._shape:
+    if type(x) is Tensor and x.dtype is not rt and not x._shape and x.dtype.kind != "b":
         return x.to(rt)
     return x
 
@@ -264,12 +264,6 @@ def _binary(name, a, b, out, key):
     if not sb and not isinstance(b, Tensor):
         b = as_tensor_arg(b)
     rt = result_dtype(a, b)
-    if rt.is_small_int:
-        # a wider int 0-d tensor (uint8 tensor vs int32 0-d) is cast to the result type first,
-        # as torch does: maximum(uint8 x, int16(-10)) compares with 246, not -10
-        ca, cb = _cast_0d(a, rt), _cast_0d(b, rt)
-        if ca is not a or cb is not b:
-            a, b, key = ca, cb, None  # not cached: the fast path would skip the cast
     cat = rt.kind
     if kind == "float" and cat != "f":
         cat = "f"
@@ -286,6 +280,13 @@ def _binary(name, a, b, out, key):
         cat, expr, rt = "f", fexpr, D.float32
     if expr is None:
         raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
+    if (rt.is_small_int and cat == "i") or rt in (D.float16, D.bfloat16):
+        # a 0-d tensor of another dtype is cast to the computing result type first, as torch
+        # does: maximum(uint8 x, int16(-10)) compares with 246, not -10; bf16 x == f32(0.1)
+        # compares with bf16(0.1)
+        ca, cb = _cast_0d(a, rt), _cast_0d(b, rt)
+        if ca is not a or cb is not b:
+            a, b, key = ca, cb, None  # not cached: the fast path would skip the cast
     ct = _CT[cat]
     res = (
         D.bool_
@@ -370,13 +371,13 @@ def _inplace(name, a, b):
 
 # ---- functions in PyTorch's spelling --------------------------------------------------------
 def add(input, other, *, alpha=1, out=None):
-    if alpha != 1:
+    if alpha != 1 or type(alpha) is bool:  # alpha=True is checked too (bool results only)
         other = _times_alpha("add", input, other, alpha)
     return binary("add", input, other, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    if alpha != 1:
+    if alpha != 1 or type(alpha) is bool:  # alpha=True is checked too (bool results only)
         other = _times_alpha("sub", input, other, alpha)
     return binary("sub", input, other, out)
 
@@ -425,7 +426,7 @@ def div(input, other, *, out=None):
 def pow(input, exponent):
     if _is_scalar(exponent) and isinstance(input, Tensor):
         if input.dtype.kind in "ib" and D.scalar_kind(exponent) in "ib" and exponent < 0:
-            raise ValueError(
+            raise RuntimeError(  # torch's class
                 "pyrite: integers to negative integer powers are not allowed "
                 f"({input.dtype!r} ** {exponent})"
             )
@@ -446,6 +447,9 @@ def pow(input, exponent):
 
 
 def float_power(input, exponent):
+    """input ** exponent in float64 (float32 here), whatever the operands' dtypes, as torch."""
+    if isinstance(exponent, Tensor):
+        exponent = exponent.float()
     return pow(input.float() if isinstance(input, Tensor) else input, exponent)
 
 
@@ -544,7 +548,7 @@ def round(input, *, decimals=0):
     # one map in f32, rounded once to x's dtype, as torch's kernel (x * 10^d stored in float16
     # first would round twice); negative decimals divide first, as torch
     expr = "p_round(x0 * s0) / s0" if decimals > 0 else "p_round(x0 / s0) * s0"
-    scale = 10.0 ** abs(decimals)
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # (this module's abs is the op)
     return run_map(expr, (x,), ("f32",), empty(x._shape, x.dtype), "f32", (scale,), ("f32",))
 
 

@@ -107,7 +107,7 @@ def _needs(args, kwargs) -> bool:
 def _widen(x, floats):
     if type(x) is Tensor:
         if x.dtype.is_floating_point:
-            floats.append(x.dtype)
+            floats.append((x.dtype, not x._shape))
         if x.dtype is D.bfloat16:
             from .casts import to_dtype
 
@@ -129,7 +129,10 @@ def _slow(fn, name, inplace, args, kwargs):
     floats: list = []
     w_args = [_widen(a, floats) for a in args]
     w_kwargs = {k: _widen(v, floats) for k, v in kwargs.items()}
-    narrow = bool(floats) and all(d is D.bfloat16 for d in floats)
+    # torch's promotion: a 0-d float tensor does not widen dimensioned ones of its category
+    # (bf16 tensor / float32 0-d tensor is bf16), so the dimensioned floats decide when any
+    dims = [d for d, zero_d in floats if not zero_d] or [d for d, _ in floats]
+    narrow = bool(dims) and all(d is D.bfloat16 for d in dims)
     asked = kwargs.get("dtype")
     if asked is not None:
         asked = D.from_any(asked)

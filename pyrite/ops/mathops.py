@@ -114,6 +114,10 @@ def logaddexp2(input, other, *, out=None):
 def ldexp(input, other, *, out=None):
     """input · 2^other (exact for integer exponents until the result overflows or underflows)."""
     x, e = _tensors(input, other)
+    if isinstance(e, Tensor) and e.dtype.is_bool and not _is_scalar(x) and x.dtype.kind == "f":
+        # torch's float kernel: "ldexp_cpu_exp" not implemented for 'Bool' (int inputs go
+        # through mul and pow, which take it)
+        raise TypeError("pyrite: ldexp of a float tensor is not implemented for a bool exponent")
     if _is_scalar(x):
         x = as_tensor_arg(float(x))
     dt = x.dtype if x.dtype.kind == "f" else D.float32
