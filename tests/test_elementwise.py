@@ -816,8 +816,9 @@ def test_sweep_addcmul_rounds_once():
             assert_close(got.astype(np.float64), want.double().numpy(), 1e-6, 2 * 2.0**-8, name)
     with pytest.raises(RuntimeError, match="Integer division"):
         pr.addcdiv(pr.tensor([1]), pr.tensor([2]), pr.tensor([3]))
-    with pytest.raises(TypeError, match="value"):
-        pr.addcmul(pr.tensor([1]), pr.tensor([2]), pr.tensor([3]), value=0.5)
+    for value in (0.5, 1.7):  # torch casts value to the integer type
+        t, p = _both(lambda L: L.addcmul(L.tensor([1]), L.tensor([2]), L.tensor([3]), value=value))
+        assert p == t
 
 
 def test_sweep_round_decimals_in_one_pass():

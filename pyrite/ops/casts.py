@@ -43,9 +43,9 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 
 def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
     """Copy `src` (broadcast, cast) into this tensor's elements, in place."""
-    src = as_tensor_arg(src) if not _is_scalar(src) else src
-    if _is_scalar(src):
-        return fill_(self, src)
+    # a Python number is copied as a 0-d tensor of its type (cast, as torch's copy_: -2.97
+    # into uint8 is 254), not checked as a fill value
+    src = as_tensor_arg(src)
     shape = broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise ShapeError(

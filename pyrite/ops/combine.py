@@ -57,6 +57,11 @@ def cat(tensors, dim=0, *, out=None):
     ref = kept[0]
     if ref.ndim == 0:
         raise ShapeError("pyrite: zero-dimensional tensor cannot be concatenated")
+    for _, t in numbered:
+        if t.ndim != ref.ndim:  # before the dim's range: torch's RuntimeError
+            raise ShapeError(
+                f"pyrite: Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}"
+            )
     d = ref._dim(dim)
     for i, t in numbered:
         if t.ndim != ref.ndim or any(
@@ -145,7 +150,7 @@ def _each(fn, tensors):
 
 def hstack(tensors, *, out=None):
     ts = [atleast_1d(t) for t in _seq(tensors, "hstack")]
-    return cat(ts, 0 if all(t.ndim == 1 for t in ts) else 1, out=out)
+    return cat(ts, 0 if ts and ts[0].ndim == 1 else 1, out=out)  # torch: the first decides
 
 
 def vstack(tensors, *, out=None):

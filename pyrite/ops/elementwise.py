@@ -682,7 +682,9 @@ def lerp(input, end, weight):
             )
     if not input.dtype.is_floating_point:
         raise TypeError(f"pyrite: lerp is not implemented for {input.dtype!r}")
-    return _ternary("A + C * (B - A)", "A + C * (B - A)", [input, end, weight])
+    # torch's form: the nearer end is the anchor (exact at weight 1; inf ends as torch's)
+    expr = "select(B - (B - A) * (1.0 - C), A + C * (B - A), abs(C) < 0.5)"
+    return _ternary(expr, expr, [input, end, weight])
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -705,10 +707,7 @@ def _addc(name, expr, input, t1, t2, value):
             "(addcmul(input, tensor1, 1 / tensor2)) or torch.div(..., rounding_mode=...)"
         )
     if dt.kind != "f" and D.scalar_kind(value) == "f":
-        raise TypeError(
-            f"pyrite: {name}: for integral input tensors, argument value must not be a floating "
-            "point number"
-        )
+        value = int(value)  # torch casts value to the integer type (0.5 -> 0)
     if dt.is_bool:
         raise TypeError(f"pyrite: {name} is not implemented for pyrite.bool")
     ct = _CT[dt.kind]
@@ -720,7 +719,7 @@ def _addc(name, expr, input, t1, t2, value):
 def clamp(input, min=None, max=None, *, out=None):
     x = as_tensor_arg(input)
     if min is None and max is None:
-        raise ValueError("pyrite: clamp needs at least one of min and max")
+        raise RuntimeError("pyrite: torch.clamp: At least one of 'min' or 'max' must not be None")
     if x.dtype.is_bool and any(_is_scalar(v) for v in (min, max)):
         if _fold_dtype([x] + [v for v in (min, max) if v is not None]).is_bool:
             # torch: "clamp_min_scalar_cpu" not implemented for 'Bool' (a float bound promotes)

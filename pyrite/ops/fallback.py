@@ -213,7 +213,12 @@ def wrap(fn, name: str, inplace: bool):
 
 
 def _is_inplace(name: str) -> bool:
-    return name in INPLACE or (name.endswith("_") and not name.startswith("__"))
+    # x.add_(...), and the augmented assignments (__ifloordiv__: x //= y must write x)
+    return (
+        name in INPLACE
+        or (name.endswith("_") and not name.startswith("__"))
+        or (name.startswith("__i") and name.endswith("__") and name not in ("__init__", "__index__", "__int__", "__iter__", "__invert__"))
+    )
 
 
 def install(modules, tensor_cls=Tensor):

@@ -253,8 +253,6 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
         return x
     v = _value(value, x.dtype)
     n = math.prod(walk.shape)
-    if n == 0:
-        return x
     vshape = v._shape
     while len(vshape) > len(walk.shape) and vshape[0] == 1:
         vshape = vshape[1:]
@@ -266,6 +264,8 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
             f"pyrite: shape mismatch: value tensor of shape {list(v._shape)} cannot "
             f"be broadcast to indexing result of shape {list(walk.shape)}"
         ) from None
+    if n == 0:  # (after the shape check: torch refuses a value that does not fit there too)
+        return x
     v = v._view(vshape, v._strides[len(v._shape) - len(vshape) :], v._offset)
     if v._storage is x._storage:
         v = contiguous_copy(v)

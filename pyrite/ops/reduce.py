@@ -187,7 +187,8 @@ def _dims(x: Tensor, dim) -> tuple:
                 raise RuntimeError(f"pyrite: dim {nd} appears multiple times in the list of dims")
             out.append(nd)
         return tuple(sorted(out)) if x.ndim else ()
-    return (x._dim(dim),) if x.ndim else ()
+    d = x._dim(dim)  # validates for 0-d tensors too ([-1, 0], as torch)
+    return (d,) if x.ndim else ()
 
 
 def _out_shape(x: Tensor, dims, keepdim) -> tuple:
@@ -494,6 +495,8 @@ def count_nonzero(input, dim=None):
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     _need_float(input, "norm")
+    if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:
+        raise RuntimeError(f"pyrite: linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
     if p is None or p == "fro":
         p = 2
     if isinstance(p, str):
