@@ -241,3 +241,12 @@ def test_sweep_pad_errors_are_runtime_errors():
         F_pr.pad(x, (3, 1, 0, 0), mode="reflect")
     with pytest.raises(RuntimeError, match="wrapping around"):
         pr.nn.functional.pad(x, (3, 2, 1, 1), mode="circular")
+
+
+def test_sweep_cat_of_mixed_ranks():
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        pr.hstack([pr.ones(3), pr.ones(3, 1)])
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        pr.cat([pr.ones(2, 2), pr.ones(2)], 1)
+    with pytest.raises(RuntimeError, match="overflow"):  # F.pad's value is a float
+        pr.nn.functional.pad(pr.ones(2, 2, dtype=pr.uint8), (1, 1), value=-2)

@@ -304,3 +304,13 @@ def test_sweep_out_argument():
     with pytest.raises(TypeError, match="can't be cast"):
         pr.add(pr.ones(2), 1, out=pr.empty(2, dtype=pr.int32))
     assert pr.special.erfinv is pr.erfinv
+
+
+def test_sweep_linspace_logspace_integer_ends():
+    # torch casts the ends to the integer type first: linspace(0.5, 3.7, 3) is [0, 1, 3]
+    for f in (
+        lambda L: L.linspace(0.5, 3.7, 3, dtype=L.int64),
+        lambda L: L.logspace(-1.5, 3.7, 3, base=2, dtype=L.int64),
+        lambda L: L.logspace(10, 7.25, 2, base=2, dtype=L.int64),
+    ):
+        assert f(pr).tolist() == f(torch).tolist()

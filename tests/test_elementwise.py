@@ -727,7 +727,8 @@ def _both(f):
     for L in (torch, pr):
         try:
             r = f(L)
-            out.append((str(r.dtype).split(".")[-1].replace("int64", "int32"), r.float().tolist()))
+            name = str(r.dtype).split(".")[-1]
+            out.append(({"int64": "int32", "float64": "float32"}.get(name, name), r.float().tolist()))
         except Exception as e:  # noqa: BLE001
             out.append(type(e))
     return out
@@ -842,3 +843,83 @@ def test_sweep_clamp_of_bool():
     assert p == t
     with pytest.raises(TypeError):
         pr.tensor([True, False]).clamp(min=False)
+
+
+def test_sweep_pow_accuracy_and_special_cases():
+    # integer exponents by squaring (10.0 ** 3 was 999.99994 through exp2/log2), C's answers
+    # for infinite exponents and bases, signed zeros
+    inf, nan = float("inf"), float("nan")
+    xs = [10.0, -2.0, 0.0, -0.0, 1.5, -1.0, 2.0, -inf, inf, nan, 0.5, -0.5, 3.0, 1e-3, -7.0]
+    ys = [3.0, -1.0, 2.0, 0.0, inf, -inf, 0.5, -3.0, 7.0, 64.0, 65.0, 1.5, -2.0, -0.5, 30.0]
+    X, Y = (a.ravel().astype(np.float32) for a in np.meshgrid(xs, ys))
+    want = torch.pow(torch.tensor(X), torch.tensor(Y)).numpy()
+    got = pr.pow(pr.tensor(X), pr.tensor(Y)).numpy()
+    # exact-ish by squaring for |y| <= 64; beyond, WGSL's exp2 bound (3 + 2|y log2 x| ulp)
+    np.testing.assert_allclose(got, want, rtol=400 * 2.0**-23, equal_nan=True)
+    small = (np.abs(Y) <= 64) & (Y == np.round(Y)) & np.isfinite(want) & (want != 0)
+    np.testing.assert_allclose(got[small], want[small], rtol=8 * 2.0**-23)
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
+    assert (pr.tensor([10.0]) ** pr.tensor([3.0])).item() == 1000.0
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        pr.tensor([2]) ** -1
+
+
+def test_sweep_round_decimals_scale_is_exact():
+    # the scale came from this module's `abs` (an op), i.e. 10.0 ** tensor(3) = 999.99994
+    x = pr.tensor([54.8275032043457, 42.678504943847656, 1234.5])
+    t = torch.tensor(x.numpy())
+    for d in (3, -2):
+        np.testing.assert_array_equal(pr.round(x, decimals=d).numpy(), torch.round(t, decimals=d).numpy())
+
+
+def test_sweep_zero_dim_float_cast_to_a_half_result():
+    # bf16 x == f32 0-d y compares with bf16(y); bf16 / f32 0-d is bf16 (ops/fallback.py too)
+    for f in (
+        lambda L: L.tensor([0.1, 0.2], dtype=L.bfloat16) == L.tensor(0.1),
+        lambda L: L.ones(3, dtype=L.bfloat16) / L.tensor(3.0),
+        lambda L: L.div(L.ones(3, dtype=L.bfloat16), L.tensor(3.0)),
+        lambda L: L.fmod(L.ones(3, dtype=L.bfloat16) * 7, L.tensor(2.0)),
+        lambda L: L.xlogy(L.tensor(-10, dtype=L.int16), L.tensor([3], dtype=L.uint8)),
+        lambda L: L.tensor([14, 200], dtype=L.uint8) / L.tensor(-1),  # true division: uncast
+        lambda L: L.lcm(L.tensor([14], dtype=L.uint8), L.tensor(-10)),
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_lerp_and_float_power_follow_torch():
+    inf = float("inf")
+    a, b = [1.0, -inf, 2.0, 0.0], [inf, 1.0, 3.0, 1.0]
+    for w in (0.25, 0.75, 1.0, 0.0):
+        t, p = _both(lambda L: L.lerp(L.tensor(a), L.tensor(b), w))
+        assert p == t or str(p) == str(t), w  # NaN compares unequal
+    t, p = _both(lambda L: L.float_power(L.tensor(2), L.tensor([1.5], dtype=L.bfloat16)))
+    assert p[0] == t[0] == "float32"  # float64 (float32 here) whatever the operands
+    np.testing.assert_allclose(p[1], t[1], rtol=1e-6)
+
+
+def test_sweep_bf16_augmented_assignment_writes_in_place():
+    # ops/fallback.py did not count x //= y as in place: x kept its old values
+    for op in ("__ifloordiv__", "__imod__"):
+        x = pr.ones(3, dtype=pr.bfloat16) * 7
+        y = x
+        r = getattr(x, op)(2)
+        assert r is y and y.float().tolist() == ([3.0] * 3 if op == "__ifloordiv__" else [1.0] * 3)
+
+
+def test_sweep_integer_division_of_empty_tensors():
+    assert pr.tensor([], dtype=pr.int32).reshape(0, 3) // pr.zeros(3, dtype=pr.int32) is not None
+    assert (pr.ones(2, 0, dtype=pr.int8) % False).shape == (2, 0)
+
+
+def test_sweep_copy_of_a_python_number_casts():
+    x = pr.ones(3, dtype=pr.uint8)
+    assert x.copy_(-2.97).tolist() == torch.ones(3, dtype=torch.uint8).copy_(torch.tensor(-2.97)).tolist()
+    with pytest.raises(RuntimeError, match="more than one element"):
+        pr.ones(1).expand(3).copy_(1.5)
+
+
+def test_sweep_clamp_without_bounds_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        pr.ones(2).clamp()

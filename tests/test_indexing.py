@@ -496,3 +496,22 @@ def test_sweep_scatter_reduce_small_int_identity():
     for dt in ("int16", "int8", "uint8", "int32"):
         for reduce in ("amin", "amax"):
             assert run(pr, dt, reduce) == run(torch, dt, reduce), (dt, reduce)
+
+
+def test_sweep_masked_fill_checks_the_value():
+    x = pr.tensor([1, 2, 3], dtype=pr.uint8)
+    for v in (-2.5, pr.tensor(-3.0)):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            x.masked_fill(x > 1, v)
+    assert x.masked_fill(x > 1, -1).tolist() == [1, 255, 255]  # an int wraps, as torch
+    assert x.masked_fill(x > 1, 2.5).tolist() == [1, 2, 2]
+
+
+def test_sweep_empty_setitem_still_checks_the_value_shape():
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        pr.zeros(0)[pr.tensor([], dtype=pr.int32)] = pr.zeros(2, 0)
+
+
+def test_sweep_scatter_reduce_mean_of_bool_refused():
+    with pytest.raises(TypeError, match="bool"):
+        pr.zeros(3, dtype=pr.bool).scatter_reduce_(0, pr.tensor([0]), pr.ones(1, dtype=pr.bool), "mean")

@@ -845,3 +845,13 @@ def test_sweep_amax_of_empty_without_dim_is_a_runtime_error():
         pr.zeros(2, 0).amax()
     with pytest.raises(IndexError, match="non-zero size"):
         pr.zeros(2, 0).amax(1)
+
+
+def test_sweep_reductions_check_a_0d_dim():
+    z = pr.tensor(2.0)
+    for f in (lambda: z.logsumexp(2), lambda: z.sum(2), lambda: pr.mode(z, 2)):
+        with pytest.raises(IndexError, match="out of range"):
+            f()
+    assert z.sum(-1).item() == 2.0 and z.logsumexp(0).item() == 2.0
+    with pytest.raises(RuntimeError, match="2-tuple"):
+        pr.ones(2, 2, 2).norm("fro", dim=(0, 1, 2))

@@ -226,3 +226,11 @@ def test_sweep_unique_of_0d_keeps_the_inverse_0d():
         assert tuple(inv.shape) == () and tuple(vals.shape) == (1,)
     _, inv = pr.unique_consecutive(pr.tensor(2.0), return_inverse=True)
     assert tuple(inv.shape) == ()
+
+
+def test_sweep_kthvalue_and_unique_shape_errors():
+    with pytest.raises(IndexError, match="non-zero size"):
+        pr.zeros(0).kthvalue(1)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        pr.zeros(11, 0).unique(dim=0)
+    assert pr.median(pr.zeros(0, dtype=pr.int16)).item() == torch.median(torch.zeros(0, dtype=torch.int16)).item()

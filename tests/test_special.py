@@ -444,3 +444,15 @@ def test_sweep_float_only_binaries_promote_first():
         np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-3)
         with pytest.raises(TypeError, match="floating"):
             getattr(pr, name)(pr.tensor([1, 2]), pr.tensor([1, 0]))
+
+
+def test_sweep_misc_bool_refusals_and_diff_n0():
+    b = pr.tensor([[True, False], [False, True]])
+    for f in (lambda: pr.trace(b), lambda: pr.isin(b, b), lambda: pr.cov(b), lambda: pr.trapezoid(b)):
+        with pytest.raises(TypeError, match="[Bb]ool"):
+            f()
+    x = pr.tensor([[1.0, 2.0], [4.0, 8.0]])
+    assert pr.diff(x, n=0, dim=0, prepend=pr.ones(1, 2)).tolist() == x.tolist()  # torch: as is
+    with pytest.raises(TypeError, match="bool exponent"):
+        pr.ldexp(pr.ones(2), pr.tensor([True, False]))
+    assert pr.ldexp(pr.tensor([1, 2]), pr.tensor([True, False])).tolist() == [2.0, 2.0]
