@@ -110,8 +110,10 @@ def make_tensor(L, arg: Arg):
 
     def mk(x):
         x = np.array(x, order="C", copy=True)  # (np.ascontiguousarray makes a 0-d array 1-d)
-        if L is torch:  # (from_numpy keeps numpy's strides, 0 for an empty array's dims)
-            return torch.from_numpy(x.copy()).to(dt).contiguous().clone()
+        if L is torch:
+            if x.size == 0:  # (a tensor from an empty numpy array has strides of 0)
+                return torch.empty(x.shape, dtype=dt)
+            return torch.from_numpy(x.copy()).to(dt)
         return pr.tensor(x, dtype=dt)
 
     if kind == "p":  # a permuted view: t = base.permute(perm)

@@ -313,7 +313,7 @@ BINARY = [
     ("bitwise_right_shift", Dom(ilo=0, ihi=9), EXACT),
     ("copysign", Dom(nan=False), EXACT),  # a NaN's sign: torch's f64 -> bf16 cast gives -NaN
     ("nextafter", Dom(), EXACT),
-    ("xlogy", Dom(-1, 5), TRANS),
+    ("xlogy", Dom(-1, 5), Tol(ulps=16, atol=2.0**-16)),  # x·log y: log's 2^-21 absolute, times |x| <= 20
     ("ldexp", Dom(-3, 3, ilo=-5, ihi=5), U),
     ("heaviside", Dom(-1, 1), EXACT),
     ("gcd", Dom(ilo=-30, ihi=30), EXACT),
@@ -422,8 +422,16 @@ def _bool_pow_allow(args, kwargs, t_exc, p_exc, mismatch):
     return None
 
 
+def _masked_fill_allow(args, kwargs, t_exc, p_exc, mismatch):
+    if p_exc is not None and t_exc is None and "more than one element of the written-to tensor" in str(p_exc):
+        # torch writes the aliases of an expanded view in an unspecified order; pyrite
+        # refuses it as it refuses every computed write into one (ops/core.check_writable)
+        return "pyrite refuses masked_fill_ into an expanded view (torch writes its aliases)"
+    return None
+
+
 for _name, _f, _dom, _tol in INPLACE_BINARY:
-    add(f"a{_name}", _inplace_binary(_f), binary_gen(_dom), tol=_tol, allow=_bool_pow_allow if _name == "pow_" else None)
+    add(f"a{_name}", _inplace_binary(_f), binary_gen(_dom), tol=_tol, allow={"pow_": _bool_pow_allow, "masked_fill_": _masked_fill_allow}.get(_name))
 
 
 def _alpha_gen(rng, i):
@@ -837,6 +845,9 @@ def _split_sizes(rng, n):
 def _view_allow(args, kwargs, t_exc, p_exc, mismatch):
     if len(args) == 2 and isinstance(args[1], Dt) and {args[0].dtype, args[1].name} & {"int64", "float64"}:
         return "int64/float64 are 4-byte int32/float32 here: view(dtype) reinterprets 4 bytes"
+    if mismatch and len(args) == 2 and isinstance(args[1], Dt) and args[0].dtype in FLOATS and np.isnan(args[0].a).any():
+        # torch's float64 -> bf16 cast made 0xFFFF NaNs, pyrite stores 0x7FC0: the bits differ
+        return "a NaN's bit pattern is not kept (pyrite stores the canonical NaN)"
     if t_exc is not None and p_exc is None and "missing 1 required positional" in str(t_exc):
         # x.permute() / x.expand() / x.repeat() of a 0-d tensor: the identity here (internal
         # callers spread a 0-d tensor's empty shape), torch wants an argument
@@ -1279,6 +1290,8 @@ def _mm_allow(args, kwargs, t_exc, p_exc, mismatch):
     if "bfloat16" in kinds and len(kinds) > 1 and (t_exc is not None and p_exc is None or mismatch and "dtype" in mismatch):
         # ops/fallback.py widens bf16 to f32 before the kernel's dtype check sees it
         return "pyrite's matmul takes bfloat16 with float32 (the bf16 operand is widened)"
+    if p_exc is not None and t_exc is None and "same dtype" in str(p_exc) and any(isinstance(a, Arg) and 0 in a.a.shape for a in args):
+        return "torch checks the operands' dtypes only when the product has terms (K = 0 here)"
     if p_exc is not None and t_exc is None and kinds == {"bool"}:
         return "pyrite's matmul family has no bool kernel (torch CPU runs a few bool cases: inner, K=0)"
     return None
@@ -1366,7 +1379,9 @@ add("cdist", lambda L, a, b, **kw: L.cdist(a, b, **kw), _cdist_gen, tol=Tol(ulps
 
 
 # ---- nn.functional: losses ------------------------------------------------------------------
-LOSS_TOL = Tol(ulps=64, atol=2.0**-18, sum_terms=True)
+# u_out=8: a loss of differences (triplet: d(a, p) - d(a, n) + margin) stores each step in a
+# float16 result, so its roundings are of the intermediate magnitudes
+LOSS_TOL = Tol(ulps=64, atol=2.0**-18, sum_terms=True, u_out=8)
 REDUCTIONS = ("mean", "sum", "none")
 
 

@@ -21,7 +21,7 @@ import pytest
 from tests.sweep_harness import run_case
 from tests.sweep_ops import OPS
 
-CASES = int(os.environ.get("PYRITE_SWEEP_CASES", "6"))
+CASES = int(os.environ.get("PYRITE_SWEEP_CASES", "10"))
 
 
 def case_rng(name: str, i: int):
@@ -144,8 +144,9 @@ BEHAVIOURS = {
     "in": lambda L: [2 in L.arange(3), 5 in L.arange(3)],
     "numpy scalar on the left": lambda L: [np.float32(2) * L.ones(2), L.ones(2, dtype=L.float16) * np.float64(2)],
 }
-# where pyrite documents a difference, the reason
-BEHAVIOUR_ALLOW = {}
+# torch warns these once a process (TORCH_WARN_ONCE), so after the sweep has run them torch is
+# silent: pyrite's warning is checked against the first time's
+WARN_ONCE = {"x.T of 1-D warns", "x.T of 0-D warns", "a list of lists indexes as a tuple", "a list of 0-d tensors indexes as a tuple"}
 
 
 @pytest.mark.parametrize("name", list(BEHAVIOURS), ids=list(BEHAVIOURS))
@@ -160,7 +161,10 @@ def test_behaviour(name):
         assert _same_error(t, p), f"torch {t}, pyrite {p}"
     else:
         assert p == t, f"\ntorch  {t}\npyrite {p}"
-    assert pw == tw, f"warnings: torch {tw}, pyrite {pw}"
+    if name in WARN_ONCE:
+        assert pw == ["UserWarning"], f"warnings: pyrite {pw}"
+    else:
+        assert pw == tw, f"warnings: torch {tw}, pyrite {pw}"
 
 
 def main(argv):

@@ -236,6 +236,10 @@ def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
 def _value(value, dtype) -> Tensor:
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, (int, float, bool, np.number, np.bool_)):
+        from .casts import fill_value
+
+        value = fill_value(value, dtype)  # torch: x[i] = -3.1 into uint8 overflows, as fill_
     return _host(np.asarray(value), dtype)
 
 

@@ -56,8 +56,10 @@ def pad(input, pad, mode="constant", value=None):
         for d, lft, rgt in pairs:
             shape[d] += lft + rgt
         out = empty(tuple(shape), x.dtype)
-        # F.pad's value is a float (torch: -2 into uint8 overflows rather than wrapping)
-        fill_(out, 0 if value is None else float(value))
+        # F.pad's value is a float (torch: -2 into uint8 overflows rather than wrapping);
+        # with nothing to pad torch never uses it
+        if any(lft or rgt for _, lft, rgt in pairs):
+            fill_(out, 0 if value is None else float(value))
         inner = out
         for d, lft, _ in pairs:
             inner = narrow(inner, d, lft, x._shape[d])

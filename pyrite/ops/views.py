@@ -594,7 +594,10 @@ def setitem(x: Tensor, index, value):
         lead = value.ndim - target.ndim
         if all(d == 1 for d in value._shape[:lead]):
             value = value._view(value._shape[lead:], value._strides[lead:], value._offset)
-    target.copy_(value)
+    if isinstance(value, Tensor):
+        target.copy_(value)
+    else:
+        target.fill_(value)  # a number: fill_'s range check, as torch (copy_ of one casts)
 
 
 __all__ = [
