@@ -1953,3 +1953,139 @@ def _trapezoid_allow(args, kwargs, t_exc, p_exc, mismatch):
 add("trapezoid", lambda L, x: L.trapezoid(x), _square_gen, tol=SUMT, n_terms=lambda a, k: 8, allow=_trapezoid_allow)
 add("cumulative_trapezoid", lambda L, x: L.cumulative_trapezoid(x), _square_gen, tol=SUMT, n_terms=lambda a, k: 8)
 add("histogram", lambda L, x: L.histogram(x.float().flatten(), bins=4), _square_gen, tol=Tol(ulps=8, atol=2.0**-18))
+
+
+# ---- more nn.functional: ctc, grid sampling, unpooling ------------------------------------------
+def _ctc_gen(rng, i):
+    t, n, c = int(rng.choice((1, 3, 6, 9))), int(rng.choice((1, 2, 3))), int(rng.choice((2, 3, 5)))
+    logits = rng.standard_normal((t, n, c))
+    lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    s = int(rng.integers(0, max(1, t // 2) + 1))
+    targets = rng.integers(1, c, size=(n, s))
+    in_len = rng.integers(max(1, s), t + 1, size=(n,)) if t >= max(1, s) else np.full((n,), t)
+    tg_len = rng.integers(0, s + 1, size=(n,))
+    kw = {"reduction": REDUCTIONS[i % 3], "zero_infinity": bool((i // 3) % 2), "blank": 0}
+    dt = pick(rng, ("float32", "float64"))
+    return [Arg(lp, dt), Arg(targets.astype(np.int64), "int64"), Arg(in_len.astype(np.int64), "int64"), Arg(tg_len.astype(np.int64), "int64")], kw
+
+
+add("F.ctc_loss", lambda L, lp, tg, il, tl, **kw: F(L).ctc_loss(lp, tg, il, tl, **kw), _ctc_gen, tol=Tol(ulps=256, atol=2.0**-14, sum_terms=True), n_terms=lambda a, k: 16)
+
+
+def _grid_gen(rng, i):
+    nd = 2 if i % 3 else 3
+    n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3)))
+    sp = tuple(int(rng.choice((1, 2, 4, 5))) for _ in range(nd))
+    out = tuple(int(rng.choice((1, 2, 3))) for _ in range(nd))
+    x = arg(rng, (n, c) + sp, pick(rng, ("float32", "float64")), Dom(-2, 2, specials=0))
+    grid = Arg(rng.uniform(-1.2, 1.2, size=(n,) + out + (nd,)), "float32")
+    modes = ("bilinear", "nearest", "bicubic") if nd == 2 else ("bilinear", "nearest")
+    kw = {"mode": modes[i % len(modes)], "padding_mode": ("zeros", "border", "reflection")[(i // 3) % 3], "align_corners": bool((i // 9) % 2)}
+    return [x, grid], kw
+
+
+add("F.grid_sample", lambda L, x, g, **kw: F(L).grid_sample(x, g.to(x.dtype), **kw), _grid_gen, tol=Tol(ulps=256, atol=2.0**-14, sum_terms=True), n_terms=lambda a, k: 16)
+
+
+def _affine_gen(rng, i):
+    nd = 2 if i % 2 else 3
+    n = int(rng.choice((1, 2)))
+    theta = Arg(rng.uniform(-1, 1, size=(n, nd, nd + 1)), "float32")
+    size = (n, int(rng.choice((1, 3)))) + tuple(int(rng.choice((1, 2, 4))) for _ in range(nd))
+    return [theta, size], {"align_corners": bool((i // 2) % 2)}
+
+
+add("F.affine_grid", lambda L, th, s, **kw: F(L).affine_grid(th, s, **kw), _affine_gen, tol=Tol(ulps=16, atol=2.0**-18, sum_terms=True), n_terms=lambda a, k: 4)
+
+
+def _unpool_gen(rng, i):
+    n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3)))
+    h, w = int(rng.choice((2, 4, 5))), int(rng.choice((2, 4, 6)))
+    return [arg(rng, (n, c, h, w), pick(rng, ("float32", "float64")), Dom(-2, 2, specials=0)), int(rng.choice((2, 3)))], {}
+
+
+def _unpool(L, x, k):
+    y, idx = F(L).max_pool2d(x, k, return_indices=True)
+    return F(L).max_unpool2d(y, idx, k, output_size=x.shape[-2:])
+
+
+add("F.max_unpool2d(max_pool2d)", _unpool, _unpool_gen, tol=EXACT)
+add("F.channel_shuffle", lambda L, x, k: F(L).channel_shuffle(x.repeat(1, k, 1, 1), k), _unpool_gen, tol=EXACT)
+
+
+# ---- in-place and accumulation forms --------------------------------------------------------------
+def _acc_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)), zero=0.02)
+    dt = DTYPES[i % len(DTYPES)]
+    x = arg(rng, s, dt, lay=False)
+    n = s[0]
+    k = int(rng.integers(0, 6))
+    idx = rng.integers(0, max(n, 1), size=(k,)) if n else np.zeros((0,), np.int64)
+    src = arg(rng, (k,) + s[1:], dt)
+    return [x, Arg(idx.astype(np.int64), "int64"), src], {}
+
+
+add("index_add_", lambda L, x, i, s: (lambda y: (y.index_add_(0, i, s, alpha=2) is y, y))(x.clone()), _acc_gen, tol=Tol(ulps=8, sum_terms=True))
+add("scatter_add_(1-D index)", lambda L, x, i, s: (lambda y: y.scatter_add_(0, i.reshape((-1,) + (1,) * (x.dim() - 1)).expand(i.shape[0], *x.shape[1:]) if x.dim() > 1 else i, s))(x.clone()), _acc_gen, tol=Tol(ulps=8, sum_terms=True))
+add("index_put_(accumulate)", lambda L, x, i, s: x.clone().index_put_((i,), s, accumulate=True), _acc_gen, tol=Tol(ulps=8, sum_terms=True))
+add("masked_scatter_", lambda L, x, i, s: x.clone().masked_scatter_(x.clone().bool() if x.dtype != L.bool else x.clone(), L.ones(x.numel(), dtype=x.dtype)), _acc_gen, tol=EXACT)
+
+
+# ---- keyword and NumPy spellings ------------------------------------------------------------
+def _kw_gen(rng, i):
+    s = shape(rng, ndim=int(rng.integers(1, 4)), zero=0.02)
+    return [arg(rng, s, DTYPES[i % len(DTYPES)]), int(rng.integers(-len(s), len(s)))], {}
+
+
+KW_FORMS = [
+    ("x.sum(dim=, keepdim=)", lambda L, x, d: x.sum(dim=d, keepdim=True)),
+    ("x.sum(axis=, keepdims=)", lambda L, x, d: x.sum(axis=d, keepdims=True)),
+    ("x.mean(axis=)", lambda L, x, d: x.float().mean(axis=d)),
+    ("x.max(dim=)", lambda L, x, d: x.max(dim=d)),
+    ("x.argmax(axis=)", lambda L, x, d: x.float().argmax(axis=d)),
+    ("x.transpose(dim0=, dim1=)", lambda L, x, d: x.transpose(dim0=d, dim1=0)),
+    ("x.flip(dims=)", lambda L, x, d: x.flip(dims=(d,))),
+    ("x.permute(dims=)", lambda L, x, d: x.permute(dims=tuple(reversed(range(x.dim()))))),
+    ("x.reshape(shape=)", lambda L, x, d: x.reshape(shape=(-1,))),
+    ("x.view(-1)", lambda L, x, d: x.contiguous().view(-1)),
+    ("x.view(size=)", lambda L, x, d: x.contiguous().view(size=(x.numel(),))),
+    ("x.repeat(sizes)", lambda L, x, d: x.repeat((2,) * x.dim())),
+    ("x.unsqueeze(dim=)", lambda L, x, d: x.unsqueeze(dim=d)),
+    ("x.squeeze(dim=)", lambda L, x, d: x.squeeze(dim=d)),
+    ("x.cumsum(dim=)", lambda L, x, d: x.cumsum(dim=d)),
+    ("x.softmax(dim=)", lambda L, x, d: x.float().softmax(dim=d)),
+    ("x.std(dim=, unbiased=)", lambda L, x, d: x.float().std(dim=d, unbiased=False)),
+    ("x.var(d, True)", lambda L, x, d: x.float().var(d, True)),
+    ("x.topk(k=, dim=)", lambda L, x, d: x.float().topk(k=min(1, x.shape[d]), dim=d)),
+    ("x.sort(dim=, descending=)", lambda L, x, d: x.float().sort(dim=d, descending=True, stable=True)),
+    ("x.split(split_size=, dim=)", lambda L, x, d: x.split(split_size=2, dim=d)),
+    ("x.chunk(chunks=, dim=)", lambda L, x, d: x.chunk(chunks=2, dim=d)),
+    ("x.narrow(dim=, start=, length=)", lambda L, x, d: x.narrow(dim=d, start=0, length=min(1, x.shape[d]))),
+    ("x.index_select(dim=, index=)", lambda L, x, d: x.index_select(dim=d, index=L.zeros(1, dtype=L.long)) if x.shape[d] else x),
+    ("x.masked_fill(mask=, value=)", lambda L, x, d: x.masked_fill(mask=x != 0, value=1)),
+    ("x.clamp(min=, max=)", lambda L, x, d: x.float().clamp(min=-1, max=1)),
+    ("x.to(dtype=)", lambda L, x, d: x.to(dtype=L.float16)),
+    ("x.type_as(y)", lambda L, x, d: x.type_as(L.ones(1, dtype=L.int8))),
+    ("x.new_zeros/new_full", lambda L, x, d: (x.new_zeros((2, d + 3)), x.new_full((2,), 3), x.new_ones(3))),
+    ("L.zeros_like(dtype=)", lambda L, x, d: (L.zeros_like(x, dtype=L.float16), L.ones_like(x), L.full_like(x, 2), L.empty_like(x).shape)),
+    ("x.expand(*size)", lambda L, x, d: x.expand(2, *x.shape)),
+    ("x.size(dim=)", lambda L, x, d: x.size(dim=d)),
+    ("x.stride(dim=)", lambda L, x, d: x.contiguous().stride(dim=d)),
+]
+for _name, _f in KW_FORMS:
+    add(_name, _f, _kw_gen, tol=Tol(ulps=32, atol=2.0**-18, sum_terms=True), n_terms=lambda a, k: max(1, a[0].a.size), check=(lambda t, p, a, k, tol, inp: check_index_ties(t, p, a, {"dim": a[1]}, tol, inp)) if "topk" in _name else None)
+
+
+def _full_infer_gen(rng, i):
+    return [pick(rng, ((2,), (3, 1), ())), pick(rng, (1, 2.5, True, -7, 0.0, np.float32(1.5), np.int64(3)))], {}
+
+
+add("full() infers the fill's dtype", lambda L, s, v: L.full(s, v), _full_infer_gen, tol=EXACT)
+add("tensor() infers", lambda L, s, v: (L.tensor(v), L.tensor([v, v]), L.as_tensor([v]), L.scalar_tensor(v) if hasattr(L, "scalar_tensor") else None), _full_infer_gen, tol=EXACT)
+
+
+def _rand_gen(rng, i):
+    return [pick(rng, ((2, 3), (0,), (5,), ())), i], {}
+
+
+add("randn/rand/randint shapes and dtypes", lambda L, s, i: [(t.dtype, t.shape) for t in (L.randn(s), L.rand(*s) if s else L.rand(()), L.randint(0, 5, s), L.randint(3, s, dtype=L.int8), L.randn(s, dtype=L.float16), L.randperm(4), L.rand_like(L.ones(s)), L.randint_like(L.ones(s), 4), L.normal(0.0, 1.0, size=s))] + [bool((L.randint(2, 7, (50,)) >= 2).all()), bool((L.rand(50) < 1).all())], _rand_gen, tol=EXACT)

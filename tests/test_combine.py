@@ -250,3 +250,8 @@ def test_sweep_cat_of_mixed_ranks():
         pr.cat([pr.ones(2, 2), pr.ones(2)], 1)
     with pytest.raises(RuntimeError, match="overflow"):  # F.pad's value is a float
         pr.nn.functional.pad(pr.ones(2, 2, dtype=pr.uint8), (1, 1), value=-2)
+
+
+def test_sweep_pad_without_padding_ignores_the_value():
+    x = pr.ones(1, 1, 5, 1, dtype=pr.uint8)
+    assert pr.nn.functional.pad(x, (0, 0), value=-2).tolist() == x.tolist()

@@ -515,3 +515,13 @@ def test_sweep_empty_setitem_still_checks_the_value_shape():
 def test_sweep_scatter_reduce_mean_of_bool_refused():
     with pytest.raises(TypeError, match="bool"):
         pr.zeros(3, dtype=pr.bool).scatter_reduce_(0, pr.tensor([0]), pr.ones(1, dtype=pr.bool), "mean")
+
+
+def test_sweep_setitem_of_a_number_checks_its_range():
+    # torch fills x[i] = v as fill_ does: -3.1 does not fit a uint8 (copy_ of a number casts)
+    for index in (0, pr.tensor([0]), slice(None), ()):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            pr.tensor([1, 2], dtype=pr.uint8)[index] = -3.1
+    x = pr.tensor([1, 2], dtype=pr.uint8)
+    x[0] = -1  # an int in -255..255 wraps, as torch
+    assert x.tolist() == [255, 2]

@@ -327,3 +327,8 @@ def test_sweep_size_and_scalars():
     assert pr.ones(2).type("torch.cuda.LongTensor").dtype is pr.int64
     with pytest.raises(RuntimeError, match="cannot be converted"):
         pr.ones(2).item()
+
+
+def test_sweep_empty_tensors_are_contiguous():
+    x = pr.zeros(2, 0, 11, 6)[..., ::3]
+    assert x.is_contiguous() and x.contiguous().shape == (2, 0, 11, 2)

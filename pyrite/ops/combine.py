@@ -602,8 +602,13 @@ __all__ = [
     "vstack",
 ]
 
+def _split_method(self, split_size, dim=0):
+    """Tensor.split(split_size, dim): the method's argument name is torch's `split_size`."""
+    return split(self, split_size, dim)
+
+
 METHODS = {
-    "split": split,
+    "split": _split_method,
     "split_with_sizes": split_with_sizes,
     "tensor_split": tensor_split,
     "chunk": chunk,
