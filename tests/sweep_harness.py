@@ -254,11 +254,19 @@ def layout(rng, a: np.ndarray, p=0.45):
             perm = perm[::-1]
         return a, ("p", perm)
     if kind == "s":
-        return a, ("s", int(rng.integers(0, a.ndim)), int(rng.integers(2, 4)), int(rng.integers(0, 3)))
+        return a, (
+            "s",
+            int(rng.integers(0, a.ndim)),
+            int(rng.integers(2, 4)),
+            int(rng.integers(0, 3)),
+        )
     dims = [d for d in range(a.ndim) if a.shape[d] > 1]
     if not dims:
         return a, ("c",)
-    chosen = tuple(int(d) for d in rng.choice(dims, size=min(len(dims), int(rng.integers(1, 3))), replace=False))
+    chosen = tuple(
+        int(d)
+        for d in rng.choice(dims, size=min(len(dims), int(rng.integers(1, 3))), replace=False)
+    )
     base = a[tuple(slice(0, 1) if d in chosen else slice(None) for d in range(a.ndim))]
     return np.broadcast_to(base, a.shape).copy(), ("e", chosen)
 
@@ -395,11 +403,17 @@ def compare(t_out, p_out, tol: Tol, inputs, ref64=None, path="out", n_terms=1):
         return
     if isinstance(t_out, (tuple, list)):
         if not isinstance(p_out, (tuple, list)) or len(p_out) != len(t_out):
-            raise Mismatch(f"{path}: torch gives {type(t_out).__name__} of {len(t_out)}, pyrite {p_out!r:.200}")
+            raise Mismatch(
+                f"{path}: torch gives {type(t_out).__name__} of {len(t_out)}, pyrite {p_out!r:.200}"
+            )
         for name in getattr(t_out, "_fields", ()):
             if not hasattr(p_out, name):
                 raise Mismatch(f"{path}: pyrite's result has no field .{name}")
-        r64 = ref64 if isinstance(ref64, (tuple, list)) and len(ref64) == len(t_out) else [None] * len(t_out)
+        r64 = (
+            ref64
+            if isinstance(ref64, (tuple, list)) and len(ref64) == len(t_out)
+            else [None] * len(t_out)
+        )
         for i, (tv, pv, rv) in enumerate(zip(t_out, p_out, r64)):
             compare(tv, pv, tol, inputs, rv, f"{path}[{i}]", n_terms)
         return
@@ -481,7 +495,9 @@ def run_case(op: Op, rng, i: int) -> Outcome:
     try:
         return _run_case(op, rng, i)
     except Exception as e:  # noqa: BLE001
-        return Outcome(op.name, i, "FAIL", f"reading pyrite's result raised {type(e).__name__}: {str(e)[:300]}")
+        return Outcome(
+            op.name, i, "FAIL", f"reading pyrite's result raised {type(e).__name__}: {str(e)[:300]}"
+        )
 
 
 def _call(L, op, args, kwargs):
@@ -550,7 +566,12 @@ def _run_case(op: Op, rng, i: int) -> Outcome:
         if _as_documented(op, args, kwargs, p_out, inputs, n_terms):
             return Outcome(op.name, i, "allowed", DOCUMENTED)
         if _torch_layout_bug(op, args, kwargs, p_out, inputs, n_terms):
-            return Outcome(op.name, i, "allowed", "torch's result depends on the layout (a torch bug); pyrite matches torch on contiguous inputs")
+            return Outcome(
+                op.name,
+                i,
+                "allowed",
+                "torch's result depends on the layout (a torch bug); pyrite matches torch on contiguous inputs",
+            )
         try:
             a64, k64 = args_in_f64(args), args_in_f64(kwargs)
             with warnings.catch_warnings():
@@ -747,4 +768,6 @@ def check_index_ties(t_out, p_out, args, kwargs, tol, inputs):
         want = want.unsqueeze(d)
     same = (got == want) | (got.isnan() & want.isnan())
     if not bool(same.all()):
-        raise Mismatch(f"indices: pyrite's pick {got.flatten()[:6].tolist()}, values {want.flatten()[:6].tolist()}")
+        raise Mismatch(
+            f"indices: pyrite's pick {got.flatten()[:6].tolist()}, values {want.flatten()[:6].tolist()}"
+        )

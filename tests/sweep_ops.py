@@ -14,8 +14,6 @@ import numpy as np
 
 from tests.sweep_harness import (
     DTYPES,
-    check_index_ties,
-    compare,
     FLOATS,
     INTS,
     Arg,
@@ -25,7 +23,8 @@ from tests.sweep_harness import (
     Tol,
     arg,
     broadcast_partner,
-    layout,
+    check_index_ties,
+    compare,
     pick,
     shape,
     values,
@@ -127,12 +126,32 @@ for _name, _dom, _tol in UNARY:
         tol=_tol,
     )
 
-INPLACE_UNARY = ["abs", "neg", "exp", "log", "sqrt", "sin", "floor", "round", "sigmoid", "relu", "reciprocal", "trunc", "sign", "tanh", "clamp_min_"]
+INPLACE_UNARY = [
+    "abs",
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "floor",
+    "round",
+    "sigmoid",
+    "relu",
+    "reciprocal",
+    "trunc",
+    "sign",
+    "tanh",
+    "clamp_min_",
+]
 
 
 def _inplace(L, x, n):
     y = x.clone() if n.endswith("_c") else x
-    r = getattr(y, n.rstrip("c").rstrip("_") + "_")() if not n.startswith("clamp") else y.clamp_min_(0.5)
+    r = (
+        getattr(y, n.rstrip("c").rstrip("_") + "_")()
+        if not n.startswith("clamp")
+        else y.clamp_min_(0.5)
+    )
     return r is y, y
 
 
@@ -147,8 +166,11 @@ for _name in INPLACE_UNARY:
 add(
     "round(decimals)",
     lambda L, x, d: L.round(x, decimals=d),
-    lambda rng, i: ([arg(rng, shape(rng), pick(rng, FLOATS), Dom(-100, 100))], {}) if False else
-    ([arg(rng, shape(rng), FLOATS[i % 4], Dom(-100, 100)), int(rng.integers(-2, 4))], {}),
+    lambda rng, i: (
+        ([arg(rng, shape(rng), pick(rng, FLOATS), Dom(-100, 100))], {})
+        if False
+        else ([arg(rng, shape(rng), FLOATS[i % 4], Dom(-100, 100)), int(rng.integers(-2, 4))], {})
+    ),
     tol=Tol(ulps=8, atol=2.0**-14),
 )
 add(
@@ -218,8 +240,20 @@ def _softmax_terms(args, kwargs):
 
 
 for _name in ("softmax", "log_softmax", "softmin"):
-    add(f"F.{_name}", lambda L, x, _n=_name, **kw: getattr(F(L), _n)(x, **kw), _softmax_gen, tol=SOFTMAX_TOL, n_terms=_softmax_terms)
-add("Tensor.softmax", lambda L, x, **kw: x.softmax(**kw), _softmax_gen, tol=SOFTMAX_TOL, n_terms=_softmax_terms)
+    add(
+        f"F.{_name}",
+        lambda L, x, _n=_name, **kw: getattr(F(L), _n)(x, **kw),
+        _softmax_gen,
+        tol=SOFTMAX_TOL,
+        n_terms=_softmax_terms,
+    )
+add(
+    "Tensor.softmax",
+    lambda L, x, **kw: x.softmax(**kw),
+    _softmax_gen,
+    tol=SOFTMAX_TOL,
+    n_terms=_softmax_terms,
+)
 
 
 def _glu_gen(rng, i):
@@ -313,7 +347,11 @@ BINARY = [
     ("bitwise_right_shift", Dom(ilo=0, ihi=9), EXACT),
     ("copysign", Dom(nan=False), EXACT),  # a NaN's sign: torch's f64 -> bf16 cast gives -NaN
     ("nextafter", Dom(), EXACT),
-    ("xlogy", Dom(-1, 5), Tol(ulps=16, atol=2.0**-16)),  # x·log y: log's 2^-21 absolute, times |x| <= 20
+    (
+        "xlogy",
+        Dom(-1, 5),
+        Tol(ulps=16, atol=2.0**-16),
+    ),  # x·log y: log's 2^-21 absolute, times |x| <= 20
     ("ldexp", Dom(-3, 3, ilo=-5, ihi=5), U),
     ("heaviside", Dom(-1, 1), EXACT),
     ("gcd", Dom(ilo=-30, ihi=30), EXACT),
@@ -323,6 +361,8 @@ BINARY = [
     ("isclose", Dom(-1, 1), EXACT),
     ("rsub", Dom(), U),
 ]
+
+
 def _f64_values_differ(args, kwargs, t_exc, p_exc, mismatch):
     if mismatch and any(isinstance(a, Arg) and a.dtype == "float64" for a in args):
         return "float64 is float32 here: nextafter steps by a float32 ulp"
@@ -331,7 +371,12 @@ def _f64_values_differ(args, kwargs, t_exc, p_exc, mismatch):
 
 def _heaviside_allow(args, kwargs, t_exc, p_exc, mismatch):
     kinds = {a.dtype for a in args if isinstance(a, Arg)}
-    if t_exc is not None and p_exc is None and "bfloat16" in kinds and "different dtypes" in str(t_exc):
+    if (
+        t_exc is not None
+        and p_exc is None
+        and "bfloat16" in kinds
+        and "different dtypes" in str(t_exc)
+    ):
         return "pyrite's heaviside sees a bfloat16 operand widened to float32 (ops/fallback.py), so bf16 with f32 passes its one-dtype check"
     return None
 
@@ -345,7 +390,20 @@ for _name, _dom, _tol in BINARY:
         allow={"nextafter": _f64_values_differ, "heaviside": _heaviside_allow}.get(_name),
     )
 
-METHOD_BINARY = ["add", "sub", "mul", "div", "pow", "remainder", "maximum", "eq", "lt", "bitwise_and", "fmod", "floor_divide"]
+METHOD_BINARY = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "remainder",
+    "maximum",
+    "eq",
+    "lt",
+    "bitwise_and",
+    "fmod",
+    "floor_divide",
+]
 for _name in METHOD_BINARY:
     _dom = dict((n, d) for n, d, _ in BINARY)[_name]
     _tol = dict((n, t) for n, _, t in BINARY)[_name]
@@ -398,7 +456,12 @@ INPLACE_BINARY = [
     ("pow_", lambda a, b: a.pow_(b), Dom(0, 2, ilo=0, ihi=4), Tol(ulps=32, atol=2.0**-20)),
     ("clamp_", lambda a, b: a.clamp_(min=b), Dom(), EXACT),
     ("copy_", lambda a, b: a.copy_(b), Dom(), EXACT),
-    ("masked_fill_", lambda a, b: a.masked_fill_(a.bool(), b) if not hasattr(b, "shape") or b.dim() == 0 else a, Dom(), EXACT),
+    (
+        "masked_fill_",
+        lambda a, b: a.masked_fill_(a.bool(), b) if not hasattr(b, "shape") or b.dim() == 0 else a,
+        Dom(),
+        EXACT,
+    ),
     ("&=", lambda a, b: a.__iand__(b), Dom(), EXACT),
     ("|=", lambda a, b: a.__ior__(b), Dom(), EXACT),
     ("//=", lambda a, b: a.__ifloordiv__(b), Dom(-9, 9), Tol(ulps=4, atol=1e-6)),
@@ -423,7 +486,11 @@ def _bool_pow_allow(args, kwargs, t_exc, p_exc, mismatch):
 
 
 def _masked_fill_allow(args, kwargs, t_exc, p_exc, mismatch):
-    if p_exc is not None and t_exc is None and "more than one element of the written-to tensor" in str(p_exc):
+    if (
+        p_exc is not None
+        and t_exc is None
+        and "more than one element of the written-to tensor" in str(p_exc)
+    ):
         # torch writes the aliases of an expanded view in an unspecified order; pyrite
         # refuses it as it refuses every computed write into one (ops/core.check_writable)
         return "pyrite refuses masked_fill_ into an expanded view (torch writes its aliases)"
@@ -431,7 +498,13 @@ def _masked_fill_allow(args, kwargs, t_exc, p_exc, mismatch):
 
 
 for _name, _f, _dom, _tol in INPLACE_BINARY:
-    add(f"a{_name}", _inplace_binary(_f), binary_gen(_dom), tol=_tol, allow={"pow_": _bool_pow_allow, "masked_fill_": _masked_fill_allow}.get(_name))
+    add(
+        f"a{_name}",
+        _inplace_binary(_f),
+        binary_gen(_dom),
+        tol=_tol,
+        allow={"pow_": _bool_pow_allow, "masked_fill_": _masked_fill_allow}.get(_name),
+    )
 
 
 def _alpha_gen(rng, i):
@@ -449,7 +522,12 @@ def _div_mode_gen(rng, i):
     return [a, b], {"rounding_mode": (None, "trunc", "floor")[i % 3]}
 
 
-add("div(rounding_mode)", lambda L, a, b, **kw: L.div(a, b, **kw), _div_mode_gen, tol=Tol(ulps=4, atol=1e-6))
+add(
+    "div(rounding_mode)",
+    lambda L, a, b, **kw: L.div(a, b, **kw),
+    _div_mode_gen,
+    tol=Tol(ulps=4, atol=1e-6),
+)
 
 
 def ternary_gen(dom=Dom(), dtypes=FLOATS + ("int32", "bool", "uint8")):
@@ -467,9 +545,24 @@ def ternary_gen(dom=Dom(), dtypes=FLOATS + ("int32", "bool", "uint8")):
 
 
 add("lerp", lambda L, a, b, w: L.lerp(a, b, w), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
-add("lerp(scalar)", lambda L, a, b, w: L.lerp(a, b, 0.3), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
-add("addcmul", lambda L, a, b, c: L.addcmul(a, b, c, value=0.5), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
-add("addcdiv", lambda L, a, b, c: L.addcdiv(a, b, c, value=-2), ternary_gen(), tol=Tol(ulps=8, atol=2.0**-20))
+add(
+    "lerp(scalar)",
+    lambda L, a, b, w: L.lerp(a, b, 0.3),
+    ternary_gen(),
+    tol=Tol(ulps=8, atol=2.0**-20),
+)
+add(
+    "addcmul",
+    lambda L, a, b, c: L.addcmul(a, b, c, value=0.5),
+    ternary_gen(),
+    tol=Tol(ulps=8, atol=2.0**-20),
+)
+add(
+    "addcdiv",
+    lambda L, a, b, c: L.addcdiv(a, b, c, value=-2),
+    ternary_gen(),
+    tol=Tol(ulps=8, atol=2.0**-20),
+)
 
 
 def _where_gen(rng, i):
@@ -490,7 +583,13 @@ def _where_allow(args, kwargs, t_exc, p_exc, mismatch):
 
 
 add("where", lambda L, c, a, b: L.where(c, a, b), _where_gen, tol=EXACT, allow=_where_allow)
-add("Tensor.where", lambda L, c, a, b: a.where(c, b) if hasattr(a, "where") else L.where(c, a, b), _where_gen, tol=EXACT, allow=_where_allow)
+add(
+    "Tensor.where",
+    lambda L, c, a, b: a.where(c, b) if hasattr(a, "where") else L.where(c, a, b),
+    _where_gen,
+    tol=EXACT,
+    allow=_where_allow,
+)
 add("where(cond)", lambda L, c, a, b: L.where(c), _where_gen, tol=EXACT)
 
 
@@ -530,7 +629,12 @@ def _cast_gen(rng, i):
 add("Tensor.to(dtype)", lambda L, x, d: x.to(d), _cast_gen, tol=EXACT)
 add("Tensor.type(dtype)", lambda L, x, d: x.type(d), _cast_gen, tol=EXACT)
 for _m in ("float", "half", "bfloat16", "int", "long", "bool", "byte", "char", "short", "double"):
-    add(f"Tensor.{_m}()", lambda L, x, _m=_m: getattr(x, _m)(), unary_gen(Dom(-100, 100, specials=0, ilo=-100, ihi=100)), tol=EXACT)
+    add(
+        f"Tensor.{_m}()",
+        lambda L, x, _m=_m: getattr(x, _m)(),
+        unary_gen(Dom(-100, 100, specials=0, ilo=-100, ihi=100)),
+        tol=EXACT,
+    )
 
 
 # ---- reductions -----------------------------------------------------------------------------
@@ -571,7 +675,15 @@ def _red_terms(args, kwargs):
         return 1
 
 
-def red_gen(dtypes=DTYPES, dom=Dom(-2, 2), tuple_ok=True, none_ok=True, keepdim=True, dtype_kw=False, extra=None):
+def red_gen(
+    dtypes=DTYPES,
+    dom=Dom(-2, 2),
+    tuple_ok=True,
+    none_ok=True,
+    keepdim=True,
+    dtype_kw=False,
+    extra=None,
+):
     def gen(rng, i):
         dt = dtypes[i % len(dtypes)]
         s = shape(rng, max_ndim=4)
@@ -600,7 +712,11 @@ REDUCE = [
     ("nansum", red_gen(dtype_kw=True, dom=Dom(-2, 2, specials=0.1)), SUMT),
     ("mean", red_gen(dtype_kw=True), SUMT),
     ("nanmean", red_gen(FLOATS, dom=Dom(-2, 2, specials=0.1), dtype_kw=True), SUMT),
-    ("prod", red_gen(dom=Dom(0.5, 1.5, ilo=-3, ihi=3), tuple_ok=False, dtype_kw=True), Tol(ulps=64, sum_terms=True)),
+    (
+        "prod",
+        red_gen(dom=Dom(0.5, 1.5, ilo=-3, ihi=3), tuple_ok=False, dtype_kw=True),
+        Tol(ulps=64, sum_terms=True),
+    ),
     ("amax", red_gen(), EXACT),
     ("amin", red_gen(), EXACT),
     ("max", red_gen(tuple_ok=False), EXACT),
@@ -611,22 +727,56 @@ REDUCE = [
     ("any", red_gen(), EXACT),
     ("count_nonzero", red_gen(keepdim=False), EXACT),
     ("aminmax", red_gen(tuple_ok=False), EXACT),
-    ("logsumexp", red_gen(FLOATS + ("int32",), dom=Dom(-5, 5), none_ok=False), Tol(ulps=32, sum_terms=True)),
+    (
+        "logsumexp",
+        red_gen(FLOATS + ("int32",), dom=Dom(-5, 5), none_ok=False),
+        Tol(ulps=32, sum_terms=True),
+    ),
     ("median", red_gen(tuple_ok=False, dom=Dom(-2, 2, specials=0)), EXACT),
     ("nanmedian", red_gen(FLOATS, tuple_ok=False, dom=Dom(-2, 2, specials=0.2)), EXACT),
     # a row holding NaN has no defined mode (torch picks NaN or the smallest, by length)
-    ("mode", red_gen(INTS + ("bool", "float32"), tuple_ok=False, none_ok=False, dom=Dom(-2, 2, ilo=-2, ihi=2, nan=False)), EXACT),
-    ("std", red_gen(FLOATS, extra=lambda rng, i: {"correction": pick(rng, (0, 1, 2))} if i % 2 else {"unbiased": bool(i % 4)}), Tol(ulps=32, sum_terms=True)),
-    ("var", red_gen(FLOATS, extra=lambda rng, i: {"correction": pick(rng, (0, 1, 2))} if i % 2 else {}), Tol(ulps=32, sum_terms=True)),
+    (
+        "mode",
+        red_gen(
+            INTS + ("bool", "float32"),
+            tuple_ok=False,
+            none_ok=False,
+            dom=Dom(-2, 2, ilo=-2, ihi=2, nan=False),
+        ),
+        EXACT,
+    ),
+    (
+        "std",
+        red_gen(
+            FLOATS,
+            extra=lambda rng, i: (
+                {"correction": pick(rng, (0, 1, 2))} if i % 2 else {"unbiased": bool(i % 4)}
+            ),
+        ),
+        Tol(ulps=32, sum_terms=True),
+    ),
+    (
+        "var",
+        red_gen(FLOATS, extra=lambda rng, i: {"correction": pick(rng, (0, 1, 2))} if i % 2 else {}),
+        Tol(ulps=32, sum_terms=True),
+    ),
     ("std_mean", red_gen(FLOATS), Tol(ulps=32, sum_terms=True)),
     ("var_mean", red_gen(FLOATS), Tol(ulps=32, sum_terms=True)),
-    ("norm", red_gen(FLOATS, extra=lambda rng, i: {"p": pick(rng, (1, 2, 3, float("inf"), 0.5, "fro"))}), Tol(ulps=32, sum_terms=True)),
+    (
+        "norm",
+        red_gen(FLOATS, extra=lambda rng, i: {"p": pick(rng, (1, 2, 3, float("inf"), 0.5, "fro"))}),
+        Tol(ulps=32, sum_terms=True),
+    ),
 ]
 
 
 def _red(L, x, _n, **kw):
     f = getattr(L, _n)
-    if "dim" in kw and kw["dim"] is None and _n in ("max", "min", "median", "nanmedian", "mode", "argmax", "argmin", "aminmax"):
+    if (
+        "dim" in kw
+        and kw["dim"] is None
+        and _n in ("max", "min", "median", "nanmedian", "mode", "argmax", "argmin", "aminmax")
+    ):
         kw.pop("dim")
         if _n in ("max", "min", "median", "nanmedian"):
             kw.pop("keepdim", None)
@@ -634,9 +784,17 @@ def _red(L, x, _n, **kw):
 
 
 def _red_allow(args, kwargs, t_exc, p_exc, mismatch):
-    if t_exc is not None and p_exc is None and ("must be int, not NoneType" in str(t_exc) or "dim=NoneType" in str(t_exc)):
+    if (
+        t_exc is not None
+        and p_exc is None
+        and ("must be int, not NoneType" in str(t_exc) or "dim=NoneType" in str(t_exc))
+    ):
         return "pyrite takes dim=None (all dims) where torch's overload wants an int (prod)"
-    if t_exc is not None and "doesn't match the broadcast shape" in str(t_exc) and kwargs.get("dim") == ():
+    if (
+        t_exc is not None
+        and "doesn't match the broadcast shape" in str(t_exc)
+        and kwargs.get("dim") == ()
+    ):
         return "torch's logsumexp(dim=()) fails on its own output shape (a torch bug)"
     return None
 
@@ -644,10 +802,20 @@ def _red_allow(args, kwargs, t_exc, p_exc, mismatch):
 TIES = ("median", "nanmedian", "mode")
 for _name, _gen, _tol in REDUCE:
     _chk = check_index_ties if _name in TIES else None
-    add(_name, lambda L, x, _n=_name, **kw: _red(L, x, _n, **kw), _gen, tol=_tol, n_terms=_red_terms, allow=_red_allow, check=_chk)
+    add(
+        _name,
+        lambda L, x, _n=_name, **kw: _red(L, x, _n, **kw),
+        _gen,
+        tol=_tol,
+        n_terms=_red_terms,
+        allow=_red_allow,
+        check=_chk,
+    )
     add(
         f"Tensor.{_name}",
-        lambda L, x, _n=_name, **kw: _red(type("M", (), {_n: staticmethod(lambda x, **k: getattr(x, _n)(**k))}), x, _n, **kw),
+        lambda L, x, _n=_name, **kw: _red(
+            type("M", (), {_n: staticmethod(lambda x, **k: getattr(x, _n)(**k))}), x, _n, **kw
+        ),
         _gen,
         tol=_tol,
         n_terms=_red_terms,
@@ -662,7 +830,13 @@ def _positional_red(rng, i):
     return [arg(rng, s, DTYPES[i % len(DTYPES)]), d, bool(i % 2)], {}
 
 
-add("sum(x, d, keepdim)", lambda L, x, d, k: L.sum(x, d, k), _positional_red, tol=SUMT, n_terms=lambda a, k: max(1, a[0].a.shape[a[1]]))
+add(
+    "sum(x, d, keepdim)",
+    lambda L, x, d, k: L.sum(x, d, k),
+    _positional_red,
+    tol=SUMT,
+    n_terms=lambda a, k: max(1, a[0].a.shape[a[1]]),
+)
 add("x.max(d) positional", lambda L, x, d, k: x.max(d, k), _positional_red, tol=EXACT)
 
 
@@ -697,13 +871,30 @@ for _name, _dom, _tol in [
     if _name in ("cummax", "cummin", "logcumsumexp"):
         _g0 = _g
         _g = lambda rng, i, _g0=_g0: (lambda a, k: (a, {"dim": k["dim"]}))(*_g0(rng, i))
-    add(_name, lambda L, x, _n=_name, **kw: getattr(L, _n)(x, **kw), _g, tol=_tol, n_terms=_scan_terms)
-    add(f"Tensor.{_name}", lambda L, x, _n=_name, **kw: getattr(x, _n)(**kw), _g, tol=_tol, n_terms=_scan_terms)
+    add(
+        _name,
+        lambda L, x, _n=_name, **kw: getattr(L, _n)(x, **kw),
+        _g,
+        tol=_tol,
+        n_terms=_scan_terms,
+    )
+    add(
+        f"Tensor.{_name}",
+        lambda L, x, _n=_name, **kw: getattr(x, _n)(**kw),
+        _g,
+        tol=_tol,
+        n_terms=_scan_terms,
+    )
 
 
 def _quantile_gen(rng, i):
     s = shape(rng, max_ndim=3)
-    x = arg(rng, s, ("float32", "float64", "float16", "int32")[i % 4], Dom(-2, 2, specials=0.05 if i % 3 == 0 else 0))
+    x = arg(
+        rng,
+        s,
+        ("float32", "float64", "float16", "int32")[i % 4],
+        Dom(-2, 2, specials=0.05 if i % 3 == 0 else 0),
+    )
     q = pick(rng, (0.5, 0.0, 1.0, 0.25, "tensor", 1.5))
     if q == "tensor":
         q = Arg(np.sort(rng.random(int(rng.integers(1, 4)))), "float32")
@@ -723,8 +914,20 @@ def _quantile_allow(args, kwargs, t_exc, p_exc, mismatch):
     return None
 
 
-add("quantile", lambda L, x, q, **kw: L.quantile(x, q.to(x.dtype) if hasattr(q, "to") else q, **kw), _quantile_gen, tol=Tol(ulps=16, atol=2.0**-20), allow=_quantile_allow)
-add("nanquantile", lambda L, x, q, **kw: L.nanquantile(x, q.to(x.dtype) if hasattr(q, "to") else q, **kw), _quantile_gen, tol=Tol(ulps=16, atol=2.0**-20), allow=_quantile_allow)
+add(
+    "quantile",
+    lambda L, x, q, **kw: L.quantile(x, q.to(x.dtype) if hasattr(q, "to") else q, **kw),
+    _quantile_gen,
+    tol=Tol(ulps=16, atol=2.0**-20),
+    allow=_quantile_allow,
+)
+add(
+    "nanquantile",
+    lambda L, x, q, **kw: L.nanquantile(x, q.to(x.dtype) if hasattr(q, "to") else q, **kw),
+    _quantile_gen,
+    tol=Tol(ulps=16, atol=2.0**-20),
+    allow=_quantile_allow,
+)
 
 
 # ---- views and rearrangements -----------------------------------------------------------------
@@ -772,61 +975,235 @@ def _dim(rng, s, extra=0):
 
 VIEWS = [
     ("reshape", lambda L, x, t: x.reshape(t), lambda rng, s: ([_reshape_target(rng, s)], {})),
-    ("reshape(*)", lambda L, x, t: x.reshape(*t) if t else x.reshape(()), lambda rng, s: ([_reshape_target(rng, s)], {})),
+    (
+        "reshape(*)",
+        lambda L, x, t: x.reshape(*t) if t else x.reshape(()),
+        lambda rng, s: ([_reshape_target(rng, s)], {}),
+    ),
     ("L.reshape", lambda L, x, t: L.reshape(x, t), lambda rng, s: ([_reshape_target(rng, s)], {})),
     ("view", lambda L, x, t: x.view(t), lambda rng, s: ([_reshape_target(rng, s)], {})),
     ("view(dtype)", lambda L, x, d: x.view(d), lambda rng, s: ([Dt(pick(rng, DTYPES))], {})),
-    ("flatten", lambda L, x, a, b: x.flatten(a, b), lambda rng, s: ([0 if not s else int(rng.integers(0, len(s))), -1], {})),
+    (
+        "flatten",
+        lambda L, x, a, b: x.flatten(a, b),
+        lambda rng, s: ([0 if not s else int(rng.integers(0, len(s))), -1], {}),
+    ),
     ("flatten(start)", lambda L, x, a: L.flatten(x, a), lambda rng, s: ([_dim(rng, s)], {})),
-    ("unflatten", lambda L, x, d, sz: x.unflatten(d, sz), lambda rng, s: ([0, (1, -1)] if s else [0, (1,)], {})),
+    (
+        "unflatten",
+        lambda L, x, d, sz: x.unflatten(d, sz),
+        lambda rng, s: ([0, (1, -1)] if s else [0, (1,)], {}),
+    ),
     ("permute", lambda L, x, p: x.permute(p), lambda rng, s: ([_perm(rng, s)], {})),
     ("permute(*)", lambda L, x, p: x.permute(*p), lambda rng, s: ([_perm(rng, s)], {})),
     ("L.permute", lambda L, x, p: L.permute(x, p), lambda rng, s: ([_perm(rng, s)], {})),
-    ("transpose", lambda L, x, a, b: x.transpose(a, b), lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {})),
-    ("swapaxes", lambda L, x, a, b: L.swapaxes(x, a, b), lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {})),
+    (
+        "transpose",
+        lambda L, x, a, b: x.transpose(a, b),
+        lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {}),
+    ),
+    (
+        "swapaxes",
+        lambda L, x, a, b: L.swapaxes(x, a, b),
+        lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {}),
+    ),
     ("t", lambda L, x: x.t(), lambda rng, s: ([], {})),
     ("T", lambda L, x: x.T, lambda rng, s: ([], {})),
     ("mT", lambda L, x: x.mT, lambda rng, s: ([], {})),
     ("H/mH", lambda L, x: x.mH, lambda rng, s: ([], {})),
-    ("expand", lambda L, x, t: x.expand(*t), lambda rng, s: ([tuple(pick(rng, (-1, d, 3)) if d == 1 else pick(rng, (-1, d, d, d + 1)) for d in s) if rng.random() < 0.8 else (2,) + tuple(s)], {})),
-    ("expand_as", lambda L, x, y: x.expand_as(y), lambda rng, s: ([Arg(np.zeros((2,) + tuple(d if d != 1 else 3 for d in s)), "float32")], {})),
+    (
+        "expand",
+        lambda L, x, t: x.expand(*t),
+        lambda rng, s: (
+            [
+                tuple(pick(rng, (-1, d, 3)) if d == 1 else pick(rng, (-1, d, d, d + 1)) for d in s)
+                if rng.random() < 0.8
+                else (2,) + tuple(s)
+            ],
+            {},
+        ),
+    ),
+    (
+        "expand_as",
+        lambda L, x, y: x.expand_as(y),
+        lambda rng, s: (
+            [Arg(np.zeros((2,) + tuple(d if d != 1 else 3 for d in s)), "float32")],
+            {},
+        ),
+    ),
     ("broadcast_to", lambda L, x, t: L.broadcast_to(x, t), lambda rng, s: ([(3,) + tuple(s)], {})),
-    ("flip", lambda L, x, d: x.flip(d), lambda rng, s: ([tuple(int(i) for i in rng.choice(len(s), size=int(rng.integers(0, len(s) + 1)), replace=False)) if s else ()], {})),
-    ("flip(*)", lambda L, x, d: x.flip(*d) if d else x.flip(()), lambda rng, s: ([tuple(int(i) for i in rng.choice(len(s), size=int(rng.integers(1, len(s) + 1)), replace=False)) if s else ()], {})),
+    (
+        "flip",
+        lambda L, x, d: x.flip(d),
+        lambda rng, s: (
+            [
+                tuple(
+                    int(i)
+                    for i in rng.choice(
+                        len(s), size=int(rng.integers(0, len(s) + 1)), replace=False
+                    )
+                )
+                if s
+                else ()
+            ],
+            {},
+        ),
+    ),
+    (
+        "flip(*)",
+        lambda L, x, d: x.flip(*d) if d else x.flip(()),
+        lambda rng, s: (
+            [
+                tuple(
+                    int(i)
+                    for i in rng.choice(
+                        len(s), size=int(rng.integers(1, len(s) + 1)), replace=False
+                    )
+                )
+                if s
+                else ()
+            ],
+            {},
+        ),
+    ),
     ("fliplr", lambda L, x: L.fliplr(x), lambda rng, s: ([], {})),
     ("flipud", lambda L, x: L.flipud(x), lambda rng, s: ([], {})),
-    ("roll", lambda L, x, sh, d: L.roll(x, sh, d), lambda rng, s: ([int(rng.integers(-20, 20)), None if not s or rng.random() < 0.3 else _dim(rng, s)], {})),
-    ("roll(tuple)", lambda L, x, sh, d: x.roll(sh, d), lambda rng, s: ([(1, -2), (0, -1)] if len(s) >= 2 else [(1,), (0,)], {})),
-    ("narrow", lambda L, x, d, st, n: x.narrow(d, st, n), lambda rng, s: ([0, int(rng.integers(-2, 3)), int(rng.integers(0, 3))], {})),
-    ("unfold", lambda L, x, d, sz, st: x.unfold(d, sz, st), lambda rng, s: ([_dim(rng, s), int(rng.integers(0, 4)), int(rng.integers(1, 3))], {})),
-    ("movedim", lambda L, x, a, b: x.movedim(a, b), lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {})),
-    ("movedim(tuple)", lambda L, x, a, b: L.movedim(x, a, b), lambda rng, s: ([(0, 1), (1, 0)] if len(s) >= 2 else [(0,), (0,)], {})),
+    (
+        "roll",
+        lambda L, x, sh, d: L.roll(x, sh, d),
+        lambda rng, s: (
+            [int(rng.integers(-20, 20)), None if not s or rng.random() < 0.3 else _dim(rng, s)],
+            {},
+        ),
+    ),
+    (
+        "roll(tuple)",
+        lambda L, x, sh, d: x.roll(sh, d),
+        lambda rng, s: ([(1, -2), (0, -1)] if len(s) >= 2 else [(1,), (0,)], {}),
+    ),
+    (
+        "narrow",
+        lambda L, x, d, st, n: x.narrow(d, st, n),
+        lambda rng, s: ([0, int(rng.integers(-2, 3)), int(rng.integers(0, 3))], {}),
+    ),
+    (
+        "unfold",
+        lambda L, x, d, sz, st: x.unfold(d, sz, st),
+        lambda rng, s: ([_dim(rng, s), int(rng.integers(0, 4)), int(rng.integers(1, 3))], {}),
+    ),
+    (
+        "movedim",
+        lambda L, x, a, b: x.movedim(a, b),
+        lambda rng, s: ([_dim(rng, s), _dim(rng, s)], {}),
+    ),
+    (
+        "movedim(tuple)",
+        lambda L, x, a, b: L.movedim(x, a, b),
+        lambda rng, s: ([(0, 1), (1, 0)] if len(s) >= 2 else [(0,), (0,)], {}),
+    ),
     ("moveaxis", lambda L, x, a, b: L.moveaxis(x, a, b), lambda rng, s: ([_dim(rng, s), -1], {})),
     ("squeeze", lambda L, x: x.squeeze(), lambda rng, s: ([], {})),
     ("squeeze(d)", lambda L, x, d: x.squeeze(d), lambda rng, s: ([_dim(rng, s)], {})),
-    ("squeeze(tuple)", lambda L, x, d: L.squeeze(x, d), lambda rng, s: ([tuple(range(len(s)))], {})),
+    (
+        "squeeze(tuple)",
+        lambda L, x, d: L.squeeze(x, d),
+        lambda rng, s: ([tuple(range(len(s)))], {}),
+    ),
     ("unsqueeze", lambda L, x, d: x.unsqueeze(d), lambda rng, s: ([_dim(rng, s, extra=1)], {})),
-    ("chunk", lambda L, x, c, d: x.chunk(c, d), lambda rng, s: ([int(rng.integers(1, 5)), _dim(rng, s)], {})),
-    ("split(int)", lambda L, x, c, d: x.split(c, d), lambda rng, s: ([int(rng.integers(1, 5)), _dim(rng, s)], {})),
-    ("split(list)", lambda L, x, c, d: L.split(x, c, d), lambda rng, s: ([_split_sizes(rng, s[0] if s else 0), 0], {})),
-    ("tensor_split", lambda L, x, c, d: L.tensor_split(x, c, dim=d), lambda rng, s: ([pick(rng, (1, 2, 3, (1, 3), [0, 2, 5])), _dim(rng, s)], {})),
+    (
+        "chunk",
+        lambda L, x, c, d: x.chunk(c, d),
+        lambda rng, s: ([int(rng.integers(1, 5)), _dim(rng, s)], {}),
+    ),
+    (
+        "split(int)",
+        lambda L, x, c, d: x.split(c, d),
+        lambda rng, s: ([int(rng.integers(1, 5)), _dim(rng, s)], {}),
+    ),
+    (
+        "split(list)",
+        lambda L, x, c, d: L.split(x, c, d),
+        lambda rng, s: ([_split_sizes(rng, s[0] if s else 0), 0], {}),
+    ),
+    (
+        "tensor_split",
+        lambda L, x, c, d: L.tensor_split(x, c, dim=d),
+        lambda rng, s: ([pick(rng, (1, 2, 3, (1, 3), [0, 2, 5])), _dim(rng, s)], {}),
+    ),
     ("unbind", lambda L, x, d: x.unbind(d), lambda rng, s: ([_dim(rng, s)], {})),
-    ("repeat", lambda L, x, r: x.repeat(*r), lambda rng, s: ([tuple(int(rng.integers(0, 3)) for _ in range(len(s) + int(rng.integers(0, 2))))], {})),
-    ("tile", lambda L, x, r: L.tile(x, r), lambda rng, s: ([tuple(int(rng.integers(0, 3)) for _ in range(int(rng.integers(0, len(s) + 2))))], {})),
-    ("repeat_interleave", lambda L, x, r, d: L.repeat_interleave(x, r, dim=d), lambda rng, s: ([int(rng.integers(0, 3)), None if rng.random() < 0.3 or not s else _dim(rng, s)], {})),
-    ("diagonal", lambda L, x, o, a, b: x.diagonal(o, a, b), lambda rng, s: ([int(rng.integers(-2, 3)), 0, -1], {})),
+    (
+        "repeat",
+        lambda L, x, r: x.repeat(*r),
+        lambda rng, s: (
+            [tuple(int(rng.integers(0, 3)) for _ in range(len(s) + int(rng.integers(0, 2))))],
+            {},
+        ),
+    ),
+    (
+        "tile",
+        lambda L, x, r: L.tile(x, r),
+        lambda rng, s: (
+            [tuple(int(rng.integers(0, 3)) for _ in range(int(rng.integers(0, len(s) + 2))))],
+            {},
+        ),
+    ),
+    (
+        "repeat_interleave",
+        lambda L, x, r, d: L.repeat_interleave(x, r, dim=d),
+        lambda rng, s: (
+            [int(rng.integers(0, 3)), None if rng.random() < 0.3 or not s else _dim(rng, s)],
+            {},
+        ),
+    ),
+    (
+        "diagonal",
+        lambda L, x, o, a, b: x.diagonal(o, a, b),
+        lambda rng, s: ([int(rng.integers(-2, 3)), 0, -1], {}),
+    ),
     ("diag", lambda L, x, o: L.diag(x, o), lambda rng, s: ([int(rng.integers(-2, 3))], {})),
-    ("diag_embed", lambda L, x, o: L.diag_embed(x, o), lambda rng, s: ([int(rng.integers(-2, 3))], {})),
+    (
+        "diag_embed",
+        lambda L, x, o: L.diag_embed(x, o),
+        lambda rng, s: ([int(rng.integers(-2, 3))], {}),
+    ),
     ("tril", lambda L, x, o: x.tril(o), lambda rng, s: ([int(rng.integers(-3, 4))], {})),
     ("triu", lambda L, x, o: L.triu(x, o), lambda rng, s: ([int(rng.integers(-3, 4))], {})),
-    ("rot90", lambda L, x, k: L.rot90(x, k, [0, 1]), lambda rng, s: ([int(rng.integers(-2, 5))], {})),
-    ("contiguous", lambda L, x: (x.contiguous(), x.contiguous().is_contiguous()), lambda rng, s: ([], {})),
+    (
+        "rot90",
+        lambda L, x, k: L.rot90(x, k, [0, 1]),
+        lambda rng, s: ([int(rng.integers(-2, 5))], {}),
+    ),
+    (
+        "contiguous",
+        lambda L, x: (x.contiguous(), x.contiguous().is_contiguous()),
+        lambda rng, s: ([], {}),
+    ),
     ("clone", lambda L, x: x.clone(), lambda rng, s: ([], {})),
-    ("select", lambda L, x, d, j: x.select(d, j), lambda rng, s: ([_dim(rng, s), int(rng.integers(-3, 3))], {})),
-    ("stride/is_contiguous", lambda L, x: (x.stride(), x.is_contiguous(), x.storage_offset(), x.dim(), x.numel(), x.size(), x.shape), lambda rng, s: ([], {})),
+    (
+        "select",
+        lambda L, x, d, j: x.select(d, j),
+        lambda rng, s: ([_dim(rng, s), int(rng.integers(-3, 3))], {}),
+    ),
+    (
+        "stride/is_contiguous",
+        lambda L, x: (
+            x.stride(),
+            x.is_contiguous(),
+            x.storage_offset(),
+            x.dim(),
+            x.numel(),
+            x.size(),
+            x.shape,
+        ),
+        lambda rng, s: ([], {}),
+    ),
     ("atleast_2d", lambda L, x: L.atleast_2d(x), lambda rng, s: ([], {})),
     ("ravel", lambda L, x: x.ravel(), lambda rng, s: ([], {})),
-    ("view_as", lambda L, x: x.view_as(x.reshape(-1)) if x.dim() else x.view_as(x), lambda rng, s: ([], {})),
+    (
+        "view_as",
+        lambda L, x: x.view_as(x.reshape(-1)) if x.dim() else x.view_as(x),
+        lambda rng, s: ([], {}),
+    ),
 ]
 
 
@@ -843,9 +1220,19 @@ def _split_sizes(rng, n):
 
 
 def _view_allow(args, kwargs, t_exc, p_exc, mismatch):
-    if len(args) == 2 and isinstance(args[1], Dt) and {args[0].dtype, args[1].name} & {"int64", "float64"}:
+    if (
+        len(args) == 2
+        and isinstance(args[1], Dt)
+        and {args[0].dtype, args[1].name} & {"int64", "float64"}
+    ):
         return "int64/float64 are 4-byte int32/float32 here: view(dtype) reinterprets 4 bytes"
-    if mismatch and len(args) == 2 and isinstance(args[1], Dt) and args[0].dtype in FLOATS and np.isnan(args[0].a).any():
+    if (
+        mismatch
+        and len(args) == 2
+        and isinstance(args[1], Dt)
+        and args[0].dtype in FLOATS
+        and np.isnan(args[0].a).any()
+    ):
         # torch's float64 -> bf16 cast made 0xFFFF NaNs, pyrite stores 0x7FC0: the bits differ
         return "a NaN's bit pattern is not kept (pyrite stores the canonical NaN)"
     if t_exc is not None and p_exc is None and "missing 1 required positional" in str(t_exc):
@@ -903,7 +1290,11 @@ def _index_expr(rng, s, allow_adv=True, allow_bool=True):
         elif r < 0.8 and allow_adv:  # an integer tensor (or a list) of indices
             k = int(rng.integers(0, 4))
             bad = rng.random() < 0.03
-            vals = rng.integers(-size, size + (2 if bad else 0), size=(k,)) if size else np.zeros((0,), np.int64)
+            vals = (
+                rng.integers(-size, size + (2 if bad else 0), size=(k,))
+                if size
+                else np.zeros((0,), np.int64)
+            )
             if rng.random() < 0.3:
                 items.append([int(v) for v in vals])
             else:
@@ -970,7 +1361,11 @@ def _setitem(L, x, idx, v, through_view):
 
 
 def _setitem_allow(args, kwargs, t_exc, p_exc, mismatch):
-    if t_exc is not None and p_exc is None and "Index put requires the source and destination dtypes match" in str(t_exc):
+    if (
+        t_exc is not None
+        and p_exc is None
+        and "Index put requires the source and destination dtypes match" in str(t_exc)
+    ):
         return "pyrite casts the value of an advanced-index assignment, as basic indexing does (torch requires one dtype there)"
     return None
 
@@ -985,7 +1380,11 @@ def _index_fn_gen(rng, i):
     n = s[d]
     k = int(rng.integers(0, 6))
     bad = rng.random() < 0.04
-    idx = rng.integers(0, max(n, 1) + (3 if bad else 0), size=(k,)) if n or bad else np.zeros((0,), np.int64)
+    idx = (
+        rng.integers(0, max(n, 1) + (3 if bad else 0), size=(k,))
+        if n or bad
+        else np.zeros((0,), np.int64)
+    )
     return [x, d, Arg(idx.astype(np.int64), pick(rng, ("int64", "int32")))], {}
 
 
@@ -996,28 +1395,49 @@ def _gather_gen(rng, i):
     s = shape(rng, ndim=int(rng.integers(1, 4)))
     x = arg(rng, s, DTYPES[i % len(DTYPES)])
     d = int(rng.integers(-len(s), len(s)))
-    ishape = tuple(int(rng.integers(0, k + 1)) if j != d % len(s) else int(rng.integers(0, 5)) for j, k in enumerate(s))
+    ishape = tuple(
+        int(rng.integers(0, k + 1)) if j != d % len(s) else int(rng.integers(0, 5))
+        for j, k in enumerate(s)
+    )
     n = s[d]
     bad = rng.random() < 0.04
-    idx = rng.integers(0, max(n, 1) + (2 if bad else 0), size=ishape) if (n or bad) else np.zeros(ishape, np.int64)
+    idx = (
+        rng.integers(0, max(n, 1) + (2 if bad else 0), size=ishape)
+        if (n or bad)
+        else np.zeros(ishape, np.int64)
+    )
     return [x, d, Arg(idx.astype(np.int64), "int64")], {}
 
 
 add("gather", lambda L, x, d, idx: L.gather(x, d, idx), _gather_gen, tol=EXACT)
+
+
 def _take_along_allow(args, kwargs, t_exc, p_exc, mismatch):
     x, d, idx = args
     n = x.a.shape[d] if x.a.ndim else 1
     if p_exc is not None and t_exc is None and idx.a.size and int(idx.a.max()) >= n:
-        return "torch's take_along_dim does not bound-check (it read past the tensor); pyrite raises"
+        return (
+            "torch's take_along_dim does not bound-check (it read past the tensor); pyrite raises"
+        )
     return None
 
 
-add("take_along_dim", lambda L, x, d, idx: L.take_along_dim(x, idx, dim=d), _gather_gen, tol=EXACT, allow=_take_along_allow)
+add(
+    "take_along_dim",
+    lambda L, x, d, idx: L.take_along_dim(x, idx, dim=d),
+    _gather_gen,
+    tol=EXACT,
+    allow=_take_along_allow,
+)
 
 
 def _scatter(L, x, d, idx, reduce=None, form="src"):
     y = x.clone()
-    src = (x.flatten()[: idx.numel()].reshape(idx.shape) if x.numel() >= idx.numel() else L.ones(idx.shape, dtype=x.dtype))
+    src = (
+        x.flatten()[: idx.numel()].reshape(idx.shape)
+        if x.numel() >= idx.numel()
+        else L.ones(idx.shape, dtype=x.dtype)
+    )
     if form == "value":
         return y.scatter_(d, idx, 2) if reduce is None else y.scatter_(d, idx, 2, reduce=reduce)
     if form == "add":
@@ -1041,14 +1461,22 @@ def _scatter_gen(form):
                 perm = np.argsort(rng.random(m.shape), axis=-1)[..., : min(k, n)] % n
                 m = perm
                 idx = Arg(np.moveaxis(m, -1, dd).astype(np.int64), "int64")
-        red = {"reduce": pick(rng, ("sum", "prod", "mean", "amax", "amin")), "value": pick(rng, (None, "add", "multiply"))}.get(form)
+        red = {
+            "reduce": pick(rng, ("sum", "prod", "mean", "amax", "amin")),
+            "value": pick(rng, (None, "add", "multiply")),
+        }.get(form)
         return [x, d, idx], {"reduce": red, "form": form}
 
     return gen
 
 
 for _form in ("src", "value", "add", "reduce"):
-    add(f"scatter({_form})", lambda L, x, d, idx, **kw: _scatter(L, x, d, idx, **kw), _scatter_gen(_form), tol=Tol(ulps=8, sum_terms=True))
+    add(
+        f"scatter({_form})",
+        lambda L, x, d, idx, **kw: _scatter(L, x, d, idx, **kw),
+        _scatter_gen(_form),
+        tol=Tol(ulps=8, sum_terms=True),
+    )
 
 
 def _mask_gen(rng, i):
@@ -1060,11 +1488,23 @@ def _mask_gen(rng, i):
 
 add("masked_fill", lambda L, x, m, v: x.masked_fill(m, v), _mask_gen, tol=EXACT)
 add("masked_select", lambda L, x, m, v: L.masked_select(x, m), _mask_gen, tol=EXACT)
-add("x[mask]", lambda L, x, m, v: x[m] if tuple(m.shape) == tuple(x.shape) else x[m.expand_as(x) if m.dim() <= x.dim() else m], _mask_gen, tol=EXACT)
+add(
+    "x[mask]",
+    lambda L, x, m, v: (
+        x[m] if tuple(m.shape) == tuple(x.shape) else x[m.expand_as(x) if m.dim() <= x.dim() else m]
+    ),
+    _mask_gen,
+    tol=EXACT,
+)
 add("nonzero", lambda L, x, m, v: L.nonzero(x), _mask_gen, tol=EXACT)
 add("nonzero(as_tuple)", lambda L, x, m, v: L.nonzero(x, as_tuple=True), _mask_gen, tol=EXACT)
 add("argwhere", lambda L, x, m, v: L.argwhere(x), _mask_gen, tol=EXACT)
-add("take", lambda L, x, m, v: L.take(x, L.arange(x.numel()).flip(0)[: max(0, x.numel() - 1)]), _mask_gen, tol=EXACT)
+add(
+    "take",
+    lambda L, x, m, v: L.take(x, L.arange(x.numel()).flip(0)[: max(0, x.numel() - 1)]),
+    _mask_gen,
+    tol=EXACT,
+)
 
 
 def _index_put_gen(rng, i):
@@ -1085,8 +1525,22 @@ def _index_put(L, x, idx, v, accumulate):
 
 
 add("index_put_", _index_put, _index_put_gen, tol=Tol(ulps=8, sum_terms=True))
-add("index_add", lambda L, x, idx, v, acc: x.index_add(0, idx.remainder(max(1, x.shape[0])), v, alpha=2), _index_put_gen, tol=Tol(ulps=8, sum_terms=True))
-add("index_copy", lambda L, x, idx, v, acc: x.index_copy(0, idx.remainder(max(1, x.shape[0])).unique(), v[: idx.remainder(max(1, x.shape[0])).unique().numel()]), _index_put_gen, tol=EXACT)
+add(
+    "index_add",
+    lambda L, x, idx, v, acc: x.index_add(0, idx.remainder(max(1, x.shape[0])), v, alpha=2),
+    _index_put_gen,
+    tol=Tol(ulps=8, sum_terms=True),
+)
+add(
+    "index_copy",
+    lambda L, x, idx, v, acc: x.index_copy(
+        0,
+        idx.remainder(max(1, x.shape[0])).unique(),
+        v[: idx.remainder(max(1, x.shape[0])).unique().numel()],
+    ),
+    _index_put_gen,
+    tol=EXACT,
+)
 add("index_fill", lambda L, x, idx, v, acc: x.index_fill(0, idx, -1), _index_put_gen, tol=EXACT)
 
 
@@ -1096,12 +1550,35 @@ def _sort_gen(rng, i):
     dt = DTYPES[i % len(DTYPES)]
     x = arg(rng, s, dt, Dom(-3, 3, specials=0.05, ilo=-5, ihi=5))
     nd = max(1, len(s))
-    return [x], {"dim": int(rng.integers(-nd, nd)), "descending": bool(i % 2), "stable": bool((i // 2) % 2)}
+    return [x], {
+        "dim": int(rng.integers(-nd, nd)),
+        "descending": bool(i % 2),
+        "stable": bool((i // 2) % 2),
+    }
 
 
-add("sort", lambda L, x, **kw: L.sort(x, **kw), _sort_gen, tol=EXACT, check=lambda t, p, a, k, tol, inp: (compare(t, p, tol, inp) if k["stable"] else check_index_ties(t, p, a, k, tol, inp)))
-add("Tensor.sort", lambda L, x, **kw: x.sort(kw["dim"], kw["descending"]), _sort_gen, tol=EXACT, check=check_index_ties)
-add("argsort(stable)", lambda L, x, **kw: L.argsort(x, dim=kw["dim"], descending=kw["descending"], stable=True), _sort_gen, tol=EXACT)
+add(
+    "sort",
+    lambda L, x, **kw: L.sort(x, **kw),
+    _sort_gen,
+    tol=EXACT,
+    check=lambda t, p, a, k, tol, inp: (
+        compare(t, p, tol, inp) if k["stable"] else check_index_ties(t, p, a, k, tol, inp)
+    ),
+)
+add(
+    "Tensor.sort",
+    lambda L, x, **kw: x.sort(kw["dim"], kw["descending"]),
+    _sort_gen,
+    tol=EXACT,
+    check=check_index_ties,
+)
+add(
+    "argsort(stable)",
+    lambda L, x, **kw: L.argsort(x, dim=kw["dim"], descending=kw["descending"], stable=True),
+    _sort_gen,
+    tol=EXACT,
+)
 add("msort", lambda L, x, **kw: L.msort(x), _sort_gen, tol=EXACT)
 
 
@@ -1126,8 +1603,21 @@ def _topk_allow(args, kwargs, t_exc, p_exc, mismatch):
     return None
 
 
-add("topk", lambda L, x, k, d, **kw: L.topk(x, k, d, **kw), _topk_gen, tol=EXACT, check=_topk_check, allow=_topk_allow)
-add("kthvalue", lambda L, x, k, d, **kw: L.kthvalue(x, max(k, 1), d, keepdim=kw["largest"]), _topk_gen, tol=EXACT, check=lambda t, p, a, k, tol, inp: check_index_ties(t, p, a, {"dim": a[2]}, tol, inp))
+add(
+    "topk",
+    lambda L, x, k, d, **kw: L.topk(x, k, d, **kw),
+    _topk_gen,
+    tol=EXACT,
+    check=_topk_check,
+    allow=_topk_allow,
+)
+add(
+    "kthvalue",
+    lambda L, x, k, d, **kw: L.kthvalue(x, max(k, 1), d, keepdim=kw["largest"]),
+    _topk_gen,
+    tol=EXACT,
+    check=lambda t, p, a, k, tol, inp: check_index_ties(t, p, a, {"dim": a[2]}, tol, inp),
+)
 
 
 def _unique_gen(rng, i):
@@ -1164,7 +1654,16 @@ def _searchsorted_gen(rng, i):
 
 
 add("searchsorted", lambda L, s, v, **kw: L.searchsorted(s, v, **kw), _searchsorted_gen, tol=EXACT)
-add("bucketize", lambda L, s, v, **kw: L.bucketize(v, s.flatten() if s.dim() > 1 else s, right=kw.get("right", False)) if hasattr(v, "shape") else L.bucketize(L.tensor(v), s.flatten(), right=kw.get("right", False)), _searchsorted_gen, tol=EXACT)
+add(
+    "bucketize",
+    lambda L, s, v, **kw: (
+        L.bucketize(v, s.flatten() if s.dim() > 1 else s, right=kw.get("right", False))
+        if hasattr(v, "shape")
+        else L.bucketize(L.tensor(v), s.flatten(), right=kw.get("right", False))
+    ),
+    _searchsorted_gen,
+    tol=EXACT,
+)
 
 
 def _bincount_gen(rng, i):
@@ -1172,12 +1671,19 @@ def _bincount_gen(rng, i):
     x = rng.integers(0, 8, size=(n,))
     kw = {}
     if i % 2:
-        kw["weights"] = arg(rng, (n,), pick(rng, ("float32", "float64", "int64")), Dom(0, 3, specials=0))
+        kw["weights"] = arg(
+            rng, (n,), pick(rng, ("float32", "float64", "int64")), Dom(0, 3, specials=0)
+        )
     if i % 3 == 0:
         kw["minlength"] = int(rng.integers(0, 12))
     if i % 17 == 5:
         x = x - 3  # negative: an error
-    return [Arg(x.astype(np.int64), pick(rng, ("int64", "int32", "uint8") if (x >= 0).all() else ("int64",)))], kw
+    return [
+        Arg(
+            x.astype(np.int64),
+            pick(rng, ("int64", "int32", "uint8") if (x >= 0).all() else ("int64",)),
+        )
+    ], kw
 
 
 def _bincount_allow(args, kwargs, t_exc, p_exc, mismatch):
@@ -1186,12 +1692,22 @@ def _bincount_allow(args, kwargs, t_exc, p_exc, mismatch):
     return None
 
 
-add("bincount", lambda L, x, **kw: L.bincount(x, **kw), _bincount_gen, tol=Tol(ulps=8, sum_terms=True), allow=_bincount_allow)
+add(
+    "bincount",
+    lambda L, x, **kw: L.bincount(x, **kw),
+    _bincount_gen,
+    tol=Tol(ulps=8, sum_terms=True),
+    allow=_bincount_allow,
+)
 
 
 def _histc_gen(rng, i):
     x = arg(rng, shape(rng, max_ndim=2), pick(rng, ("float32", "float64")), Dom(-3, 3, specials=0))
-    return [x], {"bins": int(rng.integers(1, 9)), "min": pick(rng, (0, -2, -3)), "max": pick(rng, (0, 2, 3))}
+    return [x], {
+        "bins": int(rng.integers(1, 9)),
+        "min": pick(rng, (0, -2, -3)),
+        "max": pick(rng, (0, 2, 3)),
+    }
 
 
 add("histc", lambda L, x, **kw: L.histc(x, **kw), _histc_gen, tol=EXACT)
@@ -1224,7 +1740,14 @@ add("concatenate", lambda L, ts, d: L.concatenate(ts, axis=d), _cat_gen, tol=EXA
 def _stack_gen(rng, i):
     s = shape(rng, max_ndim=3)
     k = int(rng.integers(1, 4))
-    ts = [arg(rng, s if rng.random() > 0.04 else s + (1,), pick(rng, DTYPES) if i % 2 else DTYPES[i % len(DTYPES)]) for _ in range(k)]
+    ts = [
+        arg(
+            rng,
+            s if rng.random() > 0.04 else s + (1,),
+            pick(rng, DTYPES) if i % 2 else DTYPES[i % len(DTYPES)],
+        )
+        for _ in range(k)
+    ]
     nd = len(s) + 1
     return [ts, int(rng.integers(-nd, nd))], {}
 
@@ -1235,7 +1758,12 @@ add("vstack", lambda L, ts, d: L.vstack(ts), _stack_gen, tol=EXACT)
 add("dstack", lambda L, ts, d: L.dstack(ts), _stack_gen, tol=EXACT)
 add("column_stack", lambda L, ts, d: L.column_stack(ts), _stack_gen, tol=EXACT)
 add("broadcast_tensors", lambda L, ts, d: L.broadcast_tensors(*ts), _stack_gen, tol=EXACT)
-add("meshgrid", lambda L, ts, d: L.meshgrid(*[t.flatten()[:7] for t in ts], indexing=pick_indexing(d)), _stack_gen, tol=EXACT)
+add(
+    "meshgrid",
+    lambda L, ts, d: L.meshgrid(*[t.flatten()[:7] for t in ts], indexing=pick_indexing(d)),
+    _stack_gen,
+    tol=EXACT,
+)
 
 
 def pick_indexing(d):
@@ -1249,7 +1777,18 @@ def _dot_scale(inputs, want):
 
 
 DOT = Tol(ulps=8, sum_terms=True, scale=_dot_scale)
-MM_DTYPES = ("float32", "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "int8", "bool")
+MM_DTYPES = (
+    "float32",
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int32",
+    "int64",
+    "uint8",
+    "int8",
+    "bool",
+)
 MM_DOM = Dom(-2, 2, specials=0.0, ilo=-4, ihi=4)
 
 
@@ -1287,17 +1826,33 @@ def _k_terms(args, kwargs):
 
 def _mm_allow(args, kwargs, t_exc, p_exc, mismatch):
     kinds = {a.dtype for a in args if isinstance(a, Arg)}
-    if "bfloat16" in kinds and len(kinds) > 1 and (t_exc is not None and p_exc is None or mismatch and "dtype" in mismatch):
+    if (
+        "bfloat16" in kinds
+        and len(kinds) > 1
+        and (t_exc is not None and p_exc is None or mismatch and "dtype" in mismatch)
+    ):
         # ops/fallback.py widens bf16 to f32 before the kernel's dtype check sees it
         return "pyrite's matmul takes bfloat16 with float32 (the bf16 operand is widened)"
-    if p_exc is not None and t_exc is None and "same dtype" in str(p_exc) and any(isinstance(a, Arg) and 0 in a.a.shape for a in args):
+    if (
+        p_exc is not None
+        and t_exc is None
+        and "same dtype" in str(p_exc)
+        and any(isinstance(a, Arg) and 0 in a.a.shape for a in args)
+    ):
         return "torch checks the operands' dtypes only when the product has terms (K = 0 here)"
     if p_exc is not None and t_exc is None and kinds == {"bool"}:
         return "pyrite's matmul family has no bool kernel (torch CPU runs a few bool cases: inner, K=0)"
     return None
 
 
-add("matmul", lambda L, a, b: L.matmul(a, b), _matmul_gen, tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add(
+    "matmul",
+    lambda L, a, b: L.matmul(a, b),
+    _matmul_gen,
+    tol=DOT,
+    n_terms=_k_terms,
+    allow=_mm_allow,
+)
 add("a@b", lambda L, a, b: a @ b, _matmul_gen, tol=DOT, n_terms=_k_terms, allow=_mm_allow)
 
 
@@ -1317,8 +1872,17 @@ add("mm", lambda L, a, b: L.mm(a, b), _mm2_gen(2, 2), tol=DOT, n_terms=_k_terms,
 add("bmm", lambda L, a, b: L.bmm(a, b), _mm2_gen(3, 3), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
 add("mv", lambda L, a, b: L.mv(a, b), _mm2_gen(2, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
 add("dot", lambda L, a, b: L.dot(a, b), _mm2_gen(1, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
-add("vdot", lambda L, a, b: L.vdot(a, b), _mm2_gen(1, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
-add("inner", lambda L, a, b: L.inner(a, b), _mm2_gen(2, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow)
+add(
+    "vdot", lambda L, a, b: L.vdot(a, b), _mm2_gen(1, 1), tol=DOT, n_terms=_k_terms, allow=_mm_allow
+)
+add(
+    "inner",
+    lambda L, a, b: L.inner(a, b),
+    _mm2_gen(2, 1),
+    tol=DOT,
+    n_terms=_k_terms,
+    allow=_mm_allow,
+)
 add("outer", lambda L, a, b: L.outer(a, b), _mm2_gen(1, 1), tol=U)
 add("kron", lambda L, a, b: L.kron(a, b), _mm2_gen(2, 2), tol=U)
 
@@ -1335,7 +1899,14 @@ def _addmm_gen(rng, i):
     return [c, a, b], kw
 
 
-add("addmm", lambda L, c, a, b, **kw: L.addmm(c, a, b, **kw), _addmm_gen, tol=DOT, n_terms=lambda a, k: max(1, a[1].a.shape[1]), allow=_mm_allow)
+add(
+    "addmm",
+    lambda L, c, a, b, **kw: L.addmm(c, a, b, **kw),
+    _addmm_gen,
+    tol=DOT,
+    n_terms=lambda a, k: max(1, a[1].a.shape[1]),
+    allow=_mm_allow,
+)
 
 
 def _baddbmm_gen(rng, i):
@@ -1344,7 +1915,14 @@ def _baddbmm_gen(rng, i):
     return [c, a, b], {"beta": 0.5 if a.dtype in FLOATS else 1, "alpha": 2}
 
 
-add("baddbmm", lambda L, c, a, b, **kw: L.baddbmm(c, a, b, **kw), _baddbmm_gen, tol=DOT, n_terms=lambda a, k: max(1, a[1].a.shape[2]), allow=_mm_allow)
+add(
+    "baddbmm",
+    lambda L, c, a, b, **kw: L.baddbmm(c, a, b, **kw),
+    _baddbmm_gen,
+    tol=DOT,
+    n_terms=lambda a, k: max(1, a[1].a.shape[2]),
+    allow=_mm_allow,
+)
 
 
 def _einsum_gen(rng, i):
@@ -1367,15 +1945,33 @@ def _einsum_gen(rng, i):
     return [eq, ops], {}
 
 
-add("einsum", lambda L, eq, ops: L.einsum(eq, *ops), _einsum_gen, tol=Tol(ulps=16, sum_terms=True, scale=lambda inp, w: max([1.0] + [float(np.abs(a).max(initial=0)) ** 2 for a in inp])), n_terms=lambda a, k: 64)
+add(
+    "einsum",
+    lambda L, eq, ops: L.einsum(eq, *ops),
+    _einsum_gen,
+    tol=Tol(
+        ulps=16,
+        sum_terms=True,
+        scale=lambda inp, w: max([1.0] + [float(np.abs(a).max(initial=0)) ** 2 for a in inp]),
+    ),
+    n_terms=lambda a, k: 64,
+)
 
 
 def _cdist_gen(rng, i):
     b, m, n, d = (int(rng.choice((1, 2, 3, 5))) for _ in range(4))
-    return [arg(rng, (b, m, d), "float32", MM_DOM), arg(rng, (b, n, d), "float32", MM_DOM)], {"p": pick(rng, (1.0, 2.0, 3.0, float("inf"), 0.0))}
+    return [arg(rng, (b, m, d), "float32", MM_DOM), arg(rng, (b, n, d), "float32", MM_DOM)], {
+        "p": pick(rng, (1.0, 2.0, 3.0, float("inf"), 0.0))
+    }
 
 
-add("cdist", lambda L, a, b, **kw: L.cdist(a, b, **kw), _cdist_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: a[0].a.shape[-1])
+add(
+    "cdist",
+    lambda L, a, b, **kw: L.cdist(a, b, **kw),
+    _cdist_gen,
+    tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True),
+    n_terms=lambda a, k: a[0].a.shape[-1],
+)
 
 
 # ---- nn.functional: losses ------------------------------------------------------------------
@@ -1389,7 +1985,13 @@ def _loss_terms(args, kwargs):
     return max(1, args[0].a.size) if isinstance(args[0], Arg) else 1
 
 
-def _pair_loss_gen(dom_in=Dom(-3, 3, specials=0.01), dom_t=Dom(-3, 3, specials=0.01), tdt=None, extra=None, bshape=True):
+def _pair_loss_gen(
+    dom_in=Dom(-3, 3, specials=0.01),
+    dom_t=Dom(-3, 3, specials=0.01),
+    tdt=None,
+    extra=None,
+    bshape=True,
+):
     def gen(rng, i):
         s = shape(rng, max_ndim=3, zero=0.02)
         dt = ("float32", "float32", "float16", "bfloat16", "float64")[i % 5]
@@ -1405,15 +2007,65 @@ def _pair_loss_gen(dom_in=Dom(-3, 3, specials=0.01), dom_t=Dom(-3, 3, specials=0
 PAIR_LOSSES = [
     ("mse_loss", _pair_loss_gen(), {}),
     ("l1_loss", _pair_loss_gen(), {}),
-    ("smooth_l1_loss", _pair_loss_gen(extra=lambda rng, i: {"beta": pick(rng, (1.0, 0.5, 0.0))}), {}),
+    (
+        "smooth_l1_loss",
+        _pair_loss_gen(extra=lambda rng, i: {"beta": pick(rng, (1.0, 0.5, 0.0))}),
+        {},
+    ),
     ("huber_loss", _pair_loss_gen(extra=lambda rng, i: {"delta": pick(rng, (1.0, 0.5, 2.0))}), {}),
-    ("binary_cross_entropy", _pair_loss_gen(Dom(0, 1, specials=0), Dom(0, 1, specials=0), bshape=False), {}),
-    ("binary_cross_entropy_with_logits", _pair_loss_gen(Dom(-5, 5, specials=0), Dom(0, 1, specials=0), bshape=False), {}),
-    ("soft_margin_loss", _pair_loss_gen(Dom(-3, 3, specials=0), Dom(-1, 1, specials=0), bshape=False), {}),
-    ("kl_div", _pair_loss_gen(Dom(-3, 0, specials=0), Dom(0, 1, specials=0), extra=lambda rng, i: {"log_target": bool(i % 2), "reduction": pick(rng, ("mean", "sum", "none", "batchmean"))}, bshape=False), {}),
-    ("poisson_nll_loss", _pair_loss_gen(Dom(0.1, 3, specials=0), Dom(0, 3, specials=0), extra=lambda rng, i: {"log_input": bool(i % 2), "full": bool((i // 2) % 2)}, bshape=False), {}),
-    ("hinge_embedding_loss", _pair_loss_gen(Dom(-2, 2, specials=0), Dom(-1, 1, specials=0), extra=lambda rng, i: {"margin": pick(rng, (1.0, 0.5))}, bshape=False), {}),
-    ("multilabel_soft_margin_loss", _pair_loss_gen(Dom(-3, 3, specials=0), Dom(0, 1, specials=0), bshape=False), {}),
+    (
+        "binary_cross_entropy",
+        _pair_loss_gen(Dom(0, 1, specials=0), Dom(0, 1, specials=0), bshape=False),
+        {},
+    ),
+    (
+        "binary_cross_entropy_with_logits",
+        _pair_loss_gen(Dom(-5, 5, specials=0), Dom(0, 1, specials=0), bshape=False),
+        {},
+    ),
+    (
+        "soft_margin_loss",
+        _pair_loss_gen(Dom(-3, 3, specials=0), Dom(-1, 1, specials=0), bshape=False),
+        {},
+    ),
+    (
+        "kl_div",
+        _pair_loss_gen(
+            Dom(-3, 0, specials=0),
+            Dom(0, 1, specials=0),
+            extra=lambda rng, i: {
+                "log_target": bool(i % 2),
+                "reduction": pick(rng, ("mean", "sum", "none", "batchmean")),
+            },
+            bshape=False,
+        ),
+        {},
+    ),
+    (
+        "poisson_nll_loss",
+        _pair_loss_gen(
+            Dom(0.1, 3, specials=0),
+            Dom(0, 3, specials=0),
+            extra=lambda rng, i: {"log_input": bool(i % 2), "full": bool((i // 2) % 2)},
+            bshape=False,
+        ),
+        {},
+    ),
+    (
+        "hinge_embedding_loss",
+        _pair_loss_gen(
+            Dom(-2, 2, specials=0),
+            Dom(-1, 1, specials=0),
+            extra=lambda rng, i: {"margin": pick(rng, (1.0, 0.5))},
+            bshape=False,
+        ),
+        {},
+    ),
+    (
+        "multilabel_soft_margin_loss",
+        _pair_loss_gen(Dom(-3, 3, specials=0), Dom(0, 1, specials=0), bshape=False),
+        {},
+    ),
 ]
 
 
@@ -1460,7 +2112,15 @@ def _ce_gen(rng, i):
     return [x, t], kw
 
 
-add("F.cross_entropy", lambda L, x, t, **kw: F(L).cross_entropy(x, t, **{k: (v.to(x.dtype) if k == "weight" else v) for k, v in kw.items()}), _ce_gen, tol=LOSS_TOL, n_terms=_loss_terms)
+add(
+    "F.cross_entropy",
+    lambda L, x, t, **kw: F(L).cross_entropy(
+        x, t, **{k: (v.to(x.dtype) if k == "weight" else v) for k, v in kw.items()}
+    ),
+    _ce_gen,
+    tol=LOSS_TOL,
+    n_terms=_loss_terms,
+)
 
 
 def _nll_gen(rng, i):
@@ -1473,7 +2133,17 @@ def _nll_gen(rng, i):
     return args, kw
 
 
-add("F.nll_loss", lambda L, x, t, **kw: F(L).nll_loss(F(L).log_softmax(x, 0 if x.dim() == 1 else 1), t, **{k: (v.to(x.dtype) if k == "weight" else v) for k, v in kw.items()}), _nll_gen, tol=LOSS_TOL, n_terms=_loss_terms)
+add(
+    "F.nll_loss",
+    lambda L, x, t, **kw: F(L).nll_loss(
+        F(L).log_softmax(x, 0 if x.dim() == 1 else 1),
+        t,
+        **{k: (v.to(x.dtype) if k == "weight" else v) for k, v in kw.items()},
+    ),
+    _nll_gen,
+    tol=LOSS_TOL,
+    n_terms=_loss_terms,
+)
 
 
 def _bce_w_gen(rng, i):
@@ -1486,22 +2156,80 @@ def _bce_w_gen(rng, i):
     return [x, t], kw
 
 
-add("F.bce_with_logits(weights)", lambda L, x, t, **kw: F(L).binary_cross_entropy_with_logits(x, t, **kw), _bce_w_gen, tol=LOSS_TOL, n_terms=_loss_terms)
+add(
+    "F.bce_with_logits(weights)",
+    lambda L, x, t, **kw: F(L).binary_cross_entropy_with_logits(x, t, **kw),
+    _bce_w_gen,
+    tol=LOSS_TOL,
+    n_terms=_loss_terms,
+)
 
 
 def _triple_gen(rng, i):
     n, d = int(rng.choice((1, 2, 5))), int(rng.choice((1, 3, 7)))
     dt = pick(rng, ("float32", "float64", "float16"))
-    return [arg(rng, (n, d), dt, Dom(-2, 2, specials=0)) for _ in range(3)], {"reduction": REDUCTIONS[i % 3]}
+    return [arg(rng, (n, d), dt, Dom(-2, 2, specials=0)) for _ in range(3)], {
+        "reduction": REDUCTIONS[i % 3]
+    }
 
 
-add("F.triplet_margin_loss", lambda L, a, p, n, **kw: F(L).triplet_margin_loss(a, p, n, margin=0.5, p=2, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
-add("F.margin_ranking_loss", lambda L, a, p, n, **kw: F(L).margin_ranking_loss(a[:, 0], p[:, 0], _signs(L, n[:, 0]), margin=0.2, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
-add("F.cosine_embedding_loss", lambda L, a, p, n, **kw: F(L).cosine_embedding_loss(a, p, _signs(L, n[:, 0]), margin=0.1, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
-add("F.gaussian_nll_loss", lambda L, a, p, n, **kw: F(L).gaussian_nll_loss(a, p, n.abs() + 0.1, full=True, **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
-add("F.pairwise_distance", lambda L, a, p, n, **kw: F(L).pairwise_distance(a, p, p=pick_p(kw), keepdim=kw["reduction"] == "sum"), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.shape[-1])
-add("F.cosine_similarity", lambda L, a, p, n, **kw: F(L).cosine_similarity(a, p, dim=-1 if kw["reduction"] != "sum" else 0), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
-add("F.multi_margin_loss", lambda L, a, p, n, **kw: F(L).multi_margin_loss(a, (p[:, 0].abs() * 10).long() % a.shape[1], **kw), _triple_gen, tol=LOSS_TOL, n_terms=lambda a, k: a[0].a.size)
+add(
+    "F.triplet_margin_loss",
+    lambda L, a, p, n, **kw: F(L).triplet_margin_loss(a, p, n, margin=0.5, p=2, **kw),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
+add(
+    "F.margin_ranking_loss",
+    lambda L, a, p, n, **kw: F(L).margin_ranking_loss(
+        a[:, 0], p[:, 0], _signs(L, n[:, 0]), margin=0.2, **kw
+    ),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
+add(
+    "F.cosine_embedding_loss",
+    lambda L, a, p, n, **kw: F(L).cosine_embedding_loss(a, p, _signs(L, n[:, 0]), margin=0.1, **kw),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
+add(
+    "F.gaussian_nll_loss",
+    lambda L, a, p, n, **kw: F(L).gaussian_nll_loss(a, p, n.abs() + 0.1, full=True, **kw),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
+add(
+    "F.pairwise_distance",
+    lambda L, a, p, n, **kw: F(L).pairwise_distance(
+        a, p, p=pick_p(kw), keepdim=kw["reduction"] == "sum"
+    ),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.shape[-1],
+)
+add(
+    "F.cosine_similarity",
+    lambda L, a, p, n, **kw: F(L).cosine_similarity(
+        a, p, dim=-1 if kw["reduction"] != "sum" else 0
+    ),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
+add(
+    "F.multi_margin_loss",
+    lambda L, a, p, n, **kw: F(L).multi_margin_loss(
+        a, (p[:, 0].abs() * 10).long() % a.shape[1], **kw
+    ),
+    _triple_gen,
+    tol=LOSS_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
 
 
 def pick_p(kw):
@@ -1523,12 +2251,27 @@ def _ln_gen(rng, i):
     kw = {"eps": pick(rng, (1e-5, 1e-3))}
     args = [arg(rng, s, dt, Dom(-3, 3, specials=0.0)), tuple(ns)]
     if i % 2:
-        args += [arg(rng, ns, dt, Dom(0.5, 2, specials=0)), arg(rng, ns, dt, Dom(-1, 1, specials=0))]
+        args += [
+            arg(rng, ns, dt, Dom(0.5, 2, specials=0)),
+            arg(rng, ns, dt, Dom(-1, 1, specials=0)),
+        ]
     return args, kw
 
 
-add("F.layer_norm", lambda L, x, ns, w=None, b=None, **kw: F(L).layer_norm(x, ns, w, b, **kw), _ln_gen, tol=NORM_TOL, n_terms=lambda a, k: math.prod(a[1]) if a[1] else 1)
-add("F.rms_norm", lambda L, x, ns, w=None, b=None, **kw: F(L).rms_norm(x, ns, w, **kw), _ln_gen, tol=NORM_TOL, n_terms=lambda a, k: math.prod(a[1]) if a[1] else 1)
+add(
+    "F.layer_norm",
+    lambda L, x, ns, w=None, b=None, **kw: F(L).layer_norm(x, ns, w, b, **kw),
+    _ln_gen,
+    tol=NORM_TOL,
+    n_terms=lambda a, k: math.prod(a[1]) if a[1] else 1,
+)
+add(
+    "F.rms_norm",
+    lambda L, x, ns, w=None, b=None, **kw: F(L).rms_norm(x, ns, w, **kw),
+    _ln_gen,
+    tol=NORM_TOL,
+    n_terms=lambda a, k: math.prod(a[1]) if a[1] else 1,
+)
 
 
 def _gn_gen(rng, i):
@@ -1539,11 +2282,20 @@ def _gn_gen(rng, i):
     dt = NORM_DTYPES[i % 5]
     args = [arg(rng, (n, c) + sp, dt, Dom(-3, 3, specials=0)), g]
     if i % 2:
-        args += [arg(rng, (c,), dt, Dom(0.5, 2, specials=0)), arg(rng, (c,), dt, Dom(-1, 1, specials=0))]
+        args += [
+            arg(rng, (c,), dt, Dom(0.5, 2, specials=0)),
+            arg(rng, (c,), dt, Dom(-1, 1, specials=0)),
+        ]
     return args, {}
 
 
-add("F.group_norm", lambda L, x, g, w=None, b=None: F(L).group_norm(x, g, w, b), _gn_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.size)
+add(
+    "F.group_norm",
+    lambda L, x, g, w=None, b=None: F(L).group_norm(x, g, w, b),
+    _gn_gen,
+    tol=NORM_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
 
 
 def _bn_gen(rng, i):
@@ -1556,7 +2308,11 @@ def _bn_gen(rng, i):
     rv = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(0.5, 2, specials=0), lay=False)
     w = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(0.5, 2, specials=0), lay=False)
     b = arg(rng, (c,), "float32" if dt == "float16" else dt, Dom(-1, 1, specials=0), lay=False)
-    return [x, rm, rv, w, b], {"training": bool(i % 2), "momentum": pick(rng, (0.1, 0.5, None)), "eps": 1e-5}
+    return [x, rm, rv, w, b], {
+        "training": bool(i % 2),
+        "momentum": pick(rng, (0.1, 0.5, None)),
+        "eps": 1e-5,
+    }
 
 
 def _batch_norm(L, x, rm, rv, w, b, **kw):
@@ -1566,24 +2322,51 @@ def _batch_norm(L, x, rm, rv, w, b, **kw):
 
 
 add("F.batch_norm", _batch_norm, _bn_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.size)
-add("F.instance_norm", lambda L, x, rm, rv, w, b, **kw: F(L).instance_norm(x, None, None, w, b, eps=1e-5), _bn_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.size)
+add(
+    "F.instance_norm",
+    lambda L, x, rm, rv, w, b, **kw: F(L).instance_norm(x, None, None, w, b, eps=1e-5),
+    _bn_gen,
+    tol=NORM_TOL,
+    n_terms=lambda a, k: a[0].a.size,
+)
 
 
 def _lrn_gen(rng, i):
     n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3, 5, 7)))
     sp = shape(rng, max_ndim=2, max_numel=30, zero=0)
-    return [arg(rng, (n, c) + sp, pick(rng, ("float32", "float64")), Dom(-3, 3, specials=0))], {"size": int(rng.integers(1, 6)), "alpha": 1e-2, "beta": 0.75, "k": 1.0}
+    return [arg(rng, (n, c) + sp, pick(rng, ("float32", "float64")), Dom(-3, 3, specials=0))], {
+        "size": int(rng.integers(1, 6)),
+        "alpha": 1e-2,
+        "beta": 0.75,
+        "k": 1.0,
+    }
 
 
-add("F.local_response_norm", lambda L, x, **kw: F(L).local_response_norm(x, **kw), _lrn_gen, tol=NORM_TOL, n_terms=lambda a, k: 8)
+add(
+    "F.local_response_norm",
+    lambda L, x, **kw: F(L).local_response_norm(x, **kw),
+    _lrn_gen,
+    tol=NORM_TOL,
+    n_terms=lambda a, k: 8,
+)
 
 
 def _normalize_gen(rng, i):
     s = shape(rng, ndim=int(rng.integers(1, 4)), zero=0.02)
-    return [arg(rng, s, NORM_DTYPES[i % 5], Dom(-3, 3, specials=0))], {"p": pick(rng, (2.0, 1.0, 3.0, float("inf"))), "dim": int(rng.integers(-len(s), len(s))), "eps": 1e-12}
+    return [arg(rng, s, NORM_DTYPES[i % 5], Dom(-3, 3, specials=0))], {
+        "p": pick(rng, (2.0, 1.0, 3.0, float("inf"))),
+        "dim": int(rng.integers(-len(s), len(s))),
+        "eps": 1e-12,
+    }
 
 
-add("F.normalize", lambda L, x, **kw: F(L).normalize(x, **kw), _normalize_gen, tol=NORM_TOL, n_terms=lambda a, k: a[0].a.shape[k["dim"]])
+add(
+    "F.normalize",
+    lambda L, x, **kw: F(L).normalize(x, **kw),
+    _normalize_gen,
+    tol=NORM_TOL,
+    n_terms=lambda a, k: a[0].a.shape[k["dim"]],
+)
 
 
 # ---- nn.functional: convolution and pooling ------------------------------------------------------
@@ -1615,7 +2398,13 @@ def _conv_gen(nd, transpose=False):
         if transpose:
             w = arg(rng, (cin, cout // groups) + k, dt, Dom(-1, 1, specials=0), lay=False)
             opad = tuple(int(rng.integers(0, max(s, d))) for s, d in zip(stride, dil))
-            kw = {"stride": stride, "padding": pad, "output_padding": opad, "groups": groups, "dilation": dil}
+            kw = {
+                "stride": stride,
+                "padding": pad,
+                "output_padding": opad,
+                "groups": groups,
+                "dilation": dil,
+            }
         else:
             w = arg(rng, (cout, cin // groups) + k, dt, Dom(-1, 1, specials=0), lay=False)
             padding = pad if rng.random() < 0.7 else pick(rng, ("same", "valid"))
@@ -1630,7 +2419,10 @@ def _conv_gen(nd, transpose=False):
 
 def _conv_terms(args, kwargs):
     w = args[1].a
-    return max(1, int(np.prod(w.shape[1:])) * (w.shape[0] if kwargs.get("output_padding") is not None else 1))
+    return max(
+        1,
+        int(np.prod(w.shape[1:])) * (w.shape[0] if kwargs.get("output_padding") is not None else 1),
+    )
 
 
 def _conv_allow(args, kwargs, t_exc, p_exc, mismatch):
@@ -1642,18 +2434,37 @@ def _conv_allow(args, kwargs, t_exc, p_exc, mismatch):
 
 
 for _nd in (1, 2, 3):
-    add(f"F.conv{_nd}d", lambda L, x, w, b, _nd=_nd, **kw: getattr(F(L), f"conv{_nd}d")(x, w, b, **kw), _conv_gen(_nd), tol=CONV_TOL, n_terms=_conv_terms)
-    add(f"F.conv_transpose{_nd}d", lambda L, x, w, b, _nd=_nd, **kw: getattr(F(L), f"conv_transpose{_nd}d")(x, w, b, **kw), _conv_gen(_nd, True), tol=CONV_TOL, n_terms=_conv_terms, allow=_conv_allow)
+    add(
+        f"F.conv{_nd}d",
+        lambda L, x, w, b, _nd=_nd, **kw: getattr(F(L), f"conv{_nd}d")(x, w, b, **kw),
+        _conv_gen(_nd),
+        tol=CONV_TOL,
+        n_terms=_conv_terms,
+    )
+    add(
+        f"F.conv_transpose{_nd}d",
+        lambda L, x, w, b, _nd=_nd, **kw: getattr(F(L), f"conv_transpose{_nd}d")(x, w, b, **kw),
+        _conv_gen(_nd, True),
+        tol=CONV_TOL,
+        n_terms=_conv_terms,
+        allow=_conv_allow,
+    )
 
 
 def _pool_gen(nd, kind):
     def gen(rng, i):
-        dt = ("float32", "float32", "float16", "bfloat16", "float64", "int64")[i % 6] if kind == "max" else CONV_DTYPES[i % 5]
+        dt = (
+            ("float32", "float32", "float16", "bfloat16", "float64", "int64")[i % 6]
+            if kind == "max"
+            else CONV_DTYPES[i % 5]
+        )
         c = int(rng.choice((1, 2, 3)))
         n = int(rng.choice((1, 2)))
         sp = tuple(int(rng.choice((1, 2, 3, 5, 7, 8))) for _ in range(nd))
         k = tuple(int(rng.choice((1, 2, 3))) for _ in range(nd))
-        stride = tuple(int(rng.choice((1, 2, 3))) for _ in range(nd)) if rng.random() < 0.7 else None
+        stride = (
+            tuple(int(rng.choice((1, 2, 3))) for _ in range(nd)) if rng.random() < 0.7 else None
+        )
         pad = tuple(int(rng.integers(0, kk // 2 + 1)) for kk in k)
         if rng.random() < 0.03:
             pad = tuple(kk for kk in k)  # more than half the window: an error
@@ -1680,8 +2491,20 @@ def _pool_allow(args, kwargs, t_exc, p_exc, mismatch):
 
 
 for _nd in (1, 2, 3):
-    add(f"F.max_pool{_nd}d", lambda L, x, _nd=_nd, **kw: getattr(F(L), f"max_pool{_nd}d")(x, **kw), _pool_gen(_nd, "max"), tol=EXACT, allow=_pool_allow)
-    add(f"F.avg_pool{_nd}d", lambda L, x, _nd=_nd, **kw: getattr(F(L), f"avg_pool{_nd}d")(x, **kw), _pool_gen(_nd, "avg"), tol=Tol(ulps=16, sum_terms=True), n_terms=lambda a, k: math.prod(k["kernel_size"]))
+    add(
+        f"F.max_pool{_nd}d",
+        lambda L, x, _nd=_nd, **kw: getattr(F(L), f"max_pool{_nd}d")(x, **kw),
+        _pool_gen(_nd, "max"),
+        tol=EXACT,
+        allow=_pool_allow,
+    )
+    add(
+        f"F.avg_pool{_nd}d",
+        lambda L, x, _nd=_nd, **kw: getattr(F(L), f"avg_pool{_nd}d")(x, **kw),
+        _pool_gen(_nd, "avg"),
+        tol=Tol(ulps=16, sum_terms=True),
+        n_terms=lambda a, k: math.prod(k["kernel_size"]),
+    )
 
 
 def _adaptive_gen(nd):
@@ -1689,7 +2512,9 @@ def _adaptive_gen(nd):
         dt = CONV_DTYPES[i % 5]
         c = int(rng.choice((1, 2, 3)))
         sp = tuple(int(rng.choice((1, 2, 3, 5, 7, 8, 13))) for _ in range(nd))
-        out = tuple(int(rng.choice((1, 2, 3, 4, 5))) if rng.random() > 0.1 else None for _ in range(nd))
+        out = tuple(
+            int(rng.choice((1, 2, 3, 4, 5))) if rng.random() > 0.1 else None for _ in range(nd)
+        )
         xs = ((c,) if rng.random() < 0.1 else (2, c)) + sp
         return [arg(rng, xs, dt, Dom(-3, 3, specials=0.01)), out if nd > 1 else out[0] or 1], {}
 
@@ -1697,28 +2522,56 @@ def _adaptive_gen(nd):
 
 
 for _nd in (1, 2, 3):
-    add(f"F.adaptive_avg_pool{_nd}d", lambda L, x, o, _nd=_nd: getattr(F(L), f"adaptive_avg_pool{_nd}d")(x, o), _adaptive_gen(_nd), tol=Tol(ulps=16, sum_terms=True), n_terms=lambda a, k: 64)
-    add(f"F.adaptive_max_pool{_nd}d", lambda L, x, o, _nd=_nd: getattr(F(L), f"adaptive_max_pool{_nd}d")(x, o, return_indices=True), _adaptive_gen(_nd), tol=EXACT)
+    add(
+        f"F.adaptive_avg_pool{_nd}d",
+        lambda L, x, o, _nd=_nd: getattr(F(L), f"adaptive_avg_pool{_nd}d")(x, o),
+        _adaptive_gen(_nd),
+        tol=Tol(ulps=16, sum_terms=True),
+        n_terms=lambda a, k: 64,
+    )
+    add(
+        f"F.adaptive_max_pool{_nd}d",
+        lambda L, x, o, _nd=_nd: getattr(F(L), f"adaptive_max_pool{_nd}d")(
+            x, o, return_indices=True
+        ),
+        _adaptive_gen(_nd),
+        tol=EXACT,
+    )
 
 
 def _lp_gen(rng, i):
     (x,), kw = _pool_gen(2, "avg")(rng, i)
-    return [Arg(np.abs(x.a), x.dtype, x.layout)], {"norm_type": pick(rng, (1.0, 2.0, 3.0)), "kernel_size": kw["kernel_size"], "stride": kw["stride"], "ceil_mode": kw["ceil_mode"]}
+    return [Arg(np.abs(x.a), x.dtype, x.layout)], {
+        "norm_type": pick(rng, (1.0, 2.0, 3.0)),
+        "kernel_size": kw["kernel_size"],
+        "stride": kw["stride"],
+        "ceil_mode": kw["ceil_mode"],
+    }
 
 
-add("F.lp_pool2d", lambda L, x, **kw: F(L).lp_pool2d(x, **kw), _lp_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: 9)
+add(
+    "F.lp_pool2d",
+    lambda L, x, **kw: F(L).lp_pool2d(x, **kw),
+    _lp_gen,
+    tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True),
+    n_terms=lambda a, k: 9,
+)
 
 
 # ---- nn.functional: resampling, padding and the rest ------------------------------------------
 def _interp_gen(rng, i):
     modes = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
     mode = modes[i % len(modes)]
-    nd = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(mode, int(rng.integers(1, 4)))
+    nd = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(
+        mode, int(rng.integers(1, 4))
+    )
     if rng.random() < 0.03:
         nd = nd % 3 + 1  # the wrong rank for the mode: an error
     dt = CONV_DTYPES[(i // 7) % 5]
     sp = tuple(int(rng.choice((1, 2, 3, 5, 7))) for _ in range(nd))
-    x = arg(rng, (int(rng.choice((1, 2))), int(rng.choice((1, 3)))) + sp, dt, Dom(-2, 2, specials=0))
+    x = arg(
+        rng, (int(rng.choice((1, 2))), int(rng.choice((1, 3)))) + sp, dt, Dom(-2, 2, specials=0)
+    )
     kw = {"mode": mode}
     if rng.random() < 0.5:
         kw["size"] = tuple(int(rng.choice((1, 2, 4, 6, 9))) for _ in range(nd))
@@ -1731,16 +2584,28 @@ def _interp_gen(rng, i):
     return [x], kw
 
 
-add("F.interpolate", lambda L, x, **kw: F(L).interpolate(x, **kw), _interp_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: 16)
+add(
+    "F.interpolate",
+    lambda L, x, **kw: F(L).interpolate(x, **kw),
+    _interp_gen,
+    tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True),
+    n_terms=lambda a, k: 16,
+)
 
 
 def _pad_gen(rng, i):
     mode = ("constant", "reflect", "replicate", "circular")[i % 4]
     nd = int(rng.integers(1, 4))
-    s = (int(rng.choice((1, 2))),) * (1 + int(rng.integers(0, 2))) + tuple(int(rng.choice((1, 2, 3, 5, 7))) for _ in range(nd))
+    s = (int(rng.choice((1, 2))),) * (1 + int(rng.integers(0, 2))) + tuple(
+        int(rng.choice((1, 2, 3, 5, 7))) for _ in range(nd)
+    )
     if mode == "constant":
         pads = tuple(int(rng.integers(-1, 3)) for _ in range(2 * int(rng.integers(1, len(s) + 1))))
-        return [arg(rng, s, pick(rng, DTYPES), Dom(-2, 2))], {"pad": pads, "mode": mode, "value": pick(rng, (0.0, 1.5, -2))}
+        return [arg(rng, s, pick(rng, DTYPES), Dom(-2, 2))], {
+            "pad": pads,
+            "mode": mode,
+            "value": pick(rng, (0.0, 1.5, -2)),
+        }
     k = int(rng.integers(1, nd + 1))
     pads = tuple(int(rng.integers(0, 4)) for _ in range(2 * k))
     return [arg(rng, s, pick(rng, FLOATS), Dom(-2, 2))], {"pad": pads, "mode": mode}
@@ -1757,13 +2622,18 @@ add("F.pad", lambda L, x, **kw: F(L).pad(x, **kw), _pad_gen, tol=EXACT, allow=_p
 
 def _embedding_gen(rng, i):
     v, d = int(rng.choice((1, 3, 7, 13))), int(rng.choice((1, 2, 5)))
-    idx = rng.integers(0, v + (2 if rng.random() < 0.03 else 0), size=shape(rng, max_ndim=2, zero=0.02))
+    idx = rng.integers(
+        0, v + (2 if rng.random() < 0.03 else 0), size=shape(rng, max_ndim=2, zero=0.02)
+    )
     kw = {}
     if i % 3 == 1:
         kw["padding_idx"] = int(rng.integers(-v, v))
     if i % 4 == 2:
         kw["max_norm"] = pick(rng, (1.0, 0.5))
-    return [Arg(idx.astype(np.int64), pick(rng, ("int64", "int32"))), arg(rng, (v, d), pick(rng, FLOATS), Dom(-2, 2, specials=0), lay=False)], kw
+    return [
+        Arg(idx.astype(np.int64), pick(rng, ("int64", "int32"))),
+        arg(rng, (v, d), pick(rng, FLOATS), Dom(-2, 2, specials=0), lay=False),
+    ], kw
 
 
 def _embedding(L, idx, w, **kw):
@@ -1786,25 +2656,54 @@ add("F.one_hot", lambda L, x, **kw: F(L).one_hot(x, **kw), _one_hot_gen, tol=EXA
 def _linear_gen(rng, i):
     dt = CONV_DTYPES[i % 5]
     k, n = int(rng.choice((1, 3, 7, 16))), int(rng.choice((1, 2, 5)))
-    x = arg(rng, shape(rng, max_ndim=2, zero=0.02) + (k if rng.random() > 0.03 else k + 1,), dt, Dom(-2, 2, specials=0))
-    return [x, arg(rng, (n, k), dt, Dom(-1, 1, specials=0)), arg(rng, (n,), dt, Dom(-1, 1, specials=0)) if i % 2 else None], {}
+    x = arg(
+        rng,
+        shape(rng, max_ndim=2, zero=0.02) + (k if rng.random() > 0.03 else k + 1,),
+        dt,
+        Dom(-2, 2, specials=0),
+    )
+    return [
+        x,
+        arg(rng, (n, k), dt, Dom(-1, 1, specials=0)),
+        arg(rng, (n,), dt, Dom(-1, 1, specials=0)) if i % 2 else None,
+    ], {}
 
 
-add("F.linear", lambda L, x, w, b: F(L).linear(x, w, b), _linear_gen, tol=CONV_TOL, n_terms=lambda a, k: a[1].a.shape[1])
+add(
+    "F.linear",
+    lambda L, x, w, b: F(L).linear(x, w, b),
+    _linear_gen,
+    tol=CONV_TOL,
+    n_terms=lambda a, k: a[1].a.shape[1],
+)
 
 
 def _bilinear_gen(rng, i):
     n, a, b, o = (int(rng.choice((1, 2, 3))) for _ in range(4))
-    return [arg(rng, (n, a), "float32", Dom(-1, 1, specials=0)), arg(rng, (n, b), "float32", Dom(-1, 1, specials=0)), arg(rng, (o, a, b), "float32", Dom(-1, 1, specials=0)), arg(rng, (o,), "float32", Dom(-1, 1, specials=0))], {}
+    return [
+        arg(rng, (n, a), "float32", Dom(-1, 1, specials=0)),
+        arg(rng, (n, b), "float32", Dom(-1, 1, specials=0)),
+        arg(rng, (o, a, b), "float32", Dom(-1, 1, specials=0)),
+        arg(rng, (o,), "float32", Dom(-1, 1, specials=0)),
+    ], {}
 
 
-add("F.bilinear", lambda L, x1, x2, w, b: F(L).bilinear(x1, x2, w, b), _bilinear_gen, tol=CONV_TOL, n_terms=lambda a, k: 9)
+add(
+    "F.bilinear",
+    lambda L, x1, x2, w, b: F(L).bilinear(x1, x2, w, b),
+    _bilinear_gen,
+    tol=CONV_TOL,
+    n_terms=lambda a, k: 9,
+)
 
 
 def _shuffle_gen(rng, i):
     r = int(rng.choice((1, 2, 3)))
     c = int(rng.choice((1, 2))) * (r * r if i % 2 == 0 else 1)
-    h, w = int(rng.choice((1, 2, 3))) * (r if i % 2 else 1), int(rng.choice((1, 2))) * (r if i % 2 else 1)
+    h, w = (
+        int(rng.choice((1, 2, 3))) * (r if i % 2 else 1),
+        int(rng.choice((1, 2))) * (r if i % 2 else 1),
+    )
     return [arg(rng, (int(rng.choice((1, 2))), c, h, w), pick(rng, DTYPES)), r], {}
 
 
@@ -1815,12 +2714,23 @@ add("F.pixel_unshuffle", lambda L, x, r: F(L).pixel_unshuffle(x, r), _shuffle_ge
 def _unfold_gen(rng, i):
     n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3)))
     h, w = int(rng.choice((2, 3, 5, 7))), int(rng.choice((2, 3, 5)))
-    kw = {"kernel_size": (int(rng.integers(1, 3)), int(rng.integers(1, 3))), "dilation": int(rng.integers(1, 3)), "padding": int(rng.integers(0, 2)), "stride": int(rng.integers(1, 3))}
+    kw = {
+        "kernel_size": (int(rng.integers(1, 3)), int(rng.integers(1, 3))),
+        "dilation": int(rng.integers(1, 3)),
+        "padding": int(rng.integers(0, 2)),
+        "stride": int(rng.integers(1, 3)),
+    }
     return [arg(rng, (n, c, h, w), pick(rng, FLOATS), Dom(-2, 2, specials=0))], kw
 
 
 add("F.unfold", lambda L, x, **kw: F(L).unfold(x, **kw), _unfold_gen, tol=EXACT)
-add("F.fold(unfold)", lambda L, x, **kw: F(L).fold(F(L).unfold(x, **kw), x.shape[-2:], **kw), _unfold_gen, tol=Tol(ulps=16, sum_terms=True), n_terms=lambda a, k: 4)
+add(
+    "F.fold(unfold)",
+    lambda L, x, **kw: F(L).fold(F(L).unfold(x, **kw), x.shape[-2:], **kw),
+    _unfold_gen,
+    tol=Tol(ulps=16, sum_terms=True),
+    n_terms=lambda a, k: 4,
+)
 
 
 def _sdpa_gen(rng, i):
@@ -1844,14 +2754,32 @@ def _sdpa_gen(rng, i):
 
 # scores, weights and output each stored in a float16/bfloat16 result: the weights' rounding
 # grows by |score| through exp (u·|s|·max|v| per key), hence u_out=16
-add("F.scaled_dot_product_attention", lambda L, q, k, v, **kw: F(L).scaled_dot_product_attention(q, k, v, **kw), _sdpa_gen, tol=Tol(ulps=64, atol=2.0**-14, sum_terms=True, u_out=16), n_terms=lambda a, k: 16)
+add(
+    "F.scaled_dot_product_attention",
+    lambda L, q, k, v, **kw: F(L).scaled_dot_product_attention(q, k, v, **kw),
+    _sdpa_gen,
+    tol=Tol(ulps=64, atol=2.0**-14, sum_terms=True, u_out=16),
+    n_terms=lambda a, k: 16,
+)
 
 
 def _dropout_gen(rng, i):
-    return [arg(rng, shape(rng), pick(rng, FLOATS))], {"p": pick(rng, (0.0, 1.0, 0.5)), "training": bool(i % 2)}
+    return [arg(rng, shape(rng), pick(rng, FLOATS))], {
+        "p": pick(rng, (0.0, 1.0, 0.5)),
+        "training": bool(i % 2),
+    }
 
 
-add("F.dropout(identity cases)", lambda L, x, **kw: F(L).dropout(x, **kw) if kw["p"] in (0.0, 1.0) or not kw["training"] else (F(L).dropout(x, **kw) != 0).shape, _dropout_gen, tol=EXACT)
+add(
+    "F.dropout(identity cases)",
+    lambda L, x, **kw: (
+        F(L).dropout(x, **kw)
+        if kw["p"] in (0.0, 1.0) or not kw["training"]
+        else (F(L).dropout(x, **kw) != 0).shape
+    ),
+    _dropout_gen,
+    tol=EXACT,
+)
 
 
 # ---- creation ---------------------------------------------------------------------------------
@@ -1861,7 +2789,9 @@ def _arange_gen(rng, i):
     step = pick(rng, (1, 2, -1, 0.5, -0.75, 3, 0))
     kw = {}
     if i % 3 == 1:
-        kw["dtype"] = Dt(pick(rng, ("float32", "int64", "float16", "int32", "uint8", "bfloat16", "float64")))
+        kw["dtype"] = Dt(
+            pick(rng, ("float32", "int64", "float16", "int32", "uint8", "bfloat16", "float64"))
+        )
     form = i % 3
     args = [end] if form == 0 else ([start, end] if form == 1 else [start, end, step])
     return args, kw
@@ -1879,8 +2809,18 @@ def _linspace_gen(rng, i):
     return [start, end, steps], kw
 
 
-add("linspace", lambda L, *a, **kw: L.linspace(*a, **kw), _linspace_gen, tol=Tol(ulps=8, atol=2.0**-18))
-add("logspace", lambda L, *a, **kw: L.logspace(*a, base=2.0, **kw), _linspace_gen, tol=Tol(ulps=32, atol=2.0**-18))
+add(
+    "linspace",
+    lambda L, *a, **kw: L.linspace(*a, **kw),
+    _linspace_gen,
+    tol=Tol(ulps=8, atol=2.0**-18),
+)
+add(
+    "logspace",
+    lambda L, *a, **kw: L.logspace(*a, base=2.0, **kw),
+    _linspace_gen,
+    tol=Tol(ulps=32, atol=2.0**-18),
+)
 
 
 def _full_gen(rng, i):
@@ -1893,7 +2833,18 @@ def _full_gen(rng, i):
 
 
 add("full", lambda L, s, v, **kw: L.full(s, v, **kw), _full_gen, tol=EXACT)
-add("zeros/ones/empty.shape", lambda L, s, v, **kw: (L.zeros(s, **kw), L.ones(*s, **kw) if s else L.ones((), **kw), L.empty(s, **kw).shape, L.zeros_like(L.ones(s), **kw), L.full_like(L.ones(s, dtype=L.int32), 3, **kw)), _full_gen, tol=EXACT)
+add(
+    "zeros/ones/empty.shape",
+    lambda L, s, v, **kw: (
+        L.zeros(s, **kw),
+        L.ones(*s, **kw) if s else L.ones((), **kw),
+        L.empty(s, **kw).shape,
+        L.zeros_like(L.ones(s), **kw),
+        L.full_like(L.ones(s, dtype=L.int32), 3, **kw),
+    ),
+    _full_gen,
+    tol=EXACT,
+)
 
 
 def _eye_gen(rng, i):
@@ -1936,23 +2887,65 @@ def _square_gen(rng, i):
 add("trace", lambda L, x: L.trace(x), _square_gen, tol=SUMT, n_terms=lambda a, k: 8)
 add("block_diag", lambda L, x: L.block_diag(x, x[:1]), _square_gen, tol=EXACT)
 add("isin", lambda L, x: L.isin(x, x.flatten()[:3]), _square_gen, tol=EXACT)
-add("cov", lambda L, x: L.cov(x), _square_gen, tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True), n_terms=lambda a, k: 8)
-add("corrcoef", lambda L, x: L.corrcoef(x), _square_gen, tol=Tol(ulps=64, atol=2.0**-14, sum_terms=True), n_terms=lambda a, k: 8)
-add("vander", lambda L, x: L.vander(x.flatten()[:4], N=3), _square_gen, tol=Tol(ulps=8, atol=2.0**-20))
-add("cartesian_prod", lambda L, x: L.cartesian_prod(x.flatten()[:3], x.flatten()[:2]), _square_gen, tol=EXACT)
+add(
+    "cov",
+    lambda L, x: L.cov(x),
+    _square_gen,
+    tol=Tol(ulps=64, atol=2.0**-16, sum_terms=True),
+    n_terms=lambda a, k: 8,
+)
+add(
+    "corrcoef",
+    lambda L, x: L.corrcoef(x),
+    _square_gen,
+    tol=Tol(ulps=64, atol=2.0**-14, sum_terms=True),
+    n_terms=lambda a, k: 8,
+)
+add(
+    "vander",
+    lambda L, x: L.vander(x.flatten()[:4], N=3),
+    _square_gen,
+    tol=Tol(ulps=8, atol=2.0**-20),
+)
+add(
+    "cartesian_prod",
+    lambda L, x: L.cartesian_prod(x.flatten()[:3], x.flatten()[:2]),
+    _square_gen,
+    tol=EXACT,
+)
 add("combinations", lambda L, x: L.combinations(x.flatten()[:4], r=2), _square_gen, tol=EXACT)
 add("atleast_3d", lambda L, x: L.atleast_3d(x), _square_gen, tol=EXACT)
 add("count_nonzero(dims)", lambda L, x: L.count_nonzero(x, dim=(0, 1)), _square_gen, tol=EXACT)
 add("renorm", lambda L, x: L.renorm(x, 2, 0, 1.0), _square_gen, tol=Tol(ulps=32, atol=2.0**-18))
+
+
 def _trapezoid_allow(args, kwargs, t_exc, p_exc, mismatch):
     if mismatch and "dtype" in mismatch and args[0].a.size == 0:
         return "torch's trapezoid of an empty integer tensor keeps the integer dtype (its non-empty result is float)"
     return None
 
 
-add("trapezoid", lambda L, x: L.trapezoid(x), _square_gen, tol=SUMT, n_terms=lambda a, k: 8, allow=_trapezoid_allow)
-add("cumulative_trapezoid", lambda L, x: L.cumulative_trapezoid(x), _square_gen, tol=SUMT, n_terms=lambda a, k: 8)
-add("histogram", lambda L, x: L.histogram(x.float().flatten(), bins=4), _square_gen, tol=Tol(ulps=8, atol=2.0**-18))
+add(
+    "trapezoid",
+    lambda L, x: L.trapezoid(x),
+    _square_gen,
+    tol=SUMT,
+    n_terms=lambda a, k: 8,
+    allow=_trapezoid_allow,
+)
+add(
+    "cumulative_trapezoid",
+    lambda L, x: L.cumulative_trapezoid(x),
+    _square_gen,
+    tol=SUMT,
+    n_terms=lambda a, k: 8,
+)
+add(
+    "histogram",
+    lambda L, x: L.histogram(x.float().flatten(), bins=4),
+    _square_gen,
+    tol=Tol(ulps=8, atol=2.0**-18),
+)
 
 
 # ---- more nn.functional: ctc, grid sampling, unpooling ------------------------------------------
@@ -1966,10 +2959,21 @@ def _ctc_gen(rng, i):
     tg_len = rng.integers(0, s + 1, size=(n,))
     kw = {"reduction": REDUCTIONS[i % 3], "zero_infinity": bool((i // 3) % 2), "blank": 0}
     dt = pick(rng, ("float32", "float64"))
-    return [Arg(lp, dt), Arg(targets.astype(np.int64), "int64"), Arg(in_len.astype(np.int64), "int64"), Arg(tg_len.astype(np.int64), "int64")], kw
+    return [
+        Arg(lp, dt),
+        Arg(targets.astype(np.int64), "int64"),
+        Arg(in_len.astype(np.int64), "int64"),
+        Arg(tg_len.astype(np.int64), "int64"),
+    ], kw
 
 
-add("F.ctc_loss", lambda L, lp, tg, il, tl, **kw: F(L).ctc_loss(lp, tg, il, tl, **kw), _ctc_gen, tol=Tol(ulps=256, atol=2.0**-14, sum_terms=True), n_terms=lambda a, k: 16)
+add(
+    "F.ctc_loss",
+    lambda L, lp, tg, il, tl, **kw: F(L).ctc_loss(lp, tg, il, tl, **kw),
+    _ctc_gen,
+    tol=Tol(ulps=256, atol=2.0**-14, sum_terms=True),
+    n_terms=lambda a, k: 16,
+)
 
 
 def _grid_gen(rng, i):
@@ -1980,11 +2984,21 @@ def _grid_gen(rng, i):
     x = arg(rng, (n, c) + sp, pick(rng, ("float32", "float64")), Dom(-2, 2, specials=0))
     grid = Arg(rng.uniform(-1.2, 1.2, size=(n,) + out + (nd,)), "float32")
     modes = ("bilinear", "nearest", "bicubic") if nd == 2 else ("bilinear", "nearest")
-    kw = {"mode": modes[i % len(modes)], "padding_mode": ("zeros", "border", "reflection")[(i // 3) % 3], "align_corners": bool((i // 9) % 2)}
+    kw = {
+        "mode": modes[i % len(modes)],
+        "padding_mode": ("zeros", "border", "reflection")[(i // 3) % 3],
+        "align_corners": bool((i // 9) % 2),
+    }
     return [x, grid], kw
 
 
-add("F.grid_sample", lambda L, x, g, **kw: F(L).grid_sample(x, g.to(x.dtype), **kw), _grid_gen, tol=Tol(ulps=256, atol=2.0**-14, sum_terms=True), n_terms=lambda a, k: 16)
+add(
+    "F.grid_sample",
+    lambda L, x, g, **kw: F(L).grid_sample(x, g.to(x.dtype), **kw),
+    _grid_gen,
+    tol=Tol(ulps=256, atol=2.0**-14, sum_terms=True),
+    n_terms=lambda a, k: 16,
+)
 
 
 def _affine_gen(rng, i):
@@ -1995,13 +3009,22 @@ def _affine_gen(rng, i):
     return [theta, size], {"align_corners": bool((i // 2) % 2)}
 
 
-add("F.affine_grid", lambda L, th, s, **kw: F(L).affine_grid(th, s, **kw), _affine_gen, tol=Tol(ulps=16, atol=2.0**-18, sum_terms=True), n_terms=lambda a, k: 4)
+add(
+    "F.affine_grid",
+    lambda L, th, s, **kw: F(L).affine_grid(th, s, **kw),
+    _affine_gen,
+    tol=Tol(ulps=16, atol=2.0**-18, sum_terms=True),
+    n_terms=lambda a, k: 4,
+)
 
 
 def _unpool_gen(rng, i):
     n, c = int(rng.choice((1, 2))), int(rng.choice((1, 3)))
     h, w = int(rng.choice((2, 4, 5))), int(rng.choice((2, 4, 6)))
-    return [arg(rng, (n, c, h, w), pick(rng, ("float32", "float64")), Dom(-2, 2, specials=0)), int(rng.choice((2, 3)))], {}
+    return [
+        arg(rng, (n, c, h, w), pick(rng, ("float32", "float64")), Dom(-2, 2, specials=0)),
+        int(rng.choice((2, 3))),
+    ], {}
 
 
 def _unpool(L, x, k):
@@ -2010,7 +3033,12 @@ def _unpool(L, x, k):
 
 
 add("F.max_unpool2d(max_pool2d)", _unpool, _unpool_gen, tol=EXACT)
-add("F.channel_shuffle", lambda L, x, k: F(L).channel_shuffle(x.repeat(1, k, 1, 1), k), _unpool_gen, tol=EXACT)
+add(
+    "F.channel_shuffle",
+    lambda L, x, k: F(L).channel_shuffle(x.repeat(1, k, 1, 1), k),
+    _unpool_gen,
+    tol=EXACT,
+)
 
 
 # ---- in-place and accumulation forms --------------------------------------------------------------
@@ -2025,10 +3053,40 @@ def _acc_gen(rng, i):
     return [x, Arg(idx.astype(np.int64), "int64"), src], {}
 
 
-add("index_add_", lambda L, x, i, s: (lambda y: (y.index_add_(0, i, s, alpha=2) is y, y))(x.clone()), _acc_gen, tol=Tol(ulps=8, sum_terms=True))
-add("scatter_add_(1-D index)", lambda L, x, i, s: (lambda y: y.scatter_add_(0, i.reshape((-1,) + (1,) * (x.dim() - 1)).expand(i.shape[0], *x.shape[1:]) if x.dim() > 1 else i, s))(x.clone()), _acc_gen, tol=Tol(ulps=8, sum_terms=True))
-add("index_put_(accumulate)", lambda L, x, i, s: x.clone().index_put_((i,), s, accumulate=True), _acc_gen, tol=Tol(ulps=8, sum_terms=True))
-add("masked_scatter_", lambda L, x, i, s: x.clone().masked_scatter_(x.clone().bool() if x.dtype != L.bool else x.clone(), L.ones(x.numel(), dtype=x.dtype)), _acc_gen, tol=EXACT)
+add(
+    "index_add_",
+    lambda L, x, i, s: (lambda y: (y.index_add_(0, i, s, alpha=2) is y, y))(x.clone()),
+    _acc_gen,
+    tol=Tol(ulps=8, sum_terms=True),
+)
+add(
+    "scatter_add_(1-D index)",
+    lambda L, x, i, s: (
+        lambda y: y.scatter_add_(
+            0,
+            i.reshape((-1,) + (1,) * (x.dim() - 1)).expand(i.shape[0], *x.shape[1:])
+            if x.dim() > 1
+            else i,
+            s,
+        )
+    )(x.clone()),
+    _acc_gen,
+    tol=Tol(ulps=8, sum_terms=True),
+)
+add(
+    "index_put_(accumulate)",
+    lambda L, x, i, s: x.clone().index_put_((i,), s, accumulate=True),
+    _acc_gen,
+    tol=Tol(ulps=8, sum_terms=True),
+)
+add(
+    "masked_scatter_",
+    lambda L, x, i, s: x.clone().masked_scatter_(
+        x.clone().bool() if x.dtype != L.bool else x.clone(), L.ones(x.numel(), dtype=x.dtype)
+    ),
+    _acc_gen,
+    tol=EXACT,
+)
 
 
 # ---- keyword and NumPy spellings ------------------------------------------------------------
@@ -2057,35 +3115,98 @@ KW_FORMS = [
     ("x.std(dim=, unbiased=)", lambda L, x, d: x.float().std(dim=d, unbiased=False)),
     ("x.var(d, True)", lambda L, x, d: x.float().var(d, True)),
     ("x.topk(k=, dim=)", lambda L, x, d: x.float().topk(k=min(1, x.shape[d]), dim=d)),
-    ("x.sort(dim=, descending=)", lambda L, x, d: x.float().sort(dim=d, descending=True, stable=True)),
+    (
+        "x.sort(dim=, descending=)",
+        lambda L, x, d: x.float().sort(dim=d, descending=True, stable=True),
+    ),
     ("x.split(split_size=, dim=)", lambda L, x, d: x.split(split_size=2, dim=d)),
     ("x.chunk(chunks=, dim=)", lambda L, x, d: x.chunk(chunks=2, dim=d)),
-    ("x.narrow(dim=, start=, length=)", lambda L, x, d: x.narrow(dim=d, start=0, length=min(1, x.shape[d]))),
-    ("x.index_select(dim=, index=)", lambda L, x, d: x.index_select(dim=d, index=L.zeros(1, dtype=L.long)) if x.shape[d] else x),
+    (
+        "x.narrow(dim=, start=, length=)",
+        lambda L, x, d: x.narrow(dim=d, start=0, length=min(1, x.shape[d])),
+    ),
+    (
+        "x.index_select(dim=, index=)",
+        lambda L, x, d: x.index_select(dim=d, index=L.zeros(1, dtype=L.long)) if x.shape[d] else x,
+    ),
     ("x.masked_fill(mask=, value=)", lambda L, x, d: x.masked_fill(mask=x != 0, value=1)),
     ("x.clamp(min=, max=)", lambda L, x, d: x.float().clamp(min=-1, max=1)),
     ("x.to(dtype=)", lambda L, x, d: x.to(dtype=L.float16)),
     ("x.type_as(y)", lambda L, x, d: x.type_as(L.ones(1, dtype=L.int8))),
-    ("x.new_zeros/new_full", lambda L, x, d: (x.new_zeros((2, d + 3)), x.new_full((2,), 3), x.new_ones(3))),
-    ("L.zeros_like(dtype=)", lambda L, x, d: (L.zeros_like(x, dtype=L.float16), L.ones_like(x), L.full_like(x, 2), L.empty_like(x).shape)),
+    (
+        "x.new_zeros/new_full",
+        lambda L, x, d: (x.new_zeros((2, d + 3)), x.new_full((2,), 3), x.new_ones(3)),
+    ),
+    (
+        "L.zeros_like(dtype=)",
+        lambda L, x, d: (
+            L.zeros_like(x, dtype=L.float16),
+            L.ones_like(x),
+            L.full_like(x, 2),
+            L.empty_like(x).shape,
+        ),
+    ),
     ("x.expand(*size)", lambda L, x, d: x.expand(2, *x.shape)),
     ("x.size(dim=)", lambda L, x, d: x.size(dim=d)),
     ("x.stride(dim=)", lambda L, x, d: x.contiguous().stride(dim=d)),
 ]
 for _name, _f in KW_FORMS:
-    add(_name, _f, _kw_gen, tol=Tol(ulps=32, atol=2.0**-18, sum_terms=True), n_terms=lambda a, k: max(1, a[0].a.size), check=(lambda t, p, a, k, tol, inp: check_index_ties(t, p, a, {"dim": a[1]}, tol, inp)) if "topk" in _name else None)
+    add(
+        _name,
+        _f,
+        _kw_gen,
+        tol=Tol(ulps=32, atol=2.0**-18, sum_terms=True),
+        n_terms=lambda a, k: max(1, a[0].a.size),
+        check=(lambda t, p, a, k, tol, inp: check_index_ties(t, p, a, {"dim": a[1]}, tol, inp))
+        if "topk" in _name
+        else None,
+    )
 
 
 def _full_infer_gen(rng, i):
-    return [pick(rng, ((2,), (3, 1), ())), pick(rng, (1, 2.5, True, -7, 0.0, np.float32(1.5), np.int64(3)))], {}
+    return [
+        pick(rng, ((2,), (3, 1), ())),
+        pick(rng, (1, 2.5, True, -7, 0.0, np.float32(1.5), np.int64(3))),
+    ], {}
 
 
 add("full() infers the fill's dtype", lambda L, s, v: L.full(s, v), _full_infer_gen, tol=EXACT)
-add("tensor() infers", lambda L, s, v: (L.tensor(v), L.tensor([v, v]), L.as_tensor([v]), L.scalar_tensor(v) if hasattr(L, "scalar_tensor") else None), _full_infer_gen, tol=EXACT)
+add(
+    "tensor() infers",
+    lambda L, s, v: (
+        L.tensor(v),
+        L.tensor([v, v]),
+        L.as_tensor([v]),
+        L.scalar_tensor(v) if hasattr(L, "scalar_tensor") else None,
+    ),
+    _full_infer_gen,
+    tol=EXACT,
+)
 
 
 def _rand_gen(rng, i):
     return [pick(rng, ((2, 3), (0,), (5,), ())), i], {}
 
 
-add("randn/rand/randint shapes and dtypes", lambda L, s, i: [(t.dtype, t.shape) for t in (L.randn(s), L.rand(*s) if s else L.rand(()), L.randint(0, 5, s), L.randint(3, s, dtype=L.int8), L.randn(s, dtype=L.float16), L.randperm(4), L.rand_like(L.ones(s)), L.randint_like(L.ones(s), 4), L.normal(0.0, 1.0, size=s))] + [bool((L.randint(2, 7, (50,)) >= 2).all()), bool((L.rand(50) < 1).all())], _rand_gen, tol=EXACT)
+add(
+    "randn/rand/randint shapes and dtypes",
+    lambda L, s, i: (
+        [
+            (t.dtype, t.shape)
+            for t in (
+                L.randn(s),
+                L.rand(*s) if s else L.rand(()),
+                L.randint(0, 5, s),
+                L.randint(3, s, dtype=L.int8),
+                L.randn(s, dtype=L.float16),
+                L.randperm(4),
+                L.rand_like(L.ones(s)),
+                L.randint_like(L.ones(s), 4),
+                L.normal(0.0, 1.0, size=s),
+            )
+        ]
+        + [bool((L.randint(2, 7, (50,)) >= 2).all()), bool((L.rand(50) < 1).all())]
+    ),
+    _rand_gen,
+    tol=EXACT,
+)

@@ -728,7 +728,9 @@ def _both(f):
         try:
             r = f(L)
             name = str(r.dtype).split(".")[-1]
-            out.append(({"int64": "int32", "float64": "float32"}.get(name, name), r.float().tolist()))
+            out.append(
+                ({"int64": "int32", "float64": "float32"}.get(name, name), r.float().tolist())
+            )
         except Exception as e:  # noqa: BLE001
             out.append(type(e))
     return out
@@ -870,7 +872,9 @@ def test_sweep_round_decimals_scale_is_exact():
     x = pr.tensor([54.8275032043457, 42.678504943847656, 1234.5])
     t = torch.tensor(x.numpy())
     for d in (3, -2):
-        np.testing.assert_array_equal(pr.round(x, decimals=d).numpy(), torch.round(t, decimals=d).numpy())
+        np.testing.assert_array_equal(
+            pr.round(x, decimals=d).numpy(), torch.round(t, decimals=d).numpy()
+        )
 
 
 def test_sweep_zero_dim_float_cast_to_a_half_result():
@@ -915,7 +919,10 @@ def test_sweep_integer_division_of_empty_tensors():
 
 def test_sweep_copy_of_a_python_number_casts():
     x = pr.ones(3, dtype=pr.uint8)
-    assert x.copy_(-2.97).tolist() == torch.ones(3, dtype=torch.uint8).copy_(torch.tensor(-2.97)).tolist()
+    assert (
+        x.copy_(-2.97).tolist()
+        == torch.ones(3, dtype=torch.uint8).copy_(torch.tensor(-2.97)).tolist()
+    )
     with pytest.raises(RuntimeError, match="more than one element"):
         pr.ones(1).expand(3).copy_(1.5)
 

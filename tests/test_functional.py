@@ -471,6 +471,8 @@ def test_sweep_sdpa_fully_masked_query_gives_zero():
         np.array([[False, False, False], [True, False, True], [True, True, True]]),
         np.array([[-np.inf] * 3, [0.0, -1.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32),
     ):
-        want = TF.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)), attn_mask=torch.from_numpy(mask))
+        want = TF.scaled_dot_product_attention(
+            *map(torch.from_numpy, (q, k, v)), attn_mask=torch.from_numpy(mask)
+        )
         got = F.scaled_dot_product_attention(*map(pr.tensor, (q, k, v)), attn_mask=pr.tensor(mask))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -514,7 +514,9 @@ def test_sweep_empty_setitem_still_checks_the_value_shape():
 
 def test_sweep_scatter_reduce_mean_of_bool_refused():
     with pytest.raises(TypeError, match="bool"):
-        pr.zeros(3, dtype=pr.bool).scatter_reduce_(0, pr.tensor([0]), pr.ones(1, dtype=pr.bool), "mean")
+        pr.zeros(3, dtype=pr.bool).scatter_reduce_(
+            0, pr.tensor([0]), pr.ones(1, dtype=pr.bool), "mean"
+        )
 
 
 def test_sweep_setitem_of_a_number_checks_its_range():

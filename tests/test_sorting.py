@@ -215,7 +215,12 @@ def test_errors():
 # ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
 def test_sweep_bool_median_kthvalue_refused():
     b = pr.tensor([True, False, True])
-    for f in (lambda: b.median(), lambda: b.median(0), lambda: b.nanmedian(), lambda: b.kthvalue(1)):
+    for f in (
+        lambda: b.median(),
+        lambda: b.median(0),
+        lambda: b.nanmedian(),
+        lambda: b.kthvalue(1),
+    ):
         with pytest.raises(TypeError, match="bool"):
             f()
 
@@ -233,4 +238,7 @@ def test_sweep_kthvalue_and_unique_shape_errors():
         pr.zeros(0).kthvalue(1)
     with pytest.raises(RuntimeError, match="0 sized dimensions"):
         pr.zeros(11, 0).unique(dim=0)
-    assert pr.median(pr.zeros(0, dtype=pr.int16)).item() == torch.median(torch.zeros(0, dtype=torch.int16)).item()
+    assert (
+        pr.median(pr.zeros(0, dtype=pr.int16)).item()
+        == torch.median(torch.zeros(0, dtype=torch.int16)).item()
+    )

@@ -448,7 +448,12 @@ def test_sweep_float_only_binaries_promote_first():
 
 def test_sweep_misc_bool_refusals_and_diff_n0():
     b = pr.tensor([[True, False], [False, True]])
-    for f in (lambda: pr.trace(b), lambda: pr.isin(b, b), lambda: pr.cov(b), lambda: pr.trapezoid(b)):
+    for f in (
+        lambda: pr.trace(b),
+        lambda: pr.isin(b, b),
+        lambda: pr.cov(b),
+        lambda: pr.trapezoid(b),
+    ):
         with pytest.raises(TypeError, match="[Bb]ool"):
             f()
     x = pr.tensor([[1.0, 2.0], [4.0, 8.0]])

@@ -63,11 +63,19 @@ def _plain(r):
     import pyrite as pr
 
     if isinstance(r, (torch.Tensor, pr.Tensor)):
-        return ("tensor", str(r.dtype).split(".")[-1].replace("int64", "int32"), tuple(r.shape), r.float().tolist() if r.dtype in (torch.bfloat16, pr.bfloat16) else r.tolist())
+        return (
+            "tensor",
+            str(r.dtype).split(".")[-1].replace("int64", "int32"),
+            tuple(r.shape),
+            r.float().tolist() if r.dtype in (torch.bfloat16, pr.bfloat16) else r.tolist(),
+        )
     if isinstance(r, (torch.Size, pr.Size)):
         return ("Size", tuple(r))
     if isinstance(r, (torch.dtype, pr.dtype)):
-        return ("dtype", str(r).split(".")[-1].replace("int64", "int32").replace("float64", "float32"))
+        return (
+            "dtype",
+            str(r).split(".")[-1].replace("int64", "int32").replace("float64", "float32"),
+        )
     if isinstance(r, tuple) and r and r[0] == "raises":
         return r
     if isinstance(r, (list, tuple)):
@@ -85,20 +93,56 @@ def _same_error(t, p):
 
 BEHAVIOURS = {
     # in-place ops return self
-    "in-place returns self": lambda L: [getattr(L.ones(3), m)(*a) is not None for m, a in [("add_", (1,)), ("clamp_", (0, 1)), ("zero_", ())]] + [(lambda x: x.mul_(2) is x and x.exp_() is x and x.fill_(1) is x and x.copy_(L.zeros(3)) is x and x.masked_fill_(x > 0, 2) is x and x.index_fill_(0, L.tensor([0]), 1) is x and x.unsqueeze_(0) is x and x.t_() is x and x.squeeze_() is x and x.uniform_() is x and x.requires_grad_(False) is x)(L.ones(3))],
+    "in-place returns self": lambda L: (
+        [
+            getattr(L.ones(3), m)(*a) is not None
+            for m, a in [("add_", (1,)), ("clamp_", (0, 1)), ("zero_", ())]
+        ]
+        + [
+            (
+                lambda x: (
+                    x.mul_(2) is x
+                    and x.exp_() is x
+                    and x.fill_(1) is x
+                    and x.copy_(L.zeros(3)) is x
+                    and x.masked_fill_(x > 0, 2) is x
+                    and x.index_fill_(0, L.tensor([0]), 1) is x
+                    and x.unsqueeze_(0) is x
+                    and x.t_() is x
+                    and x.squeeze_() is x
+                    and x.uniform_() is x
+                    and x.requires_grad_(False) is x
+                )
+            )(L.ones(3))
+        ]
+    ),
     "in-place on an int tensor refuses a float result": lambda L: L.ones(3, dtype=L.int32).exp_(),
     "in-place into an expanded view refuses": lambda L: L.ones(1).expand(3).add_(1),
     "in-place into an empty expanded view": lambda L: L.ones(0, 1).expand(0, 3).add_(1),
-    "addmm_ in place": lambda L: (lambda x: x.addmm_(L.ones(2, 3), L.ones(3, 2)) is x and x)(L.ones(2, 2)),
+    "addmm_ in place": lambda L: (lambda x: x.addmm_(L.ones(2, 3), L.ones(3, 2)) is x and x)(
+        L.ones(2, 2)
+    ),
     # out=
     "out= returns out": lambda L: (lambda o: (L.add(L.ones(2), 1, out=o) is o, o))(L.empty(2)),
-    "out= of a reduction": lambda L: (lambda o: (L.sum(L.ones(2, 3), 1, out=o) is o, o))(L.empty(2)),
-    "out= of a creation": lambda L: (lambda o: (L.zeros(3, out=o) is o, o))(L.empty(3, dtype=L.int32)),
-    "out= tuple of max": lambda L: (lambda o: (L.max(L.arange(6.0).reshape(2, 3), 1, out=o)[0] is o[0], o))((L.empty(2), L.empty(2, dtype=L.int64))),
+    "out= of a reduction": lambda L: (lambda o: (L.sum(L.ones(2, 3), 1, out=o) is o, o))(
+        L.empty(2)
+    ),
+    "out= of a creation": lambda L: (lambda o: (L.zeros(3, out=o) is o, o))(
+        L.empty(3, dtype=L.int32)
+    ),
+    "out= tuple of max": lambda L: (
+        lambda o: (L.max(L.arange(6.0).reshape(2, 3), 1, out=o)[0] is o[0], o)
+    )((L.empty(2), L.empty(2, dtype=L.int64))),
     "out= resized (warns)": lambda L: (lambda o: (L.add(L.ones(2), 1, out=o), o.shape))(L.empty(3)),
-    "out= resized silently when empty": lambda L: (lambda o: (L.mul(L.ones(2), 3, out=o), o.shape))(L.empty(0)),
-    "out= refuses a float result in an int": lambda L: L.add(L.ones(2), 1, out=L.empty(2, dtype=L.int32)),
-    "out= takes an int result in a float": lambda L: L.add(L.ones(2, dtype=L.int32), 1, out=L.empty(2)),
+    "out= resized silently when empty": lambda L: (lambda o: (L.mul(L.ones(2), 3, out=o), o.shape))(
+        L.empty(0)
+    ),
+    "out= refuses a float result in an int": lambda L: L.add(
+        L.ones(2), 1, out=L.empty(2, dtype=L.int32)
+    ),
+    "out= takes an int result in a float": lambda L: L.add(
+        L.ones(2, dtype=L.int32), 1, out=L.empty(2)
+    ),
     # .T and friends
     "x.T of 1-D warns": lambda L: L.arange(3).T,
     "x.T of 0-D warns": lambda L: L.tensor(2.0).T,
@@ -106,9 +150,25 @@ BEHAVIOURS = {
     "x.mT of 1-D raises": lambda L: L.zeros(3).mT,
     "x.t() of 3-D raises": lambda L: L.zeros(2, 3, 4).t(),
     # reading values back
-    ".item() types": lambda L: [L.tensor(v, dtype=d).item() for v, d in [(1, L.int32), (1.5, L.float32), (True, L.bool), (7, L.uint8), (1.5, L.float16), (1.5, L.bfloat16)]],
+    ".item() types": lambda L: [
+        L.tensor(v, dtype=d).item()
+        for v, d in [
+            (1, L.int32),
+            (1.5, L.float32),
+            (True, L.bool),
+            (7, L.uint8),
+            (1.5, L.float16),
+            (1.5, L.bfloat16),
+        ]
+    ],
     ".item() of many raises": lambda L: L.ones(2).item(),
-    ".tolist()": lambda L: [L.tensor([[1, 2]]).tolist(), L.tensor(3.5).tolist(), L.zeros(0, 2).tolist(), L.tensor([True]).tolist(), L.tensor([1.5], dtype=L.bfloat16).tolist()],
+    ".tolist()": lambda L: [
+        L.tensor([[1, 2]]).tolist(),
+        L.tensor(3.5).tolist(),
+        L.zeros(0, 2).tolist(),
+        L.tensor([True]).tolist(),
+        L.tensor([1.5], dtype=L.bfloat16).tolist(),
+    ],
     "bool()": lambda L: [bool(L.tensor(0.0)), bool(L.tensor([2])), bool(L.tensor(float("nan")))],
     "bool() of many raises": lambda L: bool(L.ones(2)),
     "bool() of none raises": lambda L: bool(L.ones(0)),
@@ -116,37 +176,129 @@ BEHAVIOURS = {
     "len() of 0-d raises": lambda L: len(L.tensor(1)),
     "iteration": lambda L: [t for t in L.arange(6).reshape(2, 3)],
     "iteration over 0-d raises": lambda L: list(L.tensor(1)),
-    "int()/float()/complex()/index": lambda L: [int(L.tensor(2.7)), float(L.tensor(3)), complex(L.tensor(1.0)), [0, 1, 2][L.tensor(1)], list(range(L.tensor(3)))],
-    "format of 0-d": lambda L: [f"{L.tensor(1.5):.2f}", f"{L.tensor(3)}", "{:d}".format(L.tensor(3))],
+    "int()/float()/complex()/index": lambda L: [
+        int(L.tensor(2.7)),
+        float(L.tensor(3)),
+        complex(L.tensor(1.0)),
+        [0, 1, 2][L.tensor(1)],
+        list(range(L.tensor(3))),
+    ],
+    "format of 0-d": lambda L: [
+        f"{L.tensor(1.5):.2f}",
+        f"{L.tensor(3)}",
+        "{:d}".format(L.tensor(3)),
+    ],
     # shapes
-    "x.shape and x.size() are Sizes": lambda L: [L.zeros(2, 3).shape, L.zeros(2, 3).size(), L.zeros(2, 3).size(1), L.zeros(2, 3).shape[1:], L.zeros(2, 3).shape.numel(), L.zeros(2, 3).shape == (2, 3), isinstance(L.zeros(2).shape, tuple)],
-    "Size arithmetic": lambda L: [L.zeros(2, 3).shape + (4,), L.Size([2, 3]) == (2, 3), L.zeros(2, 3).shape[-1]],
-    "Size in creation": lambda L: [L.zeros(L.zeros(2, 3).shape), L.ones(*L.zeros(2, 1).shape), L.tensor(L.zeros(2, 3).shape)],
-    "x.stride()": lambda L: [L.zeros(2, 3).stride(), L.zeros(2, 3).T.stride(), L.zeros(2, 3).stride(0)],
+    "x.shape and x.size() are Sizes": lambda L: [
+        L.zeros(2, 3).shape,
+        L.zeros(2, 3).size(),
+        L.zeros(2, 3).size(1),
+        L.zeros(2, 3).shape[1:],
+        L.zeros(2, 3).shape.numel(),
+        L.zeros(2, 3).shape == (2, 3),
+        isinstance(L.zeros(2).shape, tuple),
+    ],
+    "Size arithmetic": lambda L: [
+        L.zeros(2, 3).shape + (4,),
+        L.Size([2, 3]) == (2, 3),
+        L.zeros(2, 3).shape[-1],
+    ],
+    "Size in creation": lambda L: [
+        L.zeros(L.zeros(2, 3).shape),
+        L.ones(*L.zeros(2, 1).shape),
+        L.tensor(L.zeros(2, 3).shape),
+    ],
+    "x.stride()": lambda L: [
+        L.zeros(2, 3).stride(),
+        L.zeros(2, 3).T.stride(),
+        L.zeros(2, 3).stride(0),
+    ],
     # dtypes
-    "dtype comparisons": lambda L: [L.zeros(2).dtype == L.float32, L.zeros(2).dtype == L.float, L.zeros(2, dtype=L.long).dtype == L.int64, L.zeros(2).dtype != L.float16, L.zeros(2).dtype in (L.float32, L.float16), L.float32.is_floating_point, L.uint8.is_signed, L.int8.is_signed, L.bool.itemsize, L.float16.itemsize],
-    "x.type()": lambda L: [L.ones(2).type().split(".")[-1], L.ones(2).type(L.int32).dtype, L.ones(2).type("torch.LongTensor").dtype],
-    "tensor() of mixed nested lists": lambda L: [L.tensor([1, 2.5]), L.tensor([True, 2]), L.tensor([[True], [1.5]]), L.tensor([True, False]), L.tensor([]), L.tensor([[]]).shape],
-    "tensor() of numpy scalars": lambda L: [L.tensor(np.float32(1.5)), L.tensor(np.int64(3)), L.tensor(np.bool_(True)), L.tensor([np.float32(1), np.float32(2)]), L.tensor(np.int16(3)), L.tensor(np.array(3, dtype=np.uint8))],
-    "tensor() of tensors": lambda L: [L.tensor([L.tensor(1.0), L.tensor(2.0)]), L.tensor([L.tensor([1.0]), L.tensor([2.0])]), L.tensor([[L.tensor(1), 2]])],
+    "dtype comparisons": lambda L: [
+        L.zeros(2).dtype == L.float32,
+        L.zeros(2).dtype == L.float,
+        L.zeros(2, dtype=L.long).dtype == L.int64,
+        L.zeros(2).dtype != L.float16,
+        L.zeros(2).dtype in (L.float32, L.float16),
+        L.float32.is_floating_point,
+        L.uint8.is_signed,
+        L.int8.is_signed,
+        L.bool.itemsize,
+        L.float16.itemsize,
+    ],
+    "x.type()": lambda L: [
+        L.ones(2).type().split(".")[-1],
+        L.ones(2).type(L.int32).dtype,
+        L.ones(2).type("torch.LongTensor").dtype,
+    ],
+    "tensor() of mixed nested lists": lambda L: [
+        L.tensor([1, 2.5]),
+        L.tensor([True, 2]),
+        L.tensor([[True], [1.5]]),
+        L.tensor([True, False]),
+        L.tensor([]),
+        L.tensor([[]]).shape,
+    ],
+    "tensor() of numpy scalars": lambda L: [
+        L.tensor(np.float32(1.5)),
+        L.tensor(np.int64(3)),
+        L.tensor(np.bool_(True)),
+        L.tensor([np.float32(1), np.float32(2)]),
+        L.tensor(np.int16(3)),
+        L.tensor(np.array(3, dtype=np.uint8)),
+    ],
+    "tensor() of tensors": lambda L: [
+        L.tensor([L.tensor(1.0), L.tensor(2.0)]),
+        L.tensor([L.tensor([1.0]), L.tensor([2.0])]),
+        L.tensor([[L.tensor(1), 2]]),
+    ],
     "tensor() of many-element tensors raises": lambda L: L.tensor([L.ones(2), L.ones(2)]),
     # copies
-    "copy.deepcopy": lambda L: (lambda x: (lambda y: [y is not x, y, y.requires_grad])(__import__("copy").deepcopy(x)))(L.tensor([1.0, 2.0]).requires_grad_()),
-    "copy.deepcopy of a view": lambda L: __import__("copy").deepcopy(L.arange(6).reshape(2, 3)[:, 1]),
-    "pickle round trip": lambda L: __import__("pickle").loads(__import__("pickle").dumps([L.arange(6, dtype=L.int16).reshape(2, 3).T, L.tensor([1.5], dtype=L.bfloat16), L.float16, L.zeros(2, 3).shape])),
+    "copy.deepcopy": lambda L: (
+        lambda x: (lambda y: [y is not x, y, y.requires_grad])(__import__("copy").deepcopy(x))
+    )(L.tensor([1.0, 2.0]).requires_grad_()),
+    "copy.deepcopy of a view": lambda L: __import__("copy").deepcopy(
+        L.arange(6).reshape(2, 3)[:, 1]
+    ),
+    "pickle round trip": lambda L: __import__("pickle").loads(
+        __import__("pickle").dumps(
+            [
+                L.arange(6, dtype=L.int16).reshape(2, 3).T,
+                L.tensor([1.5], dtype=L.bfloat16),
+                L.float16,
+                L.zeros(2, 3).shape,
+            ]
+        )
+    ),
     # indexing forms
     "a list of lists indexes as a tuple": lambda L: L.arange(12).reshape(3, 4)[[[0, 2], [1, 1]]],
-    "a list of 0-d tensors indexes as a tuple": lambda L: L.arange(12).reshape(3, 4)[[L.tensor(0), L.tensor(1)]],
-    "a 0-d bool tensor index": lambda L: [L.tensor(5)[L.tensor(True)], L.tensor(5)[L.tensor(False)], L.arange(2)[L.tensor(True)]],
-    "setitem broadcasting a leading 1": lambda L: (lambda a: (a.__setitem__(0, L.ones(1, 3)), a)[1])(L.zeros(2, 3)),
+    "a list of 0-d tensors indexes as a tuple": lambda L: L.arange(12).reshape(3, 4)[
+        [L.tensor(0), L.tensor(1)]
+    ],
+    "a 0-d bool tensor index": lambda L: [
+        L.tensor(5)[L.tensor(True)],
+        L.tensor(5)[L.tensor(False)],
+        L.arange(2)[L.tensor(True)],
+    ],
+    "setitem broadcasting a leading 1": lambda L: (
+        lambda a: (a.__setitem__(0, L.ones(1, 3)), a)[1]
+    )(L.zeros(2, 3)),
     # operators with non-tensors
     "== None": lambda L: [L.ones(2) == None, L.ones(2) != None],  # noqa: E711
     "in": lambda L: [2 in L.arange(3), 5 in L.arange(3)],
-    "numpy scalar on the left": lambda L: [np.float32(2) * L.ones(2), L.ones(2, dtype=L.float16) * np.float64(2)],
+    "numpy scalar on the left": lambda L: [
+        np.float32(2) * L.ones(2),
+        L.ones(2, dtype=L.float16) * np.float64(2),
+    ],
 }
 # torch warns these once a process (TORCH_WARN_ONCE), so after the sweep has run them torch is
 # silent: pyrite's warning is checked against the first time's
-WARN_ONCE = {"x.T of 1-D warns", "x.T of 0-D warns", "a list of lists indexes as a tuple", "a list of 0-d tensors indexes as a tuple"}
+WARN_ONCE = {
+    "x.T of 1-D warns",
+    "x.T of 0-D warns",
+    "a list of lists indexes as a tuple",
+    "a list of 0-d tensors indexes as a tuple",
+}
 
 
 @pytest.mark.parametrize("name", list(BEHAVIOURS), ids=list(BEHAVIOURS))

@@ -289,7 +289,12 @@ def test_sweep_view_dtype_reinterprets_bits():
 def test_sweep_views_of_0d_tensors():
     z = pr.tensor(5.0)
     assert z.movedim(0, -1).shape == () and z.mT.shape == ()
-    for f in (lambda: z.narrow(0, 0, 1), lambda: z.chunk(2), lambda: z.split(1), lambda: z.unflatten(0, (1,))):
+    for f in (
+        lambda: z.narrow(0, 0, 1),
+        lambda: z.chunk(2),
+        lambda: z.split(1),
+        lambda: z.unflatten(0, (1,)),
+    ):
         with pytest.raises(RuntimeError, match="1-dimensional|0-dim"):
             f()
     with pytest.warns(UserWarning, match="0-D"):

@@ -33,7 +33,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, FLAT_INDEX, WG, KernelSource, _nonzero_f32, header, helpers_for, load, store
+from .common import (
+    ENTRY,
+    FLAT_INDEX,
+    WG,
+    KernelSource,
+    _nonzero_f32,
+    header,
+    helpers_for,
+    load,
+    store,
+)
 
 MAX_INDEX_TENSORS = 5
 NONZERO_PER_THREAD = 4  # elements per invocation in the nonzero kernels: 1,024 per workgroup

@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import _cast_0d, _is_scalar, as_tensor_arg, binary, is_operand, result_dtype, unary
+from .elementwise import (
+    _cast_0d,
+    _is_scalar,
+    as_tensor_arg,
+    binary,
+    is_operand,
+    result_dtype,
+    unary,
+)
 
 
 def _bits(dt) -> int:

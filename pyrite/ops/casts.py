@@ -26,7 +26,7 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import _is_scalar, as_tensor_arg
+from .elementwise import as_tensor_arg
 
 
 def to_dtype(x: Tensor, dtype) -> Tensor:
@@ -141,7 +141,10 @@ _LEGACY = {
     "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
     "bool": "BoolTensor",
 }  # fmt: skip
-_FROM_LEGACY = {v: k for k, v in _LEGACY.items()} | {"DoubleTensor": "float32", "LongTensor": "int32"}
+_FROM_LEGACY = {v: k for k, v in _LEGACY.items()} | {
+    "DoubleTensor": "float32",
+    "LongTensor": "int32",
+}
 
 
 def _method_type(self, dtype=None, non_blocking=False, **kwargs):

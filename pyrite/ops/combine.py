@@ -602,6 +602,7 @@ __all__ = [
     "vstack",
 ]
 
+
 def _split_method(self, split_size, dim=0):
     """Tensor.split(split_size, dim): the method's argument name is torch's `split_size`."""
     return split(self, split_size, dim)

@@ -217,7 +217,11 @@ def _is_inplace(name: str) -> bool:
     return (
         name in INPLACE
         or (name.endswith("_") and not name.startswith("__"))
-        or (name.startswith("__i") and name.endswith("__") and name not in ("__init__", "__index__", "__int__", "__iter__", "__invert__"))
+        or (
+            name.startswith("__i")
+            and name.endswith("__")
+            and name not in ("__init__", "__index__", "__int__", "__iter__", "__invert__")
+        )
     )
 
 

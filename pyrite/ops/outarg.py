@@ -79,7 +79,9 @@ def with_out(fn, name):
         res = fn(*args, **kwargs)
         if isinstance(out, (tuple, list)):
             if not isinstance(res, tuple) or len(res) != len(out):
-                raise TypeError(f"pyrite: {name}(): out must be a tensor, got a {type(out).__name__}")
+                raise TypeError(
+                    f"pyrite: {name}(): out must be a tensor, got a {type(out).__name__}"
+                )
             written = [_write(o, r, name) for o, r in zip(out, res)]
             return type(res)(*written) if hasattr(res, "_fields") else type(res)(written)
         return _write(out, res, name)
@@ -119,4 +121,3 @@ def wrap_all(functions: dict) -> dict:
         name: with_out(fn, name) if name in _ADD_OUT or _takes_out(fn) else fn
         for name, fn in functions.items()
     }
-

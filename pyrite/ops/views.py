@@ -137,7 +137,16 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
 
 
 # torch's element sizes (the bytes view(dtype) reinterprets), and numpy's type for those bytes
-_BYTES = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4}
+_BYTES = {
+    "bool": 1,
+    "uint8": 1,
+    "int8": 1,
+    "int16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "float32": 4,
+}
 _NP_BITS = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "float16": np.float16, "bfloat16": np.uint16, "int32": np.int32, "float32": np.float32}  # fmt: skip
 
 
@@ -223,8 +232,7 @@ def _T(x):
     # torch's deprecation warnings for x.T on other than 2 dims (3-D and up are silent there)
     if x.ndim == 0:
         warnings.warn(
-            "Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
-            "cases.",
+            "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
             UserWarning,
             stacklevel=2,
         )
@@ -508,7 +516,9 @@ def _normalize(x, index):
     n_used = sum(
         1
         for i in index
-        if i is not None and i is not Ellipsis and not (isinstance(i, (bool, np.bool_)))
+        if i is not None
+        and i is not Ellipsis
+        and not (isinstance(i, (bool, np.bool_)))
         and not _bool_scalar_tensor(i)  # x[tensor(True)] adds a dim, as x[True]
     )
     n_used += sum(
