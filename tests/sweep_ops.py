@@ -572,6 +572,8 @@ def _where_gen(rng, i):
     c = arg(rng, broadcast_partner(rng, s), "bool" if i % 11 else pick(rng, ("uint8", "float32")))
     a = arg(rng, s, da)
     b = _scalar(rng, db, Dom()) if db in SCALARS else arg(rng, broadcast_partner(rng, s), db)
+    if rng.random() < 0.3:  # the scalar (or the other tensor) first: where(c, 1.0, x)
+        a, b = b, a
     return [c, a, b], {}
 
 

@@ -930,3 +930,23 @@ def test_sweep_copy_of_a_python_number_casts():
 def test_sweep_clamp_without_bounds_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
         pr.ones(2).clamp()
+
+
+def test_sweep_three_way_promotion_of_where_and_clamp():
+    # torch promotes the three operands at once: a scalar first counts, a 0-d tensor only
+    # raises the category (clamp(bool, int32 0-d, int16) is int16)
+    c = [True, False]
+    for f in (
+        lambda L: L.where(L.tensor(c), 1.0, L.tensor([1, 2])),
+        lambda L: L.where(L.tensor(c), True, 2.5),
+        lambda L: L.clamp(
+            L.tensor([True, False]), L.tensor(0, dtype=L.int32), L.tensor([1, 1], dtype=L.int16)
+        ),
+        lambda L: L.clamp(
+            L.tensor([0.3, 2.0], dtype=L.bfloat16),
+            L.tensor(0.07581847, dtype=L.float64),
+            L.tensor([1.0, 1.5]),
+        ),
+    ):
+        t, p = _both(f)
+        assert p == t

@@ -332,6 +332,7 @@ def main(argv):
     args = p.parse_args(argv)
     pat = re.compile(args.only) if args.only else None
     counts = collections.Counter()
+    reasons = collections.Counter()
     t0 = time.time()
     for op in OPS:
         if pat and not pat.search(op.name):
@@ -339,12 +340,15 @@ def main(argv):
         res = run_op(op, args.cases, args.start)
         c = collections.Counter(o.status for o in res)
         counts.update(c)
+        reasons.update(o.detail for o in res if o.status == "allowed")
         fails = [o for o in res if o.status == "FAIL"]
         if fails:
             print(f"== {op.name}: {len(fails)}/{len(res)} FAIL", flush=True)
             for o in fails[: args.show]:
                 print(f"  case {o.case}: {o.detail}", flush=True)
     print(f"total {sum(counts.values())} cases: {dict(counts)} in {time.time() - t0:.0f}s")
+    for reason, n in reasons.most_common():
+        print(f"  allowed {n:6d}: {reason}")
 
 
 if __name__ == "__main__":

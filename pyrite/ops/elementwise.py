@@ -583,18 +583,24 @@ def signbit(input):
 
 
 def _fold_dtype(xs):
-    """result_dtype folded left to right over tensors and Python scalars (scalars before the
-    first tensor are skipped); the running result counts as 0-d while every tensor so far is."""
-    dt = zero_d = None
+    """PyTorch's result_type over tensors and Python scalars: the dimensioned tensors promote
+    among themselves; 0-d tensors, then Python scalars, change that only when of a higher
+    category (clamp(bool x, int32 0-d, int16 y) is int16; where(c, 1.0, int x) is float32)."""
+    dims = zeros = None
+    scal = None  # the highest category among the scalars
     for x in xs:
         if _is_scalar(x):
-            if dt is not None:
-                dt = D.promote_with_scalar(dt, x)
-        elif dt is None:
-            dt, zero_d = x.dtype, not x._shape
+            k = D.scalar_kind(x)
+            scal = k if scal is None or "bif".index(k) > "bif".index(scal) else scal
+        elif x._shape:
+            dims = x.dtype if dims is None else D.result_type_of(dims, x.dtype)
         else:
-            dt = _promote_tensors(dt, zero_d, x.dtype, not x._shape)
-            zero_d = zero_d and not x._shape
+            zeros = x.dtype if zeros is None else D.result_type_of(zeros, x.dtype)
+    dt = dims
+    if zeros is not None and (dt is None or "bif".index(zeros.kind) > "bif".index(dt.kind)):
+        dt = zeros
+    if scal is not None and (dt is None or "bif".index(scal) > "bif".index(dt.kind)):
+        dt = {"f": D.float32, "i": D.int32, "b": D.bool_}[scal]
     return dt
 
 
@@ -725,7 +731,12 @@ def clamp(input, min=None, max=None, *, out=None):
             # torch: "clamp_min_scalar_cpu" not implemented for 'Bool' (a float bound promotes)
             raise TypeError("pyrite: clamp with a bool result is not implemented for pyrite.bool")
     _check_int_scalars(x.dtype, (min, max))
-    r = x
+    # one result type over the three, as torch's (clamp(bool, int32 0-d, int16) is int16):
+    # pairwise maximum then minimum would promote in two steps
+    bounds = [as_tensor_arg(v) if isinstance(v, (list, np.ndarray)) else v for v in (min, max)]
+    min, max = bounds
+    rt = _fold_dtype([x] + [v for v in bounds if v is not None])
+    r = x if rt is x.dtype else x.to(rt)
     if min is not None:
         r = binary("maximum", r, min)
     if max is not None:
