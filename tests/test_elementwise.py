@@ -950,3 +950,10 @@ def test_sweep_three_way_promotion_of_where_and_clamp():
     ):
         t, p = _both(f)
         assert p == t
+
+
+def test_sweep_zero_dim_float_divisor_kept_in_f32():
+    # torch rounds a 0-d float operand to the float16 result type only where it rounds a
+    # Python scalar (add, compare...): f16(-17.25) // f32(5.7493596) is floor(-3.0003) = -4
+    t, p = _both(lambda L: L.tensor([-17.25], dtype=L.float16) // L.tensor(5.749359607696533))
+    assert p == t == ("float16", [-4.0])

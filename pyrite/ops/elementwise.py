@@ -280,10 +280,13 @@ def _binary(name, a, b, out, key):
         cat, expr, rt = "f", fexpr, D.float32
     if expr is None:
         raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
-    if (rt.is_small_int and cat == "i") or rt in (D.float16, D.bfloat16):
+    if (rt.is_small_int and cat == "i") or (
+        rt in (D.float16, D.bfloat16) and name in _ROUND_SCALAR
+    ):
         # a 0-d tensor of another dtype is cast to the computing result type first, as torch
         # does: maximum(uint8 x, int16(-10)) compares with 246, not -10; bf16 x == f32(0.1)
-        # compares with bf16(0.1)
+        # compares with bf16(0.1); a float one only where torch rounds a Python scalar too
+        # (f16 x // f32 0-d keeps the divisor in f32, as for x // 5.7493)
         ca, cb = _cast_0d(a, rt), _cast_0d(b, rt)
         if ca is not a or cb is not b:
             a, b, key = ca, cb, None  # not cached: the fast path would skip the cast
