@@ -5,8 +5,10 @@ class PyriteError(RuntimeError):
     """Base for pyrite's own runtime errors."""
 
 
-class ShapeError(ValueError):
-    """Shapes that do not broadcast, multiply or otherwise fit together."""
+class ShapeError(ValueError, RuntimeError):
+    """Shapes that do not broadcast, multiply or otherwise fit together. A ValueError (pyrite's
+    convention) and the RuntimeError PyTorch raises for them ("The size of tensor a (3) must
+    match the size of tensor b (4)"), so a ported `except RuntimeError` still catches it."""
 
 
 class DeviceError(PyriteError):

@@ -77,3 +77,18 @@ __all__ = [
     "xlog1py",
     "xlogy",
 ]
+
+
+def _with_out():
+    """torch.special's functions take out= as the top-level ones do (ops/outarg.py); the same
+    wrapper objects, so pr.special.erfinv is pr.erfinv."""
+    import types
+
+    from .ops.outarg import _takes_out, with_out
+
+    for name, fn in list(globals().items()):
+        if isinstance(fn, types.FunctionType) and not name.startswith("_") and _takes_out(fn):
+            globals()[name] = with_out(fn, name)
+
+
+_with_out()

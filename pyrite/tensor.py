@@ -39,6 +39,13 @@ class Size(tuple):
         r = tuple.__getitem__(self, item)
         return Size(r) if isinstance(item, slice) else r
 
+    def __add__(self, other):  # torch.Size + tuple is a Size
+        r = tuple.__add__(self, other)
+        return Size(r) if isinstance(other, tuple) else r
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
 
 class device:
     """What `tensor.device` returns: there is one device in use, the WebGPU one."""
@@ -149,6 +156,8 @@ class Tensor:
         return self._offset
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if 0 in self._shape:  # torch: a tensor with no elements is contiguous, whatever its strides
+            return True
         return all(
             s == c
             for s, c, d in zip(self._strides, contiguous_strides(self._shape), self._shape)
@@ -191,6 +200,11 @@ class Tensor:
 
     def detach(self):
         return self._view(self._shape, self._strides, self._offset)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
 
     def _dim(self, dim: int) -> int:
         """A dimension index made non-negative, or IndexError naming the range."""
@@ -250,7 +264,9 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise ValueError(
+            from .errors import ShapeError  # a ValueError, and torch's RuntimeError
+
+            raise ShapeError(
                 f"pyrite: a Tensor with {self.numel()} elements cannot be converted "
                 "to a Python scalar"
             )
@@ -267,6 +283,9 @@ class Tensor:
 
     def __int__(self):
         return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
 
     def __index__(self):
         if self.dtype.kind != "i" or self.numel() != 1:

@@ -399,3 +399,27 @@ def test_gumbel_softmax(rng):
     assert (np.abs(freq - np.exp(logits)) < 6 * sd).all(), freq
     hd = F.gumbel_softmax(x.T, hard=True, dim=0).numpy()
     assert (hd.sum(0) == 1).all()
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_integer_hardtanh_and_threshold():
+    import torch
+
+    x = [-3, -1, 0, 1, 2, 3]
+    for f in (
+        lambda F, t: F.hardtanh(t, -0.5, 2.5),  # bounds cast to int first: -0.5 -> 0, 2.5 -> 2
+        lambda F, t: F.hardtanh(t, -1.5, 1.5),
+        lambda F, t: F.relu6(t),
+    ):
+        want = f(torch.nn.functional, torch.tensor(x, dtype=torch.int8))
+        got = f(pr.nn.functional, pr.tensor(x, dtype=pr.int8))
+        assert got.dtype is pr.int8 and got.tolist() == want.tolist()
+    with pytest.raises(RuntimeError, match="overflow"):  # -2.0 does not fit a uint8
+        pr.nn.functional.threshold(pr.tensor([1, 2], dtype=pr.uint8), 0.3, -2.0)
+
+
+def test_sweep_softmax_dtype_by_position_on_bfloat16():
+    # ops/fallback.py missed a dtype passed by position and narrowed the float32 result
+    x = pr.tensor([1.5, 2.0], dtype=pr.bfloat16)
+    assert pr.nn.functional.softmax(x, dim=-1, dtype=pr.float32).dtype is pr.float32
+    assert pr.softmax(x.float(), -1, pr.bfloat16).dtype is pr.bfloat16

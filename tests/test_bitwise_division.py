@@ -306,3 +306,12 @@ def test_operators_refuse_non_operands():
     with pytest.raises(RuntimeError, match="__contains__"):
         "a" in x  # noqa: B015
     assert [int(v) for v in reversed(pr.tensor([1, 2, 3]))] == [3, 2, 1]
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_bool_division_is_a_dtype_error_not_a_zero_division():
+    # two bools have no division (torch: "not implemented for 'Bool'"), whatever they hold
+    b = pr.tensor([True, False])
+    for f in (lambda: b // b, lambda: b % b, lambda: pr.fmod(b, b), lambda: b // False):
+        with pytest.raises(TypeError, match="bool"):
+            f()

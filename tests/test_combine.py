@@ -220,3 +220,38 @@ def test_errors():
         pr.cat([a, a], dim=2)
     # the device still works after the errors
     same(pr.cat([a, a], 1), torch.zeros(2, 6))
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_meshgrid_wants_one_dtype_and_diag_embed_dims():
+    with pytest.raises(TypeError, match="same dtype"):
+        pr.meshgrid(pr.ones(2), pr.ones(3, dtype=pr.int32), indexing="ij")
+    with pytest.raises(IndexError, match="out of range"):
+        pr.diag_embed(pr.tensor(2.0))  # dims -2, -1 of a 1-D result
+    with pytest.raises(RuntimeError, match="identical"):
+        pr.diag_embed(pr.ones(3), 0, 0, -2)
+    with pytest.raises(RuntimeError, match="1-dimensional"):
+        pr.tensor_split(pr.tensor(1.0), 2)
+
+
+def test_sweep_pad_errors_are_runtime_errors():
+    x = pr.zeros(1, 1, 3, 2)
+    with pytest.raises(RuntimeError, match="padding size should be less"):
+        F_pr = pr.nn.functional
+        F_pr.pad(x, (3, 1, 0, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around"):
+        pr.nn.functional.pad(x, (3, 2, 1, 1), mode="circular")
+
+
+def test_sweep_cat_of_mixed_ranks():
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        pr.hstack([pr.ones(3), pr.ones(3, 1)])
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        pr.cat([pr.ones(2, 2), pr.ones(2)], 1)
+    with pytest.raises(RuntimeError, match="overflow"):  # F.pad's value is a float
+        pr.nn.functional.pad(pr.ones(2, 2, dtype=pr.uint8), (1, 1), value=-2)
+
+
+def test_sweep_pad_without_padding_ignores_the_value():
+    x = pr.ones(1, 1, 5, 1, dtype=pr.uint8)
+    assert pr.nn.functional.pad(x, (0, 0), value=-2).tolist() == x.tolist()

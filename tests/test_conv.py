@@ -370,3 +370,17 @@ def test_dtypes_the_kernels_cannot_read_are_widened(monkeypatch, rng):
     monkeypatch.setattr(spatial, "KERNEL_STYPES", ("i32",))
     for c, ref in zip(calls, want):
         np.testing.assert_array_equal(c().numpy(), ref)
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_conv_transpose_of_a_permuted_input():
+    # conv's _mergeable skipped the size-1 dim between (8, ., 5) and read it as one run
+    rng = np.random.default_rng(11)
+    base = rng.standard_normal((5, 2, 1, 8, 1)).astype(np.float32)  # permuted below
+    w = rng.standard_normal((1, 2, 2, 1, 1)).astype(np.float32)
+    kw = dict(stride=(3, 1, 1), padding=(1, 0, 1), output_padding=(1, 0, 0), dilation=(2, 2, 1))
+    t = torch.from_numpy(base).permute(1, 2, 3, 4, 0)  # (2, 1, 8, 1, 5), not contiguous
+    p = pr.tensor(base).permute(1, 2, 3, 4, 0)
+    want = TF.conv_transpose3d(t, torch.from_numpy(w), **kw)
+    got = F.conv_transpose3d(p, pr.tensor(w), **kw)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)

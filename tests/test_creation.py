@@ -274,3 +274,43 @@ def test_host_conversions(rng):
         len(pr.tensor(1.0))
     np.testing.assert_array_equal(t.T.numpy(), a.T)  # a non-contiguous readback
     assert pr.tensor(True).numpy().dtype == bool
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_tensor_of_one_element_tensors():
+    # torch reads a tensor inside a list as a Python scalar
+    assert pr.tensor([pr.tensor([1.0]), pr.tensor([2.0])]).shape == (2,)
+    assert pr.tensor([[pr.tensor(1), 2]]).tolist() == [[1, 2]]
+    assert pr.tensor([pr.tensor(1.5, dtype=pr.bfloat16)]).tolist() == [1.5]
+    with pytest.raises(ValueError, match="only one element tensors"):
+        pr.tensor([pr.ones(2), pr.ones(2)])
+
+
+def test_sweep_out_argument():
+    o = pr.empty(3, dtype=pr.int32)
+    assert pr.zeros(3, out=o) is o and o.dtype is pr.int32 and o.tolist() == [0, 0, 0]
+    o = pr.empty(2)
+    assert pr.sum(pr.ones(2, 3), 1, out=o) is o and o.tolist() == [3.0, 3.0]
+    v, i = pr.empty(2), pr.empty(2, dtype=pr.int64)
+    r = pr.max(pr.arange(6.0).reshape(2, 3), 1, out=(v, i))
+    assert r.values is v and r.indices is i and i.tolist() == [2, 2]
+    o = pr.empty(3)
+    with pytest.warns(UserWarning, match="resized"):
+        pr.add(pr.ones(2), 1, out=o)
+    assert o.shape == (2,) and o.tolist() == [2.0, 2.0]
+    o = pr.empty(0)
+    pr.mul(pr.ones(2), 3, out=o)  # resized silently when it held nothing
+    assert o.tolist() == [3.0, 3.0]
+    with pytest.raises(TypeError, match="can't be cast"):
+        pr.add(pr.ones(2), 1, out=pr.empty(2, dtype=pr.int32))
+    assert pr.special.erfinv is pr.erfinv
+
+
+def test_sweep_linspace_logspace_integer_ends():
+    # torch casts the ends to the integer type first: linspace(0.5, 3.7, 3) is [0, 1, 3]
+    for f in (
+        lambda L: L.linspace(0.5, 3.7, 3, dtype=L.int64),
+        lambda L: L.logspace(-1.5, 3.7, 3, base=2, dtype=L.int64),
+        lambda L: L.logspace(10, 7.25, 2, base=2, dtype=L.int64),
+    ):
+        assert f(pr).tolist() == f(torch).tolist()

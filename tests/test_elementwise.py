@@ -718,3 +718,242 @@ def test_no_extra_dispatch_for_scalar_operand():
     before = dev.dispatches
     x + 2.0
     assert dev.dispatches - before <= 2  # poisoning may add one fill
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def _both(f):
+    """f(torch) and f(pyrite), each as (dtype name, values) or the error class raised."""
+    out = []
+    for L in (torch, pr):
+        try:
+            r = f(L)
+            name = str(r.dtype).split(".")[-1]
+            out.append(
+                ({"int64": "int32", "float64": "float32"}.get(name, name), r.float().tolist())
+            )
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e))
+    return out
+
+
+def test_sweep_bool_unary_ops():
+    # torch refuses these on bool (neg: RuntimeError; the rest "not implemented for 'Bool'")
+    for name in ("neg", "abs", "relu", "floor", "ceil", "round", "trunc", "frac"):
+        with pytest.raises((TypeError, RuntimeError)):
+            getattr(pr, name)(pr.tensor([True, False]))
+    with pytest.raises(TypeError, match="frac"):
+        pr.frac(pr.tensor([1, 2]))
+    t, p = _both(lambda L: L.sign(L.tensor([True, False])))  # sign of a bool is a bool
+    assert p == t == ("bool", [1.0, 0.0])
+
+
+def test_sweep_inplace_unary_refuses_a_float_result_in_an_int_tensor():
+    for m in ("exp_", "sqrt_", "sigmoid_", "sin_"):
+        with pytest.raises(TypeError, match="can't be cast"):
+            getattr(pr.tensor([1, 2]), m)()
+    x = pr.tensor([True, False])
+    assert x.sign_() is x  # bool -> bool is fine
+
+
+def test_sweep_inplace_on_an_empty_expanded_view():
+    x = pr.ones(0, 1).expand(0, 3)
+    assert x.add_(1) is x  # nothing written twice: torch allows it too
+
+
+def test_sweep_tensor_where_argument_order():
+    c = pr.tensor([True, False, True])
+    x, y = pr.tensor([1.0, 2.0, 3.0]), pr.tensor([-1.0, -2.0, -3.0])
+    assert x.where(c, y).tolist() == [1.0, -2.0, 3.0]  # torch.where(c, x, y)
+
+
+def test_sweep_zero_dim_operand_cast_to_a_small_int_result():
+    # the 0-d int16 -10 is cast to the uint8 result type first (246), as torch
+    for f in (
+        lambda L: L.maximum(L.tensor(-10, dtype=L.int16), L.tensor([14, 200], dtype=L.uint8)),
+        lambda L: L.tensor([14, 200], dtype=L.uint8) < L.tensor(-10, dtype=L.int16),
+        lambda L: L.tensor([14, 200], dtype=L.uint8) // L.tensor(300),
+        lambda L: L.tensor([100], dtype=L.int8) > L.tensor(300),
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_pow_shortcuts_keep_torch_dtypes():
+    for f in (
+        lambda L: L.tensor([2, 3]) ** 2.0,  # a float exponent makes a float
+        lambda L: L.tensor([True, False]) ** 1,  # bool ** int is an int
+        lambda L: L.tensor([True, False]) ** False,  # torch's shortcut: ones, bool
+        lambda L: L.tensor([True, False]) ** True,
+        lambda L: L.tensor([True, False]) ** 2.0,
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_alpha_does_not_promote():
+    for f in (
+        lambda L: L.add(L.tensor([True, False]), L.tensor([True, True]), alpha=2),  # bool
+        lambda L: L.add(L.tensor([1], dtype=L.int8), L.tensor([200], dtype=L.uint8), alpha=2),
+        lambda L: L.sub(L.tensor([1.0]), L.tensor([2]), alpha=0.5),
+    ):
+        t, p = _both(f)
+        assert p == t
+    for f in (
+        lambda L: L.add(L.tensor([1]), L.tensor([2]), alpha=0.5),  # float alpha, int tensors
+        lambda L: L.add(L.tensor([1.0]), L.tensor([True]), alpha=True),  # bool alpha, float
+        lambda L: L.sub(L.tensor([1]), L.tensor([True]), alpha=2),  # bool subtraction
+    ):
+        t, p = _both(f)
+        assert isinstance(t, type) and issubclass(p, Exception), (t, p)
+
+
+def test_sweep_addcmul_rounds_once():
+    # torch computes input + value * t1 * t2 in f32 and rounds once to float16 / bfloat16
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.uniform(-4, 4, 257) for _ in range(3))
+    for dt in ("float16", "bfloat16"):
+        for name in ("addcmul", "addcdiv"):
+            tt = [torch.tensor(v).to(getattr(torch, dt)) for v in (a, b, c)]
+            want = getattr(torch, name)(*[t.double() for t in tt], value=0.5).to(getattr(torch, dt))
+            got = getattr(pr, name)(*[pr.tensor(t) for t in tt], value=0.5).float().numpy()
+            assert_close(got.astype(np.float64), want.double().numpy(), 1e-6, 2 * 2.0**-8, name)
+    with pytest.raises(RuntimeError, match="Integer division"):
+        pr.addcdiv(pr.tensor([1]), pr.tensor([2]), pr.tensor([3]))
+    for value in (0.5, 1.7):  # torch casts value to the integer type
+        t, p = _both(lambda L: L.addcmul(L.tensor([1]), L.tensor([2]), L.tensor([3]), value=value))
+        assert p == t
+
+
+def test_sweep_round_decimals_in_one_pass():
+    x = torch.tensor([3.41, 31.61, 9.406, -53.52], dtype=torch.float16)
+    for d in (2, 1, -1):
+        want = torch.round(x.float(), decimals=d).half()  # torch rounds x*10^d in f32
+        got = pr.round(pr.tensor(x), decimals=d)
+        assert got.dtype is pr.float16
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_sweep_lerp_wants_one_dtype():
+    with pytest.raises(TypeError, match="end"):
+        pr.lerp(pr.ones(2), pr.ones(2, dtype=pr.float16), 0.5)
+    with pytest.raises(TypeError, match="weight"):
+        pr.lerp(pr.ones(2), pr.ones(2), pr.ones(2, dtype=pr.bfloat16))
+
+
+def test_sweep_clamp_of_bool():
+    t, p = _both(lambda L: L.tensor([True, False]).clamp(-0.5, 2.5))  # a float bound promotes
+    assert p == t
+    with pytest.raises(TypeError):
+        pr.tensor([True, False]).clamp(min=False)
+
+
+def test_sweep_pow_accuracy_and_special_cases():
+    # integer exponents by squaring (10.0 ** 3 was 999.99994 through exp2/log2), C's answers
+    # for infinite exponents and bases, signed zeros
+    inf, nan = float("inf"), float("nan")
+    xs = [10.0, -2.0, 0.0, -0.0, 1.5, -1.0, 2.0, -inf, inf, nan, 0.5, -0.5, 3.0, 1e-3, -7.0]
+    ys = [3.0, -1.0, 2.0, 0.0, inf, -inf, 0.5, -3.0, 7.0, 64.0, 65.0, 1.5, -2.0, -0.5, 30.0]
+    X, Y = (a.ravel().astype(np.float32) for a in np.meshgrid(xs, ys))
+    want = torch.pow(torch.tensor(X), torch.tensor(Y)).numpy()
+    got = pr.pow(pr.tensor(X), pr.tensor(Y)).numpy()
+    # exact-ish by squaring for |y| <= 64; beyond, WGSL's exp2 bound (3 + 2|y log2 x| ulp)
+    np.testing.assert_allclose(got, want, rtol=400 * 2.0**-23, equal_nan=True)
+    small = (np.abs(Y) <= 64) & (Y == np.round(Y)) & np.isfinite(want) & (want != 0)
+    np.testing.assert_allclose(got[small], want[small], rtol=8 * 2.0**-23)
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
+    assert (pr.tensor([10.0]) ** pr.tensor([3.0])).item() == 1000.0
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        pr.tensor([2]) ** -1
+
+
+def test_sweep_round_decimals_scale_is_exact():
+    # the scale came from this module's `abs` (an op), i.e. 10.0 ** tensor(3) = 999.99994
+    x = pr.tensor([54.8275032043457, 42.678504943847656, 1234.5])
+    t = torch.tensor(x.numpy())
+    for d in (3, -2):
+        np.testing.assert_array_equal(
+            pr.round(x, decimals=d).numpy(), torch.round(t, decimals=d).numpy()
+        )
+
+
+def test_sweep_zero_dim_float_cast_to_a_half_result():
+    # bf16 x == f32 0-d y compares with bf16(y); bf16 / f32 0-d is bf16 (ops/fallback.py too)
+    for f in (
+        lambda L: L.tensor([0.1, 0.2], dtype=L.bfloat16) == L.tensor(0.1),
+        lambda L: L.ones(3, dtype=L.bfloat16) / L.tensor(3.0),
+        lambda L: L.div(L.ones(3, dtype=L.bfloat16), L.tensor(3.0)),
+        lambda L: L.fmod(L.ones(3, dtype=L.bfloat16) * 7, L.tensor(2.0)),
+        lambda L: L.xlogy(L.tensor(-10, dtype=L.int16), L.tensor([3], dtype=L.uint8)),
+        lambda L: L.tensor([14, 200], dtype=L.uint8) / L.tensor(-1),  # true division: uncast
+        lambda L: L.lcm(L.tensor([14], dtype=L.uint8), L.tensor(-10)),
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_lerp_and_float_power_follow_torch():
+    inf = float("inf")
+    a, b = [1.0, -inf, 2.0, 0.0], [inf, 1.0, 3.0, 1.0]
+    for w in (0.25, 0.75, 1.0, 0.0):
+        t, p = _both(lambda L: L.lerp(L.tensor(a), L.tensor(b), w))
+        assert p == t or str(p) == str(t), w  # NaN compares unequal
+    t, p = _both(lambda L: L.float_power(L.tensor(2), L.tensor([1.5], dtype=L.bfloat16)))
+    assert p[0] == t[0] == "float32"  # float64 (float32 here) whatever the operands
+    np.testing.assert_allclose(p[1], t[1], rtol=1e-6)
+
+
+def test_sweep_bf16_augmented_assignment_writes_in_place():
+    # ops/fallback.py did not count x //= y as in place: x kept its old values
+    for op in ("__ifloordiv__", "__imod__"):
+        x = pr.ones(3, dtype=pr.bfloat16) * 7
+        y = x
+        r = getattr(x, op)(2)
+        assert r is y and y.float().tolist() == ([3.0] * 3 if op == "__ifloordiv__" else [1.0] * 3)
+
+
+def test_sweep_integer_division_of_empty_tensors():
+    assert pr.tensor([], dtype=pr.int32).reshape(0, 3) // pr.zeros(3, dtype=pr.int32) is not None
+    assert (pr.ones(2, 0, dtype=pr.int8) % False).shape == (2, 0)
+
+
+def test_sweep_copy_of_a_python_number_casts():
+    x = pr.ones(3, dtype=pr.uint8)
+    assert (
+        x.copy_(-2.97).tolist()
+        == torch.ones(3, dtype=torch.uint8).copy_(torch.tensor(-2.97)).tolist()
+    )
+    with pytest.raises(RuntimeError, match="more than one element"):
+        pr.ones(1).expand(3).copy_(1.5)
+
+
+def test_sweep_clamp_without_bounds_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        pr.ones(2).clamp()
+
+
+def test_sweep_three_way_promotion_of_where_and_clamp():
+    # torch promotes the three operands at once: a scalar first counts, a 0-d tensor only
+    # raises the category (clamp(bool, int32 0-d, int16) is int16)
+    c = [True, False]
+    for f in (
+        lambda L: L.where(L.tensor(c), 1.0, L.tensor([1, 2])),
+        lambda L: L.where(L.tensor(c), True, 2.5),
+        lambda L: L.clamp(
+            L.tensor([True, False]), L.tensor(0, dtype=L.int32), L.tensor([1, 1], dtype=L.int16)
+        ),
+        lambda L: L.clamp(
+            L.tensor([0.3, 2.0], dtype=L.bfloat16),
+            L.tensor(0.07581847, dtype=L.float64),
+            L.tensor([1.0, 1.5]),
+        ),
+    ):
+        t, p = _both(f)
+        assert p == t
+
+
+def test_sweep_zero_dim_float_divisor_kept_in_f32():
+    # torch rounds a 0-d float operand to the float16 result type only where it rounds a
+    # Python scalar (add, compare...): f16(-17.25) // f32(5.7493596) is floor(-3.0003) = -4
+    t, p = _both(lambda L: L.tensor([-17.25], dtype=L.float16) // L.tensor(5.749359607696533))
+    assert p == t == ("float16", [-4.0])

@@ -123,3 +123,11 @@ def test_other_value_errors():
     with pytest.raises(RuntimeError, match="negative dimension"):
         pr.zeros(-1)
     _still_works()
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_shape_errors_are_runtime_errors_too():
+    # torch raises RuntimeError for shapes that do not broadcast; a ported `except RuntimeError`
+    assert issubclass(ShapeError, RuntimeError) and issubclass(ShapeError, ValueError)
+    with pytest.raises(RuntimeError, match="broadcast"):
+        pr.ones(3) + pr.ones(4)

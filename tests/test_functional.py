@@ -460,3 +460,19 @@ def test_dropout_inplace_and_toplevel():
         F.dropout1d(pr.ones(2, 3, 4, 5))
     nan = pr.tensor([float("nan")] * 4)
     assert np.isnan(F.dropout(nan, 1.0).numpy()).all()  # torch: input · 0
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_sdpa_fully_masked_query_gives_zero():
+    # torch's _safe_softmax: a query whose keys are all masked attends to nothing (0, not NaN)
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(3))
+    for mask in (
+        np.array([[False, False, False], [True, False, True], [True, True, True]]),
+        np.array([[-np.inf] * 3, [0.0, -1.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32),
+    ):
+        want = TF.scaled_dot_product_attention(
+            *map(torch.from_numpy, (q, k, v)), attn_mask=torch.from_numpy(mask)
+        )
+        got = F.scaled_dot_product_attention(*map(pr.tensor, (q, k, v)), attn_mask=pr.tensor(mask))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -464,3 +464,66 @@ def test_float16_gather_and_reduce(rng):
     y[1:].index_put_((pr.tensor(idx[:, 0] % 5),), pr.tensor(src), accumulate=True)
     ty[1:].index_put_((torch.tensor(idx[:, 0] % 5),), torch.tensor(src), accumulate=True)
     _eq(y, ty)
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_nonzero_counts_nan():
+    # the mask walk compared `m != 0.0`, which lavapipe compiles as ordered (NaN came out zero)
+    a = np.array([0.0, -0.0, np.nan, 1.0, np.inf], dtype=np.float32)
+    for dt in (pr.float32, pr.float16, pr.bfloat16):
+        assert pr.nonzero(pr.tensor(a, dtype=dt)).flatten().tolist() == [2, 3, 4]
+    assert pr.tensor(a)[pr.tensor(a) != 0].shape == (3,)
+
+
+def test_sweep_out_of_bounds_index_is_index_and_runtime_error():
+    x = pr.zeros(3, 2)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[pr.tensor([3])]
+    with pytest.raises(RuntimeError, match="out of bounds"):  # torch's class for gather
+        pr.gather(x, 0, pr.tensor([[3, 0]]))
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        pr.nn.functional.one_hot(pr.tensor([3]), 3)
+
+
+def test_sweep_scatter_reduce_small_int_identity():
+    # include_self=False seeded int16 slots with INT32_MAX, which wrapped to -1 and won an amin
+    def run(L, dt, reduce):
+        x = L.tensor([[2, 5], [4, 8], [11, 6]], dtype=getattr(L, dt))
+        src = L.tensor([[3, 1], [7, 9]], dtype=getattr(L, dt))
+        idx = L.tensor([[2, 0], [0, 2]])
+        return x.scatter_reduce_(0, idx, src, reduce=reduce, include_self=False).tolist()
+
+    for dt in ("int16", "int8", "uint8", "int32"):
+        for reduce in ("amin", "amax"):
+            assert run(pr, dt, reduce) == run(torch, dt, reduce), (dt, reduce)
+
+
+def test_sweep_masked_fill_checks_the_value():
+    x = pr.tensor([1, 2, 3], dtype=pr.uint8)
+    for v in (-2.5, pr.tensor(-3.0)):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            x.masked_fill(x > 1, v)
+    assert x.masked_fill(x > 1, -1).tolist() == [1, 255, 255]  # an int wraps, as torch
+    assert x.masked_fill(x > 1, 2.5).tolist() == [1, 2, 2]
+
+
+def test_sweep_empty_setitem_still_checks_the_value_shape():
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        pr.zeros(0)[pr.tensor([], dtype=pr.int32)] = pr.zeros(2, 0)
+
+
+def test_sweep_scatter_reduce_mean_of_bool_refused():
+    with pytest.raises(TypeError, match="bool"):
+        pr.zeros(3, dtype=pr.bool).scatter_reduce_(
+            0, pr.tensor([0]), pr.ones(1, dtype=pr.bool), "mean"
+        )
+
+
+def test_sweep_setitem_of_a_number_checks_its_range():
+    # torch fills x[i] = v as fill_ does: -3.1 does not fit a uint8 (copy_ of a number casts)
+    for index in (0, pr.tensor([0]), slice(None), ()):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            pr.tensor([1, 2], dtype=pr.uint8)[index] = -3.1
+    x = pr.tensor([1, 2], dtype=pr.uint8)
+    x[0] = -1  # an int in -255..255 wraps, as torch
+    assert x.tolist() == [255, 2]

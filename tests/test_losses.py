@@ -442,3 +442,14 @@ def test_special_values_as_torch(name, make):
     assert np.array_equal(np.isneginf(g), np.isneginf(w)), f"{name}: -inf {g} vs {w}"
     fin = np.isfinite(w)
     assert_close(g[fin], w[fin], 2.0**-120, 64 * U, name)
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_loss_shape_checks():
+    with pytest.raises(IndexError, match="no dimensions"):
+        F.multilabel_soft_margin_loss(pr.tensor(0.5), pr.tensor(1.0))
+    x, t = pr.zeros(3), pr.ones(3)
+    with pytest.raises(RuntimeError, match="does not broadcast"):  # torch multiplies in place
+        F.binary_cross_entropy_with_logits(x, t, weight=pr.ones(3, 3))
+    with pytest.raises(RuntimeError, match="does not broadcast"):
+        F.binary_cross_entropy(x + 0.5, t, weight=pr.ones(2, 3))

@@ -334,3 +334,15 @@ def test_errors():
         pr.tensor(1.0) @ a
     # the next op still works
     np.testing.assert_allclose((a @ pr.ones(3, 2)).numpy(), np.full((2, 2), 3.0))
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_inner_with_k_zero_and_outer_promotes():
+    np.testing.assert_array_equal(pr.inner(pr.ones(2, 0), pr.ones(0)).numpy(), [0.0, 0.0])
+    for a, b in [((True, False), (True, True)), ((1.5, 2.0), (1, 2))]:
+        want = torch.outer(torch.tensor(a), torch.tensor(b))
+        got = pr.outer(pr.tensor(a), pr.tensor(b))
+        assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1].replace("64", "32")
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = pr.ones(2, 2)
+    assert x.addmm_(pr.ones(2, 3), pr.ones(3, 2)) is x and x.tolist() == [[4.0, 4.0]] * 2

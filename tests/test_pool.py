@@ -430,3 +430,13 @@ def test_pool_empty_inputs():
     assert F.adaptive_avg_pool2d(pr.ones(0, 3, 5, 5), 1).shape == (0, 3, 1, 1)
     with pytest.raises(RuntimeError, match="optional 0 dim batch size"):
         F.max_pool1d(pr.ones(2, 0, 5), 2)
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_avg_pool3d_input_smaller_than_kernel():
+    # torch checks avg_pool3d's input against the kernel without the padding
+    x = pr.zeros(1, 1, 8, 2, 2)
+    with pytest.raises(RuntimeError, match="smaller than kernel size"):
+        F.avg_pool3d(x, (3, 1, 3), padding=(0, 0, 1))
+    want = TF.max_pool3d(torch.zeros(1, 1, 8, 2, 2), (3, 1, 3), padding=(0, 0, 1)).shape
+    assert F.max_pool3d(x, (3, 1, 3), padding=(0, 0, 1)).shape == want  # max_pool3d: no check

@@ -290,3 +290,20 @@ def test_under_a_tiny_loop_budget(monkeypatch, rng):
     np.testing.assert_array_equal(
         h.hist.numpy(), torch.histogram(torch.from_numpy(y.reshape(-1)), 9).hist.numpy()
     )
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_nanmean_wants_a_float_dtype():
+    with pytest.raises(TypeError, match="floating point"):
+        pr.nanmean(pr.ones(3), dtype=pr.uint8)
+
+
+def test_sweep_quantile_picks_infinite_elements():
+    # lower/higher/nearest interpolated with weight 0: inf + 0 * (inf - inf) gave NaN
+    inf = float("inf")
+    for data in ([1.0, inf, inf, 2.0], [-inf, -inf, 1.0]):
+        for m in ("linear", "lower", "higher", "midpoint", "nearest"):
+            for q in (1.0, 0.9, 0.2):
+                want = torch.quantile(torch.tensor(data), q, interpolation=m).item()
+                got = pr.quantile(pr.tensor(data), q, interpolation=m).item()
+                assert got == want or (got != got and want != want), (data, m, q)

@@ -795,3 +795,63 @@ def test_sum_of_alike_terms_is_compensated(n, rng):
     assert y.sum().item() == np.inf and np.isnan(pr.tensor([np.inf, -np.inf, 1.0]).sum().item())
     assert np.isnan(pr.tensor([1.0, np.nan]).mean().item())
     assert pr.tensor([1.0, np.nan, 2.0]).nansum().item() == 3.0
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_extremes_of_bool_tensors():
+    # the reduce kernel stored its i32 accumulator through a bool select (a WGSL build error)
+    a = np.array([[True, False, True], [False, False, False]])
+    t, p = torch.tensor(a), pr.tensor(a)
+    for f in (
+        lambda x: x.amax(0),
+        lambda x: x.amin(1),
+        lambda x: x.max(),
+        lambda x: x.max(1).values,
+        lambda x: x.T.min(0).values,
+        lambda x: x.aminmax().max,
+    ):
+        got, want = f(p), f(t)
+        assert got.dtype is pr.bool
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(TypeError, match="bool"):
+        p.argmax()
+
+
+def test_sweep_all_any_of_uint8_and_dim_empty_tuple():
+    a = np.array([[1, 0, 2]], dtype=np.uint8)
+    for f in (lambda x: x.all(), lambda x: x.any(1), lambda x: x.all(dim=())):
+        want, got = f(torch.tensor(a)), f(pr.tensor(a))
+        assert got.dtype is pr.uint8  # torch's legacy: uint8 in, uint8 out
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    f = np.array([[1.0, 0.0, np.nan]], dtype=np.float32)
+    np.testing.assert_array_equal(  # dim=() tests each element alone
+        pr.tensor(f).any(dim=()).numpy(), torch.tensor(f).any(dim=()).numpy()
+    )
+
+
+def test_sweep_norm_keeps_nan():
+    # lavapipe's exp2(log2(NaN)) came out 0 or inf
+    a = np.array([[np.inf, np.nan, 1.0], [0.5, np.nan, 2.0], [1.0, 2.0, 3.0]], dtype=np.float32)
+    for p in (3.0, 0.5):
+        got = pr.tensor(a).norm(p, dim=1).numpy()
+        want = torch.tensor(a).norm(p, dim=1).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="inf norm on an empty"):
+        pr.zeros(3, 0).norm(float("inf"))
+
+
+def test_sweep_amax_of_empty_without_dim_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="reduction dim to be specified"):
+        pr.zeros(2, 0).amax()
+    with pytest.raises(IndexError, match="non-zero size"):
+        pr.zeros(2, 0).amax(1)
+
+
+def test_sweep_reductions_check_a_0d_dim():
+    z = pr.tensor(2.0)
+    for f in (lambda: z.logsumexp(2), lambda: z.sum(2), lambda: pr.mode(z, 2)):
+        with pytest.raises(IndexError, match="out of range"):
+            f()
+    assert z.sum(-1).item() == 2.0 and z.logsumexp(0).item() == 2.0
+    with pytest.raises(RuntimeError, match="2-tuple"):
+        pr.ones(2, 2, 2).norm("fro", dim=(0, 1, 2))

@@ -210,3 +210,35 @@ def test_errors():
         x.sort(dim=2)
     # the device still works after the errors
     same(pr.topk(x, 2).values, torch.zeros(3, 2))
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_bool_median_kthvalue_refused():
+    b = pr.tensor([True, False, True])
+    for f in (
+        lambda: b.median(),
+        lambda: b.median(0),
+        lambda: b.nanmedian(),
+        lambda: b.kthvalue(1),
+    ):
+        with pytest.raises(TypeError, match="bool"):
+            f()
+
+
+def test_sweep_unique_of_0d_keeps_the_inverse_0d():
+    for L in (torch, pr):
+        vals, inv, cnt = L.unique(L.tensor(3), return_inverse=True, return_counts=True)
+        assert tuple(inv.shape) == () and tuple(vals.shape) == (1,)
+    _, inv = pr.unique_consecutive(pr.tensor(2.0), return_inverse=True)
+    assert tuple(inv.shape) == ()
+
+
+def test_sweep_kthvalue_and_unique_shape_errors():
+    with pytest.raises(IndexError, match="non-zero size"):
+        pr.zeros(0).kthvalue(1)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        pr.zeros(11, 0).unique(dim=0)
+    assert (
+        pr.median(pr.zeros(0, dtype=pr.int16)).item()
+        == torch.median(torch.zeros(0, dtype=torch.int16)).item()
+    )

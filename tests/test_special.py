@@ -431,3 +431,33 @@ def test_misc_predicates():
         +pr.tensor([True])
     assert pr.rsub(pr.tensor([1.0, 2.0]), 5, alpha=2).tolist() == [3.0, 1.0]
     assert math.isclose(pr.special.i0(pr.tensor([1.0])).item(), 1.2660658777520082, rel_tol=1e-6)
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_float_only_binaries_promote_first():
+    # hypot(float16, bool) is a float16 hypot in torch; two ints have none
+    a, b = [1.5, 2.0], [True, False]
+    for name in ("hypot", "nextafter", "logaddexp2"):
+        want = getattr(torch, name)(torch.tensor(a, dtype=torch.float16), torch.tensor(b))
+        got = getattr(pr, name)(pr.tensor(a, dtype=pr.float16), pr.tensor(b))
+        assert got.dtype is pr.float16, name
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=2e-3)
+        with pytest.raises(TypeError, match="floating"):
+            getattr(pr, name)(pr.tensor([1, 2]), pr.tensor([1, 0]))
+
+
+def test_sweep_misc_bool_refusals_and_diff_n0():
+    b = pr.tensor([[True, False], [False, True]])
+    for f in (
+        lambda: pr.trace(b),
+        lambda: pr.isin(b, b),
+        lambda: pr.cov(b),
+        lambda: pr.trapezoid(b),
+    ):
+        with pytest.raises(TypeError, match="[Bb]ool"):
+            f()
+    x = pr.tensor([[1.0, 2.0], [4.0, 8.0]])
+    assert pr.diff(x, n=0, dim=0, prepend=pr.ones(1, 2)).tolist() == x.tolist()  # torch: as is
+    with pytest.raises(TypeError, match="bool exponent"):
+        pr.ldexp(pr.ones(2), pr.tensor([True, False]))
+    assert pr.ldexp(pr.tensor([1, 2]), pr.tensor([True, False])).tolist() == [2.0, 2.0]

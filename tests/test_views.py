@@ -250,8 +250,10 @@ def test_view_errors():
         x.permute(0)
     with pytest.raises(ShapeError, match="t\\(\\) expects"):
         pr.zeros(2, 2, 2).t()
-    with pytest.raises(IndexError, match="narrow"):
+    with pytest.raises(RuntimeError, match="narrow"):  # torch: RuntimeError for the length
         x.narrow(1, 2, 2)
+    with pytest.raises(IndexError, match="start out of range"):
+        x.narrow(1, 5, 0)
     with pytest.raises(IndexError, match="out of bounds"):
         x.select(0, 2)
     assert (x + 1).numpy().sum() == 6
@@ -270,3 +272,83 @@ def test_writes_into_expanded_views_raise_as_torch():
     assert x.numpy().tolist() == [[5.0] * 3] * 4
     x.zero_()
     assert x.sum().item() == 0
+
+
+# ---- regressions found by the differential sweep (tests/test_sweep.py) -------------------------
+def test_sweep_view_dtype_reinterprets_bits():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 4)) * 3
+    for src, dst in [
+        ("float32", "int32"),
+        ("int32", "float32"),
+        ("float16", "int16"),
+        ("bfloat16", "int16"),
+        ("uint8", "int8"),
+        ("float32", "uint8"),
+        ("uint8", "float32"),
+        ("int16", "bfloat16"),
+        ("bool", "uint8"),
+    ]:
+        t = torch.tensor(a > 0 if src == "bool" else a).to(getattr(torch, src))
+        want = t.view(getattr(torch, dst))
+        got = pr.tensor(t).view(getattr(pr, dst))
+        assert got.dtype is getattr(pr, dst) and tuple(got.shape) == tuple(want.shape), (src, dst)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    x = pr.tensor([1.0, 2.0])
+    x.view(pr.int32)[0] = 0  # float32 <-> int32 is a true view
+    assert x.tolist() == [0.0, 2.0]
+    with pytest.raises(RuntimeError, match="divisible by 2"):
+        pr.ones(3, dtype=pr.uint8).view(pr.int16)
+
+
+def test_sweep_views_of_0d_tensors():
+    z = pr.tensor(5.0)
+    assert z.movedim(0, -1).shape == () and z.mT.shape == ()
+    for f in (
+        lambda: z.narrow(0, 0, 1),
+        lambda: z.chunk(2),
+        lambda: z.split(1),
+        lambda: z.unflatten(0, (1,)),
+    ):
+        with pytest.raises(RuntimeError, match="1-dimensional|0-dim"):
+            f()
+    with pytest.warns(UserWarning, match="0-D"):
+        z.T
+    with pytest.warns(UserWarning, match="x.T"):
+        pr.arange(3).T
+
+
+def test_sweep_diagonal_of_one_dim_twice():
+    with pytest.raises(RuntimeError, match="cannot be identical"):
+        pr.zeros(3, 3).diagonal(0, 0, -2)
+
+
+def test_sweep_index_forms():
+    x = pr.arange(12).reshape(3, 4)
+    t = torch.arange(12).reshape(3, 4)
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        assert x[[[0, 2], [1, 1]]].tolist() == [1, 9]  # a list of lists is a tuple, as torch
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        assert x[[pr.tensor(0), pr.tensor(1)]].item() == 1
+    assert x[[0, 2]].tolist() == t[[0, 2]].tolist()  # ints: one advanced index
+    z = pr.tensor(5)
+    assert z[pr.tensor(True)].tolist() == [5] and tuple(z[pr.tensor(False)].shape) == (0,)
+    assert tuple(pr.arange(2)[pr.tensor(True)].shape) == (1, 2)
+
+
+def test_sweep_size_and_scalars():
+    s = pr.zeros(2, 3).shape
+    assert isinstance(s + (4,), pr.Size) and s + (4,) == (2, 3, 4)
+    import pickle
+
+    assert isinstance(pickle.loads(pickle.dumps(s)), pr.Size)
+    assert complex(pr.tensor(1.5)) == 1.5 + 0j
+    assert pr.ones(2).type() == "pyrite.FloatTensor"
+    assert pr.ones(2).type("torch.cuda.LongTensor").dtype is pr.int64
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        pr.ones(2).item()
+
+
+def test_sweep_empty_tensors_are_contiguous():
+    x = pr.zeros(2, 0, 11, 6)[..., ::3]
+    assert x.is_contiguous() and x.contiguous().shape == (2, 0, 11, 2)

@@ -327,15 +327,35 @@ HELPERS = {
   if (p_isnan(x) || p_isnan(y)) { return p_nan(); }
   if (y == 1.0) { return x; }
   if (y == 2.0) { return x * x; }
-  if (y == 0.5) { return sqrt(x); }
+  if (bitcast<u32>(x) == 0xff800000u) {  // -inf: C's pow, signed only for odd integer y
+    let odd = floor(y) == y && (y - 2.0 * floor(y * 0.5)) != 0.0;
+    return select(select(0.0, -0.0, odd), select(p_inf(), -p_inf(), odd), y > 0.0);
+  }
+  if (y == 0.5) { return select(sqrt(x), 0.0, x == 0.0); }  // (-0) ** 0.5 is +0
+  if (p_isinf(y)) {  // C's pow: |x| = 1 gives 1 (also for x = -1), else inf or 0 by |x| > 1
+    let ax = abs(x);
+    if (ax == 1.0) { return 1.0; }
+    return select(0.0, p_inf(), (ax > 1.0) == (y > 0.0));
+  }
   let yi = floor(y);
+  if (yi == y && abs(y) <= 64.0) {
+    // small integer powers by squaring (at most 7 steps): x ** 3 exact to a rounding or two,
+    // where exp2(y * log2|x|) is off by ~(3 + 2|y log2 x|) ulp (10.0 ** 3 gave 999.99994)
+    var b = x; var e = u32(abs(y)); var q = 1.0;
+    loop { if (e == 0u) { break; } if ((e & 1u) == 1u) { q = q * b; } b = b * b; e = e >> 1u; }
+    return select(q, 1.0 / q, y < 0.0);
+  }
+  if (x == 0.0) {  // ±0 ** y: 0 or inf, with x's sign for an odd integer y
+    let big = select(0.0, p_inf(), y < 0.0);
+    let odd0 = yi == y && (yi - 2.0 * floor(yi * 0.5)) != 0.0;
+    return select(big, -big, odd0 && (bitcast<u32>(x) >> 31u) == 1u);
+  }
   let r = exp2(y * log2(abs(x)));
   if (x < 0.0) {
     if (yi != y) { return p_nan(); }
     let odd = (yi - 2.0 * floor(yi * 0.5)) != 0.0;
     return select(r, -r, odd);
   }
-  if (x == 0.0) { return select(0.0, p_inf(), y < 0.0); }
   return r;
 }""",
     "p_powi": """fn p_powi(x: i32, y: i32) -> i32 {

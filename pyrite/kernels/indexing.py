@@ -33,7 +33,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
+from .common import (
+    ENTRY,
+    FLAT_INDEX,
+    WG,
+    KernelSource,
+    _nonzero_f32,
+    header,
+    helpers_for,
+    load,
+    store,
+)
 
 MAX_INDEX_TENSORS = 5
 NONZERO_PER_THREAD = 4  # elements per invocation in the nonzero kernels: 1,024 per workgroup
@@ -203,8 +213,10 @@ def _mask_walk(rank: int, stype: str) -> str:
         lines.append(
             f"  at = at + (r % info[{3 + d}]) * info[{3 + rank + d}]; r = r / info[{3 + d}];\n"
         )
-    zero = {"f32": "0.0", "f16": "0.0h", "i32": "0", "u32": "0u"}[stype]
-    lines.append(f"  return m[at] != {zero};\n}}\n")
+    if stype in ("f32", "f16"):  # by the bits: lavapipe's NaN != 0.0 came out false
+        lines.append(f"  return {_nonzero_f32('f32(m[at])')};\n}}\n")
+    else:
+        lines.append(f"  return m[at] != {'0u' if stype == 'u32' else '0'};\n}}\n")
     return "".join(lines)
 
 

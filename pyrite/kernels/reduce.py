@@ -199,7 +199,13 @@ def _spec(op: str, t: str):
             "norm2": ("0.0", "x * x", "+", "sqrt(s.a)"),
             "norm1": ("0.0", "abs(x)", "+", "s.a"),
             "norm0": ("0.0", "select(0.0, 1.0, x != 0.0)", "+", "s.a"),
-            "normp": ("0.0", "exp2(p_sp * log2(abs(x)))", "+", "exp2(log2(s.a) / p)"),
+            # NaN passed through by its bits: lavapipe's exp2(log2(NaN)) came out 0 or inf
+            "normp": (
+                "0.0",
+                "select(exp2(p_sp * log2(abs(x))), x, p_isnan(x))",
+                "+",
+                "select(exp2(log2(s.a) / p), s.a, p_isnan(s.a))",
+            ),
             "norminf": ("0.0", "abs(x)", "max", "s.a"),
             "normninf": ("p_inf()", "abs(x)", "min", "s.a"),
         }[op]

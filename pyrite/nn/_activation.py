@@ -78,7 +78,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if input.dtype.is_bool:
         raise TypeError("pyrite: hardtanh: bool inputs are not supported")
     if not input.dtype.is_floating_point:
-        y = _ew.clamp(input, min_val, max_val)
+        # torch casts the bounds to the integer type first (truncating: -0.5 -> 0, 2.5 -> 2)
+        y = _ew.clamp(input, int(min_val), int(max_val))
         return input.copy_(y) if inplace else y
     expr = _nan_kept("select(select(x0, s0, x0 < s0), s1, x0 > s1)")
     return _act("hardtanh", expr, input, (min_val, max_val), inplace)
@@ -145,7 +146,12 @@ def _threshold(input, threshold, value, inplace):
     if input.dtype.is_floating_point:
         expr = "select(s1, x0, x0 > s0 || p_isnan(x0))"
         return _act("threshold", expr, input, (threshold, value), inplace)
-    # integers: compare in f32 (the threshold may be fractional), keep the integer
+    # integers: compare in f32 (the threshold may be fractional), keep the integer; torch
+    # refuses a value the type cannot hold ("value cannot be converted to type uint8_t without
+    # overflow")
+    from ..ops.casts import fill_value
+
+    fill_value(value, input.dtype)
     out = input if inplace else empty(input._shape, input.dtype)
     return run_map(
         "select(s1, x0, f32(x0) > s0)",

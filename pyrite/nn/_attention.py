@@ -11,6 +11,7 @@ from ..ops import combine as _combine
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import matmul as _matmul
+from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
 from ..ops.core import broadcast_shapes, empty, run_map
 from ._common import fmap
@@ -62,6 +63,11 @@ def scaled_dot_product_attention(
     else:
         scores = fmap("x0 * s0 + x1", [scores, attn_mask], [scale], scores.dtype)
     attn = _rowops.softmax(scores, -1)
+    if attn_mask is not None and not is_causal:
+        # torch's _safe_softmax: a query whose every key is masked (-inf) attends to nothing
+        # and gives 0, not softmax's NaN
+        dead = _reduce.all(_ew.eq(scores, -math.inf), -1, keepdim=True)
+        attn = _ew.where(dead, 0.0, attn)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return _matmul.matmul(attn, value)

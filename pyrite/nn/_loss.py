@@ -185,7 +185,7 @@ def binary_cross_entropy(
     expr = "-(x1 * max(log(x0), -100.0) + (1.0 - x1) * max(log(1.0 - x0), -100.0))"
     tens = [input, target]
     if weight is not None:
-        broadcast_shapes(target._shape, weight._shape)  # raises ShapeError naming both
+        _weight_fits("binary_cross_entropy", weight, input)
         expr = f"({expr}) * x2"
         tens.append(weight)
     return reduce_loss(fmap(expr, tens, dtype=float_dtype(input, target)), reduction)
@@ -211,9 +211,19 @@ def binary_cross_entropy_with_logits(
     else:
         expr = f"(1.0 - x1) * x0 + {soft}"
     if weight is not None:
+        _weight_fits("binary_cross_entropy_with_logits", weight, input)
         expr = f"({expr}) * x{len(tens)}"
         tens.append(weight)
     return reduce_loss(fmap(expr, tens, dtype=float_dtype(input, target)), reduction)
+
+
+def _weight_fits(name, weight, input):
+    """torch multiplies the loss by weight in place: weight must broadcast to input's shape."""
+    if broadcast_shapes(input._shape, weight._shape) != tuple(input._shape):
+        raise ShapeError(
+            f"pyrite: {name}: weight of shape {tuple(weight._shape)} does not broadcast to "
+            f"the input's shape {tuple(input._shape)}"
+        )
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):

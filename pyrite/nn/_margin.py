@@ -146,6 +146,11 @@ def multilabel_soft_margin_loss(
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     need_tensor("multilabel_soft_margin_loss", "input", input)
+    if input.ndim == 0:  # torch sums over dim -1
+        raise IndexError(
+            "pyrite: multilabel_soft_margin_loss: Dimension specified as -1 but tensor has no "
+            "dimensions"
+        )
     # logσ(x) = min(x, 0) - log1p(exp(-|x|)); logσ(-x) = min(-x, 0) - log1p(exp(-|x|))
     expr = "-(x1 * min(x0, 0.0) + (1.0 - x1) * min(-x0, 0.0) - p_log1p(exp(-abs(x0))))"
     tens = [input, target]
@@ -153,8 +158,8 @@ def multilabel_soft_margin_loss(
         expr = f"({expr}) * x2"
         tens.append(weight)
     loss = fmap(expr, tens, dtype=input.dtype if input.dtype.is_floating_point else D.float32)
-    C = input._shape[-1] if input.ndim else 1
-    loss = loss.sum(-1) / C if loss.ndim else loss
+    C = input._shape[-1]
+    loss = loss.sum(-1) / C
     return reduce_loss(loss, reduction)
 
 

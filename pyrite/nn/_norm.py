@@ -120,11 +120,12 @@ def batch_norm(
             f"pyrite: batch_norm: expected an (N, C, *) input of 2 or more dims, got shape "
             f"{tuple(input._shape)}"
         )
-    if momentum is None:
-        raise TypeError("pyrite: batch_norm(): argument 'momentum' must be float, not NoneType")
     C = input._shape[1]
     if training:
-        _verify_batch_size(input._shape)
+        _verify_batch_size(input._shape)  # (before momentum's type, as torch checks them)
+    if momentum is None:
+        raise TypeError("pyrite: batch_norm(): argument 'momentum' must be float, not NoneType")
+    if training:
         if eps <= 0.0:
             raise ValueError(
                 f"pyrite: batch_norm eps must be positive during training, but got {eps}"

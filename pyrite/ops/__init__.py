@@ -85,4 +85,7 @@ def exported():
     for mod in loaded:
         for name in getattr(mod, "__all__", ()):
             out[name] = getattr(mod, name)
-    return _aliases.wrap_all(out)
+    # torch's out= on every exported function (ops/outarg.py)
+    from . import outarg
+
+    return outarg.wrap_all(_aliases.wrap_all(out))

@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import _is_scalar, as_tensor_arg, binary, is_operand, result_dtype, unary
+from .elementwise import (
+    _cast_0d,
+    _is_scalar,
+    as_tensor_arg,
+    binary,
+    is_operand,
+    result_dtype,
+    unary,
+)
 
 
 def _bits(dt) -> int:
@@ -61,6 +69,8 @@ def _int_map(name, expr, a, b, out=None, shift=False):
     if not _is_scalar(b):
         b = as_tensor_arg(b)
     rt = _shift_dtype(name, a, b)
+    if rt.is_small_int:  # a wider 0-d int tensor is cast to the result type first, as torch
+        a, b = (_cast_0d(x, rt) for x in (a, b))
     expr = expr.replace("W", str(_bits(rt)))
     tensors, scalars, names = [], [], {}
     for letter, x in (("A", a), ("B", b)):

@@ -26,7 +26,7 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import _is_scalar, as_tensor_arg
+from .elementwise import as_tensor_arg
 
 
 def to_dtype(x: Tensor, dtype) -> Tensor:
@@ -43,9 +43,9 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 
 def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
     """Copy `src` (broadcast, cast) into this tensor's elements, in place."""
-    src = as_tensor_arg(src) if not _is_scalar(src) else src
-    if _is_scalar(src):
-        return fill_(self, src)
+    # a Python number is copied as a 0-d tensor of its type (cast, as torch's copy_: -2.97
+    # into uint8 is 254), not checked as a fill value
+    src = as_tensor_arg(src)
     shape = broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise ShapeError(
@@ -135,9 +135,26 @@ def _method_to(self, *args, **kwargs):
     return to_dtype(self, dtype)
 
 
-def _method_type(self, dtype=None):
-    """`x.type()` names the dtype; `x.type(dtype)` casts."""
-    return self.dtype if dtype is None else to_dtype(self, dtype)
+# torch's legacy tensor type names (x.type() -> 'torch.FloatTensor')
+_LEGACY = {
+    "float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+    "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+}  # fmt: skip
+_FROM_LEGACY = {v: k for k, v in _LEGACY.items()} | {
+    "DoubleTensor": "float32",
+    "LongTensor": "int32",
+}
+
+
+def _method_type(self, dtype=None, non_blocking=False, **kwargs):
+    """`x.type()` names the tensor type as torch's does ('pyrite.FloatTensor'); `x.type(dtype)`
+    casts, the dtype given as a dtype or a legacy name ('torch.cuda.LongTensor')."""
+    if dtype is None:
+        return f"pyrite.{_LEGACY[self.dtype.name]}"
+    if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _FROM_LEGACY:
+        dtype = _FROM_LEGACY[dtype.rsplit(".", 1)[-1]]
+    return to_dtype(self, dtype)
 
 
 def _type_method(dt):

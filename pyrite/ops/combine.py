@@ -20,7 +20,7 @@ from ..tensor import Tensor, contiguous_strides
 from .casts import clone, fill_
 from .core import empty, run_map
 from .elementwise import as_tensor_arg
-from .views import diagonal, expand, narrow, reshape, unsqueeze
+from .views import diagonal, expand, narrow, need_dims, reshape, unsqueeze
 
 
 def _copy_into(dst: Tensor, src: Tensor):
@@ -57,6 +57,11 @@ def cat(tensors, dim=0, *, out=None):
     ref = kept[0]
     if ref.ndim == 0:
         raise ShapeError("pyrite: zero-dimensional tensor cannot be concatenated")
+    for _, t in numbered:
+        if t.ndim != ref.ndim:  # before the dim's range: torch's RuntimeError
+            raise ShapeError(
+                f"pyrite: Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}"
+            )
     d = ref._dim(dim)
     for i, t in numbered:
         if t.ndim != ref.ndim or any(
@@ -145,7 +150,7 @@ def _each(fn, tensors):
 
 def hstack(tensors, *, out=None):
     ts = [atleast_1d(t) for t in _seq(tensors, "hstack")]
-    return cat(ts, 0 if all(t.ndim == 1 for t in ts) else 1, out=out)
+    return cat(ts, 0 if ts and ts[0].ndim == 1 else 1, out=out)  # torch: the first decides
 
 
 def vstack(tensors, *, out=None):
@@ -168,6 +173,7 @@ def column_stack(tensors, *, out=None):
 
 # ---- split ---------------------------------------------------------------------------------
 def split(tensor, split_size_or_sections, dim=0):
+    need_dims(tensor, "split")
     d = tensor._dim(dim)
     n = tensor._shape[d]
     if isinstance(split_size_or_sections, numbers.Integral):
@@ -199,6 +205,7 @@ def split_with_sizes(tensor, split_sizes, dim=0):
 
 
 def tensor_split(input, indices_or_sections, dim=0):
+    need_dims(input, "tensor_split")
     d = input._dim(dim)
     n = input._shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -220,6 +227,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
+    need_dims(input, "chunk")
     if chunks <= 0:
         raise ValueError(f"pyrite: chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = input._dim(dim)
@@ -448,6 +456,11 @@ def meshgrid(*tensors, indexing="ij"):
             )
     if indexing not in ("ij", "xy"):
         raise ValueError(f"pyrite: meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if len({t.dtype for t in ts}) > 1:
+        raise TypeError(
+            "pyrite: meshgrid expects all tensors to have the same dtype, got "
+            f"{[t.dtype for t in ts]}"
+        )
     ts = [reshape(t, (t.numel(),)) for t in ts]
     sizes = [t._shape[0] for t in ts]
     order = list(range(len(ts)))
@@ -494,9 +507,15 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = input._shape[-1] if input.ndim else 1
     m = n + abs(offset)
     nd = input.ndim + 1
+    for d in (dim1, dim2):
+        if not -nd <= d < nd:
+            raise IndexError(
+                f"pyrite: Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
+                f"but got {d})"
+            )
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:
-        raise ValueError(
+        raise RuntimeError(
             f"pyrite: diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}"
         )
     batch = list(input._shape[:-1])
@@ -583,8 +602,14 @@ __all__ = [
     "vstack",
 ]
 
+
+def _split_method(self, split_size, dim=0):
+    """Tensor.split(split_size, dim): the method's argument name is torch's `split_size`."""
+    return split(self, split_size, dim)
+
+
 METHODS = {
-    "split": split,
+    "split": _split_method,
     "split_with_sizes": split_with_sizes,
     "tensor_split": tensor_split,
     "chunk": chunk,

@@ -35,6 +35,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     from .sorting import searchsorted, sort
 
     e, t = _as_tensor(elements), _as_tensor(test_elements)
+    if e.dtype.is_bool or t.dtype.is_bool:
+        raise TypeError("pyrite: Unsupported input type encountered for isin(): Bool")
     dt = result_dtype(e, t)
     if dt.is_bool:
         dt = D.int32

@@ -49,11 +49,10 @@ def _cols_limit(itemsize: int) -> int:
 
 def _mergeable(t: Tensor, first: int) -> bool:
     """Do dims first.. of t walk memory as one run (so they flatten into one stride)?"""
-    sh, st = t._shape[first:], t._strides[first:]
-    for i in range(len(sh) - 1):
-        if sh[i + 1] != 1 and sh[i] != 1 and st[i] != st[i + 1] * sh[i + 1]:
-            return False
-    return True
+    # size-1 dims are skipped, but the dims on either side of them must still chain: (8, 1, 5)
+    # with strides (1, ., 8) does not flatten (comparing only neighbours missed that)
+    dims = [(d, s) for d, s in zip(t._shape[first:], t._strides[first:]) if d != 1]
+    return all(s0 == s1 * d1 for (_, s0), (d1, s1) in zip(dims, dims[1:]))
 
 
 def _flat_spatial(t: Tensor, first: int) -> tuple:

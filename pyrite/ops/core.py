@@ -314,6 +314,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
 def has_internal_overlap(t: Tensor) -> bool:
     """Whether two elements of `t` share memory through a 0 stride (an expanded view): torch's
     `has_internal_overlap` YES case (other overlapping strides are torch's TOO_HARD: allowed)."""
+    if 0 in t._shape:  # no element to write twice (torch writes an empty expanded view)
+        return False
     return any(st == 0 and d > 1 for d, st in zip(t._shape, t._strides))
 
 

@@ -142,7 +142,12 @@ def _flat(x):
 
 def _nested_numpy(x):
     if isinstance(x, Tensor):
-        return x.numpy()
+        # torch reads a tensor inside a list as a Python scalar: one element, whatever its
+        # shape (tensor([tensor([1.]), tensor([2.])]) has shape (2,))
+        if x.numel() != 1:
+            raise ValueError("pyrite: only one element tensors can be converted to Python scalars")
+        x = x.reshape(())
+        return (x.float() if x.dtype is D.bfloat16 else x).numpy()
     if isinstance(x, (list, tuple)):
         return [_nested_numpy(y) for y in x]
     return x
@@ -486,6 +491,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     _ignored(kw, "linspace")
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     dt = D.from_any(dtype)
+    if dt.kind == "i":  # torch casts the ends to the integer type first (0.5 -> 0)
+        start, end = int(start), int(end)
     steps = _steps(steps, "linspace")
     out = _empty((steps,), dt)
     if steps == 1:
@@ -515,6 +522,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "logspace")
     steps = _steps(steps, "logspace")
+    if D.from_any(dtype).kind == "i":  # the exponents' ends cast to the integer type first
+        start, end = (int(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
     out = (linspace(start, end, steps) * math.log2(base)).exp2().to(D.from_any(dtype))
     out.requires_grad = requires_grad
     return out

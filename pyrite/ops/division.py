@@ -31,8 +31,13 @@ def check_divisor(name: str, input, other):
     holds a zero (a readback of one flag when `other` is a tensor)."""
     if _is_scalar(input) and _is_scalar(other):
         return
-    if result_dtype(input, other).kind == "f":
+    rt = result_dtype(input, other)
+    if rt.kind == "f":
         return
+    if rt.is_bool:  # before the zero check: torch refuses the dtype ("not implemented for 'Bool'")
+        raise TypeError(f"pyrite: {name} is not implemented for two bool operands (pyrite.bool)")
+    if any(not _is_scalar(t) and t.numel() == 0 for t in (input, other)):
+        return  # an empty result divides nothing (torch: no error)
     if _is_scalar(other):
         zero = other == 0
     else:

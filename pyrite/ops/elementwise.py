@@ -67,6 +67,19 @@ UNARY = {
 }
 
 
+# Unary ops PyTorch refuses on bool tensors (neg: RuntimeError; the rest "not implemented for
+# 'Bool'"); frac is refused on every integer dtype too
+_NO_BOOL = {
+    "neg": "pyrite: negation, the `-` operator, on a bool tensor is not supported; to invert a "
+    "mask use `~` or logical_not()",
+    "relu": "pyrite: Boolean inputs not supported for relu",
+    **{
+        n: f"pyrite: {n} is not implemented for pyrite.bool"
+        for n in ("abs", "floor", "ceil", "round", "trunc", "frac")
+    },
+}
+
+
 def _wgsl(expr, names):
     for k, v in names.items():
         expr = expr.replace(k, v)
@@ -79,6 +92,10 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
     dt = x.dtype
     if dt.is_bool and name in ("logical_not", "bitwise_not"):
         return run_map("!x0", (x,), ("bool",), _out(out, x._shape, D.bool_), "bool")
+    if dt.is_bool and name == "sign":  # torch: sign of a bool tensor is itself, a bool
+        return run_map("x0", (x,), ("bool",), _out(out, x._shape, D.bool_), "bool")
+    if name in _NO_BOOL and dt.is_bool or name == "frac" and dt.kind != "f":
+        raise TypeError(_NO_BOOL.get(name, f"pyrite: {name} is not implemented for {dt!r}"))
     if dt.kind == "f" or iexpr is None:
         if fexpr is None:
             raise TypeError(f"pyrite: {name} is not defined for {dt!r}")
@@ -231,6 +248,12 @@ def binary(name: str, a, b, out=None):
     return _binary(name, a, b, out, key)
 
 
+def _cast_0d(x, rt):
+    if type(x) is Tensor and x.dtype is not rt and not x._shape and x.dtype.kind != "b":
+        return x.to(rt)
+    return x
+
+
 def _binary(name, a, b, out, key):
     fexpr, iexpr, bexpr, kind = BINARY[name]
     sa, sb = _is_scalar(a), _is_scalar(b)
@@ -257,6 +280,16 @@ def _binary(name, a, b, out, key):
         cat, expr, rt = "f", fexpr, D.float32
     if expr is None:
         raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
+    if (rt.is_small_int and cat == "i") or (
+        rt in (D.float16, D.bfloat16) and name in _ROUND_SCALAR
+    ):
+        # a 0-d tensor of another dtype is cast to the computing result type first, as torch
+        # does: maximum(uint8 x, int16(-10)) compares with 246, not -10; bf16 x == f32(0.1)
+        # compares with bf16(0.1); a float one only where torch rounds a Python scalar too
+        # (f16 x // f32 0-d keeps the divisor in f32, as for x // 5.7493)
+        ca, cb = _cast_0d(a, rt), _cast_0d(b, rt)
+        if ca is not a or cb is not b:
+            a, b, key = ca, cb, None  # not cached: the fast path would skip the cast
     ct = _CT[cat]
     res = (
         D.bool_
@@ -269,7 +302,7 @@ def _binary(name, a, b, out, key):
         o = _out(out, shape, res)
         text = _wgsl(expr, {"A": "x0", "B": "s0"})
         conv = _scalar_cast(name, rt, ct)
-        if type(a) is Tensor and type(b) in _SCALARS:
+        if key is not None and type(a) is Tensor and type(b) in _SCALARS:
             _typed[key] = (text, ct, res, out_ct, 1, conv)
         if conv is not None:
             b = conv(b)
@@ -284,7 +317,7 @@ def _binary(name, a, b, out, key):
     shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
     o = _out(out, shape, res)
     text = _wgsl(expr, {"A": "x0", "B": "x1"})
-    if key[1] is not None and type(a) is Tensor and type(b) is Tensor:
+    if key is not None and key[1] is not None and type(a) is Tensor and type(b) is Tensor:
         _typed[key] = (text, ct, res, out_ct, 2, None)
     return run_map(text, (a, b), (ct, ct), o, out_ct)
 
@@ -341,15 +374,41 @@ def _inplace(name, a, b):
 
 # ---- functions in PyTorch's spelling --------------------------------------------------------
 def add(input, other, *, alpha=1, out=None):
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1 or type(alpha) is bool:  # alpha=True is checked too (bool results only)
+        other = _times_alpha("add", input, other, alpha)
     return binary("add", input, other, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1 or type(alpha) is bool:  # alpha=True is checked too (bool results only)
+        other = _times_alpha("sub", input, other, alpha)
     return binary("sub", input, other, out)
+
+
+def _times_alpha(name, input, other, alpha):
+    """alpha·other in the dtype input <name> other has (torch's: alpha does not promote;
+    bool + bool·2 stays bool, uint8 + int8·2 is an int16 sum)."""
+    if name == "sub" and any(_is_bool_operand(x) for x in (input, other)):
+        binary("sub", input, other)  # raises torch's refusal of bool subtraction
+    if not _is_scalar(input):
+        input = as_tensor_arg(input)
+    if not _is_scalar(other):
+        other = as_tensor_arg(other)
+    rt = result_dtype(input, other)
+    if isinstance(alpha, (bool, np.bool_)) and not rt.is_bool:
+        raise TypeError(f"pyrite: Boolean alpha only supported for Boolean results ({rt!r})")
+    if rt.kind != "f" and D.scalar_kind(alpha) == "f":
+        raise TypeError(
+            "pyrite: for integral input tensors, argument alpha must not be a floating point "
+            f"number (alpha={alpha!r}, {rt!r})"
+        )
+    if _is_scalar(other):
+        return other * alpha
+    if other.dtype is not rt:
+        other = other.to(rt)
+    if rt.is_bool:
+        return logical_and(other, bool(alpha))
+    return mul(other, alpha)
 
 
 subtract = sub
@@ -370,20 +429,30 @@ def div(input, other, *, out=None):
 def pow(input, exponent):
     if _is_scalar(exponent) and isinstance(input, Tensor):
         if input.dtype.kind in "ib" and D.scalar_kind(exponent) in "ib" and exponent < 0:
-            raise ValueError(
+            raise RuntimeError(  # torch's class
                 "pyrite: integers to negative integer powers are not allowed "
                 f"({input.dtype!r} ** {exponent})"
             )
-        if exponent == 2:
-            return unary("square", input) if input.dtype.kind != "b" else binary("pow", input, 2)
-        if exponent == 0.5 and input.dtype.is_floating_point:
-            return unary("sqrt", input)
-        if exponent == 1:
-            return input.clone()
+        if input.dtype.is_bool and isinstance(exponent, (bool, np.bool_)):
+            # torch's shortcut for exponents 0 and 1 (before its bool check): ones, or a copy
+            from .creation import full
+
+            return input.clone() if exponent else full(input._shape, True, dtype=D.bool_)
+        # the shortcuts only where the scalar leaves the dtype alone (int ** 2.0 is a float)
+        if D.promote_with_scalar(input.dtype, exponent) is input.dtype:
+            if exponent == 2 and not input.dtype.is_bool:
+                return unary("square", input)
+            if exponent == 0.5 and input.dtype.is_floating_point:
+                return unary("sqrt", input)
+            if exponent == 1:
+                return input.clone()
     return binary("pow", input, exponent)
 
 
 def float_power(input, exponent):
+    """input ** exponent in float64 (float32 here), whatever the operands' dtypes, as torch."""
+    if isinstance(exponent, Tensor):
+        exponent = exponent.float()
     return pow(input.float() if isinstance(input, Tensor) else input, exponent)
 
 
@@ -476,8 +545,14 @@ isfinite = _make_unary("isfinite")
 def round(input, *, decimals=0):
     if decimals == 0:
         return unary("round", input)
-    scale = 10.0**decimals
-    return unary("round", input * scale) / scale
+    x = as_tensor_arg(input)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"pyrite: round with decimals is not implemented for {x.dtype!r}")
+    # one map in f32, rounded once to x's dtype, as torch's kernel (x * 10^d stored in float16
+    # first would round twice); negative decimals divide first, as torch
+    expr = "p_round(x0 * s0) / s0" if decimals > 0 else "p_round(x0 / s0) * s0"
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # (this module's abs is the op)
+    return run_map(expr, (x,), ("f32",), empty(x._shape, x.dtype), "f32", (scale,), ("f32",))
 
 
 def gelu(input, approximate="none"):
@@ -511,18 +586,24 @@ def signbit(input):
 
 
 def _fold_dtype(xs):
-    """result_dtype folded left to right over tensors and Python scalars (scalars before the
-    first tensor are skipped); the running result counts as 0-d while every tensor so far is."""
-    dt = zero_d = None
+    """PyTorch's result_type over tensors and Python scalars: the dimensioned tensors promote
+    among themselves; 0-d tensors, then Python scalars, change that only when of a higher
+    category (clamp(bool x, int32 0-d, int16 y) is int16; where(c, 1.0, int x) is float32)."""
+    dims = zeros = None
+    scal = None  # the highest category among the scalars
     for x in xs:
         if _is_scalar(x):
-            if dt is not None:
-                dt = D.promote_with_scalar(dt, x)
-        elif dt is None:
-            dt, zero_d = x.dtype, not x._shape
+            k = D.scalar_kind(x)
+            scal = k if scal is None or "bif".index(k) > "bif".index(scal) else scal
+        elif x._shape:
+            dims = x.dtype if dims is None else D.result_type_of(dims, x.dtype)
         else:
-            dt = _promote_tensors(dt, zero_d, x.dtype, not x._shape)
-            zero_d = zero_d and not x._shape
+            zeros = x.dtype if zeros is None else D.result_type_of(zeros, x.dtype)
+    dt = dims
+    if zeros is not None and (dt is None or "bif".index(zeros.kind) > "bif".index(dt.kind)):
+        dt = zeros
+    if scal is not None and (dt is None or "bif".index(scal) > "bif".index(dt.kind)):
+        dt = {"f": D.float32, "i": D.int32, "b": D.bool_}[scal]
     return dt
 
 
@@ -600,23 +681,65 @@ def where(condition, input=None, other=None):
 
 
 def lerp(input, end, weight):
-    return _ternary("A + C * (B - A)", "A + C * (B - A)", [input, end, weight])
+    # torch requires one dtype for input, end and a tensor weight ("expected dtype float for
+    # `end` but got dtype c10::Half"), and a floating one
+    input, end = as_tensor_arg(input), as_tensor_arg(end)
+    for what, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+            raise TypeError(
+                f"pyrite: lerp: expected dtype {input.dtype!r} for `{what}` but got {t.dtype!r}"
+            )
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"pyrite: lerp is not implemented for {input.dtype!r}")
+    # torch's form: the nearer end is the anchor (exact at weight 1; inf ends as torch's)
+    expr = "select(B - (B - A) * (1.0 - C), A + C * (B - A), abs(C) < 0.5)"
+    return _ternary(expr, expr, [input, end, weight])
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    return add(input, mul(tensor1, tensor2), alpha=value)
+    """input + value * tensor1 * tensor2, in one pass (one rounding to a float16/bfloat16
+    result, as torch's kernel)."""
+    return _addc("addcmul", "A + s0 * (B * C)", input, tensor1, tensor2, value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    return add(input, div(tensor1, tensor2), alpha=value)
+    """input + value * tensor1 / tensor2, in one pass."""
+    return _addc("addcdiv", "A + s0 * (B / C)", input, tensor1, tensor2, value)
+
+
+def _addc(name, expr, input, t1, t2, value):
+    xs = [as_tensor_arg(x) for x in (input, t1, t2)]
+    dt = _fold_dtype(xs)
+    if name == "addcdiv" and dt.kind != "f":
+        raise RuntimeError(
+            "pyrite: Integer division with addcdiv is no longer supported; use true division "
+            "(addcmul(input, tensor1, 1 / tensor2)) or torch.div(..., rounding_mode=...)"
+        )
+    if dt.kind != "f" and D.scalar_kind(value) == "f":
+        value = int(value)  # torch casts value to the integer type (0.5 -> 0)
+    if dt.is_bool:
+        raise TypeError(f"pyrite: {name} is not implemented for pyrite.bool")
+    ct = _CT[dt.kind]
+    shape = broadcast_shapes(*(t._shape for t in xs))
+    text = _wgsl(expr, {"A": "x0", "B": "x1", "C": "x2"})
+    return run_map(text, xs, (ct,) * 3, empty(shape, dt), ct, (value,), (ct,))
 
 
 def clamp(input, min=None, max=None, *, out=None):
     x = as_tensor_arg(input)
     if min is None and max is None:
-        raise ValueError("pyrite: clamp needs at least one of min and max")
+        raise RuntimeError("pyrite: torch.clamp: At least one of 'min' or 'max' must not be None")
+    if x.dtype.is_bool and any(_is_scalar(v) for v in (min, max)):
+        if _fold_dtype([x] + [v for v in (min, max) if v is not None]).is_bool:
+            # torch: "clamp_min_scalar_cpu" not implemented for 'Bool' (a float bound promotes)
+            raise TypeError("pyrite: clamp with a bool result is not implemented for pyrite.bool")
     _check_int_scalars(x.dtype, (min, max))
-    r = x
+    # one result type over the three, as torch's (clamp(bool, int32 0-d, int16) is int16):
+    # pairwise maximum then minimum would promote in two steps
+    bounds = [as_tensor_arg(v) if isinstance(v, (list, np.ndarray)) else v for v in (min, max)]
+    min, max = bounds
+    rt = _fold_dtype([x] + [v for v in bounds if v is not None])
+    r = x if rt is x.dtype else x.to(rt)
     if min is not None:
         r = binary("maximum", r, min)
     if max is not None:
@@ -658,6 +781,11 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
         (nan, posinf, neginf),
         ("f32", "f32", "f32"),
     )
+
+
+def _where_method(self, condition, other):
+    """Tensor.where(condition, y): torch.where(condition, self, y)."""
+    return where(condition, self, other)
 
 
 FUNCS = {
@@ -751,3 +879,4 @@ FUNCS = {
 __all__ = sorted(FUNCS)
 
 METHODS = dict(FUNCS)  # operators and in-place forms: ops/operators.py
+METHODS["where"] = _where_method

@@ -85,6 +85,9 @@ def _needs(args, kwargs) -> bool:
         if type(a) is Tensor:
             if a.dtype.storage in _SPECIAL:
                 return True
+        elif type(a) is D.dtype:  # a dtype passed by position (softmax(x, -1, bfloat16))
+            if a.storage in _SPECIAL:
+                return True
         elif type(a) in (list, tuple):
             for b in a:
                 if type(b) is Tensor and b.dtype.storage in _SPECIAL:
@@ -104,7 +107,7 @@ def _needs(args, kwargs) -> bool:
 def _widen(x, floats):
     if type(x) is Tensor:
         if x.dtype.is_floating_point:
-            floats.append(x.dtype)
+            floats.append((x.dtype, not x._shape))
         if x.dtype is D.bfloat16:
             from .casts import to_dtype
 
@@ -126,13 +129,24 @@ def _slow(fn, name, inplace, args, kwargs):
     floats: list = []
     w_args = [_widen(a, floats) for a in args]
     w_kwargs = {k: _widen(v, floats) for k, v in kwargs.items()}
-    narrow = bool(floats) and all(d is D.bfloat16 for d in floats)
+    # torch's promotion: a 0-d float tensor does not widen dimensioned ones of its category
+    # (bf16 tensor / float32 0-d tensor is bf16), so the dimensioned floats decide when any
+    dims = [d for d, zero_d in floats if not zero_d] or [d for d, _ in floats]
+    narrow = bool(dims) and all(d is D.bfloat16 for d in dims)
     asked = kwargs.get("dtype")
     if asked is not None:
         asked = D.from_any(asked)
         narrow = asked is D.bfloat16
         if narrow:
             w_kwargs["dtype"] = D.float32
+    else:
+        # a dtype passed by position (F.softmax passes its dtype on so) decides as dtype= does
+        for i, a in enumerate(args):
+            if type(a) is D.dtype:
+                narrow = a is D.bfloat16
+                if narrow:
+                    w_args[i] = D.float32
+                break
     res = fn(*w_args, **w_kwargs)
     # in-place: the op wrote into the widened copy of its first argument (or of out=)
     back = {}
@@ -199,7 +213,16 @@ def wrap(fn, name: str, inplace: bool):
 
 
 def _is_inplace(name: str) -> bool:
-    return name in INPLACE or (name.endswith("_") and not name.startswith("__"))
+    # x.add_(...), and the augmented assignments (__ifloordiv__: x //= y must write x)
+    return (
+        name in INPLACE
+        or (name.endswith("_") and not name.startswith("__"))
+        or (
+            name.startswith("__i")
+            and name.endswith("__")
+            and name not in ("__init__", "__index__", "__int__", "__iter__", "__invert__")
+        )
+    )
 
 
 def install(modules, tensor_cls=Tensor):

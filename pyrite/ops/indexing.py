@@ -112,6 +112,11 @@ def _index_arg(i):
     return arr
 
 
+class IndexOutOfBounds(IndexError, RuntimeError):
+    """An index past its dimension: torch raises IndexError for x[idx] and RuntimeError for
+    gather/scatter/index_select with the same words; this is both, so either `except` works."""
+
+
 def _check_host(arr, size, dim, allow_negative=True):
     if arr.size == 0:
         return
@@ -119,7 +124,7 @@ def _check_host(arr, size, dim, allow_negative=True):
     low = -size if allow_negative else 0
     if lo < low or hi >= size:
         bad = lo if lo < low else hi
-        raise IndexError(
+        raise IndexOutOfBounds(
             f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
         )
 
@@ -146,7 +151,7 @@ def _check_device(items, allow_negative=True):
         low = -size if allow_negative else 0
         if lo < low or hi >= size:
             bad = lo if lo < low else hi
-            raise IndexError(
+            raise IndexOutOfBounds(
                 f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
             )
 
@@ -231,6 +236,10 @@ def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
 def _value(value, dtype) -> Tensor:
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, (int, float, bool, np.number, np.bool_)):
+        from .casts import fill_value
+
+        value = fill_value(value, dtype)  # torch: x[i] = -3.1 into uint8 overflows, as fill_
     return _host(np.asarray(value), dtype)
 
 
@@ -248,8 +257,6 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
         return x
     v = _value(value, x.dtype)
     n = math.prod(walk.shape)
-    if n == 0:
-        return x
     vshape = v._shape
     while len(vshape) > len(walk.shape) and vshape[0] == 1:
         vshape = vshape[1:]
@@ -261,6 +268,8 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
             f"pyrite: shape mismatch: value tensor of shape {list(v._shape)} cannot "
             f"be broadcast to indexing result of shape {list(walk.shape)}"
         ) from None
+    if n == 0:  # (after the shape check: torch refuses a value that does not fit there too)
+        return x
     v = v._view(vshape, v._strides[len(v._shape) - len(vshape) :], v._offset)
     if v._storage is x._storage:
         v = contiguous_copy(v)

@@ -51,11 +51,13 @@ BINARY.update(
 
 
 def _floats_only(name, *xs):
-    for x in xs:
-        if isinstance(x, Tensor) and x.dtype.kind != "f":
-            raise TypeError(
-                f"pyrite: {name} is only implemented for floating-point tensors, not {x.dtype!r}"
-            )
+    # the promoted dtype decides, as torch's: hypot(float16, bool) is a float16 hypot
+    a, b = (xs[0], xs[0]) if len(xs) == 1 else xs
+    dt = result_dtype(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else None
+    if dt is not None and dt.kind != "f":
+        raise TypeError(
+            f"pyrite: {name} is only implemented for floating-point tensors, not {dt!r}"
+        )
 
 
 def _tensors(*xs):
@@ -104,12 +106,18 @@ def heaviside(input, values, *, out=None):
 
 def logaddexp2(input, other, *, out=None):
     """log2(2^input + 2^other), without overflow."""
+    input, other = _tensors(input, other)
+    _floats_only("logaddexp2", input, other)  # torch: "logaddexp2_cpu" not implemented for 'Long'
     return binary("logaddexp2", input, other, out)
 
 
 def ldexp(input, other, *, out=None):
     """input · 2^other (exact for integer exponents until the result overflows or underflows)."""
     x, e = _tensors(input, other)
+    if isinstance(e, Tensor) and e.dtype.is_bool and not _is_scalar(x) and x.dtype.kind == "f":
+        # torch's float kernel: "ldexp_cpu_exp" not implemented for 'Bool' (int inputs go
+        # through mul and pow, which take it)
+        raise TypeError("pyrite: ldexp of a float tensor is not implemented for a bool exponent")
     if _is_scalar(x):
         x = as_tensor_arg(float(x))
     dt = x.dtype if x.dtype.kind == "f" else D.float32

@@ -420,7 +420,7 @@ def inner(input, other, *, out=None):
         return _to_out(mul(a, b), out)
     if a._shape[-1] != b._shape[-1]:
         raise _mismatch(a, b)
-    bt = b.reshape(-1, b._shape[-1])  # (P, K)
+    bt = b.reshape(math.prod(b._shape[:-1]), b._shape[-1])  # (P, K); K may be 0
     res = matmul(a, bt.transpose(0, 1))  # (..., P)
     return _to_out(res.reshape(*a._shape[:-1], *b._shape[:-1]), out)
 
@@ -432,10 +432,12 @@ def outer(input, vec2, *, out=None):
             f"pyrite: outer: 1D tensors expected, got shapes {tuple(a._shape)} and "
             f"{tuple(b._shape)}"
         )
-    _check_dtypes(a, b, "outer")
+    # a[:, None] * b, as torch.outer: elementwise, so bools and mixed dtypes promote as mul's
+    from .elementwise import mul
+
     col = a._view((a._shape[0], 1), (a._strides[0], 1), a._offset)
     row = b._view((1, b._shape[0]), (1, b._strides[0]), b._offset)
-    return _to_out(gemm(col, row), out)
+    return _to_out(mul(col, row), out)
 
 
 ger = outer
@@ -579,3 +581,17 @@ METHODS = {
     "baddbmm": baddbmm,
     "addbmm": addbmm,
 }
+
+
+def _in_place(fn):
+    """x.addmm_(a, b) and friends: the product written into x (torch's in-place forms)."""
+
+    def method(self, *args, **kwargs):
+        return self.copy_(fn(self, *args, **kwargs))
+
+    method.__name__ = f"{fn.__name__}_"
+    return method
+
+
+for _name in ("addmm", "addmv", "baddbmm", "addbmm"):
+    METHODS[f"{_name}_"] = _in_place(METHODS[_name])

@@ -32,6 +32,12 @@ def _inplace_operator(name):
 def _unary_inplace(name):
     def fn(self, *args, **kwargs):
         r = FUNCS[name](self, *args, **kwargs)
+        if "bif".index(r.dtype.kind) > "bif".index(self.dtype.kind):
+            # torch: x_int.exp_() "result type Float can't be cast to the desired output type"
+            raise TypeError(
+                f"pyrite: result type {r.dtype!r} of {name}_ can't be cast to the desired "
+                f"output type {self.dtype!r}"
+            )
         return self.copy_(r)  # Tensor.copy_ is ops/casts.py's
 
     return fn

@@ -23,9 +23,9 @@ def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: `pad` pairs (left, right) from the last dim backwards."""
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
-        raise ValueError(f"pyrite: pad: padding length must be divisible by 2, got {len(pad)}")
+        raise ShapeError(f"pyrite: pad: padding length must be divisible by 2, got {len(pad)}")
     if len(pad) // 2 > input.ndim:
-        raise ValueError(
+        raise ShapeError(
             f"pyrite: pad: padding length {len(pad)} is too large for an input of "
             f"{input.ndim} dims (shape {tuple(input._shape)})"
         )
@@ -35,7 +35,7 @@ def pad(input, pad, mode="constant", value=None):
             "'constant', 'reflect', 'replicate' or 'circular'"
         )
     if mode != "constant" and value not in (None, 0, 0.0):
-        raise ValueError(f"pyrite: pad: padding mode {mode!r} doesn't take in value argument")
+        raise ShapeError(f"pyrite: pad: padding mode {mode!r} doesn't take in value argument")
     pairs = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
     # negative padding crops first
     x = input
@@ -56,7 +56,10 @@ def pad(input, pad, mode="constant", value=None):
         for d, lft, rgt in pairs:
             shape[d] += lft + rgt
         out = empty(tuple(shape), x.dtype)
-        fill_(out, 0 if value is None else value)
+        # F.pad's value is a float (torch: -2 into uint8 overflows rather than wrapping);
+        # with nothing to pad torch never uses it
+        if any(lft or rgt for _, lft, rgt in pairs):
+            fill_(out, 0 if value is None else float(value))
         inner = out
         for d, lft, _ in pairs:
             inner = narrow(inner, d, lft, x._shape[d])
@@ -70,7 +73,7 @@ def pad(input, pad, mode="constant", value=None):
         n = x._shape[d]
         if mode == "reflect":
             if lft >= n or rgt >= n:
-                raise ValueError(
+                raise ShapeError(
                     f"pyrite: pad: padding size should be less than the "
                     f"corresponding input dimension, but got: padding ({lft}, "
                     f"{rgt}) at dimension {d} of input {tuple(input._shape)}"
@@ -79,7 +82,7 @@ def pad(input, pad, mode="constant", value=None):
             right = _flip_view(narrow(x, d, n - 1 - rgt, rgt), [d])
         elif mode == "replicate":
             if n == 0:
-                raise ValueError(
+                raise ShapeError(
                     f"pyrite: pad: cannot replicate-pad an empty dim {d} of "
                     f"input {tuple(input._shape)}"
                 )
@@ -87,7 +90,7 @@ def pad(input, pad, mode="constant", value=None):
             right = _expand_dim(narrow(x, d, n - 1, 1), d, rgt)
         else:  # circular
             if lft > n or rgt > n:
-                raise ValueError(
+                raise ShapeError(
                     f"pyrite: pad: padding value causes wrapping around more than "
                     f"once: padding ({lft}, {rgt}) at dimension {d} of size {n}"
                 )

@@ -180,6 +180,12 @@ def _pool(
     if div is not None and int(div) == 0:
         raise SpatialError(f"pyrite: {what}: divisor must be not zero")
     in_sp = xb._shape[5 - dims :]
+    if what == "avg_pool3d" and any(i < k for i, k in zip(in_sp, ker)):
+        # torch's pool3d shape check for avg_pool3d only, padding not counted
+        raise SpatialError(
+            f"pyrite: avg_pool3d: input image (T: {in_sp[0]} H: {in_sp[1]} W: {in_sp[2]}) "
+            f"smaller than kernel size (kT: {ker[0]} kH: {ker[1]} kW: {ker[2]})"
+        )
     out_sp = tuple(_out_size(*a, ceil_mode) for a in zip(in_sp, ker, strd, pad, dil))
     if any(o <= 0 for o in out_sp):
         raise SpatialError(

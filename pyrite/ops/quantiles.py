@@ -111,14 +111,16 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     lo = gather(sq, -1, lo_i.unsqueeze(-1)).squeeze(-1)  # (Q, *rest)
     hi = gather(sq, -1, hi_i.unsqueeze(-1)).squeeze(-1)
     w = rank - rank.floor() if interpolation != "midpoint" else rank * 0 + 0.5
-    # PyTorch's lerp: the nearer end is the anchor
-    val = run_map(
-        "select(x1 - (x1 - x0) * (1.0 - x2), x0 + x2 * (x1 - x0), x2 < 0.5)",
-        (lo, hi, w),
-        ("f32", "f32", "f32"),
-        empty(lo._shape, x.dtype),
-        "f32",
-    )
+    if interpolation in ("lower", "higher", "nearest"):
+        val = lo.clone()  # the element itself (an infinite one stays, as torch's pick)
+    else:  # PyTorch's lerp: the nearer end is the anchor
+        val = run_map(
+            "select(x1 - (x1 - x0) * (1.0 - x2), x0 + x2 * (x1 - x0), x2 < 0.5)",
+            (lo, hi, w),
+            ("f32", "f32", "f32"),
+            empty(lo._shape, x.dtype),
+            "f32",
+        )
     if ignore_nan:
         bad = valid == 0  # (*rest,)
     else:
@@ -154,9 +156,9 @@ def mode(input, dim=-1, keepdim=False):
     from .stats import cummax
 
     x = as_tensor_arg(input)
+    d = x._dim(dim)  # (a 0-d tensor takes dims -1 and 0 only, as torch)
     if x.ndim == 0:
         return mode_return(x.clone(), zeros((), dtype=D.int32))
-    d = x._dim(dim)
     n = x._shape[d]
     if n == 0:
         raise IndexError(f"pyrite: mode(): Expected reduction dim {d} to have non-zero size.")
@@ -195,6 +197,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
             f"pyrite: nanmean(): expected input to have floating point dtype but got {x.dtype!r}"
         )
     if dtype is not None:
+        if not D.from_any(dtype).is_floating_point:
+            raise TypeError(
+                "pyrite: nanmean(): could not infer output dtype. Optional dtype must be either "
+                f"a floating point or complex dtype. Got: {D.from_any(dtype)!r}"
+            )
         x = to_dtype(x, D.from_any(dtype))
     count = (~x.isnan()).sum(dim, keepdim=keepdim) if dim is not None else (~x.isnan()).sum()
     total = x.nansum(dim, keepdim=keepdim) if dim is not None else x.nansum()
@@ -209,6 +216,8 @@ def _trapezoid_terms(y, x, dx, dim, name):
     from .views import narrow
 
     y = as_tensor_arg(y)
+    if y.dtype.is_bool:
+        raise TypeError(f"pyrite: {name}: received a bool input for `y`, but bool is not supported")
     if y.dtype.kind != "f":
         y = to_dtype(y, D.float32)
     if y.ndim == 0:

@@ -187,7 +187,8 @@ def _dims(x: Tensor, dim) -> tuple:
                 raise RuntimeError(f"pyrite: dim {nd} appears multiple times in the list of dims")
             out.append(nd)
         return tuple(sorted(out)) if x.ndim else ()
-    return (x._dim(dim),) if x.ndim else ()
+    d = x._dim(dim)  # validates for 0-d tensors too ([-1, 0], as torch)
+    return (d,) if x.ndim else ()
 
 
 def _out_shape(x: Tensor, dims, keepdim) -> tuple:
@@ -206,7 +207,12 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
         return outs
     acc = acc or ("f32" if x.dtype.kind == "f" else "i32")
     if out_ctypes is None:
-        out_ctypes = tuple(dt.ctype if dt.kind != "b" else "bool" for dt in out_dtypes)
+        # a bool result of all/any is computed as a bool; the extremes of a bool tensor (amax,
+        # max, aminmax, ...) accumulate its 0/1 as i32 and store that
+        out_ctypes = tuple(
+            dt.ctype if dt.kind != "b" else ("bool" if op in ("all", "any") else "i32")
+            for dt in out_dtypes
+        )
     kept = [i for i in range(x.ndim) if i not in dims]
     oshape, (ostr,) = coalesce(
         tuple(x._shape[i] for i in kept), [tuple(x._strides[i] for i in kept)]
@@ -313,6 +319,11 @@ def _empty_check(x: Tensor, dims, name: str, dim_given: bool):
         )
 
 
+def _given(dim) -> bool:
+    """Whether a reduction names its dims (dim=() and None mean all of them)."""
+    return not (dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0))
+
+
 # ---- sum / mean / prod ---------------------------------------------------------------------
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
@@ -375,13 +386,13 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 def amax(input, dim=(), keepdim=False):
     dims = _dims(input, dim)
-    _empty_check(input, dims, "amax", True)
+    _empty_check(input, dims, "amax", _given(dim))
     return _reduce(input, "amax", dims, keepdim, (input.dtype,))[0]
 
 
 def amin(input, dim=(), keepdim=False):
     dims = _dims(input, dim)
-    _empty_check(input, dims, "amin", True)
+    _empty_check(input, dims, "amin", _given(dim))
     return _reduce(input, "amin", dims, keepdim, (input.dtype,))[0]
 
 
@@ -393,6 +404,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def _arg(name, input, dim, keepdim):
+    if input.dtype.is_bool:
+        raise TypeError(f"pyrite: {name}(): does not support bool input")
     if dim is None:
         if input.numel() == 0:
             raise IndexError(
@@ -457,11 +470,23 @@ def logsumexp(input, dim, keepdim=False):
 
 
 def all(input, dim=None, keepdim=False):
-    return _reduce(input, "all", _dims(input, dim), keepdim, (D.bool_,), "i32")[0]
+    return _all_any("all", input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):
-    return _reduce(input, "any", _dims(input, dim), keepdim, (D.bool_,), "i32")[0]
+    return _all_any("any", input, dim, keepdim)
+
+
+def _all_any(op, input, dim, keepdim):
+    # torch's rules: dim=() reduces nothing (each element tested alone), and a uint8 input
+    # gives a uint8 result (its legacy mask type)
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        from .elementwise import binary
+
+        out = binary("ne", input, 0)
+    else:
+        out = _reduce(input, op, _dims(input, dim), keepdim, (D.bool_,), "i32")[0]
+    return out.to(D.uint8) if input.dtype is D.uint8 else out
 
 
 def count_nonzero(input, dim=None):
@@ -470,6 +495,8 @@ def count_nonzero(input, dim=None):
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     _need_float(input, "norm")
+    if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:
+        raise RuntimeError(f"pyrite: linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
     if p is None or p == "fro":
         p = 2
     if isinstance(p, str):
@@ -479,7 +506,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p, "normp"
     )
     out_dt = D.from_any(dtype) if dtype is not None else input.dtype
-    return _reduce(input, op, _dims(input, dim), keepdim, (out_dt,), "f32", param=p)[0]
+    dims = _dims(input, dim)
+    if op in ("norminf", "normninf") and math.prod(input._shape[d] for d in dims) == 0:
+        raise RuntimeError(
+            "pyrite: linalg.vector_norm cannot compute the inf norm on an empty tensor because "
+            "the operation does not have an identity"
+        )
+    return _reduce(input, op, dims, keepdim, (out_dt,), "f32", param=p)[0]
 
 
 # ---- scans ---------------------------------------------------------------------------------

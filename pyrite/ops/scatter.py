@@ -131,11 +131,16 @@ def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True)
             f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
             f"amin (got {reduce!r})"
         )
+    if reduce == "mean" and self.dtype.is_bool:  # torch: not implemented for 'Bool'
+        raise TypeError("pyrite: scatter_reduce: reduce='mean' is not implemented for pyrite.bool")
     op = "sum" if reduce == "mean" else reduce
     if not include_self:
         ident = _IDENTITY[reduce]
         if self.dtype.kind != "f" and math.isinf(ident):
-            ident = D.INT32_MIN if ident < 0 else D.INT32_MAX
+            # the dtype's own extremes: int16's INT32_MAX would wrap to -1 and win an amin
+            lo = self.dtype.min if self.dtype.min is not None else 0
+            hi = self.dtype.max if self.dtype.max is not None else 1
+            ident = lo if ident < 0 else hi
         scatter_(self, dim, index, ident)
     if reduce != "mean":
         return scatter_(self, dim, index, src, reduce=op)
@@ -268,9 +273,16 @@ def _fill_value(value, what):
 
 
 def _masked_fill_into(out, x, mask, value):
+    from .casts import fill_value
+
     ct = out.dtype.ctype
     if isinstance(value, Tensor):
+        if out.dtype.kind != "f" and value.dtype is not out.dtype:
+            fill_value(value.item(), out.dtype)  # torch's overflow check (one readback, rare)
         return run_map("select(x0, x2, x1)", (x, mask, value), (ct, "bool", ct), out, ct)
+    # torch checks the value as fill_ does ("value cannot be converted to type uint8_t
+    # without overflow") and casts it to the tensor's type
+    value = fill_value(value, out.dtype)
     scalar_ct = "i32" if ct == "bool" else ct
     v = bool(value) if ct == "bool" else value
     expr = "select(x0, s0 != 0, x1)" if ct == "bool" else "select(x0, s0, x1)"
@@ -372,17 +384,19 @@ def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
         )
     if tensor.numel() == 0:
         if num_classes == -1:
-            raise ValueError(
+            raise RuntimeError(
                 "pyrite: one_hot: can not infer total number of classes from empty tensor"
             )
         return empty(tuple(tensor._shape) + (num_classes,), D.int32)
     lo, hi = _minmax(tensor)
+    from .indexing import IndexOutOfBounds  # torch: RuntimeError; an IndexError too
+
     if lo < 0:
-        raise IndexError(f"pyrite: one_hot: class values must be non-negative (got {lo})")
+        raise IndexOutOfBounds(f"pyrite: one_hot: class values must be non-negative (got {lo})")
     if num_classes == -1:
         num_classes = hi + 1
     elif hi >= num_classes:
-        raise IndexError(
+        raise IndexOutOfBounds(
             f"pyrite: one_hot: class values must be smaller than num_classes "
             f"({num_classes}), got {hi}"
         )

@@ -155,6 +155,10 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     x = as_tensor_arg(input)
     d = x._dim(dim) if x.ndim else 0
     size = x._shape[d] if x.ndim else 1
+    if size == 0:
+        raise IndexError(f"pyrite: kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    if x.dtype.is_bool and x.ndim:  # torch: "kthvalue_cpu" not implemented for 'Bool'
+        raise TypeError("pyrite: kthvalue is not implemented for pyrite.bool")
     if not 1 <= k <= size:
         raise RuntimeError(
             f"pyrite: kthvalue: selected number k out of range: k={k} but dim {dim} has size {size}"
@@ -169,13 +173,15 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 
 def _median(x: Tensor, dim, keepdim, nan_mode):
+    if x.dtype.is_bool and (dim is None or x.numel()):  # torch: not implemented for 'Bool'
+        raise TypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
     if dim is None:
         flat = reshape(x, (x.numel(),))
         if flat.numel() == 0:  # PyTorch: nan for floats (its int64 answer is INT64_MIN)
             from .creation import full
 
-            if x.dtype.kind != "f":
-                return full((), D.INT32_MIN, dtype=x.dtype)
+            if x.dtype.kind != "f":  # (torch 2.13 gives 0 for its 8- and 16-bit ints)
+                return full((), D.INT32_MIN if x.dtype.bits == 32 else 0, dtype=x.dtype)
             return full((), float("nan"), dtype=x.dtype)
         v, _ = _median_rows(flat, 0, nan_mode)
         return reshape(v, ())
@@ -189,6 +195,8 @@ def _median(x: Tensor, dim, keepdim, nan_mode):
             f"pyrite: median(): expected reduction dim {d} to have non-zero size "
             f"(shape {tuple(x._shape)})"
         )
+    if x.dtype.is_bool:
+        raise TypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
     v, i = _median_rows(x, d, nan_mode)
     if keepdim:
         v, i = unsqueeze(v, d), unsqueeze(i, d)
@@ -277,7 +285,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 def _upload(a: np.ndarray, dtype):
     from .creation import tensor
 
-    return tensor(np.ascontiguousarray(a), dtype=dtype)
+    return tensor(np.array(a, order="C"), dtype=dtype)  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _unique_result(vals, inv, cnt, dtype, return_inverse, return_counts):
@@ -290,6 +298,14 @@ def _unique_result(vals, inv, cnt, dtype, return_inverse, return_counts):
     return res[0] if len(res) == 1 else tuple(res)
 
 
+def _unique_dim_check(x, d):
+    if any(s == 0 for i, s in enumerate(x._shape) if i != d):
+        raise RuntimeError(
+            "pyrite: There are 0 sized dimensions, and they aren't selected, so unique cannot "
+            "be applied"
+        )
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     x = as_tensor_arg(input)
     a = x.numpy()
@@ -300,6 +316,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         inv = inv.reshape(a.shape)
     else:
         d = x._dim(dim)
+        _unique_dim_check(x, d)
         vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
         inv = inv.reshape(-1)
     return _unique_result(vals, inv, cnt, x.dtype, return_inverse, return_counts)
@@ -318,6 +335,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         inv = (np.cumsum(starts) - 1).reshape(a.shape)
     else:
         d = x._dim(dim)
+        _unique_dim_check(x, d)
         moved = np.moveaxis(a, d, 0)
         n = moved.shape[0]
         starts = np.ones(n, dtype=bool)

@@ -208,6 +208,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None) -> Tensor:
     if n < 0:
         raise RuntimeError(f"pyrite: diff: order must be non-negative but got {n}")
     d = x._dim(dim)
+    if n == 0:  # torch returns the input as it is, prepend and append unused
+        return clone(x)
     parts = [as_tensor_arg(p) for p in (prepend, x, append) if p is not None]
     for p in parts:
         if p.ndim != x.ndim:
@@ -240,6 +242,8 @@ def trace(input) -> Tensor:
     x = as_tensor_arg(input)
     if x.ndim != 2:
         raise RuntimeError(f"pyrite: trace: expected a matrix, but got tensor with dim {x.ndim}")
+    if x.dtype.is_bool:  # torch: "trace" not implemented for 'Bool'
+        raise TypeError("pyrite: trace is not implemented for pyrite.bool")
     return x.diagonal().sum()
 
 
@@ -368,6 +372,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
     from .creation import full
 
     x = as_tensor_arg(input)
+    if x.dtype.is_bool:
+        raise TypeError("pyrite: cov(): bool dtype is not supported for input")
     if x.ndim > 2:
         raise RuntimeError(
             f"pyrite: cov(): expected input to have two or fewer dimensions but got an input with {x.ndim} dimensions"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
+from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor, contiguous_strides
 from .core import contiguous_copy
@@ -92,10 +94,10 @@ def view(input: Tensor, *shape, size=None, dtype=None) -> Tensor:
     `view(*shape)`, `view(shape)`, `view(size=shape)`."""
     x = input
     if dtype is not None and not shape and size is None:
-        return x.to(dtype)  # view(dtype): only same-size reinterpretation in torch; cast here
+        return view_dtype(x, dtype)
     shape = _one_form("view", shape, "size", size)
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, Tensor, np.integer)):
-        return x.to(shape[0])  # view(dtype): only same-size reinterpretation in torch; cast here
+        return view_dtype(x, shape[0])
     shape = _infer(_shape_arg(shape), x.numel(), x._shape)
     strides = _view_strides(x._shape, x._strides, shape)
     if strides is None:
@@ -132,6 +134,57 @@ def reshape_as(input, other):
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     x = input
     return x if x.is_contiguous() else contiguous_copy(x)
+
+
+# torch's element sizes (the bytes view(dtype) reinterprets), and numpy's type for those bytes
+_BYTES = {
+    "bool": 1,
+    "uint8": 1,
+    "int8": 1,
+    "int16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "float32": 4,
+}
+_NP_BITS = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "float16": np.float16, "bfloat16": np.uint16, "int32": np.int32, "float32": np.float32}  # fmt: skip
+
+
+def view_dtype(x: Tensor, dtype) -> Tensor:
+    """x.view(dtype): x's bytes read as `dtype`, as torch (a float32 tensor's bits as int32,
+    say). float32 <-> int32 is a true view (both are 32-bit words on the device); every other
+    pair is reinterpreted through the host and returns a new tensor, not one sharing x's
+    storage, since the device holds uint8/int8/int16/bool widened to 32-bit words."""
+    dt = D.from_any(dtype)
+    if dt is x.dtype:
+        return x._view(x._shape, x._strides, x._offset)
+    if {dt.name, x.dtype.name} == {"float32", "int32"}:
+        t = Tensor._make(x._storage, x._shape, x._strides, x._offset, dt)
+        t._base = x if x._base is None else x._base
+        return t
+    old, new = _BYTES[x.dtype.name], _BYTES[dt.name]
+    if old != new:
+        what = f"view {x.dtype.name} as {dt.name} (different element sizes)"
+        if x.ndim == 0:
+            raise RuntimeError(f"pyrite: self.dim() cannot be 0 to {what}")
+        if x._strides[-1] != 1 and x._shape[-1] != 1:
+            raise RuntimeError(f"pyrite: self.stride(-1) must be 1 to {what}")
+        if x._shape[-1] * old % new:
+            raise RuntimeError(
+                f"pyrite: self.size(-1) must be divisible by {new // old} to {what}, but got "
+                f"{x._shape[-1]}"
+            )
+    from .creation import from_host
+
+    host = x._host() if x.dtype is not D.bfloat16 else None
+    if x.dtype is D.bfloat16:  # its bits, not its values
+        host = D.f32_to_bf16_bits(x.float()._host())
+    raw = np.ascontiguousarray(host.astype(_NP_BITS[x.dtype.name], copy=False))
+    shape = x._shape[:-1] + (x._shape[-1] * old // new,) if x.ndim else ()
+    got = raw.view(_NP_BITS[dt.name]).reshape(shape)
+    if dt is D.bfloat16:
+        return from_host(D.bf16_bits_to_f32(got).reshape(shape), D.bfloat16)
+    return from_host(got, dt)
 
 
 def permute(input: Tensor, *args, dims=None) -> Tensor:
@@ -176,10 +229,29 @@ def t(input: Tensor) -> Tensor:
 
 
 def _T(x):
+    # torch's deprecation warnings for x.T on other than 2 dims (3-D and up are silent there)
+    if x.ndim == 0:
+        warnings.warn(
+            "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return x._view((), (), x._offset)
+    if x.ndim == 1:
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
+            "to reverse the dimensions of a tensor.",
+            UserWarning,
+            stacklevel=2,
+        )
     return permute(x, *range(x.ndim - 1, -1, -1))
 
 
 def _mT(x):
+    if x.ndim == 0:  # torch returns a 0-d tensor as it is
+        return x._view((), (), x._offset)
     if x.ndim < 2:
         raise ShapeError("pyrite: tensor.mT is only supported on matrices or batches of matrices")
     return transpose(x, -2, -1)
@@ -191,6 +263,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     dst = [destination] if isinstance(destination, int) else list(destination)
     src = [x._dim(d) for d in src]
     dst = [x._dim(d) for d in dst]
+    if x.ndim == 0:  # dims 0 / -1 of a 0-d tensor: nothing to move
+        return x._view((), (), x._offset)
     order = [None] * x.ndim
     for s, d in zip(src, dst):
         order[d] = s
@@ -285,22 +359,37 @@ def flatten(input: Tensor, start_dim=0, end_dim=-1) -> Tensor:
 
 def unflatten(input: Tensor, dim, sizes) -> Tensor:
     x = input
+    need_dims(x, "unflatten")
     d = x._dim(dim)
     sizes = tuple(sizes)
     inner = _infer(sizes, x._shape[d], (x._shape[d],))
     return reshape(x, x._shape[:d] + inner + x._shape[d + 1 :])
 
 
+def need_dims(x: Tensor, name: str):
+    """torch's RuntimeError for ops that split or slice a dim of a 0-d tensor."""
+    if x.ndim == 0:
+        raise RuntimeError(f"pyrite: {name}() expects at least a 1-dimensional tensor")
+
+
 def narrow(input: Tensor, dim, start, length) -> Tensor:
     x = input
+    need_dims(x, "narrow")
     d = x._dim(dim)
     size = x._shape[d]
     if isinstance(start, Tensor):
         start = int(start.item())
+    if not -size <= start <= size:  # torch: IndexError here, RuntimeError for the length
+        raise IndexError(
+            f"pyrite: narrow: start out of range (expected to be in range of [{-size}, "
+            f"{size}], but got {start})"
+        )
     if start < 0:
         start += size
-    if not (0 <= start <= size and 0 <= length and start + length <= size):
-        raise IndexError(
+    if length < 0:
+        raise RuntimeError("pyrite: narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(
             f"pyrite: narrow: start ({start}) + length ({length}) exceeds "
             f"dimension size ({size}) of dim {dim}"
         )
@@ -344,6 +433,8 @@ def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
 def diagonal(input: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
     x = input
     d1, d2 = x._dim(dim1), x._dim(dim2)
+    if d1 == d2:
+        raise RuntimeError(f"pyrite: diagonal dimensions cannot be identical {dim1}, {dim2}")
     n1, n2 = x._shape[d1], x._shape[d2]
     if offset >= 0:
         length = max(0, min(n1, n2 - offset))
@@ -389,7 +480,35 @@ def _byte_masks(index):
     return tuple(out)
 
 
+def _bool_scalar_tensor(i) -> bool:
+    if isinstance(i, Tensor):
+        return i.ndim == 0 and i.dtype.is_bool
+    return isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype == bool
+
+
+def _sequence_as_tuple(index) -> bool:
+    """torch's (and old numpy's) rule: a list index holding a sequence, tensor, slice, None or
+    ... is read as a tuple of indices (x[[[0, 2], [1, 1]]] is x[[0, 2], [1, 1]]; torch warns
+    that this is deprecated); a list of ints is one advanced index."""
+    if not isinstance(index, list) or len(index) >= 32:
+        return False
+    return any(
+        isinstance(i, (list, tuple, slice, Tensor, np.ndarray)) or i is None or i is Ellipsis
+        for i in index
+    )
+
+
 def _normalize(x, index):
+    if _sequence_as_tuple(index):
+        warnings.warn(
+            "Using a non-tuple sequence for multidimensional indexing is deprecated and will "
+            "be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 "
+            "this will be interpreted as tensor index, x[torch.tensor(seq)], which will result "
+            "either in an error or a different result",
+            UserWarning,
+            stacklevel=3,
+        )
+        index = tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
     if any(isinstance(i, (Tensor, np.ndarray)) for i in index):
@@ -397,7 +516,10 @@ def _normalize(x, index):
     n_used = sum(
         1
         for i in index
-        if i is not None and i is not Ellipsis and not (isinstance(i, (bool, np.bool_)))
+        if i is not None
+        and i is not Ellipsis
+        and not (isinstance(i, (bool, np.bool_)))
+        and not _bool_scalar_tensor(i)  # x[tensor(True)] adds a dim, as x[True]
     )
     n_used += sum(
         i.ndim - 1 for i in index if isinstance(i, Tensor) and i.dtype.is_bool and i.ndim > 1
@@ -486,7 +608,10 @@ def setitem(x: Tensor, index, value):
         from .core import check_writable
 
         check_writable(target)  # torch's copy_: even a scalar into an expanded view raises
-    target.copy_(value)
+    if isinstance(value, Tensor):
+        target.copy_(value)
+    else:
+        target.fill_(value)  # a number: fill_'s range check, as torch (copy_ of one casts)
 
 
 __all__ = [

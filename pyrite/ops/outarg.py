@@ -1,0 +1,123 @@
+"""PyTorch's `out=` for every exported function: `pr.add(a, b, out=c)`, `pr.sum(x, 1, out=s)`,
+`pr.max(x, 0, out=(values, indices))`, `pr.zeros(3, out=z)`.
+
+One rule for all of them, as torch's: the op runs as without `out`, then its result is written
+into `out` and `out` is returned (a tuple of results into a tuple of tensors). The result's dtype
+must cast to out's without a category drop ("result type Float can't be cast to the desired
+output type Int", a TypeError here); an `out` of another shape is resized to the result's, with
+torch's UserWarning when it held elements (a view cannot be resized: it is refused). Writing
+costs one copy of the result; ops/__init__.py wraps every exported function once, at import
+(`with_out`), so no op ignores an `out=` it was given.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from ..tensor import Tensor
+
+
+def _write(out, res, name):
+    if not isinstance(out, Tensor) or not isinstance(res, Tensor):
+        raise TypeError(f"pyrite: {name}(): out must be a Tensor, got {type(out).__name__}")
+    if "bif".index(res.dtype.kind) > "bif".index(out.dtype.kind):  # bool < int < float
+        raise TypeError(
+            f"pyrite: {name}(): result type {res.dtype!r} can't be cast to the desired output "
+            f"type {out.dtype!r}"
+        )
+    if tuple(out._shape) != tuple(res._shape):
+        _resize(out, tuple(res._shape), name)
+    if out._storage is res._storage and out._offset == res._offset and out._strides == res._strides:
+        return out  # the op already wrote here (pr.add(x, y, out=x) through an in-place path)
+    out.copy_(res)
+    return out
+
+
+def _resize(out: Tensor, shape, name):
+    from .core import empty
+
+    if out._base is not None:
+        raise RuntimeError(
+            f"pyrite: {name}(): out is a view of shape {tuple(out._shape)}; it cannot be "
+            f"resized to the result's {shape}"
+        )
+    if out.numel():
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape "
+            f"{list(out._shape)}, which does not match the required output shape {list(shape)}. "
+            "This behavior is deprecated, and in a future PyTorch release outputs will not be "
+            "resized unless they have zero elements. You can explicitly reuse an out tensor t "
+            "by resizing it, inplace, to zero elements with t.resize_(0).",
+            UserWarning,
+            stacklevel=4,
+        )
+    t = empty(shape, out.dtype)
+    out._storage, out._shape, out._strides, out._offset = t._storage, t._shape, t._strides, 0
+
+
+_WRAPPED: dict = {}  # id(fn) -> (fn, wrapper): one wrapper per function (pr.special.erfinv is pr.erfinv)
+
+
+def with_out(fn, name):
+    """fn with torch's out= handled as the module docstring says."""
+    if not callable(fn) or isinstance(fn, type) or getattr(fn, "_pyrite_out", False):
+        return fn
+    hit = _WRAPPED.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not kwargs:
+            return fn(*args)
+        out = kwargs.pop("out", None)
+        if out is None:
+            return fn(*args, **kwargs)
+        if kwargs.get("dtype") is None and isinstance(out, Tensor) and name in _CREATION:
+            kwargs["dtype"] = out.dtype  # pr.zeros(3, out=z) makes z's dtype, as torch
+        res = fn(*args, **kwargs)
+        if isinstance(out, (tuple, list)):
+            if not isinstance(res, tuple) or len(res) != len(out):
+                raise TypeError(
+                    f"pyrite: {name}(): out must be a tensor, got a {type(out).__name__}"
+                )
+            written = [_write(o, r, name) for o, r in zip(out, res)]
+            return type(res)(*written) if hasattr(res, "_fields") else type(res)(written)
+        return _write(out, res, name)
+
+    wrapper._pyrite_out = True
+    _WRAPPED[id(fn)] = (fn, wrapper)
+    return wrapper
+
+
+# creation functions whose dtype defaults to out's (torch.zeros(3, out=int_tensor) is int)
+_CREATION = {"zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "range"}  # fmt: skip
+
+
+# functions torch gives out= whose pyrite signature lacks it (the rest advertise `out`)
+_ADD_OUT = set(
+    "sum mean prod nansum nanmean max min amax amin aminmax argmax argmin all any std var "
+    "norm logsumexp cumsum cumprod cummax cummin logcumsumexp mode where index_select gather "
+    "masked_select nonzero take diag tril triu kron narrow_copy round zeros ones full empty "
+    "arange range linspace logspace eye rand randn randint randperm normal".split()
+)
+
+
+def _takes_out(fn) -> bool:
+    import inspect
+
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def wrap_all(functions: dict) -> dict:
+    """Wrap the functions that take out= (in torch): those whose signature has `out` (which
+    their bodies may ignore) and those in _ADD_OUT; the rest stay the same objects (pr.conv3d
+    is F.conv3d)."""
+    return {
+        name: with_out(fn, name) if name in _ADD_OUT or _takes_out(fn) else fn
+        for name, fn in functions.items()
+    }
