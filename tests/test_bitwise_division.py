@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import pyrite as pr
+from pyrite import backend
 
 I32 = np.int32
 EDGE_I = np.array([0, 1, -1, 5, -8, 123456789, -123456789, 2**30, 2**31 - 1, -(2**31)], I32)
@@ -260,8 +261,20 @@ def test_float_floor_mod_fmod_exact(rng):
     b = np.concatenate([np.tile(FLOAT_EDGE, FLOAT_EDGE.size), rng.standard_normal(300)])
     a = np.concatenate([a, [1.0, 1.0, 3e38, 3e38, -3e38, 1e-45, 1.0]]).astype(np.float32)
     b = np.concatenate([b, [0.1, 0.3, 1e-45, 7e-39, 1.3, 1e-45, 1e-38]]).astype(np.float32)
-    pa, pb = pr.tensor(a), pr.tensor(b)
     mod, rem, floordiv = _c_floor_mod(a, b)
+    if backend.current().flushes_subnormals:
+        # a device that flushes f32 subnormals (backend/quirks.py) computes these cases on ±0:
+        # they are exact only where subnormals are kept (lavapipe, CPUs)
+        tiny = np.finfo(np.float32).tiny
+
+        def sub(v):
+            return (v != 0) & (np.abs(v) < tiny)
+
+        with np.errstate(all="ignore"):
+            q = (a / b).astype(np.float32)
+        keep = ~(sub(a) | sub(b) | sub(mod) | sub(rem) | sub(q))
+        a, b, mod, rem, floordiv = a[keep], b[keep], mod[keep], rem[keep], floordiv[keep]
+    pa, pb = pr.tensor(a), pr.tensor(b)
     got = pr.fmod(pa, pb).numpy()
     np.testing.assert_array_equal(got, mod)
     assert (np.signbit(got) == np.signbit(mod))[~np.isnan(mod)].all()  # signed zeros

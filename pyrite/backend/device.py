@@ -107,6 +107,14 @@ class Device:
         self._raw = self._raw_calls()
         self.pool.on_trim = self._forget_bind_groups
         self._loop_budget = ...  # measured on first use (quirks.py)
+        self._ftz = None
+
+    @property
+    def flushes_subnormals(self) -> bool:
+        """Whether shaders on this device flush f32 subnormals to zero (quirks.py)."""
+        if self._ftz is None:
+            self._ftz = quirks.flushes_subnormals(self)
+        return self._ftz
 
     @property
     def loop_budget(self) -> int | None:
@@ -388,6 +396,7 @@ class Device:
             "features": list(self.features),
             "limits": dict(self.limits),
             "loop_budget": self.loop_budget,
+            "flushes_subnormals": self.flushes_subnormals,
         }
 
 

@@ -8,6 +8,14 @@ llvmpipe 15.0.6, measured 2026-12-01: one loop of 100,000 counted 65,535; two ne
 400 counted 65,209, i.e. every back edge of every loop is counted against one budget.) gallivm
 keeps this limiter to stop runaway loops; newer drivers may not have it, so pyrite measures it.
 
+Subnormal flushing
+------------------
+GPUs may flush f32 subnormals to zero in shaders (WebGPU leaves it to the implementation; the
+H200 through Vulkan, both implementations, flushed them: a bf16 product of 4.5e-38 came out 0,
+and 1e-45 compared equal to 0, 2026-12-01). `flushes_subnormals(device)` measures it with one
+multiply of a subnormal. Comparisons and casts to bool read the bits, so they hold either way;
+arithmetic on subnormal operands or results gives ±0 on such a device, as CUDA's -ftz=true.
+
 `loop_budget(device)` is the budget for one invocation, or None where loops are unbounded. It is
 measured once per device with a single-loop probe on CPU adapters (where every such driver seen
 so far lives: a GPU driver has no such limiter), and `PYRITE_LOOP_BUDGET=N` overrides it (0: no
@@ -34,6 +42,23 @@ fn main() {
   out[0] = c;
 }
 """
+
+
+SUBNORMAL_PROBE_WGSL = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read> info: array<i32>;
+@compute @workgroup_size(1)
+fn main() {
+  let x = bitcast<f32>(u32(info[0]));
+  out[0] = bitcast<u32>(x * 1.5);
+}
+"""
+SUBNORMAL_BITS = 0x00400000  # 5.9e-39; times 1.5 is 0x00600000 where subnormals are kept
+
+
+def flushes_subnormals(device) -> bool:
+    """Whether `device` flushes f32 subnormal results (and so operands) to zero."""
+    return device.run_probe(SUBNORMAL_PROBE_WGSL, SUBNORMAL_BITS) != 0x00600000
 
 
 def _env_budget():

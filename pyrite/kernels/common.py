@@ -378,6 +378,37 @@ HELPERS = {
   let r = a - (a / b) * b;
   return select(r, r + b, r != 0 && (r ^ b) < 0);
 }""",
+    # C's fmod on i32 (truncated remainder). Not WGSL's `%`: through wgpu-native on the H200
+    # `a % b` with a negative operand came out as the unsigned remainder (fmod(5, -2) gave 5,
+    # fmod(-1, 2) gave 1; 2026-12-01), where a - (a / b) * b is right; INT_MIN / -1 is INT_MIN
+    # in WGSL, so that case gives 0, as C.
+    "p_fmod_i": """fn p_fmod_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  return a - (a / b) * b;
+}""",
+    # a / b correctly rounded: WGSL allows 2.5 ULP for f32 division and NVIDIA's compiler uses
+    # that (uint8 / uint8 came out 1 ULP off torch in 152 of 210 cases on the H200). One
+    # residual step rounds to the nearest quotient: r = a - q·b exactly, by Dekker's split of q
+    # and b into 12-bit halves (every partial product is exact), not by fma(), which lavapipe
+    # evaluates unfused (the fma form put lavapipe's exact quotients 1 ULP off). Quotients and
+    # divisors outside [2^-100, 2^100] in magnitude, inf, NaN and zero keep the plain quotient.
+    "p_divf": """fn p_divf(a: f32, b: f32) -> f32 {
+  let q = a / b;
+  let eq = bitcast<u32>(q) & 0x7f800000u;
+  let eb = bitcast<u32>(b) & 0x7f800000u;
+  if (eq < 0x0d800000u || eq > 0x71800000u || eb < 0x0d800000u || eb > 0x71800000u) { return q; }
+  let cq = 4097.0 * q; let qh = cq - (cq - q); let ql = q - qh;
+  let cb = 4097.0 * b; let bh = cb - (cb - b); let bl = b - bh;
+  let r = (((a - qh * bh) - qh * bl) - ql * bh) - ql * bl;
+  return q + r / b;
+}""",
+    # float equality by the bits, NaN unequal and ±0 equal: a GPU that flushes subnormals (the
+    # H200 through Vulkan) compared 1e-45 == 0 as true
+    "p_feq": """fn p_feq(a: f32, b: f32) -> bool {
+  let ua = bitcast<u32>(a); let ub = bitcast<u32>(b);
+  if ((ua & 0x7fffffffu) > 0x7f800000u || (ub & 0x7fffffffu) > 0x7f800000u) { return false; }
+  return ua == ub || ((ua | ub) & 0x7fffffffu) == 0u;
+}""",
     "p_mod_f": """fn p_mod_f(a: f32, b: f32) -> f32 {
   return a - b * floor(a / b);
 }""",
