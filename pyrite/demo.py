@@ -95,8 +95,12 @@ def main():
     img = rng.integers(0, 256, (45, 61, 3), dtype=np.uint8)
     xi = pr.from_numpy(img).permute(2, 0, 1).float().div(255.0).unsqueeze(0)
     up = F.interpolate(xi, scale_factor=2, mode="nearest")
-    ok &= _check("uint8 image, /255, nearest 2x upsample", up, np.repeat(np.repeat(
-        img.transpose(2, 0, 1)[None] / 255.0, 2, axis=2), 2, axis=3), 1e-6)
+    ok &= _check(
+        "uint8 image, /255, nearest 2x upsample",
+        up,
+        np.repeat(np.repeat(img.transpose(2, 0, 1)[None] / 255.0, 2, axis=2), 2, axis=3),
+        1e-6,
+    )
     back = (xi * 255).round().to(pr.uint8)
     ok &= _check("back to uint8 (round, cast)", back, img.transpose(2, 0, 1)[None], 0)
 

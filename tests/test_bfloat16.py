@@ -18,8 +18,8 @@ import torch
 from optable import check_row
 
 import pyrite as pr
-from pyrite import backend
 import pyrite.nn.functional as F
+from pyrite import backend
 from pyrite import dtypes as D
 from pyrite.kernels.common import header
 from pyrite.kernels.elementwise import map_kernel

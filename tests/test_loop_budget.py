@@ -206,8 +206,9 @@ def test_rowops_forced_budget(loop_budget, rng, op):
         want = getattr(t.double(), op)(-1)
     elif op == "layer_norm":
         got = F.layer_norm(x, (n,), pr.tensor(w), pr.tensor(b))
-        want = torch.nn.functional.layer_norm(t.double(), (n,), torch.tensor(w).double(),
-                                              torch.tensor(b).double())
+        want = torch.nn.functional.layer_norm(
+            t.double(), (n,), torch.tensor(w).double(), torch.tensor(b).double()
+        )
     else:
         got = F.rms_norm(x, (n,), pr.tensor(w))
         want = torch.nn.functional.rms_norm(t.double(), (n,), torch.tensor(w).double())

@@ -184,7 +184,9 @@ def top_p_filtering(torch, rng):
     sorted_indices_to_remove = cumulative_probs > top_p
     sorted_indices_to_remove[..., 1:] = sorted_indices_to_remove[..., :-1].clone()
     sorted_indices_to_remove[..., 0] = 0
-    indices_to_remove = sorted_indices_to_remove.scatter(1, sorted_indices, sorted_indices_to_remove)
+    indices_to_remove = sorted_indices_to_remove.scatter(
+        1, sorted_indices, sorted_indices_to_remove
+    )
     filtered = logits.masked_fill(indices_to_remove, -float("inf"))
     v, _ = torch.topk(logits, 5)
     kept = logits.masked_fill(logits < v[:, [-1]], -float("Inf"))
@@ -270,7 +272,9 @@ def rbf_kernel_and_solve(torch, rng):
 
 @snippet
 def pca_by_eigh(torch, rng):
-    x = torch.tensor((rng.standard_normal((50, 4)) * np.array([3.0, 2.0, 1.0, 0.5])).astype(np.float32))
+    x = torch.tensor(
+        (rng.standard_normal((50, 4)) * np.array([3.0, 2.0, 1.0, 0.5])).astype(np.float32)
+    )
     xc = x - x.mean(0, keepdim=True)
     cov = xc.T @ xc / (x.shape[0] - 1)
     evals, evecs = torch.linalg.eigh(cov)
@@ -291,7 +295,10 @@ def numerical_integration(torch, rng):
 def finite_differences_and_stats(torch, rng):
     u = torch.tensor(rng.standard_normal((32, 32)).astype(np.float32))
     lap = (
-        torch.roll(u, 1, 0) + torch.roll(u, -1, 0) + torch.roll(u, 1, 1) + torch.roll(u, -1, 1)
+        torch.roll(u, 1, 0)
+        + torch.roll(u, -1, 0)
+        + torch.roll(u, 1, 1)
+        + torch.roll(u, -1, 1)
         - 4 * u
     )
     q = torch.quantile(u.flatten(), torch.tensor([0.1, 0.5, 0.9]))
@@ -346,6 +353,9 @@ def test_snippet_runs_unchanged(name):
             scale = np.nanmax(np.abs(w), initial=1.0)
             atol = ATOL.get(name, 2e-5 * scale)
             np.testing.assert_allclose(
-                g.astype(np.float64), w.astype(np.float64), rtol=2e-4, atol=atol,
+                g.astype(np.float64),
+                w.astype(np.float64),
+                rtol=2e-4,
+                atol=atol,
                 err_msg=f"{name}[{i}]",
             )

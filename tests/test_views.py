@@ -263,8 +263,14 @@ def test_writes_into_expanded_views_raise_as_torch():
     # torch: an in-place op or a copy into an expanded (overlapping) view raises; fill_ and
     # zero_ (one value for every alias) and writes through non-overlapping sub-views do not
     x = pr.ones(3).expand(4, 3)
-    for f in (lambda: x.add_(1), lambda: x.mul_(2), lambda: x.exp_(), lambda: x.clamp_(0, 1),
-              lambda: x.copy_(pr.zeros(4, 3)), lambda: x.__setitem__((slice(None), 0), 5)):
+    for f in (
+        lambda: x.add_(1),
+        lambda: x.mul_(2),
+        lambda: x.exp_(),
+        lambda: x.clamp_(0, 1),
+        lambda: x.copy_(pr.zeros(4, 3)),
+        lambda: x.__setitem__((slice(None), 0), 5),
+    ):
         with pytest.raises(RuntimeError, match="more than one element of the written-to"):
             f()
     x.fill_(2.0)

@@ -196,8 +196,13 @@ def bench_reduce(rep, n):
     if torch is not None and torch.cuda.is_available():
         xc3 = torch.rand(m, device="cuda")
         scan_peers["torch-cuda"] = 2 * m * 4 / _cuda_time(torch, lambda: xc3.cumsum(0)) / 1e9
-    rep.add(f"cumsum of one row of {m:,} f32 (read+write)", 2 * m * 4 / t3 / 1e9, "GB/s", None,
-            scan_peers)
+    rep.add(
+        f"cumsum of one row of {m:,} f32 (read+write)",
+        2 * m * 4 / t3 / 1e9,
+        "GB/s",
+        None,
+        scan_peers,
+    )
 
 
 def bench_rowops(rep, rows, width=1024):

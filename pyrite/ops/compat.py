@@ -10,8 +10,6 @@ from __future__ import annotations
 import builtins
 import numbers
 
-import numpy as np
-
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor

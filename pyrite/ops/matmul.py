@@ -200,9 +200,7 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     for k0 in range(0, K, chunk):
         k = min(chunk, K - k0)
         ai = a._view(a._shape[:-1] + (k,), a._strides, a._offset + k0 * a._strides[-1])
-        bi = b._view(
-            b._shape[:-2] + (k, b._shape[-1]), b._strides, b._offset + k0 * b._strides[-2]
-        )
+        bi = b._view(b._shape[:-2] + (k, b._shape[-1]), b._strides, b._offset + k0 * b._strides[-2])
         acc = gemm(ai, bi, acc, out_dtype=acc_dtype)
     if alpha != 1:
         acc = acc * alpha
