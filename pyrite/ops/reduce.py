@@ -569,7 +569,7 @@ def _scan(op, input, dim, dtype):
 # Chunked scans: rows whose one-workgroup scan would pass the loop budget must be chunked; on a
 # GPU, few long rows are also chunked so that more than a handful of workgroups run (the same
 # rule and constants as the split reductions above: fewer than SPLIT_MAX_OUTPUTS rows of at
-# least SPLIT_MIN_LEN, chunks of at least SPLIT_MIN_CHUNK). H200, 2026-12-01 (.scratch-style probe:
+# least SPLIT_MIN_LEN, chunks of at least SPLIT_MIN_CHUNK). H200, 2026-12-01 (scripts/scan_check.py:
 # cumsum along dim 1, GB/s read+write, chunked / whole rows, Dawn | wgpu-native):
 #   (1, 16M) 78 / 3.5 | 171 / 3.8     (4, 4M) 93 / 14 | 188 / 14
 #   (64, 65536) 37 / 39 | 89 / 92     (1024, 4096) 45 / 45 | 121 / 119  (torch CUDA 1,728)
