@@ -492,12 +492,12 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 arctan2 = atan2
 
 
-def _make_unary(name, doc=None):
+def _make_unary(name):
     def fn(input, *, out=None):
         return unary(name, input, out=out)
 
     fn.__name__ = name
-    fn.__doc__ = doc or f"Elementwise {name}, as torch.{name}."
+    fn.__doc__ = f"Elementwise {name}, as torch.{name}."
     return fn
 
 

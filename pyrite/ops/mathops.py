@@ -15,17 +15,7 @@ from collections import namedtuple
 from .. import dtypes as D
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import (
-    BINARY,
-    UNARY,
-    _is_scalar,
-    _make_unary,
-    as_tensor_arg,
-    binary,
-    result_dtype,
-    sub,
-    unary,
-)
+from .elementwise import BINARY, UNARY, _is_scalar, as_tensor_arg, binary, result_dtype, sub, unary
 
 # zero by its bits: lavapipe folds `x == 0.0` to true for a NaN x (see p_powf)
 _ZERO = "((bitcast<u32>(A) & 0x7fffffffu) == 0u)"
@@ -160,6 +150,17 @@ def frexp(input):
     m = run_map("p_frexp_m(x0)", (x,), ("f32",), empty(x._shape, x.dtype), "f32")
     e = run_map("p_frexp_e(x0)", (x,), ("f32",), empty(x._shape, D.int32), "i32")
     return FrexpResult(m, e)
+
+
+# this module's own factory, not elementwise's: ops/fallback.py wraps the functions whose
+# __module__ is this (non-native) module, so that other dtypes are widened for them
+def _make_unary(name, doc):
+    def fn(input, *, out=None):
+        return unary(name, input, out=out)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
 
 
 asinh = arcsinh = _make_unary("asinh", "Inverse hyperbolic sine, elementwise.")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from .elementwise import BINARY, UNARY, _make_unary, as_tensor_arg, binary, unary
+from .elementwise import BINARY, UNARY, as_tensor_arg, binary, unary
 from .mathops import inplace_of
 
 ERFINV_MAX_ULP = 1.5  # measured 1.17 (see above); the test's bound
@@ -69,6 +69,17 @@ BINARY.update(
         "xlog1py": (f"select(A * p_log1p(B), 0.0, {_ZERO_A} && !p_isnan(B))", None, None, "float"),
     }
 )
+
+
+# this module's own factory, not elementwise's: ops/fallback.py wraps the functions whose
+# __module__ is this (non-native) module, so that other dtypes are widened for them
+def _make_unary(name, doc):
+    def fn(input, *, out=None):
+        return unary(name, input, out=out)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
 
 
 erfinv = _make_unary("erfinv", "Inverse error function: ±inf at ±1, nan outside [-1, 1].")
