@@ -23,25 +23,11 @@ import torch.nn.functional as TF
 
 import pyrite as pr
 import pyrite.nn.functional as F
-from tests.optable import EPS32, OpInfo, Sample, assert_close, check_row
+from tests.optable import OpInfo, assert_close, check_row
+from tests.test_elementwise import ULP, exp_tol, tol, uni
 
-ULP = 2 * EPS32
 SPECIAL = (0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 88.0, -88.0, 100.0, -100.0, 3.0, -3.0)
-
-
-def tol(ulps=4, atol=0.0):
-    return lambda inputs, expected: (atol + 2.0**-126, ulps * ULP)
-
-
-def exp_tol(extra=0, cap=104.0):
-    """exp's 3 + 2·|x| ULP (|x| capped where exp(x) is 0 or inf in f32), `extra` for the rest."""
-
-    def f(inputs, expected):
-        big = max(float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)) for a in inputs)
-        big = min(big, cap)
-        return (1 + big) * 2.0**-126, (4 + extra + 2 * big) * ULP
-
-    return f
+SHAPES = ((1,), (13,), (257,), (13, 17))
 
 
 def T(fn, **kw):
@@ -55,26 +41,6 @@ def T(fn, **kw):
     return ref
 
 
-def uni(lo, hi, specials=(), shapes=((1,), (13,), (257,), (13, 17)), layouts="ctse", kw=None):
-    out = []
-    for shape in shapes:
-        for lay in layouts:
-            if lay in "te" and len(shape) < 2:
-                continue
-
-            def make(rng, shape=shape, lay=lay):
-                a = rng.uniform(lo, hi, size=shape)
-                if lay == "e":
-                    a = np.broadcast_to(a[:1], shape).copy()
-                return [a]
-
-            out.append(Sample(make, kwargs=dict(kw or {}), layout=lay, name=f"{shape}{lay}"))
-    if specials:
-        sp = np.array(specials, dtype=np.float64)
-        out.append(Sample(lambda rng, sp=sp: [sp.copy()], kwargs=dict(kw or {}), name="specials"))
-    return out
-
-
 def row(name, fn_kw, lo, hi, tolf, specials=SPECIAL, ref=None):
     kw = dict(fn_kw)
     label = name + ("" if not kw else str(kw))
@@ -82,7 +48,7 @@ def row(name, fn_kw, lo, hi, tolf, specials=SPECIAL, ref=None):
         label,
         lambda x, **k: getattr(F, name)(x, **k),
         ref or T(getattr(TF, name)),
-        uni(lo, hi, specials, kw=kw),
+        uni(lo, hi, specials, SHAPES, kw=kw),
         tolf,
     )
 

@@ -32,12 +32,12 @@ def tol(ulps=4, atol=0.0):
     return lambda inputs, expected: (atol + 2.0**-126, ulps * ULP)
 
 
-def exp_tol(extra=0):
-    """WGSL exp: 3 + 2·|x| ULP; ops built on it add `extra` ULP."""
+def exp_tol(extra=0, cap=104.0):
+    """WGSL exp: 3 + 2·|x| ULP; ops built on it add `extra` ULP (|x| capped at `cap`)."""
 
     def f(inputs, expected):
         big = max(float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)) for a in inputs)
-        big = min(big, 104.0)  # past this exp(x) is inf or 0 in f32
+        big = min(big, cap)  # past 104 exp(x) is inf or 0 in f32
         # results below 2^-126 may be flushed to zero (WGSL allows it), scaled by up to |x|
         return (1 + big) * 2.0**-126, (4 + extra + 2 * big) * ULP
 
@@ -57,7 +57,7 @@ def T(fn):
     return ref
 
 
-def uni(lo, hi, specials=(), shapes=((1,), (7,), (13,), (257,), (13, 17)), layouts="ctse"):
+def uni(lo, hi, specials=(), shapes=((1,), (7,), (13,), (257,), (13, 17)), layouts="ctse", kw=None):
     out = []
     for shape in shapes:
         for lay in layouts:
@@ -70,10 +70,10 @@ def uni(lo, hi, specials=(), shapes=((1,), (7,), (13,), (257,), (13, 17)), layou
                     a = np.broadcast_to(a[:1], shape).copy()
                 return [a]
 
-            out.append(Sample(make, layout=lay, name=f"{shape}{lay}"))
+            out.append(Sample(make, kwargs=dict(kw or {}), layout=lay, name=f"{shape}{lay}"))
     if specials:
         sp = np.array(specials, dtype=np.float64)
-        out.append(Sample(lambda rng, sp=sp: [sp.copy()], name="specials"))
+        out.append(Sample(lambda rng, sp=sp: [sp.copy()], kwargs=dict(kw or {}), name="specials"))
     return out
 
 

@@ -83,6 +83,32 @@ _LOSS = """
     }
 """
 
+# batch item n's sizes (T_n, L_n, its targets' offset, S') and the info words both kernels read
+_ITEM = """  let sp_max = info[1];
+  let blank = info[5];
+  let tn = items[3 * n];
+  let ln = items[3 * n + 1];
+  let toff = items[3 * n + 2];
+  let sp = 2 * ln + 1;
+"""
+
+
+def _from_prev(row: str, indent: int) -> str:
+    """`acc` = the log-sum-exp of step t-1's states s, s-1 (and s-2 where l'_s allows it), read
+    from `row` of alpha; `indent` spaces before each line."""
+    lines = f"""var acc = alpha[{row} + s];
+if (s >= 1) {{
+  let a1 = alpha[{row} + s - 1];
+  if (s >= 2 && l != blank && l != label(s - 2, toff, blank)) {{
+    acc = lse3(acc, a1, alpha[{row} + s - 2]);
+  }} else {{
+    acc = lse2(acc, a1);
+  }}
+}}
+"""
+    return "".join(" " * indent + line for line in lines.splitlines(True))
+
+
 _BUFFERS = (
     ("lp", None, "r"),
     ("tg", "i32", "r"),
@@ -105,13 +131,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         @builtin(num_workgroups) nwg: vec3<u32>) {{
   let n = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);
   if (n >= info[0]) {{ return; }}  // uniform: the whole workgroup leaves
-  let sp_max = info[1];
-  let blank = info[5];
-  let tn = items[3 * n];
-  let ln = items[3 * n + 1];
-  let toff = items[3 * n + 2];
-  let sp = 2 * ln + 1;
-  let base = n * 2 * sp_max;
+{_ITEM}  let base = n * 2 * sp_max;
   let neg_inf = -p_inf();
   for (var t = info[2]; t < info[3]; t++) {{
     let cur = base + (t & 1) * sp_max;
@@ -124,16 +144,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         if (t == 0) {{
           if (s < 2) {{ a = e; }}
         }} else {{
-          var acc = alpha[prev + s];
-          if (s >= 1) {{
-            let a1 = alpha[prev + s - 1];
-            if (s >= 2 && l != blank && l != label(s - 2, toff, blank)) {{
-              acc = lse3(acc, a1, alpha[prev + s - 2]);
-            }} else {{
-              acc = lse2(acc, a1);
-            }}
-          }}
-          a = acc + e;
+{_from_prev("prev", 10)}          a = acc + e;
         }}
         alpha[cur + s] = a;
       }}
@@ -141,15 +152,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     storageBarrier();
   }}
   if (info[4] != 0 && lid.x == 0u) {{
-    if (tn == 0) {{
-      // no frames: probability 1 of the empty target, 0 of any other
-      loss[n] = select(p_inf(), 0.0, ln == 0);
-    }} else {{
-      let last = base + ((tn - 1) & 1) * sp_max;
-      var ll = alpha[last + sp - 1];
-      if (sp >= 2) {{ ll = lse2(ll, alpha[last + sp - 2]); }}
-      loss[n] = -ll;
-    }}
+    let last = base + ((tn - 1) & 1) * sp_max;
+    {_LOSS}
   }}
 }}
 """
@@ -168,13 +172,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         @builtin(num_workgroups) nwg: vec3<u32>) {{
   let n = i32(((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * {wg}u + lid.x);
   if (n >= info[0]) {{ return; }}
-  let sp_max = info[1];
-  let blank = info[5];
-  let tn = items[3 * n];
-  let ln = items[3 * n + 1];
-  let toff = items[3 * n + 2];
-  let sp = 2 * ln + 1;
-  let base = n * sp_max;
+{_ITEM}  let base = n * sp_max;
   for (var t = info[2]; t < min(info[3], tn); t++) {{
     if (t == 0) {{
       for (var s = 0; s < sp; s++) {{
@@ -183,16 +181,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }} else {{
       for (var s = sp - 1; s >= 0; s--) {{
         let l = label(s, toff, blank);
-        var acc = alpha[base + s];
-        if (s >= 1) {{
-          let a1 = alpha[base + s - 1];
-          if (s >= 2 && l != blank && l != label(s - 2, toff, blank)) {{
-            acc = lse3(acc, a1, alpha[base + s - 2]);
-          }} else {{
-            acc = lse2(acc, a1);
-          }}
-        }}
-        alpha[base + s] = acc + lp_at(t, n, l);
+{_from_prev("base", 8)}        alpha[base + s] = acc + lp_at(t, n, l);
       }}
     }}
   }}

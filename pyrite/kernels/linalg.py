@@ -551,6 +551,24 @@ def _jacobi_check(first_step: str) -> str:
 """
 
 
+def _each_rotation(tp: int, tx: int, inner: str) -> str:
+    """For each pair of this invocation's rows of the round (i = ty, ty + tp/tx, ...) that
+    rotates (sn != 0): its c, sn, p, q, and `inner` over the columns j = tx, tx + TX, ..."""
+    return f"""    if (live) {{
+      for (var i = ty; i < np; i += {tp // tx}) {{
+        let sn = rot[rbase + 4 * i + 1];
+        if (sn != 0.0) {{
+          let c = rot[rbase + 4 * i];
+          let pq = pair_of(rnd, i, nn);
+          let p = pq.x;
+          let q = pq.y;
+          for (var j = tx; j < n; j += {tx}) {{
+{inner}          }}
+        }}
+      }}
+"""
+
+
 def _sweep_end(tp: int) -> str:
     """The team's first invocation closes a sweep: no rotation in it -> converged."""
     return """
@@ -610,6 +628,30 @@ def eigh_kernel(tp: int, mpw: int, tx: int, vectors: bool, cap: int = 0) -> Kern
         if vectors
         else ""
     )
+    # phase (2) on W's rows p, q; phase (3) on its columns (and V's), the 2x2 block exact
+    rows = """\
+            let wp = W[base + p * n + j];
+            let wq = W[base + q * n + j];
+            W[base + p * n + j] = c * wp - sn * wq;
+            W[base + q * n + j] = sn * wp + c * wq;
+"""
+    cols = (
+        """\
+            if (j == p) {
+              W[base + p * n + p] = rot[rbase + 4 * i + 2];
+              W[base + p * n + q] = 0.0;
+            } else if (j == q) {
+              W[base + q * n + p] = 0.0;
+              W[base + q * n + q] = rot[rbase + 4 * i + 3];
+            } else {
+              let wp = W[base + j * n + p];
+              let wq = W[base + j * n + q];
+              W[base + j * n + p] = c * wp - sn * wq;
+              W[base + j * n + q] = sn * wp + c * wq;
+            }"""
+        + vrot
+        + "\n"
+    )
     body = f"""
   let n = info[1];
   let nn = n + (n & 1);
@@ -659,49 +701,9 @@ def eigh_kernel(tp: int, mpw: int, tx: int, vectors: bool, cap: int = 0) -> Kern
       if (cnt > 0) {{ atomicAdd(&st[3 * b + 1], cnt); }}
     }}
     storageBarrier();
-    if (live) {{
-      for (var i = ty; i < np; i += {tp // tx}) {{
-        let sn = rot[rbase + 4 * i + 1];
-        if (sn != 0.0) {{
-          let c = rot[rbase + 4 * i];
-          let pq = pair_of(rnd, i, nn);
-          let p = pq.x;
-          let q = pq.y;
-          for (var j = tx; j < n; j += {tx}) {{
-            let wp = W[base + p * n + j];
-            let wq = W[base + q * n + j];
-            W[base + p * n + j] = c * wp - sn * wq;
-            W[base + q * n + j] = sn * wp + c * wq;
-          }}
-        }}
-      }}
-    }}
+{_each_rotation(tp, tx, rows)}    }}
     storageBarrier();
-    if (live) {{
-      for (var i = ty; i < np; i += {tp // tx}) {{
-        let sn = rot[rbase + 4 * i + 1];
-        if (sn != 0.0) {{
-          let c = rot[rbase + 4 * i];
-          let pq = pair_of(rnd, i, nn);
-          let p = pq.x;
-          let q = pq.y;
-          for (var j = tx; j < n; j += {tx}) {{
-            if (j == p) {{
-              W[base + p * n + p] = rot[rbase + 4 * i + 2];
-              W[base + p * n + q] = 0.0;
-            }} else if (j == q) {{
-              W[base + q * n + p] = 0.0;
-              W[base + q * n + q] = rot[rbase + 4 * i + 3];
-            }} else {{
-              let wp = W[base + j * n + p];
-              let wq = W[base + j * n + q];
-              W[base + j * n + p] = c * wp - sn * wq;
-              W[base + j * n + q] = sn * wp + c * wq;
-            }}{vrot}
-          }}
-        }}
-      }}
-{_sweep_end(tp)}
+{_each_rotation(tp, tx, cols)}{_sweep_end(tp)}
     }}
     storageBarrier();
   }}

@@ -246,11 +246,7 @@ def pool_kernel(
             ]
         L.append("  if (empty) { div = 0; }")
     if partial:
-        units = "n_out * info[1]"
-        if is_max:
-            L += [f"  part[gi] = {_bits('best', ct)};", f"  part[{units} + gi] = arg;"]
-        else:
-            L += [f"  part[gi] = {_bits('acc', ct)};", f"  part[{units} + gi] = div;"]
+        L += _state_store("part", "n_out * info[1]", is_max, ct)
         bufs = [("xin", stype, "r"), ("part", "i32", "w")]
         if fractional:
             bufs.insert(1, ("starts", "i32", "r"))
@@ -258,20 +254,28 @@ def pool_kernel(
         bufs = [("xin", stype, "r"), ("out", stype, "w")]
         if fractional:
             bufs.insert(1, ("starts", "i32", "r"))
-        if is_max:
-            L.append(f"  out[gi] = {store('best', ct, stype)};")
-            if with_idx:
-                L.append("  idx[gi] = arg;")
-                bufs.append(("idx", "i32", "w"))
-        else:
-            L += _avg_final(ct, stype)
+        L += _final(is_max, with_idx, ct, stype, bufs)
     body = "\n".join(L) + "\n}\n"
     fns = MULDIV if adaptive else ""
     src = header(bufs) + helpers_for(body) + fns + ENTRY.format(wg=WG) + body
     return KernelSource(src, "".join(m for _, _, m in bufs))
 
 
-def _avg_final(ct: str, stype: str) -> list[str]:
+def _state_store(buf: str, units: str, is_max: bool, ct: str) -> list[str]:
+    """A partial state into `buf` of `units` states: its value's bits, then (at units + gi) its
+    index (max) or divisor (avg)."""
+    first, second = ("best", "arg") if is_max else ("acc", "div")
+    return [f"  {buf}[gi] = {_bits(first, ct)};", f"  {buf}[{units} + gi] = {second};"]
+
+
+def _final(is_max: bool, with_idx: bool, ct: str, stype: str, bufs: list) -> list[str]:
+    """The stores of an output's finished state (max: best and its index, avg: acc / div), by
+    the direct pool and the last merge; appends the idx binding to `bufs` where it is used."""
+    if is_max:
+        if not with_idx:
+            return [f"  out[gi] = {store('best', ct, stype)};"]
+        bufs.append(("idx", "i32", "w"))
+        return [f"  out[gi] = {store('best', ct, stype)};", "  idx[gi] = arg;"]
     if ct == "f32":
         val = "select(acc / f32(div), 0.0, div == 0)"
     else:
@@ -310,20 +314,11 @@ def merge_kernel(mode: str, stype: str, final: bool, with_idx: bool = True) -> K
             "  }",
         ]
     if not final:
-        units = "n_out * info[3]"
-        second = "arg" if is_max else "div"
-        first = "best" if is_max else "acc"
-        L += [f"  pout[gi] = {_bits(first, ct)};", f"  pout[{units} + gi] = {second};"]
+        L += _state_store("pout", "n_out * info[3]", is_max, ct)
         bufs = [("part", "i32", "r"), ("pout", "i32", "w")]
     else:
         bufs = [("part", "i32", "r"), ("out", stype, "w")]
-        if is_max:
-            L.append(f"  out[gi] = {store('best', ct, stype)};")
-            if with_idx:
-                L.append("  idx[gi] = arg;")
-                bufs.append(("idx", "i32", "w"))
-        else:
-            L += _avg_final(ct, stype)
+        L += _final(is_max, with_idx, ct, stype, bufs)
     body = "\n".join(L) + "\n}\n"
     fns = _better(ct) if is_max else ""
     src = header(bufs) + helpers_for(body + fns) + fns + ENTRY.format(wg=WG) + body

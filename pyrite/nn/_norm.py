@@ -90,6 +90,18 @@ def _check_param(name, what, t, C):
     return t
 
 
+def _channel_params(name, C, nd, running_mean, running_var, weight, bias):
+    """batch_norm's and instance_norm's (C,) parameters checked; weight and bias (when given)
+    as (1, C, 1, ...) views of an nd-dim input, the running statistics as given."""
+    rm = _check_param(name, "running_mean", running_mean, C)
+    rv = _check_param(name, "running_var", running_var, C)
+    w = _check_param(name, "weight", weight, C)
+    b = _check_param(name, "bias", bias, C)
+    w = _channel_view(w, nd) if w is not None else None
+    b = _channel_view(b, nd) if b is not None else None
+    return rm, rv, w, b
+
+
 def _verify_batch_size(size):
     if math.prod(size[2:]) * size[0] == 1:
         raise ValueError(
@@ -139,13 +151,8 @@ def batch_norm(
         raise ValueError(
             "pyrite: running_mean and running_var must either both be None or neither be None"
         )
-    rm = _check_param(name, "running_mean", running_mean, C)
-    rv = _check_param(name, "running_var", running_var, C)
-    w = _check_param(name, "weight", weight, C)
-    b = _check_param(name, "bias", bias, C)
     nd = input.ndim
-    w = _channel_view(w, nd) if w is not None else None
-    b = _channel_view(b, nd) if b is not None else None
+    rm, rv, w, b = _channel_params(name, C, nd, running_mean, running_var, weight, bias)
     if not training:
         if rm is None:
             raise RuntimeError("pyrite: running_mean must be defined in evaluation mode")
@@ -189,13 +196,8 @@ def instance_norm(
             f"{list(input._shape)}"
         )
     N, C = input._shape[0], input._shape[1]
-    rm = _check_param(name, "running_mean", running_mean, C)
-    rv = _check_param(name, "running_var", running_var, C)
-    w = _check_param(name, "weight", weight, C)
-    b = _check_param(name, "bias", bias, C)
     nd = input.ndim
-    w = _channel_view(w, nd) if w is not None else None
-    b = _channel_view(b, nd) if b is not None else None
+    rm, rv, w, b = _channel_params(name, C, nd, running_mean, running_var, weight, bias)
     if not use_input_stats:
         if rm is None or rv is None:
             raise RuntimeError(

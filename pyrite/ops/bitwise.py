@@ -122,22 +122,23 @@ def _check_inplace(name, self, other):
             )
 
 
-def _shift_inplace(name):
+def _inplace_of(name, op):
+    """Tensor.<name>_: op(name, self, other) written into self."""
+
     def fn(self, other):
         _check_inplace(name, self, other)
-        return _shift(name, self, other, out=self)
+        return op(name, self, other, out=self)
 
     fn.__name__ = f"{name}_"
     return fn
+
+
+def _shift_inplace(name):
+    return _inplace_of(name, _shift)
 
 
 def _bitwise_inplace(name):
-    def fn(self, other):
-        _check_inplace(name, self, other)
-        return binary(name, self, other, out=self)
-
-    fn.__name__ = f"{name}_"
-    return fn
+    return _inplace_of(name, binary)
 
 
 def _bitwise_not_(self):

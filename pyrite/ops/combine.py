@@ -285,14 +285,20 @@ def repeat(input, *sizes, repeats=None):
     return out
 
 
-def tile(input, *args, dims=None):
-    """repeat, with missing leading dims taken as 1: `torch.tile(x, (2, 2))`, `x.tile(2, 2)`."""
+def _dims_arg(name, args, dims):
+    """`dims` given positionally (`x.flip(0, 1)`, `x.flip((0, 1))`) or by keyword, not both."""
     if dims is None:
         if not args:
-            raise TypeError("pyrite: tile() missing required argument 'dims'")
-        dims = args[0] if len(args) == 1 else args
-    elif args:
-        raise TypeError("pyrite: tile() got multiple values for argument 'dims'")
+            raise TypeError(f"pyrite: {name}() missing required argument 'dims'")
+        return args[0] if len(args) == 1 else args
+    if args:
+        raise TypeError(f"pyrite: {name}() got multiple values for argument 'dims'")
+    return dims
+
+
+def tile(input, *args, dims=None):
+    """repeat, with missing leading dims taken as 1: `torch.tile(x, (2, 2))`, `x.tile(2, 2)`."""
+    dims = _dims_arg("tile", args, dims)
     dims = _sizes((dims,)) if not isinstance(dims, numbers.Integral) else (int(dims),)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
@@ -355,12 +361,7 @@ def _flip_view(x: Tensor, dims) -> Tensor:
 
 def flip(input, *args, dims=None):
     """input reversed along dims (a copy): `torch.flip(x, (0, 1))`, `x.flip(0, 1)`."""
-    if dims is None:
-        if not args:
-            raise TypeError("pyrite: flip() missing required argument 'dims'")
-        dims = args[0] if len(args) == 1 else args
-    elif args:
-        raise TypeError("pyrite: flip() got multiple values for argument 'dims'")
+    dims = _dims_arg("flip", args, dims)
     if isinstance(dims, numbers.Integral):
         dims = (dims,)
     ds = [input._dim(d) for d in dims]

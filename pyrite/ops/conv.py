@@ -441,24 +441,18 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     return from_ncdhw(out, dims, unbatched)
 
 
+def _transposed(dims, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    what = f"conv_transpose{dims}d"
+    args = (bias, stride, padding, output_padding, groups, dilation, dims, what)
+    return widened(_conv_transpose, input, weight, *args)
+
+
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
     """1-D transposed convolution of (N, C_in, L) or (C_in, L) with weight (C_in,
     C_out/groups, k): L_out = (L - 1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1."""
-    return widened(
-        _conv_transpose,
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-        1,
-        "conv_transpose1d",
-    )
+    return _transposed(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose2d(
@@ -466,19 +460,7 @@ def conv_transpose2d(
 ):
     """2-D transposed convolution of (N, C_in, H, W) or (C_in, H, W) with weight (C_in,
     C_out/groups, kh, kw)."""
-    return widened(
-        _conv_transpose,
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-        2,
-        "conv_transpose2d",
-    )
+    return _transposed(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose3d(
@@ -486,19 +468,7 @@ def conv_transpose3d(
 ):
     """3-D transposed convolution of (N, C_in, D, H, W) or (C_in, D, H, W) with weight (C_in,
     C_out/groups, kd, kh, kw)."""
-    return widened(
-        _conv_transpose,
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-        3,
-        "conv_transpose3d",
-    )
+    return _transposed(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 __all__ = [

@@ -40,16 +40,10 @@ def _unfold(input, kernel_size, dilation, padding, stride):
             "pyrite: unfold: expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
             f"and other non-zero dimensions for input, but got: {list(x._shape)}"
         )
-    ker = ntuple(kernel_size, 2, "kernel_size", what)
-    dil = ntuple(dilation, 2, "dilation", what)
-    pad = ntuple(padding, 2, "padding", what)
-    strd = ntuple(stride, 2, "stride", what)
-    _positive(ker, dil, strd, pad, what)
+    ker, dil, pad, strd = _geometry(kernel_size, dilation, padding, stride, what)
     xb, unbatched = as_ncdhw(x, 2, what)
     N, C, _, H, W = xb._shape
-    blocks = [
-        (i + 2 * p - d * (k - 1) - 1) // s + 1 for i, p, d, k, s in zip((H, W), pad, dil, ker, strd)
-    ]
+    blocks = _blocks((H, W), ker, dil, pad, strd)
     if any(b < 1 for b in blocks):
         raise SpatialError(
             f"pyrite: Given input with {_blocks_msg((H, W), ker, dil, pad, blocks)}, but its "
@@ -107,11 +101,7 @@ def _fold(input, output_size, kernel_size, dilation, padding, stride):
             f"batch size and non-zero dimensions for input, but got: {list(x._shape)}"
         )
     osz = ntuple(output_size, 2, "output_size", what)
-    ker = ntuple(kernel_size, 2, "kernel_size", what)
-    dil = ntuple(dilation, 2, "dilation", what)
-    pad = ntuple(padding, 2, "padding", what)
-    strd = ntuple(stride, 2, "stride", what)
-    _positive(ker, dil, strd, pad, what)
+    ker, dil, pad, strd = _geometry(kernel_size, dilation, padding, stride, what)
     if any(o <= 0 for o in osz):
         raise SpatialError(f"pyrite: fold: output_size must be positive, got {osz}")
     unbatched = x.ndim == 2
@@ -123,9 +113,7 @@ def _fold(input, output_size, kernel_size, dilation, padding, stride):
             "pyrite: fold: expected size of input's dimension 1 to be divisible by the product "
             f"of kernel_size, but got input.size(1)={CK} and kernel_size={ker}."
         )
-    blocks = [
-        (o + 2 * p - d * (k - 1) - 1) // s + 1 for o, p, d, k, s in zip(osz, pad, dil, ker, strd)
-    ]
+    blocks = _blocks(osz, ker, dil, pad, strd)
     if any(b < 1 for b in blocks):
         raise SpatialError(
             f"pyrite: Given output_size={osz}, kernel_size={ker}, dilation={dil}, "
@@ -155,7 +143,12 @@ def _fold(input, output_size, kernel_size, dilation, padding, stride):
     return out._view(shape[1:], out._strides[1:], 0) if unbatched else out
 
 
-def _positive(ker, dil, strd, pad, what):
+def _geometry(kernel_size, dilation, padding, stride, what):
+    """(ker, dil, pad, strd), each a pair, checked as torch's im2col/col2im check them."""
+    ker = ntuple(kernel_size, 2, "kernel_size", what)
+    dil = ntuple(dilation, 2, "dilation", what)
+    pad = ntuple(padding, 2, "padding", what)
+    strd = ntuple(stride, 2, "stride", what)
     if any(k <= 0 for k in ker):
         raise SpatialError(f"pyrite: {what}: kernel size should be greater than zero, got {ker}")
     if any(d <= 0 for d in dil):
@@ -164,6 +157,14 @@ def _positive(ker, dil, strd, pad, what):
         raise SpatialError(f"pyrite: {what}: stride should be greater than zero, got {strd}")
     if any(p < 0 for p in pad):
         raise SpatialError(f"pyrite: {what}: padding should be non-negative, got {pad}")
+    return ker, dil, pad, strd
+
+
+def _blocks(sizes, ker, dil, pad, strd):
+    """The sliding blocks along each dim of spatial size `sizes`."""
+    return [
+        (i + 2 * p - d * (k - 1) - 1) // s + 1 for i, p, d, k, s in zip(sizes, pad, dil, ker, strd)
+    ]
 
 
 def tensor_unfold(self: Tensor, dimension, size, step) -> Tensor:

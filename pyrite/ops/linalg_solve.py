@@ -230,6 +230,15 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return _outs(lu_unpack_result, res, out, "lu_unpack")
 
 
+def _rows_of_b(B: Tensor, n: int, name: str):
+    """B (*, n, k) for a square A (*, n, n), as torch checks it."""
+    if B._shape[-2] != n:
+        raise ShapeError(
+            f"pyrite: {name}: Incompatible shapes of A and B for the equation AX = B "
+            f"({n}x{n} and {B._shape[-2]}x{B._shape[-1]})"
+        )
+
+
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (X A = B when left=False; Aᵀ in place of A when adjoint) from lu_factor's
     (LU, pivots) of a square A (*, n, n); B (*, n, k) (or (*, k, n) when left=False), batch
@@ -241,11 +250,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         X = lu_solve(LU, pivots, _mT(B), left=True, adjoint=not adjoint)
         return _out(_mT(X).contiguous(), out, "linalg.lu_solve")
     n = LU._shape[-1]
-    if B._shape[-2] != n:
-        raise ShapeError(
-            f"pyrite: linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B "
-            f"({n}x{n} and {B._shape[-2]}x{B._shape[-1]})"
-        )
+    _rows_of_b(B, n, "linalg.lu_solve")
     batch = broadcast_shapes(LU._shape[:-2], B._shape[:-2], piv0._shape[:-1])
     k = B._shape[-1]
     LUb = LU.expand(*batch, n, n)
@@ -303,11 +308,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         X = solve_triangular(_mT(A), _mT(B), upper=not upper, unitriangular=unitriangular)
         return _out(_mT(X).contiguous(), out, "linalg.solve_triangular")
     n = A._shape[-1]
-    if B._shape[-2] != n:
-        raise ShapeError(
-            f"pyrite: linalg.solve_triangular: Incompatible shapes of A and B for the equation "
-            f"AX = B ({n}x{n} and {B._shape[-2]}x{B._shape[-1]})"
-        )
+    _rows_of_b(B, n, "linalg.solve_triangular")
     batch = broadcast_shapes(A._shape[:-2], B._shape[:-2])
     k = B._shape[-1]
     X = _tri_solve(A.expand(*batch, n, n), B.expand(*batch, n, k), bool(upper), unitriangular)

@@ -206,6 +206,12 @@ def _pool(
         with_idx,
         dims,
     )
+    return _from_5d(out, idx, dims, unbatched, back)
+
+
+def _from_5d(out, idx, dims, unbatched, back):
+    """_run's 5-D (out, idx) in the input's rank (`unbatched`: without N) and, for `back`, its
+    dtype."""
     out = from_ncdhw(out, dims, unbatched)
     if back is not None:
         out = out.to(back)
@@ -254,29 +260,14 @@ def _adaptive(mode, input, output_size, dims, what, with_idx):
     xb, unbatched = as_ncdhw(x, dims, what)
     one = (1, 1, 1)
     out, idx = _run(mode, xb, pad3(osz, 1), one, one, (0, 0, 0), one, True, None, with_idx, dims)
-    out = from_ncdhw(out, dims, unbatched)
-    if back is not None:
-        out = out.to(back)
-    return out, (None if idx is None else from_ncdhw(idx, dims, unbatched))
+    return _from_5d(out, idx, dims, unbatched, back)
 
 
 # ---- max pools ---------------------------------------------------------------------------------
 def _max(dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     what = f"max_pool{dims}d"
-    out, idx = _pool(
-        "max",
-        input,
-        dims,
-        what,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        True,
-        None,
-        bool(return_indices),
-    )
+    args = (kernel_size, stride, padding, dilation, ceil_mode, True, None, bool(return_indices))
+    out, idx = _pool("max", input, dims, what, *args)
     return (out, idx) if return_indices else out
 
 
@@ -338,22 +329,15 @@ def max_pool3d_with_indices(
 
 
 # ---- average pools -----------------------------------------------------------------------------
+def _avg(dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor):
+    what = f"avg_pool{dims}d"
+    args = (kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor, False)
+    return _pool("avg", input, dims, what, *args)[0]
+
+
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """Mean over sliding windows of (N, C, L) or (C, L)."""
-    return _pool(
-        "avg",
-        input,
-        1,
-        "avg_pool1d",
-        kernel_size,
-        stride,
-        padding,
-        1,
-        ceil_mode,
-        count_include_pad,
-        None,
-        False,
-    )[0]
+    return _avg(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
 def avg_pool2d(
@@ -367,20 +351,9 @@ def avg_pool2d(
 ):
     """Mean over sliding windows of (N, C, H, W) or (C, H, W); integer inputs divide with
     truncation, as PyTorch's."""
-    return _pool(
-        "avg",
-        input,
-        2,
-        "avg_pool2d",
-        kernel_size,
-        stride,
-        padding,
-        1,
-        ceil_mode,
-        count_include_pad,
-        divisor_override,
-        False,
-    )[0]
+    return _avg(
+        2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 def avg_pool3d(
@@ -393,20 +366,9 @@ def avg_pool3d(
     divisor_override=None,
 ):
     """Mean over sliding windows of (N, C, D, H, W) or (C, D, H, W)."""
-    return _pool(
-        "avg",
-        input,
-        3,
-        "avg_pool3d",
-        kernel_size,
-        stride,
-        padding,
-        1,
-        ceil_mode,
-        count_include_pad,
-        divisor_override,
-        False,
-    )[0]
+    return _avg(
+        3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 # ---- adaptive pools ----------------------------------------------------------------------------

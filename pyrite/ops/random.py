@@ -117,22 +117,22 @@ def _float_dtype(dtype, name):
     return dt
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
-    shape = _size_args(size, kw.pop("size", None), "rand")
-    _ignored(kw, "rand")
-    dt = _float_dtype(dtype, "rand")
-    out = _fill_random(_empty(shape, dt), "uniform", 0.0, 1.0, generator)
+def _standard(name, dist, size, kw, generator, dtype, requires_grad) -> Tensor:
+    """rand/randn: a new float tensor of `dist` on [0, 1) or N(0, 1)."""
+    shape = _size_args(size, kw.pop("size", None), name)
+    _ignored(kw, name)
+    dt = _float_dtype(dtype, name)
+    out = _fill_random(_empty(shape, dt), dist, 0.0, 1.0, generator)
     out.requires_grad = requires_grad
     return out
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    return _standard("rand", "uniform", size, kw, generator, dtype, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
-    shape = _size_args(size, kw.pop("size", None), "randn")
-    _ignored(kw, "randn")
-    dt = _float_dtype(dtype, "randn")
-    out = _fill_random(_empty(shape, dt), "normal", 0.0, 1.0, generator)
-    out.requires_grad = requires_grad
-    return out
+    return _standard("randn", "normal", size, kw, generator, dtype, requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **kw):

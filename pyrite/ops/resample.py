@@ -326,40 +326,42 @@ def _antialias(x: Tensor, out_sp, mode, align, scales) -> Tensor:
 
 
 # ---- the deprecated names ----------------------------------------------------------------------
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+def _deprecated(name):
     warnings.warn(
-        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
-        stacklevel=2,
+        f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=3,  # the caller of upsample*
     )
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    warnings.warn(
-        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
-        stacklevel=2,
-    )
+    _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    warnings.warn(
-        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
-        stacklevel=2,
-    )
+    _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 # ---- shuffles ----------------------------------------------------------------------------------
+def _at_least_3d(x, what):
+    if x.ndim < 3:
+        raise SpatialError(
+            f"pyrite: {what} expects input to have at least 3 dimensions, but got input "
+            f"with {x.ndim} dimension(s)"
+        )
+
+
 def pixel_shuffle(input, upscale_factor):
     """(*, C*r*r, H, W) to (*, C, H*r, W*r): the sub-pixel rearrangement of ESPCN."""
     x = as_tensor_arg(input)
     r = int(upscale_factor)
-    if x.ndim < 3:
-        raise SpatialError(
-            "pyrite: pixel_shuffle expects input to have at least 3 dimensions, but got input "
-            f"with {x.ndim} dimension(s)"
-        )
+    _at_least_3d(x, "pixel_shuffle")
     if r <= 0:
         raise SpatialError(f"pyrite: pixel_shuffle expects a positive upscale_factor, but got {r}")
     *B, C, H, W = x._shape
@@ -378,11 +380,7 @@ def pixel_unshuffle(input, downscale_factor):
     """(*, C, H*r, W*r) to (*, C*r*r, H, W): the inverse of pixel_shuffle."""
     x = as_tensor_arg(input)
     r = int(downscale_factor)
-    if x.ndim < 3:
-        raise SpatialError(
-            "pyrite: pixel_unshuffle expects input to have at least 3 dimensions, but got input "
-            f"with {x.ndim} dimension(s)"
-        )
+    _at_least_3d(x, "pixel_unshuffle")
     if r <= 0:
         raise SpatialError(
             f"pyrite: pixel_unshuffle expects a positive downscale_factor, but got {r}"
@@ -404,11 +402,7 @@ def channel_shuffle(input, groups):
     """(N, C, *) with channels (g, C/g) reordered to (C/g, g) (ShuffleNet)."""
     x = as_tensor_arg(input)
     g = int(groups)
-    if x.ndim < 3:
-        raise SpatialError(
-            "pyrite: channel_shuffle expects input to have at least 3 dimensions, but got input "
-            f"with {x.ndim} dimension(s)"
-        )
+    _at_least_3d(x, "channel_shuffle")
     if g <= 0:
         raise SpatialError(
             f"pyrite: Number of groups to divide channels in must be positive. Value of groups:{g}"

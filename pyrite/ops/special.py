@@ -71,6 +71,8 @@ BINARY.update(
 )
 
 
+# this module's own factory, not elementwise's: ops/fallback.py wraps the functions whose
+# __module__ is this (non-native) module, so that other dtypes are widened for them
 def _make_unary(name, doc):
     def fn(input, *, out=None):
         return unary(name, input, out=out)

@@ -16,8 +16,8 @@ import numpy as np
 from .. import dtypes as D
 from .core import empty
 from .elementwise import as_tensor_arg
-from .pool import _check_dtype, _run
-from .spatial import SpatialError, as_ncdhw, from_ncdhw, ntuple, pad3
+from .pool import _check_dtype, _from_5d, _run
+from .spatial import SpatialError, as_ncdhw, ntuple, pad3
 
 
 # ---- fractional max pools -----------------------------------------------------------------------
@@ -106,10 +106,8 @@ def _fractional(dims, input, kernel_size, output_size, output_ratio, return_indi
         dims,
         starts,
     )
-    out = from_ncdhw(out, dims, unbatched)
-    if not return_indices:
-        return out
-    return out, from_ncdhw(idx, dims, unbatched)
+    out, idx = _from_5d(out, idx, dims, unbatched, None)
+    return (out, idx) if return_indices else out
 
 
 def fractional_max_pool2d(
