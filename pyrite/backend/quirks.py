@@ -5,8 +5,17 @@ The loop budget
 Mesa's llvmpipe (lavapipe, the CI device) stops a shader invocation after 65,535 loop iterations
 *in total*, silently: the loops simply exit, and the kernel writes a wrong result. (Mesa 22.3,
 llvmpipe 15.0.6, measured 2026-12-01: one loop of 100,000 counted 65,535; two nested loops of
-400 counted 65,209, i.e. every back edge of every loop is counted against one budget.) gallivm
-keeps this limiter to stop runaway loops; newer drivers may not have it, so pyrite measures it.
+400 counted 65,209, and a 30,000 x 1 nested loop ran 21,845 outer passes: every iteration of
+every loop and each loop's final exit test count against one budget, so a nested loop costs
+inner + 2 a pass.) gallivm keeps this limiter to stop runaway loops; newer drivers may not
+have it, so pyrite measures it.
+
+`loop_budget(device)` is the budget for one invocation, or None where loops are unbounded. It is
+measured once per device with a single-loop probe on CPU adapters (where every such driver seen
+so far lives: a GPU driver has no such limiter), and `PYRITE_LOOP_BUDGET=N` overrides it (0: no
+budget; a small N lets a test drive every split path on any device). Kernel planners in `ops/`
+call `ops.core.max_loop_iterations()`, which leaves a margin below this for the loops a kernel
+runs besides its main one.
 
 Subnormal flushing
 ------------------
@@ -15,13 +24,6 @@ H200 through Vulkan, both implementations, flushed them: a bf16 product of 4.5e-
 and 1e-45 compared equal to 0, 2026-12-01). `flushes_subnormals(device)` measures it with one
 multiply of a subnormal. Comparisons and casts to bool read the bits, so they hold either way;
 arithmetic on subnormal operands or results gives ±0 on such a device, as CUDA's -ftz=true.
-
-`loop_budget(device)` is the budget for one invocation, or None where loops are unbounded. It is
-measured once per device with a single-loop probe on CPU adapters (where every such driver seen
-so far lives: a GPU driver has no such limiter), and `PYRITE_LOOP_BUDGET=N` overrides it (0: no
-budget; a small N lets a test drive every split path on any device). Kernel planners in `ops/`
-call `ops.core.max_loop_iterations()`, which leaves a margin below this for the loops a kernel
-runs besides its main one.
 """
 
 from __future__ import annotations

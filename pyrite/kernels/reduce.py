@@ -523,6 +523,15 @@ def scan_kernel(
     return KernelSource(src, "".join(m for _, _, m in bufs))
 
 
+def reduce_loop_iterations(mode: str, length: int) -> int:
+    """Loop iterations of one invocation of reduce_kernel over a row (or chunk) of `length`,
+    each loop's exit test included (lavapipe counts it against its budget): the serial loop, or
+    the row kernel's stride loop and its two _ROW_SPLIT-step merges."""
+    if mode == "serial":
+        return length + 1
+    return -(-length // WG) + 1 + 2 * (_ROW_SPLIT + 1)
+
+
 def scan_loop_iterations(mode: str, length: int) -> int:
     """Loop iterations of one invocation of scan_kernel over a row (or chunk) of `length`,
     each loop's exit test included (lavapipe counts it against its budget)."""

@@ -45,6 +45,13 @@ def workgroup_size(n: int) -> int:
     return wg
 
 
+def row_loop_iterations(n: int, wg: int) -> int:
+    """Loop iterations of one invocation of row_kernel over a row of n, each loop's exit test
+    included (lavapipe counts it against its budget): two passes of ceil(n / wg) steps and the
+    log2(wg)-step tree."""
+    return 2 * (-(-n // wg) + 1) + wg.bit_length() + 2
+
+
 def _reduce_tree(wg: int, combine: str) -> str:
     """The tree over workgroup memory; `combine` is WGSL combining slot `lid` with `j`."""
     return (

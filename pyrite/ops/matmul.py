@@ -18,8 +18,8 @@ from .. import backend
 from ..errors import ShapeError
 from ..kernels.common import fold_grid
 from ..kernels.matmul import TILE, fast_smem_bytes, fast_valid, gemm_direct, gemm_fast, gemm_tiled
-from ..tensor import Tensor
-from .core import broadcast_shapes, coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
+from ..tensor import Tensor, contiguous_strides
+from .core import broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
 
 # Variant choice, measured on lavapipe (this CI box: llvmpipe, 2 cores), f32, GFLOP/s:
@@ -94,21 +94,16 @@ FORCE = None
 LAST = None
 
 
-def _fast_layout(a, b, e, out, cstrides):
-    """ "n" or "k" (B's unit-stride dim) when the product may take `gemm_fast`, else None."""
+def _fast_layout(a, b, e, out_dtype, cstrides):
+    """ "n" or "k" (B's unit-stride dim) when the product may take `gemm_fast`, else None.
+    The output is a new contiguous tensor of `out_dtype` (offset 0)."""
     if (
         a.dtype.wgsl != "f32"
-        or out.dtype.wgsl != "f32"
+        or out_dtype.wgsl != "f32"
         or (e is not None and e.dtype.wgsl != "f32")
     ):
         return None
-    if (
-        a._strides[-1] != 1
-        or a._strides[-2] % 4
-        or a._offset % 4
-        or b._offset % 4
-        or out._offset % 4
-    ):
+    if a._strides[-1] != 1 or a._strides[-2] % 4 or a._offset % 4 or b._offset % 4:
         return None
     if any(s % 4 for s in cstrides[1]) or any(s % 4 for s in cstrides[2]):
         return None
@@ -152,6 +147,10 @@ def _choose(dev, M, N, K, batch, fast_lay):
     return "tiled", None
 
 
+# gemm_tiled, a K step: 16 tile-load iterations + exit, 16 inner-product iterations + exit
+TK_TILED_LOOPS = 34
+
+
 def k_loop_iterations(kind: str, params, K: int) -> int:
     """Loop iterations one invocation of a GEMM variant runs for a K-long product, counted as
     lavapipe's loop budget counts them: every iteration of every loop plus each loop's final
@@ -164,10 +163,6 @@ def k_loop_iterations(kind: str, params, K: int) -> int:
     if kind == "tiled":
         return -(-K // 16) * (TK_TILED_LOOPS + 1) + 1
     return -(-K // params[4]) + 1
-
-
-# gemm_tiled, a K step: 16 tile-load iterations + exit, 16 inner-product iterations + exit
-TK_TILED_LOOPS = 34
 
 
 def _split_k_chunk(kind, params, K):
@@ -195,7 +190,8 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     from .. import dtypes as D
 
     K = a._shape[-1]
-    acc_dtype = D.float32 if (out_dtype or a.dtype).is_floating_point else (out_dtype or a.dtype)
+    want = out_dtype or a.dtype
+    acc_dtype = D.float32 if want.is_floating_point else want
     acc = None
     for k0 in range(0, K, chunk):
         k = min(chunk, K - k0)
@@ -206,7 +202,6 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
         acc = acc * alpha
     if e is not None and beta != 0:
         acc = acc + e * beta if beta != 1 else acc + e
-    want = out_dtype or a.dtype
     return acc if acc.dtype is want else acc.to(want)
 
 
@@ -219,10 +214,10 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     batch = broadcast_shapes(a._shape[:-2], b._shape[:-2])
     out_shape = batch + (M, N)
     dt = a.dtype
-    out = empty(out_shape, out_dtype or dt)
+    out_dt = out_dtype or dt
     nbatch = math.prod(batch)
     if M == 0 or N == 0 or nbatch == 0:
-        return out
+        return empty(out_shape, out_dt)
     ct = dt.ctype
     nbd = len(batch)
 
@@ -232,11 +227,10 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
             [0] * lead + [0 if d == 1 else s for d, s in zip(t._shape[:-2], t._strides[:-2])]
         )
 
-    slist = [out._strides[:-2], bstrides(a), bstrides(b)]
+    # the output is a new contiguous tensor, made once the variant (or a split of K) is chosen
+    slist = [contiguous_strides(out_shape)[:-2], bstrides(a), bstrides(b)]
     epi = "none"
     if e is not None:
-        if e._storage is out._storage:
-            e = contiguous_copy(e)
         slist.append(tuple(e._strides[:-2]))
         epi = "bias" if alpha == 1 and beta == 1 else "axpby"
     cshape, cstrides = coalesce(batch, slist)
@@ -244,12 +238,12 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     a_lay = _layout_a(a._strides[-2], a._strides[-1], M, K)
     b_lay = _layout_b(b._strides[-2], b._strides[-1], K, N)
     dev = backend.current()
-    fast_lay = _fast_layout(a, b, e, out, cstrides)
+    fast_lay = _fast_layout(a, b, e, out_dt, cstrides)
     kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
     chunk = _split_k_chunk(kind, params, K)
     if chunk is not None:
-        del out
         return _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk)
+    out = empty(out_shape, out_dt)
     global LAST
     LAST = (kind, params)
     e_st = e.dtype.wgsl if e is not None else "f32"
@@ -345,8 +339,6 @@ def matmul(input, other, *, out=None):
 
 
 def _contig(shape):
-    from ..tensor import contiguous_strides
-
     return contiguous_strides(tuple(shape))
 
 

@@ -17,7 +17,13 @@ import math
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import WG, fold_grid, grid_for
-from ..kernels.reduce import reduce_kernel, scan_kernel, scan_loop_iterations, state_words
+from ..kernels.reduce import (
+    reduce_kernel,
+    reduce_loop_iterations,
+    scan_kernel,
+    scan_loop_iterations,
+    state_words,
+)
 from ..tensor import Tensor, contiguous_strides
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 
@@ -69,26 +75,15 @@ SPLIT_MIN_CHUNK = 4096
 # (a row-mode partial stage was slower: 9.5 / 6.2 ms at (4, 262144) for C = 4096 / 16384). So on
 # a CPU adapter a split is about even with the row kernel, better with a few long rows: rows past
 # SERIAL_MAX_LEN_CPU with fewer than SPLIT_MAX_OUTPUTS_CPU outputs split, as must every row whose
-# row kernel would pass the loop budget (past ~15.7M elements on lavapipe). Serial chunks of 8,192 keep each invocation's loop at 1/8 of lavapipe's
-# ~65,535-iteration limit; the merge loops over P = L/8192 states (4,096 for a 128 MiB binding).
+# row kernel would pass the loop budget (past ~15.7M elements on lavapipe). Serial chunks of
+# 8,192 keep each invocation's loop at 1/8 of lavapipe's ~65,535-iteration limit; the merge loops over P = L/8192 states (4,096 for a 128 MiB binding).
 SPLIT_MAX_OUTPUTS_CPU = 16
 SPLIT_CHUNK_CPU = 8192
 LAST_PATH = ""  # "serial" | "row" | "split P=<chunks> C=<chunk>": the last reduction's kernel
-_IS_CPU: dict = {}
 
 
 def _cpu_adapter() -> bool:
-    dev = backend.current()
-    hit = _IS_CPU.get(id(dev))
-    if hit is None:
-        hit = _IS_CPU[id(dev)] = str(dev.info().get("type", "")).upper() == "CPU"
-    return hit
-
-
-def _row_loops(length: int) -> int:
-    """Loop iterations of one invocation of the row kernel, exit tests included: its stride
-    loop and two 16-step merges."""
-    return -(-length // WG) + 1 + 2 * (16 + 1)
+    return backend.current().adapter_type == "CPU"
 
 
 def _mode(n_out: int, length: int) -> str:
@@ -100,7 +95,7 @@ def _mode(n_out: int, length: int) -> str:
         mode = "row"
     else:
         mode = "serial"
-    if mode == "serial" and length + 1 > max_loop_iterations():
+    if mode == "serial" and reduce_loop_iterations("serial", length) > max_loop_iterations():
         mode = "row"  # the serial loop would pass the device's loop budget
     return mode
 
@@ -111,12 +106,13 @@ def _split_plan(n_out: int, length: int):
     cpu = _cpu_adapter()
     # past this length even the row kernel's loops pass the loop budget: a split is required,
     # in chunks whose own loops fit (serial chunks on CPU adapters, row chunks elsewhere)
-    required = _row_loops(length) > limit
+    required = reduce_loop_iterations("row", length) > limit
     serial_cap = builtins.min(SERIAL_MAX_LEN_CPU, limit) // WG * WG
     if FORCE_SPLIT is not None:
         parts = FORCE_SPLIT
     elif required:
-        cap = builtins.min(SPLIT_CHUNK_CPU, serial_cap) if cpu else (limit - 32) * WG
+        row_cap = (limit - reduce_loop_iterations("row", 0)) * WG  # a chunk's row loops fit
+        cap = builtins.min(SPLIT_CHUNK_CPU, serial_cap) if cpu else row_cap
         parts = -(-length // builtins.max(cap, WG))
     elif not SPLIT:
         return None
@@ -136,7 +132,9 @@ def _split_plan(n_out: int, length: int):
     parts = -(-length // chunk)
     partial = "serial" if cpu and chunk <= serial_cap else "row"
     merge = "serial" if cpu and parts <= serial_cap else "row"
-    if _row_loops(parts) > limit:  # only with a tiny forced budget: P states still too many
+    if (
+        reduce_loop_iterations("row", parts) > limit
+    ):  # only with a tiny forced budget: P states still too many
         raise NotImplementedError(
             f"pyrite: a reduction of {length:,} elements a row needs {parts:,} partial states, "
             f"more than one merge may loop over on this device ({limit:,} iterations)"
@@ -543,9 +541,7 @@ def _scan(op, input, dim, dtype):
     bufs = [input._storage.buffer, out._storage.buffer]
     chunk = _scan_chunk(rows, length, mode)
     dev = backend.current()
-    if chunk is None:
-        if mode == "serial" and scan_loop_iterations("serial", length) > max_loop_iterations():
-            mode = "row"
+    if chunk is None:  # (_mode already moved a serial row past the loop budget to "row")
         src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode)
         grid = fold_grid(rows) if mode == "row" else grid_for(rows)
         dev.dispatch(src, bufs, info, grid)
@@ -569,8 +565,8 @@ def _scan(op, input, dim, dtype):
 # Chunked scans: rows whose one-workgroup scan would pass the loop budget must be chunked; on a
 # GPU, few long rows are also chunked so that more than a handful of workgroups run (the same
 # rule and constants as the split reductions above: fewer than SPLIT_MAX_OUTPUTS rows of at
-# least SPLIT_MIN_LEN, chunks of at least SPLIT_MIN_CHUNK). H200, 2026-12-01 (scripts/scan_check.py:
-# cumsum along dim 1, GB/s read+write, chunked / whole rows, Dawn | wgpu-native):
+# least SPLIT_MIN_LEN, chunks of at least SPLIT_MIN_CHUNK). H200, 2026-12-01
+# (scripts/scan_check.py: cumsum along dim 1, GB/s read+write, chunked / whole rows, Dawn | wgpu-native):
 #   (1, 16M) 78 / 3.5 | 171 / 3.8     (4, 4M) 93 / 14 | 188 / 14
 #   (64, 65536) 37 / 39 | 89 / 92     (1024, 4096) 45 / 45 | 121 / 119  (torch CUDA 1,728)
 # so the rule gains 20-45x where it applies and costs nothing measurable where it does not.
@@ -583,9 +579,9 @@ def _scan_chunk(rows: int, length: int, mode: str):
         return FORCE_SCAN_CHUNK if length > FORCE_SCAN_CHUNK else None
     limit = max_loop_iterations()
     if scan_loop_iterations("row", length) > limit:
-        # the longest chunk whose row-mode loops fit: 2·(ceil(C/256) + 1) + 257 <= limit; at
-        # least 256 (the kernel's own 256-step prefix loop needs a budget past ~300 anyway)
-        chunk = builtins.max(WG, (limit - WG - 3) // 2 * WG)
+        # the longest chunk whose row-mode loops fit (two passes of ceil(C/256) steps); at least
+        # 256 (the kernel's own 256-step prefix loop needs a budget past ~300 anyway)
+        chunk = builtins.max(WG, (limit - scan_loop_iterations("row", 0)) // 2 * WG)
         return chunk if chunk < length else None
     if _cpu_adapter() or rows >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN:
         return None

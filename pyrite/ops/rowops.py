@@ -21,7 +21,7 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid
-from ..kernels.rowops import row_kernel, workgroup_size
+from ..kernels.rowops import row_kernel, row_loop_iterations, workgroup_size
 from ..tensor import Tensor
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 
@@ -52,9 +52,7 @@ def _run(
     )
     rank = len(cshape)
     wg = workgroup_size(n)
-    # two passes over the row of ceil(n / wg) steps each, and a log2(wg)-step tree, each loop's
-    # exit test counted (as lavapipe's budget counts it)
-    if 2 * (-(-n // wg) + 1) + wg.bit_length() + 2 > max_loop_iterations():
+    if row_loop_iterations(n, wg) > max_loop_iterations():
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
     src = row_kernel(
         op,
