@@ -156,6 +156,16 @@ AA = [
 ]
 
 
+def _torch_has_lanczos() -> bool:
+    """Older torch builds (the H200 machine's) refuse antialiased lanczos; the numpy reference
+    above is the oracle there."""
+    try:
+        TF.interpolate(torch.zeros(1, 1, 4, 4), size=(2, 2), mode="lanczos", antialias=True)
+    except (ValueError, NotImplementedError, RuntimeError):
+        return False
+    return True
+
+
 @pytest.mark.parametrize("shape,kw", AA, ids=[str(a[0]) for a in AA])
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
 def test_interpolate_antialias(shape, kw, mode, rng):
@@ -170,7 +180,7 @@ def test_interpolate_antialias(shape, kw, mode, rng):
         taps = max(2 * math.ceil(3 * max(a / b, 1.0)) + 1 for a, b in zip(shape[2:], out_sp))
         tol = _tol(x, 2 * taps, list(shape[2:]))
         assert_close(got.numpy(), want, atol=tol, msg=f"{mode} {ac} (numpy)")
-        if out_sp[-1] != 1:
+        if out_sp[-1] != 1 and (mode != "lanczos" or _torch_has_lanczos()):
             tw = TF.interpolate(torch.tensor(x), mode=mode, align_corners=ac, antialias=True, **kw)
             assert_close(got.numpy(), tw.numpy(), atol=tol, msg=f"{mode} {ac} (torch)")
 

@@ -397,10 +397,7 @@ HELPERS = {
   let eq = bitcast<u32>(q) & 0x7f800000u;
   let eb = bitcast<u32>(b) & 0x7f800000u;
   if (eq < 0x0d800000u || eq > 0x71800000u || eb < 0x0d800000u || eb > 0x71800000u) { return q; }
-  let cq = 4097.0 * q; let qh = cq - (cq - q); let ql = q - qh;
-  let cb = 4097.0 * b; let bh = cb - (cb - b); let bl = b - bh;
-  let r = (((a - qh * bh) - qh * bl) - ql * bh) - ql * bl;
-  return q + r / b;
+  return q + fma(-q, b, a) / b;
 }""",
     # float equality by the bits, NaN unequal and ±0 equal: a GPU that flushes subnormals (the
     # H200 through Vulkan) compared 1e-45 == 0 as true
@@ -408,6 +405,21 @@ HELPERS = {
   let ua = bitcast<u32>(a); let ub = bitcast<u32>(b);
   if ((ua & 0x7fffffffu) > 0x7f800000u || (ub & 0x7fffffffu) > 0x7f800000u) { return false; }
   return ua == ub || ((ua | ub) & 0x7fffffffu) == 0u;
+}""",
+    # float order by the bits (the same flushing GPU said 1e-45 > 0 is false): a key whose
+    # unsigned order is the floats' order, -0 made +0; NaN compares false
+    "p_fkey": """fn p_fkey(x: f32) -> u32 {
+  var u = bitcast<u32>(x);
+  if (u == 0x80000000u) { u = 0u; }
+  return select(u | 0x80000000u, ~u, (u >> 31u) == 1u);
+}""",
+    "p_flt": """fn p_flt(a: f32, b: f32) -> bool {
+  if (p_isnan(a) || p_isnan(b)) { return false; }
+  return p_fkey(a) < p_fkey(b);
+}""",
+    "p_fle": """fn p_fle(a: f32, b: f32) -> bool {
+  if (p_isnan(a) || p_isnan(b)) { return false; }
+  return p_fkey(a) <= p_fkey(b);
 }""",
     "p_mod_f": """fn p_mod_f(a: f32, b: f32) -> f32 {
   return a - b * floor(a / b);

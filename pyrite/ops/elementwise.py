@@ -62,7 +62,7 @@ UNARY = {
     "isnan": ("p_isnan(A)", "false", "bool"),
     "isinf": ("p_isinf(A)", "false", "bool"),
     "isfinite": ("!(p_isnan(A) || p_isinf(A))", "true", "bool"),
-    "logical_not": ("A == 0.0", "A == 0", "bool"),
+    "logical_not": ("!p_nz(A)", "A == 0", "bool"),
     "bitwise_not": (None, "~A", "same"),
 }
 
@@ -150,10 +150,10 @@ BINARY = {
     "eq": ("p_feq(A, B)", "A == B", "A == B", "bool"),
     # !(A == B): lavapipe compiles `!=` on floats as an ordered compare (NaN != x came out false)
     "ne": ("!p_feq(A, B)", "A != B", "A != B", "bool"),
-    "lt": ("A < B", "A < B", "!A && B", "bool"),
-    "le": ("A <= B", "A <= B", "!A || B", "bool"),
-    "gt": ("A > B", "A > B", "A && !B", "bool"),
-    "ge": ("A >= B", "A >= B", "A || !B", "bool"),
+    "lt": ("p_flt(A, B)", "A < B", "!A && B", "bool"),
+    "le": ("p_fle(A, B)", "A <= B", "!A || B", "bool"),
+    "gt": ("p_flt(B, A)", "A > B", "A && !B", "bool"),
+    "ge": ("p_fle(B, A)", "A >= B", "A || !B", "bool"),
     "bitwise_and": (None, "A & B", "A && B", "promote"),
     "bitwise_or": (None, "A | B", "A || B", "promote"),
     "bitwise_xor": (None, "A ^ B", "A != B", "promote"),
