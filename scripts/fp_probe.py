@@ -21,8 +21,9 @@ SRC = """
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> info: array<u32>;
 
-// an identity the compiler cannot see through: info is a few words, so its length >> 30 is 0
-fn launder(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) | (arrayLength(&info) >> 30u)); }
+// an identity the compiler cannot see through: info[0] is 0, which only the host knows (a zero
+// the compiler can bound, arrayLength(&info) >> 30, was folded away on the H200)
+fn launder(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) | info[0]); }
 
 fn split(v: f32) -> vec2<f32> {
   let c = launder(4097.0 * v);

@@ -1462,8 +1462,8 @@ def _scatter_gen(form):
                 n = max(1, x.a.shape[dd])
                 m = np.moveaxis(a, dd, -1)
                 k = m.shape[-1]
-                perm = np.argsort(rng.random(m.shape), axis=-1)[..., : min(k, n)] % n
-                m = perm
+                # the first min(k, n) of a permutation of range(n) along the dim: distinct
+                m = np.argsort(rng.random(m.shape[:-1] + (n,)), axis=-1)[..., : min(k, n)]
                 idx = Arg(np.moveaxis(m, -1, dd).astype(np.int64), "int64")
         red = {
             "reduce": pick(rng, ("sum", "prod", "mean", "amax", "amin")),

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import pyrite as pr
-from tests.optable import assert_close
+from tests.optable import assert_close, has_f16
 
 ULP = 2.0**-23
 
@@ -90,10 +90,11 @@ def test_quantile_errors():
     for fn, match in cases:
         try:
             fn()
-        except RuntimeError as e:
+        except Exception as e:  # noqa: BLE001
+            if "shader-f16" in str(e) and not has_f16():
+                continue  # float16 is refused by the device before quantile sees it
+            assert isinstance(e, RuntimeError), repr(e)
             assert match in str(e) or __import__("re").search(match, str(e)), str(e)
-        except Exception as e:  # noqa: BLE001 - float16 may be refused by the device first
-            assert "shader-f16" in str(e), str(e)
         else:
             raise AssertionError(f"no error for {match}")
 

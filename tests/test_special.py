@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import pyrite as pr
+from pyrite import backend
 from tests.optable import OpInfo, assert_close, check_row
 from tests.test_elementwise import SPECIAL, ULP, T, Tb, bin_samples, tol, uni
 
@@ -343,7 +344,8 @@ def test_bessel_dense():
 def test_ndtri_deep_tail():
     """ndtri(p) for p down to 1e-45 (erfcinv's Newton steps on log erfc): <= 3 ULP."""
     p = np.exp2(-np.linspace(1, 149, 3000)).astype(np.float32)
-    p = p[p > 0]
+    # a device that flushes subnormals (backend/quirks.py) reads p < 2^-126 as 0: ndtri(0) = -inf
+    p = p[p >= (np.finfo(np.float32).tiny if backend.current().flushes_subnormals else 1e-45)]
     got = pr.special.ndtri(pr.tensor(p)).numpy().astype(np.float64)
     want = torch.special.ndtri(torch.from_numpy(p.astype(np.float64))).numpy()
     assert _ulps(got, want).max() <= 3.0

@@ -21,10 +21,18 @@ from .pool import BufferPool
 # subgroups differently).
 WANTED_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query")
 
-# The info window each dispatch binds: 128 i32 words. WebGPU's default
-# minStorageBufferOffsetAlignment is 256 bytes; a device may grant less (lavapipe: 32).
+# The info window each dispatch binds: 128 i32 words, one window a dispatch (512 bytes apart, a
+# multiple of every minStorageBufferOffsetAlignment WebGPU allows). A dispatch's info fills at
+# most the first INFO_ZERO_WORD words; the last word of every window is never written, so it is
+# always 0: kernels read it as a zero the shader compiler cannot know (kernels/common.py
+# `p_opaque`). NVIDIA's Vulkan compiler rewrites float algebra as if it were exact ((a - (a + x))
+# + x became 0, H200 2026-12-01, scripts/fp_probe.py), which erases the rounding-error terms of
+# compensated sums, exact division and range reductions; passing a value through an OR with an
+# unknown zero stops that rewrite where it matters. (A zero the compiler can bound, such as
+# arrayLength(&info) >> 30, was folded away there.)
 INFO_WINDOW_WORDS = 128
-INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch
+INFO_ZERO_WORD = INFO_WINDOW_WORDS - 1
+INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch: 512 windows
 
 # Dispatches recorded before a batch is submitted without being asked. Measured on the H200
 # (2026-11-29, `PYRITE_BATCH=N pyrite bench --only overhead`, 1,000 chained adds, µs an op,
@@ -76,6 +84,11 @@ class Device:
         self.max_binding = self.limits["max-storage-buffer-binding-size"]
         self.max_workgroups = self.limits["max-compute-workgroups-per-dimension"]
         self.offset_align = max(self.limits["min-storage-buffer-offset-alignment"], 16) // 4
+        if INFO_WINDOW_WORDS % self.offset_align:
+            raise DeviceError(
+                f"pyrite: {self.name} wants storage offsets aligned to {self.offset_align * 4} "
+                f"bytes, more than the {INFO_WINDOW_WORDS * 4}-byte info windows pyrite uses"
+            )
         usage = module.BufferUsage
         self.pool = BufferPool(
             self.device,
@@ -241,13 +254,17 @@ class Device:
             bind_group = self._bind_group(key, modes, buffers)
         pos = self._info_pos
         n = len(info)
-        if pos + n > INFO_ARENA_WORDS:
+        if n > INFO_ZERO_WORD:
+            raise KernelError(
+                f"pyrite: internal: a dispatch's info has {n} words, more than the "
+                f"{INFO_ZERO_WORD} a window holds"
+            )
+        if pos + INFO_WINDOW_WORDS > INFO_ARENA_WORDS:
             self._flush()
             pos = 0
         if n:
             self._info_host[pos : pos + n] = info
-        align = self.offset_align
-        self._info_pos = pos + (n + align - 1) // align * align if n else pos
+        self._info_pos = pos + INFO_WINDOW_WORDS
         cpass = self._pass
         if cpass is None:
             cpass = self._begin()

@@ -5,7 +5,8 @@ Conventions every generator follows (the backend relies on them):
 - storage buffers at @binding(0..n-1) of group 0, in the order the op passes them; `modes` says
   which are read-only ("r") and which read-write ("w");
 - `info: array<i32>` at @binding(n): sizes, strides, offsets and scalars, read through a dynamic
-  offset, at most 128 words (backend/device.py INFO_WINDOW_WORDS);
+  offset, at most 127 words; word 127 is always 0, a zero the shader compiler cannot know
+  (backend/device.py INFO_ZERO_WORD; the helper `p_opaque` uses it);
 - entry point `main`; 1-D work is folded over (x, y) workgroups so no dimension passes 65,535
   (WebGPU's maxComputeWorkgroupsPerDimension default), and the kernel rebuilds the flat index
   from `num_workgroups`.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from ..backend.device import INFO_ZERO_WORD
 
 MAX_WORKGROUPS = 65535  # WebGPU maxComputeWorkgroupsPerDimension (default limit)
 WG = 256  # invocations per workgroup for 1-D kernels: WebGPU's default maxComputeInvocations
@@ -301,7 +304,7 @@ HELPERS = {
     let p = 1.0 + z * (0.33333333 + z * (0.2 + z * (0.14285714 + z * (0.11111111 + z * (0.09090909 + z * (0.07692308 + z * (0.06666667 + z * 0.05882353)))))));
     return 2.0 * s * p;
   }
-  let u = 1.0 + x;
+  let u = p_opaque(1.0 + x);  // (x - (u - 1)) is the rounding of 1 + x, not 0
   if (p_isinf(u) || u <= 0.0) { return log(u); }
   return log(u) + (x - (u - 1.0)) / u;
 }""",
@@ -386,18 +389,40 @@ HELPERS = {
   if (b == 0) { return 0; }
   return a - (a / b) * b;
 }""",
+    # An identity the shader compiler cannot see through: v OR'ed with info's last word, which
+    # the device keeps 0 (backend/device.py INFO_ZERO_WORD). NVIDIA's Vulkan compiler simplifies
+    # float algebra as if it were exact: (a - (a + x)) + x came out 0, so compensated sums lost
+    # their error terms, Dekker's residual vanished, x - n·hi - n·lo merged into x - n·(hi + lo)
+    # and (0.5·h)·h became 0.5·(h·h), overflowing (H200, both implementations, 2026-12-01,
+    # scripts/fp_probe.py). An error-free step passes its rounded value through p_opaque
+    # before the cancellation that recovers the error.
+    "p_opaque": f"""fn p_opaque(v: f32) -> f32 {{
+  return bitcast<f32>(bitcast<u32>(v) | u32(info[{INFO_ZERO_WORD}]));
+}}""",
+    # Dekker's split of v into a high part of 12 bits and the rest (both exact)
+    "p_split": """fn p_split(v: f32) -> vec2<f32> {
+  let c = p_opaque(4097.0 * v);
+  let h = p_opaque(c - p_opaque(c - v));
+  return vec2<f32>(h, v - h);
+}""",
     # a / b correctly rounded: WGSL allows 2.5 ULP for f32 division and NVIDIA's compiler uses
     # that (uint8 / uint8 came out 1 ULP off torch in 152 of 210 cases on the H200). One
     # residual step rounds to the nearest quotient: r = a - q·b exactly, by Dekker's split of q
-    # and b into 12-bit halves (every partial product is exact), not by fma(), which lavapipe
-    # evaluates unfused (the fma form put lavapipe's exact quotients 1 ULP off). Quotients and
-    # divisors outside [2^-100, 2^100] in magnitude, inf, NaN and zero keep the plain quotient.
+    # and b into 12-bit halves (every partial product is exact, fused or not), not by fma(),
+    # which lavapipe evaluates unfused (the fma form put lavapipe's exact quotients 1 ULP off);
+    # every step through p_opaque, so no compiler folds r to a - a. Quotients and divisors
+    # outside [2^-100, 2^100] in magnitude, inf, NaN and zero keep the plain quotient.
     "p_divf": """fn p_divf(a: f32, b: f32) -> f32 {
-  let q = a / b;
+  let q = p_opaque(a / b);
   let eq = bitcast<u32>(q) & 0x7f800000u;
   let eb = bitcast<u32>(b) & 0x7f800000u;
   if (eq < 0x0d800000u || eq > 0x71800000u || eb < 0x0d800000u || eb > 0x71800000u) { return q; }
-  return q + fma(-q, b, a) / b;
+  let sq = p_split(q);
+  let sb = p_split(b);
+  let r1 = p_opaque(a - sq.x * sb.x);
+  let r2 = p_opaque(r1 - sq.x * sb.y);
+  let r3 = p_opaque(r2 - sq.y * sb.x);
+  return q + (r3 - sq.y * sb.y) / b;
 }""",
     # float equality by the bits, NaN unequal and ±0 equal: a GPU that flushes subnormals (the
     # H200 through Vulkan) compared 1e-45 == 0 as true

@@ -82,6 +82,12 @@ HELPERS = {
   let a = abs(x);
   if (p_isnan(x) || a > 1.0) { return p_nan(); }
   if (a == 1.0) { return select(-p_inf(), p_inf(), x > 0.0); }
+  if (a < 0.000244140625) {
+    // sqrt(pi)/2·x·(1 + pi/12·x^2): below 2^-12 the next term is < 2^-50 relative. (Newton's
+    // correction erf(y) - |x| is subnormal for |x| < 1e-30, flushed to 0 by some GPUs.)
+    let s = a * (0.886226925 + 0.232013666 * a * a);
+    return bitcast<f32>(bitcast<u32>(s) | (bitcast<u32>(x) & 0x80000000u));
+  }
   var w: f32;
   if (a < 0.5) { w = -p_log1p(-a * a); } else { w = -log((1.0 - a) * (1.0 + a)); }
   var y = p_giles_erfinv(w) * a;
@@ -100,11 +106,11 @@ HELPERS = {
   if (x > 88.7228394) { return p_inf(); }
   if (x < -103.972084) { return 0.0; }
   let n = round(x * 1.44269504);
-  let r = (x - n * 0.693145752) - n * 1.42860677e-06;
+  let r = p_opaque(x - n * 0.693145752) - n * 1.42860677e-06;
   let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166666672 + r * (0.0416666679 + r * (0.00833333377 + r * (0.00138888892 + r * 0.000198412701))))));
   let ni = i32(n);
   let h = ni / 2;
-  return p * bitcast<f32>(u32(h + 127) << 23u) * bitcast<f32>(u32(ni - h + 127) << 23u);
+  return p_opaque(p * bitcast<f32>(u32(h + 127) << 23u)) * bitcast<f32>(u32(ni - h + 127) << 23u);
 }""",
     # Giles' polynomial: erfinv(x) ~ p(w)·x, w = -log((1 - x)(1 + x)), for w < 16 (|x| within
     # 2^-24 of 1)
@@ -249,12 +255,32 @@ HELPERS = {
   if (xneg) { r = 3.141592653589793 - r; }
   return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(y) & 0x80000000u));
 }""",
+    # tan: Cephes tanf. Reduction by pi/4 in three parts (DP1 has 8 bits, so j·DP1 is exact
+    # for |x| < 8192), each step through p_opaque so no compiler merges the parts; the
+    # degree-13 odd polynomial on [-pi/4, pi/4]; -1/tan past an odd octant pair. WGSL's tan on
+    # the H200 was 1e-4 relative off near the poles (tan(11) = -225.974, not -225.951).
+    # Beyond |x| = 8192 the built-in.
+    "p_tanf": """fn p_tanf(x0: f32) -> f32 {
+  let x = abs(x0);
+  if (p_isnan(x0) || x > 8192.0) { return tan(x0); }
+  var j = u32(x * 1.27323954473516);
+  var y = f32(j);
+  if ((j & 1u) == 1u) { j = j + 1u; y = y + 1.0; }
+  let z = p_opaque(p_opaque(x - y * 0.78515625) - y * 2.4187564849853515625e-4) - y * 3.77489497744594108e-8;
+  let zz = z * z;
+  var t = z;
+  if (abs(z) > 1.0e-4) {
+    t = (((((9.38540185543e-3 * zz + 3.11992232697e-3) * zz + 2.44301354525e-2) * zz + 5.34112807005e-2) * zz + 1.33387994085e-1) * zz + 3.33331568548e-1) * zz * z + z;
+  }
+  if ((j & 2u) == 2u) { t = p_divf(-1.0, t); }
+  return select(t, -t, x0 < 0.0);
+}""",
     "p_sinhf": """fn p_sinhf(x: f32) -> f32 {
   let a = abs(x);
   var r: f32;
   if (a < 0.5) { let e = p_expm1(a); r = 0.5 * (e + e / (e + 1.0)); }
   else if (a < 80.0) { let e = p_expf(a); r = 0.5 * (e - 1.0 / e); }
-  else { let h = p_expf(0.5 * a); r = (0.5 * h) * h; }
+  else { let h = p_expf(0.5 * a); r = p_opaque(0.5 * h) * h; }
   if (p_isnan(x)) { return x; }
   return select(r, -r, x < 0.0);
 }""",
@@ -262,7 +288,7 @@ HELPERS = {
   let a = abs(x);
   if (a < 80.0) { let e = p_expf(a); return 0.5 * (e + 1.0 / e); }
   let h = p_expf(0.5 * a);  // e^a / 2 without overflowing e^a
-  return (0.5 * h) * h;
+  return p_opaque(0.5 * h) * h;
 }""",
     # asinh, acosh, atanh without the cancellation of WGSL's log(x + sqrt(x*x + 1)) forms (which
     # give 0 for asinh(1e-10)) or their overflow (x*x for x > 1.8e19): through log1p, and

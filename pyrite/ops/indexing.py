@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import backend
 from .. import dtypes as D
+from ..backend.device import INFO_ZERO_WORD
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.indexing import (
@@ -56,7 +57,7 @@ from .core import (
 )
 from .views import wrap_index
 
-_INFO_LIMIT = 128  # words of info a dispatch may bind (backend/device.py INFO_WINDOW_WORDS)
+_INFO_LIMIT = INFO_ZERO_WORD  # words of info a dispatch may fill
 
 
 # ---- host data -----------------------------------------------------------------------------
