@@ -85,3 +85,32 @@ def test_empty_cache_returns_pooled_buffers():
     pr.empty_cache()
     assert pr.memory_stats()["pooled_bytes"] == 0
     assert (pr.ones(3) + 1).tolist() == [2.0, 2.0, 2.0]  # the device still works
+
+
+# ---- the compiler-opaque zero ---------------------------------------------------------------
+def test_info_zero_word_contract():
+    """kernels/ and backend/ agree on the info word every dispatch leaves 0."""
+    from pyrite.backend import device
+    from pyrite.kernels import common
+
+    assert common.INFO_ZERO_WORD == device.INFO_ZERO_WORD == device.INFO_WINDOW_WORDS - 1
+
+
+def test_error_free_sum_survives_the_compiler(rng):
+    """TwoSum's error term through p_opaque (kernels/common.py): NVIDIA's compiler folded the
+    plain form (a - (a + x)) + x to 0 on the H200. Many dispatches in one batch, so the zero
+    word of every window is read, not only the first."""
+    from pyrite.ops.core import empty, run_map
+
+    a = rng.uniform(1, 2, 4099).astype(np.float32)
+    x = (rng.uniform(-1, 1, 4099) * 2.0**-30).astype(np.float32)
+    want = x - ((a + x).astype(np.float32) - a)  # numpy: IEEE f32, evaluated as written
+    pa, px = pr.tensor(a), pr.tensor(x)
+    outs = []
+    for _ in range(20):
+        out = empty(pa.shape, pr.float32)
+        expr = "p_opaque(x1 - p_opaque(p_opaque(x0 + x1) - x0))"
+        outs.append(run_map(expr, (pa, px), ("f32", "f32"), out, "f32"))
+    for got in outs:
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert np.count_nonzero(want) > 4000  # the terms were not all absorbed or all kept

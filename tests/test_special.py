@@ -286,7 +286,11 @@ def test_binary_specials():
     nan, inf = np.nan, np.inf
     a = np.array([0, 0, 1, 2, nan, 3, inf, nan, -inf, 0, -0.0, 1e30, 1e-40], np.float32)
     b = np.array([0, nan, 0, -1, 0, 4, nan, inf, 1, -0.0, 0, 1e30, 1e-40], np.float32)
-    ta, tb, pa, pb = torch.from_numpy(a), torch.from_numpy(b), pr.tensor(a), pr.tensor(b)
+    pa, pb = pr.tensor(a), pr.tensor(b)
+    if backend.current().flushes_subnormals:
+        # such a device (backend/quirks.py) computes on 1e-40 as on 0: the reference does too
+        a, b = (np.where(np.abs(v) < np.finfo(np.float32).tiny, 0 * v, v) for v in (a, b))
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     for name in ("xlogy", "hypot", "fmax", "fmin", "copysign", "nextafter", "logaddexp2", "atan2"):
         want = getattr(torch, name)(ta, tb).numpy()
         got = getattr(pr, name)(pa, pb).numpy()

@@ -17,7 +17,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..backend.device import INFO_ZERO_WORD
+# the info word every dispatch leaves 0 (the device's side of the contract: backend/device.py
+# INFO_ZERO_WORD; kernels/ and backend/ do not import each other, tests/test_backend.py checks
+# the two agree)
+INFO_ZERO_WORD = 127
 
 MAX_WORKGROUPS = 65535  # WebGPU maxComputeWorkgroupsPerDimension (default limit)
 WG = 256  # invocations per workgroup for 1-D kernels: WebGPU's default maxComputeInvocations
@@ -244,7 +247,7 @@ HELPERS = {
     let s = a - 1.0;
     let p = -2.36211856e-03 + s * (4.14856118e-01 + s * (-3.72207876e-01 + s * (3.18346619e-01 + s * (-1.10894694e-01 + s * (3.54783043e-02 + s * -2.16637559e-03)))));
     let q = 1.0 + s * (1.06420880e-01 + s * (5.40397917e-01 + s * (7.18286544e-02 + s * (1.26171219e-01 + s * (1.36370839e-02 + s * 1.19844998e-02)))));
-    return 1.54937088e-01 - p / q;
+    return 1.54937088e-01 - p_divf(p, q);
   }
   if (a >= 10.0) { return 0.0; }
   let s = 1.0 / (a * a);
@@ -257,7 +260,8 @@ HELPERS = {
     t = 1.0 + s * (3.03380607e+01 + s * (3.25792512e+02 + s * (1.53672958e+03 + s * (3.19985821e+03 + s * (2.55305040e+03 + s * (4.74528541e+02 + s * -2.24409524e+01))))));
   }
   let z = bitcast<f32>(bitcast<u32>(a) & 0xffffe000u);  // 11 bits: z*z + 0.5625 exact below 10
-  return p_expf(-z * z - 0.5625) * p_expf((z - a) * (z + a) + r / t) / a;
+  // (z - a)·(z + a) through p_opaque: not to be rewritten as z·z - a·a, which cancels
+  return p_divf(p_expf(-z * z - 0.5625) * p_expf(p_opaque(z - a) * (z + a) + p_divf(r, t)), a);
 }""",
     "p_erf_small": """fn p_erf_small(x: f32) -> f32 {
   let z = x * x;
@@ -410,19 +414,35 @@ HELPERS = {
     # residual step rounds to the nearest quotient: r = a - q·b exactly, by Dekker's split of q
     # and b into 12-bit halves (every partial product is exact, fused or not), not by fma(),
     # which lavapipe evaluates unfused (the fma form put lavapipe's exact quotients 1 ULP off);
-    # every step through p_opaque, so no compiler folds r to a - a. Quotients and divisors
-    # outside [2^-100, 2^100] in magnitude, inf, NaN and zero keep the plain quotient.
+    # every step through p_opaque, so no compiler folds r to a - a. The residual is taken on the
+    # mantissas and the exponent put back by two power-of-two products, exact for any normal
+    # result, so quotients near 3e38 or 1e-37 are rounded correctly too (not through WGSL's
+    # frexp/ldexp: 1 / 0.01 came out 1.0 through them on lavapipe).
     "p_divf": """fn p_divf(a: f32, b: f32) -> f32 {
   let q = p_opaque(a / b);
-  let eq = bitcast<u32>(q) & 0x7f800000u;
-  let eb = bitcast<u32>(b) & 0x7f800000u;
-  if (eq < 0x0d800000u || eq > 0x71800000u || eb < 0x0d800000u || eb > 0x71800000u) { return q; }
-  let sq = p_split(q);
-  let sb = p_split(b);
-  let r1 = p_opaque(a - sq.x * sb.x);
-  let r2 = p_opaque(r1 - sq.x * sb.y);
-  let r3 = p_opaque(r2 - sq.y * sb.x);
-  return q + (r3 - sq.y * sb.y) / b;
+  let uq = bitcast<u32>(q) & 0x7fffffffu;
+  let ea = (bitcast<u32>(a) >> 23u) & 0xffu;
+  let eb = (bitcast<u32>(b) >> 23u) & 0xffu;
+  // zero, subnormal, inf and NaN operands, and results below 2^-125 or inf, keep the plain
+  // quotient
+  if (uq < 0x01000000u || uq >= 0x7f800000u || ea == 0u || ea == 255u || eb == 0u || eb == 255u) {
+    return q;
+  }
+  // the mantissas in [1, 2) (signs kept), their quotient in (1/2, 2): no part of the residual
+  // overflows or underflows
+  let ma = bitcast<f32>((bitcast<u32>(a) & 0x807fffffu) | 0x3f800000u);
+  let mb = bitcast<f32>((bitcast<u32>(b) & 0x807fffffu) | 0x3f800000u);
+  let m = p_opaque(ma / mb);
+  let sm = p_split(m);
+  let sb = p_split(mb);
+  let r1 = p_opaque(ma - sm.x * sb.x);
+  let r2 = p_opaque(r1 - sm.x * sb.y);
+  let r3 = p_opaque(r2 - sm.y * sb.x);
+  let c = m + (r3 - sm.y * sb.y) / mb;
+  // times 2^(ea - eb) in two exact steps (each factor a normal power of two)
+  let e = i32(ea) - i32(eb);
+  let h = e / 2;
+  return p_opaque(c * bitcast<f32>(u32(h + 127) << 23u)) * bitcast<f32>(u32(e - h + 127) << 23u);
 }""",
     # float equality by the bits, NaN unequal and ±0 equal: a GPU that flushes subnormals (the
     # H200 through Vulkan) compared 1e-45 == 0 as true

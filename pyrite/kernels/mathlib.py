@@ -467,7 +467,7 @@ HELPERS.update(
   let a = abs(x);
   if (a <= 4.0) { return p_i0_series(0.25 * a * a) * p_expf(-a); }
   if (a <= 8.0) { return p_i0e_mid(0.5 * a - 3.0); }
-  return p_i0e_large(16.0 / a - 1.0) / sqrt(a);
+  return p_divf(p_i0e_large(16.0 / a - 1.0), sqrt(a));
 }""",
         "p_i0": """fn p_i0(x: f32) -> f32 {
   let a = abs(x);
@@ -479,7 +479,7 @@ HELPERS.update(
   var r: f32;
   if (a <= 4.0) { r = 0.5 * a * p_i1_series(0.25 * a * a) * p_expf(-a); }
   else if (a <= 8.0) { r = p_i1e_mid(0.5 * a - 3.0); }
-  else { r = p_i1e_large(16.0 / a - 1.0) / sqrt(a); }
+  else { r = p_divf(p_i1e_large(16.0 / a - 1.0), sqrt(a)); }
   return select(r, -r, x < 0.0);
 }""",
         "p_i1": """fn p_i1(x: f32) -> f32 {
