@@ -267,7 +267,7 @@ HELPERS = {
   let z = x * x;
   let r = 1.28379166e-01 + z * (-3.25042107e-01 + z * (-2.84817495e-02 + z * (-5.77027029e-03 + z * -2.37630166e-05)));
   let s = 1.0 + z * (3.97917223e-01 + z * (6.50222499e-02 + z * (5.08130628e-03 + z * (1.32494738e-04 + z * -3.96022827e-06))));
-  return x + x * (r / s);
+  return x + x * p_divf(r, s);
 }""",
     "p_erf": """fn p_erf(x: f32) -> f32 {
   let a = abs(x);
@@ -328,6 +328,11 @@ HELPERS = {
     # x ** y with PyTorch's answers for negative bases and integral exponents
     # NaN handled by bits first: lavapipe's compiler folds `x == 0.0` to true for a NaN x
     # (NaN ** 3 came out 0); PyTorch: x ** 0 = 1 and 1 ** y = 1 even for NaN
+    # |v| with the sign bit set where `neg`, by bits: a select between v and -v may lose a
+    # signed zero to a compiler that ignores them (NVIDIA's)
+    "p_with_sign": """fn p_with_sign(v: f32, neg: bool) -> f32 {
+  return bitcast<f32>((bitcast<u32>(v) & 0x7fffffffu) | select(0u, 0x80000000u, neg));
+}""",
     "p_powf": """fn p_powf(x: f32, y: f32) -> f32 {
   if ((bitcast<u32>(y) & 0x7fffffffu) == 0u) { return 1.0; }
   if (bitcast<u32>(x) == 0x3f800000u) { return 1.0; }
@@ -335,10 +340,13 @@ HELPERS = {
   if (y == 1.0) { return x; }
   if (y == 2.0) { return x * x; }
   if (bitcast<u32>(x) == 0xff800000u) {  // -inf: C's pow, signed only for odd integer y
-    let odd = floor(y) == y && (y - 2.0 * floor(y * 0.5)) != 0.0;
-    return select(select(0.0, -0.0, odd), select(p_inf(), -p_inf(), odd), y > 0.0);
+    // (an infinite y is even: inf - inf is NaN, and NaN != 0 is true on the H200)
+    let odd = !p_isinf(y) && floor(y) == y && (y - 2.0 * floor(y * 0.5)) != 0.0;
+    return p_with_sign(select(0.0, p_inf(), y > 0.0), odd);
   }
-  if (y == 0.5) { return select(sqrt(x), 0.0, x == 0.0); }  // (-0) ** 0.5 is +0
+  // (-0) ** 0.5 is +0: the sign cleared by bits (NVIDIA's compiler, not keeping signed zeros,
+  // folded select(sqrt(x), 0.0, x == 0.0) to sqrt(x), which is -0)
+  if (y == 0.5) { return bitcast<f32>(bitcast<u32>(sqrt(x)) & 0x7fffffffu); }
   if (p_isinf(y)) {  // C's pow: |x| = 1 gives 1 (also for x = -1), else inf or 0 by |x| > 1
     let ax = abs(x);
     if (ax == 1.0) { return 1.0; }
@@ -353,9 +361,8 @@ HELPERS = {
     return select(q, 1.0 / q, y < 0.0);
   }
   if (x == 0.0) {  // ±0 ** y: 0 or inf, with x's sign for an odd integer y
-    let big = select(0.0, p_inf(), y < 0.0);
     let odd0 = yi == y && (yi - 2.0 * floor(yi * 0.5)) != 0.0;
-    return select(big, -big, odd0 && (bitcast<u32>(x) >> 31u) == 1u);
+    return p_with_sign(select(0.0, p_inf(), y < 0.0), odd0 && (bitcast<u32>(x) >> 31u) == 1u);
   }
   let r = exp2(y * log2(abs(x)));
   if (x < 0.0) {

@@ -49,7 +49,7 @@ HELPERS = {
   if (p_isnan(a) || p_isnan(b)) { return p_nan(); }
   if ((bitcast<u32>(b) & 0x7fffffffu) == 0u) { return a / b; }
   let m = p_fmodf(a, b);
-  var d = (a - m) / b;
+  var d = p_divf(a - m, b);  // correctly rounded, as C's
   if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { d = d - 1.0; }
   if (d == 0.0) { return bitcast<f32>((bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u); }
   var f = floor(d);

@@ -550,7 +550,7 @@ def round(input, *, decimals=0):
         raise TypeError(f"pyrite: round with decimals is not implemented for {x.dtype!r}")
     # one map in f32, rounded once to x's dtype, as torch's kernel (x * 10^d stored in float16
     # first would round twice); negative decimals divide first, as torch
-    expr = "p_round(x0 * s0) / s0" if decimals > 0 else "p_round(x0 / s0) * s0"
+    expr = "p_divf(p_round(x0 * s0), s0)" if decimals > 0 else "p_round(p_divf(x0, s0)) * s0"
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # (this module's abs is the op)
     return run_map(expr, (x,), ("f32",), empty(x._shape, x.dtype), "f32", (scale,), ("f32",))
 
