@@ -426,17 +426,13 @@ HELPERS = {
     # result, so quotients near 3e38 or 1e-37 are rounded correctly too (not through WGSL's
     # frexp/ldexp: 1 / 0.01 came out 1.0 through them on lavapipe).
     "p_divf": """fn p_divf(a: f32, b: f32) -> f32 {
-  let q = p_opaque(a / b);
-  let uq = bitcast<u32>(q) & 0x7fffffffu;
   let ea = (bitcast<u32>(a) >> 23u) & 0xffu;
   let eb = (bitcast<u32>(b) >> 23u) & 0xffu;
-  // zero, subnormal, inf and NaN operands, and results below 2^-125 or inf, keep the plain
-  // quotient
-  if (uq < 0x01000000u || uq >= 0x7f800000u || ea == 0u || ea == 255u || eb == 0u || eb == 255u) {
-    return q;
-  }
+  // zero, subnormal, inf and NaN operands: the plain quotient
+  if (ea == 0u || ea == 255u || eb == 0u || eb == 255u) { return a / b; }
   // the mantissas in [1, 2) (signs kept), their quotient in (1/2, 2): no part of the residual
-  // overflows or underflows
+  // overflows or underflows (the plain 3e38 / 3e38 came out 0 on the H200: a times 1/b, and
+  // 1/b flushed to zero)
   let ma = bitcast<f32>((bitcast<u32>(a) & 0x807fffffu) | 0x3f800000u);
   let mb = bitcast<f32>((bitcast<u32>(b) & 0x807fffffu) | 0x3f800000u);
   let m = p_opaque(ma / mb);
@@ -445,9 +441,13 @@ HELPERS = {
   let r1 = p_opaque(ma - sm.x * sb.x);
   let r2 = p_opaque(r1 - sm.x * sb.y);
   let r3 = p_opaque(r2 - sm.y * sb.x);
-  let c = m + (r3 - sm.y * sb.y) / mb;
-  // times 2^(ea - eb) in two exact steps (each factor a normal power of two)
+  let c = p_opaque(m + (r3 - sm.y * sb.y) / mb);
+  // c·2^e: inf past the largest float; below the smallest normal the plain quotient (a
+  // subnormal result, flushed by such GPUs anyway); else two exact power-of-two products
   let e = i32(ea) - i32(eb);
+  let et = e + i32((bitcast<u32>(c) >> 23u) & 0xffu) - 127;
+  if (et > 127) { return p_with_sign(p_inf(), (bitcast<u32>(c) >> 31u) == 1u); }
+  if (et < -126) { return a / b; }
   let h = e / 2;
   return p_opaque(c * bitcast<f32>(u32(h + 127) << 23u)) * bitcast<f32>(u32(e - h + 127) << 23u);
 }""",

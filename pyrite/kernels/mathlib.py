@@ -74,9 +74,9 @@ HELPERS = {
     # Computing Gems Jade, 2011: a polynomial in w = -log(1 - x^2), two branches), then one Newton
     # step on erf(y) = |x| (erfc(y) = 1 - |x| in the tail, where 1 - |x| is exact), so the result
     # is as good as p_erf/p_erfc_pos. w by log1p for |x| < 0.5 (1 - x^2 would round x^2 away).
-    # Max error against torch float64 of the same f32 inputs, lavapipe (2026-12): 1.17 ULP over
-    # 6M points of (-1, 1) (uniform, 1 - 2^-U(1,24) near ±1, 2^-U(0,120) near 0); without the
-    # Newton step (Giles alone, w by log1p near 0) 3.7 ULP. tests/test_special.py holds it to
+    # Max error against torch float64 of the same f32 inputs, lavapipe (2026-12): 1.17 ULP (the
+    # H200: 1.65, 2026-12-01) over 6M points of (-1, 1) (uniform, 1 - 2^-U(1,24) near ±1,
+    # 2^-U(0,120) near 0); without the Newton step (Giles alone, w by log1p near 0) 3.7 ULP. tests/test_special.py holds it to
     # ERFINV_MAX_ULP (ops/special.py).
     "p_erfinv": """fn p_erfinv(x: f32) -> f32 {
   let a = abs(x);

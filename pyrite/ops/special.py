@@ -7,7 +7,8 @@ integer and bool inputs give float32, as PyTorch's.
 
 Accuracy, measured on lavapipe against torch float64 of the same f32 inputs (tests/test_special.py
 repeats each measurement as a test):
-- erfinv: max 1.17 ULP over 6M points of (-1, 1) (uniform, 1 - 2^-U(1,24), 2^-U(0,120)).
+- erfinv: max 1.17 ULP (lavapipe) and 1.65 ULP (H200, fused multiply-adds and its own exp/log)
+  over 6M points of (-1, 1) (uniform, 1 - 2^-U(1,24), 2^-U(0,120)).
   Giles' approximation alone (no Newton step) is 3.7 ULP; the Newton step was 2.2 ULP with the
   old erfc (WGSL exp: 42 ULP at erfc(4)); ERFINV_MAX_ULP is the bound the test holds it to.
 - erfc: <= 2.9 ULP on [0.84, 9.5] (the tail, relative), erf-exact elsewhere.
@@ -22,7 +23,7 @@ import math
 from .elementwise import BINARY, UNARY, as_tensor_arg, binary, unary
 from .mathops import inplace_of
 
-ERFINV_MAX_ULP = 1.5  # measured 1.17 (see above); the test's bound
+ERFINV_MAX_ULP = 2.0  # measured 1.17 / 1.65 (see above); the test's bound
 
 # A is zero as the arithmetic sees it (a GPU that flushes subnormals computes on a subnormal A as
 # 0, so xlogy(1e-40, 1e-40) is 0 there, not 0 · -inf); NaN excluded by its bits first, since
