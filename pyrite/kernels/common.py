@@ -428,8 +428,14 @@ HELPERS = {
     "p_divf": """fn p_divf(a: f32, b: f32) -> f32 {
   let ea = (bitcast<u32>(a) >> 23u) & 0xffu;
   let eb = (bitcast<u32>(b) >> 23u) & 0xffu;
-  // zero, subnormal, inf and NaN operands: the plain quotient
-  if (ea == 0u || ea == 255u || eb == 0u || eb == 255u) { return a / b; }
+  // inf and NaN operands by IEEE's rules (the H200's inf / 3e38 was NaN: inf times a flushed
+  // 1/b); zero and subnormal ones: the plain quotient
+  if (ea == 255u || eb == 255u) {
+    if (p_isnan(a) || p_isnan(b) || (ea == 255u && eb == 255u)) { return p_nan(); }
+    let sign = (bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u;
+    return bitcast<f32>(select(sign, sign | 0x7f800000u, ea == 255u));
+  }
+  if (ea == 0u || eb == 0u) { return a / b; }
   // the mantissas in [1, 2) (signs kept), their quotient in (1/2, 2): no part of the residual
   // overflows or underflows (the plain 3e38 / 3e38 came out 0 on the H200: a times 1/b, and
   // 1/b flushed to zero)
