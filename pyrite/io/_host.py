@@ -45,7 +45,7 @@ def tensor_to_host(t: Tensor) -> np.ndarray:
     """A contiguous host copy of `t` in its own width (bfloat16: the uint16 bits)."""
     t = t.detach()
     if t.dtype is not D.bfloat16:
-        return np.ascontiguousarray(t.numpy())
+        return np.ascontiguousarray(t.numpy()).reshape(t._shape)  # (ascontiguousarray: 0-d -> 1-d)
     n = t.numel()
     if n == 0:
         return np.zeros(t._shape, dtype=np.uint16)

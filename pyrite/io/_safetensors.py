@@ -81,7 +81,7 @@ class _Writer:
                     f"{obj.dtype}, which a safetensors file cannot hold"
                 )
             name = self.name_for(path)
-            self.arrays[name] = (np.ascontiguousarray(obj), dt)
+            self.arrays[name] = (np.ascontiguousarray(obj).reshape(obj.shape), dt)
             return {"ndarray": name}
         if isinstance(obj, D.dtype):
             return {"dtype": obj.name}
