@@ -92,3 +92,8 @@ from .runtime import (
     set_device,
     synchronize,
 )
+
+# isort: split
+# checkpoints (pyrite/io/) and torch.utils.data's counterpart (pyrite/utils/data/)
+from . import io, utils
+from .io import load, save
