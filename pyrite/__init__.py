@@ -85,3 +85,6 @@ from .runtime import (
     set_device,
     synchronize,
 )
+
+# ---- optimizers and schedules (pyrite/optim/) ----
+from . import optim
