@@ -191,7 +191,10 @@ def test_state_dict_loads_lr_and_groups(rng):
     assert other.param_groups[0]["params"][0] is not pair.pr_params[0]
     with pytest.raises(ValueError, match="different number of parameter groups"):
         pr.optim.SGD([pr.tensor(pair.weights[0])]).load_state_dict(sd)
-    bad = {"state": {}, "param_groups": [dict(sd["param_groups"][0], params=[0]), sd["param_groups"][1]]}
+    bad = {
+        "state": {},
+        "param_groups": [dict(sd["param_groups"][0], params=[0]), sd["param_groups"][1]],
+    }
     with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
         other.load_state_dict(bad)
 
@@ -338,7 +341,9 @@ def test_errors(rng):
         pr.optim.Adam([a, 3.0])
     with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
         pr.optim.SGD([{"params": [a]}, {"params": [a], "lr": 0.1}])
-    with pytest.raises(ValueError, match="Nesterov momentum requires a momentum and zero dampening"):
+    with pytest.raises(
+        ValueError, match="Nesterov momentum requires a momentum and zero dampening"
+    ):
         pr.optim.SGD([a], nesterov=True)
     with pytest.raises(ValueError, match="Invalid learning rate: -1"):
         pr.optim.AdamW([a], lr=-1)
@@ -353,5 +358,7 @@ def test_errors(rng):
         pr.optim.SGD([y])
     opt = pr.optim.SGD([a])
     a.grad = pr.tensor(np.ones(4, np.float32))
-    with pytest.raises(RuntimeError, match=r"gradient of a parameter of shape \(3,\) has shape \(4,\)"):
+    with pytest.raises(
+        RuntimeError, match=r"gradient of a parameter of shape \(3,\) has shape \(4,\)"
+    ):
         opt.step()

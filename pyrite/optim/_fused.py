@@ -19,6 +19,7 @@ from ..kernels.optim import TOKENS, update_kernel
 from ..ops.core import empty, f32_bits, run_map
 from ..tensor import Tensor
 
+
 def _direct(t: Tensor) -> bool:
     return t.dtype.storage in TOKENS and t.is_contiguous()
 

@@ -309,7 +309,8 @@ class LinearLR(LRScheduler):
     def _get_closed_form_lr(self):
         span = self.end_factor - self.start_factor
         return [
-            b * (self.start_factor + span * min(self.total_iters, self.last_epoch) / self.total_iters)
+            b
+            * (self.start_factor + span * min(self.total_iters, self.last_epoch) / self.total_iters)
             for b in self.base_lrs
         ]
 
@@ -375,7 +376,8 @@ class CosineAnnealingLR(LRScheduler):
                 for b, group in zip(self.base_lrs, groups)
             ]
         return [
-            (1 + math.cos(math.pi * e / t)) / (1 + math.cos(math.pi * (e - 1) / t))
+            (1 + math.cos(math.pi * e / t))
+            / (1 + math.cos(math.pi * (e - 1) / t))
             * (group["lr"] - lo)
             + lo
             for group in groups
@@ -724,8 +726,7 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(
-                "anneal_strategy must be one of 'cos' or 'linear', instead got "
-                f"{anneal_strategy}"
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self._anneal_func_type = anneal_strategy
         max_lrs = _per_group("max_lr", optimizer, max_lr)
@@ -738,8 +739,7 @@ class OneCycleLR(LRScheduler):
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option "
-                    "enabled"
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
                 )
             self.use_beta1 = "betas" in optimizer.defaults
             maxs = _per_group("max_momentum", optimizer, max_momentum)

@@ -10,7 +10,6 @@ as a 0-d float32 tensor, as torch stores it.
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
@@ -138,8 +137,7 @@ class Optimizer:
         for i, p in enumerate(tensors):
             if not isinstance(p, Tensor):
                 raise TypeError(
-                    "optimizer can only optimize Tensors, but one of the params is "
-                    + _typename(p)
+                    "optimizer can only optimize Tensors, but one of the params is " + _typename(p)
                 )
             if not self.defaults.get("differentiable", None) and not (
                 p.is_leaf or getattr(p, "retains_grad", False)
