@@ -362,3 +362,23 @@ def test_errors(rng):
         RuntimeError, match=r"gradient of a parameter of shape \(3,\) has shape \(4,\)"
     ):
         opt.step()
+
+
+def test_update_kernel_text():
+    """The generated WGSL, without a GPU: no loops (the loop budget cannot bite), every scalar
+    from the info words (nothing per step baked in), each written operand stored once."""
+    from pyrite.kernels.optim import adam_rule, update_kernel
+
+    rule, names = adam_rule(True, True, True, False)
+    ops = (("p", "f16", True), ("m", "f32", True), ("v", "f32", True), ("vmax", "f32", True))
+    src = update_kernel((*ops, ("g", "f16", False)), rule, names).wgsl
+    assert "for (" not in src and "loop" not in src and "while" not in src
+    for j, s in enumerate(names):
+        assert f"let {s} = bitcast<f32>(info[{1 + 5 + j}]);" in src
+    for name, _, _ in ops:
+        assert src.count(f"b_{name}[i_{name}] =") == 1
+    assert "enable f16;" in src and "p_f16(p)" in src
+    assert "var<storage, read> b_g" in src
+    # the flags choose the text; the numbers never do
+    assert adam_rule(True, True, True, False) == (rule, names)
+    assert adam_rule(False, True, True, False)[0] != rule
