@@ -97,5 +97,6 @@ from .runtime import (
 # checkpoints (pyrite/io/) and torch.utils.data's counterpart (pyrite/utils/data/)
 from . import io, utils
 from .io import load, save
+
 # ---- optimizers and schedules (pyrite/optim/) ----
 from . import optim

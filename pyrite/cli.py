@@ -114,11 +114,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="run the demo (pyrite.demo)")
 
+    train = sub.add_parser(
+        "train", help="train an MLP on scikit-learn's digits (examples/train_digits.py)"
+    )
+    train.add_argument("--steps", type=int, default=600, help="optimizer steps (default 600)")
+    train.add_argument("--batch-size", type=int, default=64, help="batch size (default 64)")
+    train.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
+    train.add_argument("--out", default="runs/digits", help="folder for checkpoint, plot, JSON")
+    train.add_argument("--seed", type=int, default=0)
+
     # pyrite.bench parses its own arguments; these are declared here for --help only.
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
     bench.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     bench.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     return parser
+
+
+def cmd_train(args) -> int:
+    """Run examples/train_digits.py of this checkout (the script a PyTorch user reads)."""
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "train_digits.py"
+    if not script.exists():
+        print(f"pyrite train: {script} not found (run from a checkout of pyrite)", file=sys.stderr)
+        return 1
+    try:
+        import matplotlib  # noqa: F401
+        import sklearn  # noqa: F401
+        import tqdm  # noqa: F401
+    except ImportError as err:
+        print(
+            f"pyrite train: {err.name} is missing: pip install -e '.[train]' (scikit-learn ships "
+            "the digits data set; tqdm and matplotlib show the progress and the loss curve)",
+            file=sys.stderr,
+        )
+        return 1
+    mod = runpy.run_path(str(script))
+    argv = ["--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr)]
+    return mod["main"]([*argv, "--out", args.out, "--seed", str(args.seed)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_info(args)
         if args.command == "demo":
             return cmd_demo(args)
+        if args.command == "train":
+            return cmd_train(args)
         return cmd_bench(args, argv[argv.index("bench") + 1 :])
     except DeviceError as err:  # no adapter, or a missing feature: the message names the way out
         print(err, file=sys.stderr)
