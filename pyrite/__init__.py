@@ -95,8 +95,6 @@ from .runtime import (
 
 # isort: split
 # checkpoints (pyrite/io/) and torch.utils.data's counterpart (pyrite/utils/data/)
-from . import io, utils
-from .io import load, save
-
 # ---- optimizers and schedules (pyrite/optim/) ----
-from . import optim
+from . import io, optim, utils
+from .io import load, save
