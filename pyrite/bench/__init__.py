@@ -341,12 +341,18 @@ def bench_baked(rep):
         )
 
 
+def _bench_train(rep):
+    from .train import bench_train
+
+    bench_train(rep)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
     p.add_argument(
-        "--only", default="", help="comma list: copy,reduce,rowops,matmul,overhead,baked"
+        "--only", default="", help="comma list: copy,reduce,rowops,matmul,overhead,baked,train"
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -369,6 +375,7 @@ def main(argv=None):
         ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else [1024, 2048, 4096])),
         ("overhead", lambda: bench_overhead(rep)),
         ("baked", lambda: bench_baked(rep)),
+        ("train", lambda: _bench_train(rep)),
     ]
     for name, fn in steps:
         if only and name not in only:

@@ -641,7 +641,7 @@ def _g_linear(ctx, g):
             gw = matmul(g.reshape(-1, g._shape[-1]).mT, x.reshape(-1, x._shape[-1]))
         else:
             gw = (g.unsqueeze(-1) * x).reshape(-1, x._shape[-1]).sum(0)
-    if len(ctx.args) > 2 and ctx.args[2] is not None and ctx.needs[2]:
+    if len(ctx.needs) > 2 and ctx.needs[2]:  # (the bias itself is not saved: only needs says)
         gb = g
     return gx, gw, gb
 
