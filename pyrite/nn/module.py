@@ -882,7 +882,6 @@ class Module:
                     )
 
         load(self, state_dict)
-        del load
         if strict:
             if len(unexpected_keys) > 0:
                 error_msgs.insert(

@@ -1,7 +1,23 @@
 """The layers of pyrite.nn, one concern a file (torch.nn.modules' layout)."""
 
+from . import (
+    activation,
+    attention,
+    container,
+    conv,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    norm,
+    padding,
+    pooling,
+    sparse,
+    transformer,
+    upsample,
+)
 from .activation import *  # noqa: F403
-from .attention import MultiheadAttention
+from .attention import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .dropout import *  # noqa: F403
@@ -14,15 +30,7 @@ from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
-from . import activation, container, conv, dropout, flatten, linear, loss, norm  # noqa: E402
-from . import padding, pooling, sparse, transformer, upsample  # noqa: E402
 
-__all__ = sorted(
-    {"MultiheadAttention"}
-    | {
-        name
-        for mod in (activation, container, conv, dropout, flatten, linear, loss, norm, padding,
-                    pooling, sparse, transformer, upsample)
-        for name in mod.__all__
-    }
-)  # fmt: skip
+_FILES = (activation, attention, container, conv, dropout, flatten, linear, loss, norm, padding,
+          pooling, sparse, transformer, upsample)  # fmt: skip
+__all__ = sorted({name for mod in _FILES for name in mod.__all__})
