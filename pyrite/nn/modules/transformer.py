@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import math
 
+from ...ops import combine as _combine
 from ...ops import creation as _creation
 from .. import functional as F
 from ..module import Module
@@ -40,7 +41,7 @@ def _get_clones(module, n):
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """(sz, sz) float mask: 0 on and below the diagonal, -inf above (causal)."""
     full = _creation.full((sz, sz), -math.inf)
-    return _creation.triu(full, diagonal=1)
+    return _combine.triu(full, diagonal=1)
 
 
 class TransformerEncoderLayer(Module):
