@@ -303,11 +303,25 @@ class ModuleDict(Module):
                 self[m[0]] = m[1]
 
 
-def _param_repr(p) -> str:
-    # torch's ParameterList/Dict line: "Parameter containing: [torch.float32 of size 3x4]"
+_TYPENAMES = {
+    "float32": "FloatTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
+    "int32": "IntTensor",
+    "int16": "ShortTensor",
+    "int8": "CharTensor",
+    "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+}
+
+
+def _param_repr(p, typename=False) -> str:
+    # torch's lines: ParameterList "Parameter containing: [torch.float32 of size 3x4]",
+    # ParameterDict the same with torch.typename ("torch.FloatTensor")
     size_str = "x".join(str(size) for size in p.size())
     kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    return f"{kind} containing: [{p.dtype!r} of size {size_str}]"
+    what = f"pyrite.{_TYPENAMES.get(p.dtype.name, 'Tensor')}" if typename else repr(p.dtype)
+    return f"{kind} containing: [{what} of size {size_str}]"
 
 
 class ParameterList(Module):
@@ -497,7 +511,7 @@ class ParameterDict(Module):
         child_lines = []
         for k, p in self.items():
             if isinstance(p, Tensor):
-                child_lines.append("  (" + str(k) + "): " + _param_repr(p))
+                child_lines.append("  (" + str(k) + "): " + _param_repr(p, typename=True))
             else:
                 child_lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
         return "\n".join(child_lines)
