@@ -69,7 +69,14 @@ def promote_types(a, b):
     return _dtypes.result_type_of(_dtypes.from_any(a), _dtypes.from_any(b))
 
 
-from . import linalg  # torch.linalg's namespace (pyrite/linalg.py)
+from . import (
+    autograd,  # noqa: E402
+    linalg,  # torch.linalg's namespace (pyrite/linalg.py)
+)
+
+# torch.linalg's and torch.special's functions are guarded as the ops are (pyrite/autograd.py):
+# without a backward rule, their outputs' backward raises naming them
+autograd.install([linalg, special], Tensor, any_origin=True)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .format import set_printoptions
 from .runtime import (
@@ -85,3 +92,10 @@ from .runtime import (
     set_device,
     synchronize,
 )
+
+# isort: split
+# checkpoints (pyrite/io/) and torch.utils.data's counterpart (pyrite/utils/data/)
+from . import io, utils
+from .io import load, save
+# ---- optimizers and schedules (pyrite/optim/) ----
+from . import optim

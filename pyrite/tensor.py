@@ -79,6 +79,7 @@ class Tensor:
         "__weakref__",
         "_base",
         "_offset",
+        "_out_nr",  # which output of grad_fn this is (set with grad_fn)
         "_shape",
         "_storage",
         "_strides",
@@ -187,19 +188,65 @@ class Tensor:
     def is_leaf(self):
         return self.grad_fn is None
 
+    # ---- autograd (pyrite/autograd.py) -----------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from . import autograd
+
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook):
+        from . import autograd
+
+        return autograd.register_hook(self, hook)
+
+    def retain_grad(self):
+        from . import autograd
+
+        autograd.retain_grad(self)
+
+    @property
+    def retains_grad(self):
+        from . import autograd
+
+        return autograd.retains_grad(self)
+
+    @property
+    def _version(self):
+        return self._storage.version
+
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
     @property
     def data(self):
-        return self._view(self._shape, self._strides, self._offset)
+        # the same storage without autograd identity: in-place writes through it are not recorded
+        return Tensor._make(self._storage, self._shape, self._strides, self._offset, self.dtype)
+
+    @data.setter
+    def data(self, value):
+        self._adopt_storage(value)
+
+    def _adopt_storage(self, value):
+        for name in ("_storage", "_shape", "_strides", "_offset", "dtype"):
+            object.__setattr__(self, name, getattr(value, name))
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                "pyrite: only Tensors of floating point dtype can require gradients "
+                f"(this one is {self.dtype!r})"
+            )
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "pyrite: you can only change requires_grad flags of leaf variables. If you want "
+                "to use a computed variable in a subgraph that doesn't require differentiation "
+                "use var_no_grad = var.detach()."
+            )
+        self.requires_grad = bool(requires_grad)
         return self
 
     def detach(self):
-        return self._view(self._shape, self._strides, self._offset)
+        return Tensor._make(self._storage, self._shape, self._strides, self._offset, self.dtype)
 
     def detach_(self):
         self.grad_fn = None

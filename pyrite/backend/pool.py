@@ -30,12 +30,14 @@ def size_class(nbytes: int) -> int:
 class Storage:
     """One device buffer (or a region of one) owned by tensors; returns to the pool when freed."""
 
-    __slots__ = ("__weakref__", "buffer", "nbytes", "pool")
+    # version: bumped by every in-place write (autograd's check that saved tensors are unchanged)
+    __slots__ = ("__weakref__", "buffer", "nbytes", "pool", "version")
 
     def __init__(self, buffer, nbytes, pool):
         self.buffer = buffer
         self.nbytes = nbytes
         self.pool = pool
+        self.version = 0
 
     def __del__(self):
         pool = self.pool

@@ -302,3 +302,39 @@ __all__ += [
     "upsample_bilinear",
     "upsample_nearest",
 ]
+
+# autograd (pyrite/autograd.py): the nn modules' functions record their GRADS rules or are
+# guarded, as the op modules' are; names bound above by `from ... import` are rebound
+from .. import autograd as _autograd  # noqa: E402
+from ..tensor import Tensor as _Tensor  # noqa: E402
+from . import (  # noqa: E402
+    _activation,
+    _attention,
+    _ctc,
+    _distance,
+    _dropout,
+    _linear,
+    _loss,
+    _margin,
+    _norm,
+    _sparse,
+    _toplevel,
+)
+
+_autograd.install(
+    [
+        _activation,
+        _attention,
+        _ctc,
+        _distance,
+        _dropout,
+        _linear,
+        _loss,
+        _margin,
+        _norm,
+        _sparse,
+        _toplevel,
+    ],
+    _Tensor,
+    namespaces=(globals(), _toplevel.TOPLEVEL, _toplevel.METHODS),
+)

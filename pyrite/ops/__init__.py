@@ -89,3 +89,11 @@ def exported():
     from . import outarg
 
     return outarg.wrap_all(_aliases.wrap_all(out))
+
+
+# autograd (pyrite/autograd.py): every public function and method recording its module's GRADS
+# rule when an input requires grad, or guarded so a missing rule raises at backward
+from .. import autograd as _autograd  # noqa: E402
+
+# (creation and random ops make new values: their outputs never require grad, so no guard)
+_autograd.install(loaded, Tensor, skip=("creation", "random"))

@@ -191,3 +191,30 @@ METHODS = {
     "fill_": fill_,
     "zero_": zero_,
 }
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+from ..autograd import saves as _saves  # noqa: E402
+
+
+@_saves()
+def _g_identity(ctx, g):
+    return (g,)  # the engine casts g back to the input's dtype
+
+
+@_saves()
+def _g_copy_(ctx, g):
+    return None, g  # self's old value is overwritten; src gets g (summed/cast to its shape)
+
+
+GRADS = {
+    "clone": _g_identity,
+    "copy_": _g_copy_,
+    "to": _g_identity,
+    "float": _g_identity,
+    "half": _g_identity,
+    "bfloat16": _g_identity,
+    "double": _g_identity,
+    "type_as": _g_identity,
+    "type": _g_identity,
+}

@@ -633,3 +633,66 @@ METHODS = {
     "tril_": lambda self, diagonal=0: self.copy_(tril(self, diagonal)),
     "triu_": lambda self, diagonal=0: self.copy_(triu(self, diagonal)),
 }
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _cat_grads(ctx, g, dim, stacked):
+    """Each input's slice of g along `dim` (stack: the slice without the new dim)."""
+    shapes = [m[0] if m is not None else None for m in ctx.meta]
+    out = []
+    pos = 0
+    for i in range(len(ctx.args[0])):
+        shape = shapes[i]
+        if stacked:
+            out.append(g.select(dim, i) if ctx.needs[i] else None)
+            continue
+        if len(shape) == 1 and shape[0] == 0 and g.ndim != 1:
+            out.append(None)  # torch's legacy empty (0,) input of cat
+            continue
+        k = shape[dim % len(shape)]
+        out.append(g.narrow(dim, pos, k) if ctx.needs[i] else None)
+        pos += k
+    return tuple(out)
+
+
+def _g_cat(ctx, g):
+    dim = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("dim", 0)
+    return _cat_grads(ctx, g, dim, False)
+
+
+def _g_stack(ctx, g):
+    dim = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("dim", 0)
+    return _cat_grads(ctx, g, dim % g.ndim, True)
+
+
+for _r in (_g_cat, _g_stack):
+    _r.saves = frozenset()
+    _r.list_arg = True
+
+
+def _g_split(ctx, gs):
+    """split/chunk/split_with_sizes: the pieces' gradients concatenated (zeros for unused)."""
+    from .creation import zeros
+
+    x_shape, dtype = ctx.meta[0]
+    dim = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("dim", 0)
+    parts = []
+    outs = ctx.out
+    for g, o in zip(gs, outs):
+        parts.append(zeros(o._shape, dtype=dtype) if g is None else g)
+    if not parts:
+        return (zeros(x_shape, dtype=dtype),)
+    return (cat(parts, dim),)
+
+
+_g_split.saves = frozenset(("out",))
+
+GRADS = {
+    "cat": _g_cat,
+    "concat": _g_cat,
+    "concatenate": _g_cat,
+    "stack": _g_stack,
+    "split": _g_split,
+    "split_with_sizes": _g_split,
+    "chunk": _g_split,
+}

@@ -308,7 +308,30 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
         for x, ct in zip(scalars, s_ctypes):
             info.append(f32_bits(x) if ct == "f32" else int(x))
     backend.current().dispatch(src, bufs, info, grid)
+    if out.dtype.is_floating_point and _untracked(inputs):
+        _mark_untracked(out, expr)
     return out
+
+
+def _untracked(inputs) -> bool:
+    """Whether a kernel reads a tensor that requires grad while recording: an op without a
+    backward rule (recorded ops run their kernels with recording off)."""
+    from ..autograd import is_grad_enabled
+
+    for t in inputs:
+        if t.requires_grad and is_grad_enabled():
+            return True
+    return False
+
+
+def _mark_untracked(out, what):
+    """Give `out` a backward that raises, naming the kernel: never a silently missing gradient.
+    (A public op's guard, autograd.wrap, replaces the kernel's name with the op's.)"""
+    from .. import autograd
+
+    autograd.record(
+        f"<kernel {what[:60]}>", autograd._not_implemented(f"this op ({what[:60]})"), (), {}, out
+    )
 
 
 def has_internal_overlap(t: Tensor) -> bool:

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
+from ..autograd import is_grad_enabled
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
 
@@ -87,6 +88,10 @@ def _wgsl(expr, names):
 
 
 def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
+    if _rg(x) and is_grad_enabled():  # recorded for backward (elementwise_grads)
+        from .elementwise_grads import recorded_unary
+
+        return recorded_unary(name, x, scalars, s_ctypes, out)
     x = as_tensor_arg(x)
     fexpr, iexpr, kind = UNARY[name]
     dt = x.dtype
@@ -181,7 +186,7 @@ def _is_scalar(x):
     if t in _SCALARS:
         return True
     if t is Tensor:
-        return False
+        return False  # (a Tensor subclass, Parameter, ends at the isinstance below)
     return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
 
 
@@ -228,12 +233,20 @@ _typed: dict = {}
 
 def _sig(x):
     t = type(x)
-    if t is Tensor:
+    if t is Tensor or (t not in _SCALARS and isinstance(x, Tensor)):  # Parameter too
         return (x.dtype, not x._shape)
     return t
 
 
+def _rg(x) -> bool:
+    return isinstance(x, Tensor) and x.requires_grad
+
+
 def binary(name: str, a, b, out=None):
+    if (_rg(a) or _rg(b)) and is_grad_enabled():  # recorded for backward (elementwise_grads)
+        from .elementwise_grads import recorded_binary
+
+        return recorded_binary(name, a, b, out)
     key = (name, _sig(a), _sig(b))
     hit = _typed.get(key)
     if hit is not None:
@@ -302,7 +315,7 @@ def _binary(name, a, b, out, key):
         o = _out(out, shape, res)
         text = _wgsl(expr, {"A": "x0", "B": "s0"})
         conv = _scalar_cast(name, rt, ct)
-        if key is not None and type(a) is Tensor and type(b) in _SCALARS:
+        if key is not None and isinstance(a, Tensor) and type(b) in _SCALARS:
             _typed[key] = (text, ct, res, out_ct, 1, conv)
         if conv is not None:
             b = conv(b)
@@ -317,7 +330,7 @@ def _binary(name, a, b, out, key):
     shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
     o = _out(out, shape, res)
     text = _wgsl(expr, {"A": "x0", "B": "x1"})
-    if key is not None and key[1] is not None and type(a) is Tensor and type(b) is Tensor:
+    if key is not None and key[1] is not None and isinstance(a, Tensor) and isinstance(b, Tensor):
         _typed[key] = (text, ct, res, out_ct, 2, None)
     return run_map(text, (a, b), (ct, ct), o, out_ct)
 

@@ -77,12 +77,12 @@ _SPECIAL = ("bf16", "u8", "i8", "i16")
 
 
 def _special(t) -> bool:
-    return type(t) is Tensor and t.dtype.storage in _SPECIAL
+    return isinstance(t, Tensor) and t.dtype.storage in _SPECIAL
 
 
 def _needs(args, kwargs) -> bool:
     for a in args:
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
             if a.dtype.storage in _SPECIAL:
                 return True
         elif type(a) is D.dtype:  # a dtype passed by position (softmax(x, -1, bfloat16))
@@ -90,11 +90,11 @@ def _needs(args, kwargs) -> bool:
                 return True
         elif type(a) in (list, tuple):
             for b in a:
-                if type(b) is Tensor and b.dtype.storage in _SPECIAL:
+                if isinstance(b, Tensor) and b.dtype.storage in _SPECIAL:
                     return True
     if kwargs:
         for k, v in kwargs.items():
-            if type(v) is Tensor:
+            if isinstance(v, Tensor):
                 if v.dtype.storage in _SPECIAL:
                     return True
             elif k == "dtype" and v is not None and D.from_any(v).storage in _SPECIAL:
@@ -105,7 +105,7 @@ def _needs(args, kwargs) -> bool:
 
 
 def _widen(x, floats):
-    if type(x) is Tensor:
+    if isinstance(x, Tensor):
         if x.dtype.is_floating_point:
             floats.append((x.dtype, not x._shape))
         if x.dtype is D.bfloat16:
@@ -158,7 +158,7 @@ def _slow(fn, name, inplace, args, kwargs):
             _wrap_small_int(self)
         back[id(w_args[0])] = self
     out = kwargs.get("out")
-    if type(out) is Tensor:
+    if isinstance(out, Tensor):
         if out.dtype is D.bfloat16:
             out.copy_(w_kwargs["out"])
         elif out.dtype.is_small_int and name not in MOVERS:
@@ -167,7 +167,7 @@ def _slow(fn, name, inplace, args, kwargs):
     sources = {id(a._storage) for a in _tensors(args, kwargs)}
 
     def fix(r):
-        if type(r) is not Tensor:
+        if not isinstance(r, Tensor):
             return r
         if id(r) in back:
             return back[id(r)]
@@ -179,9 +179,9 @@ def _slow(fn, name, inplace, args, kwargs):
             _wrap_small_int(r)
         return r
 
-    if type(res) is Tensor:
+    if isinstance(res, Tensor):
         return fix(res)
-    if isinstance(res, (tuple, list)) and any(type(r) is Tensor for r in res):
+    if isinstance(res, (tuple, list)) and any(isinstance(r, Tensor) for r in res):
         items = [fix(r) for r in res]
         if type(res) in (tuple, list):
             return type(res)(items)
@@ -191,10 +191,10 @@ def _slow(fn, name, inplace, args, kwargs):
 
 def _tensors(args, kwargs):
     for a in (*args, *kwargs.values()):
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
             yield a
         elif type(a) in (list, tuple):
-            yield from (b for b in a if type(b) is Tensor)
+            yield from (b for b in a if isinstance(b, Tensor))
 
 
 def wrap(fn, name: str, inplace: bool):

@@ -585,3 +585,73 @@ def _in_place(fn):
 
 for _name in ("addmm", "addmv", "baddbmm", "addbmm"):
     METHODS[f"{_name}_"] = _in_place(METHODS[_name])
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _g_matmul(ctx, g):
+    """matmul's gradients for every rank pairing (1-D operands, broadcast batches: the engine
+    sums a gradient's batch dims back to its operand's)."""
+    a, b = ctx.args[0], ctx.args[1]
+    ga = gb = None
+    if a.ndim == 1 and b.ndim == 1:
+        return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
+    if a.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
+        if ctx.needs[0]:
+            ga = matmul(g.unsqueeze(-2), b.mT).squeeze(-2)
+        if ctx.needs[1]:
+            gb = a.unsqueeze(-1) * g.unsqueeze(-2)
+        return ga, gb
+    if b.ndim == 1:  # (..., m, k) @ (k) -> (..., m)
+        if ctx.needs[0]:
+            ga = g.unsqueeze(-1) * b
+        if ctx.needs[1]:
+            gb = matmul(a.mT, g.unsqueeze(-1)).squeeze(-1)
+        return ga, gb
+    if ctx.needs[0]:
+        ga = matmul(g, b.mT)
+    if ctx.needs[1]:
+        gb = matmul(a.mT, g)
+    return ga, gb
+
+
+_g_matmul.saves = frozenset((0, 1))
+
+
+def _g_addmm(ctx, g):
+    _, m1, m2 = ctx.args[:3]
+    beta = ctx.kwargs.get("beta", 1)
+    alpha = ctx.kwargs.get("alpha", 1)
+    gi = g * beta if ctx.needs[0] else None
+    g1 = matmul(g, m2.mT) * alpha if ctx.needs[1] else None
+    g2 = matmul(m1.mT, g) * alpha if ctx.needs[2] else None
+    return gi, g1, g2
+
+
+_g_addmm.saves = frozenset((1, 2))
+
+
+def _g_linear(ctx, g):
+    """y = x W^T + b: dx = g W, dW = g^T x over the flattened batch, db = g (summed)."""
+    x, w = ctx.args[0], ctx.args[1]
+    gx = gw = gb = None
+    if ctx.needs[0]:
+        gx = matmul(g, w) if w.ndim == 2 else g.unsqueeze(-1) * w
+    if ctx.needs[1]:
+        if w.ndim == 2:
+            gw = matmul(g.reshape(-1, g._shape[-1]).mT, x.reshape(-1, x._shape[-1]))
+        else:
+            gw = (g.unsqueeze(-1) * x).reshape(-1, x._shape[-1]).sum(0)
+    if len(ctx.args) > 2 and ctx.args[2] is not None and ctx.needs[2]:
+        gb = g
+    return gx, gw, gb
+
+
+_g_linear.saves = frozenset((0, 1))
+
+GRADS = {
+    "matmul": _g_matmul,
+    "mm": _g_matmul,
+    "bmm": _g_matmul,
+    "addmm": _g_addmm,
+    "linear": _g_linear,
+}

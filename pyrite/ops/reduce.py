@@ -722,3 +722,168 @@ def _check_scan(op, x: Tensor, dim, out: Tensor) -> Tensor:
     if flags.any().item():
         raise _overflow(op)
     return out
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+from ..autograd import saves as _saves  # noqa: E402
+
+
+def _dims_of(shape, dim):
+    """The reduced dims, non-negative and sorted (dim None or () = all)."""
+    n = len(shape)
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return list(range(n))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return sorted({d % n if n else 0 for d in dim})
+
+
+def _ctx_arg(ctx, i, name, default):
+    a = ctx.args
+    return a[i] if len(a) > i else ctx.kwargs.get(name, default)
+
+
+def _expand_back(g, shape, dims, keepdim):
+    """g of a reduction over `dims` made the input's shape again."""
+    if not keepdim and len(shape):
+        kshape = [1 if i in dims else s for i, s in enumerate(shape)]
+        g = g.reshape(kshape)
+    return g.expand(*shape) if len(shape) else g.reshape(())
+
+
+@_saves()
+def _g_sum(ctx, g):
+    shape = ctx.meta[0][0]
+    dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
+    return (_expand_back(g, shape, dims, _ctx_arg(ctx, 2, "keepdim", False)),)
+
+
+@_saves()
+def _g_mean(ctx, g):
+    shape = ctx.meta[0][0]
+    dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
+    count = 1
+    for d in dims:
+        count *= shape[d]
+    return (
+        _expand_back(g, shape, dims, _ctx_arg(ctx, 2, "keepdim", False)) / builtins.max(count, 1),
+    )
+
+
+def _evenly(x, out, g, dims, keepdim):
+    """The gradient of a max/min over `dims`: shared evenly among the tied extremes (torch's
+    amax/amin and full max/min)."""
+    shape = x._shape
+    o = _expand_back(out, shape, dims, keepdim)
+    mask = x == o
+    count = sum(mask, dim=dims, keepdim=True)
+    return _expand_back(g, shape, dims, keepdim) * mask / count
+
+
+@_saves(0, "out")
+def _g_amax(ctx, g):
+    x = ctx.args[0]
+    dims = _dims_of(x._shape, _ctx_arg(ctx, 1, "dim", ()))
+    return (_evenly(x, ctx.out, g, dims, _ctx_arg(ctx, 2, "keepdim", False)),)
+
+
+def _g_max(ctx, g):
+    """max(x) (one value: evenly among ties), max(x, dim) (values, indices: to the index),
+    max(x, other) (elementwise)."""
+    x = ctx.args[0]
+    dim = _ctx_arg(ctx, 1, "dim", None)
+    other = ctx.kwargs.get("other")
+    if isinstance(dim, Tensor) or other is not None:  # max(a, b): elementwise, ties split
+        b = dim if isinstance(dim, Tensor) else other
+        wa = ((x > b) if ctx.name == "max" else (x < b)) + (x == b) * 0.5
+        return g * wa, g * (1.0 - wa)
+    if dim is None:
+        return (_evenly(x, ctx.out, g, _dims_of(x._shape, None), False),)
+    gv = g[0]
+    if gv is None:
+        return (None,)
+    from .creation import zeros
+
+    keepdim = _ctx_arg(ctx, 2, "keepdim", False)
+    idx = ctx.out[1]
+    d = dim % builtins.max(x.ndim, 1)
+    if not keepdim and x.ndim:
+        gv, idx = gv.unsqueeze(d), idx.unsqueeze(d)
+    gx = zeros(x._shape, dtype=gv.dtype)
+    return (gx.scatter(d, idx, gv) if x.ndim else gv.reshape(()),)
+
+
+_g_max.saves = frozenset((0, 1, "out"))
+
+
+def _g_var(ctx, g, std=False):
+    x = ctx.args[0]
+    shape = x._shape
+    dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
+    unbiased = _ctx_arg(ctx, 2, "unbiased", None)
+    keepdim = _ctx_arg(ctx, 3, "keepdim", False)
+    corr = ctx.kwargs.get("correction")
+    if corr is None:
+        corr = 0 if unbiased is False else 1
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    gk = _expand_back(g, shape, dims, keepdim)
+    if std:
+        gk = gk / (2.0 * _expand_back(ctx.out, shape, dims, keepdim))
+    return (gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True)),)
+
+
+_g_var.saves = frozenset((0, "out"))
+
+
+def _g_std(ctx, g):
+    return _g_var(ctx, g, std=True)
+
+
+_g_std.saves = frozenset((0, "out"))
+
+
+@_saves(0, "out")
+def _g_logsumexp(ctx, g):
+    from .elementwise import exp
+
+    x = ctx.args[0]
+    dims = _dims_of(x._shape, _ctx_arg(ctx, 1, "dim", None))
+    keepdim = _ctx_arg(ctx, 2, "keepdim", False)
+    o = _expand_back(ctx.out, x._shape, dims, keepdim)
+    return (_expand_back(g, x._shape, dims, keepdim) * exp(x - o),)
+
+
+@_saves(0, "out")
+def _g_prod(ctx, g):
+    from .elementwise import where
+
+    x = ctx.args[0]
+    dim = _ctx_arg(ctx, 1, "dim", None)
+    dims = _dims_of(x._shape, dim)
+    keepdim = _ctx_arg(ctx, 2, "keepdim", False)
+    o = _expand_back(ctx.out, x._shape, dims, keepdim)
+    # out / x where x != 0 (zeros: the product of the others, by a second prod with them as 1)
+    safe = where(x == 0, 1.0, x)
+    others = prod(safe, dim=dims[0], keepdim=True) if len(dims) == 1 else prod(safe)
+    zeros_in = sum(x == 0, dim=dims, keepdim=True)
+    gk = _expand_back(g, x._shape, dims, keepdim)
+    lone = where((x == 0) & (zeros_in == 1), others, 0.0)
+    return (gk * where(x == 0, lone, o / safe),)
+
+
+GRADS = {
+    "sum": _g_sum,
+    "nansum": None,
+    "mean": _g_mean,
+    "amax": _g_amax,
+    "amin": _g_amax,
+    "max": _g_max,
+    "min": _g_max,
+    "var": _g_var,
+    "std": _g_std,
+    "logsumexp": _g_logsumexp,
+    "prod": _g_prod,
+}
+del GRADS["nansum"]

@@ -232,3 +232,77 @@ def _log_softmax_method(self, dim=None, dtype=None):
 __all__ = ["layer_norm", "log_softmax", "rms_norm", "softmax"]
 
 METHODS = {"softmax": _softmax_method, "log_softmax": _log_softmax_method}
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _dim_arg(ctx):
+    a = ctx.args
+    return a[1] if len(a) > 1 and a[1] is not None else ctx.kwargs.get("dim")
+
+
+def _g_softmax(ctx, g):
+    y = ctx.out
+    d = _dim_arg(ctx)
+    return (y * (g - (g * y).sum(d, keepdim=True)),)
+
+
+def _g_log_softmax(ctx, g):
+    from .elementwise import exp
+
+    d = _dim_arg(ctx)
+    return (g - exp(ctx.out) * g.sum(d, keepdim=True),)
+
+
+_g_softmax.saves = _g_log_softmax.saves = frozenset(("out",))
+
+
+def _norm_dims(x, normalized_shape):
+    k = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    return list(range(x.ndim - k, x.ndim))
+
+
+def _g_layer_norm(ctx, g):
+    """Recomputes mean and 1/std (two reductions) rather than saving them: x̂ = (x - μ)·r,
+    dx = r·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)) with ĝ = g·w; dw = g·x̂, db = g (the engine sums the
+    leading dims)."""
+    a = list(ctx.args) + [None] * (5 - len(ctx.args))
+    x, ns, w, b = a[0], a[1], a[2], a[3]
+    eps = a[4] if a[4] is not None else ctx.kwargs.get("eps", 1e-5)
+    dims = _norm_dims(x, ns)
+    mu = x.mean(dims, keepdim=True)
+    xc = x - mu
+    r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xh = xc * r
+    gh = g * w if w is not None else g
+    gx = r * (gh - gh.mean(dims, keepdim=True) - xh * (gh * xh).mean(dims, keepdim=True))
+    gw = g * xh if w is not None and ctx.needs[2] else None
+    gb = g if b is not None and ctx.needs[3] else None
+    return gx if ctx.needs[0] else None, None, gw, gb
+
+
+_g_layer_norm.saves = frozenset((0, 2, 3))
+
+
+def _g_rms_norm(ctx, g):
+    a = list(ctx.args) + [None] * (4 - len(ctx.args))
+    x, ns, w = a[0], a[1], a[2]
+    eps = a[3] if a[3] is not None else ctx.kwargs.get("eps")
+    if eps is None:
+        eps = _F16_EPS if x.dtype is D.float16 else _F32_EPS
+    dims = _norm_dims(x, ns)
+    r = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    xh = x * r
+    gh = g * w if w is not None else g
+    gx = r * (gh - xh * (gh * xh).mean(dims, keepdim=True))
+    gw = g * xh if w is not None and ctx.needs[2] else None
+    return gx if ctx.needs[0] else None, None, gw
+
+
+_g_rms_norm.saves = frozenset((0, 2))
+
+GRADS = {
+    "softmax": _g_softmax,
+    "log_softmax": _g_log_softmax,
+    "layer_norm": _g_layer_norm,
+    "rms_norm": _g_rms_norm,
+}

@@ -668,3 +668,174 @@ METHODS = {
     "__getitem__": getitem,
     "__setitem__": setitem,
 }
+
+
+# ---- backward rules (pyrite/autograd.py): a view's gradient is the inverse view of g ----------
+from ..autograd import saves as _saves  # noqa: E402
+
+
+@_saves()
+def _g_reshape(ctx, g):
+    return (g.reshape(ctx.meta[0][0]),)
+
+
+@_saves()
+def _g_same(ctx, g):
+    return (g,)  # expand/broadcast_to: the engine sums g back to the input's shape
+
+
+def _g_permute(ctx, g):
+    x = ctx.args[0]
+    dims = ctx.args[1:] if len(ctx.args) > 1 else ctx.kwargs.get("dims")
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    n = len(x._shape)
+    inv = [0] * n
+    for i, d in enumerate(dims):
+        inv[d % n if n else 0] = i
+    return (g.permute(*inv),)
+
+
+_g_permute.saves = frozenset((0,))
+
+
+def _g_transpose(ctx, g):
+    return (g.transpose(ctx.args[1], ctx.args[2]),)
+
+
+_g_transpose.saves = frozenset()
+
+
+@_saves()
+def _g_t(ctx, g):
+    return (g.t(),)
+
+
+def _g_movedim(ctx, g):
+    return (g.movedim(ctx.args[2], ctx.args[1]),)
+
+
+_g_movedim.saves = frozenset()
+
+
+def embed(shape, dtype, index, g):
+    """zeros(shape) with g added at x[index] (the gradient of x[index]): basic indices write a
+    view, advanced ones scatter-add (repeated indices accumulate)."""
+    from .creation import zeros
+
+    gx = zeros(tuple(shape), dtype=dtype)
+    norm = _normalize(gx, index)
+    if any(_is_advanced(i) for i in norm):
+        from .indexing import _plan, _scatter
+
+        _scatter(gx, _plan(gx, norm), g, "sum")
+    else:
+        basic_index(gx, norm).copy_(g)
+    return gx
+
+
+@_saves()
+def _g_getitem(ctx, g):
+    shape, dtype = ctx.meta[0]
+    return (embed(shape, dtype, ctx.args[1], g),)
+
+
+def _g_narrow(ctx, g):
+    shape, dtype = ctx.meta[0]
+    _, dim, start, length = ctx.args[:4]
+    idx = [slice(None)] * len(shape)
+    d = dim % len(shape)
+    st = start if isinstance(start, int) else int(start)
+    st = st % shape[d] if st < 0 else st
+    idx[d] = slice(st, st + length)
+    return (embed(shape, dtype, tuple(idx), g),)
+
+
+_g_narrow.saves = frozenset()
+
+
+def _g_select(ctx, g):
+    shape, dtype = ctx.meta[0]
+    _, dim, index = ctx.args[:3]
+    idx = [slice(None)] * len(shape)
+    idx[dim % len(shape)] = index
+    return (embed(shape, dtype, tuple(idx), g),)
+
+
+_g_select.saves = frozenset()
+
+
+def _g_unbind(ctx, gs):
+    from .combine import stack
+    from .creation import zeros
+
+    shape, dtype = ctx.meta[0]
+    dim = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("dim", 0)
+    d = dim % len(shape)
+    part = tuple(s for i, s in enumerate(shape) if i != d)
+    return (stack([zeros(part, dtype=dtype) if x is None else x for x in gs], d),)
+
+
+_g_unbind.saves = frozenset()
+
+
+def _g_diagonal(ctx, g):
+    from .creation import zeros
+
+    shape, dtype = ctx.meta[0]
+    a = ctx.args
+    offset = a[1] if len(a) > 1 else ctx.kwargs.get("offset", 0)
+    d1 = a[2] if len(a) > 2 else ctx.kwargs.get("dim1", 0)
+    d2 = a[3] if len(a) > 3 else ctx.kwargs.get("dim2", 1)
+    gx = zeros(tuple(shape), dtype=dtype)
+    diagonal(gx, offset, d1, d2).copy_(g)
+    return (gx,)
+
+
+_g_diagonal.saves = frozenset()
+
+
+def _g_setitem(ctx, g):
+    """x[index] = v: x's old value gets g with the written region zeroed; v gets g[index]."""
+    x_old, index, value = ctx.args
+    gx = gv = None
+    if ctx.needs[0]:
+        gx = g.clone()
+        setitem(gx, index, 0.0)
+    if ctx.needs[2]:
+        gv = g[index]
+    return gx, None, gv
+
+
+_g_setitem.saves = frozenset((1,))
+
+
+GRADS = {
+    "view": _g_reshape,
+    "reshape": _g_reshape,
+    "view_as": _g_reshape,
+    "reshape_as": _g_reshape,
+    "flatten": _g_reshape,
+    "unflatten": _g_reshape,
+    "squeeze": _g_reshape,
+    "unsqueeze": _g_reshape,
+    "contiguous": _g_same,
+    "expand": _g_same,
+    "expand_as": _g_same,
+    "broadcast_to": _g_same,
+    "permute": _g_permute,
+    "transpose": _g_transpose,
+    "swapaxes": _g_transpose,
+    "swapdims": _g_transpose,
+    "t": _g_t,
+    "movedim": _g_movedim,
+    "moveaxis": _g_movedim,
+    "narrow": _g_narrow,
+    "select": _g_select,
+    "unbind": _g_unbind,
+    "diagonal": _g_diagonal,
+    "getitem": _g_getitem,
+    "setitem": _g_setitem,
+}
+
+INPLACE = {"setitem"}  # written in place (autograd.install records them as in-place ops)

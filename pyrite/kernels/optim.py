@@ -1,0 +1,152 @@
+"""The fused optimizer update: one invocation per element reads a parameter, its gradient and the
+optimizer's state tensors, runs the update rule, and writes the parameter and the state back.
+
+The rule is WGSL statements over f32 variables named after the operands (`p`, `g`, `exp_avg`,
+...) and the scalars (`lr`, `beta1`, ...). The rule's shape (which options are on: momentum,
+nesterov, amsgrad, ...) is baked into the text; every number that may change between steps
+(learning rate, bias corrections, the first-step switch) is a scalar read from the info words,
+so one pipeline serves an optimizer configuration for the whole run. There are no loops, so
+the loop budget (DESIGN.md) does not apply.
+
+Operands are contiguous in a flat index (the dispatcher stages anything else). Storage tokens:
+f32 and f16 (read into f32, written back rounded as the strided map does); bf16 is widened by
+the dispatcher (its packed words are shared by two elements: optim/_fused.py).
+
+Info words (i32):
+  [0] numel  [1 .. 1+k) the operands' element offsets  then the scalars (f32 bits).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .common import (
+    ENTRY,
+    FLAT_INDEX,
+    STORAGE_ELEM,
+    WG,
+    KernelSource,
+    header,
+    helpers_for,
+    load,
+    store,
+)
+
+TOKENS = ("f32", "f16")
+
+
+@lru_cache(maxsize=256)
+def update_kernel(operands: tuple, rule: str, scalars: tuple) -> KernelSource:
+    """`operands`: ((name, storage token, written), ...) in binding order; `rule`: WGSL
+    statements assigning the written operands' variables (and any `let`/`var` of their own);
+    `scalars`: the names of the f32 scalars the rule reads, in info order."""
+    k = len(operands)
+    buffers = []
+    lines = ["  let n = info[0];\n", "  if (gi >= n) { return; }\n"]
+    for j, (name, tok, written) in enumerate(operands):
+        if tok not in TOKENS:
+            raise ValueError(f"pyrite: internal: optimizer operand {name} has storage {tok}")
+        buffers.append((f"b_{name}", STORAGE_ELEM[tok], "w" if written else "r"))
+        # element j of the flat index: b[off_j + gi]
+        lines.append(f"  let i_{name} = info[{1 + j}] + gi;\n")
+        decl = "var" if written else "let"
+        lines.append(f"  {decl} {name} = {load(f'b_{name}[i_{name}]', tok, 'f32')};\n")
+    for j, s in enumerate(scalars):
+        lines.append(f"  let {s} = bitcast<f32>(info[{1 + k + j}]);\n")
+    lines += ["  " + line.strip() + "\n" for line in rule.strip().splitlines() if line.strip()]
+    for name, tok, written in operands:
+        if written:
+            lines.append(f"  b_{name}[i_{name}] = {store(name, 'f32', tok, exact=True)};\n")
+    text = FLAT_INDEX.format(wg=WG) + "".join(lines)
+    src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
+    return KernelSource(src, "".join(m for _, _, m in buffers))
+
+
+def info_words(n_operands: int, n_scalars: int) -> int:
+    return 1 + n_operands + n_scalars
+
+
+# ---- the rules: PyTorch's single-tensor update formulas, operation for operation -----------
+# (torch/optim/{sgd,adam,rmsprop,adagrad}.py, `_single_tensor_*`). Each returns the rule's text
+# and its scalar names; the flags choose the text, the numbers are all scalars. A scalar that
+# torch computes on the host in double (1 - lr * wd, lr / bias_correction1) is computed there
+# too and rounded once to f32, as torch's CPU kernels round a Python scalar.
+
+
+def _grad_line(maximize: bool) -> str:
+    return "var d = -g;" if maximize else "var d = g;"
+
+
+def _lerp(start: str, end: str, w: str) -> str:
+    # torch's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w)
+    return (
+        f"select({end} - ({end} - {start}) * (1.0 - {w}), {start} + {w} * ({end} - {start}), "
+        f"abs({w}) < 0.5)"
+    )
+
+
+@lru_cache(maxsize=64)
+def sgd_rule(weight_decay: bool, momentum: bool, nesterov: bool, maximize: bool):
+    """Operands p, buf (the momentum buffer, when `momentum`), g. Scalars: neg_lr, wd, mom,
+    damp1 (1 - dampening), first (1.0 on the step that creates the buffer: buf = d)."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("d = d + wd * p;")
+    if momentum:
+        lines.append("buf = select(buf * mom + damp1 * d, d, first != 0.0);")
+        lines.append("d = d + mom * buf;" if nesterov else "d = buf;")
+    lines.append("p = p + neg_lr * d;")
+    return "\n".join(lines), ("neg_lr", "wd", "mom", "damp1", "first")
+
+
+@lru_cache(maxsize=64)
+def adam_rule(weight_decay: bool, decoupled: bool, amsgrad: bool, maximize: bool):
+    """Operands p, m (exp_avg), v (exp_avg_sq), vmax (max_exp_avg_sq, when `amsgrad`), g.
+    Scalars: wd, decay (1 - lr * wd), w1 (1 - beta1), beta2, omb2 (1 - beta2), bc2s (the square
+    root of bias_correction2), eps, neg_step (-lr / bias_correction1)."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("p = p * decay;" if decoupled else "d = d + wd * p;")
+    lines.append(f"m = {_lerp('m', 'd', 'w1')};")
+    lines.append("v = v * beta2 + omb2 * d * d;")
+    if amsgrad:
+        lines.append("vmax = max(vmax, v);")
+        lines.append("let den = sqrt(vmax) / bc2s + eps;")
+    else:
+        lines.append("let den = sqrt(v) / bc2s + eps;")
+    lines.append("p = p + neg_step * m / den;")
+    scalars = ("wd", "decay", "w1", "beta2", "omb2", "bc2s", "eps", "neg_step")
+    return "\n".join(lines), scalars
+
+
+@lru_cache(maxsize=64)
+def rmsprop_rule(weight_decay: bool, momentum: bool, centered: bool, maximize: bool):
+    """Operands p, sq (square_avg), buf (momentum_buffer, when `momentum`), ga (grad_avg, when
+    `centered`), g. Scalars: wd, alpha, oma (1 - alpha), eps, mom, neg_lr."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("d = d + wd * p;")
+    lines.append("sq = sq * alpha + oma * d * d;")
+    if centered:
+        lines.append(f"ga = {_lerp('ga', 'd', 'oma')};")
+        lines.append("var avg = sqrt(sq + -1.0 * ga * ga);")
+    else:
+        lines.append("var avg = sqrt(sq);")
+    lines.append("avg = avg + eps;")
+    if momentum:
+        lines.append("buf = buf * mom + d / avg;")
+        lines.append("p = p + neg_lr * buf;")
+    else:
+        lines.append("p = p + neg_lr * d / avg;")
+    return "\n".join(lines), ("wd", "alpha", "oma", "eps", "mom", "neg_lr")
+
+
+@lru_cache(maxsize=64)
+def adagrad_rule(weight_decay: bool, maximize: bool):
+    """Operands p, acc (the "sum" state), g. Scalars: wd, eps, neg_clr (-lr / (1 + (step - 1)
+    * lr_decay))."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("d = d + wd * p;")
+    lines += ["acc = acc + d * d;", "let den = sqrt(acc) + eps;", "p = p + neg_clr * d / den;"]
+    return "\n".join(lines), ("wd", "eps", "neg_clr")

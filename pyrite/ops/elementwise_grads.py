@@ -1,0 +1,307 @@
+"""Backward rules of the elementwise engine (ops/elementwise.py `binary` and `unary`).
+
+`binary(name, a, b)` and `unary(name, x)` record here when an operand requires grad, so every
+spelling that reaches them — functions, methods, operators, in-place methods, and composites
+built on them (addcmul, lerp, hardswish, ...) — gets its gradient from one rule per name. A
+rule is `rule(ctx, g)`: `ctx.args` the operands (a Python scalar stays a number), `ctx.out` an
+alias of the result; it returns the operands' gradients (None where there is none), written with
+pyrite ops so double backward records them too. The engine sums broadcast gradients back to
+each operand's shape. Formulas and their conventions at non-differentiable points (relu'(0) = 0,
+abs'(0) = 0, maximum's ties split evenly, round/floor/sign give zeros) are PyTorch's
+(tools/autograd/derivatives.yaml).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import autograd
+from ..autograd import saves
+from ..tensor import Tensor
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+
+
+def _t(x):
+    return isinstance(x, Tensor)
+
+
+# ---- binary: rule(ctx, g) -> (grad a, grad b) -----------------------------------------------
+@saves()
+def _add(ctx, g):
+    return g, g
+
+
+@saves()
+def _sub(ctx, g):
+    return g, -g
+
+
+@saves(0, 1)
+def _mul(ctx, g):
+    a, b = ctx.args
+    return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
+
+
+@saves(1, "out")
+def _div(ctx, g):
+    _, b = ctx.args
+    ga = g / b if ctx.needs[0] else None
+    gb = -g * ctx.out / b if ctx.needs[1] else None
+    return ga, gb
+
+
+@saves(0, 1, "out")
+def _pow(ctx, g):
+    from .elementwise import log, where
+
+    a, b = ctx.args
+    ga = gb = None
+    if ctx.needs[0]:
+        # b * a^(b-1); 0 where b == 0 (torch: the exponent-0 term's gradient is 0, also at a = 0)
+        ga = g * b * (a ** (b - 1))
+        if _t(b):
+            ga = where(b == 0, 0.0, ga)
+        elif b == 0:
+            ga = g * 0.0
+    if ctx.needs[1]:
+        # out * log(a), 0 where a == 0 and b >= 0 (torch's mask)
+        gb = g * ctx.out * log(a)
+        if _t(a):
+            gb = where((a == 0) & (b >= 0), 0.0, gb)
+    return ga, gb
+
+
+def _minmax(pick_a_if):
+    @saves(0, 1)
+    def rule(ctx, g):
+        a, b = ctx.args
+        # ties split the gradient evenly, as torch's maximum/minimum
+        wa = pick_a_if(a, b) + (a == b) * 0.5
+        ga = g * wa if ctx.needs[0] else None
+        gb = g * (1.0 - wa) if ctx.needs[1] else None
+        return ga, gb
+
+    return rule
+
+
+@saves(0, 1)
+def _atan2(ctx, g):
+    a, b = ctx.args
+    den = a * a + b * b
+    return (g * b / den if ctx.needs[0] else None), (-g * a / den if ctx.needs[1] else None)
+
+
+@saves(0, 1, "out")
+def _hypot(ctx, g):
+    a, b = ctx.args
+    return (g * a / ctx.out if ctx.needs[0] else None), (g * b / ctx.out if ctx.needs[1] else None)
+
+
+@saves(0, 1)
+def _fmod(ctx, g):
+    from .elementwise import trunc
+
+    a, b = ctx.args
+    return g, (-g * trunc(a / b) if ctx.needs[1] else None)
+
+
+@saves(0, 1)
+def _remainder(ctx, g):
+    from .elementwise import floor
+
+    a, b = ctx.args
+    return g, (-g * floor(a / b) if ctx.needs[1] else None)
+
+
+@saves(0, 1, "out")
+def _logaddexp(ctx, g):
+    from .elementwise import exp
+
+    a, b = ctx.args
+    o = ctx.out
+    return (g * exp(a - o) if ctx.needs[0] else None), (g * exp(b - o) if ctx.needs[1] else None)
+
+
+@saves(0, 1, "out")
+def _logaddexp2(ctx, g):
+    from .elementwise import exp2
+
+    a, b = ctx.args
+    o = ctx.out
+    return (g * exp2(a - o) if ctx.needs[0] else None), (g * exp2(b - o) if ctx.needs[1] else None)
+
+
+@saves(0, "out")
+def _copysign(ctx, g):
+    from .elementwise import sign
+
+    a = ctx.args[0]
+    # d/da |a|·sign(b) = sign(a)·sign(out) (0 at a = 0, as torch); b gets none
+    return g * (sign(a) * sign(ctx.out)), None
+
+
+@saves()
+def _zero_grads(ctx, g):
+    return None, None
+
+
+BINARY_RULES = {
+    "add": _add,
+    "sub": _sub,
+    "mul": _mul,
+    "div": _div,
+    "pow": _pow,
+    "maximum": _minmax(lambda a, b: a > b),
+    "minimum": _minmax(lambda a, b: a < b),
+    "fmax": _minmax(lambda a, b: a > b),
+    "fmin": _minmax(lambda a, b: a < b),
+    "atan2": _atan2,
+    "hypot": _hypot,
+    "fmod": _fmod,
+    "remainder": _remainder,
+    "logaddexp": _logaddexp,
+    "logaddexp2": _logaddexp2,
+    # piecewise constant in both operands: zero gradients, as torch
+    "div_floor": _zero_grads,
+    "div_trunc": _zero_grads,
+}
+BINARY_RULES["copysign"] = _copysign
+
+
+# ---- unary: rule(ctx, g) -> grad x ----------------------------------------------------------
+def _u(fn, *what):
+    """A unary rule from fn(g, x, out)."""
+
+    @saves(*what)
+    def rule(ctx, g):
+        return fn(g, ctx.args[0], ctx.out)
+
+    return rule
+
+
+def _sign(x):
+    from .elementwise import sign
+
+    return sign(x)
+
+
+def _gelu_erf(g, x, _):
+    from .elementwise import erf, exp
+
+    cdf = 0.5 * (1.0 + erf(x * _INV_SQRT_2))
+    pdf = exp(-0.5 * x * x) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+def _gelu_tanh(g, x, _):
+    from .elementwise import tanh
+
+    inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+    t = tanh(inner)
+    dinner = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
+    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dinner)
+
+
+def _silu(g, x, _):
+    from .elementwise import sigmoid
+
+    s = sigmoid(x)
+    return g * (s * (1.0 + x * (1.0 - s)))
+
+
+def _mish(g, x, _):
+    from .elementwise import exp, log1p, sigmoid, tanh, where
+
+    tsp = tanh(where(x > 20.0, x, log1p(exp(x.clamp(max=20.0)))))
+    return g * (tsp + x * sigmoid(x) * (1.0 - tsp * tsp))
+
+
+def _zeros(g, x, _):
+    return g * 0.0
+
+
+UNARY_RULES = {
+    "neg": _u(lambda g, x, o: -g),
+    "abs": _u(lambda g, x, o: g * _sign(x), 0),
+    "exp": _u(lambda g, x, o: g * o, "out"),
+    "exp2": _u(lambda g, x, o: g * o * math.log(2.0), "out"),
+    "expm1": _u(lambda g, x, o: g * (o + 1.0), "out"),
+    "log": _u(lambda g, x, o: g / x, 0),
+    "log2": _u(lambda g, x, o: g / (x * math.log(2.0)), 0),
+    "log10": _u(lambda g, x, o: g / (x * math.log(10.0)), 0),
+    "log1p": _u(lambda g, x, o: g / (x + 1.0), 0),
+    "sqrt": _u(lambda g, x, o: g / (2.0 * o), "out"),
+    "rsqrt": _u(lambda g, x, o: -0.5 * g * o * o * o, "out"),
+    "sin": _u(lambda g, x, o: g * x.cos(), 0),
+    "cos": _u(lambda g, x, o: -g * x.sin(), 0),
+    "tan": _u(lambda g, x, o: g * (1.0 + o * o), "out"),
+    "asin": _u(lambda g, x, o: g * (1.0 - x * x).rsqrt(), 0),
+    "acos": _u(lambda g, x, o: -g * (1.0 - x * x).rsqrt(), 0),
+    "atan": _u(lambda g, x, o: g / (1.0 + x * x), 0),
+    "sinh": _u(lambda g, x, o: g * x.cosh(), 0),
+    "cosh": _u(lambda g, x, o: g * x.sinh(), 0),
+    "tanh": _u(lambda g, x, o: g * (1.0 - o * o), "out"),
+    "asinh": _u(lambda g, x, o: g * (x * x + 1.0).rsqrt(), 0),
+    "acosh": _u(lambda g, x, o: g * (x * x - 1.0).rsqrt(), 0),
+    "atanh": _u(lambda g, x, o: g / (1.0 - x * x), 0),
+    "sigmoid": _u(lambda g, x, o: g * o * (1.0 - o), "out"),
+    "relu": _u(lambda g, x, o: g * (o > 0), "out"),
+    "gelu": _u(_gelu_erf, 0),
+    "gelu_tanh": _u(_gelu_tanh, 0),
+    "silu": _u(_silu, 0),
+    "mish": _u(_mish, 0),
+    "erf": _u(lambda g, x, o: g * (2.0 / math.sqrt(math.pi)) * (-x * x).exp(), 0),
+    "square": _u(lambda g, x, o: 2.0 * g * x, 0),
+    "reciprocal": _u(lambda g, x, o: -g * o * o, "out"),
+    "frac": _u(lambda g, x, o: g),
+    # piecewise constant: zero gradients (torch)
+    "sign": _u(_zeros),
+    "floor": _u(_zeros),
+    "ceil": _u(_zeros),
+    "round": _u(_zeros),
+    "trunc": _u(_zeros),
+}
+
+
+# ---- recording ------------------------------------------------------------------------------
+def _not_implemented(name):
+    return autograd._not_implemented(name)
+
+
+def recorded_binary(name, a, b, out):
+    from .elementwise import binary
+
+    rule = BINARY_RULES.get(name) or _not_implemented(name)
+    if out is None:
+        with autograd.no_grad():
+            r = binary(name, a, b)
+        return autograd.record(name, rule, (a, b), {}, r)
+    if out is a:
+        return autograd._inplace_call(
+            lambda x, y: binary(name, x, y, out=x), name + "_", rule, (a, b), {}
+        )
+    raise RuntimeError(
+        f"pyrite: {name}(): functions with out=... arguments don't support automatic "
+        "differentiation, but one of the arguments requires grad."
+    )
+
+
+def recorded_unary(name, x, scalars, s_ctypes, out):
+    from .elementwise import unary
+
+    rule = UNARY_RULES.get(name) or _not_implemented(name)
+    if out is None:
+        with autograd.no_grad():
+            r = unary(name, x, scalars, s_ctypes)
+        return autograd.record(name, rule, (x,), {}, r)
+    if out is x:
+        return autograd._inplace_call(
+            lambda t: unary(name, t, scalars, s_ctypes, out=t), name + "_", rule, (x,), {}
+        )
+    raise RuntimeError(
+        f"pyrite: {name}(): functions with out=... arguments don't support automatic "
+        "differentiation, but one of the arguments requires grad."
+    )

@@ -1,0 +1,21 @@
+"""pyrite.optim: PyTorch's optimizers and learning-rate schedules.
+
+    opt = pr.optim.AdamW(model.parameters(), lr=3e-4)
+    sched = pr.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=1000)
+    loss.backward(); opt.step(); sched.step(); opt.zero_grad()
+
+Each optimizer updates a parameter and its state with one fused WGSL dispatch
+(kernels/optim.py) and reads nothing back to the host.
+"""
+
+from __future__ import annotations
+
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamw import AdamW
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]

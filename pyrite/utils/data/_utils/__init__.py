@@ -1,0 +1,5 @@
+"""torch.utils.data._utils's counterpart (scripts import `default_collate` from here too)."""
+
+from . import collate
+
+__all__ = ["collate"]

@@ -1,0 +1,222 @@
+"""The autograd engine (pyrite/autograd.py): accumulation, broadcasting, graph lifetime, hooks,
+double backward, in-place safety, custom Functions — each against torch's autograd on the same
+random inputs, or against torch's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+
+
+def both(rng, *shapes):
+    arrs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return (
+        [pr.tensor(a).requires_grad_() for a in arrs],
+        [torch.tensor(a, requires_grad=True) for a in arrs],
+    )
+
+
+def close(p, t, tol=2e-5):
+    assert p is not None and t is not None, (p, t)
+    np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+
+
+def test_chain_of_ops_matches_torch(rng):
+    (x, w, b), (tx, tw, tb) = both(rng, (7, 13), (5, 13), (5,))
+
+    def f(L, x, w, b):
+        h = (x @ w.T + b).tanh() * 0.5 + x[:, :5].sigmoid()
+        return (h.exp().mean(0) - h.relu().sum(1, keepdim=True).log1p()).sum()
+
+    f(pr, x, w, b).backward()
+    f(torch, tx, tw, tb).backward()
+    for p, t in ((x, tx), (w, tw), (b, tb)):
+        close(p.grad, t.grad)
+
+
+def test_broadcast_gradients_sum_back_and_accumulate(rng):
+    (a, b), (ta, tb) = both(rng, (4, 1, 3), (5, 1))
+    for _ in range(2):  # .grad accumulates across backward calls
+        (a * b + b).sum().backward()
+        (ta * tb + tb).sum().backward()
+    close(a.grad, ta.grad)
+    close(b.grad, tb.grad)
+    assert tuple(b.grad.shape) == (5, 1)
+
+
+def test_grad_of_non_scalar_needs_gradient(rng):
+    (x,), _ = both(rng, (3,))
+    y = x * 2
+    with pytest.raises(RuntimeError, match="implicitly created only for scalar"):
+        y.backward()
+    g = pr.tensor([1.0, 2.0, 3.0])
+    y.backward(g)
+    np.testing.assert_allclose(x.grad.numpy(), [2, 4, 6])
+
+
+def test_backward_twice_needs_retain_graph(rng):
+    (x,), _ = both(rng, (3,))
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_double_backward_of_cube_and_gradient_penalty(rng):
+    (x,), (tx,) = both(rng, (6,))
+    (g,) = pr.autograd.grad((x**3).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx**3).sum(), tx, create_graph=True)
+    close(g, tg)
+    (gg,) = pr.autograd.grad(g.sum(), x)
+    (tgg,) = torch.autograd.grad(tg.sum(), tx)
+    close(gg, tgg)
+    # a gradient penalty: || d/dx (w·tanh(x)) ||² differentiated wrt w
+    (w,), (tw,) = both(rng, (6,))
+    (gx,) = pr.autograd.grad((w * x.tanh()).sum(), x, create_graph=True)
+    (tgx,) = torch.autograd.grad((tw * tx.tanh()).sum(), tx, create_graph=True)
+    (gx * gx).sum().backward()
+    (tgx * tgx).sum().backward()
+    close(w.grad, tw.grad)
+
+
+def test_hooks_retain_grad_and_inspection(rng):
+    (x,), (tx,) = both(rng, (4,))
+    y = x * 3
+    y.retain_grad()
+    seen = []
+    h = y.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 2)
+    (y * y).sum().backward()
+    ty = tx * 3
+    ty.retain_grad()
+    ty.register_hook(lambda g: g * 2)
+    (ty * ty).sum().backward()
+    close(x.grad, tx.grad)
+    close(y.grad, ty.grad)
+    assert len(seen) == 1
+    h.remove()
+    assert y.grad_fn is not None and not y.is_leaf and x.is_leaf
+    assert y.grad_fn.next_functions[0][0].variable is x
+
+
+def test_no_grad_detach_and_integer_results(rng):
+    (x,), _ = both(rng, (5,))
+    with pr.no_grad():
+        assert not (x * 2).requires_grad
+    assert not x.detach().requires_grad
+    assert (x * 2).requires_grad
+    idx = x.argmax()
+    assert not idx.requires_grad and idx.grad_fn is None
+    assert not (x > 0).requires_grad
+    with pytest.raises(RuntimeError, match="floating point"):
+        pr.tensor([1, 2]).requires_grad_()
+
+
+def test_inplace_on_leaf_and_stale_saved_tensor_raise(rng):
+    (x,), _ = both(rng, (4,))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.add_(1)
+    with pr.no_grad():
+        x.add_(1)  # allowed without recording, as torch
+    y = x * 2
+    z = y.exp()  # saves its output
+    y.add_(1)  # does not touch z's saved output
+    z.sum().backward()
+    w = x * 2
+    v = w.sin()  # saves w
+    w.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        v.sum().backward()
+
+
+def test_inplace_on_non_leaf_records(rng):
+    (x,), (tx,) = both(rng, (6,))
+    z = x.sin()
+    z.mul_(3.0)
+    z.relu_()
+    (z * x).sum().backward()
+    tz = tx.sin()
+    tz.mul_(3.0)
+    tz.relu_()
+    (tz * tx).sum().backward()
+    close(x.grad, tx.grad)
+
+
+def test_setitem_and_advanced_getitem(rng):
+    (x, v), (tx, tv) = both(rng, (5, 4), (2, 4))
+    idx = [0, 3, 0]  # a repeated index accumulates
+    buf = pr.zeros(6, 4)
+    buf[1:3] = v * 2
+    out = (buf.sum(0) * x[idx].sum(0)).sum()
+    out.backward()
+    tbuf = torch.zeros(6, 4)
+    tbuf[1:3] = tv * 2
+    (tbuf.sum(0) * tx[idx].sum(0)).sum().backward()
+    close(x.grad, tx.grad)
+    close(v.grad, tv.grad)
+
+
+def test_custom_function(rng):
+    class Cube(pr.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    (x,), (tx,) = both(rng, (5,))
+    Cube.apply(x).sum().backward()
+    (tx**3).sum().backward()
+    close(x.grad, tx.grad)
+
+
+def test_autograd_grad_of_intermediate_and_unused(rng):
+    (x, u), _ = both(rng, (3,), (3,))
+    y = x.exp()
+    z = (y * 2).sum()
+    gy, gx = pr.autograd.grad(z, [y, x], retain_graph=True)
+    np.testing.assert_allclose(gy.numpy(), 2.0)
+    np.testing.assert_allclose(gx.numpy(), 2 * np.exp(x.detach().numpy()), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="not have been used"):
+        pr.autograd.grad(z, [u], retain_graph=True)
+    assert pr.autograd.grad(z, [u], allow_unused=True) == (None,)
+    assert x.grad is None
+
+
+def test_missing_rule_raises_at_backward(rng):
+    (x,), _ = both(rng, (4, 4))
+    y = pr.linalg.inv(x + 4 * pr.eye(4))
+    with pytest.raises(NotImplementedError, match="inv"):
+        y.sum().backward()
+
+
+def test_anomaly_names_the_op(rng):
+    x = pr.tensor([0.0, 1.0]).requires_grad_()
+    y = x.sqrt().sum()  # d sqrt at 0 is inf
+    with pr.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError, match="sqrtBackward"):
+            y.backward()
+
+
+def test_gradcheck_passes_and_catches_a_wrong_rule(rng):
+    x = pr.tensor(rng.standard_normal((3, 4)).astype(np.float32)).requires_grad_()
+    assert pr.autograd.gradcheck(lambda t: (t.tanh() * t).sum(1), (x,), eps=1e-2, atol=2e-2)
+
+    class Wrong(pr.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        pr.autograd.gradcheck(Wrong.apply, (x,), eps=1e-2, atol=1e-2)
