@@ -331,3 +331,26 @@ def test_clip_grad_value_and_vectors(rng):
     np.testing.assert_array_equal(lin.bias.detach().numpy(), new.numpy()[6:])
     with pytest.raises(TypeError, match="expected torch.Tensor, but got"):
         pnn.utils.vector_to_parameters([1.0], lin.parameters())
+
+
+def test_backward_through_modules_matches_torch(rng):
+    # Linear -> Tanh -> Linear -> a squared error: parameter gradients as torch's, then
+    # clipped (the loss from plain ops: F.mse_loss's gradient is another part of the issue)
+    torch.manual_seed(4)
+    # bias=False: on main (807fcd2) ops.matmul.linear's bias gets no gradient (reported)
+    t = tnn.Sequential(tnn.Linear(5, 4, bias=False), tnn.Tanh(), tnn.Linear(4, 3, bias=False))
+    p = pnn.Sequential(pnn.Linear(5, 4, bias=False), pnn.Tanh(), pnn.Linear(4, 3, bias=False))
+    p.load_state_dict(t.state_dict())
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    y = rng.standard_normal((6, 3)).astype(np.float32)
+    ((t(torch.from_numpy(x)) - torch.from_numpy(y)) ** 2).mean().backward()
+    loss = ((p(pr.tensor(x)) - pr.tensor(y)) ** 2).mean()
+    loss.backward()
+    for (name, tp), pp in zip(t.named_parameters(), p.parameters()):
+        assert pp.is_leaf and pp.grad is not None, name
+        assert_close(pp.grad, tp.grad.numpy(), atol=64 * F32_U * 5, msg=name)
+    tn = torch.nn.utils.clip_grad_norm_(t.parameters(), 0.1)
+    pn = pnn.utils.clip_grad_norm_(p.parameters(), 0.1)
+    assert_close(pn, tn.numpy(), atol=64 * F32_U * float(tn))
+    p.zero_grad()
+    assert all(q.grad is None for q in p.parameters())
