@@ -1,0 +1,36 @@
+"""The layers of pyrite.nn, one concern a file (torch.nn.modules' layout)."""
+
+from . import (
+    activation,
+    attention,
+    container,
+    conv,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    norm,
+    padding,
+    pooling,
+    sparse,
+    transformer,
+    upsample,
+)
+from .activation import *  # noqa: F403
+from .attention import *  # noqa: F403
+from .container import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .flatten import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .norm import *  # noqa: F403
+from .padding import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .sparse import *  # noqa: F403
+from .transformer import *  # noqa: F403
+from .upsample import *  # noqa: F403
+
+_FILES = (activation, attention, container, conv, dropout, flatten, linear, loss, norm, padding,
+          pooling, sparse, transformer, upsample)  # fmt: skip
+__all__ = sorted({name for mod in _FILES for name in mod.__all__})
