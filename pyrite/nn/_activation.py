@@ -81,8 +81,18 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         # torch casts the bounds to the integer type first (truncating: -0.5 -> 0, 2.5 -> 2)
         y = _ew.clamp(input, int(min_val), int(max_val))
         return input.copy_(y) if inplace else y
+    return (_hardtanh_ if inplace else _hardtanh)(input, min_val, max_val)
+
+
+# The in-place spellings are their own recorded ops (`name_`: autograd.install records them as
+# in-place, with torch's leaf and view checks); the public functions pick one by `inplace`.
+def _hardtanh(input, min_val, max_val, inplace=False):
     expr = _nan_kept("select(select(x0, s0, x0 < s0), s1, x0 > s1)")
     return _act("hardtanh", expr, input, (min_val, max_val), inplace)
+
+
+def _hardtanh_(input, min_val, max_val):
+    return _hardtanh(input, min_val, max_val, True)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -96,7 +106,15 @@ def relu6(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x for x > 0, else negative_slope·x."""
+    return (_leaky_relu_ if inplace else _leaky_relu)(input, negative_slope)
+
+
+def _leaky_relu(input, negative_slope, inplace=False):
     return _act("leaky_relu", "select(x0 * s0, x0, x0 > 0.0)", input, (negative_slope,), inplace)
+
+
+def _leaky_relu_(input, negative_slope):
+    return _leaky_relu(input, negative_slope, True)
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -105,7 +123,15 @@ def leaky_relu_(input, negative_slope=0.01):
 
 def elu(input, alpha=1.0, inplace=False):
     """x for x > 0, else alpha·(exp(x) - 1)."""
+    return (_elu_ if inplace else _elu)(input, alpha)
+
+
+def _elu(input, alpha, inplace=False):
     return _act("elu", "select(s0 * p_expm1(x0), x0, x0 > 0.0)", input, (alpha,), inplace)
+
+
+def _elu_(input, alpha):
+    return _elu(input, alpha, True)
 
 
 def elu_(input, alpha=1.0):
@@ -114,8 +140,16 @@ def elu_(input, alpha=1.0):
 
 def selu(input, inplace=False):
     """scale·(x for x > 0, else alpha·(exp(x) - 1)), torch's alpha and scale."""
+    return (_selu_ if inplace else _selu)(input)
+
+
+def _selu(input, inplace=False):
     expr = "s1 * select(s0 * p_expm1(x0), x0, x0 > 0.0)"
     return _act("selu", expr, input, (SELU_ALPHA, SELU_SCALE), inplace)
+
+
+def _selu_(input):
+    return _selu(input, True)
 
 
 def selu_(input):
@@ -126,8 +160,16 @@ def celu(input, alpha=1.0, inplace=False):
     """x for x > 0, else alpha·(exp(x/alpha) - 1)."""
     if alpha == 0:
         raise RuntimeError("pyrite: celu: ZeroDivisionError: alpha cannot be 0 for CELU")
+    return (_celu_ if inplace else _celu)(input, alpha)
+
+
+def _celu(input, alpha, inplace=False):
     expr = "select(s0 * p_expm1(x0 * s1), x0, x0 > 0.0)"
     return _act("celu", expr, input, (alpha, 1.0 / alpha), inplace)
+
+
+def _celu_(input, alpha):
+    return _celu(input, alpha, True)
 
 
 def celu_(input, alpha=1.0):
@@ -136,10 +178,14 @@ def celu_(input, alpha=1.0):
 
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value (NaN stays NaN); integer inputs stay integer."""
-    return _threshold(input, threshold, value, inplace)
+    return (_threshold_ if inplace else _threshold)(input, threshold, value)
 
 
-def _threshold(input, threshold, value, inplace):
+def _threshold_(input, threshold, value):
+    return _threshold(input, threshold, value, True)
+
+
+def _threshold(input, threshold, value, inplace=False):
     need_tensor("threshold", "input", input)
     if input.dtype.is_bool:
         raise TypeError("pyrite: threshold: bool inputs are not supported")
@@ -165,7 +211,7 @@ def _threshold(input, threshold, value, inplace):
 
 
 def threshold_(input, threshold, value):
-    return _threshold(input, threshold, value, True)
+    return _threshold_(input, threshold, value)
 
 
 def _rrelu_check(lower, upper):
@@ -183,6 +229,10 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
     _rrelu_check(lower, upper)
     if not training:
         return leaky_relu(input, (lower + upper) / 2.0, inplace)
+    return (_rrelu_train_ if inplace else _rrelu_train)(input, lower, upper, generator)
+
+
+def _rrelu_train(input, lower, upper, generator, inplace=False):
     need_float("rrelu", input)
     u = _creation.rand(input._shape, generator=generator)  # one uniform draw per element
     out = input if inplace else empty(input._shape, input.dtype)
@@ -195,6 +245,10 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, ge
         (lower, upper - lower),
         ("f32", "f32"),
     )
+
+
+def _rrelu_train_(input, lower, upper, generator):
+    return _rrelu_train(input, lower, upper, generator, True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -254,13 +308,29 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def hardswish(input, inplace=False):
     """x·relu6(x + 3)/6."""
+    return (_hardswish_ if inplace else _hardswish)(input)
+
+
+def _hardswish(input, inplace=False):
     return _act("hardswish", "x0 * min(max(x0 + 3.0, 0.0), 6.0) / 6.0", input, (), inplace)
+
+
+def _hardswish_(input):
+    return _hardswish(input, True)
 
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3)/6."""
+    return (_hardsigmoid_ if inplace else _hardsigmoid)(input)
+
+
+def _hardsigmoid(input, inplace=False):
     expr = _nan_kept("min(max(x0 + 3.0, 0.0), 6.0) / 6.0")
     return _act("hardsigmoid", expr, input, (), inplace)
+
+
+def _hardsigmoid_(input):
+    return _hardsigmoid(input, True)
 
 
 def logsigmoid(input):
@@ -356,6 +426,162 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     index = _reduce.argmax(y, d, keepdim=True)
     y_hard = _scatter.scatter(_creation.zeros_like(y), d, index, value=1.0)
     return fmap("x0 - x1 + x1", [y_hard, y], dtype=y.dtype)
+
+
+# ---- backward rules (autograd.install records these; torch's formulas, derivatives.yaml) -------
+# relu, gelu, silu, mish, sigmoid, tanh record inside the elementwise engine, softplus in
+# ops/elementwise.py, softmax/log_softmax in ops/rowops.py. The rules read the input (an in-place
+# call saves a copy of the old value), so they are right for any slope or alpha and
+# differentiable again.
+def _arg(ctx, i, name, default):
+    a = ctx.args
+    return a[i] if len(a) > i else ctx.kwargs.get(name, default)
+
+
+def _g_leaky_relu(ctx, g):
+    x = ctx.args[0]
+    return (_ew.where(x > 0, g, g * _arg(ctx, 1, "negative_slope", 0.01)),)
+
+
+def _elu_rule(alpha_of, scale, input_scale_of):
+    # torch's elu_backward: x > 0: g·scale, else g·input_scale·alpha·scale·exp(x·input_scale)
+    def rule(ctx, g):
+        x = ctx.args[0]
+        alpha, s = alpha_of(ctx), input_scale_of(ctx)
+        neg = g * (s * alpha * scale) * _ew.exp(x * s)
+        return (_ew.where(x > 0, g * scale, neg),)
+
+    rule.saves = frozenset({0})
+    return rule
+
+
+_g_elu = _elu_rule(lambda c: _arg(c, 1, "alpha", 1.0), 1.0, lambda c: 1.0)
+_g_selu = _elu_rule(lambda c: SELU_ALPHA, SELU_SCALE, lambda c: 1.0)
+_g_celu = _elu_rule(
+    lambda c: _arg(c, 1, "alpha", 1.0), 1.0, lambda c: 1.0 / _arg(c, 1, "alpha", 1.0)
+)
+
+
+def _g_hardtanh(ctx, g):
+    # g where min_val < x < max_val (bounds excluded, as torch); the output is strictly inside
+    # exactly where the input is, so the rule reads it and an in-place call saves nothing
+    o = ctx.out
+    lo, hi = ctx.args[1], ctx.args[2]
+    return (_ew.where((o > lo) & (o < hi), g, 0.0),)
+
+
+def _g_threshold(ctx, g):
+    x = ctx.args[0]
+    return (_ew.where(x > ctx.args[1], g, 0.0),)
+
+
+def _g_rrelu(ctx, g):
+    # the slope each negative element drew is out / x there (a constant: x detached, so a
+    # second derivative through it is 0, as torch's)
+    x, o = ctx.args[0], ctx.out
+    return (_ew.where(x >= 0, g, g * (o / _ew.where(x >= 0, 1.0, x.detach()))),)
+
+
+def _g_hardswish(ctx, g):
+    x = ctx.args[0]
+    inner = _ew.where(x <= 3.0, g * (x / 3.0 + 0.5), g)
+    return (_ew.where(x < -3.0, 0.0, inner),)
+
+
+def _g_hardsigmoid(ctx, g):
+    x = ctx.args[0]
+    return (_ew.where((x > -3.0) & (x < 3.0), g / 6.0, 0.0),)
+
+
+def _g_logsigmoid(ctx, g):
+    return (g * _ew.sigmoid(-ctx.args[0]),)
+
+
+def _g_softsign(ctx, g):
+    d = 1.0 + _ew.abs(ctx.args[0])
+    return (g / (d * d),)
+
+
+def _g_tanhshrink(ctx, g):
+    t = _ew.tanh(ctx.args[0])
+    return (g * (t * t),)
+
+
+def _g_shrink(ctx, g):
+    x = ctx.args[0]
+    lambd = _arg(ctx, 1, "lambd", 0.5)
+    return (_ew.where((x >= -lambd) & (x <= lambd), 0.0, g),)
+
+
+def _g_glu(ctx, g):
+    from ..ops.combine import cat
+
+    x = ctx.args[0]
+    d = x._dim(_arg(ctx, 1, "dim", -1))
+    n = x._shape[d] // 2
+    a, b = x.narrow(d, 0, n), x.narrow(d, n, n)
+    sb = _ew.sigmoid(b)
+    return (cat([g * sb, g * a * sb * (1.0 - sb)], d),)
+
+
+def _g_prelu(ctx, g):
+    x, w = ctx.args
+    k = w.numel()
+    wb = w.reshape(()) if k == 1 else w.reshape(w.numel(), *([1] * (x.ndim - 2)))
+    gx = _ew.where(x > 0, g, g * wb) if ctx.needs[0] else None
+    gw = None
+    if ctx.needs[1]:
+        gw = _ew.where(x > 0, 0.0, g * x)
+        if k == 1:
+            gw = _reduce.sum(gw).reshape(w._shape)
+        else:  # one weight per channel (dim 1): the sum over every other dim
+            gw = _reduce.sum(gw, dim=[i for i in range(x.ndim) if i != 1]).reshape(w._shape)
+    return gx, gw
+
+
+for _r, _s in (
+    (_g_leaky_relu, {0}),
+    (_g_hardtanh, {"out"}),
+    (_g_threshold, {0}),
+    (_g_rrelu, {0, "out"}),
+    (_g_hardswish, {0}),
+    (_g_hardsigmoid, {0}),
+    (_g_logsigmoid, {0}),
+    (_g_softsign, {0}),
+    (_g_tanhshrink, {0}),
+    (_g_shrink, {0}),
+    (_g_glu, {0}),
+    (_g_prelu, {0, 1}),
+):
+    _r.saves = frozenset(_s)
+
+GRADS = {
+    "_leaky_relu": _g_leaky_relu,
+    "_leaky_relu_": _g_leaky_relu,
+    "_elu": _g_elu,
+    "_elu_": _g_elu,
+    "_selu": _g_selu,
+    "_selu_": _g_selu,
+    "_celu": _g_celu,
+    "_celu_": _g_celu,
+    "_hardtanh": _g_hardtanh,
+    "_hardtanh_": _g_hardtanh,
+    "_threshold": _g_threshold,
+    "_threshold_": _g_threshold,
+    "_rrelu_train": _g_rrelu,
+    "_rrelu_train_": _g_rrelu,
+    "_hardswish": _g_hardswish,
+    "_hardswish_": _g_hardswish,
+    "_hardsigmoid": _g_hardsigmoid,
+    "_hardsigmoid_": _g_hardsigmoid,
+    "logsigmoid": _g_logsigmoid,
+    "softsign": _g_softsign,
+    "tanhshrink": _g_tanhshrink,
+    "softshrink": _g_shrink,
+    "hardshrink": _g_shrink,
+    "glu": _g_glu,
+    "prelu": _g_prelu,
+}
 
 
 __all__ = [

@@ -690,7 +690,12 @@ def where(condition, input=None, other=None):
         kind = max((D.scalar_kind(x) for x in xs), key="bif".index)
         dt = {"f": D.float32, "i": D.int32, "b": D.bool_}[kind]
         xs = [_scalar_tensor(x, dt) for x in xs]
-    return _ternary("select(B, A, K)", "select(B, A, K)", xs, cond=condition)
+    return _where(condition, *xs)
+
+
+def _where(condition, input, other):
+    # the map, with its own rule (Tensor.where's METHODS entry has another argument order)
+    return _ternary("select(B, A, K)", "select(B, A, K)", [input, other], cond=condition)
 
 
 def lerp(input, end, weight):
@@ -704,6 +709,12 @@ def lerp(input, end, weight):
             )
     if not input.dtype.is_floating_point:
         raise TypeError(f"pyrite: lerp is not implemented for {input.dtype!r}")
+    return _lerp(input, end, weight)
+
+
+def _lerp(input, end, weight):
+    # the map itself (its own GRADS entry: the in-place methods of ops/operators.py call the
+    # public functions unwrapped, and still record through this one)
     # torch's form: the nearer end is the anchor (exact at weight 1; inf ends as torch's)
     expr = "select(B - (B - A) * (1.0 - C), A + C * (B - A), abs(C) < 0.5)"
     return _ternary(expr, expr, [input, end, weight])
@@ -712,11 +723,19 @@ def lerp(input, end, weight):
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, in one pass (one rounding to a float16/bfloat16
     result, as torch's kernel)."""
+    return _addcmul(input, tensor1, tensor2, value)
+
+
+def _addcmul(input, tensor1, tensor2, value):
     return _addc("addcmul", "A + s0 * (B * C)", input, tensor1, tensor2, value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, in one pass."""
+    return _addcdiv(input, tensor1, tensor2, value)
+
+
+def _addcdiv(input, tensor1, tensor2, value):
     return _addc("addcdiv", "A + s0 * (B / C)", input, tensor1, tensor2, value)
 
 
@@ -752,15 +771,21 @@ def clamp(input, min=None, max=None, *, out=None):
     bounds = [as_tensor_arg(v) if isinstance(v, (list, np.ndarray)) else v for v in (min, max)]
     min, max = bounds
     rt = _fold_dtype([x] + [v for v in bounds if v is not None])
-    r = x if rt is x.dtype else x.to(rt)
-    if min is not None:
-        r = binary("maximum", r, min)
-    if max is not None:
-        r = binary("minimum", r, max)
+    r = _clamp(x if rt is x.dtype else x.to(rt), min, max)
     if out is not None:
         out.copy_(r)
         return out
     return r
+
+
+def _clamp(x, min, max):
+    # the map itself, with its own rule (torch's clamp_backward: the gradient passes where
+    # min <= x <= max, bounds included, not split as maximum/minimum split ties)
+    if min is not None:
+        x = binary("maximum", x, min)
+    if max is not None:
+        x = binary("minimum", x, max)
+    return x
 
 
 clip = clamp
@@ -781,6 +806,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     big = {D.float16: 65504.0, D.bfloat16: D.bf16_value(0x7F7F)}.get(x.dtype, 3.4028234663852886e38)
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
+    return _nan_to_num(x, nan, posinf, neginf)
+
+
+def _nan_to_num(x, nan, posinf, neginf):
     expr = (
         "select(select(select(x0, s2, p_isinf(x0) && x0 < 0.0), s1, p_isinf(x0) && x0 > 0.0),"
         " s0, p_isnan(x0))"
@@ -893,3 +922,116 @@ __all__ = sorted(FUNCS)
 
 METHODS = dict(FUNCS)  # operators and in-place forms: ops/operators.py
 METHODS["where"] = _where_method
+
+
+# ---- backward rules (autograd.install wraps these functions; unary/binary record themselves:
+# ops/elementwise_grads.py). Formulas are torch's (tools/autograd/derivatives.yaml).
+def _g_where(ctx, g):
+    c = ctx.args[0]  # bool: where() converted it
+    return (
+        None,
+        where(c, g, 0.0) if ctx.needs[1] else None,
+        where(c, 0.0, g) if ctx.needs[2] else None,
+    )
+
+
+_g_where.saves = frozenset({0})
+
+
+def _g_lerp(ctx, g):
+    a, b, w = ctx.args
+    return (
+        g * (1.0 - w) if ctx.needs[0] else None,
+        g * w if ctx.needs[1] else None,
+        g * (b - a) if ctx.needs[2] else None,
+    )
+
+
+_g_lerp.saves = frozenset({0, 1, 2})
+
+
+def _g_addcmul(ctx, g):
+    _, t1, t2, value = ctx.args
+    return (
+        g,
+        g * (t2 * value) if ctx.needs[1] else None,
+        g * (t1 * value) if ctx.needs[2] else None,
+    )
+
+
+_g_addcmul.saves = frozenset({1, 2})
+
+
+def _g_addcdiv(ctx, g):
+    _, t1, t2, value = ctx.args
+    return (
+        g,
+        g * value / t2 if ctx.needs[1] else None,
+        -g * value * t1 / (t2 * t2) if ctx.needs[2] else None,
+    )
+
+
+_g_addcdiv.saves = frozenset({1, 2})
+
+
+def _g_clamp(ctx, g):
+    # torch's clamp_backward / clamp_backward_min_max: x gets g where min <= x <= max; a tensor
+    # min gets it where x < min (and min < max), a tensor max where x > max (or max < min)
+    x, lo, hi = ctx.args
+    gx = glo = ghi = None
+    if lo is not None and hi is not None:
+        if ctx.needs[0]:
+            gx = where(logical_and(ge(x, lo), le(x, hi)), g, 0.0)
+        if ctx.needs[1]:
+            glo = where(logical_and(lt(x, lo), lt(lo, hi)), g, 0.0)
+        if ctx.needs[2]:
+            ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, 0.0)
+    elif lo is not None:
+        gx = where(ge(x, lo), g, 0.0) if ctx.needs[0] else None
+        glo = where(lt(x, lo), g, 0.0) if ctx.needs[1] else None
+    else:
+        gx = where(le(x, hi), g, 0.0) if ctx.needs[0] else None
+        ghi = where(gt(x, hi), g, 0.0) if ctx.needs[2] else None
+    return gx, glo, ghi
+
+
+_g_clamp.saves = frozenset({0, 1, 2})
+
+
+def _g_nan_to_num(ctx, g):
+    return (where(isfinite(ctx.args[0]), g, 0.0),)
+
+
+_g_nan_to_num.saves = frozenset({0})
+
+
+def _g_softplus(ctx, g):
+    # torch's softplus_backward: g where beta·x > threshold, else g·σ(beta·x)
+    x = ctx.args[0]
+    beta = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("beta", 1.0)
+    threshold = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("threshold", 20.0)
+    bx = x * beta
+    return (where(bx > threshold, g, g * sigmoid(bx)),)
+
+
+_g_softplus.saves = frozenset({0})
+
+
+def _g_round(ctx, g):
+    from .creation import zeros_like
+
+    return (zeros_like(g),)
+
+
+_g_round.saves = frozenset()
+
+GRADS = {
+    "_where": _g_where,
+    "_lerp": _g_lerp,
+    "_addcmul": _g_addcmul,
+    "_addcdiv": _g_addcdiv,
+    "_clamp": _g_clamp,
+    "_nan_to_num": _g_nan_to_num,
+    "softplus": _g_softplus,
+    "round": _g_round,
+}

@@ -1,0 +1,246 @@
+"""Backward rules of the tensor ops outside the elementwise engine (ops/elementwise.py's where,
+clamp, lerp, addcmul/addcdiv, nan_to_num, softplus; the activations of nn/_activation.py; ...),
+each against torch's autograd on the same random inputs: awkward sizes (primes, 1), inputs made
+non-contiguous by a transpose before the op, away from the points where the op is not
+differentiable, with a few gradient penalties (double backward) through the rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+from pyrite.testing.tolerance import unit_roundoff
+
+U = unit_roundoff("float32")
+
+
+def _f32(rng, *shape, scale=1.0, shift=0.0):
+    return (rng.standard_normal(shape) * scale + shift).astype(np.float32)
+
+
+def check(rng, fn_pr, fn_torch, arrays, ulps=16, terms=1, transpose=False, create_graph=False):
+    """Compare d(sum(w * fn(inputs)))/d(inputs) with torch's for random weights w.
+
+    The tolerance: `ulps` roundings relative to each gradient element, plus `terms` (how many
+    products a gradient element sums) roundings of the largest gradient magnitude absolute,
+    for the cancellation in sums. `transpose`: the first input reaches the op as a transposed
+    (non-contiguous) view."""
+    P = [pr.tensor(a).requires_grad_() for a in arrays]
+    T = [torch.tensor(a, requires_grad=True) for a in arrays]
+    vp = [p.transpose(0, -1) if transpose and i == 0 else p for i, p in enumerate(P)]
+    vt = [t.transpose(0, -1) if transpose and i == 0 else t for i, t in enumerate(T)]
+    out_p, out_t = fn_pr(*vp), fn_torch(*vt)
+    assert tuple(out_p.shape) == tuple(out_t.shape)
+    w = rng.standard_normal(tuple(out_t.shape)).astype(np.float32)
+    lp, lt = (out_p * pr.tensor(w)).sum(), (out_t * torch.tensor(w)).sum()
+    if create_graph:
+        # a gradient penalty: sum(grad²) differentiated again
+        gp = pr.autograd.grad(lp, P, create_graph=True)
+        gt = torch.autograd.grad(lt, T, create_graph=True)
+        sum(((g * g).sum() for g in gp), pr.tensor(0.0)).backward()
+        sum((g * g).sum() for g in gt).backward()
+    else:
+        lp.backward()
+        lt.backward()
+    for i, (p, t) in enumerate(zip(P, T)):
+        if t.grad is None:
+            assert p.grad is None or not np.any(p.grad.numpy()), f"input {i}"
+            continue
+        assert p.grad is not None, f"input {i} got no gradient"
+        want = t.grad.numpy()
+        big = float(np.abs(want).max()) if want.size else 0.0
+        rtol = ulps * 2 * U
+        atol = terms * ulps * 2 * U * big + 1e-30
+        np.testing.assert_allclose(p.grad.numpy(), want, rtol=rtol, atol=atol, err_msg=f"input {i}")
+    return P
+
+
+# ---- ops/elementwise.py --------------------------------------------------------------------
+def test_where_tensor_and_scalar_branches(rng):
+    a, b = _f32(rng, 5, 7), _f32(rng, 7)
+    m = rng.random((5, 7)) > 0.4
+    mp, mt = pr.tensor(m), torch.tensor(m)
+    check(rng, lambda x, y: pr.where(mp, x, y), lambda x, y: torch.where(mt, x, y), [a, b])
+    check(rng, lambda x: pr.where(mp, 1.5, x), lambda x: torch.where(mt, 1.5, x), [a])
+    check(rng, lambda x: x.where(mp.T, 0.0), lambda x: x.where(mt.T, 0.0), [a], transpose=True)
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.7), (-0.3, None), (None, 0.2), (0.4, -0.4)], ids=str)
+def test_clamp_number_bounds(rng, lo, hi):
+    a = _f32(rng, 11, 3)
+    check(rng, lambda x: pr.clamp(x, lo, hi), lambda x: torch.clamp(x, lo, hi), [a])
+    check(rng, lambda x: x.clip(lo, hi), lambda x: x.clip(lo, hi), [a], transpose=True)
+
+
+def test_clamp_bounds_on_the_boundary_pass_the_gradient(rng):
+    # torch: x == min or x == max passes the gradient (not the half of maximum's tie rule)
+    a = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0], np.float32)
+    check(rng, lambda x: x.clamp(-0.5, 1.0), lambda x: x.clamp(-0.5, 1.0), [a])
+
+
+def test_clamp_tensor_bounds(rng):
+    a, lo, hi = _f32(rng, 5, 7), _f32(rng, 5, 7, shift=-0.5), _f32(rng, 7, shift=0.5)
+    check(rng, pr.clamp, torch.clamp, [a, lo, hi])  # some min > max: max wins
+    check(rng, lambda x, m: pr.clamp_min(x, m), lambda x, m: torch.clamp_min(x, m), [a, lo])
+    check(rng, lambda x, m: pr.clamp(x, max=m), lambda x, m: torch.clamp(x, max=m), [a, hi])
+    check(
+        rng,
+        lambda x, m: pr.clamp(x, -0.2, m),
+        lambda x, m: torch.clamp(x, torch.tensor(-0.2), m),
+        [a, hi],
+    )
+
+
+def test_lerp_addcmul_addcdiv(rng):
+    a, b, w = _f32(rng, 5, 7), _f32(rng, 5, 7), _f32(rng, 1, 7)
+    check(rng, pr.lerp, torch.lerp, [a, b, w])
+    check(rng, lambda x, y: x.lerp(y, 0.3), lambda x, y: x.lerp(y, 0.3), [a, b.T], transpose=True)
+    c = _f32(rng, 7, shift=3.0)
+    for fp, ft in ((pr.addcmul, torch.addcmul), (pr.addcdiv, torch.addcdiv)):
+        check(
+            rng,
+            lambda x, y, z: fp(x, y, z, value=0.7),
+            lambda x, y, z: ft(x, y, z, value=0.7),
+            [a, b, c],
+        )
+    # the in-place methods record too (input 0 is not read by their rules)
+    check(
+        rng,
+        lambda x, y, z: (x * 1).addcmul_(y, z, value=-2),
+        lambda x, y, z: (x * 1).addcmul_(y, z, value=-2),
+        [a, b, c],
+    )
+    check(
+        rng,
+        lambda x, y, z: (x * 1).addcdiv_(y, z),
+        lambda x, y, z: (x * 1).addcdiv_(y, z),
+        [a, b, c],
+    )
+
+
+def test_nan_to_num_softplus_round(rng):
+    a = _f32(rng, 13)
+    a[[0, 3]] = 0.0  # log(0) = -inf, log(<0) = nan: no gradient there
+    check(rng, lambda x: pr.nan_to_num(pr.log(x)), lambda x: torch.nan_to_num(torch.log(x)), [a])
+    check(
+        rng,
+        lambda x: pr.nan_to_num(x / 0.0, nan=1.0, posinf=2.0),
+        lambda x: torch.nan_to_num(x / 0.0, nan=1.0, posinf=2.0),
+        [_f32(rng, 3, 5)],
+    )
+    s = _f32(rng, 7, 3, scale=4.0)
+    check(rng, pr.nn.functional.softplus, TF.softplus, [s], transpose=True)
+    check(rng, lambda x: F.softplus(x, 2.0, 3.0), lambda x: TF.softplus(x, 2.0, 3.0), [s])
+    check(rng, lambda x: pr.round(x, decimals=1), lambda x: torch.round(x, decimals=1), [s])
+
+
+def test_double_backward_through_where_clamp_lerp(rng):
+    a, b = _f32(rng, 5, 3), _f32(rng, 5, 3)
+    m = rng.random((5, 3)) > 0.5
+    mp, mt = pr.tensor(m), torch.tensor(m)
+    check(
+        rng,
+        lambda x, y: pr.where(mp, x * x, y.sin()).clamp(-1.0, 2.0) * x,
+        lambda x, y: torch.where(mt, x * x, y.sin()).clamp(-1.0, 2.0) * x,
+        [a, b],
+        create_graph=True,
+    )
+    check(
+        rng,
+        lambda x, y: pr.lerp(x, y, x),
+        lambda x, y: torch.lerp(x, y, x),
+        [a, b],
+        create_graph=True,
+    )
+
+
+# ---- nn/_activation.py ---------------------------------------------------------------------
+ACTS = [
+    ("leaky_relu", dict(negative_slope=0.2), True),
+    ("leaky_relu", dict(negative_slope=-0.3), False),
+    ("elu", dict(alpha=0.7), True),
+    ("selu", {}, True),
+    ("celu", dict(alpha=1.3), True),
+    ("hardtanh", dict(min_val=-1.5, max_val=2.0), True),
+    ("relu6", {}, True),
+    ("hardswish", {}, True),
+    ("hardsigmoid", {}, True),
+    ("threshold", dict(threshold=0.3, value=-2.0), True),
+    ("logsigmoid", {}, False),
+    ("softsign", {}, False),
+    ("tanhshrink", {}, False),
+    ("softshrink", dict(lambd=0.6), False),
+    ("hardshrink", dict(lambd=0.6), False),
+    # through the elementwise engine
+    ("relu", {}, True),
+    ("gelu", {}, False),
+    ("gelu", dict(approximate="tanh"), False),
+    ("silu", {}, True),
+    ("mish", {}, True),
+    ("softplus", dict(beta=0.5), False),
+    ("sigmoid", {}, False),
+    ("tanh", {}, False),
+]
+
+
+def _away_from_kinks(rng, shape):
+    # every kink these have is at 0, ±3, ±lambd, a bound or the threshold: keep a margin
+    a = _f32(rng, *shape, scale=3.0)
+    for k in (0.0, 3.0, -3.0, 0.6, -0.6, 0.3, -1.5, 2.0, 6.0, 1.0, -1.0):
+        near = np.abs(a - k) < 1e-2
+        a[near] = k + 0.05
+    return a
+
+
+@pytest.mark.parametrize("name,kw,has_inplace", ACTS, ids=lambda v: str(v))
+def test_activation(rng, name, kw, has_inplace):
+    a = _away_from_kinks(rng, (7, 11))
+    fp, ft = getattr(F, name), getattr(TF, name)
+    check(rng, lambda x: fp(x, **kw), lambda x: ft(x, **kw), [a], ulps=32, transpose=True)
+    if has_inplace:
+        check(
+            rng,
+            lambda x: fp(x * 1, **kw, inplace=True),
+            lambda x: ft(x * 1, **kw, inplace=True),
+            [a],
+            ulps=32,
+        )
+
+
+@pytest.mark.parametrize("name", ["elu", "selu", "softsign", "logsigmoid", "hardswish"])
+def test_activation_double_backward(rng, name):
+    a = _away_from_kinks(rng, (3, 5))
+    fp, ft = getattr(F, name), getattr(TF, name)
+    check(rng, fp, ft, [a], ulps=64, create_graph=True)
+
+
+def test_inplace_activation_on_leaf_raises(rng):
+    x = pr.tensor(_f32(rng, 4)).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        F.leaky_relu(x, inplace=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        F.elu_(x)
+
+
+def test_glu_and_prelu(rng):
+    check(rng, lambda x: F.glu(x, 0), lambda x: TF.glu(x, 0), [_f32(rng, 5, 6)], transpose=True)
+    check(rng, F.glu, TF.glu, [_f32(rng, 3, 1, 4)], create_graph=True)
+    x = _away_from_kinks(rng, (2, 3, 5))
+    for w in (_f32(rng, 3), _f32(rng, 1)):
+        check(rng, F.prelu, TF.prelu, [x, w], terms=10)
+    check(rng, F.prelu, TF.prelu, [_away_from_kinks(rng, (7,)), _f32(rng, 1)], terms=7)
+
+
+def test_rrelu_training_gradient_is_its_drawn_slope(rng):
+    a = _away_from_kinks(rng, (5, 9))
+    x = pr.tensor(a).requires_grad_()
+    y = F.rrelu(x, 0.1, 0.4, training=True)
+    y.sum().backward()
+    yn = y.detach().numpy()
+    want = np.where(a >= 0, 1.0, yn / np.where(a >= 0, 1.0, a))
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=8 * U)
+    assert np.all((want >= 0.1 - 1e-6) & (want <= 1.0))
