@@ -300,3 +300,86 @@ def test_cross_entropy_weight_not_differentiable(rng):
     loss = F.cross_entropy(x, pr.tensor([0, 1, 2]), weight=w)
     with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
         loss.backward()
+
+
+# ---- dropout and embedding -----------------------------------------------------------------
+ALPHA = 1.7580993408473766
+
+
+@pytest.mark.parametrize(
+    "name,shape,feature",
+    [
+        ("dropout", (37, 5), False),
+        ("dropout1d", (3, 7, 11), True),
+        ("dropout2d", (2, 5, 3, 4), True),
+        ("dropout3d", (2, 3, 2, 3, 5), True),
+        ("alpha_dropout", (41, 3), False),
+        ("feature_alpha_dropout", (3, 6, 5), True),
+    ],
+)
+@pytest.mark.parametrize("p", [0.3, 1.0])
+def test_dropout_gradient_is_the_forward_mask(rng, name, shape, feature, p):
+    x = pr.tensor(randn(rng, *shape) + 3.0).requires_grad_()  # no zero inputs
+    w = randn(rng, *shape)
+    kw = {"training": True} if "alpha" in name else {}
+    out = getattr(F, name)(x, p, **kw)
+    (out * pr.tensor(w)).sum().backward()
+    m = x.grad.numpy() / w  # the mask times the scale
+    o, xs = out.detach().numpy(), x.detach().numpy()
+    if p == 1.0:
+        np.testing.assert_array_equal(m, 0.0)
+        np.testing.assert_array_equal(o, 0.0)
+        return
+    alpha = "alpha" in name
+    scale = 1 / np.sqrt((ALPHA**2 * p + 1) * (1 - p)) if alpha else 1 / (1 - p)
+    kept = m > scale / 2
+    np.testing.assert_allclose(m, np.where(kept, scale, 0.0), rtol=tol(), atol=tol())
+    b = np.where(kept, ALPHA * scale * p, ALPHA * scale * (p - 1)) if alpha else 0.0
+    np.testing.assert_allclose(o, xs * m + b, rtol=tol(4), atol=tol(4))
+    assert 0 < kept.mean() < 1
+    if feature:  # one draw per (sample, channel)
+        k = kept.reshape(shape[0], shape[1], -1)
+        assert (k == k[..., :1]).all()
+
+
+def test_dropout_inplace_and_eval(rng):
+    x = pr.tensor(randn(rng, 5, 4)).requires_grad_()
+    assert F.dropout(x, 0.5, training=False) is x
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        F.dropout(x, 0.5, inplace=True)
+    h = x * 1.0
+    y = F.dropout(h, 0.5, inplace=True)
+    assert y is h
+    y.sum().backward()
+    m = x.grad.numpy()
+    np.testing.assert_allclose(
+        np.unique(m), [0.0, 2.0][: len(np.unique(m))] if m.min() == 0 else [2.0]
+    )
+
+
+@pytest.mark.parametrize("padding_idx,freq", [(None, False), (2, False), (-1, True)])
+def test_embedding(rng, padding_idx, freq):
+    V, Dm = 7, 5
+    idx = rng.integers(0, V, (4, 6))
+    idx[0, :3] = V - 1  # repeats, and the padding row when padding_idx=-1
+    idx[1, 0] = 2
+    check(
+        lambda w: F.embedding(pr.tensor(idx), w, padding_idx=padding_idx, scale_grad_by_freq=freq),
+        lambda w: TF.embedding(
+            torch.tensor(idx), w, padding_idx=padding_idx, scale_grad_by_freq=freq
+        ),
+        [randn(rng, V, Dm)],
+        terms=24,
+    )
+
+
+def test_embedding_max_norm(rng):
+    V, Dm = 6, 3
+    idx = np.array([[0, 2, 2], [5, 1, 0]])
+    w0 = randn(rng, V, Dm) * 3
+    wp = pr.tensor(w0).requires_grad_()
+    wt = torch.tensor(w0, requires_grad=True)
+    g = randn(rng, 2, 3, Dm)
+    (F.embedding(pr.tensor(idx), wp, max_norm=1.0) * pr.tensor(g)).sum().backward()
+    (TF.embedding(torch.tensor(idx), wt, max_norm=1.0) * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=tol(6), atol=tol(6))
