@@ -351,10 +351,7 @@ def test_dropout_inplace_and_eval(rng):
     y = F.dropout(h, 0.5, inplace=True)
     assert y is h
     y.sum().backward()
-    m = x.grad.numpy()
-    np.testing.assert_allclose(
-        np.unique(m), [0.0, 2.0][: len(np.unique(m))] if m.min() == 0 else [2.0]
-    )
+    assert set(np.unique(x.grad.numpy()).tolist()) <= {0.0, 2.0}
 
 
 @pytest.mark.parametrize("padding_idx,freq", [(None, False), (2, False), (-1, True)])
