@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from .. import autograd as _autograd
 from ..errors import ShapeError
 from ..ops import creation as _creation
 from ..ops.core import empty, run_map
@@ -35,6 +36,8 @@ def _dropout(input, p, train, inplace, feature, alpha, name):
         raise ShapeError(
             f"pyrite: {name}: Feature dropout requires at least 2 dimensions in the input"
         )
+    if _autograd.needs_grad(input):
+        return _recorded_dropout(input, p, inplace, feature, alpha)
     out = input if inplace else empty(input._shape, input.dtype)
     if p == 1.0:  # torch: input · 0, NaN for NaN and inf (a compiler may fold x·0 to 0)
         return run_map(
@@ -50,6 +53,40 @@ def _dropout(input, p, train, inplace, feature, alpha, name):
         expr = "select(0.0, x0 * s0, x1 >= s1)"
         scalars = (1.0 / (1.0 - p), p)
     return run_map(expr, (input, u), ("f32", "f32"), out, "f32", scalars, ("f32",) * len(scalars))
+
+
+def _recorded_dropout(input, p, inplace, feature, alpha):
+    """Dropout as recorded ops when input requires grad: out = input·M (+ B for the alpha
+    forms), M the scaled keep-mask (0 or the scale), so the gradient is g·M with the very mask
+    of the forward (the mul's node keeps it)."""
+    noise_shape = input._shape[:2] + (1,) * (input.ndim - 2) if feature else input._shape
+    if p == 1.0:  # input · 0: NaN stays NaN (a tensor operand, never folded away)
+        m = _creation.zeros(noise_shape, dtype=input.dtype)
+        return input.mul_(m) if inplace else input * m
+    u = _creation.rand(noise_shape)
+    scale = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p)) if alpha else 1.0 / (1.0 - p)
+    m = run_map(
+        "select(0.0, s0, x0 >= s1)",
+        (u,),
+        ("f32",),
+        empty(noise_shape, input.dtype),
+        "f32",
+        (scale, p),
+        ("f32", "f32"),
+    )
+    out = input.mul_(m) if inplace else input * m
+    if alpha:
+        b = run_map(
+            "select(s0 * (s1 - 1.0), s0 * s1, x0 >= s1)",
+            (u,),
+            ("f32",),
+            empty(noise_shape, input.dtype),
+            "f32",
+            (_ALPHA * scale, p),
+            ("f32", "f32"),
+        )
+        out = out.add_(b) if inplace else out + b
+    return out
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

@@ -394,3 +394,270 @@ __all__ = [
     "poisson_nll_loss",
     "smooth_l1_loss",
 ]
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+# The forwards above are fused map kernels (nothing recorded inside), so each loss has its own
+# rule: the elementwise derivative times the reduction's factor, written with recorded pyrite
+# ops (double backward works). Arguments torch does not differentiate (nll/cross_entropy/bce
+# class weights, pos_weight) raise torch's error at backward when they require grad.
+import inspect as _inspect  # noqa: E402
+
+from ..ops import creation as _creation  # noqa: E402
+from ..ops import elementwise as _ew  # noqa: E402
+
+_SIGS: dict = {}
+
+
+def _bind(fn, ctx):
+    """The call's arguments by name, defaults filled in (ctx.args, ctx.kwargs)."""
+    sig = _SIGS.get(fn)
+    if sig is None:
+        sig = _SIGS[fn] = _inspect.signature(fn)
+    b = sig.bind(*ctx.args, **ctx.kwargs)
+    b.apply_defaults()
+    return b.arguments
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _not_differentiable(ctx, pos, fname, what):
+    if len(ctx.needs) > pos and ctx.needs[pos]:
+        raise RuntimeError(
+            f"pyrite: The function '{fname}' is not differentiable with respect to argument "
+            f"'{what}'. This input cannot have requires_grad True."
+        )
+
+
+def _elem_scale(g, reduction, n):
+    """The gradient reaching each element of the unreduced loss (n terms in a 'mean')."""
+    if reduction == "mean":
+        return g / max(n, 1) if n else g * float("nan")
+    return g
+
+
+def _elem_rule(fn, deriv, weight_pos=None, mean_by_weight=False):
+    """A rule for loss = reduce(term(x, t)[· w]): deriv(a, x, t) -> (term or None, dx, dt)."""
+
+    def rule(ctx, g):
+        a = _bind(fn, ctx)
+        x, t = ctx.args[0], ctx.args[1]
+        reduction = legacy_reduction(a.get("size_average"), a.get("reduce"), a["reduction"])
+        shape = broadcast_shapes(ctx.meta[0][0], ctx.meta[1][0])
+        w = a.get("weight") if weight_pos is not None else None
+        need_w = w is not None and ctx.needs[weight_pos]
+        term, dx, dt = deriv(a, x, t, need_w)
+        if w is not None and reduction == "mean" and mean_by_weight:
+            ws = w.sum()
+            ge = g / ws
+            gw = (term - ctx.out) * ge if need_w else None
+        else:
+            ge = _elem_scale(g, reduction, _numel(shape))
+            gw = term * ge if need_w else None
+        if w is not None:
+            ge = ge * w
+        res = [
+            ge * dx if ctx.needs[0] else None,
+            ge * dt if ctx.needs[1] and dt is not None else None,
+        ]
+        if weight_pos is not None:
+            res += [None] * (weight_pos - len(res)) + [gw]
+        return tuple(res)
+
+    return rule
+
+
+def _d_mse(a, x, t, need_term):
+    d = x - t
+    return (d * d if need_term else None), 2.0 * d, -2.0 * d
+
+
+def _d_l1(a, x, t, need_term):
+    d = x - t
+    s = _ew.sign(d)
+    return (d.abs() if need_term else None), s, -s
+
+
+def _d_smooth_l1(a, x, t, need_term):
+    beta = a["beta"]
+    d = x - t
+    if beta == 0.0:
+        s = _ew.sign(d)
+    else:
+        s = _ew.where(d.abs() < beta, d / beta, _ew.sign(d))
+    return None, s, -s
+
+
+def _d_huber(a, x, t, need_term):
+    delta = a["delta"]
+    d = x - t
+    small = d.abs() < delta
+    s = _ew.where(small, d, delta * _ew.sign(d))
+    term = None
+    if need_term:
+        term = _ew.where(small, 0.5 * d * d, delta * (d.abs() - 0.5 * delta))
+    return term, s, -s
+
+
+def _d_poisson(a, x, t, need_term):
+    if a["log_input"]:
+        dx, dt = _ew.exp(x) - t, -x
+    else:
+        eps = a["eps"]
+        dx, dt = 1.0 - t / (x + eps), -_ew.log(x + eps)
+    if a["full"]:
+        # d/dt of t·log(t) - t + 0.5·log(2πt) where t > 1
+        dt = dt + _ew.where(t > 1.0, _ew.log(t) + 0.5 / t, 0.0)
+    return None, dx, dt
+
+
+def _d_kl(a, x, t, need_term):
+    if a["log_target"]:
+        et = _ew.exp(t)
+        return None, -et, et * (t - x + 1.0)
+    # torch differentiates xlogy(t, t) - t·x: the target's gradient is NaN where t == 0
+    dt = _ew.where(t != 0.0, _ew.log(t), 0.0) - x + t / t
+    return None, -t, dt
+
+
+def _g_kl_div(ctx, g):
+    a = _bind(kl_div, ctx)
+    if legacy_reduction(a["size_average"], a["reduce"], a["reduction"]) != "batchmean":
+        return _kl_elem(ctx, g)
+    x, t = ctx.args[0], ctx.args[1]
+    _, dx, dt = _d_kl(a, x, t, False)
+    ge = g / (ctx.meta[0][0][0] if len(ctx.meta[0][0]) else 1)
+    return (ge * dx if ctx.needs[0] else None), (ge * dt if ctx.needs[1] else None)
+
+
+def _g_bce(ctx, g):
+    _not_differentiable(ctx, 2, "binary_cross_entropy", "weight")
+    a = _bind(binary_cross_entropy, ctx)
+    x, t, w = ctx.args[0], ctx.args[1], a["weight"]
+    reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
+    ge = _elem_scale(g, reduction, _numel(ctx.meta[0][0]))
+    if w is not None:
+        ge = ge * w
+    gx = gt = None
+    if ctx.needs[0]:
+        gx = ge * (x - t) / _ew.clamp_min((1.0 - x) * x, 1e-12)
+    if ctx.needs[1]:
+        gt = ge * (_ew.clamp_min(_ew.log1p(-x), -100.0) - _ew.clamp_min(_ew.log(x), -100.0))
+    return gx, gt
+
+
+def _g_bce_logits(ctx, g):
+    _not_differentiable(ctx, 2, "binary_cross_entropy_with_logits", "weight")
+    _not_differentiable(ctx, 6, "binary_cross_entropy_with_logits", "pos_weight")
+    a = _bind(binary_cross_entropy_with_logits, ctx)
+    x, t, w, pw = ctx.args[0], ctx.args[1], a["weight"], a["pos_weight"]
+    reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
+    ge = _elem_scale(g, reduction, _numel(ctx.meta[0][0]))
+    if w is not None:
+        ge = ge * w
+    gx = gt = None
+    if ctx.needs[0]:
+        s = _ew.sigmoid(x)
+        gx = ge * ((s - t) if pw is None else (1.0 + (pw - 1.0) * t) * s - pw * t)
+    if ctx.needs[1]:
+        if pw is None:
+            gt = -ge * x
+        else:  # -x + (pw - 1)·softplus(-x), softplus(-x) = log1p(exp(-|x|)) + relu(-x)
+            sp = _ew.log1p(_ew.exp(-x.abs())) + _ew.relu(-x)
+            gt = ge * ((pw - 1.0) * sp - x)
+    return gx, gt
+
+
+def _class_scale(g, reduction, cd, denom):
+    if reduction == "none":
+        return g.unsqueeze(cd)
+    if reduction == "sum":
+        return g
+    return g / denom
+
+
+def _onehot(target, cd, C, ndim, dtype):
+    shape = [1] * ndim
+    shape[cd] = C
+    classes = _creation.arange(C, dtype=D.int32).reshape(*shape)
+    return _ew.eq(target.unsqueeze(cd), classes).to(dtype)
+
+
+def _g_nll_loss(ctx, g):
+    _not_differentiable(ctx, 2, "nll_loss_forward", "weight")
+    a = _bind(nll_loss, ctx)
+    if not ctx.needs[0]:
+        return (None,)
+    x, target, weight = ctx.args[0], ctx.args[1], a["weight"]
+    reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
+    cd, C = _class_layout(x, "nll_loss")
+    with _no_grad():
+        _, wt = _pick(x, target, cd, a["ignore_index"], weight)
+        denom = wt.sum() if reduction == "mean" else None
+        coef = _onehot(target, cd, C, x.ndim, x.dtype) * wt.unsqueeze(cd)
+    return (-_class_scale(g, reduction, cd, denom) * coef,)
+
+
+def _g_cross_entropy(ctx, g):
+    """d/dx of -Σ_c Q_c·log_softmax(x)_c is softmax(x)·Σ_c Q_c - Q, with Q the weighted,
+    smoothed target distribution of each sample (0 for an ignored one)."""
+    _not_differentiable(ctx, 2, "nll_loss_forward", "weight")
+    a = _bind(cross_entropy, ctx)
+    x, target, weight = ctx.args[0], ctx.args[1], a["weight"]
+    reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
+    eps = a["label_smoothing"]
+    cd, C = _class_layout(x, "cross_entropy")
+    w_b = _weight_view(weight, x.ndim, cd) if weight is not None else None
+    gx = gt = None
+    if target.dtype.is_floating_point:
+        scale = _class_scale(g, reduction, cd, max(x.numel() // max(C, 1), 1))
+        q = target * (1.0 - eps) + eps / C if eps > 0 else target
+        Q = q * w_b if w_b is not None else q
+        if ctx.needs[0]:
+            p = _rowops.softmax(x, cd)
+            gx = scale * (p * Q.sum(cd, keepdim=True) - Q)
+        if ctx.needs[1]:
+            logp = _rowops.log_softmax(x, cd)
+            gt = -(1.0 - eps) * scale * (logp * w_b if w_b is not None else logp)
+        return gx, gt
+    if not ctx.needs[0]:
+        return None, None
+    with _no_grad():
+        ii = a["ignore_index"]
+        _, wt = _pick(x, target, cd, ii, weight)
+        denom = wt.sum() if reduction == "mean" else None
+        Q = _onehot(target, cd, C, x.ndim, x.dtype) * wt.unsqueeze(cd)
+        if eps > 0:
+            keep = _ew.ne(target, ii).to(x.dtype).unsqueeze(cd)
+            smooth = keep * w_b if w_b is not None else keep
+            Q = Q * (1.0 - eps) + smooth * (eps / C)
+        total = Q.sum(cd, keepdim=True)
+    p = _rowops.softmax(x, cd)
+    return _class_scale(g, reduction, cd, denom) * (p * total - Q), None
+
+
+def _no_grad():
+    from ..autograd import no_grad
+
+    return no_grad()
+
+
+_kl_elem = _elem_rule(kl_div, _d_kl)
+
+GRADS = {
+    "mse_loss": _elem_rule(mse_loss, _d_mse, 5, True),
+    "l1_loss": _elem_rule(l1_loss, _d_l1, 5, True),
+    "smooth_l1_loss": _elem_rule(smooth_l1_loss, _d_smooth_l1),
+    "huber_loss": _elem_rule(huber_loss, _d_huber, 4, False),
+    "poisson_nll_loss": _elem_rule(poisson_nll_loss, _d_poisson),
+    "kl_div": _g_kl_div,
+    "binary_cross_entropy": _g_bce,
+    "binary_cross_entropy_with_logits": _g_bce_logits,
+    "nll_loss": _g_nll_loss,
+    "cross_entropy": _g_cross_entropy,
+}

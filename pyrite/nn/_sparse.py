@@ -199,3 +199,44 @@ def one_hot(tensor, num_classes=-1):
 
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _g_embedding(ctx, g):
+    """dweight: each output row added into its index's row (index_add); padding_idx's row gets
+    nothing; scale_grad_by_freq divides each row's gradient by its index's count in the batch.
+    Dense, also for sparse=True (pyrite has no sparse tensors)."""
+    from ..ops.creation import ones, zeros
+
+    if not ctx.needs[1]:
+        return None, None
+    a = list(ctx.args) + [None] * (7 - len(ctx.args))
+    kw = ctx.kwargs
+    idx = a[0]
+    padding_idx = a[2] if len(ctx.args) > 2 else kw.get("padding_idx")
+    freq = a[5] if len(ctx.args) > 5 else kw.get("scale_grad_by_freq", False)
+    V, Dm = ctx.meta[1][0]
+    flat = idx.reshape(-1)
+    rows = g.reshape(-1, Dm)
+    if freq:
+        with _no_grad():
+            counts = zeros((V,), dtype=g.dtype).index_add(
+                0, flat, ones((flat.numel(),), dtype=g.dtype)
+            )
+            rows = rows / _scatter.index_select(counts, 0, flat).unsqueeze(1)
+    if padding_idx is not None:
+        pad = _padding_index(padding_idx, V)
+        rows = rows * (flat != pad).unsqueeze(1).to(g.dtype)
+    return None, zeros((V, Dm), dtype=g.dtype).index_add(0, flat, rows)
+
+
+_g_embedding.saves = frozenset((0,))
+
+
+def _no_grad():
+    from ..autograd import no_grad
+
+    return no_grad()
+
+
+GRADS = {"embedding": _g_embedding}

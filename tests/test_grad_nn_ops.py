@@ -1,0 +1,382 @@
+"""Backward rules of the nn functional ops training needs (losses, dropout, embedding,
+convolution, pooling, norms, attention): each op's gradients against torch autograd on the same
+random inputs of awkward sizes, with a non-contiguous input where the op reads strides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+from pyrite.testing.tolerance import F32_U
+
+
+def tol(terms=1):
+    """f32 rounding of a gradient whose elements each sum `terms` products (plus a few ulps for
+    exp/log/division in the elementwise part)."""
+    return 64 * F32_U * max(terms, 1)
+
+
+def check(fn_pr, fn_t, arrays, terms=1, grads=None, weights=True):
+    """fn_pr(*pyrite tensors) and fn_t(*torch tensors) give the same output and the same
+    gradients of Σ out·w (w random), for the arrays whose position is in `grads` (all)."""
+    rng = np.random.default_rng(len(arrays) * 7919 + sum(a.size for a in arrays))
+    grads = range(len(arrays)) if grads is None else grads
+    P = [pr.tensor(a) for a in arrays]
+    T = [torch.tensor(a) for a in arrays]
+    for i in grads:
+        P[i].requires_grad_()
+        T[i].requires_grad_()
+    op, ot = fn_pr(*P), fn_t(*T)
+    t_out = ot.detach().numpy()
+    np.testing.assert_allclose(op.detach().numpy(), t_out, rtol=tol(terms), atol=tol(terms))
+    w = rng.standard_normal(t_out.shape).astype(np.float32) if weights else np.ones_like(t_out)
+    (op * pr.tensor(w)).sum().backward()
+    (ot * torch.tensor(w)).sum().backward()
+    for i in grads:
+        tg = T[i].grad.numpy()
+        assert P[i].grad is not None, f"no gradient for input {i}"
+        scale = float(np.abs(tg).max()) if tg.size else 1.0
+        np.testing.assert_allclose(
+            P[i].grad.numpy(),
+            tg,
+            rtol=tol(terms),
+            atol=tol(terms) * max(scale, 1e-30),
+            err_msg=f"gradient of input {i}",
+        )
+    return P, T
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---- losses --------------------------------------------------------------------------------
+REDUCTIONS = ("none", "mean", "sum")
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("mse_loss", {}),
+        ("l1_loss", {}),
+        ("smooth_l1_loss", {"beta": 0.7}),
+        ("smooth_l1_loss", {"beta": 0.0}),
+        ("huber_loss", {"delta": 0.6}),
+    ],
+)
+def test_regression_losses(rng, name, kw, reduction):
+    x, t = randn(rng, 7, 5), randn(rng, 7, 5)
+    check(
+        lambda a, b: getattr(F, name)(
+            a.transpose(0, 1), b.transpose(0, 1), reduction=reduction, **kw
+        ),
+        lambda a, b: getattr(TF, name)(
+            a.transpose(0, 1), b.transpose(0, 1), reduction=reduction, **kw
+        ),
+        [x, t],
+        terms=35,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+def test_regression_losses_with_weight(rng, name, reduction):
+    x, t, w = randn(rng, 3, 11), randn(rng, 3, 11), rng.random((3, 11)).astype(np.float32) + 0.1
+    check(
+        lambda a, b, c: getattr(F, name)(a, b, reduction=reduction, weight=c),
+        lambda a, b, c: getattr(TF, name)(a, b, reduction=reduction, weight=c),
+        [x, t, w],
+        terms=33,
+    )
+
+
+def test_mse_broadcast_target(rng):
+    x, t = randn(rng, 4, 3), randn(rng, 3)
+    with pytest.warns(UserWarning):
+        check(lambda a, b: F.mse_loss(a, b), lambda a, b: TF.mse_loss(a, b), [x, t], terms=12)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS + ("batchmean",))
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(rng, reduction, log_target):
+    x = randn(rng, 5, 3)
+    t = rng.random((5, 3)).astype(np.float32) + 0.05
+    if log_target:
+        t = np.log(t)
+    check(
+        lambda a, b: F.kl_div(a, b, reduction=reduction, log_target=log_target),
+        lambda a, b: TF.kl_div(a, b, reduction=reduction, log_target=log_target),
+        [x, t],
+        terms=15,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy(rng, reduction, weighted):
+    x = rng.uniform(0.05, 0.95, (6, 5)).astype(np.float32)
+    t = rng.random((6, 5)).astype(np.float32)
+    w = rng.random(5).astype(np.float32) + 0.1
+    check(
+        lambda a, b: F.binary_cross_entropy(
+            a, b, weight=pr.tensor(w) if weighted else None, reduction=reduction
+        ),
+        lambda a, b: TF.binary_cross_entropy(
+            a, b, weight=torch.tensor(w) if weighted else None, reduction=reduction
+        ),
+        [x, t],
+        terms=30,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("pos", [False, True])
+def test_bce_with_logits(rng, reduction, weighted, pos):
+    x, t = randn(rng, 6, 5) * 3, rng.random((6, 5)).astype(np.float32)
+    w = rng.random(5).astype(np.float32) + 0.1
+    pw = rng.random(5).astype(np.float32) * 3
+    kw_p = {
+        "weight": pr.tensor(w) if weighted else None,
+        "pos_weight": pr.tensor(pw) if pos else None,
+    }
+    kw_t = {
+        "weight": torch.tensor(w) if weighted else None,
+        "pos_weight": torch.tensor(pw) if pos else None,
+    }
+    check(
+        lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=reduction, **kw_p),
+        lambda a, b: TF.binary_cross_entropy_with_logits(a, b, reduction=reduction, **kw_t),
+        [x, t],
+        terms=30,
+    )
+
+
+def test_bce_weight_not_differentiable(rng):
+    x = pr.tensor(rng.uniform(0.1, 0.9, (3,)).astype(np.float32)).requires_grad_()
+    w = pr.ones(3).requires_grad_()
+    loss = F.binary_cross_entropy(x, pr.rand(3), weight=w)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("log_input,full", [(True, False), (False, True)])
+def test_poisson_nll(rng, reduction, log_input, full):
+    x = rng.uniform(0.2, 2.0, (4, 7)).astype(np.float32)
+    t = rng.uniform(0.0, 4.0, (4, 7)).astype(np.float32)
+    check(
+        lambda a, b: F.poisson_nll_loss(a, b, log_input=log_input, full=full, reduction=reduction),
+        lambda a, b: TF.poisson_nll_loss(a, b, log_input=log_input, full=full, reduction=reduction),
+        [x, t],
+        terms=28,
+    )
+
+
+def _targets(rng, n, C, ignore):
+    t = rng.integers(0, C, n).astype(np.int64)
+    if ignore is not None:
+        t[::3] = ignore
+    return t
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore", [None, 2])
+def test_nll_loss(rng, reduction, weighted, ignore):
+    C = 5
+    x = randn(rng, 7, C)
+    t = _targets(rng, 7, C, ignore)
+    w = rng.random(C).astype(np.float32) + 0.1
+    ii = -100 if ignore is None else ignore
+    check(
+        lambda a: F.nll_loss(
+            a,
+            pr.tensor(t),
+            weight=pr.tensor(w) if weighted else None,
+            ignore_index=ii,
+            reduction=reduction,
+        ),
+        lambda a: TF.nll_loss(
+            a,
+            torch.tensor(t),
+            weight=torch.tensor(w) if weighted else None,
+            ignore_index=ii,
+            reduction=reduction,
+        ),
+        [x],
+        terms=7,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore", [None, 1])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_class_indices(rng, reduction, weighted, ignore, smoothing):
+    N, C, L = 3, 7, 5  # (N, C, L) input: the class dim is 1, a spatial dim after it
+    x = randn(rng, N, L, C)
+    t = _targets(rng, N * L, C, ignore).reshape(N, L)
+    w = rng.random(C).astype(np.float32) + 0.1
+    ii = -100 if ignore is None else ignore
+    check(
+        lambda a: F.cross_entropy(
+            a.transpose(1, 2),
+            pr.tensor(t),
+            weight=pr.tensor(w) if weighted else None,
+            ignore_index=ii,
+            reduction=reduction,
+            label_smoothing=smoothing,
+        ),
+        lambda a: TF.cross_entropy(
+            a.transpose(1, 2),
+            torch.tensor(t),
+            weight=torch.tensor(w) if weighted else None,
+            ignore_index=ii,
+            reduction=reduction,
+            label_smoothing=smoothing,
+        ),
+        [x],
+        terms=N * L * C,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_probabilities(rng, reduction, weighted, smoothing):
+    C = 6
+    x = randn(rng, 5, C)
+    t = rng.random((5, C)).astype(np.float32)
+    t /= t.sum(1, keepdims=True)
+    w = rng.random(C).astype(np.float32) + 0.1
+    check(
+        lambda a, b: F.cross_entropy(
+            a,
+            b,
+            weight=pr.tensor(w) if weighted else None,
+            reduction=reduction,
+            label_smoothing=smoothing,
+        ),
+        lambda a, b: TF.cross_entropy(
+            a,
+            b,
+            weight=torch.tensor(w) if weighted else None,
+            reduction=reduction,
+            label_smoothing=smoothing,
+        ),
+        [x, t],
+        terms=30,
+    )
+
+
+def test_cross_entropy_unbatched_and_double_backward(rng):
+    x = randn(rng, 11)
+    check(
+        lambda a: F.cross_entropy(a, pr.tensor(3)),
+        lambda a: TF.cross_entropy(a, torch.tensor(3)),
+        [x],
+        terms=11,
+    )
+    # a gradient penalty through the rule: d/dx |d loss/dx|²
+    xp = pr.tensor(randn(rng, 4, 5)).requires_grad_()
+    xt = torch.tensor(xp.numpy(), requires_grad=True)
+    tgt = rng.integers(0, 5, 4)
+    (gp,) = pr.autograd.grad(F.cross_entropy(xp, pr.tensor(tgt)), xp, create_graph=True)
+    (gt,) = torch.autograd.grad(TF.cross_entropy(xt, torch.tensor(tgt)), xt, create_graph=True)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    np.testing.assert_allclose(xp.grad.numpy(), xt.grad.numpy(), rtol=tol(20), atol=tol(20))
+
+
+def test_cross_entropy_weight_not_differentiable(rng):
+    x = pr.tensor(randn(rng, 3, 4)).requires_grad_()
+    w = pr.ones(4).requires_grad_()
+    loss = F.cross_entropy(x, pr.tensor([0, 1, 2]), weight=w)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        loss.backward()
+
+
+# ---- dropout and embedding -----------------------------------------------------------------
+ALPHA = 1.7580993408473766
+
+
+@pytest.mark.parametrize(
+    "name,shape,feature",
+    [
+        ("dropout", (37, 5), False),
+        ("dropout1d", (3, 7, 11), True),
+        ("dropout2d", (2, 5, 3, 4), True),
+        ("dropout3d", (2, 3, 2, 3, 5), True),
+        ("alpha_dropout", (41, 3), False),
+        ("feature_alpha_dropout", (3, 6, 5), True),
+    ],
+)
+@pytest.mark.parametrize("p", [0.3, 1.0])
+def test_dropout_gradient_is_the_forward_mask(rng, name, shape, feature, p):
+    x = pr.tensor(randn(rng, *shape) + 3.0).requires_grad_()  # no zero inputs
+    w = randn(rng, *shape)
+    kw = {"training": True} if "alpha" in name else {}
+    out = getattr(F, name)(x, p, **kw)
+    (out * pr.tensor(w)).sum().backward()
+    m = x.grad.numpy() / w  # the mask times the scale
+    o, xs = out.detach().numpy(), x.detach().numpy()
+    if p == 1.0:
+        np.testing.assert_array_equal(m, 0.0)
+        np.testing.assert_array_equal(o, 0.0)
+        return
+    alpha = "alpha" in name
+    scale = 1 / np.sqrt((ALPHA**2 * p + 1) * (1 - p)) if alpha else 1 / (1 - p)
+    kept = m > scale / 2
+    np.testing.assert_allclose(m, np.where(kept, scale, 0.0), rtol=tol(), atol=tol())
+    b = np.where(kept, ALPHA * scale * p, ALPHA * scale * (p - 1)) if alpha else 0.0
+    np.testing.assert_allclose(o, xs * m + b, rtol=tol(4), atol=tol(4))
+    assert 0 < kept.mean() < 1
+    if feature:  # one draw per (sample, channel)
+        k = kept.reshape(shape[0], shape[1], -1)
+        assert (k == k[..., :1]).all()
+
+
+def test_dropout_inplace_and_eval(rng):
+    x = pr.tensor(randn(rng, 5, 4)).requires_grad_()
+    assert F.dropout(x, 0.5, training=False) is x
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        F.dropout(x, 0.5, inplace=True)
+    h = x * 1.0
+    y = F.dropout(h, 0.5, inplace=True)
+    assert y is h
+    y.sum().backward()
+    assert set(np.unique(x.grad.numpy()).tolist()) <= {0.0, 2.0}
+
+
+@pytest.mark.parametrize("padding_idx,freq", [(None, False), (2, False), (-1, True)])
+def test_embedding(rng, padding_idx, freq):
+    V, Dm = 7, 5
+    idx = rng.integers(0, V, (4, 6))
+    idx[0, :3] = V - 1  # repeats, and the padding row when padding_idx=-1
+    idx[1, 0] = 2
+    check(
+        lambda w: F.embedding(pr.tensor(idx), w, padding_idx=padding_idx, scale_grad_by_freq=freq),
+        lambda w: TF.embedding(
+            torch.tensor(idx), w, padding_idx=padding_idx, scale_grad_by_freq=freq
+        ),
+        [randn(rng, V, Dm)],
+        terms=24,
+    )
+
+
+def test_embedding_max_norm(rng):
+    V, Dm = 6, 3
+    idx = np.array([[0, 2, 2], [5, 1, 0]])
+    w0 = randn(rng, V, Dm) * 3
+    wp = pr.tensor(w0).requires_grad_()
+    wt = torch.tensor(w0, requires_grad=True)
+    g = randn(rng, 2, 3, Dm)
+    (F.embedding(pr.tensor(idx), wp, max_norm=1.0) * pr.tensor(g)).sum().backward()
+    (TF.embedding(torch.tensor(idx), wt, max_norm=1.0) * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=tol(6), atol=tol(6))
