@@ -47,13 +47,9 @@ def test_ported_mlp_script_matches_torch_loss_curve(rng):
     curves = []
     torch.manual_seed(0)
     tmodel = _mlp(torch)
-    for L in (torch, pr):
-        model = tmodel if L is torch else _mlp(pr)
-        if L is pr:
-            _same_weights(model, tmodel_init)
-        else:
-            tmodel_init = _mlp(torch)
-            tmodel_init.load_state_dict(tmodel.state_dict())
+    pmodel = _mlp(pr)
+    _same_weights(pmodel, tmodel)  # before torch trains its copy
+    for L, model in ((torch, tmodel), (pr, pmodel)):
         opt = L.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
         sched = L.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=30)
         curves.append(_curve(L, model, opt, sched, batches, L.nn.functional.cross_entropy))
