@@ -380,3 +380,79 @@ def test_embedding_max_norm(rng):
     (F.embedding(pr.tensor(idx), wp, max_norm=1.0) * pr.tensor(g)).sum().backward()
     (TF.embedding(torch.tensor(idx), wt, max_norm=1.0) * torch.tensor(g)).sum().backward()
     np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=tol(6), atol=tol(6))
+
+
+# ---- convolution ---------------------------------------------------------------------------
+CONV_CASES = [
+    # dims, N, C, O, spatial, kernel, stride, padding, dilation, groups
+    (1, 2, 3, 5, (13,), (3,), 1, 0, 1, 1),
+    (1, 3, 4, 6, (17,), (4,), 3, 2, 2, 2),
+    (1, 1, 3, 3, (11,), (3,), 1, "same", 2, 3),
+    (2, 2, 3, 4, (7, 9), (3, 2), 1, 1, 1, 1),
+    (2, 2, 4, 6, (11, 8), (3, 3), (2, 3), (1, 2), (2, 1), 2),
+    (2, 1, 2, 3, (6, 7), (2, 3), 1, "same", 1, 1),
+    (2, 2, 5, 5, (5, 5), (1, 1), 1, 0, 1, 1),
+    (2, 3, 6, 6, (9, 7), (3, 3), 2, 1, 1, 6),
+    (3, 2, 2, 3, (5, 6, 4), (2, 3, 2), (1, 2, 1), 1, 1, 1),
+    (3, 1, 4, 2, (5, 5, 6), (3, 2, 2), 2, (1, 0, 1), (1, 2, 1), 2),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv(rng, case):
+    dims, N, C, O, sp, ker, stride, padding, dil, groups = case
+    x = randn(rng, N, C, *sp)
+    w = randn(rng, O, C // groups, *ker)
+    b = randn(rng, O)
+    name = f"conv{dims}d"
+    kw = dict(stride=stride, padding=padding, dilation=dil, groups=groups)
+    terms = C * int(np.prod(ker)) + N * int(np.prod(sp))
+    check(
+        lambda a, c, d: getattr(F, name)(a, c, d, **kw),
+        lambda a, c, d: getattr(TF, name)(a, c, d, **kw),
+        [x, w, b],
+        terms=terms,
+    )
+
+
+def test_conv_unbatched_noncontiguous_and_double_backward(rng):
+    x = randn(rng, 9, 3, 7)  # a (3, 7, 9) view of it, transposed
+    w = randn(rng, 4, 3, 2, 3)
+    check(
+        lambda a, c: F.conv2d(a.permute(1, 2, 0), c, padding=1),
+        lambda a, c: TF.conv2d(a.permute(1, 2, 0), c, padding=1),
+        [x, w],
+        terms=60,
+    )
+    # gradient penalty: d/dw |d out/dx|² (the input gradient is a recorded transposed conv)
+    xp, wp = pr.tensor(randn(rng, 2, 3, 6, 5)).requires_grad_(), pr.tensor(w).requires_grad_()
+    xt, wt = torch.tensor(xp.numpy(), requires_grad=True), torch.tensor(w, requires_grad=True)
+    (gp,) = pr.autograd.grad(F.conv2d(xp, wp, stride=2).square().sum(), xp, create_graph=True)
+    (gt,) = torch.autograd.grad(TF.conv2d(xt, wt, stride=2).square().sum(), xt, create_graph=True)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    s = float(np.abs(wt.grad.numpy()).max())
+    np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=tol(400), atol=tol(400) * s)
+
+
+@pytest.mark.parametrize(
+    "dims,N,C,O,sp,ker,stride,padding,out_pad,dil,groups",
+    [
+        (1, 2, 4, 3, (7,), (3,), 2, 1, 1, 1, 1),
+        (2, 2, 4, 6, (5, 4), (3, 2), (2, 1), (1, 0), (1, 0), (1, 2), 2),
+        (2, 1, 3, 2, (4, 5), (2, 2), 1, 0, 0, 3, 1),
+        (3, 1, 2, 2, (3, 4, 3), (2, 2, 3), 2, 1, (0, 1, 1), 1, 1),
+    ],
+)
+def test_conv_transpose(rng, dims, N, C, O, sp, ker, stride, padding, out_pad, dil, groups):
+    x = randn(rng, N, C, *sp)
+    w = randn(rng, C, O // groups, *ker)
+    b = randn(rng, O)
+    name = f"conv_transpose{dims}d"
+    kw = dict(stride=stride, padding=padding, output_padding=out_pad, groups=groups, dilation=dil)
+    check(
+        lambda a, c, d: getattr(F, name)(a, c, d, **kw),
+        lambda a, c, d: getattr(TF, name)(a, c, d, **kw),
+        [x, w, b],
+        terms=C * int(np.prod(ker)) + N * int(np.prod(sp)) * 4,
+    )
