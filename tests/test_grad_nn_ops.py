@@ -456,3 +456,123 @@ def test_conv_transpose(rng, dims, N, C, O, sp, ker, stride, padding, out_pad, d
         [x, w, b],
         terms=C * int(np.prod(ker)) + N * int(np.prod(sp)) * 4,
     )
+
+
+# ---- pooling -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "dims,shape,kw",
+    [
+        (1, (2, 3, 13), dict(kernel_size=3)),
+        (1, (3, 11), dict(kernel_size=4, stride=2, padding=2, dilation=2, ceil_mode=True)),
+        (2, (2, 3, 7, 9), dict(kernel_size=2)),
+        (2, (1, 2, 11, 8), dict(kernel_size=(3, 2), stride=(2, 1), padding=1, ceil_mode=True)),
+        (2, (2, 5, 9, 7), dict(kernel_size=3, stride=1, dilation=2)),
+        (3, (1, 2, 5, 6, 7), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
+    ],
+)
+@pytest.mark.parametrize("indices", [False, True])
+def test_max_pool(rng, dims, shape, kw, indices):
+    x = randn(rng, *shape)
+
+    def pr_fn(a):
+        r = getattr(F, f"max_pool{dims}d")(a, return_indices=indices, **kw)
+        return r[0] if indices else r
+
+    def t_fn(a):
+        r = getattr(TF, f"max_pool{dims}d")(a, return_indices=indices, **kw)
+        return r[0] if indices else r
+
+    check(pr_fn, t_fn, [x], terms=8)
+
+
+def test_max_pool_with_indices_and_noncontiguous(rng):
+    x = randn(rng, 2, 9, 3, 8)
+    check(
+        lambda a: F.max_pool2d_with_indices(a.transpose(1, 2), 2, 2)[0],
+        lambda a: TF.max_pool2d_with_indices(a.transpose(1, 2), 2, 2)[0],
+        [x],
+        terms=4,
+    )
+
+
+@pytest.mark.parametrize(
+    "dims,shape,out",
+    [
+        (1, (2, 3, 10), 4),
+        (2, (2, 3, 7, 9), (3, None)),
+        (2, (3, 5, 6), (4, 1)),
+        (3, (1, 2, 5, 4, 7), (2, 3, 3)),
+    ],
+)
+def test_adaptive_max_pool(rng, dims, shape, out):
+    check(
+        lambda a: getattr(F, f"adaptive_max_pool{dims}d")(a, out),
+        lambda a: getattr(TF, f"adaptive_max_pool{dims}d")(a, out),
+        [randn(rng, *shape)],
+        terms=8,
+    )
+
+
+@pytest.mark.parametrize(
+    "dims,shape,kw",
+    [
+        (1, (2, 3, 13), dict(kernel_size=3)),
+        (1, (3, 11), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True)),
+        (1, (2, 2, 12), dict(kernel_size=3, padding=1, count_include_pad=False)),
+        (2, (2, 3, 7, 9), dict(kernel_size=2)),
+        (2, (1, 2, 11, 8), dict(kernel_size=(3, 2), stride=(2, 1), padding=1, ceil_mode=True)),
+        (
+            2,
+            (2, 2, 9, 7),
+            dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        ),
+        (2, (2, 2, 8, 7), dict(kernel_size=3, stride=2, padding=1, divisor_override=5)),
+        (3, (1, 2, 5, 6, 7), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
+    ],
+)
+def test_avg_pool(rng, dims, shape, kw):
+    check(
+        lambda a: getattr(F, f"avg_pool{dims}d")(a, **kw),
+        lambda a: getattr(TF, f"avg_pool{dims}d")(a, **kw),
+        [randn(rng, *shape)],
+        terms=12,
+    )
+
+
+@pytest.mark.parametrize(
+    "dims,shape,out",
+    [
+        (1, (2, 3, 10), 4),
+        (1, (3, 7), 1),
+        (2, (2, 3, 7, 9), (3, None)),
+        (2, (3, 5, 6), (4, 1)),
+        (2, (2, 4, 5, 5), 1),
+        (3, (1, 2, 5, 4, 7), (2, 3, 3)),
+    ],
+)
+def test_adaptive_avg_pool(rng, dims, shape, out):
+    check(
+        lambda a: getattr(F, f"adaptive_avg_pool{dims}d")(
+            a.transpose(-1, -2).transpose(-1, -2), out
+        ),
+        lambda a: getattr(TF, f"adaptive_avg_pool{dims}d")(a, out),
+        [randn(rng, *shape)],
+        terms=16,
+    )
+
+
+def test_lp_pool_and_avg_double_backward(rng):
+    x = np.abs(randn(rng, 2, 3, 8, 7)) + 0.5
+    check(
+        lambda a: F.lp_pool2d(a, 2.0, 3, stride=2),
+        lambda a: TF.lp_pool2d(a, 2.0, 3, stride=2),
+        [x],
+        terms=20,
+    )
+    xp = pr.tensor(x).requires_grad_()
+    xt = torch.tensor(x, requires_grad=True)
+    (gp,) = pr.autograd.grad(F.avg_pool2d(xp * xp, 3, 2, 1).sum(), xp, create_graph=True)
+    (gt,) = torch.autograd.grad(TF.avg_pool2d(xt * xt, 3, 2, 1).sum(), xt, create_graph=True)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    np.testing.assert_allclose(xp.grad.numpy(), xt.grad.numpy(), rtol=tol(20), atol=tol(20))

@@ -22,17 +22,32 @@ from ..tensor import Tensor
 from .core import empty, max_loop_iterations
 from .elementwise import as_tensor_arg
 from .matmul import gemm
-from .pool import (  # noqa: F401  (nn.functional imported the pools from here before the split)
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    max_pool1d,
-    max_pool2d,
-)
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
+
+# nn.functional imported the pools from here before they moved to ops/pool.py: resolved at
+# lookup (PEP 562), so that the importer gets pool's functions as installed, gradient rules
+# included (names copied at import time would stay the unwrapped ones)
+_POOLS = frozenset(
+    (
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "adaptive_max_pool1d",
+        "adaptive_max_pool2d",
+        "avg_pool1d",
+        "avg_pool2d",
+        "max_pool1d",
+        "max_pool2d",
+    )
+)
+
+
+def __getattr__(name):
+    if name in _POOLS:
+        from . import pool
+
+        return getattr(pool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Column matrices above this many bytes are built in chunks (and never above the device's
 # binding limit). 256 MiB keeps a 3x3 conv of (8, 512, 128, 128) (cols: 2.4 GB) to ten chunks of
