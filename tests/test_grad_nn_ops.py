@@ -576,3 +576,90 @@ def test_lp_pool_and_avg_double_backward(rng):
     (gp * gp).sum().backward()
     (gt * gt).sum().backward()
     np.testing.assert_allclose(xp.grad.numpy(), xt.grad.numpy(), rtol=tol(20), atol=tol(20))
+
+
+# ---- normalisation -------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(7, 3), (4, 5, 6), (2, 3, 5, 4)])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm(rng, shape, training, affine):
+    C = shape[1]
+    x = randn(rng, *shape) * 2 + 1
+    w, b = randn(rng, C), randn(rng, C)
+    rm0, rv0 = randn(rng, C), rng.random(C).astype(np.float32) + 0.5
+    rms = {}
+
+    def run(lib, fn):
+        def f(a, c, d):
+            rm, rv = lib.tensor(rm0.copy()), lib.tensor(rv0.copy())
+            rms[lib.__name__] = (rm, rv)
+            return fn(a, rm, rv, c if affine else None, d if affine else None, training, 0.2, 1e-4)
+
+        return f
+
+    n = int(np.prod(shape)) // C
+    check(
+        run(pr, F.batch_norm),
+        run(torch, TF.batch_norm),
+        [x, w, b],
+        terms=n,
+        grads=[0, 1, 2] if affine else [0],
+    )
+    for p, t in zip(rms["pyrite"], rms["torch"]):
+        np.testing.assert_allclose(p.numpy(), t.numpy(), rtol=tol(n), atol=tol(n))
+
+
+def test_batch_norm_two_forwards_then_backward_and_double_backward(rng):
+    x1, x2 = randn(rng, 5, 3, 4), randn(rng, 5, 3, 4)
+    w = randn(rng, 3)
+    P = [pr.tensor(a).requires_grad_() for a in (x1, x2, w)]
+    T = [torch.tensor(a, requires_grad=True) for a in (x1, x2, w)]
+    rp, vp = pr.zeros(3), pr.ones(3)
+    rt, vt = torch.zeros(3), torch.ones(3)
+    lp = (F.batch_norm(P[0], rp, vp, P[2], None, True) ** 3).sum()
+    lp = lp + (F.batch_norm(P[1], rp, vp, P[2], None, True) ** 3).sum()
+    lt = (TF.batch_norm(T[0], rt, vt, T[2], None, True) ** 3).sum()
+    lt = lt + (TF.batch_norm(T[1], rt, vt, T[2], None, True) ** 3).sum()
+    (gp,) = pr.autograd.grad(lp, P[0], create_graph=True)
+    (gt,) = torch.autograd.grad(lt, T[0], create_graph=True)
+    np.testing.assert_allclose(gp.numpy(), gt.detach().numpy(), rtol=tol(20), atol=tol(20) * 10)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    for p, t in zip(P[::2], T[::2]):
+        s = float(np.abs(t.grad.numpy()).max())
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=tol(60), atol=tol(60) * s)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7), (3, 2, 4, 5)])
+@pytest.mark.parametrize("use_input_stats", [True, False])
+def test_instance_norm(rng, shape, use_input_stats):
+    C = shape[1]
+    x = randn(rng, *shape) + 0.5
+    w, b = randn(rng, C), randn(rng, C)
+    rm0, rv0 = randn(rng, C), rng.random(C).astype(np.float32) + 0.5
+    n = int(np.prod(shape[2:]))
+
+    def run(lib, fn):
+        return lambda a, c, d: fn(
+            a, lib.tensor(rm0), lib.tensor(rv0), c, d, use_input_stats, 0.1, 1e-5
+        )
+
+    check(run(pr, F.instance_norm), run(torch, TF.instance_norm), [x, w, b], terms=n * shape[0])
+
+
+@pytest.mark.parametrize(
+    "shape,G", [((2, 6, 5), 3), ((3, 4, 3, 5), 2), ((2, 5, 7), 5), ((4, 3), 1)]
+)
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm(rng, shape, G, affine):
+    C = shape[1]
+    x = randn(rng, *shape) * 3 - 1
+    w, b = randn(rng, C), randn(rng, C)
+    n = int(np.prod(shape)) // G
+    check(
+        lambda a, c, d: F.group_norm(a, G, c if affine else None, d if affine else None),
+        lambda a, c, d: TF.group_norm(a, G, c if affine else None, d if affine else None),
+        [x, w, b],
+        terms=n,
+        grads=[0, 1, 2] if affine else [0],
+    )
