@@ -663,3 +663,53 @@ def test_group_norm(rng, shape, G, affine):
         terms=n,
         grads=[0, 1, 2] if affine else [0],
     )
+
+
+# ---- attention -----------------------------------------------------------------------------
+@pytest.mark.parametrize("mask", [None, "bool", "float", "causal", "dead"])
+def test_scaled_dot_product_attention(rng, mask):
+    B, H, L, S, E = 2, 3, 5, 7, 4
+    q, k, v = randn(rng, B, H, L, E), randn(rng, B, H, S, E), randn(rng, B, H, S, 6)
+    m = None
+    if mask in ("bool", "dead"):
+        m = rng.random((L, S)) > 0.4
+        m[:, 0] = True
+        if mask == "dead":
+            m[2] = False  # a query that attends to nothing gives 0
+    elif mask == "float":
+        m = randn(rng, B, 1, L, S)
+
+    def run(lib, fn):
+        def f(a, b, c):
+            mm = None if m is None else lib.tensor(m)
+            return fn(a, b, c, attn_mask=mm, is_causal=mask == "causal", scale=0.7)
+
+        return f
+
+    check(
+        run(pr, F.scaled_dot_product_attention),
+        run(torch, TF.scaled_dot_product_attention),
+        [q, k, v],
+        terms=S * E,
+    )
+
+
+def test_sdpa_gqa_and_noncontiguous(rng):
+    q, k, v = randn(rng, 2, 4, 3, 5), randn(rng, 2, 2, 6, 5), randn(rng, 2, 2, 6, 5)
+    check(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, enable_gqa=True),
+        lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, enable_gqa=True),
+        [q, k, v],
+        terms=30,
+    )
+    x = randn(rng, 2, 5, 3, 4)  # (B, L, H, E) transposed to (B, H, L, E)
+    check(
+        lambda a: F.scaled_dot_product_attention(
+            a.transpose(1, 2), a.transpose(1, 2), a.transpose(1, 2), is_causal=True
+        ),
+        lambda a: TF.scaled_dot_product_attention(
+            a.transpose(1, 2), a.transpose(1, 2), a.transpose(1, 2), is_causal=True
+        ),
+        [x],
+        terms=30,
+    )
