@@ -380,3 +380,336 @@ def test_embedding_max_norm(rng):
     (F.embedding(pr.tensor(idx), wp, max_norm=1.0) * pr.tensor(g)).sum().backward()
     (TF.embedding(torch.tensor(idx), wt, max_norm=1.0) * torch.tensor(g)).sum().backward()
     np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=tol(6), atol=tol(6))
+
+
+# ---- convolution ---------------------------------------------------------------------------
+CONV_CASES = [
+    # dims, N, C, O, spatial, kernel, stride, padding, dilation, groups
+    (1, 2, 3, 5, (13,), (3,), 1, 0, 1, 1),
+    (1, 3, 4, 6, (17,), (4,), 3, 2, 2, 2),
+    (1, 1, 3, 3, (11,), (3,), 1, "same", 2, 3),
+    (2, 2, 3, 4, (7, 9), (3, 2), 1, 1, 1, 1),
+    (2, 2, 4, 6, (11, 8), (3, 3), (2, 3), (1, 2), (2, 1), 2),
+    (2, 1, 2, 3, (6, 7), (2, 3), 1, "same", 1, 1),
+    (2, 2, 5, 5, (5, 5), (1, 1), 1, 0, 1, 1),
+    (2, 3, 6, 6, (9, 7), (3, 3), 2, 1, 1, 6),
+    (3, 2, 2, 3, (5, 6, 4), (2, 3, 2), (1, 2, 1), 1, 1, 1),
+    (3, 1, 4, 2, (5, 5, 6), (3, 2, 2), 2, (1, 0, 1), (1, 2, 1), 2),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv(rng, case):
+    dims, N, C, O, sp, ker, stride, padding, dil, groups = case
+    x = randn(rng, N, C, *sp)
+    w = randn(rng, O, C // groups, *ker)
+    b = randn(rng, O)
+    name = f"conv{dims}d"
+    kw = dict(stride=stride, padding=padding, dilation=dil, groups=groups)
+    terms = C * int(np.prod(ker)) + N * int(np.prod(sp))
+    check(
+        lambda a, c, d: getattr(F, name)(a, c, d, **kw),
+        lambda a, c, d: getattr(TF, name)(a, c, d, **kw),
+        [x, w, b],
+        terms=terms,
+    )
+
+
+def test_conv_unbatched_noncontiguous_and_double_backward(rng):
+    x = randn(rng, 9, 3, 7)  # a (3, 7, 9) view of it, transposed
+    w = randn(rng, 4, 3, 2, 3)
+    check(
+        lambda a, c: F.conv2d(a.permute(1, 2, 0), c, padding=1),
+        lambda a, c: TF.conv2d(a.permute(1, 2, 0), c, padding=1),
+        [x, w],
+        terms=60,
+    )
+    # gradient penalty: d/dw |d out/dx|² (the input gradient is a recorded transposed conv)
+    xp, wp = pr.tensor(randn(rng, 2, 3, 6, 5)).requires_grad_(), pr.tensor(w).requires_grad_()
+    xt, wt = torch.tensor(xp.numpy(), requires_grad=True), torch.tensor(w, requires_grad=True)
+    (gp,) = pr.autograd.grad(F.conv2d(xp, wp, stride=2).square().sum(), xp, create_graph=True)
+    (gt,) = torch.autograd.grad(TF.conv2d(xt, wt, stride=2).square().sum(), xt, create_graph=True)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    s = float(np.abs(wt.grad.numpy()).max())
+    np.testing.assert_allclose(wp.grad.numpy(), wt.grad.numpy(), rtol=tol(400), atol=tol(400) * s)
+
+
+@pytest.mark.parametrize(
+    "dims,N,C,O,sp,ker,stride,padding,out_pad,dil,groups",
+    [
+        (1, 2, 4, 3, (7,), (3,), 2, 1, 1, 1, 1),
+        (2, 2, 4, 6, (5, 4), (3, 2), (2, 1), (1, 0), (1, 0), (1, 2), 2),
+        (2, 1, 3, 2, (4, 5), (2, 2), 1, 0, 0, 3, 1),
+        (3, 1, 2, 2, (3, 4, 3), (2, 2, 3), 2, 1, (0, 1, 1), 1, 1),
+    ],
+)
+def test_conv_transpose(rng, dims, N, C, O, sp, ker, stride, padding, out_pad, dil, groups):
+    x = randn(rng, N, C, *sp)
+    w = randn(rng, C, O // groups, *ker)
+    b = randn(rng, O)
+    name = f"conv_transpose{dims}d"
+    kw = dict(stride=stride, padding=padding, output_padding=out_pad, groups=groups, dilation=dil)
+    check(
+        lambda a, c, d: getattr(F, name)(a, c, d, **kw),
+        lambda a, c, d: getattr(TF, name)(a, c, d, **kw),
+        [x, w, b],
+        terms=C * int(np.prod(ker)) + N * int(np.prod(sp)) * 4,
+    )
+
+
+# ---- pooling -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "dims,shape,kw",
+    [
+        (1, (2, 3, 13), dict(kernel_size=3)),
+        (1, (3, 11), dict(kernel_size=4, stride=2, padding=2, dilation=2, ceil_mode=True)),
+        (2, (2, 3, 7, 9), dict(kernel_size=2)),
+        (2, (1, 2, 11, 8), dict(kernel_size=(3, 2), stride=(2, 1), padding=1, ceil_mode=True)),
+        (2, (2, 5, 9, 7), dict(kernel_size=3, stride=1, dilation=2)),
+        (3, (1, 2, 5, 6, 7), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
+    ],
+)
+@pytest.mark.parametrize("indices", [False, True])
+def test_max_pool(rng, dims, shape, kw, indices):
+    x = randn(rng, *shape)
+
+    def pr_fn(a):
+        r = getattr(F, f"max_pool{dims}d")(a, return_indices=indices, **kw)
+        return r[0] if indices else r
+
+    def t_fn(a):
+        r = getattr(TF, f"max_pool{dims}d")(a, return_indices=indices, **kw)
+        return r[0] if indices else r
+
+    check(pr_fn, t_fn, [x], terms=8)
+
+
+def test_max_pool_with_indices_and_noncontiguous(rng):
+    x = randn(rng, 2, 9, 3, 8)
+    check(
+        lambda a: F.max_pool2d_with_indices(a.transpose(1, 2), 2, 2)[0],
+        lambda a: TF.max_pool2d_with_indices(a.transpose(1, 2), 2, 2)[0],
+        [x],
+        terms=4,
+    )
+
+
+@pytest.mark.parametrize(
+    "dims,shape,out",
+    [
+        (1, (2, 3, 10), 4),
+        (2, (2, 3, 7, 9), (3, None)),
+        (2, (3, 5, 6), (4, 1)),
+        (3, (1, 2, 5, 4, 7), (2, 3, 3)),
+    ],
+)
+def test_adaptive_max_pool(rng, dims, shape, out):
+    check(
+        lambda a: getattr(F, f"adaptive_max_pool{dims}d")(a, out),
+        lambda a: getattr(TF, f"adaptive_max_pool{dims}d")(a, out),
+        [randn(rng, *shape)],
+        terms=8,
+    )
+
+
+@pytest.mark.parametrize(
+    "dims,shape,kw",
+    [
+        (1, (2, 3, 13), dict(kernel_size=3)),
+        (1, (3, 11), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True)),
+        (1, (2, 2, 12), dict(kernel_size=3, padding=1, count_include_pad=False)),
+        (2, (2, 3, 7, 9), dict(kernel_size=2)),
+        (2, (1, 2, 11, 8), dict(kernel_size=(3, 2), stride=(2, 1), padding=1, ceil_mode=True)),
+        (
+            2,
+            (2, 2, 9, 7),
+            dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        ),
+        (2, (2, 2, 8, 7), dict(kernel_size=3, stride=2, padding=1, divisor_override=5)),
+        (3, (1, 2, 5, 6, 7), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
+    ],
+)
+def test_avg_pool(rng, dims, shape, kw):
+    check(
+        lambda a: getattr(F, f"avg_pool{dims}d")(a, **kw),
+        lambda a: getattr(TF, f"avg_pool{dims}d")(a, **kw),
+        [randn(rng, *shape)],
+        terms=12,
+    )
+
+
+@pytest.mark.parametrize(
+    "dims,shape,out",
+    [
+        (1, (2, 3, 10), 4),
+        (1, (3, 7), 1),
+        (2, (2, 3, 7, 9), (3, None)),
+        (2, (3, 5, 6), (4, 1)),
+        (2, (2, 4, 5, 5), 1),
+        (3, (1, 2, 5, 4, 7), (2, 3, 3)),
+    ],
+)
+def test_adaptive_avg_pool(rng, dims, shape, out):
+    check(
+        lambda a: getattr(F, f"adaptive_avg_pool{dims}d")(
+            a.transpose(-1, -2).transpose(-1, -2), out
+        ),
+        lambda a: getattr(TF, f"adaptive_avg_pool{dims}d")(a, out),
+        [randn(rng, *shape)],
+        terms=16,
+    )
+
+
+def test_lp_pool_and_avg_double_backward(rng):
+    x = np.abs(randn(rng, 2, 3, 8, 7)) + 0.5
+    check(
+        lambda a: F.lp_pool2d(a, 2.0, 3, stride=2),
+        lambda a: TF.lp_pool2d(a, 2.0, 3, stride=2),
+        [x],
+        terms=20,
+    )
+    xp = pr.tensor(x).requires_grad_()
+    xt = torch.tensor(x, requires_grad=True)
+    (gp,) = pr.autograd.grad(F.avg_pool2d(xp * xp, 3, 2, 1).sum(), xp, create_graph=True)
+    (gt,) = torch.autograd.grad(TF.avg_pool2d(xt * xt, 3, 2, 1).sum(), xt, create_graph=True)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    np.testing.assert_allclose(xp.grad.numpy(), xt.grad.numpy(), rtol=tol(20), atol=tol(20))
+
+
+# ---- normalisation -------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(7, 3), (4, 5, 6), (2, 3, 5, 4)])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm(rng, shape, training, affine):
+    C = shape[1]
+    x = randn(rng, *shape) * 2 + 1
+    w, b = randn(rng, C), randn(rng, C)
+    rm0, rv0 = randn(rng, C), rng.random(C).astype(np.float32) + 0.5
+    rms = {}
+
+    def run(lib, fn):
+        def f(a, c, d):
+            rm, rv = lib.tensor(rm0.copy()), lib.tensor(rv0.copy())
+            rms[lib.__name__] = (rm, rv)
+            return fn(a, rm, rv, c if affine else None, d if affine else None, training, 0.2, 1e-4)
+
+        return f
+
+    n = int(np.prod(shape)) // C
+    check(
+        run(pr, F.batch_norm),
+        run(torch, TF.batch_norm),
+        [x, w, b],
+        terms=n,
+        grads=[0, 1, 2] if affine else [0],
+    )
+    for p, t in zip(rms["pyrite"], rms["torch"]):
+        np.testing.assert_allclose(p.numpy(), t.numpy(), rtol=tol(n), atol=tol(n))
+
+
+def test_batch_norm_two_forwards_then_backward_and_double_backward(rng):
+    x1, x2 = randn(rng, 5, 3, 4), randn(rng, 5, 3, 4)
+    w = randn(rng, 3)
+    P = [pr.tensor(a).requires_grad_() for a in (x1, x2, w)]
+    T = [torch.tensor(a, requires_grad=True) for a in (x1, x2, w)]
+    rp, vp = pr.zeros(3), pr.ones(3)
+    rt, vt = torch.zeros(3), torch.ones(3)
+    lp = (F.batch_norm(P[0], rp, vp, P[2], None, True) ** 3).sum()
+    lp = lp + (F.batch_norm(P[1], rp, vp, P[2], None, True) ** 3).sum()
+    lt = (TF.batch_norm(T[0], rt, vt, T[2], None, True) ** 3).sum()
+    lt = lt + (TF.batch_norm(T[1], rt, vt, T[2], None, True) ** 3).sum()
+    (gp,) = pr.autograd.grad(lp, P[0], create_graph=True)
+    (gt,) = torch.autograd.grad(lt, T[0], create_graph=True)
+    np.testing.assert_allclose(gp.numpy(), gt.detach().numpy(), rtol=tol(20), atol=tol(20) * 10)
+    (gp * gp).sum().backward()
+    (gt * gt).sum().backward()
+    for p, t in zip(P[::2], T[::2]):
+        s = float(np.abs(t.grad.numpy()).max())
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=tol(60), atol=tol(60) * s)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7), (3, 2, 4, 5)])
+@pytest.mark.parametrize("use_input_stats", [True, False])
+def test_instance_norm(rng, shape, use_input_stats):
+    C = shape[1]
+    x = randn(rng, *shape) + 0.5
+    w, b = randn(rng, C), randn(rng, C)
+    rm0, rv0 = randn(rng, C), rng.random(C).astype(np.float32) + 0.5
+    n = int(np.prod(shape[2:]))
+
+    def run(lib, fn):
+        return lambda a, c, d: fn(
+            a, lib.tensor(rm0), lib.tensor(rv0), c, d, use_input_stats, 0.1, 1e-5
+        )
+
+    check(run(pr, F.instance_norm), run(torch, TF.instance_norm), [x, w, b], terms=n * shape[0])
+
+
+@pytest.mark.parametrize(
+    "shape,G", [((2, 6, 5), 3), ((3, 4, 3, 5), 2), ((2, 5, 7), 5), ((4, 3), 1)]
+)
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm(rng, shape, G, affine):
+    C = shape[1]
+    x = randn(rng, *shape) * 3 - 1
+    w, b = randn(rng, C), randn(rng, C)
+    n = int(np.prod(shape)) // G
+    check(
+        lambda a, c, d: F.group_norm(a, G, c if affine else None, d if affine else None),
+        lambda a, c, d: TF.group_norm(a, G, c if affine else None, d if affine else None),
+        [x, w, b],
+        terms=n,
+        grads=[0, 1, 2] if affine else [0],
+    )
+
+
+# ---- attention -----------------------------------------------------------------------------
+@pytest.mark.parametrize("mask", [None, "bool", "float", "causal", "dead"])
+def test_scaled_dot_product_attention(rng, mask):
+    B, H, L, S, E = 2, 3, 5, 7, 4
+    q, k, v = randn(rng, B, H, L, E), randn(rng, B, H, S, E), randn(rng, B, H, S, 6)
+    m = None
+    if mask in ("bool", "dead"):
+        m = rng.random((L, S)) > 0.4
+        m[:, 0] = True
+        if mask == "dead":
+            m[2] = False  # a query that attends to nothing gives 0
+    elif mask == "float":
+        m = randn(rng, B, 1, L, S)
+
+    def run(lib, fn):
+        def f(a, b, c):
+            mm = None if m is None else lib.tensor(m)
+            return fn(a, b, c, attn_mask=mm, is_causal=mask == "causal", scale=0.7)
+
+        return f
+
+    check(
+        run(pr, F.scaled_dot_product_attention),
+        run(torch, TF.scaled_dot_product_attention),
+        [q, k, v],
+        terms=S * E,
+    )
+
+
+def test_sdpa_gqa_and_noncontiguous(rng):
+    q, k, v = randn(rng, 2, 4, 3, 5), randn(rng, 2, 2, 6, 5), randn(rng, 2, 2, 6, 5)
+    check(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, enable_gqa=True),
+        lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, enable_gqa=True),
+        [q, k, v],
+        terms=30,
+    )
+    x = randn(rng, 2, 5, 3, 4)  # (B, L, H, E) transposed to (B, H, L, E)
+    check(
+        lambda a: F.scaled_dot_product_attention(
+            a.transpose(1, 2), a.transpose(1, 2), a.transpose(1, 2), is_causal=True
+        ),
+        lambda a: TF.scaled_dot_product_attention(
+            a.transpose(1, 2), a.transpose(1, 2), a.transpose(1, 2), is_causal=True
+        ),
+        [x],
+        terms=30,
+    )

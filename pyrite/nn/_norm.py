@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from .. import autograd as _autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import conv as _conv
@@ -110,7 +111,7 @@ def _verify_batch_size(size):
         )
 
 
-def batch_norm(
+def _batch_norm(
     input,
     running_mean,
     running_var,
@@ -168,7 +169,7 @@ def batch_norm(
     return _affine(input, mean, var, w, b, eps)
 
 
-def instance_norm(
+def _instance_norm(
     input,
     running_mean=None,
     running_var=None,
@@ -215,7 +216,7 @@ def instance_norm(
     return _affine(input, mean, var, w, b, eps)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each group of C/num_groups channels of each sample of an (N, C, *) input over
     its channels and spatial dims, then scale and shift per channel."""
     name = "group_norm"
@@ -284,6 +285,158 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     n = _reduce.norm(input, p, dim, keepdim=True)
     y = fmap("x0 / max(x1, s0)", [input, n], [eps], fdt(input))
     return y if out is None else out.copy_(y)
+
+
+# ---- gradients (pyrite/autograd.py) --------------------------------------------------------
+# The forwards are fused kernels that also update running statistics in place, so they run
+# unrecorded inside an autograd.Function whose backward recomputes the statistics from the
+# input (as layer_norm's rule does) rather than saving them: x̂ = (x - μ)·r, r = 1/√(σ² + ε),
+# dx = r·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)) with ĝ = g·w over each normalised group; with running
+# statistics (eval) dx = g·w·r. dw = Σ g·x̂, db = Σ g over all but the channel. The running
+# buffers are not version-checked: a second forward through the layer before the backward
+# (two batches through one discriminator) updates them and is fine, as in torch.
+class _Normalization(_autograd.Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias, run, spec):
+        ctx.input, ctx.weight, ctx.spec = input, weight, spec
+        return run()
+
+    @staticmethod
+    def backward(ctx, g):
+        gx, gw, gb = _norm_backward(ctx, g, **ctx.spec)
+        return gx, gw, gb, None, None
+
+
+def _norm_backward(ctx, g, group_shape, stat_dims, w_dims, w_view, eps, stats=None):
+    need_x, need_w, need_b = ctx.needs_input_grad[:3]
+    x, weight = ctx.input, ctx.weight
+    shape = x._shape
+    if group_shape is not None:
+        x, g = x.reshape(*group_shape), g.reshape(*group_shape)
+    xf = x if x.dtype is D.float32 else x.float()
+    if stats is None:
+        mu = xf.mean(stat_dims, keepdim=True)
+        xc = xf - mu
+        r = ((xc * xc).mean(stat_dims, keepdim=True) + eps).rsqrt()
+    else:
+        mu, var = stats
+        xc = xf - mu
+        r = (var + eps).rsqrt()
+    xh = xc * r
+    wv = weight.reshape(*w_view) if weight is not None else None
+    gx = gw = gb = None
+    if need_x:
+        gh = g * wv if wv is not None else g
+        if stats is None:
+            gm = gh.mean(stat_dims, keepdim=True)
+            gx = r * (gh - gm - xh * (gh * xh).mean(stat_dims, keepdim=True))
+        else:
+            gx = gh * r
+        gx = gx.reshape(*shape)
+    if need_w and weight is not None:
+        gw = (g * xh).sum(w_dims).reshape(-1)
+    if need_b:
+        gb = g.sum(w_dims).reshape(-1)
+    return gx, gw, gb
+
+
+def _recorded(input, weight, bias, run, spec):
+    if _autograd.needs_grad(input, weight, bias):
+        return _Normalization.apply(input, weight, bias, run, spec)
+    return run()
+
+
+def _cview(nd):
+    return (1, -1) + (1,) * (nd - 2)
+
+
+def batch_norm(
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalise each channel (dim 1) of an (N, C, *) input over N and the spatial dims.
+
+    training: batch statistics (biased variance), and running_mean/running_var (when given)
+    updated in place: r ← (1 - momentum)·r + momentum·stat, with the unbiased variance.
+    Otherwise the running statistics normalise."""
+
+    def run():
+        return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+    if not isinstance(input, Tensor) or input.ndim < 2:
+        return run()
+    nd = input.ndim
+    dims = (0, *range(2, nd))
+    stats = None
+    if not training and running_mean is not None and running_var is not None:
+        stats = (running_mean.reshape(*_cview(nd)), running_var.reshape(*_cview(nd)))
+    spec = dict(
+        group_shape=None, stat_dims=dims, w_dims=dims, w_view=_cview(nd), eps=eps, stats=stats
+    )
+    return _recorded(input, weight, bias, run, spec)
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalise each (sample, channel) of an (N, C, *) input over its spatial dims.
+
+    use_input_stats: each instance's own statistics, and running_mean/running_var (when given)
+    updated in place with their batch mean (torch's: the running statistics are repeated over
+    the batch, updated as batch_norm's, then averaged back). Otherwise the running statistics
+    (C,) normalise."""
+
+    def run():
+        return _instance_norm(
+            input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+        )
+
+    if not isinstance(input, Tensor) or input.ndim < 2:
+        return run()
+    nd = input.ndim
+    stats = None
+    if not use_input_stats and running_mean is not None and running_var is not None:
+        stats = (running_mean.reshape(*_cview(nd)), running_var.reshape(*_cview(nd)))
+    spec = dict(
+        group_shape=None,
+        stat_dims=tuple(range(2, nd)),
+        w_dims=(0, *range(2, nd)),
+        w_view=_cview(nd),
+        eps=eps,
+        stats=stats,
+    )
+    return _recorded(input, weight, bias, run, spec)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each group of C/num_groups channels of each sample of an (N, C, *) input over
+    its channels and spatial dims, then scale and shift per channel."""
+
+    def run():
+        return _group_norm(input, num_groups, weight, bias, eps)
+
+    if not isinstance(input, Tensor) or input.ndim < 2 or not isinstance(num_groups, int):
+        return run()
+    N, C = input._shape[0], input._shape[1]
+    G = num_groups
+    if G <= 0 or C % G:
+        return run()  # its error
+    gs = (N, G, C // G, math.prod(input._shape[2:]))
+    spec = dict(group_shape=gs, stat_dims=(2, 3), w_dims=(0, 3), w_view=(G, C // G, 1), eps=eps)
+    return _recorded(input, weight, bias, run, spec)
 
 
 __all__ = [

@@ -22,17 +22,32 @@ from ..tensor import Tensor
 from .core import empty, max_loop_iterations
 from .elementwise import as_tensor_arg
 from .matmul import gemm
-from .pool import (  # noqa: F401  (nn.functional imported the pools from here before the split)
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    max_pool1d,
-    max_pool2d,
-)
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
+
+# nn.functional imported the pools from here before they moved to ops/pool.py: resolved at
+# lookup (PEP 562), so that the importer gets pool's functions as installed, gradient rules
+# included (names copied at import time would stay the unwrapped ones)
+_POOLS = frozenset(
+    (
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "adaptive_max_pool1d",
+        "adaptive_max_pool2d",
+        "avg_pool1d",
+        "avg_pool2d",
+        "max_pool1d",
+        "max_pool2d",
+    )
+)
+
+
+def __getattr__(name):
+    if name in _POOLS:
+        from . import pool
+
+        return getattr(pool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Column matrices above this many bytes are built in chunks (and never above the device's
 # binding limit). 256 MiB keeps a 3x3 conv of (8, 512, 128, 128) (cols: 2.4 GB) to ten chunks of
@@ -482,3 +497,155 @@ __all__ = [
 ]
 
 METHODS: dict = {}
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+# conv: dx is the transposed convolution of g with the same weight (output_padding recovering
+# the input's size, a slice for padding='same'); dW is a grouped convolution of the input by g
+# with batch and channels swapped (the output's spatial extent as the kernel, stride and
+# dilation exchanged): out[c, o, k] = Σ_n Σ_l x[n, c, k·dil + l·stride - pad]·g[n, o, l];
+# db = Σ g. conv_transpose: dx is the convolution of g, dW the same swapped convolution with
+# g and x exchanged. Both written with the public ops, so double backward records.
+import inspect as _inspect  # noqa: E402
+
+_SIGS: dict = {}
+
+
+def _bind(fn, ctx):
+    sig = _SIGS.get(fn)
+    if sig is None:
+        sig = _SIGS[fn] = _inspect.signature(fn)
+    b = sig.bind(*ctx.args, **ctx.kwargs)
+    b.apply_defaults()
+    return b.arguments
+
+
+def _convs(dims):
+    return (conv1d, conv2d, conv3d)[dims - 1], (
+        conv_transpose1d,
+        conv_transpose2d,
+        conv_transpose3d,
+    )[dims - 1]
+
+
+def _pads(padding, ker, dil, dims, what):
+    """(left, right) zero padding per spatial dim ('same' pads the odd one out on the right)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * dims
+        e = [d * (k - 1) for d, k in zip(dil, ker)]
+        return [(x // 2, x - x // 2) for x in e]
+    return [(p, p) for p in ntuple(padding, dims, "padding", what)]
+
+
+def _wgrad(x, go, ker, stride, pads, dil, groups, dims):
+    """d(conv(x, W))/dW for batched x (N, C, *sp), g (N, O, *osp): (O, C/groups, *ker)."""
+    from .pad import pad as _pad
+
+    conv, _ = _convs(dims)
+    N, C = x._shape[:2]
+    O = go._shape[1]
+    Cg, Og = C // groups, O // groups
+    left = [p[0] for p in pads]
+    extra = [p[1] - p[0] for p in pads]
+    if any(extra):
+        flat = []
+        for e in reversed(extra):
+            flat += [0, e]
+        x = _pad(x, flat)
+    sp, osp = tuple(x._shape[2:]), tuple(go._shape[2:])
+    rest = tuple(range(3, 3 + dims))
+    xs = x.reshape(N, groups, Cg, *sp).permute(2, 1, 0, *rest).reshape(Cg, groups * N, *sp)
+    ws = go.reshape(N, groups, Og, *osp).permute(1, 2, 0, *rest).reshape(groups * Og, N, *osp)
+    r = conv(
+        xs, ws, None, stride=tuple(dil), padding=tuple(left), dilation=tuple(stride), groups=groups
+    )
+    r = r[(slice(None), slice(None)) + tuple(slice(0, k) for k in ker)]
+    return r.transpose(0, 1)
+
+
+def _batched(t, dims):
+    return t.unsqueeze(0) if t.ndim == dims + 1 else t
+
+
+def _g_conv_of(dims):
+    def rule(ctx, g):
+        conv, convT = _convs(dims)
+        what = f"conv{dims}d"
+        a = _bind(conv, ctx)
+        x, w = a["input"], a["weight"]
+        unbatched = len(ctx.meta[0][0]) == dims + 1
+        in_sp = tuple(ctx.meta[0][0][-dims:])
+        ker = tuple(ctx.meta[1][0][2:])
+        stride = ntuple(a["stride"], dims, "stride", what)
+        dil = ntuple(a["dilation"], dims, "dilation", what)
+        groups = a["groups"]
+        pads = _pads(a["padding"], ker, dil, dims, what)
+        go = _batched(g, dims)
+        gx = gw = gb = None
+        if ctx.needs[0]:
+            out_sp = go._shape[2:]
+            left = tuple(p[0] for p in pads)
+            size0 = [
+                (o - 1) * s - 2 * p + d * (k - 1) + 1
+                for o, s, p, d, k in zip(out_sp, stride, left, dil, ker)
+            ]
+            op = tuple(max(0, i - s0) for i, s0 in zip(in_sp, size0))
+            gx = convT(go, w, None, stride, left, op, groups, dil)
+            if any(s0 > i for s0, i in zip(size0, in_sp)):
+                gx = gx[(slice(None), slice(None)) + tuple(slice(0, i) for i in in_sp)]
+            if unbatched:
+                gx = gx.squeeze(0)
+        if ctx.needs[1]:
+            gw = _wgrad(_batched(x, dims), go, ker, stride, pads, dil, groups, dims)
+        if len(ctx.needs) > 2 and ctx.needs[2]:
+            gb = go.sum([0, *range(2, 2 + dims)])
+        return gx, gw, gb
+
+    rule.saves = frozenset((0, 1))
+    return rule
+
+
+def _g_conv_transpose_of(dims):
+    def rule(ctx, g):
+        conv, convT = _convs(dims)
+        what = f"conv_transpose{dims}d"
+        a = _bind(convT, ctx)
+        x, w = a["input"], a["weight"]
+        unbatched = len(ctx.meta[0][0]) == dims + 1
+        ker = tuple(ctx.meta[1][0][2:])
+        stride = ntuple(a["stride"], dims, "stride", what)
+        dil = ntuple(a["dilation"], dims, "dilation", what)
+        pad = ntuple(a["padding"], dims, "padding", what)
+        groups = a["groups"]
+        go = _batched(g, dims)
+        gx = gw = gb = None
+        if ctx.needs[0]:
+            gx = conv(go, w, None, stride, pad, dil, groups)
+            in_sp = tuple(ctx.meta[0][0][-dims:])
+            if tuple(gx._shape[2:]) != in_sp:  # output_padding >= stride (allowed below dilation)
+                gx = gx[(slice(None), slice(None)) + tuple(slice(0, i) for i in in_sp)]
+            if unbatched:
+                gx = gx.squeeze(0)
+        if ctx.needs[1]:
+            # the weight (C_in, C_out/groups, *k) of y = convT(x) is the weight gradient of
+            # the convolution taking g (as input) to x (as its output gradient)
+            gw = _wgrad(
+                go, _batched(x, dims), ker, stride, [(p, p) for p in pad], dil, groups, dims
+            )
+        if len(ctx.needs) > 2 and ctx.needs[2]:
+            gb = go.sum([0, *range(2, 2 + dims)])
+        return gx, gw, gb
+
+    rule.saves = frozenset((0, 1))
+    return rule
+
+
+GRADS = {
+    "conv1d": _g_conv_of(1),
+    "conv2d": _g_conv_of(2),
+    "conv3d": _g_conv_of(3),
+    "conv_transpose1d": _g_conv_transpose_of(1),
+    "conv_transpose2d": _g_conv_transpose_of(2),
+    "conv_transpose3d": _g_conv_transpose_of(3),
+}

@@ -472,3 +472,164 @@ __all__ = [
 ]
 
 METHODS: dict = {}
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+# max pools: g goes to each window's argmax (the indices of the forward when it returned them,
+# else of a with_indices pass rerun in the backward), summed where windows share it
+# (scatter_add). Average pools, plain and adaptive, are separable: out = x ×_d A_d over the
+# spatial dims with A_d (out_d, in_d) holding 1/divisor over each window, so dx = g ×_d A_dᵀ, a
+# matmul per dim (recorded: double backward works). lp_pool is composed of these.
+import inspect as _inspect  # noqa: E402
+
+import numpy as _np  # noqa: E402
+
+_SIGS: dict = {}
+
+
+def _bind(fn, ctx):
+    sig = _SIGS.get(fn)
+    if sig is None:
+        sig = _SIGS[fn] = _inspect.signature(fn)
+    b = sig.bind(*ctx.args, **ctx.kwargs)
+    b.apply_defaults()
+    return b.arguments
+
+
+def _scatter_back(g, idx, shape, dims):
+    """zeros(shape) with g added at idx (flat positions in the spatial dims)."""
+    from .creation import zeros
+
+    lead = len(shape) - dims
+    flat_g = g.reshape(*g._shape[:lead], -1)
+    flat_i = idx.reshape(*idx._shape[:lead], -1)
+    z = zeros((*shape[:lead], math.prod(shape[lead:])), dtype=g.dtype)
+    return z.scatter_add(lead, flat_i, flat_g).reshape(*shape)
+
+
+def _g_max_of(dims, adaptive):
+    def rule(ctx, g):
+        from ..autograd import no_grad
+
+        x = ctx.args[0]
+        gv = g[0] if isinstance(g, (list, tuple)) else g
+        if gv is None or not ctx.needs[0]:
+            return (None,)
+        if isinstance(ctx.out, tuple):
+            idx = ctx.out[1]
+        else:
+            fn = _MAXES[(dims, adaptive)]
+            a = _bind(fn, ctx)
+            a = {k: v for k, v in a.items() if k not in ("input", "return_indices")}
+            with no_grad():
+                idx = fn(x, **a, return_indices=True)[1]
+        return (_scatter_back(gv, idx, tuple(ctx.meta[0][0]), dims),)
+
+    rule.saves = frozenset((0, "out"))
+    return rule
+
+
+def _avg_matrix(L, O, k, s, p, cip):
+    """(O, L): row o is 1/divisor over the input positions of window o (torch's avg_pool:
+    the divisor counts the padding reached unless count_include_pad is False)."""
+    A = _np.zeros((O, L), _np.float32)
+    for o in range(O):
+        start = o * s - p
+        end = min(start + k, L + p)
+        size = end - start
+        start, end = max(start, 0), min(end, L)
+        if end > start:
+            A[o, start:end] = 1.0 / (size if cip else end - start)
+    return A
+
+
+def _adaptive_matrix(L, O):
+    A = _np.zeros((O, L), _np.float32)
+    for o in range(O):
+        start, end = (o * L) // O, -((-(o + 1) * L) // O)
+        A[o, start:end] = 1.0 / (end - start)
+    return A
+
+
+def _separable_back(g, mats):
+    """g (…, O_1, ..., O_d) times A_jᵀ along each of its last d dims: (…, L_1, ..., L_d)."""
+    from .creation import tensor
+    from .matmul import matmul
+
+    d = len(mats)
+    for j, A in enumerate(mats):
+        axis = g.ndim - d + j
+        At = tensor(A, dtype=g.dtype)
+        g = matmul(g.transpose(axis, -1), At).transpose(axis, -1)
+    return g
+
+
+def _g_avg_of(dims):
+    def rule(ctx, g):
+        if not ctx.needs[0]:
+            return (None,)
+        what = f"avg_pool{dims}d"
+        a = _bind(_AVGS[dims], ctx)
+        shape = tuple(ctx.meta[0][0])
+        in_sp, out_sp = shape[-dims:], tuple(g._shape[-dims:])
+        ker = ntuple(a["kernel_size"], dims, "kernel_size", what)
+        st = a["stride"]
+        strd = ker if st is None or (isinstance(st, (list, tuple)) and not st) else None
+        strd = strd or ntuple(st, dims, "stride", what)
+        pad = ntuple(a["padding"], dims, "padding", what)
+        div = a.get("divisor_override")
+        cip = a["count_include_pad"]
+        mats = [
+            _avg_matrix(L, O, k, s, p, cip) for L, O, k, s, p in zip(in_sp, out_sp, ker, strd, pad)
+        ]
+        if div is not None:  # every window divides by the override: A's entries are 1
+            mats = [(m > 0).astype(_np.float32) for m in mats]
+            mats[0] = mats[0] / float(div)
+        return (_separable_back(g, mats),)
+
+    rule.saves = frozenset()
+    return rule
+
+
+def _g_adaptive_avg_of(dims):
+    def rule(ctx, g):
+        if not ctx.needs[0]:
+            return (None,)
+        shape = tuple(ctx.meta[0][0])
+        in_sp, out_sp = shape[-dims:], tuple(g._shape[-dims:])
+        return (_separable_back(g, [_adaptive_matrix(L, O) for L, O in zip(in_sp, out_sp)]),)
+
+    rule.saves = frozenset()
+    return rule
+
+
+_MAXES = {
+    (1, False): max_pool1d,
+    (2, False): max_pool2d,
+    (3, False): max_pool3d,
+    (1, True): adaptive_max_pool1d,
+    (2, True): adaptive_max_pool2d,
+    (3, True): adaptive_max_pool3d,
+}
+_AVGS = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}
+
+GRADS = {
+    "max_pool1d": _g_max_of(1, False),
+    "max_pool2d": _g_max_of(2, False),
+    "max_pool3d": _g_max_of(3, False),
+    "max_pool1d_with_indices": _g_max_of(1, False),
+    "max_pool2d_with_indices": _g_max_of(2, False),
+    "max_pool3d_with_indices": _g_max_of(3, False),
+    "adaptive_max_pool1d": _g_max_of(1, True),
+    "adaptive_max_pool2d": _g_max_of(2, True),
+    "adaptive_max_pool3d": _g_max_of(3, True),
+    "adaptive_max_pool1d_with_indices": _g_max_of(1, True),
+    "adaptive_max_pool2d_with_indices": _g_max_of(2, True),
+    "adaptive_max_pool3d_with_indices": _g_max_of(3, True),
+    "avg_pool1d": _g_avg_of(1),
+    "avg_pool2d": _g_avg_of(2),
+    "avg_pool3d": _g_avg_of(3),
+    "adaptive_avg_pool1d": _g_adaptive_avg_of(1),
+    "adaptive_avg_pool2d": _g_adaptive_avg_of(2),
+    "adaptive_avg_pool3d": _g_adaptive_avg_of(3),
+}
