@@ -22,7 +22,8 @@ fused row kernels. Gradients come with the training issue.
 from __future__ import annotations
 
 from ..ops import pad as _pad
-from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d
+from ..ops.conv import conv1d, conv2d
+from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from ._activation import (
     celu,
     celu_,
@@ -115,8 +116,8 @@ def pad(input, pad, mode="constant", value=None):
     return _pad.pad(input, pad, mode, value)
 
 
-# ---- convolution and pooling (ops/conv.py) -------------------------------------------------
-# conv1d, conv2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d: ops/conv.py's, imported above
+# ---- convolution and pooling (ops/conv.py, ops/pool.py) -------------------------------------
+# conv1d, conv2d (ops/conv.py), max_pool2d, avg_pool2d, adaptive_avg_pool2d (ops/pool.py): above
 # (same names, arguments and defaults as torch.nn.functional's).
 
 __all__ = [
