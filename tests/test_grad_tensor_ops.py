@@ -244,3 +244,150 @@ def test_rrelu_training_gradient_is_its_drawn_slope(rng):
     want = np.where(a >= 0, 1.0, yn / np.where(a >= 0, 1.0, a))
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=8 * U)
     assert np.all((want >= 0.1 - 1e-6) & (want <= 1.0))
+
+
+# ---- ops/scatter.py and ops/indexing.py ------------------------------------------------------
+def _idx(a):
+    return pr.tensor(np.asarray(a).astype(np.int32)), torch.tensor(np.asarray(a).astype(np.int64))
+
+
+def test_gather_scatter_scatter_add(rng):
+    a = _f32(rng, 5, 7)
+    ip, it = _idx(rng.integers(0, 5, (3, 7)))  # repeated indices: gather's gradient adds up
+    check(rng, lambda x: x.gather(0, ip), lambda x: x.gather(0, it), [a])
+    jp, jt = _idx(rng.integers(0, 5, (7, 2)))
+    check(rng, lambda x: x.gather(1, jp), lambda x: x.gather(1, jt), [a], transpose=True)
+    # scatter: distinct indices per column (with repeats torch leaves the winner unspecified)
+    pp, pt = _idx(np.stack([rng.permutation(5)[:3] for _ in range(7)], 1))
+    src = _f32(rng, 3, 7)
+    check(rng, lambda x, s: x.scatter(0, pp, s), lambda x, s: x.scatter(0, pt, s), [a, src])
+    check(rng, lambda x: x.scatter(0, pp, 2.0), lambda x: x.scatter(0, pt, 2.0), [a])
+    check(
+        rng,
+        lambda x, s: pr.scatter(x, 0, pp, value=-1.0) * s.sum(),
+        lambda x, s: torch.scatter(x, 0, pt, value=-1.0) * s.sum(),
+        [a, src],
+    )
+    check(rng, lambda x, s: x.scatter_add(0, ip, s), lambda x, s: x.scatter_add(0, it, s), [a, src])
+    check(
+        rng,
+        lambda x, s: (x * 1).scatter_add_(0, ip, s),
+        lambda x, s: (x * 1).scatter_add_(0, it, s),
+        [a, src],
+    )
+    # twice differentiable: a gradient penalty through gather and its rule (scatter_add)
+    check(
+        rng,
+        lambda x: x.gather(0, ip) ** 3,
+        lambda x: x.gather(0, it) ** 3,
+        [a],
+        create_graph=True,
+    )
+
+
+def test_index_select_add_copy_fill(rng):
+    a = _f32(rng, 5, 7)
+    ip, it = _idx([4, 0, 4, 2])
+    check(rng, lambda x: x.index_select(0, ip), lambda x: x.index_select(0, it), [a])
+    check(
+        rng, lambda x: x.index_select(1, ip), lambda x: x.index_select(1, it), [a], transpose=True
+    )
+    s = _f32(rng, 4, 7)
+    check(
+        rng,
+        lambda x, s: x.index_add(0, ip, s, alpha=2.0),
+        lambda x, s: x.index_add(0, it, s, alpha=2.0),
+        [a, s],
+    )
+    check(
+        rng,
+        lambda x, s: (x * 1).index_add_(0, ip, s),
+        lambda x, s: (x * 1).index_add_(0, it, s),
+        [a, s],
+    )
+    cp, ct = _idx([3, 0, 1])
+    check(rng, lambda x, s: x.index_copy(0, cp, s), lambda x, s: x.index_copy(0, ct, s), [a, s[:3]])
+    check(rng, lambda x: x.index_fill(1, ip, -1.0), lambda x: x.index_fill(1, it, -1.0), [a])
+    v = np.array(0.5, np.float32)
+    check(rng, lambda x, v: x.index_fill(1, ip, v), lambda x, v: x.index_fill(1, it, v), [a, v])
+    x1 = _f32(rng, 1)
+    check(rng, lambda x: x.index_select(0, ip * 0), lambda x: x.index_select(0, it * 0), [x1])
+
+
+def test_masked_fill_select_scatter(rng):
+    a = _f32(rng, 5, 7)
+    m = rng.random((5, 7)) > 0.5
+    mp, mt = pr.tensor(m), torch.tensor(m)
+    check(rng, lambda x: x.masked_fill(mp, 3.0), lambda x: x.masked_fill(mt, 3.0), [a])
+    check(
+        rng,
+        lambda x: x.masked_fill(mp.T, 3.0),
+        lambda x: x.masked_fill(mt.T, 3.0),
+        [a],
+        transpose=True,
+    )
+    v = np.array(0.5, np.float32)
+    check(
+        rng, lambda x, v: x.masked_fill(mp, v), lambda x, v: x.masked_fill(mt, v), [a, v], terms=35
+    )
+    # x broadcast against the mask: its gradient sums over the broadcast rows
+    check(rng, lambda x: x.masked_fill(mp, 3.0), lambda x: x.masked_fill(mt, 3.0), [a[:1]], terms=5)
+    check(rng, lambda x: x.masked_select(mp), lambda x: x.masked_select(mt), [a])
+    check(rng, lambda x: x.masked_select(mp), lambda x: x.masked_select(mt), [a[0]], terms=5)
+    src = _f32(rng, 6, 7)  # more elements than the mask selects: the rest get 0
+    check(rng, lambda x, s: x.masked_scatter(mp, s), lambda x, s: x.masked_scatter(mt, s), [a, src])
+    check(
+        rng,
+        lambda x, s: (x * 1).masked_fill_(mp, 0.0) + s,
+        lambda x, s: (x * 1).masked_fill_(mt, 0.0) + s,
+        [a, a],
+    )
+
+
+def test_take_take_along_dim_index_put(rng):
+    a = _f32(rng, 5, 7)
+    tp, tt = _idx([[0, -1], [34, 3], [3, 3]])  # negative and repeated
+    check(rng, lambda x: x.take(tp), lambda x: x.take(tt), [a])
+    ap, at = _idx(rng.integers(0, 7, (5, 3)))
+    check(rng, lambda x: pr.take_along_dim(x, ap, 1), lambda x: torch.take_along_dim(x, at, 1), [a])
+    bp, bt = _idx(rng.integers(0, 7, (1, 3)))  # indices broadcast over the rows
+    check(rng, lambda x: pr.take_along_dim(x, bp, 1), lambda x: torch.take_along_dim(x, bt, 1), [a])
+    check(rng, lambda x: pr.take_along_dim(x, ap), lambda x: torch.take_along_dim(x, at), [a])
+    ip = (pr.tensor(np.array([0, 2, 2], np.int32)), pr.tensor(np.array([1, 3, 3], np.int32)))
+    it = (torch.tensor([0, 2, 2]), torch.tensor([1, 3, 3]))
+    v = _f32(rng, 3)
+    check(
+        rng,
+        lambda x, v: x.index_put(ip, v, accumulate=True),
+        lambda x, v: x.index_put(it, v, accumulate=True),
+        [a, v],
+    )
+    rp, rt = (pr.tensor(np.array([0, 2, 4], np.int32)),), (torch.tensor([0, 2, 4]),)
+    row = _f32(rng, 7)  # broadcast over the three rows: its gradient sums them
+    check(rng, lambda x, v: x.index_put(rp, v), lambda x, v: x.index_put(rt, v), [a, row], terms=3)
+    check(
+        rng,
+        lambda x, v: (x * 1).index_put_(rp, v),
+        lambda x, v: (x * 1).index_put_(rt, v),
+        [a, row],
+        terms=3,
+    )
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, dict(padding_idx=3), dict(padding_idx=-1, scale_grad_by_freq=True), dict(max_norm=1.0)],
+    ids=str,
+)
+def test_embedding_weight_gradient(rng, kw):
+    e = np.array([[1, 3, 0, 7], [3, 3, 7, 2], [5, 3, 1, 1]])
+    ep, et = _idx(e)
+    w = _f32(rng, 8, 5)
+    # (w * 1: max_norm renormalises weight in place, which a leaf may not be)
+    check(
+        rng,
+        lambda w: F.embedding(ep, w * 1, **kw),
+        lambda w: TF.embedding(et, w * 1, **kw),
+        [w],
+        terms=4,
+    )
