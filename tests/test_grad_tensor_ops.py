@@ -391,3 +391,267 @@ def test_embedding_weight_gradient(rng, kw):
         [w],
         terms=4,
     )
+
+
+# ---- ops/reduce.py: scans and norms ----------------------------------------------------------
+def test_cumsum(rng):
+    a = _f32(rng, 5, 7)
+    check(rng, lambda x: x.cumsum(1), lambda x: x.cumsum(1), [a], terms=7)
+    check(
+        rng, lambda x: pr.cumsum(x, 0), lambda x: torch.cumsum(x, 0), [a], terms=7, transpose=True
+    )
+    check(rng, lambda x: x.cumsum(0), lambda x: x.cumsum(0), [_f32(rng, 1)])
+    check(
+        rng,
+        lambda x: x.cumsum(0) ** 2,
+        lambda x: x.cumsum(0) ** 2,
+        [_f32(rng, 11)],
+        terms=11,
+        create_graph=True,
+    )
+
+
+def test_cumprod_with_and_without_zeros(rng):
+    a = _f32(rng, 5, 7, scale=0.5, shift=1.0)
+    check(rng, lambda x: x.cumprod(1), lambda x: x.cumprod(1), [a], ulps=64, terms=7)
+    z = a.copy()
+    z[1, 2] = z[2, 0] = z[2, 4] = z[3, 6] = z[4, 0] = z[4, 1] = 0.0  # one, two, last, first
+    check(rng, lambda x: x.cumprod(1), lambda x: x.cumprod(1), [z], ulps=64, terms=7)
+    check(
+        rng,
+        lambda x: x.cumprod(0),
+        lambda x: x.cumprod(0),
+        [z.T.copy()],
+        ulps=64,
+        terms=7,
+        transpose=True,
+    )
+    check(
+        rng,
+        lambda x: x.cumprod(1),
+        lambda x: x.cumprod(1),
+        [a[:2, :4]],
+        ulps=64,
+        terms=4,
+        create_graph=True,
+    )
+
+
+@pytest.mark.parametrize("p", [2, "fro", 1, 3, 0.5, float("inf"), float("-inf")], ids=str)
+def test_norm(rng, p):
+    a = _f32(rng, 5, 7)
+    check(rng, lambda x: x.norm(p), lambda x: x.norm(p), [a], ulps=32, terms=35)
+    check(
+        rng,
+        lambda x: x.norm(p, dim=1),
+        lambda x: x.norm(p, dim=1),
+        [a],
+        ulps=32,
+        terms=7,
+        transpose=True,
+    )
+    check(
+        rng,
+        lambda x: x.norm(p, dim=(0,), keepdim=True),
+        lambda x: x.norm(p, dim=(0,), keepdim=True),
+        [a],
+        ulps=32,
+        terms=5,
+    )
+
+
+def test_linalg_norms_and_zero_norm(rng):
+    a = _f32(rng, 5, 7)
+    for fp, ft in (
+        (
+            lambda x: pr.linalg.vector_norm(x, 3, dim=0),
+            lambda x: torch.linalg.vector_norm(x, 3, dim=0),
+        ),
+        (pr.linalg.matrix_norm, torch.linalg.matrix_norm),
+        (lambda x: pr.linalg.matrix_norm(x, 1), lambda x: torch.linalg.matrix_norm(x, 1)),
+        (
+            lambda x: pr.linalg.matrix_norm(x, float("inf")),
+            lambda x: torch.linalg.matrix_norm(x, float("inf")),
+        ),
+        (pr.linalg.norm, torch.linalg.norm),
+    ):
+        check(rng, fp, ft, [a], ulps=32, terms=35)
+    z = a.copy()
+    z[2] = 0.0  # a zero row's 2-norm: gradient 0, not NaN
+    check(rng, lambda x: x.norm(dim=1), lambda x: x.norm(dim=1), [z], ulps=32, terms=7)
+    check(
+        rng,
+        lambda x: x.norm(dim=1) ** 3,  # (the penalty of the norm itself is constant)
+        lambda x: x.norm(dim=1) ** 3,
+        [a],
+        ulps=64,
+        terms=7,
+        create_graph=True,
+    )
+
+
+# ---- rearranging: flip, roll, repeat, tile, repeat_interleave, tril/triu, pad, einsum --------
+def test_flip_roll_repeat_tile(rng):
+    a = _f32(rng, 5, 7)
+    check(rng, lambda x: x.flip(0, 1), lambda x: x.flip(0, 1), [a], transpose=True)
+    check(rng, pr.fliplr, torch.fliplr, [a])
+    check(
+        rng,
+        lambda x: x.roll((2, -1), (0, 1)),
+        lambda x: x.roll((2, -1), (0, 1)),
+        [a],
+        transpose=True,
+    )
+    check(rng, lambda x: x.roll(3), lambda x: x.roll(3), [a])
+    check(
+        rng, lambda x: x.repeat(2, 1, 3), lambda x: x.repeat(2, 1, 3), [a], terms=6, transpose=True
+    )
+    check(rng, lambda x: x.tile(2), lambda x: x.tile(2), [a], terms=2)
+    check(rng, lambda x: x.repeat(4), lambda x: x.repeat(4), [_f32(rng, 1)], terms=4)
+    check(
+        rng,
+        lambda x: x.flip(0).roll(1, 0) ** 2,
+        lambda x: x.flip(0).roll(1, 0) ** 2,
+        [a],
+        create_graph=True,
+    )
+
+
+def test_repeat_interleave_tril_triu(rng):
+    a = _f32(rng, 5, 7)
+    check(
+        rng,
+        lambda x: x.repeat_interleave(3, dim=1),
+        lambda x: x.repeat_interleave(3, dim=1),
+        [a],
+        terms=3,
+    )
+    check(rng, lambda x: x.repeat_interleave(2), lambda x: x.repeat_interleave(2), [a], terms=2)
+    rp = pr.tensor(np.array([1, 0, 2, 3, 1], np.int32))
+    rt = torch.tensor([1, 0, 2, 3, 1])
+    check(
+        rng,
+        lambda x: x.repeat_interleave(rp, dim=0),
+        lambda x: x.repeat_interleave(rt, dim=0),
+        [a],
+        terms=3,
+    )
+    check(rng, lambda x: x.tril(1), lambda x: x.tril(1), [a], transpose=True)
+    check(rng, lambda x: pr.triu(x, -1), lambda x: torch.triu(x, -1), [_f32(rng, 2, 3, 4)])
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad(rng, mode):
+    b = _f32(rng, 2, 3, 5, 7)
+    for widths in ((2, 3, 1, 4), (-2, 3, 1, -1), (0, 1, 1, 0)):
+        check(
+            rng,
+            lambda x: F.pad(x, widths, mode=mode),
+            lambda x: TF.pad(x, widths, mode=mode),
+            [b],
+            terms=5,
+        )
+    check(
+        rng,
+        lambda x: F.pad(x, (1, 2), mode=mode) ** 2,
+        lambda x: TF.pad(x, (1, 2), mode=mode) ** 2,
+        [b[0, 0]],
+        terms=3,
+        create_graph=True,
+    )
+
+
+def test_pad_constant_value_and_transposed(rng):
+    a = _f32(rng, 5, 7)
+    check(
+        rng,
+        lambda x: F.pad(x, (2, 3), value=1.5),
+        lambda x: TF.pad(x, (2, 3), value=1.5),
+        [a],
+        transpose=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "eq,shapes",
+    [
+        ("ij,jk->ik", [(5, 7), (7, 3)]),
+        ("bij,bjk->bik", [(2, 5, 7), (2, 7, 3)]),
+        ("ii->", [(5, 5)]),
+        ("ii->i", [(5, 5)]),
+        ("i,j->ij", [(5,), (3,)]),
+        ("ij,jk,k->i", [(5, 7), (7, 3), (3,)]),
+        ("...ij->...ji", [(2, 3, 5)]),
+        ("ij->", [(5, 7)]),
+        ("bi,bi->b", [(3, 7), (1, 7)]),  # a broadcast operand
+    ],
+)
+def test_einsum(rng, eq, shapes):
+    arrays = [_f32(rng, *s) for s in shapes]
+    fp = lambda *xs: pr.einsum(eq, *xs)  # noqa: E731
+    ft = lambda *xs: torch.einsum(eq, *xs)  # noqa: E731
+    check(rng, fp, ft, arrays, ulps=32, terms=21)
+
+
+def test_einsum_double_backward(rng):
+    a, b = _f32(rng, 5, 7), _f32(rng, 7, 3)
+    check(
+        rng,
+        lambda x, y: pr.einsum("ij,jk->ik", x, y) ** 2,
+        lambda x, y: torch.einsum("ij,jk->ik", x, y) ** 2,
+        [a, b],
+        ulps=64,
+        terms=21,
+        create_graph=True,
+    )
+
+
+# ---- sorting.py: values to their indices -----------------------------------------------------
+def _distinct(rng, *shape):
+    # a permutation of spaced values: no ties (the gradient of a tie depends on the sort order)
+    n = int(np.prod(shape))
+    return (rng.permutation(n).reshape(shape) * 0.37 - n * 0.1).astype(np.float32)
+
+
+def test_sort_topk_kthvalue_median(rng):
+    a = _distinct(rng, 5, 7)
+    check(rng, lambda x: x.sort(1).values, lambda x: x.sort(1).values, [a], transpose=True)
+    check(
+        rng, lambda x: x.sort(0, descending=True)[0], lambda x: x.sort(0, descending=True)[0], [a]
+    )
+    check(rng, pr.msort, torch.msort, [a])
+    check(rng, lambda x: x.topk(3).values, lambda x: x.topk(3).values, [a])
+    check(
+        rng,
+        lambda x: x.topk(2, dim=0, largest=False)[0],
+        lambda x: x.topk(2, dim=0, largest=False)[0],
+        [a],
+        transpose=True,
+    )
+    check(rng, lambda x: x.kthvalue(3, 1).values, lambda x: x.kthvalue(3, 1).values, [a])
+    check(
+        rng,
+        lambda x: x.kthvalue(2, 0, keepdim=True).values,
+        lambda x: x.kthvalue(2, 0, keepdim=True).values,
+        [a],
+    )
+    check(rng, lambda x: x.median(), lambda x: x.median(), [a])
+    check(rng, lambda x: x.median(1).values, lambda x: x.median(1).values, [a])
+    check(
+        rng,
+        lambda x: x.nanmedian(0, keepdim=True)[0],
+        lambda x: x.nanmedian(0, keepdim=True)[0],
+        [a],
+    )
+    check(
+        rng,
+        lambda x: x.sort(0).values ** 3,
+        lambda x: x.sort(0).values ** 3,
+        [a[:, 0].copy()],
+        create_graph=True,
+    )
+
+
+def test_median_of_ties_shares_the_gradient(rng):
+    a = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 2.0], np.float32)
+    check(rng, lambda x: x.median(), lambda x: x.median(), [a])

@@ -449,6 +449,11 @@ def embedding(
 # Written with the ops above (scatter_add, index_add, index_select, gather, ...), whose own
 # rules make the gradients differentiable again. The in-place forms share their rules (the engine
 # keeps the written tensor's old identity).
+def _1d(t):
+    """A 0-d gradient as 1 element, recorded (_as_1d's raw view would cut double backward)."""
+    return t.reshape(1) if t.ndim == 0 else t
+
+
 def _a(ctx, i, name, default=None):
     a = ctx.args
     return a[i] if len(a) > i and a[i] is not None else ctx.kwargs.get(name, default)
@@ -487,7 +492,7 @@ def _g_scatter(ctx, g):
         )
     shape = ctx.meta[0][0]
     d, index = _dim_index(ctx, shape, "scatter")
-    g1 = _as_1d(g)
+    g1 = _1d(g)
     idx = _as_1d(index) if g1.ndim == 1 else index
     gx = gs = None
     if ctx.needs[0]:
@@ -516,7 +521,7 @@ def _g_scatter_add(ctx, g):
     d, index = _dim_index(ctx, shape, "scatter_add")
     gs = None
     if ctx.needs[3]:
-        g1 = _as_1d(g)
+        g1 = _1d(g)
         idx = _as_1d(index) if g1.ndim == 1 else index
         gs = gather(g1, d, idx)
         src_shape = ctx.meta[3][0]
@@ -537,7 +542,7 @@ def _src_grad(ctx, g, i, scale=1):
     """g at the rows `index` picks along dim (index_add/index_copy's source), source's shape."""
     shape = ctx.meta[0][0]
     index = _index_1d(ctx.args[2], "index_select")
-    g1 = _as_1d(g)
+    g1 = _1d(g)
     gs = index_select(g1, ctx.args[1] % max(len(shape), 1), index)
     if scale != 1:
         gs = gs * scale
@@ -553,7 +558,7 @@ def _filled(ctx, g):
     """g with the rows `index` picks along dim zeroed (what index_copy/index_fill overwrote)."""
     shape = ctx.meta[0][0]
     index = _index_1d(ctx.args[2], "index_fill")
-    return index_fill(_as_1d(g), ctx.args[1] % max(len(shape), 1), index, 0.0).reshape(shape)
+    return index_fill(_1d(g), ctx.args[1] % max(len(shape), 1), index, 0.0).reshape(shape)
 
 
 def _g_index_copy(ctx, g):
@@ -571,7 +576,7 @@ def _g_index_fill(ctx, g):
         from .reduce import sum as _sum
 
         shape = ctx.meta[0][0]
-        g1 = _as_1d(g)
+        g1 = _1d(g)
         index = _index_1d(ctx.args[2], "index_fill")
         written = index_fill(zeros_like(g1), ctx.args[1] % max(len(shape), 1), index, 1.0)
         gv = _sum(g1 * written).reshape(ctx.meta[3][0])
