@@ -244,3 +244,414 @@ def test_rrelu_training_gradient_is_its_drawn_slope(rng):
     want = np.where(a >= 0, 1.0, yn / np.where(a >= 0, 1.0, a))
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=8 * U)
     assert np.all((want >= 0.1 - 1e-6) & (want <= 1.0))
+
+
+# ---- ops/scatter.py and ops/indexing.py ------------------------------------------------------
+def _idx(a):
+    return pr.tensor(np.asarray(a).astype(np.int32)), torch.tensor(np.asarray(a).astype(np.int64))
+
+
+def test_gather_scatter_scatter_add(rng):
+    a = _f32(rng, 5, 7)
+    ip, it = _idx(rng.integers(0, 5, (3, 7)))  # repeated indices: gather's gradient adds up
+    check(rng, lambda x: x.gather(0, ip), lambda x: x.gather(0, it), [a])
+    jp, jt = _idx(rng.integers(0, 5, (7, 2)))
+    check(rng, lambda x: x.gather(1, jp), lambda x: x.gather(1, jt), [a], transpose=True)
+    # scatter: distinct indices per column (with repeats torch leaves the winner unspecified)
+    pp, pt = _idx(np.stack([rng.permutation(5)[:3] for _ in range(7)], 1))
+    src = _f32(rng, 3, 7)
+    check(rng, lambda x, s: x.scatter(0, pp, s), lambda x, s: x.scatter(0, pt, s), [a, src])
+    check(rng, lambda x: x.scatter(0, pp, 2.0), lambda x: x.scatter(0, pt, 2.0), [a])
+    check(
+        rng,
+        lambda x, s: pr.scatter(x, 0, pp, value=-1.0) * s.sum(),
+        lambda x, s: torch.scatter(x, 0, pt, value=-1.0) * s.sum(),
+        [a, src],
+    )
+    check(rng, lambda x, s: x.scatter_add(0, ip, s), lambda x, s: x.scatter_add(0, it, s), [a, src])
+    check(
+        rng,
+        lambda x, s: (x * 1).scatter_add_(0, ip, s),
+        lambda x, s: (x * 1).scatter_add_(0, it, s),
+        [a, src],
+    )
+    # twice differentiable: a gradient penalty through gather and its rule (scatter_add)
+    check(
+        rng,
+        lambda x: x.gather(0, ip) ** 3,
+        lambda x: x.gather(0, it) ** 3,
+        [a],
+        create_graph=True,
+    )
+
+
+def test_index_select_add_copy_fill(rng):
+    a = _f32(rng, 5, 7)
+    ip, it = _idx([4, 0, 4, 2])
+    check(rng, lambda x: x.index_select(0, ip), lambda x: x.index_select(0, it), [a])
+    check(
+        rng, lambda x: x.index_select(1, ip), lambda x: x.index_select(1, it), [a], transpose=True
+    )
+    s = _f32(rng, 4, 7)
+    check(
+        rng,
+        lambda x, s: x.index_add(0, ip, s, alpha=2.0),
+        lambda x, s: x.index_add(0, it, s, alpha=2.0),
+        [a, s],
+    )
+    check(
+        rng,
+        lambda x, s: (x * 1).index_add_(0, ip, s),
+        lambda x, s: (x * 1).index_add_(0, it, s),
+        [a, s],
+    )
+    cp, ct = _idx([3, 0, 1])
+    check(rng, lambda x, s: x.index_copy(0, cp, s), lambda x, s: x.index_copy(0, ct, s), [a, s[:3]])
+    check(rng, lambda x: x.index_fill(1, ip, -1.0), lambda x: x.index_fill(1, it, -1.0), [a])
+    v = np.array(0.5, np.float32)
+    check(rng, lambda x, v: x.index_fill(1, ip, v), lambda x, v: x.index_fill(1, it, v), [a, v])
+    x1 = _f32(rng, 1)
+    check(rng, lambda x: x.index_select(0, ip * 0), lambda x: x.index_select(0, it * 0), [x1])
+
+
+def test_masked_fill_select_scatter(rng):
+    a = _f32(rng, 5, 7)
+    m = rng.random((5, 7)) > 0.5
+    mp, mt = pr.tensor(m), torch.tensor(m)
+    check(rng, lambda x: x.masked_fill(mp, 3.0), lambda x: x.masked_fill(mt, 3.0), [a])
+    check(
+        rng,
+        lambda x: x.masked_fill(mp.T, 3.0),
+        lambda x: x.masked_fill(mt.T, 3.0),
+        [a],
+        transpose=True,
+    )
+    v = np.array(0.5, np.float32)
+    check(
+        rng, lambda x, v: x.masked_fill(mp, v), lambda x, v: x.masked_fill(mt, v), [a, v], terms=35
+    )
+    # x broadcast against the mask: its gradient sums over the broadcast rows
+    check(rng, lambda x: x.masked_fill(mp, 3.0), lambda x: x.masked_fill(mt, 3.0), [a[:1]], terms=5)
+    check(rng, lambda x: x.masked_select(mp), lambda x: x.masked_select(mt), [a])
+    check(rng, lambda x: x.masked_select(mp), lambda x: x.masked_select(mt), [a[0]], terms=5)
+    src = _f32(rng, 6, 7)  # more elements than the mask selects: the rest get 0
+    check(rng, lambda x, s: x.masked_scatter(mp, s), lambda x, s: x.masked_scatter(mt, s), [a, src])
+    check(
+        rng,
+        lambda x, s: (x * 1).masked_fill_(mp, 0.0) + s,
+        lambda x, s: (x * 1).masked_fill_(mt, 0.0) + s,
+        [a, a],
+    )
+
+
+def test_take_take_along_dim_index_put(rng):
+    a = _f32(rng, 5, 7)
+    tp, tt = _idx([[0, -1], [34, 3], [3, 3]])  # negative and repeated
+    check(rng, lambda x: x.take(tp), lambda x: x.take(tt), [a])
+    ap, at = _idx(rng.integers(0, 7, (5, 3)))
+    check(rng, lambda x: pr.take_along_dim(x, ap, 1), lambda x: torch.take_along_dim(x, at, 1), [a])
+    bp, bt = _idx(rng.integers(0, 7, (1, 3)))  # indices broadcast over the rows
+    check(rng, lambda x: pr.take_along_dim(x, bp, 1), lambda x: torch.take_along_dim(x, bt, 1), [a])
+    check(rng, lambda x: pr.take_along_dim(x, ap), lambda x: torch.take_along_dim(x, at), [a])
+    ip = (pr.tensor(np.array([0, 2, 2], np.int32)), pr.tensor(np.array([1, 3, 3], np.int32)))
+    it = (torch.tensor([0, 2, 2]), torch.tensor([1, 3, 3]))
+    v = _f32(rng, 3)
+    check(
+        rng,
+        lambda x, v: x.index_put(ip, v, accumulate=True),
+        lambda x, v: x.index_put(it, v, accumulate=True),
+        [a, v],
+    )
+    rp, rt = (pr.tensor(np.array([0, 2, 4], np.int32)),), (torch.tensor([0, 2, 4]),)
+    row = _f32(rng, 7)  # broadcast over the three rows: its gradient sums them
+    check(rng, lambda x, v: x.index_put(rp, v), lambda x, v: x.index_put(rt, v), [a, row], terms=3)
+    check(
+        rng,
+        lambda x, v: (x * 1).index_put_(rp, v),
+        lambda x, v: (x * 1).index_put_(rt, v),
+        [a, row],
+        terms=3,
+    )
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, dict(padding_idx=3), dict(padding_idx=-1, scale_grad_by_freq=True), dict(max_norm=1.0)],
+    ids=str,
+)
+def test_embedding_weight_gradient(rng, kw):
+    e = np.array([[1, 3, 0, 7], [3, 3, 7, 2], [5, 3, 1, 1]])
+    ep, et = _idx(e)
+    w = _f32(rng, 8, 5)
+    # (w * 1: max_norm renormalises weight in place, which a leaf may not be)
+    check(
+        rng,
+        lambda w: F.embedding(ep, w * 1, **kw),
+        lambda w: TF.embedding(et, w * 1, **kw),
+        [w],
+        terms=4,
+    )
+
+
+# ---- ops/reduce.py: scans and norms ----------------------------------------------------------
+def test_cumsum(rng):
+    a = _f32(rng, 5, 7)
+    check(rng, lambda x: x.cumsum(1), lambda x: x.cumsum(1), [a], terms=7)
+    check(
+        rng, lambda x: pr.cumsum(x, 0), lambda x: torch.cumsum(x, 0), [a], terms=7, transpose=True
+    )
+    check(rng, lambda x: x.cumsum(0), lambda x: x.cumsum(0), [_f32(rng, 1)])
+    check(
+        rng,
+        lambda x: x.cumsum(0) ** 2,
+        lambda x: x.cumsum(0) ** 2,
+        [_f32(rng, 11)],
+        terms=11,
+        create_graph=True,
+    )
+
+
+def test_cumprod_with_and_without_zeros(rng):
+    a = _f32(rng, 5, 7, scale=0.5, shift=1.0)
+    check(rng, lambda x: x.cumprod(1), lambda x: x.cumprod(1), [a], ulps=64, terms=7)
+    z = a.copy()
+    z[1, 2] = z[2, 0] = z[2, 4] = z[3, 6] = z[4, 0] = z[4, 1] = 0.0  # one, two, last, first
+    check(rng, lambda x: x.cumprod(1), lambda x: x.cumprod(1), [z], ulps=64, terms=7)
+    check(
+        rng,
+        lambda x: x.cumprod(0),
+        lambda x: x.cumprod(0),
+        [z.T.copy()],
+        ulps=64,
+        terms=7,
+        transpose=True,
+    )
+    check(
+        rng,
+        lambda x: x.cumprod(1),
+        lambda x: x.cumprod(1),
+        [a[:2, :4]],
+        ulps=64,
+        terms=4,
+        create_graph=True,
+    )
+
+
+@pytest.mark.parametrize("p", [2, "fro", 1, 3, 0.5, float("inf"), float("-inf")], ids=str)
+def test_norm(rng, p):
+    a = _f32(rng, 5, 7)
+    check(rng, lambda x: x.norm(p), lambda x: x.norm(p), [a], ulps=32, terms=35)
+    check(
+        rng,
+        lambda x: x.norm(p, dim=1),
+        lambda x: x.norm(p, dim=1),
+        [a],
+        ulps=32,
+        terms=7,
+        transpose=True,
+    )
+    check(
+        rng,
+        lambda x: x.norm(p, dim=(0,), keepdim=True),
+        lambda x: x.norm(p, dim=(0,), keepdim=True),
+        [a],
+        ulps=32,
+        terms=5,
+    )
+
+
+def test_linalg_norms_and_zero_norm(rng):
+    a = _f32(rng, 5, 7)
+    for fp, ft in (
+        (
+            lambda x: pr.linalg.vector_norm(x, 3, dim=0),
+            lambda x: torch.linalg.vector_norm(x, 3, dim=0),
+        ),
+        (pr.linalg.matrix_norm, torch.linalg.matrix_norm),
+        (lambda x: pr.linalg.matrix_norm(x, 1), lambda x: torch.linalg.matrix_norm(x, 1)),
+        (
+            lambda x: pr.linalg.matrix_norm(x, float("inf")),
+            lambda x: torch.linalg.matrix_norm(x, float("inf")),
+        ),
+        (pr.linalg.norm, torch.linalg.norm),
+    ):
+        check(rng, fp, ft, [a], ulps=32, terms=35)
+    z = a.copy()
+    z[2] = 0.0  # a zero row's 2-norm: gradient 0, not NaN
+    check(rng, lambda x: x.norm(dim=1), lambda x: x.norm(dim=1), [z], ulps=32, terms=7)
+    check(
+        rng,
+        lambda x: x.norm(dim=1) ** 3,  # (the penalty of the norm itself is constant)
+        lambda x: x.norm(dim=1) ** 3,
+        [a],
+        ulps=64,
+        terms=7,
+        create_graph=True,
+    )
+
+
+# ---- rearranging: flip, roll, repeat, tile, repeat_interleave, tril/triu, pad, einsum --------
+def test_flip_roll_repeat_tile(rng):
+    a = _f32(rng, 5, 7)
+    check(rng, lambda x: x.flip(0, 1), lambda x: x.flip(0, 1), [a], transpose=True)
+    check(rng, pr.fliplr, torch.fliplr, [a])
+    check(
+        rng,
+        lambda x: x.roll((2, -1), (0, 1)),
+        lambda x: x.roll((2, -1), (0, 1)),
+        [a],
+        transpose=True,
+    )
+    check(rng, lambda x: x.roll(3), lambda x: x.roll(3), [a])
+    check(
+        rng, lambda x: x.repeat(2, 1, 3), lambda x: x.repeat(2, 1, 3), [a], terms=6, transpose=True
+    )
+    check(rng, lambda x: x.tile(2), lambda x: x.tile(2), [a], terms=2)
+    check(rng, lambda x: x.repeat(4), lambda x: x.repeat(4), [_f32(rng, 1)], terms=4)
+    check(
+        rng,
+        lambda x: x.flip(0).roll(1, 0) ** 2,
+        lambda x: x.flip(0).roll(1, 0) ** 2,
+        [a],
+        create_graph=True,
+    )
+
+
+def test_repeat_interleave_tril_triu(rng):
+    a = _f32(rng, 5, 7)
+    check(
+        rng,
+        lambda x: x.repeat_interleave(3, dim=1),
+        lambda x: x.repeat_interleave(3, dim=1),
+        [a],
+        terms=3,
+    )
+    check(rng, lambda x: x.repeat_interleave(2), lambda x: x.repeat_interleave(2), [a], terms=2)
+    rp = pr.tensor(np.array([1, 0, 2, 3, 1], np.int32))
+    rt = torch.tensor([1, 0, 2, 3, 1])
+    check(
+        rng,
+        lambda x: x.repeat_interleave(rp, dim=0),
+        lambda x: x.repeat_interleave(rt, dim=0),
+        [a],
+        terms=3,
+    )
+    check(rng, lambda x: x.tril(1), lambda x: x.tril(1), [a], transpose=True)
+    check(rng, lambda x: pr.triu(x, -1), lambda x: torch.triu(x, -1), [_f32(rng, 2, 3, 4)])
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad(rng, mode):
+    b = _f32(rng, 2, 3, 5, 7)
+    for widths in ((2, 3, 1, 4), (-2, 3, 1, -1), (0, 1, 1, 0)):
+        check(
+            rng,
+            lambda x: F.pad(x, widths, mode=mode),
+            lambda x: TF.pad(x, widths, mode=mode),
+            [b],
+            terms=5,
+        )
+    check(
+        rng,
+        lambda x: F.pad(x, (1, 2), mode=mode) ** 2,
+        lambda x: TF.pad(x, (1, 2), mode=mode) ** 2,
+        [b[0, 0]],
+        terms=3,
+        create_graph=True,
+    )
+
+
+def test_pad_constant_value_and_transposed(rng):
+    a = _f32(rng, 5, 7)
+    check(
+        rng,
+        lambda x: F.pad(x, (2, 3), value=1.5),
+        lambda x: TF.pad(x, (2, 3), value=1.5),
+        [a],
+        transpose=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "eq,shapes",
+    [
+        ("ij,jk->ik", [(5, 7), (7, 3)]),
+        ("bij,bjk->bik", [(2, 5, 7), (2, 7, 3)]),
+        ("ii->", [(5, 5)]),
+        ("ii->i", [(5, 5)]),
+        ("i,j->ij", [(5,), (3,)]),
+        ("ij,jk,k->i", [(5, 7), (7, 3), (3,)]),
+        ("...ij->...ji", [(2, 3, 5)]),
+        ("ij->", [(5, 7)]),
+        ("bi,bi->b", [(3, 7), (1, 7)]),  # a broadcast operand
+    ],
+)
+def test_einsum(rng, eq, shapes):
+    arrays = [_f32(rng, *s) for s in shapes]
+    fp = lambda *xs: pr.einsum(eq, *xs)  # noqa: E731
+    ft = lambda *xs: torch.einsum(eq, *xs)  # noqa: E731
+    check(rng, fp, ft, arrays, ulps=32, terms=21)
+
+
+def test_einsum_double_backward(rng):
+    a, b = _f32(rng, 5, 7), _f32(rng, 7, 3)
+    check(
+        rng,
+        lambda x, y: pr.einsum("ij,jk->ik", x, y) ** 2,
+        lambda x, y: torch.einsum("ij,jk->ik", x, y) ** 2,
+        [a, b],
+        ulps=64,
+        terms=21,
+        create_graph=True,
+    )
+
+
+# ---- sorting.py: values to their indices -----------------------------------------------------
+def _distinct(rng, *shape):
+    # a permutation of spaced values: no ties (the gradient of a tie depends on the sort order)
+    n = int(np.prod(shape))
+    return (rng.permutation(n).reshape(shape) * 0.37 - n * 0.1).astype(np.float32)
+
+
+def test_sort_topk_kthvalue_median(rng):
+    a = _distinct(rng, 5, 7)
+    check(rng, lambda x: x.sort(1).values, lambda x: x.sort(1).values, [a], transpose=True)
+    check(
+        rng, lambda x: x.sort(0, descending=True)[0], lambda x: x.sort(0, descending=True)[0], [a]
+    )
+    check(rng, pr.msort, torch.msort, [a])
+    check(rng, lambda x: x.topk(3).values, lambda x: x.topk(3).values, [a])
+    check(
+        rng,
+        lambda x: x.topk(2, dim=0, largest=False)[0],
+        lambda x: x.topk(2, dim=0, largest=False)[0],
+        [a],
+        transpose=True,
+    )
+    check(rng, lambda x: x.kthvalue(3, 1).values, lambda x: x.kthvalue(3, 1).values, [a])
+    check(
+        rng,
+        lambda x: x.kthvalue(2, 0, keepdim=True).values,
+        lambda x: x.kthvalue(2, 0, keepdim=True).values,
+        [a],
+    )
+    check(rng, lambda x: x.median(), lambda x: x.median(), [a])
+    check(rng, lambda x: x.median(1).values, lambda x: x.median(1).values, [a])
+    check(
+        rng,
+        lambda x: x.nanmedian(0, keepdim=True)[0],
+        lambda x: x.nanmedian(0, keepdim=True)[0],
+        [a],
+    )
+    check(
+        rng,
+        lambda x: x.sort(0).values ** 3,
+        lambda x: x.sort(0).values ** 3,
+        [a[:, 0].copy()],
+        create_graph=True,
+    )
+
+
+def test_median_of_ties_shares_the_gradient(rng):
+    a = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 2.0], np.float32)
+    check(rng, lambda x: x.median(), lambda x: x.median(), [a])

@@ -63,13 +63,17 @@ def embedding(
     need_tensor("embedding", "weight", weight)
     if weight.ndim != 2:
         raise ShapeError(f"pyrite: embedding: weight must be 2-D (got {tuple(weight._shape)})")
-    _padding_index(padding_idx, weight._shape[0])
+    pad = _padding_index(padding_idx, weight._shape[0])
     if max_norm is None:
-        return _scatter.embedding(input, weight)
+        # padding_idx and scale_grad_by_freq shape the weight's gradient (ops/scatter.py)
+        return _scatter.embedding(input, weight, pad, scale_grad_by_freq=scale_grad_by_freq)
     if input.dtype.kind != "i":
         raise TypeError(f"pyrite: embedding: expected an integer index tensor, got {input.dtype!r}")
-    rows = _renorm_rows(weight, input.reshape(-1), max_norm, norm_type)
-    return rows.reshape(*input._shape, weight._shape[1])
+    from ..autograd import no_grad
+
+    with no_grad():  # torch's embedding_renorm_ is not recorded
+        _renorm_rows(weight, input.reshape(-1), max_norm, norm_type)
+    return _scatter.embedding(input, weight, pad, scale_grad_by_freq=scale_grad_by_freq)
 
 
 def embedding_bag(

@@ -12,6 +12,7 @@ writing into a *view* of the output, which is a strided copy with a cast. So:
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from .. import dtypes as D
@@ -687,8 +688,88 @@ def _g_split(ctx, gs):
 
 _g_split.saves = frozenset(("out",))
 
+
+def _g_flip(ctx, g):
+    dims = _dims_arg("flip", ctx.args[1:], ctx.kwargs.get("dims"))
+    return (flip(g, dims),)
+
+
+def _g_roll(ctx, g):
+    shifts = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs["shifts"]
+    dims = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("dims")
+    back = -int(shifts) if isinstance(shifts, numbers.Integral) else tuple(-int(v) for v in shifts)
+    return (roll(g, back, dims),)
+
+
+def _g_repeat(ctx, g):
+    # out viewed as (r0, s0, r1, s1, ...): the gradient sums over every r
+    shape = tuple(ctx.meta[0][0])
+    sizes = ctx.args[1:] if len(ctx.args) > 1 else (ctx.kwargs["repeats"],)
+    reps = _sizes(sizes)
+    full = (1,) * (len(reps) - len(shape)) + shape
+    pairs = tuple(v for r, n in zip(reps, full) for v in (r, n))
+    if not pairs:
+        return (g,)
+    from .reduce import sum as _sum
+
+    # (Tensor methods: this module's imported view functions are the unrecorded originals)
+    summed = _sum(g.reshape(pairs), dim=tuple(range(0, len(pairs), 2)))
+    return (summed.reshape(shape),)
+
+
+def _g_repeat_interleave(ctx, g):
+    from .creation import zeros
+
+    shape, dtype = ctx.meta[0]
+    repeats = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("repeats")
+    dim = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("dim")
+    flat = dim is None
+    n_el = math.prod(shape)
+    d = 0 if flat else dim % max(len(shape), 1)
+    n = n_el if flat else shape[d]
+    if isinstance(repeats, Tensor) and repeats.numel() == 1:
+        repeats = int(repeats.item())
+    if isinstance(repeats, numbers.Integral):
+        # out along d is (n, r) flattened: sum over r
+        from .reduce import sum as _sum
+
+        gs = list(g._shape)
+        split = gs[:d] + [n, int(repeats)] + gs[d + 1 :]
+        gx = _sum(g.reshape(tuple(split)), dim=d + 1)
+    else:
+        # per-element counts: each output slice adds into the input slice it copied
+        from .creation import tensor as _tensor
+        from .scatter import index_add
+
+        reps = [int(v) for v in as_tensor_arg(repeats).tolist()]
+        src = _tensor([i for i, v in enumerate(reps) for _ in range(v)], dtype=D.int32)
+        zshape = list(g._shape)
+        zshape[d] = n
+        gx = index_add(zeros(tuple(zshape), dtype=g.dtype), d, src, g)
+    return (gx.reshape(shape) if flat else gx,)
+
+
+def _g_tri(lower):
+    def rule(ctx, g):
+        diag = ctx.args[1] if len(ctx.args) > 1 else ctx.kwargs.get("diagonal", 0)
+        return ((tril if lower else triu)(g, diag),)
+
+    rule.saves = frozenset()
+    return rule
+
+
+for _r in (_g_flip, _g_roll, _g_repeat):
+    _r.saves = frozenset()
+_g_repeat_interleave.saves = frozenset({1})  # a tensor of counts
+
 GRADS = {
     "cat": _g_cat,
+    "flip": _g_flip,
+    "roll": _g_roll,
+    "repeat": _g_repeat,
+    "repeat_interleave": _g_repeat_interleave,
+    "tril": _g_tri(True),
+    "triu": _g_tri(False),
     "concat": _g_cat,
     "concatenate": _g_cat,
     "stack": _g_stack,

@@ -444,6 +444,28 @@ def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 
 
+# ---- backward rules (autograd.install records these; torch's index_put backward) -------------
+def _g_index_put(ctx, g):
+    """x.index_put(indices, values): x gets g (accumulate) or g with the written places zeroed;
+    values get g[indices], summed back to values' shape by the engine (broadcast values)."""
+    indices, accumulate = (
+        ctx.args[1],
+        (ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs.get("accumulate", False)),
+    )
+    index = tuple(slice(None) if i is None else i for i in indices)
+    gx = gv = None
+    if ctx.needs[0]:
+        gx = g if accumulate else index_put(g, indices, _value(0.0, g.dtype))
+    if ctx.needs[2]:
+        gv = g[index]
+    return gx, None, gv
+
+
+_g_index_put.saves = frozenset()
+
+GRADS = {"index_put": _g_index_put, "index_put_": _g_index_put}
+
+
 __all__ = [
     "argwhere",
     "index_put",

@@ -107,6 +107,66 @@ def _expand_dim(x, d, n):
     return x._view(tuple(shape), x._strides[:d] + (0,) + x._strides[d + 1 :], x._offset)
 
 
+# ---- backward (autograd.install records it) --------------------------------------------------
+def _pad_dim(t, d, lo, hi):
+    """t zero-padded by (lo, hi) along dim d (the constant pad, itself recorded)."""
+    widths = [0, 0] * (t.ndim - d)
+    widths[2 * (t.ndim - 1 - d)] = lo
+    widths[2 * (t.ndim - 1 - d) + 1] = hi
+    return pad(t, widths)
+
+
+def _g_pad(ctx, g):
+    """The adjoint of the pad: each padded element's gradient goes back to the input element it
+    copied (constant: to none), then the cropped borders of negative padding get zeros."""
+    from .reduce import sum as _sum
+
+    widths = tuple(int(p) for p in ctx.args[1])
+    mode = ctx.args[2] if len(ctx.args) > 2 else ctx.kwargs.get("mode", "constant")
+    nd = g.ndim
+    pairs = [(nd - 1 - i, widths[2 * i], widths[2 * i + 1]) for i in range(len(widths) // 2)]
+    if mode == "constant":
+        return (pad(g, [-w for w in widths]),)
+    gx = g
+    for d, lft, rgt in pairs:
+        lft, rgt = max(0, lft), max(0, rgt)
+        if not lft and not rgt:
+            continue
+        n = gx._shape[d] - lft - rgt  # the (cropped) input's size along d
+        # (Tensor methods, not this module's imported functions: those are the unrecorded
+        # originals, and the rule must record for double backward)
+        mid = gx.narrow(d, lft, n)
+        left, right = gx.narrow(d, 0, lft), gx.narrow(d, lft + n, rgt)
+        if mode == "replicate":
+            parts = [
+                _pad_dim(_sum(left, dim=d, keepdim=True), d, 0, n - 1) if lft else None,
+                _pad_dim(_sum(right, dim=d, keepdim=True), d, n - 1, 0) if rgt else None,
+            ]
+        elif mode == "reflect":
+            # out[i] = x[lft - i] on the left, out[lft + n + j] = x[n - 2 - j] on the right
+            parts = [
+                _pad_dim(left.flip(d), d, 1, n - 1 - lft) if lft else None,
+                _pad_dim(right.flip(d), d, n - 1 - rgt, 1) if rgt else None,
+            ]
+        else:  # circular: the left pad copied x's last lft, the right pad its first rgt
+            parts = [
+                _pad_dim(left, d, n - lft, 0) if lft else None,
+                _pad_dim(right, d, 0, n - rgt) if rgt else None,
+            ]
+        for p in parts:
+            if p is not None:
+                mid = mid + p
+        gx = mid
+    crops = [max(0, -w) for w in widths]
+    if any(crops):
+        gx = pad(gx, crops)
+    return (gx,)
+
+
+_g_pad.saves = frozenset()
+
+GRADS = {"pad": _g_pad}
+
 __all__: list[str] = []
 
 METHODS: dict = {}

@@ -725,6 +725,7 @@ def _check_scan(op, x: Tensor, dim, out: Tensor) -> Tensor:
 
 
 # ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+from ..autograd import is_grad_enabled  # noqa: E402
 from ..autograd import saves as _saves  # noqa: E402
 
 
@@ -873,8 +874,85 @@ def _g_prod(ctx, g):
     return (gk * where(x == 0, lone, o / safe),)
 
 
+def _reverse_cumsum(t, d):
+    from .combine import flip
+
+    return flip(cumsum(flip(t, (d,)), d), (d,))
+
+
+@_saves()
+def _g_cumsum(ctx, g):
+    # each input element feeds every output at or after it: the reversed cumulative sum of g
+    if not ctx.meta[0][0]:
+        return (g,)
+    return (_reverse_cumsum(g, ctx.args[1] % len(ctx.meta[0][0])),)
+
+
+@_saves(0, "out")
+def _g_cumprod(ctx, g):
+    """d out_j / d x_i = out_j / x_i (j >= i) where x has no zero up to i: the reversed
+    cumulative sum of g·out over x. At the first zero of a row: the cumulative product with that
+    zero taken as 1 (the product of the others), reverse-summed against g; after it: 0."""
+    from .elementwise import where
+
+    x, out = ctx.args[0], ctx.out
+    if not x._shape:
+        return (g,)
+    d = ctx.args[1] % x.ndim
+    if is_grad_enabled():
+        # create_graph: the saved output is an alias without a graph; recompute it from x so
+        # the second derivative sees it depend on x
+        out = cumprod(x, d)
+    zero = x == 0
+    seen = cumsum(zero, d)  # int: how many zeros up to here
+    before = seen == 0
+    first = zero & (seen == 1)
+    plain = _reverse_cumsum(g * out, d) / where(before, x, 1.0)
+    others = cumprod(where(first, 1.0, x), d)
+    at_zero = _reverse_cumsum(g * others, d)
+    return (where(before, plain, where(first, at_zero, 0.0)),)
+
+
+@_saves(0, "out")
+def _g_norm(ctx, g):
+    """torch's norm_backward: x·|x|^(p-2)·g / norm^(p-1) (0 where the norm is 0); p = 1:
+    sign(x)·g; p = ±inf: sign(x)·g shared evenly among the |x| equal to the norm; p = 0: none."""
+    from .elementwise import abs as _abs
+    from .elementwise import sign, where
+
+    x, out = ctx.args[0], ctx.out
+    p = _ctx_arg(ctx, 1, "p", "fro")
+    p = 2.0 if p is None or p == "fro" else float(p)
+    dims = _dims_of(x._shape, _ctx_arg(ctx, 2, "dim", None))
+    keepdim = _ctx_arg(ctx, 3, "keepdim", False)
+    gk = _expand_back(g, x._shape, dims, keepdim)
+    if is_grad_enabled():  # create_graph: the norm as a function of x (see _g_cumprod)
+        out = norm(x, _ctx_arg(ctx, 1, "p", "fro"), dims, keepdim)
+    nk = _expand_back(out, x._shape, dims, keepdim)
+    if p == 0.0:  # a count: no gradient (torch's is None too)
+        return (None,)
+    if p == 1.0:
+        return (gk * sign(x),)
+    if p == 2.0:
+        return (x * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk)),)
+    if math.isinf(p):
+        ax = _abs(x)
+        hit = ax == nk
+        count = sum(hit, dim=dims, keepdim=True)
+        return (sign(x) * where(hit, gk, 0.0) / count,)
+    ax = _abs(x)
+    if p < 1.0:
+        scaled = sign(x) * where(x == 0, 0.0, ax ** (p - 1.0))
+    else:
+        scaled = x * ax ** (p - 2.0)
+    return (scaled * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk) ** (p - 1.0)),)
+
+
 GRADS = {
     "sum": _g_sum,
+    "cumsum": _g_cumsum,
+    "cumprod": _g_cumprod,
+    "norm": _g_norm,
     "nansum": None,
     "mean": _g_mean,
     "amax": _g_amax,

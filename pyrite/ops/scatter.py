@@ -445,6 +445,289 @@ def embedding(
     return _gather(weight, walk, allow_negative=False)
 
 
+# ---- backward rules (autograd.install records these; torch's formulas, derivatives.yaml) -----
+# Written with the ops above (scatter_add, index_add, index_select, gather, ...), whose own
+# rules make the gradients differentiable again. The in-place forms share their rules (the engine
+# keeps the written tensor's old identity).
+def _1d(t):
+    """A 0-d gradient as 1 element, recorded (_as_1d's raw view would cut double backward)."""
+    return t.reshape(1) if t.ndim == 0 else t
+
+
+def _a(ctx, i, name, default=None):
+    a = ctx.args
+    return a[i] if len(a) > i and a[i] is not None else ctx.kwargs.get(name, default)
+
+
+def _zeros(meta, like):
+    from .creation import zeros
+
+    shape, dtype = meta
+    return zeros(tuple(shape), dtype=like.dtype if like is not None else dtype)
+
+
+def _dim_index(ctx, x_shape, what):
+    """(dim, index) of a dim-wise op as its forward saw them (0-d inputs as 1-element)."""
+    dim, index = ctx.args[1], ctx.args[2]
+    index = _int_index(index, what)
+    nd = max(len(x_shape), 1)
+    return dim % nd, index
+
+
+def _g_gather(ctx, g):
+    shape = ctx.meta[0][0]
+    d, index = _dim_index(ctx, shape, "gather")
+    if not shape:
+        return (g.reshape(()),)
+    return (scatter_add(_zeros(ctx.meta[0], g), d, index, g),)
+
+
+def _g_scatter(ctx, g):
+    # out = x with src (or value) written at index: x gets g with those places zeroed, src the
+    # g it wrote (torch's; with duplicate indices the last write wins, unspecified in both)
+    if _a(ctx, 5, "reduce") is not None:
+        raise NotImplementedError(
+            "pyrite: the gradient of scatter(..., reduce=...) is not implemented (use "
+            "scatter_reduce, as torch suggests)"
+        )
+    shape = ctx.meta[0][0]
+    d, index = _dim_index(ctx, shape, "scatter")
+    g1 = _1d(g)
+    idx = _as_1d(index) if g1.ndim == 1 else index
+    gx = gs = None
+    if ctx.needs[0]:
+        gx = scatter(g1, d, idx, 0.0).reshape(shape)
+    if len(ctx.needs) > 3 and ctx.needs[3]:
+        gs = gather(g1, d, idx)
+        src_shape = ctx.meta[3][0]
+        gs = gs.reshape(src_shape) if not src_shape else _pad_to(gs, src_shape)
+    return gx, None, None, gs
+
+
+def _pad_to(t, shape):
+    """t (index's shape) in the corner of zeros(shape): src larger than index gets 0 outside."""
+    if tuple(t._shape) == tuple(shape):
+        return t
+    from .pad import pad
+
+    widths = []
+    for have, want in zip(reversed(t._shape), reversed(shape)):
+        widths += [0, want - have]
+    return pad(t, widths)
+
+
+def _g_scatter_add(ctx, g):
+    shape = ctx.meta[0][0]
+    d, index = _dim_index(ctx, shape, "scatter_add")
+    gs = None
+    if ctx.needs[3]:
+        g1 = _1d(g)
+        idx = _as_1d(index) if g1.ndim == 1 else index
+        gs = gather(g1, d, idx)
+        src_shape = ctx.meta[3][0]
+        gs = gs.reshape(src_shape) if not src_shape else _pad_to(gs, src_shape)
+    return g, None, None, gs
+
+
+def _g_index_select(ctx, g):
+    shape = ctx.meta[0][0]
+    index = _index_1d(ctx.args[2], "index_select")
+    if not shape:
+        return (g.reshape(()),)
+    d = ctx.args[1] % len(shape)
+    return (index_add(_zeros(ctx.meta[0], g), d, index, g),)
+
+
+def _src_grad(ctx, g, i, scale=1):
+    """g at the rows `index` picks along dim (index_add/index_copy's source), source's shape."""
+    shape = ctx.meta[0][0]
+    index = _index_1d(ctx.args[2], "index_select")
+    g1 = _1d(g)
+    gs = index_select(g1, ctx.args[1] % max(len(shape), 1), index)
+    if scale != 1:
+        gs = gs * scale
+    return gs.reshape(ctx.meta[i][0])
+
+
+def _g_index_add(ctx, g):
+    gs = _src_grad(ctx, g, 3, ctx.kwargs.get("alpha", 1)) if ctx.needs[3] else None
+    return g, None, None, gs
+
+
+def _filled(ctx, g):
+    """g with the rows `index` picks along dim zeroed (what index_copy/index_fill overwrote)."""
+    shape = ctx.meta[0][0]
+    index = _index_1d(ctx.args[2], "index_fill")
+    return index_fill(_1d(g), ctx.args[1] % max(len(shape), 1), index, 0.0).reshape(shape)
+
+
+def _g_index_copy(ctx, g):
+    gx = _filled(ctx, g) if ctx.needs[0] else None
+    gs = _src_grad(ctx, g, 3) if ctx.needs[3] else None
+    return gx, None, None, gs
+
+
+def _g_index_fill(ctx, g):
+    gx = _filled(ctx, g) if ctx.needs[0] else None
+    gv = None
+    if len(ctx.needs) > 3 and ctx.needs[3]:
+        # a 0-d value tensor: the sum of g where it was written (a repeated index counts once)
+        from .creation import zeros_like
+        from .reduce import sum as _sum
+
+        shape = ctx.meta[0][0]
+        g1 = _1d(g)
+        index = _index_1d(ctx.args[2], "index_fill")
+        written = index_fill(zeros_like(g1), ctx.args[1] % max(len(shape), 1), index, 1.0)
+        gv = _sum(g1 * written).reshape(ctx.meta[3][0])
+    return gx, None, None, gv
+
+
+def _g_masked_fill(ctx, g):
+    from .elementwise import where
+    from .reduce import sum as _sum
+
+    mask = ctx.args[1]
+    gx = where(mask, 0.0, g) if ctx.needs[0] else None
+    gv = None
+    if len(ctx.needs) > 2 and ctx.needs[2]:
+        gv = _sum(where(mask, g, 0.0)).reshape(ctx.meta[2][0])
+    return gx, None, gv
+
+
+def _g_masked_select(ctx, g):
+    from .core import broadcast_shapes
+
+    mask = ctx.args[1]
+    shape = broadcast_shapes(ctx.meta[0][0], mask._shape)
+    from .creation import zeros
+
+    return (masked_scatter(zeros(shape, dtype=g.dtype), mask, g),)
+
+
+def _g_masked_scatter(ctx, g):
+    from .elementwise import where
+
+    mask = ctx.args[1]
+    gx = where(mask, 0.0, g) if ctx.needs[0] else None
+    gs = None
+    if ctx.needs[2]:
+        from .core import broadcast_shapes
+
+        shape = broadcast_shapes(ctx.meta[0][0], mask._shape)
+        m = mask.expand(*shape) if tuple(mask._shape) != tuple(shape) else mask
+        picked = masked_select(g, m)  # the first n elements of source, in order
+        src_shape = ctx.meta[2][0]
+        n_src = math.prod(src_shape)
+        if picked._shape[0] < n_src:
+            from .pad import pad
+
+            picked = pad(picked, [0, n_src - picked._shape[0]])
+        gs = picked.reshape(src_shape)
+    return gx, None, gs
+
+
+def _flat_index(index, n):
+    """index (any shape, negative counting from the end) as 1-D non-negative positions."""
+    from .elementwise import add, lt, mul
+
+    flat = index.reshape(-1)
+    return add(flat, mul(lt(flat, 0).to(D.int32), n))
+
+
+def _g_take(ctx, g):
+    from .creation import zeros
+
+    shape = ctx.meta[0][0]
+    n = math.prod(shape)
+    index = _int_index(ctx.args[1], "take")
+    gx = index_add(zeros((n,), dtype=g.dtype), 0, _flat_index(index, n), g.reshape(-1))
+    return (gx.reshape(shape),)
+
+
+def _g_take_along_dim(ctx, g):
+    shape = ctx.meta[0][0]
+    indices = _int_index(ctx.args[1], "take_along_dim")
+    dim = _a(ctx, 2, "dim")
+    if dim is None:
+        from .creation import zeros
+
+        n = math.prod(shape)
+        gx = index_add(zeros((n,), dtype=g.dtype), 0, _flat_index(indices, n), g.reshape(-1))
+        return (gx.reshape(shape),)
+    d = dim % len(shape)
+    # the forward broadcast input and indices to one shape outside dim: scatter-add g into
+    # that expanded input's shape (the engine sums it back over the broadcast dims)
+    s_ix = list(g._shape)
+    s_x = list(g._shape)
+    s_x[d] = shape[d]
+    ix = indices.expand(*s_ix) if tuple(indices._shape) != tuple(s_ix) else indices
+    from .creation import zeros
+
+    return (scatter_add(zeros(tuple(s_x), dtype=g.dtype), d, ix, g),)
+
+
+def _g_embedding(ctx, g):
+    """The weight's gradient: g's rows added into the rows they looked up (index_add; a
+    padding_idx row gets none; scale_grad_by_freq divides by each index's count)."""
+    from .creation import ones, zeros
+    from .elementwise import ne, where
+
+    input = _int_index(ctx.args[0], "embedding")
+    v, dm = ctx.meta[1][0]
+    padding_idx = _a(ctx, 2, "padding_idx")
+    idx = input.reshape(-1)
+    rows = g.reshape(-1, dm)
+    if padding_idx is not None:
+        p = padding_idx + v if padding_idx < 0 else padding_idx
+        rows = where(ne(idx, p).unsqueeze(1), rows, 0.0)
+    if _a(ctx, 5, "scale_grad_by_freq", False):
+        counts = index_add(zeros((v,), dtype=g.dtype), 0, idx, ones(idx._shape, dtype=g.dtype))
+        rows = rows / index_select(counts, 0, idx).unsqueeze(1)
+    return None, index_add(zeros((v, dm), dtype=g.dtype), 0, idx, rows)
+
+
+for _r, _s in (
+    (_g_gather, {2}),
+    (_g_scatter, {2}),
+    (_g_scatter_add, {2}),
+    (_g_index_select, {2}),
+    (_g_index_add, {2}),
+    (_g_index_copy, {2}),
+    (_g_index_fill, {2}),
+    (_g_masked_fill, {1}),
+    (_g_masked_select, {1}),
+    (_g_masked_scatter, {1}),
+    (_g_take, {1}),
+    (_g_take_along_dim, {1}),
+    (_g_embedding, {0}),
+):
+    _r.saves = frozenset(_s)
+
+GRADS = {
+    "gather": _g_gather,
+    "scatter": _g_scatter,
+    "scatter_": _g_scatter,
+    "scatter_add": _g_scatter_add,
+    "scatter_add_": _g_scatter_add,
+    "index_select": _g_index_select,
+    "index_add": _g_index_add,
+    "index_add_": _g_index_add,
+    "index_copy": _g_index_copy,
+    "index_copy_": _g_index_copy,
+    "index_fill": _g_index_fill,
+    "index_fill_": _g_index_fill,
+    "masked_fill": _g_masked_fill,
+    "masked_fill_": _g_masked_fill,
+    "masked_select": _g_masked_select,
+    "masked_scatter": _g_masked_scatter,
+    "masked_scatter_": _g_masked_scatter,
+    "take": _g_take,
+    "take_along_dim": _g_take_along_dim,
+    "embedding": _g_embedding,
+}
+
+
 __all__ = [
     "embedding",
     "gather",

@@ -349,6 +349,74 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _unique_result(vals, inv, cnt, x.dtype, return_inverse, return_counts)
 
 
+# ---- backward rules (autograd.install records these): the values' gradient goes back to the
+# places their indices name (torch's value_selecting_reduction_backward / sort's scatter)
+def _sel_dim(ctx, x_ndim, default):
+    a = ctx.args
+    dim = a[1] if len(a) > 1 else ctx.kwargs.get("dim", default)
+    return (-1 if dim is None else dim) % x_ndim
+
+
+def _to_indices(ctx, g, d, keepdim):
+    from .creation import zeros
+
+    gv = g[0]
+    if gv is None:
+        return (None,)
+    shape, dtype = ctx.meta[0]
+    if not shape:
+        return (gv.reshape(()),)
+    idx = ctx.out[1]
+    if not keepdim:  # (the method: this module's imported unsqueeze is the unrecorded one)
+        gv, idx = gv.unsqueeze(d), idx.unsqueeze(d)
+    return (zeros(tuple(shape), dtype=gv.dtype).scatter(d, idx, gv),)
+
+
+def _g_sort(ctx, g):
+    nd = max(len(ctx.meta[0][0]), 1)
+    return _to_indices(ctx, g, _sel_dim(ctx, nd, -1), True)
+
+
+def _g_topk(ctx, g):
+    a = ctx.args
+    dim = a[2] if len(a) > 2 else ctx.kwargs.get("dim", -1)
+    return _to_indices(ctx, g, dim % max(len(ctx.meta[0][0]), 1), True)
+
+
+def _g_kthvalue(ctx, g):
+    a = ctx.args
+    dim = a[2] if len(a) > 2 else ctx.kwargs.get("dim", -1)
+    keepdim = a[3] if len(a) > 3 else ctx.kwargs.get("keepdim", False)
+    return _to_indices(ctx, g, dim % max(len(ctx.meta[0][0]), 1), keepdim)
+
+
+def _g_median(ctx, g):
+    a = ctx.args
+    dim = a[1] if len(a) > 1 else ctx.kwargs.get("dim")
+    if dim is not None:
+        keepdim = a[2] if len(a) > 2 else ctx.kwargs.get("keepdim", False)
+        return _to_indices(ctx, g, dim % max(len(ctx.meta[0][0]), 1), keepdim)
+    # one value: shared evenly among the elements equal to it (NaN: among the NaNs), as torch
+    from .elementwise import isnan, where
+    from .reduce import sum as _sum
+
+    x, out = ctx.args[0], ctx.out
+    hit = where(isnan(out), isnan(x), x == out)
+    return (where(hit, g, 0.0) / _sum(hit),)
+
+
+_g_sort.saves = _g_topk.saves = _g_kthvalue.saves = frozenset({"out"})
+_g_median.saves = frozenset({0, "out"})
+
+GRADS = {
+    "sort": _g_sort,
+    "topk": _g_topk,
+    "kthvalue": _g_kthvalue,
+    "median": _g_median,
+    "nanmedian": _g_median,
+}
+
+
 __all__ = [
     "argsort",
     "bucketize",
