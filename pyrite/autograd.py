@@ -416,8 +416,14 @@ def _topo(roots):
     return order
 
 
-def _check_versions(node):
+def _check_versions(node, only=None):
+    """PyTorch's error where a saved tensor was modified in place after the forward. Tensors a
+    rule keeps only to recompute its output in a double backward (`rule.soft`) are checked
+    when that happens (`only`), not for a first-order backward that does not read them."""
+    soft = getattr(node.rule, "soft", ())
     for key, t, v in node.versions:
+        if (key in soft) if only is None else (key not in only):
+            continue
         now = _version(t)
         if now != v:
             what = "output" if key == "out" else f"input {key}"

@@ -220,3 +220,25 @@ def test_gradcheck_passes_and_catches_a_wrong_rule(rng):
 
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):
         pr.autograd.gradcheck(Wrong.apply, (x,), eps=1e-2, atol=1e-2)
+
+
+def test_second_derivatives_through_output_reading_rules(rng):
+    """Rules that read their output (tanh, exp, sqrt, div, softmax...) recompute it while a
+    double backward is recorded: d²/dx² matches torch's, where the saved output alone would
+    treat it as a constant."""
+    a = rng.uniform(0.2, 1.5, (7,)).astype(np.float32)
+    fns = [
+        lambda L, x: (x.tanh() * x).sum(),
+        lambda L, x: (x.exp() * x.sqrt()).sum(),
+        lambda L, x: (1.0 / x + x.sigmoid() * x).sum(),
+        lambda L, x: (L.softmax(x * x, 0) * x).sum() + L.log_softmax(x, 0)[2] * x[1],
+        lambda L, x: (x[1:4] ** 3).sum() + x.logsumexp(0) * x.std(),
+    ]
+    for f in fns:
+        x = pr.tensor(a).requires_grad_()
+        tx = torch.tensor(a, requires_grad=True)
+        (g,) = pr.autograd.grad(f(pr, x), x, create_graph=True)
+        (tg,) = torch.autograd.grad(f(torch, tx), tx, create_graph=True)
+        (gg,) = pr.autograd.grad((g * g).sum(), x)
+        (tgg,) = torch.autograd.grad((tg * tg).sum(), tx)
+        close(gg, tgg, 1e-4)

@@ -28,6 +28,18 @@ def _t(x):
     return isinstance(x, Tensor)
 
 
+def _o(ctx):
+    """The op's output for a rule: the saved alias, or — while recording a double backward —
+    the output recomputed from the saved operands, so its dependence on them is in the graph."""
+    if not autograd.is_grad_enabled():
+        return ctx.out
+    from .elementwise import binary, unary
+
+    autograd._check_versions(ctx, only=getattr(ctx.rule, "soft", ()))
+    a = ctx.args
+    return unary(ctx.name, a[0]) if len(a) == 1 else binary(ctx.name, a[0], a[1])
+
+
 # ---- binary: rule(ctx, g) -> (grad a, grad b) -----------------------------------------------
 @saves()
 def _add(ctx, g):
@@ -45,12 +57,15 @@ def _mul(ctx, g):
     return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
 
 
-@saves(1, "out")
-def _div(ctx, g):
+@saves(0, 1, "out")
+def _div(ctx, g):  # (a is read only to recompute out in a double backward: soft)
     _, b = ctx.args
     ga = g / b if ctx.needs[0] else None
-    gb = -g * ctx.out / b if ctx.needs[1] else None
+    gb = -g * _o(ctx) / b if ctx.needs[1] else None
     return ga, gb
+
+
+_div.soft = frozenset((0,))
 
 
 @saves(0, 1, "out")
@@ -68,7 +83,7 @@ def _pow(ctx, g):
             ga = g * 0.0
     if ctx.needs[1]:
         # out * log(a), 0 where a == 0 and b >= 0 (torch's mask)
-        gb = g * ctx.out * log(a)
+        gb = g * _o(ctx) * log(a)
         if _t(a):
             gb = where((a == 0) & (b >= 0), 0.0, gb)
     return ga, gb
@@ -97,7 +112,8 @@ def _atan2(ctx, g):
 @saves(0, 1, "out")
 def _hypot(ctx, g):
     a, b = ctx.args
-    return (g * a / ctx.out if ctx.needs[0] else None), (g * b / ctx.out if ctx.needs[1] else None)
+    o = _o(ctx)
+    return (g * a / o if ctx.needs[0] else None), (g * b / o if ctx.needs[1] else None)
 
 
 @saves(0, 1)
@@ -121,7 +137,7 @@ def _logaddexp(ctx, g):
     from .elementwise import exp
 
     a, b = ctx.args
-    o = ctx.out
+    o = _o(ctx)
     return (g * exp(a - o) if ctx.needs[0] else None), (g * exp(b - o) if ctx.needs[1] else None)
 
 
@@ -130,17 +146,17 @@ def _logaddexp2(ctx, g):
     from .elementwise import exp2
 
     a, b = ctx.args
-    o = ctx.out
+    o = _o(ctx)
     return (g * exp2(a - o) if ctx.needs[0] else None), (g * exp2(b - o) if ctx.needs[1] else None)
 
 
-@saves(0, "out")
+@saves(0, 1, "out")
 def _copysign(ctx, g):
     from .elementwise import sign
 
     a = ctx.args[0]
     # d/da |a|·sign(b) = sign(a)·sign(out) (0 at a = 0, as torch); b gets none
-    return g * (sign(a) * sign(ctx.out)), None
+    return g * (sign(a) * sign(ctx.out)), None  # (piecewise constant: no graph needed)
 
 
 @saves()
@@ -173,12 +189,14 @@ BINARY_RULES["copysign"] = _copysign
 
 # ---- unary: rule(ctx, g) -> grad x ----------------------------------------------------------
 def _u(fn, *what):
-    """A unary rule from fn(g, x, out)."""
+    """A unary rule from fn(g, x, out) (a rule reading out also keeps x: see _o)."""
 
-    @saves(*what)
+    @saves(*what, *((0,) if "out" in what else ()))
     def rule(ctx, g):
-        return fn(g, ctx.args[0], ctx.out)
+        return fn(g, ctx.args[0], _o(ctx) if "out" in what else None)
 
+    if "out" in what and 0 not in what:
+        rule.soft = frozenset((0,))  # kept for _o's recomputation only
     return rule
 
 

@@ -31,7 +31,11 @@ def _inplace_operator(name):
 
 def _unary_inplace(name):
     def fn(self, *args, **kwargs):
-        r = FUNCS[name](self, *args, **kwargs)
+        from .. import autograd
+
+        # the op reads self's old value (saved for its backward) before copy_ overwrites self
+        src = self.clone() if autograd.needs_grad(self) else self
+        r = FUNCS[name](src, *args, **kwargs)
         if "bif".index(r.dtype.kind) > "bif".index(self.dtype.kind):
             # torch: x_int.exp_() "result type Float can't be cast to the desired output type"
             raise TypeError(

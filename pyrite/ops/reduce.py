@@ -744,6 +744,15 @@ def _ctx_arg(ctx, i, name, default):
     return a[i] if len(a) > i else ctx.kwargs.get(name, default)
 
 
+def _live_out(ctx, fn):
+    """The saved output, or recomputed (recorded) while a double backward is recorded."""
+    from .. import autograd
+
+    if not autograd.is_grad_enabled():
+        return ctx.out
+    return fn(*ctx.args, **ctx.kwargs)
+
+
 def _expand_back(g, shape, dims, keepdim):
     """g of a reduction over `dims` made the input's shape again."""
     if not keepdim and len(shape):
@@ -817,7 +826,7 @@ def _g_max(ctx, g):
 _g_max.saves = frozenset((0, 1, "out"))
 
 
-def _g_var(ctx, g, std=False):
+def _g_var(ctx, g, is_std=False):
     x = ctx.args[0]
     shape = x._shape
     dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
@@ -830,8 +839,8 @@ def _g_var(ctx, g, std=False):
     for d in dims:
         n *= shape[d]
     gk = _expand_back(g, shape, dims, keepdim)
-    if std:
-        gk = gk / (2.0 * _expand_back(ctx.out, shape, dims, keepdim))
+    if is_std:
+        gk = gk / (2.0 * _expand_back(_live_out(ctx, std), shape, dims, keepdim))
     return (gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True)),)
 
 
@@ -839,7 +848,7 @@ _g_var.saves = frozenset((0, "out"))
 
 
 def _g_std(ctx, g):
-    return _g_var(ctx, g, std=True)
+    return _g_var(ctx, g, is_std=True)
 
 
 _g_std.saves = frozenset((0, "out"))
@@ -852,7 +861,7 @@ def _g_logsumexp(ctx, g):
     x = ctx.args[0]
     dims = _dims_of(x._shape, _ctx_arg(ctx, 1, "dim", None))
     keepdim = _ctx_arg(ctx, 2, "keepdim", False)
-    o = _expand_back(ctx.out, x._shape, dims, keepdim)
+    o = _expand_back(_live_out(ctx, logsumexp), x._shape, dims, keepdim)
     return (_expand_back(g, x._shape, dims, keepdim) * exp(x - o),)
 
 
@@ -864,7 +873,7 @@ def _g_prod(ctx, g):
     dim = _ctx_arg(ctx, 1, "dim", None)
     dims = _dims_of(x._shape, dim)
     keepdim = _ctx_arg(ctx, 2, "keepdim", False)
-    o = _expand_back(ctx.out, x._shape, dims, keepdim)
+    o = _expand_back(_live_out(ctx, prod), x._shape, dims, keepdim)
     # out / x where x != 0 (zeros: the product of the others, by a second prod with them as 1)
     safe = where(x == 0, 1.0, x)
     others = prod(safe, dim=dims[0], keepdim=True) if len(dims) == 1 else prod(safe)

@@ -240,8 +240,18 @@ def _dim_arg(ctx):
     return a[1] if len(a) > 1 and a[1] is not None else ctx.kwargs.get("dim")
 
 
+def _out_of(ctx, fn):
+    """The saved output, or recomputed (recorded) while a double backward is recorded."""
+    from .. import autograd
+
+    if not autograd.is_grad_enabled():
+        return ctx.out
+    autograd._check_versions(ctx, only=frozenset((0,)))
+    return fn(ctx.args[0], _dim_arg(ctx))
+
+
 def _g_softmax(ctx, g):
-    y = ctx.out
+    y = _out_of(ctx, softmax)
     d = _dim_arg(ctx)
     return (y * (g - (g * y).sum(d, keepdim=True)),)
 
@@ -250,10 +260,11 @@ def _g_log_softmax(ctx, g):
     from .elementwise import exp
 
     d = _dim_arg(ctx)
-    return (g - exp(ctx.out) * g.sum(d, keepdim=True),)
+    return (g - exp(_out_of(ctx, log_softmax)) * g.sum(d, keepdim=True),)
 
 
-_g_softmax.saves = _g_log_softmax.saves = frozenset(("out",))
+_g_softmax.saves = _g_log_softmax.saves = frozenset((0, "out"))
+_g_softmax.soft = _g_log_softmax.soft = frozenset((0,))  # x: for a double backward only
 
 
 def _norm_dims(x, normalized_shape):

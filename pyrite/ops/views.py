@@ -810,7 +810,15 @@ def _g_setitem(ctx, g):
 _g_setitem.saves = frozenset((1,))
 
 
+@_saves()
+def _g_embed(ctx, g):
+    # embed(shape, dtype, index, v) is linear in v: its gradient is g[index] (double backward
+    # of indexing ops goes through here)
+    return None, None, None, g[ctx.args[2]]
+
+
 GRADS = {
+    "embed": _g_embed,
     "view": _g_reshape,
     "reshape": _g_reshape,
     "view_as": _g_reshape,
