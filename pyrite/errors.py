@@ -26,3 +26,19 @@ class KernelError(PyriteError):
 class LinAlgError(PyriteError):
     """A linear-algebra routine could not complete: a singular matrix for solve or inv, one
     that is not positive-definite for cholesky (torch.linalg.LinAlgError, a RuntimeError)."""
+
+
+def warn(message, category=UserWarning, stacklevel=None):
+    """warnings.warn attributed to the user's line: the first frame outside the pyrite package
+    (op wrappers — autograd's, the bf16 fallback's — add frames a fixed stacklevel cannot know).
+    `stacklevel` is accepted for warnings.warn's signature and ignored."""
+    import os
+    import sys
+    import warnings
+
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 2, sys._getframe(1)  # stacklevel 2: warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

@@ -242,3 +242,18 @@ def test_second_derivatives_through_output_reading_rules(rng):
         (gg,) = pr.autograd.grad((g * g).sum(), x)
         (tgg,) = torch.autograd.grad((tg * tg).sum(), tx)
         close(gg, tgg, 1e-4)
+
+
+def test_warnings_point_at_the_callers_line():
+    """Op wrappers (autograd's, the bf16 fallback's) add frames: pyrite's warnings still name
+    the user's line (pyrite.errors.warn walks out of the package)."""
+    import warnings
+
+    import pyrite.nn.functional as F
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        F.mse_loss(pr.ones(3, 1, 2).requires_grad_(), pr.ones(3, 5, 2))
+    assert caught and all(w.filename == __file__ for w in caught), [
+        (w.filename, w.lineno) for w in caught
+    ]

@@ -14,7 +14,7 @@ tanhshrink, sigmoid and tanh turn integers into float32, as torch does.
 
 from __future__ import annotations
 
-import warnings
+from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
 from ..errors import ShapeError
@@ -415,7 +415,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     -log(-log(1 - u)), u ~ U[0, 1); hard: the one-hot of its argmax (torch's straight-through
     y_hard - y_soft + y_soft, whose value is the one-hot)."""
     if eps != 1e-10:
-        warnings.warn("pyrite: `eps` parameter is deprecated and has no effect.", stacklevel=2)
+        _warn("pyrite: `eps` parameter is deprecated and has no effect.", stacklevel=2)
     need_float("gumbel_softmax", logits)
     u = _creation.rand(logits._shape)
     g = fmap("(x0 - log(-log(1.0 - x1))) / s0", [logits, u], [tau], dtype=logits.dtype)

@@ -11,7 +11,8 @@ Not training, p = 0 or an empty input return the input itself, as torch's.
 from __future__ import annotations
 
 import math
-import warnings
+
+from pyrite.errors import warn as _warn
 
 from .. import autograd as _autograd
 from ..errors import ShapeError
@@ -113,7 +114,7 @@ def _channel_dropout(input, p, training, inplace, spatial, name):
             f"pyrite: dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input."
         )
     if spatial > 1 and input.ndim not in (batched_dims - 1, batched_dims):
-        warnings.warn(
+        _warn(
             f"pyrite: {name}: Received a {input.ndim}-D input to {name}, which is deprecated "
             "and will result in an error in a future release.",
             stacklevel=3,

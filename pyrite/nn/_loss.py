@@ -10,7 +10,8 @@ _ctc.py.
 from __future__ import annotations
 
 import math
-import warnings
+
+from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
 from ..errors import ShapeError
@@ -29,7 +30,7 @@ from ._common import (
 
 def _size_warning(input, target):
     if tuple(target._shape) != tuple(input._shape):
-        warnings.warn(
+        _warn(
             f"pyrite: Using a target size ({tuple(target._shape)}) that is different to the "
             f"input size ({tuple(input._shape)}). This will likely lead to incorrect results "
             "due to broadcasting. Please ensure they have the same size.",

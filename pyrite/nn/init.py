@@ -7,7 +7,8 @@ Philox stream on the device, so nothing is drawn on the host or read back).
 from __future__ import annotations
 
 import math
-import warnings
+
+from pyrite.errors import warn as _warn
 
 from .. import linalg as _linalg
 from ..autograd import no_grad
@@ -105,7 +106,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
-        warnings.warn(
+        _warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
             "The distribution of values may be incorrect.",
             stacklevel=2,
@@ -197,7 +198,7 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He: U(-bound, bound) with bound = gain·√(3 / fan) (fan_in or fan_out by mode)."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        _warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, generator)
@@ -206,7 +207,7 @@ def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", ge
 def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He: N(0, std²) with std = gain / √fan."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        _warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
@@ -239,7 +240,7 @@ def orthogonal_(tensor, gain=1, generator=None):
 
 def _deprecated(name, fn):
     def wrapper(*args, **kwargs):
-        warnings.warn(
+        _warn(
             f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.",
             FutureWarning,
             stacklevel=2,

@@ -7,9 +7,10 @@ base grid (PyTorch's coordinates, built here in f32) times θᵀ on the device.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
+
+from pyrite.errors import warn as _warn
 
 from .. import backend
 from .. import dtypes as D
@@ -51,7 +52,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             f"'border', or 'reflection', but got: '{padding_mode}'"
         )
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        _warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
     return widened(
         _grid_sample, as_tensor_arg(input), as_tensor_arg(grid), mode, padding_mode, align_corners
@@ -147,7 +148,7 @@ def affine_grid(theta, size, align_corners=None):
     from .matmul import matmul
 
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        _warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
     th = as_tensor_arg(theta)
     if not th.dtype.is_floating_point:
@@ -173,7 +174,7 @@ def affine_grid(theta, size, align_corners=None):
             f"transforms, respectively. Got size {tuple(size)}."
         )
     if align_corners and min(spatial) == 1:
-        warnings.warn(
+        _warn(
             "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
             "align_corners=True. This is not an intended use case of affine_grid. See the "
             "documentation of affine_grid for details.",

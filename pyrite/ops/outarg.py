@@ -13,7 +13,8 @@ costs one copy of the result; ops/__init__.py wraps every exported function once
 from __future__ import annotations
 
 import functools
-import warnings
+
+from pyrite.errors import warn as _warn
 
 from ..tensor import Tensor
 
@@ -43,7 +44,7 @@ def _resize(out: Tensor, shape, name):
             f"resized to the result's {shape}"
         )
     if out.numel():
-        warnings.warn(
+        _warn(
             f"An output with one or more elements was resized since it had shape "
             f"{list(out._shape)}, which does not match the required output shape {list(shape)}. "
             "This behavior is deprecated, and in a future PyTorch release outputs will not be "

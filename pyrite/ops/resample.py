@@ -14,9 +14,10 @@ copy.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
+
+from pyrite.errors import warn as _warn
 
 from .. import backend
 from .. import dtypes as D
@@ -327,7 +328,7 @@ def _antialias(x: Tensor, out_sp, mode, align, scales) -> Tensor:
 
 # ---- the deprecated names ----------------------------------------------------------------------
 def _deprecated(name):
-    warnings.warn(
+    _warn(
         f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.",
         stacklevel=3,  # the caller of upsample*
     )

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import numpy as np
+
+from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
 from ..errors import ShapeError
@@ -231,14 +232,14 @@ def t(input: Tensor) -> Tensor:
 def _T(x):
     # torch's deprecation warnings for x.T on other than 2 dims (3-D and up are silent there)
     if x.ndim == 0:
-        warnings.warn(
+        _warn(
             "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
             UserWarning,
             stacklevel=2,
         )
         return x._view((), (), x._offset)
     if x.ndim == 1:
-        warnings.warn(
+        _warn(
             "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
             "deprecated and it will throw an error in a future release. Consider `x.mT` to "
             "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` "
@@ -466,9 +467,8 @@ def _byte_masks(index):
                     "pyrite: tensors used as indices must be long, int, byte or bool tensors "
                     f"(got {i.dtype!r})"
                 )
-            import warnings
 
-            warnings.warn(
+            _warn(
                 "indexing with dtype uint8 is now deprecated, please use a dtype bool instead.",
                 UserWarning,
                 stacklevel=4,
@@ -500,7 +500,7 @@ def _sequence_as_tuple(index) -> bool:
 
 def _normalize(x, index):
     if _sequence_as_tuple(index):
-        warnings.warn(
+        _warn(
             "Using a non-tuple sequence for multidimensional indexing is deprecated and will "
             "be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 "
             "this will be interpreted as tensor index, x[torch.tensor(seq)], which will result "

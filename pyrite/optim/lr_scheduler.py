@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
 from bisect import bisect_right
 from collections import Counter
+
+from pyrite.errors import warn as _warn
 
 from .optimizer import Optimizer
 
@@ -106,7 +107,7 @@ class LRScheduler:
 
     def step(self, epoch=None):
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn(
+            _warn(
                 "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should "
                 "call them in the opposite order: `optimizer.step()` before "
                 "`lr_scheduler.step()`; otherwise the first value of the schedule is skipped.",
@@ -115,7 +116,7 @@ class LRScheduler:
             )
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+            _warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
@@ -136,7 +137,7 @@ class LRScheduler:
 
     def _warn_get_lr(self):
         if not self._get_lr_called_within_step:
-            warnings.warn(
+            _warn(
                 "To get the last learning rate computed by the scheduler, please use "
                 "`get_last_lr()`.",
                 UserWarning,
@@ -540,7 +541,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+            _warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

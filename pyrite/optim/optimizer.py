@@ -15,6 +15,8 @@ from itertools import chain
 
 import numpy as np
 
+from pyrite.errors import warn as _warn
+
 from .. import autograd
 from .. import dtypes as D
 from ..ops.core import empty, run_map, upload
@@ -154,9 +156,7 @@ class Optimizer:
                 )
             param_group.setdefault(name, default)
         if len(tensors) != len({id(p) for p in tensors}):
-            import warnings
-
-            warnings.warn(
+            _warn(
                 "optimizer contains a parameter group with duplicate parameters; in future, "
                 "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more "
                 "information",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from pyrite.errors import warn as _warn
+
 from ...autograd import no_grad
 from ...ops import combine as _combine
 from ...ops import creation as _creation
@@ -77,9 +79,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Deprecated spelling of clip_grad_norm_."""
-    import warnings
 
-    warnings.warn(
+    _warn(
         "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
         "`torch.nn.utils.clip_grad_norm_`.",
         FutureWarning,

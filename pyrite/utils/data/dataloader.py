@@ -9,7 +9,7 @@ is batched by one gather a tensor (`TensorDataset._batch`) instead of `batch_siz
 
 from __future__ import annotations
 
-import warnings
+from pyrite.errors import warn as _warn
 
 from ._utils.collate import default_collate, default_convert
 from .dataset import IterableDataset, Subset, TensorDataset
@@ -112,7 +112,7 @@ class DataLoader:
             raise ValueError("persistent_workers option needs num_workers > 0")
         if num_workers > 0 and not _warned_workers:
             _warned_workers = True
-            warnings.warn(
+            _warn(
                 f"pyrite: DataLoader(num_workers={num_workers}): pyrite loads data in the main "
                 "process (no worker processes); the batches are the same",
                 stacklevel=2,

@@ -8,9 +8,10 @@ import bisect
 import itertools
 import math
 import numbers
-import warnings
 
 import numpy as np
+
+from pyrite.errors import warn as _warn
 
 from ...tensor import Tensor
 from . import _random
@@ -243,7 +244,7 @@ def random_split(dataset, lengths, generator=None):
         lengths = subset_lengths
         for i, length in enumerate(lengths):
             if length == 0:
-                warnings.warn(
+                _warn(
                     f"Length of split at index {i} is 0. This might result in an empty dataset.",
                     stacklevel=2,
                 )
