@@ -32,6 +32,8 @@ import inspect
 import threading
 import weakref
 
+from .tensor import Tensor
+
 _state = threading.local()
 
 
@@ -193,8 +195,6 @@ class AccumulateGrad:
 def _alias(t):
     """A view of t's storage without its autograd identity (a node saving its own output must
     not hold the output itself: that would be a reference cycle through grad_fn)."""
-    from .tensor import Tensor
-
     return Tensor._make(t._storage, t._shape, t._strides, t._offset, t.dtype)
 
 
@@ -228,9 +228,8 @@ def record(name, rule, args, kwargs, out, inplace=False):
     require grad become the node's edges. Integer and bool outputs get no node (they are not
     differentiable). An in-place op passes inplace=True: args[0] is the tensor written, and its
     edge is the autograd identity it had before the write (the caller captured it).
+    (This runs once per recorded op: it is kept lean.)
     """
-    from .tensor import Tensor
-
     node = Node()
     node.name = name
     node.rule = rule
@@ -239,55 +238,66 @@ def record(name, rule, args, kwargs, out, inplace=False):
     # a rule marked list_arg takes its tensors from a list in args[0] (cat, stack): the edges
     # are those tensors, then the other positional arguments
     inputs = (*args[0], *args[1:]) if getattr(rule, "list_arg", False) else args
+    kept = [] if saves is not None else None
     for i, a in enumerate(inputs):
         if isinstance(a, Tensor):
-            e = _edge(a) if a.dtype.is_floating_point else None
+            e = None
+            if a.dtype.is_floating_point:
+                fn = a.grad_fn
+                if fn is not None:
+                    e = ("node", fn, a._out_nr)
+                elif a.requires_grad:
+                    e = ("leaf", a)
             edges.append(e)
             meta.append((a._shape, a.dtype))
             needs.append(e is not None)
             if saves is None or i in saves:
-                versions.append((i, a, _version(a)))
+                versions.append((i, a, a._storage.version))
+                if kept is not None:
+                    kept.append(a)
+            elif kept is not None:
+                # tensors the rule does not read are dropped (memory, and no version check)
+                kept.append(None)
         else:
             edges.append(None)
             meta.append(None)
             needs.append(False)
+            if kept is not None:
+                kept.append(a)  # dims, sizes, indices: kept
     node.edges = edges
     node.meta = meta
-    node.needs = tuple(needs)
+    node.needs = needs
     node.kwargs = kwargs
-    if saves is None:
-        node.args = args
-    else:
-        # tensors the rule does not read are dropped (memory, and no version check); the other
-        # arguments (dims, sizes, indices) are kept
-        node.args = tuple(
-            a if i in saves or not isinstance(a, Tensor) else None for i, a in enumerate(inputs)
-        )
+    node.args = args if kept is None else tuple(kept)
     if inputs is not args:  # list_arg: the rule sees the call's shape, (list, *rest)
         k = len(args[0])
         node.args = (tuple(node.args[:k]), *node.args[k:])
     node.versions = versions
     node.saved = ()
-    multi = isinstance(out, (tuple, list))
-    outs = list(out) if multi else [out]
-    node.n_out = len(outs) if multi else 0
-    node.outs = []
+    if isinstance(out, (tuple, list)):
+        outs = list(out)
+        node.n_out = len(outs)
+    else:
+        outs = (out,)
+        node.n_out = 0
+    refs = []
     for k, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             o.grad_fn = node
             o._out_nr = k
             o.requires_grad = True
-            node.outs.append(weakref.ref(o))
+            refs.append(weakref.ref(o))
         else:
-            node.outs.append(None)
-    keep_out = saves is None or "out" in saves
-    if keep_out:
-        node.out = (
-            tuple(_alias(o) if isinstance(o, Tensor) else o for o in outs) if multi else _alias(out)
-        )
-        for o in outs if multi else (out,):
+            refs.append(None)
+    node.outs = refs
+    if saves is None or "out" in saves:
+        if node.n_out:
+            node.out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in outs)
+        else:
+            node.out = _alias(out)
+        for o in outs:
             if isinstance(o, Tensor):
-                versions.append(("out", o, _version(o)))
+                versions.append(("out", o, o._storage.version))
     else:
         node.out = None
     return out
@@ -448,8 +458,6 @@ def _check_finite(node, grads):
 def _engine(roots, retain_graph, create_graph, capture=None):
     """Run backward from `roots` [(tensor, grad)]. With `capture` (a list of tensors), return
     their gradients instead of accumulating into leaves (autograd.grad)."""
-    from .tensor import Tensor
-
     pending: dict = {}  # id(node) -> [grads per output]
     leaf: dict = {}  # id(tensor) -> [tensor, grad]
     captured: dict = {}
@@ -556,8 +564,6 @@ def _engine(roots, retain_graph, create_graph, capture=None):
 
 
 def _as_list(x):
-    from .tensor import Tensor
-
     if x is None:
         return None
     if isinstance(x, Tensor):
@@ -576,8 +582,6 @@ def _default_grad(t, g):
                 "pyrite: grad can be implicitly created only for real scalar outputs"
             )
         return ones_like(t)
-    from .tensor import Tensor
-
     if not isinstance(g, Tensor):
         from .ops.creation import tensor
 
@@ -680,8 +684,6 @@ def _tensor_kwargs(fn):
 def wrap(fn, name, rule, inplace=False):
     """`fn` recording `rule` when its inputs require grad (rule None: a guard that makes the
     backward raise NotImplementedError naming `name`)."""
-    from .tensor import Tensor
-
     if getattr(fn, "_pyrite_grad", False):
         return fn
     if rule is None:
@@ -755,8 +757,6 @@ def _guard(fn, name):
     a composite of recorded ops is differentiable as it stands); a floating output that still
     has no gradient path, or only a kernel's placeholder, gets a backward that raises naming
     `name`."""
-    from .tensor import Tensor
-
     inplace = name.endswith("_") and not name.endswith("__")
 
     @functools.wraps(fn)
@@ -832,8 +832,6 @@ def check_inplace(t, name, inputs_need=False):
 def _inplace_call(fn, name, rule, args, kwargs):
     """An in-place op while recording: args[0] is written; its old autograd identity becomes the
     edge of input 0, and a copy of its old value is saved where the rule reads it."""
-    from .tensor import Tensor
-
     t = args[0]
     check_inplace(t, name, needs_grad(*args[1:], *kwargs.values()))
     saves_ = getattr(rule, "saves", None)
@@ -939,8 +937,6 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .tensor import Tensor
-
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(
             isinstance(a, Tensor) and a.requires_grad and a.dtype.is_floating_point for a in args
@@ -992,7 +988,6 @@ def gradcheck(func, inputs, *, eps=1e-3, atol=1e-3, rtol=1e-2, raise_exception=T
     import numpy as np
 
     from .ops.creation import tensor
-    from .tensor import Tensor
 
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     diff = [i for i, a in enumerate(inputs) if isinstance(a, Tensor) and a.requires_grad]

@@ -285,6 +285,9 @@ UNARY_RULES = {
 
 
 # ---- recording ------------------------------------------------------------------------------
+_NO_KW: dict = {}  # shared: rules never write kwargs
+
+
 def _not_implemented(name):
     return autograd._not_implemented(name)
 
@@ -294,9 +297,13 @@ def recorded_binary(name, a, b, out):
 
     rule = BINARY_RULES.get(name) or _not_implemented(name)
     if out is None:
-        with autograd.no_grad():
+        state = autograd._state
+        state.enabled = False  # (no_grad() without the context manager: this runs per op)
+        try:
             r = binary(name, a, b)
-        return autograd.record(name, rule, (a, b), {}, r)
+        finally:
+            state.enabled = True
+        return autograd.record(name, rule, (a, b), _NO_KW, r)
     if out is a:
         return autograd._inplace_call(
             lambda x, y: binary(name, x, y, out=x), name + "_", rule, (a, b), {}
@@ -312,9 +319,13 @@ def recorded_unary(name, x, scalars, s_ctypes, out):
 
     rule = UNARY_RULES.get(name) or _not_implemented(name)
     if out is None:
-        with autograd.no_grad():
+        state = autograd._state
+        state.enabled = False
+        try:
             r = unary(name, x, scalars, s_ctypes)
-        return autograd.record(name, rule, (x,), {}, r)
+        finally:
+            state.enabled = True
+        return autograd.record(name, rule, (x,), _NO_KW, r)
     if out is x:
         return autograd._inplace_call(
             lambda t: unary(name, t, scalars, s_ctypes, out=t), name + "_", rule, (x,), {}
