@@ -98,3 +98,14 @@ from .runtime import (
 # ---- optimizers and schedules (pyrite/optim/) ----
 from . import io, optim, utils
 from .io import load, save
+
+# mixed precision (pyrite/amp.py) and torch.backends' switches, as training scripts spell them
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .runtime import (  # noqa: E402
+    backends,
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
+
+cuda.amp = amp._CudaAmp  # torch.cuda.amp.autocast / GradScaler (deprecated spellings)

@@ -137,5 +137,44 @@ class cuda:
 
     manual_seed_all = manual_seed
     empty_cache = staticmethod(empty_cache)
+
+    @staticmethod
+    def is_bf16_supported(including_emulation=True) -> bool:
+        return True  # bfloat16 storage is native; its arithmetic runs in f32
+
     memory_allocated = staticmethod(memory_allocated)
     max_memory_allocated = staticmethod(max_memory_allocated)
+
+
+class _Flags:
+    """An attribute bag accepting any setting (torch.backends.cudnn.benchmark = True, ...)."""
+
+    def __init__(self, **defaults):
+        self.__dict__.update(defaults)
+
+
+class backends:
+    """torch.backends as training scripts set it: the switches are accepted and have no effect
+    (pyrite has no cuDNN or TF32 path to toggle)."""
+
+    cudnn = _Flags(benchmark=False, deterministic=False, enabled=True, allow_tf32=True)
+    cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True))
+    mps = _Flags()
+
+    @staticmethod
+    def is_available():
+        return False
+
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str):
+    """Accepted ("highest", "high", "medium"); pyrite's f32 GEMMs are always full precision."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"pyrite: invalid float32 matmul precision {precision!r}")
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _MATMUL_PRECISION[0]

@@ -1,0 +1,219 @@
+"""Mixed precision as PyTorch scripts spell it: `autocast` and `GradScaler` (torch.amp,
+torch.cuda.amp, torch.autocast), so a script using them runs unchanged.
+
+`autocast` is honoured as a scope but computes in float32: pyrite's GEMMs and convolutions have
+no float16 path yet (README), so the region runs at full precision — the results are those of
+an autocast that chose float32 everywhere, which is always allowed numerically, and no op's
+dtype changes. `is_autocast_enabled()` reports the scope, as torch's.
+
+`GradScaler` is the real thing: it multiplies the loss by the scale, unscales the gradients
+before the step, skips the step when a gradient is inf/NaN (one readback a step, as torch's
+`step()` reads `found_inf` on CUDA), and grows or backs off the scale by torch's rule
+(growth_factor every growth_interval finite steps, backoff_factor on an overflow).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from .errors import warn as _warn
+
+_state = threading.local()
+
+
+def is_autocast_enabled(device_type=None) -> bool:
+    return bool(getattr(_state, "depth", 0))
+
+
+def get_autocast_dtype(device_type="cuda"):
+    from . import dtypes as D
+
+    return getattr(_state, "dtype", None) or D.float16
+
+
+class autocast:
+    """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a scope (see
+    the module docstring: pyrite computes inside it in float32)."""
+
+    def __init__(self, device_type="cuda", dtype=None, enabled=True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(
+                f"pyrite: expected device_type to be a str, got {type(device_type).__name__}"
+            )
+        self.device_type, self.dtype, self.enabled = device_type, dtype, bool(enabled)
+
+    def __enter__(self):
+        self._prev = (getattr(_state, "depth", 0), getattr(_state, "dtype", None))
+        if self.enabled:
+            _state.depth = self._prev[0] + 1
+            _state.dtype = self.dtype
+        return self
+
+    def __exit__(self, *exc):
+        _state.depth, _state.dtype = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.dtype, self.enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class GradScaler:
+    """torch.amp.GradScaler(device="cuda", init_scale=2**16, growth_factor=2.0,
+    backoff_factor=0.5, growth_interval=2000, enabled=True)."""
+
+    def __init__(
+        self,
+        device="cuda",
+        init_scale=2.0**16,
+        growth_factor=2.0,
+        backoff_factor=0.5,
+        growth_interval=2000,
+        enabled=True,
+    ):
+        if growth_factor <= 1.0:
+            raise ValueError("pyrite: The growth factor must be > 1.0.")
+        if backoff_factor >= 1.0:
+            raise ValueError("pyrite: The backoff factor must be < 1.0.")
+        self._enabled = bool(enabled)
+        self._scale = float(init_scale)
+        self._growth_factor = float(growth_factor)
+        self._backoff_factor = float(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._growth_tracker = 0
+        self._per_optimizer = {}  # id(optimizer) -> {"unscaled": bool, "found_inf": bool}
+
+    # ---- scaling -------------------------------------------------------------------------
+    def scale(self, outputs):
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        return outputs * self._scale
+
+    def _state_of(self, optimizer):
+        return self._per_optimizer.setdefault(id(optimizer), {"unscaled": False, "found_inf": None})
+
+    def unscale_(self, optimizer):
+        """Divide the optimizer's gradients by the scale, in place, and note whether any is
+        inf/NaN (one readback for all of them)."""
+        if not self._enabled:
+            return
+        st = self._state_of(optimizer)
+        if st["unscaled"]:
+            raise RuntimeError(
+                "pyrite: unscale_() has already been called on this optimizer since the last "
+                "update()."
+            )
+        from . import no_grad
+        from .ops.elementwise import isfinite
+
+        inv = 1.0 / self._scale
+        finite = None
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.grad.mul_(inv)
+                    ok = isfinite(p.grad).all()
+                    finite = ok if finite is None else finite & ok
+        st["found_inf"] = False if finite is None else not bool(finite.item())
+        st["unscaled"] = True
+
+    def step(self, optimizer, *args, **kwargs):
+        """optimizer.step() unless an unscaled gradient was inf/NaN; returns its result."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError(
+                "pyrite: Closure use is not currently supported if GradScaler is enabled."
+            )
+        st = self._state_of(optimizer)
+        if not st["unscaled"]:
+            self.unscale_(optimizer)
+        if st["found_inf"]:
+            return None
+        return optimizer.step(*args, **kwargs)
+
+    def update(self, new_scale=None):
+        """Grow the scale after growth_interval finite steps, back off after an overflow."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = float(new_scale.item() if hasattr(new_scale, "item") else new_scale)
+        else:
+            found = any(st["found_inf"] for st in self._per_optimizer.values())
+            if found:
+                self._scale *= self._backoff_factor
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker == self._growth_interval:
+                    self._scale *= self._growth_factor
+                    self._growth_tracker = 0
+        self._per_optimizer = {}
+
+    # ---- inspection and checkpoints --------------------------------------------------------
+    def get_scale(self) -> float:
+        return self._scale if self._enabled else 1.0
+
+    def is_enabled(self) -> bool:
+        return self._enabled
+
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def state_dict(self) -> dict:
+        if not self._enabled:
+            return {}
+        return {
+            "scale": self._scale,
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._growth_tracker,
+        }
+
+    def load_state_dict(self, state_dict):
+        if not self._enabled:
+            return
+        if not state_dict:
+            raise RuntimeError(
+                "pyrite: The source state dict is empty, possibly because it was saved from a "
+                "disabled instance of GradScaler."
+            )
+        s = state_dict["scale"]
+        self._scale = float(s.item() if hasattr(s, "item") else s)
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        t = state_dict["_growth_tracker"]
+        self._growth_tracker = int(t.item() if hasattr(t, "item") else t)
+
+
+def _cuda_grad_scaler(*args, **kwargs):
+    _warn(
+        "pyrite: torch.cuda.amp.GradScaler(args...) is deprecated. Please use "
+        "torch.amp.GradScaler('cuda', args...) instead.",
+        FutureWarning,
+    )
+    return GradScaler("cuda", *args, **kwargs)
+
+
+class _CudaAmp:
+    """torch.cuda.amp: autocast and GradScaler as the deprecated spellings."""
+
+    autocast = staticmethod(lambda *a, **k: autocast("cuda", *a, **k))
+    GradScaler = staticmethod(_cuda_grad_scaler)
