@@ -96,12 +96,15 @@ from .runtime import (
 # isort: split
 # checkpoints (pyrite/io/) and torch.utils.data's counterpart (pyrite/utils/data/)
 # ---- optimizers and schedules (pyrite/optim/) ----
-from . import io, optim, utils
-from .io import load, save
-
 # mixed precision (pyrite/amp.py) and torch.backends' switches, as training scripts spell them
-from . import amp  # noqa: E402
+from . import (
+    amp,  # noqa: E402
+    io,
+    optim,
+    utils,
+)
 from .amp import autocast  # noqa: E402
+from .io import load, save
 from .runtime import (  # noqa: E402
     backends,
     get_float32_matmul_precision,
