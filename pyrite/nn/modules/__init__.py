@@ -12,6 +12,7 @@ from . import (
     norm,
     padding,
     pooling,
+    rnn,
     sparse,
     transformer,
     upsample,
@@ -27,10 +28,11 @@ from .loss import *  # noqa: F403
 from .norm import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
 _FILES = (activation, attention, container, conv, dropout, flatten, linear, loss, norm, padding,
-          pooling, sparse, transformer, upsample)  # fmt: skip
+          pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__})

@@ -1,5 +1,6 @@
-"""pyrite.nn.utils: gradient clipping and parameter/vector conversion."""
+"""pyrite.nn.utils: gradient clipping, parameter/vector conversion, rnn (pad_sequence)."""
 
+from . import rnn
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -16,5 +17,6 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "rnn",
     "vector_to_parameters",
 ]
