@@ -371,6 +371,7 @@ def test_char_lm_training_follows_torch():
             opt.step()
             losses.append(float(loss.item()))
     assert t_losses[-1] < t_losses[0]
-    # Adam's step is ~lr per parameter whatever the gradient's rounding, so the curves agree to
-    # a few lr-sized steps' effect on a loss of order log V; compare to 1e-3 relative
-    np.testing.assert_allclose(p_losses, t_losses, rtol=1e-3)
+    # the same weights and batches: each loss is a mean of B·T cross-entropies whose forward
+    # and backward round as the parity tests above bound (~1e-7 relative a step); ten Adam steps
+    # of size ~lr keep that order, so 1e-5 relative leaves a margin for the compounding
+    np.testing.assert_allclose(p_losses, t_losses, rtol=1e-5)
