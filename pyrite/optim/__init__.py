@@ -19,3 +19,9 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
+
+# ---- further optimizers (optim2) ---------------------------------------------------------------
+from .adadelta import Adadelta  # noqa: E402
+from .adamax import Adamax  # noqa: E402
+
+__all__ += ["Adadelta", "Adamax"]

@@ -1,0 +1,197 @@
+"""pyrite.optim's further optimizers (Adadelta, Adamax, NAdam, RAdam, ASGD, LBFGS) against
+torch.optim (CPU) step for step: every option that changes a formula, awkward shapes, two
+parameter groups with their own lrs, state dicts both ways, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.testing.tolerance import unit_roundoff
+
+SHAPES = [(7, 13), (1,), (3, 1, 5)]
+STEPS = 5
+
+CONFIGS = [
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4}),
+    ("Adadelta", {"weight_decay": 0.1, "maximize": True}),
+    ("Adamax", {}),
+    ("Adamax", {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-4, "weight_decay": 0.1}),
+    ("Adamax", {"lr": 0.01, "maximize": True}),
+]
+
+
+def _ids(c):
+    name, kw = c
+    return name + "-" + (",".join(f"{k}={v}" for k, v in kw.items()) or "default")
+
+
+class Pair:
+    """The same parameters in pyrite and torch, two groups (the second with a tenth of the lr),
+    and the two optimizers."""
+
+    def __init__(self, name, kw, rng):
+        self.name, self.kw = name, kw
+        self.weights = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+        self.pr_params = [pr.tensor(w).requires_grad_() for w in self.weights]
+        self.t_params = [torch.tensor(w).requires_grad_() for w in self.weights]
+        self.pr_opt = self.make(pr.optim, self.pr_params)
+        self.t_opt = self.make(torch.optim, self.t_params)
+
+    def make(self, module, params):
+        lr = self.kw.get("lr", getattr(torch.optim, self.name)([torch.zeros(1)]).defaults["lr"])
+        groups = [{"params": params[:2]}, {"params": params[2:], "lr": lr / 10}]
+        return getattr(module, self.name)(groups, **self.kw)
+
+    def step(self, rng, n=1):
+        for _ in range(n):
+            for p, t in zip(self.pr_params, self.t_params):
+                g = rng.standard_normal(t.shape).astype(np.float32)
+                p.grad = pr.tensor(g)
+                t.grad = torch.tensor(g)
+            self.pr_opt.step()
+            self.t_opt.step()
+
+
+def _close(actual, expected, steps, what, u=unit_roundoff("float32")):
+    """Within 16 unit roundoffs a step, relative to the value and to the array's scale (the
+    update's few roundings per step accumulate in the parameter and the state)."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert actual.shape == expected.shape, what
+    tol = 16 * steps * u
+    scale = max(float(np.abs(expected).max(initial=0.0)), 1e-30)
+    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol * scale, err_msg=what)
+
+
+def _t_np(x):
+    return x.detach().float().numpy()
+
+
+def _value(x):
+    """A state value as numpy: a pyrite tensor, a host number (a 0-d state entry)."""
+    return x.float().numpy() if isinstance(x, pr.Tensor) else np.asarray(x)
+
+
+def _compare(pair, steps):
+    for i, (p, t) in enumerate(zip(pair.pr_params, pair.t_params)):
+        _close(p.numpy(), _t_np(t), steps, f"param {i}")
+        ps, ts = pair.pr_opt.state[p], pair.t_opt.state[t]
+        assert list(ps) == list(ts), f"state keys of param {i}"
+        for key, tv in ts.items():
+            if key == "step":
+                assert ps["step"] == int(tv.item())
+            else:
+                _close(_value(ps[key]), _t_np(tv), steps, f"state {key} of param {i}")
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
+def test_matches_torch(config, rng):
+    pair = Pair(*config, rng)
+    pair.step(rng, STEPS)
+    _compare(pair, STEPS)
+
+
+def _torch_sd_to_pyrite(sd):
+    state = {
+        k: {n: (pr.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v) for n, v in s.items()}
+        for k, s in sd["state"].items()
+    }
+    return {"state": state, "param_groups": sd["param_groups"]}
+
+
+def _pyrite_sd_to_torch(sd):
+    state = {
+        k: {n: (torch.tensor(v.numpy()) if isinstance(v, pr.Tensor) else v) for n, v in s.items()}
+        for k, s in sd["state"].items()
+    }
+    return {"state": state, "param_groups": sd["param_groups"]}
+
+
+@pytest.mark.parametrize("config", CONFIGS[::2], ids=_ids)
+def test_state_dict_round_trips(config, rng):
+    pair = Pair(*config, rng)
+    pair.step(rng, 3)
+    sd = pair.pr_opt.state_dict()
+    t_sd = pair.t_opt.state_dict()
+    assert sd["param_groups"] == t_sd["param_groups"]
+    assert list(sd["state"]) == list(t_sd["state"])
+    for k, s in t_sd["state"].items():
+        assert list(sd["state"][k]) == list(s)
+        for name, tv in s.items():
+            if tv.dim() == 0:  # step and the other 0-d entries: 0-d float32 tensors, as torch
+                v = sd["state"][k][name]
+                assert isinstance(v, pr.Tensor) and v.shape == () and v.dtype == pr.float32
+                _close(v.item(), tv.item(), 3, name)
+
+    copies = [pr.tensor(p.numpy()).requires_grad_() for p in pair.pr_params]
+    fresh = pair.make(pr.optim, copies)
+    fresh.load_state_dict(sd)
+    copies2 = [pr.tensor(_t_np(t)).requires_grad_() for t in pair.t_params]
+    from_torch = pair.make(pr.optim, copies2)
+    from_torch.load_state_dict(_torch_sd_to_pyrite(t_sd))
+    t_copies = [torch.tensor(p.numpy()).requires_grad_() for p in pair.pr_params]
+    t_from_pr = pair.make(torch.optim, t_copies)
+    t_from_pr.load_state_dict(_pyrite_sd_to_torch(sd))
+
+    for _ in range(2):
+        gs = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+        for params, opt, wrap in (
+            (pair.t_params, pair.t_opt, torch.tensor),
+            (copies, fresh, pr.tensor),
+            (copies2, from_torch, pr.tensor),
+            (t_copies, t_from_pr, torch.tensor),
+        ):
+            for p, g in zip(params, gs):
+                p.grad = wrap(g)
+            opt.step()
+    for i, t in enumerate(pair.t_params):
+        for name, p in (("pyrite", copies[i]), ("torch sd", copies2[i]), ("to torch", t_copies[i])):
+            _close(p.numpy() if isinstance(p, pr.Tensor) else _t_np(p), _t_np(t), 5, name)
+        for key, tv in pair.t_opt.state[t].items():
+            if key != "step":
+                _close(_value(fresh.state[copies[i]][key]), _t_np(tv), 5, key)
+                _close(_value(from_torch.state[copies2[i]][key]), _t_np(tv), 5, key)
+    assert fresh.state[copies[0]]["step"] == 5
+
+
+def test_step_reads_nothing_back_one_dispatch(rng, monkeypatch):
+    dev = backend.current()
+    pairs = [Pair(*c, rng) for c in CONFIGS]
+    for pair in pairs:
+        pair.step(rng)  # the first step, before the check: buffers and pipelines exist
+        for p in pair.pr_params:
+            p.grad = pr.tensor(rng.standard_normal(p.shape).astype(np.float32))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a step read from the device")
+
+    monkeypatch.setattr(dev, "read", refuse)
+    pipelines = dev.pipeline_count
+    for pair in pairs:
+        before = dev.dispatches
+        pair.pr_opt.param_groups[0]["lr"] *= 0.5  # a new lr is a scalar, not a new pipeline
+        pair.pr_opt.step()
+        assert dev.dispatches - before == len(SHAPES), pair.name
+    assert dev.pipeline_count == pipelines
+    monkeypatch.undo()
+
+
+def test_errors(rng):
+    a = pr.tensor(rng.standard_normal(3).astype(np.float32)).requires_grad_()
+    with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+        pr.optim.Adadelta([a], lr=-1)
+    with pytest.raises(ValueError, match="Invalid rho value: 1.5"):
+        pr.optim.Adadelta([a], rho=1.5)
+    with pytest.raises(ValueError, match="Invalid epsilon value: -0.1"):
+        pr.optim.Adadelta([a], eps=-0.1)
+    with pytest.raises(ValueError, match="Invalid weight_decay value: -0.1"):
+        pr.optim.Adadelta([a], weight_decay=-0.1)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 0: 1.0"):
+        pr.optim.Adamax([a], betas=(1.0, 0.9))
+    with pytest.raises(ValueError, match="Invalid epsilon value: -1"):
+        pr.optim.Adamax([a], eps=-1)
