@@ -22,6 +22,23 @@ CONFIGS = [
     ("Adamax", {}),
     ("Adamax", {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-4, "weight_decay": 0.1}),
     ("Adamax", {"lr": 0.01, "maximize": True}),
+    ("NAdam", {}),
+    ("NAdam", {"lr": 0.01, "momentum_decay": 0.3, "betas": (0.8, 0.95), "eps": 1e-4}),
+    ("NAdam", {"lr": 0.01, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
+    # RAdam: the SMA length passes 5 at step 6 (beta2 = 0.99, 0.999): RAdam runs 8 steps
+    ("RAdam", {"lr": 0.01}),
+    ("RAdam", {"lr": 0.01, "betas": (0.8, 0.99), "eps": 1e-4}),
+    ("RAdam", {"lr": 0.01, "betas": (0.9, 0.99), "weight_decay": 0.1}),
+    (
+        "RAdam",
+        {"lr": 0.01, "betas": (0.9, 0.99), "weight_decay": 0.1, "decoupled_weight_decay": True},
+    ),
+    ("RAdam", {"lr": 0.01, "betas": (0.9, 0.999), "maximize": True}),
+    ("ASGD", {}),
+    # t0 = 2: averaging (mu < 1) starts within the 5 steps
+    ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}),
+    ("ASGD", {"lr": 0.05, "t0": 1, "maximize": True}),
 ]
 
 
@@ -91,9 +108,10 @@ def _compare(pair, steps):
 
 @pytest.mark.parametrize("config", CONFIGS, ids=_ids)
 def test_matches_torch(config, rng):
+    steps = 8 if config[0] == "RAdam" else STEPS
     pair = Pair(*config, rng)
-    pair.step(rng, STEPS)
-    _compare(pair, STEPS)
+    pair.step(rng, steps)
+    _compare(pair, steps)
 
 
 def _torch_sd_to_pyrite(sd):
@@ -195,3 +213,22 @@ def test_errors(rng):
         pr.optim.Adamax([a], betas=(1.0, 0.9))
     with pytest.raises(ValueError, match="Invalid epsilon value: -1"):
         pr.optim.Adamax([a], eps=-1)
+    with pytest.raises(ValueError, match="Invalid momentum_decay value: -0.5"):
+        pr.optim.NAdam([a], momentum_decay=-0.5)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 1: -0.1"):
+        pr.optim.RAdam([a], betas=(0.9, -0.1))
+    with pytest.raises(ValueError, match="Invalid weight_decay value: -1"):
+        pr.optim.RAdam([a], weight_decay=-1)
+    with pytest.raises(ValueError, match="Invalid learning rate: -0.5"):
+        pr.optim.ASGD([a], lr=-0.5)
+    with pytest.raises(ValueError, match="Invalid weight_decay value: -2"):
+        pr.optim.ASGD([a], weight_decay=-2)
+
+
+def test_radam_rectification_switch():
+    """The SMA length passes 5 at step 6 for the test configs' beta2 (their 8 steps see both
+    branches of the update)."""
+    for beta2 in (0.99, 0.999):
+        rho_inf = 2 / (1 - beta2) - 1
+        rho = [rho_inf - 2 * s * beta2**s / (1 - beta2**s) for s in range(1, 9)]
+        assert [r > 5 for r in rho] == [False] * 5 + [True] * 3
