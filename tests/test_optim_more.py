@@ -232,3 +232,129 @@ def test_radam_rectification_switch():
         rho_inf = 2 / (1 - beta2) - 1
         rho = [rho_inf - 2 * s * beta2**s / (1 - beta2**s) for s in range(1, 9)]
         assert [r > 5 for r in rho] == [False] * 5 + [True] * 3
+
+
+# ---- LBFGS -------------------------------------------------------------------------------------
+
+
+def _quadratic(mod, params, A, b):
+    """0.5 x'Ax - b'x over the parameters flattened into one x (A symmetric positive
+    definite)."""
+    x = mod.cat([p.reshape(-1) for p in params])
+    return 0.5 * (x @ (A @ x)) - (b * x).sum()
+
+
+def _rosenbrock(mod, params, A, b):
+    """The chained Rosenbrock function sum(100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2)."""
+    x = mod.cat([p.reshape(-1) for p in params])
+    return (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum()
+
+
+LBFGS_CONFIGS = [
+    # (few iterations a step: converged, the stopping tests compare roundoff-sized changes)
+    ("quadratic", {"max_iter": 5}),
+    ("quadratic", {"max_iter": 4, "line_search_fn": "strong_wolfe"}),
+    ("quadratic", {"lr": 0.5, "max_iter": 4, "history_size": 2}),
+    ("quadratic", {"history_size": 3, "max_iter": 5, "line_search_fn": "strong_wolfe"}),
+    ("rosenbrock", {"lr": 0.1, "max_iter": 5}),
+    ("rosenbrock", {"max_iter": 6, "line_search_fn": "strong_wolfe"}),
+    ("rosenbrock", {"max_iter": 5, "history_size": 2, "line_search_fn": "strong_wolfe"}),
+    ("rosenbrock", {"lr": 0.05, "max_iter": 8, "max_eval": 5, "tolerance_change": 1e-3}),
+]
+
+
+def _lbfgs_ids(c):
+    return c[0] + "-" + (",".join(f"{k}={v}" for k, v in c[1].items()) or "default")
+
+
+@pytest.mark.parametrize("config", LBFGS_CONFIGS, ids=_lbfgs_ids)
+def test_lbfgs_matches_torch(config, rng):
+    """Three steps of L-BFGS on the same function from the same start: the parameters, the
+    losses and the counters agree. The tolerance is looser than the elementwise optimizers':
+    each iteration's dot products and sums reduce in another order than torch's, and the
+    updates feed back (a Hessian estimate), so the differences of a few roundings grow; the
+    functions are well enough conditioned that every branch (line search, stopping) is the
+    same."""
+    kind, kw = config
+    fn = _quadratic if kind == "quadratic" else _rosenbrock
+    shapes = [(5, 7), (1,), (4,)] if kind == "quadratic" else [(2, 3), (1,), (2,)]
+    n = sum(int(np.prod(s)) for s in shapes)
+    # eigenvalues from 1 to 100: slow enough that three steps do not converge
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = ((q * np.logspace(0, 2, n)) @ q.T).astype(np.float32)
+    A = (A + A.T) / 2
+    b = rng.standard_normal(n).astype(np.float32)
+    if kind == "quadratic":
+        starts = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    else:
+        starts = [(rng.uniform(-0.5, 0.5, s)).astype(np.float32) for s in shapes]
+    pr_p = [pr.tensor(w).requires_grad_() for w in starts]
+    t_p = [torch.tensor(w).requires_grad_() for w in starts]
+    pr_opt = pr.optim.LBFGS(pr_p, **kw)
+    t_opt = torch.optim.LBFGS(t_p, **kw)
+    pA, pb, tA, tb = pr.tensor(A), pr.tensor(b), torch.tensor(A), torch.tensor(b)
+
+    def closure_for(mod, opt, params, A, b):
+        def closure():
+            opt.zero_grad()
+            loss = fn(mod, params, A, b)
+            loss.backward()
+            return loss
+
+        return closure
+
+    for step in range(3):
+        pl = pr_opt.step(closure_for(pr, pr_opt, pr_p, pA, pb))
+        tl = t_opt.step(closure_for(torch, t_opt, t_p, tA, tb))
+        tol = 2e-4
+        np.testing.assert_allclose(float(pl), float(tl), rtol=tol, atol=tol, err_msg=f"step {step}")
+        x = np.concatenate([p.numpy().ravel() for p in pr_p])
+        tx = np.concatenate([_t_np(p).ravel() for p in t_p])
+        np.testing.assert_allclose(x, tx, rtol=tol, atol=tol * np.abs(tx).max(), err_msg=f"{step}")
+        ps, ts = pr_opt.state[pr_p[0]], t_opt.state[t_p[0]]
+        assert ps["n_iter"] == ts["n_iter"] and ps["func_evals"] == ts["func_evals"]
+    assert sorted(ps) == sorted(ts)
+    assert len(ps["old_dirs"]) == len(ts["old_dirs"]) <= kw.get("history_size", 100)
+
+
+def test_lbfgs_state_dict_and_errors(rng):
+    n = 6
+    m = rng.standard_normal((n, n)).astype(np.float32)
+    A = (m @ m.T / n + np.eye(n)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+
+    def run(mod, opt, params, A, b, steps):
+        def closure():
+            opt.zero_grad()
+            loss = _quadratic(mod, params, A, b)
+            loss.backward()
+            return loss
+
+        for _ in range(steps):
+            opt.step(closure)
+
+    kw = {"max_iter": 2, "history_size": 3}
+    t_p = [torch.tensor(w).requires_grad_()]
+    t_opt = torch.optim.LBFGS(t_p, **kw)
+    run(torch, t_opt, t_p, torch.tensor(A), torch.tensor(b), 2)
+    # torch's state (0-d tensors in the history) loads, and the run continues the same way
+    p = [pr.tensor(_t_np(t_p[0])).requires_grad_()]
+    opt = pr.optim.LBFGS(p, **kw)
+    opt.load_state_dict(_torch_sd_to_pyrite(t_opt.state_dict()))
+    assert opt.state_dict()["param_groups"] == t_opt.state_dict()["param_groups"]
+    run(pr, opt, p, pr.tensor(A), pr.tensor(b), 1)
+    run(torch, t_opt, t_p, torch.tensor(A), torch.tensor(b), 1)
+    np.testing.assert_allclose(p[0].numpy(), _t_np(t_p[0]), rtol=1e-4, atol=1e-4)
+    assert opt.state[p[0]]["n_iter"] == t_opt.state[t_p[0]]["n_iter"]
+
+    a = pr.tensor(w).requires_grad_()
+    c = pr.tensor(w).requires_grad_()
+    with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+        pr.optim.LBFGS([a], lr=-1)
+    with pytest.raises(ValueError, match="LBFGS doesn't support per-parameter options"):
+        pr.optim.LBFGS([{"params": [a]}, {"params": [c]}])
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        opt = pr.optim.LBFGS([a], line_search_fn="armijo")
+        run(pr, opt, [a], pr.tensor(A), pr.tensor(b), 1)
+    assert pr.optim.LBFGS([a], max_iter=8).defaults["max_eval"] == 10

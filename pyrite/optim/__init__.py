@@ -24,7 +24,8 @@ __all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_schedu
 from .adadelta import Adadelta  # noqa: E402
 from .adamax import Adamax  # noqa: E402
 from .asgd import ASGD  # noqa: E402
+from .lbfgs import LBFGS  # noqa: E402
 from .nadam import NAdam  # noqa: E402
 from .radam import RAdam  # noqa: E402
 
-__all__ += ["ASGD", "Adadelta", "Adamax", "NAdam", "RAdam"]
+__all__ += ["ASGD", "Adadelta", "Adamax", "LBFGS", "NAdam", "RAdam"]
