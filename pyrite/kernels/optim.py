@@ -150,3 +150,90 @@ def adagrad_rule(weight_decay: bool, maximize: bool):
         lines.append("d = d + wd * p;")
     lines += ["acc = acc + d * d;", "let den = sqrt(acc) + eps;", "p = p + neg_clr * d / den;"]
     return "\n".join(lines), ("wd", "eps", "neg_clr")
+
+
+# ---- more rules (torch/optim/{adadelta,adamax,nadam,radam,asgd}.py, `_single_tensor_*`) ------
+
+
+@lru_cache(maxsize=64)
+def adadelta_rule(weight_decay: bool, maximize: bool):
+    """Operands p, sq (square_avg), acc (acc_delta), g. Scalars: wd, rho, omr (1 - rho), eps,
+    neg_lr."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("d = d + wd * p;")
+    lines += [
+        "sq = sq * rho + omr * d * d;",
+        "let sd = sqrt(sq + eps);",
+        "let delta = sqrt(acc + eps) / sd * d;",
+        "acc = acc * rho + omr * delta * delta;",
+        "p = p + neg_lr * delta;",
+    ]
+    return "\n".join(lines), ("wd", "rho", "omr", "eps", "neg_lr")
+
+
+@lru_cache(maxsize=64)
+def adamax_rule(weight_decay: bool, maximize: bool):
+    """Operands p, m (exp_avg), u (exp_inf), g. Scalars: wd, w1 (1 - beta1), beta2, eps,
+    neg_clr (-lr / bias_correction1)."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("d = d + wd * p;")
+    lines += [
+        f"m = {_lerp('m', 'd', 'w1')};",
+        "u = max(u * beta2, abs(d) + eps);",
+        "p = p + neg_clr * m / u;",
+    ]
+    return "\n".join(lines), ("wd", "w1", "beta2", "eps", "neg_clr")
+
+
+@lru_cache(maxsize=64)
+def nadam_rule(weight_decay: bool, decoupled: bool, maximize: bool):
+    """Operands p, m (exp_avg), v (exp_avg_sq), g. Scalars: wd, decay (1 - lr * wd), w1,
+    beta2, omb2, bc2 (bias_correction2), eps, c_g (-lr (1 - mu) / (1 - mu_product)), c_m
+    (-lr mu_next / (1 - mu_product mu_next))."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("p = p * decay;" if decoupled else "d = d + wd * p;")
+    lines += [
+        f"m = {_lerp('m', 'd', 'w1')};",
+        "v = v * beta2 + omb2 * d * d;",
+        "let den = sqrt(v / bc2) + eps;",
+        "p = p + c_g * d / den;",
+        "p = p + c_m * m / den;",
+    ]
+    return "\n".join(lines), ("wd", "decay", "w1", "beta2", "omb2", "bc2", "eps", "c_g", "c_m")
+
+
+@lru_cache(maxsize=64)
+def radam_rule(weight_decay: bool, decoupled: bool, maximize: bool):
+    """Operands p, m (exp_avg), v (exp_avg_sq), g. Scalars: wd, decay, w1, beta2, omb2, bc1,
+    bc2s (sqrt of bias_correction2), eps, lr, rect (the variance rectification term) and
+    rectified (1.0 once the SMA length passes 5: both from the step count, on the host)."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("p = p * decay;" if decoupled else "d = d + wd * p;")
+    lines += [
+        f"m = {_lerp('m', 'd', 'w1')};",
+        "v = v * beta2 + omb2 * d * d;",
+        "let bcm = m / bc1;",
+        "let adaptive = bc2s / (sqrt(v) + eps);",
+        "p = p - select(bcm * lr, bcm * lr * adaptive * rect, rectified != 0.0);",
+    ]
+    names = ("wd", "decay", "w1", "beta2", "omb2", "bc1", "bc2s", "eps", "lr", "rect", "rectified")
+    return "\n".join(lines), names
+
+
+@lru_cache(maxsize=64)
+def asgd_rule(weight_decay: bool, maximize: bool):
+    """Operands p, ax, g. Scalars: wd, decay (1 - lambd * eta), neg_eta, mu, averaging (0.0
+    while mu is 1: ax is a copy of p)."""
+    lines = [_grad_line(maximize)]
+    if weight_decay:
+        lines.append("d = d + wd * p;")
+    lines += [
+        "p = p * decay;",
+        "p = p + neg_eta * d;",
+        "ax = select(p, ax + (p - ax) * mu, averaging != 0.0);",
+    ]
+    return "\n".join(lines), ("wd", "decay", "neg_eta", "mu", "averaging")

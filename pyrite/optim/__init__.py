@@ -19,3 +19,13 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
+
+# ---- further optimizers (optim2) ---------------------------------------------------------------
+from .adadelta import Adadelta  # noqa: E402
+from .adamax import Adamax  # noqa: E402
+from .asgd import ASGD  # noqa: E402
+from .lbfgs import LBFGS  # noqa: E402
+from .nadam import NAdam  # noqa: E402
+from .radam import RAdam  # noqa: E402
+
+__all__ += ["ASGD", "Adadelta", "Adamax", "LBFGS", "NAdam", "RAdam"]
