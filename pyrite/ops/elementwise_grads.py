@@ -40,6 +40,11 @@ def _o(ctx):
     return unary(ctx.name, a[0]) if len(a) == 1 else binary(ctx.name, a[0], a[1])
 
 
+def _floats(*xs):
+    """Integer tensor operands as float32 (a rule's arithmetic on them must not wrap)."""
+    return tuple(x.float() if _t(x) and not x.dtype.is_floating_point else x for x in xs)
+
+
 # ---- binary: rule(ctx, g) -> (grad a, grad b) -----------------------------------------------
 @saves()
 def _add(ctx, g):
@@ -86,6 +91,8 @@ def _pow(ctx, g):
         gb = g * _o(ctx) * log(a)
         if _t(a):
             gb = where((a == 0) & (b >= 0), 0.0, gb)
+        elif a == 0:  # 0 ** b, a Python zero: the same mask
+            gb = where(b >= 0, 0.0, gb)
     return ga, gb
 
 
@@ -104,7 +111,7 @@ def _minmax(pick_a_if):
 
 @saves(0, 1)
 def _atan2(ctx, g):
-    a, b = ctx.args
+    a, b = _floats(*ctx.args)  # an integer operand squared in its own dtype would wrap
     den = a * a + b * b
     return (g * b / den if ctx.needs[0] else None), (-g * a / den if ctx.needs[1] else None)
 
