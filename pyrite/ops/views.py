@@ -250,8 +250,8 @@ def _T(x):
 
 
 def _mT(x):
-    if x.ndim == 0:  # torch returns a 0-d tensor as it is
-        return x._view((), (), x._offset)
+    if x.ndim == 0:  # torch returns a 0-d tensor as it is (view: recorded, an alias)
+        return view(x, ())
     if x.ndim < 2:
         raise ShapeError("pyrite: tensor.mT is only supported on matrices or batches of matrices")
     return transpose(x, -2, -1)
@@ -742,7 +742,7 @@ def embed(shape, dtype, index, g):
     return gx
 
 
-@_saves()
+@_saves(1)  # (the index: a tensor index not listed here is dropped from ctx.args)
 def _g_getitem(ctx, g):
     shape, dtype = ctx.meta[0]
     return (embed(shape, dtype, ctx.args[1], g),)
@@ -818,7 +818,7 @@ def _g_setitem(ctx, g):
 _g_setitem.saves = frozenset((1,))
 
 
-@_saves()
+@_saves(2)
 def _g_embed(ctx, g):
     # embed(shape, dtype, index, v) is linear in v: its gradient is g[index] (double backward
     # of indexing ops goes through here)
