@@ -181,7 +181,9 @@ def _torch_side(op, args, kwargs, ws, clone, dtype=torch.float32):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = op.fn(
-                torch, *_build(torch, args, leaves, clone, dtype), **_build(torch, kwargs, leaves, clone, dtype)
+                torch,
+                *_build(torch, args, leaves, clone, dtype),
+                **_build(torch, kwargs, leaves, clone, dtype),
             )
     except Exception as e:  # noqa: BLE001 - torch's verdict is the oracle
         raise _Refused(f"torch refuses: {type(e).__name__}: {str(e)[:80]}") from e
@@ -201,7 +203,9 @@ def _torch_side(op, args, kwargs, ws, clone, dtype=torch.float32):
         loss.backward()
     except Exception as e:  # noqa: BLE001
         raise _Refused(f"torch's backward refuses: {type(e).__name__}: {str(e)[:80]}") from e
-    grads = [None if lf.grad is None else lf.grad.detach().to(torch.float64).numpy() for lf in leaves]
+    grads = [
+        None if lf.grad is None else lf.grad.detach().to(torch.float64).numpy() for lf in leaves
+    ]
     return pos, grads
 
 
@@ -209,7 +213,9 @@ def _pyrite_side(op, args, kwargs, pos, ws, clone):
     leaves = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = op.fn(pr, *_build(pr, args, leaves, clone, None), **_build(pr, kwargs, leaves, clone, None))
+        out = op.fn(
+            pr, *_build(pr, args, leaves, clone, None), **_build(pr, kwargs, leaves, clone, None)
+        )
     outs = _flat_out(out, [])
     loss = None
     for k, i in enumerate(pos):
@@ -359,7 +365,9 @@ def _run_grad_case(op, args0, kwargs0, jit, i, flat):
             # backward refuses them
             return GOutcome(op.name, i, "skip", "torch's pool indices point outside the input")
         if _pyrite_forward_raises(op, args, kwargs):
-            return GOutcome(op.name, i, "skip", "pyrite's forward raises (the forward sweep's case)")
+            return GOutcome(
+                op.name, i, "skip", "pyrite's forward raises (the forward sweep's case)"
+            )
         return GOutcome(
             op.name, i, "FAIL", f"pyrite raises {type(e).__name__}: {str(e)[:200]}\n  {desc}"
         )

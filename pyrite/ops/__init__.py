@@ -99,6 +99,4 @@ from .. import autograd as _autograd  # noqa: E402
 # namespaces: the names op modules bound by `from .views import reshape` before this ran get
 # the wrapped functions too, so a composite (column_stack: reshape then cat) records every
 # piece instead of only the last (its output had a grad_fn from cat and no path to the input)
-_autograd.install(
-    loaded, Tensor, skip=("creation", "random"), namespaces=[vars(m) for m in loaded]
-)
+_autograd.install(loaded, Tensor, skip=("creation", "random"), namespaces=[vars(m) for m in loaded])
