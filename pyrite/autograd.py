@@ -771,6 +771,11 @@ def _guard(fn, name):
         try:
             out = fn(*args, **kwargs)
         except ViewWriteError:
+            if inplace or kwargs.get("out") is not None:
+                # the write is into the caller's tensor (x.mul_(y) on a view reaches
+                # binary(..., out=x)): run unrecorded, it would leave the view's base with its
+                # old graph, a silently wrong gradient
+                raise
             # its internals write in place into views of recorded tensors: no gradient path
             # through them; run it unrecorded, and its output's backward raises naming it
             with no_grad():

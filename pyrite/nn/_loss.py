@@ -600,14 +600,17 @@ def _g_nll_loss(ctx, g):
     with _no_grad():
         _, wt = _pick(x, target, cd, a["ignore_index"], weight)
         denom = wt.sum() if reduction == "mean" else None
+        if denom is not None:  # every sample ignored: gradient 0 (torch), not 0·inf
+            denom = _ew.where(denom == 0, 1.0, denom)
         coef = _onehot(target, cd, C, x.ndim, x.dtype) * wt.unsqueeze(cd)
     return (-_class_scale(g, reduction, cd, denom) * coef,)
 
 
 def _g_cross_entropy(ctx, g):
     """d/dx of -Σ_c Q_c·log_softmax(x)_c is softmax(x)·Σ_c Q_c - Q, with Q the weighted,
-    smoothed target distribution of each sample (0 for an ignored one)."""
-    _not_differentiable(ctx, 2, "nll_loss_forward", "weight")
+    smoothed target distribution of each sample (0 for an ignored one). With probability
+    targets the weight is differentiable too (torch composes that form): -Σ scale·q·log p over
+    everything but the class dim."""
     a = _bind(cross_entropy, ctx)
     x, target, weight = ctx.args[0], ctx.args[1], a["weight"]
     reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
@@ -625,13 +628,23 @@ def _g_cross_entropy(ctx, g):
         if ctx.needs[1]:
             logp = _rowops.log_softmax(x, cd)
             gt = -(1.0 - eps) * scale * (logp * w_b if w_b is not None else logp)
-        return gx, gt
+        gw = None
+        if weight is not None and len(ctx.needs) > 2 and ctx.needs[2]:
+            per = -(scale * q * _rowops.log_softmax(x, cd))
+            others = tuple(d for d in range(per.ndim) if d != cd)
+            gw = per.sum(others) if others else per
+        return (gx, gt, gw) if gw is not None else (gx, gt)
+    _not_differentiable(ctx, 2, "nll_loss_forward", "weight")
     if not ctx.needs[0]:
         return None, None
     with _no_grad():
         ii = a["ignore_index"]
         _, wt = _pick(x, target, cd, ii, weight)
         denom = wt.sum() if reduction == "mean" else None
+        if denom is not None:
+            # every sample ignored: the loss is 0/0 but each term's gradient is 0 (torch), not
+            # 0·inf
+            denom = _ew.where(denom == 0, 1.0, denom)
         Q = _onehot(target, cd, C, x.ndim, x.dtype) * wt.unsqueeze(cd)
         if eps > 0:
             keep = _ew.ne(target, ii).to(x.dtype).unsqueeze(cd)

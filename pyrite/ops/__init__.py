@@ -96,4 +96,7 @@ def exported():
 from .. import autograd as _autograd  # noqa: E402
 
 # (creation and random ops make new values: their outputs never require grad, so no guard)
-_autograd.install(loaded, Tensor, skip=("creation", "random"))
+# namespaces: the names op modules bound by `from .views import reshape` before this ran get
+# the wrapped functions too, so a composite (column_stack: reshape then cat) records every
+# piece instead of only the last (its output had a grad_fn from cat and no path to the input)
+_autograd.install(loaded, Tensor, skip=("creation", "random"), namespaces=[vars(m) for m in loaded])

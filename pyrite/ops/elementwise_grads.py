@@ -40,6 +40,11 @@ def _o(ctx):
     return unary(ctx.name, a[0]) if len(a) == 1 else binary(ctx.name, a[0], a[1])
 
 
+def _floats(*xs):
+    """Integer tensor operands as float32 (a rule's arithmetic on them must not wrap)."""
+    return tuple(x.float() if _t(x) and not x.dtype.is_floating_point else x for x in xs)
+
+
 # ---- binary: rule(ctx, g) -> (grad a, grad b) -----------------------------------------------
 @saves()
 def _add(ctx, g):
@@ -86,6 +91,8 @@ def _pow(ctx, g):
         gb = g * _o(ctx) * log(a)
         if _t(a):
             gb = where((a == 0) & (b >= 0), 0.0, gb)
+        elif a == 0:  # 0 ** b, a Python zero: the same mask
+            gb = where(b >= 0, 0.0, gb)
     return ga, gb
 
 
@@ -104,7 +111,7 @@ def _minmax(pick_a_if):
 
 @saves(0, 1)
 def _atan2(ctx, g):
-    a, b = ctx.args
+    a, b = _floats(*ctx.args)  # an integer operand squared in its own dtype would wrap
     den = a * a + b * b
     return (g * b / den if ctx.needs[0] else None), (-g * a / den if ctx.needs[1] else None)
 
@@ -187,6 +194,23 @@ BINARY_RULES = {
 BINARY_RULES["copysign"] = _copysign
 
 
+@saves(0, 1)
+def _xlogy(ctx, g):
+    """torch: d/dx = xlogy(x != 0, y) (0 where x == 0), d/dy = x / y."""
+    from .elementwise import log, where
+
+    a, b = _floats(*ctx.args)
+    ga = gb = None
+    if ctx.needs[0]:
+        ga = g * where(a == 0, 0.0, log(b)) if _t(a) else g * (0.0 if a == 0 else log(b))
+    if ctx.needs[1]:
+        gb = g * a / b
+    return ga, gb
+
+
+BINARY_RULES["xlogy"] = _xlogy
+
+
 # ---- unary: rule(ctx, g) -> grad x ----------------------------------------------------------
 def _u(fn, *what):
     """A unary rule from fn(g, x, out) (a rule reading out also keeps x: see _o)."""
@@ -241,6 +265,25 @@ def _zeros(g, x, _):
     return g * 0.0
 
 
+def _special(name, x):
+    from . import special
+
+    return getattr(special, name)(x)
+
+
+def _sinc(g, x, o):
+    """d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, 0 at x = 0 (torch)."""
+    from .elementwise import where
+
+    small = x.abs() < 0.25
+    safe = where(small, 1.0, x)
+    d = ((math.pi * safe).cos() - _special("sinc", safe)) / safe
+    # near 0 the difference cancels: the series -π²x/3 + π⁴x³/30 - π⁶x⁵/840 + π⁸x⁷/45360
+    p2, x2 = math.pi**2, x * x
+    series = x * (-p2 / 3 + x2 * (p2**2 / 30 + x2 * (-(p2**3) / 840 + x2 * (p2**4 / 45360))))
+    return g * where(small, series, d)
+
+
 UNARY_RULES = {
     "neg": _u(lambda g, x, o: -g),
     "abs": _u(lambda g, x, o: g * _sign(x), 0),
@@ -275,6 +318,15 @@ UNARY_RULES = {
     "square": _u(lambda g, x, o: 2.0 * g * x, 0),
     "reciprocal": _u(lambda g, x, o: -g * o * o, "out"),
     "frac": _u(lambda g, x, o: g),
+    "deg2rad": _u(lambda g, x, o: g * (math.pi / 180.0)),
+    "rad2deg": _u(lambda g, x, o: g * (180.0 / math.pi)),
+    "erfc": _u(lambda g, x, o: g * (-2.0 / math.sqrt(math.pi)) * (-x * x).exp(), 0),
+    # erfinv' = sqrt(pi)/2 · exp(erfinv(x)²)
+    "erfinv": _u(lambda g, x, o: g * (math.sqrt(math.pi) / 2.0) * (o * o).exp(), "out"),
+    "lgamma": _u(lambda g, x, o: g * _special("digamma", x), 0),
+    "i0": _u(lambda g, x, o: g * _special("i1", x), 0),
+    "logit": _u(lambda g, x, o: g / (x * (1.0 - x)), 0),
+    "sinc": _u(_sinc, 0),
     # piecewise constant: zero gradients (torch)
     "sign": _u(_zeros),
     "floor": _u(_zeros),

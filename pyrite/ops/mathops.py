@@ -213,7 +213,12 @@ def inplace_of(fn, name):
     category (bool < int < float) is above x's (e.g. an int tensor's float result)."""
 
     def method(self, *args, **kwargs):
-        r = fn(self, *args, **kwargs)
+        from .. import autograd
+
+        # fn's backward may read self's old value, which copy_ then overwrites: give it a copy
+        # (x.abs_() on a tensor that requires grad; without one it would fail its version check)
+        src = self.clone() if autograd.needs_grad(self) else self
+        r = fn(src, *args, **kwargs)
         if "bif".index(r.dtype.kind) > "bif".index(self.dtype.kind):
             raise TypeError(
                 f"pyrite: result type {r.dtype!r} of {name} can't be cast to the desired "

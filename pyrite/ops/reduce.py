@@ -736,12 +736,20 @@ def _dims_of(shape, dim):
         return list(range(n))
     if isinstance(dim, int):
         dim = (dim,)
-    return sorted({d % n if n else 0 for d in dim})
+    if not n:  # a 0-d input: dim 0 / -1 names the tensor itself, no dim to expand back
+        return []
+    return sorted({d % n for d in dim})
+
+
+_ALIASES = {"dim": "axis", "keepdim": "keepdims"}  # NumPy's names, which the methods take
 
 
 def _ctx_arg(ctx, i, name, default):
     a = ctx.args
-    return a[i] if len(a) > i else ctx.kwargs.get(name, default)
+    if len(a) > i:
+        return a[i]
+    k = ctx.kwargs
+    return k[name] if name in k else k.get(_ALIASES.get(name, name), default)
 
 
 def _live_out(ctx, fn):
@@ -840,7 +848,11 @@ def _g_var(ctx, g, is_std=False):
         n *= shape[d]
     gk = _expand_back(g, shape, dims, keepdim)
     if is_std:
-        gk = gk / (2.0 * _expand_back(_live_out(ctx, std), shape, dims, keepdim))
+        from .elementwise import where
+
+        o = _expand_back(_live_out(ctx, std), shape, dims, keepdim)
+        # torch's std_backward: 0 where the deviation is 0 (one element, constant rows)
+        gk = where(o == 0, 0.0, gk / (2.0 * o))
     return (gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True)),)
 
 
@@ -894,7 +906,7 @@ def _g_cumsum(ctx, g):
     # each input element feeds every output at or after it: the reversed cumulative sum of g
     if not ctx.meta[0][0]:
         return (g,)
-    return (_reverse_cumsum(g, ctx.args[1] % len(ctx.meta[0][0])),)
+    return (_reverse_cumsum(g, _ctx_arg(ctx, 1, "dim", None) % len(ctx.meta[0][0])),)
 
 
 @_saves(0, "out")
@@ -907,7 +919,7 @@ def _g_cumprod(ctx, g):
     x, out = ctx.args[0], ctx.out
     if not x._shape:
         return (g,)
-    d = ctx.args[1] % x.ndim
+    d = _ctx_arg(ctx, 1, "dim", None) % x.ndim
     if is_grad_enabled():
         # create_graph: the saved output is an alias without a graph; recompute it from x so
         # the second derivative sees it depend on x
@@ -957,12 +969,22 @@ def _g_norm(ctx, g):
     return (scaled * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk) ** (p - 1.0)),)
 
 
+@_saves(0)
+def _g_nansum(ctx, g):
+    from .elementwise import where
+
+    x = ctx.args[0]
+    dims = _dims_of(x._shape, _ctx_arg(ctx, 1, "dim", None))
+    gk = _expand_back(g, x._shape, dims, _ctx_arg(ctx, 2, "keepdim", False))
+    return (where(x != x, 0.0, gk),)
+
+
 GRADS = {
     "sum": _g_sum,
+    "nansum": _g_nansum,
     "cumsum": _g_cumsum,
     "cumprod": _g_cumprod,
     "norm": _g_norm,
-    "nansum": None,
     "mean": _g_mean,
     "amax": _g_amax,
     "amin": _g_amax,
@@ -973,4 +995,3 @@ GRADS = {
     "logsumexp": _g_logsumexp,
     "prod": _g_prod,
 }
-del GRADS["nansum"]

@@ -251,8 +251,8 @@ def _T(x):
 
 
 def _mT(x):
-    if x.ndim == 0:  # torch returns a 0-d tensor as it is
-        return x._view((), (), x._offset)
+    if x.ndim == 0:  # torch returns a 0-d tensor as it is (view: recorded, an alias)
+        return view(x, ())
     if x.ndim < 2:
         raise ShapeError("pyrite: tensor.mT is only supported on matrices or batches of matrices")
     return transpose(x, -2, -1)
@@ -699,8 +699,15 @@ def _g_permute(ctx, g):
 _g_permute.saves = frozenset((0,))
 
 
+def _ctx_args(ctx, *names):
+    """The arguments after the first as called, positional or by keyword (x.narrow(dim=1, ...)):
+    the wrapper moves only tensors to positions."""
+    a = ctx.args
+    return tuple(a[i + 1] if len(a) > i + 1 else ctx.kwargs[n] for i, n in enumerate(names))
+
+
 def _g_transpose(ctx, g):
-    return (g.transpose(ctx.args[1], ctx.args[2]),)
+    return (g.transpose(*_ctx_args(ctx, "dim0", "dim1")),)
 
 
 _g_transpose.saves = frozenset()
@@ -712,7 +719,8 @@ def _g_t(ctx, g):
 
 
 def _g_movedim(ctx, g):
-    return (g.movedim(ctx.args[2], ctx.args[1]),)
+    source, destination = _ctx_args(ctx, "source", "destination")
+    return (g.movedim(destination, source),)
 
 
 _g_movedim.saves = frozenset()
@@ -734,7 +742,7 @@ def embed(shape, dtype, index, g):
     return gx
 
 
-@_saves()
+@_saves(1)  # (the index: a tensor index not listed here is dropped from ctx.args)
 def _g_getitem(ctx, g):
     shape, dtype = ctx.meta[0]
     return (embed(shape, dtype, ctx.args[1], g),)
@@ -742,7 +750,7 @@ def _g_getitem(ctx, g):
 
 def _g_narrow(ctx, g):
     shape, dtype = ctx.meta[0]
-    _, dim, start, length = ctx.args[:4]
+    dim, start, length = _ctx_args(ctx, "dim", "start", "length")
     idx = [slice(None)] * len(shape)
     d = dim % len(shape)
     st = start if isinstance(start, int) else int(start)
@@ -756,7 +764,7 @@ _g_narrow.saves = frozenset()
 
 def _g_select(ctx, g):
     shape, dtype = ctx.meta[0]
-    _, dim, index = ctx.args[:3]
+    dim, index = _ctx_args(ctx, "dim", "index")
     idx = [slice(None)] * len(shape)
     idx[dim % len(shape)] = index
     return (embed(shape, dtype, tuple(idx), g),)
@@ -810,7 +818,7 @@ def _g_setitem(ctx, g):
 _g_setitem.saves = frozenset((1,))
 
 
-@_saves()
+@_saves(2)
 def _g_embed(ctx, g):
     # embed(shape, dtype, index, v) is linear in v: its gradient is g[index] (double backward
     # of indexing ops goes through here)
