@@ -181,6 +181,14 @@ class Node:
     def saved_tensors(self):
         return self.saved
 
+    def arg(self, i, name, default=None):
+        """The forward's argument at position `i` or keyword `name` (rules read dims, sizes and
+        flags through this: a caller may pass them either way)."""
+        a = self.args
+        if a is not _FREED and len(a) > i:
+            return a[i]
+        return self.kwargs.get(name, default)
+
 
 class AccumulateGrad:
     """What a leaf's gradient flows into (for `grad_fn.next_functions` inspection)."""
