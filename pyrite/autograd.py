@@ -776,6 +776,8 @@ def _guard(fn, name):
             return out
         if inplace and args and isinstance(args[0], Tensor):
             check_inplace(args[0], name, True)
+        depth = getattr(_state, "guarded", 0)
+        _state.guarded = depth + 1
         try:
             out = fn(*args, **kwargs)
         except ViewWriteError:
@@ -788,6 +790,8 @@ def _guard(fn, name):
             # through them; run it unrecorded, and its output's backward raises naming it
             with no_grad():
                 out = fn(*args, **kwargs)
+        finally:
+            _state.guarded = depth
         if inplace and args and isinstance(args[0], Tensor):
             mark_written(args[0])
         for o in out if isinstance(out, (tuple, list)) else (out,):
@@ -846,7 +850,11 @@ def _inplace_call(fn, name, rule, args, kwargs):
     """An in-place op while recording: args[0] is written; its old autograd identity becomes the
     edge of input 0, and a copy of its old value is saved where the rule reads it."""
     t = args[0]
-    check_inplace(t, name, needs_grad(*args[1:], *kwargs.values()))
+    others_need = needs_grad(*args[1:], *kwargs.values())
+    base = t._base
+    if base is not None and (base.requires_grad or t.requires_grad or others_need):
+        return _inplace_view_call(fn, name, rule, args, kwargs)
+    check_inplace(t, name, others_need)
     saves_ = getattr(rule, "saves", None)
     old = t
     if saves_ is None or 0 in saves_:
@@ -865,6 +873,81 @@ def _inplace_call(fn, name, rule, args, kwargs):
     # an operand that is the written tensor itself (y.mul_(y)) is read as its old value
     rest = tuple(old if a is t else a for a in args[1:])
     record(name, rule, (old, *rest), kwargs, t)
+    return out
+
+
+def _inplace_view_call(fn, name, rule, args, kwargs):
+    """An in-place op into a view `v` of a base `b` while recording (PyTorch's CopySlices): the
+    base's history is rebased. b's new node takes b's old identity and the op's other operands;
+    its rule cuts v's region out of b's gradient, runs the op's own rule on it, and puts the
+    gradient for v's old value back into the region (the rest of b passes through). v becomes a
+    view of the new b. Needs a contiguous base (v's region is then an as_strided window of b's
+    gradient); other bases raise ViewWriteError."""
+    from .tensor import contiguous_strides
+
+    v = args[0]
+    b = v._base
+    if getattr(_state, "guarded", 0):
+        # inside a public op without a rule (its own kernels may also write b unrecorded):
+        # refuse, so the op runs unrecorded and its backward raises naming it — a rebased
+        # history there could give a silently wrong gradient
+        raise ViewWriteError(f"pyrite: {name} into a view inside an op without a backward rule")
+    if b.requires_grad and b.grad_fn is None:
+        raise RuntimeError(
+            f"pyrite: a view of a leaf Variable that requires grad is being used in an in-place "
+            f"operation ({name})."
+        )
+    if tuple(b._strides) != contiguous_strides(tuple(b._shape)):
+        raise ViewWriteError(
+            f"pyrite: {name} writes in place into a view of a non-contiguous tensor that "
+            "requires grad; not supported yet: use the out-of-place op"
+        )
+    window = (tuple(v._shape), tuple(v._strides), v._offset - b._offset)
+    saves_ = getattr(rule, "saves", None)
+    with no_grad():
+        v_old = v.clone() if saves_ is None or 0 in saves_ else None
+    b_old = Tensor._make(b._storage, b._shape, b._strides, b._offset, b.dtype)
+    b_old.requires_grad = b.requires_grad
+    if b.grad_fn is not None:
+        b_old.grad_fn, b_old._out_nr = b.grad_fn, b._out_nr
+    if v_old is None:
+        v_old = Tensor._make(v._storage, v._shape, v._strides, v._offset, v.dtype)
+    v_old.requires_grad = b.requires_grad  # its gradient goes through the base (below)
+    with no_grad():
+        out = fn(*args, **kwargs)
+    mark_written(v)
+    rest = tuple(v_old if a is v else a for a in args[1:])
+    # the op's own node, on a throwaway alias of the written view: its ctx for the inner rule
+    inner = record(name, rule, (v_old, *rest), kwargs, _alias(v)).grad_fn
+
+    def copy_slices(ctx, g):
+        from .ops.views import as_strided
+
+        gb = g.contiguous() if not g.is_contiguous() else g.clone()
+        region = as_strided(gb, *window)
+        got = inner.rule(inner, region.clone())
+        grads = list(got) if isinstance(got, (tuple, list)) else [got]
+        grads += [None] * (len(inner.edges) - len(grads))
+        gv = grads[0]
+        if gv is None:
+            region.fill_(0.0)
+        else:
+            region.copy_(_unbroadcast(gv, window[0], v.dtype))
+        return (gb, *grads[1:])
+
+    copy_slices.saves = frozenset()
+    record(f"CopySlices[{name}]", copy_slices, (b_old, *rest), kwargs, b)
+
+    def view_of_base(ctx, g):
+        from .ops.creation import zeros
+        from .ops.views import as_strided
+
+        gb = zeros(tuple(b._shape), dtype=g.dtype)
+        as_strided(gb, *window).copy_(g)
+        return (gb,)
+
+    view_of_base.saves = frozenset()
+    record("view", view_of_base, (b,), {}, v)
     return out
 
 
@@ -900,6 +983,8 @@ def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
             fn = getattr(mod, fname, None)
             if not isinstance(fn, types.FunctionType) or getattr(fn, "_pyrite_grad", False):
                 continue
+            if getattr(fn, "records_itself", False) and fname not in table:
+                continue  # (binary, unary: the elementwise engine records inside)
             raw = getattr(fn, "__wrapped__", fn)
             inplace = (fname.endswith("_") and not fname.endswith("__")) or fname in getattr(
                 mod, "INPLACE", ()

@@ -257,3 +257,27 @@ def test_warnings_point_at_the_callers_line():
     assert caught and all(w.filename == __file__ for w in caught), [
         (w.filename, w.lineno) for w in caught
     ]
+
+
+def test_inplace_into_views_rebases_the_base(rng):
+    """In-place ops into views of a tensor in the graph (torch's CopySlices): h[1].mul_(y),
+    h[:, 2:4] += ..., a view kept and written, a buffer filled from a grad tensor — gradients
+    equal torch's; a view of a leaf that requires grad is refused as torch refuses it."""
+    (x, y), (tx, ty) = both(rng, (4, 5), (5,))
+
+    def f(L, x, y):
+        h = x * 2
+        h[1].mul_(y)
+        h[:, 2:4] += 1.5 * x[:, :2]
+        v = h[2]
+        v.add_(y)
+        buf = L.zeros(3, 5)
+        buf[1:].copy_(h[:2].tanh())
+        return (h * h).sum() + v.sum() + (buf * buf).sum()
+
+    f(pr, x, y).backward()
+    f(torch, tx, ty).backward()
+    close(x.grad, tx.grad)
+    close(y.grad, ty.grad)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        x[0].add_(1.0)

@@ -1035,3 +1035,6 @@ GRADS = {
     "softplus": _g_softplus,
     "round": _g_round,
 }
+
+# the engine records for backward itself (elementwise_grads): autograd.install leaves these be
+binary.records_itself = unary.records_itself = True

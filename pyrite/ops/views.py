@@ -685,18 +685,17 @@ def _g_same(ctx, g):
 
 
 def _g_permute(ctx, g):
-    x = ctx.args[0]
     dims = ctx.args[1:] if len(ctx.args) > 1 else ctx.kwargs.get("dims")
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
-    n = len(x._shape)
+    n = len(ctx.meta[0][0])  # (the input's rank from its metadata: the input is not saved)
     inv = [0] * n
     for i, d in enumerate(dims):
         inv[d % n if n else 0] = i
     return (g.permute(*inv),)
 
 
-_g_permute.saves = frozenset((0,))
+_g_permute.saves = frozenset()
 
 
 def _ctx_args(ctx, *names):
