@@ -77,9 +77,7 @@ class PackedSequence(
         if batch_sizes is None:
             # torch's: PackedSequence((data, batch_sizes)) from a pair
             if not (isinstance(data, (list, tuple)) and len(data) == 2):
-                raise TypeError(
-                    "PackedSequence: pass (data, batch_sizes) or data and batch_sizes"
-                )
+                raise TypeError("PackedSequence: pass (data, batch_sizes) or data and batch_sizes")
             data, batch_sizes = data
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
@@ -278,9 +276,7 @@ def pack_sequence(sequences, enforce_sorted=True):
         a PackedSequence.
     """
     lengths = [v.size(0) for v in sequences]
-    return pack_padded_sequence(
-        pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted
-    )
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpack_sequence(packed_sequences):
