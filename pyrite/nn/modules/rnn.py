@@ -12,6 +12,11 @@ to every step anyway) and the hidden matmul of a step is one addmm; GRU keeps b_
 hidden matmul because its reset gate multiplies (W_hn·h + b_hn). The projected sequence is
 split into steps by one `unbind` (whose backward is one stack: slicing step by step would build
 a full-size gradient per step).
+
+A PackedSequence input runs the same recurrence on the packed rows (`_run_packed`): the
+projection is one linear over all of them, split into steps of batch_sizes[t] rows; the forward
+direction drops the rows of finished sequences from the running state (keeping them for h_n),
+the reverse direction adds each sequence's initial state at its own last step.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ...errors import warn
 from ...ops import combine as _combine
 from ...ops import creation as _creation
 from ...ops import matmul as _matmul
+from ...ops import scatter as _scatter
 from .. import functional as F
 from .. import init
 from ..module import Module, Parameter
@@ -242,7 +248,13 @@ class RNNBase(Module):
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
 
     def permute_hidden(self, hx, permutation):
-        return hx
+        """hx with its batch rows (dim 1) in the order `permutation` (None: as it is); a
+        PackedSequence's sorted_indices/unsorted_indices go through here."""
+        if permutation is None:
+            return hx
+        if isinstance(hx, tuple):  # LSTM's (h, c)
+            return tuple(_scatter.index_select(t, 1, permutation) for t in hx)
+        return _scatter.index_select(hx, 1, permutation)
 
     # -- the shared forward: (T, N, F) input, per-layer states -> output, final states --
     def _prepare(self, input, hx, what):
@@ -311,6 +323,91 @@ class RNNBase(Module):
         if lstm:
             return output, _combine.stack(h_n, 0), _combine.stack(c_n, 0)
         return output, _combine.stack(h_n, 0)
+
+    def _run_packed(self, data, bs, h0, c0=None):
+        """The recurrence over a packed batch: data (sum(bs), F), bs the batch sizes (host
+        ints, decreasing); h0/c0 (L·D, bs[0], H) in the sorted order. At step t only the
+        first bs[t] rows advance; a sequence's state leaves the running block at its last
+        step (forward) and joins it at its own last step (reverse), so h_n holds every
+        sequence's state at its own end. Returns packed output, h_n (and c_n for LSTM)."""
+        lstm, gru = self.mode == "LSTM", self.mode == "GRU"
+        act = None if lstm or gru else _activation(self.mode)
+        num_directions = 2 if self.bidirectional else 1
+        steps = len(bs)
+        h0s = h0.unbind(0)
+        c0s = c0.unbind(0) if lstm else None
+        h_n, c_n = [], []
+        x = data
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(num_directions):
+                k = layer * num_directions + direction
+                names = self._all_weights[k]
+                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+                b_ih = getattr(self, names[2]) if self.bias else None
+                b_hh = getattr(self, names[3]) if self.bias else None
+                w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
+                if gru:
+                    xs = F.linear(x, w_ih, b_ih).split(bs, 0)
+                else:  # b_hh joins the one projection of the whole sequence
+                    b = None if b_ih is None else b_ih + b_hh
+                    xs = F.linear(x, w_ih, b).split(bs, 0)
+                    w_hh_t = w_hh.t()
+
+                def step(xt, h, c):
+                    if lstm:
+                        h, c = _lstm_pointwise(_matmul.addmm(xt, h, w_hh_t), c)
+                        if w_hr is not None:
+                            h = F.linear(h, w_hr)
+                        return h, c
+                    if gru:
+                        return _gru_pointwise(xt, F.linear(h, w_hh, b_hh), h), None
+                    return act(_matmul.addmm(xt, h, w_hh_t)), None
+
+                h_full = h0s[k]
+                c_full = c0s[k] if lstm else None
+                ys = [None] * steps
+                if direction == 0:
+                    h, c, last = h_full, c_full, bs[0]
+                    done_h, done_c = [], []
+                    for t in range(steps):
+                        n = bs[t]
+                        if n < last:  # rows n..last ended at step t - 1
+                            done_h.append(h.narrow(0, n, last - n))
+                            h = h.narrow(0, 0, n)
+                            if lstm:
+                                done_c.append(c.narrow(0, n, last - n))
+                                c = c.narrow(0, 0, n)
+                            last = n
+                        h, c = step(xs[t], h, c)
+                        ys[t] = h
+                    done_h.append(h)
+                    done_c.append(c)
+                    h = done_h[0] if len(done_h) == 1 else _combine.cat(done_h[::-1], 0)
+                    if lstm:
+                        c = done_c[0] if len(done_c) == 1 else _combine.cat(done_c[::-1], 0)
+                else:
+                    last = bs[-1]
+                    h = h_full.narrow(0, 0, last)
+                    c = c_full.narrow(0, 0, last) if lstm else None
+                    for t in range(steps - 1, -1, -1):
+                        n = bs[t]
+                        if n > last:  # rows last..n start here, at their own last step
+                            h = _combine.cat([h, h_full.narrow(0, last, n - last)], 0)
+                            if lstm:
+                                c = _combine.cat([c, c_full.narrow(0, last, n - last)], 0)
+                            last = n
+                        h, c = step(xs[t], h, c)
+                        ys[t] = h
+                outs.append(_combine.cat(ys, 0))
+                h_n.append(h)
+                c_n.append(c)
+            x = outs[0] if num_directions == 1 else _combine.cat(outs, 1)
+            if self.training and self.dropout > 0 and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        if lstm:
+            return x, _combine.stack(h_n, 0), _combine.stack(c_n, 0)
+        return x, _combine.stack(h_n, 0)
 
 
 class RNN(RNNBase):
@@ -597,9 +694,30 @@ def _packed_type():
 
 
 def _forward_packed(module, packed, hx):
-    # each sequence would have to run over its own length only (and the reverse direction
-    # start at its own end): not built yet, refused rather than answered from the padding
-    raise NotImplementedError(
-        f"pyrite: {type(module).__name__} does not take a PackedSequence yet; pass the padded "
-        "tensor (pyrite.nn.utils.rnn.pad_sequence)"
-    )
+    """torch's packed path: hx is given in the caller's batch order (permuted to the sorted
+    order here, and h_n back by unsorted_indices); the output is a PackedSequence of the same
+    batch_sizes and indices."""
+    data, batch_sizes, sorted_indices, unsorted_indices = packed
+    bs = [int(b) for b in batch_sizes.tolist()]
+    lstm = module.mode == "LSTM"
+    if hx is None:
+        real = module.proj_size if module.proj_size > 0 else module.hidden_size
+        d = 2 if module.bidirectional else 1
+        shape = (module.num_layers * d, bs[0])
+
+        def zeros(size):
+            return _creation.zeros(*shape, size, dtype=data.dtype)
+
+        hx = (zeros(real), zeros(module.hidden_size)) if lstm else zeros(real)
+    else:
+        if lstm:
+            hx = tuple(hx)
+        hx = module.permute_hidden(hx, sorted_indices)
+    module.check_forward_args(data, hx, batch_sizes)
+    if lstm:
+        output, h_n, c_n = module._run_packed(data, bs, hx[0], hx[1])
+        hidden = (h_n, c_n)
+    else:
+        output, hidden = module._run_packed(data, bs, hx)
+    out = _packed_type()(output, batch_sizes, sorted_indices, unsorted_indices)
+    return out, module.permute_hidden(hidden, unsorted_indices)
