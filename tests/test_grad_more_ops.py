@@ -1,0 +1,121 @@
+"""Backward rules of the resampling, folding, linear-algebra helpers, scans and margin losses
+(interpolate, fold/unfold, cosine_similarity ... triplet_margin_loss): each op's gradients against
+torch autograd on the same random inputs of awkward sizes, with non-contiguous inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+from pyrite.testing.tolerance import F32_U
+
+
+def tol(terms=1):
+    """f32 rounding of a gradient whose elements each sum `terms` products (plus a few ulps for
+    exp/log/division in the elementwise part)."""
+    return 64 * F32_U * max(terms, 1)
+
+
+def check(fn_pr, fn_t, arrays, terms=1, grads=None):
+    """fn_pr(*pyrite tensors) and fn_t(*torch tensors) give the same output(s) and the same
+    gradients of Σ out·w (w random), for the arrays whose position is in `grads` (all)."""
+    rng = np.random.default_rng(len(arrays) * 7919 + sum(a.size for a in arrays))
+    grads = range(len(arrays)) if grads is None else grads
+    P = [pr.tensor(a) for a in arrays]
+    T = [torch.tensor(a) for a in arrays]
+    for i in grads:
+        P[i].requires_grad_()
+        T[i].requires_grad_()
+    op, ot = fn_pr(*P), fn_t(*T)
+    op = op if isinstance(op, (tuple, list)) else (op,)
+    ot = ot if isinstance(ot, (tuple, list)) else (ot,)
+    lp = lt = 0
+    for a, b in zip(op, ot):
+        if not b.dtype.is_floating_point:
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+            continue
+        t_out = b.detach().numpy()
+        np.testing.assert_allclose(a.detach().numpy(), t_out, rtol=tol(terms), atol=tol(terms))
+        w = rng.standard_normal(t_out.shape).astype(np.float32)
+        lp = lp + (a * pr.tensor(w)).sum()
+        lt = lt + (b * torch.tensor(w)).sum()
+    lp.backward()
+    lt.backward()
+    for i in grads:
+        tg = T[i].grad.numpy()
+        assert P[i].grad is not None, f"no gradient for input {i}"
+        scale = float(np.abs(tg).max()) if tg.size else 1.0
+        np.testing.assert_allclose(
+            P[i].grad.numpy(),
+            tg,
+            rtol=tol(terms),
+            atol=tol(terms) * max(scale, 1e-30),
+            err_msg=f"gradient of input {i}",
+        )
+    return P, T
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---- interpolate -----------------------------------------------------------------------------
+INTERP = [
+    ((2, 3, 7), dict(size=13, mode="nearest")),
+    ((2, 3, 11), dict(scale_factor=0.6, mode="nearest")),
+    ((2, 3, 7), dict(size=12, mode="nearest-exact")),
+    ((2, 3, 7), dict(size=13, mode="linear", align_corners=False)),
+    ((2, 3, 7), dict(size=5, mode="linear", align_corners=True)),
+    ((2, 3, 5, 7), dict(size=(11, 3), mode="nearest")),
+    ((1, 2, 5, 7), dict(scale_factor=2, mode="nearest")),
+    ((2, 3, 5, 7), dict(scale_factor=(1.7, 0.6), mode="bilinear", align_corners=False)),
+    ((2, 3, 5, 7), dict(size=(8, 13), mode="bilinear", align_corners=True)),
+    ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic", align_corners=False)),
+    ((2, 3, 5, 7), dict(scale_factor=1.5, mode="bicubic", align_corners=True)),
+    ((1, 2, 3, 5, 4), dict(size=(4, 7, 3), mode="trilinear", align_corners=False)),
+    ((1, 2, 3, 5, 4), dict(scale_factor=(2, 1.5, 0.5), mode="nearest")),
+    ((2, 3, 7, 9), dict(size=(3, 4), mode="area")),
+    ((2, 3, 11, 13), dict(size=(5, 4), mode="bilinear", antialias=True)),
+    ((2, 3, 11, 13), dict(size=(5, 6), mode="bicubic", antialias=True)),
+]
+
+
+@pytest.mark.parametrize("shape,kw", INTERP)
+def test_interpolate(rng, shape, kw):
+    x = randn(rng, *shape[:-2], shape[-1], shape[-2]) if len(shape) > 3 else randn(rng, *shape)
+    nc = len(shape) > 3  # a non-contiguous input: the last two dims transposed
+
+    def f(mod):
+        def run(a):
+            return mod.interpolate(a.transpose(-1, -2) if nc else a, **kw)
+
+        return run
+
+    check(f(F), f(TF), [x], terms=16)
+
+
+def test_upsample_module(rng):
+    x = randn(rng, 2, 3, 4, 5)
+    P, T = check(
+        lambda a: pr.nn.Upsample(scale_factor=2, mode="bilinear")(a),
+        lambda a: torch.nn.Upsample(scale_factor=2, mode="bilinear")(a),
+        [x],
+        terms=16,
+    )
+
+
+def test_interpolate_double_backward(rng):
+    x = randn(rng, 1, 2, 5, 6)
+    w = randn(rng, 1, 2, 9, 4)
+    res = []
+    for lib, Fm in ((pr, F), (torch, TF)):
+        a = lib.tensor(x).requires_grad_()
+        y = Fm.interpolate(a * a, size=(9, 4), mode="bilinear", align_corners=False)
+        (g,) = lib.autograd.grad((y * lib.tensor(w)).sum(), a, create_graph=True)
+        (g * g).sum().backward()
+        res.append(a.grad.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=tol(64), atol=tol(64))
