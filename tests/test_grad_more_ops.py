@@ -119,3 +119,49 @@ def test_interpolate_double_backward(rng):
         (g * g).sum().backward()
         res.append(a.grad.numpy())
     np.testing.assert_allclose(res[0], res[1], rtol=tol(64), atol=tol(64))
+
+
+# ---- fold / unfold ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=(2, 3)),
+        dict(kernel_size=3, dilation=(1, 2), padding=1, stride=(2, 1)),
+    ],
+)
+def test_unfold_fold(rng, kw):
+    x = randn(rng, 2, 3, 9, 7)  # (N, C, W, H) transposed below: a non-contiguous input
+    check(
+        lambda a: F.unfold(a.transpose(-1, -2), **kw),
+        lambda a: TF.unfold(a.transpose(-1, -2), **kw),
+        [x],
+        terms=9,
+    )
+    L = TF.unfold(torch.zeros(1, 1, 7, 9), **kw).shape[-1]
+    k = kw["kernel_size"]
+    K = k[0] * k[1] if isinstance(k, tuple) else k * k
+    c = randn(rng, 2, L, 3 * K)
+    check(
+        lambda a: F.fold(a.transpose(1, 2), (7, 9), **kw),
+        lambda a: TF.fold(a.transpose(1, 2), (7, 9), **kw),
+        [c],
+        terms=9,
+    )
+    c1 = randn(rng, 3 * K, L)  # unbatched
+    check(
+        lambda a: F.fold(a, output_size=(7, 9), **kw),
+        lambda a: TF.fold(a, output_size=(7, 9), **kw),
+        [c1],
+        terms=9,
+    )
+
+
+@pytest.mark.parametrize("dim,size,step", [(1, 3, 2), (-1, 2, 5), (0, 1, 1), (1, 4, 1)])
+def test_tensor_unfold(rng, dim, size, step):
+    x = randn(rng, 5, 11)
+    check(
+        lambda a: a.t().unfold(dim, size, step),
+        lambda a: a.t().unfold(dim, size, step),
+        [x],
+        terms=4,
+    )
