@@ -165,3 +165,154 @@ def test_tensor_unfold(rng, dim, size, step):
         [x],
         terms=4,
     )
+
+
+# ---- distances, normalize, bilinear ------------------------------------------------------------
+def test_cosine_similarity(rng):
+    a, b = randn(rng, 7, 5), randn(rng, 3, 1, 7)
+    check(
+        lambda x, y: F.cosine_similarity(x.t(), y, dim=-1),
+        lambda x, y: TF.cosine_similarity(x.t(), y, dim=-1),
+        [a, b],
+        terms=8,
+    )
+    check(
+        lambda x, y: F.cosine_similarity(x, y, 0),
+        lambda x, y: TF.cosine_similarity(x, y, 0),
+        [randn(rng, 11, 3), randn(rng, 11, 3)],
+        terms=12,
+    )
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0])
+def test_pairwise_distance(rng, p):
+    a, b = randn(rng, 7, 5), randn(rng, 5)
+    check(
+        lambda x, y: F.pairwise_distance(x.t(), y[:, None].expand(5, 7), p=p, keepdim=True),
+        lambda x, y: TF.pairwise_distance(x.t(), y[:, None].expand(5, 7), p=p, keepdim=True),
+        [a, b],
+        terms=8,
+    )
+
+
+@pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, -1), (3.0, 0)])
+def test_normalize(rng, p, dim):
+    check(
+        lambda x: F.normalize(x.transpose(0, 2), p=p, dim=dim),
+        lambda x: TF.normalize(x.transpose(0, 2), p=p, dim=dim),
+        [randn(rng, 3, 5, 7)],
+        terms=8,
+    )
+
+
+def test_bilinear(rng):
+    x1, x2, w, bias = randn(rng, 2, 3, 5), randn(rng, 2, 3, 4), randn(rng, 7, 5, 4), randn(rng, 7)
+    check(F.bilinear, TF.bilinear, [x1, x2, w, bias], terms=20)
+    check(
+        lambda a, b, c: F.bilinear(a, b, c), lambda a, b, c: TF.bilinear(a, b, c), [x1, x2, w], 20
+    )
+
+
+# ---- products ---------------------------------------------------------------------------------
+def test_products(rng):
+    check(pr.outer, torch.outer, [randn(rng, 5), randn(rng, 3)])
+    check(
+        lambda a, b: pr.ger(a[::2], b),
+        lambda a, b: torch.ger(a[::2], b),
+        [randn(rng, 9), randn(rng, 3)],
+    )
+    i, a, b = randn(rng, 1, 5), randn(rng, 3, 5, 7), randn(rng, 3, 7, 5)
+    check(
+        lambda x, y, z: pr.baddbmm(x, y, z.transpose(1, 2), beta=0.5, alpha=-1.5),
+        lambda x, y, z: torch.baddbmm(x, y, z.transpose(1, 2), beta=0.5, alpha=-1.5),
+        [i, a, randn(rng, 3, 5, 7)],
+        terms=8,
+    )
+    check(
+        lambda x, y, z: pr.addbmm(x, y, z, alpha=2.0),
+        lambda x, y, z: torch.addbmm(x, y, z, alpha=2.0),
+        [i, a, b],
+        terms=24,
+    )
+    check(
+        lambda x, y, z: pr.addmv(x, y, z, beta=0.3),
+        lambda x, y, z: torch.addmv(x, y, z, beta=0.3),
+        [randn(rng, 5), randn(rng, 7, 5).T.copy(), randn(rng, 7)],
+        terms=8,
+    )
+    check(
+        lambda x, y, z: pr.addr(x, y, z, beta=0.3, alpha=2.0),
+        lambda x, y, z: torch.addr(x, y, z, beta=0.3, alpha=2.0),
+        [randn(rng, 5, 3), randn(rng, 5), randn(rng, 3)],
+    )
+
+
+# ---- diagonals ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_diag(rng, k):
+    check(lambda a: pr.diag(a[::2], k), lambda a: torch.diag(a[::2], k), [randn(rng, 9)])
+    check(lambda a: pr.diag(a.t(), k), lambda a: torch.diag(a.t(), k), [randn(rng, 5, 4)])
+    check(
+        lambda a: pr.diag_embed(a.transpose(0, 1), k, 0, 2),
+        lambda a: torch.diag_embed(a.transpose(0, 1), k, 0, 2),
+        [randn(rng, 3, 2, 4)],
+    )
+    check(
+        lambda a: pr.diag_embed(a, offset=k),
+        lambda a: torch.diag_embed(a, offset=k),
+        [randn(rng, 2, 5)],
+    )
+
+
+def test_block_diag(rng):
+    check(
+        lambda a, b, c, d: pr.block_diag(a, b.t(), c, d),
+        lambda a, b, c, d: torch.block_diag(a, b.t(), c, d),
+        [randn(rng, 2, 3), randn(rng, 4, 1), randn(rng, 5), np.float32(rng.standard_normal())],
+    )
+
+
+# ---- moments, extremes, scans -------------------------------------------------------------------
+@pytest.mark.parametrize("fn", ["std_mean", "var_mean"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(dim=1),
+        dict(dim=(0, 2), keepdim=True, correction=0),
+        dict(dim=-1, unbiased=False),
+    ],
+)
+def test_moments_mean(rng, fn, kw):
+    check(
+        lambda a: getattr(pr, fn)(a.transpose(0, 1), **kw),
+        lambda a: getattr(torch, fn)(a.transpose(0, 1), **kw),
+        [randn(rng, 5, 3, 7)],
+        terms=40,
+    )
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(dim=1), dict(dim=0, keepdim=True)])
+def test_aminmax(rng, kw):
+    x = rng.permutation(35).astype(np.float32).reshape(5, 7) * 0.3  # no ties
+    check(lambda a: pr.aminmax(a.t(), **kw), lambda a: torch.aminmax(a.t(), **kw), [x])
+    check(lambda a: a.aminmax(**kw), lambda a: a.aminmax(**kw), [x])
+
+
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_cum_extreme(rng, fn, dim):
+    x = rng.permutation(66).astype(np.float32).reshape(6, 11) * 0.1
+    check(lambda a: getattr(pr, fn)(a.t(), dim), lambda a: getattr(torch, fn)(a.t(), dim), [x])
+    check(lambda a: getattr(a, fn)(dim=dim), lambda a: getattr(a, fn)(dim=dim), [x])
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_logcumsumexp(rng, dim):
+    x = randn(rng, 7, 13) * 3
+    check(
+        lambda a: pr.logcumsumexp(a.t(), dim),
+        lambda a: torch.logcumsumexp(a.t(), dim),
+        [x],
+        terms=13,
+    )
