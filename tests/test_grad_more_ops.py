@@ -316,3 +316,144 @@ def test_logcumsumexp(rng, dim):
         [x],
         terms=13,
     )
+
+
+# ---- margin and embedding losses ------------------------------------------------------------
+def away(rng, *shape, lo=0.05):
+    """Random values at least `lo` from 0 (the losses' kinks sit at their hinge's 0 below)."""
+    x = randn(rng, *shape)
+    return (np.sign(x) * (np.abs(x) + lo)).astype(np.float32)
+
+
+def pm1(rng, *shape):
+    return rng.choice([-1.0, 1.0], size=shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_pair_losses(rng, reduction):
+    a, b = randn(rng, 7, 3), randn(rng, 3)
+    y = pm1(rng, 3, 1)
+    r = reduction
+    check(
+        lambda x1, x2, t: F.margin_ranking_loss(x1.t(), x2.expand(7, 3).t(), t, 0.3, reduction=r),
+        lambda x1, x2, t: TF.margin_ranking_loss(x1.t(), x2.expand(7, 3).t(), t, 0.3, reduction=r),
+        [a, b, y],
+        grads=(0, 1),
+    )
+    x = away(rng, 5, 4) + 1.0
+    t = rng.choice([-1.0, 1.0, 2.0], size=(4, 5)).astype(np.float32)
+    check(
+        lambda i, tt: F.hinge_embedding_loss(i.t(), tt, margin=0.7, reduction=r),
+        lambda i, tt: TF.hinge_embedding_loss(i.t(), tt, margin=0.7, reduction=r),
+        [x, t],
+        grads=(0,),
+    )
+    check(
+        lambda i, tt: F.soft_margin_loss(i.t(), tt, reduction=r),
+        lambda i, tt: TF.soft_margin_loss(i.t(), tt, reduction=r),
+        [randn(rng, 5, 4) * 3, pm1(rng, 4, 5)],
+        grads=(0,),
+    )
+    w = np.abs(randn(rng, 6)) + 0.1
+    check(
+        lambda i, tt, ww: F.multilabel_soft_margin_loss(i.t(), tt, weight=ww, reduction=r),
+        lambda i, tt, ww: TF.multilabel_soft_margin_loss(i.t(), tt, weight=ww, reduction=r),
+        [randn(rng, 6, 3) * 2, rng.integers(0, 2, (3, 6)).astype(np.float32), w],
+        terms=6,
+    )
+    check(
+        lambda i, tt: F.multilabel_soft_margin_loss(i, tt, reduction=r),
+        lambda i, tt: TF.multilabel_soft_margin_loss(i, tt, reduction=r),
+        [randn(rng, 3, 5), rng.random((3, 5)).astype(np.float32)],
+        terms=5,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_embedding_losses(rng, reduction):
+    r = reduction
+    y = pm1(rng, 5)
+    y[0] = 0.0  # neither: no loss
+    check(
+        lambda a, b, t: F.cosine_embedding_loss(a.t(), b, t, margin=-0.9, reduction=r),
+        lambda a, b, t: TF.cosine_embedding_loss(a.t(), b, t, margin=-0.9, reduction=r),
+        [randn(rng, 7, 5), randn(rng, 5, 7), y],
+        grads=(0, 1),
+        terms=8,
+    )
+    check(
+        lambda a, b, t: F.cosine_embedding_loss(a, b, t, reduction=r),
+        lambda a, b, t: TF.cosine_embedding_loss(a, b, t, reduction=r),
+        [randn(rng, 7), randn(rng, 7), np.float32(-1.0)],
+        grads=(0, 1),
+        terms=8,
+    )
+    a, p, n = randn(rng, 4, 6), randn(rng, 4, 6), randn(rng, 4, 6)
+    for swap in (False, True):
+        for pn in (2, 1):
+            check(
+                lambda x, y_, z: F.triplet_margin_loss(
+                    x, y_, z, margin=0.5, p=pn, swap=swap, reduction=r
+                ),
+                lambda x, y_, z: TF.triplet_margin_loss(
+                    x, y_, z, margin=0.5, p=pn, swap=swap, reduction=r
+                ),
+                [a, p, n],
+                terms=8,
+            )
+    check(
+        lambda x, y_, z: F.triplet_margin_with_distance_loss(x, y_, z, swap=True, reduction=r),
+        lambda x, y_, z: TF.triplet_margin_with_distance_loss(x, y_, z, swap=True, reduction=r),
+        [a, p, n],
+        terms=8,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_multi_margin_loss(rng, reduction, p):
+    x = rng.permutation(35).astype(np.float32).reshape(5, 7) * 0.13  # hinge terms away from 0
+    t = rng.integers(0, 5, 7)
+    w = np.abs(randn(rng, 5)) + 0.1
+    for weight in (None, w):
+        P = [pr.tensor(x).requires_grad_()]
+        T = [torch.tensor(x).requires_grad_()]
+        if weight is not None:
+            P.append(pr.tensor(weight))
+            T.append(torch.tensor(weight))
+        kw = dict(p=p, margin=0.9, reduction=reduction)
+        lp = F.multi_margin_loss(
+            P[0].t(), pr.tensor(t), weight=P[1] if weight is not None else None, **kw
+        )
+        lt = TF.multi_margin_loss(
+            T[0].t(), torch.tensor(t), weight=T[1] if weight is not None else None, **kw
+        )
+        g = randn(rng, *lt.shape)
+        (lp * pr.tensor(g)).sum().backward()
+        (lt * torch.tensor(g)).sum().backward()
+        np.testing.assert_allclose(P[0].grad.numpy(), T[0].grad.numpy(), rtol=tol(8), atol=tol(8))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_gaussian_nll_loss(rng, reduction):
+    x, t = randn(rng, 5, 4), randn(rng, 5, 4)
+    v = np.abs(randn(rng, 5, 4)) + 0.1
+    v[0, 0] = 1e-8  # clamped at eps: its gradient passes the clamp, as torch's
+    for full in (False, True):
+        check(
+            lambda a, b, c: F.gaussian_nll_loss(a, b, c, full=full, reduction=reduction),
+            lambda a, b, c: TF.gaussian_nll_loss(a, b, c, full=full, reduction=reduction),
+            [x, t, v],
+            terms=4,
+        )
+    check(
+        lambda a, b, c: F.gaussian_nll_loss(a.t(), b.t(), c, reduction=reduction),
+        lambda a, b, c: TF.gaussian_nll_loss(a.t(), b.t(), c, reduction=reduction),
+        [x, t, np.abs(randn(rng, 4, 1)) + 0.2],
+        terms=8,
+    )
+    check(
+        lambda a, b: F.gaussian_nll_loss(a, b, 0.7, reduction=reduction),
+        lambda a, b: TF.gaussian_nll_loss(a, b, 0.7, reduction=reduction),
+        [x, t],
+    )
