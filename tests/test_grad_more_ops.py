@@ -457,3 +457,27 @@ def test_gaussian_nll_loss(rng, reduction):
         lambda a, b: TF.gaussian_nll_loss(a, b, 0.7, reduction=reduction),
         [x, t],
     )
+
+
+# ---- grid_sample ------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample(rng, mode, padding_mode, align):
+    x = randn(rng, 2, 3, 7, 5)  # transposed to (2, 3, 5, 7) below
+    grid = (rng.random((2, 4, 6, 2)) * 2.6 - 1.3).astype(np.float32)  # some outside [-1, 1]
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align)
+    check(
+        lambda a, gr: F.grid_sample(a.transpose(-1, -2), gr, **kw),
+        lambda a, gr: TF.grid_sample(a.transpose(-1, -2), gr, **kw),
+        [x, grid],
+        terms=16,
+    )
+    x3 = randn(rng, 1, 2, 3, 4, 5)
+    g3 = (rng.random((1, 2, 3, 2, 3)) * 2.4 - 1.2).astype(np.float32)
+    check(
+        lambda a, gr: F.grid_sample(a, gr, **kw),
+        lambda a, gr: TF.grid_sample(a, gr, **kw),
+        [x3, g3],
+        terms=16,
+    )
