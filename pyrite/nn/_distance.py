@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import autograd as _autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import reduce as _reduce
@@ -22,7 +23,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     result, as torch's)."""
     need_tensor("pairwise_distance", "x1", x1)
     need_tensor("pairwise_distance", "x2", x2)
-    diff = fmap("x0 - x1 + s0", [x1, x2], [eps])  # (..., D)
+    if _autograd.needs_grad(x1, x2):  # recorded ops: differentiable as a composite
+        diff = (x1 - x2) + eps
+    else:
+        diff = fmap("x0 - x1 + s0", [x1, x2], [eps])  # (..., D)
     if diff.ndim == 0:
         return _reduce.norm(diff, p, None, keepdim)
     return _reduce.norm(diff, p, -1, keepdim)
@@ -42,7 +46,10 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         b = b.float()
     na = _reduce.norm(a, 2, dim, keepdim=True)
     nb = _reduce.norm(b, 2, dim, keepdim=True)
-    prod = fmap("(x0 / max(x1, s0)) * (x2 / max(x3, s0))", [a, na, b, nb], [eps])
+    if _autograd.needs_grad(a, b):  # recorded ops: differentiable as a composite
+        prod = (a / na.clamp_min(eps)) * (b / nb.clamp_min(eps))
+    else:
+        prod = fmap("(x0 / max(x1, s0)) * (x2 / max(x3, s0))", [a, na, b, nb], [eps])
     return prod.sum(dim)
 
 

@@ -13,6 +13,7 @@ import math
 
 from pyrite.errors import warn as _warn
 
+from .. import autograd as _autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import rowops as _rowops
@@ -155,6 +156,15 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if var_t is not None and var_t.numel() and float(var_t.min().item()) < 0:
         raise ValueError("pyrite: gaussian_nll_loss: var has negative entry/entries")
     const = 0.5 * math.log(2 * math.pi) if full else 0.0
+    if _autograd.needs_grad(input, target, var_t):
+        # torch's composition: var clamped under no_grad, so its gradient passes the clamp
+        if var_t is None:
+            v, lv = max(float(var), eps), math.log(max(float(var), eps))
+            return reduce_loss(0.5 * (lv + (input - target) ** 2 / v) + const, reduction)
+        with _autograd.no_grad():
+            shift = var_t.clamp_min(eps) - var_t
+        vc = var_t + shift
+        return reduce_loss(0.5 * (vc.log() + (input - target) ** 2 / vc) + const, reduction)
     if var_t is None:
         v = max(float(var), eps)
         loss = fmap(

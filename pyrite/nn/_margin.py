@@ -10,9 +10,11 @@ NaN: a clamp at 0 keeps NaN (p_maxf), as torch's clamp_min does.
 
 from __future__ import annotations
 
+from .. import autograd as _autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import creation as _creation
+from ..ops import elementwise as _ew
 from ..ops import indexing as _indexing
 from ..ops import scatter as _scatter
 from ._common import (
@@ -24,6 +26,16 @@ from ._common import (
     reduce_loss,
 )
 from ._distance import pairwise_distance
+
+# Each loss is one fused map when nothing needs a gradient; when an input requires grad the same
+# formula is written with recorded ops (torch's own composition), so autograd differentiates it
+# as it stands, with torch's conventions at the kinks (clamp_min passes g where z >= 0 ... as
+# torch's clamp_min_ does).
+_rec = _autograd.needs_grad
+
+
+def _relu(z):
+    return z.clamp_min(0.0)
 
 
 def _int_target(name, target):
@@ -59,7 +71,10 @@ def margin_ranking_loss(
             f"got sizes: input1: {tuple(input1._shape)}, input2: {tuple(input2._shape)}, "
             f"target: {tuple(target._shape)}"
         )
-    loss = fmap("p_maxf(-x2 * (x0 - x1) + s0, 0.0)", [input1, input2, target], [margin])
+    if _rec(input1, input2, target):
+        loss = _relu(-target * (input1 - input2) + margin)
+    else:
+        loss = fmap("p_maxf(-x2 * (x0 - x1) + s0, 0.0)", [input1, input2, target], [margin])
     return reduce_loss(loss, reduction)
 
 
@@ -70,6 +85,9 @@ def hinge_embedding_loss(
     the second where y != 1, so other targets add both)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    if _rec(input, target):
+        m = _ew.where(target != 1.0, _relu(margin - input), 0.0)
+        return reduce_loss(m + _ew.where(target != -1.0, input, 0.0), reduction)
     loss = fmap(
         "select(0.0, p_maxf(s0 - x0, 0.0), x1 != 1.0) + select(0.0, x0, x1 != -1.0)",
         [input, target],
@@ -84,6 +102,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     torch's log1p(exp(z)) overflows to inf (z > 88)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    if _rec(input, target):
+        return reduce_loss(_ew.softplus(-target * input), reduction)
     loss = fmap(
         "max(-x1 * x0, 0.0) + p_log1p(exp(-abs(x1 * x0)))",
         [input, target],
@@ -115,6 +135,13 @@ def cosine_embedding_loss(
         )
     d = want - 1
     # torch's: Σ x1·x2 / sqrt((Σ x1² + 1e-12)·(Σ x2² + 1e-12))
+    if _rec(input1, input2, target):
+        m12 = ((input1 * input1).sum(d) + 1e-12) * ((input2 * input2).sum(d) + 1e-12)
+        cos = (input1 * input2).sum(d) / m12.sqrt()
+        loss = _ew.where(target == 1.0, 1.0 - cos, 0.0) + _ew.where(
+            target == -1.0, _relu(cos - margin), 0.0
+        )
+        return reduce_loss(loss, reduction)
     prod = fmap("x0 * x1", [input1, input2]).sum(d)
     m1 = fmap("x0 * x0", [input1]).sum(d)
     m2 = fmap("x0 * x0", [input2]).sum(d)
@@ -157,7 +184,15 @@ def multilabel_soft_margin_loss(
     if weight is not None:
         expr = f"({expr}) * x2"
         tens.append(weight)
-    loss = fmap(expr, tens, dtype=input.dtype if input.dtype.is_floating_point else D.float32)
+    if _rec(*tens):
+        from ._activation import logsigmoid
+
+        loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
+        if weight is not None:
+            loss = loss * weight
+    else:
+        dt = input.dtype if input.dtype.is_floating_point else D.float32
+        loss = fmap(expr, tens, dtype=dt)
     C = input._shape[-1]
     loss = loss.sum(-1) / C
     return reduce_loss(loss, reduction)
@@ -208,7 +243,12 @@ def multi_margin_loss(
         expr = f"({expr}) * x4"
         tens.append(_scatter.index_select(weight, 0, t.reshape(N)).reshape(N, 1))
         ctypes.append("f32")
-    terms = fmap(expr, tens, [margin], dtype=x.dtype, ctypes=ctypes)  # (N, C)
+    if _rec(*tens):
+        z = margin - xy + x
+        h = _ew.where((z > 0.0) & (t != cols), z * z if p == 2 else z, 0.0)
+        terms = h * tens[4] if weight is not None else h
+    else:
+        terms = fmap(expr, tens, [margin], dtype=x.dtype, ctypes=ctypes)  # (N, C)
     loss = terms.sum(1) / C  # (N,)
     if reduction == "none":
         return loss.reshape(target._shape)
@@ -265,6 +305,8 @@ def _triplet_dims(anchor, positive, negative):
 
 
 def _triplet(dist_pos, dist_neg, margin, reduction):
+    if _rec(dist_pos, dist_neg):
+        return reduce_loss(_relu(margin + dist_pos - dist_neg), reduction)
     loss = fmap("p_maxf(s0 + x0 - x1, 0.0)", [dist_pos, dist_neg], [margin])
     return reduce_loss(loss, reduction)
 
@@ -293,7 +335,10 @@ def triplet_margin_loss(
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_neg = fmap("p_minf(x0, x1)", [d_neg, pairwise_distance(positive, negative, p, eps)])
+        d_pn = pairwise_distance(positive, negative, p, eps)
+        d_neg = (
+            _ew.minimum(d_neg, d_pn) if _rec(d_neg, d_pn) else fmap("p_minf(x0, x1)", [d_neg, d_pn])
+        )
     return _triplet(d_pos, d_neg, margin, reduction)
 
 
@@ -313,7 +358,10 @@ def triplet_margin_with_distance_loss(
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
     if swap:
-        d_neg = fmap("p_minf(x0, x1)", [d_neg, dist(positive, negative)])
+        d_pn = dist(positive, negative)
+        d_neg = (
+            _ew.minimum(d_neg, d_pn) if _rec(d_neg, d_pn) else fmap("p_minf(x0, x1)", [d_neg, d_pn])
+        )
     return _triplet(d_pos, d_neg, margin, reduction)
 
 

@@ -283,7 +283,10 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(‖input‖_p along dim, eps)."""
     need_float("normalize", input)
     n = _reduce.norm(input, p, dim, keepdim=True)
-    y = fmap("x0 / max(x1, s0)", [input, n], [eps], fdt(input))
+    if _autograd.needs_grad(input):  # recorded ops: differentiable as a composite
+        y = input / n.clamp_min(eps)
+    else:
+        y = fmap("x0 / max(x1, s0)", [input, n], [eps], fdt(input))
     return y if out is None else out.copy_(y)
 
 

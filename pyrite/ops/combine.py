@@ -762,7 +762,46 @@ for _r in (_g_flip, _g_roll, _g_repeat):
     _r.saves = frozenset()
 _g_repeat_interleave.saves = frozenset({1})  # a tensor of counts
 
+
+def _g_diag(ctx, g):
+    """diag of a vector: the k-th diagonal of g; diag of a matrix: g on that diagonal."""
+    shape, dtype = ctx.meta[0]
+    k = int(ctx.arg(1, "diagonal", 0))
+    if len(shape) == 1:
+        return (diagonal(g, k, 0, 1),)
+    from .creation import zeros
+
+    gx = zeros(tuple(shape), dtype=g.dtype)
+    diagonal(gx, k, 0, 1).copy_(g)
+    return (gx,)
+
+
+_g_diag.saves = frozenset()
+
+
+def _g_diag_embed(ctx, g):
+    return (diagonal(g, ctx.arg(1, "offset", 0), ctx.arg(2, "dim1", -2), ctx.arg(3, "dim2", -1)),)
+
+
+_g_diag_embed.saves = frozenset()
+
+
+def _g_block_diag(ctx, g):
+    """Each block's gradient is its window of g."""
+    res, r, c = [], 0, 0
+    for i, (shape, _) in enumerate(ctx.meta):
+        h, w = (1, 1) if len(shape) == 0 else ((1, shape[0]) if len(shape) == 1 else shape)
+        res.append(g[r : r + h, c : c + w].reshape(tuple(shape)) if ctx.needs[i] else None)
+        r, c = r + h, c + w
+    return tuple(res)
+
+
+_g_block_diag.saves = frozenset()
+
 GRADS = {
+    "diag": _g_diag,
+    "diag_embed": _g_diag_embed,
+    "block_diag": _g_block_diag,
     "cat": _g_cat,
     "flip": _g_flip,
     "roll": _g_roll,

@@ -7,6 +7,7 @@ the slices along one dim, no copy). unfold is kernels/conv.py's im2col alone, fo
 from __future__ import annotations
 
 from .. import backend
+from .. import dtypes as D
 from ..kernels.common import grid_for
 from ..kernels.conv import IM2COL_PER_THREAD, im2col
 from ..tensor import Tensor
@@ -192,6 +193,55 @@ def tensor_unfold(self: Tensor, dimension, size, step) -> Tensor:
     strides[d] = s * step
     return self._view(tuple(shape) + (size,), tuple(strides) + (s,), self._offset)
 
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _g_unfold(ctx, g):
+    """unfold's adjoint is fold: each column entry goes back (summed) to the pixel it read."""
+    shape = ctx.meta[0][0]
+    geo = [
+        ctx.arg(i, n, dv) for i, n, dv in ((2, "dilation", 1), (3, "padding", 0), (4, "stride", 1))
+    ]
+    return (fold(g, tuple(shape[-2:]), ctx.arg(1, "kernel_size"), *geo),)
+
+
+_g_unfold.saves = frozenset()
+
+
+def _g_fold(ctx, g):
+    """fold's adjoint is unfold: each column entry reads the gradient of the pixel it summed
+    into."""
+    geo = [
+        ctx.arg(i, n, dv) for i, n, dv in ((3, "dilation", 1), (4, "padding", 0), (5, "stride", 1))
+    ]
+    return (unfold(g, ctx.arg(2, "kernel_size"), *geo),)
+
+
+_g_fold.saves = frozenset()
+
+
+def _g_tensor_unfold(ctx, g):
+    """Tensor.unfold: window w's entry k came from index w*step + k along `dimension`; one
+    index_add of the windows laid end to end sums overlapping windows' gradients."""
+    from .creation import tensor, zeros
+    from .scatter import index_add
+
+    shape, dtype = ctx.meta[0]
+    if len(shape) == 0:
+        return (g.sum(),)
+    nd = len(shape)
+    d = ctx.arg(1, "dimension")
+    d = d + nd if d < 0 else d
+    size, step = int(ctx.arg(2, "size")), int(ctx.arg(3, "step"))
+    nw = g._shape[d]
+    idx = [w * step + k for w in range(nw) for k in range(size)]
+    src = g.movedim(-1, d + 1).reshape(*shape[:d], nw * size, *shape[d + 1 :])
+    base = zeros(tuple(shape), dtype=g.dtype)
+    return (index_add(base, d, tensor(idx, dtype=D.int64), src),)
+
+
+_g_tensor_unfold.saves = frozenset()
+
+GRADS = {"unfold": _g_unfold, "fold": _g_fold, "tensor_unfold": _g_tensor_unfold}
 
 __all__: list = []
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from pyrite.errors import warn as _warn
 
+from .. import autograd as _autograd
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import grid_for
@@ -54,9 +55,89 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         _warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    return widened(
-        _grid_sample, as_tensor_arg(input), as_tensor_arg(grid), mode, padding_mode, align_corners
-    )
+    x, g = as_tensor_arg(input), as_tensor_arg(grid)
+    if mode != "bicubic" and _autograd.needs_grad(x, g):
+        _grid_sample(x.detach(), g.detach(), mode, padding_mode, align_corners)  # (its checks)
+        return _grid_sample_recorded(x, g, mode, padding_mode, align_corners)
+    return widened(_grid_sample, x, g, mode, padding_mode, align_corners)
+
+
+def _reflect(c, twice_low: int, twice_high: int):
+    """PyTorch's reflect_coordinates, in recorded ops."""
+    if twice_low == twice_high:
+        return c * 0.0
+    lo = twice_low / 2.0
+    span = (twice_high - twice_low) / 2.0
+    c = (c - lo).abs()
+    flips = (c / span).floor()
+    extra = c - flips * span  # fmod(c, span) for c >= 0
+    even = flips.remainder(2.0) == 0.0
+    from .elementwise import where
+
+    return where(even, extra + lo, span - extra + lo)
+
+
+def _grid_sample_recorded(x, g, mode, padding_mode, align):
+    """grid_sample (bilinear, nearest) written with recorded ops, so autograd differentiates it
+    as torch's grid_sampler_backward does: the input's gradient scattered to the corners, the
+    grid's through the weights (and the border clamp / reflection of the coordinates). Holds
+    2**rank gathered (N, C, *out) tensors."""
+    from .scatter import gather
+
+    rank = x.ndim - 2
+    N, C = x._shape[:2]
+    sp = list(x._shape[2:])
+    out_sp = list(g._shape[1:-1])
+    S = math.prod(out_sp)
+    xf = x.reshape(N, C, math.prod(sp))
+    coords = []
+    for k in range(rank):  # grid's last dim is (x, y[, z]): coordinate k indexes dim -1 - k
+        size = sp[rank - 1 - k]
+        c = g.select(-1, k).reshape(N, S)
+        c = ((c + 1.0) / 2.0) * (size - 1) if align else ((c + 1.0) * size - 1.0) / 2.0
+        if padding_mode == "reflection":
+            c = _reflect(c, 0, 2 * (size - 1)) if align else _reflect(c, -1, 2 * size - 1)
+        if padding_mode in ("border", "reflection"):
+            c = c.clamp(0.0, size - 1.0)
+        coords.append((c, size))
+    # strides of the flattened spatial dims, coordinate k's first
+    strides = [math.prod(sp[rank - k :]) for k in range(rank)]
+    if mode == "nearest":
+        corners = [[(c.round(), None)] for c, _ in coords]
+    else:
+        corners = []
+        for c, _ in coords:
+            i0 = c.floor()
+            w1 = c - i0
+            corners.append([(i0, 1.0 - w1), (i0 + 1.0, w1)])
+    out = None
+    for combo in _product(*corners):
+        lin = None
+        w = None
+        valid = None
+        for k, (i, wk) in enumerate(combo):
+            size = coords[k][1]
+            ok = (i >= 0.0) & (i <= size - 1.0)
+            valid = ok if valid is None else valid & ok
+            t = i.detach().clamp(0.0, size - 1.0) * float(strides[k])
+            lin = t if lin is None else lin + t
+            if wk is not None:
+                w = wk if w is None else w * wk
+        idx = lin.to(D.int64).unsqueeze(1).expand(N, C, S)
+        m = valid.to(x.dtype)
+        w = m if w is None else w * m
+        term = gather(xf, 2, idx) * w.unsqueeze(1)
+        out = term if out is None else out + term
+    out = out.reshape(N, C, *out_sp)
+    if mode == "nearest" and g.requires_grad:  # torch's grid gradient there: zeros, not None
+        out = out + g.sum() * 0.0
+    return out
+
+
+def _product(*lists):
+    import itertools
+
+    return itertools.product(*lists)
 
 
 def _grid_sample(x, g, mode, padding_mode, align_corners):

@@ -648,7 +648,51 @@ def _g_linear(ctx, g):
 
 _g_linear.saves = frozenset((0, 1))
 
+
+def _g_outer(ctx, g):
+    a, b = ctx.args[0], ctx.args[1]
+    ga = matmul(g, b.to(g.dtype)) if ctx.needs[0] else None
+    gb = matmul(a.to(g.dtype), g) if ctx.needs[1] else None
+    return ga, gb
+
+
+_g_outer.saves = frozenset((0, 1))
+
+
+def _g_baddbmm(ctx, g):
+    """beta·input + alpha·(b1 @ b2), batched (addbmm: summed over the batch)."""
+    _, b1, b2 = ctx.args[:3]
+    beta = ctx.kwargs.get("beta", 1)
+    alpha = ctx.kwargs.get("alpha", 1)
+    gi = g * beta if ctx.needs[0] else None
+    if ctx.name.startswith("addbmm"):  # g (M, N) is every batch's
+        g = g.unsqueeze(0).expand(b1._shape[0], *g._shape)
+    g1 = matmul(g, b2.mT) * alpha if ctx.needs[1] else None
+    g2 = matmul(b1.mT, g) * alpha if ctx.needs[2] else None
+    return gi, g1, g2
+
+
+_g_baddbmm.saves = frozenset((1, 2))
+
+
+def _g_addmv(ctx, g):
+    _, m, v = ctx.args[:3]
+    beta = ctx.kwargs.get("beta", 1)
+    alpha = ctx.kwargs.get("alpha", 1)
+    gi = g * beta if ctx.needs[0] else None
+    gm = g.unsqueeze(-1) * v * alpha if ctx.needs[1] else None
+    gv = matmul(m.mT, g) * alpha if ctx.needs[2] else None
+    return gi, gm, gv
+
+
+_g_addmv.saves = frozenset((1, 2))
+
 GRADS = {
+    "outer": _g_outer,
+    "ger": _g_outer,
+    "baddbmm": _g_baddbmm,
+    "addbmm": _g_baddbmm,
+    "addmv": _g_addmv,
     "matmul": _g_matmul,
     "mm": _g_matmul,
     "bmm": _g_matmul,

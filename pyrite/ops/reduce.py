@@ -866,6 +866,63 @@ def _g_std(ctx, g):
 _g_std.saves = frozenset((0, "out"))
 
 
+def _g_var_mean(ctx, g, is_std=False):
+    """(var or std, mean): var's (std's) gradient plus the mean's g/n spread evenly."""
+    gv, gm = g
+    x = ctx.args[0]
+    shape = x._shape
+    dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
+    unbiased = _ctx_arg(ctx, 2, "unbiased", None)
+    keepdim = _ctx_arg(ctx, 3, "keepdim", False)
+    corr = ctx.kwargs.get("correction")
+    if corr is None:
+        corr = 0 if unbiased is False else 1
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    res = None
+    if gv is not None:
+        gk = _expand_back(gv, shape, dims, keepdim)
+        if is_std:
+            from .elementwise import where
+
+            o = _expand_back(_live_out(ctx, std_mean)[0], shape, dims, keepdim)
+            gk = where(o == 0, 0.0, gk / (2.0 * o))
+        res = gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True))
+    if gm is not None:
+        t = _expand_back(gm, shape, dims, keepdim) / float(builtins.max(n, 1))
+        res = t if res is None else res + t
+    return (res,)
+
+
+_g_var_mean.saves = frozenset((0, "out"))
+
+
+def _g_std_mean(ctx, g):
+    return _g_var_mean(ctx, g, is_std=True)
+
+
+_g_std_mean.saves = frozenset((0, "out"))
+
+
+def _g_aminmax(ctx, g):
+    """(min, max): each shared evenly among its tied extremes (torch's amin/amax rule)."""
+    x = ctx.args[0]
+    dim = ctx.kwargs.get("dim")
+    keepdim = ctx.kwargs.get("keepdim", False)
+    dims = _dims_of(x._shape, dim)
+    res = None
+    for gi, oi in zip(g, ctx.out):
+        if gi is None:
+            continue
+        t = _evenly(x, oi, gi, dims, keepdim)
+        res = t if res is None else res + t
+    return (res,)
+
+
+_g_aminmax.saves = frozenset((0, "out"))
+
+
 @_saves(0, "out")
 def _g_logsumexp(ctx, g):
     from .elementwise import exp
@@ -992,6 +1049,9 @@ GRADS = {
     "min": _g_max,
     "var": _g_var,
     "std": _g_std,
+    "var_mean": _g_var_mean,
+    "std_mean": _g_std_mean,
+    "aminmax": _g_aminmax,
     "logsumexp": _g_logsumexp,
     "prod": _g_prod,
 }

@@ -26,6 +26,7 @@ from ..kernels.resample import INTERP_PER_THREAD, aa_pass, interp
 from ..tensor import Tensor
 from .core import empty, f32_bits, max_loop_iterations, upload
 from .elementwise import as_tensor_arg
+from .matmul import matmul
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from .spatial import SpatialError, as_ncdhw, from_ncdhw, native
 
@@ -422,6 +423,53 @@ def native_channel_shuffle(input, groups):
     """channel_shuffle (PyTorch's native entry point, same result)."""
     return channel_shuffle(input, groups)
 
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _axis_matrix(ctx, dim: int, d: int, i: int, o: int):
+    """The (i, o) matrix of resampled axis d: column t holds the weights output t takes from each
+    input index. Every mode is separable (one 1-D map per axis, bicubic's border clamp and
+    antialiasing's windows included), so the matrix is the forward itself run on an identity
+    laid along that axis: the same kernel, the same f32 index arithmetic, the same weights."""
+    from .creation import eye
+
+    mode = ctx.arg(3, "mode", "nearest")
+    align = ctx.arg(4, "align_corners", None)
+    antialias = ctx.arg(6, "antialias", False)
+    size = ctx.arg(1, "size", None)
+    shape = [1] * dim
+    shape[d] = i
+    e = eye(i, dtype=D.float32).reshape(1, i, *shape)
+    if size is not None:
+        sz = [1] * dim
+        sz[d] = o
+        r = interpolate(e, sz, None, mode, align, None, antialias)
+    else:
+        sf = ctx.arg(2, "scale_factor", None)
+        s = list(sf) if isinstance(sf, (list, tuple)) else [sf] * dim
+        sc = [1.0] * dim
+        sc[d] = float(s[d])
+        r = interpolate(e, None, sc, mode, align, ctx.arg(5, "recompute_scale_factor"), antialias)
+    if r._shape[2 + d] != o:  # (the recomputed size of the call itself: it is g's)
+        raise RuntimeError("pyrite: interpolate backward: inconsistent output size")
+    return r.reshape(i, o)
+
+
+def _g_interpolate(ctx, g):
+    """The transposed resampling: g contracted with each axis's weight matrix in turn (exact:
+    nearest's scatter-add, (bi/tri)linear's and bicubic's weights, area's windows)."""
+    shape = ctx.meta[0][0]
+    dim = len(shape) - 2
+    gx = g
+    for d in range(dim):
+        i, o = shape[2 + d], g._shape[2 + d]
+        m = _axis_matrix(ctx, dim, d, i, o).to(g.dtype)
+        gx = matmul(gx.movedim(2 + d, -1), m.mT).movedim(-1, 2 + d)
+    return (gx,)
+
+
+_g_interpolate.saves = frozenset()
+
+GRADS = {"interpolate": _g_interpolate}
 
 __all__ = ["channel_shuffle", "native_channel_shuffle", "pixel_shuffle", "pixel_unshuffle"]
 

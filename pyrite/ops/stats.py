@@ -469,6 +469,51 @@ __all__ = [
     "trace",
 ]
 
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+def _g_cum_extreme(ctx, g):
+    """cummax/cummin: each value's gradient goes to the index it came from (summed there)."""
+    from .creation import zeros
+
+    gv = g[0]
+    shape = ctx.meta[0][0]
+    if gv is None:
+        return (None,)
+    if len(shape) == 0:
+        return (gv,)
+    d = ctx.arg(1, "dim")
+    d = d % len(shape)
+    return (zeros(tuple(shape), dtype=gv.dtype).scatter_add(d, ctx.out[1].to(D.int64), gv),)
+
+
+_g_cum_extreme.saves = frozenset(("out",))
+
+
+def _g_logcumsumexp(ctx, g):
+    """dx_j = Σ_{i>=j} g_i·exp(x_j - out_i), torch's stable form: the positive and negative
+    parts of g each through a reversed logcumsumexp in log space."""
+    from .elementwise import where
+
+    x = ctx.args[0]
+    out = ctx.out
+    if x.ndim == 0:
+        return (g,)
+    d = ctx.arg(1, "dim") % x.ndim
+    lowest = -3.4028234663852886e38
+
+    def rev_lcse(t):
+        return logcumsumexp(t.flip(d), d).flip(d)
+
+    la = g.abs().log()
+    pos = where(g > 0, la, lowest)
+    neg = where(g < 0, la, lowest)
+    return ((rev_lcse(pos - out) + x).exp() - (rev_lcse(neg - out) + x).exp(),)
+
+
+_g_logcumsumexp.saves = frozenset((0, "out"))
+
+GRADS = {"cummax": _g_cum_extreme, "cummin": _g_cum_extreme, "logcumsumexp": _g_logcumsumexp}
+
 METHODS = {
     "multinomial": multinomial,
     "bincount": bincount,
