@@ -299,6 +299,34 @@ def bench_overhead(rep, chain=1000):
     rep.add(
         f"eager per-op overhead ({chain} chained adds)", us, "us/op", None, peers, "lower is better"
     )
+    # the same chain recorded for backward (an input that requires grad): autograd's cost
+    w = pr.ones(1024).requires_grad_()
+
+    def run_rec():
+        y = w * 1.0
+        for _ in range(chain):
+            y = y + 1
+        return y
+
+    t_rec = _median_time(run_rec, repeats=5, warmup=1, inner=1)
+    rec_peers = {}
+    if torch is not None:
+        wt = torch.ones(1024, requires_grad=True)
+
+        def t_rec_run():
+            y = wt * 1.0
+            for _ in range(chain):
+                y = y + 1
+
+        rec_peers["torch-cpu"] = _peer_time(t_rec_run) / chain * 1e6
+    rep.add(
+        f"eager per-op overhead, recording ({chain} adds)",
+        t_rec / chain * 1e6,
+        "us/op",
+        None,
+        rec_peers,
+        f"{t_rec / t:.2f}x the unrecorded chain",
+    )
 
 
 def bench_baked(rep):
