@@ -168,7 +168,18 @@ def _copysign(ctx, g):
 
 @saves()
 def _zero_grads(ctx, g):
-    return None, None
+    """Zero gradients (tensors, as torch's zeros_like(grad), not absent ones)."""
+    from .creation import zeros_like
+
+    return tuple(zeros_like(g) if n else None for n in ctx.needs)
+
+
+@saves()
+def _nextafter(ctx, g):
+    """torch: self gets grad unchanged, other zeros."""
+    from .creation import zeros_like
+
+    return (g if ctx.needs[0] else None), (zeros_like(g) if ctx.needs[1] else None)
 
 
 BINARY_RULES = {
@@ -190,6 +201,7 @@ BINARY_RULES = {
     # piecewise constant in both operands: zero gradients, as torch
     "div_floor": _zero_grads,
     "div_trunc": _zero_grads,
+    "nextafter": _nextafter,
 }
 BINARY_RULES["copysign"] = _copysign
 
