@@ -109,3 +109,31 @@ def test_ldexp_negative_int_exponent():
 
 def test_logaddexp():
     check(pr.logaddexp, torch.logaddexp, [rnd(5, 3), rnd(3, seed=2)], terms=4)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_cartesian_prod(indexing):
+    arrays = [rnd(5), rnd(1, seed=3), rnd(3, seed=4)]
+    check(
+        lambda a, b, c: pr.meshgrid(a, b, c, indexing=indexing),
+        lambda a, b, c: torch.meshgrid(a, b, c, indexing=indexing),
+        arrays,
+        terms=15,
+    )
+    check(
+        lambda a, b: pr.meshgrid([a[::2], b], indexing=indexing),
+        lambda a, b: torch.meshgrid([a[::2], b], indexing=indexing),
+        arrays[::2],
+        terms=5,
+    )
+    check(pr.cartesian_prod, torch.cartesian_prod, arrays, terms=15)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_local_response_norm(size):
+    check(
+        lambda x: F.local_response_norm(x.transpose(1, 2), size, alpha=0.3, beta=0.7, k=1.5),
+        lambda x: TF.local_response_norm(x.transpose(1, 2), size, alpha=0.3, beta=0.7, k=1.5),
+        [rnd(2, 3, 5, 2)],
+        terms=4 * size,
+    )
