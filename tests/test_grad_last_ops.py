@@ -137,3 +137,40 @@ def test_local_response_norm(size):
         [rnd(2, 3, 5, 2)],
         terms=4 * size,
     )
+
+
+def test_mode():
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 3, (4, 7)).astype(np.float32)  # repeated values: a mode to find
+    for dim, keepdim in [(-1, False), (0, True), (1, True)]:
+        check(
+            lambda x: pr.mode(x * 1.5, dim, keepdim)[0],
+            lambda x: torch.mode(x * 1.5, dim, keepdim)[0],
+            [a],
+        )
+    check(lambda x: x.t().mode(dim=0).values, lambda x: x.t().mode(dim=0).values, [a])
+
+
+@pytest.mark.parametrize("interp", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile(interp):
+    a = rnd(5, 7)
+    q = [0.0, 0.3, 0.55, 1.0]
+    check(
+        lambda x: pr.quantile(x.t(), pr.tensor(q), dim=1, interpolation=interp),
+        lambda x: torch.quantile(x.t(), torch.tensor(q), dim=1, interpolation=interp),
+        [a],
+        terms=4,
+    )
+    check(
+        lambda x: pr.quantile(x, 0.37, interpolation=interp),
+        lambda x: torch.quantile(x, 0.37, interpolation=interp),
+        [a],
+    )
+    b = a.copy()
+    b[1, 2] = b[3, 0] = np.nan
+    check(
+        lambda x: pr.nanquantile(x, pr.tensor(q), dim=0, keepdim=True, interpolation=interp),
+        lambda x: torch.nanquantile(x, torch.tensor(q), dim=0, keepdim=True, interpolation=interp),
+        [b],
+        terms=4,
+    )
