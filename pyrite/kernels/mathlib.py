@@ -360,6 +360,29 @@ HELPERS = {
   let z = 1.0 / (x * x);
   return acc + log(x) - 0.5 / x - z * (0.0833333333 - z * (0.00833333333 - z * (0.00396825397 - z * 0.00416666667)));
 }""",
+    # trigamma psi'(x) (digamma's derivative): the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up
+    # to x >= 10, then the asymptotic 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7) - 1/(30x^9);
+    # below 0 the reflection psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x). inf at the poles (0 and
+    # the negative integers), as PyTorch's polygamma(1, x).
+    "p_trigamma": """fn p_trigamma(x0: f32) -> f32 {
+  if (p_isnan(x0)) { return x0; }
+  if (x0 <= 0.0 && x0 == floor(x0)) { return p_inf(); }
+  if (p_isinf(x0)) { return select(p_nan(), 0.0, x0 > 0.0); }
+  var x = x0;
+  var sgn = 1.0;
+  var acc = 0.0;
+  if (x < 0.0) {
+    let sc = p_sincospi(x);
+    acc = 9.8696044 / (sc.x * sc.x);
+    sgn = -1.0;
+    x = 1.0 - x;
+  }
+  var t = 0.0;
+  for (var k = 0; k < 10; k++) { if (x < 10.0) { t = t + 1.0 / (x * x); x = x + 1.0; } }
+  let z = 1.0 / (x * x);
+  t = t + 1.0 / x + 0.5 * z + z / x * (0.166666667 - z * (0.0333333333 - z * (0.0238095238 - z * 0.0333333333)));
+  return acc + sgn * t;
+}""",
     # log(ndtr(x)): log1p of the upper tail for x > 0; log(erfc/2) down to -12 (erfc(8.5) is
     # still normal); below, the asymptotic log(phi(x)/|x|) + log(1 - 1/x^2 + 3/x^4 - 15/x^6),
     # whose next term is < 2^-22 of 1 at x = -12.

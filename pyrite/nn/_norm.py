@@ -265,6 +265,11 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         return input
     N, C = input._shape[0], input._shape[1]
     S = math.prod(input._shape[2:])
+    if _autograd.needs_grad(input):  # recorded ops: differentiable as a composite (torch's)
+        sq = (input * input).reshape(N, 1, C, S)
+        lo, hi = size // 2, (size - 1) // 2
+        div = _conv.avg_pool2d(_pad.pad(sq, (0, 0, lo, hi)), (size, 1), stride=1)
+        return input / (div.reshape(*input._shape) * alpha + k) ** beta
     sq = fmap("x0 * x0", [input.reshape(N, 1, C, S)], dtype=D.float32)  # (N, 1, C, S)
     lo, hi = size // 2, (size - 1) // 2
     if lo == hi:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from .. import autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor, contiguous_strides
@@ -470,6 +471,13 @@ def meshgrid(*tensors, indexing="ij"):
         order[0], order[1] = 1, 0
     shape = tuple(sizes[i] for i in order)
     outs = []
+    if autograd.needs_grad(*ts):  # recorded views (reshape, expand): differentiable as they are
+        for i, t in enumerate(ts):
+            pos = order.index(i)
+            one = [1] * len(ts)
+            one[pos] = sizes[i]
+            outs.append(t.reshape(tuple(one)).expand(shape))
+        return tuple(outs)
     for i, t in enumerate(ts):
         pos = order.index(i)
         strides = [0] * len(ts)

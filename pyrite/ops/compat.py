@@ -373,3 +373,16 @@ METHODS.update(
         "is_inference": lambda self: False,
     }
 )
+
+
+# ---- gradients ------------------------------------------------------------------------------
+def _g_angle(ctx, g):
+    """A real tensor's angle is piecewise constant: zero gradients (torch)."""
+    from .creation import zeros_like
+
+    return (zeros_like(g),)
+
+
+_g_angle.saves = frozenset()
+
+GRADS = {"angle": _g_angle}

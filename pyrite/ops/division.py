@@ -73,7 +73,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         return binary("div", input, other, out)
     if rounding_mode == "floor":
-        return _int_div("floor_divide", input, other, out)
+        return _int_div("div_floor", input, other, out)
     if rounding_mode == "trunc":
         return _int_div("div_trunc", input, other, out)
     raise ValueError(
@@ -117,7 +117,7 @@ def _inplace_div(name):
 
 
 def _div_(self, other, *, rounding_mode=None):
-    name = {None: "div", "floor": "floor_divide", "trunc": "div_trunc"}.get(rounding_mode)
+    name = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}.get(rounding_mode)
     if name is None:
         div(self, other, rounding_mode=rounding_mode)  # raises the ValueError
     return _inplace_div(name)(self, other)

@@ -146,6 +146,9 @@ BINARY = {
     # integer division by zero is refused before these run (ops/division.py)
     "floor_divide": ("p_floordivf(A, B)", "p_floordiv_i(A, B)", None, "promote"),
     "div_trunc": ("trunc(p_divf(A, B))", "A / B", None, "promote"),
+    # div(rounding_mode="floor"): floor_divide's kernel under its own name, since torch gives it
+    # zero gradients while floor_divide itself has no derivative
+    "div_floor": ("p_floordivf(A, B)", "p_floordiv_i(A, B)", None, "promote"),
     "remainder": ("p_remf(A, B)", "p_mod_i(A, B)", None, "promote"),
     "fmod": ("p_fmodf(A, B)", "p_fmod_i(A, B)", None, "promote"),
     "pow": ("p_powf(A, B)", "p_powi(A, B)", None, "promote"),

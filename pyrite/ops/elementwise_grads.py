@@ -168,7 +168,18 @@ def _copysign(ctx, g):
 
 @saves()
 def _zero_grads(ctx, g):
-    return None, None
+    """Zero gradients (tensors, as torch's zeros_like(grad), not absent ones)."""
+    from .creation import zeros_like
+
+    return tuple(zeros_like(g) if n else None for n in ctx.needs)
+
+
+@saves()
+def _nextafter(ctx, g):
+    """torch: self gets grad unchanged, other zeros."""
+    from .creation import zeros_like
+
+    return (g if ctx.needs[0] else None), (zeros_like(g) if ctx.needs[1] else None)
 
 
 BINARY_RULES = {
@@ -190,6 +201,7 @@ BINARY_RULES = {
     # piecewise constant in both operands: zero gradients, as torch
     "div_floor": _zero_grads,
     "div_trunc": _zero_grads,
+    "nextafter": _nextafter,
 }
 BINARY_RULES["copysign"] = _copysign
 
@@ -271,6 +283,13 @@ def _special(name, x):
     return getattr(special, name)(x)
 
 
+def _trigamma(x):
+    """polygamma(1, x), digamma's derivative (its own backward is not implemented)."""
+    from .elementwise import unary
+
+    return unary("trigamma", x)
+
+
 def _sinc(g, x, o):
     """d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, 0 at x = 0 (torch)."""
     from .elementwise import where
@@ -324,6 +343,7 @@ UNARY_RULES = {
     # erfinv' = sqrt(pi)/2 · exp(erfinv(x)²)
     "erfinv": _u(lambda g, x, o: g * (math.sqrt(math.pi) / 2.0) * (o * o).exp(), "out"),
     "lgamma": _u(lambda g, x, o: g * _special("digamma", x), 0),
+    "digamma": _u(lambda g, x, o: g * _trigamma(x), 0),
     "i0": _u(lambda g, x, o: g * _special("i1", x), 0),
     "logit": _u(lambda g, x, o: g / (x * (1.0 - x)), 0),
     "sinc": _u(_sinc, 0),

@@ -10,6 +10,7 @@ p_nextafter, p_ldexpf, ...) and their accuracy notes are in kernels/mathlib.py.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 from .. import dtypes as D
@@ -274,3 +275,25 @@ __all__ = sorted(FUNCS)
 METHODS = {k: v for k, v in FUNCS.items() if k != "rsub"}
 METHODS.update({f"{name}_": inplace_of(FUNCS[name], name) for name in _INPLACE})
 METHODS["__pos__"] = positive
+
+
+# ---- gradients ------------------------------------------------------------------------------
+def _g_ldexp(ctx, g):
+    """torch: d/dinput = 2^other, d/dother = grad · input · 2^other · ln 2 (float other)."""
+    from .elementwise import exp2
+
+    x, e = ctx.args[0], ctx.args[1]
+    if isinstance(e, Tensor):
+        scale = exp2(e if e.dtype.kind == "f" else e.float())
+    else:
+        scale = 2.0 ** float(e)
+    gx = g * scale if ctx.needs[0] else None
+    ge = None
+    if len(ctx.needs) > 1 and ctx.needs[1]:
+        ge = g * x * scale * math.log(2.0)
+    return gx, ge
+
+
+_g_ldexp.saves = frozenset((0, 1))
+
+GRADS = {"ldexp": _g_ldexp}

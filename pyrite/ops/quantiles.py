@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from .. import autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
@@ -113,6 +114,8 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     w = rank - rank.floor() if interpolation != "midpoint" else rank * 0 + 0.5
     if interpolation in ("lower", "higher", "nearest"):
         val = lo.clone()  # the element itself (an infinite one stays, as torch's pick)
+    elif autograd.needs_grad(lo):  # recorded ops: the weights 1 - w, w onto the sorted pair
+        val = where(w < 0.5, lo + w * (hi - lo), hi - (hi - lo) * (1.0 - w))
     else:  # PyTorch's lerp: the nearer end is the anchor
         val = run_map(
             "select(x1 - (x1 - x0) * (1.0 - x2), x0 + x2 * (x1 - x0), x2 < 0.5)",
@@ -435,3 +438,27 @@ METHODS = {
     "nanmean": nanmean,
     "histogram": histogram,
 }
+
+
+# ---- gradients ------------------------------------------------------------------------------
+def _g_mode(ctx, g):
+    """The values' gradient goes to the index mode returned (torch's value_selecting_reduction)."""
+    from .creation import zeros
+
+    gv = g[0]
+    if gv is None:
+        return (None,)
+    shape = ctx.meta[0][0]
+    if len(shape) == 0:
+        return (gv,)
+    d = ctx.arg(1, "dim", -1)
+    d = d + len(shape) if d < 0 else d
+    idx = ctx.out[1]
+    if not ctx.arg(2, "keepdim", False):
+        idx, gv = idx.unsqueeze(d), gv.unsqueeze(d)
+    return (zeros(tuple(shape), dtype=gv.dtype).scatter(d, idx.long(), gv),)
+
+
+_g_mode.saves = frozenset(("out",))
+
+GRADS = {"mode": _g_mode}

@@ -63,6 +63,7 @@ UNARY.update(
         "log_ndtr": ("p_log_ndtr(A)", None, "float"),
         "lgamma": ("p_lgamma(A)", None, "float"),
         "digamma": ("p_digamma(A)", None, "float"),
+        "trigamma": ("p_trigamma(A)", None, "float"),  # digamma's derivative (its rule)
     }
 )
 

@@ -512,7 +512,27 @@ def _g_logcumsumexp(ctx, g):
 
 _g_logcumsumexp.saves = frozenset((0, "out"))
 
-GRADS = {"cummax": _g_cum_extreme, "cummin": _g_cum_extreme, "logcumsumexp": _g_logcumsumexp}
+
+def _g_logaddexp(ctx, g):
+    """d/da = exp(a - out), d/db = exp(b - out) (torch)."""
+    from ..autograd import is_grad_enabled
+    from .elementwise import exp
+
+    a, b = ctx.args[0], ctx.args[1]
+    o = ctx.out
+    if is_grad_enabled():  # double backward: out as a function of the inputs
+        o = logaddexp(a, b)
+    return (g * exp(a - o) if ctx.needs[0] else None), (g * exp(b - o) if ctx.needs[1] else None)
+
+
+_g_logaddexp.saves = frozenset((0, 1, "out"))
+
+GRADS = {
+    "logaddexp": _g_logaddexp,
+    "cummax": _g_cum_extreme,
+    "cummin": _g_cum_extreme,
+    "logcumsumexp": _g_logcumsumexp,
+}
 
 METHODS = {
     "multinomial": multinomial,
