@@ -704,7 +704,71 @@ for _r, _s in (
 ):
     _r.saves = frozenset(_s)
 
+
+def _g_scatter_reduce(ctx, g):
+    """torch's scatter_reduce backward for sum, mean, amax and amin (include_self either way):
+    sum passes g through; mean divides by each target's count; amax/amin share g evenly among
+    the elements equal to the result. prod raises (its zero handling is not written yet)."""
+    from .creation import ones_like
+
+    reduce = ctx.arg(4, "reduce")
+    include_self = ctx.kwargs.get("include_self", True)
+    if reduce == "prod":
+        raise NotImplementedError(
+            "pyrite: the gradient of scatter_reduce(..., reduce='prod') is not implemented yet"
+        )
+    x, src = ctx.args[0], ctx.args[3]
+    shape = ctx.meta[0][0]
+    d, index = _dim_index(ctx, shape, "scatter_reduce")
+    g1 = _1d(g)
+    idx = _as_1d(index) if g1.ndim == 1 else index
+    src_shape = ctx.meta[3][0]
+    ones_idx = ones_like(idx, dtype=g1.dtype)
+    hit = scatter_add(_zeros(ctx.meta[0], g1).reshape(g1._shape), d, idx, ones_idx) > 0
+    gx = gs = None
+    if reduce == "sum":
+        gx = g1 if include_self else g1.masked_fill(hit, 0.0)
+        gsrc = gather(g1, d, idx)
+    elif reduce == "mean":
+        base = ones_like(g1) if include_self else _zeros(ctx.meta[0], g1).reshape(g1._shape)
+        n = scatter_add(base, d, idx, ones_idx)
+        n = n.masked_fill(n == 0, 1.0)
+        gx = g1 / n if include_self else (g1 / n).masked_fill(hit, 0.0)
+        gsrc = gather(g1 / n, d, idx)
+    else:  # amax / amin
+        out = _1d(ctx.out)
+        x1 = _1d(x)
+        s_idx = _src_part(src, idx, d)
+        self_is = x1 == out
+        if not include_self:
+            self_is = self_is & ~hit
+        src_is = s_idx == gather(out, d, idx)
+        count = scatter_add(self_is.to(g1.dtype), d, idx, src_is.to(g1.dtype))
+        share = g1 / count.masked_fill(count == 0, 1.0)
+        gx = share * self_is
+        gsrc = gather(share, d, idx) * src_is
+    if ctx.needs[0]:
+        gx = gx.reshape(shape)
+    else:
+        gx = None
+    if len(ctx.needs) > 3 and ctx.needs[3]:
+        gs = gsrc.reshape(src_shape) if not src_shape else _pad_to(gsrc, src_shape)
+    return gx, None, None, gs
+
+
+def _src_part(src, idx, d):
+    """The part of src the forward read: its leading index-shaped corner."""
+    s = _1d(src)
+    if tuple(s._shape) == tuple(idx._shape):
+        return s
+    return s[tuple(slice(0, n) for n in idx._shape)]
+
+
+_g_scatter_reduce.saves = frozenset((0, 2, 3, "out"))
+
 GRADS = {
+    "scatter_reduce": _g_scatter_reduce,
+    "scatter_reduce_": _g_scatter_reduce,
     "gather": _g_gather,
     "scatter": _g_scatter,
     "scatter_": _g_scatter,
