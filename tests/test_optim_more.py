@@ -10,10 +10,18 @@ import torch
 
 import pyrite as pr
 from pyrite import backend
-from pyrite.testing.tolerance import unit_roundoff
-
-SHAPES = [(7, 13), (1,), (3, 1, 5)]
-STEPS = 5
+from tests.test_optim import (  # the same parameter pairs, tolerances and comparisons
+    SHAPES,
+    STEPS,
+    Pair,
+    _close,
+    _compare,
+    _ids,
+    _pyrite_sd_to_torch,
+    _t_np,
+    _torch_sd_to_pyrite,
+    _value,
+)
 
 CONFIGS = [
     ("Adadelta", {}),
@@ -42,92 +50,12 @@ CONFIGS = [
 ]
 
 
-def _ids(c):
-    name, kw = c
-    return name + "-" + (",".join(f"{k}={v}" for k, v in kw.items()) or "default")
-
-
-class Pair:
-    """The same parameters in pyrite and torch, two groups (the second with a tenth of the lr),
-    and the two optimizers."""
-
-    def __init__(self, name, kw, rng):
-        self.name, self.kw = name, kw
-        self.weights = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-        self.pr_params = [pr.tensor(w).requires_grad_() for w in self.weights]
-        self.t_params = [torch.tensor(w).requires_grad_() for w in self.weights]
-        self.pr_opt = self.make(pr.optim, self.pr_params)
-        self.t_opt = self.make(torch.optim, self.t_params)
-
-    def make(self, module, params):
-        lr = self.kw.get("lr", getattr(torch.optim, self.name)([torch.zeros(1)]).defaults["lr"])
-        groups = [{"params": params[:2]}, {"params": params[2:], "lr": lr / 10}]
-        return getattr(module, self.name)(groups, **self.kw)
-
-    def step(self, rng, n=1):
-        for _ in range(n):
-            for p, t in zip(self.pr_params, self.t_params):
-                g = rng.standard_normal(t.shape).astype(np.float32)
-                p.grad = pr.tensor(g)
-                t.grad = torch.tensor(g)
-            self.pr_opt.step()
-            self.t_opt.step()
-
-
-def _close(actual, expected, steps, what, u=unit_roundoff("float32")):
-    """Within 16 unit roundoffs a step, relative to the value and to the array's scale (the
-    update's few roundings per step accumulate in the parameter and the state)."""
-    actual = np.asarray(actual, dtype=np.float64)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert actual.shape == expected.shape, what
-    tol = 16 * steps * u
-    scale = max(float(np.abs(expected).max(initial=0.0)), 1e-30)
-    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol * scale, err_msg=what)
-
-
-def _t_np(x):
-    return x.detach().float().numpy()
-
-
-def _value(x):
-    """A state value as numpy: a pyrite tensor, a host number (a 0-d state entry)."""
-    return x.float().numpy() if isinstance(x, pr.Tensor) else np.asarray(x)
-
-
-def _compare(pair, steps):
-    for i, (p, t) in enumerate(zip(pair.pr_params, pair.t_params)):
-        _close(p.numpy(), _t_np(t), steps, f"param {i}")
-        ps, ts = pair.pr_opt.state[p], pair.t_opt.state[t]
-        assert list(ps) == list(ts), f"state keys of param {i}"
-        for key, tv in ts.items():
-            if key == "step":
-                assert ps["step"] == int(tv.item())
-            else:
-                _close(_value(ps[key]), _t_np(tv), steps, f"state {key} of param {i}")
-
-
 @pytest.mark.parametrize("config", CONFIGS, ids=_ids)
 def test_matches_torch(config, rng):
     steps = 8 if config[0] == "RAdam" else STEPS
     pair = Pair(*config, rng)
     pair.step(rng, steps)
     _compare(pair, steps)
-
-
-def _torch_sd_to_pyrite(sd):
-    state = {
-        k: {n: (pr.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v) for n, v in s.items()}
-        for k, s in sd["state"].items()
-    }
-    return {"state": state, "param_groups": sd["param_groups"]}
-
-
-def _pyrite_sd_to_torch(sd):
-    state = {
-        k: {n: (torch.tensor(v.numpy()) if isinstance(v, pr.Tensor) else v) for n, v in s.items()}
-        for k, s in sd["state"].items()
-    }
-    return {"state": state, "param_groups": sd["param_groups"]}
 
 
 @pytest.mark.parametrize("config", CONFIGS[::2], ids=_ids)
