@@ -12,52 +12,7 @@ import torch.nn.functional as TF
 
 import pyrite as pr
 import pyrite.nn.functional as F
-from pyrite.testing.tolerance import F32_U
-
-
-def tol(terms=1):
-    """f32 rounding of a gradient whose elements each sum `terms` products (plus a few ulps for
-    exp/log/division in the elementwise part)."""
-    return 64 * F32_U * max(terms, 1)
-
-
-def check(fn_pr, fn_t, arrays, terms=1, grads=None):
-    """fn_pr(*pyrite tensors) and fn_t(*torch tensors) give the same output(s) and the same
-    gradients of Σ out·w (w random), for the arrays whose position is in `grads` (all)."""
-    rng = np.random.default_rng(len(arrays) * 7919 + sum(a.size for a in arrays))
-    grads = range(len(arrays)) if grads is None else grads
-    P = [pr.tensor(a) for a in arrays]
-    T = [torch.tensor(a) for a in arrays]
-    for i in grads:
-        P[i].requires_grad_()
-        T[i].requires_grad_()
-    op, ot = fn_pr(*P), fn_t(*T)
-    op = op if isinstance(op, (tuple, list)) else (op,)
-    ot = ot if isinstance(ot, (tuple, list)) else (ot,)
-    lp = lt = 0
-    for a, b in zip(op, ot):
-        if not b.dtype.is_floating_point:
-            np.testing.assert_array_equal(a.numpy(), b.numpy())
-            continue
-        t_out = b.detach().numpy()
-        np.testing.assert_allclose(a.detach().numpy(), t_out, rtol=tol(terms), atol=tol(terms))
-        w = rng.standard_normal(t_out.shape).astype(np.float32)
-        lp = lp + (a * pr.tensor(w)).sum()
-        lt = lt + (b * torch.tensor(w)).sum()
-    lp.backward()
-    lt.backward()
-    for i in grads:
-        tg = T[i].grad.numpy()
-        assert P[i].grad is not None, f"no gradient for input {i}"
-        scale = float(np.abs(tg).max()) if tg.size else 1.0
-        np.testing.assert_allclose(
-            P[i].grad.numpy(),
-            tg,
-            rtol=tol(terms),
-            atol=tol(terms) * max(scale, 1e-30),
-            err_msg=f"gradient of input {i}",
-        )
-    return P, T
+from tests.test_grad_more_ops import check  # one gradient check for both files
 
 
 def rnd(*shape, seed=0, lo=None, hi=None):
