@@ -121,11 +121,7 @@ def _batch_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    """Normalise each channel (dim 1) of an (N, C, *) input over N and the spatial dims.
-
-    training: batch statistics (biased variance), and running_mean/running_var (when given)
-    updated in place: r ← (1 - momentum)·r + momentum·stat, with the unbiased variance.
-    Otherwise the running statistics normalise."""
+    """batch_norm's fused forward (the public batch_norm below says what it computes)."""
     name = "batch_norm"
     need_float(name, input)
     if input.ndim < 2:
@@ -179,12 +175,7 @@ def _instance_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    """Normalise each (sample, channel) of an (N, C, *) input over its spatial dims.
-
-    use_input_stats: each instance's own statistics, and running_mean/running_var (when given)
-    updated in place with their batch mean (torch's: the running statistics are repeated over
-    the batch, updated as batch_norm's, then averaged back). Otherwise the running statistics
-    (C,) normalise."""
+    """instance_norm's fused forward (the public instance_norm below says what it computes)."""
     name = "instance_norm"
     need_float(name, input)
     if input.ndim < 2:
@@ -217,8 +208,7 @@ def _instance_norm(
 
 
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Normalise each group of C/num_groups channels of each sample of an (N, C, *) input over
-    its channels and spatial dims, then scale and shift per channel."""
+    """group_norm's fused forward (the public group_norm below says what it computes)."""
     name = "group_norm"
     need_tensor(name, "input", input)
     if input.ndim < 2:
