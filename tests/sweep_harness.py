@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 import pyrite as pr
+from tests.oracle import ORACLE_TORCH
 
 # ---- dtypes ---------------------------------------------------------------------------------
 DTYPES = (
@@ -710,10 +711,6 @@ def lacks_f16(p_exc) -> bool:
         and "shader-f16" in str(p_exc)
         and not backend.current().has_f16
     )
-
-
-# the torch the sweep's verdicts were calibrated on: the test extra's pin (pyproject.toml)
-ORACLE_TORCH = "2.13."
 
 
 def allowed_error(args, kwargs, t_exc, p_exc, t_out=None):

@@ -18,6 +18,7 @@ import torch
 import pyrite as pr
 import pyrite.nn as pnn
 from pyrite.testing.tolerance import F32_U, assert_close
+from tests.oracle import assert_repr_matches
 
 tnn = torch.nn
 
@@ -228,7 +229,7 @@ def test_layer_matches_torch(case, rng):
     pm = make(pnn)
     check_state_dict(tm, pm)
     load_from_torch(tm, pm, via="torch" if len(tm.state_dict()) % 2 else "numpy")
-    assert repr(pm) == repr(tm)
+    assert_repr_matches(pm, tm)
     if specs is not None:
         compare(tm, pm, _inputs(specs, rng), k)
 
@@ -269,7 +270,7 @@ ACTIVATIONS = [
 @pytest.mark.parametrize("make", ACTIVATIONS, ids=[f"act{i}" for i in range(len(ACTIVATIONS))])
 def test_activation_matches_torch(make, rng):
     tm, pm = make(tnn), make(pnn)
-    assert repr(pm) == repr(tm)
+    assert_repr_matches(pm, tm)
     check_state_dict(tm, pm)
     load_from_torch(tm, pm)
     x = rng.standard_normal((3, 4, 5)).astype(np.float32) * 3
@@ -295,7 +296,7 @@ def test_batchnorm_train_then_eval(kw, dims, rng):
     cls = "BatchNorm1d" if dims == 1 else "BatchNorm2d"
     tm, pm = getattr(tnn, cls)(5, **kw), getattr(pnn, cls)(5, **kw)
     check_state_dict(tm, pm)
-    assert repr(pm) == repr(tm)
+    assert_repr_matches(pm, tm)
     with torch.no_grad():  # non-trivial affine parameters, from torch
         for p in tm.parameters():
             p.uniform_(0.5, 1.5)
@@ -491,7 +492,7 @@ def test_loss_matches_torch(case, rng):
     tm = make(tnn, w_t)
     pm = make(pnn, lambda n: pr.tensor(weights[n]))
     assert list(pm.state_dict()) == list(tm.state_dict())  # weight/pos_weight are buffers
-    assert repr(pm) == repr(tm)
+    assert_repr_matches(pm, tm)
     arrays = _inputs(specs, rng)
     if case[0] == "kldiv":
         arrays[0] = np.log(rng.uniform(0.1, 1, (3, 5))).astype(np.float32)

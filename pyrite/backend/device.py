@@ -118,6 +118,7 @@ class Device:
         self._tiny = self.pool.allocate(4)
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         self._raw = self._raw_calls()
+        self._raw_group = self._raw_bind_group() if self._raw is not None else None
         self.pool.on_trim = self._forget_bind_groups
         self._loop_budget = ...  # measured on first use (quirks.py)
         self._ftz = None
@@ -179,6 +180,45 @@ class Device:
         except Exception:  # noqa: BLE001 - any surprise: keep the checked path
             return None
 
+    def _raw_bind_group(self):
+        """A maker of bind groups through the C entry point, or None (the checked path).
+
+        Training recycles pool buffers in new combinations every step, so most dispatches of a
+        step need a new bind group (measured: 200 of a small GPT step's 279). wgpu-py's
+        create_bind_group checks and converts every entry in Python (27 µs a group on this
+        machine's CPU); the same descriptor written straight into a C struct costs a fraction
+        of that. Only pyrite's own storage-buffer entries go through here, after _check_owned.
+        """
+        try:
+            import sys
+
+            api = sys.modules[type(self.device).__module__]
+            ffi, create, group_cls = api.ffi, api.lib.wgpuDeviceCreateBindGroup, api.GPUBindGroup
+            device, dev_c = self.device, self.device._internal
+            info_c, info_size = self._info_gpu._internal, INFO_WINDOW_WORDS * 4
+        except Exception:  # noqa: BLE001 - any surprise: keep the checked path
+            return None
+
+        def make(bgl, buffers):
+            n = len(buffers)
+            entries = ffi.new("WGPUBindGroupEntry[]", n + 1)
+            for i, b in enumerate(buffers):
+                e = entries[i]
+                e.binding = i
+                e.buffer = b._internal
+                e.size = b.size
+            e = entries[n]
+            e.binding = n
+            e.buffer = info_c
+            e.size = info_size
+            desc = ffi.new("WGPUBindGroupDescriptor *")
+            desc.layout = bgl._internal
+            desc.entries = entries
+            desc.entryCount = n + 1
+            return group_cls("", create(dev_c, desc), device)
+
+        return make
+
     # ---- pipelines -------------------------------------------------------------------------
     def _layout(self, modes: str):
         entry = self._layouts.get(modes)
@@ -234,7 +274,8 @@ class Device:
             )
             if self.debug >= 3:
                 print(src.wgsl)
-        return (pipeline, src.modes)
+        writable = tuple(i for i, m in enumerate(src.modes) if m == "w")
+        return (pipeline, src.modes, writable)
 
     @property
     def pipeline_count(self):
@@ -247,7 +288,11 @@ class Device:
             self._dispatch(src, buffers, info, grid)
 
     def _dispatch(self, src, buffers, info, grid):
-        pipeline, modes = self._pipelines.get(src.wgsl) or self.pipeline(src)
+        pipeline, modes, writable = self._pipelines.get(src.wgsl) or self.pipeline(src)
+        bounds = self.pool.bounds
+        if bounds:  # what this kernel may write is no longer known to be in bounds
+            for i in writable:
+                bounds.pop(id(buffers[i]), None)
         key = (modes, *map(id, buffers))
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
@@ -300,6 +345,12 @@ class Device:
     def _bind_group(self, key, modes, buffers):
         self._check_owned(buffers)
         bgl, _ = self._layout(modes)
+        if len(self._bind_groups) > 16384:
+            self._graveyard.append(self._bind_groups)
+            self._bind_groups = {}
+        if self._raw_group is not None:
+            group = self._bind_groups[key] = self._raw_group(bgl, buffers)
+            return group
         entries = [
             {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
             for i, b in enumerate(buffers)
@@ -310,9 +361,6 @@ class Device:
                 "resource": {"buffer": self._info_gpu, "offset": 0, "size": INFO_WINDOW_WORDS * 4},
             }
         )
-        if len(self._bind_groups) > 16384:
-            self._graveyard.append(self._bind_groups)
-            self._bind_groups = {}
         group = self._bind_groups[key] = self.device.create_bind_group(layout=bgl, entries=entries)
         return group
 
@@ -341,6 +389,7 @@ class Device:
             self._encoder = self.device.create_command_encoder()
             self.pool.batch_open = True
         self._encoder.copy_buffer_to_buffer(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
+        self.pool.bounds.pop(id(dst_buffer), None)
         self._count += 1
 
     def flush(self):
@@ -382,6 +431,7 @@ class Device:
         if n:
             with self._lock:
                 self._check_owned((storage.buffer,))
+                self.pool.bounds.pop(id(storage.buffer), None)
                 self.queue.write_buffer(storage.buffer, byte_offset, mv)
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:

@@ -66,6 +66,12 @@ class BufferPool:
         self.peak_live_bytes = 0
         self.allocations = 0  # buffers created on the device, ever
         self.on_trim = None  # the device forgets bind groups naming buffers about to go
+        # Value bounds of integer buffers known without a readback, id(buffer) -> (lo, hi,
+        # n_exact): set by an upload from the host (the exact min and max of its n_exact
+        # elements) or by a kernel whose outputs lie in a range by construction (n_exact -1),
+        # dropped by any write to the buffer (device.py) and when the buffer comes back here.
+        # Index range checks consult it before reading anything back (ops/core.known_bounds).
+        self.bounds: dict[int, tuple[int, int, int]] = {}
         # Every buffer the pool made, held until trim() destroys it. Without this, tensors that
         # die inside a garbage-collected reference cycle can take their GPUBuffer down in the
         # same pass (wgpu-py releasing the handle first), and Storage.__del__ would then pool a
@@ -139,6 +145,8 @@ class BufferPool:
             self._release(self.deferred.popleft())
 
     def _release(self, buffer):
+        if self.bounds:
+            self.bounds.pop(id(buffer), None)
         size = buffer.size
         self.live_bytes -= size
         if self.batch_open:

@@ -87,7 +87,7 @@ def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256):
             self.head = nn.Linear(d, vocab)
 
         def forward(self, i):
-            x = self.tok(i) + self.pos(L.arange(T))
+            x = self.tok(i) + self.pos(L.arange(T, device=i.device))
             for b in self.blocks:
                 x = b(x)
             return self.head(self.ln(x))

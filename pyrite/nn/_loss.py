@@ -18,7 +18,7 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import rowops as _rowops
 from ..ops import scatter as _scatter
-from ..ops.core import broadcast_shapes
+from ..ops.core import broadcast_shapes, known_bounds, note_bounds
 from ._common import (
     check_reduction,
     float_dtype,
@@ -265,6 +265,9 @@ def _pick(logp, target, cd, ignore_index, weight):
     safe = fmap(
         "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
     )
+    b = known_bounds(target)
+    if b is not None:  # the labels' bounds hold for `safe` too, with 0 added (no readback)
+        note_bounds(safe, min(b[0], 0), max(b[1], 0))
     picked = _scatter.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
     picked = fmap(
         "select(x0, 0.0, x1 == s0)",

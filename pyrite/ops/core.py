@@ -100,7 +100,40 @@ def upload(host, dtype, shape=None) -> Tensor:
     if dtype is D.float16:
         backend.require_f16(dev)
     storage = dev.upload_new(host.reshape(-1).view(np.uint8) if host.size else b"")
-    return Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
+    t = Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
+    if dtype.kind == "i" and host.size and host.dtype == np.int32:
+        note_bounds(t, int(host.min()), int(host.max()), exact=True)
+    return t
+
+
+# ---- value bounds known without a readback ---------------------------------------------------
+# An index tensor's range must be checked before a gather reads through it. Reading its min and
+# max back from the GPU stalls the queue (a training step's labels would cost a round trip each
+# step), so the pool remembers bounds it knows for free: an upload's exact min and max, or the
+# range a kernel's outputs lie in by construction (arange, randint, argmax, sort's indices, a
+# gather from a bounded tensor). Any write to the buffer forgets them (backend/device.py).
+def note_bounds(t, lo: int, hi: int, exact: bool = False) -> None:
+    """Record that every int32 word of `t`'s storage lies in [lo, hi]; `exact`: lo and hi are
+    the min and max of `t`'s elements, which are the whole storage (a fresh contiguous t)."""
+    pool = t._storage.pool
+    if pool is not None:
+        pool.bounds[id(t._storage.buffer)] = (lo, hi, t.numel() if exact else -1)
+
+
+def known_bounds(t):
+    """(lo, hi) holding every element of `t` (any view of a bounded storage), or None."""
+    pool = t._storage.pool
+    hit = None if pool is None else pool.bounds.get(id(t._storage.buffer))
+    return None if hit is None else hit[:2]
+
+
+def exact_minmax(t):
+    """(min, max) of `t` when they are known exactly without a readback, else None."""
+    pool = t._storage.pool
+    hit = None if pool is None else pool.bounds.get(id(t._storage.buffer))
+    if hit is None or hit[2] != t.numel() or t._offset or not t.is_contiguous():
+        return None
+    return hit[:2]
 
 
 # Host bytes a chunked upload converts and writes at a time (upload_chunks): bounds the host

@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes as D
 from ..tensor import Tensor
 from .core import empty as _empty
-from .core import run_map
+from .core import note_bounds, run_map
 from .core import upload as _upload
 
 
@@ -471,6 +471,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
             run_map("s0 + f32(gi) * s1", (), (), out, "f32", (start, step), ("f32", "f32"))
         else:
             run_map("s0 + gi * s1", (), (), out, "i32", (int(start), int(step)), ("i32", "i32"))
+            if not dt.is_small_int:
+                ends = (int(start), int(start) + (n - 1) * int(step))
+                note_bounds(out, min(ends), max(ends), exact=True)
     out.requires_grad = requires_grad
     return out
 

@@ -53,6 +53,9 @@ from .core import (
     coalesce,
     contiguous_copy,
     empty,
+    exact_minmax,
+    known_bounds,
+    note_bounds,
     upload,
 )
 from .views import wrap_index
@@ -132,8 +135,10 @@ def _check_host(arr, size, dim, allow_negative=True):
 
 # ---- range checks on the device ------------------------------------------------------------
 def _check_device(items, allow_negative=True):
-    """`items`: (index tensor, size, dim). One min/max kernel each, one readback for all."""
-    items = [it for it in items if it[0].numel()]
+    """`items`: (index tensor, size, dim). One min/max kernel each, one readback for all;
+    none for an index whose bounds are known to pass (core.known_bounds)."""
+    low_of = (lambda size: -size) if allow_negative else (lambda size: 0)
+    items = [it for it in items if it[0].numel() and not _passes(it[0], low_of(it[1]), it[1])]
     if not items:
         return
     dev = backend.current()
@@ -157,8 +162,16 @@ def _check_device(items, allow_negative=True):
             )
 
 
+def _passes(t, low, size):
+    b = known_bounds(t)
+    return b is not None and b[0] >= low and b[1] < size
+
+
 def _minmax(t: Tensor):
-    """(min, max) of an int tensor, by the same kernel (one readback)."""
+    """(min, max) of an int tensor, by the same kernel (one readback unless they are known)."""
+    known = exact_minmax(t)
+    if known is not None:
+        return known
     dev = backend.current()
     res = _host(np.zeros(2, np.int32))
     cshape, (cst,) = coalesce(t._shape, [t._strides])
@@ -231,6 +244,9 @@ def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
     backend.current().dispatch(
         gather_kernel(rank, len(walk.idx), x.dtype.wgsl), bufs, info, grid_for(n)
     )
+    b = known_bounds(x)
+    if b is not None:  # a batch of labels gathered from a bounded data set stays bounded
+        note_bounds(out, *b)
     return out
 
 

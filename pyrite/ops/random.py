@@ -11,7 +11,7 @@ from ..kernels.common import grid_for
 from ..kernels.random import random_kernel
 from ..tensor import Tensor
 from .core import empty as _empty
-from .core import f32_bits
+from .core import f32_bits, note_bounds
 from .creation import _ignored, _like_dtype, _size, _size_args, as_tensor, full, tensor
 
 
@@ -166,6 +166,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         )
     out = _empty(_size((size,), "randint"), D.int32)
     _fill_random(out, "randint", low, high, generator)
+    note_bounds(out, low, high - 1)
     return out if dt is D.int32 else out.to(dt)
 
 
@@ -218,7 +219,10 @@ def randperm(n, *, generator=None, dtype=None, **kw):
     n = _size((n,), "randperm")[0]
 
     keys = rand(n, generator=generator)
-    return argsort(keys).to(D.from_any(dtype) if dtype is not None else D.int32)
+    perm = argsort(keys)
+    if n:
+        note_bounds(perm, 0, n - 1)
+    return perm.to(D.from_any(dtype) if dtype is not None else D.int32)
 
 
 def _uniform_(self, a=0.0, b=1.0, *, generator=None):
