@@ -66,6 +66,51 @@ def info_words(n_operands: int, n_scalars: int) -> int:
     return 1 + n_operands + n_scalars
 
 
+@lru_cache(maxsize=256)
+def update_many_kernel(operands: tuple, rule: str, scalars: tuple, count: int) -> KernelSource:
+    """`update_kernel` over `count` parameters in one dispatch (PyTorch's multi-tensor apply).
+
+    The flat index runs over the parameters one after another; parameter j owns indices
+    [end_{j-1}, end_j) and has its own bindings (b_<name>_<j>: WGSL cannot index bindings, so
+    the rule's text appears once a parameter, behind a chain of range tests). The scalars are
+    shared: the dispatcher batches only parameters whose step scalars are equal.
+
+    Info words (i32): [0] total elements, then per parameter j: end_j and its operands' element
+    offsets (1 + k words), then the scalars (f32 bits).
+    """
+    k = len(operands)
+    buffers = []
+    for j in range(count):
+        for name, tok, written in operands:
+            if tok not in TOKENS:
+                raise ValueError(f"pyrite: internal: optimizer operand {name} has storage {tok}")
+            buffers.append((f"b_{name}_{j}", STORAGE_ELEM[tok], "w" if written else "r"))
+    lines = ["  if (gi >= info[0]) { return; }\n"]
+    base = 1 + count * (1 + k)
+    for j, s in enumerate(scalars):
+        lines.append(f"  let {s} = bitcast<f32>(info[{base + j}]);\n")
+    rule_lines = ["    " + ln.strip() + "\n" for ln in rule.strip().splitlines() if ln.strip()]
+    for j in range(count):
+        w = 1 + j * (1 + k)
+        start = "0" if j == 0 else f"info[{w - 1 - k}]"
+        head = "  if" if j == 0 else "  else if"
+        lines.append(f"{head} (gi < info[{w}]) {{\n    let li = gi - {start};\n")
+        for i, (name, tok, written) in enumerate(operands):
+            lines.append(f"    let i_{name} = info[{w + 1 + i}] + li;\n")
+            decl = "var" if written else "let"
+            lines.append(f"    {decl} {name} = {load(f'b_{name}_{j}[i_{name}]', tok, 'f32')};\n")
+        lines += rule_lines
+        for name, tok, written in operands:
+            if written:
+                lines.append(
+                    f"    b_{name}_{j}[i_{name}] = {store(name, 'f32', tok, exact=True)};\n"
+                )
+        lines.append("  }\n")
+    text = FLAT_INDEX.format(wg=WG) + "".join(lines)
+    src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
+    return KernelSource(src, "".join(m for _, _, m in buffers))
+
+
 # ---- the rules: PyTorch's single-tensor update formulas, operation for operation -----------
 # (torch/optim/{sgd,adam,rmsprop,adagrad}.py, `_single_tensor_*`). Each returns the rule's text
 # and its scalar names; the flags choose the text, the numbers are all scalars. A scalar that

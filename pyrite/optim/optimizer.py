@@ -21,6 +21,7 @@ from .. import autograd
 from .. import dtypes as D
 from ..ops.core import empty, run_map, upload
 from ..tensor import Tensor
+from . import _fused
 
 __all__ = ["Optimizer", "required"]
 
@@ -211,7 +212,7 @@ class Optimizer:
                 raise RuntimeError(
                     "optimizer step pre-hooks that change the arguments are not supported"
                 )
-        with autograd.no_grad():
+        with autograd.no_grad(), _fused.batched():
             for group in self.param_groups:
                 self._step_group(group)
         for hook in list(self._optimizer_step_post_hooks.values()):
