@@ -303,9 +303,12 @@ def record(name, rule, args, kwargs, out, inplace=False):
             node.out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in outs)
         else:
             node.out = _alias(out)
-        for o in outs:
-            if isinstance(o, Tensor):
-                versions.append(("out", o, o._storage.version))
+        # the version check reads the aliases (same storage): holding `o` itself here would be
+        # a reference cycle through o.grad_fn, so a step's graph and the buffers it saved would
+        # wait for the garbage collector instead of going back to the pool when it dies
+        for a in node.out if node.n_out else (node.out,):
+            if isinstance(a, Tensor):
+                versions.append(("out", a, a._storage.version))
     else:
         node.out = None
     return out
@@ -701,7 +704,7 @@ def wrap(fn, name, rule, inplace=False):
     def positional(args, kwargs):
         # tensors passed by keyword (F.layer_norm(x, s, weight=w)) become positional arguments,
         # so rules see one calling convention
-        if not any(isinstance(v, Tensor) for v in kwargs.values()):
+        if not kwargs or not any(isinstance(v, Tensor) for v in kwargs.values()):
             return args, kwargs
         if not sig_cache:
             sig_cache.append(_tensor_kwargs(fn))
@@ -747,8 +750,11 @@ def wrap(fn, name, rule, inplace=False):
         args, kwargs = positional(args, kwargs)
         if inplace:
             return _inplace_call(fn, name, rule, args, kwargs)
-        with no_grad():
+        _state.enabled = False  # no_grad(), without a context manager's calls (the hot path)
+        try:
             out = fn(*args, **kwargs)
+        finally:
+            _state.enabled = True  # (recording runs only with grad mode on)
         return record(name, rule, args, kwargs, out)
 
     wrapper._pyrite_grad = True

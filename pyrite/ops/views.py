@@ -20,10 +20,13 @@ from .core import contiguous_copy
 
 
 def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    if len(shape) == 1 and isinstance(shape[0], Tensor):
-        shape = tuple(shape[0].tolist())
+    if len(shape) == 1:
+        if isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        elif isinstance(shape[0], Tensor):
+            shape = tuple(shape[0].tolist())
+    if all(type(s) is int for s in shape):  # the common case: no conversions (hot path)
+        return tuple(shape)
     return tuple(int(s) for s in shape)
 
 
@@ -207,9 +210,10 @@ def transpose(input: Tensor, dim0, dim1) -> Tensor:
     if x.ndim == 0:
         return x._view((), (), x._offset)
     d0, d1 = x._dim(dim0), x._dim(dim1)
-    order = list(range(x.ndim))
-    order[d0], order[d1] = order[d1], order[d0]
-    return permute(x, *order)
+    shape, strides = list(x._shape), list(x._strides)
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    strides[d0], strides[d1] = strides[d1], strides[d0]
+    return x._view(tuple(shape), tuple(strides), x._offset)
 
 
 swapdims = transpose
