@@ -358,6 +358,11 @@ def cross_entropy(
             f"pyrite: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )
     cd, C = _class_layout(input, "cross_entropy")
+    if not target.dtype.is_floating_point:
+        _check_target(input, target, cd, "cross_entropy")
+        _check_class_weight(weight, C)
+        if _xent_fused(input, target, weight, C):
+            return _xent(input, target, weight, C, cd, ignore_index, reduction, label_smoothing)
     logp = _rowops.log_softmax(input, cd)
     w_b = _weight_view(weight, input.ndim, cd) if weight is not None else None
     if target.dtype.is_floating_point:  # class probabilities, shaped like input
@@ -376,10 +381,6 @@ def cross_entropy(
         if reduction == "sum":
             return terms.sum()
         return terms.sum() / (input.numel() // C)
-    _check_target(input, target, cd, "cross_entropy")
-    _check_class_weight(weight, C)
-    if _xent_fused(input, target, weight, C):
-        return _xent(input, target, weight, C, cd, ignore_index, reduction, label_smoothing)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0.0:
         return nll
@@ -402,8 +403,8 @@ def cross_entropy(
 
 
 # ---- the fused cross_entropy (class-index targets, (N, C) or (C,) input) -----------------------
-# The forward is one row kernel (ops/rowops.py xent_forward: per-row loss, target weight and
-# log-sum-exp), then a sum and a division for 'mean'; the backward one row kernel (xent_backward)
+# The forward is one row kernel (ops/rowops.py _xent_forward: per-row loss, target weight and
+# log-sum-exp), then a sum and a division for 'mean'; the backward one row kernel (_xent_backward)
 # reading the forward's log-sum-exps and 'mean' denominator, kept here by the output's storage
 # (a weak key: they live as long as the loss does; the backward rule reads them through
 # ctx.out). Saving them rather than recomputing: the backward then reads each row of x once with
@@ -431,7 +432,7 @@ def _xent_fused(input, target, weight, C):
         and target.dtype.kind == "i"
         and input.numel() > 0
         and (weight is None or weight.dtype in (D.float32, D.float16))
-        and _rowops.xent_fits(C)
+        and _rowops._xent_fits(C)
     )
 
 
@@ -454,7 +455,7 @@ def _xent(input, target, weight, C, cd, ignore_index, reduction, eps):
         _indexing._check_device([(safe, C, cd)], allow_negative=False)
     x2, t1 = _xent_rows(input, target)
     N = x2._shape[0]
-    buf = _rowops.xent_forward(x2, t1, weight, ignore_index, eps)
+    buf = _rowops._xent_forward(x2, t1, weight, ignore_index, eps)
     den = None
     if reduction == "none":
         # the loss rows as a tensor of their own (not a view of buf: in-place ops on the loss
@@ -488,7 +489,7 @@ def _g_xent_fused(ctx, g, a, reduction):
     if buf is _OWN:
         buf = Tensor._make(out._storage, (3 * x2._shape[0] + 1,), (1,), 0, D.float32)
     gs = g._strides[0] if reduction == "none" and g.ndim else 0
-    gx = _rowops.xent_backward(
+    gx = _rowops._xent_backward(
         x2, t1, weight, a["ignore_index"], a["label_smoothing"], buf, g, gs, den
     )
     return gx if x.ndim == 2 else gx._view(tuple(x._shape), (1,), 0)

@@ -320,7 +320,7 @@ GRADS = {
 
 
 # ---- fused cross entropy (nn/_loss.py cross_entropy with class-index targets) ----------------
-def xent_fits(C: int) -> bool:
+def _xent_fits(C: int) -> bool:
     """Whether one workgroup may loop over a row of C classes on this device."""
     return row_loop_iterations(C, workgroup_size(C)) <= max_loop_iterations()
 
@@ -342,7 +342,7 @@ def _xent_info(x2, t1, w, ignore_index, eps):
     ]
 
 
-def xent_forward(x2: Tensor, t1: Tensor, w, ignore_index: int, eps: float) -> Tensor:
+def _xent_forward(x2: Tensor, t1: Tensor, w, ignore_index: int, eps: float) -> Tensor:
     """One kernel over x2 (N, C) (any strides, f32 or f16) and int32 targets t1 (N,): a new f32
     tensor of 3·N + 1 elements, [loss rows | target weights | log-sum-exps | Σ weight]
     (kernels/rowops.py xent_kernel)."""
@@ -358,9 +358,9 @@ def xent_forward(x2: Tensor, t1: Tensor, w, ignore_index: int, eps: float) -> Te
     return out
 
 
-def xent_backward(x2, t1, w, ignore_index, eps, fo, g, g_stride, den) -> Tensor:
+def _xent_backward(x2, t1, w, ignore_index, eps, fo, g, g_stride, den) -> Tensor:
     """grad of cross_entropy w.r.t. x2 (N, C), contiguous in x2's dtype, in one kernel: `fo` the
-    forward's buffer (xent_forward), `g` the upstream gradient (one element a row at g_stride,
+    forward's buffer (_xent_forward), `g` the upstream gradient (one element a row at g_stride,
     or one scalar with g_stride 0), `den` the 'mean' denominator (a 0-d f32 tensor) or None."""
     N, C = x2._shape
     gx = empty((N, C), x2.dtype)
