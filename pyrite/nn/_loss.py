@@ -350,7 +350,13 @@ def cross_entropy(
     label_smoothing=0.0,
 ):
     """log_softmax over the class dim, then nll_loss (class-index targets) or -Σ t·log p
-    (probability targets), with torch's label smoothing and weighting."""
+    (probability targets), with torch's label smoothing and weighting.
+
+    Class-index targets with an (N, C) or (C,) float32/float16 input take the fused kernels:
+    one row kernel, then a sum ('sum') and a division ('mean'); one kernel for the backward.
+    Targets are range-checked without a readback where their bounds are known (uploaded
+    labels), else with one. Other layouts ((N, C, d1, ...), probability targets, rows past the
+    device's loop budget) are composed from log_softmax, gather and reductions."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -723,7 +729,9 @@ def _g_cross_entropy(ctx, g):
     """d/dx of -Σ_c Q_c·log_softmax(x)_c is softmax(x)·Σ_c Q_c - Q, with Q the weighted,
     smoothed target distribution of each sample (0 for an ignored one). With probability
     targets the weight is differentiable too (torch composes that form): -Σ scale·q·log p over
-    everything but the class dim."""
+    everything but the class dim. Class-index targets through the fused forward take the fused
+    backward kernel unless a double backward is being recorded (grad mode is on inside a rule
+    only under create_graph=True): this composite is recorded then."""
     a = _bind(cross_entropy, ctx)
     x, target, weight = ctx.args[0], ctx.args[1], a["weight"]
     reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
