@@ -362,3 +362,35 @@ def test_errors(rng):
         F.cross_entropy(x, pr.tensor([0, 1, 2, 1]), weight=pr.ones(4))
     with pytest.raises(RuntimeError, match=r"got weight tensor of shape: \[5, 1\]"):
         F.cross_entropy(x, pr.tensor([0, 1, 2, 1]), weight=pr.ones(5, 1))
+
+
+def test_non_finite_logits(rng):
+    """+inf, NaN and -inf logits give torch's inf/NaN pattern in the loss and the gradient
+    (an all -inf row is NaN; a -inf logit under smoothing makes the loss +inf)."""
+    for N, C in ((4, 6), (3, 300)):
+        x = rng.standard_normal((N, C)).astype(np.float32)
+        x[0, 2] = np.inf
+        x[1, 3] = np.nan
+        x[2, 1::7] = -np.inf
+        if N > 3:
+            x[3, :] = -np.inf
+        t = np.full(N, 1)
+        for eps in (0.0, 0.1):
+            for w in (None, (rng.random(C) + 0.1).astype(np.float32)):
+                xp = pr.tensor(x, requires_grad=True)
+                xt = torch.from_numpy(x.astype(np.float64)).requires_grad_()
+                kw = dict(reduction="none", label_smoothing=eps)
+                lp = F.cross_entropy(
+                    xp, pr.tensor(t), weight=None if w is None else pr.tensor(w), **kw
+                )
+                lt = TF.cross_entropy(
+                    xt,
+                    torch.from_numpy(t),
+                    weight=None if w is None else torch.from_numpy(w.astype(np.float64)),
+                    **kw,
+                )
+                lp.sum().backward()
+                lt.sum().backward()
+                what = f"{N}x{C} eps={eps} weight={w is not None}"
+                assert_close(lp.detach().numpy(), lt.detach().numpy(), 1e-4, 1e-5, "loss " + what)
+                assert_close(xp.grad.numpy(), xt.grad.numpy(), 1e-5, 1e-5, "grad " + what)

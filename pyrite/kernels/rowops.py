@@ -300,7 +300,8 @@ def xent_kernel(
             "    else if (v != -p_inf()) { s += exp(v - m); }\n"
         )
         if smooth:
-            body.append("    d += wc * (m - v);\n    ws += wc;\n")
+            # a -inf element's term is w·inf even while m is still -inf (not -inf - -inf)
+            body.append("    d += wc * select(m - v, p_inf(), v == -p_inf());\n    ws += wc;\n")
         body.append("  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n")
         if smooth:
             body.append("  sd[lid.x] = d;\n  sw[lid.x] = ws;\n")
