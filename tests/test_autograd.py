@@ -244,6 +244,42 @@ def test_second_derivatives_through_output_reading_rules(rng):
         close(gg, tgg, 1e-4)
 
 
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "silu"])
+def test_fused_activation_gradients_first_and_second_order(name, rng):
+    """The activations' one-kernel first-order gradients (ops/elementwise_grads._FUSED) equal
+    torch's, on a non-contiguous input; under create_graph the composite rule records, so the
+    second derivative matches torch's too."""
+    import torch.nn.functional as TF
+
+    import pyrite.nn.functional as F
+
+    a = (rng.standard_normal((9, 13)) * 2.5).astype(np.float32)
+    w = rng.standard_normal((13, 9)).astype(np.float32)
+
+    def f(L, Fn, x):
+        if name.startswith("gelu"):
+            y = Fn.gelu(x.t(), approximate="tanh" if name == "gelu_tanh" else "none")
+        else:
+            y = getattr(Fn, name)(x.t())
+        return (y * L.tensor(w)).sum()
+
+    x = pr.tensor(a).requires_grad_()
+    tx = torch.tensor(a, requires_grad=True)
+    f(pr, F, x).backward()
+    f(torch, TF, tx).backward()
+    close(x.grad, tx.grad, 2e-5 * np.abs(w).max())
+    x = pr.tensor(a).requires_grad_()
+    tx = torch.tensor(a, requires_grad=True)
+    (g,) = pr.autograd.grad(f(pr, F, x), x, create_graph=True)
+    (tg,) = torch.autograd.grad(f(torch, TF, tx), tx, create_graph=True)
+    if name == "relu":  # piecewise linear: no second derivative, and g does not depend on x
+        close(g, tg, 2e-5 * np.abs(w).max())
+        return
+    (gg,) = pr.autograd.grad((g * g).sum(), x)
+    (tgg,) = torch.autograd.grad((tg * tg).sum(), tx)
+    close(gg, tgg, 1e-4 * np.abs(w).max() ** 2)
+
+
 def test_warnings_point_at_the_callers_line():
     """Op wrappers (autograd's, the bf16 fallback's) add frames: pyrite's warnings still name
     the user's line (pyrite.errors.warn walks out of the package)."""

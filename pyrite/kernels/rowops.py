@@ -209,6 +209,137 @@ def row_kernel(
     return KernelSource(src, "".join(m for _, _, m in buffers))
 
 
+GRAD_OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
+
+
+def grad_loop_iterations(op: str, n: int, wg: int) -> int:
+    """Loop iterations of one invocation of row_grad_kernel over a row of n (as
+    row_loop_iterations): two passes for the softmaxes, three for the norms, and their trees."""
+    passes = 2 if op in ("softmax", "log_softmax") else 3
+    trees = 1 if op in ("softmax", "log_softmax") else 2
+    return passes * (-(-n // wg) + 1) + trees * (wg.bit_length() + 2)
+
+
+def _tree(wg: int, combine: str) -> str:
+    """_reduce_tree in its own block (a kernel with two trees declares `half` twice)."""
+    return "  {\n" + _reduce_tree(wg, combine) + "  }\n"
+
+
+@lru_cache(maxsize=128)
+def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w_type=None):
+    """WGSL for the gradient of row op `op` with respect to its input, over contiguous rows.
+
+    Operands: `a` (softmax, log_softmax: the op's output y; the norms: the input x), `g` the
+    incoming gradient, `w` the norms' weight (absent: 1), `out` the input's gradient; the norms
+    also write `stats` (row r: mean at 2r, 1/std at 2r+1) for their weight's gradient.
+      softmax      dx = y·(g - Σ g·y)
+      log_softmax  dx = g - exp(y)·Σ g
+      layer_norm   x̂ = (x - μ)·r, ĝ = g·w:  dx = r·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂))
+      rms_norm     x̂ = x·r:                 dx = r·(ĝ - x̂·mean(ĝ·x̂))
+    μ and r are recomputed (Welford and Chan's merge, as the forward), not saved.
+    Info words: [0] rows  [1] n  [2] a offset  [3] g offset  [4] eps (f32 bits).
+    """
+    if op not in GRAD_OPS:
+        raise ValueError(f"pyrite: unknown row op {op!r}")
+    norm = op in ("layer_norm", "rms_norm")
+    buffers = [("a", a_type, "r"), ("g", g_type, "r")]
+    if w_type:
+        buffers.append(("w", w_type, "r"))
+    buffers.append(("out", out_type, "w"))
+    if norm:
+        buffers.append(("stats", "f32", "w"))
+    ak = load("a[ab + k]", a_type, "f32")
+    gk = load("g[gb + k]", g_type, "f32")
+    wk = load("w[k]", w_type, "f32") if w_type else "1.0"
+    loop = f"  for (var k = i32(lid.x); k < n; k += {wg}) {{\n"
+    body = [
+        "  let row = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
+        "  if (row >= u32(info[0])) { return; }\n",
+        "  let n = info[1];\n",
+        "  let ob = i32(row) * n;\n  let ab = info[2] + ob;\n  let gb = info[3] + ob;\n",
+        "  let eps = bitcast<f32>(info[4]);\n",
+    ]
+    sum_tree = _tree(wg, "      s1[lid.x] = s1[lid.x] + s1[j];\n")
+    shared = f"var<workgroup> s1: array<f32, {wg}>;\n"
+    if op == "softmax":
+        body += [
+            "  var acc = 0.0;\n",
+            loop,
+            f"    acc += {gk} * {ak};\n  }}\n  s1[lid.x] = acc;\n",
+            sum_tree,
+            "  let dot = s1[0];\n",
+        ]
+        val = f"{ak} * ({gk} - dot)"
+    elif op == "log_softmax":
+        body += [
+            "  var acc = 0.0;\n",
+            loop,
+            f"    acc += {gk};\n  }}\n  s1[lid.x] = acc;\n",
+            sum_tree,
+            "  let sg = s1[0];\n",
+        ]
+        val = f"{gk} - exp({ak}) * sg"
+    else:
+        shared += f"var<workgroup> s2: array<f32, {wg}>;\nvar<workgroup> s3: array<f32, {wg}>;\n"
+        if op == "layer_norm":
+            body += [
+                "  var cnt = 0.0;\n  var mu = 0.0;\n  var m2 = 0.0;\n",
+                loop,
+                f"    let v = {ak};\n",
+                "    cnt += 1.0;\n    let d = v - mu;\n    mu += d / cnt;\n    m2 += d * (v - mu);\n",
+                "  }\n  s1[lid.x] = cnt;\n  s2[lid.x] = mu;\n  s3[lid.x] = m2;\n",
+                _tree(
+                    wg,
+                    (
+                        "      let na = s1[lid.x]; let nb = s1[j];\n"
+                        "      let nt = na + nb;\n"
+                        "      if (nb > 0.0) {\n"
+                        "        let d = s2[j] - s2[lid.x];\n"
+                        "        let f = nb / nt;\n"
+                        "        s2[lid.x] = s2[lid.x] + d * f;\n"
+                        "        s3[lid.x] = s3[lid.x] + s3[j] + d * d * na * f;\n"
+                        "        s1[lid.x] = nt;\n"
+                        "      }\n"
+                    ),
+                ),
+                "  let mean = s2[0];\n  let r = inverseSqrt(s3[0] / f32(n) + eps);\n",
+            ]
+        else:
+            body += [
+                "  var acc = 0.0;\n",
+                loop,
+                f"    let v = {ak};\n    acc += v * v;\n  }}\n  s1[lid.x] = acc;\n",
+                sum_tree,
+                "  let mean = 0.0;\n  let r = inverseSqrt(s1[0] / f32(n) + eps);\n",
+            ]
+        # every invocation has read the statistics above before the next tree reuses s1, s2
+        body += [
+            "  workgroupBarrier();\n",
+            "  var t1 = 0.0;\n  var t2 = 0.0;\n",
+            loop,
+            f"    let gh = {gk} * {wk};\n    t1 += gh;\n    t2 += gh * ({ak} - mean) * r;\n",
+            "  }\n  s1[lid.x] = t1;\n  s2[lid.x] = t2;\n",
+            _tree(
+                wg, "      s1[lid.x] = s1[lid.x] + s1[j];\n      s2[lid.x] = s2[lid.x] + s2[j];\n"
+            ),
+            "  let q1 = select(0.0, s1[0] / f32(n), "
+            + ("true" if op == "layer_norm" else "false")
+            + ");\n  let q2 = s2[0] / f32(n);\n",
+            "  if (lid.x == 0u) { stats[2u * row] = mean; stats[2u * row + 1u] = r; }\n",
+        ]
+        val = f"r * ({gk} * {wk} - q1 - ({ak} - mean) * r * q2)"
+    body += [loop, f"    out[ob + k] = {store(val, 'f32', out_type)};\n", "  }\n"]
+    entry = (
+        f"@compute @workgroup_size({wg})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
+    )
+    text = "".join(body)
+    src = header(buffers) + helpers_for(text) + shared + entry + text + "}\n"
+    return KernelSource(src, "".join(m for _, _, m in buffers))
+
+
 def info_words_count(rank: int) -> int:
     return 6 + 3 * rank
 

@@ -236,6 +236,52 @@ def _u(fn, *what):
     return rule
 
 
+# One-kernel first-order gradients of the activations a training step meets: `x0` the incoming
+# gradient, `x1` the operand (or the output, for rules reading it). When no double backward is
+# being recorded (grad mode off inside the engine) the rule is this one map — the composite
+# below it costs 2-9 dispatches (gelu's) for the same value — else the composite, whose ops
+# record. Formulas as the composites (PyTorch's), the masks as torch's threshold_backward.
+_FUSED = {
+    "relu": ("select(0.0, x0, x1 > 0.0)", "out"),
+    "sigmoid": ("x0 * x1 * (1.0 - x1)", "out"),
+    "tanh": ("x0 * (1.0 - x1 * x1)", "out"),
+    "gelu": (
+        "x0 * (0.5 * p_erfc(x1 * -0.70710678118654752) "
+        "+ x1 * exp(-0.5 * x1 * x1) * 0.3989422804014327)",
+        0,
+    ),
+    "gelu_tanh": (
+        "x0 * (0.5 * (1.0 + p_tanh(0.7978845608028654 * (x1 + 0.044715 * x1 * x1 * x1))) "
+        "+ 0.5 * x1 * (1.0 - p_tanh(0.7978845608028654 * (x1 + 0.044715 * x1 * x1 * x1)) "
+        "* p_tanh(0.7978845608028654 * (x1 + 0.044715 * x1 * x1 * x1))) "
+        "* 0.7978845608028654 * (1.0 + 0.134145 * x1 * x1))",
+        0,
+    ),
+    "silu": ("x0 * (p_sigmoid(x1) * (1.0 + x1 * (1.0 - p_sigmoid(x1))))", 0),
+}
+
+
+def _fused_u(name, fn, what):
+    expr, _ = _FUSED[name]
+    composite = _u(fn, what)
+
+    @saves(what, *((0,) if what == "out" else ()))
+    def rule(ctx, g):
+        x = ctx.args[0]
+        if autograd.is_grad_enabled() or not (
+            _t(g) and g.dtype is x.dtype and g._shape == x._shape
+        ):
+            return composite(ctx, g)
+        from .core import empty, run_map
+
+        v = ctx.out if what == "out" else x
+        return run_map(expr, (g, v), ("f32", "f32"), empty(x._shape, x.dtype), "f32")
+
+    if what == "out":
+        rule.soft = frozenset((0,))
+    return rule
+
+
 def _sign(x):
     from .elementwise import sign
 
@@ -323,15 +369,15 @@ UNARY_RULES = {
     "atan": _u(lambda g, x, o: g / (1.0 + x * x), 0),
     "sinh": _u(lambda g, x, o: g * x.cosh(), 0),
     "cosh": _u(lambda g, x, o: g * x.sinh(), 0),
-    "tanh": _u(lambda g, x, o: g * (1.0 - o * o), "out"),
+    "tanh": _fused_u("tanh", lambda g, x, o: g * (1.0 - o * o), "out"),
     "asinh": _u(lambda g, x, o: g * (x * x + 1.0).rsqrt(), 0),
     "acosh": _u(lambda g, x, o: g * (x * x - 1.0).rsqrt(), 0),
     "atanh": _u(lambda g, x, o: g / (1.0 - x * x), 0),
-    "sigmoid": _u(lambda g, x, o: g * o * (1.0 - o), "out"),
-    "relu": _u(lambda g, x, o: g * (o > 0), "out"),
-    "gelu": _u(_gelu_erf, 0),
-    "gelu_tanh": _u(_gelu_tanh, 0),
-    "silu": _u(_silu, 0),
+    "sigmoid": _fused_u("sigmoid", lambda g, x, o: g * o * (1.0 - o), "out"),
+    "relu": _fused_u("relu", lambda g, x, o: g * (o > 0), "out"),
+    "gelu": _fused_u("gelu", _gelu_erf, 0),
+    "gelu_tanh": _fused_u("gelu_tanh", _gelu_tanh, 0),
+    "silu": _fused_u("silu", _silu, 0),
     "mish": _u(_mish, 0),
     "erf": _u(lambda g, x, o: g * (2.0 / math.sqrt(math.pi)) * (-x * x).exp(), 0),
     "square": _u(lambda g, x, o: 2.0 * g * x, 0),

@@ -21,7 +21,14 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid
-from ..kernels.rowops import row_kernel, row_loop_iterations, workgroup_size, xent_kernel
+from ..kernels.rowops import (
+    grad_loop_iterations,
+    row_grad_kernel,
+    row_kernel,
+    row_loop_iterations,
+    workgroup_size,
+    xent_kernel,
+)
 from ..tensor import Tensor
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 
@@ -250,9 +257,60 @@ def _out_of(ctx, fn):
     return fn(ctx.args[0], _dim_arg(ctx))
 
 
+def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
+    """One kernel (kernels/rowops.row_grad_kernel): the gradient of row op `op` with respect
+    to its input, rows the last n elements of `a` (output y or input x) and `g`; with the norms'
+    (mean, 1/std) per row. None where it does not apply (the caller composes instead): a double
+    backward being recorded, a float16/float32 mismatch, a row past the loop budget."""
+    from .. import autograd
+
+    if autograd.is_grad_enabled() or g._shape != a._shape or not g.dtype.is_floating_point:
+        return None
+    if a.dtype is D.bfloat16 or g.dtype is D.bfloat16 or (w is not None and w.dtype is D.bfloat16):
+        return None  # packed storage: the composite's ops widen it
+    wg = workgroup_size(n)
+    if grad_loop_iterations(op, n, wg) > max_loop_iterations():
+        return None
+    a = a if a.is_contiguous() else contiguous_copy(a)
+    g = g if g.is_contiguous() else contiguous_copy(g)
+    rows = a.numel() // n if n else 0
+    out = empty(a._shape, a.dtype)
+    norm = op in ("layer_norm", "rms_norm")
+    stats = empty((max(rows, 1), 2), D.float32) if norm else None
+    if rows and n:
+        src = row_grad_kernel(
+            op,
+            wg,
+            a.dtype.wgsl,
+            g.dtype.wgsl,
+            out.dtype.wgsl,
+            w.dtype.wgsl if w is not None else None,
+        )
+        bufs = [a._storage.buffer, g._storage.buffer]
+        if w is not None:
+            bufs.append(w._storage.buffer)
+        bufs.append(out._storage.buffer)
+        if norm:
+            bufs.append(stats._storage.buffer)
+        info = [rows, n, a._offset, g._offset, f32_bits(eps)]
+        backend.current().dispatch(src, bufs, info, fold_grid(rows))
+    return out, stats
+
+
+def _last_dim(ctx):
+    d = _dim_arg(ctx)
+    x = ctx.args[0]
+    nd = max(x.ndim, 1)
+    return d is not None and (d % nd) == nd - 1
+
+
 def _g_softmax(ctx, g):
     y = _out_of(ctx, softmax)
     d = _dim_arg(ctx)
+    if _last_dim(ctx) and y.ndim:
+        fused = _row_grad("softmax", y, g, y._shape[-1])
+        if fused is not None:
+            return (fused[0],)
     return (y * (g - (g * y).sum(d, keepdim=True)),)
 
 
@@ -260,7 +318,12 @@ def _g_log_softmax(ctx, g):
     from .elementwise import exp
 
     d = _dim_arg(ctx)
-    return (g - exp(_out_of(ctx, log_softmax)) * g.sum(d, keepdim=True),)
+    y = _out_of(ctx, log_softmax)
+    if _last_dim(ctx) and y.ndim:
+        fused = _row_grad("log_softmax", y, g, y._shape[-1])
+        if fused is not None:
+            return (fused[0],)
+    return (g - exp(y) * g.sum(d, keepdim=True),)
 
 
 _g_softmax.saves = _g_log_softmax.saves = frozenset((0, "out"))
@@ -272,6 +335,36 @@ def _norm_dims(x, normalized_shape):
     return list(range(x.ndim - k, x.ndim))
 
 
+def _g_norm_fused(op, ctx, x, g, k, w, b, eps):
+    """The norms' gradients in 2-4 dispatches: dx by one row kernel; dw = Σ g·x̂ over the rows
+    (one map and one sum, x̂ from the kernel's row statistics), db = Σ g. None: compose."""
+    if not x.dtype.is_floating_point or x.ndim < k:
+        return None
+    n = math.prod(x._shape[x.ndim - k :])
+    wc = None
+    if w is not None:
+        wc = w if w.is_contiguous() and w._offset == 0 else contiguous_copy(w)
+    got = _row_grad(op, x, g, n, wc, eps)
+    if got is None:
+        return None
+    gx, stats = got
+    rows = x.numel() // n if n else 0
+    gw = gb = None
+    if w is not None and ctx.needs[2]:
+        from .core import run_map
+
+        xr = x.reshape(rows, n)
+        gr = g.reshape(rows, n)
+        mean = Tensor._make(stats._storage, (rows, 1), (2, 1), 0, D.float32)
+        rstd = Tensor._make(stats._storage, (rows, 1), (2, 1), 1, D.float32)
+        prod = empty((rows, n), D.float32)
+        run_map("x0 * (x1 - x2) * x3", (gr, xr, mean, rstd), ("f32",) * 4, prod, "f32")
+        gw = prod.sum(0).reshape(w._shape).to(w.dtype)
+    if b is not None and len(ctx.needs) > 3 and ctx.needs[3]:
+        gb = g.reshape(rows, n).sum(0, dtype=D.float32).reshape(b._shape).to(b.dtype)
+    return gx if ctx.needs[0] else None, None, gw, gb
+
+
 def _g_layer_norm(ctx, g):
     """Recomputes mean and 1/std (two reductions) rather than saving them: x̂ = (x - μ)·r,
     dx = r·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)) with ĝ = g·w; dw = g·x̂, db = g (the engine sums the
@@ -280,6 +373,9 @@ def _g_layer_norm(ctx, g):
     x, ns, w, b = a[0], a[1], a[2], a[3]
     eps = a[4] if a[4] is not None else ctx.kwargs.get("eps", 1e-5)
     dims = _norm_dims(x, ns)
+    fused = _g_norm_fused("layer_norm", ctx, x, g, len(dims), w, b, eps)
+    if fused is not None:
+        return fused
     mu = x.mean(dims, keepdim=True)
     xc = x - mu
     r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
@@ -301,6 +397,9 @@ def _g_rms_norm(ctx, g):
     if eps is None:
         eps = _F16_EPS if x.dtype is D.float16 else _F32_EPS
     dims = _norm_dims(x, ns)
+    fused = _g_norm_fused("rms_norm", ctx, x, g, len(dims), w, None, eps)
+    if fused is not None:
+        return fused[:3]
     r = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     xh = x * r
     gh = g * w if w is not None else g
