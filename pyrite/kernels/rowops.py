@@ -342,3 +342,164 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
 
 def info_words_count(rank: int) -> int:
     return 6 + 3 * rank
+
+
+# ---- fused cross entropy (class-index targets) -----------------------------------------------
+# Info words of both phases (i32):
+#   [0] rows N  [1] classes C  [2] x offset  [3] x class stride  [4] x row stride
+#   [5] t offset  [6] t stride  [7] ignore_index  [8] label smoothing eps (f32 bits)
+#   [9] w offset  [10] w stride
+# backward only:
+#   [11] g offset  [12] g row stride (0: one scalar for every row)  [13] denominator offset in
+#   `den` (-1: none, 'sum'/'none')
+XENT_INFO_WORDS = 14
+
+
+@lru_cache(maxsize=64)
+def xent_kernel(
+    phase: str, wg: int, x_type: str, w_type: str | None, smooth: bool, g_type: str = "f32"
+) -> KernelSource:
+    """WGSL for cross_entropy over rows of x (N, C) with targets t (N,), one workgroup a row.
+
+    phase "fwd" writes `out`, an f32 buffer of 3·N + 1 words: [0, N) the row's loss,
+    [N, 2N) the target's weight w_t (the 'mean' denominator's terms), [2N, 3N) the row's
+    log-sum-exp, and word 3N Σ_c w_c (written when `smooth`, eps > 0; read by a weighted
+    backward, whose `smooth` says to read it). Per row:
+
+        lse = M + log(S)    (online max / sum-exp pairs, the softmax kernel's NaN/inf handling)
+        A = w_t·(lse - x_t),  B = Σ_c w_c·(lse - x_c),  loss = (1 - eps)·A + (eps / C)·B
+
+    both 0 where t == ignore_index. B is accumulated as D = Σ w_c·(m - x_c) against the running
+    max m (re-based by (m' - m)·Σw as m rises): every term is >= 0, so no cancellation between
+    C·lse and Σ x_c, and B = D + log(S)·Σw.
+
+    phase "bwd" reads the forward's `out` (`fo`: lse, Σw), the upstream gradient g and the
+    'mean' denominator, and writes grad_x (N, C) contiguous in x's dtype:
+
+        grad[n, c] = g_n·(p_c·((1 - eps)·w_t + (eps / C)·Σw) - (1 - eps)·w_t·[c == t]
+                          - (eps / C)·w_c),   p_c = exp(x_c - lse),   0 for an ignored row
+
+    one pass, no barrier. g_n is g[n] ('none'), g ('sum') or g / den ('mean'). As in torch, a
+    zero denominator gives 0 where every row is ignored (ignored rows are written 0) and NaN
+    where kept rows have weight 0."""
+    if phase not in ("fwd", "bwd"):
+        raise ValueError(f"pyrite: unknown cross entropy phase {phase!r}")
+    ld = lambda e, t: load(e, t, "f32")
+    buffers = [("x", x_type, "r"), ("t", "i32", "r")]
+    if w_type:
+        buffers.append(("w", w_type, "r"))
+    if phase == "fwd":
+        buffers.append(("out", "f32", "w"))
+    else:
+        buffers += [("fo", "f32", "r"), ("g", g_type, "r"), ("den", "f32", "r")]
+        buffers.append(("gx", x_type, "w"))
+    xk = ld("x[xb + k * sc]", x_type)
+    wk = ld("w[info[9] + k * info[10]]", w_type) if w_type else "1.0"
+    body = [
+        "  let row = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
+        "  if (row >= u32(info[0])) { return; }\n",  # uniform: the whole group leaves
+        "  let N = info[0];\n  let n = info[1];\n  let r = i32(row);\n",
+        "  let sc = info[3];\n  let xb = info[2] + r * info[4];\n",
+        "  let tgt = t[info[5] + r * info[6]];\n",
+        "  let ignored = tgt == info[7];\n",
+        "  let tc = clamp(tgt, 0, n - 1);\n",  # ignored / unchecked targets read in range
+        "  let eps = bitcast<f32>(info[8]);\n",
+        f"  let wt = select({ld('w[info[9] + tc * info[10]]', w_type) if w_type else '1.0'}, "
+        "0.0, ignored);\n",
+    ]
+    loop = f"  for (var k = i32(lid.x); k < n; k += {wg}) {{\n"
+    if phase == "fwd":
+        shared = f"var<workgroup> sm: array<f32, {wg}>;\nvar<workgroup> ss: array<f32, {wg}>;\n"
+        if smooth:
+            shared += (
+                f"var<workgroup> sd: array<f32, {wg}>;\nvar<workgroup> sw: array<f32, {wg}>;\n"
+            )
+        body += ["  var m = -p_inf();\n  var s = 0.0;\n"]
+        if smooth:
+            body.append("  var d = 0.0;\n  var ws = 0.0;\n")
+        body += [loop, f"    let v = {xk};\n"]
+        if smooth:
+            # re-base D on the new max before it moves (ws == 0: nothing to move; avoids
+            # 0·inf when m is still -inf)
+            body += [
+                f"    let wc = {wk};\n",
+                "    if (v > m && ws != 0.0) { d += (v - m) * ws; }\n",
+            ]
+        body.append(
+            "    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
+            "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
+            "    else if (v != -p_inf()) { s += exp(v - m); }\n"
+        )
+        if smooth:
+            # a -inf element's term is w·inf even while m is still -inf (not -inf - -inf)
+            body.append("    d += wc * select(m - v, p_inf(), v == -p_inf());\n    ws += wc;\n")
+        body.append("  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n")
+        if smooth:
+            body.append("  sd[lid.x] = d;\n  sw[lid.x] = ws;\n")
+        combine = (
+            "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"
+            "      let mm = max(m1, m2);\n"
+            "      let t1 = select(s1 * exp(m1 - mm), s1, s1 == 0.0 || m1 == mm);\n"
+            "      let t2 = select(s2 * exp(m2 - mm), s2, s2 == 0.0 || m2 == mm);\n"
+            "      sm[lid.x] = mm; ss[lid.x] = t1 + t2;\n"
+        )
+        if smooth:
+            combine += (
+                "      let w1 = sw[lid.x]; let w2 = sw[j];\n"
+                "      let d1 = sd[lid.x] + select((mm - m1) * w1, 0.0, w1 == 0.0 || m1 == mm);\n"
+                "      let d2 = sd[j] + select((mm - m2) * w2, 0.0, w2 == 0.0 || m2 == mm);\n"
+                "      sd[lid.x] = d1 + d2; sw[lid.x] = w1 + w2;\n"
+            )
+        body.append(_reduce_tree(wg, combine))
+        body += [
+            "  let lse = sm[0] + log(ss[0]);\n",
+            f"  let xt = {ld('x[xb + tc * sc]', x_type)};\n",
+            "  var loss = (1.0 - eps) * wt * (lse - xt);\n",
+        ]
+        if smooth:
+            body.append(
+                "  loss += (eps / f32(n)) * (sd[0] + log(ss[0]) * sw[0]);\n"
+                "  if (row == 0u && lid.x == 0u) { out[3 * N] = sw[0]; }\n"
+            )
+        body.append(
+            "  if (lid.x == 0u) {\n"
+            "    out[r] = select(loss, 0.0, ignored);\n"
+            "    out[N + r] = wt;\n"
+            "    out[2 * N + r] = lse;\n"
+            "  }\n"
+        )
+    else:
+        shared = ""
+        body += [
+            "  let lse = fo[2 * N + r];\n",
+            f"  var gn = {ld('g[info[11] + r * info[12]]', g_type)};\n",
+            "  if (info[13] >= 0) { gn = gn / den[info[13]]; }\n",
+            "  let a = (1.0 - eps) * wt;\n",
+            "  let e = eps / f32(n);\n",
+            f"  let tot = a + {'e * fo[3 * N]' if smooth else '0.0'};\n"
+            if w_type
+            else "  let tot = a + eps;\n",  # Σw = C without a weight: (eps / C)·C
+            "  let ob = r * n;\n",
+            loop,
+            f"    let v = {xk};\n",
+            f"    var gv = exp(v - lse) * tot - select(0.0, a, k == tc) - e * {wk};\n",
+            "    gv = select(gn * gv, 0.0, ignored);\n",
+            f"    gx[ob + k] = {store('gv', 'f32', x_type)};\n",
+            "  }\n",
+        ]
+    entry = (
+        f"@compute @workgroup_size({wg})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
+    )
+    text = "".join(body)
+    src = (
+        header(buffers)
+        + helpers_for(text, "p_isnan(x) p_nan() p_inf()")
+        + shared
+        + entry
+        + text
+        + "}\n"
+    )
+    return KernelSource(src, "".join(m for _, _, m in buffers))

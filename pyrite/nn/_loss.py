@@ -10,15 +10,18 @@ _ctc.py.
 from __future__ import annotations
 
 import math
+import weakref
 
 from pyrite.errors import warn as _warn
 
 from .. import autograd as _autograd
 from .. import dtypes as D
 from ..errors import ShapeError
+from ..ops import indexing as _indexing
 from ..ops import rowops as _rowops
 from ..ops import scatter as _scatter
 from ..ops.core import broadcast_shapes, known_bounds, note_bounds
+from ..tensor import Tensor
 from ._common import (
     check_reduction,
     float_dtype,
@@ -347,7 +350,13 @@ def cross_entropy(
     label_smoothing=0.0,
 ):
     """log_softmax over the class dim, then nll_loss (class-index targets) or -Σ t·log p
-    (probability targets), with torch's label smoothing and weighting."""
+    (probability targets), with torch's label smoothing and weighting.
+
+    Class-index targets with an (N, C) or (C,) float32/float16 input take the fused kernels:
+    one row kernel, then a sum ('sum') and a division ('mean'); one kernel for the backward.
+    Targets are range-checked without a readback where their bounds are known (uploaded
+    labels), else with one. Other layouts ((N, C, d1, ...), probability targets, rows past the
+    device's loop budget) are composed from log_softmax, gather and reductions."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -355,6 +364,11 @@ def cross_entropy(
             f"pyrite: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )
     cd, C = _class_layout(input, "cross_entropy")
+    if not target.dtype.is_floating_point:
+        _check_target(input, target, cd, "cross_entropy")
+        _check_class_weight(weight, C)
+        if _xent_fused(input, target, weight, C):
+            return _xent(input, target, weight, C, cd, ignore_index, reduction, label_smoothing)
     logp = _rowops.log_softmax(input, cd)
     w_b = _weight_view(weight, input.ndim, cd) if weight is not None else None
     if target.dtype.is_floating_point:  # class probabilities, shaped like input
@@ -373,7 +387,6 @@ def cross_entropy(
         if reduction == "sum":
             return terms.sum()
         return terms.sum() / (input.numel() // C)
-    _check_target(input, target, cd, "cross_entropy")
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0.0:
         return nll
@@ -393,6 +406,99 @@ def cross_entropy(
     elif reduction == "sum":
         smooth = smooth.sum()
     return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / C)
+
+
+# ---- the fused cross_entropy (class-index targets, (N, C) or (C,) input) -----------------------
+# The forward is one row kernel (ops/rowops.py _xent_forward: per-row loss, target weight and
+# log-sum-exp), then a sum and a division for 'mean'; the backward one row kernel (_xent_backward)
+# reading the forward's log-sum-exps and 'mean' denominator, kept here by the output's storage
+# (a weak key: they live as long as the loss does; the backward rule reads them through
+# ctx.out). Saving them rather than recomputing: the backward then reads each row of x once with
+# no barrier, and the denominator (a sum over rows) could not be recomputed inside one row
+# kernel anyway.
+_XENT_SAVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_OWN = object()  # the forward buffer is the output's own storage ('none', float32)
+
+
+def _check_class_weight(weight, C):
+    if weight is not None and (weight.ndim != 1 or weight._shape[0] != C):
+        raise RuntimeError(
+            f"pyrite: weight tensor should be defined either for all {C} classes or no classes "
+            f"but got weight tensor of shape: {list(weight._shape)}"
+        )
+
+
+def _xent_fused(input, target, weight, C):
+    """Whether the fused kernels take cross_entropy(input, target): a 1-/2-D float32/float16
+    input of at least one row and class, int32 targets, a row within the loop budget."""
+    return (
+        input.ndim in (1, 2)
+        and input.dtype in (D.float32, D.float16)
+        and target.dtype.wgsl == "i32"
+        and target.dtype.kind == "i"
+        and input.numel() > 0
+        and (weight is None or weight.dtype in (D.float32, D.float16))
+        and _rowops._xent_fits(C)
+    )
+
+
+def _xent_rows(x, t):
+    """x as (N, C) and t as (N,) views (an unbatched (C,) input is one row)."""
+    if x.ndim == 1:
+        return x._view((1, x._shape[0]), (0, x._strides[0]), x._offset), t._view(
+            (1,), (0,), t._offset
+        )
+    return x, t
+
+
+def _xent(input, target, weight, C, cd, ignore_index, reduction, eps):
+    b = known_bounds(target)
+    if b is None or b[0] < 0 or b[1] >= C:
+        # torch's range check: every target in [0, C) or ignore_index (one readback)
+        safe = fmap(
+            "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
+        )
+        _indexing._check_device([(safe, C, cd)], allow_negative=False)
+    x2, t1 = _xent_rows(input, target)
+    N = x2._shape[0]
+    buf = _rowops._xent_forward(x2, t1, weight, ignore_index, eps)
+    den = None
+    if reduction == "none":
+        # the loss rows as a tensor of their own (not a view of buf: in-place ops on the loss
+        # are then plain in-place ops)
+        out = Tensor._make(buf._storage, tuple(target._shape), (1,) * target.ndim, 0, D.float32)
+        if input.dtype is not D.float32:
+            out = out.to(input.dtype)
+    elif reduction == "sum":
+        out = buf._view((N,), (1,), 0).sum()
+        if input.dtype is not D.float32:
+            out = out.to(input.dtype)
+    else:
+        sums = buf._view((2, N), (N, 1), 0).sum(1)
+        den = sums._view((), (), sums._offset + 1)
+        out = fmap("x0 / x1", [sums._view((), (), sums._offset), den], dtype=input.dtype)
+    if input.requires_grad:  # (the autograd wrapper records a node after this returns)
+        own = out._storage is buf._storage
+        _XENT_SAVED[out._storage] = (_OWN if own else buf, den)
+    return out
+
+
+def _g_xent_fused(ctx, g, a, reduction):
+    """The fused backward (one kernel), or None where the forward left nothing to read."""
+    out = ctx.out
+    saved = _XENT_SAVED.get(out._storage) if isinstance(out, Tensor) else None
+    if saved is None or g.dtype not in (D.float32, D.float16):
+        return None
+    x, target, weight = ctx.args[0], ctx.args[1], a["weight"]
+    buf, den = saved
+    x2, t1 = _xent_rows(x, target)
+    if buf is _OWN:
+        buf = Tensor._make(out._storage, (3 * x2._shape[0] + 1,), (1,), 0, D.float32)
+    gs = g._strides[0] if reduction == "none" and g.ndim else 0
+    gx = _rowops._xent_backward(
+        x2, t1, weight, a["ignore_index"], a["label_smoothing"], buf, g, gs, den
+    )
+    return gx if x.ndim == 2 else gx._view(tuple(x._shape), (1,), 0)
 
 
 __all__ = [
@@ -623,7 +729,9 @@ def _g_cross_entropy(ctx, g):
     """d/dx of -Σ_c Q_c·log_softmax(x)_c is softmax(x)·Σ_c Q_c - Q, with Q the weighted,
     smoothed target distribution of each sample (0 for an ignored one). With probability
     targets the weight is differentiable too (torch composes that form): -Σ scale·q·log p over
-    everything but the class dim."""
+    everything but the class dim. Class-index targets through the fused forward take the fused
+    backward kernel unless a double backward is being recorded (grad mode is on inside a rule
+    only under create_graph=True): this composite is recorded then."""
     a = _bind(cross_entropy, ctx)
     x, target, weight = ctx.args[0], ctx.args[1], a["weight"]
     reduction = legacy_reduction(a["size_average"], a["reduce"], a["reduction"])
@@ -650,6 +758,10 @@ def _g_cross_entropy(ctx, g):
     _not_differentiable(ctx, 2, "nll_loss_forward", "weight")
     if not ctx.needs[0]:
         return None, None
+    if not _autograd.is_grad_enabled():  # not recording a double backward: the fused kernel
+        gx = _g_xent_fused(ctx, g, a, reduction)
+        if gx is not None:
+            return gx, None
     with _no_grad():
         ii = a["ignore_index"]
         _, wt = _pick(x, target, cd, ii, weight)
@@ -675,6 +787,9 @@ def _no_grad():
 
 
 _kl_elem = _elem_rule(kl_div, _d_kl)
+# the output is kept for the fused backward's saved buffers (its storage is their key), not for
+# its values: modifying the loss in place after the forward is fine, as in torch
+_g_cross_entropy.soft = frozenset(("out",))
 
 GRADS = {
     "mse_loss": _elem_rule(mse_loss, _d_mse, 5, True),

@@ -27,6 +27,7 @@ from ..kernels.rowops import (
     row_kernel,
     row_loop_iterations,
     workgroup_size,
+    xent_kernel,
 )
 from ..tensor import Tensor
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
@@ -415,3 +416,69 @@ GRADS = {
     "layer_norm": _g_layer_norm,
     "rms_norm": _g_rms_norm,
 }
+
+
+# ---- fused cross entropy (nn/_loss.py cross_entropy with class-index targets) ----------------
+def _xent_fits(C: int) -> bool:
+    """Whether one workgroup may loop over a row of C classes on this device."""
+    return row_loop_iterations(C, workgroup_size(C)) <= max_loop_iterations()
+
+
+def _xent_info(x2, t1, w, ignore_index, eps):
+    N, C = x2._shape
+    return [
+        N,
+        C,
+        x2._offset,
+        x2._strides[1],
+        x2._strides[0],
+        t1._offset,
+        t1._strides[0],
+        int(ignore_index),
+        f32_bits(eps),
+        w._offset if w is not None else 0,
+        w._strides[0] if w is not None else 0,
+    ]
+
+
+def _xent_forward(x2: Tensor, t1: Tensor, w, ignore_index: int, eps: float) -> Tensor:
+    """One kernel over x2 (N, C) (any strides, f32 or f16) and int32 targets t1 (N,): a new f32
+    tensor of 3·N + 1 elements, [loss rows | target weights | log-sum-exps | Σ weight]
+    (kernels/rowops.py xent_kernel)."""
+    N, C = x2._shape
+    out = empty((3 * N + 1,), D.float32)
+    wg = workgroup_size(C)
+    src = xent_kernel("fwd", wg, x2.dtype.wgsl, w.dtype.wgsl if w is not None else None, eps > 0)
+    bufs = [x2._storage.buffer, t1._storage.buffer]
+    if w is not None:
+        bufs.append(w._storage.buffer)
+    bufs.append(out._storage.buffer)
+    backend.current().dispatch(src, bufs, _xent_info(x2, t1, w, ignore_index, eps), fold_grid(N))
+    return out
+
+
+def _xent_backward(x2, t1, w, ignore_index, eps, fo, g, g_stride, den) -> Tensor:
+    """grad of cross_entropy w.r.t. x2 (N, C), contiguous in x2's dtype, in one kernel: `fo` the
+    forward's buffer (_xent_forward), `g` the upstream gradient (one element a row at g_stride,
+    or one scalar with g_stride 0), `den` the 'mean' denominator (a 0-d f32 tensor) or None."""
+    N, C = x2._shape
+    gx = empty((N, C), x2.dtype)
+    wg = workgroup_size(C)
+    src = xent_kernel(
+        "bwd",
+        wg,
+        x2.dtype.wgsl,
+        w.dtype.wgsl if w is not None else None,
+        eps > 0 and w is not None,
+        g.dtype.wgsl,
+    )
+    info = _xent_info(x2, t1, w, ignore_index, eps)
+    info += [g._offset, g_stride, den._offset if den is not None else -1]
+    bufs = [x2._storage.buffer, t1._storage.buffer]
+    if w is not None:
+        bufs.append(w._storage.buffer)
+    bufs += [fo._storage.buffer, g._storage.buffer]
+    bufs.append((den if den is not None else fo)._storage.buffer)
+    bufs.append(gx._storage.buffer)
+    backend.current().dispatch(src, bufs, info, fold_grid(N))
+    return gx
