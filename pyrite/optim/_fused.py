@@ -1,6 +1,6 @@
 """Dispatching the fused update (kernels/optim.py): one WGSL dispatch reads a parameter, its
 gradient and its state, and writes the parameter and the state in place. Inside `batched()` (every
-Optimizer.step) consecutive parameters with the same rule and step scalars share one dispatch, up
+Optimizer.step) the parameters with the same rule, storage types and step scalars share one dispatch, up
 to what the device binds at once (kernels/optim.update_many_kernel: 3 Adam parameters a dispatch
 on Dawn's 16 storage buffers, 7 on lavapipe's 32, 16 on wgpu-native's H200).
 
