@@ -500,17 +500,19 @@ def _engine(roots, retain_graph, create_graph, capture=None):
             gs = pending.pop(id(node), None)
             if gs is None:
                 continue
-            for k, ref in enumerate(node.outs):
-                if gs[k] is None:
-                    continue
-                t = ref() if ref is not None else None
-                if t is not None:
-                    gs[k] = _run_hooks(t, gs[k])
-                    if retains_grad(t):
-                        t.grad = gs[k] if create_graph else gs[k].detach()
-                key = (id(node), k)
-                if key in cap_nodes:
-                    captured[id(cap_nodes[key])] = _add(captured.get(id(cap_nodes[key])), gs[k])
+            if _HOOKS or cap_nodes:  # hooks, retain_grad, autograd.grad's inputs: else nothing
+                for k, ref in enumerate(node.outs):
+                    if gs[k] is None:
+                        continue
+                    t = ref() if ref is not None else None
+                    if t is not None:
+                        gs[k] = _run_hooks(t, gs[k])
+                        if retains_grad(t):
+                            t.grad = gs[k] if create_graph else gs[k].detach()
+                    key = (id(node), k)
+                    if key in cap_nodes:
+                        c = id(cap_nodes[key])
+                        captured[c] = _add(captured.get(c), gs[k])
             if node.args is _FREED:
                 raise RuntimeError(
                     "pyrite: Trying to backward through the graph a second time (or directly "
@@ -539,7 +541,8 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                         f"input {i}, not a Tensor"
                     )
                 shape, dtype = node.meta[i]
-                g = _unbroadcast(g, shape, dtype)
+                if g._shape != shape or g.dtype is not dtype:
+                    g = _unbroadcast(g, shape, dtype)
                 if not create_graph and g.requires_grad:
                     g = g.detach()
                 if e[0] == "leaf":
