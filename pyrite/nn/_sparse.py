@@ -231,7 +231,7 @@ def _g_embedding(ctx, g):
     if padding_idx is not None:
         pad = _padding_index(padding_idx, V)
         rows = rows * (flat != pad).unsqueeze(1).to(g.dtype)
-    return None, zeros((V, Dm), dtype=g.dtype).index_add(0, flat, rows)
+    return None, zeros((V, Dm), dtype=g.dtype).index_add_(0, flat, rows)  # (in place: no copy)
 
 
 _g_embedding.saves = frozenset((0,))
