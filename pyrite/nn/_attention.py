@@ -174,19 +174,28 @@ def _fusable(query, key, value, attn_mask, enable_gqa) -> bool:
     if _K.fwd_loop_iterations(S, E, block) > budget:
         return False
     try:
-        lead = _lead_shape(query, key, value, attn_mask)
+        lead = _lead_shape(query, key, value, attn_mask, enable_gqa)
     except Exception:
         return False  # not broadcastable: the composite raises torch's error
     return math.prod(lead) * -(-max(L, S) // _K.BLOCK) <= 65535**2
 
 
-def _lead_shape(q, k, v, mask):
-    shapes = [q._shape[:-2], k._shape[:-2], v._shape[:-2]]
+def _lead_shape(q, k, v, mask, gqa=False):
+    """The broadcast leading shape of the operands (with grouped-query heads: of the views
+    _fused_call makes, query heads split as (Hk, r), keys' (Hk, 1))."""
+    shapes = [tuple(q._shape[:-2]), tuple(k._shape[:-2]), tuple(v._shape[:-2])]
+    if gqa and q.ndim >= 3 and k._shape[-3] != q._shape[-3]:
+        hq, hk = q._shape[-3], k._shape[-3]
+        shapes = [shapes[0][:-1] + (hk, hq // hk), shapes[1] + (1,), shapes[2] + (1,)]
     if mask is not None:
         full = broadcast_shapes(mask._shape, (q._shape[-2], k._shape[-2]))
         if full[-2:] != (q._shape[-2], k._shape[-2]):
             raise ShapeError("mask")
-        shapes.append(full[:-2])
+        ml = tuple(full[:-2])
+        if gqa and len(shapes[0]) >= 2 and ml:
+            hk, r = shapes[0][-2:]
+            ml = ml[:-1] + ((hk, r) if ml[-1] == hk * r else (1, 1))  # (a head dim of 1)
+        shapes.append(ml)
     return tuple(broadcast_shapes(*shapes))
 
 
