@@ -39,11 +39,16 @@ MASKS = ("none", "bool", "float")
 MAX_HEAD_DIM = 128  # past this the per-invocation registers (2·E floats) stop making sense
 TILE_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 
-# Queries (keys) per workgroup: one invocation each. Measured on lavapipe (2 cores; ms per
-# forward of (8, 4, 64, 32) causal / (2, 12, 128, 64) with a padding mask; the backward follows
-# the same shape): BQ 16: see BLOCK_NOTE in the op (pyrite/nn/_attention.py) for the numbers.
-# lavapipe runs a workgroup's invocations in turn, so a smaller block costs little there and
-# wastes less on short L; a GPU wants 64 (two warps) to hide the tile loads.
+# Queries (keys, in the dk/dv kernel) per workgroup: one invocation each; smaller for short rows
+# (block_for). Measured on lavapipe (2 shared cores, best of 7, ms; forward / forward+backward):
+#   BLOCK             64            32            16
+#   (8, 4, 64, 32)    5.0 / 14.7    4.6 / 14.4    5.3 / 16.9     causal
+#   (2, 12, 128, 64)  35.1 / 102.9  36.9 / 108.6  41.4 / 126.6   bool padding mask
+# lavapipe runs a group's invocations in turn (8 lanes at a time), so the block matters little
+# there beyond the tile loads it shares; a GPU wants 64 (two warps) to hide those loads, and 64
+# was no worse here. The online-softmax update branches on "did the max rise" (one exp a key)
+# rather than always rescaling (two): the branch-free form measured 6.0 / 15.1 and 29.3 / 98.3
+# at BLOCK 64, a wash on lavapipe, and on a GPU a warp agrees on the branch after its first keys.
 BLOCK = 64
 
 
