@@ -232,3 +232,24 @@ def test_past_the_loop_budget_falls_back(rng, monkeypatch, loop_budget):
     assert dev.dispatches - before > 1
     want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))
     assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), 8, 4000)[0])
+
+
+def test_longest_key_loop_within_the_budget(rng):
+    """On a loop-budget device (lavapipe) the longest S the planner admits must run to the end:
+    an undercounted loop would be cut short there and the later keys silently dropped."""
+    from pyrite.kernels import attention as K
+
+    if backend.current().loop_budget is None:
+        pytest.skip("loops are unbounded on this device")
+    budget = core.max_loop_iterations()
+    S = 1
+    while K.fwd_loop_iterations(2 * S, 8, K.block_for(1)) <= budget:
+        S *= 2
+    lo, hi = S, 2 * S  # the largest S that fits, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if K.fwd_loop_iterations(mid, 8, K.block_for(1)) <= budget else (lo, mid)
+    q, k, v = _qkv(rng, (1,), 1, lo, 8)
+    v[0, -1] += 100.0  # the last key's value: visible only if the loop reached it
+    k[0, -1] = q[0, 0] * 3.0
+    _check(rng, q, k, v)

@@ -108,34 +108,8 @@ def _repeat_heads(t, r):
 
 
 def _recorded(query, key, value, attn_mask, dropout_p, is_causal, scale, L, S):
-    """The math form with every step recorded: softmax(q·kᵀ·scale + M)·v, M the mask as 0 / -inf
-    (a constant: a float mask gets no gradient), rows with every key masked attending to
-    nothing (their M row set to 0 so softmax stays finite, their weights multiplied by 0)."""
-    scores = _matmul.matmul(query, key.transpose(-2, -1)) * scale
-    alive = None
-    if is_causal:
-        rows = _creation.arange(L, dtype=D.int32).unsqueeze(1)
-        attn_mask = _ew.ge(rows, _creation.arange(S, dtype=D.int32))
-    if attn_mask is not None:
-        with _autograd.no_grad():
-            if attn_mask.dtype.is_bool:
-                madd = run_map(
-                    "select(-p_inf(), 0.0, x0)",
-                    [attn_mask],
-                    ("bool",),
-                    empty(attn_mask._shape, scores.dtype),
-                    "f32",
-                )
-            else:
-                madd = attn_mask.detach()
-            if not is_causal:
-                dead = _reduce.all(_ew.eq(madd, -math.inf), -1, keepdim=True)
-                madd = _ew.where(dead, 0.0, madd)
-                alive = fmap("select(1.0, 0.0, x0 != 0.0)", [dead.to(D.float32)], (), scores.dtype)
-        scores = scores + madd
-    attn = _rowops.softmax(scores, -1)
-    if alive is not None:
-        attn = attn * alive
+    """The math form with every step recorded: dropout(softmax(q·kᵀ·scale + M))·v (_weights)."""
+    attn = _weights(query, key, attn_mask, is_causal, scale, L, S)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return _matmul.matmul(attn, value)
