@@ -46,9 +46,12 @@ TILE_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 #   (2, 12, 128, 64)  35.1 / 102.9  36.9 / 108.6  41.4 / 126.6   bool padding mask
 # lavapipe runs a group's invocations in turn (8 lanes at a time), so the block matters little
 # there beyond the tile loads it shares; a GPU wants 64 (two warps) to hide those loads, and 64
-# was no worse here. The online-softmax update branches on "did the max rise" (one exp a key)
-# rather than always rescaling (two): the branch-free form measured 6.0 / 15.1 and 29.3 / 98.3
-# at BLOCK 64, a wash on lavapipe, and on a GPU a warp agrees on the branch after its first keys.
+# was no worse here. The forward's key loop has uniform control flow (a masked pair gets p = 0,
+# the running max updated by select, two exps a key) rather than `continue` and a branch on "did
+# the max rise" (one exp): on lavapipe the padded BERT shape went 35.6 -> 30.5 ms with it and the
+# causal one stayed ~5 ms. The backward kernels keep `continue` for masked pairs: uniform there
+# cost the causal forward+backward 15.3 -> 17.7 ms and gained nothing on the padded one.
+# (These machines' cores are shared: single measurements move by 20%; the best of 7-9 runs.)
 BLOCK = 64
 
 
@@ -174,11 +177,9 @@ def _stage(tiles, rows: int, block: int, C: int, count: str) -> str:
 
 
 def _mask_test(mask: str, mtype: str | None, i: str, j: str) -> str:
-    """WGSL: skip (continue) a masked pair, add a float mask to s."""
+    """WGSL: clear `ok` for a pair a bool mask leaves out; add a float mask to s."""
     if mask == "bool":
-        return (
-            f"      if (m_[mb + {i} * info[{{mr}}] + {j} * info[{{mc}}]] == 0u) {{ continue; }}\n"
-        )
+        return f"      ok = ok && m_[mb + {i} * info[{{mr}}] + {j} * info[{{mc}}]] != 0u;\n"
     if mask == "float":
         v = load(f"m_[mb + {i} * info[{{mr}}] + {j} * info[{{mc}}]]", mtype, "f32")
         return f"      s += {v};\n"
@@ -249,22 +250,24 @@ def attn_fwd_kernel(
     b += "    workgroupBarrier();\n"
     b += f"    let jn = min({bk}, kend - t0);\n"
     b += "    for (var jj = 0; jj < jn; jj++) {\n      let j = t0 + jj;\n"
+    b += "      var ok = true;\n"
     if causal:
-        b += "      if (j > i) { continue; }\n"
+        b += "      ok = !(j > i);\n"
     b += f"      var s = {_dot('q', lambda c: f'tk[jj * {C} + {c}]', C)};\n"
     mt = _mask_test(mask, m_type, "ic", "j")
     if mask != "none":
         mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
     b += mt
-    # a -inf score (a float mask's -inf) adds nothing: exp(-inf - -inf) would be NaN
-    b += "      if (s == -p_inf()) { continue; }\n"
-    b += "      if (s > mx) {\n        let f = exp(mx - s);\n        l = l * f + 1.0;\n"
+    # uniform control flow (no `continue`: lavapipe's SIMD lanes then share the tile reads);
+    # a masked pair or a -inf score (a float mask's -inf) adds nothing
+    b += "      ok = ok && s != -p_inf();\n"
+    b += "      let mn = select(mx, max(mx, s), ok);\n"
+    b += "      let f = select(exp(mx - mn), 1.0, mx == mn);\n"
+    b += "      let p = select(0.0, exp(s - mn), ok);\n"
+    b += "      l = l * f + p;\n      mx = mn;\n"
     for c in range(C):
-        b += f"        a{c} = a{c} * f + tv[jj * {C} + {c}];\n"
-    b += "        mx = s;\n      } else {\n        let p = exp(s - mx);\n        l += p;\n"
-    for c in range(C):
-        b += f"        a{c} += p * tv[jj * {C} + {c}];\n"
-    b += "      }\n    }\n  }\n"
+        b += f"      a{c} = a{c} * f + p * tv[jj * {C} + {c}];\n"
+    b += "    }\n  }\n"
     b += "  if (i >= L) { return; }\n"
     b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
     b += f"  let ob = (bh * L + i) * {E};\n"
@@ -341,14 +344,17 @@ def attn_dq_kernel(
     b += "    workgroupBarrier();\n"
     b += f"    let jn = min({bk}, kend - t0);\n"
     b += "    for (var jj = 0; jj < jn; jj++) {\n      let j = t0 + jj;\n"
+    b += "      var ok = true;\n"
     if causal:
-        b += "      if (j > i) { continue; }\n"
+        b += "      ok = !(j > i);\n"
     b += f"      var s = {_dot('q', lambda c: f'tk[jj * {C} + {c}]', C)};\n"
     mt = _mask_test(mask, m_type, "ic", "j")
     if mask != "none":
         mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
     b += mt
-    b += "      if (s == -p_inf()) { continue; }\n"
+    # the backward skips masked pairs (measured: faster on causal shapes than the forward's
+    # uniform form, the same on padded ones)
+    b += "      if (!ok || s == -p_inf()) { continue; }\n"
     b += "      let p = exp(s - li);\n"
     b += f"      let ds = p * (({_dot('g', lambda c: f'tv[jj * {C} + {c}]', C)}) - D);\n"
     for c in range(C):
@@ -423,14 +429,17 @@ def attn_dkv_kernel(
     b += "    workgroupBarrier();\n"
     b += f"    let inn = min({bt}, L - t0);\n"
     b += "    for (var ii = 0; ii < inn; ii++) {\n      let i = t0 + ii;\n"
+    b += "      var ok = true;\n"
     if causal:
-        b += "      if (jc > i) { continue; }\n"
+        b += "      ok = !(jc > i);\n"
     b += f"      var s = {_dot('k', lambda c: f'tq[ii * {C} + {c}]', C)};\n"
     mt = _mask_test(mask, m_type, "i", "jc")
     if mask != "none":
         mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
     b += mt
-    b += "      if (s == -p_inf()) { continue; }\n"
+    # the backward skips masked pairs (measured: faster on causal shapes than the forward's
+    # uniform form, the same on padded ones)
+    b += "      if (!ok || s == -p_inf()) { continue; }\n"
     b += "      let p = exp(s - lse[lb + i]);\n"
     b += f"      let ds = p * (({_dot('v', lambda c: f'tg[ii * {C} + {c}]', C)}) - dd[lb + i]);\n"
     for c in range(C):
