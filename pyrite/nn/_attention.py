@@ -1,20 +1,42 @@
-"""scaled_dot_product_attention: matmul → scale and mask → softmax (ops/rowops.py's fused row
-kernel) → dropout → matmul. When an input requires grad the same steps run as recorded ops
-(the scale a multiplication, the mask an added constant), so the math form differentiates."""
+"""scaled_dot_product_attention.
+
+The fused path (kernels/attention.py, flash-style: one dispatch forward, two backward, nothing of
+size L×S stored) runs when dropout_p == 0, q/k/v are float32 or float16 of one dtype with
+E == Ev <= 128, the mask is bool or floating, and the key (query) loop fits the device's loop
+budget. Otherwise the composite: matmul → scale and mask → softmax (ops/rowops.py's fused row
+kernel) → dropout → matmul; when an input requires grad the same steps run as recorded ops (the
+scale a multiplication, the mask an added constant), so the math form differentiates.
+
+The fused op `_flash` has its own backward rule (GRADS below): the FlashAttention-2 kernels from
+the saved log-sum-exp, or, while a double backward is recorded (create_graph=True) or a float mask
+needs its gradient, the same math written with recorded ops.
+"""
 
 from __future__ import annotations
 
 import math
 
 from .. import autograd as _autograd
+from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
+from ..kernels import attention as _K
+from ..kernels.common import fold_grid
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import matmul as _matmul
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
-from ..ops.core import broadcast_shapes, empty, run_map
+from ..ops.core import (
+    broadcast_shapes,
+    broadcast_strides,
+    coalesce,
+    empty,
+    f32_bits,
+    max_loop_iterations,
+    run_map,
+)
+from ..tensor import Tensor
 from ._common import fmap
 from ._dropout import dropout
 
@@ -35,6 +57,9 @@ def scaled_dot_product_attention(
         )
     L, E = query._shape[-2], query._shape[-1]
     S = key._shape[-2]
+    scale_ = 1.0 / math.sqrt(E) if scale is None else scale
+    if dropout_p == 0.0 and _fusable(query, key, value, attn_mask, enable_gqa):
+        return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa)
     if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
         hq, hk = query._shape[-3], key._shape[-3]
         if hq % hk or value._shape[-3] != hk:
@@ -83,9 +108,211 @@ def _repeat_heads(t, r):
 
 
 def _recorded(query, key, value, attn_mask, dropout_p, is_causal, scale, L, S):
-    """The math form with every step recorded: softmax(q·kᵀ·scale + M)·v, M the mask as 0 / -inf
-    (a constant: a float mask gets no gradient), rows with every key masked attending to
-    nothing (their M row set to 0 so softmax stays finite, their weights multiplied by 0)."""
+    """The math form with every step recorded: dropout(softmax(q·kᵀ·scale + M))·v (_weights)."""
+    attn = _weights(query, key, attn_mask, is_causal, scale, L, S)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p)
+    return _matmul.matmul(attn, value)
+
+
+# ---- the fused path (kernels/attention.py) ---------------------------------------------------
+def _fusable(query, key, value, attn_mask, enable_gqa) -> bool:
+    """Whether the fused kernels take this call (the composite handles everything else)."""
+    if not all(isinstance(t, Tensor) for t in (query, key, value)):
+        return False
+    dt = query.dtype
+    if dt not in (D.float32, D.float16) or key.dtype is not dt or value.dtype is not dt:
+        return False
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        return False
+    L, E = query._shape[-2:]
+    S = key._shape[-2]
+    if not (1 <= E <= _K.MAX_HEAD_DIM) or key._shape[-1] != E or value._shape[-1] != E:
+        return False
+    if L == 0 or S == 0 or value._shape[-2] != S:
+        return False
+    if attn_mask is not None:
+        if not isinstance(attn_mask, Tensor) or attn_mask.ndim < 1:
+            return False
+        m = attn_mask.dtype
+        if not (m.is_bool or m in (D.float32, D.float16)):
+            return False
+    if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
+        if key.ndim < 3 or value.ndim < 3:
+            return False
+        hq, hk = query._shape[-3], key._shape[-3]
+        if hk == 0 or hq % hk or value._shape[-3] != hk:
+            return False  # the composite raises the error
+    budget = max_loop_iterations()
+    block = _K.block_for(L)
+    if _K.fwd_loop_iterations(S, E, block) > budget:
+        return False
+    try:
+        lead = _lead_shape(query, key, value, attn_mask, enable_gqa)
+    except Exception:
+        return False  # not broadcastable: the composite raises torch's error
+    return math.prod(lead) * -(-max(L, S) // _K.BLOCK) <= 65535**2
+
+
+def _lead_shape(q, k, v, mask, gqa=False):
+    """The broadcast leading shape of the operands (with grouped-query heads: of the views
+    _fused_call makes, query heads split as (Hk, r), keys' (Hk, 1))."""
+    shapes = [tuple(q._shape[:-2]), tuple(k._shape[:-2]), tuple(v._shape[:-2])]
+    if gqa and q.ndim >= 3 and k._shape[-3] != q._shape[-3]:
+        hq, hk = q._shape[-3], k._shape[-3]
+        shapes = [shapes[0][:-1] + (hk, hq // hk), shapes[1] + (1,), shapes[2] + (1,)]
+    if mask is not None:
+        full = broadcast_shapes(mask._shape, (q._shape[-2], k._shape[-2]))
+        if full[-2:] != (q._shape[-2], k._shape[-2]):
+            raise ShapeError("mask")
+        ml = tuple(full[:-2])
+        if gqa and len(shapes[0]) >= 2 and ml:
+            hk, r = shapes[0][-2:]
+            ml = ml[:-1] + ((hk, r) if ml[-1] == hk * r else (1, 1))  # (a head dim of 1)
+        shapes.append(ml)
+    return tuple(broadcast_shapes(*shapes))
+
+
+def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa):
+    """The fused op on views: grouped-query heads by splitting the query heads (..., Hk, r, L, E)
+    against keys (..., Hk, 1, S, E), read with stride 0 over r (no repeated copy)."""
+    hq = query._shape[-3] if query.ndim >= 3 else None
+    if enable_gqa and hq is not None and key._shape[-3] != hq:
+        hk = key._shape[-3]
+        r = hq // hk
+        L, E = query._shape[-2:]
+        q = query.reshape(*query._shape[:-3], hk, r, L, E)
+        k, v = key.unsqueeze(-3), value.unsqueeze(-3)
+        m = attn_mask
+        if m is not None and m.ndim >= 3 and m._shape[-3] == hq:
+            m = m.reshape(*m._shape[:-3], hk, r, *m._shape[-2:])
+        elif m is not None and m.ndim >= 3:
+            m = m.unsqueeze(-3)
+        out = _flash(q, k, v, m, is_causal, scale)[0]
+        return out.reshape(*out._shape[:-4], hq, L, E)
+    return _flash(query, key, value, attn_mask, is_causal, scale)[0]
+
+
+def _mask_kind(mask):
+    if mask is None:
+        return "none"
+    return "bool" if mask.dtype.is_bool else "float"
+
+
+def _info(lead, L, S, scale, nblk, operands):
+    """Info words (kernels/attention.py): common words, coalesced leading sizes, then per
+    strided operand (tensor, row dim, col dim) its offset, row and col strides, lead strides."""
+    full = [
+        broadcast_strides(t, tuple(lead) + tuple(t._shape[-2:]))[: len(lead)] for t, *_ in operands
+    ]
+    cshape, cstr = coalesce(tuple(lead), [tuple(f) for f in full])
+    words = [math.prod(lead), L, S, f32_bits(scale), nblk, *cshape]
+    for (t, rd, cd), ls in zip(operands, cstr):
+        rs = 0 if t._shape[rd] == 1 else t._strides[rd]
+        cs = 0 if t._shape[cd] == 1 else t._strides[cd]
+        words += [t._offset, rs, cs, *ls]
+    return len(cshape), words
+
+
+def _mask_operand(mask, L, S):
+    """The mask as a strided operand of shape (..., L, S) (a 1-D mask is (S,): rows broadcast)."""
+    if mask.ndim == 1:
+        mask = mask.unsqueeze(0)
+    return mask
+
+
+def _flash(query, key, value, attn_mask, is_causal, scale):
+    """(out, lse): the fused forward (one dispatch). out (lead..., L, E) in q's dtype, lse
+    (lead..., L) float32 the log-sum-exp of each query's scaled, masked scores (+inf for a query
+    with every key masked), kept for the backward."""
+    L, E = query._shape[-2:]
+    S = key._shape[-2]
+    lead = _lead_shape(query, key, value, attn_mask)
+    mask = None if attn_mask is None else _mask_operand(attn_mask, L, S)
+    kind = _mask_kind(mask)
+    block = _K.block_for(L)
+    nblk = -(-L // block)
+    ops = [(query, -2, -1), (key, -2, -1), (value, -2, -1)]
+    if mask is not None:
+        ops.append((mask, -2, -1))
+    rank, info = _info(lead, L, S, scale, nblk, ops)
+    out = empty(tuple(lead) + (L, E), query.dtype)
+    lse = empty(tuple(lead) + (L,), D.float32)
+    src = _K.attn_fwd_kernel(
+        E,
+        block,
+        rank,
+        bool(is_causal),
+        kind,
+        query.dtype.wgsl,
+        key.dtype.wgsl,
+        value.dtype.wgsl,
+        mask.dtype.wgsl if mask is not None else None,
+        out.dtype.wgsl,
+    )
+    bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
+    if mask is not None:
+        bufs.append(mask._storage.buffer)
+    bufs += [out._storage.buffer, lse._storage.buffer]
+    backend.current().dispatch(src, bufs, info, fold_grid(math.prod(lead) * nblk))
+    return out, lse
+
+
+def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
+    """(dq, dk, dv) of the broadcast leading shape by the two backward kernels, or None where
+    the key loop of the dk/dv kernel passes the loop budget."""
+    L, E = q._shape[-2:]
+    S = k._shape[-2]
+    lead = _lead_shape(q, k, v, mask)
+    if mask is not None:
+        mask = _mask_operand(mask, L, S)
+    qblock, kblock = _K.block_for(L), _K.block_for(S)
+    budget = max_loop_iterations()
+    if (
+        _K.fwd_loop_iterations(S, E, qblock) > budget
+        or _K.dkv_loop_iterations(L, E, kblock) > budget
+    ):
+        return None
+    kind = _mask_kind(mask)
+    mt = mask.dtype.wgsl if mask is not None else None
+    base = [(q, -2, -1), (k, -2, -1), (v, -2, -1)] + ([(mask, -2, -1)] if mask is not None else [])
+    bufs = [q._storage.buffer, k._storage.buffer, v._storage.buffer]
+    if mask is not None:
+        bufs.append(mask._storage.buffer)
+    dev = backend.current()
+    nbh = math.prod(lead)
+    # dq and D = Σ dout·out per query
+    nq = -(-L // qblock)
+    rank, info = _info(lead, L, S, scale, nq, base + [(out, -2, -1), (g, -2, -1)])
+    dq = empty(tuple(lead) + (L, E), q.dtype)
+    dd = empty(tuple(lead) + (L,), D.float32)
+    src = _K.attn_dq_kernel(
+        E, qblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
+        out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl,
+    )  # fmt: skip
+    extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
+    dev.dispatch(src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
+                 fold_grid(nbh * nq))  # fmt: skip
+    # dk, dv
+    nk = -(-S // kblock)
+    rank, info = _info(lead, L, S, scale, nk, base + [(g, -2, -1)])
+    dk = empty(tuple(lead) + (S, E), k.dtype)
+    dv = empty(tuple(lead) + (S, E), v.dtype)
+    src = _K.attn_dkv_kernel(
+        E, kblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
+        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl,
+    )  # fmt: skip
+    extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
+    dev.dispatch(src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
+                 fold_grid(nbh * nk))  # fmt: skip
+    return dq, dk, dv
+
+
+def _weights(query, key, attn_mask, is_causal, scale, L, S):
+    """softmax(q·kᵀ·scale + M) with every step recorded, M the mask as 0 / -inf (a bool or
+    causal mask) or the float mask itself; rows with every key masked attend to nothing (their
+    M row set to 0 so softmax stays finite, their weights multiplied by 0). A float mask that
+    requires grad is added as it is (recorded)."""
     scores = _matmul.matmul(query, key.transpose(-2, -1)) * scale
     alive = None
     if is_causal:
@@ -107,13 +334,45 @@ def _recorded(query, key, value, attn_mask, dropout_p, is_causal, scale, L, S):
                 dead = _reduce.all(_ew.eq(madd, -math.inf), -1, keepdim=True)
                 madd = _ew.where(dead, 0.0, madd)
                 alive = fmap("select(1.0, 0.0, x0 != 0.0)", [dead.to(D.float32)], (), scores.dtype)
+        if not attn_mask.dtype.is_bool and attn_mask.requires_grad:
+            madd = madd + (attn_mask - attn_mask.detach())  # its gradient passes through
         scores = scores + madd
     attn = _rowops.softmax(scores, -1)
     if alive is not None:
         attn = attn * alive
-    if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p)
-    return _matmul.matmul(attn, value)
+    return attn
+
+
+def _g_flash(ctx, grads):
+    """dq, dk, dv (and a float mask's gradient) of _flash. The fused kernels when no double
+    backward is recorded and the mask needs no gradient; else the math with recorded ops:
+    P the weights, dV = Pᵀ·g, dS = P·(g·Vᵀ - rowsum(P·g·Vᵀ)), dQ = scale·dS·K, dK = scale·dSᵀ·Q,
+    dM = dS."""
+    q, k, v, mask, is_causal, scale = ctx.args
+    g = grads[0] if isinstance(grads, (list, tuple)) else grads
+    if g is None:
+        return (None,) * 4
+    needs_mask = len(ctx.needs) > 3 and ctx.needs[3]
+    if not _autograd.is_grad_enabled() and not needs_mask:
+        out, lse = ctx.out
+        got = _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g)
+        if got is not None:
+            dq, dk, dv = got
+            return (dq if ctx.needs[0] else None, dk if ctx.needs[1] else None,
+                    dv if ctx.needs[2] else None, None)  # fmt: skip
+    L, S = q._shape[-2], k._shape[-2]
+    attn = _weights(q, k, mask, is_causal, scale, L, S)
+    dattn = _matmul.matmul(g, v.transpose(-2, -1))
+    dv = _matmul.matmul(attn.transpose(-2, -1), g) if ctx.needs[2] else None
+    ds = attn * (dattn - (dattn * attn).sum(-1, keepdim=True))
+    dq = _matmul.matmul(ds, k) * scale if ctx.needs[0] else None
+    dk = _matmul.matmul(ds.transpose(-2, -1), q) * scale if ctx.needs[1] else None
+    return dq, dk, dv, ds if needs_mask else None
+
+
+_g_flash.saves = frozenset((0, 1, 2, 3, "out"))
+
+GRADS = {"_flash": _g_flash}
 
 
 __all__ = ["scaled_dot_product_attention"]

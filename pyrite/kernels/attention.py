@@ -1,0 +1,469 @@
+"""Fused (flash-style) attention: softmax(q·kᵀ·scale + mask)·v without the L×S score matrix.
+
+Three kernels, the FlashAttention-2 split (Dao, 2023), one invocation per query (or key) row:
+
+  attn_fwd_kernel   one workgroup per (batch·head, block of BQ queries). Keys and values are
+                    staged through workgroup memory BK rows at a time; each invocation keeps its
+                    (pre-scaled) query row, its output accumulator and its running (max m, sum l)
+                    in registers, rescaling the accumulator when the max rises (online softmax).
+                    Writes out = acc / l and the log-sum-exp m + log(l) per query (f32) for the
+                    backward; a query whose keys are all masked (l = 0) gives 0 and lse = +inf
+                    (so the backward's exp(s - lse) is 0 for it: torch's safe softmax).
+  attn_dq_kernel    the same walk over key tiles, recomputing p = exp(s - lse): D = Σ dout·out
+                    of its row, dq = scale·Σ p·(dout·v - D)·k; writes dq and D (f32).
+  attn_dkv_kernel   one workgroup per (batch·head, block of BN keys), query rows and their dout
+                    staged in tiles: dv = Σ p·dout, dk = scale·Σ p·(dout·v - D)·q.
+
+The head dim E is baked into the text (padded to EP, a multiple of 4, with zeros) and every loop
+over it is unrolled into vec4 dot products, so an invocation loops once per key (lavapipe's loop
+budget: see `*_loop_iterations`). Causal masking (top-left aligned: key j is seen by query i iff
+j <= i, also for L != S) skips the key tiles past a query block's last query. Masks: "none",
+"bool" (u32 storage, 0 = masked out) or "float" (added to the scores), read per (query, key)
+through their strides (broadcast dims have stride 0).
+
+Operands are read through their strides: each strided operand X has info words
+  [X offset, X row stride (the L or S dim), X column stride (the E dim; the S dim for the mask),
+   X's strides over the `rank` leading dims]
+after the common words [0] batch·heads  [1] L  [2] S  [3] scale (f32 bits)  [4] blocks per
+batch·head, then the `rank` leading sizes; the outputs (out, lse, dq, D, dk, dv) are contiguous.
+Storage f32 or f16 (the arithmetic and the staged tiles are f32).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .common import KernelSource, header, helpers_for, load, store
+
+MASKS = ("none", "bool", "float")
+MAX_HEAD_DIM = 128  # past this the per-invocation registers (2·E floats) stop making sense
+TILE_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
+
+# Queries (keys, in the dk/dv kernel) per workgroup: one invocation each; smaller for short rows
+# (block_for). Measured on lavapipe (2 shared cores, best of 7, ms; forward / forward+backward):
+#   BLOCK             64            32            16
+#   (8, 4, 64, 32)    5.0 / 14.7    4.6 / 14.4    5.3 / 16.9     causal
+#   (2, 12, 128, 64)  35.1 / 102.9  36.9 / 108.6  41.4 / 126.6   bool padding mask
+# lavapipe runs a group's invocations in turn (8 lanes at a time), so the block matters little
+# there beyond the tile loads it shares; a GPU wants 64 (two warps) to hide those loads, and 64
+# was no worse here. The forward's key loop has uniform control flow (a masked pair gets p = 0,
+# the running max updated by select, two exps a key) rather than `continue` and a branch on "did
+# the max rise" (one exp): on lavapipe the padded BERT shape went 35.6 -> 30.5 ms with it and the
+# causal one stayed ~5 ms. The backward kernels keep `continue` for masked pairs: uniform there
+# cost the causal forward+backward 15.3 -> 17.7 ms and gained nothing on the padded one.
+# (These machines' cores are shared: single measurements move by 20%; the best of 7-9 runs.)
+BLOCK = 64
+
+
+def padded_dim(E: int) -> int:
+    return -(-E // 4) * 4
+
+
+def tile_rows(ep: int, tiles: int = 2, cap: int = 64) -> int:
+    """Rows of a staged tile: the most (a power of two, up to `cap`) that fit `tiles` tiles of
+    ep f32 in TILE_BYTES (E = 64: 32 rows of k and of v; E = 128: 16). Measured on lavapipe
+    (ms, forward / forward+backward, rows capped at 64/32/16/8): (8, 4, 64, 32) causal
+    4.9/14.6, 5.3/14.5, 5.1/16.1, 8.9/22.4; (2, 12, 128, 64) padding mask (32 fit) 36.2/105.9,
+    16: 35.9/106.5, 8: 37.9/110.9 — flat down to 16 rows, worse at 8 (a barrier pair a tile):
+    the most that fit, which also means the fewest barriers on a GPU."""
+    rows = cap
+    while rows > 4 and tiles * rows * ep * 4 > TILE_BYTES:
+        rows //= 2
+    return rows
+
+
+def _tile_loop_iterations(n_tiles: int, rows: int, block: int, ep: int) -> int:
+    # per tile: the cooperative load (ceil(rows·C / block) + its exit test), the row loop
+    # (rows + exit test), the tile loop's own test; then the final exit test
+    load = -(-(rows * ep // 4) // block) + 1
+    return n_tiles * (load + rows + 2) + 1
+
+
+def fwd_loop_iterations(S: int, E: int, block: int = BLOCK) -> int:
+    """Loop iterations of one invocation of attn_fwd_kernel / attn_dq_kernel over S keys."""
+    ep = padded_dim(E)
+    bk = tile_rows(ep)
+    return _tile_loop_iterations(-(-S // bk), bk, block, ep)
+
+
+def dkv_loop_iterations(L: int, E: int, block: int = BLOCK) -> int:
+    """Loop iterations of one invocation of attn_dkv_kernel over L queries."""
+    ep = padded_dim(E)
+    bt = tile_rows(ep)
+    return _tile_loop_iterations(-(-L // bt), bt, block, ep)
+
+
+class _Layout:
+    """Info word positions: the common words, the leading sizes, then each strided operand."""
+
+    def __init__(self, rank: int, operands):
+        self.rank = rank
+        self.sizes = 5
+        self.pos = {}
+        w = 5 + rank
+        for name in operands:
+            self.pos[name] = w
+            w += 3 + rank
+        self.words = w
+
+    def off(self, name):
+        return f"info[{self.pos[name]}]"
+
+    def row(self, name):
+        return f"info[{self.pos[name] + 1}]"
+
+    def col(self, name):
+        return f"info[{self.pos[name] + 2}]"
+
+    def bases(self, names) -> str:
+        """WGSL: `var <name>b` the base offset of every strided operand for batch·head `bh`."""
+        s = "  var r = i32(bh);\n"
+        for n in names:
+            s += f"  var {n}b = {self.off(n)};\n"
+        for d in range(self.rank - 1, -1, -1):
+            s += f"  {{ let c = r % info[{self.sizes + d}]; r = r / info[{self.sizes + d}];"
+            for n in names:
+                s += f" {n}b += c * info[{self.pos[n] + 3 + d}];"
+            s += " }\n"
+        return s
+
+
+def _entry(block: int) -> str:
+    return (
+        f"@compute @workgroup_size({block})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
+        "  let flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"
+        "  let nblk = info[4];\n"
+        "  if (flat >= info[0] * nblk) { return; }\n"  # uniform: the whole group leaves
+        "  let bh = flat / nblk;\n  let blk = flat % nblk;\n"
+        "  let L = info[1];\n  let S = info[2];\n  let scale = bitcast<f32>(info[3]);\n"
+    )
+
+
+def _row_vec(var: str, buf: str, stype: str, base: str, col: str, E: int, mul: str = "") -> str:
+    """`var <var>c = vec4(...)` for every 4-column chunk c of a row (columns >= E read as 0)."""
+    out = ""
+    for c in range(padded_dim(E) // 4):
+        comps = []
+        for k in range(4):
+            e = 4 * c + k
+            comps.append(load(f"{buf}[{base} + {e} * {col}]", stype, "f32") if e < E else "0.0")
+        out += f"  var {var}{c} = vec4<f32>({', '.join(comps)}){mul};\n"
+    return out
+
+
+def _dot(a: str, b, C: int) -> str:
+    """Σ over chunks of dot(a_c, b(c)): `a` a register row prefix, `b` a function of c."""
+    return " + ".join(f"dot({a}{c}, {b(c)})" for c in range(C))
+
+
+def _stage(tiles, rows: int, block: int, C: int, count: str) -> str:
+    """Cooperative load of `rows` rows into workgroup tiles. `tiles`: (tile name, buffer, storage
+    type, base expr, row stride expr, col stride expr, E, multiplier); `count` the valid rows."""
+    s = f"    for (var x = i32(lid.x); x < {rows * C}; x += {block}) {{\n"
+    s += f"      let rr = x / {C};\n      let cc = (x % {C}) * 4;\n"
+    s += f"      let ok = rr < {count};\n      let rc = t0 + min(rr, {count} - 1);\n"
+    for name, buf, stype, base, rs, cs, E, mul in tiles:
+        comps = []
+        for k in range(4):
+            # indices clamped into the operand (rows past the end, columns past E read as 0)
+            v = load(f"{buf}[{base} + rc * {rs} + min(cc + {k}, {E - 1}) * {cs}]", stype, "f32")
+            comps.append(f"select(0.0, {v}, ok && cc + {k} < {E})")
+        s += f"      {name}[x] = vec4<f32>({', '.join(comps)}){mul};\n"
+    s += "    }\n"
+    return s
+
+
+def _mask_test(mask: str, mtype: str | None, i: str, j: str) -> str:
+    """WGSL: clear `ok` for a pair a bool mask leaves out; add a float mask to s."""
+    if mask == "bool":
+        return f"      ok = ok && m_[mb + {i} * info[{{mr}}] + {j} * info[{{mc}}]] != 0u;\n"
+    if mask == "float":
+        v = load(f"m_[mb + {i} * info[{{mr}}] + {j} * info[{{mc}}]]", mtype, "f32")
+        return f"      s += {v};\n"
+    return ""
+
+
+def _check(E, block, mask):
+    if mask not in MASKS:
+        raise ValueError(f"pyrite: internal: attention mask kind {mask!r}")
+    if not 1 <= E <= MAX_HEAD_DIM:
+        raise ValueError(f"pyrite: internal: fused attention needs 1 <= E <= {MAX_HEAD_DIM}")
+
+
+def _buffers(names_types):
+    return [(n, t, m) for n, t, m in names_types if t is not None]
+
+
+@lru_cache(maxsize=128)
+def attn_fwd_kernel(
+    E: int,
+    block: int,
+    rank: int,
+    causal: bool,
+    mask: str,
+    q_type: str,
+    k_type: str,
+    v_type: str,
+    m_type: str | None,
+    out_type: str,
+) -> KernelSource:
+    """WGSL of the forward. Buffers: q, k, v, [mask], out (nbh, L, E), lse (nbh, L) f32."""
+    _check(E, block, mask)
+    ep = padded_dim(E)
+    C = ep // 4
+    bk = tile_rows(ep)
+    strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
+    lay = _Layout(rank, strided)
+    bufs = _buffers(
+        [
+            ("q_", q_type, "r"),
+            ("k_", k_type, "r"),
+            ("v_", v_type, "r"),
+            ("m_", m_type if mask != "none" else None, "r"),
+            ("o_", out_type, "w"),
+            ("lse", "f32", "w"),
+        ]
+    )
+    b = _entry(block) + lay.bases(strided)
+    b += f"  let i = blk * {block} + i32(lid.x);\n  let ic = min(i, L - 1);\n"
+    b += _row_vec("q", "q_", q_type, f"qb + ic * {lay.row('q')}", lay.col("q"), E, " * scale")
+    for c in range(C):
+        b += f"  var a{c} = vec4<f32>(0.0);\n"
+    b += "  var mx = -p_inf();\n  var l = 0.0;\n"
+    kend = f"min(S, blk * {block} + {block})" if causal else "S"
+    b += f"  let kend = {kend};\n  let ntiles = (kend + {bk - 1}) / {bk};\n"
+    b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = t * %d;\n" % bk
+    b += "    workgroupBarrier();\n"
+    b += _stage(
+        [
+            ("tk", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
+            ("tv", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, ""),
+        ],
+        bk,
+        block,
+        C,
+        "kend - t0",
+    )
+    b += "    workgroupBarrier();\n"
+    b += f"    let jn = min({bk}, kend - t0);\n"
+    b += "    for (var jj = 0; jj < jn; jj++) {\n      let j = t0 + jj;\n"
+    b += "      var ok = true;\n"
+    if causal:
+        b += "      ok = !(j > i);\n"
+    b += f"      var s = {_dot('q', lambda c: f'tk[jj * {C} + {c}]', C)};\n"
+    mt = _mask_test(mask, m_type, "ic", "j")
+    if mask != "none":
+        mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
+    b += mt
+    # uniform control flow (no `continue`: lavapipe's SIMD lanes then share the tile reads);
+    # a masked pair or a -inf score (a float mask's -inf) adds nothing
+    b += "      ok = ok && s != -p_inf();\n"
+    b += "      let mn = select(mx, max(mx, s), ok);\n"
+    b += "      let f = select(exp(mx - mn), 1.0, mx == mn);\n"
+    b += "      let p = select(0.0, exp(s - mn), ok);\n"
+    b += "      l = l * f + p;\n      mx = mn;\n"
+    for c in range(C):
+        b += f"      a{c} = a{c} * f + p * tv[jj * {C} + {c}];\n"
+    b += "    }\n  }\n"
+    b += "  if (i >= L) { return; }\n"
+    b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
+    b += f"  let ob = (bh * L + i) * {E};\n"
+    for e in range(E):
+        b += f"  o_[ob + {e}] = {store(f'a{e // 4}[{e % 4}] * inv', 'f32', out_type)};\n"
+    b += "  lse[bh * L + i] = select(mx + log(l), p_inf(), l == 0.0);\n}\n"
+    src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))
+
+
+def _shared(tiles) -> str:
+    return "".join(f"var<workgroup> {n}: array<vec4<f32>, {size}>;\n" for n, size in tiles)
+
+
+@lru_cache(maxsize=128)
+def attn_dq_kernel(
+    E: int,
+    block: int,
+    rank: int,
+    causal: bool,
+    mask: str,
+    q_type: str,
+    k_type: str,
+    v_type: str,
+    m_type: str | None,
+    o_type: str,
+    do_type: str,
+    dq_type: str,
+) -> KernelSource:
+    """WGSL of dq and D. Buffers: q, k, v, [mask], out, dout (strided), lse, dq (nbh, L, E),
+    D (nbh, L) f32. `out` and `dout` are read through their strides too."""
+    _check(E, block, mask)
+    ep = padded_dim(E)
+    C = ep // 4
+    bk = tile_rows(ep)
+    strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["o", "g"]
+    lay = _Layout(rank, strided)
+    bufs = _buffers(
+        [
+            ("q_", q_type, "r"),
+            ("k_", k_type, "r"),
+            ("v_", v_type, "r"),
+            ("m_", m_type if mask != "none" else None, "r"),
+            ("o_", o_type, "r"),
+            ("g_", do_type, "r"),
+            ("lse", "f32", "r"),
+            ("dq", dq_type, "w"),
+            ("dd", "f32", "w"),
+        ]
+    )
+    b = _entry(block) + lay.bases(strided)
+    b += f"  let i = blk * {block} + i32(lid.x);\n  let ic = min(i, L - 1);\n"
+    b += _row_vec("q", "q_", q_type, f"qb + ic * {lay.row('q')}", lay.col("q"), E, " * scale")
+    b += _row_vec("g", "g_", do_type, f"gb + ic * {lay.row('g')}", lay.col("g"), E)
+    b += _row_vec("o", "o_", o_type, f"ob + ic * {lay.row('o')}", lay.col("o"), E)
+    b += f"  let D = {_dot('g', lambda c: f'o{c}', C)};\n"
+    b += "  let li = lse[bh * L + ic];\n"
+    for c in range(C):
+        b += f"  var a{c} = vec4<f32>(0.0);\n"
+    kend = f"min(S, blk * {block} + {block})" if causal else "S"
+    b += f"  let kend = {kend};\n  let ntiles = (kend + {bk - 1}) / {bk};\n"
+    b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = t * %d;\n" % bk
+    b += "    workgroupBarrier();\n"
+    b += _stage(
+        [
+            ("tk", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
+            ("tv", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, ""),
+        ],
+        bk,
+        block,
+        C,
+        "kend - t0",
+    )
+    b += "    workgroupBarrier();\n"
+    b += f"    let jn = min({bk}, kend - t0);\n"
+    b += "    for (var jj = 0; jj < jn; jj++) {\n      let j = t0 + jj;\n"
+    b += "      var ok = true;\n"
+    if causal:
+        b += "      ok = !(j > i);\n"
+    b += f"      var s = {_dot('q', lambda c: f'tk[jj * {C} + {c}]', C)};\n"
+    mt = _mask_test(mask, m_type, "ic", "j")
+    if mask != "none":
+        mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
+    b += mt
+    # the backward skips masked pairs (measured: faster on causal shapes than the forward's
+    # uniform form, the same on padded ones)
+    b += "      if (!ok || s == -p_inf()) { continue; }\n"
+    b += "      let p = exp(s - li);\n"
+    b += f"      let ds = p * (({_dot('g', lambda c: f'tv[jj * {C} + {c}]', C)}) - D);\n"
+    for c in range(C):
+        b += f"      a{c} += ds * tk[jj * {C} + {c}];\n"
+    b += "    }\n  }\n"
+    b += "  if (i >= L) { return; }\n"
+    b += f"  let qo = (bh * L + i) * {E};\n"
+    for e in range(E):
+        b += f"  dq[qo + {e}] = {store(f'a{e // 4}[{e % 4}] * scale', 'f32', dq_type)};\n"
+    b += "  dd[bh * L + i] = D;\n}\n"
+    src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))
+
+
+@lru_cache(maxsize=128)
+def attn_dkv_kernel(
+    E: int,
+    block: int,
+    rank: int,
+    causal: bool,
+    mask: str,
+    q_type: str,
+    k_type: str,
+    v_type: str,
+    m_type: str | None,
+    do_type: str,
+    dk_type: str,
+    dv_type: str,
+) -> KernelSource:
+    """WGSL of dk and dv, one invocation per key. Buffers: q, k, v, [mask], dout (strided),
+    lse, D (nbh, L) f32, dk, dv (nbh, S, E)."""
+    _check(E, block, mask)
+    ep = padded_dim(E)
+    C = ep // 4
+    bt = tile_rows(ep)
+    strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["g"]
+    lay = _Layout(rank, strided)
+    bufs = _buffers(
+        [
+            ("q_", q_type, "r"),
+            ("k_", k_type, "r"),
+            ("v_", v_type, "r"),
+            ("m_", m_type if mask != "none" else None, "r"),
+            ("g_", do_type, "r"),
+            ("lse", "f32", "r"),
+            ("dd", "f32", "r"),
+            ("dk", dk_type, "w"),
+            ("dv", dv_type, "w"),
+        ]
+    )
+    b = _entry(block) + lay.bases(strided)
+    b += f"  let j = blk * {block} + i32(lid.x);\n  let jc = min(j, S - 1);\n"
+    b += _row_vec("k", "k_", k_type, f"kb + jc * {lay.row('k')}", lay.col("k"), E)
+    b += _row_vec("v", "v_", v_type, f"vb + jc * {lay.row('v')}", lay.col("v"), E)
+    for c in range(C):
+        b += f"  var ak{c} = vec4<f32>(0.0);\n  var av{c} = vec4<f32>(0.0);\n"
+    # causal: queries i >= j only, so the tiles before the block's first key are skipped
+    first = f"(blk * {block}) / {bt}" if causal else "0"
+    b += f"  let ntiles = (L + {bt - 1}) / {bt};\n  let lb = bh * L;\n"
+    b += f"  for (var t = {first}; t < ntiles; t++) {{\n    let t0 = t * {bt};\n"
+    b += "    workgroupBarrier();\n"
+    b += _stage(
+        [
+            ("tq", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
+            ("tg", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, ""),
+        ],
+        bt,
+        block,
+        C,
+        "L - t0",
+    )
+    b += "    workgroupBarrier();\n"
+    b += f"    let inn = min({bt}, L - t0);\n"
+    b += "    for (var ii = 0; ii < inn; ii++) {\n      let i = t0 + ii;\n"
+    b += "      var ok = true;\n"
+    if causal:
+        b += "      ok = !(jc > i);\n"
+    b += f"      var s = {_dot('k', lambda c: f'tq[ii * {C} + {c}]', C)};\n"
+    mt = _mask_test(mask, m_type, "i", "jc")
+    if mask != "none":
+        mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
+    b += mt
+    # the backward skips masked pairs (measured: faster on causal shapes than the forward's
+    # uniform form, the same on padded ones)
+    b += "      if (!ok || s == -p_inf()) { continue; }\n"
+    b += "      let p = exp(s - lse[lb + i]);\n"
+    b += f"      let ds = p * (({_dot('v', lambda c: f'tg[ii * {C} + {c}]', C)}) - dd[lb + i]);\n"
+    for c in range(C):
+        b += f"      av{c} += p * tg[ii * {C} + {c}];\n"
+        b += f"      ak{c} += ds * tq[ii * {C} + {c}];\n"
+    b += "    }\n  }\n"
+    b += "  if (j >= S) { return; }\n"
+    b += f"  let ko = (bh * S + j) * {E};\n"
+    for e in range(E):
+        b += f"  dk[ko + {e}] = {store(f'ak{e // 4}[{e % 4}]', 'f32', dk_type)};\n"
+        b += f"  dv[ko + {e}] = {store(f'av{e // 4}[{e % 4}]', 'f32', dv_type)};\n"
+    b += "}\n"
+    src = header(bufs) + helpers_for(b) + _shared([("tq", bt * C), ("tg", bt * C)]) + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))
+
+
+def info_words(rank: int, n_strided: int) -> int:
+    return 5 + rank + n_strided * (3 + rank)
+
+
+def block_for(n: int) -> int:
+    """Invocations (queries or keys) per workgroup for n rows: BLOCK, or the next power of two
+    at or above n (at least 8) when n is smaller, so a short L does not idle most of a group."""
+    b = 8
+    while b < n and b < BLOCK:
+        b *= 2
+    return b

@@ -1,0 +1,255 @@
+"""The fused attention kernels (kernels/attention.py) through F.scaled_dot_product_attention:
+forward and the three gradients against torch CPU, the path actually taken (one dispatch, no
+L×S buffer), the composite kept for double backward and past the loop budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+import pyrite.nn.functional as F
+from pyrite import backend
+from pyrite.nn import _attention
+from pyrite.ops import core
+from pyrite.testing.tolerance import assert_close, unit_roundoff
+
+TF = torch.nn.functional
+
+
+def _tol(ref, E, S, dtype="float32"):
+    """An absolute bound for attention over S keys of head dim E: a score is a length-E dot
+    product (E·u relative to |q||k|·scale, ~1 for these unit-normal inputs), exp turns that into a
+    relative error of each weight, and the weighted sums over S keys add S·u; 16 covers exp's
+    3 + 2|x| ULP and the second sums of the gradients (dq = Σ p·(dp - D)·k). Results stored in
+    float16 add one rounding of the value itself (rtol)."""
+    u = unit_roundoff("float32")
+    mag = max(1.0, float(np.abs(ref).max()))
+    rtol = 2 * unit_roundoff(dtype) if dtype != "float32" else 0.0
+    if dtype != "float32":  # inputs rounded to float16: the f32 reference sees the same values
+        u = unit_roundoff(dtype)
+    return 16 * (E + S) * u * mag, rtol
+
+
+def _check(rng, q, k, v, dtype="float32", grads=True, **kw):
+    """Forward and dq, dk, dv of pyrite against torch (f32 reference on the same values)."""
+    tdt = getattr(torch, dtype)
+    tq, tk, tv = (torch.tensor(a).to(tdt).float().requires_grad_() for a in (q, k, v))
+    pkw, tkw = dict(kw), dict(kw)
+    m = kw.get("attn_mask")
+    if m is not None:
+        pkw["attn_mask"] = pr.tensor(m)
+        tkw["attn_mask"] = torch.tensor(m)
+        if m.dtype != np.bool_:
+            pkw["attn_mask"] = pkw["attn_mask"].to(getattr(pr, dtype))
+            tkw["attn_mask"] = tkw["attn_mask"].to(tdt).float()
+    transform = kw.pop("_transform", None)
+    pkw.pop("_transform", None)
+    tkw.pop("_transform", None)
+    pq, pk, pv = (pr.tensor(a).to(getattr(pr, dtype)).requires_grad_() for a in (q, k, v))
+    ins_p, ins_t = (pq, pk, pv), (tq, tk, tv)
+    if transform is not None:
+        ins_p, ins_t = tuple(map(transform, ins_p)), tuple(map(transform, ins_t))
+    want = TF.scaled_dot_product_attention(*ins_t, **tkw)
+    got = F.scaled_dot_product_attention(*ins_p, **pkw)
+    # the fused op's node (grouped-query heads: the reshape of its output back to Hq heads)
+    assert got.grad_fn is not None and got.grad_fn.name in ("_flash", "reshape")
+    E, S = q.shape[-1], k.shape[-2]
+    a, r = _tol(want.detach().numpy(), E, S, dtype)
+    assert_close(got.float().detach().numpy(), want.detach().numpy(), atol=a, rtol=r)
+    if not grads:
+        return
+    w = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (got.float() * pr.tensor(w)).sum().backward()
+    (want * torch.tensor(w)).sum().backward()
+    for name, p, t in zip("qkv", (pq, pk, pv), (tq, tk, tv)):
+        ref = t.grad.numpy()
+        a, r = _tol(ref, E, max(S, q.shape[-2]), dtype)
+        assert_close(p.grad.float().numpy(), ref, atol=4 * a, rtol=2 * r, msg=f"d{name}")
+
+
+def _qkv(rng, lead, L, S, E):
+    return (
+        rng.standard_normal((*lead, L, E)).astype(np.float32),
+        rng.standard_normal((*lead, S, E)).astype(np.float32),
+        rng.standard_normal((*lead, S, E)).astype(np.float32),
+    )
+
+
+# every L, S in {1, 7, 64, 129} and E in {8, 32, 64, 80} appears, with batch and heads (2, 3)
+SHAPES = [
+    (1, 1, 8),
+    (1, 129, 32),
+    (7, 7, 80),
+    (7, 64, 8),
+    (64, 1, 64),
+    (64, 129, 80),
+    (129, 7, 32),
+    (129, 64, 64),
+]
+
+
+@pytest.mark.parametrize("L,S,E", SHAPES)
+def test_parity_plain(rng, L, S, E):
+    _check(rng, *_qkv(rng, (2, 3), L, S, E))
+
+
+@pytest.mark.parametrize("L,S,E", [(64, 64, 32), (7, 129, 8), (129, 7, 64), (1, 64, 80)])
+def test_parity_causal(rng, L, S, E):
+    _check(rng, *_qkv(rng, (2, 3), L, S, E), is_causal=True)
+
+
+def test_bool_padding_mask_broadcast_and_scale(rng):
+    L, S, E = 7, 64, 32
+    m = rng.random((2, 1, 1, S)) > 0.3  # a padding mask over batch, broadcast over heads and L
+    m[..., 0] = True
+    _check(rng, *_qkv(rng, (2, 3), L, S, E), attn_mask=m, scale=0.37)
+
+
+def test_bool_mask_with_a_fully_masked_query(rng):
+    L, S, E = 7, 129, 8
+    m = rng.random((3, L, S)) > 0.5
+    m[1, 4, :] = False  # query 4 of head 1 attends to nothing: 0 out, no gradient through it
+    _check(rng, *_qkv(rng, (2, 3), L, S, E), attn_mask=m)
+
+
+def test_float_mask_broadcast(rng):
+    L, S, E = 64, 7, 80
+    m = rng.standard_normal((1, 3, 1, S)).astype(np.float32)
+    m[0, 1, 0, 2] = -np.inf
+    _check(rng, *_qkv(rng, (2, 3), L, S, E), attn_mask=m)
+
+
+def test_float_mask_gradient(rng):
+    q, k, v = _qkv(rng, (2, 3), 7, 9, 8)
+    m = rng.standard_normal((3, 7, 9)).astype(np.float32)
+    pm, tm = pr.tensor(m).requires_grad_(), torch.tensor(m, requires_grad=True)
+    got = F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(k), pr.tensor(v), attn_mask=pm)
+    want = TF.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k), torch.tensor(v), attn_mask=tm
+    )
+    got.sum().backward()
+    want.sum().backward()
+    assert_close(pm.grad.numpy(), tm.grad.numpy(), atol=_tol(tm.grad.numpy(), 8, 9)[0])
+
+
+def test_noncontiguous_inputs(rng):
+    """(B, L, H, E) projections transposed to (B, H, L, E), as models do: read by strides."""
+    B, L, H, E = 2, 7, 3, 32
+    q, k, v = (rng.standard_normal((B, L, H, E)).astype(np.float32) for _ in range(3))
+    _check(rng, q, k, v, is_causal=True, _transform=lambda t: t.transpose(1, 2))
+
+
+def test_float16(rng):
+    if not backend.current().has_f16:
+        pytest.skip("the device has no shader-f16")
+    m = rng.random((1, 1, 64, 64)) > 0.2
+    m[..., 0] = True
+    _check(rng, *_qkv(rng, (2, 3), 64, 64, 64), dtype="float16", attn_mask=m)
+
+
+def test_grouped_query_heads(rng):
+    q = rng.standard_normal((2, 6, 7, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 9, 16)).astype(np.float32) for _ in range(2))
+    _check(rng, q, k, v, enable_gqa=True, is_causal=True)
+
+
+def test_one_dispatch_and_no_score_matrix(rng, monkeypatch):
+    """The forward is one dispatch, and neither it nor the backward allocates L×S."""
+    monkeypatch.setattr(core, "POISON", False)
+    L = S = 129
+    E = 8
+    q, k, v = (pr.tensor(a).requires_grad_() for a in _qkv(rng, (1,), L, S, E))
+    m = pr.tensor(rng.random((L, S)) > 0.2)
+    dev = backend.current()
+    sizes = []
+    real = dev.pool.allocate
+
+    def allocate(nbytes, *a, **kw):
+        sizes.append(nbytes)
+        return real(nbytes, *a, **kw)
+
+    monkeypatch.setattr(dev.pool, "allocate", allocate)
+    calls = []
+    fused = _attention._flash_backward
+
+    def spy(*a):
+        r = fused(*a)
+        calls.append(r is not None)
+        return r
+
+    monkeypatch.setattr(_attention, "_flash_backward", spy)
+    for kw in ({"is_causal": True}, {"attn_mask": m}):
+        with pr.no_grad():
+            before = dev.dispatches
+            F.scaled_dot_product_attention(q, k, v, **kw)
+            assert dev.dispatches - before == 1
+        out = F.scaled_dot_product_attention(q, k, v, **kw)
+        g = pr.tensor(rng.standard_normal((1, L, E)).astype(np.float32))
+        before = dev.dispatches
+        calls.clear()
+        out.backward(g)
+        assert calls == [True]
+        # the two kernels, and one copy each as dq, dk, dv become .grad
+        assert dev.dispatches - before <= 5
+    assert max(sizes) < L * S * 4
+
+
+def test_double_backward_through_the_composite(rng):
+    """A gradient penalty: create_graph=True records the composite's math, so it differentiates."""
+    q, k, v = _qkv(rng, (2, 3), 7, 9, 8)
+    m = rng.random((7, 9)) > 0.3
+    m[:, 0] = True
+    P = [pr.tensor(a).requires_grad_() for a in (q, k, v)]
+    T = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    w = rng.standard_normal((2, 3, 7, 8)).astype(np.float32)
+
+    def torch_math(q, k, v, attn_mask):  # torch's CPU flash kernel has no double backward
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+            return TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+
+    for ins, f, mask, ten, ag in (
+        (P, F.scaled_dot_product_attention, pr.tensor(m), pr.tensor, pr.autograd),
+        (T, torch_math, torch.tensor(m), torch.tensor, torch.autograd),
+    ):
+        out = f(*ins, attn_mask=mask)
+        gq, gk = ag.grad((out * ten(w)).sum(), ins[:2], create_graph=True)
+        ((gq * gq).sum() + (gk * gk).sum()).backward()
+    for p, t in zip(P, T):
+        ref = t.grad.numpy()
+        assert_close(p.grad.numpy(), ref, atol=4 * _tol(ref, 8, 9)[0])
+
+
+def test_past_the_loop_budget_falls_back(rng, monkeypatch, loop_budget):
+    """A key loop past the budget takes the composite (several dispatches), still correct."""
+    monkeypatch.setattr(core, "POISON", False)
+    loop_budget(4096 + 64)  # max_loop_iterations() = budget // 2 = 2080: S = 129 · E = 64 fits
+    q, k, v = _qkv(rng, (2,), 64, 4000, 8)
+    dev = backend.current()
+    before = dev.dispatches
+    got = F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(k), pr.tensor(v))
+    assert dev.dispatches - before > 1
+    want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))
+    assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), 8, 4000)[0])
+
+
+def test_longest_key_loop_within_the_budget(rng):
+    """On a loop-budget device (lavapipe) the longest S the planner admits must run to the end:
+    an undercounted loop would be cut short there and the later keys silently dropped."""
+    from pyrite.kernels import attention as K
+
+    if backend.current().loop_budget is None:
+        pytest.skip("loops are unbounded on this device")
+    budget = core.max_loop_iterations()
+    S = 1
+    while K.fwd_loop_iterations(2 * S, 8, K.block_for(1)) <= budget:
+        S *= 2
+    lo, hi = S, 2 * S  # the largest S that fits, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if K.fwd_loop_iterations(mid, 8, K.block_for(1)) <= budget else (lo, mid)
+    q, k, v = _qkv(rng, (1,), 1, lo, 8)
+    v[0, -1] += 100.0  # the last key's value: visible only if the loop reached it
+    k[0, -1] = q[0, 0] * 3.0
+    _check(rng, q, k, v)
