@@ -141,6 +141,26 @@ def test_noncontiguous_inputs(rng):
     _check(rng, q, k, v, is_causal=True, _transform=lambda t: t.transpose(1, 2))
 
 
+def test_outputs_in_the_inputs_head_layout(rng):
+    """With (B, L, H, E) projections transposed to (B, H, L, E), the output and dq, dk, dv are
+    written in that layout too: the model's transpose(1, 2).reshape(B, L, H·E) after attention,
+    and the same on the way back, are views rather than copies (values: the test above)."""
+    B, L, H, E = 2, 9, 3, 16
+    qkv = pr.tensor(rng.standard_normal((B, L, 3 * H * E)).astype(np.float32)).requires_grad_()
+    q, k, v = (t.reshape(B, L, H, E).transpose(1, 2) for t in qkv.split(H * E, dim=-1))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.shape == (B, H, L, E)
+    assert out.transpose(1, 2).is_contiguous()
+    seen = {}
+    for name, t in zip("qkv", (q, k, v)):
+        t.register_hook(lambda g, name=name: seen.__setitem__(name, g))
+    out.transpose(1, 2).reshape(B, L, H * E).sum().backward()
+    for name in "qkv":
+        assert seen[name].transpose(1, 2).is_contiguous(), name
+    cq = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
+    assert F.scaled_dot_product_attention(cq, cq, cq).is_contiguous()  # q's own layout
+
+
 def test_float16(rng):
     if not backend.current().has_f16:
         pytest.skip("the device has no shader-f16")

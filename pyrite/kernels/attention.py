@@ -186,6 +186,17 @@ def _mask_test(mask: str, mtype: str | None, i: str, j: str) -> str:
     return ""
 
 
+def _row_base(n: str, row: str, E: int, heads: int) -> str:
+    """WGSL: the first element of output row `row` of batch·head `bh`. Contiguous (nbh, n, E),
+    or with `heads` (the last leading dim) inside the row dim: (batch, n, heads, E), the layout a
+    model's (B, T, H, E) view transposed to (B, H, T, E) came from, so that the usual
+    `.transpose(1, 2).reshape(B, T, H·E)` after attention (and the same on its gradients) is a
+    view instead of a copy (PyTorch's flash kernels also write their output in q's layout)."""
+    if not heads:
+        return f"(bh * {n} + {row}) * {E}"
+    return f"(((bh / {heads}) * {n} + {row}) * {heads} + bh % {heads}) * {E}"
+
+
 def _check(E, block, mask):
     if mask not in MASKS:
         raise ValueError(f"pyrite: internal: attention mask kind {mask!r}")
@@ -209,8 +220,10 @@ def attn_fwd_kernel(
     v_type: str,
     m_type: str | None,
     out_type: str,
+    heads: int = 0,
 ) -> KernelSource:
-    """WGSL of the forward. Buffers: q, k, v, [mask], out (nbh, L, E), lse (nbh, L) f32."""
+    """WGSL of the forward. Buffers: q, k, v, [mask], out (nbh, L, E), lse (nbh, L) f32.
+    `heads` > 0: out is laid out (batch, L, heads, E) instead (see _row_base)."""
     _check(E, block, mask)
     ep = padded_dim(E)
     C = ep // 4
@@ -270,7 +283,7 @@ def attn_fwd_kernel(
     b += "    }\n  }\n"
     b += "  if (i >= L) { return; }\n"
     b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
-    b += f"  let ob = (bh * L + i) * {E};\n"
+    b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
     for e in range(E):
         b += f"  o_[ob + {e}] = {store(f'a{e // 4}[{e % 4}] * inv', 'f32', out_type)};\n"
     b += "  lse[bh * L + i] = select(mx + log(l), p_inf(), l == 0.0);\n}\n"
@@ -296,6 +309,7 @@ def attn_dq_kernel(
     o_type: str,
     do_type: str,
     dq_type: str,
+    heads: int = 0,
 ) -> KernelSource:
     """WGSL of dq and D. Buffers: q, k, v, [mask], out, dout (strided), lse, dq (nbh, L, E),
     D (nbh, L) f32. `out` and `dout` are read through their strides too."""
@@ -361,7 +375,7 @@ def attn_dq_kernel(
         b += f"      a{c} += ds * tk[jj * {C} + {c}];\n"
     b += "    }\n  }\n"
     b += "  if (i >= L) { return; }\n"
-    b += f"  let qo = (bh * L + i) * {E};\n"
+    b += f"  let qo = {_row_base('L', 'i', E, heads)};\n"
     for e in range(E):
         b += f"  dq[qo + {e}] = {store(f'a{e // 4}[{e % 4}] * scale', 'f32', dq_type)};\n"
     b += "  dd[bh * L + i] = D;\n}\n"
@@ -383,6 +397,7 @@ def attn_dkv_kernel(
     do_type: str,
     dk_type: str,
     dv_type: str,
+    heads: int = 0,
 ) -> KernelSource:
     """WGSL of dk and dv, one invocation per key. Buffers: q, k, v, [mask], dout (strided),
     lse, D (nbh, L) f32, dk, dv (nbh, S, E)."""
@@ -447,7 +462,7 @@ def attn_dkv_kernel(
         b += f"      ak{c} += ds * tq[ii * {C} + {c}];\n"
     b += "    }\n  }\n"
     b += "  if (j >= S) { return; }\n"
-    b += f"  let ko = (bh * S + j) * {E};\n"
+    b += f"  let ko = {_row_base('S', 'j', E, heads)};\n"
     for e in range(E):
         b += f"  dk[ko + {e}] = {store(f'ak{e // 4}[{e % 4}]', 'f32', dk_type)};\n"
         b += f"  dv[ko + {e}] = {store(f'av{e // 4}[{e % 4}]', 'f32', dv_type)};\n"

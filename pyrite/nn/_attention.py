@@ -221,6 +221,25 @@ def _mask_operand(mask, L, S):
     return mask
 
 
+def _heads_inside(t, lead) -> int:
+    """The head count when `t` (lead..., n, E) is a transposed view of (..., n, heads, E) (its
+    head dim strides less than its row dim), else 0: outputs and gradients are then written in
+    that layout too (kernels/attention._row_base)."""
+    if len(lead) < 2 or t.ndim < 3 or lead[-1] < 2 or t._shape[-3] != lead[-1]:
+        return 0
+    return lead[-1] if t._strides[-3] < t._strides[-2] else 0
+
+
+def _empty_rows(lead, n, E, dtype, heads):
+    """A new (lead..., n, E) tensor, laid out (lead[:-1]..., n, heads, E) when heads > 0."""
+    shape = tuple(lead) + (n, E)
+    if not heads:
+        return empty(shape, dtype)
+    phys = empty(tuple(lead[:-1]) + (n, heads, E), dtype)
+    st = phys._strides
+    return phys._view(shape, (*st[:-3], st[-2], st[-3], st[-1]), 0)
+
+
 def _flash(query, key, value, attn_mask, is_causal, scale):
     """(out, lse): the fused forward (one dispatch). out (lead..., L, E) in q's dtype, lse
     (lead..., L) float32 the log-sum-exp of each query's scaled, masked scores (+inf for a query
@@ -236,7 +255,8 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     if mask is not None:
         ops.append((mask, -2, -1))
     rank, info = _info(lead, L, S, scale, nblk, ops)
-    out = empty(tuple(lead) + (L, E), query.dtype)
+    heads = _heads_inside(query, lead)
+    out = _empty_rows(lead, L, E, query.dtype, heads)
     lse = empty(tuple(lead) + (L,), D.float32)
     src = _K.attn_fwd_kernel(
         E,
@@ -249,6 +269,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
         value.dtype.wgsl,
         mask.dtype.wgsl if mask is not None else None,
         out.dtype.wgsl,
+        heads,
     )
     bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
     if mask is not None:
@@ -284,11 +305,12 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
     # dq and D = Σ dout·out per query
     nq = -(-L // qblock)
     rank, info = _info(lead, L, S, scale, nq, base + [(out, -2, -1), (g, -2, -1)])
-    dq = empty(tuple(lead) + (L, E), q.dtype)
+    qh = _heads_inside(q, lead)
+    dq = _empty_rows(lead, L, E, q.dtype, qh)
     dd = empty(tuple(lead) + (L,), D.float32)
     src = _K.attn_dq_kernel(
         E, qblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl,
+        out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh,
     )  # fmt: skip
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
     dev.dispatch(src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
@@ -296,11 +318,13 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
     # dk, dv
     nk = -(-S // kblock)
     rank, info = _info(lead, L, S, scale, nk, base + [(g, -2, -1)])
-    dk = empty(tuple(lead) + (S, E), k.dtype)
-    dv = empty(tuple(lead) + (S, E), v.dtype)
+    kh = _heads_inside(k, lead)
+    kh = kh if kh and _heads_inside(v, lead) == kh else 0
+    dk = _empty_rows(lead, S, E, k.dtype, kh)
+    dv = _empty_rows(lead, S, E, v.dtype, kh)
     src = _K.attn_dkv_kernel(
         E, kblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl,
+        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh,
     )  # fmt: skip
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
     dev.dispatch(src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
