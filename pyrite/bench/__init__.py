@@ -231,6 +231,64 @@ def bench_rowops(rep, rows, width=1024):
         rep.add(f"{label} ({rows:,} x {width})", nbytes / t / 1e9, "GB/s", None, peers)
 
 
+def bench_attention(rep, quick=False):
+    """scaled_dot_product_attention, forward and forward+backward, at the GPT bench's shape
+    (causal) and BERT-base's (a padding mask), in GFLOP/s of the 4·B·H·L·S·E multiply-adds of
+    the forward (backward: 2.5x that, FlashAttention-2's count), beside torch in the same run."""
+    F = pr.nn.functional
+    torch = _torch()
+    cases = [
+        ("GPT bench, causal", (8, 4, 64, 32), True),
+        ("BERT-base, padding mask", (32, 12, 128, 64), False),
+    ]
+    if quick:
+        cases = [
+            ("GPT bench, causal", (8, 4, 64, 32), True),
+            ("BERT-like, padding mask", (2, 12, 128, 64), False),
+        ]
+    rng = np.random.default_rng(0)
+    for label, (B, H, L, E), causal in cases:
+        qkv = [rng.standard_normal((B, H, L, E)).astype(np.float32) for _ in range(3)]
+        keep = np.ones((B, 1, 1, L), dtype=bool)
+        keep[:, :, :, L - L // 4 :] = False  # the last quarter of each sequence is padding
+        flops = 4 * B * H * L * L * E
+
+        def run(lib, tensors, mask, backward, F=None):
+            kw = {"is_causal": True} if causal else {"attn_mask": mask}
+            out = F.scaled_dot_product_attention(*tensors, **kw)
+            if backward:
+                out.sum().backward()
+            return out
+
+        for backward in (False, True):
+            ps = [pr.tensor(a).requires_grad_(backward) for a in qkv]
+            pm = pr.tensor(keep)
+            t = _median_time(lambda: run(pr, ps, pm, backward, F), repeats=5)
+            work = flops * (3.5 if backward else 1.0)
+            peers = {}
+            if torch is not None:
+                tf = torch.nn.functional
+                ts = [torch.tensor(a, requires_grad=backward) for a in qkv]
+                tm = torch.tensor(keep)
+                peers["torch-cpu"] = (
+                    work / _peer_time(lambda: run(torch, ts, tm, backward, tf)) / 1e9
+                )
+                if torch.cuda.is_available():
+                    ts = [torch.tensor(a, device="cuda", requires_grad=backward) for a in qkv]
+                    tm = tm.cuda()
+                    peers["torch-cuda"] = (
+                        work / _cuda_time(torch, lambda: run(torch, ts, tm, backward, tf)) / 1e9
+                    )
+            what = "forward+backward" if backward else "forward"
+            rep.add(
+                f"attention {what} {B}x{H}x{L}x{E} ({label})",
+                work / t / 1e9,
+                "GFLOP/s",
+                None,
+                peers,
+            )
+
+
 def bench_matmul(rep, sizes):
     if not hasattr(pr, "matmul"):
         rep.add("matmul (not built yet)", 0.0, "GFLOP/s")
@@ -380,7 +438,9 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
     p.add_argument(
-        "--only", default="", help="comma list: copy,reduce,rowops,matmul,overhead,baked,train"
+        "--only",
+        default="",
+        help="comma list: copy,reduce,rowops,matmul,attention,overhead,baked,train",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -401,6 +461,7 @@ def main(argv=None):
         ("reduce", lambda: bench_reduce(rep, n)),
         ("rowops", lambda: bench_rowops(rep, n // 1024)),
         ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else [1024, 2048, 4096])),
+        ("attention", lambda: bench_attention(rep, quick)),
         ("overhead", lambda: bench_overhead(rep)),
         ("baked", lambda: bench_baked(rep)),
         ("train", lambda: _bench_train(rep)),
