@@ -156,7 +156,8 @@ class Device:
         """The C entry points behind wgpu-py's set_bind_group/dispatch_workgroups, or None.
 
         wgpu-py wraps every call in Python error capture and builds a new C array for the dynamic
-        offsets each time: ~5 µs of the ~28 µs eager dispatch measured on the H200. pyrite
+        offsets each time: ~5 µs of the ~28 µs eager dispatch measured on the H200. (Also
+        set_pipeline, which a training step calls for most of its dispatches.) pyrite
         validates its own dispatches, so the hot path calls the same C functions directly
         (both wgpu and wgpudawn expose them as `backends.<impl>._api.lib`). PYRITE_SAFE_CALLS=1,
         or PYRITE_DEBUG >= 1, keeps wgpu-py's checked path.
@@ -176,6 +177,7 @@ class Device:
                 api.lib.wgpuComputePassEncoderSetBindGroup,
                 api.lib.wgpuComputePassEncoderDispatchWorkgroups,
                 offsets,
+                api.lib.wgpuComputePassEncoderSetPipeline,
             )
         except Exception:  # noqa: BLE001 - any surprise: keep the checked path
             return None
@@ -313,15 +315,18 @@ class Device:
         cpass = self._pass
         if cpass is None:
             cpass = self._begin()
-        if pipeline is not self._last_pipeline:
-            cpass.set_pipeline(pipeline)
-            self._last_pipeline = pipeline
         raw = self._raw
         if raw is None:
+            if pipeline is not self._last_pipeline:
+                cpass.set_pipeline(pipeline)
+                self._last_pipeline = pipeline
             cpass.set_bind_group(0, bind_group, [pos * 4])
             cpass.dispatch_workgroups(*grid)
         else:
-            set_bg, run, offsets = raw
+            set_bg, run, offsets, set_pipeline = raw
+            if pipeline is not self._last_pipeline:
+                set_pipeline(cpass._internal, pipeline._internal)
+                self._last_pipeline = pipeline
             offsets[0] = pos * 4
             set_bg(cpass._internal, 0, bind_group._internal, 1, offsets)
             run(cpass._internal, grid[0], grid[1], grid[2])
