@@ -157,13 +157,17 @@ class Tensor:
         return self._offset
 
     def is_contiguous(self, memory_format=None) -> bool:
-        if 0 in self._shape:  # torch: a tensor with no elements is contiguous, whatever its strides
+        shape, strides = self._shape, self._strides
+        if 0 in shape:  # torch: a tensor with no elements is contiguous, whatever its strides
             return True
-        return all(
-            s == c
-            for s, c, d in zip(self._strides, contiguous_strides(self._shape), self._shape)
-            if d != 1
-        )
+        acc = 1  # (a loop, not contiguous_strides + a generator: this runs for most ops)
+        for i in range(len(shape) - 1, -1, -1):
+            d = shape[i]
+            if d != 1:
+                if strides[i] != acc:
+                    return False
+                acc *= d
+        return True
 
     def element_size(self) -> int:
         return self.dtype.itemsize

@@ -205,9 +205,46 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     return acc if acc.dtype is want else acc.to(want)
 
 
+# Plans of gemm by everything they depend on (shapes, strides, offsets, dtypes, the epilogue,
+# the device): the kernel, its info words and grid, or the split-K chunk. A training step calls
+# the same few dozen GEMMs every step; choosing a variant, coalescing the batch dims and
+# building the info words is ~20 Python calls a GEMM, a lookup once planned.
+_plans: dict = {}
+_plans_device = None
+
+
 def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dtype=None) -> Tensor:
     """C = alpha * (a @ b) + beta * e for a (..., M, K), b (..., K, N) with broadcastable batch
     dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor."""
+    global _plans_device
+    dev = backend.current()
+    if _plans_device is not dev:
+        _plans.clear()
+        _plans_device = dev
+    key = (
+        a._shape, a._strides, a._offset, a.dtype, b._shape, b._strides, b._offset, b.dtype,
+        None if e is None else (e._shape, e._strides, e._offset, e.dtype),
+        alpha, beta, out_dtype,
+        FORCE, max_loop_iterations(),  # (tests force variants and lower the loop budget)
+    )  # fmt: skip
+    plan = _plans.get(key)
+    if plan is not None:
+        if plan[0] == "split":
+            return _gemm_split_k(a, b, e, alpha, beta, out_dtype, plan[1])
+        _, src, info, grid, out_shape, out_dt, last = plan
+        global LAST
+        LAST = last
+        out = empty(out_shape, out_dt)
+        bufs = [a._storage.buffer, b._storage.buffer]
+        if e is not None:
+            bufs.append(e._storage.buffer)
+        bufs.append(out._storage.buffer)
+        dev.dispatch(src, bufs, info, grid)
+        return out
+    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype)
+
+
+def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype):
     M, K = a._shape[-2], a._shape[-1]
     K2, N = b._shape[-2], b._shape[-1]
     assert K == K2
@@ -237,11 +274,11 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     nb = len(cshape)
     a_lay = _layout_a(a._strides[-2], a._strides[-1], M, K)
     b_lay = _layout_b(b._strides[-2], b._strides[-1], K, N)
-    dev = backend.current()
     fast_lay = _fast_layout(a, b, e, out_dt, cstrides)
     kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
     chunk = _split_k_chunk(kind, params, K)
     if chunk is not None:
+        _remember(key, ("split", chunk))
         return _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk)
     out = empty(out_shape, out_dt)
     global LAST
@@ -294,8 +331,16 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
     if e is not None:
         bufs.append(e._storage.buffer)
     bufs.append(out._storage.buffer)
-    dev.dispatch(src, bufs, info, fold_grid(total))
+    grid = fold_grid(total)
+    dev.dispatch(src, bufs, info, grid)
+    _remember(key, ("run", src, info, grid, out_shape, out_dt, LAST))
     return out
+
+
+def _remember(key, plan):
+    if len(_plans) > 4096:
+        _plans.clear()
+    _plans[key] = plan
 
 
 def _mismatch(a, b):

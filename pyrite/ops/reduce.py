@@ -195,8 +195,35 @@ def _out_shape(x: Tensor, dims, keepdim) -> tuple:
     return tuple(d for i, d in enumerate(x._shape) if i not in dims)
 
 
+# Plans of single-dispatch reductions by everything they depend on (as ops/matmul's GEMM
+# plans): a training step sums the same bias gradients every step.
+_plans: dict = {}
+_plans_device = None
+
+
 def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, out_ctypes=None):
     """Run reduction `op` of `x` over `dims`; one output tensor per entry of `out_dtypes`."""
+    global _plans_device, LAST_PATH
+    dev = backend.current()
+    if _plans_device is not dev:
+        _plans.clear()
+        _plans_device = dev
+    key = (
+        x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
+        acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
+        FORCE_MODE, SPLIT, FORCE_SPLIT,  # (the knobs tests set to reach every path)
+    )  # fmt: skip
+    plan = _plans.get(key)
+    if plan is not None:
+        shape, src, info, grid, path = plan
+        LAST_PATH = path
+        outs = [empty(shape, dt) for dt in out_dtypes]
+        dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
+        return outs
+    return _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_ctypes)
+
+
+def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_ctypes):
     shape = _out_shape(x, dims, keepdim)
     n_out = math.prod(shape)
     length = math.prod(x._shape[d] for d in dims)
@@ -251,9 +278,10 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(n_out) if mode == "row" else grid_for(n_out)
-    backend.current().dispatch(
-        src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid
-    )
+    dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
+    if len(_plans) > 4096:
+        _plans.clear()
+    _plans[key] = (shape, src, info, grid, mode)
     return outs
 
 
