@@ -1,10 +1,12 @@
-"""Where a training step's host time goes: `python scripts/profile_step.py mlp|gpt [N]`.
+"""Where a training step's host time goes: `python scripts/profile_step.py mlp|gpt [N] [--host-only]`.
 
 Runs the `pyrite bench --only train` models (pyrite/bench/train.py) for N steps (default 20)
 after a warm-up and prints, per step: wall milliseconds with one synchronisation at the end,
 dispatches, submits, new bind groups, readbacks; then the top functions by own time (cProfile).
 Readbacks and new bind groups are what eager training should not have in a steady state; the
 per-function table says which layer (autograd, ops, the device) the rest of the host time is in.
+`--host-only` also times the step with the device's dispatch replaced by a no-op: pyrite's own
+Python work, without the WebGPU implementation's encoding and the driver (nor any GPU work).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pyrite import backend
 from pyrite.bench.train import _gpt, _mlp
 
 
-def main(which="mlp", n=20):
+def main(which="mlp", n=20, host_only=False):
     rng = np.random.default_rng(0)
     if which == "mlp":
         xs = rng.standard_normal((128, 784)).astype(np.float32)
@@ -60,6 +62,23 @@ def main(which="mlp", n=20):
         f"dispatches, {(dev.submits - s0) / n:.1f} submits, {counts['groups'] / n:.1f} new bind "
         f"groups, {reads / n:.1f} readbacks"
     )
+    if host_only:
+        real = dev._dispatch
+
+        def null(src, buffers, info, grid):
+            dev.dispatches += 1
+
+        dev._dispatch = null
+        try:
+            for _ in range(3):
+                step()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                step()
+            python = time.perf_counter() - t0
+        finally:
+            dev._dispatch = real
+        print(f"  host-only (dispatch a no-op): {python / n * 1e3:.3f} ms/step of pyrite's Python")
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(n):
@@ -70,4 +89,9 @@ def main(which="mlp", n=20):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "mlp", int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(
+        args[0] if args else "mlp",
+        int(args[1]) if len(args) > 1 else 20,
+        host_only="--host-only" in sys.argv,
+    )
