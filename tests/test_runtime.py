@@ -114,3 +114,36 @@ def test_error_free_sum_survives_the_compiler(rng):
     for got in outs:
         np.testing.assert_array_equal(got.numpy(), want)
     assert np.count_nonzero(want) > 4000  # the terms were not all absorbed or all kept
+
+
+def test_small_reads_use_the_staging_buffer_and_large_ones_still_read(rng):
+    """Reads up to STAGING_BYTES go through the device's persistent mappable buffer (no
+    buffer made per read); larger ones through wgpu-py's read_buffer; both exact, at offsets."""
+    from pyrite import backend
+    from pyrite.backend import device as devmod
+
+    dev = backend.current()
+    made = []
+    real_create = dev.device.create_buffer
+
+    def counting(*a, **k):
+        made.append(k.get("size"))
+        return real_create(*a, **k)
+
+    n = devmod.STAGING_BYTES // 4
+    for size in (1, 7, n - 1, n, n + 1, 3 * n + 5):
+        a = rng.standard_normal(size).astype(np.float32)
+        t = pr.tensor(a)
+        np.testing.assert_array_equal(t.numpy(), a)
+        np.testing.assert_array_equal(t[size // 3 :].numpy(), a[size // 3 :])
+    x = pr.tensor(rng.standard_normal(257).astype(np.float32))
+    x.sum().item()  # warm
+    dev.device.create_buffer = counting
+    try:
+        for i in range(5):
+            assert x[i * 7].item() == pytest.approx(float(x.numpy()[i * 7]))
+            pr.synchronize()
+    finally:
+        del dev.device.create_buffer
+    assert dev._staging is not None
+    assert made == []

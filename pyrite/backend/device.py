@@ -31,6 +31,7 @@ WANTED_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query")
 # unknown zero stops that rewrite where it matters. (A zero the compiler can bound, such as
 # arrayLength(&info) >> 30, was folded away there.)
 INFO_WINDOW_WORDS = 128
+STAGING_BYTES = 64 << 10  # reads up to this size go through the persistent staging buffer
 INFO_ZERO_WORD = INFO_WINDOW_WORDS - 1
 INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch: 512 windows
 
@@ -116,6 +117,12 @@ class Device:
         self.submits = 0
         self.debug = debug_level()
         self._tiny = self.pool.allocate(4)
+        try:  # (device._read: small readbacks through one persistent mappable buffer)
+            self._staging = self.device.create_buffer(
+                size=STAGING_BYTES, usage=usage.MAP_READ | usage.COPY_DST
+            )
+        except Exception:  # noqa: BLE001
+            self._staging = None
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         self._raw = self._raw_calls()
         self._raw_group = self._raw_bind_group() if self._raw is not None else None
@@ -443,19 +450,40 @@ class Device:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
         with self._lock:
             self._check_owned((buffer,))
-            self._flush()
             if nbytes == 0:
+                self._flush()
                 return b""
             start = byte_offset & ~3
             end = min((byte_offset + nbytes + 3) & ~3, buffer.size)
-            data = self.queue.read_buffer(buffer, start, end - start)
+            data = self._read(buffer, start, end - start)
         return bytes(data[byte_offset - start : byte_offset - start + nbytes])
+
+    def _read(self, buffer, start, size):
+        """Flush and read back `size` bytes at `start`. Small reads (an item(), a loss, a
+        range check: up to STAGING_BYTES) go through one persistent MAP_READ buffer, the copy
+        recorded into the pending batch so one submit carries both; wgpu-py's read_buffer, used
+        for the rest, creates and destroys a mappable buffer and submits again for every read."""
+        staging = self._staging
+        if staging is not None and size <= STAGING_BYTES:
+            try:
+                self._copy(buffer, start, staging, 0, size)
+                self._flush()
+                staging.map_async("READ_NOSYNC", 0, size).sync_wait()
+                try:
+                    return staging.read_mapped(0, size)
+                finally:
+                    staging.unmap()
+            except Exception:  # noqa: BLE001 - an implementation without this path: the other
+                self._staging = None
+                if getattr(staging, "map_state", "unmapped") == "mapped":
+                    staging.unmap()
+        self._flush()
+        return self.queue.read_buffer(buffer, start, size)
 
     def synchronize(self):
         """Submit what is pending and wait until the GPU has finished it."""
         with self._lock:
-            self._flush()
-            self.queue.read_buffer(self._tiny.buffer, 0, 4)
+            self._read(self._tiny.buffer, 0, 4)
 
     def info(self) -> dict:
         return {

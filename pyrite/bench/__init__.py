@@ -289,6 +289,35 @@ def bench_attention(rep, quick=False):
             )
 
 
+def bench_latency(rep):
+    """Round trips (issue 9): a small reduction read back, one element read back, and a
+    synchronize with nothing pending; median of 200 after 20 warm calls, torch CUDA beside."""
+    x = pr.randn(128, 768)
+
+    def med(fn, n=200):
+        for _ in range(20):
+            fn()
+        ts = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e6
+
+    torch = _torch()
+    tc = None
+    if torch is not None and torch.cuda.is_available():
+        tc = torch.randn(128, 768, device="cuda")
+    rows = [
+        ("x.sum().item(), x of 128x768", lambda: x.sum().item(), lambda: tc.sum().item()),
+        ("x[0, 0].item()", lambda: x[0, 0].item(), lambda: tc[0, 0].item()),
+        ("synchronize() with nothing pending", pr.synchronize, lambda: torch.cuda.synchronize()),
+    ]
+    for label, fn, tfn in rows:
+        peers = {"torch-cuda": med(tfn)} if tc is not None else {}
+        rep.add(label, med(fn), "us", None, peers, "lower is better")
+
+
 def bench_matmul(rep, sizes):
     if not hasattr(pr, "matmul"):
         rep.add("matmul (not built yet)", 0.0, "GFLOP/s")
@@ -440,7 +469,7 @@ def main(argv=None):
     p.add_argument(
         "--only",
         default="",
-        help="comma list: copy,reduce,rowops,matmul,attention,overhead,baked,train",
+        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -463,6 +492,7 @@ def main(argv=None):
         ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else [1024, 2048, 4096])),
         ("attention", lambda: bench_attention(rep, quick)),
         ("overhead", lambda: bench_overhead(rep)),
+        ("latency", lambda: bench_latency(rep)),
         ("baked", lambda: bench_baked(rep)),
         ("train", lambda: _bench_train(rep)),
     ]
