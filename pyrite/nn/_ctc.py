@@ -253,7 +253,11 @@ def _nll_rule(plan):
             core = _ctc_grad(lp.detach(), nll.detach(), *plan)
         if _autograd.is_grad_enabled():  # create_graph: say it where torch does
             core = _autograd.record(
-                "ctc_loss_backward", _autograd._not_implemented("ctc_loss_backward"), (lp,), {}, core
+                "ctc_loss_backward",
+                _autograd._not_implemented("ctc_loss_backward"),
+                (lp,),
+                {},
+                core,
             )
         T, N, C = lp._shape
         return (core * g.reshape(1, N, 1),)

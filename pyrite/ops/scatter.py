@@ -778,7 +778,9 @@ def _g_scatter_reduce_prod(ctx, g, include_self):
     if len(ctx.needs) > 3 and ctx.needs[3]:
         out = _1d(ctx.out)
         src_zero = s_idx == 0
-        zeros = scatter_add(_zeros(ctx.meta[0], g1).reshape(g1._shape), d, idx, src_zero.to(g1.dtype))
+        zeros = scatter_add(
+            _zeros(ctx.meta[0], g1).reshape(g1._shape), d, idx, src_zero.to(g1.dtype)
+        )
         single = src_zero & (gather(zeros, d, idx) == 1)
         masked_src = s_idx.masked_fill(single, 1.0)
         others = scatter_reduce(x1, d, idx, masked_src, "prod", include_self=include_self)
