@@ -197,3 +197,89 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 
 def info_words() -> int:
     return 11
+
+
+# ---- the backward's tables: every step's alpha (or beta), for the gradient -------------------
+# beta, Graves' backward recursion in torch's convention (it includes step t's emission, as
+# alpha does, so alpha_t(s) + beta_t(s) - lp[t, l'_s] is the log-probability of the paths
+# through state s at step t):
+#   beta_{T_n-1}(S'-1) = lp[T_n-1, blank],  beta_{T_n-1}(S'-2) = lp[T_n-1, lL], else -inf
+#   beta_t(s) = lp[t, l'_s] + logsumexp(beta_{t+1}(s), beta_{t+1}(s+1), beta_{t+1}(s+2))
+#               (the s+2 term only where l'_s is not blank and l'_s != l'_{s+2})
+# The table kernels write step t of item n at row (t * N + n) of a (T, N, S'max) table the op
+# filled with -inf (steps t >= T_n and states s >= S'_n stay -inf). A dispatch runs the steps
+# k in [k0, k1): alpha's step k is t = k, beta's t = T_n - 1 - k (each item's own last step
+# first), so one chain of dispatches over k < max T_n serves every item.
+# Info words as the forward's ([4] unused).
+
+
+def _from_next(row: str, indent: int) -> str:
+    """`acc` = the log-sum-exp of step t+1's states s, s+1 (and s+2 where l'_s allows it)."""
+    lines = f"""var acc = table[{row} + s];
+if (s + 1 < sp) {{
+  let b1 = table[{row} + s + 1];
+  if (s + 2 < sp && l != blank && l != label(s + 2, toff, blank)) {{
+    acc = lse3(acc, b1, table[{row} + s + 2]);
+  }} else {{
+    acc = lse2(acc, b1);
+  }}
+}}
+"""
+    return "".join(" " * indent + line for line in lines.splitlines(True))
+
+
+@lru_cache(maxsize=32)
+def ctc_table_kernel(lp_type: str, wg: int, beta: bool, serial: bool) -> KernelSource:
+    """alpha (beta=False) or beta at every step into `table`. serial: one invocation per item
+    walks its states (CPU adapters); else one workgroup per item, its invocations over the
+    states, a storage barrier between steps (each step reads the row the previous one wrote)."""
+    if serial:
+        item = f"let n = i32(((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * {wg}u + lid.x);"
+        leave = "if (n >= info[0]) { return; }"
+        s_loop = "for (var s = 0; s < sp; s++)"
+        barrier = ""
+    else:
+        item = "let n = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);"
+        leave = "if (n >= info[0]) { return; }  // uniform: the whole workgroup leaves"
+        s_loop = f"for (var s = i32(lid.x); s < sp; s += {wg})"
+        barrier = "storageBarrier();"
+    if beta:
+        t_of = "tn - 1 - k"
+        first = "s >= sp - 2"
+        other = "((t + 1) * info[0] + n) * sp_max"
+        recur = _from_next("other", 10)
+    else:
+        t_of = "k"
+        first = "s < 2"
+        other = "((t - 1) * info[0] + n) * sp_max"
+        recur = _from_prev("other", 10).replace("alpha[", "table[")
+    body = f"""
+@compute @workgroup_size({wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+  {item}
+  {leave}
+{_ITEM}  for (var k = info[2]; k < info[3]; k++) {{
+    if (k < tn) {{
+      let t = {t_of};
+      let row = (t * info[0] + n) * sp_max;
+      let other = {other};
+      {s_loop} {{
+        let l = label(s, toff, blank);
+        let e = lp_at(t, n, l);
+        var a = -p_inf();
+        if (k == 0) {{
+          if ({first}) {{ a = e; }}
+        }} else {{
+{recur}          a = acc + e;
+        }}
+        table[row + s] = a;
+      }}
+    }}
+    {barrier}
+  }}
+}}
+"""
+    text = _helpers(lp_type) + body
+    bufs = (("lp", lp_type, "r"), ("tg", "i32", "r"), ("items", "i32", "r"), ("table", "f32", "w"))
+    return KernelSource(header(bufs) + helpers_for(text, "p_inf()") + text, "rrrw")

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import autograd as _autograd
 from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
-from ..kernels.ctc import ctc_alpha_kernel, ctc_alpha_serial_kernel, workgroup_size
+from ..kernels.ctc import (
+    ctc_alpha_kernel,
+    ctc_alpha_serial_kernel,
+    ctc_table_kernel,
+    workgroup_size,
+)
 from ..ops import indexing as _indexing
 from ..ops.core import empty, max_loop_iterations, upload
 from ..tensor import Tensor
@@ -129,6 +135,14 @@ def ctc_loss(
                 f"pyrite: ctc_loss: target label {lo if lo < 0 else hi} is out of range for "
                 f"{C} classes"
             )
+    if _autograd.needs_grad(log_probs):
+        # the losses as a recorded op of lp (the rule below: torch's alpha-beta gradient), the
+        # reductions after it in recorded ops (their gradients are autograd's)
+        with _autograd.no_grad():
+            nll = _alpha(lp.detach(), tg, il, tl, toff, tstride, blank)
+        plan = (tg, il, tl, toff, tstride, blank, bool(zero_infinity))
+        nll = _autograd.record("ctc_loss", _nll_rule(plan), (lp,), {}, nll)
+        return _reduced(nll, tl, reduction, zero_infinity, unbatched, log_probs.dtype)
     loss = _alpha(lp, tg, il, tl, toff, tstride, blank)  # (N,) f32
     if zero_infinity:
         loss = fmap("select(x0, 0.0, p_isinf(x0) && x0 > 0.0)", [loss])
@@ -205,3 +219,128 @@ def _alpha(lp, tg, il, tl, toff, tstride, blank):
         if last:
             return loss
         t0 = t1
+
+
+# ---- the gradient -----------------------------------------------------------------------------
+def _reduced(nll, tl, reduction, zero_infinity, unbatched, dtype):
+    """The forward's reductions of the (N,) losses in recorded ops (ATen's ctc_loss: 'mean'
+    divides by the target lengths clamped to 1, then averages over the batch)."""
+    if zero_infinity:
+        nll = nll.masked_fill(nll == float("inf"), 0.0)
+    if reduction == "none":
+        out = nll.reshape(()) if unbatched else nll
+    elif reduction == "sum":
+        out = nll.sum()
+    else:
+        div = upload(np.maximum(tl, 1).astype(np.float32), D.float32)
+        out = (nll / div).mean()
+    return out.to(dtype) if out.dtype is not dtype else out
+
+
+def _nll_rule(plan):
+    """The backward of the (N,) losses: torch's ctc_loss_backward (LossCTC.cpp), for each
+    t < T_n and class c
+        grad[t, n, c] = (exp(lp[t, n, c]) - exp(lcab(t, c) + nll_n - lp[t, n, c])) * g_n
+    with lcab(t, c) = logsumexp of alpha_t(s) + beta_t(s) over the states s labelled c, 0 at
+    t >= T_n; an infinite loss gives nan there (torch's -inf + inf), or 0 with zero_infinity.
+    Gradients reach log_probs only. Torch does not differentiate this backward again: with
+    create_graph, its part that depends on log_probs raises at a second backward (g's part,
+    the gradient times g, records as usual)."""
+
+    def rule(ctx, g):
+        lp, nll = ctx.args[0], ctx.out
+        with _autograd.no_grad():
+            core = _ctc_grad(lp.detach(), nll.detach(), *plan)
+        if _autograd.is_grad_enabled():  # create_graph: say it where torch does
+            core = _autograd.record(
+                "ctc_loss_backward",
+                _autograd._not_implemented("ctc_loss_backward"),
+                (lp,),
+                {},
+                core,
+            )
+        T, N, C = lp._shape
+        return (core * g.reshape(1, N, 1),)
+
+    rule.saves = frozenset({0, "out"})
+    return rule
+
+
+def _ctc_grad(lp, nll, tg, il, tl, toff, tstride, blank, zero_infinity):
+    """(T, N, C) f32: the per-unit-loss gradient (the rule's formula without g_n)."""
+    from ..ops.combine import cat
+    from ..ops.creation import full
+    from ..ops.elementwise import where
+    from ..ops.scatter import gather, scatter_add, take
+
+    T, N, C = lp._shape
+    if N == 0:
+        return full((T, N, C), 0.0, dtype=D.float32)
+    l_max = int(tl.max())
+    sp_max = 2 * l_max + 1
+    lpf = lp if lp.dtype is D.float32 else lp.float()
+    # the extended labels l' (N, S'max): the targets' flat positions at odd s < S'_n, a blank
+    # appended after them everywhere else
+    n_tg = tg.numel()
+    j = np.arange(l_max)
+    if tg.ndim == 2:  # padded (N, S)
+        pos = np.arange(N)[:, None] * tg._shape[1] + j[None, :]
+    else:
+        starts = np.concatenate([[0], np.cumsum(tl)[:-1]])
+        pos = starts[:, None] + j[None, :]
+    pos = np.where(j[None, :] < tl[:, None], pos, n_tg)
+    ext_pos = np.full((N, sp_max), n_tg, dtype=np.int64)
+    ext_pos[:, 1::2] = pos
+    flat = tg.reshape(-1).to(D.int64)
+    flat = cat([flat, upload(np.array([blank], D.int64.np), D.int64)])
+    ext = take(flat, upload(ext_pos.astype(D.int64.np), D.int64))  # (N, S'max)
+    ext3 = ext.unsqueeze(0).expand(T, N, sp_max)
+    alpha = _table(lp, tg, il, tl, toff, tstride, blank, sp_max, beta=False)
+    beta = _table(lp, tg, il, tl, toff, tstride, blank, sp_max, beta=True)
+    e = gather(lpf, 2, ext3)
+    nll3 = nll.reshape(1, N, 1)
+    # exp(alpha + beta - lp + nll) per state: the state's share of the paths at step t
+    occ = (alpha + beta - e + nll3).exp()
+    per_class = scatter_add(full((T, N, C), 0.0, dtype=D.float32), 2, ext3, occ)
+    grad = lpf.exp() - per_class
+    steps = np.arange(T)[:, None, None] < il[None, :, None]  # (T, N, 1)
+    steps = upload(steps.astype(D.bool_.np), D.bool_)
+    inf = nll3 == float("inf")
+    zero = full((), 0.0, dtype=D.float32)
+    if zero_infinity:
+        return where(steps & ~inf, grad, zero)
+    return where(steps, where(inf, full((), float("nan"), dtype=D.float32), grad), zero)
+
+
+def _table(lp, tg, il, tl, toff, tstride, blank, sp_max, beta):
+    """(T, N, S'max) f32: alpha or beta at every step (kernels/ctc.py ctc_table_kernel), -inf
+    at steps t >= T_n and states s >= S'_n."""
+    from ..ops.creation import full
+
+    T, N, C = lp._shape
+    table = full((T, N, sp_max), float("-inf"), dtype=D.float32)
+    t_max = int(il.max())
+    if t_max == 0:
+        return table
+    if lp.dtype is not D.float32 and lp.dtype is not D.float16:
+        lp = lp.float()
+    if tg.numel() == 0:
+        tg = upload(np.zeros(1, np.int32), D.int32)  # a binding needs a buffer
+    items = upload(np.stack([il, tl, toff], 1).astype(np.int32), D.int32)
+    if _kernel_choice(sp_max) == "serial":
+        per_step = sp_max + 2
+        src = ctc_table_kernel(lp.dtype.wgsl, SERIAL_WG, beta, True)
+        grid = grid_for(N, SERIAL_WG)
+    else:
+        wg = workgroup_size(sp_max)
+        per_step = -(-sp_max // wg) + 2
+        src = ctc_table_kernel(lp.dtype.wgsl, wg, beta, False)
+        grid = fold_grid(N)
+    steps = max(1, max_loop_iterations() // per_step)
+    dev = backend.current()
+    bufs = [lp._storage.buffer, tg._storage.buffer, items._storage.buffer, table._storage.buffer]
+    for k0 in range(0, t_max, steps):
+        k1 = min(t_max, k0 + steps)
+        info = [N, sp_max, k0, k1, 0, blank, lp._offset, *lp._strides, tstride]
+        dev.dispatch(src, bufs, info, grid)
+    return table

@@ -56,7 +56,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         _warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
     x, g = as_tensor_arg(input), as_tensor_arg(grid)
-    if mode != "bicubic" and _autograd.needs_grad(x, g):
+    if _autograd.needs_grad(x, g):
         _grid_sample(x.detach(), g.detach(), mode, padding_mode, align_corners)  # (its checks)
         return _grid_sample_recorded(x, g, mode, padding_mode, align_corners)
     return widened(_grid_sample, x, g, mode, padding_mode, align_corners)
@@ -78,10 +78,11 @@ def _reflect(c, twice_low: int, twice_high: int):
 
 
 def _grid_sample_recorded(x, g, mode, padding_mode, align):
-    """grid_sample (bilinear, nearest) written with recorded ops, so autograd differentiates it
-    as torch's grid_sampler_backward does: the input's gradient scattered to the corners, the
-    grid's through the weights (and the border clamp / reflection of the coordinates). Holds
-    2**rank gathered (N, C, *out) tensors."""
+    """grid_sample written with recorded ops, so autograd differentiates it as torch's
+    grid_sampler_backward does: the input's gradient scattered to the taps, the grid's through
+    the weights (bilinear: and the border clamp / reflection of the coordinates; bicubic pads
+    each tap's integer index instead, so its grid gradient is the cubic coefficients' alone).
+    Holds 2**rank (bicubic: 16) gathered (N, C, *out) tensors."""
     from .scatter import gather
 
     rank = x.ndim - 2
@@ -95,15 +96,23 @@ def _grid_sample_recorded(x, g, mode, padding_mode, align):
         size = sp[rank - 1 - k]
         c = g.select(-1, k).reshape(N, S)
         c = ((c + 1.0) / 2.0) * (size - 1) if align else ((c + 1.0) * size - 1.0) / 2.0
-        if padding_mode == "reflection":
-            c = _reflect(c, 0, 2 * (size - 1)) if align else _reflect(c, -1, 2 * size - 1)
-        if padding_mode in ("border", "reflection"):
-            c = c.clamp(0.0, size - 1.0)
+        if mode != "bicubic":
+            c = _pad_coordinate(c, size, padding_mode, align)
         coords.append((c, size))
     # strides of the flattened spatial dims, coordinate k's first
     strides = [math.prod(sp[rank - k :]) for k in range(rank)]
     if mode == "nearest":
         corners = [[(c.round(), None)] for c, _ in coords]
+    elif mode == "bicubic":
+        corners = []
+        for c, size in coords:
+            f = c.detach().floor()
+            weights = _cubic_weights(c - f)
+            taps = []
+            for j in range(4):
+                i = _pad_coordinate(f + float(j - 1), size, padding_mode, align)
+                taps.append((i, weights[j]))
+            corners.append(taps)
     else:
         corners = []
         for c, _ in coords:
@@ -132,6 +141,32 @@ def _grid_sample_recorded(x, g, mode, padding_mode, align):
     if mode == "nearest" and g.requires_grad:  # torch's grid gradient there: zeros, not None
         out = out + g.sum() * 0.0
     return out
+
+
+def _pad_coordinate(c, size, padding_mode, align):
+    """PyTorch's compute_coordinates: the padding mode's reflection and clip of a coordinate."""
+    if padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align else _reflect(c, -1, 2 * size - 1)
+    if padding_mode in ("border", "reflection"):
+        c = c.clamp(0.0, size - 1.0)
+    return c
+
+
+_CUBIC_A = -0.75  # PyTorch's grid_sample / interpolate bicubic
+
+
+def _cubic_weights(t):
+    """PyTorch's get_cubic_upsample_coefficients: the taps floor - 1 .. floor + 2 at fraction t
+    (Keys' cubic convolution, A = -0.75), in recorded ops."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+
+    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
 
 
 def _product(*lists):

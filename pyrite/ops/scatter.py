@@ -708,15 +708,13 @@ for _r, _s in (
 def _g_scatter_reduce(ctx, g):
     """torch's scatter_reduce backward for sum, mean, amax and amin (include_self either way):
     sum passes g through; mean divides by each target's count; amax/amin share g evenly among
-    the elements equal to the result. prod raises (its zero handling is not written yet)."""
+    the elements equal to the result; prod as _g_scatter_reduce_prod."""
     from .creation import ones_like
 
     reduce = ctx.arg(4, "reduce")
     include_self = ctx.kwargs.get("include_self", True)
     if reduce == "prod":
-        raise NotImplementedError(
-            "pyrite: the gradient of scatter_reduce(..., reduce='prod') is not implemented yet"
-        )
+        return _g_scatter_reduce_prod(ctx, g, include_self)
     x, src = ctx.args[0], ctx.args[3]
     shape = ctx.meta[0][0]
     d, index = _dim_index(ctx, shape, "scatter_reduce")
@@ -752,6 +750,48 @@ def _g_scatter_reduce(ctx, g):
     else:
         gx = None
     if len(ctx.needs) > 3 and ctx.needs[3]:
+        gs = gsrc.reshape(src_shape) if not src_shape else _pad_to(gsrc, src_shape)
+    return gx, None, None, gs
+
+
+def _g_scatter_reduce_prod(ctx, g, include_self):
+    """torch's prod rule (FunctionsManual scatter_reduce_backward), zeros included: self gets
+    g times the product of the src scattered onto it (recomputed with self's zeros set to 1,
+    then divided by the masked self, as torch); src gets g * result / src where src != 0, and
+    where it is the only zero of its group the product of the others (the group's product with
+    that zero set to 1). Two or more zeros in a group: 0 for each (result / 1 = 0)."""
+    x, src = ctx.args[0], ctx.args[3]
+    shape = ctx.meta[0][0]
+    d, index = _dim_index(ctx, shape, "scatter_reduce")
+    g1 = _1d(g)
+    idx = _as_1d(index) if g1.ndim == 1 else index
+    x1 = _1d(x)
+    s_idx = _src_part(src, idx, d)
+    gx = gs = None
+    if ctx.needs[0]:
+        masked_x = x1.masked_fill(x1 == 0, 1.0)
+        masked_res = scatter_reduce(masked_x, d, idx, s_idx, "prod", include_self=include_self)
+        gx = g1 * masked_res / masked_x
+        if not include_self:
+            gx = scatter(gx, d, idx, 0.0)  # self did not take part where src was scattered
+        gx = gx.reshape(shape)
+    if len(ctx.needs) > 3 and ctx.needs[3]:
+        out = _1d(ctx.out)
+        src_zero = s_idx == 0
+        zeros = scatter_add(
+            _zeros(ctx.meta[0], g1).reshape(g1._shape), d, idx, src_zero.to(g1.dtype)
+        )
+        single = src_zero & (gather(zeros, d, idx) == 1)
+        masked_src = s_idx.masked_fill(single, 1.0)
+        others = scatter_reduce(x1, d, idx, masked_src, "prod", include_self=include_self)
+        from .elementwise import where
+
+        gsrc = where(
+            single,
+            gather(g1 * others, d, idx),
+            gather(g1 * out, d, idx) / s_idx.masked_fill(src_zero, 1.0),
+        )
+        src_shape = ctx.meta[3][0]
         gs = gsrc.reshape(src_shape) if not src_shape else _pad_to(gsrc, src_shape)
     return gx, None, None, gs
 
