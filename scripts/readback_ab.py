@@ -1,5 +1,6 @@
 """A/B of the small-readback path (device._read): the persistent staging buffer against wgpu-py's
-queue.read_buffer, interleaved in one process: `python scripts/readback_ab.py`."""
+queue.read_buffer (and, on wgpu-native, waiting by polling on this thread), interleaved in one
+process: `python scripts/readback_ab.py`."""
 
 import time
 
@@ -10,9 +11,11 @@ from pyrite import backend
 
 x = pr.randn(128, 768)
 dev = backend.current()
-st = dev._staging
-for mode in ["staging", "read_buffer", "staging", "read_buffer"]:
-    dev._staging = st if mode == "staging" else None
+st, raw = dev._staging, dev._raw_map
+modes = ["raw poll", "staging", "read_buffer"] if raw is not None else ["staging", "read_buffer"]
+for mode in modes * 2:
+    dev._staging = st if mode != "read_buffer" else None
+    dev._raw_map = raw if mode == "raw poll" else None
     for _ in range(10):
         x.sum().item()
     ts = []

@@ -123,6 +123,7 @@ class Device:
             )
         except Exception:  # noqa: BLE001
             self._staging = None
+        self._raw_map = self._raw_mapper() if self._staging is not None else None
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         self._raw = self._raw_calls()
         self._raw_group = self._raw_bind_group() if self._raw is not None else None
@@ -188,6 +189,55 @@ class Device:
             )
         except Exception:  # noqa: BLE001 - any surprise: keep the checked path
             return None
+
+    def _raw_mapper(self):
+        """wgpu-native only: map the staging buffer and wait for it on this thread, or None.
+
+        wgpu-py waits for a map on a threading.Event that its poll thread sets, a thread
+        hand-off (and GIL contention) on every read. Here the map's callback is registered with
+        AllowProcessEvents and this thread calls the blocking wgpuDevicePoll itself, which runs
+        the callback before it returns (measured 2026-12-01 on the H200, scripts/readback_ab.py).
+        Dawn's wgpu-py already waits in wgpuInstanceWaitAny with the GIL released: not used
+        there. PYRITE_SAFE_CALLS=1 or PYRITE_DEBUG keeps wgpu-py's path."""
+        if self.impl != "wgpu" or os.environ.get("PYRITE_SAFE_CALLS") or self.debug:
+            return None
+        try:
+            import sys
+
+            api = sys.modules[type(self.device).__module__]
+            ffi, lib = api.ffi, api.lib
+            poll, dev_c = lib.wgpuDevicePoll, self.device._internal
+            buf_c = self._staging._internal
+            done = [0, 0]  # [fired, status]
+
+            @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+            def on_mapped(status, message, u1, u2):
+                done[0] = 1
+                done[1] = status
+
+            info = ffi.new("WGPUBufferMapCallbackInfo *")
+            info.mode = lib.WGPUCallbackMode_AllowProcessEvents
+            info.callback = on_mapped
+            ok = lib.WGPUMapAsyncStatus_Success
+            read_mode = lib.WGPUMapMode_Read
+        except Exception:  # noqa: BLE001 - any surprise: wgpu-py's path
+            return None
+
+        def read_mapped(size):
+            done[0] = 0
+            lib.wgpuBufferMapAsync(buf_c, read_mode, 0, size, info[0])
+            while not done[0]:
+                poll(dev_c, 1, ffi.NULL)
+            if done[1] != ok:
+                raise DeviceError(f"pyrite: mapping the readback buffer failed (status {done[1]})")
+            try:
+                ptr = lib.wgpuBufferGetConstMappedRange(buf_c, 0, size)
+                return bytes(ffi.buffer(ptr, size))
+            finally:
+                lib.wgpuBufferUnmap(buf_c)
+
+        read_mapped.keep = on_mapped  # the callback lives as long as the reader
+        return read_mapped
 
     def _raw_bind_group(self):
         """A maker of bind groups through the C entry point, or None (the checked path).
@@ -468,6 +518,8 @@ class Device:
             try:
                 self._copy(buffer, start, staging, 0, size)
                 self._flush()
+                if self._raw_map is not None:
+                    return self._raw_map(size)
                 staging.map_async("READ_NOSYNC", 0, size).sync_wait()
                 try:
                     return staging.read_mapped(0, size)
