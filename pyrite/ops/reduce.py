@@ -211,14 +211,23 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     key = (
         x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
         acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
-        FORCE_MODE, SPLIT, FORCE_SPLIT,  # (the knobs tests set to reach every path)
+        FORCE_MODE, SPLIT, FORCE_SPLIT, _cpu_adapter(),  # (what tests set to reach each path)
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
-        shape, src, info, grid, path = plan
+        shape, path = plan[0], plan[-1]
         LAST_PATH = path
         outs = [empty(shape, dt) for dt in out_dtypes]
-        dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
+        if len(plan) == 5:
+            _, src, info, grid, _ = plan
+            dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
+        else:  # a split reduction: partial states into scratch, then the merge
+            _, (src1, info1, grid1, words, src2, info2, grid2), _ = plan
+            part = empty((words,), D.int32)
+            dev.dispatch(src1, [x._storage.buffer, part._storage.buffer], info1, grid1)
+            dev.dispatch(
+                src2, [part._storage.buffer] + [o._storage.buffer for o in outs], info2, grid2
+            )
         return outs
     return _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_ctypes)
 
@@ -249,7 +258,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
     split = _split_plan(n_out, length)
     if split is not None:
         LAST_PATH = f"split P={split[0]} C={split[1]}"
-        _split_reduce(
+        steps = _split_reduce(
             x,
             op,
             outs,
@@ -264,6 +273,9 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
             istr,
             split,
         )
+        if len(_plans) > 4096:
+            _plans.clear()
+        _plans[key] = (shape, steps, LAST_PATH)
         return outs
     mode = LAST_PATH = _mode(n_out, length)
     src = reduce_kernel(
@@ -288,29 +300,36 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
 def _split_reduce(
     x, op, outs, acc, out_ctypes, param, n_out, length, oshape, ostr, ishape, istr, split
 ):
-    """The two dispatches of a split reduction; partial states go to an int32 scratch tensor."""
+    """The two dispatches of a split reduction; partial states go to an int32 scratch tensor.
+    Returns the two steps (kernels, info words, grids, scratch words) for the plan cache."""
     parts, chunk, mode1, mode2 = split
     out_stypes = tuple(o.dtype.wgsl for o in outs)
     units = n_out * parts
-    part = empty((units * state_words(op, acc),), D.int32)
+    words = units * state_words(op, acc)
+    part = empty((words,), D.int32)
     dev = backend.current()
-    src = reduce_kernel(
+    src1 = reduce_kernel(
         op, x.dtype.wgsl, acc, out_stypes, out_ctypes, len(oshape), len(ishape), mode1, "partial"
     )
-    info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr, chunk, parts]
-    dev.dispatch(
-        src,
-        [x._storage.buffer, part._storage.buffer],
-        info,
-        fold_grid(units) if mode1 == "row" else grid_for(units),
-    )
-    src = reduce_kernel(op, "f32", acc, out_stypes, out_ctypes, 0, 0, mode2, "merge")
-    dev.dispatch(
-        src,
-        [part._storage.buffer] + [o._storage.buffer for o in outs],
-        [n_out, length, parts, f32_bits(param)],
-        fold_grid(n_out) if mode2 == "row" else grid_for(n_out),
-    )
+    info1 = [
+        n_out,
+        length,
+        x._offset,
+        f32_bits(param),
+        *oshape,
+        *ostr,
+        *ishape,
+        *istr,
+        chunk,
+        parts,
+    ]
+    grid1 = fold_grid(units) if mode1 == "row" else grid_for(units)
+    dev.dispatch(src1, [x._storage.buffer, part._storage.buffer], info1, grid1)
+    src2 = reduce_kernel(op, "f32", acc, out_stypes, out_ctypes, 0, 0, mode2, "merge")
+    info2 = [n_out, length, parts, f32_bits(param)]
+    grid2 = fold_grid(n_out) if mode2 == "row" else grid_for(n_out)
+    dev.dispatch(src2, [part._storage.buffer] + [o._storage.buffer for o in outs], info2, grid2)
+    return (src1, info1, grid1, words, src2, info2, grid2)
 
 
 def _float_dtype(x: Tensor):
