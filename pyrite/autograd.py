@@ -960,6 +960,14 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
     return out
 
 
+def plain(fn):
+    """Mark a public helper that neither computes on tensors nor records (a predicate, an
+    argument conversion, a check): install() and the bf16 fallback leave it unwrapped, so the
+    ops that call it on every call pay no guard for it."""
+    fn._pyrite_plain = True
+    return fn
+
+
 def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
     """Wrap every public function of `modules` (module attributes, so calls looked up at call
     time get the wrapper) and the Tensor methods bound to them: those a module lists in its
@@ -991,6 +999,8 @@ def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
         for fname in sorted(names):
             fn = getattr(mod, fname, None)
             if not isinstance(fn, types.FunctionType) or getattr(fn, "_pyrite_grad", False):
+                continue
+            if getattr(fn, "_pyrite_plain", False) and fname not in table:
                 continue
             if getattr(fn, "records_itself", False) and fname not in table:
                 continue  # (binary, unary: the elementwise engine records inside)

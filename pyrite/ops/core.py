@@ -349,11 +349,11 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
 def _untracked(inputs) -> bool:
     """Whether a kernel reads a tensor that requires grad while recording: an op without a
     backward rule (recorded ops run their kernels with recording off)."""
-    from ..autograd import is_grad_enabled
-
     for t in inputs:
-        if t.requires_grad and is_grad_enabled():
-            return True
+        if t.requires_grad:
+            from ..autograd import is_grad_enabled  # (only then: this runs for every map)
+
+            return is_grad_enabled()
     return False
 
 

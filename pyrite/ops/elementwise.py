@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
-from ..autograd import is_grad_enabled
+from ..autograd import is_grad_enabled, plain
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
 
@@ -89,7 +89,7 @@ def _wgsl(expr, names):
 
 def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
     if _rg(x) and is_grad_enabled():  # recorded for backward (elementwise_grads)
-        from .elementwise_grads import recorded_unary
+        recorded_unary = _grads().recorded_unary
 
         return recorded_unary(name, x, scalars, s_ctypes, out)
     x = as_tensor_arg(x)
@@ -173,6 +173,7 @@ BINARY = {
 _CT = {"f": "f32", "i": "i32", "b": "bool"}
 
 
+@plain
 def as_tensor_arg(x):
     if isinstance(x, Tensor):
         return x
@@ -200,6 +201,7 @@ def _is_scalar(x):
 _OPERAND_TYPES = (Tensor, numbers.Number, np.ndarray, np.generic)
 
 
+@plain
 def is_operand(other) -> bool:
     return type(other) in _SCALARS or isinstance(other, _OPERAND_TYPES)
 
@@ -245,9 +247,23 @@ def _rg(x) -> bool:
     return isinstance(x, Tensor) and x.requires_grad
 
 
+_grads_module = None
+
+
+def _grads():
+    """ops/elementwise_grads, imported on first use (it imports this module): a function-level
+    import statement costs ~0.5 µs a call on the recorded path of every operator."""
+    global _grads_module
+    if _grads_module is None:
+        from . import elementwise_grads
+
+        _grads_module = elementwise_grads
+    return _grads_module
+
+
 def binary(name: str, a, b, out=None):
     if (_rg(a) or _rg(b)) and is_grad_enabled():  # recorded for backward (elementwise_grads)
-        from .elementwise_grads import recorded_binary
+        recorded_binary = _grads().recorded_binary
 
         return recorded_binary(name, a, b, out)
     key = (name, _sig(a), _sig(b))

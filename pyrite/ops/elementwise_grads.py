@@ -24,6 +24,19 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
+_ew_module = None
+
+
+def _ew():
+    """ops/elementwise, imported on first use (it imports this module lazily too)."""
+    global _ew_module
+    if _ew_module is None:
+        from . import elementwise
+
+        _ew_module = elementwise
+    return _ew_module
+
+
 def _t(x):
     return isinstance(x, Tensor)
 
@@ -411,7 +424,7 @@ def _not_implemented(name):
 
 
 def recorded_binary(name, a, b, out):
-    from .elementwise import binary
+    binary = _ew().binary
 
     rule = BINARY_RULES.get(name) or _not_implemented(name)
     if out is None:
@@ -433,7 +446,7 @@ def recorded_binary(name, a, b, out):
 
 
 def recorded_unary(name, x, scalars, s_ctypes, out):
-    from .elementwise import unary
+    unary = _ew().unary
 
     rule = UNARY_RULES.get(name) or _not_implemented(name)
     if out is None:

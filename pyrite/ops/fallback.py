@@ -253,7 +253,7 @@ def install(modules, tensor_cls=Tensor):
         ]
         for name in (*names, *EXTRA.get(short, ())):
             fn = getattr(mod, name, None)
-            if isinstance(fn, types.FunctionType):
+            if isinstance(fn, types.FunctionType) and not getattr(fn, "_pyrite_plain", False):
                 setattr(mod, name, wrapped(fn, name))
         for meth, fn in getattr(mod, "METHODS", {}).items():
             # only where this module's method is the one installed (a later module may have

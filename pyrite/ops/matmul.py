@@ -543,7 +543,10 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one kernel (the bias is added in the GEMM's epilogue)."""
-    x, w = as_tensor_arg(input), as_tensor_arg(weight)
+    # (isinstance first: as_tensor_arg is a wrapped public op, and this is the hot path of
+    # every model)
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    w = weight if isinstance(weight, Tensor) else as_tensor_arg(weight)
     if w.ndim not in (1, 2):
         raise ShapeError(f"pyrite: linear: weight must be 1D or 2D, got shape {tuple(w._shape)}")
     if x.ndim == 0 or x._shape[-1] != w._shape[-1]:
@@ -563,11 +566,14 @@ def linear(input, weight, bias=None):
     shape = x2._shape[:-1] + (w._shape[0],)
     e = None
     if bias is not None:
-        bt = as_tensor_arg(bias)
+        bt = bias if isinstance(bias, Tensor) else as_tensor_arg(bias)
         if bt.dtype is not x.dtype:
             bt = bt.to(x.dtype)
         try:
-            e = bt.expand(*shape)
+            if bt.ndim == 1 and bt._shape[0] == shape[-1]:  # the usual bias: a broadcast view
+                e = bt._view(shape, (0,) * (len(shape) - 1) + bt._strides, bt._offset)
+            else:
+                e = bt.expand(*shape)
         except ShapeError:
             raise ShapeError(
                 f"pyrite: linear: bias of shape {tuple(bt._shape)} does not match "

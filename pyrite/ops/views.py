@@ -14,6 +14,7 @@ import numpy as np
 from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
+from ..autograd import plain
 from ..errors import ShapeError
 from ..tensor import Tensor, contiguous_strides
 from .core import contiguous_copy
@@ -371,6 +372,7 @@ def unflatten(input: Tensor, dim, sizes) -> Tensor:
     return reshape(x, x._shape[:d] + inner + x._shape[d + 1 :])
 
 
+@plain
 def need_dims(x: Tensor, name: str):
     """torch's RuntimeError for ops that split or slice a dim of a 0-d tensor."""
     if x.ndim == 0:
