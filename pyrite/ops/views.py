@@ -119,6 +119,8 @@ def reshape(input: Tensor, *args, shape=None) -> Tensor:
     shape = _infer(_shape_arg(_one_form("reshape", args, "shape", shape)), x.numel(), x._shape)
     if shape == x._shape:
         return x._view(x._shape, x._strides, x._offset)
+    if x.is_contiguous():  # the common case: the new shape's own strides (no chunk walk)
+        return x._view(shape, contiguous_strides(shape), x._offset)
     strides = _view_strides(x._shape, x._strides, shape)
     if strides is None:
         c = contiguous_copy(x)
