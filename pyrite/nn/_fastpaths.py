@@ -36,7 +36,9 @@ from ..tensor import Tensor
 # ---- rotary embedding ---------------------------------------------------------------------
 def _float_tensor(name, what, t):
     if not isinstance(t, Tensor):
-        raise TypeError(f"pyrite: {name}(): argument '{what}' must be Tensor, not {type(t).__name__}")
+        raise TypeError(
+            f"pyrite: {name}(): argument '{what}' must be Tensor, not {type(t).__name__}"
+        )
     if not t.dtype.is_floating_point or t.dtype is D.bfloat16:
         raise TypeError(
             f"pyrite: {name}(): {what} must be a float32 or float16 tensor, not {t.dtype!r}"
@@ -278,8 +280,7 @@ def _conv_args(x, weight, bias, activation, name="causal_conv1d"):
         _float_tensor(name, "bias", bias)
         if tuple(bias._shape) != (dim,):
             raise ShapeError(
-                f"pyrite: {name}(): bias must be (dim,) = ({dim},), got shape "
-                f"{tuple(bias._shape)}"
+                f"pyrite: {name}(): bias must be (dim,) = ({dim},), got shape {tuple(bias._shape)}"
             )
     return weight._shape[1], activation is not None
 
