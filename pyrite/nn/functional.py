@@ -339,3 +339,16 @@ _autograd.install(
     _Tensor,
     namespaces=(globals(), _toplevel.TOPLEVEL, _toplevel.METHODS),
 )
+
+# ---- fused fast paths with flash-attn's and causal-conv1d's APIs (nn/_fastpaths.py) ---------
+from . import _fastpaths  # noqa: E402
+
+_autograd.install([_fastpaths], _Tensor, namespaces=(globals(),))
+from ._fastpaths import (  # noqa: E402
+    apply_rotary,
+    apply_rotary_emb,
+    causal_conv1d,
+    causal_conv1d_fn,
+)
+
+__all__ += ["apply_rotary", "apply_rotary_emb", "causal_conv1d", "causal_conv1d_fn"]
