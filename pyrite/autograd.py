@@ -443,6 +443,8 @@ def _check_versions(node, only=None):
     when that happens (`only`), not for a first-order backward that does not read them."""
     soft = getattr(node.rule, "soft", ())
     for key, t, v in node.versions:
+        if t._storage.version == v:  # (the common case first: this runs for every node)
+            continue
         if (key in soft) if only is None else (key not in only):
             continue
         now = _version(t)

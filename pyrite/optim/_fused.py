@@ -47,6 +47,7 @@ class _Batch:
     def __init__(self):
         self.lists = {}
         self.storages = set()
+        self.caps = {}  # key -> parameters a dispatch (the device's limits, once a key)
 
     def add(self, rule, written, read, scalars):
         tensors = [*written.values(), *read.values()]
@@ -59,7 +60,10 @@ class _Batch:
         )
         key = (rule, operands, tuple(scalars), tuple(scalars.values()))
         items = self.lists.setdefault(key, [])
-        if len(items) >= _capacity(len(operands), len(scalars)):
+        cap = self.caps.get(key)
+        if cap is None:
+            cap = self.caps[key] = _capacity(len(operands), len(scalars))
+        if len(items) >= cap:
             self._dispatch(key, items)
             items.clear()
         items.append((tensors, written))
