@@ -295,6 +295,8 @@ def record(name, rule, args, kwargs, out, inplace=False):
             o._out_nr = k
             o.requires_grad = True
             refs.append(weakref.ref(o))
+            if o._base is not None and not inplace:
+                _own_result(o, inputs)
         else:
             refs.append(None)
     node.outs = refs
@@ -312,6 +314,23 @@ def record(name, rule, args, kwargs, out, inplace=False):
     else:
         node.out = None
     return out
+
+
+def _own_result(o, inputs):
+    """An op's result that is a view of a tensor the op made itself (linear of a 1-D input: a
+    view of its 2-D GEMM output; attention's output in its inputs' head layout) is, to the
+    caller, a new tensor: it loses the internal base, so an in-place op on it rebases its own
+    history instead of the invisible base's (which would drop its gradient). A view of an
+    input (reshape, transpose, ...) keeps its base."""
+    st = o._storage
+    for a in inputs:
+        if isinstance(a, Tensor) and a._storage is st:
+            return
+        if isinstance(a, (list, tuple)) and any(
+            isinstance(x, Tensor) and x._storage is st for x in a
+        ):
+            return
+    o._base = None
 
 
 def saves(*what):

@@ -317,3 +317,34 @@ def test_inplace_into_views_rebases_the_base(rng):
     close(y.grad, ty.grad)
     with pytest.raises(RuntimeError, match="view of a leaf Variable"):
         x[0].add_(1.0)
+
+
+def test_in_place_on_an_op_result_that_is_internally_a_view(rng):
+    """linear of a 1-D input returns a view of its 2-D GEMM output, attention its output in its
+    inputs' head layout: to the caller they are new tensors, so an in-place op on them keeps
+    their gradient (it was silently dropped: the view's invisible base took the history)."""
+    import torch.nn.functional as TF
+
+    import pyrite.nn.functional as F
+
+    a = rng.standard_normal(7).astype(np.float32)
+    w = rng.standard_normal((4, 7)).astype(np.float32)
+    grads = []
+    for lib, Fn in ((pr, F), (torch, TF)):
+        x, W = lib.tensor(a, requires_grad=True), lib.tensor(w, requires_grad=True)
+        y = Fn.linear(x, W)
+        y.mul_(3.0)
+        y[1:3] += 0.5  # into a view of the (now own) result
+        (y**2).sum().backward()
+        grads.append((x.grad, W.grad))
+    close(grads[0][0], grads[1][0], 1e-5)
+    close(grads[0][1], grads[1][1], 1e-5)
+    # attention saves its output: modifying it in place raises the version error (as torch's
+    # flash kernels do) instead of giving no gradient
+    B, L, H, E = 2, 5, 3, 8
+    qkv = pr.tensor(rng.standard_normal((B, L, 3 * H * E)).astype(np.float32)).requires_grad_()
+    q, k, v = (t.reshape(B, L, H, E).transpose(1, 2) for t in qkv.split(H * E, dim=-1))
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    o.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        o.sum().backward()
