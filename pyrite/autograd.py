@@ -308,8 +308,11 @@ def record(name, rule, args, kwargs, out, inplace=False):
         # the version check reads the aliases (same storage): holding `o` itself here would be
         # a reference cycle through o.grad_fn, so a step's graph and the buffers it saved would
         # wait for the garbage collector instead of going back to the pool when it dies
-        for a in node.out if node.n_out else (node.out,):
-            if isinstance(a, Tensor):
+        # a rule of a multi-output op may read only some outputs (sort's indices, not its
+        # values: `rule.out_reads`); writing the others in place is then allowed, as in torch
+        reads = getattr(rule, "out_reads", None) if node.n_out else None
+        for k, a in enumerate(node.out if node.n_out else (node.out,)):
+            if isinstance(a, Tensor) and (reads is None or k in reads):
                 versions.append(("out", a, a._storage.version))
     else:
         node.out = None

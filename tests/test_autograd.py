@@ -348,3 +348,24 @@ def test_in_place_on_an_op_result_that_is_internally_a_view(rng):
     o.mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         o.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["sort", "max", "topk", "kthvalue", "median"])
+def test_in_place_on_values_whose_backward_reads_only_indices(op, rng):
+    """sort/max(dim)/topk/kthvalue/median(dim) route the gradient through their indices: their
+    values may be changed in place afterwards, as torch allows (a version error before)."""
+    a = rng.permutation(24).astype(np.float32).reshape(4, 6) * 0.5  # no ties
+    grads = []
+    for lib in (pr, torch):
+        x = lib.tensor(a, requires_grad=True)
+        y = x * 1.0
+        if op == "topk":
+            vals = y.topk(3, dim=1)[0]
+        elif op == "kthvalue":
+            vals = y.kthvalue(2, dim=1)[0]
+        else:
+            vals = getattr(y, op)(1)[0] if op != "sort" else y.sort(1)[0]
+        vals.mul_(2.0)
+        (vals * vals).sum().backward()
+        grads.append(x.grad)
+    close(grads[0], grads[1], 1e-5)

@@ -878,6 +878,9 @@ def _g_max(ctx, g):
     return (gx.scatter(d, idx, gv) if x.ndim else gv.reshape(()),)
 
 
+_g_max.out_reads = frozenset((1,))  # max(x, dim): the indices (max(x): one output, checked)
+
+
 _g_max.saves = frozenset((0, 1, "out"))
 
 

@@ -408,6 +408,11 @@ def _g_median(ctx, g):
 _g_sort.saves = _g_topk.saves = _g_kthvalue.saves = frozenset({"out"})
 _g_median.saves = frozenset({0, "out"})
 
+# the values' gradients go to their indices: only the indices output is read (writing the
+# values in place after the forward is allowed, as in torch)
+_g_sort.out_reads = _g_topk.out_reads = _g_kthvalue.out_reads = frozenset((1,))
+_g_median.out_reads = frozenset((1,))  # (median() of all elements has one output: checked)
+
 GRADS = {
     "sort": _g_sort,
     "topk": _g_topk,
