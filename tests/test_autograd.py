@@ -369,3 +369,61 @@ def test_in_place_on_values_whose_backward_reads_only_indices(op, rng):
         (vals * vals).sum().backward()
         grads.append(x.grad)
     close(grads[0], grads[1], 1e-5)
+
+
+_INPLACE_AFTER = {
+    "linear1d": lambda L, Fn, a, w: Fn.linear(a[0], w),
+    "matmul_vec": lambda L, Fn, a, w: a @ w[0],
+    "softmax": lambda L, Fn, a, w: Fn.softmax(a, -1),
+    "layer_norm": lambda L, Fn, a, w: Fn.layer_norm(a, (6,)),
+    "gelu": lambda L, Fn, a, w: Fn.gelu(a),
+    "div": lambda L, Fn, a, w: a / (w[:4] ** 2 + 1),
+    "pow": lambda L, Fn, a, w: a**3,
+    "var": lambda L, Fn, a, w: a.var(1),
+    "sort": lambda L, Fn, a, w: a.sort(1)[0],
+    "max_dim": lambda L, Fn, a, w: a.max(1)[0],
+    "cumsum": lambda L, Fn, a, w: a.cumsum(1),
+    "conv2d": lambda L, Fn, a, w: Fn.conv2d(a.reshape(1, 1, 4, 6), w[:2, :4].reshape(2, 1, 2, 2)),
+    "embedding": lambda L, Fn, a, w: Fn.embedding(L.tensor([1, 3, 1]), a),
+    "cat": lambda L, Fn, a, w: L.cat([a, w], 0),
+    "index": lambda L, Fn, a, w: a[L.tensor([0, 2])],
+    "narrow_of_mm": lambda L, Fn, a, w: (a @ w.t())[1:3],
+    "t_of_mm": lambda L, Fn, a, w: (a @ w.t()).t(),
+    "exp": lambda L, Fn, a, w: (
+        a.exp()
+    ),  # torch raises (exp's backward reads its output): so must pyrite
+}
+
+
+@pytest.mark.parametrize("how", ["mul_", "slice_add"])
+@pytest.mark.parametrize("op", sorted(_INPLACE_AFTER))
+def test_in_place_after_the_op_as_torch(op, how, rng):
+    """An op's result modified in place before backward: the gradient equals torch's, or both
+    raise (a saved output modified). Never a silently different or missing gradient."""
+    import torch.nn.functional as TF
+
+    import pyrite.nn.functional as F
+
+    A = rng.standard_normal((4, 6)).astype(np.float32)
+    W = rng.standard_normal((5, 6)).astype(np.float32)
+    got = []
+    for lib, Fn in ((pr, F), (torch, TF)):
+        a, w = lib.tensor(A, requires_grad=True), lib.tensor(W, requires_grad=True)
+        try:
+            y = _INPLACE_AFTER[op](lib, Fn, a * 1.0, w * 1.0)
+            if how == "mul_":
+                y.mul_(1.5)
+            else:
+                y[..., :1] += 0.25
+            (y * y).sum().backward()
+            got.append((a.grad, w.grad))
+        except RuntimeError:
+            got.append("raised")
+    if got[1] == "raised":
+        assert got[0] == "raised"
+        return
+    assert got[0] != "raised"
+    for p, t in zip(*got):
+        assert (p is None) == (t is None)
+        if t is not None:
+            close(p, t, 1e-4 * max(1.0, float(t.abs().max())))

@@ -75,15 +75,30 @@ def _mul(ctx, g):
     return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
 
 
+def _o_or_inputs(ctx):
+    """_o, for a rule whose PyTorch formula reads the inputs rather than the output (div, pow):
+    an output written in place after the forward is recomputed from the inputs (checked
+    unchanged) instead of raising, as torch does not raise there."""
+    if not autograd.is_grad_enabled():
+        for key, t, v in ctx.versions:
+            if key == "out" and t._storage.version != v:
+                autograd._check_versions(ctx, only=frozenset((0, 1)))
+                a = ctx.args
+                with autograd.no_grad():
+                    return _ew().binary(ctx.name, a[0], a[1])
+        return ctx.out
+    return _o(ctx)
+
+
 @saves(0, 1, "out")
-def _div(ctx, g):  # (a is read only to recompute out in a double backward: soft)
+def _div(ctx, g):  # (a is read only to recompute out: soft)
     _, b = ctx.args
     ga = g / b if ctx.needs[0] else None
-    gb = -g * _o(ctx) / b if ctx.needs[1] else None
+    gb = -g * _o_or_inputs(ctx) / b if ctx.needs[1] else None
     return ga, gb
 
 
-_div.soft = frozenset((0,))
+_div.soft = frozenset((0, "out"))
 
 
 @saves(0, 1, "out")
@@ -101,12 +116,15 @@ def _pow(ctx, g):
             ga = g * 0.0
     if ctx.needs[1]:
         # out * log(a), 0 where a == 0 and b >= 0 (torch's mask)
-        gb = g * _o(ctx) * log(a)
+        gb = g * _o_or_inputs(ctx) * log(a)
         if _t(a):
             gb = where((a == 0) & (b >= 0), 0.0, gb)
         elif a == 0:  # 0 ** b, a Python zero: the same mask
             gb = where(b >= 0, 0.0, gb)
     return ga, gb
+
+
+_pow.soft = frozenset(("out",))  # (torch reads the inputs: see _o_or_inputs)
 
 
 def _minmax(pick_a_if):

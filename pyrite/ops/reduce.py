@@ -906,7 +906,7 @@ def _g_var(ctx, g, is_std=False):
     return (gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True)),)
 
 
-_g_var.saves = frozenset((0, "out"))
+_g_var.saves = frozenset((0,))  # (std reads its output; var does not: torch neither)
 
 
 def _g_std(ctx, g):
