@@ -310,15 +310,17 @@ ALPHA = 1.7580993408473766
     "name,shape,feature",
     [
         ("dropout", (37, 5), False),
-        ("dropout1d", (3, 7, 11), True),
-        ("dropout2d", (2, 5, 3, 4), True),
-        ("dropout3d", (2, 3, 2, 3, 5), True),
+        ("dropout1d", (3, 11, 11), True),
+        # enough channels (33, 26, 22, 27) that all kept, 0.7^n, is negligible
+        ("dropout2d", (2, 13, 3, 4), True),
+        ("dropout3d", (2, 11, 2, 3, 5), True),
         ("alpha_dropout", (41, 3), False),
-        ("feature_alpha_dropout", (3, 6, 5), True),
+        ("feature_alpha_dropout", (3, 9, 5), True),
     ],
 )
 @pytest.mark.parametrize("p", [0.3, 1.0])
 def test_dropout_gradient_is_the_forward_mask(rng, name, shape, feature, p):
+    pr.manual_seed(int(rng.integers(2**31)))  # the draw depends on this test, not on the order
     x = pr.tensor(randn(rng, *shape) + 3.0).requires_grad_()  # no zero inputs
     w = randn(rng, *shape)
     kw = {"training": True} if "alpha" in name else {}

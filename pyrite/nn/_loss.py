@@ -575,6 +575,8 @@ def _elem_rule(fn, deriv, weight_pos=None, mean_by_weight=False):
         if w is not None and reduction == "mean" and mean_by_weight:
             ws = w.sum()
             ge = g / ws
+            if need_w:  # the only branch that reads the output: checked here (it is soft)
+                _autograd._check_versions(ctx, only=frozenset(("out",)))
             gw = (term - ctx.out) * ge if need_w else None
         else:
             ge = _elem_scale(g, reduction, _numel(shape))
@@ -589,6 +591,9 @@ def _elem_rule(fn, deriv, weight_pos=None, mean_by_weight=False):
             res += [None] * (weight_pos - len(res)) + [gw]
         return tuple(res)
 
+    # the output is read only for a weighted mean's weight gradient (checked there), so writing
+    # the loss in place otherwise is allowed, as torch allows it
+    rule.soft = frozenset(("out",))
     return rule
 
 

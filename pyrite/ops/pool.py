@@ -516,6 +516,9 @@ def _g_max_of(dims, adaptive):
         if gv is None or not ctx.needs[0]:
             return (None,)
         if isinstance(ctx.out, tuple):
+            from ..autograd import _check_versions
+
+            _check_versions(ctx, only=frozenset(("out",)))  # the indices (out_reads)
             idx = ctx.out[1]
         else:
             fn = _MAXES[(dims, adaptive)]
@@ -526,6 +529,10 @@ def _g_max_of(dims, adaptive):
         return (_scatter_back(gv, idx, tuple(ctx.meta[0][0]), dims),)
 
     rule.saves = frozenset((0, "out"))
+    # the values are never read (their gradient goes to the indices, saved or recomputed):
+    # writing them in place afterwards is allowed, as in torch
+    rule.out_reads = frozenset((1,))
+    rule.soft = frozenset(("out",))
     return rule
 
 
