@@ -316,6 +316,39 @@ def bench_latency(rep):
     for label, fn, tfn in rows:
         peers = {"torch-cuda": med(tfn)} if tc is not None else {}
         rep.add(label, med(fn), "us", None, peers, "lower is better")
+    # issue 9's small linears and a chain of them (per op, with one synchronisation at the end)
+    F = pr.nn.functional
+    rng = np.random.default_rng(0)
+    for m, k, n in ((128, 768, 768), (128, 3072, 768)):
+        xa = rng.standard_normal((m, k)).astype(np.float32)
+        wa = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
+        ba = rng.standard_normal(n).astype(np.float32)
+        x, w, b = pr.tensor(xa), pr.tensor(wa), pr.tensor(ba)
+        t = _median_time(lambda: F.linear(x, w, b))
+        peers = {}
+        if tc is not None:
+            xc, wc, bc = (torch.tensor(a, device="cuda") for a in (xa, wa, ba))
+            torch.backends.cuda.matmul.allow_tf32 = False
+            peers["torch-cuda"] = (
+                _cuda_time(torch, lambda: torch.nn.functional.linear(xc, wc, bc)) * 1e3
+            )
+        rep.add(f"F.linear {m}x{k} . {n}x{k}T + b", t * 1e3, "ms", None, peers, "lower is better")
+    xa = rng.standard_normal((128, 768)).astype(np.float32)
+    wa = (rng.standard_normal((768, 768)) / np.sqrt(768)).astype(np.float32)
+    x, w = pr.tensor(xa), pr.tensor(wa)
+
+    def chain(lib, x, w):
+        for _ in range(100):
+            x = lib.nn.functional.linear(x, w) * 0.03
+        return x
+
+    t = _median_time(lambda: chain(pr, x, w), repeats=5)
+    peers = {}
+    if tc is not None:
+        xc, wc = torch.tensor(xa, device="cuda"), torch.tensor(wa, device="cuda")
+        peers["torch-cuda"] = _cuda_time(torch, lambda: chain(torch, xc, wc)) / 200 * 1e6
+    rep.add("chain of 100 x (F.linear 128x768 . 768^2, * 0.03), per op", t / 200 * 1e6, "us",
+            None, peers, "lower is better")  # fmt: skip
 
 
 def bench_matmul(rep, sizes):
