@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import KernelSource, header, helpers_for, load, store
+from .common import ENTRY, KernelSource, header, helpers_for, load, store
 
 MASKS = ("none", "bool", "float")
 MAX_HEAD_DIM = 128  # past this the per-invocation registers (2·E floats) stop making sense
@@ -129,11 +129,7 @@ class _Layout:
 
 
 def _entry(block: int) -> str:
-    return (
-        f"@compute @workgroup_size({block})\n"
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-        "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
+    return ENTRY.format(wg=block) + (
         "  let flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"
         "  let nblk = info[4];\n"
         "  if (flat >= info[0] * nblk) { return; }\n"  # uniform: the whole group leaves

@@ -323,12 +323,7 @@ def conv_dw_kernel(
         "    }\n  }\n",
     ]
     text = "".join(b)
-    entry = (
-        f"@compute @workgroup_size({CONV_WG})\n"
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-        "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
-    )
+    entry = ENTRY.format(wg=CONV_WG)
     shared = f"var<workgroup> sh: array<f32, {CONV_WG * w1}>;\n"
     src = (
         header(buffers)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import KernelSource, header, helpers_for, load, store
+from .common import ENTRY, KernelSource, header, helpers_for, load, store
 
 OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
 
@@ -62,6 +62,43 @@ def _reduce_tree(wg: int, combine: str) -> str:
         f"    if (lid.x < half) {{ let j = lid.x + half;\n{combine}    }}\n"
         "    half = half >> 1u;\n"
         "  }\n"
+    )
+
+
+# (m, s): running max and sum of exp(x - m) over a row, one element `v` a step. -inf elements
+# add nothing (they would give exp(-inf - -inf) = NaN); a NaN or +inf element makes s NaN, so
+# the whole row is NaN as in torch (whose exp(x - max) is exp(inf - inf) = NaN there).
+_ONLINE_STEP = (
+    "    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
+    "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
+    "    else if (v != -p_inf()) { s += exp(v - m); }\n"
+)
+# the tree's merge of two (m, s) partials held in workgroup arrays sm, ss (defines mm, m1, m2)
+_ONLINE_MERGE = (
+    "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"
+    "      let mm = max(m1, m2);\n"
+    "      let t1 = select(s1 * exp(m1 - mm), s1, s1 == 0.0 || m1 == mm);\n"
+    "      let t2 = select(s2 * exp(m2 - mm), s2, s2 == 0.0 || m2 == mm);\n"
+    "      sm[lid.x] = mm; ss[lid.x] = t1 + t2;\n"
+)
+# Welford's step over one element `v` of a row, into (cnt, mu, m2)
+_WELFORD_STEP = (
+    "    cnt += 1.0;\n    let d = v - mu;\n    mu += d / cnt;\n    m2 += d * (v - mu);\n"
+)
+
+
+def _chan_merge(c: str, mu: str, q: str) -> str:
+    """Chan et al.: the tree's merge of two (count, mean, M2) partials in arrays c, mu, q."""
+    return (
+        f"      let na = {c}[lid.x]; let nb = {c}[j];\n"
+        "      let nt = na + nb;\n"
+        "      if (nb > 0.0) {\n"
+        f"        let d = {mu}[j] - {mu}[lid.x];\n"
+        "        let f = nb / nt;\n"
+        f"        {mu}[lid.x] = {mu}[lid.x] + d * f;\n"
+        f"        {q}[lid.x] = {q}[lid.x] + {q}[j] + d * d * na * f;\n"
+        f"        {c}[lid.x] = nt;\n"
+        "      }\n"
     )
 
 
@@ -108,32 +145,14 @@ def row_kernel(
 
     if op in ("softmax", "log_softmax"):
         shared = f"var<workgroup> sm: array<f32, {wg}>;\nvar<workgroup> ss: array<f32, {wg}>;\n"
-        # (m, s): running max and sum of exp(x - m). -inf elements add nothing (and would give
-        # exp(-inf - -inf) = NaN); a NaN or +inf element makes s NaN, so the whole row is NaN as
-        # in torch (whose exp(x - max) is exp(inf - inf) = NaN there).
         body += [
             "  var m = -p_inf();\n  var s = 0.0;\n",
             loop,
             f"    let v = {xk};\n",
-            (
-                "    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
-                "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
-                "    else if (v != -p_inf()) { s += exp(v - m); }\n"
-            ),
+            _ONLINE_STEP,
             "  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n",
         ]
-        body.append(
-            _reduce_tree(
-                wg,
-                (
-                    "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"
-                    "      let mm = max(m1, m2);\n"
-                    "      let t1 = select(s1 * exp(m1 - mm), s1, s1 == 0.0 || m1 == mm);\n"
-                    "      let t2 = select(s2 * exp(m2 - mm), s2, s2 == 0.0 || m2 == mm);\n"
-                    "      sm[lid.x] = mm; ss[lid.x] = t1 + t2;\n"
-                ),
-            )
-        )
+        body.append(_reduce_tree(wg, _ONLINE_MERGE))
         body.append("  let M = sm[0];\n  let S = ss[0];\n")
         if op == "softmax":
             body.append("  let inv = 1.0 / S;\n")
@@ -151,25 +170,10 @@ def row_kernel(
             "  var cnt = 0.0;\n  var mu = 0.0;\n  var m2 = 0.0;\n",
             loop,
             f"    let v = {xk};\n",
-            "    cnt += 1.0;\n    let d = v - mu;\n    mu += d / cnt;\n    m2 += d * (v - mu);\n",
+            _WELFORD_STEP,
             "  }\n  sc[lid.x] = cnt;\n  smu[lid.x] = mu;\n  sq[lid.x] = m2;\n",
         ]
-        body.append(
-            _reduce_tree(
-                wg,
-                (  # Chan et al.: merge two (count, mean, M2) partials
-                    "      let na = sc[lid.x]; let nb = sc[j];\n"
-                    "      let nt = na + nb;\n"
-                    "      if (nb > 0.0) {\n"
-                    "        let d = smu[j] - smu[lid.x];\n"
-                    "        let f = nb / nt;\n"
-                    "        smu[lid.x] = smu[lid.x] + d * f;\n"
-                    "        sq[lid.x] = sq[lid.x] + sq[j] + d * d * na * f;\n"
-                    "        sc[lid.x] = nt;\n"
-                    "      }\n"
-                ),
-            )
-        )
+        body.append(_reduce_tree(wg, _chan_merge("sc", "smu", "sq")))
         body.append("  let M = smu[0];\n  let rstd = inverseSqrt(sq[0] / f32(n) + eps);\n")
         val = f"(v - M) * rstd * {wk} + {bk}"
     else:  # rms_norm
@@ -191,12 +195,7 @@ def row_kernel(
         f"    out[ob + k * so] = {store(val, 'f32', out_type)};\n",
         "  }\n",
     ]
-    entry = (
-        f"@compute @workgroup_size({wg})\n"
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-        "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
-    )
+    entry = ENTRY.format(wg=wg)
     text = "".join(body)
     src = (
         header(buffers)
@@ -286,22 +285,9 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
                 "  var cnt = 0.0;\n  var mu = 0.0;\n  var m2 = 0.0;\n",
                 loop,
                 f"    let v = {ak};\n",
-                "    cnt += 1.0;\n    let d = v - mu;\n    mu += d / cnt;\n    m2 += d * (v - mu);\n",
+                _WELFORD_STEP,
                 "  }\n  s1[lid.x] = cnt;\n  s2[lid.x] = mu;\n  s3[lid.x] = m2;\n",
-                _tree(
-                    wg,
-                    (
-                        "      let na = s1[lid.x]; let nb = s1[j];\n"
-                        "      let nt = na + nb;\n"
-                        "      if (nb > 0.0) {\n"
-                        "        let d = s2[j] - s2[lid.x];\n"
-                        "        let f = nb / nt;\n"
-                        "        s2[lid.x] = s2[lid.x] + d * f;\n"
-                        "        s3[lid.x] = s3[lid.x] + s3[j] + d * d * na * f;\n"
-                        "        s1[lid.x] = nt;\n"
-                        "      }\n"
-                    ),
-                ),
+                _tree(wg, _chan_merge("s1", "s2", "s3")),
                 "  let mean = s2[0];\n  let r = inverseSqrt(s3[0] / f32(n) + eps);\n",
             ]
         else:
@@ -329,12 +315,7 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
         ]
         val = f"r * ({gk} * {wk} - q1 - ({ak} - mean) * r * q2)"
     body += [loop, f"    out[ob + k] = {store(val, 'f32', out_type)};\n", "  }\n"]
-    entry = (
-        f"@compute @workgroup_size({wg})\n"
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-        "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
-    )
+    entry = ENTRY.format(wg=wg)
     text = "".join(body)
     src = header(buffers) + helpers_for(text) + shared + entry + text + "}\n"
     return KernelSource(src, "".join(m for _, _, m in buffers))
@@ -425,24 +406,14 @@ def xent_kernel(
                 f"    let wc = {wk};\n",
                 "    if (v > m && ws != 0.0) { d += (v - m) * ws; }\n",
             ]
-        body.append(
-            "    if (p_isnan(v) || v == p_inf()) { s = p_nan(); }\n"
-            "    else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }\n"
-            "    else if (v != -p_inf()) { s += exp(v - m); }\n"
-        )
+        body.append(_ONLINE_STEP)
         if smooth:
             # a -inf element's term is w·inf even while m is still -inf (not -inf - -inf)
             body.append("    d += wc * select(m - v, p_inf(), v == -p_inf());\n    ws += wc;\n")
         body.append("  }\n  sm[lid.x] = m;\n  ss[lid.x] = s;\n")
         if smooth:
             body.append("  sd[lid.x] = d;\n  sw[lid.x] = ws;\n")
-        combine = (
-            "      let m1 = sm[lid.x]; let m2 = sm[j]; let s1 = ss[lid.x]; let s2 = ss[j];\n"
-            "      let mm = max(m1, m2);\n"
-            "      let t1 = select(s1 * exp(m1 - mm), s1, s1 == 0.0 || m1 == mm);\n"
-            "      let t2 = select(s2 * exp(m2 - mm), s2, s2 == 0.0 || m2 == mm);\n"
-            "      sm[lid.x] = mm; ss[lid.x] = t1 + t2;\n"
-        )
+        combine = _ONLINE_MERGE
         if smooth:
             combine += (
                 "      let w1 = sw[lid.x]; let w2 = sw[j];\n"
@@ -487,12 +458,7 @@ def xent_kernel(
             f"    gx[ob + k] = {store('gv', 'f32', x_type)};\n",
             "  }\n",
         ]
-    entry = (
-        f"@compute @workgroup_size({wg})\n"
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-        "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
-    )
+    entry = ENTRY.format(wg=wg)
     text = "".join(body)
     src = (
         header(buffers)
