@@ -147,3 +147,27 @@ def test_float16_grads(op, rng):
     assert x.grad.dtype is pr.float16
     ref = xt.grad.numpy()
     assert_close(x.grad.float(), ref, atol=4e-3 * max(1.0, np.abs(ref).max()), rtol=4e-3)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "rms_norm"])
+def test_rows_past_the_loop_budget_compose(op, rng, loop_budget):
+    """A row too long for one invocation's loop budget (kernels/rowops.grad_loop_iterations)
+    takes the composite rule: the gradient is still torch's."""
+    from pyrite.kernels.rowops import grad_loop_iterations, workgroup_size
+    from pyrite.ops.core import max_loop_iterations
+
+    n = 3001
+    need = grad_loop_iterations(op, n, workgroup_size(n))
+    loop_budget(2 * (need - 1))  # max_loop_iterations() = need - 1: the fused backward is out
+    assert need > max_loop_iterations()
+    a = rng.standard_normal((3, n)).astype(np.float32)
+    w = rng.standard_normal((3, n)).astype(np.float32)
+
+    def f(L):
+        fn = getattr(L.nn.functional, op)
+        if op == "softmax":
+            return lambda x: fn(x, dim=-1)
+        return lambda x: fn(x, (n,))
+
+    gp, gt = _grads(f(pr), f(torch), [a], w)
+    assert_close(gp[0], gt[0].numpy(), atol=_tol(n, w) * 8, rtol=1e-4)
