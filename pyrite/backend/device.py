@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import DeviceError, KernelError
 from . import quirks
+from .capi import CPath
 from .pool import BufferPool
 
 # Optional features pyrite asks for when the adapter has them (wgpu-native and Dawn spell
@@ -117,16 +118,18 @@ class Device:
         self.submits = 0
         self.debug = debug_level()
         self._tiny = self.pool.allocate(4)
+        self._busy = False  # work submitted (or written) since the last completed wait
         try:  # (device._read: small readbacks through one persistent mappable buffer)
             self._staging = self.device.create_buffer(
                 size=STAGING_BYTES, usage=usage.MAP_READ | usage.COPY_DST
             )
         except Exception:  # noqa: BLE001
             self._staging = None
-        self._raw_map = self._raw_mapper() if self._staging is not None else None
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
-        self._raw = self._raw_calls()
-        self._raw_group = self._raw_bind_group() if self._raw is not None else None
+        # the C entry points (capi.py), or None: wgpu-py's checked calls (PYRITE_SAFE_CALLS=1,
+        # PYRITE_DEBUG >= 1, or a binding that does not look as expected)
+        self._c = None if self.debug else CPath.open(self.device, impl)
+        self._raw_group = self._raw_bind_group() if self._c is not None else None
         self.pool.on_trim = self._forget_bind_groups
         self._loop_budget = ...  # measured on first use (quirks.py)
         self._ftz = None
@@ -159,85 +162,6 @@ class Device:
         (recorded commands keep theirs alive until the batch is submitted)."""
         self._graveyard.append(self._bind_groups)
         self._bind_groups = {}
-
-    def _raw_calls(self):
-        """The C entry points behind wgpu-py's set_bind_group/dispatch_workgroups, or None.
-
-        wgpu-py wraps every call in Python error capture and builds a new C array for the dynamic
-        offsets each time: ~5 µs of the ~28 µs eager dispatch measured on the H200. (Also
-        set_pipeline, which a training step calls for most of its dispatches.) pyrite
-        validates its own dispatches, so the hot path calls the same C functions directly
-        (both wgpu and wgpudawn expose them as `backends.<impl>._api.lib`). PYRITE_SAFE_CALLS=1,
-        or PYRITE_DEBUG >= 1, keeps wgpu-py's checked path.
-        """
-        if os.environ.get("PYRITE_SAFE_CALLS") or self.debug:
-            return None
-        try:
-            import sys
-
-            enc = self.device.create_command_encoder()
-            cpass = enc.begin_compute_pass()
-            api = sys.modules[type(cpass).__module__]
-            cpass.end()
-            enc.finish()
-            offsets = api.ffi.new("uint32_t[1]")
-            return (
-                api.lib.wgpuComputePassEncoderSetBindGroup,
-                api.lib.wgpuComputePassEncoderDispatchWorkgroups,
-                offsets,
-                api.lib.wgpuComputePassEncoderSetPipeline,
-            )
-        except Exception:  # noqa: BLE001 - any surprise: keep the checked path
-            return None
-
-    def _raw_mapper(self):
-        """wgpu-native only: map the staging buffer and wait for it on this thread, or None.
-
-        wgpu-py waits for a map on a threading.Event that its poll thread sets, a thread
-        hand-off (and GIL contention) on every read. Here the map's callback is registered with
-        AllowProcessEvents and this thread calls the blocking wgpuDevicePoll itself, which runs
-        the callback before it returns (measured 2026-12-01 on the H200, scripts/readback_ab.py).
-        Dawn's wgpu-py already waits in wgpuInstanceWaitAny with the GIL released: not used
-        there. PYRITE_SAFE_CALLS=1 or PYRITE_DEBUG keeps wgpu-py's path."""
-        if self.impl != "wgpu" or os.environ.get("PYRITE_SAFE_CALLS") or self.debug:
-            return None
-        try:
-            import sys
-
-            api = sys.modules[type(self.device).__module__]
-            ffi, lib = api.ffi, api.lib
-            poll, dev_c = lib.wgpuDevicePoll, self.device._internal
-            buf_c = self._staging._internal
-            done = [0, 0]  # [fired, status]
-
-            @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
-            def on_mapped(status, message, u1, u2):
-                done[0] = 1
-                done[1] = status
-
-            info = ffi.new("WGPUBufferMapCallbackInfo *")
-            info.mode = lib.WGPUCallbackMode_AllowProcessEvents
-            info.callback = on_mapped
-            ok = lib.WGPUMapAsyncStatus_Success
-            read_mode = lib.WGPUMapMode_Read
-        except Exception:  # noqa: BLE001 - any surprise: wgpu-py's path
-            return None
-
-        def read_mapped(size):
-            done[0] = 0
-            lib.wgpuBufferMapAsync(buf_c, read_mode, 0, size, info[0])
-            while not done[0]:
-                poll(dev_c, 1, ffi.NULL)
-            if done[1] != ok:
-                raise DeviceError(f"pyrite: mapping the readback buffer failed (status {done[1]})")
-            try:
-                ptr = lib.wgpuBufferGetConstMappedRange(buf_c, 0, size)
-                return bytes(ffi.buffer(ptr, size))
-            finally:
-                lib.wgpuBufferUnmap(buf_c)
-
-        read_mapped.keep = on_mapped  # the callback lives as long as the reader
-        return read_mapped
 
     def _raw_bind_group(self):
         """A maker of bind groups through the C entry point, or None (the checked path).
@@ -372,21 +296,21 @@ class Device:
         cpass = self._pass
         if cpass is None:
             cpass = self._begin()
-        raw = self._raw
-        if raw is None:
+        c = self._c
+        if c is None:
             if pipeline is not self._last_pipeline:
                 cpass.set_pipeline(pipeline)
                 self._last_pipeline = pipeline
             cpass.set_bind_group(0, bind_group, [pos * 4])
             cpass.dispatch_workgroups(*grid)
-        else:
-            set_bg, run, offsets, set_pipeline = raw
+        else:  # cpass is the C handle
             if pipeline is not self._last_pipeline:
-                set_pipeline(cpass._internal, pipeline._internal)
+                c.set_pipeline(cpass, pipeline._internal)
                 self._last_pipeline = pipeline
+            offsets = c.offsets
             offsets[0] = pos * 4
-            set_bg(cpass._internal, 0, bind_group._internal, 1, offsets)
-            run(cpass._internal, grid[0], grid[1], grid[2])
+            c.set_bind_group(cpass, 0, bind_group._internal, 1, offsets)
+            c.dispatch(cpass, grid[0], grid[1], grid[2])
         self.dispatches += 1
         self._count += 1
         if self._count >= BATCH_DISPATCHES or self.pool.recent_bytes > RECENT_LIMIT:
@@ -426,17 +350,30 @@ class Device:
         group = self._bind_groups[key] = self.device.create_bind_group(layout=bgl, entries=entries)
         return group
 
+    # The pending batch: one command encoder and its open compute pass, wgpu-py objects on the
+    # checked path, C handles (capi.py) otherwise.
+    def _new_encoder(self):
+        self._encoder = (
+            self.device.create_command_encoder() if self._c is None else self._c.encoder()
+        )
+        self.pool.batch_open = True
+
     def _begin(self):
         if self._encoder is None:
-            self._encoder = self.device.create_command_encoder()
-            self.pool.batch_open = True
-        self._pass = self._encoder.begin_compute_pass()
+            self._new_encoder()
+        c = self._c
+        self._pass = (
+            self._encoder.begin_compute_pass() if c is None else c.begin_pass(self._encoder)
+        )
         self._last_pipeline = None
         return self._pass
 
     def _end_pass(self):
         if self._pass is not None:
-            self._pass.end()
+            if self._c is None:
+                self._pass.end()
+            else:
+                self._c.end_pass(self._pass)
             self._pass = None
 
     def copy(self, src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
@@ -448,9 +385,13 @@ class Device:
     def _copy(self, src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
         self._end_pass()
         if self._encoder is None:
-            self._encoder = self.device.create_command_encoder()
-            self.pool.batch_open = True
-        self._encoder.copy_buffer_to_buffer(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
+            self._new_encoder()
+        if self._c is None:
+            self._encoder.copy_buffer_to_buffer(
+                src_buffer, src_offset, dst_buffer, dst_offset, nbytes
+            )
+        else:
+            self._c.copy(self._encoder, src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
         self.pool.bounds.pop(id(dst_buffer), None)
         self._count += 1
 
@@ -463,10 +404,17 @@ class Device:
         self._end_pass()
         if self._encoder is None:
             return
-        if self._info_pos:
-            self.queue.write_buffer(self._info_gpu, 0, self._info_host[: self._info_pos])
-        self.queue.submit([self._encoder.finish()])
+        c = self._c
+        if c is None:
+            if self._info_pos:
+                self.queue.write_buffer(self._info_gpu, 0, self._info_host[: self._info_pos])
+            self.queue.submit([self._encoder.finish()])
+        else:
+            if self._info_pos:
+                c.write(self._info_gpu, 0, self._info_host[: self._info_pos])
+            c.submit(self._encoder)
         self._encoder = None
+        self._busy = True
         self._info_pos = 0
         self._count = 0
         self._graveyard.clear()
@@ -494,7 +442,11 @@ class Device:
             with self._lock:
                 self._check_owned((storage.buffer,))
                 self.pool.bounds.pop(id(storage.buffer), None)
-                self.queue.write_buffer(storage.buffer, byte_offset, mv)
+                self._busy = True
+                if self._c is None:
+                    self.queue.write_buffer(storage.buffer, byte_offset, mv)
+                else:
+                    self._c.write(storage.buffer, byte_offset, mv)
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
@@ -511,30 +463,42 @@ class Device:
     def _read(self, buffer, start, size):
         """Flush and read back `size` bytes at `start`. Small reads (an item(), a loss, a
         range check: up to STAGING_BYTES) go through one persistent MAP_READ buffer, the copy
-        recorded into the pending batch so one submit carries both; wgpu-py's read_buffer, used
-        for the rest, creates and destroys a mappable buffer and submits again for every read."""
+        recorded into the pending batch so one submit carries both, mapped and waited for
+        through the C path (capi.py) where there is one; wgpu-py's read_buffer, used for the
+        rest, creates and destroys a mappable buffer and submits again for every read. Every
+        read waits for all work submitted before it (queue order), so afterwards the device
+        is idle."""
         staging = self._staging
         if staging is not None and size <= STAGING_BYTES:
             try:
                 self._copy(buffer, start, staging, 0, size)
                 self._flush()
-                if self._raw_map is not None:
-                    return self._raw_map(size)
-                staging.map_async("READ_NOSYNC", 0, size).sync_wait()
-                try:
-                    return staging.read_mapped(0, size)
-                finally:
-                    staging.unmap()
+                if self._c is not None:
+                    data = self._c.read_mapped(staging, size)
+                else:
+                    staging.map_async("READ_NOSYNC", 0, size).sync_wait()
+                    try:
+                        data = staging.read_mapped(0, size)
+                    finally:
+                        staging.unmap()
+                self._busy = False
+                return data
             except Exception:  # noqa: BLE001 - an implementation without this path: the other
                 self._staging = None
                 if getattr(staging, "map_state", "unmapped") == "mapped":
                     staging.unmap()
         self._flush()
-        return self.queue.read_buffer(buffer, start, size)
+        data = self.queue.read_buffer(buffer, start, size)
+        self._busy = False
+        return data
 
     def synchronize(self):
-        """Submit what is pending and wait until the GPU has finished it."""
+        """Submit what is pending and wait until the GPU has finished it. With nothing recorded
+        or submitted since the last completed wait there is nothing to wait for: no round
+        trip."""
         with self._lock:
+            if self._encoder is None and not self._busy:
+                return
             self._read(self._tiny.buffer, 0, 4)
 
     def info(self) -> dict:

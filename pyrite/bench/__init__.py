@@ -495,6 +495,12 @@ def _bench_train(rep):
     bench_train(rep)
 
 
+def _bench_bert(rep, quick):
+    from .bert import bench_bert
+
+    bench_bert(rep, quick)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
@@ -502,7 +508,7 @@ def main(argv=None):
     p.add_argument(
         "--only",
         default="",
-        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train",
+        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train,bert",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -528,6 +534,7 @@ def main(argv=None):
         ("latency", lambda: bench_latency(rep)),
         ("baked", lambda: bench_baked(rep)),
         ("train", lambda: _bench_train(rep)),
+        ("bert", lambda: _bench_bert(rep, quick)),
     ]
     for name, fn in steps:
         if only and name not in only:

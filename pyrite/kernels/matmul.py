@@ -479,3 +479,97 @@ def gemm_fast(
         L.append("  }")
     L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+# ---- split-K: the partial products' sum ---------------------------------------------------------
+@lru_cache(maxsize=16)
+def splitk_sum(epi: str = "none") -> KernelSource:
+    """C = alpha * sum_s P[s] + beta * E, or sum_s P[s] (+ E): the second half of a split-K GEMM
+    (ops/matmul.py `_split_plan`). P is the (S, M, N) f32 partial products of the K-chunks,
+    contiguous; C is (M, N) contiguous at an offset; E is read through its (m, n) strides. One
+    invocation an output, the S partials summed in order (each partial is one chunk's sum, so
+    the result is the chunked sum order of the fast kernel's, not a different rounding class).
+
+    Info: [0] M*N  [1] S  [2] N  [3] C offset  [4] E offset  [5] E m-stride  [6] E n-stride
+          [7] alpha bits  [8] beta bits
+    """
+    bufs = [("p", "f32", "r")]
+    if epi != "none":
+        bufs.append(("e", "f32", "r"))
+    bufs.append(("c", "f32", "w"))
+    L = [
+        header(bufs),
+        _ENTRY_1D,
+        "  let i = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 256 + i32(lix);",
+        "  let mn = info[0];",
+        "  if (i >= mn) { return; }",
+        "  var acc = p[i];",
+        "  for (var s = 1; s < info[1]; s++) { acc += p[s * mn + i]; }",
+    ]
+    if epi != "none":
+        L.append("  let m = i / info[2]; let n = i % info[2];")
+        L.append("  let ev = e[info[4] + m * info[5] + n * info[6]];")
+        if epi == "bias":
+            L.append("  acc += ev;")
+        else:
+            L.append("  acc = bitcast<f32>(info[7]) * acc + bitcast<f32>(info[8]) * ev;")
+    L += ["  c[info[3] + i] = acc;", "}"]
+    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+_ENTRY_1D = ENTRY.format(wg=256)
+
+
+# ---- GEMV: a few rows times a K-contiguous B (x @ w.T with w row-major) --------------------------
+GEMV_LANES = 32  # invocations sharing one output column's dot product
+
+
+@lru_cache(maxsize=64)
+def gemv_rows(nb: int, epi: str, rm: int, vec: int) -> KernelSource:
+    """f32 C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride:
+    each output is a dot product of A's row with one of w's rows, both contiguous. A workgroup
+    of 256 computes 256 / GEMV_LANES output columns for all rm rows: each column's lanes stride
+    through K (`vec` = 4: vec4 loads, needing K, offsets and row strides multiples of 4; 1:
+    scalars), w's row read once for all rows, then a tree sum over the lanes in workgroup
+    memory. Rows past M are clamped on load and not stored. Info words as the GEMM kernels
+    (tiles along N = columns / (256 / GEMV_LANES), tiles along M = 1)."""
+    T = GEMV_LANES
+    nc = 256 // T
+    vt = "vec4<f32>" if vec == 4 else "f32"
+    bufs = [("a", vt, "r"), ("b", vt, "r")]
+    if epi != "none":
+        bufs.append(("e", "f32", "r"))
+    bufs.append(("c", "f32", "w"))
+    L = [header(bufs), f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
+    L += _prologue("f32", nb, epi)
+    sh = " >> 2u" if vec == 4 else ""
+    L += [
+        f"  let li = i32(lix); let col = li / {T}; let lane = li % {T};",
+        f"  let n = tn * {nc} + col; let bn = (b_base + min(n, N - 1) * s_bn){sh};",
+    ]
+    for r in range(rm):
+        L.append(f"  let ar{r} = (a_base + min({r}, M - 1) * s_am){sh};")
+        L.append(f"  var acc{r} = {vt}(0.0);")
+    kq = "(K >> 2)" if vec == 4 else "K"
+    L.append(f"  for (var k = lane; k < {kq}; k += {T}) {{")
+    L.append("    let bv = b[bn + k];")
+    L += [f"    acc{r} = fma(a[ar{r} + k], bv, acc{r});" for r in range(rm)]
+    L.append("  }")
+    for r in range(rm):
+        v = f"dot(acc{r}, vec4<f32>(1.0))" if vec == 4 else f"acc{r}"
+        L.append(f"  red[{r * 256} + li] = {v};")
+    L.append("  workgroupBarrier();")
+    s = T // 2
+    while s >= 1:
+        L.append(f"  if (lane < {s}) {{")
+        L += [f"    red[{r * 256} + li] += red[{r * 256} + li + {s}];" for r in range(rm)]
+        L.append("  }")
+        L.append("  workgroupBarrier();")
+        s //= 2
+    L.append("  if (lane == 0 && n < N) {")
+    for r in range(rm):
+        L.append(
+            f"    if ({r} < M) {{ {_store_line(str(r), 'n', f'red[{r * 256} + li]', 'f32', 'f32', 'f32', epi)} }}"
+        )
+    L += ["  }", "}"]
+    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))

@@ -16,8 +16,18 @@ import math
 
 from .. import backend
 from ..errors import ShapeError
-from ..kernels.common import fold_grid
-from ..kernels.matmul import TILE, fast_smem_bytes, fast_valid, gemm_direct, gemm_fast, gemm_tiled
+from ..kernels.common import fold_grid, grid_for
+from ..kernels.matmul import (
+    TILE,
+    fast_smem_bytes,
+    fast_valid,
+    gemm_direct,
+    gemm_fast,
+    gemm_tiled,
+    gemv_rows,
+    splitk_sum,
+    GEMV_LANES,
+)
 from ..tensor import Tensor, contiguous_strides
 from .core import broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
@@ -86,12 +96,19 @@ FAST_CPU = [
     (512 * 512, (128, 128, 8, 16, 8, True)),
 ]
 
+# Products of at most this many rows with a K-contiguous B (x @ w.T: batch-1 inference, decode)
+# take `gemv_rows` on GPUs. Measured on the H200: see the table in the closing docs (TODO).
+GEMV_MAX_M = 8
+
 # Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
 # to force a variant (benchmarks, tests). A forced "fast" variant runs only where its layout
 # and tile apply; other products then take the ordinary rule.
 FORCE = None
 # The variant the last `gemm` ran, as (kind, params): for tests and benchmarks.
 LAST = None
+# Set to (S, (kind, params)) to force a split of K into S chunks run by that variant (benchmarks,
+# tests); S = 1 forces no split. Products the split cannot apply to take the ordinary rule.
+FORCE_SPLIT = None
 
 
 def _fast_layout(a, b, e, out_dtype, cstrides):
@@ -162,6 +179,8 @@ def k_loop_iterations(kind: str, params, K: int) -> int:
         return K + 1
     if kind == "tiled":
         return -(-K // 16) * (TK_TILED_LOOPS + 1) + 1
+    if kind == "gemv":  # lanes stride through K (vec4 or scalars), then an unrolled tree sum
+        return -(-K // (GEMV_LANES * params[1])) + 1
     return -(-K // params[4]) + 1
 
 
@@ -205,6 +224,74 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     return acc if acc.dtype is want else acc.to(want)
 
 
+def _gemv_params(dev, a, b, e, out_dt, M, K):
+    """(rows, vec) for `gemv_rows`, or None: f32, M <= GEMV_MAX_M rows with unit K stride, B
+    with unit K stride (x @ w.T for a row-major w), on a GPU (see GEMV_MAX_M)."""
+    if b._strides[-2] != 1 or a._strides[-1] != 1 or K == 0:
+        return None
+    if a.dtype.wgsl != "f32" or b.dtype.wgsl != "f32" or out_dt.wgsl != "f32":
+        return None
+    if e is not None and e.dtype.wgsl != "f32":
+        return None
+    aligned = K % 4 == 0 and a._offset % 4 == 0 and b._offset % 4 == 0
+    aligned = aligned and (M == 1 or a._strides[-2] % 4 == 0) and b._strides[-1] % 4 == 0
+    vec = 4 if aligned else 1
+    if FORCE is not None:
+        if FORCE[0] != "gemv" or M > FORCE[1][0]:
+            return None
+        return (FORCE[1][0], min(vec, FORCE[1][1]))
+    if M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
+        return None
+    return (1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8, vec)
+
+
+def _split_fits(dev, S, variant, M, N, K, fast_lay):
+    """Whether K splits into S chunks that `variant` can run as a batch of S products."""
+    if S < 2 or K % S:
+        return False
+    kc = K // S
+    kind, params = variant
+    if kind == "fast":
+        return fast_lay is not None and kc % 4 == 0 and _fast_fits(dev, params, fast_lay, M, N, kc)
+    return kind == "tiled"
+
+
+def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
+    """(S, variant) for a split-K product, or None: a single product whose tiles are too few to
+    fill the GPU runs as S partial products over K-chunks (one batched dispatch) and their sum
+    (one more); see SPLIT_GPU."""
+    if nbatch != 1 or out_dt.wgsl != "f32" or a.dtype.wgsl != "f32":
+        return None
+    if FORCE_SPLIT is not None:
+        S, variant = FORCE_SPLIT
+        return (S, variant) if _split_fits(dev, S, variant, M, N, K, fast_lay) else None
+    return None
+
+
+def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt):
+    """a @ b as S products over K-chunks, views of a and b with the chunk as a batch dim (no
+    copy), summed with the epilogue by `splitk_sum`."""
+    M, K = a._shape
+    N = b._shape[1]
+    kc = K // S
+    (sam, sak), (sbk, sbn) = a._strides, b._strides
+    av = a._view((S, M, kc), (kc * sak, sam, sak), a._offset)
+    bv = b._view((S, kc, N), (kc * sbk, sbk, sbn), b._offset)
+    part = gemm(av, bv, variant=variant)
+    out = empty((M, N), out_dt)
+    bufs = [part._storage.buffer]
+    if e is None:
+        epi, ew = "none", [0, 0, 0]
+    else:
+        epi = "bias" if alpha == 1 and beta == 1 else "axpby"
+        ew = [e._offset, e._strides[0], e._strides[1]]
+        bufs.append(e._storage.buffer)
+    bufs.append(out._storage.buffer)
+    info = [M * N, S, N, out._offset, *ew, f32_bits(alpha), f32_bits(beta)]
+    dev.dispatch(splitk_sum(epi), bufs, info, grid_for(M * N))
+    return out if e is not None or alpha == 1 else out * alpha  # (alpha with no e: rare)
+
+
 # Plans of gemm by everything they depend on (shapes, strides, offsets, dtypes, the epilogue,
 # the device): the kernel, its info words and grid, or the split-K chunk. A training step calls
 # the same few dozen GEMMs every step; choosing a variant, coalescing the batch dims and
@@ -213,9 +300,13 @@ _plans: dict = {}
 _plans_device = None
 
 
-def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dtype=None) -> Tensor:
+def gemm(
+    a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dtype=None, variant=None
+) -> Tensor:
     """C = alpha * (a @ b) + beta * e for a (..., M, K), b (..., K, N) with broadcastable batch
-    dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor."""
+    dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor.
+    `variant` (internal: the split-K plan's partial products) is a (kind, params) to run in
+    place of the shape rule's choice."""
     global _plans_device
     dev = backend.current()
     if _plans_device is not dev:
@@ -225,12 +316,15 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
         a._shape, a._strides, a._offset, a.dtype, b._shape, b._strides, b._offset, b.dtype,
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
-        FORCE, max_loop_iterations(),  # (tests force variants and lower the loop budget)
+        FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
+        variant,
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
         if plan[0] == "split":
             return _gemm_split_k(a, b, e, alpha, beta, out_dtype, plan[1])
+        if plan[0] == "splitk":
+            return _gemm_split_par(dev, a, b, e, alpha, beta, plan[1], plan[2], plan[3])
         _, src, info, grid, out_shape, out_dt, last = plan
         global LAST
         LAST = last
@@ -241,10 +335,10 @@ def gemm(a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dty
         bufs.append(out._storage.buffer)
         dev.dispatch(src, bufs, info, grid)
         return out
-    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype)
+    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant)
 
 
-def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype):
+def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None):
     M, K = a._shape[-2], a._shape[-1]
     K2, N = b._shape[-2], b._shape[-1]
     assert K == K2
@@ -275,7 +369,20 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype):
     a_lay = _layout_a(a._strides[-2], a._strides[-1], M, K)
     b_lay = _layout_b(b._strides[-2], b._strides[-1], K, N)
     fast_lay = _fast_layout(a, b, e, out_dt, cstrides)
-    kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
+    if variant is not None and (
+        variant[0] != "fast"
+        or (fast_lay is not None and _fast_fits(dev, variant[1], fast_lay, M, N, K))
+    ):
+        kind, params = variant
+    else:
+        kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
+        gv = _gemv_params(dev, a, b, e, out_dt, M, K)
+        if gv is not None:
+            kind, params = "gemv", gv
+        split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))
+        if split is not None:
+            _remember(key, ("splitk", *split, out_dt))
+            return _gemm_split_par(dev, a, b, e, alpha, beta, *split, out_dt)
     chunk = _split_k_chunk(kind, params, K)
     if chunk is not None:
         _remember(key, ("split", chunk))
@@ -288,6 +395,9 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype):
         bm, bn, tm, tn, bk, dbuf = params
         src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
         tile_m, tile_n = bm, bn
+    elif kind == "gemv":
+        src = gemv_rows(nb, epi, *params)
+        tile_m, tile_n = params[0], 256 // GEMV_LANES
     elif kind == "tiled":
         src = gemm_tiled(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st)
         tile_m = tile_n = TILE
@@ -562,7 +672,12 @@ def linear(input, weight, bias=None):
         return res
     wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
     lead = x._shape[:-1]
-    x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
+    if x.ndim >= 3 and _rows_merge(x) and (bias is None or getattr(bias, "ndim", 0) == 1):
+        # (..., T, K) whose leading dims step evenly: one (prod, K) product, so the variant
+        # and its tile count see every row (batch-1 decode is then one GEMV, not B of them)
+        x2 = x._view((math.prod(lead), x._shape[-1]), x._strides[-2:], x._offset)
+    else:
+        x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
     shape = x2._shape[:-1] + (w._shape[0],)
     e = None
     if bias is not None:
@@ -582,7 +697,18 @@ def linear(input, weight, bias=None):
     res = gemm(x2, wt, e)
     if x.ndim == 1:
         res = res._view(lead + (w._shape[0],), (1,), 0)
+    elif x2 is not x:
+        res = res._view(lead + (w._shape[0],), contiguous_strides(lead + (w._shape[0],)), 0)
     return res
+
+
+def _rows_merge(x) -> bool:
+    """Whether x's dims before the last merge into one row dim (a stride that steps evenly)."""
+    sh, st = x._shape, x._strides
+    for i in range(x.ndim - 2):
+        if sh[i] != 1 and st[i] != st[i + 1] * sh[i + 1]:
+            return False
+    return True
 
 
 def _rmatmul(self, other):

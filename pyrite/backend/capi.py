@@ -1,0 +1,185 @@
+"""The WebGPU C entry points behind wgpu-py, for the device's hot path.
+
+wgpu-py wraps every call in Python: argument conversion, error capture, struct building, and for
+a map a promise and (wgpu-native) a poll thread. An eager op or a readback is a handful of such
+calls, and they cost more than the GPU's work. Both `wgpu` and `wgpudawn` expose the C library
+they wrap (`backends.<impl>._api.lib`, cffi), so the device records, submits and reads through
+it directly. pyrite validates its own dispatches; PYRITE_SAFE_CALLS=1 or PYRITE_DEBUG >= 1 keeps
+wgpu-py's checked calls everywhere (Device uses this module only when `CPath.open` succeeds).
+
+Measured on the H200, 2026-12-01 (`scripts/latency_probe.py`, median µs of a 4-byte round trip,
+wgpu-native / Dawn): encode a copy and submit through wgpu-py 38.2 / 18.1, through C 18.6 / 8.9;
+submit (C) then wait for the map by a blocking wait (wgpuDevicePoll(wait) / WaitAny with a
+timeout) 54.2 / 47.7, by spinning a non-blocking check (wgpuDevicePoll(no wait) / WaitAny(0))
+28.6 / 21.7; wgpu-py's own submit + map + read 127.0 / 46.1. So a map is waited for by spinning
+for up to SPIN_S, then by the blocking wait (a long synchronize should not hold a core).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ..errors import DeviceError
+
+# Spin on a non-blocking check for this long before falling back to the blocking wait. A small
+# readback completes in 20-30 µs on the H200; a training step's synchronize takes milliseconds,
+# and there the blocking wait's extra ~25 µs is noise.
+SPIN_S = 0.002
+
+
+class CPath:
+    """Encoders, passes, copies, writes, submits and mapped reads through the C library."""
+
+    @classmethod
+    def open(cls, device, impl: str):
+        """A CPath for this wgpu-py device, or None (checked calls asked for, or a binding
+        that does not look as expected: then wgpu-py's calls serve)."""
+        if os.environ.get("PYRITE_SAFE_CALLS"):
+            return None
+        try:
+            return cls(device, impl)
+        except Exception:  # noqa: BLE001 - any surprise: the checked path
+            return None
+
+    def __init__(self, device, impl):
+        api = sys.modules[type(device).__module__]
+        ffi, lib = api.ffi, api.lib
+        self.api, self.ffi, self.lib, self.impl = api, ffi, lib, impl
+        self.dev_c = device._internal
+        self.q_c = device.queue._internal
+        self._enc_desc = ffi.new("WGPUCommandEncoderDescriptor *")
+        self._pass_desc = ffi.new("WGPUComputePassDescriptor *")
+        self._cmd = ffi.new("WGPUCommandBuffer[1]")
+        # the hot calls, looked up once
+        self.set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+        self.set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
+        self.dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+        self.offsets = ffi.new("uint32_t[1]")
+        self._create_encoder = lib.wgpuDeviceCreateCommandEncoder
+        self._begin = lib.wgpuCommandEncoderBeginComputePass
+        self._end = lib.wgpuComputePassEncoderEnd
+        self._release_pass = lib.wgpuComputePassEncoderRelease
+        self._copy = lib.wgpuCommandEncoderCopyBufferToBuffer
+        self._finish = lib.wgpuCommandEncoderFinish
+        self._submit = lib.wgpuQueueSubmit
+        self._release_cmd = lib.wgpuCommandBufferRelease
+        self._release_enc = lib.wgpuCommandEncoderRelease
+        self._write = lib.wgpuQueueWriteBuffer
+        self._map = lib.wgpuBufferMapAsync
+        self._range = lib.wgpuBufferGetConstMappedRange
+        self._unmap = lib.wgpuBufferUnmap
+        self._read_mode = lib.WGPUMapMode_Read
+        self._ok = lib.WGPUMapAsyncStatus_Success
+        self._state = [0, 0]  # [fired, status] of the last map
+        state = self._state
+
+        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+        def on_mapped(status, message, u1, u2):
+            state[0] = 1
+            state[1] = status
+
+        self._on_mapped = on_mapped  # kept alive as long as this object
+        self._map_info = ffi.new("WGPUBufferMapCallbackInfo *")
+        self._map_info.callback = on_mapped
+        if impl == "wgpu":
+            # wgpu-native: the callback runs inside wgpuDevicePoll on this thread
+            self._map_info.mode = lib.WGPUCallbackMode_AllowProcessEvents
+            self._poll = lib.wgpuDevicePoll
+            self.wait = self._wait_poll
+        else:
+            # Dawn: wgpuInstanceWaitAny on the map's future runs the callback
+            self._map_info.mode = lib.WGPUCallbackMode_WaitAnyOnly
+            self._inst = api.get_wgpu_instance()
+            self._wait_any = lib.wgpuInstanceWaitAny
+            self._wait_info = ffi.new("WGPUFutureWaitInfo *")
+            self.wait = self._wait_future
+        # a smoke test of every call on a scratch pair of buffers, so a binding whose C names
+        # or structs differ fails here (and the checked path serves) rather than mid-training
+        usage = api.flags.BufferUsage
+        src = device.create_buffer(size=16, usage=usage.COPY_SRC | usage.COPY_DST)
+        dst = device.create_buffer(size=16, usage=usage.MAP_READ | usage.COPY_DST)
+        import numpy as np
+
+        want = np.arange(4, dtype=np.int32) + 7
+        self.write(src, 0, want)
+        enc = self.encoder()
+        self.end_pass(self.begin_pass(enc))
+        self.copy(enc, src, 0, dst, 0, 16)
+        self.submit(enc)
+        got = np.frombuffer(self.read_mapped(dst, 16), np.int32)
+        src.destroy()
+        dst.destroy()
+        if not (got == want).all():
+            raise DeviceError("pyrite: the C path's smoke test read back the wrong bytes")
+
+    # ---- recording -----------------------------------------------------------------------
+    def encoder(self):
+        return self._create_encoder(self.dev_c, self._enc_desc)
+
+    def begin_pass(self, enc):
+        return self._begin(enc, self._pass_desc)
+
+    def end_pass(self, cpass):
+        self._end(cpass)
+        self._release_pass(cpass)
+
+    def copy(self, enc, src, src_offset, dst, dst_offset, nbytes):
+        self._copy(enc, src._internal, src_offset, dst._internal, dst_offset, nbytes)
+
+    def submit(self, enc):
+        """Finish the encoder, submit it and release both handles."""
+        cmd = self._cmd
+        cmd[0] = self._finish(enc, self.ffi.NULL)
+        self._submit(self.q_c, 1, cmd)
+        self._release_cmd(cmd[0])
+        self._release_enc(enc)
+
+    def drop(self, enc, cpass):
+        """Release an encoder (and its open pass) that will not be submitted."""
+        if cpass is not None:
+            self.end_pass(cpass)
+        self._release_enc(enc)
+
+    def write(self, buffer, offset, data):
+        """queue.writeBuffer of a host buffer (numpy array or bytes-like, contiguous)."""
+        view = self.ffi.from_buffer(data)
+        self._write(self.q_c, buffer._internal, offset, view, len(view))
+
+    # ---- reading back ----------------------------------------------------------------------
+    def read_mapped(self, buffer, size) -> bytes:
+        """Map the first `size` bytes of a MAP_READ buffer, wait, copy them out, unmap."""
+        state = self._state
+        state[0] = 0
+        buf_c = buffer._internal
+        future = self._map(buf_c, self._read_mode, 0, size, self._map_info[0])
+        self.wait(future)
+        if state[1] != self._ok:
+            raise DeviceError(f"pyrite: mapping the readback buffer failed (status {state[1]})")
+        try:
+            return bytes(self.ffi.buffer(self._range(buf_c, 0, size), size))
+        finally:
+            self._unmap(buf_c)
+
+    def _wait_poll(self, future):
+        state, poll, dev_c, null = self._state, self._poll, self.dev_c, self.ffi.NULL
+        t_end = time.perf_counter() + SPIN_S
+        while not state[0]:
+            poll(dev_c, 0, null)
+            if time.perf_counter() > t_end:
+                while not state[0]:
+                    poll(dev_c, 1, null)
+                return
+
+    def _wait_future(self, future):
+        info, wait_any, inst = self._wait_info, self._wait_any, self._inst
+        info.future = future
+        info.completed = 0
+        t_end = time.perf_counter() + SPIN_S
+        while not info.completed:
+            wait_any(inst, 1, info, 0)
+            if time.perf_counter() > t_end:
+                while not info.completed:  # 0.1 s at a time, so Ctrl-C comes through
+                    wait_any(inst, 1, info, 100_000_000)
+                return
