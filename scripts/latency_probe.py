@@ -190,3 +190,18 @@ for m, k, n in ((1, 768, 768), (8, 768, 768), (32, 768, 768), (128, 768, 768), (
 
     print(f"  F.linear {m}x{k}.{n}x{k}T+b: host {host:6.1f} us/op, with GPU {full:6.1f} us/op  "
           f"{_mm.LAST}  ({2 * m * n * k / full / 1e6:.2f} TFLOP/s)")  # fmt: skip
+
+# the small reduction: host cost, and GPU cost by path
+from pyrite.ops import reduce as _red  # noqa: E402
+
+for split in (True, False):
+    _red.SPLIT = split
+    x.sum()
+    pr.synchronize()
+    print(f"  x.sum() SPLIT={split}: {_red.LAST_PATH}: host {med(lambda: x.sum()):6.1f} us, "
+          f"sum+sync {med(lambda: (x.sum(), pr.synchronize())):6.1f} us, "
+          f"sum().item() {med(lambda: x.sum().item()):6.1f} us")  # fmt: skip
+_red.SPLIT = True
+z = pr.randn(16)
+print(f"  z.sum().item(), z of 16             {med(lambda: z.sum().item()):7.1f} us")
+print(f"  (x * 2) then synchronize()          {med(lambda: (x * 2, pr.synchronize())):7.1f} us")

@@ -18,6 +18,7 @@ from .. import backend
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.matmul import (
+    GEMV_LANES,
     TILE,
     fast_smem_bytes,
     fast_valid,
@@ -26,7 +27,6 @@ from ..kernels.matmul import (
     gemm_tiled,
     gemv_rows,
     splitk_sum,
-    GEMV_LANES,
 )
 from ..tensor import Tensor, contiguous_strides
 from .core import broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
