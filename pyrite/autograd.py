@@ -842,17 +842,26 @@ def _guard(fn, name):
     return guard
 
 
+# argument types that never carry requires_grad: skipped without an attribute lookup (every
+# public op asks _any_requires of every argument, a failing getattr costs ~0.3 µs)
+_PLAIN = frozenset((int, float, bool, str, slice, type(None), type(Ellipsis)))
+
+
 def _any_requires(args, kwargs) -> bool:
     for a in args:
-        if getattr(a, "requires_grad", False) is True:
+        t = type(a)
+        if t in _PLAIN:
+            continue
+        if t is tuple or t is list or isinstance(a, (list, tuple)):
+            for x in a:
+                if type(x) not in _PLAIN and getattr(x, "requires_grad", False) is True:
+                    return True
+        elif getattr(a, "requires_grad", False) is True:
             return True
-        if isinstance(a, (list, tuple)) and any(
-            getattr(x, "requires_grad", False) is True for x in a
-        ):
-            return True
-    for a in kwargs.values():
-        if getattr(a, "requires_grad", False) is True:
-            return True
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) not in _PLAIN and getattr(a, "requires_grad", False) is True:
+                return True
     return False
 
 

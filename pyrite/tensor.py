@@ -8,6 +8,7 @@ its methods in `METHODS`, and `pyrite/ops/__init__.py` installs them on this cla
 from __future__ import annotations
 
 import math
+import struct
 from functools import lru_cache
 
 import numpy as np
@@ -67,6 +68,7 @@ class device:
 
 
 _DEVICE = device()
+_F32 = struct.Struct("<f")
 
 # Set while poisoning is on (ops/core.set_poison, the test suite): numpy() checks that a uint8 /
 # int8 / int16 tensor's widened words hold values of its range, so a kernel that stores a small
@@ -321,6 +323,8 @@ class Tensor:
                 f"pyrite: a Tensor with {self.numel()} elements cannot be converted "
                 "to a Python scalar"
             )
+        if self.dtype is D.float32:  # the common case (a loss): four bytes straight to a float
+            return _F32.unpack(backend.current().read(self._storage.buffer, self._offset * 4, 4))[0]
         return self._host().reshape(()).item()
 
     def cpu(self):

@@ -44,6 +44,13 @@ INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch: 512 windows
 # the info arena (64K words, <= 128 a dispatch) to one write per batch and bounds the buffers
 # held back from uploads.
 BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
+# ... but a batch recorded while the GPU has nothing to do leaves it idle until the batch is
+# submitted: a batch-1 BERT-base forward (168 dispatches) ran as one submit at its end, the host's
+# 4-5 ms of recording and the GPU's ~3 ms of work back to back (H200, 2026-12-01). So after each
+# completed wait (the device idle) the first batch goes after BATCH_FIRST dispatches and each
+# later one after twice as many as the one before, up to BATCH_DISPATCHES: the GPU starts within
+# a few ops and runs behind the host from then on, for ~5 extra submits (~10 µs each).
+BATCH_FIRST = min(int(os.environ.get("PYRITE_BATCH_FIRST", "8")), BATCH_DISPATCHES)
 # Buffers freed during a batch are held from uploads until it is submitted; past this many bytes,
 # submit so they return to the common pool.
 RECENT_LIMIT = 256 << 20
@@ -119,6 +126,7 @@ class Device:
         self.debug = debug_level()
         self._tiny = self.pool.allocate(4)
         self._busy = False  # work submitted (or written) since the last completed wait
+        self._batch_limit = BATCH_FIRST  # dispatches before the pending batch is submitted
         try:  # (device._read: small readbacks through one persistent mappable buffer)
             self._staging = self.device.create_buffer(
                 size=STAGING_BYTES, usage=usage.MAP_READ | usage.COPY_DST
@@ -313,7 +321,7 @@ class Device:
             c.dispatch(cpass, grid[0], grid[1], grid[2])
         self.dispatches += 1
         self._count += 1
-        if self._count >= BATCH_DISPATCHES or self.pool.recent_bytes > RECENT_LIMIT:
+        if self._count >= self._batch_limit or self.pool.recent_bytes > RECENT_LIMIT:
             self._flush()
 
     def _check_owned(self, buffers):
@@ -415,6 +423,7 @@ class Device:
             c.submit(self._encoder)
         self._encoder = None
         self._busy = True
+        self._batch_limit = min(2 * self._batch_limit, BATCH_DISPATCHES)
         self._info_pos = 0
         self._count = 0
         self._graveyard.clear()
@@ -481,7 +490,7 @@ class Device:
                         data = staging.read_mapped(0, size)
                     finally:
                         staging.unmap()
-                self._busy = False
+                self._idle()
                 return data
             except Exception:  # noqa: BLE001 - an implementation without this path: the other
                 self._staging = None
@@ -489,8 +498,13 @@ class Device:
                     staging.unmap()
         self._flush()
         data = self.queue.read_buffer(buffer, start, size)
-        self._busy = False
+        self._idle()
         return data
+
+    def _idle(self):
+        """A wait completed: everything submitted has run."""
+        self._busy = False
+        self._batch_limit = BATCH_FIRST
 
     def synchronize(self):
         """Submit what is pending and wait until the GPU has finished it. With nothing recorded

@@ -82,10 +82,32 @@ def _layout_b(st_k, st_n, K, N):
 #                    8192x4096 @ (4096x4096).T 36.7/35.2  (best at >= 2048^2 outputs)
 #   64x64 8x8 k16 db: 1024^3 19.3/18.9, 2048^3 29.6/17.6  (best below: 128-tiles leave SMs idle)
 #   general tiled 64x64: 6.3/5.6, 2.9/3.2, 10.3/10.0;  cuBLAS f32 (no TF32): 49-51.
+# Small products (issue 9), GPU time by timestamp queries on the H200 through wgpu-native,
+# 2026-12-01 (`scripts/gpu_time.py`; Dawn quantizes its timestamps to 65.5 µs), F.linear x (M, K)
+# @ w.T + b, µs: 64x64 8x8 (64 invocations) / 64x64 4x4 (256) / 32x32 4x4 / 16x64 4x4:
+#   128x768 . 768^2:       63.8 / 37.5 / 33.4 / 35.6   (split K in 4: 30.1 / 21.1 / 22.2 / 23.2)
+#   128x768 . 3072x768:    64.0 / 37.9 / 40.9 / 44.4   (split in 4: 48.4 / 37.4 / 46.0 / 47.6)
+#   128x3072 . 768x3072:  224.0 / 128.9 / 112.8 / 120.1 (split in 8: 45.3 / 42.8 / 51.5 / 54.5)
+#   512x768 . 768^2:       64.1 / 38.0 / 40.8 / 45.5
+# Two warps a workgroup hide too little latency when each SM holds one or two workgroups: the
+# 256-invocation 4x4 tile is the best below SMALL_OUTPUTS outputs, and the smaller tiles serve
+# M or N that 64 does not divide. Too few tiles to fill the GPU take a split of K (SPLIT_GPU).
+SMALL_OUTPUTS = 1024 * 1024
 FAST_GPU = [
     (2048 * 2048, (128, 128, 8, 8, 16, False)),
-    (0, (64, 64, 8, 8, 16, True)),
+    (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
+    (0, (64, 64, 4, 4, 16, True)),
+    (0, (32, 32, 4, 4, 16, True)),
+    (0, (16, 64, 4, 4, 16, True)),
 ]
+# Split K (`_choose_split`) on GPUs when one fast product has fewer than SPLIT_FILL workgroups:
+# S (a power of two up to SPLIT_MAX) is the least giving >= SPLIT_FILL, with K-chunks of at
+# least SPLIT_MIN_CHUNK. Measured above: 24 tiles of 128x768 . 768^2 gain 1.8x from S = 4 (96
+# workgroups), and S = 8 is no better; 96 tiles (512x768 . 768^2, 128x768 . 3072x768) gain
+# nothing from a split; 24 tiles with K = 3072 gain 3x from S = 8 (42.8 µs; S = 4: 44.1).
+SPLIT_FILL = 96
+SPLIT_MAX = 16
+SPLIT_MIN_CHUNK = 128
 # On CPU adapters (lavapipe), measured with gemm_variants on this CI box (2-core llvmpipe,
 # f32, TFLOP/s): 512^3 general tiled 0.007 | fast 64x64 8x8 k16 0.010 | 128x128 8x8 k8 db 0.011 |
 # 128x128 8x16 k8 db 0.013 | 128x256 8x16 k8 db 0.014; 256^3: tiled 0.004 | 128x256 0.007.
@@ -145,10 +167,11 @@ def _fast_fits(dev, params, fast_lay, M, N, K):
 def _choose(dev, M, N, K, batch, fast_lay):
     """(kind, params): the kernel variant for an M x N output."""
     if FORCE is not None:
-        if FORCE[0] != "fast":
+        if FORCE[0] in ("tiled", "direct"):
             return FORCE
-        if fast_lay is not None and _fast_fits(dev, FORCE[1], fast_lay, M, N, K):
+        if FORCE[0] == "fast" and fast_lay is not None and _fast_fits(dev, FORCE[1], fast_lay, M, N, K):
             return FORCE
+        # (a forced "gemv" is applied by _gemv_params where it can run)
     elif fast_lay is not None:
         table = FAST_CPU if dev.adapter_type == "CPU" else FAST_GPU
         for least, params in table:
@@ -265,7 +288,16 @@ def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
     if FORCE_SPLIT is not None:
         S, variant = FORCE_SPLIT
         return (S, variant) if _split_fits(dev, S, variant, M, N, K, fast_lay) else None
-    return None
+    kind, params = chosen
+    if kind != "fast" or dev.adapter_type == "CPU" or FORCE is not None:
+        return None
+    tiles = (M // params[0]) * (N // params[1])
+    S = 1
+    while tiles * S < SPLIT_FILL and S < SPLIT_MAX:
+        S *= 2
+    while S > 1 and not (K // S >= SPLIT_MIN_CHUNK and _split_fits(dev, S, chosen, M, N, K, fast_lay)):
+        S //= 2
+    return (S, chosen) if S > 1 else None
 
 
 def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt):

@@ -587,6 +587,16 @@ def basic_index(x: Tensor, index):
 
 
 def getitem(x: Tensor, index):
+    # the common case first: plain ints and slices (x[0, 0], x[:, 1:]): no normalising scan
+    if type(index) is int or type(index) is slice:
+        if x.ndim:
+            return basic_index(x, (index,))
+    elif type(index) is tuple and len(index) <= x.ndim:
+        for i in index:
+            if type(i) is not int and type(i) is not slice:
+                break
+        else:
+            return basic_index(x, index)
     index = _normalize(x, index)
     if any(_is_advanced(i) for i in index):
         from .indexing import advanced_getitem

@@ -1,0 +1,120 @@
+"""GPU time of each kernel an op mix records, by timestamp queries (issue 9: where per-op time
+goes). `PYRITE_BACKEND=wgpu|dawn python scripts/gpu_time.py`
+
+`kernel_times(fn)` runs fn once while capturing the dispatches it records (pipeline, buffers,
+info words, grid), then replays each one `reps` times in its own compute pass bracketed by
+timestamp writes, and returns the median nanoseconds of each dispatch. (Needs the
+`timestamp-query` feature; Dawn may quantize timestamps.) The cases below are issue 9's.
+"""
+
+import statistics
+
+import numpy as np
+
+import pyrite as pr
+from pyrite import backend
+
+
+def kernel_times(fn, reps=15):
+    dev = backend.current()
+    rec = []
+    orig = dev._dispatch
+
+    def capture(src, buffers, info, grid):
+        rec.append((src, list(buffers), list(info), tuple(grid)))
+        orig(src, buffers, info, grid)
+
+    dev._dispatch = capture
+    try:
+        keep = fn()
+    finally:
+        del dev._dispatch
+    pr.synchronize()
+    g, w = dev.device, dev.wgpu
+    n = len(rec) * reps
+    qs = g.create_query_set(type="timestamp", count=2 * n)
+    res = g.create_buffer(size=16 * n, usage=w.BufferUsage.QUERY_RESOLVE | w.BufferUsage.COPY_SRC)
+    groups = []
+    for src, bufs, info, _ in rec:
+        pipeline = dev.pipeline(src)[0]
+        bgl, _ = dev._layout(src.modes)
+        words = np.zeros(128, np.int32)
+        words[: len(info)] = info
+        ib = g.create_buffer_with_data(data=words.tobytes(), usage=w.BufferUsage.STORAGE)
+        entries = [
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(bufs)
+        ]
+        entries.append({"binding": len(bufs), "resource": {"buffer": ib, "offset": 0, "size": 512}})
+        groups.append((pipeline, g.create_bind_group(layout=bgl, entries=entries), ib))
+    enc = g.create_command_encoder()
+    q = 0
+    for _ in range(reps):
+        for (pipeline, bg, _), (_, _, _, grid) in zip(groups, rec):
+            p = enc.begin_compute_pass(
+                timestamp_writes={
+                    "query_set": qs,
+                    "beginning_of_pass_write_index": q,
+                    "end_of_pass_write_index": q + 1,
+                }
+            )
+            p.set_pipeline(pipeline)
+            p.set_bind_group(0, bg, [0])
+            p.dispatch_workgroups(*grid)
+            p.end()
+            q += 2
+    enc.resolve_query_set(qs, 0, 2 * n, res, 0)
+    g.queue.submit([enc.finish()])
+    ts = np.frombuffer(g.queue.read_buffer(res), np.uint64).astype(np.int64).reshape(reps, -1, 2)
+    dt = ts[:, :, 1] - ts[:, :, 0]
+    del keep
+    out = []
+    for i, (src, _, _, grid) in enumerate(rec):
+        name = src.wgsl.split("fn main")[0].count("\n")
+        out.append((statistics.median(dt[:, i].tolist()), grid, name, src))
+    return out
+
+
+def show(label, fn):
+    times = kernel_times(fn)
+    total = sum(t for t, *_ in times)
+    print(f"{label}: {len(times)} dispatches, {total / 1e3:.1f} us GPU")
+    for t, grid, _, src in times:
+        first = next((ln for ln in src.wgsl.split("\n") if ln.startswith("var<workgroup>")), "")
+        print(f"    {t / 1e3:8.2f} us  grid {grid}  {first[:60]}")
+
+
+if __name__ == "__main__":
+    dev = backend.current()
+    print(f"{dev.name} ({dev.impl}), timestamp-query: {'timestamp-query' in dev.features}")
+    import pyrite.ops.matmul as mm
+
+    F = pr.nn.functional
+    from pyrite.ops import reduce as red
+
+    x = pr.randn(128, 768)
+    for parts in (None, 48, 96, 192):
+        red.FORCE_SPLIT = parts
+        show(f"x.sum() 128x768, split parts {parts}", lambda: x.sum())
+    red.FORCE_SPLIT = None
+    show("x * 2", lambda: x * 2)
+    show("x.sum(-1)", lambda: x.sum(-1))
+    show("F.layer_norm 128x768", lambda: F.layer_norm(x, (768,)))
+    show("F.gelu 128x768", lambda: F.gelu(x))
+    q = pr.randn(1, 12, 128, 64)
+    show("sdpa 1x12x128x64", lambda: F.scaled_dot_product_attention(q, q, q))
+    cases = [(1, 768, 768), (128, 768, 768), (128, 768, 2304), (128, 768, 3072), (128, 3072, 768),
+             (512, 768, 768), (1024, 1024, 1024), (2048, 1024, 1024)]  # fmt: skip
+    for m, k, n in cases:
+        a, wt, b = pr.randn(m, k), pr.randn(n, k), pr.randn(n)
+        cands = [None, ("fast", (64, 64, 8, 8, 16, True)), ("fast", (64, 64, 4, 4, 16, True))]
+        for force in cands:
+            mm.FORCE, mm.FORCE_SPLIT = force, None
+            try:
+                F.linear(a, wt, b)
+                if force is not None and mm.LAST != force:
+                    continue
+                show(f"F.linear {m}x{k}.{n}x{k}T {mm.LAST} {'auto' if force is None else 'S=1'}",
+                     lambda: F.linear(a, wt, b))  # fmt: skip
+            finally:
+                mm.FORCE = mm.FORCE_SPLIT = None

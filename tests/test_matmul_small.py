@@ -1,0 +1,186 @@
+"""Small-M products (issue 9): the GEMV kernel, split-K, the GPU rule that picks them, and
+`linear` folding leading dims into rows. Each case is compared with numpy float64 on fresh
+random inputs of awkward sizes, within the dot-product bound K * 2^-24 * (|a| @ |b|) (times a
+small factor for the split's extra rounding of S partial sums)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+import pyrite.ops.matmul as mm
+from pyrite import backend
+
+F = pr.nn.functional
+
+
+def _check(got, a, b, bias=None, alpha=1.0, beta=1.0, factor=2.0):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = alpha * (a64 @ b64)
+    bound = abs(alpha) * (np.abs(a64) @ np.abs(b64))
+    if bias is not None:
+        ref = ref + beta * bias
+        bound = bound + abs(beta) * np.abs(bias)
+    k = a.shape[-1]
+    tol = factor * (k + 2) * 2.0**-24 * bound + 1e-30
+    err = np.abs(got.astype(np.float64) - ref)
+    assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+
+
+@pytest.fixture
+def forced():
+    yield
+    mm.FORCE = mm.FORCE_SPLIT = None
+
+
+@pytest.fixture
+def as_gpu(monkeypatch):
+    """Plan as on a GPU adapter (the small-shape rule applies only there)."""
+    dev = backend.current()
+    monkeypatch.setattr(dev, "adapter_type", "DiscreteGPU")
+    mm._plans.clear()
+    yield
+    mm._plans.clear()
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("k", [64, 130, 771])
+def test_gemv_linear_parity(m, k, rng, forced):
+    n = 97
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
+    for vec in (1, 4):
+        mm.FORCE = ("gemv", (rm, vec))
+        got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
+        assert mm.LAST[0] == "gemv"
+        want_vec = 4 if k % 4 == 0 else 1  # unaligned K takes the scalar loads
+        assert mm.LAST[1] == (rm, min(vec, want_vec))
+        _check(got, x, w.T, b)
+        got = (pr.tensor(x) @ pr.tensor(w).T).numpy()
+        _check(got, x, w.T)
+
+
+def test_gemv_batched_and_rows_below_the_baked_count(rng, forced):
+    x = rng.standard_normal((3, 2, 200)).astype(np.float32)  # 2 rows of a baked 8
+    w = rng.standard_normal((45, 200)).astype(np.float32)
+    mm.FORCE = ("gemv", (8, 4))
+    got = (pr.tensor(x) @ pr.tensor(w).T).numpy()
+    assert mm.LAST == ("gemv", (8, 4))
+    _check(got, x, w.T)
+
+
+def test_gemv_takes_only_k_contiguous_operands(rng, forced):
+    x = rng.standard_normal((4, 96)).astype(np.float32)
+    w = rng.standard_normal((96, 33)).astype(np.float32)  # x @ w: B's unit stride is N
+    mm.FORCE = ("gemv", (4, 4))
+    got = (pr.tensor(x) @ pr.tensor(w)).numpy()
+    assert mm.LAST[0] != "gemv"
+    _check(got, x, w)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [("fast", (32, 32, 4, 4, 16, True)), ("fast", (64, 64, 4, 4, 16, True)), ("tiled", None)],
+)
+@pytest.mark.parametrize("S", [2, 4, 8])
+def test_split_k_parity(variant, S, rng, forced):
+    m, k, n = 128, 1024, 192
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    mm.FORCE_SPLIT = (S, variant)
+    got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
+    assert mm.LAST == variant
+    _check(got, x, w.T, b)
+    got = (pr.tensor(x) @ pr.tensor(w).T).numpy()
+    _check(got, x, w.T)
+    # alpha and beta go through the sum's axpby epilogue; alpha alone scales after it
+    e = rng.standard_normal((m, n)).astype(np.float32)
+    got = pr.addmm(pr.tensor(e), pr.tensor(x), pr.tensor(w).T, beta=0.5, alpha=-1.5).numpy()
+    _check(got, x, w.T, e, alpha=-1.5, beta=0.5)
+
+
+def test_split_k_with_offset_operands_and_output_rows(rng, forced):
+    base = rng.standard_normal((70, 516)).astype(np.float32)
+    x = pr.tensor(base)[6:70, 4:516]  # offset rows and columns, K = 512
+    w = rng.standard_normal((64, 512)).astype(np.float32)
+    mm.FORCE_SPLIT = (4, ("fast", (32, 32, 4, 4, 16, True)))
+    got = (x @ pr.tensor(w).T).numpy()
+    _check(got, base[6:70, 4:516], w.T)
+
+
+def test_split_k_that_does_not_fit_takes_the_rule(rng, forced):
+    x = rng.standard_normal((64, 100)).astype(np.float32)  # K = 100 not divisible by 8
+    w = rng.standard_normal((64, 100)).astype(np.float32)
+    mm.FORCE_SPLIT = (8, ("fast", (32, 32, 4, 4, 16, True)))
+    got = (pr.tensor(x) @ pr.tensor(w).T).numpy()
+    _check(got, x, w.T)
+
+
+def test_gpu_rule_picks_gemv_split_and_small_tiles(rng, as_gpu):
+    cases = [
+        ((1, 768), 256, "gemv", None),
+        ((7, 256), 96, "gemv", None),
+        ((128, 768), 256, "fast", (64, 64, 4, 4, 16, True)),
+        ((96, 512), 64, "fast", (32, 32, 4, 4, 16, True)),
+    ]
+    for (m, k), n, kind, params in cases:
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
+        assert mm.LAST[0] == kind and (params is None or mm.LAST[1] == params), mm.LAST
+        _check(got, x, w.T, b)
+        # the plan is cached: the second call runs it again (the split's two dispatches too)
+        got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
+        _check(got, x, w.T, b)
+
+
+def test_gpu_rule_splits_k_when_tiles_are_few(as_gpu):
+    dev = backend.current()
+    a, w = pr.randn(128, 768), pr.randn(768, 768)
+    lay = mm._fast_layout(a, w.T, None, pr.float32, [(), (), ()])
+    chosen = mm._choose(dev, 128, 768, 768, 1, lay)
+    assert mm._choose_split(dev, a, w.T, 128, 768, 768, 1, lay, pr.float32, chosen) == (
+        4,
+        chosen,
+    )  # 24 tiles -> 96 workgroups
+    a = pr.randn(512, 768)
+    chosen = mm._choose(dev, 512, 768, 768, 1, lay)
+    assert mm._choose_split(dev, a, w.T, 512, 768, 768, 1, lay, pr.float32, chosen) is None
+
+
+def test_linear_folds_leading_dims_into_rows(rng):
+    x = rng.standard_normal((3, 5, 40)).astype(np.float32)
+    w = rng.standard_normal((24, 40)).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    t = pr.tensor(x)
+    got = F.linear(t, pr.tensor(w), pr.tensor(b))
+    assert got.shape == (3, 5, 24) and got.is_contiguous()
+    _check(got.numpy(), x, w.T, b)
+    # a leading dim that does not step evenly (a transposed view) keeps the batched product
+    tv = t.transpose(0, 1)
+    got = F.linear(tv, pr.tensor(w), pr.tensor(b))
+    assert got.shape == (5, 3, 24)
+    _check(got.numpy(), x.transpose(1, 0, 2), w.T, b)
+    # a 2-D bias broadcast over the rows keeps the batched product as well
+    b2 = rng.standard_normal((5, 24)).astype(np.float32)
+    got = F.linear(t, pr.tensor(w), pr.tensor(b2)).numpy()
+    np.testing.assert_allclose(got, x @ w.T + b2, rtol=1e-4, atol=1e-4)
+
+
+def test_linear_folded_rows_backward(rng):
+    x = pr.tensor(rng.standard_normal((2, 3, 16)).astype(np.float32), requires_grad=True)
+    w = pr.tensor(rng.standard_normal((8, 16)).astype(np.float32), requires_grad=True)
+    b = pr.tensor(rng.standard_normal(8).astype(np.float32), requires_grad=True)
+    g = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    F.linear(x, w, b).backward(pr.tensor(g))
+    xn, wn = x.detach().numpy(), w.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), g @ wn, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        w.grad.numpy(), g.reshape(-1, 8).T @ xn.reshape(-1, 16), rtol=1e-4, atol=1e-4
+    )
+    np.testing.assert_allclose(b.grad.numpy(), g.sum((0, 1)), rtol=1e-4, atol=1e-5)
