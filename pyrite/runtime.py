@@ -40,6 +40,7 @@ def memory_stats() -> dict:
         "pipelines": dev.pipeline_count,
         "dispatches": dev.dispatches,
         "submits": dev.submits,
+        "readbacks": dev.readbacks,
     }
 
 

@@ -101,8 +101,14 @@ if __name__ == "__main__":
     show("x.sum(-1)", lambda: x.sum(-1))
     show("F.layer_norm 128x768", lambda: F.layer_norm(x, (768,)))
     show("F.gelu 128x768", lambda: F.gelu(x))
-    q = pr.randn(1, 12, 128, 64)
-    show("sdpa 1x12x128x64", lambda: F.scaled_dot_product_attention(q, q, q))
+    from pyrite.kernels import attention as att
+
+    for shape in ((1, 12, 128, 64), (1, 12, 512, 64), (8, 12, 128, 64), (32, 12, 128, 64)):
+        q = pr.randn(*shape)
+        for blk in (64, 32, 16):
+            att.BLOCK = blk
+            show(f"sdpa {shape} BLOCK={blk}", lambda: F.scaled_dot_product_attention(q, q, q))
+        att.BLOCK = 64
     cases = [(1, 768, 768), (128, 768, 768), (128, 768, 2304), (128, 768, 3072), (128, 3072, 768),
              (512, 768, 768), (1024, 1024, 1024), (2048, 1024, 1024)]  # fmt: skip
     for m, k, n in cases:

@@ -123,6 +123,7 @@ class Device:
         self._count = 0
         self.dispatches = 0  # ever, for tests and PYRITE_DEBUG
         self.submits = 0
+        self.readbacks = 0  # round trips that waited for the GPU (reads and synchronizes)
         self.debug = debug_level()
         self._tiny = self.pool.allocate(4)
         self._busy = False  # work submitted (or written) since the last completed wait
@@ -477,6 +478,7 @@ class Device:
         rest, creates and destroys a mappable buffer and submits again for every read. Every
         read waits for all work submitted before it (queue order), so afterwards the device
         is idle."""
+        self.readbacks += 1
         staging = self._staging
         if staging is not None and size <= STAGING_BYTES:
             try:

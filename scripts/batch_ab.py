@@ -1,0 +1,81 @@
+"""A/B of the first-batch size after an idle wait (backend/device.py BATCH_FIRST), interleaved
+in one process: a batch-1 BERT-base forward and issue 9's chain of linears.
+`PYRITE_BACKEND=wgpu|dawn python scripts/batch_ab.py`"""
+
+import statistics
+import time
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.backend import device as devmod
+from pyrite.bench.bert import build
+
+dev = backend.current()
+model = build(pr)
+x = pr.randn(1, 128, 768)
+w = pr.randn(768, 768) * 0.03
+F = pr.nn.functional
+
+
+def bert():
+    with pr.no_grad():
+        model(x)
+
+
+def chain():
+    y = x[0]
+    for _ in range(100):
+        y = F.linear(y, w) * 0.03
+
+
+res = {}
+for _ in range(5):
+    for first in (8, 32, 256):
+        devmod.BATCH_FIRST = first
+        for name, fn in (("bert", bert), ("chain", chain)):
+            fn()
+            pr.synchronize()
+            ts = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                fn()
+                pr.synchronize()
+                ts.append(time.perf_counter() - t0)
+            res.setdefault((name, first), []).append(min(ts))
+for (name, first), v in sorted(res.items()):
+    print(f"  {dev.impl} {name:5s} BATCH_FIRST={first:<3d} {statistics.median(v) * 1e3:7.2f} ms")
+
+# where a batch-1 forward's time goes: recording (Python + the C calls), the submit, the wait
+devmod.BATCH_FIRST = 10**6
+dev._batch_limit = 10**6
+for _ in range(3):
+    bert()
+    pr.synchronize()
+rec, sub, wait = [], [], []
+for _ in range(7):
+    t0 = time.perf_counter()
+    bert()
+    t1 = time.perf_counter()
+    dev.flush()
+    t2 = time.perf_counter()
+    pr.synchronize()
+    t3 = time.perf_counter()
+    rec.append(t1 - t0)
+    sub.append(t2 - t1)
+    wait.append(t3 - t2)
+d0 = dev.dispatches
+bert()
+n = dev.dispatches - d0
+pr.synchronize()
+print(f"  {dev.impl} bert one batch: {n} dispatches, record {statistics.median(rec) * 1e3:.2f} ms "
+      f"({statistics.median(rec) / n * 1e6:.1f} us each), submit {statistics.median(sub) * 1e3:.2f} ms, "
+      f"wait {statistics.median(wait) * 1e3:.2f} ms")  # fmt: skip
+import cProfile  # noqa: E402
+import pstats  # noqa: E402
+
+prof = cProfile.Profile()
+prof.enable()
+bert()
+prof.disable()
+pr.synchronize()
+pstats.Stats(prof).sort_stats("tottime").print_stats(8)
