@@ -84,8 +84,12 @@ def test_checked_calls_give_the_same_results_as_the_c_path():
         env.pop("PYRITE_SAFE_CALLS", None)
         if safe:
             env["PYRITE_SAFE_CALLS"] = safe
-        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"pyrite_safe_{safe or 0}_{os.getpid()}.npy")
-        r = subprocess.run([sys.executable, "-c", script, path], env=env, capture_output=True, text=True)
+        path = os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), f"pyrite_safe_{safe or 0}_{os.getpid()}.npy"
+        )
+        r = subprocess.run(
+            [sys.executable, "-c", script, path], env=env, capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == ("True" if safe else "False")
         outs.append(np.load(path))

@@ -184,3 +184,23 @@ def test_linear_folded_rows_backward(rng):
         w.grad.numpy(), g.reshape(-1, 8).T @ xn.reshape(-1, 16), rtol=1e-4, atol=1e-4
     )
     np.testing.assert_allclose(b.grad.numpy(), g.sum((0, 1)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [17, 77, 100, 130, 200])
+def test_gpu_rule_ragged_rows_run_as_an_aligned_product_and_a_remainder(m, rng, as_gpu):
+    k, n = 256, 192
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    e = rng.standard_normal((m, n)).astype(np.float32)
+    for _ in range(2):  # planned, then from the plan cache
+        got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b))
+        assert got.shape == (m, n) and got.is_contiguous()
+        _check(got.numpy(), x, w.T, b)
+        _check((pr.tensor(x) @ pr.tensor(w).T).numpy(), x, w.T)
+        got = pr.addmm(pr.tensor(e), pr.tensor(x), pr.tensor(w).T, beta=0.25, alpha=-2.0)
+        _check(got.numpy(), x, w.T, e, alpha=-2.0, beta=0.25)
+        got = pr.addmm(pr.tensor(e), pr.tensor(x), pr.tensor(w).T, beta=0, alpha=3.0)
+        _check(got.numpy(), x, w.T, alpha=3.0)
+    key = next(k_ for k_, p in mm._plans.items() if p[0] == "ragged")
+    assert key[0] == (m, k)

@@ -169,7 +169,11 @@ def _choose(dev, M, N, K, batch, fast_lay):
     if FORCE is not None:
         if FORCE[0] in ("tiled", "direct"):
             return FORCE
-        if FORCE[0] == "fast" and fast_lay is not None and _fast_fits(dev, FORCE[1], fast_lay, M, N, K):
+        if (
+            FORCE[0] == "fast"
+            and fast_lay is not None
+            and _fast_fits(dev, FORCE[1], fast_lay, M, N, K)
+        ):
             return FORCE
         # (a forced "gemv" is applied by _gemv_params where it can run)
     elif fast_lay is not None:
@@ -295,12 +299,14 @@ def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
     S = 1
     while tiles * S < SPLIT_FILL and S < SPLIT_MAX:
         S *= 2
-    while S > 1 and not (K // S >= SPLIT_MIN_CHUNK and _split_fits(dev, S, chosen, M, N, K, fast_lay)):
+    while S > 1 and not (
+        K // S >= SPLIT_MIN_CHUNK and _split_fits(dev, S, chosen, M, N, K, fast_lay)
+    ):
         S //= 2
     return (S, chosen) if S > 1 else None
 
 
-def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt):
+def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt, into=None):
     """a @ b as S products over K-chunks, views of a and b with the chunk as a batch dim (no
     copy), summed with the epilogue by `splitk_sum`."""
     M, K = a._shape
@@ -310,7 +316,7 @@ def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt):
     av = a._view((S, M, kc), (kc * sak, sam, sak), a._offset)
     bv = b._view((S, kc, N), (kc * sbk, sbk, sbn), b._offset)
     part = gemm(av, bv, variant=variant)
-    out = empty((M, N), out_dt)
+    out = empty((M, N), out_dt) if into is None else into
     bufs = [part._storage.buffer]
     if e is None:
         epi, ew = "none", [0, 0, 0]
@@ -321,7 +327,39 @@ def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt):
     bufs.append(out._storage.buffer)
     info = [M * N, S, N, out._offset, *ew, f32_bits(alpha), f32_bits(beta)]
     dev.dispatch(splitk_sum(epi), bufs, info, grid_for(M * N))
-    return out if e is not None or alpha == 1 else out * alpha  # (alpha with no e: rare)
+    if e is None and alpha != 1:  # (alpha with no e: rare)
+        out.mul_(alpha)
+    return out
+
+
+# Rows: a product whose M the fast tiles do not divide (a prompt of 100 tokens) would run the
+# general kernel whole; instead its first M - M % RAGGED_ROWS rows run as their own product (the
+# fast path, split if need be) and the rest (< RAGGED_ROWS rows: GEMV up to 8) as another, both
+# written into one output.
+RAGGED_ROWS = 16
+
+
+def _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into):
+    """The row count of the aligned part of a ragged product, or None."""
+    if kind == "fast" or into is not None or nbatch != 1 or fast_lay is None or FORCE is not None:
+        return None
+    if dev.adapter_type == "CPU" or M < RAGGED_ROWS or M % RAGGED_ROWS == 0:
+        return None
+    rows = M - M % RAGGED_ROWS
+    if _choose(dev, rows, N, K, 1, fast_lay)[0] != "fast":
+        return None  # N or K does not fit a fast tile either
+    return rows
+
+
+def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
+    M, N = a._shape[0], b._shape[1]
+    out = empty((M, N), out_dt)
+    parts = ((0, rows), (rows, M - rows))
+    for r0, n in parts:
+        ai = a._view((n, a._shape[1]), a._strides, a._offset + r0 * a._strides[0])
+        ei = None if e is None else e._view((n, N), e._strides, e._offset + r0 * e._strides[0])
+        gemm(ai, b, ei, alpha, beta, out_dt, into=out._view((n, N), (N, 1), out._offset + r0 * N))
+    return out
 
 
 # Plans of gemm by everything they depend on (shapes, strides, offsets, dtypes, the epilogue,
@@ -333,12 +371,20 @@ _plans_device = None
 
 
 def gemm(
-    a: Tensor, b: Tensor, e: Tensor | None = None, alpha=1, beta=1, out_dtype=None, variant=None
+    a: Tensor,
+    b: Tensor,
+    e: Tensor | None = None,
+    alpha=1,
+    beta=1,
+    out_dtype=None,
+    variant=None,
+    into=None,
 ) -> Tensor:
     """C = alpha * (a @ b) + beta * e for a (..., M, K), b (..., K, N) with broadcastable batch
     dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor.
-    `variant` (internal: the split-K plan's partial products) is a (kind, params) to run in
-    place of the shape rule's choice."""
+    Internal: `variant` (the split-K plan's partial products) is a (kind, params) to run in
+    place of the shape rule's choice; `into` (the ragged plan's two parts) a contiguous (M, N)
+    view of a new tensor to write instead of a new output (single products only)."""
     global _plans_device
     dev = backend.current()
     if _plans_device is not dev:
@@ -349,28 +395,30 @@ def gemm(
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
         FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
-        variant,
+        variant, None if into is None else into._offset,
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
         if plan[0] == "split":
             return _gemm_split_k(a, b, e, alpha, beta, out_dtype, plan[1])
         if plan[0] == "splitk":
-            return _gemm_split_par(dev, a, b, e, alpha, beta, plan[1], plan[2], plan[3])
+            return _gemm_split_par(dev, a, b, e, alpha, beta, plan[1], plan[2], plan[3], into)
+        if plan[0] == "ragged":
+            return _gemm_ragged(a, b, e, alpha, beta, plan[1], plan[2])
         _, src, info, grid, out_shape, out_dt, last = plan
         global LAST
         LAST = last
-        out = empty(out_shape, out_dt)
+        out = empty(out_shape, out_dt) if into is None else into
         bufs = [a._storage.buffer, b._storage.buffer]
         if e is not None:
             bufs.append(e._storage.buffer)
         bufs.append(out._storage.buffer)
         dev.dispatch(src, bufs, info, grid)
         return out
-    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant)
+    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant, into)
 
 
-def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None):
+def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=None):
     M, K = a._shape[-2], a._shape[-1]
     K2, N = b._shape[-2], b._shape[-1]
     assert K == K2
@@ -414,12 +462,16 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None):
         split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))
         if split is not None:
             _remember(key, ("splitk", *split, out_dt))
-            return _gemm_split_par(dev, a, b, e, alpha, beta, *split, out_dt)
+            return _gemm_split_par(dev, a, b, e, alpha, beta, *split, out_dt, into)
+        rows = _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into)
+        if rows is not None:
+            _remember(key, ("ragged", rows, out_dt))
+            return _gemm_ragged(a, b, e, alpha, beta, rows, out_dt)
     chunk = _split_k_chunk(kind, params, K)
     if chunk is not None:
         _remember(key, ("split", chunk))
         return _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk)
-    out = empty(out_shape, out_dt)
+    out = empty(out_shape, out_dt) if into is None else into
     global LAST
     LAST = (kind, params)
     e_st = e.dtype.wgsl if e is not None else "f32"
