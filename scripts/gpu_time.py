@@ -109,7 +109,7 @@ if __name__ == "__main__":
             att.BLOCK = blk
             show(f"sdpa {shape} BLOCK={blk}", lambda: F.scaled_dot_product_attention(q, q, q))
         att.BLOCK = 64
-    cases = [(1, 768, 768), (128, 768, 768), (128, 768, 2304), (128, 768, 3072), (128, 3072, 768),
+    cases = [(100, 768, 768), (77, 768, 3072), (1, 768, 768), (128, 768, 768), (128, 768, 2304), (128, 768, 3072), (128, 3072, 768),
              (512, 768, 768), (1024, 1024, 1024), (2048, 1024, 1024)]  # fmt: skip
     for m, k, n in cases:
         a, wt, b = pr.randn(m, k), pr.randn(n, k), pr.randn(n)

@@ -334,8 +334,8 @@ def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt, into=None):
 
 # Rows: a product whose M the fast tiles do not divide (a prompt of 100 tokens) would run the
 # general kernel whole; instead its first M - M % RAGGED_ROWS rows run as their own product (the
-# fast path, split if need be) and the rest (< RAGGED_ROWS rows: GEMV up to 8) as another, both
-# written into one output.
+# fast path, split if need be) and the rest (< RAGGED_ROWS rows) as GEMVs of up to 8 rows (or one
+# general product when B is not K-contiguous), all written into one output.
 RAGGED_ROWS = 16
 
 
@@ -354,7 +354,10 @@ def _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into):
 def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
     M, N = a._shape[0], b._shape[1]
     out = empty((M, N), out_dt)
-    parts = ((0, rows), (rows, M - rows))
+    parts = [(0, rows)]
+    step = GEMV_MAX_M if b._strides[0] == 1 else M  # the rest in GEMV-sized pieces
+    for r0 in range(rows, M, step):
+        parts.append((r0, min(step, M - r0)))
     for r0, n in parts:
         ai = a._view((n, a._shape[1]), a._strides, a._offset + r0 * a._strides[0])
         ei = None if e is None else e._view((n, N), e._strides, e._offset + r0 * e._strides[0])
