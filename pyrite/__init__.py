@@ -91,6 +91,7 @@ from .runtime import (
     set_default_dtype,
     set_device,
     synchronize,
+    to_numpy,
 )
 
 # isort: split

@@ -274,28 +274,7 @@ class Tensor:
     def _host(self) -> np.ndarray:
         """The values as a numpy array of the storage's host type: float32/16, int32 (the
         small ints too, still widened), bool, and float32 for bfloat16 (numpy has no bf16)."""
-        dt = self.dtype
-        shape = self._shape
-        n = math.prod(shape)
-        if n == 0:
-            host = np.float32 if dt.numpy_dtype is None else dt.numpy_dtype
-            return np.zeros(shape, dtype=host)
-        t = self if self.is_contiguous() else self.contiguous()
-        size = dt.storage_bytes
-        raw = backend.current().read(t._storage.buffer, t._offset * size, n * size)
-        arr = np.frombuffer(bytearray(raw), dtype=dt.np).reshape(shape)
-        if dt.is_bool:
-            return arr != 0
-        if dt is D.bfloat16:
-            return D.bf16_bits_to_f32(arr).reshape(shape)
-        if dt.min is not None and dt.bits < 32 and CHECK_SMALL_INT_RANGE:
-            lo, hi = int(arr.min()), int(arr.max())
-            if lo < dt.min or hi > dt.max:
-                raise RuntimeError(
-                    f"pyrite: internal: a {dt.name} tensor holds {lo if lo < dt.min else hi}, "
-                    "outside its range: an op stored it unwrapped (or never wrote it)"
-                )
-        return arr
+        return host_arrays((self,))[0]
 
     def numpy(self, *, force=False) -> np.ndarray:
         if self.dtype.numpy_dtype is None:  # PyTorch's words: numpy has no bfloat16
@@ -391,3 +370,39 @@ class Tensor:
         t = self.clone()
         t.requires_grad = self.requires_grad
         return t
+
+
+def host_arrays(tensors) -> list:
+    """Each tensor's values as Tensor._host() gives them, read back in one round trip (one
+    copy each into the device's staging buffer and one map, while they fit)."""
+    dev = backend.current()
+    reads, conts = [], []
+    for t in tensors:
+        dt = t.dtype
+        n = math.prod(t._shape)
+        c = t if n == 0 or t.is_contiguous() else t.contiguous()
+        conts.append(c)
+        size = dt.storage_bytes
+        reads.append((c._storage.buffer, c._offset * size, n * size))
+    raws = dev.read_many(reads)
+    out = []
+    for t, raw in zip(conts, raws):
+        dt, shape = t.dtype, t._shape
+        if not raw:
+            host = np.float32 if dt.numpy_dtype is None else dt.numpy_dtype
+            out.append(np.zeros(shape, dtype=host))
+            continue
+        arr = np.frombuffer(bytearray(raw), dtype=dt.np).reshape(shape)
+        if dt.is_bool:
+            arr = arr != 0
+        elif dt is D.bfloat16:
+            arr = D.bf16_bits_to_f32(arr).reshape(shape)
+        elif dt.min is not None and dt.bits < 32 and CHECK_SMALL_INT_RANGE:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < dt.min or hi > dt.max:
+                raise RuntimeError(
+                    f"pyrite: internal: a {dt.name} tensor holds {lo if lo < dt.min else hi}, "
+                    "outside its range: an op stored it unwrapped (or never wrote it)"
+                )
+        out.append(arr)
+    return out

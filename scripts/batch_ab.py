@@ -51,25 +51,46 @@ dev._batch_limit = 10**6
 for _ in range(3):
     bert()
     pr.synchronize()
-rec, sub, wait = [], [], []
-for _ in range(7):
-    t0 = time.perf_counter()
-    bert()
-    t1 = time.perf_counter()
-    dev.flush()
-    t2 = time.perf_counter()
+for label, fn in (("bert", bert), ("chain", chain)):
+    rec, sub, wait = [], [], []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        dev.flush()
+        t2 = time.perf_counter()
+        pr.synchronize()
+        t3 = time.perf_counter()
+        rec.append(t1 - t0)
+        sub.append(t2 - t1)
+        wait.append(t3 - t2)
+    d0 = dev.dispatches
+    fn()
+    n = dev.dispatches - d0
     pr.synchronize()
-    t3 = time.perf_counter()
-    rec.append(t1 - t0)
-    sub.append(t2 - t1)
-    wait.append(t3 - t2)
-d0 = dev.dispatches
-bert()
-n = dev.dispatches - d0
-pr.synchronize()
-print(f"  {dev.impl} bert one batch: {n} dispatches, record {statistics.median(rec) * 1e3:.2f} ms "
-      f"({statistics.median(rec) / n * 1e6:.1f} us each), submit {statistics.median(sub) * 1e3:.2f} ms, "
-      f"wait {statistics.median(wait) * 1e3:.2f} ms")  # fmt: skip
+    r = statistics.median(rec)
+    print(f"  {dev.impl} {label} as one batch: {n} dispatches, record {r * 1e3:.2f} ms "
+          f"({r / n * 1e6:.1f} us each), submit {statistics.median(sub) * 1e3:.2f} ms, "
+          f"wait {statistics.median(wait) * 1e3:.2f} ms")  # fmt: skip
+# the same recording with the C calls replaced by nothing: Python's share
+c = dev._c
+real = (c.set_pipeline, c.set_bind_group, c.dispatch)
+c.set_pipeline = c.set_bind_group = c.dispatch = lambda *a: None
+for label, fn in (("bert", bert), ("chain", chain)):
+    ts = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+        dev._end_pass()
+        dev._c.drop(dev._encoder, None)
+        dev._encoder = None
+        dev._info_pos = dev._count = 0
+        dev.pool.batch_submitted()
+    print(
+        f"  {dev.impl} {label}: Python alone (no pass calls) {statistics.median(ts) * 1e3:.2f} ms"
+    )
+c.set_pipeline, c.set_bind_group, c.dispatch = real
 import cProfile  # noqa: E402
 import pstats  # noqa: E402
 

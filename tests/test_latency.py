@@ -138,3 +138,39 @@ def test_plain_int_and_slice_indexing_matches_numpy(rng):
         t[0, 0, 0, 0]
     with pytest.raises(IndexError):
         pr.tensor(3.0)[0]
+
+
+def test_to_numpy_reads_many_tensors_in_one_round_trip(rng):
+    a = rng.standard_normal((33, 7)).astype(np.float32)
+    x = pr.tensor(a)
+    loss, acc = (x * 2).sum(), (x > 0).float().mean()
+    ints = pr.tensor(rng.integers(-9, 9, 13).astype(np.int32))
+    flags = x[:, 0] > 0
+    empty = pr.tensor(np.zeros((0, 3), np.float32))
+    odd = x.T[2:5, 1::3]  # a strided view: made contiguous first
+    n = pr.memory_stats()["readbacks"]
+    got = pr.to_numpy(loss, acc, ints, 3.5, flags, empty, odd, None)
+    assert pr.memory_stats()["readbacks"] == n + 1
+    np.testing.assert_allclose(got[0], (a * 2).sum(dtype=np.float64), rtol=1e-5)
+    np.testing.assert_allclose(got[1], (a > 0).mean(), rtol=1e-6)
+    np.testing.assert_array_equal(got[2], ints.numpy())
+    assert got[3] == 3.5 and got[7] is None
+    assert got[4].dtype == np.bool_
+    np.testing.assert_array_equal(got[4], a[:, 0] > 0)
+    assert got[5].shape == (0, 3)
+    np.testing.assert_array_equal(got[6], a.T[2:5, 1::3])
+    # past the staging buffer, each read goes the long way (and still right)
+    big = rng.standard_normal(devmod.STAGING_BYTES // 4 + 11).astype(np.float32)
+    b1, b2 = pr.to_numpy(pr.tensor(big), pr.tensor(big[:100]))
+    np.testing.assert_array_equal(b1, big)
+    np.testing.assert_array_equal(b2, big[:100])
+    with pytest.raises(TypeError, match="BFloat16"):
+        pr.to_numpy(x.to(pr.bfloat16))
+
+
+def test_large_reads_go_in_pieces(rng, monkeypatch):
+    monkeypatch.setattr(devmod, "LARGE_READ_BYTES", 1 << 16)
+    a = rng.standard_normal(100_003).astype(np.float32)  # 6 pieces and a tail
+    t = pr.tensor(a)
+    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(t[7:].numpy(), a[7:])

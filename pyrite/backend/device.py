@@ -33,6 +33,7 @@ WANTED_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query")
 # arrayLength(&info) >> 30, was folded away there.)
 INFO_WINDOW_WORDS = 128
 STAGING_BYTES = 64 << 10  # reads up to this size go through the persistent staging buffer
+LARGE_READ_BYTES = 64 << 20  # larger reads go in pieces of at most this
 INFO_ZERO_WORD = INFO_WINDOW_WORDS - 1
 INFO_ARENA_WORDS = 1 << 16  # 256 KiB a batch: 512 windows
 
@@ -460,53 +461,77 @@ class Device:
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
-        with self._lock:
-            self._check_owned((buffer,))
-            if nbytes == 0:
-                self._flush()
-                return b""
-            start = byte_offset & ~3
-            end = min((byte_offset + nbytes + 3) & ~3, buffer.size)
-            data = self._read(buffer, start, end - start)
-        return bytes(data[byte_offset - start : byte_offset - start + nbytes])
+        return self.read_many([(buffer, byte_offset, nbytes)])[0]
 
-    def _read(self, buffer, start, size):
-        """Flush and read back `size` bytes at `start`. Small reads (an item(), a loss, a
-        range check: up to STAGING_BYTES) go through one persistent MAP_READ buffer, the copy
-        recorded into the pending batch so one submit carries both, mapped and waited for
-        through the C path (capi.py) where there is one; wgpu-py's read_buffer, used for the
-        rest, creates and destroys a mappable buffer and submits again for every read. Every
-        read waits for all work submitted before it (queue order), so afterwards the device
-        is idle."""
-        self.readbacks += 1
-        staging = self._staging
-        if staging is not None and size <= STAGING_BYTES:
-            try:
-                self._copy(buffer, start, staging, 0, size)
+    def read_many(self, reads) -> list:
+        """Submit what is pending and read each (buffer, byte_offset, nbytes): one copy each
+        into the persistent staging buffer and one map for all of them while they fit in it
+        (STAGING_BYTES), so reading a loss and an accuracy costs one round trip."""
+        with self._lock:
+            self._check_owned(tuple(r[0] for r in reads))
+            spans, pos = [], 0
+            for buffer, byte_offset, nbytes in reads:
+                start = byte_offset & ~3  # copies move whole 4-byte words
+                end = min((byte_offset + nbytes + 3) & ~3, buffer.size) if nbytes else start
+                spans.append((buffer, start, end - start, pos, byte_offset - start, nbytes))
+                pos += end - start
+            if pos == 0:
                 self._flush()
-                if self._c is not None:
-                    data = self._c.read_mapped(staging, size)
-                else:
-                    staging.map_async("READ_NOSYNC", 0, size).sync_wait()
-                    try:
-                        data = staging.read_mapped(0, size)
-                    finally:
-                        staging.unmap()
-                self._idle()
-                return data
-            except Exception:  # noqa: BLE001 - an implementation without this path: the other
-                self._staging = None
-                if getattr(staging, "map_state", "unmapped") == "mapped":
+                return [b"" for _ in reads]
+            if self._staging is not None and pos <= STAGING_BYTES:
+                data = self._read_staged(spans, pos)
+                if data is not None:
+                    return [bytes(data[p + d : p + d + n]) for _, _, _, p, d, n in spans]
+            out = []
+            for buffer, start, size, _, d, n in spans:
+                data = self._read_large(buffer, start, size) if size else b""
+                out.append(bytes(data[d : d + n]))
+            return out
+
+    def _read_staged(self, spans, total):
+        """The spans copied side by side into the staging buffer, in the pending batch (one
+        submit carries them), then mapped and waited for through the C path (capi.py) where
+        there is one. None when this implementation cannot map it (then reads go the long
+        way from now on). Every read waits for all work submitted before it (queue order), so
+        afterwards the device is idle."""
+        staging = self._staging
+        self.readbacks += 1
+        try:
+            for buffer, start, size, pos, _, _ in spans:
+                if size:
+                    self._copy(buffer, start, staging, pos, size)
+            self._flush()
+            if self._c is not None:
+                data = self._c.read_mapped(staging, total)
+            else:
+                staging.map_async("READ_NOSYNC", 0, total).sync_wait()
+                try:
+                    data = staging.read_mapped(0, total)
+                finally:
                     staging.unmap()
-        self._flush()
-        data = self.queue.read_buffer(buffer, start, size)
+        except Exception:  # noqa: BLE001 - an implementation without this path: the other
+            self._staging = None
+            if getattr(staging, "map_state", "unmapped") == "mapped":
+                staging.unmap()
+            return None
         self._idle()
         return data
 
-    def _idle(self):
-        """A wait completed: everything submitted has run."""
-        self._busy = False
-        self._batch_limit = BATCH_FIRST
+    def _read_large(self, buffer, start, size):
+        """A read past the staging buffer: wgpu-py's read_buffer (a temporary mappable buffer,
+        its own submit), in pieces of at most LARGE_READ_BYTES so a large tensor's read does
+        not need as much again in mappable memory."""
+        self._flush()
+        self.readbacks += 1
+        if size <= LARGE_READ_BYTES:
+            data = self.queue.read_buffer(buffer, start, size)
+        else:
+            data = bytearray(size)
+            for off in range(0, size, LARGE_READ_BYTES):
+                n = min(LARGE_READ_BYTES, size - off)
+                data[off : off + n] = self.queue.read_buffer(buffer, start + off, n)
+        self._idle()
+        return data
 
     def synchronize(self):
         """Submit what is pending and wait until the GPU has finished it. With nothing recorded
@@ -515,7 +540,12 @@ class Device:
         with self._lock:
             if self._encoder is None and not self._busy:
                 return
-            self._read(self._tiny.buffer, 0, 4)
+            self.read_many([(self._tiny.buffer, 0, 4)])
+
+    def _idle(self):
+        """A wait completed: everything submitted has run."""
+        self._busy = False
+        self._batch_limit = BATCH_FIRST
 
     def info(self) -> dict:
         return {

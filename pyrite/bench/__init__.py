@@ -310,6 +310,11 @@ def bench_latency(rep):
         tc = torch.randn(128, 768, device="cuda")
     rows = [
         ("x.sum().item(), x of 128x768", lambda: x.sum().item(), lambda: tc.sum().item()),
+        (
+            "loss and accuracy read: pr.to_numpy(x.sum(), x.mean()) / two .item()",
+            lambda: pr.to_numpy(x.sum(), x.mean()),
+            lambda: (tc.sum().item(), tc.mean().item()),
+        ),
         ("x[0, 0].item()", lambda: x[0, 0].item(), lambda: tc[0, 0].item()),
         ("synchronize() with nothing pending", pr.synchronize, lambda: torch.cuda.synchronize()),
     ]
