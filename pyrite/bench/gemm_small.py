@@ -1,6 +1,6 @@
 """Small-M f32 linear layers (issue 9): every candidate variant and split of K, each forced, on
 `F.linear(x, w, b)` with x (M, K) and w (N, K), so the small-shape rule of ops/matmul.py
-(`GEMV_MAX_M`, `SMALL_GPU`) can be set from measurements.
+(`GEMV_MAX_M`, `FAST_GPU`, `SPLIT_FILL`) can be set from measurements.
 
     PYRITE_BACKEND=dawn python3 -m pyrite.bench.gemm_small [--m 1,8,32,128] [--json PATH]
 

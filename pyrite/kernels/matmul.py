@@ -21,10 +21,14 @@ broadcasts and sliced operands need no copy) and both unrolled by Python into na
   above stay for everything else. Variant choice: ops/matmul.py `FAST_GPU` / `FAST_CPU`, filled
   in from `python -m pyrite.bench.gemm_variants`.
 
+- `gemv_rows`: up to 8 rows times a K-contiguous B (x @ w.T): lanes of a workgroup share each
+  output's dot product, then a tree sum (batch-1 inference, decode).
+- `splitk_sum`: the sum of a split-K product's partial products, with the epilogue.
+
 Measured on lavapipe (2-core llvmpipe), 1024^3 f32: tiled 7.4 GFLOP/s, direct (8x8 invocations,
 4x4 registers) 4.4; the tiled kernel's barriers cost less than its reuse saves once there are
-enough tiles to occupy the cores (the rule and the other shapes: ops/matmul.py `_choose`).
-Not yet measured on the H200.
+enough tiles to occupy the cores (the rule and the other shapes: ops/matmul.py `_choose`). The
+H200 figures for every variant and the small-shape rule are beside the tables in ops/matmul.py.
 
 Baked per pipeline: the compute type (f32 or i32; f16 storage computes in f32), which inner
 dimension of each operand has unit stride ("k"/"m"/"s" for A, "n"/"k"/"s" for B: it picks the
