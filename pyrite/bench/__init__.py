@@ -67,15 +67,24 @@ def _torch():
         return None
 
 
-def _cuda_time(torch, fn, repeats=10):
+def _cuda_time(torch, fn, repeats=7):
+    """Median seconds of one call of fn on CUDA, timed as `_median_time` times pyrite: calls
+    back to back, one synchronize per timing of >= 20 ms (a per-call synchronize would add
+    torch's ~5-10 µs round trip to every small kernel)."""
     fn()
     torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    one = time.perf_counter() - t0
+    inner = max(1, min(200, int(0.02 / max(one, 1e-6))))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fn()
+        for _ in range(inner):
+            fn()
         torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0) / inner)
     return statistics.median(times)
 
 
