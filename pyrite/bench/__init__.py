@@ -344,9 +344,9 @@ def bench_latency(rep):
             xc, wc, bc = (torch.tensor(a, device="cuda") for a in (xa, wa, ba))
             torch.backends.cuda.matmul.allow_tf32 = False
             peers["torch-cuda"] = (
-                _cuda_time(torch, lambda: torch.nn.functional.linear(xc, wc, bc)) * 1e3
+                _cuda_time(torch, lambda: torch.nn.functional.linear(xc, wc, bc)) * 1e6
             )
-        rep.add(f"F.linear {m}x{k} . {n}x{k}T + b", t * 1e3, "ms", None, peers, "lower is better")
+        rep.add(f"F.linear {m}x{k} . {n}x{k}T + b", t * 1e6, "us", None, peers, "lower is better")
     xa = rng.standard_normal((128, 768)).astype(np.float32)
     wa = (rng.standard_normal((768, 768)) / np.sqrt(768)).astype(np.float32)
     x, w = pr.tensor(xa), pr.tensor(wa)
