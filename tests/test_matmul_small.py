@@ -141,16 +141,19 @@ def test_gpu_rule_picks_gemv_split_and_small_tiles(rng, as_gpu):
 
 def test_gpu_rule_splits_k_when_tiles_are_few(as_gpu):
     dev = backend.current()
-    a, w = pr.randn(128, 768), pr.randn(768, 768)
+    a, w = pr.randn(128, 3072), pr.randn(768, 3072)
     lay = mm._fast_layout(a, w.T, None, pr.float32, [(), (), ()])
-    chosen = mm._choose(dev, 128, 768, 768, 1, lay)
-    assert mm._choose_split(dev, a, w.T, 128, 768, 768, 1, lay, pr.float32, chosen) == (
+    chosen = mm._choose(dev, 128, 768, 3072, 1, lay)
+    assert mm._choose_split(dev, a, w.T, 128, 768, 3072, 1, lay, pr.float32, chosen) == (
         4,
         chosen,
     )  # 24 tiles -> 96 workgroups
-    a = pr.randn(512, 768)
-    chosen = mm._choose(dev, 512, 768, 768, 1, lay)
-    assert mm._choose_split(dev, a, w.T, 512, 768, 768, 1, lay, pr.float32, chosen) is None
+    a = pr.randn(512, 3072)
+    chosen = mm._choose(dev, 512, 768, 3072, 1, lay)
+    assert mm._choose_split(dev, a, w.T, 512, 768, 3072, 1, lay, pr.float32, chosen) is None
+    a, w = pr.randn(128, 768), pr.randn(768, 768)  # a short K is not worth a second dispatch
+    chosen = mm._choose(dev, 128, 768, 768, 1, lay)
+    assert mm._choose_split(dev, a, w.T, 128, 768, 768, 1, lay, pr.float32, chosen) is None
 
 
 def test_linear_folds_leading_dims_into_rows(rng):

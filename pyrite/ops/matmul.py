@@ -105,9 +105,15 @@ FAST_GPU = [
 # least SPLIT_MIN_CHUNK. Measured above: 24 tiles of 128x768 . 768^2 gain 1.8x from S = 4 (96
 # workgroups), and S = 8 is no better; 96 tiles (512x768 . 768^2, 128x768 . 3072x768) gain
 # nothing from a split; 24 tiles with K = 3072 gain 3x from S = 8 (42.8 µs; S = 4: 44.1).
+# But a split costs the host a second dispatch and a second plan lookup (~30 µs a product on the
+# H200's host), and eager small products are host-bound there: back to back (`scripts/split_ab.py`,
+# wgpu-native / Dawn, µs a call) 128x768 . 768^2 ran 57 / 54 unsplit and 86 / 73 split, while
+# 128x3072 . 768x3072 ran 139 / 144 unsplit and 95 / 85 split. So only K >= SPLIT_MIN_K splits
+# (under a replayed step, issue 7, the host cost goes and this threshold should be re-measured).
 SPLIT_FILL = 96
 SPLIT_MAX = 16
 SPLIT_MIN_CHUNK = 128
+SPLIT_MIN_K = 2048
 # On CPU adapters (lavapipe), measured with gemm_variants on this CI box (2-core llvmpipe,
 # f32, TFLOP/s): 512^3 general tiled 0.007 | fast 64x64 8x8 k16 0.010 | 128x128 8x8 k8 db 0.011 |
 # 128x128 8x16 k8 db 0.013 | 128x256 8x16 k8 db 0.014; 256^3: tiled 0.004 | 128x256 0.007.
@@ -297,7 +303,7 @@ def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
         S, variant = FORCE_SPLIT
         return (S, variant) if _split_fits(dev, S, variant, M, N, K, fast_lay) else None
     kind, params = chosen
-    if kind != "fast" or dev.adapter_type == "CPU" or FORCE is not None:
+    if kind != "fast" or dev.adapter_type == "CPU" or FORCE is not None or K < SPLIT_MIN_K:
         return None
     tiles = (M // params[0]) * (N // params[1])
     S = 1
