@@ -207,3 +207,45 @@ def test_gpu_rule_ragged_rows_run_as_an_aligned_product_and_a_remainder(m, rng, 
         _check(got.numpy(), x, w.T, alpha=3.0)
     key = next(k_ for k_, p in mm._plans.items() if p[0] == "ragged")
     assert key[0] == (m, k)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("k", [64, 130, 771])
+def test_gemv_cols_parity(m, k, rng, forced):
+    """x @ w with w (K, N) row-major (GPT-2's Conv1D layout): `gemv_cols`."""
+    n = 100
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
+    mm.FORCE = ("gemvn", (rm,))
+    got = (pr.tensor(x) @ pr.tensor(w)).numpy()
+    assert mm.LAST == ("gemvn", (rm,))
+    _check(got, x, w)
+    got = pr.addmm(pr.tensor(b), pr.tensor(x), pr.tensor(w)).numpy()
+    _check(got, x, w, b)
+    xt = pr.tensor(np.ascontiguousarray(x.T)).T  # A read through a non-unit K stride
+    _check((xt @ pr.tensor(w)).numpy(), x, w)
+    xb = rng.standard_normal((3, m, k)).astype(np.float32)
+    got = (pr.tensor(xb) @ pr.tensor(w)).numpy()
+    assert mm.LAST == ("gemvn", (rm,))
+    _check(got, xb, w)
+
+
+def test_gemv_cols_needs_aligned_columns(rng, forced):
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 30)).astype(np.float32)  # N not a multiple of 4
+    mm.FORCE = ("gemvn", (2,))
+    got = (pr.tensor(x) @ pr.tensor(w)).numpy()
+    assert mm.LAST[0] != "gemvn"
+    _check(got, x, w)
+
+
+def test_gpu_rule_picks_gemv_cols_for_x_at_w(rng, as_gpu):
+    for m in (1, 6, 100):
+        x = rng.standard_normal((m, 256)).astype(np.float32)
+        w = rng.standard_normal((256, 128)).astype(np.float32)
+        b = rng.standard_normal(128).astype(np.float32)
+        got = pr.addmm(pr.tensor(b), pr.tensor(x), pr.tensor(w)).numpy()
+        assert mm.LAST[0] == "gemvn"  # (m = 100: the 4 rows past the aligned 96)
+        _check(got, x, w, b)

@@ -19,12 +19,14 @@ from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.matmul import (
     GEMV_LANES,
+    GEMVN_COLS,
     TILE,
     fast_smem_bytes,
     fast_valid,
     gemm_direct,
     gemm_fast,
     gemm_tiled,
+    gemv_cols,
     gemv_rows,
     splitk_sum,
 )
@@ -179,13 +181,13 @@ def _choose(dev, M, N, K, batch, fast_lay):
     if FORCE is not None:
         if FORCE[0] in ("tiled", "direct"):
             return FORCE
+        # (a forced "gemv"/"gemvn" is applied by _gemv_params where it can run)
         if (
             FORCE[0] == "fast"
             and fast_lay is not None
             and _fast_fits(dev, FORCE[1], fast_lay, M, N, K)
         ):
             return FORCE
-        # (a forced "gemv" is applied by _gemv_params where it can run)
     elif fast_lay is not None:
         table = FAST_CPU if dev.adapter_type == "CPU" else FAST_GPU
         for least, params in table:
@@ -218,6 +220,8 @@ def k_loop_iterations(kind: str, params, K: int) -> int:
         return -(-K // 16) * (TK_TILED_LOOPS + 1) + 1
     if kind == "gemv":  # lanes stride through K (vec4 or scalars), then an unrolled tree sum
         return -(-K // (GEMV_LANES * params[1])) + 1
+    if kind == "gemvn":  # 32 slices of K
+        return -(-K // 32) + 1
     return -(-K // params[4]) + 1
 
 
@@ -261,25 +265,38 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     return acc if acc.dtype is want else acc.to(want)
 
 
-def _gemv_params(dev, a, b, e, out_dt, M, K):
-    """(rows, vec) for `gemv_rows`, or None: f32, M <= GEMV_MAX_M rows with unit K stride, B
-    with unit K stride (x @ w.T for a row-major w), on a GPU (see GEMV_MAX_M)."""
-    if b._strides[-2] != 1 or a._strides[-1] != 1 or K == 0:
+def _gemv_cols_params(dev, a, b, e, out_dt, M, K):
+    """("gemvn", (rows,)) for `gemv_cols` (B with unit N stride, x @ w), or None."""
+    N = b._shape[-1]
+    if b._strides[-1] != 1 or N % 4 or b._offset % 4 or b._strides[-2] % 4 or K == 0:
         return None
+    if FORCE is not None:
+        return ("gemvn", FORCE[1]) if FORCE[0] == "gemvn" and M <= FORCE[1][0] else None
+    if M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
+        return None
+    return ("gemvn", (1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8,))
+
+
+def _gemv_params(dev, a, b, e, out_dt, M, K):
+    """(kind, params) for a GEMV kernel, or None: f32, M <= GEMV_MAX_M rows, on a GPU (see
+    GEMV_MAX_M). B with unit K stride (x @ w.T for a row-major w) takes `gemv_rows` (A with
+    unit K stride too); B with unit N stride (x @ w) `gemv_cols`."""
     if a.dtype.wgsl != "f32" or b.dtype.wgsl != "f32" or out_dt.wgsl != "f32":
         return None
     if e is not None and e.dtype.wgsl != "f32":
         return None
+    if b._strides[-2] != 1 or a._strides[-1] != 1 or K == 0:
+        return _gemv_cols_params(dev, a, b, e, out_dt, M, K)
     aligned = K % 4 == 0 and a._offset % 4 == 0 and b._offset % 4 == 0
     aligned = aligned and (M == 1 or a._strides[-2] % 4 == 0) and b._strides[-1] % 4 == 0
     vec = 4 if aligned else 1
     if FORCE is not None:
         if FORCE[0] != "gemv" or M > FORCE[1][0]:
             return None
-        return (FORCE[1][0], min(vec, FORCE[1][1]))
+        return ("gemv", (FORCE[1][0], min(vec, FORCE[1][1])))
     if M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
         return None
-    return (1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8, vec)
+    return ("gemv", (1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8, vec))
 
 
 def _split_fits(dev, S, variant, M, N, K, fast_lay):
@@ -365,7 +382,8 @@ def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
     M, N = a._shape[0], b._shape[1]
     out = empty((M, N), out_dt)
     parts = [(0, rows)]
-    step = GEMV_MAX_M if b._strides[0] == 1 else M  # the rest in GEMV-sized pieces
+    gemv_ok = b._strides[0] == 1 or (b._strides[1] == 1 and N % 4 == 0 and b._strides[0] % 4 == 0)
+    step = GEMV_MAX_M if gemv_ok else M  # the rest in GEMV-sized pieces
     for r0 in range(rows, M, step):
         parts.append((r0, min(step, M - r0)))
     for r0, n in parts:
@@ -471,7 +489,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
         gv = _gemv_params(dev, a, b, e, out_dt, M, K)
         if gv is not None:
-            kind, params = "gemv", gv
+            kind, params = gv
         split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))
         if split is not None:
             _remember(key, ("splitk", *split, out_dt))
@@ -495,6 +513,9 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     elif kind == "gemv":
         src = gemv_rows(nb, epi, *params)
         tile_m, tile_n = params[0], 256 // GEMV_LANES
+    elif kind == "gemvn":
+        src = gemv_cols(nb, epi, params[0])
+        tile_m, tile_n = params[0], GEMVN_COLS
     elif kind == "tiled":
         src = gemm_tiled(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st)
         tile_m = tile_n = TILE
