@@ -131,7 +131,9 @@ FAST_CPU = [
 # µs a call with the host's share, wgpu-native / Dawn), F.linear 768 -> 768: M = 1: GEMV 46 / 42,
 # the direct kernel (64x1 invocations, 1x4 outputs each) 213 / 203; M = 8: GEMV 47 / 45, direct
 # (8x8, 4x4) 141 / 242. GPU time alone (timestamps, wgpu-native): 1x768 . 768^2 7.3 µs,
-# 8x768 . 3072x768 12.3 µs. From 16 rows the fast tiles below apply.
+# 8x768 . 3072x768 12.3 µs. From 16 rows the fast tiles below apply. x @ w with w (K, N)
+# row-major (`gemv_cols`), GPU time, wgpu-native: 1x768 @ 768^2 10.7 µs (the direct kernels 155 /
+# 165), 8x768 @ 768x2304 15.3 (156 / 168), 1x4096 @ 4096^2 70.8 (1,660 / 1,794): ~0.95 TB/s of w.
 GEMV_MAX_M = 8
 
 # Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
