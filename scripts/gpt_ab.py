@@ -14,14 +14,14 @@ rng = np.random.default_rng(0)
 idx, tgt = rng.integers(0, 256, (8, 64)), rng.integers(0, 256, (8, 64))
 NEW_TABLE, OLD_TABLE = list(mm.FAST_GPU), [mm.FAST_GPU[0], mm.FAST_GPU[1]]
 OLD_TABLE[1] = (0, OLD_TABLE[1][1])
-merge = mm._rows_merge
+fold = mm._fold_rows
 
 
 def config(name):
     mm._plans.clear()
     mm.FAST_GPU = OLD_TABLE if name in ("old tiles, no split", "all off") else NEW_TABLE
     mm.SPLIT_MAX = 1 if name in ("no split", "old tiles, no split", "all off") else 16
-    mm._rows_merge = (lambda x: False) if name in ("no fold", "all off") else merge
+    mm._fold_rows = (lambda x: None) if name in ("no fold", "all off") else fold
     devmod.BATCH_FIRST = 256 if name in ("late first batch", "all off") else 8
 
 

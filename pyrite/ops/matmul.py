@@ -33,6 +33,7 @@ from ..kernels.matmul import (
 from ..tensor import Tensor, contiguous_strides
 from .core import broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
+from .views import _view_strides
 
 # Variant choice, measured on lavapipe (this CI box: llvmpipe, 2 cores), f32, GFLOP/s:
 #   1024^3:          tiled 64x64 (barriers) 7.39 | direct 8x8 inv, 4x4 regs 4.38 | direct 16x4 2.67
@@ -792,11 +793,12 @@ def linear(input, weight, bias=None):
         return res
     wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
     lead = x._shape[:-1]
-    if x.ndim >= 3 and _rows_merge(x) and (bias is None or getattr(bias, "ndim", 0) == 1):
-        # (..., T, K) whose leading dims step evenly: one (prod, K) product, so the variant
-        # and its tile count see every row (batch-1 decode is then one GEMV, not B of them)
-        x2 = x._view((math.prod(lead), x._shape[-1]), x._strides[-2:], x._offset)
-    else:
+    x2 = None
+    if x.ndim >= 3 and (bias is None or getattr(bias, "ndim", 0) == 1):
+        # (..., T, K) that views as (prod, K): one product, so the variant and its tile count
+        # see every row (batch-1 decode is then one GEMV, not B of them)
+        x2 = _fold_rows(x)
+    if x2 is None:
         x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
     shape = x2._shape[:-1] + (w._shape[0],)
     e = None
@@ -822,13 +824,11 @@ def linear(input, weight, bias=None):
     return res
 
 
-def _rows_merge(x) -> bool:
-    """Whether x's dims before the last merge into one row dim (a stride that steps evenly)."""
-    sh, st = x._shape, x._strides
-    for i in range(x.ndim - 2):
-        if sh[i] != 1 and st[i] != st[i + 1] * sh[i + 1]:
-            return False
-    return True
+def _fold_rows(x):
+    """x (..., K) as a (rows, K) view (torch's view rule), or None where no view exists."""
+    shape = (math.prod(x._shape[:-1]), x._shape[-1])
+    strides = _view_strides(x._shape, x._strides, shape)
+    return None if strides is None else x._view(shape, strides, x._offset)
 
 
 def _rmatmul(self, other):
