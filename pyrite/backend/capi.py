@@ -21,6 +21,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 from ..errors import DeviceError
 
 # Spin on a non-blocking check for this long before falling back to the blocking wait. A small
@@ -100,8 +102,6 @@ class CPath:
         usage = api.flags.BufferUsage
         src = device.create_buffer(size=16, usage=usage.COPY_SRC | usage.COPY_DST)
         dst = device.create_buffer(size=16, usage=usage.MAP_READ | usage.COPY_DST)
-        import numpy as np
-
         want = np.arange(4, dtype=np.int32) + 7
         self.write(src, 0, want)
         enc = self.encoder()

@@ -183,11 +183,9 @@ class Device:
         of that. Only pyrite's own storage-buffer entries go through here, after _check_owned.
         """
         try:
-            import sys
-
-            api = sys.modules[type(self.device).__module__]
+            api = self._c.api  # (built only when the C path opened)
             ffi, create, group_cls = api.ffi, api.lib.wgpuDeviceCreateBindGroup, api.GPUBindGroup
-            device, dev_c = self.device, self.device._internal
+            device, dev_c = self.device, self._c.dev_c
             info_c, info_size = self._info_gpu._internal, INFO_WINDOW_WORDS * 4
         except Exception:  # noqa: BLE001 - any surprise: keep the checked path
             return None
