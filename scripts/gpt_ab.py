@@ -37,4 +37,6 @@ for _ in range(4):
         config(n)
         res[n].append(_time(steps[n], pr.synchronize, n=10, warmup=10) * 1e3)
 for n in names:
-    print(f"  GPT step, {n:<22} {statistics.median(res[n]):6.2f} ms  {[round(v, 2) for v in res[n]]}")
+    print(
+        f"  GPT step, {n:<22} {statistics.median(res[n]):6.2f} ms  {[round(v, 2) for v in res[n]]}"
+    )

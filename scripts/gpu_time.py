@@ -3,7 +3,7 @@ goes). `PYRITE_BACKEND=wgpu|dawn python scripts/gpu_time.py`
 
 `kernel_times(fn)` runs fn once while capturing the dispatches it records (pipeline, buffers,
 info words, grid), then replays each one `reps` times in its own compute pass bracketed by
-timestamp writes, and returns the median nanoseconds of each dispatch. (Needs the
+timestamp writes, and returns (median nanoseconds, grid, kernel source) of each dispatch. (Needs the
 `timestamp-query` feature; Dawn may quantize timestamps.) The cases below are issue 9's.
 """
 
@@ -70,8 +70,7 @@ def kernel_times(fn, reps=15):
     del keep
     out = []
     for i, (src, _, _, grid) in enumerate(rec):
-        name = src.wgsl.split("fn main")[0].count("\n")
-        out.append((statistics.median(dt[:, i].tolist()), grid, name, src))
+        out.append((statistics.median(dt[:, i].tolist()), grid, src))
     return out
 
 
@@ -79,7 +78,7 @@ def show(label, fn):
     times = kernel_times(fn)
     total = sum(t for t, *_ in times)
     print(f"{label}: {len(times)} dispatches, {total / 1e3:.1f} us GPU")
-    for t, grid, _, src in times:
+    for t, grid, src in times:
         first = next((ln for ln in src.wgsl.split("\n") if ln.startswith("var<workgroup>")), "")
         print(f"    {t / 1e3:8.2f} us  grid {grid}  {first[:60]}")
 

@@ -7,12 +7,11 @@ way of waiting the implementation offers; then the dispatch counts and host/GPU 
 op mixes of issue 9 (a small reduction, the small linears, a chain of linears).
 """
 
-import statistics
 import sys
-import time
 
 import pyrite as pr
 from pyrite import backend
+from pyrite.bench import _median_us
 
 dev = backend.current()
 api = sys.modules[type(dev.device).__module__]
@@ -21,14 +20,7 @@ print(f"{dev.name} ({dev.impl})")
 
 
 def med(fn, n=300, w=30):
-    for _ in range(w):
-        fn()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
+    return _median_us(fn, n, w)
 
 
 x = pr.randn(128, 768)

@@ -57,4 +57,6 @@ for _ in range(5):
                 ts.append(time.perf_counter() - t0)
             res.setdefault((name, smax), []).append(min(ts))
 for (name, smax), v in sorted(res.items()):
-    print(f"  {name:<32} {'split' if smax > 1 else 'no split':<9} {statistics.median(v) * 1e3:7.2f} ms")
+    print(
+        f"  {name:<32} {'split' if smax > 1 else 'no split':<9} {statistics.median(v) * 1e3:7.2f} ms"
+    )

@@ -48,6 +48,18 @@ def _median_time(fn, repeats=7, warmup=2, sync=True, inner=None):
     return statistics.median(times)
 
 
+def _median_us(fn, n=200, warmup=20):
+    """Median microseconds of single calls of fn (round trips: each call waits itself)."""
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e6
+
+
 def _peer_time(fn, repeats=5):
     fn()
     times = []
@@ -303,16 +315,7 @@ def bench_latency(rep):
     synchronize with nothing pending; median of 200 after 20 warm calls, torch CUDA beside."""
     x = pr.randn(128, 768)
 
-    def med(fn, n=200):
-        for _ in range(20):
-            fn()
-        ts = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts) * 1e6
-
+    med = _median_us
     torch = _torch()
     tc = None
     if torch is not None and torch.cuda.is_available():
