@@ -249,3 +249,26 @@ def test_gpu_rule_picks_gemv_cols_for_x_at_w(rng, as_gpu):
         got = pr.addmm(pr.tensor(b), pr.tensor(x), pr.tensor(w)).numpy()
         assert mm.LAST[0] == "gemvn"  # (m = 100: the 4 rows past the aligned 96)
         _check(got, x, w, b)
+
+
+@pytest.mark.parametrize("force", [("gemv", (4, 4)), ("gemv", (4, 1)), ("gemvn", (4,))])
+def test_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_budget):
+    """A GEMV whose K loop would pass the device's loop budget (lavapipe: 65,535 iterations an
+    invocation) runs in K-chunks that fit, with the same result."""
+    loop_budget(40)
+    m, k, n = 3, 6400, 36  # gemv vec4: 51 iterations, scalar: 201, gemv_cols: 201
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    assert mm.k_loop_iterations(force[0], force[1], k) > 40
+    mm.FORCE = force
+    mm._plans.clear()
+    if force[0] == "gemv":
+        got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
+    else:
+        got = pr.addmm(pr.tensor(b), pr.tensor(x), pr.tensor(np.ascontiguousarray(w.T))).numpy()
+    assert mm.LAST == force
+    assert any(p[0] == "split" for p in mm._plans.values())
+    for chunk in (p[1] for p in mm._plans.values() if p[0] == "split"):
+        assert mm.k_loop_iterations(force[0], force[1], chunk) <= 40
+    _check(got, x, w.T, b)
