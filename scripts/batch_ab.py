@@ -83,7 +83,7 @@ for label, fn in (("bert", bert), ("chain", chain)):
         fn()
         ts.append(time.perf_counter() - t0)
         dev._end_pass()
-        dev._c.drop(dev._encoder, None)
+        dev._io.drop(dev._encoder, None)
         dev._encoder = None
         dev._info_pos = dev._count = 0
         dev.pool.batch_submitted()

@@ -183,3 +183,40 @@ class CPath:
                 while not info.completed:  # 0.1 s at a time, so Ctrl-C comes through
                     wait_any(inst, 1, info, 100_000_000)
                 return
+
+
+class CheckedPath:
+    """The same recording, submitting and reading calls as CPath, through wgpu-py's checked
+    API: PYRITE_SAFE_CALLS=1, PYRITE_DEBUG >= 1, or a binding CPath could not open."""
+
+    def __init__(self, device):
+        self.device, self.queue = device, device.queue
+
+    def encoder(self):
+        return self.device.create_command_encoder()
+
+    def begin_pass(self, enc):
+        return enc.begin_compute_pass()
+
+    def end_pass(self, cpass):
+        cpass.end()
+
+    def copy(self, enc, src, src_offset, dst, dst_offset, nbytes):
+        enc.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
+
+    def submit(self, enc):
+        self.queue.submit([enc.finish()])
+
+    def drop(self, enc, cpass):
+        if cpass is not None:
+            cpass.end()
+
+    def write(self, buffer, offset, data):
+        self.queue.write_buffer(buffer, offset, data)
+
+    def read_mapped(self, buffer, size):
+        buffer.map_async("READ_NOSYNC", 0, size).sync_wait()
+        try:
+            return buffer.read_mapped(0, size)
+        finally:
+            buffer.unmap()

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import DeviceError, KernelError
 from . import quirks
-from .capi import CPath
+from .capi import CheckedPath, CPath
 from .pool import BufferPool
 
 # Optional features pyrite asks for when the adapter has them (wgpu-native and Dawn spell
@@ -139,6 +139,7 @@ class Device:
         # the C entry points (capi.py), or None: wgpu-py's checked calls (PYRITE_SAFE_CALLS=1,
         # PYRITE_DEBUG >= 1, or a binding that does not look as expected)
         self._c = None if self.debug else CPath.open(self.device, impl)
+        self._io = self._c if self._c is not None else CheckedPath(self.device)
         self._raw_group = self._raw_bind_group() if self._c is not None else None
         self.pool.on_trim = self._forget_bind_groups
         self._loop_budget = ...  # measured on first use (quirks.py)
@@ -358,30 +359,22 @@ class Device:
         group = self._bind_groups[key] = self.device.create_bind_group(layout=bgl, entries=entries)
         return group
 
-    # The pending batch: one command encoder and its open compute pass, wgpu-py objects on the
-    # checked path, C handles (capi.py) otherwise.
+    # The pending batch: one command encoder and its open compute pass, recorded through
+    # self._io (capi.py): C handles on the C path, wgpu-py objects on the checked one.
     def _new_encoder(self):
-        self._encoder = (
-            self.device.create_command_encoder() if self._c is None else self._c.encoder()
-        )
+        self._encoder = self._io.encoder()
         self.pool.batch_open = True
 
     def _begin(self):
         if self._encoder is None:
             self._new_encoder()
-        c = self._c
-        self._pass = (
-            self._encoder.begin_compute_pass() if c is None else c.begin_pass(self._encoder)
-        )
+        self._pass = self._io.begin_pass(self._encoder)
         self._last_pipeline = None
         return self._pass
 
     def _end_pass(self):
         if self._pass is not None:
-            if self._c is None:
-                self._pass.end()
-            else:
-                self._c.end_pass(self._pass)
+            self._io.end_pass(self._pass)
             self._pass = None
 
     def copy(self, src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
@@ -394,12 +387,7 @@ class Device:
         self._end_pass()
         if self._encoder is None:
             self._new_encoder()
-        if self._c is None:
-            self._encoder.copy_buffer_to_buffer(
-                src_buffer, src_offset, dst_buffer, dst_offset, nbytes
-            )
-        else:
-            self._c.copy(self._encoder, src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
+        self._io.copy(self._encoder, src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
         self.pool.bounds.pop(id(dst_buffer), None)
         self._count += 1
 
@@ -412,15 +400,9 @@ class Device:
         self._end_pass()
         if self._encoder is None:
             return
-        c = self._c
-        if c is None:
-            if self._info_pos:
-                self.queue.write_buffer(self._info_gpu, 0, self._info_host[: self._info_pos])
-            self.queue.submit([self._encoder.finish()])
-        else:
-            if self._info_pos:
-                c.write(self._info_gpu, 0, self._info_host[: self._info_pos])
-            c.submit(self._encoder)
+        if self._info_pos:
+            self._io.write(self._info_gpu, 0, self._info_host[: self._info_pos])
+        self._io.submit(self._encoder)
         self._encoder = None
         self._busy = True
         self._batch_limit = min(2 * self._batch_limit, BATCH_DISPATCHES)
@@ -452,10 +434,7 @@ class Device:
                 self._check_owned((storage.buffer,))
                 self.pool.bounds.pop(id(storage.buffer), None)
                 self._busy = True
-                if self._c is None:
-                    self.queue.write_buffer(storage.buffer, byte_offset, mv)
-                else:
-                    self._c.write(storage.buffer, byte_offset, mv)
+                self._io.write(storage.buffer, byte_offset, mv)
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
@@ -488,8 +467,8 @@ class Device:
 
     def _read_staged(self, spans, total):
         """The spans copied side by side into the staging buffer, in the pending batch (one
-        submit carries them), then mapped and waited for through the C path (capi.py) where
-        there is one. None when this implementation cannot map it (then reads go the long
+        submit carries them), then mapped and waited for through self._io (capi.py: the C path's
+        spin-then-block wait where there is one). None when this implementation cannot map it (then reads go the long
         way from now on). Every read waits for all work submitted before it (queue order), so
         afterwards the device is idle."""
         staging = self._staging
@@ -499,14 +478,7 @@ class Device:
                 if size:
                     self._copy(buffer, start, staging, pos, size)
             self._flush()
-            if self._c is not None:
-                data = self._c.read_mapped(staging, total)
-            else:
-                staging.map_async("READ_NOSYNC", 0, total).sync_wait()
-                try:
-                    data = staging.read_mapped(0, total)
-                finally:
-                    staging.unmap()
+            data = self._io.read_mapped(staging, total)
         except Exception:  # noqa: BLE001 - an implementation without this path: the other
             self._staging = None
             if getattr(staging, "map_state", "unmapped") == "mapped":
