@@ -94,7 +94,7 @@ def _layout_b(st_k, st_n, K, N):
 #   512x768 . 768^2:       64.1 / 38.0 / 40.8 / 45.5
 # Two warps a workgroup hide too little latency when each SM holds one or two workgroups: the
 # 256-invocation 4x4 tile is the best below SMALL_OUTPUTS outputs, and the smaller tiles serve
-# M or N that 64 does not divide. Too few tiles to fill the GPU take a split of K (SPLIT_GPU).
+# M or N that 64 does not divide. Too few tiles to fill the GPU take a split of K (SPLIT_FILL).
 SMALL_OUTPUTS = 1024 * 1024
 FAST_GPU = [
     (2048 * 2048, (128, 128, 8, 8, 16, False)),
@@ -268,38 +268,34 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     return acc if acc.dtype is want else acc.to(want)
 
 
-def _gemv_cols_params(dev, a, b, e, out_dt, M, K):
-    """("gemvn", (rows,)) for `gemv_cols` (B with unit N stride, x @ w), or None."""
-    N = b._shape[-1]
-    if b._strides[-1] != 1 or N % 4 or b._offset % 4 or b._strides[-2] % 4 or K == 0:
-        return None
-    if FORCE is not None:
-        return ("gemvn", FORCE[1]) if FORCE[0] == "gemvn" and M <= FORCE[1][0] else None
-    if M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
-        return None
-    return ("gemvn", (1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8,))
-
-
 def _gemv_params(dev, a, b, e, out_dt, M, K):
-    """(kind, params) for a GEMV kernel, or None: f32, M <= GEMV_MAX_M rows, on a GPU (see
-    GEMV_MAX_M). B with unit K stride (x @ w.T for a row-major w) takes `gemv_rows` (A with
-    unit K stride too); B with unit N stride (x @ w) `gemv_cols`."""
-    if a.dtype.wgsl != "f32" or b.dtype.wgsl != "f32" or out_dt.wgsl != "f32":
+    """(kind, params) for a GEMV kernel, or None: f32, M <= GEMV_MAX_M rows (baked as 1, 2, 4
+    or 8), on a GPU (see GEMV_MAX_M). B with unit K stride and A with unit K stride (x @ w.T
+    for a row-major w) take `gemv_rows`, with vec4 loads where K, offsets and row strides allow;
+    B with unit N stride and N, its offset and row stride multiples of 4 (x @ w) `gemv_cols`."""
+    if a.dtype.wgsl != "f32" or b.dtype.wgsl != "f32" or out_dt.wgsl != "f32" or K == 0:
         return None
     if e is not None and e.dtype.wgsl != "f32":
         return None
-    if b._strides[-2] != 1 or a._strides[-1] != 1 or K == 0:
-        return _gemv_cols_params(dev, a, b, e, out_dt, M, K)
-    aligned = K % 4 == 0 and a._offset % 4 == 0 and b._offset % 4 == 0
-    aligned = aligned and (M == 1 or a._strides[-2] % 4 == 0) and b._strides[-1] % 4 == 0
-    vec = 4 if aligned else 1
-    if FORCE is not None:
-        if FORCE[0] != "gemv" or M > FORCE[1][0]:
-            return None
-        return ("gemv", (FORCE[1][0], min(vec, FORCE[1][1])))
-    if M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
+    if b._strides[-2] == 1 and a._strides[-1] == 1:
+        kind = "gemv"
+        aligned = K % 4 == 0 and a._offset % 4 == 0 and b._offset % 4 == 0
+        aligned = aligned and (M == 1 or a._strides[-2] % 4 == 0) and b._strides[-1] % 4 == 0
+        vec = 4 if aligned else 1
+    elif b._strides[-1] == 1 and not (b._shape[-1] % 4 or b._offset % 4 or b._strides[-2] % 4):
+        kind, vec = "gemvn", None
+    else:
         return None
-    return ("gemv", (1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8, vec))
+    if FORCE is not None:
+        if FORCE[0] != kind or M > FORCE[1][0]:
+            return None
+        rm = FORCE[1][0]
+        vec = vec if vec is None else min(vec, FORCE[1][1])
+    elif M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
+        return None
+    else:
+        rm = 1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8
+    return (kind, (rm,) if vec is None else (rm, vec))
 
 
 def _split_fits(dev, S, variant, M, N, K, fast_lay):
@@ -316,7 +312,7 @@ def _split_fits(dev, S, variant, M, N, K, fast_lay):
 def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
     """(S, variant) for a split-K product, or None: a single product whose tiles are too few to
     fill the GPU runs as S partial products over K-chunks (one batched dispatch) and their sum
-    (one more); see SPLIT_GPU."""
+    (one more); see SPLIT_FILL."""
     if nbatch != 1 or out_dt.wgsl != "f32" or a.dtype.wgsl != "f32":
         return None
     if FORCE_SPLIT is not None:
