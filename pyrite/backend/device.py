@@ -142,6 +142,7 @@ class Device:
         self._io = self._c if self._c is not None else CheckedPath(self.device)
         self._raw_group = self._raw_bind_group() if self._c is not None else None
         self.pool.on_trim = self._forget_bind_groups
+        self._tape = None  # a replay.Tape recording, a replay.Refresher, or None
         self._loop_budget = ...  # measured on first use (quirks.py)
         self._ftz = None
 
@@ -164,9 +165,17 @@ class Device:
         return the u32 it wrote at index 0."""
         from types import SimpleNamespace
 
-        out = self.pool.allocate(4)
-        self.dispatch(SimpleNamespace(wgsl=wgsl, modes="w"), (out.buffer,), (word,), (1, 1, 1))
-        return int(np.frombuffer(self.read(out.buffer, 0, 4), dtype=np.uint32)[0])
+        with self._lock:  # (a probe met inside a compiled function's trace is not part of it)
+            tape, self._tape, self.pool.tape = self._tape, None, None
+            try:
+                out = self.pool.allocate(4)
+                self.dispatch(
+                    SimpleNamespace(wgsl=wgsl, modes="w"), (out.buffer,), (word,), (1, 1, 1)
+                )
+                return int(np.frombuffer(self.read(out.buffer, 0, 4), dtype=np.uint32)[0])
+            finally:
+                self._tape = tape
+                self.pool.tape = tape if tape is not None and tape.recording else None
 
     def _forget_bind_groups(self):
         """Bind groups are cached by buffer identity: drop them all before buffers are destroyed
@@ -191,7 +200,7 @@ class Device:
         except Exception:  # noqa: BLE001 - any surprise: keep the checked path
             return None
 
-        def make(bgl, buffers):
+        def make(bgl, buffers, info=None):
             n = len(buffers)
             entries = ffi.new("WGPUBindGroupEntry[]", n + 1)
             for i, b in enumerate(buffers):
@@ -201,7 +210,7 @@ class Device:
                 e.size = b.size
             e = entries[n]
             e.binding = n
-            e.buffer = info_c
+            e.buffer = info_c if info is None else info._internal
             e.size = info_size
             desc = ffi.new("WGPUBindGroupDescriptor *")
             desc.layout = bgl._internal
@@ -280,6 +289,9 @@ class Device:
             self._dispatch(src, buffers, info, grid)
 
     def _dispatch(self, src, buffers, info, grid):
+        tape = self._tape
+        if tape is not None and tape.refresh(src, info):
+            return
         pipeline, modes, writable = self._pipelines.get(src.wgsl) or self.pipeline(src)
         bounds = self.pool.bounds
         if bounds:  # what this kernel may write is no longer known to be in bounds
@@ -322,6 +334,8 @@ class Device:
             c.dispatch(cpass, grid[0], grid[1], grid[2])
         self.dispatches += 1
         self._count += 1
+        if tape is not None:
+            tape.dispatch(pipeline, modes, buffers, info, grid)
         if self._count >= self._batch_limit or self.pool.recent_bytes > RECENT_LIMIT:
             self._flush()
 
@@ -339,13 +353,18 @@ class Device:
 
     def _bind_group(self, key, modes, buffers):
         self._check_owned(buffers)
-        bgl, _ = self._layout(modes)
         if len(self._bind_groups) > 16384:
             self._graveyard.append(self._bind_groups)
             self._bind_groups = {}
+        group = self._bind_groups[key] = self.make_bind_group(modes, buffers)
+        return group
+
+    def make_bind_group(self, modes, buffers, info=None):
+        """A bind group of `buffers` in binding order and an info window of `info` (default: the
+        per-batch arena; a recorded graph passes its own, backend/replay.py)."""
+        bgl, _ = self._layout(modes)
         if self._raw_group is not None:
-            group = self._bind_groups[key] = self._raw_group(bgl, buffers)
-            return group
+            return self._raw_group(bgl, buffers, info)
         entries = [
             {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
             for i, b in enumerate(buffers)
@@ -353,11 +372,14 @@ class Device:
         entries.append(
             {
                 "binding": len(buffers),
-                "resource": {"buffer": self._info_gpu, "offset": 0, "size": INFO_WINDOW_WORDS * 4},
+                "resource": {
+                    "buffer": self._info_gpu if info is None else info,
+                    "offset": 0,
+                    "size": INFO_WINDOW_WORDS * 4,
+                },
             }
         )
-        group = self._bind_groups[key] = self.device.create_bind_group(layout=bgl, entries=entries)
-        return group
+        return self.device.create_bind_group(layout=bgl, entries=entries)
 
     # The pending batch: one command encoder and its open compute pass, recorded through
     # self._io (capi.py): C handles on the C path, wgpu-py objects on the checked one.
@@ -381,6 +403,11 @@ class Device:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4 bytes) in order."""
         with self._lock:
             self._check_owned((src_buffer, dst_buffer))
+            tape = self._tape
+            if tape is not None:
+                if not tape.recording:
+                    return  # (refreshing: the recorded copy stands)
+                tape.copy(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
             self._copy(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
 
     def _copy(self, src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
@@ -432,6 +459,11 @@ class Device:
         if n:
             with self._lock:
                 self._check_owned((storage.buffer,))
+                tape = self._tape
+                if tape is not None:
+                    if not tape.recording:
+                        return
+                    tape.upload(storage.buffer, byte_offset, mv)
                 self.pool.bounds.pop(id(storage.buffer), None)
                 self._busy = True
                 self._io.write(storage.buffer, byte_offset, mv)
@@ -440,12 +472,14 @@ class Device:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""
         return self.read_many([(buffer, byte_offset, nbytes)])[0]
 
-    def read_many(self, reads) -> list:
+    def read_many(self, reads, _sync=False) -> list:
         """Submit what is pending and read each (buffer, byte_offset, nbytes): one copy each
         into the persistent staging buffer and one map for all of them while they fit in it
         (STAGING_BYTES), so reading a loss and an accuracy costs one round trip."""
         with self._lock:
             self._check_owned(tuple(r[0] for r in reads))
+            if self._tape is not None and not _sync:
+                self._tape.read()
             spans, pos = [], 0
             for buffer, byte_offset, nbytes in reads:
                 start = byte_offset & ~3  # copies move whole 4-byte words
@@ -510,7 +544,87 @@ class Device:
         with self._lock:
             if self._encoder is None and not self._busy:
                 return
-            self.read_many([(self._tiny.buffer, 0, 4)])
+            self.read_many([(self._tiny.buffer, 0, 4)], _sync=True)
+
+    # ---- recording and replaying (backend/replay.py) --------------------------------------
+    def record(self, tape):
+        """Context: `tape` hears every dispatch, copy, upload, read and allocation within."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def recording():
+            with self._lock:
+                if self._tape is not None:
+                    raise RuntimeError("pyrite: a compiled function ran inside another's trace")
+                self._tape = tape
+                self.pool.tape = tape
+            try:
+                yield tape
+            finally:
+                with self._lock:
+                    self._tape = None
+                    self.pool.tape = None
+                    tape.finish()
+
+        return recording()
+
+    def replay(self, graph, before=(), after=(), chunk=None):
+        """Submit pending work, then `before` (copies: (src, src offset, dst, dst offset,
+        bytes)), the graph's commands and `after`, in one submission — or, with `chunk`, in
+        submissions of at most that many kernels with a wait after each."""
+        with self._lock:
+            self._flush()
+            lo, hi = graph.dirty
+            if hi > lo:
+                w = INFO_WINDOW_WORDS
+                self._io.write(graph.info_gpu, lo * w * 4, graph.info[lo * w : hi * w])
+                graph.dirty = [graph.kernels, 0]
+            io, c = self._io, self._c
+            self._new_encoder()
+            enc = self._encoder
+            for args in before:
+                io.copy(enc, *args)
+            cpass = None
+            last = None
+            count = 0
+            for cmd in graph.commands:
+                if cmd[0] == "d":
+                    _, pipeline, group, offset, grid = cmd
+                    if cpass is None:
+                        cpass = self._pass = io.begin_pass(enc)
+                        last = None
+                    if c is None:
+                        if pipeline is not last:
+                            cpass.set_pipeline(pipeline)
+                            last = pipeline
+                        cpass.set_bind_group(0, group, [offset])
+                        cpass.dispatch_workgroups(*grid)
+                    else:
+                        if pipeline is not last:
+                            c.set_pipeline(cpass, pipeline._internal)
+                            last = pipeline
+                        c.offsets[0] = offset
+                        c.set_bind_group(cpass, 0, group._internal, 1, c.offsets)
+                        c.dispatch(cpass, *grid)
+                    count += 1
+                    if chunk and count % chunk == 0:
+                        cpass = None
+                        self._flush()
+                        self.read_many([(self._tiny.buffer, 0, 4)], _sync=True)
+                        self._new_encoder()
+                        enc = self._encoder
+                else:
+                    if cpass is not None:
+                        self._end_pass()
+                        cpass = None
+                    io.copy(enc, *cmd[1:])
+            if cpass is not None:
+                self._end_pass()
+            for args in after:
+                io.copy(enc, *args)
+            self.dispatches += count
+            self._count = count
+            self._flush()
 
     def _idle(self):
         """A wait completed: everything submitted has run."""

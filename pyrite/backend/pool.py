@@ -45,6 +45,25 @@ class Storage:
             pool.release(self.buffer)
 
 
+class Pin:
+    """A buffer held by recorded graphs: how many hold it, whether its Storage has died, and
+    who wants to hear of that death (a graph whose replays read it as an input it did not
+    make: once it dies the graph is stale)."""
+
+    __slots__ = ("buffer", "count", "dead", "watchers")
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+        self.count = 0
+        self.dead = False
+        self.watchers = []
+
+    def died(self, pool):
+        self.dead = True
+        for w in list(self.watchers):
+            w.on_release(self.buffer)
+
+
 class BufferPool:
     def __init__(self, device, usage, max_buffer, max_binding):
         # One re-entrant lock for the pool and the device's pending batch (backend/device.py):
@@ -77,6 +96,10 @@ class BufferPool:
         # same pass (wgpu-py releasing the handle first), and Storage.__del__ would then pool a
         # released buffer: the next bind group naming it aborts the process.
         self.owned: dict[int, object] = {}
+        # Buffers a recorded graph names (backend/replay.py): id(buffer) -> Pin. A pinned buffer
+        # whose Storage dies is held, not pooled, until the last graph naming it lets go.
+        self.pins: dict[int, Pin] = {}
+        self.tape = None  # the Tape recording now (device.record), or None
 
     def allocate(self, nbytes: int, upload: bool = False) -> Storage:
         """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
@@ -93,6 +116,9 @@ class BufferPool:
                 "smaller tensors"
             )
         size = size_class(nbytes)
+        tape = self.tape
+        if tape is not None:
+            return tape.allocate(self, nbytes, size, upload)
         bucket = None if upload else self.recent.get(size)
         if bucket:
             buffer = bucket.pop()
@@ -147,14 +173,52 @@ class BufferPool:
     def _release(self, buffer):
         if self.bounds:
             self.bounds.pop(id(buffer), None)
+        self.live_bytes -= buffer.size
+        if self.pins:
+            pin = self.pins.get(id(buffer))
+            if pin is not None:
+                pin.died(self)
+                return
+        self._pool(buffer)
+
+    def _pool(self, buffer):
         size = buffer.size
-        self.live_bytes -= size
         if self.batch_open:
             self.recent.setdefault(size, []).append(buffer)
             self.recent_bytes += size
         else:
             self.free.setdefault(size, []).append(buffer)
             self.pooled_bytes += size
+
+    def pin(self, buffer, watcher=None) -> Pin:
+        """Hold `buffer` for a graph: while pinned it never returns to the pool. `watcher`
+        (an object with `on_release(buffer)`) hears when the buffer's Storage dies."""
+        with self.lock:
+            pin = self.pins.get(id(buffer))
+            if pin is None:
+                pin = self.pins[id(buffer)] = Pin(buffer)
+            pin.count += 1
+            if watcher is not None:
+                pin.watchers.append(watcher)
+            return pin
+
+    def unpin(self, buffer, watcher=None):
+        with self.lock:
+            pin = self.pins.get(id(buffer))
+            if pin is None:
+                return
+            if watcher is not None and watcher in pin.watchers:
+                pin.watchers.remove(watcher)
+            pin.count -= 1
+            if pin.count <= 0:
+                del self.pins[id(buffer)]
+                if pin.dead and id(buffer) in self.owned:
+                    self._pool(buffer)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of buffers no tensor holds that graphs keep for their replays."""
+        return sum(p.buffer.size for p in self.pins.values() if p.dead)
 
     def batch_submitted(self):  # called by the device with the lock held
         if self.deferred:

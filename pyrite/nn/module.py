@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd import no_grad
+from ..compile import _state as _compile_state
 from ..tensor import Tensor
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
@@ -938,6 +939,8 @@ class Module:
         return handle
 
     def _call_impl(self, *args, **kwargs):
+        if _compile_state.active is not None:  # (pr.compile hears which modules a step uses)
+            _compile_state.active.saw(self)
         forward_call = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks):
             return forward_call(*args, **kwargs)

@@ -82,23 +82,28 @@ def _fill_random(out: Tensor, dist: str, a, b, generator=None):
     if out.dtype is D.bfloat16 or out.dtype.is_small_int:
         # bf16 (packed) and the small ints (wrapped): the random kernel writes f32 / i32
         target = _empty(out._shape, D.float32 if out.dtype.is_floating_point else D.int32)
-    off = gen.take(n)
-    s = gen._seed
-    words = [
-        n,
-        target._offset,
-        _i32(s & 0xFFFFFFFF),
-        _i32(s >> 32),
-        _i32(off & 0xFFFFFFFF),
-        _i32(off >> 32),
-    ]
-    if dist == "randint":
-        words += [int(a), int(b)]
-    else:
-        words += [f32_bits(a), f32_bits(b)]
+    tail = [int(a), int(b)] if dist == "randint" else [f32_bits(a), f32_bits(b)]
+    offset = target._offset
+
+    def words():  # (a compiled function's replay draws a new counter from the generator)
+        off = gen.take(n)
+        s = gen._seed
+        return [
+            n,
+            offset,
+            _i32(s & 0xFFFFFFFF),
+            _i32(s >> 32),
+            _i32(off & 0xFFFFFFFF),
+            _i32(off >> 32),
+            *tail,
+        ]
+
     stype = target.dtype.wgsl if dist != "randint" or target.dtype.kind == "i" else "i32"
-    backend.current().dispatch(
-        random_kernel(dist, stype), (target._storage.buffer,), words, grid_for(-(-n // 4))
+    dev = backend.current()
+    if dev._tape is not None and dev._tape.recording:
+        dev._tape.dynamic_next(words)
+    dev.dispatch(
+        random_kernel(dist, stype), (target._storage.buffer,), words(), grid_for(-(-n // 4))
     )
     if target is not out:
         out.copy_(target)

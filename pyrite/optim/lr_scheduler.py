@@ -14,6 +14,7 @@ from collections import Counter
 
 from pyrite.errors import warn as _warn
 
+from ..compile._state import rerun_on_replay as _rerun_on_replay
 from .optimizer import Optimizer
 
 __all__ = [
@@ -105,6 +106,7 @@ class LRScheduler:
     def get_lr(self) -> list:
         raise NotImplementedError
 
+    @_rerun_on_replay
     def step(self, epoch=None):
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             _warn(
@@ -457,6 +459,7 @@ class SequentialLR(_ComposedMixin, LRScheduler):
         elif hasattr(sched, "last_epoch"):
             sched.last_epoch -= 1
 
+    @_rerun_on_replay
     def step(self):
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
@@ -483,6 +486,7 @@ class ChainedScheduler(_ComposedMixin, LRScheduler):
         self.optimizer = optimizer
         self._last_lr = _lrs(schedulers[-1].optimizer)
 
+    @_rerun_on_replay
     def step(self):
         for s in self._schedulers:
             s.step()
@@ -535,6 +539,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
+    @_rerun_on_replay
     def step(self, metrics, epoch=None):
         """One epoch's metric: a float or a 0-d tensor (read once, here)."""
         current = float(metrics)
@@ -628,6 +633,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         c = 1 + math.cos(math.pi * self.T_cur / self.T_i)
         return [lo + (b - lo) * c / 2 for b in self.base_lrs]
 
+    @_rerun_on_replay
     def step(self, epoch=None):
         """Advance one epoch, or go to `epoch` (a float: a fraction of an epoch is allowed)."""
         if epoch is None and self.last_epoch < 0:

@@ -19,6 +19,7 @@ from pyrite.errors import warn as _warn
 
 from .. import autograd
 from .. import dtypes as D
+from ..compile._state import rerun_on_replay as _rerun_on_replay
 from ..ops.core import empty, run_map, upload
 from ..tensor import Tensor
 from . import _fused
@@ -194,6 +195,7 @@ class Optimizer:
                     p.grad.zero_()
 
     # ---- stepping --------------------------------------------------------------------------
+    @_rerun_on_replay
     def step(self, closure=None):
         """Perform a single optimization step (subclasses implement `_step_group`).
 

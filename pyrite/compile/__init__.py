@@ -1,0 +1,489 @@
+"""`pr.compile`: trace a function (or a Module's forward) once, replay it in one submission.
+
+The first call of a compiled function runs it eagerly while the device records what it does
+(backend/replay.py's Tape): every dispatch, copy and upload, and every buffer those name. The
+recording becomes a Graph — info words in one buffer, bind groups built once, buffers held for
+the graph — and later calls with the same guards replay it: no Python op runs, each kernel costs
+two or three C calls, and the whole step goes to the GPU as one submission (or `chunk` kernels at
+a time).
+
+Guards, checked at every call, choose the recording to replay or trace a new one:
+- the arguments: each tensor's shape, dtype and requires_grad; every other argument's value;
+- grad mode (`pr.no_grad()`);
+- the state of the modules, optimizers and schedules the function uses (found in its closure,
+  its globals and its arguments, and heard from while it runs): each submodule's `training`,
+  which parameters have a `.grad`, which have `requires_grad`, how much optimizer state exists.
+  An object first met during a trace makes that trace unreplayable (its state when the call
+  began was not known), so such a function runs eagerly once more, then replays.
+- a tensor the recording reads but did not make dying (a parameter replaced, a state dict
+  loaded): the recording is stale and the next call traces again.
+
+Values that change every call without changing the graph are refreshed, not frozen: an
+optimizer's and a schedule's `step()` rerun their host side before each replay and hand the
+recorded kernels their new info words (a learning rate, Adam's bias corrections); random kernels
+draw a new counter from their generator.
+
+A function that does what a replay cannot repeat — reads a value back (`.item()`, `print`), makes a
+tensor from host data (`pr.tensor(list)`, a DataLoader batch), replaces a tensor it read — runs
+eagerly with a warning naming the line (with `fullgraph=True`: an error there). Tensor arguments
+are copied into buffers the graph owns; tensors it returns are copied out, fresh and detached, so
+a result from one call is never overwritten by the next.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+import weakref
+
+from .. import autograd, backend
+from ..backend.replay import Graph, GraphBreak, Tape
+from ..tensor import Tensor
+from . import _state
+
+__all__ = ["CompiledFunction", "GraphBreak", "compile"]
+
+CACHE_LIMIT = 8  # recordings a compiled function keeps (torch's recompile limit is also 8)
+
+
+def compile(
+    model=None,
+    *,
+    fullgraph=False,
+    dynamic=None,
+    backend=None,
+    mode=None,
+    options=None,
+    disable=False,
+    chunk=None,
+):
+    """Compile a function or a Module (PyTorch's torch.compile).
+
+    Args:
+        model: a function (a whole training step: forward, backward, optimizer step, schedule)
+            or a Module; omitted, `compile` returns a decorator.
+        fullgraph (bool): raise `GraphBreak` where the function does something a replay cannot
+            repeat, instead of running it eagerly.
+        chunk (int, optional): submit the replay in pieces of this many kernels with a wait
+            after each (a display sharing the GPU stays responsive).
+        dynamic, backend, mode, options: accepted for PyTorch's signature; pyrite records
+            static shapes (a new shape is a new recording).
+        disable (bool): return `model` unchanged.
+    """
+    if model is None:
+        return lambda m: compile(
+            m, fullgraph=fullgraph, dynamic=dynamic, disable=disable, chunk=chunk
+        )
+    if disable:
+        return model
+    if chunk is not None and (not isinstance(chunk, int) or chunk < 1):
+        raise ValueError(f"pyrite: compile(chunk=) must be a positive int, not {chunk!r}")
+    from ..nn.module import Module
+
+    if isinstance(model, Module):
+        from ._module import CompiledModule
+
+        return CompiledModule(model, fullgraph=fullgraph, chunk=chunk)
+    if not callable(model):
+        raise TypeError(f"pyrite: compile() expects a function or a Module, not {type(model)}")
+    return CompiledFunction(model, fullgraph=fullgraph, chunk=chunk)
+
+
+# ---- arguments -------------------------------------------------------------------------------
+def _flatten(obj, leaves, key):
+    """The structure of `obj` with its tensors pulled out into `leaves`; `key` gets what the
+    guards compare."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        key.append((obj._shape, obj.dtype, obj.requires_grad))
+        return None
+    if type(obj) in (list, tuple):
+        key.append((type(obj), len(obj)))
+        return (type(obj), [_flatten(o, leaves, key) for o in obj])
+    if type(obj) is dict:
+        key.append((dict, tuple(obj)))
+        return (dict, {k: _flatten(v, leaves, key) for k, v in obj.items()})
+    try:
+        hash(obj)
+        key.append(("v", type(obj), obj))
+    except TypeError:
+        key.append(("id", id(obj)))
+    return ("v", obj)
+
+
+def _unflatten(spec, leaves):
+    if spec is None:
+        return next(leaves)
+    kind, body = spec
+    if kind == "v":
+        return body
+    if kind is dict:
+        return {k: _unflatten(v, leaves) for k, v in body.items()}
+    return kind(_unflatten(s, leaves) for s in body)
+
+
+def _byte_span(t: Tensor):
+    """(first byte, bytes) of a contiguous tensor's elements, rounded out to whole words, or
+    None where a plain copy cannot move it (not contiguous, not word-aligned)."""
+    sb = t.dtype.storage_bytes
+    start = t._offset * sb
+    n = (t.numel() * sb + 3) & ~3
+    if not t.is_contiguous() or start % 4 or start + n > t._storage.buffer.size:
+        return None
+    return start, n
+
+
+# ---- state the guards watch ------------------------------------------------------------------
+def _stateful(obj) -> bool:
+    from ..nn.module import Module
+    from ..optim.lr_scheduler import LRScheduler
+    from ..optim.optimizer import Optimizer
+
+    return isinstance(obj, (Module, Optimizer, LRScheduler))
+
+
+def _found_in(fn) -> list:
+    """Modules, optimizers and schedules a function names: its closure, the globals its code
+    (and the code of functions nested in it) names, its defaults, a bound method's object and
+    that object's attributes; one level into lists, tuples and dicts."""
+    seen: dict[int, object] = {}
+
+    def add(v, depth=0):
+        if _stateful(v):
+            seen.setdefault(id(v), v)
+        elif depth == 0 and isinstance(v, (list, tuple)):
+            for x in v[:64]:
+                add(x, 1)
+        elif depth == 0 and isinstance(v, dict):
+            for x in list(v.values())[:64]:
+                add(x, 1)
+
+    target = getattr(fn, "__self__", None)
+    if target is not None:
+        add(target)
+        for v in getattr(target, "__dict__", {}).values():
+            add(v)
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    if code is None:  # a callable object
+        for v in getattr(fn, "__dict__", {}).values():
+            add(v)
+        return list(seen.values())
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            add(cell.cell_contents)
+        except ValueError:
+            pass
+    glob = getattr(func, "__globals__", {})
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        for name in c.co_names:
+            if name in glob:
+                add(glob[name])
+        codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+    for v in getattr(func, "__defaults__", None) or ():
+        add(v)
+    return list(seen.values())
+
+
+class _Watch:
+    """What a guard reads of one object: its submodules and parameters, held by weak reference
+    (so a replaced parameter dies and the recordings naming it go stale), walked again at every
+    trace."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.walk()
+
+    def walk(self):
+        from ..nn.module import Module
+        from ..optim.optimizer import Optimizer
+
+        obj = self.obj
+        self.mods = [weakref.ref(m) for m in obj.modules()] if isinstance(obj, Module) else []
+        self.params = [weakref.ref(p) for p in obj.parameters()] if isinstance(obj, Module) else []
+        self.opt = obj if isinstance(obj, Optimizer) else None
+
+    def ids(self):
+        return [id(r()) for r in self.mods]
+
+    def state(self):
+        s = []
+        for r in self.mods:
+            m = r()
+            s.append(None if m is None else m.training)
+        for r in self.params:
+            p = r()
+            s.append(None if p is None else (p.grad is None, p.requires_grad))
+        if self.opt is not None:
+            s.append((len(self.opt.state), tuple(len(g["params"]) for g in self.opt.param_groups)))
+        return tuple(s)
+
+
+class _Trace:
+    """The trace running now (compile/_state.active): the objects it hears from."""
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.objects: dict[int, object] = {}
+
+    def saw(self, obj):
+        if id(obj) not in self.objects:
+            self.objects[id(obj)] = obj
+
+
+class _Variant:
+    """One recording and the guards that choose it (graph None: this call runs eagerly)."""
+
+    def __init__(self, watches, snapshot):
+        self.watches = watches
+        self.snapshot = snapshot
+        self.graph = None
+        self.reasons = []
+        self.slots = []
+        self.out_spec = None
+        self.outputs = []  # per output leaf: ("own", tensor) | ("ext", tensor)
+        self.mutated = []  # (argument number, slot) of inputs the recording writes
+        self.replays = 0
+        self.build_s = 0.0
+        # (argument number, lo, hi): integer arguments whose values the trace knew to lie in
+        # [lo, hi] without reading them (so index checks passed without a readback); a replay
+        # needs the new argument's known range inside that one
+        self.bounds = []
+
+    def matches(self, leaves):
+        for i, lo, hi in self.bounds:
+            t = leaves[i]
+            hit = t._storage.pool.bounds.get(id(t._storage.buffer))
+            if hit is None or hit[0] < lo or hit[1] > hi:
+                return False
+        return tuple(w.state() for w in self.watches) == self.snapshot
+
+
+class CompiledFunction:
+    """A function under `pr.compile`: call it as the function; `graph` and `stats()` describe
+    the recording."""
+
+    def __init__(self, fn, fullgraph=False, chunk=None, known=()):
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.chunk = chunk
+        self._watches: dict[int, _Watch] = {}
+        for obj in (*known, *_found_in(fn)):
+            self._watch(obj)
+        self._variants: dict[tuple, list[_Variant]] = {}
+        self.traces = 0
+        self.eager_calls = 0
+        self._warned = set()
+        self._last = None
+        try:
+            self.__wrapped__ = fn
+            self.__name__ = getattr(fn, "__name__", "compiled")
+            self.__doc__ = getattr(fn, "__doc__", None)
+        except AttributeError:
+            pass
+
+    def _watch(self, obj):
+        if id(obj) not in self._watches:
+            self._watches[id(obj)] = _Watch(obj)
+
+    # ---- calling ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        leaves, key = [], [autograd.is_grad_enabled()]
+        spec = _flatten((args, kwargs), leaves, key)
+        key = tuple(key)
+        variants = self._variants.get(key)
+        if variants:
+            for v in list(variants):
+                g = v.graph
+                if g is not None and g.tape.stale:
+                    variants.remove(v)
+                    g.close()
+                elif v.matches(leaves):
+                    if g is None:
+                        self.eager_calls += 1
+                        return self.fn(*args, **kwargs)
+                    return self._replay(v, leaves)
+        if sum(len(vs) for vs in self._variants.values()) >= CACHE_LIMIT:
+            self._warn_once(
+                "limit",
+                f"pyrite: compile: {getattr(self.fn, '__name__', 'a function')} has been traced "
+                f"for {CACHE_LIMIT} different guards (shapes, dtypes, Python values, module "
+                "modes); new ones run eagerly. Pass values that change every call as tensors.",
+            )
+            self.eager_calls += 1
+            return self.fn(*args, **kwargs)
+        return self._trace(key, spec, leaves)
+
+    def _trace(self, key, spec, leaves):
+        from ..ops.core import empty
+
+        t0 = time.perf_counter()
+        dev = backend.current()
+        watches = list(self._watches.values())
+        for w in watches:
+            w.walk()
+        v = _Variant(watches, tuple(w.state() for w in watches))
+        tape = Tape(dev, fullgraph=self.fullgraph)
+        slots = []
+        for t in leaves:  # the graph's own buffers for the arguments, filled outside the tape
+            s = empty(t._shape, t.dtype)
+            with autograd.no_grad():
+                s.copy_(t)
+            tape.adopt(s._storage.buffer)
+            if t.requires_grad:
+                s.requires_grad_(True)
+            hit = dev.pool.bounds.get(id(t._storage.buffer))
+            if hit is not None:  # (what an index check knows without reading: a guard below)
+                dev.pool.bounds[id(s._storage.buffer)] = (hit[0], hit[1], -1)
+                v.bounds.append((len(slots), hit[0], hit[1]))
+            slots.append(s)
+        trace = _Trace(tape)
+        if _state.active is not None:
+            raise RuntimeError("pyrite: a compiled function was called inside another's trace")
+        _state.active = trace
+        try:
+            with dev.record(tape):
+                a, kw = _unflatten(spec, iter(slots))
+                out = self.fn(*a, **kw)
+        except BaseException:
+            tape.close()
+            raise
+        finally:
+            _state.active = None
+        self.traces += 1
+        covered = set(self._watches)
+        for w in self._watches.values():
+            covered.update(w.ids())
+        new = [o for i, o in trace.objects.items() if i not in covered]
+        for o in new:
+            self._watch(o)
+        out_leaves, out_key = [], []
+        v.out_spec = _flatten(out, out_leaves, out_key)
+        results = []
+        for t in out_leaves:
+            if id(t._storage.buffer) in tape.owned:  # (a bare view: no autograd graph kept)
+                v.outputs.append(
+                    ("own", Tensor._make(t._storage, t._shape, t._strides, t._offset, t.dtype))
+                )
+                results.append(_copy_out(dev, t))
+            else:
+                v.outputs.append(("ext", t))
+                results.append(t)
+        writes = tape.writes()
+        for i, (t, s) in enumerate(zip(leaves, slots)):
+            if id(s._storage.buffer) in writes:
+                v.mutated.append((i, s))
+                _copy_back(s, t)
+        reasons = [f"{what} (at {where})" for what, where in tape.breaks]
+        if tape.stale:
+            reasons.append("a tensor it read died while it ran")
+        if reasons or new:
+            tape.close()
+            v.mutated = []
+            if reasons:  # remember: calls with these guards run eagerly
+                v.reasons = reasons
+                self._variants.setdefault(key, []).append(v)
+                self._warn_once(
+                    reasons[0],
+                    "pyrite: compile: "
+                    f"{getattr(self.fn, '__name__', 'the function')} runs eagerly: it "
+                    + "; ".join(reasons[:3]),
+                )
+            self.eager_calls += 1
+            return _unflatten(v.out_spec, iter(results))
+        g = Graph(dev, tape)
+        v.slots = slots
+        v.graph = g
+        v.build_s = time.perf_counter() - t0
+        self._variants.setdefault(key, []).append(v)
+        self._last = v
+        return _unflatten(v.out_spec, iter(results))
+
+    def _replay(self, v, leaves):
+        dev = backend.current()
+        g = v.graph
+        g.refresh()
+        before = []
+        for t, s in zip(leaves, v.slots):
+            span = _byte_span(t)
+            if span is None or t._storage is s._storage:
+                if t._storage is not s._storage:
+                    with autograd.no_grad():
+                        s.copy_(t)  # (recorded into the pending batch, submitted first)
+            else:
+                before.append((t._storage.buffer, span[0], s._storage.buffer, 0, span[1]))
+        after, results = [], []
+        for kind, t in v.outputs:
+            if kind == "own":
+                n = (t._storage.nbytes + 3) & ~3
+                st = dev.pool.allocate(n)
+                after.append((t._storage.buffer, 0, st.buffer, 0, n))
+                results.append(Tensor._make(st, t._shape, t._strides, t._offset, t.dtype))
+            else:
+                results.append(t)
+        late = []
+        for i, s in v.mutated:
+            t = leaves[i]
+            span = _byte_span(t)
+            if span is None:
+                late.append((s, t))
+            else:
+                after.append((s._storage.buffer, 0, t._storage.buffer, span[0], span[1]))
+        dev.replay(g, before, after, self.chunk)
+        for s, t in late:
+            _copy_back(s, t)
+        for i, _ in v.mutated:
+            autograd.mark_written(leaves[i])
+        v.replays += 1
+        self._last = v
+        return _unflatten(v.out_spec, iter(results))
+
+    def _warn_once(self, tag, message):
+        if tag not in self._warned:
+            self._warned.add(tag)
+            warnings.warn(message, UserWarning, stacklevel=3)
+
+    # ---- what it holds ---------------------------------------------------------------------
+    def reset(self):
+        """Forget every recording (the next call traces again)."""
+        for vs in self._variants.values():
+            for v in vs:
+                if v.graph is not None:
+                    v.graph.close()
+        self._variants.clear()
+        self._last = None
+
+    @property
+    def graph(self):
+        """The recording replayed or built last, printable (None before one exists)."""
+        from ._report import GraphView
+
+        return None if self._last is None else GraphView(self._last)
+
+    def stats(self) -> dict:
+        """Counts for the recording replayed or built last, and for this function."""
+        from ._report import stats
+
+        return stats(self)
+
+    def __del__(self):
+        try:
+            self.reset()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _copy_out(dev, t: Tensor) -> Tensor:
+    """A fresh tensor holding the same view of a copy of `t`'s storage."""
+    n = (t._storage.nbytes + 3) & ~3
+    st = dev.pool.allocate(n)
+    dev.copy(t._storage.buffer, 0, st.buffer, 0, n)
+    return Tensor._make(st, t._shape, t._strides, t._offset, t.dtype)
+
+
+def _copy_back(slot: Tensor, t: Tensor):
+    """The argument `t` takes the value the recording wrote into its slot."""
+    with autograd.no_grad():
+        t.copy_(slot)

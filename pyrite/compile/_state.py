@@ -1,0 +1,25 @@
+"""The trace running now, for the code that `pr.compile` must hear from while it records
+(modules, optimizers, schedules, random kernels). Imports nothing, so any layer may import it."""
+
+from __future__ import annotations
+
+import functools
+
+active = None  # compile._Trace while a compiled function is being traced, else None
+
+
+def rerun_on_replay(method):
+    """Decorate a host-side step (an optimizer's or a schedule's `step`): inside a trace its
+    call is a region of the recording, rerun before every replay, so the host state it keeps (a
+    step count, a learning rate) advances and the info words of its kernels are fresh."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        trace = active
+        if trace is None:
+            return method(self, *args, **kwargs)
+        trace.saw(self)
+        with trace.tape.region(functools.partial(method, self, *args, **kwargs)):
+            return method(self, *args, **kwargs)
+
+    return wrapper
