@@ -580,6 +580,13 @@ class Device:
                 self._io.write(graph.info_gpu, lo * w * 4, graph.info[lo * w : hi * w])
                 graph.dirty = [graph.kernels, 0]
             io, c = self._io, self._c
+            if c is not None:
+                set_pipeline, set_group, dispatch, offsets = (
+                    c.set_pipeline,
+                    c.set_bind_group,
+                    c.dispatch,
+                    c.offsets,
+                )
             self._new_encoder()
             enc = self._encoder
             for args in before:
@@ -589,7 +596,7 @@ class Device:
             count = 0
             for cmd in graph.commands:
                 if cmd[0] == "d":
-                    _, pipeline, group, offset, grid = cmd
+                    _, pipeline, group, offset, grid, pipe_c, group_c = cmd
                     if cpass is None:
                         cpass = self._pass = io.begin_pass(enc)
                         last = None
@@ -600,12 +607,12 @@ class Device:
                         cpass.set_bind_group(0, group, [offset])
                         cpass.dispatch_workgroups(*grid)
                     else:
-                        if pipeline is not last:
-                            c.set_pipeline(cpass, pipeline._internal)
-                            last = pipeline
-                        c.offsets[0] = offset
-                        c.set_bind_group(cpass, 0, group._internal, 1, c.offsets)
-                        c.dispatch(cpass, *grid)
+                        if pipe_c is not last:
+                            set_pipeline(cpass, pipe_c)
+                            last = pipe_c
+                        offsets[0] = offset
+                        set_group(cpass, 0, group_c, 1, offsets)
+                        dispatch(cpass, *grid)
                     count += 1
                     if chunk and count % chunk == 0:
                         cpass = None

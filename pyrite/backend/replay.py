@@ -325,7 +325,10 @@ class Graph:
                     self.info[k * INFO_WINDOW_WORDS : k * INFO_WINDOW_WORDS + len(words)] = words
                 group = device.make_bind_group(modes, buffers, self.info_gpu)
                 self.pipelines.append(pipeline)
-                self.commands.append(("d", pipeline, group, k * INFO_WINDOW_WORDS * 4, grid))
+                handles = (pipeline._internal, group._internal) if device._c else (None, None)
+                self.commands.append(
+                    ("d", pipeline, group, k * INFO_WINDOW_WORDS * 4, grid, *handles)
+                )
                 k += 1
             elif op.kind == "c":
                 self.commands.append(("c", *op.args))

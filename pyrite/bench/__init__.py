@@ -518,6 +518,12 @@ def _bench_bert(rep, quick):
     bench_bert(rep, quick)
 
 
+def _bench_compile(rep, quick):
+    from .compiled import bench_compile
+
+    bench_compile(rep, quick)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
@@ -525,7 +531,7 @@ def main(argv=None):
     p.add_argument(
         "--only",
         default="",
-        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train,bert",
+        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train,bert,compile",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -552,6 +558,7 @@ def main(argv=None):
         ("baked", lambda: bench_baked(rep)),
         ("train", lambda: _bench_train(rep)),
         ("bert", lambda: _bench_bert(rep, quick)),
+        ("compile", lambda: _bench_compile(rep, quick)),
     ]
     for name, fn in steps:
         if only and name not in only:

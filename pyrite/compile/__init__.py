@@ -81,7 +81,7 @@ def compile(
     from ..nn.module import Module
 
     if isinstance(model, Module):
-        from ._module import CompiledModule
+        from ..nn._compiled import CompiledModule
 
         return CompiledModule(model, fullgraph=fullgraph, chunk=chunk)
     if not callable(model):

@@ -1,11 +1,12 @@
-"""`pr.compile(module)`: a Module whose forward replays a recording where nothing needs its
+"""`pr.compile(module)` (compile/ makes it; it lives here because it is a Module): a Module whose forward replays a recording where nothing needs its
 autograd graph."""
 
 from __future__ import annotations
 
 from .. import autograd
-from ..nn.module import Module
+from ..compile import CompiledFunction
 from ..tensor import Tensor
+from .module import Module
 
 
 class CompiledModule(Module):
@@ -18,8 +19,6 @@ class CompiledModule(Module):
     """
 
     def __init__(self, mod: Module, fullgraph=False, chunk=None):
-        from . import CompiledFunction
-
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(
