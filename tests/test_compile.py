@@ -300,3 +300,85 @@ def test_reset_and_decorator():
     np.testing.assert_array_equal(f(x).numpy(), [0.0, 4.0])
     with pytest.raises(ValueError, match="chunk"):
         pr.compile(f, chunk=0)
+
+
+def test_eval_function_beside_the_step_shares_parameters():
+    """A forward compiled beside the training step reads the same parameter buffers: after each
+    replayed step it sees the updated weights, with no copy."""
+    m, opt, sched = _mlp(dropout=0.0)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    @pr.compile
+    def evaluate(x):
+        with pr.no_grad():
+            return m(x).argmax(-1)
+
+    step = pr.compile(step)
+    data = _batches(6)
+    for x, y in data:
+        step(x, y)
+        x0 = data[0][0]
+        with pr.no_grad():
+            want = m(x0).argmax(-1).numpy()
+        np.testing.assert_array_equal(evaluate(x0).numpy(), want)
+    assert evaluate.stats()["replays"] >= 4
+
+
+def test_captures_return_module_outputs():
+    pr.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+    cm = pr.compile(m, captures=["1"])
+    x = pr.tensor(np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32))
+    with pr.no_grad():
+        want = m[1](m[0](x)).numpy()
+        for _ in range(3):
+            cm(x)
+            np.testing.assert_array_equal(cm.captured["1"].numpy(), want)
+    assert cm.stats()["replays"] == 2
+    with pytest.raises(ValueError, match="no module named 'nope'"):
+        pr.compile(m, captures=["nope"])(x)
+
+
+def test_output_view_copies_only_what_it_reaches():
+    big = pr.tensor(np.arange(4096, dtype=np.float32).reshape(64, 64))
+
+    @pr.compile
+    def last_column(x):
+        return (x * 2)[:, -1]
+
+    for _ in range(3):
+        out = last_column(big)
+    np.testing.assert_array_equal(out.numpy(), np.arange(63, 4096, 64) * 2)
+    assert out._storage.nbytes < 64 * 64 * 4
+
+
+def test_nested_compiled_function_is_part_of_the_outer_recording():
+    inner = pr.compile(lambda x: x * 3)
+    outer = pr.compile(lambda x: inner(x) + 1)
+    x = pr.tensor(np.arange(5, dtype=np.float32))
+    for _ in range(3):
+        np.testing.assert_array_equal(outer(x).numpy(), np.arange(5) * 3 + 1)
+    assert outer.stats()["replays"] == 2 and inner.stats()["traces"] == 0
+
+
+def test_dataloader_inside_runs_eagerly():
+    from pyrite.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(pr.tensor(np.arange(8, dtype=np.float32).reshape(8, 1)))
+    it = iter(DataLoader(ds, batch_size=2))
+
+    def f():
+        (xb,) = next(it)
+        return xb.sum()
+
+    g = pr.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [g().item() for _ in range(4)]
+    assert got == [1.0, 5.0, 9.0, 13.0]  # every batch, none frozen

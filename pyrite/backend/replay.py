@@ -111,12 +111,16 @@ class Tape:
         self.breaks: list[tuple[str, str]] = []  # (what, "file:line") a replay cannot repeat
         self.regions: list[tuple] = []  # (callable, [dispatch numbers]) rerun before a replay
         self.dynamic: dict[int, object] = {}  # dispatch number -> callable giving info words
+        # dispatch number -> (ids of the parameters it updates, scalar words, info words): an
+        # optimizer's fused update, whose trailing info words are its step scalars
+        self.scalar_slots: dict[int, tuple] = {}
         self.allocated_bytes = 0  # every allocation's size class, as if nothing were reused
         self.recording = True
         self.stale = False
         self.dispatches = 0
         self._region = None
         self._next_dynamic = None
+        self._next_scalars = None
 
     # ---- while recording (called by the pool and the device, their lock held) ------------
     def allocate(self, pool, nbytes, size, upload):
@@ -169,6 +173,9 @@ class Tape:
         if self._next_dynamic is not None:
             self.dynamic[self.dispatches] = self._next_dynamic
             self._next_dynamic = None
+        if self._next_scalars is not None:
+            self.scalar_slots[self.dispatches] = self._next_scalars
+            self._next_scalars = None
         self.dispatches += 1
 
     def copy(self, src, src_offset, dst, dst_offset, nbytes):
@@ -208,6 +215,10 @@ class Tape:
     def dynamic_next(self, words):
         """The next dispatch's info words come from `words()` at every replay (random kernels)."""
         self._next_dynamic = words
+
+    def scalar_tail(self, params, n_scalars, n_info):
+        """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py)."""
+        self._next_scalars = (tuple(id(p) for p in params), n_scalars, n_info)
 
     def refresh(self, src, info):  # (the device asks every dispatch: not refreshing)
         return False
@@ -259,36 +270,57 @@ class _Region:
 
 
 class Refresher:
-    """The device's listener while a region reruns: each dispatch gives its info words to the
-    recorded dispatch at the same place in the region; nothing is encoded, copied or uploaded."""
+    """The device's listener while a region reruns. Each dispatch gives its info words to the
+    recorded dispatch at the same place in the region; nothing is encoded, copied or uploaded.
+    Where the region is an optimizer's step whose updates were noted (Tape.scalar_slots), the
+    fused updates skip their Python and hand over only their step scalars (`scalars`), written
+    into the trailing words of the recorded updates at the end (`done`)."""
 
     def __init__(self, graph, numbers):
         self.graph, self.numbers, self.i = graph, numbers, 0
         self.recording = False
+        slots = graph.tape.scalar_slots
+        self.fast = [k for k in numbers if k in slots]
+        self.values: dict[int, tuple] = {}
+
+    def scalars(self, written, scalars):
+        p = next(iter(written.values()))
+        self.values[id(p)] = tuple(scalars.values())
 
     def refresh(self, src, info):
+        if self.fast:  # (staging copies of the update: their info words do not change)
+            return True
         g = self.graph
         if self.i >= len(self.numbers):
-            raise RuntimeError(
-                "pyrite: a compiled function's optimizer step made more dispatches than when it "
-                "was traced; trace it again (step.reset())"
-            )
+            _retrace("made more dispatches")
         k = self.numbers[self.i]
         self.i += 1
         if g.device._pipelines.get(src.wgsl, (None,))[0] is not g.pipelines[k]:
-            raise RuntimeError(
-                "pyrite: a compiled function's optimizer step chose a different kernel than "
-                "when it was traced; trace it again (step.reset())"
-            )
+            _retrace("chose a different kernel")
         g.set_info(k, info)
         return True
 
     def done(self):
-        if self.i != len(self.numbers):
-            raise RuntimeError(
-                "pyrite: a compiled function's optimizer step made fewer dispatches than when it "
-                "was traced; trace it again (step.reset())"
-            )
+        g = self.graph
+        if not self.fast:
+            if self.i != len(self.numbers):
+                _retrace("made fewer dispatches")
+            return
+        slots = g.tape.scalar_slots
+        for k in self.fast:
+            params, n, n_info = slots[k]
+            vals = {self.values.get(i) for i in params}
+            if len(vals) != 1 or None in vals:
+                _retrace("updated different parameters, or with different scalars")
+            words = np.array(vals.pop(), dtype=np.float32).view(np.int32)
+            g.set_info(k, words, n_info - n)
+
+
+def _retrace(what):
+    raise RuntimeError(
+        f"pyrite: a compiled function's optimizer step {what} than when it was traced; "
+        "trace it again (step.reset())"
+    )
 
 
 class Graph:
@@ -341,8 +373,8 @@ class Graph:
         self.dirty = [0, n]  # info windows to write before the next replay
         self.kernels = n
 
-    def set_info(self, k, words):
-        base = k * INFO_WINDOW_WORDS
+    def set_info(self, k, words, start=0):
+        base = k * INFO_WINDOW_WORDS + start
         self.info[base : base + len(words)] = words
         d = self.dirty
         d[0], d[1] = min(d[0], k), max(d[1], k + 1)

@@ -56,6 +56,7 @@ def compile(
     options=None,
     disable=False,
     chunk=None,
+    captures=None,
 ):
     """Compile a function or a Module (PyTorch's torch.compile).
 
@@ -66,13 +67,16 @@ def compile(
             repeat, instead of running it eagerly.
         chunk (int, optional): submit the replay in pieces of this many kernels with a wait
             after each (a display sharing the GPU stays responsive).
+        captures (list of str, optional): names of submodules (`"blocks.0.attn"`, in the
+            modules the function uses) whose outputs every call also returns, fresh, in the
+            compiled function's `captured` dict.
         dynamic, backend, mode, options: accepted for PyTorch's signature; pyrite records
             static shapes (a new shape is a new recording).
         disable (bool): return `model` unchanged.
     """
     if model is None:
         return lambda m: compile(
-            m, fullgraph=fullgraph, dynamic=dynamic, disable=disable, chunk=chunk
+            m, fullgraph=fullgraph, dynamic=dynamic, disable=disable, chunk=chunk, captures=captures
         )
     if disable:
         return model
@@ -83,10 +87,10 @@ def compile(
     if isinstance(model, Module):
         from ..nn._compiled import CompiledModule
 
-        return CompiledModule(model, fullgraph=fullgraph, chunk=chunk)
+        return CompiledModule(model, fullgraph=fullgraph, chunk=chunk, captures=captures)
     if not callable(model):
         raise TypeError(f"pyrite: compile() expects a function or a Module, not {type(model)}")
-    return CompiledFunction(model, fullgraph=fullgraph, chunk=chunk)
+    return CompiledFunction(model, fullgraph=fullgraph, chunk=chunk, captures=captures)
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -265,13 +269,18 @@ class CompiledFunction:
     """A function under `pr.compile`: call it as the function; `graph` and `stats()` describe
     the recording."""
 
-    def __init__(self, fn, fullgraph=False, chunk=None, known=()):
+    def __init__(self, fn, fullgraph=False, chunk=None, known=(), captures=()):
         self.fn = fn
+        self.captures = list(captures or ())
+        self.captured: dict = {}  # name -> the output of that module in the last call
         self.fullgraph = fullgraph
         self.chunk = chunk
         self._watches: dict[int, _Watch] = {}
         for obj in (*known, *_found_in(fn)):
             self._watch(obj)
+        if self._watches:  # (names are checked now where the modules are known already)
+            for name in self.captures:
+                self._capture_module(name)
         self._variants: dict[tuple, list[_Variant]] = {}
         self.traces = 0
         self.eager_calls = 0
@@ -290,7 +299,9 @@ class CompiledFunction:
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        leaves, key = [], [autograd.is_grad_enabled()]
+        if _state.active is not None:  # inside another compiled function's trace: part of it
+            return self.fn(*args, **kwargs)
+        leaves, key = [], [autograd.is_grad_enabled(), id(backend.current())]
         spec = _flatten((args, kwargs), leaves, key)
         key = tuple(key)
         variants = self._variants.get(key)
@@ -340,8 +351,7 @@ class CompiledFunction:
                 v.bounds.append((len(slots), hit[0], hit[1]))
             slots.append(s)
         trace = _Trace(tape)
-        if _state.active is not None:
-            raise RuntimeError("pyrite: a compiled function was called inside another's trace")
+        hooks, seen = self._capture_hooks()
         _state.active = trace
         try:
             with dev.record(tape):
@@ -352,6 +362,8 @@ class CompiledFunction:
             raise
         finally:
             _state.active = None
+            for h in hooks:
+                h.remove()
         self.traces += 1
         covered = set(self._watches)
         for w in self._watches.values():
@@ -361,8 +373,9 @@ class CompiledFunction:
             self._watch(o)
         out_leaves, out_key = [], []
         v.out_spec = _flatten(out, out_leaves, out_key)
+        v.captured = [n for n in self.captures if isinstance(seen.get(n), Tensor)]
         results = []
-        for t in out_leaves:
+        for t in (*out_leaves, *(seen[n] for n in v.captured)):
             if id(t._storage.buffer) in tape.owned:  # (a bare view: no autograd graph kept)
                 v.outputs.append(
                     ("own", Tensor._make(t._storage, t._shape, t._strides, t._offset, t.dtype))
@@ -371,6 +384,7 @@ class CompiledFunction:
             else:
                 v.outputs.append(("ext", t))
                 results.append(t)
+        self._set_captured(v, results)
         writes = tape.writes()
         for i, (t, s) in enumerate(zip(leaves, slots)):
             if id(s._storage.buffer) in writes:
@@ -417,10 +431,10 @@ class CompiledFunction:
         after, results = [], []
         for kind, t in v.outputs:
             if kind == "own":
-                n = (t._storage.nbytes + 3) & ~3
+                start, n, offset = _span(t)
                 st = dev.pool.allocate(n)
-                after.append((t._storage.buffer, 0, st.buffer, 0, n))
-                results.append(Tensor._make(st, t._shape, t._strides, t._offset, t.dtype))
+                after.append((t._storage.buffer, start, st.buffer, 0, n))
+                results.append(Tensor._make(st, t._shape, t._strides, offset, t.dtype))
             else:
                 results.append(t)
         late = []
@@ -438,7 +452,41 @@ class CompiledFunction:
             autograd.mark_written(leaves[i])
         v.replays += 1
         self._last = v
+        self._set_captured(v, results)
         return _unflatten(v.out_spec, iter(results))
+
+    def _capture_hooks(self):
+        """Forward hooks on the modules named in `captures` (resolved in the modules this
+        function uses), storing each one's output into the dict returned."""
+        seen, hooks = {}, []
+        for name in self.captures:
+            mod = self._capture_module(name)
+
+            def hook(_m, _args, out, name=name):
+                seen[name] = out
+
+            hooks.append(mod.register_forward_hook(hook))
+        return hooks, seen
+
+    def _capture_module(self, name):
+        """The submodule `name` of the first module this function uses that has one."""
+        for w in self._watches.values():
+            get = getattr(w.obj, "get_submodule", None)
+            if get is not None:
+                try:
+                    return get(name)
+                except AttributeError:
+                    continue
+        names = ", ".join(type(w.obj).__name__ for w in self._watches.values()) or "none found"
+        raise ValueError(
+            f"pyrite: compile(captures=...): no module named {name!r} in the modules this "
+            f"function uses ({names})"
+        )
+
+    def _set_captured(self, v, results):
+        k = len(results) - len(v.captured)
+        self.captured = dict(zip(v.captured, results[k:]))
+        del results[k:]
 
     def _warn_once(self, tag, message):
         if tag not in self._warned:
@@ -475,12 +523,22 @@ class CompiledFunction:
             pass
 
 
+def _span(t: Tensor):
+    """(first byte, bytes, element offset within them) of the words `t`'s view reaches."""
+    sb = t.dtype.storage_bytes
+    reach = sum((d - 1) * st for d, st in zip(t._shape, t._strides) if d > 0)
+    lo = t._offset * sb
+    start = lo & ~3
+    end = ((t._offset + reach + 1) * sb + 3) & ~3 if t.numel() else start + 4
+    return start, max(end - start, 4), (lo - start) // sb
+
+
 def _copy_out(dev, t: Tensor) -> Tensor:
-    """A fresh tensor holding the same view of a copy of `t`'s storage."""
-    n = (t._storage.nbytes + 3) & ~3
+    """A fresh tensor holding the same view of a copy of the words `t` reaches."""
+    start, n, offset = _span(t)
     st = dev.pool.allocate(n)
-    dev.copy(t._storage.buffer, 0, st.buffer, 0, n)
-    return Tensor._make(st, t._shape, t._strides, t._offset, t.dtype)
+    dev.copy(t._storage.buffer, start, st.buffer, 0, n)
+    return Tensor._make(st, t._shape, t._strides, offset, t.dtype)
 
 
 def _copy_back(slot: Tensor, t: Tensor):

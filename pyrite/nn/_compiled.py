@@ -18,11 +18,13 @@ class CompiledModule(Module):
     `no_grad()`, in inference, or with frozen parameters it replays the recording.
     """
 
-    def __init__(self, mod: Module, fullgraph=False, chunk=None):
+    def __init__(self, mod: Module, fullgraph=False, chunk=None, captures=None):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(
-            self, "_compiled", CompiledFunction(mod, fullgraph=fullgraph, chunk=chunk, known=[mod])
+            self,
+            "_compiled",
+            CompiledFunction(mod, fullgraph=fullgraph, chunk=chunk, known=[mod], captures=captures),
         )
         object.__setattr__(self, "_params", list(mod.parameters()))
 
@@ -34,6 +36,10 @@ class CompiledModule(Module):
             self._compiled.eager_calls += 1
             return self._orig_mod(*args, **kwargs)
         return self._compiled(*args, **kwargs)
+
+    @property
+    def captured(self) -> dict:
+        return self._compiled.captured
 
     @property
     def graph(self):

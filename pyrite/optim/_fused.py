@@ -88,6 +88,7 @@ class _Batch:
             bufs += [t._storage.buffer for t in tensors]
         info[0] = total
         info += [f32_bits(x) for x in values]
+        _note_scalars([tensors[0] for tensors, _ in items], len(values), len(info))
         if len(items) == 1:
             src = update_kernel(operands, rule, names)
             info = [total, *info[2:]]
@@ -98,6 +99,15 @@ class _Batch:
         for _, written in items:
             for t in written.values():
                 autograd.mark_written(t)
+
+
+def _note_scalars(params, n_scalars, n_info):
+    """Inside a compiled function's trace: the next dispatch's last `n_scalars` info words are
+    the step scalars of `params` (the parameter tensors it updates), which a replay refreshes
+    (backend/replay.Refresher) without running the update's Python again."""
+    tape = backend.current()._tape
+    if tape is not None and tape.recording:
+        tape.scalar_tail(params, n_scalars, n_info)
 
 
 def _capacity(n_operands, n_scalars):
@@ -126,6 +136,12 @@ def update(rule: str, written: dict, read: dict, scalars: dict) -> None:
     `written`: {name: tensor} updated in place (the parameter first, then its state tensors);
     `read`: {name: tensor} only read (the gradient); `scalars`: {name: float}. Every operand
     has the parameter's shape."""
+    tape = backend.current()._tape
+    if tape is not None and not tape.recording:  # a compiled step's replay: only the scalars
+        tape.scalars(written, scalars)
+        for t in written.values():
+            autograd.mark_written(t)
+        return
     batch = getattr(_local, "batch", None)
     if batch is not None:
         ws = {id(t._storage) for t in written.values()}
@@ -159,6 +175,7 @@ def update(rule: str, written: dict, read: dict, scalars: dict) -> None:
     if n:
         src = update_kernel(tuple(operands), rule, tuple(scalars))
         info = [n, *(t._offset for t in tensors), *(f32_bits(x) for x in scalars.values())]
+        _note_scalars([next(iter(written.values()))], len(scalars), len(info))
         bufs = [t._storage.buffer for t in tensors]
         backend.current().dispatch(src, bufs, info, grid_for(n))
         for s, t in copies_back:
