@@ -171,6 +171,12 @@ def test_fast_variants(variant, rng):
             # x @ w.T: B's K contiguous
             _check_mm(a, b, t32(a), t32(np.ascontiguousarray(b.T)).t(), f"{variant} {m}x{k}x{n} nt")
             assert (mmod.LAST == variant) == fits, (m, k, n, mmod.LAST)
+            # g.T @ x (a weight's gradient): A's M contiguous, with either B
+            at = t32(np.ascontiguousarray(a.T)).t()
+            _check_mm(a, b, at, t32(b), f"{variant} {m}x{k}x{n} tn")
+            assert (mmod.LAST == variant) == fits, (m, k, n, mmod.LAST)
+            _check_mm(a, b, at, t32(np.ascontiguousarray(b.T)).t(), f"{variant} {m}x{k}x{n} tt")
+            assert (mmod.LAST == variant) == fits, (m, k, n, mmod.LAST)
         m, k, n = bm, 2 * bk, bn
         # batches: A (3, m, k), B broadcast (k, n); and B batched with unit K stride
         a, b = rng.standard_normal((3, m, k)), rng.standard_normal((k, n))
@@ -194,8 +200,9 @@ def test_fast_variants(variant, rng):
         big = rng.standard_normal((m + 1, k + 1))
         _check_mm(big[1:, 1:], b, t32(big)[1:, 1:], t32(b), "unaligned")
         assert mmod.LAST != variant
-        # transposed A (M contiguous): general path
-        _check_mm(a[0], b, t32(np.ascontiguousarray(a[0].T)).t(), t32(b), "a-t")
+        # transposed A (M contiguous) with a K stride not a multiple of 4: general path
+        big = rng.standard_normal((k, m + 1))
+        _check_mm(big[:, :m].T, b, t32(big)[:, :m].t(), t32(b), "a-t unaligned")
         assert mmod.LAST != variant
         # epilogues: linear (bias) and addmm (alpha, beta) on the fast kernel
         x, w, bias = (

@@ -286,10 +286,10 @@ def gemm_direct(
 
 
 # ---- the contiguous-aligned fast path ---------------------------------------------------------
-def fast_smem_bytes(bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, b_lay: str) -> int:
+def fast_smem_bytes(bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, lay: str) -> int:
     """Workgroup memory of `gemm_fast` (bytes): the ops layer skips a variant past the limit."""
     sa = bm // 4 + 1
-    sb = bn // 4 + (1 if b_lay == "k" else 0)
+    sb = bn // 4 + (1 if lay[-1] == "k" else 0)
     return (2 if dbuf else 1) * bk * (sa + sb) * 16
 
 
@@ -304,7 +304,7 @@ def fast_valid(bm: int, bn: int, tm: int, tn: int, bk: int) -> bool:
 
 @lru_cache(maxsize=256)
 def gemm_fast(
-    b_lay: str,
+    lay: str,
     nb: int,
     epi: str = "none",
     bm: int = 128,
@@ -315,25 +315,28 @@ def gemm_fast(
     dbuf: bool = True,
 ) -> KernelSource:
     """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
-    stride, B (.., K, N) with unit N stride (b_lay "n") or unit K stride (b_lay "k": `x @ w.T`),
-    every other stride and offset (batch strides too) a multiple of 4, M % bm == N % bn ==
-    K % bk == 0, C contiguous at an offset multiple of 4. No guards anywhere.
+        stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
+        B (.., K, N) with unit N stride (`lay` ending "n") or unit K stride ("k": `x @ w.T`); every
+        other stride and offset (batch strides too) a multiple of 4, M % bm == N % bn == K % bk == 0,
+        C contiguous at an offset multiple of 4. No guards anywhere.
 
-    A workgroup of (bn/tn) x (bm/tm) invocations computes a bm x bn tile; invocation (tx, ty)
-    holds tm x tn outputs in tm*tn/4 named vec4 registers. Its rows are the vec4 groups
-    ty + i*(bm/tm) (i < tm/4) and its columns the vec4 groups tx + j*(bn/tn), so one warp's
-    workgroup-memory reads of B are consecutive 16-byte words (no bank conflicts) and its stores
-    to C are coalesced. Operands come in as vec4 (16-byte) loads; A (and B when K is its unit
-    dim) is transposed on its way into the k-major workgroup tile, whose rows are padded by one
-    vec4 so those scalar stores spread over the banks. With `dbuf` the workgroup tiles are double
-    buffered: the next K step's vec4s are loaded into registers while the current step computes,
-    then stored into the other buffer, one barrier a K step instead of two. The K step is
-    unrolled by the generator.
+        A workgroup of (bn/tn) x (bm/tm) invocations computes a bm x bn tile; invocation (tx, ty)
+        holds tm x tn outputs in tm*tn/4 named vec4 registers. Its rows are the vec4 groups
+        ty + i*(bm/tm) (i < tm/4) and its columns the vec4 groups tx + j*(bn/tn), so one warp's
+        workgroup-memory reads of B are consecutive 16-byte words (no bank conflicts) and its stores
+        to C are coalesced. Operands come in as vec4 (16-byte) loads; A (and B when K is its unit
+        dim) is transposed on its way into the k-major workgroup tile, whose rows are padded by one
+        vec4 so those scalar stores spread over the banks (an M-contiguous A goes in whole, as an
+    N-contiguous B does). With `dbuf` the workgroup tiles are double
+        buffered: the next K step's vec4s are loaded into registers while the current step computes,
+        then stored into the other buffer, one barrier a K step instead of two. The K step is
+        unrolled by the generator.
 
-    Info words as the general kernels (module docstring); e (the epilogue operand) is read by
-    scalars through its strides.
+        Info words as the general kernels (module docstring); e (the epilogue operand) is read by
+        scalars through its strides.
     """
-    assert b_lay in ("n", "k") and fast_valid(bm, bn, tm, tn, bk)
+    assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
+    a_m, b_lay = lay[0] == "m", lay[-1]
     ntx, nty = bn // tn, bm // tm
     nt = ntx * nty
     kq = bk // 4
@@ -356,15 +359,22 @@ def gemm_fast(
     L += [
         f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
         f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
-        "  let sam4 = s_am >> 2u;",
-        "  let a4 = (a_base >> 2u) + row0 * sam4;",
     ]
-    # A: vec4 number idx = li + r*nt of the tile is row idx / kq, vec4 column idx % kq
-    for r in range(ra):
-        L.append(f"  let am{r} = (li + {r * nt}) / {kq}; let ak{r} = (li + {r * nt}) % {kq};")
-        L.append(f"  let ga{r} = a4 + am{r} * sam4 + ak{r};")
-        L.append(f"  let sa{r} = ak{r} * {4 * sa} + am{r} / 4; let qa{r} = am{r} % 4;")
-        L.append(f"  var va{r}: vec4<f32>;")
+    if a_m:  # A: vec4 number idx = li + r*nt of the tile is k row idx / (bm/4), m-vec4 idx % (bm/4)
+        L += ["  let sak4 = s_ak >> 2u;", "  let a4 = (a_base >> 2u) + (row0 >> 2u);"]
+        for r in range(ra):
+            L.append(
+                f"  let ak{r} = (li + {r * nt}) / {bm // 4}; let am{r} = (li + {r * nt}) % {bm // 4};"
+            )
+            L.append(f"  let ga{r} = a4 + ak{r} * sak4 + am{r}; let sa{r} = ak{r} * {sa} + am{r};")
+            L.append(f"  var va{r}: vec4<f32>;")
+    else:  # A: vec4 number idx = li + r*nt of the tile is row idx / kq, vec4 column idx % kq
+        L += ["  let sam4 = s_am >> 2u;", "  let a4 = (a_base >> 2u) + row0 * sam4;"]
+        for r in range(ra):
+            L.append(f"  let am{r} = (li + {r * nt}) / {kq}; let ak{r} = (li + {r * nt}) % {kq};")
+            L.append(f"  let ga{r} = a4 + am{r} * sam4 + ak{r};")
+            L.append(f"  let sa{r} = ak{r} * {4 * sa} + am{r} / 4; let qa{r} = am{r} % 4;")
+            L.append(f"  var va{r}: vec4<f32>;")
     if b_lay == "n":
         L += ["  let sbk4 = s_bk >> 2u;", "  let b4 = (b_base >> 2u) + (col0 >> 2u);"]
         for r in range(rb):
@@ -385,7 +395,10 @@ def gemm_fast(
 
     def load(t, ind):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
-        out += [f"{ind}va{r} = a[ga{r} + t4];" for r in range(ra)]
+        if a_m:
+            out += [f"{ind}va{r} = a[ga{r} + ({t}) * sak4];" for r in range(ra)]
+        else:
+            out += [f"{ind}va{r} = a[ga{r} + t4];" for r in range(ra)]
         if b_lay == "n":
             out += [f"{ind}vb{r} = b[gb{r} + ({t}) * sbk4];" for r in range(rb)]
         else:
@@ -396,6 +409,9 @@ def gemm_fast(
         oa, ob = f"({buf}) * {bk * sa}", f"({buf}) * {bk * sb}"
         out = []
         for r in range(ra):
+            if a_m:
+                out.append(f"{ind}As[{oa} + sa{r}] = va{r};")
+                continue
             out.append(
                 ind
                 + " ".join(

@@ -149,22 +149,29 @@ FORCE_SPLIT = None
 
 
 def _fast_layout(a, b, e, out_dtype, cstrides):
-    """ "n" or "k" (B's unit-stride dim) when the product may take `gemm_fast`, else None.
-    The output is a new contiguous tensor of `out_dtype` (offset 0)."""
+    """ "n" or "k" (B's unit-stride dim), prefixed by "m" where A's unit stride is along M (a
+    transposed A: a weight's gradient g.T @ x), when the product may take `gemm_fast`, else
+    None. The output is a new contiguous tensor of `out_dtype` (offset 0)."""
     if (
         a.dtype.wgsl != "f32"
         or out_dtype.wgsl != "f32"
         or (e is not None and e.dtype.wgsl != "f32")
     ):
         return None
-    if a._strides[-1] != 1 or a._strides[-2] % 4 or a._offset % 4 or b._offset % 4:
+    if a._offset % 4 or b._offset % 4:
+        return None
+    if a._strides[-1] == 1 and a._strides[-2] % 4 == 0:
+        al = ""
+    elif a._strides[-2] == 1 and a._strides[-1] % 4 == 0:
+        al = "m"
+    else:
         return None
     if any(s % 4 for s in cstrides[1]) or any(s % 4 for s in cstrides[2]):
         return None
     if b._strides[-1] == 1 and b._strides[-2] % 4 == 0:
-        return "n"
+        return al + "n"
     if b._strides[-2] == 1 and b._strides[-1] % 4 == 0:
-        return "k"
+        return al + "k"
     return None
 
 
