@@ -58,9 +58,15 @@ def _run(compiled, n=9, dropout=0.3, **kw):
     return losses, _params(m), opt, f
 
 
-def test_training_step_matches_eager_exactly():
+@pytest.mark.parametrize("per_dispatch", [16, 3, 1])
+def test_training_step_matches_eager_exactly(per_dispatch, monkeypatch):
     """AdamW with weight decay, a StepLR schedule and dropout: losses and parameters after 9
-    steps equal eager's bit for bit; the replays actually happened."""
+    steps equal eager's bit for bit; the replays actually happened. With the optimizer's
+    parameters a dispatch capped (Dawn binds 3 Adam parameters a dispatch: a batch of 3 and a
+    single update, whose info words are laid out differently)."""
+    from pyrite.optim import _fused
+
+    monkeypatch.setattr(_fused, "MAX_BATCH", per_dispatch)
     le, pe, opt_e, _ = _run(False)
     lc, pc, opt_c, f = _run(True)
     assert le == lc

@@ -88,13 +88,13 @@ class _Batch:
             bufs += [t._storage.buffer for t in tensors]
         info[0] = total
         info += [f32_bits(x) for x in values]
-        _note_scalars([tensors[0] for tensors, _ in items], len(values), len(info))
         if len(items) == 1:
             src = update_kernel(operands, rule, names)
             info = [total, *info[2:]]
         else:
             src = update_many_kernel(operands, rule, names, len(items))
         if total:
+            _note_scalars([tensors[0] for tensors, _ in items], len(values), len(info))
             backend.current().dispatch(src, bufs, info, grid_for(total))
         for _, written in items:
             for t in written.values():
