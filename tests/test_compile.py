@@ -388,3 +388,64 @@ def test_dataloader_inside_runs_eagerly():
         warnings.simplefilter("ignore")
         got = [g().item() for _ in range(4)]
     assert got == [1.0, 5.0, 9.0, 13.0]  # every batch, none frozen
+
+
+def _k(n):
+    """Kernels of n maps: under PYRITE_POISON each new output is first filled with NaN (one
+    more kernel a map)."""
+    from pyrite.ops import core
+
+    return 2 * n if core.POISON else n
+
+
+def test_elementwise_chain_fuses_into_one_kernel():
+    """(x * w + b).relu() * 0.5 + y: five maps whose intermediates nothing else reads become
+    one kernel; the result matches numpy within one f32 rounding an op (fusion keeps every
+    intermediate's f32 value; a compiler may contract a multiply-add into one fma)."""
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((37, 19)).astype(np.float32) for _ in range(3)]
+    w, b = rng.standard_normal(19).astype(np.float32), rng.standard_normal(19).astype(np.float32)
+    x, y, tw, tb = pr.tensor(xs[0]), pr.tensor(xs[1]), pr.tensor(w), pr.tensor(b)
+
+    def f(x, y):
+        return (x * tw + tb).relu() * 0.5 + y
+
+    g = pr.compile(f)
+    for _ in range(3):
+        got = g(x, y).numpy()
+    x64 = xs[0].astype(np.float64)
+    want = np.maximum(x64 * w + b, 0) * 0.5 + xs[1]
+    scale = (np.abs(x64 * w) + np.abs(b)) * 0.5 + np.abs(xs[1])
+    np.testing.assert_allclose(got, want, rtol=0, atol=float(4 * 2**-24 * scale.max()) + 1e-30)
+    s = g.stats()
+    assert s["kernels_traced"] == _k(5) and s["kernels"] == _k(1) and s["fused"] == 4
+    unfused = pr.compile(f, options={"fusion": False})
+    for _ in range(2):
+        out = unfused(x, y)
+    assert unfused.stats()["kernels"] == _k(5)
+    np.testing.assert_array_equal(out.numpy(), f(x, y).numpy())  # no fusion: eager's bits
+    with pytest.raises(ValueError, match="fusion"):
+        pr.compile(f, options={"fuse": True})
+
+
+def test_intermediate_read_twice_is_not_fused_and_dead_code_goes():
+    rng = np.random.default_rng(8)
+    x = pr.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+
+    def f(x):
+        h = x * 3  # read by two maps: stays
+        unused = (h + 7).exp()  # never reaches an output: removed
+        del unused
+        return h + 1, h * 2
+
+    g = pr.compile(f)
+    for _ in range(3):
+        a, b = g(x)
+    x64 = x.numpy().astype(np.float64)
+    # two f32 roundings each (h, then the result), relative to the magnitudes involved
+    err = np.abs(a.numpy() - (x64 * 3 + 1))
+    assert (err <= 2 * 2**-24 * (np.abs(3 * x64) + 1)).all()
+    np.testing.assert_allclose(b.numpy(), x64 * 6, rtol=2 * 2**-24)
+    s = g.stats()
+    # h + 7 fuses into exp (its only reader), and that kernel, read by nothing, goes
+    assert s["kernels_traced"] == _k(5) and s["kernels"] == _k(3) and s["fused"] == 1

@@ -88,15 +88,23 @@ def _called(names) -> bool:
     return last in names
 
 
+def _view(t):
+    """A tensor's view without its Storage (which must be free to die): buffer, shape, strides,
+    offset, dtype."""
+    return (t._storage.buffer, t._shape, t._strides, t._offset, t.dtype)
+
+
 class Op:
     """One recorded command: kind "d" (dispatch), "c" (copy) or "u" (upload)."""
 
-    __slots__ = ("args", "inner", "kind", "outer", "where")
+    __slots__ = ("args", "inner", "kind", "map", "outer", "where")
 
-    def __init__(self, kind, args, site):
+    def __init__(self, kind, args, site, map=None):
         self.kind = kind
         self.args = args
         self.inner, self.outer, self.where, _ = site
+        # an elementwise map's description (Tape.map_next), for compile/fusion.py
+        self.map = map
 
 
 class Tape:
@@ -115,12 +123,15 @@ class Tape:
         # optimizer's fused update, whose trailing info words are its step scalars
         self.scalar_slots: dict[int, tuple] = {}
         self.allocated_bytes = 0  # every allocation's size class, as if nothing were reused
+        # (op position, id(buffer)) of every allocation: a buffer holds a new tensor from there
+        self.allocs: list[tuple[int, int]] = []
         self.recording = True
         self.stale = False
         self.dispatches = 0
         self._region = None
         self._next_dynamic = None
         self._next_scalars = None
+        self._next_map = None
 
     # ---- while recording (called by the pool and the device, their lock held) ------------
     def allocate(self, pool, nbytes, size, upload):
@@ -128,6 +139,7 @@ class Tape:
         bucket = None if upload else self.free.get(size)
         if bucket:  # (an upload is written by the queue before pending work: fresh buffers only)
             buffer = bucket.pop()
+            self.allocs.append((len(self.ops), id(buffer)))
             pool.pins[id(buffer)].dead = False
             pool.live_bytes += size
             pool.peak_live_bytes = max(pool.peak_live_bytes, pool.live_bytes)
@@ -138,6 +150,7 @@ class Tape:
         finally:
             pool.tape = self
         self.adopt(storage.buffer)
+        self.allocs.append((len(self.ops), id(storage.buffer)))
         return storage
 
     def adopt(self, buffer):
@@ -167,7 +180,9 @@ class Tape:
     def dispatch(self, pipeline, modes, buffers, info, grid):
         self._name(buffers)
         words = np.asarray(info, dtype=np.int32).copy() if len(info) else None
-        self.ops.append(Op("d", (pipeline, modes, tuple(buffers), words, tuple(grid)), _site()))
+        op = Op("d", (pipeline, modes, tuple(buffers), words, tuple(grid)), _site(), self._next_map)
+        self._next_map = None
+        self.ops.append(op)
         if self._region is not None:
             self._region.append(self.dispatches)
         if self._next_dynamic is not None:
@@ -215,6 +230,18 @@ class Tape:
     def dynamic_next(self, words):
         """The next dispatch's info words come from `words()` at every replay (random kernels)."""
         self._next_dynamic = words
+
+    def map_next(self, expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes):
+        """The next dispatch is ops/core.run_map's `out = expr(inputs, scalars)`."""
+        self._next_map = (
+            expr,
+            tuple(_view(t) for t in inputs),
+            tuple(in_ctypes),
+            _view(out),
+            out_ctype,
+            tuple(scalars),
+            tuple(s_ctypes),
+        )
 
     def scalar_tail(self, params, n_scalars, n_info):
         """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py)."""

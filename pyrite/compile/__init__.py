@@ -40,6 +40,7 @@ from .. import autograd, backend
 from ..backend.replay import Graph, GraphBreak, Tape
 from ..tensor import Tensor
 from . import _state
+from .fusion import optimize
 
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
 
@@ -70,13 +71,21 @@ def compile(
         captures (list of str, optional): names of submodules (`"blocks.0.attn"`, in the
             modules the function uses) whose outputs every call also returns, fresh, in the
             compiled function's `captured` dict.
-        dynamic, backend, mode, options: accepted for PyTorch's signature; pyrite records
-            static shapes (a new shape is a new recording).
+        options (dict, optional): {"fusion": False} keeps every kernel the trace ran (no
+            elementwise fusion): a replay is then bit-identical to eager.
+        dynamic, backend, mode: accepted for PyTorch's signature; pyrite records static
+            shapes (a new shape is a new recording).
         disable (bool): return `model` unchanged.
     """
     if model is None:
         return lambda m: compile(
-            m, fullgraph=fullgraph, dynamic=dynamic, disable=disable, chunk=chunk, captures=captures
+            m,
+            fullgraph=fullgraph,
+            dynamic=dynamic,
+            disable=disable,
+            chunk=chunk,
+            captures=captures,
+            options=options,
         )
     if disable:
         return model
@@ -87,10 +96,14 @@ def compile(
     if isinstance(model, Module):
         from ..nn._compiled import CompiledModule
 
-        return CompiledModule(model, fullgraph=fullgraph, chunk=chunk, captures=captures)
+        return CompiledModule(
+            model, fullgraph=fullgraph, chunk=chunk, captures=captures, options=options
+        )
     if not callable(model):
         raise TypeError(f"pyrite: compile() expects a function or a Module, not {type(model)}")
-    return CompiledFunction(model, fullgraph=fullgraph, chunk=chunk, captures=captures)
+    return CompiledFunction(
+        model, fullgraph=fullgraph, chunk=chunk, captures=captures, options=options
+    )
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -251,6 +264,8 @@ class _Variant:
         self.mutated = []  # (argument number, slot) of inputs the recording writes
         self.replays = 0
         self.build_s = 0.0
+        self.kernels_traced = 0  # dispatches the trace ran, before fusion and dead-code removal
+        self.fused = 0
         # (argument number, lo, hi): integer arguments whose values the trace knew to lie in
         # [lo, hi] without reading them (so index checks passed without a readback); a replay
         # needs the new argument's known range inside that one
@@ -269,8 +284,14 @@ class CompiledFunction:
     """A function under `pr.compile`: call it as the function; `graph` and `stats()` describe
     the recording."""
 
-    def __init__(self, fn, fullgraph=False, chunk=None, known=(), captures=()):
+    def __init__(self, fn, fullgraph=False, chunk=None, known=(), captures=(), options=None):
         self.fn = fn
+        options = dict(options or {})
+        self.fusion = bool(options.pop("fusion", True))
+        if options:
+            raise ValueError(
+                f"pyrite: compile(options=...) knows 'fusion' (bool), not {sorted(options)}"
+            )
         self.captures = list(captures or ())
         self.captured: dict = {}  # name -> the output of that module in the last call
         self.fullgraph = fullgraph
@@ -407,6 +428,10 @@ class CompiledFunction:
                 )
             self.eager_calls += 1
             return _unflatten(v.out_spec, iter(results))
+        v.kernels_traced = tape.dispatches
+        keep = {id(s._storage.buffer) for s in slots}
+        keep.update(id(t._storage.buffer) for kind, t in v.outputs if kind == "own")
+        v.fused = optimize(tape, dev, keep, fuse=self.fusion)
         g = Graph(dev, tape)
         v.slots = slots
         v.graph = g

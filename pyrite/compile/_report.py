@@ -94,7 +94,8 @@ def stats(cf) -> dict:
         kernels=v.graph.kernels,
         copies=sum(op.kind == "c" for op in tape.ops),
         uploads=sum(op.kind == "u" for op in tape.ops),
-        fused_groups=0,  # (no fusion pass yet: kernels are the eager ones)
+        kernels_traced=v.kernels_traced,  # (before fusion and dead-code removal)
+        fused=v.fused,  # maps fused into the map that reads them
         pipelines=len({id(p) for p in v.graph.pipelines}),
         regions=len(tape.regions),
         replays=v.replays,

@@ -18,13 +18,20 @@ class CompiledModule(Module):
     `no_grad()`, in inference, or with frozen parameters it replays the recording.
     """
 
-    def __init__(self, mod: Module, fullgraph=False, chunk=None, captures=None):
+    def __init__(self, mod: Module, fullgraph=False, chunk=None, captures=None, options=None):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(
             self,
             "_compiled",
-            CompiledFunction(mod, fullgraph=fullgraph, chunk=chunk, known=[mod], captures=captures),
+            CompiledFunction(
+                mod,
+                fullgraph=fullgraph,
+                chunk=chunk,
+                known=[mod],
+                captures=captures,
+                options=options,
+            ),
         )
         object.__setattr__(self, "_params", list(mod.parameters()))
 

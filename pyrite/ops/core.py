@@ -179,7 +179,10 @@ def _poison(t: Tensor):
         src = map_kernel("s0", (), ("u32", "i32", "c"), 1, ("i32",))
     n = t.numel()
     units = map_words(n, t.dtype.storage, "c")
-    backend.current().dispatch(src, (t._storage.buffer,), (n, 0, nan_bits), grid_for(units))
+    dev = backend.current()
+    if dev._tape is not None and dev._tape.recording:  # (a fill: it reads nothing)
+        dev._tape.map_next("s0", (), (), t, "f32", (), ())
+    dev.dispatch(src, (t._storage.buffer,), (n, 0, nan_bits), grid_for(units))
 
 
 # ---- shapes --------------------------------------------------------------------------------
@@ -318,7 +321,34 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
         key.append(ct)
         key.append(t._shape)
         key.append(t._strides)
-    key = tuple(key)
+    cmd = _map_command(tuple(key), expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes)
+    if cmd is None:
+        return out
+    dev = backend.current()
+    tape = dev._tape
+    if tape is not None and tape.recording:  # (what compile/fusion.py may fuse)
+        tape.map_next(expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes)
+    dev.dispatch(*cmd)
+    if out.dtype.is_floating_point and _untracked(inputs):
+        _mark_untracked(out, expr)
+    return out
+
+
+def map_command(expr, inputs, in_ctypes, out, out_ctype, scalars=(), s_ctypes=()):
+    """(kernel, buffers, info words, grid) of run_map's dispatch, or None for an empty output;
+    no input may overlap `out` except as exactly its view (compile/fusion.py builds fused maps
+    through here)."""
+    key = [expr, out_ctype, out.dtype, out._shape, out._strides, tuple(s_ctypes)]
+    for t, ct in zip(inputs, in_ctypes):
+        if t._storage is out._storage:
+            key.append(None)
+        key += [t.dtype, ct, t._shape, t._strides]
+    return _map_command(
+        tuple(key), expr, inputs, in_ctypes, out, out_ctype, scalars, tuple(s_ctypes)
+    )
+
+
+def _map_command(key, expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes):
     plan = _plans.get(key)
     if plan is None:
         plan = _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes)
@@ -327,23 +357,20 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
         _plans[key] = plan
     src, static, grid, n, aliased = plan
     if n == 0:
-        return out
+        return None
     info = [n, out._offset]
     bufs = []
     for t, al in zip(inputs, aliased):
         info.append(t._offset)
         if not al:
             bufs.append(t._storage.buffer)
-    bufs.append(ostore.buffer)
+    bufs.append(out._storage.buffer)
     if static:
         info.extend(static)
     if scalars:
         for x, ct in zip(scalars, s_ctypes):
             info.append(f32_bits(x) if ct == "f32" else int(x))
-    backend.current().dispatch(src, bufs, info, grid)
-    if out.dtype.is_floating_point and _untracked(inputs):
-        _mark_untracked(out, expr)
-    return out
+    return src, bufs, info, grid
 
 
 def _untracked(inputs) -> bool:

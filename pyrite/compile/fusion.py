@@ -1,0 +1,260 @@
+"""Passes over a recording (backend/replay.Tape) before it becomes a Graph.
+
+- **Elementwise fusion.** A map B (ops/core.run_map) reading the whole output of an earlier map
+  A, where nothing else reads that output before its buffer is reused or the recording ends (an
+  intermediate), becomes one map computing A's expression in place of B's input: one kernel, one
+  fewer pass over memory, A's output never written. Chains fuse one link at a time.
+- **Dead-code removal.** A dispatch whose every written buffer is overwritten or dropped before
+  anything reads it (and is not an output, a parameter, optimizer state or anything else still
+  held when the recording ends) is removed.
+
+Which buffer holds which tensor when comes from the tape's allocation log: a buffer's *segment*
+runs from one allocation of it to the next. Kernels an optimizer step, a schedule or a random
+draw refreshes between replays (regions, dynamic and scalar words: their dispatch numbers are
+how the refresh finds them) are left as they are.
+
+Fusion keeps every intermediate value's f32 (or i32) rounding: only maps whose intermediate is
+stored in its compute type fuse. It may still change the last bit of a result: a shader compiler
+may contract a multiply and an add that were in two kernels into one fma.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+import numpy as np
+
+from ..backend.pool import Storage
+from ..backend.replay import Op
+from ..ops.core import map_command
+from ..tensor import Tensor
+
+# compute types a map's output is stored in without rounding (storage token -> compute type)
+_EXACT = {"f32": "f32", "i32": "i32", "u32": "u32"}
+_VAR = re.compile(r"\b([xs])(\d+)\b")
+
+
+class _Uses:
+    """Per buffer: the op positions that bind it and its allocation positions."""
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.allocs: dict[int, list[int]] = {}
+        for pos, i in tape.allocs:
+            self.allocs.setdefault(i, []).append(pos)
+
+    def segment(self, i, pos):
+        """[start, end) of the op positions where buffer `i` holds the tensor it holds at `pos`
+        (end None: to the end of the recording)."""
+        a = self.allocs.get(i, ())
+        k = bisect.bisect_right(a, pos)
+        start = a[k - 1] if k else 0
+        return start, (a[k] if k < len(a) else None)
+
+
+def _buffers(op):
+    """(read ids, written ids) of one op: a map reads its inputs and writes its output; any
+    other kernel's "w" bindings count as both."""
+    if op.map is not None:
+        return {id(v[0]) for v in op.map[1]}, {id(op.map[3][0])}
+    if op.kind == "d":
+        _, modes, buffers, _, _ = op.args
+        r = {id(b) for b in buffers}
+        return r, {id(b) for b, m in zip(buffers, modes) if m == "w"}
+    if op.kind == "c":
+        return {id(op.args[0])}, {id(op.args[2])}
+    return set(), {id(op.args[0])}
+
+
+def _protected(tape):
+    """Dispatch numbers a replay's refresh addresses."""
+    p = set(tape.dynamic) | set(tape.scalar_slots)
+    for _, nums in tape.regions:
+        p.update(nums)
+    return p
+
+
+def _dead_after(tape, uses, i, end, keep):
+    """Whether buffer `i`'s tensor in a segment ending at `end` is gone by the end (`keep`
+    names buffers read after a replay: their last segment)."""
+    if i not in tape.owned:
+        return False
+    if end is not None:
+        return True
+    if i in keep:
+        return False
+    pin = tape.pool.pins.get(i)
+    return pin is not None and pin.dead
+
+
+def optimize(tape, device, keep=frozenset(), fuse=True):
+    """Fuse maps and remove dead dispatches in `tape.ops` (in place); `keep`: ids of buffers
+    the caller reads after a replay (outputs, captures, argument slots). Returns the number of
+    maps fused away."""
+    ops = tape.ops
+    protected = _protected(tape)
+    dnum, k = {}, 0
+    for pos, op in enumerate(ops):
+        if op.kind == "d":
+            dnum[pos] = k
+            k += 1
+    uses = _Uses(tape)
+    removed = set()
+    fused = 0
+    limit = device.limits.get("max-storage-buffers-per-shader-stage", 8) - 1
+    if fuse:
+        for b in range(len(ops)):
+            if ops[b].map is None or dnum[b] in protected:
+                continue
+            while True:
+                done = _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
+                if not done:
+                    break
+                fused += 1
+    removed |= _dead(tape, ops, uses, protected, dnum, keep, removed)
+    if removed:
+        _compact(tape, removed, dnum)
+    return fused
+
+
+def _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit):
+    B = ops[b]
+    expr, ins, cts, out, oct_, scal, sct = B.map
+    for j, (buf, shape, strides, offset, dtype) in enumerate(ins):
+        i = id(buf)
+        start, end = uses.segment(i, b)
+        # the producer: the last op before b in this segment that writes the buffer
+        a = None
+        for p in range(b - 1, start - 1, -1):
+            if p in removed:
+                continue
+            if i in _buffers(ops[p])[1]:
+                a = p
+                break
+        if a is None:
+            continue
+        A = ops[a]
+        if A.map is None or dnum[a] in protected or sum(id(v[0]) == i for v in ins) != 1:
+            continue
+        a_expr, a_ins, a_cts, a_out, a_oct, a_scal, a_sct = A.map
+        if a_out[:4] != (buf, shape, strides, offset) or a_out[1] != out[1]:
+            continue  # B reads exactly A's output, in B's own index space
+        if _EXACT.get(a_out[4].storage) != a_oct or cts[j] != a_oct:
+            continue  # the stored intermediate would round
+        if not _dead_after(tape, uses, i, end, keep):
+            continue
+        last = len(ops) if end is None else end
+        if any(
+            p not in (a, b) and p not in removed and i in _buffers(ops[p])[0]
+            for p in range(start, last)
+        ):
+            continue  # someone else reads it
+        a_bufs = {id(v[0]) for v in a_ins}
+        if id(out[0]) in a_bufs:
+            continue  # (B would write what A's inputs read: keep the two)
+        if any(p not in removed and a_bufs & _buffers(ops[p])[1] for p in range(a + 1, b)):
+            continue  # A's inputs change before B runs
+        # B's expression with A's in place of x_j; A's inputs and scalars renumbered after B's
+        n_in, n_s = len(ins), len(scal)
+
+        def sub_a(m):
+            kind, k = m.group(1), int(m.group(2))
+            return f"{kind}{(n_in - 1 if kind == 'x' else n_s) + k}"
+
+        inner = _VAR.sub(sub_a, a_expr)
+
+        def sub_b(m):
+            kind, k = m.group(1), int(m.group(2))
+            if kind == "x" and k == j:
+                return f"({inner})"
+            if kind == "x" and k > j:
+                return f"x{k - 1}"
+            return m.group(0)
+
+        new_expr = _VAR.sub(sub_b, expr)
+        new_ins = ins[:j] + ins[j + 1 :] + a_ins
+        new_cts = cts[:j] + cts[j + 1 :] + a_cts
+        new_scal, new_sct = scal + a_scal, sct + a_sct
+        cmd = _command(new_expr, new_ins, new_cts, out, oct_, new_scal, new_sct)
+        if cmd is None:
+            continue
+        src, bufs, info, grid = cmd
+        if len(set(map(id, bufs))) > limit or len(bufs) > limit or len(info) >= 127:
+            continue
+        pipeline, modes, _ = device.pipeline(src)
+        words = np.asarray(info, dtype=np.int32)
+        site = (f"{A.inner}+{B.inner}", B.outer, B.where, False)
+        ops[b] = Op(
+            "d",
+            (pipeline, modes, tuple(bufs), words, tuple(grid)),
+            site,
+            (new_expr, new_ins, new_cts, out, oct_, new_scal, new_sct),
+        )
+        removed.add(a)
+        return True
+    return False
+
+
+def _command(expr, ins, cts, out, oct_, scal, sct):
+    """map_command over views rebuilt from (buffer, shape, strides, offset, dtype)."""
+    stores = {}
+
+    def view(v):
+        buf, shape, strides, offset, dtype = v
+        st = stores.get(id(buf))
+        if st is None:
+            st = stores[id(buf)] = Storage(buf, buf.size, None)
+        return Tensor._make(st, shape, strides, offset, dtype)
+
+    return map_command(expr, [view(v) for v in ins], cts, view(out), oct_, scal, sct)
+
+
+def _dead(tape, ops, uses, protected, dnum, keep, removed):
+    """Dispatches none of whose writes is read before being dropped (to a fixpoint)."""
+    dead = set()
+    changed = True
+    while changed:
+        changed = False
+        for p in range(len(ops) - 1, -1, -1):
+            op = ops[p]
+            if op.kind != "d" or p in removed or p in dead or dnum[p] in protected:
+                continue
+            _, writes = _buffers(op)
+            if not writes:
+                continue
+            alive = False
+            for i in writes:
+                start, end = uses.segment(i, p)
+                if not _dead_after(tape, uses, i, end, keep):
+                    alive = True
+                    break
+                last = len(ops) if end is None else end
+                if any(
+                    q not in removed and q not in dead and i in _buffers(ops[q])[0]
+                    for q in range(p + 1, last)
+                ):
+                    alive = True
+                    break
+            if not alive:
+                dead.add(p)
+                changed = True
+    return dead
+
+
+def _compact(tape, removed, dnum):
+    """Drop the removed ops; renumber the dispatch numbers the refresh uses."""
+    new_num, k = {}, 0
+    ops = []
+    for pos, op in enumerate(tape.ops):
+        if pos in removed:
+            continue
+        if op.kind == "d":
+            new_num[dnum[pos]] = k
+            k += 1
+        ops.append(op)
+    tape.ops = ops
+    tape.dispatches = k
+    tape.dynamic = {new_num[d]: f for d, f in tape.dynamic.items()}
+    tape.scalar_slots = {new_num[d]: s for d, s in tape.scalar_slots.items()}
+    tape.regions = [(f, [new_num[d] for d in nums]) for f, nums in tape.regions]
