@@ -449,3 +449,35 @@ def test_intermediate_read_twice_is_not_fused_and_dead_code_goes():
     s = g.stats()
     # h + 7 fuses into exp (its only reader), and that kernel, read by nothing, goes
     assert s["kernels_traced"] == _k(5) and s["kernels"] == _k(3) and s["fused"] == 1
+
+
+def test_map_fuses_into_the_gemm_store(monkeypatch):
+    """relu(x @ w.T + b) * 0.5 + r on the fast GEMM: the three maps run in the product's store,
+    one kernel instead of four; within the dot-product bound of float64 numpy (the maps add one
+    f32 rounding each: 2^-24 of their magnitudes)."""
+    from pyrite.ops import matmul as mm
+
+    monkeypatch.setattr(mm, "FORCE", ("fast", (64, 64, 8, 8, 16, True)))
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((128, 96)).astype(np.float32)
+    w = rng.standard_normal((64, 96)).astype(np.float32)
+    bias = rng.standard_normal(64).astype(np.float32)
+    r = rng.standard_normal((2, 64, 64)).astype(np.float32)
+    tx, tw, tb, tr = (pr.tensor(v) for v in (x, w, bias, r))
+
+    def f(x, r):
+        y = F.linear(x, tw, tb).relu() * 0.5
+        return y.reshape(2, 64, 64) + r
+
+    g = pr.compile(f)
+    for _ in range(3):
+        got = g(tx, tr).numpy()
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    lin = x64 @ w64.T + bias
+    want = (np.maximum(lin, 0) * 0.5).reshape(2, 64, 64) + r
+    bound = 96 * 2**-24 * (np.abs(x64) @ np.abs(w64.T) + np.abs(bias))
+    tol = (bound * 0.5).reshape(2, 64, 64) + 2 * 2**-24 * (np.abs(want) + np.abs(r))
+    assert (np.abs(got - want) <= tol).all()
+    s = g.stats()
+    assert s["kernels_traced"] == _k(4) and s["kernels"] == _k(1) and s["fused"] == 3
+    assert "gemm_plan+run_map" in str(g.graph) or "gemm+run_map" in str(g.graph)

@@ -97,14 +97,16 @@ def _view(t):
 class Op:
     """One recorded command: kind "d" (dispatch), "c" (copy) or "u" (upload)."""
 
-    __slots__ = ("args", "inner", "kind", "map", "outer", "where")
+    __slots__ = ("args", "gemm", "inner", "kind", "map", "outer", "where")
 
-    def __init__(self, kind, args, site, map=None):
+    def __init__(self, kind, args, site, map=None, gemm=None):
         self.kind = kind
         self.args = args
         self.inner, self.outer, self.where, _ = site
-        # an elementwise map's description (Tape.map_next), for compile/fusion.py
+        # an elementwise map's or a fast GEMM's description (Tape.map_next, gemm_next), for
+        # compile/fusion.py
         self.map = map
+        self.gemm = gemm
 
 
 class Tape:
@@ -132,6 +134,7 @@ class Tape:
         self._next_dynamic = None
         self._next_scalars = None
         self._next_map = None
+        self._next_gemm = None
 
     # ---- while recording (called by the pool and the device, their lock held) ------------
     def allocate(self, pool, nbytes, size, upload):
@@ -180,8 +183,14 @@ class Tape:
     def dispatch(self, pipeline, modes, buffers, info, grid):
         self._name(buffers)
         words = np.asarray(info, dtype=np.int32).copy() if len(info) else None
-        op = Op("d", (pipeline, modes, tuple(buffers), words, tuple(grid)), _site(), self._next_map)
-        self._next_map = None
+        op = Op(
+            "d",
+            (pipeline, modes, tuple(buffers), words, tuple(grid)),
+            _site(),
+            self._next_map,
+            self._next_gemm,
+        )
+        self._next_map = self._next_gemm = None
         self.ops.append(op)
         if self._region is not None:
             self._region.append(self.dispatches)
@@ -242,6 +251,10 @@ class Tape:
             tuple(scalars),
             tuple(s_ctypes),
         )
+
+    def gemm_next(self, spec, out):
+        """The next dispatch is ops/matmul's gemm_fast(*spec) writing `out` (no fused map yet)."""
+        self._next_gemm = (spec, _view(out), None)
 
     def scalar_tail(self, params, n_scalars, n_info):
         """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py)."""

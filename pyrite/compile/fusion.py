@@ -27,6 +27,7 @@ import numpy as np
 
 from ..backend.pool import Storage
 from ..backend.replay import Op
+from ..ops.core import f32_bits as f32_word
 from ..ops.core import map_command
 from ..tensor import Tensor
 
@@ -107,10 +108,10 @@ def optimize(tape, device, keep=frozenset(), fuse=True):
         for b in range(len(ops)):
             if ops[b].map is None or dnum[b] in protected:
                 continue
-            while True:
-                done = _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
-                if not done:
-                    break
+            while ops[b].map is not None and (
+                _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
+                or _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
+            ):
                 fused += 1
     removed |= _dead(tape, ops, uses, protected, dnum, keep, removed)
     if removed:
@@ -123,33 +124,17 @@ def _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
     expr, ins, cts, out, oct_, scal, sct = B.map
     for j, (buf, shape, strides, offset, dtype) in enumerate(ins):
         i = id(buf)
-        start, end = uses.segment(i, b)
-        # the producer: the last op before b in this segment that writes the buffer
-        a = None
-        for p in range(b - 1, start - 1, -1):
-            if p in removed:
-                continue
-            if i in _buffers(ops[p])[1]:
-                a = p
-                break
-        if a is None:
+        if sum(id(v[0]) == i for v in ins) != 1:
+            continue
+        a = _producer(tape, ops, b, i, uses, removed, protected, dnum, keep)
+        if a is None or ops[a].map is None:
             continue
         A = ops[a]
-        if A.map is None or dnum[a] in protected or sum(id(v[0]) == i for v in ins) != 1:
-            continue
         a_expr, a_ins, a_cts, a_out, a_oct, a_scal, a_sct = A.map
         if a_out[:4] != (buf, shape, strides, offset) or a_out[1] != out[1]:
             continue  # B reads exactly A's output, in B's own index space
         if _EXACT.get(a_out[4].storage) != a_oct or cts[j] != a_oct:
             continue  # the stored intermediate would round
-        if not _dead_after(tape, uses, i, end, keep):
-            continue
-        last = len(ops) if end is None else end
-        if any(
-            p not in (a, b) and p not in removed and i in _buffers(ops[p])[0]
-            for p in range(start, last)
-        ):
-            continue  # someone else reads it
         a_bufs = {id(v[0]) for v in a_ins}
         if id(out[0]) in a_bufs:
             continue  # (B would write what A's inputs read: keep the two)
@@ -194,6 +179,160 @@ def _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
         removed.add(a)
         return True
     return False
+
+
+def _producer(tape, ops, b, i, uses, removed, protected, dnum, keep):
+    """The op position of the kernel whose output buffer `i` map B (at `b`) reads, when B is
+    its only reader and it is gone after: else None."""
+    start, end = uses.segment(i, b)
+    a = None
+    for p in range(b - 1, start - 1, -1):
+        if p not in removed and i in _buffers(ops[p])[1]:
+            a = p
+            break
+    if a is None or dnum[a] in protected or not _dead_after(tape, uses, i, end, keep):
+        return None
+    last = len(ops) if end is None else end
+    for p in range(start, last):
+        if p not in (a, b) and p not in removed and i in _buffers(ops[p])[0]:
+            return None
+    return a
+
+
+def _collapse(view, shape):
+    """(offset, m stride, n stride) reading `view` broadcast to `shape` (..., N) as a 2-D
+    (prod(shape[:-1]), N) matrix, or None when its leading dims do not collapse."""
+    from ..ops.core import broadcast_strides
+
+    buf, vshape, vstrides, offset, dtype = view
+    t = Tensor._make(Storage(buf, buf.size, None), vshape, vstrides, offset, dtype)
+    st = vstrides if vshape == shape else broadcast_strides(t, shape)
+    lead = [(d, s) for d, s in zip(shape[:-1], st[:-1]) if d != 1]
+    for (d0, s0), (d1, s1) in zip(lead, lead[1:]):
+        if s0 != s1 * d1:
+            return None
+    return offset, (lead[-1][1] if lead else 0), st[-1]
+
+
+def _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit):
+    """Map B reading the whole output of a fast GEMM A (a 2-D product, f32): A's store computes
+    B's expression (kernels/matmul.gemm_fast `post`), writing B's output; A's goes."""
+    from ..kernels.matmul import gemm_fast
+
+    B = ops[b]
+    expr, ins, cts, out, oct_, scal, sct = B.map
+    for j, (buf, shape, strides, offset, dtype) in enumerate(ins):
+        i = id(buf)
+        if sum(id(v[0]) == i for v in ins) != 1:
+            continue
+        a = _producer(tape, ops, b, i, uses, removed, protected, dnum, keep)
+        if a is None or ops[a].gemm is None:
+            continue
+        A = ops[a]
+        spec, c_view, post = A.gemm
+        pipeline, modes, a_bufs, a_info, grid = A.args
+        if spec[1] != 0 or c_view[4].storage != "f32" or out[4].storage != "f32":
+            continue
+        M, N = c_view[1]
+        n = M * N
+        ob, oshape, ostrides, ooff, _ = out
+        if (
+            (buf, offset) != (c_view[0], c_view[3])
+            or cts[j] != "f32"
+            or oct_ != "f32"
+            or not _contiguous(shape, strides)
+            or not _contiguous(oshape, ostrides)
+            or _numel(shape) != n
+            or _numel(oshape) != n
+            or not oshape
+            or oshape[-1] != N
+            or ooff % 4
+        ):
+            continue
+        # B's other inputs, as (offset, m stride, n stride) over the product's (M, N)
+        extras, ok = [], True
+        for k, v in enumerate(ins):
+            if k == j:
+                continue
+            c2 = _collapse(v, oshape)
+            if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or id(v[0]) == id(ob):
+                ok = False
+                break
+            extras.append((v, c2))
+        bound = {id(x) for x in a_bufs[:-1]}
+        if not ok or id(ob) in bound:
+            continue
+        if any(p not in removed and bound & _buffers(ops[p])[1] for p in range(a + 1, b)):
+            continue  # A's operands change before B runs
+        # the fused expression: x0 the product (through A's own fused map, if any), then
+        # A's extra operands, then B's other inputs
+        p_expr, p_extras, p_scal, p_sct = post or ("x0", (), (), ())
+        np_ = len(p_extras)
+
+        def sub_a(m):
+            kind, k = m.group(1), int(m.group(2))
+            if kind == "x":
+                return m.group(0)
+            return f"s{len(scal) + k}"
+
+        inner = _VAR.sub(sub_a, p_expr)
+        order = [k for k in range(len(ins)) if k != j]
+
+        def sub_b(m):
+            kind, k = m.group(1), int(m.group(2))
+            if kind == "s":
+                return m.group(0)
+            if k == j:
+                return f"({inner})"
+            return f"x{1 + np_ + order.index(k)}"
+
+        new_expr = _VAR.sub(sub_b, expr)
+        all_extras = tuple(p_extras) + tuple(extras)
+        new_scal, new_sct = scal + p_scal, sct + p_sct
+        words = [int(w) for w in a_info]
+        words[12] = ooff  # C is B's output
+        at = len(words)
+        for _, (off, sm, sn) in all_extras:
+            words += [off, sm, sn]
+        for x, ct in zip(new_scal, new_sct):
+            words.append(f32_word(x) if ct == "f32" else int(x))
+        bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + [ob]
+        if len(bufs) > limit or len(words) >= 127:
+            continue
+        src = gemm_fast(*spec, post=(new_expr, len(all_extras), at, tuple(new_sct)))
+        pipe, modes, _ = device.pipeline(src)
+        site = (f"{A.inner}+{B.inner}", B.outer, B.where, False)
+        gemm = (
+            spec,
+            out[:1] + ((M, N), (N, 1), ooff, out[4]),
+            (new_expr, all_extras, new_scal, new_sct),
+        )
+        ops[b] = Op(
+            "d",
+            (pipe, modes, tuple(bufs), np.asarray(words, dtype=np.int32), grid),
+            site,
+            None,
+            gemm,
+        )
+        removed.add(a)
+        return True
+    return False
+
+
+def _contiguous(shape, strides):
+    acc = 1
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d != 1 and s != acc:
+            return False
+        acc *= d
+    return True
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _command(expr, ins, cts, out, oct_, scal, sct):

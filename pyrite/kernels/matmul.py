@@ -48,9 +48,10 @@ C is contiguous: C[c_off + b*M*N + m*N + n], b the flat batch index.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
-from .common import KernelSource, header
+from .common import KernelSource, header, helpers_for
 
 INFO_BATCH = 18  # first batch word
 TILE = 64  # tiled kernel: output tile edge per workgroup
@@ -313,6 +314,7 @@ def gemm_fast(
     tn: int = 8,
     bk: int = 8,
     dbuf: bool = True,
+    post: tuple | None = None,
 ) -> KernelSource:
     """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
@@ -334,6 +336,12 @@ def gemm_fast(
 
         Info words as the general kernels (module docstring); e (the epilogue operand) is read by
         scalars through its strides.
+
+    `post` (compile/fusion.py: an elementwise map fused into the product's store) is (expr,
+    n_extra, at, s_ctypes): each output is written as expr with x0 the product's value (after
+    the epilogue), x1..x{n_extra} read from extra f32 operands bound after e, each at info words
+    at + 3k (base, m stride, n stride), and s0.. scalars at info words at + 3 * n_extra + i.
+    2-D products only (nb == 0).
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     a_m, b_lay = lay[0] == "m", lay[-1]
@@ -348,9 +356,13 @@ def gemm_fast(
     bufs = [("a", "vec4<f32>", "r"), ("b", "vec4<f32>", "r")]
     if epi != "none":
         bufs.append(("e", "f32", "r"))
+    if post is not None:
+        assert nb == 0
+        p_expr, n_extra, p_at, p_sct = post
+        bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     bufs.append(("c", "vec4<f32>", "w"))
     L = [
-        header(bufs),
+        header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
         f"var<workgroup> Bs: array<vec4<f32>, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
         ENTRY.format(wg=nt),
@@ -488,17 +500,41 @@ def gemm_fast(
         L.append(f"  {{ let m = row0 + 4 * (ty + {i * nty}) + {q};")
         for j in range(tn // 4):
             v = f"c{r}_{j}"
+            n = f"(col0 + 4 * (tx + {j * ntx}))"
             if epi != "none":
-                n = f"(col0 + 4 * (tx + {j * ntx}))"
                 es = ", ".join(
                     f"e[e_base + m * info[14] + ({n} + {s}) * info[15]]" for s in range(4)
                 )
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
-            L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")
+            if post is not None:
+                lanes = ", ".join(_post_lane(p_expr, p_at, n_extra, p_sct, n, q) for q in range(4))
+                L.append(f"    {{ let v = {v};")
+                L.append(f"      c[c4 + m * n4 + tx + {j * ntx}] = vec4<f32>({lanes}); }}")
+            else:
+                L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")
         L.append("  }")
     L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+_VAR = re.compile(r"\b([xs])(\d+)\b")
+
+
+def _post_lane(expr, at, n_extra, s_ctypes, n, q):
+    """A fused map's expression for lane q of the vec4 `v` at row m, column n + q."""
+
+    def sub(mt):
+        kind, k = mt.group(1), int(mt.group(2))
+        if kind == "x":
+            if k == 0:
+                return f"v.{'xyzw'[q]}"
+            w = at + 3 * (k - 1)
+            return f"r{k}[info[{w}] + m * info[{w + 1}] + ({n} + {q}) * info[{w + 2}]]"
+        w = at + 3 * n_extra + k
+        return f"bitcast<f32>(info[{w}])" if s_ctypes[k] == "f32" else f"info[{w}]"
+
+    return f"({_VAR.sub(sub, expr)})"
 
 
 # ---- split-K: the partial products' sum ---------------------------------------------------------

@@ -442,7 +442,7 @@ def gemm(
             return _gemm_split_par(dev, a, b, e, alpha, beta, plan[1], plan[2], plan[3], into)
         if plan[0] == "ragged":
             return _gemm_ragged(a, b, e, alpha, beta, plan[1], plan[2])
-        _, src, info, grid, out_shape, out_dt, last = plan
+        _, src, info, grid, out_shape, out_dt, last, spec = plan
         global LAST
         LAST = last
         out = empty(out_shape, out_dt) if into is None else into
@@ -450,6 +450,8 @@ def gemm(
         if e is not None:
             bufs.append(e._storage.buffer)
         bufs.append(out._storage.buffer)
+        if spec is not None and dev._tape is not None and dev._tape.recording:
+            dev._tape.gemm_next(spec, out)
         dev.dispatch(src, bufs, info, grid)
         return out
     return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant, into)
@@ -512,9 +514,11 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     global LAST
     LAST = (kind, params)
     e_st = e.dtype.wgsl if e is not None else "f32"
+    spec = None  # (gemm_fast's arguments: compile/fusion.py may rebuild it with a fused map)
     if kind == "fast":
         bm, bn, tm, tn, bk, dbuf = params
-        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
+        spec = (fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
+        src = gemm_fast(*spec)
         tile_m, tile_n = bm, bn
     elif kind == "gemv":
         src = gemv_rows(nb, epi, *params)
@@ -566,8 +570,10 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         bufs.append(e._storage.buffer)
     bufs.append(out._storage.buffer)
     grid = fold_grid(total)
+    if spec is not None and dev._tape is not None and dev._tape.recording:
+        dev._tape.gemm_next(spec, out)
     dev.dispatch(src, bufs, info, grid)
-    _remember(key, ("run", src, info, grid, out_shape, out_dt, LAST))
+    _remember(key, ("run", src, info, grid, out_shape, out_dt, LAST, spec))
     return out
 
 
