@@ -511,3 +511,26 @@ def test_map_fuses_into_the_gemm_store(monkeypatch):
     s = g.stats()
     assert s["kernels_traced"] == _k(4) and s["kernels"] == _k(1) and s["fused"] == 3
     assert "gemm_plan+run_map" in str(g.graph) or "gemm+run_map" in str(g.graph)
+
+
+def test_map_fuses_into_the_split_k_sum(monkeypatch):
+    """x @ w.T + b + r with K split in two: the residual add runs in the partial products'
+    sum (kernels/matmul.splitk_sum post), 2 kernels instead of 3, within the dot bound."""
+    from pyrite.ops import matmul as mm
+
+    monkeypatch.setattr(mm, "FORCE_SPLIT", (2, ("fast", (64, 64, 8, 8, 16, True))))
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    w = rng.standard_normal((64, 256)).astype(np.float32)
+    bias = rng.standard_normal(64).astype(np.float32)
+    r = rng.standard_normal((64, 64)).astype(np.float32)
+    tw, tb = pr.tensor(w), pr.tensor(bias)
+    g = pr.compile(lambda x, r: F.linear(x, tw, tb) + r)
+    for _ in range(3):
+        got = g(pr.tensor(x), pr.tensor(r)).numpy()
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    want = x64 @ w64.T + bias + r
+    tol = 256 * 2**-24 * (np.abs(x64) @ np.abs(w64.T) + np.abs(bias)) + 2**-24 * np.abs(want)
+    assert (np.abs(got - want) <= 2 * tol).all()
+    s = g.stats()
+    assert s["kernels_traced"] == _k(3) and s["kernels"] == _k(2) and s["fused"] == 1

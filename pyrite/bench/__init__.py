@@ -366,6 +366,12 @@ def bench_latency(rep):
         peers["torch-cuda"] = _cuda_time(torch, lambda: chain(torch, xc, wc)) / 200 * 1e6
     rep.add("chain of 100 x (F.linear 128x768 . 768^2, * 0.03), per op", t / 200 * 1e6, "us",
             None, peers, "lower is better")  # fmt: skip
+    compiled = pr.compile(lambda x: chain(pr, x, w))  # (the * 0.03 runs in each product's store)
+    for _ in range(3):
+        compiled(x)
+    t = _median_time(lambda: compiled(x), repeats=5)
+    rep.add("the same chain under pr.compile, per op", t / 200 * 1e6, "us", None, peers,
+            f"{compiled.stats().get('kernels')} kernels a call")  # fmt: skip
 
 
 def bench_matmul(rep, sizes):

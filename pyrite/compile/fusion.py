@@ -215,9 +215,10 @@ def _collapse(view, shape):
 
 
 def _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit):
-    """Map B reading the whole output of a fast GEMM A (a 2-D product, f32): A's store computes
-    B's expression (kernels/matmul.gemm_fast `post`), writing B's output; A's goes."""
-    from ..kernels.matmul import gemm_fast
+    """Map B reading the whole output of a fast GEMM A (a 2-D product, f32) or of a split-K
+    product's sum: A's store computes B's expression (kernels/matmul.gemm_fast and splitk_sum
+    `post`), writing B's output; A's goes."""
+    from ..kernels.matmul import gemm_fast, splitk_sum
 
     B = ops[b]
     expr, ins, cts, out, oct_, scal, sct = B.map
@@ -231,7 +232,8 @@ def _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit
         A = ops[a]
         spec, c_view, post = A.gemm
         pipeline, modes, a_bufs, a_info, grid = A.args
-        if spec[1] != 0 or c_view[4].storage != "f32" or out[4].storage != "f32":
+        split = spec[0] == "splitk"  # (the sum of a split-K product's partials)
+        if (not split and spec[1] != 0) or c_view[4].storage != "f32" or out[4].storage != "f32":
             continue
         M, N = c_view[1]
         n = M * N
@@ -290,7 +292,7 @@ def _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit
         all_extras = tuple(p_extras) + tuple(extras)
         new_scal, new_sct = scal + p_scal, sct + p_sct
         words = [int(w) for w in a_info]
-        words[12] = ooff  # C is B's output
+        words[3 if split else 12] = ooff  # C is B's output
         at = len(words)
         for _, (off, sm, sn) in all_extras:
             words += [off, sm, sn]
@@ -299,7 +301,8 @@ def _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit
         bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + [ob]
         if len(bufs) > limit or len(words) >= 127:
             continue
-        src = gemm_fast(*spec, post=(new_expr, len(all_extras), at, tuple(new_sct)))
+        post = (new_expr, len(all_extras), at, tuple(new_sct))
+        src = splitk_sum(spec[1], post=post) if split else gemm_fast(*spec, post=post)
         pipe, modes, _ = device.pipeline(src)
         site = (f"{A.inner}+{B.inner}", B.outer, B.where, False)
         gemm = (

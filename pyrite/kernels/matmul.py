@@ -508,7 +508,10 @@ def gemm_fast(
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
             if post is not None:
-                lanes = ", ".join(_post_lane(p_expr, p_at, n_extra, p_sct, n, q) for q in range(4))
+                lanes = ", ".join(
+                    _post_expr(p_expr, f"v.{'xyzw'[q]}", p_at, n_extra, p_sct, f"{n} + {q}")
+                    for q in range(4)
+                )
                 L.append(f"    {{ let v = {v};")
                 L.append(f"      c[c4 + m * n4 + tx + {j * ntx}] = vec4<f32>({lanes}); }}")
             else:
@@ -521,16 +524,17 @@ def gemm_fast(
 _VAR = re.compile(r"\b([xs])(\d+)\b")
 
 
-def _post_lane(expr, at, n_extra, s_ctypes, n, q):
-    """A fused map's expression for lane q of the vec4 `v` at row m, column n + q."""
+def _post_expr(expr, value, at, n_extra, s_ctypes, col):
+    """A fused map's expression (see gemm_fast's `post`) for the output `value` at row m,
+    column `col`."""
 
     def sub(mt):
         kind, k = mt.group(1), int(mt.group(2))
         if kind == "x":
             if k == 0:
-                return f"v.{'xyzw'[q]}"
+                return value
             w = at + 3 * (k - 1)
-            return f"r{k}[info[{w}] + m * info[{w + 1}] + ({n} + {q}) * info[{w + 2}]]"
+            return f"r{k}[info[{w}] + m * info[{w + 1}] + ({col}) * info[{w + 2}]]"
         w = at + 3 * n_extra + k
         return f"bitcast<f32>(info[{w}])" if s_ctypes[k] == "f32" else f"info[{w}]"
 
@@ -538,8 +542,8 @@ def _post_lane(expr, at, n_extra, s_ctypes, n, q):
 
 
 # ---- split-K: the partial products' sum ---------------------------------------------------------
-@lru_cache(maxsize=16)
-def splitk_sum(epi: str = "none") -> KernelSource:
+@lru_cache(maxsize=64)
+def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
     """C = alpha * sum_s P[s] + beta * E, or sum_s P[s] (+ E): the second half of a split-K GEMM
     (ops/matmul.py `_split_plan`). P is the (S, M, N) f32 partial products of the K-chunks,
     contiguous; C is (M, N) contiguous at an offset; E is read through its (m, n) strides. One
@@ -552,9 +556,12 @@ def splitk_sum(epi: str = "none") -> KernelSource:
     bufs = [("p", "f32", "r")]
     if epi != "none":
         bufs.append(("e", "f32", "r"))
+    if post is not None:  # (as gemm_fast's: a map fused into the store)
+        p_expr, n_extra, p_at, p_sct = post
+        bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     bufs.append(("c", "f32", "w"))
     L = [
-        header(bufs),
+        header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         _ENTRY_1D,
         "  let i = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 256 + i32(lix);",
         "  let mn = info[0];",
@@ -562,14 +569,19 @@ def splitk_sum(epi: str = "none") -> KernelSource:
         "  var acc = p[i];",
         "  for (var s = 1; s < info[1]; s++) { acc += p[s * mn + i]; }",
     ]
-    if epi != "none":
+    if epi != "none" or post is not None:
         L.append("  let m = i / info[2]; let n = i % info[2];")
+    if epi != "none":
         L.append("  let ev = e[info[4] + m * info[5] + n * info[6]];")
         if epi == "bias":
             L.append("  acc += ev;")
         else:
             L.append("  acc = bitcast<f32>(info[7]) * acc + bitcast<f32>(info[8]) * ev;")
-    L += ["  c[info[3] + i] = acc;", "}"]
+    if post is not None:
+        L.append(f"  c[info[3] + i] = {_post_expr(p_expr, 'acc', p_at, n_extra, p_sct, 'n')};")
+    else:
+        L.append("  c[info[3] + i] = acc;")
+    L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
 
 

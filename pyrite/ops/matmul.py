@@ -117,6 +117,9 @@ SPLIT_FILL = 96
 SPLIT_MAX = 16
 SPLIT_MIN_CHUNK = 128
 SPLIT_MIN_K = 2048
+# Under pr.compile's replay the second dispatch costs no host time, so a split is taken from
+# K = 512 (K-chunks of >= SPLIT_MIN_CHUNK): the GPU-time figures above decide alone.
+SPLIT_MIN_K_REPLAY = 512
 # On CPU adapters (lavapipe), measured with gemm_variants on this CI box (2-core llvmpipe,
 # f32, TFLOP/s): 512^3 general tiled 0.007 | fast 64x64 8x8 k16 0.010 | 128x128 8x8 k8 db 0.011 |
 # 128x128 8x16 k8 db 0.013 | 128x256 8x16 k8 db 0.014; 256^3: tiled 0.004 | 128x256 0.007.
@@ -326,7 +329,9 @@ def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
         S, variant = FORCE_SPLIT
         return (S, variant) if _split_fits(dev, S, variant, M, N, K, fast_lay) else None
     kind, params = chosen
-    if kind != "fast" or dev.adapter_type == "CPU" or FORCE is not None or K < SPLIT_MIN_K:
+    recording = dev._tape is not None  # (a compiled function's trace: no host cost to repay)
+    min_k = SPLIT_MIN_K_REPLAY if recording else SPLIT_MIN_K
+    if kind != "fast" or dev.adapter_type == "CPU" or FORCE is not None or K < min_k:
         return None
     tiles = (M // params[0]) * (N // params[1])
     S = 1
@@ -359,6 +364,8 @@ def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt, into=None):
         bufs.append(e._storage.buffer)
     bufs.append(out._storage.buffer)
     info = [M * N, S, N, out._offset, *ew, f32_bits(alpha), f32_bits(beta)]
+    if dev._tape is not None and dev._tape.recording:
+        dev._tape.gemm_next(("splitk", epi), out)
     dev.dispatch(splitk_sum(epi), bufs, info, grid_for(M * N))
     if e is None and alpha != 1:  # (alpha with no e: rare)
         out.mul_(alpha)
@@ -432,7 +439,7 @@ def gemm(
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
         FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
-        variant, None if into is None else into._offset,
+        variant, None if into is None else into._offset, dev._tape is not None,
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
