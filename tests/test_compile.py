@@ -73,16 +73,17 @@ def test_training_step_matches_eager_exactly(per_dispatch, monkeypatch):
     from pyrite.optim import _fused
 
     monkeypatch.setattr(_fused, "MAX_BATCH", per_dispatch)
-    le, pe, opt_e, _ = _run(False)
-    lc, pc, opt_c, f = _run(True)
+    n = 50 if per_dispatch == 16 else 9
+    le, pe, opt_e, _ = _run(False, n=n)
+    lc, pc, opt_c, f = _run(True, n=n)
     assert le == lc
     for a, b in zip(pe, pc):
         np.testing.assert_array_equal(a, b)
-    assert opt_c.param_groups[0]["lr"] == opt_e.param_groups[0]["lr"] == 2e-2 * 0.5**3
+    assert opt_c.param_groups[0]["lr"] == opt_e.param_groups[0]["lr"] == 2e-2 * 0.5 ** (n // 3)
     s = f.stats()
-    # the first call meets the model and the optimizer (not known at the start: unreplayable),
-    # the second records, the other seven replay
-    assert s["traces"] == 2 and s["replays"] == 7 and s["graph_breaks"] == []
+    # the first call records (the model and optimizer are found in the step's closure) with no
+    # gradients yet; the second, with gradients, records again; the rest replay
+    assert s["traces"] == 2 and s["replays"] == n - 2 and s["graph_breaks"] == []
     assert s["regions"] == 2  # the optimizer's step and the schedule's
 
 
