@@ -306,3 +306,39 @@ def test_norm_errors_then_works():
         TF.layer_norm(torch.arange(6.0).reshape(2, 3), (3,)).numpy(),
         atol=1e-6,
     )
+
+
+@pytest.mark.parametrize(
+    "row",
+    [r for r in SOFTMAX_ROWS if r.name.endswith("-rows")] + ln_rows()[:2],
+    ids=lambda r: r.name,
+)
+def test_gpu_workgroup_rule(row, rng, monkeypatch):
+    """The rows again with the GPU's invocations a row (kernels/rowops.workgroup_size(n, gpu):
+    up to 256 invocations, ~4 elements each), whatever device runs the suite."""
+    from pyrite.kernels.rowops import workgroup_size
+    from pyrite.ops import rowops
+
+    monkeypatch.setattr(rowops, "_wg", lambda n: workgroup_size(n, True))
+    check_row(row, rng)
+
+
+def test_gpu_workgroup_rule_layer_norm_backward(rng, monkeypatch):
+    """layer_norm's fused backward with the GPU rule, against torch float64: three passes over
+    the row, each within the forward's bound ((2n + 8)·u of the largest term), so (6n + 24)·u."""
+    from pyrite.kernels.rowops import workgroup_size
+    from pyrite.ops import rowops
+
+    monkeypatch.setattr(rowops, "_wg", lambda n: workgroup_size(n, True))
+    n = 769
+    x = rng.standard_normal((5, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    g = rng.standard_normal((5, n)).astype(np.float32)
+    px, pw = pr.tensor(x, requires_grad=True), pr.tensor(w, requires_grad=True)
+    (pr.nn.functional.layer_norm(px, (n,), pw) * pr.tensor(g)).sum().backward()
+    tx, tw = _t(x).requires_grad_(), _t(w).requires_grad_()
+    (TF.layer_norm(tx, (n,), tw) * _t(g)).sum().backward()
+    for got, want in ((px.grad, tx.grad), (pw.grad, tw.grad)):
+        want = want.numpy()
+        tol = (6 * n + 24) * EPS32 * np.abs(want).max()
+        assert np.abs(got.numpy() - want).max() <= tol

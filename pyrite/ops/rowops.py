@@ -36,6 +36,11 @@ _F16_EPS = 2.0**-10  # torch.finfo(torch.float16).eps
 _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
 
 
+def _wg(n: int) -> int:
+    """Invocations a row on this device (kernels/rowops.workgroup_size)."""
+    return workgroup_size(n, backend.current().adapter_type != "CPU")
+
+
 def _run(
     op: str,
     x: Tensor,
@@ -58,7 +63,7 @@ def _run(
         tuple(outer_shape), [tuple(x_outer_strides), tuple(out_outer_strides)]
     )
     rank = len(cshape)
-    wg = workgroup_size(n)
+    wg = _wg(n)
     if row_loop_iterations(n, wg) > max_loop_iterations():
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
     src = row_kernel(
@@ -268,7 +273,7 @@ def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
         return None
     if a.dtype is D.bfloat16 or g.dtype is D.bfloat16 or (w is not None and w.dtype is D.bfloat16):
         return None  # packed storage: the composite's ops widen it
-    wg = workgroup_size(n)
+    wg = _wg(n)
     if grad_loop_iterations(op, n, wg) > max_loop_iterations():
         return None
     a = a if a.is_contiguous() else contiguous_copy(a)
@@ -421,7 +426,7 @@ GRADS = {
 # ---- fused cross entropy (nn/_loss.py cross_entropy with class-index targets) ----------------
 def _xent_fits(C: int) -> bool:
     """Whether one workgroup may loop over a row of C classes on this device."""
-    return row_loop_iterations(C, workgroup_size(C)) <= max_loop_iterations()
+    return row_loop_iterations(C, _wg(C)) <= max_loop_iterations()
 
 
 def _xent_info(x2, t1, w, ignore_index, eps):
@@ -447,7 +452,7 @@ def _xent_forward(x2: Tensor, t1: Tensor, w, ignore_index: int, eps: float) -> T
     (kernels/rowops.py xent_kernel)."""
     N, C = x2._shape
     out = empty((3 * N + 1,), D.float32)
-    wg = workgroup_size(C)
+    wg = _wg(C)
     src = xent_kernel("fwd", wg, x2.dtype.wgsl, w.dtype.wgsl if w is not None else None, eps > 0)
     bufs = [x2._storage.buffer, t1._storage.buffer]
     if w is not None:
@@ -463,7 +468,7 @@ def _xent_backward(x2, t1, w, ignore_index, eps, fo, g, g_stride, den) -> Tensor
     or one scalar with g_stride 0), `den` the 'mean' denominator (a 0-d f32 tensor) or None."""
     N, C = x2._shape
     gx = empty((N, C), x2.dtype)
-    wg = workgroup_size(C)
+    wg = _wg(C)
     src = xent_kernel(
         "bwd",
         wg,
