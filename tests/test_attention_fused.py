@@ -273,3 +273,31 @@ def test_longest_key_loop_within_the_budget(rng):
     v[0, -1] += 100.0  # the last key's value: visible only if the loop reached it
     k[0, -1] = q[0, 0] * 3.0
     _check(rng, q, k, v)
+
+
+@pytest.mark.parametrize("splits", [2, 3, 8])
+@pytest.mark.parametrize(
+    "L,S,E,kw",
+    [
+        (7, 129, 32, {}),
+        (64, 200, 64, {"is_causal": True}),
+        (33, 150, 80, {"mask": "bool"}),
+        (5, 96, 8, {"mask": "float"}),
+    ],
+    ids=["plain", "causal", "bool-mask", "float-mask"],
+)
+def test_key_split_forward(rng, monkeypatch, splits, L, S, E, kw):
+    """The forward with its keys cut into ranges and merged (what a GPU takes when the query
+    blocks are too few to fill it), forced here whatever the device: forward and gradients
+    within the same bounds, ranges that get no key (causal, 8 ranges) included."""
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", splits)
+    q, k, v = _qkv(rng, (2, 3), L, S, E)
+    kw = dict(kw)
+    mask = kw.pop("mask", None)
+    if mask == "bool":
+        m = rng.random((2, 1, L, S)) > 0.3
+        m[0, 0, 1] = False  # a query with every key masked: 0 and lse = +inf
+        kw["attn_mask"] = m
+    elif mask == "float":
+        kw["attn_mask"] = rng.standard_normal((L, S)).astype(np.float32)
+    _check(rng, q, k, v, **kw)

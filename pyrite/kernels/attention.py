@@ -217,34 +217,51 @@ def attn_fwd_kernel(
     m_type: str | None,
     out_type: str,
     heads: int = 0,
+    splits: int = 1,
 ) -> KernelSource:
     """WGSL of the forward. Buffers: q, k, v, [mask], out (nbh, L, E), lse (nbh, L) f32.
-    `heads` > 0: out is laid out (batch, L, heads, E) instead (see _row_base)."""
+    `heads` > 0: out is laid out (batch, L, heads, E) instead (see _row_base).
+
+    `splits` > 1 (few queries: too few workgroups to fill a GPU): the keys are cut into that
+    many ranges, info[4] counts (query block, range) pairs, and each workgroup writes its
+    partial (acc[0..E), max, sum) per query, (E + 2) f32 at ((bh * L + i) * splits + range),
+    into the one output buffer `part` (no out, no lse); attn_merge_kernel combines them."""
     _check(E, block, mask)
     ep = padded_dim(E)
     C = ep // 4
     bk = tile_rows(ep)
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
     lay = _Layout(rank, strided)
+    outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
     bufs = _buffers(
         [
             ("q_", q_type, "r"),
             ("k_", k_type, "r"),
             ("v_", v_type, "r"),
             ("m_", m_type if mask != "none" else None, "r"),
-            ("o_", out_type, "w"),
-            ("lse", "f32", "w"),
+            *outs,
         ]
     )
     b = _entry(block) + lay.bases(strided)
-    b += f"  let i = blk * {block} + i32(lid.x);\n  let ic = min(i, L - 1);\n"
+    qblk = "blk"
+    if splits > 1:  # (info[4] counts (query block, key range) pairs)
+        b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
+        qblk = "qblk"
+    b += f"  let i = {qblk} * {block} + i32(lid.x);\n  let ic = min(i, L - 1);\n"
     b += _row_vec("q", "q_", q_type, f"qb + ic * {lay.row('q')}", lay.col("q"), E, " * scale")
     for c in range(C):
         b += f"  var a{c} = vec4<f32>(0.0);\n"
     b += "  var mx = -p_inf();\n  var l = 0.0;\n"
-    kend = f"min(S, blk * {block} + {block})" if causal else "S"
-    b += f"  let kend = {kend};\n  let ntiles = (kend + {bk - 1}) / {bk};\n"
-    b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = t * %d;\n" % bk
+    kend = f"min(S, {qblk} * {block} + {block})" if causal else "S"
+    if splits > 1:  # this workgroup's key range: whole tiles, [k0, kend)
+        b += f"  let span = (S + {splits * bk - 1}) / {splits * bk} * {bk};\n"
+        b += "  let k0 = part_i * span;\n"
+        b += f"  let kend = min({kend}, k0 + span);\n"
+        b += f"  let ntiles = (max(kend - k0, 0) + {bk - 1}) / {bk};\n"
+        b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = k0 + t * %d;\n" % bk
+    else:
+        b += f"  let kend = {kend};\n  let ntiles = (kend + {bk - 1}) / {bk};\n"
+        b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = t * %d;\n" % bk
     b += "    workgroupBarrier();\n"
     b += _stage(
         [
@@ -278,12 +295,50 @@ def attn_fwd_kernel(
         b += f"      a{c} = a{c} * f + p * tv[jj * {C} + {c}];\n"
     b += "    }\n  }\n"
     b += "  if (i >= L) { return; }\n"
+    if splits > 1:
+        b += f"  let pb = ((bh * L + i) * {splits} + part_i) * {E + 2};\n"
+        for e in range(E):
+            b += f"  part[pb + {e}] = a{e // 4}[{e % 4}];\n"
+        b += f"  part[pb + {E}] = mx;\n  part[pb + {E + 1}] = l;\n}}\n"
+        src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
+        return KernelSource(src, "".join(m for _, _, m in bufs))
     b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
     b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
     for e in range(E):
         b += f"  o_[ob + {e}] = {store(f'a{e // 4}[{e % 4}] * inv', 'f32', out_type)};\n"
     b += "  lse[bh * L + i] = select(mx + log(l), p_inf(), l == 0.0);\n}\n"
     src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))
+
+
+@lru_cache(maxsize=64)
+def attn_merge_kernel(E: int, splits: int, out_type: str, heads: int = 0) -> KernelSource:
+    """The split forward's second half: per query row (bh, i), one invocation, the `splits`
+    partials (acc, max m, sum l) of attn_fwd_kernel combine as M = max m_p,
+    l = Σ l_p·exp(m_p - M), out = Σ acc_p·exp(m_p - M) / l, lse = M + log(l) (0 and +inf
+    where every key was masked, as the unsplit kernel). Info: [0] rows nbh·L  [1] L."""
+    bufs = [("part", "f32", "r"), ("o_", out_type, "w"), ("lse", "f32", "w")]
+    w = E + 2
+    b = ENTRY.format(wg=64) + (
+        "  let row = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 64 + i32(lid.x);\n"
+        "  if (row >= info[0]) { return; }\n"
+        "  let L = info[1];\n  let bh = row / L;\n  let i = row % L;\n"
+        f"  let pb = row * {splits * w};\n"
+        "  var M = -p_inf();\n"
+    )
+    for p in range(splits):
+        b += f"  M = max(M, part[pb + {p * w + E}]);\n"
+    b += "  var l = 0.0;\n"
+    for p in range(splits):
+        b += f"  let f{p} = select(exp(part[pb + {p * w + E}] - M), 0.0, M == -p_inf());\n"
+        b += f"  l += part[pb + {p * w + E + 1}] * f{p};\n"
+    b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
+    b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
+    for e in range(E):
+        acc = " + ".join(f"part[pb + {p * w + e}] * f{p}" for p in range(splits))
+        b += f"  o_[ob + {e}] = {store(f'({acc}) * inv', 'f32', out_type)};\n"
+    b += "  lse[row] = select(M + log(l), p_inf(), l == 0.0);\n}\n"
+    src = header(bufs) + helpers_for(b) + b
     return KernelSource(src, "".join(m for _, _, m in bufs))
 
 

@@ -254,11 +254,14 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     ops = [(query, -2, -1), (key, -2, -1), (value, -2, -1)]
     if mask is not None:
         ops.append((mask, -2, -1))
-    rank, info = _info(lead, L, S, scale, nblk, ops)
     heads = _heads_inside(query, lead)
     out = _empty_rows(lead, L, E, query.dtype, heads)
     lse = empty(tuple(lead) + (L,), D.float32)
-    src = _K.attn_fwd_kernel(
+    nbh = math.prod(lead)
+    dev = backend.current()
+    splits = _key_splits(dev, nbh * nblk, S, E)
+    rank, info = _info(lead, L, S, scale, nblk * splits, ops)
+    args = (
         E,
         block,
         rank,
@@ -274,9 +277,41 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
     if mask is not None:
         bufs.append(mask._storage.buffer)
-    bufs += [out._storage.buffer, lse._storage.buffer]
-    backend.current().dispatch(src, bufs, info, fold_grid(math.prod(lead) * nblk))
+    if splits == 1:
+        src = _K.attn_fwd_kernel(*args)
+        dev.dispatch(src, bufs + [out._storage.buffer, lse._storage.buffer], info,
+                     fold_grid(nbh * nblk))  # fmt: skip
+        return out, lse
+    part = empty((nbh * L * splits * (E + 2),), D.float32)
+    src = _K.attn_fwd_kernel(*args, splits)
+    dev.dispatch(src, bufs + [part._storage.buffer], info, fold_grid(nbh * nblk * splits))
+    merge = _K.attn_merge_kernel(E, splits, out.dtype.wgsl, heads)
+    dev.dispatch(merge, [part._storage.buffer, out._storage.buffer, lse._storage.buffer],
+                 [nbh * L, L], fold_grid(-(-nbh * L // 64)))  # fmt: skip
     return out, lse
+
+
+# The forward cuts the keys into ranges (kernels/attention.attn_fwd_kernel `splits`, merged by
+# attn_merge_kernel) on GPUs when its (batch·head, query block) workgroups number fewer than
+# SPLIT_FILL: the least power of two reaching it, at most SPLIT_MAX, every range at least one
+# staged tile of keys. A batch-1 BERT-base layer (12 heads x 2 query blocks of 64: 24 workgroups,
+# one invocation a query walking all 128 keys) took 55 us a forward on the H200 (2026-12-01,
+# scripts/compile_profile.py bert).
+SPLIT_FILL = 96
+SPLIT_MAX = 8
+FORCE_SPLITS = None  # an int forces that many ranges where the keys allow (tests)
+
+
+def _key_splits(dev, workgroups, S, E):
+    most = max(1, min(SPLIT_MAX, S // _K.tile_rows(_K.padded_dim(E))))
+    if FORCE_SPLITS is not None:
+        return max(1, min(FORCE_SPLITS, most))
+    if dev.adapter_type == "CPU":
+        return 1
+    p = 1
+    while workgroups * p < SPLIT_FILL and p * 2 <= most:
+        p *= 2
+    return p
 
 
 def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
