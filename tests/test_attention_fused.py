@@ -176,8 +176,10 @@ def test_grouped_query_heads(rng):
 
 
 def test_one_dispatch_and_no_score_matrix(rng, monkeypatch):
-    """The forward is one dispatch, and neither it nor the backward allocates L×S."""
+    """The forward is one dispatch, and neither it nor the backward allocates L×S. (Unsplit:
+    on a GPU these 3 query blocks would take the key-split form, two dispatches, tested below.)"""
     monkeypatch.setattr(core, "POISON", False)
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", 1)
     L = S = 129
     E = 8
     q, k, v = (pr.tensor(a).requires_grad_() for a in _qkv(rng, (1,), L, S, E))
