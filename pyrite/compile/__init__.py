@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import time
 import warnings
-import weakref
 
 from .. import autograd, backend
 from ..backend.replay import Graph, GraphBreak, Tape
 from ..tensor import Tensor
 from . import _state
+from ._guards import Watch, byte_span, flatten, found_in, span, unflatten
 from .fusion import optimize
 
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
@@ -106,138 +106,6 @@ def compile(
     )
 
 
-# ---- arguments -------------------------------------------------------------------------------
-def _flatten(obj, leaves, key):
-    """The structure of `obj` with its tensors pulled out into `leaves`; `key` gets what the
-    guards compare."""
-    if isinstance(obj, Tensor):
-        leaves.append(obj)
-        key.append((obj._shape, obj.dtype, obj.requires_grad))
-        return None
-    if type(obj) in (list, tuple):
-        key.append((type(obj), len(obj)))
-        return (type(obj), [_flatten(o, leaves, key) for o in obj])
-    if type(obj) is dict:
-        key.append((dict, tuple(obj)))
-        return (dict, {k: _flatten(v, leaves, key) for k, v in obj.items()})
-    try:
-        hash(obj)
-        key.append(("v", type(obj), obj))
-    except TypeError:
-        key.append(("id", id(obj)))
-    return ("v", obj)
-
-
-def _unflatten(spec, leaves):
-    if spec is None:
-        return next(leaves)
-    kind, body = spec
-    if kind == "v":
-        return body
-    if kind is dict:
-        return {k: _unflatten(v, leaves) for k, v in body.items()}
-    return kind(_unflatten(s, leaves) for s in body)
-
-
-def _byte_span(t: Tensor):
-    """(first byte, bytes) of a contiguous tensor's elements, rounded out to whole words, or
-    None where a plain copy cannot move it (not contiguous, not word-aligned)."""
-    sb = t.dtype.storage_bytes
-    start = t._offset * sb
-    n = (t.numel() * sb + 3) & ~3
-    if not t.is_contiguous() or start % 4 or start + n > t._storage.buffer.size:
-        return None
-    return start, n
-
-
-# ---- state the guards watch ------------------------------------------------------------------
-def _stateful(obj) -> bool:
-    from ..nn.module import Module
-    from ..optim.lr_scheduler import LRScheduler
-    from ..optim.optimizer import Optimizer
-
-    return isinstance(obj, (Module, Optimizer, LRScheduler))
-
-
-def _found_in(fn) -> list:
-    """Modules, optimizers and schedules a function names: its closure, the globals its code
-    (and the code of functions nested in it) names, its defaults, a bound method's object and
-    that object's attributes; one level into lists, tuples and dicts."""
-    seen: dict[int, object] = {}
-
-    def add(v, depth=0):
-        if _stateful(v):
-            seen.setdefault(id(v), v)
-        elif depth == 0 and isinstance(v, (list, tuple)):
-            for x in v[:64]:
-                add(x, 1)
-        elif depth == 0 and isinstance(v, dict):
-            for x in list(v.values())[:64]:
-                add(x, 1)
-
-    target = getattr(fn, "__self__", None)
-    if target is not None:
-        add(target)
-        for v in getattr(target, "__dict__", {}).values():
-            add(v)
-    func = getattr(fn, "__func__", fn)
-    code = getattr(func, "__code__", None)
-    if code is None:  # a callable object
-        for v in getattr(fn, "__dict__", {}).values():
-            add(v)
-        return list(seen.values())
-    for cell in getattr(func, "__closure__", None) or ():
-        try:
-            add(cell.cell_contents)
-        except ValueError:
-            pass
-    glob = getattr(func, "__globals__", {})
-    codes = [code]
-    while codes:
-        c = codes.pop()
-        for name in c.co_names:
-            if name in glob:
-                add(glob[name])
-        codes += [k for k in c.co_consts if hasattr(k, "co_names")]
-    for v in getattr(func, "__defaults__", None) or ():
-        add(v)
-    return list(seen.values())
-
-
-class _Watch:
-    """What a guard reads of one object: its submodules and parameters, held by weak reference
-    (so a replaced parameter dies and the recordings naming it go stale), walked again at every
-    trace."""
-
-    def __init__(self, obj):
-        self.obj = obj
-        self.walk()
-
-    def walk(self):
-        from ..nn.module import Module
-        from ..optim.optimizer import Optimizer
-
-        obj = self.obj
-        self.mods = [weakref.ref(m) for m in obj.modules()] if isinstance(obj, Module) else []
-        self.params = [weakref.ref(p) for p in obj.parameters()] if isinstance(obj, Module) else []
-        self.opt = obj if isinstance(obj, Optimizer) else None
-
-    def ids(self):
-        return [id(r()) for r in self.mods]
-
-    def state(self):
-        s = []
-        for r in self.mods:
-            m = r()
-            s.append(None if m is None else m.training)
-        for r in self.params:
-            p = r()
-            s.append(None if p is None else (p.grad is None, p.requires_grad))
-        if self.opt is not None:
-            s.append((len(self.opt.state), tuple(len(g["params"]) for g in self.opt.param_groups)))
-        return tuple(s)
-
-
 class _Trace:
     """The trace running now (compile/_state.active): the objects it hears from."""
 
@@ -296,8 +164,8 @@ class CompiledFunction:
         self.captured: dict = {}  # name -> the output of that module in the last call
         self.fullgraph = fullgraph
         self.chunk = chunk
-        self._watches: dict[int, _Watch] = {}
-        for obj in (*known, *_found_in(fn)):
+        self._watches: dict[int, Watch] = {}
+        for obj in (*known, *found_in(fn)):
             self._watch(obj)
         if self._watches:  # (names are checked now where the modules are known already)
             for name in self.captures:
@@ -316,14 +184,14 @@ class CompiledFunction:
 
     def _watch(self, obj):
         if id(obj) not in self._watches:
-            self._watches[id(obj)] = _Watch(obj)
+            self._watches[id(obj)] = Watch(obj)
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if _state.active is not None:  # inside another compiled function's trace: part of it
             return self.fn(*args, **kwargs)
         leaves, key = [], [autograd.is_grad_enabled(), id(backend.current())]
-        spec = _flatten((args, kwargs), leaves, key)
+        spec = flatten((args, kwargs), leaves, key)
         key = tuple(key)
         variants = self._variants.get(key)
         if variants:
@@ -376,7 +244,7 @@ class CompiledFunction:
         _state.active = trace
         try:
             with dev.record(tape):
-                a, kw = _unflatten(spec, iter(slots))
+                a, kw = unflatten(spec, iter(slots))
                 out = self.fn(*a, **kw)
         except BaseException:
             tape.close()
@@ -393,7 +261,7 @@ class CompiledFunction:
         for o in new:
             self._watch(o)
         out_leaves, out_key = [], []
-        v.out_spec = _flatten(out, out_leaves, out_key)
+        v.out_spec = flatten(out, out_leaves, out_key)
         v.captured = [n for n in self.captures if isinstance(seen.get(n), Tensor)]
         results = []
         for t in (*out_leaves, *(seen[n] for n in v.captured)):
@@ -427,7 +295,7 @@ class CompiledFunction:
                     + "; ".join(reasons[:3]),
                 )
             self.eager_calls += 1
-            return _unflatten(v.out_spec, iter(results))
+            return unflatten(v.out_spec, iter(results))
         v.kernels_traced = tape.dispatches
         keep = {id(s._storage.buffer) for s in slots}
         keep.update(id(t._storage.buffer) for kind, t in v.outputs if kind == "own")
@@ -438,7 +306,7 @@ class CompiledFunction:
         v.build_s = time.perf_counter() - t0
         self._variants.setdefault(key, []).append(v)
         self._last = v
-        return _unflatten(v.out_spec, iter(results))
+        return unflatten(v.out_spec, iter(results))
 
     def _replay(self, v, leaves):
         dev = backend.current()
@@ -446,7 +314,7 @@ class CompiledFunction:
         g.refresh()
         before = []
         for t, s in zip(leaves, v.slots):
-            span = _byte_span(t)
+            span = byte_span(t)
             if span is None or t._storage is s._storage:
                 if t._storage is not s._storage:
                     with autograd.no_grad():
@@ -456,7 +324,7 @@ class CompiledFunction:
         after, results = [], []
         for kind, t in v.outputs:
             if kind == "own":
-                start, n, offset = _span(t)
+                start, n, offset = span(t)
                 st = dev.pool.allocate(n)
                 after.append((t._storage.buffer, start, st.buffer, 0, n))
                 results.append(Tensor._make(st, t._shape, t._strides, offset, t.dtype))
@@ -465,7 +333,7 @@ class CompiledFunction:
         late = []
         for i, s in v.mutated:
             t = leaves[i]
-            span = _byte_span(t)
+            span = byte_span(t)
             if span is None:
                 late.append((s, t))
             else:
@@ -478,7 +346,7 @@ class CompiledFunction:
         v.replays += 1
         self._last = v
         self._set_captured(v, results)
-        return _unflatten(v.out_spec, iter(results))
+        return unflatten(v.out_spec, iter(results))
 
     def _capture_hooks(self):
         """Forward hooks on the modules named in `captures` (resolved in the modules this
@@ -548,19 +416,9 @@ class CompiledFunction:
             pass
 
 
-def _span(t: Tensor):
-    """(first byte, bytes, element offset within them) of the words `t`'s view reaches."""
-    sb = t.dtype.storage_bytes
-    reach = sum((d - 1) * st for d, st in zip(t._shape, t._strides) if d > 0)
-    lo = t._offset * sb
-    start = lo & ~3
-    end = ((t._offset + reach + 1) * sb + 3) & ~3 if t.numel() else start + 4
-    return start, max(end - start, 4), (lo - start) // sb
-
-
 def _copy_out(dev, t: Tensor) -> Tensor:
     """A fresh tensor holding the same view of a copy of the words `t` reaches."""
-    start, n, offset = _span(t)
+    start, n, offset = span(t)
     st = dev.pool.allocate(n)
     dev.copy(t._storage.buffer, start, st.buffer, 0, n)
     return Tensor._make(st, t._shape, t._strides, offset, t.dtype)
