@@ -39,7 +39,7 @@ from .. import autograd, backend
 from ..backend.replay import Graph, GraphBreak, Tape
 from ..tensor import Tensor
 from . import _state
-from ._guards import Watch, byte_span, flatten, found_in, span, unflatten
+from ._guards import Watch, byte_span, flatten, found_in, reach, unflatten
 from .fusion import optimize
 
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
@@ -324,7 +324,7 @@ class CompiledFunction:
         after, results = [], []
         for kind, t in v.outputs:
             if kind == "own":
-                start, n, offset = span(t)
+                start, n, offset = reach(t)
                 st = dev.pool.allocate(n)
                 after.append((t._storage.buffer, start, st.buffer, 0, n))
                 results.append(Tensor._make(st, t._shape, t._strides, offset, t.dtype))
@@ -418,7 +418,7 @@ class CompiledFunction:
 
 def _copy_out(dev, t: Tensor) -> Tensor:
     """A fresh tensor holding the same view of a copy of the words `t` reaches."""
-    start, n, offset = span(t)
+    start, n, offset = reach(t)
     st = dev.pool.allocate(n)
     dev.copy(t._storage.buffer, start, st.buffer, 0, n)
     return Tensor._make(st, t._shape, t._strides, offset, t.dtype)

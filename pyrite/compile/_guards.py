@@ -139,7 +139,7 @@ class Watch:
         return tuple(s)
 
 
-def span(t: Tensor):
+def reach(t: Tensor):
     """(first byte, bytes, element offset within them) of the words `t`'s view reaches."""
     sb = t.dtype.storage_bytes
     reach = sum((d - 1) * st for d, st in zip(t._shape, t._strides) if d > 0)
