@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
     train.add_argument("--out", default="runs/digits", help="folder for checkpoint, plot, JSON")
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--compile", action="store_true", help="pr.compile the training step (record, replay)"
+    )
 
     # pyrite.bench parses its own arguments; these are declared here for --help only.
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
@@ -152,6 +155,7 @@ def cmd_train(args) -> int:
         return 1
     mod = runpy.run_path(str(script))
     argv = ["--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr)]
+    argv += ["--compile"] if args.compile else []
     return mod["main"]([*argv, "--out", args.out, "--seed", str(args.seed)])
 
 

@@ -30,3 +30,19 @@ def test_train_digits_script(tmp_path, rng):
     for name in ("loss.png", "model.safetensors", "result.json"):
         assert (tmp_path / name).stat().st_size > 0, name
     assert json.loads((tmp_path / "result.json").read_text())["steps"] == 40
+
+
+def test_train_digits_script_compiled(tmp_path, rng):
+    """The same script with its step compiled: replayed (not run eagerly), the same accuracy
+    as the eager run on the same data to within one test example in 80 (fusion may change a
+    last bit, and a last bit may move one argmax)."""
+    mod = runpy.run_path(str(SCRIPT))
+    centers = rng.standard_normal((10, 64)).astype(np.float32)
+    data = (_data(rng, centers, 320), _data(rng, centers, 80))
+    kw = {"steps": 40, "batch_size": 32, "data": data, "quiet": True}
+    eager = mod["train"](out=str(tmp_path / "e"), **kw)
+    comp = mod["train"](out=str(tmp_path / "c"), compile=True, **kw)
+    assert comp["compiled"] and comp["reloaded_accuracy"] == comp["test_accuracy"]
+    assert comp["compile"]["replays"] >= 35 and comp["compile"]["graph_breaks"] == []
+    assert abs(comp["test_accuracy"] - eager["test_accuracy"]) <= 1 / 80 + 1e-9
+    assert abs(comp["final_loss"] - eager["final_loss"]) <= 1e-3 * max(1.0, eager["final_loss"])
