@@ -21,37 +21,19 @@ may contract a multiply and an add that were in two kernels into one fma.
 from __future__ import annotations
 
 import bisect
-import re
+import math
 
 import numpy as np
 
 from ..backend.pool import Storage
 from ..backend.replay import Op
+from ..kernels.matmul import EXPR_VAR as _VAR
+from ..ops.core import broadcast_strides, map_command
 from ..ops.core import f32_bits as f32_word
-from ..ops.core import map_command
 from ..tensor import Tensor
 
 # compute types a map's output is stored in without rounding (storage token -> compute type)
 _EXACT = {"f32": "f32", "i32": "i32", "u32": "u32"}
-_VAR = re.compile(r"\b([xs])(\d+)\b")
-
-
-class _Uses:
-    """Per buffer: the op positions that bind it and its allocation positions."""
-
-    def __init__(self, tape):
-        self.tape = tape
-        self.allocs: dict[int, list[int]] = {}
-        for pos, i in tape.allocs:
-            self.allocs.setdefault(i, []).append(pos)
-
-    def segment(self, i, pos):
-        """[start, end) of the op positions where buffer `i` holds the tensor it holds at `pos`
-        (end None: to the end of the recording)."""
-        a = self.allocs.get(i, ())
-        k = bisect.bisect_right(a, pos)
-        start = a[k - 1] if k else 0
-        return start, (a[k] if k < len(a) else None)
 
 
 def _buffers(op):
@@ -68,142 +50,300 @@ def _buffers(op):
     return set(), {id(op.args[0])}
 
 
-def _protected(tape):
-    """Dispatch numbers a replay's refresh addresses."""
-    p = set(tape.dynamic) | set(tape.scalar_slots)
-    for _, nums in tape.regions:
-        p.update(nums)
-    return p
-
-
-def _dead_after(tape, uses, i, end, keep):
-    """Whether buffer `i`'s tensor in a segment ending at `end` is gone by the end (`keep`
-    names buffers read after a replay: their last segment)."""
-    if i not in tape.owned:
-        return False
-    if end is not None:
-        return True
-    if i in keep:
-        return False
-    pin = tape.pool.pins.get(i)
-    return pin is not None and pin.dead
-
-
 def optimize(tape, device, keep=frozenset(), fuse=True):
     """Fuse maps and remove dead dispatches in `tape.ops` (in place); `keep`: ids of buffers
     the caller reads after a replay (outputs, captures, argument slots). Returns the number of
     maps fused away."""
-    ops = tape.ops
-    protected = _protected(tape)
-    dnum, k = {}, 0
-    for pos, op in enumerate(ops):
-        if op.kind == "d":
-            dnum[pos] = k
-            k += 1
-    uses = _Uses(tape)
-    removed = set()
+    run = _Pass(tape, device, keep)
     fused = 0
-    limit = device.limits.get("max-storage-buffers-per-shader-stage", 8) - 1
     if fuse:
+        ops = run.ops
         for b in range(len(ops)):
-            if ops[b].map is None or dnum[b] in protected:
+            if ops[b].map is None or run.dnum[b] in run.protected:
                 continue
-            while ops[b].map is not None and (
-                _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
-                or _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit)
-            ):
+            while ops[b].map is not None and (run.fuse_map(b) or run.fuse_gemm(b)):
                 fused += 1
-    removed |= _dead(tape, ops, uses, protected, dnum, keep, removed)
-    if removed:
-        _compact(tape, removed, dnum)
+    run.remove_dead()
+    if run.removed:
+        run.compact()
     return fused
 
 
-def _fuse_one(tape, device, ops, b, uses, removed, protected, dnum, keep, limit):
-    B = ops[b]
-    expr, ins, cts, out, oct_, scal, sct = B.map
-    for j, (buf, shape, strides, offset, dtype) in enumerate(ins):
-        i = id(buf)
-        if sum(id(v[0]) == i for v in ins) != 1:
-            continue
-        a = _producer(tape, ops, b, i, uses, removed, protected, dnum, keep)
-        if a is None or ops[a].map is None:
-            continue
-        A = ops[a]
-        a_expr, a_ins, a_cts, a_out, a_oct, a_scal, a_sct = A.map
-        if a_out[:4] != (buf, shape, strides, offset) or a_out[1] != out[1]:
-            continue  # B reads exactly A's output, in B's own index space
-        if _EXACT.get(a_out[4].storage) != a_oct or cts[j] != a_oct:
-            continue  # the stored intermediate would round
-        a_bufs = {id(v[0]) for v in a_ins}
-        if id(out[0]) in a_bufs:
-            continue  # (B would write what A's inputs read: keep the two)
-        if any(p not in removed and a_bufs & _buffers(ops[p])[1] for p in range(a + 1, b)):
-            continue  # A's inputs change before B runs
-        # B's expression with A's in place of x_j; A's inputs and scalars renumbered after B's
-        n_in, n_s = len(ins), len(scal)
+class _Pass:
+    """One optimize() over a tape: its ops (positions stay fixed until `compact`), the ones
+    removed, each dispatch's number, the numbers a replay's refresh addresses (regions, dynamic
+    and scalar words: left as they are), and the allocation log as per-buffer positions."""
 
-        def sub_a(m):
-            kind, k = m.group(1), int(m.group(2))
-            return f"{kind}{(n_in - 1 if kind == 'x' else n_s) + k}"
+    def __init__(self, tape, device, keep):
+        self.tape, self.device, self.keep = tape, device, keep
+        self.ops = tape.ops
+        self.removed: set[int] = set()
+        self.dnum, k = {}, 0
+        for pos, op in enumerate(self.ops):
+            if op.kind == "d":
+                self.dnum[pos] = k
+                k += 1
+        self.protected = set(tape.dynamic) | set(tape.scalar_slots)
+        for _, nums in tape.regions:
+            self.protected.update(nums)
+        self.allocs: dict[int, list[int]] = {}
+        for pos, i in tape.allocs:
+            self.allocs.setdefault(i, []).append(pos)
+        self.limit = device.limits.get("max-storage-buffers-per-shader-stage", 8) - 1
 
-        inner = _VAR.sub(sub_a, a_expr)
+    # ---- liveness ------------------------------------------------------------------------
+    def segment(self, i, pos):
+        """[start, end) of the op positions where buffer `i` holds the tensor it holds at `pos`
+        (end None: to the end of the recording)."""
+        a = self.allocs.get(i, ())
+        k = bisect.bisect_right(a, pos)
+        start = a[k - 1] if k else 0
+        return start, (a[k] if k < len(a) else None)
 
-        def sub_b(m):
-            kind, k = m.group(1), int(m.group(2))
-            if kind == "x" and k == j:
-                return f"({inner})"
-            if kind == "x" and k > j:
-                return f"x{k - 1}"
-            return m.group(0)
+    def gone_after(self, i, end):
+        """Whether buffer `i`'s tensor in a segment ending at `end` is gone by the end (`keep`
+        names buffers read after a replay: their last segment)."""
+        tape = self.tape
+        if i not in tape.owned:
+            return False
+        if end is not None:
+            return True
+        if i in self.keep:
+            return False
+        pin = tape.pool.pins.get(i)
+        return pin is not None and pin.dead
 
-        new_expr = _VAR.sub(sub_b, expr)
-        new_ins = ins[:j] + ins[j + 1 :] + a_ins
-        new_cts = cts[:j] + cts[j + 1 :] + a_cts
-        new_scal, new_sct = scal + a_scal, sct + a_sct
-        cmd = _command(new_expr, new_ins, new_cts, out, oct_, new_scal, new_sct)
-        if cmd is None:
-            continue
-        src, bufs, info, grid = cmd
-        if len(set(map(id, bufs))) > limit or len(bufs) > limit or len(info) >= 127:
-            continue
-        pipeline, modes, _ = device.pipeline(src)
+    def read_between(self, i, lo, hi, skip=()):
+        """Whether an op at a position in [lo, hi) (end None: to the end), not removed and not
+        in `skip`, reads buffer `i`."""
+        hi = len(self.ops) if hi is None else hi
+        for p in range(lo, hi):
+            if p not in self.removed and p not in skip and i in _buffers(self.ops[p])[0]:
+                return True
+        return False
+
+    def written_between(self, ids, a, b):
+        """Whether an op strictly between positions a and b writes one of the buffers `ids`."""
+        return any(
+            p not in self.removed and ids & _buffers(self.ops[p])[1] for p in range(a + 1, b)
+        )
+
+    def producers(self, b):
+        """(input number j, producer position a) for each input of map B (at `b`) that B reads
+        once and that is the whole output of a kernel at `a` nothing else reads before that
+        output is gone."""
+        ins = self.ops[b].map[1]
+        for j, v in enumerate(ins):
+            i = id(v[0])
+            if sum(id(w[0]) == i for w in ins) != 1:
+                continue
+            start, end = self.segment(i, b)
+            a = next(
+                (
+                    p
+                    for p in range(b - 1, start - 1, -1)
+                    if p not in self.removed and i in _buffers(self.ops[p])[1]
+                ),
+                None,
+            )
+            if a is None or self.dnum[a] in self.protected or not self.gone_after(i, end):
+                continue
+            if self.read_between(i, start, end, skip=(a, b)):
+                continue
+            yield j, a
+
+    # ---- the passes ----------------------------------------------------------------------
+    def fuse_map(self, b):
+        """Map B's input j, the output of map A: one map computing A's expression there."""
+        ops = self.ops
+        B = ops[b]
+        expr, ins, cts, out, oct_, scal, sct = B.map
+        for j, a in self.producers(b):
+            buf, shape, strides, offset, _ = ins[j]
+            A = ops[a]
+            if A.map is None:
+                continue
+            a_expr, a_ins, a_cts, a_out, a_oct, a_scal, a_sct = A.map
+            if a_out[:4] != (buf, shape, strides, offset) or a_out[1] != out[1]:
+                continue  # B reads exactly A's output, in B's own index space
+            if _EXACT.get(a_out[4].storage) != a_oct or cts[j] != a_oct:
+                continue  # the stored intermediate would round
+            a_bufs = {id(v[0]) for v in a_ins}
+            if id(out[0]) in a_bufs:
+                continue  # (B would write what A's inputs read: keep the two)
+            if self.written_between(a_bufs, a, b):
+                continue  # A's inputs change before B runs
+            # B's expression with A's in place of x_j; A's inputs and scalars renumbered after B's
+            n_in, n_s = len(ins), len(scal)
+
+            def sub_a(m):
+                kind, k = m.group(1), int(m.group(2))
+                return f"{kind}{(n_in - 1 if kind == 'x' else n_s) + k}"
+
+            inner = _VAR.sub(sub_a, a_expr)
+
+            def sub_b(m):
+                kind, k = m.group(1), int(m.group(2))
+                if kind == "x" and k == j:
+                    return f"({inner})"
+                if kind == "x" and k > j:
+                    return f"x{k - 1}"
+                return m.group(0)
+
+            new_expr = _VAR.sub(sub_b, expr)
+            new_ins = ins[:j] + ins[j + 1 :] + a_ins
+            new_cts = cts[:j] + cts[j + 1 :] + a_cts
+            new_scal, new_sct = scal + a_scal, sct + a_sct
+            cmd = _command(new_expr, new_ins, new_cts, out, oct_, new_scal, new_sct)
+            if cmd is None:
+                continue
+            src, bufs, info, grid = cmd
+            if len(bufs) > self.limit or len(info) >= 127:
+                continue
+            desc = (new_expr, new_ins, new_cts, out, oct_, new_scal, new_sct)
+            self._replace(a, b, src, bufs, info, grid, map=desc)
+            return True
+        return False
+
+    def fuse_gemm(self, b):
+        """Map B reading the whole output of a fast GEMM A (a 2-D product, f32) or of a split-K
+        product's sum: A's store computes B's expression (kernels/matmul.gemm_fast and
+        splitk_sum `post`), writing B's output; A's goes."""
+        from ..kernels.matmul import gemm_fast, splitk_sum
+
+        B = self.ops[b]
+        expr, ins, cts, out, oct_, scal, sct = B.map
+        for j, a in self.producers(b):
+            buf, shape, strides, offset, _ = ins[j]
+            A = self.ops[a]
+            if A.gemm is None:
+                continue
+            spec, c_view, post = A.gemm
+            _, _, a_bufs, a_info, grid = A.args
+            split = spec[0] == "splitk"  # (the sum of a split-K product's partials)
+            if (not split and spec[1] != 0) or c_view[4].storage != "f32":
+                continue
+            M, N = c_view[1]
+            n = M * N
+            ob, oshape, ostrides, ooff, odt = out
+            if (
+                (buf, offset) != (c_view[0], c_view[3])
+                or odt.storage != "f32"
+                or cts[j] != "f32"
+                or oct_ != "f32"
+                or not _contiguous(shape, strides)
+                or not _contiguous(oshape, ostrides)
+                or math.prod(shape) != n
+                or math.prod(oshape) != n
+                or not oshape
+                or oshape[-1] != N
+                or ooff % 4
+            ):
+                continue
+            # B's other inputs, as (offset, m stride, n stride) over the product's (M, N)
+            extras = []
+            for k, v in enumerate(ins):
+                if k == j:
+                    continue
+                c2 = _collapse(v, oshape)
+                if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or v[0] is ob:
+                    break
+                extras.append((v, c2))
+            else:
+                bound = {id(x) for x in a_bufs[:-1]}
+                if id(ob) in bound or self.written_between(bound, a, b):
+                    continue  # B writes A's operands, or they change before B runs
+                # the fused expression: x0 the product (through A's own fused map, if any),
+                # then A's extra operands, then B's other inputs
+                p_expr, p_extras, p_scal, p_sct = post or ("x0", (), (), ())
+                np_ = len(p_extras)
+
+                def sub_a(m):
+                    kind, k = m.group(1), int(m.group(2))
+                    return m.group(0) if kind == "x" else f"s{len(scal) + k}"
+
+                inner = _VAR.sub(sub_a, p_expr)
+                order = [k for k in range(len(ins)) if k != j]
+
+                def sub_b(m):
+                    kind, k = m.group(1), int(m.group(2))
+                    if kind == "s":
+                        return m.group(0)
+                    if k == j:
+                        return f"({inner})"
+                    return f"x{1 + np_ + order.index(k)}"
+
+                new_expr = _VAR.sub(sub_b, expr)
+                all_extras = tuple(p_extras) + tuple(extras)
+                new_scal, new_sct = scal + p_scal, sct + p_sct
+                words = [int(w) for w in a_info]
+                words[3 if split else 12] = ooff  # C is B's output
+                at = len(words)
+                for _, (off, sm, sn) in all_extras:
+                    words += [off, sm, sn]
+                for x, ct in zip(new_scal, new_sct):
+                    words.append(f32_word(x) if ct == "f32" else int(x))
+                bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + [ob]
+                if len(bufs) > self.limit or len(words) >= 127:
+                    continue
+                post = (new_expr, len(all_extras), at, tuple(new_sct))
+                src = splitk_sum(spec[1], post=post) if split else gemm_fast(*spec, post=post)
+                c2d = (ob, (M, N), (N, 1), ooff, odt)
+                gemm = (spec, c2d, (new_expr, all_extras, new_scal, new_sct))
+                self._replace(a, b, src, bufs, words, grid, gemm=gemm)
+                return True
+        return False
+
+    def _replace(self, a, b, src, bufs, info, grid, map=None, gemm=None):
+        """B's op becomes the fused kernel (named for both); A's is removed."""
+        A, B = self.ops[a], self.ops[b]
+        pipeline, modes, _ = self.device.pipeline(src)
         words = np.asarray(info, dtype=np.int32)
         site = (f"{A.inner}+{B.inner}", B.outer, B.where, False)
-        ops[b] = Op(
-            "d",
-            (pipeline, modes, tuple(bufs), words, tuple(grid)),
-            site,
-            (new_expr, new_ins, new_cts, out, oct_, new_scal, new_sct),
-        )
-        removed.add(a)
-        return True
-    return False
+        self.ops[b] = Op("d", (pipeline, modes, tuple(bufs), words, tuple(grid)), site, map, gemm)
+        self.removed.add(a)
 
+    def remove_dead(self):
+        """Remove dispatches none of whose writes is read before being dropped (to a
+        fixpoint)."""
+        changed = True
+        while changed:
+            changed = False
+            for p in range(len(self.ops) - 1, -1, -1):
+                op = self.ops[p]
+                if op.kind != "d" or p in self.removed or self.dnum[p] in self.protected:
+                    continue
+                _, writes = _buffers(op)
+                if writes and all(self._dead_write(i, p) for i in writes):
+                    self.removed.add(p)
+                    changed = True
 
-def _producer(tape, ops, b, i, uses, removed, protected, dnum, keep):
-    """The op position of the kernel whose output buffer `i` map B (at `b`) reads, when B is
-    its only reader and it is gone after: else None."""
-    start, end = uses.segment(i, b)
-    a = None
-    for p in range(b - 1, start - 1, -1):
-        if p not in removed and i in _buffers(ops[p])[1]:
-            a = p
-            break
-    if a is None or dnum[a] in protected or not _dead_after(tape, uses, i, end, keep):
-        return None
-    last = len(ops) if end is None else end
-    for p in range(start, last):
-        if p not in (a, b) and p not in removed and i in _buffers(ops[p])[0]:
-            return None
-    return a
+    def _dead_write(self, i, p):
+        _, end = self.segment(i, p)
+        return self.gone_after(i, end) and not self.read_between(i, p + 1, end)
+
+    def compact(self):
+        """Drop the removed ops; renumber the dispatch numbers the refresh uses."""
+        tape = self.tape
+        new_num, k = {}, 0
+        ops = []
+        for pos, op in enumerate(self.ops):
+            if pos in self.removed:
+                continue
+            if op.kind == "d":
+                new_num[self.dnum[pos]] = k
+                k += 1
+            ops.append(op)
+        tape.ops = ops
+        tape.dispatches = k
+        tape.dynamic = {new_num[d]: f for d, f in tape.dynamic.items()}
+        tape.scalar_slots = {new_num[d]: s for d, s in tape.scalar_slots.items()}
+        tape.regions = [(f, [new_num[d] for d in nums]) for f, nums in tape.regions]
 
 
 def _collapse(view, shape):
     """(offset, m stride, n stride) reading `view` broadcast to `shape` (..., N) as a 2-D
     (prod(shape[:-1]), N) matrix, or None when its leading dims do not collapse."""
-    from ..ops.core import broadcast_strides
-
     buf, vshape, vstrides, offset, dtype = view
     t = Tensor._make(Storage(buf, buf.size, None), vshape, vstrides, offset, dtype)
     st = vstrides if vshape == shape else broadcast_strides(t, shape)
@@ -214,114 +354,6 @@ def _collapse(view, shape):
     return offset, (lead[-1][1] if lead else 0), st[-1]
 
 
-def _fuse_gemm(tape, device, ops, b, uses, removed, protected, dnum, keep, limit):
-    """Map B reading the whole output of a fast GEMM A (a 2-D product, f32) or of a split-K
-    product's sum: A's store computes B's expression (kernels/matmul.gemm_fast and splitk_sum
-    `post`), writing B's output; A's goes."""
-    from ..kernels.matmul import gemm_fast, splitk_sum
-
-    B = ops[b]
-    expr, ins, cts, out, oct_, scal, sct = B.map
-    for j, (buf, shape, strides, offset, dtype) in enumerate(ins):
-        i = id(buf)
-        if sum(id(v[0]) == i for v in ins) != 1:
-            continue
-        a = _producer(tape, ops, b, i, uses, removed, protected, dnum, keep)
-        if a is None or ops[a].gemm is None:
-            continue
-        A = ops[a]
-        spec, c_view, post = A.gemm
-        pipeline, modes, a_bufs, a_info, grid = A.args
-        split = spec[0] == "splitk"  # (the sum of a split-K product's partials)
-        if (not split and spec[1] != 0) or c_view[4].storage != "f32" or out[4].storage != "f32":
-            continue
-        M, N = c_view[1]
-        n = M * N
-        ob, oshape, ostrides, ooff, _ = out
-        if (
-            (buf, offset) != (c_view[0], c_view[3])
-            or cts[j] != "f32"
-            or oct_ != "f32"
-            or not _contiguous(shape, strides)
-            or not _contiguous(oshape, ostrides)
-            or _numel(shape) != n
-            or _numel(oshape) != n
-            or not oshape
-            or oshape[-1] != N
-            or ooff % 4
-        ):
-            continue
-        # B's other inputs, as (offset, m stride, n stride) over the product's (M, N)
-        extras, ok = [], True
-        for k, v in enumerate(ins):
-            if k == j:
-                continue
-            c2 = _collapse(v, oshape)
-            if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or id(v[0]) == id(ob):
-                ok = False
-                break
-            extras.append((v, c2))
-        bound = {id(x) for x in a_bufs[:-1]}
-        if not ok or id(ob) in bound:
-            continue
-        if any(p not in removed and bound & _buffers(ops[p])[1] for p in range(a + 1, b)):
-            continue  # A's operands change before B runs
-        # the fused expression: x0 the product (through A's own fused map, if any), then
-        # A's extra operands, then B's other inputs
-        p_expr, p_extras, p_scal, p_sct = post or ("x0", (), (), ())
-        np_ = len(p_extras)
-
-        def sub_a(m):
-            kind, k = m.group(1), int(m.group(2))
-            if kind == "x":
-                return m.group(0)
-            return f"s{len(scal) + k}"
-
-        inner = _VAR.sub(sub_a, p_expr)
-        order = [k for k in range(len(ins)) if k != j]
-
-        def sub_b(m):
-            kind, k = m.group(1), int(m.group(2))
-            if kind == "s":
-                return m.group(0)
-            if k == j:
-                return f"({inner})"
-            return f"x{1 + np_ + order.index(k)}"
-
-        new_expr = _VAR.sub(sub_b, expr)
-        all_extras = tuple(p_extras) + tuple(extras)
-        new_scal, new_sct = scal + p_scal, sct + p_sct
-        words = [int(w) for w in a_info]
-        words[3 if split else 12] = ooff  # C is B's output
-        at = len(words)
-        for _, (off, sm, sn) in all_extras:
-            words += [off, sm, sn]
-        for x, ct in zip(new_scal, new_sct):
-            words.append(f32_word(x) if ct == "f32" else int(x))
-        bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + [ob]
-        if len(bufs) > limit or len(words) >= 127:
-            continue
-        post = (new_expr, len(all_extras), at, tuple(new_sct))
-        src = splitk_sum(spec[1], post=post) if split else gemm_fast(*spec, post=post)
-        pipe, modes, _ = device.pipeline(src)
-        site = (f"{A.inner}+{B.inner}", B.outer, B.where, False)
-        gemm = (
-            spec,
-            out[:1] + ((M, N), (N, 1), ooff, out[4]),
-            (new_expr, all_extras, new_scal, new_sct),
-        )
-        ops[b] = Op(
-            "d",
-            (pipe, modes, tuple(bufs), np.asarray(words, dtype=np.int32), grid),
-            site,
-            None,
-            gemm,
-        )
-        removed.add(a)
-        return True
-    return False
-
-
 def _contiguous(shape, strides):
     acc = 1
     for d, s in zip(reversed(shape), reversed(strides)):
@@ -329,13 +361,6 @@ def _contiguous(shape, strides):
             return False
         acc *= d
     return True
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _command(expr, ins, cts, out, oct_, scal, sct):
@@ -350,53 +375,3 @@ def _command(expr, ins, cts, out, oct_, scal, sct):
         return Tensor._make(st, shape, strides, offset, dtype)
 
     return map_command(expr, [view(v) for v in ins], cts, view(out), oct_, scal, sct)
-
-
-def _dead(tape, ops, uses, protected, dnum, keep, removed):
-    """Dispatches none of whose writes is read before being dropped (to a fixpoint)."""
-    dead = set()
-    changed = True
-    while changed:
-        changed = False
-        for p in range(len(ops) - 1, -1, -1):
-            op = ops[p]
-            if op.kind != "d" or p in removed or p in dead or dnum[p] in protected:
-                continue
-            _, writes = _buffers(op)
-            if not writes:
-                continue
-            alive = False
-            for i in writes:
-                start, end = uses.segment(i, p)
-                if not _dead_after(tape, uses, i, end, keep):
-                    alive = True
-                    break
-                last = len(ops) if end is None else end
-                if any(
-                    q not in removed and q not in dead and i in _buffers(ops[q])[0]
-                    for q in range(p + 1, last)
-                ):
-                    alive = True
-                    break
-            if not alive:
-                dead.add(p)
-                changed = True
-    return dead
-
-
-def _compact(tape, removed, dnum):
-    """Drop the removed ops; renumber the dispatch numbers the refresh uses."""
-    new_num, k = {}, 0
-    ops = []
-    for pos, op in enumerate(tape.ops):
-        if pos in removed:
-            continue
-        if op.kind == "d":
-            new_num[dnum[pos]] = k
-            k += 1
-        ops.append(op)
-    tape.ops = ops
-    tape.dispatches = k
-    tape.dynamic = {new_num[d]: f for d, f in tape.dynamic.items()}
-    tape.scalar_slots = {new_num[d]: s for d, s in tape.scalar_slots.items()}
-    tape.regions = [(f, [new_num[d] for d in nums]) for f, nums in tape.regions]

@@ -521,7 +521,8 @@ def gemm_fast(
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
 
 
-_VAR = re.compile(r"\b([xs])(\d+)\b")
+# an input (x0..) or a scalar (s0..) of a map expression (ops/core.run_map; compile/fusion.py)
+EXPR_VAR = re.compile(r"\b([xs])(\d+)\b")
 
 
 def _post_expr(expr, value, at, n_extra, s_ctypes, col):
@@ -538,7 +539,7 @@ def _post_expr(expr, value, at, n_extra, s_ctypes, col):
         w = at + 3 * n_extra + k
         return f"bitcast<f32>(info[{w}])" if s_ctypes[k] == "f32" else f"info[{w}]"
 
-    return f"({_VAR.sub(sub, expr)})"
+    return f"({EXPR_VAR.sub(sub, expr)})"
 
 
 # ---- split-K: the partial products' sum ---------------------------------------------------------
