@@ -46,10 +46,10 @@ _WRAPPERS = {"_call_impl", "wrapper", "guard", "op", "inner", "decorate_context"
 
 
 def _site():
-    """(inner, outer, "file:line", data): the innermost pyrite function below the device, the
-    op the caller called (the innermost Module forward on the way, else the outermost pyrite
-    function that is not a wrapper), the caller's line, and whether a pyrite.utils.data frame
-    is on the way."""
+    """(inner, outer, "file:line", data, called): the innermost pyrite function below the
+    device, the op to name (the innermost Module forward on the way, else `called`), the
+    caller's line, whether a pyrite.utils.data frame is on the way, and the outermost pyrite
+    function that is not a wrapper (the one the caller called)."""
     f = sys._getframe(2)
     inner = outer = forward = None
     data = False
@@ -71,21 +71,7 @@ def _site():
             outer = name
         f = f.f_back
     where = f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
-    return inner or "?", forward or outer or "?", where, data
-
-
-def _called(names) -> bool:
-    """Whether the outermost pyrite function the caller called is one of `names`."""
-    f = sys._getframe(2)
-    last = None
-    while f is not None:
-        mod = f.f_globals.get("__name__", "")
-        if not mod.startswith("pyrite"):
-            break
-        if f.f_code.co_name not in _WRAPPERS:
-            last = getattr(f.f_code, "co_qualname", f.f_code.co_name)
-        f = f.f_back
-    return last in names
+    return inner or "?", forward or outer or "?", where, data, outer
 
 
 def _view(t):
@@ -102,7 +88,7 @@ class Op:
     def __init__(self, kind, args, site, map=None, gemm=None):
         self.kind = kind
         self.args = args
-        self.inner, self.outer, self.where, _ = site
+        self.inner, self.outer, self.where = site[:3]
         # an elementwise map's or a fast GEMM's description (Tape.map_next, gemm_next), for
         # compile/fusion.py
         self.map = map
@@ -208,10 +194,12 @@ class Tape:
 
     def upload(self, buffer, byte_offset, data):
         site = _site()
-        inner, outer, where, from_data = site
-        if from_data or _called(HOST_DATA):
+        _, outer, _, from_data, called = site
+        if from_data or called in HOST_DATA:
             what = "a DataLoader batch" if from_data else f"{outer}(...) of host data"
-            self._break(f"makes {what} inside the compiled function (its values would be frozen)")
+            self._break(
+                f"makes {what} inside the compiled function (its values would be frozen)", site
+            )
         self._name((buffer,))
         self.ops.append(Op("u", (buffer, byte_offset, bytes(data)), site))
 
@@ -220,8 +208,8 @@ class Tape:
             "reads a value back to the host (item(), numpy(), print, a data-dependent shape)"
         )
 
-    def _break(self, what):
-        _, outer, where, _ = _site()
+    def _break(self, what, site=None):
+        _, outer, where, _, _ = site or _site()
         self.breaks.append((f"{outer}: {what}", where))
         if self.fullgraph:
             raise GraphBreak(
@@ -433,10 +421,6 @@ class Graph:
             r.done()
         for k, words in tape.dynamic.items():
             self.set_info(k, words())
-
-    def writes(self) -> set:
-        """ids of the buffers some command writes."""
-        return self.tape.writes()
 
     def close(self):
         self.tape.close()

@@ -314,20 +314,20 @@ class CompiledFunction:
         g.refresh()
         before = []
         for t, s in zip(leaves, v.slots):
+            if t._storage is s._storage:
+                continue
             span = byte_span(t)
-            if span is None or t._storage is s._storage:
-                if t._storage is not s._storage:
-                    with autograd.no_grad():
-                        s.copy_(t)  # (recorded into the pending batch, submitted first)
+            if span is None:
+                with autograd.no_grad():
+                    s.copy_(t)  # (recorded into the pending batch, submitted first)
             else:
                 before.append((t._storage.buffer, span[0], s._storage.buffer, 0, span[1]))
         after, results = [], []
         for kind, t in v.outputs:
             if kind == "own":
-                start, n, offset = reach(t)
-                st = dev.pool.allocate(n)
-                after.append((t._storage.buffer, start, st.buffer, 0, n))
-                results.append(Tensor._make(st, t._shape, t._strides, offset, t.dtype))
+                copy, fresh = _fresh_copy(dev, t)
+                after.append(copy)
+                results.append(fresh)
             else:
                 results.append(t)
         late = []
@@ -416,12 +416,20 @@ class CompiledFunction:
             pass
 
 
-def _copy_out(dev, t: Tensor) -> Tensor:
-    """A fresh tensor holding the same view of a copy of the words `t` reaches."""
+def _fresh_copy(dev, t: Tensor):
+    """(the copy's arguments, a fresh tensor): the same view of new storage that the copy fills
+    with the words `t` reaches."""
     start, n, offset = reach(t)
     st = dev.pool.allocate(n)
-    dev.copy(t._storage.buffer, start, st.buffer, 0, n)
-    return Tensor._make(st, t._shape, t._strides, offset, t.dtype)
+    fresh = Tensor._make(st, t._shape, t._strides, offset, t.dtype)
+    return (t._storage.buffer, start, st.buffer, 0, n), fresh
+
+
+def _copy_out(dev, t: Tensor) -> Tensor:
+    """A fresh tensor holding the same view of a copy of the words `t` reaches (now)."""
+    copy, fresh = _fresh_copy(dev, t)
+    dev.copy(*copy)
+    return fresh
 
 
 def _copy_back(slot: Tensor, t: Tensor):

@@ -299,7 +299,7 @@ class _Pass:
         A, B = self.ops[a], self.ops[b]
         pipeline, modes, _ = self.device.pipeline(src)
         words = np.asarray(info, dtype=np.int32)
-        site = (f"{A.inner}+{B.inner}", B.outer, B.where, False)
+        site = (f"{A.inner}+{B.inner}", B.outer, B.where)
         self.ops[b] = Op("d", (pipeline, modes, tuple(bufs), words, tuple(grid)), site, map, gemm)
         self.removed.add(a)
 
