@@ -11,9 +11,9 @@ requests). On a CPU adapter (lavapipe) the quick form runs 2 layers at batch 1 o
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+
+from .train import _time as train_time
 
 
 def build(L, d=768, heads=12, ffn=3072, layers=12):
@@ -54,17 +54,7 @@ def build(L, d=768, heads=12, ffn=3072, layers=12):
 
 
 def _time(fn, sync, n, warmup=3):
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        times.append((time.perf_counter() - t0) / n)
-    return sorted(times)[2]
+    return train_time(fn, sync, n, warmup, runs=5)
 
 
 def bench_bert(rep, quick=False):

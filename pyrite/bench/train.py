@@ -15,7 +15,9 @@ import time
 import numpy as np
 
 
-def _time(step, sync, n=10, warmup=40):
+def _time(step, sync, n=10, warmup=40, runs=3):
+    """Median seconds of one call over `runs` timings of n calls back to back (one
+    synchronisation each), after `warmup` calls."""
     # The steady state of a long run: pyrite's buffer pool settles into the same reuse order
     # within a few tens of steps, and from then on every bind group comes from the device's
     # cache (measured: 130 new groups a GPT step at step 2, 1 by step 36). torch warms up the
@@ -24,13 +26,13 @@ def _time(step, sync, n=10, warmup=40):
         step()
     sync()
     times = []
-    for _ in range(3):
+    for _ in range(runs):
         t0 = time.perf_counter()
         for _ in range(n):
             step()
         sync()
         times.append((time.perf_counter() - t0) / n)
-    return sorted(times)[1]
+    return sorted(times)[runs // 2]
 
 
 def _mlp(L, x, y):
