@@ -14,6 +14,7 @@ import collections
 import statistics
 
 import numpy as np
+from gpu_time import pass_durations, timed_pass  # (scripts/ is on the path when run as a script)
 
 import pyrite as pr
 from pyrite.bench.train import _gpt
@@ -35,37 +36,12 @@ def profile(graph, reps=9):
         w_info.write(graph.info_gpu, 0, graph.info)
     enc = g.create_command_encoder()
     q = 0
+    kernels = [(pipeline, group, offset, grid) for _, pipeline, group, offset, grid, *_ in cmds]
     for _ in range(reps):
-        p = enc.begin_compute_pass(
-            timestamp_writes={
-                "query_set": qs,
-                "beginning_of_pass_write_index": q,
-                "end_of_pass_write_index": q + 1,
-            }
-        )
-        for _, pipeline, group, offset, grid, *_ in cmds:
-            p.set_pipeline(pipeline)
-            p.set_bind_group(0, group, [offset])
-            p.dispatch_workgroups(*grid)
-        p.end()
-        q += 2
-        for _, pipeline, group, offset, grid, *_ in cmds:
-            p = enc.begin_compute_pass(
-                timestamp_writes={
-                    "query_set": qs,
-                    "beginning_of_pass_write_index": q,
-                    "end_of_pass_write_index": q + 1,
-                }
-            )
-            p.set_pipeline(pipeline)
-            p.set_bind_group(0, group, [offset])
-            p.dispatch_workgroups(*grid)
-            p.end()
-            q += 2
-    enc.resolve_query_set(qs, 0, q, res, 0)
-    g.queue.submit([enc.finish()])
-    ts = np.frombuffer(g.queue.read_buffer(res), np.uint64).astype(np.int64).reshape(reps, n + 1, 2)
-    dt = ts[:, :, 1] - ts[:, :, 0]
+        q = timed_pass(enc, qs, q, kernels)
+        for k in kernels:
+            q = timed_pass(enc, qs, q, [k])
+    dt = pass_durations(g, enc, qs, q, res).reshape(reps, n + 1)
     whole = statistics.median(dt[:, 0].tolist())
     each = [statistics.median(dt[:, i + 1].tolist()) for i in range(n)]
     return whole, each

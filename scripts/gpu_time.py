@@ -15,6 +15,32 @@ import pyrite as pr
 from pyrite import backend
 
 
+def timed_pass(enc, qs, q, dispatches):
+    """One compute pass of `dispatches` ((pipeline, bind group, info offset, grid), ...)
+    bracketed by timestamp writes q and q + 1 of query set `qs`; returns the next free q."""
+    p = enc.begin_compute_pass(
+        timestamp_writes={
+            "query_set": qs,
+            "beginning_of_pass_write_index": q,
+            "end_of_pass_write_index": q + 1,
+        }
+    )
+    for pipeline, group, offset, grid in dispatches:
+        p.set_pipeline(pipeline)
+        p.set_bind_group(0, group, [offset])
+        p.dispatch_workgroups(*grid)
+    p.end()
+    return q + 2
+
+
+def pass_durations(g, enc, qs, q, res):
+    """Resolve the first q timestamps into `res`, submit, read back: each pass's nanoseconds."""
+    enc.resolve_query_set(qs, 0, q, res, 0)
+    g.queue.submit([enc.finish()])
+    ts = np.frombuffer(g.queue.read_buffer(res), np.uint64).astype(np.int64)[:q].reshape(-1, 2)
+    return ts[:, 1] - ts[:, 0]
+
+
 def kernel_times(fn, reps=15):
     dev = backend.current()
     rec = []
@@ -51,22 +77,8 @@ def kernel_times(fn, reps=15):
     q = 0
     for _ in range(reps):
         for (pipeline, bg, _), (_, _, _, grid) in zip(groups, rec):
-            p = enc.begin_compute_pass(
-                timestamp_writes={
-                    "query_set": qs,
-                    "beginning_of_pass_write_index": q,
-                    "end_of_pass_write_index": q + 1,
-                }
-            )
-            p.set_pipeline(pipeline)
-            p.set_bind_group(0, bg, [0])
-            p.dispatch_workgroups(*grid)
-            p.end()
-            q += 2
-    enc.resolve_query_set(qs, 0, 2 * n, res, 0)
-    g.queue.submit([enc.finish()])
-    ts = np.frombuffer(g.queue.read_buffer(res), np.uint64).astype(np.int64).reshape(reps, -1, 2)
-    dt = ts[:, :, 1] - ts[:, :, 0]
+            q = timed_pass(enc, qs, q, [(pipeline, bg, 0, grid)])
+    dt = pass_durations(g, enc, qs, q, res).reshape(reps, -1)
     del keep
     out = []
     for i, (src, _, _, grid) in enumerate(rec):
