@@ -48,18 +48,26 @@ def _batches(n, rows=11, seed=1):
     ]
 
 
-def _run(compiled, n=9, dropout=0.3, **kw):
-    m, opt, sched = _mlp(dropout=dropout)
+def _step_fn(m, opt, sched=None):
+    """The training step the tests compile: zero_grad, cross-entropy forward, backward, the
+    optimizer's step and the schedule's."""
 
     def step(x, y):
         opt.zero_grad()
         loss = F.cross_entropy(m(x), y)
         loss.backward()
         opt.step()
-        sched.step()
+        if sched is not None:
+            sched.step()
         return loss
 
-    f = pr.compile(step, options=EXACT, **kw) if compiled else step
+    return step
+
+
+def _run(compiled, n=9, dropout=0.3, options=EXACT, **kw):
+    m, opt, sched = _mlp(dropout=dropout)
+    step = _step_fn(m, opt, sched)
+    f = pr.compile(step, options=options, **kw) if compiled else step
     losses = [float(f(x, y).item()) for x, y in _batches(n)]
     return losses, _params(m), opt, f
 
@@ -93,20 +101,9 @@ def test_training_step_with_fusion_near_eager():
     relative). Adam's update is lr * m / sqrt(v): such perturbations of the gradient move each
     step by far less than lr * 2^-10, so after n steps parameters agree within n * lr * 2^-10."""
     le, pe, _, _ = _run(False)
-    m, opt, sched = _mlp(dropout=0.3)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        sched.step()
-        return loss
-
-    f = pr.compile(step)
-    lc = [float(f(x, y).item()) for x, y in _batches(9)]
+    lc, pc, _, f = _run(True, options=None)  # (fusion on)
     np.testing.assert_allclose(lc, le, rtol=1e-5)
-    for a, b in zip(pe, _params(m)):
+    for a, b in zip(pe, pc):
         np.testing.assert_allclose(b, a, rtol=0, atol=9 * 2e-2 * 2**-10)
     assert f.stats()["replays"] == 7
 
@@ -157,13 +154,7 @@ def test_cnn_batchnorm_running_stats():
         )
         opt = pr.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _step_fn(m, opt)
         f = pr.compile(step, options=EXACT) if compiled else step
         losses = [f(x, y).item() for x, y in zip(xs, ys)]
         bn = m[1]
@@ -343,20 +334,13 @@ def test_eval_function_beside_the_step_shares_parameters():
     """A forward compiled beside the training step reads the same parameter buffers: after each
     replayed step it sees the updated weights, with no copy."""
     m, opt, sched = _mlp(dropout=0.0)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = pr.compile(_step_fn(m, opt), options=EXACT)
 
     @pr.compile(options=EXACT)
     def evaluate(x):
         with pr.no_grad():
             return m(x).argmax(-1)
 
-    step = pr.compile(step, options=EXACT)
     data = _batches(6)
     for x, y in data:
         step(x, y)
@@ -569,15 +553,7 @@ def test_every_optimizer_replays_as_eagerly(name, kw):
         opt = getattr(pr.optim, name)(m.parameters(), **kw)
         sched = SCHEDULES[len(name) % len(SCHEDULES)](opt) if name != "Adadelta" else None
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            if sched is not None:
-                sched.step()
-            return loss
-
+        step = _step_fn(m, opt, sched)
         f = pr.compile(step, options=EXACT) if compiled else step
         losses = [f(x, y).item() for x, y in data]
         out.append((losses, _params(m)))
