@@ -372,75 +372,19 @@ def gemm_fast(
         f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
         f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
     ]
-    if a_m:  # A: vec4 number idx = li + r*nt of the tile is k row idx / (bm/4), m-vec4 idx % (bm/4)
-        L += ["  let sak4 = s_ak >> 2u;", "  let a4 = (a_base >> 2u) + (row0 >> 2u);"]
-        for r in range(ra):
-            L.append(
-                f"  let ak{r} = (li + {r * nt}) / {bm // 4}; let am{r} = (li + {r * nt}) % {bm // 4};"
-            )
-            L.append(f"  let ga{r} = a4 + ak{r} * sak4 + am{r}; let sa{r} = ak{r} * {sa} + am{r};")
-            L.append(f"  var va{r}: vec4<f32>;")
-    else:  # A: vec4 number idx = li + r*nt of the tile is row idx / kq, vec4 column idx % kq
-        L += ["  let sam4 = s_am >> 2u;", "  let a4 = (a_base >> 2u) + row0 * sam4;"]
-        for r in range(ra):
-            L.append(f"  let am{r} = (li + {r * nt}) / {kq}; let ak{r} = (li + {r * nt}) % {kq};")
-            L.append(f"  let ga{r} = a4 + am{r} * sam4 + ak{r};")
-            L.append(f"  let sa{r} = ak{r} * {4 * sa} + am{r} / 4; let qa{r} = am{r} % 4;")
-            L.append(f"  var va{r}: vec4<f32>;")
-    if b_lay == "n":
-        L += ["  let sbk4 = s_bk >> 2u;", "  let b4 = (b_base >> 2u) + (col0 >> 2u);"]
-        for r in range(rb):
-            L.append(
-                f"  let bk{r} = (li + {r * nt}) / {bn // 4}; let bn{r} = (li + {r * nt}) % {bn // 4};"
-            )
-            L.append(f"  let gb{r} = b4 + bk{r} * sbk4 + bn{r}; let sb{r} = bk{r} * {sb} + bn{r};")
-            L.append(f"  var vb{r}: vec4<f32>;")
-    else:
-        L += ["  let sbn4 = s_bn >> 2u;", "  let b4 = (b_base >> 2u) + col0 * sbn4;"]
-        for r in range(rb):
-            L.append(f"  let bn{r} = (li + {r * nt}) / {kq}; let bk{r} = (li + {r * nt}) % {kq};")
-            L.append(f"  let gb{r} = b4 + bn{r} * sbn4 + bk{r};")
-            L.append(f"  let sb{r} = bk{r} * {4 * sb} + bn{r} / 4; let qb{r} = bn{r} % 4;")
-            L.append(f"  var vb{r}: vec4<f32>;")
+    L += _tile_operand("a", "m", "row0", bm, sa, a_m, ra, nt, kq)
+    L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq)
     for r in range(tm):
         L.append("  " + " ".join(f"var c{r}_{j} = vec4<f32>(0.0);" for j in range(tn // 4)))
 
     def load(t, ind):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
-        if a_m:
-            out += [f"{ind}va{r} = a[ga{r} + ({t}) * sak4];" for r in range(ra)]
-        else:
-            out += [f"{ind}va{r} = a[ga{r} + t4];" for r in range(ra)]
-        if b_lay == "n":
-            out += [f"{ind}vb{r} = b[gb{r} + ({t}) * sbk4];" for r in range(rb)]
-        else:
-            out += [f"{ind}vb{r} = b[gb{r} + t4];" for r in range(rb)]
-        return out
+        out += _tile_load("a", a_m, ra, t, ind)
+        return out + _tile_load("b", b_lay == "n", rb, t, ind)
 
     def stash(buf, ind):  # registers -> workgroup tile `buf`
-        oa, ob = f"({buf}) * {bk * sa}", f"({buf}) * {bk * sb}"
-        out = []
-        for r in range(ra):
-            if a_m:
-                out.append(f"{ind}As[{oa} + sa{r}] = va{r};")
-                continue
-            out.append(
-                ind
-                + " ".join(
-                    f"As[{oa} + sa{r} + {q * sa}][qa{r}] = va{r}.{'xyzw'[q]};" for q in range(4)
-                )
-            )
-        for r in range(rb):
-            if b_lay == "n":
-                out.append(f"{ind}Bs[{ob} + sb{r}] = vb{r};")
-            else:
-                out.append(
-                    ind
-                    + " ".join(
-                        f"Bs[{ob} + sb{r} + {q * sb}][qb{r}] = vb{r}.{'xyzw'[q]};" for q in range(4)
-                    )
-                )
-        return out
+        out = _tile_stash("a", a_m, ra, f"({buf}) * {bk * sa}", sa, ind)
+        return out + _tile_stash("b", b_lay == "n", rb, f"({buf}) * {bk * sb}", sb, ind)
 
     def compute(buf, ind):
         out = [f"{ind}let oa = ({buf}) * {bk * sa} + ty; let ob = ({buf}) * {bk * sb} + tx;"]
@@ -519,6 +463,61 @@ def gemm_fast(
         L.append("  }")
     L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):
+    """gemm_fast's index lines for operand x ("a" or "b"), whose workgroup tile is k-major
+    with `width` elements of its other dim o ("m" or "n") a row (padded to `pad` vec4s), from
+    tile origin `origin`. Invocation li loads vec4 number li + r*nt (r < reps) a K step.
+    `direct`: o is the operand's unit dim, so a vec4 goes into the tile whole (k row idx /
+    (width/4), o-vec4 idx % (width/4)); else K is (o row idx / kq, k-vec4 idx % kq) and the
+    vec4 is transposed into four tile rows (`stash`)."""
+    L = []
+    if direct:
+        L += [f"  let s{x}k4 = s_{x}k >> 2u;", f"  let {x}4 = ({x}_base >> 2u) + ({origin} >> 2u);"]
+        for r in range(reps):
+            i = f"(li + {r * nt})"
+            L.append(f"  let {x}k{r} = {i} / {width // 4}; let {x}{o}{r} = {i} % {width // 4};")
+            L.append(
+                f"  let g{x}{r} = {x}4 + {x}k{r} * s{x}k4 + {x}{o}{r}; "
+                f"let s{x}{r} = {x}k{r} * {pad} + {x}{o}{r};"
+            )
+            L.append(f"  var v{x}{r}: vec4<f32>;")
+        return L
+    L += [
+        f"  let s{x}{o}4 = s_{x}{o} >> 2u;",
+        f"  let {x}4 = ({x}_base >> 2u) + {origin} * s{x}{o}4;",
+    ]
+    for r in range(reps):
+        i = f"(li + {r * nt})"
+        L.append(f"  let {x}{o}{r} = {i} / {kq}; let {x}k{r} = {i} % {kq};")
+        L.append(f"  let g{x}{r} = {x}4 + {x}{o}{r} * s{x}{o}4 + {x}k{r};")
+        L.append(
+            f"  let s{x}{r} = {x}k{r} * {4 * pad} + {x}{o}{r} / 4; let q{x}{r} = {x}{o}{r} % 4;"
+        )
+        L.append(f"  var v{x}{r}: vec4<f32>;")
+    return L
+
+
+def _tile_load(x, direct, reps, t, ind):
+    """Operand x's vec4s of the K step starting at element `t` (see _tile_operand)."""
+    if direct:
+        return [f"{ind}v{x}{r} = {x}[g{x}{r} + ({t}) * s{x}k4];" for r in range(reps)]
+    return [f"{ind}v{x}{r} = {x}[g{x}{r} + t4];" for r in range(reps)]
+
+
+def _tile_stash(x, direct, reps, off, pad, ind):
+    """Operand x's registers into its workgroup tile at `off` (see _tile_operand)."""
+    X = x.upper()
+    if direct:
+        return [f"{ind}{X}s[{off} + s{x}{r}] = v{x}{r};" for r in range(reps)]
+    return [
+        ind
+        + " ".join(
+            f"{X}s[{off} + s{x}{r} + {q * pad}][q{x}{r}] = v{x}{r}.{'xyzw'[q]};" for q in range(4)
+        )
+        for r in range(reps)
+    ]
 
 
 # an input (x0..) or a scalar (s0..) of a map expression (ops/core.run_map; compile/fusion.py)
