@@ -116,6 +116,9 @@ class Tape:
         self.recording = True
         self.stale = False
         self.dispatches = 0
+        # buffers another tape owns that this one reads (a compiled module's backward reads
+        # its forward's saved tensors): neither pinned nor watched here, the owner holds them
+        self.borrowed: dict[int, object] = {}
         self._region = None
         self._next_dynamic = None
         self._next_scalars = None
@@ -147,6 +150,10 @@ class Tape:
         self.owned[id(buffer)] = buffer
         self.pool.pin(buffer, self)
 
+    def borrow(self, other):
+        """Read `other`'s owned buffers as its (the owner keeps them; it must outlive this)."""
+        self.borrowed = other.owned
+
     def on_release(self, buffer):
         if id(buffer) in self.owned:
             if self.recording:
@@ -162,7 +169,7 @@ class Tape:
     def _name(self, buffers):
         for b in buffers:
             i = id(b)
-            if i not in self.owned and i not in self.external:
+            if i not in self.owned and i not in self.external and i not in self.borrowed:
                 self.external[i] = b
                 self.pool.pin(b, self)
 

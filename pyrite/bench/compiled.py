@@ -2,7 +2,9 @@
 
 - MLP 784-256-10 training step (AdamW, batch 128) and the small GPT training step (2 layers,
   d=128, 4 heads, T=64, batch 8, AdamW): bench/train.py's models, the step compiled whole
-  (forward, backward, optimizer step).
+  (forward, backward, optimizer step); and again with only the model compiled
+  (`model = pr.compile(model)`, the step eager around it: the forward and its backward replay,
+  compile/_aot.py) beside `torch.compile(model)`.
 - BERT-base encoder forward at batch 1 x 128 tokens under no_grad (bench/bert.py's model),
   latency-bound: the module compiled.
 
@@ -52,14 +54,21 @@ def bench_compile(rep, quick=False):
 
     def train_case(build, data):
         def make(L, dev, compiled):
+            """compiled: False, True (the whole step) or "model" (`model = L.compile(model)`,
+            the step eager around it)."""
+            model = compiled == "model"
             if L is pr:
-                step = build(L, *data(L, dev))
+                step = build(L, *data(L, dev), compile_model=model)
             else:
                 with torch.device(dev):
-                    step = build(L, *data(L, dev))
+                    step = build(L, *data(L, dev), compile_model=model)
+            if model:
+                return step, step.model
             if compiled:
                 step = (pr.compile if L is pr else torch.compile)(step)
             return step, None
+
+        make.model = True
 
         return make
 
@@ -115,3 +124,26 @@ def bench_compile(rep, quick=False):
             continue
         rep.add(f"compile: {name}, eager", eager, "ms", None, dict(peers), "lower is better")
         rep.add(f"compile: {name}, compiled", compiled, "ms", None, dict(peers), _note(stats))
+        if getattr(make, "model", False):  # the model compiled, the step around it eager
+            peers = {}
+            if tc:
+                try:
+                    step, _ = make(torch, "cuda", "model")
+                    peers["torch.compile(model)"] = 1e3 * _time(
+                        step, torch.cuda.synchronize, n, warm
+                    )
+                except Exception as exc:  # noqa: BLE001
+                    print(f"  (torch.compile failed: {type(exc).__name__}: {exc}"[:200] + ")")
+            pr.manual_seed(0)
+            step, model = make(pr, None, "model")
+            t = 1e3 * _time(step, pr.synchronize, n, warm)
+            st = model.stats()["training"]
+            rep.add(
+                f"compile: {name}, model = pr.compile(model), step eager",
+                t,
+                "ms",
+                None,
+                peers,
+                f"{st.get('kernels_forward')} + {st.get('kernels_backward')} kernels "
+                f"(forward + backward) a call, {st.get('eager_calls')} eager calls",
+            )

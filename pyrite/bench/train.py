@@ -35,17 +35,20 @@ def _time(step, sync, n=10, warmup=40, runs=3):
     return sorted(times)[runs // 2]
 
 
-def _mlp(L, x, y):
+def _mlp(L, x, y, compile_model=False):
+    """The MLP's training step; `compile_model`: the model under `L.compile` (as in _gpt)."""
     nn = L.nn
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
     opt = L.optim.AdamW(model.parameters(), lr=1e-3)
+    run = L.compile(model) if compile_model else model
 
     def step():
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = nn.functional.cross_entropy(run(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
 
+    step.model = run
     return step
 
 
@@ -79,7 +82,9 @@ class _Block:
         return Block
 
 
-def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256):
+def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256, compile_model=False):
+    """The small GPT's training step; `compile_model`: the model under `L.compile` (the step
+    around it eager: the usual `model = torch.compile(model)`)."""
     nn = L.nn
     Block = _Block.build(L, d, heads, T)
 
@@ -100,14 +105,16 @@ def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256):
 
     model = GPT()
     opt = L.optim.AdamW(model.parameters(), lr=3e-4)
+    run = L.compile(model) if compile_model else model
 
     def step():
-        logits = model(idx)
+        logits = run(idx)
         loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), tgt.reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()
 
+    step.model = run
     return step
 
 

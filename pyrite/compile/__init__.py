@@ -140,12 +140,9 @@ class _Variant:
         self.bounds = []
 
     def matches(self, leaves):
-        for i, lo, hi in self.bounds:
-            t = leaves[i]
-            hit = t._storage.pool.bounds.get(id(t._storage.buffer))
-            if hit is None or hit[0] < lo or hit[1] > hi:
-                return False
-        return tuple(w.state() for w in self.watches) == self.snapshot
+        return bounds_hold(self.bounds, leaves) and (
+            tuple(w.state() for w in self.watches) == self.snapshot
+        )
 
 
 class CompiledFunction:
@@ -217,8 +214,6 @@ class CompiledFunction:
         return self._trace(key, spec, leaves)
 
     def _trace(self, key, spec, leaves):
-        from ..ops.core import empty
-
         t0 = time.perf_counter()
         dev = backend.current()
         watches = list(self._watches.values())
@@ -226,19 +221,7 @@ class CompiledFunction:
             w.walk()
         v = _Variant(watches, tuple(w.state() for w in watches))
         tape = Tape(dev, fullgraph=self.fullgraph)
-        slots = []
-        for t in leaves:  # the graph's own buffers for the arguments, filled outside the tape
-            s = empty(t._shape, t.dtype)
-            with autograd.no_grad():
-                s.copy_(t)
-            tape.adopt(s._storage.buffer)
-            if t.requires_grad:
-                s.requires_grad_(True)
-            hit = dev.pool.bounds.get(id(t._storage.buffer))
-            if hit is not None:  # (what an index check knows without reading: a guard below)
-                dev.pool.bounds[id(s._storage.buffer)] = (hit[0], hit[1], -1)
-                v.bounds.append((len(slots), hit[0], hit[1]))
-            slots.append(s)
+        slots, v.bounds = _slots(dev, tape, leaves)
         trace = _Trace(tape)
         hooks, seen = self._capture_hooks()
         _state.active = trace
@@ -312,16 +295,7 @@ class CompiledFunction:
         dev = backend.current()
         g = v.graph
         g.refresh()
-        before = []
-        for t, s in zip(leaves, v.slots):
-            if t._storage is s._storage:
-                continue
-            span = byte_span(t)
-            if span is None:
-                with autograd.no_grad():
-                    s.copy_(t)  # (recorded into the pending batch, submitted first)
-            else:
-                before.append((t._storage.buffer, span[0], s._storage.buffer, 0, span[1]))
+        before = _copies_in(leaves, v.slots)
         after, results = [], []
         for kind, t in v.outputs:
             if kind == "own":
@@ -414,6 +388,55 @@ class CompiledFunction:
             self.reset()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _slots(dev, tape, leaves):
+    """The graph's own buffers for the arguments, filled outside the tape, and the value ranges
+    [(argument number, lo, hi)] known for integer arguments without reading them (an index check
+    that passed on them needs no readback: `bounds_hold` is a guard)."""
+    from ..ops.core import empty
+
+    slots, bounds = [], []
+    for t in leaves:
+        s = empty(t._shape, t.dtype)
+        with autograd.no_grad():
+            s.copy_(t)
+        tape.adopt(s._storage.buffer)
+        if t.requires_grad:
+            s.requires_grad_(True)
+        hit = dev.pool.bounds.get(id(t._storage.buffer))
+        if hit is not None:
+            dev.pool.bounds[id(s._storage.buffer)] = (hit[0], hit[1], -1)
+            bounds.append((len(slots), hit[0], hit[1]))
+        slots.append(s)
+    return slots, bounds
+
+
+def bounds_hold(bounds, leaves) -> bool:
+    """Whether each argument in `bounds` is known to lie in the range the trace knew."""
+    for i, lo, hi in bounds:
+        t = leaves[i]
+        hit = t._storage.pool.bounds.get(id(t._storage.buffer))
+        if hit is None or hit[0] < lo or hit[1] > hi:
+            return False
+    return True
+
+
+def _copies_in(tensors, slots):
+    """Copies (device.replay's `before`) of `tensors` into the graph's `slots`; a tensor a plain
+    copy cannot move (a view, another dtype) is copied by a kernel into the pending batch
+    instead, which the replay submits first."""
+    before = []
+    for t, s in zip(tensors, slots):
+        if t._storage is s._storage:
+            continue
+        span = byte_span(t)
+        if span is None or t.dtype is not s.dtype or t._shape != s._shape:
+            with autograd.no_grad():
+                s.copy_(t)
+        else:
+            before.append((t._storage.buffer, span[0], s._storage.buffer, 0, span[1]))
+    return before
 
 
 def _fresh_copy(dev, t: Tensor):

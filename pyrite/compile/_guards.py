@@ -126,14 +126,19 @@ class Watch:
     def ids(self):
         return [id(r()) for r in self.mods]
 
-    def state(self):
+    def state(self, grads=True):
+        """What the guards compare; `grads=False` leaves out which parameters have a `.grad`
+        (a compiled module's backward hands its gradients to the engine, which accumulates)."""
         s = []
         for r in self.mods:
             m = r()
             s.append(None if m is None else m.training)
         for r in self.params:
             p = r()
-            s.append(None if p is None else (p.grad is None, p.requires_grad))
+            if p is None:
+                s.append(None)
+            else:
+                s.append((p.grad is None, p.requires_grad) if grads else p.requires_grad)
         if self.opt is not None:
             s.append((len(self.opt.state), tuple(len(g["params"]) for g in self.opt.param_groups)))
         return tuple(s)

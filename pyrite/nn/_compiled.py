@@ -1,10 +1,12 @@
-"""`pr.compile(module)` (compile/ makes it; it lives here because it is a Module): a Module whose forward replays a recording where nothing needs its
-autograd graph."""
+"""`pr.compile(module)` (compile/ makes it; it lives here because it is a Module): a Module whose
+forward replays a recording — of the forward alone where nothing needs its autograd graph, of the
+forward and its backward where the caller will call `backward()` (compile/_aot.py)."""
 
 from __future__ import annotations
 
 from .. import autograd
-from ..compile import CompiledFunction
+from ..compile import CompiledFunction, _state
+from ..compile._aot import TrainingGraphs
 from ..tensor import Tensor
 from .module import Module
 
@@ -13,9 +15,10 @@ class CompiledModule(Module):
     """PyTorch's OptimizedModule: the original is `_orig_mod` (so `state_dict()` keys carry the
     `_orig_mod.` prefix, as torch's do); attributes it does not have come from the original.
 
-    A forward with grad enabled while a parameter or an input requires grad runs eagerly: the
-    caller's `backward()` needs the autograd graph, which a replay does not build. Under
-    `no_grad()`, in inference, or with frozen parameters it replays the recording.
+    Under `no_grad()`, in inference, or with frozen parameters it replays a recording of the
+    forward. With grad enabled while a parameter or an input requires grad it replays a recording
+    of the forward whose output's backward replays a recording of the backward
+    (compile/_aot.py): `loss.backward()` and the optimizer work as eagerly.
     """
 
     def __init__(self, mod: Module, fullgraph=False, chunk=None, captures=None, options=None):
@@ -33,15 +36,19 @@ class CompiledModule(Module):
                 options=options,
             ),
         )
-        object.__setattr__(self, "_params", list(mod.parameters()))
+        fusion = bool((options or {}).get("fusion", True))
+        object.__setattr__(
+            self, "_training", TrainingGraphs(mod, fusion=fusion, chunk=chunk, fullgraph=fullgraph)
+        )
 
     def forward(self, *args, **kwargs):
+        if _state.active is not None:  # inside a compiled function's trace: part of it
+            return self._orig_mod(*args, **kwargs)
         if autograd.is_grad_enabled() and (
-            any(p.requires_grad for p in self._params)
+            any(p.requires_grad for p in self._orig_mod.parameters())  # (stops at the first)
             or any(isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
         ):
-            self._compiled.eager_calls += 1
-            return self._orig_mod(*args, **kwargs)
+            return self._training(*args, **kwargs)
         return self._compiled(*args, **kwargs)
 
     @property
@@ -53,10 +60,15 @@ class CompiledModule(Module):
         return self._compiled.graph
 
     def stats(self) -> dict:
-        return self._compiled.stats()
+        """The inference recording's counts, and under "training" the forward and backward
+        recordings' (compile/_aot.py)."""
+        out = self._compiled.stats()
+        out["training"] = self._training.stats()
+        return out
 
     def reset(self):
         self._compiled.reset()
+        self._training.reset()
 
     def __getattr__(self, name):
         try:
