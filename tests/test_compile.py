@@ -167,7 +167,7 @@ def test_cnn_batchnorm_running_stats():
     assert int(m[1].num_batches_tracked.item()) == 6
 
 
-def test_compiled_module_inference_and_eager_training():
+def test_compiled_module_inference_and_training():
     pr.manual_seed(0)
     m = nn.Sequential(nn.Linear(7, 9), nn.GELU(), nn.Linear(9, 3))
     cm = pr.compile(m, options=EXACT)
@@ -182,7 +182,7 @@ def test_compiled_module_inference_and_eager_training():
     assert cm.stats()["replays"] == 1
     assert a._storage is not b._storage  # each call's result is its own
     assert list(cm.state_dict()) == ["_orig_mod." + k for k in m.state_dict()]
-    # with grad: the eager forward, so backward works
+    # with grad: the training recordings (tests/test_compile_module.py), backward works
     out = cm(x)
     out.sum().backward()
     assert m[0].weight.grad is not None

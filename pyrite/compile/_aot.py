@@ -199,6 +199,8 @@ class TrainingGraphs:
         p.token = weakref.ref(token)
 
         def rule(_ctx, g):
+            if p.bgraph is not None:  # (a second backward, retain_graph=True: recorded now)
+                return self._replay_backward(p, token, g)
             got = self._record_backward(p, g)
             token.done = True
             return got
