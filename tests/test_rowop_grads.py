@@ -89,9 +89,67 @@ def test_norm_grad_of_a_noncontiguous_input(rng):
     assert_close(gp[0], gt[0].numpy(), atol=_tol(11, wt) * 4, rtol=1e-5)
 
 
+def _norm_param_reference(op, x, g, eps):
+    """dw = Σ_rows g·x̂ and db = Σ_rows g in float64, and Σ_rows |g·x̂| (the rounding scale)."""
+    x, g = x.astype(np.float64), g.astype(np.float64)
+    mean = x.mean(-1, keepdims=True) if op == "layer_norm" else 0.0
+    xh = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
+    return (g * xh).sum(0), g.sum(0), np.abs(g * xh).sum(0), np.abs(g).sum(0)
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("parts", [None, 1, 3, 8])
+def test_norm_parameter_grads_over_many_rows(op, parts, rng, monkeypatch):
+    """dw and db of 1037 rows of 45 (kernels/rowops.norm_param_grad_kernel), in one part or
+    split over parts and merged, against float64. Each column's sum is a lane's serial sum of
+    rows/8 terms, then a tree of 3 and the merge over the parts; each term's x̂ carries the row
+    statistics' rounding (about n ulps): the bound is (rows/8 + parts + 8 + n + 8) ulps of
+    Σ|term|."""
+    from pyrite.ops import rowops
+
+    monkeypatch.setattr(rowops, "FORCE_PARTS", parts)
+    rows, n = 1037, 45
+    xa = (rng.standard_normal((rows, n)) * 2 + 0.5).astype(np.float32)
+    ga = rng.standard_normal((rows, n)).astype(np.float32)
+    wa = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    ba = rng.standard_normal(n).astype(np.float32)
+    x, w = pr.tensor(xa), pr.tensor(wa).requires_grad_()
+    args = (w, pr.tensor(ba).requires_grad_()) if op == "layer_norm" else (w,)
+    getattr(F, op)(x, (n,), *args, eps=1e-5).backward(pr.tensor(ga))
+    dw, db, sw, sb = _norm_param_reference(op, xa, ga, 1e-5)
+    ulps = (rows / 8 + (parts or 1) + 8 + n + 8) * 2.0**-24
+    assert np.all(np.abs(w.grad.numpy() - dw) <= ulps * sw + 1e-6)
+    if op == "layer_norm":
+        assert np.all(np.abs(args[1].grad.numpy() - db) <= ulps * sb + 1e-6)
+
+
+def test_norm_parameter_grads_split_past_the_loop_budget(rng, loop_budget, monkeypatch):
+    """A budget of 100 iterations (50 for the main loop): 1037 rows take parts of at most 400
+    rows (three dispatches: dx, the parts, their merge), and the gradient is still the float64
+    one's."""
+    from pyrite.ops import core
+
+    monkeypatch.setattr(core, "POISON", False)  # count the backward's own dispatches only
+    loop_budget(100)
+    rows, n = 1037, 19
+    xa = rng.standard_normal((rows, n)).astype(np.float32)
+    ga = rng.standard_normal((rows, n)).astype(np.float32)
+    w = pr.tensor(rng.uniform(0.5, 1.5, n).astype(np.float32)).requires_grad_()
+    b = pr.tensor(rng.standard_normal(n).astype(np.float32)).requires_grad_()
+    y = F.layer_norm(pr.tensor(xa), (n,), w, b)
+    gt = pr.tensor(ga)
+    d0 = backend.current().dispatches
+    y.backward(gt)
+    assert backend.current().dispatches - d0 == 3
+    dw, db, sw, sb = _norm_param_reference("layer_norm", xa, ga, 1e-5)
+    ulps = (rows / 8 + 8 + 8 + n + 8) * 2.0**-24
+    assert np.all(np.abs(w.grad.numpy() - dw) <= ulps * sw + 1e-6)
+    assert np.all(np.abs(b.grad.numpy() - db) <= ulps * sb + 1e-6)
+
+
 def test_backward_dispatches(rng, monkeypatch):
     """softmax's and log_softmax's backward: one kernel; layer_norm's with weight and bias:
-    four (dx, the map for dw, two sums)."""
+    two (dx and the row statistics, then dw and db together), on lavapipe's one part."""
     from pyrite.ops import core
 
     monkeypatch.setattr(core, "POISON", False)  # count the backward's own dispatches only
@@ -103,7 +161,7 @@ def test_backward_dispatches(rng, monkeypatch):
     for fn, most in [
         (lambda: F.softmax(x, -1), 1),
         (lambda: F.log_softmax(x, -1), 1),
-        (lambda: F.layer_norm(x, (40,), w, b), 4),
+        (lambda: F.layer_norm(x, (40,), w, b), 2),
     ]:
         fn().backward(g)  # warm: kernels built
         x.grad = w.grad = b.grad = None  # no accumulation adds into existing .grad

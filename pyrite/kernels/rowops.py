@@ -331,6 +331,81 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
     return KernelSource(src, "".join(m for _, _, m in buffers))
 
 
+# The norms' weight and bias gradients, dw = Σ_rows g·x̂ and db = Σ_rows g per column: one kernel
+# reading g and x once (the row gradient kernel left each row's mean and 1/std in `stats`). A
+# workgroup takes NORM_COLS consecutive columns (one coalesced 128-byte read of a row for a
+# warp's worth of invocations) and NORM_LANES invocations a column, lane l summing rows l, l+8,
+# ... of its part of the rows; a part is a range of `chunk` rows (grid.y parts). With one part it
+# writes dw and db; with several, each part writes its partial sums [part][2n] and
+# norm_param_merge_kernel adds them.
+NORM_COLS = 32
+NORM_LANES = 8
+
+
+@lru_cache(maxsize=32)
+def norm_param_grad_kernel(x_type: str, g_type: str, partial: bool) -> KernelSource:
+    """WGSL for the norms' dw and db over contiguous (rows, n) x and g with per-row (mean, 1/std)
+    in `stats` (2r, 2r+1). Info words: [0] rows  [1] n  [2] x offset  [3] g offset  [4] rows a
+    part. Bindings x, g, stats, then dw and db (`partial`: one `part` buffer, [part][2n])."""
+    outs = [("part", "f32", "w")] if partial else [("dw", "f32", "w"), ("db", "f32", "w")]
+    buffers = [("x", x_type, "r"), ("g", g_type, "r"), ("stats", "f32", "r"), *outs]
+    xv = load("x[info[2] + r * n + c]", x_type, "f32")
+    gv = load("g[info[3] + r * n + c]", g_type, "f32")
+    cols, lanes = NORM_COLS, NORM_LANES
+    if partial:
+        write = (
+            "    let base = i32(wid.y) * 2 * n;\n"
+            "    part[base + c] = s2[lid.x];\n    part[base + n + c] = s1[lid.x];\n"
+        )
+    else:
+        write = "    dw[c] = s2[lid.x];\n    db[c] = s1[lid.x];\n"
+    text = (
+        f"  let c = i32(wid.x * {cols}u + lid.x);\n"
+        "  let n = info[1];\n"
+        "  let lo = i32(wid.y) * info[4];\n"
+        "  let hi = min(info[0], lo + info[4]);\n"
+        "  var t1 = 0.0;\n  var t2 = 0.0;\n"
+        "  if (c < n) {\n"
+        f"    for (var r = lo + i32(lid.y); r < hi; r += {lanes}) {{\n"
+        f"      let gv = {gv};\n"
+        "      t1 += gv;\n"
+        f"      t2 += gv * ({xv} - stats[2 * r]) * stats[2 * r + 1];\n"
+        "    }\n  }\n"
+        f"  let i = lid.y * {cols}u + lid.x;\n"
+        "  s1[i] = t1;\n  s2[i] = t2;\n  workgroupBarrier();\n"
+        f"  for (var j = {lanes // 2}u; j > 0u; j = j >> 1u) {{\n"
+        "    if (lid.y < j) {\n"
+        f"      s1[i] = s1[i] + s1[i + j * {cols}u];\n"
+        f"      s2[i] = s2[i] + s2[i + j * {cols}u];\n"
+        "    }\n    workgroupBarrier();\n  }\n"
+        "  if (lid.y == 0u && c < n) {\n" + write + "  }\n"
+    )
+    shared = (
+        f"var<workgroup> s1: array<f32, {cols * lanes}>;\n"
+        f"var<workgroup> s2: array<f32, {cols * lanes}>;\n"
+    )
+    entry = ENTRY.format(wg=f"{cols}, {lanes}")
+    src = header(buffers) + helpers_for(text) + shared + entry + text + "}\n"
+    return KernelSource(src, "".join(m for _, _, m in buffers))
+
+
+@lru_cache(maxsize=4)
+def norm_param_merge_kernel() -> KernelSource:
+    """WGSL adding norm_param_grad_kernel's partial sums [part][2n] into dw and db.
+    Info words: [0] n  [1] parts."""
+    buffers = [("part", "f32", "r"), ("dw", "f32", "w"), ("db", "f32", "w")]
+    text = (
+        "  let k = i32(((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 64u + lid.x);\n"
+        "  let n = info[0];\n"
+        "  if (k >= 2 * n) { return; }\n"
+        "  var t = 0.0;\n"
+        "  for (var p = 0; p < info[1]; p++) { t += part[p * 2 * n + k]; }\n"
+        "  if (k < n) { dw[k] = t; } else { db[k - n] = t; }\n"
+    )
+    src = header(buffers) + ENTRY.format(wg=64) + text + "}\n"
+    return KernelSource(src, "rww")
+
+
 def info_words_count(rank: int) -> int:
     return 6 + 3 * rank
 

@@ -20,9 +20,13 @@ import math
 from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
-from ..kernels.common import fold_grid
+from ..kernels.common import MAX_WORKGROUPS, fold_grid
 from ..kernels.rowops import (
+    NORM_COLS,
+    NORM_LANES,
     grad_loop_iterations,
+    norm_param_grad_kernel,
+    norm_param_merge_kernel,
     row_grad_kernel,
     row_kernel,
     row_loop_iterations,
@@ -265,7 +269,7 @@ def _out_of(ctx, fn):
 def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
     """One kernel (kernels/rowops.row_grad_kernel): the gradient of row op `op` with respect
     to its input, rows the last n elements of `a` (output y or input x) and `g`; with the norms'
-    (mean, 1/std) per row. None where it does not apply (the caller composes instead): a double
+    (mean, 1/std) per row, and the contiguous `a` and `g` the kernel read. None where it does not apply (the caller composes instead): a double
     backward being recorded, a float16/float32 mismatch, a row past the loop budget."""
     from .. import autograd
 
@@ -299,7 +303,7 @@ def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
             bufs.append(stats._storage.buffer)
         info = [rows, n, a._offset, g._offset, f32_bits(eps)]
         backend.current().dispatch(src, bufs, info, fold_grid(rows))
-    return out, stats
+    return out, stats, a, g
 
 
 def _last_dim(ctx):
@@ -346,28 +350,68 @@ def _g_norm_fused(op, ctx, x, g, k, w, b, eps):
     if not x.dtype.is_floating_point or x.ndim < k:
         return None
     n = math.prod(x._shape[x.ndim - k :])
+    if -(-n // NORM_COLS) > MAX_WORKGROUPS:  # (_norm_param_grads' grid: a row of > 2M)
+        return None
     wc = None
     if w is not None:
         wc = w if w.is_contiguous() and w._offset == 0 else contiguous_copy(w)
     got = _row_grad(op, x, g, n, wc, eps)
     if got is None:
         return None
-    gx, stats = got
+    gx, stats, xc, gc = got
     rows = x.numel() // n if n else 0
     gw = gb = None
-    if w is not None and ctx.needs[2]:
-        from .core import run_map
-
-        xr = x.reshape(rows, n)
-        gr = g.reshape(rows, n)
-        mean = Tensor._make(stats._storage, (rows, 1), (2, 1), 0, D.float32)
-        rstd = Tensor._make(stats._storage, (rows, 1), (2, 1), 1, D.float32)
-        prod = empty((rows, n), D.float32)
-        run_map("x0 * (x1 - x2) * x3", (gr, xr, mean, rstd), ("f32",) * 4, prod, "f32")
-        gw = prod.sum(0).reshape(w._shape).to(w.dtype)
-    if b is not None and len(ctx.needs) > 3 and ctx.needs[3]:
-        gb = g.reshape(rows, n).sum(0, dtype=D.float32).reshape(b._shape).to(b.dtype)
+    need_w = w is not None and ctx.needs[2]
+    need_b = b is not None and len(ctx.needs) > 3 and ctx.needs[3]
+    if need_w or need_b:
+        dw, db = _norm_param_grads(xc, gc, stats, rows, n)
+        gw = dw.reshape(w._shape).to(w.dtype) if need_w else None
+        gb = db.reshape(b._shape).to(b.dtype) if need_b else None
     return gx if ctx.needs[0] else None, None, gw, gb
+
+
+# The norms' parameter gradients split their rows into parts where one workgroup a 32-column
+# block would leave a GPU idle: enough parts for NORM_FILL workgroups, each at least
+# NORM_MIN_ROWS rows (then one more dispatch adds the parts); on lavapipe one part, unless a
+# part's rows would pass the loop budget.
+NORM_FILL = 128
+NORM_MIN_ROWS = 64
+FORCE_PARTS = None  # (tests: this many parts wherever the loop budget allows)
+
+
+def _norm_param_grads(x, g, stats, rows, n):
+    """(dw, db) of a norm, f32 (n,): Σ_rows g·(x - mean)·rstd and Σ_rows g, from contiguous
+    (rows, n) x and g and the row kernel's `stats`, in one dispatch (or two: parts)."""
+    dw, db = empty((n,), D.float32), empty((n,), D.float32)
+    if n == 0:
+        return dw, db
+    dev = backend.current()
+    blocks = -(-n // NORM_COLS)
+    parts = 1
+    if FORCE_PARTS is not None:
+        parts = FORCE_PARTS
+    elif dev.adapter_type != "CPU":
+        parts = max(1, min(-(-NORM_FILL // blocks), rows // NORM_MIN_ROWS))
+    limit = max_loop_iterations()
+    while -(-(-(-rows // parts)) // NORM_LANES) > limit:
+        parts *= 2
+    chunk = max(1, -(-rows // parts))
+    parts = max(1, -(-rows // chunk))
+    info = [rows, n, x._offset, g._offset, chunk]
+    bufs = [x._storage.buffer, g._storage.buffer, stats._storage.buffer]
+    src = norm_param_grad_kernel(x.dtype.wgsl, g.dtype.wgsl, parts > 1)
+    if parts == 1:
+        dev.dispatch(src, [*bufs, dw._storage.buffer, db._storage.buffer], info, (blocks, 1, 1))
+        return dw, db
+    part = empty((parts, 2 * n), D.float32)
+    dev.dispatch(src, [*bufs, part._storage.buffer], info, (blocks, parts, 1))
+    dev.dispatch(
+        norm_param_merge_kernel(),
+        [part._storage.buffer, dw._storage.buffer, db._storage.buffer],
+        [n, parts],
+        fold_grid(-(-2 * n // 64)),
+    )
+    return dw, db
 
 
 def _g_layer_norm(ctx, g):
