@@ -372,10 +372,11 @@ def _g_norm_fused(op, ctx, x, g, k, w, b, eps):
 
 # The norms' parameter gradients split their rows into parts where one workgroup a 32-column
 # block would leave a GPU idle: enough parts for NORM_FILL workgroups, each at least
-# NORM_MIN_ROWS rows (then one more dispatch adds the parts); on lavapipe one part, unless a
-# part's rows would pass the loop budget.
+# NORM_MIN_ROWS rows, so a lane sums >= 128 rows of each part (then one more dispatch adds the
+# parts: below that, a second dispatch costs more than it saves — an estimate, not measured);
+# on lavapipe one part, unless a part's rows would pass the loop budget.
 NORM_FILL = 128
-NORM_MIN_ROWS = 64
+NORM_MIN_ROWS = 1024
 FORCE_PARTS = None  # (tests: this many parts wherever the loop budget allows)
 
 
