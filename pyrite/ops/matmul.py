@@ -948,7 +948,12 @@ def _g_linear(ctx, g):
     x, w = ctx.args[0], ctx.args[1]
     gx = gw = gb = None
     if ctx.needs[0]:
-        gx = matmul(g, w) if w.ndim == 2 else g.unsqueeze(-1) * w
+        if w.ndim != 2:
+            gx = g.unsqueeze(-1) * w
+        elif g.ndim > 2 and g.is_contiguous():  # the batch folded into rows: one 2-D product
+            gx = matmul(g.reshape(-1, g._shape[-1]), w).reshape(*g._shape[:-1], w._shape[-1])
+        else:
+            gx = matmul(g, w)
     if ctx.needs[1]:
         if w.ndim == 2:
             gw = matmul(g.reshape(-1, g._shape[-1]).mT, x.reshape(-1, x._shape[-1]))
