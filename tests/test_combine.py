@@ -57,6 +57,40 @@ def test_cat_stack(rng, layout):
         same(pr.stack([pa, pa], dim=-1), torch.stack([ta, ta], dim=-1))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, bool, np.int8])
+@pytest.mark.parametrize("k", [1, 3, 6, 7, 13])
+def test_cat_one_dispatch_a_few_inputs(rng, dtype, k, monkeypatch):
+    """cat's own kernel (kernels/indexing.cat_kernel): k inputs of awkward sizes along each dim
+    of a rank-3 result, contiguous, transposed and sliced (offset) views mixed, equal to torch's;
+    one dispatch for each six inputs (the chunks of 7 and 13 take two and three)."""
+    from pyrite import backend
+    from pyrite.ops import core
+
+    monkeypatch.setattr(core, "POISON", False)  # (count cat's own dispatches)
+    dev = backend.current()
+    k_max = dev.limits.get("max-storage-buffers-per-shader-stage", 8) - 2
+    for dim in (0, 1, -1):
+        arrays, views, tviews = [], [], []
+        for j in range(k):
+            shape = [3, 5, 4]
+            shape[dim] = int(rng.integers(1, 9))
+            a = (rng.standard_normal(shape) * 9).astype(dtype)
+            arrays.append(a)
+            layout = ("c", "t", "s")[j % 3]
+            if layout == "t":  # a transposed view of the transposed array: strides (1, .., ..)
+                v = pr.tensor(np.ascontiguousarray(a.transpose(2, 1, 0))).permute(2, 1, 0)
+            elif layout == "s":  # a slice: an offset into a larger storage
+                v = pr.tensor(np.concatenate([a, a], axis=1))[:, a.shape[1] :]
+            else:
+                v = pr.tensor(a)
+            views.append(v)
+            tviews.append(torch.tensor(a))
+        d0 = dev.dispatches
+        got = pr.cat(views, dim)
+        assert dev.dispatches - d0 == -(-k // k_max)
+        same(got, torch.cat(tviews, dim))
+
+
 def test_cat_mixed_dtypes_and_empty(rng):
     a = rnd(rng, 2, 5)
     i = rng.integers(-9, 9, size=(3, 5)).astype(np.int32)

@@ -94,6 +94,45 @@ def gather_kernel(rank: int, k: int, stype: str) -> KernelSource:
     return KernelSource(header(bufs) + ENTRY.format(wg=WG) + body + "}\n", "r" * (k + 1) + "w")
 
 
+def cat_info_words(rank: int, k: int) -> int:
+    return 2 + 2 * rank + k * (2 + rank)
+
+
+@lru_cache(maxsize=256)
+def cat_kernel(rank: int, dim: int, k: int, stype: str) -> KernelSource:
+    """One dispatch of `cat`: k inputs (the same storage type, raw values copied) into a region
+    of `out` of rank R, the inputs side by side along `dim`. Info layout:
+      [0] n  [1] out base  [2, 2+R) region shape  [2+R, 2+2R) out strides
+      then per input: offset, its first coordinate along dim, strides[R]
+    Each invocation unravels its coordinate in the region and reads the input whose range
+    along `dim` holds it."""
+    bufs = [(f"in{j}", stype, "r") for j in range(k)] + [("out", stype, "w")]
+    body = [
+        FLAT_INDEX.format(wg=WG),
+        "  if (gi >= info[0]) { return; }\n",
+        _unravel(rank, 2),
+        f"  let o = info[1]{_dot(rank, 2 + rank)};\n",
+    ]
+    pos = [2 + 2 * rank + j * (2 + rank) for j in range(k)]
+
+    def read(j):
+        at = pos[j]
+        terms = "".join(
+            f" + (c{d} - info[{at + 1}]) * info[{at + 2 + d}]"
+            if d == dim
+            else f" + c{d} * info[{at + 2 + d}]"
+            for d in range(rank)
+        )
+        return f"out[o] = in{j}[info[{at}]{terms}];"
+
+    for j in range(k - 1):
+        lead = "  if" if j == 0 else " else if"
+        body.append(f"{lead} (c{dim} < info[{pos[j + 1] + 1}]) {{ {read(j)} }}")
+    body.append(f" else {{ {read(k - 1)} }}\n" if k > 1 else f"  {read(0)}\n")
+    text = "".join(body)
+    return KernelSource(header(bufs) + ENTRY.format(wg=WG) + text + "}\n", "r" * k + "w")
+
+
 # combine(old, v) for reductions done by a compare-and-swap loop, by compute type
 _CAS_COMBINE = {
     ("f32", "sum"): "old + v",

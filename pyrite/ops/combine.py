@@ -1,9 +1,11 @@
 """Combining and rearranging: cat/stack and friends, split/chunk, repeat/tile, flip/roll,
 tril/triu, meshgrid, diag, broadcast_tensors, atleast_nd. (`pad` is in ops/pad.py.)
 
-No kernel of its own: every op here is views (free) plus the strided map (`run_map("x0", ...)`)
+One kernel of its own (cat's); every other op here is views (free) plus the strided map (`run_map("x0", ...)`)
 writing into a *view* of the output, which is a strided copy with a cast. So:
-- `cat` is one copy per input into `out.narrow(dim, at, size)`;
+- `cat` is one dispatch for up to six inputs of out's dtype (kernels/indexing.cat_kernel: each
+  output element reads the input whose range holds it), else one copy per input into
+  `out.narrow(dim, at, size)` (casting);
 - `repeat`/`tile` is one copy from the input viewed as (r0, d0, r1, d1, ...) with stride 0 on the
   repeat dims, into the output viewed the same way;
 - `flip` is one copy from a negative-stride view; `roll` two copies per rolled dim;
@@ -15,12 +17,15 @@ from __future__ import annotations
 import math
 import numbers
 
-from .. import autograd
+from .. import autograd, backend
 from .. import dtypes as D
+from ..backend.device import INFO_ZERO_WORD
 from ..errors import ShapeError
+from ..kernels.common import grid_for
+from ..kernels.indexing import cat_info_words, cat_kernel
 from ..tensor import Tensor, contiguous_strides
 from .casts import clone, fill_
-from .core import empty, run_map
+from .core import check_writable, empty, run_map
 from .elementwise import as_tensor_arg
 from .views import diagonal, expand, narrow, need_dims, reshape, unsqueeze
 
@@ -80,6 +85,8 @@ def cat(tensors, dim=0, *, out=None):
         out = empty(shape, dt)
     elif tuple(out._shape) != shape:
         raise ShapeError(f"pyrite: cat: out has shape {tuple(out._shape)}, the result {shape}")
+    if _cat_kernel(kept, d, out):
+        return out
     at = 0
     for t in kept:
         n = t._shape[d]
@@ -87,6 +94,42 @@ def cat(tensors, dim=0, *, out=None):
             _copy_into(narrow(out, d, at, n), t)
         at += n
     return out
+
+
+def _cat_kernel(tensors, d, out) -> bool:
+    """`cat` as one dispatch a few inputs (kernels/indexing.cat_kernel) where every input has
+    out's dtype (raw values copied: no cast), none shares out's storage, and out is not packed
+    bfloat16; False: the caller copies input by input (casting)."""
+    dt = out.dtype
+    if dt.storage == "bf16" or out.numel() == 0:
+        return False
+    for t in tensors:
+        if t.dtype is not dt or t._storage is out._storage:
+            return False
+    check_writable(out)
+    dev = backend.current()
+    k_max = dev.limits.get("max-storage-buffers-per-shader-stage", 8) - 2  # (out and info)
+    rank = out.ndim
+    while k_max and cat_info_words(rank, k_max) > INFO_ZERO_WORD:  # (a dispatch's info window)
+        k_max -= 1
+    if not k_max:
+        return False
+    parts = [t for t in tensors if t._shape[d]]
+    at = 0
+    for i in range(0, len(parts), k_max):
+        chunk = parts[i : i + k_max]
+        size = sum(t._shape[d] for t in chunk)
+        region = narrow(out, d, at, size)
+        info = [region.numel(), region._offset, *region._shape, *region._strides]
+        start = 0
+        for t in chunk:
+            info += [t._offset, start, *t._strides]
+            start += t._shape[d]
+        src = cat_kernel(rank, d, len(chunk), dt.wgsl)
+        bufs = [t._storage.buffer for t in chunk] + [out._storage.buffer]
+        dev.dispatch(src, bufs, info, grid_for(region.numel()))
+        at += size
+    return True
 
 
 concat = concatenate = cat
