@@ -561,3 +561,33 @@ def test_every_optimizer_replays_as_eagerly(name, kw):
     for a, b in zip(out[0][1], out[1][1]):
         np.testing.assert_array_equal(a, b)
     assert f.stats()["replays"] == 5
+
+
+def test_constants_fold_and_writes_to_arguments_do_not():
+    """Commands whose results are the same every replay (an arange, a fill of ones, a map of
+    those) run once, at the trace; a fill of an argument, refreshed from the caller every call,
+    runs every replay."""
+    rng = np.random.default_rng(4)
+
+    def f(x):
+        pos = pr.arange(x.shape[-1], dtype=pr.float32) * 0.5  # constant: folded
+        return x * pos + pr.ones(x.shape[-1])
+
+    g = pr.compile(f)
+    for _ in range(4):
+        a = rng.standard_normal((3, 11)).astype(np.float32)
+        np.testing.assert_array_equal(g(pr.tensor(a)).numpy(), f(pr.tensor(a)).numpy())
+    st = g.stats()
+    assert st["folded"] >= 2 and st["replays"] == 3
+    assert st["kernels"] == _k(1)  # (the multiply-add alone: its operands are constants)
+
+    def h(x):
+        x.fill_(2.0)
+        return x * 3
+
+    k = pr.compile(h)
+    for _ in range(3):
+        x = pr.tensor(rng.standard_normal(5).astype(np.float32))
+        np.testing.assert_array_equal(k(x).numpy(), np.full(5, 6, np.float32))
+        np.testing.assert_array_equal(x.numpy(), np.full(5, 2, np.float32))
+    assert k.stats()["replays"] == 2

@@ -51,9 +51,10 @@ def _buffers(op):
 
 
 def optimize(tape, device, keep=frozenset(), fuse=True):
-    """Fuse maps and remove dead dispatches in `tape.ops` (in place); `keep`: ids of buffers
-    the caller reads after a replay (outputs, captures, argument slots). Returns the number of
-    maps fused away."""
+    """Fuse maps, fold constants and remove dead dispatches in `tape.ops` (in place); `keep`:
+    ids of buffers the caller reads after a replay, or writes before it (outputs, captures,
+    argument slots). Returns the number of maps fused away (`tape.folded`: the commands
+    folded)."""
     run = _Pass(tape, device, keep)
     fused = 0
     if fuse:
@@ -63,6 +64,7 @@ def optimize(tape, device, keep=frozenset(), fuse=True):
                 continue
             while ops[b].map is not None and (run.fuse_map(b) or run.fuse_gemm(b)):
                 fused += 1
+        tape.folded = run.fold_constants()
     run.remove_dead()
     if run.removed:
         run.compact()
@@ -302,6 +304,48 @@ class _Pass:
         site = (f"{A.inner}+{B.inner}", B.outer, B.where)
         self.ops[b] = Op("d", (pipeline, modes, tuple(bufs), words, tuple(grid)), site, map, gemm)
         self.removed.add(a)
+
+    def fold_constants(self) -> int:
+        """Remove the commands whose results are the same at every replay (constant folding):
+        commands reading nothing but buffers such commands settle (or nothing at all: a fill,
+        an arange, an upload of values an op computed), writing only buffers of the recording's
+        own that are not argument slots or outputs. A buffer is settled when every command
+        writing it is folded and none that stays reads it before its last write (a buffer
+        reused for another value, or read between a poison fill and the real write, is not).
+        The trace computed those results; they stay in the recording's buffers. Returns how
+        many went."""
+        owned, keep = self.tape.owned, self.keep
+        io = {}
+        writers: dict[int, list[int]] = {}
+        readers: dict[int, list[int]] = {}
+        for p, op in enumerate(self.ops):
+            if p in self.removed:
+                continue
+            reads, writes = io[p] = _buffers(op)
+            for i in writes:
+                writers.setdefault(i, []).append(p)
+            for i in reads:
+                readers.setdefault(i, []).append(p)
+        folded = {
+            p
+            for p, (_, writes) in io.items()
+            if writes
+            and not (self.ops[p].kind == "d" and self.dnum[p] in self.protected)
+            and all(i in owned and i not in keep for i in writes)
+        }
+        while True:
+            settled = {
+                i
+                for i, ws in writers.items()
+                if all(w in folded for w in ws)
+                and not any(r not in folded and r < ws[-1] for r in readers.get(i, ()))
+            }
+            kept = {p for p in folded if io[p][1] <= settled and (io[p][0] - io[p][1]) <= settled}
+            if kept == folded:
+                break
+            folded = kept
+        self.removed |= folded
+        return len(folded)
 
     def remove_dead(self):
         """Remove dispatches none of whose writes is read before being dropped (to a
