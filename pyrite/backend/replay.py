@@ -83,16 +83,17 @@ def _view(t):
 class Op:
     """One recorded command: kind "d" (dispatch), "c" (copy) or "u" (upload)."""
 
-    __slots__ = ("args", "gemm", "inner", "kind", "map", "outer", "where")
+    __slots__ = ("args", "gemm", "inner", "kind", "map", "outer", "row", "where")
 
-    def __init__(self, kind, args, site, map=None, gemm=None):
+    def __init__(self, kind, args, site, map=None, gemm=None, row=None):
         self.kind = kind
         self.args = args
         self.inner, self.outer, self.where = site[:3]
-        # an elementwise map's or a fast GEMM's description (Tape.map_next, gemm_next), for
-        # compile/fusion.py
+        # an elementwise map's, a fast GEMM's or a row gradient kernel's description
+        # (Tape.map_next, gemm_next, row_next), for compile/fusion.py
         self.map = map
         self.gemm = gemm
+        self.row = row
 
 
 class Tape:
@@ -125,6 +126,7 @@ class Tape:
         self._next_scalars = None
         self._next_map = None
         self._next_gemm = None
+        self._next_row = None
 
     # ---- while recording (called by the pool and the device, their lock held) ------------
     def allocate(self, pool, nbytes, size, upload):
@@ -183,8 +185,9 @@ class Tape:
             _site(),
             self._next_map,
             self._next_gemm,
+            self._next_row,
         )
-        self._next_map = self._next_gemm = None
+        self._next_map = self._next_gemm = self._next_row = None
         self.ops.append(op)
         if self._region is not None:
             self._region.append(self.dispatches)
@@ -251,6 +254,11 @@ class Tape:
     def gemm_next(self, spec, out):
         """The next dispatch is ops/matmul's gemm_fast(*spec) writing `out` (no fused map yet)."""
         self._next_gemm = (spec, _view(out), None)
+
+    def row_next(self, spec, out):
+        """The next dispatch is ops/rowops' row_grad_kernel(*spec) writing `out` (whole rows of
+        n, contiguous from offset 0) first, then its row statistics."""
+        self._next_row = (spec, _view(out))
 
     def scalar_tail(self, params, n_scalars, n_info):
         """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py)."""

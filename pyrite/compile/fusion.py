@@ -27,7 +27,7 @@ import numpy as np
 
 from ..backend.pool import Storage
 from ..backend.replay import Op
-from ..kernels.matmul import EXPR_VAR as _VAR
+from ..kernels.common import EXPR_VAR as _VAR
 from ..ops.core import broadcast_strides, map_command
 from ..ops.core import f32_bits as f32_word
 from ..tensor import Tensor
@@ -62,7 +62,11 @@ def optimize(tape, device, keep=frozenset(), fuse=True):
         for b in range(len(ops)):
             if ops[b].map is None or run.dnum[b] in run.protected:
                 continue
-            while ops[b].map is not None and (run.fuse_map(b) or run.fuse_gemm(b)):
+            while (
+                ops[b].map is not None
+                and b not in run.removed
+                and (run.fuse_map(b) or run.fuse_gemm(b) or run.fuse_row(b))
+            ):
                 fused += 1
         tape.folded = run.fold_constants()
     run.remove_dead()
@@ -296,12 +300,103 @@ class _Pass:
                 return True
         return False
 
+    def fuse_row(self, b):
+        """Map B reading the whole f32 gradient a row gradient kernel A wrote (a residual add
+        after a norm's backward): A's store computes B's expression into B's output
+        (kernels/rowops.row_grad_kernel `post`). The fused kernel runs at A's place, where A's
+        row statistics are written before the commands between A and B read them; so B's other
+        inputs must not change between A and B, and nothing there may touch B's output."""
+        from ..kernels.rowops import row_grad_kernel
+
+        B = self.ops[b]
+        expr, ins, cts, out, oct_, scal, sct = B.map
+        ob, oshape, ostrides, ooff, odt = out
+        for j, a in self.producers(b):
+            buf, shape, strides, offset, _ = ins[j]
+            A = self.ops[a]
+            if A.row is None:
+                continue
+            spec, r_view = A.row
+            _, _, a_bufs, a_info, grid = A.args
+            rows, n = int(a_info[0]), int(a_info[1])
+            if (
+                (buf, offset) != (r_view[0], r_view[3])
+                or r_view[4].storage != "f32"
+                or odt.storage != "f32"
+                or cts[j] != "f32"
+                or oct_ != "f32"
+                or not _contiguous(shape, strides)
+                or not _contiguous(oshape, ostrides)
+                or math.prod(shape) != rows * n
+                or math.prod(oshape) != rows * n
+                or not oshape
+                or oshape[-1] != n
+            ):
+                continue
+            extras = []
+            for k, v in enumerate(ins):
+                if k == j:
+                    continue
+                c2 = _collapse(v, oshape)
+                if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or v[0] is ob:
+                    break
+                extras.append((v, c2))
+            else:
+                oi = id(ob)
+                if oi in {id(x) for x in a_bufs} or self.written_between(
+                    {id(v[0]) for v, _ in extras}, a, b
+                ):
+                    continue
+                if self.read_between(oi, a + 1, b):
+                    continue
+                # what writes B's output between A and B must be a fill of exactly that view
+                # (PYRITE_POISON's NaN fill of a new tensor): B overwrites it, so it goes too
+                fills = [
+                    p
+                    for p in range(a + 1, b)
+                    if p not in self.removed and oi in _buffers(self.ops[p])[1]
+                ]
+                if any(
+                    self.ops[p].map is None
+                    or self.ops[p].map[1]
+                    or self.ops[p].map[3] != out
+                    or self.dnum[p] in self.protected
+                    for p in fills
+                ):
+                    continue
+                order = [k for k in range(len(ins)) if k != j]
+
+                def sub(m, j=j, order=order):
+                    kind, k = m.group(1), int(m.group(2))
+                    if kind == "s":
+                        return m.group(0)
+                    return "x0" if k == j else f"x{1 + order.index(k)}"
+
+                new_expr = _VAR.sub(sub, expr)
+                words = [int(w) for w in a_info] + [ooff]
+                for _, (off, sm, sn) in extras:
+                    words += [off, sm, sn]
+                for x, ct in zip(scal, sct):
+                    words.append(f32_word(x) if ct == "f32" else int(x))
+                at = next(k for k, x in enumerate(a_bufs) if x is buf)
+                bufs = [*a_bufs[:at], *(v[0] for v, _ in extras), ob, *a_bufs[at + 1 :]]
+                if len(bufs) > self.limit or len(words) >= 127:
+                    continue
+                post = (new_expr, len(extras), len(a_info), tuple(sct))
+                src = row_grad_kernel(*spec, post=post)
+                self._replace(b, a, src, bufs, words, grid)
+                self.removed.update(fills)
+                return True
+        return False
+
     def _replace(self, a, b, src, bufs, info, grid, map=None, gemm=None):
-        """B's op becomes the fused kernel (named for both); A's is removed."""
+        """B's op becomes the fused kernel (named for both); A's is removed (the fused kernel
+        takes the later op's place, or the earlier's where `b` < `a`)."""
         A, B = self.ops[a], self.ops[b]
+        first, second = (A, B) if a < b else (B, A)
         pipeline, modes, _ = self.device.pipeline(src)
         words = np.asarray(info, dtype=np.int32)
-        site = (f"{A.inner}+{B.inner}", B.outer, B.where)
+        site = (f"{first.inner}+{second.inner}", second.outer, second.where)
         self.ops[b] = Op("d", (pipeline, modes, tuple(bufs), words, tuple(grid)), site, map, gemm)
         self.removed.add(a)
 

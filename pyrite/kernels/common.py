@@ -79,6 +79,29 @@ def header(buffers, n_info_binding=None, f16=False) -> str:
     return "\n".join(lines) + "\n"
 
 
+# an input (x0..) or a scalar (s0..) of a map expression (ops/core.run_map; compile/fusion.py)
+EXPR_VAR = re.compile(r"\b([xs])(\d+)\b")
+
+
+def post_expr(expr, value, at, n_extra, s_ctypes, col):
+    """A map fused into a kernel's store (compile/fusion.py; kernels/matmul.gemm_fast's `post`,
+    kernels/rowops.row_grad_kernel's): `expr` with x0 the kernel's own output `value` at row
+    `m`, column `col`, x1..x{n_extra} read from f32 operands r1.. each at info words at + 3k
+    (base, m stride, n stride), and s0.. scalars at info words at + 3 * n_extra + i."""
+
+    def sub(mt):
+        kind, k = mt.group(1), int(mt.group(2))
+        if kind == "x":
+            if k == 0:
+                return value
+            w = at + 3 * (k - 1)
+            return f"r{k}[info[{w}] + m * info[{w + 1}] + ({col}) * info[{w + 2}]]"
+        w = at + 3 * n_extra + k
+        return f"bitcast<f32>(info[{w}])" if s_ctypes[k] == "f32" else f"info[{w}]"
+
+    return f"({EXPR_VAR.sub(sub, expr)})"
+
+
 # ---- types ---------------------------------------------------------------------------------
 # Storage tokens (dtypes.dtype.storage): f32 f16 i32, u32 (bool as 0/1), u8 i8 i16 (widened: one
 # i32 word an element, wrapped to the width on every store), bf16 (packed: two elements a u32

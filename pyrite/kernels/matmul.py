@@ -48,10 +48,9 @@ C is contiguous: C[c_off + b*M*N + m*N + n], b the flat batch index.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-from .common import KernelSource, header, helpers_for
+from .common import KernelSource, header, helpers_for, post_expr
 
 INFO_BATCH = 18  # first batch word
 TILE = 64  # tiled kernel: output tile edge per workgroup
@@ -453,7 +452,7 @@ def gemm_fast(
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
             if post is not None:
                 lanes = ", ".join(
-                    _post_expr(p_expr, f"v.{'xyzw'[q]}", p_at, n_extra, p_sct, f"{n} + {q}")
+                    post_expr(p_expr, f"v.{'xyzw'[q]}", p_at, n_extra, p_sct, f"{n} + {q}")
                     for q in range(4)
                 )
                 L.append(f"    {{ let v = {v};")
@@ -520,27 +519,6 @@ def _tile_stash(x, direct, reps, off, pad, ind):
     ]
 
 
-# an input (x0..) or a scalar (s0..) of a map expression (ops/core.run_map; compile/fusion.py)
-EXPR_VAR = re.compile(r"\b([xs])(\d+)\b")
-
-
-def _post_expr(expr, value, at, n_extra, s_ctypes, col):
-    """A fused map's expression (see gemm_fast's `post`) for the output `value` at row m,
-    column `col`."""
-
-    def sub(mt):
-        kind, k = mt.group(1), int(mt.group(2))
-        if kind == "x":
-            if k == 0:
-                return value
-            w = at + 3 * (k - 1)
-            return f"r{k}[info[{w}] + m * info[{w + 1}] + ({col}) * info[{w + 2}]]"
-        w = at + 3 * n_extra + k
-        return f"bitcast<f32>(info[{w}])" if s_ctypes[k] == "f32" else f"info[{w}]"
-
-    return f"({EXPR_VAR.sub(sub, expr)})"
-
-
 # ---- split-K: the partial products' sum ---------------------------------------------------------
 @lru_cache(maxsize=64)
 def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
@@ -578,7 +556,7 @@ def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
         else:
             L.append("  acc = bitcast<f32>(info[7]) * acc + bitcast<f32>(info[8]) * ev;")
     if post is not None:
-        L.append(f"  c[info[3] + i] = {_post_expr(p_expr, 'acc', p_at, n_extra, p_sct, 'n')};")
+        L.append(f"  c[info[3] + i] = {post_expr(p_expr, 'acc', p_at, n_extra, p_sct, 'n')};")
     else:
         L.append("  c[info[3] + i] = acc;")
     L.append("}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, KernelSource, header, helpers_for, load, store
+from .common import ENTRY, KernelSource, header, helpers_for, load, post_expr, store
 
 OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
 
@@ -235,7 +235,9 @@ def _tree(wg: int, combine: str) -> str:
 
 
 @lru_cache(maxsize=128)
-def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w_type=None):
+def row_grad_kernel(
+    op: str, wg: int, a_type: str, g_type: str, out_type: str, w_type=None, post=None
+):
     """WGSL for the gradient of row op `op` with respect to its input, over contiguous rows.
 
     Operands: `a` (softmax, log_softmax: the op's output y; the norms: the input x), `g` the
@@ -247,6 +249,11 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
       rms_norm     x̂ = x·r:                 dx = r·(ĝ - x̂·mean(ĝ·x̂))
     μ and r are recomputed (Welford and Chan's merge, as the forward), not saved.
     Info words: [0] rows  [1] n  [2] a offset  [3] g offset  [4] eps (f32 bits).
+
+    `post` (compile/fusion.py: a map fused into the store, as gemm_fast's) is (expr, n_extra,
+    at, s_ctypes): `out` (then f32, at the element offset in info word `at`) gets expr with x0
+    the gradient, x1.. read from the f32 operands bound after `w` at info words at + 1 + 3k
+    (base, row stride, column stride), s0.. scalars after those.
     """
     if op not in GRAD_OPS:
         raise ValueError(f"pyrite: unknown row op {op!r}")
@@ -254,6 +261,9 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
     buffers = [("a", a_type, "r"), ("g", g_type, "r")]
     if w_type:
         buffers.append(("w", w_type, "r"))
+    if post is not None:
+        p_expr, n_extra, p_at, p_sct = post
+        buffers += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     buffers.append(("out", out_type, "w"))
     if norm:
         buffers.append(("stats", "f32", "w"))
@@ -324,7 +334,16 @@ def row_grad_kernel(op: str, wg: int, a_type: str, g_type: str, out_type: str, w
             "  if (lid.x == 0u) { stats[2u * row] = mean; stats[2u * row + 1u] = r; }\n",
         ]
         val = f"r * ({gk} * {wk} - q1 - ({ak} - mean) * r * q2)"
-    body += [loop, f"    out[ob + k] = {store(val, 'f32', out_type)};\n", "  }\n"]
+    if post is None:
+        body += [loop, f"    out[ob + k] = {store(val, 'f32', out_type)};\n", "  }\n"]
+    else:
+        fused = post_expr(p_expr, "v", p_at + 1, n_extra, p_sct, "k")
+        body += [
+            "  let m = i32(row);\n",
+            loop,
+            f"    let v = {val};\n",
+            f"    out[info[{p_at}] + ob + k] = {fused};\n  }}\n",
+        ]
     entry = ENTRY.format(wg=wg)
     text = "".join(body)
     src = header(buffers) + helpers_for(text) + shared + entry + text + "}\n"

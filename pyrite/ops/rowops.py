@@ -287,14 +287,8 @@ def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
     norm = op in ("layer_norm", "rms_norm")
     stats = empty((max(rows, 1), 2), D.float32) if norm else None
     if rows and n:
-        src = row_grad_kernel(
-            op,
-            wg,
-            a.dtype.wgsl,
-            g.dtype.wgsl,
-            out.dtype.wgsl,
-            w.dtype.wgsl if w is not None else None,
-        )
+        wt = w.dtype.wgsl if w is not None else None
+        src = row_grad_kernel(op, wg, a.dtype.wgsl, g.dtype.wgsl, out.dtype.wgsl, wt)
         bufs = [a._storage.buffer, g._storage.buffer]
         if w is not None:
             bufs.append(w._storage.buffer)
@@ -302,7 +296,10 @@ def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
         if norm:
             bufs.append(stats._storage.buffer)
         info = [rows, n, a._offset, g._offset, f32_bits(eps)]
-        backend.current().dispatch(src, bufs, info, fold_grid(rows))
+        dev = backend.current()
+        if dev._tape is not None and dev._tape.recording:  # (compile/fusion.py may fuse a map)
+            dev._tape.row_next((op, wg, a.dtype.wgsl, g.dtype.wgsl, out.dtype.wgsl, wt), out)
+        dev.dispatch(src, bufs, info, fold_grid(rows))
     return out, stats, a, g
 
 
