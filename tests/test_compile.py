@@ -521,6 +521,45 @@ def test_map_fuses_into_the_split_k_sum(monkeypatch):
     assert s["kernels_traced"] == _k(3) and s["kernels"] == _k(2) and s["fused"] == 1
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_map_of_a_product_read_elsewhere_fuses_as_a_second_output(split, monkeypatch):
+    """GELU of a product whose value is also returned (the pre-activation a backward saves):
+    the product's store writes both (gemm_fast / splitk_sum `dual`), one kernel fewer, the
+    product within the dot bound of float64 and the GELU within its f32 rounding of that."""
+    from pyrite.ops import matmul as mm
+
+    fast = ("fast", (64, 64, 8, 8, 16, True))
+    if split:
+        monkeypatch.setattr(mm, "FORCE_SPLIT", (2, fast))
+    else:
+        monkeypatch.setattr(mm, "FORCE", fast)
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    w = (rng.standard_normal((128, 256)) / 16).astype(np.float32)
+    tw = pr.tensor(w)
+
+    def f(x):
+        h = F.linear(x, tw)
+        return h, F.gelu(h) * 2
+
+    g = pr.compile(f)
+    for _ in range(3):
+        h, y = (t.numpy() for t in g(pr.tensor(x)))
+    import math
+
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    lin = x64 @ w64.T
+    bound = 256 * 2**-24 * (np.abs(x64) @ np.abs(w64.T))
+    assert (np.abs(h - lin) <= 2 * bound).all()
+    erf = np.vectorize(math.erf)
+    want = lin * (1 + erf(lin / math.sqrt(2)))  # (gelu * 2)
+    assert (np.abs(y - want) <= 4 * bound + 2**-20 * (np.abs(want) + 1e-6)).all()
+    s = g.stats()
+    # the GELU map and the * 2 become one map, which runs in the product's store
+    assert s["kernels"] == _k(1 + split) and s["fused"] == 2
+    assert "+run_map" in str(g.graph)
+
+
 OPTIMIZERS = [
     ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3}),
     ("Adam", {"lr": 1e-2, "amsgrad": True}),

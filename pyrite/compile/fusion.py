@@ -59,15 +59,17 @@ def optimize(tape, device, keep=frozenset(), fuse=True):
     fused = 0
     if fuse:
         ops = run.ops
-        for b in range(len(ops)):
-            if ops[b].map is None or run.dnum[b] in run.protected:
-                continue
-            while (
-                ops[b].map is not None
-                and b not in run.removed
-                and (run.fuse_map(b) or run.fuse_gemm(b) or run.fuse_row(b))
-            ):
-                fused += 1
+        # maps into maps first, so that a chain is one map when it meets a GEMM or a row kernel
+        for passes in ((run.fuse_map,), (run.fuse_gemm, run.fuse_row)):
+            for b in range(len(ops)):
+                if ops[b].map is None or run.dnum[b] in run.protected:
+                    continue
+                while (
+                    ops[b].map is not None
+                    and b not in run.removed
+                    and any(fuse_into(b) for fuse_into in passes)
+                ):
+                    fused += 1
         tape.folded = run.fold_constants()
     run.remove_dead()
     if run.removed:
@@ -214,21 +216,23 @@ class _Pass:
     def fuse_gemm(self, b):
         """Map B reading the whole output of a fast GEMM A (a 2-D product, f32) or of a split-K
         product's sum: A's store computes B's expression (kernels/matmul.gemm_fast and
-        splitk_sum `post`), writing B's output; A's goes."""
+        splitk_sum `post`), writing B's output; A's goes. Where A's output is read elsewhere
+        too (GELU's pre-activation, saved for the backward) A's store writes both (`dual`): the
+        product, and B's result into B's output, at A's place (as fuse_row's)."""
         from ..kernels.matmul import gemm_fast, splitk_sum
 
         B = self.ops[b]
         expr, ins, cts, out, oct_, scal, sct = B.map
-        for j, a in self.producers(b):
+        for j, a, dual in self._gemm_producers(b):
             buf, shape, strides, offset, _ = ins[j]
             A = self.ops[a]
-            if A.gemm is None:
-                continue
             spec, c_view, post = A.gemm
             _, _, a_bufs, a_info, grid = A.args
             split = spec[0] == "splitk"  # (the sum of a split-K product's partials)
             if (not split and spec[1] != 0) or c_view[4].storage != "f32":
                 continue
+            if dual and post is not None:
+                continue  # (a dual store from a plain product only)
             M, N = c_view[1]
             n = M * N
             ob, oshape, ostrides, ooff, odt = out
@@ -246,59 +250,132 @@ class _Pass:
                 or ooff % 4
             ):
                 continue
-            # B's other inputs, as (offset, m stride, n stride) over the product's (M, N)
-            extras = []
-            for k, v in enumerate(ins):
+            extras = self._extras(ins, j, cts, oshape, ob)
+            if extras is None:
+                continue
+            bound = {id(x) for x in a_bufs[:-1]}
+            if id(ob) in bound or self.written_between(bound, a, b):
+                continue  # B writes A's operands, or they change before B runs
+            fills = ()
+            if dual:
+                fills = self._movable(a, b, out, {id(v[0]) for v, _ in extras}, a_bufs)
+                if fills is None:
+                    continue
+            # the fused expression: x0 the product (through A's own fused map, if any),
+            # then A's extra operands, then B's other inputs
+            p_expr, p_extras, p_scal, p_sct = post or ("x0", (), (), ())
+            np_ = len(p_extras)
+
+            def sub_a(m):
+                kind, k = m.group(1), int(m.group(2))
+                return m.group(0) if kind == "x" else f"s{len(scal) + k}"
+
+            inner = _VAR.sub(sub_a, p_expr)
+            order = [k for k in range(len(ins)) if k != j]
+
+            def sub_b(m, j=j, inner=inner, order=order, np_=np_):
+                kind, k = m.group(1), int(m.group(2))
+                if kind == "s":
+                    return m.group(0)
                 if k == j:
-                    continue
-                c2 = _collapse(v, oshape)
-                if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or v[0] is ob:
-                    break
-                extras.append((v, c2))
-            else:
-                bound = {id(x) for x in a_bufs[:-1]}
-                if id(ob) in bound or self.written_between(bound, a, b):
-                    continue  # B writes A's operands, or they change before B runs
-                # the fused expression: x0 the product (through A's own fused map, if any),
-                # then A's extra operands, then B's other inputs
-                p_expr, p_extras, p_scal, p_sct = post or ("x0", (), (), ())
-                np_ = len(p_extras)
+                    return f"({inner})"
+                return f"x{1 + np_ + order.index(k)}"
 
-                def sub_a(m):
-                    kind, k = m.group(1), int(m.group(2))
-                    return m.group(0) if kind == "x" else f"s{len(scal) + k}"
-
-                inner = _VAR.sub(sub_a, p_expr)
-                order = [k for k in range(len(ins)) if k != j]
-
-                def sub_b(m):
-                    kind, k = m.group(1), int(m.group(2))
-                    if kind == "s":
-                        return m.group(0)
-                    if k == j:
-                        return f"({inner})"
-                    return f"x{1 + np_ + order.index(k)}"
-
-                new_expr = _VAR.sub(sub_b, expr)
-                all_extras = tuple(p_extras) + tuple(extras)
-                new_scal, new_sct = scal + p_scal, sct + p_sct
-                words = [int(w) for w in a_info]
+            new_expr = _VAR.sub(sub_b, expr)
+            all_extras = tuple(p_extras) + tuple(extras)
+            new_scal, new_sct = scal + p_scal, sct + p_sct
+            words = [int(w) for w in a_info]
+            if not dual:
                 words[3 if split else 12] = ooff  # C is B's output
-                at = len(words)
-                for _, (off, sm, sn) in all_extras:
-                    words += [off, sm, sn]
-                for x, ct in zip(new_scal, new_sct):
-                    words.append(f32_word(x) if ct == "f32" else int(x))
-                bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + [ob]
-                if len(bufs) > self.limit or len(words) >= 127:
-                    continue
-                post = (new_expr, len(all_extras), at, tuple(new_sct))
-                src = splitk_sum(spec[1], post=post) if split else gemm_fast(*spec, post=post)
-                c2d = (ob, (M, N), (N, 1), ooff, odt)
-                gemm = (spec, c2d, (new_expr, all_extras, new_scal, new_sct))
-                self._replace(a, b, src, bufs, words, grid, gemm=gemm)
+            at = len(words)
+            for _, (off, sm, sn) in all_extras:
+                words += [off, sm, sn]
+            for x, ct in zip(new_scal, new_sct):
+                words.append(f32_word(x) if ct == "f32" else int(x))
+            d_at = None
+            if dual:
+                d_at = len(words)
+                words.append(ooff)
+            outs = [a_bufs[-1], ob] if dual else [ob]
+            bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + outs
+            if len(bufs) > self.limit or len(words) >= 127:
+                continue
+            post = (new_expr, len(all_extras), at, tuple(new_sct))
+            if split:
+                src = splitk_sum(spec[1], post=post, dual=d_at)
+            else:
+                src = gemm_fast(*spec, post=post, dual=d_at)
+            if dual:
+                self._replace(b, a, src, bufs, words, grid)
+                self.removed.update(fills)
                 return True
+            c2d = (ob, (M, N), (N, 1), ooff, odt)
+            gemm = (spec, c2d, (new_expr, all_extras, new_scal, new_sct))
+            self._replace(a, b, src, bufs, words, grid, gemm=gemm)
+            return True
         return False
+
+    def _gemm_producers(self, b):
+        """(input number j, GEMM position a, dual) for map B: the producers() whose kernel is a
+        described GEMM (dual False), then the GEMMs whose whole output B reads once but others
+        read too (dual True)."""
+        ins = self.ops[b].map[1]
+        seen = set()
+        for j, a in self.producers(b):
+            if self.ops[a].gemm is not None:
+                seen.add(j)
+                yield j, a, False
+        for j, v in enumerate(ins):
+            i = id(v[0])
+            if j in seen or sum(id(w[0]) == i for w in ins) != 1:
+                continue
+            start, _ = self.segment(i, b)
+            a = next(
+                (
+                    p
+                    for p in range(b - 1, start - 1, -1)
+                    if p not in self.removed and i in _buffers(self.ops[p])[1]
+                ),
+                None,
+            )
+            if (
+                a is not None
+                and self.ops[a].gemm is not None
+                and self.dnum[a] not in (self.protected)
+            ):
+                yield j, a, True
+
+    def _extras(self, ins, j, cts, oshape, ob):
+        """B's inputs but the j-th, as (view, (offset, m stride, n stride)) over the fused
+        kernel's (rows, N), or None where one is not an f32 operand those strides reach."""
+        extras = []
+        for k, v in enumerate(ins):
+            if k == j:
+                continue
+            c2 = _collapse(v, oshape)
+            if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or v[0] is ob:
+                return None
+            extras.append((v, c2))
+        return extras
+
+    def _movable(self, a, b, out, extra_ids, a_bufs):
+        """Whether map B (at `b`, writing `out`) can run inside kernel A at `a` < `b`: B's other
+        inputs unchanged between them, and B's output untouched there but for a fill of exactly
+        that view (PYRITE_POISON's NaN fill of a new tensor, which B overwrites). Returns those
+        fills' positions (they go with the fusion), or None."""
+        oi = id(out[0])
+        if oi in {id(x) for x in a_bufs} or self.written_between(extra_ids, a, b):
+            return None
+        if self.read_between(oi, a + 1, b):
+            return None
+        fills = [
+            p for p in range(a + 1, b) if p not in self.removed and oi in _buffers(self.ops[p])[1]
+        ]
+        for p in fills:
+            m = self.ops[p].map
+            if m is None or m[1] or m[3] != out or self.dnum[p] in self.protected:
+                return None
+        return fills
 
     def fuse_row(self, b):
         """Map B reading the whole f32 gradient a row gradient kernel A wrote (a residual add
@@ -333,60 +410,35 @@ class _Pass:
                 or oshape[-1] != n
             ):
                 continue
-            extras = []
-            for k, v in enumerate(ins):
-                if k == j:
-                    continue
-                c2 = _collapse(v, oshape)
-                if c2 is None or cts[k] != "f32" or v[4].storage != "f32" or v[0] is ob:
-                    break
-                extras.append((v, c2))
-            else:
-                oi = id(ob)
-                if oi in {id(x) for x in a_bufs} or self.written_between(
-                    {id(v[0]) for v, _ in extras}, a, b
-                ):
-                    continue
-                if self.read_between(oi, a + 1, b):
-                    continue
-                # what writes B's output between A and B must be a fill of exactly that view
-                # (PYRITE_POISON's NaN fill of a new tensor): B overwrites it, so it goes too
-                fills = [
-                    p
-                    for p in range(a + 1, b)
-                    if p not in self.removed and oi in _buffers(self.ops[p])[1]
-                ]
-                if any(
-                    self.ops[p].map is None
-                    or self.ops[p].map[1]
-                    or self.ops[p].map[3] != out
-                    or self.dnum[p] in self.protected
-                    for p in fills
-                ):
-                    continue
-                order = [k for k in range(len(ins)) if k != j]
+            extras = self._extras(ins, j, cts, oshape, ob)
+            if extras is None:
+                continue
+            fills = self._movable(a, b, out, {id(v[0]) for v, _ in extras}, a_bufs)
+            if fills is None:
+                continue
+            order = [k for k in range(len(ins)) if k != j]
 
-                def sub(m, j=j, order=order):
-                    kind, k = m.group(1), int(m.group(2))
-                    if kind == "s":
-                        return m.group(0)
-                    return "x0" if k == j else f"x{1 + order.index(k)}"
+            def sub(m, j=j, order=order):
+                kind, k = m.group(1), int(m.group(2))
+                if kind == "s":
+                    return m.group(0)
+                return "x0" if k == j else f"x{1 + order.index(k)}"
 
-                new_expr = _VAR.sub(sub, expr)
-                words = [int(w) for w in a_info] + [ooff]
-                for _, (off, sm, sn) in extras:
-                    words += [off, sm, sn]
-                for x, ct in zip(scal, sct):
-                    words.append(f32_word(x) if ct == "f32" else int(x))
-                at = next(k for k, x in enumerate(a_bufs) if x is buf)
-                bufs = [*a_bufs[:at], *(v[0] for v, _ in extras), ob, *a_bufs[at + 1 :]]
-                if len(bufs) > self.limit or len(words) >= 127:
-                    continue
-                post = (new_expr, len(extras), len(a_info), tuple(sct))
-                src = row_grad_kernel(*spec, post=post)
-                self._replace(b, a, src, bufs, words, grid)
-                self.removed.update(fills)
-                return True
+            new_expr = _VAR.sub(sub, expr)
+            words = [int(w) for w in a_info] + [ooff]
+            for _, (off, sm, sn) in extras:
+                words += [off, sm, sn]
+            for x, ct in zip(scal, sct):
+                words.append(f32_word(x) if ct == "f32" else int(x))
+            at = next(k for k, x in enumerate(a_bufs) if x is buf)
+            bufs = [*a_bufs[:at], *(v[0] for v, _ in extras), ob, *a_bufs[at + 1 :]]
+            if len(bufs) > self.limit or len(words) >= 127:
+                continue
+            post = (new_expr, len(extras), len(a_info), tuple(sct))
+            src = row_grad_kernel(*spec, post=post)
+            self._replace(b, a, src, bufs, words, grid)
+            self.removed.update(fills)
+            return True
         return False
 
     def _replace(self, a, b, src, bufs, info, grid, map=None, gemm=None):

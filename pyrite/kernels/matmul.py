@@ -314,6 +314,7 @@ def gemm_fast(
     bk: int = 8,
     dbuf: bool = True,
     post: tuple | None = None,
+    dual: int | None = None,
 ) -> KernelSource:
     """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
@@ -340,7 +341,10 @@ def gemm_fast(
     n_extra, at, s_ctypes): each output is written as expr with x0 the product's value (after
     the epilogue), x1..x{n_extra} read from extra f32 operands bound after e, each at info words
     at + 3k (base, m stride, n stride), and s0.. scalars at info words at + 3 * n_extra + i.
-    2-D products only (nb == 0).
+    2-D products only (nb == 0). With `dual` (an info word) the product itself is still
+    written to C and the map's result goes to a second output C2 (bound after C, contiguous like
+    C at the element offset in that word): a map whose input is also read elsewhere (GELU's
+    pre-activation, saved for the backward).
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     a_m, b_lay = lay[0] == "m", lay[-1]
@@ -360,6 +364,9 @@ def gemm_fast(
         p_expr, n_extra, p_at, p_sct = post
         bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     bufs.append(("c", "vec4<f32>", "w"))
+    if dual is not None:
+        assert post is not None
+        bufs.append(("c2", "vec4<f32>", "w"))
     L = [
         header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
@@ -438,6 +445,8 @@ def gemm_fast(
         L.append("  }")
     # store: row m = row0 + 4*(ty + i*nty) + q, vec4 column (col0/4) + tx + j*ntx
     L.append("  let c4 = (c_base >> 2u) + (col0 >> 2u); let n4 = N >> 2u;")
+    if dual is not None:
+        L.append(f"  let d4 = (info[{dual}] >> 2u) + (col0 >> 2u);")
     for r in range(tm):
         i, q = divmod(r, 4)
         L.append(f"  {{ let m = row0 + 4 * (ty + {i * nty}) + {q};")
@@ -456,7 +465,11 @@ def gemm_fast(
                     for q in range(4)
                 )
                 L.append(f"    {{ let v = {v};")
-                L.append(f"      c[c4 + m * n4 + tx + {j * ntx}] = vec4<f32>({lanes}); }}")
+                if dual is not None:
+                    L.append(f"      c[c4 + m * n4 + tx + {j * ntx}] = v;")
+                    L.append(f"      c2[d4 + m * n4 + tx + {j * ntx}] = vec4<f32>({lanes}); }}")
+                else:
+                    L.append(f"      c[c4 + m * n4 + tx + {j * ntx}] = vec4<f32>({lanes}); }}")
             else:
                 L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")
         L.append("  }")
@@ -521,7 +534,7 @@ def _tile_stash(x, direct, reps, off, pad, ind):
 
 # ---- split-K: the partial products' sum ---------------------------------------------------------
 @lru_cache(maxsize=64)
-def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
+def splitk_sum(epi: str = "none", post: tuple | None = None, dual=None) -> KernelSource:
     """C = alpha * sum_s P[s] + beta * E, or sum_s P[s] (+ E): the second half of a split-K GEMM
     (ops/matmul.py `_split_plan`). P is the (S, M, N) f32 partial products of the K-chunks,
     contiguous; C is (M, N) contiguous at an offset; E is read through its (m, n) strides. One
@@ -530,6 +543,7 @@ def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
 
     Info: [0] M*N  [1] S  [2] N  [3] C offset  [4] E offset  [5] E m-stride  [6] E n-stride
           [7] alpha bits  [8] beta bits
+    `post` and `dual` as gemm_fast's.
     """
     bufs = [("p", "f32", "r")]
     if epi != "none":
@@ -538,6 +552,9 @@ def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
         p_expr, n_extra, p_at, p_sct = post
         bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     bufs.append(("c", "f32", "w"))
+    if dual is not None:
+        assert post is not None
+        bufs.append(("c2", "f32", "w"))
     L = [
         header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         _ENTRY_1D,
@@ -555,7 +572,10 @@ def splitk_sum(epi: str = "none", post: tuple | None = None) -> KernelSource:
             L.append("  acc += ev;")
         else:
             L.append("  acc = bitcast<f32>(info[7]) * acc + bitcast<f32>(info[8]) * ev;")
-    if post is not None:
+    if dual is not None:
+        L.append("  c[info[3] + i] = acc;")
+        L.append(f"  c2[info[{dual}] + i] = {post_expr(p_expr, 'acc', p_at, n_extra, p_sct, 'n')};")
+    elif post is not None:
         L.append(f"  c[info[3] + i] = {post_expr(p_expr, 'acc', p_at, n_extra, p_sct, 'n')};")
     else:
         L.append("  c[info[3] + i] = acc;")
