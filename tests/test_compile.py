@@ -615,7 +615,9 @@ def test_constants_fold_and_writes_to_arguments_do_not():
     g = pr.compile(f)
     for _ in range(4):
         a = rng.standard_normal((3, 11)).astype(np.float32)
-        np.testing.assert_array_equal(g(pr.tensor(a)).numpy(), f(pr.tensor(a)).numpy())
+        want = f(pr.tensor(a)).numpy()
+        # (one rounding: a shader compiler may contract the fused multiply-add)
+        np.testing.assert_allclose(g(pr.tensor(a)).numpy(), want, rtol=2**-23, atol=2**-23)
     st = g.stats()
     assert st["folded"] >= 2 and st["replays"] == 3
     assert st["kernels"] == _k(1)  # (the multiply-add alone: its operands are constants)

@@ -94,6 +94,11 @@ def gather_kernel(rank: int, k: int, stype: str) -> KernelSource:
     return KernelSource(header(bufs) + ENTRY.format(wg=WG) + body + "}\n", "r" * (k + 1) + "w")
 
 
+# Inputs one cat dispatch reads at most: WebGPU's default of 8 storage buffers per stage, minus
+# the output and the info words (a device allowing more gets the same pipelines).
+CAT_INPUTS = 6
+
+
 def cat_info_words(rank: int, k: int) -> int:
     return 2 + 2 * rank + k * (2 + rank)
 

@@ -22,7 +22,7 @@ from .. import dtypes as D
 from ..backend.device import INFO_ZERO_WORD
 from ..errors import ShapeError
 from ..kernels.common import grid_for
-from ..kernels.indexing import cat_info_words, cat_kernel
+from ..kernels.indexing import CAT_INPUTS, cat_info_words, cat_kernel
 from ..tensor import Tensor, contiguous_strides
 from .casts import clone, fill_
 from .core import check_writable, empty, run_map
@@ -108,11 +108,13 @@ def _cat_kernel(tensors, d, out) -> bool:
             return False
     check_writable(out)
     dev = backend.current()
-    k_max = dev.limits.get("max-storage-buffers-per-shader-stage", 8) - 2  # (out and info)
     rank = out.ndim
-    while k_max and cat_info_words(rank, k_max) > INFO_ZERO_WORD:  # (a dispatch's info window)
-        k_max -= 1
-    if not k_max:
+    k_max = min(
+        CAT_INPUTS,
+        dev.limits.get("max-storage-buffers-per-shader-stage", 8) - 2,  # (out and info)
+        (INFO_ZERO_WORD - cat_info_words(rank, 0)) // (2 + rank),  # (a dispatch's info window)
+    )
+    if k_max < 1:
         return False
     parts = [t for t in tensors if t._shape[d]]
     at = 0
