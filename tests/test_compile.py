@@ -635,24 +635,35 @@ def test_constants_fold_and_writes_to_arguments_do_not():
 
 
 def test_residual_add_fuses_into_the_norm_backward():
-    """The small GPT's step with fusion on: the residual gradient adds after each layer norm's
-    backward run in the row gradient kernel's store (compile/fusion.py fuse_row), and six
-    AdamW steps stay within Adam's bound of eager (test_training_step_with_fusion_near_eager)."""
+    """The small GPT's backward with fusion on: the residual gradient adds after each layer
+    norm's backward run in the row gradient kernel's store (compile/fusion.py fuse_row). A
+    replay's gradients equal eager's but for the roundings fusion moves (a shader compiler may
+    contract a fused add into a multiply: one f32 rounding, 2^-24 relative, at each of the
+    backward's few tens of ops): within 2^-14 of each gradient's largest magnitude."""
     from pyrite.bench.train import _gpt
 
     rng = np.random.default_rng(3)
     idx = pr.tensor(rng.integers(0, 50, (2, 16)))
     tgt = pr.tensor(rng.integers(0, 50, (2, 16)))
-    out = []
-    for compiled in (False, True):
-        pr.manual_seed(0)
-        step = _gpt(pr, idx, tgt, d=32, heads=2, layers=2, T=16, vocab=50)
-        f = pr.compile(step) if compiled else step
-        for _ in range(6):
-            f()
-        cells = {type(c.cell_contents).__name__: c.cell_contents for c in step.__closure__}
-        out.append(_params(cells["GPT"]))
-    for a, b in zip(*out):
-        np.testing.assert_allclose(b, a, rtol=0, atol=6 * 3e-4 * 2**-10)
+    pr.manual_seed(0)
+    step = _gpt(pr, idx, tgt, d=32, heads=2, layers=2, T=16, vocab=50)
+    cells = {type(c.cell_contents).__name__: c.cell_contents for c in step.__closure__}
+    model = cells["GPT"]
+
+    def grads():
+        for p in model.parameters():
+            p.grad = None
+        loss = F.cross_entropy(model(idx).reshape(-1, 50), tgt.reshape(-1))
+        loss.backward()
+        return loss
+
+    f = pr.compile(grads)
+    for _ in range(3):
+        f()
+    got = [p.grad.numpy() for p in model.parameters()]
+    grads()
+    for g, p in zip(got, model.parameters()):
+        want = p.grad.numpy()
+        assert np.abs(g - want).max() <= 2**-14 * np.abs(want).max() + 1e-12
     names = [line.split()[1] for line in str(f.graph).splitlines()[1:] if line[:6].strip()]
     assert sum(name == "_row_grad+run_map" for name in names) >= 2

@@ -84,7 +84,8 @@ class _Block:
 
 def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256, compile_model=False):
     """The small GPT's training step; `compile_model`: the model under `L.compile` (the step
-    around it eager: the usual `model = torch.compile(model)`)."""
+    around it eager: the usual `model = torch.compile(model)`; a dict: pyrite's compile
+    options)."""
     nn = L.nn
     Block = _Block.build(L, d, heads, T)
 
@@ -105,7 +106,10 @@ def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256, compile_model=F
 
     model = GPT()
     opt = L.optim.AdamW(model.parameters(), lr=3e-4)
-    run = L.compile(model) if compile_model else model
+    run = model
+    if compile_model:
+        opts = compile_model if isinstance(compile_model, dict) else None
+        run = L.compile(model, options=opts) if opts else L.compile(model)
 
     def step():
         logits = run(idx)
