@@ -1001,6 +1001,15 @@ def plain(fn):
     return fn
 
 
+def forwards(fn):
+    """Mark a public function whose whole body is a call of one public op, looked up at call
+    time (F.linear calling ops.matmul.linear): that op carries the guard, the rule and the bf16
+    fallback, so install() and the fallback leave the forwarder unwrapped (one layer of each a
+    call, not two)."""
+    fn._pyrite_plain = True
+    return fn
+
+
 def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
     """Wrap every public function of `modules` (module attributes, so calls looked up at call
     time get the wrapper) and the Tensor methods bound to them: those a module lists in its

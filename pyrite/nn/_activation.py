@@ -17,6 +17,7 @@ from __future__ import annotations
 from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
+from ..autograd import forwards
 from ..errors import ShapeError
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
@@ -349,10 +350,12 @@ def tanhshrink(input):
     return _act("tanhshrink", "x0 - p_tanh(x0)", input, floats_only=False)
 
 
+@forwards
 def sigmoid(input):
     return _ew.sigmoid(input)
 
 
+@forwards
 def tanh(input):
     return _ew.tanh(input)
 
@@ -392,11 +395,13 @@ def glu(input, dim=-1):
     return run_map("x0 * p_sigmoid(x1)", (a, b), ("f32", "f32"), out, "f32")
 
 
+@forwards
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x - max) / Σ exp(x - max) along dim (torch's implicit dim when None)."""
     return _rowops.softmax(input, dim, dtype)
 
 
+@forwards
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - max - log Σ exp(x - max) along dim."""
     return _rowops.log_softmax(input, dim, dtype)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ..autograd import forwards
 from ..errors import ShapeError
 from ..ops import matmul as _matmul
 from ._common import need_tensor
 
 
+@forwards
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     return _matmul.linear(input, weight, bias)

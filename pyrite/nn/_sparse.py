@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..autograd import forwards
 from ..errors import ShapeError
 from ..ops import creation as _creation
 from ..ops import reduce as _reduce
@@ -197,6 +198,7 @@ def embedding_bag(
     return out
 
 
+@forwards
 def one_hot(tensor, num_classes=-1):
     """(..., num_classes) int tensor with a 1 at each index (num_classes=-1: max + 1)."""
     return _scatter.one_hot(tensor, num_classes)
