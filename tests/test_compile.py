@@ -668,3 +668,25 @@ def test_residual_add_fuses_into_the_norm_backward():
         assert np.abs(g - want).max() <= 2**-14 * np.abs(want).max() + 1e-12
     names = [line.split()[1] for line in str(f.graph).splitlines()[1:] if line[:6].strip()]
     assert sum(name == "_row_grad+run_map" for name in names) >= 2
+
+
+def test_common_subexpressions_run_once():
+    """The same maps twice on the same input (x * 2 + 1, written twice) run once; the result
+    is the eager one's (no rounding moves: the twin is the same kernel on the same bytes)."""
+    rng = np.random.default_rng(6)
+
+    def f(x):
+        a = x * 2 + 1
+        b = x * 2 + 1
+        return a * b
+
+    g = pr.compile(f)
+    for _ in range(3):
+        x = rng.standard_normal((5, 7)).astype(np.float32)
+        want = f(pr.tensor(x)).numpy()
+        np.testing.assert_allclose(g(pr.tensor(x)).numpy(), want, rtol=2**-22, atol=0)
+    st = g.stats()
+    # the second + 1 is the first's twin (its input, a temporary in a reused buffer, holds the
+    # same value); the second x * 2 then has no reader and goes as dead code
+    assert st["common"] == 1
+    assert st["kernels"] == _k(2)  # x * 2 + 1 fused into one map, then the product

@@ -118,6 +118,7 @@ class Tape:
         self.stale = False
         self.dispatches = 0
         self.folded = 0  # commands constant folding took out (compile/fusion.py)
+        self.common = 0  # common subexpressions taken out (compile/fusion.py)
         # buffers another tape owns that this one reads (a compiled module's backward reads
         # its forward's saved tensors): neither pinned nor watched here, the owner holds them
         self.borrowed: dict[int, object] = {}

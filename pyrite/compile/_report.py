@@ -97,6 +97,7 @@ def stats(cf) -> dict:
         kernels_traced=v.kernels_traced,  # (before fusion and dead-code removal)
         fused=v.fused,  # maps fused into the map that reads them
         folded=tape.folded,  # commands constant folding took out
+        common=tape.common,  # common subexpressions taken out
         pipelines=len({id(p) for p in v.graph.pipelines}),
         regions=len(tape.regions),
         replays=v.replays,

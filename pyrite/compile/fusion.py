@@ -59,6 +59,7 @@ def optimize(tape, device, keep=frozenset(), fuse=True):
     fused = 0
     if fuse:
         ops = run.ops
+        tape.common = run.eliminate_common()
         # maps into maps first, so that a chain is one map when it meets a GEMM or a row kernel
         for passes in ((run.fuse_map,), (run.fuse_gemm, run.fuse_row)):
             for b in range(len(ops)):
@@ -451,6 +452,96 @@ class _Pass:
         site = (f"{first.inner}+{second.inner}", second.outer, second.where)
         self.ops[b] = Op("d", (pipeline, modes, tuple(bufs), words, tuple(grid)), site, map, gemm)
         self.removed.add(a)
+
+    def eliminate_common(self) -> int:
+        """Common subexpressions, by value numbering: a map or a fast GEMM (kernels whose
+        outputs are pure writes) running the pipeline an earlier one ran, with the same info
+        words and grid, on inputs holding the same values (the same buffers, or buffers
+        refilled with the same values since: the pool reuses a dead temporary's buffer) computes
+        what the earlier one did. It is dropped where the earlier one's outputs still hold
+        those values through the last read of its own: those reads take them instead. Returns
+        how many went."""
+        ops = self.ops
+        now: dict[int, object] = {}  # id(buffer) -> the value number it holds
+        wrote: dict[int, dict] = {}  # position -> {id(buffer): value number written}
+        first: dict[tuple, int] = {}
+        twins = []
+        fresh = iter(range(1 << 62))
+        for p, op in enumerate(ops):
+            if p in self.removed:
+                continue
+            reads, writes = _buffers(op)
+            outs = (
+                [id(x) for x, m in zip(op.args[2], op.args[1]) if m == "w"]
+                if op.kind == "d"
+                else []
+            )
+            if op.kind == "d" and (op.map or op.gemm) and self.dnum[p] not in self.protected:
+                pipe, modes, bufs, words, grid = op.args
+                ins = (
+                    [id(v[0]) for v in op.map[1]]
+                    if op.map
+                    else [id(x) for x, m in zip(bufs, modes) if m != "w"]
+                )
+                key = (
+                    id(pipe),
+                    modes,
+                    grid,
+                    None if words is None else words.tobytes(),
+                    tuple(now.setdefault(i, ("in", i)) for i in ins),
+                )
+                a = first.get(key)
+                if a is None:
+                    first[key] = p
+                    vals = {i: next(fresh) for i in outs}
+                else:
+                    vals = dict(zip(outs, wrote[a].values()))
+                    twins.append((a, p))
+            else:
+                vals = {i: next(fresh) for i in writes}
+            wrote[p] = vals
+            now.update(vals)
+        gone = 0
+        for a, b in twins:
+            if a not in self.removed and self._take_twin(a, b, wrote):
+                gone += 1
+        return gone
+
+    def _take_twin(self, a, b, wrote) -> bool:
+        """Drop B (at `b`) for its twin A (eliminate_common) where A's outputs still hold their
+        values through the last read of B's, and nothing but reads touches B's outputs."""
+        ops = self.ops
+        wa = [x for x, m in zip(ops[a].args[2], ops[a].args[1]) if m == "w"]
+        wb = [x for x, m in zip(ops[b].args[2], ops[b].args[1]) if m == "w"]
+        moves = []
+        for xa, xb in zip(wa, wb):
+            ib = id(xb)
+            if ib not in self.tape.owned or ib in self.keep or xa is xb:
+                return False
+            _, end = self.segment(ib, b)
+            hi = len(ops) if end is None else end
+            readers = [
+                p for p in range(b + 1, hi) if p not in self.removed and ib in _buffers(ops[p])[0]
+            ]
+            last = readers[-1] if readers else b
+            if self.written_between({ib}, b, last + 1):
+                return False  # (B's output written in place: it must stay its own)
+            value = wrote[a][id(xa)]
+            for q in range(a + 1, last + 1):
+                if q not in self.removed and wrote.get(q, {}).get(id(xa), value) != value:
+                    return False  # (A's output holds something else by then)
+            moves.append((xb, xa, readers))
+        for xb, xa, readers in moves:
+            for p in readers:
+                op = ops[p]
+                pipe, modes, bufs, words, grid = op.args
+                op.args = (pipe, modes, tuple(xa if x is xb else x for x in bufs), words, grid)
+                if op.map is not None:
+                    e, ins, *rest = op.map
+                    ins = tuple((xa, *v[1:]) if v[0] is xb else v for v in ins)
+                    op.map = (e, ins, *rest)
+        self.removed.add(b)
+        return True
 
     def fold_constants(self) -> int:
         """Remove the commands whose results are the same at every replay (constant folding):
