@@ -103,6 +103,7 @@ from . import (
     amp,  # noqa: E402
     io,
     optim,
+    profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)
     utils,
 )
 from .amp import autocast  # noqa: E402

@@ -61,7 +61,7 @@ def _site():
             data = True
         code = f.f_code
         if code.co_name not in _WRAPPERS and not mod.startswith(
-            ("pyrite.backend", "pyrite.compile")
+            ("pyrite.backend", "pyrite.compile", "pyrite.profiler")
         ):
             name = getattr(code, "co_qualname", code.co_name)
             if inner is None:

@@ -124,4 +124,23 @@ for _op in _INPLACE_UNARY:
     METHODS[f"{_op}_"] = _unary_inplace(_op)
 METHODS["clip_"] = METHODS["clamp_"]
 
+
+def _name_methods():
+    """Each method made above is named for what it is (`Tensor.__mul__`, not
+    `_binary_method.<locals>.fn`): in tracebacks, and for the ops pr.compile's graph and
+    pr.profiler name from the stack."""
+    for meth, f in METHODS.items():
+        if getattr(f, "__module__", None) != __name__ or not hasattr(f, "__code__"):
+            continue
+        if f.__name__ not in ("fn", "<lambda>"):
+            continue
+        f.__name__, f.__qualname__ = meth, f"Tensor.{meth}"
+        try:
+            f.__code__ = f.__code__.replace(co_name=meth, co_qualname=f"Tensor.{meth}")
+        except TypeError:  # (Python < 3.11: no co_qualname)
+            f.__code__ = f.__code__.replace(co_name=meth)
+
+
+_name_methods()
+
 __all__: list[str] = []
