@@ -29,8 +29,10 @@ for name, fn in (("bert_b1", lambda: model(x)), ("gpt_step", step)):
     with pr.no_grad() if name == "bert_b1" else pr.enable_grad():
         with pr.profiler.profile() as prof:
             fn()
-    print(f"\n== {name}: {len(prof.events())} kernels, {prof.device_time_total() / 1e3:.3f} ms "
-          f"device (timestamps: {prof.exact})")
+    print(
+        f"\n== {name}: {len(prof.events())} kernels, {prof.device_time_total() / 1e3:.3f} ms "
+        f"device (timestamps: {prof.exact})"
+    )
     print(prof.key_averages().table(row_limit=12))
     print(prof.key_averages(group_by="kernel").table(row_limit=8))
     prof.export_chrome_trace(os.path.join(out, f"{name}-{dev.impl}.json"))

@@ -832,12 +832,17 @@ def linear(input, weight, bias=None):
                 f"pyrite: linear: bias of shape {tuple(bt._shape)} does not match "
                 f"out_features {w._shape[0]}"
             ) from None
-    res = gemm(x2, wt, e)
+    res = _gemm(x2, wt, e)
     if x.ndim == 1:
         res = res._view(lead + (w._shape[0],), (1,), 0)
     elif x2 is not x:
         res = res._view(lead + (w._shape[0],), contiguous_strides(lead + (w._shape[0],)), 0)
     return res
+
+
+# gemm as defined here: ops/__init__ installs the module's public functions behind autograd's
+# guard and the bf16 fallback; linear (its own rule, recording off inside) calls it without them
+_gemm = gemm
 
 
 def _fold_rows(x):
