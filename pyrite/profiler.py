@@ -36,7 +36,14 @@ import numpy as np
 
 from . import backend
 
-__all__ = ["ProfilerActivity", "profile", "record_function"]
+__all__ = [
+    "ProfilerAction",
+    "ProfilerActivity",
+    "profile",
+    "record_function",
+    "schedule",
+    "tensorboard_trace_handler",
+]
 
 # Timestamp pairs a query set holds; past that the profile resolves what it has and starts over.
 CAPACITY = 2048
@@ -47,6 +54,56 @@ class ProfilerActivity(enum.Enum):
 
     CPU = 0
     CUDA = 1
+
+
+class ProfilerAction(enum.Enum):
+    """What a schedule asks of a step (torch.profiler.ProfilerAction)."""
+
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
+def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0):
+    """torch.profiler.schedule: skip `skip_first` steps, then cycles of `wait` idle steps,
+    `warmup` steps and `active` recorded steps (the last one RECORD_AND_SAVE: the trace is
+    handed to on_trace_ready), `repeat` cycles (0: for ever)."""
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise ValueError("pyrite: schedule: wait, warmup, repeat, skip_first >= 0, active > 0")
+    cycle = wait + warmup + active
+
+    def action(step: int) -> ProfilerAction:
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        if repeat and step // cycle >= repeat:
+            return ProfilerAction.NONE
+        k = step % cycle
+        if k < wait:
+            return ProfilerAction.NONE
+        if k < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD_AND_SAVE if k == cycle - 1 else ProfilerAction.RECORD
+
+    return action
+
+
+def tensorboard_trace_handler(dir_name: str, worker_name=None, use_gzip=False):
+    """An on_trace_ready that writes each trace as `<worker>.<ms>.pt.trace.json` (Chrome trace
+    format, which TensorBoard's profiler plugin and Perfetto read) into `dir_name`."""
+    import socket
+
+    def handler(prof):
+        os.makedirs(dir_name, exist_ok=True)
+        worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        name = f"{worker}.{time.time_ns() // 1_000_000}.pt.trace.json" + (".gz" if use_gzip else "")
+        prof.export_chrome_trace(os.path.join(dir_name, name), gzip=use_gzip)
+
+    return handler
 
 
 _active: list = []  # the profiles recording now (innermost last)
@@ -70,7 +127,8 @@ class record_function:
         for p in _active:
             if p._labels and p._labels[-1] == self.name:
                 p._labels.pop()
-            p._ranges.append((self.name, self.t0, t1))
+            if p._recording:
+                p._ranges.append((self.name, self.t0, t1))
         return False
 
 
@@ -184,8 +242,12 @@ class profile:
     Args:
         activities: accepted for torch's signature (pyrite records its device's kernels).
         record_shapes, profile_memory, with_stack, with_flops, with_modules: accepted, ignored.
-        schedule: not supported (profile the steps you want inside the context).
-        on_trace_ready (callable, optional): called with this profile when the context exits.
+        schedule (callable, optional): step number -> ProfilerAction (`schedule(wait=,
+            warmup=, active=, repeat=, skip_first=)`); with one, `prof.step()` ends each step
+            and only the RECORD steps are profiled (warm-up steps run unprofiled here: nothing
+            is gained by recording them).
+        on_trace_ready (callable, optional): called with this profile when an active window
+            ends (with a schedule) or when the context exits (without).
     """
 
     def __init__(
@@ -202,12 +264,14 @@ class profile:
         experimental_config=None,
         use_cuda=None,
     ):
-        if schedule is not None:
-            raise NotImplementedError(
-                "pyrite: profiler schedules (wait/warmup/active) are not supported; put the "
-                "steps you want measured inside the profile's context"
+        if schedule is not None and not callable(schedule):
+            raise TypeError(
+                "pyrite: profile(schedule=) takes a callable from step number to "
+                "ProfilerAction, as pr.profiler.schedule(wait=, warmup=, active=) makes"
             )
+        self.schedule = schedule
         self.on_trace_ready = on_trace_ready
+        self._recording = False
         self.device = None
         self.exact = True
         self._events: list[Event] = []
@@ -222,10 +286,47 @@ class profile:
     def __enter__(self):
         if _active:
             raise RuntimeError("pyrite: a profiler is already recording (profiles do not nest)")
+        _active.append(self)
+        self._step = 0
+        if self.schedule is None or self.schedule(0) in _RECORDING:
+            self._start()
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self._recording:
+                self._stop()
+                if self.on_trace_ready is not None and (
+                    self.schedule is None or self.schedule(self._step) is ProfilerAction.RECORD
+                ):
+                    self.on_trace_ready(self)  # (torch: a trace in progress is saved at exit)
+        finally:
+            _active.remove(self)
+        return False
+
+    def step(self):
+        """Mark the end of one step for the `schedule` (torch's prof.step()); without a
+        schedule it does nothing."""
+        if self.schedule is None:
+            return
+        before = self.schedule(self._step)
+        self._step += 1
+        after = self.schedule(self._step)
+        if before is ProfilerAction.RECORD_AND_SAVE:
+            self._stop()
+            if self.on_trace_ready is not None:
+                self.on_trace_ready(self)
+        elif before in _RECORDING and after not in _RECORDING:
+            self._stop()
+        if after in _RECORDING and not self._recording:
+            self._start()
+
+    def _start(self):
         dev = self.device = backend.current()
         if dev._tape is not None:
             raise RuntimeError("pyrite: profile() inside a pr.compile trace is not supported")
         dev.synchronize()
+        self._events, self._ranges, self._pending = [], [], []
         self.exact = "timestamp-query" in dev.features
         if self.exact:
             g, w = dev.device, dev.wgpu
@@ -239,11 +340,10 @@ class profile:
             dev._io = _TimedPath(self, dev.device)
             dev._c = None
             dev._dispatch = self._dispatch  # (an instance attribute: the class's stays)
-        _active.append(self)
+        self._recording = True
         self._t0 = time.perf_counter_ns()
-        return self
 
-    def __exit__(self, *exc):
+    def _stop(self):
         dev = self.device
         try:
             dev.synchronize()
@@ -254,15 +354,13 @@ class profile:
             with dev._lock:
                 del dev._dispatch
                 dev._c, dev._io = self._saved
-            _active.remove(self)
             for b in (getattr(self, "_qs", None), getattr(self, "_res", None)):
                 if b is not None:
                     b.destroy()
+            self._qs = self._res = None
+            self._recording = False
         self.wall_ns = time.perf_counter_ns() - self._t0
         self._place()
-        if self.on_trace_ready is not None:
-            self.on_trace_ready(self)
-        return False
 
     # ---- recording (the device's lock held) --------------------------------------------------
     def _dispatch(self, src, buffers, info, grid):
@@ -374,7 +472,7 @@ class profile:
         """Microseconds of device time, all events."""
         return sum(e.device_ns for e in self._events) / 1e3
 
-    def export_chrome_trace(self, path):
+    def export_chrome_trace(self, path, gzip=False):
         """Write the events (device track) and the record_function ranges (host track) as a
         Chrome trace (JSON), for Perfetto or chrome://tracing. Written to a temporary file and
         moved into place, so a failed export leaves no partial file."""
@@ -413,7 +511,12 @@ class profile:
             {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": _device_name(self)}},
             {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "host (labels)"}},
         ]
-        _write_atomic(path, json.dumps({"traceEvents": meta + trace}).encode())
+        data = json.dumps({"traceEvents": meta + trace}).encode()
+        if gzip:
+            import gzip as gz
+
+            data = gz.compress(data)
+        _write_atomic(path, data)
 
     def export_timeline(self, path, row_limit=12):
         """A PNG: the events on the device's time axis, one row for each of the `row_limit` ops

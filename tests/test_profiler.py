@@ -131,8 +131,36 @@ def test_wall_time_without_timestamp_queries(rng, monkeypatch):
     np.testing.assert_array_equal(z.numpy(), x.numpy() * 3)
 
 
+def test_schedule_steps_and_tensorboard_handler(rng, tmp_path):
+    """torch's schedule: wait 1, warm up 1, record 2, twice: steps 2-3 and 6-7 are recorded,
+    each window handed to on_trace_ready (here tensorboard_trace_handler's files) when its
+    last step ends; each recorded step ran its four maps' kernels."""
+    x = pr.tensor(rng.standard_normal((6, 5)).astype(np.float32))
+    sched = profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+    actions = [sched(k) for k in range(9)]
+    A = profiler.ProfilerAction
+    assert actions == [A.NONE, A.WARMUP, A.RECORD, A.RECORD_AND_SAVE] * 2 + [A.NONE]
+    seen = []
+    handler = profiler.tensorboard_trace_handler(str(tmp_path / "tb"), worker_name="w")
+
+    def ready(prof):
+        seen.append(len(prof.events()))
+        handler(prof)
+
+    from pyrite.ops import core
+
+    per_step = 4 * (2 if core.POISON else 1)  # (x * 2, + 1, * 3, relu; each poisoned first)
+    with profiler.profile(schedule=sched, on_trace_ready=ready) as prof:
+        for _ in range(9):
+            ((x * 2 + 1) * 3).relu()
+            prof.step()
+    assert seen == [2 * per_step, 2 * per_step]
+    files = sorted((tmp_path / "tb").glob("w.*.pt.trace.json"))
+    assert len(files) == 2 and all(json.loads(f.read_text())["traceEvents"] for f in files)
+
+
 def test_misuse_is_refused():
-    with pytest.raises(NotImplementedError, match="schedule"):
+    with pytest.raises(TypeError, match="schedule"):
         profiler.profile(schedule=object())
     with profiler.profile():
         with pytest.raises(RuntimeError, match="already recording"):
