@@ -1,5 +1,6 @@
-"""torch.utils's counterpart: `pyrite.utils.data` (datasets, samplers, DataLoader)."""
+"""torch.utils's counterpart: `pyrite.utils.data` (datasets, samplers, DataLoader) and
+`pyrite.utils.checkpoint` (activation checkpointing)."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
