@@ -1,4 +1,5 @@
-"""The `pyrite` command: `pyrite info`, `pyrite demo`, `pyrite bench [--json PATH] [--quick]`.
+"""The `pyrite` command: `pyrite info`, `pyrite demo`, `pyrite train`, `pyrite bench [--json PATH]
+[--quick]`, `pyrite tune [--model bert|gpt] [--shapes ...]`.
 
 pyrite itself is imported inside each subcommand, after `--backend`/`--device` have been put in
 the environment the backend reads (PYRITE_BACKEND, PYRITE_DEVICE), so `pyrite --help` works
@@ -130,7 +131,22 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
     bench.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     bench.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    # pyrite.bench.tune parses its own arguments too
+    tune = sub.add_parser(
+        "tune", help="measure GEMM tiles and K splits for shapes, keep the best (pyrite.bench.tune)"
+    )
+    tune.add_argument("--model", help="bert or gpt: their products' shapes")
+    tune.add_argument("--shapes", help="MxNxK[:layout],... (layout k, n, mk, mn)")
+    tune.add_argument("--reps", type=int, help="products timed a candidate (default 10)")
+    tune.add_argument("--json", metavar="PATH", help="also write every candidate's time here")
+    tune.add_argument("--dry-run", action="store_true", help="measure, keep nothing")
     return parser
+
+
+def cmd_tune(argv: list[str]) -> int:
+    from pyrite.bench import tune
+
+    return tune.main(argv)
 
 
 def cmd_train(args) -> int:
@@ -163,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "bench":
+    if extra and args.command not in ("bench", "tune"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.backend:
         os.environ["PYRITE_BACKEND"] = args.backend
@@ -179,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_demo(args)
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "tune":
+            return cmd_tune(argv[argv.index("tune") + 1 :])
         return cmd_bench(args, argv[argv.index("bench") + 1 :])
     except DeviceError as err:  # no adapter, or a missing feature: the message names the way out
         print(err, file=sys.stderr)

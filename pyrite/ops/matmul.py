@@ -319,6 +319,35 @@ def _split_fits(dev, S, variant, M, N, K, fast_lay):
     return kind == "tiled"
 
 
+def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt):
+    """(tile, split or None) that `pyrite tune` measured best for this product on this device
+    (ops/tuning.py), where it still fits; None: the rules decide."""
+    if FORCE is not None or FORCE_SPLIT is not None or nbatch != 1 or out_dt.wgsl != "f32":
+        return None
+    from . import tuning
+
+    hit = tuning.lookup(dev, fast_lay, M, N, K)
+    if hit is None:
+        return None
+    try:
+        tile = _tile(hit["tile"])
+        split = None
+        if hit.get("split", 1) > 1:
+            tile_s = _tile(hit["tile_split"])
+            if _split_fits(dev, int(hit["split"]), ("fast", tile_s), M, N, K, fast_lay):
+                split = (int(hit["split"]), ("fast", tile_s))
+    except (KeyError, TypeError, ValueError):
+        return None  # (an entry of another pyrite's making: the rules decide)
+    if not _fast_fits(dev, tile, fast_lay, M, N, K):
+        return None
+    return tile, split
+
+
+def _tile(v):
+    bm, bn, tm, tn, bk, dbuf = v
+    return (int(bm), int(bn), int(tm), int(tn), int(bk), bool(dbuf))
+
+
 def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
     """(S, variant) for a split-K product, or None: a single product whose tiles are too few to
     fill the GPU runs as S partial products over K-chunks (one batched dispatch) and their sum
@@ -502,10 +531,16 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         kind, params = variant
     else:
         kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
+        tuned = _tuned(dev, fast_lay, nbatch, M, N, K, out_dt)
+        if tuned is not None:
+            kind, params = "fast", tuned[0]
         gv = _gemv_params(dev, a, b, e, out_dt, M, K)
         if gv is not None:
             kind, params = gv
-        split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))
+        if tuned is not None and dev._tape is not None:  # (recording: the tuned split, by GPU time)
+            split = tuned[1]
+        else:
+            split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))
         if split is not None:
             _remember(key, ("splitk", *split, out_dt))
             return _gemm_split_par(dev, a, b, e, alpha, beta, *split, out_dt, into)

@@ -1,0 +1,93 @@
+"""`pyrite tune` and its cache (pyrite/bench/tune.py, pyrite/ops/tuning.py): a tuned shape's
+products take the winner (and stay right), entries that no longer fit are ignored, recordings
+take the tuned split, and the cache file is written whole, other devices' sections kept."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+from pyrite.ops import matmul as mm
+from pyrite.ops import tuning
+
+TILE = (32, 32, 4, 4, 16, True)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "tune.json"
+    monkeypatch.setenv("PYRITE_TUNE_CACHE", str(path))
+    tuning.forget()
+    mm._plans.clear()
+    yield path
+    tuning.forget()
+    mm._plans.clear()
+
+
+def _product(rng, M, N, K):
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    return a, w, pr.tensor(a), pr.tensor(w)
+
+
+def _check(got, a, w):
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    bound = 2 * a.shape[1] * 2.0**-24 * (np.abs(a64) @ np.abs(w64.T))
+    assert (np.abs(got - a64 @ w64.T) <= bound).all()
+
+
+def test_tuned_shape_takes_the_winner(cache, rng):
+    from pyrite.bench.tune import tune_shape
+
+    entry, report = tune_shape(32, 64, 96, "k", reps=2, tiles=[TILE, (16, 64, 4, 4, 16, True)],
+                               splits=(1, 2))  # fmt: skip
+    assert entry is not None and all(us is not None for _, us in report)
+    assert tuple(entry["tile"]) in (TILE, (16, 64, 4, 4, 16, True))
+    dev = pr.backend.current()
+    tuning.store(dev, {tuning.entry_key("k", 32, 64, 96): entry})
+    data = json.loads(cache.read_text())
+    assert tuning.device_key(dev) in data
+    a, w, ta, tw = _product(rng, 32, 64, 96)
+    got = pr.nn.functional.linear(ta, tw).numpy()
+    assert mm.LAST == ("fast", tuple(entry["tile"]))
+    _check(got, a, w)
+
+
+def test_entries_that_do_not_fit_are_ignored_and_other_sections_kept(cache, rng):
+    dev = pr.backend.current()
+    cache.write_text(json.dumps({"another device": {"k 1x1x1": {"tile": [1]}}}))
+    bad = {"tile": [64, 64, 8, 8, 16, True], "split": 1}  # 64 does not divide M = 48
+    tuning.store(dev, {tuning.entry_key("k", 48, 64, 64): bad})
+    data = json.loads(cache.read_text())
+    assert "another device" in data and tuning.device_key(dev) in data
+    assert not list(cache.parent.glob("*.tmp-*"))
+    a, w, ta, tw = _product(rng, 48, 64, 64)
+    got = pr.nn.functional.linear(ta, tw).numpy()
+    assert mm.LAST != ("fast", (64, 64, 8, 8, 16, True))  # (the rules decided)
+    _check(got, a, w)
+    tuning.store(dev, {tuning.entry_key("k", 48, 64, 64): {"tile": "junk"}})
+    _check(pr.nn.functional.linear(ta, tw).numpy(), a, w)
+
+
+def test_a_recording_takes_the_tuned_split(cache, rng):
+    """An eager product keeps the rule's split decision (no split on lavapipe) with the tuned
+    tile; under pr.compile the tuned split of K runs (partials and their sum: two kernels)."""
+    dev = pr.backend.current()
+    entry = {"tile": list(TILE), "split": 2, "tile_split": list(TILE), "us": 1.0, "us_split": 0.5}
+    tuning.store(dev, {tuning.entry_key("k", 32, 32, 128): entry})
+    a, w, ta, tw = _product(rng, 32, 32, 128)
+    from pyrite.ops import core
+
+    core_poison = core.POISON
+    eager = pr.nn.functional.linear(ta, tw)
+    assert mm.LAST == ("fast", TILE)
+    _check(eager.numpy(), a, w)
+    f = pr.compile(lambda x: pr.nn.functional.linear(x, tw), options={"fusion": False})
+    for _ in range(3):
+        got = f(ta).numpy()
+    _check(got, a, w)
+    kernels = f.stats()["kernels"]
+    assert kernels == (4 if core_poison else 2)  # (partials, their sum; each poisoned first)
