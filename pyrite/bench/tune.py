@@ -68,13 +68,21 @@ def _operands(pr, M, N, K, lay, rng):
 
 
 def _device_us(pr, fn, reps):
-    """Microseconds of device time a call, `reps` calls profiled back to back."""
-    fn()
+    """Median microseconds of device time a call over `reps` calls profiled back to back,
+    after as many unprofiled ones (a GPU idle while the candidate's pipeline was built runs at
+    lowered clocks until work arrives: the warm calls bring them up)."""
+    for _ in range(reps):
+        fn()
     pr.synchronize()
     with pr.profiler.profile() as prof:
         for _ in range(reps):
             fn()
-    return prof.device_time_total() / reps
+    events = prof.events()
+    per = len(events) // reps if reps else 0
+    calls = [
+        sum(e.device_ns for e in events[k * per : (k + 1) * per]) / 1e3 for k in range(reps)
+    ]
+    return float(np.median(calls)) if calls else 0.0
 
 
 def tune_shape(M, N, K, lay, reps=10, tiles=None, splits=SPLITS, progress=None):
