@@ -79,9 +79,7 @@ def _device_us(pr, fn, reps):
             fn()
     events = prof.events()
     per = len(events) // reps if reps else 0
-    calls = [
-        sum(e.device_ns for e in events[k * per : (k + 1) * per]) / 1e3 for k in range(reps)
-    ]
+    calls = [sum(e.device_ns for e in events[k * per : (k + 1) * per]) / 1e3 for k in range(reps)]
     return float(np.median(calls)) if calls else 0.0
 
 
@@ -143,7 +141,28 @@ def tune_shape(M, N, K, lay, reps=10, tiles=None, splits=SPLITS, progress=None):
         "us_split": round(best_split[2], 3),
         "rule_us": round(rule_us, 3),
     }
-    return entry, report
+    return keep(entry), report
+
+
+# A winner replaces the rules only where it beats them by more than this (timing noise).
+MARGIN = 0.97
+
+
+def keep(entry):
+    """The entry as kept: its eager tile only where it beats the rules (else None: the rules
+    keep the shape), its split only where that beats both; None where neither stands, or where
+    the device's timestamps were too coarse to tell (a zero time: Dawn on the H200 rounds to
+    65.5 µs)."""
+    if entry is None or entry["rule_us"] <= 0 or entry["us"] <= 0 or entry["us_split"] <= 0:
+        return None
+    out = dict(entry)
+    if entry["us"] >= MARGIN * entry["rule_us"]:
+        out["tile"] = None
+    if entry["split"] <= 1 or entry["us_split"] >= MARGIN * min(entry["us"], entry["rule_us"]):
+        out["split"], out["tile_split"] = 1, None
+    if out["tile"] is None and out["split"] == 1:
+        return None
+    return out
 
 
 def main(argv=None) -> int:
@@ -186,15 +205,21 @@ def main(argv=None) -> int:
         full[name] = report
         if entry is not None:
             entries[name] = entry
+        elif any(us == 0 for _, us in report):
+            print(f"  {name}: timestamps too coarse on this device to rank candidates: not kept")
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
     print(f"\n{'shape':>22}  {'rules':>9}  {'best tile':>9}  {'best split':>10}  winner")
     for name, e in entries.items():
+        tile = "rules" if e["tile"] is None else tuple(e["tile"])
+        split = (
+            "no split" if e["tile_split"] is None else f"{tuple(e['tile_split'])} S={e['split']}"
+        )
         print(
             f"{name:>22}  {e['rule_us']:7.2f}us  {e['us']:7.2f}us  {e['us_split']:8.2f}us  "
-            f"{tuple(e['tile'])} / {tuple(e['tile_split'])} S={e['split']}"
+            f"eager {tile} / compiled {split}"
         )
     for name, report in full.items():
         for label, us in report:

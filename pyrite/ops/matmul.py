@@ -329,18 +329,22 @@ def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt):
     hit = tuning.lookup(dev, fast_lay, M, N, K)
     if hit is None:
         return None
+    recording = dev._tape is not None
     try:
+        if recording and int(hit.get("split", 1)) > 1:  # (only GPU time counts: the split)
+            tile = _tile(hit["tile_split"])
+            split = (int(hit["split"]), ("fast", tile))
+            if not _split_fits(dev, split[0], split[1], M, N, K, fast_lay):
+                return None
+            return tile, split
+        if hit.get("tile") is None:
+            return None  # (the rules beat every tile here)
         tile = _tile(hit["tile"])
-        split = None
-        if hit.get("split", 1) > 1:
-            tile_s = _tile(hit["tile_split"])
-            if _split_fits(dev, int(hit["split"]), ("fast", tile_s), M, N, K, fast_lay):
-                split = (int(hit["split"]), ("fast", tile_s))
     except (KeyError, TypeError, ValueError):
         return None  # (an entry of another pyrite's making: the rules decide)
     if not _fast_fits(dev, tile, fast_lay, M, N, K):
         return None
-    return tile, split
+    return tile, None
 
 
 def _tile(v):
@@ -537,7 +541,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         gv = _gemv_params(dev, a, b, e, out_dt, M, K)
         if gv is not None:
             kind, params = gv
-        if tuned is not None and dev._tape is not None:  # (recording: the tuned split, by GPU time)
+        if tuned is not None and tuned[1] is not None:  # (recording: the tuned split)
             split = tuned[1]
         else:
             split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))

@@ -74,6 +74,7 @@ def lookup(dev, lay, M, N, K):
 def store(dev, entries: dict, path=None):
     """Merge `entries` into this device's section of the cache file (atomically) and into the
     table in use; the plans cached for shapes already run are dropped so they take them."""
+    entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
     path = path or cache_path()
     data = _read(path)
     key = device_key(dev)
