@@ -81,7 +81,9 @@ def test_transformer_lm_with_compiled_model_matches_eager():
     from pyrite.bench.train import _gpt
 
     rng = np.random.default_rng(3)
-    idx = pr.tensor(rng.integers(0, 50, (2, 16)))
+    # distinct tokens: the embedding's backward adds by atomics, in no fixed order on a GPU,
+    # and three or more adds into one row would round differently run to run (two commute)
+    idx = pr.tensor(rng.permutation(50)[:32].reshape(2, 16))
     tgt = pr.tensor(rng.integers(0, 50, (2, 16)))
     out = []
     for compiled in (False, True):

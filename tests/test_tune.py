@@ -46,7 +46,8 @@ def test_tuned_shape_takes_the_winner(cache, rng):
     entry, report = tune_shape(32, 64, 96, "k", reps=2, tiles=[TILE, other], splits=(1, 2))
     labels = [label for label, _ in report]
     assert labels[0] == "rules" and len(labels) == 1 + 2 * 2  # (each tile, unsplit and S=2)
-    assert all(us is not None and us > 0 for _, us in report)  # (every candidate right)
+    # every candidate right (a time of 0: timestamps coarser than the kernel, Dawn's on a GPU)
+    assert all(us is not None and us >= 0 for _, us in report)
     if entry is None or entry["tile"] is None:  # (the rules won on this run: keep a winner)
         entry = {"tile": list(other), "split": 1, "tile_split": None}
     assert tuple(entry["tile"]) in (TILE, other)

@@ -369,11 +369,17 @@ def _g_norm_fused(op, ctx, x, g, k, w, b, eps):
 
 # The norms' parameter gradients split their rows into parts where one workgroup a 32-column
 # block would leave a GPU idle: enough parts for NORM_FILL workgroups, each at least
-# NORM_MIN_ROWS rows, so a lane sums >= 128 rows of each part (then one more dispatch adds the
-# parts: below that, a second dispatch costs more than it saves — an estimate, not measured);
-# on lavapipe one part, unless a part's rows would pass the loop budget.
-NORM_FILL = 128
-NORM_MIN_ROWS = 1024
+# NORM_MIN_ROWS rows, then one more dispatch adds the parts; on lavapipe one part, unless a
+# part's rows would pass the loop budget. Measured on the H200 (wgpu-native, timestamps,
+# `scripts/norm_grad_time.py`; dw+db kernels' GPU time, µs, by parts 1/2/4/8/16/32):
+#   512 rows of 128:   20.3 / 19.7 / 15.9 / 14.7 / 14.9 / 17.8   (the merge 5.4-11.4 of it)
+#   1024 rows of 768:  36.6 / 27.6 / 19.9 / 17.1 / 16.7 / 19.5
+#   4096 rows of 768: 161.4 / 91.6 / 55.0 / 35.7 / 27.7 / 25.4
+# so parts of ~64 rows, up to ~500 workgroups (16 and 22 parts for the two larger), from 1,024
+# rows: below that the split's 5 µs of GPU time a norm do not repay its second dispatch.
+NORM_FILL = 512
+NORM_MIN_ROWS = 64
+NORM_SPLIT_ROWS = 1024
 FORCE_PARTS = None  # (tests: this many parts wherever the loop budget allows)
 
 
@@ -388,7 +394,7 @@ def _norm_param_grads(x, g, stats, rows, n):
     parts = 1
     if FORCE_PARTS is not None:
         parts = FORCE_PARTS
-    elif dev.adapter_type != "CPU":
+    elif dev.adapter_type != "CPU" and rows >= NORM_SPLIT_ROWS:
         parts = max(1, min(-(-NORM_FILL // blocks), rows // NORM_MIN_ROWS))
     limit = max_loop_iterations()
     while -(-(-(-rows // parts)) // NORM_LANES) > limit:
