@@ -526,6 +526,9 @@ class _Pass:
             last = readers[-1] if readers else b
             if self.written_between({ib}, b, last + 1):
                 return False  # (B's output written in place: it must stay its own)
+            _, end_a = self.segment(id(xa), a)
+            if end_a is not None and end_a <= last:
+                return False  # (A's buffer holds another tensor by then: liveness would lie)
             value = wrote[a][id(xa)]
             for q in range(a + 1, last + 1):
                 if q not in self.removed and wrote.get(q, {}).get(id(xa), value) != value:
