@@ -180,8 +180,8 @@ class _Pass:
             a_bufs = {id(v[0]) for v in a_ins}
             if id(out[0]) in a_bufs:
                 continue  # (B would write what A's inputs read: keep the two)
-            if self.written_between(a_bufs, a, b):
-                continue  # A's inputs change before B runs
+            if self.written_between(a_bufs, a, b) or not self._same_tenants(a_bufs, a, b):
+                continue  # A's inputs change before B runs (or their buffers hold new tensors)
             # B's expression with A's in place of x_j; A's inputs and scalars renumbered after B's
             n_in, n_s = len(ins), len(scal)
 
@@ -255,8 +255,12 @@ class _Pass:
             if extras is None:
                 continue
             bound = {id(x) for x in a_bufs[:-1]}
-            if id(ob) in bound or self.written_between(bound, a, b):
-                continue  # B writes A's operands, or they change before B runs
+            if (
+                id(ob) in bound
+                or self.written_between(bound, a, b)
+                or not self._same_tenants(bound, a, b)
+            ):
+                continue  # B writes A's operands, or they change (or are reused) before B runs
             fills = ()
             if dual:
                 fills = self._movable(a, b, out, {id(v[0]) for v, _ in extras}, a_bufs)
@@ -309,6 +313,7 @@ class _Pass:
             if dual:
                 self._replace(b, a, src, bufs, words, grid)
                 self.removed.update(fills)
+                self._begin_at(id(ob), a, b)
                 return True
             c2d = (ob, (M, N), (N, 1), ooff, odt)
             gemm = (spec, c2d, (new_expr, all_extras, new_scal, new_sct))
@@ -367,7 +372,7 @@ class _Pass:
         oi = id(out[0])
         if oi in {id(x) for x in a_bufs} or self.written_between(extra_ids, a, b):
             return None
-        if self.read_between(oi, a + 1, b):
+        if not self._same_tenants(extra_ids, a, b) or self.read_between(oi, a + 1, b):
             return None
         fills = [
             p for p in range(a + 1, b) if p not in self.removed and oi in _buffers(self.ops[p])[1]
@@ -377,6 +382,20 @@ class _Pass:
             if m is None or m[1] or m[3] != out or self.dnum[p] in self.protected:
                 return None
         return fills
+
+    def _same_tenants(self, ids, a, b) -> bool:
+        """Whether each buffer in `ids` holds the same tensor at positions a and b (no new
+        allocation of it between): a read moved from one to the other reads what it read."""
+        return all(self.segment(i, a) == self.segment(i, b) for i in ids)
+
+    def _begin_at(self, i, a, b):
+        """B's output (buffer `i`), now written at `a` < `b` by the fused kernel: its tensor's
+        allocation, if recorded after `a`, moves to `a` (the liveness the later passes read)."""
+        start, _ = self.segment(i, b)
+        if a < start <= b:
+            alloc = self.allocs[i]
+            alloc[alloc.index(start)] = a
+            alloc.sort()
 
     def fuse_row(self, b):
         """Map B reading the whole f32 gradient a row gradient kernel A wrote (a residual add
@@ -439,6 +458,7 @@ class _Pass:
             src = row_grad_kernel(*spec, post=post)
             self._replace(b, a, src, bufs, words, grid)
             self.removed.update(fills)
+            self._begin_at(id(ob), a, b)
             return True
         return False
 
