@@ -99,9 +99,21 @@ def _compare(ops, rows, d, seed, stats):
             assert np.abs(b - a).max() <= 2**-14 * (np.abs(a).max() + 1)
 
 
+@pytest.fixture(params=[True, False], ids=["poison", "no-poison"])
+def poison(request):
+    """Both buffer-reuse patterns: PYRITE_POISON's fill of every new tensor changes which
+    buffers the pool hands out (the first bug this test found showed only without it)."""
+    from pyrite.ops import core
+
+    was = core.POISON
+    core.set_poison(request.param)
+    yield request.param
+    core.set_poison(was)
+
+
 @pytest.mark.parametrize("case", range(6))
-def test_random_program_compiled_equals_eager(case, rng):
-    r = np.random.default_rng([int(rng.integers(1 << 30)), case])  # (a program a case)
+def test_random_program_compiled_equals_eager(case, rng, poison):
+    r = np.random.default_rng([int(rng.integers(1 << 30)), case, poison])  # (a program a case)
     rows, d = int(r.integers(3, 40)), int(r.choice([8, 12, 16, 20, 32]))
     _compare(_program(r, int(r.integers(4, 10))), rows, d, int(r.integers(1 << 30)), [])
 
