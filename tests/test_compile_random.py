@@ -2,7 +2,7 @@
 folding, row and GEMM store fusion, dead code): a replay's outputs and gradients equal eager's
 within the roundings fusion moves. Each program mixes elementwise maps (some computed twice, some
 of constants), linear layers whose pre-activations a backward saves, layer norms with residual
-adds, cat and reductions, on awkward sizes drawn from the test's seed."""
+adds, softmax, cat and reductions, on awkward sizes drawn from the test's seed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ def _program(rng, n_ops):
     """A list of op tuples over a growing list of values (value 0: the input x, (rows, d))."""
     ops = []
     for _ in range(n_ops):
-        kind = rng.choice(["map", "map2", "twice", "const", "linear", "norm", "cat", "gelu"])
+        kind = rng.choice(
+            ["map", "map2", "twice", "const", "linear", "norm", "cat", "gelu", "softmax", "mean"]
+        )
         ops.append((kind, int(rng.integers(0, 1 << 30))))
     return ops
 
@@ -46,6 +48,10 @@ def _run(ops, x, params):
         elif kind == "cat":
             d = a.shape[-1]
             v = pr.cat([a[:, : d // 2], b[:, d // 2 :]], dim=1) * 1.5
+        elif kind == "softmax":  # a row op's backward, a map reading its gradient after it
+            v = F.softmax(a, -1) * 4.0 + b
+        elif kind == "mean":  # a reduction broadcast back
+            v = a - a.mean(-1, keepdim=True) + b.amax(-1, keepdim=True) * 0.1
         else:
             v = F.gelu(a) * b.sigmoid()
         vals.append(v)
@@ -121,7 +127,8 @@ def test_random_program_compiled_equals_eager(case, rng, poison):
 def test_the_passes_all_ran_on_a_fixed_program():
     """A program with every kind of op once (in a fixed order): the replay matches eager, and
     fusion and common subexpressions each removed something."""
-    kinds = ["linear", "twice", "const", "norm", "map", "map2", "cat", "gelu", "linear", "norm"]
+    kinds = ["linear", "twice", "const", "norm", "map", "map2", "cat", "gelu", "softmax", "mean"]
+    kinds += ["linear", "norm"]
     stats = []
     _compare([(k, 1000 + i) for i, k in enumerate(kinds)], 24, 16, 7, stats)
     st, _ = stats[0]
