@@ -96,3 +96,22 @@ def test_a_recording_takes_the_tuned_split(cache, rng):
     _check(got, a, w)
     kernels = f.stats()["kernels"]
     assert kernels == (4 if core_poison else 2)  # (partials, their sum; each poisoned first)
+
+
+def test_the_command_measures_and_keeps(cache, capsys):
+    """`pyrite tune --shapes ...`: a table of the rules against the winners, and a cache file
+    (with --dry-run: the table only)."""
+    from pyrite.cli import main
+
+    assert main(["tune", "--shapes", "32x32x32:k", "--reps", "2", "--dry-run"]) == 0
+    got = capsys.readouterr()
+    assert "k 32x32x32" in got.out + got.err and not cache.exists()  # (the bar, or a line)
+    assert main(["tune", "--shapes", "32x32x32:k", "--reps", "2"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(cache.read_text()) if cache.exists() else {}
+    dev = pr.backend.current()
+    kept = data.get(tuning.device_key(dev), {})
+    # kept only where a candidate beat the rules by the margin: either way the run says so
+    assert ("kept 1 entries" in out) == (tuning.entry_key("k", 32, 32, 32) in kept)
+    with pytest.raises(SystemExit):
+        main(["tune", "--shapes", "32x32:k"])
