@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from . import backend
+from ._fs import write_atomic
 
 __all__ = [
     "ProfilerAction",
@@ -474,8 +475,8 @@ class profile:
 
     def export_chrome_trace(self, path, gzip=False):
         """Write the events (device track) and the record_function ranges (host track) as a
-        Chrome trace (JSON), for Perfetto or chrome://tracing. Written to a temporary file and
-        moved into place, so a failed export leaves no partial file."""
+        Chrome trace (JSON), for Perfetto or chrome://tracing. Written atomically (_fs.write_atomic):
+        a failed export leaves no partial file."""
         trace = []
         for e in self._events:
             trace.append(
@@ -516,7 +517,7 @@ class profile:
             import gzip as gz
 
             data = gz.compress(data)
-        _write_atomic(path, data)
+        write_atomic(path, lambda fh: fh.write(data))
 
     def export_timeline(self, path, row_limit=12):
         """A PNG: the events on the device's time axis, one row for each of the `row_limit` ops
@@ -551,14 +552,10 @@ class profile:
             f"{_us(self.device_time_total())} device time"
         )
         fig.tight_layout()
-        tmp = f"{path}.tmp-{os.getpid()}"
         try:
-            fig.savefig(tmp, format="png", dpi=110)
-            os.replace(tmp, path)
+            write_atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
         finally:
             plt.close(fig)
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
 
 def _backward_node():
@@ -583,17 +580,6 @@ def _kernel_name(inner: str) -> str:
 def _device_name(p) -> str:
     d = p.device
     return f"{d.name} ({d.impl})" if d is not None else "device"
-
-
-def _write_atomic(path, data: bytes):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def _timed_path():

@@ -99,7 +99,7 @@ def test_chrome_trace_and_timeline(rng, tmp_path):
     png = tmp_path / "timeline.png"
     prof.export_timeline(str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not list(tmp_path.glob("*.tmp-*"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["timeline.png", "trace.json"]
 
 
 def test_compiled_replay_is_one_event_and_capacity_rolls_over(rng, monkeypatch):

@@ -8,8 +8,8 @@ safetensors file, and PyTorch's torch.save files in both the zip and the legacy 
 from __future__ import annotations
 
 import os
-import tempfile
 
+from .._fs import write_atomic
 from . import _safetensors, _torch
 from .errors import CheckpointError, UnpicklingError
 
@@ -52,29 +52,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             )
         _write_all(f, data)
         return
-    path = os.fspath(f)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _write_all(fh, data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # the rename itself survives a crash once the folder is synced (POSIX)
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    write_atomic(f, lambda fh: _write_all(fh, data))
 
 
 def _describe(f) -> str:

@@ -11,7 +11,7 @@ takes the rules (ops/matmul.py FAST_GPU, SPLIT_FILL), which are measured default
 Tables live in one JSON file, `$PYRITE_TUNE_CACHE` or `~/.cache/pyrite/tune.json`, one section a
 device (adapter name, implementation, driver and pyrite version: a new driver or pyrite tunes
 afresh); `pyrite/data/tune-*.json` ship tables measured on the lent H200 and on lavapipe, read
-where no cached section exists. Writes go through a temporary file and a rename.
+where no cached section exists. Writes are atomic (pyrite/_fs.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from __future__ import annotations
 import glob
 import json
 import os
+
+from .._fs import write_atomic
 
 _tables: dict = {}  # device key -> {entry key: entry}
 
@@ -81,14 +83,8 @@ def store(dev, entries: dict, path=None):
     section = data.setdefault(key, {})
     section.update(entries)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    text = json.dumps(data, indent=1, sort_keys=True).encode()
+    write_atomic(path, lambda fh: fh.write(text))
     table(dev).update(entries)
     from . import matmul
 

@@ -1,0 +1,36 @@
+"""Writing a file so that a failure part-way never leaves a corrupt one (standard library only,
+so any layer may use it): pr.save's checkpoints, the profiler's exports, the tuning cache."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def write_atomic(path, write) -> None:
+    """Call `write(fh)` on a temporary file in `path`'s folder (binary), flush it to disk, then
+    rename it over `path`; on any failure the temporary file goes and a previous `path` stays.
+    The folder is synced after the rename where the platform allows (POSIX)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # the rename itself survives a crash once the folder is synced
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
