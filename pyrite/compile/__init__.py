@@ -296,14 +296,7 @@ class CompiledFunction:
         g = v.graph
         g.refresh()
         before = _copies_in(leaves, v.slots)
-        after, results = [], []
-        for kind, t in v.outputs:
-            if kind == "own":
-                copy, fresh = _fresh_copy(dev, t)
-                after.append(copy)
-                results.append(fresh)
-            else:
-                results.append(t)
+        after, results = _copies_out(dev, [(t, kind == "own") for kind, t in v.outputs])
         late = []
         for i, s in v.mutated:
             t = leaves[i]
@@ -356,9 +349,7 @@ class CompiledFunction:
         del results[k:]
 
     def _warn_once(self, tag, message):
-        if tag not in self._warned:
-            self._warned.add(tag)
-            warnings.warn(message, UserWarning, stacklevel=3)
+        warn_once(self._warned, tag, message, stacklevel=4)
 
     # ---- what it holds ---------------------------------------------------------------------
     def reset(self):
@@ -437,6 +428,28 @@ def _copies_in(tensors, slots):
         else:
             before.append((t._storage.buffer, span[0], s._storage.buffer, 0, span[1]))
     return before
+
+
+def warn_once(warned: set, tag, message, stacklevel):
+    """warnings.warn(message) the first time `tag` is met (`warned` remembers)."""
+    if tag not in warned:
+        warned.add(tag)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
+def _copies_out(dev, outputs):
+    """(copies for device.replay's `after`, results) for `outputs`, (tensor, the graph's own):
+    a fresh tensor the replay fills for each of the graph's own; the rest (None, the caller's
+    own tensors) as they are."""
+    after, results = [], []
+    for t, own in outputs:
+        if t is None or not own:
+            results.append(t)
+        else:
+            copy, fresh = _fresh_copy(dev, t)
+            after.append(copy)
+            results.append(fresh)
+    return after, results
 
 
 def _fresh_copy(dev, t: Tensor):

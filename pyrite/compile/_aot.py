@@ -30,12 +30,11 @@ eagerly, with a warning naming the line.
 from __future__ import annotations
 
 import time
-import warnings
 import weakref
 
 from .. import autograd, backend
 from ..backend.replay import Graph, Tape
-from . import _copies_in, _copy_out, _fresh_copy, _slots, _state, _Trace, bounds_hold
+from . import _copies_in, _copies_out, _copy_out, _slots, _state, _Trace, bounds_hold, warn_once
 from ._guards import Watch, flatten, unflatten
 from .fusion import _buffers, optimize
 
@@ -185,11 +184,7 @@ class TrainingGraphs:
         p.inner_wrt = [p.slots[i] for i in p.wrt] + params
         p.build_s = time.perf_counter() - t0
         if p.reasons:
-            self._warn(
-                p.reasons[0],
-                f"pyrite: compile: {type(self.mod).__name__}'s training calls run eagerly: "
-                + "; ".join(p.reasons[:3]),
-            )
+            self._warn_eager(p.reasons)
             tape.close()
             p.ftape = None
         pairs.append(p)
@@ -272,11 +267,7 @@ class TrainingGraphs:
             p.reasons = reasons
             tape.close()
             p.close()
-            self._warn(
-                reasons[0],
-                f"pyrite: compile: {type(self.mod).__name__}'s training calls run eagerly: "
-                + "; ".join(reasons[:3]),
-            )
+            self._warn_eager(reasons)
             return results
         p.btape = tape
         # the forward keeps what the caller and the backward read after a replay
@@ -302,14 +293,7 @@ class TrainingGraphs:
         g = p.fgraph
         g.refresh()
         before = _copies_in(leaves, p.slots)
-        after, results = [], []
-        for kind, t in p.outs:
-            if kind == "ext":
-                results.append(t)
-            else:
-                copy, fresh = _fresh_copy(dev, t)
-                after.append(copy)
-                results.append(fresh)
+        after, results = _copies_out(dev, [(t, kind != "ext") for kind, t in p.outs])
         dev.replay(g, before, after, self.chunk)
         p.gen += 1
         p.replays += 1
@@ -339,23 +323,21 @@ class TrainingGraphs:
                     s.zero_()
             else:
                 before += _copies_in((g,), (s,))
-        after, results = [], []
-        for t in p.grads:
-            if t is None:
-                results.append(None)
-            else:
-                copy, fresh = _fresh_copy(dev, t)
-                after.append(copy)
-                results.append(fresh)
+        after, results = _copies_out(dev, [(t, True) for t in p.grads])
         dev.replay(p.bgraph, before, after, self.chunk)
         token.done = True
         return results
 
     # ---- what it holds -----------------------------------------------------------------------
     def _warn(self, tag, message):
-        if tag not in self._warned:
-            self._warned.add(tag)
-            warnings.warn(message, UserWarning, stacklevel=4)
+        warn_once(self._warned, tag, message, stacklevel=5)
+
+    def _warn_eager(self, reasons):
+        message = (
+            f"pyrite: compile: {type(self.mod).__name__}'s training calls run eagerly: "
+            + "; ".join(reasons[:3])
+        )
+        warn_once(self._warned, reasons[0], message, stacklevel=5)
 
     def reset(self):
         for ps in self.pairs.values():
