@@ -276,27 +276,14 @@ class _Pass:
                 return m.group(0) if kind == "x" else f"s{len(scal) + k}"
 
             inner = _VAR.sub(sub_a, p_expr)
-            order = [k for k in range(len(ins)) if k != j]
-
-            def sub_b(m, j=j, inner=inner, order=order, np_=np_):
-                kind, k = m.group(1), int(m.group(2))
-                if kind == "s":
-                    return m.group(0)
-                if k == j:
-                    return f"({inner})"
-                return f"x{1 + np_ + order.index(k)}"
-
-            new_expr = _VAR.sub(sub_b, expr)
+            new_expr = _store_expr(expr, j, len(ins), inner, np_)
             all_extras = tuple(p_extras) + tuple(extras)
             new_scal, new_sct = scal + p_scal, sct + p_sct
             words = [int(w) for w in a_info]
             if not dual:
                 words[3 if split else 12] = ooff  # C is B's output
             at = len(words)
-            for _, (off, sm, sn) in all_extras:
-                words += [off, sm, sn]
-            for x, ct in zip(new_scal, new_sct):
-                words.append(f32_word(x) if ct == "f32" else int(x))
+            _post_words(words, all_extras, new_scal, new_sct)
             d_at = None
             if dual:
                 d_at = len(words)
@@ -436,20 +423,8 @@ class _Pass:
             fills = self._movable(a, b, out, {id(v[0]) for v, _ in extras}, a_bufs)
             if fills is None:
                 continue
-            order = [k for k in range(len(ins)) if k != j]
-
-            def sub(m, j=j, order=order):
-                kind, k = m.group(1), int(m.group(2))
-                if kind == "s":
-                    return m.group(0)
-                return "x0" if k == j else f"x{1 + order.index(k)}"
-
-            new_expr = _VAR.sub(sub, expr)
-            words = [int(w) for w in a_info] + [ooff]
-            for _, (off, sm, sn) in extras:
-                words += [off, sm, sn]
-            for x, ct in zip(scal, sct):
-                words.append(f32_word(x) if ct == "f32" else int(x))
+            new_expr = _store_expr(expr, j, len(ins))
+            words = _post_words([int(w) for w in a_info] + [ooff], extras, scal, sct)
             at = next(k for k, x in enumerate(a_bufs) if x is buf)
             bufs = [*a_bufs[:at], *(v[0] for v, _ in extras), ob, *a_bufs[at + 1 :]]
             if len(bufs) > self.limit or len(words) >= 127:
@@ -644,6 +619,31 @@ class _Pass:
         tape.dynamic = {new_num[d]: f for d, f in tape.dynamic.items()}
         tape.scalar_slots = {new_num[d]: s for d, s in tape.scalar_slots.items()}
         tape.regions = [(f, [new_num[d] for d in nums]) for f, nums in tape.regions]
+
+
+def _store_expr(expr, j, n_ins, inner="x0", shift=0):
+    """Map B's expression as a kernel's fused store computes it (kernels/common.post_expr): its
+    input j is `inner` (the kernel's own value x0, through any map fused into it before), its
+    other inputs x{1 + shift}, x{2 + shift}, ... in order; scalars keep their numbers."""
+    order = [k for k in range(n_ins) if k != j]
+
+    def sub(m):
+        kind, k = m.group(1), int(m.group(2))
+        if kind == "s":
+            return m.group(0)
+        return f"({inner})" if k == j else f"x{1 + shift + order.index(k)}"
+
+    return _VAR.sub(sub, expr)
+
+
+def _post_words(words, extras, scal, sct):
+    """`words` with post_expr's operand words appended (base, m stride, n stride of each extra
+    operand) and then its scalars' words."""
+    for _, (off, sm, sn) in extras:
+        words += [off, sm, sn]
+    for x, ct in zip(scal, sct):
+        words.append(f32_word(x) if ct == "f32" else int(x))
+    return words
 
 
 def _collapse(view, shape):
