@@ -10,32 +10,17 @@ import warnings
 
 import numpy as np
 import pytest
+from test_compile import EXACT, _params
+from test_compile import _batches as _data
 
 import pyrite as pr
 import pyrite.nn as nn
 import pyrite.nn.functional as F
 
-EXACT = {"fusion": False}
-
-
-def _params(m):
-    return [p.detach().numpy() for p in m.parameters()]
-
 
 def _mlp(seed=0, dropout=0.3):
     pr.manual_seed(seed)
     return nn.Sequential(nn.Linear(13, 24), nn.GELU(), nn.Dropout(dropout), nn.Linear(24, 5))
-
-
-def _data(n, rows=11, seed=1):
-    rng = np.random.default_rng(seed)
-    return [
-        (
-            pr.tensor(rng.standard_normal((rows, 13)).astype(np.float32)),
-            pr.tensor(rng.integers(0, 5, rows)),
-        )
-        for _ in range(n)
-    ]
 
 
 def _train(m, run, batches, opt_cls=pr.optim.AdamW, **kw):
@@ -92,12 +77,10 @@ def test_transformer_lm_with_compiled_model_matches_eager():
         step = _gpt(pr, idx, tgt, d=32, heads=2, layers=1, T=16, vocab=50, compile_model=opts)
         for _ in range(6):
             step()
-        cells = {type(c.cell_contents).__name__: c.cell_contents for c in step.__closure__}
-        model = cells["CompiledModule"]._orig_mod if compiled else cells["GPT"]
-        out.append(_params(model))
+        out.append(_params(step.model._orig_mod if compiled else step.model))
     for a, b in zip(*out):
         np.testing.assert_array_equal(a, b)
-    assert cells["CompiledModule"].stats()["training"]["replays"] == 5
+    assert step.model.stats()["training"]["replays"] == 5
 
 
 def test_batchnorm_running_stats_and_eval_variant():
