@@ -396,11 +396,13 @@ def _norm_param_grads(x, g, stats, rows, n):
         parts = FORCE_PARTS
     elif dev.adapter_type != "CPU" and rows >= NORM_SPLIT_ROWS:
         parts = max(1, min(-(-NORM_FILL // blocks), rows // NORM_MIN_ROWS))
-    limit = max_loop_iterations()
-    while -(-(-(-rows // parts)) // NORM_LANES) > limit:
-        parts *= 2
+    # a lane loops over ceil(chunk / NORM_LANES) rows of its part: within the loop budget
+    chunk_max = max_loop_iterations() * NORM_LANES
     chunk = max(1, -(-rows // parts))
-    parts = max(1, -(-rows // chunk))
+    while chunk > chunk_max:
+        parts *= 2
+        chunk = -(-rows // parts)
+    parts = max(1, -(-rows // chunk))  # (no empty part at the end)
     info = [rows, n, x._offset, g._offset, chunk]
     bufs = [x._storage.buffer, g._storage.buffer, stats._storage.buffer]
     src = norm_param_grad_kernel(x.dtype.wgsl, g.dtype.wgsl, parts > 1)
