@@ -290,7 +290,7 @@ class Device:
 
     def _dispatch(self, src, buffers, info, grid):
         tape = self._tape
-        if tape is not None and tape.refresh(src, info):
+        if tape is not None and tape.refresh(src, buffers, info, grid):
             return
         pipeline, modes, writable = self._pipelines.get(src.wgsl) or self.pipeline(src)
         bounds = self.pool.bounds
@@ -406,8 +406,10 @@ class Device:
             tape = self._tape
             if tape is not None:
                 if not tape.recording:
-                    return  # (refreshing: the recorded copy stands)
-                tape.copy(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
+                    if tape.refresh_copy(src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
+                        return  # (refreshing or rerunning: the recorded copy stands)
+                else:
+                    tape.copy(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
             self._copy(src_buffer, src_offset, dst_buffer, dst_offset, nbytes)
 
     def _copy(self, src_buffer, src_offset, dst_buffer, dst_offset, nbytes):
@@ -462,8 +464,10 @@ class Device:
                 tape = self._tape
                 if tape is not None:
                     if not tape.recording:
-                        return
-                    tape.upload(storage.buffer, byte_offset, mv)
+                        if tape.refresh_upload(storage.buffer, byte_offset, mv):
+                            return
+                    else:
+                        tape.upload(storage.buffer, byte_offset, mv)
                 self.pool.bounds.pop(id(storage.buffer), None)
                 self._busy = True
                 self._io.write(storage.buffer, byte_offset, mv)
@@ -479,7 +483,7 @@ class Device:
         with self._lock:
             self._check_owned(tuple(r[0] for r in reads))
             if self._tape is not None and not _sync:
-                self._tape.read()
+                self._tape.read(reads)
             spans, pos = [], 0
             for buffer, byte_offset, nbytes in reads:
                 start = byte_offset & ~3  # copies move whole 4-byte words
@@ -573,65 +577,69 @@ class Device:
         bytes)), the graph's commands and `after`, in one submission — or, with `chunk`, in
         submissions of at most that many kernels with a wait after each."""
         with self._lock:
-            self._flush()
-            lo, hi = graph.dirty
-            if hi > lo:
-                w = INFO_WINDOW_WORDS
-                self._io.write(graph.info_gpu, lo * w * 4, graph.info[lo * w : hi * w])
-                graph.dirty = [graph.kernels, 0]
-            io, c = self._io, self._c
-            if c is not None:
-                set_pipeline, set_group, dispatch, offsets = (
-                    c.set_pipeline,
-                    c.set_bind_group,
-                    c.dispatch,
-                    c.offsets,
-                )
-            self._new_encoder()
-            enc = self._encoder
-            for args in before:
-                io.copy(enc, *args)
-            cpass = None
-            last = None
-            count = 0
-            for cmd in graph.commands:
-                if cmd[0] == "d":
-                    _, pipeline, group, offset, grid, pipe_c, group_c = cmd
-                    if cpass is None:
-                        cpass = self._pass = io.begin_pass(enc)
-                        last = None
-                    if c is None:
-                        if pipeline is not last:
-                            cpass.set_pipeline(pipeline)
-                            last = pipeline
-                        cpass.set_bind_group(0, group, [offset])
-                        cpass.dispatch_workgroups(*grid)
-                    else:
-                        if pipe_c is not last:
-                            set_pipeline(cpass, pipe_c)
-                            last = pipe_c
-                        offsets[0] = offset
-                        set_group(cpass, 0, group_c, 1, offsets)
-                        dispatch(cpass, *grid)
-                    count += 1
-                    if chunk and count % chunk == 0:
-                        cpass = None
-                        self._flush()
-                        self.read_many([(self._tiny.buffer, 0, 4)], _sync=True)
-                        self._new_encoder()
-                        enc = self._encoder
+            self._replay(graph, before, after, chunk)
+
+    def _replay(self, graph, before=(), after=(), chunk=None, start=0, stop=None):
+        """replay() of the graph's commands [start, stop) (a segment between graph breaks)."""
+        self._flush()
+        lo, hi = graph.dirty
+        if hi > lo:
+            w = INFO_WINDOW_WORDS
+            self._io.write(graph.info_gpu, lo * w * 4, graph.info[lo * w : hi * w])
+            graph.dirty = [graph.kernels, 0]
+        io, c = self._io, self._c
+        if c is not None:
+            set_pipeline, set_group, dispatch, offsets = (
+                c.set_pipeline,
+                c.set_bind_group,
+                c.dispatch,
+                c.offsets,
+            )
+        self._new_encoder()
+        enc = self._encoder
+        for args in before:
+            io.copy(enc, *args)
+        cpass = None
+        last = None
+        count = 0
+        for cmd in graph.commands[start:stop]:
+            if cmd[0] == "d":
+                _, pipeline, group, offset, grid, pipe_c, group_c = cmd
+                if cpass is None:
+                    cpass = self._pass = io.begin_pass(enc)
+                    last = None
+                if c is None:
+                    if pipeline is not last:
+                        cpass.set_pipeline(pipeline)
+                        last = pipeline
+                    cpass.set_bind_group(0, group, [offset])
+                    cpass.dispatch_workgroups(*grid)
                 else:
-                    if cpass is not None:
-                        self._end_pass()
-                        cpass = None
-                    io.copy(enc, *cmd[1:])
-            if cpass is not None:
-                self._end_pass()
-            for args in after:
-                io.copy(enc, *args)
-            self.dispatches += count
-            self._count = count
-            self._flush()
+                    if pipe_c is not last:
+                        set_pipeline(cpass, pipe_c)
+                        last = pipe_c
+                    offsets[0] = offset
+                    set_group(cpass, 0, group_c, 1, offsets)
+                    dispatch(cpass, *grid)
+                count += 1
+                if chunk and count % chunk == 0:
+                    cpass = None
+                    self._flush()
+                    self.read_many([(self._tiny.buffer, 0, 4)], _sync=True)
+                    self._new_encoder()
+                    enc = self._encoder
+            else:
+                if cpass is not None:
+                    self._end_pass()
+                    cpass = None
+                io.copy(enc, *cmd[1:])
+        if cpass is not None:
+            self._end_pass()
+        for args in after:
+            io.copy(enc, *args)
+        self.dispatches += count
+        self._count = count
+        self._flush()
 
     def _idle(self):
         """A wait completed: everything submitted has run."""

@@ -83,10 +83,10 @@ def _view(t):
 class Op:
     """One recorded command: kind "d" (dispatch), "c" (copy) or "u" (upload)."""
 
-    __slots__ = ("args", "gemm", "inner", "kind", "map", "outer", "row", "where")
+    __slots__ = ("args", "gemm", "host", "inner", "kind", "map", "outer", "row", "where")
 
     def __init__(self, kind, args, site, map=None, gemm=None, row=None):
-        self.kind = kind
+        self.kind = kind  # (and "r": a read back to the host, a graph break; args: (ids,))
         self.args = args
         self.inner, self.outer, self.where = site[:3]
         # an elementwise map's, a fast GEMM's or a row gradient kernel's description
@@ -94,13 +94,25 @@ class Op:
         self.map = map
         self.gemm = gemm
         self.row = row
+        self.host = False  # an upload of host data (a segmented tape's: refreshed every call)
 
 
 class Tape:
-    def __init__(self, device, fullgraph=False):
+    """What the device did while a compiled function ran (the module docstring). `segmented`:
+    a read back to the host and an upload of host data are graph breaks the recording keeps
+    (a "r" op, a host upload) instead of reasons to run eagerly (compile/__init__.py replays
+    such a recording by running the function again: `Rerun`)."""
+
+    # the device asks an optimizer's update (optim/_fused.update) whether to skip its kernel
+    skips_updates = False
+
+    def __init__(self, device, fullgraph=False, segmented=False):
         self.device = device
         self.pool = device.pool
         self.fullgraph = fullgraph
+        self.segmented = segmented and not fullgraph
+        self.soft: list[tuple[str, str]] = []  # graph breaks kept: (what, "file:line")
+        self.protect: set[int] = set()  # dispatch numbers fusion must leave as they are
         self.ops: list[Op] = []
         self.owned: dict[int, object] = {}  # buffers allocated while recording
         self.external: dict[int, object] = {}  # buffers named by an op, made before
@@ -207,18 +219,35 @@ class Tape:
     def upload(self, buffer, byte_offset, data):
         site = _site()
         _, outer, _, from_data, called = site
+        what = None
         if from_data or called in HOST_DATA:
             what = "a DataLoader batch" if from_data else f"{outer}(...) of host data"
-            self._break(
-                f"makes {what} inside the compiled function (its values would be frozen)", site
-            )
+            if not self.segmented:
+                self._break(
+                    f"makes {what} inside the compiled function (its values would be frozen)",
+                    site,
+                )
         self._name((buffer,))
-        self.ops.append(Op("u", (buffer, byte_offset, bytes(data)), site))
+        op = Op("u", (buffer, byte_offset, bytes(data)), site)
+        if from_data or called in HOST_DATA:
+            op.host = True
+            self.soft.append((f"{outer}: makes {what}", site[2]))
+        self.ops.append(op)
 
-    def read(self):
-        self._break(
-            "reads a value back to the host (item(), numpy(), print, a data-dependent shape)"
-        )
+    def read(self, reads=()):
+        what = "reads a value back to the host (item(), numpy(), print, a data-dependent shape)"
+        if not self.segmented:
+            self._break(what)
+            return
+        # a graph break kept: the buffers read and every tensor of the recording alive here
+        # (the function's Python may read any of them after the break) count as read by it,
+        # so no pass fuses one away or moves a command across it
+        _, outer, where, _, _ = site = _site()
+        pins = self.pool.pins
+        ids = {i for i in self.owned if not pins[i].dead}
+        ids.update(id(r[0]) for r in reads)
+        self.ops.append(Op("r", (frozenset(ids),), site))
+        self.soft.append((f"{outer}: {what}", where))
 
     def _break(self, what, site=None):
         _, outer, where, _, _ = site or _site()
@@ -265,8 +294,23 @@ class Tape:
         """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py)."""
         self._next_scalars = (tuple(id(p) for p in params), n_scalars, n_info)
 
-    def refresh(self, src, info):  # (the device asks every dispatch: not refreshing)
+    def refresh(self, src, buffers, info, grid):  # (the device asks every dispatch: recording)
         return False
+
+    def snapshot(self) -> list:
+        """The commands as recorded, before any pass changes them (a `Rerun` follows these):
+        (kind, args, info words as a tuple, the Op, its dispatch number or None)."""
+        out, k = [], 0
+        for op in self.ops:
+            words = ()
+            num = None
+            if op.kind == "d":
+                w = op.args[3]
+                words = () if w is None else tuple(w.tolist())
+                num = k
+                k += 1
+            out.append((op.kind, op.args, words, op, num))
+        return out
 
     def writes(self) -> set:
         """ids of the buffers some command writes."""
@@ -277,7 +321,7 @@ class Tape:
                 out.update(id(b) for b, m in zip(buffers, modes) if m == "w")
             elif op.kind == "c":
                 out.add(id(op.args[2]))
-            else:
+            elif op.kind == "u":
                 out.add(id(op.args[0]))
         return out
 
@@ -321,9 +365,11 @@ class Refresher:
     fused updates skip their Python and hand over only their step scalars (`scalars`), written
     into the trailing words of the recorded updates at the end (`done`)."""
 
+    recording = False
+    skips_updates = True
+
     def __init__(self, graph, numbers):
         self.graph, self.numbers, self.i = graph, numbers, 0
-        self.recording = False
         slots = graph.tape.scalar_slots
         self.fast = [k for k in numbers if k in slots]
         self.values: dict[int, tuple] = {}
@@ -332,7 +378,13 @@ class Refresher:
         p = next(iter(written.values()))
         self.values[id(p)] = tuple(scalars.values())
 
-    def refresh(self, src, info):
+    def refresh_copy(self, *args):  # (the recorded copy stands)
+        return True
+
+    def refresh_upload(self, buffer, byte_offset, data):  # (the recorded upload stands)
+        return True
+
+    def refresh(self, src, buffers, info, grid):
         if self.fast:  # (staging copies of the update: their info words do not change)
             return True
         g = self.graph
@@ -394,9 +446,16 @@ class Graph:
             device.queue.write_buffer(self.consts, 0, bytes(consts))
         self.pipelines = []
         self.commands = []  # ("d", pipeline, bind group, byte offset, grid) | ("c", 5 args)
+        # graph breaks: the command index where each segment ends ("r" ops), then the end
+        self.cuts = [0]
+        self.k_of: dict[int, int] = {}  # id(Op) -> its dispatch number
+        self.upload_at: dict[int, int] = {}  # id(Op) of an upload -> its bytes' place in consts
         k = pos = 0
         for op in ops:
-            if op.kind == "d":
+            if op.kind == "r":
+                self.cuts.append(len(self.commands))
+            elif op.kind == "d":
+                self.k_of[id(op)] = k
                 pipeline, modes, buffers, words, grid = op.args
                 if words is not None:
                     self.info[k * INFO_WINDOW_WORDS : k * INFO_WINDOW_WORDS + len(words)] = words
@@ -412,17 +471,25 @@ class Graph:
             else:
                 buffer, byte_offset, data = op.args
                 size = (len(data) + 3) & ~3
+                self.upload_at[id(op)] = pos
                 if size:
                     self.commands.append(("c", self.consts, pos, buffer, byte_offset, size))
                 pos += size
+        self.cuts.append(len(self.commands))
         self.dirty = [0, n]  # info windows to write before the next replay
         self.kernels = n
+        self.raw = None  # Tape.snapshot() of a recording a Rerun follows (compile/ sets it)
+        self.moved: dict[int, tuple] = {}  # dispatch number as traced -> info words a Rerun set
 
     def set_info(self, k, words, start=0):
         base = k * INFO_WINDOW_WORDS + start
         self.info[base : base + len(words)] = words
         d = self.dirty
         d[0], d[1] = min(d[0], k), max(d[1], k + 1)
+
+    def write_upload(self, op, data):
+        """The upload `op` (of host data) copies `data` (its recorded size) from now on."""
+        self.device.queue.write_buffer(self.consts, self.upload_at[id(op)], data)
 
     def refresh(self):
         """Rerun the regions and dynamic words (before a replay)."""
@@ -446,3 +513,196 @@ class Graph:
             if b is not None:
                 b.destroy()
         self.info_gpu = self.consts = None
+
+
+class _Held(Storage):
+    """A second Storage of a buffer another Storage holds (a Rerun's allocation of a buffer the
+    recording keeps alive): its death releases nothing, the holder's will."""
+
+    __slots__ = ()
+
+    def __del__(self):
+        pass
+
+
+class Rerun:
+    """The device's and the pool's listener while a compiled function whose recording has graph
+    breaks (or whose Python values changed) runs its Python again.
+
+    Each command the Python makes is checked against the recording (`graph.raw`, the commands
+    as traced, in order): the same kernel on the same buffers with the same grid and copies and
+    uploads to the same places. A match encodes nothing; a dispatch's new info words go to the
+    graph's dispatch (a learning rate, a position read from a Python int), an upload's new bytes
+    to the graph's constants (host data). Allocations take the recording's buffers in the order
+    the trace took them, so every tensor is where the recording keeps it. At a read back to the
+    host (a "r" op) the graph's commands up to that break are submitted, then the read runs.
+
+    Where the Python does something else (control flow that depends on a value read back, a
+    value the passes baked into a fused kernel changed), the rerun *diverges*: the commands
+    matched since the last break run eagerly, as they were made, and the rest of the call runs
+    eagerly. Every tensor of the recording alive at a break was kept by the passes (Tape.read),
+    so what the eager rest reads is right. `why` says what diverged; `changed` lists the
+    dispatch numbers whose words changed where the graph cannot take them (fused or folded)."""
+
+    recording = False
+    skips_updates = False
+
+    def __init__(self, graph, before=(), chunk=None, uploads=True):
+        self.g = graph
+        self.dev = graph.device
+        self.raw = graph.raw
+        tape = graph.tape
+        self.allocs = [tape.owned[i] for _, i in tape.allocs]
+        self.before = list(before)
+        self.chunk = chunk
+        self.uploads = uploads  # whether new upload bytes may be written into the graph
+        self.i = self.a = self.seg = 0
+        self.pending: list[tuple] = []
+        self.off = False
+        self.why = None
+        self.changed: set[int] = set()
+
+    # ---- the device and the pool ask (their lock held) ------------------------------------
+    def _next(self, kind):
+        i = self.i
+        if i < len(self.raw) and self.raw[i][0] == kind:
+            return self.raw[i]
+        return None
+
+    def refresh(self, src, buffers, info, grid):
+        if self.off:
+            return False
+        r = self._next("d")
+        if r is None:
+            return self._diverge("made a kernel where the trace made another command")
+        _, (pipeline, _, bufs, _, rgrid), words, op, num = r
+        entry = self.dev._pipelines.get(src.wgsl)
+        if entry is None or entry[0] is not pipeline:
+            return self._diverge(f"ran another kernel than the trace at its kernel {num}")
+        if len(buffers) != len(bufs) or any(x is not y for x, y in zip(buffers, bufs)):
+            return self._diverge(f"gave its kernel {num} other buffers than the trace")
+        if tuple(grid) != rgrid:
+            return self._diverge(f"launched its kernel {num} on another grid")
+        now = tuple(info)
+        g = self.g
+        if now != g.moved.get(num, words):
+            k = g.k_of.get(id(op))
+            if k is None or op.args[3] is not r[1][3]:  # (fused into another, or folded)
+                self.changed.add(num)
+                return self._diverge(f"changed a value its kernel {num} had fused or folded")
+            g.set_info(k, np.asarray(info, dtype=np.int32))
+            g.moved[num] = now
+        self.pending.append(("d", src, buffers, info, grid))
+        self.i += 1
+        return True
+
+    def refresh_copy(self, *args):
+        if self.off:
+            return False
+        r = self._next("c")
+        a = None if r is None else r[1]
+        if a is None or a[0] is not args[0] or a[2] is not args[2] or a[1] != args[1] or (
+            a[3:] != args[3:]
+        ):
+            return self._diverge("made a copy the trace did not")
+        self.pending.append(("c", *args))
+        self.i += 1
+        return True
+
+    def refresh_upload(self, buffer, byte_offset, data):
+        if self.off:
+            return False
+        r = self._next("u")
+        if r is None or r[1][0] is not buffer or r[1][1] != byte_offset:
+            return self._diverge("made an upload the trace did not")
+        data = bytes(data)
+        if data != r[1][2]:
+            op = r[3]
+            if len(data) != len(r[1][2]) or not self.uploads or id(op) not in self.g.upload_at:
+                return self._diverge("uploaded other bytes than the trace")
+            self.g.write_upload(op, data)
+        self.pending.append(("u", buffer, byte_offset, data))
+        self.i += 1
+        return True
+
+    def allocate(self, pool, nbytes, size, upload):
+        a = self.a
+        if a < len(self.allocs) and self.allocs[a].size == size:
+            buffer = self.allocs[a]
+            self.a += 1
+            pin = pool.pins[id(buffer)]
+            if not pin.dead:  # (still held: the recording's own view of an output it returns)
+                return _Held(buffer, nbytes, pool)
+            pin.dead = False
+            pool.live_bytes += size
+            pool.peak_live_bytes = max(pool.peak_live_bytes, pool.live_bytes)
+            return Storage(buffer, nbytes, pool)
+        self._diverge("allocated otherwise than the trace")
+        return pool._allocate(nbytes, upload)
+
+    def read(self, reads=()):
+        if self.off:
+            return
+        if self._next("r") is None:
+            self._diverge("read a value back where the trace did not")
+            return
+        self.i += 1
+        self._submit(self.seg)
+
+    def dispatch(self, *args):  # (a dispatch run eagerly after a divergence)
+        pass
+
+    # ---- the call's ends ------------------------------------------------------------------
+    def _submit(self, seg, after=()):
+        g = self.g
+        before = self.before if seg == 0 else ()
+        self.dev._replay(g, before, after, self.chunk, g.cuts[seg], g.cuts[seg + 1])
+        self.pending.clear()
+        self.seg = seg + 1
+
+    def end(self, kept, outputs) -> bool:
+        """After the Python returned: whether it followed the whole recording and returned only
+        tensors the passes kept (`outputs`, `kept`: buffer ids). Where it did not, it diverges
+        here. Either way the listener is gone (the caller's copies out allocate normally)."""
+        if not self.off:
+            if self.i != len(self.raw):
+                self._diverge("made fewer commands than the trace")
+            elif not outputs <= kept:
+                self._diverge("returned a tensor the trace did not")
+        self._stop()
+        return not self.off
+
+    def submit_last(self, after):
+        """Submit the last segment, then `after` (the copies out)."""
+        self._submit(self.seg, after)
+
+    def abort(self):
+        """The Python raised: what it did before the exception happens, eagerly."""
+        if not self.off:
+            self._diverge("raised")
+
+    def _stop(self):
+        dev = self.dev
+        if dev._tape is self:
+            dev._tape = None
+        if dev.pool.tape is self:
+            dev.pool.tape = None
+
+    def _diverge(self, why):
+        """Run what was matched since the last break as it was made; hand the rest to eager."""
+        self.off = True
+        self.why = why
+        self._stop()
+        dev = self.dev
+        if self.seg == 0:
+            for args in self.before:
+                dev._copy(*args)
+        for cmd in self.pending:
+            if cmd[0] == "d":
+                dev._dispatch(*cmd[1:])
+            elif cmd[0] == "c":
+                dev._copy(*cmd[1:])
+            else:
+                dev._io.write(cmd[1], cmd[2], cmd[3])
+        self.pending.clear()
+        return False

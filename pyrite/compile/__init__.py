@@ -23,8 +23,24 @@ optimizer's and a schedule's `step()` rerun their host side before each replay a
 recorded kernels their new info words (a learning rate, Adam's bias corrections); random kernels
 draw a new counter from their generator.
 
-A function that does what a replay cannot repeat — reads a value back (`.item()`, `print`), makes a
-tensor from host data (`pr.tensor(list)`, a DataLoader batch), replaces a tensor it read — runs
+Graph breaks. A function that reads a value back (`.item()`, `print(loss)`, `if t > 0:`) or makes
+a tensor from host data (`pr.tensor(list)`, a DataLoader batch) keeps its recording, cut at each
+such place. Later calls run its Python again over the recording (backend/replay.Rerun): nothing
+is encoded; each kernel's info words and each upload's bytes are taken fresh; at each read the
+recording's commands up to it are submitted, then the read runs. So the kernels between breaks
+are the recording's (fused, planned, prebuilt) and every value read back or given from the host
+is this call's. Where the Python takes another way than the trace did (a branch on a value read
+back), the call goes on eagerly from there, with the same results as eager; a function that does
+so twice runs eagerly from then on. With `fullgraph=True` a graph break is an error naming the
+line instead.
+
+Changing Python numbers. An int or float argument is a guard; when a call brings a new value and
+a recording exists for another, that recording is rerun with the new value instead of tracing
+again: where only info words change (a position, a learning rate, a scale) it serves every value
+from then on (each call reruns its Python). A value the passes baked into a fused kernel makes
+the next trace leave that kernel unfused.
+
+A function that replaces a tensor it read (state kept by rebinding, `h = f(h)` across calls) runs
 eagerly with a warning naming the line (with `fullgraph=True`: an error there). Tensor arguments
 are copied into buffers the graph owns; tensors it returns are copied out, fresh and detached, so
 a result from one call is never overwritten by the next.
@@ -36,7 +52,7 @@ import time
 import warnings
 
 from .. import autograd, backend
-from ..backend.replay import Graph, GraphBreak, Tape
+from ..backend.replay import Graph, GraphBreak, Rerun, Tape
 from ..tensor import Tensor
 from . import _state
 from ._guards import Watch, byte_span, flatten, found_in, reach, unflatten
@@ -45,6 +61,9 @@ from .fusion import optimize
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
 
 CACHE_LIMIT = 8  # recordings a compiled function keeps (torch's recompile limit is also 8)
+# reruns of a recording with graph breaks that may take another way than the trace before the
+# function runs eagerly (each such call runs the rest of itself eagerly)
+DIVERGE_LIMIT = 2
 
 
 def compile(
@@ -138,6 +157,14 @@ class _Variant:
         # [lo, hi] without reading them (so index checks passed without a readback); a replay
         # needs the new argument's known range inside that one
         self.bounds = []
+        # "replay": calls replay the graph; "rerun": calls run the Python over it (graph breaks,
+        # or a Python number that changes: Rerun)
+        self.mode = "replay"
+        self.kept = frozenset()  # ids of the buffers the passes kept for after a replay
+        self.fixed = False  # a rerun with a new Python number diverged: the numbers are guards
+        self.reruns = 0
+        self.divergences = 0
+        self.diverged = None  # why the last rerun that diverged did
 
     def matches(self, leaves):
         return bounds_hold(self.bounds, leaves) and (
@@ -168,6 +195,11 @@ class CompiledFunction:
             for name in self.captures:
                 self._capture_module(name)
         self._variants: dict[tuple, list[_Variant]] = {}
+        # guards with Python numbers left out -> the recordings made under them (a new number
+        # reruns one of these before tracing again); and the dispatch numbers whose info words
+        # changed in a rerun where fusion had baked them: the next trace leaves them unfused
+        self._numbers: dict[tuple, list[_Variant]] = {}
+        self._protect: dict[tuple, set] = {}
         self.traces = 0
         self.eager_calls = 0
         self._warned = set()
@@ -185,7 +217,7 @@ class CompiledFunction:
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _state.active is not None:  # inside another compiled function's trace: part of it
+        if _state.inside():  # inside another compiled function's trace or rerun: part of it
             return self.fn(*args, **kwargs)
         leaves, key = [], [autograd.is_grad_enabled(), id(backend.current())]
         spec = flatten((args, kwargs), leaves, key)
@@ -201,7 +233,15 @@ class CompiledFunction:
                     if g is None:
                         self.eager_calls += 1
                         return self.fn(*args, **kwargs)
+                    if v.mode == "rerun":
+                        return self._rerun(v, key, spec, leaves)
                     return self._replay(v, leaves)
+        dkey = _number_free(key)
+        if dkey != key:  # a new Python number: rerun a recording made for another one
+            for v in self._numbers.get(dkey, ()):
+                g = v.graph
+                if g is not None and not g.tape.stale and not v.fixed and v.matches(leaves):
+                    return self._rerun(v, key, spec, leaves)
         if sum(len(vs) for vs in self._variants.values()) >= CACHE_LIMIT:
             self._warn_once(
                 "limit",
@@ -220,7 +260,8 @@ class CompiledFunction:
         for w in watches:
             w.walk()
         v = _Variant(watches, tuple(w.state() for w in watches))
-        tape = Tape(dev, fullgraph=self.fullgraph)
+        tape = Tape(dev, fullgraph=self.fullgraph, segmented=True)
+        tape.protect = set(self._protect.get(_number_free(key), ()))
         slots, v.bounds = _slots(dev, tape, leaves)
         trace = _Trace(tape)
         hooks, seen = self._capture_hooks()
@@ -282,14 +323,126 @@ class CompiledFunction:
         v.kernels_traced = tape.dispatches
         keep = {id(s._storage.buffer) for s in slots}
         keep.update(id(t._storage.buffer) for kind, t in v.outputs if kind == "own")
+        v.kept = frozenset(keep)
+        raw = tape.snapshot()
         v.fused = optimize(tape, dev, keep, fuse=self.fusion)
         g = Graph(dev, tape)
+        g.raw = raw
         v.slots = slots
         v.graph = g
         v.build_s = time.perf_counter() - t0
+        if tape.soft:
+            v.mode = "rerun"
+            what, where = tape.soft[0]
+            self._warn_once(
+                "breaks",
+                f"pyrite: compile: {getattr(self.fn, '__name__', 'the function')} has "
+                f"{len(tape.soft)} graph break(s), the first where it {what.split(': ', 1)[-1]} "
+                f"(at {where}): its Python runs every call and the kernels between breaks "
+                "replay. Return tensors and read them after the call to replay it whole.",
+            )
         self._variants.setdefault(key, []).append(v)
+        self._numbers.setdefault(_number_free(key), []).append(v)
         self._last = v
         return unflatten(v.out_spec, iter(results))
+
+    def _rerun(self, v, key, spec, leaves):
+        """Run the function's Python over v's recording (backend/replay.Rerun) with this call's
+        arguments; see the module docstring."""
+        dev = backend.current()
+        g = v.graph
+        trying = v.mode != "rerun"  # (a new Python number on a replayed recording)
+        saved = (g.info.copy(), dict(g.moved)) if trying else None
+        before = _copies_in(leaves, v.slots)
+        rr = Rerun(g, before, self.chunk, uploads=not trying)
+        hooks, seen = self._capture_hooks()
+        a, kw = unflatten(spec, iter(v.slots))
+        _state.rerunning = True
+        with dev._lock:
+            dev._tape = rr
+            dev.pool.tape = rr
+        try:
+            out = self.fn(*a, **kw)
+        except BaseException:
+            with dev._lock:
+                rr.abort()
+            raise
+        finally:
+            _state.rerunning = False
+            for h in hooks:
+                h.remove()
+        out_leaves = []
+        out_spec = flatten(out, out_leaves, [])
+        captured = [n for n in self.captures if isinstance(seen.get(n), Tensor)]
+        tensors = [*out_leaves, *(seen[n] for n in captured)]
+        owned = g.tape.owned
+        own = [id(t._storage.buffer) in owned for t in tensors]
+        with dev._lock:
+            following = rr.end(
+                v.kept, {id(t._storage.buffer) for t, o in zip(tensors, own) if o}
+            )
+        after, results = _copies_out(dev, list(zip(tensors, own)))
+        late = []
+        for i, s in v.mutated:
+            t = leaves[i]
+            span = byte_span(t)
+            if span is None or not following:
+                late.append((s, t))
+            else:
+                after.append((s._storage.buffer, 0, t._storage.buffer, span[0], span[1]))
+        if following:
+            with dev._lock:
+                rr.submit_last(after)
+        else:
+            for copy in after:
+                dev.copy(*copy)
+        for s, t in late:
+            _copy_back(s, t)
+        for i, _ in v.mutated:
+            autograd.mark_written(leaves[i])
+        v.reruns += 1
+        self._last = v
+        if rr.off:
+            self._diverged(v, key, rr, saved)
+        elif trying:
+            v.mode = "rerun"  # (from now on every call reruns it: its info words move)
+        v.captured = captured
+        self._set_captured(v, results)
+        return unflatten(out_spec, iter(results))
+
+    def _diverged(self, v, key, rr, saved):
+        """A rerun went another way than the trace (it finished eagerly): what that means for
+        the recording."""
+        v.divergences += 1
+        v.diverged = rr.why
+        name = getattr(self.fn, "__name__", "the function")
+        if rr.changed:  # a value fusion baked in changed: trace again, those kernels unfused
+            self._protect.setdefault(_number_free(key), set()).update(rr.changed)
+            self._drop(v)
+            return
+        if saved is not None:  # a new Python number changed the program: numbers stay guards
+            v.graph.info[:], v.graph.moved = saved
+            v.graph.dirty = [0, v.graph.kernels]
+            v.fixed = True
+            return
+        if v.divergences >= DIVERGE_LIMIT:
+            v.graph.close()
+            v.graph = None
+            v.reasons = [f"its Python went another way than the trace: it {rr.why}"]
+            self._warn_once(
+                "diverged",
+                f"pyrite: compile: {name} runs eagerly: {v.reasons[0]} in {v.divergences} "
+                "calls (control flow on a value read back)",
+            )
+
+    def _drop(self, v):
+        for table in (self._variants, self._numbers):
+            for vs in table.values():
+                if v in vs:
+                    vs.remove(v)
+        if v.graph is not None:
+            v.graph.close()
+            v.graph = None
 
     def _replay(self, v, leaves):
         dev = backend.current()
@@ -359,6 +512,7 @@ class CompiledFunction:
                 if v.graph is not None:
                     v.graph.close()
         self._variants.clear()
+        self._numbers.clear()
         self._last = None
 
     @property
@@ -379,6 +533,16 @@ class CompiledFunction:
             self.reset()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _number_free(key):
+    """The guards `key` with the values of int and float arguments left out."""
+    return tuple(
+        ("v", k[1], None)
+        if type(k) is tuple and len(k) == 3 and k[0] == "v" and k[1] in (int, float)
+        else k
+        for k in key
+    )
 
 
 def _slots(dev, tape, leaves):

@@ -65,6 +65,8 @@ class GraphView:
             elif op.kind == "c":
                 src, _, dst, _, n = op.args
                 lines.append(f"        copy {n} B {name(src)} -> {name(dst)}")
+            elif op.kind == "r":
+                lines.append(f"        -- graph break: {op.outer} reads back at {op.where} --")
             else:
                 lines.append(f"        upload {len(op.args[2])} B -> {name(op.args[0])}")
         by = _bytes_by(v)
@@ -84,7 +86,15 @@ def stats(cf) -> dict:
         "traces": cf.traces,
         "recordings": sum(1 for vs in cf._variants.values() for x in vs if x.graph is not None),
         "eager_calls": cf.eager_calls,
-        "graph_breaks": [r for vs in cf._variants.values() for x in vs for r in x.reasons],
+        # why recordings run eagerly, and the graph breaks recordings keep (rerun every call)
+        "graph_breaks": [r for vs in cf._variants.values() for x in vs for r in x.reasons]
+        + [
+            f"{what} (at {where})"
+            for vs in cf._variants.values()
+            for x in vs
+            if x.graph is not None
+            for what, where in x.graph.tape.soft
+        ],
     }
     if v is None or v.graph is None:
         return out
@@ -101,6 +111,12 @@ def stats(cf) -> dict:
         pipelines=len({id(p) for p in v.graph.pipelines}),
         regions=len(tape.regions),
         replays=v.replays,
+        # "replay" or "rerun" (graph breaks, changing Python numbers: its Python runs again over
+        # the recording), the reruns, and those that went another way than the trace
+        mode=v.mode,
+        segments=len(v.graph.cuts) - 1,
+        reruns=v.reruns,
+        divergences=v.divergences,
         # what the trace allocated, each allocation counted (no reuse), against the buffers the
         # recording holds for itself (intermediates sharing memory where lifetimes do not overlap)
         unplanned_bytes=tape.allocated_bytes,

@@ -6,6 +6,13 @@ from __future__ import annotations
 import functools
 
 active = None  # compile._Trace while a compiled function is being traced, else None
+rerunning = False  # while a compiled function's Python runs again over its recording (Rerun)
+
+
+def inside() -> bool:
+    """Whether a compiled function is being traced or rerun now: a compiled function or module
+    called within is part of it (its Python runs, its commands are the outer one's)."""
+    return active is not None or rerunning
 
 
 def rerun_on_replay(method):

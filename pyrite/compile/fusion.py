@@ -47,6 +47,8 @@ def _buffers(op):
         return r, {id(b) for b, m in zip(buffers, modes) if m == "w"}
     if op.kind == "c":
         return {id(op.args[0])}, {id(op.args[2])}
+    if op.kind == "r":  # (a graph break reads every tensor alive there: Tape.read)
+        return set(op.args[0]), set()
     return set(), {id(op.args[0])}
 
 
@@ -92,7 +94,7 @@ class _Pass:
             if op.kind == "d":
                 self.dnum[pos] = k
                 k += 1
-        self.protected = set(tape.dynamic) | set(tape.scalar_slots)
+        self.protected = set(tape.dynamic) | set(tape.scalar_slots) | tape.protect
         for _, nums in tape.regions:
             self.protected.update(nums)
         self.allocs: dict[int, list[int]] = {}
@@ -155,7 +157,9 @@ class _Pass:
                 ),
                 None,
             )
-            if a is None or self.dnum[a] in self.protected or not self.gone_after(i, end):
+            if a is None or a not in self.dnum or self.dnum[a] in self.protected:
+                continue  # (a copy or an upload wrote it, or its kernel is refreshed)
+            if not self.gone_after(i, end):
                 continue
             if self.read_between(i, start, end, skip=(a, b)):
                 continue
@@ -518,6 +522,8 @@ class _Pass:
             readers = [
                 p for p in range(b + 1, hi) if p not in self.removed and ib in _buffers(ops[p])[0]
             ]
+            if any(ops[p].kind != "d" for p in readers):
+                return False  # (a copy or a graph break reads it: it stays B's)
             last = readers[-1] if readers else b
             if self.written_between({ib}, b, last + 1):
                 return False  # (B's output written in place: it must stay its own)
@@ -567,6 +573,7 @@ class _Pass:
             for p, (_, writes) in io.items()
             if writes
             and not (self.ops[p].kind == "d" and self.dnum[p] in self.protected)
+            and not self.ops[p].host  # (host data: new bytes every call)
             and all(i in owned and i not in keep for i in writes)
         }
         while True:

@@ -42,7 +42,7 @@ class CompiledModule(Module):
         )
 
     def forward(self, *args, **kwargs):
-        if _state.active is not None:  # inside a compiled function's trace: part of it
+        if _state.inside():  # inside a compiled function's trace or rerun: part of it
             return self._orig_mod(*args, **kwargs)
         if autograd.is_grad_enabled() and (
             any(p.requires_grad for p in self._orig_mod.parameters())  # (stops at the first)

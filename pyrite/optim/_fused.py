@@ -137,7 +137,7 @@ def update(rule: str, written: dict, read: dict, scalars: dict) -> None:
     `read`: {name: tensor} only read (the gradient); `scalars`: {name: float}. Every operand
     has the parameter's shape."""
     tape = backend.current()._tape
-    if tape is not None and not tape.recording:  # a compiled step's replay: only the scalars
+    if tape is not None and tape.skips_updates:  # a compiled step's refresh: only the scalars
         tape.scalars(written, scalars)
         for t in written.values():
             autograd.mark_written(t)
