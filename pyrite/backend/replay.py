@@ -601,8 +601,12 @@ class Rerun:
             return False
         r = self._next("c")
         a = None if r is None else r[1]
-        if a is None or a[0] is not args[0] or a[2] is not args[2] or a[1] != args[1] or (
-            a[3:] != args[3:]
+        if (
+            a is None
+            or a[0] is not args[0]
+            or a[2] is not args[2]
+            or a[1] != args[1]
+            or (a[3:] != args[3:])
         ):
             return self._diverge("made a copy the trace did not")
         self.pending.append(("c", *args))

@@ -378,9 +378,7 @@ class CompiledFunction:
         owned = g.tape.owned
         own = [id(t._storage.buffer) in owned for t in tensors]
         with dev._lock:
-            following = rr.end(
-                v.kept, {id(t._storage.buffer) for t, o in zip(tensors, own) if o}
-            )
+            following = rr.end(v.kept, {id(t._storage.buffer) for t, o in zip(tensors, own) if o})
         after, results = _copies_out(dev, list(zip(tensors, own)))
         late = []
         for i, s in v.mutated:
