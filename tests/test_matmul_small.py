@@ -11,6 +11,7 @@ import pytest
 import pyrite as pr
 import pyrite.ops.matmul as mm
 from pyrite import backend
+from pyrite.ops import core
 
 F = pr.nn.functional
 
@@ -272,3 +273,39 @@ def test_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_budget):
     for chunk in (p[1] for p in mm._plans.values() if p[0] == "split"):
         assert mm.k_loop_iterations(force[0], force[1], chunk) <= 40
     _check(got, x, w.T, b)
+
+
+@pytest.mark.parametrize(
+    "rows,fin,fout", [(512, 128, 384), (64, 32, 32), (256, 128, 96), (4096, 64, 128), (96, 8, 4)]
+)
+def test_linear_bias_grad_rides_in_the_weight_grad_kernel(rows, fin, fout, rng, as_gpu):
+    """The bias gradient (g's column sums) comes from the weight gradient's product, which adds
+    up the rows of g^T it reads anyway (gemm `rows`): no kernel of its own where that product
+    runs the fast tile (split or not); elsewhere (fout = 4 runs another kernel) the usual sum.
+    Both gradients within the dot-product bound of float64's."""
+    x = rng.standard_normal((rows, fin)).astype(np.float32)
+    g = rng.standard_normal((rows, fout)).astype(np.float32)
+    w = pr.tensor(rng.standard_normal((fout, fin)).astype(np.float32), requires_grad=True)
+    b = pr.tensor(rng.standard_normal(fout).astype(np.float32), requires_grad=True)
+    xt, gt = pr.tensor(x), pr.tensor(g)
+    dev = backend.current()
+    y = F.linear(xt, w, b)
+    poison = core.POISON
+    core.set_poison(False)  # (the suite's NaN fills of new tensors are kernels too)
+    try:
+        pr.synchronize()
+        d0 = dev.dispatches
+        y.backward(gt)
+        pr.synchronize()
+        used = dev.dispatches - d0
+        d0 = dev.dispatches
+        with pr.no_grad():
+            mm.gemm(gt.mT, xt)  # the weight gradient's product alone
+        pr.synchronize()
+        alone = dev.dispatches - d0
+    finally:
+        core.set_poison(poison)
+    fast = mm.LAST is not None and mm.LAST[0] == "fast"
+    assert used == (alone if fast else alone + 1)
+    _check(w.grad.numpy(), g.T, x)
+    _check(b.grad.numpy()[None], np.ones((1, rows), np.float32), g)

@@ -4,7 +4,9 @@
   d=128, 4 heads, T=64, batch 8, AdamW): bench/train.py's models, the step compiled whole
   (forward, backward, optimizer step); and again with only the model compiled
   (`model = pr.compile(model)`, the step eager around it: the forward and its backward replay,
-  compile/_aot.py) beside `torch.compile(model)`.
+  compile/_aot.py) beside `torch.compile(model)`. The GPT's step also reads its loss inside
+  (`loss.item()`, a graph break: the compiled step reruns its Python over the recording,
+  backend/replay.Rerun) beside the same eager step and PyTorch's.
 - BERT-base encoder forward at batch 1 x 128 tokens under no_grad (bench/bert.py's model),
   latency-bound: the module compiled.
 
@@ -30,6 +32,11 @@ def _note(stats) -> str:
     return (
         f"{stats['kernels']} kernels a call, planned {stats['planned_bytes'] * mib:.1f} MiB "
         f"vs {stats['unplanned_bytes'] * mib:.1f} MiB unplanned"
+        + (
+            f"; its Python reruns over {stats['segments']} segments"
+            if stats.get("mode") == "rerun"
+            else ""
+        )
     )
 
 
@@ -69,8 +76,22 @@ def bench_compile(rep, quick=False):
             return step, None
 
         make.model = True
-
         return make
+
+    def reading(make):
+        """The same step reading its loss back inside (`loss.item()` every step)."""
+
+        def make_reading(L, dev, compiled):
+            step, _ = make(L, dev, False)
+
+            def read():
+                return step().item()
+
+            if compiled:
+                read = (pr.compile if L is pr else torch.compile)(read)
+            return read, None
+
+        return make_reading
 
     def bert_case(L, dev, compiled):
         if L is pr:
@@ -95,6 +116,9 @@ def bench_compile(rep, quick=False):
         ),
         "GPT 2x128 AdamW train step, batch 8x64": train_case(
             _gpt, lambda L, dev: (L.tensor(idx, device=dev), L.tensor(tgt, device=dev))
+        ),
+        "GPT 2x128 AdamW train step reading its loss inside (a graph break)": reading(
+            train_case(_gpt, lambda L, dev: (L.tensor(idx, device=dev), L.tensor(tgt, device=dev)))
         ),
         f"BERT-base forward ({layers} layers), batch 1x128": bert_case,
     }

@@ -47,6 +47,7 @@ def _mlp(L, x, y, compile_model=False):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        return loss
 
     step.model = run
     return step
@@ -117,6 +118,7 @@ def _gpt(L, idx, tgt, d=128, heads=4, layers=2, T=64, vocab=256, compile_model=F
         opt.zero_grad()
         loss.backward()
         opt.step()
+        return loss
 
     step.model = run
     return step

@@ -315,6 +315,7 @@ def gemm_fast(
     dbuf: bool = True,
     post: tuple | None = None,
     dual: int | None = None,
+    rows: int | None = None,
 ) -> KernelSource:
     """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
@@ -345,8 +346,16 @@ def gemm_fast(
     written to C and the map's result goes to a second output C2 (bound after C, contiguous like
     C at the element offset in that word): a map whose input is also read elsewhere (GELU's
     pre-activation, saved for the backward).
+
+    With `rows` (an info word) the kernel also writes A's row sums, sum_k A[b, m, k], to a
+    contiguous f32 output RS bound last, at RS[info[rows] + b * M + m]: every invocation adds up
+    the A values it reads from the workgroup tile anyway (tm/4 vec4 adds a K step beside its
+    tm*tn/4 fmas), and the first tile column's first column of invocations stores them. A
+    linear's weight gradient g^T x with its bias gradient (the column sums of g) in one kernel.
+    Not with `post`.
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
+    assert rows is None or post is None
     a_m, b_lay = lay[0] == "m", lay[-1]
     ntx, nty = bn // tn, bm // tm
     nt = ntx * nty
@@ -367,6 +376,8 @@ def gemm_fast(
     if dual is not None:
         assert post is not None
         bufs.append(("c2", "vec4<f32>", "w"))
+    if rows is not None:
+        bufs.append(("rs", "f32", "w"))
     L = [
         header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
@@ -382,6 +393,8 @@ def gemm_fast(
     L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq)
     for r in range(tm):
         L.append("  " + " ".join(f"var c{r}_{j} = vec4<f32>(0.0);" for j in range(tn // 4)))
+    if rows is not None:
+        L.append("  " + " ".join(f"var rs{i} = vec4<f32>(0.0);" for i in range(tm // 4)))
 
     def load(t, ind):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
@@ -401,6 +414,8 @@ def gemm_fast(
                 + "  "
                 + " ".join(f"let a{i} = As[oa + {kk * sa + i * nty}];" for i in range(tm // 4))
             )
+            if rows is not None:
+                out.append(ind + "  " + " ".join(f"rs{i} += a{i};" for i in range(tm // 4)))
             out.append(
                 ind
                 + "  "
@@ -473,6 +488,17 @@ def gemm_fast(
             else:
                 L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")
         L.append("  }")
+    if rows is not None:  # (tn: the tile column; a uniform branch, after the last barrier)
+        L.append("  if (tn == 0 && tx == 0) {")
+        L.append(f"    let r0 = info[{rows}] + bflat * M + row0;")
+        for i in range(tm // 4):
+            L.append(
+                "    "
+                + " ".join(
+                    f"rs[r0 + 4 * (ty + {i * nty}) + {q}] = rs{i}.{'xyzw'[q]};" for q in range(4)
+                )
+            )
+        L.append("  }")
     L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
 
@@ -534,7 +560,7 @@ def _tile_stash(x, direct, reps, off, pad, ind):
 
 # ---- split-K: the partial products' sum ---------------------------------------------------------
 @lru_cache(maxsize=64)
-def splitk_sum(epi: str = "none", post: tuple | None = None, dual=None) -> KernelSource:
+def splitk_sum(epi: str = "none", post: tuple | None = None, dual=None, rows=None) -> KernelSource:
     """C = alpha * sum_s P[s] + beta * E, or sum_s P[s] (+ E): the second half of a split-K GEMM
     (ops/matmul.py `_split_plan`). P is the (S, M, N) f32 partial products of the K-chunks,
     contiguous; C is (M, N) contiguous at an offset; E is read through its (m, n) strides. One
@@ -543,11 +569,16 @@ def splitk_sum(epi: str = "none", post: tuple | None = None, dual=None) -> Kerne
 
     Info: [0] M*N  [1] S  [2] N  [3] C offset  [4] E offset  [5] E m-stride  [6] E n-stride
           [7] alpha bits  [8] beta bits
-    `post` and `dual` as gemm_fast's.
+    `post` and `dual` as gemm_fast's. With `rows` (an info word: [rows] M, [rows + 1] the RS
+    offset) the partial row sums Q (S, M) of gemm_fast's `rows` are summed too, by M more
+    invocations, into RS (bound last).
     """
+    assert rows is None or post is None
     bufs = [("p", "f32", "r")]
     if epi != "none":
         bufs.append(("e", "f32", "r"))
+    if rows is not None:
+        bufs.append(("q", "f32", "r"))
     if post is not None:  # (as gemm_fast's: a map fused into the store)
         p_expr, n_extra, p_at, p_sct = post
         bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
@@ -555,11 +586,26 @@ def splitk_sum(epi: str = "none", post: tuple | None = None, dual=None) -> Kerne
     if dual is not None:
         assert post is not None
         bufs.append(("c2", "f32", "w"))
+    if rows is not None:
+        bufs.append(("rs", "f32", "w"))
     L = [
         header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         _ENTRY_1D,
         "  let i = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 256 + i32(lix);",
         "  let mn = info[0];",
+    ]
+    if rows is not None:
+        L += [
+            "  if (i >= mn) {",
+            f"    let r = i - mn; let nm = info[{rows}];",
+            "    if (r >= nm) { return; }",
+            "    var acc = q[r];",
+            "    for (var s = 1; s < info[1]; s++) { acc += q[s * nm + r]; }",
+            f"    rs[info[{rows + 1}] + r] = acc;",
+            "    return;",
+            "  }",
+        ]
+    L += [
         "  if (i >= mn) { return; }",
         "  var acc = p[i];",
         "  for (var s = 1; s < info[1]; s++) { acc += p[s * mn + i]; }",

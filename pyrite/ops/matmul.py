@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 
 from .. import backend
+from ..dtypes import float32
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.matmul import (
     GEMV_LANES,
     GEMVN_COLS,
+    INFO_BATCH,
     TILE,
     fast_smem_bytes,
     fast_valid,
@@ -377,16 +379,22 @@ def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
     return (S, chosen) if S > 1 else None
 
 
-def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt, into=None):
+def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt, into=None, rows=False):
     """a @ b as S products over K-chunks, views of a and b with the chunk as a batch dim (no
-    copy), summed with the epilogue by `splitk_sum`."""
+    copy), summed with the epilogue by `splitk_sum`. `rows`: (a @ b, a's row sums or None), the
+    partial row sums summed in the same kernel (gemm's `rows`)."""
     M, K = a._shape
     N = b._shape[1]
     kc = K // S
     (sam, sak), (sbk, sbn) = a._strides, b._strides
     av = a._view((S, M, kc), (kc * sak, sam, sak), a._offset)
     bv = b._view((S, kc, N), (kc * sbk, sbk, sbn), b._offset)
-    part = gemm(av, bv, variant=variant)
+    part = gemm(av, bv, variant=variant, rows=rows)
+    qpart = None
+    if rows:
+        part, qpart = part
+        if alpha != 1 or e is not None:
+            qpart = None
     out = empty((M, N), out_dt) if into is None else into
     bufs = [part._storage.buffer]
     if e is None:
@@ -395,14 +403,23 @@ def _gemm_split_par(dev, a, b, e, alpha, beta, S, variant, out_dt, into=None):
         epi = "bias" if alpha == 1 and beta == 1 else "axpby"
         ew = [e._offset, e._strides[0], e._strides[1]]
         bufs.append(e._storage.buffer)
-    bufs.append(out._storage.buffer)
     info = [M * N, S, N, out._offset, *ew, f32_bits(alpha), f32_bits(beta)]
-    if dev._tape is not None and dev._tape.recording:
+    rs = r_at = None
+    if qpart is not None:
+        rs = empty((M,), out_dt)
+        r_at = len(info)
+        info += [M, rs._offset]
+        bufs.append(qpart._storage.buffer)
+    bufs.append(out._storage.buffer)
+    if rs is not None:
+        bufs.append(rs._storage.buffer)
+    elif dev._tape is not None and dev._tape.recording:
         dev._tape.gemm_next(("splitk", epi), out)
-    dev.dispatch(splitk_sum(epi), bufs, info, grid_for(M * N))
+    n = M * N + (M if rs is not None else 0)
+    dev.dispatch(splitk_sum(epi, rows=r_at), bufs, info, grid_for(n))
     if e is None and alpha != 1:  # (alpha with no e: rare)
         out.mul_(alpha)
-    return out
+    return (out, rs) if rows else out
 
 
 # Rows: a product whose M the fast tiles do not divide (a prompt of 100 tokens) would run the
@@ -456,12 +473,15 @@ def gemm(
     out_dtype=None,
     variant=None,
     into=None,
+    rows=False,
 ) -> Tensor:
     """C = alpha * (a @ b) + beta * e for a (..., M, K), b (..., K, N) with broadcastable batch
     dims; `e`, when given, is already broadcast (a view) to C's shape. Returns a new tensor.
     Internal: `variant` (the split-K plan's partial products) is a (kind, params) to run in
     place of the shape rule's choice; `into` (the ragged plan's two parts) a contiguous (M, N)
-    view of a new tensor to write instead of a new output (single products only)."""
+    view of a new tensor to write instead of a new output (single products only). `rows`:
+    returns (C, R) with R (..., M) a's row sums (sum over k) computed by the same kernels
+    where the plan is the fast tile (split or not, f32, no epilogue), else (C, None)."""
     global _plans_device
     dev = backend.current()
     if _plans_device is not dev:
@@ -472,17 +492,19 @@ def gemm(
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
         FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
-        variant, None if into is None else into._offset, dev._tape is not None,
+        variant, None if into is None else into._offset, dev._tape is not None, rows,
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
         if plan[0] == "split":
-            return _gemm_split_k(a, b, e, alpha, beta, out_dtype, plan[1])
+            out = _gemm_split_k(a, b, e, alpha, beta, out_dtype, plan[1])
+            return (out, None) if rows else out
         if plan[0] == "splitk":
-            return _gemm_split_par(dev, a, b, e, alpha, beta, plan[1], plan[2], plan[3], into)
+            return _gemm_split_par(dev, a, b, e, alpha, beta, plan[1], plan[2], plan[3], into, rows)
         if plan[0] == "ragged":
-            return _gemm_ragged(a, b, e, alpha, beta, plan[1], plan[2])
-        _, src, info, grid, out_shape, out_dt, last, spec = plan
+            out = _gemm_ragged(a, b, e, alpha, beta, plan[1], plan[2])
+            return (out, None) if rows else out
+        _, src, info, grid, out_shape, out_dt, last, spec, rs_shape = plan
         global LAST
         LAST = last
         out = empty(out_shape, out_dt) if into is None else into
@@ -490,14 +512,18 @@ def gemm(
         if e is not None:
             bufs.append(e._storage.buffer)
         bufs.append(out._storage.buffer)
+        rs = None
+        if rs_shape is not None:
+            rs = empty(rs_shape, out_dt)
+            bufs.append(rs._storage.buffer)
         if spec is not None and dev._tape is not None and dev._tape.recording:
             dev._tape.gemm_next(spec, out)
         dev.dispatch(src, bufs, info, grid)
-        return out
-    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant, into)
+        return (out, rs) if rows else out
+    return _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant, into, rows)
 
 
-def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=None):
+def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=None, rows=False):
     M, K = a._shape[-2], a._shape[-1]
     K2, N = b._shape[-2], b._shape[-1]
     assert K == K2
@@ -507,7 +533,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     out_dt = out_dtype or dt
     nbatch = math.prod(batch)
     if M == 0 or N == 0 or nbatch == 0:
-        return empty(out_shape, out_dt)
+        return (empty(out_shape, out_dt), None) if rows else empty(out_shape, out_dt)
     ct = dt.ctype
     nbd = len(batch)
 
@@ -547,24 +573,32 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
             split = _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, (kind, params))
         if split is not None:
             _remember(key, ("splitk", *split, out_dt))
-            return _gemm_split_par(dev, a, b, e, alpha, beta, *split, out_dt, into)
-        rows = _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into)
-        if rows is not None:
-            _remember(key, ("ragged", rows, out_dt))
-            return _gemm_ragged(a, b, e, alpha, beta, rows, out_dt)
+            return _gemm_split_par(dev, a, b, e, alpha, beta, *split, out_dt, into, rows)
+        aligned = _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into)
+        if aligned is not None:
+            _remember(key, ("ragged", aligned, out_dt))
+            out = _gemm_ragged(a, b, e, alpha, beta, aligned, out_dt)
+            return (out, None) if rows else out
     chunk = _split_k_chunk(kind, params, K)
     if chunk is not None:
         _remember(key, ("split", chunk))
-        return _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk)
+        out = _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk)
+        return (out, None) if rows else out
     out = empty(out_shape, out_dt) if into is None else into
     global LAST
     LAST = (kind, params)
     e_st = e.dtype.wgsl if e is not None else "f32"
     spec = None  # (gemm_fast's arguments: compile/fusion.py may rebuild it with a fused map)
+    rs_shape = None  # (the row sums' shape where this product also computes them: `rows`)
     if kind == "fast":
         bm, bn, tm, tn, bk, dbuf = params
         spec = (fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
-        src = gemm_fast(*spec)
+        if rows and epi == "none" and nb <= 1 and out_dt.storage == "f32":
+            rs_shape = batch + (M,)
+            src = gemm_fast(*spec, rows=INFO_BATCH + 4 * nb)
+            spec = None  # (an extra output: not a product compile/fusion.py rewrites)
+        else:
+            src = gemm_fast(*spec)
         tile_m, tile_n = bm, bn
     elif kind == "gemv":
         src = gemv_rows(nb, epi, *params)
@@ -615,12 +649,17 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     if e is not None:
         bufs.append(e._storage.buffer)
     bufs.append(out._storage.buffer)
+    rs = None
+    if rs_shape is not None:
+        info.append(0)  # (the row sums' offset: a new tensor)
+        rs = empty(rs_shape, out_dt)
+        bufs.append(rs._storage.buffer)
     grid = fold_grid(total)
     if spec is not None and dev._tape is not None and dev._tape.recording:
         dev._tape.gemm_next(spec, out)
     dev.dispatch(src, bufs, info, grid)
-    _remember(key, ("run", src, info, grid, out_shape, out_dt, LAST, spec))
-    return out
+    _remember(key, ("run", src, info, grid, out_shape, out_dt, LAST, spec, rs_shape))
+    return (out, rs) if rows else out
 
 
 def _remember(key, plan):
@@ -998,13 +1037,20 @@ def _g_linear(ctx, g):
             gx = matmul(g.reshape(-1, g._shape[-1]), w).reshape(*g._shape[:-1], w._shape[-1])
         else:
             gx = matmul(g, w)
+    want_b = len(ctx.needs) > 2 and ctx.needs[2]  # (the bias is not saved: only needs says)
     if ctx.needs[1]:
         if w.ndim == 2:
-            gw = matmul(g.reshape(-1, g._shape[-1]).mT, x.reshape(-1, x._shape[-1]))
+            gt = g.reshape(-1, g._shape[-1]).mT
+            x2 = x.reshape(-1, x._shape[-1])
+            if want_b and ctx.meta[2][0] == (w._shape[0],) and g.dtype is x.dtype is float32:
+                # the bias gradient (g's column sums) from the weight gradient's own kernel
+                gw, gb = _gemm(gt, x2, rows=True)
+            else:
+                gw = matmul(gt, x2)
         else:
             gw = (g.unsqueeze(-1) * x).reshape(-1, x._shape[-1]).sum(0)
-    if len(ctx.needs) > 2 and ctx.needs[2]:  # (the bias itself is not saved: only needs says)
-        gb = g
+    if want_b and gb is None:
+        gb = g  # (the engine sums it to the bias's shape)
     return gx, gw, gb
 
 
