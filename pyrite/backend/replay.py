@@ -32,6 +32,13 @@ from ..errors import PyriteError
 from .device import INFO_WINDOW_WORDS
 from .pool import Storage
 
+# A segmented tape (one a Rerun may follow) also cuts itself every CUT_EVERY dispatches, so a
+# rerun submits the commands matched so far while its Python goes on: the GPU runs the first
+# part of a step while the host matches the rest (else the whole recording would wait for the
+# Python to reach its first read). A cut keeps the tensors alive there, as a read does, so
+# fusion does not cross it; a recording without graph breaks drops its cuts (strip_cuts).
+CUT_EVERY = 48
+
 # The public functions that turn host data into a tensor: inside a recording their values would
 # be frozen at the first call, so they end the graph (compile/__init__.py says what happens then).
 HOST_DATA = {"tensor", "as_tensor", "from_numpy", "asarray", "new_tensor", "Tensor.__init__"}
@@ -86,9 +93,9 @@ class Op:
     __slots__ = ("args", "gemm", "host", "inner", "kind", "map", "outer", "row", "where")
 
     def __init__(self, kind, args, site, map=None, gemm=None, row=None):
-        self.kind = kind  # (and "r": a read back to the host, a graph break; args: (ids,))
+        self.kind = kind  # (and "r": a barrier, args (ids, "read" | "cut"): Tape._barrier)
         self.args = args
-        self.inner, self.outer, self.where = site[:3]
+        self.inner, self.outer, self.where = site[:3] if site is not None else ("cut", "", "")
         # an elementwise map's, a fast GEMM's or a row gradient kernel's description
         # (Tape.map_next, gemm_next, row_next), for compile/fusion.py
         self.map = map
@@ -112,6 +119,7 @@ class Tape:
         self.fullgraph = fullgraph
         self.segmented = segmented and not fullgraph
         self.soft: list[tuple[str, str]] = []  # graph breaks kept: (what, "file:line")
+        self._since_cut = 0
         self.protect: set[int] = set()  # dispatch numbers fusion must leave as they are
         self.ops: list[Op] = []
         self.owned: dict[int, object] = {}  # buffers allocated while recording
@@ -211,6 +219,33 @@ class Tape:
             self.scalar_slots[self.dispatches] = self._next_scalars
             self._next_scalars = None
         self.dispatches += 1
+        if self.segmented:
+            self._since_cut += 1
+            if self._since_cut >= CUT_EVERY:
+                self._barrier("cut")
+
+    def _barrier(self, why, reads=()):
+        """A "r" op here: the buffers read and every tensor of the recording alive here (the
+        function's Python may read any of them after it) count as read by it, so no pass fuses
+        one away or moves a command across it; a Rerun submits the commands before it there."""
+        pins = self.pool.pins
+        ids = {i for i in self.owned if not pins[i].dead}
+        ids.update(id(r[0]) for r in reads)
+        self.ops.append(Op("r", (frozenset(ids), why), None if why == "cut" else _site()))
+        self._since_cut = 0
+
+    def strip_cuts(self):
+        """Drop the "cut" barriers (a recording that replays whole does not need them)."""
+        before, n, ops = [], 0, []  # (cuts before each position: the allocation log's shift)
+        for op in self.ops:
+            before.append(n)
+            if op.kind == "r" and op.args[1] == "cut":
+                n += 1
+            else:
+                ops.append(op)
+        before.append(n)
+        self.ops = ops
+        self.allocs = [(pos - before[pos], i) for pos, i in self.allocs]
 
     def copy(self, src, src_offset, dst, dst_offset, nbytes):
         self._name((src, dst))
@@ -239,14 +274,8 @@ class Tape:
         if not self.segmented:
             self._break(what)
             return
-        # a graph break kept: the buffers read and every tensor of the recording alive here
-        # (the function's Python may read any of them after the break) count as read by it,
-        # so no pass fuses one away or moves a command across it
-        _, outer, where, _, _ = site = _site()
-        pins = self.pool.pins
-        ids = {i for i in self.owned if not pins[i].dead}
-        ids.update(id(r[0]) for r in reads)
-        self.ops.append(Op("r", (frozenset(ids),), site))
+        _, outer, where, _, _ = _site()
+        self._barrier("read", reads)  # (a graph break kept)
         self.soft.append((f"{outer}: {what}", where))
 
     def _break(self, what, site=None):
@@ -594,7 +623,15 @@ class Rerun:
             g.moved[num] = now
         self.pending.append(("d", src, buffers, info, grid))
         self.i += 1
+        self._cut()
         return True
+
+    def _cut(self):
+        """At a "cut" barrier: submit the segment before it (the GPU starts on it)."""
+        i = self.i
+        if i < len(self.raw) and self.raw[i][0] == "r" and self.raw[i][1][1] == "cut":
+            self.i += 1
+            self._submit(self.seg)
 
     def refresh_copy(self, *args):
         if self.off:
@@ -611,6 +648,7 @@ class Rerun:
             return self._diverge("made a copy the trace did not")
         self.pending.append(("c", *args))
         self.i += 1
+        self._cut()
         return True
 
     def refresh_upload(self, buffer, byte_offset, data):
@@ -627,6 +665,7 @@ class Rerun:
             self.g.write_upload(op, data)
         self.pending.append(("u", buffer, byte_offset, data))
         self.i += 1
+        self._cut()
         return True
 
     def allocate(self, pool, nbytes, size, upload):

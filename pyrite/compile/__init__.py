@@ -324,6 +324,8 @@ class CompiledFunction:
         keep = {id(s._storage.buffer) for s in slots}
         keep.update(id(t._storage.buffer) for kind, t in v.outputs if kind == "own")
         v.kept = frozenset(keep)
+        if not tape.soft:
+            tape.strip_cuts()  # (it replays whole)
         raw = tape.snapshot()
         v.fused = optimize(tape, dev, keep, fuse=self.fusion)
         g = Graph(dev, tape)

@@ -65,6 +65,8 @@ class GraphView:
             elif op.kind == "c":
                 src, _, dst, _, n = op.args
                 lines.append(f"        copy {n} B {name(src)} -> {name(dst)}")
+            elif op.kind == "r" and op.args[1] == "cut":
+                lines.append("        -- cut: a rerun submits what came before --")
             elif op.kind == "r":
                 lines.append(f"        -- graph break: {op.outer} reads back at {op.where} --")
             else:
@@ -114,7 +116,7 @@ def stats(cf) -> dict:
         # "replay" or "rerun" (graph breaks, changing Python numbers: its Python runs again over
         # the recording), the reruns, and those that went another way than the trace
         mode=v.mode,
-        segments=len(v.graph.cuts) - 1,
+        segments=len(v.graph.cuts) - 1,  # (between graph breaks and cuts: backend/replay.py)
         reruns=v.reruns,
         divergences=v.divergences,
         # what the trace allocated, each allocation counted (no reuse), against the buffers the
