@@ -223,3 +223,38 @@ def test_memory_is_flat_over_many_reruns():
     pr.synchronize()
     gc.collect()
     assert dev.pool.live_bytes == live and dev.pool.allocations == made
+
+
+def test_a_tensor_kept_alive_longer_than_in_the_trace_is_not_overwritten():
+    """In the trace a temporary died (its reference cycle collected) before the next allocation
+    took its buffer; in a rerun the cycle is still there, so that allocation cannot take the
+    buffer: the call finishes eagerly, with the temporary intact."""
+    flag = {"collect": True}
+    kept = []
+
+    def f(x):
+        cyc = [x * 2]
+        cyc.append(cyc)
+        kept.append(cyc)
+        if flag["collect"]:
+            kept.clear()
+            del cyc
+            gc.collect()
+        y = x + 1
+        return y.sum().item(), y
+
+    g = pr.compile(f)
+    x = pr.tensor(np.arange(5, dtype=np.float32))
+    g(x)
+    flag["collect"] = False
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        total, y = g(x)
+        assert total == 15.0
+        np.testing.assert_array_equal(y.numpy(), np.arange(5) + 1)
+        np.testing.assert_array_equal(kept[0][0].numpy(), 2 * np.arange(5))
+    finally:
+        if was:
+            gc.enable()
+    assert g.stats()["divergences"] == 1

@@ -25,6 +25,7 @@ fresh info words.
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
@@ -582,6 +583,11 @@ class Rerun:
         self.raw = graph.raw
         tape = graph.tape
         self.allocs = [tape.owned[i] for _, i in tape.allocs]
+        # buffers a Storage holds as the call begins (the recording's own views of what it
+        # returns): a rerun's tensor in one of them is a second Storage of it (_Held)
+        pins = tape.pool.pins
+        self.held = {i for i in tape.owned if not pins[i].dead}
+        self.tenants: dict[int, weakref.ref] = {}  # id(buffer) -> this call's Storage of it
         self.before = list(before)
         self.chunk = chunk
         self.uploads = uploads  # whether new upload bytes may be written into the graph
@@ -672,14 +678,26 @@ class Rerun:
         a = self.a
         if a < len(self.allocs) and self.allocs[a].size == size:
             buffer = self.allocs[a]
+            i = id(buffer)
+            pin = pool.pins[i]
+            earlier = self.tenants.get(i)
+            if (earlier is not None and earlier() is not None) or (
+                not pin.dead and i not in self.held
+            ):
+                # its earlier tenant still lives (it had died here in the trace: a reference
+                # cycle not yet collected, say): the buffer cannot be shared
+                self._diverge("kept a tensor alive that the trace had dropped")
+                return pool._allocate(nbytes, upload)
             self.a += 1
-            pin = pool.pins[id(buffer)]
-            if not pin.dead:  # (still held: the recording's own view of an output it returns)
-                return _Held(buffer, nbytes, pool)
-            pin.dead = False
-            pool.live_bytes += size
-            pool.peak_live_bytes = max(pool.peak_live_bytes, pool.live_bytes)
-            return Storage(buffer, nbytes, pool)
+            if pin.dead:
+                pin.dead = False
+                pool.live_bytes += size
+                pool.peak_live_bytes = max(pool.peak_live_bytes, pool.live_bytes)
+                st = Storage(buffer, nbytes, pool)
+            else:  # (the recording's own view of an output holds it)
+                st = _Held(buffer, nbytes, pool)
+            self.tenants[i] = weakref.ref(st)
+            return st
         self._diverge("allocated otherwise than the trace")
         return pool._allocate(nbytes, upload)
 
