@@ -256,22 +256,27 @@ def test_inputs_mutated_in_place_reach_the_caller():
     np.testing.assert_array_equal(base.numpy(), want)
 
 
-def test_memory_is_flat_over_many_replays():
-    _, _, _, f = _run(True, n=3, dropout=0.0)
-    x, y = _batches(1)[0]
+def assert_memory_flat(f, args, calls):
+    """After warm calls, `calls` more calls of f(*args) make no buffer and leave the live and
+    the held bytes as they were."""
     dev = pr._backend.current()
     for _ in range(5):
-        f(x, y)
+        f(*args)
     pr.synchronize()
     gc.collect()
     live, made, held = dev.pool.live_bytes, dev.pool.allocations, dev.pool.held_bytes
-    for _ in range(200):
-        f(x, y)
+    for _ in range(calls):
+        f(*args)
     pr.synchronize()
     gc.collect()
-    assert dev.pool.allocations == made  # no new buffer: every replay reuses the pool's
+    assert dev.pool.allocations == made  # no new buffer: every call reuses the pool's
     assert dev.pool.live_bytes == live
     assert dev.pool.held_bytes == held
+
+
+def test_memory_is_flat_over_many_replays():
+    _, _, _, f = _run(True, n=3, dropout=0.0)
+    assert_memory_flat(f, _batches(1)[0], 200)
 
 
 def test_graph_and_stats_describe_the_recording():

@@ -17,7 +17,7 @@ import pyrite.nn as nn
 import pyrite.nn.functional as F
 from pyrite.backend import replay
 from pyrite.compile import GraphBreak
-from tests.test_compile import EXACT, _batches, _mlp, _params
+from tests.test_compile import EXACT, _batches, _mlp, _params, assert_memory_flat
 
 
 @pytest.fixture(autouse=True)
@@ -211,18 +211,7 @@ def test_an_exception_in_a_rerun_keeps_what_ran_before_it():
 def test_memory_is_flat_over_many_reruns():
     m, opt, sched = _mlp()
     f = pr.compile(_item_step(m, opt, sched))
-    x, y = _batches(1)[0]
-    dev = pr._backend.current()
-    for _ in range(5):
-        f(x, y)
-    pr.synchronize()
-    gc.collect()
-    live, made = dev.pool.live_bytes, dev.pool.allocations
-    for _ in range(100):
-        f(x, y)
-    pr.synchronize()
-    gc.collect()
-    assert dev.pool.live_bytes == live and dev.pool.allocations == made
+    assert_memory_flat(f, _batches(1)[0], 100)
 
 
 def test_a_tensor_kept_alive_longer_than_in_the_trace_is_not_overwritten():

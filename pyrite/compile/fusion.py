@@ -133,6 +133,18 @@ class _Pass:
                 return True
         return False
 
+    def last_writer(self, i, lo, hi):
+        """The position of the last op in [lo, hi), not removed, that writes buffer `i`, or
+        None."""
+        return next(
+            (
+                p
+                for p in range(hi - 1, lo - 1, -1)
+                if p not in self.removed and i in _buffers(self.ops[p])[1]
+            ),
+            None,
+        )
+
     def written_between(self, ids, a, b):
         """Whether an op strictly between positions a and b writes one of the buffers `ids`."""
         return any(
@@ -149,14 +161,7 @@ class _Pass:
             if sum(id(w[0]) == i for w in ins) != 1:
                 continue
             start, end = self.segment(i, b)
-            a = next(
-                (
-                    p
-                    for p in range(b - 1, start - 1, -1)
-                    if p not in self.removed and i in _buffers(self.ops[p])[1]
-                ),
-                None,
-            )
+            a = self.last_writer(i, start, b)
             if a is None or a not in self.dnum or self.dnum[a] in self.protected:
                 continue  # (a copy or an upload wrote it, or its kernel is refreshed)
             if not self.gone_after(i, end):
@@ -327,14 +332,7 @@ class _Pass:
             if j in seen or sum(id(w[0]) == i for w in ins) != 1:
                 continue
             start, _ = self.segment(i, b)
-            a = next(
-                (
-                    p
-                    for p in range(b - 1, start - 1, -1)
-                    if p not in self.removed and i in _buffers(self.ops[p])[1]
-                ),
-                None,
-            )
+            a = self.last_writer(i, start, b)
             if (
                 a is not None
                 and self.ops[a].gemm is not None
