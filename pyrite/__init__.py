@@ -39,7 +39,7 @@ from .tensor import Size, Tensor, device
 
 globals().update(_ops.exported())
 
-from . import nn, special
+from . import nn, quantization, special
 from .compile import compile
 
 # torch.* spellings of nn.functional ops (torch.selu, torch.batch_norm, ...): nn/_toplevel.py

@@ -31,6 +31,7 @@ RANK = {
     "autograd": 2,
     "compile": 3,
     "nn": 4,
+    "quantization": 4,
     "optim": 4,
     "io": 5,
     "models": 5,

@@ -636,6 +636,21 @@ _ENTRY_1D = ENTRY.format(wg=256)
 GEMV_LANES = 32  # invocations sharing one output column's dot product
 
 
+def lane_tree(rm: int, lanes: int) -> list[str]:
+    """WGSL lines summing, for each of `rm` rows, the `lanes` consecutive values a group of lanes
+    left in `red[r * 256 + li]` (workgroups of 256): a barrier, then a halving tree; lane 0 of
+    each group ends with the sum. Needs `li` (the local index) and `lane` (li % lanes)."""
+    L = ["  workgroupBarrier();"]
+    s = lanes // 2
+    while s >= 1:
+        L.append(f"  if (lane < {s}) {{")
+        L += [f"    red[{r * 256} + li] += red[{r * 256} + li + {s}];" for r in range(rm)]
+        L.append("  }")
+        L.append("  workgroupBarrier();")
+        s //= 2
+    return L
+
+
 @lru_cache(maxsize=64)
 def gemv_rows(nb: int, epi: str, rm: int, vec: int) -> KernelSource:
     """f32 C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride:
@@ -670,14 +685,7 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int) -> KernelSource:
     for r in range(rm):
         v = f"dot(acc{r}, vec4<f32>(1.0))" if vec == 4 else f"acc{r}"
         L.append(f"  red[{r * 256} + li] = {v};")
-    L.append("  workgroupBarrier();")
-    s = T // 2
-    while s >= 1:
-        L.append(f"  if (lane < {s}) {{")
-        L += [f"    red[{r * 256} + li] += red[{r * 256} + li + {s}];" for r in range(rm)]
-        L.append("  }")
-        L.append("  workgroupBarrier();")
-        s //= 2
+    L += lane_tree(rm, T)
     L.append("  if (lane == 0 && n < N) {")
     for r in range(rm):
         L.append(

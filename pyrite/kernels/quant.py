@@ -1,0 +1,191 @@
+"""Weight-only quantized linear layers: int8 and int4 weights packed in u32 words, dequantized in
+registers (ops/quantized.py packs them, validates and dispatches).
+
+Layout of a quantized weight W (N, K) — N output features, K input features, as nn.Linear holds
+it:
+
+  qweight  u32 (N, WR): each row's K values packed along K, `PW` a word (int8: 4, one byte each,
+           two's complement; int4: 8, one nibble each, unsigned 0..15), value j of a word in
+           bits [j·b, j·b + b) — little-endian, so value k of the row is byte k of int8 bytes.
+           Rows are padded with zero values to whole units of 4 words (`VPU` values: int8 16,
+           int4 32), so a row starts 16-byte aligned and is read as vec4<u32>.
+  scales   f32 (N, G): G = ceil(K / group_size) groups a row (G = 1: one scale a row).
+  offsets  f32 (N, G), int4 only.
+
+  int8:  W[n, k] = q · scales[n, k / gs]                 (symmetric)
+  int4:  W[n, k] = q · scales[n, k / gs] + offsets[n, k / gs]  (asymmetric: GGUF's Q4_1, or a
+                                                           zero point z as offset = -z · scale)
+
+`qgemv`: Y (M, N) = X (M, K) · Wᵀ (+ bias) for M <= rm rows (baked 1, 2, 4 or 8): a workgroup of
+256 is 256 / lanes output columns × `lanes` lanes; each column's lanes stride through its row of
+qweight a vec4<u32> unit at a time, dequantize the unit once (fma of the values with the group's
+scale and offset) and multiply it into all rm rows of X (vec4 loads of X where K, its offset and
+row stride are multiples of 4). A unit that runs past K (the row's last, when K is not a
+multiple of VPU) is taken by one lane with X's loads guarded. Then a tree over the lanes in
+workgroup memory. Per-row int8 scales multiply the sum once at the end.
+
+`dequant`: W as f32 (N, K), one invocation a packed word: the path for many rows (a GEMM over
+the dequantized weight) and for the gradient with respect to X.
+
+qgemv info words (i32):
+  [0] M  [1] N  [2] K  [3] workgroups  [4] X offset  [5] X row stride  [6] full units a row
+  [7] units a row  [8] G  [9] bias offset  [10] bias stride  [11] Y offset
+dequant info words: [0] words in all (N · WR)  [1] WR  [2] K  [3] G
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .common import ENTRY as ENTRY_FLAT
+from .common import FLAT_INDEX, KernelSource, header
+from .matmul import ENTRY, lane_tree
+
+PER_WORD = {8: 4, 4: 8}  # values a u32 word holds, by bits
+UNIT_WORDS = 4  # words a unit (one vec4<u32> load)
+
+
+def values_per_unit(bits: int) -> int:
+    return PER_WORD[bits] * UNIT_WORDS
+
+
+def _unpack(bits: int, word: str) -> list[str]:
+    """WGSL vec4<f32> expressions of the quantized values of `word`, four at a time."""
+    if bits == 8:  # bytes 0..3, sign-extended by an arithmetic shift
+        return [
+            f"vec4<f32>(bitcast<vec4<i32>>(vec4<u32>({word}) << vec4<u32>(24u, 16u, 8u, 0u))"
+            " >> vec4<u32>(24u))"
+        ]
+    return [
+        f"vec4<f32>((vec4<u32>({word}) >> vec4<u32>({a}u, {a + 4}u, {a + 8}u, {a + 12}u))"
+        " & vec4<u32>(15u))"
+        for a in (0, 16)
+    ]
+
+
+def _dequant(bits: int, grouped: bool, q: str) -> str:
+    """A dequantized vec4 from quantized values `q`, with `sc` / `ofs` the group's scale and
+    offset in scope."""
+    if bits == 4:
+        return f"fma({q}, vec4<f32>(sc), vec4<f32>(ofs))"
+    return f"({q} * sc)" if grouped else q
+
+
+@lru_cache(maxsize=64)
+def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, xvec: bool, tail: bool,
+          bias: bool) -> KernelSource:  # fmt: skip
+    """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
+    unused when not `grouped`), `tail`: K is not a multiple of VPU."""
+    pw, vpu = PER_WORD[bits], values_per_unit(bits)
+    nc = 256 // lanes
+    xt = "vec4<f32>" if xvec else "f32"
+    bufs = [("x", xt, "r"), ("qw", "vec4<u32>", "r"), ("sc_", "f32", "r")]
+    if bits == 4:
+        bufs.append(("of_", "f32", "r"))
+    if bias:
+        bufs.append(("bs", "f32", "r"))
+    bufs.append(("y", "f32", "w"))
+    L = [header(bufs), f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
+    L += [
+        "  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
+        "  if (w >= info[3]) { return; }",
+        "  let M = info[0]; let N = info[1]; let K = info[2]; let G = info[8];",
+        f"  let li = i32(lix); let col = li / {lanes}; let lane = li % {lanes};",
+        f"  let n = w * {nc} + col; let nn = min(n, N - 1);",
+        "  let wrow = nn * info[7]; let grow = nn * G; let uf = info[6];",
+    ]
+    for r in range(rm):
+        L.append(f"  let xr{r} = info[4] + min({r}, M - 1) * info[5];")
+        L.append(f"  var acc{r} = vec4<f32>(0.0);")
+    unit_scale = grouped and gs % vpu == 0
+
+    def body(guard: bool) -> list[str]:
+        B = ["    let wv = qw[wrow + u]; let k0 = u * " + str(vpu) + ";"]
+        if unit_scale:
+            B.append(f"    let g = grow + k0 / {gs};")
+            B.append("    let sc = sc_[g];" + (" let ofs = of_[g];" if bits == 4 else ""))
+        for j in range(UNIT_WORDS):
+            B.append("    {")
+            if grouped and not unit_scale:
+                B.append(f"      let g = grow + (k0 + {j * pw}) / {gs};")
+                B.append("      let sc = sc_[g];" + (" let ofs = of_[g];" if bits == 4 else ""))
+            elif bits == 4 and not grouped:  # (int4 is always grouped: G = 1 is one group)
+                raise ValueError("pyrite: internal: int4 weights always carry group scales")
+            for h, q in enumerate(_unpack(bits, f"wv[{j}]")):
+                kk = j * pw + 4 * h  # this vec4's first value, from k0
+                B.append(f"      let dq{h} = {_dequant(bits, grouped, q)};")
+                for r in range(rm):
+                    B.append(f"      acc{r} = fma(dq{h}, {_xload(r, kk, xvec, guard)}, acc{r});")
+            B.append("    }")
+        return B
+
+    L.append(f"  for (var u = lane; u < uf; u += {lanes}) {{")
+    L += body(False)
+    L.append("  }")
+    if tail:  # the row's last unit, past K: one lane, X's loads guarded
+        L.append(f"  if (lane == uf % {lanes}) {{")
+        L.append("    let u = uf;")
+        L += body(True)
+        L.append("  }")
+    for r in range(rm):
+        L.append(f"  red[{r * 256} + li] = dot(acc{r}, vec4<f32>(1.0));")
+    L += lane_tree(rm, lanes)
+    L.append("  if (lane == 0 && n < N) {")
+    if not grouped:
+        L.append("    let s = sc_[nn];")
+    for r in range(rm):
+        v = f"red[{r * 256} + li]"
+        if not grouped:
+            v = f"{v} * s"
+        if bias:
+            v = f"{v} + bs[info[9] + n * info[10]]"
+        L.append(f"    if ({r} < M) {{ y[info[11] + {r} * N + n] = {v}; }}")
+    L += ["  }", "}"]
+    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+def _xload(r: int, kk: int, xvec: bool, guard: bool) -> str:
+    """X[row r, k0 + kk .. + 4] as a vec4<f32>; `guard`: values at or past K read as 0."""
+    if xvec and not guard:
+        return f"x[(xr{r} >> 2u) + ((k0 + {kk}) >> 2u)]"
+    parts = []
+    for i in range(4):
+        k = f"k0 + {kk + i}"
+        if xvec:  # (guarded vec4 storage: the element through its vec4)
+            e = f"(xr{r} + min({k}, K - 1))"
+            v = f"x[{e} >> 2u][{e} & 3]"
+        else:
+            v = f"x[xr{r} + min({k}, K - 1)]" if guard else f"x[xr{r} + {k}]"
+        parts.append(f"select(0.0, {v}, {k} < K)" if guard else v)
+    return f"vec4<f32>({', '.join(parts)})"
+
+
+@lru_cache(maxsize=16)
+def dequant(bits: int, grouped: bool, gs: int) -> KernelSource:
+    """W (N, K) as f32 from its packed words: one invocation a word, PW values written (those
+    before K)."""
+    pw = PER_WORD[bits]
+    bufs = [("qw", "u32", "r"), ("sc_", "f32", "r")]
+    if bits == 4:
+        bufs.append(("of_", "f32", "r"))
+    bufs.append(("y", "f32", "w"))
+    L = [header(bufs), ENTRY_FLAT.format(wg=256), FLAT_INDEX.format(wg=256)]
+    L += [
+        "  if (gi >= info[0]) { return; }",
+        "  let WR = info[1]; let K = info[2]; let G = info[3];",
+        f"  let n = gi / WR; let k0 = (gi % WR) * {pw};",
+        "  if (k0 >= K) { return; }",
+    ]
+    if grouped:
+        L.append(f"  let g = n * G + k0 / {gs};")
+    else:
+        L.append("  let g = n;")
+    L.append("  let sc = sc_[g];" + (" let ofs = of_[g];" if bits == 4 else ""))
+    L.append("  let word = qw[gi]; let o = n * K + k0;")
+    for h, q in enumerate(_unpack(bits, "word")):
+        L.append(f"  let v{h} = {_dequant(bits, True, q)};")
+        for i in range(4):
+            j = 4 * h + i
+            L.append(f"  if (k0 + {j} < K) {{ y[o + {j}] = v{h}[{i}]; }}")
+    L.append("}")
+    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
