@@ -117,6 +117,28 @@ def test_many_rows_take_the_dequantized_gemm_and_agree(rng, bits, gs, monkeypatc
         assert_close(out, y, atol=tol, msg=f"gemv={gemv}")
 
 
+@pytest.mark.parametrize("bits,gs,K", [(8, None, 203), (8, 64, 160), (4, 32, 141), (4, 128, 256)])
+def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
+    """The GEMV's shape knobs (lanes a column, words a lane's step, columns a lane group, steps
+    an iteration) all give the product within the rounding bound, K's tail included."""
+    N = 23
+    q, sc, off, w = _draw(rng, bits, N, K, gs)
+    qw = QuantizedWeight.from_values(q, sc, off, bits=bits, group_size=gs)
+    b = rng.standard_normal(N).astype(np.float32)
+    x = rng.standard_normal((6, K)).astype(np.float32)
+    # (rows, lanes, words, columns, steps an iteration): each row count under another shape
+    knobs = [(1, 64, 1, 4, 4), (2, 16, 2, 2, 2), (4, 32, 4, 4, 1), (6, 8, 1, 2, 2)]
+    for M, lanes, wpl, cols, unroll in knobs:
+        rm = 8 if M > 4 else M
+        monkeypatch.setitem(Q.QGEMV_LANES, bits, lanes)
+        monkeypatch.setitem(Q.QGEMV_WORDS, bits, wpl)
+        monkeypatch.setitem(Q.QGEMV_COLS, rm, cols)
+        monkeypatch.setitem(Q.QGEMV_UNROLL, rm, unroll)
+        y, tol = _ref(x[:M], w, b)
+        out = qlinear(pr.tensor(x[:M]), qw, pr.tensor(b))
+        assert_close(out, y, atol=tol, msg=f"lanes {lanes} words {wpl} cols {cols} x{unroll} M={M}")
+
+
 def test_strided_and_batched_inputs_and_other_float_dtypes(rng):
     N, K = 19, 72
     q, sc, off, w = _draw(rng, 4, N, K, 8)

@@ -530,6 +530,12 @@ def _bench_compile(rep, quick):
     bench_compile(rep, quick)
 
 
+def _bench_quant(rep, quick):
+    from .quant import bench_quant
+
+    bench_quant(rep, quick)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
@@ -537,7 +543,7 @@ def main(argv=None):
     p.add_argument(
         "--only",
         default="",
-        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train,bert,compile",
+        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train,bert,compile,quant",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -565,6 +571,7 @@ def main(argv=None):
         ("train", lambda: _bench_train(rep)),
         ("bert", lambda: _bench_bert(rep, quick)),
         ("compile", lambda: _bench_compile(rep, quick)),
+        ("quant", lambda: _bench_quant(rep, quick)),
     ]
     for name, fn in steps:
         if only and name not in only:

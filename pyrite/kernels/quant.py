@@ -63,84 +63,118 @@ def _unpack(bits: int, word: str) -> list[str]:
     ]
 
 
-def _dequant(bits: int, grouped: bool, q: str) -> str:
-    """A dequantized vec4 from quantized values `q`, with `sc` / `ofs` the group's scale and
-    offset in scope."""
+def _dequant(bits: int, grouped: bool, q: str, c="") -> str:
+    """A dequantized vec4 from quantized values `q`, with `sc{c}` / `ofs{c}` the group's scale
+    and offset in scope."""
     if bits == 4:
-        return f"fma({q}, vec4<f32>(sc), vec4<f32>(ofs))"
-    return f"({q} * sc)" if grouped else q
+        return f"fma({q}, vec4<f32>(sc{c}), vec4<f32>(ofs{c}))"
+    return f"({q} * sc{c})" if grouped else q
 
 
-@lru_cache(maxsize=64)
-def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, xvec: bool, tail: bool,
-          bias: bool) -> KernelSource:  # fmt: skip
+@lru_cache(maxsize=128)
+def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols: int,
+          unroll: int, xvec: bool, tail: bool, bias: bool) -> KernelSource:  # fmt: skip
     """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
-    unused when not `grouped`), `tail`: K is not a multiple of VPU."""
-    pw, vpu = PER_WORD[bits], values_per_unit(bits)
-    nc = 256 // lanes
+    unused when not `grouped`); `wpl`: words a lane loads at a step (1, 2 or 4: u32, vec2, vec4);
+    `cols`: output columns a lane group computes (X's values, loaded once, serve all of them);
+    `unroll`: steps a loop iteration takes (their words all loaded before any is used: more
+    loads in flight a lane); `tail`: K is not a multiple of a step's values."""
+    pw = PER_WORD[bits]
+    spv = pw * wpl  # values a step
+    groups = 256 // lanes
+    wt = {1: "u32", 2: "vec2<u32>", 4: "vec4<u32>"}[wpl]
     xt = "vec4<f32>" if xvec else "f32"
-    bufs = [("x", xt, "r"), ("qw", "vec4<u32>", "r"), ("sc_", "f32", "r")]
+    bufs = [("x", xt, "r"), ("qw", wt, "r"), ("sc_", "f32", "r")]
     if bits == 4:
         bufs.append(("of_", "f32", "r"))
     if bias:
         bufs.append(("bs", "f32", "r"))
     bufs.append(("y", "f32", "w"))
-    L = [header(bufs), f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
+    nslice = min(8, rm * cols)
+    L = [header(bufs), f"var<workgroup> red: array<f32, {nslice * 256}>;", ENTRY.format(wg=256)]
     L += [
         "  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
         "  if (w >= info[3]) { return; }",
         "  let M = info[0]; let N = info[1]; let K = info[2]; let G = info[8];",
-        f"  let li = i32(lix); let col = li / {lanes}; let lane = li % {lanes};",
-        f"  let n = w * {nc} + col; let nn = min(n, N - 1);",
-        "  let wrow = nn * info[7]; let grow = nn * G; let uf = info[6];",
+        f"  let li = i32(lix); let grp = li / {lanes}; let lane = li % {lanes};",
+        f"  let n0 = (w * {groups} + grp) * {cols}; let sf = info[6];",
     ]
+    for c in range(cols):
+        L.append(f"  let nn{c} = min(n0 + {c}, N - 1);")
+        L.append(f"  let wrow{c} = nn{c} * (info[7] / {wpl}); let grow{c} = nn{c} * G;")
     for r in range(rm):
         L.append(f"  let xr{r} = info[4] + min({r}, M - 1) * info[5];")
-        L.append(f"  var acc{r} = vec4<f32>(0.0);")
-    unit_scale = grouped and gs % vpu == 0
+        L += [f"  var acc{r}_{c} = 0.0;" for c in range(cols)]
+    step_scale = grouped and gs % spv == 0
+    sc_names = "let sc{c} = sc_[g{c}];" + (" let ofs{c} = of_[g{c}];" if bits == 4 else "")
 
-    def body(guard: bool) -> list[str]:
-        B = ["    let wv = qw[wrow + u]; let k0 = u * " + str(vpu) + ";"]
-        if unit_scale:
-            B.append(f"    let g = grow + k0 / {gs};")
-            B.append("    let sc = sc_[g];" + (" let ofs = of_[g];" if bits == 4 else ""))
-        for j in range(UNIT_WORDS):
+    def body(guard: bool, nu: int) -> list[str]:
+        """Steps s, s + lanes, .. (nu of them): every weight load first, then the math."""
+        B = []
+        for u in range(nu):
+            B.append(f"    let s{u} = s + {u * lanes};")
+            B += [f"    let wv{u}_{c} = qw[wrow{c} + s{u}];" for c in range(cols)]
+        for u in range(nu):
             B.append("    {")
-            if grouped and not unit_scale:
-                B.append(f"      let g = grow + (k0 + {j * pw}) / {gs};")
-                B.append("      let sc = sc_[g];" + (" let ofs = of_[g];" if bits == 4 else ""))
-            elif bits == 4 and not grouped:  # (int4 is always grouped: G = 1 is one group)
-                raise ValueError("pyrite: internal: int4 weights always carry group scales")
-            for h, q in enumerate(_unpack(bits, f"wv[{j}]")):
-                kk = j * pw + 4 * h  # this vec4's first value, from k0
-                B.append(f"      let dq{h} = {_dequant(bits, grouped, q)};")
-                for r in range(rm):
-                    B.append(f"      acc{r} = fma(dq{h}, {_xload(r, kk, xvec, guard)}, acc{r});")
+            B.append(f"    let k0 = s{u} * {spv};")
+            if step_scale:
+                for c in range(cols):
+                    B.append(f"    let g{c} = grow{c} + k0 / {gs}; " + sc_names.format(c=c))
+            for j in range(wpl):
+                B.append("    {")
+                if grouped and not step_scale:
+                    for c in range(cols):
+                        B.append(f"      let g{c} = grow{c} + (k0 + {j * pw}) / {gs}; "
+                                 + sc_names.format(c=c))  # fmt: skip
+                for h in range(pw // 4):
+                    kk = j * pw + 4 * h
+                    for r in range(rm):
+                        B.append(f"      let x{r}_{h} = {_xload(r, kk, xvec, guard)};")
+                for c in range(cols):
+                    word = f"wv{u}_{c}" if wpl == 1 else f"wv{u}_{c}[{j}]"
+                    for h, q in enumerate(_unpack(bits, word)):
+                        B.append(f"      let dq{c}_{h} = {_dequant(bits, grouped, q, c)};")
+                        B += [
+                            f"      acc{r}_{c} = acc{r}_{c} + dot(dq{c}_{h}, x{r}_{h});"
+                            for r in range(rm)
+                        ]
+                B.append("    }")
             B.append("    }")
         return B
 
-    L.append(f"  for (var u = lane; u < uf; u += {lanes}) {{")
-    L += body(False)
-    L.append("  }")
-    if tail:  # the row's last unit, past K: one lane, X's loads guarded
-        L.append(f"  if (lane == uf % {lanes}) {{")
-        L.append("    let u = uf;")
-        L += body(True)
+    L.append("  var s = lane;")
+    if unroll > 1:
+        L.append(f"  for (; s + {(unroll - 1) * lanes} < sf; s += {unroll * lanes}) {{")
+        L += body(False, unroll)
         L.append("  }")
-    for r in range(rm):
-        L.append(f"  red[{r * 256} + li] = dot(acc{r}, vec4<f32>(1.0));")
-    L += lane_tree(rm, lanes)
-    L.append("  if (lane == 0 && n < N) {")
-    if not grouped:
-        L.append("    let s = sc_[nn];")
-    for r in range(rm):
-        v = f"red[{r * 256} + li]"
-        if not grouped:
-            v = f"{v} * s"
-        if bias:
-            v = f"{v} + bs[info[9] + n * info[10]]"
-        L.append(f"    if ({r} < M) {{ y[info[11] + {r} * N + n] = {v}; }}")
-    L += ["  }", "}"]
+    L.append(f"  for (; s < sf; s += {lanes}) {{")
+    L += body(False, 1)
+    L.append("  }")
+    if tail:  # the row's last step, past K: one lane, X's loads guarded
+        L.append(f"  if (lane == sf % {lanes}) {{")
+        L.append("    s = sf;")
+        L += body(True, 1)
+        L.append("  }")
+    slices = [(r, c) for c in range(cols) for r in range(rm)]
+    for i0 in range(0, len(slices), nslice):
+        chunk = slices[i0 : i0 + nslice]
+        if i0:
+            L.append("  workgroupBarrier();")
+        for i, (r, c) in enumerate(chunk):
+            L.append(f"  red[{i * 256} + li] = acc{r}_{c};")
+        L += lane_tree(len(chunk), lanes)
+        L.append("  if (lane == 0) {")
+        for i, (r, c) in enumerate(chunk):
+            v = f"red[{i * 256} + li]"
+            if not grouped:
+                v = f"{v} * sc_[nn{c}]"
+            if bias:
+                v = f"{v} + bs[info[9] + nn{c} * info[10]]"
+            L.append(
+                f"    if ({r} < M && n0 + {c} < N) {{ y[info[11] + {r} * N + n0 + {c}] = {v}; }}"
+            )
+        L.append("  }")
+    L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
 
 

@@ -33,7 +33,7 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
-from ..kernels.quant import PER_WORD, UNIT_WORDS, dequant, qgemv, values_per_unit
+from ..kernels.quant import PER_WORD, UNIT_WORDS, dequant, qgemv, values_per_unit  # noqa: F401
 from ..tensor import Tensor
 from . import matmul as _matmul
 from .core import empty, max_loop_iterations, upload
@@ -44,9 +44,15 @@ QGEMV_ROWS = 8
 # reading the packed weight); more rows dequantize into a float32 weight and run a GEMM.
 # Measured on the H200 (2026-12-02, `python -m pyrite bench --only quant`): see the README's table.
 QGEMV_MAX_M = 32
-# Lanes sharing one output's dot product (each strides through the row a 16-byte unit at a time):
-# measured on the H200 as above, 1 x 4096 . 11008 x 4096^T.
+# The GEMV's shape, by weight bits: lanes sharing one output's dot product (each strides
+# through the row `QGEMV_WORDS` packed words at a step: consecutive lanes read consecutive
+# words, so the weight's and X's loads are both coalesced), and, by rows, the output columns a
+# group of lanes computes (X's values, loaded once, serve them all). Measured on the H200 as
+# above, 1 x 4096 . 11008 x 4096^T and 8 x 4096 ... (the bench's "GEMV shape" rows).
 QGEMV_LANES = {8: 32, 4: 32}
+QGEMV_WORDS = {8: 1, 4: 1}
+QGEMV_COLS = {1: 4, 2: 4, 4: 2, 8: 2}
+QGEMV_UNROLL = {1: 1, 2: 1, 4: 1, 8: 1}
 
 
 class QuantizedWeight:
@@ -103,7 +109,9 @@ class QuantizedWeight:
         if bits == 8:
             words = np.ascontiguousarray(pad.astype(np.int8)).view("<u4")
         else:
-            nib = pad.astype(np.uint32).reshape(N, kp // 8, 8) << (4 * np.arange(8, dtype=np.uint32))
+            nib = pad.astype(np.uint32).reshape(N, kp // 8, 8) << (
+                4 * np.arange(8, dtype=np.uint32)
+            )
             words = np.bitwise_or.reduce(nib, axis=2).astype("<u4")
         qweight = upload(words.view(np.int32), D.int32)
         scales = upload(s.astype(np.float32), D.float32)
@@ -158,7 +166,9 @@ def _check_format(bits, group_size):
         raise ValueError(f"pyrite: quantized weights are int8 or int4 (bits 8 or 4), not {bits!r}")
     if group_size is not None:
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-            raise ValueError(f"pyrite: group_size must be a positive int or None, not {group_size!r}")
+            raise ValueError(
+                f"pyrite: group_size must be a positive int or None, not {group_size!r}"
+            )
         pw = PER_WORD[bits]
         if group_size % pw:
             raise ValueError(
@@ -174,7 +184,9 @@ def _host(x, what):
     try:
         return np.asarray(x)
     except Exception as e:  # pragma: no cover - numpy's own message names the problem
-        raise TypeError(f"pyrite: {what} must be a tensor or an array, not {type(x).__name__}") from e
+        raise TypeError(
+            f"pyrite: {what} must be a tensor or an array, not {type(x).__name__}"
+        ) from e
 
 
 def _groups(a, N, groups, what):
@@ -198,7 +210,9 @@ def quantize_weight(weight, bits=8, group_size=None) -> QuantizedWeight:
     features (the module docstring gives the rounding). Reads the weight to the host once."""
     bits, gs = _check_format(bits, group_size)
     if isinstance(weight, Tensor) and not weight.dtype.is_floating_point:
-        raise TypeError(f"pyrite: quantize_weight: weight must be floating point, not {weight.dtype!r}")
+        raise TypeError(
+            f"pyrite: quantize_weight: weight must be floating point, not {weight.dtype!r}"
+        )
     w = _host(weight, "weight").astype(np.float64)
     if w.ndim != 2:
         raise ShapeError(
@@ -235,7 +249,9 @@ def quantize_weight(weight, bits=8, group_size=None) -> QuantizedWeight:
 # ---- the product -----------------------------------------------------------------------------
 def _check_args(x, qw, bias):
     if not isinstance(qw, QuantizedWeight):
-        raise TypeError(f"pyrite: qlinear(): weight must be a QuantizedWeight, not {type(qw).__name__}")
+        raise TypeError(
+            f"pyrite: qlinear(): weight must be a QuantizedWeight, not {type(qw).__name__}"
+        )
     if not isinstance(x, Tensor):
         raise TypeError(f"pyrite: qlinear(): input must be Tensor, not {type(x).__name__}")
     if not x.dtype.is_floating_point:
@@ -259,8 +275,8 @@ def _check_args(x, qw, bias):
 def _gemv_fits(qw, M, dev) -> bool:
     if M > QGEMV_MAX_M or dev.adapter_type == "CPU" and M > QGEMV_ROWS:
         return False
-    units = qw.qweight._shape[1] // UNIT_WORDS
-    return -(-units // QGEMV_LANES[qw.bits]) + 2 <= max_loop_iterations()
+    steps = qw.qweight._shape[1] // QGEMV_WORDS[qw.bits]
+    return -(-steps // QGEMV_LANES[qw.bits]) + 2 <= max_loop_iterations()
 
 
 def _qlinear_raw(input, qweight, bias=None):
@@ -292,12 +308,10 @@ def _qgemv(x, qw, b, M):
     xvec = K % 4 == 0 and x._offset % 4 == 0 and rs % 4 == 0
     bits = qw.bits
     grouped = qw.group_size is not None or bits == 4
-    lanes = QGEMV_LANES[bits]
-    vpu = values_per_unit(bits)
-    units = qw.qweight._shape[1] // UNIT_WORDS
-    full = K // vpu
+    lanes, wpl = QGEMV_LANES[bits], QGEMV_WORDS[bits]
+    spv = PER_WORD[bits] * wpl  # values a step
+    full = K // spv
     out = empty((M, N), D.float32)
-    wgs = -(-N // (256 // lanes))
     bufs = [x._storage.buffer, qw.qweight._storage.buffer, qw.scales._storage.buffer]
     if qw.offsets is not None:
         bufs.append(qw.offsets._storage.buffer)
@@ -308,8 +322,23 @@ def _qgemv(x, qw, b, M):
     for r0 in range(0, M, QGEMV_ROWS):
         m = min(QGEMV_ROWS, M - r0)
         rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
-        src = qgemv(bits, grouped, qw._gs(), rm, lanes, xvec, full < units, b is not None)
-        info = [m, N, K, wgs, x._offset + r0 * rs, rs, full, units, qw.scales._shape[1]]
+        cols = QGEMV_COLS[rm]
+        wgs = -(-N // (256 // lanes * cols))
+        src = qgemv(
+            bits,
+            grouped,
+            qw._gs(),
+            rm,
+            lanes,
+            wpl,
+            cols,
+            QGEMV_UNROLL[rm],
+            xvec,
+            full * spv < K,
+            b is not None,
+        )
+        info = [m, N, K, wgs, x._offset + r0 * rs, rs, full, qw.qweight._shape[1]]
+        info += [qw.scales._shape[1]]
         info += [b._offset, b._strides[0]] if b is not None else [0, 0]
         info.append(r0 * N)
         dev.dispatch(src, bufs, info, fold_grid(wgs))

@@ -1,0 +1,162 @@
+"""GPU time of the quantized GEMV (kernels/quant.qgemv) by timestamp queries, over its shape
+knobs (ops/quantized.py QGEMV_LANES / WORDS / COLS / UNROLL), at 1 x 4096 . 11008 x 4096^T and
+8 x 4096 ..., cycling through distinct weights (more bytes than the L2 holds); beside the copy
+kernel's rate, timed the same way. `PYRITE_BACKEND=wgpu|dawn python scripts/qgemv_time.py [--quick]`
+
+Two figures a configuration: the median of each dispatch in a pass of its own (`gpu_time`'s
+kernel_times; Dawn on the H200 rounds timestamps to 65.5 us, so there only the second counts)
+and the mean over one pass holding every dispatch of several rounds (back-to-back kernels, no
+host). Prints the best configurations and writes JSON when given `--json PATH`.
+"""
+
+import itertools
+import json
+import sys
+
+import numpy as np
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.bench.quant import _random_qweight
+from pyrite.ops import quantized as Q
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from gpu_time import kernel_times, pass_durations, timed_pass  # noqa: E402
+
+
+def one_pass_mean(fn, rounds=6):
+    """Mean nanoseconds a dispatch over one compute pass of `rounds` x fn's dispatches."""
+    dev = backend.current()
+    rec = []
+    orig = dev._dispatch
+
+    def capture(src, buffers, info, grid):
+        rec.append((src, list(buffers), list(info), tuple(grid)))
+        orig(src, buffers, info, grid)
+
+    dev._dispatch = capture
+    try:
+        keep = fn()
+    finally:
+        del dev._dispatch
+    pr.synchronize()
+    g, w = dev.device, dev.wgpu
+    qs = g.create_query_set(type="timestamp", count=2)
+    res = g.create_buffer(size=16, usage=w.BufferUsage.QUERY_RESOLVE | w.BufferUsage.COPY_SRC)
+    ds = []
+    for src, bufs, info, grid in rec:
+        bgl, _ = dev._layout(src.modes)
+        words = np.zeros(128, np.int32)
+        words[: len(info)] = info
+        ib = g.create_buffer_with_data(data=words.tobytes(), usage=w.BufferUsage.STORAGE)
+        entries = [
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(bufs)
+        ]
+        entries.append({"binding": len(bufs), "resource": {"buffer": ib, "offset": 0, "size": 512}})
+        bg = g.create_bind_group(layout=bgl, entries=entries)
+        ds.append((dev.pipeline(src)[0], bg, 0, grid))
+    enc = g.create_command_encoder()
+    timed_pass(enc, qs, 0, ds * rounds)
+    t = pass_durations(g, enc, qs, 2, res)[0]
+    del keep
+    return t / (len(ds) * rounds)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    dev = backend.current()
+    exact = dev.impl != "dawn"
+    print(f"{dev.name} ({dev.impl})")
+    rng = np.random.default_rng(0)
+    N, K = (1024, 1024) if quick else (11008, 4096)
+    sweep = (16 << 20) if quick else (400 << 20)
+    from pyrite.kernels.common import grid_for
+    from pyrite.kernels.elementwise import vec4_copy_kernel
+
+    n = sweep // 4
+    xs, ys = pr.rand(n), pr.empty(n)
+    vec = vec4_copy_kernel(4)
+
+    def copy():
+        dev.dispatch(
+            vec, (xs._storage.buffer, ys._storage.buffer), [n // 4], grid_for(n // 4, 1024)
+        )
+
+    tc = one_pass_mean(copy, rounds=8)
+    ceiling = 2 * sweep / tc
+    print(f"copy {sweep >> 20} MiB: {tc / 1e3:.1f} us, {ceiling:.0f} GB/s")
+    results = {"device": dev.name, "impl": dev.impl, "copy_GBps": ceiling, "rows": []}
+    F = pr.nn.functional
+    for dt in (pr.float32, pr.float16) if dev.has_f16 else (pr.float32,):
+        ws = [pr.randn(N, K, dtype=dt) for _ in range(max(2, sweep // (N * K * dt.itemsize)))]
+        for M in (1, 8):
+            x = pr.randn(M, K, dtype=dt)
+            t = one_pass_mean(lambda: [F.linear(x, w) for w in ws])
+            nb = N * K * dt.itemsize
+            print(
+                f"F.linear {dt} M={M}: {t / 1e3:.1f} us, {nb / t:.0f} GB/s ({nb / t / ceiling:.0%})"
+            )
+            results["rows"].append({"what": f"linear {dt}", "M": M, "ns": t, "GBps": nb / t})
+    saved = [dict(d) for d in (Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS, Q.QGEMV_UNROLL)]
+    for bits, gs in ((8, None), (4, 128), (4, 32)):
+        q0 = _random_qweight(rng, bits, gs, N, K)
+        ws = [q0] + [_random_qweight(rng, bits, gs, N, K) for _ in range(sweep // q0.nbytes)]
+        for M in (1, 8):
+            rm = 8 if M > 4 else M
+            x = pr.randn(M, K)
+            res = {}
+            for lanes, wpl, cols, unroll in itertools.product(
+                (8, 16, 32, 64), (1, 2, 4), (1, 2, 4), (1, 2, 4)
+            ):
+                if quick and (lanes, unroll) not in ((8, 1), (32, 2)):
+                    continue
+                Q.QGEMV_LANES[bits], Q.QGEMV_WORDS[bits] = lanes, wpl
+                Q.QGEMV_COLS[rm], Q.QGEMV_UNROLL[rm] = cols, unroll
+                t1 = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
+                t0 = (
+                    statistics_median(kernel_times(lambda: [Q.qlinear(x, w) for w in ws], reps=3))
+                    if exact
+                    else float("nan")
+                )
+                res[(lanes, wpl, cols, unroll)] = (t1, t0)
+                results["rows"].append(
+                    {
+                        "what": f"int{bits} g{gs}",
+                        "M": M,
+                        "lanes": lanes,
+                        "words": wpl,
+                        "cols": cols,
+                        "unroll": unroll,
+                        "ns": t1,
+                        "ns_alone": t0,
+                        "GBps": q0.nbytes / t1,
+                    }
+                )
+            for d, old in zip((Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS, Q.QGEMV_UNROLL), saved):
+                d.clear()
+                d.update(old)
+            t_def = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
+            order = sorted(res, key=lambda k: res[k][0])
+            print(
+                f"int{bits} g{gs} M={M} ({q0.nbytes / 1e6:.1f} MB): default {t_def / 1e3:.1f} us; best "
+                + "; ".join(
+                    f"{k}: {res[k][0] / 1e3:.1f} ({res[k][1] / 1e3:.1f} alone, "
+                    f"{q0.nbytes / res[k][0] / ceiling:.0%})"
+                    for k in order[:6]
+                )
+            )
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def statistics_median(times):
+    import statistics
+
+    return statistics.median(t for t, *_ in times)
+
+
+if __name__ == "__main__":
+    main()
