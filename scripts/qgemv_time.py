@@ -108,9 +108,9 @@ def main():
             x = pr.randn(M, K)
             res = {}
             for lanes, wpl, cols, unroll in itertools.product(
-                (8, 16, 32, 64), (1, 2, 4), (1, 2, 4), (1, 2, 4)
+                (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
             ):
-                if quick and (lanes, unroll) not in ((8, 1), (32, 2)):
+                if quick and (lanes, unroll) not in ((16, 1), (32, 2)):
                     continue
                 Q.QGEMV_LANES[bits], Q.QGEMV_WORDS[bits] = lanes, wpl
                 Q.QGEMV_COLS[rm], Q.QGEMV_UNROLL[rm] = cols, unroll
@@ -145,11 +145,12 @@ def main():
                     f"{k}: {res[k][0] / 1e3:.1f} ({res[k][1] / 1e3:.1f} alone, "
                     f"{q0.nbytes / res[k][0] / ceiling:.0%})"
                     for k in order[:6]
-                )
+                ),
+                flush=True,
             )
-    if out:
-        with open(out, "w") as f:
-            json.dump(results, f, indent=1)
+            if out:
+                with open(out, "w") as f:
+                    json.dump(results, f, indent=1)
 
 
 def statistics_median(times):
