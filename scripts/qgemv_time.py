@@ -1,5 +1,6 @@
 """GPU time of the quantized GEMV (kernels/quant.qgemv) by timestamp queries, over its shape
-knobs (ops/quantized.py QGEMV_LANES / WORDS / COLS / UNROLL), at 1 x 4096 . 11008 x 4096^T and
+knobs (ops/quantized.py QGEMV_LANES / WORDS / COLS / UNROLL; `--magic`: each also with
+QGEMV_MAGIC; `--configs "32,2,4,4;64,2,4,2"`: only those; `--no-linear`: no F.linear rows), at 1 x 4096 . 11008 x 4096^T and
 8 x 4096 ..., cycling through distinct weights (more bytes than the L2 holds); beside the copy
 kernel's rate, timed the same way. `PYRITE_BACKEND=wgpu|dawn python scripts/qgemv_time.py [--quick]`
 
@@ -66,6 +67,12 @@ def one_pass_mean(fn, rounds=6):
 def main():
     quick = "--quick" in sys.argv
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    magics = (False, True) if "--magic" in sys.argv else (False,)
+    configs = None
+    if "--configs" in sys.argv:  # "lanes,words,cols,unroll;..."
+        spec = sys.argv[sys.argv.index("--configs") + 1]
+        configs = {tuple(int(v) for v in c.split(",")) for c in spec.split(";")}
+    linear = "--no-linear" not in sys.argv
     dev = backend.current()
     exact = dev.impl != "dawn"
     print(f"{dev.name} ({dev.impl})")
@@ -89,7 +96,7 @@ def main():
     print(f"copy {sweep >> 20} MiB: {tc / 1e3:.1f} us, {ceiling:.0f} GB/s")
     results = {"device": dev.name, "impl": dev.impl, "copy_GBps": ceiling, "rows": []}
     F = pr.nn.functional
-    for dt in (pr.float32, pr.float16) if dev.has_f16 else (pr.float32,):
+    for dt in ((pr.float32, pr.float16) if dev.has_f16 else (pr.float32,)) if linear else ():
         ws = [pr.randn(N, K, dtype=dt) for _ in range(max(2, sweep // (N * K * dt.itemsize)))]
         for M in (1, 8):
             x = pr.randn(M, K, dtype=dt)
@@ -100,18 +107,21 @@ def main():
             )
             results["rows"].append({"what": f"linear {dt}", "M": M, "ns": t, "GBps": nb / t})
     saved = [dict(d) for d in (Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS, Q.QGEMV_UNROLL)]
-    for bits, gs in ((8, None), (4, 128), (4, 32)):
+    for bits, gs in ((8, None), (8, 128), (4, 128), (4, 32)):
         q0 = _random_qweight(rng, bits, gs, N, K)
         ws = [q0] + [_random_qweight(rng, bits, gs, N, K) for _ in range(sweep // q0.nbytes)]
         for M in (1, 8):
             rm = 8 if M > 4 else M
             x = pr.randn(M, K)
             res = {}
-            for lanes, wpl, cols, unroll in itertools.product(
-                (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
+            for magic, lanes, wpl, cols, unroll in itertools.product(
+                magics, (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
             ):
                 if quick and (lanes, unroll) not in ((16, 1), (32, 2)):
                     continue
+                if configs and (lanes, wpl, cols, unroll) not in configs:
+                    continue
+                Q.QGEMV_MAGIC = magic
                 Q.QGEMV_LANES[bits], Q.QGEMV_WORDS[bits] = lanes, wpl
                 Q.QGEMV_COLS[rm], Q.QGEMV_UNROLL[rm] = cols, unroll
                 t1 = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
@@ -120,7 +130,7 @@ def main():
                     if exact
                     else float("nan")
                 )
-                res[(lanes, wpl, cols, unroll)] = (t1, t0)
+                res[(lanes, wpl, cols, unroll) + (("magic",) if magic else ())] = (t1, t0)
                 results["rows"].append(
                     {
                         "what": f"int{bits} g{gs}",
@@ -129,11 +139,13 @@ def main():
                         "words": wpl,
                         "cols": cols,
                         "unroll": unroll,
+                        "magic": magic,
                         "ns": t1,
                         "ns_alone": t0,
                         "GBps": q0.nbytes / t1,
                     }
                 )
+            Q.QGEMV_MAGIC = False
             for d, old in zip((Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS, Q.QGEMV_UNROLL), saved):
                 d.clear()
                 d.update(old)

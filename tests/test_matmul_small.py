@@ -58,7 +58,7 @@ def test_gemv_linear_parity(m, k, rng, forced):
         got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
         assert mm.LAST[0] == "gemv"
         want_vec = 4 if k % 4 == 0 else 1  # unaligned K takes the scalar loads
-        assert mm.LAST[1] == (rm, min(vec, want_vec))
+        assert mm.LAST[1] == (rm, min(vec, want_vec), "f32")
         _check(got, x, w.T, b)
         got = (pr.tensor(x) @ pr.tensor(w).T).numpy()
         _check(got, x, w.T)
@@ -69,7 +69,7 @@ def test_gemv_batched_and_rows_below_the_baked_count(rng, forced):
     w = rng.standard_normal((45, 200)).astype(np.float32)
     mm.FORCE = ("gemv", (8, 4))
     got = (pr.tensor(x) @ pr.tensor(w).T).numpy()
-    assert mm.LAST == ("gemv", (8, 4))
+    assert mm.LAST == ("gemv", (8, 4, "f32"))
     _check(got, x, w.T)
 
 
@@ -268,7 +268,7 @@ def test_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_budget):
         got = F.linear(pr.tensor(x), pr.tensor(w), pr.tensor(b)).numpy()
     else:
         got = pr.addmm(pr.tensor(b), pr.tensor(x), pr.tensor(np.ascontiguousarray(w.T))).numpy()
-    assert mm.LAST == force
+    assert mm.LAST[0] == force[0] and mm.LAST[1][: len(force[1])] == force[1]
     assert any(p[0] == "split" for p in mm._plans.values())
     for chunk in (p[1] for p in mm._plans.values() if p[0] == "split"):
         assert mm.k_loop_iterations(force[0], force[1], chunk) <= 40
@@ -309,3 +309,31 @@ def test_linear_bias_grad_rides_in_the_weight_grad_kernel(rows, fin, fout, rng, 
     assert used == (alone if fast else alone + 1)
     _check(w.grad.numpy(), g.T, x)
     _check(b.grad.numpy()[None], np.ones((1, rows), np.float32), g)
+
+
+@pytest.mark.parametrize("m", [1, 3, 8])
+@pytest.mark.parametrize("k", [64, 136, 771])
+def test_gemv_float16_parity(m, k, rng, forced):
+    """f16 x, w, bias and output through the GEMV (8 halves a 16-byte load where K allows,
+    scalars otherwise): f32 sums, so within the f32 dot-product bound plus the output's f16
+    rounding (2^-11 relative)."""
+    if not backend.current().has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    n = 93
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
+    for vec in (1, 4):
+        mm.FORCE = ("gemv", (rm, vec))
+        for bias in (None, b):
+            got = F.linear(pr.tensor(x), pr.tensor(w), None if bias is None else pr.tensor(bias))
+            assert got.dtype is pr.float16
+            assert mm.LAST == ("gemv", (rm, vec if k % 8 == 0 else 1, "f16"))
+            ref = x.astype(np.float64) @ w.astype(np.float64).T
+            bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+            if bias is not None:
+                ref, bound = ref + bias, bound + np.abs(bias)
+            tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-11 * np.abs(ref) + 2.0**-24
+            err = np.abs(got.numpy().astype(np.float64) - ref)
+            assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"

@@ -652,35 +652,52 @@ def lane_tree(rm: int, lanes: int) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def gemv_rows(nb: int, epi: str, rm: int, vec: int) -> KernelSource:
-    """f32 C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride:
-    each output is a dot product of A's row with one of w's rows, both contiguous. A workgroup
-    of 256 computes 256 / GEMV_LANES output columns for all rm rows: each column's lanes stride
-    through K (`vec` = 4: vec4 loads, needing K, offsets and row strides multiples of 4; 1:
-    scalars), w's row read once for all rows, then a tree sum over the lanes in workgroup
-    memory. Rows past M are clamped on load and not stored. Info words as the GEMM kernels
-    (tiles along N = columns / (256 / GEMV_LANES), tiles along M = 1)."""
+def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32") -> KernelSource:
+    """C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride: each
+    output is a dot product of A's row with one of w's rows, both contiguous. A workgroup of
+    256 computes 256 / GEMV_LANES output columns for all rm rows: each column's lanes stride
+    through K (`vec` = 4: 16-byte loads, needing K, offsets and row strides multiples of the
+    values a load holds; 1: scalars), w's row read once for all rows, then a tree sum over the
+    lanes in workgroup memory. Rows past M are clamped on load and not stored. `st`: the
+    storage of A, B, C (and the epilogue's E), "f32" or "f16"; f16 with vec 4 reads 8 halves a
+    vec4<u32> (unpack2x16float), f16 with vec 1 reads f16 scalars (`shader-f16`); sums are f32
+    either way. Info words as the GEMM kernels (tiles along N = columns / (256 / GEMV_LANES),
+    tiles along M = 1)."""
     T = GEMV_LANES
     nc = 256 // T
-    vt = "vec4<f32>" if vec == 4 else "f32"
+    half = st == "f16"
+    if vec == 4:
+        vt, per = ("vec4<u32>", 8) if half else ("vec4<f32>", 4)
+    else:
+        vt, per = st, 1
     bufs = [("a", vt, "r"), ("b", vt, "r")]
     if epi != "none":
-        bufs.append(("e", "f32", "r"))
-    bufs.append(("c", "f32", "w"))
+        bufs.append(("e", st, "r"))
+    bufs.append(("c", st, "w"))
     L = [header(bufs), f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
     L += _prologue("f32", nb, epi)
-    sh = " >> 2u" if vec == 4 else ""
+    sh = {1: "", 4: " >> 2u", 8: " >> 3u"}[per]
     L += [
         f"  let li = i32(lix); let col = li / {T}; let lane = li % {T};",
         f"  let n = tn * {nc} + col; let bn = (b_base + min(n, N - 1) * s_bn){sh};",
     ]
+    at = "vec4<f32>" if vec == 4 else "f32"
     for r in range(rm):
         L.append(f"  let ar{r} = (a_base + min({r}, M - 1) * s_am){sh};")
-        L.append(f"  var acc{r} = {vt}(0.0);")
-    kq = "(K >> 2)" if vec == 4 else "K"
+        L.append(f"  var acc{r} = {at}(0.0);")
+    kq = {1: "K", 4: "(K >> 2)", 8: "(K >> 3)"}[per]
     L.append(f"  for (var k = lane; k < {kq}; k += {T}) {{")
     L.append("    let bv = b[bn + k];")
-    L += [f"    acc{r} = fma(a[ar{r} + k], bv, acc{r});" for r in range(rm)]
+    if vec == 4 and half:
+        L.append(f"    let b0 = {_halves('bv', 0)}; let b1 = {_halves('bv', 2)};")
+        for r in range(rm):
+            L.append(f"    {{ let av = a[ar{r} + k];")
+            L.append(f"      acc{r} = fma({_halves('av', 0)}, b0, acc{r});")
+            L.append(f"      acc{r} = fma({_halves('av', 2)}, b1, acc{r}); }}")
+    elif half:
+        L += [f"    acc{r} = fma(f32(a[ar{r} + k]), f32(bv), acc{r});" for r in range(rm)]
+    else:
+        L += [f"    acc{r} = fma(a[ar{r} + k], bv, acc{r});" for r in range(rm)]
     L.append("  }")
     for r in range(rm):
         v = f"dot(acc{r}, vec4<f32>(1.0))" if vec == 4 else f"acc{r}"
@@ -688,11 +705,15 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int) -> KernelSource:
     L += lane_tree(rm, T)
     L.append("  if (lane == 0 && n < N) {")
     for r in range(rm):
-        L.append(
-            f"    if ({r} < M) {{ {_store_line(str(r), 'n', f'red[{r * 256} + li]', 'f32', 'f32', 'f32', epi)} }}"
-        )
+        store = _store_line(str(r), "n", f"red[{r * 256} + li]", "f32", st, st, epi)
+        L.append(f"    if ({r} < M) {{ {store} }}")
     L += ["  }", "}"]
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+
+
+def _halves(v: str, i: int) -> str:
+    """The four halves in words i, i + 1 of vec4<u32> `v`, as a vec4<f32>."""
+    return f"vec4<f32>(unpack2x16float({v}[{i}]), unpack2x16float({v}[{i + 1}]))"
 
 
 GEMVN_COLS = 32  # output columns a workgroup of `gemv_cols` (8 vec4 groups x 32 K-slices)

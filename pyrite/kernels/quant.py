@@ -49,12 +49,28 @@ def values_per_unit(bits: int) -> int:
     return PER_WORD[bits] * UNIT_WORDS
 
 
-def _unpack(bits: int, word: str) -> list[str]:
-    """WGSL vec4<f32> expressions of the quantized values of `word`, four at a time."""
-    if bits == 8:  # bytes 0..3, sign-extended by an arithmetic shift
-        return [
+def _unpack(bits: int, word: str, magic: bool = False) -> list[str]:
+    """WGSL vec4<f32> expressions of the quantized values of `word`, four at a time. `magic`:
+    convert without an integer-to-float instruction (a quarter-rate one on NVIDIA): the value's
+    bits ORed under the exponent of 2^23 make the float 2^23 + q exactly; subtracting 2^23 (also
+    exact) leaves q. int8's signed bytes are flipped to q + 128 first (XOR 0x80) and 2^23 + 128
+    subtracted."""
+    if bits == 8:
+        if magic:
+            return [
+                f"(bitcast<vec4<f32>>(((vec4<u32>({word} ^ 0x80808080u) >> "
+                "vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) | vec4<u32>(0x4B000000u))"
+                " - vec4<f32>(8388736.0))"
+            ]
+        return [  # bytes 0..3, sign-extended by an arithmetic shift
             f"vec4<f32>(bitcast<vec4<i32>>(vec4<u32>({word}) << vec4<u32>(24u, 16u, 8u, 0u))"
             " >> vec4<u32>(24u))"
+        ]
+    if magic:
+        return [
+            f"(bitcast<vec4<f32>>(((vec4<u32>({word}) >> vec4<u32>({a}u, {a + 4}u, {a + 8}u, "
+            f"{a + 12}u)) & vec4<u32>(15u)) | vec4<u32>(0x4B000000u)) - vec4<f32>(8388608.0))"
+            for a in (0, 16)
         ]
     return [
         f"vec4<f32>((vec4<u32>({word}) >> vec4<u32>({a}u, {a + 4}u, {a + 8}u, {a + 12}u))"
@@ -73,12 +89,13 @@ def _dequant(bits: int, grouped: bool, q: str, c="") -> str:
 
 @lru_cache(maxsize=128)
 def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols: int,
-          unroll: int, xvec: bool, tail: bool, bias: bool) -> KernelSource:  # fmt: skip
+          unroll: int, xvec: bool, tail: bool, bias: bool, magic: bool = False) -> KernelSource:  # fmt: skip
     """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
     unused when not `grouped`); `wpl`: words a lane loads at a step (1, 2 or 4: u32, vec2, vec4);
     `cols`: output columns a lane group computes (X's values, loaded once, serve all of them);
     `unroll`: steps a loop iteration takes (their words all loaded before any is used: more
-    loads in flight a lane); `tail`: K is not a multiple of a step's values."""
+    loads in flight a lane); `tail`: K is not a multiple of a step's values; `magic`: _unpack's
+    conversion without integer-to-float instructions."""
     pw = PER_WORD[bits]
     spv = pw * wpl  # values a step
     groups = 256 // lanes
@@ -114,12 +131,19 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         for u in range(nu):
             B.append(f"    let s{u} = s + {u * lanes};")
             B += [f"    let wv{u}_{c} = qw[wrow{c} + s{u}];" for c in range(cols)]
+            if step_scale:  # (the group's scale loaded beside its words, before any math)
+                for c in range(cols):
+                    B.append(
+                        f"    let g{u}_{c} = grow{c} + s{u} * {spv} / {gs}; "
+                        + sc_names.format(c=f"{u}_{c}")
+                    )
         for u in range(nu):
             B.append("    {")
             B.append(f"    let k0 = s{u} * {spv};")
             if step_scale:
                 for c in range(cols):
-                    B.append(f"    let g{c} = grow{c} + k0 / {gs}; " + sc_names.format(c=c))
+                    of = f" let ofs{c} = ofs{u}_{c};" if bits == 4 else ""
+                    B.append(f"    let sc{c} = sc{u}_{c};{of}")
             for j in range(wpl):
                 B.append("    {")
                 if grouped and not step_scale:
@@ -132,7 +156,7 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
                         B.append(f"      let x{r}_{h} = {_xload(r, kk, xvec, guard)};")
                 for c in range(cols):
                     word = f"wv{u}_{c}" if wpl == 1 else f"wv{u}_{c}[{j}]"
-                    for h, q in enumerate(_unpack(bits, word)):
+                    for h, q in enumerate(_unpack(bits, word, magic)):
                         B.append(f"      let dq{c}_{h} = {_dequant(bits, grouped, q, c)};")
                         B += [
                             f"      acc{r}_{c} = acc{r}_{c} + dot(dq{c}_{h}, x{r}_{h});"

@@ -233,8 +233,9 @@ def k_loop_iterations(kind: str, params, K: int) -> int:
         return K + 1
     if kind == "tiled":
         return -(-K // 16) * (TK_TILED_LOOPS + 1) + 1
-    if kind == "gemv":  # lanes stride through K (vec4 or scalars), then an unrolled tree sum
-        return -(-K // (GEMV_LANES * params[1])) + 1
+    if kind == "gemv":  # lanes stride through K (16-byte loads or scalars), then a tree sum
+        per = params[1] * (2 if params[1] == 4 and params[2:] == ("f16",) else 1)
+        return -(-K // (GEMV_LANES * per)) + 1
     if kind == "gemvn":  # 32 slices of K
         return -(-K // 32) + 1
     return -(-K // params[4]) + 1
@@ -281,20 +282,27 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
 
 
 def _gemv_params(dev, a, b, e, out_dt, M, K):
-    """(kind, params) for a GEMV kernel, or None: f32, M <= GEMV_MAX_M rows (baked as 1, 2, 4
-    or 8), on a GPU (see GEMV_MAX_M). B with unit K stride and A with unit K stride (x @ w.T
-    for a row-major w) take `gemv_rows`, with vec4 loads where K, offsets and row strides allow;
-    B with unit N stride and N, its offset and row stride multiples of 4 (x @ w) `gemv_cols`."""
-    if a.dtype.wgsl != "f32" or b.dtype.wgsl != "f32" or out_dt.wgsl != "f32" or K == 0:
+    """(kind, params) for a GEMV kernel, or None: M <= GEMV_MAX_M rows (baked as 1, 2, 4 or 8),
+    on a GPU (see GEMV_MAX_M). B with unit K stride and A with unit K stride (x @ w.T for a
+    row-major w) take `gemv_rows` — f32, or f16 (A, B, the output and any bias all f16) — with
+    16-byte loads where K, offsets and row strides allow (multiples of 4 values, f16 8); B with
+    unit N stride and N, its offset and row stride multiples of 4 (x @ w) `gemv_cols`, f32."""
+    st = a.dtype.wgsl
+    if st not in ("f32", "f16") or b.dtype.wgsl != st or out_dt.wgsl != st or K == 0:
         return None
-    if e is not None and e.dtype.wgsl != "f32":
+    if e is not None and e.dtype.wgsl != st:
         return None
     if b._strides[-2] == 1 and a._strides[-1] == 1:
         kind = "gemv"
-        aligned = K % 4 == 0 and a._offset % 4 == 0 and b._offset % 4 == 0
-        aligned = aligned and (M == 1 or a._strides[-2] % 4 == 0) and b._strides[-1] % 4 == 0
+        q = 8 if st == "f16" else 4
+        aligned = K % q == 0 and a._offset % q == 0 and b._offset % q == 0
+        aligned = aligned and (M == 1 or a._strides[-2] % q == 0) and b._strides[-1] % q == 0
         vec = 4 if aligned else 1
-    elif b._strides[-1] == 1 and not (b._shape[-1] % 4 or b._offset % 4 or b._strides[-2] % 4):
+    elif (
+        st == "f32"
+        and b._strides[-1] == 1
+        and not (b._shape[-1] % 4 or b._offset % 4 or b._strides[-2] % 4)
+    ):
         kind, vec = "gemvn", None
     else:
         return None
@@ -307,7 +315,7 @@ def _gemv_params(dev, a, b, e, out_dt, M, K):
         return None
     else:
         rm = 1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8
-    return (kind, (rm,) if vec is None else (rm, vec))
+    return (kind, (rm,) if vec is None else (rm, vec, st))
 
 
 def _split_fits(dev, S, variant, M, N, K, fast_lay):

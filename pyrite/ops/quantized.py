@@ -53,6 +53,7 @@ QGEMV_LANES = {8: 32, 4: 32}
 QGEMV_WORDS = {8: 1, 4: 1}
 QGEMV_COLS = {1: 4, 2: 4, 4: 2, 8: 2}
 QGEMV_UNROLL = {1: 1, 2: 1, 4: 1, 8: 1}
+QGEMV_MAGIC = False
 
 
 class QuantizedWeight:
@@ -336,6 +337,7 @@ def _qgemv(x, qw, b, M):
             xvec,
             full * spv < K,
             b is not None,
+            QGEMV_MAGIC,
         )
         info = [m, N, K, wgs, x._offset + r0 * rs, rs, full, qw.qweight._shape[1]]
         info += [qw.scales._shape[1]]
