@@ -120,23 +120,38 @@ def test_many_rows_take_the_dequantized_gemm_and_agree(rng, bits, gs, monkeypatc
 @pytest.mark.parametrize("bits,gs,K", [(8, None, 203), (8, 64, 160), (4, 32, 141), (4, 128, 256)])
 def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
     """The GEMV's shape knobs (lanes a column, words a lane's step, columns a lane group, steps
-    an iteration) all give the product within the rounding bound, K's tail included."""
+    an iteration) and both conversions of the packed values (I2F, and the exponent trick of
+    QGEMV_MAGIC), scales staged in workgroup memory or not, all give the product within the
+    rounding bound, K's tail included."""
     N = 23
     q, sc, off, w = _draw(rng, bits, N, K, gs)
     qw = QuantizedWeight.from_values(q, sc, off, bits=bits, group_size=gs)
     b = rng.standard_normal(N).astype(np.float32)
     x = rng.standard_normal((6, K)).astype(np.float32)
-    # (rows, lanes, words, columns, steps an iteration): each row count under another shape
-    knobs = [(1, 64, 1, 4, 4), (2, 16, 2, 2, 2), (4, 32, 4, 4, 1), (6, 8, 1, 2, 2)]
-    for M, lanes, wpl, cols, unroll in knobs:
+    # (rows, lanes, words, columns, steps an iteration, magic, staged scales): each row count
+    # another shape
+    knobs = [
+        (1, 64, 1, 4, 4, True, False),
+        (2, 16, 2, 2, 2, False, True),
+        (4, 32, 4, 4, 1, True, True),
+        (6, 8, 1, 2, 2, False, False),
+    ]
+    for M, lanes, wpl, cols, unroll, magic, stage in knobs:
         rm = 8 if M > 4 else M
         monkeypatch.setitem(Q.QGEMV_LANES, bits, lanes)
         monkeypatch.setitem(Q.QGEMV_WORDS, bits, wpl)
         monkeypatch.setitem(Q.QGEMV_COLS, rm, cols)
         monkeypatch.setitem(Q.QGEMV_UNROLL, rm, unroll)
+        monkeypatch.setattr(Q, "QGEMV_MAGIC", magic)
+        monkeypatch.setattr(Q, "QGEMV_STAGE", stage)
         y, tol = _ref(x[:M], w, b)
         out = qlinear(pr.tensor(x[:M]), qw, pr.tensor(b))
-        assert_close(out, y, atol=tol, msg=f"lanes {lanes} words {wpl} cols {cols} x{unroll} M={M}")
+        assert_close(
+            out,
+            y,
+            atol=tol,
+            msg=f"{lanes} lanes, {wpl} words, {cols} cols, x{unroll}, magic {magic}, M={M}",
+        )
 
 
 def test_strided_and_batched_inputs_and_other_float_dtypes(rng):

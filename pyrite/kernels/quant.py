@@ -16,20 +16,25 @@ it:
   int4:  W[n, k] = q · scales[n, k / gs] + offsets[n, k / gs]  (asymmetric: GGUF's Q4_1, or a
                                                            zero point z as offset = -z · scale)
 
-`qgemv`: Y (M, N) = X (M, K) · Wᵀ (+ bias) for M <= rm rows (baked 1, 2, 4 or 8): a workgroup of
-256 is 256 / lanes output columns × `lanes` lanes; each column's lanes stride through its row of
-qweight a vec4<u32> unit at a time, dequantize the unit once (fma of the values with the group's
-scale and offset) and multiply it into all rm rows of X (vec4 loads of X where K, its offset and
-row stride are multiples of 4). A unit that runs past K (the row's last, when K is not a
-multiple of VPU) is taken by one lane with X's loads guarded. Then a tree over the lanes in
-workgroup memory. Per-row int8 scales multiply the sum once at the end.
+`qgemv`: Y (M, N) = X (M, K) · Wᵀ (+ bias) for M <= rm rows (baked 1, 2, 4 or 8). A workgroup
+of 256 invocations is 256 / lanes lane groups, each computing `cols` adjacent output columns:
+its `lanes` lanes stride through the columns' rows of qweight a step at a time (a step: `wpl`
+words a lane, one u32 / vec2 / vec4 load a column — consecutive lanes read consecutive words, so
+a lane group's loads are coalesced), `unroll` steps an iteration with every word (and each
+group's scale and offset) loaded before any is used, so more bytes are in flight a lane. Each
+word is dequantized once (the fma with its group's scale and offset) and multiplied into all rm
+rows of X, whose values, loaded once a step (vec4 loads where K, its offset and row stride are
+multiples of 4), serve all `cols` columns. The row's last step, when it runs past K, is taken by
+one lane with X's loads guarded. Then a tree over the lanes in workgroup memory; per-row int8
+scales multiply the sum once at the end. The knobs' measured values are in ops/quantized.py.
+
+qgemv info words (i32):
+  [0] M  [1] N  [2] K  [3] workgroups  [4] X offset  [5] X row stride  [6] full steps a row
+  [7] words a row  [8] G  [9] bias offset  [10] bias stride  [11] Y offset
 
 `dequant`: W as f32 (N, K), one invocation a packed word: the path for many rows (a GEMM over
 the dequantized weight) and for the gradient with respect to X.
 
-qgemv info words (i32):
-  [0] M  [1] N  [2] K  [3] workgroups  [4] X offset  [5] X row stride  [6] full units a row
-  [7] units a row  [8] G  [9] bias offset  [10] bias stride  [11] Y offset
 dequant info words: [0] words in all (N · WR)  [1] WR  [2] K  [3] G
 """
 
@@ -87,15 +92,26 @@ def _dequant(bits: int, grouped: bool, q: str, c="") -> str:
     return f"({q} * sc{c})" if grouped else q
 
 
+STAGE_FLOATS = 4096  # workgroup memory for staged scales: 16 KiB, WebGPU's guaranteed limit
+
+
+def stage_fits(bits: int, lanes: int, cols: int, groups_a_row: int) -> bool:
+    """Whether a workgroup's rows of scales (and int4's offsets) fit in STAGE_FLOATS."""
+    return (256 // lanes) * cols * groups_a_row * (2 if bits == 4 else 1) <= STAGE_FLOATS
+
+
 @lru_cache(maxsize=128)
 def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols: int,
-          unroll: int, xvec: bool, tail: bool, bias: bool, magic: bool = False) -> KernelSource:  # fmt: skip
+          unroll: int, xvec: bool, tail: bool, bias: bool, magic: bool = False,
+          stage: bool = False) -> KernelSource:  # fmt: skip
     """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
     unused when not `grouped`); `wpl`: words a lane loads at a step (1, 2 or 4: u32, vec2, vec4);
     `cols`: output columns a lane group computes (X's values, loaded once, serve all of them);
     `unroll`: steps a loop iteration takes (their words all loaded before any is used: more
     loads in flight a lane); `tail`: K is not a multiple of a step's values; `magic`: _unpack's
-    conversion without integer-to-float instructions."""
+    conversion without integer-to-float instructions; `stage` (grouped only): the workgroup's
+    rows of scales (and offsets) copied into workgroup memory first (STAGE_FLOATS at most,
+    `stage_fits`), the loop reading them there instead of from the storage buffers."""
     pw = PER_WORD[bits]
     spv = pw * wpl  # values a step
     groups = 256 // lanes
@@ -108,7 +124,9 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         bufs.append(("bs", "f32", "r"))
     bufs.append(("y", "f32", "w"))
     nslice = min(8, rm * cols)
-    L = [header(bufs), f"var<workgroup> red: array<f32, {nslice * 256}>;", ENTRY.format(wg=256)]
+    stage = stage and grouped
+    size = max(nslice * 256, STAGE_FLOATS if stage else 0)
+    L = [header(bufs), f"var<workgroup> red: array<f32, {size}>;", ENTRY.format(wg=256)]
     L += [
         "  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
         "  if (w >= info[3]) { return; }",
@@ -116,14 +134,30 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         f"  let li = i32(lix); let grp = li / {lanes}; let lane = li % {lanes};",
         f"  let n0 = (w * {groups} + grp) * {cols}; let sf = info[6];",
     ]
+    if stage:  # the workgroup's rows w·R .. w·R + R - 1 of scales (offsets after them)
+        R = groups * cols
+        L += [
+            f"  let tot = {R} * G; let r0 = w * {R};",
+            "  for (var i = li; i < tot; i += 256) {",
+            "    let src = min(r0 + i / G, N - 1) * G + i % G;",
+            "    red[i] = sc_[src];" + (" red[tot + i] = of_[src];" if bits == 4 else ""),
+            "  }",
+            "  workgroupBarrier();",
+        ]
     for c in range(cols):
         L.append(f"  let nn{c} = min(n0 + {c}, N - 1);")
-        L.append(f"  let wrow{c} = nn{c} * (info[7] / {wpl}); let grow{c} = nn{c} * G;")
+        grow = f"(grp * {cols} + {c}) * G" if stage else f"nn{c} * G"
+        L.append(f"  let wrow{c} = nn{c} * (info[7] / {wpl}); let grow{c} = {grow};")
     for r in range(rm):
         L.append(f"  let xr{r} = info[4] + min({r}, M - 1) * info[5];")
         L += [f"  var acc{r}_{c} = 0.0;" for c in range(cols)]
     step_scale = grouped and gs % spv == 0
-    sc_names = "let sc{c} = sc_[g{c}];" + (" let ofs{c} = of_[g{c}];" if bits == 4 else "")
+    if stage:
+        sc_names = "let sc{c} = red[g{c}];" + (
+            " let ofs{c} = red[tot + g{c}];" if bits == 4 else ""
+        )
+    else:
+        sc_names = "let sc{c} = sc_[g{c}];" + (" let ofs{c} = of_[g{c}];" if bits == 4 else "")
 
     def body(guard: bool, nu: int) -> list[str]:
         """Steps s, s + lanes, .. (nu of them): every weight load first, then the math."""
@@ -179,6 +213,8 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         L.append("    s = sf;")
         L += body(True, 1)
         L.append("  }")
+    if stage:  # (every lane done with the staged scales before the sums overwrite them)
+        L.append("  workgroupBarrier();")
     slices = [(r, c) for c in range(cols) for r in range(rm)]
     for i0 in range(0, len(slices), nslice):
         chunk = slices[i0 : i0 + nslice]

@@ -33,7 +33,14 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
-from ..kernels.quant import PER_WORD, UNIT_WORDS, dequant, qgemv, values_per_unit  # noqa: F401
+from ..kernels.quant import (  # noqa: F401
+    PER_WORD,
+    UNIT_WORDS,
+    dequant,
+    qgemv,
+    stage_fits,
+    values_per_unit,
+)
 from ..tensor import Tensor
 from . import matmul as _matmul
 from .core import empty, max_loop_iterations, upload
@@ -54,6 +61,7 @@ QGEMV_WORDS = {8: 1, 4: 1}
 QGEMV_COLS = {1: 4, 2: 4, 4: 2, 8: 2}
 QGEMV_UNROLL = {1: 1, 2: 1, 4: 1, 8: 1}
 QGEMV_MAGIC = False
+QGEMV_STAGE = True
 
 
 class QuantizedWeight:
@@ -338,6 +346,7 @@ def _qgemv(x, qw, b, M):
             full * spv < K,
             b is not None,
             QGEMV_MAGIC,
+            QGEMV_STAGE and grouped and stage_fits(bits, lanes, cols, qw.scales._shape[1]),
         )
         info = [m, N, K, wgs, x._offset + r0 * rs, rs, full, qw.qweight._shape[1]]
         info += [qw.scales._shape[1]]
