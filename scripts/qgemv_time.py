@@ -1,5 +1,5 @@
 """GPU time of the quantized GEMV (kernels/quant.qgemv) by timestamp queries, over its shape
-knobs (ops/quantized.py QGEMV_LANES / WORDS / COLS / UNROLL; `--magic`: each also with
+knobs (ops/quantized.py QGEMV_SHAPE; `--magic`: each also with
 QGEMV_MAGIC; `--configs "32,2,4,4;64,2,4,2"`: only those; `--no-linear`: no F.linear rows), at 1 x 4096 . 11008 x 4096^T and
 8 x 4096 ..., cycling through distinct weights (more bytes than the L2 holds); beside the copy
 kernel's rate, timed the same way. `PYRITE_BACKEND=wgpu|dawn python scripts/qgemv_time.py [--quick]`
@@ -106,7 +106,7 @@ def main():
                 f"F.linear {dt} M={M}: {t / 1e3:.1f} us, {nb / t:.0f} GB/s ({nb / t / ceiling:.0%})"
             )
             results["rows"].append({"what": f"linear {dt}", "M": M, "ns": t, "GBps": nb / t})
-    saved = [dict(d) for d in (Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS, Q.QGEMV_UNROLL)]
+    saved = dict(Q.QGEMV_SHAPE)
     for bits, gs in ((8, None), (8, 128), (4, 128), (4, 32)):
         q0 = _random_qweight(rng, bits, gs, N, K)
         ws = [q0] + [_random_qweight(rng, bits, gs, N, K) for _ in range(sweep // q0.nbytes)]
@@ -122,8 +122,7 @@ def main():
                 if configs and (lanes, wpl, cols, unroll) not in configs:
                     continue
                 Q.QGEMV_MAGIC = magic
-                Q.QGEMV_LANES[bits], Q.QGEMV_WORDS[bits] = lanes, wpl
-                Q.QGEMV_COLS[rm], Q.QGEMV_UNROLL[rm] = cols, unroll
+                Q.QGEMV_SHAPE[rm] = (lanes, wpl, cols, unroll)
                 t1 = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
                 t0 = (
                     statistics_median(kernel_times(lambda: [Q.qlinear(x, w) for w in ws], reps=3))
@@ -146,9 +145,7 @@ def main():
                     }
                 )
             Q.QGEMV_MAGIC = False
-            for d, old in zip((Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS, Q.QGEMV_UNROLL), saved):
-                d.clear()
-                d.update(old)
+            Q.QGEMV_SHAPE.update(saved)
             t_def = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
             order = sorted(res, key=lambda k: res[k][0])
             print(

@@ -138,10 +138,7 @@ def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
     ]
     for M, lanes, wpl, cols, unroll, magic, stage in knobs:
         rm = 8 if M > 4 else M
-        monkeypatch.setitem(Q.QGEMV_LANES, bits, lanes)
-        monkeypatch.setitem(Q.QGEMV_WORDS, bits, wpl)
-        monkeypatch.setitem(Q.QGEMV_COLS, rm, cols)
-        monkeypatch.setitem(Q.QGEMV_UNROLL, rm, unroll)
+        monkeypatch.setitem(Q.QGEMV_SHAPE, rm, (lanes, wpl, cols, unroll))
         monkeypatch.setattr(Q, "QGEMV_MAGIC", magic)
         monkeypatch.setattr(Q, "QGEMV_STAGE", stage)
         y, tol = _ref(x[:M], w, b)

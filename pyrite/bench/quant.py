@@ -5,8 +5,8 @@ bytes over the copy kernel's rate (measured here, on a buffer far past the L2 ca
 product is timed under `pr.compile` (a replay: no per-op host cost) over enough distinct weights
 that they do not fit in the L2 (the H200 has 60 MB) — one weight called again and again would be
 read from the cache. The eager figure (host cost included) goes in the note. Then the GEMV
-kernel against the dequantize-and-GEMM path by row count (ops/quantized.py QGEMV_MAX_M) and the
-lanes a column (QGEMV_LANES).
+kernel against the dequantize-and-GEMM path by row count (ops/quantized.py QGEMV_MAX_M). The
+GEMV's shape knobs (QGEMV_SHAPE) are swept by scripts/qgemv_time.py, by timestamps.
 
     python -m pyrite.bench.quant [--quick]
 """
@@ -139,29 +139,6 @@ def bench_quant(rep, quick=False):
                     f"{res['dequant+gemm'] * 1e6:.1f} us")  # fmt: skip
     finally:
         Q.QGEMV_MAX_M = keep
-    # the GEMV's shape: lanes a column, words a lane's step, columns a lane group
-    saved = [dict(d) for d in (Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS)]
-    try:
-        for bits, gs in ((8, None), (4, 128)):
-            ws = [_random_qweight(rng, bits, gs, N, K) for _ in range(4 if quick else 8)]
-            for M, rm in ((1, 1), (8, 8)):
-                x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32))
-                res = {}
-                for lanes in (8, 16, 32, 64):
-                    for wpl in (1, 2, 4):
-                        for cols in (1, 2, 4):
-                            Q.QGEMV_LANES[bits], Q.QGEMV_WORDS[bits] = lanes, wpl
-                            Q.QGEMV_COLS[rm] = cols
-                            res[(lanes, wpl, cols)], _ = _per_call(Q.qlinear, ws, x)
-                best = min(res, key=res.get)
-                order = sorted(res, key=res.get)
-                rep.add(f"int{bits} GEMV shape at {M} rows: best lanes {best[0]}, words "
-                        f"{best[1]}, cols {best[2]}", res[best] * 1e6, "us", None, None,
-                        "; ".join(f"{k}: {res[k] * 1e6:.1f}" for k in order))  # fmt: skip
-    finally:
-        for d, old in zip((Q.QGEMV_LANES, Q.QGEMV_WORDS, Q.QGEMV_COLS), saved):
-            d.clear()
-            d.update(old)
 
 
 if __name__ == "__main__":

@@ -51,15 +51,15 @@ QGEMV_ROWS = 8
 # reading the packed weight); more rows dequantize into a float32 weight and run a GEMM.
 # Measured on the H200 (2026-12-02, `python -m pyrite bench --only quant`): see the README's table.
 QGEMV_MAX_M = 32
-# The GEMV's shape, by weight bits: lanes sharing one output's dot product (each strides
-# through the row `QGEMV_WORDS` packed words at a step: consecutive lanes read consecutive
-# words, so the weight's and X's loads are both coalesced), and, by rows, the output columns a
-# group of lanes computes (X's values, loaded once, serve them all). Measured on the H200 as
-# above, 1 x 4096 . 11008 x 4096^T and 8 x 4096 ... (the bench's "GEMV shape" rows).
-QGEMV_LANES = {8: 32, 4: 32}
-QGEMV_WORDS = {8: 1, 4: 1}
-QGEMV_COLS = {1: 4, 2: 4, 4: 2, 8: 2}
-QGEMV_UNROLL = {1: 1, 2: 1, 4: 1, 8: 1}
+# The GEMV's shape by baked rows (1, 2, 4, 8): (lanes sharing one output's dot product, packed
+# words a lane loads at a step, output columns a group of lanes computes, steps a loop
+# iteration). Consecutive lanes read consecutive words, so the weight's and X's loads are both
+# coalesced; X's values, loaded once, serve every column. Measured on the H200 (2026-12-03,
+# `scripts/qgemv_time.py`, GPU time by timestamps, int8 per row, 1 x 4096 . 11008 x 4096^T,
+# weights cycling through 400 MB): (64, 2, 2, 2) 17.9 us (2.5 TB/s, 61 % of that run's copy
+# rate), the previous default (32, 1, 4, 1) 33.3; 8 rows (16, 2, 2, 2) 59.6 us. 2 and 4 rows
+# are not measured: between the two.
+QGEMV_SHAPE = {1: (64, 2, 2, 2), 2: (32, 2, 2, 2), 4: (16, 2, 2, 2), 8: (16, 2, 2, 2)}
 QGEMV_MAGIC = False
 QGEMV_STAGE = True
 
@@ -284,8 +284,16 @@ def _check_args(x, qw, bias):
 def _gemv_fits(qw, M, dev) -> bool:
     if M > QGEMV_MAX_M or dev.adapter_type == "CPU" and M > QGEMV_ROWS:
         return False
-    steps = qw.qweight._shape[1] // QGEMV_WORDS[qw.bits]
-    return -(-steps // QGEMV_LANES[qw.bits]) + 2 <= max_loop_iterations()
+    rms = {_baked_rows(min(QGEMV_ROWS, M - r0)) for r0 in range(0, M, QGEMV_ROWS)}
+    wr = qw.qweight._shape[1]
+    return all(
+        -(-wr // (QGEMV_SHAPE[rm][1] * QGEMV_SHAPE[rm][0])) + 2 <= max_loop_iterations()
+        for rm in rms
+    )
+
+
+def _baked_rows(m: int) -> int:
+    return 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
 
 
 def _qlinear_raw(input, qweight, bias=None):
@@ -317,9 +325,6 @@ def _qgemv(x, qw, b, M):
     xvec = K % 4 == 0 and x._offset % 4 == 0 and rs % 4 == 0
     bits = qw.bits
     grouped = qw.group_size is not None or bits == 4
-    lanes, wpl = QGEMV_LANES[bits], QGEMV_WORDS[bits]
-    spv = PER_WORD[bits] * wpl  # values a step
-    full = K // spv
     out = empty((M, N), D.float32)
     bufs = [x._storage.buffer, qw.qweight._storage.buffer, qw.scales._storage.buffer]
     if qw.offsets is not None:
@@ -330,8 +335,10 @@ def _qgemv(x, qw, b, M):
     dev = backend.current()
     for r0 in range(0, M, QGEMV_ROWS):
         m = min(QGEMV_ROWS, M - r0)
-        rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
-        cols = QGEMV_COLS[rm]
+        rm = _baked_rows(m)
+        lanes, wpl, cols, unroll = QGEMV_SHAPE[rm]
+        spv = PER_WORD[bits] * wpl  # values a step
+        full = K // spv
         wgs = -(-N // (256 // lanes * cols))
         src = qgemv(
             bits,
@@ -341,7 +348,7 @@ def _qgemv(x, qw, b, M):
             lanes,
             wpl,
             cols,
-            QGEMV_UNROLL[rm],
+            unroll,
             xvec,
             full * spv < K,
             b is not None,
