@@ -1,6 +1,6 @@
 """GPU time of the quantized GEMV (kernels/quant.qgemv) by timestamp queries, over its shape
 knobs (ops/quantized.py QGEMV_SHAPE; `--magic`: each also with
-QGEMV_MAGIC; `--configs "32,2,4,4;64,2,4,2"`: only those; `--no-linear`: no F.linear rows), at 1 x 4096 . 11008 x 4096^T and
+QGEMV_MAGIC; `--stage`: with QGEMV_STAGE off and on; `--configs "32,2,4,4;64,2,4,2"`: only those; `--no-linear`: no F.linear rows), at 1 x 4096 . 11008 x 4096^T and
 8 x 4096 ..., cycling through distinct weights (more bytes than the L2 holds); beside the copy
 kernel's rate, timed the same way. `PYRITE_BACKEND=wgpu|dawn python scripts/qgemv_time.py [--quick]`
 
@@ -8,6 +8,10 @@ Two figures a configuration: the median of each dispatch in a pass of its own (`
 kernel_times; Dawn on the H200 rounds timestamps to 65.5 us, so there only the second counts)
 and the mean over one pass holding every dispatch of several rounds (back-to-back kernels, no
 host). Prints the best configurations and writes JSON when given `--json PATH`.
+`--format 4,128` times one format only. On the H200 a process's kernels can drop to a quarter of
+their speed partway through a run (every kernel at once, the copy included; measured
+2026-12-03, scripts/gpu_slow_state.py): compare configurations only within one process's fast phase,
+and run each format in a process of its own.
 """
 
 import itertools
@@ -68,11 +72,16 @@ def main():
     quick = "--quick" in sys.argv
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
     magics = (False, True) if "--magic" in sys.argv else (False,)
+    stages = (False, True) if "--stage" in sys.argv else (Q.QGEMV_STAGE,)
     configs = None
     if "--configs" in sys.argv:  # "lanes,words,cols,unroll;..."
         spec = sys.argv[sys.argv.index("--configs") + 1]
         configs = {tuple(int(v) for v in c.split(",")) for c in spec.split(";")}
     linear = "--no-linear" not in sys.argv
+    formats = ((8, None), (8, 128), (4, 128), (4, 32))
+    if "--format" in sys.argv:  # "8" (per row) or "4,128": one format (a process each: see below)
+        f = [int(v) for v in sys.argv[sys.argv.index("--format") + 1].split(",")]
+        formats = ((f[0], f[1] if len(f) > 1 else None),)
     dev = backend.current()
     exact = dev.impl != "dawn"
     print(f"{dev.name} ({dev.impl})")
@@ -107,21 +116,21 @@ def main():
             )
             results["rows"].append({"what": f"linear {dt}", "M": M, "ns": t, "GBps": nb / t})
     saved = dict(Q.QGEMV_SHAPE)
-    for bits, gs in ((8, None), (8, 128), (4, 128), (4, 32)):
+    for bits, gs in formats:
         q0 = _random_qweight(rng, bits, gs, N, K)
         ws = [q0] + [_random_qweight(rng, bits, gs, N, K) for _ in range(sweep // q0.nbytes)]
         for M in (1, 8):
             rm = 8 if M > 4 else M
             x = pr.randn(M, K)
             res = {}
-            for magic, lanes, wpl, cols, unroll in itertools.product(
-                magics, (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
+            for stage, magic, lanes, wpl, cols, unroll in itertools.product(
+                stages, magics, (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
             ):
                 if quick and (lanes, unroll) not in ((16, 1), (32, 2)):
                     continue
                 if configs and (lanes, wpl, cols, unroll) not in configs:
                     continue
-                Q.QGEMV_MAGIC = magic
+                Q.QGEMV_MAGIC, Q.QGEMV_STAGE = magic, stage
                 Q.QGEMV_SHAPE[rm] = (lanes, wpl, cols, unroll)
                 t1 = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
                 t0 = (
@@ -129,7 +138,8 @@ def main():
                     if exact
                     else float("nan")
                 )
-                res[(lanes, wpl, cols, unroll) + (("magic",) if magic else ())] = (t1, t0)
+                tags = (("magic",) if magic else ()) + (("staged",) if stage and gs else ())
+                res[(lanes, wpl, cols, unroll) + tags] = (t1, t0)
                 results["rows"].append(
                     {
                         "what": f"int{bits} g{gs}",
@@ -139,12 +149,13 @@ def main():
                         "cols": cols,
                         "unroll": unroll,
                         "magic": magic,
+                        "staged": stage,
                         "ns": t1,
                         "ns_alone": t0,
                         "GBps": q0.nbytes / t1,
                     }
                 )
-            Q.QGEMV_MAGIC = False
+            Q.QGEMV_MAGIC, Q.QGEMV_STAGE = False, stages[-1] if len(stages) == 1 else True
             Q.QGEMV_SHAPE.update(saved)
             t_def = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
             order = sorted(res, key=lambda k: res[k][0])

@@ -1,0 +1,57 @@
+"""Probe: what flips a kernel from fast to slow: time, uploads, or freeing?"""
+
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, "scripts")
+from qgemv_time import one_pass_mean
+
+import pyrite as pr
+from pyrite.bench.quant import _random_qweight
+from pyrite.ops import quantized as Q
+
+quick = "--quick" in sys.argv
+rng = np.random.default_rng(0)
+N, K = (1024, 512) if quick else (11008, 4096)
+x = pr.randn(1, K)
+Q.QGEMV_SHAPE[1] = (64, 2, 2, 2)
+w1 = [_random_qweight(rng, 8, None, N, K) for _ in range(9)]
+y = pr.randn(N, K)
+t0 = time.time()
+
+
+def t(label):
+    a = one_pass_mean(lambda: [Q.qlinear(x, w) for w in w1])
+    b = one_pass_mean(lambda: [pr.nn.functional.linear(x, y) for _ in range(4)])
+    print(
+        f"{time.time() - t0:6.1f} s {label}: int8 {a / 1e3:.1f} us, f32 {b / 1e3:.1f} us",
+        flush=True,
+    )
+
+
+t("start")
+for i in range(4):
+    time.sleep(2)
+    t(f"idle {i}")
+mb = 16 if quick else 256
+arr = np.ones(mb << 18, np.float32)
+up = []
+for i in range(6):
+    up.append(pr.tensor(arr))
+    pr.synchronize()
+    t(f"after uploading {(i + 1) * mb} MB")
+for i in range(3):
+    up.pop()
+    pr.synchronize()
+    t(f"after freeing one upload ({len(up)} left)")
+up = None
+dev = pr.backend.current()
+dev.pool.trim()
+t("after trim")
+z = [pr.zeros(mb << 18) for _ in range(4)]
+pr.synchronize()
+t("after 4 device fills")
+z = None
+t("after freeing them")
