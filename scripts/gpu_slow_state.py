@@ -1,4 +1,10 @@
-"""Probe: what flips a kernel from fast to slow: time, uploads, or freeing?"""
+"""Probe: what flips the H200 from fast to slow kernels (time idle, uploads, frees), and what
+brings it back (`--busy`: seconds of back-to-back copies). Measured 2026-12-03, wgpu-native:
+every kernel ran ~4x slower (int8 GEMV 17.9 -> 87 us, f32 GEMV 50 -> 142 us) from 2-4 s after
+the process's last sustained work on, and stayed so through uploads, frees and fills.
+
+    PYRITE_BACKEND=wgpu python scripts/gpu_slow_state.py [--busy] [--quick]
+"""
 
 import sys
 import time
@@ -31,27 +37,49 @@ def t(label):
     )
 
 
+def sequence():
+    t("start")
+    for i in range(4):
+        time.sleep(2)
+        t(f"idle {i}")
+    mb = 16 if quick else 256
+    arr = np.ones(mb << 18, np.float32)
+    up = []
+    for i in range(6):
+        up.append(pr.tensor(arr))
+        pr.synchronize()
+        t(f"after uploading {(i + 1) * mb} MB")
+    for i in range(3):
+        up.pop()
+        pr.synchronize()
+        t(f"after freeing one upload ({len(up)} left)")
+    up = None
+    dev = pr.backend.current()
+    dev.pool.trim()
+    t("after trim")
+    z = [pr.zeros(mb << 18) for _ in range(4)]
+    pr.synchronize()
+    t("after 4 device fills")
+    del z
+    t("after freeing them")
+
+
+def busy(seconds):
+    """Keep the GPU loaded with copies for about `seconds` (one submit a few ms long each)."""
+    end = time.time() + seconds
+    big = pr.rand((4 if quick else 64) << 20)
+    while time.time() < end:
+        for _ in range(20):
+            big.clone()
+        pr.synchronize()
+
+
 t("start")
-for i in range(4):
-    time.sleep(2)
-    t(f"idle {i}")
-mb = 16 if quick else 256
-arr = np.ones(mb << 18, np.float32)
-up = []
-for i in range(6):
-    up.append(pr.tensor(arr))
-    pr.synchronize()
-    t(f"after uploading {(i + 1) * mb} MB")
-for i in range(3):
-    up.pop()
-    pr.synchronize()
-    t(f"after freeing one upload ({len(up)} left)")
-up = None
-dev = pr.backend.current()
-dev.pool.trim()
-t("after trim")
-z = [pr.zeros(mb << 18) for _ in range(4)]
-pr.synchronize()
-t("after 4 device fills")
-z = None
-t("after freeing them")
+if "--busy" not in sys.argv:
+    sequence()
+else:
+    time.sleep(3)
+    t("after 3 s idle")
+    for s in (0.25, 0.5, 1, 2, 4):
+        busy(s)
+        t(f"after {s} s of back-to-back copies")

@@ -57,13 +57,20 @@ QGEMV_MAX_M = 64
 # words a lane loads at a step, output columns a group of lanes computes, steps a loop
 # iteration). Consecutive lanes read consecutive words, so the weight's and X's loads are both
 # coalesced; X's values, loaded once, serve every column. Measured on the H200 (2026-12-03,
-# `scripts/qgemv_time.py`, GPU time by timestamps, int8 per row, 1 x 4096 . 11008 x 4096^T,
-# weights cycling through 400 MB): (64, 2, 2, 2) 17.9 us (2.5 TB/s, 61 % of that run's copy
-# rate), the previous default (32, 1, 4, 1) 33.3; 8 rows (16, 2, 2, 2) 59.6 us. 2 and 4 rows
-# are not measured: between the two.
+# wgpu-native, `scripts/qgemv_time.py --format F`, a process a format, GPU time by timestamps,
+# x 1 x 4096 . 11008 x 4096^T, weights cycling through 400 MB; copy 4,150 GB/s), one row at
+# (64, 2, 2, 2): int8 per row 17.8 us (61 % of copy), int8 g128 19.8 (57 %), int4 g128 19.2
+# (32 %), int4 g32 19.5 (42 %) — the previous default (32, 1, 4, 1) 33 / 24 / 25 / 32 us. Every
+# format lands at 18-20 us whatever its bytes: that floor, not bandwidth, limits the one-row
+# product now. 8 rows at (16, 2, 2, 2): 59.6 / 61.4 / 108 / 109 us ((32, 2, 4, 4): 58 / 57 /
+# - / 82). 2 and 4 rows are not measured: between the two.
 QGEMV_SHAPE = {1: (64, 2, 2, 2), 2: (32, 2, 2, 2), 4: (16, 2, 2, 2), 8: (16, 2, 2, 2)}
+# The integer-to-float conversion by the exponent trick (kernels/quant.py `magic`): measured
+# as above (2026-12-03, an earlier run), no faster at one row (int8 per row 18.5 vs 17.9 us), so off.
 QGEMV_MAGIC = False
-QGEMV_STAGE = True
+# Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
+# above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
+QGEMV_STAGE = False
 
 
 class QuantizedWeight:
