@@ -221,7 +221,7 @@ def test_gemv_cols_parity(m, k, rng, forced):
     rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
     mm.FORCE = ("gemvn", (rm,))
     got = (pr.tensor(x) @ pr.tensor(w)).numpy()
-    assert mm.LAST == ("gemvn", (rm,))
+    assert mm.LAST == ("gemvn", (rm, "f32"))
     _check(got, x, w)
     got = pr.addmm(pr.tensor(b), pr.tensor(x), pr.tensor(w)).numpy()
     _check(got, x, w, b)
@@ -229,7 +229,7 @@ def test_gemv_cols_parity(m, k, rng, forced):
     _check((xt @ pr.tensor(w)).numpy(), x, w)
     xb = rng.standard_normal((3, m, k)).astype(np.float32)
     got = (pr.tensor(xb) @ pr.tensor(w)).numpy()
-    assert mm.LAST == ("gemvn", (rm,))
+    assert mm.LAST == ("gemvn", (rm, "f32"))
     _check(got, xb, w)
 
 
@@ -337,3 +337,58 @@ def test_gemv_float16_parity(m, k, rng, forced):
             tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-11 * np.abs(ref) + 2.0**-24
             err = np.abs(got.numpy().astype(np.float64) - ref)
             assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+
+
+@pytest.mark.parametrize("m", [1, 5])
+@pytest.mark.parametrize("k", [64, 97])
+def test_gemv_cols_float16_parity(m, k, rng, forced):
+    """x @ w with w (K, N) row-major in f16 (GPT-2's Conv1D layout) through `gemv_cols`: four
+    halves a load of w's row, f32 sums; within the f32 bound plus the f16 output rounding."""
+    if not backend.current().has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    n = 36
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((k, n)).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    rm = 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
+    mm.FORCE = ("gemvn", (rm,))
+    for bias in (None, b):
+        if bias is None:
+            got = pr.tensor(x) @ pr.tensor(w)
+        else:
+            got = pr.addmm(pr.tensor(bias), pr.tensor(x), pr.tensor(w))
+        assert got.dtype is pr.float16
+        assert mm.LAST == ("gemvn", (rm, "f16"))
+        ref = x.astype(np.float64) @ w.astype(np.float64)
+        bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64))
+        if bias is not None:
+            ref, bound = ref + bias, bound + np.abs(bias)
+        tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-11 * np.abs(ref) + 2.0**-24
+        err = np.abs(got.numpy().astype(np.float64) - ref)
+        assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+
+
+@pytest.mark.parametrize("force", [("gemv", (4, 4)), ("gemvn", (4,))])
+def test_float16_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_budget):
+    """The f16 GEMVs split K as the f32 ones do where one invocation's loop would pass the
+    budget; the result within the f32 bound over the chunks plus the f16 output rounding."""
+    if not backend.current().has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    loop_budget(40)
+    m, k, n = 3, 6400, 36
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    mm.FORCE = force
+    mm._plans.clear()
+    if force[0] == "gemv":
+        got = F.linear(pr.tensor(x), pr.tensor(w))
+    else:
+        got = pr.tensor(x) @ pr.tensor(np.ascontiguousarray(w.T))
+    assert got.dtype is pr.float16
+    assert any(p[0] == "split" for p in mm._plans.values())
+    ref = x.astype(np.float64) @ w.astype(np.float64).T
+    bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+    # each chunk's f16 partial is rounded once more before the sum
+    tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-10 * bound + 2.0**-24
+    err = np.abs(got.numpy().astype(np.float64) - ref)
+    assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"

@@ -720,18 +720,20 @@ GEMVN_COLS = 32  # output columns a workgroup of `gemv_cols` (8 vec4 groups x 32
 
 
 @lru_cache(maxsize=64)
-def gemv_cols(nb: int, epi: str, rm: int) -> KernelSource:
-    """f32 C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit N stride
+def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32") -> KernelSource:
+    """C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit N stride
     (x @ w for a row-major w of shape (K, N), as GPT-2's Conv1D layers hold it): a workgroup of
     256 is 8 groups of 4 adjacent columns (vec4 loads of B's rows, coalesced) by 32 slices of K;
     each invocation sums its slice for all rm rows (A read as scalars through its strides), then
     the slices are summed by a tree in workgroup memory, one row at a time. Needs N, B's offset
-    and row stride multiples of 4. Info words as the GEMM kernels (tiles along N = columns /
-    GEMVN_COLS, tiles along M = 1)."""
-    bufs = [("a", "f32", "r"), ("b", "vec4<f32>", "r")]
+    and row stride multiples of 4. `st`: the storage of A, B, C (and E), "f32" or "f16" (B's
+    four halves a vec2<u32>, unpack2x16float; f32 sums). Info words as the GEMM kernels (tiles
+    along N = columns / GEMVN_COLS, tiles along M = 1)."""
+    half = st == "f16"
+    bufs = [("a", st, "r"), ("b", "vec2<u32>" if half else "vec4<f32>", "r")]
     if epi != "none":
-        bufs.append(("e", "f32", "r"))
-    bufs.append(("c", "f32", "w"))
+        bufs.append(("e", st, "r"))
+    bufs.append(("c", st, "w"))
     L = [header(bufs), "var<workgroup> red: array<vec4<f32>, 256>;", ENTRY.format(wg=256)]
     L += _prologue("f32", nb, epi)
     L += [
@@ -743,8 +745,12 @@ def gemv_cols(nb: int, epi: str, rm: int) -> KernelSource:
         L.append(f"  let ar{r} = a_base + min({r}, M - 1) * s_am;")
         L.append(f"  var acc{r} = vec4<f32>(0.0);")
     L.append("  for (var k = s; k < K; k += 32) {")
-    L.append("    let bv = b[bcol + k * sbk4];")
-    L += [f"    acc{r} = fma(vec4<f32>(a[ar{r} + k * s_ak]), bv, acc{r});" for r in range(rm)]
+    if half:
+        L.append("    let bw = b[bcol + k * sbk4];")
+        L.append("    let bv = vec4<f32>(unpack2x16float(bw.x), unpack2x16float(bw.y));")
+    else:
+        L.append("    let bv = b[bcol + k * sbk4];")
+    L += [f"    acc{r} = fma(vec4<f32>(f32(a[ar{r} + k * s_ak])), bv, acc{r});" for r in range(rm)]
     L.append("  }")
     for r in range(rm):
         L.append(f"  red[li] = acc{r};")
@@ -759,7 +765,7 @@ def gemv_cols(nb: int, epi: str, rm: int) -> KernelSource:
         for q in range(4):
             L.append(
                 "    "
-                + _store_line(str(r), f"(4 * n4 + {q})", f"v.{'xyzw'[q]}", "f32", "f32", "f32", epi)
+                + _store_line(str(r), f"(4 * n4 + {q})", f"v.{'xyzw'[q]}", "f32", st, st, epi)
             )
         L.append("  }")
         L.append("  workgroupBarrier();")

@@ -284,9 +284,10 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
 def _gemv_params(dev, a, b, e, out_dt, M, K):
     """(kind, params) for a GEMV kernel, or None: M <= GEMV_MAX_M rows (baked as 1, 2, 4 or 8),
     on a GPU (see GEMV_MAX_M). B with unit K stride and A with unit K stride (x @ w.T for a
-    row-major w) take `gemv_rows` — f32, or f16 (A, B, the output and any bias all f16) — with
-    16-byte loads where K, offsets and row strides allow (multiples of 4 values, f16 8); B with
-    unit N stride and N, its offset and row stride multiples of 4 (x @ w) `gemv_cols`, f32."""
+    row-major w) take `gemv_rows` with 16-byte loads where K, offsets and row strides allow
+    (multiples of 4 values, f16 8); B with unit N stride and N, its offset and row stride
+    multiples of 4 (x @ w) `gemv_cols`. Both f32, or f16 (A, B, the output and any bias all
+    f16)."""
     st = a.dtype.wgsl
     if st not in ("f32", "f16") or b.dtype.wgsl != st or out_dt.wgsl != st or K == 0:
         return None
@@ -298,11 +299,7 @@ def _gemv_params(dev, a, b, e, out_dt, M, K):
         aligned = K % q == 0 and a._offset % q == 0 and b._offset % q == 0
         aligned = aligned and (M == 1 or a._strides[-2] % q == 0) and b._strides[-1] % q == 0
         vec = 4 if aligned else 1
-    elif (
-        st == "f32"
-        and b._strides[-1] == 1
-        and not (b._shape[-1] % 4 or b._offset % 4 or b._strides[-2] % 4)
-    ):
+    elif b._strides[-1] == 1 and not (b._shape[-1] % 4 or b._offset % 4 or b._strides[-2] % 4):
         kind, vec = "gemvn", None
     else:
         return None
@@ -315,7 +312,7 @@ def _gemv_params(dev, a, b, e, out_dt, M, K):
         return None
     else:
         rm = 1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8
-    return (kind, (rm,) if vec is None else (rm, vec, st))
+    return (kind, (rm, st) if vec is None else (rm, vec, st))
 
 
 def _split_fits(dev, S, variant, M, N, K, fast_lay):
@@ -612,7 +609,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         src = gemv_rows(nb, epi, *params)
         tile_m, tile_n = params[0], 256 // GEMV_LANES
     elif kind == "gemvn":
-        src = gemv_cols(nb, epi, params[0])
+        src = gemv_cols(nb, epi, *params)
         tile_m, tile_n = params[0], GEMVN_COLS
     elif kind == "tiled":
         src = gemm_tiled(dt.wgsl, dt.wgsl, out.dtype.wgsl, ct, a_lay, b_lay, nb, epi, e_st)
