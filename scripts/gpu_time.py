@@ -41,7 +41,10 @@ def pass_durations(g, enc, qs, q, res):
     return ts[:, 1] - ts[:, 0]
 
 
-def kernel_times(fn, reps=15):
+def recorded(fn):
+    """fn's dispatches, run once, as (pipeline, bind group, grid, src, info buffer) ready to be
+    encoded again (each with its own info buffer), and what fn returned (keep it alive while
+    the dispatches are encoded: they name its buffers)."""
     dev = backend.current()
     rec = []
     orig = dev._dispatch
@@ -57,12 +60,8 @@ def kernel_times(fn, reps=15):
         del dev._dispatch
     pr.synchronize()
     g, w = dev.device, dev.wgpu
-    n = len(rec) * reps
-    qs = g.create_query_set(type="timestamp", count=2 * n)
-    res = g.create_buffer(size=16 * n, usage=w.BufferUsage.QUERY_RESOLVE | w.BufferUsage.COPY_SRC)
-    groups = []
-    for src, bufs, info, _ in rec:
-        pipeline = dev.pipeline(src)[0]
+    out = []
+    for src, bufs, info, grid in rec:
         bgl, _ = dev._layout(src.modes)
         words = np.zeros(128, np.int32)
         words[: len(info)] = info
@@ -72,16 +71,27 @@ def kernel_times(fn, reps=15):
             for i, b in enumerate(bufs)
         ]
         entries.append({"binding": len(bufs), "resource": {"buffer": ib, "offset": 0, "size": 512}})
-        groups.append((pipeline, g.create_bind_group(layout=bgl, entries=entries), ib))
+        bg = g.create_bind_group(layout=bgl, entries=entries)
+        out.append((dev.pipeline(src)[0], bg, grid, src, ib))
+    return out, keep
+
+
+def kernel_times(fn, reps=15):
+    dev = backend.current()
+    rec, keep = recorded(fn)
+    g, w = dev.device, dev.wgpu
+    n = len(rec) * reps
+    qs = g.create_query_set(type="timestamp", count=2 * n)
+    res = g.create_buffer(size=16 * n, usage=w.BufferUsage.QUERY_RESOLVE | w.BufferUsage.COPY_SRC)
     enc = g.create_command_encoder()
     q = 0
     for _ in range(reps):
-        for (pipeline, bg, _), (_, _, _, grid) in zip(groups, rec):
+        for pipeline, bg, grid, _, _ in rec:
             q = timed_pass(enc, qs, q, [(pipeline, bg, 0, grid)])
     dt = pass_durations(g, enc, qs, q, res).reshape(reps, -1)
     del keep
     out = []
-    for i, (src, _, _, grid) in enumerate(rec):
+    for i, (_, _, grid, src, _) in enumerate(rec):
         out.append((statistics.median(dt[:, i].tolist()), grid, src))
     return out
 

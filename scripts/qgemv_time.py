@@ -26,46 +26,21 @@ from pyrite.bench.quant import _random_qweight
 from pyrite.ops import quantized as Q
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from gpu_time import kernel_times, pass_durations, timed_pass  # noqa: E402
+from gpu_time import kernel_times, pass_durations, recorded, timed_pass  # noqa: E402
 
 
 def one_pass_mean(fn, rounds=6):
     """Mean nanoseconds a dispatch over one compute pass of `rounds` x fn's dispatches."""
     dev = backend.current()
-    rec = []
-    orig = dev._dispatch
-
-    def capture(src, buffers, info, grid):
-        rec.append((src, list(buffers), list(info), tuple(grid)))
-        orig(src, buffers, info, grid)
-
-    dev._dispatch = capture
-    try:
-        keep = fn()
-    finally:
-        del dev._dispatch
-    pr.synchronize()
+    rec, keep = recorded(fn)
     g, w = dev.device, dev.wgpu
     qs = g.create_query_set(type="timestamp", count=2)
     res = g.create_buffer(size=16, usage=w.BufferUsage.QUERY_RESOLVE | w.BufferUsage.COPY_SRC)
-    ds = []
-    for src, bufs, info, grid in rec:
-        bgl, _ = dev._layout(src.modes)
-        words = np.zeros(128, np.int32)
-        words[: len(info)] = info
-        ib = g.create_buffer_with_data(data=words.tobytes(), usage=w.BufferUsage.STORAGE)
-        entries = [
-            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-            for i, b in enumerate(bufs)
-        ]
-        entries.append({"binding": len(bufs), "resource": {"buffer": ib, "offset": 0, "size": 512}})
-        bg = g.create_bind_group(layout=bgl, entries=entries)
-        ds.append((dev.pipeline(src)[0], bg, 0, grid))
     enc = g.create_command_encoder()
-    timed_pass(enc, qs, 0, ds * rounds)
+    timed_pass(enc, qs, 0, [(pipeline, bg, 0, grid) for pipeline, bg, grid, _, _ in rec] * rounds)
     t = pass_durations(g, enc, qs, 2, res)[0]
     del keep
-    return t / (len(ds) * rounds)
+    return t / (len(rec) * rounds)
 
 
 def main():
