@@ -29,6 +29,21 @@ def _check(got, a, b, bias=None, alpha=1.0, beta=1.0, factor=2.0):
     assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
 
 
+def _check_f16(got, a, b, bias=None, chunks=False):
+    """An f16 product with f32 sums: the f32 dot-product bound plus the f16 output's rounding
+    (2^-11 of the result); `chunks`: K summed in f16-rounded partials, each rounded once more
+    (2^-10 of the bound in all)."""
+    assert got.dtype is pr.float16
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref, bound = a64 @ b64, np.abs(a64) @ np.abs(b64)
+    if bias is not None:
+        ref, bound = ref + bias, bound + np.abs(bias)
+    tol = 2 * (a.shape[-1] + 2) * 2.0**-24 * bound + 2.0**-24
+    tol = tol + (2.0**-10 * bound if chunks else 2.0**-11 * np.abs(ref))
+    err = np.abs(got.numpy().astype(np.float64) - ref)
+    assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+
+
 @pytest.fixture
 def forced():
     yield
@@ -318,7 +333,7 @@ def test_gemv_float16_parity(m, k, rng, forced):
     scalars otherwise): f32 sums, so within the f32 dot-product bound plus the output's f16
     rounding (2^-11 relative)."""
     if not backend.current().has_f16:
-        pytest.skip("the adapter has no shader-f16")
+        pytest.skip("float16 tensors need shader-f16, which this adapter does not offer")
     n = 93
     x = rng.standard_normal((m, k)).astype(np.float16)
     w = rng.standard_normal((n, k)).astype(np.float16)
@@ -328,15 +343,8 @@ def test_gemv_float16_parity(m, k, rng, forced):
         mm.FORCE = ("gemv", (rm, vec))
         for bias in (None, b):
             got = F.linear(pr.tensor(x), pr.tensor(w), None if bias is None else pr.tensor(bias))
-            assert got.dtype is pr.float16
             assert mm.LAST == ("gemv", (rm, vec if k % 8 == 0 else 1, "f16"))
-            ref = x.astype(np.float64) @ w.astype(np.float64).T
-            bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
-            if bias is not None:
-                ref, bound = ref + bias, bound + np.abs(bias)
-            tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-11 * np.abs(ref) + 2.0**-24
-            err = np.abs(got.numpy().astype(np.float64) - ref)
-            assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+            _check_f16(got, x, w.T, bias)
 
 
 @pytest.mark.parametrize("m", [1, 5])
@@ -345,7 +353,7 @@ def test_gemv_cols_float16_parity(m, k, rng, forced):
     """x @ w with w (K, N) row-major in f16 (GPT-2's Conv1D layout) through `gemv_cols`: four
     halves a load of w's row, f32 sums; within the f32 bound plus the f16 output rounding."""
     if not backend.current().has_f16:
-        pytest.skip("the adapter has no shader-f16")
+        pytest.skip("float16 tensors need shader-f16, which this adapter does not offer")
     n = 36
     x = rng.standard_normal((m, k)).astype(np.float16)
     w = rng.standard_normal((k, n)).astype(np.float16)
@@ -357,15 +365,8 @@ def test_gemv_cols_float16_parity(m, k, rng, forced):
             got = pr.tensor(x) @ pr.tensor(w)
         else:
             got = pr.addmm(pr.tensor(bias), pr.tensor(x), pr.tensor(w))
-        assert got.dtype is pr.float16
         assert mm.LAST == ("gemvn", (rm, "f16"))
-        ref = x.astype(np.float64) @ w.astype(np.float64)
-        bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64))
-        if bias is not None:
-            ref, bound = ref + bias, bound + np.abs(bias)
-        tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-11 * np.abs(ref) + 2.0**-24
-        err = np.abs(got.numpy().astype(np.float64) - ref)
-        assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+        _check_f16(got, x, w, bias)
 
 
 @pytest.mark.parametrize("force", [("gemv", (4, 4)), ("gemvn", (4,))])
@@ -373,7 +374,7 @@ def test_float16_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_bud
     """The f16 GEMVs split K as the f32 ones do where one invocation's loop would pass the
     budget; the result within the f32 bound over the chunks plus the f16 output rounding."""
     if not backend.current().has_f16:
-        pytest.skip("the adapter has no shader-f16")
+        pytest.skip("float16 tensors need shader-f16, which this adapter does not offer")
     loop_budget(40)
     m, k, n = 3, 6400, 36
     x = rng.standard_normal((m, k)).astype(np.float16)
@@ -384,11 +385,5 @@ def test_float16_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_bud
         got = F.linear(pr.tensor(x), pr.tensor(w))
     else:
         got = pr.tensor(x) @ pr.tensor(np.ascontiguousarray(w.T))
-    assert got.dtype is pr.float16
     assert any(p[0] == "split" for p in mm._plans.values())
-    ref = x.astype(np.float64) @ w.astype(np.float64).T
-    bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
-    # each chunk's f16 partial is rounded once more before the sum
-    tol = 2 * (k + 2) * 2.0**-24 * bound + 2.0**-10 * bound + 2.0**-24
-    err = np.abs(got.numpy().astype(np.float64) - ref)
-    assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+    _check_f16(got, x, w.T, chunks=True)
