@@ -56,7 +56,7 @@ def _time(fn):
 def candidates(M):
     out = [("auto", None, None)]
     if M <= 8:
-        rm = 1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8
+        rm = mmod.baked_rows(M)
         out.append((f"gemv rows {rm}", ("gemv", (rm, 4)), None))
         out.append(("direct 64x1 1x4", ("direct", (64, 1, 1, 4)), None))
         out.append(("direct 8x8 4x4", ("direct", (8, 8, 4, 4)), None))

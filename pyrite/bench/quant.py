@@ -17,6 +17,7 @@ import numpy as np
 
 import pyrite as pr
 from pyrite import backend
+from pyrite.kernels.quant import UNIT_WORDS, values_per_unit
 from pyrite.ops import quantized as Q
 from pyrite.ops.core import upload
 
@@ -40,8 +41,7 @@ def _copy_ceiling(nbytes):
 
 def _random_qweight(rng, bits, gs, N, K):
     """A QuantizedWeight of random packed words (every bit pattern is a valid packing)."""
-    vpu = Q.values_per_unit(bits)
-    wr = -(-K // vpu) * Q.UNIT_WORDS
+    wr = -(-K // values_per_unit(bits)) * UNIT_WORDS
     words = rng.integers(0, 1 << 32, (N, wr), dtype=np.uint64).astype(np.uint32).view(np.int32)
     groups = 1 if gs is None else -(-K // gs)
     sc = (rng.random((N, groups), dtype=np.float32) * 0.01).astype(np.float32)

@@ -281,6 +281,11 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     return acc if acc.dtype is want else acc.to(want)
 
 
+def baked_rows(m: int) -> int:
+    """The row count (1, 2, 4 or 8) a GEMV kernel is generated for to cover m <= 8 rows."""
+    return 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
+
+
 def _gemv_params(dev, a, b, e, out_dt, M, K):
     """(kind, params) for a GEMV kernel, or None: M <= GEMV_MAX_M rows (baked as 1, 2, 4 or 8),
     on a GPU (see GEMV_MAX_M). B with unit K stride and A with unit K stride (x @ w.T for a
@@ -311,7 +316,7 @@ def _gemv_params(dev, a, b, e, out_dt, M, K):
     elif M > GEMV_MAX_M or dev.adapter_type == "CPU" or K < 64:
         return None
     else:
-        rm = 1 if M == 1 else 2 if M == 2 else 4 if M <= 4 else 8
+        rm = baked_rows(M)
     return (kind, (rm, st) if vec is None else (rm, vec, st))
 
 

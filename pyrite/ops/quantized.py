@@ -33,14 +33,7 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
-from ..kernels.quant import (  # noqa: F401
-    PER_WORD,
-    UNIT_WORDS,
-    dequant,
-    qgemv,
-    stage_fits,
-    values_per_unit,
-)
+from ..kernels.quant import PER_WORD, dequant, qgemv, stage_fits, values_per_unit
 from ..tensor import Tensor
 from . import matmul as _matmul
 from .core import empty, max_loop_iterations, upload
@@ -293,16 +286,12 @@ def _check_args(x, qw, bias):
 def _gemv_fits(qw, M, dev) -> bool:
     if M > QGEMV_MAX_M or dev.adapter_type == "CPU" and M > QGEMV_ROWS:
         return False
-    rms = {_baked_rows(min(QGEMV_ROWS, M - r0)) for r0 in range(0, M, QGEMV_ROWS)}
+    rms = {_matmul.baked_rows(min(QGEMV_ROWS, M - r0)) for r0 in range(0, M, QGEMV_ROWS)}
     wr = qw.qweight._shape[1]
     return all(
         -(-wr // (QGEMV_SHAPE[rm][1] * QGEMV_SHAPE[rm][0])) + 2 <= max_loop_iterations()
         for rm in rms
     )
-
-
-def _baked_rows(m: int) -> int:
-    return 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
 
 
 def _qlinear_raw(input, qweight, bias=None):
@@ -344,7 +333,7 @@ def _qgemv(x, qw, b, M):
     dev = backend.current()
     for r0 in range(0, M, QGEMV_ROWS):
         m = min(QGEMV_ROWS, M - r0)
-        rm = _baked_rows(m)
+        rm = _matmul.baked_rows(m)
         lanes, wpl, cols, unroll = QGEMV_SHAPE[rm]
         spv = PER_WORD[bits] * wpl  # values a step
         full = K // spv
