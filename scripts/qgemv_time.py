@@ -29,8 +29,9 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from gpu_time import kernel_times, pass_durations, recorded, timed_pass  # noqa: E402
 
 
-def one_pass_mean(fn, rounds=6):
-    """Mean nanoseconds a dispatch over one compute pass of `rounds` x fn's dispatches."""
+def one_pass_mean(fn, rounds=6, calls=None):
+    """Mean nanoseconds a dispatch over one compute pass of `rounds` x fn's dispatches (`calls`:
+    a call of fn's, for fn making that many calls of several dispatches each)."""
     dev = backend.current()
     rec, keep = recorded(fn)
     g, w = dev.device, dev.wgpu
@@ -40,7 +41,37 @@ def one_pass_mean(fn, rounds=6):
     timed_pass(enc, qs, 0, [(pipeline, bg, 0, grid) for pipeline, bg, grid, _, _ in rec] * rounds)
     t = pass_durations(g, enc, qs, 2, res)[0]
     del keep
-    return t / (len(rec) * rounds)
+    return t / ((calls or len(rec)) * rounds)
+
+
+def copy_time(nbytes, sweep):
+    """Nanoseconds the vec4 copy kernel takes to move `nbytes` (nbytes / 2 read, as many
+    written), cycling through buffer pairs that add up to `sweep` bytes (so not from the L2):
+    the like-for-like ceiling of a kernel that reads `nbytes` once, its ramp and tail included."""
+    from pyrite.kernels.common import grid_for
+    from pyrite.kernels.elementwise import vec4_copy_kernel
+
+    dev = backend.current()
+    n = max(4, nbytes // 8 // 4 * 4)
+    pairs = [(pr.rand(n), pr.empty(n)) for _ in range(max(2, sweep // (8 * n)))]
+    vec = vec4_copy_kernel(4)
+
+    def run():
+        for a, b in pairs:
+            dev.dispatch(
+                vec, (a._storage.buffer, b._storage.buffer), [n // 4], grid_for(n // 4, 1024)
+            )
+
+    return one_pass_mean(run, rounds=4) * nbytes / (8 * n)
+
+
+def weight_copy(label, nbytes, sweep):
+    tw = copy_time(nbytes, sweep)
+    print(
+        f"copy moving the {label} weight's {nbytes / 1e6:.1f} MB (half read, half written): "
+        f"{tw / 1e3:.1f} us, {nbytes / tw:.0f} GB/s"
+    )
+    return tw
 
 
 def main():
@@ -63,47 +94,49 @@ def main():
     rng = np.random.default_rng(0)
     N, K = (1024, 1024) if quick else (11008, 4096)
     sweep = (16 << 20) if quick else (400 << 20)
-    from pyrite.kernels.common import grid_for
-    from pyrite.kernels.elementwise import vec4_copy_kernel
-
-    n = sweep // 4
-    xs, ys = pr.rand(n), pr.empty(n)
-    vec = vec4_copy_kernel(4)
-
-    def copy():
-        dev.dispatch(
-            vec, (xs._storage.buffer, ys._storage.buffer), [n // 4], grid_for(n // 4, 1024)
-        )
-
-    tc = one_pass_mean(copy, rounds=8)
+    tc = copy_time(2 * sweep, 2 * sweep)
     ceiling = 2 * sweep / tc
     print(f"copy {sweep >> 20} MiB: {tc / 1e3:.1f} us, {ceiling:.0f} GB/s")
     results = {"device": dev.name, "impl": dev.impl, "copy_GBps": ceiling, "rows": []}
     F = pr.nn.functional
-    for dt in ((pr.float32, pr.float16) if dev.has_f16 else (pr.float32,)) if linear else ():
+    dts = (pr.float32, pr.float16, pr.bfloat16) if dev.has_f16 else (pr.float32, pr.bfloat16)
+    for dt in dts if linear else ():
         ws = [pr.randn(N, K, dtype=dt) for _ in range(max(2, sweep // (N * K * dt.itemsize)))]
+        nb = N * K * dt.itemsize
+        tw = weight_copy(str(dt), nb, sweep)
         for M in (1, 8):
             x = pr.randn(M, K, dtype=dt)
             t = one_pass_mean(lambda: [F.linear(x, w) for w in ws])
-            nb = N * K * dt.itemsize
             print(
-                f"F.linear {dt} M={M}: {t / 1e3:.1f} us, {nb / t:.0f} GB/s ({nb / t / ceiling:.0%})"
+                f"F.linear {dt} M={M}: {t / 1e3:.1f} us, {nb / t:.0f} GB/s ({nb / t / ceiling:.0%}"
+                f" of the big copy, {tw / t:.0%} of the same bytes' copy)"
             )
             results["rows"].append({"what": f"linear {dt}", "M": M, "ns": t, "GBps": nb / t})
+            if dt is pr.bfloat16:  # the path before the bf16 GEMV: ops/fallback's widening
+                from pyrite.ops import fallback
+                from pyrite.ops import matmul as mmod
+
+                t = one_pass_mean(
+                    lambda: [fallback._slow(mmod._linear, "linear", False, (x, w), {}) for w in ws],
+                    calls=len(ws),
+                )
+                print(f"  the same through the f32 widening (before): {t / 1e3:.1f} us")
     saved = dict(Q.QGEMV_SHAPE)
     for bits, gs in formats:
         q0 = _random_qweight(rng, bits, gs, N, K)
         ws = [q0] + [_random_qweight(rng, bits, gs, N, K) for _ in range(sweep // q0.nbytes)]
+        tw = weight_copy(f"int{bits} g{gs}", q0.nbytes, sweep)
         for M in (1, 8):
             rm = 8 if M > 4 else M
             x = pr.randn(M, K)
             res = {}
-            for stage, magic, lanes, wpl, cols, unroll in itertools.product(
-                stages, magics, (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
+            shapes = sorted(configs) if configs else itertools.product(
+                (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
+            )  # fmt: skip
+            for stage, magic, (lanes, wpl, cols, unroll) in itertools.product(
+                stages, magics, list(shapes)
             ):
-                if quick and (lanes, unroll) not in ((16, 1), (32, 2)):
-                    continue
-                if configs and (lanes, wpl, cols, unroll) not in configs:
+                if quick and not configs and (lanes, unroll) not in ((16, 1), (32, 2)):
                     continue
                 Q.QGEMV_MAGIC, Q.QGEMV_STAGE = magic, stage
                 Q.QGEMV_SHAPE[rm] = (lanes, wpl, cols, unroll)
@@ -138,7 +171,7 @@ def main():
                 f"int{bits} g{gs} M={M} ({q0.nbytes / 1e6:.1f} MB): default {t_def / 1e3:.1f} us; best "
                 + "; ".join(
                     f"{k}: {res[k][0] / 1e3:.1f} ({res[k][1] / 1e3:.1f} alone, "
-                    f"{q0.nbytes / res[k][0] / ceiling:.0%})"
+                    f"{q0.nbytes / res[k][0] / ceiling:.0%}, {tw / res[k][0]:.0%} of its copy)"
                     for k in order[:6]
                 ),
                 flush=True,

@@ -387,3 +387,149 @@ def test_float16_gemv_past_the_loop_budget_splits_k(force, rng, forced, loop_bud
         got = pr.tensor(x) @ pr.tensor(np.ascontiguousarray(w.T))
     assert any(p[0] == "split" for p in mm._plans.values())
     _check_f16(got, x, w.T, chunks=True)
+
+
+# ---- bfloat16: the GEMVs read packed bf16 (two a u32 word; eight a 16-byte load) ----------------
+def _bf16(a):
+    """a rounded to bfloat16 (as torch's CPU rounds: nearest even), as float32 numpy."""
+    u = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    return u.view(np.float32)
+
+
+def _to_bf16(a):
+    return pr.tensor(a).to(pr.bfloat16)
+
+
+def _check_bf16(got, a, b, bias=None, alpha=1.0, beta=1.0):
+    """A bf16 product with f32 sums (a, b, bias already bf16 values): the f32 dot-product bound
+    plus the bf16 output's one rounding (2^-8 of the result)."""
+    assert got.dtype is pr.bfloat16
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref, bound = alpha * (a64 @ b64), abs(alpha) * (np.abs(a64) @ np.abs(b64))
+    if bias is not None:
+        ref, bound = ref + beta * bias, bound + abs(beta) * np.abs(bias)
+    tol = 2 * (a.shape[-1] + 2) * 2.0**-24 * bound + 2.0**-8 * np.abs(ref) + 2.0**-126
+    err = np.abs(got.float().numpy().astype(np.float64) - ref)
+    assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+
+
+@pytest.mark.parametrize("m", [1, 3, 8])
+@pytest.mark.parametrize("k", [64, 136, 771])
+@pytest.mark.parametrize("n", [94, 93])
+def test_gemv_bfloat16_parity(m, k, n, rng, forced):
+    """bf16 x, w, bias through the GEMV (8 values a 16-byte load where K allows, each value's
+    half of its word otherwise), f32 sums, one rounding to bf16 on store: an even N stores two
+    columns a word, an odd N stores f32 sums (and an f32 bias) rounded by one cast after."""
+    x = _bf16(rng.standard_normal((m, k)))
+    w = _bf16(rng.standard_normal((n, k)))
+    b = _bf16(rng.standard_normal(n))
+    rm = mm.baked_rows(m)
+    tail = ("bf16",) if n % 2 == 0 else ("bf16", "f32")
+    for vec in (1, 4):
+        mm.FORCE = ("gemv", (rm, vec))
+        for bias in (None, b):
+            got = F.linear(_to_bf16(x), _to_bf16(w), None if bias is None else _to_bf16(bias))
+            assert mm.LAST == ("gemv", (rm, vec if k % 8 == 0 else 1) + tail)
+            _check_bf16(got, x, w.T, bias)
+    if n % 2 == 0:
+        mm.FORCE = ("gemv", (rm, 4))
+        got = _to_bf16(x) @ _to_bf16(w).T
+        assert mm.LAST[0] == "gemv" and mm.LAST[1][2:] == ("bf16",)
+        _check_bf16(got, x, w.T)
+
+
+@pytest.mark.parametrize("m", [1, 5])
+@pytest.mark.parametrize("k", [64, 97])
+def test_gemv_cols_bfloat16_parity(m, k, rng, forced):
+    """x @ w and addmm(bias, x, w) with w (K, N) in bf16 (GPT-2's Conv1D layout) through
+    `gemv_cols`: four values a load of w's row, f32 sums, two words a store; alpha and beta in
+    the epilogue."""
+    n = 36
+    x = _bf16(rng.standard_normal((m, k)))
+    w = _bf16(rng.standard_normal((k, n)))
+    b = _bf16(rng.standard_normal(n))
+    mm.FORCE = ("gemvn", (mm.baked_rows(m),))
+    got = _to_bf16(x) @ _to_bf16(w)
+    assert mm.LAST == ("gemvn", (mm.baked_rows(m), "bf16"))
+    _check_bf16(got, x, w)
+    got = pr.addmm(_to_bf16(b), _to_bf16(x), _to_bf16(w), beta=0.5, alpha=-1.5)
+    assert mm.LAST == ("gemvn", (mm.baked_rows(m), "bf16"))
+    _check_bf16(got, x, w, b, alpha=-1.5, beta=0.5)
+
+
+def test_gemv_bfloat16_batched(rng, forced):
+    """A batch of products (3, 2, K) @ (K, N)ᵀ with an even N: each batch's output starts on
+    a word, so the pairs stay whole."""
+    x = _bf16(rng.standard_normal((3, 2, 200)))
+    w = _bf16(rng.standard_normal((46, 200)))
+    mm.FORCE = ("gemv", (8, 4))
+    got = _to_bf16(x) @ _to_bf16(w).T
+    assert mm.LAST == ("gemv", (8, 4, "bf16"))
+    _check_bf16(got, x, w.T)
+
+
+def test_bfloat16_linear_on_a_gpu_reads_the_weight_once(rng, as_gpu):
+    """Batch-1 bf16 F.linear on a GPU: one GEMV dispatch (no f32 copy of the weight made, as the
+    widening ops/fallback does for other bf16 ops); an odd N adds the bias's widening and the
+    output's rounding; more rows than the GEMV takes are widened (and still right)."""
+    k = 256
+    x = _bf16(rng.standard_normal((1, k)))
+    dev = backend.current()
+    poison = core.POISON
+    core.set_poison(False)  # (the suite's NaN fills of new tensors are kernels too)
+    try:
+        for n, want in ((128, 1), (127, 3)):
+            w, b = (
+                _to_bf16(_bf16(rng.standard_normal((n, k)))),
+                _to_bf16(_bf16(rng.standard_normal(n))),
+            )
+            F.linear(_to_bf16(x), w, b)
+            pr.synchronize()
+            xt = _to_bf16(x)
+            pr.synchronize()
+            d0 = dev.dispatches
+            got = F.linear(xt, w, b)
+            pr.synchronize()
+            assert dev.dispatches - d0 == want, n
+            assert mm.LAST[0] == "gemv"
+            _check_bf16(got, x, w.float().numpy().T, b.float().numpy())
+    finally:
+        core.set_poison(poison)
+    xs = _bf16(rng.standard_normal((mm.GEMV_MAX_M + 1, k)))
+    w = _bf16(rng.standard_normal((64, k)))
+    got = F.linear(_to_bf16(xs), _to_bf16(w))
+    assert got.dtype is pr.bfloat16 and mm.LAST[0] != "gemv"
+    _check_bf16(got, xs, w.T)
+
+
+def test_bfloat16_gemv_past_the_loop_budget_widens(rng, forced, loop_budget):
+    """Where the bf16 GEMV's loop would pass the budget, linear widens to f32 (whose GEMMs split
+    K) instead of splitting into bf16-rounded partial sums."""
+    loop_budget(40)
+    m, k, n = 3, 6400, 36
+    x = _bf16(rng.standard_normal((m, k)))
+    w = _bf16(rng.standard_normal((n, k)))
+    mm.FORCE = ("gemv", (4, 4))
+    mm._plans.clear()
+    got = F.linear(_to_bf16(x), _to_bf16(w))
+    assert mm.LAST[1][2:] == ("f32",)  # (the widened product's chunks)
+    _check_bf16(got, x, w.T)
+
+
+def test_bfloat16_gemv_gradients(rng, forced):
+    """Autograd through the bf16 GEMV: the gradients (bf16, through the widened products) within
+    the bf16 bound of float64's."""
+    m, k, n = 2, 72, 40
+    x = _bf16(rng.standard_normal((m, k)))
+    w = _bf16(rng.standard_normal((n, k)))
+    g = _bf16(rng.standard_normal((m, n)))
+    xt = _to_bf16(x).requires_grad_()
+    wt = _to_bf16(w).requires_grad_()
+    mm.FORCE = ("gemv", (2, 4))
+    y = F.linear(xt, wt)
+    assert mm.LAST == ("gemv", (2, 4, "bf16"))
+    mm.FORCE = None
+    y.backward(_to_bf16(g))
+    _check_bf16(xt.grad, g, w)
+    _check_bf16(wt.grad, g.T, x)

@@ -652,29 +652,33 @@ def lane_tree(rm: int, lanes: int) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32") -> KernelSource:
+def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | None = None) -> KernelSource:  # fmt: skip
     """C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride: each
     output is a dot product of A's row with one of w's rows, both contiguous. A workgroup of
     256 computes 256 / GEMV_LANES output columns for all rm rows: each column's lanes stride
     through K (`vec` = 4: 16-byte loads, needing K, offsets and row strides multiples of the
     values a load holds; 1: scalars), w's row read once for all rows, then a tree sum over the
     lanes in workgroup memory. Rows past M are clamped on load and not stored. `st`: the
-    storage of A, B, C (and the epilogue's E), "f32" or "f16"; f16 with vec 4 reads 8 halves a
-    vec4<u32> (unpack2x16float), f16 with vec 1 reads f16 scalars (`shader-f16`); sums are f32
-    either way. Info words as the GEMM kernels (tiles along N = columns / (256 / GEMV_LANES),
-    tiles along M = 1)."""
+    storage of A and B, "f32", "f16" or "bf16"; the halves with vec 4 are
+    8 a vec4<u32> (f16: unpack2x16float; bf16: the top halves of f32s), with vec 1 scalars (f16
+    needs `shader-f16`; bf16 reads its element's half of a u32 word). Sums are f32 either way.
+    `cst`: C's (and the epilogue's E's) storage, by default `st`; bf16 C is stored a word (two columns) at a time by each
+    even column's lane 0, so C's offset must be even and, where more than one row is stored,
+    N too; "f32" C from bf16 operands leaves the rounding to the caller. Info words as the GEMM
+    kernels (tiles along N = columns / (256 / GEMV_LANES), tiles along M = 1)."""
     T = GEMV_LANES
     nc = 256 // T
-    half = st == "f16"
+    cst = cst or st
+    half, bf = st == "f16", st == "bf16"
     if vec == 4:
-        vt, per = ("vec4<u32>", 8) if half else ("vec4<f32>", 4)
+        vt, per = ("vec4<u32>", 8) if half or bf else ("vec4<f32>", 4)
     else:
-        vt, per = st, 1
+        vt, per = ("u32" if bf else st), 1
     bufs = [("a", vt, "r"), ("b", vt, "r")]
-    if epi != "none":
-        bufs.append(("e", st, "r"))
-    bufs.append(("c", st, "w"))
-    L = [header(bufs), f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
+    if epi != "none":  # (E is stored as C)
+        bufs.append(("e", "u32" if cst == "bf16" else cst, "r"))
+    bufs.append(("c", "u32" if cst == "bf16" else cst, "w"))
+    L = [f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
     L += _prologue("f32", nb, epi)
     sh = {1: "", 4: " >> 2u", 8: " >> 3u"}[per]
     L += [
@@ -686,14 +690,23 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32") -> KernelSo
         L.append(f"  let ar{r} = (a_base + min({r}, M - 1) * s_am){sh};")
         L.append(f"  var acc{r} = {at}(0.0);")
     kq = {1: "K", 4: "(K >> 2)", 8: "(K >> 3)"}[per]
+    unpack = _bf16s if bf else _halves
     L.append(f"  for (var k = lane; k < {kq}; k += {T}) {{")
-    L.append("    let bv = b[bn + k];")
-    if vec == 4 and half:
-        L.append(f"    let b0 = {_halves('bv', 0)}; let b1 = {_halves('bv', 2)};")
+    if bf and vec == 1:
+        L.append("    let bv = p_bf16_at(b[(bn + k) >> 1u], bn + k);")
+    else:
+        L.append("    let bv = b[bn + k];")
+    if vec == 4 and (half or bf):
+        L.append(f"    let b0 = {unpack('bv', 0)}; let b1 = {unpack('bv', 2)};")
         for r in range(rm):
             L.append(f"    {{ let av = a[ar{r} + k];")
-            L.append(f"      acc{r} = fma({_halves('av', 0)}, b0, acc{r});")
-            L.append(f"      acc{r} = fma({_halves('av', 2)}, b1, acc{r}); }}")
+            L.append(f"      acc{r} = fma({unpack('av', 0)}, b0, acc{r});")
+            L.append(f"      acc{r} = fma({unpack('av', 2)}, b1, acc{r}); }}")
+    elif bf:
+        L += [
+            f"    acc{r} = fma(p_bf16_at(a[(ar{r} + k) >> 1u], ar{r} + k), bv, acc{r});"
+            for r in range(rm)
+        ]
     elif half:
         L += [f"    acc{r} = fma(f32(a[ar{r} + k]), f32(bv), acc{r});" for r in range(rm)]
     else:
@@ -703,12 +716,23 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32") -> KernelSo
         v = f"dot(acc{r}, vec4<f32>(1.0))" if vec == 4 else f"acc{r}"
         L.append(f"  red[{r * 256} + li] = {v};")
     L += lane_tree(rm, T)
-    L.append("  if (lane == 0 && n < N) {")
-    for r in range(rm):
-        store = _store_line(str(r), "n", f"red[{r * 256} + li]", "f32", st, st, epi)
-        L.append(f"    if ({r} < M) {{ {store} }}")
+    if cst == "bf16":  # an even column's lane 0 stores its value and the next column's
+        L.append("  if (lane == 0 && col % 2 == 0 && n < N) {")
+        for r in range(rm):
+            lo = _bf16_epilogue(str(r), "n", f"red[{r * 256} + li]", epi)
+            hi = _bf16_epilogue(str(r), "n + 1", f"red[{r * 256} + li + {T}]", epi)
+            L.append(f"    if ({r} < M) {{")
+            L.append(f"      var hi = 0u; if (n + 1 < N) {{ hi = p_bf16({hi}) << 16u; }}")
+            L.append(f"      c[(c_base + {r} * N + n) >> 1u] = p_bf16({lo}) | hi;")
+            L.append("    }")
+    else:
+        L.append("  if (lane == 0 && n < N) {")
+        for r in range(rm):
+            store = _store_line(str(r), "n", f"red[{r * 256} + li]", "f32", cst, cst, epi)
+            L.append(f"    if ({r} < M) {{ {store} }}")
     L += ["  }", "}"]
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    body = "\n".join(L) + "\n"
+    return KernelSource(header(bufs) + helpers_for(body) + body, "".join(m for _, _, m in bufs))
 
 
 def _halves(v: str, i: int) -> str:
@@ -716,25 +740,46 @@ def _halves(v: str, i: int) -> str:
     return f"vec4<f32>(unpack2x16float({v}[{i}]), unpack2x16float({v}[{i + 1}]))"
 
 
+def _bf16s(v: str, i: int) -> str:
+    """The four bfloat16s in words i, i + 1 of vec4<u32> `v` (element 2k in word k's low half),
+    as a vec4<f32>."""
+    w = f"vec4<u32>({v}[{i}], {v}[{i}], {v}[{i + 1}], {v}[{i + 1}])"
+    return f"bitcast<vec4<f32>>(({w} << vec4<u32>(16u, 0u, 16u, 0u)) & vec4<u32>(0xffff0000u))"
+
+
+def _bf16_epilogue(m: str, n: str, val: str, epi: str) -> str:
+    """The f32 value stored at C[m, n] for packed-bf16 operands: `val` plus the epilogue's
+    E[m, n] (bf16, read from its word)."""
+    if epi == "none":
+        return val
+    idx = f"(e_base + ({m}) * info[14] + ({n}) * info[15])"
+    e = f"p_bf16_at(e[{idx} >> 1u], {idx})"
+    return f"{val} + {e}" if epi == "bias" else f"alpha * {val} + beta * {e}"
+
+
 GEMVN_COLS = 32  # output columns a workgroup of `gemv_cols` (8 vec4 groups x 32 K-slices)
 
 
 @lru_cache(maxsize=64)
-def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32") -> KernelSource:
+def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32", cst: str | None = None) -> KernelSource:  # fmt: skip
     """C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit N stride
     (x @ w for a row-major w of shape (K, N), as GPT-2's Conv1D layers hold it): a workgroup of
     256 is 8 groups of 4 adjacent columns (vec4 loads of B's rows, coalesced) by 32 slices of K;
     each invocation sums its slice for all rm rows (A read as scalars through its strides), then
     the slices are summed by a tree in workgroup memory, one row at a time. Needs N, B's offset
-    and row stride multiples of 4. `st`: the storage of A, B, C (and E), "f32" or "f16" (B's
-    four halves a vec2<u32>, unpack2x16float; f32 sums). Info words as the GEMM kernels (tiles
-    along N = columns / GEMVN_COLS, tiles along M = 1)."""
-    half = st == "f16"
-    bufs = [("a", st, "r"), ("b", "vec2<u32>" if half else "vec4<f32>", "r")]
+    and row stride multiples of 4. `st`: the storage of A, B, C (and E), "f32", "f16" or "bf16"
+    (B's four halves a vec2<u32>: unpack2x16float, or the top halves of f32s; f32 sums; bf16 C
+    two words a group, so C's offset must be even). `cst`: C's and E's storage, by default
+    `st` (bf16 operands: or "f32"). Info words as the GEMM kernels (tiles along N = columns /
+    GEMVN_COLS, tiles along M = 1)."""
+    half, bf = st == "f16", st == "bf16"
+    cst = cst or st
+    cw = "u32" if cst == "bf16" else cst
+    bufs = [("a", "u32" if bf else st, "r"), ("b", "vec2<u32>" if half or bf else "vec4<f32>", "r")]
     if epi != "none":
-        bufs.append(("e", st, "r"))
-    bufs.append(("c", st, "w"))
-    L = [header(bufs), "var<workgroup> red: array<vec4<f32>, 256>;", ENTRY.format(wg=256)]
+        bufs.append(("e", cw, "r"))
+    bufs.append(("c", cw, "w"))
+    L = ["var<workgroup> red: array<vec4<f32>, 256>;", ENTRY.format(wg=256)]
     L += _prologue("f32", nb, epi)
     L += [
         "  let li = i32(lix); let g = li % 8; let s = li / 8;",
@@ -745,12 +790,18 @@ def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32") -> KernelSource:
         L.append(f"  let ar{r} = a_base + min({r}, M - 1) * s_am;")
         L.append(f"  var acc{r} = vec4<f32>(0.0);")
     L.append("  for (var k = s; k < K; k += 32) {")
-    if half:
+    if half or bf:
         L.append("    let bw = b[bcol + k * sbk4];")
-        L.append("    let bv = vec4<f32>(unpack2x16float(bw.x), unpack2x16float(bw.y));")
+        if bf:
+            L.append(f"    let bv = {_bf16s('bw', 0)};")
+        else:
+            L.append("    let bv = vec4<f32>(unpack2x16float(bw.x), unpack2x16float(bw.y));")
     else:
         L.append("    let bv = b[bcol + k * sbk4];")
-    L += [f"    acc{r} = fma(vec4<f32>(f32(a[ar{r} + k * s_ak])), bv, acc{r});" for r in range(rm)]
+    for r in range(rm):
+        ai = f"ar{r} + k * s_ak"
+        av = f"p_bf16_at(a[({ai}) >> 1u], {ai})" if bf else f"f32(a[{ai}])"
+        L.append(f"    acc{r} = fma(vec4<f32>({av}), bv, acc{r});")
     L.append("  }")
     for r in range(rm):
         L.append(f"  red[li] = acc{r};")
@@ -762,12 +813,21 @@ def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32") -> KernelSource:
             step //= 2
         L.append(f"  if (s == 0 && n4 < nq && {r} < M) {{")
         L.append("    let v = red[li];")
-        for q in range(4):
-            L.append(
-                "    "
-                + _store_line(str(r), f"(4 * n4 + {q})", f"v.{'xyzw'[q]}", "f32", st, st, epi)
-            )
+        if cst == "bf16":
+            vals = [
+                _bf16_epilogue(str(r), f"(4 * n4 + {q})", f"v.{'xyzw'[q]}", epi) for q in range(4)
+            ]
+            L.append(f"    let o = (c_base + {r} * N + 4 * n4) >> 1u;")
+            L.append(f"    c[o] = p_bf16({vals[0]}) | (p_bf16({vals[1]}) << 16u);")
+            L.append(f"    c[o + 1] = p_bf16({vals[2]}) | (p_bf16({vals[3]}) << 16u);")
+        else:
+            for q in range(4):
+                L.append(
+                    "    "
+                    + _store_line(str(r), f"(4 * n4 + {q})", f"v.{'xyzw'[q]}", "f32", cst, cst, epi)
+                )
         L.append("  }")
         L.append("  workgroupBarrier();")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    body = "\n".join(L) + "\n"
+    return KernelSource(header(bufs) + helpers_for(body) + body, "".join(m for _, _, m in bufs))

@@ -12,9 +12,11 @@ int64 would not: pyrite stores int64 as int32); float16 storage computes in f32.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .. import backend
+from .. import dtypes as D
 from ..dtypes import float32
 from ..errors import ShapeError
 from ..kernels.common import fold_grid, grid_for
@@ -33,6 +35,7 @@ from ..kernels.matmul import (
     splitk_sum,
 )
 from ..tensor import Tensor, contiguous_strides
+from . import fallback as _fallback
 from .core import broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
 from .views import _view_strides
@@ -234,7 +237,7 @@ def k_loop_iterations(kind: str, params, K: int) -> int:
     if kind == "tiled":
         return -(-K // 16) * (TK_TILED_LOOPS + 1) + 1
     if kind == "gemv":  # lanes stride through K (16-byte loads or scalars), then a tree sum
-        per = params[1] * (2 if params[1] == 4 and params[2:] == ("f16",) else 1)
+        per = params[1] * (2 if params[1] == 4 and params[2:3] in (("f16",), ("bf16",)) else 1)
         return -(-K // (GEMV_LANES * per)) + 1
     if kind == "gemvn":  # 32 slices of K
         return -(-K // 32) + 1
@@ -263,8 +266,6 @@ def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
     bias epilogue (acc_i = a_i @ b_i + acc_{i-1}), then alpha and beta·e applied once. Used where
     a single invocation may not loop over the whole K (lavapipe's loop budget, backend/quirks.py);
     the running total is f32 for float16 operands, so the chunks do not round to f16 between."""
-    from .. import dtypes as D
-
     K = a._shape[-1]
     want = out_dtype or a.dtype
     acc_dtype = D.float32 if want.is_floating_point else want
@@ -286,21 +287,27 @@ def baked_rows(m: int) -> int:
     return 1 if m == 1 else 2 if m == 2 else 4 if m <= 4 else 8
 
 
-def _gemv_params(dev, a, b, e, out_dt, M, K):
+def _gemv_params(dev, a, b, e_dt, out_dt, M, K):
     """(kind, params) for a GEMV kernel, or None: M <= GEMV_MAX_M rows (baked as 1, 2, 4 or 8),
     on a GPU (see GEMV_MAX_M). B with unit K stride and A with unit K stride (x @ w.T for a
     row-major w) take `gemv_rows` with 16-byte loads where K, offsets and row strides allow
-    (multiples of 4 values, f16 8); B with unit N stride and N, its offset and row stride
-    multiples of 4 (x @ w) `gemv_cols`. Both f32, or f16 (A, B, the output and any bias all
-    f16)."""
+    (multiples of 4 values, f16 and bf16 8); B with unit N stride and N, its offset and row
+    stride multiples of 4 (x @ w) `gemv_cols`. A and B both f32, f16 or bf16, the output and any
+    bias the same (bf16: or both f32, the sums unrounded; a bf16 output needs an even N: two
+    columns are one word; its offset is 0, a new tensor)."""
     st = a.dtype.wgsl
-    if st not in ("f32", "f16") or b.dtype.wgsl != st or out_dt.wgsl != st or K == 0:
+    cst = out_dt.wgsl
+    if st not in ("f32", "f16", "bf16") or b.dtype.wgsl != st or K == 0:
         return None
-    if e is not None and e.dtype.wgsl != st:
+    if cst != st and not (st == "bf16" and cst == "f32"):
+        return None
+    if e_dt is not None and e_dt.wgsl != cst:
+        return None
+    if cst == "bf16" and b._shape[-1] % 2:  # (two columns a word)
         return None
     if b._strides[-2] == 1 and a._strides[-1] == 1:
         kind = "gemv"
-        q = 8 if st == "f16" else 4
+        q = 8 if st in ("f16", "bf16") else 4
         aligned = K % q == 0 and a._offset % q == 0 and b._offset % q == 0
         aligned = aligned and (M == 1 or a._strides[-2] % q == 0) and b._strides[-1] % q == 0
         vec = 4 if aligned else 1
@@ -317,7 +324,8 @@ def _gemv_params(dev, a, b, e, out_dt, M, K):
         return None
     else:
         rm = baked_rows(M)
-    return (kind, (rm, st) if vec is None else (rm, vec, st))
+    tail = (st,) if cst == st else (st, cst)
+    return (kind, (rm,) + tail if vec is None else (rm, vec) + tail)
 
 
 def _split_fits(dev, S, variant, M, N, K, fast_lay):
@@ -569,12 +577,17 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         or (fast_lay is not None and _fast_fits(dev, variant[1], fast_lay, M, N, K))
     ):
         kind, params = variant
+    elif dt.wgsl == "bf16":  # only the GEMVs read packed bf16 (linear checks bf16_gemv first)
+        gv = _gemv_params(dev, a, b, None if e is None else e.dtype, out_dt, M, K)
+        if gv is None:
+            raise ValueError("pyrite: internal: a bfloat16 product no GEMV kernel takes")
+        kind, params = gv
     else:
         kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
         tuned = _tuned(dev, fast_lay, nbatch, M, N, K, out_dt)
         if tuned is not None:
             kind, params = "fast", tuned[0]
-        gv = _gemv_params(dev, a, b, e, out_dt, M, K)
+        gv = _gemv_params(dev, a, b, None if e is None else e.dtype, out_dt, M, K)
         if gv is not None:
             kind, params = gv
         if tuned is not None and tuned[1] is not None:  # (recording: the tuned split)
@@ -687,8 +700,54 @@ def _mismatch(a, b):
     )
 
 
+# ---- bfloat16 products: the GEMVs read packed bf16; everything else widens ------------------
+def _bf16_fits(a2, b2, e_dt, out_dt) -> bool:
+    """Whether the product a2 @ b2 (bfloat16, a2 at least 2-D) with an epilogue of dtype e_dt
+    (or none) and an out_dt result has a GEMV that runs it whole (gemm's bf16 plan)."""
+    M, K = a2._shape[-2], a2._shape[-1]
+    gv = _gemv_params(backend.current(), a2, b2, e_dt, out_dt, M, K)
+    return gv is not None and _split_k_chunk(gv[0], gv[1], K) is None
+
+
+def _all_bf16(*ts) -> bool:
+    return all(isinstance(t, Tensor) and t.dtype is D.bfloat16 for t in ts)
+
+
+def _bf16_or_widened(fits):
+    """An op of this module that runs as written for bfloat16 arguments where `fits` (called
+    with its arguments) says a GEMV reads them packed, and through ops/fallback's widening for
+    every other bf16 or small-int call (which is then not wrapped again: `_pyrite_fallback`)."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            if _fallback._needs(args, kwargs) and not fits(*args, **kwargs):
+                return _fallback._slow(fn, fn.__name__, False, args, kwargs)
+            return fn(*args, **kwargs)
+
+        op._pyrite_fallback = True
+        return op
+
+    return deco
+
+
 # ---- matmul and friends ----------------------------------------------------------------------
+def _bf16_matmul(input, other, *, out=None) -> bool:
+    a, b = input, other
+    if not _all_bf16(a, b) or a.ndim < 1 or b.ndim < 2 or a._shape[-1] != b._shape[-2]:
+        return False
+    a2 = a._view((1,) + a._shape, (0,) + a._strides, a._offset) if a.ndim == 1 else a
+    return _bf16_fits(a2, b, None, D.bfloat16)
+
+
+@_bf16_or_widened(_bf16_matmul)
 def matmul(input, other, *, out=None):
+    """torch.matmul; bfloat16 with few rows (a (..., M, K) @ b (..., K, N), N even) as a GEMV
+    reading the packed operands."""
+    return _matmul(input, other, out=out)
+
+
+def _matmul(input, other, *, out=None):
     a, b = as_tensor_arg(input), as_tensor_arg(other)
     _check_dtypes(a, b, "matmul")
     if a.ndim == 0 or b.ndim == 0:
@@ -707,7 +766,7 @@ def matmul(input, other, *, out=None):
             f"pyrite: matmul: batch dimensions of shapes {tuple(a._shape)} and "
             f"{tuple(b._shape)} do not broadcast"
         ) from None
-    res = gemm(a2, b2)
+    res = (_gemm if a2.dtype is D.bfloat16 else gemm)(a2, b2)  # (bf16: _bf16_matmul's GEMV)
     shape = res._shape
     if a.ndim == 1:
         shape = shape[:-2] + shape[-1:]
@@ -815,6 +874,7 @@ ger = outer
 
 def _scaled(input, a, b, beta, alpha, what):
     """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
+    gemm = _gemm if a.dtype is D.bfloat16 else globals()["gemm"]  # (bf16: _bf16_addmm's GEMV)
     c = as_tensor_arg(input)
     _check_dtypes(a, b, what)
     shape = broadcast_shapes(a._shape[:-2], b._shape[:-2]) + (a._shape[-2], b._shape[-1])
@@ -833,6 +893,19 @@ def _scaled(input, a, b, beta, alpha, what):
     return gemm(a, b, e, alpha, beta)
 
 
+def _bf16_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> bool:
+    if not _all_bf16(input, mat1, mat2) or mat1.ndim != 2 or mat2.ndim != 2:
+        return False
+    if mat1._shape[1] != mat2._shape[0] or input.ndim > 2:
+        return False
+    try:
+        broadcast_shapes(input._shape, (mat1._shape[0], mat2._shape[1]))
+    except ShapeError:
+        return False
+    return _bf16_fits(mat1, mat2, D.bfloat16, D.bfloat16)
+
+
+@_bf16_or_widened(_bf16_addmm)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     a, b = as_tensor_arg(mat1), as_tensor_arg(mat2)
     _need(a, 2, "addmm", "mat1")
@@ -876,8 +949,29 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _to_out(_scaled(input, ac, bc, beta, alpha, "addbmm"), out)
 
 
+def _bf16_linear(input, weight, bias=None) -> bool:
+    """Whether linear(x, w, bias) of bfloat16 tensors runs a GEMV reading the packed bf16
+    (x (..., K) folding to at most GEMV_MAX_M rows, on a GPU: _bf16_fits)."""
+    x, w = input, weight
+    if not _all_bf16(x, w) or (bias is not None and not (_all_bf16(bias) and bias.ndim == 1)):
+        return False
+    if w.ndim != 2 or x.ndim == 0 or x._shape[-1] != w._shape[-1]:
+        return False
+    x2 = _fold_rows(x) if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
+    if x2 is None:
+        return False
+    wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
+    out = D.bfloat16 if w._shape[0] % 2 == 0 else D.float32  # (see linear)
+    return _bf16_fits(x2, wt, None if bias is None else out, out)
+
+
+@_bf16_or_widened(_bf16_linear)
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one kernel (the bias is added in the GEMM's epilogue)."""
+    return _linear(input, weight, bias)
+
+
+def _linear(input, weight, bias=None):
     # (isinstance first: as_tensor_arg is a wrapped public op, and this is the hot path of
     # every model)
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
@@ -905,11 +999,14 @@ def linear(input, weight, bias=None):
     if x2 is None:
         x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
     shape = x2._shape[:-1] + (w._shape[0],)
+    # bf16 (here only where _bf16_linear holds): the GEMV stores two columns a word, so an odd N
+    # takes f32 sums (and bias) and one rounding after
+    odd_bf16 = x.dtype is D.bfloat16 and w._shape[0] % 2 == 1
     e = None
     if bias is not None:
         bt = bias if isinstance(bias, Tensor) else as_tensor_arg(bias)
-        if bt.dtype is not x.dtype:
-            bt = bt.to(x.dtype)
+        if bt.dtype is not x.dtype or odd_bf16:
+            bt = bt.to(D.float32 if odd_bf16 else x.dtype)
         try:
             if bt.ndim == 1 and bt._shape[0] == shape[-1]:  # the usual bias: a broadcast view
                 e = bt._view(shape, (0,) * (len(shape) - 1) + bt._strides, bt._offset)
@@ -920,7 +1017,10 @@ def linear(input, weight, bias=None):
                 f"pyrite: linear: bias of shape {tuple(bt._shape)} does not match "
                 f"out_features {w._shape[0]}"
             ) from None
-    res = _gemm(x2, wt, e)
+    if odd_bf16:
+        res = _gemm(x2, wt, e, out_dtype=D.float32).to(D.bfloat16)
+    else:
+        res = _gemm(x2, wt, e)
     if x.ndim == 1:
         res = res._view(lead + (w._shape[0],), (1,), 0)
     elif x2 is not x:
