@@ -14,6 +14,7 @@ their speed partway through a run (every kernel at once, the copy included; meas
 and run each format in a process of its own.
 """
 
+import inspect
 import itertools
 import json
 import sys
@@ -117,7 +118,10 @@ def main():
                 from pyrite.ops import matmul as mmod
 
                 t = one_pass_mean(
-                    lambda: [fallback._slow(mmod._linear, "linear", False, (x, w), {}) for w in ws],
+                    lambda: [
+                        fallback._slow(inspect.unwrap(mmod.linear), "linear", False, (x, w), {})
+                        for w in ws
+                    ],
                     calls=len(ws),
                 )
                 print(f"  the same through the f32 widening (before): {t / 1e3:.1f} us")

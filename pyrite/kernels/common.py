@@ -248,6 +248,14 @@ HELPERS = {
   if ((u & 0x7fffffffu) > 0x7f800000u) { return 0x7fc0u; }
   return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
 }""",
+    # four bfloat16s packed in a vec2<u32> (element 2k in the low half of word k) as f32s, and back
+    "p_bf16x4": """fn p_bf16x4(w: vec2<u32>) -> vec4<f32> {
+  let v = vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u);
+  return bitcast<vec4<f32>>(v);
+}""",
+    "p_bf16x4_pack": """fn p_bf16x4_pack(v: vec4<f32>) -> vec2<u32> {
+  return vec2<u32>(p_bf16(v.x) | (p_bf16(v.y) << 16u), p_bf16(v.z) | (p_bf16(v.w) << 16u));
+}""",
     # a float is true when nonzero by its bits: NaN is true, -0.0 false (see _nonzero_f32)
     "p_nz": "fn p_nz(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }",
     # ---- end of casts ----

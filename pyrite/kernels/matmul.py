@@ -316,8 +316,9 @@ def gemm_fast(
     post: tuple | None = None,
     dual: int | None = None,
     rows: int | None = None,
+    st: str = "f32",
 ) -> KernelSource:
-    """f32 GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
+    """GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
         B (.., K, N) with unit N stride (`lay` ending "n") or unit K stride ("k": `x @ w.T`); every
         other stride and offset (batch strides too) a multiple of 4, M % bm == N % bn == K % bk == 0,
@@ -353,9 +354,16 @@ def gemm_fast(
     tm*tn/4 fmas), and the first tile column's first column of invocations stores them. A
     linear's weight gradient g^T x with its bias gradient (the column sums of g) in one kernel.
     Not with `post`.
+
+    `st`: the storage of A, B, C and E: "f32", "f16" (vec4<f16> loads and stores: `shader-f16`)
+    or "bf16" (four packed values a vec2<u32>, rounded to nearest even on store). The workgroup
+    tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
+    `dual` and `rows` are f32 only.
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     assert rows is None or post is None
+    assert st == "f32" or (post is None and rows is None)
+    v4 = {"f32": "vec4<f32>", "f16": "vec4<f16>", "bf16": "vec2<u32>"}[st]
     a_m, b_lay = lay[0] == "m", lay[-1]
     ntx, nty = bn // tn, bm // tm
     nt = ntx * nty
@@ -365,21 +373,20 @@ def gemm_fast(
     sa = bm // 4 + 1  # As: k-major, row of bm/4 vec4 + 1 pad
     sb = bn // 4 + (1 if b_lay == "k" else 0)
     nbuf = 2 if dbuf else 1
-    bufs = [("a", "vec4<f32>", "r"), ("b", "vec4<f32>", "r")]
+    bufs = [("a", v4, "r"), ("b", v4, "r")]
     if epi != "none":
-        bufs.append(("e", "f32", "r"))
+        bufs.append(("e", "u32" if st == "bf16" else st, "r"))
     if post is not None:
         assert nb == 0
         p_expr, n_extra, p_at, p_sct = post
         bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
-    bufs.append(("c", "vec4<f32>", "w"))
+    bufs.append(("c", v4, "w"))
     if dual is not None:
         assert post is not None
         bufs.append(("c2", "vec4<f32>", "w"))
     if rows is not None:
         bufs.append(("rs", "f32", "w"))
     L = [
-        header(bufs) + (helpers_for(p_expr) if post is not None else ""),
         f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
         f"var<workgroup> Bs: array<vec4<f32>, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
         ENTRY.format(wg=nt),
@@ -398,8 +405,8 @@ def gemm_fast(
 
     def load(t, ind):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
-        out += _tile_load("a", a_m, ra, t, ind)
-        return out + _tile_load("b", b_lay == "n", rb, t, ind)
+        out += _tile_load("a", a_m, ra, t, ind, st)
+        return out + _tile_load("b", b_lay == "n", rb, t, ind, st)
 
     def stash(buf, ind):  # registers -> workgroup tile `buf`
         out = _tile_stash("a", a_m, ra, f"({buf}) * {bk * sa}", sa, ind)
@@ -470,7 +477,7 @@ def gemm_fast(
             n = f"(col0 + 4 * (tx + {j * ntx}))"
             if epi != "none":
                 es = ", ".join(
-                    f"e[e_base + m * info[14] + ({n} + {s}) * info[15]]" for s in range(4)
+                    _elem(f"e_base + m * info[14] + ({n} + {s}) * info[15]", st) for s in range(4)
                 )
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
@@ -486,7 +493,7 @@ def gemm_fast(
                 else:
                     L.append(f"      c[c4 + m * n4 + tx + {j * ntx}] = vec4<f32>({lanes}); }}")
             else:
-                L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {v};")
+                L.append(f"    c[c4 + m * n4 + tx + {j * ntx}] = {_narrow4(v, st)};")
         L.append("  }")
     if rows is not None:  # (tn: the tile column; a uniform branch, after the last barrier)
         L.append("  if (tn == 0 && tx == 0) {")
@@ -500,7 +507,36 @@ def gemm_fast(
             )
         L.append("  }")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    body = "\n".join(L) + "\n"
+    helpers = helpers_for(body, p_expr if post is not None else "")
+    return KernelSource(
+        header(bufs, f16=st == "f16") + helpers + body, "".join(m for _, _, m in bufs)
+    )
+
+
+def _elem(idx: str, st: str) -> str:
+    """The f32 value of element `idx` of a scalar storage buffer `e` of storage `st`."""
+    if st == "bf16":
+        return f"p_bf16_at(e[({idx}) >> 1u], {idx})"
+    return f"e[{idx}]" if st == "f32" else f"f32(e[{idx}])"
+
+
+def _widen4(v: str, st: str) -> str:
+    """A vec4<f32> from one load of gemm_fast's four-element storage type (see its `st`)."""
+    if st == "f32":
+        return v
+    if st == "f16":
+        return f"vec4<f32>({v})"
+    return f"p_bf16x4({v})"
+
+
+def _narrow4(v: str, st: str) -> str:
+    """A vec4<f32> as gemm_fast's four-element storage type (see its `st`)."""
+    if st == "f32":
+        return v
+    if st == "f16":
+        return f"vec4<f16>({v})"
+    return f"p_bf16x4_pack({v})"
 
 
 def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):
@@ -537,11 +573,14 @@ def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):
     return L
 
 
-def _tile_load(x, direct, reps, t, ind):
-    """Operand x's vec4s of the K step starting at element `t` (see _tile_operand)."""
+def _tile_load(x, direct, reps, t, ind, st="f32"):
+    """Operand x's vec4s of the K step starting at element `t` (see _tile_operand), widened
+    to f32 from storage `st`."""
     if direct:
-        return [f"{ind}v{x}{r} = {x}[g{x}{r} + ({t}) * s{x}k4];" for r in range(reps)]
-    return [f"{ind}v{x}{r} = {x}[g{x}{r} + t4];" for r in range(reps)]
+        return [
+            f"{ind}v{x}{r} = {_widen4(f'{x}[g{x}{r} + ({t}) * s{x}k4]', st)};" for r in range(reps)
+        ]
+    return [f"{ind}v{x}{r} = {_widen4(f'{x}[g{x}{r} + t4]', st)};" for r in range(reps)]
 
 
 def _tile_stash(x, direct, reps, off, pad, ind):
@@ -743,8 +782,7 @@ def _halves(v: str, i: int) -> str:
 def _bf16s(v: str, i: int) -> str:
     """The four bfloat16s in words i, i + 1 of vec4<u32> `v` (element 2k in word k's low half),
     as a vec4<f32>."""
-    w = f"vec4<u32>({v}[{i}], {v}[{i}], {v}[{i + 1}], {v}[{i + 1}])"
-    return f"bitcast<vec4<f32>>(({w} << vec4<u32>(16u, 0u, 16u, 0u)) & vec4<u32>(0xffff0000u))"
+    return f"p_bf16x4(vec2<u32>({v}[{i}], {v}[{i + 1}]))"
 
 
 def _bf16_epilogue(m: str, n: str, val: str, epi: str) -> str:
@@ -793,7 +831,7 @@ def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32", cst: str | None = Non
     if half or bf:
         L.append("    let bw = b[bcol + k * sbk4];")
         if bf:
-            L.append(f"    let bv = {_bf16s('bw', 0)};")
+            L.append("    let bv = p_bf16x4(bw);")
         else:
             L.append("    let bv = vec4<f32>(unpack2x16float(bw.x), unpack2x16float(bw.y));")
     else:

@@ -159,11 +159,14 @@ FORCE_SPLIT = None
 def _fast_layout(a, b, e, out_dtype, cstrides):
     """ "n" or "k" (B's unit-stride dim), prefixed by "m" where A's unit stride is along M (a
     transposed A: a weight's gradient g.T @ x), when the product may take `gemm_fast`, else
-    None. The output is a new contiguous tensor of `out_dtype` (offset 0)."""
+    None: A, B, the output and any epilogue all f32, all f16 or all bf16. The output is a new
+    contiguous tensor of `out_dtype` (offset 0)."""
+    st = a.dtype.wgsl
     if (
-        a.dtype.wgsl != "f32"
-        or out_dtype.wgsl != "f32"
-        or (e is not None and e.dtype.wgsl != "f32")
+        st not in ("f32", "f16", "bf16")
+        or b.dtype.wgsl != st
+        or out_dtype.wgsl != st
+        or (e is not None and e.dtype.wgsl != st)
     ):
         return None
     if a._offset % 4 or b._offset % 4:
@@ -470,7 +473,8 @@ def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
     for r0, n in parts:
         ai = a._view((n, a._shape[1]), a._strides, a._offset + r0 * a._strides[0])
         ei = None if e is None else e._view((n, N), e._strides, e._offset + r0 * e._strides[0])
-        gemm(ai, b, ei, alpha, beta, out_dt, into=out._view((n, N), (N, 1), out._offset + r0 * N))
+        into = out._view((n, N), (N, 1), out._offset + r0 * N)
+        _gemm(ai, b, ei, alpha, beta, out_dt, into=into)  # (unwrapped: bf16 stays packed)
     return out
 
 
@@ -522,6 +526,8 @@ def gemm(
         if plan[0] == "ragged":
             out = _gemm_ragged(a, b, e, alpha, beta, plan[1], plan[2])
             return (out, None) if rows else out
+        if plan[0] == "widen":
+            raise _Widen
         _, src, info, grid, out_shape, out_dt, last, spec, rs_shape = plan
         global LAST
         LAST = last
@@ -577,11 +583,19 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         or (fast_lay is not None and _fast_fits(dev, variant[1], fast_lay, M, N, K))
     ):
         kind, params = variant
-    elif dt.wgsl == "bf16":  # only the GEMVs read packed bf16 (linear checks bf16_gemv first)
-        gv = _gemv_params(dev, a, b, None if e is None else e.dtype, out_dt, M, K)
-        if gv is None:
-            raise ValueError("pyrite: internal: a bfloat16 product no GEMV kernel takes")
-        kind, params = gv
+    elif dt.wgsl == "bf16":  # only the GEMVs and the fast tiles read packed bf16
+        e_dt = None if e is None else e.dtype
+        gv = _gemv_params(dev, a, b, e_dt, out_dt, M, K)
+        kind, params = gv if gv is not None else _choose(dev, M, N, K, nbatch, fast_lay)
+        if kind not in ("gemv", "gemvn", "fast"):
+            aligned = _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into)
+            if aligned is not None and _gemv_params(dev, a, b, e_dt, out_dt, 1, K) is not None:
+                _remember(key, ("ragged", aligned, out_dt))  # (the rest rows' GEMVs exist)
+                out = _gemm_ragged(a, b, e, alpha, beta, aligned, out_dt)
+                return (out, None) if rows else out
+        if kind not in ("gemv", "gemvn", "fast") or _split_k_chunk(kind, params, K) is not None:
+            _remember(key, ("widen",))
+            raise _Widen  # (nothing dispatched: the op widens instead, _bf16_or_widened)
     else:
         kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
         tuned = _tuned(dev, fast_lay, nbatch, M, N, K, out_dt)
@@ -613,7 +627,11 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     e_st = e.dtype.wgsl if e is not None else "f32"
     spec = None  # (gemm_fast's arguments: compile/fusion.py may rebuild it with a fused map)
     rs_shape = None  # (the row sums' shape where this product also computes them: `rows`)
-    if kind == "fast":
+    if kind == "fast" and dt.wgsl != "f32":  # (half storage: no fused maps, no row sums)
+        bm, bn, tm, tn, bk, dbuf = params
+        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, st=dt.wgsl)
+        tile_m, tile_n = bm, bn
+    elif kind == "fast":
         bm, bn, tm, tn, bk, dbuf = params
         spec = (fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
         if rows and epi == "none" and nb <= 1 and out_dt.storage == "f32":
@@ -701,53 +719,43 @@ def _mismatch(a, b):
 
 
 # ---- bfloat16 products: the GEMVs read packed bf16; everything else widens ------------------
-def _bf16_fits(a2, b2, e_dt, out_dt) -> bool:
-    """Whether the product a2 @ b2 (bfloat16, a2 at least 2-D) with an epilogue of dtype e_dt
-    (or none) and an out_dt result has a GEMV that runs it whole (gemm's bf16 plan)."""
-    M, K = a2._shape[-2], a2._shape[-1]
-    gv = _gemv_params(backend.current(), a2, b2, e_dt, out_dt, M, K)
-    return gv is not None and _split_k_chunk(gv[0], gv[1], K) is None
+class _Widen(Exception):
+    """gemm's bf16 plan found no kernel that reads packed bf16 for this product (raised before
+    anything is dispatched): the op runs through ops/fallback's widening instead."""
 
 
-def _all_bf16(*ts) -> bool:
-    return all(isinstance(t, Tensor) and t.dtype is D.bfloat16 for t in ts)
+def _all_bf16(*args) -> bool:
+    """Every tensor argument bfloat16, the others plain numbers (alpha=, beta=) or None."""
+    return all(
+        (t.dtype is D.bfloat16) if isinstance(t, Tensor) else (t is None or type(t) in (int, float))
+        for t in args
+    )
 
 
-def _bf16_or_widened(fits):
-    """An op of this module that runs as written for bfloat16 arguments where `fits` (called
-    with its arguments) says a GEMV reads them packed, and through ops/fallback's widening for
-    every other bf16 or small-int call (which is then not wrapped again: `_pyrite_fallback`)."""
+def _bf16_or_widened(fn):
+    """An op of this module that runs as written when its tensor arguments are all bfloat16
+    and gemm has a kernel reading them packed (the GEMVs, the fast tiles), and through
+    ops/fallback's widening for every other bf16 or small-int call (_Widen; the op is then not
+    wrapped again: `_pyrite_fallback`)."""
 
-    def deco(fn):
-        @functools.wraps(fn)
-        def op(*args, **kwargs):
-            if _fallback._needs(args, kwargs) and not fits(*args, **kwargs):
-                return _fallback._slow(fn, fn.__name__, False, args, kwargs)
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if not _fallback._needs(args, kwargs):
             return fn(*args, **kwargs)
+        if _all_bf16(*args, *kwargs.values()):
+            try:
+                return fn(*args, **kwargs)
+            except _Widen:
+                pass
+        return _fallback._slow(fn, fn.__name__, False, args, kwargs)
 
-        op._pyrite_fallback = True
-        return op
-
-    return deco
+    op._pyrite_fallback = True
+    return op
 
 
 # ---- matmul and friends ----------------------------------------------------------------------
-def _bf16_matmul(input, other, *, out=None) -> bool:
-    a, b = input, other
-    if not _all_bf16(a, b) or a.ndim < 1 or b.ndim < 2 or a._shape[-1] != b._shape[-2]:
-        return False
-    a2 = a._view((1,) + a._shape, (0,) + a._strides, a._offset) if a.ndim == 1 else a
-    return _bf16_fits(a2, b, None, D.bfloat16)
-
-
-@_bf16_or_widened(_bf16_matmul)
+@_bf16_or_widened
 def matmul(input, other, *, out=None):
-    """torch.matmul; bfloat16 with few rows (a (..., M, K) @ b (..., K, N), N even) as a GEMV
-    reading the packed operands."""
-    return _matmul(input, other, out=out)
-
-
-def _matmul(input, other, *, out=None):
     a, b = as_tensor_arg(input), as_tensor_arg(other)
     _check_dtypes(a, b, "matmul")
     if a.ndim == 0 or b.ndim == 0:
@@ -766,7 +774,7 @@ def _matmul(input, other, *, out=None):
             f"pyrite: matmul: batch dimensions of shapes {tuple(a._shape)} and "
             f"{tuple(b._shape)} do not broadcast"
         ) from None
-    res = (_gemm if a2.dtype is D.bfloat16 else gemm)(a2, b2)  # (bf16: _bf16_matmul's GEMV)
+    res = (_gemm if a2.dtype is D.bfloat16 else gemm)(a2, b2)  # (bf16: _bf16_or_widened)
     shape = res._shape
     if a.ndim == 1:
         shape = shape[:-2] + shape[-1:]
@@ -874,7 +882,7 @@ ger = outer
 
 def _scaled(input, a, b, beta, alpha, what):
     """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
-    gemm = _gemm if a.dtype is D.bfloat16 else globals()["gemm"]  # (bf16: _bf16_addmm's GEMV)
+    gemm = _gemm if a.dtype is D.bfloat16 else globals()["gemm"]  # (bf16: _bf16_or_widened)
     c = as_tensor_arg(input)
     _check_dtypes(a, b, what)
     shape = broadcast_shapes(a._shape[:-2], b._shape[:-2]) + (a._shape[-2], b._shape[-1])
@@ -893,19 +901,7 @@ def _scaled(input, a, b, beta, alpha, what):
     return gemm(a, b, e, alpha, beta)
 
 
-def _bf16_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> bool:
-    if not _all_bf16(input, mat1, mat2) or mat1.ndim != 2 or mat2.ndim != 2:
-        return False
-    if mat1._shape[1] != mat2._shape[0] or input.ndim > 2:
-        return False
-    try:
-        broadcast_shapes(input._shape, (mat1._shape[0], mat2._shape[1]))
-    except ShapeError:
-        return False
-    return _bf16_fits(mat1, mat2, D.bfloat16, D.bfloat16)
-
-
-@_bf16_or_widened(_bf16_addmm)
+@_bf16_or_widened
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     a, b = as_tensor_arg(mat1), as_tensor_arg(mat2)
     _need(a, 2, "addmm", "mat1")
@@ -949,29 +945,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _to_out(_scaled(input, ac, bc, beta, alpha, "addbmm"), out)
 
 
-def _bf16_linear(input, weight, bias=None) -> bool:
-    """Whether linear(x, w, bias) of bfloat16 tensors runs a GEMV reading the packed bf16
-    (x (..., K) folding to at most GEMV_MAX_M rows, on a GPU: _bf16_fits)."""
-    x, w = input, weight
-    if not _all_bf16(x, w) or (bias is not None and not (_all_bf16(bias) and bias.ndim == 1)):
-        return False
-    if w.ndim != 2 or x.ndim == 0 or x._shape[-1] != w._shape[-1]:
-        return False
-    x2 = _fold_rows(x) if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
-    if x2 is None:
-        return False
-    wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
-    out = D.bfloat16 if w._shape[0] % 2 == 0 else D.float32  # (see linear)
-    return _bf16_fits(x2, wt, None if bias is None else out, out)
-
-
-@_bf16_or_widened(_bf16_linear)
+@_bf16_or_widened
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one kernel (the bias is added in the GEMM's epilogue)."""
-    return _linear(input, weight, bias)
-
-
-def _linear(input, weight, bias=None):
     # (isinstance first: as_tensor_arg is a wrapped public op, and this is the hot path of
     # every model)
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
@@ -999,8 +975,8 @@ def _linear(input, weight, bias=None):
     if x2 is None:
         x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
     shape = x2._shape[:-1] + (w._shape[0],)
-    # bf16 (here only where _bf16_linear holds): the GEMV stores two columns a word, so an odd N
-    # takes f32 sums (and bias) and one rounding after
+    # bf16 (_bf16_or_widened): the GEMV stores two columns a word, so an odd N takes f32 sums
+    # (and bias) and one rounding after
     odd_bf16 = x.dtype is D.bfloat16 and w._shape[0] % 2 == 1
     e = None
     if bias is not None:
