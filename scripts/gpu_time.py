@@ -13,6 +13,7 @@ import numpy as np
 
 import pyrite as pr
 from pyrite import backend
+from pyrite.bench import _busy, warm_gpu
 
 
 def timed_pass(enc, qs, q, dispatches):
@@ -73,6 +74,7 @@ def recorded(fn):
         entries.append({"binding": len(bufs), "resource": {"buffer": ib, "offset": 0, "size": 512}})
         bg = g.create_bind_group(layout=bgl, entries=entries)
         out.append((dev.pipeline(src)[0], bg, grid, src, ib))
+    warm_gpu()  # (the clock after the host work above: pyrite.bench.warm_gpu)
     return out, keep
 
 
@@ -89,6 +91,7 @@ def kernel_times(fn, reps=15):
         for pipeline, bg, grid, _, _ in rec:
             q = timed_pass(enc, qs, q, [(pipeline, bg, 0, grid)])
     dt = pass_durations(g, enc, qs, q, res).reshape(reps, -1)
+    _busy()
     del keep
     out = []
     for i, (_, _, grid, src, _) in enumerate(rec):

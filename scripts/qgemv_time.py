@@ -27,7 +27,7 @@ from pyrite.bench.quant import _random_qweight
 from pyrite.ops import quantized as Q
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from gpu_time import kernel_times, pass_durations, recorded, timed_pass  # noqa: E402
+from gpu_time import _busy, kernel_times, pass_durations, recorded, timed_pass  # noqa: E402
 
 
 def one_pass_mean(fn, rounds=6, calls=None):
@@ -41,6 +41,7 @@ def one_pass_mean(fn, rounds=6, calls=None):
     enc = g.create_command_encoder()
     timed_pass(enc, qs, 0, [(pipeline, bg, 0, grid) for pipeline, bg, grid, _, _ in rec] * rounds)
     t = pass_durations(g, enc, qs, 2, res)[0]
+    _busy()
     del keep
     return t / ((calls or len(rec)) * rounds)
 

@@ -22,11 +22,45 @@ import numpy as np
 import pyrite as pr
 from pyrite import backend
 
+# A GPU lowers its clocks when idle: the lent H200 drops its SM clock from 1,980 to 345 MHz
+# about 2 s after its last sustained work (nvidia-smi's clocks.sm, reason "Idle"), and kernels
+# then run ~4x slower (int8 GEMV 17.8 -> 80.7 us, f32 GEMV 50 -> 139 us); 0.25 s of back-to-back
+# kernels brings it back, while one tiny kernel every 50 ms does not (2026-12-03,
+# scripts/gpu_slow_state.py --busy). A timing that follows host work (building inputs, torch CPU
+# peers, compiling) would catch the slow clock, so every timing starts with `warm_gpu`.
+WARM_AFTER_IDLE_S = 1.0  # idle longer than this since the last timing: warm up first
+WARM_S = 0.3  # seconds of back-to-back copies a warm-up runs
+_last_busy = [0.0]
+_warm_bufs: list = []
+
+
+def warm_gpu():
+    """Bring a GPU adapter's clocks up before a timing: WARM_S seconds of back-to-back copies
+    when more than WARM_AFTER_IDLE_S has passed since the last timing ended (nothing on a CPU
+    adapter). The clock belongs to the card, so this warms it for torch's CUDA peers too."""
+    dev = backend.current()
+    if dev.adapter_type == "CPU" or time.perf_counter() - _last_busy[0] < WARM_AFTER_IDLE_S:
+        return
+    if not _warm_bufs or _warm_bufs[0] is not dev:
+        _warm_bufs[:] = [dev, pr.rand(16 << 20), pr.empty(16 << 20)]
+    _, x, y = _warm_bufs
+    end = time.perf_counter() + WARM_S
+    while time.perf_counter() < end:
+        for _ in range(20):
+            dev.copy(x._storage.buffer, 0, y._storage.buffer, 0, 64 << 20)
+        pr.synchronize()
+    _busy()
+
+
+def _busy():
+    _last_busy[0] = time.perf_counter()
+
 
 def _median_time(fn, repeats=7, warmup=2, sync=True, inner=None):
     """Median seconds of one call of fn. Calls are repeated `inner` times between
     synchronisations (chosen so one timing spans >= 20 ms) so a readback round trip
     (0.3–0.7 ms on the H200) does not swamp a fast kernel."""
+    warm_gpu()
     for _ in range(warmup):
         fn()
     if sync:
@@ -45,11 +79,13 @@ def _median_time(fn, repeats=7, warmup=2, sync=True, inner=None):
         if sync:
             pr.synchronize()
         times.append((time.perf_counter() - t0) / inner)
+    _busy()
     return statistics.median(times)
 
 
 def _median_us(fn, n=200, warmup=20):
     """Median microseconds of single calls of fn (round trips: each call waits itself)."""
+    warm_gpu()
     for _ in range(warmup):
         fn()
     ts = []
@@ -57,6 +93,7 @@ def _median_us(fn, n=200, warmup=20):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
+    _busy()
     return statistics.median(ts) * 1e6
 
 
@@ -83,6 +120,7 @@ def _cuda_time(torch, fn, repeats=7):
     """Median seconds of one call of fn on CUDA, timed as `_median_time` times pyrite: calls
     back to back, one synchronize per timing of >= 20 ms (a per-call synchronize would add
     torch's ~5-10 µs round trip to every small kernel)."""
+    warm_gpu()
     fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -97,6 +135,7 @@ def _cuda_time(torch, fn, repeats=7):
             fn()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) / inner)
+    _busy()
     return statistics.median(times)
 
 

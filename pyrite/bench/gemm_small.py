@@ -36,6 +36,9 @@ SHAPES = [(768, 768), (768, 3072), (3072, 768), (4096, 4096)]
 
 
 def _time(fn):
+    from . import _busy, warm_gpu
+
+    warm_gpu()  # (the GPU's clocks: see pyrite.bench.warm_gpu)
     fn()
     pr.synchronize()
     t0 = time.perf_counter()
@@ -50,6 +53,7 @@ def _time(fn):
             fn()
         pr.synchronize()
         ts.append((time.perf_counter() - t0) / inner)
+    _busy()
     return statistics.median(ts)
 
 

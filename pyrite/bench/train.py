@@ -22,6 +22,9 @@ def _time(step, sync, n=10, warmup=40, runs=3):
     # within a few tens of steps, and from then on every bind group comes from the device's
     # cache (measured: 130 new groups a GPT step at step 2, 1 by step 36). torch warms up the
     # same way here (its allocator and cuBLAS handles).
+    from . import _busy, warm_gpu
+
+    warm_gpu()  # (the GPU's clocks: see pyrite.bench.warm_gpu)
     for _ in range(warmup):
         step()
     sync()
@@ -32,6 +35,7 @@ def _time(step, sync, n=10, warmup=40, runs=3):
             step()
         sync()
         times.append((time.perf_counter() - t0) / n)
+    _busy()
     return sorted(times)[runs // 2]
 
 

@@ -69,8 +69,12 @@ def _operands(pr, M, N, K, lay, rng):
 
 def _device_us(pr, fn, reps):
     """Median microseconds of device time a call over `reps` calls profiled back to back,
-    after as many unprofiled ones (a GPU idle while the candidate's pipeline was built runs at
-    lowered clocks until work arrives: the warm calls bring them up)."""
+    after as many unprofiled ones and, where the GPU idled while the candidate's pipeline was
+    built, a warm-up that brings its clocks back (pyrite.bench.warm_gpu: a few warm calls do
+    not)."""
+    from . import _busy, warm_gpu
+
+    warm_gpu()
     for _ in range(reps):
         fn()
     pr.synchronize()
@@ -80,6 +84,7 @@ def _device_us(pr, fn, reps):
     events = prof.events()
     per = len(events) // reps if reps else 0
     calls = [sum(e.device_ns for e in events[k * per : (k + 1) * per]) / 1e3 for k in range(reps)]
+    _busy()
     return float(np.median(calls)) if calls else 0.0
 
 
