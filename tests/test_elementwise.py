@@ -702,7 +702,7 @@ def test_grid_fold(monkeypatch):
         return real(src, buffers, info, grid)
 
     monkeypatch.setattr(dev, "dispatch", spy)
-    n = 65535 * 256 + 1000
+    n = 65535 * 256 + 1001  # (not a multiple of 4: the scalar map, whose grid folds first)
     x = pr.arange(n, dtype=pr.int32)
     y = (x * 3 + 1).numpy()
     assert sum(g[1] > 1 for g in grids) >= 3, grids  # arange, *, + all folded
@@ -959,3 +959,45 @@ def test_sweep_zero_dim_float_divisor_kept_in_f32():
     # Python scalar (add, compare...): f16(-17.25) // f32(5.7493596) is floor(-3.0003) = -4
     t, p = _both(lambda L: L.tensor([-17.25], dtype=L.float16) // L.tensor(5.749359607696533))
     assert p == t == ("float16", [-4.0])
+
+
+# ---- the vec4 map (kernels/elementwise.vec4_map_kernel) -----------------------------------------
+def _last_map_src():
+    from pyrite.ops import core
+
+    return next(reversed(core._plans.values()))[0].wgsl
+
+
+@pytest.mark.parametrize("n", [4, 1024, 4 * 1037])
+def test_vec4_map_parity(n, rng):
+    """Contiguous maps whose size and offsets are multiples of 4 take the vec4 kernel: binary
+    and scalar-operand ops, a one-element (broadcast) input, in place, float16, a wrapping
+    uint8 product and an index expression (arange) give torch's values; a view at an odd offset
+    or an odd size takes the scalar kernel and agrees too."""
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    x, y = pr.tensor(a), pr.tensor(b)
+    got = x * y + 0.5
+    assert "array<vec4<f32>>" in _last_map_src()
+    assert_close(got, (torch.from_numpy(a) * torch.from_numpy(b)) + 0.5)
+    one = pr.tensor(np.float32(3.25)).reshape(1)
+    assert_close(x - one, torch.from_numpy(a) - 3.25)
+    assert "array<vec4<f32>>" in _last_map_src()
+    z = x.clone()
+    z.mul_(y)
+    assert_close(z, torch.from_numpy(a) * torch.from_numpy(b))
+    assert_close(pr.arange(n, dtype=pr.float32) * 2, torch.arange(n, dtype=torch.float32) * 2)
+    u = pr.tensor((np.arange(n) % 256).astype(np.int32)).to(pr.uint8)
+    assert (u * 7).numpy().tolist() == ((torch.arange(n) % 256).to(torch.uint8) * 7).tolist()
+    if has_f16():
+        h = pr.tensor(a).half() + pr.tensor(b).half()
+        assert "vec4<f16>" in _last_map_src()
+        ref = torch.from_numpy(a).half() + torch.from_numpy(b).half()
+        assert h.numpy().tolist() == ref.numpy().tolist()
+    if n > 4:
+        got = x[1 : n - 3] + y[1 : n - 3]  # (odd offsets: the scalar kernel)
+        assert "array<vec4<f32>>" not in _last_map_src()
+        assert_close(got, torch.from_numpy(a[1 : n - 3] + b[1 : n - 3]))
+        got = x[4:] + y[4:]  # (offsets of 4: vec4 again)
+        assert "array<vec4<f32>>" in _last_map_src()
+        assert_close(got, torch.from_numpy(a[4:] + b[4:]))

@@ -342,3 +342,69 @@ def test_gpu_workgroup_rule_layer_norm_backward(rng, monkeypatch):
         want = want.numpy()
         tol = (6 * n + 24) * EPS32 * np.abs(want).max()
         assert np.abs(got.numpy() - want).max() <= tol
+
+
+@pytest.mark.parametrize("row", SOFTMAX_ROWS + ln_rows() + rms_rows(), ids=lambda r: r.name)
+def test_rows_streamed(row, rng, monkeypatch):
+    """The rows again through the streaming kernel (two passes over each row), which rows of
+    more than HELD_MAX elements an invocation take; the others hold their row in registers."""
+    from pyrite.ops import rowops
+
+    monkeypatch.setattr(rowops, "HELD", False)
+    check_row(row, rng)
+
+
+@pytest.fixture
+def gpu_rules(monkeypatch):
+    """Plan rows as on a GPU adapter (several rows a workgroup, kernels/rowops.workgroup_size's
+    GPU rule), whatever device runs the suite."""
+    from pyrite import backend
+
+    monkeypatch.setattr(backend.current(), "adapter_type", "DiscreteGPU")
+
+
+@pytest.mark.parametrize("row", SOFTMAX_ROWS + ln_rows() + rms_rows(), ids=lambda r: r.name)
+def test_rows_with_the_gpu_plan(row, rng, gpu_rules):
+    """The rows again as a GPU runs them: held rows several to a workgroup of 256 (32 lanes a
+    row of up to 256 elements: 8 rows a workgroup), longer ones streamed by 256 invocations."""
+    check_row(row, rng)
+
+
+@pytest.mark.parametrize("n", [100, 768, 2049, 4097])
+def test_held_row_limit_with_the_gpu_rule(n, rng, gpu_rules):
+    """With the GPU plan, rows of 100 (32 lanes, 8 rows a workgroup), 768 (128 lanes, 2 rows)
+    and 2049 (256 lanes of 9) are held and 4097 streams; five rows (not a multiple of the rows a
+    workgroup takes); softmax, log_softmax, layer_norm and rms_norm agree with torch float64, a
+    NaN, a +inf and a -inf row included (torch's NaN rows)."""
+    from pyrite.ops import rowops
+
+    lanes = rowops._held_shape(n, rowops._wg(n))
+    assert (lanes is None) == (n == 4097)
+    a = rng.standard_normal((5, n)).astype(np.float32) * 4
+    a[1, 7], a[2, n - 1], a[3, :] = np.nan, np.inf, -np.inf
+    a[4, 0] = -np.inf
+    x, t = pr.tensor(a), _t(a)
+    tol = dict(rtol=(n + 40) * 2 * 2.0**-24, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(x.softmax(-1).numpy(), t.softmax(-1).numpy(), **tol)
+    fin = a[[0, 4]]
+    np.testing.assert_allclose(
+        pr.tensor(fin).log_softmax(-1).numpy(),
+        _t(fin).log_softmax(-1).numpy(),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    assert np.isnan(x.log_softmax(-1).numpy()[1:4]).all()
+    b = rng.standard_normal((3, n)).astype(np.float32) + 3
+    w = rng.standard_normal(n).astype(np.float32)
+    got = pr.nn.functional.layer_norm(pr.tensor(b), (n,), pr.tensor(w)).numpy()
+    np.testing.assert_allclose(
+        got,
+        TF.layer_norm(_t(b), (n,), _t(w)).numpy(),
+        atol=(2 * n + 8) * 2.0**-24 * 8 * np.abs(w).max(),
+    )
+    got = pr.nn.functional.rms_norm(pr.tensor(b), (n,), pr.tensor(w)).numpy()
+    np.testing.assert_allclose(
+        got,
+        TF.rms_norm(_t(b), (n,), _t(w)).numpy(),
+        atol=(2 * n + 8) * 2.0**-24 * 8 * np.abs(w).max(),
+    )

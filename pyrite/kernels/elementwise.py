@@ -37,7 +37,13 @@ from .common import (
 
 @lru_cache(maxsize=4096)
 def map_kernel(
-    expr: str, ins: tuple, out: tuple, rank: int, scalars: tuple = (), per_thread: int = 1
+    expr: str,
+    ins: tuple,
+    out: tuple,
+    rank: int,
+    scalars: tuple = (),
+    per_thread: int = 1,
+    vec: int = 1,
 ) -> KernelSource:
     """`ins`: ((storage token, ctype, pattern, aliased), ...); `out`: (token, ctype, pattern).
 
@@ -54,7 +60,11 @@ def map_kernel(
         so no two invocations write one word; the grid counts words (n/2 + 1), not elements.
       otherwise (a strided view): two invocations may own the halves of one word, so each
         clears and sets its own half with atomicAnd / atomicOr on `array<atomic<u32>>`.
+
+    `vec` 4 (`vec4_map_kernel`): 16-byte loads and stores, four elements a step.
     """
+    if vec == 4:
+        return vec4_map_kernel(expr, ins, out, scalars, per_thread)
     k = len(ins)
     o_tok, o_ctype, o_pat = out
     packed_out = o_tok == "bf16"
@@ -173,6 +183,71 @@ def map_kernel(
     text = "".join(body)
     src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
     return KernelSource(src, modes)
+
+
+def vec4_fits(ins: tuple, out: tuple) -> bool:
+    """Whether `vec4_map_kernel` serves these operand patterns (map_kernel's `ins`, `out`):
+    a contiguous output and contiguous or single-element inputs, none bf16, no single-element
+    read of the output itself. The caller checks n and every offset are multiples of 4."""
+    if out[0] == "bf16" or out[2] != "c":
+        return False
+    return all(tok != "bf16" and (pat == "c" or (pat == "0" and not al)) for tok, _, pat, al in ins)
+
+
+@lru_cache(maxsize=1024)
+def vec4_map_kernel(expr: str, ins: tuple, out: tuple, scalars: tuple, per_thread: int):
+    """map_kernel for `vec4_fits` operands with n and every offset multiples of 4: contiguous
+    operands as arrays of vec4 (one 16-byte load an operand a step, which a scalar map's four
+    loads do not match on a GPU: elementwise copy 2,343 GB/s against a vec4 copy's 3,900 on the
+    H200, 2026-12-03), the expression evaluated lane by lane (`gi` each lane's flat index).
+    Info words as map_kernel's (numel, offsets, scalars)."""
+    k = len(ins)
+    o_tok, o_ctype, _ = out
+    o_elem = STORAGE_ELEM[o_tok]
+    buffers, names = [], []
+    for j, (tok, _, pat, al) in enumerate(ins):
+        if al:
+            names.append("out")
+        else:
+            names.append(f"in{j}")
+            elem = STORAGE_ELEM[tok]
+            buffers.append((f"in{j}", f"vec4<{elem}>" if pat == "c" else elem, "r"))
+    buffers.append(("out", f"vec4<{o_elem}>", "w"))
+    head = ["  let n4 = info[0] >> 2u;\n", "  let o4 = info[1] >> 2u;\n"]
+    for j, (_, _, pat, _) in enumerate(ins):
+        head.append(f"  let off{j} = info[{2 + j}]{' >> 2u' if pat == 'c' else ''};\n")
+    for j, ct in enumerate(scalars):
+        word = f"info[{2 + k + j}]"
+        value = {"f32": f"bitcast<f32>({word})", "i32": word, "bool": f"({word} != 0)"}[ct]
+        head.append(f"  let s{j} = {value};\n")
+    step = []
+    for j, (tok, ct, pat, _) in enumerate(ins):
+        if pat == "c":
+            step.append(f"let v{j} = {names[j]}[off{j} + v];\n")
+        else:
+            step.append(f"let x{j} = {load(f'{names[j]}[off{j}]', tok, ct)};\n")
+    step.append(f"var r: vec4<{o_elem}>;\n")
+    for q in range(4):
+        lane = [f"let gi = 4 * v + {q}; "]
+        for j, (tok, ct, pat, _) in enumerate(ins):
+            if pat == "c":
+                lane.append(f"let x{j} = {load(f'v{j}[{q}]', tok, ct)}; ")
+        lane.append(f"r[{q}] = {store(expr, o_ctype, o_tok, exact=True)}; ")
+        step.append("{ " + "".join(lane) + "}\n")
+    step.append("out[o4 + v] = r;\n")
+    flat = FLAT_INDEX.format(wg=WG).replace(
+        f"let gi = i32(wg_flat * {WG}u + lid.x);",
+        f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
+    )
+    body = [flat, *head, f"  for (var k = 0; k < {per_thread}; k++) {{\n"]
+    body.append(f"    let v = g0 + k * {WG};\n")
+    body.append("    if (v >= n4) { return; }\n")
+    body += ["    " + line for line in step]
+    body.append("  }\n")
+    text = "".join(body)
+    f16 = o_tok == "f16" or any(tok == "f16" for tok, *_ in ins)
+    src = header(buffers, f16=f16) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
+    return KernelSource(src, "".join(m for _, _, m in buffers))
 
 
 def map_words(n: int, out_token: str, out_pattern: str) -> int:

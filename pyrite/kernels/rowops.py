@@ -62,14 +62,15 @@ def row_loop_iterations(n: int, wg: int) -> int:
     return 2 * (-(-n // wg) + 1) + wg.bit_length() + 2
 
 
-def _reduce_tree(wg: int, combine: str) -> str:
-    """The tree over workgroup memory; `combine` is WGSL combining slot `lid` with `j`."""
+def _reduce_tree(wg: int, combine: str, lane: str = "lid.x") -> str:
+    """The tree over workgroup memory; `combine` is WGSL combining slot `lid` with `j`.
+    `lane`: the invocation's index within its row's `wg` (several rows a workgroup)."""
     return (
         f"  var half = {wg // 2}u;\n"
         "  loop {\n"
         "    workgroupBarrier();\n"
         "    if (half == 0u) { break; }\n"
-        f"    if (lid.x < half) {{ let j = lid.x + half;\n{combine}    }}\n"
+        f"    if ({lane} < half) {{ let j = lid.x + half;\n{combine}    }}\n"
         "    half = half >> 1u;\n"
         "  }\n"
     )
@@ -121,10 +122,17 @@ def row_kernel(
     out_type: str,
     w_type: str | None = None,
     b_type: str | None = None,
+    per: int = 0,
+    groups: int = 1,
 ) -> KernelSource:
-    """WGSL for `op` over rows of `n` elements; `rank` outer dims; w/b types None when absent."""
+    """WGSL for `op` over rows of `n` elements; `rank` outer dims; w/b types None when absent.
+    `per` > 0: each invocation holds its (at most `per`) elements of the row in registers
+    (`_held_row`, `groups` rows a workgroup of groups·wg), so the row is read once; 0: two
+    streaming passes over the row."""
     if op not in OPS:
         raise ValueError(f"pyrite: unknown row op {op!r}")
+    if per:
+        return _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups)
     buffers = [("x", x_type, "r")]
     if w_type:
         buffers.append(("w", w_type, "r"))
@@ -212,6 +220,122 @@ def row_kernel(
         + helpers_for(text, "p_isnan(x) p_nan() p_inf()")
         + shared
         + entry
+        + text
+        + "}\n"
+    )
+    return KernelSource(src, "".join(m for _, _, m in buffers))
+
+
+HELD_MAX = 16  # elements an invocation holds at most (row_kernel's `per`)
+
+
+def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> KernelSource:
+    """row_kernel with the row in registers: `groups` rows a workgroup, `wg` invocations a row;
+    lane t of a row holds its elements t + i·wg (i < per), loaded once, then one tree over
+    workgroup memory (as the streaming kernel's; every row of the workgroup in step, rows past
+    the last computing nothing). softmax:
+    each invocation's maximum over its finite and -inf elements (a NaN or +inf one makes the
+    row NaN, as torch's exp(x - max) does) and its sum of exp(x - max), one exp an element
+    (the streaming kernel's online rescaling spends up to three), merged as the streaming
+    kernel merges; its exps are then rescaled by exp(m - M) / S. layer_norm: each invocation's
+    count, mean and squared deviations by two passes over its registers (no division a step,
+    as Welford's), merged by Chan et al.'s rule. rms_norm: the sum of squares. Measured: see
+    ops/rowops.py HELD."""
+    buffers = [("x", x_type, "r")]
+    if w_type:
+        buffers.append(("w", w_type, "r"))
+    if b_type:
+        buffers.append(("b", b_type, "r"))
+    buffers.append(("out", out_type, "w"))
+    sizes, xs, os_ = 6, 6 + rank, 6 + 2 * rank
+    body = [
+        "  let wf = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
+        f"  let grp = lid.x / {wg}u; let lane = lid.x % {wg}u; let base = grp * {wg}u;\n",
+        f"  let row = wf * {groups}u + grp;\n",
+        "  if (wf * %du >= u32(info[0])) { return; }\n" % groups,  # (uniform: the whole group)
+        "  let live = row < u32(info[0]);\n",
+        "  let n = info[1];\n  var r = i32(min(row, u32(info[0]) - 1u));\n",
+        "  var xb = info[2];\n  var ob = 0;\n",
+    ]
+    for d in range(rank - 1, -1, -1):
+        body.append(
+            f"  {{ let c = r % info[{sizes + d}]; r = r / info[{sizes + d}]; "
+            f"xb += c * info[{xs + d}]; ob += c * info[{os_ + d}]; }}\n"
+        )
+    body.append("  let sx = info[3];\n  let so = info[4];\n  let eps = bitcast<f32>(info[5]);\n")
+    idx = range(per)
+    for i in idx:
+        body.append(
+            f"  let k{i} = i32(lane) + {i * wg}; let h{i} = live && k{i} < n; var v{i} = 0.0;\n"
+            f"  if (h{i}) {{ v{i} = {load(f'x[xb + k{i} * sx]', x_type, 'f32')}; }}\n"
+        )
+
+    shared = []
+    if op in ("softmax", "log_softmax"):
+        # this invocation's (max, sum of exp(x - max)) over its elements, each exp once; one
+        # tree merges the pairs (and the NaN-or-+inf flag); the held exps are then rescaled
+        shared = ["sm", "ss", "sb"]
+        body.append("  var m = -p_inf(); var bad = 0.0;\n")
+        for i in idx:
+            body.append(
+                f"  if (h{i}) {{ if (p_isnan(v{i}) || v{i} == p_inf()) {{ bad = 1.0; }} "
+                f"else {{ m = max(m, v{i}); }} }}\n"
+            )
+        body.append("  var s = 0.0;\n")
+        for i in idx:
+            body.append(
+                f"  var e{i} = 0.0; if (h{i} && v{i} != -p_inf()) {{ e{i} = exp(v{i} - m); "
+                f"s += e{i}; }}\n"
+            )
+        body.append("  sm[lid.x] = m;\n  ss[lid.x] = s;\n  sb[lid.x] = bad;\n")
+        merge = _ONLINE_MERGE + "      sb[lid.x] = max(sb[lid.x], sb[j]);\n"
+        body.append("  {\n" + _reduce_tree(wg, merge, "lane") + "  }\n")
+        body.append("  let M = sm[base];\n  let S = ss[base];\n  let nan_row = sb[base] > 0.0;\n")
+        if op == "softmax":
+            body.append(
+                "  let inv = select(select(exp(m - M), 0.0, m == -p_inf()) / S, p_nan(), "
+                "nan_row);\n"
+            )
+            vals = [f"e{i} * inv" for i in idx]
+        else:
+            body.append("  let lse = select(M + log(S), p_nan(), nan_row);\n")
+            vals = [f"v{i} - lse" for i in idx]
+    elif op == "layer_norm":
+        # this invocation's (count, mean, squared deviations) by two passes over its elements,
+        # then one tree of Chan et al.'s merges
+        shared = ["sc", "smu", "sq"]
+        body.append("  var c = 0.0; var a = 0.0;\n")
+        body += [f"  if (h{i}) {{ c += 1.0; a += v{i}; }}\n" for i in idx]
+        body.append("  let mu = select(a / c, 0.0, c == 0.0);\n  var q = 0.0;\n")
+        body += [f"  if (h{i}) {{ let d = v{i} - mu; q += d * d; }}\n" for i in idx]
+        body.append("  sc[lid.x] = c;\n  smu[lid.x] = mu;\n  sq[lid.x] = q;\n")
+        body.append("  {\n" + _reduce_tree(wg, _chan_merge("sc", "smu", "sq"), "lane") + "  }\n")
+        body.append("  let M = smu[base];\n  let rstd = inverseSqrt(sq[base] / f32(n) + eps);\n")
+        vals = []
+        for i in idx:
+            wk = load(f"w[k{i}]", w_type, "f32") if w_type else "1.0"
+            bk = load(f"b[k{i}]", b_type, "f32") if b_type else "0.0"
+            vals.append(f"(v{i} - M) * rstd * {wk} + {bk}")
+    else:  # rms_norm
+        shared = ["sq"]
+        body.append("  var q = 0.0;\n" + "".join(f"  q += v{i} * v{i};\n" for i in idx))
+        body.append("  sq[lid.x] = q;\n")
+        body.append(
+            "  {\n" + _reduce_tree(wg, "      sq[lid.x] = sq[lid.x] + sq[j];\n", "lane") + "  }\n"
+        )
+        body.append("  let rstd = inverseSqrt(sq[base] / f32(n) + eps);\n")
+        vals = []
+        for i in idx:
+            wk = load(f"w[k{i}]", w_type, "f32") if w_type else "1.0"
+            vals.append(f"v{i} * rstd * {wk}")
+    for i, v in zip(idx, vals):
+        body.append(f"  if (h{i}) {{ out[ob + k{i} * so] = {store(v, 'f32', out_type)}; }}\n")
+    text = "".join(body)
+    src = (
+        header(buffers)
+        + helpers_for(text, "p_isnan(x) p_nan() p_inf()")
+        + "".join(f"var<workgroup> {a}: array<f32, {wg * groups}>;\n" for a in shared)
+        + ENTRY.format(wg=wg * groups)
         + text
         + "}\n"
     )

@@ -14,7 +14,7 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import WG, grid_for
-from ..kernels.elementwise import map_kernel, map_words
+from ..kernels.elementwise import map_kernel, map_words, vec4_fits
 from ..tensor import Tensor, contiguous_strides
 
 # (`pyrite.tensor` names the function once pyrite is imported: reach the module itself)
@@ -308,6 +308,7 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     if type(s_ctypes) is not tuple:
         s_ctypes = tuple(s_ctypes)
     key = [expr, out_ctype, out.dtype, out._shape, out._strides, s_ctypes]
+    odd = out._offset & 3  # (every offset a multiple of 4: the vec4 map may serve)
     for t, ct in zip(inputs, in_ctypes):
         if t._storage is ostore:
             if not _same_view(t, out):
@@ -321,6 +322,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
         key.append(ct)
         key.append(t._shape)
         key.append(t._strides)
+        odd |= t._offset & 3
+    key.append(odd == 0)
     cmd = _map_command(tuple(key), expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes)
     if cmd is None:
         return out
@@ -339,10 +342,13 @@ def map_command(expr, inputs, in_ctypes, out, out_ctype, scalars=(), s_ctypes=()
     no input may overlap `out` except as exactly its view (compile/fusion.py builds fused maps
     through here)."""
     key = [expr, out_ctype, out.dtype, out._shape, out._strides, tuple(s_ctypes)]
+    odd = out._offset & 3
     for t, ct in zip(inputs, in_ctypes):
         if t._storage is out._storage:
             key.append(None)
         key += [t.dtype, ct, t._shape, t._strides]
+        odd |= t._offset & 3
+    key.append(odd == 0)
     return _map_command(
         tuple(key), expr, inputs, in_ctypes, out, out_ctype, scalars, tuple(s_ctypes)
     )
@@ -351,7 +357,7 @@ def map_command(expr, inputs, in_ctypes, out, out_ctype, scalars=(), s_ctypes=()
 def _map_command(key, expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes):
     plan = _plans.get(key)
     if plan is None:
-        plan = _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes)
+        plan = _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes, key[-1])
         if len(_plans) > 8192:
             _plans.clear()
         _plans[key] = plan
@@ -412,7 +418,14 @@ def check_writable(t: Tensor):
         )
 
 
-def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
+# Contiguous maps with n and every offset multiples of 4 take the vec4 kernel
+# (kernels/elementwise.vec4_map_kernel); False: always the scalar one (A/B: scripts/rowmap_ab.py).
+VEC4 = True
+
+
+def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes, aligned=False):
+    """The map's (kernel, static info words, grid, numel, aliased inputs); `aligned`: every
+    offset a multiple of 4 (with n one too and vec4_fits' patterns: the vec4 kernel)."""
     if inputs:  # a fill (no inputs) may write one value to every alias, as torch's fill_
         check_writable(out)
     shape = out._shape
@@ -439,15 +452,11 @@ def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes):
             if p == "s":
                 static.extend(st)
     pt = per_thread()
-    src = map_kernel(
-        expr,
-        tuple(ins),
-        (out.dtype.storage, out_ctype, o_pat),
-        len(cshape) if strided else 1,
-        tuple(s_ctypes),
-        pt,
-    )
-    units = map_words(n, out.dtype.storage, o_pat)
+    o = (out.dtype.storage, out_ctype, o_pat)
+    vec4 = VEC4 and aligned and n % 4 == 0 and not strided and vec4_fits(tuple(ins), o)
+    vec = 4 if vec4 else 1
+    src = map_kernel(expr, tuple(ins), o, len(cshape) if strided else 1, tuple(s_ctypes), pt, vec)
+    units = map_words(n, out.dtype.storage, o_pat) // vec
     return src, tuple(static), grid_for(units, WG * pt), n, tuple(aliased)
 
 

@@ -22,6 +22,7 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels.common import MAX_WORKGROUPS, fold_grid
 from ..kernels.rowops import (
+    HELD_MAX,
     NORM_COLS,
     NORM_LANES,
     grad_loop_iterations,
@@ -38,6 +39,17 @@ from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iteration
 
 _F16_EPS = 2.0**-10  # torch.finfo(torch.float16).eps
 _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
+
+
+# Rows of at most HELD_MAX elements an invocation are held in registers and read once
+# (kernels/rowops._held_row); longer ones stream twice. HELD = False: always stream (A/B:
+# scripts/rowmap_ab.py). On a GPU rows take the fewest lanes that hold at most HELD_LANE_MAX
+# elements each, several rows a workgroup (_held_shape).
+# H200, 2026-12-03, one row a workgroup of 256 (before the several-rows rule), GB/s streamed ->
+# held (torch CUDA): softmax 65,536 x 1024 1,372 -> 1,999 (3,967), layer_norm 1,369 -> 2,024
+# (2,664), softmax 16,384 x 2048 1,738 -> 2,925 (3,495), layer_norm 1,762 -> 2,968 (2,956).
+HELD = True
+HELD_LANE_MAX = 8
 
 
 def _wg(n: int) -> int:
@@ -70,14 +82,18 @@ def _run(
     wg = _wg(n)
     if row_loop_iterations(n, wg) > max_loop_iterations():
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
+    held = _held_shape(n, wg)
+    lanes, per, groups = held if held is not None else (wg, 0, 1)
     src = row_kernel(
         op,
-        wg,
+        lanes,
         rank,
         x.dtype.wgsl,
         out.dtype.wgsl,
         w.dtype.wgsl if w is not None else None,
         b.dtype.wgsl if b is not None else None,
+        per,
+        groups,
     )
     info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co]
     bufs = [x._storage.buffer]
@@ -86,8 +102,26 @@ def _run(
     if b is not None:
         bufs.append(b._storage.buffer)
     bufs.append(out._storage.buffer)
-    backend.current().dispatch(src, bufs, info, fold_grid(rows))
+    backend.current().dispatch(src, bufs, info, fold_grid(-(-rows // groups)))
     return out
+
+
+def _held_shape(n: int, wg: int):
+    """(invocations a row, elements each holds, rows a workgroup) for the held-row kernel, or
+    None (the streaming kernel). On a GPU the fewest lanes (32 .. 256) that leave each at most
+    HELD_LANE_MAX elements, 256 // lanes rows a workgroup (a row of 768 is 128 lanes of 6, two
+    rows a workgroup; the streaming rule gave it a workgroup of 256 alone), else 256 lanes of up to
+    HELD_MAX; on a CPU adapter the device's workgroup rule (`_wg`), one row a workgroup."""
+    if not HELD:
+        return None
+    if backend.current().adapter_type == "CPU":
+        per = -(-n // wg)
+        return (wg, per, 1) if per <= HELD_MAX else None
+    for lanes in (32, 64, 128, 256):
+        per = -(-n // lanes)
+        if per <= HELD_LANE_MAX or (lanes == 256 and per <= HELD_MAX):
+            return lanes, per, 256 // lanes
+    return None
 
 
 def _composed(op, x, n, sx, outer, x_outer, out, so, o_outer, w, b, eps):
