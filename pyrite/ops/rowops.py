@@ -45,9 +45,14 @@ _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
 # (kernels/rowops._held_row); longer ones stream twice. HELD = False: always stream (A/B:
 # scripts/rowmap_ab.py). On a GPU rows take the fewest lanes that hold at most HELD_LANE_MAX
 # elements each, several rows a workgroup (_held_shape).
-# H200, 2026-12-03, one row a workgroup of 256 (before the several-rows rule), GB/s streamed ->
-# held (torch CUDA): softmax 65,536 x 1024 1,372 -> 1,999 (3,967), layer_norm 1,369 -> 2,024
-# (2,664), softmax 16,384 x 2048 1,738 -> 2,925 (3,495), layer_norm 1,762 -> 2,968 (2,956).
+# H200, 2026-12-03 (scripts/rowmap_ab.py, GB/s of one read and one write, wgpu-native / Dawn),
+# streamed -> held with HELD_LANE_MAX 4 / 8 / 16, torch CUDA in the same run:
+#   softmax 65,536 x 1024     1,397 -> 1,995 / 3,133 / 3,110   Dawn 1,438 -> 1,932 / 3,102 / 3,109  torch 3,972
+#   layer_norm 65,536 x 1024  1,382 -> 2,013 / 3,136 / 3,403   Dawn 1,468 -> 2,021 / 3,192 / 3,467  torch 2,706
+#   softmax 4096 x 768        1,086 -> 1,158 / 1,299 / 1,371   Dawn 1,022 -> 1,189 / 1,268 /   905  torch 3,055
+#   softmax 49,152 x 128        882 -> 1,779 / 1,654 / 1,729   Dawn   953 -> 1,604 / 1,417 / 1,469  torch 3,437
+#   softmax 8192 x 4096       1,895 -> 2,926 / 2,936 / 2,941   Dawn 1,950 -> 2,894 / 2,952 / 2,976  torch 2,495
+# (128 x 768: ~16 us whichever, launch-bound.) 8 is never far from the best on either.
 HELD = True
 HELD_LANE_MAX = 8
 
