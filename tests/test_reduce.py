@@ -855,3 +855,44 @@ def test_sweep_reductions_check_a_0d_dim():
     assert z.sum(-1).item() == 2.0 and z.logsumexp(0).item() == 2.0
     with pytest.raises(RuntimeError, match="2-tuple"):
         pr.ones(2, 2, 2).norm("fro", dim=(0, 1, 2))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_parity_scalar_loads(row, rng, monkeypatch):
+    """The row kernel with its scalar loads only (R.VEC4 off): aligned rows of unit stride
+    otherwise take the vec4 loads, which test_parity's row mode reaches."""
+    monkeypatch.setattr(R, "FORCE_MODE", "row")
+    monkeypatch.setattr(R, "VEC4", False)
+    check_row(row, rng)
+
+
+@pytest.mark.parametrize("shape", [(6, 1024), (3, 40), (1, 65536)])
+def test_vec4_row_loads(shape, rng, monkeypatch):
+    """Rows of a multiple of 4, contiguous at an offset of 4: the row kernel (and the GPU plan's
+    split partials, the long row) read vec4s. Sums within the compensated bound, the extremes
+    and their first index with ties and a NaN placed in every lane of a vec4, std in f64's."""
+    monkeypatch.setattr(R, "FORCE_MODE", "row")
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    full = rng.standard_normal((shape[0], shape[1] + 4)).astype(np.float32)
+    a = full[:, 4:]
+    x = pr.tensor(full)[:, 4:]  # (offset 4, rows N + 4 apart: multiples of 4)
+    got = x.sum(1).numpy()
+    np.testing.assert_allclose(got, a.astype(np.float64).sum(1), rtol=1e-6, atol=1e-5)
+    assert "vec4<f32>" in str(next(reversed(R._plans.values())))
+    b = a.copy()
+    top = b.max() + 1
+    for r in range(shape[0]):
+        lane = r % 4
+        b[r, lane], b[r, lane + 4 if shape[1] > 8 else lane] = top, top  # ties: the first index
+    xb = pr.tensor(b)
+    np.testing.assert_array_equal(xb.argmax(1).numpy(), b.argmax(1))
+    np.testing.assert_array_equal(xb.amax(1).numpy(), b.max(1))
+    c = a.copy()
+    c[:, min(3, shape[1] - 1)] = np.nan
+    assert np.isnan(pr.tensor(c).sum(1).numpy()).all()
+    np.testing.assert_array_equal(
+        pr.tensor(c).argmax(1).numpy(), np.full(shape[0], min(3, shape[1] - 1))
+    )
+    np.testing.assert_allclose(
+        pr.tensor(a).std(1).numpy(), a.astype(np.float64).std(1, ddof=1), rtol=1e-5
+    )

@@ -287,6 +287,8 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         len(oshape),
         len(ishape),
         mode,
+        "full",
+        _vec(x, mode, ostr, istr, length, length),
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(n_out) if mode == "row" else grid_for(n_out)
@@ -295,6 +297,18 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         _plans.clear()
     _plans[key] = (shape, src, info, grid, mode)
     return outs
+
+
+VEC4 = True  # False: the scalar loads only (A/B)
+
+
+def _vec(x, mode, ostr, istr, length, chunk) -> int:
+    """4 where the row kernel may read the input as vec4s (kernels/reduce.reduce_kernel's
+    `vec`): one reduced dim of unit stride, a 4-byte type, the offset, the kept dims' strides,
+    the row length and the chunk multiples of 4; else 1."""
+    ok = VEC4 and mode == "row" and tuple(istr) == (1,) and x.dtype.wgsl in ("f32", "i32", "u32")
+    ok = ok and x._offset % 4 == 0 and length % 4 == 0 and chunk % 4 == 0
+    return 4 if ok and builtins.all(st % 4 == 0 for st in ostr) else 1
 
 
 def _split_reduce(
@@ -308,8 +322,18 @@ def _split_reduce(
     words = units * state_words(op, acc)
     part = empty((words,), D.int32)
     dev = backend.current()
+    vec = _vec(x, mode1, ostr, istr, length, chunk)
     src1 = reduce_kernel(
-        op, x.dtype.wgsl, acc, out_stypes, out_ctypes, len(oshape), len(ishape), mode1, "partial"
+        op,
+        x.dtype.wgsl,
+        acc,
+        out_stypes,
+        out_ctypes,
+        len(oshape),
+        len(ishape),
+        mode1,
+        "partial",
+        vec,
     )
     info1 = [
         n_out,
