@@ -1,4 +1,5 @@
-"""A/B of the vec4 map (ops/core.VEC4) and the held-row row kernels (ops/rowops.HELD, by
+"""A/B of the vec4 map (ops/core.VEC4), the reductions' vec4 loads (ops/reduce.VEC4, by the split's
+target workgroup count) and the held-row row kernels (ops/rowops.HELD, by
 HELD_LANE_MAX: the GPU's lanes a row): host time
 of each op after a GPU warm-up (pyrite.bench._median_time), GB/s of its one read and one write
 (two reads for add), beside torch CUDA when it is there.
@@ -11,6 +12,7 @@ import sys
 import pyrite as pr
 from pyrite.bench import _cuda_time, _median_time, _torch
 from pyrite.ops import core, rowops
+from pyrite.ops import reduce as R
 
 F = pr.nn.functional
 
@@ -44,6 +46,33 @@ def main():
         gb = lambda s: words * 4 * n / s / 1e9  # noqa: E731
         print(
             f"{label} ({n:,} f32): scalar {gb(t[False]):,.0f} GB/s, vec4 {gb(t[True]):,.0f}{peer}",
+            flush=True,
+        )
+    red = [
+        ("x.sum()", lambda: x.sum(), lambda: xc.sum(), n),
+        ("x.sum(1) of (n/1024, 1024)", lambda: x2.sum(1), lambda: xc2.sum(1), n),
+        ("x.amax()", lambda: x.amax(), lambda: xc.amax(), n),
+    ]
+    x2 = x.view(n // 1024, 1024)
+    if cuda:
+        xc = torch.rand(n, device="cuda")
+        xc2 = xc.view(n // 1024, 1024)
+    for label, fn, tf, m in red:
+        t = {}
+        for cfg in ("scalar", 1024, 4096, 16384):
+            R.VEC4 = cfg != "scalar"
+            R.SPLIT_TARGET_WORKGROUPS = 4096 if cfg == "scalar" else cfg
+            R._plans.clear()
+            t[cfg] = _median_time(fn)
+        R.VEC4, R.SPLIT_TARGET_WORKGROUPS = True, 4096
+        peer = f", torch CUDA {4 * m / _cuda_time(torch, tf) / 1e9:,.0f}" if cuda else ""
+        print(
+            f"{label}: "
+            + ", ".join(
+                f"{k if k == 'scalar' else f'vec4 P~{k}'} {4 * m / v / 1e9:,.0f} GB/s"
+                for k, v in t.items()
+            )
+            + peer,
             flush=True,
         )
     saved = rowops.HELD_LANE_MAX

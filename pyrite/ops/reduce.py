@@ -56,16 +56,19 @@ FORCE_MODE = None  # tests set "row" or "serial" to reach both kernels at small 
 # workgroup streamed 256 MB). Then each row is cut into P chunks of C elements (C a multiple of
 # 256): a first dispatch reduces each (output, chunk) to a partial state S in a scratch buffer,
 # a second merges each output's P states and applies the final step (kernels/reduce.py).
-# GPU thresholds: ESTIMATES, not yet measured on the H200 (the lead will time them with `pyrite
-# bench`): split when fewer than SPLIT_MAX_OUTPUTS outputs have rows of >= SPLIT_MIN_LEN, with P
-# chosen so outputs·P ≈ SPLIT_TARGET_WORKGROUPS (an H200 has 132 SMs × 16 resident 256-wide
-# workgroups ≈ 2,100, so ~2 waves) and chunks of >= SPLIT_MIN_CHUNK elements (>= 16 loads an
-# invocation, so the per-chunk tree merge stays a small part of the work).
+# GPU thresholds: split when fewer than SPLIT_MAX_OUTPUTS outputs have rows of >= SPLIT_MIN_LEN
+# (both estimates, not measured on the H200), with P chosen so outputs·P ≈
+# SPLIT_TARGET_WORKGROUPS (measured below; an H200 holds 132 SMs × 8 resident 256-wide
+# workgroups ≈ 1,056 at once) and chunks of >= SPLIT_MIN_CHUNK elements (an estimate: >= 16
+# loads an invocation, so the per-chunk tree merge stays a small part of the work).
 SPLIT = True  # False: never split (to compare the paths)
 FORCE_SPLIT = None  # tests set a chunk count P to reach the split kernels at small sizes
 SPLIT_MAX_OUTPUTS = 1024
 SPLIT_MIN_LEN = 16384
-SPLIT_TARGET_WORKGROUPS = 4096
+# measured (H200, 2026-12-03, scripts/rowmap_ab.py, vec4 loads): x.sum() of 67M f32 at P ~ 1024
+# / 4096 / 16384: 3,411 / 3,096 / 2,220 GB/s (Dawn 3,524 / 3,283 / 2,493; torch CUDA 3,926;
+# the scalar loads at 4096: 1,691), x.amax() 3,415 / 3,219 / 2,472
+SPLIT_TARGET_WORKGROUPS = 1024
 SPLIT_MIN_CHUNK = 4096
 # lavapipe (2 shared cores, min of 11, ms with readback, x.sum(1)): row kernel / split with a
 # serial partial stage (one invocation a chunk, no barriers) of C = 8192 / C = 16384:
