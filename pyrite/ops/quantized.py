@@ -43,9 +43,12 @@ QGEMV_ROWS = 8
 # Products of at most this many rows take the GEMV kernel (ceil(M / 8) dispatches, each
 # reading the packed weight); more rows dequantize into a float32 weight and run a GEMM.
 # Measured on the H200 (2026-12-03, `python -m pyrite bench --only quant`, int4 g128 against
-# 11008 x 4096, both under pr.compile; wgpu-native and Dawn agreed), GEMV time / dequantize +
-# GEMM time by rows: 1: 0.06, 8: 0.13, 16: 0.22, 32: 0.45, 64: 0.85, 128: 1.27.
-QGEMV_MAX_M = 64
+# 11008 x 4096, both under pr.compile), GEMV time / dequantize + GEMM time by rows: a first run
+# 1: 0.06, 8: 0.13, 16: 0.22, 32: 0.45, 64: 0.85, 128: 1.27 (wgpu-native and Dawn agreed; it
+# idled between rows, so parts ran at the GPU's lowered clock: pyrite.bench.warm_gpu); a later
+# run with each timing warmed up (wgpu-native): 1: 0.09, 8: 0.20, 16: 0.37, 32: 0.71, 64: 1.28,
+# 128: 1.79. So 32, not 64.
+QGEMV_MAX_M = 32
 # The GEMV's shape by baked rows (1, 2, 4, 8): (lanes sharing one output's dot product, packed
 # words a lane loads at a step, output columns a group of lanes computes, steps a loop
 # iteration). Consecutive lanes read consecutive words, so the weight's and X's loads are both
