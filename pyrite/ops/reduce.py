@@ -659,10 +659,16 @@ def _scan_chunk(rows: int, length: int, mode: str):
         return chunk if chunk < length else None
     if _cpu_adapter() or rows >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN:
         return None
-    parts = builtins.min(-(-SPLIT_TARGET_WORKGROUPS // rows), length // SPLIT_MIN_CHUNK)
+    parts = builtins.min(-(-SCAN_TARGET_WORKGROUPS // rows), length // SPLIT_MIN_CHUNK)
     if parts < 2:
         return None
     return -(-(-(-length // parts)) // WG) * WG
+
+
+# chunks a chunked scan aims for (rows · chunks): the reductions' old 4,096. At the reductions'
+# 1,024 the H200's cumsum of one row of 16M f32 fell from 389 to 120 GB/s (2026-12-03, `pyrite
+# bench`): a scan's chunk is walked by one workgroup, so its chunks want to be short.
+SCAN_TARGET_WORKGROUPS = 4096
 
 
 def cumsum(input, dim, *, dtype=None):
