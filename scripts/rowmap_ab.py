@@ -1,5 +1,5 @@
-"""A/B of the vec4 map (ops/core.VEC4), the reductions' vec4 loads (ops/reduce.VEC4, by the split's
-target workgroup count) and the held-row row kernels (ops/rowops.HELD, by
+"""A/B of the vec4 map (ops/core.VEC4), the reductions' vec4 loads (ops/reduce.VEC4) and several rows a
+workgroup (ROW_UNIT_ELEMS) and the held-row row kernels (ops/rowops.HELD, by
 HELD_LANE_MAX: the GPU's lanes a row): host time
 of each op after a GPU warm-up (pyrite.bench._median_time), GB/s of its one read and one write
 (two reads for add), beside torch CUDA when it is there.
@@ -59,19 +59,21 @@ def main():
         xc2 = xc.view(n // 1024, 1024)
     for label, fn, tf, m in red:
         t = {}
-        for cfg in ("scalar", 1024, 4096, 16384):
-            R.VEC4 = cfg != "scalar"
-            R.SPLIT_TARGET_WORKGROUPS = 4096 if cfg == "scalar" else cfg
+        cfgs = {
+            "scalar": (False, 0),
+            "vec4": (True, 0),
+            "vec4 units<=8": (True, 8),
+            "vec4 units<=16": (True, 16),
+        }
+        for cfg, (v4, units) in cfgs.items():
+            R.VEC4, R.ROW_UNIT_ELEMS = v4, units
             R._plans.clear()
             t[cfg] = _median_time(fn)
-        R.VEC4, R.SPLIT_TARGET_WORKGROUPS = True, 4096
+        R.VEC4, R.ROW_UNIT_ELEMS = True, 16
         peer = f", torch CUDA {4 * m / _cuda_time(torch, tf) / 1e9:,.0f}" if cuda else ""
         print(
             f"{label}: "
-            + ", ".join(
-                f"{k if k == 'scalar' else f'vec4 P~{k}'} {4 * m / v / 1e9:,.0f} GB/s"
-                for k, v in t.items()
-            )
+            + ", ".join(f"{k} {4 * m / v / 1e9:,.0f} GB/s" for k, v in t.items())
             + peer,
             flush=True,
         )

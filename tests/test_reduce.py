@@ -896,3 +896,15 @@ def test_vec4_row_loads(shape, rng, monkeypatch):
     np.testing.assert_allclose(
         pr.tensor(a).std(1).numpy(), a.astype(np.float64).std(1, ddof=1), rtol=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in ROWS if r.name in GPU_PLAN_ROWS + ("mean", "argmax")], ids=lambda r: r.name
+)
+def test_parity_gpu_row_units(row, rng, monkeypatch):
+    """The row kernel as a GPU plans it: short rows several to a workgroup (32 .. 128
+    invocations a row, R.ROW_UNIT_ELEMS elements each at most), rows past the last of a
+    workgroup idle through its barriers; one op of each state type (as the GPU split plan's)."""
+    monkeypatch.setattr(R, "FORCE_MODE", "row")
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    check_row(row, rng)

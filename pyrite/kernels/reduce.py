@@ -301,21 +301,26 @@ def state_words(op: str, acc: str) -> int:
 
 
 def _tree(wg: int) -> list[str]:
-    """Merge the workgroup's `sh[0..wg)` into `s` on invocation 0 (two barriers)."""
+    """Merge each row's `sh[g·wg .. g·wg + wg)` (g = `grp`, its row in the workgroup; `wg`
+    invocations a row) into `s` on the row's invocation 0 (two barriers): sp groups of wg / sp
+    states, then the sp partials (sp = 16 for 256)."""
+    sp = _ROW_SPLIT if wg == 256 else 1 << ((wg.bit_length()) // 2)
+    per = wg // sp
     return [
-        "  sh[t] = s;\n",
+        f"  let g0 = grp * {wg};\n",
+        "  sh[g0 + t] = s;\n",
         "  workgroupBarrier();\n",
         (
-            f"  if (t < {_ROW_SPLIT}) {{\n    var u = sh[t * {_ROW_SPLIT}];\n"
-            f"    for (var k = 1; k < {_ROW_SPLIT}; k = k + 1) "
-            f"{{ u = s_merge(u, sh[t * {_ROW_SPLIT} + k]); }}\n"
-            f"    sh[t * {_ROW_SPLIT}] = u;\n  }}\n"
+            f"  if (t < {sp}) {{\n    var u = sh[g0 + t * {per}];\n"
+            f"    for (var k = 1; k < {per}; k = k + 1) "
+            f"{{ u = s_merge(u, sh[g0 + t * {per} + k]); }}\n"
+            f"    sh[g0 + t * {per}] = u;\n  }}\n"
         ),
         "  workgroupBarrier();\n",
         "  if (t != 0 || !live) { return; }\n",
         (
-            f"  s = sh[0];\n  for (var k = 1; k < {wg // _ROW_SPLIT}; k = k + 1) "
-            f"{{ s = s_merge(s, sh[k * {_ROW_SPLIT}]); }}\n"
+            f"  s = sh[g0];\n  for (var k = 1; k < {sp}; k = k + 1) "
+            f"{{ s = s_merge(s, sh[g0 + k * {per}]); }}\n"
         ),
     ]
 
@@ -332,6 +337,7 @@ def reduce_kernel(
     mode: str,
     stage: str = "full",
     vec: int = 1,
+    rows: int = 1,
 ) -> KernelSource:
     """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type.
 
@@ -345,8 +351,13 @@ def reduce_kernel(
     chunk are multiples of 4): the input as vec4s, one 16-byte load a step and four s_step()s
     (the scalar loop's strided loads reached 1,679 GB/s in x.sum() of 67M f32 on the H200,
     against torch CUDA's 3,881, 2026-12-03).
+
+    `rows` ("row" mode): units a workgroup of WG, WG / rows invocations each (short rows: a
+    unit of 256 invocations over 1,024 elements left the H200 waiting on its merge tree: row
+    sums of 65,536 x 1024 ran 914 GB/s, torch CUDA 3,680).
     """
     assert vec == 1 or (mode == "row" and stage != "merge" and rank_in == 1)
+    assert rows == 1 or mode == "row"
     fields, xtype, fns, finals = _spec(op, acc)
     fns = fns.replace("p_sp", "bitcast<f32>(info[3])")
     outs = [(f"out{k}", st, "w") for k, st in enumerate(out_stypes)]
@@ -361,7 +372,7 @@ def reduce_kernel(
     inner_shape, inner_stride = 4 + 2 * rank_out, 4 + 2 * rank_out + rank_in
     chunk_at, parts_at = 4 + 2 * rank_out + 2 * rank_in, 5 + 2 * rank_out + 2 * rank_in
     row = mode == "row"
-    wg = WG
+    wg = WG // rows  # (invocations a unit in row mode)
     # `u`: this workgroup's (row) or invocation's (serial) unit: an output, or an (output, chunk)
     body = [
         "  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n",
@@ -369,7 +380,11 @@ def reduce_kernel(
     ]
     if row:
         # every invocation of a workgroup shares `u`, so the barriers below stay uniform
-        body += ["  let u = wg_flat;\n", "  let t = i32(lid.x);\n"]
+        body += [
+            f"  let grp = i32(lid.x) / {wg};\n",
+            f"  let u = wg_flat * {rows} + grp;\n",
+            f"  let t = i32(lid.x) % {wg};\n",
+        ]
     else:
         body += [f"  let u = wg_flat * {wg} + i32(lid.x);\n", "  if (u >= units) { return; }\n"]
     body += ["  let live = u < units;\n"]
@@ -433,8 +448,8 @@ def reduce_kernel(
         + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
         + f"struct S {{ {fields} }}\n"
         + fns
-        + (f"var<workgroup> sh: array<S, {wg}>;\n" if row else "")
-        + f"@compute @workgroup_size({wg})\n"
+        + (f"var<workgroup> sh: array<S, {WG}>;\n" if row else "")
+        + f"@compute @workgroup_size({WG})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(local_invocation_id) lid: vec3<u32>, "
         "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"

@@ -292,9 +292,10 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         mode,
         "full",
         _vec(x, mode, ostr, istr, length, length),
+        units := _row_units(mode, length),
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
-    grid = fold_grid(n_out) if mode == "row" else grid_for(n_out)
+    grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
     dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
     if len(_plans) > 4096:
         _plans.clear()
@@ -303,6 +304,22 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
 
 
 VEC4 = True  # False: the scalar loads only (A/B)
+# A GPU's row kernel gives a row the fewest invocations (32 .. 256) that leave each at most
+# ROW_UNIT_ELEMS elements, several rows a workgroup of 256 (kernels/reduce.reduce_kernel's
+# `rows`); 0: one row a workgroup (A/B). Measured: see docs/bench/2026-12-03-h200-rowmap-ab.txt.
+ROW_UNIT_ELEMS = 16
+
+
+def _row_units(mode: str, length: int) -> int:
+    """Rows a workgroup of the row kernel takes (see ROW_UNIT_ELEMS): 1 on a CPU adapter."""
+    if mode != "row" or not ROW_UNIT_ELEMS or _cpu_adapter():
+        return 1
+    for lanes in (32, 64, 128):
+        if -(-length // lanes) <= ROW_UNIT_ELEMS:
+            rows = WG // lanes
+            if reduce_loop_iterations("row", length * rows) <= max_loop_iterations():
+                return rows
+    return 1
 
 
 def _vec(x, mode, ostr, istr, length, chunk) -> int:
