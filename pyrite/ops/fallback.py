@@ -1,7 +1,10 @@
 """The one place where ops without native bfloat16 or small-integer kernels meet those dtypes.
 
-Only the strided map (elementwise ops, casts, copies, fills, views' copies, cat/stack/pad...)
-reads and writes packed bfloat16 and wraps uint8/int8/int16 on store. Every other kernel family
+The strided map (elementwise ops, casts, copies, fills, views' copies, cat/stack/pad...) reads
+and writes packed bfloat16 and wraps uint8/int8/int16 on store; so do the GEMV and fast-tile
+GEMM kernels for `linear`, `matmul` and `addmm` of bf16 (ops/matmul._bf16_or_widened: those
+three ops are not wrapped here, and widen through `_slow` themselves where no such kernel fits:
+a bf16 weight read widened costs 5x its bytes at batch 1). Every other kernel family
 (reductions, matmul, conv, sort, gather/scatter, row ops, ...) was written for f32/f16/i32/bool.
 Instead of teaching each of them, `install` wraps the public functions and Tensor methods of the
 op modules that use such kernels (everything but NATIVE_MODULES), once, at import:
