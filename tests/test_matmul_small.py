@@ -533,3 +533,50 @@ def test_bfloat16_gemv_gradients(rng, forced):
     y.backward(_to_bf16(g))
     _check_bf16(xt.grad, g, w)
     _check_bf16(wt.grad, g.T, x)
+
+
+# ---- the fast tiles over f16 and bf16 storage (kernels/matmul.gemm_fast's `st`) -----------------
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("lay", ["k", "n", "mn"])
+def test_fast_tiles_half_storage(dtype, lay, rng, forced):
+    """x @ w.T ("k"), x @ w ("n") and g.T @ x ("mn", a weight gradient's layout) with f16 or bf16
+    operands, a bias, and a batch, through the fast 32x32 tile: f32 tiles and sums, one rounding
+    on store (the f32 bound plus 2^-11 / 2^-8 of the result)."""
+    if dtype == "float16" and not backend.current().has_f16:
+        pytest.skip("float16 tensors need shader-f16, which this adapter does not offer")
+    dt = getattr(pr, dtype)
+    rnd = (lambda a: a.astype(np.float16).astype(np.float32)) if dtype == "float16" else _bf16
+    m, k, n = 64, 96, 32
+    a = rnd(rng.standard_normal((2, m, k)))
+    b = rnd(rng.standard_normal((k, n)))
+    e = rnd(rng.standard_normal(n))
+    A = pr.tensor(a).to(dt)
+    if lay == "k":
+        B = pr.tensor(np.ascontiguousarray(b.T)).to(dt).T
+    elif lay == "n":
+        B = pr.tensor(b).to(dt)
+    else:
+        A = pr.tensor(np.ascontiguousarray(a.transpose(0, 2, 1))).to(dt).mT
+        B = pr.tensor(b).to(dt)
+    mm.FORCE = ("fast", (32, 32, 4, 4, 16, True))
+    mm._plans.clear()
+    got = mm.gemm(A, B, pr.tensor(e).to(dt).expand(2, m, n))
+    assert mm.LAST == ("fast", (32, 32, 4, 4, 16, True))
+    assert got.dtype is dt
+    ref = a.astype(np.float64) @ b.astype(np.float64) + e
+    bound = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + np.abs(e)
+    u = 2.0**-11 if dtype == "float16" else 2.0**-8
+    tol = 2 * (k + 2) * 2.0**-24 * bound + u * np.abs(ref) + 2.0**-24
+    err = np.abs(got.float().numpy().astype(np.float64) - ref)
+    assert (err <= tol).all(), f"worst error {float((err / tol).max()):.2f}x the bound"
+
+
+def test_bfloat16_product_without_a_packed_kernel_widens(rng, as_gpu):
+    """A bf16 product that neither a GEMV nor a fast tile takes (N odd, many rows) runs widened
+    to f32 (ops/fallback) and gives the same bf16 result; nothing of the packed plan ran."""
+    x = _bf16(rng.standard_normal((70, 64)))
+    w = _bf16(rng.standard_normal((33, 64)))
+    got = F.linear(_to_bf16(x), _to_bf16(w))
+    assert got.dtype is pr.bfloat16 and mm.LAST[1] is not None
+    assert any(p == ("widen",) for p in mm._plans.values())
+    _check_bf16(got, x, w.T)
