@@ -580,3 +580,15 @@ def test_bfloat16_product_without_a_packed_kernel_widens(rng, as_gpu):
     assert got.dtype is pr.bfloat16 and mm.LAST[1] is not None
     assert any(p == ("widen",) for p in mm._plans.values())
     _check_bf16(got, x, w.T)
+
+
+def test_bfloat16_operands_must_match():
+    """A bf16 matrix with a float32 one is refused as float16 with float32 is (torch raises
+    too), not widened into a float32 product."""
+    for f in (
+        lambda: pr.ones(3, 4) @ pr.ones(4, 2).bfloat16(),
+        lambda: F.linear(pr.ones(3, 4).bfloat16(), pr.ones(2, 4)),
+        lambda: pr.addmm(pr.ones(2), pr.ones(3, 4), pr.ones(4, 2).bfloat16()),
+    ):
+        with pytest.raises(TypeError, match="same dtype"):
+            f()

@@ -736,12 +736,18 @@ def _bf16_or_widened(fn):
     """An op of this module that runs as written when its tensor arguments are all bfloat16
     and gemm has a kernel reading them packed (the GEMVs, the fast tiles), and through
     ops/fallback's widening for every other bf16 or small-int call (_Widen; the op is then not
-    wrapped again: `_pyrite_fallback`)."""
+    wrapped again: `_pyrite_fallback`). The two matrix operands (the first two tensor
+    arguments after addmm's input) must share a dtype, as torch's: a widened bf16 would
+    otherwise pass the op's own check."""
+    skip = 1 if fn.__name__ == "addmm" else 0
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
         if not _fallback._needs(args, kwargs):
             return fn(*args, **kwargs)
+        pair = [t for t in args[skip:] if isinstance(t, Tensor)][:2]
+        if len(pair) == 2:
+            _check_dtypes(pair[0], pair[1], fn.__name__)
         if _all_bf16(*args, *kwargs.values()):
             try:
                 return fn(*args, **kwargs)
