@@ -35,6 +35,15 @@ from .common import (
 )
 
 
+def _first_index(per_thread: int) -> str:
+    """FLAT_INDEX with `g0`, this invocation's first unit when each takes `per_thread` units
+    WG apart."""
+    return FLAT_INDEX.format(wg=WG).replace(
+        f"let gi = i32(wg_flat * {WG}u + lid.x);",
+        f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
+    )
+
+
 @lru_cache(maxsize=4096)
 def map_kernel(
     expr: str,
@@ -141,10 +150,7 @@ def map_kernel(
             + f"{pad}}}\n"
         )
 
-    flat = FLAT_INDEX.format(wg=WG).replace(
-        f"let gi = i32(wg_flat * {WG}u + lid.x);",
-        f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
-    )
+    flat = _first_index(per_thread)
     body = [flat, *head]
     if word_owner:
         # word w of the view's words: elements e and e + 1 (flat indices; e = -1 when the view
@@ -235,10 +241,7 @@ def vec4_map_kernel(expr: str, ins: tuple, out: tuple, scalars: tuple, per_threa
         lane.append(f"r[{q}] = {store(expr, o_ctype, o_tok, exact=True)}; ")
         step.append("{ " + "".join(lane) + "}\n")
     step.append("out[o4 + v] = r;\n")
-    flat = FLAT_INDEX.format(wg=WG).replace(
-        f"let gi = i32(wg_flat * {WG}u + lid.x);",
-        f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
-    )
+    flat = _first_index(per_thread)
     body = [flat, *head, f"  for (var k = 0; k < {per_thread}; k++) {{\n"]
     body.append(f"    let v = g0 + k * {WG};\n")
     body.append("    if (v >= n4) { return; }\n")
@@ -268,10 +271,7 @@ def vec4_copy_kernel(per_thread: int = 4) -> KernelSource:
     kernel that moves memory, used by `pyrite bench` as the device's practical copy ceiling.
     info: [0] number of vec4s."""
     body = (
-        FLAT_INDEX.format(wg=WG).replace(
-            f"let gi = i32(wg_flat * {WG}u + lid.x);",
-            f"let g0 = i32(wg_flat * {WG * per_thread}u + lid.x);",
-        )
+        _first_index(per_thread)
         + f"  for (var k = 0; k < {per_thread}; k++) {{\n"
         + f"    let i = g0 + k * {WG};\n"
         + "    if (i < info[0]) { dst[i] = src[i]; }\n  }\n"

@@ -521,22 +521,17 @@ def _elem(idx: str, st: str) -> str:
     return f"e[{idx}]" if st == "f32" else f"f32(e[{idx}])"
 
 
+# gemm_fast's four-element storage types (its `st`): the conversion of one load to vec4<f32>
+# and of a vec4<f32> back for the store
+_CONVERT4 = {"f16": ("vec4<f32>", "vec4<f16>"), "bf16": ("p_bf16x4", "p_bf16x4_pack")}
+
+
 def _widen4(v: str, st: str) -> str:
-    """A vec4<f32> from one load of gemm_fast's four-element storage type (see its `st`)."""
-    if st == "f32":
-        return v
-    if st == "f16":
-        return f"vec4<f32>({v})"
-    return f"p_bf16x4({v})"
+    return v if st == "f32" else f"{_CONVERT4[st][0]}({v})"
 
 
 def _narrow4(v: str, st: str) -> str:
-    """A vec4<f32> as gemm_fast's four-element storage type (see its `st`)."""
-    if st == "f32":
-        return v
-    if st == "f16":
-        return f"vec4<f16>({v})"
-    return f"p_bf16x4_pack({v})"
+    return v if st == "f32" else f"{_CONVERT4[st][1]}({v})"
 
 
 def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):

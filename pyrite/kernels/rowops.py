@@ -113,6 +113,30 @@ def _chan_merge(c: str, mu: str, q: str) -> str:
     )
 
 
+def _row_buffers(x_type, out_type, w_type, b_type) -> list:
+    buffers = [("x", x_type, "r")]
+    if w_type:
+        buffers.append(("w", w_type, "r"))
+    if b_type:
+        buffers.append(("b", b_type, "r"))
+    buffers.append(("out", out_type, "w"))
+    return buffers
+
+
+def _row_bases(rank: int) -> list[str]:
+    """Row r's input and output bases (xb, ob) from its `rank` outer coordinates, innermost
+    first (info: sizes at 6, x strides at 6 + rank, out strides at 6 + 2·rank), then the row's
+    element strides and eps."""
+    sizes, xs, os_ = 6, 6 + rank, 6 + 2 * rank
+    body = [
+        f"  {{ let c = r % info[{sizes + d}]; r = r / info[{sizes + d}]; "
+        f"xb += c * info[{xs + d}]; ob += c * info[{os_ + d}]; }}\n"
+        for d in range(rank - 1, -1, -1)
+    ]
+    body.append("  let sx = info[3];\n  let so = info[4];\n  let eps = bitcast<f32>(info[5]);\n")
+    return body
+
+
 @lru_cache(maxsize=256)
 def row_kernel(
     op: str,
@@ -133,14 +157,8 @@ def row_kernel(
         raise ValueError(f"pyrite: unknown row op {op!r}")
     if per:
         return _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups)
-    buffers = [("x", x_type, "r")]
-    if w_type:
-        buffers.append(("w", w_type, "r"))
-    if b_type:
-        buffers.append(("b", b_type, "r"))
-    buffers.append(("out", out_type, "w"))
+    buffers = _row_buffers(x_type, out_type, w_type, b_type)
     ld = lambda e, t: load(e, t, "f32")
-    sizes, xs, os_ = 6, 6 + rank, 6 + 2 * rank
 
     body = [
         "  let row = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
@@ -150,12 +168,7 @@ def row_kernel(
         "  var xb = info[2];\n",
         "  var ob = 0;\n",
     ]
-    for d in range(rank - 1, -1, -1):  # outer coordinate d of row r, innermost first
-        body.append(
-            f"  {{ let c = r % info[{sizes + d}]; r = r / info[{sizes + d}]; "
-            f"xb += c * info[{xs + d}]; ob += c * info[{os_ + d}]; }}\n"
-        )
-    body.append("  let sx = info[3];\n  let so = info[4];\n  let eps = bitcast<f32>(info[5]);\n")
+    body += _row_bases(rank)
     xk = ld("x[xb + k * sx]", x_type)
     wk = ld("w[k]", w_type) if w_type else "1.0"
     bk = ld("b[k]", b_type) if b_type else "0.0"
@@ -241,13 +254,7 @@ def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> Ke
     count, mean and squared deviations by two passes over its registers (no division a step,
     as Welford's), merged by Chan et al.'s rule. rms_norm: the sum of squares. Measured: see
     ops/rowops.py HELD."""
-    buffers = [("x", x_type, "r")]
-    if w_type:
-        buffers.append(("w", w_type, "r"))
-    if b_type:
-        buffers.append(("b", b_type, "r"))
-    buffers.append(("out", out_type, "w"))
-    sizes, xs, os_ = 6, 6 + rank, 6 + 2 * rank
+    buffers = _row_buffers(x_type, out_type, w_type, b_type)
     body = [
         "  let wf = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
         f"  let grp = lid.x / {wg}u; let lane = lid.x % {wg}u; let base = grp * {wg}u;\n",
@@ -257,12 +264,7 @@ def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> Ke
         "  let n = info[1];\n  var r = i32(min(row, u32(info[0]) - 1u));\n",
         "  var xb = info[2];\n  var ob = 0;\n",
     ]
-    for d in range(rank - 1, -1, -1):
-        body.append(
-            f"  {{ let c = r % info[{sizes + d}]; r = r / info[{sizes + d}]; "
-            f"xb += c * info[{xs + d}]; ob += c * info[{os_ + d}]; }}\n"
-        )
-    body.append("  let sx = info[3];\n  let so = info[4];\n  let eps = bitcast<f32>(info[5]);\n")
+    body += _row_bases(rank)
     idx = range(per)
     for i in idx:
         body.append(

@@ -732,14 +732,15 @@ def _all_bf16(*args) -> bool:
     )
 
 
-def _bf16_or_widened(fn):
+def _bf16_or_widened(fn=None, *, skip=0):
     """An op of this module that runs as written when its tensor arguments are all bfloat16
     and gemm has a kernel reading them packed (the GEMVs, the fast tiles), and through
     ops/fallback's widening for every other bf16 or small-int call (_Widen; the op is then not
     wrapped again: `_pyrite_fallback`). The two matrix operands (the first two tensor
-    arguments after addmm's input) must share a dtype, as torch's: a widened bf16 would
+    arguments, after `skip` others) must share a dtype, as torch's: a widened bf16 would
     otherwise pass the op's own check."""
-    skip = 1 if fn.__name__ == "addmm" else 0
+    if fn is None:
+        return functools.partial(_bf16_or_widened, skip=skip)
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
@@ -888,7 +889,7 @@ ger = outer
 
 def _scaled(input, a, b, beta, alpha, what):
     """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
-    gemm = _gemm if a.dtype is D.bfloat16 else globals()["gemm"]  # (bf16: _bf16_or_widened)
+    product = _gemm if a.dtype is D.bfloat16 else gemm  # (bf16: _bf16_or_widened)
     c = as_tensor_arg(input)
     _check_dtypes(a, b, what)
     shape = broadcast_shapes(a._shape[:-2], b._shape[:-2]) + (a._shape[-2], b._shape[-1])
@@ -902,12 +903,12 @@ def _scaled(input, a, b, beta, alpha, what):
     if c.dtype is not a.dtype:
         e = e.to(a.dtype)
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
-        res = gemm(a, b)
+        res = product(a, b)
         return res if alpha == 1 else res * alpha
-    return gemm(a, b, e, alpha, beta)
+    return product(a, b, e, alpha, beta)
 
 
-@_bf16_or_widened
+@_bf16_or_widened(skip=1)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     a, b = as_tensor_arg(mat1), as_tensor_arg(mat2)
     _need(a, 2, "addmm", "mat1")
