@@ -85,7 +85,8 @@ for label, fn in (("bert", bert), ("chain", chain)):
         dev._end_pass()
         dev._io.drop(dev._encoder, None)
         dev._encoder = None
-        dev._info_pos = dev._count = 0
+        dev._info_pos = dev._info_new = dev._count = 0
+        dev._info_slots.clear()
         dev.pool.batch_submitted()
     print(
         f"  {dev.impl} {label}: Python alone (no pass calls) {statistics.median(ts) * 1e3:.2f} ms"

@@ -1,10 +1,12 @@
 """GPU time of each kernel an op mix records, by timestamp queries (issue 9: where per-op time
-goes). `PYRITE_BACKEND=wgpu|dawn python scripts/gpu_time.py`
+goes). `PYRITE_BACKEND=wgpu|dawn python scripts/gpu_time.py [--sequence]`
 
 `kernel_times(fn)` runs fn once while capturing the dispatches it records (pipeline, buffers,
 info words, grid), then replays each one `reps` times in its own compute pass bracketed by
 timestamp writes, and returns (median nanoseconds, grid, kernel source) of each dispatch. (Needs the
 `timestamp-query` feature; Dawn may quantize timestamps.) The cases below are issue 9's.
+`--sequence` times whole op mixes (the chain of linears, the batch-1 BERT-base forward) as one
+pass, beside the sum of their dispatches alone and their eager wall time.
 """
 
 import statistics
@@ -99,6 +101,50 @@ def kernel_times(fn, reps=15):
     return out
 
 
+def sequence_time(fn, reps=7):
+    """Median GPU nanoseconds of all of fn's dispatches run in order in one compute pass
+    (the dependencies between them as eager recording has them), against the sum of each
+    dispatch timed alone: (sequence, sum alone, number of dispatches)."""
+    dev = backend.current()
+    rec, keep = recorded(fn)
+    g, w = dev.device, dev.wgpu
+    qs = g.create_query_set(type="timestamp", count=2 * reps)
+    res = g.create_buffer(
+        size=16 * reps, usage=w.BufferUsage.QUERY_RESOLVE | w.BufferUsage.COPY_SRC
+    )
+    enc = g.create_command_encoder()
+    q = 0
+    for _ in range(reps):
+        q = timed_pass(enc, qs, q, [(p, bg, 0, grid) for p, bg, grid, _, _ in rec])
+    dt = pass_durations(g, enc, qs, q, res)
+    _busy()
+    alone = sum(t for t, *_ in kernel_times(fn, reps=5))
+    del keep
+    return statistics.median(dt.tolist()), alone, len(rec)
+
+
+def show_sequence(label, fn, wall_fn=None):
+    """One line: fn's GPU time as one pass, the sum of its dispatches alone, and (wall_fn) the
+    wall time of running it eagerly to completion."""
+    seq, alone, n = sequence_time(fn)
+    line = f"{label}: {n} dispatches, one pass {seq / 1e3:8.1f} us GPU, alone {alone / 1e3:8.1f} us"
+    if wall_fn is not None:
+        import time
+
+        wall_fn()
+        pr.synchronize()
+        warm_gpu()
+        ts = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            wall_fn()
+            pr.synchronize()
+            ts.append(time.perf_counter() - t0)
+        _busy()
+        line += f", eager wall {statistics.median(ts) * 1e6:8.1f} us"
+    print(line)
+
+
 def show(label, fn):
     times = kernel_times(fn)
     total = sum(t for t, *_ in times)
@@ -108,9 +154,45 @@ def show(label, fn):
         print(f"    {t / 1e3:8.2f} us  grid {grid}  {first[:60]}")
 
 
+def sequences():
+    """`--sequence`: op mixes as one pass against their eager wall time (issue 9)."""
+    import pyrite.ops.matmul as mm
+    from pyrite.bench.bert import build
+
+    F = pr.nn.functional
+    x, w = pr.randn(128, 768), pr.randn(768, 768) * 0.03
+
+    def chain():
+        y = x
+        for _ in range(100):
+            y = F.linear(y, w) * 0.03
+        return y
+
+    model = build(pr)
+    xb = pr.randn(1, 128, 768)
+
+    def bert():
+        with pr.no_grad():
+            return model(xb)
+
+    for label, (smax, min_k) in {"no split": (1, 2048), "split K>=2048": (16, 2048),
+                                 "split K>=512": (16, 512)}.items():  # fmt: skip
+        mm.SPLIT_MAX, mm.SPLIT_MIN_K = smax, min_k
+        mm._plans.clear()
+        show_sequence(f"chain of 100 (linear, *0.03), {label}", chain, chain)
+        show_sequence(f"BERT-base fwd 1x128, {label}", bert, bert)
+    show_sequence("x.sum() 128x768", lambda: x.sum(), lambda: x.sum())
+    show_sequence("x * 2 128x768", lambda: x * 2, lambda: x * 2)
+
+
 if __name__ == "__main__":
     dev = backend.current()
     print(f"{dev.name} ({dev.impl}), timestamp-query: {'timestamp-query' in dev.features}")
+    import sys
+
+    if "--sequence" in sys.argv:
+        sequences()
+        sys.exit(0)
     import pyrite.ops.matmul as mm
 
     F = pr.nn.functional

@@ -1,5 +1,6 @@
-"""A/B of split-K in eager use (ops/matmul.py SPLIT_MAX), interleaved in one process: the small
-linears of issue 9 back to back, the chain of linears and the batch-1 BERT-base forward.
+"""A/B of split-K in eager use (ops/matmul.py SPLIT_MAX and SPLIT_MIN_K), interleaved in one
+process: the small linears of issue 9 back to back, the chain of linears and the batch-1 BERT-base
+forward, with no split, the split from K >= 2048, and from K >= 512.
 `PYRITE_BACKEND=wgpu|dawn python scripts/split_ab.py`"""
 
 import statistics
@@ -7,6 +8,7 @@ import time
 
 import pyrite as pr
 import pyrite.ops.matmul as mm
+from pyrite.bench import warm_gpu
 from pyrite.bench.bert import build
 
 F = pr.nn.functional
@@ -42,10 +44,12 @@ cases = {
     "BERT batch 1": bert,
 }
 res = {}
+SETTINGS = {"no split": (1, 2048), "split K>=2048": (16, 2048), "split K>=512": (16, 512)}
 for _ in range(5):
-    for smax in (1, 16):
-        mm.SPLIT_MAX = smax
+    for label, (smax, min_k) in SETTINGS.items():
+        mm.SPLIT_MAX, mm.SPLIT_MIN_K = smax, min_k
         mm._plans.clear()
+        warm_gpu()
         for name, fn in cases.items():
             fn()
             pr.synchronize()
@@ -55,8 +59,6 @@ for _ in range(5):
                 fn()
                 pr.synchronize()
                 ts.append(time.perf_counter() - t0)
-            res.setdefault((name, smax), []).append(min(ts))
-for (name, smax), v in sorted(res.items()):
-    print(
-        f"  {name:<32} {'split' if smax > 1 else 'no split':<9} {statistics.median(v) * 1e3:7.2f} ms"
-    )
+            res.setdefault((name, label), []).append(min(ts))
+for (name, label), v in sorted(res.items()):
+    print(f"  {name:<32} {label:<14} {statistics.median(v) * 1e3:7.2f} ms")

@@ -174,3 +174,59 @@ def test_large_reads_go_in_pieces(rng, monkeypatch):
     t = pr.tensor(a)
     np.testing.assert_array_equal(t.numpy(), a)
     np.testing.assert_array_equal(t[7:].numpy(), a[7:])
+
+
+def _info_writes(dev, monkeypatch):
+    """Count the queue writes into the info arena (a list that grows by one a write)."""
+    writes, io = [], dev._io
+    real = io.write
+
+    def counting(buffer, offset, data):
+        if buffer is dev._info_gpu:
+            writes.append((offset, len(memoryview(data).cast("B"))))
+        return real(buffer, offset, data)
+
+    monkeypatch.setattr(io, "write", counting)
+    return writes
+
+
+def test_an_op_seen_before_writes_no_info(rng, monkeypatch):
+    dev = backend.current()
+    a = rng.standard_normal((37, 53)).astype(np.float32)
+    x = pr.tensor(a)
+    float((x * 2.5).sum())  # the first time: its windows are new
+    writes = _info_writes(dev, monkeypatch)
+    got = [float((x * 2.5).sum()) for _ in range(3)]
+    assert writes == []  # every later batch finds its windows on the GPU
+    np.testing.assert_allclose(got, [(a * 2.5).sum()] * 3, rtol=1e-4)
+    z = pr.tensor(rng.standard_normal((41, 7)).astype(np.float32))
+    float((z * 2.5).sum())  # a new shape: new windows, written once in one write
+    assert len(writes) == 1 and writes[0][1] > 0
+
+
+def test_a_full_info_arena_starts_again_without_mixing_windows(rng, monkeypatch):
+    # An arena of 3 windows, filled many times over inside one batch and across batches: every
+    # op must still read its own sizes (each slice below has its own info words).
+    dev = backend.current()
+    pr.synchronize()
+    monkeypatch.setattr(devmod, "INFO_ARENA_WORDS", 3 * devmod.INFO_WINDOW_WORDS)
+    dev._flush()
+    dev._info_slots.clear()
+    dev._info_pos = dev._info_new = 0
+    a = rng.standard_normal((29, 61)).astype(np.float32)
+    x = pr.tensor(a)
+    for _ in range(2):  # the second round meets words whose windows were overwritten
+        outs = [(x[:, : k + 1] * (k + 1)).sum(dim=1) for k in range(23)]
+        outs += [(x[: k + 1] + 1.5).sum() for k in range(11)]
+        vals = pr.to_numpy(*outs)
+        for k in range(23):
+            want = (a[:, : k + 1] * (k + 1)).sum(1)
+            np.testing.assert_allclose(vals[k], want, rtol=1e-4, atol=1e-4)
+        for k in range(11):
+            want = (a[: k + 1] + 1.5).sum()
+            np.testing.assert_allclose(vals[23 + k], want, rtol=1e-4, atol=1e-3)
+    assert dev._info_pos <= 3 * devmod.INFO_WINDOW_WORDS
+    monkeypatch.undo()
+    dev._flush()
+    dev._info_slots.clear()
+    dev._info_pos = dev._info_new = 0

@@ -1,0 +1,100 @@
+"""What a compute dispatch adds to a small round trip (issue 9): `PYRITE_BACKEND=wgpu|dawn
+python scripts/dispatch_probe.py`.
+
+A readback of a ready tensor costs one copy, one submit and one map wait; `(x * 2)` then a
+readback costs far more than the map alone plus the op's host time. This times, through the
+device's own recording path (median µs of single round trips), a copy alone, an empty compute
+pass before it, one trivial dispatch (one workgroup), the same without the info-arena write,
+several dispatches in one pass, a bigger grid, and the dispatch in its own submit before the copy.
+(The info arena caches windows: "new info" rows use words never seen before, so each batch
+writes its window; the others find theirs on the GPU.)
+"""
+
+import sys
+from types import SimpleNamespace
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.bench import _median_us
+
+dev = backend.current()
+print(f"{dev.name} ({dev.impl})")
+TRIVIAL = SimpleNamespace(
+    wgsl="""
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read> info: array<i32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x == 0u) { out[0] = out[0] + u32(info[0]) + 1u; }
+}
+""",
+    modes="w",
+)
+out = dev.pool.allocate(1 << 20)
+buf = out.buffer
+staging = dev._staging
+pr.synchronize()
+
+
+def read():
+    dev._copy(buf, 0, staging, 0, 4)
+    dev._flush()
+    return dev._io.read_mapped(staging, 4)
+
+
+def med(fn):
+    return _median_us(fn, 400, 40)
+
+
+def copy_only():
+    return read()
+
+
+def empty_pass():
+    dev._begin()
+    return read()
+
+
+fresh = [1 << 20]
+
+
+def dispatches(n, grid=(1, 1, 1), info_write=False):
+    def f():
+        for _ in range(n):
+            if info_write:
+                fresh[0] += 1
+            dev._dispatch(TRIVIAL, (buf,), (fresh[0] if info_write else 1,), grid)
+        return read()
+
+    return f
+
+
+def own_submit():
+    dev._dispatch(TRIVIAL, (buf,), (1,), (1, 1, 1))
+    dev._flush()
+    return read()
+
+
+def dispatch_then_sync():
+    dev._dispatch(TRIVIAL, (buf,), (1,), (1, 1, 1))
+    pr.synchronize()
+
+
+rows = [
+    ("copy + submit + map", copy_only),
+    ("empty compute pass, copy", empty_pass),
+    ("1 dispatch (1 wg), copy", dispatches(1)),
+    ("1 dispatch, new info", dispatches(1, info_write=True)),
+    ("2 dispatches", dispatches(2)),
+    ("8 dispatches", dispatches(8)),
+    ("1 dispatch of 132 wgs", dispatches(1, (132, 1, 1))),
+    ("1 dispatch of 4096 wgs", dispatches(1, (4096, 1, 1))),
+    ("dispatch submitted alone, then copy", own_submit),
+    ("dispatch, synchronize()", dispatch_then_sync),
+]
+for name, fn in rows:
+    fn()
+    print(f"  {name:<40}{med(fn):8.1f} us")
+if "--twice" in sys.argv:  # the order's effect: the same rows again
+    for name, fn in rows:
+        print(f"  {name:<40}{med(fn):8.1f} us")
