@@ -1,5 +1,6 @@
-"""A/B of the first-batch size after an idle wait (backend/device.py BATCH_FIRST), interleaved
-in one process: a batch-1 BERT-base forward and issue 9's chain of linears.
+"""A/B of the batch sizes (backend/device.py BATCH_FIRST after an idle wait, BATCH_DISPATCHES the
+most a batch grows to), interleaved in one process: a batch-1 BERT-base forward and issue 9's
+chain of linears; then where each one's time goes when recorded as one batch.
 `PYRITE_BACKEND=wgpu|dawn python scripts/batch_ab.py`"""
 
 import statistics
@@ -28,10 +29,11 @@ def chain():
         y = F.linear(y, w) * 0.03
 
 
+SETTINGS = ((8, 256), (256, 256), (8, 64), (8, 32), (4, 16))
 res = {}
 for _ in range(5):
-    for first in (8, 32, 256):
-        devmod.BATCH_FIRST = first
+    for first, cap in SETTINGS:
+        devmod.BATCH_FIRST, devmod.BATCH_DISPATCHES = first, cap
         for name, fn in (("bert", bert), ("chain", chain)):
             fn()
             pr.synchronize()
@@ -41,9 +43,12 @@ for _ in range(5):
                 fn()
                 pr.synchronize()
                 ts.append(time.perf_counter() - t0)
-            res.setdefault((name, first), []).append(min(ts))
-for (name, first), v in sorted(res.items()):
-    print(f"  {dev.impl} {name:5s} BATCH_FIRST={first:<3d} {statistics.median(v) * 1e3:7.2f} ms")
+            res.setdefault((name, first, cap), []).append(min(ts))
+for (name, first, cap), v in sorted(res.items()):
+    print(
+        f"  {dev.impl} {name:5s} first {first:<3d} most {cap:<3d} {statistics.median(v) * 1e3:7.2f} ms"
+    )
+devmod.BATCH_DISPATCHES = 256
 
 # where a batch-1 forward's time goes: recording (Python + the C calls), the submit, the wait
 devmod.BATCH_FIRST = 10**6

@@ -13,6 +13,8 @@ writes its window; the others find theirs on the GPU.)
 import sys
 from types import SimpleNamespace
 
+import numpy as np
+
 import pyrite as pr
 from pyrite import backend
 from pyrite.bench import _median_us
@@ -98,3 +100,53 @@ for name, fn in rows:
 if "--twice" in sys.argv:  # the order's effect: the same rows again
     for name, fn in rows:
         print(f"  {name:<40}{med(fn):8.1f} us")
+
+if "--sum" in sys.argv:
+    # one workgroup of `lanes` invocations summing a contiguous f32 vector (vec4 loads, four
+    # independent sums an invocation), against pyrite's x.sum(): one dispatch against two
+    def one_wg_sum(lanes):
+        return SimpleNamespace(
+            wgsl=f"""
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> info: array<i32>;
+var<workgroup> part: array<f32, {lanes}>;
+@compute @workgroup_size({lanes})
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {{
+    let n4 = info[0];
+    let t = i32(lid.x);
+    var s0 = vec4<f32>(0.0); var s1 = vec4<f32>(0.0); var s2 = vec4<f32>(0.0); var s3 = vec4<f32>(0.0);
+    var i = t;
+    for (; i + {3 * lanes} < n4; i += {4 * lanes}) {{
+        s0 += x[i]; s1 += x[i + {lanes}]; s2 += x[i + {2 * lanes}]; s3 += x[i + {3 * lanes}];
+    }}
+    for (; i < n4; i += {lanes}) {{ s0 += x[i]; }}
+    let s = (s0 + s1) + (s2 + s3);
+    part[t] = (s.x + s.y) + (s.z + s.w);
+    workgroupBarrier();
+    for (var h = {lanes // 2}; h > 0; h >>= 1u) {{
+        if (t < h) {{ part[t] += part[t + h]; }}
+        workgroupBarrier();
+    }}
+    if (t == 0) {{ out[0] = part[0]; }}
+}}
+""",
+            modes="rw",
+        )
+
+    for n in (128 * 768, 16 * 1024, 1 << 18, 1 << 20):
+        xs = pr.randn(n)
+        xb = xs._storage.buffer
+        want = float(xs.sum())
+        print(f"  sum of {n:,} f32: pyrite x.sum().item() {med(lambda: xs.sum().item()):7.1f} us")
+        for lanes in (256, 1024):
+            src = one_wg_sum(lanes)
+
+            def f(src=src):
+                dev._dispatch(src, (xb, buf), (n // 4,), (1, 1, 1))
+                return read()
+
+            got = np.frombuffer(f(), np.float32)[0]
+            print(
+                f"    one workgroup of {lanes}: {med(f):7.1f} us  (got {got:.4f}, want {want:.4f})"
+            )

@@ -529,13 +529,19 @@ def _plan(n_out, length):
 
 def split_tol(k=1, rel=False):
     """A split reduction folds C elements a chunk (serially at worst) then merges P states: at
-    most C + P rounding steps on any path, so |err| <= k·(C + P)·eps·Σ|x| (rel: k·(C + P)·eps)."""
+    most C + P rounding steps on any path, so |err| <= k·(C + P)·eps·Σ|x| (rel: k·(C + P)·eps).
+    The wide row kernel (R.WIDE) folds n / WIDE_LANES elements an invocation into its states,
+    merges those, then 64 states in its tree (32 groups of 32)."""
 
     def tol(inputs, expected):
         x = np.abs(inputs[0])
-        n = max(1, x.size // max(1, np.size(expected)))
-        parts, chunk = _plan(max(1, np.size(expected)), n)[:2]
-        steps = k * (chunk + parts) * EPS32
+        n_out = max(1, np.size(expected))
+        n = max(1, x.size // n_out)
+        if R._wide(n_out, n, 4):
+            steps = k * (n // R.WIDE_LANES + R.WIDE_ILP + 64) * EPS32
+        else:
+            parts, chunk = _plan(n_out, n)[:2]
+            steps = k * (chunk + parts) * EPS32
         if rel:
             return steps, steps
         return steps * float(x.sum()) + EPS32, 4 * EPS32
@@ -670,6 +676,7 @@ def split_plan(request, monkeypatch):
     P ≈ SPLIT_TARGET_WORKGROUPS / outputs) run on this adapter to reach those kernels too."""
     if request.param == "gpu-plan":
         monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+        monkeypatch.setattr(R, "WIDE", False)  # (a GPU takes rows this long wide: the split here)
     return request.param
 
 
@@ -687,6 +694,7 @@ GPU_PLAN_ROWS = ("sum", "max.dim", "argmin", "aminmax", "std_mean", "logsumexp",
 def test_split_parity(plan, row, rng, monkeypatch):
     if plan == "gpu-plan":
         monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+        monkeypatch.setattr(R, "WIDE", False)
     check_row(row, rng)
     assert R.LAST_PATH.startswith("split"), R.LAST_PATH
 
@@ -908,3 +916,56 @@ def test_parity_gpu_row_units(row, rng, monkeypatch):
     monkeypatch.setattr(R, "FORCE_MODE", "row")
     monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
     check_row(row, rng)
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in SPLIT_ROWS if r.name in GPU_PLAN_ROWS + ("mean", "argmax", "prod")],
+    ids=lambda r: r.name,
+)  # fmt: skip
+def test_wide_row_parity(row, rng, monkeypatch):
+    """The wide row kernel (R.WIDE: one workgroup of 1,024 invocations a row, four independent
+    states each) on the split's rows, one op of each state type."""
+    monkeypatch.setattr(R, "WIDE", True)
+    check_row(row, rng)
+    assert R.LAST_PATH == "row wide", R.LAST_PATH
+
+
+def test_wide_row_ties_nans_and_tails(rng, monkeypatch):
+    # ties go to the first index and NaN to the first NaN when the candidates sit in different
+    # states of one invocation, in the tail loop, and in other invocations; lengths that leave
+    # a tail of each size (vec4 loads where aligned, scalar ones in the strided view)
+    monkeypatch.setattr(R, "WIDE", True)
+    lanes, ilp = R.WIDE_LANES, R.WIDE_ILP
+    for n in (ilp * lanes, 4 * ilp * lanes * 3 + 4, 50_001, 98_307):
+        a = rng.integers(-3, 4, n).astype(np.float32)
+        a[[n - 1, min(4 * lanes + 1, n - 4), 7, min(8 * lanes + 2, n - 6)]] = 9  # first: 7
+        a[[n - 2, min(5 * lanes, n - 7), 11]] = -9  # the first: 11
+        for x in (pr.tensor(a), pr.tensor(np.stack([a, -a], 1))[:, 0]):
+            assert x.argmax().item() == 7 and x.argmin().item() == 11
+            assert x.max(0).indices.item() == 7
+            assert x.sum().item() == a.astype(np.float64).sum()  # small integers: exact
+            assert R.LAST_PATH == "row wide"
+        b = a.copy()
+        nans = [n - 3, min(4 * lanes + 3, n - 8)]
+        b[nans] = np.nan
+        x = pr.tensor(b)
+        assert x.argmax().item() == torch.from_numpy(b).argmax().item() == min(nans)
+        assert math.isnan(x.amax().item()) and math.isnan(x.sum().item())
+        assert x.nansum().item() == np.nansum(b.astype(np.float64))
+
+
+def test_wide_rule_on_a_gpu(monkeypatch):
+    # on a GPU the split's mid-sized rows take the wide kernel, longer ones and many outputs
+    # the split, and a device whose workgroups cannot hold 1,024 invocations never the wide one
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    assert R._wide(1, R.SPLIT_MIN_LEN, 1) and R._wide(8, R.WIDE_MAX_LEN, 3)
+    assert R._split_plan(1, 98_304) is None
+    assert not R._wide(1, R.WIDE_MAX_LEN + 1, 1) and R._split_plan(1, R.WIDE_MAX_LEN + 1)
+    assert not R._wide(R.SPLIT_MAX_OUTPUTS, 98_304, 1)
+    assert not R._wide(1, R.SPLIT_MIN_LEN - 1, 1)
+    monkeypatch.setattr(R, "WIDE", False)
+    assert not R._wide(1, 98_304, 1) and R._split_plan(1, 98_304)
+    monkeypatch.setattr(R, "WIDE", None)
+    dev = pr.backend.current()
+    monkeypatch.setitem(dev.limits, "max-compute-invocations-per-workgroup", 256)
+    assert not R._wide(1, 98_304, 1)

@@ -272,6 +272,28 @@ def _loop(var: str, start: str, end: str, step: int, body: str, indent: str = " 
     )
 
 
+def _ilp_loop(ilp: int, start: str, stride: int, step) -> list[str]:
+    """`s` from `ilp` independent states: state k takes the elements at j + k·stride for j from
+    `start` in steps of ilp·stride (step(state, index expression) is one element's lines), the
+    tail goes to state 0, and the states are merged pairwise into s (the caller's `var s`)."""
+    lines = ["  " + " ".join(f"var s{k} = s_init();" for k in range(ilp)) + "\n"]
+    lines.append(f"  var j = {start};\n")
+    body = "".join(
+        "    {\n" + step(f"s{k}", f"(j + {k * stride})") + "    }\n" for k in range(ilp)
+    )  # (a block each: the steps' own `let`s)
+    lines.append(
+        f"  for (; j + {(ilp - 1) * stride} < j1; j = j + {ilp * stride}) {{\n{body}  }}\n"
+    )
+    lines.append(f"  for (; j < j1; j = j + {stride}) {{\n{step('s0', 'j')}  }}\n")
+    states = [f"s{k}" for k in range(ilp)]
+    while len(states) > 1:
+        states = [f"s_merge({a}, {b})" for a, b in zip(states[::2], states[1::2])] + (
+            [states[-1]] if len(states) % 2 else []
+        )
+    lines.append(f"  s = {states[0]};\n")
+    return lines
+
+
 # row mode: one workgroup per output; 16 partial mergers of 16 states each, then one of 16
 _ROW_SPLIT = 16
 
@@ -338,6 +360,8 @@ def reduce_kernel(
     stage: str = "full",
     vec: int = 1,
     rows: int = 1,
+    lanes: int = WG,
+    ilp: int = 1,
 ) -> KernelSource:
     """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type.
 
@@ -355,9 +379,15 @@ def reduce_kernel(
     `rows` ("row" mode): units a workgroup of WG, WG / rows invocations each (short rows: a
     unit of 256 invocations over 1,024 elements left the H200 waiting on its merge tree: row
     sums of 65,536 x 1024 ran 914 GB/s, torch CUDA 3,680).
+
+    `lanes` ("row" mode, one row a workgroup): the workgroup's size, WG or more (1,024: one
+    workgroup reading a whole mid-sized vector, where a split's second dispatch would cost more
+    than it saves); `ilp` (with `lanes`, "full" stage): independent states an invocation, each
+    stepping over its own loads so several loads are in flight, merged before the tree.
     """
     assert vec == 1 or (mode == "row" and stage != "merge" and rank_in == 1)
     assert rows == 1 or mode == "row"
+    assert (lanes == WG and ilp == 1) or (mode == "row" and rows == 1 and stage == "full")
     fields, xtype, fns, finals = _spec(op, acc)
     fns = fns.replace("p_sp", "bitcast<f32>(info[3])")
     outs = [(f"out{k}", st, "w") for k, st in enumerate(out_stypes)]
@@ -372,7 +402,7 @@ def reduce_kernel(
     inner_shape, inner_stride = 4 + 2 * rank_out, 4 + 2 * rank_out + rank_in
     chunk_at, parts_at = 4 + 2 * rank_out + 2 * rank_in, 5 + 2 * rank_out + 2 * rank_in
     row = mode == "row"
-    wg = WG // rows  # (invocations a unit in row mode)
+    wg = lanes // rows  # (invocations a unit in row mode)
     # `u`: this workgroup's (row) or invocation's (serial) unit: an output, or an (output, chunk)
     body = [
         "  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n",
@@ -421,12 +451,26 @@ def reduce_kernel(
         body += _offset("ob", "o", rank_out, outer_shape, outer_stride)
         body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
         if vec == 4:  # (j0, j1 and base multiples of 4: whole vec4s)
-            step = "      let q = inp[(base + j) >> 2u];\n"
-            step += "".join(
-                f"      s = s_step(s, {load(f'q.{c}', in_stype, xtype)}, j + {i});\n"
-                for i, c in enumerate("xyzw")
-            )
-            body.append(_loop("j", "j0 + 4 * t", "j1", 4 * wg, step))
+
+            def step(sv, at):
+                return f"      let q = inp[(base + {at}) >> 2u];\n" + "".join(
+                    f"      {sv} = s_step({sv}, {load(f'q.{c}', in_stype, xtype)}, {at} + {i});\n"
+                    for i, c in enumerate("xyzw")
+                )
+
+            if ilp == 1:
+                body.append(_loop("j", "j0 + 4 * t", "j1", 4 * wg, step("s", "j")))
+            else:
+                body += _ilp_loop(ilp, "j0 + 4 * t", 4 * wg, step)
+        elif ilp > 1:
+
+            def step(sv, at):
+                lines = _offset("jo", at, rank_in, inner_shape, inner_stride)
+                return "".join("    " + ln for ln in lines) + (
+                    f"      {sv} = s_step({sv}, {load('inp[base + jo]', in_stype, xtype)}, {at});\n"
+                )
+
+            body += _ilp_loop(ilp, "j0 + t", wg, step)
         else:
             step = "".join(
                 "    " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride)
@@ -448,8 +492,8 @@ def reduce_kernel(
         + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
         + f"struct S {{ {fields} }}\n"
         + fns
-        + (f"var<workgroup> sh: array<S, {WG}>;\n" if row else "")
-        + f"@compute @workgroup_size({WG})\n"
+        + (f"var<workgroup> sh: array<S, {lanes}>;\n" if row else "")
+        + f"@compute @workgroup_size({lanes})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(local_invocation_id) lid: vec3<u32>, "
         "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"

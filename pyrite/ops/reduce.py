@@ -82,7 +82,20 @@ SPLIT_MIN_CHUNK = 4096
 # 8,192 keep each invocation's loop at 1/8 of lavapipe's ~65,535-iteration limit; the merge loops over P = L/8192 states (4,096 for a 128 MiB binding).
 SPLIT_MAX_OUTPUTS_CPU = 16
 SPLIT_CHUNK_CPU = 8192
-LAST_PATH = ""  # "serial" | "row" | "split P=<chunks> C=<chunk>": the last reduction's kernel
+# Wide rows: on a GPU, rows of SPLIT_MIN_LEN .. WIDE_MAX_LEN elements with few outputs (the
+# split's territory) take one workgroup of WIDE_LANES invocations a row instead, each holding
+# WIDE_ILP independent states so several loads are in flight: one dispatch, where the split's
+# second dispatch and its barrier cost more than they save. H200, 2026-12-03, round trip of a
+# sum and its read (`scripts/dispatch_probe.py --sum`, µs, wgpu-native / Dawn): one workgroup of
+# 1,024 with four vec4 sums an invocation against pyrite's split + merge (the latter with the
+# host's ~15 µs of issuing it): 98,304 f32 65.9 / 38.4 against 131.2 / 68.4; 262,144 51.5 / 42.8
+# against 129.5 / 68.3; 1,048,576 66.9 / 64.0 against 86.2 / 69.7 (even: the split stays there).
+# 256 invocations instead of 1,024 were slower past 98,304 (71.4 / 48.4 at 262,144).
+WIDE = None  # None: the rule above; False: never (A/B); True: wherever the kernel applies (tests)
+WIDE_LANES = 1024
+WIDE_ILP = 4
+WIDE_MAX_LEN = 262144
+LAST_PATH = ""  # "serial" | "row" | "row wide" | "split P=<chunks> C=<chunk>": the last kernel
 
 
 def _cpu_adapter() -> bool:
@@ -103,7 +116,30 @@ def _mode(n_out: int, length: int) -> str:
     return mode
 
 
-def _split_plan(n_out: int, length: int):
+def _wide(n_out: int, length: int, words: int) -> bool:
+    """Whether rows of `length` with `n_out` outputs take the wide row kernel (see WIDE);
+    `words`: i32 words of the reduction's state (its workgroup array holds WIDE_LANES)."""
+    if WIDE is False or FORCE_MODE is not None or FORCE_SPLIT is not None:
+        return False
+    lim = backend.current().limits
+    if (
+        lim.get("max-compute-invocations-per-workgroup", 256) < WIDE_LANES
+        or lim.get("max-compute-workgroup-size-x", 256) < WIDE_LANES
+        or lim.get("max-compute-workgroup-storage-size", 16384) < 4 * words * WIDE_LANES
+        or reduce_loop_iterations("row", length) > max_loop_iterations()
+    ):
+        return False
+    if WIDE:
+        return length >= WIDE_ILP * WIDE_LANES
+    return (
+        not _cpu_adapter()
+        and SPLIT
+        and n_out < SPLIT_MAX_OUTPUTS
+        and SPLIT_MIN_LEN <= length <= WIDE_MAX_LEN
+    )
+
+
+def _split_plan(n_out: int, length: int, words: int = 1):
     """(chunks P, chunk length C, partial-stage mode, merge-stage mode), or None: no split."""
     limit = max_loop_iterations()
     cpu = _cpu_adapter()
@@ -117,7 +153,7 @@ def _split_plan(n_out: int, length: int):
         row_cap = (limit - reduce_loop_iterations("row", 0)) * WG  # a chunk's row loops fit
         cap = builtins.min(SPLIT_CHUNK_CPU, serial_cap) if cpu else row_cap
         parts = -(-length // builtins.max(cap, WG))
-    elif not SPLIT:
+    elif not SPLIT or _wide(n_out, length, words):
         return None
     elif cpu:
         if n_out >= SPLIT_MAX_OUTPUTS_CPU or length <= SERIAL_MAX_LEN_CPU:
@@ -214,7 +250,7 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     key = (
         x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
         acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
-        FORCE_MODE, SPLIT, FORCE_SPLIT, _cpu_adapter(),  # (what tests set to reach each path)
+        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, _cpu_adapter(),  # (what tests set to reach paths)
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
@@ -258,7 +294,8 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         tuple(x._shape[i] for i in dims), [tuple(x._strides[i] for i in dims)]
     )
     global LAST_PATH
-    split = _split_plan(n_out, length)
+    words = state_words(op, acc)
+    split = _split_plan(n_out, length, words)
     if split is not None:
         LAST_PATH = f"split P={split[0]} C={split[1]}"
         steps = _split_reduce(
@@ -280,7 +317,10 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
             _plans.clear()
         _plans[key] = (shape, steps, LAST_PATH)
         return outs
-    mode = LAST_PATH = _mode(n_out, length)
+    wide = _wide(n_out, length, words)
+    mode = "row" if wide else _mode(n_out, length)
+    LAST_PATH = "row wide" if wide else mode
+    lanes, ilp = (WIDE_LANES, WIDE_ILP) if wide else (WG, 1)
     src = reduce_kernel(
         op,
         x.dtype.wgsl,
@@ -292,14 +332,16 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         mode,
         "full",
         _vec(x, mode, ostr, istr, length, length),
-        units := _row_units(mode, length),
+        units := 1 if wide else _row_units(mode, length),
+        lanes,
+        ilp,
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
     dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
     if len(_plans) > 4096:
         _plans.clear()
-    _plans[key] = (shape, src, info, grid, mode)
+    _plans[key] = (shape, src, info, grid, LAST_PATH)
     return outs
 
 
