@@ -129,19 +129,10 @@ def show_sequence(label, fn, wall_fn=None):
     seq, alone, n = sequence_time(fn)
     line = f"{label}: {n} dispatches, one pass {seq / 1e3:8.1f} us GPU, alone {alone / 1e3:8.1f} us"
     if wall_fn is not None:
-        import time
+        from pyrite.bench import _median_time
 
-        wall_fn()
-        pr.synchronize()
-        warm_gpu()
-        ts = []
-        for _ in range(7):
-            t0 = time.perf_counter()
-            wall_fn()
-            pr.synchronize()
-            ts.append(time.perf_counter() - t0)
-        _busy()
-        line += f", eager wall {statistics.median(ts) * 1e6:8.1f} us"
+        wall = _median_time(wall_fn, repeats=7, warmup=1, inner=1)
+        line += f", eager wall {wall * 1e6:8.1f} us"
     print(line)
 
 

@@ -954,18 +954,26 @@ def test_wide_row_ties_nans_and_tails(rng, monkeypatch):
         assert x.nansum().item() == np.nansum(b.astype(np.float64))
 
 
-def test_wide_rule_on_a_gpu(monkeypatch):
+def test_wide_rule_on_a_gpu(rng, monkeypatch):
     # on a GPU the split's mid-sized rows take the wide kernel, longer ones and many outputs
-    # the split, and a device whose workgroups cannot hold 1,024 invocations never the wide one
+    # the split; a device whose workgroups cannot hold 1,024 invocations, or whose loop budget
+    # the wide kernel's loops would pass, never the wide one
     monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    for n, path in ((98_304, "row wide"), (R.WIDE_MAX_LEN + 1, "split")):
+        a = rng.integers(-3, 4, n).astype(np.float32)
+        assert pr.tensor(a).sum().item() == a.astype(np.float64).sum()  # small integers: exact
+        assert R.LAST_PATH.startswith(path), (n, R.LAST_PATH)
     assert R._wide(1, R.SPLIT_MIN_LEN, 1) and R._wide(8, R.WIDE_MAX_LEN, 3)
-    assert R._split_plan(1, 98_304) is None
-    assert not R._wide(1, R.WIDE_MAX_LEN + 1, 1) and R._split_plan(1, R.WIDE_MAX_LEN + 1)
     assert not R._wide(R.SPLIT_MAX_OUTPUTS, 98_304, 1)
     assert not R._wide(1, R.SPLIT_MIN_LEN - 1, 1)
     monkeypatch.setattr(R, "WIDE", False)
     assert not R._wide(1, 98_304, 1) and R._split_plan(1, 98_304)
     monkeypatch.setattr(R, "WIDE", None)
+    budget = R.reduce_loop_iterations("row", 98_304)
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: budget - 1)
+    assert not R._wide(1, 98_304, 1)
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: budget)
+    assert R._wide(1, 98_304, 1)
     dev = pr.backend.current()
     monkeypatch.setitem(dev.limits, "max-compute-invocations-per-workgroup", 256)
     assert not R._wide(1, 98_304, 1)

@@ -458,11 +458,8 @@ def reduce_kernel(
                     for i, c in enumerate("xyzw")
                 )
 
-            if ilp == 1:
-                body.append(_loop("j", "j0 + 4 * t", "j1", 4 * wg, step("s", "j")))
-            else:
-                body += _ilp_loop(ilp, "j0 + 4 * t", 4 * wg, step)
-        elif ilp > 1:
+            start, stride = "j0 + 4 * t", 4 * wg
+        else:
 
             def step(sv, at):
                 lines = _offset("jo", at, rank_in, inner_shape, inner_stride)
@@ -470,13 +467,11 @@ def reduce_kernel(
                     f"      {sv} = s_step({sv}, {load('inp[base + jo]', in_stype, xtype)}, {at});\n"
                 )
 
-            body += _ilp_loop(ilp, "j0 + t", wg, step)
+            start, stride = ("j0 + t", wg) if row else ("j0", 1)
+        if ilp == 1:
+            body.append(_loop("j", start, "j1", stride, step("s", "j")))
         else:
-            step = "".join(
-                "    " + ln for ln in _offset("jo", "j", rank_in, inner_shape, inner_stride)
-            )
-            step += f"      s = s_step(s, {load('inp[base + jo]', in_stype, xtype)}, j);\n"
-            body.append(_loop("j", "j0 + t" if row else "j0", "j1", wg if row else 1, step))
+            body += _ilp_loop(ilp, start, stride, step)
     if row:
         body += _tree(wg)
     if stage == "partial":

@@ -139,8 +139,9 @@ def _wide(n_out: int, length: int, words: int) -> bool:
     )
 
 
-def _split_plan(n_out: int, length: int, words: int = 1):
-    """(chunks P, chunk length C, partial-stage mode, merge-stage mode), or None: no split."""
+def _split_plan(n_out: int, length: int, wide: bool = False):
+    """(chunks P, chunk length C, partial-stage mode, merge-stage mode), or None: no split;
+    `wide`: the rows take the wide row kernel instead (see _wide), unless a split is required."""
     limit = max_loop_iterations()
     cpu = _cpu_adapter()
     # past this length even the row kernel's loops pass the loop budget: a split is required,
@@ -153,7 +154,7 @@ def _split_plan(n_out: int, length: int, words: int = 1):
         row_cap = (limit - reduce_loop_iterations("row", 0)) * WG  # a chunk's row loops fit
         cap = builtins.min(SPLIT_CHUNK_CPU, serial_cap) if cpu else row_cap
         parts = -(-length // builtins.max(cap, WG))
-    elif not SPLIT or _wide(n_out, length, words):
+    elif not SPLIT or wide:
         return None
     elif cpu:
         if n_out >= SPLIT_MAX_OUTPUTS_CPU or length <= SERIAL_MAX_LEN_CPU:
@@ -294,8 +295,8 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         tuple(x._shape[i] for i in dims), [tuple(x._strides[i] for i in dims)]
     )
     global LAST_PATH
-    words = state_words(op, acc)
-    split = _split_plan(n_out, length, words)
+    wide = _wide(n_out, length, state_words(op, acc))
+    split = _split_plan(n_out, length, wide)
     if split is not None:
         LAST_PATH = f"split P={split[0]} C={split[1]}"
         steps = _split_reduce(
@@ -317,7 +318,6 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
             _plans.clear()
         _plans[key] = (shape, steps, LAST_PATH)
         return outs
-    wide = _wide(n_out, length, words)
     mode = "row" if wide else _mode(n_out, length)
     LAST_PATH = "row wide" if wide else mode
     lanes, ilp = (WIDE_LANES, WIDE_ILP) if wide else (WG, 1)
