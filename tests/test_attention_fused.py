@@ -304,3 +304,94 @@ def test_key_split_forward(rng, monkeypatch, splits, L, S, E, kw):
     elif mask == "float":
         kw["attn_mask"] = rng.standard_normal((L, S)).astype(np.float32)
     _check(rng, q, k, v, **kw)
+
+
+@pytest.mark.parametrize(
+    "L,S,E,kw",
+    [
+        (1, 1, 8, {}),
+        (1, 300, 64, {}),
+        (1, 2049, 64, {"mask": "bool"}),  # two key ranges of 1,280
+        (3, 700, 80, {"mask": "float"}),  # E = 80: 20 lanes a key, 12 keys at once
+        (2, 4100, 128, {"is_causal": True}),  # causal: only key 0, 0..1 seen; empty ranges
+        (4, 513, 5, {"mask": "bool"}),
+        (1, 257, 1, {}),
+    ],
+    ids=["one-key", "plain", "bool-split", "float-mask", "causal-E128", "E5", "E1"],
+)
+def test_decode_forward(rng, monkeypatch, L, S, E, kw):
+    """The decode kernel (few queries over many keys: a workgroup a query and key range, what a
+    GPU takes for L <= DECODE_MAX_L), forced here whatever the device: forward and the three
+    gradients (the flash backward from its lse) within the flash kernel's bounds, with masks,
+    a query with every key masked, ranges that get no key, and head dims that do not fill a
+    vec4 or the workgroup's lanes."""
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    q, k, v = _qkv(rng, (2, 3), L, S, E)
+    kw = dict(kw)
+    mask = kw.pop("mask", None)
+    if mask == "bool":
+        m = rng.random((2, 1, L, S)) > 0.5
+        m[0, 0, 0] = False  # a query with every key masked: 0 and lse = +inf
+        kw["attn_mask"] = m
+    elif mask == "float":
+        m = rng.standard_normal((L, S)).astype(np.float32)
+        m[:, ::7] = -np.inf
+        kw["attn_mask"] = m
+    dev = backend.current()
+    assert _attention._decode_splits(dev, 6, L, S) >= 1
+    _check(rng, q, k, v, **kw)
+
+
+def test_decode_layouts_and_grouped_heads(rng, monkeypatch):
+    """The decode kernel reads (B, L, H, E) projections by strides, writes its output in that
+    layout, and serves grouped-query heads (4 query heads over 2 key/value heads) and a KV cache
+    sliced from a longer buffer."""
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    B, L, H, E, S = 2, 1, 3, 32, 600
+    q, k, v = (rng.standard_normal((B, n, H, E)).astype(np.float32) for n in (L, S, S))
+    _check(rng, q, k, v, _transform=lambda t: t.transpose(1, 2))
+    q = rng.standard_normal((2, 4, 2, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 900, 16)).astype(np.float32) for _ in range(2))
+    _check(rng, q, k, v, enable_gqa=True)
+    cache = rng.standard_normal((2, 3, 1000, 16)).astype(np.float32)
+    q = rng.standard_normal((2, 3, 1, 16)).astype(np.float32)
+    pc, tc = pr.tensor(cache), torch.tensor(cache)
+    got = F.scaled_dot_product_attention(pr.tensor(q), pc[:, :, :777], pc[:, :, 100:877])
+    want = TF.scaled_dot_product_attention(torch.tensor(q), tc[:, :, :777], tc[:, :, 100:877])
+    assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), 16, 777)[0])
+
+
+def test_decode_float16(rng, monkeypatch):
+    if not backend.current().has_f16:
+        pytest.skip("the device has no shader-f16")
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    _check(rng, *_qkv(rng, (2, 3), 2, 1500, 64), dtype="float16", is_causal=False)
+
+
+def test_decode_rule(monkeypatch):
+    """Which calls take the decode kernel on a GPU and with how many key ranges: the fewest that
+    keep a range's scores in workgroup memory, doubled toward DECODE_FILL workgroups while every
+    range keeps keys; none on a CPU adapter, for many queries, few keys or past
+    DECODE_MAX_SPLITS ranges."""
+    K = _attention._K
+
+    class Dev:
+        adapter_type = "DiscreteGPU"
+        limits = {"max-compute-invocations-per-workgroup": 1024}
+
+    gpu, cpu = Dev(), Dev()
+    cpu.adapter_type = "CPU"
+    dec = _attention._decode_splits
+    assert dec(cpu, 16, 1, 4096) == 0
+    assert dec(gpu, 16, _attention.DECODE_MAX_L + 1, 4096) == 0
+    assert dec(gpu, 16, 1, _attention.DECODE_MIN_S - 1) == 0
+    for nbh, L, S in [(16, 1, 4096), (1, 1, 256), (512, 1, 4096), (32, 4, 20000), (1, 2, 9000)]:
+        p = dec(gpu, nbh, L, S)
+        assert 1 <= p <= _attention.DECODE_MAX_SPLITS
+        assert K.decode_span(S, p) <= K.DECODE_MAX_SPAN
+        assert K.decode_span(S, p) * (p - 1) < S  # every range holds keys
+        fewer = p // 2
+        assert fewer == 0 or (
+            K.decode_span(S, fewer) > K.DECODE_MAX_SPAN or nbh * L * fewer < _attention.DECODE_FILL
+        )
+    assert dec(gpu, 1, 1, K.DECODE_MAX_SPAN * _attention.DECODE_MAX_SPLITS + 1) == 0

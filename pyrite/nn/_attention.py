@@ -15,6 +15,7 @@ needs its gradient, the same math written with recorded ops.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from .. import autograd as _autograd
 from .. import backend
@@ -259,8 +260,9 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     lse = empty(tuple(lead) + (L,), D.float32)
     nbh = math.prod(lead)
     dev = backend.current()
-    splits = _key_splits(dev, nbh * nblk, S, E)
-    rank, info = _info(lead, L, S, scale, nblk * splits, ops)
+    dsplits = _decode_splits(dev, nbh, L, S)
+    splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
+    rank, info = _info(lead, L, S, scale, (L if dsplits else nblk) * (dsplits or splits), ops)
     args = (
         E,
         block,
@@ -277,14 +279,17 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
     if mask is not None:
         bufs.append(mask._storage.buffer)
+    if dsplits:  # (few queries over many keys: a workgroup a query and key range)
+        kernel, groups, splits = partial(_K.attn_decode_kernel, E, *args[2:]), nbh * L, dsplits
+    else:
+        kernel, groups = partial(_K.attn_fwd_kernel, *args), nbh * nblk
     if splits == 1:
-        src = _K.attn_fwd_kernel(*args)
-        dev.dispatch(src, bufs + [out._storage.buffer, lse._storage.buffer], info,
-                     fold_grid(nbh * nblk))  # fmt: skip
+        dev.dispatch(kernel(), bufs + [out._storage.buffer, lse._storage.buffer], info,
+                     fold_grid(groups))  # fmt: skip
         return out, lse
     part = empty((nbh * L * splits * (E + 2),), D.float32)
-    src = _K.attn_fwd_kernel(*args, splits)
-    dev.dispatch(src, bufs + [part._storage.buffer], info, fold_grid(nbh * nblk * splits))
+    dev.dispatch(kernel(splits=splits), bufs + [part._storage.buffer], info,
+                 fold_grid(groups * splits))  # fmt: skip
     merge = _K.attn_merge_kernel(E, splits, out.dtype.wgsl, heads)
     dev.dispatch(merge, [part._storage.buffer, out._storage.buffer, lse._storage.buffer],
                  [nbh * L, L], fold_grid(-(-nbh * L // 64)))  # fmt: skip
@@ -310,6 +315,42 @@ def _key_splits(dev, workgroups, S, E):
         return 1
     p = 1
     while workgroups * p < SPLIT_FILL and p * 2 <= most:
+        p *= 2
+    return p
+
+
+# Few queries over many keys (decode against a KV cache) take attn_decode_kernel on GPUs: a
+# workgroup of 256 invocations a (batch·head, query, key range) instead of one invocation a query
+# walking every key. Ranges: the least power of two keeping a range's scores in workgroup memory
+# (DECODE_MAX_SPAN keys), doubled while the workgroups number fewer than DECODE_FILL and a range
+# keeps at least 256 keys; at most DECODE_MAX_SPLITS (the merge kernel is unrolled over them).
+DECODE_MAX_L = 4
+DECODE_MIN_S = 256
+DECODE_FILL = 264  # two workgroups an SM of the H200
+DECODE_MAX_SPLITS = 16
+FORCE_DECODE = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
+
+
+def _decode_splits(dev, nbh, L, S):
+    """Key ranges of the decode kernel for this call, or 0: the flash kernel runs."""
+    if FORCE_DECODE is False:
+        return 0
+    if FORCE_DECODE is None and (
+        dev.adapter_type == "CPU" or L > DECODE_MAX_L or S < DECODE_MIN_S
+    ):
+        return 0
+    if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _K.DECODE_WG:
+        return 0
+    p = 1
+    while _K.decode_span(S, p) > _K.DECODE_MAX_SPAN:
+        p *= 2
+    if p > DECODE_MAX_SPLITS:
+        return 0
+    while (
+        nbh * L * p < DECODE_FILL
+        and 2 * p <= DECODE_MAX_SPLITS
+        and _K.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
+    ):
         p *= 2
     return p
 
