@@ -395,3 +395,75 @@ def test_decode_rule(monkeypatch):
             K.decode_span(S, fewer) > K.DECODE_MAX_SPAN or nbh * L * fewer < _attention.DECODE_FILL
         )
     assert dec(gpu, 1, 1, K.DECODE_MAX_SPAN * _attention.DECODE_MAX_SPLITS + 1) == 0
+
+
+@pytest.mark.parametrize(
+    "L,S,E,kw,splits",
+    [
+        (64, 32, 64, {}, 1),  # one block, one tile
+        (70, 129, 64, {}, 1),  # a block of 6 queries, a tile of 1 key
+        (130, 77, 48, {"is_causal": True}, 1),
+        (100, 300, 33, {"mask": "bool"}, 3),  # key ranges of whole tiles, merged
+        (65, 200, 64, {"mask": "float"}, 1),
+        (200, 64, 8, {"is_causal": True}, 4),  # causal with ranges that get no key
+        (17, 1, 1, {}, 1),
+    ],
+    ids=["one-tile", "ragged", "causal-E48", "bool-split", "float-mask", "causal-split", "E1"],
+)
+def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits):
+    """The register-tiled forward (kernels/attention_tiled.py: 64 queries a workgroup, what a GPU
+    takes for E <= 64), forced here whatever the device: forward and gradients (the flash
+    backward from its lse) within the same bounds, with ragged blocks and tiles, masks, a query
+    with every key masked, key splits and head dims padded to 64."""
+    monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", splits)
+    q, k, v = _qkv(rng, (2, 3), L, S, E)
+    kw = dict(kw)
+    mask = kw.pop("mask", None)
+    if mask == "bool":
+        m = rng.random((2, 1, L, S)) > 0.5
+        m[0, 0, 2] = False  # a query with every key masked: 0 and lse = +inf
+        kw["attn_mask"] = m
+    elif mask == "float":
+        m = rng.standard_normal((L, S)).astype(np.float32)
+        m[:, ::5] = -np.inf
+        kw["attn_mask"] = m
+    assert _attention._use_tiled(backend.current(), L, S, E)
+    _check(rng, q, k, v, **kw)
+
+
+def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch):
+    """The tiled forward reads (B, L, H, E) projections by strides and writes its output in that
+    layout; grouped-query heads; float16 storage where the device has it."""
+    monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    B, L, H, E = 2, 67, 3, 64
+    q, k, v = (rng.standard_normal((B, L, H, E)).astype(np.float32) for _ in range(3))
+    _check(rng, q, k, v, is_causal=True, _transform=lambda t: t.transpose(1, 2))
+    q = rng.standard_normal((2, 4, 40, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 90, 16)).astype(np.float32) for _ in range(2))
+    _check(rng, q, k, v, enable_gqa=True)
+    if backend.current().has_f16:
+        _check(rng, *_qkv(rng, (2, 3), 80, 100, 64), dtype="float16", is_causal=True)
+
+
+def test_tiled_rule(monkeypatch):
+    """The tiled forward runs on GPUs for E <= 64 and L >= TILED_MIN_L where its workgroup memory
+    fits; never on a CPU adapter unless forced, nor past E = 64."""
+
+    class Dev:
+        adapter_type = "DiscreteGPU"
+        limits = {
+            "max-compute-workgroup-storage-size": 32768,
+            "max-compute-invocations-per-workgroup": 256,
+        }
+
+    gpu, cpu, small = Dev(), Dev(), Dev()
+    cpu.adapter_type = "CPU"
+    small.limits = {"max-compute-workgroup-storage-size": 16384}
+    use = _attention._use_tiled
+    assert use(gpu, 128, 128, 64) and use(gpu, _attention.TILED_MIN_L, 5, 1)
+    assert not use(gpu, _attention.TILED_MIN_L - 1, 128, 64)
+    assert not use(gpu, 128, 128, 65) and not use(cpu, 128, 128, 64)
+    assert not use(small, 128, 128, 64)
+    monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    assert use(cpu, 1, 128, 64) and not use(cpu, 1, 128, 80)

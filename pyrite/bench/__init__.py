@@ -293,60 +293,70 @@ def bench_rowops(rep, rows, width=1024):
 
 def bench_attention(rep, quick=False):
     """scaled_dot_product_attention, forward and forward+backward, at the GPT bench's shape
-    (causal) and BERT-base's (a padding mask), in GFLOP/s of the 4·B·H·L·S·E multiply-adds of
-    the forward (backward: 2.5x that, FlashAttention-2's count), beside torch in the same run."""
+    (causal), BERT-base's (a padding mask) and issue 6's long causal one (16 heads x 4096 tokens
+    x 64), in GFLOP/s of the 4·B·H·L·S·E multiply-adds of the forward (halved where causal;
+    backward: 2.5x that, FlashAttention-2's count); then decode, one query a head over a cache of
+    4096 keys, in µs a call (and GB/s of k and v read). torch beside, in the same run."""
     F = pr.nn.functional
     torch = _torch()
+    # (label, (B, H, L, S, E), causal, padding mask, with backward)
     cases = [
-        ("GPT bench, causal", (8, 4, 64, 32), True),
-        ("BERT-base, padding mask", (32, 12, 128, 64), False),
+        ("GPT bench, causal", (8, 4, 64, 64, 32), True, False, True),
+        ("BERT-base, padding mask", (32, 12, 128, 128, 64), False, True, True),
+        ("causal, 4096 tokens", (1, 16, 4096, 4096, 64), True, False, True),
+        ("decode over 4096 keys", (1, 16, 1, 4096, 64), False, False, False),
+        ("decode over 4096 keys, 32 heads, E=128", (1, 32, 1, 4096, 128), False, False, False),
     ]
     if quick:
         cases = [
-            ("GPT bench, causal", (8, 4, 64, 32), True),
-            ("BERT-like, padding mask", (2, 12, 128, 64), False),
+            ("GPT bench, causal", (8, 4, 64, 64, 32), True, False, True),
+            ("BERT-like, padding mask", (2, 12, 128, 128, 64), False, True, True),
+            ("decode over 1024 keys", (1, 4, 1, 1024, 64), False, False, False),
         ]
     rng = np.random.default_rng(0)
-    for label, (B, H, L, E), causal in cases:
-        qkv = [rng.standard_normal((B, H, L, E)).astype(np.float32) for _ in range(3)]
-        keep = np.ones((B, 1, 1, L), dtype=bool)
-        keep[:, :, :, L - L // 4 :] = False  # the last quarter of each sequence is padding
-        flops = 4 * B * H * L * L * E
+    for label, (B, H, L, S, E), causal, masked, with_backward in cases:
+        qkv = [rng.standard_normal((B, H, n, E)).astype(np.float32) for n in (L, S, S)]
+        keep = np.ones((B, 1, 1, S), dtype=bool)
+        keep[:, :, :, S - S // 4 :] = False  # the last quarter of each sequence is padding
+        flops = 4 * B * H * L * S * E // (2 if causal else 1)
+        decode = L == 1
 
         def run(lib, tensors, mask, backward, F=None):
-            kw = {"is_causal": True} if causal else {"attn_mask": mask}
+            kw = {"is_causal": True} if causal else {"attn_mask": mask} if masked else {}
             out = F.scaled_dot_product_attention(*tensors, **kw)
             if backward:
                 out.sum().backward()
             return out
 
-        for backward in (False, True):
+        for backward in (False, True) if with_backward else (False,):
             ps = [pr.tensor(a).requires_grad_(backward) for a in qkv]
             pm = pr.tensor(keep)
             t = _median_time(lambda: run(pr, ps, pm, backward, F), repeats=5)
             work = flops * (3.5 if backward else 1.0)
-            peers = {}
+            times = {}
             if torch is not None:
                 tf = torch.nn.functional
                 ts = [torch.tensor(a, requires_grad=backward) for a in qkv]
                 tm = torch.tensor(keep)
-                peers["torch-cpu"] = (
-                    work / _peer_time(lambda: run(torch, ts, tm, backward, tf)) / 1e9
-                )
-                if torch.cuda.is_available():
+                cuda = torch.cuda.is_available()
+                if not cuda or work < 1e10:  # (the long causal case takes seconds on a CPU)
+                    times["torch-cpu"] = _peer_time(lambda: run(torch, ts, tm, backward, tf))
+                if cuda:
                     ts = [torch.tensor(a, device="cuda", requires_grad=backward) for a in qkv]
                     tm = tm.cuda()
-                    peers["torch-cuda"] = (
-                        work / _cuda_time(torch, lambda: run(torch, ts, tm, backward, tf)) / 1e9
+                    times["torch-cuda"] = _cuda_time(
+                        torch, lambda: run(torch, ts, tm, backward, tf)
                     )
+                    del ts, tm
             what = "forward+backward" if backward else "forward"
-            rep.add(
-                f"attention {what} {B}x{H}x{L}x{E} ({label})",
-                work / t / 1e9,
-                "GFLOP/s",
-                None,
-                peers,
-            )
+            name = f"attention {what} {B}x{H}x{L}x{S}x{E} ({label})"
+            if decode:  # latency: µs a call, lower is better; the note gives GB/s of k and v
+                kv = 2 * B * H * S * E * 4
+                peers = {k: v * 1e6 for k, v in times.items()}
+                rep.add(name, t * 1e6, "us", None, peers, f"{kv / t / 1e9:,.0f} GB/s of k, v")
+            else:
+                peers = {k: work / v / 1e9 for k, v in times.items()}
+                rep.add(name, work / t / 1e9, "GFLOP/s", None, peers)
 
 
 def bench_latency(rep):

@@ -22,6 +22,7 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels import attention as _K
+from ..kernels import attention_tiled as _KT
 from ..kernels.common import fold_grid
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
@@ -261,7 +262,12 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     nbh = math.prod(lead)
     dev = backend.current()
     dsplits = _decode_splits(dev, nbh, L, S)
-    splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
+    tiled = not dsplits and _use_tiled(dev, L, S, E)
+    if tiled:
+        nblk = -(-L // _KT.TILED_BQ)
+        splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
+    else:
+        splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
     rank, info = _info(lead, L, S, scale, (L if dsplits else nblk) * (dsplits or splits), ops)
     args = (
         E,
@@ -281,6 +287,8 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
         bufs.append(mask._storage.buffer)
     if dsplits:  # (few queries over many keys: a workgroup a query and key range)
         kernel, groups, splits = partial(_K.attn_decode_kernel, E, *args[2:]), nbh * L, dsplits
+    elif tiled:  # (a block of 64 queries, both products as register tiles)
+        kernel, groups = partial(_KT.attn_fwd_tiled_kernel, E, *args[2:]), nbh * nblk
     else:
         kernel, groups = partial(_K.attn_fwd_kernel, *args), nbh * nblk
     if splits == 1:
@@ -307,8 +315,11 @@ SPLIT_MAX = 8
 FORCE_SPLITS = None  # an int forces that many ranges where the keys allow (tests)
 
 
-def _key_splits(dev, workgroups, S, E):
-    most = max(1, min(SPLIT_MAX, S // _K.tile_rows(_K.padded_dim(E))))
+def _key_splits(dev, workgroups, S, E, tile=None):
+    """Key ranges of the forward: `tile` the keys a kernel stages at a time (a range holds
+    whole tiles; the flash kernel's tile_rows by default)."""
+    tile = tile or _K.tile_rows(_K.padded_dim(E))
+    most = max(1, min(SPLIT_MAX, S // tile))
     if FORCE_SPLITS is not None:
         return max(1, min(FORCE_SPLITS, most))
     if dev.adapter_type == "CPU":
@@ -317,6 +328,26 @@ def _key_splits(dev, workgroups, S, E):
     while workgroups * p < SPLIT_FILL and p * 2 <= most:
         p *= 2
     return p
+
+
+# The register-tiled forward (kernels/attention_tiled.py) takes head dims up to 64 on GPUs where
+# its 32 KiB of workgroup memory and 128 invocations fit, from TILED_MIN_L queries (a block is 64
+# queries: fewer leave most of its lanes' work padding).
+TILED_MIN_L = 16
+FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
+
+
+def _use_tiled(dev, L, S, E):
+    if FORCE_TILED is False or E > _KT.TILED_EP:
+        return False
+    if FORCE_TILED is None and (dev.adapter_type == "CPU" or L < TILED_MIN_L):
+        return False
+    lim = dev.limits
+    return (
+        lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.TILED_SHARED_BYTES
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.TILED_WG
+        and _KT.tiled_loop_iterations(S) <= max_loop_iterations()
+    )
 
 
 # Few queries over many keys (decode against a KV cache) take attn_decode_kernel on GPUs: a
@@ -335,9 +366,7 @@ def _decode_splits(dev, nbh, L, S):
     """Key ranges of the decode kernel for this call, or 0: the flash kernel runs."""
     if FORCE_DECODE is False:
         return 0
-    if FORCE_DECODE is None and (
-        dev.adapter_type == "CPU" or L > DECODE_MAX_L or S < DECODE_MIN_S
-    ):
+    if FORCE_DECODE is None and (dev.adapter_type == "CPU" or L > DECODE_MAX_L or S < DECODE_MIN_S):
         return 0
     if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _K.DECODE_WG:
         return 0

@@ -1,0 +1,226 @@
+"""The register-tiled attention forward: a block of queries a workgroup, both products as tile
+GEMMs (FlashAttention-2's loop, written for SIMT lanes instead of tensor cores).
+
+attn_fwd_kernel (kernels/attention.py) gives each query one invocation that walks every key: a
+key costs it 2·E multiply-adds, read from workgroup memory as broadcasts, with its q row and its
+output row (2·E floats) held in registers, so few invocations fit an SM and little of the
+memory latency hides (the H200 ran BERT-base's 32×12×128×64 forward at 7.5 TFLOP/s against
+torch's 21, 2026-12-03). Here a workgroup of TQ·TK = 128 invocations owns BQ = 64 queries and
+walks the keys BK = 32 at a time:
+
+  S = (q·scale)·kᵀ   invocation (ty, tx) computes a 4×4 block of the 64×32 score tile: queries
+                     4·ty..4·ty+3, keys 4·tx..4·tx+3, from qT (q transposed, staged once) and kT
+                     (the key tile transposed), one vec4 of queries and one of keys a step of E;
+  online softmax     each row's max over the tile goes through workgroup memory (its 8 partial
+                     maxima, a vec4 of four rows each), the output and the running sums are
+                     rescaled by exp(m_old - m_new), p = exp(s - m_new);
+  O += P·V           pᵀ (64×32, over the key tile's place) times the value tile: invocation
+                     (ty, tx) owns queries 4·ty..4·ty+3 × dims 4·tx..4·tx+3 and 32+4·tx..32+4·tx+3
+                     (adjacent lanes read adjacent vec4s of a value row).
+
+Each invocation keeps the sum l of its own keys' p for its four rows (every lane of a row
+rescales by the same max, so the partial sums add up at the end through workgroup memory). The
+head dim is padded to EP = 64 with zeros; workgroup memory is qT 16 KiB + kT/pᵀ 8 KiB + v 8 KiB
+= 32 KiB (lavapipe's limit and common elsewhere; the partial maxima and sums reuse kT's place).
+Six barriers a key tile. Masks, causal skipping and ranges, key splits (`splits`, partials for
+attn_merge_kernel), the (batch, L, heads, E) output layout, info words and buffers are those of
+attn_fwd_kernel. Head dims past 64 keep attn_fwd_kernel: qT alone would be 32 KiB at E = 128.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .attention import _buffers, _check, _entry, _Layout, _row_base
+from .common import KernelSource, header, helpers_for, load, store
+
+TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
+TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
+TILED_EP = 64  # the head dim padded to this (E <= 64)
+TILED_WG = 128
+TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB
+
+
+def tiled_loop_iterations(S: int) -> int:
+    """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the staging loops,
+    the E loop in steps of 4, the key loop, each with its exit test; the q staging once)."""
+    per_tile = 2 * (TILED_EP * TILED_BK // 4 // TILED_WG + 1) + (TILED_EP // 4 + 1)
+    per_tile += TILED_BK // 2 + 1 + 1
+    return (TILED_EP * TILED_BQ // 4 // TILED_WG + 1) + -(-S // TILED_BK) * per_tile + 1
+
+
+def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
+    """vec4 of four strided reads `index` (a format of r) of storage `buf`, 0 where not ok[r]."""
+    comps = [f"select(0.0, {load(f'{buf}[{index.format(r=r)}]', stype, 'f32')}, {ok[r]})"
+             for r in range(4)]  # fmt: skip
+    return f"vec4<f32>({', '.join(comps)})"
+
+
+@lru_cache(maxsize=64)
+def attn_fwd_tiled_kernel(
+    E: int,
+    rank: int,
+    causal: bool,
+    mask: str,
+    q_type: str,
+    k_type: str,
+    v_type: str,
+    m_type: str | None,
+    out_type: str,
+    heads: int = 0,
+    splits: int = 1,
+) -> KernelSource:
+    """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
+    (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
+    TILED_BQ times splits, per batch·head."""
+    _check(E, 8, mask)
+    if E > TILED_EP:
+        raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
+    BQ, BK, EP, WG = TILED_BQ, TILED_BK, TILED_EP, TILED_WG
+    strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
+    lay = _Layout(rank, strided)
+    outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
+    bufs = _buffers(
+        [
+            ("q_", q_type, "r"),
+            ("k_", k_type, "r"),
+            ("v_", v_type, "r"),
+            ("m_", m_type if mask != "none" else None, "r"),
+            *outs,
+        ]
+    )
+    b = _entry(WG) + lay.bases(strided)
+    b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
+    qblk = "blk"
+    if splits > 1:
+        b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
+        qblk = "qblk"
+    b += f"  let q0 = {qblk} * {BQ};\n"
+    # qT[e * 16 + g] = q[q0 + 4g .. q0 + 4g + 3][e] * scale (lanes: consecutive e, coalesced)
+    b += f"  for (var x = t; x < {EP * BQ // 4}; x += {WG}) {{\n"
+    b += f"    let e = x % {EP};\n    let g = x / {EP};\n    let ec = min(e, {E - 1});\n"
+    qok = [f"e < {E}"] * 4
+    qidx = f"qb + min(q0 + g * 4 + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
+    b += f"    qT[e * 16 + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
+    for r in range(4):
+        b += f"  var o{r}a = vec4<f32>(0.0);\n  var o{r}b = vec4<f32>(0.0);\n"
+    b += "  var m = vec4<f32>(-p_inf());\n  var l = vec4<f32>(0.0);\n"
+    kend = f"min(S, q0 + {BQ})" if causal else "S"
+    if splits > 1:  # this workgroup's key range: whole tiles, [k0, kend)
+        b += f"  let span = (S + {splits * BK - 1}) / {splits * BK} * {BK};\n"
+        b += "  let k0 = part_i * span;\n"
+        b += f"  let kend = min({kend}, k0 + span);\n"
+    else:
+        b += f"  let k0 = 0;\n  let kend = {kend};\n"
+    b += f"  let ntiles = (max(kend - k0, 0) + {BK - 1}) / {BK};\n"
+    b += "  let qi = vec4<i32>(q0 + ty * 4) + vec4<i32>(0, 1, 2, 3);\n"
+    b += "  for (var tt = 0; tt < ntiles; tt++) {\n"
+    b += f"    let t0 = k0 + tt * {BK};\n"
+    b += "    workgroupBarrier();\n"  # (the last tile's pᵀ and v reads are done)
+    # kp[e * 8 + kg] = k[t0 + 4kg .. t0 + 4kg + 3][e]
+    b += f"    for (var x = t; x < {EP * BK // 4}; x += {WG}) {{\n"
+    b += f"      let e = x % {EP};\n      let kg = x / {EP};\n      let ec = min(e, {E - 1});\n"
+    kok = [f"(t0 + kg * 4 + {r} < kend && e < {E})" for r in range(4)]
+    kidx = f"kb + min(t0 + kg * 4 + {{r}}, S - 1) * {lay.row('k')} + ec * {lay.col('k')}"
+    b += f"      kp[e * 8 + kg] = {_staged_vec('k_', k_type, kidx, kok)};\n    }}\n"
+    # vs[j * 16 + d] = v[t0 + j][4d .. 4d + 3]
+    b += f"    for (var x = t; x < {EP * BK // 4}; x += {WG}) {{\n"
+    b += "      let j = x / 16;\n      let d = (x % 16) * 4;\n"
+    b += "      let jr = min(t0 + j, S - 1);\n      let jok = t0 + j < kend;\n"
+    vok = [f"(jok && d + {r} < {E})" for r in range(4)]
+    vidx = f"vb + jr * {lay.row('v')} + min(d + {{r}}, {E - 1}) * {lay.col('v')}"
+    b += f"      vs[x] = {_staged_vec('v_', v_type, vidx, vok)};\n    }}\n"
+    b += "    workgroupBarrier();\n"
+    # S: rows 4ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
+    for r in range(4):
+        b += f"    var s{r} = vec4<f32>(0.0);\n"
+    b += f"    for (var e = 0; e < {EP}; e += 4) {{\n"
+    for u in range(4):
+        b += f"      let qv{u} = qT[(e + {u}) * 16 + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
+    for u in range(4):
+        for r in range(4):
+            b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
+    b += "    }\n"
+    b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
+    b += "    let kin = kj < vec4<i32>(kend);\n"
+    b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
+    for r in range(4):
+        okv = "kin"
+        if causal:
+            okv += f" & (kj <= vec4<i32>(qi[{r}]))"
+        if mask != "none":
+            ir = f"min(qi[{r}], L - 1)"
+            mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
+            if mask == "bool":
+                comps = [
+                    f"m_[mb + {ir} * info[{mr}] + kc[{c}] * info[{mc}]] != 0u" for c in range(4)
+                ]
+                okv += f" & vec4<bool>({', '.join(comps)})"
+            else:
+                comps = [
+                    load(f"m_[mb + {ir} * info[{mr}] + kc[{c}] * info[{mc}]]", m_type, "f32")
+                    for c in range(4)
+                ]
+                b += f"    s{r} += vec4<f32>({', '.join(comps)});\n"
+        b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {okv});\n"
+    # the tile's row maxima: 8 partials a row through kp (every lane is done with kT)
+    pm = ", ".join(f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(4))
+    b += "    workgroupBarrier();\n"
+    b += f"    kp[ty * 8 + tx] = vec4<f32>({pm});\n"
+    b += "    workgroupBarrier();\n"
+    b += "    var mn = m;\n"
+    b += "    for (var u = 0; u < 8; u++) { mn = max(mn, kp[ty * 8 + u]); }\n"
+    b += "    let alpha = select(exp(m - mn), vec4<f32>(1.0), m == mn);\n"
+    b += "    m = mn;\n"
+    for r in range(4):
+        b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(mn[{r}])), "
+        b += f"s{r} != vec4<f32>(-p_inf()));\n"
+        b += f"    o{r}a *= alpha[{r}];\n    o{r}b *= alpha[{r}];\n"
+    sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(4))
+    b += f"    l = l * alpha + vec4<f32>({sums});\n"
+    b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
+    # pT[j * 16 + g] = p of queries 4g .. 4g + 3 for key j
+    for c in range(4):
+        b += f"    kp[(tx * 4 + {c}) * 16 + ty] = vec4<f32>(p0[{c}], p1[{c}], p2[{c}], p3[{c}]);\n"
+    b += "    workgroupBarrier();\n"
+    b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
+    for u in range(2):
+        b += f"      let pv{u} = kp[(j + {u}) * 16 + ty];\n"
+        b += f"      let va{u} = vs[(j + {u}) * 16 + tx];\n      let vb{u} = vs[(j + {u}) * 16 + 8 + tx];\n"
+    for u in range(2):
+        for r in range(4):
+            b += f"      o{r}a += pv{u}[{r}] * va{u};\n      o{r}b += pv{u}[{r}] * vb{u};\n"
+    b += "    }\n  }\n"
+    # the rows' sums over the 8 lanes of a row
+    b += "  workgroupBarrier();\n  kp[ty * 8 + tx] = l;\n  workgroupBarrier();\n"
+    b += "  var lt = vec4<f32>(0.0);\n"
+    b += "  for (var u = 0; u < 8; u++) { lt += kp[ty * 8 + u]; }\n"
+    dims = [(f"o{{r}}a[{k}]", f"tx * 4 + {k}") for k in range(4)]
+    dims += [(f"o{{r}}b[{k}]", f"32 + tx * 4 + {k}") for k in range(4)]
+    for r in range(4):
+        b += f"  if (qi[{r}] < L) {{\n    let i = qi[{r}];\n"
+        if splits > 1:
+            b += f"    let pb = ((bh * L + i) * {splits} + part_i) * {E + 2};\n"
+            for val, d in dims:
+                b += f"    if ({d} < {E}) {{ part[pb + {d}] = {val.format(r=r)}; }}\n"
+            b += f"    if (tx == 0) {{ part[pb + {E}] = m[{r}]; part[pb + {E + 1}] = lt[{r}]; }}\n"
+        else:
+            b += f"    let inv = select(1.0 / lt[{r}], 0.0, lt[{r}] == 0.0);\n"
+            b += f"    let ob = {_row_base('L', 'i', E, heads)};\n"
+            for val, d in dims:
+                v = store(f"{val.format(r=r)} * inv", "f32", out_type)
+                b += f"    if ({d} < {E}) {{ o_[ob + {d}] = {v}; }}\n"
+            b += "    if (tx == 0) {\n"
+            b += (
+                f"      lse[bh * L + i] = select(m[{r}] + log(lt[{r}]), p_inf(), lt[{r}] == 0.0);\n"
+            )
+            b += "    }\n"
+        b += "  }\n"
+    b += "}\n"
+    shared = (
+        f"var<workgroup> qT: array<vec4<f32>, {EP * BQ // 4}>;\n"
+        f"var<workgroup> kp: array<vec4<f32>, {EP * BK // 4}>;\n"
+        f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
+    )
+    src = header(bufs) + helpers_for(b) + shared + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))

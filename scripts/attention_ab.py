@@ -1,0 +1,113 @@
+"""A/B of the attention forward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
+the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py) and, for few
+queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
+thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
+`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH]`"""
+
+import json
+import statistics
+import sys
+
+import numpy as np
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.nn import _attention
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from gpu_time import kernel_times  # noqa: E402
+
+F = pr.nn.functional
+
+# (label, (B, H, L, S, E), causal, padding mask)
+CASES = [
+    ("BERT-base", (32, 12, 128, 128, 64), False, True),
+    ("BERT-base batch 1", (1, 12, 128, 128, 64), False, True),
+    ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
+    ("GPT bench", (8, 4, 64, 64, 32), True, False),
+    ("E=32, 512 tokens", (8, 12, 512, 512, 32), True, False),
+    ("L=16", (8, 12, 16, 512, 64), False, False),
+    ("L=32", (8, 12, 32, 512, 64), False, False),
+    ("L=8", (8, 12, 8, 512, 64), False, False),
+    ("L=4", (8, 12, 4, 512, 64), False, False),
+    ("decode 4096", (1, 16, 1, 4096, 64), False, False),
+    ("decode 4096 E=128", (1, 32, 1, 4096, 128), False, False),
+    ("decode 16384 x8", (8, 8, 1, 16384, 64), False, False),
+    ("decode 4 queries", (4, 32, 4, 2048, 128), False, False),
+]
+KERNELS = {
+    "flash": dict(FORCE_TILED=False, FORCE_DECODE=False),
+    "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False),
+    "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
+    "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
+}
+
+
+def torch_us(shape, causal, masked):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    B, H, L, S, E = shape
+    q = torch.randn(B, H, L, E, device="cuda")
+    k, v = torch.randn(B, H, S, E, device="cuda"), torch.randn(B, H, S, E, device="cuda")
+    m = torch.ones(B, 1, 1, S, dtype=torch.bool, device="cuda")
+    m[..., S - S // 4 :] = False
+    kw = {"is_causal": True} if causal else {"attn_mask": m} if masked else {}
+    f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)  # noqa: E731
+    for _ in range(5):
+        f()
+    ts = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        f()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(ts)
+
+
+def main():
+    dev = backend.current()
+    print(f"{dev.name} ({dev.impl})")
+    rng = np.random.default_rng(0)
+    rows = []
+    for label, (B, H, L, S, E), causal, masked in CASES:
+        q = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
+        k = pr.tensor(rng.standard_normal((B, H, S, E)).astype(np.float32))
+        v = pr.tensor(rng.standard_normal((B, H, S, E)).astype(np.float32))
+        keep = np.ones((B, 1, 1, S), dtype=bool)
+        keep[..., S - S // 4 :] = False
+        m = pr.tensor(keep)
+        kw = {"is_causal": True} if causal else {"attn_mask": m} if masked else {}
+        flops = 4 * B * H * L * S * E / (2 if causal else 1)
+        row = {"case": label, "shape": [B, H, L, S, E]}
+        for name, force in KERNELS.items():
+            if name == "decode" and L > 8 or name == "tiled" and E > 64:
+                continue
+            for k_, v_ in force.items():
+                setattr(_attention, k_, v_)
+            try:
+                times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
+            finally:
+                _attention.FORCE_TILED = _attention.FORCE_DECODE = None
+            row[name] = sum(t for t, *_ in times) / 1e3
+            row[name + "_dispatches"] = len(times)
+        row["torch"] = torch_us((B, H, L, S, E), causal, masked)
+        row["gflop"] = flops / 1e9
+        rows.append(row)
+        cells = "  ".join(
+            f"{n} {row[n]:9.1f}" for n in (*KERNELS, "torch") if row.get(n) is not None
+        )
+        tf = flops / (row["auto"] * 1e-6) / 1e12
+        print(f"{label:<22} {str((B, H, L, S, E)):<26} us: {cells}   auto {tf:5.1f} TFLOP/s")
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+            json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
