@@ -12,6 +12,7 @@ import numpy as np
 
 import pyrite as pr
 from pyrite import backend
+from pyrite.kernels import attention_tiled
 from pyrite.nn import _attention
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -23,6 +24,9 @@ F = pr.nn.functional
 CASES = [
     ("BERT-base", (32, 12, 128, 128, 64), False, True),
     ("BERT-base batch 1", (1, 12, 128, 128, 64), False, True),
+    ("BERT-base batch 4", (4, 12, 128, 128, 64), False, True),
+    ("BERT-base batch 8", (8, 12, 128, 128, 64), False, True),
+    ("512 tokens", (2, 12, 512, 512, 64), False, False),
     ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
     ("GPT bench", (8, 4, 64, 64, 32), True, False),
     ("E=32, 512 tokens", (8, 12, 512, 512, 32), True, False),
@@ -38,6 +42,7 @@ CASES = [
 KERNELS = {
     "flash": dict(FORCE_TILED=False, FORCE_DECODE=False),
     "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False),
+    "tiled0": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=False),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -86,14 +91,15 @@ def main():
         flops = 4 * B * H * L * S * E / (2 if causal else 1)
         row = {"case": label, "shape": [B, H, L, S, E]}
         for name, force in KERNELS.items():
-            if name == "decode" and L > 8 or name == "tiled" and E > 64:
+            if name == "decode" and L > 8 or name.startswith("tiled") and E > 64:
                 continue
             for k_, v_ in force.items():
-                setattr(_attention, k_, v_)
+                setattr(attention_tiled if k_ == "PREFETCH" else _attention, k_, v_)
             try:
                 times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
+                attention_tiled.PREFETCH = True
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)
@@ -102,7 +108,7 @@ def main():
         cells = "  ".join(
             f"{n} {row[n]:9.1f}" for n in (*KERNELS, "torch") if row.get(n) is not None
         )
-        tf = flops / (row["auto"] * 1e-6) / 1e12
+        tf = flops / (max(row["auto"], 1e-3) * 1e-6) / 1e12  # (Dawn may quantize to 0)
         print(f"{label:<22} {str((B, H, L, S, E)):<26} us: {cells}   auto {tf:5.1f} TFLOP/s")
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:

@@ -338,7 +338,7 @@ def test_decode_forward(rng, monkeypatch, L, S, E, kw):
         m[:, ::7] = -np.inf
         kw["attn_mask"] = m
     dev = backend.current()
-    assert _attention._decode_splits(dev, 6, L, S) >= 1
+    assert _attention._decode_splits(dev, 6, L, S, E) >= 1
     _check(rng, q, k, v, **kw)
 
 
@@ -370,9 +370,9 @@ def test_decode_float16(rng, monkeypatch):
 
 def test_decode_rule(monkeypatch):
     """Which calls take the decode kernel on a GPU and with how many key ranges: the fewest that
-    keep a range's scores in workgroup memory, doubled toward DECODE_FILL workgroups while every
-    range keeps keys; none on a CPU adapter, for many queries, few keys or past
-    DECODE_MAX_SPLITS ranges."""
+    keep a range's scores in workgroup memory, doubled toward DECODE_FILL workgroups and
+    DECODE_MAX_STEPS values a group of lanes while every range keeps keys; none on a CPU
+    adapter, for many queries, few keys or past DECODE_MAX_SPLITS ranges."""
     K = _attention._K
 
     class Dev:
@@ -382,19 +382,24 @@ def test_decode_rule(monkeypatch):
     gpu, cpu = Dev(), Dev()
     cpu.adapter_type = "CPU"
     dec = _attention._decode_splits
-    assert dec(cpu, 16, 1, 4096) == 0
-    assert dec(gpu, 16, _attention.DECODE_MAX_L + 1, 4096) == 0
-    assert dec(gpu, 16, 1, _attention.DECODE_MIN_S - 1) == 0
-    for nbh, L, S in [(16, 1, 4096), (1, 1, 256), (512, 1, 4096), (32, 4, 20000), (1, 2, 9000)]:
-        p = dec(gpu, nbh, L, S)
+    assert dec(cpu, 16, 1, 4096, 64) == 0
+    assert dec(gpu, 16, _attention.DECODE_MAX_L + 1, 4096, 64) == 0
+    assert dec(gpu, 16, 1, _attention.DECODE_MIN_S - 1, 64) == 0
+    cases = [(16, 1, 4096, 64), (1, 1, 256, 8), (512, 1, 4096, 64), (32, 4, 20000, 128),
+             (1, 2, 9000, 96), (128, 4, 2048, 128)]  # fmt: skip
+    for nbh, L, S, E in cases:
+        p = dec(gpu, nbh, L, S, E)
         assert 1 <= p <= _attention.DECODE_MAX_SPLITS
         assert K.decode_span(S, p) <= K.DECODE_MAX_SPAN
         assert K.decode_span(S, p) * (p - 1) < S  # every range holds keys
         fewer = p // 2
         assert fewer == 0 or (
-            K.decode_span(S, fewer) > K.DECODE_MAX_SPAN or nbh * L * fewer < _attention.DECODE_FILL
+            K.decode_span(S, fewer) > K.DECODE_MAX_SPAN
+            or nbh * L * fewer < _attention.DECODE_FILL
+            or K.decode_span(S, fewer) > _attention.DECODE_MAX_STEPS * K.decode_groups(E)
         )
-    assert dec(gpu, 1, 1, K.DECODE_MAX_SPAN * _attention.DECODE_MAX_SPLITS + 1) == 0
+    assert dec(gpu, 128, 4, 2048, 128) >= 4  # (8 groups of lanes: at most 512 keys a range)
+    assert dec(gpu, 1, 1, K.DECODE_MAX_SPAN * _attention.DECODE_MAX_SPLITS + 1, 64) == 0
 
 
 @pytest.mark.parametrize(
@@ -428,7 +433,7 @@ def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits):
         m = rng.standard_normal((L, S)).astype(np.float32)
         m[:, ::5] = -np.inf
         kw["attn_mask"] = m
-    assert _attention._use_tiled(backend.current(), L, S, E)
+    assert _attention._use_tiled(backend.current(), 6, L, S, E)
     _check(rng, q, k, v, **kw)
 
 
@@ -447,8 +452,9 @@ def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch):
 
 
 def test_tiled_rule(monkeypatch):
-    """The tiled forward runs on GPUs for E <= 64 and L >= TILED_MIN_L where its workgroup memory
-    fits; never on a CPU adapter unless forced, nor past E = 64."""
+    """The tiled forward runs on GPUs for E <= 64 where its workgroup memory fits: always below
+    TILED_ALL_L queries, above only while the query blocks number fewer than TILED_FILL; never
+    on a CPU adapter unless forced, nor past E = 64."""
 
     class Dev:
         adapter_type = "DiscreteGPU"
@@ -461,9 +467,24 @@ def test_tiled_rule(monkeypatch):
     cpu.adapter_type = "CPU"
     small.limits = {"max-compute-workgroup-storage-size": 16384}
     use = _attention._use_tiled
-    assert use(gpu, 128, 128, 64) and use(gpu, _attention.TILED_MIN_L, 5, 1)
-    assert not use(gpu, _attention.TILED_MIN_L - 1, 128, 64)
-    assert not use(gpu, 128, 128, 65) and not use(cpu, 128, 128, 64)
-    assert not use(small, 128, 128, 64)
+    many = _attention.TILED_FILL * 2  # batch·heads
+    assert use(gpu, many, _attention.TILED_ALL_L - 1, 512, 64) and use(gpu, 1, 5, 5, 1)
+    assert use(gpu, 12, 128, 128, 64)  # 24 query blocks
+    assert not use(gpu, many, _attention.TILED_ALL_L, 128, 64)
+    assert not use(gpu, 12, 128, 128, 65) and not use(cpu, 12, 128, 128, 64)
+    assert not use(small, 12, 128, 128, 64)
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
-    assert use(cpu, 1, 128, 64) and not use(cpu, 1, 128, 80)
+    assert use(cpu, many, 1000, 128, 64) and not use(cpu, 1, 1, 128, 80)
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_tiled_prefetch_variants(rng, monkeypatch, prefetch):
+    """Both spellings of the tiled forward's staging (the next tile's reads in flight during the
+    products, or read at the top of each tile) give the same results, E = 32 and 64 padded."""
+    from pyrite.kernels import attention_tiled
+
+    monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    monkeypatch.setattr(attention_tiled, "PREFETCH", prefetch)
+    m = rng.random((1, 3, 50, 97)) > 0.3
+    _check(rng, *_qkv(rng, (2, 3), 50, 97, 40), attn_mask=m, grads=False)
+    _check(rng, *_qkv(rng, (2, 3), 70, 45, 20), is_causal=True, grads=False)

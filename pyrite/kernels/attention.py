@@ -347,6 +347,11 @@ DECODE_WG = 256  # invocations of a decode workgroup (WebGPU's guaranteed maximu
 DECODE_MAX_SPAN = 2048  # keys a decode workgroup holds the scores of (8 KB of workgroup memory)
 
 
+def decode_groups(E: int) -> int:
+    """Groups of lanes walking the values at once in attn_decode_kernel's second pass."""
+    return DECODE_WG // (padded_dim(E) // 4)
+
+
 def decode_span(S: int, splits: int) -> int:
     """Keys a decode workgroup covers: S cut into `splits` ranges of whole DECODE_WG keys."""
     per = splits * DECODE_WG
@@ -374,8 +379,9 @@ def attn_decode_kernel(
     Two passes over the range [k0, kend) (decode_span keys, at most DECODE_MAX_SPAN): invocation
     t scores keys k0 + t, k0 + t + DECODE_WG, ... (q·scale in its registers, one dot product a
     key) into workgroup memory, and the workgroup takes their max M (a tree); then the
-    invocations split as G = DECODE_WG / C groups of C = ⌈E/4⌉ lanes, lane (g, c) adding
-    exp(s_j - M)·v_j[4c..4c+4) over the keys j ≡ g (mod G), so each group reads whole rows of v;
+    invocations split as G = DECODE_WG / C groups of C = ⌈E/4⌉ lanes (decode_groups), lane
+    (g, c) adding exp(s_j - M)·v_j[4c..4c+4) over the keys j ≡ g (mod G), four keys a step, so
+    each group reads whole rows of v;
     a tree over the groups gives acc and l = Σ exp(s_j - M). No running rescale: M is the
     range's true max. Buffers and info words as attn_fwd_kernel, info[4] = L·splits; the outputs
     are out and lse (splits = 1) or the split forward's partials for attn_merge_kernel."""
@@ -424,15 +430,22 @@ def attn_decode_kernel(
     # pass 2: p = exp(s - M) times v, lane (g, c) over keys g, g + G, ...
     b += f"  let g = t / {C};\n  let c = t % {C};\n  let e0 = 4 * c;\n"
     b += "  var acc = vec4<f32>(0.0);\n  var lsum = 0.0;\n"
+    # four keys a step (g, g + G, g + 2G, g + 3G): their rows' reads are in flight together
     b += f"  if (g < {G}) {{\n"
-    b += f"    for (var jj = g; jj < n; jj += {G}) {{\n"
-    b += "      let s = sc[jj];\n      let p = select(exp(s - M), 0.0, s == -p_inf());\n"
-    b += f"      let vr = vb + (k0 + jj) * {lay.row('v')};\n"
-    comps = []
-    for k in range(4):
-        v = load(f"v_[vr + min(e0 + {k}, {E - 1}) * {lay.col('v')}]", v_type, "f32")
-        comps.append(f"select(0.0, {v}, e0 + {k} < {E})")
-    b += f"      acc += p * vec4<f32>({', '.join(comps)});\n      lsum += p;\n    }}\n  }}\n"
+    b += f"    for (var j4 = g; j4 < n; j4 += {4 * G}) {{\n"
+    for u in range(4):
+        b += f"      let jj{u} = min(j4 + {u * G}, n - 1);\n      let s{u} = sc[jj{u}];\n"
+        b += (
+            f"      let p{u} = select(exp(s{u} - M), 0.0, s{u} == -p_inf() || j4 + {u * G} >= n);\n"
+        )
+        b += f"      let vr{u} = vb + (k0 + jj{u}) * {lay.row('v')};\n"
+    for u in range(4):
+        comps = []
+        for k in range(4):
+            v = load(f"v_[vr{u} + min(e0 + {k}, {E - 1}) * {lay.col('v')}]", v_type, "f32")
+            comps.append(f"select(0.0, {v}, e0 + {k} < {E})")
+        b += f"      acc += p{u} * vec4<f32>({', '.join(comps)});\n"
+    b += "      lsum += (p0 + p1) + (p2 + p3);\n    }\n  }\n"
     b += "  ra[t] = acc;\n  rl[t] = lsum;\n  workgroupBarrier();\n"
     b += f"  if (t >= {C}) {{ return; }}\n"
     b += "  var a = vec4<f32>(0.0);\n  var l = 0.0;\n"

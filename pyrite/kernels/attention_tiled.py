@@ -36,17 +36,26 @@ from .common import KernelSource, header, helpers_for, load, store
 
 TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
-TILED_EP = 64  # the head dim padded to this (E <= 64)
+TILED_EP = 64  # the largest head dim (padded: to 32 for E <= 32, else to 64)
 TILED_WG = 128
-TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB
+TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB at EP = 64
+# PREFETCH: the next key tile's global reads are issued right after the current one is staged,
+# into registers, and written to workgroup memory after the tile's products (their latency hides
+# behind the products instead of stalling the workgroup at a barrier). A/B: scripts/attention_ab.py
+PREFETCH = True
+
+
+def tiled_ep(E: int) -> int:
+    """The padded head dim of the tiled kernel: 32 or 64."""
+    return 32 if E <= 32 else 64
 
 
 def tiled_loop_iterations(S: int) -> int:
-    """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the staging loops,
-    the E loop in steps of 4, the key loop, each with its exit test; the q staging once)."""
-    per_tile = 2 * (TILED_EP * TILED_BK // 4 // TILED_WG + 1) + (TILED_EP // 4 + 1)
-    per_tile += TILED_BK // 2 + 1 + 1
-    return (TILED_EP * TILED_BQ // 4 // TILED_WG + 1) + -(-S // TILED_BK) * per_tile + 1
+    """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the E loop in
+    steps of 4, the key loop in steps of 2 and the 8-lane merges, each with its exit test; the q
+    staging once)."""
+    per_tile = (TILED_EP // 4 + 1) + (TILED_BK // 2 + 1) + 9 + 1
+    return (TILED_EP * TILED_BQ // 4 // TILED_WG + 1) + -(-S // TILED_BK) * per_tile + 10
 
 
 def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
@@ -54,6 +63,22 @@ def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
     comps = [f"select(0.0, {load(f'{buf}[{index.format(r=r)}]', stype, 'f32')}, {ok[r]})"
              for r in range(4)]  # fmt: skip
     return f"vec4<f32>({', '.join(comps)})"
+
+
+def _tile_reads(lay, E: int, EP: int, k_type: str, v_type: str, t0: str) -> str:
+    """WGSL: this invocation's share of the key tile at `t0` into registers kr<u> (kᵀ: dim ke,
+    keys 4·kg<u> .. 4·kg<u> + 3) and vr<u> (v: key vj<u>, dims vd .. vd + 3); rows past kend
+    read as 0 (kg<u>, vj<u>, ke, vd: the invocation's fixed places, declared once)."""
+    s = ""
+    for u in range(EP * TILED_BK // 4 // TILED_WG):
+        kok = [f"({t0} + kg{u} * 4 + {r} < kend && ke < {E})" for r in range(4)]
+        kidx = f"kb + min({t0} + kg{u} * 4 + {{r}}, S - 1) * {lay.row('k')} + kec * {lay.col('k')}"
+        s += f"    kr{u} = {_staged_vec('k_', k_type, kidx, kok)};\n"
+        vok = [f"({t0} + vj{u} < kend && vd + {r} < {E})" for r in range(4)]
+        vrow = f"min({t0} + vj{u}, S - 1) * {lay.row('v')}"
+        vidx = f"vb + {vrow} + min(vd + {{r}}, {E - 1}) * {lay.col('v')}"
+        s += f"    vr{u} = {_staged_vec('v_', v_type, vidx, vok)};\n"
+    return s
 
 
 @lru_cache(maxsize=64)
@@ -69,14 +94,19 @@ def attn_fwd_tiled_kernel(
     out_type: str,
     heads: int = 0,
     splits: int = 1,
+    prefetch: bool = True,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
-    TILED_BQ times splits, per batch·head."""
+    TILED_BQ times splits, per batch·head. `prefetch`: see PREFETCH (the caller passes it, so
+    the cache keys on it)."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
-    BQ, BK, EP, WG = TILED_BQ, TILED_BK, TILED_EP, TILED_WG
+    BQ, BK, WG = TILED_BQ, TILED_BK, TILED_WG
+    EP = tiled_ep(E)
+    R = EP // 4  # vec4s of a padded row
+    nreg = EP * BK // 4 // WG
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
     lay = _Layout(rank, strided)
     outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
@@ -102,8 +132,10 @@ def attn_fwd_tiled_kernel(
     qok = [f"e < {E}"] * 4
     qidx = f"qb + min(q0 + g * 4 + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
     b += f"    qT[e * 16 + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
+    halves = "ab" if EP == 64 else "a"
     for r in range(4):
-        b += f"  var o{r}a = vec4<f32>(0.0);\n  var o{r}b = vec4<f32>(0.0);\n"
+        for h in halves:
+            b += f"  var o{r}{h} = vec4<f32>(0.0);\n"
     b += "  var m = vec4<f32>(-p_inf());\n  var l = vec4<f32>(0.0);\n"
     kend = f"min(S, q0 + {BQ})" if causal else "S"
     if splits > 1:  # this workgroup's key range: whole tiles, [k0, kend)
@@ -114,23 +146,45 @@ def attn_fwd_tiled_kernel(
         b += f"  let k0 = 0;\n  let kend = {kend};\n"
     b += f"  let ntiles = (max(kend - k0, 0) + {BK - 1}) / {BK};\n"
     b += "  let qi = vec4<i32>(q0 + ty * 4) + vec4<i32>(0, 1, 2, 3);\n"
+    # an invocation's fixed column of the staged tiles: kᵀ dim ke, v dims vd .. vd + 3
+    b += f"  let ke = t % {EP};\n  let kec = min(ke, {E - 1});\n  let vd = (t % {R}) * 4;\n"
+    for u in range(nreg):
+        b += f"  let kg{u} = (t + {u * WG}) / {EP};\n  let vj{u} = (t + {u * WG}) / {R};\n"
+        b += f"  var kr{u} = vec4<f32>(0.0);\n  var vr{u} = vec4<f32>(0.0);\n"
+    if prefetch:
+        b += _tile_reads(lay, E, EP, k_type, v_type, "k0")
     b += "  for (var tt = 0; tt < ntiles; tt++) {\n"
     b += f"    let t0 = k0 + tt * {BK};\n"
+    if not prefetch:
+        b += _tile_reads(lay, E, EP, k_type, v_type, "t0")
     b += "    workgroupBarrier();\n"  # (the last tile's pᵀ and v reads are done)
-    # kp[e * 8 + kg] = k[t0 + 4kg .. t0 + 4kg + 3][e]
-    b += f"    for (var x = t; x < {EP * BK // 4}; x += {WG}) {{\n"
-    b += f"      let e = x % {EP};\n      let kg = x / {EP};\n      let ec = min(e, {E - 1});\n"
-    kok = [f"(t0 + kg * 4 + {r} < kend && e < {E})" for r in range(4)]
-    kidx = f"kb + min(t0 + kg * 4 + {{r}}, S - 1) * {lay.row('k')} + ec * {lay.col('k')}"
-    b += f"      kp[e * 8 + kg] = {_staged_vec('k_', k_type, kidx, kok)};\n    }}\n"
-    # vs[j * 16 + d] = v[t0 + j][4d .. 4d + 3]
-    b += f"    for (var x = t; x < {EP * BK // 4}; x += {WG}) {{\n"
-    b += "      let j = x / 16;\n      let d = (x % 16) * 4;\n"
-    b += "      let jr = min(t0 + j, S - 1);\n      let jok = t0 + j < kend;\n"
-    vok = [f"(jok && d + {r} < {E})" for r in range(4)]
-    vidx = f"vb + jr * {lay.row('v')} + min(d + {{r}}, {E - 1}) * {lay.col('v')}"
-    b += f"      vs[x] = {_staged_vec('v_', v_type, vidx, vok)};\n    }}\n"
+    for u in range(nreg):
+        b += f"    kp[ke * 8 + kg{u}] = kr{u};\n    vs[t + {u * WG}] = vr{u};\n"
     b += "    workgroupBarrier();\n"
+    if prefetch:  # the next tile's reads, in flight during this tile's products
+        b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})")
+    # which keys of the tile each row takes, the mask read before the products (its latency
+    # hides behind them)
+    b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
+    b += "    let kin = kj < vec4<i32>(kend);\n"
+    b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
+    oks = []
+    for r in range(4):
+        okv = "kin"
+        if causal:
+            okv += f" & (kj <= vec4<i32>(qi[{r}]))"
+        if mask != "none":
+            ir = f"min(qi[{r}], L - 1)"
+            mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
+            at = [f"m_[mb + {ir} * info[{mr}] + kc[{c}] * info[{mc}]]" for c in range(4)]
+            if mask == "bool":
+                b += f"    let mk{r} = vec4<bool>({', '.join(a + ' != 0u' for a in at)});\n"
+                okv += f" & mk{r}"
+            else:
+                b += (
+                    f"    let mk{r} = vec4<f32>({', '.join(load(a, m_type, 'f32') for a in at)});\n"
+                )
+        oks.append(okv)
     # S: rows 4ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
     for r in range(4):
         b += f"    var s{r} = vec4<f32>(0.0);\n"
@@ -141,28 +195,10 @@ def attn_fwd_tiled_kernel(
         for r in range(4):
             b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
     b += "    }\n"
-    b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
-    b += "    let kin = kj < vec4<i32>(kend);\n"
-    b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
     for r in range(4):
-        okv = "kin"
-        if causal:
-            okv += f" & (kj <= vec4<i32>(qi[{r}]))"
-        if mask != "none":
-            ir = f"min(qi[{r}], L - 1)"
-            mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
-            if mask == "bool":
-                comps = [
-                    f"m_[mb + {ir} * info[{mr}] + kc[{c}] * info[{mc}]] != 0u" for c in range(4)
-                ]
-                okv += f" & vec4<bool>({', '.join(comps)})"
-            else:
-                comps = [
-                    load(f"m_[mb + {ir} * info[{mr}] + kc[{c}] * info[{mc}]]", m_type, "f32")
-                    for c in range(4)
-                ]
-                b += f"    s{r} += vec4<f32>({', '.join(comps)});\n"
-        b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {okv});\n"
+        if mask == "float":
+            b += f"    s{r} += mk{r};\n"
+        b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {oks[r]});\n"
     # the tile's row maxima: 8 partials a row through kp (every lane is done with kT)
     pm = ", ".join(f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(4))
     b += "    workgroupBarrier();\n"
@@ -175,7 +211,8 @@ def attn_fwd_tiled_kernel(
     for r in range(4):
         b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(mn[{r}])), "
         b += f"s{r} != vec4<f32>(-p_inf()));\n"
-        b += f"    o{r}a *= alpha[{r}];\n    o{r}b *= alpha[{r}];\n"
+        for h in halves:
+            b += f"    o{r}{h} *= alpha[{r}];\n"
     sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(4))
     b += f"    l = l * alpha + vec4<f32>({sums});\n"
     b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
@@ -186,17 +223,19 @@ def attn_fwd_tiled_kernel(
     b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
     for u in range(2):
         b += f"      let pv{u} = kp[(j + {u}) * 16 + ty];\n"
-        b += f"      let va{u} = vs[(j + {u}) * 16 + tx];\n      let vb{u} = vs[(j + {u}) * 16 + 8 + tx];\n"
+        for i, h in enumerate(halves):
+            b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {8 * i} + tx];\n"
     for u in range(2):
         for r in range(4):
-            b += f"      o{r}a += pv{u}[{r}] * va{u};\n      o{r}b += pv{u}[{r}] * vb{u};\n"
+            for h in halves:
+                b += f"      o{r}{h} += pv{u}[{r}] * v{h}{u};\n"
     b += "    }\n  }\n"
     # the rows' sums over the 8 lanes of a row
     b += "  workgroupBarrier();\n  kp[ty * 8 + tx] = l;\n  workgroupBarrier();\n"
     b += "  var lt = vec4<f32>(0.0);\n"
     b += "  for (var u = 0; u < 8; u++) { lt += kp[ty * 8 + u]; }\n"
-    dims = [(f"o{{r}}a[{k}]", f"tx * 4 + {k}") for k in range(4)]
-    dims += [(f"o{{r}}b[{k}]", f"32 + tx * 4 + {k}") for k in range(4)]
+    dims = [(f"o{{r}}{h}[{k}]", f"{32 * i} + tx * 4 + {k}") for i, h in enumerate(halves)
+            for k in range(4)]  # fmt: skip
     for r in range(4):
         b += f"  if (qi[{r}] < L) {{\n    let i = qi[{r}];\n"
         if splits > 1:
@@ -219,7 +258,7 @@ def attn_fwd_tiled_kernel(
     b += "}\n"
     shared = (
         f"var<workgroup> qT: array<vec4<f32>, {EP * BQ // 4}>;\n"
-        f"var<workgroup> kp: array<vec4<f32>, {EP * BK // 4}>;\n"
+        f"var<workgroup> kp: array<vec4<f32>, {max(EP, 64) * BK // 4}>;\n"  # (pᵀ: 64 x BK)
         f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
     )
     src = header(bufs) + helpers_for(b) + shared + b

@@ -261,8 +261,8 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     lse = empty(tuple(lead) + (L,), D.float32)
     nbh = math.prod(lead)
     dev = backend.current()
-    dsplits = _decode_splits(dev, nbh, L, S)
-    tiled = not dsplits and _use_tiled(dev, L, S, E)
+    dsplits = _decode_splits(dev, nbh, L, S, E)
+    tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
     if tiled:
         nblk = -(-L // _KT.TILED_BQ)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
@@ -288,7 +288,8 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     if dsplits:  # (few queries over many keys: a workgroup a query and key range)
         kernel, groups, splits = partial(_K.attn_decode_kernel, E, *args[2:]), nbh * L, dsplits
     elif tiled:  # (a block of 64 queries, both products as register tiles)
-        kernel, groups = partial(_KT.attn_fwd_tiled_kernel, E, *args[2:]), nbh * nblk
+        kernel = partial(_KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH)
+        groups = nbh * nblk
     else:
         kernel, groups = partial(_K.attn_fwd_kernel, *args), nbh * nblk
     if splits == 1:
@@ -331,17 +332,26 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 
 
 # The register-tiled forward (kernels/attention_tiled.py) takes head dims up to 64 on GPUs where
-# its 32 KiB of workgroup memory and 128 invocations fit, from TILED_MIN_L queries (a block is 64
-# queries: fewer leave most of its lanes' work padding).
-TILED_MIN_L = 16
+# its 32 KiB of workgroup memory and 128 invocations fit: for fewer than TILED_ALL_L queries (the
+# flash kernel's short blocks walk every key with few lanes), and for longer ones while its
+# (batch·head, query block) workgroups number fewer than TILED_FILL. H100, wgpu-native
+# (2026-12-05, scripts/attention_ab.py, GPU time, before the prefetch): (8, 12, L, 512, 64) at
+# L = 8 / 16 / 32: 101 / 101 / 101 us against flash's 383 / 260 / 203; BERT-base batch 1 (24
+# blocks, keys split): 32 against 43; but BERT-base batch 32 (768 blocks) 242 against 205 and
+# causal 16 x 4096 x 64 3,651 against 3,275.
+TILED_ALL_L = 64
+TILED_FILL = 264
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 
 
-def _use_tiled(dev, L, S, E):
+def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is False or E > _KT.TILED_EP:
         return False
-    if FORCE_TILED is None and (dev.adapter_type == "CPU" or L < TILED_MIN_L):
-        return False
+    if FORCE_TILED is None:
+        if dev.adapter_type == "CPU":
+            return False
+        if L >= TILED_ALL_L and nbh * -(-L // _KT.TILED_BQ) >= TILED_FILL:
+            return False
     lim = dev.limits
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.TILED_SHARED_BYTES
@@ -353,17 +363,22 @@ def _use_tiled(dev, L, S, E):
 # Few queries over many keys (decode against a KV cache) take attn_decode_kernel on GPUs: a
 # workgroup of 256 invocations a (batch·head, query, key range) instead of one invocation a query
 # walking every key. Ranges: the least power of two keeping a range's scores in workgroup memory
-# (DECODE_MAX_SPAN keys), doubled while the workgroups number fewer than DECODE_FILL and a range
-# keeps at least 256 keys; at most DECODE_MAX_SPLITS (the merge kernel is unrolled over them).
+# (DECODE_MAX_SPAN keys), doubled while the workgroups number fewer than DECODE_FILL or a group of
+# lanes walks more than DECODE_MAX_STEPS values of its range in turn, as long as every range keeps
+# keys; at most DECODE_MAX_SPLITS (the merge kernel is unrolled over them). H100, wgpu-native
+# (2026-12-05, scripts/attention_ab.py, GPU time): one query a head, 16 heads x 4096 keys x 64:
+# 71 us against the flash kernel's 481 (torch CUDA 455); (8, 12, 4, 512, 64): 68 us against
+# the tiled kernel's 101 and flash's 382 — but at 8 queries the tiled one wins (101 against 130).
 DECODE_MAX_L = 4
 DECODE_MIN_S = 256
 DECODE_FILL = 264  # two workgroups an SM of the H200
+DECODE_MAX_STEPS = 64
 DECODE_MAX_SPLITS = 16
 FORCE_DECODE = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 
 
-def _decode_splits(dev, nbh, L, S):
-    """Key ranges of the decode kernel for this call, or 0: the flash kernel runs."""
+def _decode_splits(dev, nbh, L, S, E):
+    """Key ranges of the decode kernel for this call, or 0: another kernel runs."""
     if FORCE_DECODE is False:
         return 0
     if FORCE_DECODE is None and (dev.adapter_type == "CPU" or L > DECODE_MAX_L or S < DECODE_MIN_S):
@@ -375,8 +390,9 @@ def _decode_splits(dev, nbh, L, S):
         p *= 2
     if p > DECODE_MAX_SPLITS:
         return 0
+    groups = _K.decode_groups(E)
     while (
-        nbh * L * p < DECODE_FILL
+        (nbh * L * p < DECODE_FILL or _K.decode_span(S, p) > DECODE_MAX_STEPS * groups)
         and 2 * p <= DECODE_MAX_SPLITS
         and _K.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
     ):
