@@ -204,6 +204,54 @@ def _buffers(names_types):
     return [(n, t, m) for n, t, m in names_types if t is not None]
 
 
+# Dropout inside the fused kernels (dropout=True): after a kernel's own info words come
+# DROP_WORDS more, [key x, key y, threshold, 1/(1-p) (f32 bits)]. Pair (row, j), row = bh·L + i
+# the query's flat row, is kept iff component j & 3 of pcg4d(row, j >> 2, key) >= threshold
+# (= round(p·2^32)): every kernel (forward, dq, dk/dv, the mask for the math form) draws the
+# same bit for a pair, so the backward sees the forward's mask without storing it. The key comes
+# from the generator's seed and offset (nn/_attention._DropKey).
+DROP_WORDS = 4
+
+
+def drop_setup(at: int) -> str:
+    """WGSL: the dropout words at info[at..at+4) as dkey, dthr, dscale."""
+    return (
+        f"  let dkey = vec2<u32>(bitcast<u32>(info[{at}]), bitcast<u32>(info[{at + 1}]));\n"
+        f"  let dthr = bitcast<u32>(info[{at + 2}]);\n"
+        f"  let dscale = bitcast<f32>(info[{at + 3}]);\n"
+    )
+
+
+def dropout_keep(row: str, j: str) -> str:
+    """WGSL bool: whether dropout keeps pair (row, j) (needs drop_setup)."""
+    return (
+        f"(p_pcg4d(vec4<u32>(u32({row}), u32({j}) >> 2u, dkey.x, dkey.y))[u32({j}) & 3u] >= dthr)"
+    )
+
+
+def dropout_keep4(row: str, j4: str) -> str:
+    """WGSL vec4<bool>: dropout's keep bits of pairs (row, j4 .. j4 + 3), j4 a multiple of 4."""
+    return f"(p_pcg4d(vec4<u32>(u32({row}), u32({j4}) >> 2u, dkey.x, dkey.y)) >= vec4<u32>(dthr))"
+
+
+@lru_cache(maxsize=16)
+def attn_dropout_mask_kernel(out_type: str) -> KernelSource:
+    """The dropout mask of the fused kernels as a tensor (nbh, L, S): 1/(1-p) where a pair is
+    kept, 0 where dropped — for the math form of the backward (double backward, a float mask's
+    gradient). Info: [0] n = nbh·L·S  [1] S, then the dropout words."""
+    bufs = [("o_", out_type, "w")]
+    b = ENTRY.format(wg=256) + (
+        "  let x = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 256 + i32(lid.x);\n"
+        "  if (x >= info[0]) { return; }\n"
+    )
+    b += drop_setup(2)
+    b += "  let row = x / info[1];\n  let j = x % info[1];\n"
+    keep = dropout_keep("row", "j")
+    b += f"  o_[x] = {store(f'select(0.0, dscale, {keep})', 'f32', out_type)};\n}}\n"
+    src = header(bufs) + helpers_for(b) + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))
+
+
 @lru_cache(maxsize=128)
 def attn_fwd_kernel(
     E: int,
@@ -218,6 +266,7 @@ def attn_fwd_kernel(
     out_type: str,
     heads: int = 0,
     splits: int = 1,
+    dropout: bool = False,
 ) -> KernelSource:
     """WGSL of the forward. Buffers: q, k, v, [mask], out (nbh, L, E), lse (nbh, L) f32.
     `heads` > 0: out is laid out (batch, L, heads, E) instead (see _row_base).
@@ -243,6 +292,8 @@ def attn_fwd_kernel(
         ]
     )
     b = _entry(block) + lay.bases(strided)
+    if dropout:
+        b += drop_setup(lay.words)
     qblk = "blk"
     if splits > 1:  # (info[4] counts (query block, key range) pairs)
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
@@ -291,8 +342,12 @@ def attn_fwd_kernel(
     b += "      let f = select(exp(mx - mn), 1.0, mx == mn);\n"
     b += "      let p = select(0.0, exp(s - mn), ok);\n"
     b += "      l = l * f + p;\n      mx = mn;\n"
+    pv = "p"
+    if dropout:  # (l sums the weights before dropout; the output takes the kept ones, scaled)
+        b += f"      let pd = select(0.0, p * dscale, {dropout_keep('bh * L + ic', 'j')});\n"
+        pv = "pd"
     for c in range(C):
-        b += f"      a{c} = a{c} * f + p * tv[jj * {C} + {c}];\n"
+        b += f"      a{c} = a{c} * f + {pv} * tv[jj * {C} + {c}];\n"
     b += "    }\n  }\n"
     b += "  if (i >= L) { return; }\n"
     if splits > 1:
@@ -371,6 +426,7 @@ def attn_decode_kernel(
     out_type: str,
     heads: int = 0,
     splits: int = 1,
+    dropout: bool = False,
 ) -> KernelSource:
     """The forward for few queries over many keys (decode against a KV cache): one workgroup of
     DECODE_WG invocations per (batch·head, query, key range), the whole range's keys at once
@@ -403,6 +459,8 @@ def attn_decode_kernel(
         ]
     )
     b = _entry(wg) + lay.bases(strided)
+    if dropout:
+        b += drop_setup(lay.words)
     b += f"  let t = i32(lid.x);\n  let i = blk / {splits};\n  let part_i = blk % {splits};\n"
     b += f"  let span = (S + {splits * wg - 1}) / {splits * wg} * {wg};\n"
     b += "  let k0 = part_i * span;\n"
@@ -444,7 +502,11 @@ def attn_decode_kernel(
         for k in range(4):
             v = load(f"v_[vr{u} + min(e0 + {k}, {E - 1}) * {lay.col('v')}]", v_type, "f32")
             comps.append(f"select(0.0, {v}, e0 + {k} < {E})")
-        b += f"      acc += p{u} * vec4<f32>({', '.join(comps)});\n"
+        pu = f"p{u}"
+        if dropout:
+            keep = dropout_keep("bh * L + i", f"k0 + jj{u}")
+            pu = f"select(0.0, p{u} * dscale, {keep})"
+        b += f"      acc += {pu} * vec4<f32>({', '.join(comps)});\n"
     b += "      lsum += (p0 + p1) + (p2 + p3);\n    }\n  }\n"
     b += "  ra[t] = acc;\n  rl[t] = lsum;\n  workgroupBarrier();\n"
     b += f"  if (t >= {C}) {{ return; }}\n"
@@ -490,6 +552,7 @@ def attn_dq_kernel(
     do_type: str,
     dq_type: str,
     heads: int = 0,
+    dropout: bool = False,
 ) -> KernelSource:
     """WGSL of dq and D. Buffers: q, k, v, [mask], out, dout (strided), lse, dq (nbh, L, E),
     D (nbh, L) f32. `out` and `dout` are read through their strides too."""
@@ -513,6 +576,8 @@ def attn_dq_kernel(
         ]
     )
     b = _entry(block) + lay.bases(strided)
+    if dropout:
+        b += drop_setup(lay.words)
     b += f"  let i = blk * {block} + i32(lid.x);\n  let ic = min(i, L - 1);\n"
     b += _row_vec("q", "q_", q_type, f"qb + ic * {lay.row('q')}", lay.col("q"), E, " * scale")
     b += _row_vec("g", "g_", do_type, f"gb + ic * {lay.row('g')}", lay.col("g"), E)
@@ -550,7 +615,10 @@ def attn_dq_kernel(
     # uniform form, the same on padded ones)
     b += "      if (!ok || s == -p_inf()) { continue; }\n"
     b += "      let p = exp(s - li);\n"
-    b += f"      let ds = p * (({_dot('g', lambda c: f'tv[jj * {C} + {c}]', C)}) - D);\n"
+    dp = f"({_dot('g', lambda c: f'tv[jj * {C} + {c}]', C)})"
+    if dropout:  # dP of the kept pairs, scaled; D = Σ dout·out already holds the dropout
+        dp = f"select(0.0, {dp} * dscale, {dropout_keep('bh * L + ic', 'j')})"
+    b += f"      let ds = p * ({dp} - D);\n"
     for c in range(C):
         b += f"      a{c} += ds * tk[jj * {C} + {c}];\n"
     b += "    }\n  }\n"
@@ -578,6 +646,7 @@ def attn_dkv_kernel(
     dk_type: str,
     dv_type: str,
     heads: int = 0,
+    dropout: bool = False,
 ) -> KernelSource:
     """WGSL of dk and dv, one invocation per key. Buffers: q, k, v, [mask], dout (strided),
     lse, D (nbh, L) f32, dk, dv (nbh, S, E)."""
@@ -601,6 +670,8 @@ def attn_dkv_kernel(
         ]
     )
     b = _entry(block) + lay.bases(strided)
+    if dropout:
+        b += drop_setup(lay.words)
     b += f"  let j = blk * {block} + i32(lid.x);\n  let jc = min(j, S - 1);\n"
     b += _row_vec("k", "k_", k_type, f"kb + jc * {lay.row('k')}", lay.col("k"), E)
     b += _row_vec("v", "v_", v_type, f"vb + jc * {lay.row('v')}", lay.col("v"), E)
@@ -636,9 +707,15 @@ def attn_dkv_kernel(
     # uniform form, the same on padded ones)
     b += "      if (!ok || s == -p_inf()) { continue; }\n"
     b += "      let p = exp(s - lse[lb + i]);\n"
-    b += f"      let ds = p * (({_dot('v', lambda c: f'tg[ii * {C} + {c}]', C)}) - dd[lb + i]);\n"
+    dp = f"({_dot('v', lambda c: f'tg[ii * {C} + {c}]', C)})"
+    pv = "p"
+    if dropout:
+        b += f"      let kept = {dropout_keep('lb + i', 'jc')};\n"
+        b += "      let pd = select(0.0, p * dscale, kept);\n"
+        dp, pv = f"select(0.0, {dp} * dscale, kept)", "pd"
+    b += f"      let ds = p * ({dp} - dd[lb + i]);\n"
     for c in range(C):
-        b += f"      av{c} += p * tg[ii * {C} + {c}];\n"
+        b += f"      av{c} += {pv} * tg[ii * {C} + {c}];\n"
         b += f"      ak{c} += ds * tq[ii * {C} + {c}];\n"
     b += "    }\n  }\n"
     b += "  if (j >= S) { return; }\n"

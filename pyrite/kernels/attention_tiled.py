@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .attention import _buffers, _check, _entry, _Layout, _row_base
+from .attention import _buffers, _check, _entry, _Layout, _row_base, drop_setup, dropout_keep4
 from .common import KernelSource, header, helpers_for, load, store
 
 TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
@@ -95,6 +95,7 @@ def attn_fwd_tiled_kernel(
     heads: int = 0,
     splits: int = 1,
     prefetch: bool = True,
+    dropout: bool = False,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
@@ -120,6 +121,8 @@ def attn_fwd_tiled_kernel(
         ]
     )
     b = _entry(WG) + lay.bases(strided)
+    if dropout:
+        b += drop_setup(lay.words)
     b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
     qblk = "blk"
     if splits > 1:
@@ -217,8 +220,15 @@ def attn_fwd_tiled_kernel(
     b += f"    l = l * alpha + vec4<f32>({sums});\n"
     b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
     # pT[j * 16 + g] = p of queries 4g .. 4g + 3 for key j
+    pn = "p"
+    if dropout:  # (l sums the weights before dropout; pᵀ holds the kept ones, scaled)
+        for r in range(4):
+            keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", "t0 + tx * 4")
+            b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, {keep});\n"
+        pn = "pd"
     for c in range(4):
-        b += f"    kp[(tx * 4 + {c}) * 16 + ty] = vec4<f32>(p0[{c}], p1[{c}], p2[{c}], p3[{c}]);\n"
+        vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
+        b += f"    kp[(tx * 4 + {c}) * 16 + ty] = vec4<f32>({vals});\n"
     b += "    workgroupBarrier();\n"
     b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
     for u in range(2):

@@ -219,6 +219,16 @@ def cast(expr: str, frm: str, to: str) -> str:
 
 # ---- helper functions, included when an expression names them ------------------------------
 HELPERS = {
+    # ---- a counter-based hash (Jarzynski & Olano 2020, "Hash Functions for GPU Rendering":
+    # pcg4d): four 32-bit outputs from four inputs; the fused attention's dropout draws its
+    # keep bits from it (kernels/attention.py dropout_keep), `pyrite.testing.pcg4d` mirrors it
+    "p_pcg4d": """fn p_pcg4d(a: vec4<u32>) -> vec4<u32> {
+  var v = a * 1664525u + vec4<u32>(1013904223u);
+  v.x += v.y * v.w; v.y += v.z * v.x; v.z += v.x * v.y; v.w += v.y * v.z;
+  v = v ^ (v >> vec4<u32>(16u));
+  v.x += v.y * v.w; v.y += v.z * v.x; v.z += v.x * v.y; v.w += v.y * v.z;
+  return v;
+}""",
     # ---- casts (ops/casts.py, the strided map): PyTorch's CPU results on x86 ----
     # float → int: truncation through int32; NaN, ±inf and |x| >= 2^31 give INT32_MIN (x86
     # cvttss2si's "integer indefinite", which PyTorch CPU returns); WGSL's i32() would clamp

@@ -1,9 +1,12 @@
 """scaled_dot_product_attention.
 
 The fused path (kernels/attention.py, flash-style: one dispatch forward, two backward, nothing of
-size L×S stored) runs when dropout_p == 0, q/k/v are float32 or float16 of one dtype with
+size L×S stored) runs when 0 <= dropout_p < 1, q/k/v are float32 or float16 of one dtype with
 E == Ev <= 128, the mask is bool or floating, and the key (query) loop fits the device's loop
-budget. Otherwise the composite: matmul → scale and mask → softmax (ops/rowops.py's fused row
+budget. Its forward is one of three kernels chosen by shape (`_use_tiled`, `_decode_splits`).
+Dropout happens inside the kernels: each pair's keep bit is a hash of (key, query row, key
+index) (`_DropKey`), recomputed by the backward instead of stored — not torch's Philox stream, so
+the masks differ from torch's (the statistics are the same). Otherwise the composite: matmul → scale and mask → softmax (ops/rowops.py's fused row
 kernel) → dropout → matmul; when an input requires grad the same steps run as recorded ops (the
 scale a multiplication, the mask an added constant), so the math form differentiates.
 
@@ -27,6 +30,7 @@ from ..kernels.common import fold_grid
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import matmul as _matmul
+from ..ops import random as _random
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
 from ..ops.core import (
@@ -60,8 +64,8 @@ def scaled_dot_product_attention(
     L, E = query._shape[-2], query._shape[-1]
     S = key._shape[-2]
     scale_ = 1.0 / math.sqrt(E) if scale is None else scale
-    if dropout_p == 0.0 and _fusable(query, key, value, attn_mask, enable_gqa):
-        return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa)
+    if 0.0 <= dropout_p < 1.0 and _fusable(query, key, value, attn_mask, enable_gqa):
+        return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa, dropout_p)
     if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
         hq, hk = query._shape[-3], key._shape[-3]
         if hq % hk or value._shape[-3] != hk:
@@ -175,9 +179,10 @@ def _lead_shape(q, k, v, mask, gqa=False):
     return tuple(broadcast_shapes(*shapes))
 
 
-def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa):
+def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa, dropout_p=0.0):
     """The fused op on views: grouped-query heads by splitting the query heads (..., Hk, r, L, E)
     against keys (..., Hk, 1, S, E), read with stride 0 over r (no repeated copy)."""
+    drop = _DropKey(dropout_p) if dropout_p > 0.0 else None
     hq = query._shape[-3] if query.ndim >= 3 else None
     if enable_gqa and hq is not None and key._shape[-3] != hq:
         hk = key._shape[-3]
@@ -190,9 +195,9 @@ def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa):
             m = m.reshape(*m._shape[:-3], hk, r, *m._shape[-2:])
         elif m is not None and m.ndim >= 3:
             m = m.unsqueeze(-3)
-        out = _flash(q, k, v, m, is_causal, scale)[0]
+        out = _flash(q, k, v, m, is_causal, scale, drop)[0]
         return out.reshape(*out._shape[:-4], hq, L, E)
-    return _flash(query, key, value, attn_mask, is_causal, scale)[0]
+    return _flash(query, key, value, attn_mask, is_causal, scale, drop)[0]
 
 
 def _mask_kind(mask):
@@ -242,7 +247,68 @@ def _empty_rows(lead, n, E, dtype, heads):
     return phys._view(shape, (*st[:-3], st[-2], st[-3], st[-1]), 0)
 
 
-def _flash(query, key, value, attn_mask, is_causal, scale):
+class _DropKey:
+    """The dropout of one fused attention call (kernels/attention.py DROP_WORDS): p, and a key
+    drawn from the default generator's seed and offset (each draw advances the offset, as a
+    random kernel does). The forward and its backward read the same object, so they draw the
+    same keep bit for every pair; under pr.compile the forward's replay draws a new key before
+    the backward's replay reads it (their info words are dynamic, in dispatch order)."""
+
+    def __init__(self, p):
+        self.p = float(p)
+        self.draw()
+
+    def draw(self):
+        gen = _random.default_generator
+        off, seed = gen.take(4), gen._seed
+        m = 0xFFFFFFFF
+        self.key = _pcg4d(seed & m, (seed >> 32) & m, off & m, (off >> 32) & m)[:2]
+
+    def words(self):
+        thr = min(round(self.p * 2.0**32), 2**32 - 1)
+        return [_i32(self.key[0]), _i32(self.key[1]), _i32(thr), f32_bits(1.0 / (1.0 - self.p))]
+
+
+def _pcg4d(x, y, z, w):
+    """kernels/common.py's p_pcg4d on the host (32-bit wrapping arithmetic)."""
+    m = 0xFFFFFFFF
+    v = [(a * 1664525 + 1013904223) & m for a in (x, y, z, w)]
+
+    def mix(v):
+        v[0] = (v[0] + v[1] * v[3]) & m
+        v[1] = (v[1] + v[2] * v[0]) & m
+        v[2] = (v[2] + v[0] * v[1]) & m
+        v[3] = (v[3] + v[1] * v[2]) & m
+
+    mix(v)
+    v = [a ^ (a >> 16) for a in v]
+    mix(v)
+    return v
+
+
+def _i32(x):
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def _dispatch(dev, src, bufs, info, grid, drop, redraw=False):
+    """One dispatch whose info words end with `drop`'s (when there is one). While pr.compile
+    records, those words are dynamic: a replay's forward (`redraw`) draws a new key first."""
+    if drop is None:
+        return dev.dispatch(src, bufs, info, grid)
+    base = list(info)
+    if dev._tape is not None and getattr(dev._tape, "recording", False):
+
+        def words():
+            if redraw:
+                drop.draw()
+            return base + drop.words()
+
+        dev._tape.dynamic_next(words)
+    dev.dispatch(src, bufs, base + drop.words(), grid)
+
+
+def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     """(out, lse): the fused forward (one dispatch). out (lead..., L, E) in q's dtype, lse
     (lead..., L) float32 the log-sum-exp of each query's scaled, masked scores (+inf for a query
     with every key masked), kept for the backward."""
@@ -286,19 +352,22 @@ def _flash(query, key, value, attn_mask, is_causal, scale):
     if mask is not None:
         bufs.append(mask._storage.buffer)
     if dsplits:  # (few queries over many keys: a workgroup a query and key range)
-        kernel, groups, splits = partial(_K.attn_decode_kernel, E, *args[2:]), nbh * L, dsplits
+        kernel = partial(_K.attn_decode_kernel, E, *args[2:], dropout=bool(drop))
+        groups, splits = nbh * L, dsplits
     elif tiled:  # (a block of 64 queries, both products as register tiles)
-        kernel = partial(_KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH)
+        kernel = partial(
+            _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop)
+        )
         groups = nbh * nblk
     else:
-        kernel, groups = partial(_K.attn_fwd_kernel, *args), nbh * nblk
+        kernel, groups = partial(_K.attn_fwd_kernel, *args, dropout=bool(drop)), nbh * nblk
     if splits == 1:
-        dev.dispatch(kernel(), bufs + [out._storage.buffer, lse._storage.buffer], info,
-                     fold_grid(groups))  # fmt: skip
+        _dispatch(dev, kernel(), bufs + [out._storage.buffer, lse._storage.buffer], info,
+                  fold_grid(groups), drop, redraw=True)  # fmt: skip
         return out, lse
     part = empty((nbh * L * splits * (E + 2),), D.float32)
-    dev.dispatch(kernel(splits=splits), bufs + [part._storage.buffer], info,
-                 fold_grid(groups * splits))  # fmt: skip
+    _dispatch(dev, kernel(splits=splits), bufs + [part._storage.buffer], info,
+              fold_grid(groups * splits), drop, redraw=True)  # fmt: skip
     merge = _K.attn_merge_kernel(E, splits, out.dtype.wgsl, heads)
     dev.dispatch(merge, [part._storage.buffer, out._storage.buffer, lse._storage.buffer],
                  [nbh * L, L], fold_grid(-(-nbh * L // 64)))  # fmt: skip
@@ -400,7 +469,7 @@ def _decode_splits(dev, nbh, L, S, E):
     return p
 
 
-def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
+def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     """(dq, dk, dv) of the broadcast leading shape by the two backward kernels, or None where
     the key loop of the dk/dv kernel passes the loop budget."""
     L, E = q._shape[-2:]
@@ -431,11 +500,11 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
     dd = empty(tuple(lead) + (L,), D.float32)
     src = _K.attn_dq_kernel(
         E, qblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh,
+        out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh, dropout=bool(drop),
     )  # fmt: skip
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
-    dev.dispatch(src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
-                 fold_grid(nbh * nq))  # fmt: skip
+    _dispatch(dev, src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
+              fold_grid(nbh * nq), drop)  # fmt: skip
     # dk, dv
     nk = -(-S // kblock)
     rank, info = _info(lead, L, S, scale, nk, base + [(g, -2, -1)])
@@ -445,11 +514,11 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g):
     dv = _empty_rows(lead, S, E, v.dtype, kh)
     src = _K.attn_dkv_kernel(
         E, kblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh,
+        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh, dropout=bool(drop),
     )  # fmt: skip
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
-    dev.dispatch(src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
-                 fold_grid(nbh * nk))  # fmt: skip
+    _dispatch(dev, src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
+              fold_grid(nbh * nk), drop)  # fmt: skip
     return dq, dk, dv
 
 
@@ -493,14 +562,14 @@ def _g_flash(ctx, grads):
     backward is recorded and the mask needs no gradient; else the math with recorded ops:
     P the weights, dV = Pᵀ·g, dS = P·(g·Vᵀ - rowsum(P·g·Vᵀ)), dQ = scale·dS·K, dK = scale·dSᵀ·Q,
     dM = dS."""
-    q, k, v, mask, is_causal, scale = ctx.args
+    q, k, v, mask, is_causal, scale, drop = ctx.args
     g = grads[0] if isinstance(grads, (list, tuple)) else grads
     if g is None:
         return (None,) * 4
     needs_mask = len(ctx.needs) > 3 and ctx.needs[3]
     if not _autograd.is_grad_enabled() and not needs_mask:
         out, lse = ctx.out
-        got = _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g)
+        got = _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop)
         if got is not None:
             dq, dk, dv = got
             return (dq if ctx.needs[0] else None, dk if ctx.needs[1] else None,
@@ -508,7 +577,12 @@ def _g_flash(ctx, grads):
     L, S = q._shape[-2], k._shape[-2]
     attn = _weights(q, k, mask, is_causal, scale, L, S)
     dattn = _matmul.matmul(g, v.transpose(-2, -1))
-    dv = _matmul.matmul(attn.transpose(-2, -1), g) if ctx.needs[2] else None
+    kept = attn
+    if drop is not None:  # the forward's mask as a tensor: dP = (g·Vᵀ)·M, dV = (P·M)ᵀ·g
+        dm = _drop_mask(_lead_shape(q, k, v, mask), L, S, drop, attn.dtype)
+        dattn = dattn * dm
+        kept = attn * dm
+    dv = _matmul.matmul(kept.transpose(-2, -1), g) if ctx.needs[2] else None
     ds = attn * (dattn - (dattn * attn).sum(-1, keepdim=True))
     dq = _matmul.matmul(ds, k) * scale if ctx.needs[0] else None
     dk = _matmul.matmul(ds.transpose(-2, -1), q) * scale if ctx.needs[1] else None
@@ -516,6 +590,17 @@ def _g_flash(ctx, grads):
 
 
 _g_flash.saves = frozenset((0, 1, 2, 3, "out"))
+
+
+def _drop_mask(lead, L, S, drop, dtype):
+    """The fused kernels' dropout mask as a (lead..., L, S) tensor: 1/(1-p) kept, 0 dropped."""
+    out = empty(tuple(lead) + (L, S), dtype)
+    n = out.numel()
+    src = _K.attn_dropout_mask_kernel(out.dtype.wgsl)
+    _dispatch(backend.current(), src, [out._storage.buffer], [n, S],
+              fold_grid(-(-n // 256)), drop)  # fmt: skip
+    return out
+
 
 GRADS = {"_flash": _g_flash}
 
