@@ -77,6 +77,22 @@ def _qkv(rng, lead, L, S, E):
     )
 
 
+def _masked(rng, kw, L, S, dead):
+    """kw with its "mask" kind ("bool": (2, 1, L, S), half the pairs, query `dead` with every key
+    masked (0 and lse = +inf); "float": (L, S) normal, every 7th key -inf) as attn_mask."""
+    kw = dict(kw)
+    mask = kw.pop("mask", None)
+    if mask == "bool":
+        m = rng.random((2, 1, L, S)) > 0.5
+        m[0, 0, dead] = False
+        kw["attn_mask"] = m
+    elif mask == "float":
+        m = rng.standard_normal((L, S)).astype(np.float32)
+        m[:, ::7] = -np.inf
+        kw["attn_mask"] = m
+    return kw
+
+
 # every L, S in {1, 7, 64, 129} and E in {8, 32, 64, 80} appears, with batch and heads (2, 3)
 SHAPES = [
     (1, 1, 8),
@@ -327,16 +343,7 @@ def test_decode_forward(rng, monkeypatch, L, S, E, kw):
     vec4 or the workgroup's lanes."""
     monkeypatch.setattr(_attention, "FORCE_DECODE", True)
     q, k, v = _qkv(rng, (2, 3), L, S, E)
-    kw = dict(kw)
-    mask = kw.pop("mask", None)
-    if mask == "bool":
-        m = rng.random((2, 1, L, S)) > 0.5
-        m[0, 0, 0] = False  # a query with every key masked: 0 and lse = +inf
-        kw["attn_mask"] = m
-    elif mask == "float":
-        m = rng.standard_normal((L, S)).astype(np.float32)
-        m[:, ::7] = -np.inf
-        kw["attn_mask"] = m
+    kw = _masked(rng, kw, L, S, dead=0)
     dev = backend.current()
     assert _attention._decode_splits(dev, 6, L, S, E) >= 1
     _check(rng, q, k, v, **kw)
@@ -423,16 +430,7 @@ def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits):
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
     monkeypatch.setattr(_attention, "FORCE_SPLITS", splits)
     q, k, v = _qkv(rng, (2, 3), L, S, E)
-    kw = dict(kw)
-    mask = kw.pop("mask", None)
-    if mask == "bool":
-        m = rng.random((2, 1, L, S)) > 0.5
-        m[0, 0, 2] = False  # a query with every key masked: 0 and lse = +inf
-        kw["attn_mask"] = m
-    elif mask == "float":
-        m = rng.standard_normal((L, S)).astype(np.float32)
-        m[:, ::5] = -np.inf
-        kw["attn_mask"] = m
+    kw = _masked(rng, kw, L, S, dead=min(2, L - 1))
     assert _attention._use_tiled(backend.current(), 6, L, S, E)
     _check(rng, q, k, v, **kw)
 

@@ -213,6 +213,29 @@ def _buffers(names_types):
 DROP_WORDS = 4
 
 
+def forward_setup(wg: int, rank: int, mask: str, types, splits: int, dropout: bool):
+    """The forward kernels' common start: the info layout of q, k, v, [mask], the buffers (q, k,
+    v, [mask], then out and lse, or the split's partials), the entry point with each operand's
+    base and the dropout words. `types`: (q, k, v, mask, out) storage types."""
+    q_type, k_type, v_type, m_type, out_type = types
+    strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
+    lay = _Layout(rank, strided)
+    outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
+    bufs = _buffers(
+        [
+            ("q_", q_type, "r"),
+            ("k_", k_type, "r"),
+            ("v_", v_type, "r"),
+            ("m_", m_type if mask != "none" else None, "r"),
+            *outs,
+        ]
+    )
+    b = _entry(wg) + lay.bases(strided)
+    if dropout:
+        b += drop_setup(lay.words)
+    return lay, bufs, b
+
+
 def drop_setup(at: int) -> str:
     """WGSL: the dropout words at info[at..at+4) as dkey, dthr, dscale."""
     return (
@@ -279,21 +302,8 @@ def attn_fwd_kernel(
     ep = padded_dim(E)
     C = ep // 4
     bk = tile_rows(ep)
-    strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
-    lay = _Layout(rank, strided)
-    outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
-    bufs = _buffers(
-        [
-            ("q_", q_type, "r"),
-            ("k_", k_type, "r"),
-            ("v_", v_type, "r"),
-            ("m_", m_type if mask != "none" else None, "r"),
-            *outs,
-        ]
-    )
-    b = _entry(block) + lay.bases(strided)
-    if dropout:
-        b += drop_setup(lay.words)
+    lay, bufs, b = forward_setup(block, rank, mask, (q_type, k_type, v_type, m_type, out_type),
+                                 splits, dropout)  # fmt: skip
     qblk = "blk"
     if splits > 1:  # (info[4] counts (query block, key range) pairs)
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
@@ -446,21 +456,8 @@ def attn_decode_kernel(
     C = ep // 4
     G = DECODE_WG // C
     wg = DECODE_WG
-    strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
-    lay = _Layout(rank, strided)
-    outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
-    bufs = _buffers(
-        [
-            ("q_", q_type, "r"),
-            ("k_", k_type, "r"),
-            ("v_", v_type, "r"),
-            ("m_", m_type if mask != "none" else None, "r"),
-            *outs,
-        ]
-    )
-    b = _entry(wg) + lay.bases(strided)
-    if dropout:
-        b += drop_setup(lay.words)
+    lay, bufs, b = forward_setup(wg, rank, mask, (q_type, k_type, v_type, m_type, out_type),
+                                 splits, dropout)  # fmt: skip
     b += f"  let t = i32(lid.x);\n  let i = blk / {splits};\n  let part_i = blk % {splits};\n"
     b += f"  let span = (S + {splits * wg - 1}) / {splits * wg} * {wg};\n"
     b += "  let k0 = part_i * span;\n"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .attention import _buffers, _check, _entry, _Layout, _row_base, drop_setup, dropout_keep4
+from .attention import _check, _row_base, dropout_keep4, forward_setup
 from .common import KernelSource, header, helpers_for, load, store
 
 TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
@@ -108,21 +108,8 @@ def attn_fwd_tiled_kernel(
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
-    strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
-    lay = _Layout(rank, strided)
-    outs = [("o_", out_type, "w"), ("lse", "f32", "w")] if splits == 1 else [("part", "f32", "w")]
-    bufs = _buffers(
-        [
-            ("q_", q_type, "r"),
-            ("k_", k_type, "r"),
-            ("v_", v_type, "r"),
-            ("m_", m_type if mask != "none" else None, "r"),
-            *outs,
-        ]
-    )
-    b = _entry(WG) + lay.bases(strided)
-    if dropout:
-        b += drop_setup(lay.words)
+    lay, bufs, b = forward_setup(WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
+                                 splits, dropout)  # fmt: skip
     b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
     qblk = "blk"
     if splits > 1:
