@@ -41,7 +41,7 @@ CASES = [
 ]
 KERNELS = {
     "flash": dict(FORCE_TILED=False, FORCE_DECODE=False),
-    "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False),
+    "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=True),
     "tiled0": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=False),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
@@ -80,6 +80,7 @@ def main():
     print(f"{dev.name} ({dev.impl})")
     rng = np.random.default_rng(0)
     rows = []
+    prefetch = attention_tiled.PREFETCH
     for label, (B, H, L, S, E), causal, masked in CASES:
         q = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         k = pr.tensor(rng.standard_normal((B, H, S, E)).astype(np.float32))
@@ -99,7 +100,7 @@ def main():
                 times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
-                attention_tiled.PREFETCH = True
+                attention_tiled.PREFETCH = prefetch
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)

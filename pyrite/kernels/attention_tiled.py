@@ -41,8 +41,10 @@ TILED_WG = 128
 TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB at EP = 64
 # PREFETCH: the next key tile's global reads are issued right after the current one is staged,
 # into registers, and written to workgroup memory after the tile's products (their latency hides
-# behind the products instead of stalling the workgroup at a barrier). A/B: scripts/attention_ab.py
-PREFETCH = True
+# behind the products instead of stalling the workgroup at a barrier). Off until measured: the
+# thresholds in nn/_attention.py were measured without it. A/B: scripts/attention_ab.py (tiled0
+# is without, tiled with).
+PREFETCH = False
 
 
 def tiled_ep(E: int) -> int:
