@@ -486,3 +486,24 @@ def test_tiled_prefetch_variants(rng, monkeypatch, prefetch):
     m = rng.random((1, 3, 50, 97)) > 0.3
     _check(rng, *_qkv(rng, (2, 3), 50, 97, 40), attn_mask=m, grads=False)
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 20), is_causal=True, grads=False)
+
+
+def test_tiled_longest_key_loop_within_the_budget(rng, monkeypatch):
+    """On a loop-budget device the longest S the tiled rule admits (tiled_loop_iterations, past
+    the flash kernel's budget: the tiled forward keeps the call fused) runs to its last key: the last key, made the one query's best match with a distinct value,
+    dominates the output only if the loop reached it."""
+    from pyrite.kernels import attention_tiled as KT
+
+    if backend.current().loop_budget is None:
+        pytest.skip("loops are unbounded on this device")
+    monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    budget = core.max_loop_iterations()
+    S = KT.TILED_BK
+    while KT.tiled_loop_iterations(S + KT.TILED_BK) <= budget:
+        S += KT.TILED_BK
+    assert _attention._use_tiled(backend.current(), 1, 1, S, 40)
+    assert not _attention._use_tiled(backend.current(), 1, 1, S + KT.TILED_BK, 40)
+    q, k, v = _qkv(rng, (1,), 1, S, 40)
+    v[0, -1] += 100.0
+    k[0, -1] = q[0, 0] * 3.0
+    _check(rng, q, k, v)  # (the backward past the flash kernels' budget: the math form)

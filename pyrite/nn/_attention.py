@@ -149,15 +149,16 @@ def _fusable(query, key, value, attn_mask, enable_gqa) -> bool:
         hq, hk = query._shape[-3], key._shape[-3]
         if hk == 0 or hq % hk or value._shape[-3] != hk:
             return False  # the composite raises the error
-    budget = max_loop_iterations()
-    block = _K.block_for(L)
-    if _K.fwd_loop_iterations(S, E, block) > budget:
-        return False
     try:
         lead = _lead_shape(query, key, value, attn_mask, enable_gqa)
     except Exception:
         return False  # not broadcastable: the composite raises torch's error
-    return math.prod(lead) * -(-max(L, S) // _K.BLOCK) <= 65535**2
+    nbh = math.prod(lead)
+    if _K.fwd_loop_iterations(S, E, _K.block_for(L)) > max_loop_iterations():
+        # (past the flash kernel's loop budget: fused only where the tiled kernel takes it)
+        if not _use_tiled(backend.current(), nbh, L, S, E):
+            return False
+    return nbh * -(-max(L, S) // _K.BLOCK) <= 65535**2
 
 
 def _lead_shape(q, k, v, mask, gqa=False):
