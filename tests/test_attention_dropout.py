@@ -80,6 +80,7 @@ KERNELS = {
 
 CASES = {
     "plain": (3, 300, 40, {}),
+    "split": (70, 200, 24, {"splits": 3}),  # key ranges merged (the flash and tiled forwards)
     "causal": (67, 45, 16, {"is_causal": True}),
     "bool-mask": (4, 290, 64, {"mask": True}),
 }
@@ -87,7 +88,7 @@ CASES = {
 
 @pytest.mark.parametrize(
     "kernel,case",
-    [(k, c) for k in KERNELS for c in CASES if not (k == "decode" and c == "causal")],
+    [(k, c) for k in KERNELS for c in CASES if not (k == "decode" and c in ("causal", "split"))],
 )
 def test_forward_and_gradients_with_the_drawn_mask(rng, monkeypatch, keys, kernel, case):
     """Each forward kernel and the fused backward give torch's math with the mask they drew
@@ -95,6 +96,7 @@ def test_forward_and_gradients_with_the_drawn_mask(rng, monkeypatch, keys, kerne
     L, S, E, kw = CASES[case]  # (decode: up to DECODE_MAX_L queries)
     for name, val in KERNELS[kernel].items():
         monkeypatch.setattr(_attention, name, val)
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", kw.get("splits"))
     lead = (2, 3)
     q, k, v = (rng.standard_normal((*lead, n, E)).astype(np.float32) for n in (L, S, S))
     bm = None
@@ -186,3 +188,24 @@ def test_compiled_replays_draw_new_masks(rng, keys):
         seen.append(tuple(drop.key))
     assert len(set(seen)) == 4
     assert step.stats()["replays"] >= 2
+
+
+def test_grouped_query_heads(rng, keys):
+    """With grouped-query heads (6 query heads over 2 key/value heads) each query head draws its
+    own mask rows, and the gradients flow back into the shared key/value heads."""
+    B, Hq, Hk, L, S, E = 2, 6, 2, 11, 37, 16
+    q = rng.standard_normal((B, Hq, L, E)).astype(np.float32)
+    k, v = (rng.standard_normal((B, Hk, S, E)).astype(np.float32) for _ in range(2))
+    pq, pk, pv = (pr.tensor(a).requires_grad_() for a in (q, k, v))
+    got = F.scaled_dot_product_attention(pq, pk, pv, dropout_p=0.2, enable_gqa=True)
+    m = _mask_of(keys[0], (B, Hk, Hq // Hk), L, S).reshape(B, Hq, L, S)
+    kr, vr = (np.repeat(a, Hq // Hk, axis=1) for a in (k, v))
+    want, (tq, tk, tv) = _reference(q, kr, vr, None, 1 / math.sqrt(E), m)
+    assert_close(got.detach().numpy(), want.detach().numpy(), atol=1e-5, rtol=1e-5)
+    got.sum().backward()
+    want.sum().backward()
+    assert_close(pq.grad.numpy(), tq.grad.numpy(), atol=1e-4, rtol=1e-4)
+    dk = tk.grad.numpy().reshape(B, Hk, Hq // Hk, S, E).sum(2)
+    dv = tv.grad.numpy().reshape(B, Hk, Hq // Hk, S, E).sum(2)
+    assert_close(pk.grad.numpy(), dk, atol=1e-4, rtol=1e-4)
+    assert_close(pv.grad.numpy(), dv, atol=1e-4, rtol=1e-4)
