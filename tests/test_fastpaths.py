@@ -471,3 +471,90 @@ def test_conv_errors(rng):
         F.causal_conv1d(pr.tensor(np.zeros((2, 5, 7), np.int32)), w)
     with pytest.raises(NotImplementedError, match="initial_states"):
         F.causal_conv1d(x, w, initial_states=pr.tensor(_f(rng, (2, 5, 3))))
+
+
+# ---- the 3-D rotary embedding of video models --------------------------------------------
+def wan_rope_ref(x, grid, sections, freqs, offsets=(0, 0, 0)):
+    """Wan's rope_apply, written from its definition: x's pairs (2k, 2k + 1) as complex numbers,
+    times freqs[position along the section's axis, k] (unit complex numbers, (rows, half)),
+    the sections of pairs by frame, row and column; tokens past the grid unchanged."""
+    T, H, W = grid
+    B, L, N, D = x.shape
+    half = sum(sections)
+    xc = torch.view_as_complex(x[..., : 2 * half].reshape(B, L, N, half, 2).contiguous())
+    t, h, w = torch.meshgrid(torch.arange(T), torch.arange(H), torch.arange(W), indexing="ij")
+    pos = [t.flatten() + offsets[0], h.flatten() + offsets[1], w.flatten() + offsets[2]]
+    parts = freqs.split(list(sections), dim=1)
+    f = torch.cat([p[q] for p, q in zip(parts, pos)], dim=1)  # (THW, half)
+    rot = torch.view_as_real(xc[:, : T * H * W] * f[None, :, None, :]).flatten(-2)
+    head = torch.cat([rot, x[:, : T * H * W, :, 2 * half :]], -1)
+    return torch.cat([head, x[:, T * H * W :]], 1)
+
+
+ROT3_CASES = [  # (batch, seqlen, nheads, headdim, grid, sections, offsets)
+    (2, 24, 3, 16, (2, 3, 4), (2, 3, 3), (0, 0, 0)),
+    (1, 70, 2, 22, (3, 4, 5), (4, 3, 3), (1, 2, 0)),  # 10 padding tokens, 2 features past
+    (2, 7, 1, 8, (7, 1, 1), (4, 0, 0), (0, 0, 0)),  # time only
+]
+
+
+@pytest.mark.parametrize("case", ROT3_CASES)
+def test_rotary_3d_matches_wans_rope(case, rng):
+    """Interleaved pairs against Wan's complex-number rope_apply; forward and x's gradient."""
+    B, L, N, D, grid, sections, offs = case
+    half = sum(sections)
+    rows = max(grid) + max(offs) + 2
+    ang = rng.uniform(-4, 4, (rows, half))
+    xa = rng.standard_normal((B, L, N, D)).astype(np.float32)
+    x = pr.tensor(xa).requires_grad_()
+    got = F.apply_rotary_emb_3d(
+        x, pr.tensor(np.cos(ang)), pr.tensor(np.sin(ang)), grid, sections, True, offs
+    )
+    tx = _t64(xa).requires_grad_()
+    freqs = torch.polar(torch.ones(rows, half, dtype=torch.float64), _t64(ang))
+    want = wan_rope_ref(tx, grid, sections, freqs, offs)
+    assert_close(got.detach().numpy(), want.detach().numpy(), atol=8 * U32 * 4, rtol=0)
+    w = rng.standard_normal((B, L, N, D))
+    (got * pr.tensor(w.astype(np.float32))).sum().backward()
+    (want * _t64(w)).sum().backward()
+    assert_close(x.grad.numpy(), tx.grad.numpy(), atol=8 * U32 * 4, rtol=0)
+
+
+def test_rotary_3d_half_split_is_the_1d_form_with_gathered_rows(rng, monkeypatch):
+    """With (k, k + half) pairs the 3-D form is apply_rotary_emb with each token's cos/sin row
+    gathered section by section; one dispatch; x read through its strides."""
+    B, L, N, D = 2, 30, 2, 20
+    grid, sections, offs = (2, 3, 5), (3, 2, 4), (0, 1, 2)
+    half = sum(sections)
+    ang = rng.uniform(-4, 4, (9, half))
+    qkv = rng.standard_normal((B, L, 3, N, D)).astype(np.float32)
+    x = pr.tensor(qkv)[:, :, 1]  # (a strided view: k of a fused qkv)
+    t, h, w = np.meshgrid(np.arange(2), np.arange(3), np.arange(5), indexing="ij")
+    pos = [t.ravel() + offs[0], h.ravel() + offs[1], w.ravel() + offs[2]]
+    cols = np.split(np.arange(half), np.cumsum(sections)[:-1])
+    full = np.zeros((L, half))
+    for p, c in zip(pos, cols):
+        full[: len(p), c] = ang[p][:, c]
+    pc, ps = pr.tensor(np.cos(ang)), pr.tensor(np.sin(ang))
+    monkeypatch.setattr(core, "POISON", False)  # (the test suite's NaN fill is a dispatch)
+    dev = backend.current()
+    assert dev.loop_budget is not ...  # (its one-off probe dispatch happens before the count)
+    before = dev.dispatches
+    got = F.apply_rotary_emb_3d(x, pc, ps, grid, sections, False, offs)
+    assert dev.dispatches - before == 1
+    got = got.numpy()
+    want = rotary_ref(_t64(qkv[:, :, 1]), _t64(np.cos(full)), _t64(np.sin(full))).numpy()
+    assert_close(got, want, atol=8 * U32 * 4, rtol=0)
+
+
+def test_rotary_3d_errors():
+    x = pr.randn(1, 10, 1, 8)
+    c = pr.randn(6, 4)
+    with pytest.raises(ValueError, match="fewer than the grid"):
+        F.apply_rotary_emb_3d(x, c, c, (2, 3, 2), (2, 1, 1))
+    with pytest.raises(ValueError, match="sum\\(sections\\) = 3"):
+        F.apply_rotary_emb_3d(x, c, c, (1, 2, 5), (1, 1, 1))
+    with pytest.raises(ValueError, match="reads positions up to 6"):
+        F.apply_rotary_emb_3d(x, c, c, (1, 2, 5), (2, 1, 1), offsets=(0, 0, 2))
+    with pytest.raises(TypeError, match="three ints"):
+        F.apply_rotary_emb_3d(x, c, c, (1, 2), (2, 1, 1))

@@ -47,6 +47,7 @@ from functools import lru_cache
 from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
 
 ROTARY_INFO_WORDS = 27
+ROTARY3D_INFO_WORDS = 35  # then [27..29] the grid T, H, W  [30] s1  [31] s1 + s2  [32..34] offsets
 CONV_INFO_WORDS = 22
 CONV_WG = 64  # the dw kernel's workgroup: its tree holds CONV_WG·(W + 1) floats
 MAX_SHARED_FLOATS = 4096  # 16 KiB: WebGPU's default maxComputeWorkgroupStorageSize
@@ -66,9 +67,12 @@ def rotary_kernel(
     inplace: bool,
     offsets_tensor: bool,
     varlen: bool,
+    grid3d: bool = False,
 ) -> KernelSource:
     """WGSL for the rotary embedding (the module docstring). `inplace`: x is the output
-    binding itself (WebGPU forbids one buffer bound read-only and writable in one dispatch)."""
+    binding itself (WebGPU forbids one buffer bound read-only and writable in one dispatch).
+    `grid3d`: the 3-D rotary embedding of video models (ROTARY3D_INFO: the token's (time,
+    height, width) position picks the row of cos/sin for its section of pairs)."""
     buffers = []
     if not inplace:
         buffers.append(("x", x_type, "r"))
@@ -104,9 +108,19 @@ def rotary_kernel(
         idx = "  let i0 = 2 * u;\n  let i1 = 2 * u + 1;\n"
     else:
         idx = "  let i0 = u;\n  let i1 = u + half;\n"
+    if grid3d:  # t = (ti·GH + hi)·GW + wi; pairs [0, s1) by ti, [s1, s2) by hi, then by wi
+        row = (
+            "    let gt = info[27];\n    let gh = info[28];\n    let gw = info[29];\n"
+            "    let wi = t % gw;\n    let hi = (t / gw) % gh;\n    let ti = t / (gw * gh);\n"
+            "    var rc = select(select(wi + info[34], hi + info[33], u < info[31]), "
+            "ti + info[32], u < info[30]);\n"
+            "    if (t >= gt * gh * gw) { rc = -1; }\n"  # (tokens past the grid: unrotated)
+        )
+    else:
+        row = f"    let rc = t + {off};\n"
     b += [
         "  if (u < half) {\n",
-        f"    let rc = t + {off};\n",
+        row,
         "    var c = 1.0;\n    var s = 0.0;\n",
         "    if (rc >= 0 && rc < info[5]) {\n",
         f"      c = {_f('cs[info[16] + rc * info[17] + u * info[18]]', cos_type)};\n",

@@ -3,6 +3,9 @@
   apply_rotary_emb, apply_rotary   flash-attn's rotary embedding (flash_attn.layers.rotary and
                                    flash_attn.ops.triton.rotary): one dispatch forward, one
                                    backward (the conjugate rotation of the gradient)
+  apply_rotary_emb_3d              the 3-D rotary embedding of video transformers (Wan's
+                                   rope_apply): the same kernel, a token's (frame, row, column)
+                                   choosing the cos/sin row of each section of pairs
   causal_conv1d (causal_conv1d_fn) the causal-conv1d package's depthwise causal conv1d with an
                                    optional SiLU: one dispatch forward; backward one for dx
                                    and one (plus a sum past one chunk) for weight and bias
@@ -46,7 +49,7 @@ def _float_tensor(name, what, t):
     return t
 
 
-def _rotary_args(x, cos, sin, seqlen_offsets, cu_seqlens, max_seqlen, name):
+def _rotary_args(x, cos, sin, seqlen_offsets, cu_seqlens, max_seqlen, name, grid=None):
     """Validate as flash-attn's apply_rotary; returns (batch, seqlen, nheads, headdim, half,
     offsets tensor or None, int offset, cu tensor or None)."""
     _float_tensor(name, "x", x)
@@ -107,7 +110,7 @@ def _rotary_args(x, cos, sin, seqlen_offsets, cu_seqlens, max_seqlen, name):
                 f"pyrite: {name}(): seqlen_ro must be >= seqlen: cos has {seqlen_ro} rows for "
                 f"{seqlen} positions"
             )
-    else:
+    elif grid is None:
         off = int(seqlen_offsets)
         if off + seqlen > seqlen_ro:
             raise ShapeError(
@@ -119,12 +122,13 @@ def _rotary_args(x, cos, sin, seqlen_offsets, cu_seqlens, max_seqlen, name):
 
 def _rotary_raw(
     x, cos, sin, seqlen_offsets=0, cu_seqlens=None, max_seqlen=None, interleaved=False,
-    conjugate=False, inplace=False,
+    conjugate=False, inplace=False, grid=None,
 ):  # fmt: skip
-    """One dispatch of kernels/fastpaths.rotary_kernel; `inplace` writes x (no autograd)."""
-    name = "apply_rotary"
+    """One dispatch of kernels/fastpaths.rotary_kernel; `inplace` writes x (no autograd).
+    `grid`: (T, H, W, s1, s1 + s2, offset t, h, w) of the 3-D form (apply_rotary_emb_3d)."""
+    name = "apply_rotary_emb_3d" if grid is not None else "apply_rotary"
     batch, seqlen, nheads, headdim, half, offs, off, cu = _rotary_args(
-        x, cos, sin, seqlen_offsets, cu_seqlens, max_seqlen, name
+        x, cos, sin, seqlen_offsets, cu_seqlens, max_seqlen, name, grid
     )
     out = x if inplace else empty(x._shape, x.dtype)
     U = half if inplace else headdim - half
@@ -141,6 +145,8 @@ def _rotary_raw(
     info += [offs._offset, offs._strides[0]] if offs is not None else [off, 0]
     info += [f32_bits(-1.0 if conjugate else 1.0)]
     info += [cu._offset, cu._strides[0]] if cu is not None else [0, 0]
+    if grid is not None:
+        info += list(grid)
     src = rotary_kernel(
         x.dtype.wgsl,
         cos.dtype.wgsl,
@@ -150,6 +156,7 @@ def _rotary_raw(
         bool(inplace),
         offs is not None,
         cu is not None,
+        grid is not None,
     )
     bufs = [] if inplace else [x._storage.buffer]
     bufs += [cos._storage.buffer, sin._storage.buffer]
@@ -173,8 +180,11 @@ def _g_rotary(ctx, g):
             "pyrite: apply_rotary_emb: the gradient with respect to cos and sin is not "
             "implemented (pass cos and sin that do not require grad, e.g. .detach())"
         )
-    gx = _rotary(g, a[1], a[2], a[3], a[4], a[5], a[6], not a[7]) if ctx.needs[0] else None
-    return (gx, None, None, None, None, None, None, None)
+    grid = a[9] if len(a) > 9 else None
+    gx = None
+    if ctx.needs[0]:
+        gx = _rotary(g, a[1], a[2], a[3], a[4], a[5], a[6], not a[7], False, grid)
+    return (gx,) + (None,) * (len(a) - 1)
 
 
 _g_rotary.saves = frozenset((1, 2, 3, 4))
@@ -248,9 +258,77 @@ def apply_rotary_emb(
     )
 
 
+def apply_rotary_emb_3d(x, cos, sin, grid_sizes, sections, interleaved=False, offsets=(0, 0, 0)):
+    r"""apply_rotary_emb_3d(x, cos, sin, grid_sizes, sections, interleaved=False,
+    offsets=(0, 0, 0)) -> Tensor
+
+    The 3-D rotary position embedding of video transformers (Wan's ``rope_apply``,
+    HunyuanVideo's and CogVideoX's 3-D RoPE), in one kernel: a token's position in a
+    ``(T, H, W)`` grid of patches rotates three sections of each head's pairs — the first
+    ``sections[0]`` pairs by its frame ``t``, the next ``sections[1]`` by its row ``h``, the last
+    ``sections[2]`` by its column ``w`` — with the pairs of :func:`apply_rotary_emb`.
+
+    Tokens are ordered ``t·H·W + h·W + w`` (a ``(T, H, W)`` patch grid flattened); tokens past
+    ``T·H·W`` (padding) pass through unchanged, as do features past ``2·sum(sections)``.
+
+    Args:
+        x (Tensor): ``(batch, seqlen, nheads, headdim)``, float32 or float16, any strides,
+            ``seqlen >= T·H·W``.
+        cos, sin (Tensor): ``(rows, sum(sections))``: column ``k`` of row ``p`` holds the cosine
+            and sine of position ``p`` times the frequency of pair ``k`` — the three axes'
+            tables side by side along the columns (as Wan builds its ``freqs``), so section
+            ``a``'s columns are read at the token's position along axis ``a``.
+        grid_sizes (tuple): ``(T, H, W)``.
+        sections (tuple): pairs rotated by time, height and width.
+        interleaved (bool): rotate ``(2k, 2k + 1)`` (Wan's complex pairs) instead of
+            ``(k, k + half)``.
+        offsets (tuple): added to the three positions (a clip's first frame, a crop's corner).
+
+    Returns:
+        Tensor: a new contiguous tensor of x's shape and dtype; arithmetic in float32. The
+        gradient with respect to ``x`` is the conjugate rotation (one kernel).
+    """
+    name = "apply_rotary_emb_3d"
+    try:
+        T, H, W = (int(v) for v in grid_sizes)
+        s1, s2, s3 = (int(v) for v in sections)
+        ot, oh, ow = (int(v) for v in offsets)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"pyrite: {name}(): grid_sizes, sections and offsets must be three ints each, got "
+            f"{grid_sizes!r}, {sections!r}, {offsets!r}"
+        ) from None
+    _float_tensor(name, "x", x)
+    _float_tensor(name, "cos", cos)
+    if min(T, H, W) < 1 or min(s1, s2, s3, ot, oh, ow) < 0:
+        raise ValueError(
+            f"pyrite: {name}(): grid_sizes must be positive and sections, offsets non-negative, "
+            f"got {(T, H, W)}, {(s1, s2, s3)}, {(ot, oh, ow)}"
+        )
+    if x.ndim == 4 and x._shape[1] < T * H * W:
+        raise ShapeError(
+            f"pyrite: {name}(): x has {x._shape[1]} tokens, fewer than the grid's "
+            f"{T}·{H}·{W} = {T * H * W}"
+        )
+    if cos.ndim == 2 and cos._shape[1] != s1 + s2 + s3:
+        raise ShapeError(
+            f"pyrite: {name}(): cos and sin need sum(sections) = {s1 + s2 + s3} columns, got "
+            f"shape {tuple(cos._shape)}"
+        )
+    rows = max(T + ot if s1 else 0, H + oh if s2 else 0, W + ow if s3 else 0)
+    if cos.ndim == 2 and cos._shape[0] < rows:
+        raise ShapeError(
+            f"pyrite: {name}(): cos and sin have {cos._shape[0]} rows; the grid {(T, H, W)} "
+            f"at offsets {(ot, oh, ow)} reads positions up to {rows - 1}"
+        )
+    grid = (T, H, W, s1, s1 + s2, ot, oh, ow)
+    return _rotary(x, cos, sin, 0, None, None, bool(interleaved), False, False, grid)
+
+
 # these record themselves (through _rotary, and copy_ for inplace): install leaves them unwrapped
 apply_rotary.records_itself = True
 apply_rotary_emb.records_itself = True
+apply_rotary_emb_3d.records_itself = True
 
 
 # ---- causal depthwise conv1d --------------------------------------------------------------

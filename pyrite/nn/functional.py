@@ -347,8 +347,15 @@ _autograd.install([_fastpaths], _Tensor, namespaces=(globals(),))
 from ._fastpaths import (  # noqa: E402
     apply_rotary,
     apply_rotary_emb,
+    apply_rotary_emb_3d,
     causal_conv1d,
     causal_conv1d_fn,
 )
 
-__all__ += ["apply_rotary", "apply_rotary_emb", "causal_conv1d", "causal_conv1d_fn"]
+__all__ += [
+    "apply_rotary",
+    "apply_rotary_emb",
+    "apply_rotary_emb_3d",
+    "causal_conv1d",
+    "causal_conv1d_fn",
+]
