@@ -2,9 +2,10 @@
 the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
-`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH]`"""
+`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`"""
 
 import json
+import re
 import statistics
 import sys
 
@@ -81,7 +82,10 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     prefetch = attention_tiled.PREFETCH
+    only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     for label, (B, H, L, S, E), causal, masked in CASES:
+        if only is not None and not only.search(label):
+            continue
         q = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         k = pr.tensor(rng.standard_normal((B, H, S, E)).astype(np.float32))
         v = pr.tensor(rng.standard_normal((B, H, S, E)).astype(np.float32))
