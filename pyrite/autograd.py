@@ -416,6 +416,9 @@ def _unbroadcast(g, shape, dtype):
     gs = tuple(g._shape)
     if gs != tuple(shape):
         lead = len(gs) - len(shape)
+        if lead < 0:  # (a value of leading 1-dims assigned into fewer dims: x[i, j] = v of (1,))
+            g = g.reshape((1,) * -lead + gs)
+            gs, lead = tuple(g._shape), 0
         dims = list(range(lead))
         for i, n in enumerate(shape):
             if n == 1 and gs[lead + i] != 1:

@@ -156,18 +156,20 @@ def _hypot(ctx, g):
 
 @saves(0, 1)
 def _fmod(ctx, g):
-    from .elementwise import trunc
+    # torch's rule, -g · div(a, b, rounding_mode="trunc"): the rounded quotient as the forward
+    # computes it (exact), not trunc of the rounded a / b (off by one near integer quotients)
+    from .division import div
 
     a, b = ctx.args
-    return g, (-g * trunc(a / b) if ctx.needs[1] else None)
+    return g, (-g * div(a, b, rounding_mode="trunc") if ctx.needs[1] else None)
 
 
 @saves(0, 1)
 def _remainder(ctx, g):
-    from .elementwise import floor
+    from .division import div
 
     a, b = ctx.args
-    return g, (-g * floor(a / b) if ctx.needs[1] else None)
+    return g, (-g * div(a, b, rounding_mode="floor") if ctx.needs[1] else None)
 
 
 @saves(0, 1, "out")

@@ -575,6 +575,15 @@ def _correction(dim, unbiased, correction):
 def _moments(op, input, dim, unbiased, keepdim, correction):
     _need_float(input, op.split("_")[0])
     dim, c = _correction(dim, unbiased, correction)
+    dims = _dims(input, dim)
+    count = math.prod(input._shape[d] for d in dims)
+    if count - c <= 0:
+        from ..errors import warn
+
+        warn(
+            f"{op.split('_')[0]}(): degrees of freedom is <= 0. Correction should be strictly "
+            "less than the reduction factor (input numel divided by output numel)."
+        )
     n = 2 if op.endswith("_mean") else 1
     outs = _reduce(input, op, _dims(input, dim), keepdim, (input.dtype,) * n, "f32", param=c)
     return tuple(outs) if n == 2 else outs[0]
@@ -996,7 +1005,11 @@ def _g_var(ctx, g, is_std=False):
         o = _expand_back(_live_out(ctx, std), shape, dims, keepdim)
         # torch's std_backward: 0 where the deviation is 0 (one element, constant rows)
         gk = where(o == 0, 0.0, gk / (2.0 * o))
-    return (gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True)),)
+    # torch's var_backward: 2 / (n - correction) unclamped (the forward clamps the degrees of
+    # freedom at 0; its gradient does not): negative past n, infinite at n
+    dof = n - corr
+    factor = 2.0 / dof if dof != 0 else float("inf")
+    return (gk * factor * (x - mean(x, dim=dims, keepdim=True)),)
 
 
 _g_var.saves = frozenset((0,))  # (std reads its output; var does not: torch neither)

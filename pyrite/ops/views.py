@@ -244,7 +244,7 @@ def _T(x):
             UserWarning,
             stacklevel=2,
         )
-        return x._view((), (), x._offset)
+        return view(x, ())  # (a recorded alias, as torch's: the result has a grad_fn)
     if x.ndim == 1:
         _warn(
             "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
