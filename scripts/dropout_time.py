@@ -1,7 +1,9 @@
 """Wall time of scaled_dot_product_attention forward+backward at BERT-base's shape with a padding
 mask, without dropout, with dropout_p=0.1 in the fused kernels, and with the composite (the L×S
 weights stored, dropout as its own kernel: what every dropout_p > 0 took before), torch CUDA
-beside. `PYRITE_BACKEND=wgpu|dawn python scripts/dropout_time.py`"""
+beside. `PYRITE_BACKEND=wgpu|dawn python scripts/dropout_time.py [BATCH]` (default 32)"""
+
+import sys
 
 import numpy as np
 
@@ -10,7 +12,7 @@ from pyrite.bench import _cuda_time, _median_time, _torch
 from pyrite.nn import _attention
 
 F = pr.nn.functional
-B, H, L, E = 32, 12, 128, 64
+B, H, L, E = int(sys.argv[1]) if len(sys.argv) > 1 else 32, 12, 128, 64
 rng = np.random.default_rng(0)
 qkv = [rng.standard_normal((B, H, L, E)).astype(np.float32) for _ in range(3)]
 keep = np.ones((B, 1, 1, L), dtype=bool)
