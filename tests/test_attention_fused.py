@@ -380,7 +380,7 @@ def test_decode_rule(monkeypatch):
     keep a range's scores in workgroup memory, doubled toward DECODE_FILL workgroups and
     DECODE_MAX_STEPS values a group of lanes while every range keeps keys; none on a CPU
     adapter, for many queries, few keys or past DECODE_MAX_SPLITS ranges."""
-    K = _attention._K
+    K = _attention._KD
 
     class Dev:
         adapter_type = "DiscreteGPU"

@@ -25,6 +25,7 @@ from .. import backend
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..kernels import attention as _K
+from ..kernels import attention_decode as _KD
 from ..kernels import attention_tiled as _KT
 from ..kernels.common import fold_grid
 from ..ops import creation as _creation
@@ -353,7 +354,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     if mask is not None:
         bufs.append(mask._storage.buffer)
     if dsplits:  # (few queries over many keys: a workgroup a query and key range)
-        kernel = partial(_K.attn_decode_kernel, E, *args[2:], dropout=bool(drop))
+        kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=bool(drop))
         groups, splits = nbh * L, dsplits
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
@@ -453,18 +454,18 @@ def _decode_splits(dev, nbh, L, S, E):
         return 0
     if FORCE_DECODE is None and (dev.adapter_type == "CPU" or L > DECODE_MAX_L or S < DECODE_MIN_S):
         return 0
-    if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _K.DECODE_WG:
+    if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _KD.DECODE_WG:
         return 0
     p = 1
-    while _K.decode_span(S, p) > _K.DECODE_MAX_SPAN:
+    while _KD.decode_span(S, p) > _KD.DECODE_MAX_SPAN:
         p *= 2
     if p > DECODE_MAX_SPLITS:
         return 0
-    groups = _K.decode_groups(E)
+    groups = _KD.decode_groups(E)
     while (
-        (nbh * L * p < DECODE_FILL or _K.decode_span(S, p) > DECODE_MAX_STEPS * groups)
+        (nbh * L * p < DECODE_FILL or _KD.decode_span(S, p) > DECODE_MAX_STEPS * groups)
         and 2 * p <= DECODE_MAX_SPLITS
-        and _K.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
+        and _KD.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
     ):
         p *= 2
     return p

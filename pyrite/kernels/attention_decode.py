@@ -1,0 +1,143 @@
+"""The attention forward for few queries over many keys (decode against a KV cache): a workgroup
+of DECODE_WG invocations a (batch·head, query, key range), where kernels/attention.py's per-query
+kernel gives a query one invocation walking every key. Info words, buffers, masks, dropout and
+the split partials (merged by attn_merge_kernel) are attn_fwd_kernel's; nn/_attention.py
+`_decode_splits` chooses the ranges.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .attention import (
+    _check,
+    _dot,
+    _mask_test,
+    _row_base,
+    _row_vec,
+    dropout_keep,
+    forward_setup,
+    padded_dim,
+)
+from .common import KernelSource, header, helpers_for, load, store
+
+DECODE_WG = 256  # invocations of a decode workgroup (WebGPU's guaranteed maximum)
+DECODE_MAX_SPAN = 2048  # keys a decode workgroup holds the scores of (8 KB of workgroup memory)
+
+
+def decode_groups(E: int) -> int:
+    """Groups of lanes walking the values at once in attn_decode_kernel's second pass."""
+    return DECODE_WG // (padded_dim(E) // 4)
+
+
+def decode_span(S: int, splits: int) -> int:
+    """Keys a decode workgroup covers: S cut into `splits` ranges of whole DECODE_WG keys."""
+    per = splits * DECODE_WG
+    return -(-S // per) * DECODE_WG
+
+
+@lru_cache(maxsize=64)
+def attn_decode_kernel(
+    E: int,
+    rank: int,
+    causal: bool,
+    mask: str,
+    q_type: str,
+    k_type: str,
+    v_type: str,
+    m_type: str | None,
+    out_type: str,
+    heads: int = 0,
+    splits: int = 1,
+    dropout: bool = False,
+) -> KernelSource:
+    """The forward for few queries over many keys (decode against a KV cache): one workgroup of
+    DECODE_WG invocations per (batch·head, query, key range), the whole range's keys at once
+    instead of attn_fwd_kernel's one invocation a query walking them all.
+
+    Two passes over the range [k0, kend) (decode_span keys, at most DECODE_MAX_SPAN): invocation
+    t scores keys k0 + t, k0 + t + DECODE_WG, ... (q·scale in its registers, one dot product a
+    key) into workgroup memory, and the workgroup takes their max M (a tree); then the
+    invocations split as G = DECODE_WG / C groups of C = ⌈E/4⌉ lanes (decode_groups), lane
+    (g, c) adding exp(s_j - M)·v_j[4c..4c+4) over the keys j ≡ g (mod G), four keys a step, so
+    each group reads whole rows of v;
+    a tree over the groups gives acc and l = Σ exp(s_j - M). No running rescale: M is the
+    range's true max. Buffers and info words as attn_fwd_kernel, info[4] = L·splits; the outputs
+    are out and lse (splits = 1) or the split forward's partials for attn_merge_kernel."""
+    _check(E, 8, mask)
+    ep = padded_dim(E)
+    C = ep // 4
+    G = DECODE_WG // C
+    wg = DECODE_WG
+    lay, bufs, b = forward_setup(wg, rank, mask, (q_type, k_type, v_type, m_type, out_type),
+                                 splits, dropout)  # fmt: skip
+    b += f"  let t = i32(lid.x);\n  let i = blk / {splits};\n  let part_i = blk % {splits};\n"
+    b += f"  let span = (S + {splits * wg - 1}) / {splits * wg} * {wg};\n"
+    b += "  let k0 = part_i * span;\n"
+    kend = "min(S, i + 1)" if causal else "S"
+    b += f"  let kend = min({kend}, k0 + span);\n  let n = max(kend - k0, 0);\n"
+    b += _row_vec("q", "q_", q_type, f"qb + i * {lay.row('q')}", lay.col("q"), E, " * scale")
+    # pass 1: the scores of the range, and their max
+    b += "  var mloc = -p_inf();\n"
+    b += f"  for (var jj = t; jj < n; jj += {wg}) {{\n    let j = k0 + jj;\n"
+    kr = _row_vec("kr", "k_", k_type, f"kb + j * {lay.row('k')}", lay.col("k"), E)
+    b += "".join(f"  {ln}\n" for ln in kr.splitlines())
+    b += f"    var s = {_dot('q', lambda c: f'kr{c}', C)};\n"
+    b += "    var ok = true;\n"
+    mt = _mask_test(mask, m_type, "i", "j").replace("      ", "    ")
+    if mask != "none":
+        mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
+    b += mt
+    b += "    s = select(-p_inf(), s, ok);\n    sc[jj] = s;\n    mloc = max(mloc, s);\n  }\n"
+    b += "  rl[t] = mloc;\n  workgroupBarrier();\n"
+    w = wg // 2
+    while w >= 1:
+        b += f"  if (t < {w}) {{ rl[t] = max(rl[t], rl[t + {w}]); }}\n  workgroupBarrier();\n"
+        w //= 2
+    b += "  let M = rl[0];\n  workgroupBarrier();\n"
+    # pass 2: p = exp(s - M) times v, lane (g, c) over keys g, g + G, ...
+    b += f"  let g = t / {C};\n  let c = t % {C};\n  let e0 = 4 * c;\n"
+    b += "  var acc = vec4<f32>(0.0);\n  var lsum = 0.0;\n"
+    # four keys a step (g, g + G, g + 2G, g + 3G): their rows' reads are in flight together
+    b += f"  if (g < {G}) {{\n"
+    b += f"    for (var j4 = g; j4 < n; j4 += {4 * G}) {{\n"
+    for u in range(4):
+        b += f"      let jj{u} = min(j4 + {u * G}, n - 1);\n      let s{u} = sc[jj{u}];\n"
+        b += (
+            f"      let p{u} = select(exp(s{u} - M), 0.0, s{u} == -p_inf() || j4 + {u * G} >= n);\n"
+        )
+        b += f"      let vr{u} = vb + (k0 + jj{u}) * {lay.row('v')};\n"
+    for u in range(4):
+        comps = []
+        for k in range(4):
+            v = load(f"v_[vr{u} + min(e0 + {k}, {E - 1}) * {lay.col('v')}]", v_type, "f32")
+            comps.append(f"select(0.0, {v}, e0 + {k} < {E})")
+        pu = f"p{u}"
+        if dropout:
+            keep = dropout_keep("bh * L + i", f"k0 + jj{u}")
+            pu = f"select(0.0, p{u} * dscale, {keep})"
+        b += f"      acc += {pu} * vec4<f32>({', '.join(comps)});\n"
+    b += "      lsum += (p0 + p1) + (p2 + p3);\n    }\n  }\n"
+    b += "  ra[t] = acc;\n  rl[t] = lsum;\n  workgroupBarrier();\n"
+    b += f"  if (t >= {C}) {{ return; }}\n"
+    b += "  var a = vec4<f32>(0.0);\n  var l = 0.0;\n"
+    b += f"  for (var gg = 0; gg < {G}; gg++) {{ a += ra[gg * {C} + t]; l += rl[gg * {C}]; }}\n"
+    if splits > 1:
+        b += f"  let pb = ((bh * L + i) * {splits} + part_i) * {E + 2};\n"
+        for k in range(4):
+            b += f"  if (e0 + {k} < {E}) {{ part[pb + e0 + {k}] = a[{k}]; }}\n"
+        b += f"  if (t == 0) {{ part[pb + {E}] = M; part[pb + {E + 1}] = l; }}\n}}\n"
+    else:
+        b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
+        b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
+        for k in range(4):
+            val = store(f"a[{k}] * inv", "f32", out_type)
+            b += f"  if (e0 + {k} < {E}) {{ o_[ob + e0 + {k}] = {val}; }}\n"
+        b += "  if (t == 0) { lse[bh * L + i] = select(M + log(l), p_inf(), l == 0.0); }\n}\n"
+    shared = (
+        f"var<workgroup> sc: array<f32, {DECODE_MAX_SPAN}>;\n"
+        f"var<workgroup> rl: array<f32, {wg}>;\n"
+        f"var<workgroup> ra: array<vec4<f32>, {wg}>;\n"
+    )
+    src = header(bufs) + helpers_for(b) + shared + b
+    return KernelSource(src, "".join(m for _, _, m in bufs))
