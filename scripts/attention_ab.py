@@ -2,7 +2,9 @@
 the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
-`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`"""
+`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`
+(Dawn on the lent GPUs quantizes timestamps to 65.5 µs: its columns are multiples of that and
+say little; take Dawn's figures from `pyrite bench --only attention`, timed on the host.)"""
 
 import json
 import re
