@@ -353,7 +353,7 @@ def bench_attention(rep, quick=False):
             if decode:  # latency: µs a call, lower is better; the note gives GB/s of k and v
                 kv = 2 * B * H * S * E * 4
                 peers = {k: v * 1e6 for k, v in times.items()}
-                rep.add(name, t * 1e6, "us", None, peers, f"{kv / t / 1e9:,.0f} GB/s of k, v")
+                rep.add(name, t * 1e6, "us", None, peers, f"{kv / t / 1e9:,.3g} GB/s of k, v")
             else:
                 peers = {k: work / v / 1e9 for k, v in times.items()}
                 rep.add(name, work / t / 1e9, "GFLOP/s", None, peers)

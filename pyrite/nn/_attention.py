@@ -440,7 +440,12 @@ def _use_tiled(dev, nbh, L, S, E):
 # (2026-12-05, scripts/attention_ab.py, GPU time): one query a head, 16 heads x 4096 keys x 64:
 # 71 us against the flash kernel's 481 (torch CUDA 455); (8, 12, 4, 512, 64): 68 us against
 # the tiled kernel's 101 and flash's 382 — but at 8 queries the tiled one wins (101 against 130).
+# On CPU adapters for one query only: lavapipe (2 cores, 2026-12-05, scripts/attention_ab.py) ran
+# one query a head 2.2-2.7x faster than the flash kernel (S = 256..8,192, E = 64 and 128, with and
+# without a mask: (1, 8, 1, 8192, 64) 30.7 against 84.2 ms), two queries even (20.3 / 22.2 ms),
+# four slower (29.4 against 16.5 ms).
 DECODE_MAX_L = 4
+DECODE_CPU_MAX_L = 1
 DECODE_MIN_S = 256
 DECODE_FILL = 264  # two workgroups an SM of the H200
 DECODE_MAX_STEPS = 64
@@ -452,7 +457,8 @@ def _decode_splits(dev, nbh, L, S, E):
     """Key ranges of the decode kernel for this call, or 0: another kernel runs."""
     if FORCE_DECODE is False:
         return 0
-    if FORCE_DECODE is None and (dev.adapter_type == "CPU" or L > DECODE_MAX_L or S < DECODE_MIN_S):
+    max_l = DECODE_CPU_MAX_L if dev.adapter_type == "CPU" else DECODE_MAX_L
+    if FORCE_DECODE is None and (L > max_l or S < DECODE_MIN_S):
         return 0
     if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _KD.DECODE_WG:
         return 0
