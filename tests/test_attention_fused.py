@@ -509,3 +509,21 @@ def test_tiled_longest_key_loop_within_the_budget(rng, monkeypatch):
     v[0, -1] += 100.0
     k[0, -1] = q[0, 0] * 3.0
     _check(rng, q, k, v)  # (the backward past the flash kernels' budget: the math form)
+
+
+def test_decode_past_the_flash_kernels_loop_budget(rng, monkeypatch, loop_budget):
+    """One query over more keys than the flash kernel's loop budget allows stays fused where the
+    decode kernel takes it (its loops are bounded by its key range), and is right."""
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    loop_budget(4096 + 64)
+    S, E = 5000, 16
+    assert _attention._K.fwd_loop_iterations(S, E, _attention._K.block_for(1)) > 2080
+    q, k, v = _qkv(rng, (2,), 1, S, E)
+    pq, pk, pv = pr.tensor(q), pr.tensor(k), pr.tensor(v)
+    monkeypatch.setattr(core, "POISON", False)
+    dev = backend.current()
+    before = dev.dispatches
+    got = F.scaled_dot_product_attention(pq, pk, pv)
+    assert dev.dispatches - before <= 2  # the decode kernel and its merge (the composite: 4)
+    want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))
+    assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), E, S)[0])

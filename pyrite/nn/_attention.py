@@ -156,8 +156,10 @@ def _fusable(query, key, value, attn_mask, enable_gqa) -> bool:
         return False  # not broadcastable: the composite raises torch's error
     nbh = math.prod(lead)
     if _K.fwd_loop_iterations(S, E, _K.block_for(L)) > max_loop_iterations():
-        # (past the flash kernel's loop budget: fused only where the tiled kernel takes it)
-        if not _use_tiled(backend.current(), nbh, L, S, E):
+        # (past the flash kernel's loop budget: fused only where the tiled or the decode
+        # kernel takes it; their loops are short)
+        dev = backend.current()
+        if not (_use_tiled(dev, nbh, L, S, E) or _decode_splits(dev, nbh, L, S, E)):
             return False
     return nbh * -(-max(L, S) // _K.BLOCK) <= 65535**2
 
