@@ -270,7 +270,8 @@ class _DropKey:
 
     def words(self):
         thr = min(round(self.p * 2.0**32), 2**32 - 1)
-        return [_i32(self.key[0]), _i32(self.key[1]), _i32(thr), f32_bits(1.0 / (1.0 - self.p))]
+        i32 = _random._i32
+        return [i32(self.key[0]), i32(self.key[1]), i32(thr), f32_bits(1.0 / (1.0 - self.p))]
 
 
 def _pcg4d(x, y, z, w):
@@ -288,11 +289,6 @@ def _pcg4d(x, y, z, w):
     v = [a ^ (a >> 16) for a in v]
     mix(v)
     return v
-
-
-def _i32(x):
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x >= 1 << 31 else x
 
 
 def _dispatch(dev, src, bufs, info, grid, drop, redraw=False):
