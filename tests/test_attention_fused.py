@@ -527,3 +527,19 @@ def test_decode_past_the_flash_kernels_loop_budget(rng, monkeypatch, loop_budget
     assert dev.dispatches - before <= 2  # the decode kernel and its merge (the composite: 4)
     want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))
     assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), E, S)[0])
+
+
+def test_decode_within_the_loop_budget(monkeypatch):
+    """The decode rule admits its ranges only where their loops fit the device's budget
+    (decode_loop_iterations): one iteration short of them, the call goes to another kernel."""
+    K = _attention._KD
+    dev = backend.current()
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    S, E = 4096, 64
+    p = _attention._decode_splits(dev, 1, 1, S, E)
+    assert p >= 1
+    need = K.decode_loop_iterations(S, p, E)
+    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need)
+    assert _attention._decode_splits(dev, 1, 1, S, E) == p
+    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need - 1)
+    assert _attention._decode_splits(dev, 1, 1, S, E) == 0

@@ -36,6 +36,14 @@ def decode_span(S: int, splits: int) -> int:
     return -(-S // per) * DECODE_WG
 
 
+def decode_loop_iterations(S: int, splits: int, E: int) -> int:
+    """Loop iterations of one invocation of attn_decode_kernel (each loop with its exit test):
+    pass 1 over the range's keys DECODE_WG apart, pass 2 over them 4·G apart, the sum over the
+    G groups (the max tree is unrolled)."""
+    span, G = decode_span(S, splits), decode_groups(E)
+    return (-(-span // DECODE_WG) + 1) + (-(-span // (4 * G)) + 1) + (G + 1)
+
+
 @lru_cache(maxsize=64)
 def attn_decode_kernel(
     E: int,
@@ -84,7 +92,7 @@ def attn_decode_kernel(
     b += "".join(f"  {ln}\n" for ln in kr.splitlines())
     b += f"    var s = {_dot('q', lambda c: f'kr{c}', C)};\n"
     b += "    var ok = true;\n"
-    mt = _mask_test(mask, m_type, "i", "j").replace("      ", "    ")
+    mt = _mask_test(mask, m_type, "i", "j")
     if mask != "none":
         mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
     b += mt

@@ -472,7 +472,7 @@ def _decode_splits(dev, nbh, L, S, E):
         and _KD.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
     ):
         p *= 2
-    return p
+    return p if _KD.decode_loop_iterations(S, p, E) <= max_loop_iterations() else 0
 
 
 def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
