@@ -208,13 +208,12 @@ def _buffers(names_types):
     return [(n, t, m) for n, t, m in names_types if t is not None]
 
 
-# Dropout inside the fused kernels (dropout=True): after a kernel's own info words come
-# DROP_WORDS more, [key x, key y, threshold, 1/(1-p) (f32 bits)]. Pair (row, j), row = bh·L + i
+# Dropout inside the fused kernels (dropout=True): after a kernel's own info words come four
+# more (drop_setup), [key x, key y, threshold, 1/(1-p) (f32 bits)]. Pair (row, j), row = bh·L + i
 # the query's flat row, is kept iff component j & 3 of pcg4d(row, j >> 2, key) >= threshold
 # (= round(p·2^32)): every kernel (forward, dq, dk/dv, the mask for the math form) draws the
 # same bit for a pair, so the backward sees the forward's mask without storing it. The key comes
 # from the generator's seed and offset (nn/_attention._DropKey).
-DROP_WORDS = 4
 
 
 def forward_setup(wg: int, rank: int, mask: str, types, splits: int, dropout: bool):
@@ -238,6 +237,17 @@ def forward_setup(wg: int, rank: int, mask: str, types, splits: int, dropout: bo
     if dropout:
         b += drop_setup(lay.words)
     return lay, bufs, b
+
+
+def key_range(kend: str, splits: int, unit: int) -> str:
+    """WGSL: `k0` and `kend`, the keys [k0, kend) of this workgroup's range when the keys are cut
+    into `splits` ranges of whole `unit`s (part_i the range's number), else [0, kend)."""
+    if splits == 1:
+        return f"  let k0 = 0;\n  let kend = {kend};\n"
+    return (
+        f"  let span = (S + {splits * unit - 1}) / {splits * unit} * {unit};\n"
+        f"  let k0 = part_i * span;\n  let kend = min({kend}, k0 + span);\n"
+    )
 
 
 def drop_setup(at: int) -> str:
@@ -318,15 +328,9 @@ def attn_fwd_kernel(
         b += f"  var a{c} = vec4<f32>(0.0);\n"
     b += "  var mx = -p_inf();\n  var l = 0.0;\n"
     kend = f"min(S, {qblk} * {block} + {block})" if causal else "S"
-    if splits > 1:  # this workgroup's key range: whole tiles, [k0, kend)
-        b += f"  let span = (S + {splits * bk - 1}) / {splits * bk} * {bk};\n"
-        b += "  let k0 = part_i * span;\n"
-        b += f"  let kend = min({kend}, k0 + span);\n"
-        b += f"  let ntiles = (max(kend - k0, 0) + {bk - 1}) / {bk};\n"
-        b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = k0 + t * %d;\n" % bk
-    else:
-        b += f"  let kend = {kend};\n  let ntiles = (kend + {bk - 1}) / {bk};\n"
-        b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = t * %d;\n" % bk
+    b += key_range(kend, splits, bk)  # (whole tiles a range)
+    b += f"  let ntiles = (max(kend - k0, 0) + {bk - 1}) / {bk};\n"
+    b += "  for (var t = 0; t < ntiles; t++) {\n    let t0 = k0 + t * %d;\n" % bk
     b += "    workgroupBarrier();\n"
     b += _stage(
         [

@@ -17,6 +17,7 @@ from .attention import (
     _row_vec,
     dropout_keep,
     forward_setup,
+    key_range,
     padded_dim,
 )
 from .common import KernelSource, header, helpers_for, load, store
@@ -80,10 +81,8 @@ def attn_decode_kernel(
     lay, bufs, b = forward_setup(wg, rank, mask, (q_type, k_type, v_type, m_type, out_type),
                                  splits, dropout)  # fmt: skip
     b += f"  let t = i32(lid.x);\n  let i = blk / {splits};\n  let part_i = blk % {splits};\n"
-    b += f"  let span = (S + {splits * wg - 1}) / {splits * wg} * {wg};\n"
-    b += "  let k0 = part_i * span;\n"
-    kend = "min(S, i + 1)" if causal else "S"
-    b += f"  let kend = min({kend}, k0 + span);\n  let n = max(kend - k0, 0);\n"
+    b += key_range("min(S, i + 1)" if causal else "S", splits, wg)  # (whole DECODE_WG keys)
+    b += "  let n = max(kend - k0, 0);\n"
     b += _row_vec("q", "q_", q_type, f"qb + i * {lay.row('q')}", lay.col("q"), E, " * scale")
     # pass 1: the scores of the range, and their max
     b += "  var mloc = -p_inf();\n"

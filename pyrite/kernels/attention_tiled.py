@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .attention import _check, _row_base, dropout_keep4, forward_setup
+from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range
 from .common import KernelSource, header, helpers_for, load, store
 
 TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
@@ -130,12 +130,7 @@ def attn_fwd_tiled_kernel(
             b += f"  var o{r}{h} = vec4<f32>(0.0);\n"
     b += "  var m = vec4<f32>(-p_inf());\n  var l = vec4<f32>(0.0);\n"
     kend = f"min(S, q0 + {BQ})" if causal else "S"
-    if splits > 1:  # this workgroup's key range: whole tiles, [k0, kend)
-        b += f"  let span = (S + {splits * BK - 1}) / {splits * BK} * {BK};\n"
-        b += "  let k0 = part_i * span;\n"
-        b += f"  let kend = min({kend}, k0 + span);\n"
-    else:
-        b += f"  let k0 = 0;\n  let kend = {kend};\n"
+    b += key_range(kend, splits, BK)  # (whole tiles a range)
     b += f"  let ntiles = (max(kend - k0, 0) + {BK - 1}) / {BK};\n"
     b += "  let qi = vec4<i32>(q0 + ty * 4) + vec4<i32>(0, 1, 2, 3);\n"
     # an invocation's fixed column of the staged tiles: kᵀ dim ke, v dims vd .. vd + 3

@@ -6,9 +6,10 @@ E == Ev <= 128, the mask is bool or floating, and the key (query) loop fits the 
 budget. Its forward is one of three kernels chosen by shape (`_use_tiled`, `_decode_splits`).
 Dropout happens inside the kernels: each pair's keep bit is a hash of (key, query row, key
 index) (`_DropKey`), recomputed by the backward instead of stored — not torch's Philox stream, so
-the masks differ from torch's (the statistics are the same). Otherwise the composite: matmul → scale and mask → softmax (ops/rowops.py's fused row
-kernel) → dropout → matmul; when an input requires grad the same steps run as recorded ops (the
-scale a multiplication, the mask an added constant), so the math form differentiates.
+the masks differ from torch's (the statistics are the same). Otherwise the composite: matmul →
+scale and mask → softmax (ops/rowops.py's fused row kernel) → dropout → matmul; when an input
+requires grad the same steps run as recorded ops (the scale a multiplication, the mask an added
+constant), so the math form differentiates.
 
 The fused op `_flash` has its own backward rule (GRADS below): the FlashAttention-2 kernels from
 the saved log-sum-exp, or, while a double backward is recorded (create_graph=True) or a float mask
@@ -252,7 +253,7 @@ def _empty_rows(lead, n, E, dtype, heads):
 
 
 class _DropKey:
-    """The dropout of one fused attention call (kernels/attention.py DROP_WORDS): p, and a key
+    """The dropout of one fused attention call (kernels/attention.py drop_setup): p, and a key
     drawn from the default generator's seed and offset (each draw advances the offset, as a
     random kernel does). The forward and its backward read the same object, so they draw the
     same keep bit for every pair; under pr.compile the forward's replay draws a new key before
