@@ -71,7 +71,7 @@ def rotary_kernel(
 ) -> KernelSource:
     """WGSL for the rotary embedding (the module docstring). `inplace`: x is the output
     binding itself (WebGPU forbids one buffer bound read-only and writable in one dispatch).
-    `grid3d`: the 3-D rotary embedding of video models (ROTARY3D_INFO: the token's (time,
+    `grid3d`: the 3-D rotary embedding of video models (ROTARY3D_INFO_WORDS: the token's (time,
     height, width) position picks the row of cos/sin for its section of pairs)."""
     buffers = []
     if not inplace:
