@@ -317,6 +317,7 @@ def gemm_fast(
     dual: int | None = None,
     rows: int | None = None,
     st: str = "f32",
+    conv: tuple | None = None,
 ) -> KernelSource:
     """GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
@@ -359,10 +360,19 @@ def gemm_fast(
     or "bf16" (four packed values a vec2<u32>, rounded to nearest even on store). The workgroup
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
     `dual` and `rows` are f32 only.
+
+    With `conv` = (nd, KD, KH, KW, at) the kernel is a convolution as an implicit GEMM (f32,
+    lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x (a
+    scalar f32 buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
+    zero outside the input, the kernel box's extent baked), and C is stored a scalar at a time,
+    columns past N not stored, so N needs no alignment (M and K still do). Its words from `at`:
+    see `CONV_WORDS`.
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     assert rows is None or post is None
     assert st == "f32" or (post is None and rows is None)
+    assert conv is None or (lay == "n" and st == "f32" and post is None and rows is None)
+    assert conv is None or (bn // tn) * (bm // tm) % (bn // 4) == 0
     v4 = {"f32": "vec4<f32>", "f16": "vec4<f16>", "bf16": "vec2<u32>"}[st]
     a_m, b_lay = lay[0] == "m", lay[-1]
     ntx, nty = bn // tn, bm // tm
@@ -373,14 +383,14 @@ def gemm_fast(
     sa = bm // 4 + 1  # As: k-major, row of bm/4 vec4 + 1 pad
     sb = bn // 4 + (1 if b_lay == "k" else 0)
     nbuf = 2 if dbuf else 1
-    bufs = [("a", v4, "r"), ("b", v4, "r")]
+    bufs = [("a", v4, "r"), ("b", "f32" if conv else v4, "r")]
     if epi != "none":
         bufs.append(("e", "u32" if st == "bf16" else st, "r"))
     if post is not None:
         assert nb == 0
         p_expr, n_extra, p_at, p_sct = post
         bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
-    bufs.append(("c", v4, "w"))
+    bufs.append(("c", "f32" if conv else v4, "w"))
     if dual is not None:
         assert post is not None
         bufs.append(("c2", "vec4<f32>", "w"))
@@ -397,7 +407,10 @@ def gemm_fast(
         f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
     ]
     L += _tile_operand("a", "m", "row0", bm, sa, a_m, ra, nt, kq)
-    L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq)
+    if conv is None:
+        L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq)
+    else:
+        L += _conv_operand(conv, bn, sb, rb, nt)
     for r in range(tm):
         L.append("  " + " ".join(f"var c{r}_{j} = vec4<f32>(0.0);" for j in range(tn // 4)))
     if rows is not None:
@@ -406,6 +419,8 @@ def gemm_fast(
     def load(t, ind):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
         out += _tile_load("a", a_m, ra, t, ind, st)
+        if conv is not None:
+            return out + _conv_load(conv, rb, t, ind)
         return out + _tile_load("b", b_lay == "n", rb, t, ind, st)
 
     def stash(buf, ind):  # registers -> workgroup tile `buf`
@@ -481,7 +496,14 @@ def gemm_fast(
                 )
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
-            if post is not None:
+            if conv is not None:  # scalar stores, columns past N dropped
+                L.append(f"    {{ let v = {v}; let n = {n};")
+                for q in range(4):
+                    L.append(
+                        f"      if (n + {q} < N) {{ c[c_base + m * N + n + {q}] = v.{'xyzw'[q]}; }}"
+                    )
+                L.append("    }")
+            elif post is not None:
                 lanes = ", ".join(
                     post_expr(p_expr, f"v.{'xyzw'[q]}", p_at, n_extra, p_sct, f"{n} + {q}")
                     for q in range(4)
@@ -576,6 +598,74 @@ def _tile_load(x, direct, reps, t, ind, st="f32"):
             f"{ind}v{x}{r} = {_widen4(f'{x}[g{x}{r} + ({t}) * s{x}k4]', st)};" for r in range(reps)
         ]
     return [f"{ind}v{x}{r} = {_widen4(f'{x}[g{x}{r} + t4]', st)};" for r in range(reps)]
+
+
+# gemm_fast's convolution words from `at` (its `conv`): x's channel stride, then per spatial
+# dim (depth, height, width): x's stride, the input's size, the output's size, the stride, the
+# padding, the dilation.
+CONV_WORDS = 19
+
+
+def _conv_operand(conv, width, pad, reps, nt):
+    """The implicit column matrix's index lines (gemm_fast with `conv`). Invocation li loads, a K
+    step, element rows bk_r = (li + r*nt) / (width/4) and the four columns of vec4 column
+    li % (width/4) (the same for every r: nt is a multiple of width/4). Each column's output
+    position, its input origin (position * stride - padding) and that origin's offset in x are
+    decoded once; a column past N gets an origin far left of the input, so nothing is read for
+    it. Depth words are read only for nd = 3 (1-D and 2-D convolutions have no depth)."""
+    nd, _, _, _, at = conv
+    w4 = width // 4
+    dims = ["z", "y", "x"][3 - nd :]
+    word = {d: i for i, d in enumerate(["z", "y", "x"])}  # (words per dim start at at + 1)
+    L = [f"  let sxc = info[{at}];"]
+    for d in dims:
+        j = word[d]
+        L.append(
+            f"  let sx{d} = info[{at + 1 + j}]; let in{d} = info[{at + 4 + j}]; "
+            f"let on{d} = info[{at + 7 + j}]; let st{d} = info[{at + 10 + j}]; "
+            f"let pd{d} = info[{at + 13 + j}]; let dl{d} = info[{at + 16 + j}];"
+        )
+    L.append(f"  let bcol = col0 + 4 * (li % {w4});")
+    for q in range(4):
+        L.append("  " + " ".join(f"var i{d}{q} = 0;" for d in dims))
+        dec = ["var o = bcol + " + str(q) + ";"]
+        for d in reversed(dims):  # innermost (x) first; the outermost takes the rest
+            dec.append(
+                f"let p{d} = o;" if d == dims[0] else f"let p{d} = o % on{d}; o = o / on{d};"
+            )
+        dec += [f"i{d}{q} = p{d} * st{d} - pd{d};" for d in dims]
+        L.append("  { " + " ".join(dec) + " }")
+        L.append(f"  if (bcol + {q} >= N) {{ ix{q} = -1073741824; }}")
+        L.append(f"  let cb{q} = b_base + " + " + ".join(f"i{d}{q} * sx{d}" for d in dims) + ";")
+    for r in range(reps):
+        L.append(f"  let bk{r} = (li + {r * nt}) / {w4}; let sb{r} = bk{r} * {pad} + li % {w4};")
+        L.append(f"  var vb{r}: vec4<f32>;")
+    return L
+
+
+def _conv_load(conv, reps, t, ind):
+    """The implicit column matrix's rows of the K step at `t` (see _conv_operand): row k is
+    (channel, kd, kh, kw) of the baked kernel box, each lane's input element tested against the
+    input's extent (one unsigned compare a dim) and read, or 0."""
+    nd, KD, KH, KW, _ = conv
+    dims = ["z", "y", "x"][3 - nd :]
+    kk = {"z": KD, "y": KH, "x": KW}
+    L = []
+    for r in range(reps):
+        L.append(f"{ind}{{ var k = ({t}) + bk{r};")
+        # k = ((c * KD + kd) * KH + kh) * KW + kw: innermost first, every divisor baked
+        for d in reversed(dims):
+            L.append(f"{ind}  let k{d} = (k % {kk[d]}) * dl{d}; k = k / {kk[d]};")
+        off = " + ".join(["k * sxc"] + [f"k{d} * sx{d}" for d in dims])
+        L.append(f"{ind}  let koff = {off};")
+        lanes = []
+        for q in range(4):
+            ok = " && ".join(f"u32(i{d}{q} + k{d}) < u32(in{d})" for d in dims)
+            L.append(f"{ind}  let ok{q} = {ok};")
+            lanes.append(f"select(0.0, b[select(0, cb{q} + koff, ok{q})], ok{q})")
+        L.append(f"{ind}  vb{r} = vec4<f32>({', '.join(lanes)});")
+        L.append(f"{ind}}}")
+    return L
 
 
 def _tile_stash(x, direct, reps, off, pad, ind):

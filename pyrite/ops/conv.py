@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 
 from .. import backend
-from ..kernels.common import grid_for
+from ..kernels.common import fold_grid, grid_for
 from ..kernels.conv import IM2COL_PER_THREAD, col2im, im2col
+from ..kernels.matmul import INFO_BATCH, gemm_fast
 from ..tensor import Tensor
-from .core import empty, max_loop_iterations
+from .core import empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
-from .matmul import gemm
+from .matmul import FAST_CPU, FAST_GPU, _fast_fits, gemm, k_loop_iterations
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
 
 # nn.functional imported the pools from here before they moved to ops/pool.py: resolved at
@@ -208,6 +209,11 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
         b = xb._view((N, g, Cg, L), (sn, Cg * sc, sc, ls), xb._offset)
         res = gemm(a, b, _bias_view(bias, N, g, O, L))
         return from_ncdhw(res._view(out_shape, out_strides, 0), dims, unbatched)
+    imp = _implicit_plan(xb, w, bias, g, K, L, CK, O)
+    if imp is not None:
+        geo = (in_sp, out_sp, stride3, pad, dil3)
+        out = _conv_implicit(xb, w, bias, g, ker, geo, imp, dims)
+        return from_ncdhw(out, dims, unbatched)
     limit = _cols_limit(x.dtype.itemsize)
     nb = max(1, min(N, limit // max(1, C * K * L)))
     lc = L if nb > 1 or C * K * L <= limit else max(1, limit // (C * K))
@@ -249,6 +255,102 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
             dst = out._view((nbc, g, O // g, lcc), (O * L, (O // g) * L, L, 1), n0 * O * L + l0)
             _copy(dst, res)
     return from_ncdhw(out, dims, unbatched)
+
+
+# A convolution as an implicit GEMM (kernels/matmul.gemm_fast with `conv`): the GEMM's tiles
+# gather the column matrix from the input as they load it, so no column matrix is stored (im2col
+# writes and reads C·k·L values an image: 9x the input for a 3x3 kernel). It needs f32 and the
+# fast GEMM's alignment on the weight side: O/groups a multiple of the tile's rows, C/groups·k a
+# multiple of its K step, the weight at an offset and row length multiple of 4 (the input and
+# the output need none: the input is gathered by scalars, the output stored by scalars, columns
+# past L dropped). Tiles come from the GEMM's fast table for the device (ops/matmul.py FAST_GPU /
+# FAST_CPU). Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 64
+# or more columns would be mostly empty: the weight gradient's convolution has the kernel box
+# as its output).
+IMPLICIT_MIN_L = 64
+# True / False forces the implicit GEMM on or off where it can run (tests, benchmarks); None: the
+# rule above. IMPLICIT_PARAMS forces its tile (bm, bn, tm, tn, bk, dbuf).
+IMPLICIT = None
+IMPLICIT_PARAMS = None
+LAST_IMPLICIT = None  # the tile of the last implicit convolution, or None after im2col (tests)
+
+
+def _implicit_plan(xb, w, bias, g, K, L, CK, O):
+    """The tile (bm, bn, tm, tn, bk, dbuf) of the implicit GEMM for this convolution, or None
+    for im2col (see IMPLICIT_MIN_L)."""
+    global LAST_IMPLICIT
+    LAST_IMPLICIT = None
+    if IMPLICIT is False or xb.dtype.wgsl != "f32" or w.dtype.wgsl != "f32":
+        return None
+    if bias is not None and bias.dtype.wgsl != "f32":
+        return None
+    if w._offset % 4 or CK % 4 or (L < IMPLICIT_MIN_L and not IMPLICIT):
+        return None
+    dev = backend.current()
+    M, nbatch = O // g, xb._shape[0] * g
+    if IMPLICIT_PARAMS is not None:
+        table = [(0, IMPLICIT_PARAMS)]
+    else:
+        table = FAST_CPU if dev.adapter_type == "CPU" else FAST_GPU
+    for least, params in table:
+        bm, bn, tm, tn, bk, _ = params
+        if M * L * nbatch < least and not IMPLICIT:
+            continue
+        if ((bn // tn) * (bm // tm)) % (bn // 4):
+            continue
+        # (the column count plays no part: columns are guarded)
+        if not _fast_fits(dev, params, "n", M, bn, CK):
+            continue
+        if k_loop_iterations("fast", params, CK) > max_loop_iterations():
+            continue
+        LAST_IMPLICIT = params
+        return params
+    return None
+
+
+def _conv_implicit(xb, w, bias, g, ker, geo, params, dims):
+    """out (N, O, *out_sp) = conv(xb, w) + bias by gemm_fast's implicit GEMM: per (image,
+    group), the (O/g, C/g·k) weight times the virtual (C/g·k, L) column matrix of the image."""
+    in_sp, out_sp, stride3, pad, dil3 = geo
+    N, C = xb._shape[:2]
+    O, Cg = w._shape[:2]
+    M, L, CK = O // g, math.prod(out_sp), Cg * math.prod(ker)
+    bm, bn, tm, tn, bk, dbuf = params
+    out = empty((N, O) + tuple(out_sp), xb.dtype)
+    sxn, sxc = xb._strides[:2]
+    # batch dims, outermost first: [size, weight stride, input stride, bias stride]
+    bdims = [[N, 0, sxn, 0]]
+    sb = bias._strides[0] if bias is not None else 0
+    if g > 1:
+        bdims.append([g, M * CK, Cg * sxc, M * sb])
+    tiles_n, tiles_m = -(-L // bn), M // bm
+    total = tiles_n * tiles_m * N * g
+    epi = "none" if bias is None else "bias"
+    nd = dims
+    kd, kh, kw = ker
+    src = gemm_fast(
+        "n",
+        len(bdims),
+        epi,
+        bm,
+        bn,
+        tm,
+        tn,
+        bk,
+        dbuf,
+        conv=(nd, kd, kh, kw, INFO_BATCH + 4 * len(bdims)),
+    )
+    info = [M, L, CK, tiles_n, tiles_m, total, w._offset, CK, 1, xb._offset, 0, 0, 0]
+    info += [bias._offset if bias is not None else 0, sb, 0, f32_bits(1.0), f32_bits(1.0)]
+    for d in bdims:
+        info += d
+    info += [sxc, *xb._strides[2:], *in_sp, *out_sp, *stride3, *pad, *dil3]
+    bufs = [w._storage.buffer, xb._storage.buffer]
+    if bias is not None:
+        bufs.append(bias._storage.buffer)
+    bufs.append(out._storage.buffer)
+    backend.current().dispatch(src, bufs, info, fold_grid(total))
+    return out
 
 
 def _bias_view(bias, N, g, O, L):

@@ -1,0 +1,164 @@
+"""Convolution as an implicit GEMM (ops/conv.py `_conv_implicit`, kernels/matmul.gemm_fast with
+`conv`): the GEMM's tiles gather the column matrix from the input, nothing of size C·k·L is
+stored. Checked against torch in float64 with test_conv's per-output bound, on shapes drawn at
+random (1-, 2- and 3-D, strides, padding, dilation, groups, bias, channels-last and sliced
+inputs, output sizes that no tile divides), each tile of the GEMM's tables forced in turn; and
+the rule's refusals (unaligned weights, half storage, the loop budget, few output positions),
+which must fall back to im2col with the same results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+from pyrite.ops import conv as C
+from tests.test_conv import _check, _f32, small_budget  # noqa: F401 - a fixture
+
+# the fast GEMM's tiles (ops/matmul.py FAST_GPU, FAST_CPU): (bm, bn, tm, tn, bk, dbuf)
+TILES = [
+    (64, 64, 4, 4, 16, True),
+    (32, 32, 4, 4, 16, True),
+    (16, 64, 4, 4, 16, True),
+    (64, 64, 8, 8, 16, True),
+    (128, 128, 8, 8, 16, False),
+    (128, 256, 8, 16, 8, True),
+]
+TF_OF = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}
+PF_OF = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+@pytest.fixture
+def implicit(monkeypatch):
+    """Force the implicit GEMM on, with a given tile: yields a setter."""
+    monkeypatch.setattr(C, "IMPLICIT", True)
+
+    def use(tile):
+        monkeypatch.setattr(C, "IMPLICIT_PARAMS", tile)
+
+    return use
+
+
+def _draw(r: np.random.Generator, tile):
+    """A convolution the tile can run: O/groups a multiple of bm, C/groups·k of bk."""
+    bm, _, _, _, bk, _ = tile
+    dims = int(r.integers(1, 4))
+    ker = tuple(int(k) for k in r.integers(1, 4 if dims == 3 else 6, dims))
+    kprod = int(np.prod(ker))
+    groups = int(r.choice([1, 1, 2, 3]))
+    step = bk // np.gcd(bk, kprod)  # C/groups a multiple of this makes C/groups·k one of bk
+    cg = step * int(r.integers(1, 3 if step > 4 else 5))
+    og = bm * int(r.integers(1, 3 if bm >= 64 else 4))
+    stride = tuple(int(s) for s in r.integers(1, 4, dims))
+    dil = tuple(int(d) for d in r.integers(1, 3, dims))
+    pad = tuple(int(p) for p in r.integers(0, 3, dims))
+    ext = [d * (k - 1) + 1 for d, k in zip(dil, ker)]
+    lo = 3 if dims == 3 else 5
+    hi = 9 if dims == 3 else (23 if dims == 2 else 200)
+    sp = tuple(max(e - 2 * p, int(r.integers(lo, hi))) for e, p in zip(ext, pad))
+    n = int(r.integers(1, 4))
+    kw = {"stride": stride, "padding": pad, "dilation": dil, "groups": groups}
+    return dims, (n, cg * groups) + sp, (og * groups, cg) + ker, kw
+
+
+@pytest.mark.parametrize("tile", TILES, ids=[f"{t[0]}x{t[1]}" for t in TILES])
+@pytest.mark.parametrize("draw", range(3))
+def test_implicit_gemm_matches_torch(implicit, tile, draw):
+    r = np.random.default_rng(1000 * TILES.index(tile) + draw)
+    implicit(tile)
+    dims, xs, ws, kw = _draw(r, tile)
+    x, w = _f32(r.standard_normal(xs)), _f32(r.standard_normal(ws))
+    b = _f32(r.standard_normal(ws[0])) if draw != 1 else None
+    _check(TF_OF[dims], PF_OF[dims], x, w, b, kw, "t" if draw == 2 else "c")
+    assert C.LAST_IMPLICIT == tile, (dims, xs, ws, kw)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+def test_implicit_gemm_reads_sliced_inputs_and_same_padding(implicit, rng):
+    """The input is gathered by scalars through its strides: a slice at an odd offset and a
+    permuted view need no copy; padding='same' pads the odd one out on the right."""
+    implicit((64, 64, 4, 4, 16, True))
+    big = _f32(rng.standard_normal((3, 21, 15, 19)))
+    w = _f32(rng.standard_normal((64, 16, 3, 4)))
+    b = _f32(rng.standard_normal(64))
+    xv = pr.tensor(big, dtype=pr.float32)[1:, 3:19, 1:, 2:]
+    ref = torch.tensor(big)[1:, 3:19, 1:, 2:]
+    for kw in ({"padding": (1, 2), "stride": (2, 1)}, {"padding": "same", "dilation": (2, 1)}):
+        got = F.conv2d(xv, pr.tensor(w, dtype=pr.float32), pr.tensor(b, dtype=pr.float32), **kw)
+        assert C.LAST_IMPLICIT is not None
+        want = TF.conv2d(ref, torch.tensor(w), torch.tensor(b), **kw).numpy()
+        absref = TF.conv2d(ref.abs(), torch.tensor(np.abs(w)), torch.tensor(np.abs(b)), **kw)
+        bound = (16 * 12 + 1) * 2.0**-24 * absref.numpy()
+        np.testing.assert_array_less(np.abs(got.numpy() - want), bound + 1e-30)
+
+
+def test_implicit_gemm_gradients(implicit, rng):
+    """A convolution taken by the implicit GEMM records as any other: its input, weight and bias
+    gradients match torch's."""
+    implicit((32, 32, 4, 4, 16, True))
+    x = rng.standard_normal((2, 16, 11, 9)).astype(np.float32)
+    w = rng.standard_normal((64, 8, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    g = rng.standard_normal((2, 64, 6, 10)).astype(np.float32)
+    kw = {"stride": (2, 1), "padding": (1, 1), "groups": 2}
+    px, pw, pb = (pr.tensor(a).requires_grad_() for a in (x, w, b))
+    y = F.conv2d(px, pw, pb, **kw)
+    assert C.LAST_IMPLICIT is not None
+    (y * pr.tensor(g)).sum().backward()
+    tx, tw, tb = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    ty = TF.conv2d(tx, tw, tb, **kw)
+    (ty * torch.tensor(g, dtype=torch.float64)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    for p, t in ((px, tx), (pw, tw), (pb, tb)):
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "xs,ws,dtype,why",
+    [
+        ((2, 3, 12, 12), (64, 3, 3, 3), np.float32, "C·k = 27 is no multiple of the K step"),
+        ((2, 16, 12, 12), (48, 16, 3, 3), np.float32, "O = 48 is no multiple of a tile's rows"),
+        ((2, 16, 12, 12), (64, 16, 3, 3), np.float16, "half storage"),
+    ],
+)
+def test_unaligned_or_half_convolutions_take_im2col(implicit, xs, ws, dtype, why, rng):
+    implicit((64, 64, 4, 4, 16, True))
+    x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+    got = F.conv2d(pr.tensor(x), pr.tensor(w), padding=1)
+    assert C.LAST_IMPLICIT is None, why
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    want = TF.conv2d(torch.tensor(x64), torch.tensor(w64), padding=1).numpy()
+    absref = TF.conv2d(torch.tensor(np.abs(x64)), torch.tensor(np.abs(w64)), padding=1).numpy()
+    u = 2.0**-11 if dtype == np.float16 else 2.0**-24
+    bound = (ws[1] * 9 + 1) * 2.0**-24 * absref + (u * absref if dtype == np.float16 else 0)
+    assert np.all(np.abs(got.numpy().astype(np.float64) - want) <= bound + 1e-30), why
+
+
+def test_implicit_gemm_respects_the_loop_budget(implicit, small_budget, rng):  # noqa: F811
+    """Under a budget of 150 iterations the implicit GEMM's K loop (K / 16 steps) fits for
+    K = 144 but not for K = 4,608: that one takes im2col, whose GEMM splits K."""
+    implicit((64, 64, 4, 4, 16, True))
+    for c, taken in ((16, True), (512, False)):
+        x, w = _f32(rng.standard_normal((1, c, 9, 9))), _f32(rng.standard_normal((64, c, 3, 3)))
+        _check(TF.conv2d, F.conv2d, x, w, None, {"padding": 1})
+        assert (C.LAST_IMPLICIT is not None) == taken, c
+
+
+def test_the_rule_takes_the_implicit_gemm_for_big_convolutions(monkeypatch, rng):
+    """Unforced: an aligned convolution with enough outputs for the device's fast table takes
+    it; one with fewer than IMPLICIT_MIN_L output positions an image (the weight gradient's
+    convolution, whose output is the kernel box) keeps im2col."""
+    monkeypatch.setattr(C, "IMPLICIT", None)
+    x, w = _f32(rng.standard_normal((2, 32, 32, 32))), _f32(rng.standard_normal((128, 32, 3, 3)))
+    _check(TF.conv2d, F.conv2d, x, w, None, {"padding": 1})
+    assert C.LAST_IMPLICIT is not None
+    x = _f32(rng.standard_normal((2, 32, 7, 7)))
+    _check(TF.conv2d, F.conv2d, x, w, None, {"padding": 0})
+    assert C.LAST_IMPLICIT is None
+    monkeypatch.setattr(C, "IMPLICIT", False)
+    x = _f32(rng.standard_normal((2, 32, 32, 32)))
+    _check(TF.conv2d, F.conv2d, x, w, None, {"padding": 1})
+    assert C.LAST_IMPLICIT is None
