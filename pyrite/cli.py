@@ -131,6 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
     bench.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     bench.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    bench.add_argument(
+        "--only",
+        metavar="LIST",
+        help="comma list of steps: copy,reduce,rowops,matmul,attention,conv,overhead,latency,"
+        "baked,train,bert,compile,quant",
+    )
     # pyrite.bench.tune parses its own arguments too
     tune = sub.add_parser(
         "tune", help="measure GEMM tiles and K splits for shapes, keep the best (pyrite.bench.tune)"

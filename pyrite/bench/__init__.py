@@ -362,6 +362,65 @@ def bench_attention(rep, quick=False):
                 rep.add(name, work / t / 1e9, "GFLOP/s", None, peers)
 
 
+def bench_conv(rep, quick=False):
+    """conv2d forward, 3x3 with padding 1 and a bias, at ResNet-50's stage shapes (batch 32) and
+    a VAE decoder's (512 channels at 64x64, batch 1), in GFLOP/s of 2·N·O·C·9·H·W: the implicit
+    GEMM (ops/conv.py, the column matrix never stored) beside im2col + GEMM, each forced, and
+    torch CUDA (cuDNN, TF32 off) in the same run. The note gives the column matrix im2col
+    writes."""
+    from pyrite.ops import conv as C
+
+    F = pr.nn.functional
+    torch = _torch()
+    cases = [  # (N, C, O, H, stride)
+        (32, 64, 64, 56, 1),
+        (32, 128, 128, 28, 1),
+        (32, 256, 256, 14, 1),
+        (32, 128, 128, 56, 2),
+        (1, 512, 512, 64, 1),
+    ]
+    if quick:
+        cases = [(2, 32, 64, 32, 1), (2, 64, 128, 16, 2)]
+    rng = np.random.default_rng(0)
+    before = C.IMPLICIT
+    try:
+        for N, Cin, O, H, s in cases:
+            xs = rng.standard_normal((N, Cin, H, H)).astype(np.float32)
+            ws = (rng.standard_normal((O, Cin, 3, 3)) / (3 * Cin**0.5)).astype(np.float32)
+            bs = rng.standard_normal(O).astype(np.float32)
+            x, w, b = pr.tensor(xs), pr.tensor(ws), pr.tensor(bs)
+            Ho = (H - 1) // s + 1
+            work = 2 * N * O * Cin * 9 * Ho * Ho
+            times = {}
+            for mode in (True, False):
+                C.IMPLICIT = mode
+                times[mode] = _median_time(lambda: F.conv2d(x, w, b, s, 1), repeats=5)
+            C.IMPLICIT = True
+            F.conv2d(x, w, b, s, 1)
+            took = C.LAST_IMPLICIT
+            peers = {"im2col": work / times[False] / 1e9}
+            if torch is not None and torch.cuda.is_available():
+                torch.backends.cudnn.allow_tf32 = False
+                tx, tw, tb = (torch.tensor(a, device="cuda") for a in (xs, ws, bs))
+                tf = torch.nn.functional
+                peers["torch-cuda"] = (
+                    work / _cuda_time(torch, lambda: tf.conv2d(tx, tw, tb, s, 1)) / 1e9
+                )
+                del tx, tw, tb
+            cols_mb = N * Cin * 9 * Ho * Ho * 4 / 2**20
+            note = f"implicit tile {took}" if took else "implicit refused: im2col both"
+            rep.add(
+                f"conv2d 3x3 {N}x{Cin}x{H}x{H} -> {O}, stride {s}",
+                work / times[True] / 1e9,
+                "GFLOP/s",
+                None,
+                peers,
+                f"{note}; im2col's columns {cols_mb:,.0f} MiB",
+            )
+    finally:
+        C.IMPLICIT = before
+
+
 def bench_latency(rep):
     """Round trips (issue 9): a small reduction read back, one element read back, and a
     synchronize with nothing pending; median of 200 after 20 warm calls, torch CUDA beside."""
@@ -595,7 +654,7 @@ def main(argv=None):
     p.add_argument(
         "--only",
         default="",
-        help="comma list: copy,reduce,rowops,matmul,attention,overhead,latency,baked,train,bert,compile,quant",
+        help="comma list: copy,reduce,rowops,matmul,attention,conv,overhead,latency,baked,train,bert,compile,quant",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -617,6 +676,7 @@ def main(argv=None):
         ("rowops", lambda: bench_rowops(rep, n // 1024)),
         ("matmul", lambda: bench_matmul(rep, [256, 512, 1024] if quick else [1024, 2048, 4096])),
         ("attention", lambda: bench_attention(rep, quick)),
+        ("conv", lambda: bench_conv(rep, quick)),
         ("overhead", lambda: bench_overhead(rep)),
         ("latency", lambda: bench_latency(rep)),
         ("baked", lambda: bench_baked(rep)),

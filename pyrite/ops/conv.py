@@ -22,7 +22,7 @@ from ..kernels.matmul import INFO_BATCH, gemm_fast
 from ..tensor import Tensor
 from .core import empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
-from .matmul import FAST_CPU, FAST_GPU, _fast_fits, gemm, k_loop_iterations
+from .matmul import FAST_GPU, _fast_fits, gemm, k_loop_iterations
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
 
 # nn.functional imported the pools from here before they moved to ops/pool.py: resolved at
@@ -263,11 +263,27 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
 # fast GEMM's alignment on the weight side: O/groups a multiple of the tile's rows, C/groups·k a
 # multiple of its K step, the weight at an offset and row length multiple of 4 (the input and
 # the output need none: the input is gathered by scalars, the output stored by scalars, columns
-# past L dropped). Tiles come from the GEMM's fast table for the device (ops/matmul.py FAST_GPU /
-# FAST_CPU). Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 64
+# past L dropped). Tiles come from the GEMM's fast table on GPUs (ops/matmul.py FAST_GPU), from
+# CONV_CPU on CPU adapters. Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 64
 # or more columns would be mostly empty: the weight gradient's convolution has the kernel box
 # as its output).
 IMPLICIT_MIN_L = 64
+# CPU adapters: the implicit GEMM's own table (least outputs, tile). Measured on lavapipe (this CI
+# box, 2-core llvmpipe), conv2d 3x3 padding 1 with a bias, ms a call, im2col / implicit with tiles
+# 128x256 8x16 k8 | 128x128 8x8 k16 | 64x64 8x8 k16 | 64x64 4x4 | 32x32 4x4:
+#   (8, 64, 32x32) -> 64:     189 / - | - | 64 | 92 | 113
+#   (4, 32, 64x64) -> 64:     192 / - | - | 73 | 99 | 123
+#   (8, 128, 16x16) -> 128:    87 / 41 | 53 | 62 | 88 | 111
+#   (2, 64, 32x32) -> 128 /2:  18 / 5.9 | 7.3 | 8.5 | 12 | 15
+#   (8, 256, 14x14) -> 256:   403 / 156 (128x256)
+# Every tile beat im2col; a new kernel box is a new pipeline (0.3-0.7 s to build there), so small
+# convolutions (under CONV_CPU_MIN outputs) keep im2col's shared pipelines.
+CONV_CPU_MIN = 128 * 128
+CONV_CPU = [
+    (CONV_CPU_MIN, (128, 256, 8, 16, 8, True)),
+    (CONV_CPU_MIN, (64, 64, 8, 8, 16, True)),
+    (CONV_CPU_MIN, (32, 32, 4, 4, 16, True)),
+]
 # True / False forces the implicit GEMM on or off where it can run (tests, benchmarks); None: the
 # rule above. IMPLICIT_PARAMS forces its tile (bm, bn, tm, tn, bk, dbuf).
 IMPLICIT = None
@@ -291,7 +307,7 @@ def _implicit_plan(xb, w, bias, g, K, L, CK, O):
     if IMPLICIT_PARAMS is not None:
         table = [(0, IMPLICIT_PARAMS)]
     else:
-        table = FAST_CPU if dev.adapter_type == "CPU" else FAST_GPU
+        table = CONV_CPU if dev.adapter_type == "CPU" else FAST_GPU
     for least, params in table:
         bm, bn, tm, tn, bk, _ = params
         if M * L * nbatch < least and not IMPLICIT:
