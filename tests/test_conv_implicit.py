@@ -162,3 +162,34 @@ def test_the_rule_takes_the_implicit_gemm_for_big_convolutions(monkeypatch, rng)
     x = _f32(rng.standard_normal((2, 32, 32, 32)))
     _check(TF.conv2d, F.conv2d, x, w, None, {"padding": 1})
     assert C.LAST_IMPLICIT is None
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize(
+    "xs,ws,kw",
+    [
+        ((2, 6, 9, 8), (6, 2, 3, 2), {"groups": 3, "padding": (1, 1), "dilation": (2, 1)}),
+        ((1, 4, 7, 9), (6, 4, 3, 3), {"padding": 0}),
+        ((2, 3, 11), (5, 3, 4), {"padding": 3, "dilation": 2}),
+        ((1, 2, 4, 5, 6), (3, 2, 2, 3, 3), {"padding": (1, 2, 1)}),
+        # not a convolution of g: asymmetric 'same' padding, padding past the kernel, stride 2
+        ((1, 3, 8, 9), (4, 3, 2, 2), {"padding": "same"}),
+        ((1, 3, 6, 7), (4, 3, 2, 2), {"padding": 2}),
+        ((2, 4, 9, 9), (4, 2, 3, 3), {"groups": 2, "stride": 2, "padding": 1}),
+    ],
+)
+def test_input_gradient_of_a_stride_one_convolution(xs, ws, kw, rng):
+    """dx of a stride-1 convolution is the convolution of g by the flipped, transposed kernel
+    (ops/conv.py `_dgrad_as_conv`); the other cases keep conv_transpose. Both match torch."""
+    dims = len(xs) - 2
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ty = TF_OF[dims](tx, tw, **kw)
+    g = rng.standard_normal(tuple(ty.shape))
+    (ty * torch.tensor(g)).sum().backward()
+    px = pr.tensor(x.astype(np.float32)).requires_grad_()
+    pw = pr.tensor(w.astype(np.float32)).requires_grad_()
+    (PF_OF[dims](px, pw, **kw) * pr.tensor(g.astype(np.float32))).sum().backward()
+    # each gradient element sums at most (O or N·L)·k products of magnitude ~1: a loose bound
+    for got, want in ((px.grad, tx.grad), (pw.grad, tw.grad)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)

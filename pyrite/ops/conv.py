@@ -2,10 +2,14 @@
 dilation, groups, bias), conv_transpose1d/2d/3d (stride, padding, output_padding, groups,
 dilation) and conv_tbc. (F.unfold / F.fold and Tensor.unfold: ops/fold.py.)
 
-A convolution is im2col (kernels/conv.py gathers the column matrix, zero padding included)
-followed by one batched GEMM (ops/matmul.gemm) with the groups as a batch dim and the bias added
-in the GEMM's epilogue; a 1x1 convolution of stride 1 skips im2col (the input already is the
-column matrix). A transposed convolution is the GEMM cols = Wᵀ @ x followed by col2im, which
+A float32 convolution whose weight suits the fast GEMM's tiles is one implicit GEMM
+(`_conv_implicit`: kernels/matmul.gemm_fast gathers the column matrix from the input as it loads
+each K step, zero padding included, so it is never stored; the bias in its epilogue). Any
+other is im2col (kernels/conv.py gathers the column matrix) followed by one batched GEMM
+(ops/matmul.gemm) with the groups as a batch dim and the bias added in the GEMM's epilogue; a
+1x1 convolution of stride 1 skips im2col (the input already is the column matrix). The input
+gradient of a stride-1 convolution is a convolution of g (`_dgrad_as_conv`), so it takes the
+implicit GEMM too. A transposed convolution is the GEMM cols = Wᵀ @ x followed by col2im, which
 adds the bias. Column matrices larger than COLS_MAX_BYTES are built and multiplied in chunks of
 batches (and of columns, or of output channels), so one binding never has to hold them whole.
 Inputs batched (N, C, ...) or unbatched (C, ...) as torch. The pools live in ops/pool.py.
@@ -619,7 +623,8 @@ METHODS: dict = {}
 
 # ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
 # conv: dx is the transposed convolution of g with the same weight (output_padding recovering
-# the input's size, a slice for padding='same'); dW is a grouped convolution of the input by g
+# the input's size, a slice for padding='same'), or at stride 1 the convolution of g by the
+# flipped kernel with its channel dims exchanged (`_dgrad_as_conv`); dW is a grouped convolution of the input by g
 # with batch and channels swapped (the output's spatial extent as the kernel, stride and
 # dilation exchanged): out[c, o, k] = Σ_n Σ_l x[n, c, k·dil + l·stride - pad]·g[n, o, l];
 # db = Σ g. conv_transpose: dx is the convolution of g, dW the same swapped convolution with
@@ -654,6 +659,23 @@ def _pads(padding, ker, dil, dims, what):
         e = [d * (k - 1) for d, k in zip(dil, ker)]
         return [(x // 2, x - x // 2) for x in e]
     return [(p, p) for p in ntuple(padding, dims, "padding", what)]
+
+
+def _dgrad_as_conv(stride, pads, dil, ker) -> bool:
+    """Whether a convolution's input gradient is itself a convolution of g (stride 1, the same
+    padding on both sides of each dim, no wider than the kernel's extent)."""
+    return all(s == 1 for s in stride) and all(
+        lo == hi and lo <= d * (k - 1) for (lo, hi), d, k in zip(pads, dil, ker)
+    )
+
+
+def _dgrad_weight(w, groups, dims):
+    """The kernel of a stride-1 convolution's input gradient: (C, O/groups, *k), each group's
+    (O/groups, C/groups) block transposed and the kernel box flipped."""
+    O, Cg = w._shape[:2]
+    ker = tuple(w._shape[2:])
+    wt = w.reshape(groups, O // groups, Cg, *ker).transpose(1, 2)
+    return wt.reshape(groups * Cg, O // groups, *ker).flip(list(range(2, 2 + dims)))
 
 
 def _wgrad(x, go, ker, stride, pads, dil, groups, dims):
@@ -701,7 +723,15 @@ def _g_conv_of(dims):
         pads = _pads(a["padding"], ker, dil, dims, what)
         go = _batched(g, dims)
         gx = gw = gb = None
-        if ctx.needs[0]:
+        if ctx.needs[0] and _dgrad_as_conv(stride, pads, dil, ker):
+            # stride 1: dx is the convolution of g by the flipped, transposed kernel (taken by
+            # the implicit GEMM where it applies: no column matrix, as conv_transpose's col2im
+            # needs), padded by the rest of the kernel's extent
+            pad2 = tuple(d * (k - 1) - p[0] for d, k, p in zip(dil, ker, pads))
+            gx = conv(go, _dgrad_weight(w, groups, dims), None, 1, pad2, dil, groups)
+            if unbatched:
+                gx = gx.squeeze(0)
+        elif ctx.needs[0]:
             out_sp = go._shape[2:]
             left = tuple(p[0] for p in pads)
             size0 = [
