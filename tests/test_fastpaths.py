@@ -558,3 +558,61 @@ def test_rotary_3d_errors():
         F.apply_rotary_emb_3d(x, c, c, (1, 2, 5), (2, 1, 1), offsets=(0, 0, 2))
     with pytest.raises(TypeError, match="three ints"):
         F.apply_rotary_emb_3d(x, c, c, (1, 2), (2, 1, 1))
+
+
+# ---- ReLU² (BitNet's feed-forward activation) -------------------------------------------------
+@pytest.mark.parametrize("shape", [(1,), (7, 13), (3, 5, 129), (2, 0, 4)])
+@pytest.mark.parametrize("kind", ["contiguous", "transposed"])
+def test_relu_squared_matches_torch(shape, kind, rng):
+    """relu(x)² against torch's F.relu(x) ** 2 in float64 on f32 inputs (one rounding of a
+    product: 1 ULP), with NaN, ±inf and -0 among them."""
+    x = rng.standard_normal(shape).astype(np.float32) * 3
+    flat = x.reshape(-1)
+    for i, v in enumerate([np.nan, np.inf, -np.inf, -0.0, 0.0][: flat.size]):
+        flat[i] = v
+    p = pr.tensor(x)
+    if kind == "transposed" and x.ndim >= 2:
+        p = pr.tensor(np.ascontiguousarray(np.swapaxes(x, 0, -1))).transpose(0, -1)
+    got = F.relu_squared(p).numpy()
+    want = (TF.relu(torch.tensor(x, dtype=torch.float64)) ** 2).numpy()
+    assert_close(got, want, rtol=U32, atol=0, equal_nan=True)
+    assert pr.nn.ReLUSquared()(p).numpy().tobytes() == got.tobytes()
+
+
+def test_relu_squared_grads_one_dispatch_each_way(rng, monkeypatch):
+    monkeypatch.setattr(core, "POISON", False)
+    dev = backend.current()
+    x = rng.standard_normal((5, 33)).astype(np.float32)
+    x[0, :3] = [np.nan, 0.0, -0.0]
+    g = rng.standard_normal((5, 33)).astype(np.float32)
+    px = pr.tensor(x).requires_grad_()
+    before = dev.dispatches
+    y = F.relu_squared(px)
+    assert dev.dispatches - before == 1
+    before = dev.dispatches
+    y.backward(pr.tensor(g))
+    assert dev.dispatches - before == 1
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    (TF.relu(tx) ** 2).backward(torch.tensor(g, dtype=torch.float64))
+    assert_close(px.grad.numpy(), tx.grad.numpy(), rtol=2 * U32, atol=0, equal_nan=True)
+
+
+def test_relu_squared_double_backward_and_inplace(rng):
+    x = rng.standard_normal((4, 9)).astype(np.float32)
+    v = rng.standard_normal((4, 9)).astype(np.float32)
+    px = pr.tensor(x).requires_grad_()
+    (gx,) = pr.autograd.grad(F.relu_squared(px).sum(), px, create_graph=True)
+    (gx * pr.tensor(v)).sum().backward()
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    (tgx,) = torch.autograd.grad((TF.relu(tx) ** 2).sum(), tx, create_graph=True)
+    (tgx * torch.tensor(v, dtype=torch.float64)).sum().backward()
+    assert_close(gx.detach().numpy(), tgx.detach().numpy(), rtol=2 * U32, atol=0)
+    assert_close(px.grad.numpy(), tx.grad.numpy(), rtol=2 * U32, atol=0)
+    # in place, through a leaf's non-leaf copy: the gradient flows as out of place
+    a = pr.tensor(x).requires_grad_()
+    b = a * 1.0
+    F.relu_squared_(b)
+    b.sum().backward()
+    assert_close(a.grad.numpy(), np.where(x > 0, 2 * x, 0.0), rtol=2 * U32, atol=0)
+    with pytest.raises(TypeError, match="relu_squared"):
+        F.relu_squared(pr.tensor([1, 2, 3]))

@@ -69,6 +69,33 @@ def relu_(input):
     return relu(input, inplace=True)
 
 
+def relu_squared(input, inplace=False):
+    """relu(x)² in one dispatch (and its gradient, 2·relu(x)·g, in one): the squared ReLU of
+    Primer and BitNet's feed-forward layers (transformers' `ACT2FN["relu2"]`,
+    `ReLUSquaredActivation`). Not a torch function: `F.relu(x) ** 2` there, two kernels each way.
+    NaN stays NaN; float inputs only."""
+    return (_relu_squared_ if inplace else _relu_squared)(input)
+
+
+def relu_squared_(input):
+    return relu_squared(input, inplace=True)
+
+
+def _relu_squared(input, inplace=False):
+    return _act("relu_squared", _nan_kept("select(0.0, x0 * x0, x0 > 0.0)"), input, (), inplace)
+
+
+def _relu_squared_(input):
+    return _relu_squared(input, True)
+
+
+def _relu_squared_backward(x, g):
+    """2·relu(x)·g (a recorded op: its own gradient serves the double backward); NaN where x
+    is NaN, as torch's relu backward passes g where its output is not <= 0."""
+    out = empty(g._shape, fdt(g))
+    return run_map("select(2.0 * x0 * x1, 0.0, x0 <= 0.0)", (x, g), ("f32", "f32"), out, "f32")
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """clamp(x, min_val, max_val); integer inputs stay integer."""
     need_tensor("hardtanh", "input", input)
@@ -487,6 +514,18 @@ def _g_rrelu(ctx, g):
     return (_ew.where(x >= 0, g, g * (o / _ew.where(x >= 0, 1.0, x.detach()))),)
 
 
+def _g_relu_squared(ctx, g):
+    return (_relu_squared_backward(ctx.args[0], g),)
+
+
+def _g_relu_squared_backward(ctx, gg):
+    x, g = ctx.args
+    off = x <= 0
+    gx = _ew.where(off, 0.0, 2.0 * g * gg) if ctx.needs[0] else None
+    gg_ = _ew.where(off, 0.0, 2.0 * x * gg) if ctx.needs[1] else None
+    return gx, gg_
+
+
 def _g_hardswish(ctx, g):
     x = ctx.args[0]
     inner = _ew.where(x <= 3.0, g * (x / 3.0 + 0.5), g)
@@ -549,6 +588,8 @@ for _r, _s in (
     (_g_hardtanh, {"out"}),
     (_g_threshold, {0}),
     (_g_rrelu, {0, "out"}),
+    (_g_relu_squared, {0}),
+    (_g_relu_squared_backward, {0, 1}),
     (_g_hardswish, {0}),
     (_g_hardsigmoid, {0}),
     (_g_logsigmoid, {0}),
@@ -575,6 +616,9 @@ GRADS = {
     "_threshold_": _g_threshold,
     "_rrelu_train": _g_rrelu,
     "_rrelu_train_": _g_rrelu,
+    "_relu_squared": _g_relu_squared,
+    "_relu_squared_": _g_relu_squared,
+    "_relu_squared_backward": _g_relu_squared_backward,
     "_hardswish": _g_hardswish,
     "_hardswish_": _g_hardswish,
     "_hardsigmoid": _g_hardsigmoid,
@@ -611,6 +655,8 @@ __all__ = [
     "relu",
     "relu6",
     "relu_",
+    "relu_squared",
+    "relu_squared_",
     "rrelu",
     "rrelu_",
     "selu",

@@ -23,6 +23,7 @@ __all__ = [
     "PReLU",
     "RReLU",
     "ReLU",
+    "ReLUSquared",
     "ReLU6",
     "SELU",
     "SiLU",
@@ -72,6 +73,20 @@ class ReLU(Module):
 
     def forward(self, input):
         return F.relu(input, inplace=self.inplace)
+
+    extra_repr = _inplace_only
+
+
+class ReLUSquared(Module):
+    """relu(x)², one dispatch each way (F.relu_squared): the squared ReLU of Primer and BitNet's
+    feed-forward layers (transformers' `ReLUSquaredActivation`). Not in torch.nn."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu_squared(input, inplace=self.inplace)
 
     extra_repr = _inplace_only
 
