@@ -172,15 +172,15 @@ def test_the_rule_takes_the_implicit_gemm_for_big_convolutions(monkeypatch, rng)
         ((1, 4, 7, 9), (6, 4, 3, 3), {"padding": 0}),
         ((2, 3, 11), (5, 3, 4), {"padding": 3, "dilation": 2}),
         ((1, 2, 4, 5, 6), (3, 2, 2, 3, 3), {"padding": (1, 2, 1)}),
-        # not a convolution of g: asymmetric 'same' padding, padding past the kernel, stride 2
+        # asymmetric 'same' padding, padding past the kernel, stride 2 (col2im)
         ((1, 3, 8, 9), (4, 3, 2, 2), {"padding": "same"}),
         ((1, 3, 6, 7), (4, 3, 2, 2), {"padding": 2}),
         ((2, 4, 9, 9), (4, 2, 3, 3), {"groups": 2, "stride": 2, "padding": 1}),
     ],
 )
-def test_input_gradient_of_a_stride_one_convolution(xs, ws, kw, rng):
-    """dx of a stride-1 convolution is the convolution of g by the flipped, transposed kernel
-    (ops/conv.py `_dgrad_as_conv`); the other cases keep conv_transpose. Both match torch."""
+def test_convolution_gradients_through_either_transposed_path(xs, ws, kw, rng):
+    """dx of a convolution is a transposed convolution of g: an implicit GEMM at stride 1 (for
+    those big enough), col2im otherwise. Both match torch, 'same' padding's slice included."""
     dims = len(xs) - 2
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
@@ -193,3 +193,42 @@ def test_input_gradient_of_a_stride_one_convolution(xs, ws, kw, rng):
     # each gradient element sums at most (O or N·L)·k products of magnitude ~1: a loose bound
     for got, want in ((px.grad, tx.grad), (pw.grad, tw.grad)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tile", TILES[:3], ids=[f"{t[0]}x{t[1]}" for t in TILES[:3]])
+@pytest.mark.parametrize("draw", range(2))
+def test_stride_one_transposed_convolution_is_an_implicit_gemm(implicit, tile, draw):
+    """conv_transpose of stride 1 (output_padding below the dilation) gathers its input as a
+    convolution does, each group's weight block with its channel dims exchanged."""
+    r = np.random.default_rng(7000 + 10 * TILES.index(tile) + draw)
+    implicit(tile)
+    bm, bk = tile[0], tile[4]
+    dims = int(r.integers(1, 4))
+    ker = tuple(int(k) for k in r.integers(1, 4, dims))
+    groups = int(r.choice([1, 2]))
+    cig = bk // np.gcd(bk, int(np.prod(ker))) * int(r.integers(1, 3))
+    dil = tuple(int(d) for d in r.integers(1, 3, dims))
+    kw = {
+        "stride": 1,
+        "padding": tuple(int(p) for p in r.integers(0, 2, dims)),
+        "output_padding": tuple(int(r.integers(0, d)) for d in dil),
+        "groups": groups,
+        "dilation": dil,
+    }
+    sp = tuple(int(v) for v in r.integers(3, 6 if dims == 3 else 14, dims))
+    x = _f32(r.standard_normal((2, cig * groups) + sp))
+    w = _f32(r.standard_normal((cig * groups, bm) + ker))
+    b = _f32(r.standard_normal(bm * groups)) if draw else None
+    tf = {1: TF.conv_transpose1d, 2: TF.conv_transpose2d, 3: TF.conv_transpose3d}[dims]
+    pf = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
+    _check(tf, pf, x, w, b, kw, "t" if draw else "c")
+    assert C.LAST_IMPLICIT == tile, (dims, x.shape, w.shape, kw)
+
+
+def test_strided_transposed_convolution_keeps_col2im(implicit, rng):
+    """Of a stride-s transposed convolution's kernel offsets only 1/s per dim meet an input
+    element at each output: an implicit GEMM would multiply zeros, so it takes col2im."""
+    implicit((64, 64, 4, 4, 16, True))
+    x, w = _f32(rng.standard_normal((2, 16, 7, 6))), _f32(rng.standard_normal((16, 64, 4, 4)))
+    _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, None, {"stride": 2, "padding": 1})
+    assert C.LAST_IMPLICIT is None

@@ -361,12 +361,14 @@ def gemm_fast(
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
     `dual` and `rows` are f32 only.
 
-    With `conv` = (nd, KD, KH, KW, at) the kernel is a convolution as an implicit GEMM (f32,
+    With `conv` = (nd, KD, KH, KW, at, tr) the kernel is a convolution as an implicit GEMM (f32,
     lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x (a
     scalar f32 buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
     zero outside the input, the kernel box's extent baked), and C is stored a scalar at a time,
     columns past N not stored, so N needs no alignment (M and K still do). Its words from `at`:
-    see `CONV_WORDS`.
+    see `CONV_WORDS`. `tr`: a transposed convolution of stride 1 (the input gradient of a
+    stride-1 convolution). (A larger stride would multiply zeros: of its kernel offsets only
+    1/stride per dim meet an input element at each output.)
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     assert rows is None or post is None
@@ -610,10 +612,12 @@ def _conv_operand(conv, width, pad, reps, nt):
     """The implicit column matrix's index lines (gemm_fast with `conv`). Invocation li loads, a K
     step, element rows bk_r = (li + r*nt) / (width/4) and the four columns of vec4 column
     li % (width/4) (the same for every r: nt is a multiple of width/4). Each column's output
-    position, its input origin (position * stride - padding) and that origin's offset in x are
-    decoded once; a column past N gets an origin far left of the input, so nothing is read for
-    it. Depth words are read only for nd = 3 (1-D and 2-D convolutions have no depth)."""
-    nd, _, _, _, at = conv
+    position and its input origin are decoded once: position * stride - padding for a
+    convolution (with that origin's offset in x), position + padding for a transposed one of
+    stride 1 (`conv[5]`: the input element a kernel offset meets is origin - offset). A column
+    past N gets an x origin far left of the input, so nothing is read for it.
+    Depth words are read only for nd = 3 (1-D and 2-D convolutions have no depth)."""
+    nd, at, tr = conv[0], conv[4], conv[5]
     w4 = width // 4
     dims = ["z", "y", "x"][3 - nd :]
     word = {d: i for i, d in enumerate(["z", "y", "x"])}  # (words per dim start at at + 1)
@@ -633,10 +637,16 @@ def _conv_operand(conv, width, pad, reps, nt):
             dec.append(
                 f"let p{d} = o;" if d == dims[0] else f"let p{d} = o % on{d}; o = o / on{d};"
             )
-        dec += [f"i{d}{q} = p{d} * st{d} - pd{d};" for d in dims]
+        if tr:
+            dec += [f"i{d}{q} = p{d} + pd{d};" for d in dims]
+        else:
+            dec += [f"i{d}{q} = p{d} * st{d} - pd{d};" for d in dims]
         L.append("  { " + " ".join(dec) + " }")
         L.append(f"  if (bcol + {q} >= N) {{ ix{q} = -1073741824; }}")
-        L.append(f"  let cb{q} = b_base + " + " + ".join(f"i{d}{q} * sx{d}" for d in dims) + ";")
+        if not tr:
+            L.append(
+                f"  let cb{q} = b_base + " + " + ".join(f"i{d}{q} * sx{d}" for d in dims) + ";"
+            )
     for r in range(reps):
         L.append(f"  let bk{r} = (li + {r * nt}) / {w4}; let sb{r} = bk{r} * {pad} + li % {w4};")
         L.append(f"  var vb{r}: vec4<f32>;")
@@ -647,7 +657,7 @@ def _conv_load(conv, reps, t, ind):
     """The implicit column matrix's rows of the K step at `t` (see _conv_operand): row k is
     (channel, kd, kh, kw) of the baked kernel box, each lane's input element tested against the
     input's extent (one unsigned compare a dim) and read, or 0."""
-    nd, KD, KH, KW, _ = conv
+    nd, KD, KH, KW, _, tr = conv
     dims = ["z", "y", "x"][3 - nd :]
     kk = {"z": KD, "y": KH, "x": KW}
     L = []
@@ -656,13 +666,23 @@ def _conv_load(conv, reps, t, ind):
         # k = ((c * KD + kd) * KH + kh) * KW + kw: innermost first, every divisor baked
         for d in reversed(dims):
             L.append(f"{ind}  let k{d} = (k % {kk[d]}) * dl{d}; k = k / {kk[d]};")
-        off = " + ".join(["k * sxc"] + [f"k{d} * sx{d}" for d in dims])
-        L.append(f"{ind}  let koff = {off};")
         lanes = []
+        if not tr:
+            off = " + ".join(["k * sxc"] + [f"k{d} * sx{d}" for d in dims])
+            L.append(f"{ind}  let koff = {off};")
+        else:
+            L.append(f"{ind}  let kc = b_base + k * sxc;")
         for q in range(4):
-            ok = " && ".join(f"u32(i{d}{q} + k{d}) < u32(in{d})" for d in dims)
-            L.append(f"{ind}  let ok{q} = {ok};")
-            lanes.append(f"select(0.0, b[select(0, cb{q} + koff, ok{q})], ok{q})")
+            if not tr:
+                ok = " && ".join(f"u32(i{d}{q} + k{d}) < u32(in{d})" for d in dims)
+                L.append(f"{ind}  let ok{q} = {ok};")
+                idx = f"cb{q} + koff"
+            else:  # (stride 1: the input element is origin - offset; a negative one is a
+                # huge u32, past the input)
+                ok = " && ".join(f"u32(i{d}{q} - k{d}) < u32(in{d})" for d in dims)
+                L.append(f"{ind}  let ok{q} = {ok};")
+                idx = "kc + " + " + ".join(f"(i{d}{q} - k{d}) * sx{d}" for d in dims)
+            lanes.append(f"select(0.0, b[select(0, {idx}, ok{q})], ok{q})")
         L.append(f"{ind}  vb{r} = vec4<f32>({', '.join(lanes)});")
         L.append(f"{ind}}}")
     return L

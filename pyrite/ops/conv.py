@@ -7,9 +7,8 @@ A float32 convolution whose weight suits the fast GEMM's tiles is one implicit G
 each K step, zero padding included, so it is never stored; the bias in its epilogue). Any
 other is im2col (kernels/conv.py gathers the column matrix) followed by one batched GEMM
 (ops/matmul.gemm) with the groups as a batch dim and the bias added in the GEMM's epilogue; a
-1x1 convolution of stride 1 skips im2col (the input already is the column matrix). The input
-gradient of a stride-1 convolution is a convolution of g (`_dgrad_as_conv`), so it takes the
-implicit GEMM too. A transposed convolution is the GEMM cols = Wᵀ @ x followed by col2im, which
+1x1 convolution of stride 1 skips im2col (the input already is the column matrix). A transposed
+convolution of stride 1 (a stride-1 convolution's input gradient) is an implicit GEMM too. A transposed convolution is the GEMM cols = Wᵀ @ x followed by col2im, which
 adds the bias. Column matrices larger than COLS_MAX_BYTES are built and multiplied in chunks of
 batches (and of columns, or of output channels), so one binding never has to hold them whole.
 Inputs batched (N, C, ...) or unbatched (C, ...) as torch. The pools live in ops/pool.py.
@@ -213,10 +212,11 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
         b = xb._view((N, g, Cg, L), (sn, Cg * sc, sc, ls), xb._offset)
         res = gemm(a, b, _bias_view(bias, N, g, O, L))
         return from_ncdhw(res._view(out_shape, out_strides, 0), dims, unbatched)
-    imp = _implicit_plan(xb, w, bias, g, K, L, CK, O)
+    imp = _implicit_plan(xb, w, bias, g, L, CK, O)
     if imp is not None:
         geo = (in_sp, out_sp, stride3, pad, dil3)
-        out = _conv_implicit(xb, w, bias, g, ker, geo, imp, dims)
+        out = empty((N, O) + tuple(out_sp), xb.dtype)
+        _conv_implicit(xb, w, bias, g, ker, geo, imp, dims, out)
         return from_ncdhw(out, dims, unbatched)
     limit = _cols_limit(x.dtype.itemsize)
     nb = max(1, min(N, limit // max(1, C * K * L)))
@@ -295,16 +295,18 @@ IMPLICIT_PARAMS = None
 LAST_IMPLICIT = None  # the tile of the last implicit convolution, or None after im2col (tests)
 
 
-def _implicit_plan(xb, w, bias, g, K, L, CK, O):
-    """The tile (bm, bn, tm, tn, bk, dbuf) of the implicit GEMM for this convolution, or None
-    for im2col (see IMPLICIT_MIN_L)."""
+def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
+    """The tile (bm, bn, tm, tn, bk, dbuf) of the implicit GEMM for a convolution of xb by the
+    (O, CK) weight rows w, or None for im2col (see IMPLICIT_MIN_L). `copied`: the rows will be
+    a new contiguous copy of w (a transposed convolution's), so w's offset does not matter.
+    `allowed`: False refuses (the caller's own condition), keeping LAST_IMPLICIT true."""
     global LAST_IMPLICIT
     LAST_IMPLICIT = None
-    if IMPLICIT is False or xb.dtype.wgsl != "f32" or w.dtype.wgsl != "f32":
+    if not allowed or IMPLICIT is False or xb.dtype.wgsl != "f32" or w.dtype.wgsl != "f32":
         return None
     if bias is not None and bias.dtype.wgsl != "f32":
         return None
-    if w._offset % 4 or CK % 4 or (L < IMPLICIT_MIN_L and not IMPLICIT):
+    if (w._offset % 4 and not copied) or CK % 4 or (L < IMPLICIT_MIN_L and not IMPLICIT):
         return None
     dev = backend.current()
     M, nbatch = O // g, xb._shape[0] * g
@@ -328,15 +330,17 @@ def _implicit_plan(xb, w, bias, g, K, L, CK, O):
     return None
 
 
-def _conv_implicit(xb, w, bias, g, ker, geo, params, dims):
-    """out (N, O, *out_sp) = conv(xb, w) + bias by gemm_fast's implicit GEMM: per (image,
-    group), the (O/g, C/g·k) weight times the virtual (C/g·k, L) column matrix of the image."""
+def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False):
+    """out (N, O, *out_sp) = conv(xb, ·) + bias by gemm_fast's implicit GEMM: per (image,
+    group), the (O/g, C/g·k) weight rows `a` (contiguous, a group's after another) times the
+    virtual (C/g·k, L) column matrix of the image. `transposed`: a transposed convolution, `a`
+    its weight with each group's channel dims exchanged."""
     in_sp, out_sp, stride3, pad, dil3 = geo
     N, C = xb._shape[:2]
-    O, Cg = w._shape[:2]
-    M, L, CK = O // g, math.prod(out_sp), Cg * math.prod(ker)
+    O = out._shape[1]
+    M, Cg, L = O // g, C // g, math.prod(out_sp)
+    CK = Cg * math.prod(ker)
     bm, bn, tm, tn, bk, dbuf = params
-    out = empty((N, O) + tuple(out_sp), xb.dtype)
     sxn, sxc = xb._strides[:2]
     # batch dims, outermost first: [size, weight stride, input stride, bias stride]
     bdims = [[N, 0, sxn, 0]]
@@ -346,26 +350,16 @@ def _conv_implicit(xb, w, bias, g, ker, geo, params, dims):
     tiles_n, tiles_m = -(-L // bn), M // bm
     total = tiles_n * tiles_m * N * g
     epi = "none" if bias is None else "bias"
-    nd = dims
-    kd, kh, kw = ker
+    at = INFO_BATCH + 4 * len(bdims)
     src = gemm_fast(
-        "n",
-        len(bdims),
-        epi,
-        bm,
-        bn,
-        tm,
-        tn,
-        bk,
-        dbuf,
-        conv=(nd, kd, kh, kw, INFO_BATCH + 4 * len(bdims)),
+        "n", len(bdims), epi, bm, bn, tm, tn, bk, dbuf, conv=(dims, *ker, at, transposed)
     )
-    info = [M, L, CK, tiles_n, tiles_m, total, w._offset, CK, 1, xb._offset, 0, 0, 0]
+    info = [M, L, CK, tiles_n, tiles_m, total, a._offset, CK, 1, xb._offset, 0, 0, 0]
     info += [bias._offset if bias is not None else 0, sb, 0, f32_bits(1.0), f32_bits(1.0)]
     for d in bdims:
         info += d
     info += [sxc, *xb._strides[2:], *in_sp, *out_sp, *stride3, *pad, *dil3]
-    bufs = [w._storage.buffer, xb._storage.buffer]
+    bufs = [a._storage.buffer, xb._storage.buffer]
     if bias is not None:
         bufs.append(bias._storage.buffer)
     bufs.append(out._storage.buffer)
@@ -542,11 +536,24 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     out = empty((N, Co) + out_sp, x.dtype)
     if out.numel() == 0:
         return from_ncdhw(out, dims, unbatched)
+    K = math.prod(ker)
+    Cig = Cin // g
+    wb = w._strides[0]  # = Cg * K
+    # stride 1 (a stride-1 convolution's input gradient): the implicit GEMM. Its weight rows are
+    # (group, output channel) by (input channel, k): each group's block with its channel dims
+    # exchanged, a copy (weights are small). Measured on lavapipe, (4, 128, 32x32) -> 64, 3x3:
+    # 67 ms against col2im's 119. Strided ones keep col2im: the implicit GEMM would multiply
+    # zeros for all but 1/stride of the kernel offsets per dim ((2, 256, 32x32) -> 128, 4x4
+    # stride 2: 599 ms against 226).
+    unit = all(s == 1 for s in stride3)
+    if _implicit_plan(xb, w, bias, g, math.prod(out_sp), Cig * K, Co, copied=True, allowed=unit):
+        a = w._view((g, Cg, Cig, K), (Cig * wb, K, wb, 1), w._offset).contiguous()
+        geo = (in_sp, out_sp, stride3, pad, dil3)
+        _conv_implicit(xb, a, bias, g, ker, geo, LAST_IMPLICIT, dims, out, transposed=True)
+        return from_ncdhw(out, dims, unbatched)
     if not _mergeable(xb, 2):
         xb = xb.contiguous()
     L, ls = _flat_spatial(xb, 2)
-    K = math.prod(ker)
-    Cig = Cin // g
     sn, sc = xb._strides[:2]
     geo = {
         "groups": g,
@@ -561,7 +568,6 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     per_n = Co * K * L
     nb = max(1, min(N, limit // max(1, per_n)))
     cc = Cg if nb > 1 or per_n <= limit else max(1, limit // (g * K * L))
-    wb = w._strides[0]  # = Cg * K
     for c0 in range(0, Cg, cc):
         ccc = min(cc, Cg - c0)
         # a[0, gi, (c, k), ci] = w[gi*Cig + ci, c0 + c, k]: Wᵀ of the group. Copied contiguous:
@@ -623,9 +629,8 @@ METHODS: dict = {}
 
 # ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
 # conv: dx is the transposed convolution of g with the same weight (output_padding recovering
-# the input's size, a slice for padding='same'), or at stride 1 the convolution of g by the
-# flipped kernel with its channel dims exchanged (`_dgrad_as_conv`); dW is a grouped convolution of the input by g
-# with batch and channels swapped (the output's spatial extent as the kernel, stride and
+# the input's size, a slice for padding='same'; at stride 1 it takes the implicit GEMM); dW is
+# a grouped convolution of the input by g with batch and channels swapped (the output's spatial extent as the kernel, stride and
 # dilation exchanged): out[c, o, k] = Σ_n Σ_l x[n, c, k·dil + l·stride - pad]·g[n, o, l];
 # db = Σ g. conv_transpose: dx is the convolution of g, dW the same swapped convolution with
 # g and x exchanged. Both written with the public ops, so double backward records.
@@ -659,23 +664,6 @@ def _pads(padding, ker, dil, dims, what):
         e = [d * (k - 1) for d, k in zip(dil, ker)]
         return [(x // 2, x - x // 2) for x in e]
     return [(p, p) for p in ntuple(padding, dims, "padding", what)]
-
-
-def _dgrad_as_conv(stride, pads, dil, ker) -> bool:
-    """Whether a convolution's input gradient is itself a convolution of g (stride 1, the same
-    padding on both sides of each dim, no wider than the kernel's extent)."""
-    return all(s == 1 for s in stride) and all(
-        lo == hi and lo <= d * (k - 1) for (lo, hi), d, k in zip(pads, dil, ker)
-    )
-
-
-def _dgrad_weight(w, groups, dims):
-    """The kernel of a stride-1 convolution's input gradient: (C, O/groups, *k), each group's
-    (O/groups, C/groups) block transposed and the kernel box flipped."""
-    O, Cg = w._shape[:2]
-    ker = tuple(w._shape[2:])
-    wt = w.reshape(groups, O // groups, Cg, *ker).transpose(1, 2)
-    return wt.reshape(groups * Cg, O // groups, *ker).flip(list(range(2, 2 + dims)))
 
 
 def _wgrad(x, go, ker, stride, pads, dil, groups, dims):
@@ -723,15 +711,7 @@ def _g_conv_of(dims):
         pads = _pads(a["padding"], ker, dil, dims, what)
         go = _batched(g, dims)
         gx = gw = gb = None
-        if ctx.needs[0] and _dgrad_as_conv(stride, pads, dil, ker):
-            # stride 1: dx is the convolution of g by the flipped, transposed kernel (taken by
-            # the implicit GEMM where it applies: no column matrix, as conv_transpose's col2im
-            # needs), padded by the rest of the kernel's extent
-            pad2 = tuple(d * (k - 1) - p[0] for d, k, p in zip(dil, ker, pads))
-            gx = conv(go, _dgrad_weight(w, groups, dims), None, 1, pad2, dil, groups)
-            if unbatched:
-                gx = gx.squeeze(0)
-        elif ctx.needs[0]:
+        if ctx.needs[0]:
             out_sp = go._shape[2:]
             left = tuple(p[0] for p in pads)
             size0 = [
