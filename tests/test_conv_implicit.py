@@ -15,6 +15,7 @@ import torch.nn.functional as TF
 
 import pyrite as pr
 import pyrite.nn.functional as F
+from pyrite import backend
 from pyrite.ops import conv as C
 from tests.test_conv import _check, _f32, small_budget  # noqa: F401 - a fixture
 
@@ -121,10 +122,9 @@ def test_implicit_gemm_gradients(implicit, rng):
     [
         ((2, 3, 12, 12), (64, 3, 3, 3), np.float32, "C·k = 27 is no multiple of the K step"),
         ((2, 16, 12, 12), (48, 16, 3, 3), np.float32, "O = 48 is no multiple of a tile's rows"),
-        ((2, 16, 12, 12), (64, 16, 3, 3), np.float16, "half storage"),
     ],
 )
-def test_unaligned_or_half_convolutions_take_im2col(implicit, xs, ws, dtype, why, rng):
+def test_unaligned_convolutions_take_im2col(implicit, xs, ws, dtype, why, rng):
     implicit((64, 64, 4, 4, 16, True))
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     got = F.conv2d(pr.tensor(x), pr.tensor(w), padding=1)
@@ -232,3 +232,25 @@ def test_strided_transposed_convolution_keeps_col2im(implicit, rng):
     x, w = _f32(rng.standard_normal((2, 16, 7, 6))), _f32(rng.standard_normal((16, 64, 4, 4)))
     _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, None, {"stride": 2, "padding": 1})
     assert C.LAST_IMPLICIT is None
+
+
+@pytest.mark.skipif(not backend.current().has_f16, reason="the device has no shader-f16")
+def test_float16_implicit_gemm(implicit, rng):
+    """f16 storage, f32 sums: the f32 bound plus one f16 rounding of each output (a convolution
+    and a stride-1 transposed one)."""
+    implicit((64, 64, 4, 4, 16, True))
+    x = rng.standard_normal((2, 32, 13, 11)).astype(np.float16)
+    b = rng.standard_normal(64).astype(np.float16)
+    x64, b64 = torch.tensor(x, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
+    for tf, pf, ws in (
+        (TF.conv2d, F.conv2d, (64, 32, 3, 3)),
+        (TF.conv_transpose2d, F.conv_transpose2d, (32, 64, 3, 3)),
+    ):
+        w = (rng.standard_normal(ws) / 8).astype(np.float16)
+        w64 = torch.tensor(w, dtype=torch.float64)
+        got = pf(pr.tensor(x), pr.tensor(w), pr.tensor(b), padding=1)
+        assert C.LAST_IMPLICIT is not None and got.dtype is pr.float16
+        want = tf(x64, w64, b64, padding=1).numpy()
+        absref = tf(x64.abs(), w64.abs(), b64.abs(), padding=1).numpy()
+        bound = (32 * 9 + 1) * 2.0**-24 * absref + 2.0**-11 * np.abs(want)
+        assert np.all(np.abs(got.numpy().astype(np.float64) - want) <= bound + 1e-30)

@@ -361,9 +361,9 @@ def gemm_fast(
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
     `dual` and `rows` are f32 only.
 
-    With `conv` = (nd, KD, KH, KW, at, tr) the kernel is a convolution as an implicit GEMM (f32,
-    lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x (a
-    scalar f32 buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
+    With `conv` = (nd, KD, KH, KW, at, tr) the kernel is a convolution as an implicit GEMM (f32
+    or f16, lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x
+    (a scalar buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
     zero outside the input, the kernel box's extent baked), and C is stored a scalar at a time,
     columns past N not stored, so N needs no alignment (M and K still do). Its words from `at`:
     see `CONV_WORDS`. `tr`: a transposed convolution of stride 1 (the input gradient of a
@@ -373,7 +373,7 @@ def gemm_fast(
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     assert rows is None or post is None
     assert st == "f32" or (post is None and rows is None)
-    assert conv is None or (lay == "n" and st == "f32" and post is None and rows is None)
+    assert conv is None or (lay == "n" and st != "bf16" and post is None and rows is None)
     assert conv is None or (bn // tn) * (bm // tm) % (bn // 4) == 0
     v4 = {"f32": "vec4<f32>", "f16": "vec4<f16>", "bf16": "vec2<u32>"}[st]
     a_m, b_lay = lay[0] == "m", lay[-1]
@@ -385,14 +385,14 @@ def gemm_fast(
     sa = bm // 4 + 1  # As: k-major, row of bm/4 vec4 + 1 pad
     sb = bn // 4 + (1 if b_lay == "k" else 0)
     nbuf = 2 if dbuf else 1
-    bufs = [("a", v4, "r"), ("b", "f32" if conv else v4, "r")]
+    bufs = [("a", v4, "r"), ("b", st if conv else v4, "r")]
     if epi != "none":
         bufs.append(("e", "u32" if st == "bf16" else st, "r"))
     if post is not None:
         assert nb == 0
         p_expr, n_extra, p_at, p_sct = post
         bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
-    bufs.append(("c", "f32" if conv else v4, "w"))
+    bufs.append(("c", st if conv else v4, "w"))
     if dual is not None:
         assert post is not None
         bufs.append(("c2", "vec4<f32>", "w"))
@@ -422,7 +422,7 @@ def gemm_fast(
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
         out += _tile_load("a", a_m, ra, t, ind, st)
         if conv is not None:
-            return out + _conv_load(conv, rb, t, ind)
+            return out + _conv_load(conv, rb, t, ind, st)
         return out + _tile_load("b", b_lay == "n", rb, t, ind, st)
 
     def stash(buf, ind):  # registers -> workgroup tile `buf`
@@ -499,7 +499,7 @@ def gemm_fast(
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
             if conv is not None:  # scalar stores, columns past N dropped
-                L.append(f"    {{ let v = {v}; let n = {n};")
+                L.append(f"    {{ let v = {_narrow4(v, st)}; let n = {n};")
                 for q in range(4):
                     L.append(
                         f"      if (n + {q} < N) {{ c[c_base + m * N + n + {q}] = v.{'xyzw'[q]}; }}"
@@ -540,9 +540,14 @@ def gemm_fast(
 
 def _elem(idx: str, st: str) -> str:
     """The f32 value of element `idx` of a scalar storage buffer `e` of storage `st`."""
+    return _elem_of("e", idx, st)
+
+
+def _elem_of(buf: str, idx: str, st: str) -> str:
+    """The f32 value of element `idx` of scalar storage buffer `buf` of storage `st`."""
     if st == "bf16":
-        return f"p_bf16_at(e[({idx}) >> 1u], {idx})"
-    return f"e[{idx}]" if st == "f32" else f"f32(e[{idx}])"
+        return f"p_bf16_at({buf}[({idx}) >> 1u], {idx})"
+    return f"{buf}[{idx}]" if st == "f32" else f"f32({buf}[{idx}])"
 
 
 # gemm_fast's four-element storage types (its `st`): the conversion of one load to vec4<f32>
@@ -653,7 +658,7 @@ def _conv_operand(conv, width, pad, reps, nt):
     return L
 
 
-def _conv_load(conv, reps, t, ind):
+def _conv_load(conv, reps, t, ind, st="f32"):
     """The implicit column matrix's rows of the K step at `t` (see _conv_operand): row k is
     (channel, kd, kh, kw) of the baked kernel box, each lane's input element tested against the
     input's extent (one unsigned compare a dim) and read, or 0."""
@@ -682,7 +687,7 @@ def _conv_load(conv, reps, t, ind):
                 ok = " && ".join(f"u32(i{d}{q} - k{d}) < u32(in{d})" for d in dims)
                 L.append(f"{ind}  let ok{q} = {ok};")
                 idx = "kc + " + " + ".join(f"(i{d}{q} - k{d}) * sx{d}" for d in dims)
-            lanes.append(f"select(0.0, b[select(0, {idx}, ok{q})], ok{q})")
+            lanes.append(f"select(0.0, {_elem_of('b', f'select(0, {idx}, ok{q})', st)}, ok{q})")
         L.append(f"{ind}  vb{r} = vec4<f32>({', '.join(lanes)});")
         L.append(f"{ind}}}")
     return L

@@ -263,12 +263,13 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
 
 # A convolution as an implicit GEMM (kernels/matmul.gemm_fast with `conv`): the GEMM's tiles
 # gather the column matrix from the input as they load it, so no column matrix is stored (im2col
-# writes and reads C·k·L values an image: 9x the input for a 3x3 kernel). It needs f32 and the
-# fast GEMM's alignment on the weight side: O/groups a multiple of the tile's rows, C/groups·k a
-# multiple of its K step, the weight at an offset and row length multiple of 4 (the input and
-# the output need none: the input is gathered by scalars, the output stored by scalars, columns
-# past L dropped). Tiles come from the GEMM's fast table on GPUs (ops/matmul.py FAST_GPU), from
-# CONV_CPU on CPU adapters. Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 64
+# writes and reads C·k·L values an image: 9x the input for a 3x3 kernel). It needs f32 (or f16
+# where the device has shader-f16: f16 storage, f32 sums) and the fast GEMM's alignment on the
+# weight side: O/groups a multiple of the tile's rows, C/groups·k a multiple of its K step, the
+# weight at an offset and row length multiple of 4 (the input and the output need none: the
+# input is gathered by scalars, the output stored by scalars, columns past L dropped). Tiles
+# come from the GEMM's fast table on GPUs (ops/matmul.py FAST_GPU), from CONV_CPU on CPU
+# adapters. Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 64
 # or more columns would be mostly empty: the weight gradient's convolution has the kernel box
 # as its output).
 IMPLICIT_MIN_L = 64
@@ -302,13 +303,16 @@ def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
     `allowed`: False refuses (the caller's own condition), keeping LAST_IMPLICIT true."""
     global LAST_IMPLICIT
     LAST_IMPLICIT = None
-    if not allowed or IMPLICIT is False or xb.dtype.wgsl != "f32" or w.dtype.wgsl != "f32":
+    st = xb.dtype.wgsl
+    if not allowed or IMPLICIT is False or st not in ("f32", "f16") or w.dtype.wgsl != st:
         return None
-    if bias is not None and bias.dtype.wgsl != "f32":
+    if bias is not None and bias.dtype.wgsl != st:
         return None
     if (w._offset % 4 and not copied) or CK % 4 or (L < IMPLICIT_MIN_L and not IMPLICIT):
         return None
     dev = backend.current()
+    if st == "f16" and not dev.has_f16:
+        return None
     M, nbatch = O // g, xb._shape[0] * g
     if IMPLICIT_PARAMS is not None:
         table = [(0, IMPLICIT_PARAMS)]
@@ -352,7 +356,17 @@ def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False
     epi = "none" if bias is None else "bias"
     at = INFO_BATCH + 4 * len(bdims)
     src = gemm_fast(
-        "n", len(bdims), epi, bm, bn, tm, tn, bk, dbuf, conv=(dims, *ker, at, transposed)
+        "n",
+        len(bdims),
+        epi,
+        bm,
+        bn,
+        tm,
+        tn,
+        bk,
+        dbuf,
+        st=xb.dtype.wgsl,
+        conv=(dims, *ker, at, transposed),
     )
     info = [M, L, CK, tiles_n, tiles_m, total, a._offset, CK, 1, xb._offset, 0, 0, 0]
     info += [bias._offset if bias is not None else 0, sb, 0, f32_bits(1.0), f32_bits(1.0)]
