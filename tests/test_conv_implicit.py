@@ -254,3 +254,85 @@ def test_float16_implicit_gemm(implicit, rng):
         absref = tf(x64.abs(), w64.abs(), b64.abs(), padding=1).numpy()
         bound = (32 * 9 + 1) * 2.0**-24 * absref + 2.0**-11 * np.abs(want)
         assert np.all(np.abs(got.numpy().astype(np.float64) - want) <= bound + 1e-30)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=[f"{t[0]}x{t[1]}" for t in TILES])
+@pytest.mark.parametrize("splits", [1, 2])
+def test_weight_gradient_is_an_implicit_gemm(implicit, tile, splits, monkeypatch):
+    """dW = Σ_{n,l} g[n, o, l]·x[n, c, l·stride - pad + k·dil] as one implicit GEMM a group
+    (columns: input channel × kernel offset; K: image × output position, in `splits` chunks of
+    whole images), against torch's weight gradient in float64. Shapes drawn at random."""
+    r = np.random.default_rng(9000 + 10 * TILES.index(tile) + splits)
+    implicit(tile)
+    monkeypatch.setattr(C, "WGRAD_SPLITS", splits)
+    bm, bk = tile[0], tile[4]
+    dims = int(r.integers(1, 4))
+    ker = tuple(int(k) for k in r.integers(1, 4, dims))
+    groups = int(r.choice([1, 2]))
+    stride = tuple(int(v) for v in r.integers(1, 3, dims))
+    dil = tuple(int(v) for v in r.integers(1, 3, dims))
+    pad = tuple(min(int(v), d * (k - 1) // 2) for v, d, k in zip(r.integers(0, 2, dims), dil, ker))
+    n = 2 * splits
+    # output sizes drawn, the last stretched so a chunk's output positions fill whole K steps;
+    # the input sized to give them (plus a remainder the stride leaves unused)
+    osp = [int(v) for v in r.integers(1, 5 if dims == 3 else 9, dims)]
+    osp[-1] *= bk // np.gcd(bk, n // splits * int(np.prod(osp)))
+    sp = tuple(
+        (o - 1) * s + d * (k - 1) + 1 - 2 * p + int(r.integers(0, s))
+        for o, s, d, k, p in zip(osp, stride, dil, ker, pad)
+    )
+    x = r.standard_normal((n, 3 * groups) + sp)
+    w = r.standard_normal((bm * groups, 3) + ker)
+    kw = {"stride": stride, "padding": pad, "dilation": dil, "groups": groups}
+    tw = torch.tensor(w, requires_grad=True)
+    ty = TF_OF[dims](torch.tensor(x), tw, **kw)
+    g = r.standard_normal(tuple(ty.shape))
+    (ty * torch.tensor(g)).sum().backward()
+    pw = pr.tensor(w.astype(np.float32)).requires_grad_()
+    py = PF_OF[dims](pr.tensor(x.astype(np.float32)), pw, **kw)
+    (py * pr.tensor(g.astype(np.float32))).sum().backward()
+    assert C.LAST_WGRAD == (tile, splits), (dims, x.shape, w.shape, kw)
+    # each entry sums n·L products of two f32-rounded values: (n·L + 2)·u·Σ|g||x|, Σ|g||x| the
+    # weight gradient of |x| under |g|
+    tx = torch.tensor(np.abs(x))
+    tw2 = torch.zeros_like(tw, requires_grad=True)
+    (TF_OF[dims](tx, tw2, **kw) * torch.tensor(np.abs(g))).sum().backward()
+    nl = n * int(np.prod(ty.shape[2:]))
+    bound = (nl + 2) * 2.0**-24 * tw2.grad.numpy()
+    np.testing.assert_array_less(np.abs(pw.grad.numpy() - tw.grad.numpy()), bound + 1e-30)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+def test_weight_gradient_same_padding_half_and_double_backward(implicit, rng):
+    """'same' padding with an even kernel (right side padded more) needs nothing: past the
+    input reads 0. A double backward (create_graph) takes the recorded composite."""
+    implicit((32, 32, 4, 4, 16, True))
+    x, w = rng.standard_normal((4, 6, 9, 8)), rng.standard_normal((32, 6, 2, 4))
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ty = TF.conv2d(tx, tw, padding="same")
+    g = rng.standard_normal(tuple(ty.shape))
+    (gw,) = torch.autograd.grad((ty * torch.tensor(g)).sum(), tw, create_graph=True)
+    px = pr.tensor(x.astype(np.float32)).requires_grad_()
+    pw = pr.tensor(w.astype(np.float32)).requires_grad_()
+    py = F.conv2d(px, pw, padding="same")
+    (pgw,) = pr.autograd.grad((py * pr.tensor(g.astype(np.float32))).sum(), pw, create_graph=True)
+    assert C.LAST_WGRAD is None  # (recorded)
+    np.testing.assert_allclose(pgw.detach().numpy(), gw.detach().numpy(), rtol=1e-4, atol=1e-4)
+    pw.grad = None
+    (pgw * pgw).sum().backward()
+    (gw * gw).sum().backward()
+    np.testing.assert_allclose(px.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+    pw2 = pr.tensor(w.astype(np.float32)).requires_grad_()
+    (
+        F.conv2d(pr.tensor(x.astype(np.float32)), pw2, padding="same")
+        * pr.tensor(g.astype(np.float32))
+    ).sum().backward()
+    assert C.LAST_WGRAD is not None
+    np.testing.assert_allclose(pw2.grad.numpy(), gw.detach().numpy(), rtol=1e-4, atol=1e-4)
+    if backend.current().has_f16:
+        pw3 = pr.tensor(w.astype(np.float16)).requires_grad_()
+        y3 = F.conv2d(pr.tensor(x.astype(np.float16)), pw3, padding="same")
+        (y3 * pr.tensor(g.astype(np.float16))).sum().backward()
+        assert C.LAST_WGRAD is not None and pw3.grad.dtype is pr.float16
+        want = gw.detach().numpy()
+        np.testing.assert_allclose(pw3.grad.numpy().astype(np.float64), want, rtol=2e-2, atol=5e-2)

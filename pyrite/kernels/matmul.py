@@ -361,14 +361,16 @@ def gemm_fast(
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
     `dual` and `rows` are f32 only.
 
-    With `conv` = (nd, KD, KH, KW, at, tr) the kernel is a convolution as an implicit GEMM (f32
+    With `conv` = (nd, KD, KH, KW, at, tr, cbatch) the kernel is a convolution as an implicit GEMM (f32
     or f16, lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x
     (a scalar buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
     zero outside the input, the kernel box's extent baked), and C is stored a scalar at a time,
     columns past N not stored, so N needs no alignment (M and K still do). Its words from `at`:
     see `CONV_WORDS`. `tr`: a transposed convolution of stride 1 (the input gradient of a
     stride-1 convolution). (A larger stride would multiply zeros: of its kernel offsets only
-    1/stride per dim meet an input element at each output.)
+    1/stride per dim meet an input element at each output.) `cbatch`: B's columns are
+    (batch index, output position), each batch index another offset into x (a weight
+    gradient's input channels, ops/conv.py `_wgrad_implicit`).
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     assert rows is None or post is None
@@ -609,8 +611,9 @@ def _tile_load(x, direct, reps, t, ind, st="f32"):
 
 # gemm_fast's convolution words from `at` (its `conv`): x's channel stride, then per spatial
 # dim (depth, height, width): x's stride, the input's size, the output's size, the stride, the
-# padding, the dilation.
-CONV_WORDS = 19
+# padding, the dilation; then, with a column batch, the columns a batch index covers (the
+# output's positions) and x's stride between batch indices.
+CONV_WORDS = 21
 
 
 def _conv_operand(conv, width, pad, reps, nt):
@@ -622,7 +625,7 @@ def _conv_operand(conv, width, pad, reps, nt):
     stride 1 (`conv[5]`: the input element a kernel offset meets is origin - offset). A column
     past N gets an x origin far left of the input, so nothing is read for it.
     Depth words are read only for nd = 3 (1-D and 2-D convolutions have no depth)."""
-    nd, at, tr = conv[0], conv[4], conv[5]
+    nd, at, tr, cbatch = conv[0], conv[4], conv[5], conv[6]
     w4 = width // 4
     dims = ["z", "y", "x"][3 - nd :]
     word = {d: i for i, d in enumerate(["z", "y", "x"])}  # (words per dim start at at + 1)
@@ -638,6 +641,11 @@ def _conv_operand(conv, width, pad, reps, nt):
     for q in range(4):
         L.append("  " + " ".join(f"var i{d}{q} = 0;" for d in dims))
         dec = ["var o = bcol + " + str(q) + ";"]
+        if cbatch:  # (column = (column batch, position))
+            L.append(f"  var cbo{q} = 0;")
+            dec.append(
+                f"cbo{q} = (o / info[{at + 19}]) * info[{at + 20}]; o = o % info[{at + 19}];"
+            )
         for d in reversed(dims):  # innermost (x) first; the outermost takes the rest
             dec.append(
                 f"let p{d} = o;" if d == dims[0] else f"let p{d} = o % on{d}; o = o / on{d};"
@@ -649,9 +657,8 @@ def _conv_operand(conv, width, pad, reps, nt):
         L.append("  { " + " ".join(dec) + " }")
         L.append(f"  if (bcol + {q} >= N) {{ ix{q} = -1073741824; }}")
         if not tr:
-            L.append(
-                f"  let cb{q} = b_base + " + " + ".join(f"i{d}{q} * sx{d}" for d in dims) + ";"
-            )
+            base = "b_base + " + (f"cbo{q} + " if cbatch else "")
+            L.append(f"  let cb{q} = {base}" + " + ".join(f"i{d}{q} * sx{d}" for d in dims) + ";")
     for r in range(reps):
         L.append(f"  let bk{r} = (li + {r * nt}) / {w4}; let sb{r} = bk{r} * {pad} + li % {w4};")
         L.append(f"  var vb{r}: vec4<f32>;")
@@ -662,7 +669,7 @@ def _conv_load(conv, reps, t, ind, st="f32"):
     """The implicit column matrix's rows of the K step at `t` (see _conv_operand): row k is
     (channel, kd, kh, kw) of the baked kernel box, each lane's input element tested against the
     input's extent (one unsigned compare a dim) and read, or 0."""
-    nd, KD, KH, KW, _, tr = conv
+    nd, KD, KH, KW, _, tr, _ = conv
     dims = ["z", "y", "x"][3 - nd :]
     kk = {"z": KD, "y": KH, "x": KW}
     L = []

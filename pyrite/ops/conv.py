@@ -19,13 +19,15 @@ from __future__ import annotations
 import math
 
 from .. import backend
+from .. import dtypes as D
+from ..autograd import is_grad_enabled as _autograd_enabled
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.conv import IM2COL_PER_THREAD, col2im, im2col
 from ..kernels.matmul import INFO_BATCH, gemm_fast
 from ..tensor import Tensor
 from .core import empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
-from .matmul import FAST_GPU, _fast_fits, gemm, k_loop_iterations
+from .matmul import FAST_GPU, SPLIT_FILL, _fast_fits, gemm, k_loop_iterations
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
 
 # nn.functional imported the pools from here before they moved to ops/pool.py: resolved at
@@ -296,6 +298,42 @@ IMPLICIT_PARAMS = None
 LAST_IMPLICIT = None  # the tile of the last implicit convolution, or None after im2col (tests)
 
 
+def _implicit_ok(tensors, dev) -> bool:
+    """Whether the implicit GEMM reads these operands (None entries skipped): all f32, or all
+    f16 where the device has shader-f16."""
+    st = tensors[0].dtype.wgsl
+    if IMPLICIT is False or st not in ("f32", "f16") or (st == "f16" and not dev.has_f16):
+        return False
+    return all(t is None or t.dtype.wgsl == st for t in tensors)
+
+
+def _implicit_tiles(dev, M, outputs):
+    """The tiles of the device's table (or IMPLICIT_PARAMS) an implicit GEMM with M rows and
+    `outputs` outputs in all may take, best first (the K length is checked by `_k_fits`)."""
+    if IMPLICIT_PARAMS is not None:
+        table = [(0, IMPLICIT_PARAMS)]
+    else:
+        table = CONV_CPU if dev.adapter_type == "CPU" else FAST_GPU
+    for least, params in table:
+        bm, bn, tm, tn, bk, _ = params
+        if outputs < least and not IMPLICIT:
+            continue
+        if ((bn // tn) * (bm // tm)) % (bn // 4):
+            continue
+        # (the column count plays no part: columns are guarded)
+        if _fast_fits(dev, params, "n", M, bn, bk):
+            yield params
+
+
+def _k_fits(params, K) -> bool:
+    """K a multiple of the tile's K step, its loop within the device's budget."""
+    return (
+        K > 0
+        and K % params[4] == 0
+        and k_loop_iterations("fast", params, K) <= (max_loop_iterations())
+    )
+
+
 def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
     """The tile (bm, bn, tm, tn, bk, dbuf) of the implicit GEMM for a convolution of xb by the
     (O, CK) weight rows w, or None for im2col (see IMPLICIT_MIN_L). `copied`: the rows will be
@@ -303,34 +341,16 @@ def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
     `allowed`: False refuses (the caller's own condition), keeping LAST_IMPLICIT true."""
     global LAST_IMPLICIT
     LAST_IMPLICIT = None
-    st = xb.dtype.wgsl
-    if not allowed or IMPLICIT is False or st not in ("f32", "f16") or w.dtype.wgsl != st:
-        return None
-    if bias is not None and bias.dtype.wgsl != st:
+    dev = backend.current()
+    if not allowed or not _implicit_ok((xb, w, bias), dev):
         return None
     if (w._offset % 4 and not copied) or CK % 4 or (L < IMPLICIT_MIN_L and not IMPLICIT):
         return None
-    dev = backend.current()
-    if st == "f16" and not dev.has_f16:
-        return None
-    M, nbatch = O // g, xb._shape[0] * g
-    if IMPLICIT_PARAMS is not None:
-        table = [(0, IMPLICIT_PARAMS)]
-    else:
-        table = CONV_CPU if dev.adapter_type == "CPU" else FAST_GPU
-    for least, params in table:
-        bm, bn, tm, tn, bk, _ = params
-        if M * L * nbatch < least and not IMPLICIT:
-            continue
-        if ((bn // tn) * (bm // tm)) % (bn // 4):
-            continue
-        # (the column count plays no part: columns are guarded)
-        if not _fast_fits(dev, params, "n", M, bn, CK):
-            continue
-        if k_loop_iterations("fast", params, CK) > max_loop_iterations():
-            continue
-        LAST_IMPLICIT = params
-        return params
+    M = O // g
+    for params in _implicit_tiles(dev, M, M * L * xb._shape[0] * g):
+        if _k_fits(params, CK):
+            LAST_IMPLICIT = params
+            return params
     return None
 
 
@@ -366,7 +386,7 @@ def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False
         bk,
         dbuf,
         st=xb.dtype.wgsl,
-        conv=(dims, *ker, at, transposed),
+        conv=(dims, *ker, at, transposed, False),
     )
     info = [M, L, CK, tiles_n, tiles_m, total, a._offset, CK, 1, xb._offset, 0, 0, 0]
     info += [bias._offset if bias is not None else 0, sb, 0, f32_bits(1.0), f32_bits(1.0)]
@@ -680,9 +700,100 @@ def _pads(padding, ker, dil, dims, what):
     return [(p, p) for p in ntuple(padding, dims, "padding", what)]
 
 
+# A weight gradient's implicit GEMM splits its K (images × output positions) over WGRAD_FILL
+# workgroups' worth of tiles on GPUs (ops/matmul.py's SPLIT_FILL: the product has only
+# (O/groups)/bm × (C/groups·k)/bn tiles a group), in whole images, at most WGRAD_MAX_SPLITS.
+WGRAD_FILL = SPLIT_FILL
+WGRAD_MAX_SPLITS = 32
+LAST_WGRAD = None  # (tile, splits) of the last implicit weight gradient, or None (tests)
+WGRAD_SPLITS = None  # forces the split count where it divides the batch and fits (tests)
+
+
+def _wgrad_plan(dev, x, go, M, cols, N, OL, outputs):
+    """(tile, splits) for `_wgrad_implicit`, or None."""
+    for params in _implicit_tiles(dev, M, outputs):
+        bm, bn = params[:2]
+        tiles = (M // bm) * -(-cols // bn) * (outputs // (M * cols))
+        fits = [S for S in range(1, min(N, WGRAD_MAX_SPLITS) + 1) if N % S == 0]
+        fits = [S for S in fits if _k_fits(params, N // S * OL)]
+        if not fits:
+            continue
+        if WGRAD_SPLITS in fits:
+            return params, WGRAD_SPLITS
+        if dev.adapter_type == "CPU":
+            return params, fits[0]
+        full = [S for S in fits if tiles * S >= WGRAD_FILL]
+        return params, full[0] if full else fits[-1]
+    return None
+
+
+def _wgrad_implicit(x, go, ker, stride, pads, dil, groups, dims):
+    """d(conv(x, W))/dW as one implicit GEMM a group, or None where it does not apply. Rows:
+    output channels o; columns (input channel c, kernel offset k); K: (image n, output position
+    l), summed in `splits` chunks of whole images (then added up):
+        dW[o, c, k] = Σ_{n, l} g[n, o, l] · x[n, c, l·stride - pad + k·dil]
+    It is the convolution `_wgrad` runs, each input channel a batch index of B's columns
+    (gemm_fast's `cbatch`), so x is gathered, never copied into a column matrix. g is
+    copied as (groups, O/groups, N·L) rows. Padding on the right needs nothing: past the
+    input reads 0."""
+    global LAST_WGRAD
+    LAST_WGRAD = None
+    dev = backend.current()
+    if _autograd_enabled() or not _implicit_ok((x, go), dev):
+        return None  # (create_graph: the public ops below record for a double backward)
+    xb, _ = as_ncdhw(x, dims, "conv")
+    gb, _ = as_ncdhw(go, dims, "conv")
+    N, C = xb._shape[:2]
+    O = gb._shape[1]
+    Cg, Og = C // groups, O // groups
+    osp, ker3 = tuple(gb._shape[2:]), pad3(tuple(ker), 1)
+    OL, KK = math.prod(osp), math.prod(ker3)
+    cols = Cg * KK
+    if cols < IMPLICIT_MIN_L and not IMPLICIT:
+        return None
+    plan = _wgrad_plan(dev, xb, gb, Og, cols, N, OL, Og * cols * groups * N)
+    if plan is None:
+        return None
+    params, S = plan
+    LAST_WGRAD = plan
+    bm, bn, tm, tn, bk, dbuf = params
+    a = gb.reshape(N, groups, Og, OL).permute(1, 2, 0, 3).contiguous()  # (g, Og, N·L)
+    KT, chunk = N * OL, N // S * OL
+    sxn, sxc = xb._strides[:2]
+    bdims = [[S, chunk, N // S * sxn, 0]]
+    if groups > 1:
+        bdims.append([groups, Og * KT, Cg * sxc, 0])
+    tiles_n, tiles_m = -(-cols // bn), Og // bm
+    total = tiles_n * tiles_m * S * groups
+    at = INFO_BATCH + 4 * len(bdims)
+    st = xb.dtype.wgsl
+    src = gemm_fast(
+        "n", len(bdims), "none", bm, bn, tm, tn, bk, dbuf, st=st, conv=(dims, *osp, at, False, True)
+    )
+    info = [Og, cols, chunk, tiles_n, tiles_m, total, 0, KT, 1, xb._offset, 0, 0, 0, 0, 0, 0]
+    info += [f32_bits(1.0), f32_bits(1.0)]
+    for d in bdims:
+        info += d
+    # the convolution of x by g's output box: positions are kernel offsets (stride: dil),
+    # "offsets" output positions (dilation: stride), the images its channels
+    left = pad3(tuple(p[0] for p in pads), 0)
+    info += [sxn, *xb._strides[2:], *xb._shape[2:], *ker3, *pad3(tuple(dil), 1), *left]
+    info += [*pad3(tuple(stride), 1), KK, sxc]
+    part = empty((S, groups, Og, cols), xb.dtype)  # (f16: partials rounded, summed in f32)
+    dev.dispatch(
+        src, [a._storage.buffer, xb._storage.buffer, part._storage.buffer], info, fold_grid(total)
+    )
+    dw = part[0] if S == 1 else part.to(D.float32).sum(0).to(xb.dtype)
+    return dw.reshape((O, Cg) + tuple(ker))
+
+
 def _wgrad(x, go, ker, stride, pads, dil, groups, dims):
     """d(conv(x, W))/dW for batched x (N, C, *sp), g (N, O, *osp): (O, C/groups, *ker)."""
     from .pad import pad as _pad
+
+    dw = _wgrad_implicit(x, go, ker, stride, pads, dil, groups, dims)
+    if dw is not None:
+        return dw
 
     conv, _ = _convs(dims)
     N, C = x._shape[:2]
