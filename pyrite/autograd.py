@@ -1031,7 +1031,12 @@ def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
     for mod in modules:
         short = mod.__name__.rsplit(".", 1)[-1]
         table = getattr(mod, "GRADS", {}) or {}
-        names = set(table)
+        # OPAQUE: functions whose internals write kernel outputs into tensors that recorded ops
+        # made (a work buffer copied from the input, then factored in place): recorded as
+        # they run, their outputs would carry the copy's gradient, silently wrong. Without a
+        # rule they run unrecorded and their backward raises.
+        opaque = getattr(mod, "OPAQUE", frozenset())
+        names = set(table) | set(opaque)
         if short not in skip:
             names |= {
                 k
@@ -1053,7 +1058,10 @@ def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
             inplace = (fname.endswith("_") and not fname.endswith("__")) or fname in getattr(
                 mod, "INPLACE", ()
             )
-            w = wrap(fn, fname, table.get(fname), inplace=inplace)
+            rule = table.get(fname)
+            if rule is None and fname in opaque:
+                rule = _not_implemented(fname)
+            w = wrap(fn, fname, rule, inplace=inplace)
             setattr(mod, fname, w)
             for ns in namespaces:  # names bound by `from module import fn` before this ran
                 for k, v in list(ns.items()):
@@ -1064,7 +1072,7 @@ def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
                 if m is fn:
                     setattr(tensor_cls, meth, w)
                 elif isinstance(m, types.FunctionType) and not getattr(m, "_pyrite_grad", False):
-                    setattr(tensor_cls, meth, wrap(m, fname, table.get(fname), inplace=inplace))
+                    setattr(tensor_cls, meth, wrap(m, fname, rule, inplace=inplace))
         for meth, fn in extra.items():  # a method name with its own rule (__getitem__)
             if isinstance(fn, types.FunctionType) and tensor_cls.__dict__.get(meth) is fn:
                 setattr(tensor_cls, meth, wrap(fn, meth, table[meth]))

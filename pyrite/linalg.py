@@ -101,3 +101,43 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+# Backward rules (ops/linalg_grads.py); the other functions whose kernels factor a work buffer
+# in place are OPAQUE: they run unrecorded and their backward raises (pyrite/autograd.install).
+# The composites of recorded ops (norms, matmul, multi_dot, matrix_power, ...) need neither.
+from .ops.linalg_grads import LINALG  # noqa: E402
+
+GRADS = LINALG
+
+OPAQUE = frozenset(
+    (
+        "cholesky",
+        "cholesky_ex",
+        "cond",
+        "det",
+        "eig",
+        "eigh",
+        "eigvals",
+        "eigvalsh",
+        "householder_product",
+        "inv",
+        "inv_ex",
+        "lstsq",
+        "lu",
+        "lu_factor",
+        "lu_factor_ex",
+        "lu_solve",
+        "matrix_exp",
+        "matrix_rank",
+        "pinv",
+        "qr",
+        "slogdet",
+        "solve",
+        "solve_ex",
+        "solve_triangular",
+        "svd",
+        "svdvals",
+        "tensorinv",
+        "tensorsolve",
+    )
+)

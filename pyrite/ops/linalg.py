@@ -247,16 +247,27 @@ def _batch_prefix(A: Tensor, index: int) -> str:
 
 
 # ---- LU ------------------------------------------------------------------------------------
+def _work_copy(W: Tensor, A: Tensor):
+    """W[...] = A, unrecorded: W is a kernel's work buffer, factored in place by raw dispatches
+    autograd never sees, so a recorded copy would hand W's later values A's gradient (silently
+    wrong). The public functions get their gradients from rules (ops/linalg_grads.py) or raise
+    (pyrite/linalg.py OPAQUE)."""
+    from ..autograd import no_grad
+
+    with no_grad():
+        W.copy_(A)
+
+
 def _lu_work(A: Tensor, B: Tensor | None, batch: tuple) -> Tensor:
     """The work buffer (*batch, n, n + r) = [A | B], both broadcast to `batch`."""
     n = A._shape[-1]
     r = 0 if B is None else B._shape[-1]
     W = empty(batch + (n, n + r), D.float32)
     if r == 0:
-        W.copy_(A)
+        _work_copy(W, A)
     else:
-        W[..., :n].copy_(A)
-        W[..., n:].copy_(B)
+        _work_copy(W[..., :n], A)
+        _work_copy(W[..., n:], B)
     return W
 
 
@@ -366,7 +377,7 @@ def _cholesky(A: Tensor):
     if n == 0:
         info.fill_(0)
         return W, info
-    W.copy_(A)
+    _work_copy(W, A)
     tp, mpw = _team(n * n // 4, nb)
     tx = min(tp, 32)
     src = K.cholesky_kernel(tp, mpw, tx)
@@ -412,15 +423,15 @@ def _qr(A: Tensor, qc: int, tau_in: Tensor | None = None):
     W = empty(A._shape, D.float32)
     tau = empty(batch + (kmax,), D.float32)
     if tau_in is not None and tau.numel():
-        tau.copy_(tau_in)
+        _work_copy(tau, tau_in)
     Q = empty(batch + (m, qc), D.float32)
     if nb == 0 or m == 0 or n == 0:
         if qc and nb and m:
             Q.copy_(_eye(m, qc))
         if nb:
-            W.copy_(A)
+            _work_copy(W, A)
         return W, tau, Q
-    W.copy_(A)
+    _work_copy(W, A)
     if qc:
         Q.copy_(_eye(m, qc))
     tp, mpw = _team(max(n, m // 4), nb)
@@ -470,7 +481,7 @@ def _eigh(A: Tensor, vectors: bool, sweeps: int = EIGH_SWEEPS):
     st = empty((max(nb, 1), 3), D.int32)
     if nb == 0 or n == 0:
         return W, V, st
-    W.copy_(A)
+    _work_copy(W, A)
     if vectors:
         V.copy_(_eye(n, n))
     nn = n + (n & 1)
@@ -498,11 +509,11 @@ def _svd_jacobi(A: Tensor, vectors: bool, sweeps: int = SVD_SWEEPS):
     st = empty((max(nb, 1), 3), D.int32)
     if nb == 0 or n == 0 or m == 0:
         if nb:
-            W.copy_(A)
+            _work_copy(W, A)
             if vectors:
                 V.copy_(_eye(n, n))
         return W, V, st
-    W.copy_(A)
+    _work_copy(W, A)
     if vectors:
         V.copy_(_eye(n, n))
     nn = n + (n & 1)

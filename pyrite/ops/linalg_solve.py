@@ -30,6 +30,7 @@ from .linalg import (
     _square_input,
     _swap_rows,
     _team,
+    _work_copy,
     linalg_cholesky_ex,
     linalg_inv_ex,
     linalg_lu,
@@ -155,7 +156,7 @@ def _lu_factor(A, pivot, name):
     n = A._shape[-1]
     W = empty(A._shape, D.float32)
     if W.numel():
-        W.copy_(A)
+        _work_copy(W, A)
     piv, info = _lu(W, n)
     return A, W, piv, info
 
@@ -440,7 +441,9 @@ def matrix_power(A, n, *, out=None):
         eye = _eye(m, m).to(A.dtype)
         return _out(eye.expand(*A._shape).contiguous(), out, "linalg.matrix_power")
     if n < 0:
-        A = inv(A)
+        from .. import linalg as _linalg
+
+        A = _linalg.inv(A)  # (the recorded one: its rule carries the gradient)
         n = -n
     result = None
     base = A

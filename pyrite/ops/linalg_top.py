@@ -71,3 +71,29 @@ METHODS = {
     "slogdet": slogdet,
     "svd": svd,
 }
+
+# Backward rules (ops/linalg_grads.py); the factorizations without one run unrecorded and their
+# backward raises (OPAQUE: pyrite/autograd.install).
+from .linalg_grads import TOP  # noqa: E402
+
+GRADS = TOP
+
+OPAQUE = frozenset(
+    (
+        "cholesky",
+        "cholesky_inverse",
+        "cholesky_solve",
+        "det",
+        "geqrf",
+        "inverse",
+        "logdet",
+        "lu",
+        "lu_unpack",
+        "matrix_exp",
+        "orgqr",
+        "pinverse",
+        "qr",
+        "slogdet",
+        "svd",
+    )
+)

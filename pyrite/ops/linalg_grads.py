@@ -1,0 +1,314 @@
+"""Backward rules of the linear-algebra functions whose kernels factor a work buffer in place
+(LU, Cholesky, Jacobi eigh and SVD: ops/linalg.py), for torch.linalg's names (pyrite/linalg.py
+GRADS) and torch's top-level ones (ops/linalg_top.py GRADS). Each is torch's formula, written
+with public ops so a double backward records through it. The other factorizations (qr, lu,
+lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their backward raises.
+
+    det:        gA = g·det(A)·A⁻ᵀ                        (A singular: inv raises)
+    slogdet:    gA = g_logabsdet·A⁻ᵀ  (sign has no gradient); logdet the same
+    inv:        gA = -Xᵀ g Xᵀ, X = A⁻¹
+    solve:      gB = solve(Aᵀ, g) (left=False: g A⁻ᵀ); gA = -gB Xᵀ (left=False: -Xᵀ gB)
+    cholesky:   G = L⁻ᵀ Φ(Lᵀ gL) L⁻¹ (Φ: the lower triangle, its diagonal halved), gA = (G + Gᵀ)/2
+    eigh:       gA = V (diag(gΛ) + skew(Vᵀ gV)/2 / E) Vᵀ, E_ij = λ_j - λ_i off the diagonal
+                (0 on it); the skew part makes gA symmetric, as torch's
+    svd:        gA = U [(skew(Uᵀ gU) S + S skew(Vᵀ gV)) / E + diag(gS)] Vᵀ
+                     + (I - U Uᵀ) gU S⁻¹ Vᵀ + U S⁻¹ gVᵀ (I - V Vᵀ),  E_jk = s_k² - s_j²
+    svdvals, eigvalsh: the values' terms alone (the vectors recomputed)
+    pinv:       torch's pinv_backward
+"""
+
+from __future__ import annotations
+
+from ..errors import ShapeError
+
+
+def _LA():
+    from .. import linalg
+
+    return linalg
+
+
+def _t(x):
+    return x.transpose(-2, -1)
+
+
+def _mat(v):
+    return v.unsqueeze(-1).unsqueeze(-1)
+
+
+def _arg(ctx, i, name, default):
+    if len(ctx.args) > i:
+        return ctx.args[i]
+    return ctx.kwargs.get(name, default)
+
+
+def _live(ctx, recompute):
+    """The saved output, or recomputed by the recorded public function while a double backward
+    is recorded (the saved one is detached: the second derivative must see it depend on A)."""
+    from .. import autograd
+
+    return recompute() if autograd.is_grad_enabled() else ctx.out
+
+
+def _first(g):
+    return g[0] if isinstance(g, (tuple, list)) else g
+
+
+def _out0(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+# ---- determinants ---------------------------------------------------------------------------
+def _g_det(ctx, g):
+    A = ctx.args[0]
+    d = _live(ctx, lambda: _LA().det(A))
+    return (_mat(g * d) * _t(_LA().inv(A)),)
+
+
+def _g_slogdet(ctx, g):
+    glog = g[1]
+    if glog is None:
+        return (None,)
+    return (_mat(glog) * _t(_LA().inv(ctx.args[0])),)
+
+
+def _g_logdet(ctx, g):
+    return (_mat(g) * _t(_LA().inv(ctx.args[0])),)
+
+
+# ---- inverse and solves -----------------------------------------------------------------------
+def _g_inv(ctx, g):
+    g = _first(g)
+    if g is None:
+        return (None,)
+    X = _t(_out0(_live(ctx, lambda: _LA().inv(ctx.args[0]))))
+    return (-(X @ g @ X),)
+
+
+def _is_vector_rhs(A, B) -> bool:
+    """torch.linalg.solve's rule: B is a (batch of) vector(s)."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def _g_solve(ctx, g):
+    g = _first(g)
+    A, B = ctx.args[0], ctx.args[1]
+    left = _arg(ctx, 2, "left", True)
+    if g is None:
+        return None, None
+    LA = _LA()
+    X = _out0(_live(ctx, lambda: LA.solve(A, B, left=left)))
+    At = _t(A)
+    if _is_vector_rhs(A, B):
+        if not left:
+            raise ShapeError("pyrite: linalg.solve: a vector B needs left=True")
+        gB = LA.solve(At, g)
+        gA = -(gB.unsqueeze(-1) * X.unsqueeze(-2)) if ctx.needs[0] else None
+        return gA, gB if ctx.needs[1] else None
+    gB = LA.solve(At, g, left=left)
+    gA = None
+    if ctx.needs[0]:
+        gA = -(gB @ _t(X)) if left else -(_t(X) @ gB)
+    return gA, gB if ctx.needs[1] else None
+
+
+def _g_solve_triangular(ctx, g):
+    A = ctx.args[0]
+    upper = ctx.kwargs["upper"] if "upper" in ctx.kwargs else ctx.args[2]
+    left = ctx.kwargs.get("left", True)
+    unit = ctx.kwargs.get("unitriangular", False)
+    LA = _LA()
+    kw = {"left": left, "unitriangular": unit}
+    X = _live(ctx, lambda: LA.solve_triangular(A, ctx.args[1], upper=upper, **kw))
+    gB = LA.solve_triangular(_t(A), g, upper=not upper, **kw)
+    gA = None
+    if ctx.needs[0]:
+        gA = -(gB @ _t(X)) if left else -(_t(X) @ gB)
+        gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
+    return gA, gB if ctx.needs[1] else None
+
+
+# ---- Cholesky -----------------------------------------------------------------------------
+def _cholesky_grad(L, gL):
+    LA = _LA()
+    P = _t(L) @ gL
+    P = P.tril() - 0.5 * P.diagonal(0, -2, -1).diag_embed()
+    Y = LA.solve_triangular(_t(L), P, upper=True)  # L⁻ᵀ Φ
+    G = LA.solve_triangular(L, Y, upper=False, left=False)  # L⁻ᵀ Φ L⁻¹
+    return 0.5 * (G + _t(G))
+
+
+def _g_cholesky(ctx, g):
+    g = _first(g)
+    if g is None:
+        return (None,)
+    upper = _arg(ctx, 1, "upper", False)
+    L = _out0(_live(ctx, lambda: _LA().cholesky(ctx.args[0], upper=upper)))
+    if upper:
+        L, g = _t(L), _t(g)
+    return (_cholesky_grad(L, g),)
+
+
+# ---- symmetric eigendecomposition -------------------------------------------------------------
+def _eigh_grad(lam, V, glam, gV):
+    from .creation import zeros_like
+    from .elementwise import where
+
+    inner = glam.diag_embed() if glam is not None else None
+    if gV is not None:
+        E = lam.unsqueeze(-2) - lam.unsqueeze(-1)  # E[i, j] = λ_j - λ_i
+        n = lam.shape[-1]
+        off = ~_eye_bool(n)
+        M = _t(V) @ gV
+        F = where(off, (0.5 * (M - _t(M))) / where(off, E, 1.0), 0.0)
+        inner = F if inner is None else inner + F
+    if inner is None:
+        return zeros_like(V)
+    return V @ inner @ _t(V)
+
+
+def _eye_bool(n):
+    from .creation import eye
+
+    return eye(n) > 0
+
+
+def _g_eigh(ctx, g):
+    lam, V = _live(ctx, lambda: _LA().eigh(ctx.args[0], _arg(ctx, 1, "UPLO", "L")))
+    return (_eigh_grad(lam, V, g[0], g[1]),)
+
+
+def _g_eigvalsh(ctx, g):
+    UPLO = _arg(ctx, 1, "UPLO", "L")
+    lam, V = _LA().eigh(ctx.args[0], UPLO)
+    return (_eigh_grad(lam, V, g, None),)
+
+
+# ---- singular value decomposition -------------------------------------------------------------
+def _svd_grad(A, U, S, Vh, gU, gS, gVh, full):
+    from .creation import zeros_like
+    from .elementwise import where
+
+    m, n = A.shape[-2], A.shape[-1]
+    k = S.shape[-1]
+    if gU is None and gVh is None:
+        if gS is None:
+            return zeros_like(A)
+        return (U[..., :k] * gS.unsqueeze(-2)) @ Vh[..., :k, :]
+    if full and m != n:
+        raise NotImplementedError(
+            "pyrite: the gradient of linalg.svd with full_matrices=True of a non-square matrix "
+            "is not defined (torch raises too): use full_matrices=False"
+        )
+    V = _t(Vh)
+    gV = _t(gVh) if gVh is not None else None
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)  # E[j, l] = s_l² - s_j²
+    off = ~_eye_bool(k)
+    E = where(off, E, 1.0)
+    inner = None
+    if gU is not None:
+        UtgU = _t(U) @ gU
+        inner = (UtgU - _t(UtgU)) * S.unsqueeze(-2)
+    if gV is not None:
+        VtgV = _t(V) @ gV
+        t = S.unsqueeze(-1) * (VtgV - _t(VtgV))
+        inner = t if inner is None else inner + t
+    inner = where(off, inner / E, 0.0)
+    if gS is not None:
+        inner = inner + gS.diag_embed()
+    gA = U @ inner @ Vh
+    if gU is not None and m > k:
+        gA = gA + ((gU - U @ (_t(U) @ gU)) / S.unsqueeze(-2)) @ Vh
+    if gV is not None and n > k:
+        gA = gA + U @ _t((gV - V @ (_t(V) @ gV)) / S.unsqueeze(-2))
+    return gA
+
+
+def _g_svd(ctx, g):
+    full = _arg(ctx, 1, "full_matrices", True)
+    U, S, Vh = _live(ctx, lambda: _LA().svd(ctx.args[0], full_matrices=full))
+    return (_svd_grad(ctx.args[0], U, S, Vh, g[0], g[1], g[2], full),)
+
+
+def _g_svd_top(ctx, g):
+    """torch.svd: (U, S, V), `some` the reduced form; without compute_uv only S."""
+    from .. import autograd
+
+    some = _arg(ctx, 1, "some", True)
+    if autograd.is_grad_enabled():  # (as _live: recomputed, recorded, for a double backward)
+        U, S, Vh = _LA().svd(ctx.args[0], full_matrices=not some)
+        V = _t(Vh)
+    else:
+        U, S, V = ctx.out
+    if not _arg(ctx, 2, "compute_uv", True):
+        U, S, Vh = _LA().svd(ctx.args[0], full_matrices=False)
+        return (_svd_grad(ctx.args[0], U, S, Vh, None, g[1], None, False),)
+    gV = g[2]
+    return (
+        _svd_grad(ctx.args[0], U, S, _t(V), g[0], g[1], None if gV is None else _t(gV), not some),
+    )
+
+
+def _g_svdvals(ctx, g):
+    U, S, Vh = _LA().svd(ctx.args[0], full_matrices=False)
+    return (_svd_grad(ctx.args[0], U, S, Vh, None, g, None, False),)
+
+
+# ---- pseudoinverse ----------------------------------------------------------------------------
+def _g_pinv(ctx, g):
+    """torch's pinv_backward (FunctionsManual.cpp), for the pseudoinverse X of A (m, n)."""
+    A = ctx.args[0]
+    X = _live(ctx, lambda: _LA().pinv(A, **_pinv_kwargs(ctx)))
+    m, n = A.shape[-2], A.shape[-1]
+    Xh, gh = _t(X), _t(g)
+    if m <= n:
+        K = gh @ X
+        KXh = K @ Xh
+        gA = -_t(X @ K) + KXh - (A @ X) @ KXh + (Xh @ X) @ (gh - K @ A)
+    else:
+        K = X @ gh
+        XhK = Xh @ K
+        gA = -_t(K @ X) + (gh - A @ K) @ X @ Xh + XhK - XhK @ X @ A
+    return (gA,)
+
+
+def _pinv_kwargs(ctx):
+    """pinv's cutoff arguments, from linalg.pinv's or torch.pinverse's (rcond) call."""
+    kw = {k: v for k, v in ctx.kwargs.items() if k in ("atol", "rtol", "hermitian")}
+    if ctx.name == "pinverse":
+        kw["rtol"] = _arg(ctx, 1, "rcond", 1e-15)
+    elif len(ctx.args) > 1 and ctx.args[1] is not None:
+        kw["rtol"] = ctx.args[1]  # (rcond, linalg.pinv's second positional)
+    if len(ctx.args) > 2:
+        kw["hermitian"] = ctx.args[2]
+    return kw
+
+
+# torch.linalg's names (pyrite/linalg.py)
+LINALG = {
+    "det": _g_det,
+    "slogdet": _g_slogdet,
+    "inv": _g_inv,
+    "inv_ex": _g_inv,
+    "solve": _g_solve,
+    "solve_ex": _g_solve,
+    "solve_triangular": _g_solve_triangular,
+    "cholesky": _g_cholesky,
+    "cholesky_ex": _g_cholesky,
+    "eigh": _g_eigh,
+    "eigvalsh": _g_eigvalsh,
+    "svd": _g_svd,
+    "svdvals": _g_svdvals,
+    "pinv": _g_pinv,
+}
+# torch's top-level names (ops/linalg_top.py)
+TOP = {
+    "det": _g_det,
+    "slogdet": _g_slogdet,
+    "logdet": _g_logdet,
+    "inverse": _g_inv,
+    "cholesky": _g_cholesky,
+    "svd": _g_svd_top,
+    "pinverse": _g_pinv,
+}
