@@ -534,8 +534,9 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                     t = ref() if ref is not None else None
                     if t is not None:
                         gs[k] = _run_hooks(t, gs[k])
-                        if retains_grad(t):
-                            t.grad = gs[k] if create_graph else gs[k].detach()
+                        if retains_grad(t):  # (accumulates across backward calls, as torch)
+                            g_ = gs[k] if create_graph else gs[k].detach()
+                            t.grad = g_ if t.grad is None else t.grad + g_
                     key = (id(node), k)
                     if key in cap_nodes:
                         c = id(cap_nodes[key])

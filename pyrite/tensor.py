@@ -93,10 +93,21 @@ class Tensor:
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
 
     def __init__(self, *args, **kwargs):
+        """torch.Tensor's legacy constructor: Tensor(2, 3) or Tensor(size) is an uninitialized
+        float32 tensor of that shape (`nn.Parameter(torch.Tensor(out, in))` in older layers),
+        Tensor() an empty one, Tensor(data) a copy of a sequence, array or tensor."""
+        from .ops.creation import empty as _empty
         from .ops.creation import tensor as _tensor
 
-        data = args[0] if len(args) == 1 else list(args)
-        t = _tensor(data, dtype=kwargs.get("dtype", D.float32))
+        dtype = kwargs.get("dtype", D.float32)
+        if not args:
+            t = _empty(0, dtype=dtype)
+        elif all(type(a) is int for a in args) and not (len(args) == 1 and args[0] < 0):
+            t = _empty(*args, dtype=dtype)
+        elif len(args) == 1 and isinstance(args[0], Size):
+            t = _empty(*args[0], dtype=dtype)
+        else:
+            t = _tensor(args[0] if len(args) == 1 else list(args), dtype=dtype)
         self._adopt(t)
 
     def _adopt(self, t):

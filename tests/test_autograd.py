@@ -427,3 +427,19 @@ def test_in_place_after_the_op_as_torch(op, how, rng):
         assert (p is None) == (t is None)
         if t is not None:
             close(p, t, 1e-4 * max(1.0, float(t.abs().max())))
+
+
+def test_retained_grad_accumulates_across_backward_calls(rng):
+    """A non-leaf's retained .grad adds up over backward calls, as a leaf's does (it was
+    overwritten: [1, 1, 1] where torch gives [2, 2, 2])."""
+    (x,), (tx,) = both(rng, (3,))
+    h, th = x * 2, tx * 2
+    h.retain_grad()
+    th.retain_grad()
+    loss, tloss = (h * h).sum(), (th * th).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    tloss.backward(retain_graph=True)
+    tloss.backward()
+    close(h.grad, th.grad)
+    close(x.grad, tx.grad)

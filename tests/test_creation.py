@@ -314,3 +314,18 @@ def test_sweep_linspace_logspace_integer_ends():
         lambda L: L.logspace(10, 7.25, 2, base=2, dtype=L.int64),
     ):
         assert f(pr).tolist() == f(torch).tolist()
+
+
+def test_legacy_tensor_constructor_takes_sizes():
+    """torch.Tensor(2, 3) is an uninitialized float32 tensor of that shape (older layers write
+    nn.Parameter(torch.Tensor(out, in)) and initialize it after); a sequence is data."""
+    import torch
+
+    for args in [(2, 3), (5,), (4, 1, 2), ()]:
+        assert tuple(pr.Tensor(*args).shape) == tuple(torch.Tensor(*args).shape), args
+        assert pr.Tensor(*args).dtype is pr.float32
+    assert tuple(pr.Tensor(pr.Size([2, 4])).shape) == (2, 4)
+    assert tuple(pr.nn.Parameter(pr.Tensor(4, 3)).shape) == (4, 3)
+    assert pr.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    assert pr.Tensor((2, 3)).tolist() == torch.Tensor((2, 3)).tolist()
+    assert pr.Tensor([[1, 2], [3, 4]]).tolist() == [[1.0, 2.0], [3.0, 4.0]]
