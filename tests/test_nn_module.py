@@ -355,3 +355,65 @@ def test_backward_through_modules_matches_torch(rng):
     assert_close(pn, tn.numpy(), atol=64 * F32_U * float(tn))
     p.zero_grad()
     assert all(q.grad is None for q in p.parameters())
+
+
+def _hooked_run(lib, w, b, x_np, g_np, pre_scale):
+    """A conv layer with both backward hooks (Grad-CAM's pattern: keep grad_output), the
+    pre-hook scaling grad_output, the full hook doubling grad_input; returns what they saw
+    and the gradients."""
+    conv = lib.nn.Conv2d(2, 3, 3, padding=1)
+    with lib.no_grad():
+        conv.weight.copy_(lib.tensor(w))
+        conv.bias.copy_(lib.tensor(b))
+    seen = {}
+
+    def pre(mod, go):
+        seen["pre"] = go[0].detach().numpy().copy()
+        return (go[0] * pre_scale,)
+
+    def full(mod, gi, go):
+        seen["gi"] = gi[0].detach().numpy().copy()
+        seen["go"] = go[0].detach().numpy().copy()
+        return (gi[0] * 2,)
+
+    h1 = conv.register_full_backward_pre_hook(pre)
+    h2 = conv.register_full_backward_hook(full)
+    x = lib.tensor(x_np, requires_grad=True)
+    (conv(x) * lib.tensor(g_np)).sum().backward()
+    seen["x"] = x.grad.numpy().copy()
+    seen["w"] = conv.weight.grad.numpy().copy()
+    h1.remove()
+    h2.remove()
+    x.grad = None
+    (conv(x) * lib.tensor(g_np)).sum().backward()  # removed: plain gradients
+    seen["x_plain"] = x.grad.numpy().copy()
+    return seen
+
+
+def test_module_backward_hooks_match_torch(rng):
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    x = rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
+    g = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    want = _hooked_run(torch, w, b, x, g, 0.5)
+    got = _hooked_run(pr, w, b, x, g, 0.5)
+    assert set(got) == set(want)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+def test_full_backward_hook_without_input_grads_and_under_no_grad(rng):
+    """No input needs a gradient: the hook runs with grad_input all None (as torch); under
+    no_grad nothing is recorded and no hook runs."""
+    lin = pr.nn.Linear(4, 2)
+    calls = []
+    lin.register_full_backward_hook(lambda m, gi, go: calls.append((gi, tuple(go[0].shape))))
+    lin(pr.randn(3, 4)).sum().backward()
+    assert calls == [((None,), (3, 2))]
+    with pr.no_grad():
+        lin(pr.randn(3, 4))
+    assert len(calls) == 1
+    with pytest.raises(RuntimeError, match="invalid number of grad_input"):
+        lin2 = pr.nn.Linear(4, 2)
+        lin2.register_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+        lin2(pr.randn(3, 4, requires_grad=True)).sum().backward()

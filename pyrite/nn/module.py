@@ -20,6 +20,7 @@ from .. import dtypes as D
 from ..autograd import no_grad
 from ..compile import _state as _compile_state
 from ..tensor import Tensor
+from . import _backward_hooks as _bw
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -244,6 +245,8 @@ class Module:
         d["_forward_hooks_always_called"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
         d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
@@ -486,6 +489,8 @@ class Module:
             "_forward_hooks_always_called",
             "_forward_pre_hooks",
             "_forward_pre_hooks_with_kwargs",
+            "_backward_hooks",
+            "_backward_pre_hooks",
             "_state_dict_hooks",
             "_state_dict_pre_hooks",
             "_load_state_dict_pre_hooks",
@@ -938,9 +943,43 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, run when the
+        gradients of the module's positional tensor inputs are computed (grad_input has None
+        for inputs that need none; all None, run as soon as grad_output is known, when no input
+        needs one). Inputs and outputs pass through identity nodes that catch the gradients."""
+        handle = RemovableHandle(self._hook_dict("_backward_hooks"))
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """hook(module, grad_output) -> None or a new grad_output, run when the gradients of the
+        module's outputs are known, before they flow into its forward's graph."""
+        handle = RemovableHandle(self._hook_dict("_backward_pre_hooks"))
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """torch's deprecated form, here the full backward hook: grad_input are the gradients of
+        the module's inputs (torch's legacy hook gave those of its last op's inputs)."""
+        return self.register_full_backward_hook(hook)
+
+    def _hook_dict(self, name):
+        return self.__dict__.setdefault(name, OrderedDict())
+
     def _call_impl(self, *args, **kwargs):
         if _compile_state.active is not None:  # (pr.compile hears which modules a step uses)
             _compile_state.active.saw(self)
+        d = self.__dict__
+        if (d.get("_backward_hooks") or d.get("_backward_pre_hooks")) and _bw.wanted(args):
+            return _bw.call_with_backward_hooks(self, args, kwargs, self._call_forward)
+        return self._call_forward(*args, **kwargs)
+
+    def _call_forward(self, *args, **kwargs):
         forward_call = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks):
             return forward_call(*args, **kwargs)
