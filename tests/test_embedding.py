@@ -121,3 +121,42 @@ def test_embedding_bag_weights_max_norm_and_errors(rng):
         F.embedding_bag(pr.tensor(idx), pw, per_sample_weights=pr.tensor(psw))
     with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
         F.embedding_bag(pr.tensor(idx), pw, mode="min")
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("layout", ["2d", "offsets"])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_bag_gradients(mode, layout, padding_idx, rng):
+    """The weight's gradient (and per_sample_weights', mode 'sum') against torch's, with
+    padding entries and an empty bag (offsets). It raised NotImplementedError before."""
+    V, D = 11, 6
+    w = rng.standard_normal((V, D)).astype(np.float32)
+    if layout == "2d":
+        inp, off = rng.integers(0, V, (4, 5)), None
+    else:
+        inp, off = rng.integers(0, V, (9,)), np.array([0, 2, 2, 6])
+    inp.reshape(-1)[::4] = 3  # some padding entries where padding_idx = 3
+    psw = rng.standard_normal(inp.shape).astype(np.float32) if mode == "sum" else None
+    g = rng.standard_normal((4, D)).astype(np.float32)
+    tw = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    pw = pr.tensor(w).requires_grad_()
+    tp = None if psw is None else torch.tensor(psw, dtype=torch.float64, requires_grad=True)
+    pp = None if psw is None else pr.tensor(psw).requires_grad_()
+    kw = {"mode": mode, "padding_idx": padding_idx}
+    to = TF.embedding_bag(
+        torch.tensor(inp),
+        tw,
+        None if off is None else torch.tensor(off),
+        per_sample_weights=tp,
+        **kw,
+    )
+    po = F.embedding_bag(
+        pr.tensor(inp), pw, None if off is None else pr.tensor(off), per_sample_weights=pp, **kw
+    )
+    (to * torch.tensor(g, dtype=torch.float64)).sum().backward()
+    (po * pr.tensor(g)).sum().backward()
+    # each gradient entry sums at most 20 products (or divides one by a count): 32 ulps
+    assert_close(pw.grad.numpy(), tw.grad.numpy(), atol=32 * EPS32 * np.abs(g).sum())
+    if tp is not None:
+        scale = np.abs(g).sum() * np.abs(w).max()
+        assert_close(pp.grad.numpy(), tp.grad.numpy(), atol=32 * EPS32 * scale)

@@ -19,6 +19,7 @@ from .. import dtypes as D
 from ..autograd import forwards
 from ..errors import ShapeError
 from ..ops import creation as _creation
+from ..ops import elementwise as _ew
 from ..ops import reduce as _reduce
 from ..ops import scatter as _scatter
 from ..ops.core import upload
@@ -173,28 +174,29 @@ def embedding_bag(
         keep = fmap(
             "select(1.0, 0.0, x0 == s0)", [idx], [pad], D.float32, ("i32",), "f32", ("i32",)
         )
+    # (recorded ops from here: the weight's and per_sample_weights' gradients flow through
+    # embedding, the products, index_add_ and scatter_reduce's rules)
     if per_sample_weights is not None:
-        rows = fmap("x0 * x1", [rows, per_sample_weights.unsqueeze(1)], dtype=weight.dtype)
+        rows = rows * per_sample_weights.unsqueeze(1).to(rows.dtype)
     if keep is not None and mode != "max":
-        rows = fmap("x0 * x1", [rows, keep.unsqueeze(1)], dtype=weight.dtype)
+        rows = rows * keep.unsqueeze(1).to(rows.dtype)
     if mode == "max":
         if keep is not None:  # padding rows can't win: -inf, and empty bags become 0 below
-            rows = fmap(
-                "select(-p_inf(), x0, x1 != 0.0)", [rows, keep.unsqueeze(1)], dtype=weight.dtype
-            )
+            rows = _ew.where(keep.unsqueeze(1) != 0.0, rows, float("-inf"))
         index = bag.unsqueeze(1).expand(bag._shape[0], Dm)
         out = _scatter.scatter_reduce(out, 0, index, rows, "amax", include_self=False)
     else:
-        _scatter.index_add_(out, 0, bag, rows)
+        out = _scatter.index_add(out, 0, bag, rows)
     if mode == "sum" and keep is None:
         return out
     ones = keep if keep is not None else _creation.ones((idx._shape[0],), dtype=D.float32)
     cnt = _creation.zeros((B,), dtype=D.float32)
     _scatter.index_add_(cnt, 0, bag, ones)  # entries counted in each bag
-    if mode == "mean":
-        return fmap("select(x0 / x1, 0.0, x1 == 0.0)", [out, cnt.unsqueeze(1)], dtype=out.dtype)
+    cnt = cnt.unsqueeze(1)
+    if mode == "mean":  # (an empty bag's sum is 0: divided by 1)
+        return out / cnt.clamp(min=1.0).to(out.dtype)
     if mode == "max":
-        return fmap("select(x0, 0.0, x1 == 0.0)", [out, cnt.unsqueeze(1)], dtype=out.dtype)
+        return _ew.where(cnt == 0.0, 0.0, out)
     return out
 
 
