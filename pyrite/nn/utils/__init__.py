@@ -1,6 +1,8 @@
-"""pyrite.nn.utils: gradient clipping, parameter/vector conversion, rnn (pad_sequence)."""
+"""pyrite.nn.utils: gradient clipping, parameter/vector conversion, rnn (pad_sequence),
+parametrize and parametrizations (weight_norm, spectral_norm), and the older hook-based
+weight_norm / spectral_norm."""
 
-from . import rnn
+from . import parametrizations, parametrize, rnn
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -9,6 +11,7 @@ from .clip_grad import (
     get_total_norm,
 )
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm",
@@ -17,6 +20,12 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "parametrizations",
+    "parametrize",
+    "remove_spectral_norm",
+    "remove_weight_norm",
     "rnn",
+    "spectral_norm",
     "vector_to_parameters",
+    "weight_norm",
 ]
