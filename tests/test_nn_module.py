@@ -417,3 +417,14 @@ def test_full_backward_hook_without_input_grads_and_under_no_grad(rng):
         lin2 = pr.nn.Linear(4, 2)
         lin2.register_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
         lin2(pr.randn(3, 4, requires_grad=True)).sum().backward()
+
+
+def test_module_double_casts_as_tensor_double():
+    """No float64 on WebGPU: Module.double() casts floating parameters and buffers as
+    Tensor.double() does (to float32), leaving integer buffers (it raised TypeError)."""
+    m = pnn.BatchNorm1d(3).half()
+    assert m.weight.dtype is pr.float16
+    assert m.double() is m
+    assert m.weight.dtype is pr.float32 and m.running_mean.dtype is pr.float32
+    assert m.num_batches_tracked.dtype is pr.ones(1, dtype=pr.int64).dtype
+    assert m.weight.dtype is pr.ones(2).double().dtype

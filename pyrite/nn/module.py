@@ -681,7 +681,10 @@ class Module:
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self):
-        raise TypeError("pyrite: WebGPU has no float64; Module.double() is not available")
+        """Floating parameters and buffers cast as Tensor.double() casts: to float32 (WebGPU
+        storage has no float64; README "Differences"), so a script's `model.double()` and
+        `x.double()` still agree."""
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self):
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
