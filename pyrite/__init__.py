@@ -78,6 +78,11 @@ from . import (
 # torch.linalg's and torch.special's functions are guarded as the ops are (pyrite/autograd.py):
 # without a backward rule, their outputs' backward raises naming them
 autograd.install([linalg, special], Tensor, any_origin=True)
+# torch.autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp): pyrite/autograd_functional.py
+from . import autograd_functional as _autograd_functional  # noqa: E402
+
+autograd.functional = _autograd_functional
+__import__("sys").modules[__name__ + ".autograd.functional"] = _autograd_functional
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .format import set_printoptions
 from .runtime import (

@@ -29,6 +29,7 @@ RANK = {
     "tensor": 2,
     "ops": 2,
     "autograd": 2,
+    "autograd_functional": 2,
     "compile": 3,
     "nn": 4,
     "quantization": 4,
