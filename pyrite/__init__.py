@@ -78,6 +78,10 @@ from . import (
 # torch.linalg's and torch.special's functions are guarded as the ops are (pyrite/autograd.py):
 # without a backward rule, their outputs' backward raises naming them
 autograd.install([linalg, special], Tensor, any_origin=True)
+# torch.FloatTensor, LongTensor, ...: legacy constructors and isinstance checks by dtype
+from .ops.casts import LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402
+
+globals().update(_LEGACY_TYPES)
 # torch.autograd.functional (jacobian, hessian, vjp, jvp, hvp, vhp): pyrite/autograd_functional.py
 from . import autograd_functional as _autograd_functional  # noqa: E402
 

@@ -329,3 +329,20 @@ def test_legacy_tensor_constructor_takes_sizes():
     assert pr.Tensor([1, 2]).tolist() == [1.0, 2.0]
     assert pr.Tensor((2, 3)).tolist() == torch.Tensor((2, 3)).tolist()
     assert pr.Tensor([[1, 2], [3, 4]]).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_legacy_tensor_types_and_new():
+    """torch.FloatTensor(2, 3), torch.LongTensor([1, 2]), isinstance by dtype, x.type(cls),
+    and x.new(sizes or data) in x's dtype."""
+    import torch
+
+    for name in ("FloatTensor", "LongTensor", "IntTensor", "BoolTensor", "HalfTensor"):
+        P, T = getattr(pr, name), getattr(torch, name)
+        assert tuple(P(2, 3).shape) == tuple(T(2, 3).shape)
+        assert P([1, 0]).tolist() == T([1, 0]).tolist()
+        assert isinstance(P([1]), P)
+    assert isinstance(pr.zeros(2), pr.FloatTensor) and not isinstance(pr.zeros(2), pr.LongTensor)
+    assert pr.ones(2).type(pr.LongTensor).dtype is pr.LongTensor([1]).dtype
+    x = pr.ones(2, dtype=pr.int32)
+    assert tuple(x.new(3, 1).shape) == (3, 1) and x.new(3, 1).dtype is pr.int32
+    assert x.new([5, 6]).tolist() == [5, 6] and tuple(x.new().shape) == (0,)

@@ -282,3 +282,21 @@ def asgd_rule(weight_decay: bool, maximize: bool):
         "ax = select(p, ax + (p - ax) * mu, averaging != 0.0);",
     ]
     return "\n".join(lines), ("wd", "decay", "neg_eta", "mu", "averaging")
+
+
+@lru_cache(maxsize=8)
+def rprop_rule(maximize: bool):
+    """Operands p, prev (the last gradient used), ss (the step sizes), g. Scalars: etaminus,
+    etaplus, lo, hi (step_sizes). torch's `_single_tensor_rprop`: the factor is etaplus where
+    d·prev > 0, etaminus where < 0, 1 elsewhere; where it is etaminus the gradient counts as 0
+    (no move now, and no sign change seen next step)."""
+    lines = [
+        _grad_line(maximize),
+        "let s = d * prev;",
+        "let f = select(select(1.0, etaminus, s < 0.0), etaplus, s > 0.0);",
+        "ss = clamp(ss * f, lo, hi);",
+        "d = select(d, 0.0, s < 0.0);",
+        "p = p - sign(d) * ss;",
+        "prev = d;",
+    ]
+    return "\n".join(lines), ("etaminus", "etaplus", "lo", "hi")

@@ -147,6 +147,31 @@ _FROM_LEGACY = {v: k for k, v in _LEGACY.items()} | {
 }
 
 
+class _LegacyTensorType(type):
+    """torch.FloatTensor and kin: calling one builds a tensor of its dtype as Tensor's legacy
+    constructor does (sizes: uninitialized; a sequence: its data), and isinstance asks the
+    tensor's dtype (isinstance(torch.zeros(2), torch.FloatTensor) is True)."""
+
+    def __call__(cls, *args, **kwargs):
+        return Tensor(*args, dtype=cls.dtype)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+
+    def __repr__(cls):
+        return f"<class 'pyrite.{cls.__name__}'>"
+
+
+def _legacy_types():
+    out = {}
+    for name, dt in _FROM_LEGACY.items():
+        out[name] = _LegacyTensorType(name, (), {"dtype": D.from_any(dt)})
+    return out
+
+
+LEGACY_TYPES = _legacy_types()
+
+
 def _method_type(self, dtype=None, non_blocking=False, **kwargs):
     """`x.type()` names the tensor type as torch's does ('pyrite.FloatTensor'); `x.type(dtype)`
     casts, the dtype given as a dtype or a legacy name ('torch.cuda.LongTensor')."""
@@ -154,6 +179,8 @@ def _method_type(self, dtype=None, non_blocking=False, **kwargs):
         return f"pyrite.{_LEGACY[self.dtype.name]}"
     if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _FROM_LEGACY:
         dtype = _FROM_LEGACY[dtype.rsplit(".", 1)[-1]]
+    elif isinstance(dtype, _LegacyTensorType):
+        dtype = dtype.dtype
     return to_dtype(self, dtype)
 
 
@@ -172,7 +199,14 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
 
 __all__ = ["clone"]
 
+def _new(self, *args, **kwargs):
+    """`x.new(2, 3)`: an uninitialized tensor of x's dtype (sizes), `x.new(data)` a copy of
+    data in x's dtype, `x.new()` an empty one (torch's legacy Tensor.new)."""
+    return Tensor(*args, dtype=kwargs.get("dtype", self.dtype))
+
+
 METHODS = {
+    "new": _new,
     "clone": clone,
     "to": _method_to,
     "type": _method_type,

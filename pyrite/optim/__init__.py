@@ -27,5 +27,10 @@ from .asgd import ASGD  # noqa: E402
 from .lbfgs import LBFGS  # noqa: E402
 from .nadam import NAdam  # noqa: E402
 from .radam import RAdam  # noqa: E402
+from .rprop import Rprop  # noqa: E402
 
-__all__ += ["ASGD", "Adadelta", "Adamax", "LBFGS", "NAdam", "RAdam"]
+__all__ += ["ASGD", "Adadelta", "Adamax", "LBFGS", "NAdam", "RAdam", "Rprop"]
+
+from . import swa_utils  # noqa: E402
+
+__all__ += ["swa_utils"]

@@ -5,6 +5,7 @@ from . import (
     attention,
     container,
     conv,
+    distance,
     dropout,
     flatten,
     linear,
@@ -21,6 +22,7 @@ from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .linear import *  # noqa: F403
@@ -33,6 +35,6 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
-_FILES = (activation, attention, container, conv, dropout, flatten, linear, loss, norm, padding,
-          pooling, rnn, sparse, transformer, upsample)  # fmt: skip
+_FILES = (activation, attention, container, conv, distance, dropout, flatten, linear, loss, norm,
+          padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__})

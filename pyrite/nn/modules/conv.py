@@ -1,5 +1,6 @@
 """Convolution layers: Conv1d/2d/3d (groups, dilation, padding 'same'/'valid', padding_mode
-zeros/reflect/replicate/circular) and ConvTranspose1d/2d/3d; weights and biases initialised
+zeros/reflect/replicate/circular), ConvTranspose1d/2d/3d, and Unfold/Fold (im2col/col2im, listed
+among torch's convolution layers); weights and biases initialised
 as torch's (kaiming_uniform_ with a=√5, bias U(-1/√fan_in, 1/√fan_in))."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ...ops import conv as _conv
+from ...ops import fold as _fold
 from .. import functional as F
 from .. import init
 from ..module import Module, Parameter
@@ -19,6 +21,8 @@ __all__ = [
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "Fold",
+    "Unfold",
 ]
 
 
@@ -294,3 +298,51 @@ class ConvTranspose2d(_ConvTransposeNd):
 class ConvTranspose3d(_ConvTransposeNd):
     _dims = 3
     _tuple = staticmethod(_triple)
+
+
+class Unfold(Module):
+    """Sliding blocks of (N, C, *spatial) as columns: (N, C·∏kernel_size, L) (im2col)."""
+
+    __constants__ = ["kernel_size", "dilation", "padding", "stride"]
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return _fold.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (
+            "kernel_size={kernel_size}, dilation={dilation}, padding={padding},"
+            " stride={stride}".format(**self.__dict__)
+        )
+
+
+class Fold(Module):
+    """Columns (N, C·∏kernel_size, L) summed back into (N, C, *output_size) (col2im, the
+    adjoint of Unfold)."""
+
+    __constants__ = ["output_size", "kernel_size", "dilation", "padding", "stride"]
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size = output_size
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return _fold.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
+
+    def extra_repr(self):
+        return (
+            "output_size={output_size}, kernel_size={kernel_size}, "
+            "dilation={dilation}, padding={padding}, stride={stride}".format(**self.__dict__)
+        )

@@ -1,5 +1,5 @@
 """Normalisation layers: BatchNorm1d/2d/3d (running statistics as buffers), InstanceNorm1d/2d,
-LayerNorm, RMSNorm, GroupNorm; weights start at one and biases at zero, as torch's."""
+LayerNorm, RMSNorm, GroupNorm, LocalResponseNorm; weights start at one and biases at zero, as torch's."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ __all__ = [
     "InstanceNorm2d",
     "InstanceNorm3d",
     "LayerNorm",
+    "LocalResponseNorm",
     "RMSNorm",
 ]
 
@@ -347,3 +348,22 @@ class GroupNorm(Module):
         return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}".format(
             **self.__dict__, use_bias=self.bias is not None
         )
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha·mean of x² over `size` neighbouring channels)^beta, over (N, C, *)."""
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

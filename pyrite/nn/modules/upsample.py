@@ -1,5 +1,5 @@
-"""Upsample (over interpolate), UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle and
-PixelUnshuffle."""
+"""Upsample (over interpolate), UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle,
+PixelUnshuffle and ChannelShuffle (the channel-reordering layers of ops/resample.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from ...ops import resample as _resample
 from ..module import Module
 
 __all__ = [
+    "ChannelShuffle",
     "PixelShuffle",
     "PixelUnshuffle",
     "Upsample",
@@ -93,3 +94,19 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """(N, C, *) with channels (g, C/g) reordered to (C/g, g) (ShuffleNet)."""
+
+    __constants__ = ["groups"]
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return _resample.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
