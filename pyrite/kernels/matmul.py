@@ -25,6 +25,16 @@ broadcasts and sliced operands need no copy) and both unrolled by Python into na
   output's dot product, then a tree sum (batch-1 inference, decode).
 - `splitk_sum`: the sum of a split-K product's partial products, with the epilogue.
 
+Tensor cores (not used): wgpu-native lists `cooperative-matrix` on the H200 but refuses it
+without an experimental-features switch that wgpu-py 0.32 does not expose (tried 2026-12-01);
+Dawn's counterpart is `chromium-experimental-subgroup-matrix`. Where they would plug in:
+`gemm_fast`'s `compute` (one K step over the k-major workgroup tiles As, Bs): its tm x tn
+register FMAs would become fragment loads of 8x8 / 16x16 blocks from As and Bs and one
+multiply-add per fragment pair, keeping the global loads, the stash and the double buffering
+as they are; the epilogue would store fragments to workgroup memory first, then run as now.
+The tile tables (ops/matmul.py FAST_GPU) would get fragment-sized entries, chosen by the same
+rule. Only f16 (and bf16) operands pay: f32 has no tensor-core rate there without TF32.
+
 Measured on lavapipe (2-core llvmpipe), 1024^3 f32: tiled 7.4 GFLOP/s, direct (8x8 invocations,
 4x4 registers) 4.4; the tiled kernel's barriers cost less than its reuse saves once there are
 enough tiles to occupy the cores (the rule and the other shapes: ops/matmul.py `_choose`). The
