@@ -670,6 +670,27 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._last_lr = _lrs(self.optimizer)
 
 
+def _cycle_momentum_setup(optimizer, base_momentum, max_momentum, last_epoch):
+    """OneCycleLR's and CyclicLR's momentum cycling: (uses beta1, base momentums, max
+    momentums), each group starting at its max (momentum, or beta1 of betas) on a fresh start."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError(
+            "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+        )
+    use_beta1 = "betas" in optimizer.defaults
+    bases = _per_group("base_momentum", optimizer, base_momentum)
+    maxs = _per_group("max_momentum", optimizer, max_momentum)
+    if last_epoch == -1:
+        for m, b, group in zip(maxs, bases, optimizer.param_groups):
+            if use_beta1:
+                group["betas"] = (m, *group["betas"][1:])
+            else:
+                group["momentum"] = m
+            group["max_momentum"] = m
+            group["base_momentum"] = b
+    return use_beta1, bases, maxs
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: the lr rises from max_lr / div_factor to max_lr over pct_start of
     total_steps, then anneals (cos or linear) to initial_lr / final_div_factor; with
@@ -746,21 +767,9 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-            self.use_beta1 = "betas" in optimizer.defaults
-            maxs = _per_group("max_momentum", optimizer, max_momentum)
-            bases = _per_group("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for m, b, group in zip(maxs, bases, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+            self.use_beta1, _, _ = _cycle_momentum_setup(
+                optimizer, base_momentum, max_momentum, last_epoch
+            )
         super().__init__(optimizer, last_epoch)
 
     @staticmethod
@@ -855,23 +864,9 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-            self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
-            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
-            if last_epoch == -1:
-                for m, b, group in zip(
-                    self.max_momentums, self.base_momentums, optimizer.param_groups
-                ):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+            self.use_beta1, self.base_momentums, self.max_momentums = _cycle_momentum_setup(
+                optimizer, base_momentum, max_momentum, last_epoch
+            )
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 

@@ -57,13 +57,18 @@ def weight_norm(module, name="weight", dim=0):
     return module
 
 
-def remove_weight_norm(module, name="weight"):
+def _remove(module, kind, name, what):
+    """Undo weight_norm / spectral_norm: its hook's final weight becomes a plain parameter."""
     for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module, name="weight"):
+    return _remove(module, WeightNorm, name, "weight_norm")
 
 
 class SpectralNorm:
@@ -148,12 +153,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 
 def remove_spectral_norm(module, name="weight"):
-    for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return _remove(module, SpectralNorm, name, "spectral_norm")
 
 
 __all__ = ["remove_spectral_norm", "remove_weight_norm", "spectral_norm", "weight_norm"]
