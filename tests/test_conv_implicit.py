@@ -225,12 +225,58 @@ def test_stride_one_transposed_convolution_is_an_implicit_gemm(implicit, tile, d
     assert C.LAST_IMPLICIT == tile, (dims, x.shape, w.shape, kw)
 
 
-def test_strided_transposed_convolution_keeps_col2im(implicit, rng):
-    """Of a stride-s transposed convolution's kernel offsets only 1/s per dim meet an input
-    element at each output: an implicit GEMM would multiply zeros, so it takes col2im."""
+@pytest.mark.parametrize("tile", TILES[:4], ids=[f"{t[0]}x{t[1]}" for t in TILES[:4]])
+@pytest.mark.parametrize("draw", range(3))
+def test_strided_transposed_convolution_runs_by_phases(implicit, tile, draw):
+    """A stride-s transposed convolution is one implicit GEMM per output phase (the outputs
+    equal modulo the stride): a stride-1 convolution by the kernel offsets that reach it,
+    flipped, stored through the output's strides (ops/conv.py `_conv_transpose_phases`).
+    Random strides, paddings, output paddings, dilations (sharing factors with the stride or
+    not), groups; NaN-poisoned outputs show every position written."""
+    r = np.random.default_rng(8000 + 10 * TILES.index(tile) + draw)
+    implicit(tile)
+    bm, bk = tile[0], tile[4]
+    dims = int(r.integers(1, 4))
+    while True:
+        ker = tuple(int(k) for k in r.integers(1, 5 if dims < 3 else 4, dims))
+        stride = tuple(int(v) for v in r.integers(1, 4, dims))
+        dil = tuple(int(v) for v in r.integers(1, 3, dims))
+        # every phase needs a kernel offset reaching it (else col2im: tested below)
+        if max(stride) > 1 and all(
+            any((q - kk * d) % s == 0 for kk in range(k))
+            for k, s, d in zip(ker, stride, dil)
+            for q in range(s)
+        ):
+            break
+    groups = int(r.choice([1, 2]))
+    kw = {
+        "stride": stride,
+        "padding": tuple(int(v) for v in r.integers(0, 3, dims)),
+        "output_padding": tuple(int(r.integers(0, max(s, d))) for s, d in zip(stride, dil)),
+        "groups": groups,
+        "dilation": dil,
+    }
+    while True:  # (an input big enough for an output: torch refuses an empty one)
+        sp = tuple(int(v) for v in r.integers(2, 5 if dims == 3 else 10, dims))
+        geo = zip(sp, stride, kw["padding"], dil, ker, kw["output_padding"])
+        if all((i - 1) * s - 2 * p + d * (k - 1) + o + 1 > 0 for i, s, p, d, k, o in geo):
+            break
+    x = _f32(r.standard_normal((2, bk * groups) + sp))
+    w = _f32(r.standard_normal((bk * groups, bm) + ker))
+    b = _f32(r.standard_normal(bm * groups)) if draw else None
+    tf = {1: TF.conv_transpose1d, 2: TF.conv_transpose2d, 3: TF.conv_transpose3d}[dims]
+    pf = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
+    _check(tf, pf, x, w, b, kw, "t" if draw == 2 else "c")
+    assert C.LAST_IMPLICIT == tile, (dims, x.shape, w.shape, kw)
+
+
+def test_transposed_convolution_with_unreached_phases_keeps_col2im(implicit, rng):
+    """A 1x1 kernel at stride 2 reaches only every other output (the rest are the bias): no
+    phase GEMM for those, so col2im runs it."""
     implicit((64, 64, 4, 4, 16, True))
-    x, w = _f32(rng.standard_normal((2, 16, 7, 6))), _f32(rng.standard_normal((16, 64, 4, 4)))
-    _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, None, {"stride": 2, "padding": 1})
+    x, w = _f32(rng.standard_normal((2, 16, 7, 6))), _f32(rng.standard_normal((16, 64, 1, 1)))
+    b = _f32(rng.standard_normal(64))
+    _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, b, {"stride": 2})
     assert C.LAST_IMPLICIT is None
 
 

@@ -371,7 +371,7 @@ def gemm_fast(
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
     `dual` and `rows` are f32 only.
 
-    With `conv` = (nd, KD, KH, KW, at, tr, cbatch) the kernel is a convolution as an implicit GEMM (f32
+    With `conv` = (nd, KD, KH, KW, at, tr, cbatch, ostore) the kernel is a convolution as an implicit GEMM (f32
     or f16, lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x
     (a scalar buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
     zero outside the input, the kernel box's extent baked), and C is stored a scalar at a time,
@@ -380,7 +380,9 @@ def gemm_fast(
     stride-1 convolution). (A larger stride would multiply zeros: of its kernel offsets only
     1/stride per dim meet an input element at each output.) `cbatch`: B's columns are
     (batch index, output position), each batch index another offset into x (a weight
-    gradient's input channels, ops/conv.py `_wgrad_implicit`).
+    gradient's input channels, ops/conv.py `_wgrad_implicit`). `ostore`: C is written through
+    the output's strides (words at + 21: channel stride, + 22..24: spatial strides, + 25..: batch
+    strides), a strided transposed convolution's phase (ops/conv.py `_conv_transpose_phases`).
     """
     assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
     assert rows is None or post is None
@@ -495,6 +497,8 @@ def gemm_fast(
         L.append("    workgroupBarrier();")
         L.append("  }")
     # store: row m = row0 + 4*(ty + i*nty) + q, vec4 column (col0/4) + tx + j*ntx
+    if conv is not None and conv[7]:
+        L += _conv_store_offsets(conv, nb, ntx, tn)
     L.append("  let c4 = (c_base >> 2u) + (col0 >> 2u); let n4 = N >> 2u;")
     if dual is not None:
         L.append(f"  let d4 = (info[{dual}] >> 2u) + (col0 >> 2u);")
@@ -510,7 +514,14 @@ def gemm_fast(
                 )
                 ev = f"vec4<f32>({es})"
                 v = f"{v} + {ev}" if epi == "bias" else f"alpha * {v} + beta * {ev}"
-            if conv is not None:  # scalar stores, columns past N dropped
+            if conv is not None and conv[7]:  # scalar stores through the output's strides
+                L.append(
+                    f"    {{ let v = {_narrow4(v, st)}; let cm = c_out + m * info[{conv[4] + 21}];"
+                )
+                for q in range(4):
+                    L.append(f"      if (cok{j}_{q}) {{ c[cm + co{j}_{q}] = v.{'xyzw'[q]}; }}")
+                L.append("    }")
+            elif conv is not None:  # scalar stores, columns past N dropped
                 L.append(f"    {{ let v = {_narrow4(v, st)}; let n = {n};")
                 for q in range(4):
                     L.append(
@@ -622,8 +633,9 @@ def _tile_load(x, direct, reps, t, ind, st="f32"):
 # gemm_fast's convolution words from `at` (its `conv`): x's channel stride, then per spatial
 # dim (depth, height, width): x's stride, the input's size, the output's size, the stride, the
 # padding, the dilation; then, with a column batch, the columns a batch index covers (the
-# output's positions) and x's stride between batch indices.
-CONV_WORDS = 21
+# output's positions) and x's stride between batch indices; then, with `ostore`, the output's
+# channel and spatial strides and one stride per batch dim.
+CONV_WORDS = 25
 
 
 def _conv_operand(conv, width, pad, reps, nt):
@@ -675,11 +687,45 @@ def _conv_operand(conv, width, pad, reps, nt):
     return L
 
 
+def _conv_store_offsets(conv, nb, ntx, tn):
+    """With `conv[7]` (ostore) C is written through strides (a transposed convolution's phase:
+    every stride-th output position): the output's base for this workgroup's batch indices
+    (c_out, from the batch strides at words at + 25..) and, for each of this invocation's
+    columns, its offset (co{j}_{q}: the column's position decoded over the output grid, times
+    the output's spatial strides) and whether it is inside N (cok{j}_{q})."""
+    nd, at = conv[0], conv[4]
+    dims = ["z", "y", "x"][3 - nd :]
+    word = {d: i for i, d in enumerate(["z", "y", "x"])}
+    L = ["  var c_out = info[12];"]
+    if nb:
+        L.append("  { var bb2 = bflat;")
+        for d in range(nb - 1, -1, -1):
+            w0 = INFO_BATCH + 4 * d
+            L.append(
+                f"    {{ let cd = bb2 % info[{w0}]; bb2 = bb2 / info[{w0}]; "
+                f"c_out += cd * info[{at + 25 + d}]; }}"
+            )
+        L.append("  }")
+    for j in range(tn // 4):
+        for q in range(4):
+            dec = [f"var o = col0 + 4 * (tx + {j * ntx}) + {q}; var off = 0;"]
+            for d in reversed(dims):
+                if d == dims[0]:
+                    dec.append(f"off += o * info[{at + 22 + word[d]}];")
+                else:
+                    dec.append(f"off += (o % on{d}) * info[{at + 22 + word[d]}]; o = o / on{d};")
+            L.append(
+                f"  var co{j}_{q} = 0; let cok{j}_{q} = col0 + 4 * (tx + {j * ntx}) + {q} < N;"
+            )
+            L.append("  { " + " ".join(dec) + f" co{j}_{q} = off; }}")
+    return L
+
+
 def _conv_load(conv, reps, t, ind, st="f32"):
     """The implicit column matrix's rows of the K step at `t` (see _conv_operand): row k is
     (channel, kd, kh, kw) of the baked kernel box, each lane's input element tested against the
     input's extent (one unsigned compare a dim) and read, or 0."""
-    nd, KD, KH, KW, _, tr, _ = conv
+    nd, KD, KH, KW, _, tr, _, _ = conv
     dims = ["z", "y", "x"][3 - nd :]
     kk = {"z": KD, "y": KH, "x": KW}
     L = []

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import backend
 from .. import dtypes as D
 from ..autograd import is_grad_enabled as _autograd_enabled
@@ -25,7 +27,7 @@ from ..kernels.common import fold_grid, grid_for
 from ..kernels.conv import IM2COL_PER_THREAD, col2im, im2col
 from ..kernels.matmul import INFO_BATCH, gemm_fast
 from ..tensor import Tensor
-from .core import empty, f32_bits, max_loop_iterations
+from .core import empty, f32_bits, max_loop_iterations, upload
 from .elementwise import as_tensor_arg
 from .matmul import FAST_GPU, SPLIT_FILL, _fast_fits, gemm, k_loop_iterations
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
@@ -354,11 +356,13 @@ def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
     return None
 
 
-def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False):
+def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False, phase=None):
     """out (N, O, *out_sp) = conv(xb, ·) + bias by gemm_fast's implicit GEMM: per (image,
     group), the (O/g, C/g·k) weight rows `a` (contiguous, a group's after another) times the
     virtual (C/g·k, L) column matrix of the image. `transposed`: a transposed convolution, `a`
-    its weight with each group's channel dims exchanged."""
+    its weight with each group's channel dims exchanged. `phase` = (offset, steps): the outputs
+    go to out's positions offset + steps·m (per spatial dim) instead of filling it: one phase of
+    a strided transposed convolution (`_conv_transpose_phases`)."""
     in_sp, out_sp, stride3, pad, dil3 = geo
     N, C = xb._shape[:2]
     O = out._shape[1]
@@ -386,13 +390,21 @@ def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False
         bk,
         dbuf,
         st=xb.dtype.wgsl,
-        conv=(dims, *ker, at, transposed, False),
+        conv=(dims, *ker, at, transposed, False, phase is not None),
     )
-    info = [M, L, CK, tiles_n, tiles_m, total, a._offset, CK, 1, xb._offset, 0, 0, 0]
+    c_off = 0
+    if phase is not None:
+        c_off = out._offset + sum(o * st for o, st in zip(phase[0], out._strides[2:]))
+    info = [M, L, CK, tiles_n, tiles_m, total, a._offset, CK, 1, xb._offset, 0, 0, c_off]
     info += [bias._offset if bias is not None else 0, sb, 0, f32_bits(1.0), f32_bits(1.0)]
     for d in bdims:
         info += d
     info += [sxc, *xb._strides[2:], *in_sp, *out_sp, *stride3, *pad, *dil3]
+    if phase is not None:  # (words at + 19, 20: the column batch's, unused here)
+        so = out._strides
+        info += [0, 0, so[1], *(k * st for k, st in zip(phase[1], so[2:])), so[0]]
+        if g > 1:
+            info.append(M * so[1])
     bufs = [a._storage.buffer, xb._storage.buffer]
     if bias is not None:
         bufs.append(bias._storage.buffer)
@@ -580,10 +592,12 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     # zeros for all but 1/stride of the kernel offsets per dim ((2, 256, 32x32) -> 128, 4x4
     # stride 2: 599 ms against 226).
     unit = all(s == 1 for s in stride3)
+    geo = (in_sp, out_sp, stride3, pad, dil3)
     if _implicit_plan(xb, w, bias, g, math.prod(out_sp), Cig * K, Co, copied=True, allowed=unit):
         a = w._view((g, Cg, Cig, K), (Cig * wb, K, wb, 1), w._offset).contiguous()
-        geo = (in_sp, out_sp, stride3, pad, dil3)
         _conv_implicit(xb, a, bias, g, ker, geo, LAST_IMPLICIT, dims, out, transposed=True)
+        return from_ncdhw(out, dims, unbatched)
+    if not unit and _conv_transpose_phases(xb, w, bias, g, geo, dims, out, opad):
         return from_ncdhw(out, dims, unbatched)
     if not _mergeable(xb, 2):
         xb = xb.contiguous()
@@ -616,6 +630,76 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
             cv = cols._view((nbc, g * ccc * K, L), (g * ccc * K * L, L, 1), 0)
             _col2im(cv, out, geo, bias, n0, nbc, c0, ccc)
     return from_ncdhw(out, dims, unbatched)
+
+
+def _phase_taps(r, s, p, d, k, size):
+    """One dim of a strided transposed convolution's phase r (outputs r, r + s, ...): the
+    kernel offsets that meet an input element there (those with (r + p - kk·d) divisible by s),
+    as (taps, output count, the stride-1 convolution it is: padding, dilation). An output
+    o = r + s·m meets input m + (r + p - kk·d)/s: with the taps flipped, a convolution of
+    stride 1 and dilation d/gcd(s, d) whose padding may be negative."""
+    taps = [kk for kk in range(k) if (r + p - kk * d) % s == 0]
+    count = max(0, -(-(size - r) // s))
+    if not taps:
+        return taps, count, 0, 1
+    e = d // math.gcd(s, d)
+    c0 = (r + p - taps[0] * d) // s
+    return taps, count, (len(taps) - 1) * e - c0, e
+
+
+def _conv_transpose_phases(xb, w, bias, g, geo, dims, out, opad) -> bool:
+    """A strided transposed convolution as one implicit GEMM per output phase (the outputs
+    sharing their position modulo the stride): each phase is an ordinary stride-1 convolution
+    of the input by the kernel offsets that reach it (flipped), written through the output's
+    strides. No column matrix, and no multiply of an inserted zero. False (nothing done) where
+    a phase does not suit the implicit GEMM: col2im then runs the whole convolution."""
+    global LAST_IMPLICIT
+    in_sp, out_sp, stride3, pad, dil3 = geo
+    Cin, Cg = w._shape[:2]
+    Cig = Cin // g
+    ker = w._shape[2:]
+    phases = []
+    for rz in range(stride3[0]):
+        for ry in range(stride3[1]):
+            for rx in range(stride3[2]):
+                r = (rz, ry, rx)
+                per = [
+                    _phase_taps(r[i], stride3[i], pad[i], dil3[i], ker[i], out_sp[i])
+                    for i in range(3)
+                ]
+                if any(c == 0 for _, c, _, _ in per):
+                    continue  # (no output position in this phase)
+                J = math.prod(len(t) for t, _, _, _ in per)
+                L = math.prod(c for _, c, _, _ in per)
+                # (no kernel offset reaching a phase: its outputs are the bias alone)
+                if not J or not _implicit_plan(xb, w, bias, g, L, Cig * J, Cg * g, copied=True):
+                    LAST_IMPLICIT = None
+                    return False
+                phases.append((r, per, LAST_IMPLICIT))
+    from .scatter import index_select
+
+    w5 = w
+    for r, per, params in phases:
+        sub = w5
+        for i, (taps, _, _, _) in enumerate(per):
+            if len(taps) != ker[i] or taps != list(range(ker[i])):
+                idx = upload(np.asarray(taps[::-1], dtype=np.int32), D.int32)
+                sub = index_select(sub, 2 + i, idx)
+            else:
+                sub = sub.flip([2 + i])
+        jk = tuple(len(t) for t, _, _, _ in per)
+        J = math.prod(jk)
+        # rows (group, output channel) by (input channel, tap): each group's block transposed
+        a = sub.reshape(g, Cig, Cg, J).transpose(1, 2).contiguous()
+        pgeo = (
+            in_sp,
+            tuple(c for _, c, _, _ in per),
+            (1, 1, 1),
+            tuple(p for _, _, p, _ in per),
+            tuple(e for _, _, _, e in per),
+        )
+        _conv_implicit(xb, a, bias, g, jk, pgeo, params, dims, out, phase=(r, stride3))
+    return True
 
 
 def _transposed(dims, input, weight, bias, stride, padding, output_padding, groups, dilation):
@@ -768,7 +852,17 @@ def _wgrad_implicit(x, go, ker, stride, pads, dil, groups, dims):
     at = INFO_BATCH + 4 * len(bdims)
     st = xb.dtype.wgsl
     src = gemm_fast(
-        "n", len(bdims), "none", bm, bn, tm, tn, bk, dbuf, st=st, conv=(dims, *osp, at, False, True)
+        "n",
+        len(bdims),
+        "none",
+        bm,
+        bn,
+        tm,
+        tn,
+        bk,
+        dbuf,
+        st=st,
+        conv=(dims, *osp, at, False, True, False),
     )
     info = [Og, cols, chunk, tiles_n, tiles_m, total, 0, KT, 1, xb._offset, 0, 0, 0, 0, 0, 0]
     info += [f32_bits(1.0), f32_bits(1.0)]
