@@ -377,8 +377,8 @@ def gemm_fast(
     zero outside the input, the kernel box's extent baked), and C is stored a scalar at a time,
     columns past N not stored, so N needs no alignment (M and K still do). Its words from `at`:
     see `CONV_WORDS`. `tr`: a transposed convolution of stride 1 (the input gradient of a
-    stride-1 convolution). (A larger stride would multiply zeros: of its kernel offsets only
-    1/stride per dim meet an input element at each output.) `cbatch`: B's columns are
+    stride-1 convolution; strided ones run as stride-1 convolutions per output phase, stored
+    with `ostore`). `cbatch`: B's columns are
     (batch index, output position), each batch index another offset into x (a weight
     gradient's input channels, ops/conv.py `_wgrad_implicit`). `ostore`: C is written through
     the output's strides (words at + 21: channel stride, + 22..24: spatial strides, + 25..: batch

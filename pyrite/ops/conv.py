@@ -8,8 +8,9 @@ each K step, zero padding included, so it is never stored; the bias in its epilo
 other is im2col (kernels/conv.py gathers the column matrix) followed by one batched GEMM
 (ops/matmul.gemm) with the groups as a batch dim and the bias added in the GEMM's epilogue; a
 1x1 convolution of stride 1 skips im2col (the input already is the column matrix). A transposed
-convolution of stride 1 (a stride-1 convolution's input gradient) is an implicit GEMM too. A transposed convolution is the GEMM cols = Wᵀ @ x followed by col2im, which
-adds the bias. Column matrices larger than COLS_MAX_BYTES are built and multiplied in chunks of
+convolution (a convolution's input gradient) is an implicit GEMM too: at stride 1 one, with the
+kernel's channel dims exchanged; strided, one per output phase (`_conv_transpose_phases`).
+Otherwise it is the GEMM cols = Wᵀ @ x followed by col2im, which adds the bias. Column matrices larger than COLS_MAX_BYTES are built and multiplied in chunks of
 batches (and of columns, or of output channels), so one binding never has to hold them whole.
 Inputs batched (N, C, ...) or unbatched (C, ...) as torch. The pools live in ops/pool.py.
 """
@@ -588,9 +589,9 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     # stride 1 (a stride-1 convolution's input gradient): the implicit GEMM. Its weight rows are
     # (group, output channel) by (input channel, k): each group's block with its channel dims
     # exchanged, a copy (weights are small). Measured on lavapipe, (4, 128, 32x32) -> 64, 3x3:
-    # 67 ms against col2im's 119. Strided ones keep col2im: the implicit GEMM would multiply
-    # zeros for all but 1/stride of the kernel offsets per dim ((2, 256, 32x32) -> 128, 4x4
-    # stride 2: 599 ms against 226).
+    # 67 ms against col2im's 119. Strided: one implicit GEMM per output phase (a single one over
+    # the whole kernel would multiply zeros for all but 1/stride of its offsets per dim:
+    # (2, 256, 32x32) -> 128, 4x4 stride 2 took 599 ms that way, against col2im's 226).
     unit = all(s == 1 for s in stride3)
     geo = (in_sp, out_sp, stride3, pad, dil3)
     if _implicit_plan(xb, w, bias, g, math.prod(out_sp), Cig * K, Co, copied=True, allowed=unit):
