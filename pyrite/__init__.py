@@ -110,6 +110,7 @@ from .runtime import (
 # mixed precision (pyrite/amp.py) and torch.backends' switches, as training scripts spell them
 from . import (
     amp,  # noqa: E402
+    distributions,  # torch.distributions' families and kl_divergence
     io,
     optim,
     profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)

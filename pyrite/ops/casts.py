@@ -199,6 +199,7 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
 
 __all__ = ["clone"]
 
+
 def _new(self, *args, **kwargs):
     """`x.new(2, 3)`: an uninitialized tensor of x's dtype (sizes), `x.new(data)` a copy of
     data in x's dtype, `x.new()` an empty one (torch's legacy Tensor.new)."""
