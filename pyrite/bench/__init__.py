@@ -417,8 +417,43 @@ def bench_conv(rep, quick=False):
                 peers,
                 f"{note}; im2col's columns {cols_mb:,.0f} MiB",
             )
+        _bench_conv_transpose(rep, quick, torch, rng)
     finally:
         C.IMPLICIT = before
+
+
+def _bench_conv_transpose(rep, quick, torch, rng):
+    """conv_transpose2d 4x4 stride 2 padding 1 (a GAN or VAE decoder's upsampling): the implicit
+    GEMM by output phases beside col2im and cuDNN, GFLOP/s of the useful multiply-adds
+    (2·N·Cin·Cout·16·H·W: each input element meets all 16 kernel offsets)."""
+    from pyrite.ops import conv as C
+
+    F = pr.nn.functional
+    N, Cin, O, H = (2, 64, 64, 16) if quick else (8, 512, 256, 32)
+    xs = rng.standard_normal((N, Cin, H, H)).astype(np.float32)
+    ws = (rng.standard_normal((Cin, O, 4, 4)) / (4 * Cin**0.5)).astype(np.float32)
+    x, w = pr.tensor(xs), pr.tensor(ws)
+    work = 2 * N * Cin * O * 16 * H * H
+    times = {}
+    for mode in (True, False):
+        C.IMPLICIT = mode
+        times[mode] = _median_time(lambda: F.conv_transpose2d(x, w, None, 2, 1), repeats=5)
+    peers = {"col2im": work / times[False] / 1e9}
+    if torch is not None and torch.cuda.is_available():
+        tx, tw = torch.tensor(xs, device="cuda"), torch.tensor(ws, device="cuda")
+        tf = torch.nn.functional
+        peers["torch-cuda"] = (
+            work / _cuda_time(torch, lambda: tf.conv_transpose2d(tx, tw, None, 2, 1)) / 1e9
+        )
+        del tx, tw
+    rep.add(
+        f"conv_transpose2d 4x4/2 {N}x{Cin}x{H}x{H} -> {O}",
+        work / times[True] / 1e9,
+        "GFLOP/s",
+        None,
+        peers,
+        "implicit GEMM by output phases",
+    )
 
 
 def bench_latency(rep):
