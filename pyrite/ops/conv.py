@@ -274,10 +274,10 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
 # weight at an offset and row length multiple of 4 (the input and the output need none: the
 # input is gathered by scalars, the output stored by scalars, columns past L dropped). Tiles
 # come from the GEMM's fast table on GPUs (ops/matmul.py FAST_GPU), from CONV_CPU on CPU
-# adapters. Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 64
-# or more columns would be mostly empty: the weight gradient's convolution has the kernel box
-# as its output).
-IMPLICIT_MIN_L = 64
+# adapters. Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 32
+# or more columns would be mostly empty); lavapipe, (4, 256, 7x7) -> 256 (49 positions):
+# im2col 100 ms, implicit with 64x64 tiles 59.
+IMPLICIT_MIN_L = 32
 # CPU adapters: the implicit GEMM's own table (least outputs, tile). Measured on lavapipe (this CI
 # box, 2-core llvmpipe), conv2d 3x3 padding 1 with a bias, ms a call, im2col / implicit with tiles
 # 128x256 8x16 k8 | 128x128 8x8 k16 | 64x64 8x8 k16 | 64x64 4x4 | 32x32 4x4:
@@ -310,13 +310,18 @@ def _implicit_ok(tensors, dev) -> bool:
     return all(t is None or t.dtype.wgsl == st for t in tensors)
 
 
-def _implicit_tiles(dev, M, outputs):
+def _implicit_tiles(dev, M, outputs, cols=None):
     """The tiles of the device's table (or IMPLICIT_PARAMS) an implicit GEMM with M rows and
-    `outputs` outputs in all may take, best first (the K length is checked by `_k_fits`)."""
+    `outputs` outputs in all may take, best first (the K length is checked by `_k_fits`).
+    With `cols` (the columns of one product), tiles more than twice as wide come last: more
+    than half their columns would be empty (lavapipe, conv2d 3x3 (4, 256, 7x7) -> 256: tile
+    128x256 153 ms, 64x64 59; at 12x12 (144 columns) 128x256 was the faster, 10.7 ms to 12.0)."""
     if IMPLICIT_PARAMS is not None:
         table = [(0, IMPLICIT_PARAMS)]
     else:
         table = CONV_CPU if dev.adapter_type == "CPU" else FAST_GPU
+    if cols is not None:
+        table = sorted(table, key=lambda e: e[1][1] > 2 * cols)  # (stable: the order else)
     for least, params in table:
         bm, bn, tm, tn, bk, _ = params
         if outputs < least and not IMPLICIT:
@@ -350,7 +355,7 @@ def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
     if (w._offset % 4 and not copied) or CK % 4 or (L < IMPLICIT_MIN_L and not IMPLICIT):
         return None
     M = O // g
-    for params in _implicit_tiles(dev, M, M * L * xb._shape[0] * g):
+    for params in _implicit_tiles(dev, M, M * L * xb._shape[0] * g, L):
         if _k_fits(params, CK):
             LAST_IMPLICIT = params
             return params
