@@ -113,7 +113,6 @@ OPAQUE = frozenset(
     (
         "cholesky",
         "cholesky_ex",
-        "cond",
         "det",
         "eig",
         "eigh",

@@ -261,3 +261,21 @@ def test_factorizations_without_a_rule_raise_at_backward(name, fn, rng):
     out = fn(x)
     with pytest.raises(NotImplementedError, match=name):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("ord", [2, -2, "nuc"])
+def test_matrix_norms_through_the_svd_and_cond(ord, rng):
+    """matrix_norm with ord ±2 / 'nuc' (and linalg.norm, linalg.cond) take the recorded
+    svdvals: their gradient was silently zero (the raw function's output was unrecorded)."""
+    A = _f32(rng.standard_normal((2, 3, 4)))
+    _check(
+        lambda a: torch.linalg.matrix_norm(a, ord=ord),
+        lambda a: pr.linalg.matrix_norm(a, ord=ord),
+        [A],
+        rng,
+    )
+    _check(lambda a: torch.linalg.norm(a[0], ord), lambda a: pr.linalg.norm(a[0], ord), [A], rng)
+    if ord != "nuc":
+        _check(
+            lambda a: torch.linalg.cond(a, ord), lambda a: pr.linalg.cond(a, ord), [A[..., :3]], rng
+        )

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
-from ..autograd import is_grad_enabled, plain
+from ..autograd import is_grad_enabled, mark_written, plain
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
 
@@ -92,6 +92,8 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
         recorded_unary = _grads().recorded_unary
 
         return recorded_unary(name, x, scalars, s_ctypes, out)
+    if out is not None:  # (unrecorded, as under no_grad: a tensor saved for a backward
+        mark_written(out)  # must still see the write, or the backward reads the new values)
     x = as_tensor_arg(x)
     fexpr, iexpr, kind = UNARY[name]
     dt = x.dtype
@@ -266,6 +268,8 @@ def binary(name: str, a, b, out=None):
         recorded_binary = _grads().recorded_binary
 
         return recorded_binary(name, a, b, out)
+    if out is not None:  # (see unary)
+        mark_written(out)
     key = (name, _sig(a), _sig(b))
     hit = _typed.get(key)
     if hit is not None:

@@ -78,6 +78,9 @@ def _fill_random(out: Tensor, dist: str, a, b, generator=None):
     n = out.numel()
     if n == 0:
         return out
+    from ..autograd import mark_written
+
+    mark_written(out)  # (normal_ on a tensor saved for a backward: that backward must refuse)
     target = out if out.is_contiguous() else _empty(out._shape, out.dtype)
     if out.dtype is D.bfloat16 or out.dtype.is_small_int:
         # bf16 (packed) and the small ints (wrapped): the random kernel writes f32 / i32
