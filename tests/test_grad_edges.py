@@ -82,3 +82,67 @@ class _nothing:
 
     def __exit__(self, *a):
         return False
+
+
+def _grads_of(lib, f, arrays, w_seed):
+    ts = [lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_() for a in arrays]
+    out = f(lib, *ts)
+    w = np.random.default_rng(w_seed).standard_normal(tuple(out.shape))
+    (out * lib.tensor(w.astype(np.float32) if lib is pr else w)).sum().backward()
+    return [t.grad.numpy() for t in ts]
+
+
+@pytest.mark.parametrize(
+    "f,shapes",
+    [
+        (lambda L, x: (x * 2).fill_diagonal_(0.5), [(3, 4)]),
+        (lambda L, x: (x * 2).fill_diagonal_(0.5, wrap=True), [(7, 3)]),
+        (lambda L, x, s: x.put(L.tensor([1, 5, -2]), s), [(2, 3), (3,)]),
+        (lambda L, x, s: x.put(L.tensor([1, 5, 1]), s, accumulate=True), [(2, 3), (3,)]),
+        (lambda L, x, s: (x * 1).put_(L.tensor([[0], [4]]), s), [(2, 3), (2, 1)]),
+        (lambda L, x, s: L.select_scatter(x, s, 1, 2), [(3, 4), (3,)]),
+        (lambda L, x, s: L.slice_scatter(x, s, 1, 1, 4, 2), [(3, 5), (3, 2)]),
+        (lambda L, x, s: L.diagonal_scatter(x, s, 1), [(4, 4), (3,)]),
+    ],
+    ids=[
+        "fill_diagonal_",
+        "fill_diagonal_wrap",
+        "put",
+        "put_acc",
+        "put_",
+        "select_scatter",
+        "slice_scatter",
+        "diagonal_scatter",
+    ],
+)
+def test_writes_into_positions_have_gradients(f, shapes, rng):
+    """fill_diagonal_ and put_ on a tensor in the graph gave the gradient of the tensor before
+    the write (silently wrong: the written positions got gradient); the *_scatter raised."""
+    arrays = [rng.standard_normal(s) for s in shapes]
+    seed = int(rng.integers(1 << 30))
+    for got, want in zip(_grads_of(pr, f, arrays, seed), _grads_of(torch, f, arrays, seed)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_unrecorded_in_place_writes_invalidate_saved_tensors():
+    """x·w saved w; w.mul_(0) (w needs no grad, so unrecorded), a no_grad update of a leaf
+    and a random refill each bump the version: the backward refuses as torch's does (it
+    silently used the new values)."""
+    x = pr.tensor([1.0, 2.0], requires_grad=True)
+    for write in (
+        lambda w: w.mul_(0),
+        lambda w: w.add_(1.0),
+        lambda w: w.normal_(),
+        lambda w: w.uniform_(),
+    ):
+        w = pr.tensor([3.0, 4.0])
+        y = (x * w).sum()
+        write(w)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    w = pr.tensor([3.0, 4.0], requires_grad=True)
+    y = (w * w).sum()
+    with pr.no_grad():
+        w -= 0.1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

@@ -277,3 +277,89 @@ METHODS = {
     "slice_scatter": slice_scatter,
     "diagonal_scatter": diagonal_scatter,
 }
+
+
+# ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
+# (Without them these ops wrote through views autograd does not see: fill_diagonal_ and put_
+# gave the gradient of the tensor before the write, silently wrong; the *_scatter raised.)
+def _arg(ctx, i, name, default):
+    return ctx.args[i] if len(ctx.args) > i else ctx.kwargs.get(name, default)
+
+
+def _g_fill_diagonal_(ctx, g):
+    """The written diagonal gets no gradient."""
+    return (fill_diagonal_(g.clone(), 0, _arg(ctx, 2, "wrap", False)),)
+
+
+def _g_put(ctx, g):
+    """self: g, less the written positions unless accumulating; source: g at them."""
+    from .creation import zeros_like
+
+    index, source = ctx.args[1], ctx.args[2]
+    accumulate = _arg(ctx, 3, "accumulate", False)
+    gs = None
+    if isinstance(source, Tensor) and len(ctx.needs) > 2 and ctx.needs[2]:
+        gs = g.reshape(-1).take(index.reshape(-1)).reshape(source.shape)
+    gx = None
+    if ctx.needs[0]:
+        gx = g if accumulate else put_(g.clone(), index, zeros_like(source))
+    return gx, None, gs
+
+
+def _scatter_rule(view_of_args, scatter):
+    """input: g with the scattered slice zeroed; src: g's slice."""
+
+    def rule(ctx, g):
+        from .creation import zeros_like
+
+        src = ctx.args[1]
+        rest = view_of_args(ctx)
+        gi = scatter(g, zeros_like(src), *rest) if ctx.needs[0] else None
+        gs = None
+        if len(ctx.needs) > 1 and ctx.needs[1]:
+            gs = _SLICES[scatter](g, *rest)
+        return gi, gs
+
+    return rule
+
+
+def _select_of(g, dim, index):
+    return g.select(dim, index)
+
+
+def _slice_of(g, dim=0, start=None, end=None, step=1):
+    index = [slice(None)] * g.ndim
+    index[g._dim(dim)] = slice(start, end, step)
+    return g[tuple(index)]
+
+
+def _diagonal_of(g, offset=0, dim1=0, dim2=1):
+    return g.diagonal(offset, dim1, dim2)
+
+
+_SLICES = {
+    select_scatter: _select_of,
+    slice_scatter: _slice_of,
+    diagonal_scatter: _diagonal_of,
+}
+
+
+def _args_from(names_defaults):
+    def get(ctx):
+        return [_arg(ctx, 2 + i, n, d) for i, (n, d) in enumerate(names_defaults)]
+
+    return get
+
+
+GRADS = {
+    "fill_diagonal_": _g_fill_diagonal_,
+    "put_": _g_put,
+    "put": _g_put,
+    "select_scatter": _scatter_rule(_args_from([("dim", None), ("index", None)]), select_scatter),
+    "slice_scatter": _scatter_rule(
+        _args_from([("dim", 0), ("start", None), ("end", None), ("step", 1)]), slice_scatter
+    ),
+    "diagonal_scatter": _scatter_rule(
+        _args_from([("offset", 0), ("dim1", 0), ("dim2", 1)]), diagonal_scatter
+    ),
+}
