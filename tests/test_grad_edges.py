@@ -146,3 +146,25 @@ def test_unrecorded_in_place_writes_invalidate_saved_tensors():
         w -= 0.1
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+@pytest.mark.parametrize("write", ["zero_", "fill_", "fill_tensor"])
+def test_fill_into_a_view_of_a_graph_tensor(write, rng):
+    """y[:, 1:3].zero_() / .fill_(v) on a tensor in the graph: the written positions get no
+    gradient (it raised ViewWriteError); a tensor fill value gets the sum of its gradient."""
+    a = rng.standard_normal((3, 4))
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        v = lib.tensor(0.7, requires_grad=True)
+        y = x * 2
+        view = y[:, 1:3]
+        if write == "zero_":
+            view.zero_()
+        else:
+            view.fill_(v if write == "fill_tensor" else 0.7)
+        (y * y).sum().backward()
+        grads.append((x.grad.numpy(), None if v.grad is None else float(v.grad)))
+    (gp, vp), (gt, vt) = grads[1], grads[0]
+    np.testing.assert_allclose(gp, gt, rtol=1e-6)
+    assert (vp is None) == (vt is None) and (vt is None or abs(vp - vt) < 1e-5)

@@ -242,9 +242,28 @@ def _g_copy_(ctx, g):
     return None, g  # self's old value is overwritten; src gets g (summed/cast to its shape)
 
 
+@_saves()
+def _g_fill_(ctx, g):
+    """self's old values are overwritten (no gradient); a tensor value gets the sum of g."""
+    from .creation import zeros_like
+
+    meta = ctx.meta[1] if len(ctx.meta) > 1 else None  # ((shape, dtype) of a tensor value)
+    gv = g.sum().reshape(meta[0]) if meta is not None and ctx.needs[1] else None
+    return zeros_like(g), gv
+
+
+@_saves()
+def _g_zero_(ctx, g):
+    from .creation import zeros_like
+
+    return (zeros_like(g),)
+
+
 GRADS = {
     "clone": _g_identity,
     "copy_": _g_copy_,
+    "fill_": _g_fill_,
+    "zero_": _g_zero_,
     "to": _g_identity,
     "float": _g_identity,
     "half": _g_identity,
