@@ -168,3 +168,17 @@ def test_fill_into_a_view_of_a_graph_tensor(write, rng):
     (gp, vp), (gt, vt) = grads[1], grads[0]
     np.testing.assert_allclose(gp, gt, rtol=1e-6)
     assert (vp is None) == (vt is None) and (vt is None or abs(vp - vt) < 1e-5)
+
+
+def test_renorm_in_place_on_a_graph_tensor(rng):
+    """y.renorm_() on a non-leaf: renorm saved y, then wrote it (a spurious "modified by an
+    inplace operation"); it now reads a copy of the old values, as the other in-place maps."""
+    a = rng.standard_normal((3, 4))
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        y = x * 1
+        y.renorm_(2, 0, 1.0)
+        (y * y).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)

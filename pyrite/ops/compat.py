@@ -73,6 +73,15 @@ def renorm(input, p, dim, maxnorm):
     return (x * factor).to(x.dtype)
 
 
+def _renorm_(self, p, dim, maxnorm):
+    """In place: renorm reads a copy of self's old values when a graph is recorded (its backward
+    needs them; copy_ then writes self)."""
+    from .. import autograd
+
+    src = self.clone() if autograd.needs_grad(self) else self
+    return self.copy_(renorm(src, p, dim, maxnorm))
+
+
 # ---- gradient ----------------------------------------------------------------------------------
 def _spacings(spacing, dims, y):
     """Per dim: a Python float (uniform) or a 1-D coordinates tensor."""
@@ -361,7 +370,7 @@ METHODS.update({k: _inplace_binary(v) for k, v in _COMPARE_INPLACE.items()})
 METHODS.update(_more_inplace_methods())
 METHODS.update(
     {
-        "renorm_": lambda self, p, dim, maxnorm: self.copy_(renorm(self, p, dim, maxnorm)),
+        "renorm_": _renorm_,
         "addr_": lambda self, vec1, vec2, *, beta=1, alpha=1: self.copy_(
             addr(self, vec1, vec2, beta=beta, alpha=alpha)
         ),
