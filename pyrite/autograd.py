@@ -793,6 +793,13 @@ def wrap(fn, name, rule, inplace=False):
     return wrapper
 
 
+def guarded_op_name():
+    """The public op (without a rule of its own) whose body is running, innermost, or None:
+    a kernel it runs without a gradient names it in the error its backward raises."""
+    names = getattr(_state, "guard_names", None)
+    return names[-1] if names else None
+
+
 def _is_placeholder(fn) -> bool:
     return fn is not None and getattr(fn.rule, "_placeholder", False)
 
@@ -815,6 +822,8 @@ def _guard(fn, name):
             check_inplace(args[0], name, True)
         depth = getattr(_state, "guarded", 0)
         _state.guarded = depth + 1
+        names = _state.__dict__.setdefault("guard_names", [])
+        names.append(name)
         try:
             out = fn(*args, **kwargs)
         except ViewWriteError:
@@ -829,6 +838,7 @@ def _guard(fn, name):
                 out = fn(*args, **kwargs)
         finally:
             _state.guarded = depth
+            names.pop()
         if inplace and args and isinstance(args[0], Tensor):
             mark_written(args[0])
         for o in out if isinstance(out, (tuple, list)) else (out,):

@@ -443,3 +443,19 @@ def test_retained_grad_accumulates_across_backward_calls(rng):
     tloss.backward()
     close(h.grad, th.grad)
     close(x.grad, tx.grad)
+
+
+def test_a_kernel_without_a_gradient_is_named_by_its_public_op(rng):
+    """A public op (no rule of its own) whose body runs a raw map on an input that requires
+    grad: the backward's error names the op, not the map's WGSL expression."""
+    from pyrite.autograd import wrap
+    from pyrite.ops.core import empty, run_map
+
+    def my_op(x):
+        out = empty(x.shape, pr.float32)
+        run_map("x0 * 2.0", (x,), ("f32",), out, "f32")
+        return out.sum()
+
+    (x,), _ = both(rng, (5,))
+    with pytest.raises(NotImplementedError, match="gradient of my_op is not implemented"):
+        wrap(my_op, "my_op", None)(x).backward()

@@ -395,9 +395,9 @@ def _mark_untracked(out, what):
     (A public op's guard, autograd.wrap, replaces the kernel's name with the op's.)"""
     from .. import autograd
 
-    autograd.record(
-        f"<kernel {what[:60]}>", autograd._not_implemented(f"this op ({what[:60]})"), (), {}, out
-    )
+    op = autograd.guarded_op_name()
+    label = op if op is not None else f"this op ({what[:60]})"
+    autograd.record(f"<kernel {what[:60]}>", autograd._not_implemented(label), (), {}, out)
 
 
 def has_internal_overlap(t: Tensor) -> bool:
