@@ -282,12 +282,17 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     is_target = _creation.zeros((N, C), dtype=D.int32)
     is_target = _scatter.scatter_reduce(is_target, 1, safe, valid, "amax")
     xt = _scatter.gather(x, 1, safe)  # (N, K): x at each listed target
-    terms = fmap(
-        "select(0.0, 1.0 - x0 + x2, x1 != 0 && x3 == 0 && 1.0 - x0 + x2 > 0.0)",
-        [xt.unsqueeze(2), valid.unsqueeze(2), x.unsqueeze(1), is_target.unsqueeze(1)],
-        dtype=x.dtype,
-        ctypes=("f32", "i32", "f32", "i32"),
-    )  # (N, K, C)
+    if _rec(x):  # recorded: each kept pair passes g to x[i] and -g to x[j], 0 at z = 0 (torch)
+        z = 1.0 - xt.unsqueeze(2) + x.unsqueeze(1)
+        keep = (valid.unsqueeze(2) != 0) & (is_target.unsqueeze(1) == 0) & (z > 0.0)
+        terms = _ew.where(keep, z, 0.0)
+    else:
+        terms = fmap(
+            "select(0.0, 1.0 - x0 + x2, x1 != 0 && x3 == 0 && 1.0 - x0 + x2 > 0.0)",
+            [xt.unsqueeze(2), valid.unsqueeze(2), x.unsqueeze(1), is_target.unsqueeze(1)],
+            dtype=x.dtype,
+            ctypes=("f32", "i32", "f32", "i32"),
+        )  # (N, K, C)
     loss = terms.sum((1, 2)) / C  # (N,)
     if single:
         loss = loss.reshape(())
