@@ -818,8 +818,10 @@ def _guard(fn, name):
             if inplace and args and isinstance(args[0], Tensor):
                 mark_written(args[0])
             return out
+        v0 = None
         if inplace and args and isinstance(args[0], Tensor):
             check_inplace(args[0], name, True)
+            v0 = getattr(args[0]._storage, "version", 0)
         depth = getattr(_state, "guarded", 0)
         _state.guarded = depth + 1
         names = _state.__dict__.setdefault("guard_names", [])
@@ -839,7 +841,9 @@ def _guard(fn, name):
         finally:
             _state.guarded = depth
             names.pop()
-        if inplace and args and isinstance(args[0], Tensor):
+        if v0 is not None and getattr(args[0]._storage, "version", 0) == v0:
+            # (bumped once: an in-place op inside that recorded itself has bumped it already,
+            # and its node expects that version)
             mark_written(args[0])
         for o in out if isinstance(out, (tuple, list)) else (out,):
             if not isinstance(o, Tensor) or not o.dtype.is_floating_point:

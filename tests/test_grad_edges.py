@@ -182,3 +182,51 @@ def test_renorm_in_place_on_a_graph_tensor(rng):
         (y * y).sum().backward()
         grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (2, 3, 4, 2)])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_softmax_family_implicit_dim_gradients(shape, name, rng):
+    """F.softmax(x) without dim takes torch's legacy implicit dim in the forward; the backward
+    summed over every dim instead (silently wrong by up to ~2)."""
+    a = rng.standard_normal(shape)
+    w = rng.standard_normal(shape)
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        wt = lib.tensor(w.astype(np.float32) if lib is pr else w)
+        (getattr(lib.nn.functional, name)(x) * wt).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["relu_", "hardtanh_", "elu_", "leaky_relu_"])
+def test_functional_in_place_activations_on_a_non_leaf(name, rng):
+    """F.relu_(y) on a non-leaf: the guard bumped the version a second time after the inner
+    recorded relu had, so its own node refused ("modified by an inplace operation")."""
+    a = rng.standard_normal((3, 4))
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        y = x * 1.0
+        getattr(lib.nn.functional, name)(y)
+        (y * y).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_bag_max_norm_with_a_weight_that_requires_grad(rng):
+    """The looked-up rows are renormalised in place unrecorded, as torch does (it raised the
+    leaf-in-place error); the gradient then flows through the lookup."""
+    w = (rng.standard_normal((10, 4)) * 2).astype(np.float32)
+    inp = rng.integers(0, 10, (3, 4))
+    g = rng.standard_normal((3, 4)).astype(np.float32)
+    res = []
+    for lib in (torch, pr):
+        W = lib.tensor(w.copy()).requires_grad_()
+        o = lib.nn.functional.embedding_bag(lib.tensor(inp), W, mode="mean", max_norm=1.0)
+        (o * lib.tensor(g)).sum().backward()
+        res.append((o.detach().numpy(), W.grad.numpy(), W.detach().numpy()))
+    for got, want in zip(res[1], res[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

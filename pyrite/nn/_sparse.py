@@ -164,10 +164,12 @@ def embedding_bag(
     out = _creation.zeros((B, Dm), dtype=weight.dtype)
     if idx.numel() == 0 or B == 0:
         return out
-    if max_norm is not None:
-        rows = _renorm_rows(weight, idx, max_norm, norm_type)  # (n, D)
-    else:
-        rows = _scatter.embedding(idx, weight)  # (n, D)
+    if max_norm is not None:  # (the rows renormalised in place, unrecorded, as torch's)
+        from ..autograd import no_grad
+
+        with no_grad():
+            _renorm_rows(weight, idx, max_norm, norm_type)
+    rows = _scatter.embedding(idx, weight)  # (n, D)
     bag = upload(bag_host, D.int32)  # (n,): the bag of each position
     keep = None
     if pad is not None:  # 1 where the entry counts, 0 for padding

@@ -292,7 +292,11 @@ METHODS = {"softmax": _softmax_method, "log_softmax": _log_softmax_method}
 # ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
 def _dim_arg(ctx):
     a = ctx.args
-    return a[1] if len(a) > 1 and a[1] is not None else ctx.kwargs.get("dim")
+    d = a[1] if len(a) > 1 and a[1] is not None else ctx.kwargs.get("dim")
+    if d is None:  # torch's legacy implicit dim, as the forward took it (a None here summed
+        nd = len(ctx.meta[0][0])  # the gradient over every dim: silently wrong)
+        d = 0 if nd in (0, 1, 3) else 1
+    return d
 
 
 def _out_of(ctx, fn):
