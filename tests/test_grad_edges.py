@@ -230,3 +230,44 @@ def test_embedding_bag_max_norm_with_a_weight_that_requires_grad(rng):
         res.append((o.detach().numpy(), W.grad.numpy(), W.detach().numpy()))
     for got, want in zip(res[1], res[0]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "name,lo,hi",
+    [
+        ("entr", 0.1, 3.0),
+        ("ndtr", -3.0, 3.0),
+        ("ndtri", 0.05, 0.95),
+        ("log_ndtr", -8.0, 4.0),
+        ("i0e", -5.0, 5.0),
+        ("i1", -5.0, 5.0),
+        ("i1e", -5.0, 5.0),
+    ],
+)
+def test_special_function_gradients(name, lo, hi, rng):
+    """torch.special's entr, ndtr, ndtri, log_ndtr, i0e, i1, i1e (their backward raised)."""
+    a = np.append(rng.uniform(lo, hi, 9), 0.0 if name.startswith("i") else (lo + hi) / 2)
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        getattr(lib.special, name)(x).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=2e-5, atol=1e-6 * np.abs(grads[0]).max())
+
+
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
+def test_xlogy_family_gradients_at_zero(name):
+    """d/dx xlogy(x, y) is log(y) also at x = 0 (0 only where y <= 0), as torch's; it was 0
+    at every x = 0. xlog1py (its backward raised) likewise with log1p and y <= -1."""
+    a = np.array([0.0, 0.5, 1.0, 0.0, 0.0, 2.0])
+    b = np.array([0.3, 0.5, 2.0, 0.0, -1.0, 1.5]) - (1.0 if name == "xlog1py" else 0.0) * (
+        np.array([0, 0, 0, 1, 1, 0])
+    )
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        y = lib.tensor(b.astype(np.float32) if lib is pr else b).requires_grad_()
+        getattr(lib.special, name)(x, y).sum().backward()
+        grads.append((x.grad.numpy(), y.grad.numpy()))
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, equal_nan=True)

@@ -241,19 +241,36 @@ BINARY_RULES["copysign"] = _copysign
 
 @saves(0, 1)
 def _xlogy(ctx, g):
-    """torch: d/dx = xlogy(x != 0, y) (0 where x == 0), d/dy = x / y."""
+    """torch: d/dx = log(y), 0 where x == 0 and y <= 0; d/dy = x / y."""
     from .elementwise import log, where
 
     a, b = _floats(*ctx.args)
     ga = gb = None
     if ctx.needs[0]:
-        ga = g * where(a == 0, 0.0, log(b)) if _t(a) else g * (0.0 if a == 0 else log(b))
+        ga = where((a == 0) & (b <= 0), 0.0, g * log(b))
     if ctx.needs[1]:
         gb = g * a / b
     return ga, gb
 
 
 BINARY_RULES["xlogy"] = _xlogy
+
+
+@saves(0, 1)
+def _xlog1py(ctx, g):
+    """torch: d/dx = log1p(y), 0 where x == 0 and y <= -1; d/dy = x / (1 + y)."""
+    from .elementwise import log1p, where
+
+    a, b = _floats(*ctx.args)
+    ga = gb = None
+    if ctx.needs[0]:
+        ga = where((a == 0) & (b <= -1), 0.0, g * log1p(b))
+    if ctx.needs[1]:
+        gb = g * a / (1.0 + b)
+    return ga, gb
+
+
+BINARY_RULES["xlog1py"] = _xlog1py
 
 
 # ---- unary: rule(ctx, g) -> grad x ----------------------------------------------------------
@@ -362,6 +379,25 @@ def _special(name, x):
     return getattr(special, name)(x)
 
 
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _i1_grad(g, x, o):
+    """i1' = i0(x) - i1(x)/x, 1/2 at 0."""
+    from .elementwise import where
+
+    safe = where(x == 0, 1.0, x)
+    return g * where(x == 0, 0.5, _special("i0", x) - o / safe)
+
+
+def _i1e_grad(g, x, o):
+    """i1e' = i0e(x) - i1e(x)·(sign(x) + 1/x), 1/2 at 0."""
+    from .elementwise import where
+
+    safe = where(x == 0, 1.0, x)
+    return g * where(x == 0, 0.5, _special("i0e", x) - o * (x.sign() + 1.0 / safe))
+
+
 def _trigamma(x):
     """polygamma(1, x), digamma's derivative (its own backward is not implemented)."""
     from .elementwise import unary
@@ -424,6 +460,15 @@ UNARY_RULES = {
     "lgamma": _u(lambda g, x, o: g * _special("digamma", x), 0),
     "digamma": _u(lambda g, x, o: g * _trigamma(x), 0),
     "i0": _u(lambda g, x, o: g * _special("i1", x), 0),
+    "i0e": _u(lambda g, x, o: g * (_special("i1e", x) - x.sign() * o), 0, "out"),
+    "i1": _u(_i1_grad, 0, "out"),
+    "i1e": _u(_i1e_grad, 0, "out"),
+    # entr = -x log x: -(1 + log x)
+    "entr": _u(lambda g, x, o: g * -(1.0 + x.log()), 0),
+    # the normal pdf φ(x) = exp(-x²/2)/√(2π); ndtri' = 1/φ(ndtri(x)); log_ndtr' = φ(x)/ndtr(x)
+    "ndtr": _u(lambda g, x, o: g * (-0.5 * x * x).exp() * _INV_SQRT_2PI, 0),
+    "ndtri": _u(lambda g, x, o: g * (0.5 * o * o).exp() * math.sqrt(2.0 * math.pi), "out"),
+    "log_ndtr": _u(lambda g, x, o: g * (-(0.5 * x * x) - o).exp() * _INV_SQRT_2PI, 0, "out"),
     "logit": _u(lambda g, x, o: g / (x * (1.0 - x)), 0),
     "sinc": _u(_sinc, 0),
     # piecewise constant: zero gradients (torch)
