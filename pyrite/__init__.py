@@ -45,7 +45,7 @@ from .compile import compile
 # torch.* spellings of nn.functional ops (torch.selu, torch.batch_norm, ...): nn/_toplevel.py
 globals().update(nn.TOPLEVEL)
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402  (pyrite/version.py: torch.version's names)
 
 
 def is_tensor(obj) -> bool:
@@ -125,3 +125,14 @@ from .runtime import (  # noqa: E402
 )
 
 cuda.amp = amp._CudaAmp  # torch.cuda.amp.autocast / GradScaler (deprecated spellings)
+
+# ported scripts' boilerplate: torch.random, torch.version, torch.testing.assert_close, torch.jit's
+# and torch.compiler's decorators, torch.distributed's "not here" (one process, one device)
+from . import (  # noqa: E402
+    compiler,
+    distributed,
+    jit,
+    random,
+    testing,
+    version,
+)

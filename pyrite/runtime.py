@@ -4,11 +4,14 @@ compatibility helpers (finfo/iinfo, default dtype, the `pr.cuda` namespace)."""
 from __future__ import annotations
 
 import math
+import os
+import time
 
 import numpy as np
 
 from . import backend as _backend
 from . import dtypes as _dtypes
+from . import errors as _errors
 
 
 def device_info() -> dict:
@@ -138,10 +141,161 @@ def set_default_dtype(d):
         raise TypeError(f"pyrite: the default dtype must be float32, got {d!r}")
 
 
+def reset_peak_memory_stats(device=None):
+    """Start the peak of `max_memory_allocated` again from the bytes live now."""
+    pool = _backend.current().pool
+    pool.peak_live_bytes = pool.live_bytes
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes held from the driver: live tensors' and pooled buffers' (torch's reserved)."""
+    pool = _backend.current().pool
+    return pool.live_bytes + pool.pooled_bytes + pool.recent_bytes
+
+
+def _one_device(device) -> int:
+    """0 for the spellings of the one device (None, 0, -1, "cuda", "cuda:0", a device);
+    anything else raises, as torch's "invalid device ordinal" does."""
+    index = getattr(device, "index", device)
+    if isinstance(device, str):
+        from .tensor import device as _device
+
+        index = _device(device).index
+    if index is None or index in (0, -1):
+        return 0
+    raise RuntimeError(f"pyrite: invalid device ordinal {index}: there is one device (index 0)")
+
+
+class _DeviceProperties:
+    """What `cuda.get_device_properties` returns (torch's _CudaDeviceProperties)."""
+
+    def __init__(self, info: dict):
+        self.name = info["name"]
+        self.type = info["type"]  # the WebGPU adapter type: DiscreteGPU, IntegratedGPU, CPU, ...
+        # WebGPU reports no memory size: a size the backend names, else 0 (unknown)
+        self.total_memory = int(info.get("total_memory", 0))
+        # pyrite's features as a capability: bfloat16 and TF32-era paths yes, fp8 no
+        self.major, self.minor = _CAPABILITY
+        # WebGPU reports no core count: the CPU's for a CPU adapter (lavapipe), else 1 (unknown)
+        self.multi_processor_count = (os.cpu_count() or 1) if self.type == "CPU" else 1
+        self.is_integrated = int(self.type == "IntegratedGPU")
+        self.is_multi_gpu_board = 0
+
+    def __repr__(self):
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // 2**20}MB, "
+            f"multi_processor_count={self.multi_processor_count})"
+        )
+
+
+_CAPABILITY = (8, 0)
+
+
+class _Event:
+    """`cuda.Event`: `record()` waits for the work submitted so far and takes the host clock,
+    so `start.elapsed_time(end)` is the milliseconds between the two points (host-timed)."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = enable_timing
+        self._time = None
+
+    def record(self, stream=None):
+        synchronize()
+        self._time = time.perf_counter()
+
+    def synchronize(self):
+        synchronize()
+
+    def query(self) -> bool:
+        return True  # record() has waited already
+
+    def wait(self, stream=None):
+        pass
+
+    def elapsed_time(self, end_event) -> float:
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end_event._time - self._time) * 1000.0
+
+
+class _Stream:
+    """`cuda.Stream`: the device has one queue, so a stream is a name for it; its waits are
+    the device's synchronize."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.device = device
+        self.priority = priority
+
+    def synchronize(self):
+        synchronize()
+
+    def query(self) -> bool:
+        synchronize()
+        return True
+
+    def wait_event(self, event):
+        pass
+
+    def wait_stream(self, stream):
+        pass
+
+    def record_event(self, event=None):
+        event = event if event is not None else _Event()
+        event.record(self)
+        return event
+
+    def __eq__(self, other):
+        return isinstance(other, _Stream)
+
+    def __hash__(self):
+        return 0
+
+
+_DEFAULT_STREAM = _Stream()
+
+
+class _StreamContext:
+    """`with cuda.stream(s):`: work runs on the one queue whatever the stream."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self.stream
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _DeviceContext:
+    """`with cuda.device(i):` for the one device (other indexes raise)."""
+
+    def __init__(self, device):
+        self.idx = _one_device(device)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class cuda:
     """`pr.cuda` as ported scripts call it. There is no CUDA here; "available" means a GPU
     adapter is in use, so `device = "cuda" if torch.cuda.is_available() else "cpu"` works (both
-    strings are accepted and ignored: pyrite has one device)."""
+    strings are accepted and ignored: pyrite has one device). The rest acts on that one device
+    (index 0; other indexes raise): its name and properties, its memory counters, synchronize,
+    and the default generator's seed and state (there is one generator). Events are host-timed
+    after a synchronize; streams are names for the one queue."""
+
+    Event = _Event
+    Stream = _Stream
+    StreamContext = _StreamContext
+    device = _DeviceContext
+    OutOfMemoryError = _errors.OutOfMemoryError
 
     @staticmethod
     def is_available() -> bool:
@@ -152,8 +306,61 @@ class cuda:
         return 1 if cuda.is_available() else 0
 
     @staticmethod
+    def is_initialized() -> bool:
+        """Whether the WebGPU device has been opened (it opens on first use)."""
+        return _backend.is_open()
+
+    @staticmethod
+    def init():
+        _backend.current()
+
+    @staticmethod
+    def current_device() -> int:
+        return 0
+
+    @staticmethod
+    def set_device(device):
+        """Accepted for the one device (0, "cuda", "cuda:0"); to choose the WebGPU adapter,
+        use pr.set_device."""
+        _one_device(device)
+
+    @staticmethod
+    def get_device_name(device=None) -> str:
+        _one_device(device)
+        return device_info()["name"]
+
+    @staticmethod
+    def get_device_properties(device=None) -> _DeviceProperties:
+        _one_device(device)
+        return _DeviceProperties(device_info())
+
+    @staticmethod
+    def get_device_capability(device=None) -> tuple:
+        """(8, 0): pyrite runs what scripts gate on that (bfloat16, TF32 switches), not fp8."""
+        _one_device(device)
+        return _CAPABILITY
+
+    @staticmethod
+    def get_arch_list() -> list:
+        return []
+
+    @staticmethod
     def synchronize(device=None):
         synchronize()
+
+    @staticmethod
+    def current_stream(device=None) -> _Stream:
+        return _DEFAULT_STREAM
+
+    default_stream = current_stream
+
+    @staticmethod
+    def stream(stream) -> _StreamContext:
+        return _StreamContext(stream)
+
+    @staticmethod
+    def set_stream(stream):
+        pass
 
     @staticmethod
     def manual_seed(seed):
@@ -162,6 +369,44 @@ class cuda:
         return manual_seed(seed)
 
     manual_seed_all = manual_seed
+
+    @staticmethod
+    def seed():
+        from .ops.creation import seed
+
+        return seed()
+
+    seed_all = seed
+
+    @staticmethod
+    def initial_seed() -> int:
+        from .ops.creation import initial_seed
+
+        return initial_seed()
+
+    @staticmethod
+    def get_rng_state(device="cuda"):
+        """The default generator's state (pr.get_rng_state: one generator serves every
+        device)."""
+        from .ops.misc import get_rng_state
+
+        return get_rng_state()
+
+    @staticmethod
+    def set_rng_state(new_state, device="cuda"):
+        from .ops.misc import set_rng_state
+
+        set_rng_state(new_state)
+
+    @staticmethod
+    def get_rng_state_all() -> list:
+        return [cuda.get_rng_state()]
+
+    @staticmethod
+    def set_rng_state_all(new_states):
+        for state in new_states:
+            cuda.set_rng_state(state)
+
     empty_cache = staticmethod(empty_cache)
 
     @staticmethod
@@ -170,6 +415,9 @@ class cuda:
 
     memory_allocated = staticmethod(memory_allocated)
     max_memory_allocated = staticmethod(max_memory_allocated)
+    memory_reserved = staticmethod(memory_reserved)
+    reset_peak_memory_stats = staticmethod(reset_peak_memory_stats)
+    reset_max_memory_allocated = staticmethod(reset_peak_memory_stats)
 
 
 class _Flags:
@@ -179,13 +427,62 @@ class _Flags:
         self.__dict__.update(defaults)
 
 
+class _Cudnn(_Flags):
+    @staticmethod
+    def is_available() -> bool:
+        return False  # no cuDNN: convolutions are pyrite's WGSL kernels
+
+    @staticmethod
+    def version():
+        return None
+
+
+class _CudaBackend(_Flags):
+    @staticmethod
+    def is_built() -> bool:
+        return True  # the pr.cuda namespace is always there (on the WebGPU device)
+
+    # scaled_dot_product_attention's kernel choice: recorded, pyrite has one path
+    def enable_flash_sdp(self, enabled: bool):
+        self.sdp["flash"] = bool(enabled)
+
+    def enable_mem_efficient_sdp(self, enabled: bool):
+        self.sdp["mem_efficient"] = bool(enabled)
+
+    def enable_math_sdp(self, enabled: bool):
+        self.sdp["math"] = bool(enabled)
+
+    def flash_sdp_enabled(self) -> bool:
+        return self.sdp["flash"]
+
+    def mem_efficient_sdp_enabled(self) -> bool:
+        return self.sdp["mem_efficient"]
+
+    def math_sdp_enabled(self) -> bool:
+        return self.sdp["math"]
+
+
+class _Mps(_Flags):
+    @staticmethod
+    def is_available() -> bool:
+        return False
+
+    @staticmethod
+    def is_built() -> bool:
+        return False
+
+
 class backends:
     """torch.backends as training scripts set it: the switches are accepted and have no effect
-    (pyrite has no cuDNN or TF32 path to toggle)."""
+    (pyrite has no cuDNN or TF32 path to toggle). cudnn and mps report unavailable;
+    backends.cuda.is_built() is True (pr.cuda is always present)."""
 
-    cudnn = _Flags(benchmark=False, deterministic=False, enabled=True, allow_tf32=True)
-    cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True))
-    mps = _Flags()
+    cudnn = _Cudnn(benchmark=False, deterministic=False, enabled=True, allow_tf32=True)
+    cuda = _CudaBackend(
+        matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True),
+        sdp={"flash": True, "mem_efficient": True, "math": True},
+    )
+    mps = _Mps()
 
     @staticmethod
     def is_available():

@@ -49,25 +49,103 @@ class Size(tuple):
 
 
 class device:
-    """What `tensor.device` returns: there is one device in use, the WebGPU one."""
+    """`torch.device`'s spellings: device("cuda"), device("cuda:0"), device("cuda", 0),
+    device(type="cuda", index=0), device(0), device(other_device). There is one device, the
+    WebGPU one in use, so every device names it: all devices compare equal to each other and to
+    the strings of a device ("cuda", "cuda:0", "cpu", "webgpu", ...), except that "meta" equals
+    only "meta"; tensors and modules accept any of them.
 
-    type = "webgpu"
-    index = 0
+    A device keeps the type and index it was given, so ported checks read as written:
+    `device("cuda").type == "cuda"`, `str(device("cuda:0")) == "cuda:0"`. `str()` is the type
+    with ":index" when an index was given ("cuda", "cuda:0", "cpu"), `repr()` is
+    "device(type='cuda')" / "device(type='cuda', index=0)", both as torch's. A tensor's
+    `.device` is device("webgpu", 0): type "webgpu", index 0, str "webgpu:0" (so
+    `x.device.type == "cuda"` is False; compare devices, `x.device == device`, instead). An
+    int is an index on the WebGPU device (torch's "the accelerator's device i"). `with
+    device(...):` is accepted and changes nothing."""
 
-    def __init__(self, spec="webgpu"):
-        self.spec = spec
+    _TYPES = (
+        "webgpu", "gpu", "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+        "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+        "privateuseone",
+    )  # fmt: skip
+
+    def __init__(self, type="webgpu", index=None):
+        if isinstance(type, device):
+            if index is not None:
+                raise TypeError("pyrite: device(device) takes no index")
+            type, index = type.type, type.index
+        elif isinstance(type, int) and not isinstance(type, bool):
+            type, index = "webgpu", type if index is None else index
+        elif not isinstance(type, str):
+            raise TypeError(
+                f"device() received an invalid combination of arguments - got "
+                f"({type.__class__.__name__}), expected a device, a str or an int"
+            )
+        else:
+            type, parsed = self._parse(type)
+            if parsed is not None:
+                if index is not None:
+                    raise RuntimeError(
+                        "type (string) must not include an index because index was passed "
+                        f"explicitly: {type}:{parsed}"
+                    )
+                index = parsed
+        if index is not None:
+            index = int(index)
+            if index < 0:
+                raise RuntimeError("Device index must not be negative")
+        self.type = type
+        self.index = index
+
+    @classmethod
+    def _parse(cls, spec: str):
+        """(type, index) of "cuda" / "cuda:0" / "webgpu", raising as torch.device does."""
+        kind, colon, idx = spec.partition(":")
+        if kind not in cls._TYPES:
+            raise RuntimeError(
+                f"Expected one of {', '.join(cls._TYPES)} device type at start of device "
+                f"string: {spec}"
+            )
+        if not colon:
+            return kind, None
+        if not idx.isdigit() or (len(idx) > 1 and idx[0] == "0"):
+            raise RuntimeError(f"Invalid device string: '{spec}'")
+        return kind, int(idx)
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __repr__(self):
-        return "device(type='webgpu')"
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
 
     def __eq__(self, other):
-        return isinstance(other, device) or other in ("webgpu", "cuda", "gpu", "cpu")
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except RuntimeError:
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        # "meta" (shapes without data, which pyrite has not) is the one device not the one here
+        return (self.type == "meta") == (other.type == "meta")
 
     def __hash__(self):
         return hash("webgpu")
 
+    def __enter__(self):  # `with torch.device("cuda"):` (the default device: there is one)
+        return self
 
-_DEVICE = device()
+    def __exit__(self, *exc):
+        return False
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+_DEVICE = device("webgpu", 0)
 _F32 = struct.Struct("<f")
 
 # Set while poisoning is on (ops/core.set_poison, the test suite): numpy() checks that a uint8 /

@@ -24,13 +24,18 @@ ROOT = Path(__file__).resolve().parents[1] / "pyrite"
 RANK = {
     "dtypes": 0,
     "errors": 0,
+    "version": 0,  # torch.version, torch.jit, torch.distributed: import nothing from pyrite
+    "jit": 0,
+    "distributed": 0,
     "kernels": 1,
     "backend": 1,
     "tensor": 2,
     "ops": 2,
     "autograd": 2,
     "autograd_functional": 2,
+    "random": 2,  # torch.random: the default generator (ops/)
     "compile": 3,
+    "compiler": 3,  # torch.compiler: is_compiling() reads compile/_state
     "nn": 4,
     "quantization": 4,
     "optim": 4,

@@ -3,8 +3,13 @@
 This package imports only numpy and the standard library (and may use `pyrite.dtypes`), so a
 reference computed here cannot share a bug with the code it checks (tests/test_layering.py
 keeps that honest).
+
+`assert_close` here is torch.testing's (keyword tolerances defaulting by dtype, `msg=`,
+nested containers), so `pr.testing.assert_close` serves ported tests; called with positional
+tolerances it is `tolerance.assert_close`, the suite's own.
 """
 
+from ._comparison import assert_close
 from .rng import rng_for, seed_for
 from .shapes import (
     AWKWARD_SIZES,
@@ -24,7 +29,6 @@ from .shapes import (
 )
 from .tolerance import (
     Tol,
-    assert_close,
     dot_tol,
     elementwise_tol,
     matmul_tol,

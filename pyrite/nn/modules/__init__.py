@@ -1,25 +1,35 @@
 """The layers of pyrite.nn, one concern a file (torch.nn.modules' layout)."""
 
-from . import (
+# torch.nn.parallel's DataParallel (a thin wrapper on one device) is exported as nn.DataParallel;
+# instancenorm, module, normalization, utils are torch.nn.modules' other file names, re-exports
+# (nn.modules.module.Module, nn.modules.utils._pair, nn.modules.batchnorm._BatchNorm, ...)
+from ..parallel import DataParallel  # noqa: F401  (and makes pyrite.nn.parallel)
+from . import (  # noqa: F401
     activation,
     attention,
+    batchnorm,
     container,
     conv,
     distance,
     dropout,
     flatten,
+    instancenorm,
     linear,
     loss,
+    module,
     norm,
+    normalization,
     padding,
     pooling,
     rnn,
     sparse,
     transformer,
     upsample,
+    utils,
 )
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
+from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
@@ -35,6 +45,6 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
-_FILES = (activation, attention, container, conv, distance, dropout, flatten, linear, loss, norm,
-          padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
-__all__ = sorted({name for mod in _FILES for name in mod.__all__})
+_FILES = (activation, attention, batchnorm, container, conv, distance, dropout, flatten, linear,
+          loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
+__all__ = sorted({name for mod in _FILES for name in mod.__all__} | {"DataParallel"})
