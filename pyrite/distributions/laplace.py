@@ -21,14 +21,7 @@ class Laplace(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self._init_params(
-            ("loc", "scale"),
-            (
-                loc,
-                scale,
-            ),
-            validate_args,
-        )
+        self._init_params(("loc", "scale"), (loc, scale), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Laplace, ("loc", "scale"), batch_shape, _instance)

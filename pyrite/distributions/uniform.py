@@ -21,14 +21,7 @@ class Uniform(Distribution):
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):
-        self._init_params(
-            ("low", "high"),
-            (
-                low,
-                high,
-            ),
-            validate_args,
-        )
+        self._init_params(("low", "high"), (low, high), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Uniform, ("low", "high"), batch_shape, _instance)

@@ -362,6 +362,12 @@ def _implicit_plan(xb, w, bias, g, L, CK, O, copied=False, allowed=True):
     return None
 
 
+def _conv_gemm(params, nb, epi, st, conv):
+    """gemm_fast with a convolution's operand (`conv`, see its docstring) for a tile."""
+    bm, bn, tm, tn, bk, dbuf = params
+    return gemm_fast("n", nb, epi, bm, bn, tm, tn, bk, dbuf, st=st, conv=conv)
+
+
 def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False, phase=None):
     """out (N, O, *out_sp) = conv(xb, ·) + bias by gemm_fast's implicit GEMM: per (image,
     group), the (O/g, C/g·k) weight rows `a` (contiguous, a group's after another) times the
@@ -374,7 +380,7 @@ def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False
     O = out._shape[1]
     M, Cg, L = O // g, C // g, math.prod(out_sp)
     CK = Cg * math.prod(ker)
-    bm, bn, tm, tn, bk, dbuf = params
+    bm, bn = params[:2]
     sxn, sxc = xb._strides[:2]
     # batch dims, outermost first: [size, weight stride, input stride, bias stride]
     bdims = [[N, 0, sxn, 0]]
@@ -385,18 +391,12 @@ def _conv_implicit(xb, a, bias, g, ker, geo, params, dims, out, transposed=False
     total = tiles_n * tiles_m * N * g
     epi = "none" if bias is None else "bias"
     at = INFO_BATCH + 4 * len(bdims)
-    src = gemm_fast(
-        "n",
+    src = _conv_gemm(
+        params,
         len(bdims),
         epi,
-        bm,
-        bn,
-        tm,
-        tn,
-        bk,
-        dbuf,
-        st=xb.dtype.wgsl,
-        conv=(dims, *ker, at, transposed, False, phase is not None),
+        xb.dtype.wgsl,
+        (dims, *ker, at, transposed, False, phase is not None),
     )
     c_off = 0
     if phase is not None:
@@ -846,7 +846,7 @@ def _wgrad_implicit(x, go, ker, stride, pads, dil, groups, dims):
         return None
     params, S = plan
     LAST_WGRAD = plan
-    bm, bn, tm, tn, bk, dbuf = params
+    bm, bn = params[:2]
     a = gb.reshape(N, groups, Og, OL).permute(1, 2, 0, 3).contiguous()  # (g, Og, N·L)
     KT, chunk = N * OL, N // S * OL
     sxn, sxc = xb._strides[:2]
@@ -856,19 +856,8 @@ def _wgrad_implicit(x, go, ker, stride, pads, dil, groups, dims):
     tiles_n, tiles_m = -(-cols // bn), Og // bm
     total = tiles_n * tiles_m * S * groups
     at = INFO_BATCH + 4 * len(bdims)
-    st = xb.dtype.wgsl
-    src = gemm_fast(
-        "n",
-        len(bdims),
-        "none",
-        bm,
-        bn,
-        tm,
-        tn,
-        bk,
-        dbuf,
-        st=st,
-        conv=(dims, *osp, at, False, True, False),
+    src = _conv_gemm(
+        params, len(bdims), "none", xb.dtype.wgsl, (dims, *osp, at, False, True, False)
     )
     info = [Og, cols, chunk, tiles_n, tiles_m, total, 0, KT, 1, xb._offset, 0, 0, 0, 0, 0, 0]
     info += [f32_bits(1.0), f32_bits(1.0)]
