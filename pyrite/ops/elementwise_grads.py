@@ -192,11 +192,13 @@ def _logaddexp2(ctx, g):
 
 @saves(0, 1, "out")
 def _copysign(ctx, g):
+    from .creation import zeros_like
     from .elementwise import sign
 
     a = ctx.args[0]
-    # d/da |a|·sign(b) = sign(a)·sign(out) (0 at a = 0, as torch); b gets none
-    return g * (sign(a) * sign(ctx.out)), None  # (piecewise constant: no graph needed)
+    # d/da |a|·sign(b) = sign(a)·sign(out) (0 at a = 0, as torch); b gets zeros, as torch's
+    ga = g * (sign(a) * sign(ctx.out)) if ctx.needs[0] else None
+    return ga, zeros_like(g) if len(ctx.needs) > 1 and ctx.needs[1] else None
 
 
 @saves()
