@@ -271,3 +271,22 @@ def test_xlogy_family_gradients_at_zero(name):
         grads.append((x.grad.numpy(), y.grad.numpy()))
     for got, want in zip(grads[1], grads[0]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, equal_nan=True)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_gumbel_softmax_gradient(hard):
+    """y = softmax((x + G) / tau) with G drawn inside: its gradient is the softmax's at y
+    (straight through the one-hot when hard), as torch's (it raised before)."""
+    pr.manual_seed(3)
+    x = pr.randn(4, 5, requires_grad=True)
+    w = pr.randn(4, 5)
+    tau = 0.5
+    y = pr.nn.functional.gumbel_softmax(x, tau=tau, hard=hard)
+    (y * w).sum().backward()
+    pr.manual_seed(3)
+    pr.randn(4, 5), pr.randn(4, 5)  # (the same draws again: x's, w's, then the noise)
+    ys = pr.nn.functional.gumbel_softmax(x.detach(), tau=tau)
+    want = (ys * (w - (w * ys).sum(-1, keepdim=True))) / tau
+    np.testing.assert_allclose(x.grad.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    if hard:
+        np.testing.assert_array_equal(y.detach().sum(-1).numpy(), np.ones(4, np.float32))

@@ -450,14 +450,15 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
         _warn("pyrite: `eps` parameter is deprecated and has no effect.", stacklevel=2)
     need_float("gumbel_softmax", logits)
     u = _creation.rand(logits._shape)
-    g = fmap("(x0 - log(-log(1.0 - x1))) / s0", [logits, u], [tau], dtype=logits.dtype)
-    y = _rowops.softmax(g, dim)
+    # (recorded ops: the gradient flows to logits, straight through for hard, as torch's)
+    gumbels = fmap("-log(-log(1.0 - x0))", [u], dtype=logits.dtype)
+    y = _rowops.softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y
     d = y._dim(dim)
     index = _reduce.argmax(y, d, keepdim=True)
     y_hard = _scatter.scatter(_creation.zeros_like(y), d, index, value=1.0)
-    return fmap("x0 - x1 + x1", [y_hard, y], dtype=y.dtype)
+    return y_hard - y.detach() + y
 
 
 # ---- backward rules (autograd.install records these; torch's formulas, derivatives.yaml) -------
