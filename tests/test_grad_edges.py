@@ -290,3 +290,31 @@ def test_gumbel_softmax_gradient(hard):
     np.testing.assert_allclose(x.grad.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
     if hard:
         np.testing.assert_array_equal(y.detach().sum(-1).numpy(), np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_fractional_max_pool_gradient(dims, rng):
+    """Each output's gradient goes to the element its window's max came from, the forward's
+    own indices (random windows: recomputing them would draw others); it raised before."""
+    shape = (2, 3, 9, 8) if dims == 2 else (1, 2, 7, 7, 6)
+    a = rng.standard_normal(shape).astype(np.float32)
+    samples = rng.uniform(0, 1, (shape[0], shape[1], dims)).astype(np.float32)
+    res = []
+    for lib in (torch, pr):
+        x = lib.tensor(a).requires_grad_()
+        f = getattr(lib.nn.functional, f"fractional_max_pool{dims}d")
+        out = f(x, 2, output_size=(4,) * dims, _random_samples=lib.tensor(samples))
+        w = np.arange(out.numel(), dtype=np.float32).reshape(tuple(out.shape))
+        (out * lib.tensor(w)).sum().backward()
+        res.append((out.detach().numpy(), x.grad.numpy()))
+    for got, want in zip(res[1], res[0]):
+        np.testing.assert_array_equal(got, want)
+    # fresh random windows: the gradient lands where that call's maxima were
+    x = pr.tensor(a).requires_grad_()
+    o, idx = getattr(pr.nn.functional, f"fractional_max_pool{dims}d")(
+        x, 2, output_ratio=0.5, return_indices=True
+    )
+    o.sum().backward()
+    flat = x.grad.numpy().reshape(shape[0] * shape[1], -1)
+    for p, ids in enumerate(idx.numpy().reshape(shape[0] * shape[1], -1)):
+        np.testing.assert_array_equal(np.nonzero(flat[p])[0], np.unique(ids))

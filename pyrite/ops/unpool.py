@@ -120,9 +120,8 @@ def fractional_max_pool2d(
 ):
     """Max over k x k windows at pseudo-random fractional strides (Graham, 2014) of (N, C, H,
     W) or (C, H, W), to `output_size` or input size times `output_ratio`."""
-    return _fractional(
-        2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples
-    )
+    out, idx = _fractional_pair(2, input, kernel_size, output_size, output_ratio, _random_samples)
+    return (out, idx) if return_indices else out
 
 
 def fractional_max_pool3d(
@@ -135,9 +134,8 @@ def fractional_max_pool3d(
 ):
     """Max over k x k x k windows at pseudo-random fractional strides of (N, C, D, H, W) or
     (C, D, H, W)."""
-    return _fractional(
-        3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples
-    )
+    out, idx = _fractional_pair(3, input, kernel_size, output_size, output_ratio, _random_samples)
+    return (out, idx) if return_indices else out
 
 
 def fractional_max_pool2d_with_indices(
@@ -148,7 +146,7 @@ def fractional_max_pool2d_with_indices(
     return_indices=False,
     _random_samples=None,
 ):
-    return _fractional(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
+    return _fractional_pair(2, input, kernel_size, output_size, output_ratio, _random_samples)
 
 
 def fractional_max_pool3d_with_indices(
@@ -159,7 +157,30 @@ def fractional_max_pool3d_with_indices(
     return_indices=False,
     _random_samples=None,
 ):
-    return _fractional(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
+    return _fractional_pair(3, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+def _fractional_pair(dims, input, kernel_size, output_size, output_ratio, samples):
+    """(values, indices): the one recorded op of the fractional pools (GRADS): the backward
+    reads the forward's indices (random windows: recomputing them would draw others)."""
+    return _fractional(dims, input, kernel_size, output_size, output_ratio, True, samples)
+
+
+def _g_fractional_pair(ctx, g):
+    """Each output's gradient into the input element its window's max came from."""
+    from ..autograd import _check_versions
+    from .pool import _scatter_back
+
+    gv = g[0] if isinstance(g, (list, tuple)) else g
+    if gv is None or not ctx.needs[1]:
+        return None, None
+    _check_versions(ctx, only=frozenset(("out",)))
+    dims = ctx.args[0]
+    return None, _scatter_back(gv, ctx.out[1], tuple(ctx.meta[1][0]), dims)
+
+
+_g_fractional_pair.saves = frozenset(("out",))
+_g_fractional_pair.out_reads = frozenset((1,))
 
 
 # ---- max unpooling ----------------------------------------------------------------------------
@@ -233,3 +254,5 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 __all__: list = []
 
 METHODS: dict = {}
+
+GRADS = {"_fractional_pair": _g_fractional_pair}
