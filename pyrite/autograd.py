@@ -126,7 +126,10 @@ def _version(t) -> int:
 
 
 def mark_written(t):
-    """Record that `t`'s storage was written in place (every view of it sees the new version)."""
+    """Record that `t`'s storage was written in place (every view of it sees the new version);
+    not for a `.data` alias (torch's has a version counter of its own)."""
+    if getattr(t, "_untracked", False):
+        return
     s = t._storage
     s.version = getattr(s, "version", 0) + 1
 

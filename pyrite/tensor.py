@@ -163,6 +163,7 @@ class Tensor:
         "_shape",
         "_storage",
         "_strides",
+        "_untracked",  # a .data alias: its in-place writes do not count for autograd
         "dtype",
         "grad",
         "grad_fn",
@@ -213,6 +214,8 @@ class Tensor:
     def _view(self, shape, strides, offset):
         t = Tensor._make(self._storage, shape, strides, offset, self.dtype)
         t._base = self if self._base is None else self._base
+        if getattr(self, "_untracked", False):
+            t._untracked = True
         return t
 
     # ---- metadata ------------------------------------------------------------------------
@@ -314,8 +317,12 @@ class Tensor:
 
     @property
     def data(self):
-        # the same storage without autograd identity: in-place writes through it are not recorded
-        return Tensor._make(self._storage, self._shape, self._strides, self._offset, self.dtype)
+        # the same storage without autograd identity: in-place writes through it (and its
+        # views) are neither recorded nor counted as writes, as torch's `.data` (whose version
+        # counter is its own): `p.data.clamp_(...)` between a forward and its backward is allowed
+        t = Tensor._make(self._storage, self._shape, self._strides, self._offset, self.dtype)
+        t._untracked = True
+        return t
 
     @data.setter
     def data(self, value):

@@ -64,7 +64,9 @@ class Parameter(Tensor):
 
     @property
     def data(self):
-        return self._view(self._shape, self._strides, self._offset)
+        t = self._view(self._shape, self._strides, self._offset)
+        t._untracked = True  # (Tensor.data: writes through it are not counted for autograd)
+        return t
 
     @data.setter
     def data(self, value):

@@ -4,7 +4,7 @@ GRADS) and torch's top-level ones (ops/linalg_top.py GRADS). Each is torch's for
 with public ops so a double backward records through it. The other factorizations (qr, lu,
 lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their backward raises.
 
-    det:        gA = g·det(A)·A⁻ᵀ                        (A singular: inv raises)
+    det:        gA = g·adj(A)ᵀ, from the SVD (singular A too); det(A)·A⁻ᵀ for a double backward
     slogdet:    gA = g_logabsdet·A⁻ᵀ  (sign has no gradient); logdet the same
     inv:        gA = -Xᵀ g Xᵀ, X = A⁻¹
     solve:      gB = solve(Aᵀ, g) (left=False: g A⁻ᵀ); gA = -gB Xᵀ (left=False: -Xᵀ gB)
@@ -60,9 +60,24 @@ def _out0(out):
 
 # ---- determinants ---------------------------------------------------------------------------
 def _g_det(ctx, g):
+    """g·adj(A)ᵀ. From the SVD A = U S Vh: adj(A)ᵀ = det(U)·det(Vh)·U·diag(Π_{j≠i} s_j)·Vh,
+    defined for singular A too (torch's answer there; det(A)·A⁻ᵀ divides by zero). While a
+    double backward is recorded, det(A)·A⁻ᵀ (differentiable again; A must be invertible)."""
+    from .. import autograd
+    from .combine import cat
+    from .creation import ones_like
+
     A = ctx.args[0]
-    d = _live(ctx, lambda: _LA().det(A))
-    return (_mat(g * d) * _t(_LA().inv(A)),)
+    LA = _LA()
+    if autograd.is_grad_enabled():
+        d = _live(ctx, lambda: LA.det(A))
+        return (_mat(g * d) * _t(LA.inv(A)),)
+    U, S, Vh = LA.svd(A)
+    one = ones_like(S[..., :1])
+    before = cat([one, S[..., :-1].cumprod(-1)], -1)  # Π_{j<i} s_j
+    after = cat([S[..., 1:].flip(-1).cumprod(-1).flip(-1), one], -1)  # Π_{j>i} s_j
+    sign = LA.det(U) * LA.det(Vh)
+    return (_mat(g * sign) * ((U * (before * after).unsqueeze(-2)) @ Vh),)
 
 
 def _g_slogdet(ctx, g):
