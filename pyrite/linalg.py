@@ -136,7 +136,5 @@ OPAQUE = frozenset(
         "solve_triangular",
         "svd",
         "svdvals",
-        "tensorinv",
-        "tensorsolve",
     )
 )

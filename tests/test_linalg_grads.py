@@ -248,10 +248,8 @@ def test_matrix_power_negative_takes_the_inverse_rule(rng):
         ("qr", lambda a: pr.linalg.qr(a)[0]),
         ("lu_factor", lambda a: pr.linalg.lu_factor(a)[0]),
         ("lu", lambda a: pr.linalg.lu(a)[1]),
-        ("matrix_exp", pr.linalg.matrix_exp),
         ("lstsq", lambda a: pr.linalg.lstsq(a, a[..., :2]).solution),
         ("householder_product", lambda a: pr.linalg.householder_product(a, a[0, :2])),
-        ("cholesky_solve", lambda a: pr.cholesky_solve(a, pr.linalg.cholesky(a.detach()))),
     ],
 )
 def test_factorizations_without_a_rule_raise_at_backward(name, fn, rng):
@@ -294,3 +292,41 @@ def test_det_gradient_of_singular_matrices():
     b = pr.tensor([[1.0, 2.0], [2.0, 4.0]]).requires_grad_()
     pr.linalg.det(b).backward()
     np.testing.assert_allclose(b.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]], atol=2e-5)
+
+
+def test_matrix_exp_cholesky_solve_inverse_and_tensor_solves(rng):
+    """matrix_exp (the block-matrix adjoint), cholesky_solve / cholesky_inverse (torch's full-
+    matrix rules for L), tensorinv / tensorsolve (composites of the recorded inv / solve)."""
+    A = _f32(rng.standard_normal((2, 4, 4)) * 0.7)
+    _check(torch.linalg.matrix_exp, pr.linalg.matrix_exp, [A], rng)
+    _check(torch.matrix_exp, pr.matrix_exp, [A[0]], rng)
+    L = _f32(np.linalg.cholesky(_spd(rng, (), 4)))
+    B = _f32(rng.standard_normal((4, 3)))
+    for upper in (False, True):
+        Lu = np.ascontiguousarray(L.T) if upper else L
+        _check(
+            lambda b, l, u=upper: torch.cholesky_solve(b, l, upper=u),
+            lambda b, l, u=upper: pr.cholesky_solve(b, l, upper=u),
+            [B, Lu],
+            rng,
+        )
+        _check(
+            lambda l, u=upper: torch.cholesky_inverse(l, upper=u),
+            lambda l, u=upper: pr.cholesky_inverse(l, upper=u),
+            [Lu],
+            rng,
+        )
+    T = _f32(rng.standard_normal((6, 2, 3)) + 3 * np.eye(6).reshape(6, 2, 3))
+    _check(
+        lambda a: torch.linalg.tensorinv(a, ind=1),
+        lambda a: pr.linalg.tensorinv(a, ind=1),
+        [T],
+        rng,
+    )
+    T2 = _f32(rng.standard_normal((2, 3, 6)) + 3 * np.eye(6).reshape(2, 3, 6))
+    _check(
+        torch.linalg.tensorsolve,
+        pr.linalg.tensorsolve,
+        [T2, _f32(rng.standard_normal((2, 3)))],
+        rng,
+    )

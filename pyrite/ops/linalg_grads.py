@@ -15,6 +15,7 @@ lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their 
                      + (I - U Uᵀ) gU S⁻¹ Vᵀ + U S⁻¹ gVᵀ (I - V Vᵀ),  E_jk = s_k² - s_j²
     svdvals, eigvalsh: the values' terms alone (the vectors recomputed)
     pinv:       torch's pinv_backward
+    matrix_exp: the upper-right block of exp([[Aᵀ, g], [0, Aᵀ]])
 """
 
 from __future__ import annotations
@@ -164,6 +165,33 @@ def _g_cholesky(ctx, g):
     return (_cholesky_grad(L, g),)
 
 
+def _g_cholesky_solve(ctx, g):
+    """torch's cholesky_solve_backward: gB = cholesky_solve(g, L); with C = gB Xᵀ + X gBᵀ,
+    gL = -C L (lower) or -L C (upper): a full matrix, as torch's."""
+    from .linalg_top import cholesky_solve
+
+    B, L = ctx.args[0], ctx.args[1]
+    upper = _arg(ctx, 2, "upper", False)
+    X = _live(ctx, lambda: cholesky_solve(B, L, upper))
+    gB = cholesky_solve(g, L, upper)
+    gL = None
+    if ctx.needs[1]:
+        C = gB @ _t(X) + X @ _t(gB)
+        gL = -(L @ C) if upper else -(C @ L)
+    return gB if ctx.needs[0] else None, gL
+
+
+def _g_cholesky_inverse(ctx, g):
+    """torch's cholesky_inverse_backward: with C = X (g + gᵀ) X, gL = -C L (or -L C)."""
+    from .linalg_top import cholesky_inverse
+
+    L = ctx.args[0]
+    upper = _arg(ctx, 1, "upper", False)
+    X = _live(ctx, lambda: cholesky_inverse(L, upper))
+    C = X @ (g + _t(g)) @ X
+    return (-(L @ C) if upper else -(C @ L),)
+
+
 # ---- symmetric eigendecomposition -------------------------------------------------------------
 def _eigh_grad(lam, V, glam, gV):
     from .creation import zeros_like
@@ -300,6 +328,22 @@ def _pinv_kwargs(ctx):
     return kw
 
 
+# ---- matrix exponential -----------------------------------------------------------------------
+def _g_matrix_exp(ctx, g):
+    """The upper-right block of exp([[Aᵀ, g], [0, Aᵀ]]): the Fréchet derivative's adjoint
+    (Najfeld and Havel, 1995), with the same Padé and squarings as the forward."""
+    from .combine import cat
+    from .creation import zeros_like
+
+    A = ctx.args[0]
+    n = A.shape[-1]
+    At = _t(A)
+    top = cat([At, g], -1)
+    bottom = cat([zeros_like(At), At], -1)
+    E = _LA().matrix_exp(cat([top, bottom], -2))
+    return (E[..., :n, n:],)
+
+
 # torch.linalg's names (pyrite/linalg.py)
 LINALG = {
     "det": _g_det,
@@ -316,6 +360,7 @@ LINALG = {
     "svd": _g_svd,
     "svdvals": _g_svdvals,
     "pinv": _g_pinv,
+    "matrix_exp": _g_matrix_exp,
 }
 # torch's top-level names (ops/linalg_top.py)
 TOP = {
@@ -326,4 +371,7 @@ TOP = {
     "cholesky": _g_cholesky,
     "svd": _g_svd_top,
     "pinverse": _g_pinv,
+    "matrix_exp": _g_matrix_exp,
+    "cholesky_solve": _g_cholesky_solve,
+    "cholesky_inverse": _g_cholesky_inverse,
 }

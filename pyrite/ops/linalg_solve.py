@@ -318,13 +318,15 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 def cholesky_solve(B, L, upper=False, *, out=None):
     """X with A X = B where A = L Lᵀ (Uᵀ U when upper) from its Cholesky factor."""
+    from .. import linalg as LA  # (recorded solves: this composite is differentiable)
+
     L = _square_input(L, "cholesky_solve")
     B = _matrix_input(B, "cholesky_solve")
-    Y = solve_triangular(L, B, upper=upper, left=True) if not upper else None
     if upper:  # A = Uᵀ U: Uᵀ Y = B, U X = Y
-        Y = solve_triangular(_mT(L), B, upper=False)
-        return _out(solve_triangular(L, Y, upper=True), out, "cholesky_solve")
-    return _out(solve_triangular(_mT(L), Y, upper=True), out, "cholesky_solve")
+        Y = LA.solve_triangular(_mT(L), B, upper=False)
+        return _out(LA.solve_triangular(L, Y, upper=True), out, "cholesky_solve")
+    Y = LA.solve_triangular(L, B, upper=False)
+    return _out(LA.solve_triangular(_mT(L), Y, upper=True), out, "cholesky_solve")
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
@@ -518,7 +520,9 @@ def tensorinv(A, ind=2, *, out=None):
             f"pyrite: linalg.tensorinv: Expected self to satisfy the requirement "
             f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} != {rows}"
         )
-    X = inv(A.reshape(rows, cols))
+    from .. import linalg as LA  # (the recorded inv: this composite is differentiable)
+
+    X = LA.inv(A.reshape(rows, cols))
     return _out(X.reshape(*A._shape[ind:], *A._shape[:ind]), out, "linalg.tensorinv")
 
 
@@ -538,5 +542,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
             f"{tuple(B._shape)} do not make a square system (A's leading dims must be B's shape "
             "and the rest as many elements)"
         )
-    X = solve(A.reshape(rows, cols), B.reshape(rows))
+    from .. import linalg as LA  # (the recorded solve: this composite is differentiable)
+
+    X = LA.solve(A.reshape(rows, cols), B.reshape(rows))
     return _out(X.reshape(*xshape), out, "linalg.tensorsolve")

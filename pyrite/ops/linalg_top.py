@@ -81,8 +81,6 @@ GRADS = TOP
 OPAQUE = frozenset(
     (
         "cholesky",
-        "cholesky_inverse",
-        "cholesky_solve",
         "det",
         "geqrf",
         "inverse",
