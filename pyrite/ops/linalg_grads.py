@@ -16,6 +16,7 @@ lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their 
     svdvals, eigvalsh: the values' terms alone (the vectors recomputed)
     pinv:       torch's pinv_backward
     matrix_exp: the upper-right block of exp([[Aᵀ, g], [0, Aᵀ]])
+    lstsq:      the solution's, through X = pinv(A)·B
 """
 
 from __future__ import annotations
@@ -303,6 +304,30 @@ def _g_pinv(ctx, g):
     """torch's pinv_backward (FunctionsManual.cpp), for the pseudoinverse X of A (m, n)."""
     A = ctx.args[0]
     X = _live(ctx, lambda: _LA().pinv(A, **_pinv_kwargs(ctx)))
+    return (_pinv_grad(A, X, g),)
+
+
+def _g_lstsq(ctx, g):
+    """The solution's gradient through X = pinv(A)·B (the minimum-norm least-squares solution
+    lstsq returns): gB = pinv(A)ᵀ g, gA = pinv's backward of g Bᵀ. Residuals, rank and
+    singular values carry none."""
+    gX = g[0] if isinstance(g, (tuple, list)) else g
+    if gX is None:
+        return None, None
+    A, B = ctx.args[0], ctx.args[1]
+    P = _LA().pinv(A)
+    vec = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vec else B
+    gm = gX.unsqueeze(-1) if vec else gX
+    gB = _t(P) @ gm if ctx.needs[1] else None
+    if gB is not None and vec:
+        gB = gB.squeeze(-1)
+    gA = _pinv_grad(A, P, gm @ _t(Bm)) if ctx.needs[0] else None
+    return gA, gB
+
+
+def _pinv_grad(A, X, g):
+    """d pinv(A) adjoint: torch's pinv_backward for X = pinv(A), the incoming gradient g."""
     m, n = A.shape[-2], A.shape[-1]
     Xh, gh = _t(X), _t(g)
     if m <= n:
@@ -313,7 +338,7 @@ def _g_pinv(ctx, g):
         K = X @ gh
         XhK = Xh @ K
         gA = -_t(K @ X) + (gh - A @ K) @ X @ Xh + XhK - XhK @ X @ A
-    return (gA,)
+    return gA
 
 
 def _pinv_kwargs(ctx):
@@ -361,6 +386,7 @@ LINALG = {
     "svdvals": _g_svdvals,
     "pinv": _g_pinv,
     "matrix_exp": _g_matrix_exp,
+    "lstsq": _g_lstsq,
 }
 # torch's top-level names (ops/linalg_top.py)
 TOP = {
