@@ -245,7 +245,6 @@ def test_matrix_power_negative_takes_the_inverse_rule(rng):
 @pytest.mark.parametrize(
     "name,fn",
     [
-        ("qr", lambda a: pr.linalg.qr(a)[0]),
         ("lu_factor", lambda a: pr.linalg.lu_factor(a)[0]),
         ("lu", lambda a: pr.linalg.lu(a)[1]),
         ("householder_product", lambda a: pr.linalg.householder_product(a, a[0, :2])),
@@ -341,3 +340,25 @@ def test_lstsq_solution_gradient(ash, bsh, rng):
         [A, B],
         rng,
     )
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 4)])
+def test_qr_gradient(shape, rng):
+    """(gQ + Q·copyltu(R gRᵀ - gQᵀ Q))·R⁻ᵀ for m >= n, against torch with sign-free losses
+    (Q's columns and R's rows may flip sign together)."""
+    A = _f32(rng.standard_normal(shape))
+    m, n = shape[-2:]
+    wq = rng.standard_normal(shape[:-2] + (m, n))
+    wr = rng.standard_normal(shape[:-2] + (n, n))
+
+    def loss(lib, c):
+        def f(a):
+            Q, R = lib.linalg.qr(a)
+            return Q * Q * c(wq), R * R * c(wr), Q @ R
+
+        return f
+
+    _check(loss(torch, torch.tensor), loss(pr, lambda w: pr.tensor(w.astype(np.float32))), [A], rng)
+    wide = pr.tensor(rng.standard_normal((3, 5)).astype(np.float32)).requires_grad_()
+    with pytest.raises(NotImplementedError, match="at least as many rows"):
+        pr.linalg.qr(wide)[0].sum().backward()

@@ -17,6 +17,7 @@ lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their 
     pinv:       torch's pinv_backward
     matrix_exp: the upper-right block of exp([[Aᵀ, g], [0, Aᵀ]])
     lstsq:      the solution's, through X = pinv(A)·B
+    qr:         (gQ + Q·copyltu(R gRᵀ - gQᵀ Q))·R⁻ᵀ for m >= n
 """
 
 from __future__ import annotations
@@ -353,6 +354,44 @@ def _pinv_kwargs(ctx):
     return kw
 
 
+# ---- QR --------------------------------------------------------------------------------------
+def _qr_grad(A, Q, R, gQ, gR, mode):
+    """A = QR with m >= n (Q (m, n) reduced, or square): with M = R gRᵀ - gQᵀ Q,
+    gA = (gQ + Q·copyltu(M))·R⁻ᵀ, copyltu(M) = tril(M) + tril(M, -1)ᵀ (Walter and Lehmann;
+    Liao et al., 2019): torch's answer. Wide A, and complete Q of a tall A, are not done."""
+    from .creation import zeros_like
+
+    m, n = A.shape[-2], A.shape[-1]
+    if mode == "r":
+        raise RuntimeError(
+            "pyrite: The derivative of linalg.qr depends on Q, which is not computed when "
+            "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+            "differentiate through linalg.qr."
+        )
+    if m < n or (mode == "complete" and m > n):
+        raise NotImplementedError(
+            "pyrite: the gradient of linalg.qr is implemented for A with at least as many rows "
+            "as columns, in mode 'reduced' (or a square A)"
+        )
+    gQ = zeros_like(Q) if gQ is None else gQ
+    gR = zeros_like(R) if gR is None else gR.triu()
+    M = R @ _t(gR) - _t(gQ) @ Q
+    cl = M.tril() + _t(M.tril(-1))
+    return _LA().solve_triangular(_t(R), gQ + Q @ cl, upper=False, left=False)  # (·R⁻ᵀ)
+
+
+def _g_qr(ctx, g):
+    mode = _arg(ctx, 1, "mode", "reduced")
+    Q, R = _live(ctx, lambda: _LA().qr(ctx.args[0], mode))
+    return (_qr_grad(ctx.args[0], Q, R, g[0], g[1], mode),)
+
+
+def _g_qr_top(ctx, g):
+    mode = "reduced" if _arg(ctx, 1, "some", True) else "complete"
+    Q, R = _live(ctx, lambda: _LA().qr(ctx.args[0], mode))
+    return (_qr_grad(ctx.args[0], Q, R, g[0], g[1], mode),)
+
+
 # ---- matrix exponential -----------------------------------------------------------------------
 def _g_matrix_exp(ctx, g):
     """The upper-right block of exp([[Aᵀ, g], [0, Aᵀ]]): the Fréchet derivative's adjoint
@@ -387,6 +426,7 @@ LINALG = {
     "pinv": _g_pinv,
     "matrix_exp": _g_matrix_exp,
     "lstsq": _g_lstsq,
+    "qr": _g_qr,
 }
 # torch's top-level names (ops/linalg_top.py)
 TOP = {
@@ -400,4 +440,5 @@ TOP = {
     "matrix_exp": _g_matrix_exp,
     "cholesky_solve": _g_cholesky_solve,
     "cholesky_inverse": _g_cholesky_inverse,
+    "qr": _g_qr_top,
 }
