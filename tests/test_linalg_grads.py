@@ -362,3 +362,25 @@ def test_qr_gradient(shape, rng):
     wide = pr.tensor(rng.standard_normal((3, 5)).astype(np.float32)).requires_grad_()
     with pytest.raises(NotImplementedError, match="at least as many rows"):
         pr.linalg.qr(wide)[0].sum().backward()
+
+
+@pytest.mark.parametrize(
+    "left,adjoint", [(True, False), (True, True), (False, False), (False, True)]
+)
+def test_lu_solve_gradient_of_b(left, adjoint, rng):
+    """B's gradient is the adjoint solve with the same factors; LU's raises (not silently
+    absent)."""
+    A = _general(rng, (), 4)
+    B = _f32(rng.standard_normal((4, 2) if left else (2, 4)))
+    kw = {"left": left, "adjoint": adjoint}
+    tLU, tp = torch.linalg.lu_factor(torch.tensor(A))
+    pLU, pp = pr.linalg.lu_factor(pr.tensor(A.astype(np.float32)))
+    _check(
+        lambda b: torch.linalg.lu_solve(tLU, tp, b, **kw),
+        lambda b: pr.linalg.lu_solve(pLU, pp, b, **kw),
+        [B],
+        rng,
+    )
+    LU = pLU.clone().requires_grad_()
+    with pytest.raises(NotImplementedError, match="respect to LU"):
+        pr.linalg.lu_solve(LU, pp, pr.tensor(B.astype(np.float32)), **kw).sum().backward()

@@ -354,6 +354,21 @@ def _pinv_kwargs(ctx):
     return kw
 
 
+def _g_lu_solve(ctx, g):
+    """B's gradient: the solve with the adjoint system (the same factors), as torch's. LU's
+    is not done: it raises rather than leave LU without one."""
+    if ctx.needs[0]:
+        raise NotImplementedError(
+            "pyrite: the gradient of linalg.lu_solve with respect to LU is not implemented yet "
+            "(B's is): detach() LU, or use linalg.solve on A"
+        )
+    LU, piv = ctx.args[0], ctx.args[1]
+    left = ctx.kwargs.get("left", True)
+    adjoint = ctx.kwargs.get("adjoint", False)
+    gB = _LA().lu_solve(LU, piv, g, left=left, adjoint=not adjoint)
+    return None, None, gB
+
+
 # ---- QR --------------------------------------------------------------------------------------
 def _qr_grad(A, Q, R, gQ, gR, mode):
     """A = QR with m >= n (Q (m, n) reduced, or square): with M = R gRᵀ - gQᵀ Q,
@@ -427,6 +442,7 @@ LINALG = {
     "matrix_exp": _g_matrix_exp,
     "lstsq": _g_lstsq,
     "qr": _g_qr,
+    "lu_solve": _g_lu_solve,
 }
 # torch's top-level names (ops/linalg_top.py)
 TOP = {
