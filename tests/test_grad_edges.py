@@ -318,3 +318,21 @@ def test_fractional_max_pool_gradient(dims, rng):
     flat = x.grad.numpy().reshape(shape[0] * shape[1], -1)
     for p, ids in enumerate(idx.numpy().reshape(shape[0] * shape[1], -1)):
         np.testing.assert_array_equal(np.nonzero(flat[p])[0], np.unique(ids))
+
+
+@pytest.mark.parametrize(
+    "size,stride,off",
+    [((3, 4), (4, 1), 0), ((4, 5), (3, 1), 2), ((2, 3, 3), (6, 1, 0), 1), ((5, 3), (1, 2), 3)],
+)
+def test_as_strided_gradient(size, stride, off, rng):
+    """Overlapping windows (sliding, a 0 stride) sum their gradients into the elements they
+    read, as torch's (it raised before)."""
+    a = rng.standard_normal(20)
+    w = rng.standard_normal(size)
+    grads = []
+    for lib in (torch, pr):
+        x = lib.tensor(a.astype(np.float32) if lib is pr else a).requires_grad_()
+        y = (x * 1.0).as_strided(size, stride, off)
+        (y * lib.tensor(w.astype(np.float32) if lib is pr else w)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)

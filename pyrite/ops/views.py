@@ -820,6 +820,34 @@ def _g_diagonal(ctx, g):
 _g_diagonal.saves = frozenset()
 
 
+def _g_as_strided(ctx, g):
+    """Each view element's gradient added into the input element it reads (index_add, so a
+    view that reads an element twice, a 0 stride, sums there). The input must be contiguous
+    and the view inside its elements (else it raises: torch's general geometry is not done)."""
+    from .core import upload
+    from .creation import zeros
+    from .scatter import index_add
+
+    x = ctx.args[0]
+    size, stride = tuple(ctx.args[1]), tuple(ctx.args[2])
+    off = ctx.args[3] if len(ctx.args) > 3 else ctx.kwargs.get("storage_offset")
+    off = x._offset if off is None else off
+    n = x.numel()
+    pos = np.full(size, off - x._offset, dtype=np.int64)
+    for d, (k, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = k
+        pos = pos + (np.arange(k, dtype=np.int64) * st).reshape(shape)
+    if not x.is_contiguous() or (pos.size and (pos.min() < 0 or pos.max() >= n)):
+        raise NotImplementedError(
+            "pyrite: the gradient of as_strided is implemented for a contiguous input and a "
+            "view inside its elements"
+        )
+    idx = upload(np.ascontiguousarray(pos.reshape(-1).astype(np.int32)), D.int32)
+    gx = index_add(zeros((n,), dtype=g.dtype), 0, idx, g.reshape(-1))
+    return (gx.reshape(x.shape),)
+
+
 def _g_setitem(ctx, g):
     """x[index] = v: x's old value gets g with the written region zeroed; v gets g[index]."""
     x_old, index, value = ctx.args
@@ -867,6 +895,7 @@ GRADS = {
     "select": _g_select,
     "unbind": _g_unbind,
     "diagonal": _g_diagonal,
+    "as_strided": _g_as_strided,
     "getitem": _g_getitem,
     "setitem": _g_setitem,
 }
