@@ -43,7 +43,9 @@ from .elementwise import as_tensor_arg, result_dtype
 from .reduce import _return_type
 
 _FLAGS_BAD = "!(p_isnan(x0) || p_isinf(x0)) && x0 >= 0.0"  # a valid weight
-_RACE_KEY = "select(-p_inf(), log(1.0 - x0) / x1, x1 > 0.0)"  # x0 = U[0,1), x1 = weight
+# x0 = U[0,1), x1 = weight: key log(v)/w, v = 1 - u kept below 1 (u = 0, once in 2^24 draws,
+# gave log(1) = 0, a key no positive weight can beat however small: a 1e-9 token then won)
+_RACE_KEY = "select(-p_inf(), log(min(1.0 - x0, 0.99999994)) / x1, x1 > 0.0)"
 
 
 # ---- multinomial ------------------------------------------------------------------------------
