@@ -13,6 +13,8 @@ def write_atomic(path, write) -> None:
     The folder is synced after the rename where the platform allows (POSIX)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):  # (torch's wording; mkstemp would name its temporary file)
+        raise RuntimeError(f"pyrite: Parent directory {folder} does not exist.")
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:

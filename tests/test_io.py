@@ -311,3 +311,11 @@ def test_save_refuses_unknown_objects(tmp_path):
     with pytest.raises(TypeError, match=r"cannot save opt\.fn of type function"):
         pr.save({"opt": {"fn": lambda: 0}}, tmp_path / "x.pt")
     assert not os.path.exists(tmp_path / "x.pt")
+
+
+def test_save_into_a_missing_folder(tmp_path):
+    """torch's error, naming the folder (it named pyrite's temporary file); nothing written."""
+    path = tmp_path / "nope" / "a.pt"
+    with pytest.raises(RuntimeError, match="Parent directory .*nope does not exist"):
+        pr.save({"a": pr.ones(2)}, path)
+    assert not (tmp_path / "nope").exists()
