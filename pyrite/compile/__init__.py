@@ -125,6 +125,9 @@ def compile(
     )
 
 
+# Eager variants (calls whose trace broke) kept per guard key; older ones are dropped.
+EAGER_VARIANTS_KEPT = 8
+
 class _Trace:
     """The trace running now (compile/_state.active): the objects it hears from."""
 
@@ -311,7 +314,11 @@ class CompiledFunction:
             v.mutated = []
             if reasons:  # remember: calls with these guards run eagerly
                 v.reasons = reasons
-                self._variants.setdefault(key, []).append(v)
+                kept = self._variants.setdefault(key, [])
+                kept.append(v)
+                eager = [x for x in kept if x.reasons]
+                if len(eager) > EAGER_VARIANTS_KEPT:  # (bounded: stats()' graph_breaks grew a
+                    kept.remove(eager[0])  # copy a call where each call traced again)
                 self._warn_once(
                     reasons[0],
                     "pyrite: compile: "
