@@ -664,3 +664,31 @@ def test_common_subexpressions_run_once():
     # same value); the second x * 2 then has no reader and goes as dead code
     assert st["common"] == 1
     assert st["kernels"] == _k(2)  # x * 2 + 1 fused into one map, then the product
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_zero_grad_after_the_step_inside_the_compiled_function(opt_name):
+    """backward, step, zero_grad() (set_to_none): the step rerun before a replay sees the
+    traced gradients (zero_grad took them away); it raised "updated different parameters" on
+    the second call. The losses follow eager's, and the later calls replay."""
+
+    def run(compiled):
+        pr.manual_seed(0)
+        m = pr.nn.Linear(4, 3)
+        opt = getattr(pr.optim, opt_name)(m.parameters(), lr=1e-2)
+
+        def step(x):
+            loss = m(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        f = pr.compile(step) if compiled else step
+        x = pr.ones(5, 4)
+        losses = [float(f(x).item()) for _ in range(6)]
+        return losses, (f.stats()["replays"] if compiled else None)
+
+    (eager, _), (comp, replays) = run(False), run(True)
+    np.testing.assert_allclose(comp, eager, rtol=1e-6)
+    assert replays >= 3

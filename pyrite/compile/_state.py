@@ -26,7 +26,32 @@ def rerun_on_replay(method):
         if trace is None:
             return method(self, *args, **kwargs)
         trace.saw(self)
-        with trace.tape.region(functools.partial(method, self, *args, **kwargs)):
+        rerun = functools.partial(method, self, *args, **kwargs)
+        grads = _grads_of(self)
+        if grads:  # (an optimizer: its step reads .grad, which a zero_grad() after it in the
+            rerun = functools.partial(_with_grads, grads, rerun)  # function took away: the
+        with trace.tape.region(rerun):  # rerun before a replay sees the traced ones again)
             return method(self, *args, **kwargs)
 
     return wrapper
+
+
+def _grads_of(obj):
+    """(parameter, its .grad) for an optimizer's parameters that have one, else []."""
+    groups = getattr(obj, "param_groups", None)
+    if not groups:
+        return []
+    return [(p, p.grad) for g in groups for p in g["params"] if p.grad is not None]
+
+
+def _with_grads(grads, fn):
+    """fn() with each parameter's .grad the traced tensor (the one the replayed backward
+    writes), put back as it was after."""
+    before = [(p, p.grad) for p, _ in grads]
+    for p, g in grads:
+        p.grad = g
+    try:
+        return fn()
+    finally:
+        for p, g in before:
+            p.grad = g
