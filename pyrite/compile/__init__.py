@@ -128,6 +128,7 @@ def compile(
 # Eager variants (calls whose trace broke) kept per guard key; older ones are dropped.
 EAGER_VARIANTS_KEPT = 8
 
+
 class _Trace:
     """The trace running now (compile/_state.active): the objects it hears from."""
 
