@@ -342,14 +342,15 @@ def test_lstsq_solution_gradient(ash, bsh, rng):
     )
 
 
-@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 4)])
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 4), (3, 5), (2, 3, 7)])
 def test_qr_gradient(shape, rng):
-    """(gQ + Q·copyltu(R gRᵀ - gQᵀ Q))·R⁻ᵀ for m >= n, against torch with sign-free losses
-    (Q's columns and R's rows may flip sign together)."""
+    """(gQ + Q·copyltu(R gRᵀ - gQᵀ Q))·R⁻ᵀ for m >= n, a wide A through its square part,
+    against torch with sign-free losses (Q's columns and R's rows may flip sign together)."""
     A = _f32(rng.standard_normal(shape))
     m, n = shape[-2:]
-    wq = rng.standard_normal(shape[:-2] + (m, n))
-    wr = rng.standard_normal(shape[:-2] + (n, n))
+    k = min(m, n)
+    wq = rng.standard_normal(shape[:-2] + (m, k))
+    wr = rng.standard_normal(shape[:-2] + (k, n))
 
     def loss(lib, c):
         def f(a):
@@ -359,9 +360,9 @@ def test_qr_gradient(shape, rng):
         return f
 
     _check(loss(torch, torch.tensor), loss(pr, lambda w: pr.tensor(w.astype(np.float32))), [A], rng)
-    wide = pr.tensor(rng.standard_normal((3, 5)).astype(np.float32)).requires_grad_()
-    with pytest.raises(NotImplementedError, match="at least as many rows"):
-        pr.linalg.qr(wide)[0].sum().backward()
+    tall = pr.tensor(rng.standard_normal((5, 3)).astype(np.float32)).requires_grad_()
+    with pytest.raises(NotImplementedError, match="mode='complete' of a tall A"):
+        pr.linalg.qr(tall, mode="complete")[0].sum().backward()
 
 
 @pytest.mark.parametrize(

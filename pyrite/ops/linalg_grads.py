@@ -17,7 +17,7 @@ lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their 
     pinv:       torch's pinv_backward
     matrix_exp: the upper-right block of exp([[Aᵀ, g], [0, Aᵀ]])
     lstsq:      the solution's, through X = pinv(A)·B
-    qr:         (gQ + Q·copyltu(R gRᵀ - gQᵀ Q))·R⁻ᵀ for m >= n
+    qr:         (gQ + Q·copyltu(R gRᵀ - gQᵀ Q))·R⁻ᵀ for m >= n; wide A through its square part
 """
 
 from __future__ import annotations
@@ -373,7 +373,8 @@ def _g_lu_solve(ctx, g):
 def _qr_grad(A, Q, R, gQ, gR, mode):
     """A = QR with m >= n (Q (m, n) reduced, or square): with M = R gRᵀ - gQᵀ Q,
     gA = (gQ + Q·copyltu(M))·R⁻ᵀ, copyltu(M) = tril(M) + tril(M, -1)ᵀ (Walter and Lehmann;
-    Liao et al., 2019): torch's answer. Wide A, and complete Q of a tall A, are not done."""
+    Liao et al., 2019): torch's answer. A wide A splits as [A1 A2] (A1 square); a complete Q
+    of a tall A is not done."""
     from .creation import zeros_like
 
     m, n = A.shape[-2], A.shape[-1]
@@ -383,13 +384,20 @@ def _qr_grad(A, Q, R, gQ, gR, mode):
             "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
             "differentiate through linalg.qr."
         )
-    if m < n or (mode == "complete" and m > n):
+    if mode == "complete" and m > n:
         raise NotImplementedError(
-            "pyrite: the gradient of linalg.qr is implemented for A with at least as many rows "
-            "as columns, in mode 'reduced' (or a square A)"
+            "pyrite: the gradient of linalg.qr with mode='complete' of a tall A is not "
+            "implemented yet: use mode='reduced'"
         )
     gQ = zeros_like(Q) if gQ is None else gQ
     gR = zeros_like(R) if gR is None else gR.triu()
+    if m < n:  # A = [A1 A2], Q R1 = A1 (square), R2 = Qᵀ A2: A1's QR with gQ + A2 gR2ᵀ
+        A1, A2 = A[..., :m], A[..., m:]
+        gR1, gR2 = gR[..., :m], gR[..., m:]
+        from .combine import cat
+
+        g1 = _qr_grad(A1, Q, R[..., :m], gQ + A2 @ _t(gR2), gR1, "reduced")
+        return cat([g1, Q @ gR2], -1)
     M = R @ _t(gR) - _t(gQ) @ Q
     cl = M.tril() + _t(M.tril(-1))
     return _LA().solve_triangular(_t(R), gQ + Q @ cl, upper=False, left=False)  # (·R⁻ᵀ)
