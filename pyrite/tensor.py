@@ -196,6 +196,7 @@ class Tensor:
         self.grad = None
         self.grad_fn = None
         self._base = None
+        self._untracked = False
 
     @classmethod
     def _make(cls, storage, shape, strides, offset, dtype):
@@ -209,12 +210,13 @@ class Tensor:
         t.grad = None
         t.grad_fn = None
         t._base = None
+        t._untracked = False
         return t
 
     def _view(self, shape, strides, offset):
         t = Tensor._make(self._storage, shape, strides, offset, self.dtype)
         t._base = self if self._base is None else self._base
-        if getattr(self, "_untracked", False):
+        if self._untracked:  # (a view of a .data alias is one too)
             t._untracked = True
         return t
 
