@@ -437,6 +437,25 @@ class _Cudnn(_Flags):
         return None
 
 
+class _CudaMatmul(_Flags):
+    """torch.backends.cuda.matmul. `allow_fp16_accumulation` (off by default, as in torch) lets
+    float16 products on the fast GEMM tiles use f16 arithmetic: packed f16 products summed in f16
+    over each K step of 16, f32 across steps (ops/matmul.F16_ACCUMULATION). The other switches
+    are accepted and change nothing (no TF32 on WebGPU)."""
+
+    @property
+    def allow_fp16_accumulation(self) -> bool:
+        from .ops import matmul
+
+        return matmul.F16_ACCUMULATION
+
+    @allow_fp16_accumulation.setter
+    def allow_fp16_accumulation(self, value):
+        from .ops import matmul
+
+        matmul.F16_ACCUMULATION = bool(value)
+
+
 class _CudaBackend(_Flags):
     @staticmethod
     def is_built() -> bool:
@@ -473,13 +492,18 @@ class _Mps(_Flags):
 
 
 class backends:
-    """torch.backends as training scripts set it: the switches are accepted and have no effect
-    (pyrite has no cuDNN or TF32 path to toggle). cudnn and mps report unavailable;
+    """torch.backends as training scripts set it: the switches are accepted and, but for
+    `cuda.matmul.allow_fp16_accumulation` (f16 arithmetic in float16 GEMMs, see _CudaMatmul),
+    have no effect (pyrite has no cuDNN or TF32 path to toggle). cudnn and mps report unavailable;
     backends.cuda.is_built() is True (pr.cuda is always present)."""
 
     cudnn = _Cudnn(benchmark=False, deterministic=False, enabled=True, allow_tf32=True)
     cuda = _CudaBackend(
-        matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True),
+        matmul=_CudaMatmul(
+            allow_tf32=False,
+            allow_fp16_reduced_precision_reduction=True,
+            allow_bf16_reduced_precision_reduction=True,
+        ),
         sdp={"flash": True, "mem_efficient": True, "math": True},
     )
     mps = _Mps()

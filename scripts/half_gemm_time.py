@@ -2,7 +2,8 @@
 products and 4096^3, by timestamp queries (scripts/gpu_time.py), beside the path each half type
 took before gemm_fast read half storage (f16: the general tiled kernel, forced; bf16: ops/
 fallback's widening to f32 and back, its three kernels summed) and torch CUDA's time for the
-same product when torch sees a GPU (f32 with TF32 off; f16/bf16 on its tensor cores).
+same product when torch sees a GPU (f32 with TF32 off; f16/bf16 on its tensor cores), and for
+f16 the time with f16 arithmetic (`pr.backends.cuda.matmul.allow_fp16_accumulation`).
 
     PYRITE_BACKEND=wgpu python scripts/half_gemm_time.py [--quick] [--json PATH]
 """
@@ -81,13 +82,22 @@ def main():
                 before = gpu_us(lambda: fallback._slow(linear_raw, "linear", False, (x, w, b), {}))
             else:
                 before = None
+            arith = None
+            if dt is pr.float16:  # f16 arithmetic (gemm_fast's acc16)
+                pr.backends.cuda.matmul.allow_fp16_accumulation = True
+                try:
+                    arith = gpu_us(lambda: F.linear(x, w, b))
+                finally:
+                    pr.backends.cuda.matmul.allow_fp16_accumulation = False
             peer = torch_us(M, N, K, str(dt).split(".")[-1])
             row = {
                 "M": M, "N": N, "K": K, "dtype": str(dt), "us": t, "kernel": str(kind),
                 "TFLOPs": flops / t / 1e6, "before_us": before, "torch_cuda_us": peer,
+                "f16_arithmetic_us": arith,
             }  # fmt: skip
             rows.append(row)
             extra = f", before {before:.1f} us" if before else ""
+            extra += f", f16 arithmetic {arith:.1f} us" if arith else ""
             extra += f", torch CUDA {peer:.1f} us" if peer else ""
             print(
                 f"{M}x{K} . {N}x{K}T + b {dt}: {t:.1f} us ({flops / t / 1e6:.1f} TFLOP/s) "

@@ -272,6 +272,50 @@ def test_float16(rng):
     assert_close(got.numpy(), want, atol=atol, rtol=2.0**-11)
 
 
+@pytest.mark.parametrize("variant", FAST_VARIANTS[:2] + FAST_VARIANTS[3:4], ids=str)
+def test_float16_accumulation(variant, rng):
+    """`pr.backends.cuda.matmul.allow_fp16_accumulation` (off by default): the fast tiles'
+    f16 products summed in f16 over each K step of bk, in f32 across steps. Within that bound
+    (each step's bk f16 roundings of its |a||b| sum, plus the f32 sum and the output's f16
+    rounding) on every layout with a bias epilogue; and it really sums in f16: a row
+    [2048, 1, ..., 1] of one K step stays 2048 in f16 (2049 rounds to even) where f32 sums give
+    2048 + bk - 1."""
+    if not backend.current().has_f16:
+        pytest.skip("device has no shader-f16")
+    assert pr.backends.cuda.matmul.allow_fp16_accumulation is False
+    bm, bn, _, _, bk, _ = variant[1]
+    t16 = lambda x: pr.tensor(x, dtype=pr.float16)
+    m, k, n = bm, 3 * bk, 2 * bn
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float16)
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    want = a64 @ w64.T + bias
+    bound = np.abs(a64) @ np.abs(w64).T + np.abs(bias)
+    tol = (bk + 1) * 2.0**-11 * bound + 2.0**-11 * np.abs(want) + 1e-30
+    row = np.ones((bm, bk), np.float16)
+    row[:, 0] = 2048
+    try:
+        pr.backends.cuda.matmul.allow_fp16_accumulation = True
+
+        def body():
+            for aa in (t16(a), t16(np.ascontiguousarray(a.T)).t()):
+                for ww in (t16(w), t16(np.ascontiguousarray(w.T)).t()):
+                    got = mmod.linear(aa, ww, t16(bias))
+                    assert mmod.LAST == variant
+                    assert got.dtype is pr.float16
+                    assert_close(got.numpy().astype(np.float64), want, atol=tol)
+            got = (t16(row) @ t16(np.ones((bk, bn), np.float16))).numpy()
+            assert mmod.LAST == variant
+            np.testing.assert_array_equal(got, np.full((bm, bn), 2048, np.float16))
+
+        _forced(variant, body)
+    finally:
+        pr.backends.cuda.matmul.allow_fp16_accumulation = False
+    got = _forced(variant, lambda: (t16(row) @ t16(np.ones((bk, bn), np.float16))).numpy())
+    np.testing.assert_array_equal(got, np.full((bm, bn), np.float16(2048 + bk - 1)))
+
+
 def test_addmm_baddbmm_linear(rng):
     t = lambda a: pr.tensor(a, dtype=pr.float32)
     T = lambda a: torch.tensor(a, dtype=torch.float64)

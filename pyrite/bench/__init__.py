@@ -541,6 +541,30 @@ def bench_matmul(rep, sizes):
                 torch.backends.cuda.matmul.allow_tf32 = False
                 peers["torch-cuda-f32"] = flops / _cuda_time(torch, lambda: ac @ bc) / 1e9
         rep.add(f"matmul {s}x{s}x{s} f32", flops / t / 1e9, "GFLOP/s", None, peers)
+    if "shader-f16" in pr.device_info()["features"]:
+        _bench_matmul_f16(rep, sizes[-1], flops / t / 1e9, torch)
+
+
+def _bench_matmul_f16(rep, s, f32_rate, torch):
+    """The largest product with f16 storage (f32 sums), and with f16 arithmetic
+    (`pr.backends.cuda.matmul.allow_fp16_accumulation`), beside the f32 figure (issue 6's goal:
+    storage at least f32's rate, arithmetic 1.6x) and torch's f16 (tensor cores)."""
+    a, b = pr.rand(s, s, dtype=pr.float16), pr.rand(s, s, dtype=pr.float16)
+    flops = 2 * s**3
+    peers = {"pyrite-f32": f32_rate}
+    if torch is not None and torch.cuda.is_available():
+        ac = torch.rand(s, s, device="cuda", dtype=torch.float16)
+        bc = torch.rand(s, s, device="cuda", dtype=torch.float16)
+        peers["torch-cuda-f16-tensor-cores"] = flops / _cuda_time(torch, lambda: ac @ bc) / 1e9
+    flag = pr.backends.cuda.matmul
+    for arith in (False, True):
+        flag.allow_fp16_accumulation = arith
+        try:
+            t = _median_time(lambda: a @ b, repeats=5 if s >= 2048 else 7)
+        finally:
+            flag.allow_fp16_accumulation = False
+        what = "f16 arithmetic (allow_fp16_accumulation)" if arith else "f16 storage, f32 sums"
+        rep.add(f"matmul {s}x{s}x{s} {what}", flops / t / 1e9, "GFLOP/s", None, dict(peers))
 
 
 def bench_overhead(rep, chain=1000):

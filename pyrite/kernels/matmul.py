@@ -328,6 +328,7 @@ def gemm_fast(
     rows: int | None = None,
     st: str = "f32",
     conv: tuple | None = None,
+    acc16: bool = False,
 ) -> KernelSource:
     """GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
@@ -371,6 +372,14 @@ def gemm_fast(
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
     `dual` and `rows` are f32 only.
 
+    `acc16` (f16 storage only; `torch.backends.cuda.matmul.allow_fp16_accumulation`): f16
+    arithmetic. The workgroup tiles stay f16 (half the bytes and half the workgroup-memory
+    reads), the products are packed f16 fmas (vec4<f16>: two half2 instructions where f32 takes
+    four) summed in f16 over one K step (bk products), and each K step's f16 sum is added to f32
+    sums. So the error is a K step's: each product rounded to f16 and bk of them summed in f16
+    (relative ~bk * 2^-11 of the step's |a||b| sum in the worst case), not K's; a step whose sum
+    passes 65504 overflows to inf.
+
     With `conv` = (nd, KD, KH, KW, at, tr, cbatch, ostore) the kernel is a convolution as an implicit GEMM (f32
     or f16, lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x
     (a scalar buffer), each element gathered from x as its K step is loaded (`_conv_operand`,
@@ -389,6 +398,9 @@ def gemm_fast(
     assert st == "f32" or (post is None and rows is None)
     assert conv is None or (lay == "n" and st != "bf16" and post is None and rows is None)
     assert conv is None or (bn // tn) * (bm // tm) % (bn // 4) == 0
+    assert not acc16 or (st == "f16" and conv is None and post is None and rows is None)
+    tt = "vec4<f16>" if acc16 else "vec4<f32>"  # the workgroup tiles' and the loads' vec4
+    lst = "f32" if acc16 else st  # (the loads widen from storage `st` to f32, unless acc16)
     v4 = {"f32": "vec4<f32>", "f16": "vec4<f16>", "bf16": "vec2<u32>"}[st]
     a_m, b_lay = lay[0] == "m", lay[-1]
     ntx, nty = bn // tn, bm // tm
@@ -413,8 +425,8 @@ def gemm_fast(
     if rows is not None:
         bufs.append(("rs", "f32", "w"))
     L = [
-        f"var<workgroup> As: array<vec4<f32>, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
-        f"var<workgroup> Bs: array<vec4<f32>, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
+        f"var<workgroup> As: array<{tt}, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
+        f"var<workgroup> Bs: array<{tt}, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
         ENTRY.format(wg=nt),
     ]
     L += _prologue("f32", nb, epi)
@@ -422,9 +434,9 @@ def gemm_fast(
         f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
         f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
     ]
-    L += _tile_operand("a", "m", "row0", bm, sa, a_m, ra, nt, kq)
+    L += _tile_operand("a", "m", "row0", bm, sa, a_m, ra, nt, kq, tt)
     if conv is None:
-        L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq)
+        L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq, tt)
     else:
         L += _conv_operand(conv, bn, sb, rb, nt)
     for r in range(tm):
@@ -434,10 +446,10 @@ def gemm_fast(
 
     def load(t, ind):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
-        out += _tile_load("a", a_m, ra, t, ind, st)
+        out += _tile_load("a", a_m, ra, t, ind, lst)
         if conv is not None:
             return out + _conv_load(conv, rb, t, ind, st)
-        return out + _tile_load("b", b_lay == "n", rb, t, ind, st)
+        return out + _tile_load("b", b_lay == "n", rb, t, ind, lst)
 
     def stash(buf, ind):  # registers -> workgroup tile `buf`
         out = _tile_stash("a", a_m, ra, f"({buf}) * {bk * sa}", sa, ind)
@@ -445,6 +457,12 @@ def gemm_fast(
 
     def compute(buf, ind):
         out = [f"{ind}let oa = ({buf}) * {bk * sa} + ty; let ob = ({buf}) * {bk * sb} + tx;"]
+        acc, cv = ("p", "vec4<f16>") if acc16 else ("c", "vec4<f32>")
+        if acc16:  # this K step's f16 sums
+            for r in range(tm):
+                out.append(
+                    ind + " ".join(f"var p{r}_{j} = vec4<f16>(0.0);" for j in range(tn // 4))
+                )
         for kk in range(bk):
             out.append(ind + "{")
             out.append(
@@ -460,13 +478,20 @@ def gemm_fast(
                 + " ".join(f"let b{j} = Bs[ob + {kk * sb + j * ntx}];" for j in range(tn // 4))
             )
             for r in range(tm):
-                av = f"vec4<f32>(a{r // 4}.{'xyzw'[r % 4]})"
+                av = f"{cv}(a{r // 4}.{'xyzw'[r % 4]})"
                 out.append(
                     ind
                     + "  "
-                    + " ".join(f"c{r}_{j} = fma({av}, b{j}, c{r}_{j});" for j in range(tn // 4))
+                    + " ".join(
+                        f"{acc}{r}_{j} = fma({av}, b{j}, {acc}{r}_{j});" for j in range(tn // 4)
+                    )
                 )
             out.append(ind + "}")
+        if acc16:
+            for r in range(tm):
+                out.append(
+                    ind + " ".join(f"c{r}_{j} += vec4<f32>(p{r}_{j});" for j in range(tn // 4))
+                )
         return out
 
     if dbuf:
@@ -586,7 +611,7 @@ def _narrow4(v: str, st: str) -> str:
     return v if st == "f32" else f"{_CONVERT4[st][1]}({v})"
 
 
-def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):
+def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq, vt="vec4<f32>"):
     """gemm_fast's index lines for operand x ("a" or "b"), whose workgroup tile is k-major
     with `width` elements of its other dim o ("m" or "n") a row (padded to `pad` vec4s), from
     tile origin `origin`. Invocation li loads vec4 number li + r*nt (r < reps) a K step.
@@ -603,7 +628,7 @@ def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):
                 f"  let g{x}{r} = {x}4 + {x}k{r} * s{x}k4 + {x}{o}{r}; "
                 f"let s{x}{r} = {x}k{r} * {pad} + {x}{o}{r};"
             )
-            L.append(f"  var v{x}{r}: vec4<f32>;")
+            L.append(f"  var v{x}{r}: {vt};")
         return L
     L += [
         f"  let s{x}{o}4 = s_{x}{o} >> 2u;",
@@ -616,7 +641,7 @@ def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq):
         L.append(
             f"  let s{x}{r} = {x}k{r} * {4 * pad} + {x}{o}{r} / 4; let q{x}{r} = {x}{o}{r} % 4;"
         )
-        L.append(f"  var v{x}{r}: vec4<f32>;")
+        L.append(f"  var v{x}{r}: {vt};")
     return L
 
 

@@ -145,6 +145,12 @@ FAST_CPU = [
 # 165), 8x768 @ 768x2304 15.3 (156 / 168), 1x4096 @ 4096^2 70.8 (1,660 / 1,794): ~0.95 TB/s of w.
 GEMV_MAX_M = 8
 
+# f16 products on the fast tiles with f16 arithmetic (gemm_fast's `acc16`: packed f16 fmas, f16
+# sums over each K step, f32 across steps), set by torch's switch for it,
+# `pr.backends.cuda.matmul.allow_fp16_accumulation` (off by default, as in torch). The other
+# variants (GEMV, the direct and tiled kernels, split K) keep f32 sums.
+F16_ACCUMULATION = False
+
 # Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
 # to force a variant (benchmarks, tests). A forced "fast" variant runs only where its layout
 # and tile apply; other products then take the ordinary rule.
@@ -514,6 +520,7 @@ def gemm(
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
         FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
+        F16_ACCUMULATION,
         variant, None if into is None else into._offset, dev._tape is not None, rows,
     )  # fmt: skip
     plan = _plans.get(key)
@@ -629,7 +636,8 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     rs_shape = None  # (the row sums' shape where this product also computes them: `rows`)
     if kind == "fast" and dt.wgsl != "f32":  # (half storage: no fused maps, no row sums)
         bm, bn, tm, tn, bk, dbuf = params
-        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, st=dt.wgsl)
+        acc16 = F16_ACCUMULATION and dt.wgsl == "f16"
+        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, st=dt.wgsl, acc16=acc16)
         tile_m, tile_n = bm, bn
     elif kind == "fast":
         bm, bn, tm, tn, bk, dbuf = params
