@@ -593,6 +593,10 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                 node.saved = ()
     if capture is not None:
         return [captured.get(id(t)) for t in capture]
+    # storages a leaf's .grad may not adopt: the caller's own gradients, and any one already
+    # given to another leaf (an add's rule hands both inputs the same g: an RNN's b_ih and b_hh,
+    # whose in-place clip_grad_norm_ then scaled the shared storage twice)
+    taken = {id(g._storage) for _, g in roots}
     for t, g in leaf.values():
         g = _run_hooks(t, g)
         if g is None:
@@ -602,7 +606,9 @@ def _engine(roots, retain_graph, create_graph, capture=None):
         if t.grad is None:
             # a fresh, contiguous gradient the optimizer may update in place (an expanded or
             # aliased one would refuse writes, or write the graph's own tensors)
-            t.grad = g if create_graph or (g._base is None and g.is_contiguous()) else g.clone()
+            own = g._base is None and g.is_contiguous() and id(g._storage) not in taken
+            t.grad = g if create_graph or own else g.clone()
+            taken.add(id(t.grad._storage))
         else:
             t.grad = t.grad + g
     return None

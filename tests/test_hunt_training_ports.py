@@ -1,0 +1,46 @@
+"""Ported training scripts (`import torch` spelled `pyrite`) against torch CPU: each test is a
+minimised failure a real script met, run on fresh awkward inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import pyrite as pr
+
+
+def _same_weights(pmodel, tmodel):
+    pmodel.load_state_dict({k: v.detach().numpy().copy() for k, v in tmodel.state_dict().items()})
+
+
+def _close(p, t, rtol=1e-4, atol=1e-5):
+    p = p.detach().numpy() if hasattr(p, "detach") else np.asarray(p)
+    t = t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+    np.testing.assert_allclose(p, t, rtol=rtol, atol=atol)
+
+
+def test_rnn_clip_grad_norm_scales_bias_grads_once(rng):
+    """An RNN's b_ih and b_hh get the same gradient (one add's rule): their .grad shared one
+    storage, so clip_grad_norm_'s in-place scale hit it twice (and any write to one changed the
+    other)."""
+    torch.manual_seed(int(rng.integers(1 << 30)))
+    tm = torch.nn.RNN(5, 7, num_layers=2)
+    pm = pr.nn.RNN(5, 7, num_layers=2)
+    _same_weights(pm, tm)
+    x = rng.standard_normal((6, 3, 5)).astype(np.float32)
+    for L, m in ((torch, tm), (pr, pm)):
+        _, h = m(L.tensor(x))
+        (h * 10).sum().backward()
+        L.nn.utils.clip_grad_norm_(m.parameters(), 0.5, foreach=True)
+    for (k, p), t in zip(pm.named_parameters(), tm.parameters()):
+        _close(p.grad, t.grad, 1e-4, 1e-6)
+    a = pr.randn(4, requires_grad=True)
+    b = pr.randn(4, requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.mul_(3.0)
+    _close(b.grad, np.ones(4, np.float32))
+    g = pr.ones(4)
+    c = pr.randn(4, requires_grad=True)
+    c.backward(g)
+    c.grad.zero_()  # the caller's gradient is not the leaf's .grad
+    _close(g, np.ones(4, np.float32))
