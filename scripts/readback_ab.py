@@ -1,5 +1,5 @@
-"""A/B of the small-readback path (device._read): the persistent staging buffer against wgpu-py's
-queue.read_buffer (and, on wgpu-native, waiting by polling on this thread), interleaved in one
+"""A/B of the small-readback path (device.read_many): the persistent staging buffer mapped and
+waited for through the C path (capi.py) against wgpu-py's queue.read_buffer, interleaved in one
 process: `python scripts/readback_ab.py`."""
 
 import time
@@ -11,11 +11,9 @@ from pyrite import backend
 
 x = pr.randn(128, 768)
 dev = backend.current()
-st, raw = dev._staging, dev._raw_map
-modes = ["raw poll", "staging", "read_buffer"] if raw is not None else ["staging", "read_buffer"]
-for mode in modes * 2:
-    dev._staging = st if mode != "read_buffer" else None
-    dev._raw_map = raw if mode == "raw poll" else None
+st = dev._staging
+for mode in ["staging", "read_buffer"] * 2:
+    dev._staging = st if mode == "staging" else None
     for _ in range(10):
         x.sum().item()
     ts = []

@@ -986,30 +986,43 @@ _g_max.out_reads = frozenset((1,))  # max(x, dim): the indices (max(x): one outp
 _g_max.saves = frozenset((0, 1, "out"))
 
 
+def _var_grad_args(ctx):
+    """(dims, keepdim, correction, full) of a var/std/var_mean/std_mean call, read as the forward
+    reads them (var(x, False) is the unbiased overload, not dim=0)."""
+    dim, c = _correction(
+        _ctx_arg(ctx, 1, "dim", None),
+        _ctx_arg(ctx, 2, "unbiased", None),
+        ctx.kwargs.get("correction"),
+    )
+    shape = ctx.args[0]._shape
+    keepdim = _ctx_arg(ctx, 3, "keepdim", False)
+    return _dims_of(shape, dim), keepdim, c, dim is None or len(shape) == 0
+
+
+def _var_dx(x, gk, dims, c, full):
+    """torch's var_backward: 2 / (n - correction) * g * (x - mean), unclamped (the forward clamps
+    the degrees of freedom at 0; its gradient does not), except for a full reduction with
+    n <= correction: g * (nan where x == mean, else inf)."""
+    from .elementwise import where
+
+    n = math.prod(x._shape[d] for d in dims)
+    dev = x - mean(x, dim=dims, keepdim=True)
+    if full and n - c <= 0:
+        return gk * where(dev == 0, float("nan"), float("inf"))
+    return gk * (2.0 / (n - c)) * dev
+
+
 def _g_var(ctx, g, is_std=False):
     x = ctx.args[0]
-    shape = x._shape
-    dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
-    unbiased = _ctx_arg(ctx, 2, "unbiased", None)
-    keepdim = _ctx_arg(ctx, 3, "keepdim", False)
-    corr = ctx.kwargs.get("correction")
-    if corr is None:
-        corr = 0 if unbiased is False else 1
-    n = 1
-    for d in dims:
-        n *= shape[d]
-    gk = _expand_back(g, shape, dims, keepdim)
+    dims, keepdim, c, full = _var_grad_args(ctx)
+    gk = _expand_back(g, x._shape, dims, keepdim)
     if is_std:
         from .elementwise import where
 
-        o = _expand_back(_live_out(ctx, std), shape, dims, keepdim)
+        o = _expand_back(_live_out(ctx, std), x._shape, dims, keepdim)
         # torch's std_backward: 0 where the deviation is 0 (one element, constant rows)
         gk = where(o == 0, 0.0, gk / (2.0 * o))
-    # torch's var_backward: 2 / (n - correction) unclamped (the forward clamps the degrees of
-    # freedom at 0; its gradient does not): negative past n, infinite at n
-    dof = n - corr
-    factor = 2.0 / dof if dof != 0 else float("inf")
-    return (gk * factor * (x - mean(x, dim=dims, keepdim=True)),)
+    return (_var_dx(x, gk, dims, c, full),)
 
 
 _g_var.saves = frozenset((0,))  # (std reads its output; var does not: torch neither)
@@ -1027,15 +1040,7 @@ def _g_var_mean(ctx, g, is_std=False):
     gv, gm = g
     x = ctx.args[0]
     shape = x._shape
-    dims = _dims_of(shape, _ctx_arg(ctx, 1, "dim", None))
-    unbiased = _ctx_arg(ctx, 2, "unbiased", None)
-    keepdim = _ctx_arg(ctx, 3, "keepdim", False)
-    corr = ctx.kwargs.get("correction")
-    if corr is None:
-        corr = 0 if unbiased is False else 1
-    n = 1
-    for d in dims:
-        n *= shape[d]
+    dims, keepdim, c, full = _var_grad_args(ctx)
     res = None
     if gv is not None:
         gk = _expand_back(gv, shape, dims, keepdim)
@@ -1044,8 +1049,9 @@ def _g_var_mean(ctx, g, is_std=False):
 
             o = _expand_back(_live_out(ctx, std_mean)[0], shape, dims, keepdim)
             gk = where(o == 0, 0.0, gk / (2.0 * o))
-        res = gk * (2.0 / builtins.max(n - corr, 0)) * (x - mean(x, dim=dims, keepdim=True))
+        res = _var_dx(x, gk, dims, c, full)
     if gm is not None:
+        n = math.prod(shape[d] for d in dims)
         t = _expand_back(gm, shape, dims, keepdim) / float(builtins.max(n, 1))
         res = t if res is None else res + t
     return (res,)
