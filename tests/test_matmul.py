@@ -93,6 +93,7 @@ FAST_VARIANTS = [
     ("fast", (128, 128, 8, 8, 8, True)),
     ("fast", (128, 64, 8, 8, 16, True)),
     ("fast", (128, 128, 8, 16, 8, True)),
+    ("fast", (32, 64, 4, 8, 32, True)),
 ]
 VARIANTS = [
     ("tiled", None),

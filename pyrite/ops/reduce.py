@@ -1009,7 +1009,7 @@ def _var_dx(x, gk, dims, c, full):
     dev = x - mean(x, dim=dims, keepdim=True)
     if full and n - c <= 0:
         return gk * where(dev == 0, float("nan"), float("inf"))
-    return gk * (2.0 / (n - c)) * dev
+    return gk * (2.0 / (n - c) if n != c else float("inf")) * dev
 
 
 def _g_var(ctx, g, is_std=False):
