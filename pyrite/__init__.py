@@ -118,11 +118,7 @@ from . import (
 )
 from .amp import autocast  # noqa: E402
 from .io import load, save
-from .runtime import (  # noqa: E402
-    backends,
-    get_float32_matmul_precision,
-    set_float32_matmul_precision,
-)
+from .runtime import backends  # noqa: E402
 
 cuda.amp = amp._CudaAmp  # torch.cuda.amp.autocast / GradScaler (deprecated spellings)
 

@@ -511,17 +511,3 @@ class backends:
     @staticmethod
     def is_available():
         return False
-
-
-_MATMUL_PRECISION = ["highest"]
-
-
-def set_float32_matmul_precision(precision: str):
-    """Accepted ("highest", "high", "medium"); pyrite's f32 GEMMs are always full precision."""
-    if precision not in ("highest", "high", "medium"):
-        raise RuntimeError(f"pyrite: invalid float32 matmul precision {precision!r}")
-    _MATMUL_PRECISION[0] = precision
-
-
-def get_float32_matmul_precision() -> str:
-    return _MATMUL_PRECISION[0]
