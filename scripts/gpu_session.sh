@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One device `run` that measures what is still unmeasured on the GPU, most wanted first, each step
+# under its own time limit so one slow step cannot lose the others' figures (a run may last
+# 600 s). Every step's output goes to $OUT/<step>.txt and, where it writes JSON, $OUT/<step>.json.
+#   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
+# Steps: attention tune half dropout bench-wgpu bench-dawn bert (default: all, in that order).
+# shellcheck disable=SC1091
+source scripts/h200_prelude.sh || exit 1
+OUT=${OUT:-$(mktemp -d)}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+steps=${*:-attention tune half dropout bench-wgpu bench-dawn bert}
+start=$(date +%s)
+
+step() {  # name, limit in s, command...
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name (limit ${limit}s, at $(($(date +%s) - start)) s)"
+  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+  echo "   rc $? after $(($(date +%s) - start)) s"
+  tail -n 40 "$OUT/$name.txt"
+}
+
+for s in $steps; do
+  case $s in
+    attention)
+      step attention 120 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --json "$OUT/attention.json" ;;
+    tune)  # BERT batch-1 products with the longer-K-step candidate tiles; keeps nothing
+      step tune 110 env PYRITE_BACKEND=wgpu python3 -m pyrite tune --dry-run --reps 10 \
+        --shapes 128x768x768:k,128x2304x768:k,128x3072x768:k,128x768x3072:k \
+        --json "$OUT/tune.json" ;;
+    half)
+      step half 90 env PYRITE_BACKEND=wgpu python3 scripts/half_gemm_time.py --json "$OUT/half.json" ;;
+    dropout)
+      step dropout 60 env PYRITE_BACKEND=wgpu python3 scripts/dropout_time.py ;;
+    bench-wgpu)
+      step bench-wgpu 200 env PYRITE_BACKEND=wgpu python3 -m pyrite bench \
+        --only matmul,conv,attention,latency --json "$OUT/bench-wgpu.json" ;;
+    bench-dawn)
+      step bench-dawn 150 env PYRITE_BACKEND=dawn python3 -m pyrite bench \
+        --only matmul,conv,attention,latency --json "$OUT/bench-dawn.json" ;;
+    bert)
+      step bert 120 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only bert \
+        --json "$OUT/bert-wgpu.json" ;;
+    *) echo "gpu_session: unknown step $s" ;;
+  esac
+done
