@@ -44,3 +44,22 @@ def test_rnn_clip_grad_norm_scales_bias_grads_once(rng):
     c.backward(g)
     c.grad.zero_()  # the caller's gradient is not the leaf's .grad
     _close(g, np.ones(4, np.float32))
+
+
+def test_init_sparse_zeroes_the_rows_torch_does(rng):
+    """nn.init.sparse_ (missing: AttributeError): N(0, std²) with ceil(sparsity·rows) zeros in
+    every column, as torch's."""
+    rows, cols = int(rng.integers(20, 60)), int(rng.integers(3, 40))
+    sparsity = float(rng.uniform(0.05, 0.9))
+    t = torch.nn.init.sparse_(torch.empty(rows, cols), sparsity, std=0.5)
+    p = pr.nn.init.sparse_(pr.empty(rows, cols), sparsity, std=0.5)
+    zeros_t, zeros_p = (t == 0).sum(0).numpy(), (p == 0).sum(0).numpy()
+    np.testing.assert_array_equal(zeros_p, zeros_t)
+    a = p.numpy()
+    assert abs(a[a != 0].std() - 0.5) < 0.15
+    try:
+        pr.nn.init.sparse_(pr.empty(2, 3, 4), 0.1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a 3-D tensor must raise, as torch's")

@@ -23,6 +23,7 @@ __all__ = [
     "normal_",
     "ones_",
     "orthogonal_",
+    "sparse_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
@@ -238,6 +239,23 @@ def orthogonal_(tensor, gain=1, generator=None):
     return tensor
 
 
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std²), then zero ceil(sparsity · rows) random rows of each
+    column (torch's: a fresh permutation per column; here the ranks of uniform draws)."""
+    if tensor.ndimension() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    from ..ops.creation import empty
+
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        if num_zeros > 0 and tensor.numel() > 0:
+            ranks = empty(rows, cols).uniform_(generator=generator).argsort(0).argsort(0)
+            tensor.masked_fill_(ranks < num_zeros, 0.0)
+    return tensor
+
+
 def _deprecated(name, fn):
     def wrapper(*args, **kwargs):
         _warn(
@@ -259,3 +277,4 @@ xavier_normal = _deprecated("xavier_normal", xavier_normal_)
 kaiming_uniform = _deprecated("kaiming_uniform", kaiming_uniform_)
 kaiming_normal = _deprecated("kaiming_normal", kaiming_normal_)
 orthogonal = _deprecated("orthogonal", orthogonal_)
+sparse = _deprecated("sparse", sparse_)
