@@ -47,3 +47,46 @@ def test_var_mean_grad_no_degrees_of_freedom(rng, shape, dim, correction):
         (to[0] if fn == "var_mean" else to).sum().backward()
         (po[0] if fn == "var_mean" else po).sum().backward()
         _close(p.grad, t.grad)
+
+
+# ---- index_reduce (was missing: AttributeError) --------------------------------------------
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_index_reduce(rng, reduce, include_self, dtype):
+    shape = (5, 3, 4)
+    dim = int(rng.integers(-3, 3))
+    d = dim % 3
+    k = 7  # more than the dim's size: duplicates
+    a = (rng.standard_normal(shape) * 4).astype(dtype)
+    idx = rng.integers(0, shape[d], (k,))
+    sshape = list(shape)
+    sshape[d] = k
+    s = (rng.standard_normal(sshape) * 4).astype(dtype)
+    grad = dtype == np.float32
+    t, p = _pair(a, grad)
+    ts, ps = _pair(s, grad)
+    to = t.transpose(0, 2).index_reduce(
+        2 - d, torch.tensor(idx), ts.transpose(0, 2), reduce, include_self=include_self
+    )
+    po = p.transpose(0, 2).index_reduce(
+        2 - d, pr.tensor(idx), ps.transpose(0, 2), reduce, include_self=include_self
+    )
+    _close(po, to, 1e-4)
+    if grad:
+        w = rng.standard_normal(to.shape).astype(np.float32)
+        (to * torch.tensor(w)).sum().backward()
+        (po * pr.tensor(w)).sum().backward()
+        _close(p.grad, t.grad, 1e-4)
+        _close(ps.grad, ts.grad, 1e-4)
+
+
+def test_index_reduce_inplace(rng):
+    a = rng.standard_normal((4, 3)).astype(np.float32)
+    s = rng.standard_normal((4, 5)).astype(np.float32)
+    idx = np.array([2, 0, 2, 1, 2])
+    t, p = torch.tensor(a), pr.tensor(a)
+    r = p.index_reduce_(1, pr.tensor(idx), pr.tensor(s), "amax", include_self=False)
+    t.index_reduce_(1, torch.tensor(idx), torch.tensor(s), "amax", include_self=False)
+    assert r is p
+    _close(p, t)

@@ -252,6 +252,30 @@ def index_fill(input: Tensor, dim, index, value) -> Tensor:
     return index_fill_(input.clone(), dim, index, value)
 
 
+def index_reduce_(self: Tensor, dim, index, source, reduce, *, include_self=True) -> Tensor:
+    """torch's index_reduce_: scatter_reduce_ with the 1-d index spread over source's shape
+    (a composite of recorded ops, so its gradient is scatter_reduce's)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise ValueError(
+            f"pyrite: index_reduce(): reduce must be one of prod, mean, amax or amin "
+            f"(got {reduce!r})"
+        )
+    x, _, src = _index_source(self, dim, index, source, "index_reduce")
+    d = x._dim(dim)
+    idx = _index_1d(index, "index_reduce")
+    if not isinstance(src, Tensor):
+        raise TypeError("pyrite: index_reduce(): source must be a Tensor")
+    lead = [1] * x.ndim
+    lead[d] = idx._shape[0]
+    idx = idx.reshape(lead).expand(*src._shape)
+    scatter_reduce_(x, d, idx, src, reduce, include_self=include_self)
+    return self
+
+
+def index_reduce(input: Tensor, dim, index, source, reduce, *, include_self=True) -> Tensor:
+    return index_reduce_(input.clone(), dim, index, source, reduce, include_self=include_self)
+
+
 # ---- masks ---------------------------------------------------------------------------------
 def _mask(mask, what) -> Tensor:
     if not isinstance(mask, Tensor):
@@ -838,6 +862,7 @@ __all__ = [
     "index_add",
     "index_copy",
     "index_fill",
+    "index_reduce",
     "index_select",
     "masked_fill",
     "masked_scatter",
@@ -865,6 +890,8 @@ METHODS = {
     "index_copy_": index_copy_,
     "index_fill": index_fill,
     "index_fill_": index_fill_,
+    "index_reduce": index_reduce,
+    "index_reduce_": index_reduce_,
     "masked_fill": masked_fill,
     "masked_fill_": masked_fill_,
     "masked_select": masked_select,
