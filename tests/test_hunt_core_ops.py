@@ -90,3 +90,18 @@ def test_index_reduce_inplace(rng):
     t.index_reduce_(1, torch.tensor(idx), torch.tensor(s), "amax", include_self=False)
     assert r is p
     _close(p, t)
+
+
+# ---- shifts: a Python int shifted by a small-int tensor is cast to the result type first ---
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16])
+@pytest.mark.parametrize("op", ["rshift", "lshift"])
+def test_scalar_shifted_by_small_int_tensor(rng, dtype, op):
+    info = np.iinfo(dtype)
+    a = rng.integers(0, info.bits + 3, (int(rng.integers(1, 9)), 3)).astype(dtype)
+    for s in (-2, -3, 300, -200, 1, int(rng.integers(-1000, 1000))):
+        t, p = torch.tensor(a), pr.tensor(a)
+        if op == "rshift":
+            to, po = s >> t.T, s >> p.T
+        else:
+            to, po = s << t.T, s << p.T
+        np.testing.assert_array_equal(po.numpy(), to.numpy(), err_msg=f"scalar {s}")

@@ -19,6 +19,7 @@ the result is stored.
 
 from __future__ import annotations
 
+from ..dtypes import wrap_array
 from ..errors import ShapeError
 from .core import broadcast_shapes, empty, run_map
 from .elementwise import (
@@ -76,7 +77,12 @@ def _int_map(name, expr, a, b, out=None, shift=False):
     for letter, x in (("A", a), ("B", b)):
         if _is_scalar(x):
             names[letter] = f"s{len(scalars)}"
-            scalars.append(_clamp_scalar(x) if shift and letter == "B" else int(x))
+            if shift and letter == "B":
+                scalars.append(_clamp_scalar(x))
+            elif rt.is_small_int:  # torch casts a Python int to the result type first:
+                scalars.append(int(wrap_array(int(x), rt)))  # -2 >> uint8 shifts 254
+            else:
+                scalars.append(int(x))
         else:
             names[letter] = f"x{len(tensors)}"
             tensors.append(x)
