@@ -2,9 +2,11 @@
 workgroup (ROW_UNIT_ELEMS) and the held-row row kernels (ops/rowops.HELD, by
 HELD_LANE_MAX: the GPU's lanes a row): host time
 of each op after a GPU warm-up (pyrite.bench._median_time), GB/s of its one read and one write
-(two reads for add), beside torch CUDA when it is there.
+(two reads for add), beside torch CUDA when it is there. The row kernels' columns: streamed,
+held with at most 4 / 8 / 16 elements a lane (subgroup reductions where the device has them),
+and "tree": held (8) reduced by the workgroup-memory tree (ops/rowops.SUBGROUPS = False).
 
-    PYRITE_BACKEND=wgpu|dawn python scripts/rowmap_ab.py [--quick]
+    PYRITE_BACKEND=wgpu|dawn python scripts/rowmap_ab.py [--quick] [--rows]
 """
 
 import sys
@@ -24,11 +26,16 @@ def main():
     print(pr.device_info()["name"], pr.device_info()["implementation"])
     n = (1 << 20) if quick else (1 << 26)
     x, y, o = pr.rand(n), pr.rand(n), pr.empty(n)
-    maps = [
-        ("copy_", lambda: o.copy_(x), 2),
-        ("add", lambda: x + y, 3),
-        ("x * 0.5 + 1", lambda: x * 0.5 + 1, 2),
-    ]
+    rows_only = "--rows" in sys.argv
+    maps = (
+        []
+        if rows_only
+        else [
+            ("copy_", lambda: o.copy_(x), 2),
+            ("add", lambda: x + y, 3),
+            ("x * 0.5 + 1", lambda: x * 0.5 + 1, 2),
+        ]
+    )
     for label, fn, words in maps:
         t = {}
         for flag in (False, True):
@@ -48,11 +55,15 @@ def main():
             f"{label} ({n:,} f32): scalar {gb(t[False]):,.0f} GB/s, vec4 {gb(t[True]):,.0f}{peer}",
             flush=True,
         )
-    red = [
-        ("x.sum()", lambda: x.sum(), lambda: xc.sum(), n),
-        ("x.sum(1) of (n/1024, 1024)", lambda: x2.sum(1), lambda: xc2.sum(1), n),
-        ("x.amax()", lambda: x.amax(), lambda: xc.amax(), n),
-    ]
+    red = (
+        []
+        if rows_only
+        else [
+            ("x.sum()", lambda: x.sum(), lambda: xc.sum(), n),
+            ("x.sum(1) of (n/1024, 1024)", lambda: x2.sum(1), lambda: xc2.sum(1), n),
+            ("x.amax()", lambda: x.amax(), lambda: xc.amax(), n),
+        ]
+    )
     x2 = x.view(n // 1024, 1024)
     if cuda:
         xc = torch.rand(n, device="cuda")
@@ -92,11 +103,12 @@ def main():
         ]
         for label, fn, _ in cases:
             t = {}
-            for cfg in ("streamed", 4, 8, 16):
+            for cfg in ("streamed", 4, 8, 16, "tree"):
                 rowops.HELD = cfg != "streamed"
-                rowops.HELD_LANE_MAX = cfg if rowops.HELD else saved
+                rowops.HELD_LANE_MAX = cfg if isinstance(cfg, int) else saved
+                rowops.SUBGROUPS = cfg != "tree"
                 t[cfg] = _median_time(fn)
-            rowops.HELD, rowops.HELD_LANE_MAX = True, saved
+            rowops.HELD, rowops.HELD_LANE_MAX, rowops.SUBGROUPS = True, saved, True
             peer = ""
             if cuda:
                 ac = torch.randn(rows, width, device="cuda")
@@ -111,7 +123,7 @@ def main():
             print(
                 f"{label} {rows}x{width}: "
                 + ", ".join(
-                    f"{k if k == 'streamed' else f'held <= {k}'} {gb(v):,.0f} GB/s ({v * 1e6:.1f} us)"
+                    f"{k if isinstance(k, str) else f'held <= {k}'} {gb(v):,.0f} GB/s ({v * 1e6:.1f} us)"
                     for k, v in t.items()
                 )
                 + peer,

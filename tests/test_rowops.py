@@ -408,3 +408,94 @@ def test_held_row_limit_with_the_gpu_rule(n, rng, gpu_rules):
         TF.rms_norm(_t(b), (n,), _t(w)).numpy(),
         atol=(2 * n + 8) * 2.0**-24 * 8 * np.abs(w).max(),
     )
+
+
+# ---- subgroup reductions (kernels/rowops._sg_reduce) ---------------------------------------------
+@pytest.fixture
+def tree_only(monkeypatch):
+    """Held rows reduced by the workgroup-memory tree, not subgroup operations."""
+    from pyrite.ops import rowops
+
+    monkeypatch.setattr(rowops, "SUBGROUPS", False)
+
+
+@pytest.mark.parametrize("row", SOFTMAX_ROWS + ln_rows() + rms_rows(), ids=lambda r: r.name)
+def test_rows_with_the_gpu_plan_tree(row, rng, gpu_rules, tree_only):
+    """The rows as a GPU plans them, reduced by the tree (the other tests take subgroup
+    operations where the suite's device has them, as lavapipe does)."""
+    check_row(row, rng)
+
+
+def _special_rows(rng, n):
+    a = rng.standard_normal((7, n)).astype(np.float32) * 4
+    a[1, min(7, n - 1)], a[2, n - 1], a[3, :] = np.nan, np.inf, -np.inf
+    a[4, 0] = -np.inf
+    return a
+
+
+@pytest.mark.parametrize(
+    "lanes,n",
+    [(k, n) for k in (1, 2, 4, 8, 16, 64) for n in (1, 5, 30, 61) if -(-n // k) <= 16],
+)  # (16: kernels/rowops.HELD_MAX, the most elements a lane holds)
+def test_held_rows_of_any_lanes(lanes, n, rng, monkeypatch):
+    """Held rows of 1 .. 64 lanes, 256 // lanes rows a workgroup: rows narrower than a
+    subgroup (lavapipe's is 8 lanes), as wide, and several subgroups a row, so every branch of
+    the subgroup reduction (the butterfly's span, one slot a subgroup, the merge of slots) runs;
+    softmax with NaN / +inf / all -inf rows, log_softmax, layer_norm and rms_norm against torch
+    float64, with subgroup operations and with the tree."""
+    from pyrite.ops import rowops
+
+    assert -(-n // lanes) <= rowops.HELD_MAX
+    monkeypatch.setattr(
+        rowops, "_held_shape", lambda n_, wg: (lanes, -(-n_ // lanes), 256 // lanes)
+    )
+    a = _special_rows(rng, n)
+    b = rng.standard_normal((9, n)).astype(np.float32) + 2
+    w = rng.standard_normal(n).astype(np.float32)
+    tol = dict(rtol=(n + 40) * 2 * 2.0**-24, atol=1e-6, equal_nan=True)
+    ln_tol = (2 * n + 8) * 2.0**-24 * 8 * np.abs(w).max() + 1e-6
+    for sg in (True, False):
+        monkeypatch.setattr(rowops, "SUBGROUPS", sg)
+        np.testing.assert_allclose(
+            pr.tensor(a).softmax(-1).numpy(), _t(a).softmax(-1).numpy(), **tol
+        )
+        fin = a[[0, 5, 6]]
+        np.testing.assert_allclose(
+            pr.tensor(fin).log_softmax(-1).numpy(),
+            _t(fin).log_softmax(-1).numpy(),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+        got = pr.nn.functional.layer_norm(pr.tensor(b), (n,), pr.tensor(w)).numpy()
+        np.testing.assert_allclose(got, TF.layer_norm(_t(b), (n,), _t(w)).numpy(), atol=ln_tol)
+        # (eps given: torch's default for a float64 oracle is float64's)
+        got = pr.nn.functional.rms_norm(pr.tensor(b), (n,), pr.tensor(w), eps=1e-6).numpy()
+        want = TF.rms_norm(_t(b), (n,), _t(w), eps=1e-6).numpy()
+        np.testing.assert_allclose(got, want, atol=ln_tol)
+
+
+def test_subgroup_kernel_text_and_probe(monkeypatch):
+    """The held-row kernel with subgroups spells the entry's subgroup size and the shuffles,
+    with Dawn's `enable subgroups;` only where asked (naga refuses it); without, the tree. The
+    device's probe gives 0, 1 or 2 as its feature allows, and PYRITE_SUBGROUPS=0 turns it off."""
+    from pyrite import backend
+    from pyrite.backend import quirks
+    from pyrite.kernels.rowops import row_kernel
+
+    k0 = row_kernel("softmax", 64, 1, "f32", "f32", per=4, groups=4).wgsl
+    k1 = row_kernel("softmax", 64, 1, "f32", "f32", per=4, groups=4, subgroups=1).wgsl
+    k2 = row_kernel("layer_norm", 64, 1, "f32", "f32", per=4, groups=4, subgroups=2).wgsl
+    assert "subgroup" not in k0 and "workgroupBarrier" in k0
+    assert "subgroupShuffleXor" in k1 and "subgroup_size" in k1 and "enable subgroups" not in k1
+    assert k1.count("workgroupBarrier") == 1
+    assert k2.startswith("enable subgroups;") and "subgroupShuffleXor" in k2
+    dev = backend.current()
+    assert dev.subgroups in (0, 1, 2)
+    if dev.subgroup_feature is None:
+        assert dev.subgroups == 0
+    else:
+        assert dev.subgroups == (
+            0 if not quirks.subgroup_size(dev) else 2 if dev.subgroup_feature == "subgroups" else 1
+        )
+    monkeypatch.setenv("PYRITE_SUBGROUPS", "0")
+    assert quirks.subgroup_size(dev) == 0

@@ -156,6 +156,12 @@ class Device:
         self._tape = None  # a replay.Tape recording, a replay.Refresher, or None
         self._loop_budget = ...  # measured on first use (quirks.py)
         self._ftz = None
+        self._subgroups = None
+        # the subgroup feature's name as this implementation spells it (wgpu-native "subgroup",
+        # Dawn "subgroups"), or None
+        self.subgroup_feature = next(
+            (f for f in ("subgroup", "subgroups") if f in self.features), None
+        )
 
     @property
     def flushes_subnormals(self) -> bool:
@@ -163,6 +169,15 @@ class Device:
         if self._ftz is None:
             self._ftz = quirks.flushes_subnormals(self)
         return self._ftz
+
+    @property
+    def subgroups(self) -> int:
+        """How kernels may use subgroup operations here: 0 not at all, 1 as builtins
+        (wgpu-native), 2 after `enable subgroups;` (Dawn). Probed once (quirks.py)."""
+        if self._subgroups is None:
+            size = quirks.subgroup_size(self)
+            self._subgroups = 0 if not size else 2 if self.subgroup_feature == "subgroups" else 1
+        return self._subgroups
 
     @property
     def loop_budget(self) -> int | None:

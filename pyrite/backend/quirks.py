@@ -24,6 +24,14 @@ H200 through Vulkan, both implementations, flushed them: a bf16 product of 4.5e-
 and 1e-45 compared equal to 0, 2026-12-01). `flushes_subnormals(device)` measures it with one
 multiply of a subnormal. Comparisons and casts to bool read the bits, so they hold either way;
 arithmetic on subnormal operands or results gives ±0 on such a device, as CUDA's -ftz=true.
+
+Subgroups
+---------
+Kernels that reduce with subgroup operations (kernels/rowops._sg_reduce) assume a subgroup is a
+block of consecutive local invocation indices, of a power-of-two size, whole within the
+workgroup. WGSL does not promise that mapping. `subgroup_size(device)` checks it once with a
+probe of 256 invocations (lavapipe: 8 lanes, subgroup_invocation_id = index % 8, measured
+2026-12-05) and gives the size, or 0 (the kernels then keep their workgroup-memory trees).
 """
 
 from __future__ import annotations
@@ -88,3 +96,40 @@ def loop_budget(device) -> int | None:
         return None
     count = device.run_probe(PROBE_WGSL, PROBE_N)
     return None if count >= PROBE_N else int(count)
+
+
+SUBGROUP_PROBE_WGSL = """{enable}
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read> info: array<i32>;
+var<workgroup> bad: atomic<u32>;
+var<workgroup> size: atomic<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(subgroup_size) sgs: u32,
+        @builtin(subgroup_invocation_id) sid: u32) {
+  // the lane a block of consecutive indices would give, and the first lane's index as every
+  // lane of the subgroup sees it
+  if (li == 0u) { atomicStore(&bad, 0u); atomicStore(&size, 0u); }  // (no zero-init assumed)
+  workgroupBarrier();
+  let first = subgroupBroadcastFirst(li);
+  let pow2 = sgs >= 4u && sgs <= 128u && (sgs & (sgs - 1u)) == 0u;
+  if (!pow2 || sid != li % sgs || first != li - sid) { atomicOr(&bad, 1u); }
+  atomicMax(&size, sgs);
+  workgroupBarrier();
+  if (li == 0u) {
+    out[0] = select(atomicLoad(&size), 0u, atomicLoad(&bad) != 0u || atomicLoad(&size) != sgs);
+  }
+}
+"""
+
+
+def subgroup_size(device) -> int:
+    """The device's subgroup size where kernels may reduce with subgroup operations (a power of
+    two from 4 to 128, subgroups of consecutive local indices, one size across the probe's
+    workgroup), else 0. `PYRITE_SUBGROUPS=0` turns them off."""
+    if os.environ.get("PYRITE_SUBGROUPS", "").strip() == "0" or not device.subgroup_feature:
+        return 0
+    enable = "enable subgroups;" if device.subgroup_feature == "subgroups" else ""
+    try:
+        return int(device.run_probe(SUBGROUP_PROBE_WGSL.replace("{enable}", enable), 0))
+    except Exception:  # noqa: BLE001 - a compiler that refuses the probe: no subgroups
+        return 0

@@ -60,6 +60,15 @@ ENTRY = (
     " @builtin(num_workgroups) nwg: vec3<u32>) {{\n"
 )
 
+# The entry point with the subgroup size (`sgs`), for kernels built with subgroup operations
+# (the device's `subgroups`: 1 on wgpu-native, whose naga takes the builtins as they are; 2 on
+# Dawn, whose Tint wants SG_ENABLE first).
+ENTRY_SG = ENTRY.replace(
+    "@builtin(num_workgroups) nwg: vec3<u32>)",
+    "@builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32)",
+)
+SG_ENABLE = "enable subgroups;\n"
+
 
 def header(buffers, n_info_binding=None, f16=False) -> str:
     """Binding declarations. `buffers` is a sequence of (name, element type, mode)."""

@@ -26,7 +26,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, KernelSource, header, helpers_for, load, post_expr, store
+from .common import (
+    ENTRY,
+    ENTRY_SG,
+    SG_ENABLE,
+    KernelSource,
+    header,
+    helpers_for,
+    load,
+    post_expr,
+    store,
+)
 
 OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
 
@@ -148,15 +158,18 @@ def row_kernel(
     b_type: str | None = None,
     per: int = 0,
     groups: int = 1,
+    subgroups: int = 0,
 ) -> KernelSource:
     """WGSL for `op` over rows of `n` elements; `rank` outer dims; w/b types None when absent.
     `per` > 0: each invocation holds its (at most `per`) elements of the row in registers
     (`_held_row`, `groups` rows a workgroup of groups·wg), so the row is read once; 0: two
-    streaming passes over the row."""
+    streaming passes over the row. `subgroups` (held rows only; the device's `subgroups`):
+    0: the row's reduction is a tree over workgroup memory; 1: subgroup operations
+    (`_sg_reduce`); 2: the same with WGSL's `enable subgroups;` (Dawn wants it, naga refuses it)."""
     if op not in OPS:
         raise ValueError(f"pyrite: unknown row op {op!r}")
     if per:
-        return _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups)
+        return _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups, subgroups)
     buffers = _row_buffers(x_type, out_type, w_type, b_type)
     ld = lambda e, t: load(e, t, "f32")
 
@@ -242,7 +255,64 @@ def row_kernel(
 HELD_MAX = 16  # elements an invocation holds at most (row_kernel's `per`)
 
 
-def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> KernelSource:
+# Merges of two partials (the names, and the names with "2": the other's), for the subgroup
+# reduction (`_sg_reduce`): softmax's (max, sum of exp(x - max), NaN-or-+inf flag), layer_norm's
+# (count, mean, squared deviations) by Chan et al.'s rule, rms_norm's sum of squares.
+_SG_MERGES = {
+    "softmax": (
+        "      let mm = max(rm, rm2);\n"
+        "      let t1 = select(rs * exp(rm - mm), rs, rs == 0.0 || rm == mm);\n"
+        "      let t2 = select(rs2 * exp(rm2 - mm), rs2, rs2 == 0.0 || rm2 == mm);\n"
+        "      rm = mm; rs = t1 + t2; rb = max(rb, rb2);\n"
+    ),
+    "layer_norm": (
+        "      if (rc2 > 0.0) {\n"
+        "        let nt = rc + rc2; let d = rmu2 - rmu; let f = rc2 / nt;\n"
+        "        rmu = rmu + d * f; rq = rq + rq2 + d * d * rc * f; rc = nt;\n"
+        "      }\n"
+    ),
+    "rms_norm": "      rq = rq + rq2;\n",
+}
+
+
+def _sg_reduce(wg: int, names: list[str], merge: str) -> str:
+    """The row's reduction of the partials held in `names` (f32 variables, the workgroup arrays
+    s_<name> of one slot an invocation), every lane of the row ending with the total, by
+    subgroup operations where the device has them (`subgroups` in the kernels' requests):
+    a butterfly of subgroupShuffleXor within each subgroup (offsets 1, 2, .. below the span
+    min(subgroup size, wg): the row's lanes and the subgroup's are both aligned blocks of
+    powers of two, so a partner is in the same row and subgroup), then one slot a subgroup
+    in workgroup memory, one barrier, and each lane merging its row's wg / span slots in order.
+    One barrier where the tree (`_reduce_tree`) takes log2(wg) + 1. Every shuffle runs in
+    uniform control flow (offsets up to wg / 2 are generated; one past the subgroup is
+    discarded by the branch after it, which holds no subgroup operation), so strict uniformity
+    analysis (Tint's) accepts it. Assumes subgroups are consecutive local indices, which
+    backend/quirks.subgroup_size probes before a device uses them."""
+    L = [f"  let span = min(sgs, {wg}u);\n"]
+    o = 1
+    while o < wg:
+        L.append("  {\n")
+        L += [f"    let {n}2 = subgroupShuffleXor({n}, {o}u);\n" for n in names]
+        L.append(f"    if ({o}u < span) {{\n{merge}    }}\n  }}\n")
+        o *= 2
+    L.append(f"  let nsub = {wg}u / span; let slot0 = grp * nsub;\n")
+    L.append(
+        "  if (lane % span == 0u) { "
+        + " ".join(f"s_{n}[slot0 + lane / span] = {n};" for n in names)
+        + " }\n"
+    )
+    L.append("  workgroupBarrier();\n")
+    L.append("  " + " ".join(f"{n} = s_{n}[slot0];" for n in names) + "\n")
+    L.append("  for (var u = 1u; u < nsub; u++) {\n")
+    L.append("    " + " ".join(f"let {n}2 = s_{n}[slot0 + u];" for n in names) + "\n")
+    L.append(merge)
+    L.append("  }\n")
+    return "".join(L)
+
+
+def _held_row(
+    op, wg, rank, x_type, out_type, w_type, b_type, per, groups, subgroups=0
+) -> KernelSource:
     """row_kernel with the row in registers: `groups` rows a workgroup, `wg` invocations a row;
     lane t of a row holds its elements t + i·wg (i < per), loaded once, then one tree over
     workgroup memory (as the streaming kernel's; every row of the workgroup in step, rows past
@@ -289,10 +359,18 @@ def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> Ke
                 f"  var e{i} = 0.0; if (h{i} && v{i} != -p_inf()) {{ e{i} = exp(v{i} - m); "
                 f"s += e{i}; }}\n"
             )
-        body.append("  sm[lid.x] = m;\n  ss[lid.x] = s;\n  sb[lid.x] = bad;\n")
-        merge = _ONLINE_MERGE + "      sb[lid.x] = max(sb[lid.x], sb[j]);\n"
-        body.append("  {\n" + _reduce_tree(wg, merge, "lane") + "  }\n")
-        body.append("  let M = sm[base];\n  let S = ss[base];\n  let nan_row = sb[base] > 0.0;\n")
+        if subgroups:
+            shared = ["s_rm", "s_rs", "s_rb"]
+            body.append("  var rm = m; var rs = s; var rb = bad;\n")
+            body.append(_sg_reduce(wg, ["rm", "rs", "rb"], _SG_MERGES["softmax"]))
+            body.append("  let M = rm;\n  let S = rs;\n  let nan_row = rb > 0.0;\n")
+        else:
+            body.append("  sm[lid.x] = m;\n  ss[lid.x] = s;\n  sb[lid.x] = bad;\n")
+            merge = _ONLINE_MERGE + "      sb[lid.x] = max(sb[lid.x], sb[j]);\n"
+            body.append("  {\n" + _reduce_tree(wg, merge, "lane") + "  }\n")
+            body.append(
+                "  let M = sm[base];\n  let S = ss[base];\n  let nan_row = sb[base] > 0.0;\n"
+            )
         if op == "softmax":
             body.append(
                 "  let inv = select(select(exp(m - M), 0.0, m == -p_inf()) / S, p_nan(), "
@@ -310,9 +388,19 @@ def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> Ke
         body += [f"  if (h{i}) {{ c += 1.0; a += v{i}; }}\n" for i in idx]
         body.append("  let mu = select(a / c, 0.0, c == 0.0);\n  var q = 0.0;\n")
         body += [f"  if (h{i}) {{ let d = v{i} - mu; q += d * d; }}\n" for i in idx]
-        body.append("  sc[lid.x] = c;\n  smu[lid.x] = mu;\n  sq[lid.x] = q;\n")
-        body.append("  {\n" + _reduce_tree(wg, _chan_merge("sc", "smu", "sq"), "lane") + "  }\n")
-        body.append("  let M = smu[base];\n  let rstd = inverseSqrt(sq[base] / f32(n) + eps);\n")
+        if subgroups:
+            shared = ["s_rc", "s_rmu", "s_rq"]
+            body.append("  var rc = c; var rmu = mu; var rq = q;\n")
+            body.append(_sg_reduce(wg, ["rc", "rmu", "rq"], _SG_MERGES["layer_norm"]))
+            body.append("  let M = rmu;\n  let rstd = inverseSqrt(rq / f32(n) + eps);\n")
+        else:
+            body.append("  sc[lid.x] = c;\n  smu[lid.x] = mu;\n  sq[lid.x] = q;\n")
+            body.append(
+                "  {\n" + _reduce_tree(wg, _chan_merge("sc", "smu", "sq"), "lane") + "  }\n"
+            )
+            body.append(
+                "  let M = smu[base];\n  let rstd = inverseSqrt(sq[base] / f32(n) + eps);\n"
+            )
         vals = []
         for i in idx:
             wk = load(f"w[k{i}]", w_type, "f32") if w_type else "1.0"
@@ -321,11 +409,19 @@ def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> Ke
     else:  # rms_norm
         shared = ["sq"]
         body.append("  var q = 0.0;\n" + "".join(f"  q += v{i} * v{i};\n" for i in idx))
-        body.append("  sq[lid.x] = q;\n")
-        body.append(
-            "  {\n" + _reduce_tree(wg, "      sq[lid.x] = sq[lid.x] + sq[j];\n", "lane") + "  }\n"
-        )
-        body.append("  let rstd = inverseSqrt(sq[base] / f32(n) + eps);\n")
+        if subgroups:
+            shared = ["s_rq"]
+            body.append("  var rq = q;\n")
+            body.append(_sg_reduce(wg, ["rq"], _SG_MERGES["rms_norm"]))
+            body.append("  let rstd = inverseSqrt(rq / f32(n) + eps);\n")
+        else:
+            body.append("  sq[lid.x] = q;\n")
+            body.append(
+                "  {\n"
+                + _reduce_tree(wg, "      sq[lid.x] = sq[lid.x] + sq[j];\n", "lane")
+                + "  }\n"
+            )
+            body.append("  let rstd = inverseSqrt(sq[base] / f32(n) + eps);\n")
         vals = []
         for i in idx:
             wk = load(f"w[k{i}]", w_type, "f32") if w_type else "1.0"
@@ -334,10 +430,11 @@ def _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups) -> Ke
         body.append(f"  if (h{i}) {{ out[ob + k{i} * so] = {store(v, 'f32', out_type)}; }}\n")
     text = "".join(body)
     src = (
-        header(buffers)
+        (SG_ENABLE if subgroups == 2 else "")
+        + header(buffers)
         + helpers_for(text, "p_isnan(x) p_nan() p_inf()")
         + "".join(f"var<workgroup> {a}: array<f32, {wg * groups}>;\n" for a in shared)
-        + ENTRY.format(wg=wg * groups)
+        + (ENTRY_SG if subgroups else ENTRY).format(wg=wg * groups)
         + text
         + "}\n"
     )

@@ -55,6 +55,10 @@ _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
 # (128 x 768: ~16 us whichever, launch-bound.) 8 is never far from the best on either.
 HELD = True
 HELD_LANE_MAX = 8
+# Held rows reduce with subgroup operations where the device has them (backend/quirks.py probes
+# the mapping): one workgroup barrier instead of the tree's log2(lanes) + 1.
+# lavapipe (8-lane subgroups; 2 shared cores, scripts/rowmap_ab.py): see README "Measured".
+SUBGROUPS = True
 
 
 def _wg(n: int) -> int:
@@ -89,6 +93,7 @@ def _run(
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
     held = _held_shape(n, wg)
     lanes, per, groups = held if held is not None else (wg, 0, 1)
+    dev = backend.current()
     src = row_kernel(
         op,
         lanes,
@@ -99,6 +104,7 @@ def _run(
         b.dtype.wgsl if b is not None else None,
         per,
         groups,
+        dev.subgroups if per and SUBGROUPS else 0,
     )
     info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co]
     bufs = [x._storage.buffer]
@@ -107,7 +113,7 @@ def _run(
     if b is not None:
         bufs.append(b._storage.buffer)
     bufs.append(out._storage.buffer)
-    backend.current().dispatch(src, bufs, info, fold_grid(-(-rows // groups)))
+    dev.dispatch(src, bufs, info, fold_grid(-(-rows // groups)))
     return out
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import copy
 import math
 
+from ...amp import is_autocast_enabled
+from ...autograd import is_grad_enabled
 from ...ops import combine as _combine
 from ...ops import creation as _creation
 from .. import functional as F
 from ..module import Module
+from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -107,6 +110,19 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(x)
 
 
+def _sparsity_fast_path_layer(layer):
+    """torch's TransformerEncoder.__init__ conditions for use_nested_tensor."""
+    if not isinstance(layer, TransformerEncoderLayer) or layer.norm_first:
+        return False
+    attn = layer.self_attn
+    if not attn.batch_first or not attn._qkv_same_embed_dim or attn.in_proj_bias is None:
+        return False
+    act = layer.activation
+    if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
+        return False
+    return layer.norm1.eps == layer.norm2.eps and attn.num_heads % 2 == 0
+
+
 class TransformerEncoder(Module):
     """num_layers deep copies of encoder_layer (as layers.0, layers.1, ...), then norm."""
 
@@ -118,16 +134,45 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False  # pyrite has no nested tensors
+        # torch's sparsity fast path (nested tensors) is taken for these layers only
+        self.use_nested_tensor = enable_nested_tensor and _sparsity_fast_path_layer(encoder_layer)
         self.mask_check = mask_check
+
+    def _padded_out(self, src, mask, src_key_padding_mask):
+        """The padding mask whose positions torch's inference fast path returns as zeros, or
+        None where torch takes the ordinary path. In eval, without gradients, with a
+        src_key_padding_mask and no mask, torch runs the layers on a nested tensor of the
+        unpadded tokens and pads the result with 0 (before self.norm): the padded rows are 0,
+        not the attention's output there. A port pooling over all positions sees that."""
+        first = self.layers[0]
+        if not self.use_nested_tensor or first.training or src.dim() != 3:
+            return None
+        if src_key_padding_mask is None or mask is not None or is_autocast_enabled():
+            return None
+        if is_grad_enabled() and (
+            src.requires_grad or any(p.requires_grad for p in first.parameters())
+        ):
+            return None
+        padded = src_key_padding_mask  # a float mask pads where it is not 0, as torch's
+        padded = (padded != 0) if padded.dtype.is_floating_point else padded.bool()
+        if padded.dim() != 2 or tuple(padded.shape) != tuple(src.shape[:2]):
+            return None
+        if self.mask_check and padded.shape[1] > 1:
+            # left aligned: no token kept after a padded one (one readback, as torch's check)
+            if bool((padded[:, :-1] & ~padded[:, 1:]).any()):
+                return None
+        return padded
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         output = src
+        padded = self._padded_out(src, mask, src_key_padding_mask)
         for mod in self.layers:
             output = mod(
                 output, src_mask=mask, is_causal=bool(is_causal),
                 src_key_padding_mask=src_key_padding_mask,
             )  # fmt: skip
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
