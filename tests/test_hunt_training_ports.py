@@ -63,3 +63,44 @@ def test_init_sparse_zeroes_the_rows_torch_does(rng):
         pass
     else:
         raise AssertionError("a 3-D tensor must raise, as torch's")
+
+
+def test_transformer_encoder_eval_zeroes_padded_rows_as_torch(rng):
+    """torch's TransformerEncoder in eval, without gradients, with a src_key_padding_mask (and
+    batch_first, post-norm, relu/gelu, even heads) runs on a nested tensor and returns 0 at the
+    padded positions (then self.norm): a classifier mean-pooling over all positions got other
+    logits than torch's at eval. Training, grad mode or odd heads keep the ordinary path."""
+    import warnings
+
+    B, S, E = 3, int(rng.integers(4, 9)), 12
+    x = rng.standard_normal((B, S, E)).astype(np.float32)
+    pad = np.zeros((B, S), bool)
+    pad[0, S - 2 :] = True
+    pad[2, 1:] = True
+    for nhead, use_norm, float_mask in ((2, True, False), (4, False, True), (3, True, False)):
+
+        def build(L, nhead=nhead, use_norm=use_norm):
+            layer = L.nn.TransformerEncoderLayer(E, nhead, 20, dropout=0.0, batch_first=True)
+            norm = L.nn.LayerNorm(E) if use_norm else None
+            return L.nn.TransformerEncoder(layer, 2, norm=norm)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(int(rng.integers(1 << 30)))
+            tm = build(torch)
+            if use_norm:
+                torch.nn.init.normal_(tm.norm.bias)
+            pm = build(pr)
+            _same_weights(pm, tm)
+            mask = np.where(pad, -np.inf, 0.0).astype(np.float32) if float_mask else pad
+            outs = []
+            for L, m in ((torch, tm), (pr, pm)):
+                m.eval()
+                with L.no_grad():
+                    ev = m(L.tensor(x), src_key_padding_mask=L.tensor(mask))
+                tr = m(L.tensor(x), src_key_padding_mask=L.tensor(mask))  # grad on: no zeros
+                outs.append((ev.numpy(), tr.detach().numpy()))
+        (te, tt), (pe, pt) = outs
+        _close(pe, te, 1e-4, 1e-5)
+        _close(pt, tt, 1e-4, 1e-5)
+        _close(pe.mean(1), te.mean(1), 1e-4, 1e-5)  # what a mean-pooling classifier reads
