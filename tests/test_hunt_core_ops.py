@@ -105,3 +105,30 @@ def test_scalar_shifted_by_small_int_tensor(rng, dtype, op):
         else:
             to, po = s << t.T, s << p.T
         np.testing.assert_array_equal(po.numpy(), to.numpy(), err_msg=f"scalar {s}")
+
+
+# ---- div(rounding_mode="trunc") of half types truncates the quotient rounded to that type ---
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_div_trunc_half_rounds_quotient_first(rng, dtype):
+    n = 601
+    a = rng.integers(-9, 10, (n,)).astype(np.float32)
+    b = np.round(rng.standard_normal(n) * 4, 2).astype(np.float32)
+    b[b == 0] = 0.5
+    td, pd = getattr(torch, dtype), getattr(pr, dtype)
+    ta, tb = torch.tensor(a).to(td), torch.tensor(b).to(td)
+    pa, pb = pr.tensor(a).to(pd), pr.tensor(b).to(pd)
+    cases = [
+        (torch.div(ta, tb, rounding_mode="trunc"), pr.div(pa, pb, rounding_mode="trunc")),
+        (
+            torch.div(ta[::3], tb[::3], rounding_mode="trunc"),
+            pr.div(pa[::3], pb[::3], rounding_mode="trunc"),
+        ),
+        (torch.div(7, tb, rounding_mode="trunc"), pr.div(7, pb, rounding_mode="trunc")),
+        (
+            torch.div(ta.to(torch.int8), tb, rounding_mode="trunc"),
+            pr.div(pa.to(pr.int8), pb, rounding_mode="trunc"),
+        ),
+    ]
+    for to, po in cases:
+        assert str(po.dtype).endswith(dtype)
+        np.testing.assert_array_equal(po.float().numpy(), to.float().numpy())

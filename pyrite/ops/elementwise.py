@@ -316,6 +316,12 @@ def _binary(name, a, b, out, key):
         cat, expr, rt = "f", fexpr, D.float32
     if expr is None:
         raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
+    if name == "div_trunc" and cat == "f" and rt in (D.float16, D.bfloat16):
+        # torch truncates the quotient rounded to the half type (Half / Half is a Half): -5 /
+        # 0.08 is -62.5 in f16 (trunc -62) but -62.49 in f32 (trunc -62 too; 9 / -0.02 not)
+        q = "p_divf(A, B)"
+        q = f"f32(f16({q}))" if rt is D.float16 else f"bitcast<f32>(p_bf16({q}) << 16u)"
+        expr = f"trunc({q})"
     if (rt.is_small_int and cat == "i") or (
         rt in (D.float16, D.bfloat16) and name in _ROUND_SCALAR
     ):

@@ -45,6 +45,9 @@ NATIVE_MODULES = {
     "compare",
     "pad",
     "fallback",
+    # binary maps and a flag readback only; native so bf16 div(rounding_mode="trunc") can round
+    # the quotient to bf16 before truncating, as torch
+    "division",
 }
 # module-level functions outside __all__ that native modules call across modules
 EXTRA = {"indexing": ("advanced_getitem", "advanced_setitem")}
