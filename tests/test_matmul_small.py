@@ -62,7 +62,11 @@ def as_gpu(monkeypatch):
 
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
 @pytest.mark.parametrize("k", [64, 130, 771])
-def test_gemv_linear_parity(m, k, rng, forced):
+@pytest.mark.parametrize("sg", [True, False], ids=["subgroups", "tree"])
+def test_gemv_linear_parity(m, k, sg, rng, forced, monkeypatch):
+    """The GEMV on aligned and unaligned K, its lanes summed by subgroup operations (where the
+    device has them) and by the workgroup-memory tree."""
+    monkeypatch.setattr(mm, "GEMV_SUBGROUPS", sg)
     n = 97
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = rng.standard_normal((n, k)).astype(np.float32)

@@ -9,6 +9,8 @@ integers in range, and torch's own int8 weight-only product (`torch._weight_int8
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -136,18 +138,20 @@ def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
         (4, 32, 4, 4, 1, True, True),
         (6, 8, 1, 2, 2, False, False),
     ]
-    for M, lanes, wpl, cols, unroll, magic, stage in knobs:
+    for (M, lanes, wpl, cols, unroll, magic, stage), sg in itertools.product(knobs, (True, False)):
         rm = 8 if M > 4 else M
         monkeypatch.setitem(Q.QGEMV_SHAPE, rm, (lanes, wpl, cols, unroll))
         monkeypatch.setattr(Q, "QGEMV_MAGIC", magic)
         monkeypatch.setattr(Q, "QGEMV_STAGE", stage)
+        monkeypatch.setattr(Q, "QGEMV_SUBGROUPS", sg)  # (the lanes' sums: subgroups or tree)
         y, tol = _ref(x[:M], w, b)
         out = qlinear(pr.tensor(x[:M]), qw, pr.tensor(b))
         assert_close(
             out,
             y,
             atol=tol,
-            msg=f"{lanes} lanes, {wpl} words, {cols} cols, x{unroll}, magic {magic}, M={M}",
+            msg=f"{lanes} lanes, {wpl} words, {cols} cols, x{unroll}, magic {magic}, M={M}, "
+            f"subgroups {sg}",
         )
 
 

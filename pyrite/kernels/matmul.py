@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import KernelSource, header, helpers_for, post_expr
+from .common import SG_ENABLE, KernelSource, header, helpers_for, post_expr
 
 INFO_BATCH = 18  # first batch word
 TILE = 64  # tiled kernel: output tile edge per workgroup
@@ -888,8 +888,57 @@ def lane_tree(rm: int, lanes: int) -> list[str]:
     return L
 
 
+def lane_sum(vals: list[str], lanes: int, subgroups: int = 0) -> tuple[list[str], list[str]]:
+    """WGSL lines summing each value of `vals` over groups of `lanes` consecutive lanes of a
+    workgroup of 256 (`li` the local index, `lane` = li % lanes, both i32; `red` a workgroup
+    array of at least len(vals) * 256 f32), and the expressions that hold each sum at lane 0
+    of every group afterwards. `subgroups` 0: `lane_tree` over `red`; 1 or 2 (the device's
+    `subgroups`, the entry giving `sgs`): a butterfly of subgroupShuffleXor within each
+    subgroup (offsets up to lanes / 2 generated, in uniform control flow; one past the span
+    min(sgs, lanes) is discarded), one slot a subgroup in `red`, one barrier, then every lane
+    adds its group's lanes / span slots in order: one barrier where the tree takes
+    log2(lanes) + 1 (kernels/rowops._sg_reduce does the same for the row ops)."""
+    rm = len(vals)
+    if not subgroups:
+        L = [f"  red[{r * 256} + li] = {v};" for r, v in enumerate(vals)]
+        return L + lane_tree(rm, lanes), [f"red[{r * 256} + li]" for r in range(rm)]
+    L = [f"  var ls{r} = {v};" for r, v in enumerate(vals)]
+    L.append(f"  let span = min(sgs, {lanes}u);")
+    o = 1
+    while o < lanes:
+        L.append("  {")
+        L += [f"    let o{r} = subgroupShuffleXor(ls{r}, {o}u);" for r in range(rm)]
+        L.append(
+            f"    if ({o}u < span) {{ " + " ".join(f"ls{r} += o{r};" for r in range(rm)) + " }"
+        )
+        L.append("  }")
+        o *= 2
+    L.append(f"  let nsub = {lanes}u / span; let slot0 = (u32(li) / {lanes}u) * nsub;")
+    L.append(
+        "  if (u32(lane) % span == 0u) { "
+        + " ".join(f"red[{r * 256}u + slot0 + u32(lane) / span] = ls{r};" for r in range(rm))
+        + " }"
+    )
+    L.append("  workgroupBarrier();")
+    L.append("  " + " ".join(f"var ts{r} = red[{r * 256}u + slot0];" for r in range(rm)))
+    L.append(
+        "  for (var k = 1u; k < nsub; k++) { "
+        + " ".join(f"ts{r} += red[{r * 256}u + slot0 + k];" for r in range(rm))
+        + " }"
+    )
+    return L, [f"ts{r}" for r in range(rm)]
+
+
+# the GEMVs' entry with the subgroup size (`sgs`), for `lane_sum` with subgroups
+ENTRY_SG = ENTRY.replace(
+    "@builtin(num_workgroups) nwg: vec3<u32>)",
+    "@builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32)",
+)
+
+
 @lru_cache(maxsize=64)
-def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | None = None) -> KernelSource:  # fmt: skip
+def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | None = None,
+              sg: int = 0) -> KernelSource:  # fmt: skip
     """C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride: each
     output is a dot product of A's row with one of w's rows, both contiguous. A workgroup of
     256 computes 256 / GEMV_LANES output columns for all rm rows: each column's lanes stride
@@ -902,10 +951,13 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     `cst`: C's (and the epilogue's E's) storage, by default `st`; bf16 C is stored a word (two columns) at a time by each
     even column's lane 0, so C's offset must be even and, where more than one row is stored,
     N too; "f32" C from bf16 operands leaves the rounding to the caller. Info words as the GEMM
-    kernels (tiles along N = columns / (256 / GEMV_LANES), tiles along M = 1)."""
+    kernels (tiles along N = columns / (256 / GEMV_LANES), tiles along M = 1). `sg`: the
+    device's `subgroups` for the lanes' sums (`lane_sum`; not with a bf16 C, whose stores read
+    the next column's sum from the tree)."""
     T = GEMV_LANES
     nc = 256 // T
     cst = cst or st
+    sg = 0 if cst == "bf16" else sg
     half, bf = st == "f16", st == "bf16"
     if vec == 4:
         vt, per = ("vec4<u32>", 8) if half or bf else ("vec4<f32>", 4)
@@ -915,7 +967,8 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     if epi != "none":  # (E is stored as C)
         bufs.append(("e", "u32" if cst == "bf16" else cst, "r"))
     bufs.append(("c", "u32" if cst == "bf16" else cst, "w"))
-    L = [f"var<workgroup> red: array<f32, {rm * 256}>;", ENTRY.format(wg=256)]
+    entry = (ENTRY_SG if sg else ENTRY).format(wg=256)
+    L = [f"var<workgroup> red: array<f32, {rm * 256}>;", entry]
     L += _prologue("f32", nb, epi)
     sh = {1: "", 4: " >> 2u", 8: " >> 3u"}[per]
     L += [
@@ -949,10 +1002,9 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     else:
         L += [f"    acc{r} = fma(a[ar{r} + k], bv, acc{r});" for r in range(rm)]
     L.append("  }")
-    for r in range(rm):
-        v = f"dot(acc{r}, vec4<f32>(1.0))" if vec == 4 else f"acc{r}"
-        L.append(f"  red[{r * 256} + li] = {v};")
-    L += lane_tree(rm, T)
+    vals = [f"dot(acc{r}, vec4<f32>(1.0))" if vec == 4 else f"acc{r}" for r in range(rm)]
+    lines, sums = lane_sum(vals, T, sg)
+    L += lines
     if cst == "bf16":  # an even column's lane 0 stores its value and the next column's
         L.append("  if (lane == 0 && col % 2 == 0 && n < N) {")
         for r in range(rm):
@@ -965,11 +1017,12 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     else:
         L.append("  if (lane == 0 && n < N) {")
         for r in range(rm):
-            store = _store_line(str(r), "n", f"red[{r * 256} + li]", "f32", cst, cst, epi)
+            store = _store_line(str(r), "n", sums[r], "f32", cst, cst, epi)
             L.append(f"    if ({r} < M) {{ {store} }}")
     L += ["  }", "}"]
     body = "\n".join(L) + "\n"
-    return KernelSource(header(bufs) + helpers_for(body) + body, "".join(m for _, _, m in bufs))
+    head = (SG_ENABLE if sg == 2 else "") + header(bufs)
+    return KernelSource(head + helpers_for(body) + body, "".join(m for _, _, m in bufs))
 
 
 def _halves(v: str, i: int) -> str:

@@ -43,8 +43,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .common import ENTRY as ENTRY_FLAT
-from .common import FLAT_INDEX, KernelSource, header
-from .matmul import ENTRY, lane_tree
+from .common import FLAT_INDEX, SG_ENABLE, KernelSource, header
+from .matmul import ENTRY, ENTRY_SG, lane_sum
 
 PER_WORD = {8: 4, 4: 8}  # values a u32 word holds, by bits
 UNIT_WORDS = 4  # words a unit (one vec4<u32> load)
@@ -103,7 +103,7 @@ def stage_fits(bits: int, lanes: int, cols: int, groups_a_row: int) -> bool:
 @lru_cache(maxsize=128)
 def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols: int,
           unroll: int, xvec: bool, tail: bool, bias: bool, magic: bool = False,
-          stage: bool = False) -> KernelSource:  # fmt: skip
+          stage: bool = False, sg: int = 0) -> KernelSource:  # fmt: skip
     """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
     unused when not `grouped`); `wpl`: words a lane loads at a step (1, 2 or 4: u32, vec2, vec4);
     `cols`: output columns a lane group computes (X's values, loaded once, serve all of them);
@@ -111,7 +111,8 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
     loads in flight a lane); `tail`: K is not a multiple of a step's values; `magic`: _unpack's
     conversion without integer-to-float instructions; `stage` (grouped only): the workgroup's
     rows of scales (and offsets) copied into workgroup memory first (STAGE_FLOATS at most,
-    `stage_fits`), the loop reading them there instead of from the storage buffers."""
+    `stage_fits`), the loop reading them there instead of from the storage buffers. `sg`: the
+    device's `subgroups`, for the lanes' sums (kernels/matmul.lane_sum)."""
     pw = PER_WORD[bits]
     spv = pw * wpl  # values a step
     groups = 256 // lanes
@@ -126,7 +127,11 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
     nslice = min(8, rm * cols)
     stage = stage and grouped
     size = max(nslice * 256, STAGE_FLOATS if stage else 0)
-    L = [header(bufs), f"var<workgroup> red: array<f32, {size}>;", ENTRY.format(wg=256)]
+    L = [
+        (SG_ENABLE if sg == 2 else "") + header(bufs),
+        f"var<workgroup> red: array<f32, {size}>;",
+        (ENTRY_SG if sg else ENTRY).format(wg=256),
+    ]
     L += [
         "  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
         "  if (w >= info[3]) { return; }",
@@ -220,12 +225,12 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         chunk = slices[i0 : i0 + nslice]
         if i0:
             L.append("  workgroupBarrier();")
-        for i, (r, c) in enumerate(chunk):
-            L.append(f"  red[{i * 256} + li] = acc{r}_{c};")
-        L += lane_tree(len(chunk), lanes)
+        lines, sums = lane_sum([f"acc{r}_{c}" for r, c in chunk], lanes, sg)
+        L.append("  {")  # (each chunk's sums in a scope of their own: their names repeat)
+        L += lines
         L.append("  if (lane == 0) {")
         for i, (r, c) in enumerate(chunk):
-            v = f"red[{i * 256} + li]"
+            v = sums[i]
             if not grouped:
                 v = f"{v} * sc_[nn{c}]"
             if bias:
@@ -233,6 +238,7 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
             L.append(
                 f"    if ({r} < M && n0 + {c} < N) {{ y[info[11] + {r} * N + n0 + {c}] = {v}; }}"
             )
+        L.append("  }")
         L.append("  }")
     L.append("}")
     return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))

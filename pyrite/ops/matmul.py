@@ -144,6 +144,9 @@ FAST_CPU = [
 # row-major (`gemv_cols`), GPU time, wgpu-native: 1x768 @ 768^2 10.7 µs (the direct kernels 155 /
 # 165), 8x768 @ 768x2304 15.3 (156 / 168), 1x4096 @ 4096^2 70.8 (1,660 / 1,794): ~0.95 TB/s of w.
 GEMV_MAX_M = 8
+# The GEMV's lanes sum with subgroup operations where the device has them (kernels/matmul.
+# lane_sum: one barrier where the tree takes six). Unmeasured on a GPU as yet.
+GEMV_SUBGROUPS = True
 
 # f16 products on the fast tiles with f16 arithmetic (gemm_fast's `acc16`: packed f16 fmas, f16
 # sums over each K step, f32 across steps), set by torch's switch for it,
@@ -520,7 +523,7 @@ def gemm(
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
         FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
-        F16_ACCUMULATION,
+        F16_ACCUMULATION, GEMV_SUBGROUPS,
         variant, None if into is None else into._offset, dev._tape is not None, rows,
     )  # fmt: skip
     plan = _plans.get(key)
@@ -650,7 +653,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
             src = gemm_fast(*spec)
         tile_m, tile_n = bm, bn
     elif kind == "gemv":
-        src = gemv_rows(nb, epi, *params)
+        src = gemv_rows(nb, epi, *params, sg=dev.subgroups if GEMV_SUBGROUPS else 0)
         tile_m, tile_n = params[0], 256 // GEMV_LANES
     elif kind == "gemvn":
         src = gemv_cols(nb, epi, *params)

@@ -67,6 +67,9 @@ QGEMV_MAGIC = False
 # Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
 # above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
 QGEMV_STAGE = False
+# The lanes' sums with subgroup operations where the device has them (kernels/matmul.lane_sum).
+# Unmeasured on a GPU as yet.
+QGEMV_SUBGROUPS = True
 
 
 class QuantizedWeight:
@@ -355,6 +358,7 @@ def _qgemv(x, qw, b, M):
             b is not None,
             QGEMV_MAGIC,
             QGEMV_STAGE and grouped and stage_fits(bits, lanes, cols, qw.scales._shape[1]),
+            dev.subgroups if QGEMV_SUBGROUPS else 0,
         )
         info = [m, N, K, wgs, x._offset + r0 * rs, rs, full, qw.qweight._shape[1]]
         info += [qw.scales._shape[1]]
