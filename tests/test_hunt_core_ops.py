@@ -132,3 +132,21 @@ def test_div_trunc_half_rounds_quotient_first(rng, dtype):
     for to, po in cases:
         assert str(po.dtype).endswith(dtype)
         np.testing.assert_array_equal(po.float().numpy(), to.float().numpy())
+
+
+# ---- cat's legacy empty (0,) input gets an empty gradient, as torch (it got None) ----------
+def test_cat_legacy_empty_input_grad(rng):
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    e = np.zeros((0,), np.float32)
+    grads = []
+    for L in (torch, pr):
+        x = L.tensor(a, requires_grad=True)
+        z = L.tensor(e, requires_grad=True)
+        y = L.cat([x.T, z, x.T * 2], 0)
+        (
+            y * L.tensor(np.arange(y.numel(), dtype=np.float32).reshape(tuple(y.shape)))
+        ).sum().backward()
+        grads.append((x.grad, z.grad))
+    (tx, tz), (px, pz) = grads
+    _close(px, tx)
+    assert pz is not None and tuple(pz.shape) == tuple(tz.shape) == (0,)

@@ -701,7 +701,8 @@ def _cat_grads(ctx, g, dim, stacked):
             out.append(g.select(dim, i) if ctx.needs[i] else None)
             continue
         if len(shape) == 1 and shape[0] == 0 and g.ndim != 1:
-            out.append(None)  # torch's legacy empty (0,) input of cat
+            # torch's legacy empty (0,) input of cat, skipped: its gradient is empty too
+            out.append(g.new_zeros((0,)) if ctx.needs[i] else None)
             continue
         k = shape[dim % len(shape)]
         out.append(g.narrow(dim, pos, k) if ctx.needs[i] else None)
