@@ -909,10 +909,13 @@ def test_vec4_row_loads(shape, rng, monkeypatch):
 @pytest.mark.parametrize(
     "row", [r for r in ROWS if r.name in GPU_PLAN_ROWS + ("mean", "argmax")], ids=lambda r: r.name
 )
-def test_parity_gpu_row_units(row, rng, monkeypatch):
+@pytest.mark.parametrize("sg", [True, False], ids=["subgroups", "tree"])
+def test_parity_gpu_row_units(row, sg, rng, monkeypatch):
     """The row kernel as a GPU plans it: short rows several to a workgroup (32 .. 128
     invocations a row, R.ROW_UNIT_ELEMS elements each at most), rows past the last of a
-    workgroup idle through its barriers; one op of each state type (as the GPU split plan's)."""
+    workgroup idle through its barriers; one op of each state type (as the GPU split plan's);
+    the states merged by subgroup operations (where the device has them) and by the tree."""
+    monkeypatch.setattr(R, "SUBGROUPS", sg)
     monkeypatch.setattr(R, "FORCE_MODE", "row")
     monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
     check_row(row, rng)
@@ -922,9 +925,12 @@ def test_parity_gpu_row_units(row, rng, monkeypatch):
     "row", [r for r in SPLIT_ROWS if r.name in GPU_PLAN_ROWS + ("mean", "argmax", "prod")],
     ids=lambda r: r.name,
 )  # fmt: skip
-def test_wide_row_parity(row, rng, monkeypatch):
+@pytest.mark.parametrize("sg", [True, False], ids=["subgroups", "tree"])
+def test_wide_row_parity(row, sg, rng, monkeypatch):
     """The wide row kernel (R.WIDE: one workgroup of 1,024 invocations a row, four independent
-    states each) on the split's rows, one op of each state type."""
+    states each) on the split's rows, one op of each state type, merged by subgroup operations
+    (where the device has them) and by the tree."""
+    monkeypatch.setattr(R, "SUBGROUPS", sg)
     monkeypatch.setattr(R, "WIDE", True)
     check_row(row, rng)
     assert R.LAST_PATH == "row wide", R.LAST_PATH
@@ -977,3 +983,18 @@ def test_wide_rule_on_a_gpu(rng, monkeypatch):
     dev = pr.backend.current()
     monkeypatch.setitem(dev.limits, "max-compute-invocations-per-workgroup", 256)
     assert not R._wide(1, 98_304, 1)
+
+
+def test_subgroup_merge_as_text():
+    """With subgroups the row kernel shuffles every field of its state (the compensated sum's
+    two, argmax's value and index) and waits at one barrier; Dawn's spelling starts with
+    `enable subgroups;`; serial mode ignores it."""
+    from pyrite.kernels.reduce import reduce_kernel
+
+    k = reduce_kernel("sum", "f32", "f32", ("f32",), ("f32",), 1, 1, "row", sg=1).wgsl
+    assert "subgroupShuffleXor(s.a," in k and "subgroupShuffleXor(s.c," in k
+    assert k.count("workgroupBarrier") == 1 and "subgroup_size" in k
+    k = reduce_kernel("argmax", "f32", "f32", ("i32",), ("i32",), 1, 1, "row", sg=2).wgsl
+    assert k.startswith("enable subgroups;") and "subgroupShuffleXor(s.i," in k
+    k = reduce_kernel("sum", "f32", "f32", ("f32",), ("f32",), 1, 1, "serial", sg=1).wgsl
+    assert "subgroup" not in k

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import WG, KernelSource, header, helpers_for, load, store
+from .common import SG_ENABLE, WG, KernelSource, header, helpers_for, load, store
 
 # ---- the reductions as state machines ------------------------------------------------------
 _NEG = {"f32": "-p_inf()", "i32": "i32(-2147483647 - 1)"}
@@ -347,6 +347,31 @@ def _tree(wg: int) -> list[str]:
     ]
 
 
+def _sg_tree(wg: int, fields: str) -> list[str]:
+    """`_tree`'s merge by subgroup operations (the device's `subgroups`): each field of S
+    shuffled across a butterfly within the subgroup (offsets up to wg / 2 generated, in uniform
+    control flow; one past the span min(sgs, wg) discarded), one state a subgroup into `sh`,
+    one barrier, then the row's invocation 0 merges its wg / span states in order. One barrier
+    where `_tree` takes two, and no serial merges of 16 states (kernels/rowops._sg_reduce does
+    the same for the row ops; the mapping of subgroups to local indices is probed,
+    backend/quirks.subgroup_size)."""
+    names = [f.split(":")[0].strip() for f in fields.split(",")]
+    L = [f"  let span = min(sgs, {wg}u);\n"]
+    o = 1
+    while o < wg:
+        shuf = ", ".join(f"subgroupShuffleXor(s.{n}, {o}u)" for n in names)
+        L.append(f"  {{ let o = S({shuf}); if ({o}u < span) {{ s = s_merge(s, o); }} }}\n")
+        o *= 2
+    L += [
+        f"  let nsub = {wg}u / span; let slot0 = u32(grp) * nsub;\n",
+        "  if (u32(t) % span == 0u) { sh[slot0 + u32(t) / span] = s; }\n",
+        "  workgroupBarrier();\n",
+        "  if (t != 0 || !live) { return; }\n",
+        "  s = sh[slot0];\n  for (var k = 1u; k < nsub; k++) { s = s_merge(s, sh[slot0 + k]); }\n",
+    ]
+    return L
+
+
 @lru_cache(maxsize=1024)
 def reduce_kernel(
     op: str,
@@ -362,6 +387,7 @@ def reduce_kernel(
     rows: int = 1,
     lanes: int = WG,
     ilp: int = 1,
+    sg: int = 0,
 ) -> KernelSource:
     """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type.
 
@@ -384,6 +410,9 @@ def reduce_kernel(
     workgroup reading a whole mid-sized vector, where a split's second dispatch would cost more
     than it saves); `ilp` (with `lanes`, "full" stage): independent states an invocation, each
     stepping over its own loads so several loads are in flight, merged before the tree.
+
+    `sg` ("row" mode): the device's `subgroups`; 1 or 2 merge a unit's states by subgroup
+    operations (`_sg_tree`), 0 by workgroup memory (`_tree`).
     """
     assert vec == 1 or (mode == "row" and stage != "merge" and rank_in == 1)
     assert rows == 1 or mode == "row"
@@ -472,8 +501,9 @@ def reduce_kernel(
             body.append(_loop("j", start, "j1", stride, step("s", "j")))
         else:
             body += _ilp_loop(ilp, start, stride, step)
+    sg = sg if row else 0
     if row:
-        body += _tree(wg)
+        body += _sg_tree(wg, fields) if sg else _tree(wg)
     if stage == "partial":
         body.append("  part[u] = s;\n")
     else:
@@ -483,7 +513,8 @@ def reduce_kernel(
             body.append(f"  out{k}[u] = {store(fin, ct, st)};\n")
     text = fns + "".join(finals)
     src = (
-        header(buffers)
+        (SG_ENABLE if sg == 2 else "")
+        + header(buffers)
         + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
         + f"struct S {{ {fields} }}\n"
         + fns
@@ -491,7 +522,11 @@ def reduce_kernel(
         + f"@compute @workgroup_size({lanes})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
+        "@builtin(num_workgroups) nwg: vec3<u32>"
+        + (", @builtin(subgroup_size) sgs: u32" if sg else "")
+        + ") {\n"
+        + "".join(body)
+        + "}\n"
     )
     return KernelSource(src, "r" + "w" * (len(buffers) - 1))
 

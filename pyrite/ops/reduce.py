@@ -251,7 +251,7 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     key = (
         x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
         acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
-        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, _cpu_adapter(),  # (what tests set to reach paths)
+        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, _cpu_adapter(), SUBGROUPS,  # (what tests set)
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
@@ -335,6 +335,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         units := 1 if wide else _row_units(mode, length),
         lanes,
         ilp,
+        dev.subgroups if SUBGROUPS else 0,
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
@@ -351,6 +352,9 @@ VEC4 = True  # False: the scalar loads only (A/B)
 # `rows`); 0: one row a workgroup (A/B). H200 (2026-12-03, rowmap_ab), row sums of 65,536 x 1024
 # at 0 / 8 / 16: 908 / 2,264 / 2,819 GB/s (Dawn 1,135 / 2,659 / 3,128; torch CUDA ~3,650).
 ROW_UNIT_ELEMS = 16
+# Row-mode units merge their invocations' states by subgroup operations where the device has
+# them (kernels/reduce._sg_tree: one barrier, no serial merges of 16). Unmeasured on a GPU yet.
+SUBGROUPS = True
 
 
 def _row_units(mode: str, length: int) -> int:
@@ -397,6 +401,7 @@ def _split_reduce(
         mode1,
         "partial",
         vec,
+        sg=dev.subgroups if SUBGROUPS else 0,
     )
     info1 = [
         n_out,
@@ -412,7 +417,8 @@ def _split_reduce(
     ]
     grid1 = fold_grid(units) if mode1 == "row" else grid_for(units)
     dev.dispatch(src1, [x._storage.buffer, part._storage.buffer], info1, grid1)
-    src2 = reduce_kernel(op, "f32", acc, out_stypes, out_ctypes, 0, 0, mode2, "merge")
+    sg = dev.subgroups if SUBGROUPS else 0
+    src2 = reduce_kernel(op, "f32", acc, out_stypes, out_ctypes, 0, 0, mode2, "merge", sg=sg)
     info2 = [n_out, length, parts, f32_bits(param)]
     grid2 = fold_grid(n_out) if mode2 == "row" else grid_for(n_out)
     dev.dispatch(src2, [part._storage.buffer] + [o._storage.buffer for o in outs], info2, grid2)
