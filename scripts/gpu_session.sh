@@ -3,12 +3,13 @@
 # under its own time limit so one slow step cannot lose the others' figures (a run may last
 # 600 s). Every step's output goes to $OUT/<step>.txt and, where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
-# Steps: attention tune half dropout bench-wgpu bench-dawn bert (default: all, in that order).
+# Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
+# that order).
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-steps=${*:-attention tune half dropout bench-wgpu bench-dawn bert}
+steps=${*:-subgroups attention tune half dropout bench-wgpu bench-dawn bert}
 start=$(date +%s)
 
 step() {  # name, limit in s, command...
@@ -22,6 +23,9 @@ step() {  # name, limit in s, command...
 
 for s in $steps; do
   case $s in
+    subgroups)  # the subgroup reductions against the trees, both implementations
+      step subgroups-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/subgroup_ab.py --json "$OUT/subgroups-wgpu.json"
+      step subgroups-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/subgroup_ab.py --json "$OUT/subgroups-dawn.json" ;;
     attention)
       step attention 120 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --json "$OUT/attention.json" ;;
     tune)  # BERT batch-1 products with the longer-K-step candidate tiles; keeps nothing
