@@ -150,3 +150,35 @@ def test_cat_legacy_empty_input_grad(rng):
     (tx, tz), (px, pz) = grads
     _close(px, tx)
     assert pz is not None and tuple(pz.shape) == tuple(tz.shape) == (0,)
+
+
+# ---- searchsorted / bucketize with NaN: torch's !(v >= x) test (NaN values land at the end) --
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_searchsorted_nan(rng, right, dtype):
+    n = int(rng.integers(3, 12))
+    seq = np.round(rng.standard_normal(n) * 2).astype(dtype)
+    seq[rng.random(n) < 0.2] = np.inf
+    seq.sort()  # NaN last, as sort gives
+    seq[n - int(rng.integers(0, 3)) :] = np.nan
+    vals = np.round(rng.standard_normal((4, 5)) * 2).astype(dtype)
+    vals[rng.random((4, 5)) < 0.3] = np.nan
+    vals[0, :3] = [np.inf, -np.inf, -0.0]
+    ts, ps = torch.tensor(seq), pr.tensor(seq)
+    tv, pv = torch.tensor(vals), pr.tensor(vals)
+    for to, po in [
+        (torch.searchsorted(ts, tv.T, right=right), pr.searchsorted(ps, pv.T, right=right)),
+        (torch.bucketize(tv, ts, right=right), pr.bucketize(pv, ps, right=right)),
+        (torch.searchsorted(ts, float("nan")), pr.searchsorted(ps, float("nan"))),
+    ]:
+        np.testing.assert_array_equal(po.numpy(), to.numpy())
+
+
+def test_isin_nan_in_test_elements(rng):
+    a = np.round(rng.standard_normal((5, 7)) * 2).astype(np.float32)
+    a[rng.random((5, 7)) < 0.2] = np.nan
+    a[0, :2] = [np.inf, -np.inf]
+    for test in (a[1:3], a[:, ::3], np.array([np.nan, np.inf, 0.0], np.float32)):
+        to = torch.isin(torch.tensor(a).T, torch.tensor(test))
+        po = pr.isin(pr.tensor(a).T, pr.tensor(test))
+        np.testing.assert_array_equal(po.numpy(), to.numpy())

@@ -225,7 +225,12 @@ def searchsorted_kernel(
     [4] x offset. Both operands contiguous.
     """
     bufs = [("seq", seq_type, "r"), ("xs", x_type, "r"), ("out", "i32", "w")]
-    go_right = "v <= x" if right else "v < x"
+    if ctype == "f32":
+        # torch's test, NaN included: go right while !(v > x) (right) or !(v >= x) (left), so
+        # a NaN x lands at the end and a NaN in seq counts as below every x (NaN-exact compares)
+        go_right = "!p_flt(x, v)" if right else "!p_fle(x, v)"
+    else:
+        go_right = "v <= x" if right else "v < x"
     row = "gi / info[2]" if batched else "0"
     body = (
         "  if (gi >= info[0]) { return; }\n"
@@ -237,5 +242,5 @@ def searchsorted_kernel(
         f"    if ({go_right}) {{ lo = m + 1; }} else {{ hi = m; }}\n  }}\n"
         "  out[gi] = lo;\n}\n"
     )
-    src = header(bufs) + ENTRY.format(wg=WG) + FLAT_INDEX.format(wg=WG) + body
+    src = header(bufs) + helpers_for(body) + ENTRY.format(wg=WG) + FLAT_INDEX.format(wg=WG) + body
     return KernelSource(src, "rrw")

@@ -44,7 +44,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
         return full(e._shape, bool(invert), dtype=D.bool_)
     s = sort(t2).values  # NaN last
-    idx = searchsorted(s, e2).clamp(max=t2.numel() - 1)
+    key = s
+    if s.dtype.kind == "f":
+        from .elementwise import where
+
+        # searchsorted counts a NaN boundary below every value (torch's rule): search with the
+        # trailing NaNs as +inf; a NaN gathered back from s still compares unequal
+        key = where(s.isnan(), float("inf"), s)
+    idx = searchsorted(key, e2).clamp(max=t2.numel() - 1)
     found = gather(s, 0, idx.reshape(-1)).reshape(e2._shape) == e2
     return ~found if invert else found
 
