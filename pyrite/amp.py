@@ -63,6 +63,68 @@ class autocast:
         return wrapper
 
 
+def is_autocast_available(device_type) -> bool:
+    """Whether autocast can run on device_type: pyrite's scope runs anywhere."""
+    return isinstance(device_type, str)
+
+
+def _cast(value, dtype):
+    """value with its floating tensors (in containers too) cast to dtype, as torch.amp's."""
+    from .tensor import Tensor
+
+    if isinstance(value, Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, dict):
+        return {k: _cast(v, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """Decorator for a custom autograd Function's forward (torch.amp.custom_fwd): records the
+    autocast state on ctx for custom_bwd; with cast_inputs, inside autocast, runs forward with
+    autocast off on its floating inputs cast to cast_inputs."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        in_autocast = is_autocast_enabled(device_type)
+        if cast_inputs is None or not in_autocast:
+            ctx._fwd_used_autocast = in_autocast and cast_inputs is None
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        with autocast(device_type=device_type, enabled=False):
+            return fwd(*_cast(args, cast_inputs), **_cast(kwargs, cast_inputs))
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """Decorator for a custom autograd Function's backward (torch.amp.custom_bwd): runs it
+    under the autocast state its forward ran in."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        used = getattr(ctx, "_fwd_used_autocast", False)
+        with autocast(device_type=device_type, enabled=used, dtype=getattr(ctx, "_dtype", None)):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
+
+
 class GradScaler:
     """torch.amp.GradScaler(device="cuda", init_scale=2**16, growth_factor=2.0,
     backoff_factor=0.5, growth_interval=2000, enabled=True)."""
@@ -217,3 +279,9 @@ class _CudaAmp:
 
     autocast = staticmethod(lambda *a, **k: autocast("cuda", *a, **k))
     GradScaler = staticmethod(_cuda_grad_scaler)
+    custom_fwd = staticmethod(
+        lambda fwd=None, *, cast_inputs=None: custom_fwd(
+            fwd, device_type="cuda", cast_inputs=cast_inputs
+        )
+    )
+    custom_bwd = staticmethod(lambda bwd=None: custom_bwd(bwd, device_type="cuda"))

@@ -104,3 +104,51 @@ def test_transformer_encoder_eval_zeroes_padded_rows_as_torch(rng):
         _close(pe, te, 1e-4, 1e-5)
         _close(pt, tt, 1e-4, 1e-5)
         _close(pe.mean(1), te.mean(1), 1e-4, 1e-5)  # what a mean-pooling classifier reads
+
+
+def test_amp_custom_fwd_bwd_decorate_a_custom_function(rng):
+    """torch.amp.custom_fwd / custom_bwd (and torch.cuda.amp's) on a custom autograd Function
+    (missing: AttributeError); cast_inputs inside autocast, the gradients as torch's."""
+    a_np = rng.standard_normal((3, 5)).astype(np.float32)
+    b_np = rng.standard_normal((5, 2)).astype(np.float32)
+    res = []
+    for L, dev in ((torch, "cpu"), (pr, "cuda")):
+
+        class MM(L.autograd.Function):
+            @staticmethod
+            @L.amp.custom_fwd(device_type=dev, cast_inputs=L.float32)
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a.mm(b)
+
+            @staticmethod
+            @L.amp.custom_bwd(device_type=dev)
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g.mm(b.t()), a.t().mm(g)
+
+        a = L.tensor(a_np, requires_grad=True)
+        b = L.tensor(b_np, requires_grad=True)
+        with L.autocast(device_type=dev, dtype=L.bfloat16):
+            y = MM.apply(a, b)
+        (y * y).sum().backward()
+        assert y.dtype == L.float32
+        assert L.amp.is_autocast_available(dev)
+        res.append((y.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    for p, t in zip(res[1], res[0]):
+        _close(p, t)
+
+    class Twice(pr.autograd.Function):
+        @staticmethod
+        @pr.cuda.amp.custom_fwd
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        @pr.cuda.amp.custom_bwd
+        def backward(ctx, g):
+            return g * 2
+
+    x = pr.ones(3, requires_grad=True)
+    Twice.apply(x).sum().backward()
+    _close(x.grad, np.full(3, 2.0, np.float32))
