@@ -182,3 +182,31 @@ def test_isin_nan_in_test_elements(rng):
         to = torch.isin(torch.tensor(a).T, torch.tensor(test))
         po = pr.isin(pr.tensor(a).T, pr.tensor(test))
         np.testing.assert_array_equal(po.numpy(), to.numpy())
+
+
+# ---- dtype= of sum/nansum/prod/cumsum casts each element first, as torch -------------------
+def test_reduce_dtype_casts_elements_first(rng):
+    a = (rng.standard_normal((7, 53)) * 30).astype(np.float32)
+    t, p = torch.tensor(a), pr.tensor(a)
+    for f in (
+        lambda L, x: x.sum(dtype=L.float16),
+        lambda L, x: x.T.sum(0, dtype=L.float16),
+        lambda L, x: x.nansum(1, dtype=L.float16),
+        lambda L, x: x[:, :5].prod(1, dtype=L.float16),
+        lambda L, x: x.cumsum(1, dtype=L.float16),
+    ):
+        to, po = f(torch, t), f(pr, p)
+        assert str(po.dtype) == "pyrite.float16"
+        np.testing.assert_array_equal(po.numpy(), to.numpy())
+    ints = rng.integers(-3, 4, (6, 9)).astype(np.int16)
+    ints[0] = 0
+    ints[0, :2] = [-1, 1]  # sums to 0 in int, True in bool
+    ti, pi = torch.tensor(ints), pr.tensor(ints)
+    for f in (
+        lambda L, x: x.sum(1, dtype=L.bool),
+        lambda L, x: x.T.sum(0, dtype=L.bool),
+        lambda L, x: x.prod(0, dtype=L.bool),
+        lambda L, x: x.float().sum(dtype=L.bool),
+    ):
+        to, po = f(torch, ti), f(pr, pi)
+        np.testing.assert_array_equal(po.numpy(), to.numpy())

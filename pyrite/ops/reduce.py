@@ -463,7 +463,22 @@ def _given(dim) -> bool:
 
 
 # ---- sum / mean / prod ---------------------------------------------------------------------
+def _cast_first(input: Tensor, dtype) -> Tensor:
+    """torch's dtype= casts each element before reducing: sum(dtype=float16) of float32 adds the
+    float16-rounded values, sum(dtype=bool) adds bools (any). A cast the kernel's own read does
+    the same (to a wider float, to int: truncation) is left to it."""
+    if dtype is None:
+        return input
+    dt = D.from_any(dtype)
+    if dt is input.dtype or not (
+        dt.is_bool or (dt.kind == "f" and input.dtype.kind == "f" and dt.itemsize < 4)
+    ):
+        return input
+    return input.to(dt)
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None):
+    input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     if _exact_needed("sum", input, _dims(input, dim), out_dt):
         return _exact_int_reduce("sum", input, dim, keepdim, out_dt)
@@ -471,6 +486,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     if _exact_needed("nansum", input, _dims(input, dim), out_dt):
         return _exact_int_reduce("nansum", input, dim, keepdim, out_dt)
@@ -478,6 +494,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     if _exact_needed("prod", input, _dims(input, dim), out_dt):
         return _exact_int_reduce("prod", input, dim, keepdim, out_dt)
@@ -485,6 +502,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
+    input = _cast_first(input, dtype)
     if dtype is not None:
         out_dt = D.from_any(dtype)
     else:
@@ -664,6 +682,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 # ---- scans ---------------------------------------------------------------------------------
 def _scan(op, input, dim, dtype):
+    input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     d = input._dim(dim) if input.ndim else None
     out = empty(input._shape, out_dt)
