@@ -152,3 +152,85 @@ def test_amp_custom_fwd_bwd_decorate_a_custom_function(rng):
     x = pr.ones(3, requires_grad=True)
     Twice.apply(x).sum().backward()
     _close(x.grad, np.full(3, 2.0, np.float32))
+
+
+def test_lazy_modules_train_as_torch(rng):
+    """nn.LazyLinear / LazyConv2d / LazyConvTranspose2d / LazyBatchNorm / LazyInstanceNorm (d2l's
+    models; missing: AttributeError): sizes from the first input, the optimizer built before it
+    holds the materialised parameters, the classes become the ordinary ones, the state_dict
+    and a few SGD steps match torch's from the same weights; load_state_dict before the first
+    forward materialises; a deepcopy before it stays lazy on its own."""
+    import copy
+    import warnings
+
+    def build(L):
+        nn = L.nn
+        return nn.Sequential(
+            nn.LazyConv2d(5, 3, padding=1), nn.LazyBatchNorm2d(), nn.ReLU(),
+            nn.LazyConvTranspose2d(3, 2, stride=2), nn.LazyInstanceNorm2d(affine=True),
+            nn.Flatten(), nn.LazyLinear(11), nn.ReLU(), nn.LazyLinear(3), nn.LazyBatchNorm1d(),
+        )  # fmt: skip
+
+    H, W = int(rng.integers(3, 7)), int(rng.integers(3, 7))
+    x = rng.standard_normal((4, 3, H, W)).astype(np.float32)
+    y = rng.integers(0, 3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tm, pm = build(torch), build(pr)
+        fresh = copy.deepcopy(pm)
+        opts = {}
+        for L, m in ((torch, tm), (pr, pm)):
+            opts[L.__name__] = L.optim.SGD(m.parameters(), lr=0.1)
+            m(L.tensor(x))
+        assert [type(m).__name__ for m in pm] == [type(m).__name__ for m in tm]
+        assert pm[6].in_features == tm[6].in_features
+        tsd = tm.state_dict()
+        assert {k: tuple(v.shape) for k, v in pm.state_dict().items()} == {
+            k: tuple(v.shape) for k, v in tsd.items()
+        }
+        _same_weights(pm, tm)
+        losses = {}
+        for L, m in ((torch, tm), (pr, pm)):
+            opt, out = opts[L.__name__], []
+            for _ in range(3):
+                opt.zero_grad()
+                loss = L.nn.functional.cross_entropy(m(L.tensor(x)), L.tensor(y))
+                loss.backward()
+                opt.step()
+                out.append(loss.item())
+            losses[L.__name__] = out
+    _close(losses["pyrite"], losses["torch"], 1e-4, 1e-6)
+    for (k, p), t in zip(pm.state_dict().items(), tm.state_dict().values()):
+        _close(p.float(), t.float(), 1e-3, 1e-5)
+    assert type(fresh[6].weight).__name__ == "UninitializedParameter"
+    fresh.load_state_dict(pm.state_dict())
+    fresh.eval()
+    pm.eval()
+    _close(fresh(pr.tensor(x)), pm(pr.tensor(x)), 1e-5, 1e-6)
+    assert type(fresh[6]).__name__ == "Linear"
+
+
+def test_deepcopy_of_a_module_keeps_its_hook_handles_apart(rng):
+    """A handle kept in a module (as lazy modules keep theirs) referred, after deepcopy, to the
+    original's hook dict: removing the copy's hook removed the original's."""
+    import copy
+
+    for L in (torch, pr):
+        calls = []
+
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(2, 2)
+                self.h = self.lin.register_forward_hook(lambda *a: calls.append(1))
+
+            def forward(self, x):
+                return self.lin(x)
+
+        a = M()
+        b = copy.deepcopy(a)
+        b.h.remove()
+        b(L.ones(1, 2))
+        assert not calls, L.__name__
+        a(L.ones(1, 2))
+        assert calls == [1], L.__name__

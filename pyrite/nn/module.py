@@ -184,6 +184,17 @@ class RemovableHandle:
             if d is not None and self.id in d:
                 del d[self.id]
 
+    def __getstate__(self):
+        # the dicts themselves, so a deepcopy (or pickle) of a module holding its handle
+        # refers to the copy's hooks, not the original's
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state):
+        hooks, self.id, extra = state
+        self.hooks_dict_ref = weakref.ref(OrderedDict() if hooks is None else hooks)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra if d is not None)
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+
     def __enter__(self):
         return self
 

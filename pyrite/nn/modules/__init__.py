@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     dropout,
     flatten,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,
@@ -35,6 +36,7 @@ from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .norm import *  # noqa: F403
@@ -45,6 +47,6 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
-_FILES = (activation, attention, batchnorm, container, conv, distance, dropout, flatten, linear,
+_FILES = (activation, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, linear,
           loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__} | {"DataParallel"})
