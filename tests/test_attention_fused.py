@@ -452,9 +452,8 @@ def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch):
 
 
 def test_tiled_rule(monkeypatch):
-    """The tiled forward runs on GPUs for E <= 64 where its workgroup memory fits: always below
-    TILED_ALL_L queries, above only while the query blocks number fewer than TILED_FILL; never
-    on a CPU adapter unless forced, nor past E = 64."""
+    """The tiled forward runs on GPUs for E <= 64 where its workgroup memory fits, whatever
+    the queries and blocks; never on a CPU adapter unless forced, nor past E = 64."""
 
     class Dev:
         adapter_type = "DiscreteGPU"
@@ -467,10 +466,10 @@ def test_tiled_rule(monkeypatch):
     cpu.adapter_type = "CPU"
     small.limits = {"max-compute-workgroup-storage-size": 16384}
     use = _attention._use_tiled
-    many = _attention.TILED_FILL * 2  # batch·heads
-    assert use(gpu, many, _attention.TILED_ALL_L - 1, 512, 64) and use(gpu, 1, 5, 5, 1)
+    many = 528  # batch·heads
+    assert use(gpu, many, 63, 512, 64) and use(gpu, 1, 5, 5, 1)
     assert use(gpu, 12, 128, 128, 64)  # 24 query blocks
-    assert not use(gpu, many, _attention.TILED_ALL_L, 128, 64)
+    assert use(gpu, many, 4096, 4096, 64)  # 34,000 query blocks
     assert not use(gpu, 12, 128, 128, 65) and not use(cpu, 12, 128, 128, 64)
     assert not use(small, 12, 128, 128, 64)
     monkeypatch.setattr(_attention, "FORCE_TILED", True)

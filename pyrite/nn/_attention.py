@@ -402,26 +402,23 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 
 
 # The register-tiled forward (kernels/attention_tiled.py) takes head dims up to 64 on GPUs where
-# its 32 KiB of workgroup memory and 128 invocations fit: for fewer than TILED_ALL_L queries (the
-# flash kernel's short blocks walk every key with few lanes), and for longer ones while its
-# (batch·head, query block) workgroups number fewer than TILED_FILL. H100, wgpu-native
-# (2026-12-05, scripts/attention_ab.py, GPU time, before the prefetch): (8, 12, L, 512, 64) at
-# L = 8 / 16 / 32: 101 / 101 / 101 us against flash's 383 / 260 / 203; BERT-base batch 1 (24
-# blocks, keys split): 32 against 43; but BERT-base batch 32 (768 blocks) 242 against 205 and
-# causal 16 x 4096 x 64 3,651 against 3,275.
-TILED_ALL_L = 64
-TILED_FILL = 264
+# its 32 KiB of workgroup memory and 128 invocations fit, whatever the queries. H100,
+# wgpu-native (2026-12-05, second run, scripts/attention_ab.py, GPU time, flash / tiled with
+# PREFETCH / without, us; docs/bench/2026-12-05-h100-wgpu-session.txt): BERT-base batch 32
+# (768 query blocks) 205 / 180 / 175 (torch CUDA 147); batch 1 45 / 33 / 32; 512 tokens (2, 12)
+# 185 / 152 / 154; causal 16 x 4096 x 64 3,265 / 2,624 / 2,719 (torch 1,349); E = 32 at 512
+# tokens 228 / 159 / 165; (8, 12, L, 512, 64) at L = 8 / 16 / 32 ~80 against 385 / 261 / 204.
+# (The first run of that kernel, before its last changes, had lost to flash at the big shapes:
+# 242 against 205 at BERT-base, 3,651 against 3,275 at causal 4096, so it was kept for few
+# query blocks only.)
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 
 
 def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is False or E > _KT.TILED_EP:
         return False
-    if FORCE_TILED is None:
-        if dev.adapter_type == "CPU":
-            return False
-        if L >= TILED_ALL_L and nbh * -(-L // _KT.TILED_BQ) >= TILED_FILL:
-            return False
+    if FORCE_TILED is None and dev.adapter_type == "CPU":
+        return False
     lim = dev.limits
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.TILED_SHARED_BYTES
