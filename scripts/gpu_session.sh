@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # One device `run` that measures what is still unmeasured on the GPU, most wanted first, each step
 # under its own time limit so one slow step cannot lose the others' figures (a run may last
-# 600 s). Every step's output goes to $OUT/<step>.txt and, where it writes JSON, $OUT/<step>.json.
+# 600 s). Every step's output goes to $OUT/session.txt (the device returns at most 8 files) and,
+# where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order).
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/session.txt"
 steps=${*:-subgroups attention tune half dropout bench-wgpu bench-dawn bert}
 start=$(date +%s)
 
 step() {  # name, limit in s, command...
   local name=$1 limit=$2
   shift 2
-  echo "== $name (limit ${limit}s, at $(($(date +%s) - start)) s)"
-  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
-  echo "   rc $? after $(($(date +%s) - start)) s"
-  tail -n 40 "$OUT/$name.txt"
+  local log
+  log=$(mktemp)
+  echo "== $name (limit ${limit}s, at $(($(date +%s) - start)) s)" | tee -a "$OUT/session.txt"
+  timeout "$limit" "$@" >"$log" 2>&1
+  echo "   rc $? after $(($(date +%s) - start)) s" | tee -a "$OUT/session.txt"
+  # (progress bars' carriage returns would make one long line of every update)
+  tr '\r' '\n' <"$log" | grep -v -e 'shape/s' -e '^\s*$' | tee -a "$OUT/session.txt" | tail -n 40
 }
 
 for s in $steps; do
