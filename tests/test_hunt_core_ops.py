@@ -210,3 +210,41 @@ def test_reduce_dtype_casts_elements_first(rng):
     ):
         to, po = f(torch, ti), f(pr, pi)
         np.testing.assert_array_equal(po.numpy(), to.numpy())
+
+
+# ---- maximum/minimum/fmax/fmin/atan2 gradients: torch's tie, NaN and origin rules ----------
+@pytest.mark.parametrize("op", ["maximum", "minimum", "fmax", "fmin", "atan2"])
+def test_binary_minmax_atan2_grad_ties_nan(rng, op):
+    a = np.round(rng.standard_normal((6, 5))).astype(np.float32)
+    b = np.round(rng.standard_normal((5,))).astype(np.float32)
+    a[0, :] = 0.0
+    b[0] = 0.0  # ties (and atan2's origin)
+    b[1] = np.nan
+    a[2, 3] = np.nan
+    w = rng.standard_normal((5, 6)).astype(np.float32)
+    t, p = _pair(a, True)
+    tb, pb = _pair(b, True)
+    to = getattr(torch, op)(t.T, tb[:, None])
+    po = getattr(pr, op)(p.T, pb[:, None])
+    _close(po, to)
+    (to * torch.tensor(w)).sum().backward()
+    (po * pr.tensor(w)).sum().backward()
+    _close(p.grad, t.grad)
+    _close(pb.grad, tb.grad)
+
+
+def test_dist(rng):
+    a = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal((3,)).astype(np.float32)
+    for p_ in (2, 1, 3.5, float("inf"), 0):
+        t, p = _pair(a, True)
+        to, po = (
+            torch.dist(t.T, torch.tensor(b)[:, None], p_),
+            pr.dist(p.T, pr.tensor(b)[:, None], p_),
+        )
+        _close(po, to, 1e-5)
+        if p_ != 0:
+            to.backward()
+            po.backward()
+            _close(p.grad, t.grad, 1e-5)
+    _close(pr.tensor(a).dist(pr.tensor(b)), torch.tensor(a).dist(torch.tensor(b)), 1e-5)

@@ -216,6 +216,16 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 
 
 # ---- complex-number names on real tensors ----------------------------------------------------
+def dist(input, other, p=2):
+    """torch.dist: the p-norm of input - other (broadcast), a 0-d tensor."""
+    from .linalg_norms import vector_norm
+
+    if isinstance(p, Tensor):
+        p = p.item()
+    d = _as_tensor(input) - _as_tensor(other)
+    return vector_norm(d, float(p))
+
+
 def angle(input):
     """The argument of a real number: pi for negatives, 0 otherwise (NaN stays NaN)."""
     x = as_tensor_arg(input)
@@ -355,6 +365,7 @@ FUNCS = {
     "renorm": renorm,
     "gradient": gradient,
     "addr": addr,
+    "dist": dist,
     "angle": angle,
     "real": real,
     "imag": imag,

@@ -127,14 +127,38 @@ def _pow(ctx, g):
 _pow.soft = frozenset(("out",))  # (torch reads the inputs: see _o_or_inputs)
 
 
-def _minmax(pick_a_if):
+def _minmax(a_loses, b_loses):
+    """torch's maximum/minimum rule: ties split g evenly; each operand gets g except where it
+    loses (a NaN loses nowhere: both operands get g, as torch)."""
+
     @saves(0, 1)
     def rule(ctx, g):
+        from .elementwise import where
+
         a, b = ctx.args
-        # ties split the gradient evenly, as torch's maximum/minimum
-        wa = pick_a_if(a, b) + (a == b) * 0.5
-        ga = g * wa if ctx.needs[0] else None
-        gb = g * (1.0 - wa) if ctx.needs[1] else None
+        gs = where(a == b, g * 0.5, g)
+        ga = where(a_loses(a, b), 0.0, gs) if ctx.needs[0] else None
+        gb = where(b_loses(a, b), 0.0, gs) if ctx.needs[1] else None
+        return ga, gb
+
+    return rule
+
+
+def _isnan(x):
+    return x.isnan() if isinstance(x, Tensor) else math.isnan(float(x))
+
+
+def _fminmax(a_wins):
+    """torch's fmax/fmin rule: all of g to a where it wins or ties or b is NaN, else to b."""
+
+    @saves(0, 1)
+    def rule(ctx, g):
+        from .elementwise import where
+
+        a, b = ctx.args
+        keep_a = a_wins(a, b) | _isnan(b)
+        ga = where(keep_a, g, 0.0) if ctx.needs[0] else None
+        gb = where(keep_a, 0.0, g) if ctx.needs[1] else None
         return ga, gb
 
     return rule
@@ -143,8 +167,12 @@ def _minmax(pick_a_if):
 @saves(0, 1)
 def _atan2(ctx, g):
     a, b = _floats(*ctx.args)  # an integer operand squared in its own dtype would wrap
+    # 1 / (a² + b²), 0 at the origin (torch 2.13 gives 0 there, not 0 · inf = nan)
+    from .elementwise import where
+
     den = a * a + b * b
-    return (g * b / den if ctx.needs[0] else None), (-g * a / den if ctx.needs[1] else None)
+    recip = where(den == 0, 0.0, 1.0 / den)
+    return (g * b * recip if ctx.needs[0] else None), (-g * a * recip if ctx.needs[1] else None)
 
 
 @saves(0, 1, "out")
@@ -223,10 +251,10 @@ BINARY_RULES = {
     "mul": _mul,
     "div": _div,
     "pow": _pow,
-    "maximum": _minmax(lambda a, b: a > b),
-    "minimum": _minmax(lambda a, b: a < b),
-    "fmax": _minmax(lambda a, b: a > b),
-    "fmin": _minmax(lambda a, b: a < b),
+    "maximum": _minmax(lambda a, b: a < b, lambda a, b: a > b),
+    "minimum": _minmax(lambda a, b: a > b, lambda a, b: a < b),
+    "fmax": _fminmax(lambda a, b: a >= b),
+    "fmin": _fminmax(lambda a, b: a <= b),
     "atan2": _atan2,
     "hypot": _hypot,
     "fmod": _fmod,
