@@ -248,3 +248,18 @@ def test_dist(rng):
             po.backward()
             _close(p.grad, t.grad, 1e-5)
     _close(pr.tensor(a).dist(pr.tensor(b)), torch.tensor(a).dist(torch.tensor(b)), 1e-5)
+
+
+def test_renorm_grad_zero_slice(rng):
+    # a zero slice (within maxnorm) gets g, not the norm's 0/0 nan
+    a = rng.standard_normal((5, 4)).astype(np.float32) * 2
+    a[1] = 0.0
+    a[3] = 0.05
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    for p_ in (2, 1, 3.0):
+        t, p = _pair(a, True)
+        to, po = torch.renorm(t.T, p_, 1, 1.0), pr.renorm(p.T, p_, 1, 1.0)
+        _close(po, to)
+        (to * torch.tensor(w)).sum().backward()
+        (po * pr.tensor(w)).sum().backward()
+        _close(p.grad, t.grad, 1e-5)

@@ -75,8 +75,17 @@ def renorm(input, p, dim, maxnorm):
         )
     d = x._dim(dim)
     others = tuple(i for i in builtins.range(x.ndim) if i != d)
-    norms = x.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p)
-    factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    from .. import autograd
+
+    def pnorm(t):
+        return t.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p)
+
+    with autograd.no_grad():
+        big = pnorm(x) > maxnorm
+    # the norm's gradient is only read where a slice is scaled: the other slices (a zero one's
+    # norm has a 0/0 gradient) are replaced by ones before the recorded norm, as torch's rule
+    norms = pnorm(where(big, x, 1.0)) if autograd.needs_grad(x) else pnorm(x)
+    factor = where(big, maxnorm / (norms + 1e-7), 1.0)
     return (x * factor).to(x.dtype)
 
 
