@@ -5,6 +5,8 @@ GEMV (ops/matmul.GEMV_SUBGROUPS) and the quantized GEMV (ops/quantized.QGEMV_SUB
 switched off and on in turn within one process, at the shapes the README's tables measure.
 
     PYRITE_BACKEND=wgpu|dawn python scripts/subgroup_ab.py [--quick] [--json PATH]
+
+(Dawn on the lent GPUs rounds timestamps to 65.5 us: its small rows read 0 there.)
 """
 
 import json
@@ -72,10 +74,11 @@ def main():
         results.append(
             {"case": label, "tree_us": t[False], "subgroups_us": t[True], "bytes": nbytes}
         )
+        gb = lambda us: f"{nbytes / us / 1e3:7,.0f} GB/s" if us > 0 else "      - GB/s"  # noqa: E731
+        ratio = f"{t[False] / t[True]:.2f}x" if t[True] > 0 else "-"
         print(
-            f"{label:34s} tree {t[False]:9.1f} us ({nbytes / t[False] / 1e3:7,.0f} GB/s)  "
-            f"subgroups {t[True]:9.1f} us ({nbytes / t[True] / 1e3:7,.0f} GB/s)  "
-            f"{t[False] / t[True]:.2f}x",
+            f"{label:34s} tree {t[False]:9.1f} us ({gb(t[False])})  "
+            f"subgroups {t[True]:9.1f} us ({gb(t[True])})  {ratio}",
             flush=True,
         )
     if out:

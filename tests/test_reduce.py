@@ -4,6 +4,7 @@ shapes (serial loop per output; one workgroup per output), on awkward and non-co
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -998,3 +999,7 @@ def test_subgroup_merge_as_text():
     assert k.startswith("enable subgroups;") and "subgroupShuffleXor(s.i," in k
     k = reduce_kernel("sum", "f32", "f32", ("f32",), ("f32",), 1, 1, "serial", sg=1).wgsl
     assert "subgroup" not in k
+    # a wide row (1,024 invocations): masks stay below WGSL's largest subgroup (Tint refuses 128)
+    k = reduce_kernel("sum", "f32", "f32", ("f32",), ("f32",), 0, 1, "row", "full", 1, 1, 1024, 4, sg=2).wgsl  # fmt: skip
+    masks = {int(m) for m in re.findall(r"subgroupShuffleXor\(s\.a, (\d+)u\)", k)}
+    assert masks == {1, 2, 4, 8, 16, 32, 64}

@@ -489,6 +489,8 @@ def test_subgroup_kernel_text_and_probe(monkeypatch):
     assert "subgroupShuffleXor" in k1 and "subgroup_size" in k1 and "enable subgroups" not in k1
     assert k1.count("workgroupBarrier") == 1
     assert k2.startswith("enable subgroups;") and "subgroupShuffleXor" in k2
+    k3 = row_kernel("rms_norm", 256, 1, "f32", "f32", per=4, groups=1, subgroups=2).wgsl
+    assert "subgroupShuffleXor(rq, 64u)" in k3 and "128u)" not in k3  # (Tint: masks < 128)
     dev = backend.current()
     assert dev.subgroups in (0, 1, 2)
     if dev.subgroup_feature is None:

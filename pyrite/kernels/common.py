@@ -68,6 +68,9 @@ ENTRY_SG = ENTRY.replace(
     "@builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32)",
 )
 SG_ENABLE = "enable subgroups;\n"
+# The largest subgroup WGSL allows: a butterfly's shuffle masks stay below it (Tint refuses a
+# subgroupShuffleXor mask of 128 or more: the H100 through Dawn, 2026-12-05).
+SG_MAX = 128
 
 
 def header(buffers, n_info_binding=None, f16=False) -> str:

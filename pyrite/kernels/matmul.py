@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import SG_ENABLE, KernelSource, header, helpers_for, post_expr
+from .common import SG_ENABLE, SG_MAX, KernelSource, header, helpers_for, post_expr
 
 INFO_BATCH = 18  # first batch word
 TILE = 64  # tiled kernel: output tile edge per workgroup
@@ -905,7 +905,7 @@ def lane_sum(vals: list[str], lanes: int, subgroups: int = 0) -> tuple[list[str]
     L = [f"  var ls{r} = {v};" for r, v in enumerate(vals)]
     L.append(f"  let span = min(sgs, {lanes}u);")
     o = 1
-    while o < lanes:
+    while o < min(lanes, SG_MAX):
         L.append("  {")
         L += [f"    let o{r} = subgroupShuffleXor(ls{r}, {o}u);" for r in range(rm)]
         L.append(

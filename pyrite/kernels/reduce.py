@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import SG_ENABLE, WG, KernelSource, header, helpers_for, load, store
+from .common import SG_ENABLE, SG_MAX, WG, KernelSource, header, helpers_for, load, store
 
 # ---- the reductions as state machines ------------------------------------------------------
 _NEG = {"f32": "-p_inf()", "i32": "i32(-2147483647 - 1)"}
@@ -358,7 +358,7 @@ def _sg_tree(wg: int, fields: str) -> list[str]:
     names = [f.split(":")[0].strip() for f in fields.split(",")]
     L = [f"  let span = min(sgs, {wg}u);\n"]
     o = 1
-    while o < wg:
+    while o < min(wg, SG_MAX):
         shuf = ", ".join(f"subgroupShuffleXor(s.{n}, {o}u)" for n in names)
         L.append(f"  {{ let o = S({shuf}); if ({o}u < span) {{ s = s_merge(s, o); }} }}\n")
         o *= 2

@@ -30,6 +30,7 @@ from .common import (
     ENTRY,
     ENTRY_SG,
     SG_ENABLE,
+    SG_MAX,
     KernelSource,
     header,
     helpers_for,
@@ -290,7 +291,7 @@ def _sg_reduce(wg: int, names: list[str], merge: str) -> str:
     backend/quirks.subgroup_size probes before a device uses them."""
     L = [f"  let span = min(sgs, {wg}u);\n"]
     o = 1
-    while o < wg:
+    while o < min(wg, SG_MAX):
         L.append("  {\n")
         L += [f"    let {n}2 = subgroupShuffleXor({n}, {o}u);\n" for n in names]
         L.append(f"    if ({o}u < span) {{\n{merge}    }}\n  }}\n")
