@@ -782,7 +782,7 @@ def test_split_kernels_as_text():
     merge = reduce_kernel("argmax", "f32", "f32", ("i32",), ("i32",), 0, 0, "serial", "merge")
     assert "var<storage, read> part: array<S>" in merge.wgsl and merge.modes == "rw"
     assert "workgroupBarrier" not in merge.wgsl and "inp" not in merge.wgsl
-    assert state_words("var", "f32") == 3 and state_words("argmax", "f32") == 2
+    assert state_words("var", "f32") == 4 and state_words("argmax", "f32") == 2  # (n, m, q, shift)
     assert state_words("sum", "i32") == 1
 
 
@@ -1003,3 +1003,35 @@ def test_subgroup_merge_as_text():
     k = reduce_kernel("sum", "f32", "f32", ("f32",), ("f32",), 0, 1, "row", "full", 1, 1, 1024, 4, sg=2).wgsl  # fmt: skip
     masks = {int(m) for m in re.findall(r"subgroupShuffleXor\(s\.a, (\d+)u\)", k)}
     assert masks == {1, 2, 4, 8, 16, 32, 64}
+
+
+@pytest.mark.parametrize("offset", [1e4, -3e4, 1e5])
+def test_var_mean_of_data_far_from_zero(offset, rng):
+    """var / std / var_mean of data sitting far from 0 (spread 0.5 around 1e4 .. 1e5: raw inputs
+    to a first BatchNorm), serial, row and split plans: the mean within one rounding of float64's
+    (as torch CPU's double sums give), the variance within 1e-5 relative; BatchNorm2d's output
+    within what x - mean can be in f32 (x's own ulp over the std). An unshifted Welford state
+    carried 1e4's ulp into every deviation (mean ~5 ulp off, BatchNorm 10x torch's error)."""
+    x = (rng.standard_normal((16, 3, 9, 9)) * 0.5 + offset).astype(np.float32)
+    x64 = x.astype(np.float64)
+    ulp = np.spacing(np.float32(abs(offset) * 1.01))
+    want_m, want_v = x64.mean((0, 2, 3)), x64.var((0, 2, 3), ddof=1)
+    for mode in ("serial", "row", None):
+        R.FORCE_MODE = mode
+        try:
+            v, m = pr.var_mean(pr.tensor(x), dim=(0, 2, 3))
+            s = pr.tensor(x).std(dim=(0, 2, 3))
+        finally:
+            R.FORCE_MODE = None
+        assert np.abs(m.numpy() - want_m).max() <= ulp, mode
+        np.testing.assert_allclose(v.numpy(), want_v, rtol=1e-5)
+        np.testing.assert_allclose(s.numpy(), np.sqrt(want_v), rtol=1e-5)
+    y = pr.nn.BatchNorm2d(3)(pr.tensor(x)).numpy()
+    mu, var = x64.mean((0, 2, 3), keepdims=True), x64.var((0, 2, 3), keepdims=True)
+    ref = (x64 - mu) / np.sqrt(var + 1e-5)
+    assert np.abs(y - ref).max() <= 2 * ulp / np.sqrt(var.min()) + 1e-5
+    # one long row through the split plan (chunks merged across shifts)
+    z = (rng.standard_normal(300_001) * 0.5 + offset).astype(np.float32)
+    v, m = pr.var_mean(pr.tensor(z))
+    assert abs(float(m) - z.astype(np.float64).mean()) <= ulp
+    np.testing.assert_allclose(float(v), z.astype(np.float64).var(ddof=1), rtol=1e-5)

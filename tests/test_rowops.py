@@ -501,3 +501,19 @@ def test_subgroup_kernel_text_and_probe(monkeypatch):
         )
     monkeypatch.setenv("PYRITE_SUBGROUPS", "0")
     assert quirks.subgroup_size(dev) == 0
+
+
+@pytest.mark.parametrize("n", [64, 768, 3000])
+@pytest.mark.parametrize("held", [True, False], ids=["held", "streamed"])
+def test_layer_norm_of_rows_far_from_zero(n, held, rng, monkeypatch):
+    """Rows sitting at 1e4 (spread 1): the statistics are of x - the row's first element, so the
+    normalised values keep float64's to a few f32 ulps of 1 (summed raw, 1e4's rounding entered
+    the mean and every deviation: torch CPU's own f32 result is ~1e-3 off here)."""
+    from pyrite.ops import rowops
+
+    monkeypatch.setattr(rowops, "HELD", held)
+    x = (rng.standard_normal((5, n)) + 1e4).astype(np.float32)
+    x64 = x.astype(np.float64)
+    ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    got = pr.nn.functional.layer_norm(pr.tensor(x), (n,)).numpy()
+    assert np.abs(got - ref).max() <= 16 * 2.0**-24 * max(8.0, np.abs(ref).max())

@@ -148,16 +148,22 @@ def _spec(op: str, t: str):
         )
         return f"lo: {t}, hi: {t}", t, fns, ("s.lo", "s.hi")
     if op in ("var", "std", "var_mean", "std_mean"):
-        # Welford's update and Chan et al.'s merge: stable where E[x²] − E[x]² cancels.
+        # Welford's update and Chan et al.'s merge: stable where E[x²] − E[x]² cancels. The
+        # state's mean m is of x - k, k its first element (shifted data): with data far from 0
+        # (x ~ 1e4, spread 0.5: raw inputs to a first BatchNorm) an unshifted running mean
+        # carries the rounding of 1e4's ulp into every deviation (mean ~5 ulp off, the variance
+        # ~1e-3 relative); x - k is exact there (Sterbenz), and the mean is k + m, rounded once.
+        # A merge moves b's mean to a's shift (b.k - a.k: the difference of two data values).
         fns = (
-            "fn s_init() -> S { return S(0.0, 0.0, 0.0); }\n"
+            "fn s_init() -> S { return S(0.0, 0.0, 0.0, 0.0); }\n"
             "fn s_step(s: S, x: f32, j: i32) -> S {\n"
-            "  let n = s.n + 1.0; let d = x - s.m; let m = s.m + d / n;\n"
-            "  return S(n, m, s.q + d * (x - m));\n}\n"
+            "  let k = select(s.k, x, s.n == 0.0);\n"
+            "  let y = x - k; let n = s.n + 1.0; let d = y - s.m; let m = s.m + d / n;\n"
+            "  return S(n, m, s.q + d * (y - m), k);\n}\n"
             "fn s_merge(a: S, b: S) -> S {\n"
             "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
-            "  let n = a.n + b.n; let d = b.m - a.m;\n"
-            "  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n));\n}\n"
+            "  let n = a.n + b.n; let d = (b.m + (b.k - a.k)) - a.m;\n"
+            "  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n), a.k);\n}\n"
             # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf
             "fn s_var(s: S, c: f32) -> f32 {\n"
             "  let den = max(s.n - c, 0.0);\n"
@@ -165,9 +171,9 @@ def _spec(op: str, t: str):
             "  return s.q / den;\n}\n"
         )
         v = "sqrt(s_var(s, p))" if op.startswith("std") else "s_var(s, p)"
-        mean = "select(s.m, p_nan(), s.n == 0.0)"
+        mean = "select(s.k + s.m, p_nan(), s.n == 0.0)"
         finals = (v, mean) if op.endswith("_mean") else (v,)
-        return "n: f32, m: f32, q: f32", "f32", fns, finals
+        return "n: f32, m: f32, q: f32, k: f32", "f32", fns, finals
     if op == "logsumexp":
         # (running max m, Σ exp(x − m)); an infinite or NaN max needs no sum
         fns = (

@@ -211,16 +211,18 @@ def row_kernel(
             f"var<workgroup> smu: array<f32, {wg}>;\n"
             f"var<workgroup> sq: array<f32, {wg}>;\n"
         )
+        # (the statistics of x - shift, shift the row's first element: see _held_row)
         body += [
+            f"  let shift = {ld('x[xb]', x_type)};\n",
             "  var cnt = 0.0;\n  var mu = 0.0;\n  var m2 = 0.0;\n",
             loop,
-            f"    let v = {xk};\n",
+            f"    let v = {xk} - shift;\n",
             _WELFORD_STEP,
             "  }\n  sc[lid.x] = cnt;\n  smu[lid.x] = mu;\n  sq[lid.x] = m2;\n",
         ]
         body.append(_reduce_tree(wg, _chan_merge("sc", "smu", "sq")))
         body.append("  let M = smu[0];\n  let rstd = inverseSqrt(sq[0] / f32(n) + eps);\n")
-        val = f"(v - M) * rstd * {wk} + {bk}"
+        val = f"((v - shift) - M) * rstd * {wk} + {bk}"
     else:  # rms_norm
         shared = f"var<workgroup> sq: array<f32, {wg}>;\n"
         body += [
@@ -384,7 +386,12 @@ def _held_row(
     elif op == "layer_norm":
         # this invocation's (count, mean, squared deviations) by two passes over its elements,
         # then one tree of Chan et al.'s merges
+        # The sums are of x - shift, shift the row's first element (shifted data): rows far
+        # from 0 (x ~ 1e4, spread 1) summed raw carry 1e4's rounding into the mean and every
+        # deviation; x - shift is exact there (Sterbenz).
         shared = ["sc", "smu", "sq"]
+        body.append(f"  let shift = {load('x[xb]', x_type, 'f32')};\n")
+        body += [f"  if (h{i}) {{ v{i} = v{i} - shift; }}\n" for i in idx]
         body.append("  var c = 0.0; var a = 0.0;\n")
         body += [f"  if (h{i}) {{ c += 1.0; a += v{i}; }}\n" for i in idx]
         body.append("  let mu = select(a / c, 0.0, c == 0.0);\n  var q = 0.0;\n")
