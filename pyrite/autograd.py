@@ -496,6 +496,23 @@ def _check_finite(node, grads):
             )
 
 
+def _span(t):
+    """The element range [first, past last] a tensor's view covers in its storage."""
+    if not t.numel():
+        return t._offset, t._offset
+    far = sum((n - 1) * abs(s) for n, s in zip(t._shape, t._strides))
+    return t._offset, t._offset + far + 1
+
+
+def _take(taken: dict, t):
+    taken.setdefault(id(t._storage), []).append(_span(t))
+
+
+def _overlaps(taken: dict, t) -> bool:
+    lo, hi = _span(t)
+    return any(a < hi and lo < b for a, b in taken.get(id(t._storage), ()))
+
+
 def _engine(roots, retain_graph, create_graph, capture=None):
     """Run backward from `roots` [(tensor, grad)]. With `capture` (a list of tensors), return
     their gradients instead of accumulating into leaves (autograd.grad)."""
@@ -593,10 +610,13 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                 node.saved = ()
     if capture is not None:
         return [captured.get(id(t)) for t in capture]
-    # storages a leaf's .grad may not adopt: the caller's own gradients, and any one already
-    # given to another leaf (an add's rule hands both inputs the same g: an RNN's b_ih and b_hh,
-    # whose in-place clip_grad_norm_ then scaled the shared storage twice)
-    taken = {id(g._storage) for _, g in roots}
+    # memory a leaf's .grad may not adopt: the caller's own gradients, and any already given to
+    # another leaf (an add's rule hands both inputs the same g: an RNN's b_ih and b_hh, whose
+    # in-place clip_grad_norm_ then scaled the shared storage twice). By element range, not
+    # storage: one kernel's outputs may share a buffer side by side (a conv's dw and db)
+    taken: dict = {}
+    for _, g in roots:
+        _take(taken, g)
     for t, g in leaf.values():
         g = _run_hooks(t, g)
         if g is None:
@@ -606,9 +626,9 @@ def _engine(roots, retain_graph, create_graph, capture=None):
         if t.grad is None:
             # a fresh, contiguous gradient the optimizer may update in place (an expanded or
             # aliased one would refuse writes, or write the graph's own tensors)
-            own = g._base is None and g.is_contiguous() and id(g._storage) not in taken
+            own = g._base is None and g.is_contiguous() and not _overlaps(taken, g)
             t.grad = g if create_graph or own else g.clone()
-            taken.add(id(t.grad._storage))
+            _take(taken, t.grad)
         else:
             t.grad = t.grad + g
     return None
