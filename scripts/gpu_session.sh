@@ -5,7 +5,7 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order).
+# that order), and bert-dawn, bench-rows.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -49,6 +49,12 @@ for s in $steps; do
     bert)
       step bert 120 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only bert \
         --json "$OUT/bert-wgpu.json" ;;
+    bert-dawn)
+      step bert-dawn 120 env PYRITE_BACKEND=dawn python3 -m pyrite bench --only bert \
+        --json "$OUT/bert-dawn.json" ;;
+    bench-rows)  # the bandwidth rows (copy, reductions, row ops), wgpu-native
+      step bench-rows 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench \
+        --only copy,reduce,rowops --json "$OUT/bench-rows-wgpu.json" ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done
