@@ -280,6 +280,22 @@ def test_transposed_convolution_with_unreached_phases_keeps_col2im(implicit, rng
     assert C.LAST_IMPLICIT is None
 
 
+def test_strided_transposed_convolution_on_gpus_takes_col2im(rng, monkeypatch):
+    """On GPU adapters (C.PHASES's rule: measured slower there) a strided transposed
+    convolution and a strided convolution's input gradient run by col2im, and agree with
+    torch; on CPU adapters by phases."""
+    x = _f32(rng.standard_normal((2, 16, 9, 7)))
+    w = _f32(rng.standard_normal((16, 32, 4, 4)))
+    b = _f32(rng.standard_normal(32))
+    monkeypatch.setattr(backend.current(), "adapter_type", "DiscreteGPU")
+    _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, b, {"stride": 2, "padding": 1})
+    assert C.LAST_IMPLICIT is None
+    monkeypatch.setattr(backend.current(), "adapter_type", "CPU")
+    monkeypatch.setattr(C, "IMPLICIT", True)
+    _check(TF.conv_transpose2d, F.conv_transpose2d, x, w, b, {"stride": 2, "padding": 1})
+    assert C.LAST_IMPLICIT is not None
+
+
 @pytest.mark.skipif(not backend.current().has_f16, reason="the device has no shader-f16")
 def test_float16_implicit_gemm(implicit, rng):
     """f16 storage, f32 sums: the f32 bound plus one f16 rounding of each output (a convolution

@@ -435,9 +435,12 @@ def _bench_conv_transpose(rep, quick, torch, rng):
     x, w = pr.tensor(xs), pr.tensor(ws)
     work = 2 * N * Cin * O * 16 * H * H
     times = {}
-    for mode in (True, False):
-        C.IMPLICIT = mode
-        times[mode] = _median_time(lambda: F.conv_transpose2d(x, w, None, 2, 1), repeats=5)
+    for mode in (True, False):  # (forced both ways: the rule takes phases on CPU adapters only)
+        C.IMPLICIT = C.PHASES = mode
+        try:
+            times[mode] = _median_time(lambda: F.conv_transpose2d(x, w, None, 2, 1), repeats=5)
+        finally:
+            C.IMPLICIT = C.PHASES = None
     peers = {"col2im": work / times[False] / 1e9}
     if torch is not None and torch.cuda.is_available():
         tx, tw = torch.tensor(xs, device="cuda"), torch.tensor(ws, device="cuda")

@@ -299,6 +299,13 @@ CONV_CPU = [
 IMPLICIT = None
 IMPLICIT_PARAMS = None
 LAST_IMPLICIT = None  # the tile of the last implicit convolution, or None after im2col (tests)
+# Strided transposed convolutions (so strided convolutions' input gradients) by output phases
+# (`_conv_transpose_phases`) on CPU adapters only: None the rule, True / False forced (tests).
+# lavapipe: 2-5x faster than col2im (README). H100 (2026-12-05, `pyrite bench --only conv`),
+# conv_transpose2d 4x4 stride 2, (8, 512, 32x32) -> 256: 16.4 TFLOP/s by phases against col2im's
+# 24.3 (wgpu-native), 13.0 against 26.5 (Dawn): four quarter-size GEMMs of 128 tiles each, and
+# each phase's weight gather, where col2im's one GEMM fills the GPU.
+PHASES = None
 
 
 def _implicit_ok(tensors, dev) -> bool:
@@ -603,7 +610,8 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
         a = w._view((g, Cg, Cig, K), (Cig * wb, K, wb, 1), w._offset).contiguous()
         _conv_implicit(xb, a, bias, g, ker, geo, LAST_IMPLICIT, dims, out, transposed=True)
         return from_ncdhw(out, dims, unbatched)
-    if not unit and _conv_transpose_phases(xb, w, bias, g, geo, dims, out, opad):
+    phases = PHASES if PHASES is not None else backend.current().adapter_type == "CPU"
+    if not unit and phases and _conv_transpose_phases(xb, w, bias, g, geo, dims, out, opad):
         return from_ncdhw(out, dims, unbatched)
     if not _mergeable(xb, 2):
         xb = xb.contiguous()
