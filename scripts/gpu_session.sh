@@ -5,7 +5,7 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order), and bert-dawn, bench-rows.
+# that order), and bert-dawn, bench-rows, variants, train.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -49,6 +49,14 @@ for s in $steps; do
     bert)
       step bert 120 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only bert \
         --json "$OUT/bert-wgpu.json" ;;
+    variants)  # every fast GEMM tile forced, at 4096^3 and a BERT-base linear (both implementations)
+      step variants-wgpu 150 env PYRITE_BACKEND=wgpu python3 -m pyrite.bench.gemm_variants \
+        --sizes 4096 --linear 4096,3072,768 --json "$OUT/variants-wgpu.json"
+      step variants-dawn 150 env PYRITE_BACKEND=dawn python3 -m pyrite.bench.gemm_variants \
+        --sizes 4096 --linear 4096,3072,768 --json "$OUT/variants-dawn.json" ;;
+    train)
+      step train 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only train,compile \
+        --json "$OUT/train-wgpu.json" ;;
     bert-dawn)
       step bert-dawn 120 env PYRITE_BACKEND=dawn python3 -m pyrite bench --only bert \
         --json "$OUT/bert-dawn.json" ;;

@@ -46,6 +46,11 @@ VARIANTS = [
     ("fast 128x128 8x16 k8 db", ("fast", (128, 128, 8, 16, 8, True))),
     ("fast 128x128 16x8 k8 db", ("fast", (128, 128, 16, 8, 8, True))),
     ("fast 128x256 8x16 k8 db", ("fast", (128, 256, 8, 16, 8, True))),
+    # longer K steps and wider tiles (fewer barriers and load waits a product; 25-34 KB of workgroup memory,
+    # past WebGPU's default 16 KB but within the H100's and H200's 48)
+    ("fast 128x128 8x8 k32", ("fast", (128, 128, 8, 8, 32, False))),
+    ("fast 128x256 8x16 k16", ("fast", (128, 256, 8, 16, 16, False))),
+    ("fast 256x128 16x8 k16", ("fast", (256, 128, 16, 8, 16, False))),
 ]
 
 
