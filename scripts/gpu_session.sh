@@ -51,9 +51,9 @@ for s in $steps; do
         --json "$OUT/bert-wgpu.json" ;;
     variants)  # every fast GEMM tile forced, at 4096^3 and a BERT-base linear (both implementations)
       step variants-wgpu 150 env PYRITE_BACKEND=wgpu python3 -m pyrite.bench.gemm_variants \
-        --sizes 4096 --linear 4096,3072,768 --json "$OUT/variants-wgpu.json"
+        --sizes 4096 --linear 4096,768,3072 --json "$OUT/variants-wgpu.json"
       step variants-dawn 150 env PYRITE_BACKEND=dawn python3 -m pyrite.bench.gemm_variants \
-        --sizes 4096 --linear 4096,3072,768 --json "$OUT/variants-dawn.json" ;;
+        --sizes 4096 --linear 4096,768,3072 --json "$OUT/variants-dawn.json" ;;
     train)
       step train 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only train,compile \
         --json "$OUT/train-wgpu.json" ;;
