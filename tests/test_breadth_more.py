@@ -118,3 +118,55 @@ def test_fuse_weights_functions(rng):
     )
     _close(pw, tw)
     _close(pb, tb)
+
+
+# ---- utils.data.DistributedSampler ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 13, 100])
+@pytest.mark.parametrize("replicas", [1, 3, 4])
+def test_distributed_sampler_index_lists_are_torchs(n, replicas):
+    """Every option, every rank, two epochs: the same index lists as torch's (the shuffle is
+    torch's CPU randperm reproduced on the host)."""
+    data = list(range(n))
+    for shuffle in (False, True):
+        for drop_last in (False, True):
+            for seed in (0, 1234567):
+                for rank in range(replicas):
+                    kw = dict(num_replicas=replicas, rank=rank, shuffle=shuffle, seed=seed)
+                    t = torch.utils.data.DistributedSampler(data, drop_last=drop_last, **kw)
+                    p = pr.utils.data.DistributedSampler(data, drop_last=drop_last, **kw)
+                    assert len(p) == len(t)
+                    for epoch in (0, 5):
+                        t.set_epoch(epoch)
+                        p.set_epoch(epoch)
+                        assert list(p) == list(t), (shuffle, drop_last, seed, rank, epoch)
+
+
+def test_distributed_sampler_partition(rng):
+    n, replicas = 29, 4
+    shares = [
+        list(pr.utils.data.DistributedSampler(range(n), replicas, r, drop_last=True, seed=3))
+        for r in range(replicas)
+    ]
+    flat = sum(shares, [])
+    assert len(flat) == len(set(flat)) == 28 and all(len(s) == 7 for s in shares)
+    padded = [list(pr.utils.data.DistributedSampler(range(n), replicas, r)) for r in range(4)]
+    assert set(sum(padded, [])) == set(range(n)) and all(len(s) == 8 for s in padded)
+    s = pr.utils.data.DistributedSampler(range(n), replicas, 0)
+    first = list(s)
+    assert list(s) == first  # the same epoch: the same order
+    s.set_epoch(1)
+    assert list(s) != first
+    # the single-process defaults (world size 1, rank 0) and torch's rank check
+    assert sorted(pr.utils.data.DistributedSampler(range(5))) == list(range(5))
+    with pytest.raises(ValueError, match="Invalid rank"):
+        pr.utils.data.DistributedSampler(range(5), num_replicas=2, rank=2)
+    # in a DataLoader
+    ds = pr.utils.data.TensorDataset(pr.arange(10))
+    loader = pr.utils.data.DataLoader(
+        ds, batch_size=2, sampler=pr.utils.data.DistributedSampler(ds, 2, 1, seed=9)
+    )
+    got = [int(v) for (b,) in loader for v in b.tolist()]
+    ref = list(torch.utils.data.DistributedSampler(range(10), 2, 1, seed=9))
+    assert got == ref
