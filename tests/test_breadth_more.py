@@ -170,3 +170,174 @@ def test_distributed_sampler_partition(rng):
     got = [int(v) for (b,) in loader for v in b.tolist()]
     ref = list(torch.utils.data.DistributedSampler(range(10), 2, 1, seed=9))
     assert got == ref
+
+
+# ---- optim.Adafactor and optim.SparseAdam ---------------------------------------------------
+
+
+def _torch_sd_to_pyrite(sd):
+    state = {
+        k: {n: (pr.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v) for n, v in s.items()}
+        for k, s in sd["state"].items()
+    }
+    return {"state": state, "param_groups": sd["param_groups"]}
+
+
+def _pyrite_sd_to_torch(sd):
+    state = {
+        k: {n: (torch.tensor(v.numpy()) if isinstance(v, pr.Tensor) else v) for n, v in s.items()}
+        for k, s in sd["state"].items()
+    }
+    return {"state": state, "param_groups": sd["param_groups"]}
+
+
+ADAFACTOR_SHAPES = [(5, 7), (13,), (2, 3, 4), (1, 1), ()]
+ADAFACTOR_CONFIGS = [
+    {},
+    {"lr": 0.05, "weight_decay": 0.1, "maximize": True},
+    {"lr": 0.5, "beta2_decay": -0.5, "eps": (1e-3, 1e-2), "d": 1.5},
+    {"lr": 1e-3, "eps": (1e-30, 0.0)},  # rho_t = lr; the clip bites on the first step
+]
+
+
+def _adafactor_pair(rng, kw):
+    ws = [rng.standard_normal(s).astype(np.float32) for s in ADAFACTOR_SHAPES]
+    tps = [torch.nn.Parameter(torch.from_numpy(w.copy())) for w in ws]
+    pps = [pr.nn.Parameter(pr.tensor(w)) for w in ws]
+    groups_t = [{"params": tps[:3]}, {"params": tps[3:], "lr": 0.02}]
+    groups_p = [{"params": pps[:3]}, {"params": pps[3:], "lr": 0.02}]
+    return tps, pps, torch.optim.Adafactor(groups_t, **kw), pr.optim.Adafactor(groups_p, **kw)
+
+
+def _step_both(rng, tps, pps, t_opt, p_opt, steps, scale=1.0):
+    for _ in range(steps):
+        for tp, pp in zip(tps, pps):
+            g = np.asarray(rng.standard_normal(tuple(tp.shape)) * scale, np.float32)
+            tp.grad = torch.from_numpy(g)
+            pp.grad = pr.tensor(g)
+        t_opt.step()
+        p_opt.step()
+
+
+def _params_close(tps, pps, rtol=2e-5, atol=2e-6):
+    for i, (tp, pp) in enumerate(zip(tps, pps)):
+        _close(pp, tp, rtol, atol, f"parameter {i} {tuple(tp.shape)}")
+
+
+@pytest.mark.parametrize("kw", ADAFACTOR_CONFIGS, ids=range(len(ADAFACTOR_CONFIGS)))
+def test_adafactor_matches_torch(kw, rng):
+    tps, pps, t_opt, p_opt = _adafactor_pair(rng, kw)
+    _step_both(rng, tps, pps, t_opt, p_opt, 5)
+    _params_close(tps, pps)
+    t_sd, p_sd = t_opt.state_dict(), p_opt.state_dict()
+    assert p_sd["param_groups"] == t_sd["param_groups"]
+    for k, s in t_sd["state"].items():
+        assert set(p_sd["state"][k]) == set(s)
+        for name, v in s.items():
+            assert tuple(p_sd["state"][k][name].shape) == tuple(v.shape), name
+            _close(p_sd["state"][k][name], v, 2e-5, 1e-7, name)
+
+
+def test_adafactor_state_dict_round_trips(rng):
+    kw = {"lr": 0.05, "weight_decay": 0.01}
+    tps, pps, t_opt, p_opt = _adafactor_pair(rng, kw)
+    _step_both(rng, tps, pps, t_opt, p_opt, 3)
+    # torch's state into a fresh pyrite optimizer, pyrite's into a fresh torch one: both go on
+    # as the originals
+    pps2 = [pr.nn.Parameter(pr.tensor(tp.detach().numpy())) for tp in tps]
+    groups = [{"params": pps2[:3]}, {"params": pps2[3:]}]
+    p_opt2 = pr.optim.Adafactor(groups, **kw)
+    p_opt2.load_state_dict(_torch_sd_to_pyrite(t_opt.state_dict()))
+    tps2 = [torch.nn.Parameter(torch.from_numpy(pp.numpy())) for pp in pps]
+    t_opt2 = torch.optim.Adafactor([{"params": tps2[:3]}, {"params": tps2[3:]}], **kw)
+    t_opt2.load_state_dict(_pyrite_sd_to_torch(p_opt.state_dict()))
+    assert p_opt2.param_groups[1]["lr"] == 0.02
+    for _ in range(2):
+        grads = [np.asarray(rng.standard_normal(tuple(tp.shape)), np.float32) for tp in tps]
+        for ps, make in ((tps, torch.from_numpy), (tps2, torch.from_numpy)):
+            for p, g in zip(ps, grads):
+                p.grad = make(g)
+        for ps in (pps, pps2):
+            for p, g in zip(ps, grads):
+                p.grad = pr.tensor(g)
+        for opt in (t_opt, t_opt2, p_opt, p_opt2):
+            opt.step()
+    _params_close(tps, pps2)
+    _params_close(tps2, pps)
+    _params_close(tps, pps)
+
+
+def test_adafactor_errors():
+    p = [pr.nn.Parameter(pr.ones(3))]
+    for kw, msg in [
+        ({"lr": -1.0}, "Learning rate"),
+        ({"beta2_decay": 0.5}, "beta2_decay"),
+        ({"eps": (-1.0, 1e-3)}, "epsilon1"),
+        ({"eps": (None, -1.0)}, "epsilon2"),
+        ({"d": 0.5}, "Clipping threshold"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            pr.optim.Adafactor(p, **kw)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_sparse_adam_matches_torch_on_sparse_embedding(maximize, rng):
+    """An Embedding(sparse=True) (pyrite's gradient is dense, zero off the looked-up rows) and a
+    dense bag of rows: torch's SparseAdam numbers, rows never looked up left alone."""
+    V, D = 23, 6
+    kw = dict(num_embeddings=V, embedding_dim=D, sparse=True, padding_idx=3)
+    te, pe = torch.nn.Embedding(**kw), pr.nn.Embedding(**kw)
+    _copy_module(te, pe)
+    t_lin, p_lin = torch.nn.Linear(D, 3), pr.nn.Linear(D, 3)
+    _copy_module(t_lin, p_lin)
+    t_opt = torch.optim.SparseAdam(list(te.parameters()), lr=0.03, maximize=maximize)
+    p_opt = pr.optim.SparseAdam(list(pe.parameters()), lr=0.03, maximize=maximize)
+    t_opt2 = torch.optim.Adam(t_lin.parameters(), lr=0.01)  # the dense part, as scripts pair them
+    p_opt2 = pr.optim.Adam(p_lin.parameters(), lr=0.01)
+    w0 = pe.weight.numpy()
+    seen = set()
+    for _ in range(5):
+        idx = rng.integers(0, V // 2, (4, 5))  # the upper half is never looked up
+        seen |= set(idx.ravel().tolist())
+        y = rng.standard_normal((4, 5, 3)).astype(np.float32)
+        t_loss = ((t_lin(te(torch.from_numpy(idx))) - torch.from_numpy(y)) ** 2).mean()
+        p_loss = ((p_lin(pe(pr.tensor(idx))) - pr.tensor(y)) ** 2).mean()
+        for opt in (t_opt, p_opt, t_opt2, p_opt2):
+            opt.zero_grad()
+        t_loss.backward()
+        p_loss.backward()
+        for opt in (t_opt, p_opt, t_opt2, p_opt2):
+            opt.step()
+        _close(p_loss, t_loss, 1e-5, 1e-6)
+    _close(pe.weight, te.weight, 1e-5, 1e-6)
+    _close(p_lin.weight, t_lin.weight, 1e-5, 1e-6)
+    untouched = sorted(set(range(V)) - seen | {3})
+    np.testing.assert_array_equal(pe.weight.numpy()[untouched], w0[untouched])
+    t_sd, p_sd = t_opt.state_dict(), p_opt.state_dict()
+    assert p_sd["param_groups"] == t_sd["param_groups"]
+    assert p_sd["state"][0]["step"] == t_sd["state"][0]["step"] == 5
+    for name in ("exp_avg", "exp_avg_sq"):
+        _close(p_sd["state"][0][name], t_sd["state"][0][name], 1e-5, 1e-8, name)
+    # torch's state dict into a fresh pyrite optimizer, then one more step on both
+    pe2 = pr.nn.Embedding(**kw)
+    _copy_module(te, pe2)
+    p_opt3 = pr.optim.SparseAdam(list(pe2.parameters()), lr=0.03, maximize=maximize)
+    p_opt3.load_state_dict(_torch_sd_to_pyrite(t_sd))
+    idx = rng.integers(0, V, (7,))
+    t_opt.zero_grad()
+    te(torch.from_numpy(idx)).sum().backward()
+    pe2(pr.tensor(idx)).sum().backward()
+    t_opt.step()
+    p_opt3.step()
+    _close(pe2.weight, te.weight, 1e-5, 1e-6)
+
+
+def test_sparse_adam_errors():
+    p = [pr.nn.Parameter(pr.ones(3))]
+    with pytest.raises(ValueError, match="learning rate"):
+        pr.optim.SparseAdam(p, lr=0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        pr.optim.SparseAdam(p, eps=0.0)
+    with pytest.raises(ValueError, match="beta parameter at index 1"):
+        pr.optim.SparseAdam(p, betas=(0.9, 1.0))

@@ -300,3 +300,23 @@ def rprop_rule(maximize: bool):
         "prev = d;",
     ]
     return "\n".join(lines), ("etaminus", "etaplus", "lo", "hi")
+
+
+@lru_cache(maxsize=8)
+def sparse_adam_rule(maximize: bool):
+    """Operands p, m (exp_avg), v (exp_avg_sq), g, k (1.0 on the rows the gradient touches, 0.0
+    elsewhere: pyrite's gradients are dense, so a sparse gradient's rows are its non-zero
+    rows). Scalars: w1 (1 - beta1), omb2 (1 - beta2), eps, neg_step (-lr sqrt(bc2) / bc1).
+    torch's `sparse_adam` on the rows present, operation for operation; other rows are kept."""
+    lines = [
+        _grad_line(maximize),
+        "let um = (d - m) * w1;",
+        "let uv = (d * d - v) * omb2;",
+        "let num = um + m;",
+        "let vn = uv + v;",
+        "let live = k != 0.0;",
+        "m = select(m, num, live);",
+        "v = select(v, vn, live);",
+        "p = select(p, p + num / (sqrt(vn) + eps) * neg_step, live);",
+    ]
+    return "\n".join(lines), ("w1", "omb2", "eps", "neg_step")

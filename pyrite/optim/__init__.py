@@ -34,3 +34,9 @@ __all__ += ["ASGD", "Adadelta", "Adamax", "LBFGS", "NAdam", "RAdam", "Rprop"]
 from . import swa_utils  # noqa: E402
 
 __all__ += ["swa_utils"]
+
+# ---- Adafactor and SparseAdam (breadth) --------------------------------------------------------
+from .adafactor import Adafactor  # noqa: E402
+from .sparse_adam import SparseAdam  # noqa: E402
+
+__all__ += ["Adafactor", "SparseAdam"]
