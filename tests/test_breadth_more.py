@@ -341,3 +341,84 @@ def test_sparse_adam_errors():
         pr.optim.SparseAdam(p, eps=0.0)
     with pytest.raises(ValueError, match="beta parameter at index 1"):
         pr.optim.SparseAdam(p, betas=(0.9, 1.0))
+
+
+# ---- nn.AdaptiveLogSoftmaxWithLoss ----------------------------------------------------------
+
+
+def _asm_pair(rng, in_f=70, n_classes=41, cutoffs=(3, 10, 29), **kw):
+    t = torch.nn.AdaptiveLogSoftmaxWithLoss(in_f, n_classes, list(cutoffs), **kw)
+    p = pr.nn.AdaptiveLogSoftmaxWithLoss(in_f, n_classes, list(cutoffs), **kw)
+    assert set(p.state_dict()) == set(t.state_dict())
+    for k, v in t.state_dict().items():
+        assert tuple(p.state_dict()[k].shape) == tuple(v.shape), k
+    _copy_module(t, p)
+    return t, p
+
+
+@pytest.mark.parametrize(
+    "case", ["mixed", "shortlist_only", "one_cluster", "head_bias_div2", "single_row"]
+)
+def test_adaptive_log_softmax_matches_torch(case, rng):
+    kw = {"div_value": 2.0, "head_bias": True} if case == "head_bias_div2" else {}
+    t, p = _asm_pair(rng, **kw)
+    n = 1 if case == "single_row" else 11
+    x = rng.standard_normal((n, 70)).astype(np.float32)
+    if case == "shortlist_only":
+        y = rng.integers(0, 3, n)
+    elif case == "one_cluster":
+        y = rng.integers(10, 29, n)
+    else:
+        y = rng.integers(0, 41, n)
+        if n > 4:
+            y[:4] = [0, 3, 10, 40]  # every cluster's edges
+    xt = torch.from_numpy(x).requires_grad_()
+    xp = pr.tensor(x).requires_grad_()
+    t_out = t(xt, torch.from_numpy(y))
+    p_out = p(xp, pr.tensor(y))
+    assert type(p_out).__name__ == "_ASMoutput" and p_out._fields == ("output", "loss")
+    _close(p_out.output, t_out.output, 1e-5, 1e-5)
+    _close(p_out.loss, t_out.loss, 1e-5, 1e-5)
+    (t_out.loss * 3 + t_out.output.sum()).backward()
+    (p_out.loss * 3 + p_out.output.sum()).backward()
+    _close(xp.grad, xt.grad, 1e-4, 1e-5, "input grad")
+    for (name, tp), (_, pp) in zip(t.named_parameters(), p.named_parameters()):
+        if tp.grad is None:  # a cluster no target falls in
+            assert pp.grad is None, name
+        else:
+            _close(pp.grad, tp.grad, 1e-4, 1e-5, name)
+    with torch.no_grad():
+        _close(p.log_prob(xp.detach()), t.log_prob(xt.detach()), 1e-5, 1e-5)
+        assert p.predict(xp.detach()).tolist() == t.predict(xt.detach()).tolist()
+
+
+def test_adaptive_log_softmax_unbatched_predict_and_errors(rng):
+    t, p = _asm_pair(rng, in_f=16, n_classes=20, cutoffs=(4, 9))
+    x = rng.standard_normal(16).astype(np.float32)
+    t_out = t(torch.from_numpy(x), torch.tensor(13))
+    p_out = p(pr.tensor(x), pr.tensor(13))
+    assert p_out.output.shape == () and p_out.loss.shape == ()
+    _close(p_out.output, t_out.output, 1e-5, 1e-5)
+    # predict's three paths: every row's head argmax in the shortlist, none, some (a large
+    # head weight on feature 0, which is 1.0 in every row, decides)
+    xs = rng.standard_normal((7, 16)).astype(np.float32)
+    xs[:, 0] = 1.0
+    xs[:3, 1] = 4.0
+    w0 = t.head.weight.detach().numpy().copy()
+    for col0, col1 in (([9] * 4 + [-9] * 2, 0), ([-9] * 4 + [9] * 2, 0), ([9] * 4 + [-9] * 2, 1)):
+        w = w0.copy()
+        w[:, 0] = col0
+        w[:, 1] = [-9] * 4 + [9] * 2 if col1 else 0.0  # rows 0-2 to the clusters
+        with torch.no_grad():
+            t.head.weight.copy_(torch.from_numpy(w))
+        p.head.weight = pr.nn.Parameter(pr.tensor(w))
+        with torch.no_grad():
+            ref = t.predict(torch.from_numpy(xs))
+            assert ref.tolist() == t.log_prob(torch.from_numpy(xs)).argmax(1).tolist()
+        assert p.predict(pr.tensor(xs)).tolist() == ref.tolist(), (col0, col1)
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        p(pr.tensor(rng.standard_normal((2, 16)).astype(np.float32)), pr.tensor([1, 20]))
+    with pytest.raises(RuntimeError, match="same size in the batch"):
+        p(pr.zeros(3, 16), pr.tensor([1, 2]))
+    with pytest.raises(ValueError, match="cutoffs"):
+        pr.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [9, 4])

@@ -6,6 +6,7 @@
 from ..parallel import DataParallel  # noqa: F401  (and makes pyrite.nn.parallel)
 from . import (  # noqa: F401
     activation,
+    adaptive,
     attention,
     batchnorm,
     container,
@@ -29,6 +30,7 @@ from . import (  # noqa: F401
     utils,
 )
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
@@ -47,6 +49,6 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
-_FILES = (activation, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, linear,
+_FILES = (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, linear,
           loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__} | {"DataParallel"})
