@@ -11,14 +11,27 @@ from functools import total_ordering
 import pyrite as pr
 
 from .bernoulli import Bernoulli
+from .binomial import Binomial
 from .categorical import Categorical, OneHotCategorical
+from .cauchy import Cauchy
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Beta, Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+)
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
+from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
 
@@ -242,6 +255,130 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError
     result = kl_divergence(p.base_dist, q.base_dist)
     return sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    # from p's moments; defined only where the supports nest (q's count covers p's)
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return _infinite_where(kl, p.total_count > q.total_count)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # Chyzak and Nielsen (2019): log(((s_p + s_q)^2 + (m_p - m_q)^2) / (4 s_p s_q))
+    num = (p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)
+    return (num / (4 * p.scale * q.scale)).log()
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = sum_p.lgamma() - sum_q.lgamma()
+    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * _EULER_GAMMA
+    t3 = (ct2 + (1 + ct1).lgamma() - ct3).exp()
+    return t1 + t2 + t3 - (1 + _EULER_GAMMA)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # KL is invariant under a common bijection: that of the bases (LogNormal's, say)
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+def _lowrank_terms(p):
+    """(covariance factor W, diagonal D, log det Sigma) of a low-rank normal."""
+    W, D = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    return W, D, _batch_lowrank_logdet(W, D, p._capacitance_tril)
+
+
+def _kl_gaussian(p_loc, p_cov_trace_fn, p_logdet, q, n):
+    """KL(p || q) for a Gaussian p (its loc, a function giving tr(Sigma_q^-1 Sigma_p), and
+    log det Sigma_p) against a LowRankMultivariateNormal or MultivariateNormal q."""
+    diff = q.loc - p_loc
+    if isinstance(q, LowRankMultivariateNormal):
+        Wq, Dq, q_logdet = _lowrank_terms(q)
+        maha = _batch_lowrank_mahalanobis(Wq, Dq, diff, q._capacitance_tril)
+    else:
+        Lq = q._unbroadcasted_scale_tril
+        q_logdet = 2 * Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        maha = _batch_mahalanobis(Lq, diff)
+    return 0.5 * (q_logdet - p_logdet + p_cov_trace_fn(q) + maha - n)
+
+
+def _trace_q_inv(q, sigma_p):
+    """tr(Sigma_q^-1 Sigma_p) = sum of Sigma_q's precision times Sigma_p, elementwise."""
+    return (q.precision_matrix * sigma_p).sum((-2, -1))
+
+
+def _register_lowrank_pairs():
+    def kl_lowrank_p(p, q):
+        if p.event_shape != q.event_shape:
+            raise ValueError(
+                "KL-divergence between two (Low Rank) Multivariate Normals with different "
+                "event shapes cannot be computed"
+            )
+        _, _, p_logdet = _lowrank_terms(p)
+        sigma_p = p.covariance_matrix
+        return _kl_gaussian(
+            p.loc, lambda q: _trace_q_inv(q, sigma_p), p_logdet, q, p.event_shape[0]
+        )
+
+    def kl_mvn_p(p, q):
+        if p.event_shape != q.event_shape:
+            raise ValueError(
+                "KL-divergence between two (Low Rank) Multivariate Normals with different "
+                "event shapes cannot be computed"
+            )
+        Lp = p._unbroadcasted_scale_tril
+        p_logdet = 2 * Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        sigma_p = p.covariance_matrix
+        return _kl_gaussian(
+            p.loc, lambda q: _trace_q_inv(q, sigma_p), p_logdet, q, p.event_shape[0]
+        )
+
+    register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)(kl_lowrank_p)
+    register_kl(LowRankMultivariateNormal, MultivariateNormal)(kl_lowrank_p)
+    register_kl(MultivariateNormal, LowRankMultivariateNormal)(kl_mvn_p)
+
+
+_register_lowrank_pairs()
 
 
 # ---- different families: -H(p) - E_p[log q] from p's moments ----------------------------------
