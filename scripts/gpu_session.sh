@@ -5,7 +5,7 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order), and bert-dawn, bench-rows, variants, train.
+# that order), and bert-dawn, bench-rows, variants, train, decode.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -54,6 +54,10 @@ for s in $steps; do
         --sizes 4096 --linear 4096,768,3072 --json "$OUT/variants-wgpu.json"
       step variants-dawn 150 env PYRITE_BACKEND=dawn python3 -m pyrite.bench.gemm_variants \
         --sizes 4096 --linear 4096,768,3072 --json "$OUT/variants-dawn.json" ;;
+    decode)  # the decode kernel's key ranges, and the quantized GEMV's shapes (one format a process)
+      step decode 90 env PYRITE_BACKEND=wgpu python3 scripts/decode_sweep.py --json "$OUT/decode.json"
+      step qgemv-int4 120 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_time.py --no-linear --format 4,128
+      step qgemv-int8 120 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_time.py --no-linear --format 8 ;;
     train)
       step train 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only train,compile \
         --json "$OUT/train-wgpu.json" ;;
