@@ -12,7 +12,7 @@ import pyrite as pr
 
 
 def _np(t):
-    return t.detach().numpy() if isinstance(t, torch.Tensor) else t.detach().numpy()
+    return t if isinstance(t, np.ndarray) else t.detach().numpy()  # (torch or pyrite)
 
 
 def _copy_module(t_mod, p_mod):
@@ -422,3 +422,73 @@ def test_adaptive_log_softmax_unbatched_predict_and_errors(rng):
         p(pr.zeros(3, 16), pr.tensor([1, 2]))
     with pytest.raises(ValueError, match="cutoffs"):
         pr.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [9, 4])
+
+
+# ---- nn.utils.parametrizations.orthogonal ---------------------------------------------------
+
+ORTH_CASES = [
+    ((5, 5), "matrix_exp", True),
+    ((7, 3), "matrix_exp", True),
+    ((3, 7), "matrix_exp", False),
+    ((5, 5), "cayley", True),
+    ((3, 7), "cayley", True),
+    ((7, 3), "cayley", False),
+    ((7, 3), "householder", True),
+    ((4, 6), "householder", False),
+    ((6, 6), None, True),
+]
+
+
+@pytest.mark.parametrize("case", ORTH_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_orthogonal_matches_torch(case, rng):
+    (out_f, in_f), omap, triv = case
+    t = torch.nn.Linear(in_f, out_f)
+    p = pr.nn.Linear(in_f, out_f)
+    torch.nn.utils.parametrizations.orthogonal(t, orthogonal_map=omap, use_trivialization=triv)
+    pr.nn.utils.parametrizations.orthogonal(p, orthogonal_map=omap, use_trivialization=triv)
+    assert set(p.state_dict()) == set(t.state_dict())
+    assert ("parametrizations.weight.0.base" in p.state_dict()) == triv
+    # registration alone: an orthogonal weight (the Linear's own, orthogonalised)
+    w = p.weight.detach().numpy()
+    gram = w.T @ w if out_f >= in_f else w @ w.T
+    np.testing.assert_allclose(gram, np.eye(min(out_f, in_f)), atol=2e-6)
+    _copy_module(t, p)  # torch's checkpoint: original, base, bias
+    _close(p.weight, t.weight, 1e-5, 1e-6)
+    t_opt = torch.optim.SGD(t.parameters(), lr=0.05)
+    p_opt = pr.optim.SGD(p.parameters(), lr=0.05)
+    for _ in range(3):
+        x = rng.standard_normal((4, in_f)).astype(np.float32)
+        c = rng.standard_normal((4, out_f)).astype(np.float32)
+        t_loss = (t(torch.from_numpy(x)) * torch.from_numpy(c)).sum()
+        p_loss = (p(pr.tensor(x)) * pr.tensor(c)).sum()
+        for opt in (t_opt, p_opt):
+            opt.zero_grad()
+        t_loss.backward()
+        p_loss.backward()
+        _close(p_loss, t_loss, 1e-5, 1e-5)
+        original = "parametrizations.weight.original"
+        tg = dict(t.named_parameters())[original].grad
+        pg = dict(p.named_parameters())[original].grad
+        _close(pg, tg, 1e-4, 2e-5, "original's gradient")
+        t_opt.step()
+        p_opt.step()
+    _close(p.weight, t.weight, 1e-4, 2e-5)
+    w = p.weight.detach().numpy()
+    gram = w.T @ w if out_f >= in_f else w @ w.T
+    np.testing.assert_allclose(gram, np.eye(min(out_f, in_f)), atol=1e-5)
+
+
+def test_orthogonal_assign_and_errors(rng):
+    p = pr.nn.Linear(4, 4)
+    pr.nn.utils.parametrizations.orthogonal(p, orthogonal_map="cayley")
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    p.weight = pr.tensor(q.astype(np.float32))  # orthogonal: kept as the new base
+    _close(p.weight, q.astype(np.float32), 1e-5, 1e-6)
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        pr.nn.utils.parametrizations.orthogonal(pr.nn.Linear(3, 3), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Expected a matrix"):
+        pr.nn.utils.parametrizations.orthogonal(pr.nn.Linear(3, 3), name="bias")
+    m = pr.nn.Linear(3, 3)
+    pr.nn.utils.parametrizations.orthogonal(m, use_trivialization=False)  # matrix_exp
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        m.weight = pr.eye(3)

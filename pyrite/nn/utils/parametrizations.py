@@ -1,5 +1,5 @@
-"""torch.nn.utils.parametrizations: weight_norm and spectral_norm (and orthogonal's absence)
-as parametrizations (nn/utils/parametrize.py), with torch's state-dict keys
+"""torch.nn.utils.parametrizations: weight_norm, spectral_norm and orthogonal (nn/utils/
+_orthogonal.py) as parametrizations (nn/utils/parametrize.py), with torch's state-dict keys
 (`parametrizations.weight.original0` = g, `original1` = v; spectral norm's `original` and the
 power iteration's `parametrizations.weight.0._u`, `._v`)."""
 
@@ -114,4 +114,6 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     return module
 
 
-__all__ = ["spectral_norm", "weight_norm"]
+from ._orthogonal import orthogonal  # noqa: E402
+
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]

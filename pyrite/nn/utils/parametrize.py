@@ -54,7 +54,10 @@ class ParametrizationList(ModuleList):
             new = original
             for m in reversed(modules):  # (torch applies right_inverse last to first)
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:  # as torch: taken as the identity
+                        pass
         if isinstance(new, Tensor):
             self.is_tensor = True
             self.ntensors = 1
