@@ -6,10 +6,11 @@
     loss = -d.log_prob(x).mean()
 
 Families: Normal, Bernoulli, Categorical, OneHotCategorical, Uniform, Beta, Gamma, Exponential,
-Laplace, MultivariateNormal, Independent; LogNormal, Cauchy, HalfNormal, HalfCauchy, Gumbel,
-StudentT, Chi2, Dirichlet, Poisson, Binomial, Geometric, RelaxedBernoulli,
-RelaxedOneHotCategorical (and their Logit/Exp bases), LowRankMultivariateNormal,
-MixtureSameFamily and TransformedDistribution with the `transforms` module. Gamma, Beta, Chi2
+Laplace, MultivariateNormal, Independent; LogNormal, LogisticNormal, Cauchy, HalfNormal,
+HalfCauchy, Gumbel, StudentT, Chi2, Dirichlet, Poisson, Binomial, Geometric, ContinuousBernoulli,
+RelaxedBernoulli, RelaxedOneHotCategorical (and their Logit/Exp bases),
+LowRankMultivariateNormal, MixtureSameFamily and TransformedDistribution with the `transforms`
+module. Gamma, Beta, Chi2
 and Dirichlet sample by rejection without a gradient (`has_rsample = False`, where torch
 reparameterizes them), and StudentT's rsample has no gradient for df; Gamma has no cdf.
 """
@@ -22,6 +23,7 @@ from .binomial import Binomial
 from .categorical import Categorical, OneHotCategorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
@@ -33,6 +35,7 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
@@ -71,6 +74,7 @@ __all__ = [
     "Cauchy",
     "Chi2",
     "ComposeTransform",
+    "ContinuousBernoulli",
     "Dirichlet",
     "Distribution",
     "ExpRelaxedCategorical",
@@ -85,6 +89,7 @@ __all__ = [
     "IndependentTransform",
     "Laplace",
     "LogNormal",
+    "LogisticNormal",
     "LogitRelaxedBernoulli",
     "LowRankMultivariateNormal",
     "MixtureSameFamily",

@@ -91,5 +91,9 @@ class Geometric(Distribution):
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self):
-        bce = F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
-        return bce / self.probs
+        # -[(1-p) log(1-p) + p log p] / p as a sum of positive terms: torch's
+        # binary_cross_entropy_with_logits(logits, probs) / p cancels for very negative logits
+        # (~950 ULP in f32 at logits = -8)
+        lg = self.logits
+        q = pr.sigmoid(-lg)  # 1 - p without rounding p first
+        return (q * F.softplus(lg) + self.probs * F.softplus(-lg)) / self.probs
