@@ -440,11 +440,19 @@ def _use_tiled(dev, nbh, L, S, E):
 # one query a head 2.2-2.7x faster than the flash kernel (S = 256..8,192, E = 64 and 128, with and
 # without a mask: (1, 8, 1, 8192, 64) 30.7 against 84.2 ms), two queries even (20.3 / 22.2 ms),
 # four slower (29.4 against 16.5 ms).
+# The ranges, by GPU time on a lent H100 (2026-12-05, scripts/decode_sweep.py, wgpu-native, the
+# decode kernel and its merge; docs/bench/2026-12-05-h100-decode.json), us by number of ranges:
+#   (1, 16, 1, 4096, 64)     2: 99.4  4: 58.6  8: 45.3  16: 71.0   (torch CUDA 452)
+#   (1, 32, 1, 4096, 128)    2: 208   4: 134   8: 162   16: 256    (torch 409)
+#   (8, 8, 1, 16384, 64)     8: 390   16: 441  32: 550             (torch 1,804)
+#   (4, 32, 4, 2048, 128)    1: 715   2: 743   4: 759   8: 810     (torch 216)
+# So about one workgroup an SM (132): DECODE_FILL 128 (it was 264, two an SM, and 16 ranges at
+# the first two shapes), and a group of lanes may walk 256 values (64 split the last shape 4 ways).
 DECODE_MAX_L = 4
 DECODE_CPU_MAX_L = 1
 DECODE_MIN_S = 256
-DECODE_FILL = 264  # two workgroups an SM of the H200
-DECODE_MAX_STEPS = 64
+DECODE_FILL = 128
+DECODE_MAX_STEPS = 256
 DECODE_MAX_SPLITS = 16
 FORCE_DECODE = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 
