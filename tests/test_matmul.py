@@ -398,3 +398,24 @@ def test_sweep_inner_with_k_zero_and_outer_promotes():
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     x = pr.ones(2, 2)
     assert x.addmm_(pr.ones(2, 3), pr.ones(3, 2)) is x and x.tolist() == [[4.0, 4.0]] * 2
+
+
+@pytest.mark.parametrize("fin,fout", [(3, 0), (0, 4), (0, 0)])
+def test_linear_with_no_features_has_gradients(fin, fout, rng):
+    """nn.Linear(n, 0) / Linear(0, n) (AdaptiveLogSoftmaxWithLoss builds such tails): the
+    backward gives torch's empty gradients and the bias its row sums (reshape(-1, 0) of an
+    empty tensor is ambiguous, so the backward folds rows by count)."""
+    for shape in ((2, fin), (2, 3, fin)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        g = rng.standard_normal(shape[:-1] + (fout,)).astype(np.float32)
+        px = pr.tensor(x, requires_grad=True)
+        pw = pr.tensor(np.zeros((fout, fin), np.float32), requires_grad=True)
+        pb = pr.tensor(rng.standard_normal(fout).astype(np.float32), requires_grad=True)
+        pr.nn.functional.linear(px, pw, pb).backward(pr.tensor(g))
+        tx = torch.tensor(x, requires_grad=True)
+        tw = torch.zeros((fout, fin), requires_grad=True)
+        tb = torch.tensor(pb.detach().numpy(), requires_grad=True)
+        torch.nn.functional.linear(tx, tw, tb).backward(torch.tensor(g))
+        for got, want in ((px.grad, tx.grad), (pw.grad, tw.grad), (pb.grad, tb.grad)):
+            assert tuple(got.shape) == tuple(want.shape)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6)

@@ -1130,6 +1130,11 @@ def _g_addmm(ctx, g):
 _g_addmm.saves = frozenset((1, 2))
 
 
+def _rows(t) -> int:
+    """The rows of t with its leading dims folded (its last dim the columns)."""
+    return math.prod(t._shape[:-1])
+
+
 def _g_linear(ctx, g):
     """y = x W^T + b: dx = g W, dW = g^T x over the flattened batch, db = g (summed)."""
     x, w = ctx.args[0], ctx.args[1]
@@ -1138,21 +1143,23 @@ def _g_linear(ctx, g):
         if w.ndim != 2:
             gx = g.unsqueeze(-1) * w
         elif g.ndim > 2 and g.is_contiguous():  # the batch folded into rows: one 2-D product
-            gx = matmul(g.reshape(-1, g._shape[-1]), w).reshape(*g._shape[:-1], w._shape[-1])
+            gx = matmul(g.reshape(_rows(g), g._shape[-1]), w).reshape(*g._shape[:-1], w._shape[-1])
         else:
             gx = matmul(g, w)
     want_b = len(ctx.needs) > 2 and ctx.needs[2]  # (the bias is not saved: only needs says)
     if ctx.needs[1]:
         if w.ndim == 2:
-            gt = g.reshape(-1, g._shape[-1]).mT
-            x2 = x.reshape(-1, x._shape[-1])
+            # (explicit row counts: reshape(-1, 0) of an empty tensor is ambiguous, and
+            # Linear(n, 0) / Linear(0, n) have empty gradients to give)
+            gt = g.reshape(_rows(g), g._shape[-1]).mT
+            x2 = x.reshape(_rows(x), x._shape[-1])
             if want_b and ctx.meta[2][0] == (w._shape[0],) and g.dtype is x.dtype is float32:
                 # the bias gradient (g's column sums) from the weight gradient's own kernel
                 gw, gb = _gemm(gt, x2, rows=True)
             else:
                 gw = matmul(gt, x2)
         else:
-            gw = (g.unsqueeze(-1) * x).reshape(-1, x._shape[-1]).sum(0)
+            gw = (g.unsqueeze(-1) * x).reshape(_rows(x), x._shape[-1]).sum(0)
     if want_b and gb is None:
         gb = g  # (the engine sums it to the bias's shape)
     return gx, gw, gb
