@@ -435,10 +435,10 @@ def _special_rows(rng, n):
 
 @pytest.mark.parametrize(
     "lanes,n",
-    [(k, n) for k in (1, 2, 4, 8, 16, 64) for n in (1, 5, 30, 61) if -(-n // k) <= 16],
+    [(k, n) for k in (1, 2, 4, 8, 16, 64, 256) for n in (1, 5, 30, 61) if -(-n // k) <= 16],
 )  # (16: kernels/rowops.HELD_MAX, the most elements a lane holds)
 def test_held_rows_of_any_lanes(lanes, n, rng, monkeypatch):
-    """Held rows of 1 .. 64 lanes, 256 // lanes rows a workgroup: rows narrower than a
+    """Held rows of 1 .. 256 lanes, 256 // lanes rows a workgroup: rows narrower than a
     subgroup (lavapipe's is 8 lanes), as wide, and several subgroups a row, so every branch of
     the subgroup reduction (the butterfly's span, one slot a subgroup, the merge of slots) runs;
     softmax with NaN / +inf / all -inf rows, log_softmax, layer_norm and rms_norm against torch
@@ -446,6 +446,7 @@ def test_held_rows_of_any_lanes(lanes, n, rng, monkeypatch):
     from pyrite.ops import rowops
 
     assert -(-n // lanes) <= rowops.HELD_MAX
+    monkeypatch.setattr(rowops, "SUBGROUP_MAX_LANES", 256)  # (the rule keeps 64 and fewer)
     monkeypatch.setattr(
         rowops, "_held_shape", lambda n_, wg: (lanes, -(-n_ // lanes), 256 // lanes)
     )

@@ -55,10 +55,16 @@ _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
 # (128 x 768: ~16 us whichever, launch-bound.) 8 is never far from the best on either.
 HELD = True
 HELD_LANE_MAX = 8
-# Held rows reduce with subgroup operations where the device has them (backend/quirks.py probes
-# the mapping): one workgroup barrier instead of the tree's log2(lanes) + 1.
-# lavapipe (8-lane subgroups; 2 shared cores, scripts/rowmap_ab.py): see README "Measured".
+# Held rows of at most SUBGROUP_MAX_LANES lanes reduce with subgroup operations where the device
+# has them (backend/quirks.py probes the mapping): one workgroup barrier instead of the tree's
+# log2(lanes) + 1. H100, wgpu-native, 2026-12-05 (scripts/subgroup_ab.py, GPU time, tree ->
+# subgroups, two runs): 49,152 x 128 (32 lanes a row) softmax 31.3 -> 26.4 us, layer_norm
+# 30.2 -> 25.1; 128 x 768 (128 lanes) 7.3 -> 6.9; but 65,536 x 1024 (128 lanes) 188 -> 194 and
+# 4096 x 768 (128 lanes) 13.9 -> 14.8 (layer_norm): with many subgroups a row the butterfly's
+# unused shuffles and the slots' merge cost what the barriers saved. lavapipe (8-lane subgroups,
+# rows of 32 lanes): 1.2-1.8x.
 SUBGROUPS = True
+SUBGROUP_MAX_LANES = 64
 
 
 def _wg(n: int) -> int:
@@ -104,7 +110,7 @@ def _run(
         b.dtype.wgsl if b is not None else None,
         per,
         groups,
-        dev.subgroups if per and SUBGROUPS else 0,
+        dev.subgroups if per and SUBGROUPS and lanes <= SUBGROUP_MAX_LANES else 0,
     )
     info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co]
     bufs = [x._storage.buffer]
