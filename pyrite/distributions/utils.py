@@ -8,6 +8,7 @@ import numbers
 import pyrite as pr
 
 __all__ = [
+    "BinaryParams",
     "broadcast_all",
     "clamp_probs",
     "lazy_property",
@@ -85,3 +86,39 @@ class lazy_property:  # noqa: N801 (torch's spelling)
             value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value
+
+
+class BinaryParams:
+    """`probs` or `logits` of a binary family (Bernoulli, Binomial, Geometric, ContinuousBernoulli,
+    LogitRelaxedBernoulli): exactly one given, the other computed on first use, `param_shape`,
+    and `expand` of whichever was given."""
+
+    def _set_param(self, probs, logits, *extra):
+        """Broadcast the given one of probs / logits with `extra` (as broadcast_all) and keep
+        it; returns (the batch shape, the broadcast extras)."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        *rest, param = broadcast_all(*extra, value)
+        setattr(self, name, param)
+        self._param = param
+        return (pr.Size() if isinstance(value, numbers.Number) else param.size()), rest
+
+    def _expand_param(self, new, batch_shape):
+        """`new`'s probs / logits: this one's given parameter expanded to batch_shape."""
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(batch_shape))
+                new._param = getattr(new, name)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
