@@ -198,6 +198,18 @@ def test_reduce_dtype_casts_elements_first(rng):
         to, po = f(torch, t), f(pr, p)
         assert str(po.dtype) == "pyrite.float16"
         np.testing.assert_array_equal(po.numpy(), to.numpy())
+    # bfloat16 (through ops/fallback.py's widening, which rounds the input first for these ops;
+    # not prod: torch CPU's bf16 product rounds every partial product to bf16, pyrite's keeps
+    # them in f32 and rounds once)
+    for f in (
+        lambda L, x: x.sum(dtype=L.bfloat16),
+        lambda L, x: x.nansum(1, dtype=L.bfloat16),
+        lambda L, x: x.cumsum(1, dtype=L.bfloat16),
+        lambda L, x: x[:, :6].cumprod(1, dtype=L.bfloat16),
+    ):
+        to, po = f(torch, t), f(pr, p)
+        assert str(po.dtype) == "pyrite.bfloat16"
+        np.testing.assert_array_equal(po.float().numpy(), to.float().numpy())
     ints = rng.integers(-3, 4, (6, 9)).astype(np.int16)
     ints[0] = 0
     ints[0, :2] = [-1, 1]  # sums to 0 in int, True in bool

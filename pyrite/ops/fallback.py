@@ -80,6 +80,8 @@ MOVERS = {
     "unique_consecutive",
 }
 _SPECIAL = ("bf16", "u8", "i8", "i16")
+# ops whose dtype= casts the input element by element before reducing (as torch's)
+CAST_FIRST = {"sum", "nansum", "prod", "mean", "cumsum", "cumprod"}
 
 
 def _special(t) -> bool:
@@ -145,6 +147,13 @@ def _slow(fn, name, inplace, args, kwargs):
         narrow = asked is D.bfloat16
         if narrow:
             w_kwargs["dtype"] = D.float32
+            x = args[0] if args else None
+            if name in CAST_FIRST and isinstance(x, Tensor) and x.dtype.kind == "f":
+                # torch's reductions with dtype= round each element to it first (ops/reduce.py
+                # _cast_first): sum(dtype=bfloat16) of float32 adds bf16-rounded values
+                from .casts import to_dtype
+
+                w_args[0] = to_dtype(to_dtype(x, D.bfloat16), D.float32)
     else:
         # a dtype passed by position (F.softmax passes its dtype on so) decides as dtype= does
         for i, a in enumerate(args):
