@@ -87,7 +87,14 @@ from . import autograd_functional as _autograd_functional  # noqa: E402
 
 autograd.functional = _autograd_functional
 __import__("sys").modules[__name__ + ".autograd.functional"] = _autograd_functional
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .format import set_printoptions
 from .runtime import (
     cuda,
@@ -116,7 +123,12 @@ from . import (
     profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)
     utils,
 )
-from .amp import autocast  # noqa: E402
+from .amp import (  # noqa: E402  (torch.is_autocast_enabled() etc., as attention code asks)
+    autocast,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_enabled,
+)
 from .io import load, save
 from .runtime import backends  # noqa: E402
 

@@ -27,9 +27,20 @@ def is_autocast_enabled(device_type=None) -> bool:
 
 
 def get_autocast_dtype(device_type="cuda"):
+    """The scope's dtype, else torch's default for device_type (bfloat16 on "cpu", else
+    float16)."""
     from . import dtypes as D
 
-    return getattr(_state, "dtype", None) or D.float16
+    default = D.bfloat16 if device_type == "cpu" else D.float16
+    return getattr(_state, "dtype", None) or default
+
+
+def get_autocast_gpu_dtype():
+    return get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype():
+    return get_autocast_dtype("cpu")
 
 
 class autocast:

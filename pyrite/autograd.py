@@ -77,11 +77,37 @@ class enable_grad(_GradMode):
     mode = True
 
 
+def is_inference_mode_enabled() -> bool:
+    return getattr(_state, "inference", False)
+
+
 class inference_mode(_GradMode):
+    """no_grad that also reports itself to `is_inference_mode_enabled()` (torch's)."""
+
     mode = False
 
     def __init__(self, mode=True):
         self.mode = not mode
+        self.inference = bool(mode)
+
+    def __enter__(self):
+        self._prev_inference = is_inference_mode_enabled()
+        _state.inference = self.inference
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _state.inference = self._prev_inference
+        return super().__exit__(*exc)
+
+    def __call__(self, fn):
+        inference = self.inference
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(inference):
+                return fn(*args, **kwargs)
+
+        return wrapper
 
 
 class set_grad_enabled(_GradMode):

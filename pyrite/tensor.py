@@ -285,6 +285,11 @@ class Tensor:
         return False
 
     @property
+    def is_meta(self):
+        # pyrite has no data-less tensors: one made on "meta" holds real storage (tensor.device)
+        return False
+
+    @property
     def is_leaf(self):
         return self.grad_fn is None
 
