@@ -479,7 +479,7 @@ METHODS: dict = {}
 # else of a with_indices pass rerun in the backward), summed where windows share it
 # (scatter_add). Average pools, plain and adaptive, are separable: out = x ×_d A_d over the
 # spatial dims with A_d (out_d, in_d) holding 1/divisor over each window, so dx = g ×_d A_dᵀ, a
-# matmul per dim (recorded: double backward works). lp_pool is composed of these.
+# banded gather per dim (recorded: double backward works). lp_pool is composed of these.
 import inspect as _inspect  # noqa: E402
 
 import numpy as _np  # noqa: E402
@@ -501,8 +501,9 @@ def _scatter_back(g, idx, shape, dims):
     from .creation import zeros
 
     lead = len(shape) - dims
-    flat_g = g.reshape(*g._shape[:lead], -1)
-    flat_i = idx.reshape(*idx._shape[:lead], -1)
+    # explicit sizes: reshape(..., -1) cannot infer the last dim of an empty (N = 0) tensor
+    flat_g = g.reshape(*g._shape[:lead], math.prod(g._shape[lead:]))
+    flat_i = idx.reshape(*idx._shape[:lead], math.prod(idx._shape[lead:]))
     z = zeros((*shape[:lead], math.prod(shape[lead:])), dtype=g.dtype)
     return z.scatter_add(lead, flat_i, flat_g).reshape(*shape)
 
@@ -559,15 +560,33 @@ def _adaptive_matrix(L, O):
 
 
 def _separable_back(g, mats):
-    """g (…, O_1, ..., O_d) times A_jᵀ along each of its last d dims: (…, L_1, ..., L_d)."""
-    from .creation import tensor
-    from .matmul import matmul
+    """g (…, O_1, ..., O_d) times A_jᵀ along each of its last d dims: (…, L_1, ..., L_d).
+
+    A_j is banded, so each input position l gathers only the K outputs whose windows hold it
+    (dx[l] = Σ_k g[o_lk]·A[o_lk, l]) rather than a dense matmul: a non-finite g then reaches only
+    the inputs of its own windows, as in torch (0·inf in a matmul made NaN of the whole row). A
+    position in fewer than K windows points its spare taps at a zero appended to g."""
+    from .combine import cat
+    from .creation import tensor, zeros
+    from .scatter import index_select
 
     d = len(mats)
     for j, A in enumerate(mats):
-        axis = g.ndim - d + j
-        At = tensor(A, dtype=g.dtype)
-        g = matmul(g.transpose(axis, -1), At).transpose(axis, -1)
+        O, L = A.shape
+        cols = [_np.nonzero(A[:, col])[0] for col in range(L)]
+        K = max([len(c) for c in cols] + [1])
+        idx = _np.full((L, K), O, _np.int32)  # O: the appended zero
+        w = _np.zeros((L, K), _np.float32)
+        for col, rows in enumerate(cols):
+            idx[col, : len(rows)] = rows
+            w[col, : len(rows)] = A[rows, col]
+        gm = g.movedim(g.ndim - d + j, -1)  # (…, O)
+        if any(len(c) < K for c in cols):
+            gm = cat([gm, zeros((*gm._shape[:-1], 1), dtype=g.dtype)], -1)
+        sel = index_select(gm, -1, tensor(idx.reshape(-1))).reshape(*gm._shape[:-1], L, K)
+        tw = tensor(w, dtype=g.dtype)
+        gm = (sel * tw).sum(-1) if K > 1 else sel.squeeze(-1) * tw.squeeze(-1)
+        g = gm.movedim(-1, g.ndim - d + j)
     return g
 
 

@@ -162,9 +162,12 @@ def interpolate(
         return pool(x, out_sp)
     if any(i <= 0 for i in in_sp) or any(o <= 0 for o in out_sp):
         raise SpatialError(_sizes_msg(in_sp, out_sp))
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f'pyrite: "upsample_{mode}" not implemented for {x.dtype!r}')
     scales = scales or [None] * dim
+    if not x.dtype.is_floating_point:
+        # uint8 images (torch's only integer dtype here): nearest is a gather, exact
+        if mode in ("nearest", "nearest-exact") and x.dtype == D.uint8:
+            return _nearest_gather(x, out_sp, mode, scales)
+        raise NotImplementedError(f'pyrite: "upsample_{mode}" not implemented for {x.dtype!r}')
     if antialias:
         return _antialias(x, out_sp, mode, bool(align_corners), scales)
     kmode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
@@ -205,6 +208,23 @@ def _interp(x: Tensor, out_sp: tuple, kmode: str, align: bool, scales) -> Tensor
         )
     out = from_ncdhw(out, dim, False)
     return out.to(back) if back is not None else out
+
+
+def _nearest_gather(x: Tensor, out_sp: tuple, mode: str, scales) -> Tensor:
+    """Nearest modes for uint8 inputs (torch supports them; the kernel reads floats): nearest
+    is separable, so each axis's source indices come from the float kernel run on an
+    arange laid along that axis (the same index arithmetic, exact below 2**24), then an
+    index_select per axis."""
+    from .creation import arange
+
+    dim = len(out_sp)
+    for d in range(dim):
+        shape, size, sc = [1] * dim, [1] * dim, [None] * dim
+        shape[d], size[d], sc[d] = x._shape[2 + d], out_sp[d], scales[d]
+        pos = arange(x._shape[2 + d], dtype=D.float32).reshape(1, 1, *shape)
+        src = _interp(pos, tuple(size), mode, False, sc).reshape(out_sp[d])
+        x = x.index_select(2 + d, src.to(D.int32))
+    return x
 
 
 # ---- antialiasing ------------------------------------------------------------------------------
