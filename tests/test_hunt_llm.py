@@ -149,3 +149,29 @@ def test_llama_kv_cache_decode_left_padding_matches_torch(rng, mode):
     got = _decode(pr, pm, ids, pad, 4, 16, 6)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_functional_multi_head_attention_forward_matches_torch():
+    """F.multi_head_attention_forward (ported CLIP-style code calls it directly) is reachable
+    from pyrite.nn.functional and gives torch's output and averaged weights, (L, N, E) layout,
+    with a key padding mask."""
+    rng = np.random.default_rng(3)
+    L, S, N, E, H = 5, 7, 2, 12, 3
+    q = rng.standard_normal((L, N, E)).astype(np.float32)
+    kv = rng.standard_normal((S, N, E)).astype(np.float32)
+    w_in = (rng.standard_normal((3 * E, E)) * 0.2).astype(np.float32)
+    b_in = rng.standard_normal(3 * E).astype(np.float32)
+    w_out = (rng.standard_normal((E, E)) * 0.2).astype(np.float32)
+    b_out = rng.standard_normal(E).astype(np.float32)
+    pad = np.zeros((N, S), bool)
+    pad[1, -2:] = True
+    outs = []
+    for L_, F_ in ((torch, torch.nn.functional), (pr, pr.nn.functional)):
+        t = L_.tensor
+        out, w = F_.multi_head_attention_forward(
+            t(q), t(kv), t(kv), E, H, t(w_in), t(b_in), None, None, False, 0.0, t(w_out),
+            t(b_out), training=False, key_padding_mask=t(pad),
+        )  # fmt: skip
+        outs.append((np.asarray(out.detach().numpy()), np.asarray(w.detach().numpy())))
+    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-4, atol=1e-6)

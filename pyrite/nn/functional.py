@@ -363,3 +363,14 @@ __all__ += [
     "causal_conv1d",
     "causal_conv1d_fn",
 ]
+
+
+def __getattr__(name):
+    """torch.nn.functional.multi_head_attention_forward lives with nn.MultiheadAttention
+    (nn/modules/attention.py, which imports this module): looked up on first use."""
+    if name == "multi_head_attention_forward":
+        from .modules.attention import multi_head_attention_forward
+
+        globals()[name] = multi_head_attention_forward
+        return multi_head_attention_forward
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
