@@ -894,7 +894,7 @@ def lane_sum(vals: list[str], lanes: int, subgroups: int = 0) -> tuple[list[str]
     array of at least len(vals) * 256 f32), and the expressions that hold each sum at lane 0
     of every group afterwards. `subgroups` 0: `lane_tree` over `red`; 1 or 2 (the device's
     `subgroups`, the entry giving `sgs`): a butterfly of subgroupShuffleXor within each
-    subgroup (offsets up to lanes / 2 generated, in uniform control flow; one past the span
+    subgroup (offsets below min(lanes, SG_MAX) generated, in uniform control flow; one past the span
     min(sgs, lanes) is discarded), one slot a subgroup in `red`, one barrier, then every lane
     adds its group's lanes / span slots in order: one barrier where the tree takes
     log2(lanes) + 1 (kernels/rowops._sg_reduce does the same for the row ops)."""

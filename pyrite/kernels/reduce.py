@@ -355,7 +355,7 @@ def _tree(wg: int) -> list[str]:
 
 def _sg_tree(wg: int, fields: str) -> list[str]:
     """`_tree`'s merge by subgroup operations (the device's `subgroups`): each field of S
-    shuffled across a butterfly within the subgroup (offsets up to wg / 2 generated, in uniform
+    shuffled across a butterfly within the subgroup (offsets below min(wg, SG_MAX), in uniform
     control flow; one past the span min(sgs, wg) discarded), one state a subgroup into `sh`,
     one barrier, then the row's invocation 0 merges its wg / span states in order. One barrier
     where `_tree` takes two, and no serial merges of 16 states (kernels/rowops._sg_reduce does

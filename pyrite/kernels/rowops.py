@@ -287,8 +287,8 @@ def _sg_reduce(wg: int, names: list[str], merge: str) -> str:
     powers of two, so a partner is in the same row and subgroup), then one slot a subgroup
     in workgroup memory, one barrier, and each lane merging its row's wg / span slots in order.
     One barrier where the tree (`_reduce_tree`) takes log2(wg) + 1. Every shuffle runs in
-    uniform control flow (offsets up to wg / 2 are generated; one past the subgroup is
-    discarded by the branch after it, which holds no subgroup operation), so strict uniformity
+    uniform control flow (offsets below min(wg, SG_MAX) are generated; one past the subgroup
+    is discarded by the branch after it, which holds no subgroup operation), so strict uniformity
     analysis (Tint's) accepts it. Assumes subgroups are consecutive local indices, which
     backend/quirks.subgroup_size probes before a device uses them."""
     L = [f"  let span = min(sgs, {wg}u);\n"]
