@@ -343,11 +343,11 @@ HELPERS = {
   let a = min(abs(x), 15.0);
   let e = p_expm1(2.0 * a);
   let t = e / (e + 2.0);
-  return select(-t, t, x >= 0.0);
+  return p_xorsign(t, x);
 }""",
     "p_sigmoid": """fn p_sigmoid(x: f32) -> f32 {
-  if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); }
-  let e = exp(x);
+  if (x >= 0.0) { return 1.0 / (1.0 + p_expf(-x)); }
+  let e = p_expf(x);
   return e / (1.0 + e);
 }""",
     # log1p and expm1 near 0 by series: Kahan's log(u)·x/(u - 1) trick needs a correctly rounded
@@ -371,12 +371,12 @@ HELPERS = {
   if (abs(x) < 0.5) {
     return x * (1.0 + x * (0.5 + x * (1.6666667e-01 + x * (4.1666668e-02 + x * (8.3333338e-03 + x * (1.3888889e-03 + x * (1.9841270e-04 + x * (2.4801587e-05 + x * 2.7557319e-06))))))));
   }
-  return exp(x) - 1.0;
+  return p_expf(x) - 1.0;
 }""",
     "p_softplus": """fn p_softplus(x: f32, beta: f32, threshold: f32) -> f32 {
   let bx = beta * x;
   if (bx > threshold) { return x; }
-  return p_log1p(exp(-abs(bx))) / beta + max(bx, 0.0) / beta;
+  return p_log1p(p_expf(-abs(bx))) / beta + max(bx, 0.0) / beta;
 }""",
     # x ** y with PyTorch's answers for negative bases and integral exponents
     # NaN handled by bits first: lavapipe's compiler folds `x == 0.0` to true for a NaN x
@@ -385,6 +385,11 @@ HELPERS = {
     # signed zero to a compiler that ignores them (NVIDIA's)
     "p_with_sign": """fn p_with_sign(v: f32, neg: bool) -> f32 {
   return bitcast<f32>((bitcast<u32>(v) & 0x7fffffffu) | select(0u, 0x80000000u, neg));
+}""",
+    # v with its sign flipped where x's sign bit is set: an odd function from its value at |x|,
+    # so -0.0 (and a negative subnormal a GPU flushes) keeps its sign, which `x < 0.0` loses
+    "p_xorsign": """fn p_xorsign(v: f32, x: f32) -> f32 {
+  return bitcast<f32>(bitcast<u32>(v) ^ (bitcast<u32>(x) & 0x80000000u));
 }""",
     "p_powf": """fn p_powf(x: f32, y: f32) -> f32 {
   if ((bitcast<u32>(y) & 0x7fffffffu) == 0u) { return 1.0; }
@@ -405,25 +410,101 @@ HELPERS = {
     if (ax == 1.0) { return 1.0; }
     return select(0.0, p_inf(), (ax > 1.0) == (y > 0.0));
   }
+  let ux = bitcast<u32>(x);
+  let ax = ux & 0x7fffffffu;
+  let xneg = (ux >> 31u) == 1u;  // by the bit: -0 and negative subnormals included
   let yi = floor(y);
-  if (yi == y && abs(y) <= 64.0) {
-    // small integer powers by squaring (at most 7 steps): x ** 3 exact to a rounding or two,
-    // where exp2(y * log2|x|) is off by ~(3 + 2|y log2 x|) ulp (10.0 ** 3 gave 999.99994)
-    var b = x; var e = u32(abs(y)); var q = 1.0;
-    loop { if (e == 0u) { break; } if ((e & 1u) == 1u) { q = q * b; } b = b * b; e = e >> 1u; }
-    return select(q, 1.0 / q, y < 0.0);
+  let yint = yi == y;
+  let odd = yint && abs(y) < 16777216.0 && (yi - 2.0 * floor(yi * 0.5)) != 0.0;
+  if (ax == 0u || ax == 0x7f800000u) {  // ±0, ±inf: 0 or inf, x's sign for an odd integer y
+    return p_with_sign(select(0.0, p_inf(), (y < 0.0) == (ax == 0u)), odd && xneg);
   }
-  if (x == 0.0) {  // ±0 ** y: 0 or inf, with x's sign for an odd integer y
-    let odd0 = yi == y && (yi - 2.0 * floor(yi * 0.5)) != 0.0;
-    return p_with_sign(select(0.0, p_inf(), y < 0.0), odd0 && (bitcast<u32>(x) >> 31u) == 1u);
+  if (xneg && !yint) { return p_nan(); }
+  let a = bitcast<f32>(ax);
+  var r: f32;
+  if (yint && abs(y) * (abs(f32(i32(ax >> 23u) - 127)) + 1.0) < 60.0) {
+    r = p_powi_dd(a, y);  // exact where the power is representable (10.0 ** 7 is 1e7)
+  } else {
+    r = p_exp2_dd(y, p_log2_dd(a));
   }
-  let r = exp2(y * log2(abs(x)));
-  if (x < 0.0) {
-    if (yi != y) { return p_nan(); }
-    let odd = (yi - 2.0 * floor(yi * 0.5)) != 0.0;
-    return select(r, -r, odd);
+  return p_with_sign(r, odd && xneg);
+}""",
+    # x ** y to ~1 ULP, where exp2(y·log2 x) in f32 was off by |y·log2 x|·2^-24 relative
+    # (0.95 ** 911: 1591 ULP; (-2.5) ** -100 was 0, its x ** 100 overflowing): pairs (hi, lo)
+    # of floats carry about 44 bits. a·b = p + e exactly (Dekker: 12-bit halves, every partial
+    # product exact, fused or not; p through p_opaque so that no compiler fuses a later p - ...
+    # with the product that made p).
+    "p_two_prod": """fn p_two_prod(a: f32, b: f32) -> vec2<f32> {
+  let p = p_opaque(a * b);
+  let sa = p_split(a);
+  let sb = p_split(b);
+  return vec2<f32>(p, (((sa.x * sb.x - p) + sa.x * sb.y) + sa.y * sb.x) + sa.y * sb.y);
+}""",
+    "p_dd_mul": """fn p_dd_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+  let p = p_two_prod(a.x, b.x);
+  let e = p.y + (a.x * b.y + a.y * b.x);
+  let s = p_opaque(p.x + e);
+  return vec2<f32>(s, e - p_opaque(s - p.x));
+}""",
+    # a ** n, a > 0, n a nonzero integer with every a ** 2^k in [2^-64, 2^64]: squaring in
+    # pairs, so the one rounding is the last (the f32 loop was ~n/2 ULP: 64 roundings compound)
+    "p_powi_dd": """fn p_powi_dd(a: f32, y: f32) -> f32 {
+  var b = vec2<f32>(a, 0.0);
+  var q = vec2<f32>(1.0, 0.0);
+  var e = u32(abs(y));
+  loop {
+    if ((e & 1u) == 1u) { q = p_dd_mul(q, b); }
+    e = e >> 1u;
+    if (e == 0u) { break; }
+    b = p_dd_mul(b, b);
   }
-  return r;
+  if (y > 0.0) { return q.x + q.y; }
+  // 1 / (q.x + q.y): the rounded reciprocal and one correction from its exact residual
+  let r0 = p_divf(1.0, q.x);
+  let t = p_two_prod(r0, q.x);
+  return r0 + r0 * (((1.0 - t.x) - t.y) - r0 * q.y);
+}""",
+    # log2(a), a > 0 finite (subnormals too), as hi + lo to ~2^-30 relative: a = 2^e·(1 + f)
+    # (p_log_split), ln(1 + f) = 2·atanh(s), s = f / (2 + f) as a pair (its residual
+    # f - s·(2 + f) exact), plus 2s·(s²/3 + s^4/5 + ...) in f32 (|s| <= 0.172, so that term is
+    # below 1 % of the whole); times log2 e in two parts, plus e
+    "p_log2_dd": """fn p_log2_dd(a: f32) -> vec2<f32> {
+  let ef = p_log_split(a);
+  let f = ef.y;
+  let d = p_opaque(2.0 + f);  // (opaque: Mesa's NIR folds (2 + f) - 2 to f)
+  let dl = f - p_opaque(d - 2.0);  // 2 + f = d + dl exactly
+  let s = f / d;
+  let sd = p_two_prod(s, d);
+  let sl = (((f - sd.x) - sd.y) - s * dl) / d;
+  let z = s * s;
+  let c = z * (0.33333333 + z * (0.2 + z * (0.14285714 + z * (0.11111111 + z * (0.09090909 + z * (0.07692308 + z * 0.06666667))))));
+  let lh = 2.0 * s;
+  let ll = 2.0 * sl + lh * c;
+  let p = p_two_prod(lh, 1.44269502);  // log2 e = 1.44269502 + 1.92596299e-8
+  let pl = p.y + (lh * 1.92596299e-8 + ll * 1.44269502);
+  let h = p_opaque(ef.x + p.x);  // e an integer, |p.x| < 1: e + p.x = h + (e - h) + p.x exactly
+  let t = ((ef.x - h) + p.x) + pl;
+  let hi = p_opaque(h + t);  // renormalised, |lo| <= ulp(hi) / 2 (pl held 2s·c: ~1 % of it)
+  return vec2<f32>(hi, t - p_opaque(hi - h));
+}""",
+    # 2 ** (y·(l.x + l.y)) to ~1 ULP: w = y·l as a pair, 2^n·e^(r·ln 2) with n = round(w) and
+    # |r| <= 1/2, the Taylor series of p_expf, 2^n from bits in two halves (subnormal results
+    # rounded once)
+    "p_exp2_dd": """fn p_exp2_dd(y: f32, l: vec2<f32>) -> f32 {
+  if (l.x == 0.0) { return 1.0; }  // a = 1 (y may be too large to split)
+  let w0 = y * l.x;
+  if (w0 > 140.0) { return p_inf(); }
+  if (w0 < -160.0) { return 0.0; }
+  let w = p_two_prod(y, l.x);
+  let wl = w.y + y * l.y;
+  let n = round(w.x + wl);
+  let r = ((w.x - n) + wl) * 0.693147182;
+  let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.166666672 + r * (0.0416666679 + r * (0.00833333377 + r * (0.00138888892 + r * 0.000198412701))))));
+  if (n > 128.0) { return p_inf(); }
+  if (n < -151.0) { return 0.0; }
+  let ni = i32(n);
+  let h = ni / 2;
+  return p_opaque(p * bitcast<f32>(u32(h + 127) << 23u)) * bitcast<f32>(u32(ni - h + 127) << 23u);
 }""",
     "p_powi": """fn p_powi(x: i32, y: i32) -> i32 {
   if (y < 0) { return select(0, select(-1, 1, (y & 1) == 0), x == -1) + select(0, 1, x == 1); }

@@ -112,6 +112,66 @@ HELPERS = {
   let h = ni / 2;
   return p_opaque(p * bitcast<f32>(u32(h + 127) << 23u)) * bitcast<f32>(u32(ni - h + 127) << 23u);
 }""",
+    # log, log2, log10 to ~1 ULP over the whole range, subnormals included: x = 2^e·(1 + f)
+    # from the bits (a subnormal's leading bit moved up first), 1 + f in [sqrt(1/2), sqrt(2))
+    # so f is exact, Cephes logf's degree-9 polynomial for the tail log(1 + f) - f, and e·ln 2
+    # (e·log10 2, e) added in two parts, the high part with trailing zero bits so that e·hi is
+    # exact. WGSL's log is only 2^-21 absolute on [0.5, 2]: lavapipe's log(0.99999946) was 10 %
+    # off (log(1 - 1e-4) 3e-4 relative), and it read a subnormal's exponent as -127
+    # (log(1e-45) = -88.03, not -103.28).
+    "p_log_split": """fn p_log_split(x: f32) -> vec2<f32> {
+  var b = bitcast<u32>(x) & 0x7fffffffu;
+  var e = i32(b >> 23u) - 127;
+  if ((b >> 23u) == 0u) {  // subnormal: b·2^-149 = 1.f·2^(-126 - s), s = clz(b) - 8
+    let s = countLeadingZeros(b) - 8u;
+    b = b << s;
+    e = -126 - i32(s);
+  }
+  var m = bitcast<f32>((b & 0x7fffffu) | 0x3f800000u);
+  if (m > 1.41421356) { m = 0.5 * m; e = e + 1; }
+  return vec2<f32>(f32(e), m - 1.0);
+}""",
+    "p_log_tail": """fn p_log_tail(f: f32) -> f32 {
+  let z = f * f;
+  let p = ((((((((7.0376836292e-2 * f - 1.1514610310e-1) * f + 1.1676998740e-1) * f - 1.2420140846e-1) * f + 1.4249322787e-1) * f - 1.6668057665e-1) * f + 2.0000714765e-1) * f - 2.4999993993e-1) * f + 3.3333331174e-1);
+  return p * f * z - 0.5 * z;
+}""",
+    # the special values of log: nan below 0 (by the sign bit, so a negative subnormal is not
+    # taken for zero), -inf at ±0, inf at inf; 0 where x is ordinary
+    "p_log_special": """fn p_log_special(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  if ((u & 0x7fffffffu) == 0u) { return -p_inf(); }
+  if (u >= 0x7f800000u) { return select(p_nan(), x, u == 0x7f800000u); }
+  return 0.0;
+}""",
+    "p_logf": """fn p_logf(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) { return p_log_special(x); }
+  let ef = p_log_split(x);
+  let e = ef.x;
+  let f = ef.y;
+  return ((p_log_tail(f) + e * -2.12194440e-4) + f) + e * 0.693359375;
+}""",
+    "p_log2f": """fn p_log2f(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) { return p_log_special(x); }
+  let ef = p_log_split(x);
+  let f = ef.y;
+  let t = p_log_tail(f);
+  // log2 e = 1 + 0.44269504...: the 1 added exactly
+  return (((t * 0.44269504088896341 + f * 0.44269504088896341) + t) + f) + ef.x;
+}""",
+    "p_log10f": """fn p_log10f(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) { return p_log_special(x); }
+  let ef = p_log_split(x);
+  let e = ef.x;
+  let f = ef.y;
+  let t = p_log_tail(f);
+  // log10 e = 0.43359375 + 7.0073e-4 and log10 2 = 0.30078125 + 2.4875e-4 (Cephes log10f)
+  let lo = (t * 7.00731903251827651e-4 + f * 7.00731903251827651e-4) + e * 2.48745663981195214e-4;
+  return ((lo + t * 0.43359375) + f * 0.43359375) + e * 0.30078125;
+}""",
     # Giles' polynomial: erfinv(x) ~ p(w)·x, w = -log((1 - x)(1 + x)), for w < 16 (|x| within
     # 2^-24 of 1)
     "p_giles_erfinv": """fn p_giles_erfinv(w: f32) -> f32 {
@@ -151,7 +211,7 @@ HELPERS = {
   if (p_isnan(q0) || q0 < 0.0 || q0 > 2.0) { return p_nan(); }
   let neg = q0 > 1.0;
   let q = select(q0, 2.0 - q0, neg);
-  let bq = bitcast<u32>(q);
+  let bq = bitcast<u32>(q) & 0x7fffffffu;  // erfcinv(-0) = inf, as erfcinv(0) (ndtri(-0) = -inf)
   if (bq == 0u) { return select(p_inf(), -p_inf(), neg); }
   let a = 1.0 - q;
   var w: f32;
@@ -230,7 +290,7 @@ HELPERS = {
   else if (x > 0.4142135623730950) { y0 = 0.7853981633974483; x = (x - 1.0) / (x + 1.0); }
   let z = x * x;
   let y = y0 + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * x + x);
-  return select(y, -y, x0 < 0.0);
+  return p_xorsign(y, x0);
 }""",
     "p_asinf": """fn p_asinf(x: f32) -> f32 {
   if (p_isnan(x) || abs(x) > 1.0) { return p_nan(); }
@@ -273,7 +333,7 @@ HELPERS = {
     t = (((((9.38540185543e-3 * zz + 3.11992232697e-3) * zz + 2.44301354525e-2) * zz + 5.34112807005e-2) * zz + 1.33387994085e-1) * zz + 3.33331568548e-1) * zz * z + z;
   }
   if ((j & 2u) == 2u) { t = p_divf(-1.0, t); }
-  return select(t, -t, x0 < 0.0);
+  return p_xorsign(t, x0);
 }""",
     "p_sinhf": """fn p_sinhf(x: f32) -> f32 {
   let a = abs(x);
@@ -282,7 +342,7 @@ HELPERS = {
   else if (a < 80.0) { let e = p_expf(a); r = 0.5 * (e - 1.0 / e); }
   else { let h = p_expf(0.5 * a); r = p_opaque(0.5 * h) * h; }
   if (p_isnan(x)) { return x; }
-  return select(r, -r, x < 0.0);
+  return p_xorsign(r, x);
 }""",
     "p_coshf": """fn p_coshf(x: f32) -> f32 {
   let a = abs(x);
@@ -298,7 +358,7 @@ HELPERS = {
   var r: f32;
   if (a > 4096.0) { r = log(a) + 0.693147181; } else { r = p_log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))); }
   if (p_isnan(x)) { return x; }
-  return select(r, -r, x < 0.0);
+  return p_xorsign(r, x);
 }""",
     "p_acosh": """fn p_acosh(x: f32) -> f32 {
   if (p_isnan(x) || x < 1.0) { return p_nan(); }
@@ -311,7 +371,7 @@ HELPERS = {
   if (p_isnan(x) || a > 1.0) { return p_nan(); }
   if (a == 1.0) { return select(p_inf(), -p_inf(), x < 0.0); }
   let r = 0.5 * p_log1p(2.0 * a / (1.0 - a));
-  return select(r, -r, x < 0.0);
+  return p_xorsign(r, x);
 }""",
     # lgamma: Stirling's series (4 terms; next term < 2^-30 at x = 8) for x >= 8; on [0.5, 8)
     # the recurrence down (or up) to lgamma(2 + t) = t·h(t), t in [-0.5, 1.5], h a Chebyshev fit
@@ -337,8 +397,12 @@ HELPERS = {
   if (p_isnan(x)) { return x; }
   if (p_isinf(x)) { return p_inf(); }
   if (x >= 0.5) { return p_lgamma_pos(x); }
+  // |x| < 2^-24: -log|x| (the next term, -gamma·x, is below its rounding); from the bits, so a
+  // subnormal is not flushed to the pole at 0 (lgamma(1e-40) = 92.1) and pi·x cannot underflow
+  let ax = bitcast<u32>(x) & 0x7fffffffu;
+  if (ax != 0u && ax < 0x33800000u) { return -p_logf(abs(x)); }
   if (x == floor(x)) { return p_inf(); }
-  return log(3.14159265 / abs(p_sinpi(x))) - p_lgamma_pos(1.0 - x);
+  return p_logf(3.14159265 / abs(p_sinpi(x))) - p_lgamma_pos(1.0 - x);
 }""",
     # digamma: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10 (at most 10 steps), then
     # the asymptotic series (next term < 2^-32 at 10); x < 0 by reflection, psi(x) =
@@ -495,7 +559,9 @@ HELPERS.update(
         "p_i0": """fn p_i0(x: f32) -> f32 {
   let a = abs(x);
   if (a <= 4.0) { return p_i0_series(0.25 * a * a); }
-  return p_i0e(a) * p_expf(a);
+  if (a <= 80.0) { return p_i0e(a) * p_expf(a); }
+  let h = p_expf(0.5 * a);  // e^a in two halves: i0(88.8) = 1.6e37 is finite, e^88.8 is not
+  return p_opaque(p_i0e(a) * h) * h;
 }""",
         "p_i1e": """fn p_i1e(x: f32) -> f32 {
   let a = abs(x);
@@ -503,13 +569,15 @@ HELPERS.update(
   if (a <= 4.0) { r = 0.5 * a * p_i1_series(0.25 * a * a) * p_expf(-a); }
   else if (a <= 8.0) { r = p_i1e_mid(0.5 * a - 3.0); }
   else { r = p_divf(p_i1e_large(16.0 / a - 1.0), sqrt(a)); }
-  return select(r, -r, x < 0.0);
+  return select(r, -r, x < 0.0);  // torch's i1(-0) is +0
 }""",
         "p_i1": """fn p_i1(x: f32) -> f32 {
   let a = abs(x);
   var r: f32;
-  if (a <= 4.0) { r = 0.5 * a * p_i1_series(0.25 * a * a); } else { r = p_i1e(a) * p_expf(a); }
-  return select(r, -r, x < 0.0);
+  if (a <= 4.0) { r = 0.5 * a * p_i1_series(0.25 * a * a); }
+  else if (a <= 80.0) { r = p_i1e(a) * p_expf(a); }
+  else { let h = p_expf(0.5 * a); r = p_opaque(p_i1e(a) * h) * h; }
+  return select(r, -r, x < 0.0);  // torch's i1(-0) is +0
 }""",
     }
 )

@@ -24,11 +24,12 @@ from .core import broadcast_shapes, empty, run_map
 UNARY = {
     "neg": ("-A", "-A", "same"),
     "abs": ("abs(A)", "abs(A)", "same"),
-    "exp": ("exp(A)", None, "float"),
+    "exp": ("p_expf(A)", None, "float"),  # kernels/mathlib.py: WGSL exp is 3 + 2|x| ULP
     "exp2": ("exp2(A)", None, "float"),
-    "log": ("log(A)", None, "float"),
-    "log2": ("log2(A)", None, "float"),
-    "log10": ("log2(A) * 0.30102999566398120", None, "float"),
+    # kernels/mathlib.py: WGSL log is 2^-21 absolute near 1 and misreads subnormals
+    "log": ("p_logf(A)", None, "float"),
+    "log2": ("p_log2f(A)", None, "float"),
+    "log10": ("p_log10f(A)", None, "float"),
     "log1p": ("p_log1p(A)", None, "float"),
     "expm1": ("p_expm1(A)", None, "float"),
     "sqrt": ("sqrt(A)", None, "float"),

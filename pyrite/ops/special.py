@@ -37,7 +37,7 @@ UNARY.update(
         # logit(z) = log(z / (1 - z)); near 1/2 as log1p((2z - 1) / (1 - z)) (2z - 1 is exact
         # there), so logit(0.5 + d) keeps its relative accuracy
         "logit": (
-            "select(select(log(A / (1.0 - A)), p_log1p((2.0 * A - 1.0) / (1.0 - A)), "
+            "select(select(p_logf(A / (1.0 - A)), p_log1p((2.0 * A - 1.0) / (1.0 - A)), "
             "abs(A - 0.5) < 0.25), p_nan(), A < 0.0 || A > 1.0 || p_isnan(A))",
             None,
             "float",
@@ -48,7 +48,7 @@ UNARY.update(
             "float",
         ),
         "entr": (
-            "select(select(select(-A * log(A), 0.0, " + _ZERO_A + "), -p_inf(), A < 0.0), A, "
+            "select(select(select(-A * p_logf(A), 0.0, " + _ZERO_A + "), -p_inf(), A < 0.0), A, "
             "p_isnan(A))",
             None,
             "float",
@@ -70,7 +70,7 @@ UNARY.update(
 BINARY.update(
     {
         # PyTorch: 0 where x == 0 unless y is NaN
-        "xlogy": (f"select(A * log(B), 0.0, {_ZERO_A} && !p_isnan(B))", None, None, "float"),
+        "xlogy": (f"select(A * p_logf(B), 0.0, {_ZERO_A} && !p_isnan(B))", None, None, "float"),
         "xlog1py": (f"select(A * p_log1p(B), 0.0, {_ZERO_A} && !p_isnan(B))", None, None, "float"),
     }
 )

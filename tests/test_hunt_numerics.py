@@ -1,0 +1,143 @@
+"""Numerics at the edges against torch: extreme ranges, near 0 and 1, near overflow, subnormals,
+±inf, NaN, -0.0 (elementwise math, pow), each found silently wrong once.
+
+The reference is torch float64 of the same float32 inputs (pyrite's float64 is float32); the
+tolerance is a few float32 ULP at the reference (`_ulps`), the kernels' measured accuracy plus
+the one rounding of the result, or exact agreement where the answer is a special value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+
+SUBNORMALS = (1e-45, 1e-40, 1.17e-38)
+
+
+def _ulps(got, want):
+    """|got - want| in units of the float32 spacing at want (subnormal spacing at least)."""
+    want32 = want.astype(np.float32)
+    spacing = np.maximum(np.spacing(np.abs(want32)), np.float32(2.0**-149)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want) / spacing
+
+
+def _ref(fn, x, *args):
+    return fn(torch.tensor(np.asarray(x, np.float32).astype(np.float64)), *args).numpy()
+
+
+def _same_specials(got, want):
+    """NaN where torch has NaN, the same infinities, and the sign of a zero result."""
+    want32 = want.astype(np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want32))
+    inf = np.isinf(want32) | np.isinf(got)
+    assert np.array_equal(got[inf], want32[inf])
+    zero = want32 == 0
+    assert np.array_equal(np.signbit(got[zero]), np.signbit(want32[zero]))
+
+
+# ---- log, log2, log10: WGSL's log is 2^-21 absolute near 1 and misread subnormals -------------
+
+
+@pytest.mark.parametrize("name", ["log", "log2", "log10"])
+def test_log_near_one_and_subnormal(name):
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            1.0 + rng.uniform(-1e-3, 1e-3, 4000),  # log(0.99999946) was 10 % off
+            np.exp(rng.uniform(np.log(1e-45), np.log(3e38), 4000)),
+            SUBNORMALS,  # log(1e-45) was -88.03, not -103.28
+            (0.9999, 1.0 - 2.0**-24, 1.0 + 2.0**-23, 2.0, 8.0, 1000.0),
+        ]
+    ).astype(np.float32)
+    got = getattr(pr, name)(pr.tensor(x)).numpy()
+    want = _ref(getattr(torch, name), x)
+    assert _ulps(got, want).max() <= 2.0
+    assert (
+        getattr(pr, name)(pr.tensor([8.0])).item() == getattr(torch, name)(torch.tensor(8.0)).item()
+    )
+
+
+def test_log_specials():
+    x = np.array([0.0, -0.0, -1e-40, -1.0, np.inf, -np.inf, np.nan, 1.0], np.float32)
+    for name in ("log", "log2", "log10"):
+        got = getattr(pr, name)(pr.tensor(x)).numpy()
+        _same_specials(got, _ref(getattr(torch, name), x))
+
+
+@pytest.mark.parametrize(
+    "name,lo,hi",
+    [
+        ("exp", -103.0, 88.7),  # WGSL exp is 3 + 2|x| ULP: 63 ULP at -86.7
+        ("expm1", -20.0, 88.7),
+        ("sigmoid", -100.0, 100.0),  # sigmoid(-87.3) was 0, torch 1.2e-38
+    ],
+)
+def test_exp_family_whole_range(name, lo, hi):
+    x = np.random.default_rng(1).uniform(lo, hi, 20000).astype(np.float32)
+    got = getattr(pr, name)(pr.tensor(x)).numpy()
+    want = _ref(getattr(torch, name), x)
+    assert _ulps(got, want).max() <= 3.0
+
+
+def test_log_based_special_functions():
+    # entr near 1, logit and lgamma at subnormals (lgamma(1e-40) was inf: 1 / x overflowed)
+    x = np.array([0.9999, 1 - 1e-5, 0.5, *SUBNORMALS], np.float32)
+    assert _ulps(pr.special.entr(pr.tensor(x)).numpy(), _ref(torch.special.entr, x)).max() <= 3
+    assert _ulps(pr.logit(pr.tensor(x)).numpy(), _ref(torch.logit, x)).max() <= 4
+    y = np.array([*SUBNORMALS, -1e-40, 1e-8, -1e-8], np.float32)
+    assert _ulps(pr.lgamma(pr.tensor(y)).numpy(), _ref(torch.lgamma, y)).max() <= 2
+    b = np.array([0.9999, 1e-40], np.float32)
+    xlogy = pr.xlogy(pr.tensor([2.0, 3.0]), pr.tensor(b)).numpy()
+    want = torch.xlogy(
+        torch.tensor([2.0, 3.0], dtype=torch.float64), torch.tensor(b.astype(np.float64))
+    )
+    assert _ulps(xlogy, want.numpy()).max() <= 3
+
+
+def test_bessel_i0_i1_near_overflow():
+    # e^x overflows past 88.72 while i0(x) ~ e^x / sqrt(2 pi x) is still finite up to ~91
+    x = np.array([80.5, 88.8, 89.0, 90.0, -89.0], np.float32)
+    assert _ulps(pr.i0(pr.tensor(x)).numpy(), _ref(torch.i0, x)).max() <= 6
+    assert _ulps(pr.special.i1(pr.tensor(x)).numpy(), _ref(torch.special.i1, x)).max() <= 6
+
+
+def test_odd_functions_keep_negative_zero():
+    x = pr.tensor([-0.0, 0.0])
+    for name in ("tan", "atan", "asin", "sinh", "asinh", "atanh", "tanh", "erf", "sin"):
+        got = getattr(pr, name)(x).numpy()
+        want = getattr(torch, name)(torch.tensor([-0.0, 0.0])).numpy()
+        assert np.array_equal(np.signbit(got), np.signbit(want)), name
+    assert pr.special.ndtri(pr.tensor([-0.0])).item() == float("-inf")  # was nan
+
+
+# ---- pow: exp2(y·log2 x) in f32 was |y·log2 x|·2^-24 relative off -----------------------------
+
+
+@pytest.mark.parametrize(
+    "xlo,xhi,ylo,yhi",
+    [(0.9, 1.1, -1000.0, 1000.0), (0.5, 2.0, -100.0, 100.0), (1e-30, 1e30, -3.0, 3.0)],
+)
+def test_pow_accuracy(xlo, xhi, ylo, yhi):
+    rng = np.random.default_rng(2)
+    x = np.exp(rng.uniform(np.log(xlo), np.log(xhi), 20000)).astype(np.float32)
+    y = rng.uniform(ylo, yhi, 20000).astype(np.float32)
+    got = pr.pow(pr.tensor(x), pr.tensor(y)).numpy()
+    want = torch.pow(torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64))
+    want = want.numpy()
+    normal = np.abs(want) < 3.4e38
+    assert _ulps(got[normal], want[normal]).max() <= 3.0  # 0.95 ** 911 was 1591 ULP off
+
+
+def test_pow_integer_exponents_and_subnormals():
+    x = np.array([-2.5, 3.0, -3.0, 1e20, 10.0, -1.1, 1.1, 1e-40, 1e-40, -1.0], np.float32)
+    y = np.array([-100.0, -88.0, 5.0, -2.0, 7.0, 63.0, 64.0, 0.3, -0.5, 3e38], np.float32)
+    got = pr.pow(pr.tensor(x), pr.tensor(y)).numpy()
+    want = torch.pow(torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64))
+    assert _ulps(got, want.numpy()).max() <= 1.0  # (-2.5) ** -100 was 0, 1e-40 ** 0.3 3.4x off
+    ints = np.array([3.0, 10.0, -7.0, 1.5], np.float32)
+    for e in (3, 5, 7, 12, -3):  # exactly representable powers stay exact
+        got = (pr.tensor(ints) ** pr.tensor(np.full(4, e, np.float32))).numpy()
+        assert np.array_equal(got, (torch.tensor(ints, dtype=torch.float64) ** e).float().numpy())
