@@ -35,6 +35,7 @@ from .dtypes import (
 )
 from .dtypes import bool_ as bool
 from .errors import DeviceError, KernelError, OutOfMemoryError, PyriteError, ShapeError
+from .ops.porting import layout, strided
 from .tensor import Size, Tensor, device
 
 globals().update(_ops.exported())
@@ -90,12 +91,21 @@ __import__("sys").modules[__name__ + ".autograd.functional"] = _autograd_functio
 from .autograd import (
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
 from .format import set_printoptions
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """torch.set_anomaly_enabled: autograd.set_detect_anomaly without the context manager."""
+    autograd.set_detect_anomaly(enabled, check_nan)
+
+
 from .runtime import (
     cuda,
     device_info,

@@ -123,13 +123,28 @@ class set_grad_enabled(_GradMode):
 
 
 # ---- anomaly detection ---------------------------------------------------------------------
-def set_detect_anomaly(mode: bool):
-    """Check every gradient a rule returns for NaN/inf and name the op that made it."""
-    _state.anomaly = bool(mode)
+class set_detect_anomaly:
+    """Check every gradient a rule returns for NaN/inf and name the op that made it: set now
+    (a function call), and restored on exit when used as a context manager, as torch's."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = is_anomaly_enabled()
+        _state.anomaly = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _state.anomaly = self._prev
+        return False
 
 
 def is_anomaly_enabled() -> bool:
     return getattr(_state, "anomaly", False)
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return is_anomaly_enabled()
 
 
 class detect_anomaly:
@@ -411,6 +426,36 @@ def register_hook(t, hook):
     return _HookHandle(entry[1], hook)
 
 
+_POST_HOOKS: dict = {}  # id(leaf) -> (weakref, [hooks]): run after .grad is accumulated
+
+
+def register_post_accumulate_grad_hook(t, hook):
+    """hook(t) after backward has accumulated into leaf t's .grad (torch's; optimizer-in-backward
+    recipes step a parameter there)."""
+    if not t.requires_grad:
+        raise RuntimeError(
+            "pyrite: cannot register a hook on a tensor that doesn't require gradient"
+        )
+    if t.grad_fn is not None:
+        raise RuntimeError(
+            "pyrite: post accumulate grad hooks cannot be registered on non-leaf tensors"
+        )
+    entry = _POST_HOOKS.get(id(t))
+    if entry is None or entry[0]() is not t:
+        key = id(t)
+        ref = weakref.ref(t, lambda _r, key=key: _POST_HOOKS.pop(key, None))
+        entry = _POST_HOOKS[key] = (ref, [])
+    entry[1].append(hook)
+    return _HookHandle(entry[1], hook)
+
+
+def _run_post_hooks(t):
+    entry = _POST_HOOKS.get(id(t))
+    if entry is not None and entry[0]() is t:
+        for h in list(entry[1]):
+            h(t)
+
+
 def retain_grad(t):
     if not t.requires_grad:
         raise RuntimeError("pyrite: can't retain_grad on Tensor that has requires_grad=False")
@@ -657,6 +702,8 @@ def _engine(roots, retain_graph, create_graph, capture=None):
             _take(taken, t.grad)
         else:
             t.grad = t.grad + g
+        if _POST_HOOKS:
+            _run_post_hooks(t)
     return None
 
 
@@ -710,6 +757,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         for t, g in zip(inputs, got):
             if g is not None:
                 t.grad = g if t.grad is None else t.grad + g
+                if _POST_HOOKS:
+                    _run_post_hooks(t)
         return
     _engine(roots, retain_graph, create_graph)
 

@@ -1,9 +1,11 @@
 """`pyrite.special`: torch.special's names, over the ops in pyrite/ops/special.py and the existing
 elementwise and reduction ops (`pr.special.erfinv is pr.erfinv`, and so on).
 
-Not provided (no kernel yet): polygamma, zeta, erfcx, the Bessel J/Y/K families, airy_ai,
-spherical_bessel_j0 and the orthogonal polynomials (chebyshev_*, hermite_*, laguerre_*,
-legendre_*).
+zeta, polygamma, erfcx and spherical_bessel_j0 are compositions of elementwise ops
+(pyrite/ops/series.py); modified_bessel_i0/i1 are i0/i1.
+
+Not provided (no kernel yet): gammainc/gammaincc, the Bessel J/Y/K families, airy_ai and the
+orthogonal polynomials (chebyshev_*, hermite_*, laguerre_*, legendre_*).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from .ops import elementwise as _ew
 from .ops import reduce as _reduce
 from .ops import rowops as _rowops
+from .ops import series as _series
 from .ops import special as _sp
 
 erfinv = _sp.erfinv
@@ -28,6 +31,12 @@ entr = _sp.entr
 i0e = _sp.i0e
 i1 = _sp.i1
 i1e = _sp.i1e
+modified_bessel_i0 = _sp.i0
+modified_bessel_i1 = _sp.i1
+zeta = _series.zeta
+polygamma = _series.polygamma
+erfcx = _series.erfcx
+spherical_bessel_j0 = _series.spherical_bessel_j0
 ndtr = _sp.ndtr
 ndtri = _sp.ndtri
 log_ndtr = _sp.log_ndtr
@@ -52,6 +61,7 @@ __all__ = [
     "digamma",
     "entr",
     "erf",
+    "erfcx",
     "erfc",
     "erfinv",
     "exp2",
@@ -67,15 +77,20 @@ __all__ = [
     "log_softmax",
     "logit",
     "logsumexp",
+    "modified_bessel_i0",
+    "modified_bessel_i1",
     "multigammaln",
     "ndtr",
     "ndtri",
+    "polygamma",
     "psi",
     "round",
     "sinc",
     "softmax",
+    "spherical_bessel_j0",
     "xlog1py",
     "xlogy",
+    "zeta",
 ]
 
 

@@ -46,6 +46,9 @@ MODULES = [
     "unpool",
     # torch's top-level linear algebra (torch.linalg itself is pyrite/linalg.py)
     "linalg_top",
+    # more of torch's names for ported scripts (porting: utilities; series: special functions)
+    "porting",
+    "series",
 ]
 
 loaded = []

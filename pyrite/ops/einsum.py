@@ -76,10 +76,40 @@ def _contract(a, la, b, lb, keep, sizes):
     return res.reshape(*bs, *[sizes[c] for c in am + bn]), batch + am + bn
 
 
+def _sublist_letters(sub):
+    """A sublist (ints in [0, 52) and Ellipsis) as equation letters: 0-25 -> A-Z, 26-51 -> a-z."""
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, int) and 0 <= s < 26:
+            out.append(chr(ord("A") + s))
+        elif isinstance(s, int) and 26 <= s < 52:
+            out.append(chr(ord("a") + s - 26))
+        else:
+            raise ValueError(
+                f"pyrite: einsum(): expected subscript to be within the range [0, 52) but got {s}"
+            )
+    return "".join(out)
+
+
+def _from_sublists(args):
+    """einsum(op1, sub1, op2, sub2, ..., [sub_out]) -> (equation, operands)."""
+    ops, terms = list(args[0:-1:2]), [_sublist_letters(s) for s in args[1::2]]
+    if len(args) % 2 == 1:  # a trailing output sublist
+        ops = list(args[0:-1:2])
+        terms = [_sublist_letters(s) for s in args[1:-1:2]]
+        return ",".join(terms) + "->" + _sublist_letters(args[-1]), ops
+    return ",".join(terms), ops
+
+
 def einsum(equation, *operands):
     """PyTorch's einsum: '...' ellipsis, implicit output, diagonals ('ii->i'), sums over labels
     that appear once, and any number of operands contracted left to right, each contraction one
-    batched GEMM (operands permuted and reshaped to (batch, M, K) x (batch, K, N))."""
+    batched GEMM (operands permuted and reshaped to (batch, M, K) x (batch, K, N)). The sublist
+    form einsum(op1, [0, 1], op2, [1, 2], [0, 2]) is accepted too, as torch's."""
+    if not isinstance(equation, str):
+        equation, operands = _from_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     ts = [as_tensor_arg(t) for t in operands]

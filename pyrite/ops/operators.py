@@ -6,13 +6,25 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from .elementwise import FUNCS, _inplace, abs, binary, bitwise_not, is_operand, mul, neg, pow
+from .elementwise import (
+    FUNCS,
+    _inplace,
+    _times_alpha,
+    abs,
+    binary,
+    bitwise_not,
+    is_operand,
+    neg,
+    pow,
+)
 
 
 def _inplace_method(name):
     def fn(self, other, **kw):
-        if kw.get("alpha", 1) != 1:
-            other = mul(other, kw["alpha"])
+        alpha = kw.get("alpha", 1)
+        if alpha != 1 or type(alpha) is bool:
+            # torch's alpha rules (a scalar other too: x.add_(1, alpha=2) is x + 2)
+            other = _times_alpha(name, self, other, alpha)
         return _inplace(name, self, other)
 
     return fn

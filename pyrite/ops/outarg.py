@@ -101,7 +101,10 @@ _ADD_OUT = set(
     "sum mean prod nansum nanmean max min amax amin aminmax argmax argmin all any std var "
     "norm logsumexp cumsum cumprod cummax cummin logcumsumexp mode where index_select gather "
     "masked_select nonzero take diag tril triu kron narrow_copy round zeros ones full empty "
-    "arange range linspace logspace eye rand randn randint randperm normal".split()
+    "arange range linspace logspace eye rand randn randint randperm normal "
+    # (torch's out= on these too: a ported script's pr.softmax(x, -1, out=buf) raised)
+    "softmax log_softmax pow addcmul addcdiv lerp nan_to_num logical_not diff histc "
+    "multinomial bernoulli argsort clone count_nonzero".split()
 )
 
 
