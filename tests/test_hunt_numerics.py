@@ -141,3 +141,29 @@ def test_pow_integer_exponents_and_subnormals():
     for e in (3, 5, 7, 12, -3):  # exactly representable powers stay exact
         got = (pr.tensor(ints) ** pr.tensor(np.full(4, e, np.float32))).numpy()
         assert np.array_equal(got, (torch.tensor(ints, dtype=torch.float64) ** e).float().numpy())
+
+
+def test_logit_eps_above_half_and_logaddexp_tail():
+    # torch clamps as x < lo ? lo : (x > hi ? hi : x): with eps > 1/2 values below lo become lo
+    x = [0.0, 0.3, 0.5, 1.0]
+    for eps in (0.1, 0.4, 0.7):
+        got = pr.logit(pr.tensor(x), eps=eps).numpy()
+        want = torch.logit(torch.tensor(x), eps=eps).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # log1p(e^-88) is 6.05e-39 (subnormal e^-88 was flushed: 0)
+    a = np.zeros(2, np.float32)
+    b = np.array([-88.0, -87.0], np.float32)
+    got = pr.logaddexp(pr.tensor(a), pr.tensor(b)).numpy()
+    want = _ref(lambda t: torch.logaddexp(t, torch.tensor(b, dtype=torch.float64)), a)
+    assert _ulps(got, want).max() <= 2
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_full_max_min_gradient_with_nan(name):
+    # torch's evenly_distribute_backward: a NaN result's gradient goes to the NaN elements
+    for xs in ([1.0, float("nan"), 2.0], [float("nan"), float("nan"), 1.0], [3.0, 1.0, 3.0]):
+        xt = torch.tensor(xs, requires_grad=True)
+        xp = pr.tensor(xs, requires_grad=True)
+        getattr(xt, name)().backward()
+        getattr(xp, name)().backward()
+        np.testing.assert_array_equal(xp.grad.numpy(), xt.grad.numpy())

@@ -962,12 +962,20 @@ def _g_mean(ctx, g):
     )
 
 
-def _evenly(x, out, g, dims, keepdim):
+def _evenly(x, out, g, dims, keepdim, nan_ties=False):
     """The gradient of a max/min over `dims`: shared evenly among the tied extremes (torch's
-    amax/amin and full max/min)."""
+    amax/amin and full max/min). nan_ties (torch's evenly_distribute_backward, full max/min):
+    a NaN result's ties are the NaN elements, and the others get exactly 0 (a masked fill, so an
+    infinite g stays off them); amax/amin keep g·mask/count (NaN everywhere for a NaN result)."""
     shape = x._shape
     o = _expand_back(out, shape, dims, keepdim)
     mask = x == o
+    if nan_ties:
+        from .elementwise import where
+
+        mask = mask | (x.isnan() & o.isnan())
+        count = sum(mask, dim=dims, keepdim=True)
+        return where(mask, _expand_back(g, shape, dims, keepdim) / count, 0.0)
     count = sum(mask, dim=dims, keepdim=True)
     return _expand_back(g, shape, dims, keepdim) * mask / count
 
@@ -990,7 +998,7 @@ def _g_max(ctx, g):
         wa = ((x > b) if ctx.name == "max" else (x < b)) + (x == b) * 0.5
         return g * wa, g * (1.0 - wa)
     if dim is None:
-        return (_evenly(x, ctx.out, g, _dims_of(x._shape, None), False),)
+        return (_evenly(x, ctx.out, g, _dims_of(x._shape, None), False, nan_ties=True),)
     gv = g[0]
     if gv is None:
         return (None,)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from .elementwise import BINARY, UNARY, as_tensor_arg, binary, unary
+from .elementwise import BINARY, UNARY, as_tensor_arg, binary, unary, where
 from .mathops import inplace_of
 
 ERFINV_MAX_ULP = 2.0  # measured 1.17 / 1.65 (see above); the test's bound
@@ -108,7 +108,10 @@ def logit(input, eps=None, *, out=None):
     if eps is not None and eps >= 0:
         if x.dtype.kind != "f":
             x = x.float()
-        x = binary("minimum", binary("maximum", x, float(eps)), 1.0 - float(eps))
+        # torch's x < lo ? lo : (x > hi ? hi : x): with eps > 1/2 (lo > hi) every value
+        # below lo becomes lo, not hi as min(max(x, lo), hi) would make it
+        lo, hi = float(eps), 1.0 - float(eps)
+        x = where(x < lo, lo, where(x > hi, hi, x))
     return unary("logit", x, out=out)
 
 

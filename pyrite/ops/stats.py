@@ -262,7 +262,8 @@ def kron(input, other) -> Tensor:
 
 # ---- log-space ------------------------------------------------------------------------------
 # max(a, b) + log1p(exp(-|a - b|)); equal infinities give themselves (inf - inf would be NaN)
-_LOGADDEXP = "select(p_maxf(x0, x1) + p_log1p(exp(-abs(x0 - x1))), x0, x0 == x1 && p_isinf(x0))"
+# (p_expf: WGSL's exp flushes subnormal results, logaddexp(0, -88) was 0, torch 6.05e-39)
+_LOGADDEXP = "select(p_maxf(x0, x1) + p_log1p(p_expf(-abs(x0 - x1))), x0, x0 == x1 && p_isinf(x0))"
 
 
 def _float_result(a, b, name):
