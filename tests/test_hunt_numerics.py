@@ -167,3 +167,20 @@ def test_full_max_min_gradient_with_nan(name):
         getattr(xt, name)().backward()
         getattr(xp, name)().backward()
         np.testing.assert_array_equal(xp.grad.numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (2, 0, 3), (2, 3, 0)])
+def test_matrix_norm_and_cond_of_empty_matrices(shape):
+    # torch: the 2-norm, 1-norm and inf-norm of an empty matrix are 0 (they raised IndexError)
+    for ord in (2, -2, "nuc", 1, -1, float("inf"), "fro"):
+        try:
+            want = torch.linalg.matrix_norm(torch.zeros(shape), ord).numpy()
+        except IndexError:
+            with pytest.raises(IndexError):
+                pr.linalg.matrix_norm(pr.zeros(shape), ord)
+            continue
+        np.testing.assert_array_equal(pr.linalg.matrix_norm(pr.zeros(shape), ord).numpy(), want)
+    if shape[-1] == shape[-2]:
+        for p in (None, -2, "fro", 1):
+            want = torch.linalg.cond(torch.zeros(shape), p).numpy()
+            np.testing.assert_array_equal(pr.linalg.cond(pr.zeros(shape), p).numpy(), want)

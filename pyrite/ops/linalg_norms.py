@@ -87,7 +87,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         # ord ±inf: rows (sum over d1, extreme over d0); ord ±1: columns (sum over d0)
         s_dim, e_dim = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
         sums = A.abs().sum(s_dim, keepdim=True)
-        ext = sums.amax(e_dim, keepdim=True) if ord > 0 else sums.amin(e_dim, keepdim=True)
+        if ord > 0 and sums._shape[e_dim] == 0:  # torch: the max of no sums is 0
+            ext = sums.sum(e_dim, keepdim=True)
+        else:
+            ext = sums.amax(e_dim, keepdim=True) if ord > 0 else sums.amin(e_dim, keepdim=True)
         res = ext if keepdim else ext.squeeze(max(d0, d1)).squeeze(min(d0, d1))
         return _out(res, out, "linalg.matrix_norm")
     moved = A.movedim((d0, d1), (-2, -1))
@@ -96,7 +99,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         res = S.sum(-1)
     else:
         k = S._shape[-1]
-        res = S[..., 0] if ord == 2 else S[..., k - 1]
+        if k == 0 and ord == -2:  # torch: amin over no singular values
+            raise IndexError(
+                "pyrite: linalg.matrix_norm: amin(): Expected reduction dim -1 to have non-zero size."
+            )
+        # an empty matrix's 2-norm is 0, as torch's (S[..., 0] raised an IndexError)
+        res = S.sum(-1) if k == 0 else S[..., 0] if ord == 2 else S[..., k - 1]
     if keepdim:
         res = res.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
     return _out(res, out, "linalg.matrix_norm")

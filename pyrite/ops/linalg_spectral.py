@@ -347,6 +347,10 @@ def cond(A, p=None, *, out=None):
     from .. import linalg as LA  # (the recorded svdvals and inv_ex: cond is their composite)
 
     A = _matrix_input(A, "linalg.cond")
+    if A._shape[-1] == 0 or A._shape[-2] == 0:  # torch: 0 for an empty matrix, in every norm
+        if p not in (None, 2, -2):
+            _square_input(A, "linalg.cond")
+        return _out(A.sum((-2, -1)), out, "linalg.cond")
     if p in (None, 2, -2):
         S = LA.svdvals(A)
         r = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
