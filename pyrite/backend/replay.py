@@ -320,9 +320,10 @@ class Tape:
         n, contiguous from offset 0) first, then its row statistics."""
         self._next_row = (spec, _view(out))
 
-    def scalar_tail(self, params, n_scalars, n_info):
-        """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py)."""
-        self._next_scalars = (tuple(id(p) for p in params), n_scalars, n_info)
+    def scalar_tail(self, params, n_scalars, n_info, sig=None):
+        """The next dispatch is an optimizer's fused update of `params` (optim/_fused.py);
+        `sig`: its rule and operand names (a refresh with another rule cannot reuse it)."""
+        self._next_scalars = (tuple(id(p) for p in params), n_scalars, n_info, sig)
 
     def refresh(self, src, buffers, info, grid):  # (the device asks every dispatch: recording)
         return False
@@ -404,9 +405,9 @@ class Refresher:
         self.fast = [k for k in numbers if k in slots]
         self.values: dict[int, tuple] = {}
 
-    def scalars(self, written, scalars):
+    def scalars(self, written, scalars, sig=None):
         p = next(iter(written.values()))
-        self.values[id(p)] = tuple(scalars.values())
+        self.values[id(p)] = (sig, tuple(scalars.values()))
 
     def refresh_copy(self, *args):  # (the recorded copy stands)
         return True
@@ -435,11 +436,14 @@ class Refresher:
             return
         slots = g.tape.scalar_slots
         for k in self.fast:
-            params, n, n_info = slots[k]
+            params, n, n_info, sig = slots[k]
             vals = {self.values.get(i) for i in params}
             if len(vals) != 1 or None in vals:
                 _retrace("updated different parameters, or with different scalars")
-            words = np.array(vals.pop(), dtype=np.float32).view(np.int32)
+            got, values = vals.pop()
+            if sig is not None and got != sig:
+                _retrace("ran another update rule (a hyperparameter changed it)")
+            words = np.array(values, dtype=np.float32).view(np.int32)
             g.set_info(k, words, n_info - n)
 
 

@@ -150,6 +150,11 @@ class _Variant:
         self.graph = None
         self.reasons = []
         self.slots = []
+        # [(weak parameter, its .grad when the trace ended)]: restored after each replay
+        self.grads_out = []
+        # [(weak parameter, id of its .grad's buffer when the trace began)]: gradients the
+        # recording reads (accumulates into, steps with) that it did not make
+        self.grads_in = []
         self.out_spec = None
         self.outputs = []  # per output leaf: ("own", tensor) | ("ext", tensor)
         self.mutated = []  # (argument number, slot) of inputs the recording writes
@@ -171,8 +176,10 @@ class _Variant:
         self.diverged = None  # why the last rerun that diverged did
 
     def matches(self, leaves):
-        return bounds_hold(self.bounds, leaves) and (
-            tuple(w.state() for w in self.watches) == self.snapshot
+        return (
+            bounds_hold(self.bounds, leaves)
+            and tuple(w.state() for w in self.watches) == self.snapshot
+            and all(_grad_buffer(r()) == b for r, b in self.grads_in)
         )
 
 
@@ -264,6 +271,7 @@ class CompiledFunction:
         for w in watches:
             w.walk()
         v = _Variant(watches, tuple(w.state() for w in watches))
+        grads_in = _grad_buffers(watches)
         tape = Tape(dev, fullgraph=self.fullgraph, segmented=True)
         tape.protect = set(self._protect.get(_number_free(key), ()))
         slots, v.bounds = _slots(dev, tape, leaves)
@@ -329,6 +337,11 @@ class CompiledFunction:
             self.eager_calls += 1
             return unflatten(v.out_spec, iter(results))
         v.kernels_traced = tape.dispatches
+        # the parameters' .grad as the trace left them (a replay runs no Python: it restores
+        # them), and the gradients it read that were there when it began (a replay needs the
+        # same ones there: the caller's zero_grad() or a new .grad outside makes it trace again)
+        v.grads_out = [(r, r().grad) for w in watches for r in w.params if r() is not None]
+        v.grads_in = [(r, b) for r, b in grads_in if b in tape.external]
         keep = {id(s._storage.buffer) for s in slots}
         keep.update(id(t._storage.buffer) for kind, t in v.outputs if kind == "own")
         v.kept = frozenset(keep)
@@ -469,6 +482,10 @@ class CompiledFunction:
         dev.replay(g, before, after, self.chunk)
         for s, t in late:
             _copy_back(s, t)
+        for r, grad in v.grads_out:  # (the Python-side state the trace left: `p.grad`)
+            p = r()
+            if p is not None and p.grad is not grad:
+                p.grad = grad
         for i, _ in v.mutated:
             autograd.mark_written(leaves[i])
         v.replays += 1
@@ -541,6 +558,23 @@ class CompiledFunction:
             self.reset()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _grad_buffer(p):
+    """id of the buffer of parameter `p`'s .grad (None: no parameter, or no .grad)."""
+    g = None if p is None else p.grad
+    return None if g is None else id(g._storage.buffer)
+
+
+def _grad_buffers(watches):
+    """[(weak parameter, id of its .grad's buffer)] for the watched parameters with a .grad."""
+    out = []
+    for w in watches:
+        for r in w.params:
+            b = _grad_buffer(r())
+            if b is not None:
+                out.append((r, b))
+    return out
 
 
 def _number_free(key):

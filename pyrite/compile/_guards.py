@@ -141,7 +141,25 @@ class Watch:
                 s.append((p.grad is None, p.requires_grad) if grads else p.requires_grad)
         if self.opt is not None:
             s.append((len(self.opt.state), tuple(len(g["params"]) for g in self.opt.param_groups)))
+            s.append(tuple(_rule_shape(g) for g in self.opt.param_groups))
         return tuple(s)
+
+
+def _rule_shape(group: dict) -> tuple:
+    """What of a param group's hyperparameters chooses an update's kernel, not its scalars:
+    whether each number is zero and each flag's value (`weight_decay` 0 -> 0.1, `nesterov`,
+    `maximize` change the rule a replay would run; a new nonzero value is only a scalar)."""
+    out = []
+    for k, v in group.items():
+        if k == "params" or k.endswith("lr"):  # (schedules move these, to 0 too: a scalar)
+            continue
+        if isinstance(v, (bool, int, float)) or v is None:
+            out.append((k, type(v), bool(v)))
+        elif isinstance(v, tuple) and all(isinstance(x, (int, float)) for x in v):
+            out.append((k, tuple(bool(x) for x in v)))
+        elif isinstance(v, str):
+            out.append((k, v))
+    return tuple(out)
 
 
 def reach(t: Tensor):

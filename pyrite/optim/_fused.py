@@ -94,20 +94,30 @@ class _Batch:
         else:
             src = update_many_kernel(operands, rule, names, len(items))
         if total:
-            _note_scalars([tensors[0] for tensors, _ in items], len(values), len(info))
+            sig = _signature(rule, operands, names)
+            _note_scalars([tensors[0] for tensors, _ in items], len(values), len(info), sig)
             backend.current().dispatch(src, bufs, info, grid_for(total))
         for _, written in items:
             for t in written.values():
                 autograd.mark_written(t)
 
 
-def _note_scalars(params, n_scalars, n_info):
+def _signature(rule, operands, names) -> tuple:
+    """What an update's kernel is, beside its scalars' values: the rule, the operands' names
+    (written, then read) and the scalars' names (a replay refreshing the scalars of another
+    rule would run the traced one: backend/replay.Refresher checks)."""
+    written = tuple(op[0] for op in operands if op[2])
+    read = tuple(op[0] for op in operands if not op[2])
+    return (rule, written, read, tuple(names))
+
+
+def _note_scalars(params, n_scalars, n_info, sig=None):
     """Inside a compiled function's trace: the next dispatch's last `n_scalars` info words are
     the step scalars of `params` (the parameter tensors it updates), which a replay refreshes
     (backend/replay.Refresher) without running the update's Python again."""
     tape = backend.current()._tape
     if tape is not None and tape.recording:
-        tape.scalar_tail(params, n_scalars, n_info)
+        tape.scalar_tail(params, n_scalars, n_info, sig)
 
 
 def _capacity(n_operands, n_scalars):
@@ -138,7 +148,8 @@ def update(rule: str, written: dict, read: dict, scalars: dict) -> None:
     has the parameter's shape."""
     tape = backend.current()._tape
     if tape is not None and tape.skips_updates:  # a compiled step's refresh: only the scalars
-        tape.scalars(written, scalars)
+        ops = [(n, None, True) for n in written] + [(n, None, False) for n in read]
+        tape.scalars(written, scalars, _signature(rule, ops, tuple(scalars)))
         for t in written.values():
             autograd.mark_written(t)
         return
@@ -175,7 +186,8 @@ def update(rule: str, written: dict, read: dict, scalars: dict) -> None:
     if n:
         src = update_kernel(tuple(operands), rule, tuple(scalars))
         info = [n, *(t._offset for t in tensors), *(f32_bits(x) for x in scalars.values())]
-        _note_scalars([next(iter(written.values()))], len(scalars), len(info))
+        sig = _signature(rule, operands, tuple(scalars))
+        _note_scalars([next(iter(written.values()))], len(scalars), len(info), sig)
         bufs = [t._storage.buffer for t in tensors]
         backend.current().dispatch(src, bufs, info, grid_for(n))
         for s, t in copies_back:
