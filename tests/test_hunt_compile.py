@@ -158,3 +158,26 @@ def test_a_new_nonzero_hyperparameter_value_still_replays():
         opt.param_groups[0]["weight_decay"] = 0.1 * (i + 1)
         f(*_data(i))
     assert f.stats()["traces"] == 2  # (the first call, then the first with a .grad)
+
+
+def test_compile_as_a_method_decorator():
+    """`@pr.compile` on a Module's forward (torch.compile's spelling) binds the instance; each
+    instance's parameters are its own."""
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+
+        @pr.compile
+        def forward(self, x):
+            return self.lin(x) * 2
+
+    pr.manual_seed(0)
+    a, b = M(), M()
+    with pr.no_grad():
+        for i in range(3):
+            x = pr.tensor(np.random.default_rng(i).standard_normal((4, 3)).astype(np.float32))
+            for m in (a, b):
+                want = (m.lin(x) * 2).numpy()
+                np.testing.assert_allclose(m(x).numpy(), want, rtol=1e-6, atol=1e-6)

@@ -49,6 +49,7 @@ a result from one call is never overwritten by the next.
 from __future__ import annotations
 
 import time
+import types
 import warnings
 
 from .. import autograd, backend
@@ -221,6 +222,12 @@ class CompiledFunction:
             self.__doc__ = getattr(fn, "__doc__", None)
         except AttributeError:
             pass
+
+    def __get__(self, obj, objtype=None):
+        """`@pr.compile` on a method: bound, it is called with the instance first (a guard)."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
 
     def _watch(self, obj):
         if id(obj) not in self._watches:
