@@ -32,6 +32,8 @@ import inspect
 import threading
 import weakref
 
+import numpy as np
+
 from .tensor import Tensor
 
 _state = threading.local()
@@ -294,6 +296,8 @@ def record(name, rule, args, kwargs, out, inplace=False):
     for i, a in enumerate(inputs):
         if isinstance(a, Tensor):
             e = None
+            if a._base is not None and getattr(a, "_agen", 0) != getattr(a._base, "_agen", 0):
+                fresh_view(a)
             if a.dtype.is_floating_point:
                 fn = a.grad_fn
                 if fn is not None:
@@ -976,15 +980,102 @@ def _any_requires(args, kwargs) -> bool:
             continue
         if t is tuple or t is list or isinstance(a, (list, tuple)):
             for x in a:
-                if type(x) not in _PLAIN and getattr(x, "requires_grad", False) is True:
+                if type(x) not in _PLAIN and _requires(x):
                     return True
-        elif getattr(a, "requires_grad", False) is True:
+        elif _requires(a):
             return True
     if kwargs:
         for a in kwargs.values():
-            if type(a) not in _PLAIN and getattr(a, "requires_grad", False) is True:
+            if type(a) not in _PLAIN and _requires(a):
                 return True
     return False
+
+
+def _requires(a) -> bool:
+    if getattr(a, "requires_grad", False) is True:
+        return True
+    # a view taken before its base was given a history by an in-place op (buf[:2].copy_(w))
+    base = getattr(a, "_base", None)
+    return base is not None and base.requires_grad and fresh_view(a).requires_grad
+
+
+def fresh_view(v):
+    """torch's lazily regenerated view history: a view whose base has been rebased by an
+    in-place op recorded since the view's history was taken (`v = h[0]; h.mul_(2)`, or a write
+    through another view of h) reads through the base's new history, as a strided window of it.
+    Returns v."""
+    b = v._base
+    gen = getattr(b, "_agen", 0)
+    if getattr(v, "_agen", 0) == gen:
+        return v
+    v._agen = gen
+    if b.requires_grad and is_grad_enabled():
+        record("view", _window_rule(b, v), (b,), {}, v)
+    return v
+
+
+def _window_rule(b, v):
+    """The backward of `v` (a view of `b`'s storage) as a function of b: v's gradient put into
+    zeros shaped like b, summed where v's elements alias (an expanded or unfolded view)."""
+    from .tensor import contiguous_strides
+
+    shape = tuple(b._shape)
+    window = (tuple(v._shape), tuple(v._strides), v._offset - b._offset)
+    if tuple(b._strides) == contiguous_strides(shape) and _injective(window[0], window[1]):
+
+        def view_of_base(ctx, g):
+            from .ops.creation import zeros
+            from .ops.views import as_strided
+
+            gb = zeros(shape, dtype=g.dtype)
+            as_strided(gb, *window).copy_(g)
+            return (gb,)
+
+    else:
+        # a base laid out otherwise, or a view whose elements alias: v's elements found among
+        # b's by storage position (host metadata only), their gradients summed into them
+        where = {p: i for i, p in enumerate(_positions(b).tolist())}
+        flat = np.array([where[p] for p in _positions(v).tolist()], dtype=np.int32)
+
+        def view_of_base(ctx, g):
+            from .ops.creation import tensor, zeros
+
+            gb = zeros(b.numel(), dtype=g.dtype)
+            gb.index_add_(0, tensor(flat), g.reshape(-1))
+            return (gb.reshape(shape),)
+
+    view_of_base.saves = frozenset()
+    return view_of_base
+
+
+def _positions(t):
+    """The storage position of each element of t, in t's element order (numpy int64)."""
+    pos = np.full(tuple(t._shape), t._offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(t._shape, t._strides)):
+        pos = pos + (np.arange(n, dtype=np.int64) * st).reshape(
+            [-1 if k == d else 1 for k in range(len(t._shape))]
+        )
+    return pos.reshape(-1)
+
+
+def _injective(shape, strides) -> bool:
+    """No two elements of the view share a storage position: with the dims sorted by |stride|,
+    each stride passes the extent of the smaller ones (sufficient; other layouts are checked
+    element by element)."""
+    span = 0
+    dims = sorted(((abs(st), n) for n, st in zip(shape, strides) if n > 1))
+    if any(n == 0 for n in shape):
+        return True
+    for st, n in dims:
+        if st <= span:
+            break
+        span += (n - 1) * st
+    else:
+        return True
+    pos = np.zeros(1, dtype=np.int64)
+    for n, st in zip(shape, strides):
+        pos = (pos[:, None] + np.arange(n, dtype=np.int64)[None, :] * st).reshape(-1)
+    return len(np.unique(pos)) == len(pos)
 
 
 class ViewWriteError(NotImplementedError):
@@ -1010,6 +1101,24 @@ def check_inplace(t, name, inputs_need=False):
         )
 
 
+def _aliased_operands(t, operands) -> dict:
+    """Copies, taken before `t` is written, of the operands that are other views of t's storage
+    (`x3.mul_(x2)` where x3 = x2.view(3)), each with the operand's autograd identity: the
+    backward reads the values the forward read, not the ones written over them."""
+    got = {}
+    for a in operands:
+        if isinstance(a, Tensor) and a is not t and a._storage is t._storage:
+            if a._base is not None:
+                fresh_view(a)
+            with no_grad():
+                c = a.clone()
+            c.requires_grad = a.requires_grad
+            if a.grad_fn is not None:
+                c.grad_fn, c._out_nr = a.grad_fn, a._out_nr
+            got[id(a)] = c
+    return got
+
+
 def _inplace_call(fn, name, rule, args, kwargs):
     """An in-place op while recording: args[0] is written; its old autograd identity becomes the
     edge of input 0, and a copy of its old value is saved where the rule reads it."""
@@ -1021,7 +1130,7 @@ def _inplace_call(fn, name, rule, args, kwargs):
     check_inplace(t, name, others_need)
     saves_ = getattr(rule, "saves", None)
     old = t
-    if saves_ is None or 0 in saves_:
+    if saves_ is None or 0 in saves_ or any(a is t for a in args[1:]):
         with no_grad():
             old = t.clone()
         if t.grad_fn is not None:
@@ -1031,12 +1140,16 @@ def _inplace_call(fn, name, rule, args, kwargs):
         old.requires_grad = t.requires_grad
         if t.grad_fn is not None:
             old.grad_fn, old._out_nr = t.grad_fn, t._out_nr
+    before = _aliased_operands(t, args[1:])
     with no_grad():
         out = fn(*args, **kwargs)
     mark_written(t)
-    # an operand that is the written tensor itself (y.mul_(y)) is read as its old value
-    rest = tuple(old if a is t else a for a in args[1:])
+    # an operand that is the written tensor itself (y.mul_(y)), or another view of its storage
+    # (x.mul_(x.T)), is read as its old value
+    rest = tuple(old if a is t else before.get(id(a), a) for a in args[1:])
     record(name, rule, (old, *rest), kwargs, t)
+    if base is None:
+        t._agen = getattr(t, "_agen", 0) + 1  # its views' histories are re-derived (fresh_view)
     return out
 
 
@@ -1056,7 +1169,11 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
         # refuse, so the op runs unrecorded and its backward raises naming it — a rebased
         # history there could give a silently wrong gradient
         raise ViewWriteError(f"pyrite: {name} into a view inside an op without a backward rule")
-    if b.requires_grad and b.grad_fn is None:
+    # a leaf among the views (v itself, or a view it was taken from, made to require grad while
+    # its base does not: `t.reshape(2, 2).requires_grad_()`) is a leaf all the same
+    if (b.requires_grad and b.grad_fn is None) or (
+        v.requires_grad and (v.grad_fn is None or not b.requires_grad)
+    ):
         raise RuntimeError(
             f"pyrite: a view of a leaf Variable that requires grad is being used in an in-place "
             f"operation ({name})."
@@ -1068,8 +1185,9 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
         )
     window = (tuple(v._shape), tuple(v._strides), v._offset - b._offset)
     saves_ = getattr(rule, "saves", None)
+    self_operand = any(a is v for a in args[1:])  # v.add_(v): read as v's old value
     with no_grad():
-        v_old = v.clone() if saves_ is None or 0 in saves_ else None
+        v_old = v.clone() if saves_ is None or 0 in saves_ or self_operand else None
     b_old = Tensor._make(b._storage, b._shape, b._strides, b._offset, b.dtype)
     b_old.requires_grad = b.requires_grad
     if b.grad_fn is not None:
@@ -1077,10 +1195,11 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
     if v_old is None:
         v_old = Tensor._make(v._storage, v._shape, v._strides, v._offset, v.dtype)
     v_old.requires_grad = b.requires_grad  # its gradient goes through the base (below)
+    before = _aliased_operands(v, args[1:])
     with no_grad():
         out = fn(*args, **kwargs)
     mark_written(v)
-    rest = tuple(v_old if a is v else a for a in args[1:])
+    rest = tuple(v_old if a is v else before.get(id(a), a) for a in args[1:])
     # the op's own node, on a throwaway alias of the written view: its ctx for the inner rule
     inner = record(name, rule, (v_old, *rest), kwargs, _alias(v)).grad_fn
 
@@ -1100,18 +1219,15 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
         return (gb, *grads[1:])
 
     copy_slices.saves = frozenset()
+    if self_operand:
+        # the operand's gradient is v's old value's: a window of b's old history
+        v_prev = _alias(v)
+        record("view", _window_rule(b_old, v), (b_old,), {}, v_prev)
+        rest = tuple(v_prev if a is v else before.get(id(a), a) for a in args[1:])
     record(f"CopySlices[{name}]", copy_slices, (b_old, *rest), kwargs, b)
-
-    def view_of_base(ctx, g):
-        from .ops.creation import zeros
-        from .ops.views import as_strided
-
-        gb = zeros(tuple(b._shape), dtype=g.dtype)
-        as_strided(gb, *window).copy_(g)
-        return (gb,)
-
-    view_of_base.saves = frozenset()
-    record("view", view_of_base, (b,), {}, v)
+    # every other view of b now reads through b's new history (fresh_view)
+    b._agen = v._agen = getattr(b, "_agen", 0) + 1
+    record("view", _window_rule(b, v), (b,), {}, v)
     return out
 
 

@@ -157,6 +157,8 @@ CHECK_SMALL_INT_RANGE = False
 class Tensor:
     __slots__ = (
         "__weakref__",
+        "_agen",  # a base's autograd generation (in-place rebases); a view's: its base's, when
+        # the view's history was taken
         "_base",
         "_offset",
         "_out_nr",  # which output of grad_fn this is (set with grad_fn)
@@ -215,7 +217,10 @@ class Tensor:
 
     def _view(self, shape, strides, offset):
         t = Tensor._make(self._storage, shape, strides, offset, self.dtype)
-        t._base = self if self._base is None else self._base
+        t._base = base = self if self._base is None else self._base
+        # an in-place op recorded on the base (or another view of it) since then rebases the
+        # base's history: this view's is then re-derived from the base's (autograd.fresh_view)
+        t._agen = getattr(base, "_agen", 0)
         if self._untracked:  # (a view of a .data alias is one too)
             t._untracked = True
         return t

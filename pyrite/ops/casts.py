@@ -239,7 +239,12 @@ def _g_identity(ctx, g):
 
 @_saves()
 def _g_copy_(ctx, g):
-    return None, g  # self's old value is overwritten; src gets g (summed/cast to its shape)
+    """self's old value is overwritten: its gradient is zeros (as torch's CopyBackwards, so
+    the tensors it came from get a zero .grad, not None); src gets g (summed/cast to its
+    shape)."""
+    from .creation import zeros_like
+
+    return (zeros_like(g) if ctx.needs[0] else None), g
 
 
 @_saves()

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
-from ..autograd import is_grad_enabled, mark_written, plain
+from ..autograd import _requires, is_grad_enabled, mark_written, plain
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
 
@@ -247,7 +247,8 @@ def _sig(x):
 
 
 def _rg(x) -> bool:
-    return isinstance(x, Tensor) and x.requires_grad
+    # (a view taken before an in-place op gave its base a history: autograd.fresh_view)
+    return isinstance(x, Tensor) and (x.requires_grad or (x._base is not None and _requires(x)))
 
 
 _grads_module = None

@@ -75,6 +75,13 @@ def _mul(ctx, g):
     return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
 
 
+# mul where one operand needs no gradient: the other operand's value is never read, so it is not
+# kept (nor version-checked: `y = x * 2; x.add_(1); y.backward()` works, as in torch, which saves
+# self only when other requires grad)
+_mul_keep_b = saves(1)(lambda ctx, g: _mul(ctx, g))
+_mul_keep_a = saves(0)(lambda ctx, g: _mul(ctx, g))
+
+
 def _o_or_inputs(ctx):
     """_o, for a rule whose PyTorch formula reads the inputs rather than the output (div, pow):
     an output written in place after the forward is recomputed from the inputs (checked
@@ -522,6 +529,11 @@ def recorded_binary(name, a, b, out):
     binary = _ew().binary
 
     rule = BINARY_RULES.get(name) or _not_implemented(name)
+    if name == "mul":
+        if not autograd._requires(b):  # (refreshes a view of a rebased base: fresh_view)
+            rule = _mul_keep_b
+        elif not autograd._requires(a):
+            rule = _mul_keep_a
     if out is None:
         state = autograd._state
         state.enabled = False  # (no_grad() without the context manager: this runs per op)
