@@ -27,6 +27,22 @@ def _as_tensor(value, like):
     return pr.tensor(float(value), dtype=like.dtype)
 
 
+class _BaseParams:
+    """temperature, logits and probs of a relaxed distribution: its base distribution's."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
 class LogitRelaxedBernoulli(BinaryParams, Distribution):
     """The logit of a RelaxedBernoulli draw: (logit(u) + logits) / temperature, u uniform
     (Maddison et al., 2017)."""
@@ -63,7 +79,7 @@ class LogitRelaxedBernoulli(BinaryParams, Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_BaseParams, TransformedDistribution):
     """A relaxed (continuous on (0, 1)) Bernoulli: sigmoid of a LogitRelaxedBernoulli draw.
     As `temperature` goes to 0 its draws approach Bernoulli(`probs`) ones."""
 
@@ -78,18 +94,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -148,7 +152,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_BaseParams, TransformedDistribution):
     """A relaxed one-hot categorical on the simplex (the Concrete / Gumbel-softmax
     distribution): exp of an ExpRelaxedCategorical draw."""
 
@@ -163,15 +167,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
