@@ -44,7 +44,10 @@ def per_thread() -> int:
 # driver (lavapipe) stops an invocation after that many iterations of all its loops together and
 # the kernel silently computes a wrong result. Planners keep their main loop under this limit,
 # which leaves LOOP_MARGIN iterations for the small fixed loops (tree merges, per-thread
-# unrolled steps) a kernel runs besides it; where there is no budget the limit is effectively
+# unrolled steps) a kernel runs besides it. The subgroup reductions' merge of one slot a subgroup
+# (kernels/rowops._sg_reduce, reduce._sg_tree, matmul.lane_sum) is one of them: at most
+# lanes / 4 + 1 iterations (257 for the 1,024-lane wide reduction; on lavapipe's 8-lane
+# subgroups 33 for a row of 256 lanes). Where there is no budget the limit is effectively
 # unbounded. PYRITE_LOOP_BUDGET=N makes any device behave as a budget-limited one (tests).
 LOOP_MARGIN = 4096
 UNBOUNDED = 1 << 62
