@@ -73,6 +73,17 @@ SG_ENABLE = "enable subgroups;\n"
 SG_MAX = 128
 
 
+def sg_offsets(width: int) -> list[int]:
+    """The subgroupShuffleXor masks of a butterfly over groups of `width` lanes (a power of
+    two): 1, 2, 4, ... below min(width, SG_MAX). A kernel generates them all and discards, in a
+    branch after each shuffle, those past its subgroup's size (kernels/rowops._sg_reduce)."""
+    out, o = [], 1
+    while o < min(width, SG_MAX):
+        out.append(o)
+        o *= 2
+    return out
+
+
 def header(buffers, n_info_binding=None, f16=False) -> str:
     """Binding declarations. `buffers` is a sequence of (name, element type, mode)."""
     lines = ["enable f16;"] if f16 or any(t == "f16" for _, t, _ in buffers) else []

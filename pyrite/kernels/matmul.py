@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import SG_ENABLE, SG_MAX, KernelSource, header, helpers_for, post_expr
+from .common import SG_ENABLE, KernelSource, header, helpers_for, post_expr, sg_offsets
 
 INFO_BATCH = 18  # first batch word
 TILE = 64  # tiled kernel: output tile edge per workgroup
@@ -904,15 +904,13 @@ def lane_sum(vals: list[str], lanes: int, subgroups: int = 0) -> tuple[list[str]
         return L + lane_tree(rm, lanes), [f"red[{r * 256} + li]" for r in range(rm)]
     L = [f"  var ls{r} = {v};" for r, v in enumerate(vals)]
     L.append(f"  let span = min(sgs, {lanes}u);")
-    o = 1
-    while o < min(lanes, SG_MAX):
+    for o in sg_offsets(lanes):
         L.append("  {")
         L += [f"    let o{r} = subgroupShuffleXor(ls{r}, {o}u);" for r in range(rm)]
         L.append(
             f"    if ({o}u < span) {{ " + " ".join(f"ls{r} += o{r};" for r in range(rm)) + " }"
         )
         L.append("  }")
-        o *= 2
     L.append(f"  let nsub = {lanes}u / span; let slot0 = (u32(li) / {lanes}u) * nsub;")
     L.append(
         "  if (u32(lane) % span == 0u) { "

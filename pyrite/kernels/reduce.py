@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import SG_ENABLE, SG_MAX, WG, KernelSource, header, helpers_for, load, store
+from .common import SG_ENABLE, WG, KernelSource, header, helpers_for, load, sg_offsets, store
 
 # ---- the reductions as state machines ------------------------------------------------------
 _NEG = {"f32": "-p_inf()", "i32": "i32(-2147483647 - 1)"}
@@ -363,11 +363,9 @@ def _sg_tree(wg: int, fields: str) -> list[str]:
     backend/quirks.subgroup_size)."""
     names = [f.split(":")[0].strip() for f in fields.split(",")]
     L = [f"  let span = min(sgs, {wg}u);\n"]
-    o = 1
-    while o < min(wg, SG_MAX):
+    for o in sg_offsets(wg):
         shuf = ", ".join(f"subgroupShuffleXor(s.{n}, {o}u)" for n in names)
         L.append(f"  {{ let o = S({shuf}); if ({o}u < span) {{ s = s_merge(s, o); }} }}\n")
-        o *= 2
     L += [
         f"  let nsub = {wg}u / span; let slot0 = u32(grp) * nsub;\n",
         "  if (u32(t) % span == 0u) { sh[slot0 + u32(t) / span] = s; }\n",

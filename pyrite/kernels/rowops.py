@@ -30,12 +30,12 @@ from .common import (
     ENTRY,
     ENTRY_SG,
     SG_ENABLE,
-    SG_MAX,
     KernelSource,
     header,
     helpers_for,
     load,
     post_expr,
+    sg_offsets,
     store,
 )
 
@@ -292,12 +292,10 @@ def _sg_reduce(wg: int, names: list[str], merge: str) -> str:
     analysis (Tint's) accepts it. Assumes subgroups are consecutive local indices, which
     backend/quirks.subgroup_size probes before a device uses them."""
     L = [f"  let span = min(sgs, {wg}u);\n"]
-    o = 1
-    while o < min(wg, SG_MAX):
+    for o in sg_offsets(wg):
         L.append("  {\n")
         L += [f"    let {n}2 = subgroupShuffleXor({n}, {o}u);\n" for n in names]
         L.append(f"    if ({o}u < span) {{\n{merge}    }}\n  }}\n")
-        o *= 2
     L.append(f"  let nsub = {wg}u / span; let slot0 = grp * nsub;\n")
     L.append(
         "  if (lane % span == 0u) { "
