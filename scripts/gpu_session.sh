@@ -5,7 +5,7 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order), and bert-dawn, bench-rows, variants, train, decode.
+# that order), and math, bert-dawn, bench-rows, variants, train, decode.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -27,6 +27,9 @@ step() {  # name, limit in s, command...
 
 for s in $steps; do
   case $s in
+    math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
+      step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
+      step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
     subgroups)  # the subgroup reductions against the trees, both implementations
       step subgroups-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/subgroup_ab.py --json "$OUT/subgroups-wgpu.json"
       step subgroups-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/subgroup_ab.py --json "$OUT/subgroups-dawn.json" ;;
