@@ -544,3 +544,76 @@ def test_decode_within_the_loop_budget(monkeypatch):
     assert _attention._decode_splits(dev, 1, 1, S, E) == p
     monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need - 1)
     assert _attention._decode_splits(dev, 1, 1, S, E) == 0
+
+
+@pytest.mark.parametrize(
+    "L,S,E,kw",
+    [
+        (32, 32, 32, {}),  # one block, one tile
+        (70, 45, 20, {"is_causal": True}),  # ragged blocks and tiles, causal tiles skipped
+        (7, 129, 8, {"is_causal": True}),  # fewer queries than keys: keys past every query
+        (129, 7, 32, {}),
+        (33, 65, 32, {"mask": "bool"}),  # with a query whose every key is masked
+        (40, 50, 17, {"mask": "float"}),  # -inf columns
+        (1, 1, 1, {}),
+    ],
+    ids=["one-tile", "causal-ragged", "causal-wide", "tall", "bool-mask", "float-mask", "E1"],
+)
+def test_tiled_backward(rng, monkeypatch, L, S, E, kw):
+    """The register-tiled backward (kernels/attention_tiled_bwd.py: blocks of 32 rows, what a
+    GPU takes for E <= 64), forced here whatever the device (E <= 32 fits lavapipe's workgroup
+    memory): dq, dk, dv against torch within the flash kernels' bounds, with ragged tiles,
+    causal skipping, masks and a query with every key masked."""
+    from pyrite.kernels import attention_tiled_bwd as KB
+
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    assert _attention._use_tiled_bwd(backend.current(), L, S, E)
+    made = []
+    for name in ("attn_dq_tiled_kernel", "attn_dkv_tiled_kernel"):
+        real = getattr(KB, name)
+        monkeypatch.setattr(KB, name, lambda *a, _r=real, **k: made.append(1) or _r(*a, **k))
+    kw = _masked(rng, kw, L, S, dead=min(2, L - 1))
+    _check(rng, *_qkv(rng, (2, 3), L, S, E), **kw)
+    assert len(made) == 2  # (both gradients came from the tiled kernels)
+
+
+def test_tiled_backward_layouts_grouped_heads_and_float16(rng, monkeypatch):
+    """The tiled backward reads (B, L, H, E) operands by strides and writes its gradients in that
+    layout; grouped-query heads; float16 storage where the device has it."""
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    B, L, H, E = 2, 67, 3, 32
+    q, k, v = (rng.standard_normal((B, L, H, E)).astype(np.float32) for _ in range(3))
+    _check(rng, q, k, v, is_causal=True, _transform=lambda t: t.transpose(1, 2))
+    q = rng.standard_normal((2, 4, 40, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 90, 16)).astype(np.float32) for _ in range(2))
+    _check(rng, q, k, v, enable_gqa=True)
+    if backend.current().has_f16:
+        _check(rng, *_qkv(rng, (2, 3), 80, 100, 32), dtype="float16", is_causal=True)
+
+
+def test_tiled_backward_rule(monkeypatch):
+    """The tiled backward runs on GPUs for E <= 64 where its workgroup memory (44 KiB at E = 64,
+    28 KiB at E <= 32) fits; never on a CPU adapter unless forced, nor past E = 64 or the loop
+    budget."""
+    from pyrite.kernels import attention_tiled_bwd as KB
+
+    class Dev:
+        adapter_type = "DiscreteGPU"
+        limits = {
+            "max-compute-workgroup-storage-size": 49152,
+            "max-compute-invocations-per-workgroup": 256,
+        }
+
+    gpu, cpu, small = Dev(), Dev(), Dev()
+    cpu.adapter_type = "CPU"
+    small.limits = {**gpu.limits, "max-compute-workgroup-storage-size": 32768}
+    use = _attention._use_tiled_bwd
+    assert KB.bwd_shared_bytes(64) <= 49152 < KB.bwd_shared_bytes(64) + 32768
+    assert KB.bwd_shared_bytes(32) <= 32768 < KB.bwd_shared_bytes(33)
+    assert use(gpu, 128, 128, 64) and use(gpu, 4096, 4096, 64) and use(gpu, 1, 1, 1)
+    assert not use(gpu, 128, 128, 65) and not use(cpu, 128, 128, 64)
+    assert use(small, 128, 128, 32) and not use(small, 128, 128, 33)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    assert use(cpu, 128, 128, 64)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", False)
+    assert not use(gpu, 128, 128, 64)

@@ -159,9 +159,10 @@ def _dot(a: str, b, C: int) -> str:
     return " + ".join(f"dot({a}{c}, {b(c)})" for c in range(C))
 
 
-def _stage(tiles, rows: int, block: int, C: int, count: str) -> str:
-    """Cooperative load of `rows` rows into workgroup tiles. `tiles`: (tile name, buffer, storage
-    type, base expr, row stride expr, col stride expr, E, multiplier); `count` the valid rows."""
+def _stage(tiles, rows: int, block: int, C: int, count: str, pitch: int | None = None) -> str:
+    """Cooperative load of `rows` rows (from row `t0` on) into workgroup tiles. `tiles`: (tile
+    name, buffer, storage type, base expr, row stride expr, col stride expr, E, multiplier);
+    `count` the valid rows (> 0); `pitch`: vec4s a tile row takes (default C: packed rows)."""
     s = f"    for (var x = i32(lid.x); x < {rows * C}; x += {block}) {{\n"
     s += f"      let rr = x / {C};\n      let cc = (x % {C}) * 4;\n"
     s += f"      let ok = rr < {count};\n      let rc = t0 + min(rr, {count} - 1);\n"
@@ -171,7 +172,8 @@ def _stage(tiles, rows: int, block: int, C: int, count: str) -> str:
             # indices clamped into the operand (rows past the end, columns past E read as 0)
             v = load(f"{buf}[{base} + rc * {rs} + min(cc + {k}, {E - 1}) * {cs}]", stype, "f32")
             comps.append(f"select(0.0, {v}, ok && cc + {k} < {E})")
-        s += f"      {name}[x] = vec4<f32>({', '.join(comps)}){mul};\n"
+        at = "x" if pitch is None else f"rr * {pitch} + x % {C}"
+        s += f"      {name}[{at}] = vec4<f32>({', '.join(comps)}){mul};\n"
     s += "    }\n"
     return s
 

@@ -28,6 +28,7 @@ from ..errors import ShapeError
 from ..kernels import attention as _K
 from ..kernels import attention_decode as _KD
 from ..kernels import attention_tiled as _KT
+from ..kernels import attention_tiled_bwd as _KB
 from ..kernels.common import fold_grid
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
@@ -481,6 +482,28 @@ def _decode_splits(dev, nbh, L, S, E):
     return p if _KD.decode_loop_iterations(S, p, E) <= max_loop_iterations() else 0
 
 
+# The register-tiled backward (kernels/attention_tiled_bwd.py) takes head dims up to 64 where
+# a workgroup may hold its 44 KiB (E <= 64; 28 KiB at E <= 32) and 64 invocations: the H100/H200
+# through both implementations. Not on CPU adapters unless forced (tests reach it on lavapipe
+# at E <= 32), where the per-row kernels are measured. Measured: see FORCE_TILED_BWD's note.
+FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it (tests, A/B)
+
+
+def _use_tiled_bwd(dev, L, S, E):
+    if FORCE_TILED_BWD is False or E > _KT.TILED_EP:
+        return False
+    if FORCE_TILED_BWD is None and dev.adapter_type == "CPU":
+        return False
+    lim = dev.limits
+    budget = max_loop_iterations()
+    return (
+        lim.get("max-compute-workgroup-storage-size", 16384) >= _KB.bwd_shared_bytes(E)
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KB.BWD_WG
+        and _KB.bwd_loop_iterations(S, E) <= budget
+        and _KB.bwd_loop_iterations(L, E) <= budget
+    )
+
+
 def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     """(dq, dk, dv) of the broadcast leading shape by the two backward kernels, or None where
     the key loop of the dk/dv kernel passes the loop budget."""
@@ -489,9 +512,11 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     lead = _lead_shape(q, k, v, mask)
     if mask is not None:
         mask = _mask_operand(mask, L, S)
-    qblock, kblock = _K.block_for(L), _K.block_for(S)
+    dev = backend.current()
+    tiled = _use_tiled_bwd(dev, L, S, E)
+    qblock, kblock = (_KB.BWD_TB,) * 2 if tiled else (_K.block_for(L), _K.block_for(S))
     budget = max_loop_iterations()
-    if (
+    if not tiled and (
         _K.fwd_loop_iterations(S, E, qblock) > budget
         or _K.dkv_loop_iterations(L, E, kblock) > budget
     ):
@@ -502,7 +527,6 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     bufs = [q._storage.buffer, k._storage.buffer, v._storage.buffer]
     if mask is not None:
         bufs.append(mask._storage.buffer)
-    dev = backend.current()
     nbh = math.prod(lead)
     # dq and D = Σ dout·out per query
     nq = -(-L // qblock)
@@ -510,10 +534,12 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     qh = _heads_inside(q, lead)
     dq = _empty_rows(lead, L, E, q.dtype, qh)
     dd = empty(tuple(lead) + (L,), D.float32)
-    src = _K.attn_dq_kernel(
-        E, qblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh, dropout=bool(drop),
-    )  # fmt: skip
+    dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
+               out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
+    if tiled:
+        src = _KB.attn_dq_tiled_kernel(E, *dq_args, dropout=bool(drop))
+    else:
+        src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop))
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
     _dispatch(dev, src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
               fold_grid(nbh * nq), drop)  # fmt: skip
@@ -524,10 +550,12 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     kh = kh if kh and _heads_inside(v, lead) == kh else 0
     dk = _empty_rows(lead, S, E, k.dtype, kh)
     dv = _empty_rows(lead, S, E, v.dtype, kh)
-    src = _K.attn_dkv_kernel(
-        E, kblock, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh, dropout=bool(drop),
-    )  # fmt: skip
+    dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
+                g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
+    if tiled:
+        src = _KB.attn_dkv_tiled_kernel(E, *dkv_args, dropout=bool(drop))
+    else:
+        src = _K.attn_dkv_kernel(E, kblock, *dkv_args, dropout=bool(drop))
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
     _dispatch(dev, src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
               fold_grid(nbh * nk), drop)  # fmt: skip

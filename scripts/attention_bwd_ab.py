@@ -1,0 +1,103 @@
+"""A/B of the attention backward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
+the per-row dq and dk/dv kernels (kernels/attention.py) against the register-tiled ones
+(kernels/attention_tiled_bwd.py), each forced in turn, torch CUDA's backward beside (CUDA events
+around torch.autograd.grad of the same output). GPU time of the backward's dispatches only.
+`PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]`"""
+
+import json
+import re
+import statistics
+import sys
+
+import numpy as np
+
+import pyrite as pr
+from pyrite import backend
+from pyrite.nn import _attention
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from gpu_time import kernel_times  # noqa: E402
+
+F = pr.nn.functional
+
+# (label, (B, H, L, S, E), causal, padding mask)
+CASES = [
+    ("BERT-base", (32, 12, 128, 128, 64), False, True),
+    ("BERT-base batch 1", (1, 12, 128, 128, 64), False, True),
+    ("512 tokens", (2, 12, 512, 512, 64), False, False),
+    ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
+    ("GPT bench", (8, 4, 64, 64, 32), True, False),
+    ("E=32, 512 tokens", (8, 12, 512, 512, 32), True, False),
+]
+
+
+def torch_us(shape, causal, masked):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    B, H, L, S, E = shape
+    q = torch.randn(B, H, L, E, device="cuda", requires_grad=True)
+    k = torch.randn(B, H, S, E, device="cuda", requires_grad=True)
+    v = torch.randn(B, H, S, E, device="cuda", requires_grad=True)
+    m = torch.ones(B, 1, 1, S, dtype=torch.bool, device="cuda")
+    m[..., S - S // 4 :] = False
+    kw = {"is_causal": True} if causal else {"attn_mask": m} if masked else {}
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    g = torch.randn_like(o)
+    f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)  # noqa: E731
+    for _ in range(5):
+        f()
+    ts = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        f()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(ts)
+
+
+def main():
+    dev = backend.current()
+    print(f"{dev.name} ({dev.impl})")
+    rng = np.random.default_rng(0)
+    only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
+    rows = []
+    for label, (B, H, L, S, E), causal, masked in CASES:
+        if only is not None and not only.search(label):
+            continue
+        q, k, v = (
+            pr.tensor(rng.standard_normal((B, H, n, E)).astype(np.float32)).requires_grad_()
+            for n in (L, S, S)
+        )
+        keep = np.ones((B, 1, 1, S), dtype=bool)
+        keep[..., S - S // 4 :] = False
+        kw = {"is_causal": True} if causal else {"attn_mask": pr.tensor(keep)} if masked else {}
+        o = F.scaled_dot_product_attention(q, k, v, **kw)
+        g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
+        flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
+        row = {"case": label, "shape": [B, H, L, S, E]}
+        for name, force in (("rows", False), ("tiled", True)):
+            _attention.FORCE_TILED_BWD = force
+            try:
+                times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
+            finally:
+                _attention.FORCE_TILED_BWD = None
+            row[name] = sum(t for t, *_ in times) / 1e3
+            row[name + "_dispatches"] = len(times)
+        row["torch"] = torch_us((B, H, L, S, E), causal, masked)
+        rows.append(row)
+        cells = "  ".join(f"{n} {row[n]:9.1f}" for n in ("rows", "tiled", "torch") if row[n])
+        tf = flops / (max(row["tiled"], 1e-3) * 1e-6) / 1e12
+        print(f"{label:<20} {str((B, H, L, S, E)):<26} us: {cells}   tiled {tf:5.1f} TFLOP/s")
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+            json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
