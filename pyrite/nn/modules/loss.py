@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import functional as F
 from .._common import legacy_reduction
 from ..module import Module
+from .distance import PairwiseDistance
 
 __all__ = [
     "BCELoss",
@@ -288,7 +289,10 @@ class TripletMarginWithDistanceLoss(_Loss):
                 f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
                 f"{margin} instead"
             )
-        self.distance_function = distance_function
+        # torch registers its default distance as a submodule (it shows in repr and modules())
+        self.distance_function = (
+            distance_function if distance_function is not None else PairwiseDistance()
+        )
         self.margin = margin
         self.swap = swap
 
