@@ -1,6 +1,7 @@
 """A/B of the attention backward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-row dq and dk/dv kernels (kernels/attention.py) against the register-tiled ones
-(kernels/attention_tiled_bwd.py), each forced in turn, torch CUDA's backward beside (CUDA events
+(kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>, p: prefetch), each
+forced in turn, torch CUDA's backward beside (CUDA events
 around torch.autograd.grad of the same output). GPU time of the backward's dispatches only.
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]`"""
 
@@ -13,6 +14,7 @@ import numpy as np
 
 import pyrite as pr
 from pyrite import backend
+from pyrite.kernels import attention_tiled_bwd as KB
 from pyrite.nn import _attention
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -28,6 +30,16 @@ CASES = [
     ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
     ("GPT bench", (8, 4, 64, 64, 32), True, False),
     ("E=32, 512 tokens", (8, 12, 512, 512, 32), True, False),
+]
+
+
+# (name, FORCE_TILED_BWD, BWD_RPT, BWD_PREFETCH)
+VARIANTS = [
+    ("rows", False, 4, False),
+    ("t4", True, 4, False),
+    ("t4p", True, 4, True),
+    ("t2", True, 2, False),
+    ("t2p", True, 2, True),
 ]
 
 
@@ -67,6 +79,7 @@ def main():
     rng = np.random.default_rng(0)
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     rows = []
+    default = (KB.BWD_RPT, KB.BWD_PREFETCH)
     for label, (B, H, L, S, E), causal, masked in CASES:
         if only is not None and not only.search(label):
             continue
@@ -81,19 +94,21 @@ def main():
         g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
         row = {"case": label, "shape": [B, H, L, S, E]}
-        for name, force in (("rows", False), ("tiled", True)):
-            _attention.FORCE_TILED_BWD = force
+        for name, force, rpt, pf in VARIANTS:
+            _attention.FORCE_TILED_BWD, KB.BWD_RPT, KB.BWD_PREFETCH = force, rpt, pf
             try:
                 times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
             finally:
-                _attention.FORCE_TILED_BWD = None
+                _attention.FORCE_TILED_BWD, KB.BWD_RPT, KB.BWD_PREFETCH = None, *default
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)
         rows.append(row)
-        cells = "  ".join(f"{n} {row[n]:9.1f}" for n in ("rows", "tiled", "torch") if row[n])
-        tf = flops / (max(row["tiled"], 1e-3) * 1e-6) / 1e12
-        print(f"{label:<20} {str((B, H, L, S, E)):<26} us: {cells}   tiled {tf:5.1f} TFLOP/s")
+        names = [n for n, *_ in VARIANTS] + ["torch"]
+        cells = "  ".join(f"{n} {row[n]:8.1f}" for n in names if row[n])
+        best = min(row[n] for n, *_ in VARIANTS)
+        tf = flops / (max(best, 1e-3) * 1e-6) / 1e12
+        print(f"{label:<18} {str((B, H, L, S, E)):<24} us: {cells}  best {tf:5.1f} TFLOP/s")
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)

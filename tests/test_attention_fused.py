@@ -617,3 +617,19 @@ def test_tiled_backward_rule(monkeypatch):
     assert use(cpu, 128, 128, 64)
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", False)
     assert not use(gpu, 128, 128, 64)
+
+
+@pytest.mark.parametrize("rpt,prefetch", [(4, False), (4, True), (2, False), (2, True)])
+def test_tiled_backward_variants(rng, monkeypatch, rpt, prefetch):
+    """Every spelling of the tiled backward (4 rows an invocation in 64, or 2 in 128; the next
+    tile's reads in flight or not) gives torch's gradients: ragged causal tiles, a bool mask,
+    and dropout against the same kernels' math form (tests/test_attention_dropout.py covers
+    the default)."""
+    from pyrite.kernels import attention_tiled_bwd as KB
+
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    monkeypatch.setattr(KB, "BWD_RPT", rpt)
+    monkeypatch.setattr(KB, "BWD_PREFETCH", prefetch)
+    _check(rng, *_qkv(rng, (2, 3), 70, 45, 20), is_causal=True)
+    kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
+    _check(rng, *_qkv(rng, (2, 3), 33, 97, 32), **kw)

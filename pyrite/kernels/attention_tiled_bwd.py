@@ -44,81 +44,154 @@ from .attention_tiled import TILED_EP, tiled_ep
 from .common import KernelSource, header, helpers_for, load, store
 
 BWD_TB = 32  # rows of a block and of each tile walked
-BWD_WG = 64  # 8 x 8 invocations
-_T = 9  # vec4s a row of a transposed (pᵀ, dSᵀ) tile: 8 groups of 4 rows, padded by one
+# Rows of a score block an invocation holds: 4 (8 x 8 = 64 invocations a workgroup) or 2 (16 x 8
+# = 128, half the registers each, twice the warps an SM). BWD_PREFETCH: the next walked tile's
+# global reads are issued into registers before the current tile's products (as the forward's
+# PREFETCH). Measured: see nn/_attention.py FORCE_TILED_BWD's note.
+BWD_RPT = 4
+BWD_PREFETCH = False
 
 
-def bwd_shared_bytes(E: int) -> int:
+class _Cfg:
+    """The sizes of one variant: head dim padding, rows an invocation holds, workgroup size."""
+
+    def __init__(self, E: int, rpt: int):
+        if rpt not in (2, 4):
+            raise ValueError(f"pyrite: internal: rows an invocation holds: 2 or 4, not {rpt}")
+        self.EP = tiled_ep(E)
+        self.R = self.EP // 4  # vec4s of a padded row
+        self.RP = self.R + 1  # ... of a staged (row-major) tile row
+        self.N = rpt
+        self.G = BWD_TB // rpt  # groups of rows: invocation (ty, tx) holds rows ty + G·r
+        self.WG = 8 * self.G
+        self.T = self.G + 1  # vecN a row of a transposed tile (pᵀ, dSᵀ), padded by one
+        self.vec = f"vec{rpt}"
+        self.halves = "ab" if self.EP == 64 else "a"
+
+    def rows(self, first: str, ty: str = "ty") -> str:
+        """WGSL vecN<i32>: the rows an invocation holds, from `first`."""
+        offs = ", ".join(str(self.G * r) for r in range(self.N))
+        return f"{self.vec}<i32>({first} + {ty}) + {self.vec}<i32>({offs})"
+
+
+def bwd_wg(rpt: int | None = None) -> int:
+    """Invocations a workgroup of the tiled backward takes."""
+    return 8 * BWD_TB // (rpt or BWD_RPT)
+
+
+def bwd_shared_bytes(E: int, rpt: int | None = None) -> int:
     """Workgroup memory of the larger of the two kernels (the dk/dv one) at head dim E."""
-    rp = tiled_ep(E) // 4 + 1
-    return (4 * BWD_TB * rp + 2 * BWD_TB * _T) * 16 + 2 * BWD_TB * 4
+    c = _Cfg(E, rpt or BWD_RPT)
+    return 4 * BWD_TB * c.RP * 16 + 2 * BWD_TB * c.T * 4 * c.N + 2 * BWD_TB * 4
 
 
-def bwd_loop_iterations(n: int, E: int) -> int:
+def bwd_loop_iterations(n: int, E: int, rpt: int | None = None) -> int:
     """Loop iterations of one invocation of either kernel walking n rows of the other side: the
-    staging loops, the head-dim loop and the row loop of each tile, with their exit tests."""
-    r = tiled_ep(E) // 4
-    stage = -(-BWD_TB * r // BWD_WG) + 1
-    return stage + r // 2 + 1 + -(-n // BWD_TB) * (stage + r + 1 + BWD_TB + 1 + 1) + 1
+    staging loop, the D loop, and each tile's head-dim and row loops, with their exit tests."""
+    c = _Cfg(E, rpt or BWD_RPT)
+    stage = -(-BWD_TB * c.R // c.WG) + 1
+    d = -(-c.R * BWD_TB // c.WG) + 1
+    return stage + d + -(-n // BWD_TB) * (c.R + 1 + BWD_TB + 1 + 1) + 1
 
 
-def _acc(halves: str, names: str) -> str:
-    return "".join(
-        f"  var {n}{r}{h} = vec4<f32>(0.0);\n" for n in names for r in range(4) for h in halves
-    )
+def _walk_staging(c: _Cfg, tiles, count: str):
+    """WGSL (declarations, reads, stores) of a walked tile through registers: each invocation
+    reads its vec4s of the rows from `t0` (`count` of them valid, > 0) of every (tile, buffer,
+    storage type, base, row stride, col stride, E, multiplier) into pf registers, then stores
+    them into the padded tiles."""
+    n = BWD_TB * c.R // c.WG
+    decl, read, put = "", "", ""
+    for u in range(n):
+        decl += (
+            f"  let sr{u} = (t + {u * c.WG}) / {c.R};\n  let sc{u} = (t + {u * c.WG}) % {c.R};\n"
+        )
+    for name, buf, stype, base, rs, cs, E, mul in tiles:
+        for u in range(n):
+            decl += f"  var pf{name}{u} = vec4<f32>(0.0);\n"
+            comps = []
+            for k in range(4):
+                idx = f"{base} + (t0 + min(sr{u}, {count} - 1)) * {rs} + min(sc{u} * 4 + {k}, {E - 1}) * {cs}"
+                comps.append(f"select(0.0, {load(f'{buf}[{idx}]', stype, 'f32')}, "
+                             f"sr{u} < {count} && sc{u} * 4 + {k} < {E})")  # fmt: skip
+            read += f"      pf{name}{u} = vec4<f32>({', '.join(comps)}){mul};\n"
+            put += f"    {name}[sr{u} * {c.RP} + sc{u}] = pf{name}{u};\n"
+    return decl, read, put
 
 
-def _score_tiles(rows_a: str, cols_a: str, rows_b: str, cols_b: str, R: int, RP: int) -> str:
-    """WGSL: s{r} = rows ty + 8r of tile `rows_a` · columns tx + 8c of `cols_a` (vec4 over c),
-    and dp{r} the same of `rows_b` and `cols_b`, over the padded head dim."""
+def _walk(c: _Cfg, tiles, count: str, first: str, body: str, prefetch: bool) -> str:
+    """WGSL: the loop over the walked tiles (`ntiles` of them, from tile `first`): stage each
+    (through registers, the next one's reads in flight during this one's work where `prefetch`),
+    then `body` (which starts after the staging barrier)."""
+    decl, read, put = _walk_staging(c, tiles, count)
+    b = decl
+    if prefetch:
+        b += f"  if ({first} < ntiles) {{\n    let t0 = {first} * {BWD_TB};\n{read}  }}\n"
+    b += f"  for (var tt = {first}; tt < ntiles; tt++) {{\n    let t0 = tt * {BWD_TB};\n"
+    if not prefetch:
+        b += "    {\n" + read + "    }\n"
+    b += "    workgroupBarrier();\n" + put
+    if prefetch:  # (reads of a tile past the last one are skipped)
+        b += f"    if (tt + 1 < ntiles) {{\n      let t0 = (tt + 1) * {BWD_TB};\n{read}    }}\n"
+    return b + body + "  }\n"
+
+
+def _acc(c: _Cfg, names) -> str:
+    return "".join(f"  var {n}{r}{h} = vec4<f32>(0.0);\n"
+                   for n in names for r in range(c.N) for h in c.halves)  # fmt: skip
+
+
+def _score_tiles(c: _Cfg, rows_a: str, cols_a: str, rows_b: str, cols_b: str) -> str:
+    """WGSL: s{r} = row ty + G·r of tile `rows_a` · columns tx + 8·c of `cols_a` (a vec4 over
+    the columns), and dp{r} the same of `rows_b` and `cols_b`, over the padded head dim."""
     b = "".join(f"    var s{r} = vec4<f32>(0.0);\n    var dp{r} = vec4<f32>(0.0);\n"
-                for r in range(4))  # fmt: skip
-    b += f"    for (var e = 0; e < {R}; e++) {{\n"
-    for r in range(4):
-        b += f"      let a{r} = {rows_a}[(ty + {8 * r}) * {RP} + e];\n"
-        b += f"      let b{r} = {rows_b}[(ty + {8 * r}) * {RP} + e];\n"
-    for c in range(4):
-        b += f"      let x{c} = {cols_a}[(tx + {8 * c}) * {RP} + e];\n"
-        b += f"      let y{c} = {cols_b}[(tx + {8 * c}) * {RP} + e];\n"
-    for r in range(4):
-        dots = ", ".join(f"dot(a{r}, x{c})" for c in range(4))
+                for r in range(c.N))  # fmt: skip
+    b += f"    for (var e = 0; e < {c.R}; e++) {{\n"
+    for r in range(c.N):
+        b += f"      let a{r} = {rows_a}[(ty + {c.G * r}) * {c.RP} + e];\n"
+        b += f"      let b{r} = {rows_b}[(ty + {c.G * r}) * {c.RP} + e];\n"
+    for k in range(4):
+        b += f"      let x{k} = {cols_a}[(tx + {8 * k}) * {c.RP} + e];\n"
+        b += f"      let y{k} = {cols_b}[(tx + {8 * k}) * {c.RP} + e];\n"
+    for r in range(c.N):
+        dots = ", ".join(f"dot(a{r}, x{k})" for k in range(4))
         b += f"      s{r} += vec4<f32>({dots});\n"
-        dots = ", ".join(f"dot(b{r}, y{c})" for c in range(4))
+        dots = ", ".join(f"dot(b{r}, y{k})" for k in range(4))
         b += f"      dp{r} += vec4<f32>({dots});\n"
     return b + "    }\n"
 
 
-def _transpose_store(tile: str, vals: str) -> str:
-    """WGSL: {tile}[(tx + 8c) * _T + ty] = the column c of rows r of `vals` (a format of r)."""
+def _transpose_store(c: _Cfg, tile: str, vals: str) -> str:
+    """WGSL: {tile}[(tx + 8k) · T + ty] = column k of the invocation's rows of `vals` (a format
+    of r), as a vecN over its rows."""
     b = ""
-    for c in range(4):
-        comps = ", ".join(f"{vals.format(r=r)}[{c}]" for r in range(4))
-        b += f"    {tile}[(tx + {8 * c}) * {_T} + ty] = vec4<f32>({comps});\n"
+    for k in range(4):
+        comps = ", ".join(f"{vals.format(r=r)}[{k}]" for r in range(c.N))
+        b += f"    {tile}[(tx + {8 * k}) * {c.T} + ty] = {c.vec}<f32>({comps});\n"
     return b
 
 
-def _products(pairs, halves: str, RP: int) -> str:
-    """WGSL: over the tile's 32 rows n, acc{r}{h} += w[r] · row n of `src` (dims of half h), for
+def _products(c: _Cfg, pairs) -> str:
+    """WGSL: over the tile's rows n, acc{r}{h} += w[r] · row n of `src` (dims of half h), for
     each (acc, transposed weight tile, source row tile) of `pairs`."""
     b = f"    for (var n = 0; n < {BWD_TB}; n++) {{\n"
     for acc, wt, src in pairs:
-        b += f"      let w{acc} = {wt}[n * {_T} + ty];\n"
-        for i, h in enumerate(halves):
-            b += f"      let r{acc}{h} = {src}[n * {RP} + {8 * i} + tx];\n"
-        for r in range(4):
-            for h in halves:
+        b += f"      let w{acc} = {wt}[n * {c.T} + ty];\n"
+        for i, h in enumerate(c.halves):
+            b += f"      let r{acc}{h} = {src}[n * {c.RP} + {8 * i} + tx];\n"
+        for r in range(c.N):
+            for h in c.halves:
                 b += f"      {acc}{r}{h} += w{acc}[{r}] * r{acc}{h};\n"
     return b + "    }\n"
 
 
-def _write_rows(acc: str, buf: str, rows: str, n: str, E: int, heads: int, halves: str, stype,
+def _write_rows(c: _Cfg, acc: str, buf: str, rows: str, n: str, E: int, heads: int, stype,
                 mul: str = "") -> str:  # fmt: skip
     """WGSL: rows `rows`[r] (< n) of accumulator `acc` into output `buf` (dims < E)."""
     b = ""
-    for r in range(4):
+    for r in range(c.N):
         b += f"  if ({rows}[{r}] < {n}) {{\n    let i = {rows}[{r}];\n"
         b += f"    let wb = {_row_base(n, 'i', E, heads)};\n"
-        for i, h in enumerate(halves):
+        for i, h in enumerate(c.halves):
             for k in range(4):
                 d = f"{32 * i} + tx * 4 + {k}"
                 v = store(f"{acc}{r}{h}[{k}]{mul}", "f32", stype)
@@ -127,15 +200,16 @@ def _write_rows(acc: str, buf: str, rows: str, n: str, E: int, heads: int, halve
     return b
 
 
-def _mask_rows(lay, mask: str, m_type, qrow: str, kcol: str) -> str:
-    """WGSL: mk{r} (vec4 over c) the mask at query `qrow` and key `kcol` (formats of r and c)."""
+def _mask_rows(c: _Cfg, lay, mask: str, m_type, qrow: str, kcol: str) -> str:
+    """WGSL: mk{r} (vec4 over the columns k) the mask at query `qrow` and key `kcol` (formats
+    of r and k)."""
     if mask == "none":
         return ""
     mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
     b = ""
-    for r in range(4):
-        at = [f"m_[mb + {qrow.format(r=r, c=c)} * info[{mr}] + {kcol.format(r=r, c=c)} * info[{mc}]]"
-              for c in range(4)]  # fmt: skip
+    for r in range(c.N):
+        at = [f"m_[mb + {qrow.format(r=r, k=k)} * info[{mr}] + {kcol.format(r=r, k=k)} * info[{mc}]]"
+              for k in range(4)]  # fmt: skip
         if mask == "bool":
             b += f"    let mk{r} = vec4<bool>({', '.join(a + ' != 0u' for a in at)});\n"
         else:
@@ -144,28 +218,28 @@ def _mask_rows(lay, mask: str, m_type, qrow: str, kcol: str) -> str:
 
 
 def _keep4(row: str, col: str) -> str:
-    """WGSL vec4<bool>: dropout's keep bits of the four pairs (row, col) (formats of c)."""
+    """WGSL vec4<bool>: dropout's keep bits of the four pairs (row, col) (formats of k)."""
     return (
-        f"vec4<bool>({', '.join(dropout_keep(row.format(c=c), col.format(c=c)) for c in range(4))})"
+        f"vec4<bool>({', '.join(dropout_keep(row.format(k=k), col.format(k=k)) for k in range(4))})"
     )
 
 
-def _setup(E: int, rank: int, mask: str, strided: list, bufs, dropout: bool):
+def _setup(E: int, rpt: int, rank: int, mask: str, strided: list, bufs, dropout: bool):
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention backward takes E <= {TILED_EP}")
     _check(E, 8, mask)
-    EP = tiled_ep(E)
+    c = _Cfg(E, rpt)
     lay = _Layout(rank, strided)
-    b = _entry(BWD_WG) + lay.bases(strided)
+    b = _entry(c.WG) + lay.bases(strided)
     if dropout:
         b += drop_setup(lay.words)
     b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
-    return lay, _buffers(bufs), b, EP // 4, EP // 4 + 1, "ab" if EP == 64 else "a"
+    return c, lay, _buffers(bufs), b
 
 
-def _tiles(RP: int, rows, transposed) -> str:
-    s = "".join(f"var<workgroup> {n}: array<vec4<f32>, {BWD_TB * RP}>;\n" for n in rows)
-    return s + "".join(f"var<workgroup> {n}: array<vec4<f32>, {BWD_TB * _T}>;\n"
+def _tiles(c: _Cfg, rows, transposed) -> str:
+    s = "".join(f"var<workgroup> {n}: array<vec4<f32>, {BWD_TB * c.RP}>;\n" for n in rows)
+    return s + "".join(f"var<workgroup> {n}: array<{c.vec}<f32>, {BWD_TB * c.T}>;\n"
                        for n in transposed)  # fmt: skip
 
 
@@ -184,78 +258,80 @@ def attn_dq_tiled_kernel(
     dq_type: str,
     heads: int = 0,
     dropout: bool = False,
+    rpt: int = 4,
+    prefetch: bool = False,
 ) -> KernelSource:
     """WGSL of dq and D by query blocks of BWD_TB (module docstring); buffers and info words as
-    attn_dq_kernel's, info[4] = query blocks per batch·head."""
+    attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`, `prefetch`: see BWD_RPT,
+    BWD_PREFETCH (the caller passes them, so the cache keys on them)."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["o", "g"]
-    lay, bufs, b, R, RP, halves = _setup(E, rank, mask, strided, [
+    c, lay, bufs, b = _setup(E, rpt, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("o_", o_type, "r"),
         ("g_", do_type, "r"), ("lse", "f32", "r"), ("dq", dq_type, "w"), ("dd", "f32", "w"),
     ], dropout)  # fmt: skip
-    TB = BWD_TB
+    TB, V = BWD_TB, c.vec
     b += f"  let q0 = blk * {TB};\n  {{\n    let t0 = q0;\n"
     b += _stage([("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
                  ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")],
-                TB, BWD_WG, R, "L - t0", pitch=RP)  # fmt: skip
+                TB, c.WG, c.R, "L - t0", pitch=c.RP)  # fmt: skip
     b += "  }\n  workgroupBarrier();\n"
-    # D = Σ dout·out of each query: two invocations a row, alternate vec4s of the dims
-    b += "  {\n    let row = t / 2;\n    let oi = min(q0 + row, L - 1);\n    var acc = 0.0;\n"
-    b += f"    for (var c = t % 2; c < {R}; c += 2) {{\n"
+    # D = Σ dout·out of each query: P = WG / 32 invocations a row, every P-th vec4 of the dims
+    P = c.WG // TB
+    b += f"  {{\n    let row = t / {P};\n    let oi = min(q0 + row, L - 1);\n    var acc = 0.0;\n"
+    b += f"    for (var e = t % {P}; e < {c.R}; e += {P}) {{\n"
     comps = []
     for k in range(4):
-        o = load(f"o_[ob + oi * {lay.row('o')} + min(c * 4 + {k}, {E - 1}) * {lay.col('o')}]",
+        o = load(f"o_[ob + oi * {lay.row('o')} + min(e * 4 + {k}, {E - 1}) * {lay.col('o')}]",
                  o_type, "f32")  # fmt: skip
-        comps.append(f"select(0.0, {o}, c * 4 + {k} < {E})")
-    b += f"      acc += dot(gs[row * {RP} + c], vec4<f32>({', '.join(comps)}));\n    }}\n"
+        comps.append(f"select(0.0, {o}, e * 4 + {k} < {E})")
+    b += f"      acc += dot(gs[row * {c.RP} + e], vec4<f32>({', '.join(comps)}));\n    }}\n"
     b += "    dpart[t] = acc;\n  }\n  workgroupBarrier();\n"
-    b += "  let qi = vec4<i32>(q0 + ty) + vec4<i32>(0, 8, 16, 24);\n"
-    b += "  let qc = min(qi, vec4<i32>(L - 1));\n"
-    b += "  var Dq = vec4<f32>(0.0);\n  var lq = vec4<f32>(0.0);\n"
-    for r in range(4):
-        b += f"  Dq[{r}] = dpart[2 * (ty + {8 * r})] + dpart[2 * (ty + {8 * r}) + 1];\n"
+    b += f"  let qi = {c.rows('q0')};\n"
+    b += f"  let qc = min(qi, {V}<i32>(L - 1));\n"
+    b += f"  var Dq = {V}<f32>(0.0);\n  var lq = {V}<f32>(0.0);\n"
+    for r in range(c.N):
+        parts = " + ".join(f"dpart[{P} * (ty + {c.G * r}) + {p}]" for p in range(P))
+        b += f"  Dq[{r}] = {parts};\n"
         b += f"  lq[{r}] = lse[bh * L + qc[{r}]];\n"
     b += "  if (tx == 0) {\n"
-    for r in range(4):
+    for r in range(c.N):
         b += f"    if (qi[{r}] < L) {{ dd[bh * L + qi[{r}]] = Dq[{r}]; }}\n"
     b += "  }\n"
-    b += _acc(halves, ["dq"])
+    b += _acc(c, ["dq"])
     b += f"  let kend = {f'min(S, q0 + {TB})' if causal else 'S'};\n"
     b += f"  let ntiles = (kend + {TB - 1}) / {TB};\n"
-    b += "  for (var tt = 0; tt < ntiles; tt++) {\n"
-    b += f"    let t0 = tt * {TB};\n    workgroupBarrier();\n"
-    b += _stage([("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
-                 ("vs", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, "")],
-                TB, BWD_WG, R, "kend - t0", pitch=RP)  # fmt: skip
-    b += "    workgroupBarrier();\n"
-    b += "    let kj = vec4<i32>(t0 + tx) + vec4<i32>(0, 8, 16, 24);\n"
-    b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
-    b += _mask_rows(lay, mask, m_type, "qc[{r}]", "kc[{c}]")
-    b += _score_tiles("qs", "ks", "gs", "vs", R, RP)
-    for r in range(4):
+    body = "    workgroupBarrier();\n"
+    body += "    let kj = vec4<i32>(t0 + tx) + vec4<i32>(0, 8, 16, 24);\n"
+    body += "    let kc = min(kj, vec4<i32>(S - 1));\n"
+    body += _mask_rows(c, lay, mask, m_type, "qc[{r}]", "kc[{k}]")
+    body += _score_tiles(c, "qs", "ks", "gs", "vs")
+    for r in range(c.N):
         ok = "(kj < vec4<i32>(kend))"
         if causal:
             ok += f" & (kj <= vec4<i32>(qi[{r}]))"
         if mask == "bool":
             ok += f" & mk{r}"
         elif mask == "float":
-            b += f"    s{r} += mk{r};\n"
-        b += f"    let ok{r} = {ok} & (s{r} != vec4<f32>(-p_inf()));\n"
-        b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(lq[{r}])), ok{r});\n"
+            body += f"    s{r} += mk{r};\n"
+        body += f"    let ok{r} = {ok} & (s{r} != vec4<f32>(-p_inf()));\n"
+        body += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(lq[{r}])), ok{r});\n"
         dp = f"dp{r}"
         if dropout:  # (dP of the kept pairs, scaled; D holds the dropout already)
-            keep = _keep4(f"bh * L + qc[{r}]", "kj[{c}]")
-            b += f"    let dpk{r} = select(vec4<f32>(0.0), dp{r} * dscale, {keep});\n"
+            keep = _keep4(f"bh * L + qc[{r}]", "kj[{k}]")
+            body += f"    let dpk{r} = select(vec4<f32>(0.0), dp{r} * dscale, {keep});\n"
             dp = f"dpk{r}"
-        b += f"    let ds{r} = p{r} * ({dp} - vec4<f32>(Dq[{r}]));\n"
-    b += _transpose_store("dst", "ds{r}")
-    b += "    workgroupBarrier();\n"
-    b += _products([("dq", "dst", "ks")], halves, RP)
-    b += "  }\n"
-    b += _write_rows("dq", "dq", "qi", "L", E, heads, halves, dq_type, " * scale")
+        body += f"    let ds{r} = p{r} * ({dp} - vec4<f32>(Dq[{r}]));\n"
+    body += _transpose_store(c, "dst", "ds{r}")
+    body += "    workgroupBarrier();\n"
+    body += _products(c, [("dq", "dst", "ks")])
+    walked = [("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
+              ("vs", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, "")]  # fmt: skip
+    b += _walk(c, walked, "(kend - t0)", "0", body, prefetch)
+    b += _write_rows(c, "dq", "dq", "qi", "L", E, heads, dq_type, " * scale")
     b += "}\n"
-    shared = _tiles(RP, ["qs", "gs", "ks", "vs"], ["dst"])
-    shared += f"var<workgroup> dpart: array<f32, {BWD_WG}>;\n"
+    shared = _tiles(c, ["qs", "gs", "ks", "vs"], ["dst"])
+    shared += f"var<workgroup> dpart: array<f32, {c.WG}>;\n"
     src = header(bufs) + helpers_for(b) + shared + b
     return KernelSource(src, "".join(m for _, _, m in bufs))
 
@@ -275,11 +351,14 @@ def attn_dkv_tiled_kernel(
     dv_type: str,
     heads: int = 0,
     dropout: bool = False,
+    rpt: int = 4,
+    prefetch: bool = False,
 ) -> KernelSource:
     """WGSL of dk and dv by key blocks of BWD_TB (module docstring); buffers and info words as
-    attn_dkv_kernel's, info[4] = key blocks per batch·head."""
+    attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`, `prefetch`: as
+    attn_dq_tiled_kernel's."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["g"]
-    lay, bufs, b, R, RP, halves = _setup(E, rank, mask, strided, [
+    c, lay, bufs, b = _setup(E, rpt, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("g_", do_type, "r"),
         ("lse", "f32", "r"), ("dd", "f32", "r"), ("dk", dk_type, "w"), ("dv", dv_type, "w"),
@@ -288,54 +367,51 @@ def attn_dkv_tiled_kernel(
     b += f"  let j0 = blk * {TB};\n  {{\n    let t0 = j0;\n"
     b += _stage([("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
                  ("vs", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, "")],
-                TB, BWD_WG, R, "S - t0", pitch=RP)  # fmt: skip
+                TB, c.WG, c.R, "S - t0", pitch=c.RP)  # fmt: skip
     b += "  }\n"
-    b += "  let kj = vec4<i32>(j0 + ty) + vec4<i32>(0, 8, 16, 24);\n"
-    b += "  let kc = min(kj, vec4<i32>(S - 1));\n"
-    b += _acc(halves, ["dk", "dv"])
+    b += f"  let kj = {c.rows('j0')};\n"
+    b += f"  let kc = min(kj, {c.vec}<i32>(S - 1));\n"
+    b += _acc(c, ["dk", "dv"])
     # causal: queries i >= j only, so the query tiles before the block's first key are skipped
     b += f"  let ntiles = (L + {TB - 1}) / {TB};\n"
-    b += f"  for (var tt = {'blk' if causal else '0'}; tt < ntiles; tt++) {{\n"
-    b += f"    let t0 = tt * {TB};\n    workgroupBarrier();\n"
-    b += _stage([("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
-                 ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")],
-                TB, BWD_WG, R, "L - t0", pitch=RP)  # fmt: skip
-    b += f"    if (t < {TB}) {{\n      let ic = min(t0 + t, L - 1);\n"
-    b += "      lsh[t] = lse[bh * L + ic];\n      dsh[t] = dd[bh * L + ic];\n    }\n"
-    b += "    workgroupBarrier();\n"
-    b += "    let qi = vec4<i32>(t0 + tx) + vec4<i32>(0, 8, 16, 24);\n"
-    b += "    let qc = min(qi, vec4<i32>(L - 1));\n"
-    b += "    let lq = vec4<f32>(lsh[tx], lsh[tx + 8], lsh[tx + 16], lsh[tx + 24]);\n"
-    b += "    let Dq = vec4<f32>(dsh[tx], dsh[tx + 8], dsh[tx + 16], dsh[tx + 24]);\n"
-    b += _mask_rows(lay, mask, m_type, "qc[{c}]", "kc[{r}]")
-    b += _score_tiles("ks", "qs", "vs", "gs", R, RP)
-    for r in range(4):
+    body = f"    if (t < {TB}) {{\n      let ic = min(t0 + t, L - 1);\n"
+    body += "      lsh[t] = lse[bh * L + ic];\n      dsh[t] = dd[bh * L + ic];\n    }\n"
+    body += "    workgroupBarrier();\n"
+    body += "    let qi = vec4<i32>(t0 + tx) + vec4<i32>(0, 8, 16, 24);\n"
+    body += "    let qc = min(qi, vec4<i32>(L - 1));\n"
+    body += "    let lq = vec4<f32>(lsh[tx], lsh[tx + 8], lsh[tx + 16], lsh[tx + 24]);\n"
+    body += "    let Dq = vec4<f32>(dsh[tx], dsh[tx + 8], dsh[tx + 16], dsh[tx + 24]);\n"
+    body += _mask_rows(c, lay, mask, m_type, "qc[{k}]", "kc[{r}]")
+    body += _score_tiles(c, "ks", "qs", "vs", "gs")
+    for r in range(c.N):
         ok = f"(qi < vec4<i32>(L)) & vec4<bool>(kj[{r}] < S)"
         if causal:
             ok += f" & (vec4<i32>(kj[{r}]) <= qi)"
         if mask == "bool":
             ok += f" & mk{r}"
         elif mask == "float":
-            b += f"    s{r} += mk{r};\n"
-        b += f"    let ok{r} = {ok} & (s{r} != vec4<f32>(-p_inf()));\n"
-        b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - lq), ok{r});\n"
+            body += f"    s{r} += mk{r};\n"
+        body += f"    let ok{r} = {ok} & (s{r} != vec4<f32>(-p_inf()));\n"
+        body += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - lq), ok{r});\n"
         dp, pv = f"dp{r}", f"p{r}"
         if dropout:
-            keep = _keep4("bh * L + qc[{c}]", f"kc[{r}]")
-            b += f"    let kept{r} = {keep};\n"
-            b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, kept{r});\n"
-            b += f"    let dpk{r} = select(vec4<f32>(0.0), dp{r} * dscale, kept{r});\n"
+            keep = _keep4("bh * L + qc[{k}]", f"kc[{r}]")
+            body += f"    let kept{r} = {keep};\n"
+            body += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, kept{r});\n"
+            body += f"    let dpk{r} = select(vec4<f32>(0.0), dp{r} * dscale, kept{r});\n"
             dp, pv = f"dpk{r}", f"pd{r}"
-        b += f"    let ds{r} = p{r} * ({dp} - Dq);\n"
-        b += f"    let pw{r} = {pv};\n"
-    b += _transpose_store("pt", "pw{r}") + _transpose_store("dst", "ds{r}")
-    b += "    workgroupBarrier();\n"
-    b += _products([("dv", "pt", "gs"), ("dk", "dst", "qs")], halves, RP)
-    b += "  }\n"
-    b += _write_rows("dk", "dk", "kj", "S", E, heads, halves, dk_type)
-    b += _write_rows("dv", "dv", "kj", "S", E, heads, halves, dv_type)
+        body += f"    let ds{r} = p{r} * ({dp} - Dq);\n"
+        body += f"    let pw{r} = {pv};\n"
+    body += _transpose_store(c, "pt", "pw{r}") + _transpose_store(c, "dst", "ds{r}")
+    body += "    workgroupBarrier();\n"
+    body += _products(c, [("dv", "pt", "gs"), ("dk", "dst", "qs")])
+    walked = [("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
+              ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")]  # fmt: skip
+    b += _walk(c, walked, "(L - t0)", "blk" if causal else "0", body, prefetch)
+    b += _write_rows(c, "dk", "dk", "kj", "S", E, heads, dk_type)
+    b += _write_rows(c, "dv", "dv", "kj", "S", E, heads, dv_type)
     b += "}\n"
-    shared = _tiles(RP, ["ks", "vs", "qs", "gs"], ["pt", "dst"])
+    shared = _tiles(c, ["ks", "vs", "qs", "gs"], ["pt", "dst"])
     shared += f"var<workgroup> lsh: array<f32, {TB}>;\nvar<workgroup> dsh: array<f32, {TB}>;\n"
     src = header(bufs) + helpers_for(b) + shared + b
     return KernelSource(src, "".join(m for _, _, m in bufs))

@@ -498,7 +498,7 @@ def _use_tiled_bwd(dev, L, S, E):
     budget = max_loop_iterations()
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KB.bwd_shared_bytes(E)
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KB.BWD_WG
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KB.bwd_wg()
         and _KB.bwd_loop_iterations(S, E) <= budget
         and _KB.bwd_loop_iterations(L, E) <= budget
     )
@@ -537,7 +537,9 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
     if tiled:
-        src = _KB.attn_dq_tiled_kernel(E, *dq_args, dropout=bool(drop))
+        src = _KB.attn_dq_tiled_kernel(
+            E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT, prefetch=_KB.BWD_PREFETCH
+        )
     else:
         src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop))
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
@@ -553,7 +555,9 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
     if tiled:
-        src = _KB.attn_dkv_tiled_kernel(E, *dkv_args, dropout=bool(drop))
+        src = _KB.attn_dkv_tiled_kernel(
+            E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT, prefetch=_KB.BWD_PREFETCH
+        )
     else:
         src = _K.attn_dkv_kernel(E, kblock, *dkv_args, dropout=bool(drop))
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
