@@ -1,7 +1,6 @@
 """A/B of the attention backward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-row dq and dk/dv kernels (kernels/attention.py) against the register-tiled ones
-(kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>, p: prefetch), each
-forced in turn, torch CUDA's backward beside (CUDA events
+(kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>), each forced in turn, torch CUDA's backward beside (CUDA events
 around torch.autograd.grad of the same output). GPU time of the backward's dispatches only.
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]`"""
 
@@ -33,14 +32,8 @@ CASES = [
 ]
 
 
-# (name, FORCE_TILED_BWD, BWD_RPT, BWD_PREFETCH)
-VARIANTS = [
-    ("rows", False, 4, False),
-    ("t4", True, 4, False),
-    ("t4p", True, 4, True),
-    ("t2", True, 2, False),
-    ("t2p", True, 2, True),
-]
+# (name, FORCE_TILED_BWD, BWD_RPT)
+VARIANTS = [("rows", False, 4), ("t4", True, 4), ("t2", True, 2)]
 
 
 def torch_us(shape, causal, masked):
@@ -79,7 +72,7 @@ def main():
     rng = np.random.default_rng(0)
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     rows = []
-    default = (KB.BWD_RPT, KB.BWD_PREFETCH)
+    default = KB.BWD_RPT
     for label, (B, H, L, S, E), causal, masked in CASES:
         if only is not None and not only.search(label):
             continue
@@ -94,12 +87,12 @@ def main():
         g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
         row = {"case": label, "shape": [B, H, L, S, E]}
-        for name, force, rpt, pf in VARIANTS:
-            _attention.FORCE_TILED_BWD, KB.BWD_RPT, KB.BWD_PREFETCH = force, rpt, pf
+        for name, force, rpt in VARIANTS:
+            _attention.FORCE_TILED_BWD, KB.BWD_RPT = force, rpt
             try:
                 times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
             finally:
-                _attention.FORCE_TILED_BWD, KB.BWD_RPT, KB.BWD_PREFETCH = None, *default
+                _attention.FORCE_TILED_BWD, KB.BWD_RPT = None, default
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)

@@ -592,8 +592,8 @@ def test_tiled_backward_layouts_grouped_heads_and_float16(rng, monkeypatch):
 
 
 def test_tiled_backward_rule(monkeypatch):
-    """The tiled backward runs on GPUs for E <= 64 where its workgroup memory (44 KiB at E = 64,
-    28 KiB at E <= 32) fits; never on a CPU adapter unless forced, nor past E = 64 or the loop
+    """The tiled backward runs on GPUs for E <= 64 where its workgroup memory (43 KiB at E = 64,
+    27 KiB at E <= 32) fits; never on a CPU adapter unless forced, nor past E = 64 or the loop
     budget."""
     from pyrite.kernels import attention_tiled_bwd as KB
 
@@ -608,7 +608,7 @@ def test_tiled_backward_rule(monkeypatch):
     cpu.adapter_type = "CPU"
     small.limits = {**gpu.limits, "max-compute-workgroup-storage-size": 32768}
     use = _attention._use_tiled_bwd
-    assert KB.bwd_shared_bytes(64) <= 49152 < KB.bwd_shared_bytes(64) + 32768
+    assert KB.bwd_shared_bytes(64) <= 49152 < KB.bwd_shared_bytes(64) + 16384
     assert KB.bwd_shared_bytes(32) <= 32768 < KB.bwd_shared_bytes(33)
     assert use(gpu, 128, 128, 64) and use(gpu, 4096, 4096, 64) and use(gpu, 1, 1, 1)
     assert not use(gpu, 128, 128, 65) and not use(cpu, 128, 128, 64)
@@ -619,17 +619,15 @@ def test_tiled_backward_rule(monkeypatch):
     assert not use(gpu, 128, 128, 64)
 
 
-@pytest.mark.parametrize("rpt,prefetch", [(4, False), (4, True), (2, False), (2, True)])
-def test_tiled_backward_variants(rng, monkeypatch, rpt, prefetch):
-    """Every spelling of the tiled backward (4 rows an invocation in 64, or 2 in 128; the next
-    tile's reads in flight or not) gives torch's gradients: ragged causal tiles, a bool mask,
-    and dropout against the same kernels' math form (tests/test_attention_dropout.py covers
-    the default)."""
+@pytest.mark.parametrize("rpt", [2, 4])
+def test_tiled_backward_variants(rng, monkeypatch, rpt):
+    """Both spellings of the tiled backward (2 rows an invocation in 128, or 4 in 64) give
+    torch's gradients: ragged causal tiles, a bool mask with a query whose every key is
+    masked."""
     from pyrite.kernels import attention_tiled_bwd as KB
 
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
     monkeypatch.setattr(KB, "BWD_RPT", rpt)
-    monkeypatch.setattr(KB, "BWD_PREFETCH", prefetch)
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 20), is_causal=True)
     kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
     _check(rng, *_qkv(rng, (2, 3), 33, 97, 32), **kw)

@@ -4,11 +4,11 @@ tile's products as register tiles, as attention_tiled.py does for the forward.
 attn_dq_kernel / attn_dkv_kernel (kernels/attention.py) give each query (key) one invocation that
 walks every key (query) tile: a pair costs it 4·E multiply-adds read from workgroup memory as
 broadcasts, with its own rows and accumulators in registers (4·E floats), so few invocations fit
-an SM and little latency hides. Here a workgroup of 8 × 8 = 64 invocations owns a block of
-TB = 32 rows and walks the other side TB rows at a time; invocation (ty, tx) holds a 4 × 4 block
-of each score tile — rows ty + 8r, columns tx + 8c (interleaved, so a warp's reads of the padded
-row-major tiles fall on distinct banks) — and 4 rows × EP/8 dims of each accumulator (dims
-4·tx .. 4·tx + 3, and 32 + 4·tx .. for EP = 64):
+an SM and little latency hides. Here a workgroup owns a block of TB = 32 rows and walks the other
+side TB rows at a time. Its 8·G invocations (G = 16, BWD_RPT = 2 rows each; or G = 8 with 4)
+each hold a BWD_RPT × 4 block of each score tile — rows ty + G·r, columns tx + 8·c (interleaved,
+so a warp's reads of the padded row-major tiles fall on distinct banks) — and BWD_RPT rows ×
+EP/8 dims of each accumulator (dims 4·tx .. 4·tx + 3, and 32 + 4·tx .. for EP = 64):
 
   attn_dq_tiled_kernel   a block of queries: q (pre-scaled) and dout rows staged once, with
                          D = Σ dout·out per query (written out for the other kernel); per key
@@ -19,10 +19,10 @@ row-major tiles fall on distinct banks) — and 4 rows × EP/8 dims of each accu
                          dk += dSᵀ·q (q pre-scaled, so dk = scale·dSᵀ·q).
 
 Tile rows are padded to RP = EP/4 + 1 vec4s (bank spread). Workgroup memory at EP = 64: four row
-tiles of 32 × 17 vec4 (34 KiB) and one or two 32 × 9 vec4 transposed tiles: 39 / 44 KiB, so these
-run where a workgroup may hold 48 KiB (the H100/H200 through both implementations); at EP = 32
-23 / 28 KiB (lavapipe's 32 KiB: the tests reach them there with E <= 32). Buffers, info words,
-masks, causal ranges, dropout bits and output layouts are those of attn_dq_kernel and
+tiles of 32 × 17 vec4 (34 KiB) and one or two transposed 32 × (G + 1) tiles: up to 43 KiB, so
+these run where a workgroup may hold 48 KiB (the H100/H200 through both implementations); at
+EP = 32 up to 27 KiB (lavapipe's 32 KiB: the tests reach them there with E <= 32). Buffers, info
+words, masks, causal ranges, dropout bits and output layouts are those of attn_dq_kernel and
 attn_dkv_kernel, so `_flash_backward` swaps kernels and grids only.
 """
 
@@ -45,11 +45,9 @@ from .common import KernelSource, header, helpers_for, load, store
 
 BWD_TB = 32  # rows of a block and of each tile walked
 # Rows of a score block an invocation holds: 4 (8 x 8 = 64 invocations a workgroup) or 2 (16 x 8
-# = 128, half the registers each, twice the warps an SM). BWD_PREFETCH: the next walked tile's
-# global reads are issued into registers before the current tile's products (as the forward's
-# PREFETCH). Measured: see nn/_attention.py FORCE_TILED_BWD's note.
-BWD_RPT = 4
-BWD_PREFETCH = False
+# = 128, half the registers each, twice the warps an SM). Measured: see nn/_attention.py
+# FORCE_TILED_BWD's note (2 won at every shape).
+BWD_RPT = 2
 
 
 class _Cfg:
@@ -94,11 +92,14 @@ def bwd_loop_iterations(n: int, E: int, rpt: int | None = None) -> int:
     return stage + d + -(-n // BWD_TB) * (c.R + 1 + BWD_TB + 1 + 1) + 1
 
 
-def _walk_staging(c: _Cfg, tiles, count: str):
-    """WGSL (declarations, reads, stores) of a walked tile through registers: each invocation
-    reads its vec4s of the rows from `t0` (`count` of them valid, > 0) of every (tile, buffer,
-    storage type, base, row stride, col stride, E, multiplier) into pf registers, then stores
-    them into the padded tiles."""
+def _walk(c: _Cfg, tiles, count: str, first: str, body: str) -> str:
+    """WGSL: the loop over the walked tiles (`ntiles` of them, from tile `first`): each
+    invocation reads its vec4s of the tile's rows from `t0` (`count` of them valid, > 0) of every
+    (tile, buffer, storage type, base, row stride, col stride, E, multiplier) into registers,
+    then, after a barrier (the last tile's reads are done), stores them into the padded tiles;
+    then `body` (which starts with its own barrier). (Issuing the next tile's reads before this
+    tile's products, as the forward's PREFETCH does, gained nothing here: H100, 2026-12-05,
+    docs/bench/2026-12-05-h100-attn-bwd-2.json.)"""
     n = BWD_TB * c.R // c.WG
     decl, read, put = "", "", ""
     for u in range(n):
@@ -107,32 +108,15 @@ def _walk_staging(c: _Cfg, tiles, count: str):
         )
     for name, buf, stype, base, rs, cs, E, mul in tiles:
         for u in range(n):
-            decl += f"  var pf{name}{u} = vec4<f32>(0.0);\n"
             comps = []
             for k in range(4):
                 idx = f"{base} + (t0 + min(sr{u}, {count} - 1)) * {rs} + min(sc{u} * 4 + {k}, {E - 1}) * {cs}"
                 comps.append(f"select(0.0, {load(f'{buf}[{idx}]', stype, 'f32')}, "
                              f"sr{u} < {count} && sc{u} * 4 + {k} < {E})")  # fmt: skip
-            read += f"      pf{name}{u} = vec4<f32>({', '.join(comps)}){mul};\n"
+            read += f"    let pf{name}{u} = vec4<f32>({', '.join(comps)}){mul};\n"
             put += f"    {name}[sr{u} * {c.RP} + sc{u}] = pf{name}{u};\n"
-    return decl, read, put
-
-
-def _walk(c: _Cfg, tiles, count: str, first: str, body: str, prefetch: bool) -> str:
-    """WGSL: the loop over the walked tiles (`ntiles` of them, from tile `first`): stage each
-    (through registers, the next one's reads in flight during this one's work where `prefetch`),
-    then `body` (which starts after the staging barrier)."""
-    decl, read, put = _walk_staging(c, tiles, count)
-    b = decl
-    if prefetch:
-        b += f"  if ({first} < ntiles) {{\n    let t0 = {first} * {BWD_TB};\n{read}  }}\n"
-    b += f"  for (var tt = {first}; tt < ntiles; tt++) {{\n    let t0 = tt * {BWD_TB};\n"
-    if not prefetch:
-        b += "    {\n" + read + "    }\n"
-    b += "    workgroupBarrier();\n" + put
-    if prefetch:  # (reads of a tile past the last one are skipped)
-        b += f"    if (tt + 1 < ntiles) {{\n      let t0 = (tt + 1) * {BWD_TB};\n{read}    }}\n"
-    return b + body + "  }\n"
+    b = decl + f"  for (var tt = {first}; tt < ntiles; tt++) {{\n    let t0 = tt * {BWD_TB};\n"
+    return b + read + "    workgroupBarrier();\n" + put + body + "  }\n"
 
 
 def _acc(c: _Cfg, names) -> str:
@@ -258,12 +242,11 @@ def attn_dq_tiled_kernel(
     dq_type: str,
     heads: int = 0,
     dropout: bool = False,
-    rpt: int = 4,
-    prefetch: bool = False,
+    rpt: int = 2,
 ) -> KernelSource:
     """WGSL of dq and D by query blocks of BWD_TB (module docstring); buffers and info words as
-    attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`, `prefetch`: see BWD_RPT,
-    BWD_PREFETCH (the caller passes them, so the cache keys on them)."""
+    attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`: see BWD_RPT (the caller
+    passes it, so the cache keys on it)."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["o", "g"]
     c, lay, bufs, b = _setup(E, rpt, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
@@ -327,7 +310,7 @@ def attn_dq_tiled_kernel(
     body += _products(c, [("dq", "dst", "ks")])
     walked = [("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
               ("vs", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, "")]  # fmt: skip
-    b += _walk(c, walked, "(kend - t0)", "0", body, prefetch)
+    b += _walk(c, walked, "(kend - t0)", "0", body)
     b += _write_rows(c, "dq", "dq", "qi", "L", E, heads, dq_type, " * scale")
     b += "}\n"
     shared = _tiles(c, ["qs", "gs", "ks", "vs"], ["dst"])
@@ -351,12 +334,10 @@ def attn_dkv_tiled_kernel(
     dv_type: str,
     heads: int = 0,
     dropout: bool = False,
-    rpt: int = 4,
-    prefetch: bool = False,
+    rpt: int = 2,
 ) -> KernelSource:
     """WGSL of dk and dv by key blocks of BWD_TB (module docstring); buffers and info words as
-    attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`, `prefetch`: as
-    attn_dq_tiled_kernel's."""
+    attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as attn_dq_tiled_kernel's."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["g"]
     c, lay, bufs, b = _setup(E, rpt, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
@@ -407,7 +388,7 @@ def attn_dkv_tiled_kernel(
     body += _products(c, [("dv", "pt", "gs"), ("dk", "dst", "qs")])
     walked = [("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
               ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")]  # fmt: skip
-    b += _walk(c, walked, "(L - t0)", "blk" if causal else "0", body, prefetch)
+    b += _walk(c, walked, "(L - t0)", "blk" if causal else "0", body)
     b += _write_rows(c, "dk", "dk", "kj", "S", E, heads, dk_type)
     b += _write_rows(c, "dv", "dv", "kj", "S", E, heads, dv_type)
     b += "}\n"

@@ -483,9 +483,20 @@ def _decode_splits(dev, nbh, L, S, E):
 
 
 # The register-tiled backward (kernels/attention_tiled_bwd.py) takes head dims up to 64 where
-# a workgroup may hold its 44 KiB (E <= 64; 28 KiB at E <= 32) and 64 invocations: the H100/H200
-# through both implementations. Not on CPU adapters unless forced (tests reach it on lavapipe
-# at E <= 32), where the per-row kernels are measured. Measured: see FORCE_TILED_BWD's note.
+# a workgroup may hold its 43 KiB (E <= 64; 27 KiB at E <= 32) and 128 invocations: the H100/H200
+# through both implementations. Not on CPU adapters unless forced (tests reach it on lavapipe at
+# E <= 32; there the per-row kernels were even or faster). H100, wgpu-native, GPU time of the
+# backward's two dispatches (2026-12-05, scripts/attention_bwd_ab.py,
+# docs/bench/2026-12-05-h100-attn-bwd-2.json), us, per-row kernels / tiled with 4 rows an
+# invocation (64 a workgroup) / 2 rows (128) / torch CUDA's backward:
+#   BERT-base 32x12x128x64, padding mask   682 / 877 / 627 / 277
+#   the same at batch 1                     224 / 74 / 54 / 250
+#   2x12x512x512x64                         825 / 624 / 463 / 266
+#   causal 1x16x4096x4096x64              13,421 / 12,671 / 9,480 / 3,312
+#   causal 8x4x64x64x32 (the GPT bench)      54 / 33 / 27 / 209
+#   causal 8x12x512x512x32                  640 / 758 / 654 / 480
+# so 2 rows an invocation (BWD_RPT) everywhere it fits; issuing the next tile's reads early (as
+# the forward's PREFETCH) measured the same or up to 5 % slower and was dropped.
 FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it (tests, A/B)
 
 
@@ -537,9 +548,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
     if tiled:
-        src = _KB.attn_dq_tiled_kernel(
-            E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT, prefetch=_KB.BWD_PREFETCH
-        )
+        src = _KB.attn_dq_tiled_kernel(E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT)
     else:
         src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop))
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
@@ -555,9 +564,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
     if tiled:
-        src = _KB.attn_dkv_tiled_kernel(
-            E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT, prefetch=_KB.BWD_PREFETCH
-        )
+        src = _KB.attn_dkv_tiled_kernel(E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT)
     else:
         src = _K.attn_dkv_kernel(E, kblock, *dkv_args, dropout=bool(drop))
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
