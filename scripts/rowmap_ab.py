@@ -4,7 +4,9 @@ HELD_LANE_MAX: the GPU's lanes a row): host time
 of each op after a GPU warm-up (pyrite.bench._median_time), GB/s of its one read and one write
 (two reads for add), beside torch CUDA when it is there. The row kernels' columns: streamed,
 held with at most 4 / 8 / 16 elements a lane (subgroup reductions where the device has them),
-and "tree": held (8) reduced by the workgroup-memory tree (ops/rowops.SUBGROUPS = False).
+and "tree": held (8) reduced by the workgroup-memory tree (ops/rowops.SUBGROUPS = False), and
+"scalar": held (8) with scalar loads and stores (ops/rowops.HELD_VEC4 = False; the others read
+and write f32 rows as vec4s).
 
     PYRITE_BACKEND=wgpu|dawn python scripts/rowmap_ab.py [--quick] [--rows]
 """
@@ -103,12 +105,14 @@ def main():
         ]
         for label, fn, _ in cases:
             t = {}
-            for cfg in ("streamed", 4, 8, 16, "tree"):
+            for cfg in ("streamed", 4, 8, 16, "tree", "scalar"):
                 rowops.HELD = cfg != "streamed"
                 rowops.HELD_LANE_MAX = cfg if isinstance(cfg, int) else saved
                 rowops.SUBGROUPS = cfg != "tree"
+                rowops.HELD_VEC4 = cfg != "scalar"
                 t[cfg] = _median_time(fn)
             rowops.HELD, rowops.HELD_LANE_MAX, rowops.SUBGROUPS = True, saved, True
+            rowops.HELD_VEC4 = True
             peer = ""
             if cuda:
                 ac = torch.randn(rows, width, device="cuda")

@@ -518,3 +518,49 @@ def test_layer_norm_of_rows_far_from_zero(n, held, rng, monkeypatch):
     ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
     got = pr.nn.functional.layer_norm(pr.tensor(x), (n,)).numpy()
     assert np.abs(got - ref).max() <= 16 * 2.0**-24 * max(8.0, np.abs(ref).max())
+
+
+@pytest.mark.parametrize("gpu", [False, True], ids=["device-plan", "gpu-plan"])
+@pytest.mark.parametrize("n", [4, 12, 100, 768, 1020, 2052])
+def test_held_rows_as_vec4(n, gpu, rng, monkeypatch):
+    """f32 rows of a multiple of 4 elements, each starting at a multiple of 4, are read and
+    written as vec4s (ops/rowops.HELD_VEC4), a lane's elements rounded up to whole vec4s (768:
+    128 lanes of 6 become 2 vec4s, lanes past the row idle); rows starting elsewhere (a column
+    slice) or of another length take the scalar loads: both agree with torch, for softmax,
+    log_softmax, layer_norm (a row far from 0: its shift is the row's first element) and
+    rms_norm, five rows (not a multiple of the rows a workgroup takes). (The column slice's
+    rows start at 1 + k·(n + 1).)"""
+    from pyrite.kernels import rowops as KR
+    from pyrite.ops import rowops
+
+    if gpu:
+        monkeypatch.setattr(pr.backend.current(), "adapter_type", "DiscreteGPU")
+    seen = []
+    real = KR.row_kernel
+    monkeypatch.setattr(
+        rowops,
+        "row_kernel",
+        lambda *a, **k: seen.append(a[-1] if len(a) > 10 else 1) or real(*a, **k),
+    )
+    a = rng.standard_normal((5, n + 1)).astype(np.float32) * 3
+    a[2] += 1e3
+    w, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    F = pr.nn.functional
+    held = rowops._held_shape(n, rowops._wg(n)) is not None  # (else streamed: scalar loads)
+    for cols, vec in ((slice(0, n), 4 if held else 1), (slice(1, n + 1), 1)):
+        xa = np.ascontiguousarray(a[:, cols]) if vec == 4 else a[:, cols]
+        x = pr.tensor(xa) if vec == 4 else pr.tensor(a)[:, cols]
+        t = _t(np.ascontiguousarray(a[:, cols]))
+        seen.clear()
+        tol = dict(rtol=(n + 40) * 2 * 2.0**-24, atol=1e-6)
+        np.testing.assert_allclose(x.softmax(-1).numpy(), t.softmax(-1).numpy(), **tol)
+        np.testing.assert_allclose(
+            x.log_softmax(-1).numpy(), t.log_softmax(-1).numpy(), rtol=1e-5, atol=1e-4
+        )
+        got = F.layer_norm(x, (n,), pr.tensor(w), pr.tensor(b)).numpy()
+        want = TF.layer_norm(t, (n,), _t(w), _t(b)).numpy()
+        np.testing.assert_allclose(got, want, atol=(2 * n + 8) * 2.0**-24 * 64 * np.abs(w).max())
+        got = F.rms_norm(x, (n,), pr.tensor(w)).numpy()
+        want = TF.rms_norm(t, (n,), _t(w)).numpy()
+        np.testing.assert_allclose(got, want, rtol=(n + 8) * 2.0**-23, atol=1e-6)
+        assert seen and set(seen) == {vec}, seen

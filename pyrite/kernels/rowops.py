@@ -160,17 +160,21 @@ def row_kernel(
     per: int = 0,
     groups: int = 1,
     subgroups: int = 0,
+    vec: int = 1,
 ) -> KernelSource:
     """WGSL for `op` over rows of `n` elements; `rank` outer dims; w/b types None when absent.
     `per` > 0: each invocation holds its (at most `per`) elements of the row in registers
     (`_held_row`, `groups` rows a workgroup of groups·wg), so the row is read once; 0: two
     streaming passes over the row. `subgroups` (held rows only; the device's `subgroups`):
     0: the row's reduction is a tree over workgroup memory; 1: subgroup operations
-    (`_sg_reduce`); 2: the same with WGSL's `enable subgroups;` (Dawn wants it, naga refuses it)."""
+    (`_sg_reduce`); 2: the same with WGSL's `enable subgroups;` (Dawn wants it, naga refuses it).
+    `vec` (held rows only): 4 reads and writes the rows as vec4s (see _held_row)."""
     if op not in OPS:
         raise ValueError(f"pyrite: unknown row op {op!r}")
     if per:
-        return _held_row(op, wg, rank, x_type, out_type, w_type, b_type, per, groups, subgroups)
+        return _held_row(
+            op, wg, rank, x_type, out_type, w_type, b_type, per, groups, subgroups, vec
+        )
     buffers = _row_buffers(x_type, out_type, w_type, b_type)
     ld = lambda e, t: load(e, t, "f32")
 
@@ -312,7 +316,7 @@ def _sg_reduce(wg: int, names: list[str], merge: str) -> str:
 
 
 def _held_row(
-    op, wg, rank, x_type, out_type, w_type, b_type, per, groups, subgroups=0
+    op, wg, rank, x_type, out_type, w_type, b_type, per, groups, subgroups=0, vec=1
 ) -> KernelSource:
     """row_kernel with the row in registers: `groups` rows a workgroup, `wg` invocations a row;
     lane t of a row holds its elements t + i·wg (i < per), loaded once, then one tree over
@@ -324,8 +328,15 @@ def _held_row(
     kernel merges; its exps are then rescaled by exp(m - M) / S. layer_norm: each invocation's
     count, mean and squared deviations by two passes over its registers (no division a step,
     as Welford's), merged by Chan et al.'s rule. rms_norm: the sum of squares. Measured: see
-    ops/rowops.py HELD."""
+    ops/rowops.py HELD.
+
+    `vec` 4 (f32 in and out, unit element strides, rows starting at multiples of 4 and n a
+    multiple of 4: the caller checks): the row is read and written as vec4s, lane t holding
+    vec4s t + g·wg (g < per / 4), each one 16-byte load and store (ops/rowops.py HELD_VEC4)."""
     buffers = _row_buffers(x_type, out_type, w_type, b_type)
+    if vec == 4:
+        assert x_type == out_type == "f32" and per % 4 == 0
+        buffers = [(n, "vec4<f32>" if n in ("x", "out") else t, m) for n, t, m in buffers]
     body = [
         "  let wf = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;\n",
         f"  let grp = lid.x / {wg}u; let lane = lid.x % {wg}u; let base = grp * {wg}u;\n",
@@ -337,11 +348,23 @@ def _held_row(
     ]
     body += _row_bases(rank)
     idx = range(per)
-    for i in idx:
-        body.append(
-            f"  let k{i} = i32(lane) + {i * wg}; let h{i} = live && k{i} < n; var v{i} = 0.0;\n"
-            f"  if (h{i}) {{ v{i} = {load(f'x[xb + k{i} * sx]', x_type, 'f32')}; }}\n"
-        )
+    if vec == 4:  # element k{4g + c} = 4·j{g} + c, read with vec4 j{g}
+        for g in range(per // 4):
+            body.append(
+                f"  let j{g} = i32(lane) + {g * wg}; let hv{g} = live && 4 * j{g} < n;\n"
+                f"  var x{g} = vec4<f32>(0.0); if (hv{g}) {{ x{g} = x[xb / 4 + j{g}]; }}\n"
+            )
+            for c in range(4):
+                i = 4 * g + c
+                body.append(
+                    f"  let k{i} = 4 * j{g} + {c}; let h{i} = hv{g}; var v{i} = x{g}[{c}];\n"
+                )
+    else:
+        for i in idx:
+            body.append(
+                f"  let k{i} = i32(lane) + {i * wg}; let h{i} = live && k{i} < n; var v{i} = 0.0;\n"
+                f"  if (h{i}) {{ v{i} = {load(f'x[xb + k{i} * sx]', x_type, 'f32')}; }}\n"
+            )
 
     shared = []
     if op in ("softmax", "log_softmax"):
@@ -388,7 +411,8 @@ def _held_row(
         # from 0 (x ~ 1e4, spread 1) summed raw carry 1e4's rounding into the mean and every
         # deviation; x - shift is exact there (Sterbenz).
         shared = ["sc", "smu", "sq"]
-        body.append(f"  let shift = {load('x[xb]', x_type, 'f32')};\n")
+        first = "x[xb / 4].x" if vec == 4 else load("x[xb]", x_type, "f32")
+        body.append(f"  let shift = {first};\n")
         body += [f"  if (h{i}) {{ v{i} = v{i} - shift; }}\n" for i in idx]
         body.append("  var c = 0.0; var a = 0.0;\n")
         body += [f"  if (h{i}) {{ c += 1.0; a += v{i}; }}\n" for i in idx]
@@ -432,8 +456,14 @@ def _held_row(
         for i in idx:
             wk = load(f"w[k{i}]", w_type, "f32") if w_type else "1.0"
             vals.append(f"v{i} * rstd * {wk}")
-    for i, v in zip(idx, vals):
-        body.append(f"  if (h{i}) {{ out[ob + k{i} * so] = {store(v, 'f32', out_type)}; }}\n")
+    if vec == 4:
+        for g in range(per // 4):
+            body.append(
+                f"  if (hv{g}) {{ out[ob / 4 + j{g}] = vec4<f32>({', '.join(vals[4 * g : 4 * g + 4])}); }}\n"
+            )
+    else:
+        for i, v in zip(idx, vals):
+            body.append(f"  if (h{i}) {{ out[ob + k{i} * so] = {store(v, 'f32', out_type)}; }}\n")
     text = "".join(body)
     src = (
         (SG_ENABLE if subgroups == 2 else "")

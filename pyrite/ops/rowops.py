@@ -65,6 +65,10 @@ HELD_LANE_MAX = 8
 # rows of 32 lanes): 1.2-1.8x.
 SUBGROUPS = True
 SUBGROUP_MAX_LANES = 64
+# Held rows of f32 with unit element strides, every row starting at a multiple of 4 elements and
+# n a multiple of 4 are read and written as vec4s (a lane's elements rounded up to whole vec4s;
+# kernels/rowops._held_row `vec`): 16-byte loads and stores, as the reductions' and the map's.
+HELD_VEC4 = True
 
 
 def _wg(n: int) -> int:
@@ -99,6 +103,19 @@ def _run(
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
     held = _held_shape(n, wg)
     lanes, per, groups = held if held is not None else (wg, 0, 1)
+    vec = 1
+    if (
+        per
+        and HELD_VEC4
+        and x.dtype is D.float32
+        and out.dtype is D.float32
+        and row_dim_stride == 1
+        and out_row_stride == 1
+        and n % 4 == 0
+        and x._offset % 4 == 0
+        and all(st % 4 == 0 for st in (*cx, *co))
+    ):
+        vec, per = 4, -(-n // (4 * lanes)) * 4
     dev = backend.current()
     src = row_kernel(
         op,
@@ -111,6 +128,7 @@ def _run(
         per,
         groups,
         dev.subgroups if per and SUBGROUPS and lanes <= SUBGROUP_MAX_LANES else 0,
+        vec,
     )
     info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co]
     bufs = [x._storage.buffer]
