@@ -162,8 +162,12 @@ def embedding_bag(
             f"dimension {input.ndim}"
         )
     out = _creation.zeros((B, Dm), dtype=weight.dtype)
-    if idx.numel() == 0 or B == 0:
-        return out
+    if idx.numel() == 0 or B == 0:  # no entries: zeros, still recorded as a function of
+        # weight (and per_sample_weights), so a backward gives them zero gradients as torch's
+        rows = _scatter.embedding(idx, weight)  # (0, D)
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights.unsqueeze(1).to(rows.dtype)
+        return _scatter.index_add(out, 0, upload(np.zeros(0, np.int32), D.int32), rows)
     if max_norm is not None:  # (the rows renormalised in place, unrecorded, as torch's)
         from ..autograd import no_grad
 
