@@ -65,10 +65,16 @@ HELD_LANE_MAX = 8
 # rows of 32 lanes): 1.2-1.8x.
 SUBGROUPS = True
 SUBGROUP_MAX_LANES = 64
-# Held rows of f32 with unit element strides, every row starting at a multiple of 4 elements and
-# n a multiple of 4 are read and written as vec4s (a lane's elements rounded up to whole vec4s;
-# kernels/rowops._held_row `vec`): 16-byte loads and stores, as the reductions' and the map's.
-HELD_VEC4 = True
+# HELD_VEC4: held rows of f32 with unit element strides, every row starting at a multiple of 4
+# elements and n a multiple of 4, read and written as vec4s (a lane's elements rounded up to
+# whole vec4s; kernels/rowops._held_row `vec`), 16-byte loads and stores as the reductions' and
+# the map's. Off: it gained nothing on the H100 (wgpu-native, 2026-12-05, scripts/rowmap_ab.py
+# --rows, GB/s scalar -> vec4, docs/bench/2026-12-05-h100-rowmap-vec4.txt): softmax 65,536 x 1024
+# 2,709 -> 2,676, layer_norm 2,722 -> 2,691 (torch CUDA 2,901 / 2,512; the copy kernel 2,807), and
+# lost where rows round up or are short: layer_norm 4096 x 768 646 -> 542, softmax 49,152 x 128
+# 1,406 -> 1,289. (Both held kernels reach ~96 % of the copy there; on the H200 they reached
+# ~80 %, 2026-12-03: unmeasured with vec4.)
+HELD_VEC4 = False
 
 
 def _wg(n: int) -> int:
