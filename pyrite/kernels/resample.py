@@ -15,6 +15,9 @@ over the input: each invocation computes one output from a fixed number of taps,
   out[b, i, k] = Σ_j w[i, j] * x[b, xmin_i + j, k], the weights and windows precomputed on the
   host (ops/resample.py, as PyTorch precomputes them). The op runs the dims one after another and
   splits a window past the loop budget into several dispatches that add into the output.
+- `gather_pass`: one dim of interpolate's backward, aa_pass's transpose: out[b, l, k] =
+  Σ_j w[l, j] * g[b, t[l, j], k] over the outputs t whose taps read input l (tables from the
+  op), so a non-finite g reaches only those inputs; split past the loop budget as aa_pass.
 - `grid_sample`: one invocation per (n, block of channels, output point): the grid is read and
   the weights computed once, then a loop over the block's channels (the op keeps the block under
   the loop budget) gathers the taps; bilinear, nearest (round half to even, as nearbyint) and
@@ -23,7 +26,8 @@ over the input: each invocation computes one output from a fixed number of taps,
 Info words (i32), interp:
   [0] outputs  [1] C  [2..4] in D, H, W  [5..7] out D, H, W  [8..10] scale (f32 bits) d, h, w
   [11] align_corners (linear, cubic) or nearest's shortcuts  [12] x offset  [13..17] x strides n, c, d, h, w
-aa_pass (tab: [xmin(Lout)] [xsize(Lout)] [weights (Lout, maxk), f32 bits]):
+aa_pass (tab: [xmin(Lout)] [xsize(Lout)] [weights (Lout, maxk), f32 bits]) and gather_pass
+(tab: [n (Lout)] [t (Lout, maxk)] [weights (Lout, maxk), f32 bits]):
   [0] outputs  [1] Lout  [2] inner  [3] maxk  [4] j0  [5] j1  [6] accumulate  [7] x offset
   [8..10] x strides b, l, inner
 grid_sample:
@@ -178,6 +182,30 @@ def aa_pass(stype: str) -> KernelSource:
   if (info[6] != 0) {{ acc = out[gi]; }}
   for (var j = info[4]; j < j1; j = j + 1) {{
     acc = acc + bitcast<f32>(tab[wrow + j]) * {load("xin[row + (xmin + j) * info[9]]", stype, "f32")};
+  }}
+  out[gi] = acc;
+}}
+"""
+    bufs = [("xin", stype, "r"), ("tab", "i32", "r"), ("out", "f32", "w")]
+    return KernelSource(header(bufs) + ENTRY.format(wg=WG) + body, "rrw")
+
+
+@lru_cache(maxsize=16)
+def gather_pass(stype: str) -> KernelSource:
+    """One axis of interpolate's backward, the transpose of a resampling: out[b, l, k] =
+    Σ_{j < n_l} w[l, j] * x[b, t[l, j], k], each input position l gathering the outputs t that
+    read it (a term per tap, repeats included). Same info words as `aa_pass`; the table is
+    [n (Lout)] [t (Lout, maxk)] [w (Lout, maxk), f32 bits]. The output is f32."""
+    body = f"""{FLAT_INDEX.format(wg=WG)}  if (gi >= info[0]) {{ return; }}
+  let k = gi % info[2]; let l = (gi / info[2]) % info[1]; let b = gi / (info[2] * info[1]);
+  let j1 = min(info[5], tab[l]);
+  let trow = info[1] + l * info[3];
+  let wrow = info[1] + info[1] * info[3] + l * info[3];
+  let row = info[7] + b * info[8] + k * info[10];
+  var acc = 0.0;
+  if (info[6] != 0) {{ acc = out[gi]; }}
+  for (var j = info[4]; j < j1; j = j + 1) {{
+    acc = acc + bitcast<f32>(tab[wrow + j]) * {load("xin[row + tab[trow + j] * info[9]]", stype, "f32")};
   }}
   out[gi] = acc;
 }}

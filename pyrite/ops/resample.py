@@ -7,8 +7,10 @@ interpolate follows torch.nn.functional.interpolate's own argument logic line by
 size / scale_factor, recompute_scale_factor, the per-mode rank checks), then runs one kernel
 (kernels/resample.py) over the (N, C, D, H, W) view; 'area' is adaptive_avg_pool (as PyTorch).
 Antialiased modes run one pass per resized dim with weights computed here as PyTorch computes
-them (`_compute_indices_min_size_weights_aa`). pixel/channel shuffles are a view and one strided
-copy.
+them (`_compute_indices_min_size_weights_aa`). The backward gathers, for each input position,
+the outputs whose taps read it (tables of torch's backward taps and weights, kernels/resample.py
+`gather_pass`), so a NaN/inf in the gradient reaches only those inputs, as in torch. pixel/channel
+shuffles are a view and one strided copy.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ import numpy as np
 
 from pyrite.errors import warn as _warn
 
+from .. import autograd as _autograd
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import grid_for
-from ..kernels.resample import INTERP_PER_THREAD, aa_pass, interp
+from ..kernels.resample import INTERP_PER_THREAD, aa_pass, gather_pass, interp
 from ..tensor import Tensor
 from .core import empty, f32_bits, max_loop_iterations, upload
 from .elementwise import as_tensor_arg
-from .matmul import matmul
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from .spatial import SpatialError, as_ncdhw, from_ncdhw, native
 
@@ -288,59 +290,69 @@ def _aa_table_on_device(i, o, align, scale, mode):
     return hit[0], hit[1]
 
 
+def _merged_stride(shape, strides):
+    """The one stride that walks dims `shape` as a single flattened dim, or None (they do not
+    merge). Size-1 dims do not count."""
+    dims = [(n, st) for n, st in zip(shape, strides) if n != 1]
+    for (_, a), (n, b) in zip(dims, dims[1:]):
+        if a != b * n:
+            return None
+    return dims[-1][1] if dims else 0
+
+
+def _window_pass(cur: Tensor, axis: int, tab: Tensor, maxk: int, o: int, kernel=aa_pass) -> Tensor:
+    """cur resampled along `axis` to o positions by `kernel` (aa_pass: out[l] = Σ_j w[l, j]·
+    cur[xmin_l + j]; gather_pass: Σ_j w[l, j]·cur[t[l, j]]) and its table `tab`, as a new
+    contiguous f32 tensor. cur is read through its strides when its dims before and after
+    `axis` each flatten to one stride."""
+    shape = cur._shape
+    xs_b = _merged_stride(shape[:axis], cur._strides[:axis])
+    xs_i = _merged_stride(shape[axis + 1 :], cur._strides[axis + 1 :])
+    if xs_b is None or xs_i is None:
+        cur = cur.contiguous()
+        xs_b = _merged_stride(shape[:axis], cur._strides[:axis])
+        xs_i = _merged_stride(shape[axis + 1 :], cur._strides[axis + 1 :])
+    inner = math.prod(shape[axis + 1 :])
+    out = empty((*shape[:axis], o, *shape[axis + 1 :]), D.float32)
+    n = out.numel()
+    if not n:
+        return out
+    dev = backend.current()
+    step = max(1, min(maxk, max_loop_iterations() - 1))  # its loop: step iterations + exit test
+    for j0 in range(0, maxk, step):
+        info = [
+            n,
+            o,
+            inner,
+            maxk,
+            j0,
+            min(maxk, j0 + step),
+            int(j0 > 0),
+            cur._offset,
+            xs_b,
+            cur._strides[axis],
+            xs_i,
+        ]
+        dev.dispatch(
+            kernel(cur.dtype.wgsl),
+            [cur._storage.buffer, tab._storage.buffer, out._storage.buffer],
+            info,
+            grid_for(n),
+        )
+    return out
+
+
 def _antialias(x: Tensor, out_sp, mode, align, scales) -> Tensor:
     x, back = native(x)
     dtype = x.dtype
-    N, C, H, W = x._shape
     cur = x
-    dev = backend.current()
-    budget = max_loop_iterations()
     # W first, then H, skipping a dim whose size does not change (as PyTorch)
     for axis in (3, 2):
         i, o = cur._shape[axis], out_sp[axis - 2]
         if i == o:
             continue
         tab, maxk = _aa_table_on_device(i, o, align, scales[axis - 2], mode)
-        B = math.prod(cur._shape[:axis])
-        inner = math.prod(cur._shape[axis + 1 :])
-        st = cur._strides
-        # (B, L, inner) strides of cur: the leading dims of an NCHW view flatten when mergeable
-        xs_b = st[axis - 1] if B > 1 else 0
-        if B > 1 and not all(
-            cur._strides[k] == cur._strides[k + 1] * cur._shape[k + 1]
-            for k in range(axis - 1)
-            if cur._shape[k] != 1
-        ):
-            cur = cur.contiguous()
-            st = cur._strides
-            xs_b = st[axis - 1]
-        xs_i = st[3] if axis == 2 else 1
-        shape = list(cur._shape)
-        shape[axis] = o
-        out = empty(tuple(shape), D.float32)
-        n = out.numel()
-        step = max(1, min(maxk, budget - 1))  # its loop: step iterations + the exit test
-        for j0 in range(0, maxk, step):
-            info = [
-                n,
-                o,
-                inner,
-                maxk,
-                j0,
-                min(maxk, j0 + step),
-                int(j0 > 0),
-                cur._offset,
-                xs_b,
-                st[axis],
-                xs_i,
-            ]
-            dev.dispatch(
-                aa_pass(cur.dtype.wgsl),
-                [cur._storage.buffer, tab._storage.buffer, out._storage.buffer],
-                info,
-                grid_for(n),
-            )
-        cur = out
+        cur = _window_pass(cur, axis, tab, maxk, o)
     if cur is x:
         cur = x.contiguous() if x.dtype is D.float32 else x.to(D.float32)
     res = cur if dtype is D.float32 else cur.to(dtype)
@@ -445,46 +457,224 @@ def native_channel_shuffle(input, groups):
 
 
 # ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
-def _axis_matrix(ctx, dim: int, d: int, i: int, o: int):
-    """The (i, o) matrix of resampled axis d: column t holds the weights output t takes from each
-    input index. Every mode is separable (one 1-D map per axis, bicubic's border clamp and
-    antialiasing's windows included), so the matrix is the forward itself run on an identity
-    laid along that axis: the same kernel, the same f32 index arithmetic, the same weights."""
-    from .creation import eye
+# The backward is a gather, not a dense product with each axis's (in, out) weight matrix: a
+# matmul multiplies every input position by every output's gradient, so one NaN or inf in g made
+# a whole row of NaN (0·NaN); torch's backward kernels add g·w only into the taps each output
+# read. Each axis's taps and weights are recomputed here in f32 exactly as PyTorch's backward
+# kernels compute them (UpSample.h, UpSampleKernel.cpp, UpSampleBicubic2d.cpp, AdaptiveAvgPool,
+# the antialiased tables), taps of weight 0 included (torch adds 0·g into them too), then
+# transposed: input position l gathers the K outputs that read it.
+def _cubic1(x, a):
+    return ((a + np.float32(2)) * x - (a + np.float32(3))) * x * x + np.float32(1)
 
+
+def _cubic2(x, a):
+    return ((a * x - np.float32(5) * a) * x + np.float32(8) * a) * x - np.float32(4) * a
+
+
+def _fma(a, b, c):
+    """a·b + c rounded once to f32 (a, b f32: their product is exact in float64)."""
+    return (np.asarray(a, np.float64) * b + np.asarray(c, np.float64)).astype(np.float32)
+
+
+def _cubic1_fma(x, a):  # _cubic1 as torch's vectorised build evaluates it
+    return _fma(_fma(a + np.float32(2), x, -(a + np.float32(3))) * x, x, np.float32(1))
+
+
+def _cubic2_fma(x, a):
+    r = _fma(_fma(a, x, -(np.float32(5) * a)), x, np.float32(8) * a)
+    return _fma(r, x, -(np.float32(4) * a))
+
+
+def _axis_taps(kind: str, i: int, o: int, align: bool, scale, equal_all: bool):
+    """(idx, w), each (o, T): the input positions output t reads along one axis (-1: none) and
+    their f32 weights, as PyTorch's backward of `kind` ("nearest", "nearest-exact", "linear",
+    "cubic", "area", or "aa-" + an antialiased mode) computes them."""
+    t = np.arange(o, dtype=np.int64)
+    one = np.ones((o, 1), np.float32)
+    if kind == "nearest":  # nearest_idx: its shortcuts for out = in and out = 2*in in every rank
+        if o == i:
+            return t[:, None], one
+        if o == 2 * i:
+            return (t >> 1)[:, None], one
+        src = np.floor(t.astype(np.float32) * _scale(i, o, False, scale)).astype(np.int64)
+        return np.minimum(src, i - 1)[:, None], one
+    if kind == "nearest-exact":  # floorf((t + 0.5) * scale), the product in double
+        prod = (t + 0.5) * np.float64(_scale(i, o, False, scale))
+        src = np.floor(prod.astype(np.float32)).astype(np.int64)
+        return np.minimum(src, i - 1)[:, None], one
+    if kind == "area":  # adaptive_avg_pool's windows [floor(t*i/o), ceil((t+1)*i/o))
+        start, end = (t * i) // o, -((-(t + 1) * i) // o)
+        T = int((end - start).max())
+        j = np.arange(T)
+        idx = np.where(j[None, :] < (end - start)[:, None], start[:, None] + j[None, :], -1)
+        w = np.broadcast_to(np.float32(1) / (end - start).astype(np.float32)[:, None], idx.shape)
+        return idx, np.ascontiguousarray(w)
+    if kind.startswith("aa-"):
+        return _aa_back_taps(i, o, align, scale, kind[3:])
+    sc = _scale(i, o, align, scale)
+    tf = t.astype(np.float32)
+    src = sc * tf if align else sc * (tf + np.float32(0.5)) - np.float32(0.5)
+    if kind == "linear":  # compute_source_index_and_lambda
+        if o == i:  # (torch's taps: t twice, weights 1 and 0)
+            return np.stack([t, t], 1), np.stack([one[:, 0], np.zeros(o, np.float32)], 1)
+        if not align:  # torch's build contracts this one to an FMA (measured: bit for bit)
+            src = (np.float64(sc) * (tf + np.float32(0.5)) - 0.5).astype(np.float32)
+        src = np.maximum(src, np.float32(0))
+        i0 = np.minimum(np.floor(src).astype(np.int64), i - 1)
+        l1 = np.minimum(np.maximum(src - i0.astype(np.float32), np.float32(0)), np.float32(1))
+        i1 = i0 + (i0 < i - 1)
+        return np.stack([i0, i1], 1), np.stack([np.float32(1) - l1, l1], 1)
+    # cubic: upsample_bicubic2d_backward (a plain copy when every dim keeps its size)
+    if equal_all:
+        return t[:, None], one
+    f = np.minimum(np.floor(src).astype(np.int64), i - 1)
+    x1 = np.minimum(np.maximum(src - f.astype(np.float32), np.float32(0)), np.float32(1))
+    x2 = np.float32(1) - x1
+    a = np.float32(-0.75)
+    w = np.stack(
+        [
+            _cubic2(x1 + np.float32(1), a),
+            _cubic1(x1, a),
+            _cubic1(x2, a),
+            _cubic2(x2 + np.float32(1), a),
+        ],
+        1,
+    )
+    idx = np.clip(f[:, None] + np.arange(-1, 3)[None, :], 0, i - 1)
+    return idx, w.astype(np.float32)
+
+
+def _aa_back_taps(i: int, o: int, align: bool, scale, mode: str):
+    """(idx, w) of the antialiased modes as torch's backward (cpu_upsample_genNd_backward_aa)
+    computes them: its window bounds in f32 arithmetic (the forward's tables use double, and
+    a window can differ by a tap of weight 0), every dim resampled, a kept size included."""
+    interp_size, filt = _aa_filter(mode)
+    sc = _scale(i, o, align, scale)
+    f64 = np.float64
+    support = np.float32((interp_size * 0.5) * f64(sc)) if sc >= 1 else np.float32(interp_size / 2)
+    maxk = int(np.ceil(support)) * 2 + 1
+    inv = np.float32(1.0 / f64(sc)) if sc >= 1 else np.float32(1)
+    t = np.arange(o, dtype=np.int64)
+    center = ((t + 0.5) * f64(sc)).astype(np.float32)
+    xmin = np.maximum(((center - support).astype(f64) + 0.5).astype(np.int64), 0)
+    xmax = np.minimum(((center + support).astype(f64) + 0.5).astype(np.int64), i)
+    xsize = np.clip(xmax - xmin, 0, maxk)
+    j = np.arange(maxk, dtype=np.int64)
+    pos = (j[None, :] + xmin[:, None]).astype(np.float32) - center[:, None]  # f32
+    arg = ((pos.astype(f64) + 0.5) * f64(inv)).astype(np.float32)
+    inside = j[None, :] < xsize[:, None]
+    if mode == "bicubic":  # f32 with torch's build's FMAs (bit for bit, measured): a weight
+        a, x = np.float32(-0.5), np.abs(arg)  # that cancels to 0 there is 0 here
+        w = np.where(x < 1, _cubic1_fma(x, a), np.where(x < 2, _cubic2_fma(x, a), np.float32(0)))
+    else:  # (1 - |x| is exact in f32; Lanczos' sines cannot match torch's libm bit for bit)
+        w = filt(arg.astype(f64)).astype(np.float32)
+    w = np.where(inside, w, np.float32(0))
+    total = np.zeros(o, np.float32)
+    for k in range(maxk):  # the f32 running sum, in torch's order
+        total = total + w[:, k]
+    w = np.where(total[:, None] != 0, w / np.where(total == 0, 1, total)[:, None], w)
+    return np.where(inside, xmin[:, None] + j[None, :], -1), w.astype(np.float32)
+
+
+def _gather_table(idx, w, i: int, o: int):
+    """The transpose of (idx, w) as `gather_pass`'s table (words, K), or None when the axis is
+    the identity: input position l gathers its K terms (output t, weight), in torch's order of
+    accumulation (by t, then tap). A tap repeated by a clamp stays a term of its own, as in
+    torch (inf·1 + inf·0 is NaN there, and so here)."""
+    T = idx.shape[1]
+    ok = (idx >= 0).ravel()
+    src = idx.ravel()[ok]
+    dst = np.repeat(np.arange(o, dtype=np.int64), T)[ok]
+    wt = w.ravel()[ok]
+    if T == 1 and np.array_equal(src, np.arange(i)) and (wt == 1).all():
+        return None
+    order = np.lexsort((np.arange(len(src)), src))  # by input, then (t, tap) as listed
+    src, dst, wt = src[order], dst[order], wt[order]
+    counts = np.bincount(src, minlength=i)
+    K = max(int(counts.max()), 1)
+    pos = np.arange(len(src)) - np.concatenate([[0], np.cumsum(counts)[:-1]])[src]
+    gt = np.zeros((i, K), np.int32)
+    gw = np.zeros((i, K), np.float32)
+    gt[src, pos] = dst
+    gw[src, pos] = wt
+    words = np.concatenate([counts.astype(np.int32), gt.ravel(), gw.view(np.int32).ravel()])
+    return words, K
+
+
+# Tables on the device, by (device, kind, sizes, align_corners, scale): a training loop repeats
+# the same few, and an upload makes a new buffer each time. None: the axis is the identity.
+_GATHER_TABLES: dict = {}
+
+
+def _gather_table_on_device(kind, i, o, align, scale, equal_all):
+    dev = backend.current()
+    key = (kind, i, o, align, scale, equal_all)
+    hit = _GATHER_TABLES.get(key)
+    if hit is None or hit[1] is not dev:
+        table = _gather_table(*_axis_taps(kind, i, o, align, scale, equal_all), i, o)
+        if table is not None:
+            table = (upload(table[0], D.int32), table[1])
+        if len(_GATHER_TABLES) >= 64:
+            _GATHER_TABLES.clear()
+        hit = _GATHER_TABLES[key] = (table, dev)
+    return hit[0]
+
+
+def _backward_axes(ctx, in_sp, out_sp):
+    """(kind, align, scale) of each resampled axis, as the forward chose them."""
+    dim = len(in_sp)
     mode = ctx.arg(3, "mode", "nearest")
-    align = ctx.arg(4, "align_corners", None)
+    align = bool(ctx.arg(4, "align_corners", None))
     antialias = ctx.arg(6, "antialias", False)
-    size = ctx.arg(1, "size", None)
-    shape = [1] * dim
-    shape[d] = i
-    e = eye(i, dtype=D.float32).reshape(1, i, *shape)
-    if size is not None:
-        sz = [1] * dim
-        sz[d] = o
-        r = interpolate(e, sz, None, mode, align, None, antialias)
+    size, sf = ctx.arg(1, "size", None), ctx.arg(2, "scale_factor", None)
+    if size is not None or mode == "area" or ctx.arg(5, "recompute_scale_factor", None):
+        scales = [None] * dim
     else:
-        sf = ctx.arg(2, "scale_factor", None)
-        s = list(sf) if isinstance(sf, (list, tuple)) else [sf] * dim
-        sc = [1.0] * dim
-        sc[d] = float(s[d])
-        r = interpolate(e, None, sc, mode, align, ctx.arg(5, "recompute_scale_factor"), antialias)
-    if r._shape[2 + d] != o:  # (the recomputed size of the call itself: it is g's)
-        raise RuntimeError("pyrite: interpolate backward: inconsistent output size")
-    return r.reshape(i, o)
+        scales = [float(s) for s in (sf if isinstance(sf, (list, tuple)) else [sf] * dim)]
+    if antialias:
+        kind = "aa-" + mode
+    else:
+        kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    if kind not in ("linear", "cubic") and not antialias:
+        align = False
+    return [(kind, align, s) for s in scales]
 
 
 def _g_interpolate(ctx, g):
-    """The transposed resampling: g contracted with each axis's weight matrix in turn (exact:
-    nearest's scatter-add, (bi/tri)linear's and bicubic's weights, area's windows)."""
-    shape = ctx.meta[0][0]
-    dim = len(shape) - 2
-    gx = g
-    for d in range(dim):
-        i, o = shape[2 + d], g._shape[2 + d]
-        m = _axis_matrix(ctx, dim, d, i, o).to(g.dtype)
-        gx = matmul(gx.movedim(2 + d, -1), m.mT).movedim(-1, 2 + d)
+    """The transposed resampling, one axis at a time: input position l of the axis gathers
+    Σ_j g[t[l, j]]·w[l, j] over the outputs that read it (`gather_pass`, in f32). While a double
+    backward is recorded, the result's own backward is the forward resampling (it is linear
+    in g)."""
+    shape = tuple(ctx.meta[0][0])
+    in_sp, out_sp = shape[2:], tuple(g._shape[2:])
+    axes = _backward_axes(ctx, in_sp, out_sp)
+    gx, _ = native(g)  # (bfloat16 is read as f32)
+    for d, (kind, align, scale) in enumerate(axes):
+        table = _gather_table_on_device(kind, in_sp[d], out_sp[d], align, scale, in_sp == out_sp)
+        if table is not None:
+            gx = _window_pass(gx, 2 + d, table[0], table[1], in_sp[d], gather_pass)
+    gx = gx.to(g.dtype) if gx.dtype is not g.dtype else (gx.clone() if gx is g else gx)
+    if _autograd.needs_grad(g):
+        cfg = [ctx.arg(k, n, v) for k, n, v in _INTERP_ARGS]
+
+        def rule(ctx2, gg):
+            return (interpolate(gg, *cfg),)
+
+        rule.saves = frozenset()
+        _autograd.record("interpolate_backward", rule, (g,), {}, gx)
     return (gx,)
+
+
+# interpolate's arguments after the input: (position, name, default)
+_INTERP_ARGS = (
+    (1, "size", None),
+    (2, "scale_factor", None),
+    (3, "mode", "nearest"),
+    (4, "align_corners", None),
+    (5, "recompute_scale_factor", None),
+    (6, "antialias", False),
+)
 
 
 _g_interpolate.saves = frozenset()

