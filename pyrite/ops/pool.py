@@ -242,7 +242,10 @@ def _adaptive(mode, input, output_size, dims, what, with_idx):
             f"pyrite: {what}: elements of output_size must be greater than or equal to 0 "
             f"but received {osz}"
         )
-    for i, s in enumerate(x._shape[1:] if x.ndim == dims + 2 else x._shape):
+    # torch lets dim 0 be empty, batched or not, and the channels too for adaptive_avg 1d/2d
+    # ((N, 0, H, W) -> (N, 0, h, w)); every other dimension must be non-empty
+    first = 2 if mode == "adaptive_avg" and dims < 3 and x.ndim == dims + 2 else 1
+    for s in x._shape[first:]:
         if s == 0:
             raise SpatialError(
                 f"pyrite: {what}(): expected input to have non-zero size for non-batch "
