@@ -813,6 +813,13 @@ case(
     call=lambda m, xs: m(xs[0], xs[1], xs[2], attn_mask=xs[3]),
 )
 case(
+    "MultiheadAttention_empty_query",
+    lambda nn: nn.MultiheadAttention(8, 2),
+    [F(0, 2, 8), F(3, 2, 8), F(3, 2, 8)],
+    call=lambda m, xs: m(*xs, need_weights=False),
+)
+case("TransformerEncoderLayer_empty_seq", lambda nn: nn.TransformerEncoderLayer(**_EL, batch_first=True), [F(2, 0, 8)], k=64)  # fmt: skip
+case(
     "TransformerEncoderLayer_masks",
     lambda nn: nn.TransformerEncoderLayer(**_EL, batch_first=True),
     [F(3, 5, 8), _causal(5), _kpm(3, 5)],
@@ -886,6 +893,11 @@ case("AvgPool2d_unbatched", lambda nn: nn.AvgPool2d(3, 2, 1, count_include_pad=F
 case("AdaptiveAvgPool3d_none", lambda nn: nn.AdaptiveAvgPool3d((None, 2, 3)), [F(1, 2, 3, 5, 4)])
 case("AdaptiveMaxPool1d_up", lambda nn: nn.AdaptiveMaxPool1d(7), [F(2, 3, 5)])
 case("AdaptiveAvgPool2d_unbatched", lambda nn: nn.AdaptiveAvgPool2d((2, 3)), [F(3, 5, 7)])
+# (empty dims torch accepts: dim 0 of any input; the channels of adaptive_avg 1d/2d, whose
+# backward torch refuses there)
+case("AdaptiveAvgPool2d_unbatched_empty", lambda nn: nn.AdaptiveAvgPool2d(2), [F(0, 5, 7)])
+case("AdaptiveMaxPool1d_unbatched_empty", lambda nn: nn.AdaptiveMaxPool1d(2), [F(0, 5)])
+case("AdaptiveAvgPool1d_no_channels", lambda nn: nn.AdaptiveAvgPool1d(3), [F(2, 0, 5)], grad=False)  # fmt: skip
 case("LPPool2d_float", lambda nn: nn.LPPool2d(1.5, (2, 3), stride=(1, 2)), [P(1, 2, 5, 7)])
 case("Fold_int", lambda nn: nn.Fold(4, 2), [F(2, 12, 9)], k=4)
 case("Unfold_int", lambda nn: nn.Unfold(3, padding=1), [F(1, 2, 4, 5)])

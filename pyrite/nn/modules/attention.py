@@ -169,7 +169,7 @@ def multi_head_attention_forward(
             weights = F.dropout(weights, p=dropout_p)
         out = _matmul.bmm(weights, v)  # (N·H, L, hd)
         out = out.transpose(0, 1).contiguous().reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(dim=1)
@@ -182,13 +182,13 @@ def multi_head_attention_forward(
         if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
             attn_mask = attn_mask.unsqueeze(0)
         else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+            attn_mask = attn_mask.reshape(bsz, num_heads, attn_mask.shape[-2], src_len)
     q = q.reshape(bsz, num_heads, tgt_len, head_dim)
     k = k.reshape(bsz, num_heads, src_len, head_dim)
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, False)
     out = out.permute(2, 0, 1, 3).contiguous().reshape(bsz * tgt_len, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not is_batched:
         out = out.squeeze(1)
     return out, None
