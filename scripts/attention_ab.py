@@ -1,5 +1,6 @@
 """A/B of the attention forward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
-the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py) and, for few
+the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py; "tiled-inorder":
+causal blocks numbered bh-major, not heaviest first) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`
@@ -15,7 +16,7 @@ import numpy as np
 
 import pyrite as pr
 from pyrite import backend
-from pyrite.kernels import attention_tiled
+from pyrite.kernels import attention, attention_tiled
 from pyrite.nn import _attention
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -46,6 +47,7 @@ KERNELS = {
     "flash": dict(FORCE_TILED=False, FORCE_DECODE=False),
     "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=True),
     "tiled0": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=False),
+    "tiled-inorder": dict(FORCE_TILED=True, FORCE_DECODE=False, HEAVY_FIRST=False),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -100,13 +102,15 @@ def main():
         for name, force in KERNELS.items():
             if name == "decode" and L > 8 or name.startswith("tiled") and E > 64:
                 continue
+            where = {"PREFETCH": attention_tiled, "HEAVY_FIRST": attention}
             for k_, v_ in force.items():
-                setattr(attention_tiled if k_ == "PREFETCH" else _attention, k_, v_)
+                setattr(where.get(k_, _attention), k_, v_)
             try:
                 times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
                 attention_tiled.PREFETCH = prefetch
+                attention.HEAVY_FIRST = True
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)

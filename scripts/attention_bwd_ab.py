@@ -1,6 +1,7 @@
 """A/B of the attention backward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-row dq and dk/dv kernels (kernels/attention.py) against the register-tiled ones
-(kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>), each forced in turn, torch CUDA's backward beside (CUDA events
+(kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>; "-inorder": causal blocks numbered
+bh-major instead of heaviest first, kernels/attention.HEAVY_FIRST), each forced in turn, torch CUDA's backward beside (CUDA events
 around torch.autograd.grad of the same output). GPU time of the backward's dispatches only.
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]`"""
 
@@ -13,6 +14,7 @@ import numpy as np
 
 import pyrite as pr
 from pyrite import backend
+from pyrite.kernels import attention as K
 from pyrite.kernels import attention_tiled_bwd as KB
 from pyrite.nn import _attention
 
@@ -32,8 +34,13 @@ CASES = [
 ]
 
 
-# (name, FORCE_TILED_BWD, BWD_RPT)
-VARIANTS = [("rows", False, 4), ("t4", True, 4), ("t2", True, 2)]
+# (name, FORCE_TILED_BWD, BWD_RPT, kernels/attention.HEAVY_FIRST)
+VARIANTS = [
+    ("rows", False, 4, True),
+    ("t4", True, 4, True),
+    ("t2", True, 2, True),
+    ("t2-inorder", True, 2, False),
+]
 
 
 def torch_us(shape, causal, masked):
@@ -87,12 +94,12 @@ def main():
         g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
         row = {"case": label, "shape": [B, H, L, S, E]}
-        for name, force, rpt in VARIANTS:
-            _attention.FORCE_TILED_BWD, KB.BWD_RPT = force, rpt
+        for name, force, rpt, heavy in VARIANTS:
+            _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = force, rpt, heavy
             try:
                 times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
             finally:
-                _attention.FORCE_TILED_BWD, KB.BWD_RPT = None, default
+                _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = None, default, True
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)

@@ -631,3 +631,18 @@ def test_tiled_backward_variants(rng, monkeypatch, rpt):
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 20), is_causal=True)
     kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
     _check(rng, *_qkv(rng, (2, 3), 33, 97, 32), **kw)
+
+
+@pytest.mark.parametrize("heavy_first", [True, False])
+@pytest.mark.parametrize("tiled", [False, True], ids=["flash", "tiled"])
+def test_causal_block_order(rng, monkeypatch, heavy_first, tiled):
+    """Causal kernels number their workgroups heaviest block first, batch·heads inside
+    (kernels/attention.HEAVY_FIRST), or batch·head-major: both give torch's forward and
+    gradients, over several heads and ragged blocks (the tiled kernels forced, E <= 32)."""
+    from pyrite.kernels import attention as K
+
+    monkeypatch.setattr(K, "HEAVY_FIRST", heavy_first)
+    monkeypatch.setattr(_attention, "FORCE_TILED", tiled)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", tiled)
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", 1)
+    _check(rng, *_qkv(rng, (2, 3), 150, 140, 24), is_causal=True)

@@ -132,13 +132,29 @@ class _Layout:
         return s
 
 
-def _entry(block: int) -> str:
+# Causal attention's blocks differ in work: the last query blocks see the most keys, the first
+# key blocks the most queries. With HEAVY_FIRST the causal kernels number their workgroups with
+# the batch·heads inside (the GPU starts workgroups about in order of their number) and the
+# heaviest blocks first, so the light ones fill the tail instead of a few heavy ones running on
+# alone at the end (FlashAttention-2's order). Measured: see nn/_attention.py FORCE_TILED_BWD.
+HEAVY_FIRST = True
+
+
+def _entry(block: int, order: int = 0) -> str:
+    """The attention kernels' entry: workgroup `flat` → (batch·head bh, block blk) with bh
+    outer (`order` 0), or bh inner with the blocks from the last (1: a causal query block) or
+    from the first (2: a causal key block): see HEAVY_FIRST."""
+    split = (
+        "  let bh = flat / nblk;\n  let blk = flat % nblk;\n",
+        "  let bh = flat % info[0];\n  let blk = nblk - 1 - flat / info[0];\n",
+        "  let bh = flat % info[0];\n  let blk = flat / info[0];\n",
+    )[order]
     return ENTRY.format(wg=block) + (
         "  let flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"
         "  let nblk = info[4];\n"
         "  if (flat >= info[0] * nblk) { return; }\n"  # uniform: the whole group leaves
-        "  let bh = flat / nblk;\n  let blk = flat % nblk;\n"
-        "  let L = info[1];\n  let S = info[2];\n  let scale = bitcast<f32>(info[3]);\n"
+        + split
+        + "  let L = info[1];\n  let S = info[2];\n  let scale = bitcast<f32>(info[3]);\n"
     )
 
 
@@ -218,10 +234,11 @@ def _buffers(names_types):
 # from the generator's seed and offset (nn/_attention._DropKey).
 
 
-def forward_setup(wg: int, rank: int, mask: str, types, splits: int, dropout: bool):
+def forward_setup(wg: int, rank: int, mask: str, types, splits: int, dropout: bool, order: int = 0):
     """The forward kernels' common start: the info layout of q, k, v, [mask], the buffers (q, k,
-    v, [mask], then out and lse, or the split's partials), the entry point with each operand's
-    base and the dropout words. `types`: (q, k, v, mask, out) storage types."""
+    v, [mask], then out and lse, or the split's partials), the entry point (`order`: _entry's)
+    with each operand's base and the dropout words. `types`: (q, k, v, mask, out) storage
+    types."""
     q_type, k_type, v_type, m_type, out_type = types
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else [])
     lay = _Layout(rank, strided)
@@ -235,7 +252,7 @@ def forward_setup(wg: int, rank: int, mask: str, types, splits: int, dropout: bo
             *outs,
         ]
     )
-    b = _entry(wg) + lay.bases(strided)
+    b = _entry(wg, order) + lay.bases(strided)
     if dropout:
         b += drop_setup(lay.words)
     return lay, bufs, b
@@ -306,6 +323,7 @@ def attn_fwd_kernel(
     heads: int = 0,
     splits: int = 1,
     dropout: bool = False,
+    heavy_first: bool = False,
 ) -> KernelSource:
     """WGSL of the forward. Buffers: q, k, v, [mask], out (nbh, L, E), lse (nbh, L) f32.
     `heads` > 0: out is laid out (batch, L, heads, E) instead (see _row_base).
@@ -318,8 +336,9 @@ def attn_fwd_kernel(
     ep = padded_dim(E)
     C = ep // 4
     bk = tile_rows(ep)
+    order = 1 if heavy_first and causal and splits == 1 else 0
     lay, bufs, b = forward_setup(block, rank, mask, (q_type, k_type, v_type, m_type, out_type),
-                                 splits, dropout)  # fmt: skip
+                                 splits, dropout, order)  # fmt: skip
     qblk = "blk"
     if splits > 1:  # (info[4] counts (query block, key range) pairs)
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
@@ -437,6 +456,7 @@ def attn_dq_kernel(
     dq_type: str,
     heads: int = 0,
     dropout: bool = False,
+    heavy_first: bool = False,
 ) -> KernelSource:
     """WGSL of dq and D. Buffers: q, k, v, [mask], out, dout (strided), lse, dq (nbh, L, E),
     D (nbh, L) f32. `out` and `dout` are read through their strides too."""
@@ -459,7 +479,7 @@ def attn_dq_kernel(
             ("dd", "f32", "w"),
         ]
     )
-    b = _entry(block) + lay.bases(strided)
+    b = _entry(block, 1 if heavy_first and causal else 0) + lay.bases(strided)
     if dropout:
         b += drop_setup(lay.words)
     b += f"  let i = blk * {block} + i32(lid.x);\n  let ic = min(i, L - 1);\n"
@@ -531,6 +551,7 @@ def attn_dkv_kernel(
     dv_type: str,
     heads: int = 0,
     dropout: bool = False,
+    heavy_first: bool = False,
 ) -> KernelSource:
     """WGSL of dk and dv, one invocation per key. Buffers: q, k, v, [mask], dout (strided),
     lse, D (nbh, L) f32, dk, dv (nbh, S, E)."""
@@ -553,7 +574,7 @@ def attn_dkv_kernel(
             ("dv", dv_type, "w"),
         ]
     )
-    b = _entry(block) + lay.bases(strided)
+    b = _entry(block, 2 if heavy_first and causal else 0) + lay.bases(strided)
     if dropout:
         b += drop_setup(lay.words)
     b += f"  let j = blk * {block} + i32(lid.x);\n  let jc = min(j, S - 1);\n"

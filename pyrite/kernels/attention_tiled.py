@@ -99,6 +99,7 @@ def attn_fwd_tiled_kernel(
     splits: int = 1,
     prefetch: bool = True,
     dropout: bool = False,
+    heavy_first: bool = False,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
@@ -111,8 +112,9 @@ def attn_fwd_tiled_kernel(
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
+    order = 1 if heavy_first and causal and splits == 1 else 0  # (kernels/attention HEAVY_FIRST)
     lay, bufs, b = forward_setup(WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
-                                 splits, dropout)  # fmt: skip
+                                 splits, dropout, order)  # fmt: skip
     b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
     qblk = "blk"
     if splits > 1:

@@ -208,13 +208,13 @@ def _keep4(row: str, col: str) -> str:
     )
 
 
-def _setup(E: int, rpt: int, rank: int, mask: str, strided: list, bufs, dropout: bool):
+def _setup(E, rpt, rank, mask: str, strided: list, bufs, dropout: bool, order: int = 0):
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention backward takes E <= {TILED_EP}")
     _check(E, 8, mask)
     c = _Cfg(E, rpt)
     lay = _Layout(rank, strided)
-    b = _entry(c.WG) + lay.bases(strided)
+    b = _entry(c.WG, order) + lay.bases(strided)
     if dropout:
         b += drop_setup(lay.words)
     b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
@@ -243,6 +243,7 @@ def attn_dq_tiled_kernel(
     heads: int = 0,
     dropout: bool = False,
     rpt: int = 2,
+    heavy_first: bool = False,
 ) -> KernelSource:
     """WGSL of dq and D by query blocks of BWD_TB (module docstring); buffers and info words as
     attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`: see BWD_RPT (the caller
@@ -252,7 +253,7 @@ def attn_dq_tiled_kernel(
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("o_", o_type, "r"),
         ("g_", do_type, "r"), ("lse", "f32", "r"), ("dq", dq_type, "w"), ("dd", "f32", "w"),
-    ], dropout)  # fmt: skip
+    ], dropout, 1 if heavy_first and causal else 0)  # fmt: skip
     TB, V = BWD_TB, c.vec
     b += f"  let q0 = blk * {TB};\n  {{\n    let t0 = q0;\n"
     b += _stage([("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
@@ -335,6 +336,7 @@ def attn_dkv_tiled_kernel(
     heads: int = 0,
     dropout: bool = False,
     rpt: int = 2,
+    heavy_first: bool = False,
 ) -> KernelSource:
     """WGSL of dk and dv by key blocks of BWD_TB (module docstring); buffers and info words as
     attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as attn_dq_tiled_kernel's."""
@@ -343,7 +345,7 @@ def attn_dkv_tiled_kernel(
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("g_", do_type, "r"),
         ("lse", "f32", "r"), ("dd", "f32", "r"), ("dk", dk_type, "w"), ("dv", dv_type, "w"),
-    ], dropout)  # fmt: skip
+    ], dropout, 2 if heavy_first and causal else 0)  # fmt: skip
     TB = BWD_TB
     b += f"  let j0 = blk * {TB};\n  {{\n    let t0 = j0;\n"
     b += _stage([("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),

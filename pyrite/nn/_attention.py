@@ -358,11 +358,13 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
         groups, splits = nbh * L, dsplits
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
-            _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop)
-        )
+            _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
+            heavy_first=_K.HEAVY_FIRST,
+        )  # fmt: skip
         groups = nbh * nblk
     else:
-        kernel, groups = partial(_K.attn_fwd_kernel, *args, dropout=bool(drop)), nbh * nblk
+        kernel = partial(_K.attn_fwd_kernel, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
+        groups = nbh * nblk
     if splits == 1:
         _dispatch(dev, kernel(), bufs + [out._storage.buffer, lse._storage.buffer], info,
                   fold_grid(groups), drop, redraw=True)  # fmt: skip
@@ -548,9 +550,11 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
     if tiled:
-        src = _KB.attn_dq_tiled_kernel(E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT)
+        src = _KB.attn_dq_tiled_kernel(
+            E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST
+        )
     else:
-        src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop))
+        src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
     _dispatch(dev, src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
               fold_grid(nbh * nq), drop)  # fmt: skip
@@ -564,9 +568,13 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
     if tiled:
-        src = _KB.attn_dkv_tiled_kernel(E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT)
+        src = _KB.attn_dkv_tiled_kernel(
+            E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST
+        )
     else:
-        src = _K.attn_dkv_kernel(E, kblock, *dkv_args, dropout=bool(drop))
+        src = _K.attn_dkv_kernel(
+            E, kblock, *dkv_args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST
+        )
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
     _dispatch(dev, src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
               fold_grid(nbh * nk), drop)  # fmt: skip
