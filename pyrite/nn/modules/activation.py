@@ -3,6 +3,8 @@ extra_repr. PReLU is the only one with a parameter."""
 
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from ..module import Module, Parameter
 from ._util import new_empty
@@ -110,13 +112,27 @@ class RReLU(Module):
 class Hardtanh(Module):
     """clamp(x, min_val, max_val)."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
+        if min_value is not None:  # torch's deprecated spellings
+            warnings.warn(
+                "keyword argument `min_value` is deprecated and renamed to `min_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn(
+                "keyword argument `max_value` is deprecated and renamed to `max_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            max_val = max_value
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace
         if self.max_val <= self.min_val:
-            raise ValueError(
+            raise AssertionError(  # (torch's type)
                 f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
             )
 
