@@ -24,8 +24,12 @@ class SyncBatchNorm(_BatchNorm):
         process_group=None,
         device=None,
         dtype=None,
+        *,
+        bias=True,
     ):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
         self.process_group = process_group
 
     def _check_input_dim(self, input):
