@@ -17,6 +17,7 @@ small constant for the few ops in series.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
@@ -228,6 +229,11 @@ case(
 )
 case("BatchNorm1d_cma", lambda nn: nn.BatchNorm1d(3, momentum=None), [F(5, 3)], k=8)
 case("BatchNorm2d", lambda nn: nn.BatchNorm2d(3), [F(2, 3, 5, 7)], k=70)
+case("BatchNorm2d_nobias", lambda nn: nn.BatchNorm2d(3, bias=False), [F(2, 3, 5, 7)], k=70)
+# (without a process group SyncBatchNorm is BatchNorm, also in train mode, as torch's)
+case(
+    "SyncBatchNorm", lambda nn: nn.SyncBatchNorm(3, momentum=0.2, bias=False), [F(2, 3, 4, 5)], k=40
+)
 case("BatchNorm3d", lambda nn: nn.BatchNorm3d(2, affine=False), [F(2, 2, 3, 1, 5)], k=30)
 case("InstanceNorm1d", lambda nn: nn.InstanceNorm1d(3), [F(2, 3, 7)], k=8)
 case(
@@ -703,6 +709,7 @@ for make in [
         call=lambda m, xs: m(xs[0] * 1.5),
     )
 case("RReLU_inplace_eval", lambda nn: nn.RReLU(inplace=True), [F(3, 4)], train=False, call=lambda m, xs: m(xs[0] * 1.0))  # fmt: skip
+case("Hardtanh_legacy_names", lambda nn: nn.Hardtanh(min_value=-0.2, max_value=0.3), [F(3, 4)])
 case("Softmax_implicit_3d", lambda nn: nn.Softmax(), [F(3, 4, 5)])
 case("Softmax_implicit_1d", lambda nn: nn.Softmax(), [F(7)])
 case("LogSoftmax_implicit", lambda nn: nn.LogSoftmax(), [F(3, 4, 2, 2)])
@@ -825,6 +832,22 @@ case(
     [F(3, 5, 8), _causal(5), _kpm(3, 5)],
     k=64,
     call=lambda m, xs: m(xs[0], src_mask=xs[1], src_key_padding_mask=xs[2]),
+)
+case(
+    "TransformerEncoder_padding_nested",
+    lambda nn: nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(**_EL, batch_first=True), 2, norm=nn.LayerNorm(8)
+    ),  # fmt: skip
+    [F(3, 5, 8), _kpm(3, 5)],
+    k=128,
+    call=lambda m, xs: m(xs[0], src_key_padding_mask=xs[1]),
+)
+case(
+    "MultiheadAttention_bf_kpm_selfattn",
+    lambda nn: nn.MultiheadAttention(8, 2, batch_first=True),
+    [F(3, 5, 8), _kpm(3, 5)],
+    k=32,
+    call=lambda m, xs: m(xs[0], xs[0], xs[0], key_padding_mask=xs[1]),
 )
 case(
     "TransformerEncoder_causal",
@@ -1170,7 +1193,7 @@ def _forward_params():
     out = []
     for c in CASES:
         modes = (["train"] + ["train-strided"] * c.strided if c.train else []) + (
-            ["eval"] if _reads_training(c) else []
+            ["eval", "infer"] if _reads_training(c) else []
         )
         out += [pytest.param(c.id, m, id=f"{c.id}-{m}") for m in modes]
     return out
@@ -1178,19 +1201,25 @@ def _forward_params():
 
 @pytest.mark.parametrize("id_,mode", _forward_params())
 def test_forward_backward_buffers(id_, mode, rng):
-    """`train-strided` feeds every input as a non-contiguous view of its leaf."""
+    """`train-strided` feeds every input as a non-contiguous view of its leaf; `infer` is eval
+    under no_grad (where torch takes its inference fast paths: the native attention, the
+    nested-tensor encoder)."""
     case = _case(id_)
     tm, pm = _build_pair(case)
     _materialize(case, tm, pm, rng)
     pm.load_state_dict(tm.state_dict())  # torch tensors are accepted as they are
-    tm.train(mode != "eval")
-    pm.train(mode != "eval")
+    tm.train(mode.startswith("train"))
+    pm.train(mode.startswith("train"))
     assert pm.training == tm.training
     arrays = _make_inputs(case, rng)
     strided = mode.endswith("strided")
     tleaves, txs = _tensors(torch, arrays, strided, case.contiguous)
     pleaves, pxs = _tensors(pr, arrays, strided, case.contiguous)
-    touts, pouts = _flat(_call(case, tm, txs)), _flat(_call(case, pm, pxs))
+    infer = mode == "infer"
+    with torch.no_grad() if infer else contextlib.nullcontext():
+        touts = _flat(_call(case, tm, txs))
+    with pr.no_grad() if infer else contextlib.nullcontext():
+        pouts = _flat(_call(case, pm, pxs))
     assert len(pouts) == len(touts)
     for i, (p, t) in enumerate(zip(pouts, touts)):
         assert _same_dtype(p, t), (i, p.dtype, t.dtype)
@@ -1199,7 +1228,7 @@ def test_forward_backward_buffers(id_, mode, rng):
     tsd, psd = tm.state_dict(), pm.state_dict()
     for k in tsd:
         _close(case, psd[k], tsd[k], f"state_dict[{k!r}] after the forward")
-    if not case.grad:
+    if not case.grad or infer:
         return
     weights = [rng.standard_normal(tuple(t.shape)).astype(np.float32) for t in touts]
     pairs = [(p, t, w) for p, t, w in zip(pouts, touts, weights) if t.requires_grad]
@@ -1277,7 +1306,6 @@ def test_every_shared_module_class_is_covered():
         "RNNBase": "the base of RNN/LSTM/GRU",
         "RNNCellBase": "the base of the cells",
         "DataParallel": "one device: a wrapper over the module",
-        "SyncBatchNorm": "needs a process group for its train-mode forward",
     }
     shared = {
         n
@@ -1292,3 +1320,62 @@ def test_every_shared_module_class_is_covered():
         covered.update(type(m).__name__ for m in tm.modules())
     missing = sorted(shared - covered - set(no_case))
     assert not missing, missing
+
+
+def _shared_classes():
+    return sorted(
+        n
+        for n in dir(tnn)
+        if inspect.isclass(getattr(tnn, n))
+        and issubclass(getattr(tnn, n), tnn.Module)
+        and hasattr(pnn, n)
+    )
+
+
+def _params(fn):
+    def default(p):
+        d = p.default
+        return getattr(d, "__name__", None) if callable(d) else repr(d)  # F.relu: by name
+
+    sig = inspect.signature(fn)
+    return [
+        (p.name, p.kind, default(p)) for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD
+    ]
+
+
+@pytest.mark.parametrize("name", _shared_classes())
+def test_constructor_and_forward_signatures(name):
+    """torch's parameters of __init__ and forward (names, kinds, defaults), in order, open
+    pyrite's: a port passing arguments by position or keyword means the same."""
+    for meth in ("__init__", "forward"):
+        tf, pf = getattr(getattr(tnn, name), meth), getattr(getattr(pnn, name), meth)
+        if tf is getattr(tnn.Module, meth) or tf is object.__init__:
+            continue
+        want = _params(tf)
+        got = _params(pf)
+        assert got[: len(want)] == want, (meth, got, want)
+
+
+_BAD_CONSTRUCTORS = [
+    "nn.Hardtanh(1.0, 0.0)", "nn.Conv2d(3, 4, 3, groups=2)", "nn.Conv2d(2, 2, 3, padding='same', stride=2)",
+    "nn.Conv2d(2, 2, 3, padding='foo')", "nn.ConvTranspose2d(2, 2, 3, padding_mode='reflect')",
+    "nn.LSTM(3, 4, proj_size=4)", "nn.GRU(3, 4, proj_size=2)", "nn.RNN(3, 4, nonlinearity='gelu')",
+    "nn.RNN(3, 4, dropout=1.5)", "nn.RNN(3, 4, num_layers=0)", "nn.Dropout(1.5)", "nn.AlphaDropout(1.1)",
+    "nn.Embedding(5, 3, padding_idx=5)", "nn.MultiheadAttention(5, 2)",
+    "nn.TransformerEncoderLayer(8, 2, activation='tanh')", "nn.GroupNorm(4, 6)",
+    "nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[5, 3])", "nn.TripletMarginWithDistanceLoss(margin=0)",
+    "nn.Linear(-1, 3)", "nn.Bilinear(2, 2, -1)",
+    "nn.Conv1d(2, -2, 3)", "nn.Embedding(-1, 3)",
+    "nn.FractionalMaxPool2d(2)", "nn.FractionalMaxPool2d(2, output_ratio=1.5)", "nn.Transformer(8, 3)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call", _BAD_CONSTRUCTORS)
+def test_constructor_errors(call):
+    """A constructor torch refuses raises the same type with torch's words."""
+    errors = []
+    for nn in (tnn, pnn):
+        with pytest.raises(Exception) as info:
+            eval(call, {"nn": nn})
+        errors.append((info.type, str(info.value).replace("pyrite: ", "").replace("pyrite.", "torch.")))  # fmt: skip
+    assert errors[1] == errors[0]

@@ -11,6 +11,11 @@ from ...ops.core import empty
 
 def new_empty(*shape, dtype=None):
     """Uninitialised storage for a parameter or buffer (reset_parameters fills it)."""
+    for n in shape:  # (nn.Linear(-1, 3), nn.Bilinear(2, 2, -1): torch's check and words)
+        if n < 0:
+            raise RuntimeError(
+                f"pyrite: Trying to create tensor with negative dimension {n}: {list(shape)}"
+            )
     return empty(tuple(shape), D.float32 if dtype is None else D.from_any(dtype))
 
 
