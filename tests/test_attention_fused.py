@@ -611,8 +611,13 @@ def test_tiled_backward_rule(monkeypatch):
     assert KB.bwd_shared_bytes(64) <= 49152 < KB.bwd_shared_bytes(64) + 16384
     assert KB.bwd_shared_bytes(32) <= 32768 < KB.bwd_shared_bytes(33)
     assert use(gpu, 128, 128, 64) and use(gpu, 4096, 4096, 64) and use(gpu, 1, 1, 1)
+    assert use(gpu, 128, 128, 64, 32 * 12)  # (E > 32: whatever the workgroups)
     assert not use(gpu, 128, 128, 65) and not use(cpu, 128, 128, 64)
     assert use(small, 128, 128, 32) and not use(small, 128, 128, 33)
+    # E <= 32: only while the per-row kernels would have too few workgroups
+    few = _attention.TILED_BWD_SMALL_E_GROUPS
+    assert use(gpu, 64, 64, 32, 32) and use(gpu, 512, 512, 32, few // 8 - 1)
+    assert not use(gpu, 512, 512, 32, few // 8) and not use(gpu, 64, 64, 16, few)
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
     assert use(cpu, 128, 128, 64)
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", False)

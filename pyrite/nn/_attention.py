@@ -488,25 +488,33 @@ def _decode_splits(dev, nbh, L, S, E):
 # a workgroup may hold its 43 KiB (E <= 64; 27 KiB at E <= 32) and 128 invocations: the H100/H200
 # through both implementations. Not on CPU adapters unless forced (tests reach it on lavapipe at
 # E <= 32; there the per-row kernels were even or faster). H100, wgpu-native, GPU time of the
-# backward's two dispatches (2026-12-05, scripts/attention_bwd_ab.py,
-# docs/bench/2026-12-05-h100-attn-bwd-2.json), us, per-row kernels / tiled with 4 rows an
+# backward's two dispatches (2026-12-05, scripts/attention_bwd_ab.py, causal blocks heaviest
+# first; docs/bench/2026-12-05-h100-attn-bwd-3.json), us, per-row kernels / tiled with 4 rows an
 # invocation (64 a workgroup) / 2 rows (128) / torch CUDA's backward:
-#   BERT-base 32x12x128x64, padding mask   682 / 877 / 627 / 277
-#   the same at batch 1                     224 / 74 / 54 / 250
-#   2x12x512x512x64                         825 / 624 / 463 / 266
-#   causal 1x16x4096x4096x64              13,421 / 12,671 / 9,480 / 3,312
-#   causal 8x4x64x64x32 (the GPT bench)      54 / 33 / 27 / 209
-#   causal 8x12x512x512x32                  640 / 758 / 654 / 480
-# so 2 rows an invocation (BWD_RPT) everywhere it fits; issuing the next tile's reads early (as
-# the forward's PREFETCH) measured the same or up to 5 % slower and was dropped.
+#   BERT-base 32x12x128x64, padding mask     678 / 877 / 623 / 291
+#   the same at batch 1                       224 / 75 / 54 / 158
+#   2x12x512x512x64                           812 / 625 / 462 / 252
+#   causal 1x16x4096x4096x64               10,083 / 12,584 / 9,475 / 3,349
+#   causal 8x4x64x64x32 (the GPT bench)        55 / 33 / 28 / 188
+#   causal 8x12x512x512x32                    446 / 673 / 596 / 464
+# so 2 rows an invocation (BWD_RPT), at E > 32 always; at E <= 32 only where the per-row
+# kernels would have fewer than TILED_BWD_SMALL_E_GROUPS workgroups (the GPT bench: 32; the
+# last row: 768, where the per-row kernels win; the threshold between is an estimate, two
+# workgroups an SM of a 132-SM GPU). Issuing the next tile's reads early (as the forward's
+# PREFETCH) measured the same or up to 5 % slower and was dropped.
+TILED_BWD_SMALL_E_GROUPS = 264
 FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it (tests, A/B)
 
 
-def _use_tiled_bwd(dev, L, S, E):
+def _use_tiled_bwd(dev, L, S, E, nbh=1):
     if FORCE_TILED_BWD is False or E > _KT.TILED_EP:
         return False
-    if FORCE_TILED_BWD is None and dev.adapter_type == "CPU":
-        return False
+    if FORCE_TILED_BWD is None:
+        if dev.adapter_type == "CPU":
+            return False
+        rows = nbh * max(-(-L // _K.block_for(L)), -(-S // _K.block_for(S)))
+        if E <= 32 and rows >= TILED_BWD_SMALL_E_GROUPS:
+            return False
     lim = dev.limits
     budget = max_loop_iterations()
     return (
@@ -526,7 +534,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     if mask is not None:
         mask = _mask_operand(mask, L, S)
     dev = backend.current()
-    tiled = _use_tiled_bwd(dev, L, S, E)
+    tiled = _use_tiled_bwd(dev, L, S, E, math.prod(lead))
     qblock, kblock = (_KB.BWD_TB,) * 2 if tiled else (_K.block_for(L), _K.block_for(S))
     budget = max_loop_iterations()
     if not tiled and (
