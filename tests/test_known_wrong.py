@@ -119,3 +119,69 @@ def test_interpolate_backward_split_and_strided(rng, loop_budget):
     want = xt.grad.float().numpy()
     tol = 2.0**-11 * np.abs(want) + 2 * 84 * F32_U * np.abs(g).sum(axis=(2, 3), keepdims=True)
     assert (np.abs(xp.grad.numpy().astype(np.float32) - want) <= tol).all()
+
+
+# ---- sin / cos / tan of large arguments: exact argument reduction --------------------------
+def _ulps(got, x, fn):
+    """|got - fn(x)| in ULPs of the float32 nearest the float64 value."""
+    ref = fn(x.astype(np.float64))
+    return np.abs(got.astype(np.float64) - ref) / np.spacing(np.abs(ref).astype(np.float32))
+
+
+def test_trig_large_arguments(rng):
+    # |x| log-uniform over each decade band up to 3.4e38, both signs; the floats on either side
+    # of k·pi/2 (the reduced argument is smallest there); Muller's hardest float for pi/2
+    # (16367173·2^72); the largest float
+    bands = [(1e-3, 3.2), (3.2, 6400), (6400, 1e6), (1e6, 1e12), (1e12, 1e24), (1e24, 3.4e38)]
+    parts = [
+        np.exp(rng.uniform(np.log(lo), np.log(hi), 20000)) * rng.choice([-1.0, 1.0], 20000)
+        for lo, hi in bands
+    ]
+    k = rng.integers(1, 3_000_000, 20000).astype(np.float64)
+    near = (k * np.pi / 2).astype(np.float32)
+    parts += [near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(0))]
+    parts.append(np.array([16367173 * 2.0**72, -(2.0**127) * 1.9999999, 6399.9995, 6400.0]))
+    x = np.concatenate(parts).astype(np.float32)
+    t = pr.tensor(x)
+    # the f64 value rounded once (0.5 ULP) plus the kernels' own error: r carried as a pair
+    # (~48 bits) and polynomials whose rounding adds < 0.3 ULP; tan divides two such pairs
+    for name, fn, bound in (("sin", np.sin, 1.0), ("cos", np.cos, 1.0), ("tan", np.tan, 1.5)):
+        err = _ulps(getattr(pr, name)(t).numpy(), x, fn)
+        worst = int(np.argmax(err))
+        assert err[worst] <= bound, f"{name}({x[worst]!r}): {err[worst]:.2f} ULP"
+
+
+def test_trig_special_values():
+    x = np.array([0.0, -0.0, 1e-40, -1e-40, np.inf, -np.inf, np.nan], np.float32)
+    t = pr.tensor(x)
+    for name, fn in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan)):
+        got = getattr(pr, name)(t).numpy()
+        with np.errstate(invalid="ignore"):
+            want = fn(x.astype(np.float64)).astype(np.float32)
+        assert np.isnan(got[4:]).all(), name
+        # zeros keep their sign; a subnormal is its own sine (or flushed to a zero of its sign)
+        ok = (got[:4] == want[:4]) | ((got[:4] == 0) & (np.abs(x[:4]) < 2.0**-126))
+        assert ok.all() and (np.signbit(got[:4]) == np.signbit(want[:4])).all(), name
+
+
+def test_inverse_trig_edges(rng):
+    """asin/acos/atan at and next to their domain's ends: ±1 exactly, 1 - 2^-k, just past 1
+    (NaN), signed zeros and tiny values, huge and infinite atan arguments."""
+    one = np.float32(1)
+    near1 = (one - np.exp2(-rng.uniform(1, 24, 4000))).astype(np.float32)
+    steps = (one - np.spacing(one) * rng.integers(1, 1 << 16, 4000)).astype(np.float32)
+    tiny = np.exp2(-rng.uniform(0, 120, 4000)).astype(np.float32)
+    x = np.concatenate([near1, -near1, steps, -steps, tiny, -tiny, [1, -1, 0, -0.0]])
+    x = x.astype(np.float32)
+    # tests/test_special.py holds these to 4 ULP (mathlib: asin 3.5, acos 3.3, atan 2.4 measured)
+    for name, fn in (("asin", np.arcsin), ("acos", np.arccos), ("atan", np.arctan)):
+        got = getattr(pr, name)(pr.tensor(x)).numpy()
+        err = _ulps(got, x, fn)
+        assert err.max() <= 4, f"{name}({x[np.argmax(err)]!r}): {err.max():.2f} ULP"
+        assert (np.signbit(got[-4:]) == np.signbit(fn(x[-4:].astype(np.float64)))).all()
+    past = pr.tensor(np.array([1.0000001, -1.0000001, np.nan], np.float32))
+    assert np.isnan(pr.asin(past).numpy()).all() and np.isnan(pr.acos(past).numpy()).all()
+    big = np.concatenate([np.exp2(rng.uniform(24, 127, 2000)), [np.inf]]).astype(np.float32)
+    big = np.concatenate([big, -big])
+    err = _ulps(pr.atan(pr.tensor(big)).numpy(), big, np.arctan)
+    assert err.max() <= 4

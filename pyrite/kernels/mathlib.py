@@ -315,25 +315,190 @@ HELPERS = {
   if (xneg) { r = 3.141592653589793 - r; }
   return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(y) & 0x80000000u));
 }""",
-    # tan: Cephes tanf. Reduction by pi/4 in three parts (DP1 has 8 bits, so j·DP1 is exact
-    # for |x| < 8192), each step through p_opaque so no compiler merges the parts; the
-    # degree-13 odd polynomial on [-pi/4, pi/4]; -1/tan past an odd octant pair. WGSL's tan on
-    # the H200 was 1e-4 relative off near the poles (tan(11) = -225.974, not -225.951).
-    # Beyond |x| = 8192 the built-in.
-    "p_tanf": """fn p_tanf(x0: f32) -> f32 {
-  let x = abs(x0);
-  if (p_isnan(x0) || x > 8192.0) { return tan(x0); }
-  var j = u32(x * 1.27323954473516);
-  var y = f32(j);
-  if ((j & 1u) == 1u) { j = j + 1u; y = y + 1.0; }
-  let z = p_opaque(p_opaque(x - y * 0.78515625) - y * 2.4187564849853515625e-4) - y * 3.77489497744594108e-8;
-  let zz = z * z;
-  var t = z;
-  if (abs(z) > 1.0e-4) {
-    t = (((((9.38540185543e-3 * zz + 3.11992232697e-3) * zz + 2.44301354525e-2) * zz + 5.34112807005e-2) * zz + 1.33387994085e-1) * zz + 3.33331568548e-1) * zz * z + z;
+    # sin, cos and tan to within 1 ULP for every finite f32 (WGSL's built-ins are 2^-11
+    # absolute on [-pi, pi] and unbounded beyond: lavapipe's cos(1e4) was 46 ULP off and
+    # sin(1e7) had no correct digit). x = n·pi/2 + r, |r| <= pi/4, r as a pair of floats:
+    # - |x| <= pi/4: r = x;
+    # - |x| < 6400 (n < 2^12): Cody-Waite with pi/2 in five 12-bit parts and a sixth, so every
+    #   n·part is exact; the first two differences are exact too (Sterbenz, then a multiple of
+    #   2^-23 below 2), the later ones two-sums, so r keeps ~70 bits even next to a multiple
+    #   of pi/2;
+    # - beyond, Payne-Hanek in integers, exact up to 3.4e38: |x| = m·2^e (m 24 bits) times the
+    #   160 bits of 2/pi from the one worth 2m (those above give multiples of 4), the quadrant
+    #   from the product's integer bits, its fraction rounded to the nearest quadrant, 48 bits
+    #   kept after its leading zeros (a float's fraction is never below 2^-64; the bits left
+    #   out are worth < 2^-72), then r = f·pi/2 by Dekker's product with pi/2 in two parts.
+    # Then Taylor series to r^11 and r^12 (the next terms < 2^-36) with r's low part and the
+    # rounding of cos's 1 - r^2/2 carried as pairs (fdlibm's trick); tan is (s/c or -c/s) of
+    # those pairs, one residual step after the quotient. Every rounding the algebra relies on
+    # goes through p_opaque (lavapipe reassociated rh + (t + u): 1 ULP). Measured against
+    # float64 rounded to f32 (tests/test_known_wrong.py, lavapipe, 2M points a decade to
+    # 3.4e38 and the floats next to k·pi/2, k < 2e6): sin, cos <= 0.77 ULP, tan <= 0.97 (torch
+    # CPU 0.6). Cost on lavapipe, which runs both sides of the branch: 4M sin 50 ms, the
+    # built-in 11 ms (Payne-Hanek's side is ~30 of them).
+    "p_mul24x32": """fn p_mul24x32(m: u32, t: u32) -> vec2<u32> {
+  // m·t (m < 2^24) as (low word, high word), from 16-bit halves (every partial product fits)
+  let ml = m & 0xffffu;
+  let mh = m >> 16u;
+  let tl = t & 0xffffu;
+  let th = t >> 16u;
+  let mid = ml * th + mh * tl;
+  let cm = select(0u, 0x10000u, mid < ml * th);
+  let lo = ml * tl + (mid << 16u);
+  let cl = select(0u, 1u, lo < ml * tl);
+  return vec2<u32>(lo, mh * th + (mid >> 16u) + cm + cl);
+}""",
+    "p_rem_pio2_cw": """fn p_rem_pio2_cw(a: f32) -> vec3<f32> {
+  // pi/4 < a < 6400 (n < 2^12): as p_rem_pio2, pi/2 in five 12-bit parts and a sixth
+  let n = round(a * 0.636619772);
+  var s = p_opaque(a - n * bitcast<f32>(0x3fc90000u));  // exact: n·P1 has 24 bits, Sterbenz
+  s = p_opaque(s - n * bitcast<f32>(0x39fda000u));      // exact: a multiple of 2^-23 below 2
+  let p3 = p_two_sum(s, -n * bitcast<f32>(0x33a22000u));  // exact below 2^-11, else carried
+  let p4 = p_two_sum(p3.x, -n * bitcast<f32>(0x2c340000u));
+  let p5 = p_two_sum(p4.x, -n * bitcast<f32>(0x27c23000u));
+  let r = p_two_sum(p5.x, ((p3.y + p4.y) + p5.y) - n * bitcast<f32>(0x211898ccu));
+  return vec3<f32>(r.x, r.y, f32(u32(i32(n) & 3)));
+}""",
+    # a + b = s + e exactly (Knuth's two-sum; s and b - (s - a) through p_opaque)
+    "p_two_sum": """fn p_two_sum(a: f32, b: f32) -> vec2<f32> {
+  let s = p_opaque(a + b);
+  let bb = p_opaque(s - a);
+  return vec2<f32>(s, (a - p_opaque(s - bb)) + (b - bb));
+}""",
+    "p_rem_pio2": """fn p_rem_pio2(a: f32) -> vec3<f32> {
+  // a > pi/4, finite: (r_hi, r_lo, n) with a = n·pi/2 + r_hi + r_lo (mod 2pi), |r| <= pi/4
+  let bits = bitcast<u32>(a);
+  let e = i32(bits >> 23u) - 150;  // a = m·2^e
+  let m = (bits & 0x7fffffu) | 0x800000u;
+  // bits j <= e - 2 of 2/pi give multiples of 4: the five words from the one holding bit e - 1
+  let k = ((e - 2) >> 5) + 1;
+  let p0 = p_mul24x32(m, p_2opi_word(k));
+  let p1 = p_mul24x32(m, p_2opi_word(k + 1));
+  let p2 = p_mul24x32(m, p_2opi_word(k + 2));
+  let p3 = p_mul24x32(m, p_2opi_word(k + 3));
+  let p4 = p_mul24x32(m, p_2opi_word(k + 4));
+  // q = m·(those 160 bits) in words q0 (the lowest) .. q5; a·2/pi = q·2^-L
+  let q0 = p4.x;
+  let q1 = p4.y + p3.x;
+  var c = select(0u, 1u, q1 < p3.x);
+  var s = p3.y + p2.x;
+  let q2 = s + c;
+  c = select(0u, 1u, s < p2.x) + select(0u, 1u, q2 < s);
+  s = p2.y + p1.x;
+  let q3 = s + c;
+  c = select(0u, 1u, s < p1.x) + select(0u, 1u, q3 < s);
+  s = p1.y + p0.x;
+  let q4 = s + c;
+  c = select(0u, 1u, s < p0.x) + select(0u, 1u, q4 < s);
+  let q5 = p0.y + c;
+  // L = 32k + 128 - e in [127, 158]: the quadrant is bits L, L + 1 of q and the fraction the
+  // 96 bits below, read from q1.. (L >= 128) or q0.. (L = 127) shifted right by sh
+  let L = 32 * k + 128 - e;
+  let hi = L >= 128;
+  let a0 = select(q0, q1, hi);
+  let a1 = select(q1, q2, hi);
+  let a2 = select(q2, q3, hi);
+  let a3 = select(q3, q4, hi);
+  let a4 = select(q4, q5, hi);
+  let sh = u32(L - 96) & 31u;
+  var n = p_funnel(a3, a4, sh) & 3u;
+  var f1 = p_funnel(a2, a3, sh);
+  var f2 = p_funnel(a1, a2, sh);
+  var f3 = p_funnel(a0, a1, sh);
+  // to the nearest quadrant: a fraction of 1/2 or more is n + 1 and -(1 - f)
+  let neg = (f1 >> 31u) == 1u;
+  if (neg) {
+    n = (n + 1u) & 3u;
+    f1 = ~f1;
+    f2 = ~f2;
+    f3 = ~f3 + 1u;
+    if (f3 == 0u) { f2 = f2 + 1u; if (f2 == 0u) { f1 = f1 + 1u; } }
   }
-  if ((j & 2u) == 2u) { t = p_divf(-1.0, t); }
-  return p_xorsign(t, x0);
+  var lz = countLeadingZeros(f1);
+  if (f1 == 0u) { f1 = f2; f2 = f3; f3 = 0u; lz = 32u + countLeadingZeros(f1); }
+  let z = lz & 31u;
+  f1 = p_funnel(f2, f1, 32u - z);
+  f2 = p_funnel(f3, f2, 32u - z);
+  // f = fh + fl, 24 bits each (exact: integers times powers of two built from bits)
+  let fh = f32(f1 >> 8u) * bitcast<f32>((103u - lz) << 23u);
+  let fl = f32(((f1 & 0xffu) << 16u) | (f2 >> 16u)) * bitcast<f32>((79u - lz) << 23u);
+  // r = f·pi/2: pi/2 = PH + PL, f·PH exactly as p.x + p.y
+  let ph = bitcast<f32>(0x3fc90fdbu);
+  let p = p_two_prod(fh, ph);
+  let cr = p.y + (fh * bitcast<f32>(0xb33bbd2eu) + fl * ph);
+  let rh = p_opaque(p.x + cr);
+  let rl = cr - p_opaque(rh - p.x);
+  return vec3<f32>(select(rh, -rh, neg), select(rl, -rl, neg), f32(n));
+}""",
+    # bits sh .. sh + 31 of the 64-bit (hi, lo): (lo >> sh) | (hi << (32 - sh)), sh in [0, 32]
+    # (WGSL takes a shift count mod 32, so 0 and 32 are their own cases)
+    "p_funnel": """fn p_funnel(lo: u32, hi: u32, sh: u32) -> u32 {
+  if (sh == 0u) { return lo; }
+  if (sh >= 32u) { return hi; }
+  return (lo >> sh) | (hi << (32u - sh));
+}""",
+    # word i of 2/pi's binary expansion after a zero word 0: word i > 0 holds the bits of
+    # weight 2^-(32i - 31) .. 2^-32i (mpmath, 300 bits)
+    "p_2opi_word": """fn p_2opi_word(i: i32) -> u32 {
+  switch i {
+    case 1: { return 0xa2f9836eu; }
+    case 2: { return 0x4e441529u; }
+    case 3: { return 0xfc2757d1u; }
+    case 4: { return 0xf534ddc0u; }
+    case 5: { return 0xdb629599u; }
+    case 6: { return 0x3c439041u; }
+    case 7: { return 0xfe5163abu; }
+    case 8: { return 0xdebbc561u; }
+    default: { return 0u; }
+  }
+}""",
+    "p_sincosf": """fn p_sincosf(x: f32) -> vec2<f32> {
+  // (sin x, cos x); NaN for NaN and ±inf
+  let a = abs(x);
+  if (a >= p_inf() || p_isnan(x)) { return vec2<f32>(p_nan(), p_nan()); }
+  var r = vec3<f32>(a, 0.0, 0.0);
+  if (a >= 6400.0) { r = p_rem_pio2(a); } else if (a > bitcast<f32>(0x3f490fdbu)) { r = p_rem_pio2_cw(a); }
+  let k = p_sincos_kernel(r.x, r.y);
+  let sc = vec2<f32>(k.x, k.z);
+  let n = u32(r.z);
+  var v = sc;
+  if (n == 1u) { v = vec2<f32>(sc.y, -sc.x); }
+  if (n == 2u) { v = vec2<f32>(-sc.x, -sc.y); }
+  if (n == 3u) { v = vec2<f32>(-sc.y, sc.x); }
+  return vec2<f32>(p_xorsign(v.x, x), v.y);
+}""",
+    "p_sincos_kernel": """fn p_sincos_kernel(rh: f32, rl: f32) -> vec4<f32> {
+  // (sin, cos) of rh + rl as pairs (s, s_lo, c, c_lo); |rh| <= pi/4, |rl| <= ulp(rh)/2. The
+  // small terms through p_opaque: a compiler that reassociates rh + (t + u) into (rh + t) + u
+  // rounds twice (lavapipe did: 1 ULP)
+  let z = rh * rh;
+  let ps = -0.166666667 + z * (0.00833333333 + z * (-0.000198412698 + z * (2.75573192e-06 + z * -2.50521084e-08)));
+  let ts = p_opaque(rh * z * ps + rl * (1.0 - 0.5 * z));
+  let s = p_opaque(rh + ts);
+  let pc = 0.0416666667 + z * (-0.00138888889 + z * (2.48015873e-05 + z * (-2.75573192e-07 + z * 2.08767570e-09)));
+  let hz = 0.5 * z;
+  let w = p_opaque(1.0 - hz);
+  let tc = p_opaque(((1.0 - w) - hz) + (z * z * pc - rh * rl));
+  let c = p_opaque(w + tc);
+  return vec4<f32>(s, ts - (s - rh), c, tc - (c - w));
+}""",
+    "p_sinf": "fn p_sinf(x: f32) -> f32 { return p_sincosf(x).x; }",
+    "p_cosf": "fn p_cosf(x: f32) -> f32 { return p_sincosf(x).y; }",
+    "p_tanf": """fn p_tanf(x: f32) -> f32 {
+  let a = abs(x);
+  if (a >= p_inf() || p_isnan(x)) { return p_nan(); }
+  var r = vec3<f32>(a, 0.0, 0.0);
+  if (a >= 6400.0) { r = p_rem_pio2(a); } else if (a > bitcast<f32>(0x3f490fdbu)) { r = p_rem_pio2_cw(a); }
+  // (s + s_lo) / (c + c_lo), or -(c + c_lo) / (s + s_lo) in an odd quadrant: the quotient q of
+  // the high parts and one correction from the exact residual num - q·den
+  let k = p_sincos_kernel(r.x, r.y);
+  let odd = (u32(r.z) & 1u) == 1u;
+  let num = select(k.xy, -k.zw, odd);
+  let den = select(k.zw, k.xy, odd);
+  let q = p_opaque(num.x / den.x);
+  let p = p_two_prod(q, den.x);
+  let res = (((num.x - p.x) - p.y) + num.y) - q * den.y;
+  return p_xorsign(q + res / den.x, x);
 }""",
     "p_sinhf": """fn p_sinhf(x: f32) -> f32 {
   let a = abs(x);
