@@ -1379,3 +1379,47 @@ def test_constructor_errors(call):
             eval(call, {"nn": nn})
         errors.append((info.type, str(info.value).replace("pyrite: ", "").replace("pyrite.", "torch.")))  # fmt: skip
     assert errors[1] == errors[0]
+
+
+# ---- bfloat16 parameters: in-place ops of the f32-widening fallback (ops/fallback.py) ---------
+_BF16_IN_PLACE = [
+    "w.index_copy_(0, lib.tensor([1]), lib.full((1, 4), 0.5).to(w.dtype))",
+    "w.index_fill_(0, lib.tensor([1]), 0.5)",
+    "w.index_add_(0, lib.tensor([1, 1]), lib.full((2, 4), 0.5).to(w.dtype))",
+    "w.scatter_(0, lib.tensor([[1, 2, 1, 1]]), lib.full((1, 4), 0.5).to(w.dtype))",
+    "w.__setitem__(lib.tensor([1, 2]), 0.5)",
+    "w.__setitem__(w > 1.5, 0.5)",
+    "w.masked_fill_(w > 1.5, 0.5)",
+    "w.cumsum_(0)",
+]
+
+
+@pytest.mark.parametrize("op", _BF16_IN_PLACE)
+@pytest.mark.parametrize("kind", ["Parameter", "Buffer"])
+def test_bf16_parameter_in_place_writes(kind, op):
+    """An in-place op on a bf16 Parameter or Buffer writes it (the fallback ran on a widened
+    copy and copied back only into plain Tensors: the write was lost)."""
+    got = []
+    for lib in (torch, pr):
+        a = np.arange(28, dtype=np.float32).reshape(7, 4) / 10
+        w = getattr(lib.nn, kind)(lib.tensor(a).to(lib.bfloat16))
+        with lib.no_grad():
+            eval(op, {"w": w, "lib": lib})
+        got.append(w.detach().float().numpy())
+    np.testing.assert_array_equal(got[1], got[0])
+
+
+def test_bf16_embedding_max_norm_renormalises_the_table():
+    """nn.Embedding(max_norm=...).bfloat16(): the looked-up rows of the weight are renormalised
+    in place, as in f32 (they were left unchanged)."""
+    torch.manual_seed(0)
+    tm = tnn.Embedding(7, 4, max_norm=1.0, norm_type=1.5).bfloat16()
+    pm = pnn.Embedding(7, 4, max_norm=1.0, norm_type=1.5).bfloat16()
+    pm.load_state_dict(tm.state_dict())
+    idx = [[1, 3, 1], [0, 6, 3]]
+    out_t, out_p = tm(torch.tensor(idx)), pm(pr.tensor(idx))
+    bf16_u = 2.0**-8
+    for p, t in ((out_p, out_t), (pm.weight, tm.weight)):
+        np.testing.assert_allclose(
+            p.detach().float().numpy(), t.detach().float().numpy(), rtol=4 * bf16_u, atol=1e-6
+        )

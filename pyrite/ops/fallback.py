@@ -165,7 +165,7 @@ def _slow(fn, name, inplace, args, kwargs):
     res = fn(*w_args, **w_kwargs)
     # in-place: the op wrote into the widened copy of its first argument (or of out=)
     back = {}
-    if inplace and args and type(args[0]) is Tensor:
+    if inplace and args and isinstance(args[0], Tensor):  # (a Parameter / Buffer too)
         self = args[0]
         if self.dtype is D.bfloat16:
             self.copy_(w_args[0])
