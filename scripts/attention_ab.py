@@ -1,7 +1,6 @@
 """A/B of the attention forward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py; "tiled-inorder":
-causal blocks numbered bh-major, not heaviest first; "-r2": 2 query rows an invocation of 256) and,
-for few
+causal blocks numbered bh-major, not heaviest first) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`
@@ -49,8 +48,6 @@ KERNELS = {
     "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=True),
     "tiled0": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=False),
     "tiled-inorder": dict(FORCE_TILED=True, FORCE_DECODE=False, HEAVY_FIRST=False),
-    "tiled-r2": dict(FORCE_TILED=True, FORCE_DECODE=False, TILED_RPT=2),
-    "tiled0-r2": dict(FORCE_TILED=True, FORCE_DECODE=False, TILED_RPT=2, PREFETCH=False),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -88,7 +85,7 @@ def main():
     print(f"{dev.name} ({dev.impl})")
     rng = np.random.default_rng(0)
     rows = []
-    prefetch, rpt = attention_tiled.PREFETCH, attention_tiled.TILED_RPT
+    prefetch = attention_tiled.PREFETCH
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     for label, (B, H, L, S, E), causal, masked in CASES:
         if only is not None and not only.search(label):
@@ -105,8 +102,7 @@ def main():
         for name, force in KERNELS.items():
             if name == "decode" and L > 8 or name.startswith("tiled") and E > 64:
                 continue
-            where = {"PREFETCH": attention_tiled, "TILED_RPT": attention_tiled,
-                     "HEAVY_FIRST": attention}  # fmt: skip
+            where = {"PREFETCH": attention_tiled, "HEAVY_FIRST": attention}
             for k_, v_ in force.items():
                 setattr(where.get(k_, _attention), k_, v_)
             try:
@@ -115,7 +111,6 @@ def main():
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
                 attention_tiled.PREFETCH = prefetch
                 attention.HEAVY_FIRST = True
-                attention_tiled.TILED_RPT = rpt
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)

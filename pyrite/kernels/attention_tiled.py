@@ -37,10 +37,7 @@ from .common import KernelSource, header, helpers_for, load, store
 TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
 TILED_EP = 64  # the largest head dim (padded: to 32 for E <= 32, else to 64)
-# Query rows an invocation holds: 4 (16 x 8 = 128 invocations a workgroup, the docstring's
-# layout) or 2 (32 x 8 = 256, half the registers each; qᵀ and pᵀ hold vec2s of queries, pᵀ two
-# to a vec4 of kT's place). Measured: see TILED_RPT's note in nn/_attention.py.
-TILED_RPT = 4
+TILED_WG = 128
 TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB at EP = 64
 # PREFETCH: the next key tile's global reads are issued right after the current one is staged,
 # into registers, and written to workgroup memory after the tile's products (their latency hides
@@ -56,34 +53,27 @@ def tiled_ep(E: int) -> int:
     return 32 if E <= 32 else 64
 
 
-def tiled_wg(rpt: int | None = None) -> int:
-    """Invocations a workgroup of the tiled forward takes."""
-    return 8 * TILED_BQ // (rpt or TILED_RPT)
-
-
-def tiled_loop_iterations(S: int, rpt: int | None = None) -> int:
+def tiled_loop_iterations(S: int) -> int:
     """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the E loop in
     steps of 4, the key loop in steps of 2 and the 8-lane merges, each with its exit test; the q
     staging once)."""
     per_tile = (TILED_EP // 4 + 1) + (TILED_BK // 2 + 1) + 9 + 1
-    wg = tiled_wg(rpt)
-    return (-(-TILED_EP * TILED_BQ // 4 // wg) + 1) + -(-S // TILED_BK) * per_tile + 10
+    return (TILED_EP * TILED_BQ // 4 // TILED_WG + 1) + -(-S // TILED_BK) * per_tile + 10
 
 
 def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
-    """vecN (N = len(ok)) of strided reads `index` (a format of r) of storage `buf`, 0 where not
-    ok[r]."""
+    """vec4 of four strided reads `index` (a format of r) of storage `buf`, 0 where not ok[r]."""
     comps = [f"select(0.0, {load(f'{buf}[{index.format(r=r)}]', stype, 'f32')}, {ok[r]})"
-             for r in range(len(ok))]  # fmt: skip
-    return f"vec{len(ok)}<f32>({', '.join(comps)})"
+             for r in range(4)]  # fmt: skip
+    return f"vec4<f32>({', '.join(comps)})"
 
 
-def _tile_reads(lay, E: int, EP: int, k_type: str, v_type: str, t0: str, wg: int) -> str:
+def _tile_reads(lay, E: int, EP: int, k_type: str, v_type: str, t0: str) -> str:
     """WGSL: this invocation's share of the key tile at `t0` into registers kr<u> (kᵀ: dim ke,
     keys 4·kg<u> .. 4·kg<u> + 3) and vr<u> (v: key vj<u>, dims vd .. vd + 3); rows past kend
     read as 0 (kg<u>, vj<u>, ke, vd: the invocation's fixed places, declared once)."""
     s = ""
-    for u in range(EP * TILED_BK // 4 // wg):
+    for u in range(EP * TILED_BK // 4 // TILED_WG):
         kok = [f"({t0} + kg{u} * 4 + {r} < kend && ke < {E})" for r in range(4)]
         kidx = f"kb + min({t0} + kg{u} * 4 + {{r}}, S - 1) * {lay.row('k')} + kec * {lay.col('k')}"
         s += f"    kr{u} = {_staged_vec('k_', k_type, kidx, kok)};\n"
@@ -110,21 +100,15 @@ def attn_fwd_tiled_kernel(
     prefetch: bool = True,
     dropout: bool = False,
     heavy_first: bool = False,
-    rpt: int = 4,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
-    TILED_BQ times splits, per batch·head. `prefetch`, `rpt`: see PREFETCH, TILED_RPT (the
-    caller passes them, so the cache keys on them)."""
+    TILED_BQ times splits, per batch·head. `prefetch`: see PREFETCH (the caller passes it, so
+    the cache keys on it)."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
-    if rpt not in (2, 4):
-        raise ValueError(f"pyrite: internal: query rows an invocation holds: 2 or 4, not {rpt}")
-    BQ, BK = TILED_BQ, TILED_BK
-    N, NG = rpt, TILED_BQ // rpt  # rows an invocation, groups of rows (invocation rows ty)
-    WG = 8 * NG
-    V, VI = f"vec{N}<f32>", f"vec{N}<i32>"
+    BQ, BK, WG = TILED_BQ, TILED_BK, TILED_WG
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
@@ -137,53 +121,45 @@ def attn_fwd_tiled_kernel(
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
         qblk = "qblk"
     b += f"  let q0 = {qblk} * {BQ};\n"
-
-    def cut(v: str) -> str:  # the N components of a vec4 slot of kp that hold N rows
-        return v if N == 4 else f"({v}).xy"
-
-    def slot(vals) -> str:  # N row values as a vec4 slot of kp
-        return f"vec4<f32>({', '.join(list(vals) + ['0.0'] * (4 - N))})"
-
-    # qT[e * NG + g] = q[q0 + N·g .. q0 + N·g + N - 1][e] * scale (lanes: consecutive e)
-    b += f"  for (var x = t; x < {EP * NG}; x += {WG}) {{\n"
+    # qT[e * 16 + g] = q[q0 + 4g .. q0 + 4g + 3][e] * scale (lanes: consecutive e, coalesced)
+    b += f"  for (var x = t; x < {EP * BQ // 4}; x += {WG}) {{\n"
     b += f"    let e = x % {EP};\n    let g = x / {EP};\n    let ec = min(e, {E - 1});\n"
-    qok = [f"e < {E}"] * N
-    qidx = f"qb + min(q0 + g * {N} + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
-    b += f"    qT[e * {NG} + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
+    qok = [f"e < {E}"] * 4
+    qidx = f"qb + min(q0 + g * 4 + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
+    b += f"    qT[e * 16 + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
     halves = "ab" if EP == 64 else "a"
-    for r in range(N):
+    for r in range(4):
         for h in halves:
             b += f"  var o{r}{h} = vec4<f32>(0.0);\n"
-    b += f"  var m = {V}(-p_inf());\n  var l = {V}(0.0);\n"
+    b += "  var m = vec4<f32>(-p_inf());\n  var l = vec4<f32>(0.0);\n"
     kend = f"min(S, q0 + {BQ})" if causal else "S"
     b += key_range(kend, splits, BK)  # (whole tiles a range)
     b += f"  let ntiles = (max(kend - k0, 0) + {BK - 1}) / {BK};\n"
-    offs = ", ".join(str(r) for r in range(N))
-    b += f"  let qi = {VI}(q0 + ty * {N}) + {VI}({offs});\n"
+    b += "  let qi = vec4<i32>(q0 + ty * 4) + vec4<i32>(0, 1, 2, 3);\n"
     # an invocation's fixed column of the staged tiles: kᵀ dim ke, v dims vd .. vd + 3
     b += f"  let ke = t % {EP};\n  let kec = min(ke, {E - 1});\n  let vd = (t % {R}) * 4;\n"
     for u in range(nreg):
         b += f"  let kg{u} = (t + {u * WG}) / {EP};\n  let vj{u} = (t + {u * WG}) / {R};\n"
         b += f"  var kr{u} = vec4<f32>(0.0);\n  var vr{u} = vec4<f32>(0.0);\n"
     if prefetch:
-        b += _tile_reads(lay, E, EP, k_type, v_type, "k0", WG)
+        b += _tile_reads(lay, E, EP, k_type, v_type, "k0")
     b += "  for (var tt = 0; tt < ntiles; tt++) {\n"
     b += f"    let t0 = k0 + tt * {BK};\n"
     if not prefetch:
-        b += _tile_reads(lay, E, EP, k_type, v_type, "t0", WG)
+        b += _tile_reads(lay, E, EP, k_type, v_type, "t0")
     b += "    workgroupBarrier();\n"  # (the last tile's pᵀ and v reads are done)
     for u in range(nreg):
         b += f"    kp[ke * 8 + kg{u}] = kr{u};\n    vs[t + {u * WG}] = vr{u};\n"
     b += "    workgroupBarrier();\n"
     if prefetch:  # the next tile's reads, in flight during this tile's products
-        b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})", WG)
+        b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})")
     # which keys of the tile each row takes, the mask read before the products (its latency
     # hides behind them)
     b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
     b += "    let kin = kj < vec4<i32>(kend);\n"
     b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
     oks = []
-    for r in range(N):
+    for r in range(4):
         okv = "kin"
         if causal:
             okv += f" & (kj <= vec4<i32>(qi[{r}]))"
@@ -199,76 +175,65 @@ def attn_fwd_tiled_kernel(
                     f"    let mk{r} = vec4<f32>({', '.join(load(a, m_type, 'f32') for a in at)});\n"
                 )
         oks.append(okv)
-    # S: rows N·ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
-    for r in range(N):
+    # S: rows 4ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
+    for r in range(4):
         b += f"    var s{r} = vec4<f32>(0.0);\n"
     b += f"    for (var e = 0; e < {EP}; e += 4) {{\n"
     for u in range(4):
-        b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
+        b += f"      let qv{u} = qT[(e + {u}) * 16 + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
     for u in range(4):
-        for r in range(N):
+        for r in range(4):
             b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
     b += "    }\n"
-    for r in range(N):
+    for r in range(4):
         if mask == "float":
             b += f"    s{r} += mk{r};\n"
         b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {oks[r]});\n"
     # the tile's row maxima: 8 partials a row through kp (every lane is done with kT)
-    pm = [f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(N)]
+    pm = ", ".join(f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(4))
     b += "    workgroupBarrier();\n"
-    b += f"    kp[ty * 8 + tx] = {slot(pm)};\n"
+    b += f"    kp[ty * 8 + tx] = vec4<f32>({pm});\n"
     b += "    workgroupBarrier();\n"
     b += "    var mn = m;\n"
-    b += f"    for (var u = 0; u < 8; u++) {{ mn = max(mn, {cut('kp[ty * 8 + u]')}); }}\n"
-    b += f"    let alpha = select(exp(m - mn), {V}(1.0), m == mn);\n"
+    b += "    for (var u = 0; u < 8; u++) { mn = max(mn, kp[ty * 8 + u]); }\n"
+    b += "    let alpha = select(exp(m - mn), vec4<f32>(1.0), m == mn);\n"
     b += "    m = mn;\n"
-    for r in range(N):
+    for r in range(4):
         b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(mn[{r}])), "
         b += f"s{r} != vec4<f32>(-p_inf()));\n"
         for h in halves:
             b += f"    o{r}{h} *= alpha[{r}];\n"
-    sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(N))
-    b += f"    l = l * alpha + {V}({sums});\n"
+    sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(4))
+    b += f"    l = l * alpha + vec4<f32>({sums});\n"
     b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
-    # pT[j * 16 + g] = p of queries 4g .. 4g + 3 for key j (N = 2: queries 2g, 2g + 1 in the
-    # components 2(g % 2), 2(g % 2) + 1 of slot j * 16 + g / 2)
+    # pT[j * 16 + g] = p of queries 4g .. 4g + 3 for key j
     pn = "p"
     if dropout:  # (l sums the weights before dropout; pᵀ holds the kept ones, scaled)
-        for r in range(N):
+        for r in range(4):
             keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", "t0 + tx * 4")
             b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, {keep});\n"
         pn = "pd"
-    if N == 2:
-        b += "    let ph = (ty % 2) * 2;\n"
     for c in range(4):
-        if N == 4:
-            vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
-            b += f"    kp[(tx * 4 + {c}) * 16 + ty] = vec4<f32>({vals});\n"
-        else:
-            b += f"    kp[(tx * 4 + {c}) * 16 + ty / 2][ph] = {pn}0[{c}];\n"
-            b += f"    kp[(tx * 4 + {c}) * 16 + ty / 2][ph + 1] = {pn}1[{c}];\n"
+        vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
+        b += f"    kp[(tx * 4 + {c}) * 16 + ty] = vec4<f32>({vals});\n"
     b += "    workgroupBarrier();\n"
     b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
     for u in range(2):
-        if N == 4:
-            b += f"      let pv{u} = kp[(j + {u}) * 16 + ty];\n"
-        else:
-            b += f"      let pw{u} = kp[(j + {u}) * 16 + ty / 2];\n"
-            b += f"      let pv{u} = select(pw{u}.xy, pw{u}.zw, ph == 2);\n"
+        b += f"      let pv{u} = kp[(j + {u}) * 16 + ty];\n"
         for i, h in enumerate(halves):
             b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {8 * i} + tx];\n"
     for u in range(2):
-        for r in range(N):
+        for r in range(4):
             for h in halves:
                 b += f"      o{r}{h} += pv{u}[{r}] * v{h}{u};\n"
     b += "    }\n  }\n"
     # the rows' sums over the 8 lanes of a row
-    b += f"  workgroupBarrier();\n  kp[ty * 8 + tx] = {slot(f'l[{r}]' for r in range(N))};\n"
-    b += f"  workgroupBarrier();\n  var lt = {V}(0.0);\n"
-    b += f"  for (var u = 0; u < 8; u++) {{ lt += {cut('kp[ty * 8 + u]')}; }}\n"
+    b += "  workgroupBarrier();\n  kp[ty * 8 + tx] = l;\n  workgroupBarrier();\n"
+    b += "  var lt = vec4<f32>(0.0);\n"
+    b += "  for (var u = 0; u < 8; u++) { lt += kp[ty * 8 + u]; }\n"
     dims = [(f"o{{r}}{h}[{k}]", f"{32 * i} + tx * 4 + {k}") for i, h in enumerate(halves)
             for k in range(4)]  # fmt: skip
-    for r in range(N):
+    for r in range(4):
         b += f"  if (qi[{r}] < L) {{\n    let i = qi[{r}];\n"
         if splits > 1:
             b += f"    let pb = ((bh * L + i) * {splits} + part_i) * {E + 2};\n"
@@ -289,7 +254,7 @@ def attn_fwd_tiled_kernel(
         b += "  }\n"
     b += "}\n"
     shared = (
-        f"var<workgroup> qT: array<{V}, {EP * NG}>;\n"
+        f"var<workgroup> qT: array<vec4<f32>, {EP * BQ // 4}>;\n"
         f"var<workgroup> kp: array<vec4<f32>, {max(EP, 64) * BK // 4}>;\n"  # (pᵀ: 64 x BK)
         f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
     )

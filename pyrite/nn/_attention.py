@@ -359,7 +359,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
-            heavy_first=_K.HEAVY_FIRST, rpt=_KT.TILED_RPT,
+            heavy_first=_K.HEAVY_FIRST,
         )  # fmt: skip
         groups = nbh * nblk
     else:
@@ -425,7 +425,7 @@ def _use_tiled(dev, nbh, L, S, E):
     lim = dev.limits
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.TILED_SHARED_BYTES
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg()
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.TILED_WG
         and _KT.tiled_loop_iterations(S) <= max_loop_iterations()
     )
 
