@@ -38,6 +38,11 @@ TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
 TILED_EP = 64  # the largest head dim (padded: to 32 for E <= 32, else to 64)
 TILED_WG = 128
+# (Two query rows an invocation of 256, so twice the warps an SM with half the registers each,
+# was slower or even everywhere on the H100: 512 tokens 152 -> 167 us, causal 16 x 4096 2,330 ->
+# 2,553, E = 32 at 512 tokens 135 -> 153, BERT-base 179 -> 180; wgpu-native, 2026-12-05,
+# docs/bench/2026-12-05-h100-attn-fwd-rpt2.json. The backward gained from it: its 64 invocations
+# a workgroup of 43 KiB left an SM 10 warps, the forward's 128 of 32 KiB leave it 28.)
 TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB at EP = 64
 # PREFETCH: the next key tile's global reads are issued right after the current one is staged,
 # into registers, and written to workgroup memory after the tile's products (their latency hides
