@@ -185,3 +185,76 @@ def test_inverse_trig_edges(rng):
     big = np.concatenate([big, -big])
     err = _ulps(pr.atan(pr.tensor(big)).numpy(), big, np.arctan)
     assert err.max() <= 4
+
+
+# ---- scatter family with an empty index: the input unchanged, as torch ---------------------
+EMPTY_INDEX = [(0,), (0, 5), (3, 0), (0, 2, 2)]
+
+
+@pytest.mark.parametrize("ishape", EMPTY_INDEX, ids=[str(s) for s in EMPTY_INDEX])
+def test_scatter_empty_index(rng, ishape):
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    src = rng.standard_normal((4, 9)).astype(np.float32)
+    calls = [
+        ("scatter", lambda m, a, i, s: a.scatter(1, i, s)),
+        ("scatter value", lambda m, a, i, s: a.scatter(0, i, 2.5)),
+        ("scatter_", lambda m, a, i, s: a.clone().scatter_(-1, i, s)),
+        ("scatter_ multiply", lambda m, a, i, s: a.clone().scatter_(0, i, 3.0, reduce="multiply")),
+        ("scatter_add", lambda m, a, i, s: a.scatter_add(0, i, s)),
+        ("scatter_add_", lambda m, a, i, s: a.clone().scatter_add_(1, i, s)),
+        ("gather", lambda m, a, i, s: a.gather(1, i)),
+    ]
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            calls.append(
+                (
+                    f"scatter_reduce {red} {inc}",
+                    lambda m, a, i, s, r=red, c=inc: a.scatter_reduce(0, i, s, r, include_self=c),
+                )
+            )
+    for name, fn in calls:
+        want = fn(torch, torch.tensor(x), torch.empty(ishape, dtype=torch.int64), torch.tensor(src))
+        got = fn(pr, pr.tensor(x), pr.empty(ishape, dtype=pr.int64), pr.tensor(src))
+        assert tuple(got.shape) == tuple(want.shape), name
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=name)
+    # torch checks the dtype of a non-empty index only
+    got = pr.tensor(x).scatter(0, pr.empty(ishape, dtype=pr.float32), 1.0)
+    np.testing.assert_array_equal(got.numpy(), x)
+
+
+def test_scatter_empty_index_grad(rng):
+    """The empty scatter's gradients: g for the input, zeros for src (torch's own backward
+    raises here: its gather of nothing is not src's shape)."""
+    x = pr.tensor(rng.standard_normal((3, 7)).astype(np.float32), requires_grad=True)
+    s = pr.tensor(rng.standard_normal((3, 7)).astype(np.float32), requires_grad=True)
+    w = rng.standard_normal((3, 7)).astype(np.float32)
+    for op in (
+        lambda: x.scatter(0, pr.empty((0,), dtype=pr.int64), s),
+        lambda: x.scatter_add(1, pr.empty((0, 4), dtype=pr.int64), s),
+        lambda: x.scatter_reduce(0, pr.empty((2, 0), dtype=pr.int64), s, "amax"),
+    ):
+        x.grad = s.grad = None
+        (op() * pr.tensor(w)).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), w)
+        np.testing.assert_array_equal(s.grad.numpy(), np.zeros_like(w))
+
+
+def test_scatter_index_dtype_errors():
+    """A non-empty index of another dtype: torch's text ("scatter(): Expected dtype int32/int64
+    for index"; torch before 2.x said int64); an unknown reduce as torch's."""
+    x = np.zeros((3, 4), np.float32)
+    for dt in ("float32", "int16", "uint8", "bool"):
+        idx = np.zeros((1, 4), dt)
+        for name, fn in (
+            ("scatter", lambda m, i: m.tensor(x).scatter(0, i, 1.0)),
+            ("scatter", lambda m, i: m.tensor(x).scatter_add(0, i, m.ones(1, 4))),
+            ("scatter", lambda m, i: m.tensor(x).scatter_reduce(0, i, m.ones(1, 4), "sum")),
+            ("gather", lambda m, i: m.tensor(x).gather(0, i)),
+        ):
+            with pytest.raises(RuntimeError) as want:
+                fn(torch, torch.tensor(idx))
+            with pytest.raises(TypeError, match=f"{name}\\(\\): Expected dtype") as got:
+                fn(pr, pr.tensor(idx))
+            assert str(want.value) in str(got.value)
+    with pytest.raises(ValueError, match="reduce argument must be either add or multiply"):
+        pr.zeros(3, 4).scatter(0, pr.zeros(1, 4, dtype=pr.int64), 1.0, reduce="sum")

@@ -24,9 +24,13 @@ from .indexing import _gather, _host, _minmax, _plan, _scatter, _Walk, advanced_
 
 
 # ---- along one dim -------------------------------------------------------------------------
-def _int_index(index: Tensor, what: str) -> Tensor:
+def _int_index(index: Tensor, what: str, empty_ok: bool = False) -> Tensor:
+    """index as an int32 tensor; any other dtype raises torch's error, but for an empty index
+    where `empty_ok` (torch checks the dtype of a non-empty index only, in gather/scatter)."""
     if not isinstance(index, Tensor):
         index = _host(np.asarray(index))
+    if empty_ok and index.numel() == 0:
+        return index
     if index.dtype is not D.int32:  # torch: int32/int64 only, not uint8/int8/int16
         raise TypeError(
             f"pyrite: {what}(): Expected dtype int32/int64 for index (got {index.dtype!r})"
@@ -73,31 +77,25 @@ def _as_1d(t: Tensor) -> Tensor:
 
 
 def gather(input: Tensor, dim, index, *, sparse_grad=False) -> Tensor:
-    index = _int_index(index, "gather")
+    index = _int_index(index, "gather", empty_ok=True)
     if input.ndim == 0:  # a scalar gathers from itself: torch.gather(s, 0, i) with i 0-d
         return gather(_as_1d(input), dim, _as_1d(index)).reshape(index._shape)
     dim = input._dim(dim)
+    if index.numel() == 0:  # torch: an empty index of any shape (and dtype) gathers nothing
+        return empty(tuple(index._shape), input.dtype)
     _same_rank(input, dim, index, "gather")
     return _gather(input, _dim_walk(input, dim, index, index._shape), allow_negative=False)
 
 
-_REDUCE_ALIASES = {
-    "add": "sum",
-    "multiply": "prod",
-    "sum": "sum",
-    "prod": "prod",
-    "amax": "amax",
-    "amin": "amin",
-    "mean": "mean",
-}
-
-
-def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
-    if src is None:
-        src = value
-    index = _int_index(index, "scatter")
+def _scatter_into(self: Tensor, dim, index, src, op) -> Tensor:
+    """self[..., index[i], ...] = src[i] (op None) or op= it (op "sum", "prod", "amax", "amin"),
+    along `dim`, in place. An empty index writes nothing and is not checked further: torch
+    checks neither its dtype nor its shape against self's and src's then."""
+    index = _int_index(index, "scatter", empty_ok=True)
     x = _as_1d(self)
     dim = x._dim(dim)
+    if index.numel() == 0:
+        return self
     idx1 = _as_1d(index) if x.ndim == 1 else index
     if isinstance(src, Tensor) and src.ndim:
         _same_rank(x, dim, idx1, "scatter", src)
@@ -105,9 +103,15 @@ def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> 
     else:
         _same_rank(x, dim, idx1, "scatter")
         v = src
-    op = None if reduce is None else _REDUCE_ALIASES[reduce]
     _scatter(x, _dim_walk(x, dim, idx1, idx1._shape), v, op, allow_negative=False)
     return self
+
+
+def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
+    if reduce not in (None, "add", "multiply"):
+        raise ValueError("pyrite: reduce argument must be either add or multiply.")
+    op = {None: None, "add": "sum", "multiply": "prod"}[reduce]
+    return _scatter_into(self, dim, index, value if src is None else src, op)
 
 
 def scatter(input: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
@@ -115,11 +119,11 @@ def scatter(input: Tensor, dim, index, src=None, *, value=None, reduce=None) -> 
 
 
 def scatter_add_(self: Tensor, dim, index, src) -> Tensor:
-    return scatter_(self, dim, index, src, reduce="sum")
+    return _scatter_into(self, dim, index, src, "sum")
 
 
 def scatter_add(input: Tensor, dim, index, src) -> Tensor:
-    return scatter_(input.clone(), dim, index, src, reduce="sum")
+    return _scatter_into(input.clone(), dim, index, src, "sum")
 
 
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf}
@@ -141,14 +145,14 @@ def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True)
             lo = self.dtype.min if self.dtype.min is not None else 0
             hi = self.dtype.max if self.dtype.max is not None else 1
             ident = lo if ident < 0 else hi
-        scatter_(self, dim, index, ident)
+        _scatter_into(self, dim, index, ident, None)
     if reduce != "mean":
-        return scatter_(self, dim, index, src, reduce=op)
+        return _scatter_into(self, dim, index, src, op)
     from .creation import ones_like, zeros_like
 
     counts = zeros_like(self) if not include_self else ones_like(self)
-    scatter_(counts, dim, index, ones_like(src), reduce="sum")
-    scatter_(self, dim, index, src, reduce="sum")
+    _scatter_into(counts, dim, index, ones_like(src), "sum")
+    _scatter_into(self, dim, index, src, "sum")
     # sum / count where anything was counted (count 0 keeps the input: max(count, 1))
     if self.dtype.kind == "f":
         expr, ct = "x0 / max(x1, 1.0)", "f32"
@@ -493,9 +497,23 @@ def _zeros(meta, like):
 def _dim_index(ctx, x_shape, what):
     """(dim, index) of a dim-wise op as its forward saw them (0-d inputs as 1-element)."""
     dim, index = ctx.args[1], ctx.args[2]
-    index = _int_index(index, what)
+    index = _int_index(index, what, empty_ok=True)
     nd = max(len(x_shape), 1)
     return dim % nd, index
+
+
+def _empty_index_grads(ctx, g):
+    """The gradients of a scatter whose index is empty (it wrote nothing): self's is g, src's
+    zeros (torch's backward raises there, its gather of nothing not being src's shape). None
+    when the index is not empty."""
+    index = ctx.arg(2, "index")
+    if not isinstance(index, Tensor) or index.numel():
+        return None
+    gx = g if ctx.needs[0] else None
+    gs = None
+    if len(ctx.needs) > 3 and ctx.needs[3]:
+        gs = _zeros(ctx.meta[3], g)
+    return gx, None, None, gs
 
 
 def _g_gather(ctx, g):
@@ -509,6 +527,9 @@ def _g_gather(ctx, g):
 def _g_scatter(ctx, g):
     # out = x with src (or value) written at index: x gets g with those places zeroed, src the
     # g it wrote (torch's; with duplicate indices the last write wins, unspecified in both)
+    empty_case = _empty_index_grads(ctx, g)
+    if empty_case is not None:
+        return empty_case
     if _a(ctx, 5, "reduce") is not None:
         raise NotImplementedError(
             "pyrite: the gradient of scatter(..., reduce=...) is not implemented (use "
@@ -541,6 +562,9 @@ def _pad_to(t, shape):
 
 
 def _g_scatter_add(ctx, g):
+    empty_case = _empty_index_grads(ctx, g)
+    if empty_case is not None:
+        return empty_case
     shape = ctx.meta[0][0]
     d, index = _dim_index(ctx, shape, "scatter_add")
     gs = None
@@ -735,6 +759,9 @@ def _g_scatter_reduce(ctx, g):
     the elements equal to the result; prod as _g_scatter_reduce_prod."""
     from .creation import ones_like
 
+    empty_case = _empty_index_grads(ctx, g)
+    if empty_case is not None:
+        return empty_case
     reduce = ctx.arg(4, "reduce")
     include_self = ctx.kwargs.get("include_self", True)
     if reduce == "prod":
