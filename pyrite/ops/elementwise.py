@@ -287,7 +287,7 @@ def binary(name: str, a, b, out=None):
 
 
 def _cast_0d(x, rt):
-    if type(x) is Tensor and x.dtype is not rt and not x._shape and x.dtype.kind != "b":
+    if isinstance(x, Tensor) and x.dtype is not rt and not x._shape and x.dtype.kind != "b":
         return x.to(rt)
     return x
 
