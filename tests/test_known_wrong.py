@@ -258,3 +258,78 @@ def test_scatter_index_dtype_errors():
             assert str(want.value) in str(got.value)
     with pytest.raises(ValueError, match="reduce argument must be either add or multiply"):
         pr.zeros(3, 4).scatter(0, pr.zeros(1, 4, dtype=pr.int64), 1.0, reduce="sum")
+
+
+# ---- matrix_exp: every route differentiates -----------------------------------------------
+def _matrix_exp_routes():
+    from pyrite.ops import linalg_solve, linalg_top
+
+    return {
+        "pr.linalg.matrix_exp": pr.linalg.matrix_exp,
+        "pr.matrix_exp": pr.matrix_exp,
+        "Tensor.matrix_exp": lambda a: a.matrix_exp(),
+        "ops.linalg_top.matrix_exp": linalg_top.matrix_exp,
+        # the unwrapped function: its own graph was only the NaN guard (a zero gradient)
+        "ops.linalg_solve.matrix_exp": linalg_solve.matrix_exp,
+    }
+
+
+def _expm_abs(blocks, n):
+    """exp(|M|) in float64 (torch), M given as {(row block, col block): n x n array}."""
+    k = 1 + max(max(ij) for ij in blocks)
+    M = np.zeros(blocks[(0, 0)].shape[:-2] + (k * n, k * n))
+    for (i, j), b in blocks.items():
+        M[..., i * n : (i + 1) * n, j * n : (j + 1) * n] = np.abs(b)
+    return torch.linalg.matrix_exp(torch.tensor(M)).numpy()
+
+
+MEXP = [((1, 1), 1.0), ((1, 1), 30.0), ((3, 3), 1.0), ((3, 3), 12.0), ((5, 5), 0.7)]
+MEXP += [((2, 3, 4, 4), 4.0)]
+
+
+@pytest.mark.parametrize("shape,scale", MEXP, ids=[f"{s}x{c}" for s, c in MEXP])
+def test_matrix_exp_gradient_routes(rng, shape, scale):
+    n = shape[-1]
+    A = (rng.standard_normal(shape) * scale / np.sqrt(n)).astype(np.float32)
+    if len(shape) > 2:
+        A[0, 0] *= 0.01  # the batch's matrices take different numbers of squarings
+    W = rng.standard_normal(shape).astype(np.float32)
+    at = torch.tensor(A.astype(np.float64), requires_grad=True)
+    (torch.linalg.matrix_exp(at) * torch.tensor(W.astype(np.float64))).sum().backward()
+    want = at.grad.numpy()
+    # gA = the upper-right block of exp(M), M = [[Aᵀ, W], [0, Aᵀ]], an f32 Padé [7/7] and s
+    # squarings: each term of its series is bounded elementwise by exp(|M|)'s, so the error
+    # is ~(2n + s)·u times exp(|M|)'s block
+    At = np.swapaxes(A, -1, -2)
+    mag = _expm_abs({(0, 0): At, (0, 1): W, (1, 1): At}, n)[..., :n, n:]
+    sq = np.ceil(np.log2(max(2 * np.abs(A).sum(-2).max() + np.abs(W).sum(-2).max(), 1.0)))
+    tol = 16 * (2 * n + sq + 8) * F32_U * mag
+    for name, fn in _matrix_exp_routes().items():
+        a = pr.tensor(A, requires_grad=True)
+        out = fn(a)
+        assert out.grad_fn is not None and out.grad_fn.name == "matrix_exp", name
+        (out * pr.tensor(W)).sum().backward()
+        err = np.abs(a.grad.numpy() - want)
+        assert (err <= tol).all(), f"{name}: {err.max()} (tol {tol.min()})"
+
+
+def test_matrix_exp_double_backward(rng):
+    A = (rng.standard_normal((3, 3)) * 0.5).astype(np.float32)
+    W = rng.standard_normal((3, 3)).astype(np.float32)
+    V = rng.standard_normal((3, 3)).astype(np.float32)
+    res = []
+    for mod, fn in ((torch, torch.linalg.matrix_exp), (pr, pr.linalg.matrix_exp)):
+        cast = (lambda m: m.astype(np.float64)) if mod is torch else (lambda m: m)
+        a = mod.tensor(cast(A)).requires_grad_()
+        (g,) = mod.autograd.grad((fn(a) * mod.tensor(cast(W))).sum(), a, create_graph=True)
+        (h,) = mod.autograd.grad((g * mod.tensor(cast(V))).sum(), a)
+        res.append(np.asarray(h.detach().numpy() if mod is torch else h.numpy(), np.float64))
+    # the second derivative is a block of the exponential of a block matrix with Aᵀ on the
+    # diagonal and W, V above it (the backward's exp of [[Aᵀ, W], [0, Aᵀ]], differentiated):
+    # bounded as above by the same block of exp(|.|), two exponentials deep
+    At = A.T
+    blocks = {(k, k): At for k in range(4)}
+    blocks.update({(0, 1): W, (2, 3): W, (0, 2): V, (1, 3): V})
+    mag = _expm_abs(blocks, 3)[:3, 9:]
+    tol = 16 * 2 * (12 + 8) * F32_U * mag
+    assert (np.abs(res[1] - res[0]) <= tol).all()

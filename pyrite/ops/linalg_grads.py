@@ -1,8 +1,8 @@
 """Backward rules of the linear-algebra functions whose kernels factor a work buffer in place
 (LU, Cholesky, Jacobi eigh and SVD: ops/linalg.py), for torch.linalg's names (pyrite/linalg.py
 GRADS) and torch's top-level ones (ops/linalg_top.py GRADS). Each is torch's formula, written
-with public ops so a double backward records through it. The other factorizations (qr, lu,
-lu_factor, lstsq, householder_product, matrix_exp, ...) are OPAQUE there: their backward raises.
+with public ops so a double backward records through it. The other factorizations (lu,
+lu_factor, householder_product, ...) are OPAQUE there: their backward raises.
 
     det:        gA = g·adj(A)ᵀ, from the SVD (singular A too); det(A)·A⁻ᵀ for a double backward
     slogdet:    gA = g_logabsdet·A⁻ᵀ  (sign has no gradient); logdet the same

@@ -471,10 +471,28 @@ THETA_7 = 3.925724783138660
 
 def matrix_exp(A):
     """exp(A) for square A (*, n, n): Padé [7/7] on A/2^s, s from ||A||_1, then s squarings.
-    Reads back the largest s of the batch (one number) to know how many squarings to run."""
-    from .elementwise import where
+    Reads back the largest s of the batch (one number) to know how many squarings to run.
+
+    pyrite.linalg.matrix_exp, pyrite.matrix_exp and Tensor.matrix_exp are this function
+    wrapped by autograd.install, which runs it unrecorded and records linalg_grads'
+    `_g_matrix_exp`. Called directly (pyrite.ops.linalg_solve.matrix_exp) it records that rule
+    itself: its internals alone would give a graph through the NaN-propagating `A.sum() * 0`
+    only (the LU solve is an unrecorded kernel), a silently zero gradient."""
+    from .. import autograd
 
     A = _square_input(A, "linalg.matrix_exp")
+    if not autograd.needs_grad(A):
+        return _matrix_exp(A)
+    from .linalg_grads import _g_matrix_exp
+
+    with autograd.no_grad():
+        out = _matrix_exp(A)
+    return autograd.record("matrix_exp", _g_matrix_exp, (A,), {}, out)
+
+
+def _matrix_exp(A):
+    from .elementwise import where
+
     n = A._shape[-1]
     if A.numel() == 0:
         return A.clone()
