@@ -1423,3 +1423,22 @@ def test_bf16_embedding_max_norm_renormalises_the_table():
         np.testing.assert_allclose(
             p.detach().float().numpy(), t.detach().float().numpy(), rtol=4 * bf16_u, atol=1e-6
         )
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rms_norm_default_eps_of_half_inputs(dtype, rng):
+    """nn.RMSNorm(eps=None) on f16/bf16 input takes float32's machine epsilon, as torch 2.13's
+    (its opmath type's): f16's own 2^-10 changed rows of 1e-3-scale values entirely."""
+    a = (rng.standard_normal((3, 8)) * 1e-3).astype(np.float32)
+    outs, grads = [], []
+    for lib in (torch, pr):
+        torch.manual_seed(0)
+        m = lib.nn.RMSNorm(8).to(getattr(lib, dtype))
+        x = lib.tensor(a).to(getattr(lib, dtype)).requires_grad_(True)
+        y = m(x)
+        y.float().sum().backward()
+        outs.append(y.detach().float().numpy())
+        grads.append(x.grad.float().numpy())
+    u = 2.0**-11 if dtype == "float16" else 2.0**-8
+    np.testing.assert_allclose(outs[1], outs[0], rtol=8 * u, atol=8 * u)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=0, atol=8 * u * np.abs(grads[0]).max())

@@ -37,7 +37,9 @@ from ..kernels.rowops import (
 from ..tensor import Tensor
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
 
-_F16_EPS = 2.0**-10  # torch.finfo(torch.float16).eps
+# rms_norm's default eps: the machine epsilon of the type it computes in (torch's opmath type,
+# float32 also for float16/bfloat16 input: ATen's rms_norm since torch 2.6; f16's own 2^-10
+# gave 1e-3-scale f16 rows another answer than torch 2.13's)
 _F32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps
 
 
@@ -306,9 +308,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """x / sqrt(mean(x²) + eps) * weight; eps defaults to torch.finfo(input.dtype).eps."""
+    """x / sqrt(mean(x²) + eps) * weight; eps defaults to torch.finfo(float32).eps, for every
+    input dtype (the computing type's, as torch's)."""
     if eps is None:
-        eps = _F16_EPS if isinstance(input, Tensor) and input.dtype is D.float16 else _F32_EPS
+        eps = _F32_EPS
     return _norm("rms_norm", input, normalized_shape, weight, None, eps)
 
 
@@ -529,7 +532,7 @@ def _g_rms_norm(ctx, g):
     x, ns, w = a[0], a[1], a[2]
     eps = a[3] if a[3] is not None else ctx.kwargs.get("eps")
     if eps is None:
-        eps = _F16_EPS if x.dtype is D.float16 else _F32_EPS
+        eps = _F32_EPS
     dims = _norm_dims(x, ns)
     fused = _g_norm_fused("rms_norm", ctx, x, g, len(dims), w, None, eps)
     if fused is not None:
