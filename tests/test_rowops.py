@@ -289,9 +289,11 @@ def test_rms_norm_default_eps_is_finfo_eps(dtype, rng):
     for float16 input (torch 2.13; not finfo(float16).eps)."""
     x = (rng.standard_normal((4, 9)) * 1e-3).astype(dtype)
     got = pr.rms_norm(pr.tensor(x), (9,)).numpy().astype(np.float64)
-    want = TF.rms_norm(_t(x), (9,)).numpy()
+    want = TF.rms_norm(_t(x), (9,), eps=torch.finfo(torch.float32).eps).numpy()  # (in f64)
     u = 2.0**-11 if dtype == "float16" else EPS32
     np.testing.assert_allclose(got, want, atol=8 * u, rtol=8 * u)
+    torch_default = TF.rms_norm(torch.from_numpy(x), (9,)).double().numpy()  # in x's dtype
+    np.testing.assert_allclose(torch_default, want, atol=8 * u, rtol=8 * u)
 
 
 def test_norm_errors_then_works():
