@@ -333,3 +333,43 @@ def test_matrix_exp_double_backward(rng):
     mag = _expm_abs(blocks, 3)[:3, 9:]
     tol = 16 * 2 * (12 + 8) * F32_U * mag
     assert (np.abs(res[1] - res[0]) <= tol).all()
+
+
+# ---- mean(dtype=half): the f32 mean rounded once, as torch CPU ------------------------------
+MEAN_CASES = [
+    ("float32", "float16"),
+    ("float32", "bfloat16"),
+    ("float16", "bfloat16"),
+    ("bfloat16", "float16"),
+    ("float16", "float16"),
+    ("int32", "float16"),
+]
+
+
+@pytest.mark.parametrize("src,dst", MEAN_CASES, ids=[f"{a}-{b}" for a, b in MEAN_CASES])
+def test_mean_half_dtype(rng, src, dst):
+    tdt, pdt = getattr(torch, dst), getattr(pr, dst)
+    for shape, dim in (((257,), None), ((13, 31), 1), ((37, 5), 0), ((3, 7, 11), (0, 2))):
+        x = rng.standard_normal(shape) * rng.choice([1.0, 30.0]) + rng.choice([0.0, 2.5])
+        x = np.round(x * 10) if src == "int32" else x
+        xt = torch.tensor(x).to(getattr(torch, src))
+        xp = pr.tensor(x.astype(np.float32)).to(getattr(pr, src))
+        got = (xp.mean(dtype=pdt) if dim is None else xp.mean(dim, dtype=pdt)).float().numpy()
+        assert (xp.mean(dtype=pdt) if dim is None else xp.mean(dim, dtype=pdt)).dtype == pdt
+        # the input's own values (no rounding to dst first), summed in f32 in any order and
+        # divided: within d = ((n - 1)·Σ|x|/n + |mean|)·2^-24 of the float64 mean; one rounding
+        # to dst then gives round(m - d) or round(m + d) (rounding is monotone), nothing else
+        xv = xt.double().numpy()
+        axes = tuple(range(xv.ndim)) if dim is None else dim
+        n = np.prod([xv.shape[a] for a in np.atleast_1d(axes)])
+        m = xv.mean(axis=axes)
+        d = ((n - 1) * np.abs(xv).mean(axis=axes) + np.abs(m)) * F32_U
+
+        def rnd(v):
+            return torch.tensor(v).to(tdt).double().numpy()
+
+        lo, hi = rnd(m - d), rnd(m + d)
+        assert ((got >= lo) & (got <= hi)).all(), f"{shape} {dim}"
+        # and torch's own answer, wherever the bound leaves one choice
+        want = (xt.mean(dtype=tdt) if dim is None else xt.mean(dim, dtype=tdt)).double().numpy()
+        np.testing.assert_array_equal(np.where(lo == hi, got, 0), np.where(lo == hi, want, 0))

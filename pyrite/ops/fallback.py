@@ -80,8 +80,9 @@ MOVERS = {
     "unique_consecutive",
 }
 _SPECIAL = ("bf16", "u8", "i8", "i16")
-# ops whose dtype= casts the input element by element before reducing (as torch's)
-CAST_FIRST = {"sum", "nansum", "prod", "mean", "cumsum", "cumprod"}
+# ops whose dtype= casts the input element by element before reducing (as torch's; not mean,
+# whose dtype= torch CPU applies to the f32 mean only: ops/reduce.py mean)
+CAST_FIRST = {"sum", "nansum", "prod", "cumsum", "cumprod"}
 
 
 def _special(t) -> bool:
