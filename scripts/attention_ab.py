@@ -53,7 +53,9 @@ KERNELS = {
 }
 
 
-def torch_us(shape, causal, masked):
+def torch_us(shape, causal, masked, backward=False):
+    """torch CUDA's median µs of the forward (or, `backward`, of the backward alone) by CUDA
+    events, or None without CUDA."""
     try:
         import torch
     except ImportError:
@@ -61,12 +63,16 @@ def torch_us(shape, causal, masked):
     if not torch.cuda.is_available():
         return None
     B, H, L, S, E = shape
-    q = torch.randn(B, H, L, E, device="cuda")
-    k, v = torch.randn(B, H, S, E, device="cuda"), torch.randn(B, H, S, E, device="cuda")
+    q = torch.randn(B, H, L, E, device="cuda", requires_grad=backward)
+    k, v = (torch.randn(B, H, S, E, device="cuda", requires_grad=backward) for _ in range(2))
     m = torch.ones(B, 1, 1, S, dtype=torch.bool, device="cuda")
     m[..., S - S // 4 :] = False
     kw = {"is_causal": True} if causal else {"attn_mask": m} if masked else {}
     f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)  # noqa: E731
+    if backward:  # (the backward alone, of one forward's output)
+        o = f()
+        g = torch.randn_like(o)
+        f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)  # noqa: E731
     for _ in range(5):
         f()
     ts = []

@@ -7,7 +7,6 @@ around torch.autograd.grad of the same output). GPU time of the backward's dispa
 
 import json
 import re
-import statistics
 import sys
 
 import numpy as np
@@ -19,6 +18,7 @@ from pyrite.kernels import attention_tiled_bwd as KB
 from pyrite.nn import _attention
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from attention_ab import torch_us  # noqa: E402
 from gpu_time import kernel_times  # noqa: E402
 
 F = pr.nn.functional
@@ -41,36 +41,6 @@ VARIANTS = [
     ("t2", True, 2, True),
     ("t2-inorder", True, 2, False),
 ]
-
-
-def torch_us(shape, causal, masked):
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    B, H, L, S, E = shape
-    q = torch.randn(B, H, L, E, device="cuda", requires_grad=True)
-    k = torch.randn(B, H, S, E, device="cuda", requires_grad=True)
-    v = torch.randn(B, H, S, E, device="cuda", requires_grad=True)
-    m = torch.ones(B, 1, 1, S, dtype=torch.bool, device="cuda")
-    m[..., S - S // 4 :] = False
-    kw = {"is_causal": True} if causal else {"attn_mask": m} if masked else {}
-    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
-    g = torch.randn_like(o)
-    f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)  # noqa: E731
-    for _ in range(5):
-        f()
-    ts = []
-    for _ in range(20):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        f()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(ts)
 
 
 def main():
@@ -102,7 +72,7 @@ def main():
                 _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = None, default, True
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
-        row["torch"] = torch_us((B, H, L, S, E), causal, masked)
+        row["torch"] = torch_us((B, H, L, S, E), causal, masked, backward=True)
         rows.append(row)
         names = [n for n, *_ in VARIANTS] + ["torch"]
         cells = "  ".join(f"{n} {row[n]:8.1f}" for n in names if row[n])
