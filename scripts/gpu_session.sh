@@ -5,7 +5,7 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order), and attn-bwd, rowmap, math, bert-dawn, bench-rows, variants, train, decode.
+# that order), and attn-bwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -33,6 +33,11 @@ for s in $steps; do
       step attn-bwd 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_bwd_ab.py --json "$OUT/attn-bwd.json" ;;
     rowmap)  # the row ops' variants (held lanes, subgroups, vec4 loads), wgpu-native
       step rowmap 120 env PYRITE_BACKEND=wgpu python3 scripts/rowmap_ab.py --rows ;;
+    attn-bench)  # the attention rows of pyrite bench on both implementations
+      step attn-bench-wgpu 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only attention \
+        --json "$OUT/attn-bench-wgpu.json"
+      step attn-bench-dawn 150 env PYRITE_BACKEND=dawn python3 -m pyrite bench --only attention \
+        --json "$OUT/attn-bench-dawn.json" ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
