@@ -33,6 +33,8 @@ CASES = [
     ("512 tokens", (2, 12, 512, 512, 64), False, False),
     ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
     ("GPT bench", (8, 4, 64, 64, 32), True, False),
+    ("E=128 prefill 512", (1, 32, 512, 512, 128), True, False),
+    ("E=128, 128 tokens", (8, 16, 128, 128, 128), False, True),
     ("E=32, 512 tokens", (8, 12, 512, 512, 32), True, False),
     ("L=16", (8, 12, 16, 512, 64), False, False),
     ("L=32", (8, 12, 32, 512, 64), False, False),
