@@ -113,14 +113,27 @@ def _needs(args, kwargs) -> bool:
     return False
 
 
+def _cast(x: Tensor, dtype) -> Tensor:
+    """x in `dtype`, recorded (Tensor.to's rule) when x requires grad with grad mode on: an op
+    with no rule of its own (its gradient is that of the ops it is composed of, under the
+    autograd guard) then keeps its path from the bf16 input to the bf16 output (unrecorded
+    casts cut it: lp_pool2d, pixel_shuffle, max_unpool2d ... of bf16 raised "not implemented"
+    at backward). Ops with a rule run this with grad mode off: unrecorded, as before."""
+    from .. import autograd
+
+    if x.requires_grad and autograd.is_grad_enabled():
+        return x.to(dtype)
+    from .casts import to_dtype
+
+    return to_dtype(x, dtype)
+
+
 def _widen(x, floats):
     if isinstance(x, Tensor):
         if x.dtype.is_floating_point:
             floats.append((x.dtype, not x._shape))
         if x.dtype is D.bfloat16:
-            from .casts import to_dtype
-
-            return to_dtype(x, D.float32)
+            return _cast(x, D.float32)
         return x
     if type(x) in (list, tuple):
         return type(x)(_widen(b, floats) for b in x)
@@ -188,9 +201,7 @@ def _slow(fn, name, inplace, args, kwargs):
         if id(r) in back:
             return back[id(r)]
         if narrow and r.dtype is D.float32:
-            from .casts import to_dtype
-
-            return to_dtype(r, D.bfloat16)
+            return _cast(r, D.bfloat16)
         if r.dtype.is_small_int and name not in MOVERS and id(r._storage) not in sources:
             _wrap_small_int(r)
         return r
