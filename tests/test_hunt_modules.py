@@ -67,6 +67,10 @@ def S(*shape):
     return lambda rng: ((rng.integers(0, 2, shape) * 2 - 1).astype(np.float32), False)
 
 
+def Fv(array):  # given float values, with a gradient
+    return lambda rng: (np.asarray(array, np.float32), True)
+
+
 def Const(array):
     return lambda rng: (np.asarray(array), False)
 
@@ -921,6 +925,11 @@ case("AdaptiveAvgPool2d_unbatched", lambda nn: nn.AdaptiveAvgPool2d((2, 3)), [F(
 case("AdaptiveAvgPool2d_unbatched_empty", lambda nn: nn.AdaptiveAvgPool2d(2), [F(0, 5, 7)])
 case("AdaptiveMaxPool1d_unbatched_empty", lambda nn: nn.AdaptiveMaxPool1d(2), [F(0, 5)])
 case("AdaptiveAvgPool1d_no_channels", lambda nn: nn.AdaptiveAvgPool1d(3), [F(2, 0, 5)], grad=False)  # fmt: skip
+# (a window of zeros: pow(0, 1/p)'s infinite derivative meets sign's and relu's zero ones)
+case(
+    "LPPool1d_zero_window", lambda nn: nn.LPPool1d(2, 2), [Fv([[[0.0, 0.0, 1.0, -2.0, 0.0, 3.0]]])]
+)
+case("LPPool2d_zero_window", lambda nn: nn.LPPool2d(3, 2), [Fv(np.kron([[0, 1], [1, 0]], np.ones((2, 2)))[None, None] * 0.5)])  # fmt: skip
 case("LPPool2d_float", lambda nn: nn.LPPool2d(1.5, (2, 3), stride=(1, 2)), [P(1, 2, 5, 7)])
 case("Fold_int", lambda nn: nn.Fold(4, 2), [F(2, 12, 9)], k=4)
 case("Unfold_int", lambda nn: nn.Unfold(3, padding=1), [F(1, 2, 4, 5)])

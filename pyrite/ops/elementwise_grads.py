@@ -407,7 +407,11 @@ def _mish(g, x, _):
 
 
 def _zeros(g, x, _):
-    return g * 0.0
+    """torch's zeros_like(grad): 0 also where the incoming gradient is inf or NaN (g * 0 made
+    those NaN: lp_pool's sign(out) at a window of zeros gave NaN gradients, torch 0)."""
+    from .creation import zeros_like
+
+    return zeros_like(g)
 
 
 def _special(name, x):
