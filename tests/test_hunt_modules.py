@@ -714,6 +714,15 @@ for make in [
     )
 case("RReLU_inplace_eval", lambda nn: nn.RReLU(inplace=True), [F(3, 4)], train=False, call=lambda m, xs: m(xs[0] * 1.0))  # fmt: skip
 case("Hardtanh_legacy_names", lambda nn: nn.Hardtanh(min_value=-0.2, max_value=0.3), [F(3, 4)])
+# (the kinks' own points: torch's one-sided choices there)
+_KINKS = [-6.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0]
+for make in ["Hardswish()", "Hardsigmoid()", "Hardtanh()", "ReLU6()", "ReLU()", "Hardshrink()", "Softshrink()", "Threshold(0.5, 2.0)", "LeakyReLU()", "ELU()", "CELU()", "Softplus(threshold=1.0)", "RReLU()"]:  # fmt: skip
+    case(
+        f"kinks_{make}",
+        lambda nn, make=make: eval("nn." + make),
+        [Fv([_KINKS])],
+        train=make != "RReLU()",
+    )
 case("Softmax_implicit_3d", lambda nn: nn.Softmax(), [F(3, 4, 5)])
 case("Softmax_implicit_1d", lambda nn: nn.Softmax(), [F(7)])
 case("LogSoftmax_implicit", lambda nn: nn.LogSoftmax(), [F(3, 4, 2, 2)])

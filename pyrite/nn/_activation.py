@@ -528,9 +528,11 @@ def _g_relu_squared_backward(ctx, gg):
 
 
 def _g_hardswish(ctx, g):
+    # torch 2.13's hardswish_backward: 0 for x <= -3, g·(x/3 + 1/2) inside, g for x >= 3 (at
+    # exactly -3 and 3 it gives 0 and g, not -g/2 and 3g/2)
     x = ctx.args[0]
-    inner = _ew.where(x <= 3.0, g * (x / 3.0 + 0.5), g)
-    return (_ew.where(x < -3.0, 0.0, inner),)
+    inner = _ew.where(x < 3.0, g * (x / 3.0 + 0.5), g)
+    return (_ew.where(x <= -3.0, 0.0, inner),)
 
 
 def _g_hardsigmoid(ctx, g):
