@@ -5,7 +5,7 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order), and attn-bwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode.
+# that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -33,6 +33,8 @@ for s in $steps; do
       step attn-bwd 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_bwd_ab.py --json "$OUT/attn-bwd.json" ;;
     rowmap)  # the row ops' variants (held lanes, subgroups, vec4 loads), wgpu-native
       step rowmap 120 env PYRITE_BACKEND=wgpu python3 scripts/rowmap_ab.py --rows ;;
+    attn-fwd)  # the forward kernels' A/B (GPU time), wgpu-native
+      step attn-fwd 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --json "$OUT/attn-fwd.json" ;;
     attn-bench)  # the attention rows of pyrite bench on both implementations
       step attn-bench-wgpu 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only attention \
         --json "$OUT/attn-bench-wgpu.json"

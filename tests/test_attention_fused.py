@@ -474,8 +474,29 @@ def test_tiled_rule(monkeypatch):
     assert use(gpu, many, 4096, 4096, 64)  # 34,000 query blocks
     assert not use(gpu, 12, 128, 128, 65) and not use(cpu, 12, 128, 128, 64)
     assert not use(small, 12, 128, 128, 64)
+    # head dims 65 .. 128: blocks of 32 queries, 48 KiB (the H100/H200 through both
+    # implementations)
+    big = Dev()
+    big.limits = {**gpu.limits, "max-compute-workgroup-storage-size": 49152}
+    assert use(big, 32, 512, 512, 128) and use(big, 1, 7, 9, 65) and not use(big, 1, 7, 9, 129)
+    assert not use(gpu, 32, 512, 512, 80)  # (32 KiB)
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
     assert use(cpu, many, 1000, 128, 64) and not use(cpu, 1, 1, 128, 80)
+
+
+@pytest.mark.parametrize("bq", [16, 32])
+def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq):
+    """The tiled forward with blocks of 32 queries (what head dims 65 .. 128 take on a GPU, in
+    48 KiB: not on lavapipe's 32) and of 16 (a workgroup of 32 smaller than the padded head dim,
+    so an invocation's staged places differ from one tile read to the next), forced at E <= 64:
+    ragged blocks, causal, a bool mask with a query whose every key is masked, key splits."""
+    monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BQ", bq)
+    _check(rng, *_qkv(rng, (2, 3), 70, 45, 40), is_causal=True)
+    kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
+    _check(rng, *_qkv(rng, (2, 3), 33, 97, 64), **kw)
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", 3)
+    _check(rng, *_qkv(rng, (2, 3), 40, 200, 24), grads=False)
 
 
 @pytest.mark.parametrize("prefetch", [True, False])
@@ -502,7 +523,7 @@ def test_tiled_longest_key_loop_within_the_budget(rng, monkeypatch):
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
     budget = core.max_loop_iterations()
     S = KT.TILED_BK
-    while KT.tiled_loop_iterations(S + KT.TILED_BK) <= budget:
+    while KT.tiled_loop_iterations(S + KT.TILED_BK, 40) <= budget:
         S += KT.TILED_BK
     assert _attention._use_tiled(backend.current(), 1, 1, S, 40)
     assert not _attention._use_tiled(backend.current(), 1, 1, S + KT.TILED_BK, 40)

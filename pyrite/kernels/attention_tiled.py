@@ -20,11 +20,14 @@ walks the keys BK = 32 at a time:
 
 Each invocation keeps the sum l of its own keys' p for its four rows (every lane of a row
 rescales by the same max, so the partial sums add up at the end through workgroup memory). The
-head dim is padded to EP = 64 with zeros; workgroup memory is qT 16 KiB + kT/pᵀ 8 KiB + v 8 KiB
-= 32 KiB (lavapipe's limit and common elsewhere; the partial maxima and sums reuse kT's place).
-Six barriers a key tile. Masks, causal skipping and ranges, key splits (`splits`, partials for
-attn_merge_kernel), the (batch, L, heads, E) output layout, info words and buffers are those of
-attn_fwd_kernel. Head dims past 64 keep attn_fwd_kernel: qT alone would be 32 KiB at E = 128.
+head dim is padded to EP = 32 or 64 with zeros; workgroup memory is qT 16 KiB + kT/pᵀ 8 KiB + v
+8 KiB = 32 KiB at EP = 64 (lavapipe's limit and common elsewhere; the partial maxima and sums
+reuse kT's place). Head dims 65 .. 128 pad to EP = 128 and take blocks of BQ = 32 queries (64
+invocations, each 4 queries × 16 dims of the output): qT, kT and v 16 KiB each, 48 KiB (the
+H100/H200 allow that through both implementations; lavapipe does not, where the tests force
+blocks of 32 and 16 at E <= 64 instead). Six barriers a key tile. Masks, causal skipping and
+ranges, key splits (`splits`, partials for attn_merge_kernel), the (batch, L, heads, E) output
+layout, info words and buffers are those of attn_fwd_kernel.
 """
 
 from __future__ import annotations
@@ -34,36 +37,55 @@ from functools import lru_cache
 from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range
 from .common import KernelSource, header, helpers_for, load, store
 
-TILED_BQ = 64  # queries a workgroup: 16 rows of invocations x 4 queries each
+TILED_BQ = 64  # queries a workgroup (E <= 64): 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
-TILED_EP = 64  # the largest head dim (padded: to 32 for E <= 32, else to 64)
-TILED_WG = 128
+TILED_EP = 128  # the largest head dim (padded: to 32 for E <= 32, 64 for E <= 64, else 128)
 # (Two query rows an invocation of 256, so twice the warps an SM with half the registers each,
 # was slower or even everywhere on the H100: 512 tokens 152 -> 167 us, causal 16 x 4096 2,330 ->
 # 2,553, E = 32 at 512 tokens 135 -> 153, BERT-base 179 -> 180; wgpu-native, 2026-12-05,
 # docs/bench/2026-12-05-h100-attn-fwd-rpt2.json. The backward gained from it: its 64 invocations
-# a workgroup of 43 KiB left an SM 10 warps, the forward's 128 of 32 KiB leave it 28.)
-TILED_SHARED_BYTES = (TILED_EP * TILED_BQ + 2 * TILED_EP * TILED_BK) * 4  # 32 KiB at EP = 64
+# a workgroup of 43 KiB left an SM 10 warps, the forward's 128 (tiled_wg) of 32 KiB leave it 28.)
 # PREFETCH: the next key tile's global reads are issued right after the current one is staged,
 # into registers, and written to workgroup memory after the tile's products (their latency hides
 # behind the products instead of stalling the workgroup at a barrier). A/B: scripts/
 # attention_ab.py (tiled0 is without, tiled with). H100, wgpu-native, 2026-12-05, us without /
 # with: causal 16 x 4096 x 64 2,719 / 2,624; 512 tokens 154 / 152; E = 32 at 512 tokens 165 /
-# 159; BERT-base batch 32 175 / 180, batch 1 31.6 / 32.7. On where the long rows gain.
+# 159; BERT-base batch 32 175 / 180, batch 1 31.6 / 32.7. On where the long rows gain. (Not at
+# E > 64: its 16 vec4s of k and of v an invocation would sit in registers through the products.)
 PREFETCH = True
 
 
 def tiled_ep(E: int) -> int:
-    """The padded head dim of the tiled kernel: 32 or 64."""
-    return 32 if E <= 32 else 64
+    """The padded head dim of the tiled kernels: 32, 64 or 128."""
+    return 32 if E <= 32 else 64 if E <= 64 else 128
 
 
-def tiled_loop_iterations(S: int) -> int:
+def tiled_bq(E: int) -> int:
+    """Queries a workgroup of the tiled forward takes at head dim E: 64, or 32 past E = 64 (so
+    qT, kT and v fit 48 KiB at EP = 128)."""
+    return TILED_BQ if E <= 64 else 32
+
+
+def tiled_wg(bq: int) -> int:
+    """Invocations a workgroup of the tiled forward takes for blocks of `bq` queries: 8 columns
+    of bq / 4 rows."""
+    return 2 * bq
+
+
+def tiled_shared_bytes(E: int, bq: int | None = None) -> int:
+    """Workgroup memory of the tiled forward: qT, kT (also pᵀ and the row partials) and v."""
+    ep, bq = tiled_ep(E), bq or tiled_bq(E)
+    kp = max(ep * TILED_BK // 4, TILED_BK * bq // 4, tiled_wg(bq))
+    return (ep * bq // 4 + kp + ep * TILED_BK // 4) * 16
+
+
+def tiled_loop_iterations(S: int, E: int = 64, bq: int | None = None) -> int:
     """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the E loop in
     steps of 4, the key loop in steps of 2 and the 8-lane merges, each with its exit test; the q
     staging once)."""
-    per_tile = (TILED_EP // 4 + 1) + (TILED_BK // 2 + 1) + 9 + 1
-    return (TILED_EP * TILED_BQ // 4 // TILED_WG + 1) + -(-S // TILED_BK) * per_tile + 10
+    ep, bq = tiled_ep(E), bq or tiled_bq(E)
+    per_tile = (ep // 4 + 1) + (TILED_BK // 2 + 1) + 9 + 1
+    return (-(-ep * bq // 4 // tiled_wg(bq)) + 1) + -(-S // TILED_BK) * per_tile + 10
 
 
 def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
@@ -73,18 +95,19 @@ def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
     return f"vec4<f32>({', '.join(comps)})"
 
 
-def _tile_reads(lay, E: int, EP: int, k_type: str, v_type: str, t0: str) -> str:
-    """WGSL: this invocation's share of the key tile at `t0` into registers kr<u> (kᵀ: dim ke,
-    keys 4·kg<u> .. 4·kg<u> + 3) and vr<u> (v: key vj<u>, dims vd .. vd + 3); rows past kend
-    read as 0 (kg<u>, vj<u>, ke, vd: the invocation's fixed places, declared once)."""
+def _tile_reads(lay, E: int, EP: int, k_type: str, v_type: str, t0: str, wg: int) -> str:
+    """WGSL: this invocation's share of the key tile at `t0` into registers kr<u> (kᵀ: dim ke<u>,
+    keys 4·kg<u> .. 4·kg<u> + 3) and vr<u> (v: key vj<u>, dims vd<u> .. vd<u> + 3); rows past
+    kend read as 0 (kg<u>, vj<u>, ke<u>, vd<u>: the invocation's fixed places, declared once)."""
     s = ""
-    for u in range(EP * TILED_BK // 4 // TILED_WG):
-        kok = [f"({t0} + kg{u} * 4 + {r} < kend && ke < {E})" for r in range(4)]
-        kidx = f"kb + min({t0} + kg{u} * 4 + {{r}}, S - 1) * {lay.row('k')} + kec * {lay.col('k')}"
+    for u in range(EP * TILED_BK // 4 // wg):
+        kok = [f"({t0} + kg{u} * 4 + {r} < kend && ke{u} < {E})" for r in range(4)]
+        kidx = (f"kb + min({t0} + kg{u} * 4 + {{r}}, S - 1) * {lay.row('k')} "
+                f"+ min(ke{u}, {E - 1}) * {lay.col('k')}")  # fmt: skip
         s += f"    kr{u} = {_staged_vec('k_', k_type, kidx, kok)};\n"
-        vok = [f"({t0} + vj{u} < kend && vd + {r} < {E})" for r in range(4)]
+        vok = [f"({t0} + vj{u} < kend && vd{u} + {r} < {E})" for r in range(4)]
         vrow = f"min({t0} + vj{u}, S - 1) * {lay.row('v')}"
-        vidx = f"vb + {vrow} + min(vd + {{r}}, {E - 1}) * {lay.col('v')}"
+        vidx = f"vb + {vrow} + min(vd{u} + {{r}}, {E - 1}) * {lay.col('v')}"
         s += f"    vr{u} = {_staged_vec('v_', v_type, vidx, vok)};\n"
     return s
 
@@ -105,18 +128,21 @@ def attn_fwd_tiled_kernel(
     prefetch: bool = True,
     dropout: bool = False,
     heavy_first: bool = False,
+    bq: int | None = None,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
-    TILED_BQ times splits, per batch·head. `prefetch`: see PREFETCH (the caller passes it, so
-    the cache keys on it)."""
+    `bq` (default tiled_bq(E)) times splits, per batch·head. `prefetch`: see PREFETCH (the caller
+    passes it, so the cache keys on it)."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
-    BQ, BK, WG = TILED_BQ, TILED_BK, TILED_WG
+    BQ, BK = bq or tiled_bq(E), TILED_BK
+    WG, NG = tiled_wg(BQ), BQ // 4  # (invocation rows ty < NG, four queries each)
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
+    prefetch = prefetch and EP <= 64
     order = 1 if heavy_first and causal and splits == 1 else 0  # (kernels/attention HEAVY_FIRST)
     lay, bufs, b = forward_setup(WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
                                  splits, dropout, order)  # fmt: skip
@@ -126,13 +152,13 @@ def attn_fwd_tiled_kernel(
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
         qblk = "qblk"
     b += f"  let q0 = {qblk} * {BQ};\n"
-    # qT[e * 16 + g] = q[q0 + 4g .. q0 + 4g + 3][e] * scale (lanes: consecutive e, coalesced)
+    # qT[e * NG + g] = q[q0 + 4g .. q0 + 4g + 3][e] * scale (lanes: consecutive e, coalesced)
     b += f"  for (var x = t; x < {EP * BQ // 4}; x += {WG}) {{\n"
     b += f"    let e = x % {EP};\n    let g = x / {EP};\n    let ec = min(e, {E - 1});\n"
     qok = [f"e < {E}"] * 4
     qidx = f"qb + min(q0 + g * 4 + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
-    b += f"    qT[e * 16 + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
-    halves = "ab" if EP == 64 else "a"
+    b += f"    qT[e * {NG} + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
+    halves = "abcd"[: EP // 32]  # (parts of 32 dims: an invocation's dims 32·i + 4·tx ..)
     for r in range(4):
         for h in halves:
             b += f"  var o{r}{h} = vec4<f32>(0.0);\n"
@@ -141,23 +167,24 @@ def attn_fwd_tiled_kernel(
     b += key_range(kend, splits, BK)  # (whole tiles a range)
     b += f"  let ntiles = (max(kend - k0, 0) + {BK - 1}) / {BK};\n"
     b += "  let qi = vec4<i32>(q0 + ty * 4) + vec4<i32>(0, 1, 2, 3);\n"
-    # an invocation's fixed column of the staged tiles: kᵀ dim ke, v dims vd .. vd + 3
-    b += f"  let ke = t % {EP};\n  let kec = min(ke, {E - 1});\n  let vd = (t % {R}) * 4;\n"
+    # an invocation's fixed places in the staged tiles: kᵀ dim ke<u>, v dims vd<u> .. vd<u> + 3
     for u in range(nreg):
-        b += f"  let kg{u} = (t + {u * WG}) / {EP};\n  let vj{u} = (t + {u * WG}) / {R};\n"
+        x = f"(t + {u * WG})"
+        b += f"  let kg{u} = {x} / {EP};\n  let ke{u} = {x} % {EP};\n"
+        b += f"  let vj{u} = {x} / {R};\n  let vd{u} = ({x} % {R}) * 4;\n"
         b += f"  var kr{u} = vec4<f32>(0.0);\n  var vr{u} = vec4<f32>(0.0);\n"
     if prefetch:
-        b += _tile_reads(lay, E, EP, k_type, v_type, "k0")
+        b += _tile_reads(lay, E, EP, k_type, v_type, "k0", WG)
     b += "  for (var tt = 0; tt < ntiles; tt++) {\n"
     b += f"    let t0 = k0 + tt * {BK};\n"
     if not prefetch:
-        b += _tile_reads(lay, E, EP, k_type, v_type, "t0")
+        b += _tile_reads(lay, E, EP, k_type, v_type, "t0", WG)
     b += "    workgroupBarrier();\n"  # (the last tile's pᵀ and v reads are done)
     for u in range(nreg):
-        b += f"    kp[ke * 8 + kg{u}] = kr{u};\n    vs[t + {u * WG}] = vr{u};\n"
+        b += f"    kp[ke{u} * 8 + kg{u}] = kr{u};\n    vs[t + {u * WG}] = vr{u};\n"
     b += "    workgroupBarrier();\n"
     if prefetch:  # the next tile's reads, in flight during this tile's products
-        b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})")
+        b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})", WG)
     # which keys of the tile each row takes, the mask read before the products (its latency
     # hides behind them)
     b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
@@ -185,7 +212,7 @@ def attn_fwd_tiled_kernel(
         b += f"    var s{r} = vec4<f32>(0.0);\n"
     b += f"    for (var e = 0; e < {EP}; e += 4) {{\n"
     for u in range(4):
-        b += f"      let qv{u} = qT[(e + {u}) * 16 + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
+        b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
     for u in range(4):
         for r in range(4):
             b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
@@ -211,7 +238,7 @@ def attn_fwd_tiled_kernel(
     sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(4))
     b += f"    l = l * alpha + vec4<f32>({sums});\n"
     b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
-    # pT[j * 16 + g] = p of queries 4g .. 4g + 3 for key j
+    # pT[j * NG + g] = p of queries 4g .. 4g + 3 for key j
     pn = "p"
     if dropout:  # (l sums the weights before dropout; pᵀ holds the kept ones, scaled)
         for r in range(4):
@@ -220,11 +247,11 @@ def attn_fwd_tiled_kernel(
         pn = "pd"
     for c in range(4):
         vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
-        b += f"    kp[(tx * 4 + {c}) * 16 + ty] = vec4<f32>({vals});\n"
+        b += f"    kp[(tx * 4 + {c}) * {NG} + ty] = vec4<f32>({vals});\n"
     b += "    workgroupBarrier();\n"
     b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
     for u in range(2):
-        b += f"      let pv{u} = kp[(j + {u}) * 16 + ty];\n"
+        b += f"      let pv{u} = kp[(j + {u}) * {NG} + ty];\n"
         for i, h in enumerate(halves):
             b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {8 * i} + tx];\n"
     for u in range(2):
@@ -260,7 +287,7 @@ def attn_fwd_tiled_kernel(
     b += "}\n"
     shared = (
         f"var<workgroup> qT: array<vec4<f32>, {EP * BQ // 4}>;\n"
-        f"var<workgroup> kp: array<vec4<f32>, {max(EP, 64) * BK // 4}>;\n"  # (pᵀ: 64 x BK)
+        f"var<workgroup> kp: array<vec4<f32>, {max(EP * BK // 4, BK * NG, WG)}>;\n"  # (pᵀ, partials)
         f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
     )
     src = header(bufs) + helpers_for(b) + shared + b

@@ -40,10 +40,11 @@ from .attention import (
     drop_setup,
     dropout_keep,
 )
-from .attention_tiled import TILED_EP, tiled_ep
+from .attention_tiled import tiled_ep
 from .common import KernelSource, header, helpers_for, load, store
 
 BWD_TB = 32  # rows of a block and of each tile walked
+BWD_MAX_E = 64  # (at EP = 128 the four row tiles alone would take 66 KiB)
 # Rows of a score block an invocation holds: 4 (8 x 8 = 64 invocations a workgroup) or 2 (16 x 8
 # = 128, half the registers each, twice the warps an SM). Measured: see nn/_attention.py
 # FORCE_TILED_BWD's note (2 won at every shape).
@@ -209,8 +210,8 @@ def _keep4(row: str, col: str) -> str:
 
 
 def _setup(E, rpt, rank, mask: str, strided: list, bufs, dropout: bool, order: int = 0):
-    if E > TILED_EP:
-        raise ValueError(f"pyrite: internal: the tiled attention backward takes E <= {TILED_EP}")
+    if E > BWD_MAX_E:
+        raise ValueError(f"pyrite: internal: the tiled attention backward takes E <= {BWD_MAX_E}")
     _check(E, 8, mask)
     c = _Cfg(E, rpt)
     lay = _Layout(rank, strided)

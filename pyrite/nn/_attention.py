@@ -332,7 +332,8 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     dsplits = _decode_splits(dev, nbh, L, S, E)
     tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
     if tiled:
-        nblk = -(-L // _KT.TILED_BQ)
+        bq = FORCE_TILED_BQ or _KT.tiled_bq(E)
+        nblk = -(-L // bq)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
         splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
@@ -359,7 +360,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
-            heavy_first=_K.HEAVY_FIRST,
+            heavy_first=_K.HEAVY_FIRST, bq=bq,
         )  # fmt: skip
         groups = nbh * nblk
     else:
@@ -415,6 +416,7 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 # 242 against 205 at BERT-base, 3,651 against 3,275 at causal 4096, so it was kept for few
 # query blocks only.)
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
+FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 
 
 def _use_tiled(dev, nbh, L, S, E):
@@ -423,10 +425,11 @@ def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
+    bq = FORCE_TILED_BQ or _KT.tiled_bq(E)
     return (
-        lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.TILED_SHARED_BYTES
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.TILED_WG
-        and _KT.tiled_loop_iterations(S) <= max_loop_iterations()
+        lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(E, bq)
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq)
+        and _KT.tiled_loop_iterations(S, E, bq) <= max_loop_iterations()
     )
 
 
@@ -507,7 +510,7 @@ FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it 
 
 
 def _use_tiled_bwd(dev, L, S, E, nbh=1):
-    if FORCE_TILED_BWD is False or E > _KT.TILED_EP:
+    if FORCE_TILED_BWD is False or E > _KB.BWD_MAX_E:
         return False
     if FORCE_TILED_BWD is None:
         if dev.adapter_type == "CPU":
