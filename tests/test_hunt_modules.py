@@ -67,6 +67,10 @@ def S(*shape):
     return lambda rng: ((rng.integers(0, 2, shape) * 2 - 1).astype(np.float32), False)
 
 
+def R(*shape):  # small integers as floats, with a gradient: ties everywhere
+    return lambda rng: (rng.integers(-1, 2, shape).astype(np.float32), True)
+
+
 def Fv(array):  # given float values, with a gradient
     return lambda rng: (np.asarray(array, np.float32), True)
 
@@ -763,6 +767,26 @@ case(
     [Const(np.zeros(0, np.int64)), Const([0, 0, 0]), F(0)],
     call=lambda m, xs: m(xs[0], xs[1], per_sample_weights=xs[2]),
 )
+# (ties: torch's max gives the whole gradient to the first entry of the bag holding the max)
+case(
+    "EmbeddingBag_max_ties",
+    lambda nn: nn.EmbeddingBag.from_pretrained(
+        _lib_nn(nn).tensor([[1.0, 0], [1, 2], [0, 2], [1, 1]]), freeze=False, mode="max"
+    ),  # fmt: skip
+    [Const([[0, 1, 3], [2, 1, 0]])],
+)
+case(
+    "EmbeddingBag_max_ties_pad_offsets",
+    lambda nn: nn.EmbeddingBag.from_pretrained(
+        _lib_nn(nn).tensor([[1.0, 0], [1, 2], [0, 2], [1, 1]]),
+        freeze=False,
+        mode="max",
+        padding_idx=3,
+    ),  # fmt: skip
+    [Const([3, 1, 0, 2, 1, 0, 3]), Const([0, 3, 6])],
+)
+case("MaxPool2d_ties", lambda nn: nn.MaxPool2d(3, 2, 1, return_indices=True), [R(2, 3, 7, 6)])
+case("AdaptiveMaxPool2d_ties", lambda nn: nn.AdaptiveMaxPool2d((3, 2), return_indices=True), [R(2, 3, 7, 5)])  # fmt: skip
 case("Embedding_int32", lambda nn: nn.Embedding(5, 3), [lambda rng: (np.array([[4, 0], [1, 1]], np.int32), False)])  # fmt: skip
 
 

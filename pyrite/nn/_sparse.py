@@ -190,7 +190,10 @@ def embedding_bag(
         if keep is not None:  # padding rows can't win: -inf, and empty bags become 0 below
             rows = _ew.where(keep.unsqueeze(1) != 0.0, rows, float("-inf"))
         index = bag.unsqueeze(1).expand(bag._shape[0], Dm)
-        out = _scatter.scatter_reduce(out, 0, index, rows, "amax", include_self=False)
+        if rows.requires_grad:
+            out = _bag_max_first(rows, index, B, Dm)
+        else:
+            out = _scatter.scatter_reduce(out, 0, index, rows, "amax", include_self=False)
     else:
         out = _scatter.index_add(out, 0, bag, rows)
     if mode == "sum" and keep is None:
@@ -204,6 +207,26 @@ def embedding_bag(
     if mode == "max":
         return _ew.where(cnt == 0.0, 0.0, out)
     return out
+
+
+def _bag_max_first(rows, index, B, Dm):
+    """Each bag's maximum of each column (B, D), taken from the first entry of the bag that
+    holds it, as torch's max_indices: a tie gives its whole gradient to that entry (amax's
+    scatter_reduce rule shares it among the tied ones). An empty bag's row is arbitrary: the
+    caller zeroes it."""
+    from ..autograd import no_grad
+
+    n = rows._shape[0]
+    with no_grad():
+        init = _creation.zeros((B, Dm), dtype=rows.dtype)
+        top = _scatter.scatter_reduce(init, 0, index, rows, "amax", include_self=False)
+        hit = _ew.eq(rows, _scatter.gather(top, 0, index))  # (n, D): entries at their bag's max
+        pos = _creation.arange(n, dtype=D.float32).unsqueeze(1).expand(n, Dm)
+        pos = _ew.where(hit, pos, float(n))
+        first = _creation.full((B, Dm), float(n), dtype=D.float32)
+        first = _scatter.scatter_reduce(first, 0, index, pos, "amin", include_self=True)
+        first = first.clamp(max=float(n - 1)).to(D.int32)  # (B, D): the entry chosen
+    return _scatter.gather(rows, 0, first)  # recorded: the gradient goes to that entry only
 
 
 @forwards
