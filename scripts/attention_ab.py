@@ -108,7 +108,7 @@ def main():
         flops = 4 * B * H * L * S * E / (2 if causal else 1)
         row = {"case": label, "shape": [B, H, L, S, E]}
         for name, force in KERNELS.items():
-            if name == "decode" and L > 8 or name.startswith("tiled") and E > 64:
+            if name == "decode" and L > 8 or name.startswith("tiled") and E > 128:
                 continue
             where = {"PREFETCH": attention_tiled, "HEAVY_FIRST": attention}
             for k_, v_ in force.items():

@@ -406,7 +406,7 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 
 
 # The register-tiled forward (kernels/attention_tiled.py) takes head dims up to 64 on GPUs where
-# its 32 KiB of workgroup memory and 128 invocations fit, whatever the queries. H100,
+# its 32 KiB of workgroup memory and 128 invocations fit, whatever the queries (past 64: below). H100,
 # wgpu-native (2026-12-05, second run, scripts/attention_ab.py, GPU time, flash / tiled with
 # PREFETCH / without, us; docs/bench/2026-12-05-h100-wgpu-session.txt): BERT-base batch 32
 # (768 query blocks) 205 / 180 / 175 (torch CUDA 147); batch 1 45 / 33 / 32; 512 tokens (2, 12)
@@ -415,6 +415,9 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 # (The first run of that kernel, before its last changes, had lost to flash at the big shapes:
 # 242 against 205 at BERT-base, 3,651 against 3,275 at causal 4096, so it was kept for few
 # query blocks only.)
+# Head dims 65 .. 128 (Llama's 128) take it too where 48 KiB fit, in blocks of 32 queries (H100,
+# 2026-12-05, docs/bench/2026-12-05-h100-attn-fwd-e128.json, us, flash / tiled / torch CUDA):
+# causal 1 x 32 x 512 x 128 519 / 314 / 125; 8 x 16 x 128 x 128 with a padding mask 181 / 179 / 79.
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 
