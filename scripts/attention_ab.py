@@ -1,6 +1,7 @@
 """A/B of the attention forward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py; "tiled-inorder":
-causal blocks numbered bh-major, not heaviest first) and, for few
+causal blocks numbered bh-major, not heaviest first; "-r4" / "-r2": 4 or 2 query rows an
+invocation) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`
@@ -50,6 +51,8 @@ KERNELS = {
     "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=True),
     "tiled0": dict(FORCE_TILED=True, FORCE_DECODE=False, PREFETCH=False),
     "tiled-inorder": dict(FORCE_TILED=True, FORCE_DECODE=False, HEAVY_FIRST=False),
+    "tiled-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_RPT=4),
+    "tiled-r2": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_RPT=2),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -117,6 +120,7 @@ def main():
                 times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
+                _attention.FORCE_TILED_RPT = None
                 attention_tiled.PREFETCH = prefetch
                 attention.HEAVY_FIRST = True
             row[name] = sum(t for t, *_ in times) / 1e3

@@ -484,14 +484,16 @@ def test_tiled_rule(monkeypatch):
     assert use(cpu, many, 1000, 128, 64) and not use(cpu, 1, 1, 128, 80)
 
 
-@pytest.mark.parametrize("bq", [16, 32])
-def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq):
-    """The tiled forward with blocks of 32 queries (what head dims 65 .. 128 take on a GPU, in
-    48 KiB: not on lavapipe's 32) and of 16 (a workgroup of 32 smaller than the padded head dim,
-    so an invocation's staged places differ from one tile read to the next), forced at E <= 64:
-    ragged blocks, causal, a bool mask with a query whose every key is masked, key splits."""
+@pytest.mark.parametrize("bq,rpt", [(16, 4), (32, 4), (32, 2), (64, 2)])
+def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq, rpt):
+    """The tiled forward with blocks of 32 queries, 2 rows an invocation (what head dims
+    65 .. 128 take on a GPU, in 48 KiB: not on lavapipe's 32), 4 rows, blocks of 16 (a workgroup
+    of 32 smaller than the padded head dim, so an invocation's staged places differ from one tile
+    read to the next) and of 64 with 2 rows, forced at E <= 64: ragged blocks, causal, a bool mask
+    with a query whose every key is masked, key splits."""
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
     monkeypatch.setattr(_attention, "FORCE_TILED_BQ", bq)
+    monkeypatch.setattr(_attention, "FORCE_TILED_RPT", rpt)
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 40), is_causal=True)
     kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
     _check(rng, *_qkv(rng, (2, 3), 33, 97, 64), **kw)

@@ -66,33 +66,43 @@ def tiled_bq(E: int) -> int:
     return TILED_BQ if E <= 64 else 32
 
 
-def tiled_wg(bq: int) -> int:
+def tiled_rpt(E: int) -> int:
+    """Query rows an invocation of the tiled forward holds at head dim E: 4, or 2 past E = 64
+    (twice the invocations: the 48 KiB workgroups leave an SM few warps)."""
+    return 4 if E <= 64 else 2
+
+
+def tiled_wg(bq: int, rpt: int = 4) -> int:
     """Invocations a workgroup of the tiled forward takes for blocks of `bq` queries: 8 columns
-    of bq / 4 rows."""
-    return 2 * bq
+    of bq / rpt rows."""
+    return 8 * bq // rpt
 
 
-def tiled_shared_bytes(E: int, bq: int | None = None) -> int:
+def tiled_shared_bytes(E: int, bq: int | None = None, rpt: int | None = None) -> int:
     """Workgroup memory of the tiled forward: qT, kT (also pᵀ and the row partials) and v."""
     ep, bq = tiled_ep(E), bq or tiled_bq(E)
-    kp = max(ep * TILED_BK // 4, TILED_BK * bq // 4, tiled_wg(bq))
+    kp = max(ep * TILED_BK // 4, TILED_BK * bq // 4, tiled_wg(bq, rpt or tiled_rpt(E)))
     return (ep * bq // 4 + kp + ep * TILED_BK // 4) * 16
 
 
-def tiled_loop_iterations(S: int, E: int = 64, bq: int | None = None) -> int:
+def tiled_loop_iterations(
+    S: int, E: int = 64, bq: int | None = None, rpt: int | None = None
+) -> int:
     """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the E loop in
     steps of 4, the key loop in steps of 2 and the 8-lane merges, each with its exit test; the q
     staging once)."""
     ep, bq = tiled_ep(E), bq or tiled_bq(E)
     per_tile = (ep // 4 + 1) + (TILED_BK // 2 + 1) + 9 + 1
-    return (-(-ep * bq // 4 // tiled_wg(bq)) + 1) + -(-S // TILED_BK) * per_tile + 10
+    wg = tiled_wg(bq, rpt or tiled_rpt(E))
+    return (-(-ep * bq // 4 // wg) + 1) + -(-S // TILED_BK) * per_tile + 10
 
 
 def _staged_vec(buf: str, stype: str, index: str, ok: list[str]) -> str:
-    """vec4 of four strided reads `index` (a format of r) of storage `buf`, 0 where not ok[r]."""
+    """vecN (N = len(ok)) of strided reads `index` (a format of r) of storage `buf`, 0 where not
+    ok[r]."""
     comps = [f"select(0.0, {load(f'{buf}[{index.format(r=r)}]', stype, 'f32')}, {ok[r]})"
-             for r in range(4)]  # fmt: skip
-    return f"vec4<f32>({', '.join(comps)})"
+             for r in range(len(ok))]  # fmt: skip
+    return f"vec{len(ok)}<f32>({', '.join(comps)})"
 
 
 def _tile_reads(lay, E: int, EP: int, k_type: str, v_type: str, t0: str, wg: int) -> str:
@@ -129,16 +139,21 @@ def attn_fwd_tiled_kernel(
     dropout: bool = False,
     heavy_first: bool = False,
     bq: int | None = None,
+    rpt: int | None = None,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
-    `bq` (default tiled_bq(E)) times splits, per batch·head. `prefetch`: see PREFETCH (the caller
-    passes it, so the cache keys on it)."""
+    `bq` (default tiled_bq(E)) times splits, per batch·head; `rpt` query rows an invocation
+    (default tiled_rpt(E)). `prefetch`: see PREFETCH (the caller passes it, so the cache keys on
+    it)."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
-    BQ, BK = bq or tiled_bq(E), TILED_BK
-    WG, NG = tiled_wg(BQ), BQ // 4  # (invocation rows ty < NG, four queries each)
+    BQ, BK, N = bq or tiled_bq(E), TILED_BK, rpt or tiled_rpt(E)
+    if N not in (2, 4):
+        raise ValueError(f"pyrite: internal: query rows an invocation holds: 2 or 4, not {N}")
+    WG, NG = tiled_wg(BQ, N), BQ // N  # (invocation rows ty < NG, N queries each)
+    V, VI = f"vec{N}<f32>", f"vec{N}<i32>"
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
@@ -152,21 +167,29 @@ def attn_fwd_tiled_kernel(
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
         qblk = "qblk"
     b += f"  let q0 = {qblk} * {BQ};\n"
-    # qT[e * NG + g] = q[q0 + 4g .. q0 + 4g + 3][e] * scale (lanes: consecutive e, coalesced)
-    b += f"  for (var x = t; x < {EP * BQ // 4}; x += {WG}) {{\n"
+
+    def cut(v: str) -> str:  # the N components of a vec4 slot of kp that hold N rows
+        return v if N == 4 else f"({v}).xy"
+
+    def slot(vals) -> str:  # N row values as a vec4 slot of kp
+        return f"vec4<f32>({', '.join(list(vals) + ['0.0'] * (4 - N))})"
+
+    # qT[e * NG + g] = q[q0 + N·g .. q0 + N·g + N - 1][e] * scale (lanes: consecutive e)
+    b += f"  for (var x = t; x < {EP * NG}; x += {WG}) {{\n"
     b += f"    let e = x % {EP};\n    let g = x / {EP};\n    let ec = min(e, {E - 1});\n"
-    qok = [f"e < {E}"] * 4
-    qidx = f"qb + min(q0 + g * 4 + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
+    qok = [f"e < {E}"] * N
+    qidx = f"qb + min(q0 + g * {N} + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
     b += f"    qT[e * {NG} + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
     halves = "abcd"[: EP // 32]  # (parts of 32 dims: an invocation's dims 32·i + 4·tx ..)
-    for r in range(4):
+    for r in range(N):
         for h in halves:
             b += f"  var o{r}{h} = vec4<f32>(0.0);\n"
-    b += "  var m = vec4<f32>(-p_inf());\n  var l = vec4<f32>(0.0);\n"
+    b += f"  var m = {V}(-p_inf());\n  var l = {V}(0.0);\n"
     kend = f"min(S, q0 + {BQ})" if causal else "S"
     b += key_range(kend, splits, BK)  # (whole tiles a range)
     b += f"  let ntiles = (max(kend - k0, 0) + {BK - 1}) / {BK};\n"
-    b += "  let qi = vec4<i32>(q0 + ty * 4) + vec4<i32>(0, 1, 2, 3);\n"
+    offs = ", ".join(str(r) for r in range(N))
+    b += f"  let qi = {VI}(q0 + ty * {N}) + {VI}({offs});\n"
     # an invocation's fixed places in the staged tiles: kᵀ dim ke<u>, v dims vd<u> .. vd<u> + 3
     for u in range(nreg):
         x = f"(t + {u * WG})"
@@ -191,7 +214,7 @@ def attn_fwd_tiled_kernel(
     b += "    let kin = kj < vec4<i32>(kend);\n"
     b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
     oks = []
-    for r in range(4):
+    for r in range(N):
         okv = "kin"
         if causal:
             okv += f" & (kj <= vec4<i32>(qi[{r}]))"
@@ -207,65 +230,77 @@ def attn_fwd_tiled_kernel(
                     f"    let mk{r} = vec4<f32>({', '.join(load(a, m_type, 'f32') for a in at)});\n"
                 )
         oks.append(okv)
-    # S: rows 4ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
-    for r in range(4):
+    # S: rows N·ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
+    for r in range(N):
         b += f"    var s{r} = vec4<f32>(0.0);\n"
     b += f"    for (var e = 0; e < {EP}; e += 4) {{\n"
     for u in range(4):
         b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
     for u in range(4):
-        for r in range(4):
+        for r in range(N):
             b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
     b += "    }\n"
-    for r in range(4):
+    for r in range(N):
         if mask == "float":
             b += f"    s{r} += mk{r};\n"
         b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {oks[r]});\n"
     # the tile's row maxima: 8 partials a row through kp (every lane is done with kT)
-    pm = ", ".join(f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(4))
+    pm = [f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(N)]
     b += "    workgroupBarrier();\n"
-    b += f"    kp[ty * 8 + tx] = vec4<f32>({pm});\n"
+    b += f"    kp[ty * 8 + tx] = {slot(pm)};\n"
     b += "    workgroupBarrier();\n"
     b += "    var mn = m;\n"
-    b += "    for (var u = 0; u < 8; u++) { mn = max(mn, kp[ty * 8 + u]); }\n"
-    b += "    let alpha = select(exp(m - mn), vec4<f32>(1.0), m == mn);\n"
+    b += f"    for (var u = 0; u < 8; u++) {{ mn = max(mn, {cut('kp[ty * 8 + u]')}); }}\n"
+    b += f"    let alpha = select(exp(m - mn), {V}(1.0), m == mn);\n"
     b += "    m = mn;\n"
-    for r in range(4):
+    for r in range(N):
         b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(mn[{r}])), "
         b += f"s{r} != vec4<f32>(-p_inf()));\n"
         for h in halves:
             b += f"    o{r}{h} *= alpha[{r}];\n"
-    sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(4))
-    b += f"    l = l * alpha + vec4<f32>({sums});\n"
+    sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(N))
+    b += f"    l = l * alpha + {V}({sums});\n"
     b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
-    # pT[j * NG + g] = p of queries 4g .. 4g + 3 for key j
+    # pT[j * BQ/4 + g] = p of queries 4g .. 4g + 3 for key j (N = 2: invocation row ty's two
+    # queries in components 2(ty % 2), 2(ty % 2) + 1 of slot j * BQ/4 + ty / 2)
+    P4 = BQ // 4
     pn = "p"
     if dropout:  # (l sums the weights before dropout; pᵀ holds the kept ones, scaled)
-        for r in range(4):
+        for r in range(N):
             keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", "t0 + tx * 4")
             b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, {keep});\n"
         pn = "pd"
+    if N == 2:
+        b += "    let ph = (ty % 2) * 2;\n"
     for c in range(4):
-        vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
-        b += f"    kp[(tx * 4 + {c}) * {NG} + ty] = vec4<f32>({vals});\n"
+        if N == 4:
+            vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
+            b += f"    kp[(tx * 4 + {c}) * {P4} + ty] = vec4<f32>({vals});\n"
+        else:
+            b += f"    kp[(tx * 4 + {c}) * {P4} + ty / 2][ph] = {pn}0[{c}];\n"
+            b += f"    kp[(tx * 4 + {c}) * {P4} + ty / 2][ph + 1] = {pn}1[{c}];\n"
     b += "    workgroupBarrier();\n"
     b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
     for u in range(2):
-        b += f"      let pv{u} = kp[(j + {u}) * {NG} + ty];\n"
+        if N == 4:
+            b += f"      let pv{u} = kp[(j + {u}) * {P4} + ty];\n"
+        else:
+            b += f"      let pw{u} = kp[(j + {u}) * {P4} + ty / 2];\n"
+            b += f"      let pv{u} = select(pw{u}.xy, pw{u}.zw, ph == 2);\n"
         for i, h in enumerate(halves):
             b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {8 * i} + tx];\n"
     for u in range(2):
-        for r in range(4):
+        for r in range(N):
             for h in halves:
                 b += f"      o{r}{h} += pv{u}[{r}] * v{h}{u};\n"
     b += "    }\n  }\n"
     # the rows' sums over the 8 lanes of a row
-    b += "  workgroupBarrier();\n  kp[ty * 8 + tx] = l;\n  workgroupBarrier();\n"
-    b += "  var lt = vec4<f32>(0.0);\n"
-    b += "  for (var u = 0; u < 8; u++) { lt += kp[ty * 8 + u]; }\n"
+    b += f"  workgroupBarrier();\n  kp[ty * 8 + tx] = {slot(f'l[{r}]' for r in range(N))};\n"
+    b += f"  workgroupBarrier();\n  var lt = {V}(0.0);\n"
+    b += f"  for (var u = 0; u < 8; u++) {{ lt += {cut('kp[ty * 8 + u]')}; }}\n"
     dims = [(f"o{{r}}{h}[{k}]", f"{32 * i} + tx * 4 + {k}") for i, h in enumerate(halves)
             for k in range(4)]  # fmt: skip
-    for r in range(4):
+    for r in range(N):
         b += f"  if (qi[{r}] < L) {{\n    let i = qi[{r}];\n"
         if splits > 1:
             b += f"    let pb = ((bh * L + i) * {splits} + part_i) * {E + 2};\n"
@@ -286,8 +321,8 @@ def attn_fwd_tiled_kernel(
         b += "  }\n"
     b += "}\n"
     shared = (
-        f"var<workgroup> qT: array<vec4<f32>, {EP * BQ // 4}>;\n"
-        f"var<workgroup> kp: array<vec4<f32>, {max(EP * BK // 4, BK * NG, WG)}>;\n"  # (pᵀ, partials)
+        f"var<workgroup> qT: array<{V}, {EP * NG}>;\n"
+        f"var<workgroup> kp: array<vec4<f32>, {max(EP * BK // 4, BK * P4, WG)}>;\n"  # (pᵀ, partials)
         f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
     )
     src = header(bufs) + helpers_for(b) + shared + b

@@ -360,7 +360,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
-            heavy_first=_K.HEAVY_FIRST, bq=bq,
+            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=FORCE_TILED_RPT or _KT.tiled_rpt(E),
         )  # fmt: skip
         groups = nbh * nblk
     else:
@@ -420,6 +420,7 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 # causal 1 x 32 x 512 x 128 519 / 314 / 125; 8 x 16 x 128 x 128 with a padding mask 181 / 179 / 79.
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
+FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
 
 
 def _use_tiled(dev, nbh, L, S, E):
@@ -428,11 +429,11 @@ def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
-    bq = FORCE_TILED_BQ or _KT.tiled_bq(E)
+    bq, rpt = FORCE_TILED_BQ or _KT.tiled_bq(E), FORCE_TILED_RPT or _KT.tiled_rpt(E)
     return (
-        lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(E, bq)
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq)
-        and _KT.tiled_loop_iterations(S, E, bq) <= max_loop_iterations()
+        lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(E, bq, rpt)
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
+        and _KT.tiled_loop_iterations(S, E, bq, rpt) <= max_loop_iterations()
     )
 
 
