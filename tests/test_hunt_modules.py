@@ -802,6 +802,8 @@ def _packed(m, xs):
 for cls in ["RNN", "LSTM", "GRU"]:
     case(f"{cls}_packed", lambda nn, cls=cls: getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True), [F(5, 3, 3)], k=48, call=_packed)  # fmt: skip
     case(f"{cls}_dropout_eval", lambda nn, cls=cls: getattr(nn, cls)(3, 2, num_layers=3, dropout=0.5), [F(4, 2, 3)], k=48, train=False)  # fmt: skip
+    # (p = 1 in train mode: deterministic, every layer but the last dropped to 0)
+    case(f"{cls}_dropout1_train", lambda nn, cls=cls: getattr(nn, cls)(3, 2, num_layers=2, dropout=1.0), [F(4, 2, 3)], k=48)  # fmt: skip
 case(
     "LSTM_proj_h0",
     lambda nn: nn.LSTM(3, 4, proj_size=2, bidirectional=True, batch_first=True),
@@ -870,6 +872,9 @@ case(
     k=64,
     call=lambda m, xs: m(xs[0], src_mask=xs[1], src_key_padding_mask=xs[2]),
 )
+# (dropout p = 1 in train mode: deterministic, every dropped value 0)
+case("MultiheadAttention_dropout1", lambda nn: nn.MultiheadAttention(4, 2, dropout=1.0), [F(3, 2, 4), F(5, 2, 4), F(5, 2, 4)], k=32)  # fmt: skip
+case("TransformerEncoderLayer_dropout1", lambda nn: nn.TransformerEncoderLayer(8, 2, 12, dropout=1.0), [F(3, 2, 8)], k=64)  # fmt: skip
 case(
     "TransformerEncoder_padding_nested",
     lambda nn: nn.TransformerEncoder(
@@ -1535,3 +1540,23 @@ def test_bf16_forward_backward(id_, rng):
             close(p.grad, t.grad, f"grad of input {i}")
     for (n, p), (_, t) in zip(pm.named_parameters(), tm.named_parameters()):
         close(p.grad, t.grad, f"grad of {n}")
+
+
+@pytest.mark.parametrize("where", ["init", "utils", "utils.rnn", "utils.parametrize", "utils.parametrizations"])  # fmt: skip
+def test_nn_namespaces_have_torch_names(where):
+    """The public functions and classes of torch.nn.<where> exist in pyrite.nn.<where> (names
+    torch imports there for its own use, typing helpers among them, are not its API)."""
+    import importlib
+
+    tmod = importlib.import_module(f"torch.nn.{where}")
+    pmod = importlib.import_module(f"pyrite.nn.{where}")
+    own = {
+        n
+        for n in dir(tmod)
+        if not n.startswith("_")
+        and (inspect.isfunction(getattr(tmod, n)) or inspect.isclass(getattr(tmod, n)))
+        and getattr(getattr(tmod, n), "__module__", "").startswith("torch.nn")
+    }
+    internal = {"PackedSequence_", "bind", "Module"}  # utils.rnn's base tuple and helper
+    missing = sorted(n for n in own - internal if not hasattr(pmod, n))
+    assert not missing, missing

@@ -237,11 +237,35 @@ def type_before_parametrizations(module):
     return type(module)
 
 
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Give `to_module` the parametrizations of `from_module` (of `tensor_name` only, if
+    given) and their originals (the same Parameters, shared); a parametrized name `to_module`
+    lacks is first made a Parameter of from_module's current value. Returns to_module."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for param_func in from_module.parametrizations[name]:
+            register_parametrization(to_module, name, param_func)
+        source, target = from_module.parametrizations[name], to_module.parametrizations[name]
+        if hasattr(source, "original"):
+            target.original = source.original
+        else:  # original0, original1, ... (a right_inverse returning several tensors)
+            num = 0
+            while hasattr(source, f"original{num}"):
+                setattr(target, f"original{num}", getattr(source, f"original{num}"))
+                num += 1
+    return to_module
+
+
 __all__ = [
     "ParametrizationList",
     "cached",
     "is_parametrized",
     "register_parametrization",
     "remove_parametrizations",
+    "transfer_parametrizations_and_params",
     "type_before_parametrizations",
 ]
