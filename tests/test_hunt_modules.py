@@ -1219,6 +1219,7 @@ def test_structure_and_repr(id_, rng):
     assert_repr_matches(pm, tm)
     tsd, psd = tm.state_dict(), pm.state_dict()
     assert list(psd) == list(tsd)
+    assert dict(psd._metadata) == dict(tsd._metadata)  # each module's version, as saved
     for k in tsd:
         assert tuple(psd[k].shape) == tuple(tsd[k].shape), k
         assert _same_dtype(psd[k], tsd[k]), (k, psd[k].dtype, tsd[k].dtype)
@@ -1560,3 +1561,18 @@ def test_nn_namespaces_have_torch_names(where):
     internal = {"PackedSequence_", "bind", "Module"}  # utils.rnn's base tuple and helper
     missing = sorted(n for n in own - internal if not hasattr(pmod, n))
     assert not missing, missing
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_instance_norm_refuses_unversioned_running_stats(strict):
+    """A state_dict without version metadata (a plain dict, a converted file) with running
+    stats for an InstanceNorm that tracks none raises torch's error, also with strict=False
+    (pyrite ignored them there, and reported only 'Unexpected key(s)' when strict)."""
+    errors = []
+    for lib in (torch, pr):
+        m = lib.nn.Sequential(lib.nn.InstanceNorm2d(3, affine=True))
+        sd = {"0.weight": lib.ones(3), "0.bias": lib.zeros(3), "0.running_mean": lib.zeros(3)}
+        with pytest.raises(RuntimeError) as info:
+            m.load_state_dict(sd, strict=strict)
+        errors.append(str(info.value))
+    assert errors[1] == errors[0]

@@ -203,6 +203,31 @@ class _InstanceNorm(_NormBase):
         )
         return out.squeeze(0) if unbatched else out
 
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
+        # torch's: a state_dict without version metadata (from before 0.4, or any plain dict)
+        # holding running stats for a module that tracks none is an error, strict or not
+        if local_metadata.get("version", None) is None and not self.track_running_stats:
+            keys = [prefix + n for n in ("running_mean", "running_var") if prefix + n in state_dict]
+            if keys:
+                klass = self.__class__.__name__
+                names = " and ".join(f'"{k}"' for k in keys)
+                error_msgs.append(
+                    f"Unexpected running stats buffer(s) {names} "
+                    f"for {klass} with track_running_stats=False. If state_dict is a checkpoint "
+                    f"saved before 0.4.0, this may be expected because {klass} does not track "
+                    f"running stats by default since 0.4.0. Please remove these keys from "
+                    f"state_dict. If the running stats are actually needed, instead set "
+                    f"track_running_stats=True in {klass} to enable them. See the "
+                    f"documentation of {klass} for details."
+                )
+                for key in keys:
+                    state_dict.pop(key)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
     def _check_input_dim(self, input):
         if input.dim() not in (self._no_batch_dim, self._no_batch_dim + 1):
             raise ValueError(
