@@ -394,6 +394,11 @@ def test_decode_rule(monkeypatch):
     assert dec(cpu, 16, _attention.DECODE_CPU_MAX_L + 1, 4096, 64) == 0
     assert dec(gpu, 16, _attention.DECODE_MAX_L + 1, 4096, 64) == 0
     assert dec(gpu, 16, 1, _attention.DECODE_MIN_S - 1, 64) == 0
+    # past E = 64, where the tiled forward fits (48 KiB), one query only (DECODE_MAX_L_WIDE)
+    big = Dev()
+    big.limits = {**gpu.limits, "max-compute-workgroup-storage-size": 49152}
+    assert dec(big, 32, 1, 4096, 128) >= 1 and dec(big, 16, 4, 4096, 64) >= 1
+    assert dec(big, 32, _attention.DECODE_MAX_L_WIDE + 1, 2048, 128) == 0
     cases = [(16, 1, 4096, 64), (1, 1, 256, 8), (512, 1, 4096, 64), (32, 4, 20000, 128),
              (1, 2, 9000, 96), (128, 4, 2048, 128)]  # fmt: skip
     for nbh, L, S, E in cases:

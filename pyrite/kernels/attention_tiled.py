@@ -22,10 +22,11 @@ Each invocation keeps the sum l of its own keys' p for its four rows (every lane
 rescales by the same max, so the partial sums add up at the end through workgroup memory). The
 head dim is padded to EP = 32 or 64 with zeros; workgroup memory is qT 16 KiB + kT/pᵀ 8 KiB + v
 8 KiB = 32 KiB at EP = 64 (lavapipe's limit and common elsewhere; the partial maxima and sums
-reuse kT's place). Head dims 65 .. 128 pad to EP = 128 and take blocks of BQ = 32 queries (64
-invocations, each 4 queries × 16 dims of the output): qT, kT and v 16 KiB each, 48 KiB (the
-H100/H200 allow that through both implementations; lavapipe does not, where the tests force
-blocks of 32 and 16 at E <= 64 instead). Six barriers a key tile. Masks, causal skipping and
+reuse kT's place). Head dims 65 .. 128 pad to EP = 128 and take blocks of BQ = 32 queries, 128
+invocations each holding 2 queries × 16 dims of the output (qT and pᵀ hold vec2s of queries, pᵀ
+two to a vec4 of kT's place): qT, kT and v 16 KiB each, 48 KiB (the H100/H200 allow that through
+both implementations; lavapipe does not, where the tests force blocks of 32 and 16 and 2 rows
+an invocation at E <= 64 instead). Six barriers a key tile. Masks, causal skipping and
 ranges, key splits (`splits`, partials for attn_merge_kernel), the (batch, L, heads, E) output
 layout, info words and buffers are those of attn_fwd_kernel.
 """

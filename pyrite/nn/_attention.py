@@ -415,9 +415,11 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 # (The first run of that kernel, before its last changes, had lost to flash at the big shapes:
 # 242 against 205 at BERT-base, 3,651 against 3,275 at causal 4096, so it was kept for few
 # query blocks only.)
-# Head dims 65 .. 128 (Llama's 128) take it too where 48 KiB fit, in blocks of 32 queries (H100,
-# 2026-12-05, docs/bench/2026-12-05-h100-attn-fwd-e128.json, us, flash / tiled / torch CUDA):
-# causal 1 x 32 x 512 x 128 519 / 314 / 125; 8 x 16 x 128 x 128 with a padding mask 181 / 179 / 79.
+# Head dims 65 .. 128 (Llama's 128) take it too where 48 KiB fit, in blocks of 32 queries, 2 rows
+# an invocation (tiled_rpt) (H100, 2026-12-05, docs/bench/2026-12-05-h100-attn-fwd-e128-rpt.json,
+# us, flash / tiled with 4 rows an invocation (64 a workgroup) / 2 rows (128) / torch CUDA):
+# causal 1 x 32 x 512 x 128 520 / 316 / 245 / 123; 8 x 16 x 128 x 128 with a padding mask
+# 184 / 180 / 142 / 97; 4 queries (4, 32, 4, 2048, 128) 5,560 / 569 / 396 / 219.
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
@@ -459,6 +461,12 @@ def _use_tiled(dev, nbh, L, S, E):
 # So about one workgroup an SM (132): DECODE_FILL 128 (it was 264, two an SM, and 16 ranges at
 # the first two shapes), and a group of lanes may walk 256 values (64 split the last shape 4 ways).
 DECODE_MAX_L = 4
+# Past E = 64 the tiled forward (blocks of 32 queries, 2 rows an invocation) beat the decode
+# kernel from 4 queries on (H100, 2026-12-05, docs/bench/2026-12-05-h100-attn-fwd-e128-rpt.json,
+# us, decode / tiled: (4, 32, 4, 2048, 128) 716 / 396; one query (1, 32, 1, 4096, 128) 134 /
+# 235): one query only there (the decode kernel's time grows with the queries, the tiled one's
+# not, so 2 queries are an estimate: ~270 / ~235).
+DECODE_MAX_L_WIDE = 1
 DECODE_CPU_MAX_L = 1
 DECODE_MIN_S = 256
 DECODE_FILL = 128
@@ -472,6 +480,8 @@ def _decode_splits(dev, nbh, L, S, E):
     if FORCE_DECODE is False:
         return 0
     max_l = DECODE_CPU_MAX_L if dev.adapter_type == "CPU" else DECODE_MAX_L
+    if E > 64 and _use_tiled(dev, nbh, L, S, E):
+        max_l = min(max_l, DECODE_MAX_L_WIDE)
     if FORCE_DECODE is None and (L > max_l or S < DECODE_MIN_S):
         return 0
     if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _KD.DECODE_WG:
