@@ -77,6 +77,9 @@ KERNELS = {
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     # the register-tiled backward (E <= 32 on lavapipe's workgroup memory)
     "tiled-bwd": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True),
+    "tiled-bwd16": dict(
+        FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, FORCE_TILED_BWD_TB=16
+    ),
 }
 
 
@@ -95,7 +98,7 @@ CASES = {
         for k in KERNELS
         for c in CASES
         if not (k == "decode" and c in ("causal", "split"))
-        and not (k == "tiled-bwd" and CASES[c][2] > 32)
+        and not (k.startswith("tiled-bwd") and CASES[c][2] > 32)
     ],
 )
 def test_forward_and_gradients_with_the_drawn_mask(rng, monkeypatch, keys, kernel, case):

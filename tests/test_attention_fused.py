@@ -640,7 +640,9 @@ def test_tiled_backward_rule(monkeypatch):
     assert KB.bwd_shared_bytes(32) <= 32768 < KB.bwd_shared_bytes(33)
     assert use(gpu, 128, 128, 64) and use(gpu, 4096, 4096, 64) and use(gpu, 1, 1, 1)
     assert use(gpu, 128, 128, 64, 32 * 12)  # (E > 32: whatever the workgroups)
-    assert not use(gpu, 128, 128, 65) and not use(cpu, 128, 128, 64)
+    assert use(gpu, 128, 128, 128) and use(gpu, 512, 512, 80, 32)  # (blocks of 16: 36 KiB)
+    assert KB.bwd_shared_bytes(128) <= 49152 and KB.bwd_tb(128) == 16 and KB.bwd_tb(64) == 32
+    assert not use(gpu, 128, 128, 129) and not use(cpu, 128, 128, 64)
     assert use(small, 128, 128, 32) and not use(small, 128, 128, 33)
     # E <= 32: only while the per-row kernels would have too few workgroups
     few = _attention.TILED_BWD_SMALL_E_GROUPS
@@ -652,14 +654,16 @@ def test_tiled_backward_rule(monkeypatch):
     assert not use(gpu, 128, 128, 64)
 
 
-@pytest.mark.parametrize("rpt", [2, 4])
-def test_tiled_backward_variants(rng, monkeypatch, rpt):
-    """Both spellings of the tiled backward (2 rows an invocation in 128, or 4 in 64) give
-    torch's gradients: ragged causal tiles, a bool mask with a query whose every key is
-    masked."""
+@pytest.mark.parametrize("rpt,tb", [(2, 32), (4, 32), (2, 16), (4, 16)])
+def test_tiled_backward_variants(rng, monkeypatch, rpt, tb):
+    """Every spelling of the tiled backward (2 rows an invocation or 4; blocks of 32 rows, or of
+    16 as head dims past 64 take on a GPU, each invocation then holding 2 columns) gives torch's
+    gradients: ragged causal tiles, a bool mask with a query whose every key is masked (dropout:
+    tests/test_attention_dropout.py's "tiled-bwd" kernels)."""
     from pyrite.kernels import attention_tiled_bwd as KB
 
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD_TB", tb)
     monkeypatch.setattr(KB, "BWD_RPT", rpt)
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 20), is_causal=True)
     kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)

@@ -4,9 +4,9 @@ tile's products as register tiles, as attention_tiled.py does for the forward.
 attn_dq_kernel / attn_dkv_kernel (kernels/attention.py) give each query (key) one invocation that
 walks every key (query) tile: a pair costs it 4·E multiply-adds read from workgroup memory as
 broadcasts, with its own rows and accumulators in registers (4·E floats), so few invocations fit
-an SM and little latency hides. Here a workgroup owns a block of TB = 32 rows and walks the other
-side TB rows at a time. Its 8·G invocations (G = 16, BWD_RPT = 2 rows each; or G = 8 with 4)
-each hold a BWD_RPT × 4 block of each score tile — rows ty + G·r, columns tx + 8·c (interleaved,
+an SM and little latency hides. Here a workgroup owns a block of TB = 32 rows (16 past E = 64)
+and walks the other side TB rows at a time. Its 8·G invocations (G = TB / BWD_RPT: 16 at 2 rows each, or 8 with 4)
+each hold a BWD_RPT × TB/8 block of each score tile — rows ty + G·r, columns tx + 8·c (interleaved,
 so a warp's reads of the padded row-major tiles fall on distinct banks) — and BWD_RPT rows ×
 EP/8 dims of each accumulator (dims 4·tx .. 4·tx + 3, and 32 + 4·tx .. for EP = 64):
 
@@ -21,7 +21,10 @@ EP/8 dims of each accumulator (dims 4·tx .. 4·tx + 3, and 32 + 4·tx .. for EP
 Tile rows are padded to RP = EP/4 + 1 vec4s (bank spread). Workgroup memory at EP = 64: four row
 tiles of 32 × 17 vec4 (34 KiB) and one or two transposed 32 × (G + 1) tiles: up to 43 KiB, so
 these run where a workgroup may hold 48 KiB (the H100/H200 through both implementations); at
-EP = 32 up to 27 KiB (lavapipe's 32 KiB: the tests reach them there with E <= 32). Buffers, info
+EP = 32 up to 27 KiB (lavapipe's 32 KiB: the tests reach them there with E <= 32). Head dims
+65 .. 128 (EP = 128) take blocks and tiles of TB = 16 rows (BWD_TB_WIDE: 64 invocations, each 2
+rows × 2 columns of a score tile and 2 rows × 16 dims of an accumulator): 36 KiB (the tests force
+TB = 16 at E <= 32 on lavapipe). Buffers, info
 words, masks, causal ranges, dropout bits and output layouts are those of attn_dq_kernel and
 attn_dkv_kernel, so `_flash_backward` swaps kernels and grids only.
 """
@@ -43,54 +46,74 @@ from .attention import (
 from .attention_tiled import tiled_ep
 from .common import KernelSource, header, helpers_for, load, store
 
-BWD_TB = 32  # rows of a block and of each tile walked
-BWD_MAX_E = 64  # (at EP = 128 the four row tiles alone would take 66 KiB)
+BWD_TB = 32  # rows of a block and of each tile walked (head dims up to 64)
+BWD_TB_WIDE = 16  # ... past head dim 64 (EP = 128: four row tiles of 16 x 33 vec4, 33 KiB)
+BWD_MAX_E = 128
 # Rows of a score block an invocation holds: 4 (8 x 8 = 64 invocations a workgroup) or 2 (16 x 8
 # = 128, half the registers each, twice the warps an SM). Measured: see nn/_attention.py
 # FORCE_TILED_BWD's note (2 won at every shape).
 BWD_RPT = 2
 
 
-class _Cfg:
-    """The sizes of one variant: head dim padding, rows an invocation holds, workgroup size."""
+def bwd_tb(E: int) -> int:
+    """Rows of a block and of a walked tile of the tiled backward at head dim E."""
+    return BWD_TB if E <= 64 else BWD_TB_WIDE
 
-    def __init__(self, E: int, rpt: int):
+
+class _Cfg:
+    """The sizes of one variant: head dim padding, block rows, rows an invocation holds and the
+    columns it takes (TB / 8), workgroup size."""
+
+    def __init__(self, E: int, rpt: int, tb: int | None = None):
         if rpt not in (2, 4):
             raise ValueError(f"pyrite: internal: rows an invocation holds: 2 or 4, not {rpt}")
+        self.TB = tb or bwd_tb(E)
+        if self.TB not in (16, 32):
+            raise ValueError(f"pyrite: internal: tiled backward blocks of 16 or 32, not {self.TB}")
         self.EP = tiled_ep(E)
         self.R = self.EP // 4  # vec4s of a padded row
         self.RP = self.R + 1  # ... of a staged (row-major) tile row
         self.N = rpt
-        self.G = BWD_TB // rpt  # groups of rows: invocation (ty, tx) holds rows ty + G·r
+        self.C = self.TB // 8  # columns an invocation takes: tx + 8·k, k < C
+        self.G = self.TB // rpt  # groups of rows: invocation (ty, tx) holds rows ty + G·r
         self.WG = 8 * self.G
         self.T = self.G + 1  # vecN a row of a transposed tile (pᵀ, dSᵀ), padded by one
-        self.vec = f"vec{rpt}"
-        self.halves = "ab" if self.EP == 64 else "a"
+        self.vec = f"vec{rpt}"  # (over an invocation's rows)
+        self.cv = f"vec{self.C}"  # (over its columns)
+        self.halves = "abcd"[: self.EP // 32]  # (parts of 32 dims: dims 32·i + 4·tx ..)
 
-    def rows(self, first: str, ty: str = "ty") -> str:
+    def rows(self, first: str) -> str:
         """WGSL vecN<i32>: the rows an invocation holds, from `first`."""
         offs = ", ".join(str(self.G * r) for r in range(self.N))
-        return f"{self.vec}<i32>({first} + {ty}) + {self.vec}<i32>({offs})"
+        return f"{self.vec}<i32>({first} + ty) + {self.vec}<i32>({offs})"
+
+    def cols(self, first: str) -> str:
+        """WGSL vecC<i32>: the columns an invocation takes, from `first`."""
+        offs = ", ".join(str(8 * k) for k in range(self.C))
+        return f"{self.cv}<i32>({first} + tx) + {self.cv}<i32>({offs})"
+
+    def cgather(self, arr: str) -> str:
+        """WGSL vecC<f32>: workgroup array `arr` at the invocation's columns."""
+        return f"{self.cv}<f32>({', '.join(f'{arr}[tx + {8 * k}]' for k in range(self.C))})"
 
 
-def bwd_wg(rpt: int | None = None) -> int:
+def bwd_wg(rpt: int | None = None, E: int = 64) -> int:
     """Invocations a workgroup of the tiled backward takes."""
-    return 8 * BWD_TB // (rpt or BWD_RPT)
+    return 8 * bwd_tb(E) // (rpt or BWD_RPT)
 
 
-def bwd_shared_bytes(E: int, rpt: int | None = None) -> int:
+def bwd_shared_bytes(E: int, rpt: int | None = None, tb: int | None = None) -> int:
     """Workgroup memory of the larger of the two kernels (the dk/dv one) at head dim E."""
-    c = _Cfg(E, rpt or BWD_RPT)
-    return 4 * BWD_TB * c.RP * 16 + 2 * BWD_TB * c.T * 4 * c.N + 2 * BWD_TB * 4
+    c = _Cfg(E, rpt or BWD_RPT, tb)
+    return 4 * c.TB * c.RP * 16 + 2 * c.TB * c.T * 4 * c.N + 2 * c.TB * 4
 
 
-def bwd_loop_iterations(n: int, E: int, rpt: int | None = None) -> int:
+def bwd_loop_iterations(n: int, E: int, rpt: int | None = None, tb: int | None = None) -> int:
     """Loop iterations of one invocation of either kernel walking n rows of the other side: the
     staging loop, the D loop, and each tile's head-dim and row loops, with their exit tests."""
-    c = _Cfg(E, rpt or BWD_RPT)
-    stage = -(-BWD_TB * c.R // c.WG) + 1
-    d = -(-c.R * BWD_TB // c.WG) + 1
-    return stage + d + -(-n // BWD_TB) * (c.R + 1 + BWD_TB + 1 + 1) + 1
+    c = _Cfg(E, rpt or BWD_RPT, tb)
+    stage = -(-c.TB * c.R // c.WG) + 1
+    return 2 * stage + -(-n // c.TB) * (c.R + 1 + c.TB + 1 + 1) + 1
 
 
 def _walk(c: _Cfg, tiles, count: str, first: str, body: str) -> str:
@@ -101,7 +124,7 @@ def _walk(c: _Cfg, tiles, count: str, first: str, body: str) -> str:
     then `body` (which starts with its own barrier). (Issuing the next tile's reads before this
     tile's products, as the forward's PREFETCH does, gained nothing here: H100, 2026-12-05,
     docs/bench/2026-12-05-h100-attn-bwd-2.json.)"""
-    n = BWD_TB * c.R // c.WG
+    n = c.TB * c.R // c.WG
     decl, read, put = "", "", ""
     for u in range(n):
         decl += (
@@ -116,7 +139,7 @@ def _walk(c: _Cfg, tiles, count: str, first: str, body: str) -> str:
                              f"sr{u} < {count} && sc{u} * 4 + {k} < {E})")  # fmt: skip
             read += f"    let pf{name}{u} = vec4<f32>({', '.join(comps)}){mul};\n"
             put += f"    {name}[sr{u} * {c.RP} + sc{u}] = pf{name}{u};\n"
-    b = decl + f"  for (var tt = {first}; tt < ntiles; tt++) {{\n    let t0 = tt * {BWD_TB};\n"
+    b = decl + f"  for (var tt = {first}; tt < ntiles; tt++) {{\n    let t0 = tt * {c.TB};\n"
     return b + read + "    workgroupBarrier();\n" + put + body + "  }\n"
 
 
@@ -126,22 +149,22 @@ def _acc(c: _Cfg, names) -> str:
 
 
 def _score_tiles(c: _Cfg, rows_a: str, cols_a: str, rows_b: str, cols_b: str) -> str:
-    """WGSL: s{r} = row ty + G·r of tile `rows_a` · columns tx + 8·c of `cols_a` (a vec4 over
+    """WGSL: s{r} = row ty + G·r of tile `rows_a` · columns tx + 8·k of `cols_a` (a vecC over
     the columns), and dp{r} the same of `rows_b` and `cols_b`, over the padded head dim."""
-    b = "".join(f"    var s{r} = vec4<f32>(0.0);\n    var dp{r} = vec4<f32>(0.0);\n"
+    b = "".join(f"    var s{r} = {c.cv}<f32>(0.0);\n    var dp{r} = {c.cv}<f32>(0.0);\n"
                 for r in range(c.N))  # fmt: skip
     b += f"    for (var e = 0; e < {c.R}; e++) {{\n"
     for r in range(c.N):
         b += f"      let a{r} = {rows_a}[(ty + {c.G * r}) * {c.RP} + e];\n"
         b += f"      let b{r} = {rows_b}[(ty + {c.G * r}) * {c.RP} + e];\n"
-    for k in range(4):
+    for k in range(c.C):
         b += f"      let x{k} = {cols_a}[(tx + {8 * k}) * {c.RP} + e];\n"
         b += f"      let y{k} = {cols_b}[(tx + {8 * k}) * {c.RP} + e];\n"
     for r in range(c.N):
-        dots = ", ".join(f"dot(a{r}, x{k})" for k in range(4))
-        b += f"      s{r} += vec4<f32>({dots});\n"
-        dots = ", ".join(f"dot(b{r}, y{k})" for k in range(4))
-        b += f"      dp{r} += vec4<f32>({dots});\n"
+        dots = ", ".join(f"dot(a{r}, x{k})" for k in range(c.C))
+        b += f"      s{r} += {c.cv}<f32>({dots});\n"
+        dots = ", ".join(f"dot(b{r}, y{k})" for k in range(c.C))
+        b += f"      dp{r} += {c.cv}<f32>({dots});\n"
     return b + "    }\n"
 
 
@@ -149,16 +172,16 @@ def _transpose_store(c: _Cfg, tile: str, vals: str) -> str:
     """WGSL: {tile}[(tx + 8k) · T + ty] = column k of the invocation's rows of `vals` (a format
     of r), as a vecN over its rows."""
     b = ""
-    for k in range(4):
+    for k in range(c.C):
         comps = ", ".join(f"{vals.format(r=r)}[{k}]" for r in range(c.N))
         b += f"    {tile}[(tx + {8 * k}) * {c.T} + ty] = {c.vec}<f32>({comps});\n"
     return b
 
 
 def _products(c: _Cfg, pairs) -> str:
-    """WGSL: over the tile's rows n, acc{r}{h} += w[r] · row n of `src` (dims of half h), for
+    """WGSL: over the tile's rows n, acc{r}{h} += w[r] · row n of `src` (dims of part h), for
     each (acc, transposed weight tile, source row tile) of `pairs`."""
-    b = f"    for (var n = 0; n < {BWD_TB}; n++) {{\n"
+    b = f"    for (var n = 0; n < {c.TB}; n++) {{\n"
     for acc, wt, src in pairs:
         b += f"      let w{acc} = {wt}[n * {c.T} + ty];\n"
         for i, h in enumerate(c.halves):
@@ -186,34 +209,33 @@ def _write_rows(c: _Cfg, acc: str, buf: str, rows: str, n: str, E: int, heads: i
 
 
 def _mask_rows(c: _Cfg, lay, mask: str, m_type, qrow: str, kcol: str) -> str:
-    """WGSL: mk{r} (vec4 over the columns k) the mask at query `qrow` and key `kcol` (formats
-    of r and k)."""
+    """WGSL: mk{r} (a vecC over the columns k) the mask at query `qrow` and key `kcol`
+    (formats of r and k)."""
     if mask == "none":
         return ""
     mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
     b = ""
     for r in range(c.N):
         at = [f"m_[mb + {qrow.format(r=r, k=k)} * info[{mr}] + {kcol.format(r=r, k=k)} * info[{mc}]]"
-              for k in range(4)]  # fmt: skip
+              for k in range(c.C)]  # fmt: skip
         if mask == "bool":
-            b += f"    let mk{r} = vec4<bool>({', '.join(a + ' != 0u' for a in at)});\n"
+            b += f"    let mk{r} = {c.cv}<bool>({', '.join(a + ' != 0u' for a in at)});\n"
         else:
-            b += f"    let mk{r} = vec4<f32>({', '.join(load(a, m_type, 'f32') for a in at)});\n"
+            b += f"    let mk{r} = {c.cv}<f32>({', '.join(load(a, m_type, 'f32') for a in at)});\n"
     return b
 
 
-def _keep4(row: str, col: str) -> str:
-    """WGSL vec4<bool>: dropout's keep bits of the four pairs (row, col) (formats of k)."""
-    return (
-        f"vec4<bool>({', '.join(dropout_keep(row.format(k=k), col.format(k=k)) for k in range(4))})"
-    )
+def _keep(c: _Cfg, row: str, col: str) -> str:
+    """WGSL vecC<bool>: dropout's keep bits of the invocation's pairs (row, col) (formats of k)."""
+    bits = ", ".join(dropout_keep(row.format(k=k), col.format(k=k)) for k in range(c.C))
+    return f"{c.cv}<bool>({bits})"
 
 
-def _setup(E, rpt, rank, mask: str, strided: list, bufs, dropout: bool, order: int = 0):
+def _setup(E, rpt, tb, rank, mask: str, strided: list, bufs, dropout: bool, order: int = 0):
     if E > BWD_MAX_E:
         raise ValueError(f"pyrite: internal: the tiled attention backward takes E <= {BWD_MAX_E}")
     _check(E, 8, mask)
-    c = _Cfg(E, rpt)
+    c = _Cfg(E, rpt, tb)
     lay = _Layout(rank, strided)
     b = _entry(c.WG, order) + lay.bases(strided)
     if dropout:
@@ -223,8 +245,8 @@ def _setup(E, rpt, rank, mask: str, strided: list, bufs, dropout: bool, order: i
 
 
 def _tiles(c: _Cfg, rows, transposed) -> str:
-    s = "".join(f"var<workgroup> {n}: array<vec4<f32>, {BWD_TB * c.RP}>;\n" for n in rows)
-    return s + "".join(f"var<workgroup> {n}: array<{c.vec}<f32>, {BWD_TB * c.T}>;\n"
+    s = "".join(f"var<workgroup> {n}: array<vec4<f32>, {c.TB * c.RP}>;\n" for n in rows)
+    return s + "".join(f"var<workgroup> {n}: array<{c.vec}<f32>, {c.TB * c.T}>;\n"
                        for n in transposed)  # fmt: skip
 
 
@@ -245,23 +267,24 @@ def attn_dq_tiled_kernel(
     dropout: bool = False,
     rpt: int = 2,
     heavy_first: bool = False,
+    tb: int | None = None,
 ) -> KernelSource:
-    """WGSL of dq and D by query blocks of BWD_TB (module docstring); buffers and info words as
-    attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`: see BWD_RPT (the caller
-    passes it, so the cache keys on it)."""
+    """WGSL of dq and D by query blocks of `tb` (default bwd_tb(E); module docstring); buffers
+    and info words as attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`: see
+    BWD_RPT (the caller passes it, so the cache keys on it)."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["o", "g"]
-    c, lay, bufs, b = _setup(E, rpt, rank, mask, strided, [
+    c, lay, bufs, b = _setup(E, rpt, tb, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("o_", o_type, "r"),
         ("g_", do_type, "r"), ("lse", "f32", "r"), ("dq", dq_type, "w"), ("dd", "f32", "w"),
     ], dropout, 1 if heavy_first and causal else 0)  # fmt: skip
-    TB, V = BWD_TB, c.vec
+    TB, V, CV = c.TB, c.vec, c.cv
     b += f"  let q0 = blk * {TB};\n  {{\n    let t0 = q0;\n"
     b += _stage([("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
                  ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")],
                 TB, c.WG, c.R, "L - t0", pitch=c.RP)  # fmt: skip
     b += "  }\n  workgroupBarrier();\n"
-    # D = Σ dout·out of each query: P = WG / 32 invocations a row, every P-th vec4 of the dims
+    # D = Σ dout·out of each query: P = WG / TB invocations a row, every P-th vec4 of the dims
     P = c.WG // TB
     b += f"  {{\n    let row = t / {P};\n    let oi = min(q0 + row, L - 1);\n    var acc = 0.0;\n"
     b += f"    for (var e = t % {P}; e < {c.R}; e += {P}) {{\n"
@@ -287,26 +310,26 @@ def attn_dq_tiled_kernel(
     b += f"  let kend = {f'min(S, q0 + {TB})' if causal else 'S'};\n"
     b += f"  let ntiles = (kend + {TB - 1}) / {TB};\n"
     body = "    workgroupBarrier();\n"
-    body += "    let kj = vec4<i32>(t0 + tx) + vec4<i32>(0, 8, 16, 24);\n"
-    body += "    let kc = min(kj, vec4<i32>(S - 1));\n"
+    body += f"    let kj = {c.cols('t0')};\n"
+    body += f"    let kc = min(kj, {CV}<i32>(S - 1));\n"
     body += _mask_rows(c, lay, mask, m_type, "qc[{r}]", "kc[{k}]")
     body += _score_tiles(c, "qs", "ks", "gs", "vs")
     for r in range(c.N):
-        ok = "(kj < vec4<i32>(kend))"
+        ok = f"(kj < {CV}<i32>(kend))"
         if causal:
-            ok += f" & (kj <= vec4<i32>(qi[{r}]))"
+            ok += f" & (kj <= {CV}<i32>(qi[{r}]))"
         if mask == "bool":
             ok += f" & mk{r}"
         elif mask == "float":
             body += f"    s{r} += mk{r};\n"
-        body += f"    let ok{r} = {ok} & (s{r} != vec4<f32>(-p_inf()));\n"
-        body += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(lq[{r}])), ok{r});\n"
+        body += f"    let ok{r} = {ok} & (s{r} != {CV}<f32>(-p_inf()));\n"
+        body += f"    let p{r} = select({CV}<f32>(0.0), exp(s{r} - {CV}<f32>(lq[{r}])), ok{r});\n"
         dp = f"dp{r}"
         if dropout:  # (dP of the kept pairs, scaled; D holds the dropout already)
-            keep = _keep4(f"bh * L + qc[{r}]", "kj[{k}]")
-            body += f"    let dpk{r} = select(vec4<f32>(0.0), dp{r} * dscale, {keep});\n"
+            keep = _keep(c, f"bh * L + qc[{r}]", "kj[{k}]")
+            body += f"    let dpk{r} = select({CV}<f32>(0.0), dp{r} * dscale, {keep});\n"
             dp = f"dpk{r}"
-        body += f"    let ds{r} = p{r} * ({dp} - vec4<f32>(Dq[{r}]));\n"
+        body += f"    let ds{r} = p{r} * ({dp} - {CV}<f32>(Dq[{r}]));\n"
     body += _transpose_store(c, "dst", "ds{r}")
     body += "    workgroupBarrier();\n"
     body += _products(c, [("dq", "dst", "ks")])
@@ -338,16 +361,18 @@ def attn_dkv_tiled_kernel(
     dropout: bool = False,
     rpt: int = 2,
     heavy_first: bool = False,
+    tb: int | None = None,
 ) -> KernelSource:
-    """WGSL of dk and dv by key blocks of BWD_TB (module docstring); buffers and info words as
-    attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as attn_dq_tiled_kernel's."""
+    """WGSL of dk and dv by key blocks of `tb` (default bwd_tb(E); module docstring); buffers and
+    info words as attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as
+    attn_dq_tiled_kernel's."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["g"]
-    c, lay, bufs, b = _setup(E, rpt, rank, mask, strided, [
+    c, lay, bufs, b = _setup(E, rpt, tb, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("g_", do_type, "r"),
         ("lse", "f32", "r"), ("dd", "f32", "r"), ("dk", dk_type, "w"), ("dv", dv_type, "w"),
     ], dropout, 2 if heavy_first and causal else 0)  # fmt: skip
-    TB = BWD_TB
+    TB, CV = c.TB, c.cv
     b += f"  let j0 = blk * {TB};\n  {{\n    let t0 = j0;\n"
     b += _stage([("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
                  ("vs", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, "")],
@@ -361,28 +386,27 @@ def attn_dkv_tiled_kernel(
     body = f"    if (t < {TB}) {{\n      let ic = min(t0 + t, L - 1);\n"
     body += "      lsh[t] = lse[bh * L + ic];\n      dsh[t] = dd[bh * L + ic];\n    }\n"
     body += "    workgroupBarrier();\n"
-    body += "    let qi = vec4<i32>(t0 + tx) + vec4<i32>(0, 8, 16, 24);\n"
-    body += "    let qc = min(qi, vec4<i32>(L - 1));\n"
-    body += "    let lq = vec4<f32>(lsh[tx], lsh[tx + 8], lsh[tx + 16], lsh[tx + 24]);\n"
-    body += "    let Dq = vec4<f32>(dsh[tx], dsh[tx + 8], dsh[tx + 16], dsh[tx + 24]);\n"
+    body += f"    let qi = {c.cols('t0')};\n"
+    body += f"    let qc = min(qi, {CV}<i32>(L - 1));\n"
+    body += f"    let lq = {c.cgather('lsh')};\n    let Dq = {c.cgather('dsh')};\n"
     body += _mask_rows(c, lay, mask, m_type, "qc[{k}]", "kc[{r}]")
     body += _score_tiles(c, "ks", "qs", "vs", "gs")
     for r in range(c.N):
-        ok = f"(qi < vec4<i32>(L)) & vec4<bool>(kj[{r}] < S)"
+        ok = f"(qi < {CV}<i32>(L)) & {CV}<bool>(kj[{r}] < S)"
         if causal:
-            ok += f" & (vec4<i32>(kj[{r}]) <= qi)"
+            ok += f" & ({CV}<i32>(kj[{r}]) <= qi)"
         if mask == "bool":
             ok += f" & mk{r}"
         elif mask == "float":
             body += f"    s{r} += mk{r};\n"
-        body += f"    let ok{r} = {ok} & (s{r} != vec4<f32>(-p_inf()));\n"
-        body += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - lq), ok{r});\n"
+        body += f"    let ok{r} = {ok} & (s{r} != {CV}<f32>(-p_inf()));\n"
+        body += f"    let p{r} = select({CV}<f32>(0.0), exp(s{r} - lq), ok{r});\n"
         dp, pv = f"dp{r}", f"p{r}"
         if dropout:
-            keep = _keep4("bh * L + qc[{k}]", f"kc[{r}]")
+            keep = _keep(c, "bh * L + qc[{k}]", f"kc[{r}]")
             body += f"    let kept{r} = {keep};\n"
-            body += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, kept{r});\n"
-            body += f"    let dpk{r} = select(vec4<f32>(0.0), dp{r} * dscale, kept{r});\n"
+            body += f"    let pd{r} = select({CV}<f32>(0.0), p{r} * dscale, kept{r});\n"
+            body += f"    let dpk{r} = select({CV}<f32>(0.0), dp{r} * dscale, kept{r});\n"
             dp, pv = f"dpk{r}", f"pd{r}"
         body += f"    let ds{r} = p{r} * ({dp} - Dq);\n"
         body += f"    let pw{r} = {pv};\n"

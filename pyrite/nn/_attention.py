@@ -521,6 +521,7 @@ def _decode_splits(dev, nbh, L, S, E):
 # PREFETCH) measured the same or up to 5 % slower and was dropped.
 TILED_BWD_SMALL_E_GROUPS = 264
 FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it (tests, A/B)
+FORCE_TILED_BWD_TB = None  # its block rows (tests: 16 at E <= 64, what E > 64 takes on a GPU)
 
 
 def _use_tiled_bwd(dev, L, S, E, nbh=1):
@@ -534,11 +535,12 @@ def _use_tiled_bwd(dev, L, S, E, nbh=1):
             return False
     lim = dev.limits
     budget = max_loop_iterations()
+    tb = FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
     return (
-        lim.get("max-compute-workgroup-storage-size", 16384) >= _KB.bwd_shared_bytes(E)
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KB.bwd_wg()
-        and _KB.bwd_loop_iterations(S, E) <= budget
-        and _KB.bwd_loop_iterations(L, E) <= budget
+        lim.get("max-compute-workgroup-storage-size", 16384) >= _KB.bwd_shared_bytes(E, None, tb)
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= 8 * tb // _KB.BWD_RPT
+        and _KB.bwd_loop_iterations(S, E, None, tb) <= budget
+        and _KB.bwd_loop_iterations(L, E, None, tb) <= budget
     )
 
 
@@ -552,7 +554,8 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
         mask = _mask_operand(mask, L, S)
     dev = backend.current()
     tiled = _use_tiled_bwd(dev, L, S, E, math.prod(lead))
-    qblock, kblock = (_KB.BWD_TB,) * 2 if tiled else (_K.block_for(L), _K.block_for(S))
+    tb = FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
+    qblock, kblock = (tb, tb) if tiled else (_K.block_for(L), _K.block_for(S))
     budget = max_loop_iterations()
     if not tiled and (
         _K.fwd_loop_iterations(S, E, qblock) > budget
@@ -576,7 +579,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
                out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
     if tiled:
         src = _KB.attn_dq_tiled_kernel(
-            E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST
+            E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST, tb=tb
         )
     else:
         src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
@@ -594,7 +597,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
     if tiled:
         src = _KB.attn_dkv_tiled_kernel(
-            E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST
+            E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST, tb=tb
         )
     else:
         src = _K.attn_dkv_kernel(
