@@ -5,10 +5,10 @@ attn_dq_kernel / attn_dkv_kernel (kernels/attention.py) give each query (key) on
 walks every key (query) tile: a pair costs it 4·E multiply-adds read from workgroup memory as
 broadcasts, with its own rows and accumulators in registers (4·E floats), so few invocations fit
 an SM and little latency hides. Here a workgroup owns a block of TB = 32 rows (16 past E = 64)
-and walks the other side TB rows at a time. Its 8·G invocations (G = TB / BWD_RPT: 16 at 2 rows each, or 8 with 4)
-each hold a BWD_RPT × TB/8 block of each score tile — rows ty + G·r, columns tx + 8·c (interleaved,
-so a warp's reads of the padded row-major tiles fall on distinct banks) — and BWD_RPT rows ×
-EP/8 dims of each accumulator (dims 4·tx .. 4·tx + 3, and 32 + 4·tx .. for EP = 64):
+and walks the other side TB rows at a time. Its 8·G invocations (G = TB / BWD_RPT: 16 at 2
+rows each, or 8 with 4) each hold a BWD_RPT × TB/8 block of each score tile — rows ty + G·r,
+columns tx + 8·c (interleaved, so a warp's reads of the padded row-major tiles fall on distinct
+banks) — and BWD_RPT rows × EP/8 dims of each accumulator (dims 32·i + 4·tx .. 32·i + 4·tx + 3):
 
   attn_dq_tiled_kernel   a block of queries: q (pre-scaled) and dout rows staged once, with
                          D = Σ dout·out per query (written out for the other kernel); per key
@@ -24,9 +24,9 @@ these run where a workgroup may hold 48 KiB (the H100/H200 through both implemen
 EP = 32 up to 27 KiB (lavapipe's 32 KiB: the tests reach them there with E <= 32). Head dims
 65 .. 128 (EP = 128) take blocks and tiles of TB = 16 rows (BWD_TB_WIDE: 64 invocations, each 2
 rows × 2 columns of a score tile and 2 rows × 16 dims of an accumulator): 36 KiB (the tests force
-TB = 16 at E <= 32 on lavapipe). Buffers, info
-words, masks, causal ranges, dropout bits and output layouts are those of attn_dq_kernel and
-attn_dkv_kernel, so `_flash_backward` swaps kernels and grids only.
+TB = 16 at E <= 32 on lavapipe). Buffers, info words, masks, causal ranges, dropout bits and
+output layouts are those of attn_dq_kernel and attn_dkv_kernel, so `_flash_backward` swaps
+kernels and grids only.
 """
 
 from __future__ import annotations

@@ -520,6 +520,9 @@ def _decode_splits(dev, nbh, L, S, E):
 # workgroups an SM of a 132-SM GPU). Issuing the next tile's reads early (as the forward's
 # PREFETCH) measured the same or up to 5 % slower and was dropped.
 TILED_BWD_SMALL_E_GROUPS = 264
+# Head dims 65 .. 128 take it in blocks of 16 (kernels/attention_tiled_bwd.BWD_TB_WIDE; H100,
+# 2026-12-05, docs/bench/2026-12-05-h100-attn-bwd-e128.json, us, per-row / tiled / torch CUDA):
+# causal 1 x 32 x 512 x 128 2,626 / 1,333 / 455; 8 x 16 x 128 x 128 with a mask 939 / 793 / 266.
 FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it (tests, A/B)
 FORCE_TILED_BWD_TB = None  # its block rows (tests: 16 at E <= 64, what E > 64 takes on a GPU)
 
