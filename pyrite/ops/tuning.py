@@ -10,8 +10,9 @@ takes the rules (ops/matmul.py FAST_GPU, SPLIT_FILL), which are measured default
 
 Tables live in one JSON file, `$PYRITE_TUNE_CACHE` or `~/.cache/pyrite/tune.json`, one section a
 device (adapter name, implementation, driver and pyrite version: a new driver or pyrite tunes
-afresh); `pyrite/data/tune-*.json` ship tables measured on the lent H200 and on lavapipe, read
-where no cached section exists. Writes are atomic (pyrite/_fs.py).
+afresh); `pyrite/data/tune-*.json` ship tables measured on the lent H200 and H100 (wgpu-native),
+read where no cached section exists. None ships for lavapipe: its rules (ops/matmul.py's CPU
+tiles) were measured there, and its timings move with the machine's load. Writes are atomic (pyrite/_fs.py).
 """
 
 from __future__ import annotations
