@@ -444,18 +444,20 @@ def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits):
     _check(rng, q, k, v, **kw)
 
 
-def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch):
-    """The tiled forward reads (B, L, H, E) projections by strides and writes its output in that
-    layout; grouped-query heads; float16 storage where the device has it."""
-    monkeypatch.setattr(_attention, "FORCE_TILED", True)
-    B, L, H, E = 2, 67, 3, 64
+@pytest.mark.parametrize("flag,E", [("FORCE_TILED", 64), ("FORCE_TILED_BWD", 32)])
+def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch, flag, E):
+    """The tiled forward (backward) reads (B, L, H, E) projections by strides and writes its
+    output (gradients) in that layout; grouped-query heads; float16 storage where the device has
+    it. (E: what lavapipe's workgroup memory holds of each.)"""
+    monkeypatch.setattr(_attention, flag, True)
+    B, L, H = 2, 67, 3
     q, k, v = (rng.standard_normal((B, L, H, E)).astype(np.float32) for _ in range(3))
     _check(rng, q, k, v, is_causal=True, _transform=lambda t: t.transpose(1, 2))
     q = rng.standard_normal((2, 4, 40, 16)).astype(np.float32)
     k, v = (rng.standard_normal((2, 2, 90, 16)).astype(np.float32) for _ in range(2))
     _check(rng, q, k, v, enable_gqa=True)
     if backend.current().has_f16:
-        _check(rng, *_qkv(rng, (2, 3), 80, 100, 64), dtype="float16", is_causal=True)
+        _check(rng, *_qkv(rng, (2, 3), 80, 100, E), dtype="float16", is_causal=True)
 
 
 def test_tiled_rule(monkeypatch):
@@ -605,24 +607,10 @@ def test_tiled_backward(rng, monkeypatch, L, S, E, kw):
     assert len(made) == 2  # (both gradients came from the tiled kernels)
 
 
-def test_tiled_backward_layouts_grouped_heads_and_float16(rng, monkeypatch):
-    """The tiled backward reads (B, L, H, E) operands by strides and writes its gradients in that
-    layout; grouped-query heads; float16 storage where the device has it."""
-    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
-    B, L, H, E = 2, 67, 3, 32
-    q, k, v = (rng.standard_normal((B, L, H, E)).astype(np.float32) for _ in range(3))
-    _check(rng, q, k, v, is_causal=True, _transform=lambda t: t.transpose(1, 2))
-    q = rng.standard_normal((2, 4, 40, 16)).astype(np.float32)
-    k, v = (rng.standard_normal((2, 2, 90, 16)).astype(np.float32) for _ in range(2))
-    _check(rng, q, k, v, enable_gqa=True)
-    if backend.current().has_f16:
-        _check(rng, *_qkv(rng, (2, 3), 80, 100, 32), dtype="float16", is_causal=True)
-
-
 def test_tiled_backward_rule(monkeypatch):
-    """The tiled backward runs on GPUs for E <= 64 where its workgroup memory (43 KiB at E = 64,
-    27 KiB at E <= 32) fits; never on a CPU adapter unless forced, nor past E = 64 or the loop
-    budget."""
+    """The tiled backward runs on GPUs for E <= 128 where its workgroup memory (43 KiB at E = 64,
+    27 KiB at E <= 32, 36 KiB in blocks of 16 past 64) fits; at E <= 32 only with few per-row
+    workgroups; never on a CPU adapter unless forced, nor past E = 128 or the loop budget."""
     from pyrite.kernels import attention_tiled_bwd as KB
 
     class Dev:
