@@ -501,8 +501,9 @@ def _decode_splits(dev, nbh, L, S, E):
     return p if _KD.decode_loop_iterations(S, p, E) <= max_loop_iterations() else 0
 
 
-# The register-tiled backward (kernels/attention_tiled_bwd.py) takes head dims up to 64 where
-# a workgroup may hold its 43 KiB (E <= 64; 27 KiB at E <= 32) and 128 invocations: the H100/H200
+# The register-tiled backward (kernels/attention_tiled_bwd.py) takes head dims up to 128 where
+# a workgroup may hold its 43 KiB (E <= 64; 27 KiB at E <= 32; 36 KiB in blocks of 16 past 64)
+# and its 128 (64) invocations: the H100/H200
 # through both implementations. Not on CPU adapters unless forced (tests reach it on lavapipe at
 # E <= 32; there the per-row kernels were even or faster). H100, wgpu-native, GPU time of the
 # backward's two dispatches (2026-12-05, scripts/attention_bwd_ab.py, causal blocks heaviest
