@@ -671,3 +671,30 @@ def test_causal_block_order(rng, monkeypatch, heavy_first, tiled):
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", tiled)
     monkeypatch.setattr(_attention, "FORCE_SPLITS", 1)
     _check(rng, *_qkv(rng, (2, 3), 150, 140, 24), is_causal=True)
+
+
+def test_tiled_backward_longest_loop_within_the_budget(rng, monkeypatch, loop_budget):
+    """Under a small loop budget the longest key and query walks the tiled backward's rule admits
+    (bwd_loop_iterations) run to their last tile: dq, dk and dv against torch, with the last key
+    the queries' best match (its gradient is large only if the walks reached it); one tile more
+    and the rule refuses (the math form takes the backward)."""
+    from pyrite.kernels import attention_tiled_bwd as KB
+
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    loop_budget(400)
+    budget, E = core.max_loop_iterations(), 24
+    n = 32
+    while KB.bwd_loop_iterations(n + 32, E) <= budget:
+        n += 32
+    dev = backend.current()
+    assert _attention._use_tiled_bwd(dev, n, n, E) and not _attention._use_tiled_bwd(
+        dev, n + 32, n, E
+    )
+    made = []
+    real = KB.attn_dq_tiled_kernel
+    monkeypatch.setattr(KB, "attn_dq_tiled_kernel", lambda *a, **k: made.append(1) or real(*a, **k))
+    q, k, v = _qkv(rng, (1, 2), 40, n, E)
+    k[..., -1, :] = q[..., :1, :].mean(-2) * 2.0
+    v[..., -1, :] += 10.0
+    _check(rng, q, k, v)
+    assert made  # (the tiled kernels took it)
