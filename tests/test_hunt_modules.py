@@ -18,6 +18,7 @@ small constant for the few ops in series.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
@@ -1079,10 +1080,25 @@ def _lib_nn(nn):
 
 # (time: the strided run of a loss's 'sum' is its 'mean' one's, and of a whole transformer is
 # its layers': a few cases keep them)
+# Elementwise activations read strides through the one strided map, so a few of them stand for
+# all (kinks_, inplace_ and the activation list); the row ops (softmax family) all keep theirs.
+_ACTIVATION_IDS = {
+    c.id
+    for c in CASES
+    if "(" in c.id
+    and "Loss" not in c.id
+    and not c.id.startswith(("Softmax", "LogSoftmax", "Softmin"))
+}
 for c in CASES:
-    if c.id.endswith("_sum") or (
-        c.id.startswith("Transformer")
-        and c.id not in ("Transformer_masks", "TransformerEncoderLayer")
+    if (
+        c.id.endswith(("_sum", "_none"))
+        or (
+            c.id in _ACTIVATION_IDS and c.id not in ("GELU('tanh')", "Softmax(dim=0)", "GLU(dim=1)")
+        )
+        or (
+            c.id.startswith("Transformer")
+            and c.id not in ("Transformer_masks", "TransformerEncoderLayer")
+        )
     ):
         c.strided = False
 
@@ -1183,16 +1199,29 @@ def _materialize(case, tm, pm, rng):
             _call(case, pm, _to_pyrite(arrays))
 
 
-def _reads_training(case):
-    """Whether any module of the case may behave differently in eval(): a method of its torch
-    class (or of a base below nn.Module) reads `self.training`."""
-    for m in case.build(tnn).modules():
-        for klass in type(m).__mro__:
-            if klass in (tnn.Module, object):
-                break
-            if "self.training" in inspect.getsource(klass):
+def _code_reads(code, name):
+    return name in code.co_names or any(
+        _code_reads(c, name) for c in code.co_consts if inspect.iscode(c)
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _class_reads_training(klass):
+    """Whether a method of the torch class (or of a base below nn.Module) reads an attribute
+    named `training` (self.training: the names its bytecode loads)."""
+    for k in klass.__mro__:
+        if k in (tnn.Module, object):
+            break
+        for f in vars(k).values():
+            f = getattr(f, "__func__", f)
+            if inspect.isfunction(f) and _code_reads(f.__code__, "training"):
                 return True
     return False
+
+
+def _reads_training(case):
+    """Whether any module of the case may behave differently in eval()."""
+    return any(_class_reads_training(type(m)) for m in case.build(tnn).modules())
 
 
 def _case(id_):
@@ -1235,14 +1264,24 @@ def test_structure_and_repr(id_, rng):
 
 
 # ---- 2 and 3: forward, gradients, buffers ----------------------------------------------------
+def _has_fast_path(case):
+    """Whether torch may take an inference fast path for the case (eval under no_grad): its
+    native attention and the nested-tensor encoder."""
+    kinds = (tnn.MultiheadAttention, tnn.TransformerEncoderLayer, tnn.TransformerEncoder)
+    return any(isinstance(m, kinds) for m in case.build(tnn).modules())
+
+
 def _forward_params():
     """(case, mode) pairs: train and train-strided where the train forward is deterministic,
-    eval where some module of the case reads self.training (elsewhere it is train's forward)."""
+    eval where some module of the case reads self.training (elsewhere it is train's forward),
+    infer where torch has an inference fast path."""
     out = []
     for c in CASES:
         modes = (["train"] + ["train-strided"] * c.strided if c.train else []) + (
-            ["eval", "infer"] if _reads_training(c) else []
+            ["eval"] if _reads_training(c) else []
         )
+        if _has_fast_path(c):
+            modes.append("infer")
         out += [pytest.param(c.id, m, id=f"{c.id}-{m}") for m in modes]
     return out
 
