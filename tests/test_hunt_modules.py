@@ -40,6 +40,7 @@ from pyrite.testing.tolerance import F32_U
 from tests.oracle import IS_ORACLE
 
 tnn = torch.nn
+TF_embedding = torch.nn.functional.embedding
 
 # ---- inputs ------------------------------------------------------------------------------------
 # An input is made by a spec: F(shape) a float input with a gradient, C(shape) a float constant,
@@ -1620,3 +1621,22 @@ def test_instance_norm_refuses_unversioned_running_stats(strict):
             m.load_state_dict(sd, strict=strict)
         errors.append(str(info.value))
     assert errors[1] == errors[0]
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_scale_grad_by_freq(mode, rng):
+    """EmbeddingBag(scale_grad_by_freq=True): each looked-up row's gradient is divided by its
+    index's count in the batch, as F.embedding's (pyrite ignored the flag). The reference is
+    torch's embedding then the bag's reduction: torch 2.13's CPU embedding_bag divides by the
+    count of another index ([[0, 0, 1]]: row 1 gets 1/2)."""
+    idx = [[0, 1, 1, 4], [2, 1, 0, 1], [3, 3, 3, 3]]
+    w0 = rng.standard_normal((5, 3)).astype(np.float32)
+    g = rng.standard_normal((3, 3)).astype(np.float32)
+    wt = torch.tensor(w0, requires_grad=True)
+    e = TF_embedding(torch.tensor(idx), wt, scale_grad_by_freq=True)
+    (e.sum(1) if mode == "sum" else e.mean(1)).backward(torch.tensor(g))
+    pm = pnn.EmbeddingBag.from_pretrained(pr.tensor(w0), freeze=False, mode=mode, scale_grad_by_freq=True)  # fmt: skip
+    pm(pr.tensor(idx)).backward(pr.tensor(g))
+    np.testing.assert_allclose(pm.weight.grad.numpy(), wt.grad.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="max mode does not support scaling the gradient"):
+        pnn.EmbeddingBag(5, 3, mode="max", scale_grad_by_freq=True)(pr.tensor(idx))

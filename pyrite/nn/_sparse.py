@@ -112,6 +112,8 @@ def embedding_bag(
         )
     if mode not in ("sum", "mean", "max"):
         raise ValueError("pyrite: embedding_bag: mode has to be one of sum, mean or max")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             f"pyrite: embedding_bag: per_sample_weights was not None. per_sample_weights is "
@@ -173,7 +175,9 @@ def embedding_bag(
 
         with no_grad():
             _renorm_rows(weight, idx, max_norm, norm_type)
-    rows = _scatter.embedding(idx, weight)  # (n, D)
+    # (scale_grad_by_freq: each row's gradient divided by its index's count in the batch, as
+    # F.embedding's; torch's CPU embedding_bag divides by the count of another index there)
+    rows = _scatter.embedding(idx, weight, scale_grad_by_freq=scale_grad_by_freq)  # (n, D)
     bag = upload(bag_host, D.int32)  # (n,): the bag of each position
     keep = None
     if pad is not None:  # 1 where the entry counts, 0 for padding
