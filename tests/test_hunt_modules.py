@@ -558,6 +558,8 @@ case("UpsamplingBilinear2d", lambda nn: nn.UpsamplingBilinear2d(size=(5, 4)), [F
 
 # distances
 case("CosineSimilarity", lambda nn: nn.CosineSimilarity(dim=1, eps=1e-6), [F(3, 5, 2), F(3, 5, 2)], k=8)  # fmt: skip
+# (norms under eps: torch clamps them unrecorded, the gradient still flows through the norm)
+case("CosineSimilarity_clamped", lambda nn: nn.CosineSimilarity(dim=0, eps=1.0), [F(3, 2), F(3, 2)])  # fmt: skip
 case("PairwiseDistance", lambda nn: nn.PairwiseDistance(p=3.0, keepdim=True), [F(3, 5), F(3, 5)], k=8)  # fmt: skip
 case("PairwiseDistance_1", lambda nn: nn.PairwiseDistance(p=1, eps=1e-3), [F(5), F(3, 5)], k=8)
 

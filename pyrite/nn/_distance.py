@@ -51,7 +51,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     na = _reduce.norm(a, 2, dim, keepdim=True)
     nb = _reduce.norm(b, 2, dim, keepdim=True)
     if _autograd.needs_grad(a, b):  # recorded ops: differentiable as a composite
-        prod = (a / na.clamp_min(eps)) * (b / nb.clamp_min(eps))
+        # torch clamps the norms in place under no_grad: the value is max(‖x‖, eps) but the
+        # gradient still flows through ‖x‖ where it was clamped (a recorded clamp_min cut it)
+        na = na + (na.clamp_min(eps) - na).detach()
+        nb = nb + (nb.clamp_min(eps) - nb).detach()
+        prod = (a / na) * (b / nb)
     else:
         prod = fmap("(x0 / max(x1, s0)) * (x2 / max(x3, s0))", [a, na, b, nb], [eps])
     return prod.sum(dim)
