@@ -156,10 +156,13 @@ def _spec(op: str, t: str):
         # A merge moves b's mean to a's shift (b.k - a.k: the difference of two data values).
         fns = (
             "fn s_init() -> S { return S(0.0, 0.0, 0.0, 0.0); }\n"
+            # (the first element starts the state as PyTorch's Welford does: mean x, also for
+            # an infinite x, where x - k would be NaN; its q is NaN then, as inf·(inf − inf))
             "fn s_step(s: S, x: f32, j: i32) -> S {\n"
-            "  let k = select(s.k, x, s.n == 0.0);\n"
-            "  let y = x - k; let n = s.n + 1.0; let d = y - s.m; let m = s.m + d / n;\n"
-            "  return S(n, m, s.q + d * (y - m), k);\n}\n"
+            "  if (s.n == 0.0) {\n"
+            "    return S(1.0, 0.0, select(0.0, p_nan(), p_isinf(x) || p_isnan(x)), x);\n  }\n"
+            "  let y = x - s.k; let n = s.n + 1.0; let d = y - s.m; let m = s.m + d / n;\n"
+            "  return S(n, m, s.q + d * (y - m), s.k);\n}\n"
             "fn s_merge(a: S, b: S) -> S {\n"
             "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
             "  let n = a.n + b.n; let d = (b.m + (b.k - a.k)) - a.m;\n"
