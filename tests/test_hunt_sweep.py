@@ -45,3 +45,52 @@ def test_moments_sweep_cases(name, cases):
     for i in cases:
         (o,) = run_op(op, 1, i)
         assert o.status != "FAIL", o.detail
+
+
+# ---- x[mask] = one-element tensor: torch's masked_fill path checks the value's range -----------
+# (sweep: "x[idx] = v" case 121: uint8[13][bool mask] = float64 tensor([-0.65]) returned a
+# tensor where torch raises "value cannot be converted to type uint8_t without overflow")
+def _masked_set(L, x, v):
+    x[x > 1] = v
+    return x
+
+
+@pytest.mark.parametrize(
+    "dtype,value,vdtype",
+    [
+        ("uint8", [-0.65], "float64"),
+        ("uint8", 300, "int64"),
+        ("int8", [200], "int32"),
+        ("uint8", [7.5], "float32"),  # in range: truncated, as torch's masked_fill
+        ("float16", [1e6], "float32"),
+        ("float16", INF, "float32"),
+    ],
+)
+def test_mask_setitem_one_element_value(dtype, value, vdtype):
+    out = []
+    for L in (torch, pr):
+        x = L.tensor([1, 2, 3], dtype=getattr(L, dtype))
+        try:
+            out.append(_masked_set(L, x, L.tensor(value, dtype=getattr(L, vdtype))))
+        except RuntimeError as e:
+            out.append(e)
+    t, p = out
+    if isinstance(t, Exception):
+        assert isinstance(p, RuntimeError) and "without overflow" in str(p), p
+    else:
+        _same(p, t)
+
+
+def test_index_put_mask_and_masked_fill_check_the_value():
+    for L in (torch, pr):
+        mask = L.tensor([True, False, True])
+        with pytest.raises(RuntimeError, match="without overflow"):
+            L.ones(3, dtype=L.uint8).index_put_((mask,), L.tensor([300]))
+        with pytest.raises(RuntimeError, match="without overflow"):
+            L.ones(3, dtype=L.float16).masked_fill(mask, L.tensor(1e6))
+
+
+def test_mask_setitem_sweep_case():
+    (op,) = [o for o in OPS if o.name == "x[idx] = v"]
+    (o,) = run_op(op, 1, 121)
+    assert o.status != "FAIL", o.detail

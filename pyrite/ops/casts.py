@@ -113,6 +113,16 @@ def fill_value(value, dt):
     return value
 
 
+def check_fill_tensor(value: Tensor, dt) -> None:
+    """PyTorch fills from a one-element tensor through `value.item()` (masked_fill, and
+    index_put_ with a single mask): fill_value's overflow check on that number. Only a value of
+    another dtype can overflow, and float32 holds every value (float64 is float32 here): those
+    cases need no readback."""
+    if value.dtype is dt or (dt.kind == "f" and dt.itemsize == 4):
+        return
+    fill_value(value.item(), dt)
+
+
 def zero_(self: Tensor) -> Tensor:
     return fill_(self, 0)
 

@@ -395,12 +395,30 @@ def advanced_getitem(x: Tensor, index) -> Tensor:
     return _gather(x, _plan(x, index))
 
 
+def _check_mask_fill(index, value, dtype):
+    """PyTorch's index_put_ with one bool mask and a one-element value tensor is
+    `masked_fill_(mask, value.item())` (canDispatchToMaskedFill): the value is checked as a fill
+    value ("value cannot be converted to type uint8_t without overflow"), not refused for its
+    dtype."""
+    if not isinstance(value, Tensor) or value.numel() != 1:
+        return
+    adv = [i for i in index if not isinstance(i, (slice, numbers.Integral)) and i is not None]
+    adv = [i for i in adv if i is not Ellipsis]
+    if len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype.is_bool:
+        from .casts import check_fill_tensor
+
+        check_fill_tensor(value, dtype)
+
+
 def advanced_setitem(x: Tensor, index, value):
+    _check_mask_fill(index, value, x.dtype)
     _scatter(x, _plan(x, index), value)
 
 
 def index_put_(self: Tensor, indices, values, accumulate=False) -> Tensor:
     index = tuple(slice(None) if i is None else i for i in indices)
+    if not accumulate:
+        _check_mask_fill(index, values, self.dtype)
     _scatter(self, _plan(self, index), values, "sum" if accumulate else None)
     return self
 

@@ -301,12 +301,11 @@ def _fill_value(value, what):
 
 
 def _masked_fill_into(out, x, mask, value):
-    from .casts import fill_value
+    from .casts import check_fill_tensor, fill_value
 
     ct = out.dtype.ctype
     if isinstance(value, Tensor):
-        if out.dtype.kind != "f" and value.dtype is not out.dtype:
-            fill_value(value.item(), out.dtype)  # torch's overflow check (one readback, rare)
+        check_fill_tensor(value, out.dtype)  # torch's overflow check (one readback, rare)
         return run_map("select(x0, x2, x1)", (x, mask, value), (ct, "bool", ct), out, ct)
     # torch checks the value as fill_ does ("value cannot be converted to type uint8_t
     # without overflow") and casts it to the tensor's type
