@@ -97,9 +97,9 @@ class _Cfg:
         return f"{self.cv}<f32>({', '.join(f'{arr}[tx + {8 * k}]' for k in range(self.C))})"
 
 
-def bwd_wg(rpt: int | None = None, E: int = 64) -> int:
-    """Invocations a workgroup of the tiled backward takes."""
-    return 8 * bwd_tb(E) // (rpt or BWD_RPT)
+def bwd_wg(tb: int, rpt: int | None = None) -> int:
+    """Invocations a workgroup of the tiled backward takes with blocks of `tb` rows."""
+    return 8 * tb // (rpt or BWD_RPT)
 
 
 def bwd_shared_bytes(E: int, rpt: int | None = None, tb: int | None = None) -> int:

@@ -542,7 +542,7 @@ def _use_tiled_bwd(dev, L, S, E, nbh=1):
     tb = FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KB.bwd_shared_bytes(E, None, tb)
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= 8 * tb // _KB.BWD_RPT
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KB.bwd_wg(tb)
         and _KB.bwd_loop_iterations(S, E, None, tb) <= budget
         and _KB.bwd_loop_iterations(L, E, None, tb) <= budget
     )
