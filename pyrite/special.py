@@ -4,8 +4,8 @@ elementwise and reduction ops (`pr.special.erfinv is pr.erfinv`, and so on).
 zeta, polygamma, erfcx and spherical_bessel_j0 are compositions of elementwise ops
 (pyrite/ops/series.py); modified_bessel_i0/i1 are i0/i1.
 
-Not provided (no kernel yet): gammainc/gammaincc, the Bessel J/Y/K families, airy_ai and the
-orthogonal polynomials (chebyshev_*, hermite_*, laguerre_*, legendre_*).
+The Bessel J/Y/K families, airy_ai, gammainc/gammaincc and the orthogonal polynomials
+(chebyshev_*, hermite_*, laguerre_*, legendre_*) are pyrite/ops/special_more.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from .ops import reduce as _reduce
 from .ops import rowops as _rowops
 from .ops import series as _series
 from .ops import special as _sp
+from .ops import special_more as _more
 
 erfinv = _sp.erfinv
 erfc = _sp.erfc
@@ -40,6 +41,7 @@ spherical_bessel_j0 = _series.spherical_bessel_j0
 ndtr = _sp.ndtr
 ndtri = _sp.ndtri
 log_ndtr = _sp.log_ndtr
+globals().update(_more.SPECIAL)
 
 erf = _ew.erf
 exp2 = _ew.exp2
@@ -91,6 +93,7 @@ __all__ = [
     "xlog1py",
     "xlogy",
     "zeta",
+    *sorted(_more.SPECIAL),
 ]
 
 

@@ -746,3 +746,9 @@ HELPERS.update(
 }""",
     }
 )
+
+# the special functions of ops/special_more.py (Bessel J/Y/K, Airy, incomplete gamma, the
+# orthogonal polynomials) keep their helpers in kernels/special_more.py
+from .special_more import HELPERS as _SPECIAL_MORE  # noqa: E402
+
+HELPERS.update(_SPECIAL_MORE)

@@ -49,6 +49,8 @@ MODULES = [
     # more of torch's names for ported scripts (porting: utilities; series: special functions)
     "porting",
     "series",
+    # torch.special's Bessel J/Y/K, airy_ai, gammainc and the orthogonal polynomials
+    "special_more",
 ]
 
 loaded = []
