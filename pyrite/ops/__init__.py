@@ -51,6 +51,8 @@ MODULES = [
     "series",
     # torch.special's Bessel J/Y/K, airy_ai, gammainc and the orthogonal polynomials
     "special_more",
+    # is_sparse, is_quantized, ... (all False), output_nr, apply_ / map_
+    "tensor_attrs",
 ]
 
 loaded = []

@@ -1,0 +1,91 @@
+"""Tensor attributes ported code reads, with PyTorch's values for a dense CPU/CUDA tensor
+(is_sparse, is_quantized, is_mps, ... are all False: pyrite has only dense, unquantized tensors
+on one WebGPU device), output_nr, name, and the host-callback methods apply_ / map_.
+
+apply_ and map_ run the Python callable on the host, as torch's CPU-only methods do: the tensor
+is read back (one sync and a transfer of its bytes), the callable runs once per element in
+Python (~0.1-1 µs each), and the result is uploaded into the tensor. Use them for small tensors
+or one-off setup, never in a training loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+
+_FALSE_FLAGS = (
+    "is_sparse",
+    "is_sparse_csr",
+    "is_quantized",
+    "is_mps",
+    "is_xpu",
+    "is_mkldnn",
+    "is_nested",
+    "is_vulkan",
+    "is_xla",
+    "is_ipu",
+    "is_maia",
+    "is_mtia",
+)
+
+
+def is_distributed(self) -> bool:
+    """False, as torch's for every tensor it makes today."""
+    return False
+
+
+def _output_nr(self) -> int:
+    # which output of its grad_fn this tensor is (0 for a leaf, as torch)
+    return getattr(self, "_out_nr", 0) if self.grad_fn is not None else 0
+
+
+def _check_host_callback(self, name):
+    if self.requires_grad:
+        raise RuntimeError(
+            f"pyrite: can't call {name}() on a tensor that requires grad; use "
+            f"t.detach().{name}(...) instead"
+        )
+
+
+def _write_back(self, values: np.ndarray):
+    from .creation import tensor
+
+    self.copy_(tensor(values, dtype=self.dtype))
+    return self
+
+
+def apply_(self, callable):
+    """In place: every element x becomes callable(x) (a Python number), run on the host."""
+    _check_host_callback(self, "apply_")
+    a = self.numpy()
+    out = np.array([callable(v) for v in a.reshape(-1).tolist()]).astype(a.dtype)
+    return _write_back(self, out.reshape(a.shape))
+
+
+def map_(self, tensor, callable):
+    """In place: self[i] = callable(self[i], tensor[i]), `tensor` broadcast to self's shape,
+    run on the host."""
+    _check_host_callback(self, "map_")
+    a = self.numpy()
+    b = np.broadcast_to(
+        np.asarray(tensor.numpy() if isinstance(tensor, Tensor) else tensor), a.shape
+    )
+    pairs = zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())
+    out = np.array([callable(x, y) for x, y in pairs]).astype(a.dtype)
+    return _write_back(self, out.reshape(a.shape))
+
+
+__all__: list = []
+METHODS = {
+    **{
+        flag: property(lambda self: False, doc="False: pyrite tensors are dense and unquantized")
+        for flag in _FALSE_FLAGS
+    },
+    "is_distributed": is_distributed,
+    "output_nr": property(_output_nr),
+    # torch's Tensor.name: None (the name of a tensor in a traced graph; unused here)
+    "name": property(lambda self: None),
+    "apply_": apply_,
+    "map_": map_,
+}
