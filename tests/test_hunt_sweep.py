@@ -94,3 +94,37 @@ def test_mask_setitem_sweep_case():
     (op,) = [o for o in OPS if o.name == "x[idx] = v"]
     (o,) = run_op(op, 1, 121)
     assert o.status != "FAIL", o.detail
+
+
+# ---- div(rounding_mode="trunc") of a half type by one value: the f32 quotient truncated ----------
+# (sweep: "div(rounding_mode)" case 361: bf16 17.125 / f32 0-d 5.7183 gave 3, torch 2: torch's
+# reduced-float kernel divides by a scalar divisor's original value in f32 and truncates that;
+# with a divisor of many values it truncates the quotient rounded to the half type)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize(
+    "divisor",
+    [
+        lambda L, dt: 5.718324184417725,
+        lambda L, dt: L.tensor(5.718324184417725),
+        lambda L, dt: L.tensor([5.718324184417725], dtype=dt),
+        lambda L, dt: L.tensor([[5.718324184417725]], dtype=dt).expand(2, 2),
+        lambda L, dt: L.full((2,), 5.718324184417725, dtype=dt),  # many values: rounded first
+        lambda L, dt: L.tensor([0.15], dtype=dt),  # -9 / f16 0.15: -59 (the f16 quotient: -60)
+    ],
+)
+def test_div_trunc_half_by_one_value(dtype, divisor):
+    out = []
+    for L in (torch, pr):
+        dt = getattr(L, dtype)
+        x = L.tensor([[17.125, -9.0], [-17.125, 9.0]], dtype=dt)
+        d = divisor(L, dt)
+        out.append((L.div(x, d, rounding_mode="trunc"), x.clone().div_(d, rounding_mode="trunc")))
+    for p, t in zip(out[1], out[0]):
+        assert str(p.dtype) == str(t.dtype).replace("torch", "pyrite")
+        _same(p, t)
+
+
+def test_div_trunc_sweep_case():
+    (op,) = [o for o in OPS if o.name == "div(rounding_mode)"]
+    (o,) = run_op(op, 1, 361)
+    assert o.status != "FAIL", o.detail

@@ -286,6 +286,14 @@ def binary(name: str, a, b, out=None):
     return _binary(name, a, b, out, key)
 
 
+def _one_value(x) -> bool:
+    """Whether operand x reads one value everywhere: a Python number, or a tensor whose every
+    dim of more than one element has stride 0 (PyTorch's TensorIterator.is_scalar)."""
+    if not isinstance(x, Tensor):
+        return True
+    return all(n == 1 or st == 0 for n, st in zip(x._shape, x._strides))
+
+
 def _cast_0d(x, rt):
     if isinstance(x, Tensor) and x.dtype is not rt and not x._shape and x.dtype.kind != "b":
         return x.to(rt)
@@ -320,10 +328,16 @@ def _binary(name, a, b, out, key):
         raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
     if name == "div_trunc" and cat == "f" and rt in (D.float16, D.bfloat16):
         # torch truncates the quotient rounded to the half type (Half / Half is a Half): -5 /
-        # 0.08 is -62.5 in f16 (trunc -62) but -62.49 in f32 (trunc -62 too; 9 / -0.02 not)
-        q = "p_divf(A, B)"
-        q = f"f32(f16({q}))" if rt is D.float16 else f"bitcast<f32>(p_bf16({q}) << 16u)"
-        expr = f"trunc({q})"
+        # 0.08 is -62.5 in f16 (trunc -62) but -62.49 in f32 (trunc -62 too; 9 / -0.02 not).
+        # Not for a divisor that is one value (a Python number, a 0-d or one-element tensor, an
+        # expanded one): its reduced-float kernel divides in f32 by the divisor's original value
+        # and truncates that (div_trunc_kernel's iter.is_scalar(2) path; bf16 17.125 / f32
+        # 5.7183 is 2, where the bf16 quotient 3.0 truncates to 3)
+        key = None  # (the text depends on the divisor's strides, which the cache key omits)
+        if not _one_value(b):
+            q = "p_divf(A, B)"
+            q = f"f32(f16({q}))" if rt is D.float16 else f"bitcast<f32>(p_bf16({q}) << 16u)"
+            expr = f"trunc({q})"
     if (rt.is_small_int and cat == "i") or (
         rt in (D.float16, D.bfloat16) and name in _ROUND_SCALAR
     ):
