@@ -128,3 +128,20 @@ def test_div_trunc_sweep_case():
     (op,) = [o for o in OPS if o.name == "div(rounding_mode)"]
     (o,) = run_op(op, 1, 361)
     assert o.status != "FAIL", o.detail
+
+
+# ---- an empty slice keeps torch's storage offset (start clamped to [0, size]) ------------------
+# (sweep: "stride/is_contiguous" case 280: x[:, 2:2:3] of a (17, 3) tensor had offset 0, torch 2)
+def test_empty_slice_storage_offset():
+    for idx in [(slice(None), slice(2, 2, 3)), (slice(None), slice(9, None)), (slice(20, None),)]:
+        t = torch.zeros(17, 7)[idx]
+        p = pr.zeros(17, 7)[idx]
+        assert (p.shape, p.stride(), p.storage_offset()) == (
+            t.shape,
+            t.stride(),
+            t.storage_offset(),
+        )
+        assert p.clone().shape == t.shape and p.sum(0).shape == t.sum(0).shape
+    (op,) = [o for o in OPS if o.name == "stride/is_contiguous"]
+    (o,) = run_op(op, 1, 280)
+    assert o.status != "FAIL", o.detail

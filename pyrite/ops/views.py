@@ -567,7 +567,8 @@ def basic_index(x: Tensor, index):
             length = len(range(start, stop, step))
             shape.append(length)
             strides.append(x._strides[d] * step)
-            if length:
+            if length or (step > 0 and size):
+                # (an empty slice keeps torch's offset too: start clamped to [0, size])
                 offset += start * x._strides[d]
             d += 1
             continue
