@@ -698,3 +698,30 @@ def test_tiled_backward_longest_loop_within_the_budget(rng, monkeypatch, loop_bu
     v[..., -1, :] += 10.0
     _check(rng, q, k, v)
     assert made  # (the tiled kernels took it)
+
+
+def test_bfloat16_with_a_float32_mask_and_gradients(rng):
+    """bf16 q, k, v that require grad with a float32 additive mask (nn.Transformer(...)
+    .bfloat16() with generate_square_subsequent_mask): the recorded composite adds the mask in
+    float32 and rounds once to bf16, as the no-grad path does; forward and gradients as torch's
+    within bf16's rounding (it raised a matmul dtype error)."""
+    q, k, v = _qkv(rng, (2, 3), 9, 7, 8)
+    m = np.triu(np.full((9, 7), -np.inf, np.float32), 1)
+    m[:, 0] = 0.0
+    m += rng.standard_normal((9, 7)).astype(np.float32) * (np.isfinite(m))
+    pq, pk, pv = (pr.tensor(a).to(pr.bfloat16).requires_grad_() for a in (q, k, v))
+    tq, tk, tv = (torch.tensor(a).to(torch.bfloat16).requires_grad_() for a in (q, k, v))
+    got = F.scaled_dot_product_attention(pq, pk, pv, attn_mask=pr.tensor(m))
+    want = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.tensor(m))
+    assert got.dtype is pr.bfloat16 and want.dtype is torch.bfloat16
+    u = unit_roundoff("bfloat16")
+    # (each of softmax's inputs and both products round to bf16: a few ulps of the output)
+    tol = dict(atol=16 * u * (1 + float(want.detach().float().abs().max())), rtol=8 * u)
+    assert_close(got.float().detach().numpy(), want.float().detach().numpy(), **tol)
+    w = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (got.float() * pr.tensor(w)).sum().backward()
+    (want.float() * torch.tensor(w)).sum().backward()
+    for name, p_, t_ in zip("qkv", (pq, pk, pv), (tq, tk, tv)):
+        ref = t_.grad.float().numpy()
+        g = dict(atol=64 * u * (1 + float(np.abs(ref).max())), rtol=16 * u)
+        assert_close(p_.grad.float().numpy(), ref, msg=f"d{name}", **g)

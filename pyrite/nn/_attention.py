@@ -641,7 +641,10 @@ def _weights(query, key, attn_mask, is_causal, scale, L, S):
                 alive = fmap("select(1.0, 0.0, x0 != 0.0)", [dead.to(D.float32)], (), scores.dtype)
         if not attn_mask.dtype.is_bool and attn_mask.requires_grad:
             madd = madd + (attn_mask - attn_mask.detach())  # its gradient passes through
+        dt = scores.dtype
         scores = scores + madd
+        if scores.dtype is not dt:  # (a float32 mask on half scores: added in float32, rounded
+            scores = scores.to(dt)  # once to the scores' dtype, as the unrecorded path does)
     attn = _rowops.softmax(scores, -1)
     if alive is not None:
         attn = attn * alive
