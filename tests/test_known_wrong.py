@@ -373,3 +373,33 @@ def test_mean_half_dtype(rng, src, dst):
         # and torch's own answer, wherever the bound leaves one choice
         want = (xt.mean(dtype=tdt) if dim is None else xt.mean(dim, dtype=tdt)).double().numpy()
         np.testing.assert_array_equal(np.where(lo == hi, got, 0), np.where(lo == hi, want, 0))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", ["norm2", "norm3", "cosine"])
+def test_norm_backward_of_small_half_vectors(dtype, case, rng):
+    """The gradient of a p-norm of small half vectors (norms near 1e-4 .. 1e-3, so g / norm
+    overflowed float16) is taken in float32 and rounded once: finite, and torch's within the
+    half's rounding, for x.norm(dim=1), p = 3, and cosine_similarity (found by the module hunt:
+    inf gradients where torch's are finite)."""
+    tdt, pdt = getattr(torch, dtype), getattr(pr, dtype)
+    x = (rng.standard_normal((3, 41)) * 1e-4).astype(np.float32)
+    y = (rng.standard_normal((3, 41)) * 1e-3).astype(np.float32)
+    w = rng.standard_normal(3).astype(np.float32)
+    u = 2.0**-11 if dtype == "float16" else 2.0**-8
+    fns = {
+        "norm2": (lambda a, b: a.norm(dim=1), lambda a, b: a.norm(dim=1)),
+        "norm3": (lambda a, b: a.norm(p=3, dim=1), lambda a, b: a.norm(p=3, dim=1)),
+        "cosine": (F.cosine_similarity, TF.cosine_similarity),
+    }
+    pf, tf = fns[case]
+    pa, pb = pr.tensor(x).to(pdt).requires_grad_(), pr.tensor(y).to(pdt)
+    (pf(pa, pb).float() * pr.tensor(w)).sum().backward()
+    # the reference: float64 on the same (half-rounded) values; torch's own float16 p = 3
+    # gradient is NaN / inf here (it overflows in the half type)
+    ta = torch.tensor(x).to(tdt).double().requires_grad_()
+    tb = torch.tensor(y).to(tdt).double()
+    (tf(ta, tb) * torch.tensor(w, dtype=torch.float64)).sum().backward()
+    got, ref = pa.grad.float().numpy(), ta.grad.numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref, rtol=8 * u, atol=8 * u * np.abs(ref).max())

@@ -1193,9 +1193,10 @@ def _g_cumprod(ctx, g):
 @_saves(0, "out")
 def _g_norm(ctx, g):
     """torch's norm_backward: x·|x|^(p-2)·g / norm^(p-1) (0 where the norm is 0); p = 1:
-    sign(x)·g; p = ±inf: sign(x)·g shared evenly among the |x| equal to the norm; p = 0: none."""
-    from .elementwise import abs as _abs
-    from .elementwise import sign, where
+    sign(x)·g; p = ±inf: sign(x)·g shared evenly among the |x| equal to the norm; p = 0: none.
+    Half inputs take the rule in float32 (g / norm^(p-1) of a small half norm overflows: a
+    CosineSimilarity of 1e-3-scale float16 vectors had inf gradients where torch's are finite)."""
+    from .elementwise import sign
 
     x, out = ctx.args[0], ctx.out
     p = _ctx_arg(ctx, 1, "p", "fro")
@@ -1210,6 +1211,17 @@ def _g_norm(ctx, g):
         return (None,)
     if p == 1.0:
         return (gk * sign(x),)
+    if x.dtype in (D.float16, D.bfloat16):
+        (r,) = _norm_grad_rule(x.float(), gk.float(), nk.float(), p, dims)
+        return (r.to(x.dtype),)
+    return _norm_grad_rule(x, gk, nk, p, dims)
+
+
+def _norm_grad_rule(x, gk, nk, p, dims):
+    """_g_norm's rule for p not in (0, 1), on x, the expanded gradient gk and norm nk."""
+    from .elementwise import abs as _abs
+    from .elementwise import sign, where
+
     if p == 2.0:
         return (x * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk)),)
     if math.isinf(p):
