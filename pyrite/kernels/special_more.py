@@ -171,11 +171,36 @@ HELPERS.update(
     }
 )
 
+
 # ---- orthogonal polynomials: torch's special cases and recurrences (ATen Math.h), n from an
 # f32 (nan or negative: 0, fractions truncated). `cap`: the most recurrence steps one element
 # may take on this device; an element needing more gives nan (ops/special_more.py documents it).
 # A recurrence stops at the first nan: nan is absorbing, so the result is the one the full loop
 # gives (torch's float32 reaches nan the same way once a value overflows).
+def _rec3(name: str, first: str, step: str, special: str = "") -> str:
+    """WGSL of a polynomial by its three-term recurrence: n < 0 gives 0, `special` (WGSL
+    returning torch's exact values) next, then P_0 = 1, P_1 = `first`, and P_{k+1} = `step` (of
+    x, q = P_k, p = P_{k-1}, fk = k); NaN when the n - 1 steps pass `cap` (the loop budget), and
+    the loop stops at the first NaN (absorbing)."""
+    return f"""fn {name}(x: f32, nf: f32, cap: i32) -> f32 {{
+  let n = p_poly_n(nf);
+  if (n < 0) {{ return 0.0; }}
+{special}  if (n == 0) {{ return 1.0; }}
+  if (n == 1) {{ return {first}; }}
+  if (n - 1 > cap) {{ return p_nan(); }}
+  var p = 1.0;
+  var q = {first};
+  for (var k = 1; k < n; k++) {{
+    let fk = f32(k);
+    let r = {step};
+    p = q;
+    q = r;
+    if (p_isnan(r)) {{ break; }}
+  }}
+  return q;
+}}"""
+
+
 HELPERS.update(
     {
         "p_poly_n": """fn p_poly_n(nf: f32) -> i32 {
@@ -283,77 +308,23 @@ HELPERS.update(
   return p_cheb_w(x + x - 1.0, f32(n), cap);
 }""",
         # physicists' Hermite: H_{k+1} = 2x·H_k - 2k·H_{k-1}
-        "p_hermite_h": """fn p_hermite_h(x: f32, nf: f32, cap: i32) -> f32 {
-  let n = p_poly_n(nf);
-  if (n < 0) { return 0.0; }
-  if (n == 0) { return 1.0; }
-  if (n == 1) { return x + x; }
-  if (n - 1 > cap) { return p_nan(); }
-  var p = 1.0;
-  var q = x + x;
-  for (var k = 1; k < n; k++) {
-    let r = (x + x) * q - 2.0 * f32(k) * p;
-    p = q;
-    q = r;
-    if (p_isnan(r)) { break; }
-  }
-  return q;
-}""",
+        "p_hermite_h": _rec3("p_hermite_h", "x + x", "(x + x) * q - 2.0 * fk * p"),
         # probabilists' Hermite: He_{k+1} = x·He_k - k·He_{k-1}
-        "p_hermite_he": """fn p_hermite_he(x: f32, nf: f32, cap: i32) -> f32 {
-  let n = p_poly_n(nf);
-  if (n < 0) { return 0.0; }
-  if (n == 0) { return 1.0; }
-  if (n == 1) { return x; }
-  if (n - 1 > cap) { return p_nan(); }
-  var p = 1.0;
-  var q = x;
-  for (var k = 1; k < n; k++) {
-    let r = x * q - f32(k) * p;
-    p = q;
-    q = r;
-    if (p_isnan(r)) { break; }
-  }
-  return q;
-}""",
+        "p_hermite_he": _rec3("p_hermite_he", "x", "x * q - fk * p"),
         # Laguerre: (k+1)·L_{k+1} = (2k + 1 - x)·L_k - k·L_{k-1}; 1 at x = 0
-        "p_laguerre_l": """fn p_laguerre_l(x: f32, nf: f32, cap: i32) -> f32 {
-  let n = p_poly_n(nf);
-  if (n < 0) { return 0.0; }
-  if (x == 0.0) { return 1.0; }
-  if (n == 0) { return 1.0; }
-  if (n == 1) { return 1.0 - x; }
-  if (n - 1 > cap) { return p_nan(); }
-  var p = 1.0;
-  var q = 1.0 - x;
-  for (var k = 1; k < n; k++) {
-    let fk = f32(k);
-    let r = ((fk + fk + (1.0 - x)) * q - fk * p) / (fk + 1.0);
-    p = q;
-    q = r;
-    if (p_isnan(r)) { break; }
-  }
-  return q;
-}""",
+        "p_laguerre_l": _rec3(
+            "p_laguerre_l",
+            "1.0 - x",
+            "((fk + fk + (1.0 - x)) * q - fk * p) / (fk + 1.0)",
+            "  if (x == 0.0) { return 1.0; }\n",
+        ),
         # Legendre: (k+1)·P_{k+1} = (2k+1)·x·P_k - k·P_{k-1}; +-1 at x = +-1
-        "p_legendre_p": """fn p_legendre_p(x: f32, nf: f32, cap: i32) -> f32 {
-  let n = p_poly_n(nf);
-  if (n < 0) { return 0.0; }
-  if (abs(x) == 1.0) { return select(-1.0, 1.0, x > 0.0 || n % 2 == 0); }
-  if (n == 0) { return 1.0; }
-  if (n == 1) { return x; }
-  if (n - 1 > cap) { return p_nan(); }
-  var p = 1.0;
-  var q = x;
-  for (var k = 1; k < n; k++) {
-    let fk = f32(k);
-    let r = ((fk + fk + 1.0) * x * q - fk * p) / (fk + 1.0);
-    p = q;
-    q = r;
-    if (p_isnan(r)) { break; }
-  }
-  return q;
-}""",
+        "p_legendre_p": _rec3(
+            "p_legendre_p",
+            "x",
+            "((fk + fk + 1.0) * x * q - fk * p) / (fk + 1.0)",
+            "  if (abs(x) == 1.0) { return select(-1.0, 1.0, x > 0.0 || n % 2 == 0); }\n",
+        ),
     }
 )
 
