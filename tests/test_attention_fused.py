@@ -460,20 +460,28 @@ def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch, flag, E):
         _check(rng, *_qkv(rng, (2, 3), 80, 100, E), dtype="float16", is_causal=True)
 
 
+def _devices(storage, small_storage):
+    """Stand-ins for the rules: a GPU with `storage` bytes of workgroup memory and 256
+    invocations, a CPU adapter with the same limits, and a GPU with `small_storage` bytes."""
+    from types import SimpleNamespace
+
+    lim = {"max-compute-workgroup-storage-size": storage,
+           "max-compute-invocations-per-workgroup": 256}  # fmt: skip
+    return (
+        SimpleNamespace(adapter_type="DiscreteGPU", limits=lim),
+        SimpleNamespace(adapter_type="CPU", limits=lim),
+        SimpleNamespace(
+            adapter_type="DiscreteGPU",
+            limits={**lim, "max-compute-workgroup-storage-size": small_storage},
+        ),
+    )
+
+
 def test_tiled_rule(monkeypatch):
-    """The tiled forward runs on GPUs for E <= 64 where its workgroup memory fits, whatever
-    the queries and blocks; never on a CPU adapter unless forced, nor past E = 64."""
-
-    class Dev:
-        adapter_type = "DiscreteGPU"
-        limits = {
-            "max-compute-workgroup-storage-size": 32768,
-            "max-compute-invocations-per-workgroup": 256,
-        }
-
-    gpu, cpu, small = Dev(), Dev(), Dev()
-    cpu.adapter_type = "CPU"
-    small.limits = {"max-compute-workgroup-storage-size": 16384}
+    """The tiled forward runs on GPUs for E <= 64 where its workgroup memory fits (past 64,
+    where 48 KiB do), whatever the queries and blocks; never on a CPU adapter unless forced, nor
+    past E = 128."""
+    gpu, cpu, small = _devices(32768, 16384)
     use = _attention._use_tiled
     many = 528  # batch·heads
     assert use(gpu, many, 63, 512, 64) and use(gpu, 1, 5, 5, 1)
@@ -483,8 +491,7 @@ def test_tiled_rule(monkeypatch):
     assert not use(small, 12, 128, 128, 64)
     # head dims 65 .. 128: blocks of 32 queries, 48 KiB (the H100/H200 through both
     # implementations)
-    big = Dev()
-    big.limits = {**gpu.limits, "max-compute-workgroup-storage-size": 49152}
+    big = _devices(49152, 0)[0]
     assert use(big, 32, 512, 512, 128) and use(big, 1, 7, 9, 65) and not use(big, 1, 7, 9, 129)
     assert not use(gpu, 32, 512, 512, 80)  # (32 KiB)
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
@@ -613,16 +620,7 @@ def test_tiled_backward_rule(monkeypatch):
     workgroups; never on a CPU adapter unless forced, nor past E = 128 or the loop budget."""
     from pyrite.kernels import attention_tiled_bwd as KB
 
-    class Dev:
-        adapter_type = "DiscreteGPU"
-        limits = {
-            "max-compute-workgroup-storage-size": 49152,
-            "max-compute-invocations-per-workgroup": 256,
-        }
-
-    gpu, cpu, small = Dev(), Dev(), Dev()
-    cpu.adapter_type = "CPU"
-    small.limits = {**gpu.limits, "max-compute-workgroup-storage-size": 32768}
+    gpu, cpu, small = _devices(49152, 32768)
     use = _attention._use_tiled_bwd
     assert KB.bwd_shared_bytes(64) <= 49152 < KB.bwd_shared_bytes(64) + 16384
     assert KB.bwd_shared_bytes(32) <= 32768 < KB.bwd_shared_bytes(33)
