@@ -40,6 +40,45 @@ def x_small(t):  # t = x^2/32 - 1 on [0, 8]
     return mp.sqrt(32 * (t + 1))
 
 
+def x_log(t):  # t = x^2/2 - 1 on [0, 2] (Y0, Y1's log form)
+    return mp.sqrt(2 * (t + 1))
+
+
+def x_a(t):  # t = (x - 3.5)/1.5 on [2, 5]
+    return mp.mpf(3) / 2 * t + mp.mpf(7) / 2
+
+
+def x_b(t):  # t = (x - 6.5)/1.5 on [5, 8]
+    return mp.mpf(3) / 2 * t + mp.mpf(13) / 2
+
+
+# the zero inside each of [2, 5] and [5, 8]: f = (x - z)·h with h smooth and of one sign, so f
+# keeps its relative accuracy at its zero (x - z as (x - z_hi) - z_lo: exact next to it)
+ZEROS = {
+    "J0": [mp.besseljzero(0, 1), mp.besseljzero(0, 2)],
+    "J1": [mp.besseljzero(1, 1), mp.besseljzero(1, 2)],
+    "Y0": [mp.besselyzero(0, 2), mp.besselyzero(0, 3)],
+    "Y1": [mp.besselyzero(1, 1), mp.besselyzero(1, 2)],
+}
+FNS = {"J0": (mp.besselj, 0), "J1": (mp.besselj, 1), "Y0": (mp.bessely, 0), "Y1": (mp.bessely, 1)}
+
+
+def over_zero(name, piece):
+    fn, order = FNS[name]
+    xf = x_a if piece == 0 else x_b
+    z = ZEROS[name][piece]
+    return lambda t: fn(order, xf(t)) / (xf(t) - z)
+
+
+def f32_pair(z):
+    """z = hi + lo with hi the float32 nearest z and lo the float32 nearest z - hi."""
+    import numpy as np
+
+    hi = np.float32(float(z))
+    lo = np.float32(float(z - mp.mpf(float(hi))))
+    return float(hi), float(lo)
+
+
 def x_large(t):  # t = 2·64/x^2 - 1 on [8, inf)
     return 8 / mp.sqrt((t + 1) / 2)
 
@@ -67,17 +106,19 @@ def airy_fg(t):  # x <= -4: w = (ZETA_N / zeta)^2, t = 2w - 1
 
 
 FITS = {
-    "J0_SMALL": lambda t: mp.besselj(0, x_small(t)),
-    "J1_SMALL": lambda t: mp.besselj(1, x_small(t)) / x_small(t),
-    "Y0_SMALL": lambda t: (
-        mp.bessely(0, x_small(t)) - 2 / mp.pi * mp.log(x_small(t)) * mp.besselj(0, x_small(t))
+    # J0 = 1 - x^2/4·g and J1/x on [0, 2] in t = x^2/2 - 1
+    "J0_SMALL": lambda t: (1 - mp.besselj(0, x_log(t))) * 4 / x_log(t) ** 2,
+    "J1_SMALL": lambda t: mp.besselj(1, x_log(t)) / x_log(t),
+    **{f"{n}_{p}": over_zero(n, i) for n in ZEROS for i, p in enumerate("AB")},
+    "Y0_LOG": lambda t: (
+        mp.bessely(0, x_log(t)) - 2 / mp.pi * mp.log(x_log(t)) * mp.besselj(0, x_log(t))
     ),
-    "Y1_SMALL": lambda t: (
+    "Y1_LOG": lambda t: (
         (
-            mp.bessely(1, x_small(t))
-            - 2 / mp.pi * (mp.log(x_small(t)) * mp.besselj(1, x_small(t)) - 1 / x_small(t))
+            mp.bessely(1, x_log(t))
+            - 2 / mp.pi * (mp.log(x_log(t)) * mp.besselj(1, x_log(t)) - 1 / x_log(t))
         )
-        / x_small(t)
+        / x_log(t)
     ),
     "P0_LARGE": lambda t: pq(0, x_large(t))[0],
     "Q0_LARGE": lambda t: pq(0, x_large(t))[1] * x_large(t),
@@ -103,6 +144,9 @@ FITS = {
 }
 
 if __name__ == "__main__":
+    for name, zs in ZEROS.items():
+        body = ", ".join(f"{v:.9e}" for z in zs for v in f32_pair(z))
+        print(f"# {name} zeros (hi, lo, hi, lo): {body}")
     for name, f in FITS.items():
         cs = cheb(f)
         body = ", ".join(f"{c:.9e}" for c in cs)

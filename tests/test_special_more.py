@@ -22,10 +22,10 @@ TINY = 2.0**-126
 
 # measured on lavapipe (these tests, fresh draws of the samples below), rounded up
 MAX_COND_ULP = {
-    "bessel_j0": 12,  # near 0: Clenshaw's rounding on [0, 8] (a power series there: left to do)
-    "bessel_j1": 12,
-    "bessel_y0": 12,
-    "bessel_y1": 12,
+    "bessel_j0": 5,  # 8 seeds: <= 3.7; a dense grid on [0, 60]: <= 4.5
+    "bessel_j1": 5,
+    "bessel_y0": 5,
+    "bessel_y1": 5,
     "modified_bessel_k0": 4,
     "modified_bessel_k1": 4,
     "scaled_modified_bessel_k0": 8,
@@ -70,7 +70,26 @@ def _torch64(name):
 
         return np.vectorize(lambda v: float(mpmath.airyai(float(v))), otypes=[np.float64])
     fn = getattr(torch.special, name)
-    return lambda *xs: fn(*(torch.from_numpy(np.asarray(a, np.float64)) for a in xs)).numpy()
+    ref = lambda *xs: fn(*(torch.from_numpy(np.asarray(a, np.float64)) for a in xs)).numpy()  # noqa: E731
+    if name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"):
+        # torch's float64 J/Y are up to 9 of these units off on 4.5 < |x| < 8 (Cephes' seam
+        # at 5): mpmath there
+        import mpmath
+
+        mfn = getattr(mpmath, "besselj" if name[7] == "j" else "bessely")
+        order = int(name[-1])
+        mref = np.vectorize(lambda v: float(mfn(order, float(v))), otypes=[np.float64])
+
+        def ref_mixed(x):
+            x = np.asarray(x, np.float64)
+            out = ref(x)
+            mid = (np.abs(x) >= 4.0) & (np.abs(x) <= 8.5)
+            if mid.any():
+                out[mid] = mref(x[mid])
+            return out
+
+        return ref_mixed
+    return ref
 
 
 def _unary_samples(rng, name):

@@ -5,8 +5,10 @@ kernels/mathlib.py, so an expression naming `p_<name>(` gets the function text a
 
 The Chebyshev fits (scripts/special_more_fits.py: mpmath at 72 nodes, truncated below 1e-9 of
 the largest coefficient) are evaluated by mathlib's Clenshaw `_cheb`:
-- J0, J1/x and the regular parts Y0 - (2/pi)·log(x)·J0, (Y1 - (2/pi)(log(x)·J1 - 1/x))/x in
-  t = x^2/32 - 1 on [0, 8]; beyond, Hankel's P and x·Q in t = 128/x^2 - 1, with sin x and cos x
+- on [0, 2]: (1 - J0)·4/x^2, J1/x and the regular parts Y0 - (2/pi)·log(x)·J0,
+  (Y1 - (2/pi)(log(x)·J1 - 1/x))/x in t = x^2/2 - 1; on [2, 5] and [5, 8]: f/(x - z) with z
+  the zero of f inside, in t = (x - 3.5)/1.5 or (x - 6.5)/1.5 (f = (x - z)·h keeps its relative
+  accuracy at z: x - z = (x - z_hi) - z_lo, exact next to it); beyond 8, Hankel's P and x·Q in t = 128/x^2 - 1, with sin x and cos x
   from the exactly reduced p_sincosf (so J0(1e6) keeps its digits; torch's float32 rounds
   x - pi/4 first).
 - K0 + log(x/2)·I0 and x·(K1 - log(x/2)·I1) in t = x^2/2 - 1 on [0, 2] (Cephes' split);
@@ -22,10 +24,25 @@ from __future__ import annotations
 
 from .mathlib import _cheb
 
-_J0_SMALL = (1.577279715e-01, -8.723442353e-03, 2.651786132e-01, -3.700949939e-01, 1.580671023e-01, -3.489376941e-02, 4.819180069e-03, -4.606261662e-04, 3.246032882e-05, -1.761946908e-06, 7.608163592e-08, -2.679253531e-09)  # fmt: skip
-_J1_SMALL = (8.104484633e-02, -1.489751451e-01, 1.609992624e-01, -8.268049177e-02, 2.221363965e-02, -3.646940601e-03, 4.050337728e-04, -3.255554867e-05, 1.985877405e-06, -9.521984757e-08, 3.687133759e-09)  # fmt: skip
-_Y0_SMALL = (-3.314611320e-02, -2.744743055e-01, 1.790343141e-01, 2.615673463e-01, -1.773020128e-01, 4.719668960e-02, -7.287962480e-03, 7.531135933e-04, -5.632079141e-05, 3.206532538e-06, -1.440723327e-07, 5.248794787e-09)  # fmt: skip
-_Y1_SMALL = (2.538013236e-03, -1.608717305e-02, -9.591204536e-02, 8.445197260e-02, -2.832812394e-02, 5.289897544e-03, -6.414551451e-04, 5.505982873e-05, -3.538080019e-06, 1.770780456e-07, -7.110550050e-09, 2.344337906e-10)  # fmt: skip
+_J0_SMALL = (8.848926547e-01, -1.118953074e-01, 3.161449615e-03, -5.007858177e-05, 5.061004672e-07, -3.543637670e-09)  # fmt: skip
+_J1_SMALL = (3.895860088e-01, -1.057206372e-01, 4.593945470e-03, -9.815037116e-05, 1.247641673e-06, -1.052222006e-08)  # fmt: skip
+_J0_A = (-3.287880631e-01, 2.531722118e-01, 1.817495558e-02, -1.104391223e-02, -1.307146678e-04, 1.840977980e-04, -3.957112564e-07, -1.662018982e-06, 1.134068665e-08, 9.471351317e-09)  # fmt: skip
+_J0_B = (2.348644696e-01, -1.444795557e-01, -3.003324683e-02, 8.505145503e-03, 5.217093737e-04, -1.594804969e-04, -4.366913408e-06, 1.528274445e-06, 2.143518386e-08, -9.015402070e-09)  # fmt: skip
+_J1_A = (-3.544492347e-01, 1.876213283e-02, 5.824805327e-02, -1.562900016e-03, -1.439816985e-03, 3.394372182e-05, 1.729274407e-05, -3.558521196e-07, -1.232272303e-07, 2.234321005e-09, 5.823209413e-10)  # fmt: skip
+_J1_B = (2.480924118e-01, 3.904717259e-02, -4.895540097e-02, -1.143378088e-03, 1.316607830e-03, 1.047690614e-05, -1.652639476e-05, -3.159909748e-08, 1.208266993e-07, -1.062862115e-10, -5.802500363e-10)  # fmt: skip
+_Y0_A = (-3.442619674e-01, -1.555386600e-02, 6.730330633e-02, -2.095347567e-03, -1.412796724e-03, 7.576253715e-06, 2.366625355e-05, -1.454815266e-06, 9.288197103e-08, -4.329976557e-08, 1.004056925e-08, -1.972227456e-09, 4.082478811e-10)  # fmt: skip
+_Y0_B = (2.445468461e-01, 4.998987355e-02, -4.967217538e-02, -1.669681245e-03, 1.373487288e-03, 1.546921689e-05, -1.716159045e-05, -6.877454483e-08, 1.260084975e-07, -4.630178167e-11, -5.937204764e-10)  # fmt: skip
+_Y1_A = (3.058114754e-01, -2.532278435e-01, -8.521621178e-03, 8.414376128e-03, 5.251933378e-04, -2.667908493e-04, 2.213458642e-05, -3.429846227e-06, 1.132264821e-06, -2.688635207e-07, 5.902004750e-08, -1.331616773e-08, 3.020322759e-09, -6.828237035e-10)  # fmt: skip
+_Y1_B = (-2.289954103e-01, 1.494769669e-01, 2.663357579e-02, -8.314127546e-03, -4.508197932e-04, 1.529023965e-04, 3.908561181e-06, -1.479854256e-06, -1.785943560e-08, 8.573155614e-09)  # fmt: skip
+_Y0_LOG = (1.950967400e-01, 2.417572405e-01, -2.619230929e-02, 9.342775328e-04, -1.701690806e-05, 1.894416213e-07, -1.426572701e-09)  # fmt: skip
+_Y1_LOG = (-1.037259802e-01, 8.709669826e-02, -5.104399388e-03, 1.281821300e-04, -1.813976486e-06, 1.655539637e-08, -1.057676936e-10)  # fmt: skip
+# (hi, lo) f32 pairs of the zeros in [2, 5] and [5, 8] (scripts/special_more_fits.py)
+_ZEROS = {
+    "J0": (2.404825449e00, 1.087059047e-07, 5.520078182e00, -7.193414575e-08),
+    "J1": (3.831706047e00, -7.685058989e-08, 7.015586853e00, -1.832117249e-07),
+    "Y0": (3.957678318e00, 1.012911781e-07, 7.086050987e00, 7.305811778e-08),
+    "Y1": (2.197141409e00, -8.288927233e-08, 5.429680824e00, 2.165143513e-07),
+}
 _P0_LARGE = (9.994603493e-01, -5.365220468e-04, 3.075184788e-06, -5.170594538e-08, 1.630646464e-09)  # fmt: skip
 _Q0_LARGE = (-1.244468368e-01, 5.470815954e-04, -5.931598729e-06, 1.437796580e-07, -5.817532749e-09, 3.376097524e-10)  # fmt: skip
 _P1_LARGE = (1.000903041e+00, 8.989898331e-04, -3.987284300e-06, 6.177633961e-08, -1.871890749e-09)  # fmt: skip
@@ -47,8 +64,16 @@ HELPERS = {
     for name, coeffs in {
         "J0_SMALL": _J0_SMALL,
         "J1_SMALL": _J1_SMALL,
-        "Y0_SMALL": _Y0_SMALL,
-        "Y1_SMALL": _Y1_SMALL,
+        "J0_A": _J0_A,
+        "J0_B": _J0_B,
+        "J1_A": _J1_A,
+        "J1_B": _J1_B,
+        "Y0_A": _Y0_A,
+        "Y0_B": _Y0_B,
+        "Y1_A": _Y1_A,
+        "Y1_B": _Y1_B,
+        "Y0_LOG": _Y0_LOG,
+        "Y1_LOG": _Y1_LOG,
         "P0_LARGE": _P0_LARGE,
         "Q0_LARGE": _Q0_LARGE,
         "P1_LARGE": _P1_LARGE,
@@ -65,6 +90,19 @@ HELPERS = {
     }.items()
 }
 
+
+def _mid(name: str) -> str:
+    """WGSL `p_bessel_<name>_mid(x)` on [2, 8] (x >= 0): f = (x - z)·h(t) on [2, 5] and [5, 8],
+    z the zero inside and h the fit _<NAME>_A or _B in t = (x - 3.5)/1.5 or (x - 6.5)/1.5."""
+    za_hi, za_lo, zb_hi, zb_lo = _ZEROS[name]
+    n = name.lower()
+    return f"""fn p_bessel_{n}_mid(x: f32) -> f32 {{
+  if (x <= 5.0) {{ return ((x - {za_hi}) - {za_lo}) * p_{n}_a((x - 3.5) * 0.6666666666666666); }}
+  return ((x - {zb_hi}) - {zb_lo}) * p_{n}_b((x - 6.5) * 0.6666666666666666);
+}}"""
+
+
+HELPERS.update({f"p_bessel_{name.lower()}_mid": _mid(name) for name in _ZEROS})
 HELPERS.update(
     {
         # (J, Y) of order 0 or 1 for x > 8 from Hankel's P and Q: with s = sin x, c = cos x,
@@ -86,36 +124,45 @@ HELPERS.update(
   let q = p_q1_large(t) / x;
   return k * vec2<f32>(p * (s - c) + q * (s + c), q * (s - c) - p * (s + c));
 }""",
+        # J0 = 1 - x^2/4·g and J1/x on [0, 2] in x^2/2 - 1 (x = |x|)
+        "p_bessel_j0_small": """fn p_bessel_j0_small(x: f32) -> f32 {
+  let x2 = x * x;
+  return 1.0 - 0.25 * x2 * p_j0_small(0.5 * x2 - 1.0);
+}""",
         # torch: nan at +-inf (its float kernels take sin/cos of inf), J0 even, J1 odd
         "p_bessel_j0": """fn p_bessel_j0(x0: f32) -> f32 {
   let x = abs(x0);
   if (p_isnan(x0) || p_isinf(x0)) { return p_nan(); }
-  if (x <= 8.0) { return p_j0_small(x * x * 0.03125 - 1.0); }
+  if (x <= 2.0) { return p_bessel_j0_small(x); }
+  if (x <= 8.0) { return p_bessel_j0_mid(x); }
   return p_bessel_hankel(x, 0).x;
 }""",
         "p_bessel_j1": """fn p_bessel_j1(x0: f32) -> f32 {
   let x = abs(x0);
   if (p_isnan(x0) || p_isinf(x0)) { return p_nan(); }
-  if (x <= 8.0) { return x0 * p_j1_small(x * x * 0.03125 - 1.0); }
+  if (x <= 2.0) { return x0 * p_j1_small(0.5 * x * x - 1.0); }
+  if (x <= 8.0) { return p_xorsign(p_bessel_j1_mid(x), x0); }
   return p_xorsign(p_bessel_hankel(x, 1).x, x0);
 }""",
-        # Y0, Y1: nan below 0 and at inf (torch), -inf at +-0
+        # Y0, Y1: nan below 0 and at inf (torch), -inf at +-0; up to 2 the log form with the
+        # regular parts Y0 - (2/pi)·log(x)·J0 and (Y1 - (2/pi)(log(x)·J1 - 1/x))/x in x^2/2 - 1
         "p_bessel_y0": """fn p_bessel_y0(x: f32) -> f32 {
   if (p_isnan(x) || p_isinf(x) || x < 0.0) { return p_nan(); }
   if (x == 0.0) { return -p_inf(); }
-  if (x <= 8.0) {
-    let t = x * x * 0.03125 - 1.0;
-    return p_y0_small(t) + 0.6366197723675814 * p_logf(x) * p_j0_small(t);
+  if (x <= 2.0) {
+    return p_y0_log(x * x * 0.5 - 1.0) + 0.6366197723675814 * p_logf(x) * p_bessel_j0_small(x);
   }
+  if (x <= 8.0) { return p_bessel_y0_mid(x); }
   return p_bessel_hankel(x, 0).y;
 }""",
         "p_bessel_y1": """fn p_bessel_y1(x: f32) -> f32 {
   if (p_isnan(x) || p_isinf(x) || x < 0.0) { return p_nan(); }
   if (x == 0.0) { return -p_inf(); }
-  if (x <= 8.0) {
-    let t = x * x * 0.03125 - 1.0;
-    return x * p_y1_small(t) + 0.6366197723675814 * (p_logf(x) * x * p_j1_small(t) - 1.0 / x);
+  if (x <= 2.0) {
+    let j1 = x * p_j1_small(x * x * 0.5 - 1.0);
+    return x * p_y1_log(x * x * 0.5 - 1.0) + 0.6366197723675814 * (p_logf(x) * j1 - 1.0 / x);
   }
+  if (x <= 8.0) { return p_bessel_y1_mid(x); }
   return p_bessel_hankel(x, 1).y;
 }""",
         # K0, K1 and their exp(x)-scaled forms: nan below 0, inf at 0, 0 at inf (torch)
