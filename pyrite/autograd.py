@@ -894,6 +894,12 @@ def wrap(fn, name, rule, inplace=False):
             out = fn(*args, **kwargs)
         finally:
             _state.enabled = True  # (recording runs only with grad mode on)
+        for a in args:
+            if out is a:
+                # the input itself (x.to(x.dtype), x.float(), x.contiguous(): torch returns
+                # self): it keeps its own grad_fn; a node attached to it would make a leaf a
+                # non-leaf whose edge is itself, and its gradient would count twice
+                return out
         return record(name, rule, args, kwargs, out)
 
     wrapper._pyrite_grad = True

@@ -1,0 +1,51 @@
+"""Second derivatives against torch CPU: bugs a double-backward differential hunt found."""
+
+import numpy as np
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+
+
+def _hvp(L, Fn, f, arrs, w, vs):
+    """sum(v · d/dx sum(w · f(x))) differentiated again: the gradients' own gradients."""
+    xs = [L.tensor(a).requires_grad_() for a in arrs]
+    out = f(L, Fn, *xs)
+    gs = L.autograd.grad((out * L.tensor(w)).sum(), xs, create_graph=True)
+    assert all(g.requires_grad for g in gs)
+    s = sum((g * L.tensor(v)).sum() for g, v in zip(gs, vs))
+    return [h.detach().numpy() for h in L.autograd.grad(s, xs)]
+
+
+def test_op_returning_its_input_records_nothing(rng):
+    """x.to(x.dtype), x.float(), x.contiguous() return x itself (as torch): a node recorded on
+    it turned a leaf into a non-leaf whose edge is itself, and its gradient counted twice (first
+    order too, and outer's mixed second derivative, whose rule casts with .to)."""
+    for f in (
+        lambda x: x.to(pr.float32),
+        lambda x: x.float(),
+        lambda x: x.type_as(x),
+        lambda x: x.contiguous(),
+    ):
+        x = pr.tensor(np.ones(3, np.float32)).requires_grad_()
+        y = f(x)
+        assert y is x and x.is_leaf and x.grad_fn is None
+        (g,) = pr.autograd.grad((y * 2).sum(), [x])
+        np.testing.assert_array_equal(g.numpy(), [2, 2, 2])
+        (y * 2).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2])
+        # a non-leaf keeps its own grad_fn
+        z = x * 3
+        fn = z.grad_fn
+        assert f(z) is z and z.grad_fn is fn
+    a = rng.standard_normal(4).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    vs = [rng.standard_normal(4).astype(np.float32), rng.standard_normal(3).astype(np.float32)]
+
+    def f(L, Fn, x, y):
+        return L.outer(x, y) ** 2
+
+    for p, t in zip(_hvp(pr, F, f, [a, b], w, vs), _hvp(torch, TF, f, [a, b], w, vs)):
+        np.testing.assert_allclose(p, t, rtol=0, atol=1e-5 * max(1.0, np.abs(t).max()))
