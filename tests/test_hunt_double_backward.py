@@ -18,6 +18,21 @@ def _hvp(L, Fn, f, arrs, w, vs):
     return [h.detach().numpy() for h in L.autograd.grad(s, xs)]
 
 
+def test_linear_with_bias_weight_gradient_is_differentiable(rng):
+    """linear's weight gradient (with a bias) came from the raw fused kernel that also gives
+    the bias gradient, so under create_graph it was detached: its second-order terms were lost."""
+    arrs = [rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4), (5,))]
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    vs = [rng.standard_normal(a.shape).astype(np.float32) for a in arrs]
+
+    def f(L, Fn, x, wt, b):
+        return Fn.linear(x, wt, b).tanh()
+
+    for p, t in zip(_hvp(pr, F, f, arrs, w, vs), _hvp(torch, TF, f, arrs, w, vs)):
+        # (a few products of O(1) terms of length 4..5: f32 rounding, 1e-5 of the scale)
+        np.testing.assert_allclose(p, t, rtol=0, atol=1e-5 * max(1.0, np.abs(t).max()))
+
+
 def test_op_returning_its_input_records_nothing(rng):
     """x.to(x.dtype), x.float(), x.contiguous() return x itself (as torch): a node recorded on
     it turned a leaf into a non-leaf whose edge is itself, and its gradient counted twice (first

@@ -1137,6 +1137,8 @@ def _rows(t) -> int:
 
 def _g_linear(ctx, g):
     """y = x W^T + b: dx = g W, dW = g^T x over the flattened batch, db = g (summed)."""
+    from ..autograd import is_grad_enabled
+
     x, w = ctx.args[0], ctx.args[1]
     gx = gw = gb = None
     if ctx.needs[0]:
@@ -1153,8 +1155,15 @@ def _g_linear(ctx, g):
             # Linear(n, 0) / Linear(0, n) have empty gradients to give)
             gt = g.reshape(_rows(g), g._shape[-1]).mT
             x2 = x.reshape(_rows(x), x._shape[-1])
-            if want_b and ctx.meta[2][0] == (w._shape[0],) and g.dtype is x.dtype is float32:
+            if (
+                want_b
+                and ctx.meta[2][0] == (w._shape[0],)
+                and g.dtype is x.dtype is float32
+                and not is_grad_enabled()
+            ):
                 # the bias gradient (g's column sums) from the weight gradient's own kernel
+                # (not under create_graph: the raw kernel records nothing, so a double backward
+                # takes the public matmul below)
                 gw, gb = _gemm(gt, x2, rows=True)
             else:
                 gw = matmul(gt, x2)
