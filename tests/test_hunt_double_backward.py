@@ -64,3 +64,18 @@ def test_op_returning_its_input_records_nothing(rng):
 
     for p, t in zip(_hvp(pr, F, f, [a, b], w, vs), _hvp(torch, TF, f, [a, b], w, vs)):
         np.testing.assert_allclose(p, t, rtol=0, atol=1e-5 * max(1.0, np.abs(t).max()))
+
+
+def test_digamma_second_derivative(rng):
+    """digamma's gradient (trigamma) had no backward: under create_graph it is polygamma(1, x),
+    differentiable, as torch's polygamma(2, x)."""
+    x = np.array([-2.3, -0.4, 0.2, 1.3, 7.5], np.float32)
+    res = []
+    for L in (pr, torch):
+        t = L.tensor(x).requires_grad_()
+        (g,) = L.autograd.grad(t.digamma().sum(), [t], create_graph=True)
+        (h,) = L.autograd.grad(g.sum(), [t])
+        res.append((g.detach().numpy(), h.numpy()))
+    for p, t in zip(*res):
+        # (zeta's series, f32: a few units in the last place of each value)
+        np.testing.assert_allclose(p, t, rtol=2e-6, atol=0)

@@ -440,7 +440,12 @@ def _i1e_grad(g, x, o):
 
 
 def _trigamma(x):
-    """polygamma(1, x), digamma's derivative (its own backward is not implemented)."""
+    """polygamma(1, x), digamma's derivative: the trigamma kernel, or — while recording a
+    double backward — the public polygamma (Hurwitz zeta, differentiable in x)."""
+    if autograd.is_grad_enabled():
+        from . import series
+
+        return series.polygamma(1, x)
     from .elementwise import unary
 
     return unary("trigamma", x)
