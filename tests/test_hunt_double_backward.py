@@ -79,3 +79,16 @@ def test_digamma_second_derivative(rng):
     for p, t in zip(*res):
         # (zeta's series, f32: a few units in the last place of each value)
         np.testing.assert_allclose(p, t, rtol=2e-6, atol=0)
+
+
+def test_logit_gradient_nan_outside_unit_interval():
+    """logit without eps: the gradient is NaN where x < 0 or x > 1 (torch's logit_backward),
+    not g / (x (1 - x)); with eps, zero outside [eps, 1 - eps]."""
+    x = np.array([-1.0, 0.3, 0.5, 2.0], np.float32)
+    for kw in ({}, {"eps": 0.2}):
+        res = []
+        for L in (pr, torch):
+            t = L.tensor(x).requires_grad_()
+            (g,) = L.autograd.grad(t.logit(**kw).sum(), [t])
+            res.append(g.numpy())
+        np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=0)

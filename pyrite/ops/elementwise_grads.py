@@ -451,6 +451,14 @@ def _trigamma(x):
     return unary("trigamma", x)
 
 
+def _logit(g, x, o):
+    """g / (x (1 - x)); NaN outside [0, 1] (torch's logit_backward without eps: the forward is
+    NaN there; with eps, x arrives clamped and never lies outside)."""
+    from .elementwise import where
+
+    return where((x < 0.0) | (x > 1.0), float("nan"), g / (x * (1.0 - x)))
+
+
 def _sinc(g, x, o):
     """d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, 0 at x = 0 (torch)."""
     from .elementwise import where
@@ -515,7 +523,7 @@ UNARY_RULES = {
     "ndtr": _u(lambda g, x, o: g * (-0.5 * x * x).exp() * _INV_SQRT_2PI, 0),
     "ndtri": _u(lambda g, x, o: g * (0.5 * o * o).exp() * math.sqrt(2.0 * math.pi), "out"),
     "log_ndtr": _u(lambda g, x, o: g * (-(0.5 * x * x) - o).exp() * _INV_SQRT_2PI, 0, "out"),
-    "logit": _u(lambda g, x, o: g / (x * (1.0 - x)), 0),
+    "logit": _u(_logit, 0),
     "sinc": _u(_sinc, 0),
     # piecewise constant: zero gradients (torch)
     "sign": _u(_zeros),
