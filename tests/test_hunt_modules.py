@@ -1014,6 +1014,18 @@ case(
 )
 case("CrossEntropyLoss_unbatched", lambda nn: nn.CrossEntropyLoss(), [F(5), Const(np.int64(3))])
 case(
+    "LinearCrossEntropyLoss_kdim",
+    lambda nn: nn.LinearCrossEntropyLoss(5, 3, out_features=(2,), bias=True, label_smoothing=0.1),
+    [F(4, 5), Const(np.arange(8).reshape(4, 2) % 3)],
+    k=32,
+)
+case(
+    "LinearCrossEntropyLoss_probs",
+    lambda nn: nn.LinearCrossEntropyLoss(7, 4, reduction="sum", weight=_w(nn, 1.0, 2.0, 0.5, 1.5)),
+    [F(3, 7), U(3, 4, grad=False)],
+    k=32,
+)
+case(
     "NLLLoss_ignore_all_mean",
     lambda nn: nn.NLLLoss(ignore_index=2),
     [F(3, 4), Const([2, 2, 2])],

@@ -76,6 +76,7 @@ from ._dropout import (
     feature_alpha_dropout,
 )
 from ._linear import bilinear, linear
+from ._linear_xent import linear_cross_entropy
 from ._loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -137,6 +138,7 @@ __all__ = [
     "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
+    "linear_cross_entropy",
     "ctc_loss",
     "dropout",
     "dropout1d",

@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     instancenorm,
     lazy,
     linear,
+    linear_cross_entropy,
     loss,
     module,
     norm,
@@ -40,6 +41,7 @@ from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
+from .linear_cross_entropy import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .norm import *  # noqa: F403
 from .padding import *  # noqa: F403
@@ -50,5 +52,5 @@ from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
 _FILES = (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, linear,
-          loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
+          linear_cross_entropy, loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__} | {"DataParallel"})
