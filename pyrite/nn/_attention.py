@@ -332,7 +332,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     dsplits = _decode_splits(dev, nbh, L, S, E)
     tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
     if tiled:
-        bq = FORCE_TILED_BQ or _KT.tiled_bq(E)
+        bq, rpt = _tiled_shape(E)
         nblk = -(-L // bq)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
@@ -360,7 +360,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
-            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=FORCE_TILED_RPT or _KT.tiled_rpt(E),
+            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt,
         )  # fmt: skip
         groups = nbh * nblk
     else:
@@ -425,13 +425,18 @@ FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
 
 
+def _tiled_shape(E):
+    """(queries a workgroup, query rows an invocation) of the tiled forward at head dim E."""
+    return FORCE_TILED_BQ or _KT.tiled_bq(E), FORCE_TILED_RPT or _KT.tiled_rpt(E)
+
+
 def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is False or E > _KT.TILED_EP:
         return False
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
-    bq, rpt = FORCE_TILED_BQ or _KT.tiled_bq(E), FORCE_TILED_RPT or _KT.tiled_rpt(E)
+    bq, rpt = _tiled_shape(E)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(E, bq, rpt)
         and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
@@ -528,6 +533,11 @@ FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it 
 FORCE_TILED_BWD_TB = None  # its block rows (tests: 16 at E <= 64, what E > 64 takes on a GPU)
 
 
+def _tiled_bwd_tb(E):
+    """Block rows of the tiled backward at head dim E."""
+    return FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
+
+
 def _use_tiled_bwd(dev, L, S, E, nbh=1):
     if FORCE_TILED_BWD is False or E > _KB.BWD_MAX_E:
         return False
@@ -539,7 +549,7 @@ def _use_tiled_bwd(dev, L, S, E, nbh=1):
             return False
     lim = dev.limits
     budget = max_loop_iterations()
-    tb = FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
+    tb = _tiled_bwd_tb(E)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KB.bwd_shared_bytes(E, None, tb)
         and lim.get("max-compute-invocations-per-workgroup", 256) >= _KB.bwd_wg(tb)
@@ -557,8 +567,9 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     if mask is not None:
         mask = _mask_operand(mask, L, S)
     dev = backend.current()
-    tiled = _use_tiled_bwd(dev, L, S, E, math.prod(lead))
-    tb = FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
+    nbh = math.prod(lead)
+    tiled = _use_tiled_bwd(dev, L, S, E, nbh)
+    tb = _tiled_bwd_tb(E)
     qblock, kblock = (tb, tb) if tiled else (_K.block_for(L), _K.block_for(S))
     budget = max_loop_iterations()
     if not tiled and (
@@ -572,7 +583,13 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     bufs = [q._storage.buffer, k._storage.buffer, v._storage.buffer]
     if mask is not None:
         bufs.append(mask._storage.buffer)
-    nbh = math.prod(lead)
+
+    def kernel(tiled_kernel, rows_kernel, block, args):
+        if tiled:
+            return tiled_kernel(E, *args, dropout=bool(drop), rpt=_KB.BWD_RPT,
+                                heavy_first=_K.HEAVY_FIRST, tb=tb)  # fmt: skip
+        return rows_kernel(E, block, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
+
     # dq and D = Σ dout·out per query
     nq = -(-L // qblock)
     rank, info = _info(lead, L, S, scale, nq, base + [(out, -2, -1), (g, -2, -1)])
@@ -581,12 +598,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dd = empty(tuple(lead) + (L,), D.float32)
     dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
-    if tiled:
-        src = _KB.attn_dq_tiled_kernel(
-            E, *dq_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST, tb=tb
-        )
-    else:
-        src = _K.attn_dq_kernel(E, qblock, *dq_args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
+    src = kernel(_KB.attn_dq_tiled_kernel, _K.attn_dq_kernel, qblock, dq_args)
     extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
     _dispatch(dev, src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
               fold_grid(nbh * nq), drop)  # fmt: skip
@@ -599,14 +611,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     dv = _empty_rows(lead, S, E, v.dtype, kh)
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
-    if tiled:
-        src = _KB.attn_dkv_tiled_kernel(
-            E, *dkv_args, dropout=bool(drop), rpt=_KB.BWD_RPT, heavy_first=_K.HEAVY_FIRST, tb=tb
-        )
-    else:
-        src = _K.attn_dkv_kernel(
-            E, kblock, *dkv_args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST
-        )
+    src = kernel(_KB.attn_dkv_tiled_kernel, _K.attn_dkv_kernel, kblock, dkv_args)
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
     _dispatch(dev, src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
               fold_grid(nbh * nk), drop)  # fmt: skip
