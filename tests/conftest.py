@@ -98,3 +98,19 @@ def pytest_runtest_call(item):
                 f"{backend.current().impl} lacks"
             )
         raise
+
+
+# ---- trusted kernels' index claims --------------------------------------------------------
+# With PYRITE_CHECK_TRUSTED=1 the kernels built without run-time index checks (kernels/common.py
+# TRUSTED) are instrumented instead (backend/trustcheck.py); each test then fails if one of
+# them indexed an array out of range. tests/test_trusted_kernels.py runs a subset this way.
+@pytest.fixture(autouse=True)
+def _trusted_claims():
+    yield
+    from pyrite.backend import device
+
+    if device.CHECK_TRUSTED:
+        from pyrite import backend
+
+        bad = backend.current().trusted_violation()
+        assert bad is None, bad

@@ -185,6 +185,34 @@ class CPath:
                 return
 
 
+def trusted_module(device, code: str):
+    """A WGSL shader module built by wgpu-native without its run-time checks
+    (`wgpuDeviceCreateShaderModuleTrusted` with no `WGPUShaderRuntimeChecks`): naga clamps every
+    dynamic index into a workgroup or function array with a `min` (and a bounded counter into
+    every loop) unless told not to, and those clamps sit in the inner loops of the tiled kernels,
+    where they also stop the driver folding a constant offset into the load. Storage buffers
+    keep the driver's robust buffer access. Only for kernels whose indexing is in range by
+    construction (`KernelSource.trusted`). None where the binding lacks the entry point."""
+    api = sys.modules[type(device).__module__]
+    ffi, lib, libf = api.ffi, api.lib, getattr(api, "libf", None)
+    fn = getattr(libf, "wgpuDeviceCreateShaderModuleTrusted", None)
+    if fn is None:
+        return None
+    src = ffi.new("WGPUShaderSourceWGSL *")
+    raw = code.encode()
+    keep = ffi.new("char[]", raw)
+    src.code.data, src.code.length = keep, len(raw)
+    src.chain.next = ffi.NULL
+    src.chain.sType = lib.WGPUSType_ShaderSourceWGSL
+    desc = ffi.new("WGPUShaderModuleDescriptor *")
+    desc.nextInChain = ffi.cast("WGPUChainedStruct *", src)
+    desc.label.data, desc.label.length = ffi.NULL, 0
+    handle = fn(device._internal, desc, lib.WGPUShaderRuntimeChecks_None)
+    if handle == ffi.NULL:
+        raise RuntimeError("shader module creation failed")
+    return api.GPUShaderModule("", handle, device)
+
+
 class CheckedPath:
     """The same recording, submitting and reading calls as CPath, through wgpu-py's checked
     API: PYRITE_SAFE_CALLS=1, PYRITE_DEBUG >= 1, or a binding CPath could not open."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..errors import DeviceError, KernelError
-from . import quirks
-from .capi import CheckedPath, CPath
+from . import quirks, trustcheck
+from .capi import CheckedPath, CPath, trusted_module
 from .pool import BufferPool
 
 # Optional features pyrite asks for when the adapter has them (wgpu-native and Dawn spell
@@ -35,6 +36,13 @@ INFO_WINDOW_WORDS = 128
 STAGING_BYTES = 64 << 10  # reads up to this size go through the persistent staging buffer
 LARGE_READ_BYTES = 64 << 20  # larger reads go in pieces of at most this
 INFO_ZERO_WORD = INFO_WINDOW_WORDS - 1
+# a kernel's last line when it may be built without run-time index checks (kernels/common.py
+# TRUSTED; tests/test_runtime.py checks the two agree)
+TRUSTED = "\n// pyrite: trusted\n"
+TRUSTED_MODE = os.environ.get("PYRITE_TRUSTED", "1")
+# (trustcheck.py) 1: instrument the trusted kernels; all: every kernel (which could be trusted)
+CHECK_TRUSTED = os.environ.get("PYRITE_CHECK_TRUSTED", "") in ("1", "all")
+CHECK_ALL = os.environ.get("PYRITE_CHECK_TRUSTED", "") == "all"
 # The info arena is a cache: each distinct info (its words as a tuple) gets a window once and
 # keeps it, so a dispatch whose info was seen before (the same op on the same shapes: every
 # step of a training loop, every token of a generation, every item() of a loss) binds that
@@ -146,6 +154,8 @@ class Device:
             )
         except Exception:  # noqa: BLE001
             self._staging = None
+        self._checked_sites = []  # PYRITE_CHECK_TRUSTED: (kernel, index sites) by tag - 1
+        self._oob = None  # its violation word
         self._graveyard = []  # bind groups dropped from the cache while a batch may use them
         # the C entry points (capi.py), or None: wgpu-py's checked calls (PYRITE_SAFE_CALLS=1,
         # PYRITE_DEBUG >= 1, or a binding that does not look as expected)
@@ -275,14 +285,46 @@ class Device:
     def pipeline(self, src):
         entry = self._pipelines.get(src.wgsl)
         if entry is None:
-            entry = self._pipelines[src.wgsl] = self._build(src)
+            if CHECK_TRUSTED and (CHECK_ALL or src.wgsl.endswith(TRUSTED)):
+                entry = self._build_checked(src)
+            else:
+                entry = self._build(src)
+            self._pipelines[src.wgsl] = entry
         return entry
+
+    def _build_checked(self, src):
+        """A trusted kernel instrumented (PYRITE_CHECK_TRUSTED=1, trustcheck.py): its modes
+        gain the violation word's binding, which _dispatch appends to the buffers."""
+        tag = len(self._checked_sites) + 1
+        wgsl, sites = trustcheck.instrument(src.wgsl, len(src.modes), tag)
+        self._checked_sites.append((src.wgsl, sites))
+        if self._oob is None:
+            self._oob_storage = self.pool.allocate(4)
+            self._oob = self._oob_storage.buffer
+            self._io.write(self._oob, 0, np.zeros(1, np.uint32))
+        return self._build(SimpleNamespace(wgsl=wgsl, modes=src.modes + "w"))
+
+    def trusted_violation(self) -> str | None:
+        """The first out-of-range index a checked trusted kernel recorded since the last call
+        (PYRITE_CHECK_TRUSTED=1), as text naming the kernel and the site, or None; clears it."""
+        if self._oob is None:
+            return None
+        word = int(np.frombuffer(self.read(self._oob, 0, 4), np.uint32)[0])
+        if not word:
+            return None
+        self._io.write(self._oob, 0, np.zeros(1, np.uint32))
+        wgsl, sites = self._checked_sites[word // 65536 - 1]
+        return f"index out of range at {sites[word % 65536 - 1]} in the kernel:\n{wgsl}"
 
     def _build(self, src):
         bgl, pl = self._layout(src.modes)
         t0 = time.perf_counter()
         try:
-            module = self.device.create_shader_module(code=src.wgsl)
+            module = None
+            if self._trusted(src.wgsl):
+                module = trusted_module(self.device, src.wgsl)
+            if module is None:
+                module = self.device.create_shader_module(code=src.wgsl)
             pipeline = self.device.create_compute_pipeline(
                 layout=pl, compute={"module": module, "entry_point": "main"}
             )
@@ -304,6 +346,15 @@ class Device:
         writable = tuple(i for i, m in enumerate(src.modes) if m == "w")
         return (pipeline, src.modes, writable)
 
+    def _trusted(self, wgsl: str) -> bool:
+        """Build this kernel without run-time index checks (kernels/common.TRUSTED): wgpu-native
+        only, not under PYRITE_DEBUG, and PYRITE_TRUSTED=0 turns it off (=all: every kernel, an
+        experiment's switch)."""
+        mode = TRUSTED_MODE
+        if self.impl != "wgpu" or self.debug or mode == "0":
+            return False
+        return mode == "all" or wgsl.endswith(TRUSTED)
+
     @property
     def pipeline_count(self):
         return len(self._pipelines)
@@ -319,6 +370,8 @@ class Device:
         if tape is not None and tape.refresh(src, buffers, info, grid):
             return
         pipeline, modes, writable = self._pipelines.get(src.wgsl) or self.pipeline(src)
+        if len(modes) > len(buffers):  # a checked trusted kernel's violation word
+            buffers = [*buffers, self._oob]
         bounds = self.pool.bounds
         if bounds:  # what this kernel may write is no longer known to be in bounds
             for i in writable:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, KernelSource, header, helpers_for, load, store
+from .common import ENTRY, KernelSource, header, helpers_for, load, store, trusted
 
 MASKS = ("none", "bool", "float")
 MAX_HEAD_DIM = 128  # past this the per-invocation registers (2·E floats) stop making sense
@@ -309,7 +309,7 @@ def attn_dropout_mask_kernel(out_type: str) -> KernelSource:
     keep = dropout_keep("row", "j")
     b += f"  o_[x] = {store(f'select(0.0, dscale, {keep})', 'f32', out_type)};\n}}\n"
     src = header(bufs) + helpers_for(b) + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 @lru_cache(maxsize=128)
@@ -399,14 +399,14 @@ def attn_fwd_kernel(
             b += f"  part[pb + {e}] = a{e // 4}[{e % 4}];\n"
         b += f"  part[pb + {E}] = mx;\n  part[pb + {E + 1}] = l;\n}}\n"
         src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
-        return KernelSource(src, "".join(m for _, _, m in bufs))
+        return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
     b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
     b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
     for e in range(E):
         b += f"  o_[ob + {e}] = {store(f'a{e // 4}[{e % 4}] * inv', 'f32', out_type)};\n"
     b += "  lse[bh * L + i] = select(mx + log(l), p_inf(), l == 0.0);\n}\n"
     src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 @lru_cache(maxsize=64)
@@ -437,7 +437,7 @@ def attn_merge_kernel(E: int, splits: int, out_type: str, heads: int = 0) -> Ker
         b += f"  o_[ob + {e}] = {store(f'({acc}) * inv', 'f32', out_type)};\n"
     b += "  lse[row] = select(M + log(l), p_inf(), l == 0.0);\n}\n"
     src = header(bufs) + helpers_for(b) + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 def _shared(tiles) -> str:
@@ -536,7 +536,7 @@ def attn_dq_kernel(
         b += f"  dq[qo + {e}] = {store(f'a{e // 4}[{e % 4}] * scale', 'f32', dq_type)};\n"
     b += "  dd[bh * L + i] = D;\n}\n"
     src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 @lru_cache(maxsize=128)
@@ -634,7 +634,7 @@ def attn_dkv_kernel(
         b += f"  dv[ko + {e}] = {store(f'av{e // 4}[{e % 4}]', 'f32', dv_type)};\n"
     b += "}\n"
     src = header(bufs) + helpers_for(b) + _shared([("tq", bt * C), ("tg", bt * C)]) + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 def info_words(rank: int, n_strided: int) -> int:

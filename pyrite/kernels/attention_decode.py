@@ -20,7 +20,7 @@ from .attention import (
     key_range,
     padded_dim,
 )
-from .common import KernelSource, header, helpers_for, load, store
+from .common import KernelSource, header, helpers_for, load, store, trusted
 
 DECODE_WG = 256  # invocations of a decode workgroup (WebGPU's guaranteed maximum)
 DECODE_MAX_SPAN = 2048  # keys a decode workgroup holds the scores of (8 KB of workgroup memory)
@@ -147,4 +147,4 @@ def attn_decode_kernel(
         f"var<workgroup> ra: array<vec4<f32>, {wg}>;\n"
     )
     src = header(bufs) + helpers_for(b) + shared + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

@@ -36,7 +36,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range
-from .common import KernelSource, header, helpers_for, load, store
+from .common import KernelSource, header, helpers_for, load, store, trusted
 
 TILED_BQ = 64  # queries a workgroup (E <= 64): 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
@@ -327,4 +327,4 @@ def attn_fwd_tiled_kernel(
         f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
     )
     src = header(bufs) + helpers_for(b) + shared + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

@@ -44,7 +44,7 @@ from .attention import (
     dropout_keep,
 )
 from .attention_tiled import tiled_ep
-from .common import KernelSource, header, helpers_for, load, store
+from .common import KernelSource, header, helpers_for, load, store, trusted
 
 BWD_TB = 32  # rows of a block and of each tile walked (head dims up to 64)
 BWD_TB_WIDE = 16  # ... past head dim 64 (EP = 128: four row tiles of 16 x 33 vec4, 33 KiB)
@@ -341,7 +341,7 @@ def attn_dq_tiled_kernel(
     shared = _tiles(c, ["qs", "gs", "ks", "vs"], ["dst"])
     shared += f"var<workgroup> dpart: array<f32, {c.WG}>;\n"
     src = header(bufs) + helpers_for(b) + shared + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 @lru_cache(maxsize=64)
@@ -422,4 +422,4 @@ def attn_dkv_tiled_kernel(
     shared = _tiles(c, ["ks", "vs", "qs", "gs"], ["pt", "dst"])
     shared += f"var<workgroup> lsh: array<f32, {TB}>;\nvar<workgroup> dsh: array<f32, {TB}>;\n"
     src = header(bufs) + helpers_for(b) + shared + b
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

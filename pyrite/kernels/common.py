@@ -31,6 +31,18 @@ class KernelSource(NamedTuple):
     modes: str  # one letter a storage binding: "r" read-only, "w" read-write
 
 
+# Last line of a kernel whose every workgroup- and function-array index is in range by
+# construction (a tiled kernel's unrolled loops over its own tiles): the backend may build it
+# without the implementation's run-time index clamps (backend/capi.py `trusted_module`).
+# Storage-buffer reads and writes stay checked by the driver whatever this says.
+TRUSTED = "\n// pyrite: trusted\n"
+
+
+def trusted(src: KernelSource) -> KernelSource:
+    """`src` marked TRUSTED."""
+    return src if src.wgsl.endswith(TRUSTED) else KernelSource(src.wgsl + TRUSTED, src.modes)
+
+
 def fold_grid(workgroups: int, limit: int = MAX_WORKGROUPS) -> tuple[int, int, int]:
     """A 1-D count of workgroups as an (x, y, z) grid with no dimension over `limit`."""
     workgroups = max(1, workgroups)

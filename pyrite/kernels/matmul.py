@@ -60,7 +60,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import SG_ENABLE, KernelSource, header, helpers_for, post_expr, sg_offsets
+from .common import (
+    SG_ENABLE,
+    KernelSource,
+    header,
+    helpers_for,
+    post_expr,
+    sg_offsets,
+    trusted,
+)
 
 INFO_BATCH = 18  # first batch word
 TILE = 64  # tiled kernel: output tile edge per workgroup
@@ -225,7 +233,7 @@ def gemm_tiled(
         L.append("    }")
         L.append("  }")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
 
 
 @lru_cache(maxsize=512)
@@ -292,7 +300,7 @@ def gemm_direct(
         L.append("    }")
         L.append("  }")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
 
 
 # ---- the contiguous-aligned fast path ---------------------------------------------------------
@@ -581,8 +589,8 @@ def gemm_fast(
     L.append("}")
     body = "\n".join(L) + "\n"
     helpers = helpers_for(body, p_expr if post is not None else "")
-    return KernelSource(
-        header(bufs, f16=st == "f16") + helpers + body, "".join(m for _, _, m in bufs)
+    return trusted(
+        KernelSource(header(bufs, f16=st == "f16") + helpers + body, "".join(m for _, _, m in bufs))
     )
 
 
@@ -863,7 +871,7 @@ def splitk_sum(epi: str = "none", post: tuple | None = None, dual=None, rows=Non
     else:
         L.append("  c[info[3] + i] = acc;")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
 
 
 _ENTRY_1D = ENTRY.format(wg=256)
@@ -1020,7 +1028,7 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     L += ["  }", "}"]
     body = "\n".join(L) + "\n"
     head = (SG_ENABLE if sg == 2 else "") + header(bufs)
-    return KernelSource(head + helpers_for(body) + body, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(head + helpers_for(body) + body, "".join(m for _, _, m in bufs)))
 
 
 def _halves(v: str, i: int) -> str:
@@ -1117,4 +1125,6 @@ def gemv_cols(nb: int, epi: str, rm: int, st: str = "f32", cst: str | None = Non
         L.append("  workgroupBarrier();")
     L.append("}")
     body = "\n".join(L) + "\n"
-    return KernelSource(header(bufs) + helpers_for(body) + body, "".join(m for _, _, m in bufs))
+    return trusted(
+        KernelSource(header(bufs) + helpers_for(body) + body, "".join(m for _, _, m in bufs))
+    )

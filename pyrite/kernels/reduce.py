@@ -43,7 +43,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import SG_ENABLE, WG, KernelSource, header, helpers_for, load, sg_offsets, store
+from .common import (
+    SG_ENABLE,
+    WG,
+    KernelSource,
+    header,
+    helpers_for,
+    load,
+    sg_offsets,
+    store,
+    trusted,
+)
 
 # ---- the reductions as state machines ------------------------------------------------------
 _NEG = {"f32": "-p_inf()", "i32": "i32(-2147483647 - 1)"}
@@ -535,7 +545,7 @@ def reduce_kernel(
         + "".join(body)
         + "}\n"
     )
-    return KernelSource(src, "r" + "w" * (len(buffers) - 1))
+    return trusted(KernelSource(src, "r" + "w" * (len(buffers) - 1)))
 
 
 # ---- scans ---------------------------------------------------------------------------------
@@ -637,7 +647,7 @@ def scan_kernel(
         "@builtin(local_invocation_id) lid: vec3<u32>, "
         "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
     )
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 def reduce_loop_iterations(mode: str, length: int) -> int:

@@ -37,6 +37,7 @@ from .common import (
     post_expr,
     sg_offsets,
     store,
+    trusted,
 )
 
 OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
@@ -256,7 +257,7 @@ def row_kernel(
         + text
         + "}\n"
     )
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 HELD_MAX = 16  # elements an invocation holds at most (row_kernel's `per`)
@@ -474,7 +475,7 @@ def _held_row(
         + text
         + "}\n"
     )
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 GRAD_OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
@@ -606,7 +607,7 @@ def row_grad_kernel(
     entry = ENTRY.format(wg=wg)
     text = "".join(body)
     src = header(buffers) + helpers_for(text) + shared + entry + text + "}\n"
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 # The norms' weight and bias gradients, dw = Σ_rows g·x̂ and db = Σ_rows g per column: one kernel
@@ -664,7 +665,7 @@ def norm_param_grad_kernel(x_type: str, g_type: str, partial: bool) -> KernelSou
     )
     entry = ENTRY.format(wg=f"{cols}, {lanes}")
     src = header(buffers) + helpers_for(text) + shared + entry + text + "}\n"
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 @lru_cache(maxsize=4)
@@ -681,7 +682,7 @@ def norm_param_merge_kernel() -> KernelSource:
         "  if (k < n) { dw[k] = t; } else { db[k - n] = t; }\n"
     )
     src = header(buffers) + ENTRY.format(wg=64) + text + "}\n"
-    return KernelSource(src, "rww")
+    return trusted(KernelSource(src, "rww"))
 
 
 def info_words_count(rank: int) -> int:
@@ -831,4 +832,4 @@ def xent_kernel(
         + text
         + "}\n"
     )
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
