@@ -44,9 +44,7 @@ def linear_cross_entropy(
     target, ...), torch's reference implementation and errors; `ignore_index` None means -100
     (and may not be given with probability targets)."""
     if input.dim() < 1 or input.dim() > 2:
-        raise RuntimeError(
-            f"pyrite: expected input with dimensionality 1 or 2, got {input.dim()}"
-        )
+        raise RuntimeError(f"pyrite: expected input with dimensionality 1 or 2, got {input.dim()}")
     if linear_weight.dim() < 2:
         raise RuntimeError(
             "pyrite: expected linear_weight with dimensionality at least 2, got "

@@ -36,8 +36,7 @@ class LinearCrossEntropyLoss(_WeightedLoss):
     ) -> None:
         if weight is not None and tuple(weight.shape) != (num_classes,):
             raise RuntimeError(
-                f"pyrite: expected weight shape to be {(num_classes,)}, got "
-                f"{tuple(weight.shape)}"
+                f"pyrite: expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}"
             )
         if label_smoothing < 0 or label_smoothing > 1.0:
             raise RuntimeError(
