@@ -3,6 +3,9 @@
 queries (scripts/gpu_time.py) of the GEMMs, attention and row ops, each mode in a process of its
 own (PYRITE_TRUSTED=0: every kernel checked; 1: the kernels marked kernels/common.TRUSTED;
 all: every kernel unchecked, an upper bound).
+Dawn's counterpart is a device toggle (backend/select.py DAWN_TOGGLES): `--modes` takes
+environment settings instead, one a mode, separated by ";", e.g.
+`--modes "PYRITE_DAWN_TOGGLES=none;PYRITE_DAWN_TOGGLES=disable_robustness"`.
 `PYRITE_BACKEND=wgpu python scripts/trusted_ab.py [--modes 0,1,all] [--json PATH] [--quick]`"""
 
 import json
@@ -73,10 +76,13 @@ def main():
     modes = "0,1,all"
     if "--modes" in sys.argv:
         modes = sys.argv[sys.argv.index("--modes") + 1]
-    modes = modes.split(",")
+    modes = modes.split(";") if "=" in modes else [f"PYRITE_TRUSTED={m}" for m in modes.split(",")]
     got = {}
     for m in modes:
-        env = dict(os.environ, PYRITE_TRUSTED=m)
+        env = dict(os.environ)
+        for kv in m.split(" "):
+            k, v = kv.split("=", 1)
+            env[k] = v
         args = [sys.executable, __file__, "--child"] + (
             ["--quick"] if "--quick" in sys.argv else []
         )
@@ -88,7 +94,9 @@ def main():
             continue
         got[m] = json.loads(line[0][5:])
     labels = next(iter(got.values())).keys() if got else []
-    print(f"{'GPU µs':<32}" + "".join(f"{'PYRITE_TRUSTED=' + m:>20}" for m in got))
+    for i, m in enumerate(got):
+        print(f"mode {i}: {m}")
+    print(f"{'GPU µs':<32}" + "".join(f"{'mode ' + str(i):>20}" for i in range(len(got))))
     for lab in labels:
         base = got[modes[0]][lab] if modes[0] in got else None
         cells = ""

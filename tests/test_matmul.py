@@ -419,3 +419,32 @@ def test_linear_with_no_features_has_gradients(fin, fout, rng):
         for got, want in ((px.grad, tx.grad), (pw.grad, tw.grad), (pb.grad, tb.grad)):
             assert tuple(got.shape) == tuple(want.shape)
             np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("impl", ["wgpu", "dawn"])
+def test_gpu_tile_rule_fills_waves(impl):
+    """The big tile is taken where its tiles fill their waves (ops/matmul.py WAVE_FILL), the
+    64x64 tile of the implementation's table elsewhere: the shapes of the measured table."""
+    from types import SimpleNamespace
+
+    dev = SimpleNamespace(
+        adapter_type="DiscreteGPU",
+        impl=impl,
+        limits={
+            "max-compute-invocations-per-workgroup": 1024,
+            "max-compute-workgroup-storage-size": 49152,
+        },
+    )
+    mid = (mmod.FAST_GPU_DAWN if impl == "dawn" else mmod.FAST_GPU)[1][1]
+    want = {
+        (4096, 4096, 4096): mmod.BIG_TILE,  # 1,024 tiles: 97 % of 4 waves
+        (2048, 2048, 2048): mmod.BIG_TILE,  # 256: one wave, 97 %
+        (4096, 3072, 768): mmod.BIG_TILE,  # 768: 97 % of 3
+        (4096, 2304, 768): mid,  # 576: 73 % of 3
+        (4096, 768, 3072): mid,  # 192: 73 % of 1
+        (1024, 1024, 1024): mid,  # 64
+    }
+    for (M, N, K), params in want.items():
+        assert mmod._choose(dev, M, N, K, 1, "k") == ("fast", params), (M, N, K)
+    assert mmod.wave_fill(mmod.GPU_SLOTS) == 1.0
+    assert mmod.wave_fill(mmod.GPU_SLOTS + 1) == pytest.approx((mmod.GPU_SLOTS + 1) / 528)

@@ -46,13 +46,53 @@ def _quiet_stderr():
         os.close(devnull)
 
 
+# Dawn device toggles pyrite asks for ("-name": turned off): timestamps to the nanosecond (Dawn
+# rounds them to 65.5 µs by default, a browser's guard against timing attacks, which left
+# pr.profiler and the timing scripts unable to rank kernels under Dawn). PYRITE_DAWN_TOGGLES
+# (names joined by "+" or ",", "none" for none) replaces the list: an A/B's switch. Measured
+# with it on a lent H100, 2026-12-05 (`scripts/trusted_ab.py --modes ...`, GPU time):
+# enable_integer_range_analysis_in_robustness + vulkan_use_buffer_robust_access_2 changed
+# nothing (±0.3 %); disable_robustness took BERT-base's linears 1.06-1.23x and the attention
+# forward 1.07-1.23x faster, but it is device-wide and drops the storage-buffer bounds too, so
+# it is not taken (wgpu-native's counterpart is per kernel: kernels/common.TRUSTED);
+# disable_workgroup_init added nothing to it.
+DAWN_TOGGLES = ("-timestamp_quantization",)
+
+
+def dawn_toggles() -> tuple[str, ...]:
+    env = os.environ.get("PYRITE_DAWN_TOGGLES")
+    if env is None:
+        return DAWN_TOGGLES
+    return tuple(t for t in env.replace("+", ",").split(",") if t and t != "none")
+
+
 def load(impl: str):
     """Import one implementation's module, or None when it is not installed or cannot load."""
     try:
         with _quiet_stderr():
-            return importlib.import_module(IMPLEMENTATIONS[impl])
+            module = importlib.import_module(IMPLEMENTATIONS[impl])
     except Exception:  # noqa: BLE001 - a missing or broken native library means "not available"
         return None
+    if impl == "dawn":
+        _set_dawn_toggles()
+    return module
+
+
+def _set_dawn_toggles():
+    """Ask Dawn's instance for DAWN_TOGGLES, once, before its first adapter (too late when the
+    program made one itself first: then Dawn's defaults stay)."""
+    toggles = dawn_toggles()
+    if not toggles:
+        return
+    try:
+        from wgpudawn.backends.dawn import extras
+
+        known = extras.all_toggles()
+        on = [t for t in toggles if t in known]
+        off = [t[1:] for t in toggles if t.startswith("-") and t[1:] in known]
+        extras.set_instance_extras(enable_toggles=on, disable_toggles=off)
+    except Exception:  # noqa: BLE001 - the instance exists already, or an older wgpudawn
+        pass
 
 
 def adapters(module) -> list:

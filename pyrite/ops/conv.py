@@ -30,7 +30,7 @@ from ..kernels.matmul import INFO_BATCH, gemm_fast
 from ..tensor import Tensor
 from .core import empty, f32_bits, max_loop_iterations, upload
 from .elementwise import as_tensor_arg
-from .matmul import FAST_GPU, SPLIT_FILL, _fast_fits, gemm, k_loop_iterations
+from .matmul import CONV_GPU, SPLIT_FILL, _fast_fits, gemm, k_loop_iterations
 from .spatial import SpatialError, as_ncdhw, fit_box, from_ncdhw, ntuple, pad3, widened
 
 # nn.functional imported the pools from here before they moved to ops/pool.py: resolved at
@@ -273,7 +273,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
 # weight side: O/groups a multiple of the tile's rows, C/groups·k a multiple of its K step, the
 # weight at an offset and row length multiple of 4 (the input and the output need none: the
 # input is gathered by scalars, the output stored by scalars, columns past L dropped). Tiles
-# come from the GEMM's fast table on GPUs (ops/matmul.py FAST_GPU), from CONV_CPU on CPU
+# come from the GEMM's fast tiles on GPUs (ops/matmul.py CONV_GPU), from CONV_CPU on CPU
 # adapters. Outputs of fewer than IMPLICIT_MIN_L positions an image keep im2col (a tile of 32
 # or more columns would be mostly empty); lavapipe, (4, 256, 7x7) -> 256 (49 positions):
 # im2col 100 ms, implicit with 64x64 tiles 59.
@@ -326,7 +326,7 @@ def _implicit_tiles(dev, M, outputs, cols=None):
     if IMPLICIT_PARAMS is not None:
         table = [(0, IMPLICIT_PARAMS)]
     else:
-        table = CONV_CPU if dev.adapter_type == "CPU" else FAST_GPU
+        table = CONV_CPU if dev.adapter_type == "CPU" else CONV_GPU
     if cols is not None:
         table = sorted(table, key=lambda e: e[1][1] > 2 * cols)  # (stable: the order else)
     for least, params in table:

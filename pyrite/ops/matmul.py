@@ -100,14 +100,53 @@ def _layout_b(st_k, st_n, K, N):
 # Two warps a workgroup hide too little latency when each SM holds one or two workgroups: the
 # 256-invocation 4x4 tile is the best below SMALL_OUTPUTS outputs, and the smaller tiles serve
 # M or N that 64 does not divide. Too few tiles to fill the GPU take a split of K (SPLIT_FILL).
+# 2026-12-05, a lent H100, after the fast tiles were built without run-time index clamps on
+# wgpu-native (kernels/common.TRUSTED), GPU time of F.linear by timestamps, every tile forced
+# (`scripts/gemm_tile_ab.py`, docs/bench/2026-12-05-h100-gemm-tiles-*.json), µs, wgpu-native /
+# Dawn (Dawn's timestamps unrounded: backend/select.py DAWN_TOGGLES):
+#   shape (M x K . N x K^T)  128x128 8x8 k16 (the old rule)  128x128 16x8 k8 db  64x64 db  64x64
+#   4096^3                    4,239 / 3,675                 3,385 / 3,627       3,616 / 4,543  3,764 / 3,752
+#   2048^3                    2,708 / 2,515                   441 / 477         2,644 / 3,347  2,825 / 2,808
+#   4096x768 . 3072           611 / 534                     503 / 532           543 / 678      549 / 544
+#   4096x768 . 2304           506 / 466                     471 / 494           411 / 514      419 / 416
+#   4096x3072 . 768           817 / 693                     644 / 683           523 / 658      654 / 649
+#   4096x768 . 768            193 / -                       168 / -             145 / -        163 / -
+# The 16x8 tile (128 invocations, 128 sums each) is the fastest big tile on both, but with 2 of
+# its workgroups an SM (132 SMs) it leaves a third of the GPU idle in the last wave at 576 or 192
+# tiles, where the 64x64 tiles win: it is taken when its tiles fill their waves to WAVE_FILL
+# (GPU_SLOTS workgroups at once; WebGPU does not tell the SM count, so the H100's and H200's).
+# At 2048^3 every 8x8-per-invocation tile with K steps of 8 or 16 ran ~6x slower than its
+# neighbours on both implementations (and the 64x64 tiles too): not understood, avoided. Below
+# the big tile, Dawn runs the single-buffered 64x64 faster and wgpu-native the double-buffered.
 SMALL_OUTPUTS = 1024 * 1024
+BIG_TILE = (128, 128, 16, 8, 8, True)
+GPU_SLOTS = 264
+WAVE_FILL = 0.85
 FAST_GPU = [
-    (2048 * 2048, (128, 128, 8, 8, 16, False)),
+    (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
     (0, (64, 64, 4, 4, 16, True)),
     (0, (32, 32, 4, 4, 16, True)),
     (0, (16, 64, 4, 4, 16, True)),
 ]
+FAST_GPU_DAWN = [
+    (SMALL_OUTPUTS, BIG_TILE),
+    (SMALL_OUTPUTS, (64, 64, 8, 8, 16, False)),
+    *FAST_GPU[2:],
+]
+# the convolutions' implicit GEMM keeps the tiles it was measured with (ops/conv.py)
+CONV_GPU = [
+    (2048 * 2048, (128, 128, 8, 8, 16, False)),
+    (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
+    *FAST_GPU[2:],
+]
+
+
+def wave_fill(tiles: int) -> float:
+    """The busy share of the GPU's workgroup slots over the waves `tiles` big tiles take."""
+    return tiles / (-(-tiles // GPU_SLOTS) * GPU_SLOTS)
+
+
 # Split K (`_choose_split`) on GPUs when one fast product has fewer than SPLIT_FILL workgroups:
 # S (a power of two up to SPLIT_MAX) is the least giving >= SPLIT_FILL, with K-chunks of at
 # least SPLIT_MIN_CHUNK. Measured above: 24 tiles of 128x768 . 768^2 gain 1.8x from S = 4 (96
@@ -220,9 +259,14 @@ def _choose(dev, M, N, K, batch, fast_lay):
             return FORCE
     elif fast_lay is not None:
         table = FAST_CPU if dev.adapter_type == "CPU" else FAST_GPU
+        if table is FAST_GPU and dev.impl == "dawn":
+            table = FAST_GPU_DAWN
         for least, params in table:
-            if M * N * batch >= least and _fast_fits(dev, params, fast_lay, M, N, K):
-                return "fast", params
+            if M * N * batch < least or not _fast_fits(dev, params, fast_lay, M, N, K):
+                continue
+            if params == BIG_TILE and wave_fill(M * N * batch // (128 * 128)) < WAVE_FILL:
+                continue
+            return "fast", params
     if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
         return "direct", (1, 64, 4, 1)
     if M < 4:  # a few rows (vector-matrix): 256 columns a workgroup

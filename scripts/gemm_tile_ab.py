@@ -1,0 +1,63 @@
+"""GPU time (timestamp queries, scripts/gpu_time.py) of every GEMM tile of
+pyrite.bench.gemm_variants, each forced, at BERT-base's linears and 4096^3, beside the rule's
+choice: the table ops/matmul.FAST_GPU is filled from this.
+`PYRITE_BACKEND=wgpu|dawn python scripts/gemm_tile_ab.py [--json PATH] [--shapes M,N,K;...]`"""
+
+import json
+import sys
+
+import numpy as np
+
+import pyrite as pr
+import pyrite.ops.matmul as mmod
+from pyrite import backend
+from pyrite.bench.gemm_variants import VARIANTS
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from gpu_time import kernel_times  # noqa: E402
+
+F = pr.nn.functional
+SHAPES = [(4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (4096, 2304, 768),
+          (4096, 4096, 4096)]  # fmt: skip
+
+
+def main():
+    dev = backend.current()
+    print(f"{dev.name} ({dev.impl})")
+    shapes = SHAPES
+    if "--shapes" in sys.argv:
+        arg = sys.argv[sys.argv.index("--shapes") + 1]
+        shapes = [tuple(int(v) for v in s.split(",")) for s in arg.split(";")]
+    rng = np.random.default_rng(0)
+    rows = []
+    for M, N, K in shapes:
+        x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32))
+        w = pr.tensor(rng.standard_normal((N, K)).astype(np.float32))
+        b = pr.tensor(rng.standard_normal(N).astype(np.float32))
+        row = {"shape": [M, N, K]}
+        for name, force in VARIANTS:
+            if force is not None and force[0] != "fast":
+                continue
+            if force is not None and not mmod._fast_fits(dev, force[1], "k", M, N, K):
+                continue
+            mmod.FORCE = force
+            try:
+                us = sum(t for t, *_ in kernel_times(lambda: F.linear(x, w, b), reps=9)) / 1e3
+            finally:
+                mmod.FORCE = None
+            row[name] = us
+        rows.append(row)
+        best = min((v, k) for k, v in row.items() if k != "shape")
+        tf = 2 * M * N * K / (row["auto"] * 1e-6) / 1e12
+        print(f"{M}x{K} . {N}x{K}T: auto {row['auto']:.1f} us ({tf:.1f} TFLOP/s), "
+              f"best {best[1]} {best[0]:.1f}")  # fmt: skip
+        for k, v in sorted(row.items(), key=lambda kv: kv[1] if kv[0] != "shape" else 0):
+            if k != "shape":
+                print(f"    {k:<28} {v:9.1f}")
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+            json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
