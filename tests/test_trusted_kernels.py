@@ -199,3 +199,23 @@ def test_reductions_random_shapes(checked, rng):
         assert np.allclose(px.var(dim).numpy(), x.astype(np.float64).var(dim, ddof=1),
                            rtol=1e-4, atol=1e-5, equal_nan=True)  # fmt: skip
         assert np.isclose(px.sum().item(), x.astype(np.float64).sum(), atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "impl,backend_type,debug,mode,want",
+    [
+        ("wgpu", "Vulkan", 0, "1", True),
+        ("wgpu", "Metal", 0, "1", False),  # (no driver bounds on storage buffers there)
+        ("wgpu", "D3D12", 0, "1", False),
+        ("dawn", "Vulkan", 0, "1", False),  # (Dawn has no per-module switch)
+        ("wgpu", "Vulkan", 1, "1", False),  # (PYRITE_DEBUG keeps every check)
+        ("wgpu", "Vulkan", 0, "0", False),
+    ],
+)
+def test_which_devices_build_trusted(monkeypatch, impl, backend_type, debug, mode, want):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(devmod, "TRUSTED_MODE", mode)
+    fake = SimpleNamespace(impl=impl, backend_type=backend_type, debug=debug)
+    assert devmod.Device._trusted(fake, OOB.wgsl) is want
+    assert devmod.Device._trusted(fake, "fn main() {}") is False or mode == "all"

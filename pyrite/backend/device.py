@@ -348,10 +348,11 @@ class Device:
 
     def _trusted(self, wgsl: str) -> bool:
         """Build this kernel without run-time index checks (kernels/common.TRUSTED): wgpu-native
-        only, not under PYRITE_DEBUG, and PYRITE_TRUSTED=0 turns it off (=all: every kernel, an
-        experiment's switch)."""
+        on Vulkan only (where the driver's robust buffer access still bounds storage buffers;
+        on Metal and D3D12 naga's checks are all there is), not under PYRITE_DEBUG, and
+        PYRITE_TRUSTED=0 turns it off (=all: every kernel, an experiment's switch)."""
         mode = TRUSTED_MODE
-        if self.impl != "wgpu" or self.debug or mode == "0":
+        if self.impl != "wgpu" or self.backend_type != "Vulkan" or self.debug or mode == "0":
             return False
         return mode == "all" or wgsl.endswith(TRUSTED)
 
