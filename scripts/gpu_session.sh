@@ -5,7 +5,8 @@
 # where it writes JSON, $OUT/<step>.json.
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
-# that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode.
+# that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
+# trusted, tiles.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -83,6 +84,11 @@ for s in $steps; do
     bench-rows)  # the bandwidth rows (copy, reductions, row ops), wgpu-native
       step bench-rows 150 env PYRITE_BACKEND=wgpu python3 -m pyrite bench \
         --only copy,reduce,rowops --json "$OUT/bench-rows-wgpu.json" ;;
+    trusted)  # kernels built with and without run-time index checks (wgpu-native), GPU time
+      step trusted 240 env PYRITE_BACKEND=wgpu python3 scripts/trusted_ab.py --json "$OUT/trusted.json" ;;
+    tiles)  # every fast GEMM tile forced at BERT-base's linears and 4096^3, GPU time, both implementations
+      step tiles-wgpu 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/tiles-wgpu.json"
+      step tiles-dawn 200 env PYRITE_BACKEND=dawn python3 scripts/gemm_tile_ab.py --json "$OUT/tiles-dawn.json" ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done
