@@ -1,7 +1,8 @@
 """GPU time (timestamp queries, scripts/gpu_time.py) of every GEMM tile of
 pyrite.bench.gemm_variants, each forced, at BERT-base's linears and 4096^3, beside the rule's
 choice: the table ops/matmul.FAST_GPU is filled from this.
-`PYRITE_BACKEND=wgpu|dawn python scripts/gemm_tile_ab.py [--json PATH] [--shapes M,N,K;...]`"""
+`PYRITE_BACKEND=wgpu|dawn python scripts/gemm_tile_ab.py [--json PATH] [--shapes M,N,K;...]
+    [--variants NAME;NAME...]` (names as in gemm_variants, "auto" is the rule)"""
 
 import json
 import sys
@@ -35,7 +36,14 @@ def main():
         w = pr.tensor(rng.standard_normal((N, K)).astype(np.float32))
         b = pr.tensor(rng.standard_normal(N).astype(np.float32))
         row = {"shape": [M, N, K]}
+        pick = (
+            sys.argv[sys.argv.index("--variants") + 1].split(";")
+            if "--variants" in sys.argv
+            else None
+        )
         for name, force in VARIANTS:
+            if pick is not None and name not in pick:
+                continue
             if force is not None and force[0] != "fast":
                 continue
             if force is not None and not mmod._fast_fits(dev, force[1], "k", M, N, K):
@@ -48,8 +56,9 @@ def main():
             row[name] = us
         rows.append(row)
         best = min((v, k) for k, v in row.items() if k != "shape")
-        tf = 2 * M * N * K / (row["auto"] * 1e-6) / 1e12
-        print(f"{M}x{K} . {N}x{K}T: auto {row['auto']:.1f} us ({tf:.1f} TFLOP/s), "
+        auto = row.get("auto", best[0])
+        tf = 2 * M * N * K / (auto * 1e-6) / 1e12
+        print(f"{M}x{K} . {N}x{K}T: auto {auto:.1f} us ({tf:.1f} TFLOP/s), "
               f"best {best[1]} {best[0]:.1f}")  # fmt: skip
         for k, v in sorted(row.items(), key=lambda kv: kv[1] if kv[0] != "shape" else 0):
             if k != "shape":
