@@ -94,6 +94,8 @@ FAST_VARIANTS = [
     ("fast", (128, 64, 8, 8, 16, True)),
     ("fast", (128, 128, 8, 16, 8, True)),
     ("fast", (32, 64, 4, 8, 32, True)),
+    ("fast", (128, 128, 16, 8, 8, True)),  # ops/matmul.py BIG_TILE, the GPUs' big tile
+    ("fast", (128, 64, 16, 8, 16, True)),
 ]
 VARIANTS = [
     ("tiled", None),

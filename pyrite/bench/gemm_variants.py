@@ -51,6 +51,11 @@ VARIANTS = [
     ("fast 128x128 8x8 k32", ("fast", (128, 128, 8, 8, 32, False))),
     ("fast 128x256 8x16 k16", ("fast", (128, 256, 8, 16, 16, False))),
     ("fast 256x128 16x8 k16", ("fast", (256, 128, 16, 8, 16, False))),
+    # the 16x8 tile (ops/matmul.py BIG_TILE) with other K steps and buffering
+    ("fast 128x128 16x8 k8", ("fast", (128, 128, 16, 8, 8, False))),
+    ("fast 128x128 16x8 k16", ("fast", (128, 128, 16, 8, 16, False))),
+    ("fast 128x128 16x8 k16 db", ("fast", (128, 128, 16, 8, 16, True))),
+    ("fast 128x64 16x8 k16 db", ("fast", (128, 64, 16, 8, 16, True))),
 ]
 
 
