@@ -1,7 +1,8 @@
 """A/B of the attention backward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-row dq and dk/dv kernels (kernels/attention.py) against the register-tiled ones
 (kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>; "-inorder": causal blocks numbered
-bh-major instead of heaviest first, kernels/attention.HEAVY_FIRST), each forced in turn, torch CUDA's backward beside (CUDA events
+bh-major instead of heaviest first, kernels/attention.HEAVY_FIRST; "dsgemm": dq from the stored dS
+by a GEMM, nn/_attention.DS_GEMM), each forced in turn, torch CUDA's backward beside (CUDA events
 around torch.autograd.grad of the same output). GPU time of the backward's dispatches only.
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]`"""
 
@@ -30,12 +31,13 @@ SHAPES = ("BERT-base", "BERT-base batch 1", "512 tokens", "causal 4096", "GPT be
 CASES = [c for c in AB_CASES if c[0] in SHAPES]
 
 
-# (name, FORCE_TILED_BWD, BWD_RPT, kernels/attention.HEAVY_FIRST)
+# (name, FORCE_TILED_BWD, BWD_RPT, kernels/attention.HEAVY_FIRST, nn/_attention.DS_GEMM)
 VARIANTS = [
-    ("rows", False, 4, True),
-    ("t4", True, 4, True),
-    ("t2", True, 2, True),
-    ("t2-inorder", True, 2, False),
+    ("rows", False, 4, True, False),
+    ("t4", True, 4, True, False),
+    ("t2", True, 2, True, False),
+    ("t2-inorder", True, 2, False, False),
+    ("dsgemm", True, 2, True, True),  # dq from the stored dS by a GEMM
 ]
 
 
@@ -60,12 +62,14 @@ def main():
         g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
         row = {"case": label, "shape": [B, H, L, S, E]}
-        for name, force, rpt, heavy in VARIANTS:
+        for name, force, rpt, heavy, ds in VARIANTS:
             _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = force, rpt, heavy
+            _attention.DS_GEMM = ds
             try:
                 times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
             finally:
                 _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = None, default, True
+                _attention.DS_GEMM = False
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked, backward=True)

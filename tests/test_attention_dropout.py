@@ -80,6 +80,10 @@ KERNELS = {
     "tiled-bwd16": dict(
         FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, FORCE_TILED_BWD_TB=16
     ),
+    # dq from the stored dS by a GEMM (nn/_attention.py DS_GEMM)
+    "tiled-bwd-dsgemm": dict(
+        FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, DS_GEMM=True
+    ),  # fmt: skip
 }
 
 

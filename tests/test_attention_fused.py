@@ -656,6 +656,61 @@ def test_tiled_backward_variants(rng, monkeypatch, rpt, tb):
     _check(rng, *_qkv(rng, (2, 3), 33, 97, 32), **kw)
 
 
+DS_CASES = {
+    "causal-ragged": ((2, 3), 70, 45, 20, {"is_causal": True}),
+    "causal-tall": ((1, 2), 150, 140, 24, {"is_causal": True}),
+    "bool-mask": ((2, 3), 33, 97, 32, {"mask": "bool"}),
+    "float-mask": ((2, 3), 40, 29, 16, {"mask": "float"}),
+    "one-row": ((1, 1), 1, 1, 1, {}),
+    "heads-inside": ((2, 3), 37, 53, 8, {"_transform": lambda x: x.transpose(1, 2)}),
+    "broadcast-kv": ((2, 3), 45, 31, 16, {"kv_lead": (2, 1)}),
+    "float16": ((2, 3), 33, 40, 16, {"dtype": "float16", "is_causal": True}),
+}
+
+
+@pytest.mark.parametrize("rpt,tb", [(2, 32), (4, 16)])
+@pytest.mark.parametrize("case", list(DS_CASES))
+def test_ds_gemm_backward(rng, monkeypatch, case, rpt, tb):
+    """dq from the stored dS (nn/_attention.py DS_GEMM: the dk/dv kernel writes dS, dq is one
+    GEMM) gives torch's gradients: ragged and skipped causal tiles (their dS written as 0),
+    masks with a dead query, the heads-inside layout, keys broadcast over heads; and the dq
+    kernel does not run."""
+    from pyrite.kernels import attention_tiled_bwd as KB
+
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BWD_TB", tb)
+    monkeypatch.setattr(_attention, "DS_GEMM", True)
+    monkeypatch.setattr(KB, "BWD_RPT", rpt)
+    made = []
+    real_dq, real_dkv = KB.attn_dq_tiled_kernel, KB.attn_dkv_tiled_kernel
+    monkeypatch.setattr(
+        KB, "attn_dq_tiled_kernel", lambda *a, **k: made.append("dq") or real_dq(*a, **k)
+    )
+    monkeypatch.setattr(KB, "attn_dkv_tiled_kernel",
+                        lambda *a, **k: made.append(k.get("ds_out")) or real_dkv(*a, **k))  # fmt: skip
+    lead, L, S, E, kw = DS_CASES[case]
+    kw = _masked(rng, kw, L, S, dead=min(2, L - 1))
+    q, k, v = _qkv(rng, lead, L, S, E)
+    kv_lead = kw.pop("kv_lead", None)
+    if kv_lead is not None:
+        k, v = k[:, :1], v[:, :1]
+    if "_transform" in kw:  # (B, H, L, E) stored as (B, L, H, E)
+        q, k, v = (np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v))
+    _check(rng, q, k, v, **kw)
+    assert made == [True]
+
+
+def test_ds_gemm_rule(monkeypatch):
+    """DS_GEMM is off unless set, and stores dS only up to DS_GEMM_MAX_BYTES."""
+    assert not _attention._use_ds_gemm(384, 128, 128)
+    monkeypatch.setattr(_attention, "DS_GEMM", True)
+    assert _attention._use_ds_gemm(384, 128, 128)  # BERT-base: 25 MB
+    cap = _attention.DS_GEMM_MAX_BYTES
+    assert _attention._use_ds_gemm(1, cap // 4 // 64, 64)
+    assert not _attention._use_ds_gemm(1, cap // 4 // 64 + 1, 64)
+    assert not _attention._use_ds_gemm(16, 4096, 4096)  # causal 4096 x 16 heads: 1 GiB
+
+
 @pytest.mark.parametrize("heavy_first", [True, False])
 @pytest.mark.parametrize("tiled", [False, True], ids=["flash", "tiled"])
 def test_causal_block_order(rng, monkeypatch, heavy_first, tiled):

@@ -244,6 +244,16 @@ def _setup(E, rpt, tb, rank, mask: str, strided: list, bufs, dropout: bool, orde
     return c, lay, _buffers(bufs), b
 
 
+def _ds_rows(c: _Cfg, value: str) -> str:
+    """WGSL: dsg (row-major (bh, L, S)) at queries t0 + ql and keys j0 + kl of the tile, kl
+    fastest over consecutive invocations, each value `value` (in terms of ql, kl)."""
+    b = f"    for (var e = t; e < {c.TB * c.TB}; e += {c.WG}) {{\n"
+    b += f"      let ql = e / {c.TB};\n      let kl = e % {c.TB};\n"
+    b += "      if (t0 + ql < L && j0 + kl < S) {\n"
+    b += f"        dsg[(bh * L + t0 + ql) * S + j0 + kl] = {value};\n      }}\n    }}\n"
+    return b
+
+
 def _tiles(c: _Cfg, rows, transposed) -> str:
     s = "".join(f"var<workgroup> {n}: array<vec4<f32>, {c.TB * c.RP}>;\n" for n in rows)
     return s + "".join(f"var<workgroup> {n}: array<{c.vec}<f32>, {c.TB * c.T}>;\n"
@@ -362,16 +372,24 @@ def attn_dkv_tiled_kernel(
     rpt: int = 2,
     heavy_first: bool = False,
     tb: int | None = None,
+    ds_out: bool = False,
 ) -> KernelSource:
     """WGSL of dk and dv by key blocks of `tb` (default bwd_tb(E); module docstring); buffers and
     info words as attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as
-    attn_dq_tiled_kernel's."""
+    attn_dq_tiled_kernel's.
+
+    `ds_out`: also write dS (f32, the unscaled dS that dk sums, dropout and masks applied) to a
+    last buffer `dsg`, row-major (batch·head, L, S) contiguous, every pair written (0 where
+    causality skips a query tile), so dq = scale·dS·k is one batched GEMM instead of
+    attn_dq_tiled_kernel's recomputation of S and dP (nn/_attention.py DS_GEMM). The values go
+    out through the dSᵀ tile, a query row's TB keys by consecutive invocations."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["g"]
     c, lay, bufs, b = _setup(E, rpt, tb, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("g_", do_type, "r"),
         ("lse", "f32", "r"), ("dd", "f32", "r"), ("dk", dk_type, "w"), ("dv", dv_type, "w"),
-    ], dropout, 2 if heavy_first and causal else 0)  # fmt: skip
+    ] + ([("dsg", "f32", "w")] if ds_out else []), dropout,
+        2 if heavy_first and causal else 0)  # fmt: skip
     TB, CV = c.TB, c.cv
     b += f"  let j0 = blk * {TB};\n  {{\n    let t0 = j0;\n"
     b += _stage([("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
@@ -412,9 +430,14 @@ def attn_dkv_tiled_kernel(
         body += f"    let pw{r} = {pv};\n"
     body += _transpose_store(c, "pt", "pw{r}") + _transpose_store(c, "dst", "ds{r}")
     body += "    workgroupBarrier();\n"
+    if ds_out:  # dst[ql · T + g][r] is dS of query t0 + ql and key j0 + g + G·r
+        body += _ds_rows(c, "dst[ql * {T} + kl % {G}][kl / {G}]".format(T=c.T, G=c.G))
     body += _products(c, [("dv", "pt", "gs"), ("dk", "dst", "qs")])
     walked = [("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
               ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")]  # fmt: skip
+    if ds_out and causal:  # the query tiles before the block's first key: dS is 0 there
+        b += f"  for (var tt = 0; tt < blk; tt++) {{\n    let t0 = tt * {TB};\n"
+        b += _ds_rows(c, "0.0") + "  }\n"
     b += _walk(c, walked, "(L - t0)", "blk" if causal else "0", body)
     b += _write_rows(c, "dk", "dk", "kj", "S", E, heads, dk_type)
     b += _write_rows(c, "dv", "dv", "kj", "S", E, heads, dv_type)

@@ -533,6 +533,21 @@ FORCE_TILED_BWD = None  # True / False: take (where it can run) / never take it 
 FORCE_TILED_BWD_TB = None  # its block rows (tests: 16 at E <= 64, what E > 64 takes on a GPU)
 
 
+# dq from a stored dS (kernels/attention_tiled_bwd.attn_dkv_tiled_kernel's `ds_out`): the dk/dv
+# kernel writes the dS it sums anyway (f32, batch·heads × L × S), D = Σ dout·out comes from two
+# ops, and dq = scale · dS · k is one batched GEMM, so the dq kernel's recomputation of S and dP
+# (two of the backward's seven products) goes, for a write and a read of dS. For BERT-base
+# (32×12×128×128) dS is 25 MB. Built 2026-12-05 without a GPU to hand (none could be had that
+# night): tested on lavapipe, unmeasured, so off by default; `scripts/attention_bwd_ab.py`'s
+# "dsgemm" variant is its A/B. Only where dS fits DS_GEMM_MAX_BYTES (causal 16×4096² is 1 GiB).
+DS_GEMM = False  # True: take it where the tiled backward runs and dS fits (tests, A/B)
+DS_GEMM_MAX_BYTES = 256 << 20
+
+
+def _use_ds_gemm(nbh, L, S) -> bool:
+    return bool(DS_GEMM) and nbh * L * S * 4 <= DS_GEMM_MAX_BYTES
+
+
 def _tiled_bwd_tb(E):
     """Block rows of the tiled backward at head dim E."""
     return FORCE_TILED_BWD_TB or _KB.bwd_tb(E)
@@ -590,6 +605,9 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
                                 heavy_first=_K.HEAVY_FIRST, tb=tb)  # fmt: skip
         return rows_kernel(E, block, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
 
+    if tiled and _use_ds_gemm(nbh, L, S):
+        return _ds_gemm_backward(dev, q, k, v, mask, is_causal, scale, out, lse, g, drop, lead,
+                                 base, bufs, kind, mt, tb)  # fmt: skip
     # dq and D = Σ dout·out per query
     nq = -(-L // qblock)
     rank, info = _info(lead, L, S, scale, nq, base + [(out, -2, -1), (g, -2, -1)])
@@ -616,6 +634,34 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     _dispatch(dev, src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
               fold_grid(nbh * nk), drop)  # fmt: skip
     return dq, dk, dv
+
+
+def _ds_gemm_backward(dev, q, k, v, mask, is_causal, scale, out, lse, g, drop, lead, base, bufs,
+                      kind, mt, tb):  # fmt: skip
+    """_flash_backward with dq from the stored dS (DS_GEMM): D by ops, the dk/dv kernel with
+    `ds_out`, dq = scale · dS · k by the GEMM."""
+    L, E = q._shape[-2:]
+    S = k._shape[-2]
+    nbh = math.prod(lead)
+    f32 = D.float32
+    dd = _reduce.sum(_ew.mul(g.to(f32), out.to(f32)), -1).contiguous()  # (lead..., L)
+    nk = -(-S // tb)
+    rank, info = _info(lead, L, S, scale, nk, base + [(g, -2, -1)])
+    kh = _heads_inside(k, lead)
+    kh = kh if kh and _heads_inside(v, lead) == kh else 0
+    dk = _empty_rows(lead, S, E, k.dtype, kh)
+    dv = _empty_rows(lead, S, E, v.dtype, kh)
+    ds = empty(tuple(lead) + (L, S), f32)
+    src = _KB.attn_dkv_tiled_kernel(
+        E, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
+        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh, dropout=bool(drop), rpt=_KB.BWD_RPT,
+        heavy_first=_K.HEAVY_FIRST, tb=tb, ds_out=True,
+    )  # fmt: skip
+    extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
+    outs = [dk._storage.buffer, dv._storage.buffer, ds._storage.buffer]
+    _dispatch(dev, src, bufs + extra + outs, info, fold_grid(nbh * nk), drop)
+    dq = _ew.mul(_matmul.matmul(ds, k.to(f32)), scale)
+    return dq.to(q.dtype), dk, dv
 
 
 def _weights(query, key, attn_mask, is_causal, scale, L, S):
