@@ -219,3 +219,38 @@ def test_which_devices_build_trusted(monkeypatch, impl, backend_type, debug, mod
     fake = SimpleNamespace(impl=impl, backend_type=backend_type, debug=debug)
     assert devmod.Device._trusted(fake, OOB.wgsl) is want
     assert devmod.Device._trusted(fake, "fn main() {}") is False or mode == "all"
+
+
+@pytest.mark.parametrize("bits,gs", [(8, None), (8, 32), (4, 32), (4, 128)])
+def test_quantized_gemv_random_shapes(checked, rng, bits, gs):
+    """The quantized GEMV (kernels/quant.py, decode's product) over random widths and rows."""
+    from test_quantized import _draw, _ref
+
+    from pyrite.quantization import QuantizedWeight, qlinear
+    from pyrite.testing.tolerance import assert_close
+
+    for _ in range(2):
+        N, M = int(rng.integers(1, 70)), int(rng.integers(1, 9))
+        K = int(rng.choice([128, 256, 384]))
+        q, sc, off, w = _draw(rng, bits, N, K, gs)
+        qw = QuantizedWeight.from_values(q, sc, off, bits=bits, group_size=gs)
+        x = rng.standard_normal((M, K)).astype(np.float32)
+        y, tol = _ref(x, w)
+        assert_close(qlinear(pr.tensor(x), qw), y, atol=tol, msg=f"{bits} bits, {N}x{K}, {M}")
+
+
+def test_rotary_random_shapes(checked, rng):
+    """The rotary fast path (kernels/fastpaths.py) over random shapes, both pairings."""
+    from test_fastpaths import _cos_sin, _rot_tol, _t64, _x_view, rotary_ref
+
+    from pyrite.testing.tolerance import assert_close
+
+    for interleaved in (False, True):
+        B, T, H = (int(v) for v in rng.integers(1, 6, size=3))
+        half = int(rng.choice([4, 8, 16]))
+        Dh = 2 * half + int(rng.choice([0, 2]))
+        x, xa = _x_view(rng, B, T, H, Dh, "contiguous")
+        c, s = _cos_sin(rng, T + 3, half)
+        got = F.apply_rotary_emb(x, pr.tensor(c), pr.tensor(s), interleaved, seqlen_offsets=2)
+        want = rotary_ref(_t64(xa), _t64(c), _t64(s), interleaved, 2).numpy()
+        assert_close(got.numpy(), want, atol=_rot_tol(xa), rtol=0)

@@ -32,6 +32,7 @@ from .common import (
     load_packed,
     packed_bits,
     store,
+    trusted,
 )
 
 
@@ -188,7 +189,7 @@ def map_kernel(
         body.append("  }\n")
     text = "".join(body)
     src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
-    return KernelSource(src, modes)
+    return trusted(KernelSource(src, modes))
 
 
 def vec4_fits(ins: tuple, out: tuple) -> bool:
@@ -250,7 +251,7 @@ def vec4_map_kernel(expr: str, ins: tuple, out: tuple, scalars: tuple, per_threa
     text = "".join(body)
     f16 = o_tok == "f16" or any(tok == "f16" for tok, *_ in ins)
     src = header(buffers, f16=f16) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 def map_words(n: int, out_token: str, out_pattern: str) -> int:
@@ -282,4 +283,4 @@ def vec4_copy_kernel(per_thread: int = 4) -> KernelSource:
         + body
         + "}\n"
     )
-    return KernelSource(src, "rw")
+    return trusted(KernelSource(src, "rw"))

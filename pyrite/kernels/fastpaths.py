@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
+from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store, trusted
 
 ROTARY_INFO_WORDS = 27
 ROTARY3D_INFO_WORDS = 35  # then [27..29] the grid T, H, W  [30] s1  [31] s1 + s2  [32..34] offsets
@@ -142,7 +142,7 @@ def rotary_kernel(
         ]
     text = "".join(b)
     src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 def _act(activation: bool) -> str:
@@ -202,7 +202,7 @@ def conv_kernel(
     ]
     text = "".join(b)
     src = header(buffers) + helpers_for(text) + ENTRY.format(wg=WG) + text + "}\n"
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 def _decode(d_fastest: bool) -> list:
@@ -276,7 +276,7 @@ def conv_dx_kernel(
         + text
         + "}\n"
     )
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))
 
 
 @lru_cache(maxsize=128)
@@ -348,4 +348,4 @@ def conv_dw_kernel(
         + text
         + "}\n"
     )
-    return KernelSource(src, "".join(m for _, _, m in buffers))
+    return trusted(KernelSource(src, "".join(m for _, _, m in buffers)))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store
+from .common import ENTRY, FLAT_INDEX, WG, KernelSource, header, helpers_for, load, store, trusted
 
 NONE_INDEX = 2147483647  # the argmax of an empty tile: loses every tie (ties go to lower indices)
 
@@ -258,7 +258,7 @@ def pool_kernel(
     body = "\n".join(L) + "\n}\n"
     fns = MULDIV if adaptive else ""
     src = header(bufs) + helpers_for(body) + fns + ENTRY.format(wg=WG) + body
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
 def _state_store(buf: str, units: str, is_max: bool, ct: str) -> list[str]:
@@ -322,4 +322,4 @@ def merge_kernel(mode: str, stype: str, final: bool, with_idx: bool = True) -> K
     body = "\n".join(L) + "\n}\n"
     fns = _better(ct) if is_max else ""
     src = header(bufs) + helpers_for(body + fns) + fns + ENTRY.format(wg=WG) + body
-    return KernelSource(src, "".join(m for _, _, m in bufs))
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

@@ -43,7 +43,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .common import ENTRY as ENTRY_FLAT
-from .common import FLAT_INDEX, SG_ENABLE, KernelSource, header
+from .common import FLAT_INDEX, SG_ENABLE, KernelSource, header, trusted
 from .matmul import ENTRY, ENTRY_SG, lane_sum
 
 PER_WORD = {8: 4, 4: 8}  # values a u32 word holds, by bits
@@ -241,7 +241,7 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         L.append("  }")
         L.append("  }")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
 
 
 def _xload(r: int, kk: int, xvec: bool, guard: bool) -> str:
@@ -288,4 +288,4 @@ def dequant(bits: int, grouped: bool, gs: int) -> KernelSource:
             j = 4 * h + i
             L.append(f"  if (k0 + {j} < K) {{ y[o + {j}] = v{h}[{i}]; }}")
     L.append("}")
-    return KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs))
+    return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
