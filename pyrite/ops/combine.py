@@ -323,6 +323,11 @@ def repeat(input, *sizes, repeats=None):
     shape = (1,) * lead + tuple(input._shape)
     strides = (0,) * lead + tuple(input._strides)
     out_shape = tuple(r * s for r, s in zip(reps, shape))
+    if any(r < 0 for r in reps):
+        raise RuntimeError(
+            f"pyrite: repeat: Trying to create tensor with negative dimension "
+            f"{min(out_shape)}: {list(out_shape)}"
+        )
     out = empty(out_shape, input.dtype)
     # (r0, d0, r1, d1, ...): the input with stride 0 on each repeat dim, the output contiguous
     pair_shape = tuple(v for r, s in zip(reps, shape) for v in (r, s))
@@ -399,7 +404,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 def _flip_view(x: Tensor, dims) -> Tensor:
     strides = list(x._strides)
     offset = x._offset
-    for d in dims:
+    for d in dims if x.ndim else ():  # a 0-d tensor's dim 0: nothing to reverse
         if x._shape[d] > 1:
             offset += (x._shape[d] - 1) * strides[d]
         strides[d] = -strides[d]

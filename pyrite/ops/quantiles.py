@@ -85,7 +85,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         kept = (1,) * x.ndim if keepdim else ()
         d = 0
     else:
-        d = x._dim(dim) if x.ndim else 0
+        d = x._dim(dim)
         rows = x.movedim(d, -1) if x.ndim else x.reshape(1)  # (*rest, n)
         rest = x._shape[:d] + x._shape[d + 1 :] if x.ndim else ()
         kept = (rest[:d] + (1,) + rest[d:]) if keepdim and x.ndim else rest

@@ -688,7 +688,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 def _scan(op, input, dim, dtype):
     input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
-    d = input._dim(dim) if input.ndim else None
+    d = input._dim(dim)  # a 0-d tensor takes dims -1 and 0
+    d = d if input.ndim else None
     out = empty(input._shape, out_dt)
     n = input.numel()
     if n == 0:

@@ -216,6 +216,7 @@ def _softmax_like(op, input, dim, dtype):
         dim = 0 if x.ndim in (0, 1, 3) else 1
     out = empty(x._shape, x.dtype)
     if x.ndim == 0:
+        x._dim(dim)  # dims -1 and 0 only, as torch
         x = x._view((1,), (1,), x._offset)
         d = 0
         ostr = (1,)

@@ -87,11 +87,21 @@ def gather(input: Tensor, dim, index, *, sparse_grad=False) -> Tensor:
     return _gather(input, _dim_walk(input, dim, index, index._shape), allow_negative=False)
 
 
+def _same_dtype(self: Tensor, src, what: str):
+    """torch's check that a tensor source has self's dtype (a Python number is cast)."""
+    if isinstance(src, Tensor) and src.dtype is not self.dtype:
+        raise TypeError(
+            f"pyrite: {what}(): expected self and source to have the same dtype, but got "
+            f"(self) {self.dtype!r} and (source) {src.dtype!r}"
+        )
+
+
 def _scatter_into(self: Tensor, dim, index, src, op) -> Tensor:
     """self[..., index[i], ...] = src[i] (op None) or op= it (op "sum", "prod", "amax", "amin"),
     along `dim`, in place. An empty index writes nothing and is not checked further: torch
     checks neither its dtype nor its shape against self's and src's then."""
     index = _int_index(index, "scatter", empty_ok=True)
+    _same_dtype(self, src, "scatter")
     x = _as_1d(self)
     dim = x._dim(dim)
     if index.numel() == 0:
@@ -135,6 +145,7 @@ def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True)
             f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
             f"amin (got {reduce!r})"
         )
+    _same_dtype(self, src, "scatter_reduce")  # before include_self's write
     if reduce == "mean" and self.dtype.is_bool:  # torch: not implemented for 'Bool'
         raise TypeError("pyrite: scatter_reduce: reduce='mean' is not implemented for pyrite.bool")
     op = "sum" if reduce == "mean" else reduce
@@ -202,6 +213,7 @@ def index_select(input: Tensor, dim, index) -> Tensor:
 
 def _index_source(self, dim, index, source, what):
     index = _index_1d(index, what)
+    _same_dtype(self, source, what)
     x = _as_1d(self)
     d = x._dim(dim)
     shape = list(x._shape)
@@ -344,6 +356,7 @@ def masked_select(input: Tensor, mask) -> Tensor:
 
 def masked_scatter_(self: Tensor, mask, source) -> Tensor:
     mask = _mask(mask, "masked_scatter_")
+    _same_dtype(self, source, "masked_scatter_")
     if broadcast_shapes(self._shape, mask._shape) != self._shape:
         raise ShapeError(
             f"pyrite: masked_scatter_: mask of shape {tuple(mask._shape)} does not "

@@ -121,7 +121,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     x = as_tensor_arg(input)
     if not isinstance(dim, numbers.Integral) and dim is not None:  # sort(x, stable=..., dim=...)
         raise TypeError(f"pyrite: sort: dim must be an int, got {dim!r}")
-    d = x._dim(-1 if dim is None else dim) if x.ndim else 0
+    d = x._dim(-1 if dim is None else dim)  # a 0-d tensor takes dims -1 and 0
     # stable or not: the (value, index) network is always stable
     vals, idx = _sort(x, d, bool(descending))
     return SortResult(vals, idx)
@@ -137,8 +137,10 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     x = as_tensor_arg(input)
-    d = x._dim(dim) if x.ndim else 0
+    d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     size = x._shape[d] if x.ndim else 1
+    if x.dtype.is_bool:  # torch: "topk does not support bool dtypes on CPU"
+        raise TypeError("pyrite: topk is not implemented for pyrite.bool")
     k = int(k)
     if not 0 <= k <= size:
         raise RuntimeError(
@@ -153,7 +155,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     x = as_tensor_arg(input)
-    d = x._dim(dim) if x.ndim else 0
+    d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     size = x._shape[d] if x.ndim else 1
     if size == 0:
         raise IndexError(f"pyrite: kthvalue(): Expected reduction dim {d} to have non-zero size.")
@@ -185,7 +187,7 @@ def _median(x: Tensor, dim, keepdim, nan_mode):
             return full((), float("nan"), dtype=x.dtype)
         v, _ = _median_rows(flat, 0, nan_mode)
         return reshape(v, ())
-    d = x._dim(dim) if x.ndim else 0
+    d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     if x.ndim == 0:
         from .creation import zeros
 

@@ -317,9 +317,9 @@ def _cum_extreme(input, dim, largest: bool, name: str):
 
     x = as_tensor_arg(input)
     result = _RESULTS[name]
+    d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     if x.ndim == 0:
         return result(clone(x), core.empty((), D.int32).fill_(0))
-    d = x._dim(dim)
     length = x._shape[d]
     vals = clone(x)
     shape = [1] * x.ndim
@@ -356,10 +356,10 @@ def logcumsumexp(input, dim) -> Tensor:
         raise TypeError(
             f"pyrite: logcumsumexp: not implemented for {x.dtype} (floating-point only)"
         )
+    d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     out = clone(x)
     if x.ndim == 0 or x.numel() == 0:
         return out
-    d = x._dim(dim)
     length = x._shape[d]
     s = 1
     while s < length:

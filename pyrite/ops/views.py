@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -28,7 +29,10 @@ def _shape_arg(shape):
             shape = tuple(shape[0].tolist())
     if all(type(s) is int for s in shape):  # the common case: no conversions (hot path)
         return tuple(shape)
-    return tuple(int(s) for s in shape)
+    try:  # ints, numpy ints, 0-d integer tensors; not floats (torch: TypeError)
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"pyrite: a shape must be a tuple of ints, but got {shape}") from None
 
 
 def _infer(shape, numel, old_shape):
@@ -210,9 +214,9 @@ def permute(input: Tensor, *args, dims=None) -> Tensor:
 
 def transpose(input: Tensor, dim0, dim1) -> Tensor:
     x = input
+    d0, d1 = x._dim(dim0), x._dim(dim1)  # a 0-d tensor takes dims -1 and 0
     if x.ndim == 0:
         return x._view((), (), x._offset)
-    d0, d1 = x._dim(dim0), x._dim(dim1)
     shape, strides = list(x._shape), list(x._strides)
     shape[d0], shape[d1] = shape[d1], shape[d0]
     strides[d0], strides[d1] = strides[d1], strides[d0]
@@ -269,6 +273,11 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     x = input
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ShapeError(
+            f"pyrite: movedim: Invalid source or destination dims: source ({src} dims) should "
+            f"contain the same number of dims as destination ({dst} dims)"
+        )
     src = [x._dim(d) for d in src]
     dst = [x._dim(d) for d in dst]
     if x.ndim == 0:  # dims 0 / -1 of a 0-d tensor: nothing to move
@@ -332,7 +341,11 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     if dim is None:
         keep = [i for i, d in enumerate(x._shape) if d != 1]
     else:
-        dims = {x._dim(d) for d in ((dim,) if isinstance(dim, int) else dim)}
+        listed = [x._dim(d) for d in ((dim,) if isinstance(dim, int) else dim)]
+        dims = set(listed)
+        if len(dims) != len(listed):
+            repeated = next(d for d in listed if listed.count(d) > 1)
+            raise RuntimeError(f"pyrite: dim {repeated} appears multiple times in the list of dims")
         keep = [i for i, d in enumerate(x._shape) if not (i in dims and d == 1)]
     return x._view(tuple(x._shape[i] for i in keep), tuple(x._strides[i] for i in keep), x._offset)
 
@@ -356,9 +369,9 @@ def unsqueeze(input: Tensor, dim) -> Tensor:
 
 def flatten(input: Tensor, start_dim=0, end_dim=-1) -> Tensor:
     x = input
+    s, e = x._dim(start_dim), x._dim(end_dim)  # a 0-d tensor takes dims -1 and 0
     if x.ndim == 0:
         return reshape(x, 1)
-    s, e = x._dim(start_dim), x._dim(end_dim)
     if s > e:
         raise ShapeError("pyrite: flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x._shape[:s] + (math.prod(x._shape[s : e + 1]),) + x._shape[e + 1 :]
