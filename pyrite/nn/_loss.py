@@ -42,6 +42,25 @@ def _size_warning(input, target):
         )
 
 
+def _some_float(name, input, target):
+    """torch has no integer kernel for these losses: refuse two integer (or bool) operands."""
+    if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
+        raise TypeError(
+            f"pyrite: {name}: not implemented for {input.dtype!r} and {target.dtype!r} "
+            "(floating-point only)"
+        )
+
+
+def _float_target(name, input, target):
+    """torch's check that a probability target is floating point (and, for
+    binary_cross_entropy, of the input's dtype: "Found dtype Long but expected Float")."""
+    if not target.dtype.is_floating_point:
+        raise TypeError(
+            f"pyrite: {name}: Found dtype {target.dtype!r} but expected {input.dtype!r} "
+            "(a floating-point target)"
+        )
+
+
 def _weighted(name, loss, weight, input, reduction, mean_by_weight):
     """loss·weight reduced; 'mean' divides by Σ weight (mse, l1) or by the count (huber)."""
     if weight is None:
@@ -62,6 +81,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """(input - target)²; with weight, 'mean' is Σ w·(x - y)² / Σ w."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    _some_float("mse_loss", input, target)
     _size_warning(input, target)
     loss = fmap("(x0 - x1) * (x0 - x1)", [input, target])
     return _weighted("mse_loss", loss, weight, input, reduction, True)
@@ -71,6 +91,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     """|input - target|; with weight, 'mean' is Σ w·|x - y| / Σ w."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    _some_float("l1_loss", input, target)
     _size_warning(input, target)
     loss = fmap("abs(x0 - x1)", [input, target])
     return _weighted("l1_loss", loss, weight, input, reduction, True)
@@ -84,6 +105,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise ValueError(
             f"pyrite: smooth_l1_loss does not support negative values for beta, got {beta}"
         )
+    _some_float("smooth_l1_loss", input, target)
     _size_warning(input, target)
     if beta == 0.0:
         return reduce_loss(fmap("abs(x0 - x1)", [input, target]), reduction)
@@ -98,6 +120,11 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5·d² where |d| < δ, else δ·(|d| - 0.5·δ); with weight, 'mean' is mean(w·loss)."""
     check_reduction(reduction)
+    if delta <= 0:
+        raise ValueError(
+            f"pyrite: huber_loss does not support non-positive values for delta, got {delta}"
+        )
+    _some_float("huber_loss", input, target)
     _size_warning(input, target)
     loss = fmap(
         "select(s0 * (abs(x0 - x1) - 0.5 * s0), 0.5 * (x0 - x1) * (x0 - x1), abs(x0 - x1) < s0)",
@@ -196,6 +223,7 @@ def binary_cross_entropy(
             f"is different to the input size {tuple(input._shape)} is deprecated. Please "
             "ensure they have the same size."
         )
+    _float_target("binary_cross_entropy", input, target)
     expr = "-(x1 * max(log(x0), -100.0) + (1.0 - x1) * max(log(1.0 - x0), -100.0))"
     tens = [input, target]
     if weight is not None:
@@ -217,6 +245,7 @@ def binary_cross_entropy_with_logits(
             f"{tuple(target._shape)} must be the same as input size "
             f"{tuple(input._shape)}"
         )
+    _float_target("binary_cross_entropy_with_logits", input, target)
     soft = "(p_log1p(exp(-abs(x0))) + max(-x0, 0.0))"
     tens = [input, target]
     if pos_weight is not None:
@@ -244,6 +273,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """target·(log(target) - input) (0 where target is 0), or exp(t)·(t - input) for log t."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise TypeError(
+            f"pyrite: kl_div: not implemented for {input.dtype!r} and {target.dtype!r} "
+            "(floating-point only)"
+        )
     if log_target:
         loss = fmap("exp(x1) * (x1 - x0)", [input, target])
     else:
