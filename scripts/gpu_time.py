@@ -76,7 +76,10 @@ def recorded(fn):
         entries.append({"binding": len(bufs), "resource": {"buffer": ib, "offset": 0, "size": 512}})
         bg = g.create_bind_group(layout=bgl, entries=entries)
         out.append((dev.pipeline(src)[0], bg, grid, src, ib))
-    warm_gpu()  # (the clock after the host work above: pyrite.bench.warm_gpu)
+    # the clock after the host work above (pyrite.bench.warm_gpu), every time: a run of short
+    # timings with pipeline builds between let an H100 drop to its idle clock mid-run (2026-12-05,
+    # ops/matmul.py's tile table notes), which the idle-time test alone does not catch
+    warm_gpu(0.0)
     return out, keep
 
 

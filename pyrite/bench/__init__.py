@@ -34,12 +34,15 @@ _last_busy = [0.0]
 _warm_bufs: list = []
 
 
-def warm_gpu():
+def warm_gpu(after_idle_s: float | None = None):
     """Bring a GPU adapter's clocks up before a timing: WARM_S seconds of back-to-back copies
-    when more than WARM_AFTER_IDLE_S has passed since the last timing ended (nothing on a CPU
-    adapter). The clock belongs to the card, so this warms it for torch's CUDA peers too."""
+    when more than `after_idle_s` (default WARM_AFTER_IDLE_S) has passed since the last timing
+    ended (nothing on a CPU adapter); 0: always (a timing of short kernels after host work:
+    sparse short kernels let the clock drop within the second). The clock belongs to the card,
+    so this warms it for torch's CUDA peers too."""
     dev = backend.current()
-    if dev.adapter_type == "CPU" or time.perf_counter() - _last_busy[0] < WARM_AFTER_IDLE_S:
+    idle = WARM_AFTER_IDLE_S if after_idle_s is None else after_idle_s
+    if dev.adapter_type == "CPU" or time.perf_counter() - _last_busy[0] < idle:
         return
     if not _warm_bufs or _warm_bufs[0] is not dev:
         _warm_bufs[:] = [dev, pr.rand(16 << 20), pr.empty(16 << 20)]

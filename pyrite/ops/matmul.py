@@ -106,7 +106,7 @@ def _layout_b(st_k, st_n, K, N):
 # Dawn (Dawn's timestamps unrounded: backend/select.py DAWN_TOGGLES):
 #   shape (M x K . N x K^T)  128x128 8x8 k16 (the old rule)  128x128 16x8 k8 db  64x64 db  64x64
 #   4096^3                    4,239 / 3,675                 3,385 / 3,627       3,616 / 4,543  3,764 / 3,752
-#   2048^3                    2,708 / 2,515                   441 / 477         2,644 / 3,347  2,825 / 2,808
+#   2048^3 (low clock: below)  2,708 / 2,515                  441 / 477         2,644 / 3,347  2,825 / 2,808
 #   4096x768 . 3072           611 / 534                     503 / 532           543 / 678      549 / 544
 #   4096x768 . 2304           506 / 466                     471 / 494           411 / 514      419 / 416
 #   4096x3072 . 768           817 / 693                     644 / 683           523 / 658      654 / 649
@@ -115,9 +115,14 @@ def _layout_b(st_k, st_n, K, N):
 # its workgroups an SM (132 SMs) it leaves a third of the GPU idle in the last wave at 576 or 192
 # tiles, where the 64x64 tiles win: it is taken when its tiles fill their waves to WAVE_FILL
 # (GPU_SLOTS workgroups at once; WebGPU does not tell the SM count, so the H100's and H200's).
-# At 2048^3 every 8x8-per-invocation tile with K steps of 8 or 16 ran ~6x slower than its
-# neighbours on both implementations (and the 64x64 tiles too): not understood, avoided. Below
-# the big tile, Dawn runs the single-buffered 64x64 faster and wgpu-native the double-buffered.
+# The 2,500-3,400 µs at 2048^3 (and the 489-1,263 µs of the last four tiles at 1024^3, not
+# shown) are the GPU at its idle clock, not the tiles: 5.7x slow, the ratio of the 1,980 and
+# 345 MHz clocks (README, "The GPU's clock"), and the slow tiles are those timed in a row at the
+# end of the 1024^3 run and the start of the 2048^3 one, after the short 1024^3 kernels let the
+# clock drop. scripts/gpu_time.kernel_times now warms the GPU before every timing. The 16x8
+# tile's 441 there was timed at the high clock (the old tile ran 530 µs on the H200,
+# 2026-11-29). Below the big tile, Dawn runs the single-buffered 64x64 faster and wgpu-native
+# the double-buffered.
 SMALL_OUTPUTS = 1024 * 1024
 BIG_TILE = (128, 128, 16, 8, 8, True)
 GPU_SLOTS = 264
