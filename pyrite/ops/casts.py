@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .. import dtypes as D
 from ..errors import ShapeError
-from ..tensor import Tensor
+from ..tensor import Tensor, device
 from .core import broadcast_shapes, empty, run_map
 from .elementwise import as_tensor_arg
 
@@ -57,6 +57,11 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
 
 def fill_(self: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(
+                "pyrite: fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.ndim} dimensions."
+            )
         return copy_(self, value)
     value = fill_value(value, self.dtype)
     ct = self.dtype.ctype if self.dtype.ctype != "bool" else "i32"
@@ -140,6 +145,8 @@ def _method_to(self, *args, **kwargs):
             and a in D._ALL
         ):
             dtype = a
+        elif isinstance(a, str):
+            device(a)  # a device string is checked as torch checks it ("Expected one of ...")
     if dtype is None:
         return self
     return to_dtype(self, dtype)

@@ -234,10 +234,16 @@ def randperm(n, *, generator=None, dtype=None, **kw):
 
 
 def _uniform_(self, a=0.0, b=1.0, *, generator=None):
+    if a > b:
+        raise RuntimeError(
+            f"pyrite: uniform_ expects to return a [from, to) range, but found from={a} > to={b}"
+        )
     return _fill_random(self, "uniform", a, b, generator)
 
 
 def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if std < 0:
+        raise RuntimeError(f"pyrite: normal expects std >= 0.0, but found std {std}")
     return _fill_random(self, "normal", mean, std, generator)
 
 
@@ -246,4 +252,6 @@ def _random_(self, from_=0, to=None, *, generator=None):
 
 
 def _bernoulli_(self, p=0.5, *, generator=None):
+    if not isinstance(p, Tensor) and not 0 <= p <= 1:
+        raise RuntimeError(f"pyrite: bernoulli_ expects p to be in [0, 1], but got p={p}")
     return self.copy_(rand(self._shape, generator=generator) < p)
