@@ -599,69 +599,49 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     if mask is not None:
         bufs.append(mask._storage.buffer)
 
-    def kernel(tiled_kernel, rows_kernel, block, args):
+    def kernel(tiled_kernel, rows_kernel, block, args, **extra):
         if tiled:
             return tiled_kernel(E, *args, dropout=bool(drop), rpt=_KB.BWD_RPT,
-                                heavy_first=_K.HEAVY_FIRST, tb=tb)  # fmt: skip
+                                heavy_first=_K.HEAVY_FIRST, tb=tb, **extra)  # fmt: skip
         return rows_kernel(E, block, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
 
-    if tiled and _use_ds_gemm(nbh, L, S):
-        return _ds_gemm_backward(dev, q, k, v, mask, is_causal, scale, out, lse, g, drop, lead,
-                                 base, bufs, kind, mt, tb)  # fmt: skip
-    # dq and D = Σ dout·out per query
-    nq = -(-L // qblock)
-    rank, info = _info(lead, L, S, scale, nq, base + [(out, -2, -1), (g, -2, -1)])
-    qh = _heads_inside(q, lead)
-    dq = _empty_rows(lead, L, E, q.dtype, qh)
-    dd = empty(tuple(lead) + (L,), D.float32)
-    dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-               out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
-    src = kernel(_KB.attn_dq_tiled_kernel, _K.attn_dq_kernel, qblock, dq_args)
-    extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
-    _dispatch(dev, src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
-              fold_grid(nbh * nq), drop)  # fmt: skip
-    # dk, dv
+    # dq from the stored dS (DS_GEMM): D by ops here, dS from the dk/dv kernel, dq by a GEMM below
+    ds_gemm = tiled and _use_ds_gemm(nbh, L, S)
+    if ds_gemm:
+        dd = _reduce.sum(_ew.mul(g.to(D.float32), out.to(D.float32)), -1).contiguous()
+    else:  # dq and D = Σ dout·out per query
+        nq = -(-L // qblock)
+        rank, info = _info(lead, L, S, scale, nq, base + [(out, -2, -1), (g, -2, -1)])
+        qh = _heads_inside(q, lead)
+        dq = _empty_rows(lead, L, E, q.dtype, qh)
+        dd = empty(tuple(lead) + (L,), D.float32)
+        dq_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
+                   out.dtype.wgsl, g.dtype.wgsl, dq.dtype.wgsl, qh)  # fmt: skip
+        src = kernel(_KB.attn_dq_tiled_kernel, _K.attn_dq_kernel, qblock, dq_args)
+        extra = [out._storage.buffer, g._storage.buffer, lse._storage.buffer]
+        _dispatch(dev, src, bufs + extra + [dq._storage.buffer, dd._storage.buffer], info,
+                  fold_grid(nbh * nq), drop)  # fmt: skip
+    # dk, dv (and dS)
     nk = -(-S // kblock)
     rank, info = _info(lead, L, S, scale, nk, base + [(g, -2, -1)])
     kh = _heads_inside(k, lead)
     kh = kh if kh and _heads_inside(v, lead) == kh else 0
     dk = _empty_rows(lead, S, E, k.dtype, kh)
     dv = _empty_rows(lead, S, E, v.dtype, kh)
+    outs = [dk._storage.buffer, dv._storage.buffer]
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
-    src = kernel(_KB.attn_dkv_tiled_kernel, _K.attn_dkv_kernel, kblock, dkv_args)
+    if ds_gemm:
+        ds = empty(tuple(lead) + (L, S), D.float32)
+        outs.append(ds._storage.buffer)
+        src = kernel(_KB.attn_dkv_tiled_kernel, None, kblock, dkv_args, ds_out=True)
+    else:
+        src = kernel(_KB.attn_dkv_tiled_kernel, _K.attn_dkv_kernel, kblock, dkv_args)
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
-    _dispatch(dev, src, bufs + extra + [dk._storage.buffer, dv._storage.buffer], info,
-              fold_grid(nbh * nk), drop)  # fmt: skip
-    return dq, dk, dv
-
-
-def _ds_gemm_backward(dev, q, k, v, mask, is_causal, scale, out, lse, g, drop, lead, base, bufs,
-                      kind, mt, tb):  # fmt: skip
-    """_flash_backward with dq from the stored dS (DS_GEMM): D by ops, the dk/dv kernel with
-    `ds_out`, dq = scale · dS · k by the GEMM."""
-    L, E = q._shape[-2:]
-    S = k._shape[-2]
-    nbh = math.prod(lead)
-    f32 = D.float32
-    dd = _reduce.sum(_ew.mul(g.to(f32), out.to(f32)), -1).contiguous()  # (lead..., L)
-    nk = -(-S // tb)
-    rank, info = _info(lead, L, S, scale, nk, base + [(g, -2, -1)])
-    kh = _heads_inside(k, lead)
-    kh = kh if kh and _heads_inside(v, lead) == kh else 0
-    dk = _empty_rows(lead, S, E, k.dtype, kh)
-    dv = _empty_rows(lead, S, E, v.dtype, kh)
-    ds = empty(tuple(lead) + (L, S), f32)
-    src = _KB.attn_dkv_tiled_kernel(
-        E, rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
-        g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh, dropout=bool(drop), rpt=_KB.BWD_RPT,
-        heavy_first=_K.HEAVY_FIRST, tb=tb, ds_out=True,
-    )  # fmt: skip
-    extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
-    outs = [dk._storage.buffer, dv._storage.buffer, ds._storage.buffer]
     _dispatch(dev, src, bufs + extra + outs, info, fold_grid(nbh * nk), drop)
-    dq = _ew.mul(_matmul.matmul(ds, k.to(f32)), scale)
-    return dq.to(q.dtype), dk, dv
+    if ds_gemm:
+        dq = _ew.mul(_matmul.matmul(ds, k.to(D.float32)), scale).to(q.dtype)
+    return dq, dk, dv
 
 
 def _weights(query, key, attn_mask, is_causal, scale, L, S):
