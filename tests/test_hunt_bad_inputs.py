@@ -167,6 +167,8 @@ ALLOWED = {
     "test suite itself compares outputs that require grad through numpy()",
     "norm-layer_norm-int-shape": "not worth refusing: an int normalized_shape is read as (int,), "
     "as nn.LayerNorm's constructor reads it",
+    "unary-gelu-nan": "torch CPU's artefact: its vectorised erf gives gelu(inf) = nan; pyrite "
+    "gives inf, the limit (and torch's own approximate='tanh')",
     "pool-pad-reflect-ok": "documented (README): reflect/replicate/circular padding on any number "
     "of dims is accepted",
 }
@@ -1148,6 +1150,54 @@ NORM = {
 }
 for _name, _fn in NORM.items():
     case(f"norm-{_name}", _fn, XN, tol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Unary ops on awkward inputs: empty, 0-d, non-contiguous, integer, with NaN and inf.
+UNARY = {
+    "abs": lambda m, x: m.abs(x),
+    "exp": lambda m, x: m.exp(x),
+    "log1p": lambda m, x: m.log1p(x),
+    "tanh": lambda m, x: m.tanh(x),
+    "sigmoid": lambda m, x: m.sigmoid(x),
+    "relu": lambda m, x: m.relu(x),
+    "floor": lambda m, x: m.floor(x),
+    "sign": lambda m, x: m.sign(x),
+    "square": lambda m, x: m.square(x),
+    "isnan": lambda m, x: m.isnan(x),
+    "isfinite": lambda m, x: m.isfinite(x),
+    "nan_to_num": lambda m, x: m.nan_to_num(x),
+    "cumsum0": lambda m, x: m.cumsum(x, 0),
+    "softmax-1": lambda m, x: m.softmax(x, -1),
+    "sort": lambda m, x: m.sort(x, -1),
+    "argmax": lambda m, x: m.argmax(x),
+    "unique": lambda m, x: m.unique(x),
+    "flip0": lambda m, x: m.flip(x, (0,)),
+    "clone": lambda m, x: m.clone(x),
+    "contiguous": lambda m, x: x.contiguous(),
+    "reshape-1": lambda m, x: x.reshape(-1),
+    "sum": lambda m, x: x.sum(),
+    "mean": lambda m, x: x.mean(),
+    "nonzero": lambda m, x: m.nonzero(x),
+    "tril": lambda m, x: m.tril(x),
+    "diff": lambda m, x: m.diff(x),
+    "cummin": lambda m, x: m.cummin(x, 0),
+    "topk1": lambda m, x: m.topk(x, 1),
+    "gelu": lambda m, x: F(m).gelu(x),
+    "layer_norm": lambda m, x: F(m).layer_norm(x, x.shape[-1:]),
+}
+UNARY_INPUTS = {
+    "empty": np.zeros((0, 3), np.float32),
+    "0d": np.array(-1.5, np.float32),
+    "nan": np.array([[np.nan, 1.0, -np.inf], [np.inf, -0.0, 2.0]], np.float32),
+    "int": i64(-3, 4, 2, 3),
+    "bool": _R.random((2, 3)) > 0.5,
+}
+for _op, _fn in UNARY.items():
+    for _tag, _x in UNARY_INPUTS.items():
+        case(f"unary-{_op}-{_tag}", _fn, _x, tol=1e-5)
+    case(f"unary-{_op}-noncontig", lambda m, x, f=_fn: f(m, x.t()[1:]), f32(4, 3), tol=1e-5)
+    case(f"unary-{_op}-expanded", lambda m, x, f=_fn: f(m, x.expand(3, 4)), f32(1, 4), tol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------
