@@ -78,7 +78,7 @@ def _host(x):
         if x.dtype == pr.bfloat16:
             return ("bfloat16", x.float().numpy())
         return (_dtype_name(x.dtype), x.numpy())
-    if isinstance(x, (torch.Size, pr.Size)) if hasattr(pr, "Size") else isinstance(x, torch.Size):
+    if isinstance(x, (torch.Size, pr.Size)):
         return tuple(x)
     if isinstance(x, (tuple, list)):
         return tuple(_host(v) for v in x)
