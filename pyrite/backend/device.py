@@ -294,7 +294,7 @@ class Device:
 
     def _build_checked(self, src):
         """A trusted kernel instrumented (PYRITE_CHECK_TRUSTED=1, trustcheck.py): its modes
-        gain the violation word's binding, which _dispatch appends to the buffers."""
+        gain the violation word's binding, which make_bind_group appends to the buffers."""
         tag = len(self._checked_sites) + 1
         wgsl, sites = trustcheck.instrument(src.wgsl, len(src.modes), tag)
         self._checked_sites.append((src.wgsl, sites))
@@ -302,7 +302,10 @@ class Device:
             self._oob_storage = self.pool.allocate(4)
             self._oob = self._oob_storage.buffer
             self._io.write(self._oob, 0, np.zeros(1, np.uint32))
-        return self._build(SimpleNamespace(wgsl=wgsl, modes=src.modes + "w"))
+        pipeline, modes, writable = self._build(SimpleNamespace(wgsl=wgsl, modes=src.modes + "w"))
+        # the word is bound by make_bind_group, after the op's buffers (which the op, a recording
+        # and compile/'s passes see as the kernel's own, unchanged)
+        return pipeline, modes, writable[:-1]
 
     def trusted_violation(self) -> str | None:
         """The first out-of-range index a checked trusted kernel recorded since the last call
@@ -371,8 +374,6 @@ class Device:
         if tape is not None and tape.refresh(src, buffers, info, grid):
             return
         pipeline, modes, writable = self._pipelines.get(src.wgsl) or self.pipeline(src)
-        if len(modes) > len(buffers):  # a checked trusted kernel's violation word
-            buffers = [*buffers, self._oob]
         bounds = self.pool.bounds
         if bounds:  # what this kernel may write is no longer known to be in bounds
             for i in writable:
@@ -453,6 +454,8 @@ class Device:
         """A bind group of `buffers` in binding order and an info window of `info` (default: the
         per-batch arena; a recorded graph passes its own, backend/replay.py)."""
         bgl, _ = self._layout(modes)
+        if len(modes) > len(buffers):  # (a checked trusted kernel, e.g. one compile/ fused)
+            buffers = [*buffers, self._oob]
         if self._raw_group is not None:
             return self._raw_group(bgl, buffers, info)
         entries = [
