@@ -39,6 +39,10 @@ FAST_TILES = [
     (32, 64, 4, 8, 32, True),
     (64, 64, 4, 4, 32, True),
     (16, 64, 4, 4, 64, True),
+    # the big shapes' tiles (ops/matmul.py FAST_GPU, FAST_GPU_DAWN), so `pyrite tune --shapes`
+    # of a large product weighs them too
+    (128, 128, 16, 8, 8, True),
+    (64, 64, 8, 8, 16, False),
 ]
 SPLITS = (1, 2, 4, 8, 16)
 SHAPES = [(768, 768), (768, 3072), (3072, 768), (4096, 4096)]
