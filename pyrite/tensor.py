@@ -48,6 +48,18 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
+def check_device(d) -> None:
+    """A factory's `device=` checked as torch checks it: None, an int, a device (pyrite's, or any
+    object with a str `type`, torch's included), or a string naming a device type ("cuda:0");
+    anything else raises. Every device names the one WebGPU device (see `device`)."""
+    if d is None or isinstance(d, (int, device)) or isinstance(getattr(d, "type", None), str):
+        return
+    if isinstance(d, str):
+        device._parse(d)
+        return
+    raise TypeError(f"pyrite: device must be a device, a str or an int, not {type(d).__name__}")
+
+
 class device:
     """`torch.device`'s spellings: device("cuda"), device("cuda:0"), device("cuda", 0),
     device(type="cuda", index=0), device(0), device(other_device). There is one device, the

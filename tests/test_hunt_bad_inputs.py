@@ -1100,6 +1100,13 @@ ELEMENTWISE = {
     "copy_-bcast-bad": lambda m, f, i, b: f.clone().copy_(f[:, :2]),
     "copy_-dtype": lambda m, f, i, b: i.clone().copy_(f),
     "to-bad-device": lambda m, f, i, b: f.to("foo"),
+    # factories check `device=` (pyrite/ops/creation.checks_device)
+    "zeros-bad-device": lambda m, f, i, b: m.zeros(2, device="foo"),
+    "rand-bad-device": lambda m, f, i, b: m.rand(2, device="cuda:x"),
+    "arange-float-device": lambda m, f, i, b: m.arange(3, device=1.5),
+    "tensor-bad-device": lambda m, f, i, b: m.tensor([1.0], device="gpux"),
+    "full_like-bad-device": lambda m, f, i, b: m.full_like(f, 2.0, device="foo"),
+    "ones-cpu-device": lambda m, f, i, b: m.ones(2, device="cpu"),
     "to-dtype-str": lambda m, f, i, b: f.to("float16"),
     "type-str": lambda m, f, i, b: (
         f.type("torch.IntTensor") if m is torch else f.type("pyrite.IntTensor")

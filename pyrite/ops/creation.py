@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
 import numpy as np
 
 from .. import dtypes as D
-from ..tensor import Tensor
+from ..tensor import Tensor, check_device
 from .core import empty as _empty
 from .core import note_bounds, run_map
 from .core import upload as _upload
@@ -203,6 +204,21 @@ def _check_python_values(data, arr, dt):
         fill_value(v.item(), dt)
 
 
+def checks_device(fn):
+    """A factory whose `device=` keyword is checked as torch checks it (tensor.check_device):
+    a misspelt device string raises instead of being ignored."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kw):  # (named as backend/replay._WRAPPERS knows a pass-through frame)
+        d = kw.get("device")
+        if d is not None:
+            check_device(d)
+        return fn(*args, **kw)
+
+    return wrapper
+
+
+@checks_device
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     if isinstance(data, Tensor):
         t = data.clone() if dtype is None else data.to(dtype).clone()
@@ -295,6 +311,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
     return t
 
 
+@checks_device
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
@@ -305,6 +322,7 @@ def from_numpy(arr: np.ndarray) -> Tensor:
     return from_host(arr)
 
 
+@checks_device
 def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     return as_tensor(obj, dtype=dtype)
 
@@ -319,6 +337,7 @@ def _ignored(kw, name):
         raise TypeError(f"pyrite: {name}() got an unexpected keyword argument '{bad[0]}'")
 
 
+@checks_device
 def empty(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     shape = _size_args(size, kw.pop("size", None), "empty")
     _ignored(kw, "empty")
@@ -343,6 +362,7 @@ def _check_fill(fill_value, name):
     return fill_value
 
 
+@checks_device
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     _ignored(kw, "full")
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
@@ -363,12 +383,14 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw
     return t
 
 
+@checks_device
 def zeros(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     shape = _size_args(size, kw.pop("size", None), "zeros")
     _ignored(kw, "zeros")
     return full(shape, 0, dtype=D.from_any(dtype), requires_grad=requires_grad)
 
 
+@checks_device
 def ones(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     shape = _size_args(size, kw.pop("size", None), "ones")
     _ignored(kw, "ones")
@@ -379,6 +401,7 @@ def _like_dtype(x, dtype):
     return x.dtype if dtype is None else D.from_any(dtype)
 
 
+@checks_device
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "empty_like")
     t = _empty(input._shape, _like_dtype(input, dtype))
@@ -386,6 +409,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     return t
 
 
+@checks_device
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "zeros_like")
     t = full(input._shape, 0, dtype=_like_dtype(input, dtype))
@@ -393,6 +417,7 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     return t
 
 
+@checks_device
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "ones_like")
     t = full(input._shape, 1, dtype=_like_dtype(input, dtype))
@@ -400,6 +425,7 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     return t
 
 
+@checks_device
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "full_like")
     t = full(input._shape, fill_value, dtype=_like_dtype(input, dtype))
@@ -407,6 +433,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return t
 
 
+@checks_device
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "new_full")
     t = full(size, fill_value, dtype=_like_dtype(self, dtype))
@@ -414,18 +441,21 @@ def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=
     return t
 
 
+@checks_device
 def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kw):
     shape = _size_args(size, kw.pop("size", None), "new_zeros")
     _ignored(kw, "new_zeros")
     return full(shape, 0, dtype=_like_dtype(self, dtype), requires_grad=requires_grad)
 
 
+@checks_device
 def _new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kw):
     shape = _size_args(size, kw.pop("size", None), "new_ones")
     _ignored(kw, "new_ones")
     return full(shape, 1, dtype=_like_dtype(self, dtype), requires_grad=requires_grad)
 
 
+@checks_device
 def _new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kw):
     shape = _size_args(size, kw.pop("size", None), "new_empty")
     _ignored(kw, "new_empty")
@@ -440,6 +470,7 @@ def _new_tensor(self, data, dtype=None, **_):
     )
 
 
+@checks_device
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if end is None:
         start, end = 0, start
@@ -490,6 +521,7 @@ def _steps(steps, name):
     return int(steps)
 
 
+@checks_device
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     _ignored(kw, "linspace")
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
@@ -522,6 +554,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     return out
 
 
+@checks_device
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "logspace")
     steps = _steps(steps, "logspace")
@@ -532,6 +565,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return out
 
 
+@checks_device
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     _ignored(kw, "eye")
     for name, v in (("n", n), ("m", m)):

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as D
 from ..tensor import Tensor
 from .core import empty, upload
+from .creation import checks_device
 from .elementwise import as_tensor_arg
 
 
@@ -43,6 +44,7 @@ def _upload_indices(rows, cols, dtype):
     return t if dtype is D.int32 else t.to(dtype)
 
 
+@checks_device
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """(2, N) coordinates of the upper triangle of a row x col matrix (j - i >= offset), row-major."""
     _rc(row, col, "triu_indices")
@@ -50,6 +52,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     return _upload_indices(r, c, _index_dtype(dtype))
 
 
+@checks_device
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """(2, N) coordinates of the lower triangle of a row x col matrix (j - i <= offset), row-major."""
     _rc(row, col, "tril_indices")

@@ -16,6 +16,7 @@ import os
 from .. import dtypes as D
 from ..tensor import Tensor
 from .core import empty
+from .creation import checks_device
 from .elementwise import as_tensor_arg
 
 pi = math.pi
@@ -142,6 +143,7 @@ def ravel(input):
     return as_tensor_arg(input).reshape(-1)
 
 
+@checks_device
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
     """An uninitialised tensor with the given strides (its storage covers every element)."""
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
@@ -160,6 +162,7 @@ def _new_empty_strided(self, size, stride, *, dtype=None, **kw):
     return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype, **kw)
 
 
+@checks_device
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, **kw):
     """A 0-d tensor holding s (float32 unless dtype says otherwise, as PyTorch)."""
     from .creation import full

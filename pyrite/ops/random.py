@@ -12,7 +12,16 @@ from ..kernels.random import random_kernel
 from ..tensor import Tensor
 from .core import empty as _empty
 from .core import f32_bits, note_bounds
-from .creation import _ignored, _like_dtype, _size, _size_args, as_tensor, full, tensor
+from .creation import (
+    _ignored,
+    _like_dtype,
+    _size,
+    _size_args,
+    as_tensor,
+    checks_device,
+    full,
+    tensor,
+)
 
 
 class Generator:
@@ -135,14 +144,17 @@ def _standard(name, dist, size, kw, generator, dtype, requires_grad) -> Tensor:
     return out
 
 
+@checks_device
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     return _standard("rand", "uniform", size, kw, generator, dtype, requires_grad)
 
 
+@checks_device
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     return _standard("randn", "normal", size, kw, generator, dtype, requires_grad)
 
 
+@checks_device
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **kw):
     _ignored({k: v for k, v in kw.items() if k != "requires_grad"}, "randint")
     if size is None:  # randint(high, size)
@@ -178,6 +190,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     return out if dt is D.int32 else out.to(dt)
 
 
+@checks_device
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "rand_like")
     t = rand(input._shape, dtype=_like_dtype(input, dtype))
@@ -185,6 +198,7 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     return t
 
 
+@checks_device
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "randn_like")
     t = randn(input._shape, dtype=_like_dtype(input, dtype))
@@ -192,6 +206,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     return t
 
 
+@checks_device
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, generator=None, **kw):
     _ignored({k: v for k, v in kw.items() if k != "requires_grad"}, "randint_like")
     if high is None:  # randint_like(x, high)
