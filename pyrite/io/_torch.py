@@ -23,11 +23,14 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+import struct
 import zipfile
+import zlib
 
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import PyriteError
 from ._host import host_to_tensor
 from ._safetensors import as_parameter
 from .errors import CheckpointError, UnpicklingError
@@ -71,6 +74,22 @@ TORCH_DTYPES = {
     "uint32": np.uint32,
     "uint64": np.uint64,
 }
+
+
+# What damaged bytes raise from zipfile and pickle (a name field that is not UTF-8 is a
+# UnicodeDecodeError, an unknown compression method NotImplementedError, a pickle length past
+# the file OverflowError or MemoryError): each is reported as a CheckpointError naming the file.
+_CORRUPT = (
+    zipfile.BadZipFile, EOFError, OSError, NotImplementedError, ValueError, IndexError, KeyError,
+    TypeError, AttributeError, OverflowError, MemoryError, struct.error, zlib.error,
+    pickle.UnpicklingError,
+)  # fmt: skip
+
+
+def _corrupt(where: str, exc: Exception) -> CheckpointError:
+    return CheckpointError(
+        f"pyrite: load: {where} is truncated or corrupt: {type(exc).__name__}: {exc}"
+    )
 
 
 class _TorchDtype:
@@ -229,7 +248,9 @@ def load_zip(source, where: str, weights_only: bool, pickle_kw: dict):
     try:
         zf = zipfile.ZipFile(source)
         names = zf.namelist()
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except PyriteError:
+        raise
+    except _CORRUPT as exc:
         raise CheckpointError(f"pyrite: load: {where} is a damaged zip archive: {exc}") from None
     with zf:
         pkl = next((n for n in names if n.endswith("/data.pkl") or n == "data.pkl"), None)
@@ -240,35 +261,38 @@ def load_zip(source, where: str, weights_only: bool, pickle_kw: dict):
                 else "a zip archive without data.pkl, not a torch.save file"
             )
             raise CheckpointError(f"pyrite: load: {where} is {what}")
-        prefix = pkl[: -len("data.pkl")]
-        big = False
-        if prefix + "byteorder" in names:
-            big = zf.read(prefix + "byteorder").decode().strip() == "big"
-        storages = {}
-
-        def persistent_load(pid):
-            stype, key = _storage_pid(pid, where)
-            if key not in storages:
-                try:
-                    raw = zf.read(f"{prefix}data/{key}")
-                except KeyError:
-                    raise CheckpointError(
-                        f"pyrite: load: {where}: storage data/{key} is missing from the archive"
-                    ) from None
-                if big and np.dtype(stype.np).itemsize > 1:
-                    raw = np.frombuffer(raw, np.dtype(stype.np).newbyteorder(">")).byteswap()
-                    raw = raw.tobytes()
-                storages[key] = _Storage(key, stype, raw)
-            return storages[key]
-
         try:
-            data = zf.read(pkl)
-            obj = _Unpickler(
-                io.BytesIO(data), where, persistent_load, weights_only, **pickle_kw
-            ).load()
-        except (zipfile.BadZipFile, EOFError, OSError) as exc:
-            raise CheckpointError(f"pyrite: load: {where} is truncated or corrupt: {exc}") from None
+            obj = _unpickle_zip(zf, names, pkl[: -len("data.pkl")], where, weights_only, pickle_kw)
+        except PyriteError:
+            raise
+        except _CORRUPT as exc:
+            raise _corrupt(where, exc) from (exc if not weights_only else None)
     return materialize(obj, where)
+
+
+def _unpickle_zip(zf, names, prefix, where, weights_only, pickle_kw):
+    big = False
+    if prefix + "byteorder" in names:
+        big = zf.read(prefix + "byteorder").decode().strip() == "big"
+    storages = {}
+
+    def persistent_load(pid):
+        stype, key = _storage_pid(pid, where)
+        if key not in storages:
+            try:
+                raw = zf.read(f"{prefix}data/{key}")
+            except KeyError:
+                raise CheckpointError(
+                    f"pyrite: load: {where}: storage data/{key} is missing from the archive"
+                ) from None
+            if big and np.dtype(stype.np).itemsize > 1:
+                raw = np.frombuffer(raw, np.dtype(stype.np).newbyteorder(">")).byteswap()
+                raw = raw.tobytes()
+            storages[key] = _Storage(key, stype, raw)
+        return storages[key]
+
+    data = zf.read(prefix + "data.pkl")
+    return _Unpickler(io.BytesIO(data), where, persistent_load, weights_only, **pickle_kw).load()
 
 
 # ---- the legacy format ---------------------------------------------------------------------
@@ -317,10 +341,10 @@ def load_legacy(f, where: str, weights_only: bool, pickle_kw: dict):
         for s in storages.values():
             if isinstance(s, _View):
                 s.resolve()
-    except (EOFError, pickle.UnpicklingError, ValueError, IndexError) as exc:
-        if isinstance(exc, (UnpicklingError, CheckpointError)):
-            raise
-        raise CheckpointError(f"pyrite: load: {where} is truncated or corrupt: {exc}") from None
+    except PyriteError:
+        raise
+    except _CORRUPT as exc:
+        raise _corrupt(where, exc) from (exc if not weights_only else None)
     return materialize(obj, where)
 
 
