@@ -666,3 +666,30 @@ def test_failed_save_keeps_the_previous_file(tmp_path):
     with pytest.raises(TypeError, match="pyrite: save: cannot save"):
         pr.save({"w": pr.zeros(5), "opt": {"sched": object()}}, path)
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["ckpt.pt"]
+
+
+def test_version_metadata_survives(tmp_path):
+    """torch.save keeps a state dict's `_metadata` (each module's version), which
+    load_state_dict reads: an InstanceNorm checkpoint with running stats, versioned, loads into
+    one that tracks none with them reported unexpected, as torch's; unversioned it is refused.
+    Regression: pr.load dropped `_metadata`, so pyrite refused the versioned file too."""
+    tm = tnn.Sequential(tnn.InstanceNorm1d(4, track_running_stats=True))
+    path = tmp_path / "inorm.pt"
+    torch.save(tm.state_dict(), path)
+    got = pr.load(path)
+    want = torch.load(path, weights_only=True)
+    assert got._metadata == want._metadata
+    r_want = tnn.Sequential(tnn.InstanceNorm1d(4)).load_state_dict(want, strict=False)
+    r_got = pnn.Sequential(pnn.InstanceNorm1d(4)).load_state_dict(got, strict=False)
+    assert r_got.unexpected_keys == r_want.unexpected_keys
+    assert r_want.unexpected_keys[:2] == ["0.running_mean", "0.running_var"]
+    with pytest.raises(RuntimeError) as e_got:
+        pnn.Sequential(pnn.InstanceNorm1d(4)).load_state_dict(got)
+    with pytest.raises(RuntimeError) as e_want:
+        tnn.Sequential(tnn.InstanceNorm1d(4)).load_state_dict(want)
+    assert str(e_got.value) == str(e_want.value)
+    plain = dict(got)  # no metadata: refused, strict or not, in both
+    with pytest.raises(RuntimeError, match="Unexpected running stats buffer"):
+        pnn.Sequential(pnn.InstanceNorm1d(4)).load_state_dict(plain, strict=False)
+    with pytest.raises(RuntimeError, match="Unexpected running stats buffer"):
+        tnn.Sequential(tnn.InstanceNorm1d(4)).load_state_dict(dict(want), strict=False)

@@ -388,7 +388,10 @@ def materialize(obj, where: str, path: str = ""):
                 memo[id(x)] = _tensor_of(x, f"{p or 'the tensor'} in {where}")
             return memo[id(x)]
         if type(x) in (dict, collections.OrderedDict):
-            return type(x)((k, walk(v, _join(p, k))) for k, v in x.items())
+            out = type(x)((k, walk(v, _join(p, k))) for k, v in x.items())
+            if hasattr(x, "__dict__"):  # a state dict's _metadata (module versions) stays
+                out.__dict__.update(x.__dict__)
+            return out
         if isinstance(x, dict):  # a subclass (weights_only=False): updated in place
             for k in list(x):
                 x[k] = walk(x[k], _join(p, k))
