@@ -192,7 +192,7 @@ def trusted_module(device, code: str):
     every loop) unless told not to, and those clamps sit in the inner loops of the tiled kernels,
     where they also stop the driver folding a constant offset into the load. Storage buffers
     keep the driver's robust buffer access. Only for kernels whose indexing is in range by
-    construction (`KernelSource.trusted`). None where the binding lacks the entry point."""
+    construction (marked kernels/common.TRUSTED). None where the binding lacks the entry point."""
     api = sys.modules[type(device).__module__]
     ffi, lib, libf = api.ffi, api.lib, getattr(api, "libf", None)
     fn = getattr(libf, "wgpuDeviceCreateShaderModuleTrusted", None)

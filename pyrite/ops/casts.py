@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .. import dtypes as D
 from ..errors import ShapeError
-from ..tensor import Tensor, device
+from ..tensor import Tensor, check_device
 from .core import broadcast_shapes, empty, run_map
 from .elementwise import as_tensor_arg
 
@@ -146,7 +146,7 @@ def _method_to(self, *args, **kwargs):
         ):
             dtype = a
         elif isinstance(a, str):
-            device(a)  # a device string is checked as torch checks it ("Expected one of ...")
+            check_device(a)  # checked as torch checks it ("Expected one of ...")
     if dtype is None:
         return self
     return to_dtype(self, dtype)

@@ -269,7 +269,10 @@ def _choose(dev, M, N, K, batch, fast_lay):
         for least, params in table:
             if M * N * batch < least or not _fast_fits(dev, params, fast_lay, M, N, K):
                 continue
-            if params == BIG_TILE and wave_fill(M * N * batch // (128 * 128)) < WAVE_FILL:
+            if (
+                params == BIG_TILE
+                and wave_fill(M * N * batch // (BIG_TILE[0] * BIG_TILE[1])) < WAVE_FILL
+            ):
                 continue
             return "fast", params
     if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
