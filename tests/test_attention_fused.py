@@ -701,14 +701,22 @@ def test_ds_gemm_backward(rng, monkeypatch, case, rpt, tb):
 
 
 def test_ds_gemm_rule(monkeypatch):
-    """DS_GEMM is off unless set, and stores dS only up to DS_GEMM_MAX_BYTES."""
-    assert not _attention._use_ds_gemm(384, 128, 128)
+    """The stored-dS backward is taken by its measured rule (head dim above DS_GEMM_MIN_E, dS
+    between DS_GEMM_MIN_BYTES and DS_GEMM_MAX_BYTES), and DS_GEMM forces it either way within
+    the cap."""
+    use = _attention._use_ds_gemm
+    assert use(384, 128, 128, 64)  # BERT-base: 25 MB
+    assert not use(384, 128, 128, 32)  # E = 32: the dq kernel's recomputation is cheap
+    assert not use(12, 128, 128, 64)  # BERT-base batch 1: 0.8 MB
+    lo, cap = _attention.DS_GEMM_MIN_BYTES, _attention.DS_GEMM_MAX_BYTES
+    assert use(1, lo // 4 // 64, 64, 64) and not use(1, lo // 4 // 64 - 1, 64, 64)
+    assert use(1, cap // 4 // 64, 64, 64) and not use(1, cap // 4 // 64 + 1, 64, 64)
+    assert not use(16, 4096, 4096, 64)  # causal 4096 x 16 heads: 1 GiB
     monkeypatch.setattr(_attention, "DS_GEMM", True)
-    assert _attention._use_ds_gemm(384, 128, 128)  # BERT-base: 25 MB
-    cap = _attention.DS_GEMM_MAX_BYTES
-    assert _attention._use_ds_gemm(1, cap // 4 // 64, 64)
-    assert not _attention._use_ds_gemm(1, cap // 4 // 64 + 1, 64)
-    assert not _attention._use_ds_gemm(16, 4096, 4096)  # causal 4096 x 16 heads: 1 GiB
+    assert use(12, 128, 128, 32)
+    assert not use(1, cap // 4 // 64 + 1, 64, 64)
+    monkeypatch.setattr(_attention, "DS_GEMM", False)
+    assert not use(384, 128, 128, 64)
 
 
 @pytest.mark.parametrize("heavy_first", [True, False])

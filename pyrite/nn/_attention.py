@@ -536,16 +536,32 @@ FORCE_TILED_BWD_TB = None  # its block rows (tests: 16 at E <= 64, what E > 64 t
 # dq from a stored dS (kernels/attention_tiled_bwd.attn_dkv_tiled_kernel's `ds_out`): the dk/dv
 # kernel writes the dS it sums anyway (f32, batch·heads × L × S), D = Σ dout·out comes from two
 # ops, and dq = scale · dS · k is one batched GEMM, so the dq kernel's recomputation of S and dP
-# (two of the backward's seven products) goes, for a write and a read of dS. For BERT-base
-# (32×12×128×128) dS is 25 MB. Built 2026-12-05 without a GPU to hand (none could be had that
-# night): tested on lavapipe, unmeasured, so off by default; `scripts/attention_bwd_ab.py`'s
-# "dsgemm" variant is its A/B. Only where dS fits DS_GEMM_MAX_BYTES (causal 16×4096² is 1 GiB).
-DS_GEMM = False  # True: take it where the tiled backward runs and dS fits (tests, A/B)
+# (two of the backward's seven products) goes, for a write and a read of dS (BERT-base,
+# 32×12×128×128: 25 MB). Measured on an H100, wgpu-native, 2026-12-05
+# (docs/bench/2026-12-05-h100-s28-attn-bwd.json, GPU time of every kernel, µs, dq kernel /
+# stored dS / torch CUDA):
+#   BERT-base 32x12x128x128x64, padding mask     523 / 417 / 258   (dS 25 MB)
+#   2x12x512x512x64                              381 / 331 / 235   (25 MB)
+#   causal 1x32x512x512x128                      919 / 719 / 376   (34 MB)
+#   8x16x128x128x128, padding mask               574 / 408 / 181   (8.4 MB)
+#   8x12x512x512x32                              430 / 530 / 395   (101 MB; E = 32: the
+#                                                                   recomputation is cheap)
+#   BERT-base batch 1, 1x12x128x128x64            46 /  65 / 118   (0.8 MB: the extra
+#   causal 8x4x64x64x32 (the GPT bench)           24 /  45 / 140    dispatches dominate)
+# so it is taken at E > DS_GEMM_MIN_E where dS is at least DS_GEMM_MIN_BYTES (between the 0.8
+# and 8.4 MB measured; 4 MiB is an estimate) and at most DS_GEMM_MAX_BYTES (causal 16×4096² is
+# 1 GiB: the dq kernel, which never stores dS, runs there).
+DS_GEMM = None  # True / False: take it wherever the tiled backward runs and dS fits / never
+DS_GEMM_MIN_E = 32
+DS_GEMM_MIN_BYTES = 4 << 20
 DS_GEMM_MAX_BYTES = 256 << 20
 
 
-def _use_ds_gemm(nbh, L, S) -> bool:
-    return bool(DS_GEMM) and nbh * L * S * 4 <= DS_GEMM_MAX_BYTES
+def _use_ds_gemm(nbh, L, S, E) -> bool:
+    nbytes = nbh * L * S * 4
+    if DS_GEMM is not None:
+        return bool(DS_GEMM) and nbytes <= DS_GEMM_MAX_BYTES
+    return E > DS_GEMM_MIN_E and DS_GEMM_MIN_BYTES <= nbytes <= DS_GEMM_MAX_BYTES
 
 
 def _tiled_bwd_tb(E):
@@ -606,7 +622,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
         return rows_kernel(E, block, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
 
     # dq from the stored dS (DS_GEMM): D by ops here, dS from the dk/dv kernel, dq by a GEMM below
-    ds_gemm = tiled and _use_ds_gemm(nbh, L, S)
+    ds_gemm = tiled and _use_ds_gemm(nbh, L, S, E)
     if ds_gemm:
         dd = _reduce.sum(_ew.mul(g.to(D.float32), out.to(D.float32)), -1).contiguous()
     else:  # dq and D = Σ dout·out per query
