@@ -138,6 +138,7 @@ def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
         (4, 32, 4, 4, 1, True, True),
         (6, 8, 1, 2, 2, False, False),
     ]
+    monkeypatch.setattr(Q, "QGEMV_SHAPE_INT4", {})  # (int4's own 8-row shape: the knob rules)
     for (M, lanes, wpl, cols, unroll, magic, stage), sg in itertools.product(knobs, (True, False)):
         rm = 8 if M > 4 else M
         monkeypatch.setitem(Q.QGEMV_SHAPE, rm, (lanes, wpl, cols, unroll))

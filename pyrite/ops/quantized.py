@@ -59,8 +59,20 @@ QGEMV_MAX_M = 32
 # (32 %), int4 g32 19.5 (42 %) — the previous default (32, 1, 4, 1) 33 / 24 / 25 / 32 us. Every
 # format lands at 18-20 us whatever its bytes: that floor, not bandwidth, limits the one-row
 # product now. 8 rows at (16, 2, 2, 2): 59.6 / 61.4 / 108 / 109 us ((32, 2, 4, 4): 58 / 57 /
-# - / 82). 2 and 4 rows are not measured: between the two.
-QGEMV_SHAPE = {1: (64, 2, 2, 2), 2: (32, 2, 2, 2), 4: (16, 2, 2, 2), 8: (16, 2, 2, 2)}
+# - / 82). 2 and 4 rows are not measured: between the two. On an H100 (2026-12-05,
+# wgpu-native, the same script, GPU time; docs/bench/2026-12-05-h100-s28-session-1.txt), 8 rows:
+# int8 per row (16, 2, 2, 2) 62.0 us, best (32, 2, 4, 4) 50.7; int4 g128 (16, 2, 2, 2) 106.2,
+# best (32, 1, 4, 4) 52.5 — both 8 values a lane's step, so int4 has its own entry
+# (QGEMV_SHAPE_INT4). One row: every shape of the first six within 4 % of the default.
+QGEMV_SHAPE = {1: (64, 2, 2, 2), 2: (32, 2, 2, 2), 4: (16, 2, 2, 2), 8: (32, 2, 4, 4)}
+QGEMV_SHAPE_INT4 = {8: (32, 1, 4, 4)}
+
+
+def qgemv_shape(rows, bits):
+    """The GEMV's (lanes, words, columns, steps) for `rows` baked rows of `bits`-bit weights."""
+    return (QGEMV_SHAPE_INT4 if bits == 4 else {}).get(rows, QGEMV_SHAPE[rows])
+
+
 # The integer-to-float conversion by the exponent trick (kernels/quant.py `magic`): measured
 # as above (2026-12-03, an earlier run), no faster at one row (int8 per row 18.5 vs 17.9 us), so off.
 QGEMV_MAGIC = False
@@ -294,10 +306,8 @@ def _gemv_fits(qw, M, dev) -> bool:
         return False
     rms = {_matmul.baked_rows(min(QGEMV_ROWS, M - r0)) for r0 in range(0, M, QGEMV_ROWS)}
     wr = qw.qweight._shape[1]
-    return all(
-        -(-wr // (QGEMV_SHAPE[rm][1] * QGEMV_SHAPE[rm][0])) + 2 <= max_loop_iterations()
-        for rm in rms
-    )
+    shapes = [qgemv_shape(rm, qw.bits) for rm in rms]
+    return all(-(-wr // (s[1] * s[0])) + 2 <= max_loop_iterations() for s in shapes)
 
 
 def _qlinear_raw(input, qweight, bias=None):
@@ -340,7 +350,7 @@ def _qgemv(x, qw, b, M):
     for r0 in range(0, M, QGEMV_ROWS):
         m = min(QGEMV_ROWS, M - r0)
         rm = _matmul.baked_rows(m)
-        lanes, wpl, cols, unroll = QGEMV_SHAPE[rm]
+        lanes, wpl, cols, unroll = qgemv_shape(rm, bits)
         spv = PER_WORD[bits] * wpl  # values a step
         full = K // spv
         wgs = -(-N // (256 // lanes * cols))
