@@ -498,7 +498,17 @@ def test_tiled_rule(monkeypatch):
     assert use(cpu, many, 1000, 128, 64) and not use(cpu, 1, 1, 128, 80)
 
 
-@pytest.mark.parametrize("bq,rpt", [(16, 4), (32, 4), (32, 2), (64, 2)])
+def test_tiled_forward_rows_rule():
+    """The tiled forward's rows an invocation: 2 over at most TILED_RPT2_MAX_S keys at every head
+    dim, else 4 up to E = 64 and 2 past it (kernels/attention_tiled.tiled_rpt)."""
+    cut = _attention.TILED_RPT2_MAX_S
+    assert _attention._tiled_shape(64, cut) == (64, 2)
+    assert _attention._tiled_shape(32, cut + 1) == (64, 4)
+    assert _attention._tiled_shape(64, 4096) == (64, 4)
+    assert _attention._tiled_shape(128, 4096) == (32, 2)
+
+
+@pytest.mark.parametrize("bq,rpt", [(16, 4), (32, 4), (32, 2), (64, 2), (64, 4)])
 def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq, rpt):
     """The tiled forward with blocks of 32 queries, 2 rows an invocation (what head dims
     65 .. 128 take on a GPU, in 48 KiB: not on lavapipe's 32), 4 rows, blocks of 16 (a workgroup

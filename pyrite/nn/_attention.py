@@ -332,7 +332,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     dsplits = _decode_splits(dev, nbh, L, S, E)
     tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
     if tiled:
-        bq, rpt = _tiled_shape(E)
+        bq, rpt = _tiled_shape(E, S)
         nblk = -(-L // bq)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
@@ -420,14 +420,22 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 # us, flash / tiled with 4 rows an invocation (64 a workgroup) / 2 rows (128) / torch CUDA):
 # causal 1 x 32 x 512 x 128 520 / 316 / 245 / 123; 8 x 16 x 128 x 128 with a padding mask
 # 184 / 180 / 142 / 97; 4 queries (4, 32, 4, 2048, 128) 5,560 / 569 / 396 / 219.
+# Over few keys (S <= TILED_RPT2_MAX_S) 2 rows an invocation at every head dim: the workgroup's
+# key loop is short, so twice the invocations hide more of it (H100, wgpu-native, 2026-12-05,
+# docs/bench/2026-12-05-h100-s28-attn-fwd.json, us, 4 rows / 2 rows): BERT-base 32 x 12 x 128 x 64
+# 156.8 / 143.5, batch 1 31.4 / 29.9, batch 8 45.4 / 44.7, the GPT bench (S = 64, E = 32) 20.9 /
+# 19.7; but at S = 512: 2 x 12 x 512 x 64 136.2 / 140.8, E = 32 107.8 / 129.7, L = 16 71.0 / 73.4.
+TILED_RPT2_MAX_S = 128
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
 
 
-def _tiled_shape(E):
-    """(queries a workgroup, query rows an invocation) of the tiled forward at head dim E."""
-    return FORCE_TILED_BQ or _KT.tiled_bq(E), FORCE_TILED_RPT or _KT.tiled_rpt(E)
+def _tiled_shape(E, S):
+    """(queries a workgroup, query rows an invocation) of the tiled forward at head dim E over
+    S keys."""
+    rpt = FORCE_TILED_RPT or (2 if S <= TILED_RPT2_MAX_S else _KT.tiled_rpt(E))
+    return FORCE_TILED_BQ or _KT.tiled_bq(E), rpt
 
 
 def _use_tiled(dev, nbh, L, S, E):
@@ -436,7 +444,7 @@ def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
-    bq, rpt = _tiled_shape(E)
+    bq, rpt = _tiled_shape(E, S)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(E, bq, rpt)
         and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
