@@ -96,6 +96,8 @@ FAST_VARIANTS = [
     ("fast", (32, 64, 4, 8, 32, True)),
     ("fast", (128, 128, 16, 8, 8, True)),  # ops/matmul.py BIG_TILE, the GPUs' big tile
     ("fast", (128, 64, 16, 8, 16, True)),
+    ("fast", (128, 96, 8, 12, 16, True)),  # three vec4 column groups an invocation
+    ("fast", (64, 96, 8, 12, 16, False)),
 ]
 VARIANTS = [
     ("tiled", None),

@@ -56,6 +56,11 @@ VARIANTS = [
     ("fast 128x128 16x8 k16", ("fast", (128, 128, 16, 8, 16, False))),
     ("fast 128x128 16x8 k16 db", ("fast", (128, 128, 16, 8, 16, True))),
     ("fast 128x64 16x8 k16 db", ("fast", (128, 64, 16, 8, 16, True))),
+    # 96 columns: BERT's 768, 2304 and 3072 outputs in 8, 24 and 32 tiles a row (waves ~97 % full
+    # where 128-wide tiles fill 73 %)
+    ("fast 128x96 8x12 k16 db", ("fast", (128, 96, 8, 12, 16, True))),
+    ("fast 128x96 8x12 k16", ("fast", (128, 96, 8, 12, 16, False))),
+    ("fast 64x96 8x12 k16 db", ("fast", (64, 96, 8, 12, 16, True))),
 ]
 
 
