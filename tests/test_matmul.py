@@ -98,6 +98,11 @@ FAST_VARIANTS = [
     ("fast", (128, 64, 16, 8, 16, True)),
     ("fast", (128, 96, 8, 12, 16, True)),  # three vec4 column groups an invocation
     ("fast", (64, 96, 8, 12, 16, False)),
+    # K groups in a workgroup (gemm_fast's `kg`): sums merged through workgroup memory (in As, or
+    # in their own array where As is too small)
+    ("fast", (32, 32, 4, 4, 32, True, 4)),
+    ("fast", (32, 64, 4, 4, 32, False, 2)),
+    ("fast", (16, 32, 4, 4, 64, False, 8)),
 ]
 VARIANTS = [
     ("tiled", None),
@@ -164,7 +169,7 @@ def test_fast_variants(variant, rng):
     `x @ w.T`, batched with a broadcast B, an offset view, bias / alpha-beta epilogues) and where
     it must not (edge sizes, unaligned offsets or strides, which fall back and must still be
     right). Asserts which kernel ran so a silent fallback cannot pass for the fast kernel."""
-    bm, bn, _, _, bk, _ = variant[1]
+    bm, bn, _, _, bk = variant[1][:5]
     t32 = lambda x: pr.tensor(x, dtype=pr.float32)
 
     def body():

@@ -304,19 +304,29 @@ def gemm_direct(
 
 
 # ---- the contiguous-aligned fast path ---------------------------------------------------------
-def fast_smem_bytes(bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, lay: str) -> int:
+def _kg_sums_vec4(bm: int, bn: int, tm: int, tn: int, kg: int) -> int:
+    """vec4s of workgroup memory gemm_fast's K groups merge their sums through (0: one group)."""
+    return (kg // 2) * (bn // tn) * (bm // tm) * (tm * tn // 4) if kg > 1 else 0
+
+
+def fast_smem_bytes(
+    bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, lay: str, kg: int = 1
+) -> int:
     """Workgroup memory of `gemm_fast` (bytes): the ops layer skips a variant past the limit."""
     sa = bm // 4 + 1
     sb = bn // 4 + (1 if lay[-1] == "k" else 0)
-    return (2 if dbuf else 1) * bk * (sa + sb) * 16
+    tiles = (2 if dbuf else 1) * bk * sa
+    sums = _kg_sums_vec4(bm, bn, tm, tn, kg)
+    return (tiles + (2 if dbuf else 1) * bk * sb + (sums if sums > tiles else 0)) * 16
 
 
-def fast_valid(bm: int, bn: int, tm: int, tn: int, bk: int) -> bool:
+def fast_valid(bm: int, bn: int, tm: int, tn: int, bk: int, kg: int = 1) -> bool:
     """Whether `gemm_fast` can be built with this tiling: vec4 registers, and each K step's
-    vec4 loads of both tiles split evenly over the invocations."""
-    if tm % 4 or tn % 4 or bk % 4 or bm % tm or bn % tn:
+    vec4 loads of both tiles split evenly over the invocations (of all `kg` K groups), and the
+    K step split evenly over the groups."""
+    if tm % 4 or tn % 4 or bk % 4 or bm % tm or bn % tn or kg < 1 or kg & (kg - 1) or bk % kg:
         return False
-    nt = (bn // tn) * (bm // tm)
+    nt = (bn // tn) * (bm // tm) * kg
     return (bm * bk // 4) % nt == 0 and (bn * bk // 4) % nt == 0
 
 
@@ -331,6 +341,7 @@ def gemm_fast(
     tn: int = 8,
     bk: int = 8,
     dbuf: bool = True,
+    kg: int = 1,
     post: tuple | None = None,
     dual: int | None = None,
     rows: int | None = None,
@@ -375,6 +386,14 @@ def gemm_fast(
     linear's weight gradient g^T x with its bias gradient (the column sums of g) in one kernel.
     Not with `post`.
 
+    With `kg` > 1 (a power of two: K groups) the workgroup is kg groups of (bn/tn) x (bm/tm)
+    invocations: all of them load each K step's tiles, group g sums the step's products g*bk/kg ..
+    (g+1)*bk/kg - 1 into its own registers, and after the last step the groups' sums are added
+    pairwise through workgroup memory (log2(kg) rounds, in a fixed order) and group 0 stores
+    them. A split of K inside one workgroup and one dispatch: products with few output tiles
+    (batch-1 inference's M = 128) get kg times the invocations an SM to hide latency with, and
+    each invocation's chain of sums is kg times shorter. Not with `rows`, `conv` or `acc16`.
+
     `st`: the storage of A, B, C and E: "f32", "f16" (vec4<f16> loads and stores: `shader-f16`)
     or "bf16" (four packed values a vec2<u32>, rounded to nearest even on store). The workgroup
     tiles, the products and the sums are f32 whatever the storage; C is rounded once. `post`,
@@ -401,18 +420,21 @@ def gemm_fast(
     the output's strides (words at + 21: channel stride, + 22..24: spatial strides, + 25..: batch
     strides), a strided transposed convolution's phase (ops/conv.py `_conv_transpose_phases`).
     """
-    assert lay in ("n", "k", "mn", "mk") and fast_valid(bm, bn, tm, tn, bk)
+    assert lay in ("n", "k", "mn", "mk")
     assert rows is None or post is None
     assert st == "f32" or (post is None and rows is None)
     assert conv is None or (lay == "n" and st != "bf16" and post is None and rows is None)
     assert conv is None or (bn // tn) * (bm // tm) % (bn // 4) == 0
     assert not acc16 or (st == "f16" and conv is None and post is None and rows is None)
+    assert kg == 1 or (rows is None and conv is None and not acc16)
+    assert fast_valid(bm, bn, tm, tn, bk, kg)
     tt = "vec4<f16>" if acc16 else "vec4<f32>"  # the workgroup tiles' and the loads' vec4
     lst = "f32" if acc16 else st  # (the loads widen from storage `st` to f32, unless acc16)
     v4 = {"f32": "vec4<f32>", "f16": "vec4<f16>", "bf16": "vec2<u32>"}[st]
     a_m, b_lay = lay[0] == "m", lay[-1]
     ntx, nty = bn // tn, bm // tm
-    nt = ntx * nty
+    ng = ntx * nty  # invocations a K group
+    nt = ng * kg
     kq = bk // 4
     la, lb = bm * kq, bn * bk // 4  # vec4 loads a K step
     ra, rb = la // nt, lb // nt
@@ -432,16 +454,24 @@ def gemm_fast(
         bufs.append(("c2", "vec4<f32>", "w"))
     if rows is not None:
         bufs.append(("rs", "f32", "w"))
+    nsum = _kg_sums_vec4(bm, bn, tm, tn, kg)
+    sums = "As" if nsum <= nbuf * bk * sa else "Ks"  # (the groups' sums: in As where they fit)
     L = [
         f"var<workgroup> As: array<{tt}, {nbuf * bk * sa}>;  // As[buf][k][m/4][m%4]",
         f"var<workgroup> Bs: array<{tt}, {nbuf * bk * sb}>;  // Bs[buf][k][n/4][n%4]",
-        ENTRY.format(wg=nt),
     ]
+    if sums == "Ks":
+        L.append(f"var<workgroup> Ks: array<vec4<f32>, {nsum}>;  // the K groups' sums")
+    L.append(ENTRY.format(wg=nt))
     L += _prologue("f32", nb, epi)
-    L += [
-        f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};",
-        f"  let row0 = tm * {bm}; let col0 = tn * {bn};",
-    ]
+    if kg == 1:
+        L.append(f"  let li = i32(lix); let tx = li % {ntx}; let ty = li / {ntx};")
+    else:
+        L.append(
+            f"  let li = i32(lix); let lg = li % {ng}; let kgi = li / {ng}; "
+            f"let tx = lg % {ntx}; let ty = lg / {ntx};"
+        )
+    L.append(f"  let row0 = tm * {bm}; let col0 = tn * {bn};")
     L += _tile_operand("a", "m", "row0", bm, sa, a_m, ra, nt, kq, tt)
     if conv is None:
         L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq, tt)
@@ -463,15 +493,23 @@ def gemm_fast(
         out = _tile_stash("a", a_m, ra, f"({buf}) * {bk * sa}", sa, ind)
         return out + _tile_stash("b", b_lay == "n", rb, f"({buf}) * {bk * sb}", sb, ind)
 
+    bkg = bk // kg  # (the K step's products a group sums)
+
     def compute(buf, ind):
-        out = [f"{ind}let oa = ({buf}) * {bk * sa} + ty; let ob = ({buf}) * {bk * sb} + tx;"]
+        if kg == 1:
+            out = [f"{ind}let oa = ({buf}) * {bk * sa} + ty; let ob = ({buf}) * {bk * sb} + tx;"]
+        else:
+            out = [
+                f"{ind}let oa = ({buf}) * {bk * sa} + kgi * {bkg * sa} + ty; "
+                f"let ob = ({buf}) * {bk * sb} + kgi * {bkg * sb} + tx;"
+            ]
         acc, cv = ("p", "vec4<f16>") if acc16 else ("c", "vec4<f32>")
         if acc16:  # this K step's f16 sums
             for r in range(tm):
                 out.append(
                     ind + " ".join(f"var p{r}_{j} = vec4<f16>(0.0);" for j in range(tn // 4))
                 )
-        for kk in range(bk):
+        for kk in range(bkg):
             out.append(ind + "{")
             out.append(
                 ind
@@ -529,6 +567,23 @@ def gemm_fast(
         L += compute("0", "    ")
         L.append("    workgroupBarrier();")
         L.append("  }")
+    if kg > 1:  # the groups' sums, pairwise: groups h..2h-1 hand theirs to groups 0..h-1
+        regs = [f"c{r}_{j}" for r in range(tm) for j in range(tn // 4)]
+        h = kg // 2
+        while h >= 1:
+            L.append(f"  if (kgi >= {h} && kgi < {2 * h}) {{")
+            L += [f"    {sums}[((kgi - {h}) * {len(regs)} + {i}) * {ng} + lg] = {v};"
+                  for i, v in enumerate(regs)]  # fmt: skip
+            L.append("  }")
+            L.append("  workgroupBarrier();")
+            L.append(f"  if (kgi < {h}) {{")
+            L += [f"    {v} += {sums}[(kgi * {len(regs)} + {i}) * {ng} + lg];"
+                  for i, v in enumerate(regs)]  # fmt: skip
+            L.append("  }")
+            if h > 1:
+                L.append("  workgroupBarrier();")
+            h //= 2
+        L.append("  if (kgi != 0) { return; }")
     # store: row m = row0 + 4*(ty + i*nty) + q, vec4 column (col0/4) + tx + j*ntx
     if conv is not None and conv[7]:
         L += _conv_store_offsets(conv, nb, ntx, tn)

@@ -239,13 +239,22 @@ def _fast_layout(a, b, e, out_dtype, cstrides):
     return None
 
 
+def fast_params(params):
+    """A fast tile's (bm, bn, tm, tn, bk, dbuf, kg): tables and forced variants may leave out
+    the K groups (kernels/matmul.py gemm_fast's `kg`), 1."""
+    return (*params, 1) if len(params) == 6 else tuple(params)
+
+
 def _fast_fits(dev, params, fast_lay, M, N, K):
-    bm, bn, tm, tn, bk, dbuf = params
-    if M % bm or N % bn or K % bk or K == 0 or not fast_valid(bm, bn, tm, tn, bk):
+    bm, bn, tm, tn, bk, dbuf, kg = fast_params(params)
+    if M % bm or N % bn or K % bk or K == 0 or not fast_valid(bm, bn, tm, tn, bk, kg):
         return False
-    if (bn // tn) * (bm // tm) > dev.limits.get("max-compute-invocations-per-workgroup", 256):
+    lim = dev.limits
+    if (bn // tn) * (bm // tm) * kg > lim.get("max-compute-invocations-per-workgroup", 256):
         return False
-    return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay) <= dev.limits.get(
+    if kg > 1 and bn // tn * (bm // tm) * kg > lim.get("max-compute-workgroup-size-x", 256):
+        return False
+    return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay, kg) <= lim.get(
         "max-compute-workgroup-storage-size", 16384
     )
 
@@ -432,8 +441,9 @@ def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt):
 
 
 def _tile(v):
-    bm, bn, tm, tn, bk, dbuf = v
-    return (int(bm), int(bn), int(tm), int(tn), int(bk), bool(dbuf))
+    bm, bn, tm, tn, bk, dbuf, kg = fast_params(v)
+    t = (int(bm), int(bn), int(tm), int(tn), int(bk), bool(dbuf))
+    return t if int(kg) == 1 else (*t, int(kg))
 
 
 def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
@@ -690,14 +700,14 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     spec = None  # (gemm_fast's arguments: compile/fusion.py may rebuild it with a fused map)
     rs_shape = None  # (the row sums' shape where this product also computes them: `rows`)
     if kind == "fast" and dt.wgsl != "f32":  # (half storage: no fused maps, no row sums)
-        bm, bn, tm, tn, bk, dbuf = params
-        acc16 = F16_ACCUMULATION and dt.wgsl == "f16"
-        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, st=dt.wgsl, acc16=acc16)
+        bm, bn, tm, tn, bk, dbuf, kg = fast_params(params)
+        acc16 = F16_ACCUMULATION and dt.wgsl == "f16" and kg == 1
+        src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, kg, st=dt.wgsl, acc16=acc16)
         tile_m, tile_n = bm, bn
     elif kind == "fast":
-        bm, bn, tm, tn, bk, dbuf = params
-        spec = (fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf)
-        if rows and epi == "none" and nb <= 1 and out_dt.storage == "f32":
+        bm, bn, tm, tn, bk, dbuf, kg = fast_params(params)
+        spec = (fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, kg)
+        if rows and epi == "none" and nb <= 1 and out_dt.storage == "f32" and kg == 1:
             rs_shape = batch + (M,)
             src = gemm_fast(*spec, rows=INFO_BATCH + 4 * nb)
             spec = None  # (an extra output: not a product compile/fusion.py rewrites)
