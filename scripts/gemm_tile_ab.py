@@ -2,7 +2,8 @@
 pyrite.bench.gemm_variants, each forced, at BERT-base's linears and 4096^3, beside the rule's
 choice: the table ops/matmul.FAST_GPU is filled from this.
 `PYRITE_BACKEND=wgpu|dawn python scripts/gemm_tile_ab.py [--json PATH] [--shapes M,N,K;...]
-    [--variants NAME;NAME...]` (names as in gemm_variants, "auto" is the rule)"""
+    [--variants NAME;NAME...] [--f16 [--acc16]]` (names as in gemm_variants, "auto" is the rule;
+`--f16`: float16 storage, `--acc16`: with f16 arithmetic, ops/matmul.F16_ACCUMULATION)"""
 
 import json
 import sys
@@ -31,10 +32,12 @@ def main():
         shapes = [tuple(int(v) for v in s.split(",")) for s in arg.split(";")]
     rng = np.random.default_rng(0)
     rows = []
+    dt = pr.float16 if "--f16" in sys.argv else pr.float32
+    mmod.F16_ACCUMULATION = "--acc16" in sys.argv
     for M, N, K in shapes:
-        x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32))
-        w = pr.tensor(rng.standard_normal((N, K)).astype(np.float32))
-        b = pr.tensor(rng.standard_normal(N).astype(np.float32))
+        x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32)).to(dt)
+        w = pr.tensor(rng.standard_normal((N, K)).astype(np.float32)).to(dt)
+        b = pr.tensor(rng.standard_normal(N).astype(np.float32)).to(dt)
         row = {"shape": [M, N, K]}
         pick = (
             sys.argv[sys.argv.index("--variants") + 1].split(";")

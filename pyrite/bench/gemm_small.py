@@ -43,6 +43,14 @@ FAST_TILES = [
     # of a large product weighs them too
     (128, 128, 16, 8, 8, True),
     (64, 64, 8, 8, 16, False),
+    # K groups inside a workgroup (kernels/matmul.py gemm_fast's `kg`, the 7th word): 2-8 times
+    # the invocations on the same few tiles, each summing part of every K step
+    (32, 32, 4, 4, 32, True, 4),
+    (32, 32, 4, 4, 64, False, 8),
+    (32, 64, 4, 4, 32, False, 2),
+    (32, 64, 4, 4, 64, False, 4),
+    (64, 64, 4, 4, 32, True, 2),
+    (16, 64, 4, 4, 64, False, 4),
 ]
 SPLITS = (1, 2, 4, 8, 16)
 SHAPES = [(768, 768), (768, 3072), (3072, 768), (4096, 4096)]
@@ -81,7 +89,8 @@ def candidates(M):
         if M % t[0]:
             continue
         for S in SPLITS:
-            name = f"fast {t[0]}x{t[1]} {t[2]}x{t[3]} S={S}"
+            kg = f" kg{t[6]}" if len(t) > 6 else ""
+            name = f"fast {t[0]}x{t[1]} {t[2]}x{t[3]} k{t[4]}{kg} S={S}"
             out.append((name, ("fast", t), S))
     return out
 

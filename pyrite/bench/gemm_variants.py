@@ -70,6 +70,9 @@ VARIANTS = [
     ("fast 16x64 4x4 k64 kg4", ("fast", (16, 64, 4, 4, 64, False, 4))),
     ("fast 32x32 4x4 k32 db", ("fast", (32, 32, 4, 4, 32, True))),
     ("fast 64x64 4x4 k16 db", ("fast", (64, 64, 4, 4, 16, True))),
+    # longer K steps for f16 arithmetic (its f16 sums go into f32 once a K step)
+    ("fast 128x128 8x8 k32 db", ("fast", (128, 128, 8, 8, 32, True))),
+    ("fast 128x128 8x16 k16 db", ("fast", (128, 128, 8, 16, 16, True))),
 ]
 
 
