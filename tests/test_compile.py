@@ -440,13 +440,17 @@ def test_intermediate_read_twice_is_not_fused_and_dead_code_goes():
     assert s["kernels_traced"] == _k(5) and s["kernels"] == _k(3) and s["fused"] == 1
 
 
-def test_map_fuses_into_the_gemm_store(monkeypatch):
+@pytest.mark.parametrize(
+    "tile", [(64, 64, 8, 8, 16, True), (32, 32, 4, 4, 32, True, 4)], ids=["64x64", "k-groups"]
+)
+def test_map_fuses_into_the_gemm_store(monkeypatch, tile):
     """relu(x @ w.T + b) * 0.5 + r on the fast GEMM: the three maps run in the product's store,
     one kernel instead of four; within the dot-product bound of float64 numpy (the maps add one
-    f32 rounding each: 2^-24 of their magnitudes)."""
+    f32 rounding each: 2^-24 of their magnitudes). Also on a tile of K groups (gemm_fast's `kg`:
+    group 0 stores, so runs the maps, after the groups' sums are merged)."""
     from pyrite.ops import matmul as mm
 
-    monkeypatch.setattr(mm, "FORCE", ("fast", (64, 64, 8, 8, 16, True)))
+    monkeypatch.setattr(mm, "FORCE", ("fast", tile))
     rng = np.random.default_rng(11)
     x = rng.standard_normal((128, 96)).astype(np.float32)
     w = rng.standard_normal((64, 96)).astype(np.float32)
@@ -458,6 +462,8 @@ def test_map_fuses_into_the_gemm_store(monkeypatch):
         y = F.linear(x, tw, tb).relu() * 0.5
         return y.reshape(2, 64, 64) + r
 
+    F.linear(tx, tw, tb)
+    assert mm.LAST == ("fast", tile)  # (the forced tile applies to this product)
     g = pr.compile(f)
     for _ in range(3):
         got = g(tx, tr).numpy()
