@@ -326,6 +326,31 @@ def test_float16_accumulation(variant, rng):
     np.testing.assert_array_equal(got, np.full((bm, bn), np.float16(2048 + bk - 1)))
 
 
+def test_float16_accumulation_takes_its_own_big_tile(rng, monkeypatch):
+    """Where the rule picks the big tile, f16 arithmetic takes ACC16_BIG_TILE instead (longer
+    K steps); f16 storage with f32 sums keeps the big tile. (The GPUs' rule is put on lavapipe,
+    and ACC16_BIG_TILE's 34 KB of workgroup memory is more than lavapipe's 32: a tile of the
+    same invocations in K steps of 8 stands in for it.)"""
+    if not backend.current().has_f16:
+        pytest.skip("device has no shader-f16")
+    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE)])
+    monkeypatch.setattr(mmod, "WAVE_FILL", 0.0)
+    monkeypatch.setattr(mmod, "ACC16_BIG_TILE", (128, 128, 8, 16, 8, True))
+    a = pr.tensor(rng.standard_normal((128, 64)), dtype=pr.float16)
+    w = pr.tensor(rng.standard_normal((256, 64)), dtype=pr.float16)
+    want = a.numpy().astype(np.float64) @ w.numpy().astype(np.float64).T
+    mmod.linear(a, w)
+    assert mmod.LAST == ("fast", mmod.BIG_TILE)
+    try:
+        pr.backends.cuda.matmul.allow_fp16_accumulation = True
+        got = mmod.linear(a, w)
+        assert mmod.LAST == ("fast", mmod.ACC16_BIG_TILE)
+    finally:
+        pr.backends.cuda.matmul.allow_fp16_accumulation = False
+    bound = 9 * 2.0**-11 * (np.abs(a.numpy()).astype(np.float64) @ np.abs(w.numpy()).T)
+    assert_close(got.numpy().astype(np.float64), want, atol=bound + 2.0**-11 * np.abs(want))
+
+
 def test_addmm_baddbmm_linear(rng):
     t = lambda a: pr.tensor(a, dtype=pr.float32)
     T = lambda a: torch.tensor(a, dtype=torch.float64)
@@ -444,14 +469,21 @@ def test_gpu_tile_rule_fills_waves(impl):
             "max-compute-workgroup-storage-size": 49152,
         },
     )
-    mid = (mmod.FAST_GPU_DAWN if impl == "dawn" else mmod.FAST_GPU)[1][1]
+    dawn = impl == "dawn"
+    mid = (mmod.FAST_GPU_DAWN[2] if dawn else mmod.FAST_GPU[1])[1]
+    w96 = mmod.WIDE96_TILE if dawn else None  # (Dawn: 128x96 where N divides by 96)
     want = {
         (4096, 4096, 4096): mmod.BIG_TILE,  # 1,024 tiles: 97 % of 4 waves
         (2048, 2048, 2048): mmod.BIG_TILE,  # 256: one wave, 97 %
-        (4096, 3072, 768): mmod.BIG_TILE,  # 768: 97 % of 3
-        (4096, 2304, 768): mid,  # 576: 73 % of 3
-        (4096, 768, 3072): mid,  # 192: 73 % of 1
+        (4096, 3072, 768): w96 or mmod.BIG_TILE,  # 768: 97 % of 3 (128x96: 1,024, 97 % of 4)
+        (4096, 2304, 768): w96 or mid,  # 576: 73 % of 3 (128x96: 768, 97 % of 3)
+        (4096, 768, 3072): w96 or mid,  # 192: 73 % of 1 (128x96: 256, 97 %)
+        (512, 3072, 768): mid,  # 1.5M outputs; 96 and 128 tiles: 48 % and 36 % of a wave
         (1024, 1024, 1024): mid,  # 64
+        # below SMALL_OUTPUTS outputs, K groups from K = KG_MIN_K on
+        (128, 768, 768): mmod.KG_TILE,
+        (512, 768, 3072): mmod.KG_TILE,
+        (128, 768, 512): (64, 64, 4, 4, 16, True),
     }
     for (M, N, K), params in want.items():
         assert mmod._choose(dev, M, N, K, 1, "k") == ("fast", params), (M, N, K)

@@ -123,18 +123,44 @@ def _layout_b(st_k, st_n, K, N):
 # tile's 441 there was timed at the high clock (the old tile ran 530 µs on the H200,
 # 2026-11-29). Below the big tile, Dawn runs the single-buffered 64x64 faster and wgpu-native
 # the double-buffered.
+# Later the same night (H100, GPU time, wgpu-native / Dawn, `scripts/gemm_small_ab.sh`,
+# docs/bench/2026-12-05-h100-s28-{small,tiles96}-*.json), two more kinds of tile, µs:
+#   K groups (gemm_fast's kg: 4 groups of 64 invocations on a 32x32 tile, K steps of 32), below
+#   SMALL_OUTPUTS, against what the rules and the shipped tune tables took:
+#     128x768 . 768^2          21.5 -> 16.2   /  42.5 -> 20.3
+#     128x768 . 2304x768       36.4 -> 34.5   /  42.8 -> 39.9
+#     128x768 . 3072x768       36.6 -> 34.4   /  42.9 -> 39.9
+#     512x768 . 768^2          36.5 -> 34.4   /  42.9 -> 39.7
+#     128x3072 . 768x3072      40.4 -> 43.3   /  53.4 -> 50.2  (the rule's split K: 2 dispatches)
+#     512x768 . 3072x768 (1.5M outputs: the 64x64 tiles stay)  96.6 -> 117.9 / 97.8 -> 128.5
+#   so KG_TILE is taken below SMALL_OUTPUTS where K >= KG_MIN_K (the Ks measured; shorter
+#   products keep the other tiles). 2 or 8 groups, 32x64 and 16x64 tiles were slower.
+#   96 columns (128x96, 8x12 an invocation: BERT's 768, 2304 and 3072 outputs fill ~97 % of
+#   their waves where 128-wide tiles fill 73 %), single-buffered, against the rule:
+#     4096x768 . 768^2        143.2 -> 137.5  / 165.5 -> 143.4
+#     4096x768 . 2304x768     413.0 -> 391.4  / 420.8 -> 368.7
+#     4096x768 . 3072x768     504.1 -> 514.5  / 536.6 -> 482.8
+#     4096x3072 . 768x3072    521.3 -> 545.0  / 655.8 -> 554.3
+#   Dawn gains 10-15 % on every shape and takes it (before the big tile) wherever N divides by
+#   96 and its tiles fill their waves as the big tile's must; on wgpu-native it is within 5 %
+#   either way, so the rule stays.
 SMALL_OUTPUTS = 1024 * 1024
 BIG_TILE = (128, 128, 16, 8, 8, True)
+KG_TILE = (32, 32, 4, 4, 32, True, 4)
+KG_MIN_K = 768
+WIDE96_TILE = (128, 96, 8, 12, 16, False)
 GPU_SLOTS = 264
 WAVE_FILL = 0.85
 FAST_GPU = [
     (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
+    (0, KG_TILE),
     (0, (64, 64, 4, 4, 16, True)),
     (0, (32, 32, 4, 4, 16, True)),
     (0, (16, 64, 4, 4, 16, True)),
 ]
 FAST_GPU_DAWN = [
+    (SMALL_OUTPUTS, WIDE96_TILE),
     (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, False)),
     *FAST_GPU[2:],
@@ -197,6 +223,11 @@ GEMV_SUBGROUPS = True
 # `pr.backends.cuda.matmul.allow_fp16_accumulation` (off by default, as in torch). The other
 # variants (GEMV, the direct and tiled kernels, split K) keep f32 sums.
 F16_ACCUMULATION = False
+# With f16 arithmetic the big tile's place goes to 8x16 sums an invocation in K steps of 16 (H100,
+# wgpu-native, 2026-12-05, GPU time, docs/bench/2026-12-05-h100-s28-acc16-wgpu.json: 4096^3
+# 4,021 -> 3,675 µs, 4096x768 . 3072x768^T 578 -> 534) — still slower than f32's 3,375 and
+# 504: the packed f16 fmas do not run at twice the f32 rate through this path (issue 6).
+ACC16_BIG_TILE = (128, 128, 8, 16, 16, True)
 
 # Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
 # to force a variant (benchmarks, tests). A forced "fast" variant runs only where its layout
@@ -279,9 +310,11 @@ def _choose(dev, M, N, K, batch, fast_lay):
             if M * N * batch < least or not _fast_fits(dev, params, fast_lay, M, N, K):
                 continue
             if (
-                params == BIG_TILE
-                and wave_fill(M * N * batch // (BIG_TILE[0] * BIG_TILE[1])) < WAVE_FILL
+                params in (BIG_TILE, WIDE96_TILE)
+                and wave_fill(M * N * batch // (params[0] * params[1])) < WAVE_FILL
             ):
+                continue
+            if params == KG_TILE and (K < KG_MIN_K or M * N * batch >= SMALL_OUTPUTS):
                 continue
             return "fast", params
     if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
@@ -700,8 +733,17 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     spec = None  # (gemm_fast's arguments: compile/fusion.py may rebuild it with a fused map)
     rs_shape = None  # (the row sums' shape where this product also computes them: `rows`)
     if kind == "fast" and dt.wgsl != "f32":  # (half storage: no fused maps, no row sums)
+        acc16 = F16_ACCUMULATION and dt.wgsl == "f16"
+        if (
+            acc16
+            and FORCE is None
+            and params == BIG_TILE
+            and _fast_fits(dev, ACC16_BIG_TILE, fast_lay, M, N, K)
+        ):
+            params = ACC16_BIG_TILE
+            LAST = (kind, params)
         bm, bn, tm, tn, bk, dbuf, kg = fast_params(params)
-        acc16 = F16_ACCUMULATION and dt.wgsl == "f16" and kg == 1
+        acc16 = acc16 and kg == 1
         src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, kg, st=dt.wgsl, acc16=acc16)
         tile_m, tile_n = bm, bn
     elif kind == "fast":
