@@ -508,7 +508,9 @@ def test_map_of_a_product_read_elsewhere_fuses_as_a_second_output(split, monkeyp
     product within the dot bound of float64 and the GELU within its f32 rounding of that."""
     from pyrite.ops import matmul as mm
 
-    fast = ("fast", (64, 64, 8, 8, 16, True))
+    # (a 4x4 tile: GELU, a transcendental map, fuses into tiles of at most
+    # fusion.HEAVY_POST_MAX_SUMS sums an invocation; a split's sum takes it whatever the tile)
+    fast = ("fast", (64, 64, 8, 8, 16, True) if split else (64, 64, 4, 4, 16, True))
     if split:
         monkeypatch.setattr(mm, "FORCE_SPLIT", (2, fast))
     else:
@@ -538,6 +540,34 @@ def test_map_of_a_product_read_elsewhere_fuses_as_a_second_output(split, monkeyp
     # the GELU map and the * 2 become one map, which runs in the product's store
     assert s["kernels"] == _k(1 + split) and s["fused"] == 2
     assert "+run_map" in str(g.graph)
+
+
+def test_transcendental_map_stays_out_of_a_big_tiles_store(monkeypatch):
+    """GELU of a product on a tile of more than fusion.HEAVY_POST_MAX_SUMS sums an invocation
+    (8x8) runs as its own kernel (fused there it cost more than apart on an H100), and the
+    result is still GELU of the product; a cheap map (* 2 + 1) still fuses into the same tile."""
+    from pyrite.compile import fusion
+    from pyrite.ops import matmul as mm
+
+    monkeypatch.setattr(mm, "FORCE", ("fast", (64, 64, 8, 8, 16, True)))
+    assert 64 > fusion.HEAVY_POST_MAX_SUMS
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    w = (rng.standard_normal((64, 128)) / 11).astype(np.float32)
+    tw = pr.tensor(w)
+    heavy = pr.compile(lambda x: F.gelu(F.linear(x, tw)))
+    cheap = pr.compile(lambda x: F.linear(x, tw) * 2 + 1)
+    for _ in range(2):
+        y, z = heavy(pr.tensor(x)).numpy(), cheap(pr.tensor(x)).numpy()
+    import math
+
+    lin = x.astype(np.float64) @ w.astype(np.float64).T
+    bound = 128 * 2**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T))
+    erf = np.vectorize(math.erf)
+    assert (np.abs(y - 0.5 * lin * (1 + erf(lin / math.sqrt(2)))) <= 2 * bound + 1e-6).all()
+    assert (np.abs(z - (2 * lin + 1)) <= 4 * bound + 2**-22 * np.abs(2 * lin + 1)).all()
+    assert heavy.stats()["kernels"] == _k(2) and heavy.stats()["fused"] == 0
+    assert cheap.stats()["kernels"] == _k(1)
 
 
 OPTIMIZERS = [

@@ -144,7 +144,8 @@ def test_gpu_rule_picks_gemv_split_and_small_tiles(rng, as_gpu):
     cases = [
         ((1, 768), 256, "gemv", None),
         ((7, 256), 96, "gemv", None),
-        ((128, 768), 256, "fast", (64, 64, 4, 4, 16, True)),
+        ((128, 768), 256, "fast", mm.KG_TILE),  # (K groups: few tiles, K >= KG_MIN_K)
+        ((128, 512), 256, "fast", (64, 64, 4, 4, 16, True)),
         ((96, 512), 64, "fast", (32, 32, 4, 4, 16, True)),
     ]
     for (m, k), n, kind, params in cases:
@@ -163,7 +164,11 @@ def test_gpu_rule_splits_k_when_tiles_are_few(as_gpu):
     dev = backend.current()
     a, w = pr.randn(128, 3072), pr.randn(768, 3072)
     lay = mm._fast_layout(a, w.T, None, pr.float32, [(), (), ()])
-    chosen = mm._choose(dev, 128, 768, 3072, 1, lay)
+    assert mm._choose(dev, 128, 768, 3072, 1, lay) == ("fast", mm.KG_TILE)
+    # the K-group tile's 96 workgroups need no split; the 64x64 tile's 24 take one
+    split = mm._choose_split(dev, a, w.T, 128, 768, 3072, 1, lay, pr.float32, ("fast", mm.KG_TILE))
+    assert split is None
+    chosen = ("fast", (64, 64, 4, 4, 16, True))
     assert mm._choose_split(dev, a, w.T, 128, 768, 3072, 1, lay, pr.float32, chosen) == (
         4,
         chosen,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 
 import numpy as np
 
@@ -34,6 +35,21 @@ from ..tensor import Tensor
 
 # compute types a map's output is stored in without rounding (storage token -> compute type)
 _EXACT = {"f32": "f32", "i32": "i32", "u32": "u32"}
+# A map with a transcendental function (GELU's erfc, a sigmoid, exp, tanh, ...) goes into a
+# GEMM's store only on tiles of at most HEAVY_POST_MAX_SUMS sums an invocation: in a big tile's
+# store it is unrolled for every one of an invocation's outputs after the K loop, and cost more
+# than its own kernel. H100, wgpu-native, 2026-12-05 (scripts/compile_bert_probe.py,
+# docs/bench/2026-12-05-h100-s28-compile-bert-probe.txt), 4096x768 . 3072x768^T on the 128x128
+# tile of 16x8 sums: GELU fused 1,426 µs, the product and GELU as two kernels 850; BERT-base
+# batch 32 compiled 33.1 ms fused, 21.9 without fusion (eager 21.8). A residual add fused into
+# the 4096x3072 . 768x3072^T store was even (585 against 589). The bound of 32 (between the
+# measured 128 and the K-group tile's 16, whose fused GELU gave batch-1 BERT its 2.07 ms) is an
+# estimate.
+HEAVY_POST_MAX_SUMS = 32
+_HEAVY = re.compile(
+    r"\b(?:p_(?!isnan\b|isinf\b|inf\b|nan\b|opaque\b)\w+|exp2?|log2?|tanh|sinh|cosh|sin|cos|tan"
+    r"|pow|sqrt|inverseSqrt|atan2?|asin|acos)\s*\("
+)  # (p_isnan, p_isinf, p_inf, p_nan, p_opaque: bit tests, cheap)
 
 
 def _buffers(op):
@@ -301,6 +317,8 @@ class _Pass:
             bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + outs
             if len(bufs) > self.limit or len(words) >= 127:
                 continue
+            if not split and spec[5] * spec[6] > HEAVY_POST_MAX_SUMS and _HEAVY.search(new_expr):
+                continue  # (a transcendental map in a big tile's store: see HEAVY_POST_MAX_SUMS)
             post = (new_expr, len(all_extras), at, tuple(new_sct))
             if split:
                 src = splitk_sum(spec[1], post=post, dual=d_at)

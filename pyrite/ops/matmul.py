@@ -134,7 +134,9 @@ def _layout_b(st_k, st_n, K, N):
 #     128x3072 . 768x3072      40.4 -> 43.3   /  53.4 -> 50.2  (the rule's split K: 2 dispatches)
 #     512x768 . 3072x768 (1.5M outputs: the 64x64 tiles stay)  96.6 -> 117.9 / 97.8 -> 128.5
 #   so KG_TILE is taken below SMALL_OUTPUTS where K >= KG_MIN_K (the Ks measured; shorter
-#   products keep the other tiles). 2 or 8 groups, 32x64 and 16x64 tiles were slower.
+#   products keep the other tiles). 2 or 8 groups, 32x64 and 16x64 tiles were slower. Not for a
+#   transposed A (layouts "mk", "mn": a weight's gradient): unmeasured there, and the K-group
+#   tile does not carry the bias gradient's row sums (gemm_fast's `rows`).
 #   96 columns (128x96, 8x12 an invocation: BERT's 768, 2304 and 3072 outputs fill ~97 % of
 #   their waves where 128-wide tiles fill 73 %), single-buffered, against the rule:
 #     4096x768 . 768^2        143.2 -> 137.5  / 165.5 -> 143.4
@@ -314,7 +316,9 @@ def _choose(dev, M, N, K, batch, fast_lay):
                 and wave_fill(M * N * batch // (params[0] * params[1])) < WAVE_FILL
             ):
                 continue
-            if params == KG_TILE and (K < KG_MIN_K or M * N * batch >= SMALL_OUTPUTS):
+            if params == KG_TILE and (
+                K < KG_MIN_K or M * N * batch >= SMALL_OUTPUTS or fast_lay[0] == "m"
+            ):
                 continue
             return "fast", params
     if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
