@@ -1,6 +1,6 @@
-source scripts/h200_prelude.sh >/dev/null || exit 1
 # The small-product and 96-column GEMM tile A/Bs, the BERT batch-1 tune, and f16-arithmetic tiles
 # (GPU time, both implementations): run(command="bash scripts/gemm_small_ab.sh", carry=[".gl", ".whl"])
+source scripts/h200_prelude.sh >/dev/null || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 VS="auto;fast 32x32 4x4 k32 db kg4;fast 32x32 4x4 k64 kg8;fast 32x64 4x4 k32 kg2;fast 32x64 4x4 k64 kg4;fast 64x64 4x4 k32 db kg2;fast 16x64 4x4 k64 kg4;fast 32x32 4x4 k32 db;fast 64x64 4x4 k16 db"
 S="128,768,768;128,2304,768;128,3072,768;128,768,3072;512,768,768;512,3072,768"
