@@ -69,12 +69,15 @@ def _operands(pr, M, N, K, lay, rng):
 
 def _device_us(pr, fn, reps):
     """Median microseconds of device time a call over `reps` calls profiled back to back,
-    after as many unprofiled ones and, where the GPU idled while the candidate's pipeline was
-    built, a warm-up that brings its clocks back (pyrite.bench.warm_gpu: a few warm calls do
-    not)."""
+    after as many unprofiled ones and a warm-up that brings the GPU's clocks back, every time
+    (pyrite.bench.warm_gpu(0.0): a few warm calls do not, and the candidate's pipeline build and
+    correctness check just before are host work long enough for an H100 to drop its clock).
+    Before 2026-12-05 the warm-up ran only after a second of idling, and that night's tune
+    (docs/bench/2026-12-05-h100-s28-tune-all.json) timed tiles at 3-4x what
+    scripts/gemm_tile_ab.py's always-warmed timings gave for the same products."""
     from . import _busy, warm_gpu
 
-    warm_gpu()
+    warm_gpu(0.0)
     for _ in range(reps):
         fn()
     pr.synchronize()
