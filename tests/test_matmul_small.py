@@ -601,3 +601,44 @@ def test_bfloat16_operands_must_match():
     ):
         with pytest.raises(TypeError, match="same dtype"):
             f()
+
+
+def _rule_shapes(rng):
+    """(M, K, N) for the GPU rules' tiles: the K-group tile's (below 1M outputs, K >= 768: the
+    batch-1 linears, and drawn at random on its 32-grid), the 96-column and big tiles' (their
+    tiles filling a wave), and ragged ones that no fast tile divides."""
+    drawn = [
+        (
+            32 * int(rng.integers(1, 9)),
+            32 * int(rng.integers(24, 33)),
+            32 * int(rng.integers(1, 25)),
+        )
+        for _ in range(3)
+    ]
+    return [(128, 768, 768), (96, 800, 320), *drawn, (4096, 32, 768), (2048, 16, 2048),
+            (130, 770, 100)]  # fmt: skip
+
+
+@pytest.mark.parametrize("impl", ["wgpu", "dawn"])
+def test_gpu_rules_tiles_parity(impl, rng, as_gpu, monkeypatch):
+    """F.linear under each implementation's GPU rule (ops/matmul.py FAST_GPU, FAST_GPU_DAWN: the
+    K-group tile, Dawn's 128x96 tile, the big tile) on the shapes that select each, some drawn
+    at random: the rule's own choice runs, within the dot-product bound of float64 numpy."""
+    dev = backend.current()
+    monkeypatch.setattr(dev, "impl", impl)
+    ran = set()
+    for m, k, n in _rule_shapes(rng):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        tx, tw = pr.tensor(x), pr.tensor(w)
+        want = mm._choose(
+            dev, m, n, k, 1, mm._fast_layout(tx, tw.T, None, pr.float32, [(), (), ()])
+        )
+        got = F.linear(tx, tw, pr.tensor(b)).numpy()
+        if mm.LAST[0] == "fast":  # (a split K or a GEMV may take the product instead)
+            assert mm.LAST == want, (m, k, n, mm.LAST, want)
+            ran.add(mm.LAST[1])
+        _check(got, x, w.T, b)
+    assert mm.KG_TILE in ran and mm.BIG_TILE in ran
+    assert (mm.WIDE96_TILE in ran) == (impl == "dawn")
