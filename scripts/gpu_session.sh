@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles.
+# trusted, tiles, small, compile-bert, latency-bert.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -89,6 +89,12 @@ for s in $steps; do
     tiles)  # every fast GEMM tile forced at BERT-base's linears and 4096^3, GPU time, both implementations
       step tiles-wgpu 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/tiles-wgpu.json"
       step tiles-dawn 200 env PYRITE_BACKEND=dawn python3 scripts/gemm_tile_ab.py --json "$OUT/tiles-dawn.json" ;;
+    small)  # K-group, 96-column and f16-arithmetic GEMM tiles against the rule, both implementations
+      step small 420 bash scripts/gemm_small_ab.sh ;;
+    compile-bert)  # BERT-base batch 32: eager, compiled, compiled without fusion; fused products alone
+      step compile-bert 150 env PYRITE_BACKEND=wgpu python3 scripts/compile_bert_probe.py ;;
+    latency-bert)  # pyrite bench's latency, BERT (eager and compiled) and attention rows, both
+      step latency-bert 260 bash scripts/latency_bert_bench.sh ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done
