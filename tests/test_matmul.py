@@ -326,6 +326,32 @@ def test_float16_accumulation(variant, rng):
     np.testing.assert_array_equal(got, np.full((bm, bn), np.float16(2048 + bk - 1)))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "variant",
+    [("fast", (64, 64, 8, 8, 16, True)), ("fast", (32, 32, 4, 4, 32, True, 4)),
+     ("fast", (128, 96, 8, 12, 16, False))],
+    ids=["64x64", "k-groups", "128x96"],
+)  # fmt: skip
+def test_half_storage_on_fast_tiles(dtype, variant, rng):
+    """f16 and bf16 storage through the fast tiles (K groups and 96 columns too): x @ w.T + b
+    with f32 sums, within the f32 dot-product bound plus the output's rounding to the storage
+    (2^-11 relative for f16, 2^-8 for bf16); the forced tile is the one that ran."""
+    if dtype == "float16" and not backend.current().has_f16:
+        pytest.skip("device has no shader-f16")
+    dt = getattr(pr, dtype)
+    bm, bn, _, _, bk = variant[1][:5]
+    m, k, n = 2 * bm, 3 * bk, bn
+    a, w, bias = (pr.tensor(rng.standard_normal(s), dtype=dt) for s in ((m, k), (n, k), (n,)))
+    a64, w64, b64 = (t.float().numpy().astype(np.float64) for t in (a, w, bias))
+    want = a64 @ w64.T + b64
+    got = _forced(variant, lambda: mmod.linear(a, w, bias))
+    assert mmod.LAST == variant and got.dtype is dt
+    rel = 2.0**-11 if dtype == "float16" else 2.0**-8
+    bound = (k + 2) * 2.0**-24 * (np.abs(a64) @ np.abs(w64).T + np.abs(b64)) + rel * np.abs(want)
+    assert_close(got.float().numpy().astype(np.float64), want, atol=bound)
+
+
 def test_float16_accumulation_takes_its_own_big_tile(rng, monkeypatch):
     """Where the rule picks the big tile, f16 arithmetic takes ACC16_BIG_TILE instead (longer
     K steps); f16 storage with f32 sums keeps the big tile. (The GPUs' rule is put on lavapipe,
