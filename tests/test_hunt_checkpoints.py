@@ -693,3 +693,23 @@ def test_version_metadata_survives(tmp_path):
         pnn.Sequential(pnn.InstanceNorm1d(4)).load_state_dict(plain, strict=False)
     with pytest.raises(RuntimeError, match="Unexpected running stats buffer"):
         tnn.Sequential(tnn.InstanceNorm1d(4)).load_state_dict(dict(want), strict=False)
+
+
+def test_pyrite_save_keeps_version_metadata(tmp_path):
+    """pr.save keeps a state dict's `_metadata` (each module's version) as torch.save does, so a
+    versioned InstanceNorm checkpoint with running stats saved by pyrite loads as torch's own
+    file does (stats reported unexpected, not refused); the file stays a plain safetensors state
+    dict to safetensors.torch."""
+    from safetensors.torch import load_file
+
+    pm = pnn.Sequential(pnn.InstanceNorm1d(4, track_running_stats=True))
+    sd = pm.state_dict()
+    path = tmp_path / "inorm.safetensors"
+    pr.save(sd, path)
+    got = pr.load(path)
+    assert list(got) == list(sd) and got._metadata == sd._metadata
+    tm = tnn.Sequential(tnn.InstanceNorm1d(4, track_running_stats=True))
+    assert dict(got._metadata) == dict(tm.state_dict()._metadata)
+    r = pnn.Sequential(pnn.InstanceNorm1d(4)).load_state_dict(got, strict=False)
+    assert r.unexpected_keys[:2] == ["0.running_mean", "0.running_var"]
+    assert sorted(load_file(str(path))) == sorted(sd)

@@ -10,7 +10,9 @@ stored once and come back as one tensor.
 Structure encoding: JSON scalars are themselves; a container is a one-key object,
 {"dict": [[k, v], ...]}, {"odict": ...}, {"list": [...]}, {"tuple": [...]}; a tensor is
 {"tensor": name} (+ "requires_grad", "parameter"); a numpy array {"ndarray": name}; a pyrite
-dtype {"dtype": name}.
+dtype {"dtype": name}. An OrderedDict carrying a `_metadata` attribute (a state dict: each
+module's version, which load_state_dict reads, as torch.save keeps it) is
+{"odictm": [[[k, v], ...], metadata]}.
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class _Writer:
             for k, v in obj.items():
                 key = self.encode_key(k, path)
                 items.append([key, self.encode(v, f"{path}.{k}" if path else str(k))])
+            meta = getattr(obj, "_metadata", None) if kind == "odict" else None
+            if isinstance(meta, dict):  # (a state dict's module versions)
+                return {"odictm": [items, self.encode(meta, f"{path}._metadata")]}
             return {kind: items}
         if isinstance(obj, (list, tuple)):
             kind = "list" if isinstance(obj, list) else "tuple"
@@ -208,6 +213,11 @@ def loads(data: bytes, name: str):
         if kind in ("dict", "odict"):
             cls = collections.OrderedDict if kind == "odict" else dict
             return cls((_hashable(decode(k)), decode(x)) for k, x in v)
+        if kind == "odictm":
+            items, meta = v
+            out = collections.OrderedDict((_hashable(decode(k)), decode(x)) for k, x in items)
+            out._metadata = decode(meta)
+            return out
         if kind == "list":
             return [decode(x) for x in v]
         if kind == "tuple":
