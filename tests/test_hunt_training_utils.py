@@ -49,7 +49,9 @@ def _run_schedule(make, n_steps, groups=2, metric=None, opt_cls="SGD", opt_kw=No
     out = []
     for L in (torch, pr):
         ps = [L.nn.Parameter(L.zeros(2)) for _ in range(groups)]
-        opt = getattr(L.optim, opt_cls)([{"params": [p], "lr": 0.1 * (i + 1)} for i, p in enumerate(ps)], **opt_kw)
+        opt = getattr(L.optim, opt_cls)(
+            [{"params": [p], "lr": 0.1 * (i + 1)} for i, p in enumerate(ps)], **opt_kw
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sched = make(L, opt)
@@ -66,7 +68,10 @@ def _run_schedule(make, n_steps, groups=2, metric=None, opt_cls="SGD", opt_kw=No
     for i, (t, p) in enumerate(zip(*out)):
         for a, b in zip(t, p):
             np.testing.assert_allclose(
-                np.asarray(b, np.float64), np.asarray(a, np.float64), rtol=1e-12, atol=1e-15,
+                np.asarray(b, np.float64),
+                np.asarray(a, np.float64),
+                rtol=1e-12,
+                atol=1e-15,
                 err_msg=f"step {i}",
             )
     return out
@@ -83,8 +88,14 @@ def test_onecycle_strategies_and_phases(rng, strategy, three_phase):
     pct = float(rng.uniform(0.1, 0.45))
     _run_schedule(
         lambda L, o: L.optim.lr_scheduler.OneCycleLR(
-            o, max_lr=[0.5, 0.03], total_steps=total, pct_start=pct, anneal_strategy=strategy,
-            three_phase=three_phase, div_factor=7.0, final_div_factor=300.0,
+            o,
+            max_lr=[0.5, 0.03],
+            total_steps=total,
+            pct_start=pct,
+            anneal_strategy=strategy,
+            three_phase=three_phase,
+            div_factor=7.0,
+            final_div_factor=300.0,
         ),
         total - 1,
     )
@@ -199,8 +210,14 @@ def test_reduce_on_plateau(rng, mode, threshold_mode):
     metric[10:20] = [metric[9]] * 10  # a true plateau
     _run_schedule(
         lambda L, o: L.optim.lr_scheduler.ReduceLROnPlateau(
-            o, mode=mode, factor=0.5, patience=patience, threshold=0.01,
-            threshold_mode=threshold_mode, cooldown=cooldown, min_lr=[1e-3, 0.02],
+            o,
+            mode=mode,
+            factor=0.5,
+            patience=patience,
+            threshold=0.01,
+            threshold_mode=threshold_mode,
+            cooldown=cooldown,
+            min_lr=[1e-3, 0.02],
         ),
         n,
         metric=metric,
@@ -231,8 +248,13 @@ def test_cyclic_modes(rng, mode):
     up, down = int(rng.integers(2, 7)), int(rng.integers(2, 9))
     _run_schedule(
         lambda L, o: L.optim.lr_scheduler.CyclicLR(
-            o, base_lr=[0.01, 0.001], max_lr=[0.1, 0.05], step_size_up=up, step_size_down=down,
-            mode=mode, gamma=0.97,
+            o,
+            base_lr=[0.01, 0.001],
+            max_lr=[0.1, 0.05],
+            step_size_up=up,
+            step_size_down=down,
+            mode=mode,
+            gamma=0.97,
         ),
         50,
     )
@@ -241,7 +263,11 @@ def test_cyclic_modes(rng, mode):
 def test_cyclic_custom_scale_fn_and_adam(rng):
     _run_schedule(
         lambda L, o: L.optim.lr_scheduler.CyclicLR(
-            o, base_lr=0.001, max_lr=0.01, step_size_up=4, scale_fn=lambda x: 0.9**x,
+            o,
+            base_lr=0.001,
+            max_lr=0.01,
+            step_size_up=4,
+            scale_fn=lambda x: 0.9**x,
             scale_mode="iterations",
         ),
         30,
@@ -316,3 +342,302 @@ def test_scheduler_resume_mid_run(rng, name):
     if name == "plateau":
         metric = list(rng.uniform(0, 1, n_total))
     _resume(makes[name], n_total, n_first, metric=metric)
+
+
+# ---- optimizers: groups, zero_grad, state dicts, accumulation --------------------------------
+
+
+class _Net:
+    """A small MLP with a LayerNorm, built in either library (bias and norm weights are the
+    usual no-decay parameters)."""
+
+    @staticmethod
+    def make(L, d_in, d_h, d_out):
+        return L.nn.Sequential(
+            L.nn.Linear(d_in, d_h),
+            L.nn.LayerNorm(d_h),
+            L.nn.GELU(),
+            L.nn.Linear(d_h, d_out),
+        )
+
+
+def _twin_nets(rng, d_in=7, d_h=13, d_out=5):
+    torch.manual_seed(int(rng.integers(1 << 30)))
+    tm = _Net.make(torch, d_in, d_h, d_out)
+    with torch.no_grad():
+        for p in tm.parameters():
+            p.add_(torch.randn_like(p) * 0.1)  # LayerNorm's 1/0 made non-trivial
+    pm = _Net.make(pr, d_in, d_h, d_out)
+    _same_weights(pm, tm)
+    return tm, pm
+
+
+def _no_decay_groups(L, model, wd):
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "bias" in n else decay).append(p)
+    return [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _loss(L, model, x, y):
+    return L.nn.functional.cross_entropy(model(L.tensor(x)), L.tensor(y))
+
+
+def _compare_models(pm, tm, rtol=2e-4, atol=2e-5):
+    for (n, p), (_, t) in zip(pm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(_np(p), _np(t), rtol=rtol, atol=atol, err_msg=n)
+
+
+def _batches(rng, n, b, d_in=7, classes=5):
+    return [
+        (rng.standard_normal((b, d_in)).astype(np.float32), rng.integers(0, classes, b))
+        for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    "opt_name,kw",
+    [
+        ("AdamW", {"lr": 3e-3, "betas": (0.8, 0.95)}),
+        ("Adam", {"lr": 2e-3, "amsgrad": True}),
+        ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True}),
+        ("RMSprop", {"lr": 1e-3, "momentum": 0.5, "centered": True}),
+        ("Adagrad", {"lr": 0.05, "lr_decay": 0.01}),
+        ("NAdam", {"lr": 2e-3}),
+        ("RAdam", {"lr": 2e-3, "decoupled_weight_decay": True}),
+    ],
+)
+def test_no_decay_groups_train(rng, opt_name, kw):
+    """named_parameters filtered into decay / no-decay groups, a few steps of training."""
+    tm, pm = _twin_nets(rng)
+    wd = float(rng.uniform(0.01, 0.2))
+    topt = getattr(torch.optim, opt_name)(_no_decay_groups(torch, tm, wd), **kw)
+    popt = getattr(pr.optim, opt_name)(_no_decay_groups(pr, pm, wd), **kw)
+    for x, y in _batches(rng, 6, int(rng.integers(3, 11))):
+        for L, m, o in ((torch, tm, topt), (pr, pm, popt)):
+            o.zero_grad()
+            _loss(L, m, x, y).backward()
+            o.step()
+    _compare_models(pm, tm)
+
+
+@pytest.mark.parametrize("opt_name", ["AdamW", "SGD", "Adam", "RMSprop"])
+def test_optimizer_state_dict_resume_equals_uninterrupted(rng, opt_name):
+    """Train k steps, save model + optimizer state dicts (deep copies, as a checkpoint would
+    be), build everything afresh, load, continue: equals torch's uninterrupted run."""
+    kw = {"lr": 5e-3, "weight_decay": 0.05}
+    if opt_name == "SGD":
+        kw.update(momentum=0.9, dampening=0.1)
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 8, int(rng.integers(2, 9)))
+    k = int(rng.integers(1, 7))
+    topt = getattr(torch.optim, opt_name)(tm.parameters(), **kw)
+    for x, y in batches:
+        topt.zero_grad()
+        _loss(torch, tm, x, y).backward()
+        topt.step()
+    popt = getattr(pr.optim, opt_name)(pm.parameters(), **kw)
+    for x, y in batches[:k]:
+        popt.zero_grad()
+        _loss(pr, pm, x, y).backward()
+        popt.step()
+    msd = copy.deepcopy(pm.state_dict())
+    osd = copy.deepcopy(popt.state_dict())
+    del pm, popt
+    pm2 = _Net.make(pr, 7, 13, 5)
+    pm2.load_state_dict(msd)
+    popt2 = getattr(pr.optim, opt_name)(pm2.parameters(), **kw)
+    popt2.load_state_dict(osd)
+    for x, y in batches[k:]:
+        popt2.zero_grad()
+        _loss(pr, pm2, x, y).backward()
+        popt2.step()
+    _compare_models(pm2, tm)
+
+
+def test_add_param_group_mid_training_unfreezes_backbone(rng):
+    """Fine-tuning: the head trains first, then the backbone is unfrozen and added as a new
+    group with its own lr (and a schedule over both groups continues)."""
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 9, int(rng.integers(2, 9)))
+    switch = int(rng.integers(2, 6))
+    for L, m in ((torch, tm), (pr, pm)):
+        for p in m[0].parameters():
+            p.requires_grad_(False)
+        head = [p for n, p in m.named_parameters() if not n.startswith("0.")]
+        opt = L.optim.AdamW(head, lr=1e-2, weight_decay=0.1)
+        for i, (x, y) in enumerate(batches):
+            if i == switch:
+                m[0].requires_grad_(True)
+                opt.add_param_group({"params": list(m[0].parameters()), "lr": 1e-3})
+            opt.zero_grad()
+            _loss(L, m, x, y).backward()
+            opt.step()
+        assert len(opt.param_groups) == 2 and opt.param_groups[1]["weight_decay"] == 0.1
+    _compare_models(pm, tm)
+
+
+def test_zero_grad_set_to_none_false_keeps_decaying_unused_params(rng):
+    """zero_grad(set_to_none=False) leaves zero gradients on parameters a step did not use,
+    so weight decay and momentum keep moving them; set_to_none=True skips them."""
+    for set_to_none in (False, True):
+        tm, pm = _twin_nets(rng)
+        extra_t = torch.nn.Parameter(torch.tensor(rng.standard_normal(4).astype(np.float32)))
+        extra_p = pr.nn.Parameter(pr.tensor(extra_t.detach().numpy()))
+        batches = _batches(rng, 5, 4)
+        for L, m, e in ((torch, tm, extra_t), (pr, pm, extra_p)):
+            opt = L.optim.SGD([*m.parameters(), e], lr=0.1, momentum=0.9, weight_decay=0.1)
+            for i, (x, y) in enumerate(batches):
+                opt.zero_grad(set_to_none=set_to_none)
+                loss = _loss(L, m, x, y)
+                if i < 2:
+                    loss = loss + (e**2).sum()
+                loss.backward()
+                opt.step()
+            if set_to_none:
+                assert e.grad is None
+            else:
+                assert e.grad is not None and float(e.grad.abs().sum()) == 0.0
+        _compare_models(pm, tm)
+        _close(extra_p, extra_t, 1e-5, 1e-6)
+
+
+@pytest.mark.parametrize("accum", [2, 3, 5])
+def test_gradient_accumulation_equals_big_batch(rng, accum):
+    """loss / accum over micro-batches, one step every accum: torch's trajectory, and the
+    accumulated gradient equals the big batch's."""
+    tm, pm = _twin_nets(rng)
+    mb = int(rng.integers(1, 6))
+    batches = _batches(rng, accum * 3, mb)
+    for L, m in ((torch, tm), (pr, pm)):
+        opt = L.optim.Adam(m.parameters(), lr=3e-3)
+        for i, (x, y) in enumerate(batches):
+            (_loss(L, m, x, y) / accum).backward()
+            if (i + 1) % accum == 0:
+                opt.step()
+                opt.zero_grad()
+    _compare_models(pm, tm)
+    # the accumulated gradient vs one big batch, on pyrite alone
+    xs = np.concatenate([b[0] for b in batches[:accum]])
+    ys = np.concatenate([b[1] for b in batches[:accum]])
+    pm.zero_grad()
+    for x, y in batches[:accum]:
+        (_loss(pr, pm, x, y) / accum).backward()
+    acc = [p.grad.numpy().copy() for p in pm.parameters()]
+    pm.zero_grad()
+    _loss(pr, pm, xs, ys).backward()
+    for a, p in zip(acc, pm.parameters()):
+        np.testing.assert_allclose(a, p.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+# ---- clipping, parameter vectors, EMA ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm_type", [2.0, "inf", 1.0, 3.0, float("inf")])
+def test_clip_grad_norm_types(rng, norm_type):
+    tm, pm = _twin_nets(rng)
+    ((x, y),) = _batches(rng, 1, int(rng.integers(3, 12)))
+    for L, m in ((torch, tm), (pr, pm)):
+        _loss(L, m, x, y).backward()
+    tn = torch.nn.utils.get_total_norm([p.grad for p in tm.parameters()], norm_type)
+    max_norm = float(tn) * float(rng.uniform(0.2, 0.9))  # clipping happens
+    t_total = torch.nn.utils.clip_grad_norm_(tm.parameters(), max_norm, norm_type=norm_type)
+    p_total = pr.nn.utils.clip_grad_norm_(pm.parameters(), max_norm, norm_type=norm_type)
+    _close(p_total, t_total, 1e-5, 1e-7)
+    assert tuple(p_total.shape) == ()
+    for (n, p), t in zip(pm.named_parameters(), tm.parameters()):
+        np.testing.assert_allclose(_np(p.grad), _np(t.grad), rtol=1e-5, atol=1e-7, err_msg=n)
+    # a max_norm above the norm leaves the gradients alone
+    g0 = [_np(p.grad).copy() for p in pm.parameters()]
+    pr.nn.utils.clip_grad_norm_(pm.parameters(), float(p_total) * 10, norm_type=norm_type)
+    for g, p in zip(g0, pm.parameters()):
+        np.testing.assert_allclose(_np(p.grad), g, rtol=1e-6)
+
+
+def test_clip_grad_norm_nonfinite_and_generator(rng):
+    """error_if_nonfinite raises RuntimeError on inf/nan as torch's; without it, the NaN
+    norm is returned. A generator of parameters (model.parameters()) is consumed once."""
+    vals = [rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5,))]
+    for bad in (np.inf, np.nan):
+        res = []
+        for L in (torch, pr):
+            ps = [L.nn.Parameter(L.tensor(v)) for v in vals]
+            g = vals[0].copy()
+            g[1, 2] = bad
+            ps[0].grad = L.tensor(g)
+            ps[1].grad = L.tensor(vals[1])
+            with pytest.raises(RuntimeError):
+                L.nn.utils.clip_grad_norm_(ps, 1.0, error_if_nonfinite=True)
+            total = L.nn.utils.clip_grad_norm_((p for p in ps), 1.0)
+            res.append((float(total), _np(ps[1].grad).copy()))
+        np.testing.assert_array_equal(np.isnan(res[1][0]), np.isnan(res[0][0]))
+        np.testing.assert_allclose(res[1][1], res[0][1], equal_nan=True)
+
+
+def test_clip_grad_value_and_single_tensor(rng):
+    v = rng.standard_normal((6, 7)).astype(np.float32) * 3
+    g = rng.standard_normal((6, 7)).astype(np.float32) * 3
+    clip = float(rng.uniform(0.1, 2))
+    out = []
+    for L in (torch, pr):
+        p = L.nn.Parameter(L.tensor(v))
+        p.grad = L.tensor(g)
+        L.nn.utils.clip_grad_value_(p, clip)
+        q = L.nn.Parameter(L.tensor(v))
+        q.grad = L.tensor(g)
+        n = L.nn.utils.clip_grad_norm_(q, 1.5)
+        out.append((_np(p.grad).copy(), _np(q.grad).copy(), float(n)))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
+
+
+def test_parameters_to_vector_and_back(rng):
+    """A flat-parameter trick (e.g. for a line search / evolution strategy): flatten, perturb,
+    write back, forward again."""
+    tm, pm = _twin_nets(rng)
+    x = rng.standard_normal((4, 7)).astype(np.float32)
+    tv = torch.nn.utils.parameters_to_vector(tm.parameters())
+    pv = pr.nn.utils.parameters_to_vector(pm.parameters())
+    _close(pv, tv, 0, 0)
+    noise = rng.standard_normal(tv.numel()).astype(np.float32) * 0.01
+    torch.nn.utils.vector_to_parameters(tv + torch.tensor(noise), tm.parameters())
+    pr.nn.utils.vector_to_parameters(pv + pr.tensor(noise), pm.parameters())
+    _compare_models(pm, tm, 0, 0)
+    _close(pm(pr.tensor(x)), tm(torch.tensor(x)), 1e-5, 1e-6)
+    # training after the write-back still works (the parameters are leaves with grads)
+    for L, m in ((torch, tm), (pr, pm)):
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+        m(L.tensor(x)).square().mean().backward()
+        opt.step()
+    _compare_models(pm, tm, 1e-5, 1e-6)
+
+
+def test_weight_ema_under_no_grad(rng):
+    """An EMA copy of the weights updated after every step with p.mul_(d).add_(q, alpha=1-d)
+    under no_grad; the EMA model in eval gives torch's outputs."""
+    tm, pm = _twin_nets(rng)
+    decay = float(rng.uniform(0.9, 0.999))
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        ema = copy.deepcopy(m)
+        for p in ema.parameters():
+            p.requires_grad_(False)
+        opt = L.optim.AdamW(m.parameters(), lr=1e-2)
+        for x, y in _batches(np.random.default_rng(7), 5, 6):
+            opt.zero_grad()
+            _loss(L, m, x, y).backward()
+            opt.step()
+            with L.no_grad():
+                for pe, pm_ in zip(ema.parameters(), m.parameters()):
+                    pe.mul_(decay).add_(pm_.detach(), alpha=1 - decay)
+                for be, bm in zip(ema.buffers(), m.buffers()):
+                    be.copy_(bm)
+        ema.eval()
+        xe = np.random.default_rng(8).standard_normal((3, 7)).astype(np.float32)
+        res.append((ema, _np(ema(L.tensor(xe))).copy()))
+    _compare_models(res[1][0], res[0][0])
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-4, atol=1e-5)
+    assert all(not p.requires_grad for p in res[1][0].parameters())
+    assert all(p.requires_grad for p in pm.parameters())
