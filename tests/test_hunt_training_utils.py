@@ -641,3 +641,216 @@ def test_weight_ema_under_no_grad(rng):
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-4, atol=1e-5)
     assert all(not p.requires_grad for p in res[1][0].parameters())
     assert all(p.requires_grad for p in pm.parameters())
+
+
+# ---- torch.utils.data --------------------------------------------------------------------------
+
+
+def _data_lib(L):
+    return L.utils.data
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_dataloader_tensordataset_batches_and_coverage(rng, drop_last, shuffle):
+    """Batch shapes, number of batches, len(loader) and index coverage as torch's; a seeded
+    generator makes the shuffle reproducible and two epochs differ."""
+    n, bs = int(rng.integers(11, 60)), int(rng.integers(2, 9))
+    X = rng.standard_normal((n, 3, 2)).astype(np.float32)
+    ids = np.arange(n)
+    runs = {}
+    for L in (torch, pr):
+        D = _data_lib(L)
+        ds = D.TensorDataset(L.tensor(X), L.tensor(ids))
+        g = L.Generator().manual_seed(1234)
+        dl = D.DataLoader(ds, batch_size=bs, shuffle=shuffle, drop_last=drop_last, generator=g)
+        epochs = []
+        for _ in range(2):
+            batches = [(tuple(x.shape), _np(i).tolist(), _np(x)) for x, i in dl]
+            epochs.append(batches)
+        runs[L.__name__] = (len(dl), epochs)
+        for xb, ib in ((b[2], b[1]) for b in epochs[0]):
+            np.testing.assert_array_equal(xb, X[ib])  # each sample's rows stay together
+    (lt, et), (lp, ep) = runs["torch"], runs["pyrite"]
+    assert lp == lt == len(ep[0])
+    for e_t, e_p in zip(et, ep):
+        assert [b[0] for b in e_p] == [b[0] for b in e_t]
+        seen_t = sorted(i for b in e_t for i in b[1])
+        seen_p = sorted(i for b in e_p for i in b[1])
+        if drop_last and shuffle:
+            assert len(seen_p) == len(seen_t) and len(set(seen_p)) == len(seen_p)
+        else:
+            assert seen_p == seen_t
+        if not shuffle:
+            assert [b[1] for b in e_p] == [b[1] for b in e_t]
+    if shuffle:
+        assert [b[1] for b in ep[0]] != [b[1] for b in ep[1]]
+        # the same seed again gives the same order
+        D = pr.utils.data
+        ds = D.TensorDataset(pr.tensor(X), pr.tensor(ids))
+        dl = D.DataLoader(ds, bs, shuffle=True, generator=pr.Generator().manual_seed(1234))
+        again = [_np(i).tolist() for _, i in dl]
+        assert again[: len(ep[0])] == [b[1] for b in ep[0]] or drop_last
+
+
+class _DictDS:
+    """A map-style dataset of dict samples mixing numpy arrays, Python numbers and strings."""
+
+    def __init__(self, L, X, y):
+        self.L, self.X, self.y = L, X, y
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return {
+            "x": self.X[i],
+            "label": int(self.y[i]),
+            "w": float(self.X[i].sum()),
+            "name": f"s{i}",
+            "pair": (self.L.tensor(self.X[i, :2]), i),
+        }
+
+
+def test_dataloader_dict_samples_and_custom_collate(rng):
+    """The default collate of dict samples (numpy arrays, ints, floats, strings, tuples), and a
+    custom collate_fn that pads variable-length sequences and returns a tuple."""
+    n, bs = int(rng.integers(7, 25)), int(rng.integers(2, 6))
+    X = rng.standard_normal((n, 4)).astype(np.float32)
+    y = rng.integers(0, 3, n)
+    got = []
+    for L in (torch, pr):
+        D = _data_lib(L)
+        Ds = type("DS", (D.Dataset,), dict(_DictDS.__dict__))
+        dl = D.DataLoader(Ds(L, X, y), batch_size=bs)
+        got.append(list(dl))
+    for bt, bp in zip(*got):
+        assert set(bp) == set(bt)
+        _close(bp["x"], bt["x"], 0, 0)
+        np.testing.assert_array_equal(_np(bp["label"]), _np(bt["label"]))
+        _close(bp["w"], bt["w"], 1e-6, 1e-6)
+        assert bp["name"] == bt["name"]
+        assert isinstance(bp["pair"], list) and len(bp["pair"]) == 2
+        _close(bp["pair"][0], bt["pair"][0], 0, 0)
+        np.testing.assert_array_equal(_np(bp["pair"][1]), _np(bt["pair"][1]))
+        assert bp["x"].dtype == pr.float32 and bp["label"].dtype == pr.int64
+
+    seqs = [rng.standard_normal(int(rng.integers(1, 7))).astype(np.float32) for _ in range(n)]
+
+    def make_collate(L):
+        def collate(batch):
+            lens = L.tensor([len(s) for s, _ in batch])
+            padded = L.nn.utils.rnn.pad_sequence(
+                [L.tensor(s) for s, _ in batch], batch_first=True, padding_value=-1.0
+            )
+            return padded, lens, L.tensor([t for _, t in batch])
+
+        return collate
+
+    out = []
+    for L in (torch, pr):
+        D = _data_lib(L)
+        data = list(zip(seqs, y.tolist()))
+        out.append(list(D.DataLoader(data, batch_size=bs, collate_fn=make_collate(L))))
+    for bt, bp in zip(*out):
+        for a, b in zip(bp, bt):
+            _close(a, b, 0, 0)
+
+
+@pytest.mark.parametrize("kind", ["lengths", "fractions"])
+def test_random_split_lengths_and_fractions(rng, kind):
+    n = int(rng.integers(10, 80))
+    if kind == "lengths":
+        a = int(rng.integers(1, n - 2))
+        b = int(rng.integers(1, n - a))
+        lengths = [a, b, n - a - b]
+    else:
+        f = float(rng.uniform(0.05, 0.6))
+        lengths = [f, 0.3, 0.7 - f]
+    sizes = []
+    for L in (torch, pr):
+        D = _data_lib(L)
+        ds = D.TensorDataset(L.arange(n), L.arange(n) * 2)
+        parts = D.random_split(ds, lengths, generator=L.Generator().manual_seed(3))
+        sizes.append([len(p) for p in parts])
+        got = sorted(int(p[i][0]) for p in parts for i in range(len(p)))
+        assert got == list(range(n))
+        for p in parts:
+            for i in range(len(p)):
+                assert int(p[i][1]) == 2 * int(p[i][0])
+        # a Subset through a DataLoader, indices shuffled
+        tl = D.DataLoader(parts[0], batch_size=4, shuffle=True)
+        assert sorted(int(v) for xb, _ in tl for v in _np(xb)) == sorted(
+            int(parts[0][i][0]) for i in range(len(parts[0]))
+        )
+    assert sizes[1] == sizes[0]
+
+
+def test_subset_with_tensor_indices_and_concat(rng):
+    """Subset(ds, torch.randperm(n)[:k]) (indices a tensor, as scripts often write) and a
+    ConcatDataset of two TensorDatasets and a Subset, through a DataLoader."""
+    n, k = int(rng.integers(12, 40)), int(rng.integers(3, 10))
+    X = rng.standard_normal((n, 3)).astype(np.float32)
+    perm = rng.permutation(n)[:k]
+    out = []
+    for L in (torch, pr):
+        D = _data_lib(L)
+        ds = D.TensorDataset(L.tensor(X))
+        sub = D.Subset(ds, L.tensor(perm))
+        a = [_np(b[0]) for b in D.DataLoader(sub, batch_size=4)]
+        cat = D.ConcatDataset([ds, D.TensorDataset(L.tensor(X[:5] + 100)), sub])
+        c = [_np(b[0]) for b in D.DataLoader(cat, batch_size=7)]
+        last = _np(cat[-1][0])
+        out.append((np.concatenate(a), np.concatenate(c), len(cat), last))
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_samplers_semantics(rng):
+    n = int(rng.integers(9, 30))
+    bs = int(rng.integers(2, 6))
+    for L in (torch, pr):
+        D = _data_lib(L)
+        seq = D.SequentialSampler(range(n))
+        assert list(seq) == list(range(n)) and len(seq) == n
+        for drop in (False, True):
+            bsamp = D.BatchSampler(seq, batch_size=bs, drop_last=drop)
+            tb = list(torch.utils.data.BatchSampler(range(n), bs, drop))
+            assert list(bsamp) == tb and len(bsamp) == len(tb)
+        # a DataLoader driven by a batch_sampler
+        ds = D.TensorDataset(L.arange(n))
+        dl = D.DataLoader(ds, batch_sampler=D.BatchSampler(seq, bs, False))
+        assert [_np(b[0]).tolist() for b in dl] == list(
+            torch.utils.data.BatchSampler(range(n), bs, False)
+        )
+        rs = D.RandomSampler(range(n), replacement=True, num_samples=3 * n)
+        draws = list(rs)
+        assert len(draws) == 3 * n == len(rs) and all(0 <= d < n for d in draws)
+        rs = D.RandomSampler(range(n), num_samples=n + 3)
+        draws = list(rs)
+        assert len(draws) == n + 3 and sorted(set(draws)) == list(range(n))
+
+
+def test_weighted_random_sampler_balances_classes(rng):
+    """The class-balancing recipe: weight each sample by 1 / its class's count; the drawn
+    classes come out about uniform, as torch's; without replacement every index once."""
+    n = int(rng.integers(200, 400))
+    y = (rng.uniform(size=n) < 0.1).astype(np.int64) + (rng.uniform(size=n) < 0.05)
+    counts = np.bincount(y, minlength=3)
+    w = 1.0 / counts[y]
+    draws = 6000
+    for L in (torch, pr):
+        D = _data_lib(L)
+        s = D.WeightedRandomSampler(L.tensor(w), num_samples=draws, replacement=True)
+        idx = np.array(list(s))
+        assert len(s) == draws and idx.min() >= 0 and idx.max() < n
+        frac = np.bincount(y[idx], minlength=3) / draws
+        np.testing.assert_allclose(frac, 1 / 3, atol=0.05)
+        s = D.WeightedRandomSampler(w.tolist(), num_samples=n, replacement=False)
+        assert sorted(s) == list(range(n))
+        dl = D.DataLoader(
+            D.TensorDataset(L.tensor(y)),
+            batch_size=50,
+            sampler=D.WeightedRandomSampler(w, 500, generator=L.Generator().manual_seed(0)),
+        )
+        assert len(dl) == 10 and sum(len(b[0]) for b in dl) == 500
