@@ -854,3 +854,125 @@ def test_weighted_random_sampler_balances_classes(rng):
             sampler=D.WeightedRandomSampler(w, 500, generator=L.Generator().manual_seed(0)),
         )
         assert len(dl) == 10 and sum(len(b[0]) for b in dl) == 500
+
+
+# ---- amp, train/eval, freezing -----------------------------------------------------------------
+
+
+def test_grad_scaler_loop_matches_torch_cpu_scaler(rng):
+    """The AMP recipe: scale(loss).backward(), unscale_, clip, step, update, with an overflow
+    step that must be skipped and back the scale off; growth after growth_interval. On this
+    adapter autocast computes in float32, so torch's CPU scaler with autocast off is the
+    oracle (scale trajectory, skipped steps, parameters)."""
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 9, int(rng.integers(2, 8)))
+    blow_up = {int(rng.integers(1, 4)), 6}
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        dev = "cpu" if L is torch else "cuda"
+        scaler = L.amp.GradScaler(dev, init_scale=2.0**10, growth_interval=2)
+        opt = L.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+        scales, norms = [], []
+        for i, (x, y) in enumerate(batches):
+            opt.zero_grad()
+            with L.autocast(device_type=dev, enabled=L is not torch, dtype=L.float16):
+                loss = _loss(L, m, x, y)
+            if i in blow_up:
+                loss = loss * float("inf")
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            n = L.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            scaler.step(opt)
+            scaler.update()
+            scales.append(scaler.get_scale())
+            norms.append(float(n))
+        res.append((scales, norms, scaler.state_dict()))
+    assert res[1][0] == res[0][0]
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-4)
+    for k in ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"):
+        assert float(res[1][2][k]) == float(res[0][2][k]), k
+    _compare_models(pm, tm)
+
+
+def test_dropout_train_eval_switch(rng):
+    """model.train()/eval() reaches nested Dropout; train zeroes about p and scales the rest by
+    1/(1-p); eval is the identity; the flag is restored after a `with no_grad()` eval."""
+    p = float(rng.uniform(0.2, 0.7))
+    x = rng.standard_normal((64, 50)).astype(np.float32) + 3
+    for L in (torch, pr):
+        m = L.nn.Sequential(L.nn.Linear(50, 50), L.nn.Sequential(L.nn.Dropout(p)))
+        m.eval()
+        assert not m[1][0].training
+        with L.no_grad():
+            a = _np(m(L.tensor(x)))
+            b = _np(m[0](L.tensor(x)))
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        m.train()
+        assert m[1][0].training
+        d = _np(m[1](L.tensor(x)))
+        zero = d == 0
+        assert abs(zero.mean() - p) < 0.03
+        np.testing.assert_allclose(d[~zero], x[~zero] / (1 - p), rtol=1e-5)
+        f = _np(L.nn.functional.dropout(L.tensor(x), p=p, training=False))
+        np.testing.assert_array_equal(f, x)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None, 0.37])
+def test_batchnorm_running_stats_train_eval(rng, momentum):
+    """BatchNorm running stats over a few training batches (momentum, cumulative average with
+    momentum=None), num_batches_tracked, eval with the running stats, and a frozen backbone
+    whose BN still updates in train mode unless put in eval."""
+    C = int(rng.integers(2, 7))
+    xs = [
+        (rng.standard_normal((int(rng.integers(2, 9)), C, 3)) * 2 + 1.5).astype(np.float32)
+        for _ in range(4)
+    ]
+    res = []
+    for L in (torch, pr):
+        torch.manual_seed(0)
+        m = L.nn.Sequential(L.nn.Conv1d(C, C, 1), L.nn.BatchNorm1d(C, momentum=momentum))
+        res.append(m)
+    _same_weights(res[1], res[0])
+    for x in xs:
+        for m, L in zip(res, (torch, pr)):
+            m.train()
+            m(L.tensor(x)).sum().backward()
+    bt, bp = res[0][1], res[1][1]
+    _close(bp.running_mean, bt.running_mean, 1e-5, 1e-6)
+    _close(bp.running_var, bt.running_var, 1e-5, 1e-6)
+    assert int(bp.num_batches_tracked) == int(bt.num_batches_tracked) == len(xs)
+    assert set(res[1].state_dict()) == set(res[0].state_dict())
+    xe = rng.standard_normal((5, C, 3)).astype(np.float32)
+    outs = []
+    for m, L in zip(res, (torch, pr)):
+        m.eval()
+        with L.no_grad():
+            outs.append(_np(m(L.tensor(xe))))
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+    # freeze with requires_grad_(False): BN still tracks in train mode, not in eval
+    for m, L in zip(res, (torch, pr)):
+        m.requires_grad_(False)
+        m.train()
+        m(L.tensor(xs[0]))
+        m[1].eval()
+        m(L.tensor(xs[1]))
+        assert all(not q.requires_grad for q in m.parameters())
+    _close(bp.running_mean, bt.running_mean, 1e-5, 1e-6)
+    assert int(bp.num_batches_tracked) == int(bt.num_batches_tracked)
+
+
+def test_freeze_submodule_grads_and_optimizer(rng):
+    """requires_grad_(False) on the first layer: it gets no .grad, an optimizer over
+    filter(lambda p: p.requires_grad, ...) trains the rest as torch's, the frozen weights stay."""
+    tm, pm = _twin_nets(rng)
+    frozen = _np(pm[0].weight).copy()
+    for L, m in ((torch, tm), (pr, pm)):
+        m[0].requires_grad_(False)
+        opt = L.optim.Adam(filter(lambda q: q.requires_grad, m.parameters()), lr=1e-2)
+        for x, y in _batches(np.random.default_rng(5), 4, 6):
+            opt.zero_grad()
+            _loss(L, m, x, y).backward()
+            opt.step()
+        assert m[0].weight.grad is None and m[3].weight.grad is not None
+    np.testing.assert_array_equal(_np(pm[0].weight), frozen)
+    _compare_models(pm, tm)
