@@ -976,3 +976,207 @@ def test_freeze_submodule_grads_and_optimizer(rng):
         assert m[0].weight.grad is None and m[3].weight.grad is not None
     np.testing.assert_array_equal(_np(pm[0].weight), frozen)
     _compare_models(pm, tm)
+
+
+# ---- more schedules, optimizer edges, SWA, distributed sampler ---------------------------------
+
+
+def test_cosine_annealing_past_t_max_and_closed_form_steps(rng):
+    """CosineAnnealingLR stepped well past T_max (the recursive form climbs back up, as
+    torch's), and step(epoch) with an explicit epoch (deprecated closed form) on StepLR,
+    MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR, ConstantLR."""
+    T = int(rng.integers(2, 7))
+    _run_schedule(lambda L, o: L.optim.lr_scheduler.CosineAnnealingLR(o, T, eta_min=0.01), 5 * T)
+    epochs = [int(e) for e in rng.integers(0, 30, 12)]
+    for name, kw in [
+        ("StepLR", {"step_size": 4, "gamma": 0.5}),
+        ("MultiStepLR", {"milestones": [3, 7, 7, 20], "gamma": 0.3}),
+        ("ExponentialLR", {"gamma": 0.9}),
+        ("CosineAnnealingLR", {"T_max": 9, "eta_min": 0.001}),
+        ("LinearLR", {"start_factor": 0.2, "total_iters": 6}),
+        ("ConstantLR", {"factor": 0.5, "total_iters": 6}),
+        ("PolynomialLR", {"total_iters": 12, "power": 1.5}),
+    ]:
+        out = []
+        for L in (torch, pr):
+            p = L.nn.Parameter(L.zeros(1))
+            o = L.optim.SGD([p], lr=0.2)
+            s = getattr(L.optim.lr_scheduler, name)(o, **kw)
+            tr = []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for e in epochs:
+                    o.step()
+                    s.step(e)
+                    tr.append((o.param_groups[0]["lr"], s.last_epoch))
+            out.append(tr)
+        np.testing.assert_allclose(out[1], out[0], rtol=1e-12, err_msg=name)
+
+
+def test_two_schedulers_stepped_by_hand_and_manual_lr(rng):
+    """A per-batch warm-up LambdaLR and a per-epoch StepLR on one optimizer, both stepped by
+    the script (no ChainedScheduler); then a manual `group['lr'] = ...` override that the
+    next optimizer step must use."""
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 4, 5)
+    warm = int(rng.integers(2, 6))
+    for L, m in ((torch, tm), (pr, pm)):
+        opt = L.optim.SGD(m.parameters(), lr=0.1, momentum=0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s1 = L.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / warm))
+            s2 = L.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+            for epoch in range(3):
+                for x, y in batches:
+                    opt.zero_grad()
+                    _loss(L, m, x, y).backward()
+                    opt.step()
+                    s1.step()
+                s2.step()
+            for g in opt.param_groups:
+                g["lr"] = 0.3
+            opt.zero_grad()
+            _loss(L, m, *batches[0]).backward()
+            opt.step()
+    _compare_models(pm, tm)
+
+
+@pytest.mark.parametrize("opt_name", ["Adam", "SGD", "AdamW", "RMSprop", "Adagrad"])
+def test_maximize_and_torch_state_dict_continues(rng, opt_name):
+    """maximize=True, and a torch optimizer's state dict (tensors through numpy) loaded into
+    pyrite mid-run: continuing there equals torch's uninterrupted run."""
+    kw = {"lr": 1e-2, "weight_decay": 0.01, "maximize": True}
+    if opt_name == "SGD":
+        kw["momentum"] = 0.8
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 7, 5)
+    k = int(rng.integers(1, 6))
+    topt = getattr(torch.optim, opt_name)(tm.parameters(), **kw)
+    for i, (x, y) in enumerate(batches):
+        if i == k:
+            sd = topt.state_dict()
+            sd = {
+                "state": {
+                    pid: {n: (v.numpy().copy() if torch.is_tensor(v) else v) for n, v in s.items()}
+                    for pid, s in sd["state"].items()
+                },
+                "param_groups": copy.deepcopy(sd["param_groups"]),
+            }
+            _same_weights(pm, tm)
+            popt = getattr(pr.optim, opt_name)(pm.parameters(), **kw)
+            popt.load_state_dict(sd)
+        topt.zero_grad()
+        (-_loss(torch, tm, x, y)).backward()
+        topt.step()
+        if i >= k:
+            popt.zero_grad()
+            (-_loss(pr, pm, x, y)).backward()
+            popt.step()
+    _compare_models(pm, tm)
+
+
+def test_reduce_on_plateau_after_add_param_group(rng):
+    """ReduceLROnPlateau made before add_param_group: the new group is reduced too (torch
+    extends the default min_lr to it)."""
+    metric = [1.0] * 12
+    out = []
+    for L in (torch, pr):
+        a, b = L.nn.Parameter(L.zeros(2)), L.nn.Parameter(L.zeros(2))
+        o = L.optim.SGD([a], lr=0.1)
+        s = L.optim.lr_scheduler.ReduceLROnPlateau(o, patience=1, min_lr=1e-3)
+        tr = []
+        for i, v in enumerate(metric):
+            if i == 3:
+                o.add_param_group({"params": [b], "lr": 0.5})
+            s.step(v)
+            tr.append(_groups_lrs(o) + [None] * (2 - len(o.param_groups)))
+        out.append(tr)
+    assert out[1] == out[0]
+
+
+def test_swa_averaged_model_swalr_update_bn(rng):
+    """The SWA recipe: AveragedModel (equal weights, and an EMA with use_buffers), SWALR after
+    a swa_start epoch, update_bn over a loader; the averaged model's eval output as torch's."""
+    C = 4
+    torch.manual_seed(int(rng.integers(1 << 30)))
+    tm = torch.nn.Sequential(torch.nn.Linear(6, C), torch.nn.BatchNorm1d(C), torch.nn.Linear(C, 3))
+    pm = pr.nn.Sequential(pr.nn.Linear(6, C), pr.nn.BatchNorm1d(C), pr.nn.Linear(C, 3))
+    _same_weights(pm, tm)
+    X = rng.standard_normal((24, 6)).astype(np.float32)
+    Y = rng.integers(0, 3, 24)
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        SW = L.optim.swa_utils
+        swa = SW.AveragedModel(m)
+        ema = SW.AveragedModel(m, multi_avg_fn=SW.get_ema_multi_avg_fn(0.9), use_buffers=True)
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+        sched = SW.SWALR(opt, swa_lr=0.02, anneal_epochs=3, anneal_strategy="cos")
+        D = L.utils.data
+        dl = D.DataLoader(D.TensorDataset(L.tensor(X), L.tensor(Y)), batch_size=8)
+        lrs = []
+        for epoch in range(6):
+            for x, y in dl:
+                opt.zero_grad()
+                L.nn.functional.cross_entropy(m(x), y).backward()
+                opt.step()
+                ema.update_parameters(m)
+            if epoch >= 2:
+                swa.update_parameters(m)
+                sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+        SW.update_bn(dl, swa)
+        swa.eval()
+        ema.eval()
+        with L.no_grad():
+            xe = L.tensor(X[:5])
+            res.append((lrs, _np(swa(xe)).copy(), _np(ema(xe)).copy(), int(swa.n_averaged)))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-4, atol=1e-5)
+    assert res[1][3] == res[0][3]
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_distributed_sampler_shares(rng, drop_last, shuffle):
+    n, R = int(rng.integers(5, 40)), int(rng.integers(2, 5))
+    for epoch in (0, 3):
+        for r in range(R):
+            got = []
+            for L in (torch, pr):
+                s = L.utils.data.DistributedSampler(
+                    range(n), num_replicas=R, rank=r, shuffle=shuffle, seed=11, drop_last=drop_last
+                )
+                s.set_epoch(epoch)
+                got.append((list(s), len(s)))
+            assert got[1] == got[0]
+
+
+def test_dataloader_no_batching_iterable_and_seeded_global(rng):
+    """batch_size=None (samples converted, not collated), an IterableDataset with drop_last,
+    and pr.manual_seed fixing a shuffle that has no explicit generator."""
+    n = int(rng.integers(7, 20))
+    X = rng.standard_normal((n, 3)).astype(np.float32)
+    out = []
+    for L in (torch, pr):
+        D = L.utils.data
+        a = [_np(x) for x in D.DataLoader(list(X), batch_size=None)]
+
+        class Stream(D.IterableDataset):
+            def __iter__(self):
+                for i in range(n):
+                    yield {"x": X[i], "i": i}
+
+        b = [
+            (_np(d["x"]).shape, _np(d["i"]).tolist())
+            for d in D.DataLoader(Stream(), 3, drop_last=True)
+        ]
+        out.append((np.stack(a), b))
+    np.testing.assert_array_equal(out[1][0], out[0][0])
+    assert out[1][1] == out[0][1]
+    orders = []
+    for _ in range(2):
+        pr.manual_seed(5)
+        dl = pr.utils.data.DataLoader(pr.utils.data.TensorDataset(pr.arange(n)), 4, shuffle=True)
+        orders.append([_np(b[0]).tolist() for b in dl])
+    assert orders[0] == orders[1]
