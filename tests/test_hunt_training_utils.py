@@ -1180,3 +1180,127 @@ def test_dataloader_no_batching_iterable_and_seeded_global(rng):
         dl = pr.utils.data.DataLoader(pr.utils.data.TensorDataset(pr.arange(n)), 4, shuffle=True)
         orders.append([_np(b[0]).tolist() for b in dl])
     assert orders[0] == orders[1]
+
+
+# ---- custom optimizers and schedules (a script's own subclasses) -------------------------------
+
+
+def _custom_classes(L):
+    class Lion(L.optim.Optimizer):
+        """A script's own optimizer (Lion), its step count a tensor as torch's built-ins keep
+        it, read with .item()."""
+
+        def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+            super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+        @L.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with L.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.mul_(1 - group["lr"] * group["weight_decay"])
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["exp_avg"] = L.zeros_like(p)
+                        state["step"] = L.tensor(0.0)
+                        state["count"] = 0
+                    state["step"] += 1
+                    state["count"] += 1
+                    beta1, beta2 = group["betas"]
+                    lr = group["lr"] * min(1.0, state["step"].item() / 3)
+                    update = state["exp_avg"] * beta1 + p.grad * (1 - beta1)
+                    p.add_(L.sign(update), alpha=-lr)
+                    state["exp_avg"].mul_(beta2).add_(p.grad, alpha=1 - beta2)
+            return loss
+
+    class WarmupCosine(L.optim.lr_scheduler._LRScheduler):
+        def __init__(self, optimizer, warmup, total, last_epoch=-1):
+            self.warmup, self.total = warmup, total
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            if self.last_epoch < self.warmup:
+                return [b * (self.last_epoch + 1) / self.warmup for b in self.base_lrs]
+            t = (self.last_epoch - self.warmup) / max(1, self.total - self.warmup)
+            return [b * 0.5 * (1 + math.cos(math.pi * t)) for b in self.base_lrs]
+
+    return Lion, WarmupCosine
+
+
+def test_custom_optimizer_and_scheduler_train_and_resume(rng):
+    """A script's own Optimizer subclass (its own step) and _LRScheduler subclass: trains as
+    torch's, no false "lr_scheduler.step() before optimizer.step()" warning (torch marks any
+    subclass's step), and its state dict round trip keeps the state's types (the tensor step
+    stayed a tensor and the int count an int: pyrite turned them into a float32 tensor / a
+    Python number, so the resumed step's `.item()` raised AttributeError)."""
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 8, int(rng.integers(2, 7)))
+    k = int(rng.integers(2, 6))
+    lrs = []
+    for L, m in ((torch, tm), (pr, pm)):
+        Lion, WarmupCosine = _custom_classes(L)
+        opt = Lion(m.parameters(), lr=3e-3, weight_decay=0.1)
+        sched = WarmupCosine(opt, 3, len(batches))
+        tr = []
+        for i, (x, y) in enumerate(batches):
+            if i == k:
+                osd = copy.deepcopy(opt.state_dict())
+                ssd = copy.deepcopy(sched.state_dict())
+                st = osd["state"][0]
+                assert L.is_tensor(st["step"]) and type(st["count"]) is int
+                opt = Lion(m.parameters(), lr=1.0)
+                sched = WarmupCosine(opt, 3, len(batches))
+                opt.load_state_dict(osd)
+                sched.load_state_dict(ssd)
+            opt.zero_grad()
+            _loss(L, m, x, y).backward()
+            opt.step()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                sched.step()
+            tr.append(sched.get_last_lr()[0])
+        st = opt.state[next(iter(m.parameters()))]
+        assert L.is_tensor(st["step"]) and type(st["count"]) is int
+        lrs.append(tr)
+    np.testing.assert_allclose(lrs[1], lrs[0], rtol=1e-12)
+    _compare_models(pm, tm)
+
+
+def test_step_hooks_run_for_custom_optimizer(rng):
+    """register_step_pre_hook / register_step_post_hook on a script's own optimizer run around
+    its step, as torch's (it wraps every subclass's step; pyrite ran them only inside its
+    built-in step, so a custom optimizer's hooks never ran). A subclass of a built-in whose
+    step calls super().step() runs them once (torch runs them once or twice, depending on
+    whether a plain instance of the parent class was made earlier in the process)."""
+    calls = {}
+    for L in (torch, pr):
+        Lion, _ = _custom_classes(L)
+        log = []
+        p = L.nn.Parameter(L.ones(3))
+        opt = Lion([p], lr=0.1)
+        opt.register_step_pre_hook(lambda o, a, k: log.append("pre"))
+        opt.register_step_post_hook(lambda o, a, k: log.append("post"))
+        for _ in range(2):
+            p.grad = L.ones(3)
+            opt.step()
+        calls[L.__name__] = log
+    assert calls["pyrite"] == calls["torch"] == ["pre", "post"] * 2
+
+    class Adam2(pr.optim.Adam):
+        def step(self, closure=None):
+            return super().step(closure)
+
+    log = []
+    p = pr.nn.Parameter(pr.ones(3))
+    opt = Adam2([p], lr=0.1)
+    opt.register_step_pre_hook(lambda o, a, k: log.append("pre"))
+    opt.register_step_post_hook(lambda o, a, k: log.append("post"))
+    p.grad = pr.ones(3)
+    opt.step()
+    assert log == ["pre", "post"]
+    assert float(p[0]) == pytest.approx(0.9, rel=1e-6)

@@ -29,7 +29,7 @@ class HostScalars:
                     s[k] = upload(np.array(s[k], np.float32), D.float32)
         return sd
 
-    def _load_value(self, param, key, value):
+    def _load_value(self, param, key, value, host_step=True):
         if key in self._host_scalars:
             return f32(_step_value(value))
-        return Optimizer._load_value(param, key, value)
+        return Optimizer._load_value(param, key, value, host_step)

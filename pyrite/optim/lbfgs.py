@@ -246,6 +246,8 @@ class LBFGS(Optimizer):
             hook(self, (), {})
         return loss
 
+    step._runs_step_hooks = True  # (the base class leaves this step unwrapped)
+
     def _step(self, closure):
         def evaluate():
             with autograd.enable_grad():

@@ -10,6 +10,7 @@ as a 0-d float32 tensor, as torch stores it.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
@@ -78,6 +79,44 @@ def _step_value(value):
     return int(value) if value.is_integer() else value
 
 
+def _run_pre_hooks(opt) -> None:
+    for hook in list(opt._optimizer_step_pre_hooks.values()):
+        result = hook(opt, (), {})
+        if result is not None:
+            raise RuntimeError(
+                "optimizer step pre-hooks that change the arguments are not supported"
+            )
+
+
+def _run_post_hooks(opt) -> None:
+    for hook in list(opt._optimizer_step_post_hooks.values()):
+        hook(opt, (), {})
+
+
+def _hooked_step(step):
+    """A subclass's own `step` wrapped as torch wraps every subclass's (its
+    `_patch_step_function`): it marks the optimizer as stepped (the schedules' order warning)
+    and runs the step pre- and post-hooks around it. A step called from inside another
+    (`super().step()`) runs bare, so the hooks run once."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):
+            return step(self, *args, **kwargs)
+        self._opt_called = True
+        _run_pre_hooks(self)
+        self._in_step = True
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            self._in_step = False
+        _run_post_hooks(self)
+        return out
+
+    wrapper._runs_step_hooks = True
+    return wrapper
+
+
 class Optimizer:
     """Base class for all optimizers (PyTorch's torch.optim.Optimizer).
 
@@ -87,6 +126,20 @@ class Optimizer:
         defaults (dict): the default values of the optimization options, used when a
             parameter group does not give them.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_runs_step_hooks", False):
+            cls.step = _hooked_step(step)
+
+    @property
+    def _host_step_count(self) -> bool:
+        """Whether this class keeps `state["step"]` as a Python number (pyrite's own optimizers,
+        which implement `_step_group`): their state dicts give it as a 0-d float32 tensor, as
+        torch's built-ins store it, and loading turns it back. A script's own optimizer (its
+        own `step`) keeps its state's types as they are, as torch does."""
+        return type(self)._step_group is not Optimizer._step_group
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -204,22 +257,21 @@ class Optimizer:
                 the loss.
         """
         self._opt_called = True  # (a schedule stepped before its optimizer warns: lr_scheduler)
+        hooks = not self.__dict__.get("_in_step")  # (else a subclass's step ran them: super())
         loss = None
         if closure is not None:
             with autograd.enable_grad():
                 loss = closure()
-        for hook in list(self._optimizer_step_pre_hooks.values()):
-            result = hook(self, (), {})
-            if result is not None:
-                raise RuntimeError(
-                    "optimizer step pre-hooks that change the arguments are not supported"
-                )
+        if hooks:
+            _run_pre_hooks(self)
         with autograd.no_grad(), _fused.batched():
             for group in self.param_groups:
                 self._step_group(group)
-        for hook in list(self._optimizer_step_post_hooks.values()):
-            hook(self, (), {})
+        if hooks:
+            _run_post_hooks(self)
         return loss
+
+    step._runs_step_hooks = True
 
     def _step_group(self, group: dict) -> None:
         raise NotImplementedError
@@ -267,10 +319,11 @@ class Optimizer:
             start += len(packed["params"])
             groups.append(packed)
         state = {}
+        host_step = self._host_step_count
         for p, s in self.state.items():
             key = mapping[id(p)] if isinstance(p, Tensor) else p
             state[key] = {
-                k: (upload(np.array(v, np.float32), D.float32) if k == "step" else v)
+                k: (upload(np.array(v, np.float32), D.float32) if k == "step" and host_step else v)
                 for k, v in s.items()
             }
         return {"state": state, "param_groups": groups}
@@ -302,7 +355,10 @@ class Optimizer:
                 k = int(k)
             if k in id_map:
                 p = id_map[k]
-                state[p] = {name: self._load_value(p, name, x) for name, x in v.items()}
+                state[p] = {
+                    name: self._load_value(p, name, x, self._host_step_count)
+                    for name, x in v.items()
+                }
             else:
                 state[k] = v
         new_groups = []
@@ -321,14 +377,15 @@ class Optimizer:
         """A loaded group's options made what this class needs (AdamW: decoupled decay)."""
 
     @staticmethod
-    def _load_value(param: Tensor, key, value):
-        if key == "step":
+    def _load_value(param: Tensor, key, value, host_step: bool = True):
+        if key == "step" and host_step:
             return _step_value(value)
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
         if isinstance(value, (list, tuple)):
-            return type(value)(Optimizer._load_value(param, None, v) for v in value)
-        return _as_device_tensor(value, param)
+            return type(value)(Optimizer._load_value(param, None, v, host_step) for v in value)
+        # torch keeps a step count's dtype; other state takes the parameter's
+        return _as_device_tensor(value, None if key == "step" else param)
 
     # ---- pickling and printing -------------------------------------------------------------
     def __getstate__(self):
