@@ -49,7 +49,19 @@ def _set(mode: bool):
 
 
 class _GradMode:
+    """A context manager that is also a decorator, as torch's: `@no_grad()` and `@no_grad`
+    (no parentheses) both wrap the function, and a generator function is wrapped step by step
+    (the mode holds inside each resumption, not between them, so a streaming `yield` loop
+    decorated with no_grad/inference_mode records nothing)."""
+
     mode = True
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]) and cls._no_param_decorator:
+            return cls()(args[0])  # used bare: @no_grad
+        return super().__new__(cls)
+
+    _no_param_decorator = True
 
     def __enter__(self):
         self._prev = is_grad_enabled()
@@ -60,13 +72,51 @@ class _GradMode:
         _set(self._prev)
         return False
 
+    def _fresh(self):
+        """A new manager with this one's settings (each call of the decorated function
+        enters its own)."""
+        return type(self)()
+
     def __call__(self, fn):
+        fresh = self._fresh
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(fresh, fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with type(self)():
+            with fresh():
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+def _wrap_generator(fresh, fn):
+    """torch's _wrap_generator: run each step of the generator (send, throw, close) inside a
+    fresh manager, and hand the values across unchanged."""
+
+    @functools.wraps(fn)
+    def generator_context(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with fresh():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with fresh():
+                        gen.close()
+                    raise
+                except BaseException as exc:
+                    with fresh():
+                        response = gen.throw(exc)
+                else:
+                    with fresh():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
 
 
 class no_grad(_GradMode):
@@ -88,6 +138,11 @@ class inference_mode(_GradMode):
 
     mode = False
 
+    def __new__(cls, mode=True):
+        if mode is None or isinstance(mode, bool):
+            return object.__new__(cls)
+        return cls()(mode)  # used bare: @inference_mode
+
     def __init__(self, mode=True):
         self.mode = not mode
         self.inference = bool(mode)
@@ -101,19 +156,15 @@ class inference_mode(_GradMode):
         _state.inference = self._prev_inference
         return super().__exit__(*exc)
 
-    def __call__(self, fn):
-        inference = self.inference
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(inference):
-                return fn(*args, **kwargs)
-
-        return wrapper
+    def _fresh(self):
+        return inference_mode(self.inference)
 
 
 class set_grad_enabled(_GradMode):
-    """Set the mode now (a function call), and restore it when used as a context manager."""
+    """Set the mode now (a function call), and restore it when used as a context manager. As a
+    decorator it puts the mode back at once (torch's) and sets it inside each call."""
+
+    _no_param_decorator = False
 
     def __init__(self, mode: bool):
         self._prev = is_grad_enabled()
@@ -122,6 +173,13 @@ class set_grad_enabled(_GradMode):
 
     def __enter__(self):
         return self
+
+    def _fresh(self):
+        return set_grad_enabled(self.mode)
+
+    def __call__(self, fn):
+        _set(self._prev)
+        return super().__call__(fn)
 
 
 # ---- anomaly detection ---------------------------------------------------------------------

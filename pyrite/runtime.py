@@ -3,6 +3,7 @@ compatibility helpers (finfo/iinfo, default dtype, the `pr.cuda` namespace)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -480,6 +481,31 @@ class _CudaBackend(_Flags):
     def math_sdp_enabled(self) -> bool:
         return self.sdp["math"]
 
+    def enable_cudnn_sdp(self, enabled: bool):
+        self.sdp["cudnn"] = bool(enabled)
+
+    def cudnn_sdp_enabled(self) -> bool:
+        return self.sdp["cudnn"]
+
+    @contextlib.contextmanager
+    def sdp_kernel(
+        self, enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True
+    ):
+        """torch.backends.cuda.sdp_kernel (deprecated in torch for nn.attention.sdpa_kernel):
+        sets the four switches inside the block and restores them after."""
+        previous = dict(self.sdp)
+        self.sdp.update(
+            flash=bool(enable_flash),
+            math=bool(enable_math),
+            mem_efficient=bool(enable_mem_efficient),
+            cudnn=bool(enable_cudnn),
+        )
+        try:
+            yield {}
+        finally:
+            self.sdp.clear()
+            self.sdp.update(previous)
+
 
 class _Mps(_Flags):
     @staticmethod
@@ -504,7 +530,7 @@ class backends:
             allow_fp16_reduced_precision_reduction=True,
             allow_bf16_reduced_precision_reduction=True,
         ),
-        sdp={"flash": True, "mem_efficient": True, "math": True},
+        sdp={"flash": True, "mem_efficient": True, "math": True, "cudnn": True},
     )
     mps = _Mps()
 

@@ -15,9 +15,9 @@ for _name, _fn in _METHODS.items():
 __all__ = ["TOPLEVEL", "functional"]
 
 # ---- modules, parameters, init and utils (issue 5) -----------------------------------------
-from . import init, utils  # noqa: E402
+from . import attention, init, utils  # noqa: E402
 from .module import Buffer, Module, Parameter  # noqa: E402
 from .modules import *  # noqa: E402, F403
 from .modules import __all__ as _modules_all  # noqa: E402
 
-__all__ += ["Buffer", "Module", "Parameter", "init", "utils", *_modules_all]
+__all__ += ["Buffer", "Module", "Parameter", "attention", "init", "utils", *_modules_all]

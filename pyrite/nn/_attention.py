@@ -64,6 +64,7 @@ def scaled_dot_product_attention(
             "pyrite: scaled_dot_product_attention: explicit attn_mask should not be "
             "set when is_causal=True"
         )
+    _check_dtypes(query, key, value, attn_mask)
     L, E = query._shape[-2], query._shape[-1]
     S = key._shape[-2]
     scale_ = 1.0 / math.sqrt(E) if scale is None else scale
@@ -107,6 +108,23 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return _matmul.matmul(attn, value)
+
+
+def _check_dtypes(query, key, value, attn_mask):
+    """torch's checks: one dtype for q, k and v (else the error came from matmul), and a bool or
+    floating mask — an integer one (a tokenizer's 0/1 attention_mask passed as is) was added to
+    the scores as a float bias, attending to the padding."""
+    dts = [getattr(t, "dtype", None) for t in (query, key, value)]
+    if dts[0] is not dts[1] or dts[0] is not dts[2]:
+        raise TypeError(
+            "pyrite: scaled_dot_product_attention: expected query, key and value to have the "
+            f"same dtype, got {dts[0]}, {dts[1]} and {dts[2]}"
+        )
+    if attn_mask is not None and not (attn_mask.dtype.is_bool or attn_mask.dtype.is_floating_point):
+        raise TypeError(
+            "pyrite: scaled_dot_product_attention: expected attn_mask to be bool (True = "
+            f"attend) or floating (added to the scores), got {attn_mask.dtype}"
+        )
 
 
 def _repeat_heads(t, r):
