@@ -1304,3 +1304,156 @@ def test_step_hooks_run_for_custom_optimizer(rng):
     opt.step()
     assert log == ["pre", "post"]
     assert float(p[0]) == pytest.approx(0.9, rel=1e-6)
+
+
+# ---- state-dict patterns: EMA through state_dict(), early-stopping snapshots, checkpoints -----
+
+
+def _bn_net(L):
+    # (BatchNorm first: a bias just before one has a zero gradient, and Adam turns its
+    # rounding noise into full-size steps of either sign)
+    return L.nn.Sequential(L.nn.BatchNorm1d(7), L.nn.Linear(7, 6), L.nn.Tanh(), L.nn.Linear(6, 5))
+
+
+def _twin_bn_nets(rng):
+    torch.manual_seed(int(rng.integers(1 << 30)))
+    tm, pm = _bn_net(torch), _bn_net(pr)
+    _same_weights(pm, tm)
+    return tm, pm
+
+
+def test_state_dict_ema_and_best_snapshot(rng):
+    """timm's ModelEmaV2 updates the EMA through state_dict() (its tensors alias the weights
+    and buffers: ev.copy_(ev * d + (1 - d) * mv), integer buffers copied); early stopping keeps
+    copy.deepcopy(model.state_dict()) (a copy: later steps do not reach it) and reloads it."""
+    tm, pm = _twin_bn_nets(rng)
+    d = float(rng.uniform(0.8, 0.99))
+    batches = _batches(rng, 5, int(rng.integers(2, 9)))
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        ema = copy.deepcopy(m)
+        opt = L.optim.AdamW(m.parameters(), lr=1e-2)
+        alias = m.state_dict()
+        best = None
+        for i, (x, y) in enumerate(batches):
+            opt.zero_grad()
+            _loss(L, m, x, y).backward()
+            opt.step()
+            with L.no_grad():
+                msd = m.state_dict()
+                for k, ev in ema.state_dict().items():
+                    mv = msd[k].detach()
+                    if ev.dtype.is_floating_point:
+                        ev.copy_(ev * d + (1.0 - d) * mv)
+                    else:
+                        ev.copy_(mv)
+            if i == 2:
+                best = copy.deepcopy(m.state_dict())
+        _close(alias["1.weight"], m[1].weight, 0, 0)  # state_dict() aliases the weights
+        last = _np(m[1].weight).copy()
+        m.load_state_dict(best)
+        assert not np.array_equal(_np(m[1].weight), last)
+        res.append((ema.state_dict(), m.state_dict()))
+    for k in res[0][0]:
+        _close(res[1][0][k], res[0][0][k], 2e-4, 2e-5)
+        _close(res[1][1][k], res[0][1][k], 2e-4, 2e-5)
+
+
+def test_checkpoint_save_load_resume_equals_uninterrupted(rng, tmp_path):
+    """The usual checkpoint: {'epoch', 'model', 'optimizer', 'scheduler', 'scaler'} through
+    pr.save / pr.load mid-run, everything rebuilt and loaded, training continued: equals torch's
+    uninterrupted run (lr trace and weights)."""
+    tm, pm = _twin_bn_nets(rng)
+    batches = _batches(rng, 10, int(rng.integers(2, 9)))
+    k = int(rng.integers(2, 8))
+    total = len(batches)
+
+    def build(L, m):
+        opt = L.optim.AdamW(
+            [
+                {"params": [p for n, p in m.named_parameters() if p.ndim > 1]},
+                {"params": [p for n, p in m.named_parameters() if p.ndim <= 1], "weight_decay": 0},
+            ],
+            lr=1e-3,
+            weight_decay=0.05,
+            betas=(0.9, 0.98),
+        )
+        sched = L.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-2, total_steps=total)
+        dev = "cpu" if L is torch else "cuda"
+        scaler = L.amp.GradScaler(dev, init_scale=256.0, growth_interval=3)
+        return opt, sched, scaler
+
+    def train_step(L, m, opt, sched, scaler, x, y):
+        opt.zero_grad()
+        scaler.scale(_loss(L, m, x, y)).backward()
+        scaler.step(opt)
+        scaler.update()
+        sched.step()
+        return sched.get_last_lr()
+
+    tr_t = []
+    opt, sched, scaler = build(torch, tm)
+    for x, y in batches:
+        tr_t.append(train_step(torch, tm, opt, sched, scaler, x, y))
+    tr_p = []
+    opt, sched, scaler = build(pr, pm)
+    for x, y in batches[:k]:
+        tr_p.append(train_step(pr, pm, opt, sched, scaler, x, y))
+    path = tmp_path / "ckpt.pt"
+    pr.save(
+        {
+            "epoch": k,
+            "model": pm.state_dict(),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "scaler": scaler.state_dict(),
+        },
+        path,
+    )
+    ck = pr.load(path)
+    pm2 = _bn_net(pr)
+    pm2.load_state_dict(ck["model"])
+    opt, sched, scaler = build(pr, pm2)
+    opt.load_state_dict(ck["optimizer"])
+    sched.load_state_dict(ck["scheduler"])
+    scaler.load_state_dict(ck["scaler"])
+    assert ck["epoch"] == k
+    for x, y in batches[k:]:
+        tr_p.append(train_step(pr, pm2, opt, sched, scaler, x, y))
+    np.testing.assert_allclose(tr_p, tr_t, rtol=1e-12)
+    assert isinstance(opt.param_groups[0]["betas"], tuple)
+    _compare_models(pm2, tm)
+
+
+def test_grad_scaler_two_optimizers_gan_pattern(rng):
+    """A GAN step: two losses, two optimizers, one scaler (scale/backward/step each, one
+    update); an overflow in one optimizer's gradients skips only its step and backs off."""
+    tm1, pm1 = _twin_nets(rng)
+    tm2, pm2 = _twin_nets(rng, d_in=5, d_h=9, d_out=7)
+    batches = _batches(rng, 5, 4)
+    bad = int(rng.integers(1, 4))
+    scales = []
+    for L, g, dnet in ((torch, tm1, tm2), (pr, pm1, pm2)):
+        dev = "cpu" if L is torch else "cuda"
+        scaler = L.amp.GradScaler(dev, init_scale=64.0, growth_interval=2)
+        og = L.optim.Adam(g.parameters(), lr=1e-2)
+        od = L.optim.SGD(dnet.parameters(), lr=1e-2, momentum=0.9)
+        tr = []
+        for i, (x, y) in enumerate(batches):
+            od.zero_grad()
+            fake = g(L.tensor(x)).detach()
+            ld = dnet(fake).square().mean()
+            if i == bad:
+                ld = ld * float("nan")
+            scaler.scale(ld).backward()
+            scaler.step(od)
+            og.zero_grad()
+            lg = -dnet(g(L.tensor(x))).mean()
+            scaler.scale(lg).backward()
+            scaler.step(og)
+            scaler.update()
+            tr.append(scaler.get_scale())
+        scales.append(tr)
+    assert scales[1] == scales[0]
+    _compare_models(pm1, tm1)
+    _compare_models(pm2, tm2)
