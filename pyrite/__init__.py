@@ -143,6 +143,7 @@ from .io import load, save
 from .runtime import backends  # noqa: E402
 
 cuda.amp = amp._CudaAmp  # torch.cuda.amp.autocast / GradScaler (deprecated spellings)
+cpu = amp.cpu  # torch.cpu: torch.cpu.amp.autocast (deprecated spelling), is_available, ...
 
 # ported scripts' boilerplate: torch.random, torch.version, torch.testing.assert_close, torch.jit's
 # and torch.compiler's decorators, torch.distributed's "not here" (one process, one device)

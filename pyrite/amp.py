@@ -296,3 +296,56 @@ class _CudaAmp:
         )
     )
     custom_bwd = staticmethod(lambda bwd=None: custom_bwd(bwd, device_type="cuda"))
+
+
+def _cpu_autocast(*args, **kwargs):
+    _warn(
+        "pyrite: `torch.cpu.amp.autocast(args...)` is deprecated. Please use "
+        "`torch.amp.autocast('cpu', args...)` instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return autocast("cpu", *args, **kwargs)
+
+
+def _cpu_grad_scaler(*args, **kwargs):
+    _warn(
+        "pyrite: torch.cpu.amp.GradScaler(args...) is deprecated. Please use "
+        "torch.amp.GradScaler('cpu', args...) instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return GradScaler("cpu", *args, **kwargs)
+
+
+class _CpuAmp:
+    """torch.cpu.amp: autocast and GradScaler as the deprecated spellings."""
+
+    autocast = staticmethod(_cpu_autocast)
+    GradScaler = staticmethod(_cpu_grad_scaler)
+
+
+class cpu:
+    """`pr.cpu` as ported scripts call it (torch.cpu): `pr.cpu.amp.autocast()` (a CPU
+    bfloat16 autocast scope, which pyrite computes in float32 as every autocast: see above),
+    and the host's device queries. pyrite has one device, which serves "cpu" too."""
+
+    amp = _CpuAmp
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def device_count() -> int:
+        return 1
+
+    @staticmethod
+    def current_device() -> str:
+        return "cpu"
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        from .runtime import synchronize
+
+        synchronize()

@@ -1457,3 +1457,26 @@ def test_grad_scaler_two_optimizers_gan_pattern(rng):
     assert scales[1] == scales[0]
     _compare_models(pm1, tm1)
     _compare_models(pm2, tm2)
+
+
+def test_cpu_amp_autocast_spelling_trains_as_torch(rng):
+    """A CPU training script's `with torch.cpu.amp.autocast(enabled=False):` (and
+    torch.cpu.is_available()): pr.cpu was missing (AttributeError). The scope is entered as
+    torch's (a FutureWarning for the deprecated spelling) and a step in it equals torch's."""
+    tm, pm = _twin_nets(rng)
+    ((x, y),) = _batches(rng, 1, int(rng.integers(2, 9)))
+    for L, m in ((torch, tm), (pr, pm)):
+        assert L.cpu.is_available()
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+        with pytest.warns(FutureWarning):
+            ctx = L.cpu.amp.autocast(enabled=False)
+        with ctx:
+            assert not L.is_autocast_enabled()
+            loss = _loss(L, m, x, y)
+        loss.backward()
+        opt.step()
+    _compare_models(pm, tm)
+    with pytest.warns(FutureWarning):
+        ctx = pr.cpu.amp.autocast(dtype=pr.bfloat16)
+    with ctx:
+        assert pr.is_autocast_enabled() and pr.get_autocast_dtype("cpu") == pr.bfloat16
