@@ -839,3 +839,51 @@ def test_weight_only_int8_and_int4_dequant(rng):
     # the quantized values exactly (rounding of w / scale in f32 as torch), the products within
     # f32 sums of K terms
     _both(fn, 1e-5, 1e-4)
+
+
+def test_decode_token_indices_need_no_readback(rng):
+    """A decode loop feeds `argmax`/`topk`/`sort`/`multinomial` indices (and their `clone()` or
+    `cat` with the prompt ids) into an embedding, gather or scatter. Their range is known by
+    construction, but only uploads, arange and randint recorded it: every step read the index
+    back for its range check (a GPU round trip per token, and a graph break in pr.compile).
+    The values are compared with torch's too."""
+    V, C, B = int(rng.integers(20, 60)), 8, 3
+    w = rng.standard_normal((V, C)).astype(np.float32)
+    lg = rng.standard_normal((B, V)).astype(np.float32)
+    ids = rng.integers(0, V, (B, 4))
+
+    def fn(L):
+        emb = L.nn.Embedding.from_pretrained(L.tensor(w))
+        logits, prompt = L.tensor(lg), L.tensor(ids)
+        nxt = logits.argmax(-1, keepdim=True)
+        seq = L.cat([prompt, nxt.clone()], dim=-1)
+        v, i = logits.topk(5)
+        sv, si = logits.sort(-1, descending=True)
+        return (emb(nxt), emb(seq), emb(logits.max(-1).indices), logits.gather(-1, i),
+                sv.scatter(1, si, sv), emb(i.view(-1)).sum(0))  # fmt: skip
+
+    _both(fn, 1e-6, 1e-6)
+    emb = pr.nn.Embedding.from_pretrained(pr.tensor(w))
+    logits, prompt = pr.tensor(lg), pr.tensor(ids)
+    probs = logits.softmax(-1)
+    emb(prompt), logits.argmax(-1), logits.topk(2)  # warm: one-time device probes
+    pr.synchronize()
+    before = pr.memory_stats()["readbacks"]
+    for _ in range(3):
+        nxt = logits.argmax(-1, keepdim=True)
+        prompt = pr.cat([prompt, nxt.clone()], dim=-1)
+        emb(prompt)
+        emb(logits.max(-1).indices)
+        logits.gather(-1, logits.topk(4).indices)
+        sv, si = logits.sort(-1, descending=True)
+        sv.scatter(1, si, sv)
+        probs.gather(-1, pr.argsort(probs, -1)[:, :2])
+    assert pr.memory_stats()["readbacks"] == before
+    # multinomial reads its own validity flags back (as torch's CPU checks), its draw no more
+    drawn = pr.multinomial(probs, 1)
+    pr.synchronize()
+    before = pr.memory_stats()["readbacks"]
+    emb(drawn)
+    pr.cat([prompt, drawn], -1).clone()
+    emb(pr.cat([prompt, drawn], -1).clone())
+    assert pr.memory_stats()["readbacks"] == before

@@ -25,7 +25,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor, check_device
-from .core import broadcast_shapes, empty, run_map
+from .core import broadcast_shapes, empty, keep_bounds, run_map
 from .elementwise import as_tensor_arg
 
 
@@ -38,7 +38,8 @@ def to_dtype(x: Tensor, dtype) -> Tensor:
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    return run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, x.dtype), x.dtype.ctype)
+    out = run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, x.dtype), x.dtype.ctype)
+    return keep_bounds(out, x)
 
 
 def copy_(self: Tensor, src, non_blocking=False) -> Tensor:

@@ -25,7 +25,7 @@ from ..kernels.common import grid_for
 from ..kernels.indexing import CAT_INPUTS, cat_info_words, cat_kernel
 from ..tensor import Tensor, contiguous_strides
 from .casts import clone, fill_
-from .core import check_writable, empty, run_map
+from .core import check_writable, empty, keep_bounds, run_map
 from .elementwise import as_tensor_arg
 from .views import diagonal, expand, narrow, need_dims, reshape, unsqueeze
 
@@ -81,19 +81,19 @@ def cat(tensors, dim=0, *, out=None):
             )
     total = sum(t._shape[d] for t in kept)
     shape = ref._shape[:d] + (total,) + ref._shape[d + 1 :]
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = empty(shape, dt)
     elif tuple(out._shape) != shape:
         raise ShapeError(f"pyrite: cat: out has shape {tuple(out._shape)}, the result {shape}")
-    if _cat_kernel(kept, d, out):
-        return out
-    at = 0
-    for t in kept:
-        n = t._shape[d]
-        if n:
-            _copy_into(narrow(out, d, at, n), t)
-        at += n
-    return out
+    if not _cat_kernel(kept, d, out):
+        at = 0
+        for t in kept:
+            n = t._shape[d]
+            if n:
+                _copy_into(narrow(out, d, at, n), t)
+            at += n
+    return keep_bounds(out, *kept) if fresh else out
 
 
 def _cat_kernel(tensors, d, out) -> bool:

@@ -113,8 +113,9 @@ def upload(host, dtype, shape=None) -> Tensor:
 # An index tensor's range must be checked before a gather reads through it. Reading its min and
 # max back from the GPU stalls the queue (a training step's labels would cost a round trip each
 # step), so the pool remembers bounds it knows for free: an upload's exact min and max, or the
-# range a kernel's outputs lie in by construction (arange, randint, argmax, sort's indices, a
-# gather from a bounded tensor). Any write to the buffer forgets them (backend/device.py).
+# range a kernel's outputs lie in by construction (arange, randint, argmax, sort's and topk's
+# indices, multinomial's draws, a copy or cat of bounded tensors, a gather from a bounded
+# tensor). Any write to the buffer forgets them (backend/device.py).
 def note_bounds(t, lo: int, hi: int, exact: bool = False) -> None:
     """Record that every int32 word of `t`'s storage lies in [lo, hi]; `exact`: lo and hi are
     the min and max of `t`'s elements, which are the whole storage (a fresh contiguous t)."""
@@ -469,4 +470,16 @@ def _same_view(t: Tensor, out: Tensor) -> bool:
 
 def contiguous_copy(t: Tensor) -> Tensor:
     out = empty(t._shape, t.dtype)
-    return run_map("x0", (t,), (t.dtype.ctype,), out, t.dtype.ctype)
+    return keep_bounds(run_map("x0", (t,), (t.dtype.ctype,), out, t.dtype.ctype), t)
+
+
+def keep_bounds(out: Tensor, *sources: Tensor) -> Tensor:
+    """Note on a fresh `out` made of `sources`' elements (a copy, a cat) the range they are known
+    to lie in, so an index tensor stays checkable without a readback after `ids.clone()` or
+    `torch.cat([ids, next_token], -1)` (a decode loop's)."""
+    if out.dtype.kind != "i" or not sources:
+        return out
+    known = [known_bounds(s) for s in sources]
+    if all(k is not None for k in known):
+        note_bounds(out, min(k[0] for k in known), max(k[1] for k in known))
+    return out

@@ -25,7 +25,7 @@ from ..kernels.reduce import (
     state_words,
 )
 from ..tensor import Tensor, contiguous_strides
-from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
+from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations, note_bounds
 
 # Serial (one invocation per output, no barriers) vs row (one workgroup per output, two
 # barriers). Measured on lavapipe (llvmpipe 15, 256-bit, 2 cores), x.sum(1) of float32 randn,
@@ -532,6 +532,7 @@ def _extreme(name, input, dim, keepdim, other):
     dims = _dims(input, dim)
     _empty_check(input, dims, name, True)
     vals, idx = _reduce(input, f"{name}_dim", dims, keepdim, (input.dtype, D.int32))
+    _note_index(idx, input, dims)
     return (max_return if name == "max" else min_return)(vals, idx)
 
 
@@ -572,12 +573,24 @@ def _arg(name, input, dim, keepdim):
                 f"pyrite: {name}(): Expected reduction dim to be specified for input.numel() == 0."
             )
         out = _reduce(input, name, _dims(input, None), False, (D.int32,))[0]
+        _note_index(out, input, _dims(input, None))
         if keepdim:
             out = out._view((1,) * input.ndim, (0,) * input.ndim, 0)
         return out
     dims = _dims(input, dim)
     _empty_check(input, dims, name, True)
-    return _reduce(input, name, dims, keepdim, (D.int32,))[0]
+    out = _reduce(input, name, dims, keepdim, (D.int32,))[0]
+    _note_index(out, input, dims)
+    return out
+
+
+def _note_index(idx, input, dims):
+    """An index over `dims` lies in [0, their size), known without a readback: a greedy
+    decode's `emb(logits.argmax(-1))` then makes no round trip for its range check (and can
+    replay whole in pr.compile(fullgraph=True))."""
+    if idx._storage is not input._storage:
+        n = math.prod(input._shape[d] for d in dims)
+        note_bounds(idx, 0, builtins.max(n - 1, 0))
 
 
 def argmax(input, dim=None, keepdim=False):

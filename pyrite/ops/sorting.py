@@ -32,7 +32,7 @@ from ..kernels.sort import (
 )
 from ..tensor import Tensor
 from .casts import clone
-from .core import empty
+from .core import empty, note_bounds
 from .elementwise import as_tensor_arg
 from .views import contiguous, movedim, narrow, reshape, select, unsqueeze
 
@@ -124,7 +124,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     d = x._dim(-1 if dim is None else dim)  # a 0-d tensor takes dims -1 and 0
     # stable or not: the (value, index) network is always stable
     vals, idx = _sort(x, d, bool(descending))
-    return SortResult(vals, idx)
+    return SortResult(vals, _bounded(idx, x, d))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -150,7 +150,16 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     vals, idx = _sort(x, d, bool(largest))
     if x.ndim == 0:
         return TopkResult(vals, idx)
-    return TopkResult(contiguous(narrow(vals, d, 0, k)), contiguous(narrow(idx, d, 0, k)))
+    idx = _bounded(contiguous(narrow(idx, d, 0, k)), x, d)
+    return TopkResult(contiguous(narrow(vals, d, 0, k)), idx)
+
+
+def _bounded(idx, x, d):
+    """Sort's and topk's indices along d lie in [0, size): noted so that a gather through them
+    (top-p's scatter back, `probs_idx.gather(...)`) reads nothing back for its range check."""
+    if idx._storage is not x._storage:
+        note_bounds(idx, 0, max((x._shape[d] if x.ndim else 1) - 1, 0))
+    return idx
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):

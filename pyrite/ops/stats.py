@@ -105,6 +105,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None) -> Ten
         u = rand(rows, n, generator=generator)
         keys = run_map(_RACE_KEY, (u, w2), ("f32", "f32"), empty((rows, n), D.float32), "f32")
         idx = topk(keys, k, -1).indices
+    core.note_bounds(idx, 0, n - 1)  # drawn categories: a decode's next token, range known
     return idx if w.ndim == 2 else idx.reshape(k)
 
 
