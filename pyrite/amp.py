@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 
+from . import dtypes as D
 from .errors import warn as _warn
 
 _state = threading.local()
@@ -29,8 +30,6 @@ def is_autocast_enabled(device_type=None) -> bool:
 def get_autocast_dtype(device_type="cuda"):
     """The scope's dtype, else torch's default for device_type (bfloat16 on "cpu", else
     float16)."""
-    from . import dtypes as D
-
     default = D.bfloat16 if device_type == "cpu" else D.float16
     return getattr(_state, "dtype", None) or default
 
@@ -167,6 +166,10 @@ class GradScaler:
             return outputs
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
+        if outputs.dtype in (D.float16, D.bfloat16):
+            # torch multiplies by its float32 scale tensor, so the product is float32 (a
+            # float16 loss times 2**16 would overflow to inf)
+            outputs = outputs.float()
         return outputs * self._scale
 
     def _state_of(self, optimizer):

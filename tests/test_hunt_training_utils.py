@@ -1480,3 +1480,32 @@ def test_cpu_amp_autocast_spelling_trains_as_torch(rng):
         ctx = pr.cpu.amp.autocast(dtype=pr.bfloat16)
     with ctx:
         assert pr.is_autocast_enabled() and pr.get_autocast_dtype("cpu") == pr.bfloat16
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_grad_scaler_scales_a_half_loss_in_float32(rng, half):
+    """scaler.scale(loss) of a float16 loss (what an f16 autocast region returns): torch
+    multiplies by its float32 scale tensor, so the scaled loss is float32; pyrite multiplied
+    by a Python float and kept float16, so 2**16 times any loss above 1 was inf, every step
+    was skipped and the scale backed off until it fit."""
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 4, int(rng.integers(2, 9)))
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        scaler = L.amp.GradScaler("cpu" if L is torch else "cuda")
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+        tr = []
+        for x, y in batches:
+            opt.zero_grad()
+            loss = _loss(L, m, x, y).to(getattr(L, half)) * 3
+            scaled = scaler.scale(loss)
+            assert scaled.dtype == L.float32
+            tr.append(float(scaled))
+            scaled.backward()
+            scaler.step(opt)
+            scaler.update()
+            tr.append(scaler.get_scale())
+        res.append(tr)
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
+    assert all(np.isfinite(res[1]))
+    _compare_models(pm, tm, 1e-3, 1e-4)
