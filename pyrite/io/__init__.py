@@ -69,8 +69,8 @@ def load(
     PyTorch `torch.save` file (zip or legacy format), as torch.load.
 
     PyTorch files are read without PyTorch: their pickle runs through an Unpickler that admits
-    only tensors, parameters, storages, dtypes, torch.Size, OrderedDict and builtin containers
-    (torch.load(weights_only=True)'s rule), and refuses anything else with
+    only tensors, parameters, storages, dtypes, torch.Size, OrderedDict, Counter and builtin
+    containers (torch.load(weights_only=True)'s rule), and refuses anything else with
     `pyrite.io.UnpicklingError` naming it, before it could run. Tensors keep their saved
     size, stride and offset (views of one device tensor per saved storage); int64 values
     become int32 after a range check and float64 float32 (pyrite's dtypes).

@@ -8,7 +8,8 @@ tensors are named by their keys, so the file is also an ordinary safetensors sta
 stored once and come back as one tensor.
 
 Structure encoding: JSON scalars are themselves; a container is a one-key object,
-{"dict": [[k, v], ...]}, {"odict": ...}, {"list": [...]}, {"tuple": [...]}; a tensor is
+{"dict": [[k, v], ...]}, {"odict": ...}, {"counter": ...} (a collections.Counter: MultiStepLR's
+milestones), {"list": [...]}, {"tuple": [...]}; a tensor is
 {"tensor": name} (+ "requires_grad", "parameter"); a numpy array {"ndarray": name}; a pyrite
 dtype {"dtype": name}. An OrderedDict carrying a `_metadata` attribute (a state dict: each
 module's version, which load_state_dict reads, as torch.save keeps it) is
@@ -89,6 +90,8 @@ class _Writer:
             return {"dtype": obj.name}
         if isinstance(obj, dict):
             kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
+            if isinstance(obj, collections.Counter):  # (MultiStepLR's milestones)
+                kind = "counter"
             items = []
             for k, v in obj.items():
                 key = self.encode_key(k, path)
@@ -210,9 +213,10 @@ def loads(data: bytes, name: str):
             return get(v, want_numpy=True)
         if kind == "dtype":
             return D.from_any(v)
-        if kind in ("dict", "odict"):
-            cls = collections.OrderedDict if kind == "odict" else dict
-            return cls((_hashable(decode(k)), decode(x)) for k, x in v)
+        if kind in ("dict", "odict", "counter"):
+            items = dict if kind == "dict" else collections.OrderedDict
+            out = items((_hashable(decode(k)), decode(x)) for k, x in v)
+            return collections.Counter(out) if kind == "counter" else out
         if kind == "odictm":
             items, meta = v
             out = collections.OrderedDict((_hashable(decode(k)), decode(x)) for k, x in items)

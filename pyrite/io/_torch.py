@@ -11,11 +11,11 @@ Two formats (torch/serialization.py):
 
 The pickle runs through a restricted Unpickler (`find_class`) that admits only the tensor and
 parameter rebuild functions, the legacy storage types, torch dtypes, torch.Size, torch.device,
-OrderedDict and builtin containers, as torch.load(weights_only=True) does; anything else raises
-pyrite.io.UnpicklingError naming the global, before it could run. Tensors are rebuilt as views
-(offset, size, stride) of one device tensor per storage, so saved views keep their values and
-storages shared in the file stay shared; int64 becomes int32 after a range check, float64
-float32 (pyrite's dtypes).
+OrderedDict, Counter and builtin containers, as torch.load(weights_only=True) does; anything
+else raises pyrite.io.UnpicklingError naming the global, before it could run. Tensors are rebuilt
+as views (offset, size, stride) of one device tensor per storage, so saved views keep their
+values and storages shared in the file stay shared; int64 becomes int32 after a range check,
+float64 float32 (pyrite's dtypes).
 """
 
 from __future__ import annotations
@@ -170,8 +170,9 @@ def _torch_device(*args):
 
 def _allowed(module: str, name: str):
     """What `module.name` unpickles to, or None where it is not admitted."""
-    if module == "collections" and name == "OrderedDict":
-        return collections.OrderedDict
+    if module == "collections" and name in ("OrderedDict", "Counter"):
+        # (a Counter: MultiStepLR's milestones in a scheduler's state dict; torch admits it)
+        return getattr(collections, name)
     if module == "builtins" and name in ("set", "frozenset", "bytearray", "complex", "slice"):
         return {"set": set, "frozenset": frozenset, "bytearray": bytearray}.get(
             name, {"complex": complex, "slice": slice}.get(name)
