@@ -116,6 +116,7 @@ from .runtime import (
     memory_allocated,
     memory_stats,
     set_default_dtype,
+    set_default_tensor_type,
     set_device,
     synchronize,
     to_numpy,
@@ -143,6 +144,9 @@ from .io import load, save
 from .runtime import backends  # noqa: E402
 
 cuda.amp = amp._CudaAmp  # torch.cuda.amp.autocast / GradScaler (deprecated spellings)
+for _name, _type in _LEGACY_TYPES.items():  # torch.cuda.FloatTensor and kin
+    setattr(cuda, _name, _type)
+del _name, _type
 cpu = amp.cpu  # torch.cpu: torch.cpu.amp.autocast (deprecated spelling), is_available, ...
 
 # ported scripts' boilerplate: torch.random, torch.version, torch.testing.assert_close, torch.jit's

@@ -142,6 +142,24 @@ def set_default_dtype(d):
         raise TypeError(f"pyrite: the default dtype must be float32, got {d!r}")
 
 
+def set_default_tensor_type(t):
+    """torch.set_default_tensor_type (deprecated in torch, still in LLM reference scripts):
+    a legacy type (pr.FloatTensor, pr.cuda.FloatTensor) or its name ('torch.cuda.FloatTensor')
+    sets the default dtype, so only float32 types are accepted (set_default_dtype)."""
+    from .ops.casts import _FROM_LEGACY
+
+    name = t if isinstance(t, str) else getattr(t, "__name__", None)
+    key = name.rsplit(".", 1)[-1] if isinstance(name, str) else None
+    if key not in _FROM_LEGACY:
+        raise TypeError(f"pyrite: set_default_tensor_type: invalid type {t!r}")
+    dt = _dtypes.from_any(_FROM_LEGACY[key])
+    if not dt.is_floating_point:
+        raise TypeError(
+            f"pyrite: only floating-point types are supported as the default type, got {t!r}"
+        )
+    set_default_dtype(dt)
+
+
 def reset_peak_memory_stats(device=None):
     """Start the peak of `max_memory_allocated` again from the bytes live now."""
     pool = _backend.current().pool

@@ -887,3 +887,24 @@ def test_decode_token_indices_need_no_readback(rng):
     pr.cat([prompt, drawn], -1).clone()
     emb(pr.cat([prompt, drawn], -1).clone())
     assert pr.memory_stats()["readbacks"] == before
+
+
+def test_set_default_tensor_type_and_cuda_legacy_types():
+    """Llama's reference loader calls torch.set_default_tensor_type(torch.cuda.HalfTensor) and
+    older scripts torch.cuda.FloatTensor: both raised AttributeError. A float32 type is accepted
+    (the default dtype), float16 refused as set_default_dtype refuses it, a non-float type with
+    torch's words."""
+    pr.set_default_tensor_type(pr.cuda.FloatTensor)
+    pr.set_default_tensor_type("torch.cuda.FloatTensor")
+    assert pr.get_default_dtype() == pr.float32
+    assert isinstance(pr.ones(2), pr.cuda.FloatTensor)
+    assert pr.cuda.LongTensor([1, 2]).tolist() == [1, 2]
+    with pytest.raises(TypeError, match="pyrite: the default dtype must be float32"):
+        pr.set_default_tensor_type(pr.cuda.HalfTensor)
+    with pytest.raises(TypeError, match="only floating-point types"):
+        torch.set_default_tensor_type(torch.LongTensor)
+    with pytest.raises(TypeError, match="pyrite: only floating-point types"):
+        pr.set_default_tensor_type(pr.LongTensor)
+    with pytest.raises(TypeError, match="pyrite: set_default_tensor_type: invalid type"):
+        pr.set_default_tensor_type("torch.NoSuchTensor")
+    assert pr.get_default_dtype() == pr.float32
