@@ -1605,3 +1605,27 @@ def test_pyrite_checkpoint_keeps_multistep_counter(rng, tmp_path):
                 tr.append(o.param_groups[0]["lr"])
         out.append(tr)
     np.testing.assert_allclose(out[1], out[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf"), 1.0])
+def test_clip_grad_norm_bfloat16_returns_the_grads_dtype(rng, norm_type):
+    """clip_grad_norm_ of a bfloat16 model: torch's total norm (and so its clip coefficient)
+    is bfloat16; pyrite returned float32 and scaled by the unrounded coefficient. Mixed
+    bfloat16/float32 gradients give float32, as torch's promotion. Values within bf16's
+    rounding of torch's (pyrite sums in float32 and rounds once)."""
+    shapes = [(int(rng.integers(2, 9)), int(rng.integers(2, 9))), (int(rng.integers(1, 20)),)]
+    gs = [(rng.standard_normal(s) * 3).astype(np.float32) for s in shapes]
+    for dtypes in (("bfloat16", "bfloat16"), ("bfloat16", "float32")):
+        out = []
+        for L in (torch, pr):
+            ps = []
+            for g, dt in zip(gs, dtypes):
+                p = L.nn.Parameter(L.zeros(g.shape, dtype=getattr(L, dt)))
+                p.grad = L.tensor(g).to(getattr(L, dt))
+                ps.append(p)
+            n = L.nn.utils.clip_grad_norm_(ps, 0.5, norm_type=norm_type)
+            out.append((str(n.dtype).split(".")[-1], float(n), [_np(p.grad.float()) for p in ps]))
+        assert out[1][0] == out[0][0]
+        np.testing.assert_allclose(out[1][1], out[0][1], rtol=2**-7)
+        for a, b in zip(out[1][2], out[0][2]):
+            np.testing.assert_allclose(a, b, rtol=2**-6, atol=1e-6)

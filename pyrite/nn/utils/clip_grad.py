@@ -6,10 +6,12 @@ error_if_nonfinite=True reads one bool."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 from pyrite.errors import warn as _warn
 
+from ... import dtypes as D
 from ...autograd import no_grad
 from ...ops import combine as _combine
 from ...ops import creation as _creation
@@ -36,6 +38,11 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     with no_grad():
         norms = [vector_norm(t, norm_type) for t in tensors]
         total_norm = vector_norm(_combine.stack([n.float() for n in norms]), norm_type)
+        # in the tensors' (promoted) dtype, as torch's: bfloat16 gradients give a bfloat16
+        # norm (here summed in float32 and rounded once), and so a bfloat16 clip coefficient
+        dtype = functools.reduce(D.result_type_of, (n.dtype for n in norms))
+        if dtype is not total_norm.dtype:
+            total_norm = total_norm.to(dtype)
     if error_if_nonfinite and not bool(_ew.isfinite(total_norm)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from "
