@@ -173,7 +173,9 @@ class GradScaler:
         return outputs * self._scale
 
     def _state_of(self, optimizer):
-        return self._per_optimizer.setdefault(id(optimizer), {"unscaled": False, "found_inf": None})
+        return self._per_optimizer.setdefault(
+            id(optimizer), {"unscaled": False, "stepped": False, "found_inf": None}
+        )
 
     def unscale_(self, optimizer):
         """Divide the optimizer's gradients by the scale, in place, and note whether any is
@@ -181,6 +183,8 @@ class GradScaler:
         if not self._enabled:
             return
         st = self._state_of(optimizer)
+        if st["stepped"]:
+            raise RuntimeError("pyrite: unscale_() is being called after step().")
         if st["unscaled"]:
             raise RuntimeError(
                 "pyrite: unscale_() has already been called on this optimizer since the last "
@@ -211,8 +215,11 @@ class GradScaler:
                 "pyrite: Closure use is not currently supported if GradScaler is enabled."
             )
         st = self._state_of(optimizer)
+        if st["stepped"]:
+            raise RuntimeError("pyrite: step() has already been called since the last update().")
         if not st["unscaled"]:
             self.unscale_(optimizer)
+        st["stepped"] = True
         if st["found_inf"]:
             return None
         return optimizer.step(*args, **kwargs)

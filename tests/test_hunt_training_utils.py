@@ -1629,3 +1629,28 @@ def test_clip_grad_norm_bfloat16_returns_the_grads_dtype(rng, norm_type):
         np.testing.assert_allclose(out[1][1], out[0][1], rtol=2**-7)
         for a, b in zip(out[1][2], out[0][2]):
             np.testing.assert_allclose(a, b, rtol=2**-6, atol=1e-6)
+
+
+def test_grad_scaler_misuse_raises_as_torch(rng):
+    """scaler.step(opt) twice before update() (a gradient-accumulation loop with the step in
+    the wrong place) raises as torch's; pyrite stepped twice with the same gradients. And
+    unscale_ after step raises, as torch's."""
+    for L in (torch, pr):
+        dev = "cpu" if L is torch else "cuda"
+        w = L.nn.Parameter(L.tensor(rng.standard_normal(3).astype(np.float32)))
+        opt = L.optim.SGD([w], lr=0.1)
+        scaler = L.amp.GradScaler(dev)
+        scaler.scale((w**2).sum()).backward()
+        scaler.step(opt)
+        with pytest.raises(RuntimeError, match="already been called since the last update"):
+            scaler.step(opt)
+        with pytest.raises(RuntimeError, match="after step"):
+            scaler.unscale_(opt)
+        scaler.update()
+        opt.zero_grad()
+        scaler.scale((w**2).sum()).backward()
+        scaler.unscale_(opt)
+        with pytest.raises(RuntimeError, match="already been called"):
+            scaler.unscale_(opt)
+        scaler.step(opt)
+        scaler.update()
