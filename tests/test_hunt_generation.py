@@ -6,12 +6,14 @@ real script run on fresh awkward inputs."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 import pyrite as pr
+from pyrite.errors import ShapeError
 
 
 def _np(t):
@@ -901,10 +903,50 @@ def test_set_default_tensor_type_and_cuda_legacy_types():
     assert pr.cuda.LongTensor([1, 2]).tolist() == [1, 2]
     with pytest.raises(TypeError, match="pyrite: the default dtype must be float32"):
         pr.set_default_tensor_type(pr.cuda.HalfTensor)
-    with pytest.raises(TypeError, match="only floating-point types"):
+    with pytest.raises(TypeError, match="only floating-point types"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation notice
         torch.set_default_tensor_type(torch.LongTensor)
     with pytest.raises(TypeError, match="pyrite: only floating-point types"):
         pr.set_default_tensor_type(pr.LongTensor)
     with pytest.raises(TypeError, match="pyrite: set_default_tensor_type: invalid type"):
         pr.set_default_tensor_type("torch.NoSuchTensor")
     assert pr.get_default_dtype() == pr.float32
+
+
+def test_causal_lower_right_bias_for_chunked_prefill(rng):
+    """torch.nn.attention.bias.causal_lower_right(L, S) is the mask of a chunk of L new queries
+    against past + L cached keys (is_causal=True aligns top-left, wrong there): it was missing
+    (ImportError). Compared with torch, GQA and a gradient included, and with the same chunked
+    prefill written with an explicit tril(diagonal=S - L) mask."""
+    import torch.nn.attention.bias as tbias
+
+    from pyrite.nn.attention import bias as pbias
+
+    B, Hk, D = 2, 2, int(rng.integers(3, 17))
+    H = Hk * int(rng.integers(1, 4))
+    Lq = int(rng.integers(1, 7))
+    S = Lq + int(rng.integers(0, 9))
+    q = rng.standard_normal((B, H, Lq, D)).astype(np.float32)
+    k = rng.standard_normal((B, Hk, S, D)).astype(np.float32)
+    v = rng.standard_normal((B, Hk, S, D)).astype(np.float32)
+    outs = []
+    for L, bias in ((torch, tbias), (pr, pbias)):
+        Q = L.tensor(q, requires_grad=True)
+        K, V = L.tensor(k), L.tensor(v)
+        sdpa = L.nn.functional.scaled_dot_product_attention
+        lr = sdpa(Q, K, V, attn_mask=bias.causal_lower_right(Lq, S), enable_gqa=True)
+        ul = sdpa(Q, K, V, attn_mask=bias.causal_upper_left(Lq, S), enable_gqa=True)
+        tri = L.tril(L.ones(Lq, S, dtype=L.bool), diagonal=S - Lq)
+        explicit = sdpa(Q, K, V, attn_mask=tri, enable_gqa=True)
+        (lr * L.tensor(v[:, :1, :Lq].repeat(H, 1))).sum().backward()
+        outs.append([lr, ul, explicit, Q.grad, bias.causal_lower_right(Lq, S)._materialize()])
+        with pytest.raises(ValueError, match="CausalBias"):
+            sdpa(Q, K, V, attn_mask=bias.causal_lower_right(Lq, S), is_causal=True)
+    for w, g in zip(*outs):
+        np.testing.assert_allclose(_np(g), _np(w), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_np(outs[1][0]), _np(outs[1][2]), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ShapeError, match="CausalBias of"):
+        p = pr.tensor(q)
+        pr.nn.functional.scaled_dot_product_attention(
+            p, p, p, attn_mask=pbias.causal_lower_right(Lq, S + 1)
+        )

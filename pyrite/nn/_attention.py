@@ -48,6 +48,7 @@ from ..ops.core import (
 from ..tensor import Tensor
 from ._common import fmap
 from ._dropout import dropout
+from .attention.bias import CausalBias, CausalVariant
 
 
 def scaled_dot_product_attention(
@@ -59,6 +60,22 @@ def scaled_dot_product_attention(
     scores; is_causal masks with the lower triangle of an (L, S) matrix (top-left aligned, as
     torch); enable_gqa repeats each key/value head for its group of query heads (dim -3).
     """
+    if isinstance(attn_mask, CausalBias):  # torch.nn.attention.bias (torch's CPU dispatch)
+        if is_causal:
+            raise ValueError(
+                "pyrite: scaled_dot_product_attention: CausalBias should not be used with "
+                "is_causal=True"
+            )
+        L_, S_ = query._shape[-2], key._shape[-2]
+        if (attn_mask.seq_len_q, attn_mask.seq_len_kv) != (L_, S_):
+            raise ShapeError(
+                f"pyrite: scaled_dot_product_attention: a CausalBias of "
+                f"({attn_mask.seq_len_q}, {attn_mask.seq_len_kv}) for {L_} queries and {S_} keys"
+            )
+        if L_ == S_ or attn_mask.variant is CausalVariant.UPPER_LEFT:
+            attn_mask, is_causal = None, True
+        else:
+            attn_mask = attn_mask._materialize()
     if is_causal and attn_mask is not None:
         raise ValueError(
             "pyrite: scaled_dot_product_attention: explicit attn_mask should not be "

@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 from enum import IntEnum
 
-__all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"]
+from . import bias
+
+__all__ = ["SDPBackend", "bias", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"]
 
 WARN_FOR_UNFUSED_KERNELS = False
 
