@@ -1654,3 +1654,97 @@ def test_grad_scaler_misuse_raises_as_torch(rng):
             scaler.unscale_(opt)
         scaler.step(opt)
         scaler.update()
+
+
+_GROUP_CONFIGS = [
+    (
+        "SGD",
+        {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01, "maximize": True},
+        {"momentum": 0.5, "dampening": 0.3, "nesterov": False},
+    ),
+    (
+        "RMSprop",
+        {"lr": 1e-3, "alpha": 0.9, "centered": True, "momentum": 0.3, "weight_decay": 0.02},
+        {"centered": False, "eps": 1e-4},
+    ),
+    (
+        "Adagrad",
+        {"lr": 0.05, "initial_accumulator_value": 0.3, "lr_decay": 0.05, "weight_decay": 0.01},
+        {"eps": 1e-3},
+    ),
+    ("Adamax", {"lr": 2e-3, "betas": (0.8, 0.9), "weight_decay": 0.05}, {"betas": (0.5, 0.99)}),
+    (
+        "NAdam",
+        {"lr": 2e-3, "momentum_decay": 0.01, "decoupled_weight_decay": True, "weight_decay": 0.1},
+        {"decoupled_weight_decay": False},
+    ),
+    ("RAdam", {"lr": 2e-3, "weight_decay": 0.1}, {"decoupled_weight_decay": True}),
+    ("Rprop", {"lr": 0.01, "etas": (0.3, 1.5), "step_sizes": (1e-4, 0.1)}, {"maximize": True}),
+    ("ASGD", {"lr": 0.01, "t0": 2, "lambd": 0.01, "alpha": 0.6, "weight_decay": 0.01}, {"t0": 1e6}),
+    ("Adadelta", {"lr": 0.9, "rho": 0.8, "weight_decay": 0.05}, {"maximize": True}),
+    (
+        "Adam",
+        {"lr": 2e-3, "amsgrad": True, "weight_decay": 0.05, "maximize": True},
+        {"amsgrad": False, "betas": (0.0, 0.5)},
+    ),
+    ("AdamW", {"lr": 2e-3, "amsgrad": True}, {"weight_decay": 0.0, "eps": 1e-2}),
+]
+
+
+@pytest.mark.parametrize("name,kw,g2", _GROUP_CONFIGS, ids=[c[0] for c in _GROUP_CONFIGS])
+def test_param_groups_with_their_own_options(rng, name, kw, g2):
+    """Two groups, the second overriding some of the defaults (nesterov off, amsgrad off,
+    other betas/eps, maximize...), trained a dozen steps: torch's trajectory."""
+    tm, pm = _twin_nets(rng)
+    batches = _batches(rng, 12, int(rng.integers(2, 9)))
+    for L, m in ((torch, tm), (pr, pm)):
+        ps = list(m.parameters())
+        opt = getattr(L.optim, name)([{"params": ps[:3]}, {"params": ps[3:], **g2}], **kw)
+        for x, y in batches:
+            opt.zero_grad()
+            _loss(L, m, x, y).backward()
+            opt.step()
+    _compare_models(pm, tm, 1e-4, 1e-5)
+
+
+@pytest.mark.parametrize("kind", ["spectral", "spectral_param", "weight_norm", "weight_norm_param"])
+def test_normalised_layers_train_as_torch(rng, kind):
+    """A GAN discriminator's spectral_norm (power iteration state in train mode, frozen in
+    eval) and weight_norm, old and parametrization spellings, trained a few steps from torch's
+    state dict (u, v included)."""
+    X = rng.standard_normal((int(rng.integers(2, 9)), 5)).astype(np.float32)
+    res = []
+    sd = None
+    n_out = int(rng.integers(2, 7))
+    for L in (torch, pr):
+        torch.manual_seed(0)
+        lin = L.nn.Linear(5, n_out)
+        U = L.nn.utils
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = {
+                "spectral": lambda: U.spectral_norm(lin, n_power_iterations=2),
+                "spectral_param": lambda: U.parametrizations.spectral_norm(lin),
+                "weight_norm": lambda: U.weight_norm(lin, dim=0),
+                "weight_norm_param": lambda: U.parametrizations.weight_norm(lin),
+            }[kind]()
+        if L is torch:
+            sd = {k: v.detach().numpy().copy() for k, v in m.state_dict().items()}
+        else:
+            m.load_state_dict({k: pr.tensor(v) for k, v in sd.items()})
+        opt = L.optim.SGD(m.parameters(), lr=0.1)
+        outs = []
+        for _ in range(3):
+            m.train()
+            opt.zero_grad()
+            y = m(L.tensor(X))
+            (y**2).sum().backward()
+            opt.step()
+            outs.append(_np(y).copy())
+        m.eval()
+        with L.no_grad():
+            outs.append(_np(m(L.tensor(X))).copy())
+        res.append((outs, sorted(m.state_dict())))
+    assert res[1][1] == res[0][1]
+    for a, b in zip(res[1][0], res[0][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
