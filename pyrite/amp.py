@@ -20,18 +20,31 @@ import threading
 from . import dtypes as D
 from .errors import warn as _warn
 
-_state = threading.local()
+_state = threading.local()  # .modes: {device_type: (enabled, dtype)}, per thread as torch's
+
+
+def _default_dtype(device_type):
+    return D.bfloat16 if device_type == "cpu" else D.float16
+
+
+def _mode(device_type):
+    modes = getattr(_state, "modes", None)
+    if modes is None:
+        modes = _state.modes = {}
+    return modes, modes.get(device_type, (False, None))
 
 
 def is_autocast_enabled(device_type=None) -> bool:
-    return bool(getattr(_state, "depth", 0))
+    """Whether an enabled autocast scope of `device_type` is in force (None: "cuda", as
+    torch's): an inner `autocast(enabled=False)` turns it off, and a scope of one device type
+    leaves the others alone."""
+    return _mode("cuda" if device_type is None else device_type)[1][0]
 
 
 def get_autocast_dtype(device_type="cuda"):
-    """The scope's dtype, else torch's default for device_type (bfloat16 on "cpu", else
-    float16)."""
-    default = D.bfloat16 if device_type == "cpu" else D.float16
-    return getattr(_state, "dtype", None) or default
+    """The dtype of device_type's scope (kept through a disabled inner one), else torch's
+    default for it (bfloat16 on "cpu", else float16)."""
+    return _mode(device_type)[1][1] or _default_dtype(device_type)
 
 
 def get_autocast_gpu_dtype():
@@ -43,8 +56,10 @@ def get_autocast_cpu_dtype():
 
 
 class autocast:
-    """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a scope (see
-    the module docstring: pyrite computes inside it in float32)."""
+    """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a scope for
+    one device type (see the module docstring: pyrite computes inside it in float32).
+    dtype=None keeps the device type's current autocast dtype; enabled=False turns autocast
+    off inside (`is_autocast_enabled()` is False there), as torch's."""
 
     def __init__(self, device_type="cuda", dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
@@ -54,14 +69,13 @@ class autocast:
         self.device_type, self.dtype, self.enabled = device_type, dtype, bool(enabled)
 
     def __enter__(self):
-        self._prev = (getattr(_state, "depth", 0), getattr(_state, "dtype", None))
-        if self.enabled:
-            _state.depth = self._prev[0] + 1
-            _state.dtype = self.dtype
+        modes, prev = _mode(self.device_type)
+        self._prev = prev
+        modes[self.device_type] = (self.enabled, self.dtype or get_autocast_dtype(self.device_type))
         return self
 
     def __exit__(self, *exc):
-        _state.depth, _state.dtype = self._prev
+        _mode(self.device_type)[0][self.device_type] = self._prev
         return False
 
     def __call__(self, fn):

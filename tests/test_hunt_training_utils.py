@@ -1481,7 +1481,8 @@ def test_cpu_amp_autocast_spelling_trains_as_torch(rng):
     with pytest.warns(FutureWarning):
         ctx = pr.cpu.amp.autocast(dtype=pr.bfloat16)
     with ctx:
-        assert pr.is_autocast_enabled() and pr.get_autocast_dtype("cpu") == pr.bfloat16
+        assert pr.is_autocast_enabled("cpu") and pr.get_autocast_dtype("cpu") == pr.bfloat16
+        assert not pr.is_autocast_enabled()  # (None: "cuda", as torch's)
 
 
 @pytest.mark.parametrize("half", ["float16", "bfloat16"])
@@ -1748,3 +1749,38 @@ def test_normalised_layers_train_as_torch(rng, kind):
     assert res[1][1] == res[0][1]
     for a, b in zip(res[1][0], res[0][0]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_autocast_disabled_inside_enabled_scope(rng):
+    """Model code that keeps a numerically sensitive part out of autocast (rotary
+    embeddings, losses): `with autocast(dev, enabled=False):` inside the training step's
+    autocast region, and code that asks `is_autocast_enabled(dev)` to pick its dtype. pyrite's
+    inner disabled scope still reported autocast on (one depth counter for all scopes), so such
+    code cast to bfloat16 where torch stays in float32; a scope of one device type also
+    reported the others on."""
+    x = rng.standard_normal((int(rng.integers(2, 9)), 6)).astype(np.float32) * 100 + 0.123
+    res = []
+    for L in (torch, pr):
+
+        def sensitive(t):
+            if L.is_autocast_enabled("cpu"):
+                t = t.to(L.get_autocast_dtype("cpu"))
+            return t.sin() * t.float().cos()
+
+        flags = []
+        with L.autocast("cpu", dtype=L.bfloat16):
+            flags.append(L.is_autocast_enabled("cpu"))
+            with L.autocast("cpu", enabled=False):
+                flags.append(L.is_autocast_enabled("cpu"))
+                flags.append(str(L.get_autocast_dtype("cpu")).split(".")[-1])
+                y = sensitive(L.tensor(x))
+            flags.append(L.is_autocast_enabled("cpu"))
+            flags.append(L.is_autocast_enabled("cuda"))  # a cpu scope leaves cuda's alone
+            with L.autocast("cpu", dtype=L.float16):
+                flags.append(str(L.get_autocast_dtype("cpu")).split(".")[-1])
+            flags.append(str(L.get_autocast_dtype("cpu")).split(".")[-1])
+        flags.append(L.is_autocast_enabled("cpu"))
+        res.append((flags, str(y.dtype).split(".")[-1], _np(y)))
+    assert res[1][0] == res[0][0]
+    assert res[1][1] == res[0][1] == "float32"
+    np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-4, atol=1e-4)
