@@ -1784,3 +1784,22 @@ def test_autocast_disabled_inside_enabled_scope(rng):
     assert res[1][0] == res[0][0]
     assert res[1][1] == res[0][1] == "float32"
     np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-4, atol=1e-4)
+
+
+def test_generator_device_attribute(rng):
+    """`torch.Generator(device=...)` and `generator.device` (diffusers' randn_tensor reads
+    `generator.device.type` to choose where to draw): pyrite's Generator had no .device
+    (AttributeError). A seeded cuda-spelled generator still drives a loader's shuffle."""
+    n = int(rng.integers(5, 30))
+    for L in (torch, pr):
+        assert L.Generator().device.type == "cpu"
+        assert str(L.Generator(device="cpu").device) == "cpu"
+    g = pr.Generator(device="cuda").manual_seed(int(rng.integers(1 << 30)))
+    assert g.device.type == "cuda"
+    D = pr.utils.data
+    got = [
+        int(v)
+        for b in D.DataLoader(D.TensorDataset(pr.arange(n)), 4, True, generator=g)
+        for v in b[0]
+    ]
+    assert sorted(got) == list(range(n))

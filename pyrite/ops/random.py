@@ -10,6 +10,7 @@ from .. import dtypes as D
 from ..kernels.common import grid_for
 from ..kernels.random import random_kernel
 from ..tensor import Tensor
+from ..tensor import device as _device
 from .core import empty as _empty
 from .core import f32_bits, note_bounds
 from .creation import (
@@ -25,9 +26,12 @@ from .creation import (
 
 
 class Generator:
-    """Seed and counter offset of the Philox stream; each draw advances the offset."""
+    """Seed and counter offset of the Philox stream; each draw advances the offset. `device`
+    is kept as given (torch's default "cpu"), as a ported check reads it
+    (`generator.device.type`); every generator draws on pyrite's one device."""
 
     def __init__(self, device=None):
+        self.device = _device("cpu" if device is None else device)
         self._seed = 0x5EED
         self.offset = 0
 
