@@ -107,6 +107,7 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 
 from .runtime import (
+    accelerator,
     cuda,
     device_info,
     empty_cache,

@@ -439,6 +439,63 @@ class cuda:
     reset_max_memory_allocated = staticmethod(reset_peak_memory_stats)
 
 
+class accelerator:
+    """torch.accelerator (torch >= 2.6), the device-agnostic spelling recent scripts use:
+    `device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available()
+    else "cpu"`. pyrite's device is the accelerator where pr.cuda.is_available() says so (a GPU
+    adapter; on lavapipe there is none, as on a CPU-only torch), and it is named "cuda" as on a
+    CUDA torch; either branch's device string is accepted."""
+
+    @staticmethod
+    def is_available() -> bool:
+        return cuda.is_available()
+
+    @staticmethod
+    def current_accelerator(check_available: bool = False):
+        from .tensor import device
+
+        return device("cuda") if cuda.is_available() else None
+
+    @staticmethod
+    def device_count() -> int:
+        return cuda.device_count()
+
+    @staticmethod
+    def current_device_index() -> int:
+        return 0
+
+    current_device_idx = current_device_index
+
+    @staticmethod
+    def set_device_index(device):
+        _one_device(device)
+
+    set_device_idx = set_device_index
+
+    @staticmethod
+    def synchronize(device=None):
+        _one_device(device)
+        synchronize()
+
+    @staticmethod
+    def get_device_capability(device=None) -> dict:
+        """{"supported_dtypes": the dtypes tensors can hold here} (float16 needs shader-f16)."""
+        _one_device(device)
+        D = _dtypes
+        dts = {D.float32, D.bfloat16, D.int32, D.int16, D.int8, D.uint8, D.bool_}
+        if _backend.current().has_f16:
+            dts.add(D.float16)
+        return {"supported_dtypes": dts}
+
+    empty_cache = staticmethod(empty_cache)
+    memory_allocated = staticmethod(memory_allocated)
+    max_memory_allocated = staticmethod(max_memory_allocated)
+
+    @staticmethod
+    def memory_stats(device=None) -> dict:
+        return memory_stats()
+
+
 class _Flags:
     """An attribute bag accepting any setting (torch.backends.cudnn.benchmark = True, ...)."""
 

@@ -950,3 +950,28 @@ def test_causal_lower_right_bias_for_chunked_prefill(rng):
         pr.nn.functional.scaled_dot_product_attention(
             p, p, p, attn_mask=pbias.causal_lower_right(Lq, S + 1)
         )
+
+
+def test_torch_accelerator_device_selection():
+    """`device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available()
+    else "cpu"` (torch >= 2.6 scripts and tutorials) raised AttributeError: no pr.accelerator.
+    It answers as pr.cuda does (a GPU adapter is the accelerator; lavapipe is not, as a CPU-only
+    torch has none), and the chosen device string works either way."""
+    acc = pr.accelerator
+    assert acc.is_available() == pr.cuda.is_available()
+    assert acc.device_count() == pr.cuda.device_count()
+    cur = acc.current_accelerator()
+    if acc.is_available():
+        assert cur.type == "cuda" and cur == pr.device("cuda")
+    else:
+        assert cur is None
+    assert torch.accelerator.current_accelerator() is None or torch.accelerator.is_available()
+    dev = acc.current_accelerator().type if acc.is_available() else "cpu"
+    x = pr.ones(3, device=dev).to(dev)
+    acc.synchronize()
+    assert x.sum().item() == 3.0 and acc.current_device_index() == 0
+    caps = acc.get_device_capability()["supported_dtypes"]
+    assert pr.float32 in caps and pr.bfloat16 in caps
+    assert (pr.float16 in caps) == pr.backend.current().has_f16
+    with pytest.raises(Exception, match="pyrite"):
+        acc.set_device_index(3)
