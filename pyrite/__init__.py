@@ -46,6 +46,11 @@ from .compile import compile
 # torch.* spellings of nn.functional ops (torch.selu, torch.batch_norm, ...): nn/_toplevel.py
 globals().update(nn.TOPLEVEL)
 
+# torch._foreach_* (multi-tensor updates of custom optimizers and EMA helpers): ops/foreach.py
+from .ops import foreach as _foreach  # noqa: E402
+
+globals().update({_n: getattr(_foreach, _n) for _n in _foreach.__all__})
+
 from .version import __version__  # noqa: E402  (pyrite/version.py: torch.version's names)
 
 

@@ -1803,3 +1803,129 @@ def test_generator_device_attribute(rng):
         for v in b[0]
     ]
     assert sorted(got) == list(range(n))
+
+
+# ---- torch._foreach_* (multi-tensor updates in custom optimizers and EMA helpers) -------------
+
+_FOREACH_UNARY = (
+    "abs acos asin atan ceil cos cosh erf erfc exp expm1 floor frac lgamma log log10 log1p "
+    "log2 neg reciprocal round rsqrt sigmoid sign sin sinh sqrt tan tanh trunc"
+).split()
+
+
+def _fe_lists(rng, lo=-0.9, hi=0.9):
+    shapes = [(int(rng.integers(1, 6)), int(rng.integers(1, 6))), (int(rng.integers(1, 9)),), ()]
+    vals = [rng.uniform(lo, hi, s).astype(np.float32) for s in shapes]
+    return vals, [torch.tensor(v) for v in vals], [pr.tensor(v) for v in vals]
+
+
+def _same_lists(p, t, rtol=1e-5, atol=1e-6):
+    assert len(p) == len(t)
+    for a, b in zip(p, t):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("op", _FOREACH_UNARY)
+def test_foreach_unary(rng, op):
+    """torch._foreach_<op> and its in-place form (pyrite had none of the _foreach_ family:
+    AttributeError in every custom optimizer or EMA helper using them)."""
+    lo = 0.05 if op in ("log", "log10", "log2", "sqrt", "rsqrt", "lgamma", "reciprocal") else -0.9
+    _, ts, ps = _fe_lists(rng, lo)
+    t_out, p_out = getattr(torch, f"_foreach_{op}")(ts), getattr(pr, f"_foreach_{op}")(ps)
+    assert type(p_out) is type(t_out)
+    _same_lists(p_out, t_out, 2e-5, 2e-6)
+    ret = getattr(pr, f"_foreach_{op}_")(ps)
+    getattr(torch, f"_foreach_{op}_")(ts)
+    assert ret is ps
+    _same_lists(ps, ts, 2e-5, 2e-6)
+
+
+@pytest.mark.parametrize(
+    "op", ["add", "sub", "mul", "div", "clamp_min", "clamp_max", "maximum", "minimum", "pow"]
+)
+def test_foreach_binary_operand_forms(rng, op):
+    """A scalar, a list of scalars, a list of tensors, and (where torch takes it) one 0-d
+    tensor; alpha for add/sub with tensors; the in-place forms return their list."""
+    vals, ts, ps = _fe_lists(rng, 0.2, 1.5)
+    n = len(vals)
+    scal = [float(v) for v in rng.uniform(0.5, 2, n)]
+    other = [rng.uniform(0.5, 2, v.shape).astype(np.float32) for v in vals]
+    forms = [
+        (1.5, 1.5),
+        (scal, scal),
+        ([torch.tensor(o) for o in other], [pr.tensor(o) for o in other]),
+    ]
+    if op in ("add", "sub", "mul", "div"):
+        forms.append((torch.tensor(1.75), pr.tensor(1.75)))
+    for to, po in forms:
+        _same_lists(getattr(pr, f"_foreach_{op}")(ps, po), getattr(torch, f"_foreach_{op}")(ts, to))
+    if op in ("add", "sub"):
+        to, po = forms[2]
+        _same_lists(
+            getattr(pr, f"_foreach_{op}")(ps, po, alpha=-0.5),
+            getattr(torch, f"_foreach_{op}")(ts, to, alpha=-0.5),
+        )
+    if op == "pow":
+        _same_lists(pr._foreach_pow(2.5, ps), torch._foreach_pow(2.5, ts))
+    to, po = forms[2]
+    ret = getattr(pr, f"_foreach_{op}_")(ps, po)
+    getattr(torch, f"_foreach_{op}_")(ts, to)
+    assert ret is ps
+    _same_lists(ps, ts)
+    with pytest.raises(RuntimeError):
+        getattr(pr, f"_foreach_{op}")(ps, scal[:-1])
+    with pytest.raises(RuntimeError):
+        getattr(pr, f"_foreach_{op}")([], 1.0)
+
+
+def test_foreach_ternary_reductions_and_copies(rng):
+    vals, ts, ps = _fe_lists(rng, 0.2, 1.5)
+    n = len(vals)
+    a = [rng.uniform(0.5, 2, v.shape).astype(np.float32) for v in vals]
+    b = [rng.uniform(0.5, 2, v.shape).astype(np.float32) for v in vals]
+    ta, pa = [torch.tensor(x) for x in a], [pr.tensor(x) for x in a]
+    tb, pb = [torch.tensor(x) for x in b], [pr.tensor(x) for x in b]
+    sc = [float(v) for v in rng.uniform(-1, 1, n)]
+    for op in ("addcmul", "addcdiv"):
+        for tv, pv in ((1, 1), (-0.3, -0.3), (sc, sc), (torch.tensor(sc), pr.tensor(sc))):
+            _same_lists(getattr(pr, f"_foreach_{op}")(ps, pa, pb, pv),
+                        getattr(torch, f"_foreach_{op}")(ts, ta, tb, tv))  # fmt: skip
+    for tw, pw in ((0.3, 0.3), (sc, sc), (tb, pb)):
+        _same_lists(pr._foreach_lerp(ps, pa, pw), torch._foreach_lerp(ts, ta, tw))
+    for ordv in (2, 1, float("inf")):
+        _same_lists(pr._foreach_norm(ps, ordv), torch._foreach_norm(ts, ordv))
+    _same_lists(pr._foreach_max(ps), torch._foreach_max(ts))
+    _same_lists(pr._foreach_clone(ps), torch._foreach_clone(ts))
+    pr._foreach_addcmul_(ps, pa, pb, value=0.5)
+    torch._foreach_addcmul_(ts, ta, tb, value=0.5)
+    pr._foreach_lerp_(ps, pa, 0.25)
+    torch._foreach_lerp_(ts, ta, 0.25)
+    _same_lists(ps, ts)
+    pr._foreach_copy_(ps, pb)
+    _same_lists(ps, tb)
+    assert pr._foreach_zero_(ps) is ps and all(float(p.abs().sum()) == 0 for p in ps)
+
+
+def test_foreach_ema_and_custom_optimizer(rng):
+    """diffusers' EMAModel(foreach=True) step (lerp_ of the shadow weights toward the model's
+    under no_grad) and a custom momentum-SGD written with _foreach_ ops train as torch's."""
+    tm, pm = _twin_nets(rng)
+    d = float(rng.uniform(0.8, 0.99))
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        shadow = [p.detach().clone() for p in m.parameters()]
+        bufs = [L.zeros_like(p) for p in m.parameters()]
+        for x, y in _batches(np.random.default_rng(3), 5, 6):
+            for p in m.parameters():
+                p.grad = None
+            _loss(L, m, x, y).backward()
+            with L.no_grad():
+                params = list(m.parameters())
+                grads = [p.grad for p in params]
+                L._foreach_mul_(bufs, 0.9)
+                L._foreach_add_(bufs, grads)
+                L._foreach_add_(params, bufs, alpha=-0.05)
+                L._foreach_lerp_(shadow, [p.detach() for p in params], 1 - d)
+        res.append(shadow)
+    _compare_models(pm, tm)
+    _same_lists(res[1], res[0], 1e-4, 1e-5)
