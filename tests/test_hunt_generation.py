@@ -977,3 +977,85 @@ def test_torch_accelerator_device_selection():
     assert (pr.float16 in caps) == pr.backend.current().has_f16
     with pytest.raises(Exception, match="pyrite"):
         acc.set_device_index(3)
+
+
+# ---- gpt-fast: a static KV cache in module buffers, a compiled decode step ---------------------
+def _fast(L, V, C, nh, S):
+    nn, F = L.nn, L.nn.functional
+    hd = C // nh
+
+    class KVCache(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("k_cache", L.zeros(1, nh, S, hd))
+            self.register_buffer("v_cache", L.zeros(1, nh, S, hd))
+
+        def update(self, input_pos, k_val, v_val):
+            k_out, v_out = self.k_cache, self.v_cache
+            k_out[:, :, input_pos] = k_val
+            v_out[:, :, input_pos] = v_val
+            return k_out, v_out
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(V, C)
+            self.wqkv = nn.Linear(C, 3 * C, bias=False)
+            self.wo = nn.Linear(C, C, bias=False)
+            self.out = nn.Linear(C, V, bias=False)
+            self.kv = KVCache()
+            self.register_buffer("causal_mask", L.tril(L.ones(S, S, dtype=L.bool)))
+
+        def forward(self, idx, input_pos):
+            x = self.emb(idx)
+            b, t, _ = x.shape
+            q, k, v = self.wqkv(x).split([C, C, C], dim=-1)
+            q, k, v = (z.view(b, t, nh, hd).transpose(1, 2) for z in (q, k, v))
+            k, v = self.kv.update(input_pos, k, v)
+            mask = self.causal_mask[None, None, input_pos]
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)
+            return self.out(x + self.wo(y.transpose(1, 2).contiguous().view(b, t, C)))
+
+    return M
+
+
+def _fast_generate(L, m, prompt, steps, compiled):
+    def decode_one_token(model, x, input_pos):
+        logits = model(x, input_pos)
+        return logits[:, -1].argmax(-1, keepdim=True).to(dtype=L.int), logits
+
+    step = L.compile(decode_one_token, mode="reduce-overhead") if compiled else decode_one_token
+    with L.no_grad():
+        T = prompt.shape[-1]
+        tok, lg = decode_one_token(m, L.tensor(prompt), L.arange(0, T))
+        toks, lgs = [tok], [lg[:, -1].numpy()]
+        input_pos = L.tensor([T], dtype=L.int)
+        for _ in range(steps):
+            tok, lg = step(m, tok.clone(), input_pos)
+            input_pos += 1
+            toks.append(tok.clone())
+            lgs.append(lg[:, -1].numpy())
+    return L.cat(toks, dim=-1).numpy(), lgs
+
+
+def test_gpt_fast_static_cache_decode_eager_and_compiled(rng):
+    """Module-buffer KV cache written at `input_pos` (advanced-index assignment), a bool causal
+    buffer indexed by the positions as SDPA's mask, `input_pos += 1`; the decode step also under
+    pr.compile (it graph-breaks on the positions' range checks and reruns: the tokens and logits
+    must still be torch's)."""
+    import warnings
+
+    V, S = int(rng.integers(15, 40)), 12
+    torch.manual_seed(int(rng.integers(1 << 30)))
+    tm = _fast(torch, V, 16, 2, S)().eval()
+    prompt = rng.integers(0, V, (1, int(rng.integers(2, 5))))
+    want = _fast_generate(torch, tm, prompt, 5, False)
+    for compiled in (False, True):
+        pm = _fast(pr, V, 16, 2, S)().eval()
+        _load(pm, tm)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the graph-break notice
+            got = _fast_generate(pr, pm, prompt, 5, compiled)
+        np.testing.assert_array_equal(got[0], want[0])
+        for g, w in zip(got[1], want[1]):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
