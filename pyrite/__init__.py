@@ -142,9 +142,19 @@ from . import (
 )
 from .amp import (  # noqa: E402  (torch.is_autocast_enabled() etc., as attention code asks)
     autocast,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
     get_autocast_dtype,
     get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
     is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
 )
 from .io import load, save
 from .runtime import backends  # noqa: E402

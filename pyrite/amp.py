@@ -55,6 +55,51 @@ def get_autocast_cpu_dtype():
     return get_autocast_dtype("cpu")
 
 
+def set_autocast_enabled(device_type, enabled=None):
+    """torch.set_autocast_enabled(device_type, enabled), or the old (enabled) form for "cuda":
+    turn autocast on or off for a device type outside any `with` (what autocast's __enter__
+    does; its __exit__ restores)."""
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    modes, (_, dtype) = _mode(device_type)
+    modes[device_type] = (bool(enabled), dtype or _default_dtype(device_type))
+
+
+def set_autocast_dtype(device_type, dtype):
+    """torch.set_autocast_dtype: the dtype a device type's autocast reports."""
+    modes, (enabled, _) = _mode(device_type)
+    modes[device_type] = (enabled, dtype)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled):
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype):
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype):
+    set_autocast_dtype("cuda", dtype)
+
+
+def is_autocast_cache_enabled() -> bool:
+    return getattr(_state, "cache", True)
+
+
+def set_autocast_cache_enabled(enabled):
+    """Accepted (pyrite's autocast casts nothing, so there is no cast cache)."""
+    _state.cache = bool(enabled)
+
+
+def clear_autocast_cache():
+    """Accepted: there is no cast cache to clear."""
+
+
 class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a scope for
     one device type (see the module docstring: pyrite computes inside it in float32).

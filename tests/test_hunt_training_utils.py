@@ -1929,3 +1929,28 @@ def test_foreach_ema_and_custom_optimizer(rng):
         res.append(shadow)
     _compare_models(pm, tm)
     _same_lists(res[1], res[0], 1e-4, 1e-5)
+
+
+def test_autocast_state_functions(rng):
+    """torch's autocast state functions that model code calls (is_autocast_cpu_enabled,
+    get_autocast_cpu_dtype, set_autocast_enabled/dtype, the cache switches): missing at
+    pyrite's top level (AttributeError). States as torch's, restored by hand after."""
+    out = []
+    for L in (torch, pr):
+        r = [L.is_autocast_cpu_enabled(), str(L.get_autocast_cpu_dtype()).split(".")[-1]]
+        with L.autocast("cpu", dtype=L.float16):
+            r += [L.is_autocast_cpu_enabled(), str(L.get_autocast_cpu_dtype()).split(".")[-1]]
+        L.set_autocast_enabled("cpu", True)
+        L.set_autocast_dtype("cpu", L.bfloat16)
+        r += [L.is_autocast_enabled("cpu"), str(L.get_autocast_dtype("cpu")).split(".")[-1]]
+        with L.autocast("cpu", enabled=False):
+            r.append(L.is_autocast_enabled("cpu"))
+        r.append(L.is_autocast_enabled("cpu"))
+        L.set_autocast_enabled("cpu", False)
+        r += [L.is_autocast_enabled("cpu"), L.is_autocast_cache_enabled()]
+        L.set_autocast_cache_enabled(False)
+        r.append(L.is_autocast_cache_enabled())
+        L.set_autocast_cache_enabled(True)
+        L.clear_autocast_cache()
+        out.append(r)
+    assert out[1] == out[0]
