@@ -135,6 +135,7 @@ from .runtime import (
 from . import (
     amp,  # noqa: E402
     distributions,  # torch.distributions' families and kl_divergence
+    func,  # torch.func.functional_call
     io,
     optim,
     profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)

@@ -1954,3 +1954,53 @@ def test_autocast_state_functions(rng):
         L.clear_autocast_cache()
         out.append(r)
     assert out[1] == out[0]
+
+
+def test_functional_call_maml_inner_loop(rng):
+    """MAML's inner loop: fast weights = params - lr * grad (create_graph=True), the loss of
+    torch.func.functional_call(model, fast_weights, x_query) backpropagated into the meta
+    parameters (pr.func was missing: AttributeError). Also: buffers replaced, tied weights,
+    strict's error, the module's own tensors back afterwards."""
+    tm, pm = _twin_bn_nets(rng)
+    xs, ys = _batches(rng, 1, int(rng.integers(3, 9)))[0]
+    xq, yq = _batches(rng, 1, int(rng.integers(3, 9)))[0]
+    alpha = float(rng.uniform(0.05, 0.3))
+    res = []
+    for L, m in ((torch, tm), (pr, pm)):
+        params = dict(m.named_parameters())
+        loss = L.nn.functional.cross_entropy(
+            L.func.functional_call(m, params, (L.tensor(xs),)), L.tensor(ys)
+        )
+        grads = L.autograd.grad(loss, list(params.values()), create_graph=True)
+        fast = {n: p - alpha * g for (n, p), g in zip(params.items(), grads)}
+        qloss = L.nn.functional.cross_entropy(
+            L.func.functional_call(m, fast, L.tensor(xq)), L.tensor(yq)
+        )
+        qloss.backward()
+        assert all(type(p).__name__ == "Parameter" for p in m.parameters())
+        res.append((float(qloss), [_np(p.grad).copy() for p in m.parameters()], m))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-5)
+    for a, b in zip(res[1][1], res[0][1]):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    _compare_models(pm, tm, 0, 0)
+    # buffers (eval BN with other running stats), and strict's error
+    out = []
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    rm = rng.standard_normal(7).astype(np.float32)
+    for L, m in ((torch, tm), (pr, pm)):
+        m.eval()
+        y = L.func.functional_call(m, {"0.running_mean": L.tensor(rm)}, (L.tensor(x),))
+        out.append(_np(y).copy())
+        with pytest.raises(RuntimeError, match="Missing key"):
+            L.func.functional_call(m, {"1.weight": m[1].weight}, (L.tensor(x),), strict=True)
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-5, atol=1e-6)
+    _close(pm[0].running_mean, tm[0].running_mean, 1e-5, 1e-7)  # its own stats back
+    # tied weights: the value given for one name reaches the other
+    outs = []
+    for L in (torch, pr):
+        emb, head = L.nn.Embedding(5, 4), L.nn.Linear(4, 5, bias=False)
+        head.weight = emb.weight
+        tied = L.nn.Sequential(emb, head)
+        w = L.tensor(np.arange(20, dtype=np.float32).reshape(5, 4) / 10)
+        outs.append(_np(L.func.functional_call(tied, {"0.weight": w}, L.tensor([1, 3]))).copy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6)

@@ -2,7 +2,7 @@
 parametrize and parametrizations (weight_norm, spectral_norm, orthogonal), the older hook-based
 weight_norm / spectral_norm, and conv/linear + BatchNorm fusion."""
 
-from . import parametrizations, parametrize, rnn
+from . import parametrizations, parametrize, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -61,6 +61,7 @@ __all__ = [
     "rnn",
     "skip_init",
     "spectral_norm",
+    "stateless",
     "vector_to_parameters",
     "weight_norm",
 ]
