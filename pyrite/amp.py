@@ -317,6 +317,15 @@ class GradScaler:
     def get_growth_interval(self):
         return self._growth_interval
 
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = float(new_factor)
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = float(new_factor)
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = int(new_interval)
+
     def state_dict(self) -> dict:
         if not self._enabled:
             return {}

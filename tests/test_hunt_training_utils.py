@@ -2004,3 +2004,27 @@ def test_functional_call_maml_inner_loop(rng):
         w = L.tensor(np.arange(20, dtype=np.float32).reshape(5, 4) / 10)
         outs.append(_np(L.func.functional_call(tied, {"0.weight": w}, L.tensor([1, 3]))).copy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6)
+
+
+def test_grad_scaler_setters_change_the_dynamics(rng):
+    """set_growth_factor / set_backoff_factor / set_growth_interval (missing: AttributeError)
+    take effect on the next updates, as torch's."""
+    out = []
+    for L in (torch, pr):
+        dev = "cpu" if L is torch else "cuda"
+        w = L.nn.Parameter(L.ones(3))
+        opt = L.optim.SGD([w], lr=0.01)
+        s = L.amp.GradScaler(dev, init_scale=8.0, growth_interval=100)
+        s.set_growth_factor(3.0)
+        s.set_backoff_factor(0.25)
+        s.set_growth_interval(2)
+        tr = []
+        for i in range(6):
+            opt.zero_grad()
+            loss = (w**2).sum() * (float("inf") if i == 3 else 1.0)
+            s.scale(loss).backward()
+            s.step(opt)
+            s.update()
+            tr.append(s.get_scale())
+        out.append((tr, s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()))
+    assert out[1] == out[0]
