@@ -2028,3 +2028,48 @@ def test_grad_scaler_setters_change_the_dynamics(rng):
             tr.append(s.get_scale())
         out.append((tr, s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()))
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("opt_name", ["AdamW", "NAdam", "SparseAdam", "LBFGS", "custom"])
+def test_optimizer_state_dict_hooks(rng, opt_name):
+    """register_state_dict_pre/post_hook and register_load_state_dict_pre/post_hook (missing:
+    AttributeError; checkpoint helpers add and strip entries with them): called in torch's
+    order, a post hook's returned dict is the state dict, a load pre hook's returned dict is
+    what loads, handles remove, prepend puts a hook first. Once each for optimizers whose
+    state_dict builds on the base's (NAdam's host scalars); a script's own subclass adds its
+    entries after the hooks ran, as torch's hooks see the base's dict."""
+    logs = []
+    for L in (torch, pr):
+        log = []
+        p = L.nn.Parameter(L.tensor(rng.standard_normal(3).astype(np.float32)))
+        if opt_name == "custom":
+            Lion, _ = _custom_classes(L)
+
+            class Opt(Lion):
+                def state_dict(self):
+                    sd = super().state_dict()
+                    sd["mine"] = 1
+                    return sd
+
+            opt = Opt([p], lr=0.1)
+        else:
+            opt = getattr(L.optim, opt_name)([p], lr=0.1)
+        opt.register_state_dict_pre_hook(lambda o: log.append("pre"))
+        opt.register_state_dict_pre_hook(lambda o: log.append("pre0"), prepend=True)
+        opt.register_state_dict_post_hook(
+            lambda o, sd: (log.append(("post", sorted(sd))), {**sd, "extra": 1})[1]
+        )
+        opt.register_load_state_dict_pre_hook(
+            lambda o, sd: (
+                log.append(("lpre", sorted(sd))),
+                {k: v for k, v in sd.items() if k != "extra"},
+            )[1]  # fmt: skip
+        )
+        h = opt.register_load_state_dict_post_hook(lambda o: log.append("lpost"))
+        sd = opt.state_dict()
+        log.append(sorted(sd))
+        opt.load_state_dict(sd)
+        h.remove()
+        opt.load_state_dict(sd)
+        logs.append(log)
+    assert logs[1] == logs[0]

@@ -117,6 +117,68 @@ def _hooked_step(step):
     return wrapper
 
 
+_SD_HOOKS = (
+    "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks",
+    "_optimizer_load_state_dict_pre_hooks",
+    "_optimizer_load_state_dict_post_hooks",
+)
+
+
+def _hooks(opt, name) -> list:
+    return list(opt.__dict__.get(name, {}).values())
+
+
+def _hooked_state_dict(fn):
+    """state_dict with torch's hooks around it: pre hook(optimizer), post hook(optimizer,
+    state_dict) whose non-None result replaces the state dict. On the base's, as torch's (a
+    script's subclass calling super().state_dict() adds its entries after the hooks), and on
+    pyrite's own overrides of it, which torch's optimizers do not have. A state_dict called
+    from inside another runs bare."""
+
+    @functools.wraps(fn)
+    def wrapper(self):
+        if self.__dict__.get("_in_state_dict"):
+            return fn(self)
+        for hook in _hooks(self, "_optimizer_state_dict_pre_hooks"):
+            hook(self)
+        self._in_state_dict = True
+        try:
+            sd = fn(self)
+        finally:
+            self._in_state_dict = False
+        for hook in _hooks(self, "_optimizer_state_dict_post_hooks"):
+            out = hook(self, sd)
+            if out is not None:
+                sd = out
+        return sd
+
+    return wrapper
+
+
+def _hooked_load_state_dict(fn):
+    """load_state_dict with torch's hooks around it: pre hook(optimizer, state_dict) whose
+    non-None result is loaded instead, post hook(optimizer)."""
+
+    @functools.wraps(fn)
+    def wrapper(self, state_dict):
+        if self.__dict__.get("_in_load_state_dict"):
+            return fn(self, state_dict)
+        for hook in _hooks(self, "_optimizer_load_state_dict_pre_hooks"):
+            out = hook(self, state_dict)
+            if out is not None:
+                state_dict = out
+        self._in_load_state_dict = True
+        try:
+            fn(self, state_dict)
+        finally:
+            self._in_load_state_dict = False
+        for hook in _hooks(self, "_optimizer_load_state_dict_post_hooks"):
+            hook(self)
+
+    return wrapper
+
+
 class Optimizer:
     """Base class for all optimizers (PyTorch's torch.optim.Optimizer).
 
@@ -145,6 +207,8 @@ class Optimizer:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: dict = OrderedDict()
         self._optimizer_step_post_hooks: dict = OrderedDict()
+        for name in _SD_HOOKS:
+            setattr(self, name, OrderedDict())
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -301,7 +365,34 @@ class Optimizer:
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 
+    def _register(self, name, hook, prepend):
+        hooks = self.__dict__.setdefault(name, OrderedDict())
+        handle = _RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer), called before `state_dict()` builds the state dict."""
+        return self._register("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> state_dict or None, called on `state_dict()`'s
+        result (a returned dict replaces it)."""
+        return self._register("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> state_dict or None, called before
+        `load_state_dict()` loads (a returned dict is loaded instead)."""
+        return self._register("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer), called after `load_state_dict()` has loaded."""
+        return self._register("_optimizer_load_state_dict_post_hooks", hook, prepend)
+
     # ---- state dicts -----------------------------------------------------------------------
+    @_hooked_state_dict
     def state_dict(self) -> dict:
         """The optimizer's state as a dict: "state" ({parameter id: {name: value}}) and
         "param_groups" (each group's options, with "params" as the parameters' ids).
@@ -328,6 +419,7 @@ class Optimizer:
             }
         return {"state": state, "param_groups": groups}
 
+    @_hooked_load_state_dict
     def load_state_dict(self, state_dict: dict) -> None:
         """Load a state dict made by `state_dict()` — this optimizer's, another pyrite
         optimizer's, or torch's with its tensors converted (numpy arrays, pyrite tensors)."""
@@ -395,6 +487,8 @@ class Optimizer:
         self.__dict__.update(state)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        for name in _SD_HOOKS:
+            self.__dict__.setdefault(name, OrderedDict())
 
     def __repr__(self):
         text = self.__class__.__name__ + " ("
