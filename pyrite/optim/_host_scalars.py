@@ -8,7 +8,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..ops.core import upload
-from .optimizer import Optimizer, _hooked_state_dict, _step_value
+from ._hooks import hooked_state_dict
+from .optimizer import Optimizer, _step_value
 
 
 def f32(x) -> float:
@@ -21,7 +22,7 @@ class HostScalars:
 
     _host_scalars: tuple = ()
 
-    @_hooked_state_dict  # (a mixin: Optimizer's subclass hook does not see it)
+    @hooked_state_dict  # (torch's NAdam and ASGD have no override: the hooks see the result)
     def state_dict(self) -> dict:
         sd = Optimizer.state_dict(self)
         for s in sd["state"].values():

@@ -12,8 +12,9 @@ from __future__ import annotations
 from .. import autograd
 from ..ops.creation import zeros
 from ..tensor import Tensor
+from ._hooks import hooked_load_state_dict
 from ._host_scalars import f32
-from .optimizer import Optimizer, _hooked_load_state_dict, check_hyper
+from .optimizer import Optimizer, check_hyper
 
 __all__ = ["LBFGS"]
 
@@ -188,7 +189,7 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
         self._numel_cache = None
 
-    @_hooked_load_state_dict  # (torch's LBFGS has no override: the post hooks run after)
+    @hooked_load_state_dict  # (torch's LBFGS has no override: the post hooks run after)
     def load_state_dict(self, state_dict):
         super().load_state_dict(state_dict)
         self._params = self.param_groups[0]["params"]

@@ -10,7 +10,6 @@ as a 0-d float32 tensor, as torch stores it.
 
 from __future__ import annotations
 
-import functools
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
@@ -24,6 +23,12 @@ from ..compile._state import rerun_on_replay as _rerun_on_replay
 from ..ops.core import empty, run_map, upload
 from ..tensor import Tensor
 from . import _fused
+from ._hooks import hooked_load_state_dict as _hooked_load_state_dict
+from ._hooks import hooked_state_dict as _hooked_state_dict
+from ._hooks import hooked_step as _hooked_step
+from ._hooks import new_hook_tables as _new_hook_tables
+from ._hooks import run_post_hooks as _run_post_hooks
+from ._hooks import run_pre_hooks as _run_pre_hooks
 
 __all__ = ["Optimizer", "required"]
 
@@ -79,106 +84,6 @@ def _step_value(value):
     return int(value) if value.is_integer() else value
 
 
-def _run_pre_hooks(opt) -> None:
-    for hook in list(opt._optimizer_step_pre_hooks.values()):
-        result = hook(opt, (), {})
-        if result is not None:
-            raise RuntimeError(
-                "optimizer step pre-hooks that change the arguments are not supported"
-            )
-
-
-def _run_post_hooks(opt) -> None:
-    for hook in list(opt._optimizer_step_post_hooks.values()):
-        hook(opt, (), {})
-
-
-def _hooked_step(step):
-    """A subclass's own `step` wrapped as torch wraps every subclass's (its
-    `_patch_step_function`): it marks the optimizer as stepped (the schedules' order warning)
-    and runs the step pre- and post-hooks around it. A step called from inside another
-    (`super().step()`) runs bare, so the hooks run once."""
-
-    @functools.wraps(step)
-    def wrapper(self, *args, **kwargs):
-        if self.__dict__.get("_in_step"):
-            return step(self, *args, **kwargs)
-        self._opt_called = True
-        _run_pre_hooks(self)
-        self._in_step = True
-        try:
-            out = step(self, *args, **kwargs)
-        finally:
-            self._in_step = False
-        _run_post_hooks(self)
-        return out
-
-    wrapper._runs_step_hooks = True
-    return wrapper
-
-
-_SD_HOOKS = (
-    "_optimizer_state_dict_pre_hooks",
-    "_optimizer_state_dict_post_hooks",
-    "_optimizer_load_state_dict_pre_hooks",
-    "_optimizer_load_state_dict_post_hooks",
-)
-
-
-def _hooks(opt, name) -> list:
-    return list(opt.__dict__.get(name, {}).values())
-
-
-def _hooked_state_dict(fn):
-    """state_dict with torch's hooks around it: pre hook(optimizer), post hook(optimizer,
-    state_dict) whose non-None result replaces the state dict. On the base's, as torch's (a
-    script's subclass calling super().state_dict() adds its entries after the hooks), and on
-    pyrite's own overrides of it, which torch's optimizers do not have. A state_dict called
-    from inside another runs bare."""
-
-    @functools.wraps(fn)
-    def wrapper(self):
-        if self.__dict__.get("_in_state_dict"):
-            return fn(self)
-        for hook in _hooks(self, "_optimizer_state_dict_pre_hooks"):
-            hook(self)
-        self._in_state_dict = True
-        try:
-            sd = fn(self)
-        finally:
-            self._in_state_dict = False
-        for hook in _hooks(self, "_optimizer_state_dict_post_hooks"):
-            out = hook(self, sd)
-            if out is not None:
-                sd = out
-        return sd
-
-    return wrapper
-
-
-def _hooked_load_state_dict(fn):
-    """load_state_dict with torch's hooks around it: pre hook(optimizer, state_dict) whose
-    non-None result is loaded instead, post hook(optimizer)."""
-
-    @functools.wraps(fn)
-    def wrapper(self, state_dict):
-        if self.__dict__.get("_in_load_state_dict"):
-            return fn(self, state_dict)
-        for hook in _hooks(self, "_optimizer_load_state_dict_pre_hooks"):
-            out = hook(self, state_dict)
-            if out is not None:
-                state_dict = out
-        self._in_load_state_dict = True
-        try:
-            fn(self, state_dict)
-        finally:
-            self._in_load_state_dict = False
-        for hook in _hooks(self, "_optimizer_load_state_dict_post_hooks"):
-            hook(self)
-
-    return wrapper
-
-
 class Optimizer:
     """Base class for all optimizers (PyTorch's torch.optim.Optimizer).
 
@@ -207,8 +112,7 @@ class Optimizer:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: dict = OrderedDict()
         self._optimizer_step_post_hooks: dict = OrderedDict()
-        for name in _SD_HOOKS:
-            setattr(self, name, OrderedDict())
+        _new_hook_tables(self)
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -487,8 +391,7 @@ class Optimizer:
         self.__dict__.update(state)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
-        for name in _SD_HOOKS:
-            self.__dict__.setdefault(name, OrderedDict())
+        _new_hook_tables(self)
 
     def __repr__(self):
         text = self.__class__.__name__ + " ("

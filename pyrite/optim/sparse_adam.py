@@ -17,7 +17,8 @@ from ..kernels.optim import sparse_adam_rule
 from ..ops.creation import zeros
 from ..tensor import Tensor
 from . import _fused
-from .optimizer import Optimizer, _hooked_state_dict, check_hyper
+from ._hooks import hooked_state_dict
+from .optimizer import Optimizer, check_hyper
 
 __all__ = ["SparseAdam"]
 
@@ -83,7 +84,7 @@ class SparseAdam(Optimizer):
             read = {"g": g, "k": _row_mask(g)}
             _fused.update(rule, written, read, {k: values[k] for k in names})
 
-    @_hooked_state_dict  # (torch's SparseAdam has no override: the hooks see the result)
+    @hooked_state_dict  # (torch's SparseAdam has no override: the hooks see the result)
     def state_dict(self) -> dict:
         """As Optimizer.state_dict, but the step count stays a Python int (torch's SparseAdam
         keeps it so)."""
