@@ -78,7 +78,10 @@ KERNELS = {
     # the register-tiled backward (E <= 32 on lavapipe's workgroup memory)
     "tiled-bwd": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, DS_GEMM=False),
     "tiled-bwd16": dict(
-        FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, FORCE_TILED_BWD_TB=16,
+        FORCE_TILED=True,
+        FORCE_DECODE=False,
+        FORCE_TILED_BWD=True,
+        FORCE_TILED_BWD_TB=16,
         DS_GEMM=False,
     ),
     # dq from the stored dS by a GEMM (nn/_attention.py DS_GEMM)
