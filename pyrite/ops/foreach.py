@@ -99,13 +99,22 @@ def _make_binary(op):
         return tuple(compute(self, other, alpha, op)[1])
 
     def fn_(self, other, *, alpha=1):
-        ts, outs = compute(self, other, alpha, op + "_")
-        for t, r in zip(ts, outs):
-            t.copy_(r)
+        _write_back(*compute(self, other, alpha, op + "_"))
         return self
 
+    return _named(fn, fn_, op, "with a scalar, list or tensors")
+
+
+def _write_back(ts, outs):
+    """An in-place foreach op's results into its tensors."""
+    for t, r in zip(ts, outs):
+        t.copy_(r)
+
+
+def _named(fn, fn_, op, what):
+    """`fn` and `fn_` named and documented as torch._foreach_{op} and its in-place form."""
     fn.__name__, fn_.__name__ = f"_foreach_{op}", f"_foreach_{op}_"
-    fn.__doc__ = f"torch._foreach_{op}: {op} of each tensor with a scalar, list or tensors."
+    fn.__doc__ = f"torch._foreach_{op}: {op} of each tensor {what}."
     fn_.__doc__ = f"torch._foreach_{op}_: in place."
     return fn, fn_
 
@@ -130,9 +139,7 @@ def _make_ternary(op):
             return tuple(_ternary_values(op, self, tensors1, weight, None)[1])
 
         def fn_(self, tensors1, weight):
-            ts, outs = _ternary_values(op, self, tensors1, weight, None)
-            for t, r in zip(ts, outs):
-                t.copy_(r)
+            _write_back(*_ternary_values(op, self, tensors1, weight, None))
             return self
 
     else:
@@ -141,15 +148,10 @@ def _make_ternary(op):
             return tuple(_ternary_values(op, self, tensor1, tensor2, value)[1])
 
         def fn_(self, tensor1, tensor2, value=1):
-            ts, outs = _ternary_values(op, self, tensor1, tensor2, value)
-            for t, r in zip(ts, outs):
-                t.copy_(r)
+            _write_back(*_ternary_values(op, self, tensor1, tensor2, value))
             return self
 
-    fn.__name__, fn_.__name__ = f"_foreach_{op}", f"_foreach_{op}_"
-    fn.__doc__ = f"torch._foreach_{op}: {op} of each tensor."
-    fn_.__doc__ = f"torch._foreach_{op}_: in place."
-    return fn, fn_
+    return _named(fn, fn_, op, "with two others")
 
 
 def _foreach_norm(self, ord=2, dtype=None):
