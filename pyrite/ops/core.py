@@ -124,6 +124,14 @@ def note_bounds(t, lo: int, hi: int, exact: bool = False) -> None:
         pool.bounds[id(t._storage.buffer)] = (lo, hi, t.numel() if exact else -1)
 
 
+def note_indices(idx, source, n: int):
+    """Record that `idx` holds indices in [0, n) (an argmax's, a sort's, over n elements of
+    `source`), unless it shares `source`'s storage (the bounds belong to the whole buffer)."""
+    if idx._storage is not source._storage:
+        note_bounds(idx, 0, max(n - 1, 0))
+    return idx
+
+
 def known_bounds(t):
     """(lo, hi) holding every element of `t` (any view of a bounded storage), or None."""
     pool = t._storage.pool

@@ -25,7 +25,7 @@ from ..kernels.reduce import (
     state_words,
 )
 from ..tensor import Tensor, contiguous_strides
-from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations, note_bounds
+from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations, note_indices
 
 # Serial (one invocation per output, no barriers) vs row (one workgroup per output, two
 # barriers). Measured on lavapipe (llvmpipe 15, 256-bit, 2 cores), x.sum(1) of float32 randn,
@@ -588,9 +588,7 @@ def _note_index(idx, input, dims):
     """An index over `dims` lies in [0, their size), known without a readback: a greedy
     decode's `emb(logits.argmax(-1))` then makes no round trip for its range check (and can
     replay whole in pr.compile(fullgraph=True))."""
-    if idx._storage is not input._storage:
-        n = math.prod(input._shape[d] for d in dims)
-        note_bounds(idx, 0, builtins.max(n - 1, 0))
+    note_indices(idx, input, math.prod(input._shape[d] for d in dims))
 
 
 def argmax(input, dim=None, keepdim=False):

@@ -32,7 +32,7 @@ from ..kernels.sort import (
 )
 from ..tensor import Tensor
 from .casts import clone
-from .core import empty, note_bounds
+from .core import empty, note_indices
 from .elementwise import as_tensor_arg
 from .views import contiguous, movedim, narrow, reshape, select, unsqueeze
 
@@ -157,9 +157,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 def _bounded(idx, x, d):
     """Sort's and topk's indices along d lie in [0, size): noted so that a gather through them
     (top-p's scatter back, `probs_idx.gather(...)`) reads nothing back for its range check."""
-    if idx._storage is not x._storage:
-        note_bounds(idx, 0, max((x._shape[d] if x.ndim else 1) - 1, 0))
-    return idx
+    return note_indices(idx, x, x._shape[d] if x.ndim else 1)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
