@@ -283,9 +283,11 @@ def _fast_fits(dev, params, fast_lay, M, N, K):
     if M % bm or N % bn or K % bk or K == 0 or not fast_valid(bm, bn, tm, tn, bk, kg):
         return False
     lim = dev.limits
-    if (bn // tn) * (bm // tm) * kg > lim.get("max-compute-invocations-per-workgroup", 256):
-        return False
-    if kg > 1 and bn // tn * (bm // tm) * kg > lim.get("max-compute-workgroup-size-x", 256):
+    nt = (bn // tn) * (bm // tm) * kg  # (one dimension of invocations)
+    if nt > min(
+        lim.get("max-compute-invocations-per-workgroup", 256),
+        lim.get("max-compute-workgroup-size-x", 256),
+    ):
         return False
     return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay, kg) <= lim.get(
         "max-compute-workgroup-storage-size", 16384
