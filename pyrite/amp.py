@@ -354,13 +354,22 @@ class GradScaler:
         self._growth_tracker = int(t.item() if hasattr(t, "item") else t)
 
 
-def _cuda_grad_scaler(*args, **kwargs):
-    _warn(
-        "pyrite: torch.cuda.amp.GradScaler(args...) is deprecated. Please use "
-        "torch.amp.GradScaler('cuda', args...) instead.",
-        FutureWarning,
-    )
-    return GradScaler("cuda", *args, **kwargs)
+def _deprecated(make, device_type, message):
+    """A torch.{cuda,cpu}.amp spelling: warn as torch does, then `make(device_type, ...)`."""
+
+    def spelling(*args, **kwargs):
+        _warn(message, FutureWarning)
+        return make(device_type, *args, **kwargs)
+
+    return spelling
+
+
+_cuda_grad_scaler = _deprecated(
+    GradScaler,
+    "cuda",
+    "pyrite: torch.cuda.amp.GradScaler(args...) is deprecated. Please use "
+    "torch.amp.GradScaler('cuda', args...) instead.",
+)
 
 
 class _CudaAmp:
@@ -376,24 +385,18 @@ class _CudaAmp:
     custom_bwd = staticmethod(lambda bwd=None: custom_bwd(bwd, device_type="cuda"))
 
 
-def _cpu_autocast(*args, **kwargs):
-    _warn(
-        "pyrite: `torch.cpu.amp.autocast(args...)` is deprecated. Please use "
-        "`torch.amp.autocast('cpu', args...)` instead.",
-        FutureWarning,
-        stacklevel=2,
-    )
-    return autocast("cpu", *args, **kwargs)
-
-
-def _cpu_grad_scaler(*args, **kwargs):
-    _warn(
-        "pyrite: torch.cpu.amp.GradScaler(args...) is deprecated. Please use "
-        "torch.amp.GradScaler('cpu', args...) instead.",
-        FutureWarning,
-        stacklevel=2,
-    )
-    return GradScaler("cpu", *args, **kwargs)
+_cpu_autocast = _deprecated(
+    autocast,
+    "cpu",
+    "pyrite: `torch.cpu.amp.autocast(args...)` is deprecated. Please use "
+    "`torch.amp.autocast('cpu', args...)` instead.",
+)
+_cpu_grad_scaler = _deprecated(
+    GradScaler,
+    "cpu",
+    "pyrite: torch.cpu.amp.GradScaler(args...) is deprecated. Please use "
+    "torch.amp.GradScaler('cpu', args...) instead.",
+)
 
 
 class _CpuAmp:
