@@ -259,15 +259,11 @@ class Optimizer:
 
     def register_step_pre_hook(self, hook):
         """hook(optimizer, args, kwargs), called before each step."""
-        handle = _RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return self._register("_optimizer_step_pre_hooks", hook, False)
 
     def register_step_post_hook(self, hook):
         """hook(optimizer, args, kwargs), called after each step."""
-        handle = _RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return self._register("_optimizer_step_post_hooks", hook, False)
 
     def _register(self, name, hook, prepend):
         hooks = self.__dict__.setdefault(name, OrderedDict())
