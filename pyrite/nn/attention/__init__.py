@@ -47,11 +47,6 @@ def sdpa_kernel(backends, set_priority: bool = False):
         )
     from ...runtime import backends as _flags
 
-    sdp = _flags.cuda.sdp
-    previous = dict(sdp)
-    sdp.update({name: backend in backends for backend, name in _SWITCHES.items()})
-    try:
+    enable = {f"enable_{name}": backend in backends for backend, name in _SWITCHES.items()}
+    with _flags.cuda.sdp_kernel(**enable):  # (sets the four switches, restores them after)
         yield {}
-    finally:
-        sdp.clear()
-        sdp.update(previous)
