@@ -9,7 +9,10 @@ dtype changes. `is_autocast_enabled()` reports the scope, as torch's.
 `GradScaler` is the real thing: it multiplies the loss by the scale, unscales the gradients
 before the step, skips the step when a gradient is inf/NaN (one readback a step, as torch's
 `step()` reads `found_inf` on CUDA), and grows or backs off the scale by torch's rule
-(growth_factor every growth_interval finite steps, backoff_factor on an overflow).
+(growth_factor every growth_interval finite steps, backoff_factor on an overflow). Its misuse
+raises torch's AssertionErrors: unscale_/step/update before the first `scale()`, a `step()` on an
+optimizer none of whose parameters has a gradient ("No inf checks were recorded for this
+optimizer."), an `update()` with no such check since the last one.
 """
 
 from __future__ import annotations
@@ -217,12 +220,18 @@ class GradScaler:
         self._backoff_factor = float(backoff_factor)
         self._growth_interval = int(growth_interval)
         self._growth_tracker = 0
-        self._per_optimizer = {}  # id(optimizer) -> {"unscaled": bool, "found_inf": bool}
+        # torch makes its scale tensor at the first scale() call, and unscale_/step/update
+        # before it raise; the scale itself is kept here as a float from the start
+        self._scale_made = False
+        # id(optimizer) -> {"unscaled", "stepped", "found_inf"}: found_inf stays None when the
+        # optimizer had no gradient to check (torch's empty found_inf_per_device)
+        self._per_optimizer = {}
 
     # ---- scaling -------------------------------------------------------------------------
     def scale(self, outputs):
         if not self._enabled:
             return outputs
+        self._scale_made = True
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         if outputs.dtype in (D.float16, D.bfloat16):
@@ -230,6 +239,13 @@ class GradScaler:
             # float16 loss times 2**16 would overflow to inf)
             outputs = outputs.float()
         return outputs * self._scale
+
+    def _check_scale(self, funcname):
+        if not self._scale_made:
+            raise AssertionError(
+                f"pyrite: Attempted {funcname} but _scale is None.  This may indicate your "
+                "script did not use scaler.scale(loss or outputs) earlier in the iteration."
+            )
 
     def _state_of(self, optimizer):
         return self._per_optimizer.setdefault(
@@ -241,6 +257,7 @@ class GradScaler:
         inf/NaN (one readback for all of them)."""
         if not self._enabled:
             return
+        self._check_scale("unscale_")
         st = self._state_of(optimizer)
         if st["stepped"]:
             raise RuntimeError("pyrite: unscale_() is being called after step().")
@@ -262,7 +279,7 @@ class GradScaler:
                     p.grad.mul_(inv)
                     ok = isfinite(p.grad).all()
                     finite = ok if finite is None else finite & ok
-        st["found_inf"] = False if finite is None else not bool(finite.item())
+        st["found_inf"] = None if finite is None else not bool(finite.item())
         st["unscaled"] = True
 
     def step(self, optimizer, *args, **kwargs):
@@ -273,11 +290,14 @@ class GradScaler:
             raise RuntimeError(
                 "pyrite: Closure use is not currently supported if GradScaler is enabled."
             )
+        self._check_scale("step")
         st = self._state_of(optimizer)
         if st["stepped"]:
             raise RuntimeError("pyrite: step() has already been called since the last update().")
         if not st["unscaled"]:
             self.unscale_(optimizer)
+        if st["found_inf"] is None:  # no parameter of the optimizer had a gradient
+            raise AssertionError("pyrite: No inf checks were recorded for this optimizer.")
         st["stepped"] = True
         if st["found_inf"]:
             return None
@@ -287,11 +307,14 @@ class GradScaler:
         """Grow the scale after growth_interval finite steps, back off after an overflow."""
         if not self._enabled:
             return
+        self._check_scale("update")
         if new_scale is not None:
             self._scale = float(new_scale.item() if hasattr(new_scale, "item") else new_scale)
         else:
-            found = any(st["found_inf"] for st in self._per_optimizer.values())
-            if found:
+            checks = [st["found_inf"] for st in self._per_optimizer.values()]
+            if all(found is None for found in checks):
+                raise AssertionError("pyrite: No inf checks were recorded prior to update.")
+            if any(checks):
                 self._scale *= self._backoff_factor
                 self._growth_tracker = 0
             else:

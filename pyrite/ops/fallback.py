@@ -79,6 +79,19 @@ MOVERS = {
     "unique",
     "unique_consecutive",
 }
+# ops that want self and their source in one dtype (torch refuses another), with the source's
+# position and keyword: widening a bfloat16 argument to float32 would hide a bf16/f32 pair from
+# the op's own check, so _slow makes it first, on the arguments as given
+SAME_DTYPE_SOURCE = {
+    "index_copy": (3, "source"),
+    "index_add": (3, "source"),
+    "index_reduce": (3, "source"),
+    "scatter": (3, "src"),
+    "scatter_add": (3, "src"),
+    "scatter_reduce": (3, "src"),
+    "masked_scatter": (2, "source"),
+    "put": (2, "source"),
+}
 _SPECIAL = ("bf16", "u8", "i8", "i16")
 # ops whose dtype= casts the input element by element before reducing (as torch's; not mean,
 # whose dtype= torch CPU applies to the f32 mean only: ops/reduce.py mean)
@@ -147,7 +160,22 @@ def _wrap_small_int(t: Tensor):
     run_map("x0", (t,), ("i32",), t, "i32")
 
 
+def _check_same_dtype(name, args, kwargs):
+    where = SAME_DTYPE_SOURCE.get(name.rstrip("_"))
+    if where is None or not args:
+        return
+    pos, keyword = where
+    self = args[0]
+    src = args[pos] if len(args) > pos else kwargs.get(keyword)
+    if isinstance(self, Tensor) and isinstance(src, Tensor) and src.dtype is not self.dtype:
+        raise TypeError(
+            f"pyrite: {name}(): expected self and source to have the same dtype, but got "
+            f"(self) {self.dtype!r} and (source) {src.dtype!r}"
+        )
+
+
 def _slow(fn, name, inplace, args, kwargs):
+    _check_same_dtype(name, args, kwargs)
     floats: list = []
     w_args = [_widen(a, floats) for a in args]
     w_kwargs = {k: _widen(v, floats) for k, v in kwargs.items()}

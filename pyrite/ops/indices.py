@@ -203,6 +203,11 @@ def put_(self: Tensor, index, source, accumulate=False) -> Tensor:
     idx = as_tensor_arg(index)
     if idx.dtype.kind != "i":
         raise TypeError(f"pyrite: put_: index must be an integer tensor, got {idx.dtype!r}")
+    if isinstance(source, Tensor) and source.dtype is not self.dtype:
+        raise TypeError(
+            f"pyrite: put_(): self and source expected to have the same dtype, but got "
+            f"self.dtype = {self.dtype!r} and source.dtype = {source.dtype!r}"
+        )
     src = as_tensor_arg(source)
     if idx.numel() != src.numel():
         raise RuntimeError(

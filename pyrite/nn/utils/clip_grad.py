@@ -7,8 +7,8 @@ error_if_nonfinite=True reads one bool."""
 from __future__ import annotations
 
 import functools
-import math
 
+from pyrite.errors import PyriteError
 from pyrite.errors import warn as _warn
 
 from ... import dtypes as D
@@ -97,11 +97,18 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
-    """Clamp every gradient of `parameters` to [-clip_value, clip_value], in place."""
+    """Clamp every gradient of `parameters` to [-clip_value, clip_value], in place.
+
+    As torch 2.13's: a NaN clip_value makes every gradient NaN, and parameters none of which
+    has a gradient raise (torch's grouping of the gradients by device refuses an empty list,
+    whatever `foreach`), where clip_grad_norm_ returns a zero norm."""
     clip_value = float(clip_value)
-    if math.isnan(clip_value):
-        raise ValueError("pyrite: clip_grad_value_: clip_value is NaN")
+    grads = [p.grad for p in _tensor_list(parameters) if p.grad is not None]
+    if not grads:
+        raise PyriteError(
+            "pyrite: Expected !nested_tensorlist[0].empty() to be true, but got false. "
+            "(clip_grad_value_: none of the parameters has a gradient; torch raises this too)"
+        )
     with no_grad():
-        for p in _tensor_list(parameters):
-            if p.grad is not None:
-                p.grad.clamp_(min=-clip_value, max=clip_value)
+        for g in grads:
+            g.clamp_(min=-clip_value, max=clip_value)

@@ -1,0 +1,235 @@
+"""Breadth gaps a hunt through ported training scripts found, each against torch 2.13 CPU:
+GradScaler and gradient clipping when no parameter has a gradient, the dtype checks of the
+index/scatter writes, `untyped_storage()` and pr.cuda's memory queries, `optim.Muon`,
+`_foreach_powsum`, and the `pr.func` transforms (grad, grad_and_value, vjp, jacrev, jacfwd,
+hessian, vmap). Inputs are fresh random values of awkward sizes (the `rng` fixture)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+from pyrite.errors import PyriteError
+
+
+def _np(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().numpy()
+    return x.detach().float().numpy() if isinstance(x, pr.Tensor) else np.asarray(x)
+
+
+def _raises_both(fn, torch_type, pyrite_type, words):
+    """fn(L) raises torch_type in torch and pyrite_type in pyrite, both messages holding
+    `words`."""
+    with pytest.raises(torch_type) as want:
+        fn(torch)
+    with pytest.raises(pyrite_type) as got:
+        fn(pr)
+    assert words in str(want.value), str(want.value)
+    assert words in str(got.value), str(got.value)
+    return got.value
+
+
+# ---- GradScaler with no gradients ------------------------------------------------------------
+def _scaler_pair(L):
+    p = L.nn.Parameter(L.ones(3))
+    q = L.nn.Parameter(L.ones(5))
+    dev = "cpu" if L is torch else "cuda"
+    return p, q, L.optim.SGD([p], lr=0.1), L.optim.SGD([q], lr=0.1), L.amp.GradScaler(dev)
+
+
+def test_grad_scaler_step_without_gradients_raises():
+    """torch: scaler.step(opt) of an optimizer none of whose parameters has a .grad is an
+    AssertionError, after unscale_ (which records nothing) too."""
+
+    def step_no_grad(L):
+        p, q, o1, o2, s = _scaler_pair(L)
+        s.scale((p * 2).sum()).backward()
+        s.step(o2)  # q has no gradient
+
+    _raises_both(
+        step_no_grad,
+        AssertionError,
+        AssertionError,
+        "No inf checks were recorded for this optimizer.",
+    )
+
+    def unscale_then_step(L):
+        p, q, o1, o2, s = _scaler_pair(L)
+        s.scale(L.ones(()))
+        s.unscale_(o2)  # allowed: nothing to unscale
+        s.step(o2)
+
+    _raises_both(unscale_then_step, AssertionError, AssertionError, "No inf checks were recorded")
+
+
+def test_grad_scaler_update_needs_a_recorded_check():
+    """update() after a scale() with no step (or a step that raised) is torch's AssertionError;
+    one optimizer with gradients is enough for update to go ahead."""
+
+    def update_only(L):
+        p, q, o1, o2, s = _scaler_pair(L)
+        s.scale((p * 2).sum()).backward()
+        s.update()
+
+    _raises_both(
+        update_only, AssertionError, AssertionError, "No inf checks were recorded prior to update."
+    )
+
+    scales = []
+    for L in (torch, pr):
+        p, q, o1, o2, s = _scaler_pair(L)
+        s.scale((p * 2).sum()).backward()
+        s.step(o1)
+        with pytest.raises(AssertionError, match="No inf checks were recorded for this"):
+            s.step(o2)
+        s.update()  # o1's check counts
+        scales.append(s.get_scale())
+        with pytest.raises(AssertionError, match="prior to update"):
+            s.update()  # the checks were consumed by the last update
+    assert scales[0] == scales[1]
+
+
+@pytest.mark.parametrize("call", ["unscale_", "step", "update"])
+def test_grad_scaler_before_scale_raises(call):
+    """torch's scale tensor is made by the first scale(): unscale_/step/update before it raise
+    AssertionError "Attempted <call> but _scale is None", after a load_state_dict too."""
+
+    def early(L):
+        p, q, o1, o2, s = _scaler_pair(L)
+        s.load_state_dict(s.state_dict())
+        p.grad = L.ones(3)
+        getattr(s, call)(*([] if call == "update" else [o1]))
+
+    _raises_both(early, AssertionError, AssertionError, f"Attempted {call} but _scale is None")
+    p, q, o1, o2, s = _scaler_pair(pr)
+    off = pr.amp.GradScaler(enabled=False)
+    assert off.step(o1) is None  # a disabled scaler just steps
+
+
+# ---- gradient clipping with no gradients -----------------------------------------------------
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf"), 3.5])
+@pytest.mark.parametrize("foreach", [None, True, False])
+def test_clip_grad_norm_without_gradients_is_zero(norm_type, foreach):
+    """torch returns a 0-d float32 zero and leaves everything alone (error_if_nonfinite too)."""
+    for L in (torch, pr):
+        ps = [L.nn.Parameter(L.ones(3)), L.nn.Parameter(L.ones(2, 7))]
+        for params in (ps, ps[0], []):
+            n = L.nn.utils.clip_grad_norm_(
+                params, 1.0, norm_type=norm_type, error_if_nonfinite=True, foreach=foreach
+            )
+            assert tuple(n.shape) == () and float(n) == 0.0
+            assert str(n.dtype).endswith("float32")
+        assert all(p.grad is None for p in ps)
+
+
+@pytest.mark.parametrize("foreach", [None, True, False])
+def test_clip_grad_value_without_gradients_raises(foreach):
+    """torch 2.13 groups the gradients by device before clamping and refuses an empty list,
+    whatever foreach; pyrite raises the same (a RuntimeError)."""
+    words = "Expected !nested_tensorlist[0].empty() to be true, but got false."
+    for params in (lambda L: [L.nn.Parameter(L.ones(3))], lambda L: [], lambda L: L.ones(2)):
+        _raises_both(
+            lambda L, params=params: L.nn.utils.clip_grad_value_(params(L), 0.5, foreach=foreach),
+            RuntimeError,
+            PyriteError,
+            words,
+        )
+
+
+def test_clip_grad_value_mixed_and_nan(rng):
+    """Parameters with and without gradients: only the gradients are clamped; a NaN
+    clip_value makes the gradients NaN, as torch's clamp does (no error)."""
+    g = (rng.standard_normal((4, 9)) * 3).astype(np.float32)
+    clip = float(rng.uniform(0.2, 1.5))
+    out = []
+    for L in (torch, pr):
+        a, b = L.nn.Parameter(L.zeros(4, 9)), L.nn.Parameter(L.zeros(6))
+        a.grad = L.tensor(g)
+        assert L.nn.utils.clip_grad_value_([a, b], clip) is None
+        out.append(_np(a.grad).copy())
+        assert b.grad is None
+        L.nn.utils.clip_grad_value_(a, float("nan"))
+        assert np.isnan(_np(a.grad)).all()
+    np.testing.assert_array_equal(out[1], out[0])  # a clamp is exact
+
+
+# ---- dtype checks of the index/scatter writes ------------------------------------------------
+_WRITES = {
+    "index_copy_": lambda L, x, s: x.index_copy_(0, L.tensor([2, 0]), s(2, 3)),
+    "index_copy": lambda L, x, s: x.index_copy(0, L.tensor([2, 0]), s(2, 3)),
+    "torch.index_copy": lambda L, x, s: L.index_copy(x, 0, L.tensor([1]), s(1, 3)),
+    "index_add_": lambda L, x, s: x.index_add_(0, L.tensor([2, 0]), s(2, 3)),
+    "index_add": lambda L, x, s: x.index_add(0, L.tensor([3]), s(1, 3), alpha=2),
+    "index_reduce_": lambda L, x, s: x.index_reduce_(0, L.tensor([2, 0]), s(2, 3), "amax"),
+    "scatter_": lambda L, x, s: x.scatter_(0, L.tensor([[0, 1, 2]]), s(1, 3)),
+    "scatter": lambda L, x, s: L.scatter(x, 1, L.tensor([[0], [2]]), s(2, 1)),
+    "scatter_add_": lambda L, x, s: x.scatter_add_(0, L.tensor([[0, 1, 2]]), s(1, 3)),
+    "scatter_reduce_": lambda L, x, s: x.scatter_reduce_(0, L.tensor([[3, 1, 0]]), s(1, 3), "sum"),
+    "masked_scatter_": lambda L, x, s: x.masked_scatter_(x > 0, s(4, 3)),
+    "masked_scatter": lambda L, x, s: x.masked_scatter(x > 0, s(12)),
+    "put_": lambda L, x, s: x.put_(L.tensor([0, 7]), s(2)),
+    "put_ accumulate": lambda L, x, s: x.put_(L.tensor([5, 1]), s(2), accumulate=True),
+    "put": lambda L, x, s: x.put(L.tensor([0, 7, 11]), s(3)),
+    "put_ empty": lambda L, x, s: x.put_(L.tensor([], dtype=L.int64), s(0)),
+    "index_copy_ empty": lambda L, x, s: x.index_copy_(0, L.tensor([], dtype=L.int64), s(0, 3)),
+}
+
+
+_PAIRS = [  # (self's dtype, the source's)
+    ("float32", "int32"),
+    ("float32", "bfloat16"),
+    ("float32", "float64"),
+    ("bfloat16", "float32"),
+    ("int32", "float32"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")  # torch: "in beta"
+@pytest.mark.parametrize("name", sorted(_WRITES))
+@pytest.mark.parametrize("pair", _PAIRS, ids="-".join)
+def test_index_writes_refuse_another_dtype(name, pair, rng):
+    """A source of another dtype than self's is refused (torch: RuntimeError; pyrite: TypeError,
+    its dtype refusal, naming both dtypes), bfloat16 ones too (pyrite widens those to float32
+    for these kernels: the check comes first). float64 is float32 in pyrite (README), so there
+    it is torch alone that refuses. A source of self's dtype goes through, with torch's values."""
+    self_dt, src_dt = pair
+    v = (rng.standard_normal((4, 3)) * 4).astype(np.float32)
+    values = []
+    for L in (torch, pr):
+        x = L.tensor(v).to(getattr(L, self_dt))
+        src = lambda *shape, L=L: L.ones(shape, dtype=getattr(L, src_dt))  # noqa: E731
+        same = lambda *shape, L=L, x=x: L.ones(shape, dtype=x.dtype) * 3  # noqa: E731
+        if src_dt == "float64" and L is pr:
+            _WRITES[name](L, x.clone(), src)  # float64 is float32 here: the same dtype
+        else:
+            with pytest.raises(TypeError if L is pr else RuntimeError) as info:
+                _WRITES[name](L, x.clone(), src)
+            msg = str(info.value)
+            assert "dtype" in msg or "scalar type" in msg, msg
+            if L is pr:
+                assert self_dt in msg and src_dt in msg, msg
+        out = x.clone()
+        res = _WRITES[name](L, out, same)
+        values.append((_np(res), _np(out)))
+    for got, want in zip(values[1], values[0]):
+        np.testing.assert_array_equal(got, want)  # moves and small integer sums: exact
+
+
+def test_put_values_and_index_fill_casts(rng):
+    """put_ of a matching source writes what torch writes; index_fill_'s 0-d value of another
+    dtype is cast (torch accepts it), as is scatter_'s Python-number value."""
+    v = rng.standard_normal((5, 7)).astype(np.float32)
+    idx = rng.choice(35, size=6, replace=False)
+    src = rng.standard_normal(6).astype(np.float32)
+    out = []
+    for L in (torch, pr):
+        x = L.tensor(v)
+        x.put_(L.tensor(idx), L.tensor(src))
+        x.put_(L.tensor(idx[:2]), L.tensor(src[:2]), accumulate=True)
+        x.index_fill_(1, L.tensor([3, 0]), L.tensor(2, dtype=L.int32))
+        x.scatter_(0, L.tensor([[4, 2]]), 1.5)
+        out.append(_np(x))
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-6, atol=1e-6)
