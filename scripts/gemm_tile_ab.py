@@ -23,6 +23,19 @@ SHAPES = [(4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (4096, 2304, 7
           (4096, 4096, 4096)]  # fmt: skip
 
 
+def parse_tile(name):
+    """("fast", tile) from a name "fast BMxBN TMxTN kBK [db] [kgG]" (gemm_variants' spelling), so
+    --variants can name tiles the bench's list does not hold."""
+    words = name.split()
+    if len(words) < 4 or words[0] != "fast":
+        return None
+    bm, bn = (int(v) for v in words[1].split("x"))
+    tm, tn = (int(v) for v in words[2].split("x"))
+    kg = next((int(w[2:]) for w in words[4:] if w.startswith("kg")), 1)
+    tile = (bm, bn, tm, tn, int(words[3][1:]), "db" in words[4:])
+    return ("fast", tile + (kg,) if kg > 1 else tile)
+
+
 def main():
     dev = backend.current()
     print(f"{dev.name} ({dev.impl})")
@@ -44,7 +57,9 @@ def main():
             if "--variants" in sys.argv
             else None
         )
-        for name, force in VARIANTS:
+        known = dict(VARIANTS)
+        extra = [(n, parse_tile(n)) for n in pick or () if n not in known and parse_tile(n)]
+        for name, force in VARIANTS + extra:
             if pick is not None and name not in pick:
                 continue
             if force is not None and force[0] != "fast":

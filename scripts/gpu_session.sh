@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -95,6 +95,19 @@ for s in $steps; do
       step compile-bert 150 env PYRITE_BACKEND=wgpu python3 scripts/compile_bert_probe.py ;;
     latency-bert)  # pyrite bench's latency, BERT (eager and compiled) and attention rows, both
       step latency-bert 260 bash scripts/latency_bert_bench.sh ;;
+    small2)  # K-group tiles with longer K steps and fewer rows (more bytes in flight), wgpu-native
+      step small2 150 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
+        --shapes "128,768,768;128,2304,768;128,3072,768;128,768,3072;512,768,768" \
+        --variants "auto;fast 32x32 4x4 k32 db kg4;fast 32x32 4x4 k64 db kg4;fast 32x32 4x4 k64 db kg8;fast 16x32 4x4 k64 db kg8;fast 16x32 4x4 k32 db kg4;fast 32x32 4x4 k32 db kg2;fast 32x32 4x4 k128 kg8;fast 16x32 4x4 k128 kg8" \
+        --json "$OUT/small2.json" ;;
+    rowops-probe)  # BERT batch 32's non-GEMM kernels beside torch's, wgpu-native
+      step rowops-probe 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_rowops_probe.py ;;
+    profile)  # where BERT-base (batch 1, 32) spends device time, pyrite wgpu-native beside torch's kernels
+      step profile 150 env PYRITE_BACKEND=wgpu python3 scripts/profile_models.py "$(mktemp -d)"
+      step torch-profile 90 python3 scripts/torch_bert_profile.py ;;
+    latency-probe)  # the pieces of a small round trip and of a sum's read (issue 9), wgpu-native
+      step latency-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/latency_probe.py
+      step dispatch-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/dispatch_probe.py --sum ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done

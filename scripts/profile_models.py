@@ -1,5 +1,5 @@
-"""pr.profiler on the bench's models: where the BERT-base forward (batch 1 x 128, 12 layers,
-no_grad) and the small GPT's training step spend device time, by op and by kernel family.
+"""pr.profiler on the bench's models: where the BERT-base forward (batch 1 and 32 x 128, 12
+layers, no_grad) and the small GPT's training step spend device time, by op and by kernel family.
 `PYRITE_BACKEND=wgpu|dawn python scripts/profile_models.py [OUT_DIR]` (writes a Chrome trace and
 a PNG timeline of each there)."""
 
@@ -18,15 +18,18 @@ print(f"{dev.name} ({dev.impl})")
 rng = np.random.default_rng(0)
 model = bert(pr, layers=12)
 x = pr.tensor(rng.standard_normal((1, 128, 768)).astype(np.float32))
+x32 = pr.tensor(rng.standard_normal((32, 128, 768)).astype(np.float32))
 step = _gpt(pr, pr.tensor(rng.integers(0, 256, (8, 64))), pr.tensor(rng.integers(0, 256, (8, 64))))
 with pr.no_grad():
     for _ in range(3):
         model(x)
+        model(x32)
 for _ in range(3):
     step()
 pr.synchronize()
-for name, fn in (("bert_b1", lambda: model(x)), ("gpt_step", step)):
-    with pr.no_grad() if name == "bert_b1" else pr.enable_grad():
+runs = (("bert_b1", lambda: model(x)), ("bert_b32", lambda: model(x32)), ("gpt_step", step))
+for name, fn in runs:
+    with pr.no_grad() if name.startswith("bert") else pr.enable_grad():
         with pr.profiler.profile() as prof:
             fn()
     print(
