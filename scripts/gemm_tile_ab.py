@@ -23,6 +23,30 @@ SHAPES = [(4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (4096, 2304, 7
           (4096, 4096, 4096)]  # fmt: skip
 
 
+def _torch_linear_us(M, N, K, dt):
+    """torch CUDA's F.linear at this shape (TF32 off), µs by CUDA events over 50 calls; None
+    without CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    tdt = torch.float16 if dt is pr.float16 else torch.float32
+    x, w, b = (torch.randn(*s, device="cuda", dtype=tdt) for s in ((M, K), (N, K), (N,)))
+    for _ in range(5):
+        torch.nn.functional.linear(x, w, b)
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    s.record()
+    for _ in range(50):
+        torch.nn.functional.linear(x, w, b)
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) * 1e3 / 50
+
+
 def parse_tile(name):
     """("fast", tile) from a name "fast BMxBN TMxTN kBK [db] [kgG]" (gemm_variants' spelling), so
     --variants can name tiles the bench's list does not hold."""
@@ -72,8 +96,11 @@ def main():
             finally:
                 mmod.FORCE = None
             row[name] = us
+        tus = _torch_linear_us(M, N, K, dt)
+        if tus is not None:
+            row["torch-cuda"] = tus
         rows.append(row)
-        best = min((v, k) for k, v in row.items() if k != "shape")
+        best = min((v, k) for k, v in row.items() if k not in ("shape", "torch-cuda"))
         auto = row.get("auto", best[0])
         tf = 2 * M * N * K / (auto * 1e-6) / 1e12
         print(f"{M}x{K} . {N}x{K}T: auto {auto:.1f} us ({tf:.1f} TFLOP/s), "

@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -100,6 +100,10 @@ for s in $steps; do
         --shapes "128,768,768;128,2304,768;128,3072,768;128,768,3072;512,768,768" \
         --variants "auto;fast 32x32 4x4 k32 db kg4;fast 32x32 4x4 k64 db kg4;fast 32x32 4x4 k64 db kg8;fast 16x32 4x4 k64 db kg8;fast 16x32 4x4 k32 db kg4;fast 32x32 4x4 k32 db kg2;fast 32x32 4x4 k128 kg8;fast 16x32 4x4 k128 kg8" \
         --json "$OUT/small2.json" ;;
+    tiles-bert)  # the big tiles at BERT-base batch 32's linears beside torch's F.linear, wgpu-native
+      step tiles-bert 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
+        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 8x8 k16 db;fast 128x96 8x12 k16 db;fast 128x96 8x12 k16;fast 64x64 8x8 k16 db;fast 128x64 8x8 k16 db;fast 128x64 16x8 k16 db;fast 128x256 8x16 k8 db;fast 64x128 8x8 k16 db" \
+        --json "$OUT/tiles-bert.json" ;;
     rowops-probe)  # BERT batch 32's non-GEMM kernels beside torch's, wgpu-native
       step rowops-probe 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_rowops_probe.py ;;
     profile)  # where BERT-base (batch 1, 32) spends device time, pyrite wgpu-native beside torch's kernels
