@@ -161,15 +161,34 @@ def set_default_tensor_type(t):
 
 
 def reset_peak_memory_stats(device=None):
-    """Start the peak of `max_memory_allocated` again from the bytes live now."""
+    """Start the peaks of `max_memory_allocated` and `max_memory_reserved` again from the
+    bytes live and reserved now."""
     pool = _backend.current().pool
     pool.peak_live_bytes = pool.live_bytes
+    pool.peak_reserved_bytes = memory_reserved()
 
 
 def memory_reserved(device=None) -> int:
     """Bytes held from the driver: live tensors' and pooled buffers' (torch's reserved)."""
     pool = _backend.current().pool
     return pool.live_bytes + pool.pooled_bytes + pool.recent_bytes
+
+
+def max_memory_reserved(device=None) -> int:
+    """The most bytes `memory_reserved` has counted at once (since the start, or the last
+    `reset_peak_memory_stats`)."""
+    _one_device(device)
+    return max(_backend.current().pool.peak_reserved_bytes, memory_reserved())
+
+
+def mem_get_info(device=None) -> tuple:
+    """(free, total) bytes, as torch.cuda.mem_get_info. WebGPU reports no memory figures:
+    total is the device's `total_memory` (Dawn's memory heaps, the host's memory for a CPU
+    adapter, else the adapter's maxBufferSize: backend/device.py), and free is total less what
+    this process's buffer pool holds (`memory_reserved`); other processes' use is not seen."""
+    _one_device(device)
+    total = _backend.current().total_memory
+    return max(total - memory_reserved(), 0), total
 
 
 def _one_device(device) -> int:
@@ -435,8 +454,14 @@ class cuda:
     memory_allocated = staticmethod(memory_allocated)
     max_memory_allocated = staticmethod(max_memory_allocated)
     memory_reserved = staticmethod(memory_reserved)
+    max_memory_reserved = staticmethod(max_memory_reserved)
+    mem_get_info = staticmethod(mem_get_info)
     reset_peak_memory_stats = staticmethod(reset_peak_memory_stats)
     reset_max_memory_allocated = staticmethod(reset_peak_memory_stats)
+    # torch's deprecated names for the reserved counters
+    memory_cached = staticmethod(memory_reserved)
+    max_memory_cached = staticmethod(max_memory_reserved)
+    reset_max_memory_cached = staticmethod(reset_peak_memory_stats)
 
 
 class accelerator:

@@ -233,3 +233,61 @@ def test_put_values_and_index_fill_casts(rng):
         x.scatter_(0, L.tensor([[4, 2]]), 1.5)
         out.append(_np(x))
     np.testing.assert_allclose(out[1], out[0], rtol=1e-6, atol=1e-6)
+
+
+# ---- untyped_storage and the memory queries --------------------------------------------------
+@pytest.mark.parametrize("dt", ["float32", "bfloat16", "float16", "int8", "int16", "int32", "bool"])
+def test_untyped_storage_matches_torch(dt, rng):
+    """nbytes()/size()/len() as torch counts them (a view reports its base's storage), one
+    data_ptr() for every view of a tensor (the base's data_ptr()), another for a copy, and the
+    bytes in torch's layout."""
+    n, m = 7, int(rng.integers(2, 6))
+    vals = rng.integers(-3, 4, (n, m)).astype(np.float32)
+    got = {}
+    for L in (torch, pr):
+        if dt == "float16" and L is pr and not pr.backend.current().has_f16:
+            pytest.skip("float16 storage needs shader-f16")
+        x = L.tensor(vals)
+        x = x > 0 if dt == "bool" else x.to(getattr(L, dt))
+        s = x.untyped_storage()
+        views = [x[1:], x.t(), x[2:5, 1:], x.reshape(-1)[3:], x.unsqueeze(0).expand(3, n, m), x[-1]]
+        same = [v.untyped_storage().data_ptr() == s.data_ptr() for v in views]
+        sizes = {s.nbytes(), s.size(), len(s), *(v.untyped_storage().nbytes() for v in views)}
+        got[L] = (
+            sizes,
+            same,
+            s.data_ptr() == x.data_ptr(),
+            x.clone().untyped_storage().data_ptr() == s.data_ptr(),
+            s.element_size(),
+            s.tolist(),
+            s == x[1:].untyped_storage(),
+            L.zeros(0).untyped_storage().nbytes(),
+        )
+    assert got[pr] == got[torch]
+    assert got[pr][0] == {n * m * pr.tensor([], dtype=getattr(pr, dt)).element_size()}
+
+
+def test_memory_reserved_peak_and_mem_get_info(rng):
+    """max_memory_reserved is the peak of memory_reserved (reset by reset_peak_memory_stats);
+    mem_get_info is (total - reserved, total) with total the device properties' figure."""
+    props = pr.cuda.get_device_properties(0)  # (its first call may probe the device)
+    pr.cuda.empty_cache()
+    pr.cuda.reset_peak_memory_stats()
+    base = pr.cuda.memory_reserved()
+    assert pr.cuda.max_memory_reserved() == base >= pr.cuda.memory_allocated()
+    n = 1_000_003 + int(rng.integers(0, 1000))  # a size class the pool holds no buffer of
+    x = pr.empty(n)
+    peak = pr.cuda.max_memory_reserved()
+    assert peak >= base + 4 * n and peak == pr.cuda.memory_reserved()
+    free, total = pr.cuda.mem_get_info()
+    assert free == max(total - pr.cuda.memory_reserved(), 0)
+    assert isinstance(free, int) and isinstance(total, int)
+    assert total == props.total_memory > 0
+    del x
+    pr.cuda.empty_cache()
+    assert pr.cuda.memory_reserved() < peak == pr.cuda.max_memory_reserved()
+    assert pr.cuda.max_memory_cached() == peak  # torch's older name
+    pr.cuda.reset_peak_memory_stats()
+    assert pr.cuda.max_memory_reserved() == pr.cuda.memory_reserved()
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        pr.cuda.mem_get_info(1)

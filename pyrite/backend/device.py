@@ -752,7 +752,38 @@ class Device:
             "limits": dict(self.limits),
             "loop_budget": self.loop_budget,
             "flushes_subnormals": self.flushes_subnormals,
+            "total_memory": self.total_memory,
+            "total_memory_source": self._memory_source,
         }
+
+    @property
+    def total_memory(self) -> int:
+        """The adapter's memory in bytes, as far as WebGPU lets pyrite know (it has no query for
+        it): Dawn's memory heaps where the adapter reports them (the device-local ones), the
+        host's physical memory for a CPU adapter (lavapipe's buffers are host memory), else
+        maxBufferSize, the largest one buffer may be (a lower bound). `_memory_source` names
+        which."""
+        if getattr(self, "_total_memory", None) is None:
+            self._total_memory, self._memory_source = self._find_total_memory()
+        return self._total_memory
+
+    def _find_total_memory(self):
+        if self.impl == "dawn" and "adapter-properties-memory-heaps" in self.adapter.features:
+            try:
+                from wgpudawn.backends.dawn import extras
+
+                heaps = extras.get_adapter_properties(self.adapter).get("memory_heaps", [])
+                local = sum(h["size"] for h in heaps if "device-local" in h["properties"])
+                if local > 0:
+                    return int(local), "memory heaps"
+            except Exception:  # noqa: BLE001 - an older wgpudawn, or Dawn refusing the query
+                pass
+        if self.adapter_type == "CPU":
+            try:
+                return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "host memory"
+            except (ValueError, OSError, AttributeError):
+                pass
+        return int(self.limits["max-buffer-size"]), "max-buffer-size"
 
 
 def debug_level() -> int:

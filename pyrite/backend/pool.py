@@ -31,11 +31,15 @@ class Storage:
     """One device buffer (or a region of one) owned by tensors; returns to the pool when freed."""
 
     # version: bumped by every in-place write (autograd's check that saved tensors are unchanged)
-    __slots__ = ("__weakref__", "buffer", "nbytes", "pool", "version")
+    # logical_nbytes: the bytes torch would give the elements it was made for (n × itemsize:
+    # no rounding to words, 1 an int8 element; ops/core.py sets it), else nbytes
+    # (Tensor.untyped_storage().nbytes())
+    __slots__ = ("__weakref__", "buffer", "logical_nbytes", "nbytes", "pool", "version")
 
     def __init__(self, buffer, nbytes, pool):
         self.buffer = buffer
         self.nbytes = nbytes
+        self.logical_nbytes = nbytes
         self.pool = pool
         self.version = 0
 
@@ -83,6 +87,9 @@ class BufferPool:
         self.live_bytes = 0
         self.pooled_bytes = 0
         self.peak_live_bytes = 0
+        # the most bytes held from the driver at once (live + pooled + recent, as
+        # runtime.memory_reserved counts them): torch.cuda.max_memory_reserved
+        self.peak_reserved_bytes = 0
         self.allocations = 0  # buffers created on the device, ever
         self.on_trim = None  # the device forgets bind groups naming buffers about to go
         # Value bounds of integer buffers known without a readback, id(buffer) -> (lo, hi,
@@ -132,6 +139,9 @@ class BufferPool:
                 buffer = self._create(size)
         self.live_bytes += size
         self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
+        reserved = self.live_bytes + self.pooled_bytes + self.recent_bytes
+        if reserved > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = reserved
         return Storage(buffer, nbytes, self)
 
     def _create(self, size):

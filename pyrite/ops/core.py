@@ -81,6 +81,7 @@ def empty(shape, dtype) -> Tensor:
     if dtype is D.float16:
         backend.require_f16(dev)
     storage = dev.pool.allocate(_storage_nbytes(n, dtype))
+    storage.logical_nbytes = n * dtype.itemsize
     t = Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
     if POISON and n:
         _poison(t)
@@ -103,6 +104,7 @@ def upload(host, dtype, shape=None) -> Tensor:
     if dtype is D.float16:
         backend.require_f16(dev)
     storage = dev.upload_new(host.reshape(-1).view(np.uint8) if host.size else b"")
+    storage.logical_nbytes = math.prod(shape) * dtype.itemsize
     t = Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
     if dtype.kind == "i" and host.size and host.dtype == np.int32:
         note_bounds(t, int(host.min()), int(host.max()), exact=True)
@@ -164,6 +166,7 @@ def upload_chunks(chunks, dtype, n: int) -> Tensor:
     if dtype is D.float16:
         backend.require_f16(dev)
     storage = dev.pool.allocate(_storage_nbytes(n, dtype), upload=True)
+    storage.logical_nbytes = n * dtype.itemsize
     at = 0
     for chunk in chunks:
         raw = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8)

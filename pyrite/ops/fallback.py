@@ -312,6 +312,11 @@ def install(modules, tensor_cls=Tensor):
                 setattr(mod, name, wrapped(fn, name))
         for meth, fn in getattr(mod, "METHODS", {}).items():
             # only where this module's method is the one installed (a later module may have
-            # replaced it)
-            if isinstance(fn, types.FunctionType) and tensor_cls.__dict__.get(meth) is fn:
+            # replaced it), and not a plain one (autograd.plain: x.data_ptr() of a bf16 x must
+            # see x, not a widened copy)
+            if (
+                isinstance(fn, types.FunctionType)
+                and not getattr(fn, "_pyrite_plain", False)
+                and tensor_cls.__dict__.get(meth) is fn
+            ):
                 setattr(tensor_cls, meth, wrapped(fn, meth))

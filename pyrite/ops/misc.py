@@ -383,8 +383,12 @@ def set_flush_denormal(mode) -> bool:
 
 def _data_ptr(self) -> int:
     """A number identifying where this view's first element lives (storage identity plus byte
-    offset), so x.data_ptr() == y.data_ptr() compares as in PyTorch."""
+    offset), so x.data_ptr() == y.data_ptr() compares as in PyTorch (untyped_storage().data_ptr()
+    is the first term: ops/tensor_attrs.py)."""
     return (id(self._storage) << 32) + self._offset * self.dtype.itemsize
+
+
+_data_ptr._pyrite_plain = True  # (autograd.plain: the bf16 fallback must not widen self first)
 
 
 FUNCS = {

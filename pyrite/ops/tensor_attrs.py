@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as D
 from ..tensor import Tensor
 
 _FALSE_FLAGS = (
@@ -76,6 +77,70 @@ def map_(self, tensor, callable):
     return _write_back(self, out.reshape(a.shape))
 
 
+class UntypedStorage:
+    """What `Tensor.untyped_storage()` returns (torch.UntypedStorage, the bytes under a tensor
+    and all its views), for what scripts ask of it: `nbytes()` / `size()` / `len()` (the
+    bytes of the elements the storage was made for, as torch counts them: a view reports its
+    base's), `data_ptr()` (equal for every view of one tensor, and equal to the base's
+    `data_ptr()`: the storage's identity, not an address), `element_size()` (1), `device`,
+    `tolist()` (its bytes, read back) and `==` between two of them. It cannot be resized or
+    shared; views and tensors are made from tensors, not from it."""
+
+    __slots__ = ("_storage", "_dtype")
+
+    def __init__(self, storage, dtype):
+        self._storage = storage
+        self._dtype = dtype
+
+    def nbytes(self) -> int:
+        return self._storage.logical_nbytes
+
+    def size(self) -> int:
+        return self._storage.logical_nbytes
+
+    __len__ = size
+
+    def element_size(self) -> int:
+        return 1
+
+    def data_ptr(self) -> int:
+        return id(self._storage) << 32  # Tensor.data_ptr()'s storage term (ops/misc.py)
+
+    @property
+    def device(self):
+        from ..tensor import _DEVICE
+
+        return _DEVICE
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def tolist(self) -> list:
+        """The storage's bytes as torch lays them out (little-endian elements of the dtype it
+        was made with), read back from the device."""
+        n = self.nbytes() // self._dtype.itemsize
+        flat = Tensor._make(self._storage, (n,), (1,), 0, self._dtype)
+        if self._dtype.numpy_dtype is None:  # bfloat16: its bit patterns
+            flat = flat.view(D.int16)
+        return flat.numpy().view(np.uint8).tolist()
+
+    def __eq__(self, other):
+        return isinstance(other, UntypedStorage) and other._storage is self._storage
+
+    def __hash__(self):
+        return id(self._storage)
+
+    def __repr__(self):
+        return f"pyrite.UntypedStorage(device={self.device}) of size {self.nbytes()}"
+
+
+def untyped_storage(self) -> UntypedStorage:
+    return UntypedStorage(self._storage, self.dtype)
+
+
+untyped_storage._pyrite_plain = True  # (autograd.plain: a bf16 self is not widened first)
+
 __all__: list = []
 METHODS = {
     **{
@@ -88,4 +153,5 @@ METHODS = {
     "name": property(lambda self: None),
     "apply_": apply_,
     "map_": map_,
+    "untyped_storage": untyped_storage,
 }
