@@ -291,3 +291,129 @@ def test_memory_reserved_peak_and_mem_get_info(rng):
     assert pr.cuda.max_memory_reserved() == pr.cuda.memory_reserved()
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         pr.cuda.mem_get_info(1)
+
+
+# ---- optim.Muon ------------------------------------------------------------------------------
+_MUON_CASES = [
+    ((7, 13), {}),
+    ((13, 7), {"nesterov": False, "momentum": 0.9}),
+    ((31, 17), {"adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.01, "lr": 0.02}),
+    ((1, 9), {"adjust_lr_fn": "original"}),
+    ((64, 97), {"lr": 0.05, "ns_steps": 3, "eps": 1e-5}),
+    ((5, 5), {"ns_coefficients": (2.0, -1.5, 0.5), "weight_decay": 0.0}),
+]
+
+
+@pytest.mark.parametrize("shape,kw", _MUON_CASES, ids=lambda c: str(c))
+def test_muon_steps_match_torch(shape, kw, rng):
+    """Each step from the same parameter and momentum buffer as torch's (pyrite's state is
+    reset to torch's before it, so differences do not compound): the buffer is an f32 lerp
+    (within a few f32 ulps), and the step is torch's bfloat16 Newton-Schulz update O scaled by
+    the adjusted lr. O is computed in bf16 by both, with f32 accumulation in a different order,
+    so a product may round to the neighbouring bf16 value (2^-8 relative) and that flip passes
+    through the remaining iterations X <- aX + ...: the step may differ by a few bf16 ulps of
+    max|O| (4 · 2^-8 · max|O| · adjusted lr) plus f32 rounding of the parameter."""
+    w0 = rng.standard_normal(shape).astype(np.float32)
+    tp = torch.nn.Parameter(torch.tensor(w0))
+    pp = pr.nn.Parameter(pr.tensor(w0))
+    topt, popt = torch.optim.Muon([tp], **kw), pr.optim.Muon([pp], **kw)
+    lr, wd = popt.param_groups[0]["lr"], popt.param_groups[0]["weight_decay"]
+    A, B = shape
+    adj = {None: max(1, A / B) ** 0.5, "original": max(1, A / B) ** 0.5}.get(
+        kw.get("adjust_lr_fn"), 0.2 * max(A, B) ** 0.5
+    )
+    for step in range(4):
+        g = (rng.standard_normal(shape) * rng.uniform(0.1, 10)).astype(np.float32)
+        tp.grad, pp.grad = torch.tensor(g), pr.tensor(g)
+        before = tp.detach().clone()
+        topt.step()
+        popt.step()
+        want_buf = topt.state[tp]["momentum_buffer"]
+        np.testing.assert_allclose(
+            _np(popt.state[pp]["momentum_buffer"]), _np(want_buf), rtol=4e-7, atol=4e-7
+        )
+        o = (before * (1 - lr * wd) - tp.detach()) / (lr * adj)  # torch's update, recovered
+        tol = 4 * 2.0**-8 * float(o.abs().max()) * lr * adj + 4e-7 * float(before.abs().max())
+        np.testing.assert_allclose(_np(pp), _np(tp), rtol=0, atol=tol)
+        with pr.no_grad():  # the next step starts from torch's state
+            pp.copy_(pr.tensor(_np(tp)))
+            popt.state[pp]["momentum_buffer"].copy_(pr.tensor(_np(want_buf)))
+
+
+def test_muon_state_dict_round_trip(rng):
+    """torch's state dict (groups and momentum buffers) loads into pyrite's Muon and the next
+    steps follow torch's; pyrite's own state dict has torch's keys and group options."""
+    shapes = [(6, 11), (11, 4)]
+    ws = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    tps = [torch.nn.Parameter(torch.tensor(w)) for w in ws]
+    topt = torch.optim.Muon(
+        [{"params": [tps[0]]}, {"params": [tps[1]], "lr": 0.03, "nesterov": False}], lr=0.01
+    )
+    for _ in range(2):
+        for p in tps:
+            p.grad = torch.randn(p.shape)
+        topt.step()
+    tsd = topt.state_dict()
+    pps = [pr.nn.Parameter(pr.tensor(_np(p))) for p in tps]
+    popt = pr.optim.Muon([{"params": [pps[0]]}, {"params": [pps[1]]}], lr=0.5)
+    popt.load_state_dict(
+        {
+            "state": {k: {n: v.numpy() for n, v in s.items()} for k, s in tsd["state"].items()},
+            "param_groups": tsd["param_groups"],
+        }
+    )
+    psd = popt.state_dict()
+    assert psd["param_groups"] == tsd["param_groups"]
+    assert {k: sorted(s) for k, s in psd["state"].items()} == {
+        k: sorted(s) for k, s in tsd["state"].items()
+    }
+    g = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    for tp, pp, gi in zip(tps, pps, g):
+        tp.grad, pp.grad = torch.tensor(gi), pr.tensor(gi)
+    topt.step()
+    popt.step()
+    for tp, pp, grp in zip(tps, pps, tsd["param_groups"]):
+        A, B = tp.shape
+        bound = 4 * 2.0**-8 * grp["lr"] * max(1, A / B) ** 0.5 + 4e-7 * float(tp.detach().abs().max())
+        np.testing.assert_allclose(_np(pp), _np(tp), rtol=0, atol=bound)
+
+
+def test_muon_errors_match_torch():
+    """Constructor and step errors with torch's types and words (a parameter's size prints
+    as pyrite.Size where torch prints torch.Size)."""
+
+    def same(fn, exc=ValueError):
+        with pytest.raises(exc) as want:
+            fn(torch)
+        with pytest.raises(exc) as got:
+            fn(pr)
+        assert str(got.value) == str(want.value).replace("torch.", "pyrite."), (got, want)
+
+    w = lambda L, *s: L.nn.Parameter(L.ones(*s))  # noqa: E731
+    same(lambda L: L.optim.Muon([w(L, 2, 3)], lr=-0.1))
+    same(lambda L: L.optim.Muon([w(L, 2, 3)], momentum=-1.0))
+    same(lambda L: L.optim.Muon([w(L, 2, 3)], weight_decay=-0.5))
+    same(lambda L: L.optim.Muon([w(L, 2, 3)], adjust_lr_fn="spectral"))
+    same(lambda L: L.optim.Muon([w(L, 2, 3), w(L, 5)]))
+    same(lambda L: L.optim.Muon([w(L, 2, 3, 4)]))
+    same(lambda L: L.optim.Muon([]))
+
+    def stepping(L, **kw):
+        p = w(L, 3, 4)
+        opt = L.optim.Muon([p], **kw)
+        p.grad = L.ones(3, 4)
+        opt.step()
+
+    same(lambda L: stepping(L, ns_steps=100))
+    same(lambda L: stepping(L, ns_coefficients=(1.0, 2.0)))
+
+    def added_later(L):  # add_param_group is not checked: the step refuses the 1-D gradient
+        opt = L.optim.Muon([w(L, 3, 4)])
+        b = w(L, 4)
+        opt.add_param_group({"params": [b]})
+        b.grad = L.ones(4)
+        opt.step()
+
+    same(added_later)
+    with pytest.raises(TypeError, match="Tensor learning rate"):  # README: a difference
+        pr.optim.Muon([w(pr, 2, 2)], lr=pr.tensor(0.1))

@@ -40,3 +40,8 @@ from .adafactor import Adafactor  # noqa: E402
 from .sparse_adam import SparseAdam  # noqa: E402
 
 __all__ += ["Adafactor", "SparseAdam"]
+
+# ---- Muon (torch 2.9's torch.optim.Muon) ------------------------------------------------------
+from .muon import Muon  # noqa: E402
+
+__all__ += ["Muon"]
