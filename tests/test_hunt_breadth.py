@@ -374,7 +374,9 @@ def test_muon_state_dict_round_trip(rng):
     popt.step()
     for tp, pp, grp in zip(tps, pps, tsd["param_groups"]):
         A, B = tp.shape
-        bound = 4 * 2.0**-8 * grp["lr"] * max(1, A / B) ** 0.5 + 4e-7 * float(tp.detach().abs().max())
+        bound = 4 * 2.0**-8 * grp["lr"] * max(1, A / B) ** 0.5 + 4e-7 * float(
+            tp.detach().abs().max()
+        )
         np.testing.assert_allclose(_np(pp), _np(tp), rtol=0, atol=bound)
 
 
@@ -417,3 +419,59 @@ def test_muon_errors_match_torch():
     same(added_later)
     with pytest.raises(TypeError, match="Tensor learning rate"):  # README: a difference
         pr.optim.Muon([w(pr, 2, 2)], lr=pr.tensor(0.1))
+
+
+# ---- torch._foreach_powsum -------------------------------------------------------------------
+@pytest.mark.parametrize("ord", [0, 1, 2, 3, 2.5, 0.5, -1.5, float("inf"), float("-inf")])
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+def test_foreach_powsum_matches_torch(ord, dt, rng):
+    """Σ|t|^ord per tensor. f32: a sum of n positive terms is within n·2^-24 of its value,
+    and each power within ~(1 + |ord|)·2^-24·8 (pow through log2/exp2 of values below 8);
+    bf16: both round that f32 value to bf16 once, so they may differ by one bf16 ulp."""
+    shapes = [(1,), (7, 3), (2, 5, 11), (129,)]
+    vals = [rng.uniform(-4, 4, s).astype(np.float32) for s in shapes]
+    if ord < 0:  # keep 0^-p (inf) for its own case below
+        vals = [np.where(np.abs(v) < 0.25, 0.5, v) for v in vals]
+    vals[1][0, 0] = 0.0 if ord >= 0 else vals[1][0, 0]
+    got = {}
+    for L in (torch, pr):
+        ts = [L.tensor(v).to(getattr(L, dt)) for v in vals]
+        got[L] = [_np(s) for s in L._foreach_powsum(ts, ord)]
+        got[L, "dtype"] = [str(s.dtype).split(".")[-1] for s in L._foreach_powsum(ts, ord)]
+        got[L, "f32"] = [_np(s) for s in L._foreach_powsum(ts, ord, dtype=L.float32)]
+    assert got[pr, "dtype"] == got[torch, "dtype"] == [dt] * len(shapes)
+    for v, a, b, c, d in zip(vals, got[pr], got[torch], got[pr, "f32"], got[torch, "f32"]):
+        n = v.size
+        rtol = (n + 8 * (1 + abs(ord) if np.isfinite(ord) else 1)) * 2.0**-24
+        if dt == "bfloat16":
+            rtol = 2.0**-8
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=0)
+        np.testing.assert_allclose(c, d, rtol=max(rtol if dt == "float32" else 0, 1e-6))
+
+
+def test_foreach_powsum_edges():
+    """0^0 = 1, 0^-p = inf, inf/NaN as pow gives them; an empty list, a non-number ord and an
+    integer tensor are refused (the last: TypeError here, torch's NotImplementedError, as
+    README's dtype refusals)."""
+    special = [0.0, 1.0, 0.5, -2.0, float("nan"), float("inf")]
+    for ord in (0, 1, 2, -1, float("inf"), 0.5):
+        for part in (special[:4], special[:5], [0.0, 1.0, float("inf")]):
+            want = torch._foreach_powsum([torch.tensor(part)], ord)[0].item()
+            have = pr._foreach_powsum([pr.tensor(part)], ord)[0].item()
+            assert have == want or (np.isnan(have) and np.isnan(want)), (ord, part, have, want)
+    _raises_both(
+        lambda L: L._foreach_powsum([], 2),
+        RuntimeError,
+        RuntimeError,
+        "Tensor list must have at least one tensor.",
+    )
+    _raises_both(
+        lambda L: L._foreach_powsum([L.ones(2)], "fro"),
+        TypeError,
+        TypeError,
+        "argument 'ord' (position 2) must be Number, not str",
+    )
+    with pytest.raises(NotImplementedError):
+        torch._foreach_powsum([torch.arange(3)], 2)
+    with pytest.raises(TypeError, match="_foreach_powsum: not implemented for pyrite.int32"):
+        pr._foreach_powsum([pr.arange(3)], 2)

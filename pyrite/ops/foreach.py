@@ -161,6 +161,25 @@ def _foreach_norm(self, ord=2, dtype=None):
     return tuple(vector_norm(t, ord, dtype=dtype) for t in _list(self, "norm"))
 
 
+def _foreach_powsum(self, ord=2, dtype=None):
+    """(Σ|t|^ord for t in self), as torch._foreach_powsum (torch >= 2.12; clip_grad_norm_'s
+    foreach path sums these before one root): 0^0 is 1 and inf/NaN follow pow, as torch's.
+    `dtype` is the result's dtype (powers and sum run in float32 either way, rounded once);
+    integer tensors are refused."""
+    if not isinstance(ord, numbers.Number):
+        raise TypeError(
+            f"pyrite: _foreach_powsum(): argument 'ord' (position 2) must be Number, not "
+            f"{type(ord).__name__}"
+        )
+    out = []
+    for t in _list(self, "powsum"):
+        if not t.is_floating_point():
+            raise TypeError(f"pyrite: _foreach_powsum: not implemented for {t.dtype!r}")
+        s = (t.float().abs() ** ord).sum()  # |t|^ord and the sum in f32 (torch's opmath)
+        out.append(s.to(dtype if dtype is not None else t.dtype))
+    return tuple(out)
+
+
 def _foreach_max(self):
     """(t.max() for t in self), as torch._foreach_max."""
     return tuple(t.max() for t in _list(self, "max"))
@@ -191,6 +210,7 @@ def _foreach_mm(self, mat2):
 _table = {
     "_foreach_norm": _foreach_norm,
     "_foreach_max": _foreach_max,
+    "_foreach_powsum": _foreach_powsum,
     "_foreach_clone": _foreach_clone,
     "_foreach_zero_": _foreach_zero_,
     "_foreach_copy_": _foreach_copy_,
