@@ -242,6 +242,25 @@ def test_gelu_tail_is_relatively_accurate():
     assert_close(got, want, 0.0, 1e-4, "gelu tail")
 
 
+def test_gelu_and_its_gradient_hold_over_a_dense_sweep():
+    """gelu's branch-free normal CDF (kernels/common.py p_gelu_cdf) on 400,001 points of
+    [-14, 14] plus random ones against float64 (2^-21 abs + 8 ULP, the row tests' bound), and the
+    fused gradient x0·(Φ(x) + x·φ(x)) through autograd."""
+    rng = np.random.default_rng()
+    x = np.concatenate([np.linspace(-14, 14, 400_001), rng.standard_normal(9_973) * 4])
+    x = x.astype(np.float32)
+    xd = x.astype(np.float64)
+    cdf = np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in xd])
+    got = pr.gelu(pr.tensor(x)).numpy().astype(np.float64)
+    assert_close(got, xd * cdf, 2.0**-21, 8 * ULP, "gelu dense")
+    g = rng.standard_normal(x.size).astype(np.float32)
+    t = pr.tensor(x, requires_grad=True)
+    pr.gelu(t).backward(pr.tensor(g))
+    want = g * (cdf + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi))
+    # the derivative's φ term through WGSL's exp (3 + 2|x²/2| ULP where it matters, |x| < 6)
+    assert_close(t.grad.numpy().astype(np.float64), want, 2.0**-20, 64 * ULP, "gelu grad")
+
+
 # ---- binary --------------------------------------------------------------------------------
 BIN_SHAPES = [
     ((1,), (1,)),
