@@ -371,10 +371,14 @@ class Device:
 
     def _dispatch(self, src, buffers, info, grid):
         tape = self._tape
+        bounds = self.pool.bounds
         if tape is not None and tape.refresh(src, buffers, info, grid):
+            if bounds:  # (a rerun's kernel writes as the recorded one will: forget the same)
+                for i, m in enumerate(src.modes):
+                    if m == "w":
+                        bounds.pop(id(buffers[i]), None)
             return
         pipeline, modes, writable = self._pipelines.get(src.wgsl) or self.pipeline(src)
-        bounds = self.pool.bounds
         if bounds:  # what this kernel may write is no longer known to be in bounds
             for i in writable:
                 bounds.pop(id(buffers[i]), None)
@@ -496,6 +500,7 @@ class Device:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4 bytes) in order."""
         with self._lock:
             self._check_owned((src_buffer, dst_buffer))
+            self.pool.bounds.pop(id(dst_buffer), None)  # (a rerun's copy too: _copy does not run)
             tape = self._tape
             if tape is not None:
                 if not tape.recording:
@@ -555,6 +560,7 @@ class Device:
         if n:
             with self._lock:
                 self._check_owned((storage.buffer,))
+                self.pool.bounds.pop(id(storage.buffer), None)  # (a rerun's upload too)
                 tape = self._tape
                 if tape is not None:
                     if not tape.recording:
@@ -562,7 +568,6 @@ class Device:
                             return
                     else:
                         tape.upload(storage.buffer, byte_offset, mv)
-                self.pool.bounds.pop(id(storage.buffer), None)
                 self._busy = True
                 self._io.write(storage.buffer, byte_offset, mv)
 

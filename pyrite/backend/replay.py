@@ -143,6 +143,10 @@ class Tape:
         # buffers another tape owns that this one reads (a compiled module's backward reads
         # its forward's saved tensors): neither pinned nor watched here, the owner holds them
         self.borrowed: dict[int, object] = {}
+        # integer value ranges while it records (ops/ranges.py): id(buffer) -> (the pool's bounds
+        # entry, its expression), and the ranges index checks that passed needed; opaque here
+        self.ranges: dict[int, tuple] = {}
+        self.range_needs: dict = {}
         self._region = None
         self._next_dynamic = None
         self._next_scalars = None

@@ -54,8 +54,9 @@ import warnings
 
 from .. import autograd, backend
 from ..backend.replay import Graph, GraphBreak, Rerun, Tape
+from ..ops.ranges import note_leaf
 from ..tensor import Tensor
-from . import _state
+from . import _ranges, _state
 from ._guards import Watch, byte_span, flatten, found_in, reach, unflatten
 from .fusion import optimize
 
@@ -163,10 +164,9 @@ class _Variant:
         self.build_s = 0.0
         self.kernels_traced = 0  # dispatches the trace ran, before fusion and dead-code removal
         self.fused = 0
-        # (argument number, lo, hi): integer arguments whose values the trace knew to lie in
-        # [lo, hi] without reading them (so index checks passed without a readback); a replay
-        # needs the new argument's known range inside that one
-        self.bounds = []
+        # the integer ranges the trace's index checks needed and what its replays leave
+        # (compile/_ranges.py): a guard, and the ranges a replay's outputs get
+        self.ranges = None
         # "replay": calls replay the graph; "rerun": calls run the Python over it (graph breaks,
         # or a Python number that changes: Rerun)
         self.mode = "replay"
@@ -176,11 +176,11 @@ class _Variant:
         self.divergences = 0
         self.diverged = None  # why the last rerun that diverged did
 
-    def matches(self, leaves):
+    def matches(self, call):
         return (
-            bounds_hold(self.bounds, leaves)
-            and tuple(w.state() for w in self.watches) == self.snapshot
+            tuple(w.state() for w in self.watches) == self.snapshot
             and all(_grad_buffer(r()) == b for r, b in self.grads_in)
+            and (self.ranges is None or self.ranges.holds(call))
         )
 
 
@@ -240,6 +240,7 @@ class CompiledFunction:
         leaves, key = [], [autograd.is_grad_enabled(), id(backend.current())]
         spec = flatten((args, kwargs), leaves, key)
         key = tuple(key)
+        call = _ranges.Call(leaves)
         variants = self._variants.get(key)
         if variants:
             for v in list(variants):
@@ -247,19 +248,19 @@ class CompiledFunction:
                 if g is not None and g.tape.stale:
                     variants.remove(v)
                     g.close()
-                elif v.matches(leaves):
+                elif v.matches(call):
                     if g is None:
                         self.eager_calls += 1
                         return self.fn(*args, **kwargs)
                     if v.mode == "rerun":
-                        return self._rerun(v, key, spec, leaves)
-                    return self._replay(v, leaves)
+                        return self._rerun(v, key, spec, call)
+                    return self._replay(v, call)
         dkey = _number_free(key)
         if dkey != key:  # a new Python number: rerun a recording made for another one
             for v in self._numbers.get(dkey, ()):
                 g = v.graph
-                if g is not None and not g.tape.stale and not v.fixed and v.matches(leaves):
-                    return self._rerun(v, key, spec, leaves)
+                if g is not None and not g.tape.stale and not v.fixed and v.matches(call):
+                    return self._rerun(v, key, spec, call)
         if sum(len(vs) for vs in self._variants.values()) >= CACHE_LIMIT:
             self._warn_once(
                 "limit",
@@ -281,7 +282,7 @@ class CompiledFunction:
         grads_in = _grad_buffers(watches)
         tape = Tape(dev, fullgraph=self.fullgraph, segmented=True)
         tape.protect = set(self._protect.get(_number_free(key), ()))
-        slots, v.bounds = _slots(dev, tape, leaves)
+        slots = _slots(tape, leaves)
         trace = _Trace(tape)
         hooks, seen = self._capture_hooks()
         _state.active = trace
@@ -313,11 +314,17 @@ class CompiledFunction:
                     ("own", Tensor._make(t._storage, t._shape, t._strides, t._offset, t.dtype))
                 )
                 results.append(_copy_out(dev, t))
+                _ranges.carry(t, results[-1])
             else:
                 v.outputs.append(("ext", t))
                 results.append(t)
         self._set_captured(v, results)
         writes = tape.writes()
+        # the buffers whose ranges a replay sets: what it writes that the caller sees again
+        finals = [t._storage.buffer for k, t in v.outputs if k == "own"]
+        finals += [s._storage.buffer for s in slots if id(s._storage.buffer) in writes]
+        finals += [b for i, b in tape.external.items() if i in writes]
+        v.ranges = _ranges.Ranges(tape, slots, {id(b): b for b in finals}.values())
         for i, (t, s) in enumerate(zip(leaves, slots)):
             if id(s._storage.buffer) in writes:
                 v.mutated.append((i, s))
@@ -376,14 +383,16 @@ class CompiledFunction:
         self._last = v
         return unflatten(v.out_spec, iter(results))
 
-    def _rerun(self, v, key, spec, leaves):
+    def _rerun(self, v, key, spec, call):
         """Run the function's Python over v's recording (backend/replay.Rerun) with this call's
         arguments; see the module docstring."""
         dev = backend.current()
         g = v.graph
+        leaves = call.leaves
         trying = v.mode != "rerun"  # (a new Python number on a replayed recording)
         saved = (g.info.copy(), dict(g.moved)) if trying else None
         before = _copies_in(leaves, v.slots)
+        v.ranges.enter(call, v.slots)
         rr = Rerun(g, before, self.chunk, uploads=not trying)
         hooks, seen = self._capture_hooks()
         a, kw = unflatten(spec, iter(v.slots))
@@ -410,7 +419,7 @@ class CompiledFunction:
         with dev._lock:
             following = rr.end(v.kept, {id(t._storage.buffer) for t, o in zip(tensors, own) if o})
         after, results = _copies_out(dev, list(zip(tensors, own)))
-        late = []
+        late, copied = [], []
         for i, s in v.mutated:
             t = leaves[i]
             span = byte_span(t)
@@ -418,12 +427,14 @@ class CompiledFunction:
                 late.append((s, t))
             else:
                 after.append((s._storage.buffer, 0, t._storage.buffer, span[0], span[1]))
+                copied.append((i, s))
         if following:
             with dev._lock:
                 rr.submit_last(after)
         else:
             for copy in after:
                 dev.copy(*copy)
+        _settle(call, copied, tensors, own, results)
         for s, t in late:
             _copy_back(s, t)
         for i, _ in v.mutated:
@@ -472,13 +483,16 @@ class CompiledFunction:
             v.graph.close()
             v.graph = None
 
-    def _replay(self, v, leaves):
+    def _replay(self, v, call):
         dev = backend.current()
         g = v.graph
         g.refresh()
+        leaves = call.leaves
         before = _copies_in(leaves, v.slots)
-        after, results = _copies_out(dev, [(t, kind == "own") for kind, t in v.outputs])
-        late = []
+        v.ranges.enter(call, v.slots)
+        outs = [(t, kind == "own") for kind, t in v.outputs]
+        after, results = _copies_out(dev, outs)
+        late, copied = [], []
         for i, s in v.mutated:
             t = leaves[i]
             span = byte_span(t)
@@ -486,7 +500,10 @@ class CompiledFunction:
                 late.append((s, t))
             else:
                 after.append((s._storage.buffer, 0, t._storage.buffer, span[0], span[1]))
+                copied.append((i, s))
         dev.replay(g, before, after, self.chunk)
+        v.ranges.settle(call)  # (no Python ran: the ranges its ops would have noted)
+        _settle(call, copied, [t for t, _ in outs], [o for _, o in outs], results)
         for s, t in late:
             _copy_back(s, t)
         for r, grad in v.grads_out:  # (the Python-side state the trace left: `p.grad`)
@@ -594,13 +611,13 @@ def _number_free(key):
     )
 
 
-def _slots(dev, tape, leaves):
-    """The graph's own buffers for the arguments, filled outside the tape, and the value ranges
-    [(argument number, lo, hi)] known for integer arguments without reading them (an index check
-    that passed on them needs no readback: `bounds_hold` is a guard)."""
+def _slots(tape, leaves):
+    """The graph's own buffers for the arguments, filled outside the tape. An integer argument's
+    range known without reading it becomes its slot's, as a leaf of the trace's range
+    expressions (compile/_ranges.py: what the index checks needed is then a guard)."""
     from ..ops.core import empty
 
-    slots, bounds = [], []
+    slots = []
     for t in leaves:
         s = empty(t._shape, t.dtype)
         with autograd.no_grad():
@@ -608,22 +625,22 @@ def _slots(dev, tape, leaves):
         tape.adopt(s._storage.buffer)
         if t.requires_grad:
             s.requires_grad_(True)
-        hit = dev.pool.bounds.get(id(t._storage.buffer))
-        if hit is not None:
-            dev.pool.bounds[id(s._storage.buffer)] = (hit[0], hit[1], -1)
-            bounds.append((len(slots), hit[0], hit[1]))
+        hit = tape.pool.bounds.get(id(t._storage.buffer))
+        if hit is not None and t.dtype.kind == "i":
+            note_leaf(tape, s, hit[0], hit[1])
         slots.append(s)
-    return slots, bounds
+    return slots
 
 
-def bounds_hold(bounds, leaves) -> bool:
-    """Whether each argument in `bounds` is known to lie in the range the trace knew."""
-    for i, lo, hi in bounds:
-        t = leaves[i]
-        hit = t._storage.pool.bounds.get(id(t._storage.buffer))
-        if hit is None or hit[0] < lo or hit[1] > hi:
-            return False
-    return True
+def _settle(call, copied, tensors, own, results):
+    """After a call: the ranges of what it hands back. Fresh outputs copied from the recording's
+    own buffers, and arguments given their slots' values by a plain copy, take those buffers'
+    ranges (as the recording left them); `copied`: (argument number, slot) of the latter."""
+    for t, o, r in zip(tensors, own, results):
+        if o and t is not None:
+            _ranges.carry(t, r)
+    for i, s in copied:
+        _ranges.carry_into(s, call.leaves[i], call.entry(i))
 
 
 def _copies_in(tensors, slots):

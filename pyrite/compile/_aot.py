@@ -34,7 +34,17 @@ import weakref
 
 from .. import autograd, backend
 from ..backend.replay import Graph, Tape
-from . import _copies_in, _copies_out, _copy_out, _slots, _state, _Trace, bounds_hold, warn_once
+from . import (
+    _copies_in,
+    _copies_out,
+    _copy_out,
+    _ranges,
+    _settle,
+    _slots,
+    _state,
+    _Trace,
+    warn_once,
+)
 from ._guards import Watch, flatten, unflatten
 from .fusion import _buffers, optimize
 
@@ -60,7 +70,7 @@ class _Pair:
         self.ftape = self.btape = None
         self.fgraph = self.bgraph = None
         self.slots = []  # the forward's argument slots
-        self.bounds = []  # (argument number, lo, hi): compile._slots
+        self.ranges = None  # its index checks' needs, what it leaves: compile/_ranges.py
         self.wrt = []  # argument numbers whose tensors require grad
         self.params = []  # weak references to the parameters that require grad
         self.out_spec = None
@@ -118,15 +128,16 @@ class TrainingGraphs:
         key = tuple(key)
         snapshot = self.watch.state(grads=False)
         pairs = self.pairs.setdefault(key, [])
+        call = _ranges.Call(leaves)
         for p in list(pairs):
             if p.stale() or (p.fgraph is None and not p.reasons and not p.busy()):
                 pairs.remove(p)  # (stale, or traced and never backward: trace again)
                 p.close()
-            elif p.snapshot == snapshot and bounds_hold(p.bounds, leaves):
+            elif p.snapshot == snapshot and (p.ranges is None or p.ranges.holds(call)):
                 if p.reasons or p.busy():
                     self.eager_calls += 1
                     return self.mod(*args, **kwargs)
-                return self._replay(p, leaves)
+                return self._replay(p, call)
         if sum(len(ps) for ps in self.pairs.values()) >= CACHE_LIMIT:
             self._warn(
                 "limit",
@@ -143,7 +154,7 @@ class TrainingGraphs:
         self.watch.walk()
         p = _Pair(snapshot)
         tape = Tape(dev, fullgraph=self.fullgraph)
-        p.slots, p.bounds = _slots(dev, tape, leaves)
+        p.slots = _slots(tape, leaves)
         p.wrt = [i for i, t in enumerate(leaves) if t.requires_grad]
         params = [q for q in self.mod.parameters() if q.requires_grad]
         p.params = [weakref.ref(q) for q in params]
@@ -177,9 +188,15 @@ class TrainingGraphs:
             elif own:
                 p.outs.append(("own", autograd._alias(t)))
                 results.append(_copy_out(dev, t))
+                _ranges.carry(t, results[-1])
             else:
                 p.outs.append(("ext", t))
                 results.append(t)
+        writes = tape.writes()
+        finals = [t._storage.buffer for kind, t in p.outs if kind != "ext"]
+        finals += [s._storage.buffer for s in p.slots if id(s._storage.buffer) in writes]
+        finals += [b for i, b in tape.external.items() if i in writes]
+        p.ranges = _ranges.Ranges(tape, p.slots, {id(b): b for b in finals}.values())
         p.inner = inner
         p.inner_wrt = [p.slots[i] for i in p.wrt] + params
         p.build_s = time.perf_counter() - t0
@@ -270,6 +287,7 @@ class TrainingGraphs:
             self._warn_eager(reasons)
             return results
         p.btape = tape
+        p.ranges.add_needs(tape)  # (checked as the forward is called: the backward follows it)
         # the forward keeps what the caller and the backward read after a replay
         ftape = p.ftape
         keep = {id(s._storage.buffer) for s in p.slots}
@@ -287,14 +305,19 @@ class TrainingGraphs:
         return results
 
     # ---- replaying ---------------------------------------------------------------------------
-    def _replay(self, p, leaves):
+    def _replay(self, p, call):
         dev = backend.current()
+        leaves = call.leaves
         params = [r() for r in p.params]
         g = p.fgraph
         g.refresh()
         before = _copies_in(leaves, p.slots)
-        after, results = _copies_out(dev, [(t, kind != "ext") for kind, t in p.outs])
+        p.ranges.enter(call, p.slots)
+        outs = [(t, kind != "ext") for kind, t in p.outs]
+        after, results = _copies_out(dev, outs)
         dev.replay(g, before, after, self.chunk)
+        p.ranges.settle(call)
+        _settle(call, (), [t for t, _ in outs], [o for _, o in outs], results)
         p.gen += 1
         p.replays += 1
         token = _Token(p.gen)

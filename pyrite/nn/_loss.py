@@ -18,9 +18,10 @@ from .. import autograd as _autograd
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import indexing as _indexing
+from ..ops import ranges
 from ..ops import rowops as _rowops
 from ..ops import scatter as _scatter
-from ..ops.core import broadcast_shapes, known_bounds, note_bounds
+from ..ops.core import broadcast_shapes
 from ..tensor import Tensor
 from ._common import (
     check_reduction,
@@ -296,15 +297,18 @@ def _class_layout(input, name):
     return cd, input._shape[cd]
 
 
+def _with_zero(r):
+    return (min(r[0], 0), max(r[1], 0))
+
+
 def _pick(logp, target, cd, ignore_index, weight):
     """(logp[target] along cd, weight[target]), both 0 where target == ignore_index."""
     # an ignored target reads class 0 (always in range), then is zeroed
     safe = fmap(
         "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
     )
-    b = known_bounds(target)
-    if b is not None:  # the labels' bounds hold for `safe` too, with 0 added (no readback)
-        note_bounds(safe, min(b[0], 0), max(b[1], 0))
+    # the labels' range holds for `safe` too, with 0 added (no readback)
+    ranges.settle(safe, _with_zero, ranges.known(target))
     picked = _scatter.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
     picked = fmap(
         "select(x0, 0.0, x1 == s0)",
@@ -486,8 +490,7 @@ def _xent_rows(x, t):
 
 
 def _xent(input, target, weight, C, cd, ignore_index, reduction, eps):
-    b = known_bounds(target)
-    if b is None or b[0] < 0 or b[1] >= C:
+    if not ranges.within(target, 0, C - 1):
         # torch's range check: every target in [0, C) or ignore_index (one readback)
         safe = fmap(
             "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)

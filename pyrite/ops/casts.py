@@ -25,6 +25,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor, check_device
+from . import ranges
 from .core import broadcast_shapes, empty, keep_bounds, run_map
 from .elementwise import as_tensor_arg
 
@@ -34,7 +35,10 @@ def to_dtype(x: Tensor, dtype) -> Tensor:
     dtype = D.from_any(dtype)
     if dtype is x.dtype:
         return x
-    return run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, dtype), x.dtype.ctype)
+    out = run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, dtype), x.dtype.ctype)
+    if dtype.kind == "i":
+        ranges.after_cast(x, out)
+    return out
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
@@ -53,7 +57,12 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
             f"pyrite: copy_: source shape {tuple(src._shape)} does not broadcast "
             f"to {tuple(self._shape)}"
         )
-    return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
+    if self.dtype.kind != "i":
+        return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
+    before = ranges.known(self)  # (the rest of a storage a view writes into keeps its range)
+    run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
+    ranges.after_cast(src, self, before)
+    return self
 
 
 def fill_(self: Tensor, value) -> Tensor:
@@ -66,7 +75,12 @@ def fill_(self: Tensor, value) -> Tensor:
         return copy_(self, value)
     value = fill_value(value, self.dtype)
     ct = self.dtype.ctype if self.dtype.ctype != "bool" else "i32"
-    return run_map("s0", (), (), self, ct, (value,), (ct,))
+    if self.dtype.kind != "i":
+        return run_map("s0", (), (), self, ct, (value,), (ct,))
+    before = ranges.known(self)
+    run_map("s0", (), (), self, ct, (value,), (ct,))
+    ranges.settle(self, ranges.const_rule(value), before=before)
+    return self
 
 
 # c10's names for the types in its overflow message

@@ -16,6 +16,8 @@ from ..errors import ShapeError
 from ..kernels.common import WG, grid_for
 from ..kernels.elementwise import map_kernel, map_words, vec4_fits
 from ..tensor import Tensor, contiguous_strides
+from . import ranges
+from .ranges import exact_minmax, known_bounds, note_indices  # noqa: F401 - (their home was here)
 
 # (`pyrite.tensor` names the function once pyrite is imported: reach the module itself)
 _tensor_module = sys.modules[Tensor.__module__]
@@ -111,43 +113,12 @@ def upload(host, dtype, shape=None) -> Tensor:
     return t
 
 
-# ---- value bounds known without a readback ---------------------------------------------------
-# An index tensor's range must be checked before a gather reads through it. Reading its min and
-# max back from the GPU stalls the queue (a training step's labels would cost a round trip each
-# step), so the pool remembers bounds it knows for free: an upload's exact min and max, or the
-# range a kernel's outputs lie in by construction (arange, randint, argmax, sort's and topk's
-# indices, multinomial's draws, a copy or cat of bounded tensors, a gather from a bounded
-# tensor). Any write to the buffer forgets them (backend/device.py).
+# ---- value bounds known without a readback (ops/ranges.py) ----------------------------------
 def note_bounds(t, lo: int, hi: int, exact: bool = False) -> None:
-    """Record that every int32 word of `t`'s storage lies in [lo, hi]; `exact`: lo and hi are
-    the min and max of `t`'s elements, which are the whole storage (a fresh contiguous t)."""
-    pool = t._storage.pool
-    if pool is not None:
-        pool.bounds[id(t._storage.buffer)] = (lo, hi, t.numel() if exact else -1)
-
-
-def note_indices(idx, source, n: int):
-    """Record that `idx` holds indices in [0, n) (an argmax's, a sort's, over n elements of
-    `source`), unless it shares `source`'s storage (the bounds belong to the whole buffer)."""
-    if idx._storage is not source._storage:
-        note_bounds(idx, 0, max(n - 1, 0))
-    return idx
-
-
-def known_bounds(t):
-    """(lo, hi) holding every element of `t` (any view of a bounded storage), or None."""
-    pool = t._storage.pool
-    hit = None if pool is None else pool.bounds.get(id(t._storage.buffer))
-    return None if hit is None else hit[:2]
-
-
-def exact_minmax(t):
-    """(min, max) of `t` when they are known exactly without a readback, else None."""
-    pool = t._storage.pool
-    hit = None if pool is None else pool.bounds.get(id(t._storage.buffer))
-    if hit is None or hit[2] != t.numel() or t._offset or not t.is_contiguous():
-        return None
-    return hit[:2]
+    """Record that every element of `t`'s storage lies in [lo, hi] by construction (the same
+    range whatever the inputs: a replay under pr.compile keeps it); `exact`: lo and hi are the
+    min and max of `t`'s elements, which are the whole storage (a fresh contiguous t)."""
+    ranges.note(t, lo, hi, exact)
 
 
 # Host bytes a chunked upload converts and writes at a time (upload_chunks): bounds the host
@@ -488,9 +459,4 @@ def keep_bounds(out: Tensor, *sources: Tensor) -> Tensor:
     """Note on a fresh `out` made of `sources`' elements (a copy, a cat) the range they are known
     to lie in, so an index tensor stays checkable without a readback after `ids.clone()` or
     `torch.cat([ids, next_token], -1)` (a decode loop's)."""
-    if out.dtype.kind != "i" or not sources:
-        return out
-    known = [known_bounds(s) for s in sources]
-    if all(k is not None for k in known):
-        note_bounds(out, min(k[0] for k in known), max(k[1] for k in known))
-    return out
+    return ranges.keep(out, *sources)

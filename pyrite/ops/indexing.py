@@ -47,6 +47,7 @@ from ..kernels.indexing import (
     scatter_kernel,
 )
 from ..tensor import Tensor
+from . import ranges
 from .core import (
     broadcast_shapes,
     broadcast_strides,
@@ -54,8 +55,6 @@ from .core import (
     contiguous_copy,
     empty,
     exact_minmax,
-    known_bounds,
-    note_bounds,
     upload,
 )
 from .views import wrap_index
@@ -136,24 +135,12 @@ def _check_host(arr, size, dim, allow_negative=True):
 # ---- range checks on the device ------------------------------------------------------------
 def _check_device(items, allow_negative=True):
     """`items`: (index tensor, size, dim). One min/max kernel each, one readback for all;
-    none for an index whose bounds are known to pass (core.known_bounds)."""
+    none for an index whose range is known to pass (ops/ranges.py)."""
     low_of = (lambda size: -size) if allow_negative else (lambda size: 0)
     items = [it for it in items if it[0].numel() and not _passes(it[0], low_of(it[1]), it[1])]
     if not items:
         return
-    dev = backend.current()
-    res = _host(np.zeros(2 * len(items), np.int32))  # zero keys are the identities
-    for slot, (t, _, _) in enumerate(items):
-        cshape, (cst,) = coalesce(t._shape, [t._strides])
-        n = t.numel()
-        info = [n, t._offset, slot, *cshape, *cst]
-        dev.dispatch(
-            minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer], info, grid_for(n)
-        )
-    words = np.frombuffer(dev.read(res._storage.buffer, 0, 8 * len(items)), dtype=np.uint32)
-    for slot, (_, size, dim) in enumerate(items):
-        lo = int((~words[2 * slot] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
-        hi = int((words[2 * slot + 1] ^ np.uint32(0x80000000)).view(np.int32))
+    for (lo, hi), (_, size, dim) in zip(minmax_many([t for t, _, _ in items]), items):
         low = -size if allow_negative else 0
         if lo < low or hi >= size:
             bad = lo if lo < low else hi
@@ -162,9 +149,31 @@ def _check_device(items, allow_negative=True):
             )
 
 
+def minmax_many(tensors):
+    """[(min, max)] of non-empty int tensors: one min/max kernel each, one readback for all. A
+    tensor that is its whole storage keeps what was read as its range (the next check of it
+    reads nothing), except in a trace, where the value is this call's only."""
+    dev = backend.current()
+    res = _host(np.zeros(2 * len(tensors), np.int32))  # zero keys are the identities
+    for slot, t in enumerate(tensors):
+        cshape, (cst,) = coalesce(t._shape, [t._strides])
+        n = t.numel()
+        info = [n, t._offset, slot, *cshape, *cst]
+        dev.dispatch(
+            minmax_kernel(len(cshape)), [t._storage.buffer, res._storage.buffer], info, grid_for(n)
+        )
+    words = np.frombuffer(dev.read(res._storage.buffer, 0, 8 * len(tensors)), dtype=np.uint32)
+    out = []
+    for slot, t in enumerate(tensors):
+        lo = int((~words[2 * slot] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
+        hi = int((words[2 * slot + 1] ^ np.uint32(0x80000000)).view(np.int32))
+        ranges.note_read(t, lo, hi)
+        out.append((lo, hi))
+    return out
+
+
 def _passes(t, low, size):
-    b = known_bounds(t)
-    return b is not None and b[0] >= low and b[1] < size
+    return ranges.within(t, low, size - 1)  # (under pr.compile: a need its replays meet too)
 
 
 def _minmax(t: Tensor):
@@ -172,20 +181,7 @@ def _minmax(t: Tensor):
     known = exact_minmax(t)
     if known is not None:
         return known
-    dev = backend.current()
-    res = _host(np.zeros(2, np.int32))
-    cshape, (cst,) = coalesce(t._shape, [t._strides])
-    n = t.numel()
-    dev.dispatch(
-        minmax_kernel(len(cshape)),
-        [t._storage.buffer, res._storage.buffer],
-        [n, t._offset, 0, *cshape, *cst],
-        grid_for(n),
-    )
-    w = np.frombuffer(dev.read(res._storage.buffer, 0, 8), dtype=np.uint32)
-    lo = int((~w[0] ^ np.uint32(0x80000000)).astype(np.uint32).view(np.int32))
-    hi = int((w[1] ^ np.uint32(0x80000000)).view(np.int32))
-    return lo, hi
+    return minmax_many([t])[0]
 
 
 # ---- the walk ------------------------------------------------------------------------------
@@ -244,10 +240,7 @@ def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
     backend.current().dispatch(
         gather_kernel(rank, len(walk.idx), x.dtype.wgsl), bufs, info, grid_for(n)
     )
-    b = known_bounds(x)
-    if b is not None:  # a batch of labels gathered from a bounded data set stays bounded
-        note_bounds(out, *b)
-    return out
+    return ranges.keep(out, x)  # a batch of labels gathered from a bounded data set stays bounded
 
 
 def _value(value, dtype) -> Tensor:

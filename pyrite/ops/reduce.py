@@ -26,6 +26,7 @@ from ..kernels.reduce import (
 )
 from ..tensor import Tensor, contiguous_strides
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations, note_indices
+from .ranges import keep
 
 # Serial (one invocation per output, no barriers) vs row (one workgroup per output, two
 # barriers). Measured on lavapipe (llvmpipe 15, 256-bit, 2 cores), x.sum(1) of float32 randn,
@@ -528,10 +529,12 @@ def _extreme(name, input, dim, keepdim, other):
     if dim is None:
         dims = _dims(input, None)
         _empty_check(input, dims, name, False)
-        return _reduce(input, "amax" if name == "max" else "amin", dims, False, (input.dtype,))[0]
+        op = "amax" if name == "max" else "amin"
+        return keep(_reduce(input, op, dims, False, (input.dtype,))[0], input)
     dims = _dims(input, dim)
     _empty_check(input, dims, name, True)
     vals, idx = _reduce(input, f"{name}_dim", dims, keepdim, (input.dtype, D.int32))
+    keep(vals, input)  # (an int tensor's extremes lie in its range)
     _note_index(idx, input, dims)
     return (max_return if name == "max" else min_return)(vals, idx)
 
@@ -548,20 +551,20 @@ def min(input, dim=None, keepdim=False, *, other=None):
 def amax(input, dim=(), keepdim=False):
     dims = _dims(input, dim)
     _empty_check(input, dims, "amax", _given(dim))
-    return _reduce(input, "amax", dims, keepdim, (input.dtype,))[0]
+    return keep(_reduce(input, "amax", dims, keepdim, (input.dtype,))[0], input)
 
 
 def amin(input, dim=(), keepdim=False):
     dims = _dims(input, dim)
     _empty_check(input, dims, "amin", _given(dim))
-    return _reduce(input, "amin", dims, keepdim, (input.dtype,))[0]
+    return keep(_reduce(input, "amin", dims, keepdim, (input.dtype,))[0], input)
 
 
 def aminmax(input, *, dim=None, keepdim=False):
     dims = _dims(input, dim)
     _empty_check(input, dims, "aminmax", dim is not None)
     lo, hi = _reduce(input, "aminmax", dims, keepdim, (input.dtype, input.dtype))
-    return aminmax_return(lo, hi)
+    return aminmax_return(keep(lo, input), keep(hi, input))
 
 
 def _arg(name, input, dim, keepdim):
