@@ -1041,8 +1041,9 @@ def _fast_generate(L, m, prompt, steps, compiled):
 def test_gpt_fast_static_cache_decode_eager_and_compiled(rng):
     """Module-buffer KV cache written at `input_pos` (advanced-index assignment), a bool causal
     buffer indexed by the positions as SDPA's mask, `input_pos += 1`; the decode step also under
-    pr.compile (it graph-breaks on the positions' range checks and reruns: the tokens and logits
-    must still be torch's)."""
+    pr.compile (`input_pos += 1` keeps the positions' range and the step's tokens carry argmax's,
+    so it replays with no graph break and no readback a token: tests/test_index_ranges.py counts
+    them; the tokens and logits must be torch's)."""
     import warnings
 
     V, S = int(rng.integers(15, 40)), 12

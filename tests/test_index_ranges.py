@@ -151,6 +151,20 @@ def test_int_min_divided_by_minus_one_leaves_no_range():
     assert _holds(x % -1) == (0, 0)
 
 
+def test_a_divisor_known_nonzero_reads_nothing():
+    x = pr.tensor([7, -9, 30, 4])
+    d = (pr.randn(4) * 5).to(pr.int32).abs().clamp(min=1)  # known: [1, 2**31 - 1]
+    x // d  # (warm)
+    pr.synchronize()
+    before = _readbacks()
+    q, r = x // d, x % (pr.arange(4) - 7)
+    assert _readbacks() == before
+    np.testing.assert_array_equal(q.numpy(), x.numpy() // d.numpy())
+    np.testing.assert_array_equal(r.numpy(), x.numpy() % (np.arange(4) - 7))
+    with pytest.raises(ZeroDivisionError):
+        x // (pr.arange(4) - 1)  # (its range holds 0: checked, and it is there)
+
+
 def test_bounded_whatever_the_input():
     """clamp and % bound their result even where nothing is known of the input."""
     x = (pr.randn(50) * 1000).to(pr.int32)

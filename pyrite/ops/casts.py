@@ -25,7 +25,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor, check_device
-from . import ranges
+from . import range_rules, ranges
 from .core import broadcast_shapes, empty, keep_bounds, run_map
 from .elementwise import as_tensor_arg
 
@@ -37,7 +37,7 @@ def to_dtype(x: Tensor, dtype) -> Tensor:
         return x
     out = run_map("x0", (x,), (x.dtype.ctype,), empty(x._shape, dtype), x.dtype.ctype)
     if dtype.kind == "i":
-        ranges.after_cast(x, out)
+        range_rules.after_cast(x, out)
     return out
 
 
@@ -61,7 +61,7 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
         return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
     before = ranges.known(self)  # (the rest of a storage a view writes into keeps its range)
     run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
-    ranges.after_cast(src, self, before)
+    range_rules.after_cast(src, self, before)
     return self
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as D
 from ..autograd import _requires, is_grad_enabled, mark_written, plain
 from ..tensor import Tensor
-from . import ranges
+from . import range_rules
 from .core import broadcast_shapes, empty, run_map
 
 # ---- unary ---------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
     x = as_tensor_arg(x)
     if out is not None:  # (unrecorded, as under no_grad: a tensor saved for a backward
         mark_written(out)  # must still see the write, or the backward reads the new values)
-        pre = ranges.capture(out, x)
+        pre = range_rules.capture(out, x)
     fexpr, iexpr, kind = UNARY[name]
     dt = x.dtype
     if dt.is_bool and name in ("logical_not", "bitwise_not"):
@@ -133,7 +133,7 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
         s_ctypes,
     )
     if res.kind == "i":
-        ranges.after_unary(name, x, r, pre)
+        range_rules.after_unary(name, x, r, pre)
     return r
 
 
@@ -281,14 +281,14 @@ def binary(name: str, a, b, out=None):
         return recorded_binary(name, a, b, out)
     if out is None:
         r = _binary_map(name, a, b, None)
-        if r.dtype.kind == "i":  # (the range its values have by construction: ops/ranges.py)
-            ranges.after_binary(name, a, b, r)
+        if r.dtype.kind == "i":  # (the range its values have by construction: range_rules)
+            range_rules.after_binary(name, a, b, r)
         return r
     mark_written(out)  # (see unary)
-    pre = ranges.capture(out, a, b)  # (in place: taken before the kernel forgets them)
+    pre = range_rules.capture(out, a, b)  # (in place: taken before the kernel forgets them)
     r = _binary_map(name, a, b, out)
     if r.dtype.kind == "i":
-        ranges.after_binary(name, a, b, r, pre)
+        range_rules.after_binary(name, a, b, r, pre)
     return r
 
 
@@ -763,7 +763,7 @@ def _where(condition, input, other):
     # the map, with its own rule (Tensor.where's METHODS entry has another argument order)
     r = _ternary("select(B, A, K)", "select(B, A, K)", [input, other], cond=condition)
     if r.dtype.kind == "i":
-        ranges.after_where(r, input, other)
+        range_rules.after_where(r, input, other)
     return r
 
 

@@ -7,7 +7,7 @@ each token, and a graph break under `pr.compile`), so the pool remembers, per bu
 `known`) wherever one is known for free:
 - set by an upload (its exact min and max) or by a kernel whose outputs lie in a range by
   construction (arange, randint, argmax, sort's and topk's indices, multinomial's draws);
-- carried by the ops that make new integers from bounded ones (`settle`, the rules below):
+- carried by the ops that make new integers from bounded ones (`settle`; ops/range_rules.py):
   copies, casts to another int dtype, cat, gathers, `+ - *` and `neg abs` with Python ints and
   with other bounded tensors, `// % fmod`, clamp, `where`, min/max reductions; in place too
   (`pos += 1`). Views share their storage's range (`expand`, `view`, slicing).
@@ -31,8 +31,6 @@ evaluated for the replay's outputs too.
 """
 
 from __future__ import annotations
-
-import numbers
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 _ANY = ("c", I32_MIN, I32_MAX)  # the expression of a range nothing is known of
@@ -122,10 +120,12 @@ def const(lo: int, hi: int):
     return (lo, hi, ("c", lo, hi))
 
 
-def known_or_any(t):
-    """`known(t)`, or the handle of the whole int32 range (what a kernel may load from words
-    nobody bounded): for rules whose result is bounded whatever the input (clamp, x % n)."""
-    k = known(t)
+def known_or_any(t, k=None):
+    """`known(t)` (or `k`, taken earlier), else the handle of the whole int32 range (what a
+    kernel may load from words nobody bounded): for rules whose result is bounded whatever the
+    input (clamp, x % n)."""
+    if k is None:
+        k = known(t)
     return k if k is not None else (I32_MIN, I32_MAX, _ANY)
 
 
@@ -200,10 +200,6 @@ def settle(out, fn, *handles, before=FRESH):
         if any(e[0] != "c" for e in exprs):
             expr = ("f", fn, exprs)
     note(out, r[0], r[1], expr=expr)
-
-
-def _same(r):
-    return r
 
 
 def const_rule(v: int):
@@ -294,218 +290,3 @@ def evaluate(expr, leaf, memo: dict):
             memo[k] = None
         stack.pop()
     return memo[id(expr)]
-
-
-# ---- the rules: (lo, hi) of the result from its operands' -----------------------------------
-def _add(a, b):
-    return (a[0] + b[0], a[1] + b[1])
-
-
-def _sub(a, b):
-    return (a[0] - b[1], a[1] - b[0])
-
-
-def _mul(a, b):
-    c = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
-    return (min(c), max(c))
-
-
-def _corners(op):
-    """A rule for an op monotone in each operand where the divisor keeps its sign."""
-
-    def rule(a, b):
-        if b[0] <= 0 <= b[1]:
-            return None  # (a zero divisor raises first; a sign change breaks monotony)
-        c = [op(x, y) for x in a[:2] for y in b[:2]]
-        return (min(c), max(c))
-
-    return rule
-
-
-def _trunc_div(x, y):
-    q = abs(x) // abs(y)
-    return q if (x < 0) == (y < 0) else -q
-
-
-def _remainder(a, b):
-    """Python's %: the divisor's sign, |r| < |b|."""
-    if b[0] <= 0 <= b[1]:
-        return None
-    if b[0] == b[1]:
-        s = b[0]
-        if a[0] // s == a[1] // s:  # one period: % is x - s·q with q fixed, increasing in x
-            return (a[0] % s, a[1] % s)
-    if b[0] > 0:
-        return (0, min(b[1] - 1, a[1])) if a[0] >= 0 else (0, b[1] - 1)
-    return (max(b[0] + 1, a[0]), 0) if a[1] <= 0 else (b[0] + 1, 0)
-
-
-def _fmod(a, b):
-    """C's fmod: the dividend's sign, |r| < |b|."""
-    if b[0] <= 0 <= b[1]:
-        return None
-    m = max(abs(b[0]), abs(b[1]))
-    if b[0] == b[1] and (a[0] >= 0 or a[1] <= 0):
-        q0, q1 = _trunc_div(a[0], m), _trunc_div(a[1], m)
-        if q0 == q1:  # one period on one side of 0: x - m·q, increasing in x
-            return (a[0] - q0 * m, a[1] - q1 * m)
-    lo = 0 if a[0] >= 0 else max(a[0], 1 - m)
-    hi = 0 if a[1] <= 0 else min(a[1], m - 1)
-    return (lo, hi)
-
-
-def _maximum(a, b):
-    return (max(a[0], b[0]), max(a[1], b[1]))
-
-
-def _minimum(a, b):
-    return (min(a[0], b[0]), min(a[1], b[1]))
-
-
-def _bit_and(a, b):
-    if a[0] >= 0 and b[0] >= 0:
-        return (0, min(a[1], b[1]))
-    return None
-
-
-def _bit_or(a, b):
-    if a[0] >= 0 and b[0] >= 0:
-        return (0, (1 << max(a[1], b[1]).bit_length()) - 1)
-    return None
-
-
-BINARY = {
-    "add": _add,
-    "sub": _sub,
-    "mul": _mul,
-    "floor_divide": _corners(lambda x, y: x // y),
-    "div_floor": _corners(lambda x, y: x // y),
-    "div_trunc": _corners(_trunc_div),
-    "remainder": _remainder,
-    "fmod": _fmod,
-    "maximum": _maximum,
-    "minimum": _minimum,
-    "bitwise_and": _bit_and,
-    "bitwise_or": _bit_or,
-    "bitwise_xor": _bit_or,
-}
-
-
-def _neg(a):
-    return (-a[1], -a[0])
-
-
-def _abs(a):
-    if a[0] >= 0:
-        return a
-    if a[1] <= 0:
-        return (-a[1], -a[0])
-    return (0, max(-a[0], a[1]))
-
-
-def _square(a):
-    m = _abs(a)
-    return (m[0] * m[0], m[1] * m[1])
-
-
-UNARY = {
-    "neg": _neg,
-    "abs": _abs,
-    "square": _square,
-    "sign": lambda a: ((a[0] > 0) - (a[0] < 0), (a[1] > 0) - (a[1] < 0)),
-    "relu": lambda a: (max(a[0], 0), max(a[1], 0)),
-    "bitwise_not": lambda a: (-a[1] - 1, -a[0] - 1),
-    "floor": _same,
-    "ceil": _same,
-    "round": _same,
-    "trunc": _same,
-}
-
-
-def capture(out, *operands):
-    """Before an op writes into a given `out` (in place: an operand may be out itself), what
-    its rule needs afterwards: out's handle and its tensor operands' (`after_binary`'s `pre`)."""
-    return (known(out), *(known(x) if hasattr(x, "_storage") else None for x in operands))
-
-
-def _operand(x, rt, k=FRESH):
-    """The handle of an operand of an integer op computing in `rt`: a Python int (wrapped to a
-    small int as the op wraps it), or an int tensor's range (`k`: as captured before the op ran;
-    the whole int32 range where not known: some rules bound their result anyway)."""
-    if isinstance(x, numbers.Integral):
-        v = int(x)
-        if rt.is_small_int:
-            from ..dtypes import wrap_int
-
-            v = wrap_int(v, rt)
-        return const(v, v)
-    if not hasattr(x, "_storage") or x.dtype.kind != "i":
-        return None  # (a float or bool operand)
-    if k is FRESH:
-        k = known(x)
-    return k if k is not None else (I32_MIN, I32_MAX, _ANY)
-
-
-def _fit(rule, rt):
-    """`rule` over operands first brought into `rt` (a 0-d tensor of a wider int type is cast
-    to a small int result type, wrapping: out of its range it may be anything in it)."""
-    if not rt.is_small_int:
-        return rule
-    hit = _fitted.get((rule, rt))
-    if hit is None:
-        hit = _fitted[(rule, rt)] = _fit_small(rule, rt)
-    return hit
-
-
-_fitted: dict = {}
-
-
-def _fit_small(rule, rt):
-    lo, hi = rt.min, rt.max
-
-    def fitted(*ranges):
-        return rule(*((r if lo <= r[0] and r[1] <= hi else (lo, hi)) for r in ranges))
-
-    return fitted
-
-
-def after_binary(name, a, b, out, pre=None):
-    """`out = a <name> b` just ran (an int result): note its range where the rule knows it.
-    `pre`: `capture(out, a, b)` from before, where `out` was given."""
-    rule = BINARY.get(name)
-    if rule is None:
-        return
-    rt = out.dtype
-    before, ka, kb = (FRESH, FRESH, FRESH) if pre is None else pre
-    ha, hb = _operand(a, rt, ka), _operand(b, rt, kb)
-    if ha is None or hb is None:
-        return
-    settle(out, _fit(rule, rt), ha, hb, before=before)
-
-
-def after_unary(name, x, out, pre=None):
-    rule = UNARY.get(name)
-    if rule is None or x.dtype.kind != "i":
-        return
-    before, kx = (FRESH, known(x)) if pre is None else pre
-    settle(out, _fit(rule, out.dtype), kx, before=before)
-
-
-def after_cast(x, out, before=FRESH):
-    """`out` holds x's values cast to out's int dtype (wrapped where they leave it)."""
-    if x.dtype.kind != "i":
-        return
-    rt = out.dtype
-
-    def cast(r):
-        return r if rt.min <= r[0] and r[1] <= rt.max else (rt.min, rt.max)
-
-    settle(out, cast, known(x), before=before)
-
-
-def after_where(out, *operands):
-    """`out` holds, per element, one of `operands` (tensors or Python ints)."""
-    hs = [_operand(x, out.dtype) for x in operands]
-    if any(h is None for h in hs):
-        return
-    settle(out, _fit(_hull, out.dtype), *hs)
