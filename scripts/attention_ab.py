@@ -1,7 +1,7 @@
 """A/B of the attention forward kernels by GPU time (timestamp queries, scripts/gpu_time.py):
 the per-query flash kernel, the register-tiled one (kernels/attention_tiled.py; "tiled-inorder":
 causal blocks numbered bh-major, not heaviest first; "-r4" / "-r2": 4 or 2 query rows an
-invocation) and, for few
+invocation; "-nosg": rows merged through workgroup memory, not subgroup shuffles) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`
@@ -53,6 +53,7 @@ KERNELS = {
     "tiled-inorder": dict(FORCE_TILED=True, FORCE_DECODE=False, HEAVY_FIRST=False),
     "tiled-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_RPT=4),
     "tiled-r2": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_RPT=2),
+    "tiled-nosg": dict(FORCE_TILED=True, FORCE_DECODE=False, SUBGROUP_ROWS=False),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -121,6 +122,7 @@ def main():
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
                 _attention.FORCE_TILED_RPT = None
+                _attention.SUBGROUP_ROWS = True
                 attention_tiled.PREFETCH = prefetch
                 attention.HEAVY_FIRST = True
             row[name] = sum(t for t, *_ in times) / 1e3

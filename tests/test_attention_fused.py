@@ -431,12 +431,23 @@ def test_decode_rule(monkeypatch):
     ],
     ids=["one-tile", "ragged", "causal-E48", "bool-split", "float-mask", "causal-split", "E1"],
 )
-def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits):
+@pytest.mark.parametrize("sg", [True, False], ids=["subgroup-rows", "workgroup-rows"])
+def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg):
     """The register-tiled forward (kernels/attention_tiled.py: 64 queries a workgroup, what a GPU
     takes for E <= 64), forced here whatever the device: forward and gradients (the flash
     backward from its lse) within the same bounds, with ragged blocks and tiles, masks, a query
-    with every key masked, key splits and head dims padded to 64."""
+    with every key masked, key splits and head dims padded to 64; its rows' maxima and sums
+    merged by subgroup shuffles (where the device has subgroups of 8 or more, as lavapipe) and
+    through workgroup memory."""
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    monkeypatch.setattr(_attention, "SUBGROUP_ROWS", sg)
+    dev = backend.current()
+    if sg and dev.subgroups:
+        from pyrite.backend import quirks
+
+        assert bool(_attention._row_subgroups(dev)) == (quirks.subgroup_size(dev) >= 8)
+    if not sg:
+        assert _attention._row_subgroups(dev) == 0
     monkeypatch.setattr(_attention, "FORCE_SPLITS", splits)
     q, k, v = _qkv(rng, (2, 3), L, S, E)
     kw = _masked(rng, kw, L, S, dead=min(2, L - 1))

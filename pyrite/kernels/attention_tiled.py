@@ -36,7 +36,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range
-from .common import KernelSource, header, helpers_for, load, store, trusted
+from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, trusted
 
 TILED_BQ = 64  # queries a workgroup (E <= 64): 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
@@ -141,12 +141,15 @@ def attn_fwd_tiled_kernel(
     heavy_first: bool = False,
     bq: int | None = None,
     rpt: int | None = None,
+    sg: int = 0,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
     `bq` (default tiled_bq(E)) times splits, per batch·head; `rpt` query rows an invocation
     (default tiled_rpt(E)). `prefetch`: see PREFETCH (the caller passes it, so the cache keys on
-    it)."""
+    it). `sg` (the device's `subgroups`, where its subgroups hold 8 or more consecutive
+    invocations): a row's 8 lanes merge their maxima and sums by subgroupShuffleXor instead of
+    through workgroup memory, two barriers a key tile fewer (SUBGROUP_ROWS)."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
@@ -245,13 +248,20 @@ def attn_fwd_tiled_kernel(
         if mask == "float":
             b += f"    s{r} += mk{r};\n"
         b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {oks[r]});\n"
-    # the tile's row maxima: 8 partials a row through kp (every lane is done with kT)
+    # the tile's row maxima: 8 partials a row, by shuffles within the subgroup or through kp
+    # (every lane is done with kT)
     pm = [f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(N)]
-    b += "    workgroupBarrier();\n"
-    b += f"    kp[ty * 8 + tx] = {slot(pm)};\n"
-    b += "    workgroupBarrier();\n"
-    b += "    var mn = m;\n"
-    b += f"    for (var u = 0; u < 8; u++) {{ mn = max(mn, {cut('kp[ty * 8 + u]')}); }}\n"
+    if sg:
+        b += f"    var mn = {V}({', '.join(pm)});\n"
+        for o in (1, 2, 4):
+            b += f"    mn = max(mn, subgroupShuffleXor(mn, {o}u));\n"
+        b += "    mn = max(m, mn);\n"
+    else:
+        b += "    workgroupBarrier();\n"
+        b += f"    kp[ty * 8 + tx] = {slot(pm)};\n"
+        b += "    workgroupBarrier();\n"
+        b += "    var mn = m;\n"
+        b += f"    for (var u = 0; u < 8; u++) {{ mn = max(mn, {cut('kp[ty * 8 + u]')}); }}\n"
     b += f"    let alpha = select(exp(m - mn), {V}(1.0), m == mn);\n"
     b += "    m = mn;\n"
     for r in range(N):
@@ -261,7 +271,7 @@ def attn_fwd_tiled_kernel(
             b += f"    o{r}{h} *= alpha[{r}];\n"
     sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(N))
     b += f"    l = l * alpha + {V}({sums});\n"
-    b += "    workgroupBarrier();\n"  # (every lane has read the maxima)
+    b += "    workgroupBarrier();\n"  # (every lane has read kT, and the maxima)
     # pT[j * BQ/4 + g] = p of queries 4g .. 4g + 3 for key j (N = 2: invocation row ty's two
     # queries in components 2(ty % 2), 2(ty % 2) + 1 of slot j * BQ/4 + ty / 2)
     P4 = BQ // 4
@@ -295,10 +305,16 @@ def attn_fwd_tiled_kernel(
             for h in halves:
                 b += f"      o{r}{h} += pv{u}[{r}] * v{h}{u};\n"
     b += "    }\n  }\n"
-    # the rows' sums over the 8 lanes of a row
-    b += f"  workgroupBarrier();\n  kp[ty * 8 + tx] = {slot(f'l[{r}]' for r in range(N))};\n"
-    b += f"  workgroupBarrier();\n  var lt = {V}(0.0);\n"
-    b += f"  for (var u = 0; u < 8; u++) {{ lt += {cut('kp[ty * 8 + u]')}; }}\n"
+    # the rows' sums over the 8 lanes of a row (a butterfly's sums are the same on every lane:
+    # each level adds the same two values, in either order)
+    if sg:
+        b += "  var lt = l;\n"
+        for o in (1, 2, 4):
+            b += f"  lt += subgroupShuffleXor(lt, {o}u);\n"
+    else:
+        b += f"  workgroupBarrier();\n  kp[ty * 8 + tx] = {slot(f'l[{r}]' for r in range(N))};\n"
+        b += f"  workgroupBarrier();\n  var lt = {V}(0.0);\n"
+        b += f"  for (var u = 0; u < 8; u++) {{ lt += {cut('kp[ty * 8 + u]')}; }}\n"
     dims = [(f"o{{r}}{h}[{k}]", f"{32 * i} + tx * 4 + {k}") for i, h in enumerate(halves)
             for k in range(4)]  # fmt: skip
     for r in range(N):
@@ -326,5 +342,5 @@ def attn_fwd_tiled_kernel(
         f"var<workgroup> kp: array<vec4<f32>, {max(EP * BK // 4, BK * P4, WG)}>;\n"  # (pᵀ, partials)
         f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
     )
-    src = header(bufs) + helpers_for(b) + shared + b
+    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

@@ -395,7 +395,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
-            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt,
+            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev),
         )  # fmt: skip
         groups = nbh * nblk
     else:
@@ -464,6 +464,25 @@ TILED_RPT2_MAX_S = 128
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
+
+
+# The tiled forward's rows merge their 8 lanes' maxima and sums by subgroupShuffleXor where the
+# device's subgroups hold 8 or more consecutive invocations (backend/quirks.subgroup_size), two
+# barriers a key tile fewer than through workgroup memory. SUBGROUP_ROWS False: never (A/B).
+SUBGROUP_ROWS = True
+_sg_sizes: dict = {}
+
+
+def _row_subgroups(dev) -> int:
+    """The `sg` argument of the tiled forward on this device: its `subgroups`, or 0."""
+    if not SUBGROUP_ROWS or not dev.subgroups:
+        return 0
+    size = _sg_sizes.get(dev)
+    if size is None:
+        from ..backend import quirks
+
+        size = _sg_sizes[dev] = quirks.subgroup_size(dev)
+    return dev.subgroups if size >= 8 else 0
 
 
 def _tiled_shape(E, S):
