@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -104,6 +104,10 @@ for s in $steps; do
       step tiles-bert 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
         --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 8x8 k16 db;fast 128x96 8x12 k16 db;fast 128x96 8x12 k16;fast 64x64 8x8 k16 db;fast 128x64 8x8 k16 db;fast 128x64 16x8 k16 db;fast 128x256 8x16 k8 db;fast 64x128 8x8 k16 db" \
         --json "$OUT/tiles-bert.json" ;;
+    attn-sg)  # the tiled forward's subgroup-shuffle rows against workgroup-memory rows, wgpu-native
+      step attn-sg 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \
+        --only "BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT bench|E=128, 128|E=32" \
+        --json "$OUT/attn-sg.json" ;;
     rowops-probe)  # BERT batch 32's non-GEMM kernels beside torch's, wgpu-native
       step rowops-probe 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_rowops_probe.py ;;
     profile)  # where BERT-base (batch 1, 32) spends device time, pyrite wgpu-native beside torch's kernels
