@@ -299,6 +299,20 @@ def test_an_argument_of_unknown_range_is_checked_by_one_readback():
         _quiet(step, bad)
 
 
+def test_an_argument_whose_known_range_is_too_wide_is_read_back_not_traced_again():
+    table = pr.arange(10) * 3
+    step = pr.compile(lambda i: table[i] + 1)
+    for p in range(3):
+        _quiet(step, pr.tensor([p, p + 2]))
+    loose = pr.tensor([4, 5]).clamp_min(0)  # known: [0, 2**31 - 1]
+    pr.synchronize()
+    before = _readbacks()
+    np.testing.assert_array_equal(_quiet(step, loose).numpy(), [13, 16])
+    assert _readbacks() == before + 1
+    st = step.stats()
+    assert st["traces"] == 1 and st["replays"] == 3
+
+
 def test_a_compiled_write_into_an_argument_leaves_its_range():
     """An argument the recording writes takes the range the replay's ops give (none where they
     give none): before, a replay left the trace's range on it and a bad index read zeros."""

@@ -17,6 +17,12 @@ Guards, checked at every call, choose the recording to replay or trace a new one
   began was not known), so such a function runs eagerly once more, then replays.
 - a tensor the recording reads but did not make dying (a parameter replaced, a state dict
   loaded): the recording is stale and the next call traces again.
+- integer ranges (compile/_ranges.py): each index check the trace passed on a known range
+  (ops/ranges.py) is a need evaluated against this call's argument ranges (`input_pos` moving
+  each call still replays; one past the end traces again, and that trace raises as eager code
+  does); an argument whose range is not known, or too wide for a need, is read back first (one
+  round trip, the check eager code would make). A replay leaves the ranges its ops would have
+  given on its outputs, the arguments it writes and the outside tensors it writes.
 
 Values that change every call without changing the graph are refreshed, not frozen: an
 optimizer's and a schedule's `step()` rerun their host side before each replay and hand the

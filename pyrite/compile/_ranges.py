@@ -36,19 +36,21 @@ class Call:
         return self.entries[i]
 
     def arg(self, i):
-        """(lo, hi) of argument i (its known range, or what was read back), or None."""
+        """(lo, hi) of argument i (what was read back, else its known range), or None."""
+        r = self.read.get(i)
+        if r is not None:
+            return r
         e = self.entry(i)
-        if e is not None:
-            return e[:2]
-        return self.read.get(i)
+        return None if e is None else e[:2]
 
-    def read_back(self, numbers):
-        """Read the range of the int arguments `numbers` whose range is not known (one readback
-        for all)."""
+    def read_back(self, numbers, known_too=False) -> bool:
+        """Read the min and max of the int arguments `numbers` whose range is not known (with
+        `known_too`, of those whose known range is only wider): one readback for all. Whether
+        anything was read."""
         todo = [
             i
             for i in numbers
-            if self.entry(i) is None
+            if (known_too or self.entry(i) is None)
             and i not in self.read
             and self.leaves[i].dtype.kind == "i"
             and self.leaves[i].numel()
@@ -58,7 +60,7 @@ class Call:
 
             for i, r in zip(todo, minmax_many([self.leaves[i] for i in todo])):
                 self.read[i] = r
-                self.entries.pop(i, None)  # (the readback may have noted it)
+        return bool(todo)
 
     def outside_entry(self, bid, pool):
         if bid not in self.outside:
@@ -102,12 +104,19 @@ class Ranges:
         return leaf
 
     def holds(self, call) -> bool:
-        """Whether every need holds for this call (reading back unknown argument ranges)."""
+        """Whether every need holds for this call. An argument whose range is not known is read
+        back first; where a known range is too wide for a need, the arguments' exact ranges are
+        read back and the needs tried again (eager code would read them back there too)."""
         if not self.needs:
             return True
         call.read_back(self.need_args)
         for bid in self.outside:  # (as the call begins: a replay may write them)
             call.outside_entry(bid, self.pool)
+        if self._met(call):
+            return True
+        return call.read_back(self.need_args, known_too=True) and self._met(call)
+
+    def _met(self, call) -> bool:
         leaf, memo = self._leaf(call), {}
         for need in self.needs:
             if need[-1] == "exact":
