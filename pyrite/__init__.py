@@ -135,7 +135,7 @@ from .runtime import (
 from . import (
     amp,  # noqa: E402
     distributions,  # torch.distributions' families and kl_divergence
-    func,  # torch.func.functional_call
+    func,  # torch.func: functional_call, grad, vjp, jacrev, jacfwd, hessian, vmap
     io,
     optim,
     profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)
@@ -157,6 +157,7 @@ from .amp import (  # noqa: E402  (torch.is_autocast_enabled() etc., as attentio
     set_autocast_enabled,
     set_autocast_gpu_dtype,
 )
+from .func import vmap  # noqa: E402  (torch.vmap, torch.func.vmap's other name)
 from .io import load, save
 from .runtime import backends  # noqa: E402
 

@@ -125,6 +125,39 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     return (outs[0] if one_out else outs), (res[0] if one_out else res)
 
 
+def jacobian_blocks(outputs, xs, create_graph=False, strict=False, what="jacobian"):
+    """[[∂outputs[i]/∂xs[j], shaped outputs[i].shape + xs[j].shape, for each j] for each i]:
+    one reverse pass per output element, the graph kept between them (the xs are tensors that
+    require grad and the outputs were computed from them). Zeros where an output does not
+    depend on an input (strict=True raises instead). Shared with pyrite.func's jacrev."""
+    from .ops.combine import stack
+    from .ops.creation import zeros, zeros_like
+
+    per_out = []
+    for o in outputs:
+        rows = [[] for _ in xs]
+        flat = o.reshape(-1)
+        for k in range(flat.numel()):
+            if o.requires_grad:
+                g = autograd.grad(
+                    flat[k], xs, retain_graph=True, create_graph=create_graph, allow_unused=True
+                )
+            else:
+                g = (None,) * len(xs)
+            _check_strict(g, strict, what)
+            for j, (gj, x) in enumerate(zip(g, xs)):
+                rows[j].append(zeros_like(x) if gj is None else gj)
+        blocks = []
+        for j, x in enumerate(xs):
+            if rows[j]:
+                b = stack(rows[j]).reshape(*o.shape, *x.shape)
+            else:
+                b = zeros(*o.shape, *x.shape, dtype=x.dtype)
+            blocks.append(b if create_graph else b.detach())
+        per_out.append(blocks)
+    return per_out
+
+
 def jacobian(
     func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
 ):
@@ -132,9 +165,6 @@ def jacobian(
     outputs[i].shape + inputs[j].shape, nested as torch nests them (a Tensor for one input and
     one output, tuples otherwise). `vectorize` and `strategy` are accepted; it is always one
     reverse pass per output element."""
-    from .ops.combine import stack
-    from .ops.creation import zeros, zeros_like
-
     if strategy not in ("reverse-mode", "forward-mode"):
         raise ValueError(
             'pyrite: autograd.functional.jacobian: strategy must be "forward-mode" or '
@@ -144,32 +174,8 @@ def jacobian(
     with autograd.enable_grad():
         xs = _prepare(inputs, create_graph)
         outputs, one_out = _tuple(func(*xs), "outputs of func")
-        per_out = []
-        for o in outputs:
-            rows = [[] for _ in xs]
-            flat = o.reshape(-1)
-            for k in range(flat.numel()):
-                if o.requires_grad:
-                    g = autograd.grad(
-                        flat[k],
-                        xs,
-                        retain_graph=True,
-                        create_graph=create_graph,
-                        allow_unused=True,
-                    )
-                else:
-                    g = (None,) * len(xs)
-                _check_strict(g, strict, "jacobian")
-                for j, (gj, x) in enumerate(zip(g, xs)):
-                    rows[j].append(zeros_like(x) if gj is None else gj)
-            blocks = []
-            for j, x in enumerate(xs):
-                if rows[j]:
-                    b = stack(rows[j]).reshape(*o.shape, *x.shape)
-                else:
-                    b = zeros(*o.shape, *x.shape, dtype=x.dtype)
-                blocks.append(b if create_graph else b.detach())
-            per_out.append(blocks[0] if one_in else tuple(blocks))
+        per_out = jacobian_blocks(outputs, xs, create_graph, strict)
+    per_out = [blocks[0] if one_in else tuple(blocks) for blocks in per_out]
     return per_out[0] if one_out else tuple(per_out)
 
 

@@ -475,3 +475,345 @@ def test_foreach_powsum_edges():
         torch._foreach_powsum([torch.arange(3)], 2)
     with pytest.raises(TypeError, match="_foreach_powsum: not implemented for pyrite.int32"):
         pr._foreach_powsum([pr.arange(3)], 2)
+
+
+# ---- pr.func: grad, grad_and_value, vjp, jacrev, jacfwd, hessian, vmap -------------------------
+U32 = 2.0**-24  # float32's unit roundoff
+
+
+def _tree(x):
+    from pyrite._pytree import tree_flatten
+
+    return tree_flatten(x)
+
+
+def _leaves_close(got, want, rtol, atol):
+    g, gs = _tree(got)
+    w, ws = _tree(want)
+    assert repr(gs) == repr(ws), (gs, ws)
+    for a, b in zip(g, w):
+        assert tuple(a.shape) == tuple(b.shape), (a.shape, b.shape)
+        np.testing.assert_allclose(_np(a), _np(b), rtol=rtol, atol=atol)
+
+
+def _f(x, y):
+    """Elementwise chains and sums: grad_x = cos(x)·y + 2x/n, grad_y = sin(x) + exp(y)/4."""
+    return (x.sin() * y).sum() + (x * x).mean() + (y.exp() * 0.25).sum()
+
+
+def _f_tol(x, y):
+    """A gradient element is a few ops each within ~4 ulps: 32 ulps of the largest term; the
+    value is a sum of 3n terms: 3n ulps of the sum of their magnitudes."""
+    terms = np.abs(np.sin(x) * y).sum() + (x * x).mean() + np.exp(y).sum() / 4
+    big = float(np.abs(y).max() + np.abs(x).max() + np.exp(y).max())
+    return 32 * U32 * big, (3 * x.size + 32) * U32 * terms
+
+
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0), -1, (-2,)])
+def test_func_grad_matches_torch(argnums, rng):
+    n = int(rng.choice([1, 7, 13, 31]))
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    g_tol, v_tol = _f_tol(x, y)
+    res = {}
+    for L in (torch, pr):
+        a, b = L.tensor(x), L.tensor(y)
+        res[L] = (
+            L.func.grad(_f, argnums)(a, b),
+            L.func.grad_and_value(_f, argnums)(a, b),
+            L.func.grad(lambda a, b: (_f(a, b), {"x2": a * 2}), argnums, has_aux=True)(a, b),
+        )
+    (gp, (gvp, vp), (gap, auxp)), (gt, (gvt, vt), (gat, auxt)) = res[pr], res[torch]
+    for got, want in ((gp, gt), (gvp, gvt), (gap, gat)):
+        _leaves_close(got, want, 0, g_tol)
+    np.testing.assert_allclose(_np(vp), _np(vt), rtol=0, atol=v_tol)
+    _leaves_close(auxp, auxt, 0, 0)
+    for leaf in _tree((gp, gvp, vp, gap, auxp))[0]:
+        assert not leaf.requires_grad  # nothing outside the transform requires grad
+
+
+def test_func_grad_pytrees_kwargs_and_unused(rng):
+    """A dict argument (functional_call's parameters), keyword arguments passed through, an
+    argument the output does not use (zeros), and grad inside no_grad (torch ignores it)."""
+    w = rng.standard_normal((5, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    got = {}
+    for L in (torch, pr):
+
+        def loss(params, x, unused, *, scale):
+            return ((x @ params["w"] + params["b"]).tanh() ** 2).mean() * scale
+
+        p = {"w": L.tensor(w), "b": L.tensor(b)}
+        with L.no_grad():
+            got[L] = L.func.grad(loss, argnums=(0, 2))(p, L.tensor(x), L.tensor(b), scale=3.0)
+    # d/dW of mean(tanh(xW + b)^2): dots of length 4 over |x|·|2 tanh·(1 - tanh²)| <= 2|x|
+    atol = (4 + 32) * U32 * float(np.abs(x).sum(0).max()) * 2 * 3.0 / 12
+    _leaves_close(got[pr], got[torch], 0, atol)
+    assert not np.any(_np(got[pr][1]))  # the unused argument's gradient is zeros
+
+
+def test_func_grad_composes_and_keeps_outer_graph(rng):
+    """grad(grad(f)) of a scalar function; a grad result differentiated by autograd with
+    respect to a parameter f captures (torch.func keeps that graph); hessian, jacrev∘jacrev and
+    jacfwd∘jacrev agree with torch's."""
+    x0 = np.float32(rng.uniform(-2, 2))
+    v = rng.standard_normal(7).astype(np.float32)
+    w0 = rng.standard_normal(7).astype(np.float32)
+    res = {}
+    for L in (torch, pr):
+        g2 = L.func.grad(L.func.grad(lambda t: t.sin() * t**3))(L.tensor(x0))
+        w = L.tensor(w0, requires_grad=True)
+
+        def f(x):
+            return (x.sin() * w).sum() + (x[:-1] * x[1:] * w[1:]).sum()
+
+        gx = L.func.grad(f)(L.tensor(v))  # depends on w: the graph is kept
+        assert gx.requires_grad
+        (gx * gx).sum().backward()
+
+        def h(x):
+            return (x.sin() * x).sum() + (x[:-1] * x[1:]).sum() * 0.5
+
+        res[L] = (
+            g2,
+            w.grad,
+            L.func.hessian(h)(L.tensor(v)),
+            L.func.jacrev(L.func.jacrev(h))(L.tensor(v)),
+            L.func.jacfwd(L.func.jacrev(h))(L.tensor(v)),
+        )
+        assert not res[L][2].requires_grad
+    scale = float(1 + np.abs(v).max()) ** 3 + float(np.abs(w0).max())
+    _leaves_close(res[pr], res[torch], 0, 64 * U32 * scale * 7)
+
+
+def _g(x, y):
+    """A vector function of two inputs with two outputs (tuple)."""
+    return (x.sin() * y[:1], (x[:, None] * y[None, :]).tanh())
+
+
+@pytest.mark.parametrize("api", ["jacrev", "jacfwd"])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+def test_func_jacobians_match_torch(api, argnums, rng):
+    n, m = int(rng.choice([1, 4, 7])), int(rng.choice([2, 5]))
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(m).astype(np.float32)
+    res = {}
+    for L in (torch, pr):
+        a, b = L.tensor(x), L.tensor(y)
+        j = getattr(L.func, api)(_g, argnums)(a, b)
+        ja, aux = getattr(L.func, api)(lambda a, b: (_g(a, b), a.cos()), argnums, has_aux=True)(
+            a, b
+        )
+        res[L] = (j, ja, aux)
+    # each element is a product of a few elementwise derivatives: 32 ulps of the largest factor
+    _leaves_close(res[pr], res[torch], 0, 32 * U32 * float(1 + np.abs(x).max() * np.abs(y).max()))
+
+
+def test_func_vjp_matches_torch(rng):
+    """vjp of a pytree output, called twice with different cotangents, with aux; the
+    cotangents' structure and shapes are checked as torch's."""
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    y = rng.standard_normal(5).astype(np.float32)
+    cts = [
+        (rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal(3).astype(np.float32))
+        for _ in range(2)
+    ]
+    res = {}
+    for L in (torch, pr):
+
+        def f(a, b):
+            return (a * b).sin(), (a @ b)
+
+        out, fn, aux = L.func.vjp(
+            lambda a, b: (f(a, b), b * 2), L.tensor(x), L.tensor(y), has_aux=True
+        )
+        got = [fn(tuple(L.tensor(c) for c in ct)) for ct in cts]
+        res[L] = (out, aux, got)
+        assert isinstance(got[0], tuple) and len(got[0]) == 2
+        with pytest.raises(RuntimeError, match="pytree structure of cotangents"):
+            fn(L.tensor(cts[0][0]))
+        with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape"):
+            fn((L.ones(4), L.tensor(cts[0][1])))
+    # a @ b and its vjps are dots of length <= 5: 5 + 8 ulps of Σ|terms|
+    big = float(
+        np.abs(x).max() * np.abs(y).max() * 5 * max(np.abs(c).max() for ct in cts for c in ct)
+    )
+    _leaves_close(res[pr], res[torch], 0, 16 * U32 * max(big, 1.0))
+
+
+def _per_sample_loss(params, x, y):
+    h = (x @ params["w1"]).tanh()
+    return ((h @ params["w2"] - y) ** 2).sum()
+
+
+def test_func_vmap_per_sample_gradients(rng):
+    """The torch.func tutorial's pattern: vmap(grad(loss), in_dims=(None, 0, 0)) gives each
+    sample's gradient; torch's and pyrite's agree. The per-sample matmuls are dots of length
+    <= 6 over values < 1 in magnitude: 16 ulps of the largest Σ|a·b|."""
+    B, d, h = 5, 6, 4
+    x = rng.standard_normal((B, d)).astype(np.float32)
+    y = rng.standard_normal((B, 1)).astype(np.float32)
+    w1 = (rng.standard_normal((d, h)) / d).astype(np.float32)
+    w2 = (rng.standard_normal((h, 1)) / h).astype(np.float32)
+    res = {}
+    for L in (torch, pr):
+        params = {"w1": L.tensor(w1), "w2": L.tensor(w2)}
+        per = L.func.vmap(L.func.grad(_per_sample_loss), in_dims=(None, 0, 0))(
+            params, L.tensor(x), L.tensor(y)
+        )
+        res[L] = per
+        assert tuple(per["w1"].shape) == (B, d, h)
+    scale = float(np.abs(x).max() * d + np.abs(y).max() + 1) * 4
+    _leaves_close(res[pr], res[torch], 0, 16 * U32 * scale * d)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("in0_out0", 0, 0),
+        ("in1_out1", 1, 1),
+        ("in_tuple", (1, None), 0),
+        ("out_neg", 0, -1),
+        ("out_tuple_none", 0, (0, None)),
+        ("nested_dict", ({"a": 0, "b": 1},), 0),
+    ],
+    ids=lambda c: c[0],
+)
+def test_func_vmap_in_out_dims_match_torch(case, rng):
+    name, in_dims, out_dims = case
+    B = int(rng.choice([1, 3, 6]))
+    a = rng.standard_normal((B, 4)).astype(np.float32)
+    bm = rng.standard_normal((5, B)).astype(np.float32)
+    res = {}
+    for L in (torch, pr):
+        A, Bt = L.tensor(a), L.tensor(bm)
+        if name == "in0_out0":
+            out = L.func.vmap(lambda r: (r.exp().sum(), r * 2))(A)
+        elif name == "in1_out1":
+            out = L.func.vmap(lambda c: c.cumsum(0) * c, in_dims=in_dims, out_dims=out_dims)(Bt)
+        elif name == "in_tuple":
+            out = L.func.vmap(lambda c, s: c * s, in_dims=in_dims)(Bt, L.tensor(3.0))
+        elif name == "out_neg":
+            out = L.func.vmap(lambda r: r[:, None] * r[None, :], out_dims=out_dims)(A)
+        elif name == "out_tuple_none":
+            out = L.func.vmap(lambda r, k=None: (r + k, L.ones(2)), out_dims=out_dims)(
+                A, k=L.ones(4)
+            )
+        else:
+            out = L.func.vmap(lambda d: d["a"].sum() * d["b"].mean(), in_dims=in_dims)(
+                {"a": A, "b": Bt}
+            )
+        res[L] = out
+    _leaves_close(res[pr], res[torch], 16 * U32, 16 * U32 * float(np.exp(np.abs(a)).sum() + 4))
+    assert pr.vmap is pr.func.vmap
+
+
+def test_func_vmap_randomness_and_empty_batch(rng):
+    """'error' refuses a random draw inside (torch's message), 'different' gives each element
+    its own numbers, 'same' the same numbers; a batch of 0 gives empty outputs of the right
+    shape, as torch's."""
+    x = pr.zeros(4, 3)
+    words = "vmap: called random operation while in randomness error mode"
+    _raises_both(
+        lambda L: L.func.vmap(lambda r: r + L.rand(3))(L.zeros(4, 3)),
+        RuntimeError,
+        PyriteError,
+        words,
+    )
+    _raises_both(
+        lambda L: L.func.jacfwd(lambda r: r * L.rand(3))(L.zeros(3)),
+        RuntimeError,
+        PyriteError,
+        words,
+    )
+    diff = pr.func.vmap(lambda r: r + pr.rand(3), randomness="different")(x).numpy()
+    same = pr.func.vmap(lambda r: r + pr.rand(3), randomness="same")(x).numpy()
+    assert len({tuple(row) for row in diff}) == 4
+    assert len({tuple(row) for row in same}) == 1
+    for L in (torch, pr):
+        e = L.func.vmap(lambda r: (r.sum(), r[:2] * 2), out_dims=(0, 1))(L.zeros(0, 5))
+        assert [tuple(t.shape) for t in e] == [(0,), (2, 0)]
+
+
+_VMAP_ERRORS = {
+    "sizes": lambda L: L.func.vmap(lambda a, b: a + b)(L.ones(4, 3), L.ones(5, 3)),
+    "in_dims_none": lambda L: L.func.vmap(lambda a: a, in_dims=None)(L.ones(3)),
+    "non_tensor": lambda L: L.func.vmap(lambda a: a)(3.0),
+    "in_dim_range": lambda L: L.func.vmap(lambda a: a, in_dims=2)(L.ones(3)),
+    "in_dim_float": lambda L: L.func.vmap(lambda a: a, in_dims=(0.5,))(L.ones(3)),
+    "in_dims_len": lambda L: L.func.vmap(lambda a: a, in_dims=(0, 0))(L.ones(3)),
+    "in_dims_list": lambda L: L.func.vmap(lambda a: a, in_dims=[0])(L.ones(3)),
+    "no_inputs": lambda L: L.func.vmap(lambda: L.ones(2))(),
+    "all_unmapped": lambda L: L.func.vmap(lambda a: a, in_dims=(None,))(L.ones(3)),
+    "out_not_tensor": lambda L: L.func.vmap(lambda a: 3.0)(L.ones(3)),
+    "out_dims_type": lambda L: L.func.vmap(lambda a: a, out_dims="a")(L.ones(2, 3)),
+    "out_dims_len": lambda L: L.func.vmap(lambda a: (a, a), out_dims=(0, 0, 0))(L.ones(2, 3)),
+    "chunk_size": lambda L: L.func.vmap(lambda a: a, chunk_size=0),
+    "randomness": lambda L: L.func.vmap(lambda a: a, randomness="foo"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VMAP_ERRORS))
+def test_func_vmap_errors_match_torch(name):
+    """torch's error type and words (the structures in the out-of-structure messages are
+    pyrite's own notation: compared up to them)."""
+    with pytest.raises(Exception) as want:
+        _VMAP_ERRORS[name](torch)
+    with pytest.raises(Exception) as got:
+        _VMAP_ERRORS[name](pr)
+    assert isinstance(got.value, type(want.value)), (got.value, want.value)
+    w, g = str(want.value), str(got.value)
+    assert g.startswith("pyrite: ")
+    cut = w.find("structure ")  # a TreeSpec repr from here on in torch's
+    assert g[len("pyrite: ") :][: cut if cut > 0 else None] == w[: cut if cut > 0 else None]
+
+
+_GRAD_ERRORS = {
+    "nonscalar": lambda L: L.func.grad(lambda x: x * 2)(L.ones(3)),
+    "not_tensor": lambda L: L.func.grad(lambda x: 3)(L.ones(3)),
+    "aux_shape": lambda L: L.func.grad(lambda x: x.sum(), has_aux=True)(L.ones(3)),
+    "aux_non_tensor": lambda L: L.func.grad(lambda x: (x.sum(), 3), has_aux=True)(L.ones(3)),
+    "argnum_range": lambda L: L.func.grad(lambda x: x.sum(), argnums=1)(L.ones(3)),
+    "argnums_empty": lambda L: L.func.grad(lambda x: x.sum(), argnums=())(L.ones(3)),
+    "argnums_type": lambda L: L.func.grad(lambda x: x.sum(), argnums=0.5)(L.ones(3)),
+    "argnums_dup": lambda L: L.func.grad(lambda x, y: x.sum(), argnums=(0, -2))(
+        L.ones(1), L.ones(1)
+    ),
+    "primal_number": lambda L: L.func.grad(lambda x: x)(3.0),
+    "vjp_not_tensor": lambda L: L.func.vjp(lambda x: 3, L.ones(2)),
+    "vjp_empty": lambda L: L.func.vjp(lambda x: (), L.ones(2)),
+    "vjp_int_output": lambda L: L.func.vjp(lambda x: x > 0, L.ones(2)),
+    "vjp_aux": lambda L: L.func.vjp(lambda x: x * 2, L.ones(2), has_aux=True),
+    "jacrev_chunk": lambda L: L.func.jacrev(lambda x: x, chunk_size=0),
+    "jacfwd_randomness": lambda L: L.func.jacfwd(lambda x: x, randomness="sometimes")(L.ones(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_GRAD_ERRORS))
+def test_func_grad_errors_match_torch(name):
+    with pytest.raises(Exception) as want:
+        _GRAD_ERRORS[name](torch)
+    with pytest.raises(Exception) as got:
+        _GRAD_ERRORS[name](pr)
+    assert isinstance(got.value, type(want.value)), (got.value, want.value)
+    g = str(got.value)
+    assert g.startswith("pyrite: ") and g[len("pyrite: ") :] == str(want.value).replace(
+        "torch.", "pyrite."
+    ), (g, str(want.value))
+
+
+def test_func_vmap_nests_and_differentiates(rng):
+    """vmap(vmap(f)), vmap(jacrev(sin)) (torch's docs example: a batch of diagonal
+    Jacobians), and autograd through a vmap's stacked result back to its input."""
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    res = {}
+    for L in (torch, pr):
+        X = L.tensor(x, requires_grad=True)
+        inner = L.func.vmap(L.func.vmap(lambda r: (r * r.cos()).sum()), in_dims=1)(X)
+        jac = L.func.vmap(L.func.jacrev(L.sin))(X[0].detach())
+        inner.square().sum().backward()
+        res[L] = (inner, jac, X.grad)
+        assert tuple(inner.shape) == (4, 3) and tuple(jac.shape) == (4, 5, 5)
+    # sums of 5 terms of a few ulps each, then squares and their gradients
+    big = float(np.abs(x).max())
+    _leaves_close(res[pr], res[torch], 0, 32 * U32 * (5 * big + 1) ** 2)
