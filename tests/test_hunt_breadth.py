@@ -817,3 +817,33 @@ def test_func_vmap_nests_and_differentiates(rng):
     # sums of 5 terms of a few ulps each, then squares and their gradients
     big = float(np.abs(x).max())
     _leaves_close(res[pr], res[torch], 0, 32 * U32 * (5 * big + 1) ** 2)
+
+
+def test_func_grad_of_module_parameters_keeps_their_graph(rng):
+    """grad over functional_call with the module's own parameters (which require grad): the
+    gradient is differentiable with respect to them where it depends on them (requires_grad as
+    torch's), and a loss on it backpropagates into the parameters' .grad as torch's."""
+    w = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal(2).astype(np.float32)
+    x = rng.standard_normal(3).astype(np.float32)
+    res = {}
+    for L in (torch, pr):
+        m = L.nn.Linear(3, 2)
+        with L.no_grad():
+            m.weight.copy_(L.tensor(w))
+            m.bias.copy_(L.tensor(b))
+        params = dict(m.named_parameters())
+        sq = L.func.grad(lambda p, x: L.func.functional_call(m, p, (x,)).pow(2).sum())
+        lin = L.func.grad(lambda p, x: L.func.functional_call(m, p, (x,)).sum())
+        g_sq, g_lin = sq(params, L.tensor(x)), lin(params, L.tensor(x))
+        flags = (
+            [v.requires_grad for v in g_sq.values()],
+            [v.requires_grad for v in g_lin.values()],
+        )
+        sum(v.square().sum() for v in g_sq.values()).backward()
+        res[L] = (flags, g_sq, m.weight.grad, m.bias.grad)
+    assert res[pr][0] == res[torch][0] == ([True, True], [False, False])
+    # y = Wx + b is a dot of length 3; its gradients are products of it with x: 16 ulps of the
+    # largest |W||x| + |b| times |x| (squared through the loss: and again)
+    s = float((np.abs(w) @ np.abs(x) + np.abs(b)).max() * (1 + np.abs(x).max()) ** 2)
+    _leaves_close(res[pr][1:], res[torch][1:], 0, 16 * U32 * 4 * s)
