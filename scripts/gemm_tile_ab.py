@@ -48,7 +48,7 @@ def _torch_linear_us(M, N, K, dt):
 
 
 def parse_tile(name):
-    """("fast", tile) from a name "fast BMxBN TMxTN kBK [db] [kgG]" (gemm_variants' spelling), so
+    """("fast", tile) from a name "fast BMxBN TMxTN kBK [db|db2] [kgG]" (gemm_variants' spelling), so
     --variants can name tiles the bench's list does not hold."""
     words = name.split()
     if len(words) < 4 or words[0] != "fast":
@@ -56,7 +56,8 @@ def parse_tile(name):
     bm, bn = (int(v) for v in words[1].split("x"))
     tm, tn = (int(v) for v in words[2].split("x"))
     kg = next((int(w[2:]) for w in words[4:] if w.startswith("kg")), 1)
-    tile = (bm, bn, tm, tn, int(words[3][1:]), "db" in words[4:])
+    db = 2 if "db2" in words[4:] else "db" in words[4:]
+    tile = (bm, bn, tm, tn, int(words[3][1:]), db)
     return ("fast", tile + (kg,) if kg > 1 else tile)
 
 

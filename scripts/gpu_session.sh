@@ -95,14 +95,14 @@ for s in $steps; do
       step compile-bert 150 env PYRITE_BACKEND=wgpu python3 scripts/compile_bert_probe.py ;;
     latency-bert)  # pyrite bench's latency, BERT (eager and compiled) and attention rows, both
       step latency-bert 260 bash scripts/latency_bert_bench.sh ;;
-    small2)  # K-group tiles with longer K steps and fewer rows (more bytes in flight), wgpu-native
+    small2)  # small products' tiles with the deep prefetch (db2) against the rule's, wgpu-native
       step small2 150 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
         --shapes "128,768,768;128,2304,768;128,3072,768;128,768,3072;512,768,768" \
-        --variants "auto;fast 32x32 4x4 k32 db kg4;fast 32x32 4x4 k64 db kg4;fast 32x32 4x4 k64 db kg8;fast 16x32 4x4 k64 db kg8;fast 16x32 4x4 k32 db kg4;fast 32x32 4x4 k32 db kg2;fast 32x32 4x4 k128 kg8;fast 16x32 4x4 k128 kg8" \
+        --variants "auto;fast 32x32 4x4 k32 db kg4;fast 32x32 4x4 k32 db2 kg4;fast 32x32 4x4 k16 db2 kg2;fast 32x32 4x4 k32 db2 kg2;fast 64x64 4x4 k16 db2;fast 64x64 8x8 k16 db2" \
         --json "$OUT/small2.json" ;;
     tiles-bert)  # the big tiles at BERT-base batch 32's linears beside torch's F.linear, wgpu-native
       step tiles-bert 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
-        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 8x8 k16 db;fast 128x96 8x12 k16 db;fast 128x96 8x12 k16;fast 64x64 8x8 k16 db;fast 128x64 8x8 k16 db;fast 128x64 16x8 k16 db;fast 128x256 8x16 k8 db;fast 64x128 8x8 k16 db" \
+        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 db2;fast 128x128 8x8 k16 db2;fast 128x96 8x12 k16 db;fast 128x96 8x12 k16 db2;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 db2;fast 128x64 16x8 k16 db2" \
         --json "$OUT/tiles-bert.json" ;;
     attn-sg)  # the tiled forward's subgroup-shuffle rows against workgroup-memory rows, wgpu-native
       step attn-sg 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \

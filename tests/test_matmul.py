@@ -103,6 +103,11 @@ FAST_VARIANTS = [
     ("fast", (32, 32, 4, 4, 32, True, 4)),
     ("fast", (32, 64, 4, 4, 32, False, 2)),
     ("fast", (16, 32, 4, 4, 64, False, 8)),
+    # the deep prefetch (gemm_fast's dbuf = 2: two register sets, loads two K steps ahead; odd
+    # step counts end halfway through its two-step loop)
+    ("fast", (32, 32, 4, 4, 32, 2, 4)),
+    ("fast", (64, 64, 8, 8, 16, 2)),
+    ("fast", (128, 128, 16, 8, 8, 2)),
 ]
 VARIANTS = [
     ("tiled", None),

@@ -364,8 +364,11 @@ def gemm_fast(
         vec4 so those scalar stores spread over the banks (an M-contiguous A goes in whole, as an
     N-contiguous B does). With `dbuf` the workgroup tiles are double
         buffered: the next K step's vec4s are loaded into registers while the current step computes,
-        then stored into the other buffer, one barrier a K step instead of two. The K step is
-        unrolled by the generator.
+        then stored into the other buffer, one barrier a K step instead of two. With `dbuf` = 2
+        (the deep prefetch, not with `conv`) two register sets alternate, so each K step's loads
+        are issued two steps before they are stored: their latency hides behind two steps of
+        products instead of one (small products' few workgroups an SM wait on each step's loads).
+        The K step is unrolled by the generator.
 
         Info words as the general kernels (module docstring); e (the epilogue operand) is read by
         scalars through its strides.
@@ -428,6 +431,7 @@ def gemm_fast(
     assert not acc16 or (st == "f16" and conv is None and post is None and rows is None)
     assert kg == 1 or (rows is None and conv is None and not acc16)
     assert fast_valid(bm, bn, tm, tn, bk, kg)
+    assert dbuf != 2 or conv is None  # (the deep prefetch: not for the implicit convolution)
     tt = "vec4<f16>" if acc16 else "vec4<f32>"  # the workgroup tiles' and the loads' vec4
     lst = "f32" if acc16 else st  # (the loads widen from storage `st` to f32, unless acc16)
     v4 = {"f32": "vec4<f32>", "f16": "vec4<f16>", "bf16": "vec2<u32>"}[st]
@@ -482,16 +486,16 @@ def gemm_fast(
     if rows is not None:
         L.append("  " + " ".join(f"var rs{i} = vec4<f32>(0.0);" for i in range(tm // 4)))
 
-    def load(t, ind):  # global -> registers for the K step starting at element `t`
+    def load(t, ind, reg="v"):  # global -> registers for the K step starting at element `t`
         out = [f"{ind}let t4 = ({t}) >> 2u;"]
-        out += _tile_load("a", a_m, ra, t, ind, lst)
+        out += _tile_load("a", a_m, ra, t, ind, lst, reg)
         if conv is not None:
             return out + _conv_load(conv, rb, t, ind, st)
-        return out + _tile_load("b", b_lay == "n", rb, t, ind, lst)
+        return out + _tile_load("b", b_lay == "n", rb, t, ind, lst, reg)
 
-    def stash(buf, ind):  # registers -> workgroup tile `buf`
-        out = _tile_stash("a", a_m, ra, f"({buf}) * {bk * sa}", sa, ind)
-        return out + _tile_stash("b", b_lay == "n", rb, f"({buf}) * {bk * sb}", sb, ind)
+    def stash(buf, ind, reg="v"):  # registers -> workgroup tile `buf`
+        out = _tile_stash("a", a_m, ra, f"({buf}) * {bk * sa}", sa, ind, reg)
+        return out + _tile_stash("b", b_lay == "n", rb, f"({buf}) * {bk * sb}", sb, ind, reg)
 
     bkg = bk // kg  # (the K step's products a group sums)
 
@@ -540,7 +544,42 @@ def gemm_fast(
                 )
         return out
 
-    if dbuf:
+    if dbuf == 2:  # the deep prefetch: two register sets, each step's loads two steps ahead
+        L += [f"  var wa{r}: {tt};" for r in range(ra)] + [f"  var wb{r}: {tt};" for r in range(rb)]
+        L.append("  {")
+        L += load("0", "    ")
+        L += stash("0", "    ")
+        L.append("  }")
+        L.append(f"  if ({bk} < K) {{")
+        L += load(f"{bk}", "    ", "w")
+        L.append("  }")
+        L.append("  workgroupBarrier();")
+        L.append("  var cur = 0;")
+        L.append(f"  for (var t = 0; t < K; t += {2 * bk}) {{")
+        # step t (in tile cur; w holds step t + bk); v takes step t + 2bk
+        L.append(f"    if (t + {2 * bk} < K) {{")
+        L += load(f"t + {2 * bk}", "      ")
+        L.append("    }")
+        L += compute("cur", "    ")
+        L.append(f"    if (t + {bk} < K) {{")
+        L += stash("1 - cur", "      ", "w")
+        L.append("    }")
+        L.append("    workgroupBarrier();")
+        L.append("    cur = 1 - cur;")
+        # step t + bk (in tile cur; v holds step t + 2bk); w takes step t + 3bk
+        L.append(f"    if (t + {bk} < K) {{")
+        L.append(f"      if (t + {3 * bk} < K) {{")
+        L += load(f"t + {3 * bk}", "        ", "w")
+        L.append("      }")
+        L += compute("cur", "      ")
+        L.append(f"      if (t + {2 * bk} < K) {{")
+        L += stash("1 - cur", "        ")
+        L.append("      }")
+        L.append("      workgroupBarrier();")
+        L.append("      cur = 1 - cur;")
+        L.append("    }")
+        L.append("  }")
+    elif dbuf:
         L.append("  {")
         L += load("0", "    ")
         L += stash("0", "    ")
@@ -708,14 +747,16 @@ def _tile_operand(x, o, origin, width, pad, direct, reps, nt, kq, vt="vec4<f32>"
     return L
 
 
-def _tile_load(x, direct, reps, t, ind, st="f32"):
+def _tile_load(x, direct, reps, t, ind, st="f32", reg="v"):
     """Operand x's vec4s of the K step starting at element `t` (see _tile_operand), widened
-    to f32 from storage `st`."""
+    to f32 from storage `st`, into registers `reg`<x><r> (v, or w: the deep prefetch's second
+    set)."""
     if direct:
         return [
-            f"{ind}v{x}{r} = {_widen4(f'{x}[g{x}{r} + ({t}) * s{x}k4]', st)};" for r in range(reps)
+            f"{ind}{reg}{x}{r} = {_widen4(f'{x}[g{x}{r} + ({t}) * s{x}k4]', st)};"
+            for r in range(reps)
         ]
-    return [f"{ind}v{x}{r} = {_widen4(f'{x}[g{x}{r} + t4]', st)};" for r in range(reps)]
+    return [f"{ind}{reg}{x}{r} = {_widen4(f'{x}[g{x}{r} + t4]', st)};" for r in range(reps)]
 
 
 # gemm_fast's convolution words from `at` (its `conv`): x's channel stride, then per spatial
@@ -844,15 +885,16 @@ def _conv_load(conv, reps, t, ind, st="f32"):
     return L
 
 
-def _tile_stash(x, direct, reps, off, pad, ind):
-    """Operand x's registers into its workgroup tile at `off` (see _tile_operand)."""
+def _tile_stash(x, direct, reps, off, pad, ind, reg="v"):
+    """Operand x's registers `reg`<x><r> into its workgroup tile at `off` (see _tile_operand)."""
     X = x.upper()
     if direct:
-        return [f"{ind}{X}s[{off} + s{x}{r}] = v{x}{r};" for r in range(reps)]
+        return [f"{ind}{X}s[{off} + s{x}{r}] = {reg}{x}{r};" for r in range(reps)]
     return [
         ind
         + " ".join(
-            f"{X}s[{off} + s{x}{r} + {q * pad}][q{x}{r}] = v{x}{r}.{'xyzw'[q]};" for q in range(4)
+            f"{X}s[{off} + s{x}{r} + {q * pad}][q{x}{r}] = {reg}{x}{r}.{'xyzw'[q]};"
+            for q in range(4)
         )
         for r in range(reps)
     ]

@@ -481,7 +481,7 @@ def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt):
 
 def _tile(v):
     bm, bn, tm, tn, bk, dbuf, kg = fast_params(v)
-    t = (int(bm), int(bn), int(tm), int(tn), int(bk), bool(dbuf))
+    t = (int(bm), int(bn), int(tm), int(tn), int(bk), 2 if dbuf == 2 else bool(dbuf))
     return t if int(kg) == 1 else (*t, int(kg))
 
 
