@@ -123,6 +123,24 @@ def test_a_write_into_part_of_a_storage_keeps_the_union():
     _holds(u, expect_known=False)
 
 
+def test_fills_and_index_writes_keep_the_union():
+    t = pr.tensor([1, 2, 3, 4])
+    m = pr.tensor([True, False, True, False])
+    assert _holds(t.masked_fill(m, -100)) == (-100, 4)  # (a loss's ignored targets)
+    assert _holds(t.masked_fill(m, pr.tensor(9))) == (1, 9)
+    c = pr.zeros(6, dtype=pr.int32)
+    c[pr.tensor([1, 3])] = pr.tensor([7, 8])
+    assert _holds(c) == (0, 8)
+    c.index_fill_(0, pr.tensor([0]), -2)
+    assert _holds(c) == (-2, 8)
+    c[2:4] += 10  # (a view added to, then copied into itself)
+    assert _holds(c) == (-2, 18)
+    c.masked_fill_(c > 5, 5)
+    assert _holds(c) == (-2, 18)  # (the hull of its old range and the fill: not tighter)
+    c[pr.tensor([5])] = (pr.randn(1) * 50).to(pr.int32)
+    _holds(c, expect_known=False)
+
+
 @pytest.mark.parametrize(
     "fn",
     [
@@ -313,6 +331,33 @@ def test_an_argument_whose_known_range_is_too_wide_is_read_back_not_traced_again
     assert st["traces"] == 1 and st["replays"] == 3
 
 
+def test_a_compiled_module_in_training_guards_its_ids_too():
+    """pr.compile(model) under autograd (compile/_aot.py): new id ranges replay, a bad id
+    raises, ids of unknown range are read back once."""
+
+    class M(pr.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = pr.nn.Embedding(10, 4)
+            self.lin = pr.nn.Linear(4, 1)
+
+        def forward(self, ids):
+            return self.lin(self.emb(ids)).sum()
+
+    m = M()
+    cm = pr.compile(m)
+    opt = pr.optim.SGD(m.parameters(), lr=0.1)
+    for k in range(4):
+        _quiet(cm, pr.tensor([k, k + 3])).backward()
+        opt.step()
+        opt.zero_grad()
+    with pytest.raises(IndexError, match="index 10 is out of bounds"):
+        _quiet(cm, pr.tensor([3, 10]))
+    _quiet(cm, (pr.ones(2) * 9).to(pr.int32)).backward()
+    st = cm.stats()["training"]
+    assert st["traces"] == 1 and st["replays"] == 4 and st["graph_breaks"] == []
+
+
 def test_a_compiled_write_into_an_argument_leaves_its_range():
     """An argument the recording writes takes the range the replay's ops give (none where they
     give none): before, a replay left the trace's range on it and a bad index read zeros."""
@@ -399,6 +444,33 @@ def test_an_outside_index_changed_between_calls_is_checked_again():
     ids.add_((pr.ones(2) * 6).to(pr.int32))  # unknown and out of range
     with pytest.raises(IndexError, match="out of bounds"):
         _quiet(step, pr.ones(1))
+
+
+def test_an_outside_tensor_whose_exact_range_sized_the_result_is_a_guard():
+    """one_hot's class count comes from its input's exact max without a readback; a replay after
+    the input changed would keep the old count (it did: a row of zeros for class 4)."""
+    labels = pr.tensor([0, 2, 1])
+    step = pr.compile(lambda scale: pr.nn.functional.one_hot(labels) * scale)
+    for _ in range(3):
+        assert _quiet(step, pr.ones(1, dtype=pr.int32)).shape == (3, 3)
+    labels.copy_(pr.tensor([0, 4, 1]))
+    got = _quiet(step, pr.ones(1, dtype=pr.int32))
+    np.testing.assert_array_equal(got.numpy(), np.eye(5, dtype=np.int64)[[0, 4, 1]])
+
+
+def test_a_long_chain_in_a_trace_evaluates_without_recursion():
+    table = pr.arange(3000)
+
+    def f(pos):
+        for _ in range(1200):  # (past Python's default recursion limit)
+            pos = pos + 1
+        return table[pos]
+
+    step = pr.compile(f)
+    for k in range(3):
+        r = _quiet(step, pr.tensor([k]))
+        assert r.numpy().tolist() == [1200 + k] and _holds(r) == (0, 2999)
+    assert step.stats()["mode"] == "replay" and step.stats()["replays"] == 2
 
 
 # ---- gpt-fast's decode loop ------------------------------------------------------------------

@@ -59,9 +59,11 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
         )
     if self.dtype.kind != "i":
         return run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
-    before = ranges.known(self)  # (the rest of a storage a view writes into keeps its range)
+    # (taken before the kernel: the rest of a storage a view writes into keeps its range, and
+    # src may be a view of it: `x[:2] += 1` copies the view into itself)
+    before, ksrc = ranges.known(self), ranges.known(src)
     run_map("x0", (src,), (src.dtype.ctype,), self, src.dtype.ctype)
-    range_rules.after_cast(src, self, before)
+    range_rules.after_cast(src, self, before, ksrc)
     return self
 
 

@@ -288,7 +288,10 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
     rank, info = _info(walk, broadcast_strides(v, walk.shape), v._offset)
     bufs = [t._storage.buffer for t, *_ in idx] + [v._storage.buffer, x._storage.buffer]
     src = scatter_kernel(rank, len(idx), x.dtype.wgsl, v.dtype.wgsl, reduce)
+    old = ranges.known(x) if reduce is None else None
     backend.current().dispatch(src, bufs, info, grid_for(n))
+    if old is not None:  # x's storage holds its old values or v's (a KV cache of positions)
+        ranges.settle(x, ranges.hull, old, ranges.known(v))
     return x
 
 

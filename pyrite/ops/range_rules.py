@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numbers
 
-from .ranges import FRESH, _hull, const, known, known_or_any, settle
+from .ranges import FRESH, const, hull, known, known_or_any, settle
 
 
 def _same(r):
@@ -207,8 +207,9 @@ def after_unary(name, x, out, pre=None):
     settle(out, _fit(rule, out.dtype), kx, before=before)
 
 
-def after_cast(x, out, before=FRESH):
-    """`out` holds x's values cast to out's int dtype (wrapped where they leave it)."""
+def after_cast(x, out, before=FRESH, kx=FRESH):
+    """`out` holds x's values cast to out's int dtype (wrapped where they leave it); `kx`: x's
+    handle taken before the kernel ran."""
     if x.dtype.kind != "i":
         return
     rt = out.dtype
@@ -216,7 +217,7 @@ def after_cast(x, out, before=FRESH):
     def cast(r):
         return r if rt.min <= r[0] and r[1] <= rt.max else (rt.min, rt.max)
 
-    settle(out, cast, known(x), before=before)
+    settle(out, cast, known(x) if kx is FRESH else kx, before=before)
 
 
 def after_where(out, *operands):
@@ -224,4 +225,4 @@ def after_where(out, *operands):
     hs = [_operand(x, out.dtype) for x in operands]
     if any(h is None for h in hs):
         return
-    settle(out, _fit(_hull, out.dtype), *hs)
+    settle(out, _fit(hull, out.dtype), *hs)

@@ -211,11 +211,12 @@ def keep(out, *sources, before=FRESH):
     """`out` holds elements of `sources` (a copy, a cat, a gather, a min/max): their range."""
     if not sources:
         return out
-    settle(out, _hull, *(known(s) for s in sources), before=before)
+    settle(out, hull, *(known(s) for s in sources), before=before)
     return out
 
 
-def _hull(*ranges):
+def hull(*ranges):
+    """The rule of a result made of elements of its operands (a copy, a cat, a fill of some)."""
     return (min(r[0] for r in ranges), max(r[1] for r in ranges))
 
 

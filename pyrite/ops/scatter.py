@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
+from . import ranges
 from .core import broadcast_shapes, empty, run_map
 from .indexing import _gather, _host, _minmax, _plan, _scatter, _Walk, advanced_getitem
 
@@ -313,6 +314,22 @@ def _fill_value(value, what):
 
 
 def _masked_fill_into(out, x, mask, value):
+    if out.dtype.kind != "i":
+        return _masked_fill_map(out, x, mask, value)
+    # (taken before the kernel: in place, out is x)
+    before, kx = ranges.known(out), ranges.known(x)
+    kv = ranges.known(value) if isinstance(value, Tensor) else None
+    r = _masked_fill_map(out, x, mask, value)
+    if kv is None and not isinstance(value, Tensor):
+        from .casts import fill_value
+
+        v = fill_value(value, out.dtype)
+        kv = ranges.const(v, v)
+    ranges.settle(r, ranges.hull, kx, kv, before=before)  # (`targets.masked_fill(pad, -100)`)
+    return r
+
+
+def _masked_fill_map(out, x, mask, value):
     from .casts import check_fill_tensor, fill_value
 
     ct = out.dtype.ctype
