@@ -513,6 +513,14 @@ def test_gpt_fast_decode_replays_without_readbacks(rng):
     np.testing.assert_array_equal(pr.cat(toks, -1).numpy(), want[0][:, 1:])
     for g, w in zip(lgs, want[1][1:]):
         np.testing.assert_allclose(g[:, -1].numpy(), w, rtol=1e-4, atol=1e-5)
+    # fullgraph=True: nothing in the step is a graph break any more
+    full = pr.compile(decode_one_token, fullgraph=True)
+    with pr.no_grad():
+        tok, pos = pr.tensor(prompt[:, -1:]), pr.tensor([3], dtype=pr.int)
+        for _ in range(4):
+            tok, _ = _quiet(full, pm, tok.clone(), pos)
+            pos += 1
+    assert full.stats()["mode"] == "replay" and full.stats()["replays"] >= 2
     # the same loop as the hunt test runs it (its logits read each token): still torch's
     pm2 = _fast(pr, V, 16, 2, S)().eval()
     _load(pm2, tm)
