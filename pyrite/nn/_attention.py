@@ -728,7 +728,7 @@ def _weights(query, key, attn_mask, is_causal, scale, L, S):
     M row set to 0 so softmax stays finite, their weights multiplied by 0). A float mask that
     requires grad is added as it is (recorded)."""
     scores = _matmul.matmul(query, key.transpose(-2, -1)) * scale
-    alive = None
+    alive = dead = None
     if is_causal:
         rows = _creation.arange(L, dtype=D.int32).unsqueeze(1)
         attn_mask = _ew.ge(rows, _creation.arange(S, dtype=D.int32))
@@ -749,7 +749,9 @@ def _weights(query, key, attn_mask, is_causal, scale, L, S):
                 madd = _ew.where(dead, 0.0, madd)
                 alive = fmap("select(1.0, 0.0, x0 != 0.0)", [dead.to(D.float32)], (), scores.dtype)
         if not attn_mask.dtype.is_bool and attn_mask.requires_grad:
-            madd = madd + (attn_mask - attn_mask.detach())  # its gradient passes through
+            # recorded, so its gradient passes through (not madd + (m - m.detach()): a -inf
+            # entry, a padding mask added to a learned bias, made that NaN everywhere)
+            madd = attn_mask if dead is None else _ew.where(dead, 0.0, attn_mask)
         dt = scores.dtype
         scores = scores + madd
         if scores.dtype is not dt:  # (a float32 mask on half scores: added in float32, rounded
