@@ -9,6 +9,7 @@ import math
 
 from ...amp import is_autocast_enabled
 from ...autograd import is_grad_enabled
+from ...errors import warn
 from ...ops import combine as _combine
 from ...ops import creation as _creation
 from .. import functional as F
@@ -42,9 +43,19 @@ def _get_clones(module, n):
 
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
-    """(sz, sz) float mask: 0 on and below the diagonal, -inf above (causal)."""
-    full = _creation.full((sz, sz), -math.inf)
+    """(sz, sz) float mask (dtype, float32 by default): 0 on and below the diagonal, -inf
+    above (causal)."""
+    full = _creation.full((sz, sz), -math.inf, dtype=dtype)
     return _combine.triu(full, diagonal=1)
+
+
+def _relu_or_gelu(activation):
+    """torch's activation_relu_or_gelu: 1 for relu, 2 for gelu (function or module), else 0."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
 
 
 class TransformerEncoderLayer(Module):
@@ -81,6 +92,7 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        self.activation_relu_or_gelu = _relu_or_gelu(activation)
         self.activation = activation
 
     def __setstate__(self, state):
@@ -110,17 +122,31 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(x)
 
 
-def _sparsity_fast_path_layer(layer):
-    """torch's TransformerEncoder.__init__ conditions for use_nested_tensor."""
-    if not isinstance(layer, TransformerEncoderLayer) or layer.norm_first:
-        return False
+def _why_not_sparsity_fast_path(layer):
+    """torch's TransformerEncoder.__init__ conditions for use_nested_tensor: why the layer
+    can't take the nested-tensor path (its words), or "" when it can."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
     attn = layer.self_attn
-    if not attn.batch_first or not attn._qkv_same_embed_dim or attn.in_proj_bias is None:
-        return False
-    act = layer.activation
-    if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
-        return False
-    return layer.norm1.eps == layer.norm2.eps and attn.num_heads % 2 == 0
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not attn.batch_first:
+        return (
+            f"{name}.self_attn.batch_first was not True"
+            "(use batch_first for better inference performance)"
+        )
+    if not attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not _relu_or_gelu(layer.activation):
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
 
 
 class TransformerEncoder(Module):
@@ -135,7 +161,14 @@ class TransformerEncoder(Module):
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
         # torch's sparsity fast path (nested tensors) is taken for these layers only
-        self.use_nested_tensor = enable_nested_tensor and _sparsity_fast_path_layer(encoder_layer)
+        self.use_nested_tensor = enable_nested_tensor
+        why_not = _why_not_sparsity_fast_path(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warn(
+                "enable_nested_tensor is True, but self.use_nested_tensor is False because "
+                + why_not
+            )
+            self.use_nested_tensor = False
         self.mask_check = mask_check
 
     def _padded_out(self, src, mask, src_key_padding_mask):
@@ -357,6 +390,12 @@ class Transformer(Module):
         tgt_is_causal=None,
         memory_is_causal=False,
     ):
+        is_batched = src.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if is_batched and src.size(batch_dim) != tgt.size(batch_dim):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
         memory = self.encoder(
             src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
             is_causal=src_is_causal,
