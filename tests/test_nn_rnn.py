@@ -293,7 +293,7 @@ def test_errors():
         nn.LSTMCell(3, 4)(pr.randn(1, 2, 3))
     with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 5 expected 3"):
         nn.GRUCell(3, 4)(pr.randn(2, 5))
-    with pytest.raises(RuntimeError, match="hidden has inconsistent hidden_size: got 3"):
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 3"):
         nn.RNNCell(3, 4)(pr.randn(2, 3), pr.randn(2, 3))
 
 

@@ -599,16 +599,15 @@ class RNNCellBase(Module):
             else:
                 if not batched:
                     s = s.unsqueeze(0)
-                label = f"[{k}]" if len(states) > 1 else ""
+                # (torch numbers the state even where there is one: "hidden0")
                 if s.size(0) != n:
                     raise RuntimeError(
-                        f"Input batch size {n} doesn't match hidden{k if label else ''} batch "
-                        f"size {s.size(0)}"
+                        f"Input batch size {n} doesn't match hidden{k} batch size {s.size(0)}"
                     )
                 if s.size(1) != self.hidden_size:
                     raise RuntimeError(
-                        f"hidden{k if label else ''} has inconsistent hidden_size: got "
-                        f"{s.size(1)}, expected {self.hidden_size}"
+                        f"hidden{k} has inconsistent hidden_size: got {s.size(1)}, expected "
+                        f"{self.hidden_size}"
                     )
             out.append(s)
         return input, out, batched
