@@ -106,9 +106,8 @@ def embedding_bag(
         )
     if per_sample_weights is not None and tuple(per_sample_weights._shape) != tuple(input._shape):
         raise ValueError(
-            f"pyrite: embedding_bag: If per_sample_weights ({tuple(per_sample_weights._shape)}) "
-            f"is not None, then it must have the same shape as the input "
-            f"({tuple(input._shape)})"
+            f"pyrite: embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+            f"is not None, then it must have the same shape as the input ({input.shape})"
         )
     if mode not in ("sum", "mean", "max"):
         raise ValueError("pyrite: embedding_bag: mode has to be one of sum, mean or max")
@@ -125,7 +124,8 @@ def embedding_bag(
         if offsets is not None:
             raise ValueError(
                 "pyrite: embedding_bag: if input is 2D, then offsets has to be None, as input "
-                "is treated is a mini-batch of fixed length sequences."
+                "is treated is a mini-batch of fixed length sequences. However, found offsets "
+                f"of type {type(offsets)}"
             )
         B, L = input._shape
         bag_host = np.repeat(np.arange(B, dtype=np.int32), L)
@@ -140,15 +140,20 @@ def embedding_bag(
             raise ValueError("pyrite: embedding_bag: offsets has to be a 1D Tensor")
         off = off.astype(np.int64)
         n = input._shape[0]
+        # (RuntimeError, as torch's checks of the offsets' values)
         if off.size and off[0] != 0:
-            raise ValueError(
+            raise RuntimeError(
                 f"pyrite: embedding_bag: offsets[0] has to be 0, i.e., the first sequence in "
                 f"the mini-batch has to start from position 0. However, got {off[0]}"
             )
-        if off.size and (off[-1] > n or np.any(np.diff(off) < 0)):
-            raise ValueError(
-                f"pyrite: embedding_bag: offsets must be non-decreasing and at most the "
-                f"input's length {n}, got {off.tolist()}"
+        if off.size and off[-1] > n:
+            raise RuntimeError(
+                f"pyrite: embedding_bag: offsets[-1] can not be greater than input's length {n} "
+                f"but got offsets[-1] of {off[-1]}"
+            )
+        if np.any(np.diff(off) < 0):
+            raise RuntimeError(
+                f"pyrite: embedding_bag: offsets must be non-decreasing, got {off.tolist()}"
             )
         B = off.size - 1 if include_last_offset else off.size
         ends = np.append(off[1:], n) if not include_last_offset else off[1:]
