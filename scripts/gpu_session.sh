@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -108,6 +108,8 @@ for s in $steps; do
       step attn-sg 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \
         --only "BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT bench|E=128, 128|E=32" \
         --json "$OUT/attn-sg.json" ;;
+    chain)  # the chain of linears as one pass against its dispatches alone, wgpu-native
+      step chain 90 env PYRITE_BACKEND=wgpu python3 scripts/gpu_time.py --chain ;;
     rowops-probe)  # BERT batch 32's non-GEMM kernels beside torch's, wgpu-native
       step rowops-probe 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_rowops_probe.py ;;
     profile)  # where BERT-base (batch 1, 32) spends device time, pyrite wgpu-native beside torch's kernels

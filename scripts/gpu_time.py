@@ -1,5 +1,5 @@
 """GPU time of each kernel an op mix records, by timestamp queries (issue 9: where per-op time
-goes). `PYRITE_BACKEND=wgpu|dawn python scripts/gpu_time.py [--sequence]`
+goes). `PYRITE_BACKEND=wgpu|dawn python scripts/gpu_time.py [--sequence | --chain]`
 
 `kernel_times(fn)` runs fn once while capturing the dispatches it records (pipeline, buffers,
 info words, grid), then replays each one `reps` times in its own compute pass bracketed by
@@ -179,10 +179,41 @@ def sequences():
     show_sequence("x * 2 128x768", lambda: x * 2, lambda: x * 2)
 
 
+def chain_only():
+    """`--chain`: the chain of linears as one pass against its dispatches alone and its eager
+    wall time, with the rules' tile and with the K-group tile's deep prefetch forced."""
+    import pyrite.ops.matmul as mm
+
+    F = pr.nn.functional
+    x, w = pr.randn(128, 768), pr.randn(768, 768) * 0.03
+
+    def chain():
+        y = x
+        for _ in range(100):
+            y = F.linear(y, w) * 0.03
+        return y
+
+    for label, force in (
+        ("rules", None),
+        ("K groups, deep prefetch", ("fast", (32, 32, 4, 4, 32, 2, 4))),
+    ):
+        mm.FORCE = force
+        try:
+            show_sequence(f"chain of 100 (linear, *0.03), {label}", chain, chain)
+        finally:
+            mm.FORCE = None
+    show("one linear 128x768 . 768^2", lambda: F.linear(x, w))
+    show("one x * 0.03 128x768", lambda: x * 0.03)
+
+
 if __name__ == "__main__":
     dev = backend.current()
     print(f"{dev.name} ({dev.impl}), timestamp-query: {'timestamp-query' in dev.features}")
     import sys
+
+    if "--chain" in sys.argv:
+        chain_only()
+        sys.exit(0)
 
     if "--sequence" in sys.argv:
         sequences()
