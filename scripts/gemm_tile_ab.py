@@ -17,34 +17,11 @@ from pyrite.bench.gemm_variants import VARIANTS
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from gpu_time import kernel_times  # noqa: E402
+from half_gemm_time import torch_us  # noqa: E402
 
 F = pr.nn.functional
 SHAPES = [(4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (4096, 2304, 768),
           (4096, 4096, 4096)]  # fmt: skip
-
-
-def _torch_linear_us(M, N, K, dt):
-    """torch CUDA's F.linear at this shape (TF32 off), µs by CUDA events over 50 calls; None
-    without CUDA."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    tdt = torch.float16 if dt is pr.float16 else torch.float32
-    x, w, b = (torch.randn(*s, device="cuda", dtype=tdt) for s in ((M, K), (N, K), (N,)))
-    for _ in range(5):
-        torch.nn.functional.linear(x, w, b)
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    s.record()
-    for _ in range(50):
-        torch.nn.functional.linear(x, w, b)
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) * 1e3 / 50
 
 
 def parse_tile(name):
@@ -97,7 +74,7 @@ def main():
             finally:
                 mmod.FORCE = None
             row[name] = us
-        tus = _torch_linear_us(M, N, K, dt)
+        tus = torch_us(M, N, K, "float16" if dt is pr.float16 else "float32")
         if tus is not None:
             row["torch-cuda"] = tus
         rows.append(row)

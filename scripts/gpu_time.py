@@ -148,11 +148,8 @@ def show(label, fn):
         print(f"    {t / 1e3:8.2f} us  grid {grid}  {first[:60]}")
 
 
-def sequences():
-    """`--sequence`: op mixes as one pass against their eager wall time (issue 9)."""
-    import pyrite.ops.matmul as mm
-    from pyrite.bench.bert import build
-
+def _chain():
+    """issue 9's chain of 100 × (linear 128×768 · 768², × 0.03): (its input, the chain)."""
     F = pr.nn.functional
     x, w = pr.randn(128, 768), pr.randn(768, 768) * 0.03
 
@@ -162,6 +159,15 @@ def sequences():
             y = F.linear(y, w) * 0.03
         return y
 
+    return x, chain
+
+
+def sequences():
+    """`--sequence`: op mixes as one pass against their eager wall time (issue 9)."""
+    import pyrite.ops.matmul as mm
+    from pyrite.bench.bert import build
+
+    x, chain = _chain()
     model = build(pr)
     xb = pr.randn(1, 128, 768)
 
@@ -185,14 +191,8 @@ def chain_only():
     import pyrite.ops.matmul as mm
 
     F = pr.nn.functional
-    x, w = pr.randn(128, 768), pr.randn(768, 768) * 0.03
-
-    def chain():
-        y = x
-        for _ in range(100):
-            y = F.linear(y, w) * 0.03
-        return y
-
+    x, chain = _chain()
+    w = pr.randn(768, 768) * 0.03
     for label, force in (
         ("rules", None),
         ("K groups, deep prefetch", ("fast", (32, 32, 4, 4, 32, 2, 4))),
