@@ -106,7 +106,7 @@ for s in $steps; do
         --json "$OUT/tiles-bert.json" ;;
     attn-sg)  # the tiled forward's subgroup-shuffle rows against workgroup-memory rows, wgpu-native
       step attn-sg 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \
-        --only "BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT bench|E=128, 128|E=32" \
+        --only "${ATTN_ONLY:-BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT bench|E=128, 128|E=32}" \
         --json "$OUT/attn-sg.json" ;;
     chain)  # the chain of linears as one pass against its dispatches alone, wgpu-native
       step chain 90 env PYRITE_BACKEND=wgpu python3 scripts/gpu_time.py --chain ;;
