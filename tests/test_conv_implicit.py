@@ -398,3 +398,31 @@ def test_weight_gradient_same_padding_half_and_double_backward(implicit, rng):
         assert C.LAST_WGRAD is not None and pw3.grad.dtype is pr.float16
         want = gw.detach().numpy()
         np.testing.assert_allclose(pw3.grad.numpy().astype(np.float64), want, rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize(
+    "xs,ws",
+    [
+        ((1, 32, 12, 12), (64, 32, 3, 3)),
+        ((2, 64, 33, 31), (64, 64, 3, 3)),
+        ((1, 16, 9), (32, 16, 5)),
+    ],
+)
+def test_gpu_rule_convolutions_of_few_outputs(monkeypatch, xs, ws, rng):
+    """The GPU table of the implicit GEMM (ops/matmul.py CONV_GPU) on small convolutions, run
+    here with the adapter taken for a GPU: every tile it offers builds with `conv` (the K-group
+    rows of the GEMM's table once leaked into it, and every GPU convolution of fewer than 1M
+    outputs raised an unpacking error), and the results match torch's."""
+    from pyrite.ops import matmul as mm
+
+    dev = backend.current()
+    monkeypatch.setattr(dev, "adapter_type", "DiscreteGPU")
+    monkeypatch.setattr(C, "IMPLICIT", None)
+    mm._plans.clear()
+    for outputs in (1, 5_000, 300_000, 2_000_000, 5_000_000):
+        for params in C._implicit_tiles(dev, 64, outputs):
+            assert len(params) == 6 and params[5] in (True, False), params
+    x, w = _f32(rng.standard_normal(xs)), _f32(rng.standard_normal(ws))
+    fn = (TF.conv2d, F.conv2d) if len(xs) == 4 else (TF.conv1d, F.conv1d)
+    _check(*fn, x, w, None, {"padding": 1})
+    mm._plans.clear()

@@ -514,6 +514,12 @@ def test_gpu_tile_rule_fills_waves(impl):
         # below SMALL_OUTPUTS outputs, K groups from K = KG_MIN_K on
         (128, 768, 768): mmod.KG_TILE,
         (512, 768, 3072): mmod.KG_TILE,
+        # from KG2_MIN_OUTPUTS outputs with K <= KG2_MAX_K, 2 groups and the deep prefetch
+        # (wgpu-native; Dawn's table keeps KG_TILE)
+        (128, 2304, 768): mmod.KG_TILE if dawn else mmod.KG2_TILE,
+        (512, 768, 768): mmod.KG_TILE if dawn else mmod.KG2_TILE,
+        (128, 3072, 1024): mmod.KG_TILE if dawn else mmod.KG2_TILE,
+        (128, 3072, 1536): mmod.KG_TILE,
         (128, 768, 512): (64, 64, 4, 4, 16, True),
     }
     for (M, N, K), params in want.items():

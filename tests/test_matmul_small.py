@@ -145,6 +145,7 @@ def test_gpu_rule_picks_gemv_split_and_small_tiles(rng, as_gpu):
         ((1, 768), 256, "gemv", None),
         ((7, 256), 96, "gemv", None),
         ((128, 768), 256, "fast", mm.KG_TILE),  # (K groups: few tiles, K >= KG_MIN_K)
+        ((256, 768), 1024, "fast", mm.KG2_TILE),  # (from KG2_MIN_OUTPUTS: the deep prefetch)
         ((128, 512), 256, "fast", (64, 64, 4, 4, 16, True)),
         ((96, 512), 64, "fast", (32, 32, 4, 4, 16, True)),
     ]

@@ -51,6 +51,8 @@ FAST_TILES = [
     (32, 64, 4, 4, 64, False, 4),
     (64, 64, 4, 4, 32, True, 2),
     (16, 64, 4, 4, 64, False, 4),
+    # the deep prefetch (dbuf 2: loads two K steps ahead; ops/matmul.py KG2_TILE)
+    (32, 32, 4, 4, 16, 2, 2),
 ]
 SPLITS = (1, 2, 4, 8, 16)
 SHAPES = [(768, 768), (768, 3072), (3072, 768), (4096, 4096)]
@@ -90,7 +92,8 @@ def candidates(M):
             continue
         for S in SPLITS:
             kg = f" kg{t[6]}" if len(t) > 6 else ""
-            name = f"fast {t[0]}x{t[1]} {t[2]}x{t[3]} k{t[4]}{kg} S={S}"
+            db = " db2" if t[5] == 2 else ""
+            name = f"fast {t[0]}x{t[1]} {t[2]}x{t[3]} k{t[4]}{db}{kg} S={S}"
             out.append((name, ("fast", t), S))
     return out
 

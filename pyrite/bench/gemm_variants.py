@@ -67,6 +67,7 @@ VARIANTS = [
     ("fast 32x64 4x4 k32 kg2", ("fast", (32, 64, 4, 4, 32, False, 2))),
     ("fast 32x64 4x4 k64 kg4", ("fast", (32, 64, 4, 4, 64, False, 4))),
     ("fast 64x64 4x4 k32 db kg2", ("fast", (64, 64, 4, 4, 32, True, 2))),
+    ("fast 32x32 4x4 k16 db2 kg2", ("fast", (32, 32, 4, 4, 16, 2, 2))),
     ("fast 16x64 4x4 k64 kg4", ("fast", (16, 64, 4, 4, 64, False, 4))),
     ("fast 32x32 4x4 k32 db", ("fast", (32, 32, 4, 4, 32, True))),
     ("fast 64x64 4x4 k16 db", ("fast", (64, 64, 4, 4, 16, True))),

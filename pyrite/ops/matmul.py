@@ -146,16 +146,32 @@ def _layout_b(st_k, st_n, K, N):
 #   Dawn gains 10-15 % on every shape and takes it (before the big tile) wherever N divides by
 #   96 and its tiles fill their waves as the big tile's must; on wgpu-native it is within 5 %
 #   either way, so the rule stays.
+# 2026-12-06, the H100, wgpu-native, GPU time (`scripts/gpu_session.sh small2`,
+# docs/bench/2026-12-06-h100-s29-small2-db2.json), K-group tiles with the deep prefetch
+# (gemm_fast's dbuf = 2: loads two K steps ahead) against KG_TILE, µs (torch CUDA's F.linear):
+#   shape                    KG_TILE   32x32 k16 kg2 db2   32x32 k32 kg4 db2   (torch)
+#   128x768 . 2304x768         34.6         32.5               35.6            (31.9)
+#   128x768 . 3072x768         34.6         32.6               35.8            (29.1)
+#   512x768 . 768^2            34.5         32.5               35.7            (34.9)
+#   128x768 . 768^2            16.1         21.1               17.2            (28.9)
+#   128x3072 . 768x3072        43.3         60.4               47.4            (58.1)
+# so KG2_TILE takes the K-group products of KG2_MIN_OUTPUTS outputs and more whose K is at most
+# KG2_MAX_K, on wgpu-native (Dawn unmeasured: its table keeps KG_TILE). One run; which of its
+# three changes (K step 16, 2 groups, the deep prefetch) gains was not separated.
 SMALL_OUTPUTS = 1024 * 1024
 BIG_TILE = (128, 128, 16, 8, 8, True)
 KG_TILE = (32, 32, 4, 4, 32, True, 4)
 KG_MIN_K = 768
+KG2_TILE = (32, 32, 4, 4, 16, 2, 2)
+KG2_MIN_OUTPUTS = 256 * 1024
+KG2_MAX_K = 1024
 WIDE96_TILE = (128, 96, 8, 12, 16, False)
 GPU_SLOTS = 264
 WAVE_FILL = 0.85
 FAST_GPU = [
     (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
+    (KG2_MIN_OUTPUTS, KG2_TILE),
     (0, KG_TILE),
     (0, (64, 64, 4, 4, 16, True)),
     (0, (32, 32, 4, 4, 16, True)),
@@ -165,13 +181,15 @@ FAST_GPU_DAWN = [
     (SMALL_OUTPUTS, WIDE96_TILE),
     (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, False)),
-    *FAST_GPU[2:],
+    *(row for row in FAST_GPU[2:] if row[1] != KG2_TILE),
 ]
-# the convolutions' implicit GEMM keeps the tiles it was measured with (ops/conv.py)
+# the convolutions' implicit GEMM keeps the tiles it was measured with (ops/conv.py), none of
+# the K-group or deep-prefetch ones (gemm_fast builds neither with `conv`: the K-group rows here
+# made every GPU convolution of fewer than SMALL_OUTPUTS outputs fail, 2026-12-06)
 CONV_GPU = [
     (2048 * 2048, (128, 128, 8, 8, 16, False)),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
-    *FAST_GPU[2:],
+    *(row for row in FAST_GPU[2:] if len(row[1]) == 6 and row[1][5] != 2),
 ]
 
 
@@ -318,9 +336,11 @@ def _choose(dev, M, N, K, batch, fast_lay):
                 and wave_fill(M * N * batch // (params[0] * params[1])) < WAVE_FILL
             ):
                 continue
-            if params == KG_TILE and (
+            if params in (KG_TILE, KG2_TILE) and (
                 K < KG_MIN_K or M * N * batch >= SMALL_OUTPUTS or fast_lay[0] == "m"
             ):
+                continue
+            if params == KG2_TILE and K > KG2_MAX_K:
                 continue
             return "fast", params
     if N < 4:  # matrix-vector and thin outputs: 256 rows a workgroup, one column each
