@@ -335,8 +335,8 @@ def test_float16_accumulation(variant, rng):
 @pytest.mark.parametrize(
     "variant",
     [("fast", (64, 64, 8, 8, 16, True)), ("fast", (32, 32, 4, 4, 32, True, 4)),
-     ("fast", (128, 96, 8, 12, 16, False))],
-    ids=["64x64", "k-groups", "128x96"],
+     ("fast", (128, 96, 8, 12, 16, False)), ("fast", (32, 32, 4, 4, 16, 2, 2))],
+    ids=["64x64", "k-groups", "128x96", "deep-prefetch"],
 )  # fmt: skip
 def test_half_storage_on_fast_tiles(dtype, variant, rng):
     """f16 and bf16 storage through the fast tiles (K groups and 96 columns too): x @ w.T + b
