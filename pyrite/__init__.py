@@ -34,7 +34,14 @@ from .dtypes import (
     uint8,
 )
 from .dtypes import bool_ as bool
-from .errors import DeviceError, KernelError, OutOfMemoryError, PyriteError, ShapeError
+from .errors import (
+    ArgumentError,
+    DeviceError,
+    KernelError,
+    OutOfMemoryError,
+    PyriteError,
+    ShapeError,
+)
 from .ops.porting import layout, strided
 from .tensor import Size, Tensor, device
 

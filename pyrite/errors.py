@@ -11,6 +11,12 @@ class ShapeError(ValueError, RuntimeError):
     match the size of tensor b (4)"), so a ported `except RuntimeError` still catches it."""
 
 
+class ArgumentError(ValueError, RuntimeError):
+    """An argument's value outside what the op accepts (a negative beta, a label_smoothing
+    past 1, an input length past the sequence). A ValueError, and the RuntimeError PyTorch
+    raises for these checks, so a ported `except RuntimeError` still catches it."""
+
+
 class DeviceError(PyriteError):
     """No adapter, a missing feature, or a device that was lost."""
 

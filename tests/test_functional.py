@@ -308,7 +308,10 @@ def test_cross_entropy_all_ignored_is_nan_and_errors():
     x = pr.randn(3, 4)
     t = pr.tensor([-100, -100, -100])
     assert math.isnan(F.cross_entropy(x, t).item())
-    with pytest.raises(pr.ShapeError, match="pyrite: cross_entropy: expected target of shape"):
+    with pytest.raises(
+        pr.ShapeError,
+        match=r"cross_entropy: Expected input batch_size \(3\) to match target batch_size \(2\)",
+    ):
         F.cross_entropy(x, pr.tensor([0, 1]))
     with pytest.raises(ValueError, match="pyrite: 'avg' is not a valid value for reduction"):
         F.cross_entropy(x, pr.tensor([0, 1, 2]), reduction="avg")

@@ -342,12 +342,12 @@ def test_errors(rng):
     """Out-of-range targets raise at the call (bounds known from the upload, or read back);
     a class weight of the wrong size raises torch's RuntimeError."""
     x = pr.randn(4, 5)
-    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 5"):
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
         F.cross_entropy(x, pr.tensor([0, 5, 2, 1]))
-    with pytest.raises(IndexError, match="index -1 is out of bounds for dimension 1 with size 5"):
+    with pytest.raises(IndexError, match="Target -1 is out of bounds"):
         F.cross_entropy(x, pr.tensor([0, -1, 2, 1]))
     unknown = pr.tensor([0, 3, 2, 1]) * 2  # an op's result: bounds unknown, read back
-    with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 1 with size 5"):
+    with pytest.raises(IndexError, match="Target 6 is out of bounds"):
         F.cross_entropy(x, unknown)
     ok = pr.tensor([0, 3, 2, 1]) + 0  # unknown bounds, in range (and -100 ignored) passes
     got = F.cross_entropy(x, ok, reduction="none").numpy()
@@ -356,7 +356,7 @@ def test_errors(rng):
     )
     assert_close(got, want.numpy(), 1e-5, 1e-5, "unknown bounds, in range")
     F.cross_entropy(x, pr.tensor([0, -100, 2, 1]) + 0)
-    with pytest.raises(IndexError, match="index 11 is out of bounds for dimension 0 with size 5"):
+    with pytest.raises(IndexError, match="Target 11 is out of bounds"):
         F.cross_entropy(x[0], pr.tensor(11))
     with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 5 "):
         F.cross_entropy(x, pr.tensor([0, 1, 2, 1]), weight=pr.ones(4))

@@ -16,7 +16,7 @@ import numpy as np
 from .. import autograd as _autograd
 from .. import backend
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.ctc import (
     ctc_alpha_kernel,
@@ -88,12 +88,12 @@ def ctc_loss(
     tl = _lengths("target_lengths", target_lengths, N)
     if il.size and (il.max() > T or il.min() < 0):
         bad = il.max() if il.max() > T else il.min()
-        raise ValueError(
-            f"pyrite: ctc_loss: Expected input_lengths to have values in [0, {T}], but got "
-            f"value {bad}"
+        raise ArgumentError(
+            f"pyrite: ctc_loss: Expected input_lengths to have value at most {T}, but got "
+            f"value {bad} (lengths are in [0, {T}])"
         )
     if tl.size and tl.min() < 0:
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: ctc_loss: Expected target_lengths to have value at least 0, but got "
             f"value {tl.min()}"
         )

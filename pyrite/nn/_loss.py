@@ -16,7 +16,7 @@ from pyrite.errors import warn as _warn
 
 from .. import autograd as _autograd
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..ops import indexing as _indexing
 from ..ops import ranges
 from ..ops import rowops as _rowops
@@ -103,7 +103,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if beta < 0:
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: smooth_l1_loss does not support negative values for beta, got {beta}"
         )
     _some_float("smooth_l1_loss", input, target)
@@ -122,7 +122,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5·d² where |d| < δ, else δ·(|d| - 0.5·δ); with weight, 'mean' is mean(w·loss)."""
     check_reduction(reduction)
     if delta <= 0:
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: huber_loss does not support non-positive values for delta, got {delta}"
         )
     _some_float("huber_loss", input, target)
@@ -309,6 +309,7 @@ def _pick(logp, target, cd, ignore_index, weight):
     )
     # the labels' range holds for `safe` too, with 0 added (no readback)
     ranges.settle(safe, _with_zero, ranges.known(target))
+    _check_labels(safe, cd, logp._shape[cd])
     picked = _scatter.gather(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
     picked = fmap(
         "select(x0, 0.0, x1 == s0)",
@@ -343,13 +344,35 @@ def _pick(logp, target, cd, ignore_index, weight):
     return picked, wt
 
 
-def _check_target(input, target, cd, name):
-    want = tuple(input._shape[:cd]) + tuple(input._shape[cd + 1 :])
-    if tuple(target._shape) != want:
-        raise ShapeError(
-            f"pyrite: {name}: expected target of shape {want} for input of shape "
-            f"{tuple(input._shape)}, got {tuple(target._shape)}"
+def _target_out_of_bounds(bad, size, dim):
+    return f"pyrite: Target {bad} is out of bounds. (classes are 0..{size - 1})"
+
+
+def _check_labels(safe, cd, C):
+    """torch's range check of class labels: every target in [0, C) or ignore_index (`safe`:
+    the targets with ignore_index replaced by 0). No readback where the labels' range is
+    known (uploaded labels), else one."""
+    if not ranges.within(safe, 0, C - 1):
+        _indexing._check_device(
+            [(safe, C, cd)], allow_negative=False, message=_target_out_of_bounds
         )
+
+
+def _check_target(input, target, cd, name):
+    """Class-index targets are input's shape without the class dim, in torch's words: a batch
+    size that differs, else the expected size."""
+    want = tuple(input._shape[:cd]) + tuple(input._shape[cd + 1 :])
+    got = tuple(target._shape)
+    if got == want:
+        return
+    if cd == 1 and (not got or got[0] != want[0]):
+        first = got[0] if got else "none"
+        words = f"Expected input batch_size ({want[0]}) to match target batch_size ({first})."
+    else:
+        words = f"Expected target size {list(want)}, got {list(got)}"
+    raise ShapeError(
+        f"pyrite: {name}: {words} (input of shape {tuple(input._shape)}, class dim {cd})"
+    )
 
 
 def _weight_view(weight, ndim, cd):
@@ -367,7 +390,10 @@ def nll_loss(
     cd, C = _class_layout(input, "nll_loss")
     _check_target(input, target, cd, "nll_loss")
     if target.dtype.kind != "i":
-        raise TypeError(f"pyrite: nll_loss: expected an integer target, got {target.dtype!r}")
+        raise TypeError(
+            f"pyrite: nll_loss: expected target dtype to be Long or Byte, but got {target.dtype!r}"
+        )
+    _check_class_weight(weight, C)
     picked, wt = _pick(input, target, cd, ignore_index, weight)
     loss = fmap("-x0 * x1", [picked, wt], dtype=input.dtype)
     if reduction == "none":
@@ -398,7 +424,7 @@ def cross_entropy(
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )
     cd, C = _class_layout(input, "cross_entropy")
@@ -411,9 +437,16 @@ def cross_entropy(
     w_b = _weight_view(weight, input.ndim, cd) if weight is not None else None
     if target.dtype.is_floating_point:  # class probabilities, shaped like input
         if tuple(target._shape) != tuple(input._shape):
+            # torch reads a target not shaped like input as class indices
             raise ShapeError(
-                f"pyrite: cross_entropy: probability target of shape "
-                f"{tuple(target._shape)} must match input {tuple(input._shape)}"
+                f"pyrite: cross_entropy: expected target dtype to be Long or Byte, but got "
+                f"{target.dtype!r} (a floating-point target holds class probabilities and "
+                f"must have the input's shape {tuple(input._shape)}, got "
+                f"{tuple(target._shape)})"
+            )
+        if ignore_index >= 0:
+            raise ArgumentError(
+                "pyrite: cross_entropy: ignore_index is not supported for floating point target"
             )
         if label_smoothing > 0:
             target = target * (1.0 - label_smoothing) + label_smoothing / C
@@ -495,7 +528,7 @@ def _xent(input, target, weight, C, cd, ignore_index, reduction, eps):
         safe = fmap(
             "select(x0, 0, x0 == s0)", [target], [ignore_index], D.int32, ("i32",), "i32", ("i32",)
         )
-        _indexing._check_device([(safe, C, cd)], allow_negative=False)
+        _check_labels(safe, cd, C)
     x2, t1 = _xent_rows(input, target)
     N = x2._shape[0]
     buf = _rowops._xent_forward(x2, t1, weight, ignore_index, eps)

@@ -52,7 +52,8 @@ def _range_check(name, target, lo, hi):
         return
     tmin, tmax = _indexing._minmax(target)
     if tmin < lo or tmax >= hi:
-        raise IndexError(
+        # torch: RuntimeError "target out of range"; IndexOutOfBounds is an IndexError too
+        raise _indexing.IndexOutOfBounds(
             f"pyrite: {name}: target out of range: got {tmin if tmin < lo else tmax}, "
             f"expected values in [{lo}, {hi})"
         )

@@ -133,9 +133,11 @@ def _check_host(arr, size, dim, allow_negative=True):
 
 
 # ---- range checks on the device ------------------------------------------------------------
-def _check_device(items, allow_negative=True):
+def _check_device(items, allow_negative=True, message=None):
     """`items`: (index tensor, size, dim). One min/max kernel each, one readback for all;
-    none for an index whose range is known to pass (ops/ranges.py)."""
+    none for an index whose range is known to pass (ops/ranges.py). `message(bad, size, dim)`
+    words the error where the caller's op has torch words of its own (nll_loss's "Target 5
+    is out of bounds.")."""
     low_of = (lambda size: -size) if allow_negative else (lambda size: 0)
     items = [it for it in items if it[0].numel() and not _passes(it[0], low_of(it[1]), it[1])]
     if not items:
@@ -144,6 +146,8 @@ def _check_device(items, allow_negative=True):
         low = -size if allow_negative else 0
         if lo < low or hi >= size:
             bad = lo if lo < low else hi
+            if message is not None:
+                raise IndexOutOfBounds(message(bad, size, dim))
             raise IndexOutOfBounds(
                 f"pyrite: index {bad} is out of bounds for dimension {dim} with size {size}"
             )
