@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -108,6 +108,11 @@ for s in $steps; do
       step attn-sg 150 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \
         --only "${ATTN_ONLY:-BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT bench|E=128, 128|E=32}" \
         --json "$OUT/attn-sg.json" ;;
+    batch)  # the eager batch cap (backend/device.py BATCH_DISPATCHES) on issue 9's latency rows, wgpu-native
+      for b in 32 64 256; do
+        step "batch-$b" 60 env PYRITE_BACKEND=wgpu PYRITE_BATCH=$b python3 -m pyrite bench \
+          --only latency,bert --json "$OUT/batch-$b.json"
+      done ;;
     chain)  # the chain of linears as one pass against its dispatches alone, wgpu-native
       step chain 90 env PYRITE_BACKEND=wgpu python3 scripts/gpu_time.py --chain ;;
     rowops-probe)  # BERT batch 32's non-GEMM kernels beside torch's, wgpu-native
