@@ -180,6 +180,31 @@ def test_binary_cross_entropy(rng, reduction, shape):
     check_loss(rng, "binary_cross_entropy", [edge, np.array([0.0, 1.0, 1.0, 0.0])], grad=())
 
 
+def test_binary_cross_entropy_of_an_input_outside_0_1_is_nan(rng):
+    """torch raises for an input outside [0, 1] (CPU) or stops the GPU (CUDA); pyrite, which
+    would have to read the input back every step to raise, gives NaN there, loss and gradient
+    both, so a training loop's loss shows it (WGSL's max(NaN, -100) had made it a finite,
+    wrong loss). In-range elements keep torch's values."""
+    n = 11
+    p = rng.random(n).astype(np.float32)
+    bad = rng.choice(n, 4, replace=False)
+    p[bad] = np.array([1.5, -0.25, np.nan, 1.0 + 2.0**-20], np.float32)
+    y = rng.random(n).astype(np.float32)
+    x = pr.tensor(p, requires_grad=True)
+    loss = pr.nn.functional.binary_cross_entropy(x, pr.tensor(y), reduction="none")
+    loss.sum().backward()
+    got, grad = loss.detach().numpy(), x.grad.numpy()
+    ok = np.setdiff1d(np.arange(n), bad)
+    assert np.isnan(got[bad]).all() and np.isnan(grad[bad]).all()
+    xt = torch.tensor(p[ok], requires_grad=True)
+    want = torch.nn.functional.binary_cross_entropy(xt, torch.tensor(y[ok]), reduction="none")
+    want.sum().backward()
+    np.testing.assert_allclose(got[ok], want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad[ok], xt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    mean = pr.nn.functional.binary_cross_entropy(pr.tensor(p), pr.tensor(y))
+    assert np.isnan(mean.item())
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("shape", ELEM_SHAPES)
 def test_binary_cross_entropy_with_logits(rng, reduction, shape):

@@ -225,7 +225,13 @@ def binary_cross_entropy(
             "ensure they have the same size."
         )
     _float_target("binary_cross_entropy", input, target)
-    expr = "-(x1 * max(log(x0), -100.0) + (1.0 - x1) * max(log(1.0 - x0), -100.0))"
+    # An input outside [0, 1] (or NaN) gives NaN, where torch raises: checking would read the
+    # input back every step. (Left to the logs, WGSL's max(NaN, -100) may be -100: a finite,
+    # wrong loss.)
+    expr = (
+        "select(p_nan(), -(x1 * max(log(x0), -100.0) + (1.0 - x1) * max(log(1.0 - x0), -100.0)),"
+        " x0 >= 0.0 && x0 <= 1.0)"
+    )
     tens = [input, target]
     if weight is not None:
         _weight_fits("binary_cross_entropy", weight, input)
@@ -743,6 +749,9 @@ def _g_bce(ctx, g):
         gx = ge * (x - t) / _ew.clamp_min((1.0 - x) * x, 1e-12)
     if ctx.needs[1]:
         gt = ge * (_ew.clamp_min(_ew.log1p(-x), -100.0) - _ew.clamp_min(_ew.log(x), -100.0))
+    # (NaN where the input is outside [0, 1], as the forward)
+    inside = (x >= 0.0) & (x <= 1.0)
+    gx, gt = (None if v is None else _ew.where(inside, v, float("nan")) for v in (gx, gt))
     return gx, gt
 
 
