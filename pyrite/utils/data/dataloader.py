@@ -114,7 +114,9 @@ class DataLoader:
             _warned_workers = True
             _warn(
                 f"pyrite: DataLoader(num_workers={num_workers}): pyrite loads data in the main "
-                "process (no worker processes); the batches are the same",
+                "process (no worker processes, worker_init_fn not called): a map-style dataset's "
+                "batches are the same; an IterableDataset is iterated once, as by one worker "
+                "(torch's workers each iterate it, sharded by get_worker_info() or not)",
                 stacklevel=2,
             )
 
