@@ -25,6 +25,7 @@ import torch.utils.data as tud
 import pyrite as pr
 import pyrite.nn.functional as F
 import pyrite.utils.data as pud
+from tests.test_data import _same
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -409,27 +410,6 @@ def test_loss_modules_match_functional(rng):
 
 # ---- torch.utils.data ----------------------------------------------------------------------
 Pair = namedtuple("Pair", "image label")
-
-
-def _same(a, b):
-    """A pyrite batch equals a torch batch: same containers, keys and values; torch's
-    int64/float64 are pyrite's int32/float32 (README: pyrite's dtypes)."""
-    if isinstance(b, torch.Tensor):
-        assert isinstance(a, pr.Tensor), type(a)
-        assert tuple(a.shape) == tuple(b.shape)
-        want = {torch.int64: "int32", torch.float64: "float32"}.get(b.dtype, str(b.dtype)[6:])
-        assert a.dtype.name == want
-        np.testing.assert_array_equal(a.numpy(), b.numpy().astype(a.numpy().dtype))
-    elif isinstance(b, dict):
-        assert type(a) is type(b) and list(a) == list(b)
-        for k in b:
-            _same(a[k], b[k])
-    elif isinstance(b, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), (type(a), type(b))
-        for x, y in zip(a, b):
-            _same(x, y)
-    else:
-        assert a == b
 
 
 def _samples(rng, n):
