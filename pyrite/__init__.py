@@ -100,6 +100,16 @@ from . import autograd_functional as _autograd_functional  # noqa: E402
 
 autograd.functional = _autograd_functional
 __import__("sys").modules[__name__ + ".autograd.functional"] = _autograd_functional
+# torch.autograd.graph (saved_tensors_hooks, save_on_cpu, Node, register_multi_grad_hook)
+from . import autograd_graph as _autograd_graph  # noqa: E402
+
+autograd.graph = _autograd_graph
+__import__("sys").modules[__name__ + ".autograd.graph"] = _autograd_graph
+# torch.autograd.function: the module `from torch.autograd.function import ...` reads
+autograd.function = __import__("types").ModuleType(__name__ + ".autograd.function")
+for _n in ("Function", "FunctionCtx", "once_differentiable"):
+    setattr(autograd.function, _n, getattr(autograd, _n))
+__import__("sys").modules[__name__ + ".autograd.function"] = autograd.function
 from .autograd import (
     enable_grad,
     inference_mode,

@@ -247,7 +247,7 @@ class Node:
     """
 
     __slots__ = (
-        "name",
+        "_name",
         "rule",
         "args",
         "kwargs",
@@ -263,10 +263,33 @@ class Node:
     )
 
     def __repr__(self):
-        return f"<{self.name}Backward>"
+        return f"<{self._name}Backward>"
+
+    # `name` reads as the op's name ("mul", == comparisons) and, called, as torch's
+    # `grad_fn.name()` ("mulBackward"; torch's would be "MulBackward0")
+    @property
+    def name(self):
+        return _OpName(self._name)
+
+    @name.setter
+    def name(self, value):
+        self._name = value
 
     def name_(self):
-        return f"{self.name}Backward"
+        return f"{self._name}Backward"
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs
+        (torch.autograd.graph.Node.register_hook)."""
+        return _node_hook_list(self, 1).append_handle(fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) before this node runs; may return new grad_outputs."""
+        return _node_hook_list(self, 0).append_handle(fn)
+
+    @property
+    def metadata(self):
+        return _node_hooks(self, create=True)[2]
 
     @property
     def next_functions(self):
@@ -283,6 +306,8 @@ class Node:
     # the rule's view of the call
     @property
     def saved_tensors(self):
+        if type(self.saved) is FunctionCtx:
+            return self.saved.saved_tensors
         return self.saved
 
     def arg(self, i, name, default=None):
@@ -297,11 +322,127 @@ class Node:
 class AccumulateGrad:
     """What a leaf's gradient flows into (for `grad_fn.next_functions` inspection)."""
 
+    next_functions = ()
+
     def __init__(self, variable):
         self.variable = variable
 
     def __repr__(self):
         return "<AccumulateGrad>"
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+
+class _OpName(str):
+    """A node's op name that, called, gives torch's `grad_fn.name()` form."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return f"{self}Backward"
+
+
+# ---- hooks on nodes: torch.autograd.graph.Node.register_hook / register_prehook --------------
+_NODE_HOOKS: dict = {}  # id(node) -> (weakref, [prehooks], [posthooks], metadata)
+
+
+class _HookList(list):
+    def append_handle(self, fn):
+        self.append(fn)
+        return _HookHandle(self, fn)
+
+
+def _node_hooks(node, create=False):
+    entry = _NODE_HOOKS.get(id(node))
+    if entry is not None and entry[0]() is node:
+        return entry
+    if not create:
+        return None
+    key = id(node)
+    ref = weakref.ref(node, lambda _r, key=key, d=_NODE_HOOKS: d.pop(key, None))
+    entry = _NODE_HOOKS[key] = (ref, _HookList(), _HookList(), {})
+    return entry
+
+
+def _node_hook_list(node, which):
+    return _node_hooks(node, create=True)[1 + which]
+
+
+def _run_prehooks(entry, gs):
+    got = tuple(gs)
+    for h in list(entry[1]):
+        r = h(got)
+        if r is not None:
+            got = tuple(r)
+    return list(got)
+
+
+def _run_node_posthooks(node, entry, grads, gs):
+    """The node's post hooks see torch's grad_inputs: each input's gradient summed to its shape,
+    None where the input takes none."""
+    g_in = []
+    for i, e in enumerate(node.edges):
+        g = grads[i] if i < len(grads) else None
+        if e is None or not isinstance(g, Tensor):
+            g_in.append(None)
+            continue
+        shape, dtype = node.meta[i]
+        if g._shape != shape or g.dtype is not dtype:
+            g = _unbroadcast(g, shape, dtype)
+        g_in.append(g)
+    g_in = tuple(g_in)
+    g_out = tuple(gs) if isinstance(gs, (list, tuple)) else (gs,)
+    for h in list(entry[2]):
+        r = h(g_in, g_out)
+        if r is not None:
+            g_in = tuple(r)
+    return list(g_in)
+
+
+# ---- saved tensor hooks: torch.autograd.graph.saved_tensors_hooks ---------------------------
+_PACK_HOOKS: list = []  # stack of (pack, unpack); the innermost applies
+
+
+class _Packed:
+    __slots__ = ("value", "unpack")
+
+    def __init__(self, value, unpack):
+        self.value, self.unpack = value, unpack
+
+
+class _PackedArgs(tuple):
+    """A node's arguments with its saved tensors packed (unpacked for each run of its rule)."""
+
+
+def _pack(t):
+    pack, unpack = _PACK_HOOKS[-1]
+    return _Packed(pack(t), unpack)
+
+
+def _pack_one(a):
+    if isinstance(a, Tensor):
+        return _pack(a)
+    if isinstance(a, tuple) and any(isinstance(x, Tensor) for x in a):
+        return tuple(_pack(x) if isinstance(x, Tensor) else x for x in a)
+    return a
+
+
+def _unpack_one(a):
+    if isinstance(a, _Packed):
+        return a.unpack(a.value)
+    if isinstance(a, tuple) and any(isinstance(x, _Packed) for x in a):
+        return tuple(x.unpack(x.value) if isinstance(x, _Packed) else x for x in a)
+    return a
+
+
+def _pack_node(node):
+    """Hand every tensor `node` keeps for its rule (arguments, its output) to the active pack
+    hook. The version check still holds the tensors themselves (see autograd_graph.py)."""
+    with no_grad():
+        node.args = _PackedArgs(_pack_one(a) for a in node.args)
+        if node.out is not None:
+            node.out = _pack_one(node.out)
 
 
 def _alias(t):
@@ -343,7 +484,7 @@ def record(name, rule, args, kwargs, out, inplace=False):
     (This runs once per recorded op: it is kept lean.)
     """
     node = Node()
-    node.name = name
+    node._name = name
     node.rule = rule
     saves = getattr(rule, "saves", None)
     edges, meta, versions, needs = [], [], [], []
@@ -422,6 +563,8 @@ def record(name, rule, args, kwargs, out, inplace=False):
                 versions.append(("out", a, a._storage.version))
     else:
         node.out = None
+    if _PACK_HOOKS:
+        _pack_node(node)
     return out
 
 
@@ -464,7 +607,7 @@ def _hooks_of(t, create=False):
     if not create:
         return None
     key = id(t)
-    ref = weakref.ref(t, lambda _r, key=key: _HOOKS.pop(key, None))
+    ref = weakref.ref(t, lambda _r, key=key, d=_HOOKS: d.pop(key, None))
     entry = _HOOKS[key] = [ref, [], False]
     return entry
 
@@ -505,7 +648,7 @@ def register_post_accumulate_grad_hook(t, hook):
     entry = _POST_HOOKS.get(id(t))
     if entry is None or entry[0]() is not t:
         key = id(t)
-        ref = weakref.ref(t, lambda _r, key=key: _POST_HOOKS.pop(key, None))
+        ref = weakref.ref(t, lambda _r, key=key, d=_POST_HOOKS: d.pop(key, None))
         entry = _POST_HOOKS[key] = (ref, [])
     entry[1].append(hook)
     return _HookHandle(entry[1], hook)
@@ -646,6 +789,29 @@ def _overlaps(taken: dict, t) -> bool:
     return any(a < hi and lo < b for a, b in taken.get(id(t._storage), ()))
 
 
+_ENGINE_RUNS: list = []  # one list per backward in progress: callbacks run when it ends
+
+
+class _Run(list):
+    """One backward in progress: callbacks to run when it ends, and the ids of the nodes it
+    walks (`nodes`, set once ordered)."""
+
+    nodes: dict = {}
+
+
+def _backward_run(roots, retain_graph, create_graph, capture=None):
+    """`_engine` with the backward's end callbacks (the profiler finds `_engine`'s frame)."""
+    run = _Run()
+    _ENGINE_RUNS.append(run)
+    try:
+        got = _engine(roots, retain_graph, create_graph, capture)
+    finally:
+        _ENGINE_RUNS.pop()
+    for cb in run:  # (register_multi_grad_hook's "all" mode)
+        cb()
+    return got
+
+
 def _engine(roots, retain_graph, create_graph, capture=None):
     """Run backward from `roots` [(tensor, grad)]. With `capture` (a list of tensors), return
     their gradients instead of accumulating into leaves (autograd.grad)."""
@@ -675,8 +841,12 @@ def _engine(roots, retain_graph, create_graph, capture=None):
         slots[t._out_nr] = _add(slots[t._out_nr], g)
         root_nodes.append(fn)
     anomaly = is_anomaly_enabled()
+    order = _topo(root_nodes)
+    if _ENGINE_RUNS:
+        _ENGINE_RUNS[-1].nodes = {id(n): n for n in order}
+        _ENGINE_RUNS[-1].leaves = {id(t) for t in leaf}
     with set_grad_enabled(create_graph):
-        for node in _topo(root_nodes):
+        for node in order:
             gs = pending.pop(id(node), None)
             if gs is None:
                 continue
@@ -703,13 +873,27 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                     "the graph a second time."
                 )
             _check_versions(node)
-            res = node.rule(node, gs if node.n_out else gs[0])
+            hooks = _node_hooks(node) if _NODE_HOOKS else None
+            if hooks is not None and hooks[1]:
+                gs = _run_prehooks(hooks, gs)
+            packed = type(node.args) is _PackedArgs
+            if packed:
+                kept = node.args, node.out
+                node.args = tuple(_unpack_one(a) for a in kept[0])
+                node.out = _unpack_one(kept[1])
+            try:
+                res = node.rule(node, gs if node.n_out else gs[0])
+            finally:
+                if packed:
+                    node.args, node.out = kept
             if isinstance(res, dict):
                 grads = [res.get(i) for i in range(len(node.edges))]
             elif isinstance(res, (tuple, list)):
                 grads = list(res) + [None] * (len(node.edges) - len(res))
             else:
                 grads = [res] + [None] * (len(node.edges) - 1)
+            if hooks is not None and hooks[2]:
+                grads = _run_node_posthooks(node, hooks, grads, gs if node.n_out else gs[0])
             if anomaly:
                 _check_finite(node, grads)
             for i, e in enumerate(node.edges):
@@ -740,7 +924,11 @@ def _engine(roots, retain_graph, create_graph, capture=None):
             if not retain_graph:
                 node.args = _FREED
                 node.out = None
-                node.saved = ()
+                if type(node.saved) is FunctionCtx:  # (reading them now raises, as torch)
+                    node.saved._saved = _FREED
+                    node.saved._versions = ()
+                else:
+                    node.saved = ()
     if capture is not None:
         return [captured.get(id(t)) for t in capture]
     # memory a leaf's .grad may not adopt: the caller's own gradients, and any already given to
@@ -815,14 +1003,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     roots = [(t, _default_grad(t, g)) for t, g in zip(ts, gs)]
     if inputs is not None:
         inputs = _as_list(inputs)
-        got = _engine(roots, retain_graph, create_graph, capture=inputs)
+        got = _backward_run(roots, retain_graph, create_graph, capture=inputs)
         for t, g in zip(inputs, got):
             if g is not None:
                 t.grad = g if t.grad is None else t.grad + g
                 if _POST_HOOKS:
                     _run_post_hooks(t)
         return
-    _engine(roots, retain_graph, create_graph)
+    _backward_run(roots, retain_graph, create_graph)
 
 
 def grad(
@@ -846,7 +1034,7 @@ def grad(
         if not t.requires_grad:
             raise RuntimeError("pyrite: One of the differentiated Tensors does not require grad")
     roots = [(t, _default_grad(t, g)) for t, g in zip(outs, gos)]
-    got = _engine(roots, retain_graph, create_graph, capture=ins)
+    got = _backward_run(roots, retain_graph, create_graph, capture=ins)
     res = []
     for t, g in zip(ins, got):
         if g is None:
@@ -1380,11 +1568,36 @@ def install(modules, tensor_cls, skip=(), namespaces=(), any_origin=False):
 # ---- custom functions ----------------------------------------------------------------------
 class FunctionCtx:
     def save_for_backward(self, *tensors):
-        self._saved = tensors
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"pyrite: save_for_backward can only save tensors, but argument {tensors.index(t)} "
+                    f"is of type {type(t).__name__}"
+                )
+        self._saved = tensors  # (packed by apply once forward returns, as torch)
+        self._versions = tuple((t, t._storage.version) for t in tensors if t is not None)
 
     @property
     def saved_tensors(self):
-        return getattr(self, "_saved", ())
+        saved = getattr(self, "_saved", ())
+        if saved is _FREED:
+            raise RuntimeError(
+                "pyrite: Trying to backward through the graph a second time (or directly access "
+                "saved tensors after they have already been freed). Specify retain_graph=True "
+                "if you need to backward through the graph a second time or if you need to "
+                "access saved tensors after calling backward."
+            )
+        for t, v in getattr(self, "_versions", ()):
+            if t._storage.version != v:
+                raise RuntimeError(
+                    "pyrite: one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: [{t.dtype!r} of shape {list(t._shape)}] "
+                    f"is at version {t._storage.version}; expected version {v} instead."
+                )
+        if any(isinstance(x, _Packed) for x in saved):
+            with no_grad():
+                return tuple(_unpack_one(x) for x in saved)
+        return tuple(saved)
 
     def mark_non_differentiable(self, *tensors):
         self._non_diff = {id(t) for t in tensors}
@@ -1400,38 +1613,71 @@ class _FunctionMeta(type):
     pass
 
 
+def _uses_setup_context(cls) -> bool:
+    return cls.setup_context is not _NO_SETUP
+
+
 class Function(metaclass=_FunctionMeta):
     """A custom differentiable op, as torch.autograd.Function: subclass with static
-    `forward(ctx, *args)` and `backward(ctx, *grads)`, call `YourFn.apply(*args)`."""
+    `forward(ctx, *args)` and `backward(ctx, *grads)`, or `forward(*args)` with a static
+    `setup_context(ctx, inputs, output)`; call `YourFn.apply(*args)` (non-tensor arguments get
+    no gradient: backward returns None for them)."""
 
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(
+        ctx.needs_input_grad = tuple(  # (grad mode aside, as torch)
             isinstance(a, Tensor) and a.requires_grad and a.dtype.is_floating_point for a in args
         )
         with no_grad():
-            out = cls.forward(ctx, *args, **kwargs)
+            if _uses_setup_context(cls):
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        dirty = getattr(ctx, "_dirty", ())
+        for t in dirty:
+            if needs_grad(t) and t.grad_fn is None:
+                raise RuntimeError(
+                    "pyrite: a leaf Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
+            mark_written(t)  # (torch bumps a dirty tensor's version once more)
         if not needs_grad(*args):
             return out
+        if _PACK_HOOKS and getattr(ctx, "_saved", ()):
+            with no_grad():
+                ctx._saved = tuple(None if t is None else _pack(t) for t in ctx._saved)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        shapes = [(o._shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
 
         def rule(node, g):
             gs = g if isinstance(g, (list, tuple)) else (g,)
             if getattr(ctx, "materialize_grads", True):
-                from .ops.creation import zeros_like
+                from .ops.creation import zeros
 
-                outs = out if isinstance(out, (tuple, list)) else (out,)
                 gs = tuple(
-                    zeros_like(o) if gi is None and isinstance(o, Tensor) else gi
-                    for gi, o in zip(gs, outs)
+                    zeros(m[0], dtype=m[1]) if gi is None and m is not None else gi
+                    for gi, m in zip(gs, shapes)
                 )
             r = cls.backward(ctx, *gs)
-            return r if isinstance(r, tuple) else (r,)
+            r = r if isinstance(r, tuple) else (r,)
+            if len(r) != len(args):
+                raise RuntimeError(
+                    f"pyrite: function {cls.__name__}Backward returned an incorrect number of "
+                    f"gradients (expected {len(args)}, got {len(r)})"
+                )
+            return r
 
         rule.saves = frozenset()
         res = record(cls.__name__, rule, args, kwargs, out)
+        node = next(
+            (o.grad_fn for o in outs if isinstance(o, Tensor) and o.grad_fn is not None), None
+        )
+        if node is not None:
+            node.saved = ctx  # (freed with the graph: the engine drops ctx's saved tensors)
         non_diff = getattr(ctx, "_non_diff", set())
-        for o in res if isinstance(res, (tuple, list)) else (res,):
+        for o in outs:
             if isinstance(o, Tensor) and id(o) in non_diff:
                 o.grad_fn = None
                 o.requires_grad = False
@@ -1442,12 +1688,27 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError
+
+    @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError
 
 
+_NO_SETUP = Function.__dict__["setup_context"].__func__
+
+
 def once_differentiable(fn):
-    return fn
+    """A backward that is not itself differentiable: it runs with recording off, so a
+    create_graph=True backward through it gives gradients without a graph."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *grads):
+        with no_grad():
+            return fn(ctx, *grads)
+
+    return wrapper
 
 
 # ---- gradcheck -----------------------------------------------------------------------------

@@ -1,0 +1,429 @@
+"""Autograd extension points as ported code uses them: torch.autograd.graph (saved tensor hooks,
+save_on_cpu, Node inspection and hooks, register_multi_grad_hook) and torch.autograd.Function's
+ctx features. Each case runs the same code with `lib` = torch and `lib` = pyrite and compares
+gradients, what the hooks received, and in what order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+
+LIBS = (torch, pr)
+
+
+def _np(t):
+    return None if t is None else np.asarray(t.detach().numpy(), np.float64).round(4).tolist()
+
+
+def _pair(rng, *shapes):
+    arrs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return lambda lib: [lib.tensor(a, requires_grad=True) for a in arrs]
+
+
+def _same(run):
+    want, got = run(torch), run(pr)
+    np.testing.assert_equal(got, want)
+    return got
+
+
+# ---- saved_tensors_hooks ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x, w: (x.sin() * 1.0).sum(),
+        lambda x, w: (x @ w).sum(),
+        lambda x, w: (x**2).log().mean(),
+    ],
+)
+def test_saved_tensors_hooks_see_what_is_saved(rng, op):
+    make = _pair(rng, (3, 4), (4, 2))
+
+    def run(lib):
+        x, w = make(lib)
+        x = x.abs() + 0.5  # (log of positives)
+        log = []
+
+        def pack(t):
+            log.append(("pack", list(t.shape), _np(t)))
+            return (t * 1.0, "box")  # any object: unpack gets it back
+
+        def unpack(p):
+            log.append(("unpack", list(p[0].shape)))
+            return p[0]
+
+        with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = op(x, w)
+        n_packed = len(log)
+        y.backward()
+        # (the order in which one op packs its saved tensors is its kernel's: torch's mm packs
+        # mat2 first, pyrite's self)
+        return sorted(log[:n_packed]), sorted(log[n_packed:]), _np(w.grad)
+
+    _same(run)
+
+
+def test_saved_tensors_hooks_mul_packs_both_operands(rng):
+    make = _pair(rng, (5,), (5,))
+
+    def run(lib):
+        x, w = make(lib)
+        packed, unpacked = [], []
+        with lib.autograd.graph.saved_tensors_hooks(
+            lambda t: packed.append(_np(t)) or t, lambda t: unpacked.append(1) or t
+        ):
+            y = (x * w).sum()
+        y.backward()
+        return sorted(packed), len(unpacked), _np(x.grad), _np(w.grad)
+
+    _same(run)
+
+
+def test_saved_tensors_hooks_unpack_result_is_used_and_retain_graph_unpacks_again(rng):
+    make = _pair(rng, (4,))
+
+    def run(lib):
+        (x,) = make(lib)
+        calls = []
+
+        def unpack(t):
+            calls.append(1)
+            return t * 2  # the rule reads a doubled x: d/dx sin(x) becomes cos(2x)
+
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), unpack):
+            y = x.sin().sum()
+        (g1,) = lib.autograd.grad(y, x, retain_graph=True)
+        (g2,) = lib.autograd.grad(y, x)
+        return _np(g1), _np(g2), len(calls)
+
+    got = _same(run)
+    assert got[2] == 2
+
+
+def test_saved_tensors_hooks_nest_and_end_with_the_block(rng):
+    make = _pair(rng, (3,))
+
+    def run(lib):
+        (x,) = make(lib)
+        log = []
+        H = lib.autograd.graph.saved_tensors_hooks
+        with H(lambda t: log.append("outer") or t, lambda t: t):
+            a = x.sin()
+            with H(lambda t: log.append("inner") or t, lambda t: t):
+                b = a.sin()
+            c = b.sin()
+        d = c.sin()
+        (a + b + c + d).sum().backward()
+        return log, _np(x.grad)
+
+    _same(run)
+
+
+def test_save_on_cpu_is_transparent(rng):
+    make = _pair(rng, (3, 4), (4, 5))
+
+    def run(lib):
+        x, w = make(lib)
+        with lib.autograd.graph.save_on_cpu(pin_memory=False):
+            y = (x @ w).tanh().sum()
+        y.backward()
+        return _np(x.grad), _np(w.grad)
+
+    _same(run)
+
+
+def test_custom_function_saved_tensors_go_through_hooks(rng):
+    make = _pair(rng, (4,), (4,))
+
+    def run(lib):
+        x, w = make(lib)
+        log = []
+
+        class Mul(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                log.append("forward")
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g * b, g * a
+
+        with lib.autograd.graph.saved_tensors_hooks(
+            lambda t: log.append(("pack", _np(t))) or t, lambda t: log.append("unpack") or t
+        ):
+            y = Mul.apply(x, w)
+        y.sum().backward()
+        return log, _np(x.grad), _np(w.grad)
+
+    _same(run)
+
+
+# ---- Node: grad_fn inspection and hooks --------------------------------------------------------
+def test_grad_fn_name_and_next_functions(rng):
+    x, w = _pair(rng, (3,), (3,))(pr)
+    y = (x * w).exp().sum()
+    assert y.grad_fn.name() == "sumBackward"  # (torch: "SumBackward0")
+    assert y.grad_fn.name == "sum"  # (pyrite's own tests compare the op name)
+    ((exp_fn, k),) = y.grad_fn.next_functions
+    assert exp_fn.name() == "expBackward" and k == 0
+    ((mul_fn, _),) = exp_fn.next_functions
+    leaves = [f for f, _ in mul_fn.next_functions]
+    assert [f.name() for f in leaves] == ["torch::autograd::AccumulateGrad"] * 2
+    assert leaves[0].variable is x and leaves[1].variable is w
+    assert isinstance(y.grad_fn, pr.autograd.graph.Node)
+
+    tx = torch.ones(3, requires_grad=True)
+    tleaf = (tx * 2).grad_fn.next_functions[0][0]
+    assert tleaf.name() == leaves[0].name()
+
+
+def test_node_prehook_and_hook_order_values_and_replacement(rng):
+    make = _pair(rng, (4,), (4,), (4,))
+
+    def run(lib):
+        x, w, c = make(lib)
+        log = []
+        c.requires_grad_(False)
+        y = x * w + c  # (c takes no gradient: grad_inputs has None for it)
+        z = y.exp()
+        s = z.sum()
+        z.register_hook(lambda g: log.append(("tensor", _np(g))))
+        z.grad_fn.register_prehook(lambda go: log.append(("pre", [_np(g) for g in go])))
+        z.grad_fn.register_hook(
+            lambda gi, go: log.append(("post", [_np(g) for g in gi], [_np(g) for g in go]))
+        )
+        y.grad_fn.register_hook(lambda gi, go: log.append(("add", [_np(g) for g in gi])))
+        h = y.grad_fn.register_prehook(lambda go: (go[0] * 3,))  # scales what add receives
+        s.backward(retain_graph=True)
+        log.append(("grads", _np(x.grad), _np(w.grad)))
+        h.remove()
+        x.grad = w.grad = None
+        s.backward()
+        log.append(("grads", _np(x.grad), _np(w.grad)))
+        return log
+
+    _same(run)
+
+
+def test_node_hook_replaces_grad_inputs(rng):
+    make = _pair(rng, (2, 3), (3,))
+
+    def run(lib):
+        x, b = make(lib)
+        y = x + b  # b broadcast: its grad_input is already summed to (3,)
+        seen = []
+
+        def hook(gi, go):
+            seen.append([list(g.shape) for g in gi])
+            return (gi[0] * 0, gi[1] * 2)
+
+        y.grad_fn.register_hook(hook)
+        (y * y).sum().backward()
+        return seen, _np(x.grad), _np(b.grad)
+
+    _same(run)
+
+
+@pytest.mark.parametrize("second", ["a", "ab"])
+def test_register_multi_grad_hook_all_and_any(rng, second):
+    make = _pair(rng, (2,), (2,), (2,))
+
+    def run(lib):
+        a, b, c = make(lib)
+        log = []
+        reg = lib.autograd.graph.register_multi_grad_hook
+        reg((a, b, c), lambda gs: log.append(("all", [_np(g) for g in gs])))
+        h = reg((a, b), lambda g: log.append(("any", _np(g))), mode="any")
+        (a * b).sum().backward()
+        loss = (a * 2).sum() if second == "a" else (a * b.exp()).sum()
+        loss.backward()
+        h.remove()
+        (b * 3).sum().backward()
+        return log
+
+    _same(run)
+
+
+def test_register_multi_grad_hook_on_intermediates(rng):
+    make = _pair(rng, (3,))
+
+    def run(lib):
+        (x,) = make(lib)
+        y1, y2 = x.sin(), x.cos()
+        log = []
+        lib.autograd.graph.register_multi_grad_hook(
+            (y1, y2), lambda gs: log.append([_np(g) for g in gs])
+        )
+        (y1 * y2).sum().backward()
+        return log, _np(x.grad)
+
+    _same(run)
+
+
+# ---- Function ----------------------------------------------------------------------------------
+def test_function_non_tensor_args_and_needs_input_grad(rng):
+    make = _pair(rng, (4,), (4,))
+
+    def run(lib):
+        x, w = make(lib)
+        w.requires_grad_(False)
+        log = []
+
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k, w, flag):
+                ctx.save_for_backward(x, w)
+                ctx.k = k
+                log.append(ctx.needs_input_grad)
+                return x * w * k if flag else x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, w = ctx.saved_tensors
+                log.append(ctx.needs_input_grad)
+                return g * w * ctx.k, None, None, None
+
+        y = Scale.apply(x, 3.0, w, True)
+        y.sum().backward()
+        with lib.no_grad():
+            Scale.apply(x, 2.0, w, True)
+        log.append(y.grad_fn.name())
+        return log, _np(x.grad)
+
+    _same(run)
+
+
+def test_function_setup_context_style_and_once_differentiable(rng):
+    make = _pair(rng, (5,))
+
+    def run(lib):
+        (x,) = make(lib)
+        from_fn = __import__(lib.__name__ + ".autograd.function", fromlist=["x"])
+
+        class Cube(lib.autograd.Function):
+            @staticmethod
+            def forward(x, p):
+                return x**p
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, p = inputs
+                ctx.save_for_backward(x, output)
+                ctx.p = p
+
+            @staticmethod
+            @from_fn.once_differentiable
+            def backward(ctx, g):
+                x, out = ctx.saved_tensors
+                return g * ctx.p * out / x, None
+
+        y = Cube.apply(x, 3)
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        return _np(g), g.requires_grad
+
+    _same(run)
+
+
+def test_function_mark_dirty(rng):
+    make = _pair(rng, (4,))
+
+    def run(lib):
+        (x,) = make(lib)
+
+        class AddOne_(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                t.add_(1)
+                ctx.mark_dirty(t)
+                return t
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        h = x * 2
+        v0 = h._version
+        o = AddOne_.apply(h)
+        out = [o is h, h._version - v0, o.grad_fn.name()]
+        (o * o).sum().backward()
+        out.append(_np(x.grad))
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            AddOne_.apply(x)
+        return out
+
+    _same(run)
+
+
+def test_function_non_differentiable_and_materialize_grads(rng):
+    make = _pair(rng, (5,))
+
+    def run(lib, materialize):
+        (x,) = make(lib)
+        seen = []
+
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                ctx.set_materialize_grads(materialize)
+                idx = lib.argsort(t)
+                ctx.mark_non_differentiable(idx)
+                return t * 2, t * 3, idx
+
+            @staticmethod
+            def backward(ctx, g2, g3, gi):
+                seen.append([_np(g) for g in (g2, g3, gi)])
+                out = g2 * 2
+                return out if g3 is None else out + g3 * 3
+
+        a, b, idx = Twice.apply(x)
+        a.sum().backward()
+        return seen, idx.requires_grad, b.requires_grad, _np(x.grad)
+
+    for m in (True, False):
+        np.testing.assert_equal(run(pr, m), run(torch, m))
+
+
+def test_function_saved_tensor_modified_in_place_raises(rng):
+    (x,) = _pair(rng, (3,))(pr)
+
+    class Keep(pr.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return g * t
+
+    h = x * 1
+    y = Keep.apply(h)
+    h.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    y2 = Keep.apply(x * 1)
+    y2.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y2.grad_fn.saved_tensors
+
+
+def test_function_wrong_gradient_count_raises(rng):
+    (x,) = _pair(rng, (3,))(pr)
+
+    class Bad(pr.autograd.Function):
+        @staticmethod
+        def forward(ctx, t, k):
+            return t * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        Bad.apply(x, 2.0).sum().backward()
