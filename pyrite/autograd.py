@@ -353,16 +353,22 @@ class _HookList(list):
         return _HookHandle(self, fn)
 
 
-def _node_hooks(node, create=False):
-    entry = _NODE_HOOKS.get(id(node))
-    if entry is not None and entry[0]() is node:
+def _side_entry(table, obj, create, fields):
+    """obj's entry in a side table keyed by id (weakref first, then `fields()`), dropped with
+    obj; None when it has none and `create` is false."""
+    entry = table.get(id(obj))
+    if entry is not None and entry[0]() is obj:
         return entry
     if not create:
         return None
-    key = id(node)
-    ref = weakref.ref(node, lambda _r, key=key, d=_NODE_HOOKS: d.pop(key, None))
-    entry = _NODE_HOOKS[key] = (ref, _HookList(), _HookList(), {})
+    key = id(obj)
+    ref = weakref.ref(obj, lambda _r, key=key, d=table: d.pop(key, None))
+    entry = table[key] = [ref, *fields()]
     return entry
+
+
+def _node_hooks(node, create=False):
+    return _side_entry(_NODE_HOOKS, node, create, lambda: (_HookList(), _HookList(), {}))
 
 
 def _node_hook_list(node, which):
@@ -601,15 +607,7 @@ _HOOKS: dict = {}  # id(tensor) -> (weakref, [hooks], retains_grad)
 
 
 def _hooks_of(t, create=False):
-    entry = _HOOKS.get(id(t))
-    if entry is not None and entry[0]() is t:
-        return entry
-    if not create:
-        return None
-    key = id(t)
-    ref = weakref.ref(t, lambda _r, key=key, d=_HOOKS: d.pop(key, None))
-    entry = _HOOKS[key] = [ref, [], False]
-    return entry
+    return _side_entry(_HOOKS, t, create, lambda: ([], False))
 
 
 class _HookHandle:
@@ -645,18 +643,14 @@ def register_post_accumulate_grad_hook(t, hook):
         raise RuntimeError(
             "pyrite: post accumulate grad hooks cannot be registered on non-leaf tensors"
         )
-    entry = _POST_HOOKS.get(id(t))
-    if entry is None or entry[0]() is not t:
-        key = id(t)
-        ref = weakref.ref(t, lambda _r, key=key, d=_POST_HOOKS: d.pop(key, None))
-        entry = _POST_HOOKS[key] = (ref, [])
+    entry = _side_entry(_POST_HOOKS, t, True, lambda: ([],))
     entry[1].append(hook)
     return _HookHandle(entry[1], hook)
 
 
 def _run_post_hooks(t):
-    entry = _POST_HOOKS.get(id(t))
-    if entry is not None and entry[0]() is t:
+    entry = _side_entry(_POST_HOOKS, t, False, None)
+    if entry is not None:
         for h in list(entry[1]):
             h(t)
 

@@ -167,6 +167,7 @@ class Device:
         self._loop_budget = ...  # measured on first use (quirks.py)
         self._ftz = None
         self._subgroups = None
+        self._subgroup_size = None
         # the subgroup feature's name as this implementation spells it (wgpu-native "subgroup",
         # Dawn "subgroups"), or None
         self.subgroup_feature = next(
@@ -185,9 +186,18 @@ class Device:
         """How kernels may use subgroup operations here: 0 not at all, 1 as builtins
         (wgpu-native), 2 after `enable subgroups;` (Dawn). Probed once (quirks.py)."""
         if self._subgroups is None:
-            size = quirks.subgroup_size(self)
-            self._subgroups = 0 if not size else 2 if self.subgroup_feature == "subgroups" else 1
+            self._subgroups = (
+                0 if not self.subgroup_size else 2 if self.subgroup_feature == "subgroups" else 1
+            )
         return self._subgroups
+
+    @property
+    def subgroup_size(self) -> int:
+        """The subgroup size kernels may rely on (quirks.subgroup_size: consecutive local
+        indices, one size), or 0 where they may not use subgroups. Probed once."""
+        if self._subgroup_size is None:
+            self._subgroup_size = quirks.subgroup_size(self)
+        return self._subgroup_size
 
     @property
     def loop_budget(self) -> int | None:

@@ -470,19 +470,13 @@ FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
 # device's subgroups hold 8 or more consecutive invocations (backend/quirks.subgroup_size), two
 # barriers a key tile fewer than through workgroup memory. SUBGROUP_ROWS False: never (A/B).
 SUBGROUP_ROWS = True
-_sg_sizes: dict = {}
 
 
 def _row_subgroups(dev) -> int:
     """The `sg` argument of the tiled forward on this device: its `subgroups`, or 0."""
-    if not SUBGROUP_ROWS or not dev.subgroups:
+    if not SUBGROUP_ROWS or dev.subgroup_size < 8:
         return 0
-    size = _sg_sizes.get(dev)
-    if size is None:
-        from ..backend import quirks
-
-        size = _sg_sizes[dev] = quirks.subgroup_size(dev)
-    return dev.subgroups if size >= 8 else 0
+    return dev.subgroups
 
 
 def _tiled_shape(E, S):
