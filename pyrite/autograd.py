@@ -289,7 +289,7 @@ class Node:
 
     @property
     def metadata(self):
-        return _node_hooks(self, create=True)[2]
+        return _node_hooks(self, create=True)[3]
 
     @property
     def next_functions(self):

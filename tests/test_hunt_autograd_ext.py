@@ -427,3 +427,18 @@ def test_function_wrong_gradient_count_raises(rng):
 
     with pytest.raises(RuntimeError, match="incorrect number of gradients"):
         Bad.apply(x, 2.0).sum().backward()
+
+
+def test_node_metadata_is_a_dict_kept_apart_from_hooks():
+    """grad_fn.metadata is torch's empty dict, kept while the node lives and not the node's
+    hook list (it was the list of post-hooks)."""
+    for L in (torch, pr):
+        x = L.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        y = x.exp()
+        assert y.grad_fn.metadata == {}
+        y.grad_fn.metadata["tag"] = 7
+        calls = []
+        y.grad_fn.register_hook(lambda gi, go: calls.append(1))
+        assert y.grad_fn.metadata == {"tag": 7}
+        y.sum().backward()
+        assert calls == [1]
