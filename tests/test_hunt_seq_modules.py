@@ -33,6 +33,7 @@ import pyrite.nn as pnn
 import pyrite.nn.functional as PF
 import pyrite.nn.utils.rnn as prnn
 from pyrite.testing.tolerance import F32_U, assert_close
+from tests.test_hunt_modules import _flat
 
 tnn = torch.nn
 TF = torch.nn.functional
@@ -55,14 +56,6 @@ def G(*shape):
 def C(array):
     """A constant input (a mask, indices): an array, or rng -> array."""
     return lambda rng: (array(rng) if callable(array) else np.asarray(array), False)
-
-
-def _flat(out):
-    if out is None:
-        return []
-    if isinstance(out, (tuple, list)):
-        return [t for o in out for t in _flat(o)]
-    return [out]
 
 
 def _lib(x):
