@@ -109,9 +109,11 @@ for s in $steps; do
         --only "${ATTN_ONLY:-BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT bench|E=128, 128|E=32}" \
         --json "$OUT/attn-sg.json" ;;
     batch)  # the eager batch cap (backend/device.py BATCH_DISPATCHES) on issue 9's latency rows, wgpu-native
-      for b in 32 64 256; do
-        step "batch-$b" 60 env PYRITE_BACKEND=wgpu PYRITE_BATCH=$b python3 -m pyrite bench \
-          --only latency,bert --json "$OUT/batch-$b.json"
+      # cap/idle: PYRITE_BATCH (the doubling's cap) and PYRITE_BATCH_IDLE (a batch this long goes
+      # early when the queue has run dry; 0: never)
+      for b in ${BATCH_SETTINGS:-256/0 64/0 32/0 256/16 256/32}; do
+        step "batch-${b/\//-}" 70 env PYRITE_BACKEND=wgpu PYRITE_BATCH=${b%/*} PYRITE_BATCH_IDLE=${b#*/} \
+          python3 -m pyrite bench --only latency,bert --json "$OUT/batch-${b/\//-}.json"
       done ;;
     chain)  # the chain of linears as one pass against its dispatches alone, wgpu-native
       step chain 90 env PYRITE_BACKEND=wgpu python3 scripts/gpu_time.py --chain ;;

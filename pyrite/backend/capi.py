@@ -147,6 +147,13 @@ class CPath:
         view = self.ffi.from_buffer(data)
         self._write(self.q_c, buffer._internal, offset, view, len(view))
 
+    def queue_idle(self) -> bool:
+        """Whether everything submitted has run (a non-blocking check; False where the binding
+        has no cheap one: Dawn would need a future a submit)."""
+        if self.impl != "wgpu":
+            return False
+        return bool(self._poll(self.dev_c, 0, self.ffi.NULL))
+
     # ---- reading back ----------------------------------------------------------------------
     def read_mapped(self, buffer, size) -> bytes:
         """Map the first `size` bytes of a MAP_READ buffer, wait, copy them out, unmap."""

@@ -69,6 +69,13 @@ BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
 # later one after twice as many as the one before, up to BATCH_DISPATCHES: the GPU starts within
 # a few ops and runs behind the host from then on, for ~5 extra submits (~10 µs each).
 BATCH_FIRST = min(int(os.environ.get("PYRITE_BATCH_FIRST", "8")), BATCH_DISPATCHES)
+# ... and a batch of at least BATCH_IDLE dispatches goes early when the queue has run dry (checked
+# every IDLE_CHECK_EVERY dispatches by a non-blocking poll, wgpu-native's C path only; 0: never):
+# where the host records about as fast as the GPU runs (a chain of small linears), doubling
+# batches leave the GPU idle while the host records the next, twice as long, and the last batch's
+# whole GPU time comes after the host is done.
+BATCH_IDLE = int(os.environ.get("PYRITE_BATCH_IDLE", "0"))
+IDLE_CHECK_EVERY = 8
 # Buffers freed during a batch are held from uploads until it is submitted; past this many bytes,
 # submit so they return to the common pool.
 RECENT_LIMIT = 256 << 20
@@ -422,7 +429,16 @@ class Device:
         self._count += 1
         if tape is not None:
             tape.dispatch(pipeline, modes, buffers, info, grid)
-        if self._count >= self._batch_limit or self.pool.recent_bytes > RECENT_LIMIT:
+        n = self._count
+        if n >= self._batch_limit or self.pool.recent_bytes > RECENT_LIMIT:
+            self._flush()
+        elif (
+            BATCH_IDLE
+            and n >= BATCH_IDLE
+            and not n % IDLE_CHECK_EVERY
+            and c is not None
+            and c.queue_idle()
+        ):
             self._flush()
 
     def _info_window(self, key):
