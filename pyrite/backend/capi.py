@@ -49,6 +49,7 @@ class CPath:
         api = sys.modules[type(device).__module__]
         ffi, lib = api.ffi, api.lib
         self.api, self.ffi, self.lib, self.impl = api, ffi, lib, impl
+        self._done = None  # track_done's counts
         self.dev_c = device._internal
         self.q_c = device.queue._internal
         self._enc_desc = ffi.new("WGPUCommandEncoderDescriptor *")
@@ -135,6 +136,10 @@ class CPath:
         self._submit(self.q_c, 1, cmd)
         self._release_cmd(cmd[0])
         self._release_enc(enc)
+        done = self._done
+        if done is not None:
+            done[0] += 1
+            self._on_submitted(self.q_c, self._done_info[0])
 
     def drop(self, enc, cpass):
         """Release an encoder (and its open pass) that will not be submitted."""
@@ -147,12 +152,36 @@ class CPath:
         view = self.ffi.from_buffer(data)
         self._write(self.q_c, buffer._internal, offset, view, len(view))
 
+    def track_done(self):
+        """Count submissions as they complete, for queue_idle (Dawn: a work-done callback a
+        submit, run by wgpuInstanceProcessEvents; wgpu-native's poll reports it by itself)."""
+        if self.impl == "wgpu" or self._done is not None:
+            return
+        ffi, lib = self.ffi, self.lib
+        done = self._done = [0, 0]  # [submitted, completed]
+
+        @ffi.callback("void(WGPUQueueWorkDoneStatus, WGPUStringView, void *, void *)")
+        def on_done(status, message, u1, u2):
+            done[1] += 1
+
+        self._on_done = on_done
+        self._done_info = ffi.new("WGPUQueueWorkDoneCallbackInfo *")
+        self._done_info.mode = lib.WGPUCallbackMode_AllowProcessEvents
+        self._done_info.callback = on_done
+        self._on_submitted = lib.wgpuQueueOnSubmittedWorkDone
+        self._process = lib.wgpuInstanceProcessEvents
+
     def queue_idle(self) -> bool:
-        """Whether everything submitted has run (a non-blocking check; False where the binding
-        has no cheap one: Dawn would need a future a submit)."""
-        if self.impl != "wgpu":
+        """Whether everything submitted has run: a non-blocking check (wgpu-native: its poll's
+        answer; Dawn: the work-done callbacks counted since track_done, False before it)."""
+        if self.impl == "wgpu":
+            return bool(self._poll(self.dev_c, 0, self.ffi.NULL))
+        done = self._done
+        if done is None:
             return False
-        return bool(self._poll(self.dev_c, 0, self.ffi.NULL))
+        if done[1] < done[0]:
+            self._process(self._inst)
+        return done[1] >= done[0]
 
     # ---- reading back ----------------------------------------------------------------------
     def read_mapped(self, buffer, size) -> bytes:

@@ -70,7 +70,7 @@ BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
 # a few ops and runs behind the host from then on, for ~5 extra submits (~10 µs each).
 BATCH_FIRST = min(int(os.environ.get("PYRITE_BATCH_FIRST", "8")), BATCH_DISPATCHES)
 # ... and a batch of at least BATCH_IDLE dispatches goes early when the queue has run dry (checked
-# every IDLE_CHECK_EVERY dispatches by a non-blocking poll, wgpu-native's C path only; 0: never):
+# every IDLE_CHECK_EVERY dispatches without blocking, through the C path; 0: never):
 # where the host records about as fast as the GPU runs (a chain of small linears), doubling
 # batches leave the GPU idle while the host records the next, twice as long, and the last batch's
 # whole GPU time comes after the host is done.
@@ -169,6 +169,8 @@ class Device:
         self._c = None if self.debug else CPath.open(self.device, impl)
         self._io = self._c if self._c is not None else CheckedPath(self.device)
         self._raw_group = self._raw_bind_group() if self._c is not None else None
+        if self._c is not None and BATCH_IDLE:
+            self._c.track_done()
         self.pool.on_trim = self._forget_bind_groups
         self._tape = None  # a replay.Tape recording, a replay.Refresher, or None
         self._loop_budget = ...  # measured on first use (quirks.py)
