@@ -60,6 +60,39 @@ def test_first_batch_after_a_wait_is_submitted_early_and_batches_grow(rng):
     assert dev._batch_limit == first  # the read reset it
 
 
+@pytest.mark.parametrize("idle", [True, False])
+def test_a_batch_goes_early_when_the_queue_has_run_dry(rng, monkeypatch, idle):
+    """PYRITE_BATCH_IDLE: past that many dispatches, a batch is submitted at the next check
+    (every IDLE_CHECK_EVERY) that finds the queue empty; while it is busy the doubling rules."""
+    dev = backend.current()
+    if dev._c is None:
+        pytest.skip("the early submit asks the C path whether the queue is empty")
+    a = rng.standard_normal(300).astype(np.float32)
+    x = pr.tensor(a)
+    pr.synchronize()
+    assert dev._c.queue_idle() or dev._c.impl != "wgpu"  # nothing in flight after a wait
+    first, every = devmod.BATCH_FIRST, devmod.IDLE_CHECK_EVERY
+    monkeypatch.setattr(devmod, "BATCH_IDLE", every)
+    monkeypatch.setattr(dev._c, "queue_idle", lambda: idle)
+    s0, d0 = dev.submits, dev.dispatches
+    marks = []
+    y, n = x, 0
+    while len(marks) < 3:
+        y = y * 0.5 + 1.0
+        n += 1
+        if dev.submits > s0 + len(marks):
+            marks.append(dev.dispatches - d0)
+    gaps = np.diff([0, *marks]).tolist()
+    if idle:  # every check past BATCH_IDLE finds the queue empty
+        assert gaps == [first, every, every]
+    else:
+        assert gaps == [first, 2 * first, 4 * first]
+    want = a.astype(np.float64)
+    for _ in range(n):
+        want = want * 0.5 + 1.0
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
+
+
 def test_checked_calls_give_the_same_results_as_the_c_path():
     """PYRITE_SAFE_CALLS=1 runs every call through wgpu-py; the numbers must not change."""
     script = textwrap.dedent(
