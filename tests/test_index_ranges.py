@@ -528,3 +528,43 @@ def test_gpt_fast_decode_replays_without_readbacks(rng):
         warnings.simplefilter("ignore")
         got = _fast_generate(pr, pm2, prompt, 5, True)
     np.testing.assert_array_equal(got[0], _fast_generate(torch, tm, prompt, 5, False)[0])
+
+
+def test_a_compiled_module_s_backward_checks_its_indices_at_each_call():
+    """An index only the backward reads (a Function saving ids its backward gathers through)
+    is checked against each call's ids: the backward's recording read the forward's ranges as
+    the trace's constants, and a replay with ids past the table gathered through them silently
+    (ones, here) instead of raising as eager code does."""
+
+    class Pick(pr.autograd.Function):
+        @staticmethod
+        def forward(ctx, w, idx):
+            ctx.save_for_backward(idx)
+            return w * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (idx,) = ctx.saved_tensors
+            return (g * pr.arange(5).float()).index_select(0, idx), None
+
+    class M(pr.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = pr.nn.Parameter(pr.randn(5))
+
+        def forward(self, ids):
+            return Pick.apply(self.w, (ids + 1) % 100).sum()
+
+    m = M()
+    cm = pr.compile(m)
+    for ids in ([0, 1, 2, 3, 0], [0, 1, 2, 3, 2], [3, 2, 1, 0, 1], [1, 1, 1, 1, 1]):
+        _quiet(cm, pr.tensor(ids)).backward()  # (a new range in bounds: replayed)
+        want = (np.array(ids) + 1).astype(np.float32)
+        np.testing.assert_array_equal(m.w.grad.numpy(), want)
+        m.w.grad = None
+    st = cm.stats()["training"]
+    assert st["traces"] == 1 and st["replays"] == 3
+    with pytest.raises(IndexError, match="index 41 is out of bounds"):
+        _quiet(cm, pr.tensor([0, 1, 2, 3, 40])).backward()
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        _quiet(cm, (pr.ones(5) * 8).to(pr.int32)).backward()  # (unknown: read back)

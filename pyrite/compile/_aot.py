@@ -249,6 +249,10 @@ class TrainingGraphs:
             return [None if g is None else _copy_out(dev, g) for g in got]
         tape = Tape(dev, fullgraph=self.fullgraph)
         tape.borrow(p.ftape)
+        # the ranges of the forward's buffers as expressions over the forward's arguments (an
+        # index the backward checks is a need checked as the forward is called), not the
+        # trace's values: a replay with other ids read past a table silently
+        tape.ranges.update(p.ftape.ranges)
         for g, o in zip(gs, inner):
             s = empty(o._shape, o.dtype)
             with autograd.no_grad():

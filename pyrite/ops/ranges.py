@@ -62,10 +62,11 @@ def _expr(tape, buffer, hit):
     r = tape.ranges.get(i)
     if r is not None and r[0] is hit:  # (noted while this tape records, not written since)
         return r[1]
-    if i in tape.owned:  # (every range this tape's own buffers get is noted with one)
+    if i in tape.owned or i in tape.borrowed:
+        # (every range this tape's own buffers get is noted with one; a borrowed buffer, a
+        # compiled module's forward's, holds each replay's values, never the trace's: the
+        # expressions its forward noted are lent with it, compile/_aot.py)
         return _OPAQUE
-    if i in tape.borrowed:  # another recording's (a compiled module's forward): as it stands
-        return ("c", hit[0], hit[1])
     return ("leaf", i)  # a tensor from before the call: its range when the call begins
 
 
