@@ -4,7 +4,8 @@ causal blocks numbered bh-major, not heaviest first; "-r4" / "-r2": 4 or 2 query
 invocation; "-nosg": rows merged through workgroup memory, not subgroup shuffles) and, for few
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
-`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]`
+`PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]
+[--kernels NAME,..]`
 (Dawn on the lent GPUs quantizes timestamps to 65.5 µs: its columns are multiples of that and
 say little; take Dawn's figures from `pyrite bench --only attention`, timed on the host.)"""
 
@@ -45,6 +46,11 @@ CASES = [
     ("decode 4096 E=128", (1, 32, 1, 4096, 128), False, False),
     ("decode 16384 x8", (8, 8, 1, 16384, 64), False, False),
     ("decode 4 queries", (4, 32, 4, 2048, 128), False, False),
+    # BERT-base's heads at other key and query counts (no mask): a key tile's cost (the slope
+    # over S) against a workgroup's fixed cost (q staging, the epilogue: the intercept)
+    *((f"scale S={s}", (32, 12, 128, s, 64), False, False) for s in (32, 64, 256, 512)),
+    ("scale S=128", (32, 12, 128, 128, 64), False, False),
+    *((f"scale L={n}", (32, 12, n, 128, 64), False, False) for n in (64, 256, 512)),
 ]
 KERNELS = {
     "flash": dict(FORCE_TILED=False, FORCE_DECODE=False),
@@ -99,6 +105,9 @@ def main():
     rows = []
     prefetch = attention_tiled.PREFETCH
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
+    kernels = (  # --kernels a,b: only these (and the rule's pick, "auto")
+        sys.argv[sys.argv.index("--kernels") + 1].split(",") if "--kernels" in sys.argv else None
+    )
     for label, (B, H, L, S, E), causal, masked in CASES:
         if only is not None and not only.search(label):
             continue
@@ -112,6 +121,8 @@ def main():
         flops = 4 * B * H * L * S * E / (2 if causal else 1)
         row = {"case": label, "shape": [B, H, L, S, E]}
         for name, force in KERNELS.items():
+            if kernels is not None and name not in kernels and name != "auto":
+                continue
             if name == "decode" and L > 8 or name.startswith("tiled") and E > 128:
                 continue
             where = {"PREFETCH": attention_tiled, "HEAVY_FIRST": attention}
