@@ -113,7 +113,7 @@ for s in $steps; do
       # early when the queue has run dry; 0: never)
       for b in ${BATCH_SETTINGS:-256/0 64/0 32/0 256/16 256/32}; do
         step "batch-${b/\//-}" 70 env PYRITE_BACKEND=wgpu PYRITE_BATCH=${b%/*} PYRITE_BATCH_IDLE=${b#*/} \
-          python3 -m pyrite bench --only latency,bert --json "$OUT/batch-${b/\//-}.json"
+          python3 -m pyrite bench --only latency,overhead,bert --json "$OUT/batch-${b/\//-}.json"
       done ;;
     attn-scale)  # the tiled forward at BERT-base's heads over key and query counts: per tile and fixed costs
       step attn-scale 120 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --only "^scale" \
@@ -121,7 +121,7 @@ for s in $steps; do
     batch-dawn)  # the same on Dawn: the doubling alone, and with the early submit
       for b in ${BATCH_SETTINGS_DAWN:-256/0 256/16}; do
         step "batch-dawn-${b/\//-}" 70 env PYRITE_BACKEND=dawn PYRITE_BATCH=${b%/*} PYRITE_BATCH_IDLE=${b#*/} \
-          python3 -m pyrite bench --only latency,bert --json "$OUT/batch-dawn-${b/\//-}.json"
+          python3 -m pyrite bench --only latency,overhead,bert --json "$OUT/batch-dawn-${b/\//-}.json"
       done ;;
     chain)  # the chain of linears as one pass against its dispatches alone, wgpu-native
       step chain 90 env PYRITE_BACKEND=wgpu python3 scripts/gpu_time.py --chain ;;
