@@ -77,6 +77,16 @@ def _ops():
         "amin dim": (lambda x, y: x.view(2, -1).amin(1), (-7, 40)),
         "max dim values": (lambda x, y: x.view(2, -1).max(1).values, (-7, 40)),
         "chain": (lambda x, y: ((x + 7) * 2 - y) // 3, (-3, 31)),
+        "sum": (lambda x, y: x.sum(), (-168, 960)),
+        "sum dim": (lambda x, y: x.view(2, -1).sum(1), (-84, 480)),
+        "nansum": (lambda x, y: pr.nansum(y), (24, 216)),
+        "cumsum": (lambda x, y: x.view(2, -1).cumsum(1), (-84, 480)),
+        "cumsum positive": (lambda x, y: y.cumsum(0), (1, 216)),
+        "sort values": (lambda x, y: x.view(2, -1).sort(0, descending=True).values, (-7, 40)),
+        "topk values": (lambda x, y: x.topk(3).values, (-7, 40)),
+        "kthvalue values": (lambda x, y: x.kthvalue(5).values, (-7, 40)),
+        "bool to int": (lambda x, y: (x > 3).int(), (0, 1)),
+        "bool to uint8": (lambda x, y: (x > 3).to(pr.uint8), (0, 1)),
     }
 
 
@@ -214,6 +224,69 @@ def test_chained_index_ops_read_nothing(rng):
         cache[pr.arange(S)[-2:].flip(0) - pos // 8]
     assert _readbacks() == before
     assert _holds(pos) == (7, 7)
+
+
+def test_position_ids_from_a_mask_read_nothing(rng):
+    """HF's create_position_ids_from_input_ids (`mask = ids.ne(pad).int()`, its cumsum times
+    the mask, plus pad) and a mask's lengths: bool casts, cumsum and sum carry their ranges,
+    so the position embedding's check and the sums' overflow checks read nothing back."""
+    pad, S = 1, 9
+    pos_emb = pr.nn.Embedding(S + pad + 1, 3)
+    a = rng.integers(0, 12, (3, S))
+    a[:, -3:] = pad
+    ids = pr.tensor(a)
+
+    def positions(ids):
+        mask = ids.ne(pad).int()
+        return (pr.cumsum(mask, dim=1).type_as(mask) * mask).long() + pad
+
+    pos_emb(positions(ids)), ids.ne(pad).int().sum(1)  # (warm)
+    pr.synchronize()
+    before = _readbacks()
+    pos, lengths = positions(ids), ids.ne(pad).int().sum(1)
+    pos_emb(pos)
+    assert _readbacks() == before
+    t = torch.tensor(a)
+    m = t.ne(pad).int()
+    want = (torch.cumsum(m, dim=1).type_as(m) * m).long() + pad
+    np.testing.assert_array_equal(pos.numpy(), want.numpy())
+    np.testing.assert_array_equal(lengths.numpy(), m.sum(1).numpy())
+    assert _holds(pos) == (pad, S + pad) and _holds(lengths) == (0, S)
+
+
+def test_an_int_sum_known_to_fit_reads_nothing_and_one_that_may_not_is_checked():
+    small = pr.tensor([5, -3, 7])
+    small.sum(), small.cumsum(0)  # (warm: one-time device probes)
+    pr.synchronize()
+    before = _readbacks()
+    s, c = small.sum(), small.cumsum(0)
+    assert _readbacks() == before
+    np.testing.assert_array_equal(c.numpy(), [5, 2, 9])
+    assert s.item() == 9
+    for big in (pr.tensor([2**30, 2**30, 1]), (pr.ones(3) * 2**30).to(pr.int32)):
+        with pytest.raises(OverflowError, match="does not fit in int32"):
+            big.sum()
+        with pytest.raises(OverflowError, match="does not fit in int32"):
+            big.cumsum(0)
+    step = pr.compile(lambda x: x.sum(0) + x.cumsum(0))
+    for k in range(3):
+        assert _quiet(step, pr.tensor([k, 1, 2])).numpy().tolist() == [
+            2 * k + 3,
+            2 * k + 4,
+            2 * k + 6,
+        ]
+    st = step.stats()  # (the overflow checks' readbacks were graph breaks)
+    assert st["graph_breaks"] == [] and st["mode"] == "replay" and st["replays"] == 2
+    with pytest.raises(OverflowError, match="does not fit in int32"):
+        _quiet(step, pr.tensor([2**30, 2**30, 2**30]))  # (the need fails: checked again)
+
+
+def test_a_bool_copied_into_part_of_an_int_storage_keeps_the_union():
+    t = pr.tensor([4, 5, 6, 7])
+    t[:2] = pr.tensor([True, False])
+    assert _holds(t) == (0, 7)
+    u = pr.empty(5, dtype=pr.bool).int()  # (any words: the cast still gives 0 and 1)
+    assert _holds(u) == (0, 1)
 
 
 # ---- a range must never be wrong: writes it cannot know of forget it ------------------------

@@ -207,9 +207,17 @@ def after_unary(name, x, out, pre=None):
     settle(out, _fit(rule, out.dtype), kx, before=before)
 
 
+def _bit(*_):
+    return (0, 1)
+
+
 def after_cast(x, out, before=FRESH, kx=FRESH):
     """`out` holds x's values cast to out's int dtype (wrapped where they leave it); `kx`: x's
-    handle taken before the kernel ran."""
+    handle taken before the kernel ran. A bool source gives 0 and 1 whatever its words hold (the
+    cast loads a bool as `word != 0`: kernels/common.load), so `mask.int()` is bounded."""
+    if x.dtype.is_bool:
+        settle(out, _bit, before=before)
+        return
     if x.dtype.kind != "i":
         return
     rt = out.dtype
@@ -226,3 +234,27 @@ def after_where(out, *operands):
     if any(h is None for h in hs):
         return
     settle(out, _fit(hull, out.dtype), *hs)
+
+
+def after_sum(x, out, n: int, before=FRESH):
+    """`out` holds sums of `n` elements of the int tensor `x` each (a reduction over n)."""
+    if x.dtype.kind == "i":
+        settle(out, lambda a: (n * a[0], n * a[1]), known(x), before=before)
+
+
+def after_cumsum(x, out, n: int):
+    """`out` holds the prefix sums of `x` along a dim of `n` elements (1 to n terms each)."""
+    if x.dtype.kind == "i" and n:
+        settle(out, lambda a: (min(a[0], n * a[0]), max(a[1], n * a[1])), known(x))
+
+
+def sum_fits(x, n: int) -> bool:
+    """Whether a sum of `n` elements of the int tensor `x` is known to fit in int32 without
+    a readback (the overflow check reads one back otherwise): every element's magnitude is at
+    most (2^31 - 1) // n. Under pr.compile a need its replays meet too."""
+    if x.dtype.kind != "i" or n <= 0:
+        return False
+    from .ranges import I32_MAX, within
+
+    b = I32_MAX // n
+    return within(x, -b, b)

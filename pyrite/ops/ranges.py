@@ -9,8 +9,10 @@ each token, and a graph break under `pr.compile`), so the pool remembers, per bu
   construction (arange, randint, argmax, sort's and topk's indices, multinomial's draws);
 - carried by the ops that make new integers from bounded ones (`settle`; ops/range_rules.py):
   copies, casts to another int dtype, cat, gathers, `+ - *` and `neg abs` with Python ints and
-  with other bounded tensors, `// % fmod`, clamp, `where`, min/max reductions; in place too
-  (`pos += 1`). Views share their storage's range (`expand`, `view`, slicing).
+  with other bounded tensors, `// % fmod`, clamp, `where`, min/max reductions, sort's and
+  topk's values, sums and cumsums (n terms: an int sum known to fit skips its overflow
+  readback), casts from bool ([0, 1]); in place too (`pos += 1`). Views share their storage's
+  range (`expand`, `view`, slicing).
 - forgotten by any write to the buffer (backend/device.py pops it before the kernel runs), so
   an op that cannot know its result's range (a scatter, a float cast, an overflow) leaves none.
 

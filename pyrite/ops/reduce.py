@@ -25,6 +25,7 @@ from ..kernels.reduce import (
     state_words,
 )
 from ..tensor import Tensor, contiguous_strides
+from . import range_rules
 from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations, note_indices
 from .ranges import keep
 
@@ -479,19 +480,24 @@ def _cast_first(input: Tensor, dtype) -> Tensor:
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    input = _cast_first(input, dtype)
-    out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
-    if _exact_needed("sum", input, _dims(input, dim), out_dt):
-        return _exact_int_reduce("sum", input, dim, keepdim, out_dt)
-    return _reduce(input, "sum", _dims(input, dim), keepdim, (out_dt,), _acc_for(out_dt))[0]
+    return _sum("sum", input, dim, keepdim, dtype)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    return _sum("nansum", input, dim, keepdim, dtype)
+
+
+def _sum(op, input, dim, keepdim, dtype):
     input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
-    if _exact_needed("nansum", input, _dims(input, dim), out_dt):
-        return _exact_int_reduce("nansum", input, dim, keepdim, out_dt)
-    return _reduce(input, "nansum", _dims(input, dim), keepdim, (out_dt,), _acc_for(out_dt))[0]
+    dims = _dims(input, dim)
+    n = math.prod(input._shape[d] for d in dims)
+    if _exact_needed(op, input, dims, out_dt) and not range_rules.sum_fits(input, n):
+        out = _exact_int_reduce(op, input, dim, keepdim, out_dt)
+    else:
+        out = _reduce(input, op, dims, keepdim, (out_dt,), _acc_for(out_dt))[0]
+    range_rules.after_sum(input, out, n)  # (`lengths = mask.int().sum(1)` stays bounded)
+    return out
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -900,8 +906,12 @@ def _exact_int_reduce(op, input, dim, keepdim, out_dt):
 
 def _check_scan(op, x: Tensor, dim, out: Tensor) -> Tensor:
     d = x._dim(dim) if x.ndim else None
+    if op == "cumsum":  # (HF's position ids, `mask.int().cumsum(1)`, stay bounded)
+        range_rules.after_cumsum(x, out, x._shape[d] if x.ndim else 1)
     if d is None or x._shape[d] < 2 or not _exact_needed(op, x, (d,), out.dtype):
         return out
+    if op == "cumsum" and range_rules.sum_fits(x, x._shape[d]):
+        return out  # (its range says no prefix can overflow: nothing to read back)
     from .core import run_map
     from .views import narrow
 

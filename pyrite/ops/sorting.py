@@ -34,6 +34,7 @@ from ..tensor import Tensor
 from .casts import clone
 from .core import empty, note_indices
 from .elementwise import as_tensor_arg
+from .ranges import keep
 from .views import contiguous, movedim, narrow, reshape, select, unsqueeze
 
 # PyTorch's torch.return_types.* : named tuples of (values, indices)
@@ -114,7 +115,7 @@ def _sort(x: Tensor, d: int, desc: bool):
     vals, idx = reshape(vals, shape), reshape(idx, shape)
     if d != x.ndim - 1:
         vals, idx = contiguous(movedim(vals, -1, d)), contiguous(movedim(idx, -1, d))
-    return vals, idx
+    return keep(vals, x), idx  # (an int tensor's values, reordered: its range)
 
 
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
