@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import threading
 import weakref
 
@@ -298,7 +299,7 @@ class Node:
             if e is None:
                 out.append((None, 0))
             elif e[0] == "leaf":
-                out.append((AccumulateGrad(e[1]), 0))
+                out.append((_keep_accumulator(self, e[1]), 0))
             else:
                 out.append((e[1], e[2]))
         return tuple(out)
@@ -320,18 +321,95 @@ class Node:
 
 
 class AccumulateGrad:
-    """What a leaf's gradient flows into (for `grad_fn.next_functions` inspection)."""
+    """What a leaf's gradient flows into: one per leaf while anything holds it (a node whose
+    `next_functions` named it, a GradientEdge, the caller), as torch's, so hooks registered on it
+    run at every backward that accumulates into the leaf: prehooks fn((grad,)) after the
+    tensor's own hooks (a tuple returned replaces the gradient), posthooks fn((), (grad,)) after
+    `.grad` is written and the post-accumulate hooks ran. `autograd.grad` runs neither (it
+    accumulates nothing)."""
 
     next_functions = ()
+    __slots__ = ("variable", "_hooks", "__weakref__")
 
     def __init__(self, variable):
         self.variable = variable
+        self._hooks = None  # [prehooks, posthooks, metadata] once asked for
 
     def __repr__(self):
         return "<AccumulateGrad>"
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
+
+    def _lists(self):
+        if self._hooks is None:
+            self._hooks = [_HookList(), _HookList(), {}]
+        return self._hooks
+
+    def register_prehook(self, fn):
+        return self._lists()[0].append_handle(fn)
+
+    def register_hook(self, fn):
+        return self._lists()[1].append_handle(fn)
+
+    @property
+    def metadata(self):
+        return self._lists()[2]
+
+    def _pre(self, g):
+        for h in list(self._hooks[0]):
+            r = h((g,))
+            if r is not None:
+                _check_hook_count(h, r, 1)
+                g = r[0]
+        return g
+
+    def _post(self, g):
+        for h in list(self._hooks[1]):
+            r = h((), (g,))
+            if r is not None:
+                _check_hook_count(h, r, 0)
+
+
+def _check_hook_count(h, r, n):
+    if len(r) != n:
+        raise RuntimeError(
+            f"pyrite: hook '{getattr(h, '__name__', h)}' has returned an incorrect number of "
+            f"values (got {len(r)}, but expected {n})"
+        )
+
+
+_ACCUMULATORS: dict = {}  # id(leaf) -> [weakref(leaf), weakref(its AccumulateGrad)]
+_KEPT_ACCUMULATORS: dict = {}  # id(node) -> [weakref(node), [accumulators it keeps alive]]
+
+
+def grad_accumulator(t, create=True):
+    """Leaf t's AccumulateGrad (made on first request; None where none lives and not `create`)."""
+    entry = _ACCUMULATORS.get(id(t))
+    acc = entry[1]() if entry is not None and entry[0]() is t else None
+    if acc is None and create:
+        acc = AccumulateGrad(t)
+        key = id(t)
+        ref = weakref.ref(t, lambda _r, key=key: _ACCUMULATORS.pop(key, None))
+        _ACCUMULATORS[key] = [ref, weakref.ref(acc)]
+    return acc
+
+
+def _keep_accumulator(node, t):
+    """t's AccumulateGrad, kept alive by `node` (torch's graph holds it while it lives)."""
+    acc = grad_accumulator(t)
+    kept = _side_entry(_KEPT_ACCUMULATORS, node, True, lambda: ([],))[1]
+    if not any(a is acc for a in kept):
+        kept.append(acc)
+    return acc
+
+
+def _accumulator_hooks(t):
+    """Leaf t's AccumulateGrad where it has hooks, else None."""
+    if not _ACCUMULATORS:
+        return None
+    acc = grad_accumulator(t, create=False)
+    return acc if acc is not None and acc._hooks and (acc._hooks[0] or acc._hooks[1]) else None
 
 
 class _OpName(str):
@@ -735,6 +813,28 @@ def _topo(roots):
     return order
 
 
+def _needed(order, cap_ids, cap_nodes) -> dict:
+    """id(node) -> whether its rule must run, for the nodes a capture needs (absent: neither
+    it nor what it feeds leads to a captured gradient). A node whose output is captured is
+    needed for that; its rule runs only where one of its edges leads on to another."""
+    has_cap = {k[0] for k in cap_nodes}
+    needed: dict = {}
+    for node in reversed(order):  # (what a node feeds comes after it in `order`)
+        run = False
+        for e in node.edges:
+            if e is None:
+                continue
+            if e[0] == "leaf":
+                run = id(e[1]) in cap_ids
+            else:
+                run = id(e[1]) in needed
+            if run:
+                break
+        if run or id(node) in has_cap:
+            needed[id(node)] = run
+    return needed
+
+
 def _check_versions(node, only=None):
     """PyTorch's error where a saved tensor was modified in place after the forward. Tensors a
     rule keeps only to recompute its output in a double backward (`rule.soft`) are checked
@@ -836,6 +936,9 @@ def _engine(roots, retain_graph, create_graph, capture=None):
         root_nodes.append(fn)
     anomaly = is_anomaly_enabled()
     order = _topo(root_nodes)
+    runs = None if capture is None else _needed(order, cap_ids, cap_nodes)
+    if runs is not None:  # (autograd.grad: only the nodes on a path to its inputs, as torch)
+        order = [n for n in order if id(n) in runs]
     if _ENGINE_RUNS:
         _ENGINE_RUNS[-1].nodes = {id(n): n for n in order}
         _ENGINE_RUNS[-1].leaves = {id(t) for t in leaf}
@@ -858,6 +961,8 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                     if key in cap_nodes:
                         c = id(cap_nodes[key])
                         captured[c] = _add(captured.get(c), gs[k])
+            if runs is not None and not runs[id(node)]:
+                continue  # (an input's own node: its gradient is captured, not passed on)
             if node.args is _FREED:
                 raise RuntimeError(
                     "pyrite: Trying to backward through the graph a second time (or directly "
@@ -923,8 +1028,14 @@ def _engine(roots, retain_graph, create_graph, capture=None):
                     node.saved._versions = ()
                 else:
                     node.saved = ()
-    if capture is not None:
-        return [captured.get(id(t)) for t in capture]
+    if capture is not None:  # (a leaf's own hooks run on its captured gradient, as torch)
+        got = [captured.get(id(t)) for t in capture]
+        if _HOOKS:
+            got = [
+                _run_hooks(t, g) if g is not None and t.grad_fn is None else g
+                for t, g in zip(capture, got)
+            ]
+        return got
     # memory a leaf's .grad may not adopt: the caller's own gradients, and any already given to
     # another leaf (an add's rule hands both inputs the same g: an RNN's b_ih and b_hh, whose
     # in-place clip_grad_norm_ then scaled the shared storage twice). By element range, not
@@ -936,6 +1047,9 @@ def _engine(roots, retain_graph, create_graph, capture=None):
         g = _run_hooks(t, g)
         if g is None:
             continue
+        acc = _accumulator_hooks(t)
+        if acc is not None:
+            g = acc._pre(g)
         if not create_graph:
             g = g.detach()
         if t.grad is None:
@@ -948,33 +1062,77 @@ def _engine(roots, retain_graph, create_graph, capture=None):
             t.grad = t.grad + g
         if _POST_HOOKS:
             _run_post_hooks(t)
+        if acc is not None:
+            acc._post(g)
     return None
 
 
 def _as_list(x):
     if x is None:
         return None
-    if isinstance(x, Tensor):
+    if isinstance(x, Tensor) or _is_edge(x):
         return [x]
     return list(x)
 
 
+def _is_edge(x) -> bool:
+    return isinstance(x, tuple) and type(x).__name__ == "GradientEdge" and hasattr(x, "node")
+
+
+class _EdgeEnd:
+    """A GradientEdge into a node's output, where the engine takes a tensor (its grad_fn and
+    output number; the output's shape where it is still alive)."""
+
+    requires_grad = True
+
+    def __init__(self, node, nr):
+        self.grad_fn, self._out_nr = node, nr
+        ref = node.outs[nr] if nr < len(node.outs) else None
+        o = ref() if ref is not None else None
+        self._shape = None if o is None else o._shape
+        self.dtype = None if o is None else o.dtype
+
+    def numel(self):
+        return 0 if self._shape is None else math.prod(self._shape)
+
+
+def _ends(xs, what):
+    """Tensors and GradientEdges (torch.autograd.graph.get_gradient_edge) as the engine's
+    targets: an edge into a leaf's AccumulateGrad is the leaf."""
+    out = []
+    for x in xs:
+        if _is_edge(x):
+            node = x.node
+            if isinstance(node, AccumulateGrad):
+                x = node.variable
+            elif isinstance(node, Node):
+                x = _EdgeEnd(node, x.output_nr)
+            else:
+                raise TypeError(f"pyrite: a GradientEdge's node must be a graph node, got {node!r}")
+        elif not isinstance(x, Tensor):
+            raise TypeError(
+                f"pyrite: {what} must be Tensors or GradientEdges, got {type(x).__name__}"
+            )
+        out.append(x)
+    return out
+
+
 def _default_grad(t, g):
-    from .ops.creation import ones_like
+    from .ops.creation import ones, ones_like
 
     if g is None:
-        if t.numel() != 1:
+        if t.numel() != 1:  # (an edge whose output is gone: its shape is not known here)
             raise RuntimeError("pyrite: grad can be implicitly created only for scalar outputs")
         if not t.dtype.is_floating_point:
             raise RuntimeError(
                 "pyrite: grad can be implicitly created only for real scalar outputs"
             )
-        return ones_like(t)
+        return ones_like(t) if isinstance(t, Tensor) else ones(t._shape, dtype=t.dtype)
     if not isinstance(g, Tensor):
         from .ops.creation import tensor
 
         g = tensor(g, dtype=t.dtype)
-    if tuple(g._shape) != tuple(t._shape):
+    if t._shape is not None and tuple(g._shape) != tuple(t._shape):
         from .errors import ShapeError
 
         raise ShapeError(
@@ -986,7 +1144,7 @@ def _default_grad(t, g):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(tensors)/d(leaves) into the leaves' `.grad` (torch.autograd.backward)."""
-    ts = _as_list(tensors)
+    ts = _ends(_as_list(tensors), "tensors")
     gs = _as_list(grad_tensors) or [None] * len(ts)
     if len(gs) != len(ts):
         raise RuntimeError(
@@ -996,13 +1154,23 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     roots = [(t, _default_grad(t, g)) for t, g in zip(ts, gs)]
     if inputs is not None:
-        inputs = _as_list(inputs)
+        inputs = _ends(_as_list(inputs), "inputs")
+        if any(isinstance(t, _EdgeEnd) for t in inputs):
+            raise RuntimeError(
+                "pyrite: backward(inputs=...) takes GradientEdges into leaves only (a node's "
+                "gradient has no .grad to accumulate into): use autograd.grad for those"
+            )
         got = _backward_run(roots, retain_graph, create_graph, capture=inputs)
         for t, g in zip(inputs, got):
             if g is not None:
+                acc = _accumulator_hooks(t) if t.grad_fn is None else None
+                if acc is not None:
+                    g = acc._pre(g)
                 t.grad = g if t.grad is None else t.grad + g
                 if _POST_HOOKS:
                     _run_post_hooks(t)
+                if acc is not None:
+                    acc._post(g)
         return
     _backward_run(roots, retain_graph, create_graph)
 
@@ -1019,8 +1187,9 @@ def grad(
     materialize_grads=False,
 ):
     """d(outputs)/d(inputs), returned as a tuple (torch.autograd.grad); `.grad` is untouched."""
-    outs = _as_list(outputs)
-    ins = _as_list(inputs)
+    outs = _ends(_as_list(outputs), "outputs")
+    given = _as_list(inputs)
+    ins = _ends(given, "inputs")
     gos = _as_list(grad_outputs) or [None] * len(outs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -1030,8 +1199,13 @@ def grad(
     roots = [(t, _default_grad(t, g)) for t, g in zip(outs, gos)]
     got = _backward_run(roots, retain_graph, create_graph, capture=ins)
     res = []
-    for t, g in zip(ins, got):
+    for x, t, g in zip(given, ins, got):
         if g is None:
+            if materialize_grads and _is_edge(x):
+                raise RuntimeError(
+                    "pyrite: materialize_grads cannot be used when the given input is a "
+                    "GradientEdge"
+                )
             if materialize_grads:
                 from .ops.creation import zeros_like
 
@@ -1693,16 +1867,42 @@ class Function(metaclass=_FunctionMeta):
 _NO_SETUP = Function.__dict__["setup_context"].__func__
 
 
+_TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
 def once_differentiable(fn):
-    """A backward that is not itself differentiable: it runs with recording off, so a
-    create_graph=True backward through it gives gradients without a graph."""
+    """A backward that is not itself differentiable: it runs with recording off. Under
+    create_graph=True with an incoming gradient that requires grad, its results are tied to an
+    `Error` node, as torch's: a double backward that reaches them raises (one that does not
+    reach them, or gradients that require nothing, run as before)."""
 
     @functools.wraps(fn)
     def wrapper(ctx, *grads):
         with no_grad():
-            return fn(ctx, *grads)
+            out = fn(ctx, *grads)
+        if not is_grad_enabled() or not any(
+            isinstance(g, Tensor) and g.requires_grad for g in grads
+        ):
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        fakes = []
+        for o in outs:
+            if isinstance(o, Tensor) and o.dtype.is_floating_point:
+                o = o.detach()
+                o.requires_grad = True  # (a stand-in input: the Error node needs an edge)
+            fakes.append(o)
+        res = [_alias(o) if isinstance(o, Tensor) else o for o in fakes]
+        record("Error", _differentiated_twice, tuple(fakes), {}, res if len(res) > 1 else res[0])
+        return tuple(res) if isinstance(out, tuple) else res[0]
 
     return wrapper
+
+
+def _differentiated_twice(ctx, g):
+    raise RuntimeError(f"pyrite: {_TWICE}")
+
+
+_differentiated_twice.saves = frozenset()
 
 
 # ---- gradcheck -----------------------------------------------------------------------------

@@ -11,12 +11,25 @@ that drops a tensor's device memory does not free it.
 `save_on_cpu`: pyrite has one device and its tensors live in that device's buffers, so "CPU"
 has nowhere else to put them: the pack keeps the tensor as it is (a no-op; `pin_memory` is
 accepted and ignored). Code that uses it for memory runs unchanged, saving nothing.
+
+`disable_saved_tensors_hooks(message)`: inside it, entering saved_tensors_hooks (or save_on_cpu)
+raises RuntimeError(message), and so does entering it while such hooks are active, as torch.
+
+`get_gradient_edge(t)`: a `GradientEdge(node, output_nr)` naming where t's gradient is computed
+(t.grad_fn, or a leaf's AccumulateGrad); `autograd.grad` takes edges as inputs and outputs,
+`backward(inputs=...)` edges into leaves, so a gradient can be asked for after the tensor itself
+is gone (pipeline schedules that split the weight gradient from the input gradient do).
 """
 
 from __future__ import annotations
 
+import contextlib
+from typing import NamedTuple
+
 from . import autograd as _ag
 from .autograd import Node  # noqa: F401  (isinstance(t.grad_fn, torch.autograd.graph.Node))
+
+_DISABLED: list = [None]  # the message entering saved_tensors_hooks raises now (None: allowed)
 
 
 class saved_tensors_hooks:
@@ -25,6 +38,8 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        if _DISABLED[0] is not None:
+            raise RuntimeError(_DISABLED[0])
         _ag._PACK_HOOKS.append((self.pack_hook, self.unpack_hook))
         return self
 
@@ -37,6 +52,39 @@ class save_on_cpu(saved_tensors_hooks):
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         super().__init__(lambda t: t, lambda t: t)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Saved tensor hooks refused inside (the module docstring)."""
+    prev = _DISABLED[0]
+    try:
+        if _ag._PACK_HOOKS:
+            raise RuntimeError(error_message)
+        _DISABLED[0] = error_message
+        yield
+    finally:
+        _DISABLED[0] = prev
+
+
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient is computed: a node and which of its outputs."""
+
+    node: object
+    output_nr: int
+    ownership_token: object = None  # (torch's keeps a C++ graph alive; the node does here)
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "pyrite: It is not possible to get the gradient edge for a Tensor that does not "
+            "require gradients"
+        )
+    fn = tensor.grad_fn
+    if fn is None:
+        return GradientEdge(_ag.grad_accumulator(tensor), 0)
+    return GradientEdge(fn, tensor._out_nr)
 
 
 class _MultiHandle:

@@ -442,3 +442,226 @@ def test_node_metadata_is_a_dict_kept_apart_from_hooks():
         assert y.grad_fn.metadata == {"tag": 7}
         y.sum().backward()
         assert calls == [1]
+
+
+# ---- AccumulateGrad hooks, GradientEdge, disable_saved_tensors_hooks, once_differentiable ----
+def _hook_log(log):
+    """Hooks on a leaf and on its AccumulateGrad that log what they see (the prehook adds 1)."""
+
+    def setup(x, acc):
+        x.register_hook(lambda g: log.append(("tensor", _np(g))) or g * 3)
+        acc.register_prehook(lambda go: log.append(("pre", _np(go[0]))) or (go[0] + 1,))
+        acc.register_hook(lambda gi, go: log.append(("post", len(gi), _np(go[0]))))
+        x.register_post_accumulate_grad_hook(lambda t: log.append(("acc", _np(t.grad))))
+
+    return setup
+
+
+def test_accumulate_grad_hooks_persist_across_backward_calls(rng):
+    """torch's AccumulateGrad is one object per leaf while the graph or the caller holds it:
+    its hooks run at every backward, after the tensor's hooks, the post hook after the
+    post-accumulate hook. pyrite made a new one at each `next_functions` read, with no hooks."""
+    make = _pair(rng, (3,))
+
+    def run(lib):
+        (x,) = make(lib)
+        log = []
+        y = (x * 2).sum()
+        acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
+        _hook_log(log)(x, acc)
+        y.backward(retain_graph=True)
+        (x * 5).sum().backward()  # (another graph, the same accumulator)
+        same = (x * 1).grad_fn.next_functions[0][0] is acc
+        return log, _np(x.grad), same, acc.name(), acc.variable is x
+
+    got = _same(run)
+    assert [e[0] for e in got[0]] == ["tensor", "pre", "acc", "post"] * 2 and got[2]
+
+
+def test_accumulate_grad_hooks_run_for_backward_inputs_not_for_grad(rng):
+    make = _pair(rng, (3,))
+
+    def run(lib):
+        (x,) = make(lib)
+        log = []
+        acc = (x * 1).grad_fn.next_functions[0][0]
+        _hook_log(log)(x, acc)
+        (g,) = lib.autograd.grad((x * 4).sum(), x)  # (its tensor hook runs: torch's too)
+        n = len(log)
+        (x * 4).sum().backward(inputs=[x])
+        return log[:n], log[n:], _np(g), _np(x.grad)
+
+    _same(run)
+
+
+def test_accumulate_grad_hook_returning_the_wrong_count_raises():
+    for lib in (torch, pr):
+        x = lib.ones(2, requires_grad=True)
+        acc = (x * 2).grad_fn.next_functions[0][0]
+        h = acc.register_hook(lambda gi, go: (go[0],))
+        with pytest.raises(
+            RuntimeError, match=r"incorrect number of values \(got 1, but expected 0"
+        ):
+            (x * 2).sum().backward()
+        h.remove()
+        acc.register_prehook(lambda go: (go[0], go[0]))
+        with pytest.raises(
+            RuntimeError, match=r"incorrect number of values \(got 2, but expected 1"
+        ):
+            (x * 2).sum().backward()
+
+
+def test_gradient_edges_as_inputs_and_outputs(rng):
+    """torch.autograd.graph.get_gradient_edge: a gradient asked for through an edge, after the
+    tensor itself is gone (a pipeline schedule's split backward), as inputs and as outputs."""
+    make = _pair(rng, (4,), (4,))
+
+    def run(lib):
+        G = lib.autograd.graph
+        x, w = make(lib)
+        h = x.sin() * w
+        eh, ex = G.get_gradient_edge(h), G.get_gradient_edge(x)
+        y = (h * h).sum()
+        both = lib.autograd.grad(y, [eh, ex], retain_graph=True)
+        del h  # (the edge keeps the node, not the tensor)
+        (gh,) = lib.autograd.grad(y, eh, retain_graph=True)
+        z = x.exp()
+        (gz,) = lib.autograd.grad(G.get_gradient_edge(z), x, grad_outputs=lib.ones(4))
+        (gs,) = lib.autograd.grad(G.get_gradient_edge(y), x, retain_graph=True)  # (a scalar)
+        y.backward(inputs=G.get_gradient_edge(w))
+        split = w.split(2)[1]
+        return (
+            [_np(g) for g in both],
+            _np(gh),
+            _np(gz),
+            _np(gs),
+            _np(w.grad),
+            x.grad is None,
+            type(eh).__name__,
+            eh.output_nr,
+            ex.output_nr,
+            G.get_gradient_edge(split).output_nr,
+            ex.node is (x * 1).grad_fn.next_functions[0][0],
+        )
+
+    _same(run)
+
+
+def test_gradient_edge_errors():
+    for lib in (torch, pr):
+        G = lib.autograd.graph
+        with pytest.raises(RuntimeError, match="does not require gradients"):
+            G.get_gradient_edge(lib.ones(2))
+        x, w = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        y = (x * 2).sum()
+        with pytest.raises(RuntimeError, match="materialize_grads cannot be used"):
+            lib.autograd.grad(y, G.get_gradient_edge(w), allow_unused=True, materialize_grads=True)
+        with pytest.raises(RuntimeError, match="implicitly created only for scalar outputs"):
+            lib.autograd.grad(G.get_gradient_edge(x * 2), x)  # (an edge needs grad_outputs)
+
+
+def test_disable_saved_tensors_hooks():
+    for lib in (torch, pr):
+        G = lib.autograd.graph
+        x = lib.ones(2, requires_grad=True)
+        with G.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+            with G.disable_saved_tensors_hooks("inner"):
+                with pytest.raises(RuntimeError, match="inner"):
+                    with G.save_on_cpu():
+                        pass
+            with pytest.raises(RuntimeError, match="no hooks here"):  # (the outer's again)
+                with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+            (x.sin() * 2).sum().backward()  # (autograd itself runs as ever)
+        with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+            with pytest.raises(RuntimeError, match="while active"):
+                with G.disable_saved_tensors_hooks("while active"):
+                    pass
+        with G.saved_tensors_hooks(lambda t: t, lambda t: t):  # (enabled again)
+            pass
+
+        @G.disable_saved_tensors_hooks("as a decorator")
+        def f():
+            with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+
+        with pytest.raises(RuntimeError, match="as a decorator"):
+            f()
+
+
+def _square(lib):
+    once = __import__(lib.__name__ + ".autograd.function", fromlist=["x"]).once_differentiable
+
+    class Sq(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    return Sq
+
+
+def test_once_differentiable_raises_when_a_double_backward_reaches_it(rng):
+    """With create_graph=True and an incoming gradient that requires grad, a once_differentiable
+    backward's results are tied to torch's `Error` node: a double backward through them raises
+    (pyrite gave gradients without a graph: a silent zero second derivative)."""
+    make = _pair(rng, (3,))
+
+    def run(lib):
+        (x,) = make(lib)
+        Sq = _square(lib)
+        (g,) = lib.autograd.grad(Sq.apply(x).sum(), x, create_graph=True)
+        plain = (_np(g), g.requires_grad)  # (ones came in: nothing to differentiate)
+        ones = lib.ones(3, requires_grad=True)
+        (g,) = lib.autograd.grad(Sq.apply(x), x, grad_outputs=ones, create_graph=True)
+        with pytest.raises(RuntimeError, match="differentiate twice a function that was marked"):
+            g.sum().backward()
+        # a double backward whose inputs it does not lead to runs (torch runs only the nodes on
+        # a path to autograd.grad's inputs)
+        y = Sq.apply(x)
+        (g,) = lib.autograd.grad((y * x).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        return plain, _np(g), _np(gg)
+
+    _same(run)
+
+
+def test_grad_runs_only_the_nodes_its_inputs_need(rng):
+    """autograd.grad runs the nodes on a path to its inputs, as torch: a branch whose backward
+    would raise (or a node hook elsewhere) is not run."""
+    make = _pair(rng, (3,), (3,))
+
+    def run(lib):
+        x, w = make(lib)
+
+        class Boom(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 1
+
+            @staticmethod
+            def backward(ctx, g):
+                raise RuntimeError("boom")
+
+        calls = []
+        a = x.sin()
+        b = Boom.apply(w)
+        b.grad_fn.register_prehook(lambda go: calls.append("boom pre"))
+        a.grad_fn.register_prehook(lambda go: calls.append("sin pre"))
+        y = (a * b).sum()
+        (gx,) = lib.autograd.grad(y, x, retain_graph=True)
+        ran = list(calls)
+        with pytest.raises(RuntimeError, match="boom"):
+            y.backward()  # (every leaf: it runs there)
+        return _np(gx), ran, "boom pre" in calls
+
+    _same(run)
