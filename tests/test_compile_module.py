@@ -204,6 +204,37 @@ def test_readback_in_forward_runs_eagerly_with_a_warning():
     assert st["eager_calls"] == 1 and st["graph_breaks"]
 
 
+def test_forward_writing_its_input_in_place_reaches_the_caller(rng):
+    """A compiled module (under autograd) whose forward writes its argument in place: the
+    caller's tensor takes the write on every call, as in eager code (the trace wrote its own
+    slot only); such a forward runs eagerly, with a warning naming why."""
+
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(7, 3)
+
+        def forward(self, x):
+            x.mul_(0.5)
+            return self.lin(x)
+
+    pr.manual_seed(0)
+    m = Scale()
+    cm = pr.compile(m)
+    a = rng.standard_normal((4, 7)).astype(np.float32)
+    for call in range(3):
+        x, xe = pr.tensor(a), pr.tensor(a)
+        if call == 0:
+            with pytest.warns(UserWarning, match="in place"):
+                got = cm(x)
+        else:
+            got = cm(x)
+        want = m(xe)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(x.numpy(), xe.numpy())
+        np.testing.assert_array_equal(x.numpy(), a * 0.5)
+
+
 def test_memory_is_flat_over_many_training_replays():
     m = _mlp()
     cm = pr.compile(m)

@@ -48,8 +48,10 @@ the next trace leave that kernel unfused.
 
 A function that replaces a tensor it read (state kept by rebinding, `h = f(h)` across calls) runs
 eagerly with a warning naming the line (with `fullgraph=True`: an error there). Tensor arguments
-are copied into buffers the graph owns; tensors it returns are copied out, fresh and detached, so
-a result from one call is never overwritten by the next.
+are copied into buffers the graph owns (arguments sharing a storage, `f(x, x)` or `f(x[:-1],
+x[1:])`, into views of one buffer laid out as theirs, so a write through one is seen through the
+other; the sharing is a guard); tensors it returns are copied out, fresh and detached, so a
+result from one call is never overwritten by the next.
 """
 
 from __future__ import annotations
@@ -63,7 +65,16 @@ from ..backend.replay import Graph, GraphBreak, Rerun, Tape
 from ..ops.ranges import note_leaf
 from ..tensor import Tensor
 from . import _ranges, _state
-from ._guards import Watch, byte_span, flatten, found_in, reach, unflatten
+from ._guards import (
+    Watch,
+    alias_groups,
+    byte_span,
+    flatten,
+    found_in,
+    group_start,
+    reach,
+    unflatten,
+)
 from .fusion import optimize
 
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
@@ -245,6 +256,9 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         leaves, key = [], [autograd.is_grad_enabled(), id(backend.current())]
         spec = flatten((args, kwargs), leaves, key)
+        groups, alias = alias_groups(leaves)
+        if alias is not None:
+            key.append(alias)
         key = tuple(key)
         call = _ranges.Call(leaves)
         variants = self._variants.get(key)
@@ -276,9 +290,9 @@ class CompiledFunction:
             )
             self.eager_calls += 1
             return self.fn(*args, **kwargs)
-        return self._trace(key, spec, leaves)
+        return self._trace(key, spec, leaves, groups)
 
-    def _trace(self, key, spec, leaves):
+    def _trace(self, key, spec, leaves, groups=()):
         t0 = time.perf_counter()
         dev = backend.current()
         watches = list(self._watches.values())
@@ -288,7 +302,7 @@ class CompiledFunction:
         grads_in = _grad_buffers(watches)
         tape = Tape(dev, fullgraph=self.fullgraph, segmented=True)
         tape.protect = set(self._protect.get(_number_free(key), ()))
-        slots = _slots(tape, leaves)
+        slots = _slots(tape, leaves, groups)
         trace = _Trace(tape)
         hooks, seen = self._capture_hooks()
         _state.active = trace
@@ -428,11 +442,11 @@ class CompiledFunction:
         late, copied = [], []
         for i, s in v.mutated:
             t = leaves[i]
-            span = byte_span(t)
-            if span is None or not following:
+            copy = _plain_copy(s, t)
+            if copy is None or not following:
                 late.append((s, t))
             else:
-                after.append((s._storage.buffer, 0, t._storage.buffer, span[0], span[1]))
+                after.append(copy)
                 copied.append((i, s))
         if following:
             with dev._lock:
@@ -501,11 +515,11 @@ class CompiledFunction:
         late, copied = [], []
         for i, s in v.mutated:
             t = leaves[i]
-            span = byte_span(t)
-            if span is None:
+            copy = _plain_copy(s, t)
+            if copy is None:
                 late.append((s, t))
             else:
-                after.append((s._storage.buffer, 0, t._storage.buffer, span[0], span[1]))
+                after.append(copy)
                 copied.append((i, s))
         dev.replay(g, before, after, self.chunk)
         v.ranges.settle(call)  # (no Python ran: the ranges its ops would have noted)
@@ -617,18 +631,34 @@ def _number_free(key):
     )
 
 
-def _slots(tape, leaves):
-    """The graph's own buffers for the arguments, filled outside the tape. An integer argument's
-    range known without reading it becomes its slot's, as a leaf of the trace's range
-    expressions (compile/_ranges.py: what the index checks needed is then a guard)."""
+def _slots(tape, leaves, groups=()):
+    """The graph's own buffers for the arguments, filled outside the tape. Arguments sharing a
+    storage (`groups`, alias_groups) get views of one new storage holding the words they reach,
+    laid out as theirs are. An integer argument's range known without reading it becomes its
+    slot's, as a leaf of the trace's range expressions (compile/_ranges.py: what the index
+    checks needed is then a guard)."""
     from ..ops.core import empty
 
+    dev = backend.current()
+    shared = {}
+    for ix in groups:
+        lo = group_start(leaves[i] for i in ix)
+        hi = max(sum(reach(leaves[i])[:2]) for i in ix)
+        st = dev.pool.allocate(hi - lo)
+        dev.copy(leaves[ix[0]]._storage.buffer, lo, st.buffer, 0, hi - lo)
+        tape.adopt(st.buffer)
+        for i in ix:
+            t = leaves[i]
+            sb = t.dtype.storage_bytes
+            shared[i] = Tensor._make(st, t._shape, t._strides, t._offset - lo // sb, t.dtype)
     slots = []
-    for t in leaves:
-        s = empty(t._shape, t.dtype)
-        with autograd.no_grad():
-            s.copy_(t)
-        tape.adopt(s._storage.buffer)
+    for i, t in enumerate(leaves):
+        s = shared.get(i)
+        if s is None:
+            s = empty(t._shape, t.dtype)
+            with autograd.no_grad():
+                s.copy_(t)
+            tape.adopt(s._storage.buffer)
         if t.requires_grad:
             s.requires_grad_(True)
         hit = tape.pool.bounds.get(id(t._storage.buffer))
@@ -657,13 +687,25 @@ def _copies_in(tensors, slots):
     for t, s in zip(tensors, slots):
         if t._storage is s._storage:
             continue
-        span = byte_span(t)
-        if span is None or t.dtype is not s.dtype or t._shape != s._shape:
+        copy = _plain_copy(t, s)
+        if copy is None:
             with autograd.no_grad():
                 s.copy_(t)
         else:
-            before.append((t._storage.buffer, span[0], s._storage.buffer, 0, span[1]))
+            before.append(copy)
     return before
+
+
+def _plain_copy(src: Tensor, dst: Tensor):
+    """A byte copy (device.copy's arguments) moving `src`'s elements into `dst`'s, or None where
+    a kernel must: not both contiguous and word-aligned, another dtype or shape. (Slots of
+    arguments sharing a storage are views of theirs: neither side need start at byte 0.)"""
+    if src.dtype is not dst.dtype or src._shape != dst._shape:
+        return None
+    a, b = byte_span(src), byte_span(dst)
+    if a is None or b is None:
+        return None
+    return (src._storage.buffer, a[0], dst._storage.buffer, b[0], a[1])
 
 
 def warn_once(warned: set, tag, message, stacklevel):

@@ -45,7 +45,7 @@ from . import (
     _Trace,
     warn_once,
 )
-from ._guards import Watch, flatten, unflatten
+from ._guards import Watch, alias_groups, flatten, unflatten
 from .fusion import _buffers, optimize
 
 CACHE_LIMIT = 8
@@ -125,6 +125,9 @@ class TrainingGraphs:
     def __call__(self, *args, **kwargs):
         leaves, key = [], [id(backend.current())]
         spec = flatten((args, kwargs), leaves, key)
+        groups, alias = alias_groups(leaves)
+        if alias is not None:
+            key.append(alias)
         key = tuple(key)
         snapshot = self.watch.state(grads=False)
         pairs = self.pairs.setdefault(key, [])
@@ -146,15 +149,15 @@ class TrainingGraphs:
             )
             self.eager_calls += 1
             return self.mod(*args, **kwargs)
-        return self._trace(pairs, snapshot, spec, leaves)
+        return self._trace(pairs, snapshot, spec, leaves, groups)
 
-    def _trace(self, pairs, snapshot, spec, leaves):
+    def _trace(self, pairs, snapshot, spec, leaves, groups=()):
         t0 = time.perf_counter()
         dev = backend.current()
         self.watch.walk()
         p = _Pair(snapshot)
         tape = Tape(dev, fullgraph=self.fullgraph)
-        p.slots = _slots(tape, leaves)
+        p.slots = _slots(tape, leaves, groups)
         p.wrt = [i for i, t in enumerate(leaves) if t.requires_grad]
         params = [q for q in self.mod.parameters() if q.requires_grad]
         p.params = [weakref.ref(q) for q in params]
@@ -193,6 +196,14 @@ class TrainingGraphs:
                 p.outs.append(("ext", t))
                 results.append(t)
         writes = tape.writes()
+        if any(id(s._storage.buffer) in writes for s in p.slots):
+            # (its replays hand the caller no argument back; this trace wrote the slots only)
+            p.reasons.append("it writes an argument in place")
+            for t, s in zip(leaves, p.slots):
+                if id(s._storage.buffer) in writes:
+                    with autograd.no_grad():
+                        t.copy_(s)
+                    autograd.mark_written(t)
         finals = [t._storage.buffer for kind, t in p.outs if kind != "ext"]
         finals += [s._storage.buffer for s in p.slots if id(s._storage.buffer) in writes]
         finals += [b for i, b in tape.external.items() if i in writes]

@@ -162,6 +162,35 @@ def _rule_shape(group: dict) -> tuple:
     return tuple(out)
 
 
+def alias_groups(leaves):
+    """Arguments that share a storage (`f(x, x)`, `f(x, x[1:])`): ([indices of each group of two
+    or more], a guard word pinning their layout: each one's place in the group's words and its
+    strides), or ([], None). Their slots share one storage laid out the same way (_slots), so a
+    write through one argument is seen through the others, as in eager code."""
+    by: dict[int, list[int]] = {}
+    for i, t in enumerate(leaves):
+        by.setdefault(id(t._storage.buffer), []).append(i)
+    groups = [ix for ix in by.values() if len(ix) > 1]
+    if not groups:
+        return [], None
+    words = []
+    for ix in groups:
+        lo = group_start(leaves[i] for i in ix)
+        words.append(
+            tuple(
+                (i, leaves[i]._offset * leaves[i].dtype.storage_bytes - lo, leaves[i]._strides)
+                for i in ix
+            )
+        )
+    return groups, ("alias", tuple(words))
+
+
+def group_start(tensors) -> int:
+    """The first byte of the words a group of views of one storage reaches, 8-aligned (so every
+    view's first element sits a whole number of elements past it)."""
+    return min(reach(t)[0] for t in tensors) & ~7
+
+
 def reach(t: Tensor):
     """(first byte, bytes, element offset within them) of the words `t`'s view reaches."""
     sb = t.dtype.storage_bytes
