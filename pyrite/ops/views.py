@@ -717,7 +717,8 @@ def _g_same(ctx, g):
 
 
 def _g_permute(ctx, g):
-    dims = ctx.args[1:] if len(ctx.args) > 1 else ctx.kwargs.get("dims")
+    # (x.permute() of a 0-d tensor passes no dims at all)
+    dims = ctx.args[1:] if len(ctx.args) > 1 else ctx.kwargs.get("dims", ())
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
     n = len(ctx.meta[0][0])  # (the input's rank from its metadata: the input is not saved)
@@ -766,6 +767,11 @@ def embed(shape, dtype, index, g):
     norm = _normalize(gx, index)
     if any(_is_advanced(i) for i in norm):
         from .indexing import _plan, _scatter
+
+        if dtype is D.bfloat16:
+            # no packed-bf16 scatter kernel (public ops widen in ops/fallback.py; this runs in
+            # backward): accumulate in f32 and round once
+            return embed(shape, D.float32, index, g.float()).to(dtype)
 
         _scatter(gx, _plan(gx, norm), g, "sum")
     else:
