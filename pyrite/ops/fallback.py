@@ -92,6 +92,13 @@ SAME_DTYPE_SOURCE = {
     "masked_scatter": (2, "source"),
     "put": (2, "source"),
 }
+# ops whose every tensor operand torch wants in one dtype (matrix products, convolutions:
+# "expected m1 and m2 to have the same dtype"): widening would turn a bf16/f32 pair into a
+# float32 product, so _slow refuses the mix first, as the op itself does for f16/f32
+SAME_DTYPE_ALL = {
+    "mm", "bmm", "mv", "dot", "vdot", "inner", "einsum", "addmv", "baddbmm", "addbmm",
+    "conv1d", "conv2d", "conv3d",
+}  # fmt: skip
 _SPECIAL = ("bf16", "u8", "i8", "i16")
 # ops whose dtype= casts the input element by element before reducing (as torch's; not mean,
 # whose dtype= torch CPU applies to the f32 mean only: ops/reduce.py mean)
@@ -161,6 +168,14 @@ def _wrap_small_int(t: Tensor):
 
 
 def _check_same_dtype(name, args, kwargs):
+    if name.rstrip("_") in SAME_DTYPE_ALL:
+        operands = [a for a in _tensors(args, {k: v for k, v in kwargs.items() if k != "out"})]
+        if len({t.dtype for t in operands}) > 1:
+            raise TypeError(
+                f"pyrite: {name}(): expected all operands to have the same dtype, but got "
+                + ", ".join(repr(t.dtype) for t in operands)
+            )
+        return
     where = SAME_DTYPE_SOURCE.get(name.rstrip("_"))
     if where is None or not args:
         return

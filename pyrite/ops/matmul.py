@@ -64,6 +64,18 @@ def _check_dtypes(a: Tensor, b: Tensor, what: str):
         raise TypeError(f"pyrite: {what} is not implemented for {a.dtype!r}")
 
 
+def _check_added(a: Tensor, added, what: str):
+    """The tensor added to a product (addmm's input, linear's bias) in the product's dtype:
+    torch refuses another ("self and mat2 must have the same dtype"); a cast would silently
+    truncate a float bias to an integer product's dtype, or round it to a half one's."""
+    for c in added:
+        if c.dtype is not a.dtype:
+            raise TypeError(
+                f"pyrite: {what}: the added tensor ({c.dtype!r}) and the product's operands "
+                f"({a.dtype!r}) must have the same dtype"
+            )
+
+
 def _layout_a(st_m, st_k, M, K):
     if st_k == 1 or K == 1:
         return "k"
@@ -890,6 +902,9 @@ def _bf16_or_widened(fn=None, *, skip=0):
         pair = [t for t in args[skip:] if isinstance(t, Tensor)][:2]
         if len(pair) == 2:
             _check_dtypes(pair[0], pair[1], fn.__name__)
+            # addmm's input, linear's bias: in the operands' dtype too (torch refuses others)
+            extra = [t for t in (*args[:skip], *args[skip + 2 :], kwargs.get("bias"))]
+            _check_added(pair[0], [t for t in extra if isinstance(t, Tensor)], fn.__name__)
         if _all_bf16(*args, *kwargs.values()):
             try:
                 return fn(*args, **kwargs)
@@ -1041,8 +1056,7 @@ def _scaled(input, a, b, beta, alpha, what):
             f"pyrite: {what}: input of shape {tuple(c._shape)} does not broadcast to "
             f"the product's shape {shape}"
         ) from None
-    if c.dtype is not a.dtype:
-        e = e.to(a.dtype)
+    _check_added(a, [c], what)
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
         res = product(a, b)
         return res if alpha == 1 else res * alpha
@@ -1108,6 +1122,8 @@ def linear(input, weight, bias=None):
             f"{tuple(w._shape)} cannot be multiplied (in_features {w._shape[-1]})"
         )
     _check_dtypes(x, w, "linear")
+    if isinstance(bias, Tensor):
+        _check_added(x, [bias], "linear")
     if w.ndim == 1:
         res = matmul(x, w)
         if bias is not None:
@@ -1129,8 +1145,8 @@ def linear(input, weight, bias=None):
     e = None
     if bias is not None:
         bt = bias if isinstance(bias, Tensor) else as_tensor_arg(bias)
-        if bt.dtype is not x.dtype or odd_bf16:
-            bt = bt.to(D.float32 if odd_bf16 else x.dtype)
+        if odd_bf16:
+            bt = bt.to(D.float32)
         try:
             if bt.ndim == 1 and bt._shape[0] == shape[-1]:  # the usual bias: a broadcast view
                 e = bt._view(shape, (0,) * (len(shape) - 1) + bt._strides, bt._offset)
