@@ -106,3 +106,45 @@ def test_mixed_dtype_products_refused(name, dtypes):
     got = fn(pr, _ones(pr, sa, d), _ones(pr, sb, d))
     want = fn(torch, _ones(torch, sa, d), _ones(torch, sb, d))
     np.testing.assert_array_equal(_np(got), want.float().numpy())
+
+
+# ---- ops whose own same-dtype check the bf16 widening hid (heaviside, grid_sample, quantile) ----
+SAME_DTYPE = {
+    "heaviside": lambda T, a, b: T.heaviside(a, b),
+    "quantile": lambda T, a, b: T.quantile(a, b[:1] * 0.5),
+    "nanquantile": lambda T, a, b: a.nanquantile(b[:1] * 0.5),
+    "grid_sample": lambda T, a, b: T.nn.functional.grid_sample(
+        a.reshape(1, 1, 2, 2), b[:4].reshape(1, 1, 2, 2) * 0.5, align_corners=False
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_DTYPE))
+@pytest.mark.parametrize("dtypes", [("float32", "bfloat16"), ("bfloat16", "float32")])
+def test_same_dtype_ops_refuse_bf16_mixes(name, dtypes):
+    fn = SAME_DTYPE[name]
+    with pytest.raises(RuntimeError):
+        fn(torch, _ones(torch, (4,), dtypes[0]), _ones(torch, (4,), dtypes[1]))
+    with pytest.raises((TypeError, RuntimeError), match="same dtype|different dtypes"):
+        fn(pr, _ones(pr, (4,), dtypes[0]), _ones(pr, (4,), dtypes[1]))
+
+
+# ---- gradients at infinities, and where the upstream gradient is 0 -----------------------------
+# logaddexp/logaddexp2 took exp(a - out): NaN where a and out are the same infinity (torch: 1);
+# xlogy/xlog1py took g * log(y): NaN where g is 0 and log(y) is NaN or inf (torch: xlogy(g, y), 0)
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2", "xlogy", "xlog1py"])
+def test_binary_grads_at_special_values(name):
+    import itertools
+
+    vals = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1.5, -2.0, -1.0, 100.0]
+    x = np.array([a for a, _ in itertools.product(vals, vals)], np.float32)
+    y = np.array([b for _, b in itertools.product(vals, vals)], np.float32)
+    w = np.resize(np.array([0.0, 1.0, -0.5], np.float32), x.shape)  # zeros in the upstream grad
+    grads = []
+    for lib in (torch, pr):
+        fn = getattr(lib.special if name == "xlog1py" else lib, name)
+        a, b = lib.tensor(x, requires_grad=True), lib.tensor(y, requires_grad=True)
+        (fn(a, b) * lib.tensor(w)).sum().backward()
+        grads.append((a.grad.numpy(), b.grad.numpy()))
+    for t, p in zip(*grads):
+        np.testing.assert_allclose(p, t, rtol=1e-6, atol=0, equal_nan=True)

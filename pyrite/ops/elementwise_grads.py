@@ -207,22 +207,24 @@ def _remainder(ctx, g):
     return g, (-g * div(a, b, rounding_mode="floor") if ctx.needs[1] else None)
 
 
-@saves(0, 1, "out")
+# torch's forms, g / (1 + exp(b - a)): exp(a - out) is NaN where a and out are the same
+# infinity (logaddexp(inf, 1.5): d/da is 1)
+@saves(0, 1)
 def _logaddexp(ctx, g):
     from .elementwise import exp
 
     a, b = ctx.args
-    o = _o(ctx)
-    return (g * exp(a - o) if ctx.needs[0] else None), (g * exp(b - o) if ctx.needs[1] else None)
+    ga = g / (1 + exp(b - a)) if ctx.needs[0] else None
+    return ga, (g / (1 + exp(a - b)) if ctx.needs[1] else None)
 
 
-@saves(0, 1, "out")
+@saves(0, 1)
 def _logaddexp2(ctx, g):
     from .elementwise import exp2
 
     a, b = ctx.args
-    o = _o(ctx)
-    return (g * exp2(a - o) if ctx.needs[0] else None), (g * exp2(b - o) if ctx.needs[1] else None)
+    ga = g / (1 + exp2(b - a)) if ctx.needs[0] else None
+    return ga, (g / (1 + exp2(a - b)) if ctx.needs[1] else None)
 
 
 @saves(0, 1, "out")
@@ -278,13 +280,15 @@ BINARY_RULES["copysign"] = _copysign
 
 @saves(0, 1)
 def _xlogy(ctx, g):
-    """torch: d/dx = log(y), 0 where x == 0 and y <= 0; d/dy = x / y."""
-    from .elementwise import log, where
+    """torch: d/dx = xlogy(g, y) (0 where g is, even where log(y) is NaN or inf), 0 where x == 0
+    and y <= 0; d/dy = x / y."""
+    from .elementwise import where
+    from .special import xlogy
 
     a, b = _floats(*ctx.args)
     ga = gb = None
     if ctx.needs[0]:
-        ga = where((a == 0) & (b <= 0), 0.0, g * log(b))
+        ga = where((a == 0) & (b <= 0), 0.0, xlogy(g, b))
     if ctx.needs[1]:
         gb = g * a / b
     return ga, gb
@@ -295,13 +299,14 @@ BINARY_RULES["xlogy"] = _xlogy
 
 @saves(0, 1)
 def _xlog1py(ctx, g):
-    """torch: d/dx = log1p(y), 0 where x == 0 and y <= -1; d/dy = x / (1 + y)."""
-    from .elementwise import log1p, where
+    """torch: d/dx = xlog1py(g, y), 0 where x == 0 and y <= -1; d/dy = x / (1 + y)."""
+    from .elementwise import where
+    from .special import xlog1py
 
     a, b = _floats(*ctx.args)
     ga = gb = None
     if ctx.needs[0]:
-        ga = where((a == 0) & (b <= -1), 0.0, g * log1p(b))
+        ga = where((a == 0) & (b <= -1), 0.0, xlog1py(g, b))
     if ctx.needs[1]:
         gb = g * a / (1.0 + b)
     return ga, gb

@@ -97,7 +97,8 @@ SAME_DTYPE_SOURCE = {
 # float32 product, so _slow refuses the mix first, as the op itself does for f16/f32
 SAME_DTYPE_ALL = {
     "mm", "bmm", "mv", "dot", "vdot", "inner", "einsum", "addmv", "baddbmm", "addbmm",
-    "conv1d", "conv2d", "conv3d",
+    "conv1d", "conv2d", "conv3d", "heaviside", "grid_sample", "quantile",
+    "nanquantile",
 }  # fmt: skip
 _SPECIAL = ("bf16", "u8", "i8", "i16")
 # ops whose dtype= casts the input element by element before reducing (as torch's; not mean,

@@ -521,18 +521,17 @@ _g_logcumsumexp.saves = frozenset((0, "out"))
 
 
 def _g_logaddexp(ctx, g):
-    """d/da = exp(a - out), d/db = exp(b - out) (torch)."""
-    from ..autograd import is_grad_enabled
+    """d/da = 1 / (1 + exp(b - a)), d/db = 1 / (1 + exp(a - b)), torch's form: exp(a - out)
+    is NaN where a and out are the same infinity (logaddexp(inf, 1.5): d/da is 1, not NaN)."""
     from .elementwise import exp
 
     a, b = ctx.args[0], ctx.args[1]
-    o = ctx.out
-    if is_grad_enabled():  # double backward: out as a function of the inputs
-        o = logaddexp(a, b)
-    return (g * exp(a - o) if ctx.needs[0] else None), (g * exp(b - o) if ctx.needs[1] else None)
+    ga = g / (1 + exp(b - a)) if ctx.needs[0] else None
+    gb = g / (1 + exp(a - b)) if ctx.needs[1] else None
+    return ga, gb
 
 
-_g_logaddexp.saves = frozenset((0, 1, "out"))
+_g_logaddexp.saves = frozenset((0, 1))
 
 GRADS = {
     "logaddexp": _g_logaddexp,
