@@ -36,8 +36,9 @@ import torch
 
 import pyrite as pr
 
-# Draws per family: the file runs in about a minute on the 2-core lavapipe machine.
-N_DRAWS = int(os.environ.get("PYRITE_FUZZ_DRAWS", "30"))
+# Draws per family (a unit; inplace_grad, scan and softmax take half): 3,400 cases, 46 s on the
+# 2-core lavapipe machine (49 s wall with start-up).
+N_DRAWS = int(os.environ.get("PYRITE_FUZZ_DRAWS", "400"))
 SEED_BASE = 20270101
 
 FLOATS = ("float32", "float16", "bfloat16")
@@ -655,12 +656,18 @@ REDUCE = {
     "norm_inf": (lambda T, x, d, k: T.linalg.vector_norm(x, float("inf"), d, k), FLOATS, "normal", "scale", 4),
     "norm3": (lambda T, x, d, k: T.linalg.vector_norm(x, 3, d, k), FLOATS, "normal", "scale", 4),
     "norm0": (lambda T, x, d, k: T.linalg.vector_norm(x, 0, d, k), FLOATS, "normal", "scale", 4),
+    "norm1.5": (lambda T, x, d, k: T.linalg.vector_norm(x, 1.5, d, k), FLOATS, "normal", "scale", 4),
+    "norm-1": (lambda T, x, d, k: T.linalg.vector_norm(x, -1, d, k), FLOATS, "normal", "scale", 4),
+    "norm0.5": (lambda T, x, d, k: T.norm(x, 0.5, d, k), FLOATS, "normal", "scale", 4),
     "any": (lambda T, x, d, k: x.any(d, keepdim=k) if d is not None else x.any(), ALL, "normal", "exact", 1),
     "all": (lambda T, x, d, k: T.all(x, d, keepdim=k) if d is not None else T.all(x), ALL, "normal", "exact", 1),
     "count_nonzero": (lambda T, x, d, k: T.count_nonzero(x, d), ALL, "normal", "exact", 1),
     "aminmax": (lambda T, x, d, k: tuple(T.aminmax(x, dim=d if isinstance(d, int) else None, keepdim=k)), ALL, "normal", "exact", 1),
 }  # fmt: skip
 # (amax/amin/argmax: the result is one of the inputs, so exact; ties go to the first index)
+# PROD_SPECIAL_GRAD: prod's and cumprod's gradients where a zero meets an inf or a NaN differ
+# from torch's (pyrite: out / x, NaN there; torch: the product of the others by exclusive
+# cumulative products, prod([0, inf]) -> [inf, 0]); not fixed, so not drawn
 
 
 @pytest.mark.parametrize("seed", range(N_DRAWS))
@@ -669,12 +676,15 @@ def test_reduce(seed):
     name = str(rng.choice(sorted(REDUCE)))
     fn, dtypes, kind, tkind, c = REDUCE[name]
     shape = draw_shape(rng)
-    x = Arg(rng, shape, _dtype(rng, dtypes), kind)
+    special = rng.random() < 0.15
+    x = Arg(rng, shape, _dtype(rng, dtypes), "special" if special else kind)
     dim, keep = _dims(rng, len(shape)), bool(rng.random() < 0.5)
     abs_fn = fn if tkind == "sum" else None
     check(
         lambda T, v: fn(T, v, dim, keep),
         [x],
+        # (prod's gradient where a zero meets an inf or NaN: see PROD_SPECIAL_GRAD)
+        grad=not (special and name == "prod"),
         kind=tkind,
         c=c,
         reduce_len=_rlen(shape, dim),
@@ -701,13 +711,15 @@ def test_scan(seed):
     name = str(rng.choice(sorted(SCAN)))
     fn, dtypes, kind, tkind, c = SCAN[name]
     shape = draw_shape(rng)
-    x = Arg(rng, shape, _dtype(rng, dtypes), kind)
+    special = rng.random() < 0.15
+    x = Arg(rng, shape, _dtype(rng, dtypes), "special" if special else kind)
     if name == "cumprod" and rng.random() < 0.3:  # zeros: the gradient's special case
         x.base = np.where(rng.random(x.base.shape) < 0.2, 0, x.base).astype(x.base.dtype)
     dim = _dims(rng, len(shape), single=True)
     check(
         lambda T, v: fn(T, v, dim),
         [x],
+        grad=not (special and name == "cumprod"),  # (see PROD_SPECIAL_GRAD)
         kind=tkind,
         c=c,
         reduce_len=shape[dim] if shape else 1,
@@ -723,7 +735,7 @@ def test_softmax(seed):
     rng = _case_rng("softmax", seed)
     name = str(rng.choice(["softmax", "log_softmax", "F.softmax", "softmax_dtype"]))
     shape = draw_shape(rng)
-    x = Arg(rng, shape, _dtype(rng, FLOATS))
+    x = Arg(rng, shape, _dtype(rng, FLOATS), "special" if rng.random() < 0.15 else "normal")
     dim = _dims(rng, len(shape), single=True)
 
     def fn(T, v):
@@ -988,7 +1000,8 @@ def test_sort(seed):
     dtype = _dtype(rng, FLOATS + INTS)
     # gradients only where no two values tie (f32 normals, no expanded dims): a tie's gradient
     # goes to whichever index was picked
-    x = Arg(rng, shape, dtype, expand=dtype != "float32")
+    special = rng.random() < 0.15
+    x = Arg(rng, shape, dtype, "special" if special else "normal", expand=dtype != "float32")
     rank = len(shape)
     d = _dims(rng, rank, single=True)
     n = shape[d] if rank else 1
@@ -1022,6 +1035,5 @@ def test_sort(seed):
                 return T.sort(vals, d)[0], T.sort(got, d)[0]
             return vals, got
 
-    check(
-        fn, [x], kind="exact", info=info, grad=dtype == "float32" and x.view.get("expand") is None
-    )
+    grad = dtype == "float32" and x.view.get("expand") is None and not special
+    check(fn, [x], kind="exact", info=info, grad=grad)

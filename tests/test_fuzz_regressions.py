@@ -148,3 +148,42 @@ def test_binary_grads_at_special_values(name):
         grads.append((a.grad.numpy(), b.grad.numpy()))
     for t, p in zip(*grads):
         np.testing.assert_allclose(p, t, rtol=1e-6, atol=0, equal_nan=True)
+
+
+# ---- vector norms at 0, inf and NaN --------------------------------------------------------------
+# ord 0 did not count NaN (lavapipe took `x != 0.0` as ordered); ord < 0 gave 0^p = 0 and inf^p
+# = inf through exp2(p log2|x|) on lavapipe (norm([inf, 0, 1, 2], -1): 0.667, torch 0) and inf
+# over an empty reduction (torch refuses); the inf-norm gradient was NaN everywhere when x held a
+# NaN (torch's mask counts NaN as the maximum); 1 < p < 2 had a NaN gradient at x = 0 (x·|x|^(p-2))
+NORM_VALUES = [
+    [np.nan, 0.0, 1.0, -2.0], [np.inf, 0.0, 1.0, -np.inf], [np.inf, 0.0, 1.0, 2.0], [0.0, 0.0],
+    [1.0, -1.0, 0.5], [np.nan, np.inf], [0.0, 1.0], [0.0, -2.0, 3.0], [0.0, -0.0, 3.0],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("ord", [0, 0.5, 1, 1.5, 2, 3, -1, -2.5, np.inf, -np.inf])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_vector_norm_special_values(ord, dtype):
+    for v in NORM_VALUES:
+        res = []
+        for lib in (torch, pr):
+            x = lib.tensor(v, dtype=lib.float32).to(getattr(lib, dtype)).requires_grad_()
+            n = lib.linalg.vector_norm(x, ord)
+            if ord != 0:
+                n.backward()
+            res.append((n.float().item(), None if x.grad is None else _np(x.grad)))
+        (tn, tg), (pn, pg) = res
+        np.testing.assert_allclose(pn, tn, rtol=1e-2, equal_nan=True, err_msg=f"{v} ord={ord}")
+        if tg is not None:
+            np.testing.assert_allclose(pg, tg, rtol=2e-2, equal_nan=True, err_msg=f"{v} grad")
+
+
+@pytest.mark.parametrize("ord", [-1, -0.5, np.inf, -np.inf])
+def test_vector_norm_empty_without_identity_raises(ord):
+    with pytest.raises(RuntimeError, match="identity"):
+        torch.linalg.vector_norm(torch.zeros(0), ord)
+    with pytest.raises(RuntimeError, match="identity"):
+        pr.linalg.vector_norm(pr.zeros(0), ord)
+    with pytest.raises(RuntimeError, match="identity"):
+        pr.linalg.vector_norm(pr.zeros(3, 0), ord, dim=1)
+    assert pr.linalg.vector_norm(pr.zeros(0, 3), ord, dim=1).shape == (0,)

@@ -219,13 +219,20 @@ def _spec(op: str, t: str):
         ident, term, fold, final = {
             "norm2": ("0.0", "x * x", "+", "sqrt(s.a)"),
             "norm1": ("0.0", "abs(x)", "+", "s.a"),
-            "norm0": ("0.0", "select(0.0, 1.0, x != 0.0)", "+", "s.a"),
-            # NaN passed through by its bits: lavapipe's exp2(log2(NaN)) came out 0 or inf
+            # (NaN counts, as torch's; lavapipe took `x != 0.0` as ordered here: NaN gave 0)
+            "norm0": ("0.0", "select(0.0, 1.0, x != 0.0 || p_isnan(x))", "+", "s.a"),
+            # NaN passed through by its bits: lavapipe's exp2(log2(NaN)) came out 0 or inf; 0
+            # and inf spelled out too (0^p is inf and inf^p 0 for p < 0: lavapipe's exp2(-p *
+            # log2(0)) gave 0, so norm([inf, 0, 1, 2], -1) was 0.667 where torch's is 0)
             "normp": (
                 "0.0",
-                "select(exp2(p_sp * log2(abs(x))), x, p_isnan(x))",
+                "select(select(select(exp2(p_sp * log2(abs(x))), x, p_isnan(x)), "
+                "select(p_inf(), 0.0, p_sp < 0.0), p_isinf(x)), "
+                "select(0.0, p_inf(), p_sp < 0.0), x == 0.0)",
                 "+",
-                "select(exp2(log2(s.a) / p), s.a, p_isnan(s.a))",
+                "select(select(select(exp2(log2(s.a) / p), s.a, p_isnan(s.a)), "
+                "select(p_inf(), 0.0, p < 0.0), p_isinf(s.a)), "
+                "select(0.0, p_inf(), p < 0.0), s.a == 0.0)",
             ),
             "norminf": ("0.0", "abs(x)", "max", "s.a"),
             "normninf": ("p_inf()", "abs(x)", "min", "s.a"),

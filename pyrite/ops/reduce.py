@@ -696,10 +696,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     )
     out_dt = D.from_any(dtype) if dtype is not None else input.dtype
     dims = _dims(input, dim)
-    if op in ("norminf", "normninf") and math.prod(input._shape[d] for d in dims) == 0:
+    if (op in ("norminf", "normninf") or p < 0) and math.prod(input._shape[d] for d in dims) == 0:
+        # (p < 0 too: the sum of no |x|^p is 0, and 0^(1/p) would be inf, as torch refuses)
         raise RuntimeError(
-            "pyrite: linalg.vector_norm cannot compute the inf norm on an empty tensor because "
-            "the operation does not have an identity"
+            f"pyrite: linalg.vector_norm cannot compute the {p:g} norm on an empty tensor "
+            "because the operation does not have an identity"
         )
     return _reduce(input, op, dims, keepdim, (out_dt,), "f32", param=p)[0]
 
@@ -1250,13 +1251,17 @@ def _norm_grad_rule(x, gk, nk, p, dims):
     if p == 2.0:
         return (x * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk)),)
     if math.isinf(p):
+        # torch's mask: |x| equal to the norm, or NaN (the norm is then NaN and equals nothing:
+        # an all-false mask gave 0 / 0, NaN gradients everywhere; torch's are sign(x)·g there)
         ax = _abs(x)
-        hit = ax == nk
+        hit = (ax == nk) | (ax != ax)
         count = sum(hit, dim=dims, keepdim=True)
         return (sign(x) * where(hit, gk, 0.0) / count,)
     ax = _abs(x)
     if p < 1.0:
         scaled = sign(x) * where(x == 0, 0.0, ax ** (p - 1.0))
+    elif p < 2.0:  # torch's form: x·|x|^(p-2) is 0·inf = NaN at x = 0 (p = 1.5)
+        scaled = sign(x) * ax ** (p - 1.0)
     else:
         scaled = x * ax ** (p - 2.0)
     return (scaled * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk) ** (p - 1.0)),)
