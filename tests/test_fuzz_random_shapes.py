@@ -19,8 +19,17 @@ for an elementwise op c is a small ULP count and mag = |ref|; ops whose error do
 the sum bound (softmax, var, logsumexp, norm, prod) take c = 4K + 16 and mag = the largest |ref|
 of the output (their relative error grows with K, and a cancelling element can only be judged
 against the output's scale). Gradients are sums over the output elements that reach an input
-element, so they take c = 4 * (numel of the output) + 16 against the gradient's largest |ref|.
-Real bugs seen so far give errors of order one, far above these bounds.
+element, so they take c = 4 * (numel of the output) + 16 against the gradient's largest |ref|
+(or the inputs' and outputs' largest |value|: a gradient that cancels to 0 is made of terms that
+size), and 8 * u of the lowest-precision operand relative (each backward op rounds into it).
+Where torch's own result in the drawn dtypes is further from float64 than that, pyrite may be
+twice as far (or equal to it exactly, NaN and inf included): a half-precision result that
+overflows, or an op torch also computes through a rounded intermediate. Past the dtype's range
+any overflow is accepted. Real bugs seen so far give errors of order one, far above these bounds.
+
+Float operands take NaN, +-inf and signed zeros now and then (kind "special"). A call torch
+refuses must be refused by pyrite too, except where torch's refusal is its argument parser's (a
+Python scalar where it wants a tensor) or the int64/int32 distinction pyrite does not keep.
 
 PYRITE_FUZZ_DRAWS=n runs n seeds per family instead of the default (for a longer hunt).
 """
