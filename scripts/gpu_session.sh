@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -118,6 +118,9 @@ for s in $steps; do
     attn-scale)  # the tiled forward at BERT-base's heads over key and query counts: per tile and fixed costs
       step attn-scale 120 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --only "^scale" \
         --kernels tiled --json "$OUT/attn-scale.json" ;;
+    sum4)  # the f32 sum's vec4 step (kernels/reduce.SUM4) against a TwoSum an element, both implementations
+      step sum4-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/sum4_ab.py
+      step sum4-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/sum4_ab.py ;;
     batch-dawn)  # the same on Dawn: the doubling alone, and with the early submit
       for b in ${BATCH_SETTINGS_DAWN:-256/0 256/16}; do
         step "batch-dawn-${b/\//-}" 70 env PYRITE_BACKEND=dawn PYRITE_BATCH=${b%/*} PYRITE_BATCH_IDLE=${b#*/} \

@@ -61,7 +61,14 @@ INFO_ARENA_WORDS = 1 << 20  # 4 MiB: 8,192 windows
 # in the same runs) is larger than between settings, so the choice is not sensitive; 256 keeps
 # the info arena (64K words, <= 128 a dispatch) to one write per batch and bounds the buffers
 # held back from uploads.
-BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
+# Later, with the doubling below (a lent H100, 2026-12-06, `scripts/gpu_session.sh batch
+# batch-dawn`, docs/bench/2026-12-06-h100-s30-batch.json; pyrite bench's rows, wgpu-native /
+# Dawn): a cap of 64 against 256 took the chain of 100 (F.linear 128x768·768², * 0.03) from
+# 16.0 to 14.6 / 15.9 to 14.2 µs an op (the last batch's GPU work, all of it after the host
+# is done, is a quarter as long), the batch-1 BERT-base forward 4.56 to 4.35 / 4.67 to 4.35 ms,
+# the 1,000 adds 10.6 to 10.4 / 10.4 to 10.3 µs an op; batch 32 BERT-base even (21.4 / 21.2 ms).
+# Caps of 32 and 48 were within noise of 64 on wgpu-native (chain 14.9, 14.6); 128: 15.0.
+BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "64"))
 # ... but a batch recorded while the GPU has nothing to do leaves it idle until the batch is
 # submitted: a batch-1 BERT-base forward (168 dispatches) ran as one submit at its end, the host's
 # 4-5 ms of recording and the GPU's ~3 ms of work back to back (H200, 2026-12-01). So after each
@@ -69,11 +76,12 @@ BATCH_DISPATCHES = int(os.environ.get("PYRITE_BATCH", "256"))
 # later one after twice as many as the one before, up to BATCH_DISPATCHES: the GPU starts within
 # a few ops and runs behind the host from then on, for ~5 extra submits (~10 µs each).
 BATCH_FIRST = min(int(os.environ.get("PYRITE_BATCH_FIRST", "8")), BATCH_DISPATCHES)
-# ... and a batch of at least BATCH_IDLE dispatches goes early when the queue has run dry (checked
-# every IDLE_CHECK_EVERY dispatches without blocking, through the C path; 0: never):
-# where the host records about as fast as the GPU runs (a chain of small linears), doubling
-# batches leave the GPU idle while the host records the next, twice as long, and the last batch's
-# whole GPU time comes after the host is done.
+# ... and (PYRITE_BATCH_IDLE=N) a batch of at least N dispatches may go early when the queue has
+# run dry (checked every IDLE_CHECK_EVERY dispatches without blocking, through the C path; 0,
+# the default: never). Measured on the H100 (the run above, cap 256 with N = 16 against
+# without): wgpu-native even (chain 15.9 / 16.0 µs an op: its checks rarely found the queue
+# empty), Dawn worse (the 1,000 adds 14.9 against 10.3 µs an op with a cap of 64: a
+# ProcessEvents a check), so it stays off; the smaller cap took what it was meant to.
 BATCH_IDLE = int(os.environ.get("PYRITE_BATCH_IDLE", "0"))
 IDLE_CHECK_EVERY = 8
 # Buffers freed during a batch are held from uploads until it is submitted; past this many bytes,

@@ -106,6 +106,18 @@ def _compensated_sum(op: str, x: str):
     return "a: f32, c: f32", "f32", fns, (final,)
 
 
+# The vec4 loop of an f32 sum or mean adds each vec4's four elements plainly, (x + y) + (z + w),
+# and folds that into the compensated state: one TwoSum (with its three p_opaque steps) a vec4
+# instead of four. The block's own rounding is relative to the block, not to the running sum,
+# so alike terms no longer drift (100,000 copies of 0.1 stay within an ulp or two of the float64
+# sum); what it costs in accuracy is at most ~2 ulp of each block, unlike a plain running sum's
+# n ulp of the total. Why: one workgroup of 1,024 runs a small sum (x.sum() of 128x768, the
+# wide row kernel), arithmetic bound on one SM: its 13.2 µs of GPU time on the H100
+# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Unmeasured with it.
+SUM4 = True
+SUM4_OPS = ("sum", "mean")
+
+
 def _spec(op: str, t: str):
     """(struct fields, x's compute type, WGSL functions, final expressions) of one reduction.
 
@@ -503,7 +515,17 @@ def reduce_kernel(
             ]
         body += _offset("ob", "o", rank_out, outer_shape, outer_stride)
         body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
-        if vec == 4:  # (j0, j1 and base multiples of 4: whole vec4s)
+        if vec == 4 and op in SUM4_OPS and SUM4:  # (see SUM4)
+
+            def step(sv, at):
+                a, b, c, d = (load(f"q.{c}", in_stype, xtype) for c in "xyzw")
+                return (
+                    f"      let q = inp[(base + {at}) >> 2u];\n"
+                    f"      {sv} = two_sum({sv}, ({a} + {b}) + ({c} + {d}));\n"
+                )
+
+            start, stride = "j0 + 4 * t", 4 * wg
+        elif vec == 4:  # (j0, j1 and base multiples of 4: whole vec4s)
 
             def step(sv, at):
                 return f"      let q = inp[(base + {at}) >> 2u];\n" + "".join(
