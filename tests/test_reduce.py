@@ -961,6 +961,41 @@ def test_wide_row_ties_nans_and_tails(rng, monkeypatch):
         assert x.nansum().item() == np.nansum(b.astype(np.float64))
 
 
+@pytest.mark.parametrize("sum4", [True, False], ids=["sum4", "twosum-each"])
+def test_wide_sum_and_mean_within_ulps_of_float64(sum4, rng, monkeypatch):
+    """The f32 sum's vec4 step (kernels/reduce.SUM4: a vec4 added plainly, then one TwoSum) and
+    the TwoSum an element: sums and means of long rows stay within 2 ulp of float64's (alike
+    terms, cancelling terms, one large term among small ones), inf and NaN pass through."""
+    import pyrite.kernels.reduce as K
+
+    monkeypatch.setattr(R, "WIDE", True)
+    monkeypatch.setattr(K, "SUM4", sum4)
+    K.reduce_kernel.cache_clear()
+    R._plans.clear()
+    n = 98_304 + 4 * int(rng.integers(1, 500))
+    cases = [
+        np.full(n, 0.1, np.float32),
+        rng.standard_normal(n).astype(np.float32),
+        (rng.random(n) * 2 - 1).astype(np.float32) * np.float32(1e-3),
+        np.concatenate([[3e7], rng.random(n - 1)]).astype(np.float32),
+    ]
+    for a in cases:
+        want = a.astype(np.float64).sum()
+        ulp = float(np.spacing(np.float32(abs(want))))
+        got = pr.tensor(a).sum().item()
+        assert R.LAST_PATH == "row wide"
+        assert abs(got - want) <= 2 * ulp, (got, want)
+        mean = pr.tensor(a).mean().item()
+        assert abs(mean - want / n) <= 2 * float(np.spacing(np.float32(abs(want / n))))
+    b = rng.standard_normal(n).astype(np.float32)
+    b[n // 3] = np.inf
+    assert pr.tensor(b).sum().item() == np.inf
+    b[n // 2] = -np.inf
+    assert math.isnan(pr.tensor(b).sum().item())
+    K.reduce_kernel.cache_clear()
+    R._plans.clear()
+
+
 def test_wide_rule_on_a_gpu(rng, monkeypatch):
     # on a GPU the split's mid-sized rows take the wide kernel, longer ones and many outputs
     # the split; a device whose workgroups cannot hold 1,024 invocations, or whose loop budget

@@ -113,8 +113,10 @@ def _compensated_sum(op: str, x: str):
 # sum); what it costs in accuracy is at most ~2 ulp of each block, unlike a plain running sum's
 # n ulp of the total. Why: one workgroup of 1,024 runs a small sum (x.sum() of 128x768, the
 # wide row kernel), arithmetic bound on one SM: its 13.2 µs of GPU time on the H100
-# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Unmeasured with it.
-SUM4 = True
+# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Off until measured
+# (`scripts/gpu_session.sh sum4`, scripts/sum4_ab.py): on random normal data it moved the
+# 98,304-element sum from 0.03 to 1.03 ulp of float64's (lavapipe, the GPU's wide kernel).
+SUM4 = False
 SUM4_OPS = ("sum", "mean")
 
 
