@@ -187,3 +187,17 @@ def test_vector_norm_empty_without_identity_raises(ord):
     with pytest.raises(RuntimeError, match="identity"):
         pr.linalg.vector_norm(pr.zeros(3, 0), ord, dim=1)
     assert pr.linalg.vector_norm(pr.zeros(0, 3), ord, dim=1).shape == (0,)
+
+
+@pytest.mark.parametrize("other", [False, True])
+@pytest.mark.parametrize("alpha", [2, 0, True, False])
+def test_bool_plus_bool_scalar_with_alpha_stays_bool(other, alpha):
+    """bool tensor + a Python bool times alpha is a bool result, as torch's (pyrite multiplied
+    the scalar into an int: True + False·2 gave the int tensor [1, 0]); in place too."""
+    a = [True, False, True]
+    want = torch.add(torch.tensor(a), other, alpha=alpha)
+    got = pr.add(pr.tensor(a), other, alpha=alpha)
+    assert got.dtype is pr.bool and got.tolist() == want.tolist()
+    x = pr.tensor(a)
+    x.add_(other, alpha=alpha)
+    assert x.dtype is pr.bool and x.tolist() == want.tolist()

@@ -481,8 +481,8 @@ def _times_alpha(name, input, other, alpha):
             "pyrite: for integral input tensors, argument alpha must not be a floating point "
             f"number (alpha={alpha!r}, {rt!r})"
         )
-    if _is_scalar(other):
-        return other * alpha
+    if _is_scalar(other):  # (a bool result stays bool: True + False·2 is True, not 1)
+        return bool(other) and bool(alpha) if rt.is_bool else other * alpha
     if other.dtype is not rt:
         other = other.to(rt)
     if rt.is_bool:
