@@ -80,8 +80,8 @@ BATCH_FIRST = min(int(os.environ.get("PYRITE_BATCH_FIRST", "8")), BATCH_DISPATCH
 # run dry (checked every IDLE_CHECK_EVERY dispatches without blocking, through the C path; 0,
 # the default: never). Measured on the H100 (the run above, cap 256 with N = 16 against
 # without): wgpu-native even (chain 15.9 / 16.0 µs an op: its checks rarely found the queue
-# empty), Dawn worse (the 1,000 adds 14.9 against 10.3 µs an op with a cap of 64: a
-# ProcessEvents a check), so it stays off; the smaller cap took what it was meant to.
+# empty), Dawn worse (the 1,000 adds 14.9 against 10.3 µs an op with a cap of 64; a guess: the
+# ProcessEvents each check runs), so it stays off; the smaller cap took what it was meant to.
 BATCH_IDLE = int(os.environ.get("PYRITE_BATCH_IDLE", "0"))
 IDLE_CHECK_EVERY = 8
 # Buffers freed during a batch are held from uploads until it is submitted; past this many bytes,
