@@ -118,7 +118,7 @@ for s in $steps; do
     attn-scale)  # the tiled forward at BERT-base's heads over key and query counts: per tile and fixed costs
       step attn-scale 120 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --only "^scale" \
         --kernels tiled --json "$OUT/attn-scale.json" ;;
-    sum4)  # the f32 sum's vec4 step (kernels/reduce.SUM4) against a TwoSum an element, both implementations
+    sum4)  # the f32 sum's vec4 step (ops/reduce.SUM4) against a TwoSum an element, both implementations
       step sum4-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/sum4_ab.py
       step sum4-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/sum4_ab.py ;;
     batch-dawn)  # the same on Dawn: the doubling alone, and with the early submit

@@ -1,4 +1,4 @@
-"""A/B of the f32 sum's vec4 step (kernels/reduce.SUM4: a vec4's four elements added plainly,
+"""A/B of the f32 sum's vec4 step (ops/reduce.SUM4: a vec4's four elements added plainly,
 then one TwoSum, against a TwoSum an element): x.sum().item() round trips and the kernel's GPU
 time (timestamps), and the error against float64, at small and large sizes.
 `PYRITE_BACKEND=wgpu|dawn python scripts/sum4_ab.py`"""
@@ -8,7 +8,6 @@ import sys
 import numpy as np
 
 import pyrite as pr
-import pyrite.kernels.reduce as K
 import pyrite.ops.reduce as R
 from pyrite import backend
 from pyrite.bench import _median_us
@@ -25,9 +24,7 @@ for n in (128 * 768, 1 << 18, 1 << 20, 1 << 24):
     want = a.astype(np.float64).sum()
     cells = []
     for sum4 in (False, True, False, True):
-        K.SUM4 = sum4
-        K.reduce_kernel.cache_clear()
-        R._plans.clear()
+        R.SUM4 = sum4
         got = x.sum().item()
         us = _median_us(lambda: x.sum().item(), 300, 30) if n < 1 << 24 else float("nan")
         gpu = sum(t for t, *_ in kernel_times(lambda: x.sum())) / 1e3

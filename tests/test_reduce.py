@@ -963,15 +963,11 @@ def test_wide_row_ties_nans_and_tails(rng, monkeypatch):
 
 @pytest.mark.parametrize("sum4", [True, False], ids=["sum4", "twosum-each"])
 def test_wide_sum_and_mean_within_ulps_of_float64(sum4, rng, monkeypatch):
-    """The f32 sum's vec4 step (kernels/reduce.SUM4: a vec4 added plainly, then one TwoSum) and
-    the TwoSum an element: sums and means of long rows stay within 2 ulp of float64's (alike
-    terms, cancelling terms, one large term among small ones), inf and NaN pass through."""
-    import pyrite.kernels.reduce as K
-
+    """The f32 sum's vec4 step (R.SUM4: a vec4 added plainly, then one TwoSum) and the TwoSum an
+    element: sums and means of long rows stay within 2 ulp of float64's (alike terms,
+    cancelling terms, one large term among small ones), inf and NaN pass through."""
     monkeypatch.setattr(R, "WIDE", True)
-    monkeypatch.setattr(K, "SUM4", sum4)
-    K.reduce_kernel.cache_clear()
-    R._plans.clear()
+    monkeypatch.setattr(R, "SUM4", sum4)
     n = 98_304 + 4 * int(rng.integers(1, 500))
     cases = [
         np.full(n, 0.1, np.float32),
@@ -992,8 +988,6 @@ def test_wide_sum_and_mean_within_ulps_of_float64(sum4, rng, monkeypatch):
     assert pr.tensor(b).sum().item() == np.inf
     b[n // 2] = -np.inf
     assert math.isnan(pr.tensor(b).sum().item())
-    K.reduce_kernel.cache_clear()
-    R._plans.clear()
 
 
 def test_wide_rule_on_a_gpu(rng, monkeypatch):

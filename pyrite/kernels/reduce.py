@@ -106,17 +106,7 @@ def _compensated_sum(op: str, x: str):
     return "a: f32, c: f32", "f32", fns, (final,)
 
 
-# The vec4 loop of an f32 sum or mean adds each vec4's four elements plainly, (x + y) + (z + w),
-# and folds that into the compensated state: one TwoSum (with its three p_opaque steps) a vec4
-# instead of four. The block's own rounding is relative to the block, not to the running sum,
-# so alike terms no longer drift (100,000 copies of 0.1 stay within an ulp or two of the float64
-# sum); what it costs in accuracy is at most ~2 ulp of each block, unlike a plain running sum's
-# n ulp of the total. Why: one workgroup of 1,024 runs a small sum (x.sum() of 128x768, the
-# wide row kernel), arithmetic bound on one SM: its 13.2 µs of GPU time on the H100
-# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Off until measured
-# (`scripts/gpu_session.sh sum4`, scripts/sum4_ab.py): on random normal data it moved the
-# 98,304-element sum from 0.03 to 1.03 ulp of float64's (lavapipe, the GPU's wide kernel).
-SUM4 = False
+# the ops whose vec4 loop may add each vec4 plainly before one TwoSum (reduce_kernel `sum4`)
 SUM4_OPS = ("sum", "mean")
 
 
@@ -426,6 +416,7 @@ def reduce_kernel(
     lanes: int = WG,
     ilp: int = 1,
     sg: int = 0,
+    sum4: bool = False,
 ) -> KernelSource:
     """One reduction kernel. `acc`: accumulator type (f32|i32); out_ctypes: each final's type.
 
@@ -438,7 +429,8 @@ def reduce_kernel(
     type; the caller checks the input's offset, the kept dims' strides, the row length and the
     chunk are multiples of 4): the input as vec4s, one 16-byte load a step and four s_step()s
     (the scalar loop's strided loads reached 1,679 GB/s in x.sum() of 67M f32 on the H200,
-    against torch CUDA's 3,881, 2026-12-03).
+    against torch CUDA's 3,881, 2026-12-03). `sum4` (ops in SUM4_OPS, with `vec` 4): each vec4
+    added plainly, then one TwoSum into the compensated state (ops/reduce.SUM4).
 
     `rows` ("row" mode): units a workgroup of WG, WG / rows invocations each (short rows: a
     unit of 256 invocations over 1,024 elements left the H200 waiting on its merge tree: row
@@ -517,7 +509,7 @@ def reduce_kernel(
             ]
         body += _offset("ob", "o", rank_out, outer_shape, outer_stride)
         body.append("  let base = info[2] + ob;\n  var s = s_init();\n")
-        if vec == 4 and op in SUM4_OPS and SUM4:  # (see SUM4)
+        if vec == 4 and sum4 and op in SUM4_OPS:  # (ops/reduce.SUM4)
 
             def step(sv, at):
                 a, b, c, d = (load(f"q.{c}", in_stype, xtype) for c in "xyzw")

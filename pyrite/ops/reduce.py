@@ -253,7 +253,7 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     key = (
         x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
         acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
-        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, _cpu_adapter(), SUBGROUPS,  # (what tests set)
+        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, _cpu_adapter(), SUBGROUPS, SUM4,  # (what tests set)
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
@@ -338,6 +338,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         lanes,
         ilp,
         dev.subgroups if SUBGROUPS else 0,
+        sum4=SUM4,
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
@@ -349,6 +350,17 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
 
 
 VEC4 = True  # False: the scalar loads only (A/B)
+# SUM4: the vec4 loop of an f32 sum or mean adds each vec4's four elements plainly,
+# (x + y) + (z + w), and folds that into the compensated state: one TwoSum (with its three p_opaque steps) a vec4
+# instead of four. The block's own rounding is relative to the block, not to the running sum,
+# so alike terms no longer drift (100,000 copies of 0.1 stay within an ulp or two of the float64
+# sum); what it costs in accuracy is at most ~2 ulp of each block, unlike a plain running sum's
+# n ulp of the total. Why: one workgroup of 1,024 runs a small sum (x.sum() of 128x768, the
+# wide row kernel), arithmetic bound on one SM: its 13.2 µs of GPU time on the H100
+# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Off until measured
+# (`scripts/gpu_session.sh sum4`, scripts/sum4_ab.py): on random normal data it moved the
+# 98,304-element sum from 0.03 to 1.03 ulp of float64's (lavapipe, the GPU's wide kernel).
+SUM4 = False
 # A GPU's row kernel gives a row the fewest invocations (32 .. 256) that leave each at most
 # ROW_UNIT_ELEMS elements, several rows a workgroup of 256 (kernels/reduce.reduce_kernel's
 # `rows`); 0: one row a workgroup (A/B). H200 (2026-12-03, rowmap_ab), row sums of 65,536 x 1024
@@ -404,6 +416,7 @@ def _split_reduce(
         "partial",
         vec,
         sg=dev.subgroups if SUBGROUPS else 0,
+        sum4=SUM4,
     )
     info1 = [
         n_out,
