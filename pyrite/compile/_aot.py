@@ -37,6 +37,7 @@ from ..backend.replay import Graph, Tape
 from . import (
     _copies_in,
     _copies_out,
+    _copy_back,
     _copy_out,
     _ranges,
     _settle,
@@ -201,8 +202,7 @@ class TrainingGraphs:
             p.reasons.append("it writes an argument in place")
             for t, s in zip(leaves, p.slots):
                 if id(s._storage.buffer) in writes:
-                    with autograd.no_grad():
-                        t.copy_(s)
+                    _copy_back(s, t)
                     autograd.mark_written(t)
         finals = [t._storage.buffer for kind, t in p.outs if kind != "ext"]
         finals += [s._storage.buffer for s in p.slots if id(s._storage.buffer) in writes]
