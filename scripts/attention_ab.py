@@ -60,6 +60,11 @@ KERNELS = {
     "tiled-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_RPT=4),
     "tiled-r2": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_RPT=2),
     "tiled-nosg": dict(FORCE_TILED=True, FORCE_DECODE=False, SUBGROUP_ROWS=False),
+    "tiled-pshfl": dict(FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True),
+    "tiled-db": dict(FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True, DOUBLE_BUFFER=True),
+    "tiled-db-r4": dict(
+        FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True, DOUBLE_BUFFER=True, FORCE_TILED_RPT=4
+    ),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -104,6 +109,7 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     prefetch = attention_tiled.PREFETCH
+    variant = attention_tiled.P_SHUFFLE, attention_tiled.DOUBLE_BUFFER
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     kernels = (  # --kernels a,b: only these (and the rule's pick, "auto")
         sys.argv[sys.argv.index("--kernels") + 1].split(",") if "--kernels" in sys.argv else None
@@ -126,6 +132,7 @@ def main():
             if name == "decode" and L > 8 or name.startswith("tiled") and E > 128:
                 continue
             where = {"PREFETCH": attention_tiled, "HEAVY_FIRST": attention}
+            where.update(P_SHUFFLE=attention_tiled, DOUBLE_BUFFER=attention_tiled)
             for k_, v_ in force.items():
                 setattr(where.get(k_, _attention), k_, v_)
             try:
@@ -135,6 +142,7 @@ def main():
                 _attention.FORCE_TILED_RPT = None
                 _attention.SUBGROUP_ROWS = True
                 attention_tiled.PREFETCH = prefetch
+                attention_tiled.P_SHUFFLE, attention_tiled.DOUBLE_BUFFER = variant
                 attention.HEAVY_FIRST = True
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)

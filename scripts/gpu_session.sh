@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -118,6 +118,17 @@ for s in $steps; do
     attn-scale)  # the tiled forward at BERT-base's heads over key and query counts: per tile and fixed costs
       step attn-scale 120 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --only "^scale" \
         --kernels tiled --json "$OUT/attn-scale.json" ;;
+    attn-db)  # the tiled forward's P by shuffles and double-buffered tiles: its tests forced on, then A/B
+      for impl in wgpu dawn; do
+        step "attn-db-tests-$impl" 240 env PYRITE_BACKEND=$impl python3 -c "import sys, pytest
+from pyrite.kernels import attention_tiled as K
+K.P_SHUFFLE = K.DOUBLE_BUFFER = True
+sys.exit(pytest.main(['-q', '-x', '-p', 'no:cacheprovider', '-k', 'tiled or dropout',
+                      'tests/test_attention_fused.py', 'tests/test_attention_dropout.py']))"
+      done
+      step attn-db 240 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \
+        --only "${ATTN_ONLY:-^BERT-base$|BERT-base batch 1$|512 tokens|causal 4096|E=32|E=128, 128|scale S=(32|128|512)$}" \
+        --kernels tiled,tiled-pshfl,tiled-db,tiled-db-r4 --json "$OUT/attn-db.json" ;;
     sum4)  # the f32 sum's vec4 step (ops/reduce.SUM4) against a TwoSum an element, both implementations
       step sum4-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/sum4_ab.py
       step sum4-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/sum4_ab.py ;;

@@ -386,6 +386,7 @@ def test_decode_rule(monkeypatch):
     class Dev:
         adapter_type = "DiscreteGPU"
         limits = {"max-compute-invocations-per-workgroup": 1024}
+        subgroup_size = subgroups = 0
 
     gpu, cpu = Dev(), Dev()
     cpu.adapter_type = "CPU"
@@ -473,17 +474,20 @@ def test_tiled_layouts_grouped_heads_and_float16(rng, monkeypatch, flag, E):
 
 def _devices(storage, small_storage):
     """Stand-ins for the rules: a GPU with `storage` bytes of workgroup memory and 256
-    invocations, a CPU adapter with the same limits, and a GPU with `small_storage` bytes."""
+    invocations, a CPU adapter with the same limits, and a GPU with `small_storage` bytes (none
+    with subgroups)."""
     from types import SimpleNamespace
 
     lim = {"max-compute-workgroup-storage-size": storage,
            "max-compute-invocations-per-workgroup": 256}  # fmt: skip
+    sg = dict(subgroup_size=0, subgroups=0)
     return (
-        SimpleNamespace(adapter_type="DiscreteGPU", limits=lim),
-        SimpleNamespace(adapter_type="CPU", limits=lim),
+        SimpleNamespace(adapter_type="DiscreteGPU", limits=lim, **sg),
+        SimpleNamespace(adapter_type="CPU", limits=lim, **sg),
         SimpleNamespace(
             adapter_type="DiscreteGPU",
             limits={**lim, "max-compute-workgroup-storage-size": small_storage},
+            **sg,
         ),
     )
 

@@ -26,7 +26,8 @@ reuse kT's place). Head dims 65 .. 128 pad to EP = 128 and take blocks of BQ = 3
 invocations each holding 2 queries × 16 dims of the output (qT and pᵀ hold vec2s of queries, pᵀ
 two to a vec4 of kT's place): qT, kT and v 16 KiB each, 48 KiB (the H100/H200 allow that through
 both implementations; lavapipe does not, where the tests force blocks of 32 and 16 and 2 rows
-an invocation at E <= 64 instead). Six barriers a key tile. Masks, causal skipping and
+an invocation at E <= 64 instead). Six barriers a key tile through workgroup memory, two with
+subgroups (P_SHUFFLE: the row maxima, the sums and P·V's weights by shuffles). Masks, causal skipping and
 ranges, key splits (`splits`, partials for attn_merge_kernel), the (batch, L, heads, E) output
 layout, info words and buffers are those of attn_fwd_kernel.
 """
@@ -54,6 +55,22 @@ TILED_EP = 128  # the largest head dim (padded: to 32 for E <= 32, 64 for E <= 6
 # 159; BERT-base batch 32 175 / 180, batch 1 31.6 / 32.7. On where the long rows gain. (Not at
 # E > 64: its 16 vec4s of k and of v an invocation would sit in registers through the products.)
 PREFETCH = True
+# P_SHUFFLE (where `sg`): P·V takes each row's p from the row's 8 lanes by subgroupShuffleXor
+# (lane tx reads the keys of lane tx ^ d at step d, so a step's shuffle mask is uniform) instead
+# of writing pᵀ to workgroup memory: two barriers a key tile fewer, and the key tile's place holds
+# kᵀ only. DOUBLE_BUFFER (with P_SHUFFLE and PREFETCH, E <= 64): two places for the key and value
+# tiles, the next tile staged into the other after this one's products, so one barrier a key
+# tile; 48 KiB of workgroup memory. H100, wgpu-native, 2026-12-06 (scripts/attention_ab.py,
+# GPU time, us, pᵀ through workgroup memory / P_SHUFFLE / with DOUBLE_BUFFER / torch CUDA;
+# docs/bench/2026-12-06-h100-s31-attn-db.json): BERT-base 32 x 12 x 128 x 64 with a padding mask
+# 141.9 / 130.0 / 135.2 / 110.9, batch 1 29.5 / 29.9 / 30.5 / 51.2; 2 x 12 x 512 x 64 135.3 /
+# 114.4 / 113.9 / 99.6; causal 16 x 4096 x 64 2,033 / 1,658 / 1,619 / 1,369; E = 32 at 512 tokens
+# 102.7 / 85.6 / 92.1 / 151.3; 8 x 16 x 128 x 128 95.6 / 95.2 / 94.4 / 93.2; BERT-base's heads
+# over 32 / 128 / 512 keys 48.8 / 49.0 / 54.7, 133.6 / 125.9 / 131.0, 437.6 / 376.7 / 372.6
+# (torch 53.1, 87.9, 263.9): a key tile of 32 costs ~22 us across the 768 workgroups, against ~26
+# before. The double buffer gains 1-2 % on long rows and loses at BERT-base's: off.
+P_SHUFFLE = True
+DOUBLE_BUFFER = False
 
 
 def tiled_ep(E: int) -> int:
@@ -79,11 +96,22 @@ def tiled_wg(bq: int, rpt: int = 4) -> int:
     return 8 * bq // rpt
 
 
-def tiled_shared_bytes(E: int, bq: int | None = None, rpt: int | None = None) -> int:
-    """Workgroup memory of the tiled forward: qT, kT (also pᵀ and the row partials) and v."""
+def tiled_shared_bytes(
+    E: int, bq: int | None = None, rpt: int | None = None, pshfl: bool = False, dbuf: bool = False
+) -> int:
+    """Workgroup memory of the tiled forward: qT, kT (also pᵀ and the row partials, unless
+    `pshfl`) and v (both twice with `dbuf`)."""
     ep, bq = tiled_ep(E), bq or tiled_bq(E)
-    kp = max(ep * TILED_BK // 4, TILED_BK * bq // 4, tiled_wg(bq, rpt or tiled_rpt(E)))
-    return (ep * bq // 4 + kp + ep * TILED_BK // 4) * 16
+    kp = _kp_size(ep, bq, tiled_wg(bq, rpt or tiled_rpt(E)), pshfl, dbuf)
+    return (ep * bq // 4 + kp + ep * TILED_BK // 4 * (2 if dbuf else 1)) * 16
+
+
+def _kp_size(ep: int, bq: int, wg: int, pshfl: bool, dbuf: bool) -> int:
+    """vec4s of the key tile's place: kT (twice with `dbuf`), or also pᵀ and the rows'
+    partials."""
+    if pshfl:
+        return ep * TILED_BK // 4 * (2 if dbuf else 1)
+    return max(ep * TILED_BK // 4, TILED_BK * bq // 4, wg)
 
 
 def tiled_loop_iterations(
@@ -142,6 +170,8 @@ def attn_fwd_tiled_kernel(
     bq: int | None = None,
     rpt: int | None = None,
     sg: int = 0,
+    pshfl: bool = False,
+    dbuf: bool = False,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
@@ -149,7 +179,8 @@ def attn_fwd_tiled_kernel(
     (default tiled_rpt(E)). `prefetch`: see PREFETCH (the caller passes it, so the cache keys on
     it). `sg` (the device's `subgroups`, where its subgroups hold 8 or more consecutive
     invocations): a row's 8 lanes merge their maxima and sums by subgroupShuffleXor instead of
-    through workgroup memory, two barriers a key tile fewer (SUBGROUP_ROWS)."""
+    through workgroup memory, two barriers a key tile fewer (SUBGROUP_ROWS). `pshfl` (with `sg`)
+    and `dbuf` (with `pshfl` and `prefetch`, E <= 64): P_SHUFFLE and DOUBLE_BUFFER."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
@@ -162,6 +193,9 @@ def attn_fwd_tiled_kernel(
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
     prefetch = prefetch and EP <= 64
+    pshfl = pshfl and bool(sg)
+    dbuf = dbuf and pshfl and prefetch
+    KT = EP * BK // 4  # (vec4s of a staged key tile kT, and of a value tile)
     order = 1 if heavy_first and causal and splits == 1 else 0  # (kernels/attention HEAVY_FIRST)
     lay, bufs, b = forward_setup(WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
                                  splits, dropout, order)  # fmt: skip
@@ -200,18 +234,30 @@ def attn_fwd_tiled_kernel(
         b += f"  let kg{u} = {x} / {EP};\n  let ke{u} = {x} % {EP};\n"
         b += f"  let vj{u} = {x} / {R};\n  let vd{u} = ({x} % {R}) * 4;\n"
         b += f"  var kr{u} = vec4<f32>(0.0);\n  var vr{u} = vec4<f32>(0.0);\n"
+
+    def stage(at: str) -> str:  # this invocation's registers into the tile places at `at`
+        return "".join(f"    kp[{at}ke{u} * 8 + kg{u}] = kr{u};\n    vs[{at}t + {u * WG}] = vr{u};\n"
+                       for u in range(nreg))  # fmt: skip
+
     if prefetch:
         b += _tile_reads(lay, E, EP, k_type, v_type, "k0", WG)
+    if dbuf:  # tile 0 staged, tile 1's reads in flight
+        b += stage("") + "  workgroupBarrier();\n"
+        b += _tile_reads(lay, E, EP, k_type, v_type, f"(k0 + {BK})", WG)
     b += "  for (var tt = 0; tt < ntiles; tt++) {\n"
     b += f"    let t0 = k0 + tt * {BK};\n"
-    if not prefetch:
-        b += _tile_reads(lay, E, EP, k_type, v_type, "t0", WG)
-    b += "    workgroupBarrier();\n"  # (the last tile's pᵀ and v reads are done)
-    for u in range(nreg):
-        b += f"    kp[ke{u} * 8 + kg{u}] = kr{u};\n    vs[t + {u * WG}] = vr{u};\n"
-    b += "    workgroupBarrier();\n"
-    if prefetch:  # the next tile's reads, in flight during this tile's products
-        b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})", WG)
+    ko = ""  # (the offset of this tile's places in kp and vs)
+    if dbuf:
+        b += f"    let kq = (tt % 2) * {KT};\n"
+        ko = "kq + "
+    else:
+        if not prefetch:
+            b += _tile_reads(lay, E, EP, k_type, v_type, "t0", WG)
+        b += "    workgroupBarrier();\n"  # (the last tile's pᵀ and v reads are done)
+        b += stage("")
+        b += "    workgroupBarrier();\n"
+        if prefetch:  # the next tile's reads, in flight during this tile's products
+            b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})", WG)
     # which keys of the tile each row takes, the mask read before the products (its latency
     # hides behind them)
     b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
@@ -239,7 +285,7 @@ def attn_fwd_tiled_kernel(
         b += f"    var s{r} = vec4<f32>(0.0);\n"
     b += f"    for (var e = 0; e < {EP}; e += 4) {{\n"
     for u in range(4):
-        b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n      let kv{u} = kp[(e + {u}) * 8 + tx];\n"
+        b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n      let kv{u} = kp[{ko}(e + {u}) * 8 + tx];\n"
     for u in range(4):
         for r in range(N):
             b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
@@ -271,16 +317,66 @@ def attn_fwd_tiled_kernel(
             b += f"    o{r}{h} *= alpha[{r}];\n"
     sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(N))
     b += f"    l = l * alpha + {V}({sums});\n"
-    b += "    workgroupBarrier();\n"  # (every lane has read kT, and the maxima)
+    if pshfl:
+        b += _pv_shuffled(N, halves, R, ko, dropout)
+        if dbuf:  # the next tile into the other places, the one after it in flight
+            b += stage(f"{KT} - kq + ") + "    workgroupBarrier();\n"
+            b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {2 * BK})", WG)
+        b += "  }\n"
+    else:
+        b += _pv_staged(N, halves, R, BQ, dropout)
+    b = _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot)
+    KP = _kp_size(EP, BQ, WG, pshfl, dbuf)
+    shared = (
+        f"var<workgroup> qT: array<{V}, {EP * NG}>;\n"
+        f"var<workgroup> kp: array<vec4<f32>, {KP}>;\n"  # (kT; pᵀ and partials unless pshfl)
+        f"var<workgroup> vs: array<vec4<f32>, {KT * (2 if dbuf else 1)}>;\n"
+    )
+    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
+
+
+def _dropped(N: int, dropout: bool) -> tuple[str, str]:
+    """(WGSL, name): the weights P·V takes, p<r>, or with dropout pd<r>, the kept ones scaled
+    (l sums the weights before dropout)."""
+    if not dropout:
+        return "", "p"
+    b = ""
+    for r in range(N):
+        keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", "t0 + tx * 4")
+        b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, {keep});\n"
+    return b, "pd"
+
+
+def _pv_shuffled(N: int, halves: str, R: int, ko: str, dropout: bool) -> str:
+    """WGSL: O += P·V with each row's p taken from its 8 lanes by subgroupShuffleXor: at step
+    d, lane tx holds keys 4·(tx ^ d) .. + 3 of lane tx ^ d (P_SHUFFLE)."""
+    b, pn = _dropped(N, dropout)
+    for d in range(8):
+        b += f"    {{\n      let j = (tx ^ {d}) * 4;\n"
+        for r in range(N):
+            src = f"{pn}{r}" if d == 0 else f"subgroupShuffleXor({pn}{r}, {d}u)"
+            b += f"      let ps{r} = {src};\n"
+        for c in range(4):
+            for i, h in enumerate(halves):
+                b += f"      let v{h}{c} = vs[{ko}(j + {c}) * {R} + {8 * i} + tx];\n"
+        for c in range(4):
+            for r in range(N):
+                for h in halves:
+                    b += f"      o{r}{h} += ps{r}[{c}] * v{h}{c};\n"
+        b += "    }\n"
+    return b
+
+
+def _pv_staged(N: int, halves: str, R: int, BQ: int, dropout: bool) -> str:
+    """WGSL: O += P·V with pᵀ written over the key tile's place in workgroup memory; closes the
+    key loop."""
+    b = "    workgroupBarrier();\n"  # (every lane has read kT, and the maxima)
     # pT[j * BQ/4 + g] = p of queries 4g .. 4g + 3 for key j (N = 2: invocation row ty's two
     # queries in components 2(ty % 2), 2(ty % 2) + 1 of slot j * BQ/4 + ty / 2)
     P4 = BQ // 4
-    pn = "p"
-    if dropout:  # (l sums the weights before dropout; pᵀ holds the kept ones, scaled)
-        for r in range(N):
-            keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", "t0 + tx * 4")
-            b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, {keep});\n"
-        pn = "pd"
+    d, pn = _dropped(N, dropout)
+    b += d
     if N == 2:
         b += "    let ph = (ty % 2) * 2;\n"
     for c in range(4):
@@ -291,7 +387,7 @@ def attn_fwd_tiled_kernel(
             b += f"    kp[(tx * 4 + {c}) * {P4} + ty / 2][ph] = {pn}0[{c}];\n"
             b += f"    kp[(tx * 4 + {c}) * {P4} + ty / 2][ph + 1] = {pn}1[{c}];\n"
     b += "    workgroupBarrier();\n"
-    b += f"    for (var j = 0; j < {BK}; j += 2) {{\n"
+    b += f"    for (var j = 0; j < {TILED_BK}; j += 2) {{\n"
     for u in range(2):
         if N == 4:
             b += f"      let pv{u} = kp[(j + {u}) * {P4} + ty];\n"
@@ -305,6 +401,12 @@ def attn_fwd_tiled_kernel(
             for h in halves:
                 b += f"      o{r}{h} += pv{u}[{r}] * v{h}{u};\n"
     b += "    }\n  }\n"
+    return b
+
+
+def _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot) -> str:
+    """`b` with the kernel's end appended: the rows' sums merged over their 8 lanes, the
+    normalized output and lse (or the split's partials) written."""
     # the rows' sums over the 8 lanes of a row (a butterfly's sums are the same on every lane:
     # each level adds the same two values, in either order)
     if sg:
@@ -336,11 +438,4 @@ def attn_fwd_tiled_kernel(
             )
             b += "    }\n"
         b += "  }\n"
-    b += "}\n"
-    shared = (
-        f"var<workgroup> qT: array<{V}, {EP * NG}>;\n"
-        f"var<workgroup> kp: array<vec4<f32>, {max(EP * BK // 4, BK * P4, WG)}>;\n"  # (pᵀ, partials)
-        f"var<workgroup> vs: array<vec4<f32>, {EP * BK // 4}>;\n"
-    )
-    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
-    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
+    return b + "}\n"

@@ -396,6 +396,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
             heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev),
+            **_tiled_variant(dev, E),
         )  # fmt: skip
         groups = nbh * nblk
     else:
@@ -479,6 +480,14 @@ def _row_subgroups(dev) -> int:
     return dev.subgroups
 
 
+def _tiled_variant(dev, E) -> dict:
+    """The tiled forward's `pshfl` and `dbuf` arguments on this device at head dim E (the
+    kernels' P_SHUFFLE and DOUBLE_BUFFER where they apply)."""
+    pshfl = _KT.P_SHUFFLE and bool(_row_subgroups(dev))
+    dbuf = _KT.DOUBLE_BUFFER and pshfl and _KT.PREFETCH and _KT.tiled_ep(E) <= 64
+    return {"pshfl": pshfl, "dbuf": dbuf}
+
+
 def _tiled_shape(E, S):
     """(queries a workgroup, query rows an invocation) of the tiled forward at head dim E over
     S keys."""
@@ -494,7 +503,8 @@ def _use_tiled(dev, nbh, L, S, E):
     lim = dev.limits
     bq, rpt = _tiled_shape(E, S)
     return (
-        lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(E, bq, rpt)
+        lim.get("max-compute-workgroup-storage-size", 16384)
+        >= _KT.tiled_shared_bytes(E, bq, rpt, **_tiled_variant(dev, E))
         and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
         and _KT.tiled_loop_iterations(S, E, bq, rpt) <= max_loop_iterations()
     )
