@@ -31,13 +31,16 @@ SHAPES = ("BERT-base", "BERT-base batch 1", "512 tokens", "causal 4096", "GPT be
 CASES = [c for c in AB_CASES if c[0] in SHAPES]
 
 
-# (name, FORCE_TILED_BWD, BWD_RPT, kernels/attention.HEAVY_FIRST, nn/_attention.DS_GEMM)
+# (name, FORCE_TILED_BWD, BWD_RPT, kernels/attention.HEAVY_FIRST, nn/_attention.DS_GEMM,
+# attention_tiled_bwd.P_SHUFFLE)
 VARIANTS = [
-    ("rows", False, 4, True, False),
-    ("t4", True, 4, True, False),
-    ("t2", True, 2, True, False),
-    ("t2-inorder", True, 2, False, False),
-    ("dsgemm", True, 2, True, True),  # dq from the stored dS by a GEMM
+    ("rows", False, 4, True, False, False),
+    ("t4", True, 4, True, False, False),
+    ("t2", True, 2, True, False, False),
+    ("t2-inorder", True, 2, False, False, False),
+    ("dsgemm", True, 2, True, True, False),  # dq from the stored dS by a GEMM
+    ("t2-shfl", True, 2, True, False, True),  # the products' weights by subgroup shuffles
+    ("dsgemm-shfl", True, 2, True, True, True),
 ]
 
 
@@ -47,7 +50,10 @@ def main():
     rng = np.random.default_rng(0)
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     rows = []
-    default = KB.BWD_RPT
+    default, shuffle = KB.BWD_RPT, KB.P_SHUFFLE
+    only_v = (  # --variants a,b: only these
+        sys.argv[sys.argv.index("--variants") + 1].split(",") if "--variants" in sys.argv else None
+    )
     for label, (B, H, L, S, E), causal, masked in CASES:
         if only is not None and not only.search(label):
             continue
@@ -62,21 +68,23 @@ def main():
         g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
         row = {"case": label, "shape": [B, H, L, S, E]}
-        for name, force, rpt, heavy, ds in VARIANTS:
+        for name, force, rpt, heavy, ds, shfl in VARIANTS:
+            if only_v is not None and name not in only_v:
+                continue
             _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = force, rpt, heavy
-            _attention.DS_GEMM = ds
+            _attention.DS_GEMM, KB.P_SHUFFLE = ds, shfl
             try:
                 times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
             finally:
                 _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = None, default, True
-                _attention.DS_GEMM = None
+                _attention.DS_GEMM, KB.P_SHUFFLE = None, shuffle
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked, backward=True)
         rows.append(row)
         names = [n for n, *_ in VARIANTS] + ["torch"]
-        cells = "  ".join(f"{n} {row[n]:8.1f}" for n in names if row[n])
-        best = min(row[n] for n, *_ in VARIANTS)
+        cells = "  ".join(f"{n} {row[n]:8.1f}" for n in names if row.get(n))
+        best = min(row[n] for n, *_ in VARIANTS if n in row)
         tf = flops / (max(best, 1e-3) * 1e-6) / 1e12
         print(f"{label:<18} {str((B, H, L, S, E)):<24} us: {cells}  best {tf:5.1f} TFLOP/s")
     if "--json" in sys.argv:

@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -129,6 +129,15 @@ sys.exit(pytest.main(['-q', '-x', '-p', 'no:cacheprovider', '-k', 'tiled or drop
       step attn-db 240 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py \
         --only "${ATTN_ONLY:-^BERT-base$|BERT-base batch 1$|512 tokens|causal 4096|E=32|E=128, 128|scale S=(32|128|512)$}" \
         --kernels tiled,tiled-pshfl,tiled-db,tiled-db-r4 --json "$OUT/attn-db.json" ;;
+    attn-bwd-shfl)  # the tiled backward's products by shuffles: the attention tests with it forced on, then A/B
+      for impl in wgpu dawn; do
+        step "attn-bwd-shfl-tests-$impl" 240 env PYRITE_BACKEND=$impl python3 -c "import sys, pytest
+from pyrite.kernels import attention_tiled_bwd as KB
+KB.P_SHUFFLE = True
+sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fused.py', 'tests/test_attention_dropout.py']))"
+      done
+      step attn-bwd-shfl 240 env PYRITE_BACKEND=wgpu python3 scripts/attention_bwd_ab.py \
+        --variants t2,dsgemm,t2-shfl,dsgemm-shfl --json "$OUT/attn-bwd-shfl.json" ;;
     sum4)  # the f32 sum's vec4 step (ops/reduce.SUM4) against a TwoSum an element, both implementations
       step sum4-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/sum4_ab.py
       step sum4-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/sum4_ab.py ;;

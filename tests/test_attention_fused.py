@@ -811,3 +811,35 @@ def test_bfloat16_with_a_float32_mask_and_gradients(rng):
         ref = t_.grad.float().numpy()
         g = dict(atol=64 * u * (1 + float(np.abs(ref).max())), rtol=16 * u)
         assert_close(p_.grad.float().numpy(), ref, msg=f"d{name}", **g)
+
+
+def test_shuffle_variants_as_text():
+    """The tiled kernels' subgroup-shuffle spellings (P_SHUFFLE: lavapipe has no subgroups, so
+    their results are tested on the GPUs, where scripts/gpu_session.sh attn-db and attn-bwd-shfl
+    run this file with them forced on): the forward's P·V and the backward's products take their
+    weights by shuffles, with no transposed tile in workgroup memory and fewer barriers."""
+    from pyrite.kernels import attention_tiled as KT
+    from pyrite.kernels import attention_tiled_bwd as KB
+
+    def text(k):
+        return k.wgsl if hasattr(k, "wgsl") else str(k)
+
+    args = (64, 4, False, "bool", "f32", "f32", "f32", "u32", "f32")
+    plain, shfl = (text(KT.attn_fwd_tiled_kernel(*args, sg=1, pshfl=p)) for p in (False, True))
+    loop = lambda s: s[s.index("for (var tt") :]  # noqa: E731
+    assert loop(plain).count("workgroupBarrier") == loop(shfl).count("workgroupBarrier") + 2
+    assert "subgroupShuffleXor(p0, 7u)" in shfl and "kp[(tx * 4" not in shfl
+    bargs = (32, 4, True, "none", "f32", "f32", "f32", None, "f32", "f32", "f32")
+    for ds_out in (False, True):
+        plain, shfl = (
+            text(KB.attn_dkv_tiled_kernel(*bargs, ds_out=ds_out, sg=sg)) for sg in (0, 2)
+        )
+        assert "var<workgroup> pt:" in plain and "var<workgroup> pt:" not in shfl
+        assert ("var<workgroup> dst:" in shfl) == ds_out
+        assert "subgroupShuffle(ds0, sl)" in shfl and shfl.startswith("enable subgroups;")
+        fewer = 0 if ds_out else 1
+        assert plain.count("workgroupBarrier") == shfl.count("workgroupBarrier") + fewer
+    plain, shfl = (text(KB.attn_dq_tiled_kernel(*bargs, sg=sg)) for sg in (0, 1))
+    assert (
+        "var<workgroup> dst:" in plain and "dst" not in shfl and "@builtin(subgroup_size)" in shfl
+    )

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .common import ENTRY, KernelSource, header, helpers_for, load, store, trusted
+from .common import ENTRY, ENTRY_SG, KernelSource, header, helpers_for, load, store, trusted
 
 MASKS = ("none", "bool", "float")
 MAX_HEAD_DIM = 128  # past this the per-invocation registers (2·E floats) stop making sense
@@ -144,16 +144,17 @@ class _Layout:
 HEAVY_FIRST = True
 
 
-def _entry(block: int, order: int = 0) -> str:
+def _entry(block: int, order: int = 0, sg: bool = False) -> str:
     """The attention kernels' entry: workgroup `flat` → (batch·head bh, block blk) with bh
     outer (`order` 0), or bh inner with the blocks from the last (1: a causal query block) or
-    from the first (2: a causal key block): see HEAVY_FIRST."""
+    from the first (2: a causal key block): see HEAVY_FIRST. `sg`: with the subgroup size
+    `sgs`."""
     split = (
         "  let bh = flat / nblk;\n  let blk = flat % nblk;\n",
         "  let bh = flat % info[0];\n  let blk = nblk - 1 - flat / info[0];\n",
         "  let bh = flat % info[0];\n  let blk = flat / info[0];\n",
     )[order]
-    return ENTRY.format(wg=block) + (
+    return (ENTRY_SG if sg else ENTRY).format(wg=block) + (
         "  let flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"
         "  let nblk = info[4];\n"
         "  if (flat >= info[0] * nblk) { return; }\n"  # uniform: the whole group leaves

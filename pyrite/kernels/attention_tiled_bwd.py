@@ -44,7 +44,7 @@ from .attention import (
     dropout_keep,
 )
 from .attention_tiled import tiled_ep
-from .common import KernelSource, header, helpers_for, load, store, trusted
+from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, trusted
 
 BWD_TB = 32  # rows of a block and of each tile walked (head dims up to 64)
 BWD_TB_WIDE = 16  # ... past head dim 64 (EP = 128: four row tiles of 16 x 33 vec4, 33 KiB)
@@ -53,6 +53,20 @@ BWD_MAX_E = 128
 # = 128, half the registers each, twice the warps an SM). Measured: see nn/_attention.py
 # FORCE_TILED_BWD's note (2 won at every shape).
 BWD_RPT = 2
+# P_SHUFFLE (where the device's subgroups hold 8 or more consecutive invocations: nn/_attention
+# passes `sg`): the products dq += dS·k, dv += pᵀ·dout and dk += dSᵀ·q take each walked row's
+# weights from the row group's lane that holds them (subgroupShuffle: lane tx + 8·k of a block
+# row owns column n = tx + 8·k) instead of a transposed tile in workgroup memory: no transposed
+# stores and one barrier a tile fewer (the dk/dv kernel's dSᵀ stays where `ds_out` writes dS).
+# H100, wgpu-native, 2026-12-06 (scripts/attention_bwd_ab.py, GPU time of the backward, us,
+# transposed tiles / shuffles, and the same with dq from the stored dS; docs/bench/
+# 2026-12-06-h100-s31-attn-bwd-shfl.json): E = 32 at 8 x 12 x 512 tokens 428 / 373 (524.6 /
+# 418.5; torch CUDA 398); the GPT bench (8 x 4 x 64 x 32, causal) 24.2 / 23.7; E = 64: BERT-base
+# 520 / 519 (411 / 414), 2 x 12 x 512 382 / 383 (328 / 339), causal 16 x 4096 7,553 / 7,524;
+# E = 128: 914 / 929 (717 / 716), 8 x 16 x 128 571 / 587 (405 / 425). So shuffles at padded head
+# dims up to SHUFFLE_MAX_E only. P_SHUFFLE True / False: everywhere / never (tests, A/B).
+P_SHUFFLE = None
+SHUFFLE_MAX_E = 32
 
 
 def bwd_tb(E: int) -> int:
@@ -192,6 +206,25 @@ def _products(c: _Cfg, pairs) -> str:
     return b + "    }\n"
 
 
+def _products_shuffled(c: _Cfg, pairs) -> str:
+    """WGSL: _products' sums with the weights taken from the registers of the row group's lanes
+    (P_SHUFFLE): for each (acc, weights, source row tile) of `pairs`, `weights` a format of r
+    naming the invocation's vecC of its row r's columns tx + 8·k."""
+    b = "    let sgb = (u32(t) % sgs) & ~7u;\n"  # (the row group's first lane in the subgroup)
+    b += "    for (var m = 0; m < 8; m++) {\n      let sl = sgb | u32(m);\n"
+    for acc, wt, src in pairs:
+        for r in range(c.N):
+            b += f"      let w{acc}{r} = subgroupShuffle({wt.format(r=r)}, sl);\n"
+    for k in range(c.C):  # (walked row n = m + 8·k: lane m's column k)
+        for acc, _, src in pairs:
+            for i, h in enumerate(c.halves):
+                b += f"      let r{acc}{h}{k} = {src}[(m + {8 * k}) * {c.RP} + {8 * i} + tx];\n"
+            for r in range(c.N):
+                for h in c.halves:
+                    b += f"      {acc}{r}{h} += w{acc}{r}[{k}] * r{acc}{h}{k};\n"
+    return b + "    }\n"
+
+
 def _write_rows(c: _Cfg, acc: str, buf: str, rows: str, n: str, E: int, heads: int, stype,
                 mul: str = "") -> str:  # fmt: skip
     """WGSL: rows `rows`[r] (< n) of accumulator `acc` into output `buf` (dims < E)."""
@@ -231,13 +264,14 @@ def _keep(c: _Cfg, row: str, col: str) -> str:
     return f"{c.cv}<bool>({bits})"
 
 
-def _setup(E, rpt, tb, rank, mask: str, strided: list, bufs, dropout: bool, order: int = 0):
+def _setup(E, rpt, tb, rank, mask: str, strided: list, bufs, dropout: bool, order: int = 0,
+           sg: int = 0):  # fmt: skip
     if E > BWD_MAX_E:
         raise ValueError(f"pyrite: internal: the tiled attention backward takes E <= {BWD_MAX_E}")
     _check(E, 8, mask)
     c = _Cfg(E, rpt, tb)
     lay = _Layout(rank, strided)
-    b = _entry(c.WG, order) + lay.bases(strided)
+    b = _entry(c.WG, order, bool(sg)) + lay.bases(strided)
     if dropout:
         b += drop_setup(lay.words)
     b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
@@ -278,16 +312,18 @@ def attn_dq_tiled_kernel(
     rpt: int = 2,
     heavy_first: bool = False,
     tb: int | None = None,
+    sg: int = 0,
 ) -> KernelSource:
     """WGSL of dq and D by query blocks of `tb` (default bwd_tb(E); module docstring); buffers
     and info words as attn_dq_kernel's, info[4] = query blocks per batch·head. `rpt`: see
-    BWD_RPT (the caller passes it, so the cache keys on it)."""
+    BWD_RPT (the caller passes it, so the cache keys on it). `sg` (the device's `subgroups`, 0
+    for none): the products by shuffles (P_SHUFFLE)."""
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["o", "g"]
     c, lay, bufs, b = _setup(E, rpt, tb, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("o_", o_type, "r"),
         ("g_", do_type, "r"), ("lse", "f32", "r"), ("dq", dq_type, "w"), ("dd", "f32", "w"),
-    ], dropout, 1 if heavy_first and causal else 0)  # fmt: skip
+    ], dropout, 1 if heavy_first and causal else 0, sg)  # fmt: skip
     TB, V, CV = c.TB, c.vec, c.cv
     b += f"  let q0 = blk * {TB};\n  {{\n    let t0 = q0;\n"
     b += _stage([("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
@@ -340,17 +376,20 @@ def attn_dq_tiled_kernel(
             body += f"    let dpk{r} = select({CV}<f32>(0.0), dp{r} * dscale, {keep});\n"
             dp = f"dpk{r}"
         body += f"    let ds{r} = p{r} * ({dp} - {CV}<f32>(Dq[{r}]));\n"
-    body += _transpose_store(c, "dst", "ds{r}")
-    body += "    workgroupBarrier();\n"
-    body += _products(c, [("dq", "dst", "ks")])
+    if sg:
+        body += _products_shuffled(c, [("dq", "ds{r}", "ks")])
+    else:
+        body += _transpose_store(c, "dst", "ds{r}")
+        body += "    workgroupBarrier();\n"
+        body += _products(c, [("dq", "dst", "ks")])
     walked = [("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
               ("vs", "v_", v_type, "vb", lay.row("v"), lay.col("v"), E, "")]  # fmt: skip
     b += _walk(c, walked, "(kend - t0)", "0", body)
     b += _write_rows(c, "dq", "dq", "qi", "L", E, heads, dq_type, " * scale")
     b += "}\n"
-    shared = _tiles(c, ["qs", "gs", "ks", "vs"], ["dst"])
+    shared = _tiles(c, ["qs", "gs", "ks", "vs"], [] if sg else ["dst"])
     shared += f"var<workgroup> dpart: array<f32, {c.WG}>;\n"
-    src = header(bufs) + helpers_for(b) + shared + b
+    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
@@ -373,10 +412,11 @@ def attn_dkv_tiled_kernel(
     heavy_first: bool = False,
     tb: int | None = None,
     ds_out: bool = False,
+    sg: int = 0,
 ) -> KernelSource:
     """WGSL of dk and dv by key blocks of `tb` (default bwd_tb(E); module docstring); buffers and
     info words as attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as
-    attn_dq_tiled_kernel's.
+    attn_dq_tiled_kernel's, and `sg`.
 
     `ds_out`: also write dS (f32, the unscaled dS that dk sums, dropout and masks applied) to a
     last buffer `dsg`, row-major (batch·head, L, S) contiguous, every pair written (0 where
@@ -389,7 +429,7 @@ def attn_dkv_tiled_kernel(
         ("m_", m_type if mask != "none" else None, "r"), ("g_", do_type, "r"),
         ("lse", "f32", "r"), ("dd", "f32", "r"), ("dk", dk_type, "w"), ("dv", dv_type, "w"),
     ] + ([("dsg", "f32", "w")] if ds_out else []), dropout,
-        2 if heavy_first and causal else 0)  # fmt: skip
+        2 if heavy_first and causal else 0, sg)  # fmt: skip
     TB, CV = c.TB, c.cv
     b += f"  let j0 = blk * {TB};\n  {{\n    let t0 = j0;\n"
     b += _stage([("ks", "k_", k_type, "kb", lay.row("k"), lay.col("k"), E, ""),
@@ -428,11 +468,16 @@ def attn_dkv_tiled_kernel(
             dp, pv = f"dpk{r}", f"pd{r}"
         body += f"    let ds{r} = p{r} * ({dp} - Dq);\n"
         body += f"    let pw{r} = {pv};\n"
-    body += _transpose_store(c, "pt", "pw{r}") + _transpose_store(c, "dst", "ds{r}")
-    body += "    workgroupBarrier();\n"
+    if not sg:
+        body += _transpose_store(c, "pt", "pw{r}")
+    if ds_out or not sg:
+        body += _transpose_store(c, "dst", "ds{r}") + "    workgroupBarrier();\n"
     if ds_out:  # dst[ql · T + g][r] is dS of query t0 + ql and key j0 + g + G·r
         body += _ds_rows(c, "dst[ql * {T} + kl % {G}][kl / {G}]".format(T=c.T, G=c.G))
-    body += _products(c, [("dv", "pt", "gs"), ("dk", "dst", "qs")])
+    if sg:
+        body += _products_shuffled(c, [("dv", "pw{r}", "gs"), ("dk", "ds{r}", "qs")])
+    else:
+        body += _products(c, [("dv", "pt", "gs"), ("dk", "dst", "qs")])
     walked = [("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
               ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")]  # fmt: skip
     if ds_out and causal:  # the query tiles before the block's first key: dS is 0 there
@@ -442,7 +487,8 @@ def attn_dkv_tiled_kernel(
     b += _write_rows(c, "dk", "dk", "kj", "S", E, heads, dk_type)
     b += _write_rows(c, "dv", "dv", "kj", "S", E, heads, dv_type)
     b += "}\n"
-    shared = _tiles(c, ["ks", "vs", "qs", "gs"], ["pt", "dst"])
+    transposed = ([] if sg else ["pt"]) + (["dst"] if ds_out or not sg else [])
+    shared = _tiles(c, ["ks", "vs", "qs", "gs"], transposed)
     shared += f"var<workgroup> lsh: array<f32, {TB}>;\nvar<workgroup> dsh: array<f32, {TB}>;\n"
-    src = header(bufs) + helpers_for(b) + shared + b
+    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

@@ -87,6 +87,16 @@ def scaled_dot_product_attention(
     scale_ = 1.0 / math.sqrt(E) if scale is None else scale
     if 0.0 <= dropout_p < 1.0 and _fusable(query, key, value, attn_mask, enable_gqa):
         return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa, dropout_p)
+    if query.dtype in (D.float16, D.bfloat16):
+        # the composite in f32, rounded once into the half type, as torch's CPU kernels
+        # accumulate: half scores and weights were 1.4 ulp of the result off (torch 0.4)
+        f32, m = D.float32, attn_mask
+        if isinstance(m, Tensor) and m.dtype.is_floating_point:
+            m = m.to(f32)
+        out = scaled_dot_product_attention(
+            query.to(f32), key.to(f32), value.to(f32), m, dropout_p, is_causal, scale_, enable_gqa
+        )
+        return out.to(query.dtype)
     if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
         hq, hk = query._shape[-3], key._shape[-3]
         if hq % hk or value._shape[-3] != hk:
@@ -683,8 +693,12 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
 
     def kernel(tiled_kernel, rows_kernel, block, args, **extra):
         if tiled:
+            shfl = _KB.P_SHUFFLE
+            if shfl is None:
+                shfl = _KT.tiled_ep(E) <= _KB.SHUFFLE_MAX_E
+            sg = _row_subgroups(dev) if shfl else 0
             return tiled_kernel(E, *args, dropout=bool(drop), rpt=_KB.BWD_RPT,
-                                heavy_first=_K.HEAVY_FIRST, tb=tb, **extra)  # fmt: skip
+                                heavy_first=_K.HEAVY_FIRST, tb=tb, sg=sg, **extra)  # fmt: skip
         return rows_kernel(E, block, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
 
     # dq from the stored dS (DS_GEMM): D by ops here, dS from the dk/dv kernel, dq by a GEMM below
