@@ -338,7 +338,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         lanes,
         ilp,
         dev.subgroups if SUBGROUPS else 0,
-        sum4=SUM4,
+        sum4=wide if SUM4 is None else SUM4,
     )
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
@@ -357,9 +357,16 @@ VEC4 = True  # False: the scalar loads only (A/B)
 # sum); what it costs in accuracy is at most ~2 ulp of each block, unlike a plain running sum's
 # n ulp of the total. Why: one workgroup of 1,024 runs a small sum (x.sum() of 128x768, the
 # wide row kernel), arithmetic bound on one SM: its 13.2 µs of GPU time on the H100
-# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Off until measured
-# (`scripts/gpu_session.sh sum4`, scripts/sum4_ab.py): on random normal data it moved the
-# 98,304-element sum from 0.03 to 1.03 ulp of float64's (lavapipe, the GPU's wide kernel).
+# against a plain sum's ~4 (scripts/dispatch_probe.py --sum, 2026-12-06). Measured (H100,
+# 2026-12-06, scripts/sum4_ab.py, GPU µs without / with, wgpu-native and Dawn; docs/bench/
+# 2026-12-06-h100-s31-runs.txt): the wide kernel's 98,304 elements 13.0 / 10.1 and 16.9 / 14.1,
+# 262,144 22.8 / 15.3 and 27.0 / 18.5; the split kernels even (1,048,576: 13.1 / 13.4, 20.2 /
+# 20.1; 16.7 M 36.4 / 35.9). Its cost on random normal data: the wide sum of 98,304 from 0.03 to
+# 1.03 ulp of float64's (torch CPU's float32 sum of the same: 4.3 ulp mean, 16.7 max over 20
+# draws), the split sum of 1,048,576 from 0.26 to 2.74; and where the terms cancel (random
+# normal or uniform in ±1e-3) up to 4.9 ulp of the (small) result over 15 draws on lavapipe,
+# where the TwoSum an element stays within 2. Three µs of one kernel against that: off.
+# None: the wide (one-workgroup) kernel only; True / False: every f32 sum / none (A/B).
 SUM4 = False
 # A GPU's row kernel gives a row the fewest invocations (32 .. 256) that leave each at most
 # ROW_UNIT_ELEMS elements, several rows a workgroup of 256 (kernels/reduce.reduce_kernel's
@@ -416,7 +423,7 @@ def _split_reduce(
         "partial",
         vec,
         sg=dev.subgroups if SUBGROUPS else 0,
-        sum4=SUM4,
+        sum4=bool(SUM4),
     )
     info1 = [
         n_out,
