@@ -62,6 +62,10 @@ KERNELS = {
     "tiled-nosg": dict(FORCE_TILED=True, FORCE_DECODE=False, SUBGROUP_ROWS=False),
     "tiled-pshfl": dict(FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True),
     "tiled-db": dict(FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True, DOUBLE_BUFFER=True),
+    "tiled-bq32": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=32, FORCE_TILED_RPT=2),
+    "tiled-bq32-r4": dict(
+        FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=32, FORCE_TILED_RPT=4
+    ),
     "tiled-db-r4": dict(
         FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True, DOUBLE_BUFFER=True, FORCE_TILED_RPT=4
     ),
@@ -139,7 +143,7 @@ def main():
                 times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
-                _attention.FORCE_TILED_RPT = None
+                _attention.FORCE_TILED_RPT = _attention.FORCE_TILED_BQ = None
                 _attention.SUBGROUP_ROWS = True
                 attention_tiled.PREFETCH = prefetch
                 attention_tiled.P_SHUFFLE, attention_tiled.DOUBLE_BUFFER = variant

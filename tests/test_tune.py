@@ -115,3 +115,31 @@ def test_the_command_measures_and_keeps(cache, capsys):
     assert ("kept 1 entries" in out) == (tuning.entry_key("k", 32, 32, 32) in kept)
     with pytest.raises(SystemExit):
         main(["tune", "--shapes", "32x32:k"])
+
+
+def test_a_device_without_a_table_borrows_the_other_implementations(cache, monkeypatch):
+    """A device with no section of its own takes the section of the same adapter, driver and
+    pyrite version under the other WebGPU implementation (Dawn cannot rank candidates with its
+    coarse timestamps); not another adapter's, not over its own, and not with
+    PYRITE_TUNE_BORROW=0."""
+    dev = pr.backend.current()
+    own = tuning.device_key(dev)
+    name, impl, rest = own.split(" | ", 2)
+    driver, version = rest.rsplit(" | ", 1)
+    # (the other implementation words the same driver its own way: Dawn "NVIDIA: 580.159.04
+    # 580.159.4.0" where wgpu-native says "580.159.04")
+    other = f"{name} | {'dawn' if impl != 'dawn' else 'wgpu'} | vendor: {driver} 1.2 | {version}"
+    entry = {"tile": list(TILE), "split": 1, "us": 1.0}
+    cache.write_text(
+        json.dumps({other: {"k 1x2x3": entry}, f"elsewhere | {impl} | x": {"k 9x9x9": entry}})
+    )
+    tuning.forget()
+    assert tuning.lookup(dev, "k", 1, 2, 3) == entry
+    assert tuning.lookup(dev, "k", 9, 9, 9) is None
+    monkeypatch.setenv("PYRITE_TUNE_BORROW", "0")
+    tuning.forget()
+    assert tuning.lookup(dev, "k", 1, 2, 3) is None
+    monkeypatch.delenv("PYRITE_TUNE_BORROW")
+    cache.write_text(json.dumps({other: {"k 1x2x3": entry}, own: {"k 4x4x4": entry}}))
+    tuning.forget()
+    assert tuning.lookup(dev, "k", 1, 2, 3) is None and tuning.lookup(dev, "k", 4, 4, 4) == entry

@@ -11,7 +11,8 @@ takes the rules (ops/matmul.py FAST_GPU, SPLIT_FILL), which are measured default
 Tables live in one JSON file, `$PYRITE_TUNE_CACHE` or `~/.cache/pyrite/tune.json`, one section a
 device (adapter name, implementation, driver and pyrite version: a new driver or pyrite tunes
 afresh); `pyrite/data/tune-*.json` ship tables measured on the lent H200 and H100 (wgpu-native),
-read where no cached section exists. None ships for lavapipe: its rules (ops/matmul.py's CPU
+read where no cached section exists; a device with neither borrows the same GPU's table under
+the other implementation (`borrow`). None ships for lavapipe: its rules (ops/matmul.py's CPU
 tiles) were measured there, and its timings move with the machine's load. Writes are atomic (pyrite/_fs.py).
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 
 from .._fs import write_atomic
 
@@ -58,13 +60,55 @@ def table(dev) -> dict:
     if got is None:
         got = _read(cache_path()).get(key)
         if got is None:
-            shipped = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
-            for path in sorted(glob.glob(os.path.join(shipped, "tune-*.json"))):
-                got = _read(path).get(key)
-                if got is not None:
-                    break
+            got = _shipped(lambda k: k == key)
+        if got is None and borrow():
+            got = _borrowed(key)
         got = _tables[key] = dict(got or {})
     return got
+
+
+def _shipped(want):
+    """The first section of the shipped tables whose key `want` accepts, or None."""
+    shipped = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
+    for path in sorted(glob.glob(os.path.join(shipped, "tune-*.json"))):
+        for k, section in _read(path).items():
+            if want(k) and isinstance(section, dict):
+                return section
+    return None
+
+
+# A device with no table of its own borrows the table of the same adapter, driver and pyrite
+# version under the other WebGPU implementation (the cache's, else a shipped one): the kernels
+# are the same WGSL on the same GPU, only the shader compiler differs. This is how Dawn gets
+# tuned tiles at all: its timestamps on the lent GPUs come in 65.5 µs steps, too coarse to rank
+# the candidates, so `pyrite tune` keeps none there. `PYRITE_TUNE_BORROW=0` turns it off (A/B).
+# H100, Dawn, 2026-12-06 (`pyrite bench --only bert`, borrowing wgpu-native's shipped table /
+# not; docs/bench/2026-12-06-h100-s31-dawn-bert-borrow*.json): the compiled BERT-base forward at
+# batch 1 2.23 and 2.20 / 2.80 ms (torch CUDA eager 2.36-2.39), its split-K tiles taken (144
+# kernels a call against 96); batch 32 even (20.76-20.81 / 20.94).
+def borrow() -> bool:
+    return os.environ.get("PYRITE_TUNE_BORROW", "1").strip() != "0"
+
+
+def _versions(driver: str) -> set:
+    """The version numbers in a driver description (wgpu-native says "580.159.04", Dawn
+    "NVIDIA: 580.159.04 580.159.4.0" for the same driver)."""
+    return set(re.findall(r"\d+(?:\.\d+)+", driver))
+
+
+def _borrowed(key: str):
+    name, _impl, rest = key.split(" | ", 2)
+    driver, version = rest.rsplit(" | ", 1)
+
+    def same_gpu(k: str) -> bool:
+        parts = k.split(" | ")
+        return (len(parts) == 4 and k != key and parts[0] == name and parts[3] == version
+                and bool(_versions(parts[2]) & _versions(driver)))  # fmt: skip
+
+    for k, section in _read(cache_path()).items():
+        if same_gpu(k) and isinstance(section, dict):
+            return section
+    return _shipped(same_gpu)
 
 
 def lookup(dev, lay, M, N, K):
