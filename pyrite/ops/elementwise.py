@@ -428,8 +428,14 @@ def _scalar_cast(name, rt, ct):
     return None
 
 
-def _inplace(name, a, b):
-    """a <op>= b, written into a's own buffer (a may be a view)."""
+def _inplace(name, a, b, alpha=1):
+    """a <op>= b (or alpha·b for add and sub), written into a's own buffer (a may be a view)."""
+    scaled = alpha != 1 or type(alpha) is bool
+    if scaled:
+        c = _scaled(name, a, b, alpha, a, check_only=True) if name in ("add", "sub") else None
+        if c is None:  # (an integer or bool result: alpha·b first, as torch)
+            return _inplace(name, a, _times_alpha(name, a, b, alpha))
+        b = c
     rt = result_dtype(a, b)
     if BINARY[name][3] == "float" and not rt.is_floating_point:
         rt = D.float32
@@ -448,20 +454,88 @@ def _inplace(name, a, b):
                 f"pyrite: in-place {name}: shape {tuple(b._shape)} does not "
                 f"broadcast to the tensor's {tuple(a._shape)}"
             )
+    if scaled:
+        return _scaled(name, a, b, alpha, a)
     return binary(name, a, b, out=a)
 
 
 # ---- functions in PyTorch's spelling --------------------------------------------------------
 def add(input, other, *, alpha=1, out=None):
     if alpha != 1 or type(alpha) is bool:  # alpha=True is checked too (bool results only)
+        if _scaled("add", input, other, alpha, out, check_only=True) is not None:
+            return _scaled("add", input, other, alpha, out)
         other = _times_alpha("add", input, other, alpha)
     return binary("add", input, other, out)
 
 
 def sub(input, other, *, alpha=1, out=None):
     if alpha != 1 or type(alpha) is bool:  # alpha=True is checked too (bool results only)
+        if _scaled("sub", input, other, alpha, out, check_only=True) is not None:
+            return _scaled("sub", input, other, alpha, out)
         other = _times_alpha("sub", input, other, alpha)
     return binary("sub", input, other, out)
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha · input (here, not in ops/mathops, so bfloat16 takes add's kernel and its
+    rounding instead of the float32 fallback's: 2,579 of 10,007 elements 1 ulp off)."""
+    return sub(other, input, alpha=alpha)
+
+
+def _scaled(name, input, other, alpha, out, check_only=False):
+    """input ± alpha·other with a float result, as one map: torch's add kernel rounds alpha (and
+    a Python-number operand) to the result dtype, computes fma(other, alpha, input) in f32 and
+    rounds once (a float16 x.add_(y, alpha=0.3) rounded alpha·y to float16 first here: 2,060 of
+    10,007 elements 1 ulp off). None where the result is not a float (the int and bool paths
+    multiply first, exactly), or an out= of another dtype would round twice. With check_only:
+    the operand to pass on (other, a 0-d tensor cast as torch casts it) or None."""
+    if isinstance(alpha, (bool, np.bool_)):
+        return None
+    if name == "sub" and any(_is_bool_operand(x) for x in (input, other)):
+        return None  # (binary raises torch's refusal of bool subtraction)
+    if _is_scalar(input) and _is_scalar(other):
+        return None
+    if not _is_scalar(input):
+        input = as_tensor_arg(input)
+    if not _is_scalar(other):
+        other = as_tensor_arg(other)
+    rt = result_dtype(input, other)
+    if rt.kind != "f" or not (out is None or out.dtype is rt or rt is D.float32):
+        return None  # (an f32 result rounds once into any out; a half one would round twice)
+    if rt in (D.float16, D.bfloat16):  # (a 0-d tensor of another dtype is cast first, as torch)
+        input, other = _cast_0d(input, rt), _cast_0d(other, rt)
+    if check_only:
+        return other
+    from .casts import fill_value
+
+    # (alpha becomes a c10 value of the result dtype: via f32, checked for overflow)
+    a = D.round_scalar(float(np.float32(fill_value(alpha, rt))), rt)
+    a = -a if name == "sub" else a  # (torch's sub is add with -alpha)
+    if (_rg(input) or _rg(other)) and is_grad_enabled():
+        return _grads().recorded_scaled(name, input, other, a, out)
+    return _scaled_map(input, other, a, out)
+
+
+def _scaled_map(input, other, alpha, out=None):
+    """out = fma(other, alpha, input), alpha already the result dtype's value; either operand
+    may be a Python number (rounded to the result dtype here)."""
+    if out is not None:
+        mark_written(out)
+    rt = result_dtype(input, other)
+    f32 = ("f32",)
+    if _is_scalar(other):
+        b = D.round_scalar(float(np.float32(other)), rt)
+        o = _out(out, input._shape, rt)
+        return run_map("fma(s0, s1, x0)", (input,), f32, o, "f32", (b, alpha), f32 * 2)
+    if _is_scalar(input):
+        a = D.round_scalar(float(np.float32(input)), rt)
+        o = _out(out, other._shape, rt)
+        return run_map("fma(x0, s1, s0)", (other,), f32, o, "f32", (a, alpha), f32 * 2)
+    shape = input._shape
+    if shape != other._shape:
+        shape = broadcast_shapes(shape, other._shape)
+    o = _out(out, shape, rt)
+    return run_map("fma(x1, s0, x0)", (input, other), f32 * 2, o, "f32", (alpha,), f32)
 
 
 def _times_alpha(name, input, other, alpha):
@@ -474,12 +548,14 @@ def _times_alpha(name, input, other, alpha):
     if not _is_scalar(other):
         other = as_tensor_arg(other)
     rt = result_dtype(input, other)
-    if isinstance(alpha, (bool, np.bool_)) and not rt.is_bool:
-        raise TypeError(f"pyrite: Boolean alpha only supported for Boolean results ({rt!r})")
+    if isinstance(alpha, (bool, np.bool_)) and not rt.is_bool:  # (torch's class: RuntimeError)
+        raise RuntimeError(
+            f"pyrite: Boolean alpha only supported for Boolean results. (result {rt!r})"
+        )
     if rt.kind != "f" and D.scalar_kind(alpha) == "f":
-        raise TypeError(
-            "pyrite: for integral input tensors, argument alpha must not be a floating point "
-            f"number (alpha={alpha!r}, {rt!r})"
+        raise RuntimeError(
+            "pyrite: For integral input tensors, argument alpha must not be a floating point "
+            f"number. (alpha={alpha!r}, result {rt!r})"
         )
     if _is_scalar(other):  # (a bool result stays bool: True + False·2 is True, not 1)
         return bool(other) and bool(alpha) if rt.is_bool else other * alpha
@@ -784,8 +860,11 @@ def lerp(input, end, weight):
 def _lerp(input, end, weight):
     # the map itself (its own GRADS entry: the in-place methods of ops/operators.py call the
     # public functions unwrapped, and still record through this one)
-    # torch's form: the nearer end is the anchor (exact at weight 1; inf ends as torch's)
-    expr = "select(B - (B - A) * (1.0 - C), A + C * (B - A), abs(C) < 0.5)"
+    # torch's form: the nearer end is the anchor (exact at weight 1; inf ends as torch's), each
+    # side one fma as torch's CPU kernel (float16 weight 0.3: 14 of 10,007 elements 1 ulp off
+    # unfused). lavapipe computes fma as a multiply and an add (measured): there nothing moves;
+    # whether a GPU's driver fuses it is not measured yet
+    expr = "select(fma(A - B, 1.0 - C, B), fma(C, B - A, A), abs(C) < 0.5)"
     return _ternary(expr, expr, [input, end, weight])
 
 
@@ -796,7 +875,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 
 def _addcmul(input, tensor1, tensor2, value):
-    return _addc("addcmul", "A + s0 * (B * C)", input, tensor1, tensor2, value)
+    # torch's CPU kernel: fma(value·t1, t2, input) in f32 (value·(t1·t2) rounds another way)
+    return _addc("addcmul", "fma(s0 * B, C, A)", input, tensor1, tensor2, value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -805,7 +885,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 def _addcdiv(input, tensor1, tensor2, value):
-    return _addc("addcdiv", "A + s0 * (B / C)", input, tensor1, tensor2, value)
+    # torch's order, value·t1 first; p_divf: a correctly rounded quotient on every device
+    return _addc("addcdiv", "A + p_divf(s0 * B, C)", input, tensor1, tensor2, value)
 
 
 def _addc(name, expr, input, t1, t2, value):
@@ -822,6 +903,8 @@ def _addc(name, expr, input, t1, t2, value):
         raise TypeError(f"pyrite: {name} is not implemented for pyrite.bool")
     ct = _CT[dt.kind]
     shape = broadcast_shapes(*(t._shape for t in xs))
+    if ct == "i32":
+        expr = "A + s0 * B * C" if name == "addcmul" else expr  # (no integer fma in WGSL)
     text = _wgsl(expr, {"A": "x0", "B": "x1", "C": "x2"})
     return run_map(text, xs, (ct,) * 3, empty(shape, dt), ct, (value,), (ct,))
 
@@ -903,6 +986,7 @@ FUNCS = {
     "add": add,
     "sub": sub,
     "subtract": sub,
+    "rsub": rsub,
     "mul": mul,
     "multiply": mul,
     "pow": pow,
@@ -989,7 +1073,7 @@ FUNCS = {
 
 __all__ = sorted(FUNCS)
 
-METHODS = dict(FUNCS)  # operators and in-place forms: ops/operators.py
+METHODS = {k: v for k, v in FUNCS.items() if k != "rsub"}  # (+ operators: ops/operators.py)
 METHODS["where"] = _where_method
 
 

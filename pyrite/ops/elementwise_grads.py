@@ -573,6 +573,35 @@ def recorded_binary(name, a, b, out):
     )
 
 
+@saves()
+def _scaled(ctx, g):
+    """input + alpha·other (add and sub with alpha: ops/elementwise.py `_scaled`; sub's alpha
+    comes negated)."""
+    return g, (g * ctx.kwargs["alpha"] if ctx.needs[1] else None)
+
+
+def recorded_scaled(name, a, b, alpha, out):
+    """add/sub with alpha and a float result, recorded (recorded_binary's shape)."""
+    scaled_map = _ew()._scaled_map
+    kw = {"alpha": alpha}
+    if out is None:
+        state = autograd._state
+        state.enabled = False
+        try:
+            r = scaled_map(a, b, alpha)
+        finally:
+            state.enabled = True
+        return autograd.record(name, _scaled, (a, b), kw, r)
+    if out is a:
+        return autograd._inplace_call(
+            lambda x, y, alpha: scaled_map(x, y, alpha, out=x), name + "_", _scaled, (a, b), kw
+        )
+    raise RuntimeError(
+        f"pyrite: {name}(): functions with out=... arguments don't support automatic "
+        "differentiation, but one of the arguments requires grad."
+    )
+
+
 def recorded_unary(name, x, scalars, s_ctypes, out):
     unary = _ew().unary
 

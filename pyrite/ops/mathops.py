@@ -1,6 +1,6 @@
 """More elementwise math that ported scripts meet: hypot, fmax/fmin, copysign, nextafter, ldexp,
 frexp, heaviside, logaddexp2, asinh/acosh/atanh (and the arc* spellings), deg2rad/rad2deg,
-isneginf/isposinf/isreal, positive, rsub, and their in-place forms.
+isneginf/isposinf/isreal, positive, and their in-place forms (rsub: ops/elementwise.py).
 
 Each op is a row added to ops/elementwise.py's UNARY/BINARY tables (so promotion, scalars,
 broadcasting and strided views behave as every other elementwise op) or, where the operands
@@ -16,7 +16,7 @@ from collections import namedtuple
 from .. import dtypes as D
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
-from .elementwise import BINARY, UNARY, _is_scalar, as_tensor_arg, binary, result_dtype, sub, unary
+from .elementwise import BINARY, UNARY, _is_scalar, as_tensor_arg, binary, result_dtype, unary
 
 # zero by its bits: lavapipe folds `x == 0.0` to true for a NaN x (see p_powf)
 _ZERO = "((bitcast<u32>(A) & 0x7fffffffu) == 0u)"
@@ -203,11 +203,6 @@ def positive(input):
     return input
 
 
-def rsub(input, other, *, alpha=1):
-    """other - alpha · input."""
-    return sub(other, input, alpha=alpha)
-
-
 # ---- in place -----------------------------------------------------------------------------------
 def inplace_of(fn, name):
     """`x.<name>_(...)`: fn(x, ...) written back into x, refused (as PyTorch) when the result's
@@ -263,7 +258,6 @@ FUNCS = {
     "is_conj": is_conj,
     "is_neg": is_neg,
     "positive": positive,
-    "rsub": rsub,
 }
 _INPLACE = (
     "hypot copysign nextafter heaviside ldexp asinh arcsinh acosh arccosh atanh arctanh "
@@ -272,7 +266,7 @@ _INPLACE = (
 
 __all__ = sorted(FUNCS)
 
-METHODS = {k: v for k, v in FUNCS.items() if k != "rsub"}
+METHODS = dict(FUNCS)
 METHODS.update({f"{name}_": inplace_of(FUNCS[name], name) for name in _INPLACE})
 METHODS["__pos__"] = positive
 

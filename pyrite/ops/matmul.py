@@ -1125,10 +1125,7 @@ def linear(input, weight, bias=None):
     if isinstance(bias, Tensor):
         _check_added(x, [bias], "linear")
     if w.ndim == 1:
-        res = matmul(x, w)
-        if bias is not None:
-            res = res + bias
-        return res
+        return _linear_vector(x, w, bias)
     wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
     lead = x._shape[:-1]
     x2 = None
@@ -1166,6 +1163,33 @@ def linear(input, weight, bias=None):
     elif x2 is not x:
         res = res._view(lead + (w._shape[0],), contiguous_strides(lead + (w._shape[0],)), 0)
     return res
+
+
+def _linear_vector(x, w, bias):
+    """linear with a 1-D weight: x @ w, then bias added in place, as torch. torch sends a bias to
+    addmm (which refuses the 1-D weight: "mat2 must be a matrix, got 1-D tensor") when x is 2-D,
+    or when x is contiguous and the bias 1-D once squeezed and contiguous (Linear.cpp's
+    is_bias_likely_fusable); otherwise out.add_(bias), which refuses a bias that would grow the
+    output (x (3,) gives a 0-d output: a (1, 1) bias fails)."""
+    if bias is not None:
+        bt = bias if isinstance(bias, Tensor) else as_tensor_arg(bias)
+        squeezed = len([n for n in bt._shape if n != 1])
+        fusable = (bt.ndim == 1 or squeezed == 1) and bt.is_contiguous()
+        if x.ndim == 2 or (fusable and x.is_contiguous()):
+            raise ShapeError(
+                f"pyrite: linear: mat2 must be a matrix, got 1-D tensor (torch adds a bias of "
+                f"shape {tuple(bt._shape)} to input {tuple(x._shape)} @ a 1-D weight by addmm)"
+            )
+    res = matmul(x, w)
+    if bias is None:
+        return res
+    shape = broadcast_shapes(res._shape, bt._shape)
+    if shape != res._shape:
+        raise ShapeError(
+            f"pyrite: linear: output with shape {list(res._shape)} doesn't match the broadcast "
+            f"shape {list(shape)}"
+        )
+    return res + bt
 
 
 # gemm as defined here: ops/__init__ installs the module's public functions behind autograd's

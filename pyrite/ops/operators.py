@@ -9,7 +9,6 @@ from .. import dtypes as D
 from .elementwise import (
     FUNCS,
     _inplace,
-    _times_alpha,
     abs,
     binary,
     bitwise_not,
@@ -21,11 +20,8 @@ from .elementwise import (
 
 def _inplace_method(name):
     def fn(self, other, **kw):
-        alpha = kw.get("alpha", 1)
-        if alpha != 1 or type(alpha) is bool:
-            # torch's alpha rules (a scalar other too: x.add_(1, alpha=2) is x + 2)
-            other = _times_alpha(name, self, other, alpha)
-        return _inplace(name, self, other)
+        # torch's alpha rules (a scalar other too: x.add_(1, alpha=2) is x + 2)
+        return _inplace(name, self, other, kw.get("alpha", 1))
 
     return fn
 

@@ -1179,22 +1179,62 @@ def _g_logsumexp(ctx, g):
     return (_expand_back(g, x._shape, dims, keepdim) * exp(x - o),)
 
 
+def _exclusive_products(x, dims):
+    """Each element's product of the others over `dims` (torch's prod_safe_zeros_backward): the
+    cumulative product before it times the one after it, defined where x has zeros (out / x is
+    0 / 0 there, and inf / inf beside an inf). Several dims go as one, in row-major order."""
+    from .combine import cat, flip
+    from .creation import ones
+    from .views import narrow
+
+    if len(dims) != 1:  # (the reduced dims moved last and flattened into one)
+        kept = [i for i in range(x.ndim) if i not in dims]
+        perm = kept + list(dims)
+        moved = x.permute(*perm)
+        flat = moved.reshape(*moved._shape[: len(kept)], -1)
+        e = _exclusive_products(flat, [len(kept)]).reshape(*moved._shape)
+        return e.permute(*[perm.index(i) for i in range(x.ndim)])
+    d = dims[0]
+    n = x._shape[d]
+    one = ones(*[1 if i == d else s for i, s in enumerate(x._shape)], dtype=x.dtype)
+    if n == 1:
+        return one
+    head = cumprod(cat([one, narrow(x, d, 0, n - 1)], d), d)  # Π_{j<i} x_j
+    tail = flip(cumprod(cat([one, flip(narrow(x, d, 1, n - 1), (d,))], d), d), (d,))  # Π_{j>i}
+    return head * tail
+
+
 @_saves(0, "out")
 def _g_prod(ctx, g):
+    """torch's prod_backward: g·out/x where x has no zero anywhere, else g times the product of
+    the other elements (_exclusive_products); 0 for a whole-tensor prod with two zeros or more
+    (unless a double backward is recorded). The rule is the whole tensor's, as in torch: a row
+    [inf, 2] beside a zero in another row takes the exclusive products, [2, inf], not out / x's
+    [nan, inf]. The choice is made on the device, by where; only while a double backward is
+    recorded is the zero count read back (where's other branch would pass 0·inf gradients)."""
     from .elementwise import where
 
     x = ctx.args[0]
+    if not x._shape:
+        return (g,)
     dim = _ctx_arg(ctx, 1, "dim", None)
     dims = _dims_of(x._shape, dim)
     keepdim = _ctx_arg(ctx, 2, "keepdim", False)
-    o = _expand_back(_live_out(ctx, prod), x._shape, dims, keepdim)
-    # out / x where x != 0 (zeros: the product of the others, by a second prod with them as 1)
-    safe = where(x == 0, 1.0, x)
-    others = prod(safe, dim=dims[0], keepdim=True) if len(dims) == 1 else prod(safe)
-    zeros_in = sum(x == 0, dim=dims, keepdim=True)
     gk = _expand_back(g, x._shape, dims, keepdim)
-    lone = where((x == 0) & (zeros_in == 1), others, 0.0)
-    return (gk * where(x == 0, lone, o / safe),)
+    if x.numel() == 0:
+        return (gk,)
+    xg = x if x.dtype is g.dtype else x.to(g.dtype)  # (torch: self.to(grad's dtype))
+    zeros = sum(x == 0)
+    if is_grad_enabled():
+        if zeros.item() == 0:
+            o = _expand_back(_live_out(ctx, prod), x._shape, dims, keepdim)
+            return (gk * (o / xg),)
+        return (gk * _exclusive_products(xg, dims),)
+    o = _expand_back(ctx.out, x._shape, dims, keepdim)
+    others = gk * _exclusive_products(xg, dims)
+    if not _given(dim):
+        others = where(zeros > 1, 0.0, others)
+    return (where(zeros == 0, gk * (o / xg), others),)
 
 
 def _reverse_cumsum(t, d):
@@ -1213,27 +1253,60 @@ def _g_cumsum(ctx, g):
 
 @_saves(0, "out")
 def _g_cumprod(ctx, g):
-    """d out_j / d x_i = out_j / x_i (j >= i) where x has no zero up to i: the reversed
-    cumulative sum of g·out over x. At the first zero of a row: the cumulative product with that
-    zero taken as 1 (the product of the others), reverse-summed against g; after it: 0."""
+    """torch's cumprod_backward. d out_j / d x_i = out_j / x_i (j >= i) before a row's first
+    zero z1: the reversed cumulative sum of g·out, taken over j < z1 only (past z1, out is 0, or
+    NaN after an inf), divided by x. At z1: out[z1-1]·Σ_{z1<=j<z2} g_j·Π_{z1<i<=j} x_i (z2 the
+    second zero). After it: 0. While a double backward is recorded: out / x where x has no zero
+    at all (read back, as torch does), else the products of the other elements, O(n²)."""
     from .elementwise import where
+    from .scatter import gather
 
     x, out = ctx.args[0], ctx.out
-    if not x._shape:
+    if x.numel() <= 1:
         return (g,)
     d = _ctx_arg(ctx, 1, "dim", None) % x.ndim
+    if x._shape[d] == 1:
+        return (g,)
     if is_grad_enabled():
         # create_graph: the saved output is an alias without a graph; recompute it from x so
         # the second derivative sees it depend on x
-        out = cumprod(x, d)
+        if (x == 0).any().item():
+            return (_cumprod_grad_omitted(x, g, d),)
+        return (_reverse_cumsum(g * cumprod(x, d), d) / x,)
     zero = x == 0
     seen = cumsum(zero, d)  # int: how many zeros up to here
     before = seen == 0
-    first = zero & (seen == 1)
-    plain = _reverse_cumsum(g * out, d) / where(before, x, 1.0)
-    others = cumprod(where(first, 1.0, x), d)
-    at_zero = _reverse_cumsum(g * others, d)
+    between = seen == 1  # [z1, z2)
+    first = zero & between
+    plain = _reverse_cumsum(where(before, g * out, 0.0), d) / where(before, x, 1.0)
+    after_first = cumprod(where(between & ~first, x, 1.0), d)  # Π_{z1<i<=j} x_i on [z1, z2)
+    # (g masked by where, the product not: torch's 0·inf past z2 gives NaN as its does)
+    at_zero = sum(after_first * where(between, g, 0.0), d, keepdim=True)
+    n_before = sum(before, d, keepdim=True)  # z1
+    last = gather(out, d, (n_before - 1).clamp(min=0))  # out[z1-1]
+    at_zero = at_zero * where(n_before == 0, 1.0, last)
     return (where(before, plain, where(first, at_zero, 0.0)),)
+
+
+def _cumprod_grad_omitted(x, g, d):
+    """Σ_{j>=k} g_j·Π_{i<=j, i!=k} x_i for each k of dim d: the cumulative product along j of x
+    with x_k taken as 1, in blocks of k (an (..., k, j) tensor each): torch's O(n²) rule, whose
+    own derivative is cumprod's second derivative where x has zeros."""
+    from .combine import cat
+    from .creation import arange
+    from .elementwise import where
+
+    xm, gm = x.movedim(d, -1), g.movedim(d, -1)  # (..., n)
+    n = xm._shape[-1]
+    rows = builtins.max(1, xm.numel() // n)
+    block = builtins.max(1, (1 << 22) // (rows * n))
+    j = arange(n).reshape(1, n)
+    parts = []
+    for k0 in range(0, n, block):
+        k = arange(k0, builtins.min(n, k0 + block)).reshape(-1, 1)
+        c = cumprod(where(j == k, 1.0, xm.unsqueeze(-2)), -1)  # (..., kb, n)
+        parts.append(sum(where(j >= k, gm.unsqueeze(-2) * c, 0.0), -1))  # (..., kb)
+    return (cat(parts, -1) if len(parts) > 1 else parts[0]).movedim(-1, d)
 
 
 @_saves(0, "out")
