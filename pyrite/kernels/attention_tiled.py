@@ -336,6 +336,13 @@ def attn_fwd_tiled_kernel(
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
+def fma_rows(rows: int, halves: str, acc: str, weight, value) -> str:
+    """WGSL: {acc}{r}{h} += weight(r) · value(h) for each of `rows` rows r and part h of the
+    dims (the products' accumulate step, shared with attention_tiled_bwd)."""
+    return "".join(f"      {acc}{r}{h} += {weight(r)} * {value(h)};\n"
+                   for r in range(rows) for h in halves)  # fmt: skip
+
+
 def _dropped(N: int, dropout: bool) -> tuple[str, str]:
     """(WGSL, name): the weights P·V takes, p<r>, or with dropout pd<r>, the kept ones scaled
     (l sums the weights before dropout)."""
@@ -361,9 +368,7 @@ def _pv_shuffled(N: int, halves: str, R: int, ko: str, dropout: bool) -> str:
             for i, h in enumerate(halves):
                 b += f"      let v{h}{c} = vs[{ko}(j + {c}) * {R} + {8 * i} + tx];\n"
         for c in range(4):
-            for r in range(N):
-                for h in halves:
-                    b += f"      o{r}{h} += ps{r}[{c}] * v{h}{c};\n"
+            b += fma_rows(N, halves, "o", lambda r: f"ps{r}[{c}]", lambda h: f"v{h}{c}")
         b += "    }\n"
     return b
 
@@ -397,9 +402,7 @@ def _pv_staged(N: int, halves: str, R: int, BQ: int, dropout: bool) -> str:
         for i, h in enumerate(halves):
             b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {8 * i} + tx];\n"
     for u in range(2):
-        for r in range(N):
-            for h in halves:
-                b += f"      o{r}{h} += pv{u}[{r}] * v{h}{u};\n"
+        b += fma_rows(N, halves, "o", lambda r: f"pv{u}[{r}]", lambda h: f"v{h}{u}")
     b += "    }\n  }\n"
     return b
 

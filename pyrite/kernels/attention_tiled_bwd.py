@@ -43,7 +43,7 @@ from .attention import (
     drop_setup,
     dropout_keep,
 )
-from .attention_tiled import tiled_ep
+from .attention_tiled import fma_rows, tiled_ep
 from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, trusted
 
 BWD_TB = 32  # rows of a block and of each tile walked (head dims up to 64)
@@ -200,9 +200,7 @@ def _products(c: _Cfg, pairs) -> str:
         b += f"      let w{acc} = {wt}[n * {c.T} + ty];\n"
         for i, h in enumerate(c.halves):
             b += f"      let r{acc}{h} = {src}[n * {c.RP} + {8 * i} + tx];\n"
-        for r in range(c.N):
-            for h in c.halves:
-                b += f"      {acc}{r}{h} += w{acc}[{r}] * r{acc}{h};\n"
+        b += fma_rows(c.N, c.halves, acc, lambda r: f"w{acc}[{r}]", lambda h: f"r{acc}{h}")
     return b + "    }\n"
 
 
@@ -219,9 +217,9 @@ def _products_shuffled(c: _Cfg, pairs) -> str:
         for acc, _, src in pairs:
             for i, h in enumerate(c.halves):
                 b += f"      let r{acc}{h}{k} = {src}[(m + {8 * k}) * {c.RP} + {8 * i} + tx];\n"
-            for r in range(c.N):
-                for h in c.halves:
-                    b += f"      {acc}{r}{h} += w{acc}{r}[{k}] * r{acc}{h}{k};\n"
+            b += fma_rows(
+                c.N, c.halves, acc, lambda r: f"w{acc}{r}[{k}]", lambda h: f"r{acc}{h}{k}"
+            )
     return b + "    }\n"
 
 
