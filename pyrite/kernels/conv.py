@@ -120,13 +120,16 @@ def _dim_loop(
 
 
 @lru_cache(maxsize=64)
-def col2im(stype: str, bias: bool) -> KernelSource:
+def col2im(stype: str, bias: bool, cols_type: str | None = None) -> KernelSource:
+    """out (stype) = the column matrix folded back (+ bias); the columns may be stored in
+    another type (f32 columns of an f16 output: the partial sums are rounded once, at the end)."""
     ct = "i32" if stype == "i32" else "f32"
+    cols_type = cols_type or stype
     zero = "0" if ct == "i32" else "0.0"
     inner = (
         "        let l = (qd * info[9] + qh) * info[10] + qw;\n"
         "        let krow = (kd * info[6] + kh) * info[7] + kw;\n"
-        f"        acc = acc + {load('cols[cbase + krow * info[22] + l * info[23]]', stype, ct)};\n"
+        f"        acc = acc + {load('cols[cbase + krow * info[22] + l * info[23]]', cols_type, ct)};\n"
     )
     loops = _dim_loop(
         "kd",
@@ -184,7 +187,7 @@ def col2im(stype: str, bias: bool) -> KernelSource:
 {loops}  out[o] = {store("acc", ct, stype)};
 }}
 """
-    bufs = [("cols", stype, "r"), ("out", stype, "w")]
+    bufs = [("cols", cols_type, "r"), ("out", stype, "w")]
     if bias:
         bufs.append(("bias", stype, "r"))
     src = header(bufs) + ENTRY.format(wg=WG) + body

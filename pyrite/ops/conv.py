@@ -502,7 +502,7 @@ def _col2im(cols: Tensor, out: Tensor, geo: dict, bias=None, n0=0, nb=None, c0=0
     global LAST_COL2IM_TILES
     LAST_COL2IM_TILES = tuple(tiles)
     dev = backend.current()
-    src = col2im(out.dtype.wgsl, bias is not None)
+    src = col2im(out.dtype.wgsl, bias is not None, cols.dtype.wgsl)
     bufs = [cols._storage.buffer, out._storage.buffer]
     if bias is not None:
         bufs.append(bias._storage.buffer)
@@ -584,7 +584,7 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
         (i - 1) * s - 2 * p + d * (k - 1) + op + 1
         for i, s, p, d, k, op in zip(in_sp, stride3, pad, dil3, ker, opad)
     )
-    if any(o <= 0 for o in out_sp):
+    if any(o < 0 for o in out_sp):  # (an empty output is torch's answer at exactly 0)
         raise SpatialError(
             f"pyrite: {what}: given input size per channel: "
             f"({' x '.join(map(str, in_sp[3 - dims :]))}). Calculated output size per channel: "
@@ -640,7 +640,10 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
         for n0 in range(0, N, nb):
             nbc = min(nb, N - n0)
             b = xb._view((nbc, g, Cig, L), (sn, Cig * sc, sc, ls), xb._offset + n0 * sn)
-            cols = gemm(a, b)  # (nbc, g, ccc*K, L)
+            # (nbc, g, ccc*K, L); f32 columns for a half output, which is rounded once: f16
+            # columns rounded each tap's sum (a bias cancelling the sum left the f16 error of
+            # the sum, 80 ulp of the result)
+            cols = gemm(a, b, out_dtype=D.float32 if out.dtype is D.float16 else None)
             cv = cols._view((nbc, g * ccc * K, L), (g * ccc * K * L, L, 1), 0)
             _col2im(cv, out, geo, bias, n0, nbc, c0, ccc)
     return from_ncdhw(out, dims, unbatched)
