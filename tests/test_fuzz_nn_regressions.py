@@ -54,3 +54,23 @@ def test_conv_transpose_f16_rounds_once(rng):
     # once rounded from f32: within an f16 ulp of each value plus f32's sum error
     tol = 2.0**-11 * np.abs(want) + 1e-6 * np.abs(want).max()
     assert (np.abs(_np(got) - want) <= tol).all()
+
+
+# ---- half-precision sdpa off the fused path (value dim != head dim, bf16) rounded its scores
+# and weights into the half type: 1.4 ulp of the result off, torch 0.4
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sdpa_half_composite_in_f32(rng, dtype):
+    u = 2.0**-11 if dtype == "float16" else 2.0**-8
+    q, k = rng.integers(-64, 65, (2, 13, 16)) / 16, rng.integers(-64, 65, (1, 13, 16)) / 16
+    v = rng.integers(-64, 65, (1, 13, 8)) / 16  # (Ev 8 != E 16: not the fused kernel)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), is_causal=True, enable_gqa=True
+    ).numpy()
+    ps = [
+        pr.tensor(a.astype(np.float32)).to(getattr(pr, dtype)).requires_grad_() for a in (q, k, v)
+    ]
+    got = F.scaled_dot_product_attention(*ps, is_causal=True, enable_gqa=True)
+    assert got.dtype is getattr(pr, dtype)
+    assert (np.abs(_np(got) - want) <= u * np.abs(want) + 1e-5).all()  # rounded once from f32
+    got.sum().backward()
+    assert all(p.grad is not None and p.grad.dtype is p.dtype for p in ps)
