@@ -74,3 +74,21 @@ def test_sdpa_half_composite_in_f32(rng, dtype):
     assert (np.abs(_np(got) - want) <= u * np.abs(want) + 1e-5).all()  # rounded once from f32
     got.sum().backward()
     assert all(p.grad is not None and p.grad.dtype is p.dtype for p in ps)
+
+
+# ---- logsigmoid (and the log1p(exp(-|x|)) of the logit losses) took WGSL's exp, 3 + 2|x| ULP:
+# logsigmoid(30.2) was 26 ULP off (torch 0.5); kernels/mathlib.py's p_expf now
+def test_logsigmoid_exp_precise():
+    x = np.array([31.0, 31.5, 25.0, 30.2, 17.0, -31.0, 60.0], dtype=np.float32)
+    want = torch.nn.functional.logsigmoid(torch.tensor(x, dtype=torch.float64)).numpy()
+    got = _np(F.logsigmoid(pr.tensor(x)))
+    np.testing.assert_allclose(got, want, rtol=4 * 2.0**-24)
+    t = np.abs(x) / 64
+    for fn in (
+        lambda T, a, b: T.nn.functional.binary_cross_entropy_with_logits(a, b, reduction="none"),
+        lambda T, a, b: T.nn.functional.poisson_nll_loss(a / 4, b, reduction="none"),
+        lambda T, a, b: T.nn.functional.kl_div(a, b, reduction="none", log_target=True),
+    ):
+        want = fn(torch, torch.tensor(x).double(), torch.tensor(t).double()).numpy()
+        got = _np(fn(pr, pr.tensor(x), pr.tensor(t)))
+        np.testing.assert_allclose(got, want, rtol=16 * 2.0**-24)

@@ -363,7 +363,7 @@ def _hardsigmoid_(input):
 
 def logsigmoid(input):
     """log(σ(x)) = min(x, 0) - log1p(exp(-|x|)): never exp of a large positive number."""
-    expr = _nan_kept("min(x0, 0.0) - p_log1p(exp(-abs(x0)))")
+    expr = _nan_kept("min(x0, 0.0) - p_log1p(p_expf(-abs(x0)))")
     return _act("logsigmoid", expr, input)
 
 

@@ -150,7 +150,7 @@ def poisson_nll_loss(
     t·log(t) - t + 0.5·log(2πt) where t > 1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
-    expr = "exp(x0) - x1 * x0" if log_input else "x0 - x1 * log(x0 + s0)"
+    expr = "p_expf(x0) - x1 * x0" if log_input else "x0 - x1 * log(x0 + s0)"
     if full:
         expr = f"({expr}) + select(0.0, x1 * log(x1) - x1 + 0.5 * log(s1 * x1), x1 > 1.0)"
     loss = fmap(expr, [input, target], [eps, 2.0 * math.pi])
@@ -253,7 +253,7 @@ def binary_cross_entropy_with_logits(
             f"{tuple(input._shape)}"
         )
     _float_target("binary_cross_entropy_with_logits", input, target)
-    soft = "(p_log1p(exp(-abs(x0))) + max(-x0, 0.0))"
+    soft = "(p_log1p(p_expf(-abs(x0))) + max(-x0, 0.0))"
     tens = [input, target]
     if pos_weight is not None:
         tens.append(pos_weight)
@@ -286,7 +286,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             "(floating-point only)"
         )
     if log_target:
-        loss = fmap("exp(x1) * (x1 - x0)", [input, target])
+        loss = fmap("p_expf(x1) * (x1 - x0)", [input, target])
     else:
         loss = fmap("select(x1 * (log(x1) - x0), 0.0, x1 == 0.0)", [input, target])
     if reduction == "batchmean":

@@ -106,7 +106,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     if _rec(input, target):
         return reduce_loss(_ew.softplus(-target * input), reduction)
     loss = fmap(
-        "max(-x1 * x0, 0.0) + p_log1p(exp(-abs(x1 * x0)))",
+        "max(-x1 * x0, 0.0) + p_log1p(p_expf(-abs(x1 * x0)))",
         [input, target],
         dtype=input.dtype if input.dtype.is_floating_point else D.float32,
     )
@@ -180,7 +180,7 @@ def multilabel_soft_margin_loss(
             "dimensions"
         )
     # logσ(x) = min(x, 0) - log1p(exp(-|x|)); logσ(-x) = min(-x, 0) - log1p(exp(-|x|))
-    expr = "-(x1 * min(x0, 0.0) + (1.0 - x1) * min(-x0, 0.0) - p_log1p(exp(-abs(x0))))"
+    expr = "-(x1 * min(x0, 0.0) + (1.0 - x1) * min(-x0, 0.0) - p_log1p(p_expf(-abs(x0))))"
     tens = [input, target]
     if weight is not None:
         expr = f"({expr}) * x2"
