@@ -92,3 +92,19 @@ def test_logsigmoid_exp_precise():
         want = fn(torch, torch.tensor(x).double(), torch.tensor(t).double()).numpy()
         got = _np(fn(pr, pr.tensor(x), pr.tensor(t)))
         np.testing.assert_allclose(got, want, rtol=16 * 2.0**-24)
+
+
+# ---- relu's and threshold's gradient at NaN: torch's threshold_backward passes g (x <= t is
+# false there); pyrite's x > t gave 0
+@pytest.mark.parametrize("lib_fn", ["relu", "threshold"])
+def test_relu_threshold_grad_at_nan(lib_fn):
+    x = np.array([np.nan, -1.0, 0.0, 2.0, -np.inf, np.inf, 1.5], dtype=np.float32)
+    w = np.arange(1, 8, dtype=np.float32)
+    grads = []
+    for lib in (torch, pr):
+        t = lib.tensor(x).requires_grad_()
+        fn = getattr(lib.nn.functional, lib_fn)
+        y = fn(t) if lib_fn == "relu" else fn(t, 1.5, -2.0)
+        (y * lib.tensor(w)).sum().backward()
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

@@ -504,8 +504,9 @@ def _g_hardtanh(ctx, g):
 
 
 def _g_threshold(ctx, g):
+    # torch's threshold_backward: 0 where x <= threshold, else g (NaN passes g)
     x = ctx.args[0]
-    return (_ew.where(x > ctx.args[1], g, 0.0),)
+    return (_ew.where(x <= ctx.args[1], 0.0, g),)
 
 
 def _g_rrelu(ctx, g):

@@ -334,7 +334,7 @@ def _u(fn, *what):
 # below it costs 2-9 dispatches (gelu's) for the same value — else the composite, whose ops
 # record. Formulas as the composites (PyTorch's), the masks as torch's threshold_backward.
 _FUSED = {
-    "relu": ("select(0.0, x0, x1 > 0.0)", "out"),
+    "relu": ("select(x0, 0.0, x1 <= 0.0)", "out"),  # (NaN passes g, as torch's)
     "sigmoid": ("x0 * x1 * (1.0 - x1)", "out"),
     "tanh": ("x0 * (1.0 - x1 * x1)", "out"),
     "gelu": (
@@ -501,7 +501,7 @@ UNARY_RULES = {
     "acosh": _u(lambda g, x, o: g * (x * x - 1.0).rsqrt(), 0),
     "atanh": _u(lambda g, x, o: g / (1.0 - x * x), 0),
     "sigmoid": _fused_u("sigmoid", lambda g, x, o: g * o * (1.0 - o), "out"),
-    "relu": _fused_u("relu", lambda g, x, o: g * (o > 0), "out"),
+    "relu": _fused_u("relu", lambda g, x, o: g * ~(o <= 0), "out"),
     "gelu": _fused_u("gelu", _gelu_erf, 0),
     "gelu_tanh": _fused_u("gelu_tanh", _gelu_tanh, 0),
     "silu": _fused_u("silu", _silu, 0),
