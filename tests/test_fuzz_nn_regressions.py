@@ -108,3 +108,21 @@ def test_relu_threshold_grad_at_nan(lib_fn):
         (y * lib.tensor(w)).sum().backward()
         grads.append(t.grad.numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+# ---- normalize (no autograd) and gaussian_nll_loss took WGSL's max(NaN, eps) = eps: a row with
+# a NaN gave x / eps (1e12) beside the NaN, torch NaN everywhere; a NaN variance gave 5e5
+def test_nan_not_clamped_to_eps():
+    x = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, -3.0]], dtype=np.float32)
+    for p in (2.0, float("inf")):
+        want = torch.nn.functional.normalize(torch.tensor(x), p, 1).numpy()
+        got = F.normalize(pr.tensor(x), p, 1).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)  # (NaN where torch has NaN)
+    ones = np.ones_like(x)
+    want = torch.nn.functional.gaussian_nll_loss(
+        torch.tensor(ones), torch.zeros(2, 3), torch.tensor(np.abs(x)), reduction="none"
+    ).numpy()
+    got = F.gaussian_nll_loss(
+        pr.tensor(ones), pr.zeros(2, 3), pr.tensor(np.abs(x)), reduction="none"
+    )
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)

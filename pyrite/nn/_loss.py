@@ -205,7 +205,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         )
     else:
         loss = fmap(
-            "0.5 * (log(max(x2, s0)) + (x0 - x1) * (x0 - x1) / max(x2, s0)) + s1",
+            # (p_maxf: a NaN variance stays NaN, as torch's clamp; WGSL's max gave eps)
+            "0.5 * (log(p_maxf(x2, s0)) + (x0 - x1) * (x0 - x1) / p_maxf(x2, s0)) + s1",
             [input, target, var_t],
             [eps, const],
         )

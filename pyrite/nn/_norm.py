@@ -281,7 +281,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if _autograd.needs_grad(input):  # recorded ops: differentiable as a composite
         y = input / n.clamp_min(eps)
     else:
-        y = fmap("x0 / max(x1, s0)", [input, n], [eps], fdt(input))
+        y = fmap("x0 / p_maxf(x1, s0)", [input, n], [eps], fdt(input))  # (NaN norm: NaN)
     return y if out is None else out.copy_(y)
 
 
