@@ -174,6 +174,8 @@ from .amp import (  # noqa: E402  (torch.is_autocast_enabled() etc., as attentio
     set_autocast_enabled,
     set_autocast_gpu_dtype,
 )
+from .distributions.binomial import binomial  # noqa: E402  (torch.binomial, torch.poisson)
+from .distributions.poisson import poisson  # noqa: E402
 from .func import vmap  # noqa: E402  (torch.vmap, torch.func.vmap's other name)
 from .io import load, save
 from .runtime import backends  # noqa: E402

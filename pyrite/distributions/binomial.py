@@ -51,6 +51,19 @@ def binomial_sample(count, prob):
         return pr.where(flip, count - out, out)
 
 
+def binomial(count, prob, generator=None):
+    """torch.binomial: Binomial(count, prob) draws of the broadcast shape as count's dtype (no
+    gradient), by binomial_sample, drawing from `generator` if given."""
+    from ..ops.random import drawing_from
+
+    for t in (count, prob):
+        if not isinstance(t, pr.Tensor) or not t.dtype.is_floating_point:
+            got = t.dtype if isinstance(t, pr.Tensor) else type(t).__name__
+            raise TypeError(f"pyrite: binomial() expects floating-point tensors, got {got}")
+    with drawing_from(generator):
+        return binomial_sample(count, prob).to(count.dtype)
+
+
 def _inversion(count, q, done, shape):
     log1mq = (-q).log1p()
     total = pr.zeros_like(count)

@@ -32,6 +32,18 @@ def poisson_sample(rate):
         return out
 
 
+def poisson(input, generator=None):
+    """torch.poisson: Poisson(input) counts of input's shape and dtype (no gradient flows), by
+    poisson_sample, drawing from `generator` if given."""
+    from ..ops.random import drawing_from
+
+    if not isinstance(input, pr.Tensor) or not input.dtype.is_floating_point:
+        got = input.dtype if isinstance(input, pr.Tensor) else type(input).__name__
+        raise TypeError(f"pyrite: poisson() expects a floating-point tensor, got {got}")
+    with drawing_from(generator):
+        return poisson_sample(input).to(input.dtype)
+
+
 def _knuth(rate, small, shape):
     limit = pr.exp(-rate)
     count = pr.zeros_like(rate)

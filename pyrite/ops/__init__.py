@@ -53,6 +53,11 @@ MODULES = [
     "special_more",
     # is_sparse, is_quantized, ... (all False), output_nr, apply_ / map_
     "tensor_attrs",
+    # torch names older or exported code calls: poisson/binomial, the deprecated linear algebra
+    # names, convolution, the *_copy functions, the removed ones' errors
+    "legacy",
+    # complex64: view_as_real / view_as_complex, polar, complex (and the guard installed below)
+    "complex",
 ]
 
 loaded = []

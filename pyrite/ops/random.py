@@ -5,6 +5,8 @@ normal_, random_, bernoulli_). Split out of ops/creation.py, which re-exports ev
 
 from __future__ import annotations
 
+import contextlib
+
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import grid_for
@@ -72,6 +74,22 @@ class Generator:
 
 
 default_generator = Generator()
+
+
+@contextlib.contextmanager
+def drawing_from(generator):
+    """Every draw inside takes `generator` (None: the default generator): for samplers built
+    from several draws (distributions' poisson and binomial) that torch gives a `generator=`."""
+    global default_generator
+    if generator is None:
+        yield
+        return
+    saved = default_generator
+    default_generator = generator
+    try:
+        yield
+    finally:
+        default_generator = saved
 
 
 def manual_seed(seed):
