@@ -126,3 +126,16 @@ def test_nan_not_clamped_to_eps():
         pr.tensor(ones), pr.zeros(2, 3), pr.tensor(np.abs(x)), reduction="none"
     )
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+# ---- digamma's gradient (the trigamma kernel) at -inf: the pole test (x == floor(x)) took
+# -inf first and gave inf; torch's trigamma(-inf) is NaN
+def test_digamma_grad_at_minus_inf():
+    x = np.array([-np.inf, np.inf, -1.0, -2.5, 0.5, 3.0], dtype=np.float32)
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    torch.digamma(t).sum().backward()
+    p = pr.tensor(x).requires_grad_()
+    pr.digamma(p).sum().backward()
+    got, want = _np(p.grad), t.grad.numpy()
+    assert np.isnan(got[0]) and got[1] == 0.0 and np.isinf(got[2])  # (torch: 6.6e32 at -1)
+    np.testing.assert_allclose(got[3:], want[3:], rtol=1e-5)

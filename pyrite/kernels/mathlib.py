@@ -595,8 +595,9 @@ HELPERS = {
     # the negative integers), as PyTorch's polygamma(1, x).
     "p_trigamma": """fn p_trigamma(x0: f32) -> f32 {
   if (p_isnan(x0)) { return x0; }
-  if (x0 <= 0.0 && x0 == floor(x0)) { return p_inf(); }
+  // (-inf before the poles: floor(-inf) == -inf made it a pole, inf; torch's trigamma is NaN)
   if (p_isinf(x0)) { return select(p_nan(), 0.0, x0 > 0.0); }
+  if (x0 <= 0.0 && x0 == floor(x0)) { return p_inf(); }
   var x = x0;
   var sgn = 1.0;
   var acc = 0.0;
