@@ -196,6 +196,8 @@ def test_unary(seed):
     special = 0.3 if rng.random() < 0.3 else 0.0
     dtype = "float32" if name in F32_ONLY else _fdtype(rng)
     x = farg(rng, shape, dtype, scale=None, edges=0.25, special=special)
+    # (logit(eps)'s gradient at NaN is 0 in torch's vector lanes, NaN in its scalar tail)
+    grad = grad and not (special and name == "logit_eps")
     check(fn, [x], kind="ew", c=c, grad=grad, info=name)
 
 
@@ -770,7 +772,7 @@ def test_loss(seed):
     red = str(rng.choice(("mean", "sum", "none")))
     dtype = _fdtype(rng, 0.15)
     info = f"{name} reduction={red}"
-    if name == "multi_margin":
+    if name in ("multi_margin", "multilabel_margin"):
         dtype = "float32"  # (torch has no f16/bf16 kernel on the CPU)
     if name in ("cross_entropy", "cross_entropy_probs", "nll_loss", "multi_margin"):
         return _class_loss(rng, name, red, dtype, info)
