@@ -29,6 +29,11 @@ tail (LANE_NAN_GRAD), antialias to a width of 1 (torch skips the height's pass),
 max_pool3d inputs (torch's backward aborts), 1-D attention masks (torch's math path indexes
 dim -2). Found and not fixed: a NaN incoming gradient at the inf-norm (normalize(p=inf) over a
 row holding an inf): torch spreads it over the row, pyrite gives it to the maximum only.
+Open at PYRITE_FUZZ_DRAWS=900 (not diagnosed): test_norm[714], an f16 batch_norm (training,
+f16 running stats, momentum 1, a flipped strided input) whose weight gradient is off in every
+channel (-0.5 for 0.375); test_norm[879], a bf16 layer_norm over 13 equal values (variance 0,
+rstd 316) whose input gradient sums to -2.5 for 0. Also seen: polygamma(1, +inf) is NaN in
+pyrite (its Hurwitz-zeta path), 0 in torch (its trigamma).
 
 PYRITE_FUZZ_DRAWS=n runs n seeds per family instead of the defaults in DRAWS (a longer hunt).
 The defaults, 630 cases, take 35 s on the 2-core lavapipe machine.
