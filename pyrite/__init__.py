@@ -15,7 +15,11 @@ from . import ops as _ops
 from .dtypes import (
     bfloat16,
     byte,
+    cdouble,
+    cfloat,
     char,
+    complex64,
+    complex128,
     double,
     dtype,
     float,
@@ -91,6 +95,7 @@ from . import (
 # torch.linalg's and torch.special's functions are guarded as the ops are (pyrite/autograd.py):
 # without a backward rule, their outputs' backward raises naming them
 autograd.install([linalg, special], Tensor, any_origin=True)
+_ops.complex.install([linalg, special])  # (complex tensors: ops/complex.py's guard)
 # torch.FloatTensor, LongTensor, ...: legacy constructors and isinstance checks by dtype
 from .ops.casts import LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402
 

@@ -555,7 +555,7 @@ def needs_grad(*xs) -> bool:
 
 
 def _differentiable_dtype(t) -> bool:
-    return t.dtype.is_floating_point
+    return t.dtype.kind in "fc"  # floats and complex64 (ops/complex.py)
 
 
 def record(name, rule, args, kwargs, out, inplace=False):
@@ -581,7 +581,7 @@ def record(name, rule, args, kwargs, out, inplace=False):
             e = None
             if a._base is not None and getattr(a, "_agen", 0) != getattr(a._base, "_agen", 0):
                 fresh_view(a)
-            if a.dtype.is_floating_point:
+            if a.dtype.kind in "fc":  # (complex: view_as_real / view_as_complex's edges)
                 fn = a.grad_fn
                 if fn is not None:
                     e = ("node", fn, a._out_nr)
@@ -621,7 +621,7 @@ def record(name, rule, args, kwargs, out, inplace=False):
         node.n_out = 0
     refs = []
     for k, o in enumerate(outs):
-        if isinstance(o, Tensor) and o.dtype.is_floating_point:
+        if isinstance(o, Tensor) and o.dtype.kind in "fc":
             o.grad_fn = node
             o._out_nr = k
             o.requires_grad = True

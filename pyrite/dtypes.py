@@ -10,6 +10,7 @@ Storage (WGSL has no 8- or 16-bit storage types, and no 64-bit ones):
 | int32 (int64)  | `array<i32>`                              | i32     | 4                           |
 | int16/int8/uint8 | `array<i32>`, one element a word, widened, wrapped on every store | i32 | 4 |
 | bool           | `array<u32>`, 0 or 1                      | bool    | 4                           |
+| complex64      | float32 pairs (real, imag); no kernel     | —       | 8                           |
 
 **Small integers are widened**, not packed: every kernel family that reads int32 (sort, gather,
 scatter, reductions, nonzero, ...) reads them unchanged, and only the strided map (the one kernel
@@ -41,6 +42,12 @@ bf16 argument of a non-map op.
 
 int64 is accepted at the boundary (numpy, PyTorch, Python ints) and stored as int32 after a range
 check, so `pr.int64 is pr.int32` and `pr.long` is the same object. float64 is stored as float32.
+
+**complex64** is float32 pairs (real, imag) in one buffer; a complex tensor's shape, strides and
+offset count complex elements, so `view_as_real` is a float32 view with strides doubled and a
+last dim of 2 (stride 1). No kernel reads complex storage: ops/complex.py routes every op given
+a complex tensor to a composition of real ops on that view, or refuses it. complex128 (numpy's
+default complex, torch.cdouble) is accepted and narrowed to complex64, as float64 to float32.
 """
 
 from __future__ import annotations
@@ -101,10 +108,10 @@ class dtype:
         self.storage = storage or wgsl
         self.storage_bytes = storage_bytes or itemsize
         # the type kernels compute in: f32 for every float, i32 for every int, bool
-        self.ctype = {"f": "f32", "i": "i32", "b": "bool"}[kind]
+        self.ctype = {"f": "f32", "i": "i32", "b": "bool", "c": "c64"}[kind]
         self.itemsize = itemsize  # PyTorch's element_size()
         self.bits = bits or 8 * itemsize
-        self.kind = kind  # "b" < "i" < "f": PyTorch's category order for promotion
+        self.kind = kind  # "b" < "i" < "f" < "c": PyTorch's category order for promotion
         self.is_floating_point = kind == "f"
         self.is_bool = kind == "b"
         self.is_signed = signed
@@ -118,7 +125,7 @@ class dtype:
 
     @property
     def is_complex(self):
-        return False
+        return self.kind == "c"
 
     @property
     def is_small_int(self) -> bool:
@@ -169,11 +176,16 @@ uint8 = dtype(
 )
 # numpy view of storage is uint32; numpy() gives bool
 bool_ = dtype("bool", np.uint32, "u32", 1, "b", storage_bytes=4, numpy_dtype=np.bool_, signed=False)
+# float32 pairs; "c64" is no WGSL type, so a kernel handed complex storage fails to build
+complex64 = dtype("complex64", np.complex64, "c64", 8, "c", numpy_dtype=np.complex64)
 
 float = float32
 float64 = float32  # accepted and narrowed: WebGPU storage has no f64
 double = float32
 half = float16
+cfloat = complex64
+complex128 = complex64  # accepted and narrowed, as float64
+cdouble = complex64
 int64 = int32
 long = int32
 int = int32
@@ -181,7 +193,9 @@ short = int16
 char = int8
 byte = uint8
 
-_ALL = {d.name: d for d in (float32, float16, bfloat16, int32, int16, int8, uint8, bool_)}
+_ALL = {
+    d.name: d for d in (float32, float16, bfloat16, int32, int16, int8, uint8, bool_, complex64)
+}
 SMALL_INTS = (uint8, int8, int16)
 
 
@@ -218,6 +232,10 @@ _NAMES = {
     "uint16": int32,
     "uint32": int32,
     "bool": bool_,
+    "complex64": complex64,
+    "cfloat": complex64,
+    "complex128": complex64,
+    "cdouble": complex64,
 }
 
 
@@ -233,6 +251,8 @@ def from_any(d) -> dtype:
         return float32
     if d is builtin_int:
         return int32
+    if d is complex:
+        return complex64
     given = d
     if isinstance(d, type) and issubclass(d, np.generic):  # np.float32 and friends, the classes
         d = np.dtype(d)
@@ -243,13 +263,13 @@ def from_any(d) -> dtype:
     if name not in _NAMES:
         raise TypeError(
             f"pyrite: unsupported dtype {given!r}; supported: float32, float16, bfloat16, int32 "
-            "(int64 is stored as int32), int16, int8, uint8, bool"
+            "(int64 is stored as int32), int16, int8, uint8, bool, complex64"
         )
     return _NAMES[name]
 
 
 # ---- promotion -----------------------------------------------------------------------------
-_KIND_ORDER = "bif"
+_KIND_ORDER = "bifc"
 
 
 def _promote_ints(a: dtype, b: dtype) -> dtype:
@@ -284,6 +304,8 @@ def scalar_kind(x) -> str:
         return "i"
     if isinstance(x, (builtin_float, np.floating)):
         return "f"
+    if isinstance(x, (complex, np.complexfloating)):
+        return "c"
     raise TypeError(f"pyrite: unsupported scalar {x!r} of type {type(x).__name__}")
 
 
@@ -292,7 +314,7 @@ def promote_with_scalar(t: dtype, x) -> dtype:
     k = scalar_kind(x)
     if _KIND_ORDER.index(k) <= _KIND_ORDER.index(t.kind):
         return t
-    return float32 if k == "f" else int32
+    return {"f": float32, "c": complex64}.get(k, int32)
 
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -240,11 +240,29 @@ def _tensor_str(t, indent: int) -> str:
     if summarize and not edge and t.ndim:
         return "[...]"  # edgeitems=0 shows no element at all
     values, cut = _read_shown(t, summarize, edge)
-    fmt = _Formatter(values, t.dtype.is_floating_point)
-    flat = fmt.strings(values)
+    if t.dtype.is_complex:
+        flat = _complex_strings(values)
+        width = max(map(len, flat), default=1)
+    else:
+        fmt = _Formatter(values, t.dtype.is_floating_point)
+        flat = fmt.strings(values)
+        width = fmt.max_width
     strs = np.empty(len(flat), dtype=object)  # an object array so the strings index like values
     strs[:] = flat
-    return _nested(strs.reshape(values.shape), cut, indent, fmt.max_width)
+    return _nested(strs.reshape(values.shape), cut, indent, width)
+
+
+def _complex_strings(values: np.ndarray) -> list:
+    """`re+imj` as torch prints complex: one formatter for the real parts, one for the
+    imaginary parts, the sign between them."""
+    re, im = values.real, values.imag
+    res = _Formatter(re, True).strings(re)
+    ims = _Formatter(im, True).strings(im)
+    out = []
+    for r, i in zip(res, ims):
+        i = i.strip()
+        out.append(f"{r}{i if i[0] in '+-' else '+' + i}j")
+    return out
 
 
 def _add_suffixes(body: str, suffixes: list, indent: int) -> str:

@@ -357,9 +357,9 @@ class Tensor:
             object.__setattr__(self, name, getattr(value, name))
 
     def requires_grad_(self, requires_grad=True):
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and self.dtype.kind not in "fc":
             raise RuntimeError(
-                "pyrite: only Tensors of floating point dtype can require gradients "
+                "pyrite: only Tensors of floating point and complex dtype can require gradients "
                 f"(this one is {self.dtype!r})"
             )
         if not requires_grad and self.grad_fn is not None:

@@ -71,7 +71,7 @@ def test_index_errors_name_index_and_size():
     _still_works()
 
 
-@pytest.mark.parametrize("bad", ["complex64", np.complex64, "uint64x", object])
+@pytest.mark.parametrize("bad", ["complex32", np.clongdouble, "uint64x", object])
 def test_unsupported_dtype(bad):
     msg = _message(TypeError, lambda: pr.zeros(3, dtype=bad), r"pyrite: unsupported dtype")
     assert str(bad) in msg or repr(bad) in msg
@@ -79,8 +79,8 @@ def test_unsupported_dtype(bad):
 
 
 def test_unsupported_host_data():
-    with pytest.raises(TypeError, match=r"complex128"):
-        pr.tensor(np.array([1 + 2j]))
+    with pytest.raises(TypeError, match=r"datetime64"):
+        pr.tensor(np.array(["2026-12-06"], dtype="datetime64[D]"))
     with pytest.raises(ValueError, match=r"pyrite: .*rectangular"):
         pr.tensor([[1, 2], [3]])
     with pytest.raises(TypeError, match=r"bitwise_and is not defined for pyrite.float32"):

@@ -112,3 +112,10 @@ from .. import autograd as _autograd  # noqa: E402
 # the wrapped functions too, so a composite (column_stack: reshape then cat) records every
 # piece instead of only the last (its output had a grad_fn from cat and no path to the input)
 _autograd.install(loaded, Tensor, skip=("creation", "random"), namespaces=[vars(m) for m in loaded])
+
+# complex64 (ops/complex.py): one guard over every op function and Tensor method, outermost: a
+# call with a complex argument goes to a composition of real ops on the real view, or raises
+# naming the op; other calls pay one scan of their arguments
+from . import complex as _complex  # noqa: E402
+
+_complex.install(loaded, Tensor)

@@ -71,8 +71,10 @@ def _host_dtype(arr: np.ndarray):
         return D.int32  # int32, int64, uint16, uint32: held as int32 (range-checked)
     if k == "f":
         return D.float32
+    if k == "c":
+        return D.complex64  # (complex128 narrowed, as float64)
     raise TypeError(
-        f"pyrite: unsupported data type {arr.dtype} (supported: float, int, uint8, bool)"
+        f"pyrite: unsupported data type {arr.dtype} (supported: float, int, uint8, bool, complex)"
     )
 
 

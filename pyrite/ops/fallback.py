@@ -48,6 +48,8 @@ NATIVE_MODULES = {
     # binary maps and a flag readback only; native so bf16 div(rounding_mode="trunc") can round
     # the quotient to bf16 before truncating, as torch
     "division",
+    # complex64 views (ops/complex.py): bf16 is refused there, not widened
+    "complex",
 }
 # module-level functions outside __all__ that native modules call across modules
 EXTRA = {"indexing": ("advanced_getitem", "advanced_setitem")}
