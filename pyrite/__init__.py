@@ -89,6 +89,7 @@ def promote_types(a, b):
 
 from . import (
     autograd,  # noqa: E402
+    fft,  # torch.fft's namespace (pyrite/fft.py)
     linalg,  # torch.linalg's namespace (pyrite/linalg.py)
 )
 
