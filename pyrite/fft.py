@@ -1,13 +1,15 @@
 """torch.fft: discrete Fourier transforms as products with cos/sin matrices, through matmul.
 
-A DFT of length n <= DIRECT_MAX (or one with no factor in [2, DIRECT_MAX]) is one product of the
+A DFT of length n <= DIRECT_MAX is one product of the
 signal's (re, im) pairs, flattened to (batch, 2n), with a (2n, 2n) matrix of cos/sin values
 built on the host in float64 and rounded once to float32 (a real input: (n, 2n)). A longer one
 is split four-step (Cooley-Tukey), n = n1·n2 with n2 the largest factor <= DIRECT_MAX: DFTs of
 length n1 (recursively), a twiddle multiply, DFTs of length n2, and two transposes. Each output
 is then a sum over a few short dot products rather than one of length n, so the float32 error
 grows like O((n1 + n2)·eps) instead of O(n·eps); every op is a recorded pyrite op, so autograd
-runs through the transforms (torch's gradients, the real view's).
+runs through the transforms (torch's gradients, the real view's). A length with no factor in
+[2, DIRECT_MAX] (a prime past it) is Bluestein's chirp convolution through two four-step DFTs of
+a power-of-two length m >= 2n - 1.
 
 Measured against numpy's float64 FFT of the same float32 input (lavapipe, 2026-12-06, standard
 normal complex input, 8 rows; relative l2 error ||y - y64|| / ||y64||, and the largest
@@ -15,13 +17,12 @@ elementwise error over max |y64|), `python -m pyrite.fft`:
     n = 4096 (64·64):   l2 2.8e-7, max 4.8e-7
     n = 1000 (50·20):   l2 2.1e-7, max 3.9e-7
     n = 61 (direct):    l2 2.1e-7, max 4.0e-7
-    n = 1009 (prime, one 2018x2018 product): l2 8.1e-7, max 1.3e-6
+    n = 1009 (prime, Bluestein, m = 2048): l2 3.5e-7, max 4.3e-7 (one 2018x2018 product: 8.1e-7)
+    n = 4099 (prime, Bluestein, m = 8192): l2 3.3e-7, max 4.4e-7
     n = 2048: four-step l2 2.5e-7, one 4096x4096 product 1.15e-6 (~5x worse; at 4096 the one
               product's 256 MiB matrix no longer fits a storage binding)
 
-A prime n past DIRECT_MAX takes the one-matrix DFT, O(n·eps) and 16·n² bytes of matrix: past
-MATRIX_MAX it raises instead (Bluestein's algorithm is not written yet). Not here yet (they
-raise NotImplementedError): hfft, ihfft and their 2-D/n-D forms.
+Not here yet (they raise NotImplementedError): hfft, ihfft and their 2-D/n-D forms.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ from .tensor import Tensor
 # DFTs up to this length are one matrix product (a 128x128 matrix: one GEMM tile's width of K
 # on the GPU); longer ones split four-step. The error figures above are with 64.
 DIRECT_MAX = 64
-# the longest prime (or factor-free) length done as one matrix: 2·2048 squared float32 = 64 MiB
-MATRIX_MAX = 2048
 
 _mats: dict = {}
 
@@ -101,12 +100,8 @@ def _dft(x: Tensor, n: int, sign: int, real_in: bool, scale: float) -> Tensor:
     B = x._shape[0]
     n2 = _factor(n) if n > DIRECT_MAX else 0
     if not n2:
-        if n > MATRIX_MAX:
-            raise NotImplementedError(
-                f"pyrite: fft of length {n} (no factor up to {DIRECT_MAX}, past "
-                f"{MATRIX_MAX}): Bluestein's algorithm is not implemented yet; pad to a "
-                "smoother length"
-            )
+        if n > DIRECT_MAX:
+            return _bluestein(x, n, sign, real_in, scale)
         flat = x if real_in else x.reshape(B, 2 * n)
         return (flat @ _dft_matrix(n, sign, real_in, scale)).reshape(B, n, 2)
     n1 = n // n2
@@ -121,6 +116,60 @@ def _dft(x: Tensor, n: int, sign: int, real_in: bool, scale: float) -> Tensor:
     yb = ya.transpose(1, 2).reshape(B * n1, n2, 2)  # rows [B, k1], along j2
     yc = _dft(yb, n2, sign, False, scale).reshape(B, n1, n2, 2)  # [B, k1, k2]
     return yc.transpose(1, 2).reshape(B, n, 2)
+
+
+def _cmul_const(p: Tensor, w: np.ndarray, key) -> Tensor:
+    """pairs(y · w) for pairs p (..., n, 2) and host complex constants w (n,), which are cached
+    under `key` as (n, 2) float32 tensors P, Q: y·w = p·P + swap(p)·Q."""
+    hit = _mats.get(key)
+    if hit is None:
+        from .ops.creation import tensor
+
+        wr, wi = w.real, w.imag
+        hit = _mats[key] = (
+            tensor(np.stack([wr, wr], -1).astype(np.float32)),
+            tensor(np.stack([-wi, wi], -1).astype(np.float32)),
+        )
+    pp, qq = hit
+    return p * pp + p[..., 1::-1] * qq
+
+
+def _bluestein(x: Tensor, n: int, sign: int, real_in: bool, scale: float) -> Tensor:
+    """A length with no small factor (a prime past DIRECT_MAX) as a circular convolution of
+    length m = 2^k >= 2n - 1 (Bluestein): jk = (j^2 + k^2 - (k - j)^2) / 2, so with the chirp
+    c_t = e^(sign·πi t^2/n), Y_k = c_k · Σ_j (x_j c_j) · conj(c_(k-j)), done by two four-step
+    DFTs of length m. The chirp (angles reduced mod 2n exactly) and the DFT of conj(c) are
+    computed on the host in float64 and rounded once."""
+    from .ops.combine import cat
+    from .ops.creation import zeros
+
+    B = x._shape[0]
+    m = 1 << (2 * n - 2).bit_length()
+    t = np.arange(n, dtype=np.int64)
+    chirp = np.exp(sign * 1j * np.pi * ((t * t) % (2 * n)) / n)  # c_t, complex128
+    if real_in:
+        key = ("chirp_r", n, sign)
+        pairs = _mats.get(key)
+        if pairs is None:
+            from .ops.creation import tensor
+
+            c2 = np.stack([chirp.real, chirp.imag], -1).astype(np.float32)
+            pairs = _mats[key] = tensor(c2)
+        a = x.unsqueeze(-1) * pairs  # (B, n, 2): x_j c_j
+    else:
+        a = _cmul_const(x, chirp, ("chirp", n, sign))
+    a = cat([a, zeros(B, m - n, 2)], 1)  # (B, m, 2)
+    key = ("bluestein_bf", n, sign)
+    bf = None
+    if key not in _mats:
+        b = np.zeros(m, np.complex128)  # conj(c_t) at t mod m, |t| < n
+        b[:n] = np.conj(chirp)
+        b[m - n + 1 :] = np.conj(chirp[1:])[::-1]
+        bf = np.fft.fft(b)
+    A = _dft(a, m, -1, False, 1.0)
+    V = _cmul_const(A, bf, key)
+    conv = _dft(V, m, 1, False, 1.0 / m)[:, :n]
+    return _cmul_const(conv, chirp * scale, ("chirp_out", n, sign, scale))
 
 
 # ---- argument handling ----------------------------------------------------------------------
@@ -389,7 +438,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _measure(sizes=(4096, 1000, 61, 1009), rows=8, seed=0):
+def _measure(sizes=(4096, 1000, 61, 1009, 4099), rows=8, seed=0):
     """The docstring's error table: pyrite's fft against numpy's float64 FFT."""
     from .ops.creation import tensor
 
