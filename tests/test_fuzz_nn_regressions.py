@@ -139,3 +139,20 @@ def test_digamma_grad_at_minus_inf():
     got, want = _np(p.grad), t.grad.numpy()
     assert np.isnan(got[0]) and got[1] == 0.0 and np.isinf(got[2])  # (torch: 6.6e32 at -1)
     np.testing.assert_allclose(got[3:], want[3:], rtol=1e-5)
+
+
+def test_polygamma_one_is_the_trigamma_kernel():
+    """polygamma(1, x) as torch's trigamma: 0 at inf (the Hurwitz-zeta form gave NaN), 1/x at
+    x = 1e30 (it gave 0), NaN at -inf; its first and second derivatives as torch's."""
+    x = [float("inf"), 1e30, 1e10, 3.5, 0.5, -0.5, float("-inf"), float("nan"), 1.7, -3.3]
+    got = pr.polygamma(1, pr.tensor(x)).numpy()
+    want = torch.polygamma(1, torch.tensor(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=4e-6, atol=0)  # (a series' few ulp)
+    a = np.array([0.7, 2.5, -1.3, 12.0], np.float32)
+    xp, xt = pr.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (gp,) = pr.autograd.grad(pr.polygamma(1, xp).sum(), xp, create_graph=True)
+    (gt,) = torch.autograd.grad(torch.polygamma(1, xt).sum(), xt, create_graph=True)
+    np.testing.assert_allclose(gp.detach().numpy(), gt.detach().numpy(), rtol=4e-6)
+    (hp,) = pr.autograd.grad(gp.sum(), xp)
+    (ht,) = torch.autograd.grad(gt.sum(), xt)
+    np.testing.assert_allclose(hp.numpy(), ht.numpy(), rtol=4e-6)

@@ -444,15 +444,18 @@ def _i1e_grad(g, x, o):
 
 
 def _trigamma(x):
-    """polygamma(1, x), digamma's derivative: the trigamma kernel, or — while recording a
-    double backward — the public polygamma (Hurwitz zeta, differentiable in x)."""
-    if autograd.is_grad_enabled():
-        from . import series
-
-        return series.polygamma(1, x)
+    """polygamma(1, x), digamma's derivative: the trigamma kernel (its own rule, below,
+    differentiates it again)."""
     from .elementwise import unary
 
     return unary("trigamma", x)
+
+
+def _tetragamma(x):
+    """polygamma(2, x), trigamma's derivative (Hurwitz zeta, differentiable in x)."""
+    from . import series
+
+    return series.polygamma(2, x)
 
 
 def _logit(g, x, o):
@@ -517,6 +520,7 @@ UNARY_RULES = {
     "erfinv": _u(lambda g, x, o: g * (math.sqrt(math.pi) / 2.0) * (o * o).exp(), "out"),
     "lgamma": _u(lambda g, x, o: g * _special("digamma", x), 0),
     "digamma": _u(lambda g, x, o: g * _trigamma(x), 0),
+    "trigamma": _u(lambda g, x, o: g * _tetragamma(x), 0),
     "i0": _u(lambda g, x, o: g * _special("i1", x), 0),
     "i0e": _u(lambda g, x, o: g * (_special("i1e", x) - x.sign() * o), 0, "out"),
     "i1": _u(_i1_grad, 0, "out"),

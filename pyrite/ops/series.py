@@ -91,7 +91,8 @@ def _bshape(a, b):
 
 
 def polygamma(n, input, *, out=None):
-    """The n-th derivative of digamma: digamma for n = 0, else (-1)^(n+1)·n!·zeta(n+1, input)."""
+    """The n-th derivative of digamma: digamma for n = 0, the trigamma kernel for n = 1, else
+    (-1)^(n+1)·n!·zeta(n+1, input)."""
     from .special import digamma
 
     if not isinstance(n, int) or isinstance(n, bool):
@@ -101,6 +102,10 @@ def polygamma(n, input, *, out=None):
     x = _float(input)
     if n == 0:
         r = digamma(x)
+    elif n == 1:  # (the trigamma kernel, as torch: 1/x at large x, 0 at inf, NaN at -inf)
+        from .elementwise_grads import _trigamma
+
+        r = _trigamma(x)
     else:
         r = zeta(float(n + 1), x) * ((-1.0) ** (n + 1) * math.factorial(n))
     if out is not None:
