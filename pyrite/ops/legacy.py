@@ -142,7 +142,7 @@ _REMOVED = {
     "lstsq": "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`. `torch.linalg.lstsq` "
     "has reversed arguments and does not return the QR decomposition in the returned tuple.",
     "eig": "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather "
-    "than real tensors mimicking complex tensors (pyrite has no complex dtypes yet).",
+    "than real tensors mimicking complex tensors.",
     "symeig": "The default behavior has changed from using the upper triangular portion of the "
     "matrix by default to using the lower triangular portion: use `torch.linalg.eigh`.",
     "matrix_rank": "Please use the `torch.linalg.matrix_rank` function instead. The parameter "
