@@ -97,6 +97,9 @@ from . import (
 # without a backward rule, their outputs' backward raises naming them
 autograd.install([linalg, special], Tensor, any_origin=True)
 _ops.complex.install([linalg, special])  # (complex tensors: ops/complex.py's guard)
+from .stft import istft, stft  # noqa: E402  (torch.stft / torch.istft, on pyrite.fft)
+
+Tensor.stft, Tensor.istft = stft, istft
 # torch.FloatTensor, LongTensor, ...: legacy constructors and isinstance checks by dtype
 from .ops.casts import LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402
 
