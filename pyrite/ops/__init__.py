@@ -113,6 +113,13 @@ from .. import autograd as _autograd  # noqa: E402
 # piece instead of only the last (its output had a grad_fn from cat and no path to the input)
 _autograd.install(loaded, Tensor, skip=("creation", "random"), namespaces=[vars(m) for m in loaded])
 
+# torch's refusal of in-place writes whose tensor arguments partially overlap self
+# (`x[1:].add_(x[:-1])`, `x[1:].clamp_(max=x[:-1])`): one wrapper over every in-place method
+# (ops/overlap.py, which says which methods are left out and why)
+from . import overlap as _overlap  # noqa: E402
+
+_overlap.guard_inplace_methods(Tensor)
+
 # complex64 (ops/complex.py): one guard over every op function and Tensor method, outermost: a
 # call with a complex argument goes to a composition of real ops on the real view, or raises
 # naming the op; other calls pay one scan of their arguments

@@ -74,6 +74,8 @@ def fill_(self: Tensor, value) -> Tensor:
                 "pyrite: fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions."
             )
+        if value._storage is self._storage:  # torch reads value.item(): x.fill_(x[0]) is no overlap
+            value = value.clone()
         return copy_(self, value)
     value = fill_value(value, self.dtype)
     ct = self.dtype.ctype if self.dtype.ctype != "bool" else "i32"

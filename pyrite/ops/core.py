@@ -17,6 +17,7 @@ from ..kernels.common import WG, grid_for
 from ..kernels.elementwise import map_kernel, map_words, vec4_fits
 from ..tensor import Tensor, contiguous_strides
 from . import ranges
+from .overlap import check_overlap, check_writable
 from .ranges import exact_minmax, known_bounds, note_indices  # noqa: F401 - (their home was here)
 
 # (`pyrite.tensor` names the function once pyrite is imported: reach the module itself)
@@ -288,7 +289,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     """out[...] = expr(inputs broadcast to out.shape, scalars), for `out` contiguous or a view.
 
     An input sharing out's storage is read through the output binding when it is exactly out's
-    view (an in-place op); any other overlap is read from a copy.
+    view (an in-place op); a partial overlap is refused as torch refuses it (ops/overlap.py);
+    any other (a strided or expanded input, torch's TOO_HARD) is read from a copy.
     """
     ostore = out._storage
     if type(s_ctypes) is not tuple:
@@ -298,6 +300,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     for t, ct in zip(inputs, in_ctypes):
         if t._storage is ostore:
             if not _same_view(t, out):
+                check_writable(out)  # (torch's order: the written-to tensor's own check first)
+                check_overlap(out, inputs)
                 inputs = [
                     x if x._storage is not ostore or _same_view(x, out) else contiguous_copy(x)
                     for x in inputs
@@ -386,24 +390,6 @@ def _mark_untracked(out, what):
     autograd.record(f"<kernel {what[:60]}>", autograd._not_implemented(label), (), {}, out)
 
 
-def has_internal_overlap(t: Tensor) -> bool:
-    """Whether two elements of `t` share memory through a 0 stride (an expanded view): torch's
-    `has_internal_overlap` YES case (other overlapping strides are torch's TOO_HARD: allowed)."""
-    if 0 in t._shape:  # no element to write twice (torch writes an empty expanded view)
-        return False
-    return any(st == 0 and d > 1 for d, st in zip(t._shape, t._strides))
-
-
-def check_writable(t: Tensor):
-    """RuntimeError, in torch's words, for writing a computed result into an expanded view."""
-    if has_internal_overlap(t):
-        raise RuntimeError(
-            "pyrite: unsupported operation: more than one element of the written-to tensor "
-            "refers to a single memory location. Please clone() the tensor before performing "
-            f"the operation (shape {tuple(t._shape)}, strides {tuple(t._strides)})."
-        )
-
-
 # Contiguous maps with n and every offset multiples of 4 take the vec4 kernel
 # (kernels/elementwise.vec4_map_kernel); False: always the scalar one (A/B: scripts/rowmap_ab.py).
 VEC4 = True
@@ -447,7 +433,14 @@ def _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes, aligned=False):
 
 
 def _same_view(t: Tensor, out: Tensor) -> bool:
-    return t._offset == out._offset and t._shape == out._shape and t._strides == out._strides
+    """t is out's view (read through out's binding): its elements, and their type (an int32
+    view of a float32 tensor copied into it is read from a copy: the binding is out's type)."""
+    return (
+        t._offset == out._offset
+        and t._shape == out._shape
+        and t._strides == out._strides
+        and t.dtype is out.dtype
+    )
 
 
 def contiguous_copy(t: Tensor) -> Tensor:

@@ -57,6 +57,7 @@ from .core import (
     exact_minmax,
     upload,
 )
+from .overlap import check_overlap
 from .views import wrap_index
 
 _INFO_LIMIT = INFO_ZERO_WORD  # words of info a dispatch may fill
@@ -395,30 +396,59 @@ def advanced_getitem(x: Tensor, index) -> Tensor:
     return _gather(x, _plan(x, index))
 
 
-def _check_mask_fill(index, value, dtype):
+def _check_put(x, index, value, setitem=False):
     """PyTorch's index_put_ with one bool mask and a one-element value tensor is
     `masked_fill_(mask, value.item())` (canDispatchToMaskedFill): the value is checked as a fill
     value ("value cannot be converted to type uint8_t without overflow"), not refused for its
-    dtype."""
-    if not isinstance(value, Tensor) or value.numel() != 1:
-        return
+    dtype, and may be an element of x (`x[x > 3] = x[0]`). Any other index_put_ refuses an
+    index or value sharing the memory it writes (assert_no_overlap: `x[idx] = x[:2]`)."""
     adv = [i for i in index if not isinstance(i, (slice, numbers.Integral)) and i is not None]
     adv = [i for i in adv if i is not Ellipsis]
-    if len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype.is_bool:
-        from .casts import check_fill_tensor
+    if isinstance(value, Tensor) and value.numel() == 1:
+        if len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype.is_bool:
+            from .casts import check_fill_tensor
 
-        check_fill_tensor(value, dtype)
+            check_fill_tensor(value, x.dtype)
+            return
+    shared = [t for t in (*adv, value) if isinstance(t, Tensor) and t._storage is x._storage]
+    if shared:
+        check_overlap(_sliced(x, index) if setitem else x, shared, full_ok=False)
+
+
+def _sliced(x: Tensor, index) -> Tensor:
+    """The view of x that `x[index] = v` hands index_put_ (torch's applySlicing): index's ints
+    and slices applied, each advanced index's dims kept whole (`x[0, idx] = x[1, :2]` writes
+    into x[0] and reads x[1]: no overlap)."""
+    from .views import basic_index
+
+    basic = []
+    for i in index:
+        if isinstance(i, (bool, np.bool_)) or (
+            isinstance(i, Tensor) and i.dtype.is_bool and i.ndim == 0
+        ):
+            basic.append(None)  # (x[True] adds a dim, as None)
+        elif isinstance(i, Tensor) and i.dtype.is_bool:
+            basic.extend([slice(None)] * i.ndim)
+        elif isinstance(i, np.ndarray) and i.dtype == bool:
+            basic.extend([slice(None)] * max(i.ndim, 1))
+        elif isinstance(i, (Tensor, list, np.ndarray)):
+            basic.append(slice(None))  # (a 0-d int tensor too: no readback of its value)
+        else:
+            basic.append(i)
+    return basic_index(x, basic)
 
 
 def advanced_setitem(x: Tensor, index, value):
-    _check_mask_fill(index, value, x.dtype)
+    _check_put(x, index, value, setitem=True)
     _scatter(x, _plan(x, index), value)
 
 
 def index_put_(self: Tensor, indices, values, accumulate=False) -> Tensor:
     index = tuple(slice(None) if i is None else i for i in indices)
     if not accumulate:
-        _check_mask_fill(index, values, self.dtype)
+        _check_put(self, index, values)
+    else:
+        check_overlap(self, (*index, values), full_ok=False)
     _scatter(self, _plan(self, index), values, "sum" if accumulate else None)
     return self
 

@@ -19,6 +19,7 @@ from ..tensor import Tensor
 from .core import empty, upload
 from .creation import checks_device
 from .elementwise import as_tensor_arg
+from .overlap import check_overlap
 
 
 def _index_dtype(dtype):
@@ -209,6 +210,7 @@ def put_(self: Tensor, index, source, accumulate=False) -> Tensor:
             f"self.dtype = {self.dtype!r} and source.dtype = {source.dtype!r}"
         )
     src = as_tensor_arg(source)
+    check_overlap(self, (idx, src), full_ok=False)  # torch's (x.put_(i, x[1:3]) is refused)
     if idx.numel() != src.numel():
         raise RuntimeError(
             f"pyrite: put_: Expected source and index to have the same number of elements, but "

@@ -17,6 +17,7 @@ import functools
 from pyrite.errors import warn as _warn
 
 from ..tensor import Tensor
+from .overlap import check_overlap, tensors_in
 
 
 def _write(out, res, name):
@@ -77,6 +78,8 @@ def with_out(fn, name):
             return fn(*args, **kwargs)
         if kwargs.get("dtype") is None and isinstance(out, Tensor) and name in _CREATION:
             kwargs["dtype"] = out.dtype  # pr.zeros(3, out=z) makes z's dtype, as torch
+        if name not in _OVERLAP_UNCHECKED:
+            _check_overlap(out, args, kwargs)
         res = fn(*args, **kwargs)
         if isinstance(out, (tuple, list)):
             if not isinstance(res, tuple) or len(res) != len(out):
@@ -90,6 +93,28 @@ def with_out(fn, name):
     wrapper._pyrite_out = True
     _WRAPPED[id(fn)] = (fn, wrapper)
     return wrapper
+
+
+def _check_overlap(out, args, kwargs):
+    """torch's refusal of an out= that partially overlaps an input (`pr.add(x[:4], 1,
+    out=x[1:5])`), before the op runs; `out=x` for an input x itself is allowed."""
+    inputs = tensors_in(args, kwargs)
+    if not inputs:
+        return
+    for o in out if isinstance(out, (tuple, list)) else (out,):
+        if isinstance(o, Tensor):
+            check_overlap(o, inputs)
+
+
+# out= functions torch writes without an overlap check (reductions, matmuls, softmax, tril:
+# measured against torch 2.13 CPU: `torch.sum(x, 0, out=x[1:4])` runs, and reads elements it
+# has already written); pyrite computes them first and copies, so their result is the one an
+# out= of fresh memory would hold
+_OVERLAP_UNCHECKED = set(
+    "sum mean prod nansum nanmean amax amin argmax argmin all any std var norm logsumexp "
+    "median nanmedian count_nonzero softmax log_softmax tril triu matmul mm bmm addmm addbmm "
+    "baddbmm mv dot vdot inner einsum tensordot diag histc cummax cummin narrow_copy".split()
+)
 
 
 # creation functions whose dtype defaults to out's (torch.zeros(3, out=int_tensor) is int)

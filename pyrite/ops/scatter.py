@@ -22,6 +22,7 @@ from ..tensor import Tensor
 from . import ranges
 from .core import broadcast_shapes, empty, run_map
 from .indexing import _gather, _host, _minmax, _plan, _scatter, _Walk, advanced_getitem
+from .overlap import check_overlap, check_writable
 
 
 # ---- along one dim -------------------------------------------------------------------------
@@ -103,6 +104,7 @@ def _scatter_into(self: Tensor, dim, index, src, op) -> Tensor:
     checks neither its dtype nor its shape against self's and src's then."""
     index = _int_index(index, "scatter", empty_ok=True)
     _same_dtype(self, src, "scatter")
+    _check_target(self, index, src)
     x = _as_1d(self)
     dim = x._dim(dim)
     if index.numel() == 0:
@@ -116,6 +118,14 @@ def _scatter_into(self: Tensor, dim, index, src, op) -> Tensor:
         v = src
     _scatter(x, _dim_walk(x, dim, idx1, idx1._shape), v, op, allow_negative=False)
     return self
+
+
+def _check_target(self: Tensor, index, source):
+    """torch's scatter / index_add / index_copy checks: self has no expanded dims, and neither
+    the index nor the source shares any of self's memory (assert_no_overlap: x.index_copy_(0,
+    i, x) is refused too)."""
+    check_writable(self)
+    check_overlap(self, (index, source), full_ok=False)
 
 
 def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
@@ -234,6 +244,7 @@ def _index_source(self, dim, index, source, what):
 
 def index_add_(self: Tensor, dim, index, source, *, alpha=1) -> Tensor:
     x, walk, src = _index_source(self, dim, index, source, "index_add")
+    _check_target(self, index, source)
     if alpha != 1:
         src = src * alpha
     _scatter(x, walk, src, "sum", allow_negative=False)
@@ -246,6 +257,7 @@ def index_add(input: Tensor, dim, index, source, *, alpha=1) -> Tensor:
 
 def index_copy_(self: Tensor, dim, index, source) -> Tensor:
     x, walk, src = _index_source(self, dim, index, source, "index_copy")
+    _check_target(self, index, source)
     _scatter(x, walk, src, None, allow_negative=False)
     return self
 
@@ -335,6 +347,8 @@ def _masked_fill_map(out, x, mask, value):
     ct = out.dtype.ctype
     if isinstance(value, Tensor):
         check_fill_tensor(value, out.dtype)  # torch's overflow check (one readback, rare)
+        if value._storage is out._storage:  # (torch reads value.item(): x.masked_fill_(m, x[0]))
+            value = value.clone()
         return run_map("select(x0, x2, x1)", (x, mask, value), (ct, "bool", ct), out, ct)
     # torch checks the value as fill_ does ("value cannot be converted to type uint8_t
     # without overflow") and casts it to the tensor's type
@@ -379,6 +393,7 @@ def masked_scatter_(self: Tensor, mask, source) -> Tensor:
             f"pyrite: masked_scatter_: mask of shape {tuple(mask._shape)} does not "
             f"broadcast to the tensor's shape {tuple(self._shape)}"
         )
+    check_writable(self)  # (a source overlapping self torch reads unchecked: _scatter copies it)
     m = mask.expand(*self._shape) if mask._shape != self._shape else mask
     walk = _plan(self, (m,))
     n = walk.shape[0]
