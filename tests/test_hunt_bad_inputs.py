@@ -167,8 +167,6 @@ ALLOWED = {
     "test suite itself compares outputs that require grad through numpy()",
     "norm-layer_norm-int-shape": "not worth refusing: an int normalized_shape is read as (int,), "
     "as nn.LayerNorm's constructor reads it",
-    "unary-gelu-nan": "torch CPU's artefact: its vectorised erf gives gelu(inf) = nan; pyrite "
-    "gives inf, the limit (and torch's own approximate='tanh')",
     "pool-pad-reflect-ok": "documented (README): reflect/replicate/circular padding on any number "
     "of dims is accepted",
 }

@@ -171,3 +171,13 @@ def test_typename_device_and_removed_functions():
         if name != "matrix_rank":
             with pytest.raises(RuntimeError, match="removed"):
                 getattr(x, name)(*args[1:])
+
+
+def test_poisson_refuses_a_negative_or_nan_rate():
+    """torch.poisson's check: a negative or NaN rate raises its RuntimeError; 0 gives 0."""
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(RuntimeError, match="expected rate to be non-negative"):
+            pr.poisson(pr.tensor([1.0, bad]))
+        with pytest.raises(RuntimeError, match="expected rate to be non-negative"):
+            torch.poisson(torch.tensor([1.0, bad]))
+    assert pr.poisson(pr.zeros(3)).tolist() == [0.0, 0.0, 0.0]

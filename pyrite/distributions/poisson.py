@@ -40,6 +40,8 @@ def poisson(input, generator=None):
     if not isinstance(input, pr.Tensor) or not input.dtype.is_floating_point:
         got = input.dtype if isinstance(input, pr.Tensor) else type(input).__name__
         raise TypeError(f"pyrite: poisson() expects a floating-point tensor, got {got}")
+    if input.numel() and bool((~(input >= 0)).any()):  # (one readback; NaN fails it too)
+        raise RuntimeError("pyrite: invalid Poisson rate, expected rate to be non-negative")
     with drawing_from(generator):
         return poisson_sample(input).to(input.dtype)
 
