@@ -17,6 +17,13 @@ class ArgumentError(ValueError, RuntimeError):
     raises for these checks, so a ported `except RuntimeError` still catches it."""
 
 
+class DtypeError(TypeError, NotImplementedError):
+    """An op refusing a dtype (subtraction or negation of bool, abs or floor of bool, frac of
+    an integer). A TypeError (pyrite's convention for dtypes) and the RuntimeError torch raises
+    for these (its NotImplementedError "... not implemented for 'Bool'" is one), so a ported
+    `except RuntimeError` or `except NotImplementedError` still catches it."""
+
+
 class DeviceError(PyriteError):
     """No adapter, a missing feature, or a device that was lost."""
 

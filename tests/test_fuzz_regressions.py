@@ -403,3 +403,25 @@ def test_half_softmax_backward_rounds_once(rng, name, dim):
     # other way, so all within 1 ulp and almost all exact)
     np.testing.assert_allclose(got, want, rtol=2.0**-10, atol=2.0**-24)
     assert (got == want).mean() > 0.999
+
+
+def test_bool_refusals_are_torchs_runtime_errors():
+    """Subtraction and negation of bool and abs/floor of bool (torch: RuntimeError, or its
+    NotImplementedError subclass) raise an error a ported `except RuntimeError` catches, still
+    a TypeError (pyrite's convention for dtypes)."""
+    import torch
+
+    cases = [
+        lambda m: m.tensor([True]) - m.tensor([False]),
+        lambda m: m.sub(m.tensor([1]), m.tensor([True])),
+        lambda m: -m.tensor([True]),
+        lambda m: m.tensor([True]).abs(),
+        lambda m: m.tensor([True]).floor(),
+        lambda m: m.tensor([3]).frac(),
+    ]
+    for f in cases:
+        with pytest.raises(RuntimeError):
+            f(torch)
+        with pytest.raises(RuntimeError) as e:
+            f(pr)
+        assert isinstance(e.value, TypeError)

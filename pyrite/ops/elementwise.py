@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd import _requires, is_grad_enabled, mark_written, plain
+from ..errors import DtypeError
 from ..tensor import Tensor
 from . import range_rules
 from .core import broadcast_shapes, empty, run_map
@@ -109,7 +110,7 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
     if dt.is_bool and name == "sign":  # torch: sign of a bool tensor is itself, a bool
         return run_map("x0", (x,), ("bool",), _out(out, x._shape, D.bool_), "bool")
     if name in _NO_BOOL and dt.is_bool or name == "frac" and dt.kind != "f":
-        raise TypeError(_NO_BOOL.get(name, f"pyrite: {name} is not implemented for {dt!r}"))
+        raise DtypeError(_NO_BOOL.get(name, f"pyrite: {name} is not implemented for {dt!r}"))
     if dt.kind == "f" or iexpr is None:
         if fexpr is None:
             raise TypeError(f"pyrite: {name} is not defined for {dt!r}")
@@ -336,7 +337,7 @@ def _binary(name, a, b, out, key):
         cat = "f"
         rt = D.float32
     if name == "sub" and any(_is_bool_operand(x) for x in (a, b)):
-        raise TypeError(
+        raise DtypeError(
             "pyrite: subtraction, the `-` operator, with a bool tensor is not "
             "supported; to invert a mask use `~` or logical_not()"
         )
