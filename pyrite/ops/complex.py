@@ -269,6 +269,10 @@ def _wants(args, kwargs) -> bool:
     """Whether a call holds a complex tensor, a complex dtype or a Python complex scalar."""
     for a in args:
         ta = type(a)
+        if ta is Tensor:  # (the common case first: a tensor's dtype decides)
+            if a.dtype is C64:
+                return True
+            continue
         if ta in _SKIP:
             continue
         if ta is _PYCOMPLEX or a is C64:
@@ -284,6 +288,10 @@ def _wants(args, kwargs) -> bool:
     if kwargs:
         for k, v in kwargs.items():
             tv = type(v)
+            if tv is Tensor:
+                if v.dtype is C64:
+                    return True
+                continue
             if tv in _SKIP:
                 continue
             if tv is _PYCOMPLEX or v is C64 or getattr(v, "dtype", None) is C64:
