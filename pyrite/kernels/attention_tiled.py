@@ -54,6 +54,10 @@ TILED_EP = 128  # the largest head dim (padded: to 32 for E <= 32, 64 for E <= 6
 # with: causal 16 x 4096 x 64 2,719 / 2,624; 512 tokens 154 / 152; E = 32 at 512 tokens 165 /
 # 159; BERT-base batch 32 175 / 180, batch 1 31.6 / 32.7. On where the long rows gain. (Not at
 # E > 64: its 16 vec4s of k and of v an invocation would sit in registers through the products.)
+# Again with P_SHUFFLE (2026-12-06, docs/bench/2026-12-06-h100-s31-attn-prefetch.json, with /
+# without): BERT-base 134.5 / 127.9 (the rule's identical pick timed 129.6 in the same run:
+# within the noise), 2 x 12 x 512 114.4 / 114.4, E = 32 at 512 tokens 85.9 / 84.1, BERT-base's
+# heads over 256 keys 216.9 / 214.2, over 128 125.9 / 126.8: no signal either way, kept.
 PREFETCH = True
 # P_SHUFFLE (where `sg`): P·V takes each row's p from the row's 8 lanes by subgroupShuffleXor
 # (lane tx reads the keys of lane tx ^ d at step d, so a step's shuffle mask is uniform) instead
