@@ -247,3 +247,22 @@ def test_bool_logical_inplace_raises():
         m[1:].logical_and_(m[:-1])
 
     _both_raise(fn, PARTIAL)
+
+
+@pytest.mark.parametrize(
+    "name", ["cat", "concat", "concatenate", "hstack", "vstack", "dstack", "column_stack"]
+)
+def test_cat_family_refuses_out_that_is_an_input(name):
+    """torch's cat checks out= against every input, full overlap included: `cat([a, b], out=a)`
+    raises in both (and a fresh out of the right shape is written)."""
+    for m in (torch, pr):
+        a, b = m.zeros(2, 2), m.ones(2, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch warns that it resizes out first)
+            with pytest.raises(RuntimeError, match="single memory location"):
+                getattr(m, name)([a, b], out=a)
+    a, b = pr.zeros(2, 2), pr.ones(2, 2)
+    want = getattr(torch, name)([torch.zeros(2, 2), torch.ones(2, 2)])
+    out = pr.empty(*want.shape)
+    getattr(pr, name)([a, b], out=out)
+    np.testing.assert_array_equal(out.numpy(), want.numpy())

@@ -79,7 +79,7 @@ def with_out(fn, name):
         if kwargs.get("dtype") is None and isinstance(out, Tensor) and name in _CREATION:
             kwargs["dtype"] = out.dtype  # pr.zeros(3, out=z) makes z's dtype, as torch
         if name not in _OVERLAP_UNCHECKED:
-            _check_overlap(out, args, kwargs)
+            _check_overlap(out, args, kwargs, full_ok=name not in _NO_FULL_OVERLAP)
         res = fn(*args, **kwargs)
         if isinstance(out, (tuple, list)):
             if not isinstance(res, tuple) or len(res) != len(out):
@@ -95,15 +95,21 @@ def with_out(fn, name):
     return wrapper
 
 
-def _check_overlap(out, args, kwargs):
+def _check_overlap(out, args, kwargs, full_ok=True):
     """torch's refusal of an out= that partially overlaps an input (`pr.add(x[:4], 1,
-    out=x[1:5])`), before the op runs; `out=x` for an input x itself is allowed."""
+    out=x[1:5])`), before the op runs; `out=x` for an input x itself is allowed, except where
+    `full_ok` is False (_NO_FULL_OVERLAP)."""
     inputs = tensors_in(args, kwargs)
     if not inputs:
         return
     for o in out if isinstance(out, (tuple, list)) else (out,):
         if isinstance(o, Tensor):
-            check_overlap(o, inputs)
+            check_overlap(o, inputs, full_ok)
+
+
+# out= functions torch refuses even when out is one of the inputs itself (its cat checks
+# assert_no_overlap against every input: `torch.cat([a, b], out=a)` raises)
+_NO_FULL_OVERLAP = set("cat concat concatenate hstack vstack dstack column_stack row_stack".split())
 
 
 # out= functions torch writes without an overlap check (reductions, matmuls, softmax, tril:
