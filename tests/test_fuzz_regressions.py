@@ -425,3 +425,40 @@ def test_bool_refusals_are_torchs_runtime_errors():
         with pytest.raises(RuntimeError) as e:
             f(pr)
         assert isinstance(e.value, TypeError)
+
+
+# ---- index_put_ whose indices are all 0-d int tensors (each a basic index, no advanced one
+# left) raised IndexError from the planner; found by the fuzzer's test_select family
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_only_0d_indices(accumulate):
+    outs = []
+    for lib in (torch, pr):
+        x = lib.tensor(np.arange(28, dtype=np.float32).reshape(4, 7))
+        x.index_put_((lib.tensor(1), lib.tensor(-2)), lib.tensor(3.0), accumulate=accumulate)
+        x.index_put_((lib.tensor(2),), lib.tensor([1.0] * 7), accumulate=accumulate)
+        y = lib.index_put(x, (lib.tensor(0), lib.tensor(0)), lib.tensor(-1.0), accumulate)
+        outs.append((_np(x), _np(y)))
+    np.testing.assert_array_equal(outs[1][0], outs[0][0])
+    np.testing.assert_array_equal(outs[1][1], outs[0][1])
+
+
+# ---- index_put_ with values of another dtype: torch refuses (except its masked_fill path: one
+# bool mask, one value, no accumulate), pyrite cast them silently (x[idx] = v still casts in
+# pyrite, a leniency: torch refuses there too unless v is a number or the masked_fill case)
+def test_index_put_refuses_another_dtype():
+    m = [True, False, True]
+    refused = [
+        lambda L, x: x.index_put_((L.tensor([0]),), L.tensor([1.0])),
+        lambda L, x: x.index_put_((L.tensor([0]),), L.tensor([1.0]), accumulate=True),
+        lambda L, x: x.index_put_((L.tensor(m),), L.tensor([1.0, 2.0])),
+        lambda L, x: x.index_put_((L.tensor(m),), L.tensor(1.0), accumulate=True),
+        lambda L, x: L.index_put(x, (L.tensor(0),), L.tensor(1.0)),
+    ]
+    for lib in (torch, pr):
+        for f in refused:
+            with pytest.raises(RuntimeError, match="dtypes match"):
+                f(lib, lib.zeros(3, dtype=lib.float16))
+        x = lib.zeros(3, dtype=lib.float16)
+        x.index_put_((lib.tensor(m),), lib.tensor(1.0))  # masked_fill: taken
+        x.index_put_((lib.tensor([1]),), lib.tensor([5.0], dtype=lib.float16))
+        assert x.dtype is lib.float16 and x.tolist() == [1.0, 5.0, 1.0]

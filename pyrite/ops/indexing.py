@@ -375,8 +375,9 @@ def _plan(x: Tensor, index) -> _Walk:
             "pyrite: shape mismatch: indexing tensors could not be broadcast "
             f"together with shapes {', '.join(str(list(s)) for s in shapes)}"
         ) from None
-    adjacent = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
-    a0 = first_out if adjacent else 0
+    # (no advanced entry at all: index_put_ with only 0-d int tensors, each a basic index)
+    adjacent = not adv_pos or adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    a0 = (len(basic) if first_out is None else first_out) if adjacent else 0
     nb = len(bshape)
     shape = [s for s, _ in basic[:a0]] + list(bshape) + [s for s, _ in basic[a0:]]
     bstrides = [s for _, s in basic[:a0]] + [0] * nb + [s for _, s in basic[a0:]]
@@ -445,12 +446,30 @@ def advanced_setitem(x: Tensor, index, value):
 
 def index_put_(self: Tensor, indices, values, accumulate=False) -> Tensor:
     index = tuple(slice(None) if i is None else i for i in indices)
+    _check_put_dtype(self, index, values, accumulate)
     if not accumulate:
         _check_put(self, index, values)
     else:
         check_overlap(self, (*index, values), full_ok=False)
     _scatter(self, _plan(self, index), values, "sum" if accumulate else None)
     return self
+
+
+def _check_put_dtype(x, index, values, accumulate):
+    """torch's index_put_ refuses values of another dtype ("Index put requires the source and
+    destination dtypes match"), except on its masked_fill path (one bool mask, one value, no
+    accumulate); `x[idx] = v` casts v first and never gets here."""
+    if not isinstance(values, Tensor) or values.dtype is x.dtype:
+        return
+    mask = len(index) == 1 and isinstance(index[0], Tensor) and index[0].dtype.is_bool
+    if mask and values.numel() == 1 and not accumulate:
+        return
+    from ..errors import DtypeError
+
+    raise DtypeError(
+        "pyrite: index put requires the source and destination dtypes match, got "
+        f"{x.dtype} for the destination and {values.dtype} for the source"
+    )
 
 
 def index_put(input: Tensor, indices, values, accumulate=False) -> Tensor:
