@@ -156,3 +156,76 @@ def test_polygamma_one_is_the_trigamma_kernel():
     (hp,) = pr.autograd.grad(gp.sum(), xp)
     (ht,) = torch.autograd.grad(gt.sum(), xt)
     np.testing.assert_allclose(hp.numpy(), ht.numpy(), rtol=4e-6)
+
+
+# ---- bfloat16 layer_norm/rms_norm backward (the composite: bfloat16 skips the row kernel) rounded
+# each of its ops into bfloat16: mean(g·w) 1 ulp off, times a variance-0 row's 1/std (316), put
+# dx 0.1 off (-1.08 for float64's -0.98, 12 ulp). It runs in float32 and rounds once now.
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
+def test_bf16_norm_backward_rounds_once(rng, name):
+    n = 13
+    x = np.concatenate([np.full((2, n), rng.uniform(1, 8)), rng.standard_normal((2, n)) * 4])
+    w, g = rng.standard_normal(n), rng.integers(-8, 9, (4, n)) / 8.0
+    x, w = (torch.tensor(a).bfloat16().double().numpy() for a in (x, w))
+    eps = 1e-5
+
+    def run(lib, dt):
+        xt = lib.tensor(x, dtype=dt, requires_grad=True)
+        wt = lib.tensor(w, dtype=dt, requires_grad=True)
+        fn = getattr(lib.nn.functional, name)
+        y = fn(xt, (n,), wt, eps=eps) if name == "rms_norm" else fn(xt, (n,), wt, None, eps)
+        y.backward(lib.tensor(g, dtype=dt))
+        return [np.asarray(t.grad.to(lib.float32).tolist(), np.float64) for t in (xt, wt)]
+
+    want = run(torch, torch.float64)
+    got = run(pr, pr.bfloat16)
+    for a, b in zip(got, want):
+        # rounded once into bfloat16 (half an ulp, 2^-9 relative) after float32 sums of n terms
+        tol = 2.0**-8 * np.abs(b) + 16 * n * 2.0**-24 * np.abs(b).max()
+        assert (np.abs(a - b) <= tol).all(), (a, b)
+
+
+# ---- the inf-norm's gradient gave g only to the maxima (a where); torch multiplies by the mask,
+# so a NaN or infinite g (normalize(p=inf) over a row holding an inf) is NaN over the whole row
+def test_inf_norm_grad_spreads_nan_as_torch(rng):
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    x[0, rng.integers(5)] = np.inf
+    x[1, rng.integers(5)] = -np.inf
+    g = rng.standard_normal((3, 5)).astype(np.float32)
+    gn = np.array([np.nan, np.inf, rng.standard_normal()], np.float32)
+    for case in ("normalize", "norm"):
+        xt, xp = torch.tensor(x, requires_grad=True), pr.tensor(x, requires_grad=True)
+        if case == "normalize":
+            torch.nn.functional.normalize(xt, float("inf"), 1).backward(torch.tensor(g))
+            F.normalize(xp, float("inf"), 1).backward(pr.tensor(g))
+        else:
+            xt.norm(float("inf"), 1).backward(torch.tensor(gn))
+            xp.norm(float("inf"), 1).backward(pr.tensor(gn))
+        want, got = xt.grad.numpy(), _np(xp.grad)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)  # (a few f32 ops)
+
+
+# ---- cumprod's double backward over a zero and an inf: its one cumprod with x_k as 1 (the
+# blocked O(n²) rule) differentiated through (g·out)/x, 0·inf = NaN where torch's slices,
+# prod(x[:k])·cumprod(x[k+1:]), give finite values (x = [1, 0, inf]: torch 4, pyrite NaN)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_double_backward_zero_and_inf(rng, dim):
+    x = rng.uniform(0.5, 2.0, (4, 5)).astype(np.float32) * rng.choice([-1, 1], (4, 5))
+    for row in range(4):  # a zero and an inf in each row of dim, at random places
+        i, j = rng.choice(5 if dim == 1 else 4, 2, replace=False)
+        idx = (row, i) if dim == 1 else (i, row)
+        x[idx] = 0.0
+        idx = (row, j) if dim == 1 else (j, row % 5)
+        x[idx] = rng.choice([np.inf, -np.inf])
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    v = rng.standard_normal(x.shape).astype(np.float32)
+    res = []
+    for lib in (torch, pr):
+        xt, gt = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        (gx,) = lib.autograd.grad(lib.cumprod(xt, dim), xt, gt, create_graph=True)
+        hx, hg = lib.autograd.grad((gx * lib.tensor(v)).sum(), [xt, gt])
+        res.append([np.asarray(t.detach().double().tolist()) for t in (gx, hx, hg)])
+    for want, got in zip(*res):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # (products of 5 in f32)

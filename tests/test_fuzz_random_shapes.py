@@ -247,13 +247,25 @@ def _abs(x):
 
 
 def check(
-    fn, args, *, kind="ew", c=4, reduce_len=1, grad=True, abs_fn=None, info="", may_refuse=False
+    fn,
+    args,
+    *,
+    kind="ew",
+    c=4,
+    reduce_len=1,
+    grad=True,
+    abs_fn=None,
+    info="",
+    may_refuse=False,
+    grad_scale=0.0,
 ):
     """Run fn(lib, *views) in torch, torch float64 and pyrite; compare.
 
     kind: "ew" (mag = |ref|), "sum" (mag = abs_fn on |inputs| in float64), "scale" (mag = the
     output's largest |ref|), "exact" (every value equal to torch's own result, floats included).
     may_refuse: pyrite may raise where torch computes (a dtype outside the op's own set).
+    grad_scale: the size of the terms a gradient sums where the outputs and inputs understate
+    it (layer_norm's 1/std·|w| over a row of near-equal values, summed into an expanded input).
     """
     info = f"{info}\nargs: {args}"
     tensors = [a for a in args if isinstance(a, Arg)]
@@ -340,18 +352,19 @@ def check(
 
     if not grad or not any(a.grad for a in tensors):
         return None
-    _check_grads(tensors, (p_leaves, r_leaves, t_leaves), (p_flat, r_flat, t_flat), c, info)
+    leaves, outs = (p_leaves, r_leaves, t_leaves), (p_flat, r_flat, t_flat)
+    _check_grads(tensors, leaves, outs, c, info, grad_scale)
     return None
 
 
-def _check_grads(tensors, leaves, outs, c, info):
+def _check_grads(tensors, leaves, outs, c, info, grad_scale=0.0):
     """The same random weights on every float output, backward to the base leaves. The scale a
     gradient is judged against: its largest |ref|, or the outputs' or inputs' largest |value|
     where that is larger (|weight| <= 1): a gradient that cancels to 0, as softmax's or var's
     over equal inputs, is computed from terms of that size."""
     (p_leaves, r_leaves, t_leaves), (p_flat, r_flat, t_flat) = leaves, outs
     rng = np.random.default_rng(len(info))
-    p_loss, r_loss, t_loss, n_out, out_scale = 0, 0, 0, 0, 0.0
+    p_loss, r_loss, t_loss, n_out, out_scale = 0, 0, 0, 0, grad_scale
     for p, r, t in zip(p_flat, r_flat, t_flat):
         if isinstance(r, torch.Tensor) and r.is_floating_point() and r.requires_grad:
             w = rng.integers(-8, 9, tuple(r.shape)) / 8.0

@@ -1271,6 +1271,8 @@ def _g_cumprod(ctx, g):
         # create_graph: the saved output is an alias without a graph; recompute it from x so
         # the second derivative sees it depend on x
         if (x == 0).any().item():
+            if (~x.isfinite()).any().item():
+                return (_cumprod_grad_sliced(x, g, d),)
             return (_cumprod_grad_omitted(x, g, d),)
         return (_reverse_cumsum(g * cumprod(x, d), d) / x,)
     zero = x == 0
@@ -1286,6 +1288,33 @@ def _g_cumprod(ctx, g):
     last = gather(out, d, (n_before - 1).clamp(min=0))  # out[z1-1]
     at_zero = at_zero * where(n_before == 0, 1.0, last)
     return (where(before, plain, where(first, at_zero, 0.0)),)
+
+
+def _cumprod_grad_sliced(x, g, d):
+    """torch's O(n²) cumprod_backward, slice by slice: for each k, prod(x[:k])·cumprod(x[k+1:])
+    dotted with g[k:]. Its second derivative is prod's and the slices' cumprod rules, which an
+    inf beside a zero tells apart from _cumprod_grad_omitted's one cumprod with x_k as 1: x =
+    [1, 0, inf] gave d/dx_2 0·inf = NaN through (g·out)/x where torch's is 4 (the one-element
+    slice [inf] has no rule). n dispatch rounds, so only where x holds an inf or a NaN."""
+    from .combine import cat
+    from .creation import ones
+
+    n = x._shape[d]
+    one = list(x._shape)
+    one[d] = 1
+    parts = []
+    for k in range(n):
+        if k == 0:
+            omitted = cat([ones(one, dtype=x.dtype), cumprod(x.narrow(d, 1, n - 1), d)], d)
+        else:
+            until = prod(x.narrow(d, 0, k), d, keepdim=True)
+            if k == n - 1:
+                omitted = until
+            else:
+                after = cumprod(x.narrow(d, k + 1, n - k - 1), d)
+                omitted = cat([until, until.expand_as(after) * after], d)
+        parts.append(sum(g.narrow(d, k, n - k) * omitted, d, keepdim=True))
+    return cat(parts, d)
 
 
 def _cumprod_grad_omitted(x, g, d):
@@ -1345,11 +1374,13 @@ def _norm_grad_rule(x, gk, nk, p, dims):
         return (x * where(nk == 0, 0.0, gk / where(nk == 0, 1.0, nk)),)
     if math.isinf(p):
         # torch's mask: |x| equal to the norm, or NaN (the norm is then NaN and equals nothing:
-        # an all-false mask gave 0 / 0, NaN gradients everywhere; torch's are sign(x)·g there)
+        # an all-false mask gave 0 / 0, NaN gradients everywhere; torch's are sign(x)·g there).
+        # Multiplied, as torch's sgn(x)·((g / count)·mask): a NaN or infinite g reaches the whole
+        # row as NaN (normalize(p=inf) over a row holding an inf), not the maxima only
         ax = _abs(x)
         hit = (ax == nk) | (ax != ax)
         count = sum(hit, dim=dims, keepdim=True)
-        return (sign(x) * where(hit, gk, 0.0) / count,)
+        return (sign(x) * ((gk / count) * hit),)
     ax = _abs(x)
     if p < 1.0:
         scaled = sign(x) * where(x == 0, 0.0, ax ** (p - 1.0))

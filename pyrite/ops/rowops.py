@@ -516,6 +516,34 @@ def _norm_param_grads(x, g, stats, rows, n):
     return dw, db
 
 
+# The composite norm backward of a float16/bfloat16 input (every bfloat16 one: _row_grad declines
+# packed storage) runs in float32 and rounds once, as torch's kernel: rounding each op into
+# bfloat16 put mean(g·w) 1 ulp off, which a variance-0 row's 1/std (316 at eps 1e-5) turned into
+# input gradients 0.1 off each (their sum over 13 equal values -2.5 for float64's 0, torch's
+# -0.25), found by tests/test_fuzz_nn.py (test_norm[879] at PYRITE_FUZZ_DRAWS=900)
+def _widen(x, g, w):
+    """x, g and w in float32 where x is float16/bfloat16 (w None stays None)."""
+    if x.dtype not in _HALF:
+        return x, g, w
+    return x.float(), g.float(), (w.float() if w is not None else None)
+
+
+def _narrow(gx, ctx):
+    dt = ctx.args[0].dtype
+    return gx.to(dt) if gx.dtype is not dt else gx
+
+
+def _param_grad(t, p):
+    """A weight's or bias's gradient term (x's shape): summed over the leading dims in float32
+    before it rounds into p's dtype (the engine would sum the rounded terms in p's dtype)."""
+    if t.dtype is p.dtype:
+        return t
+    lead = t.ndim - p.ndim
+    if lead > 0:
+        t = t.sum(list(range(lead)))
+    return t.to(p.dtype)
+
+
 def _g_layer_norm(ctx, g):
     """Recomputes mean and 1/std (two reductions) rather than saving them: x̂ = (x - μ)·r,
     dx = r·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)) with ĝ = g·w; dw = g·x̂, db = g (the engine sums the
@@ -527,15 +555,16 @@ def _g_layer_norm(ctx, g):
     fused = _g_norm_fused("layer_norm", ctx, x, g, len(dims), w, b, eps)
     if fused is not None:
         return fused
+    x, g, wf = _widen(x, g, w)
     mu = x.mean(dims, keepdim=True)
     xc = x - mu
     r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     xh = xc * r
-    gh = g * w if w is not None else g
+    gh = g * wf if w is not None else g
     gx = r * (gh - gh.mean(dims, keepdim=True) - xh * (gh * xh).mean(dims, keepdim=True))
-    gw = g * xh if w is not None and ctx.needs[2] else None
-    gb = g if b is not None and ctx.needs[3] else None
-    return gx if ctx.needs[0] else None, None, gw, gb
+    gw = _param_grad(g * xh, w) if w is not None and ctx.needs[2] else None
+    gb = _param_grad(g, b) if b is not None and ctx.needs[3] else None
+    return _narrow(gx, ctx) if ctx.needs[0] else None, None, gw, gb
 
 
 _g_layer_norm.saves = frozenset((0, 2, 3))
@@ -551,12 +580,13 @@ def _g_rms_norm(ctx, g):
     fused = _g_norm_fused("rms_norm", ctx, x, g, len(dims), w, None, eps)
     if fused is not None:
         return fused[:3]
+    x, g, wf = _widen(x, g, w)
     r = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     xh = x * r
-    gh = g * w if w is not None else g
+    gh = g * wf if w is not None else g
     gx = r * (gh - xh * (gh * xh).mean(dims, keepdim=True))
-    gw = g * xh if w is not None and ctx.needs[2] else None
-    return gx if ctx.needs[0] else None, None, gw
+    gw = _param_grad(g * xh, w) if w is not None and ctx.needs[2] else None
+    return _narrow(gx, ctx) if ctx.needs[0] else None, None, gw
 
 
 _g_rms_norm.saves = frozenset((0, 2))
