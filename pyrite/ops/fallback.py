@@ -192,6 +192,28 @@ def _check_same_dtype(name, args, kwargs):
         )
 
 
+def _expanded_bf16_self(args, w_args):
+    """An expanded bf16 self (torch's index_fill_ writes one, with a deprecation warning): its
+    distinct elements widened and expanded again, so the float32 op writes through the same
+    aliases as torch's (or refuses the view as torch does), then (view, widened) to copy back."""
+    from .overlap import has_internal_overlap
+
+    self = args[0] if args else None
+    if not isinstance(self, Tensor) or self.dtype is not D.bfloat16:
+        return None
+    if not has_internal_overlap(self):
+        return None
+    # (the stride-0 dims of size > 1 cut to one element: a view with no aliases)
+    key = tuple(
+        slice(0, 1) if st == 0 and n > 1 else slice(None)
+        for n, st in zip(self._shape, self._strides)
+    )
+    distinct = self[key]
+    wide = _cast(distinct, D.float32)
+    w_args[0] = wide.expand(*self._shape)
+    return distinct, wide
+
+
 def _slow(fn, name, inplace, args, kwargs):
     _check_same_dtype(name, args, kwargs)
     floats: list = []
@@ -222,12 +244,15 @@ def _slow(fn, name, inplace, args, kwargs):
                 if narrow:
                     w_args[i] = D.float32
                 break
+    compact = _expanded_bf16_self(args, w_args) if inplace else None
     res = fn(*w_args, **w_kwargs)
     # in-place: the op wrote into the widened copy of its first argument (or of out=)
     back = {}
     if inplace and args and isinstance(args[0], Tensor):  # (a Parameter / Buffer too)
         self = args[0]
-        if self.dtype is D.bfloat16:
+        if compact is not None:
+            compact[0].copy_(compact[1])
+        elif self.dtype is D.bfloat16:
             self.copy_(w_args[0])
         elif self.dtype.is_small_int:
             _wrap_small_int(self)
