@@ -229,3 +229,22 @@ def test_cumprod_double_backward_zero_and_inf(rng, dim):
     for want, got in zip(*res):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # (products of 5 in f32)
+
+
+# ---- log_softmax and cross_entropy's row kernels took v - (M + log(S)), rounding the sum at the
+# max M's ulp: the max's -0.00144 was 3.9e-7 off (2.7e-4 relative) at M = 9; torch's order is
+# (v - M) - log(S), cross_entropy's log(S) - (x_t - M)
+def test_log_softmax_subtracts_max_first(rng):
+    x = (rng.standard_normal((16, 5)) * 10).astype(np.float32)
+    x[:, 0] = np.abs(x[:, 0]) + 20.0  # one dominant max: log(S) small beside M
+    t = rng.integers(0, 5, 16)
+    xd = torch.tensor(x, dtype=torch.float64)
+    want_ls = torch.log_softmax(xd, 1).numpy()
+    want_ce = torch.nn.functional.cross_entropy(xd, torch.tensor(t), reduction="none").numpy()
+    got_ls = _np(F.log_softmax(pr.tensor(x), 1))
+    got_ce = _np(F.cross_entropy(pr.tensor(x), pr.tensor(t), reduction="none"))
+    # a few roundings of values of the result's size (v - M is exact near M), not of M's (the
+    # old error at M ~ 30: ulp(30) / 2 = 9.5e-7)
+    u = 2.0**-24
+    np.testing.assert_allclose(got_ls, want_ls, rtol=4 * u, atol=4 * u)
+    np.testing.assert_allclose(got_ce, want_ce, rtol=4 * u, atol=4 * u)
