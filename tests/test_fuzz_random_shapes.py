@@ -47,8 +47,8 @@ import torch
 import pyrite as pr
 
 # Draws per family (a unit; inplace_grad, scan and softmax take half, select and layout an
-# eighth): 3,500 cases, 46 s on the 2-core lavapipe machine (49 s wall with start-up) before
-# select's and layout's 100 (11 s with start-up at load average 7.5 on the same machine).
+# eighth): 3,500 cases, 52 s on the 2-core lavapipe machine at load average 3 (55 s wall with
+# start-up; 46 s unloaded before select's and layout's 100).
 N_DRAWS = int(os.environ.get("PYRITE_FUZZ_DRAWS", "400"))
 SEED_BASE = 20270101 + int(os.environ.get("PYRITE_FUZZ_SEED", "0"))
 
