@@ -225,18 +225,23 @@ def _refuse_grad(name, *xs):
 
 
 # ---- complex-valued constructors ---------------------------------------------------------------
+def _two_float32(name, a, b, out):
+    """polar's and complex's argument checks: both float32 tensors, no out=."""
+    if out is not None:
+        raise unsupported(f"{name}(out=...)")
+    for t in (a, b):
+        if not isinstance(t, Tensor) or t.dtype is not D.float32:
+            raise TypeError(
+                f"pyrite: {name}: expected both inputs to be float32 tensors, but got "
+                f"{getattr(a, 'dtype', type(a))} and {getattr(b, 'dtype', type(b))}"
+            )
+
+
 def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle)), complex64, broadcast (torch.polar)."""
     from .combine import stack
 
-    if out is not None:
-        raise unsupported("polar(out=...)")
-    for t in (abs, angle):
-        if not isinstance(t, Tensor) or t.dtype is not D.float32:
-            raise TypeError(
-                "pyrite: polar: expected both inputs to be float32 tensors, but got "
-                f"{getattr(abs, 'dtype', type(abs))} and {getattr(angle, 'dtype', type(angle))}"
-            )
+    _two_float32("polar", abs, angle, out)
     return _C(stack([abs * angle.cos(), abs * angle.sin()], -1))
 
 
@@ -245,14 +250,7 @@ def complex(real, imag, *, out=None):
     from .combine import stack
     from .core import broadcast_shapes
 
-    if out is not None:
-        raise unsupported("complex(out=...)")
-    for t in (real, imag):
-        if not isinstance(t, Tensor) or t.dtype is not D.float32:
-            raise TypeError(
-                "pyrite: complex: expected both inputs to be float32 tensors, but got "
-                f"{getattr(real, 'dtype', type(real))} and {getattr(imag, 'dtype', type(imag))}"
-            )
+    _two_float32("complex", real, imag, out)
     shape = broadcast_shapes(real._shape, imag._shape)
     return _C(stack([real.expand(shape), imag.expand(shape)], -1))
 
