@@ -550,6 +550,27 @@ def _not_implemented(name):
     return autograd._not_implemented(name)
 
 
+def _record_map(name, rule, a, b, kw, compute, out):
+    """Run the map `compute(a, b, **kw, out=...)` unrecorded and record it under `rule`: out=None
+    as a new node, out=a as the in-place op `name_`; any other out= refuses autograd."""
+    if out is None:
+        state = autograd._state
+        state.enabled = False  # (no_grad() without the context manager: this runs per op)
+        try:
+            r = compute(a, b, **kw)
+        finally:
+            state.enabled = True
+        return autograd.record(name, rule, (a, b), kw, r)
+    if out is a:
+        return autograd._inplace_call(
+            lambda x, y, **k: compute(x, y, **k, out=x), name + "_", rule, (a, b), kw
+        )
+    raise RuntimeError(
+        f"pyrite: {name}(): functions with out=... arguments don't support automatic "
+        "differentiation, but one of the arguments requires grad."
+    )
+
+
 def recorded_binary(name, a, b, out):
     binary = _ew().binary
 
@@ -559,22 +580,7 @@ def recorded_binary(name, a, b, out):
             rule = _mul_keep_b
         elif not autograd._requires(a):
             rule = _mul_keep_a
-    if out is None:
-        state = autograd._state
-        state.enabled = False  # (no_grad() without the context manager: this runs per op)
-        try:
-            r = binary(name, a, b)
-        finally:
-            state.enabled = True
-        return autograd.record(name, rule, (a, b), _NO_KW, r)
-    if out is a:
-        return autograd._inplace_call(
-            lambda x, y: binary(name, x, y, out=x), name + "_", rule, (a, b), {}
-        )
-    raise RuntimeError(
-        f"pyrite: {name}(): functions with out=... arguments don't support automatic "
-        "differentiation, but one of the arguments requires grad."
-    )
+    return _record_map(name, rule, a, b, _NO_KW, lambda x, y, **k: binary(name, x, y, **k), out)
 
 
 @saves()
@@ -585,25 +591,8 @@ def _scaled(ctx, g):
 
 
 def recorded_scaled(name, a, b, alpha, out):
-    """add/sub with alpha and a float result, recorded (recorded_binary's shape)."""
-    scaled_map = _ew()._scaled_map
-    kw = {"alpha": alpha}
-    if out is None:
-        state = autograd._state
-        state.enabled = False
-        try:
-            r = scaled_map(a, b, alpha)
-        finally:
-            state.enabled = True
-        return autograd.record(name, _scaled, (a, b), kw, r)
-    if out is a:
-        return autograd._inplace_call(
-            lambda x, y, alpha: scaled_map(x, y, alpha, out=x), name + "_", _scaled, (a, b), kw
-        )
-    raise RuntimeError(
-        f"pyrite: {name}(): functions with out=... arguments don't support automatic "
-        "differentiation, but one of the arguments requires grad."
-    )
+    """add/sub with alpha and a float result, recorded."""
+    return _record_map(name, _scaled, a, b, {"alpha": alpha}, _ew()._scaled_map, out)
 
 
 def recorded_unary(name, x, scalars, s_ctypes, out):
