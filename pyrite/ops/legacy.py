@@ -5,14 +5,24 @@ deprecated
 the `*_copy` functions (`permute_copy`, `expand_copy`, ...: the view op's values in a new
 contiguous tensor, as torch.export emits them). The functions torch 1.9 removed (`torch.solve`,
 `lstsq`, `eig`, `symeig`, `matrix_rank`) raise torch's own error naming their replacement.
+
+Then the function forms of in-place and view methods (`addmv_`, `adjoint`, `conj_physical_`,
+`as_strided_`, `resize_as_`), `as_strided_scatter`, `ormqr` (Q of geqrf's reflectors applied
+without forming it), and the storage-level methods `Tensor.set_`, `Tensor.storage()` (a
+TypedStorage over the tensor's storage), `Tensor.resize` (torch's deprecated reshape) and
+`Tensor.as_subclass`.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 
-from ..errors import ShapeError
+from .. import dtypes as D
+from ..errors import ShapeError, warn
 from ..tensor import Tensor
+from .misc import as_strided_, resize_as_
+from .tensor_attrs import UntypedStorage
 
 
 def typename(obj) -> str:
@@ -135,6 +145,281 @@ def slice_copy(input, dim=0, start=None, end=None, step=1):
     return input[tuple(index)].clone()
 
 
+# ---- function forms of methods, and more of torch's tensor-level names ------------------------
+def addmv_(input, mat, vec, *, beta=1, alpha=1):
+    """input = beta·input + alpha·(mat @ vec), in place (torch.addmv_)."""
+    return input.addmv_(mat, vec, beta=beta, alpha=alpha)
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims, a view (torch.adjoint)."""
+    if input.ndim < 2:
+        raise ShapeError(
+            "pyrite: tensor.adjoint() is only supported on matrices or batches of matrices. "
+            f"Got {input.ndim}-D tensor."
+        )
+    return input.adjoint()
+
+
+def conj_physical_(input):
+    """Conjugates in place; a real tensor is its own conjugate (returned as it is)."""
+    if input.dtype.kind == "c":
+        return input.copy_(input.conj_physical())
+    return input
+
+
+def _check_strided_bounds(size, stride, offset, numel, what):
+    if len(size) != len(stride):
+        raise RuntimeError(
+            f"pyrite: {what}: mismatch in length of strides and shape ({len(stride)} and "
+            f"{len(size)})"
+        )
+    if any(d < 0 for d in size) or any(st < 0 for st in stride) or offset < 0:
+        raise RuntimeError(f"pyrite: {what}: negative size, stride or offset ({size}, {stride})")
+    if 0 in size:
+        return
+    last = offset + sum((d - 1) * st for d, st in zip(size, stride))
+    if last >= numel:
+        raise RuntimeError(
+            f"pyrite: setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+            f"{offset} are out of bounds for storage of {numel} elements"
+        )
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A contiguous copy of input with `src` written into its as_strided(size, stride,
+    storage_offset) view (torch.as_strided_scatter: the offset counts from the copy's start,
+    0 when None)."""
+    size, stride = tuple(int(d) for d in size), tuple(int(st) for st in stride)
+    offset = 0 if storage_offset is None else int(storage_offset)
+    _check_strided_bounds(size, stride, offset, input.numel(), "as_strided_scatter")
+    if tuple(src.shape) != size:
+        raise RuntimeError(
+            "pyrite: expected src to have a size equal to the slice of self. src size = "
+            f"{list(src.shape)}, slice size = {list(size)}"
+        )
+    from .creation import arange
+
+    # (a scatter at the view's flat positions, so both inputs get their gradients: an in-place
+    # copy_ into an as_strided view of the copy would not be recorded)
+    n = input.numel()
+    where = arange(n, dtype=D.int64).as_strided(size, stride, offset).reshape(-1)
+    out = input.reshape(-1).scatter(0, where, src.reshape(-1).to(input.dtype))
+    return out.reshape(input.shape)
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """Q @ other (or Qᵀ, or other @ Q with left=False) for Q = H₀ H₁ ... H_{k-1}, the product of
+    geqrf's Householder reflectors Hᵢ = I - tauᵢ vᵢ vᵢᵀ (vᵢ: 1 at row i, input's column i
+    below it), applied one by one without forming Q (torch.ormqr, LAPACK's ormqr). Batched;
+    differentiable in all three tensors."""
+    from .creation import eye
+
+    for name, t in (("input", input), ("other", other)):
+        if t.ndim < 2:
+            raise RuntimeError(f"pyrite: torch.ormqr: {name} must have at least 2 dimensions.")
+    if tau.ndim < 1:
+        raise RuntimeError("pyrite: torch.ormqr: tau must have at least 1 dimension.")
+    if input.dtype != other.dtype or input.dtype != tau.dtype:
+        raise TypeError(
+            f"pyrite: torch.ormqr: Expected input, tau and other to have the same dtype, but got "
+            f"{input.dtype!r}, {tau.dtype!r} and {other.dtype!r}"
+        )
+    m, n = input.shape[-2:]
+    along = other.shape[-2] if left else other.shape[-1]
+    if along != m:
+        which = "other.shape[-2]" if left else "other.shape[-1]"
+        raise RuntimeError(f"pyrite: torch.ormqr: {which} must be equal to input.shape[-2]")
+    k = tau.shape[-1]
+    if k != min(m, n):
+        raise RuntimeError(
+            "pyrite: torch.ormqr: tau.shape[-1] must be equal to min(other.shape[-2], "
+            "input.shape[-1])"
+        )
+    V = input[..., :, :k].tril(-1) + eye(m, k, dtype=input.dtype)  # (*, m, k) the vᵢ
+    # Q C = H₀(H₁(...(H_{k-1} C))); Qᵀ C = H_{k-1}(...(H₀ C)); C Q = ((C H₀) H₁)...
+    forward = left == bool(transpose)
+    C = other
+    for i in range(k) if forward else range(k - 1, -1, -1):
+        v = V[..., :, i : i + 1]  # (*, m, 1)
+        t = tau[..., i : i + 1].unsqueeze(-1)  # (*, 1, 1)
+        if left:
+            C = C - (v * t) @ (v.mT @ C)
+        else:
+            C = C - (C @ v) @ (v * t).mT
+    return C if C is not other else other.clone()
+
+
+# ---- storage-level methods ----------------------------------------------------------------------
+class TypedStorage:
+    """What `Tensor.storage()` returns (torch.TypedStorage, deprecated in torch for
+    `untyped_storage()`): the elements under a tensor and all its views, of its dtype.
+    `size()` / `len()` count elements, `[i]` and `tolist()` read them back; `nbytes()`,
+    `element_size()`, `dtype`, `device`, `data_ptr()` (the storage's identity, as
+    UntypedStorage's), `untyped()`. `Tensor.set_` takes one."""
+
+    __slots__ = ("_untyped", "dtype")
+
+    def __init__(self, storage, dtype):
+        self._untyped = UntypedStorage(storage, dtype)
+        self.dtype = dtype
+
+    def size(self) -> int:
+        return self._untyped.nbytes() // self.dtype.itemsize
+
+    __len__ = size
+
+    def nbytes(self) -> int:
+        return self._untyped.nbytes()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return self._untyped.data_ptr()
+
+    @property
+    def device(self):
+        return self._untyped.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def untyped(self) -> UntypedStorage:
+        return self._untyped
+
+    def _flat(self) -> Tensor:
+        return Tensor._make(self._untyped._storage, (self.size(),), (1,), 0, self.dtype)
+
+    def tolist(self) -> list:
+        return self._flat().tolist()
+
+    def __getitem__(self, i):
+        if not isinstance(i, int):
+            raise TypeError(
+                f"pyrite: TypedStorage indices must be integers, got {type(i).__name__}"
+            )
+        return self._flat()[i].item()
+
+    def __eq__(self, other):
+        return isinstance(other, TypedStorage) and other._untyped == self._untyped
+
+    def __hash__(self):
+        return hash(self._untyped)
+
+    def __repr__(self):
+        return (
+            f"pyrite.TypedStorage(dtype={self.dtype}, device={self.device}) of size {self.size()}"
+        )
+
+
+def storage(self) -> TypedStorage:
+    """The tensor's storage, typed (torch's deprecated Tensor.storage())."""
+    return TypedStorage(self._storage, self.dtype)
+
+
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Makes self a view of `source`'s memory (torch's Tensor.set_): a tensor's storage, shape,
+    strides and offset (or, with storage_offset/size/stride, that window of its storage); a
+    TypedStorage or UntypedStorage from a tensor of self's dtype (1-D over all of it unless a
+    window is given); no source: an empty tensor. Writes through either are seen by the
+    other. A source of another dtype is refused, as torch's."""
+    from ..autograd import is_grad_enabled
+    from .creation import empty
+
+    if self.requires_grad and self.grad_fn is None and is_grad_enabled():
+        raise RuntimeError(
+            "pyrite: a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    if source is None:
+        fresh = empty(0, dtype=self.dtype)
+        storage, shape, strides, offset = fresh._storage, (0,), (1,), 0
+    else:
+        if isinstance(source, Tensor):
+            dtype, storage = source.dtype, source._storage
+        elif isinstance(source, TypedStorage):
+            dtype, storage = source.dtype, source._untyped._storage
+        elif isinstance(source, UntypedStorage):
+            dtype, storage = source._dtype, source._storage
+        else:
+            raise TypeError(
+                "pyrite: set_(): expected a Tensor, TypedStorage or UntypedStorage source, got "
+                f"{type(source).__name__}"
+            )
+        if dtype != self.dtype:
+            raise RuntimeError(
+                f"pyrite: Could not set tensor of type {self.dtype} to a tensor of type {dtype} "
+                "(pyrite's storages hold one dtype's elements)"
+            )
+        numel = storage.logical_nbytes // dtype.itemsize
+        if isinstance(source, Tensor) and size is None:
+            shape, strides, offset = source._shape, source._strides, source._offset
+        elif size is None:
+            shape, strides, offset = (numel - int(storage_offset),), (1,), int(storage_offset)
+        else:
+            from .creation import _size
+
+            shape = tuple(_size((size,), "set_"))
+            if stride is None or len(stride) == 0:
+                strides, acc = [], 1
+                for d in reversed(shape):
+                    strides.append(acc)
+                    acc *= max(d, 1)
+                strides = tuple(reversed(strides))
+            else:
+                strides = tuple(int(st) for st in stride)
+            offset = int(storage_offset)
+        _check_strided_bounds(shape, strides, offset, numel, "set_")
+    self._storage, self._shape, self._strides, self._offset = storage, shape, strides, offset
+    self._base = None
+    return self
+
+
+def resize(self, *sizes):
+    """torch's deprecated non-in-place Tensor.resize: a view of the same number of elements
+    in a new shape (torch refuses any other size, as this does)."""
+    from .creation import _size
+
+    warn("non-inplace resize is deprecated")
+    shape = tuple(_size(sizes, "resize"))
+    n, have = math.prod(shape), self.numel()
+    if n != have:
+        dims = "x".join(str(d) for d in shape)
+        raise RuntimeError(
+            f"pyrite: requested resize to {dims} ({n} elements in total), but the given tensor "
+            f"has a size of {'x'.join(str(d) for d in self.shape)} ({have} elements). "
+            "autograd's resize can only change the shape of a given tensor, while preserving "
+            "the number of elements. "
+        )
+    return self.reshape(shape)
+
+
+def as_subclass(self, cls):
+    """The same tensor (same storage, same place in the autograd graph) as an instance of
+    `cls`, a subclass of pyrite.Tensor (torch's Tensor.as_subclass). pyrite has no
+    __torch_function__: ops on it return plain Tensors."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(
+            "pyrite: Creating a Tensor subclass from a class that does not inherit from Tensor "
+            "is not possible. Make sure your class inherits from Tensor."
+        )
+    from ..autograd import is_grad_enabled
+
+    src = self.view_as(self) if (self.requires_grad and is_grad_enabled()) else self.detach()
+    t = object.__new__(cls)
+    for name in Tensor.__slots__:
+        if name != "__weakref__" and hasattr(src, name):
+            object.__setattr__(t, name, getattr(src, name))
+    return t
+
+
+# (autograd.plain: no bf16 widening of self, whose storage these alias, and no guard)
+for _fn in (storage, set_, as_subclass):
+    _fn._pyrite_plain = True
+del _fn
+
+
 # ---- removed in torch 1.9: torch's own errors ------------------------------------------------
 _REMOVED = {
     "solve": "`torch.solve` is deprecated in favor of `torch.linalg.solve`. `torch.linalg.solve` "
@@ -177,6 +462,14 @@ __all__ = [
     "lu_solve",
     "convolution",
     "slice_copy",
+    "addmv_",
+    "adjoint",
+    "conj_physical_",
+    "as_strided_",
+    "as_strided_scatter",
+    "resize_as_",
+    "ormqr",
+    "TypedStorage",
     *_copies,
     *_removed_fns,
 ]
@@ -184,5 +477,12 @@ __all__ = [
 METHODS = {
     "triangular_solve": triangular_solve,
     "lu_solve": lu_solve,
+    "conj_physical_": conj_physical_,
+    "as_strided_scatter": as_strided_scatter,
+    "ormqr": ormqr,
+    "storage": storage,
+    "set_": set_,
+    "resize": resize,
+    "as_subclass": as_subclass,
     **{name: fn for name, fn in _removed_fns.items() if name != "matrix_rank"},
 }
