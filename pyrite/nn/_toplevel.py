@@ -227,6 +227,10 @@ TOPLEVEL = {
     "threshold_": threshold_,
     "triplet_margin_loss": triplet_margin_loss,
 }
+# torch.native_layer_norm, gru_cell, embedding_bag, ... (aten's spellings): nn/_native.py
+from ._native import TOPLEVEL as _NATIVE  # noqa: E402
+
+TOPLEVEL.update(_NATIVE)
 
 METHODS = {
     "hardshrink": hardshrink,

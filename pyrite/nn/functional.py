@@ -101,6 +101,7 @@ from ._margin import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
+from ._native import grouped_mm
 from ._norm import (
     batch_norm,
     group_norm,
@@ -148,6 +149,7 @@ __all__ = [
     "elu_",
     "embedding",
     "embedding_bag",
+    "grouped_mm",
     "feature_alpha_dropout",
     "gaussian_nll_loss",
     "gelu",
