@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     flatten,
     instancenorm,
     lazy,
+    legacy,
     linear,
     linear_cross_entropy,
     loss,
@@ -40,6 +41,7 @@ from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .lazy import *  # noqa: F403
+from .legacy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .linear_cross_entropy import *  # noqa: F403
 from .loss import *  # noqa: F403
@@ -51,6 +53,6 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsample import *  # noqa: F403
 
-_FILES = (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, linear,
+_FILES = (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, legacy, linear,
           linear_cross_entropy, loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__} | {"DataParallel"})
