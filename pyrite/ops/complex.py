@@ -407,6 +407,28 @@ def install(modules, tensor_cls=Tensor):
         setattr(tensor_cls, name, wrapped(attr, name))
     tensor_cls.real = property(_real_prop, _set_part(0))
     tensor_cls.imag = property(_imag_prop, _set_part(1))
+    tensor_cls.cfloat = cfloat
+    tensor_cls.cdouble = cdouble
+    tensor_cls.chalf = chalf
+
+
+# ---- the complex casts (Tensor methods) ------------------------------------------------------
+def cfloat(self):
+    """self as complex64 (self when it already is; a real tensor with zero imaginary parts,
+    recorded, so its gradient is the real part of the complex one, as torch's)."""
+    return as_complex(self)
+
+
+def cdouble(self):
+    """complex128 narrowed to complex64, as pyrite narrows float64 (double()) to float32."""
+    return as_complex(self)
+
+
+def chalf(self):
+    raise TypeError(
+        "pyrite: chalf(): complex32 (ComplexHalf) is not supported; pyrite's only complex "
+        "dtype is complex64 (cfloat)"
+    )
 
 
 _mod = __import__("sys").modules[__name__]

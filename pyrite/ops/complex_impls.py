@@ -110,10 +110,10 @@ def _conj(z):
 
 
 def _abs(z):
-    """|z| = ||(re, im)||, whose gradient torch's way is z/|z| (0 at z = 0)."""
-    from .linalg_norms import vector_norm
+    """|z|, scaled so no square overflows; gradient z/|z| (0 at z = 0), torch's."""
+    from .complex_math import abs_
 
-    return vector_norm(_R(z), 2, dim=-1)
+    return abs_(z)
 
 
 def _angle(z):
@@ -121,19 +121,6 @@ def _angle(z):
 
     p = _R(z)
     return atan2(p[..., 1], p[..., 0])
-
-
-def _exp(z):
-    from .combine import stack
-
-    p = _R(z)
-    m = p[..., 0].exp()
-    b = p[..., 1]
-    return _C(stack([m * b.cos(), m * b.sin()], -1))
-
-
-def _reciprocal(z):
-    return _div(1.0, z)
 
 
 def _square(z):
@@ -607,8 +594,6 @@ for _n in ("resolve_conj", "resolve_neg", "__pos__", "positive"):
 for _n in ("abs", "absolute", "__abs__"):
     IMPLS[_n] = _unary(_abs)
 IMPLS["angle"] = _unary(_angle)
-IMPLS["exp"] = _unary(_exp)
-IMPLS["reciprocal"] = _unary(_reciprocal)
 IMPLS["square"] = _unary(_square)
 IMPLS["sgn"] = _unary(_sgn)
 IMPLS["real"] = _plain(_real)
@@ -687,3 +672,11 @@ PASS = frozenset(
         "is_set_to", "nbytes", "element_size", "__reduce_ex__", "__deepcopy__",
     )
 )  # fmt: skip
+
+# elementwise functions (ops/complex_math.py) and reductions, comparisons, norms
+# (ops/complex_linalg.py)
+from . import complex_linalg as _complex_linalg  # noqa: E402
+from . import complex_math as _complex_math  # noqa: E402
+
+_complex_math.register(IMPLS, _unary, _inplace_impl)
+_complex_linalg.register(IMPLS)

@@ -1,0 +1,284 @@
+"""Reductions, scans, products, comparisons and norms of complex64 tensors, as compositions of
+recorded real ops on the real views (ops/complex.py), so their gradients are torch's.
+
+Errors: a product of n complex numbers is formed pairwise (a tree of depth ceil(log2 n)), each
+level one complex multiply (~2 ulp of the magnitudes multiplied), so within ~2·log2(n) ulp of
+the product of the magnitudes; torch multiplies in order (n - 1 levels). Sums and scans are the
+real ops' on each part. Norms are the real norms of |z| (|z| scaled: complex_math.abs_).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import dtypes as D
+from ..tensor import Tensor
+from .complex import _C, _R, C64, ComplexError, _is_c, as_complex, unsupported
+from .complex_math import _parts, abs_, isnan
+
+
+def _dims_of(z, dim):
+    if dim is None:
+        return list(range(z.ndim))
+    if isinstance(dim, (list, tuple)):
+        return sorted({z._dim(d) for d in dim}) if dim else list(range(z.ndim))
+    return [z._dim(dim)]
+
+
+def _check_dtype(name, dtype):
+    if dtype is not None and D.from_any(dtype) is not C64:
+        raise ComplexError(
+            f"pyrite: {name}(): a complex input with dtype={dtype!r} (torch refuses the "
+            "implicit cast of complex to real too)"
+        )
+
+
+# ---- products ------------------------------------------------------------------------------------
+def _tree_prod(z):
+    """The product along z's last dim, pairwise: (..., n) -> (...)."""
+    from .combine import cat
+    from .complex_impls import _mul
+    from .creation import ones
+
+    n = z._shape[-1]
+    if n == 0:
+        return _C(_R(ones(z._shape[:-1], dtype=C64)))
+    while n > 1:
+        if n % 2:
+            pad = ones((*z._shape[:-1], 1), dtype=C64)
+            z = _C(cat([_R(z), _R(pad)], -2))
+            n += 1
+        z = _mul(z[..., 0::2], z[..., 1::2])
+        n //= 2
+    return z[..., 0]
+
+
+def prod(orig, z, dim=None, keepdim=False, *, dtype=None, out=None):
+    """torch.prod of a complex tensor (all elements, or one dim)."""
+    if out is not None:
+        raise unsupported("prod(out=...)")
+    _check_dtype("prod", dtype)
+    z = as_complex(z)
+    if z.ndim == 0:
+        return _C(_R(z).clone())
+    dims = _dims_of(z, dim)
+    rest = [d for d in range(z.ndim) if d not in dims]
+    moved = z.permute(*rest, *dims)
+    flat = moved.reshape(*(z._shape[d] for d in rest), -1)
+    res = _tree_prod(flat)
+    if keepdim:
+        res = res.reshape(*(1 if d in dims else z._shape[d] for d in range(z.ndim)))
+    return res
+
+
+def cumsum(orig, z, dim, *, dtype=None, out=None):
+    """Each part's running sum: the real cumsum of the real view along `dim`."""
+    if out is not None:
+        raise unsupported("cumsum(out=...)")
+    _check_dtype("cumsum", dtype)
+    z = as_complex(z)
+    if z.ndim == 0:
+        return _C(_R(z).clone())
+    return _C(_R(z).cumsum(z._dim(dim)))
+
+
+def cumprod(orig, z, dim, *, dtype=None, out=None):
+    """Running products by Hillis-Steele doubling: ceil(log2 n) complex multiplies per element
+    (error as prod's)."""
+    from .combine import cat
+    from .complex_impls import _mul
+
+    if out is not None:
+        raise unsupported("cumprod(out=...)")
+    _check_dtype("cumprod", dtype)
+    z = as_complex(z)
+    if z.ndim == 0:
+        return _C(_R(z).clone())
+    d = z._dim(dim)
+    n = z._shape[d]
+    w = z.movedim(d, -1)
+    k = 1
+    while k < n:
+        head = w[..., :k]
+        tail = _mul(w[..., k:], w[..., : n - k])
+        w = _C(cat([_R(head), _R(tail)], -2))
+        k *= 2
+    return _C(_R(w).clone()).movedim(-1, d) if n <= 1 else w.movedim(-1, d)
+
+
+# ---- dot products ----------------------------------------------------------------------------------
+def _same_dtype_1d(name, a, b):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"pyrite: {name}(): expected two tensors")
+    if a.dtype is not b.dtype:
+        raise ComplexError(
+            f"pyrite: {name} : expected both vectors to have same dtype, but found "
+            f"{a.dtype.name} and {b.dtype.name}"
+        )
+    if a.ndim != 1 or b.ndim != 1:
+        from ..errors import ShapeError
+
+        raise ShapeError(
+            f"pyrite: {name}: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors"
+        )
+    if a._shape != b._shape:
+        from ..errors import ShapeError
+
+        raise ShapeError(
+            f"pyrite: {name}: inconsistent tensor size, expected tensor [{a._shape[0]}] and "
+            f"src [{b._shape[0]}] to have the same number of elements, but got "
+            f"{a._shape[0]} and {b._shape[0]} elements respectively"
+        )
+
+
+def dot(orig, a, b, *, out=None):
+    """sum(a·b) over two complex vectors: (1, n) @ (n, 1) complex products (four real dots)."""
+    from .complex_impls import _matmul
+
+    if out is not None:
+        raise unsupported("dot(out=...)")
+    _same_dtype_1d("dot", a, b)
+    return _matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
+
+
+def vdot(orig, a, b, *, out=None):
+    """sum(conj(a)·b)."""
+    if out is not None:
+        raise unsupported("vdot(out=...)")
+    _same_dtype_1d("vdot", a, b)
+    return dot(None, a.conj(), b)
+
+
+# ---- comparisons --------------------------------------------------------------------------------
+def isclose(orig, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """torch's rule: a == b, or both NaN (equal_nan), or |a - b| <= atol + |rtol·b| with the
+    difference finite; |.| the complex modulus."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(
+            f"pyrite: isclose(): argument 'other' must be Tensor, not {type(b).__name__}"
+        )
+    if a.dtype is not b.dtype:
+        raise TypeError(
+            f"pyrite: isclose: {a.dtype.name} did not match {b.dtype.name} (both tensors must "
+            "have the same dtype, as in PyTorch)"
+        )
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"pyrite: isclose: rtol ({rtol}) and atol ({atol}) must be >= 0")
+    close = a == b
+    if equal_nan:
+        close = close | (isnan(a) & isnan(b))
+    if rtol == 0 and atol == 0:
+        return close
+    actual = abs_(a - b)
+    allowed = abs_(b) * float(rtol) + float(atol)
+    return close | (actual.isfinite() & (actual <= allowed))
+
+
+def allclose(orig, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(isclose(None, a, b, rtol, atol, equal_nan).all().item())
+
+
+def where(orig, condition, input=None, other=None):
+    """torch.where with a complex operand: each part's where (a real tensor or scalar operand
+    is promoted to complex)."""
+    from .complex import _pair
+    from .elementwise import where as real_where
+
+    if input is None and other is None:
+        return orig(condition)
+    cond = condition if isinstance(condition, Tensor) else as_complex(condition)
+    if _is_c(cond):
+        cond = _R(cond).ne(0).any(-1)
+    elif not cond.dtype.is_bool:
+        cond = cond != 0
+    return _C(real_where(cond.unsqueeze(-1), _pair(input), _pair(other)))
+
+
+# ---- norms ----------------------------------------------------------------------------------------
+def _real_dtype(dtype):
+    if dtype is None:
+        return None
+    d = D.from_any(dtype)
+    return D.float32 if d is C64 else d
+
+
+def vector_norm(orig, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The real vector norm of |x| (float32, as torch's for complex64)."""
+    return orig(abs_(x), ord, dim, keepdim, dtype=_real_dtype(dtype), out=out)
+
+
+def matrix_norm(orig, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """'fro', ±1 and ±inf: the real norm of |A|; 2, -2 and 'nuc' from the singular values of
+    the real embedding [[Re A, -Im A], [Im A, Re A]], which are A's, each twice."""
+    if ord in (2, -2, "nuc") and not isinstance(ord, bool):
+        return _spectral_norm(A, ord, dim, keepdim, out)
+    return orig(abs_(A), ord, dim, keepdim, dtype=_real_dtype(dtype), out=out)
+
+
+def _spectral_norm(A, ord, dim, keepdim, out):
+    from .. import linalg
+    from .combine import cat
+
+    if out is not None:
+        raise unsupported("linalg.matrix_norm(out=...)")
+    if isinstance(dim, numbers.Integral) or len(dim) != 2:
+        raise ValueError("pyrite: linalg.matrix_norm: dim must be a 2-tuple")
+    d0, d1 = (A._dim(int(d)) for d in dim)
+    M = A.movedim((d0, d1), (-2, -1))
+    re, im = _parts(M)
+    top = cat([re, -im], -1)
+    bottom = cat([im, re], -1)
+    S = linalg.svdvals(cat([top, bottom], -2))[..., 0::2]  # (..., k): A's singular values
+    if ord == "nuc":
+        res = S.sum(-1)
+    elif ord == 2:
+        res = S[..., 0]
+    else:
+        res = S[..., S._shape[-1] - 1]
+    if keepdim:
+        res = res.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
+    return res
+
+
+def linalg_norm(orig, A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    """torch.linalg.norm: the real norm of |A|, except the spectral matrix norms (2, -2, 'nuc'
+    over a 2-tuple dim, or over a 2-D A with dim None)."""
+    pair = dim is not None and not isinstance(dim, numbers.Integral) and len(dim) == 2
+    if (
+        ord in (2, -2, "nuc")
+        and not isinstance(ord, bool)
+        and (pair or (dim is None and A.ndim == 2))
+    ):
+        return _spectral_norm(A, ord, dim if pair else (-2, -1), keepdim, out)
+    return orig(abs_(A), ord, dim, keepdim, out=out, dtype=_real_dtype(dtype))
+
+
+def tensor_norm(orig, z, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm / Tensor.norm: the real norm of |z| ('nuc': its singular values)."""
+    if p == "nuc":
+        return _spectral_norm(z, "nuc", (-2, -1) if dim is None else dim, keepdim, out)
+    return orig(abs_(z), p, dim, keepdim, out=out, dtype=_real_dtype(dtype))
+
+
+def norm(orig, *args, **kwargs):
+    """'norm' names two ops: torch.linalg.norm (ord=) and torch.norm / Tensor.norm (p=)."""
+    inner = orig
+    while getattr(inner, "__wrapped__", None) is not None:
+        inner = inner.__wrapped__
+    if inner.__name__ == "norm_top":
+        return tensor_norm(orig, *args, **kwargs)
+    return linalg_norm(orig, *args, **kwargs)
+
+
+def register(IMPLS):
+    IMPLS["prod"] = prod
+    IMPLS["cumsum"] = cumsum
+    IMPLS["cumprod"] = cumprod
+    IMPLS["dot"] = dot
+    IMPLS["vdot"] = vdot
+    IMPLS["isclose"] = isclose
+    IMPLS["allclose"] = allclose
+    IMPLS["where"] = where
+    IMPLS["vector_norm"] = vector_norm
+    IMPLS["matrix_norm"] = matrix_norm
+    IMPLS["norm"] = norm
