@@ -219,7 +219,7 @@ def embedding_bag(
     """torch.embedding_bag: (output, offset2bag, bag_size, max_indices) with mode 0 sum,
     1 mean, 2 max, indices 1-D and offsets the bags' starts. The output is F.embedding_bag's;
     the other three as torch's CPU kernel gives them: offset2bag each index's bag (empty for
-    sum), bag_size each bag's count of non-padding indices (zeros for sum), max_indices the
+    sum without padding_idx), bag_size each bag's count of non-padding indices (zeros for sum), max_indices the
     row that gave each maximum (mode 2; bag_size for mean, zeros for sum)."""
     from . import functional as F
 
@@ -255,12 +255,13 @@ def embedding_bag(
         return _creation.tensor(host, dtype=D.int64)
 
     int64 = D.int64
-    if mode == 0:
-        zeros = np.zeros(B, np.int64)
-        return out, upload(np.zeros(0, np.int64), int64), upload(zeros, int64), upload(zeros, int64)
     bag_of = np.zeros(n, np.int64)
     for b in range(B):
         bag_of[starts[b] : ends[b]] = b
+    if mode == 0:  # (torch's CPU sum fills offset2bag only on its padding path)
+        zeros = np.zeros(B, np.int64)
+        o2b = bag_of if pad is not None else np.zeros(0, np.int64)
+        return out, upload(o2b, int64), upload(zeros, int64), upload(zeros, int64)
     wpad = pad
     counts = np.array(
         [
