@@ -244,19 +244,29 @@ HELPERS = {
   return select(y, -y, neg);
 }""",
     # (sin(pi·x), cos(pi·x)) exactly reduced: x mod 2 by the exact fmod, then to a quarter
-    # period f in [-1/4, 1/4] (x - n/2 is exact), then Taylor series in pi·f (to (pi f)^13 and
-    # (pi f)^12: the next terms are < 2^-26). Integers give exact zeros (sinc(1) = 0, where
-    # torch's float32 sin(pi·x)/(pi·x) gives -2.8e-08).
+    # period f in [-1/4, 1/4] (x - n/2 is exact), then Taylor series in f (to f^13 and f^12: the
+    # next terms are < 2^-26). sin's leading pi·f is pi_hi·f as an exact pair (p_two_prod:
+    # lavapipe's fma() is not fused, fma(x, x, -x·x) gave 0) plus f·(pi_lo + ...), pi = pi_hi +
+    # pi_lo in f32; cos's leading -pi^2/2·f^2 likewise from f^2 and -pi^2/2 as exact pairs. So
+    # neither pi's rounding (2.8e-8 relative) nor that of pi·f enters: sin 0.65 ulp, cos 0.76
+    # (they were 1.5-2.0 and 1.1 with pi·f rounded first; 5000 points in each of four quarter
+    # periods, lavapipe). Integers give exact zeros (sinc(1) = 0, where torch's float32
+    # sin(pi·x)/(pi·x) gives -2.8e-08).
     "p_sincospi": """fn p_sincospi(x: f32) -> vec2<f32> {
   if (p_isnan(x) || p_isinf(x)) { return vec2<f32>(p_nan(), p_nan()); }
-  let r = p_fmodf(x, 2.0);
+  return p_sincospi_red(p_fmodf(x, 2.0));
+}""",
+    # p_sincospi's kernel for |r| < 2 (no reduction)
+    "p_sincospi_red": """fn p_sincospi_red(r: f32) -> vec2<f32> {
   let n = round(2.0 * r);
   let f = r - 0.5 * n;
   let q = i32(n) & 3;
-  let z = 3.14159265358979 * f;
-  let z2 = z * z;
-  let s = z * (1.0 + z2 * (-0.166666667 + z2 * (0.00833333333 + z2 * (-0.000198412698 + z2 * (2.75573192e-06 + z2 * (-2.50521084e-08 + z2 * 1.60590438e-10))))));
-  let c = 1.0 + z2 * (-0.5 + z2 * (0.0416666667 + z2 * (-0.00138888889 + z2 * (2.48015873e-05 + z2 * (-2.75573192e-07 + z2 * 2.08767570e-09)))));
+  let f2 = f * f;
+  let ph = p_two_prod(f, 3.1415927);
+  let s = ph.x + (ph.y + f * (-8.742278e-08 + f2 * (-5.1677127 + f2 * (2.550164 + f2 * (-0.5992645 + f2 * (0.082145885 + f2 * (-0.007370431 + f2 * 0.0004663028)))))));
+  let t = p_two_prod(f, f);
+  let h = p_two_prod(t.x, -4.934802);
+  let c = 1.0 + (h.x + (h.y + t.y * -4.934802 + t.x * (-1.451858e-07 + t.x * (4.058712 + t.x * (-1.3352628 + t.x * (0.23533063 + t.x * (-0.02580689 + t.x * 0.0019295743)))))));
   if (q == 1) { return vec2<f32>(c, -s); }
   if (q == 2) { return vec2<f32>(-s, -c); }
   if (q == 3) { return vec2<f32>(-c, s); }
@@ -576,34 +586,150 @@ HELPERS = {
     # away from the root. The recurrence below cancels to ~2.4e-7 absolute near
     # the root (psi(1.5) 0.03648968 for 0.03648997, 8e-6 relative; torch 0.03648992;
     # tests/test_fuzz_nn.py test_unary at PYRITE_FUZZ_SEED=101)
-    # digamma: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10 (at most 10 steps), then
-    # the asymptotic series (next term < 2^-32 at 10); x < 0 by reflection, psi(x) =
-    # psi(1 - x) - pi·cot(pi x). PyTorch's specials: psi(0) = -inf, psi(-0) = inf, negative
-    # integers and -inf give nan.
-    "p_digamma": """fn p_digamma(x0: f32) -> f32 {
-  if (p_isnan(x0)) { return x0; }
-  if (x0 == 0.0) { return select(-p_inf(), p_inf(), (bitcast<u32>(x0) >> 31u) == 1u); }
-  if (p_isinf(x0)) { return select(p_nan(), x0, x0 > 0.0); }
-  var x = x0;
-  var acc = 0.0;
+    # digamma's root r_k in (-k, -k + 1), k = i + 1 <= 64, as (f32 hi, f32 lo,
+    # f32(pi / sin(pi r_k))); mpmath, 40 digits: scripts/digamma_roots.py prints the rows
+    "p_digamma_root": """fn p_digamma_root(i: i32) -> vec3<f32> {
+  let t0_0 = select(vec3<f32>(-0.50408304, 2.9111948e-08, -3.1418512), vec3<f32>(-1.5734985, 1.4310143e-08, 3.2272427), (i & 1) != 0);
+  let t0_1 = select(vec3<f32>(-2.6107209, 4.4348836e-09, -3.3417244), vec3<f32>(-3.6352935, 1.1729723e-07, 3.4484205), (i & 1) != 0);
+  let t0_2 = select(vec3<f32>(-4.653238, 5.792849e-08, -3.5444448), vec3<f32>(-5.6671624, -2.3191408e-08, 3.6308682), (i & 1) != 0);
+  let t0_3 = select(vec3<f32>(-6.678418, -5.3588565e-08, -3.709169), vec3<f32>(-7.6877885, 1.6144908e-07, 3.780651), (i & 1) != 0);
+  let t0_4 = select(vec3<f32>(-8.695765, 3.7780958e-07, -3.846376), vec3<f32>(-9.702673, 4.1837217e-07, 3.9071937), (i & 1) != 0);
+  let t0_5 = select(vec3<f32>(-10.708741, 3.4979516e-07, -3.963788), vec3<f32>(-11.714133, 2.0140533e-07, 4.016712), (i & 1) != 0);
+  let t0_6 = select(vec3<f32>(-12.718971, 2.266922e-07, -4.0664196), vec3<f32>(-13.723348, 2.0651557e-07, 4.1132846), (i & 1) != 0);
+  let t0_7 = select(vec3<f32>(-14.727334, -3.9349655e-07, -4.157621), vec3<f32>(-15.7309885, -4.0383043e-07, 4.199693), (i & 1) != 0);
+  let t0_8 = select(vec3<f32>(-16.734356, -7.9744206e-07, -4.239725), vec3<f32>(-17.737474, -7.1844926e-07, 4.2779107), (i & 1) != 0);
+  let t0_9 = select(vec3<f32>(-18.740376, 5.740187e-07, -4.314416), vec3<f32>(-19.743082, 3.7391857e-07, 4.3493857), (i & 1) != 0);
+  let t0_10 = select(vec3<f32>(-20.745617, 4.923427e-08, -4.382947), vec3<f32>(-21.748, 4.2308304e-07, 4.4152117), (i & 1) != 0);
+  let t0_11 = select(vec3<f32>(-22.750242, -7.510297e-07, -4.4462786), vec3<f32>(-23.752363, 2.6757087e-07, 4.476235), (i & 1) != 0);
+  let t0_12 = select(vec3<f32>(-24.75437, -5.221052e-07, -4.5051594), vec3<f32>(-25.756275, 9.623092e-08, 4.533123), (i & 1) != 0);
+  let t0_13 = select(vec3<f32>(-26.758087, 8.715418e-07, -4.5601883), vec3<f32>(-27.759811, -2.944595e-07, 4.5864124), (i & 1) != 0);
+  let t0_14 = select(vec3<f32>(-28.761457, -7.840276e-07, -4.611848), vec3<f32>(-29.763033, 8.840805e-07, 4.6365414), (i & 1) != 0);
+  let t0_15 = select(vec3<f32>(-30.764538, -7.754389e-07, -4.6605363), vec3<f32>(-31.765984, 7.690847e-07, 4.6838717), (i & 1) != 0);
+  let t0_16 = select(vec3<f32>(-32.76737, -8.0463485e-07, -4.7065835), vec3<f32>(-33.7687, -1.8482065e-06, 4.7287054), (i & 1) != 0);
+  let t0_17 = select(vec3<f32>(-34.769985, 1.6668479e-06, -4.7502675), vec3<f32>(-35.771217, -1.1555513e-06, 4.7712984), (i & 1) != 0);
+  let t0_18 = select(vec3<f32>(-36.772408, -1.8429984e-06, -4.7918243), vec3<f32>(-37.77356, 7.0880094e-07, 4.8118687), (i & 1) != 0);
+  let t0_19 = select(vec3<f32>(-38.77467, 2.0693267e-07, -4.831455), vec3<f32>(-39.77574, -1.8051452e-06, 4.850604), (i & 1) != 0);
+  let t0_20 = select(vec3<f32>(-40.776783, 2.1577559e-07, -4.8693347), vec3<f32>(-41.77779, 5.347305e-07, 4.8876657), (i & 1) != 0);
+  let t0_21 = select(vec3<f32>(-42.778767, 1.1953114e-06, -4.905614), vec3<f32>(-43.779713, 5.608534e-07, 4.923196), (i & 1) != 0);
+  let t0_22 = select(vec3<f32>(-44.780632, 9.308555e-07, -4.940426), vec3<f32>(-45.781525, 9.0011997e-07, 4.9573183), (i & 1) != 0);
+  let t0_23 = select(vec3<f32>(-46.78239, -8.367135e-07, -4.9738865), vec3<f32>(-47.783234, -1.679502e-06, 4.990143), (i & 1) != 0);
+  let t0_24 = select(vec3<f32>(-48.784058, 1.0546568e-06, -5.006099), vec3<f32>(-49.784855, -1.319854e-06, 5.021766), (i & 1) != 0);
+  let t0_25 = select(vec3<f32>(-50.785637, 1.6539742e-06, -5.037155), vec3<f32>(-51.786396, 1.4230297e-06, 5.052275), (i & 1) != 0);
+  let t0_26 = select(vec3<f32>(-52.787136, 9.364686e-07, -5.0671363), vec3<f32>(-53.787857, -6.177522e-07, 5.081747), (i & 1) != 0);
+  let t0_27 = select(vec3<f32>(-54.788563, -1.877023e-07, -5.096116), vec3<f32>(-55.789253, 1.5093074e-06, 5.1102514), (i & 1) != 0);
+  let t0_28 = select(vec3<f32>(-56.789925, -1.6737285e-08, -5.124161), vec3<f32>(-57.79058, -1.5876042e-06, 5.1378508), (i & 1) != 0);
+  let t0_29 = select(vec3<f32>(-58.791225, 1.0931661e-08, -5.151329), vec3<f32>(-59.791855, 3.9709013e-07, 5.1646023), (i & 1) != 0);
+  let t0_30 = select(vec3<f32>(-60.79247, -9.651981e-07, -5.1776757), vec3<f32>(-61.79307, -7.6846237e-07, 5.1905565), (i & 1) != 0);
+  let t0_31 = select(vec3<f32>(-62.793663, 5.069263e-07, -5.2032504), vec3<f32>(-63.79424, -1.4090657e-06, 5.2157617), (i & 1) != 0);
+  let t1_0 = select(t0_0, t0_1, (i & 2) != 0);
+  let t1_1 = select(t0_2, t0_3, (i & 2) != 0);
+  let t1_2 = select(t0_4, t0_5, (i & 2) != 0);
+  let t1_3 = select(t0_6, t0_7, (i & 2) != 0);
+  let t1_4 = select(t0_8, t0_9, (i & 2) != 0);
+  let t1_5 = select(t0_10, t0_11, (i & 2) != 0);
+  let t1_6 = select(t0_12, t0_13, (i & 2) != 0);
+  let t1_7 = select(t0_14, t0_15, (i & 2) != 0);
+  let t1_8 = select(t0_16, t0_17, (i & 2) != 0);
+  let t1_9 = select(t0_18, t0_19, (i & 2) != 0);
+  let t1_10 = select(t0_20, t0_21, (i & 2) != 0);
+  let t1_11 = select(t0_22, t0_23, (i & 2) != 0);
+  let t1_12 = select(t0_24, t0_25, (i & 2) != 0);
+  let t1_13 = select(t0_26, t0_27, (i & 2) != 0);
+  let t1_14 = select(t0_28, t0_29, (i & 2) != 0);
+  let t1_15 = select(t0_30, t0_31, (i & 2) != 0);
+  let t2_0 = select(t1_0, t1_1, (i & 4) != 0);
+  let t2_1 = select(t1_2, t1_3, (i & 4) != 0);
+  let t2_2 = select(t1_4, t1_5, (i & 4) != 0);
+  let t2_3 = select(t1_6, t1_7, (i & 4) != 0);
+  let t2_4 = select(t1_8, t1_9, (i & 4) != 0);
+  let t2_5 = select(t1_10, t1_11, (i & 4) != 0);
+  let t2_6 = select(t1_12, t1_13, (i & 4) != 0);
+  let t2_7 = select(t1_14, t1_15, (i & 4) != 0);
+  let t3_0 = select(t2_0, t2_1, (i & 8) != 0);
+  let t3_1 = select(t2_2, t2_3, (i & 8) != 0);
+  let t3_2 = select(t2_4, t2_5, (i & 8) != 0);
+  let t3_3 = select(t2_6, t2_7, (i & 8) != 0);
+  let t4_0 = select(t3_0, t3_1, (i & 16) != 0);
+  let t4_1 = select(t3_2, t3_3, (i & 16) != 0);
+  let t5_0 = select(t4_0, t4_1, (i & 32) != 0);
+  return t5_0;
+}""",
+    # digamma. PyTorch's specials: psi(0) = -inf, psi(-0) = inf, negative integers and -inf give
+    # nan. x > 0: the fit above on [1, 2]; elsewhere the recurrence psi(x) = psi(x + 1) - 1/x up
+    # to x >= 10 (at most 10 steps), then the asymptotic series (next term < 2^-32 at 10).
+    # x < 0 by reflection, psi(x) = psi(1 - x) - pi·cot(pi x), whose two terms cancel near each
+    # of psi's negative roots r_k (one in each (-k, -k + 1)): that plain form was 1e6-3e7 ulp
+    # relative off at the f32 neighbours of the first roots (torch's f32 as much). So on
+    # (-64, 0) the reflection is written about the interval's root, psi(x) = psi(x) - psi(r_k):
+    #   psi(x) = pi·sinpi(d) / (sinpi(x)·sinpi(r_k)) - d·(psi(1 - x) - psi(1 - r_k))/(r_k - x),
+    # d = x - r_k (x - hi exact near the root by Sterbenz, then - lo), the cot difference by
+    # cot(u) - cot(v) = sin(v - u)/(sin u sin v), the psi difference divided out term by term
+    # (below). No term cancels: the second is at most 0.17 of the first (psi'(1 - x) <= psi'(1)
+    # = 1.64 against pi^2/sin^2 >= 9.87), so the result is as relative-accurate as its factors.
+    # Measured (lavapipe, against mpmath): 2.3 ulp at the 81 f32 nearest each of the first six
+    # roots (torch's f32 5.4e7), 3.5 ulp on 20000 uniform points of (-64, 0) (torch 1.6e4).
+    # Below -64 the plain reflection, as torch, whose error near a root grows with k (10 ulp
+    # where |psi| > 1 on (-1000, -64), torch 8: the terms' own rounding, ~5 times the result).
+    # The table's cost: a select tree (63 vec3 selects) beat a switch (lavapipe scalarises it
+    # per lane) and a private array (40x slower); digamma on 2M points went 0.020 s -> 0.044 s
+    # on lavapipe for x > 0, whose masked SIMD runs the x < 0 branch regardless.
+    # The divided difference (psi(a) - psi(b))/(a - b), a = 1 - x, b = 1 - r_k, a - b = -d
+    # (given exactly; a and b themselves may be rounded): the recurrence's sum 1/((a+j)(b+j)),
+    # then at A, B >= 10 the asymptotic series' differences: log(A/B)/(A - B) = log1p(t)/t / B
+    # (t = (A - B)/B, |t| <= 0.1, as log1p's 2s·p(s^2), s = t/(2 + t)), 1/(2AB),
+    # (A + B)/(12 A^2 B^2), and psi' 's remaining terms at the midpoint M. One loop serves both
+    # forms (a lane's branches all run under lavapipe's SIMD masks: a second loop cost 3x).
+    "p_digamma": """fn p_digamma(x: f32) -> f32 {
+  if (p_isnan(x)) { return x; }
+  if (x == 0.0) { return select(-p_inf(), p_inf(), (bitcast<u32>(x) >> 31u) == 1u); }
+  if (p_isinf(x)) { return select(p_nan(), x, x > 0.0); }
+  var a = x;          // the argument of psi at which the series are summed
+  var b = x;          // the divided difference's second argument (1 - r_k), else a copy of a
+  var d = 0.0;        // x - r_k
+  var refl = 0.0;     // the reflection's term
+  var at_root = false;
   if (x < 0.0) {
-    if (x == floor(x)) { return p_nan(); }
-    let sc = p_sincospi(x);
-    acc = -3.14159265 * sc.y / sc.x;
-    x = 1.0 - x;
-  }
-  if (x >= 1.0 && x <= 2.0) {
+    let fl = floor(x);
+    if (x == fl) { return p_nan(); }
+    let sx = p_sincospi(x);
+    a = 1.0 - x;
+    b = a;
+    if (fl < -64.0) {
+      refl = -3.14159265 * sx.y / sx.x;
+    } else {
+      let r = p_digamma_root(i32(-fl) - 1);
+      d = p_opaque(x - r.x) - r.y;
+      refl = p_sincospi_red(d).x * r.z / sx.x;
+      b = 1.0 - r.x;
+      at_root = true;
+    }
+  } else if (x >= 1.0 && x <= 2.0) {
     let u = x - 1.5;
     var h = 0.0112328762;
     h = h * u - 0.016387783; h = h * u + 0.0169091672; h = h * u - 0.0257789437;
     h = h * u + 0.0408948809; h = h * u - 0.0620574616; h = h * u + 0.0949807018;
     h = h * u - 0.148398757; h = h * u + 0.240542665; h = h * u - 0.423627496;
     h = h * u + 0.951055884;
-    return acc + ((x - 1.46163213) * h - 1.20360523e-8);
+    return (x - 1.46163213) * h - 1.20360523e-8;
   }
-  for (var k = 0; k < 10; k++) { if (x < 10.0) { acc = acc - 1.0 / x; x = x + 1.0; } }
-  let z = 1.0 / (x * x);
-  return acc + log(x) - 0.5 / x - z * (0.0833333333 - z * (0.00833333333 - z * (0.00396825397 - z * 0.00416666667)));
+  var acc = 0.0;
+  var g = 0.0;
+  for (var k = 0; k < 10; k++) {
+    if (min(a, b) < 10.0) { let ia = 1.0 / a; acc = acc - ia; g = g + ia / b; a = a + 1.0; b = b + 1.0; }
+  }
+  if (at_root) {
+    let t = -d / b;
+    let s = t / (2.0 + t);
+    let z = s * s;
+    let l = 2.0 * (1.0 + z * (0.333333333 + z * (0.2 + z * (0.142857143 + z * 0.111111111)))) / (2.0 + t);
+    let ab = a * b;
+    let m2 = 4.0 / ((a + b) * (a + b));
+    let m5 = m2 * m2 * 2.0 / (a + b);
+    g = g + l / b + 0.5 / ab + (a + b) / (12.0 * ab * ab) - m5 * (0.0333333333 - 0.0238095238 * m2);
+    return refl - d * g;
+  }
+  let z = 1.0 / (a * a);
+  return refl + acc + p_logf(a) - 0.5 / a - z * (0.0833333333 - z * (0.00833333333 - z * (0.00396825397 - z * 0.00416666667)));
 }""",
     # trigamma psi'(x) (digamma's derivative): the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up
     # to x >= 10, then the asymptotic 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7) - 1/(30x^9);
