@@ -1,6 +1,6 @@
 """GPU time of the quantized GEMV (kernels/quant.qgemv) by timestamp queries, over its shape
-knobs (ops/quantized.py QGEMV_SHAPE; `--magic`: each also with
-QGEMV_MAGIC; `--stage`: with QGEMV_STAGE off and on; `--configs "32,2,4,4;64,2,4,2"`: only those; `--no-linear`: no F.linear rows), at 1 x 4096 . 11008 x 4096^T and
+knobs (ops/quantized.py QGEMV_SHAPE; `--unpack convert,magic,inplace`: each with those
+QGEMV_UNPACK conversions; `--stage`: with QGEMV_STAGE off and on; `--configs "32,2,4,4;64,2,4,2"`: only those; `--no-linear`: no F.linear rows), at 1 x 4096 . 11008 x 4096^T and
 8 x 4096 ..., cycling through distinct weights (more bytes than the L2 holds); beside the copy
 kernel's rate, timed the same way. `PYRITE_BACKEND=wgpu|dawn python scripts/qgemv_time.py [--quick]`
 
@@ -79,7 +79,12 @@ def weight_copy(label, nbytes, sweep):
 def main():
     quick = "--quick" in sys.argv
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
-    magics = (False, True) if "--magic" in sys.argv else (False,)
+    unpacks = (
+        tuple(sys.argv[sys.argv.index("--unpack") + 1].split(","))
+        if "--unpack" in sys.argv
+        else (Q.QGEMV_UNPACK,)
+    )
+    default_unpack = Q.QGEMV_UNPACK
     stages = (False, True) if "--stage" in sys.argv else (Q.QGEMV_STAGE,)
     configs = None
     if "--configs" in sys.argv:  # "lanes,words,cols,unroll;..."
@@ -139,12 +144,12 @@ def main():
             shapes = sorted(configs) if configs else itertools.product(
                 (16, 32, 64), (1, 2, 4), (2, 4), (1, 2, 4)
             )  # fmt: skip
-            for stage, magic, (lanes, wpl, cols, unroll) in itertools.product(
-                stages, magics, list(shapes)
+            for stage, unpack, (lanes, wpl, cols, unroll) in itertools.product(
+                stages, unpacks, list(shapes)
             ):
                 if quick and not configs and (lanes, unroll) not in ((16, 1), (32, 2)):
                     continue
-                Q.QGEMV_MAGIC, Q.QGEMV_STAGE = magic, stage
+                Q.QGEMV_UNPACK, Q.QGEMV_STAGE = unpack, stage
                 Q.QGEMV_SHAPE[rm] = (lanes, wpl, cols, unroll)
                 t1 = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
                 t0 = (
@@ -152,7 +157,7 @@ def main():
                     if exact
                     else float("nan")
                 )
-                tags = (("magic",) if magic else ()) + (("staged",) if stage and gs else ())
+                tags = (unpack,) + (("staged",) if stage and gs else ())
                 res[(lanes, wpl, cols, unroll) + tags] = (t1, t0)
                 results["rows"].append(
                     {
@@ -162,14 +167,15 @@ def main():
                         "words": wpl,
                         "cols": cols,
                         "unroll": unroll,
-                        "magic": magic,
+                        "unpack": unpack,
                         "staged": stage,
                         "ns": t1,
                         "ns_alone": t0,
                         "GBps": q0.nbytes / t1,
                     }
                 )
-            Q.QGEMV_MAGIC, Q.QGEMV_STAGE = False, stages[-1] if len(stages) == 1 else True
+            Q.QGEMV_UNPACK = default_unpack
+            Q.QGEMV_STAGE = stages[-1] if len(stages) == 1 else True
             Q.QGEMV_SHAPE.update(saved)
             Q.QGEMV_SHAPE_INT4.update(saved4)
             t_def = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])

@@ -122,27 +122,32 @@ def test_many_rows_take_the_dequantized_gemm_and_agree(rng, bits, gs, monkeypatc
 @pytest.mark.parametrize("bits,gs,K", [(8, None, 203), (8, 64, 160), (4, 32, 141), (4, 128, 256)])
 def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
     """The GEMV's shape knobs (lanes a column, words a lane's step, columns a lane group, steps
-    an iteration) and both conversions of the packed values (I2F, and the exponent trick of
-    QGEMV_MAGIC), scales staged in workgroup memory or not, all give the product within the
-    rounding bound, K's tail included."""
+    an iteration) and every conversion of the packed values (QGEMV_UNPACK: I2F, the exponent
+    trick after a shift, the exponent trick in place with the scale once a step), scales staged
+    in workgroup memory or not, all give the product within the rounding bound, K's tail
+    included."""
     N = 23
     q, sc, off, w = _draw(rng, bits, N, K, gs)
     qw = QuantizedWeight.from_values(q, sc, off, bits=bits, group_size=gs)
     b = rng.standard_normal(N).astype(np.float32)
     x = rng.standard_normal((6, K)).astype(np.float32)
-    # (rows, lanes, words, columns, steps an iteration, magic, staged scales): each row count
+    # (rows, lanes, words, columns, steps an iteration, unpack, staged scales): each row count
     # another shape
     knobs = [
-        (1, 64, 1, 4, 4, True, False),
-        (2, 16, 2, 2, 2, False, True),
-        (4, 32, 4, 4, 1, True, True),
-        (6, 8, 1, 2, 2, False, False),
+        (1, 64, 1, 4, 4, "magic", False),
+        (1, 32, 2, 2, 2, "inplace", False),
+        (2, 16, 2, 2, 2, "convert", True),
+        (2, 16, 4, 1, 1, "inplace", True),
+        (4, 32, 4, 4, 1, "magic", True),
+        (4, 8, 1, 2, 2, "inplace", False),
+        (6, 8, 1, 2, 2, "convert", False),
+        (6, 32, 2, 4, 4, "inplace", False),
     ]
     monkeypatch.setattr(Q, "QGEMV_SHAPE_INT4", {})  # (int4's own 8-row shape: the knob rules)
-    for (M, lanes, wpl, cols, unroll, magic, stage), sg in itertools.product(knobs, (True, False)):
+    for (M, lanes, wpl, cols, unroll, unpack, stage), sg in itertools.product(knobs, (True, False)):
         rm = 8 if M > 4 else M
         monkeypatch.setitem(Q.QGEMV_SHAPE, rm, (lanes, wpl, cols, unroll))
-        monkeypatch.setattr(Q, "QGEMV_MAGIC", magic)
+        monkeypatch.setattr(Q, "QGEMV_UNPACK", unpack)
         monkeypatch.setattr(Q, "QGEMV_STAGE", stage)
         monkeypatch.setattr(Q, "QGEMV_SUBGROUPS", sg)  # (the lanes' sums: subgroups or tree)
         y, tol = _ref(x[:M], w, b)
@@ -151,7 +156,7 @@ def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
             out,
             y,
             atol=tol,
-            msg=f"{lanes} lanes, {wpl} words, {cols} cols, x{unroll}, magic {magic}, M={M}, "
+            msg=f"{lanes} lanes, {wpl} words, {cols} cols, x{unroll}, {unpack}, M={M}, "
             f"subgroups {sg}",
         )
 

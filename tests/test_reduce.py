@@ -538,8 +538,11 @@ def split_tol(k=1, rel=False):
         x = np.abs(inputs[0])
         n_out = max(1, np.size(expected))
         n = max(1, x.size // n_out)
+        fused = R._fused_plan(n_out, n, "sum", "f32")
         if R._wide(n_out, n, 4):
             steps = k * (n // R.WIDE_LANES + R.WIDE_ILP + 64) * EPS32
+        elif fused is not None:
+            steps = k * (fused[1] + fused[0]) * EPS32
         else:
             parts, chunk = _plan(n_out, n)[:2]
             steps = k * (chunk + parts) * EPS32
@@ -678,6 +681,7 @@ def split_plan(request, monkeypatch):
     if request.param == "gpu-plan":
         monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
         monkeypatch.setattr(R, "WIDE", False)  # (a GPU takes rows this long wide: the split here)
+    monkeypatch.setattr(R, "FUSED", False)  # (or in one pass, on a GPU)
     return request.param
 
 
@@ -696,6 +700,7 @@ def test_split_parity(plan, row, rng, monkeypatch):
     if plan == "gpu-plan":
         monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
         monkeypatch.setattr(R, "WIDE", False)
+    monkeypatch.setattr(R, "FUSED", False)
     check_row(row, rng)
     assert R.LAST_PATH.startswith("split"), R.LAST_PATH
 
@@ -996,8 +1001,10 @@ def test_wide_sum_and_mean_within_ulps_of_float64(sum4, rng, monkeypatch):
 def test_wide_rule_on_a_gpu(rng, monkeypatch):
     # on a GPU the split's mid-sized rows take the wide kernel, longer ones and many outputs
     # the split; a device whose workgroups cannot hold 1,024 invocations, or whose loop budget
-    # the wide kernel's loops would pass, never the wide one
+    # the wide kernel's loops would pass, never the wide one (the one-pass split, which takes
+    # both where the state is all f32, off: test_fused_rule_on_a_gpu)
     monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    monkeypatch.setattr(R, "FUSED", False)
     for n, path in ((98_304, "row wide"), (R.WIDE_MAX_LEN + 1, "split")):
         a = rng.integers(-3, 4, n).astype(np.float32)
         assert pr.tensor(a).sum().item() == a.astype(np.float64).sum()  # small integers: exact
@@ -1067,3 +1074,112 @@ def test_var_mean_of_data_far_from_zero(offset, rng):
     v, m = pr.var_mean(pr.tensor(z))
     assert abs(float(m) - z.astype(np.float64).mean()) <= ulp
     np.testing.assert_allclose(float(v), z.astype(np.float64).var(ddof=1), rtol=1e-5)
+
+
+# ---- one-pass splits (R.FUSED): the partial states and their merge in one dispatch ----------
+FUSED_ROWS = ("sum", "nansum", "mean", "prod", "amax", "amin", "std_mean", "logsumexp")
+
+
+def _scratch_clean(dev):
+    """The fused scratch's slots all FUSED_EMPTY and its counters 0 (so the next fused
+    reduction starts from nothing), read straight from the device."""
+    scratch, words = R._fused_scratch(dev)
+    data = np.frombuffer(dev.read(scratch.buffer, 0, scratch.buffer.size), np.uint32)
+    n = R.FUSED_MAX_UNITS * R.FUSED_WORDS
+    return bool((data[:n] == R.FUSED_EMPTY).all() and (data[n : n + R.FUSED_MAX_UNITS] == 0).all())
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in SPLIT_ROWS if r.name in FUSED_ROWS], ids=lambda r: r.name
+)
+@pytest.mark.parametrize("sg", [True, False], ids=["subgroups", "tree"])
+def test_fused_parity(row, sg, rng, monkeypatch):
+    """Every reduction whose state is all f32 on the split's rows in one pass (the last
+    workgroup of each output merges its chunks' states), both merges; the scratch is left
+    clean for the next."""
+    monkeypatch.setattr(R, "FUSED", True)
+    monkeypatch.setattr(R, "SUBGROUPS", sg)
+    check_row(row, rng)
+    assert R.LAST_PATH.startswith("fused"), R.LAST_PATH
+    assert _scratch_clean(pr.backend.current())
+
+
+def test_fused_only_for_f32_states(rng, monkeypatch):
+    # (value, index), bool and integer states keep the split: FUSED_EMPTY is an f32 NaN pattern
+    monkeypatch.setattr(R, "FUSED", True)
+    a = rng.integers(-3, 4, 70_001).astype(np.float32)
+    x = pr.tensor(a)
+    assert x.argmax().item() == int(np.argmax(a)) and R.LAST_PATH.startswith("split")
+    assert bool(x.ne(0).any()) and R.LAST_PATH.startswith("split")
+    assert pr.tensor(a.astype(np.int32)).sum().item() == int(a.sum())
+    assert not R.LAST_PATH.startswith("fused")
+    assert x.sum().item() == a.astype(np.float64).sum() and R.LAST_PATH.startswith("fused")
+
+
+def test_fused_specials_and_many_outputs(rng, monkeypatch):
+    # NaN and inf pass the handoff (a NaN state word is stored canonical, never FUSED_EMPTY:
+    # a payload NaN of all ones in the input included), several outputs each merged by their
+    # own last workgroup, back to back in one batch before any read
+    monkeypatch.setattr(R, "FUSED", True)
+    n = 50_003
+    a = rng.standard_normal((3, n)).astype(np.float32)
+    a[0, n // 2] = np.inf
+    a[1, 17] = np.frombuffer(np.uint32(0xFFFFFFFF).tobytes(), np.float32)[0]
+    x = pr.tensor(a)
+    outs = [x.sum(1), x.amax(1), x.mean(1), x.std(1), x[2].sum(), x[2].amin()]
+    assert all(R._fused_plan(3, n, "sum", "f32") for _ in (0,))
+    s, m, mu, sd, s2, mn = (o.numpy() for o in outs)
+    assert s[0] == np.inf and math.isnan(s[1]) and math.isnan(m[1]) and m[0] == np.inf
+    assert math.isnan(mu[1]) and math.isnan(sd[0]) and math.isnan(sd[1])
+    want = a[2].astype(np.float64)
+    assert abs(s[2] - want.sum()) <= 8 * EPS32 * np.abs(want).sum()
+    assert abs(s2 - want.sum()) <= 8 * EPS32 * np.abs(want).sum()
+    assert mn == a[2].min() and m[2] == a[2].max()
+    assert abs(sd[2] - want.std(ddof=1)) <= 1e-5 * want.std()
+    assert _scratch_clean(pr.backend.current())
+
+
+def test_fused_rule_on_a_gpu(rng, monkeypatch):
+    # on a GPU the split's and the wide kernel's rows take one pass where the state is all
+    # f32, within the scratch's units; many outputs, short rows, other states, FUSED False:
+    # the paths before
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    parts, chunk = R._fused_plan(1, 98_304, "sum", "f32")
+    assert parts * chunk >= 98_304 and chunk % 256 == 0 and chunk >= R.FUSED_MIN_CHUNK
+    assert parts == 98_304 // R.FUSED_MIN_CHUNK
+    assert R._fused_plan(1, 1 << 26, "sum", "f32")[0] == R.FUSED_TARGET_WORKGROUPS
+    assert R._fused_plan(4, 1 << 20, "var", "f32")[0] == R.FUSED_TARGET_WORKGROUPS // 4
+    assert R._fused_plan(1, R.SPLIT_MIN_LEN - 1, "sum", "f32") is None
+    assert R._fused_plan(R.SPLIT_MAX_OUTPUTS, 1 << 20, "sum", "f32") is None
+    assert R._fused_plan(1, 1 << 20, "argmax", "f32") is None
+    a = rng.integers(-3, 4, 98_304).astype(np.float32)
+    assert pr.tensor(a).sum().item() == a.astype(np.float64).sum()  # small integers: exact
+    assert R.LAST_PATH.startswith("fused")
+    monkeypatch.setattr(R, "WIDE", True)  # (a test forcing the wide kernel gets it)
+    assert R._fused_plan(1, 98_304, "sum", "f32") is None
+    monkeypatch.setattr(R, "WIDE", None)
+    monkeypatch.setattr(R, "FUSED", False)
+    assert R._fused_plan(1, 98_304, "sum", "f32") is None
+    budget = R.reduce_loop_iterations("row", 1 << 20)
+    monkeypatch.setattr(R, "FUSED", None)
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: 4)  # (a chunk's loops past it)
+    assert R._fused_plan(1, 1 << 20, "sum", "f32") is None
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: budget)
+    assert R._fused_plan(1, 1 << 20, "sum", "f32") is not None
+
+
+def test_fused_under_compile(rng, monkeypatch):
+    # a compiled step replays the fused dispatch with the device's scratch: right every call
+    monkeypatch.setattr(R, "FUSED", True)
+
+    @pr.compile
+    def loss(x, w):
+        return (x * w).sum()
+
+    for _ in range(3):
+        a = rng.standard_normal(70_000).astype(np.float32)
+        w = rng.standard_normal(70_000).astype(np.float32)
+        want = (a.astype(np.float64) * w).sum()
+        got = loss(pr.tensor(a), pr.tensor(w)).item()
+        assert abs(got - want) <= 8 * EPS32 * np.abs(a.astype(np.float64) * w).sum()
+    assert _scratch_clean(pr.backend.current())

@@ -161,6 +161,7 @@ class Device:
         self.readbacks = 0  # round trips that waited for the GPU (reads and synchronizes)
         self.debug = debug_level()
         self._tiny = self.pool.allocate(4)
+        self._persistent = {}  # key -> Storage (persistent())
         self._busy = False  # work submitted (or written) since the last completed wait
         self._batch_limit = BATCH_FIRST  # dispatches before the pending batch is submitted
         try:  # (device._read: small readbacks through one persistent mappable buffer)
@@ -606,6 +607,27 @@ class Device:
                         tape.upload(storage.buffer, byte_offset, mv)
                 self._busy = True
                 self._io.write(storage.buffer, byte_offset, mv)
+
+    def persistent(self, key, data):
+        """A storage that lives as long as the device, made once for `key` holding the bytes
+        `data` (a multiple of 4): a kernel's own scratch whose contents carry from one dispatch
+        to the next (ops/reduce.py's fused reductions: their counters and state slots). Never
+        freed, and never a compiled trace's buffer (pr.compile plans only what its tape
+        allocated, so this one is made outside any tape)."""
+        st = self._persistent.get(key)
+        if st is None:
+            with self._lock:
+                tape, self.pool.tape = self.pool.tape, None
+                try:
+                    st = self.pool.allocate(memoryview(data).nbytes)
+                finally:
+                    self.pool.tape = tape
+                # (the queue's write lands before any batch submitted after it, and nothing
+                # recorded yet can use a buffer this new)
+                self._io.write(st.buffer, 0, data)
+                self._busy = True
+            self._persistent[key] = st
+        return st
 
     def read(self, buffer, byte_offset, nbytes) -> bytes:
         """Submit what is pending and read `nbytes` from the buffer (one round trip)."""

@@ -102,14 +102,16 @@ def stage_fits(bits: int, lanes: int, cols: int, groups_a_row: int) -> bool:
 
 @lru_cache(maxsize=128)
 def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols: int,
-          unroll: int, xvec: bool, tail: bool, bias: bool, magic: bool = False,
+          unroll: int, xvec: bool, tail: bool, bias: bool, unpack: str = "convert",
           stage: bool = False, sg: int = 0) -> KernelSource:  # fmt: skip
     """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
     unused when not `grouped`); `wpl`: words a lane loads at a step (1, 2 or 4: u32, vec2, vec4);
     `cols`: output columns a lane group computes (X's values, loaded once, serve all of them);
     `unroll`: steps a loop iteration takes (their words all loaded before any is used: more
-    loads in flight a lane); `tail`: K is not a multiple of a step's values; `magic`: _unpack's
-    conversion without integer-to-float instructions; `stage` (grouped only): the workgroup's
+    loads in flight a lane); `tail`: K is not a multiple of a step's values; `unpack`: how the
+    packed values become floats ("convert": integer-to-float instructions; "magic": _unpack's
+    exponent trick; "inplace": _inplace's, with the scale applied once a step and int4's offset
+    through the sum of X, see below); `stage` (grouped only): the workgroup's
     rows of scales (and offsets) copied into workgroup memory first (STAGE_FLOATS at most,
     `stage_fits`), the loop reading them there instead of from the storage buffers. `sg`: the
     device's `subgroups`, for the lanes' sums (kernels/matmul.lane_sum)."""
@@ -157,6 +159,12 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         L.append(f"  let xr{r} = info[4] + min({r}, M - 1) * info[5];")
         L += [f"  var acc{r}_{c} = 0.0;" for c in range(cols)]
     step_scale = grouped and gs % spv == 0
+    inplace = unpack == "inplace"
+    magic = unpack == "magic"
+    # inplace: a scale's extent (the values one scale covers within a lane's step) sums
+    # t = Σ q·x with q exact, then acc += sc·t (+ ofs·Σx for int4): a step when the step lies
+    # in one group, else each word; int8 with a scale a row sums Σ q·x straight into acc
+    per_word = inplace and grouped and not step_scale
     if stage:
         sc_names = "let sc{c} = red[g{c}];" + (
             " let ofs{c} = red[tot + g{c}];" if bits == 4 else ""
@@ -183,25 +191,43 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
                 for c in range(cols):
                     of = f" let ofs{c} = ofs{u}_{c};" if bits == 4 else ""
                     B.append(f"    let sc{c} = sc{u}_{c};{of}")
+            if inplace and grouped and not per_word:
+                B += _extent_open(bits, rm, cols)
             for j in range(wpl):
                 B.append("    {")
                 if grouped and not step_scale:
                     for c in range(cols):
                         B.append(f"      let g{c} = grow{c} + (k0 + {j * pw}) / {gs}; "
                                  + sc_names.format(c=c))  # fmt: skip
+                if per_word:
+                    B += _extent_open(bits, rm, cols)
                 for h in range(pw // 4):
                     kk = j * pw + 4 * h
                     for r in range(rm):
                         B.append(f"      let x{r}_{h} = {_xload(r, kk, xvec, guard)};")
                 for c in range(cols):
                     word = f"wv{u}_{c}" if wpl == 1 else f"wv{u}_{c}[{j}]"
+                    if inplace:
+                        sums = [f"t{r}_{c}" if grouped else f"acc{r}_{c}" for r in range(rm)]
+                        for h, q in enumerate(_inplace(bits, word)):
+                            B.append(f"      let q{c}_{h} = {q};")
+                            B += [f"      {t} = {t} + dot(q{c}_{h}, x{r}_{h});"
+                                  for r, t in enumerate(sums)]  # fmt: skip
+                        continue
                     for h, q in enumerate(_unpack(bits, word, magic)):
                         B.append(f"      let dq{c}_{h} = {_dequant(bits, grouped, q, c)};")
                         B += [
                             f"      acc{r}_{c} = acc{r}_{c} + dot(dq{c}_{h}, x{r}_{h});"
                             for r in range(rm)
                         ]
+                if inplace and bits == 4:  # (Σx over the extent, for the offsets)
+                    halves = " + ".join(f"x{{r}}_{h}" for h in range(pw // 4))
+                    B += [f"      sx{r} = sx{r} + {halves.format(r=r)};" for r in range(rm)]
+                if per_word:
+                    B += _extent_close(bits, rm, cols)
                 B.append("    }")
+            if inplace and grouped and not per_word:
+                B += _extent_close(bits, rm, cols)
             B.append("    }")
         return B
 
@@ -242,6 +268,54 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         L.append("  }")
     L.append("}")
     return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
+
+
+def _inplace(bits: int, word: str) -> list[str]:
+    """WGSL vec4<f32> expressions of the quantized values of `word`, four at a time, exact, by
+    the exponent trick without shifting each value down: value j keeps its place in the word
+    (int4: nibble j of a half-word at bits 4j, int8: byte j at bits 8j; int8's signed bytes
+    flipped to q + 128 by XOR 0x80), masked and ORed under the exponent of 2^23 it makes the float
+    2^23 + q·16^j (2^23 + (q + 128)·256^j) exactly (< 2^24), and one fma by 16^-j (256^-j) with
+    the constant -2^23·16^-j (-(2^23 + 128·256^j)·256^-j) leaves q, exactly, in one rounding
+    (of an exact value). A value: one logic op (the mask and the OR fuse into one LOP3 on
+    NVIDIA) and one fma, where _unpack's conversion takes a shift, a mask and an integer-to-float
+    conversion (a quarter-rate instruction on NVIDIA) and its `magic` a shift, a LOP3 and an add."""
+    if bits == 4:
+        w = "vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625)"
+        c = "vec4<f32>(-8388608.0, -524288.0, -32768.0, -2048.0)"
+        mask = "vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u)"
+        halves = [f"vec4<u32>({word})", f"vec4<u32>({word} >> 16u)"]
+    else:
+        w = "vec4<f32>(1.0, 0.00390625, 1.0, 0.00390625)"
+        c = "vec4<f32>(-8388736.0, -32896.0, -8388736.0, -32896.0)"
+        mask = "vec4<u32>(0xFFu, 0xFF00u, 0xFFu, 0xFF00u)"
+        f = f"({word} ^ 0x80808080u)"
+        halves = [f"vec4<u32>({f}, {f}, {f} >> 16u, {f} >> 16u)"]
+    return [
+        f"fma(bitcast<vec4<f32>>(({h} & {mask}) | vec4<u32>(0x4B000000u)), {w}, {c})"
+        for h in halves
+    ]
+
+
+def _extent_open(bits: int, rm: int, cols: int) -> list[str]:
+    """A scale extent's sums (qgemv's `inplace`): t = Σ q·x a row and column, Σx a row (int4)."""
+    L = [f"      var t{r}_{c} = 0.0;" for c in range(cols) for r in range(rm)]
+    if bits == 4:
+        L += [f"      var sx{r} = vec4<f32>(0.0);" for r in range(rm)]
+    return L
+
+
+def _extent_close(bits: int, rm: int, cols: int) -> list[str]:
+    """acc += sc·t (+ ofs·Σx): Σ (q·sc + ofs)·x over the extent, with the scale applied once."""
+    L = []
+    for c in range(cols):
+        for r in range(rm):
+            if bits == 4:
+                ofs = f"fma(ofs{c}, dot(sx{r}, vec4<f32>(1.0)), acc{r}_{c})"
+                L.append(f"      acc{r}_{c} = fma(sc{c}, t{r}_{c}, {ofs});")
+            else:
+                L.append(f"      acc{r}_{c} = fma(sc{c}, t{r}_{c}, acc{r}_{c});")
+    return L
 
 
 def _xload(r: int, kk: int, xvec: bool, guard: bool) -> str:

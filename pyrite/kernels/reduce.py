@@ -30,10 +30,21 @@ the same state machine in two dispatches (`stage`):
             merges are exact where the op is (max, any, argmax: ties and NaNs pick the lower
             global index, whatever the merge order), and Chan's formula for Welford's triples.
 
+One-pass split ("fused", GPUs; ops/reduce.FUSED): the "partial" units in one dispatch, each
+  workgroup storing its state's words to a persistent scratch `part: array<atomic<u32>>` (NaNs
+  canonical, so no state word is ever FUSED_EMPTY) and counting itself in its output's counter;
+  the workgroup that counts last for an output merges that output's P states (one an invocation,
+  each word waited for until it reads other than FUSED_EMPTY, then set back to it) and writes the
+  finals, and sets the counter back to 0. No workgroup waits for one that has not counted (the
+  last waits only for stores already issued), so no assumption about workgroups running at once;
+  the wait covers the relaxed atomics' ordering (a state's words may land after its count).
+  Only for states of f32 fields (FUSED_EMPTY is a NaN pattern no canonical f32 has).
+
 Info words (i32), reductions:
   [0] outputs  [1] row length L  [2] input offset  [3] p (f32 bits)
   [4 ..] outer shape[Ro], outer strides[Ro], inner shape[Ri], inner strides[Ri]
-  then, "partial" only: chunk length C, chunks P.   "merge": [0] outputs [1] L [2] P [3] p
+  then, "partial" only: chunk length C, chunks P ("fused": then the counters' first word in
+  `part`).   "merge": [0] outputs [1] L [2] P [3] p
 Scans (cumsum/cumprod) run along one dim:
   [0] rows  [1] L  [2] input offset  [3] input stride along dim  [4] output stride along dim
   [5 ..] outer shape[Ro], input outer strides[Ro], output outer strides[Ro]
@@ -352,6 +363,60 @@ def state_words(op: str, acc: str) -> int:
     return _spec(op, acc)[0].count(":")
 
 
+# the fused stage's scratch: a state word not yet stored (a NaN pattern p_word never writes)
+FUSED_EMPTY = 0xFFFFFFFF
+# spins of a wait for one state word before it gives up (the word then reads as FUSED_EMPTY:
+# a NaN, so a lost store would poison the result rather than pass unseen)
+FUSED_SPINS = 1 << 22
+
+
+def fused_ok(op: str, acc: str) -> bool:
+    """Whether `op`'s state is all f32 fields (the fused stage's precondition)."""
+    fields = _spec(op, acc)[0]
+    return all(f.split(":")[1].strip() == "f32" for f in fields.split(","))
+
+
+def _fused_fns(fields: str) -> str:
+    """p_word (an f32's bits, NaNs canonical) and p_wait (a scratch word once stored, then
+    cleared) for the fused stage, and s_load(i): the state at scratch unit i."""
+    names = [f.split(":")[0].strip() for f in fields.split(",")]
+    w = len(names)
+    load = ", ".join(f"bitcast<f32>(p_wait(i * {w} + {k}))" for k in range(w))
+    return (
+        "fn p_word(v: f32) -> u32 {\n"
+        "  let b = bitcast<u32>(v);\n"
+        "  return select(b, 0x7FC00000u, (b & 0x7FFFFFFFu) > 0x7F800000u);\n}\n"
+        "fn p_wait(i: i32) -> u32 {\n"
+        "  var v = atomicLoad(&part[i]);\n"
+        f"  for (var n = 0; v == {FUSED_EMPTY:#x}u && n < {FUSED_SPINS}; n++) "
+        "{ v = atomicLoad(&part[i]); }\n"
+        f"  atomicStore(&part[i], {FUSED_EMPTY:#x}u);\n"
+        "  return v;\n}\n"
+        f"fn s_load(i: i32) -> S {{ return S({load}); }}\n"
+    )
+
+
+def _fused_tail(tree: list[str], fields: str, lanes: int, parts_at: int) -> list[str]:
+    """The fused stage after each invocation's state `s`: the unit's tree, its state stored and
+    counted, then (the output's last workgroup only) the P states merged by the same tree."""
+    names = [f.split(":")[0].strip() for f in fields.split(",")]
+    w = len(names)
+    cut = tree.index("  if (t != 0 || !live) { return; }\n")
+    L = tree[:cut] + ["  if (t == 0 && live) {\n"] + ["  " + ln for ln in tree[cut + 1 :]]
+    L += [f"    atomicStore(&part[u * {w} + {k}], p_word(s.{n}));\n" for k, n in enumerate(names)]
+    L += [
+        f"    let counted = atomicAdd(&part[info[{parts_at + 1}] + o], 1u);\n",
+        "    fused_last = select(0u, 1u, counted == u32(P - 1));\n",
+        "  }\n",
+        "  if (workgroupUniformLoad(&fused_last) == 0u) { return; }\n",
+        "  s = s_init();\n",
+        f"  for (var k = t; k < P; k = k + {lanes}) {{ s = s_merge(s, s_load(o * P + k)); }}\n",
+    ]
+    L += ["  {\n"] + tree + ["  }\n"]  # (a block: the tree's `let`s again)
+    L.append(f"  atomicStore(&part[info[{parts_at + 1}] + o], 0u);\n")
+    return L
+
+
 def _tree(wg: int) -> list[str]:
     """Merge each row's `sh[g·wg .. g·wg + wg)` (g = `grp`, its row in the workgroup; `wg`
     invocations a row) into `s` on the row's invocation 0 (two barriers): sp groups of wg / sp
@@ -451,7 +516,11 @@ def reduce_kernel(
     fns = fns.replace("p_sp", "bitcast<f32>(info[3])")
     outs = [(f"out{k}", st, "w") for k, st in enumerate(out_stypes)]
     in_elem = f"vec4<{in_stype}>" if vec == 4 else in_stype
-    if stage == "partial":
+    fused = stage == "fused"
+    if fused:
+        assert mode == "row" and rows == 1 and lanes == WG and ilp == 1
+        buffers = [("inp", in_elem, "r"), ("part", "atomic<u32>", "w")] + outs
+    elif stage == "partial":
         buffers = [("inp", in_elem, "r"), ("part", "S", "w")]
     elif stage == "merge":
         buffers = [("part", "S", "r")] + outs
@@ -465,7 +534,7 @@ def reduce_kernel(
     # `u`: this workgroup's (row) or invocation's (serial) unit: an output, or an (output, chunk)
     body = [
         "  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n",
-        f"  let units = info[0]{f' * info[{parts_at}]' if stage == 'partial' else ''};\n",
+        f"  let units = info[0]{f' * info[{parts_at}]' if stage in ('partial', 'fused') else ''};\n",
     ]
     if row:
         # every invocation of a workgroup shares `u`, so the barriers below stay uniform
@@ -492,7 +561,7 @@ def reduce_kernel(
             ),
         ]
     else:
-        if stage == "partial":
+        if stage in ("partial", "fused"):
             # unit u = o·P + c reduces the chunk [c·C, min((c+1)·C, L)) of output o's row
             body += [
                 f"  let P = info[{parts_at}];\n",
@@ -542,15 +611,19 @@ def reduce_kernel(
         else:
             body += _ilp_loop(ilp, start, stride, step)
     sg = sg if row else 0
-    if row:
+    if fused:
+        body += _fused_tail(_sg_tree(wg, fields) if sg else _tree(wg), fields, lanes, parts_at)
+        fns += _fused_fns(fields)
+    elif row:
         body += _sg_tree(wg, fields) if sg else _tree(wg)
     if stage == "partial":
         body.append("  part[u] = s;\n")
     else:
         body.append("  let Lf = f32(info[1]);\n  let p = bitcast<f32>(info[3]);\n")
+        at = "o" if fused else "u"
         for k, (fin, st, ct) in enumerate(zip(finals, out_stypes, out_ctypes)):
             fin = fin.replace("L", "Lf")
-            body.append(f"  out{k}[u] = {store(fin, ct, st)};\n")
+            body.append(f"  out{k}[{at}] = {store(fin, ct, st)};\n")
     text = fns + "".join(finals)
     src = (
         (SG_ENABLE if sg == 2 else "")
@@ -559,6 +632,7 @@ def reduce_kernel(
         + f"struct S {{ {fields} }}\n"
         + fns
         + (f"var<workgroup> sh: array<S, {lanes}>;\n" if row else "")
+        + ("var<workgroup> fused_last: u32;\n" if fused else "")
         + f"@compute @workgroup_size({lanes})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(local_invocation_id) lid: vec3<u32>, "

@@ -73,9 +73,18 @@ def qgemv_shape(rows, bits):
     return (QGEMV_SHAPE_INT4 if bits == 4 else {}).get(rows, QGEMV_SHAPE[rows])
 
 
-# The integer-to-float conversion by the exponent trick (kernels/quant.py `magic`): measured
-# as above (2026-12-03, an earlier run), no faster at one row (int8 per row 18.5 vs 17.9 us), so off.
-QGEMV_MAGIC = False
+# How the GEMV turns packed values into floats (kernels/quant.qgemv `unpack`): "convert"
+# (integer-to-float instructions), "magic" (the exponent trick after a shift a value: measured
+# as above, 2026-12-03, an earlier run, no faster at one row: int8 per row 18.5 vs 17.9 us) or
+# "inplace" (the exponent trick on each value in its place, one fma to undo its place, the
+# scale applied once a step and int4's offset through Σx: about 3 instructions a value
+# against 8). Measured on the H100 (2026-12-06, wgpu-native, `scripts/qgemv_time.py --unpack
+# convert,magic,inplace`, GPU time, 1 x 4096 . 11008 x 4096^T; docs/bench/2026-12-06-h100-s32-
+# qgemv-*.json): int4 g128 one row, best shape each, 18.4 / 19.1 / 18.1 us (its weight's copy
+# 11.5); 8 rows 52.5 / 53.8 / 62.9; int8 a scale a row one row 20.1 / - / 20.3, 8 rows 50.7 /
+# - / 53.6. A third of the instructions bought nothing at one row: the one-row product is not
+# bound by its arithmetic (nor by its waves: 344 workgroups ran as fast as 1,376), so convert.
+QGEMV_UNPACK = "convert"
 # Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
 # above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
 QGEMV_STAGE = False
@@ -366,7 +375,7 @@ def _qgemv(x, qw, b, M):
             xvec,
             full * spv < K,
             b is not None,
-            QGEMV_MAGIC,
+            QGEMV_UNPACK,
             QGEMV_STAGE and grouped and stage_fits(bits, lanes, cols, qw.scales._shape[1]),
             dev.subgroups if QGEMV_SUBGROUPS else 0,
         )

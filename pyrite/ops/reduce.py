@@ -14,10 +14,14 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy as np
+
 from .. import backend
 from .. import dtypes as D
 from ..kernels.common import WG, fold_grid, grid_for
 from ..kernels.reduce import (
+    FUSED_EMPTY,
+    fused_ok,
     reduce_kernel,
     reduce_loop_iterations,
     scan_kernel,
@@ -97,7 +101,20 @@ WIDE = None  # None: the rule above; False: never (A/B); True: wherever the kern
 WIDE_LANES = 1024
 WIDE_ILP = 4
 WIDE_MAX_LEN = 262144
-LAST_PATH = ""  # "serial" | "row" | "row wide" | "split P=<chunks> C=<chunk>": the last kernel
+# One-pass splits (kernels/reduce.py's "fused" stage): on a GPU, where a split or the wide row
+# kernel would run (few outputs, rows of >= SPLIT_MIN_LEN) and the state is all f32 (sums,
+# means, extremes, norms, Welford), the split's partial units run as one dispatch whose last
+# workgroup an output merges that output's states: the GPU's SMs share the row (the wide
+# kernel is one workgroup, on one SM) without the second dispatch (a dependent dispatch costs
+# ~6 µs of GPU time and the host's recording). P = min(ceil(FUSED_TARGET_WORKGROUPS /
+# outputs), L / FUSED_MIN_CHUNK) chunks, at most FUSED_MAX_UNITS units (the persistent
+# scratch's slots).
+FUSED = None  # None: the rule above; False: never (A/B); True: wherever it applies (tests)
+FUSED_TARGET_WORKGROUPS = 1024
+FUSED_MIN_CHUNK = 2048
+FUSED_MAX_UNITS = 1024
+FUSED_WORDS = 4  # state words a slot holds (Welford's n, m, q, k)
+LAST_PATH = ""  # "serial" | "row" | "row wide" | "split P=<chunks> C=<chunk>" | "fused P= C=": the last kernel
 
 
 def _cpu_adapter() -> bool:
@@ -139,6 +156,43 @@ def _wide(n_out: int, length: int, words: int) -> bool:
         and n_out < SPLIT_MAX_OUTPUTS
         and SPLIT_MIN_LEN <= length <= WIDE_MAX_LEN
     )
+
+
+def _fused_plan(n_out: int, length: int, op: str, acc: str):
+    """(chunks P, chunk length C) of a one-pass split (see FUSED), or None."""
+    if FUSED is False or FORCE_MODE is not None or FORCE_SPLIT is not None or not SPLIT:
+        return None
+    if not fused_ok(op, acc) or state_words(op, acc) > FUSED_WORDS:
+        return None
+    if FUSED is None and (
+        WIDE is True or _cpu_adapter() or n_out >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN
+    ):
+        return None  # (WIDE True: a test forcing the wide kernel)
+    parts = builtins.min(
+        -(-FUSED_TARGET_WORKGROUPS // n_out), builtins.max(length // FUSED_MIN_CHUNK, 2)
+    )
+    chunk = -(-length // parts)
+    chunk = -(-chunk // WG) * WG  # (whole 256-element strides, multiples of 4)
+    parts = -(-length // chunk)
+    limit = max_loop_iterations()
+    if (
+        parts < 2
+        or n_out * parts > FUSED_MAX_UNITS
+        or reduce_loop_iterations("row", chunk) > limit
+        or reduce_loop_iterations("row", parts) > limit
+    ):
+        return None
+    return parts, chunk
+
+
+def _fused_scratch(dev):
+    """The device's persistent scratch for one-pass splits: FUSED_MAX_UNITS slots of
+    FUSED_WORDS words, all FUSED_EMPTY, then FUSED_MAX_UNITS counters at 0."""
+    words = FUSED_MAX_UNITS * FUSED_WORDS
+    data = np.concatenate(
+        [np.full(words, FUSED_EMPTY, np.uint32), np.zeros(FUSED_MAX_UNITS, np.uint32)]
+    )
+    return dev.persistent(("reduce.fused", FUSED_MAX_UNITS, FUSED_WORDS), data), words
 
 
 def _split_plan(n_out: int, length: int, wide: bool = False):
@@ -253,7 +307,7 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     key = (
         x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
         acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
-        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, _cpu_adapter(), SUBGROUPS, SUM4,  # (what tests set)
+        FORCE_MODE, SPLIT, FORCE_SPLIT, WIDE, FUSED, _cpu_adapter(), SUBGROUPS, SUM4,  # (tests set)
     )  # fmt: skip
     plan = _plans.get(key)
     if plan is not None:
@@ -263,6 +317,10 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
         if len(plan) == 5:
             _, src, info, grid, _ = plan
             dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
+        elif len(plan) == 6:  # a one-pass split: the device's scratch beside the input
+            _, src, info, grid, scratch, _ = plan
+            bufs = [x._storage.buffer, scratch.buffer] + [o._storage.buffer for o in outs]
+            dev.dispatch(src, bufs, info, grid)
         else:  # a split reduction: partial states into scratch, then the merge
             _, (src1, info1, grid1, words, src2, info2, grid2), _ = plan
             part = empty((words,), D.int32)
@@ -297,6 +355,34 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         tuple(x._shape[i] for i in dims), [tuple(x._strides[i] for i in dims)]
     )
     global LAST_PATH
+    fused = _fused_plan(n_out, length, op, acc)
+    if fused is not None:
+        parts, chunk = fused
+        LAST_PATH = f"fused P={parts} C={chunk}"
+        scratch, counters = _fused_scratch(dev)
+        src = reduce_kernel(
+            op,
+            x.dtype.wgsl,
+            acc,
+            tuple(o.dtype.wgsl for o in outs),
+            tuple(out_ctypes),
+            len(oshape),
+            len(ishape),
+            "row",
+            "fused",
+            _vec(x, "row", ostr, istr, length, chunk),
+            sg=dev.subgroups if SUBGROUPS else 0,
+            sum4=bool(SUM4),
+        )
+        info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
+        info += [chunk, parts, counters]
+        grid = fold_grid(n_out * parts)
+        bufs = [x._storage.buffer, scratch.buffer] + [o._storage.buffer for o in outs]
+        dev.dispatch(src, bufs, info, grid)
+        if len(_plans) > 4096:
+            _plans.clear()
+        _plans[key] = (shape, src, info, grid, scratch, LAST_PATH)
+        return outs
     wide = _wide(n_out, length, state_words(op, acc))
     split = _split_plan(n_out, length, wide)
     if split is not None:
