@@ -832,11 +832,16 @@ def _g_scatter_reduce(ctx, g):
         out = _1d(ctx.out)
         x1 = _1d(x)
         s_idx = _src_part(src, idx, d)
-        # torch counts self among the ties wherever it equals the result, include_self=False
-        # too, and zeroes its share only after (FunctionsManual's scatter_reduce_backward): an
-        # excluded self equal to the result halves src's share. Kept, for torch's values (a
-        # fuzzer draw of small-integer float16 values: src's gradient 3.25 here, 3.375 in torch)
+        # The gradient is shared evenly among the elements the reduction took in (amax/amin's
+        # documented rule); with include_self=False a reached self is not one of them. torch
+        # 2.13 CPU counts it among the ties anyway wherever it equals the result and zeroes its
+        # share after (FunctionsManual's scatter_reduce_backward), so src's shares there sum to
+        # less than g (x = [2], src = [2], amax: src's gradient 0.5, where out = src exactly).
+        # pyrite follows the documented semantics and differs from torch there, on purpose.
+        # Positions no index reaches keep self (out = self, gradient g), as torch.
         self_is = x1 == out
+        if not include_self:
+            self_is = self_is & ~hit
         src_is = s_idx == gather(out, d, idx)
         count = scatter_add(self_is.to(g1.dtype), d, idx, src_is.to(g1.dtype))
         share = g1 / count.masked_fill(count == 0, 1.0)
