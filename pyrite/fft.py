@@ -22,7 +22,8 @@ elementwise error over max |y64|), `python -m pyrite.fft`:
     n = 2048: four-step l2 2.5e-7, one 4096x4096 product 1.15e-6 (~5x worse; at 4096 the one
               product's 256 MiB matrix no longer fits a storage binding)
 
-Not here yet (they raise NotImplementedError): hfft, ihfft and their 2-D/n-D forms.
+hfft / ihfft (and their 2-D / n-D forms) are irfft / rfft with the input or output conjugated
+and `norm` swapped, torch's definitions.
 """
 
 from __future__ import annotations
@@ -369,20 +370,66 @@ def _no_out(out, name):
         raise _cx.ComplexError(f"pyrite: fft.{name}(out=...) is not supported yet")
 
 
-def _not_yet(name):
-    def fn(*args, **kwargs):
-        raise NotImplementedError(
-            f"pyrite: fft.{name} is not implemented yet (fft, ifft, rfft, irfft and their "
-            "2-D / n-D forms are)"
-        )
-
-    fn.__name__ = fn.__qualname__ = name
-    return fn
+# ---- Hermitian-input transforms ----------------------------------------------------------------
+# hfft of a Hermitian-symmetric half-spectrum X is irfft(conj(X)) with the scaling of a forward
+# transform, and ihfft its inverse, conj(rfft(x)) scaled as an inverse: torch's definitions, so
+# each is the real transform with `norm` swapped (backward <-> forward; ortho stays) and the
+# same float32 error as irfft / rfft (the conjugation is exact).
+_SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
-hfft, ihfft, hfft2, ihfft2, hfftn, ihfftn = map(
-    _not_yet, ("hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn")
-)
+def _swap(norm):
+    if norm not in _SWAP:
+        raise ValueError(f"pyrite: Invalid normalization mode: {norm}")
+    return _SWAP[norm]
+
+
+def _conj(z):
+    return z.conj() if z.dtype is D.complex64 else z
+
+
+def _real_only(input, name):
+    _check(input, name)
+    if input.dtype is D.complex64:
+        raise RuntimeError(f"pyrite: {name} expects a real input tensor, but got ComplexFloat")
+
+
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The real spectrum (length n, default 2·(m - 1)) of a signal whose first m samples are
+    `input`, Hermitian-symmetric: irfft(conj(input)) with forward scaling."""
+    _no_out(out, "hfft")
+    _check(input, "hfft")
+    return irfft(_conj(input), n, dim, _swap(norm))
+
+
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """hfft's inverse for a real `input`: its n//2 + 1 non-negative frequencies of the inverse
+    DFT, conj(rfft(input)) with inverse scaling."""
+    _no_out(out, "ihfft")
+    _real_only(input, "ihfft")
+    return rfft(input, n, dim, _swap(norm)).conj()
+
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """n-D hfft: the last of `dim` is the halved (Hermitian) one, as torch's."""
+    _no_out(out, "hfftn")
+    _check(input, "hfftn")
+    return irfftn(_conj(input), s, dim, _swap(norm))
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """n-D ihfft of a real `input`: the last of `dim` keeps n//2 + 1 frequencies."""
+    _no_out(out, "ihfftn")
+    _real_only(input, "ihfftn")
+    return rfftn(input, s, dim, _swap(norm)).conj()
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return hfftn(input, s, dim, norm, out=out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return ihfftn(input, s, dim, norm, out=out)
 
 
 # ---- frequencies and shifts -----------------------------------------------------------------

@@ -120,6 +120,34 @@ def test_nd_transforms(rng):
         )
 
 
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_hermitian_transforms(rng, norm):
+    """hfft/ihfft and their 2-D / n-D forms: odd and even output lengths, trimming and padding,
+    non-last dims, a real input to hfft; the same TOL as the transforms they are made of."""
+    z = crandn(rng, 5, 6, 17)
+    r = rng.standard_normal((5, 6, 17)).astype(np.float32)
+    cases = [
+        ("hfft", lambda L, Z, R: L.fft.hfft(Z, norm=norm), z, 32),
+        ("hfft n odd", lambda L, Z, R: L.fft.hfft(Z, n=29, dim=1, norm=norm), z, 29),
+        ("hfft real", lambda L, Z, R: L.fft.hfft(R, n=9, norm=norm), r, 9),
+        ("ihfft", lambda L, Z, R: L.fft.ihfft(R, norm=norm), r, 17),
+        ("ihfft n", lambda L, Z, R: L.fft.ihfft(R, n=8, dim=0, norm=norm), r, 8),
+        ("hfft2", lambda L, Z, R: L.fft.hfft2(Z, norm=norm), z, 6 * 32),
+        ("ihfft2", lambda L, Z, R: L.fft.ihfft2(R, s=(4, 9), norm=norm), r, 36),
+        ("hfftn", lambda L, Z, R: L.fft.hfftn(Z, s=(7, 11), dim=(0, 2), norm=norm), z, 77),
+        ("ihfftn", lambda L, Z, R: L.fft.ihfftn(R, norm=norm), r, 5 * 6 * 17),
+    ]
+    for what, fn, x, n in cases:
+        want = fn(torch, torch.tensor(z), torch.tensor(r))
+        got = fn(pr, pr.tensor(z), pr.tensor(r))
+        w = want.resolve_conj()
+        # TOL(n) of the input, times the factor `norm` scales the sum of n terms by
+        factor = {None: 1.0, "ortho": 1 / math.sqrt(n), "forward": 1.0 / n}[norm]
+        if what.startswith("ihfft"):
+            factor = {None: 1.0 / n, "ortho": 1 / math.sqrt(n), "forward": 1.0}[norm]
+        close(got, w, n, np.abs(x).max() * factor)
+
+
 def test_freqs_and_shifts(rng):
     for n in (1, 6, 7):
         for d in (1.0, 0.3):
@@ -166,6 +194,8 @@ GRAD_CASES = {
     "fft2": lambda L, z, r: (L.fft.fft2(z) * L.fft.ifft2(r, norm="forward")).real.sum(),
     "rfftn_irfftn": lambda L, z, r: (L.fft.irfftn(L.fft.rfftn(r) * z[:, :3], s=(67, 5)) ** 2).sum(),
     "shift": lambda L, z, r: (L.fft.fftshift(L.fft.fft(r.T), -1) * L.fft.fftfreq(67)).real.sum(),
+    "hfft": lambda L, z, r: (L.fft.hfft(z, n=9, dim=0) * L.fft.hfft(z.T, n=9)[:, :67].T).sum(),
+    "ihfft2": lambda L, z, r: (L.fft.ihfft2(r) * z[:, :3]).imag.sum(),
 }
 
 
@@ -246,7 +276,9 @@ def test_errors():
         pr.fft.rfft(pr.ones(4, dtype=pr.complex64))
     with pytest.raises(RuntimeError, match="Invalid number of data points"):
         pr.fft.fft(x, 0)
-    with pytest.raises(NotImplementedError, match="hfft is not implemented"):
-        pr.fft.hfft(x)
+    with pytest.raises(RuntimeError, match="ihfft expects a real input"):
+        pr.fft.ihfft(pr.ones(4, dtype=pr.complex64))
+    with pytest.raises(ValueError, match="Invalid normalization mode"):
+        pr.fft.hfft(x, norm="bogus")
     with pytest.raises(IndexError):
         pr.fft.fft(x, dim=1)

@@ -25,8 +25,9 @@ identities (`_base` None), so pyrite's rebasing of a view's history after an in-
 not reach across; in-place writes into a complex tensor (`z.mul_(w)`, `z[i] = v`, `z.real = r`)
 are therefore refused while either side requires grad, never left with a stale gradient.
 
-Numerics: arithmetic is float32 on each part; z / w is z * conj(w) / |w|^2 (no Smith scaling:
-|w| past ~1.8e19 overflows to inf/NaN where torch would not).
+Numerics: arithmetic is float32 on each part; z / w (complex w) and 1/w are Smith's scaled
+division, term for term c10's (torch's CPU), so no |w|^2 overflows; the elementwise functions
+and their accuracy are in ops/complex_math.py, reductions and norms in ops/complex_linalg.py.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ def unsupported(name: str) -> ComplexError:
     op = name.strip("_") if name.startswith("__") else name
     return ComplexError(
         f"pyrite: {op} does not support complex tensors yet (supported: views, arithmetic, "
-        "conj, real/imag, abs, angle, exp, sum/mean, matmul, cat/stack, pyrite.fft; "
-        "work on torch.view_as_real(z) for the rest)"
+        "conj, real/imag, abs, angle, exp/log/pow/sqrt, trig and hyperbolic functions and "
+        "their inverses, sum/mean/prod/cumsum, dot, norms, isclose, matmul, cat/stack, "
+        "pyrite.fft; work on torch.view_as_real(z) for the rest)"
     )
 
 

@@ -92,10 +92,9 @@ def _div(a, b, rounding_mode=None):
         return _mul(a, 1 / c)
     if not _is_c(b):  # complex / real tensor
         return _C(_pair(a) / _float(b).unsqueeze(-1))
-    q = _R(b)
-    den = (q * q).sum(-1, keepdim=True)  # |w|^2, (..., 1)
-    num = _mul(a, _C(_conj_pairs(q)))
-    return _C(_R(num) / den)
+    from .complex_math import div
+
+    return div(as_complex(a), b)  # (Smith's scaling, as torch's CPU division)
 
 
 def _neg(z):

@@ -121,21 +121,38 @@ def _no_grad():
     return autograd.no_grad()
 
 
-def _recip_parts(x, y):
-    """1/(x + iy) by Smith's scaling, term for term c10's complex division (torch's CPU
-    reciprocal, so its signed zeros too): within ~3 ulp of |1/z| for every finite z whose
-    reciprocal is a normal float32; 1/0 = inf + NaN·i as torch's."""
-    first = x.abs() >= y.abs()
-    big = _where(first, x, y)
-    small = _where(first, y, x)
+def _cdiv_parts(a, b, c, d):
+    """(a + ib)/(c + id) by Smith's scaling, term for term c10's complex division (what torch's
+    CPU divides and takes reciprocals with, so its signed zeros too): within ~3 ulp of
+    |quotient| for every finite operands whose quotient is a normal float32. A zero divisor
+    gives (a/0, b/0) as c10's: 1/0 = inf + NaN·i. a, b may be Python floats."""
+    first = c.abs() >= d.abs()
+    big = _where(first, c, d)
+    small = _where(first, d, c)
     bs = _where(big == 0, 1.0, big)  # (no 0/0 in the unused branch: its gradient stays finite)
     rat = small / bs
     scl = 1.0 / (bs + small * rat)
-    # |x| >= |y|: ((1 + 0·rat)·scl, (0 - 1·rat)·scl); else ((rat + 0)·scl, (0·rat - 1)·scl)
-    re = _where(first, scl, (rat + 0.0) * scl)
-    im = _where(first, (0.0 - rat) * scl, (rat * 0.0 - 1.0) * scl)
-    zero = (x == 0) & (y == 0)
-    return _where(zero, math.inf, re), _where(zero, math.nan, im)
+    # |c| >= |d|: ((a + b·rat)·scl, (b - a·rat)·scl); else ((a·rat + b)·scl, (b·rat - a)·scl)
+    re = _where(first, (a + b * rat) * scl, (a * rat + b) * scl)
+    im = _where(first, (b - a * rat) * scl, (b * rat - a) * scl)
+    zero = (c == 0) & (d == 0)
+    with _no_grad():  # (a/0 has no gradient to give, and its NaN would leak through where)
+        zr = _full_like(c, 0.0)
+        za = (a.detach() if isinstance(a, Tensor) else a) / zr
+        zb = (b.detach() if isinstance(b, Tensor) else b) / zr
+    return _where(zero, za, re), _where(zero, zb, im)
+
+
+def _recip_parts(x, y):
+    """1/(x + iy): _cdiv_parts(1, 0, x, y)."""
+    return _cdiv_parts(1.0, 0.0, x, y)
+
+
+def div(z, w):
+    """z / w for complex tensors (broadcast), by _cdiv_parts."""
+    a, b = _parts(z)
+    c, d = _parts(w)
+    return _make(*_cdiv_parts(a, b, c, d))
 
 
 def reciprocal(z):
@@ -215,7 +232,7 @@ def log1p(z):
     d = ur - 1.0  # exact (Sterbenz), so u - 1 = d + iy
     lr, li = _log_parts(ur, y)
     one = (ur == 1.0) & (y == 0)
-    same = (d == x) | one
+    same = ((d == x) & (y == y)) | one  # (u - 1 == z: a NaN part compares unequal)
     ds = _where(same, 1.0, d)  # (safe: the ratio is only used where d != x)
     # z/(u - 1) = (x + iy)/(d + iy)
     qr, qi = _cdiv_parts(x, y, ds, y)
@@ -223,12 +240,6 @@ def log1p(z):
     re = _where(one, x, _where(same, lr, cr))
     im = _where(one, y, _where(same, li, ci))
     return _make(re, im)
-
-
-def _cdiv_parts(a, b, c, d):
-    """(a + ib)/(c + id) by Smith's scaling."""
-    rr, ri = _recip_parts(c, d)
-    return a * rr - b * ri, a * ri + b * rr
 
 
 def expm1(z):
@@ -419,18 +430,21 @@ def acosh(z):
 
 def _atanh_parts(x, y):
     """atanh z = (log1p(4x / ((1 - x)^2 + y^2))/4, atan2(2y, (1 - x)(1 + x) - y^2)/2), every
-    term divided by s = max(|x|, |y|, 1) first (no overflow; the ratios are unchanged by it):
-    the real part within ~6 ulp of itself (no cancellation), the imaginary part ~3 ulp of π
-    (the denominator cancels only near z = ±1, where atanh is singular)."""
+    term divided by s = max(|x|, |y|, 1) first (no overflow; the ratios are unchanged by it),
+    and the real part computed for |x| then signed (atanh is odd), so log1p's argument is never
+    near -1: the real part within ~8 ulp of itself, the imaginary part ~3 ulp of π (the
+    denominator cancels only near z = ±1, where atanh is singular)."""
     big = _inf(x) | _inf(y)
     xf, yf = _where(big, 0.0, x), _where(big, 0.0, y)  # (the unused branch stays finite)
-    s = _max(_max(xf.abs(), yf.abs()), _full_like(x, 1.0))
-    xs, ys, us, vs = xf / s, yf / s, (1.0 - xf) / s, (1.0 + xf) / s
+    sgn = _where(xf < 0, -1.0, 1.0)  # (a constant: xa's gradient is sgn, even at x = 0)
+    xa = xf * sgn
+    s = _max(_max(xa, yf.abs()), _full_like(x, 1.0))
+    xs, ys, us, vs = xa / s, yf / s, (1.0 - xa) / s, (1.0 + xa) / s
     re = (4.0 * xs / (us * us + ys * ys) / s).log1p() * 0.25
     # near z = ±1 the ratio overflows (or its denominator underflows): there the real part is
     # past 1 and (log|1 + z| - log|1 - z|)/2 loses nothing to cancellation
-    re_near = (_log_abs(1.0 + xf, yf) - _log_abs(1.0 - xf, yf)) * 0.5
-    re = _where(re_near.abs() > 1.0, re_near, re)
+    re_near = (_log_abs(1.0 + xa, yf) - _log_abs(1.0 - xa, yf)) * 0.5
+    re = _where(re_near > 1.0, re_near, re) * sgn
     im = _atan2(2.0 * ys / s, us * vs - ys * ys) * 0.5
     re = _where((x == 0) & y.isnan(), x, re)  # atanh(±0 + NaN·i) = ±0 + NaN·i
     # an infinite z (C's values): (copysign(0, x), copysign(π/2, y); NaN for a NaN y)
@@ -479,13 +493,11 @@ def pow_(base, exponent):
 
 
 def _zero_base(br, bi, wr, wi, re, im):
-    """0 ** w: 0 where Re w > 0 (cpow's exp(-inf + iθ) = 0 even for Im w != 0, where w·log 0
-    has a NaN), and 1 at w = 0, as torch."""
-    zero = (br == 0) & (bi == 0)
-    re = _where(zero & (wr > 0), 0.0, re)
-    im = _where(zero & (wr > 0), 0.0, im)
-    one = (wr == 0) & (wi == 0)
-    return _make(_where(one, 1.0, re), _where(one, 0.0, im))
+    """0 ** w = 0 where Re w > 0 (cpow's exp(-inf + iθ) = 0 even for Im w != 0, where w·log 0
+    has a NaN), its imaginary part +0 for Im w < 0 and -0 otherwise, as glibc's cpowf; 0 ** 0
+    stays NaN, as torch's cpow (a scalar exponent 0 gives ones)."""
+    zero = (br == 0) & (bi == 0) & (wr > 0)
+    return _make(_where(zero, 0.0, re), _where(zero, _where(wi < 0, 0.0, -0.0), im))
 
 
 def _scalar_pow(z, w):
@@ -516,7 +528,7 @@ def _scalar_pow(z, w):
     re, im = _exp_of_product(c.real, c.imag, lr, li)
     if c.real > 0:  # 0 ** w = 0 (see _zero_base)
         zero = (br == 0) & (bi == 0)
-        re, im = _where(zero, 0.0, re), _where(zero, 0.0, im)
+        re, im = _where(zero, 0.0, re), _where(zero, 0.0 if c.imag < 0 else -0.0, im)
     return _make(re, im)
 
 
@@ -524,15 +536,12 @@ def _scalar_base_pow(a, w):
     """Python scalar a ** complex tensor w: exp(w · log a), log a in float64 on the host."""
     c = _PYCOMPLEX(a)
     wr, wi = _parts(w)
-    if c == 0:
-        from .creation import zeros_like
-
-        zr = zeros_like(wr)
-        return _zero_base(zr, zr, wr, wi, zr + math.nan, zr + math.nan)
+    if c == 0:  # log 0 = -inf + 0i, then as a tensor base (C's products, NaNs and all)
+        zr = _full_like(wr, 0.0)
+        re, im = _exp_of_product(wr, wi, zr - math.inf, zr)
+        return _zero_base(zr, zr, wr, wi, re, im)
     lc = cmath.log(c)
-    re, im = _exp_parts(wr * lc.real - wi * lc.imag, wr * lc.imag + wi * lc.real)
-    one = (wr == 0) & (wi == 0)
-    return _make(_where(one, 1.0, re), _where(one, 0.0, im))
+    return _make(*_exp_parts(wr * lc.real - wi * lc.imag, wr * lc.imag + wi * lc.real))
 
 
 # ---- predicates ---------------------------------------------------------------------------------
