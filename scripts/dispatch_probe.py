@@ -97,6 +97,31 @@ rows = [
 for name, fn in rows:
     fn()
     print(f"  {name:<40}{med(fn):8.1f} us")
+if "--mappable" in sys.argv:  # wgpu-native's mappable-primary-buffers: the kernel writes the
+    # mappable buffer itself, no copy (PYRITE_EXTRA_FEATURES=mappable-primary-buffers)
+    if "mappable-primary-buffers" not in dev.features:
+        print("  (no mappable-primary-buffers on this device)")
+    else:
+        u = dev.wgpu.BufferUsage
+        mb = dev.device.create_buffer(size=256, usage=u.MAP_READ | u.STORAGE | u.COPY_DST)
+        dev.pool.owned[id(mb)] = mb
+
+        def into_mappable(grid=(1, 1, 1)):
+            def f():
+                dev._dispatch(TRIVIAL, (mb,), (1,), grid)
+                dev._flush()
+                return dev._io.read_mapped(mb, 4)
+
+            return f
+
+        rows += [
+            ("1 dispatch into a mappable buffer, map", into_mappable()),
+            ("the same, 48 wgs", into_mappable((48, 1, 1))),
+            ("1 dispatch of 48 wgs, copy", dispatches(1, (48, 1, 1))),
+        ]
+        for name, fn in rows[-3:]:
+            fn()
+            print(f"  {name:<40}{med(fn):8.1f} us")
 if "--twice" in sys.argv:  # the order's effect: the same rows again
     for name, fn in rows:
         print(f"  {name:<40}{med(fn):8.1f} us")

@@ -184,17 +184,18 @@ class CPath:
         return done[1] >= done[0]
 
     # ---- reading back ----------------------------------------------------------------------
-    def read_mapped(self, buffer, size) -> bytes:
-        """Map the first `size` bytes of a MAP_READ buffer, wait, copy them out, unmap."""
+    def read_mapped(self, buffer, size, offset=0) -> bytes:
+        """Map `size` bytes of a MAP_READ buffer from `offset` (a multiple of 8), wait, copy
+        them out, unmap."""
         state = self._state
         state[0] = 0
         buf_c = buffer._internal
-        future = self._map(buf_c, self._read_mode, 0, size, self._map_info[0])
+        future = self._map(buf_c, self._read_mode, offset, size, self._map_info[0])
         self.wait(future)
         if state[1] != self._ok:
             raise DeviceError(f"pyrite: mapping the readback buffer failed (status {state[1]})")
         try:
-            return bytes(self.ffi.buffer(self._range(buf_c, 0, size), size))
+            return bytes(self.ffi.buffer(self._range(buf_c, offset, size), size))
         finally:
             self._unmap(buf_c)
 
@@ -278,9 +279,9 @@ class CheckedPath:
     def write(self, buffer, offset, data):
         self.queue.write_buffer(buffer, offset, data)
 
-    def read_mapped(self, buffer, size):
-        buffer.map_async("READ_NOSYNC", 0, size).sync_wait()
+    def read_mapped(self, buffer, size, offset=0):
+        buffer.map_async("READ_NOSYNC", offset, size).sync_wait()
         try:
-            return buffer.read_mapped(0, size)
+            return buffer.read_mapped(offset, size)
         finally:
             buffer.unmap()

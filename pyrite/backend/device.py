@@ -8,6 +8,7 @@ creation; the arena is written once per batch, just before the batch is submitte
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from types import SimpleNamespace
@@ -21,7 +22,15 @@ from .pool import BufferPool
 
 # Optional features pyrite asks for when the adapter has them (wgpu-native and Dawn spell
 # subgroups differently).
-WANTED_FEATURES = ("shader-f16", "subgroup", "subgroups", "timestamp-query")
+WANTED_FEATURES = (
+    "shader-f16",
+    "subgroup",
+    "subgroups",
+    "timestamp-query",
+    "mappable-primary-buffers",
+) + tuple(
+    f for f in os.environ.get("PYRITE_EXTRA_FEATURES", "").split(",") if f
+)  # (PYRITE_EXTRA_FEATURES: more, where the adapter has them, for probes)
 
 # The info window each dispatch binds: 128 i32 words, one window a dispatch (512 bytes apart, a
 # multiple of every minStorageBufferOffsetAlignment WebGPU allows). A dispatch's info fills at
@@ -53,6 +62,24 @@ CHECK_ALL = os.environ.get("PYRITE_CHECK_TRUSTED", "") == "all"
 # the pending batch is submitted and the cache starts again from window 0 (the queue orders that
 # rewrite after the work submitted before it).
 INFO_ARENA_WORDS = 1 << 20  # 4 MiB: 8,192 windows
+
+# Small results the host is likely to read (a full reduction's scalar: a loss, a metric) are
+# made in buffers it can map directly, where the implementation allows a storage buffer to be
+# mappable (wgpu-native's mappable-primary-buffers; not Dawn): their read is a submit and a
+# map, without the copy into the staging buffer, its pass boundary and barrier (ops/reduce.py
+# asks; read_many takes the short way). Measured on a lent H100 (2026-12-06, wgpu-native,
+# `PYRITE_EXTRA_FEATURES=mappable-primary-buffers scripts/dispatch_probe.py --mappable`, a
+# slow host: its copy + submit + map 33.6 us against 25.6 usually): one dispatch then a copy
+# and a map 60.3 us, the dispatch writing a mappable buffer and a map 49.6. PYRITE_MAPPABLE=0:
+# off. Such a buffer lives in host memory, so kernels that read it pay the bus: only scalars.
+MAPPABLE = os.environ.get("PYRITE_MAPPABLE", "1") != "0"
+MAPPABLE_MAX_BYTES = 256
+
+
+class _Quiet(logging.Filter):
+    def filter(self, record):
+        return "MAPPABLE_PRIMARY_BUFFERS" not in record.getMessage()
+
 
 # Dispatches recorded before a batch is submitted without being asked. Measured on the H200
 # (2026-11-29, `PYRITE_BATCH=N pyrite bench --only overhead`, 1,000 chained adds, µs an op,
@@ -100,7 +127,11 @@ class Device:
         self.backend_type = info.get("backend_type", "Unknown")
         self.driver = info.get("description", "")
         lim = adapter.limits
-        self.features = sorted(f for f in WANTED_FEATURES if f in adapter.features)
+        self.features = sorted(
+            f
+            for f in WANTED_FEATURES
+            if f in adapter.features and (f != "mappable-primary-buffers" or MAPPABLE)
+        )
         wanted_limits = {
             "max-buffer-size": lim["max-buffer-size"],
             "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
@@ -110,12 +141,17 @@ class Device:
             "max-compute-workgroup-size-x": lim["max-compute-workgroup-size-x"],
             "max-compute-workgroup-size-y": lim["max-compute-workgroup-size-y"],
         }
+        quiet = _Quiet()  # (wgpu-core warns of mappable-primary-buffers on a discrete GPU: the
+        # warning is for buffers that live in host memory, which here are only MAPPABLE's)
+        logging.getLogger("wgpu").addFilter(quiet)
         try:
             self.device = adapter.request_device_sync(
                 required_features=self.features, required_limits=wanted_limits
             )
         except Exception as exc:  # noqa: BLE001
             raise DeviceError(f"pyrite: could not open {self.name} through {impl}: {exc}") from None
+        finally:
+            logging.getLogger("wgpu").removeFilter(quiet)
         self.limits = {
             k: self.device.limits[k]
             for k in sorted(self.device.limits)
@@ -138,6 +174,8 @@ class Device:
             self.limits["max-buffer-size"],
             self.max_binding,
         )
+        if "mappable-primary-buffers" in self.features:
+            self.pool.mappable_usage = self.pool.usage | usage.MAP_READ
         # Ops may run from several Python threads: every call that touches the pending batch (or
         # the pool) holds this re-entrant lock, the pool's own, so encoding and submitting never
         # interleave. Uncontended it costs ~0.1 µs a call (an op is ~10 µs).
@@ -650,6 +688,15 @@ class Device:
             if pos == 0:
                 self._flush()
                 return [b"" for _ in reads]
+            if len(spans) == 1 and self._tape is None and id(spans[0][0]) in self.pool.mappable:
+                # a mappable buffer (MAPPABLE): submit and map it where it is. Its map waits
+                # for the submits that use it, not all: the device is not known idle after
+                buffer, start, size, _, d, n = spans[0]
+                self._flush()
+                self.readbacks += 1
+                lo = start & ~7  # (a map's offset is a multiple of 8)
+                data = self._io.read_mapped(buffer, start + size - lo, lo)
+                return [bytes(data[start - lo + d : start - lo + d + n])]
             if self._staging is not None and pos <= STAGING_BYTES:
                 data = self._read_staged(spans, pos)
                 if data is not None:

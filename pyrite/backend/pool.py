@@ -107,13 +107,37 @@ class BufferPool:
         # whose Storage dies is held, not pooled, until the last graph naming it lets go.
         self.pins: dict[int, Pin] = {}
         self.tape = None  # the Tape recording now (device.record), or None
+        # Buffers the host may map for reading directly (usage | MAP_READ: wgpu-native's
+        # mappable-primary-buffers, device.py MAPPABLE): ids, pooled apart under size key -size.
+        self.mappable: set[int] = set()
+        self.mappable_usage = None  # (the device sets it where it has the feature)
 
-    def allocate(self, nbytes: int, upload: bool = False) -> Storage:
-        """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue."""
+    def allocate(self, nbytes: int, upload: bool = False, mappable: bool = False) -> Storage:
+        """A buffer of at least `nbytes`; `upload=True` for one about to be written by the queue;
+        `mappable`: one the host can map to read (where the device has them, and not for a
+        compiled trace's tape)."""
         with self.lock:
             if self.deferred:
                 self._drain()
+            if mappable and self.mappable_usage is not None and self.tape is None:
+                return self._allocate_mappable(nbytes)
             return self._allocate(nbytes, upload)
+
+    def _allocate_mappable(self, nbytes: int) -> Storage:
+        size = size_class(nbytes)
+        bucket = self.recent.get(-size) or self.free.get(-size)
+        if bucket:
+            buffer = bucket.pop()
+            if bucket is self.recent.get(-size):
+                self.recent_bytes -= size
+            else:
+                self.pooled_bytes -= size
+        else:
+            buffer = self._create(size, self.mappable_usage)
+            self.mappable.add(id(buffer))
+        self.live_bytes += size
+        self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
+        return Storage(buffer, nbytes, self)
 
     def _allocate(self, nbytes: int, upload: bool) -> Storage:
         if nbytes > self.max_binding:
@@ -144,13 +168,14 @@ class BufferPool:
             self.peak_reserved_bytes = reserved
         return Storage(buffer, nbytes, self)
 
-    def _create(self, size):
+    def _create(self, size, usage=None):
+        usage = self.usage if usage is None else usage
         try:
-            buffer = self.device.create_buffer(size=size, usage=self.usage)
+            buffer = self.device.create_buffer(size=size, usage=usage)
         except Exception as exc:  # noqa: BLE001 - the driver's words are wrapped, never shown raw
             self.trim()
             try:
-                buffer = self.device.create_buffer(size=size, usage=self.usage)
+                buffer = self.device.create_buffer(size=size, usage=usage)
             except Exception:  # noqa: BLE001
                 raise OutOfMemoryError(
                     f"pyrite: could not allocate {size:,} bytes on the device "
@@ -193,11 +218,12 @@ class BufferPool:
 
     def _pool(self, buffer):
         size = buffer.size
+        key = -size if self.mappable and id(buffer) in self.mappable else size
         if self.batch_open:
-            self.recent.setdefault(size, []).append(buffer)
+            self.recent.setdefault(key, []).append(buffer)
             self.recent_bytes += size
         else:
-            self.free.setdefault(size, []).append(buffer)
+            self.free.setdefault(key, []).append(buffer)
             self.pooled_bytes += size
 
     def pin(self, buffer, watcher=None) -> Pin:
@@ -253,6 +279,7 @@ class BufferPool:
         for bucket in self.free.values():
             for buffer in bucket:
                 self.owned.pop(id(buffer), None)
+                self.mappable.discard(id(buffer))
                 buffer.destroy()
         self.free.clear()
         self.pooled_bytes = 0

@@ -76,14 +76,16 @@ def _storage_nbytes(n: int, dtype) -> int:
     return max((n * dtype.storage_bytes + 3) & ~3, 4)
 
 
-def empty(shape, dtype) -> Tensor:
-    """A new contiguous tensor; its contents are whatever the recycled buffer held."""
+def empty(shape, dtype, mappable=False) -> Tensor:
+    """A new contiguous tensor; its contents are whatever the recycled buffer held. `mappable`:
+    a small result the host is likely to read, in a buffer it can map where the device has
+    them (backend/device.py MAPPABLE)."""
     shape = tuple(shape)
     n = math.prod(shape)
     dev = backend.current()
     if dtype is D.float16:
         backend.require_f16(dev)
-    storage = dev.pool.allocate(_storage_nbytes(n, dtype))
+    storage = dev.pool.allocate(_storage_nbytes(n, dtype), mappable=mappable)
     storage.logical_nbytes = n * dtype.itemsize
     t = Tensor._make(storage, shape, contiguous_strides(shape), 0, dtype)
     if POISON and n:

@@ -313,7 +313,8 @@ def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, 
     if plan is not None:
         shape, path = plan[0], plan[-1]
         LAST_PATH = path
-        outs = [empty(shape, dt) for dt in out_dtypes]
+        one = math.prod(shape) == 1  # (a scalar: the host may read it, MAPPABLE)
+        outs = [empty(shape, dt, one) for dt in out_dtypes]
         if len(plan) == 5:
             _, src, info, grid, _ = plan
             dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
@@ -336,7 +337,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
     shape = _out_shape(x, dims, keepdim)
     n_out = math.prod(shape)
     length = math.prod(x._shape[d] for d in dims)
-    outs = [empty(shape, dt) for dt in out_dtypes]
+    outs = [empty(shape, dt, n_out == 1) for dt in out_dtypes]
     if n_out == 0:
         return outs
     acc = acc or ("f32" if x.dtype.kind == "f" else "i32")
