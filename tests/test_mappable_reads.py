@@ -55,13 +55,20 @@ def test_writes_recorded_after_the_scalar_are_seen(dev, rng):
 
 
 def test_several_reads_and_the_sync_after(dev, rng):
-    # to_numpy of two scalars (the staging path, the mappable buffers its copies' sources); a
-    # map of one scalar waits only for the work that uses it, so the device is not marked idle
+    # to_numpy of two scalars (each mapped), of more than MAPPABLE_MAX_READS (the staging
+    # path, the mappable buffers its copies' sources), of a mix with an ordinary tensor; a map
+    # of one scalar waits only for the work that uses it, so the device is not marked idle
     a = rng.standard_normal(4096).astype(np.float32)
     x = pr.tensor(a)
+    w = a.astype(np.float64)
     s, m = pr.to_numpy(x.sum(), x.mean())
-    assert float(s) == pytest.approx(float(a.astype(np.float64).sum()), abs=1e-3)
-    assert float(m) == pytest.approx(float(a.astype(np.float64).mean()), abs=1e-6)
+    assert float(s) == pytest.approx(float(w.sum()), abs=1e-3)
+    assert float(m) == pytest.approx(float(w.mean()), abs=1e-6)
+    parts = [x[k * 512 : (k + 1) * 512].sum() for k in range(8)]
+    got = pr.to_numpy(*parts, x[:3])
+    for k in range(8):
+        assert float(got[k]) == pytest.approx(float(w[k * 512 : (k + 1) * 512].sum()), abs=1e-3)
+    np.testing.assert_array_equal(got[8], a[:3])
     t = x.sum()
     pr.synchronize()
     _ = x * 2.0  # (pending work that t's map does not wait for)

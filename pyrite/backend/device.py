@@ -73,7 +73,9 @@ INFO_ARENA_WORDS = 1 << 20  # 4 MiB: 8,192 windows
 # and a map 60.3 us, the dispatch writing a mappable buffer and a map 49.6. PYRITE_MAPPABLE=0:
 # off. Such a buffer lives in host memory, so kernels that read it pay the bus: only scalars.
 MAPPABLE = os.environ.get("PYRITE_MAPPABLE", "1") != "0"
-MAPPABLE_MAX_BYTES = 256
+# reads of at most this many mappable buffers at once map each (a map of a buffer whose work
+# is done costs little); more go through the staging copy and one map
+MAPPABLE_MAX_READS = 4
 
 
 class _Quiet(logging.Filter):
@@ -688,15 +690,22 @@ class Device:
             if pos == 0:
                 self._flush()
                 return [b"" for _ in reads]
-            if len(spans) == 1 and self._tape is None and id(spans[0][0]) in self.pool.mappable:
-                # a mappable buffer (MAPPABLE): submit and map it where it is. Its map waits
-                # for the submits that use it, not all: the device is not known idle after
-                buffer, start, size, _, d, n = spans[0]
+            mappable = self.pool.mappable
+            if (
+                len(spans) <= MAPPABLE_MAX_READS
+                and self._tape is None
+                and all(id(sp[0]) in mappable for sp in spans)
+            ):
+                # mappable buffers (MAPPABLE): submit and map each where it is. A map waits for
+                # the submits that use its buffer, not all: the device is not known idle after
                 self._flush()
                 self.readbacks += 1
-                lo = start & ~7  # (a map's offset is a multiple of 8)
-                data = self._io.read_mapped(buffer, start + size - lo, lo)
-                return [bytes(data[start - lo + d : start - lo + d + n])]
+                out = []
+                for buffer, start, size, _, d, n in spans:
+                    lo = start & ~7  # (a map's offset is a multiple of 8)
+                    data = self._io.read_mapped(buffer, start + size - lo, lo)
+                    out.append(bytes(data[start - lo + d : start - lo + d + n]))
+                return out
             if self._staging is not None and pos <= STAGING_BYTES:
                 data = self._read_staged(spans, pos)
                 if data is not None:
