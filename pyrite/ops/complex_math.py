@@ -470,8 +470,8 @@ def _mul_parts(a, b, c, d):
 
 
 def _exp_of_product(wr, wi, lr, li):
-    """exp(w · log z) for parts of w and log z, where log z's real part may be -inf (z = 0):
-    w·(-inf + iθ) keeps its NaN-free real part -inf·Re w when Im w = 0."""
+    """exp(w · log z) from parts, the product formed as C's is (at z = 0, w·(-inf + iθ) has a
+    NaN part whenever a zero meets the -inf; _zero_base then gives cpow's values)."""
     pr, pi = _mul_parts(wr, wi, lr, li)
     return _exp_parts(pr, pi)
 
