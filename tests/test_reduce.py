@@ -538,11 +538,11 @@ def split_tol(k=1, rel=False):
         x = np.abs(inputs[0])
         n_out = max(1, np.size(expected))
         n = max(1, x.size // n_out)
-        fused = R._fused_plan(n_out, n, "sum", "f32")
-        if R._wide(n_out, n, 4):
-            steps = k * (n // R.WIDE_LANES + R.WIDE_ILP + 64) * EPS32
-        elif fused is not None:
+        fused = R._fused_plan(n_out, n, "sum", "f32")  # (the order _reduce_plan takes)
+        if fused is not None:
             steps = k * (fused[1] + fused[0]) * EPS32
+        elif R._wide(n_out, n, 4):
+            steps = k * (n // R.WIDE_LANES + R.WIDE_ILP + 64) * EPS32
         else:
             parts, chunk = _plan(n_out, n)[:2]
             steps = k * (chunk + parts) * EPS32
@@ -680,8 +680,9 @@ def split_plan(request, monkeypatch):
     P ≈ SPLIT_TARGET_WORKGROUPS / outputs) run on this adapter to reach those kernels too."""
     if request.param == "gpu-plan":
         monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
-        monkeypatch.setattr(R, "WIDE", False)  # (a GPU takes rows this long wide: the split here)
-    monkeypatch.setattr(R, "FUSED", False)  # (or in one pass, on a GPU)
+    # (a GPU takes rows this long wide, or in one pass: the split here)
+    monkeypatch.setattr(R, "WIDE", False)
+    monkeypatch.setattr(R, "FUSED", False)
     return request.param
 
 
@@ -1106,12 +1107,13 @@ def test_fused_parity(row, sg, rng, monkeypatch):
 
 
 def test_fused_only_for_f32_states(rng, monkeypatch):
-    # (value, index), bool and integer states keep the split: FUSED_EMPTY is an f32 NaN pattern
+    # (value, index), bool and integer states keep the split (or the wide kernel, on a GPU):
+    # FUSED_EMPTY is an f32 NaN pattern
     monkeypatch.setattr(R, "FUSED", True)
     a = rng.integers(-3, 4, 70_001).astype(np.float32)
     x = pr.tensor(a)
-    assert x.argmax().item() == int(np.argmax(a)) and R.LAST_PATH.startswith("split")
-    assert bool(x.ne(0).any()) and R.LAST_PATH.startswith("split")
+    assert x.argmax().item() == int(np.argmax(a)) and not R.LAST_PATH.startswith("fused")
+    assert bool(x.ne(0).any()) and not R.LAST_PATH.startswith("fused")
     assert pr.tensor(a.astype(np.int32)).sum().item() == int(a.sum())
     assert not R.LAST_PATH.startswith("fused")
     assert x.sum().item() == a.astype(np.float64).sum() and R.LAST_PATH.startswith("fused")
