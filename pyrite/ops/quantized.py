@@ -84,6 +84,13 @@ def qgemv_shape(rows, bits):
 # 11.5); 8 rows 52.5 / 53.8 / 62.9; int8 a scale a row one row 20.1 / - / 20.3, 8 rows 50.7 /
 # - / 53.6. A third of the instructions bought nothing at one row: the one-row product is not
 # bound by its arithmetic (nor by its waves: 344 workgroups ran as fast as 1,376), so convert.
+# Nor by a fixed floor: its time grows with the weight (`scripts/qgemv_scale.py`, same day, one
+# row, N = 1,376 .. 44,032 at K = 4,096 and 11,008 x 16,384): int4 g128 6.4 / 7.7 / 11.5 /
+# 18.6 / 31.8 / 59.6 us (60.3 at K = 16,384), 62-68 % of its weight's copy at every size, about
+# 3.0 G values a us; int8 a scale a row 7.1 .. 67.9 us, 90-95 % of its copy from N = 5,504 on,
+# 2.65 G values a us. So a value costs int4 what it costs int8, whatever the unpack, the lanes,
+# columns or steps (QGEMV_SHAPE's sweep): what bounds it is not found yet (not the ALU, the
+# waves, X's traffic through the L1 at 2 or 4 columns a lane group, nor a floor).
 QGEMV_UNPACK = "convert"
 # Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
 # above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
