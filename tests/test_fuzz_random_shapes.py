@@ -382,8 +382,10 @@ def _check_grads(tensors, leaves, outs, c, info, grad_scale=0.0):
     if not n_out:
         return
     for a in tensors:  # (var's gradient 2 (x - mean) / n: terms of the inputs' size that cancel)
-        if a.dtype in FLOATS and a.base.size:
-            out_scale = max(out_scale, float(np.abs(a.base).max()))
+        v = np.ravel(a.base) if a.dtype in FLOATS else np.zeros(0)
+        finite = np.abs(v[np.isfinite(v)])
+        if finite.size:  # (an inf among the inputs made every gradient's tolerance inf)
+            out_scale = max(out_scale, float(finite.max()))
     # low-precision operands: each backward op rounds into its dtype (a few roundings a term)
     u_g = max(
         [U[a.dtype] for a in tensors if a.dtype in FLOATS]
@@ -796,6 +798,187 @@ def test_scan(seed):
         info=f"{name} dim={dim}",
         may_refuse=x.dtype not in dtypes,
     )
+
+
+# ---- prod / cumprod gradients at zeros, infinities and NaN -------------------------------------
+# The values are ±{0.5 .. 2} (exact in every float dtype, products of a row stay in range) with a
+# pattern of special values along the reduced dim: one zero, several, a zero beside an inf in
+# the same row, -0.0, NaN, an inf alone. The oracle is torch's gradient, except where torch's is
+# NaN and the math's is not: there pyrite follows the math (ops/reduce.py _g_prod,
+# _g_cumprod: torch's out / x is inf / inf or NaN / NaN at the inf or NaN itself, whose
+# derivative does not hold it: prod([inf, 2, 3]) -> torch [nan, inf, inf], the math [6, inf,
+# inf]). The math is the sum over outputs of g times the product of the other factors, term by
+# term in the oracle's dtype (_prod_math, _cumprod_math): NaN only where a term is 0·inf.
+def _others(xm):
+    """(..., n) -> (..., n, n): row i holds x with x_i taken as 1."""
+    n = xm.shape[-1]
+    eye = torch.eye(n, dtype=torch.bool)
+    return torch.where(eye, torch.ones((), dtype=xm.dtype), xm.unsqueeze(-2))
+
+
+def _prod_math(x, g, dim, keepdim):
+    """d/dx Σ g·prod(x, dim): g times the product of the other elements of x's row."""
+    if x.dim() == 0:
+        return g.to(x.dtype)
+    if dim is None:
+        return (g * _others(x.reshape(-1)).prod(-1)).reshape(x.shape)
+    gk = g if keepdim else g.unsqueeze(dim)
+    xm = x.movedim(dim, -1)
+    return (gk.movedim(dim, -1) * _others(xm).prod(-1)).movedim(-1, dim)
+
+
+def _cumprod_math(x, g, dim):
+    """d/dx Σ g·cumprod(x, dim): Σ_{j>=i} g_j·Π_{k<=j, k!=i} x_k, term by term."""
+    if x.dim() == 0:
+        return g
+    xm, gm = x.movedim(dim, -1), g.movedim(dim, -1)  # (..., n)
+    n = xm.shape[-1]
+    part = _others(xm).cumprod(-1)  # (..., i, j): Π_{k<=j, k!=i} x_k
+    later = torch.arange(n).unsqueeze(-1) <= torch.arange(n)  # j >= i
+    terms = torch.where(later, gm.unsqueeze(-2) * part, torch.zeros((), dtype=part.dtype))
+    return terms.sum(-1).movedim(-1, dim)
+
+
+class _TorchOrMath(torch.autograd.Function):
+    """op(x) forward; backward torch's gradient of op, and where that is NaN and the math's is
+    not, the math's (the one place this family's oracle leaves torch): a finite value, or an
+    inf that no 0·inf made ([inf, inf, 2].prod(): torch [nan, nan, inf], the math [inf, inf,
+    inf])."""
+
+    @staticmethod
+    def forward(ctx, x, op, math):
+        ctx.save_for_backward(x)
+        ctx.op, ctx.math = op, math
+        return op(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            leaf = x.detach().requires_grad_()
+            (t,) = torch.autograd.grad(ctx.op(leaf), leaf, g)
+        m = ctx.math(x.to(t.dtype), g.to(t.dtype)).to(t.dtype)
+        return torch.where(t.isnan() & ~m.isnan(), m, t), None, None
+
+
+def _prod_dims(T, v, dims, keep, dtype):
+    """prod over several dims: pyrite takes a tuple; torch's prod one dim, so its program is the
+    dims moved last and flattened into one (the same whole-tensor zero rule)."""
+    if T is pr:
+        return v.prod(dims, keepdim=keep, dtype=dtype)
+    pos = sorted(d % v.dim() for d in dims)
+    kept = [s for i, s in enumerate(v.shape) if i not in pos]
+    flat = v.movedim(pos, list(range(v.dim() - len(pos), v.dim()))).reshape(*kept, -1)
+    y = _TorchOrMath.apply(
+        flat, lambda t: t.prod(-1, dtype=dtype), lambda t, g: _prod_math(t, g, -1, False)
+    )
+    if keep:
+        y = y.reshape([1 if i in pos else s for i, s in enumerate(v.shape)])
+    return y
+
+
+PROD_SPECIAL = ("one_zero", "zeros", "zero_inf", "neg_zero", "nan", "inf", "mixed", "none")
+
+
+def _special_row(rng, x, dim, pattern):
+    """Write `pattern` into x (a base-shaped array) along `dim` of some of its rows."""
+    if not x.size:
+        return x
+    xm = np.moveaxis(x, dim, -1)  # (a view: writes go to x)
+    n = xm.shape[-1]
+    rows = xm.reshape(-1, n)
+    for r in range(rows.shape[0]):
+        if rng.random() < 0.3:
+            continue  # some rows keep their finite values
+        pick = lambda k: rng.choice(n, min(k, n), replace=False)  # noqa: E731
+        if pattern == "one_zero":
+            rows[r, pick(1)] = 0.0
+        elif pattern == "zeros":
+            rows[r, pick(int(rng.integers(2, 4)))] = 0.0
+        elif pattern == "zero_inf":
+            i = pick(2)
+            rows[r, i] = [0.0, rng.choice((np.inf, -np.inf))][: len(i)]
+        elif pattern == "neg_zero":
+            rows[r, pick(int(rng.integers(1, 3)))] = -0.0
+        elif pattern == "nan":
+            rows[r, pick(1)] = np.nan
+        elif pattern == "inf":
+            rows[r, pick(int(rng.integers(1, 3)))] = rng.choice((np.inf, -np.inf))
+        elif pattern == "mixed":
+            i = pick(int(rng.integers(1, 5)))
+            rows[r, i] = rng.choice((0.0, -0.0, np.inf, -np.inf, np.nan), len(i))
+    xm[...] = rows.reshape(xm.shape)
+    return x
+
+
+@pytest.mark.parametrize("seed", range(N_DRAWS // 4))
+def test_prod_special(seed):
+    rng = _case_rng("prod_special", seed)
+    name = str(
+        rng.choice(["prod", "prod_all", "prod_dims", "prod_dtype", "cumprod", "cumprod_dtype",
+                    "cummax", "cummin", "logcumsumexp"])
+    )  # fmt: skip
+    shape = draw_shape(rng, rank=int(rng.integers(0, 4)), max_numel=120)
+    dtype = str(rng.choice(FLOATS))
+    pattern = str(rng.choice(PROD_SPECIAL))
+    x = Arg(rng, shape, dtype, "prod")
+    rank = len(shape)
+    d = _dims(rng, rank, single=True)
+    keep = bool(rng.random() < 0.5)
+    # the pattern goes along the base's dim that the view's dim d reads
+    base_dim = x.view["inv"][d] if rank else 0
+    x.base = _special_row(rng, x.base, base_dim, pattern) if rank else x.base
+    if not rank and pattern != "none":
+        x.base = np.asarray(rng.choice((0.0, -0.0, np.inf, np.nan)), np.float32)
+    info = f"{name} dim={d} keepdim={keep} pattern={pattern}"
+    out_dt = "float32" if dtype != "float32" else str(rng.choice(FLOATS))
+    if name in ("prod", "prod_all", "prod_dtype"):
+        dim = None if name == "prod_all" or not rank else d
+        dt = out_dt if name == "prod_dtype" else None
+        info += f" dtype={dt}"
+
+        def fn(T, v):
+            if T is pr:
+                pdt = getattr(pr, dt) if dt else None
+                return v.prod(dtype=pdt) if dim is None else v.prod(dim, keep, dtype=pdt)
+            tdt = getattr(torch, dt) if dt else None
+            if v.dtype == torch.float64 and tdt is not None:
+                tdt = torch.float64  # (the float64 oracle stays float64)
+            op = (
+                (lambda t: t.prod(dtype=tdt))
+                if dim is None
+                else (lambda t: t.prod(dim, keep, dtype=tdt))
+            )
+            return _TorchOrMath.apply(v, op, lambda t, g: _prod_math(t, g, dim, keep))
+
+    elif name == "prod_dims":
+        dims = (
+            tuple(int(e) for e in rng.choice(rank, int(rng.integers(1, rank + 1)), replace=False))
+            if rank
+            else (0,)
+        )
+        info += f" dims={dims}"
+        fn = lambda T, v: _prod_dims(T, v, dims, keep, None) if rank else v.prod()  # noqa: E731
+    elif name in ("cumprod", "cumprod_dtype"):
+        dt = out_dt if name == "cumprod_dtype" else None
+        info += f" dtype={dt}"
+
+        def fn(T, v):
+            if T is pr:
+                return v.cumprod(d, dtype=getattr(pr, dt) if dt else None)
+            tdt = getattr(torch, dt) if dt else None
+            if v.dtype == torch.float64 and tdt is not None:
+                tdt = torch.float64
+            return _TorchOrMath.apply(
+                v, lambda t: t.cumprod(d, dtype=tdt), lambda t, g: _cumprod_math(t, g, d)
+            )
+
+    elif name in ("cummax", "cummin"):
+        fn = lambda T, v: getattr(T, name)(v, d)[0]  # noqa: E731
+    else:
+        fn = lambda T, v: T.logcumsumexp(v, d)  # noqa: E731
+    tkind = "exact" if name in ("cummax", "cummin") else "scale"
+    check(fn, [x], kind=tkind, c=4, reduce_len=max(math.prod(shape), 1), info=info)
 
 
 # ---- softmax / log_softmax -------------------------------------------------------------------

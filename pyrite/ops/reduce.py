@@ -1298,8 +1298,15 @@ def _g_prod(ctx, g):
     (unless a double backward is recorded). The rule is the whole tensor's, as in torch: a row
     [inf, 2] beside a zero in another row takes the exclusive products, [2, inf], not out / x's
     [nan, inf]. The choice is made on the device, by where; only while a double backward is
-    recorded is the zero count read back (where's other branch would pass 0·inf gradients)."""
-    from .elementwise import where
+    recorded is the zero count read back (where's other branch would pass 0·inf gradients).
+
+    Unlike torch, a row whose product is not finite and nonzero takes the exclusive products too
+    (decided by the math: d/dx_i Π x = Π_{j!=i} x_j). torch's out / x is inf / inf or NaN / NaN
+    at the inf or NaN itself, NaN where the limit is finite: prod([inf, 2, 3]) -> torch [nan,
+    inf, inf], pyrite [6, inf, inf]; prod([nan, 2]) -> torch [nan, nan], pyrite [2, nan]; and
+    inf / x where finite elements overflowed (or 0 where they underflowed) instead of the
+    others' product. Elsewhere the two rules are the same numbers up to rounding."""
+    from .elementwise import isfinite, where
 
     x = ctx.args[0]
     if not x._shape:
@@ -1313,15 +1320,16 @@ def _g_prod(ctx, g):
     xg = x if x.dtype is g.dtype else x.to(g.dtype)  # (torch: self.to(grad's dtype))
     zeros = sum(x == 0)
     if is_grad_enabled():
-        if zeros.item() == 0:
-            o = _expand_back(_live_out(ctx, prod), x._shape, dims, keepdim)
+        o = _expand_back(_live_out(ctx, prod), x._shape, dims, keepdim)
+        if zeros.item() == 0 and bool((isfinite(o) & (o != 0)).all().item()):
             return (gk * (o / xg),)
         return (gk * _exclusive_products(xg, dims),)
     o = _expand_back(ctx.out, x._shape, dims, keepdim)
     others = gk * _exclusive_products(xg, dims)
     if not _given(dim):
         others = where(zeros > 1, 0.0, others)
-    return (where(zeros == 0, gk * (o / xg), others),)
+    plain = (zeros == 0) & isfinite(o) & (o != 0)  # (o == 0 without a zero: an underflow)
+    return (where(plain, gk * (o / xg), others),)
 
 
 def _reverse_cumsum(t, d):
@@ -1344,8 +1352,16 @@ def _g_cumprod(ctx, g):
     zero z1: the reversed cumulative sum of g·out, taken over j < z1 only (past z1, out is 0, or
     NaN after an inf), divided by x. At z1: out[z1-1]·Σ_{z1<=j<z2} g_j·Π_{z1<i<=j} x_i (z2 the
     second zero). After it: 0. While a double backward is recorded: out / x where x has no zero
-    at all (read back, as torch does), else the products of the other elements, O(n²)."""
-    from .elementwise import where
+    and no inf or NaN (read back, as torch does), else the products of the other elements,
+    O(n²) (torch's own rule there).
+
+    Unlike torch, a row's first inf or NaN b before z1 takes the same form as z1 (decided by the
+    math: d out_j / d x_b = Π_{i<=j, i!=b} x_i does not hold x_b): out[b-1]·Σ_{j>=b} g_j·
+    Π_{b<i<=j} x_i, where torch's out / x is inf / inf or NaN / NaN, NaN where the value is
+    finite: cumprod([inf, 2, 3]) with g = [1, -1, 0.5] -> torch [nan, nan, inf], pyrite [2,
+    nan, inf] (torch's own create_graph rule gives 2 too). Past b the products hold x_b: inf or
+    NaN in both, torch's values kept."""
+    from .elementwise import isfinite, where
     from .scatter import gather
 
     x, out = ctx.args[0], ctx.out
@@ -1357,9 +1373,9 @@ def _g_cumprod(ctx, g):
     if is_grad_enabled():
         # create_graph: the saved output is an alias without a graph; recompute it from x so
         # the second derivative sees it depend on x
+        if (~x.isfinite()).any().item():
+            return (_cumprod_grad_sliced(x, g, d),)
         if (x == 0).any().item():
-            if (~x.isfinite()).any().item():
-                return (_cumprod_grad_sliced(x, g, d),)
             return (_cumprod_grad_omitted(x, g, d),)
         return (_reverse_cumsum(g * cumprod(x, d), d) / x,)
     zero = x == 0
@@ -1374,7 +1390,19 @@ def _g_cumprod(ctx, g):
     n_before = sum(before, d, keepdim=True)  # z1
     last = gather(out, d, (n_before - 1).clamp(min=0))  # out[z1-1]
     at_zero = at_zero * where(n_before == 0, 1.0, last)
-    return (where(before, plain, where(first, at_zero, 0.0)),)
+    torchs = where(before, plain, where(first, at_zero, 0.0))
+    # the first inf or NaN b, before z1: out[b-1]·Σ_{j>=b} g_j·Π_{b<i<=j} x_i, each term as
+    # the math has it (past z1 a product is 0, or NaN where it holds an inf too)
+    bad = ~isfinite(x)
+    seen_bad = cumsum(bad, d)
+    span = seen_bad > 0  # [b, n)
+    at_b = bad & (seen_bad == 1) & before
+    after_b = cumprod(where(span & ~at_b, x, 1.0), d)  # Π_{b<i<=j} x_i
+    at_bad = sum(where(span, after_b * g, 0.0), d, keepdim=True)
+    n_good = sum(seen_bad == 0, d, keepdim=True)  # b
+    last = gather(out, d, (n_good - 1).clamp(min=0))  # out[b-1]: finite, nonzero
+    at_bad = at_bad * where(n_good == 0, 1.0, last)
+    return (where(at_b, at_bad, torchs),)
 
 
 def _cumprod_grad_sliced(x, g, d):
