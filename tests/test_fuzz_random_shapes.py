@@ -841,15 +841,14 @@ def _cumprod_math(x, g, dim):
 
 class _TorchOrMath(torch.autograd.Function):
     """op(x) forward; backward torch's gradient of op, and where that is NaN and the math's is
-    not, the math's (the one place this family's oracle leaves torch). prod: a finite value, or
-    an inf that no 0·inf made ([inf, inf, 2].prod(): torch [nan, nan, inf], the math and pyrite
-    [inf, inf, inf]); cumprod (finite=True): a finite value only (pyrite keeps torch's NaN where
-    the math's is inf past a row's first inf: cumprod([inf, -inf]), ops/reduce.py _g_cumprod)."""
+    not, the math's (the one place this family's oracle leaves torch): a finite value, or an
+    inf that no 0·inf made ([inf, inf, 2].prod(): torch [nan, nan, inf], the math [inf, inf,
+    inf])."""
 
     @staticmethod
-    def forward(ctx, x, op, math, finite=False):
+    def forward(ctx, x, op, math):
         ctx.save_for_backward(x)
-        ctx.op, ctx.math, ctx.finite = op, math, finite
+        ctx.op, ctx.math = op, math
         return op(x)
 
     @staticmethod
@@ -859,8 +858,7 @@ class _TorchOrMath(torch.autograd.Function):
             leaf = x.detach().requires_grad_()
             (t,) = torch.autograd.grad(ctx.op(leaf), leaf, g)
         m = ctx.math(x.to(t.dtype), g.to(t.dtype)).to(t.dtype)
-        take = t.isnan() & (m.isfinite() if ctx.finite else ~m.isnan())
-        return torch.where(take, m, t), None, None, None
+        return torch.where(t.isnan() & ~m.isnan(), m, t), None, None
 
 
 def _prod_dims(T, v, dims, keep, dtype):
@@ -972,7 +970,7 @@ def test_prod_special(seed):
             if v.dtype == torch.float64 and tdt is not None:
                 tdt = torch.float64
             return _TorchOrMath.apply(
-                v, lambda t: t.cumprod(d, dtype=tdt), lambda t, g: _cumprod_math(t, g, d), True
+                v, lambda t: t.cumprod(d, dtype=tdt), lambda t, g: _cumprod_math(t, g, d)
             )
 
     elif name in ("cummax", "cummin"):

@@ -21,6 +21,7 @@ from .. import dtypes as D
 from ..kernels.common import WG, fold_grid, grid_for
 from ..kernels.reduce import (
     FUSED_EMPTY,
+    SCAN_STAGED,
     fused_ok,
     reduce_kernel,
     reduce_loop_iterations,
@@ -113,7 +114,7 @@ FUSED = None  # None: the rule above; False: never (A/B); True: wherever it appl
 FUSED_TARGET_WORKGROUPS = 1024
 FUSED_MIN_CHUNK = 2048
 FUSED_MAX_UNITS = 1024
-FUSED_WORDS = 6  # state words a slot holds (var_mean's n, m, q, k and its mean's sum a, c)
+FUSED_WORDS = 4  # state words a slot holds (Welford's n, m, q, k)
 LAST_PATH = ""  # "serial" | "row" | "row wide" | "split P=<chunks> C=<chunk>" | "fused P= C=": the last kernel
 
 
@@ -843,7 +844,8 @@ def _scan(op, input, dim, dtype):
     chunk = _scan_chunk(rows, length, mode)
     dev = backend.current()
     if chunk is None:  # (_mode already moved a serial row past the loop budget to "row")
-        src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode)
+        staged = SCAN_STAGE and mode == "row" and length <= SCAN_STAGED
+        src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode, "", staged)
         grid = fold_grid(rows) if mode == "row" else grid_for(rows)
         dev.dispatch(src, bufs, info, grid)
         return out
@@ -854,10 +856,12 @@ def _scan(op, input, dim, dtype):
     acc_dt = D.float32 if acc == "f32" else D.int32
     part = empty((rows, parts), acc_dt)
     grid = fold_grid(rows * parts)
-    src = scan_kernel(op, input.dtype.wgsl, acc, acc_dt.wgsl, len(oshape), "row", "total")
+    staged = SCAN_STAGE and chunk <= SCAN_STAGED
+    k = (op, input.dtype.wgsl, acc)
+    src = scan_kernel(*k, acc_dt.wgsl, len(oshape), "row", "total", staged)
     dev.dispatch(src, [input._storage.buffer, part._storage.buffer], info, grid)
     carry = _scan(op, part, 1, acc_dt)
-    src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "apply")
+    src = scan_kernel(*k, out_dt.wgsl, len(oshape), "row", "apply", staged)
     bufs = [input._storage.buffer, carry._storage.buffer, out._storage.buffer]
     dev.dispatch(src, bufs, info, grid)
     return out
@@ -881,7 +885,7 @@ def _scan_chunk(rows: int, length: int, mode: str):
     limit = max_loop_iterations()
     if scan_loop_iterations("row", length) > limit:
         # the longest chunk whose row-mode loops fit (two passes of ceil(C/256) steps); at least
-        # 256 (the kernel's own 256-step prefix loop needs a budget past ~300 anyway)
+        # 256
         chunk = builtins.max(WG, (limit - scan_loop_iterations("row", 0)) // 2 * WG)
         return chunk if chunk < length else None
     if _cpu_adapter() or rows >= SPLIT_MAX_OUTPUTS or length < SPLIT_MIN_LEN:
@@ -889,13 +893,18 @@ def _scan_chunk(rows: int, length: int, mode: str):
     parts = builtins.min(-(-SCAN_TARGET_WORKGROUPS // rows), length // SPLIT_MIN_CHUNK)
     if parts < 2:
         return None
-    return -(-(-(-length // parts)) // WG) * WG
+    chunk = -(-(-(-length // parts)) // WG) * WG
+    return builtins.min(chunk, SCAN_STAGED) if SCAN_STAGE else chunk
 
 
 # chunks a chunked scan aims for (rows · chunks): the reductions' old 4,096. At the reductions'
 # 1,024 the H200's cumsum of one row of 16M f32 fell from 389 to 120 GB/s (2026-12-03, `pyrite
 # bench`): a scan's chunk is walked by one workgroup, so its chunks want to be short.
 SCAN_TARGET_WORKGROUPS = 4096
+# Row-mode units of at most SCAN_STAGED elements pass through workgroup memory (kernels/reduce.py
+# SCAN_STAGED: coalesced loads and stores), and a GPU's chunks are cut to that length. False:
+# never (A/B).
+SCAN_STAGE = True
 
 
 def cumsum(input, dim, *, dtype=None):
@@ -1360,8 +1369,7 @@ def _g_cumprod(ctx, g):
     Π_{b<i<=j} x_i, where torch's out / x is inf / inf or NaN / NaN, NaN where the value is
     finite: cumprod([inf, 2, 3]) with g = [1, -1, 0.5] -> torch [nan, nan, inf], pyrite [2,
     nan, inf] (torch's own create_graph rule gives 2 too). Past b the products hold x_b: inf or
-    NaN in both, torch's values kept ([inf, -inf]: torch's and pyrite's [nan, nan], the math's
-    [nan, -inf] with g = 1: an infinite value, left as torch's NaN)."""
+    NaN in both, torch's values kept."""
     from .elementwise import isfinite, where
     from .scatter import gather
 
@@ -1403,9 +1411,7 @@ def _g_cumprod(ctx, g):
     n_good = sum(seen_bad == 0, d, keepdim=True)  # b
     last = gather(out, d, (n_good - 1).clamp(min=0))  # out[b-1]: finite, nonzero
     at_bad = at_bad * where(n_good == 0, 1.0, last)
-    # (where that is not finite, torch's: past b its rule is inf / inf as well, and the math's
-    # inf or NaN there would take an O(n²) rule per inf; a finite value is the fix)
-    return (where(at_b & isfinite(at_bad), at_bad, torchs),)
+    return (where(at_b, at_bad, torchs),)
 
 
 def _cumprod_grad_sliced(x, g, d):
