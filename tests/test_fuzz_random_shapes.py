@@ -46,9 +46,10 @@ import torch
 
 import pyrite as pr
 
-# Draws per family (a unit; inplace_grad, scan and softmax take half, select and layout an
-# eighth): 3,500 cases, 52 s on the 2-core lavapipe machine at load average 3 (55 s wall with
-# start-up; 46 s unloaded before select's and layout's 100).
+# Draws per family (a unit; inplace_grad, scan and softmax take half, prod_special a quarter,
+# select and layout an eighth): 3,600 cases, 52 s on the 2-core lavapipe machine at load
+# average 3 (55 s wall with start-up; 46 s unloaded before select's and layout's 100;
+# prod_special's 100 add 4-5 s).
 N_DRAWS = int(os.environ.get("PYRITE_FUZZ_DRAWS", "400"))
 SEED_BASE = 20270101 + int(os.environ.get("PYRITE_FUZZ_SEED", "0"))
 
@@ -729,9 +730,9 @@ REDUCE = {
 # Welford state, k + m, so it is ~1 ulp of the data off where it cancels to near 0 (seed 743
 # reduce[248]: 1.3e-7 on data of size 1, 6e-5 relative), inside that bound; torch's CPU
 # accumulates in double)
-# PROD_SPECIAL_GRAD: prod's and cumprod's gradients where a zero meets an inf or a NaN differ
-# from torch's (pyrite: out / x, NaN there; torch: the product of the others by exclusive
-# cumulative products, prod([0, inf]) -> [inf, 0]); not fixed, so not drawn
+# PROD_SPECIAL_GRAD: prod's and cumprod's gradients at an inf or a NaN follow the math where
+# torch's are NaN (ops/reduce.py _g_prod, _g_cumprod), so they are drawn by test_prod_special,
+# whose oracle says where it leaves torch, and not here
 
 
 @pytest.mark.parametrize("seed", range(N_DRAWS))
@@ -841,14 +842,15 @@ def _cumprod_math(x, g, dim):
 
 class _TorchOrMath(torch.autograd.Function):
     """op(x) forward; backward torch's gradient of op, and where that is NaN and the math's is
-    not, the math's (the one place this family's oracle leaves torch): a finite value, or an
-    inf that no 0·inf made ([inf, inf, 2].prod(): torch [nan, nan, inf], the math [inf, inf,
-    inf])."""
+    not, the math's (the one place this family's oracle leaves torch). prod: a finite value, or
+    an inf that no 0·inf made ([inf, inf, 2].prod(): torch [nan, nan, inf], the math and pyrite
+    [inf, inf, inf]); cumprod (finite=True): a finite value only (pyrite keeps torch's NaN where
+    the math's is inf past a row's first inf: cumprod([inf, -inf]), ops/reduce.py _g_cumprod)."""
 
     @staticmethod
-    def forward(ctx, x, op, math):
+    def forward(ctx, x, op, math, finite=False):
         ctx.save_for_backward(x)
-        ctx.op, ctx.math = op, math
+        ctx.op, ctx.math, ctx.finite = op, math, finite
         return op(x)
 
     @staticmethod
@@ -858,7 +860,8 @@ class _TorchOrMath(torch.autograd.Function):
             leaf = x.detach().requires_grad_()
             (t,) = torch.autograd.grad(ctx.op(leaf), leaf, g)
         m = ctx.math(x.to(t.dtype), g.to(t.dtype)).to(t.dtype)
-        return torch.where(t.isnan() & ~m.isnan(), m, t), None, None
+        take = t.isnan() & (m.isfinite() if ctx.finite else ~m.isnan())
+        return torch.where(take, m, t), None, None, None
 
 
 def _prod_dims(T, v, dims, keep, dtype):
@@ -970,7 +973,7 @@ def test_prod_special(seed):
             if v.dtype == torch.float64 and tdt is not None:
                 tdt = torch.float64
             return _TorchOrMath.apply(
-                v, lambda t: t.cumprod(d, dtype=tdt), lambda t, g: _cumprod_math(t, g, d)
+                v, lambda t: t.cumprod(d, dtype=tdt), lambda t, g: _cumprod_math(t, g, d), True
             )
 
     elif name in ("cummax", "cummin"):
