@@ -501,3 +501,78 @@ def test_bf16_inplace_on_expanded_view():
             b[:3, None].expand(3, 2).add_(1)
         outs.append(_np(b))
     np.testing.assert_array_equal(outs[1], outs[0])
+
+
+# ---- prod / cumprod gradients at an inf or NaN: torch's out / x is inf / inf or NaN / NaN at
+# the inf or NaN itself, whose derivative does not hold it (prod([inf, 2, 3]): torch [nan, inf,
+# inf]); pyrite followed torch. Decided by the math (ops/reduce.py _g_prod, _g_cumprod): the
+# product of the other factors, here from numpy in float64, term by term. Found by the
+# prod_special family of tests/test_fuzz_random_shapes.py, whose gradient tolerance had been
+# inf wherever an input held an inf (its scale took the inputs' largest |value|)
+def _prod_others(a):
+    return np.array([np.prod(np.delete(a, i)) for i in range(a.size)])
+
+
+def _cumprod_others(a, g):
+    """Σ_{j>=i} g_j·Π_{k<=j, k!=i} a_k."""
+    return np.array(
+        [
+            sum(g[j] * np.prod(np.delete(a[: j + 1], i)) for j in range(i, a.size))
+            for i in range(a.size)
+        ]
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "row",
+    [
+        [np.inf, 2.0, 3.0],
+        [2.0, -np.inf, 0.5],
+        [np.nan, 2.0, -1.5],
+        [-np.inf],
+        [np.inf, np.inf, 2.0],
+    ],
+)
+def test_prod_grad_at_inf_nan_by_the_math(row, dtype):
+    a = np.array(row)
+    want = _prod_others(a)
+    x = pr.tensor(a.astype(np.float32)).to(getattr(pr, dtype)).requires_grad_()
+    x.prod().backward()
+    np.testing.assert_array_equal(_np(x.grad), want.astype(np.float32))
+    t = torch.tensor(a, requires_grad=True)
+    t.prod().backward()  # torch's NaN where the math's is not (the reason for the rule)
+    assert (np.isnan(t.grad.numpy()) & ~np.isnan(want)).any()
+    # over a dim, keepdim, dtype=: the same numbers row by row
+    x2 = pr.tensor(np.stack([a, a]).astype(np.float32)).to(getattr(pr, dtype)).requires_grad_()
+    (x2.prod(1, keepdim=True, dtype=pr.float32) * pr.tensor([[1.0], [-2.0]])).sum().backward()
+    np.testing.assert_array_equal(_np(x2.grad), np.stack([want, -2 * want]).astype(np.float32))
+
+
+def test_prod_grad_past_f32_overflow():
+    # 2^100·2^100 overflows f32: out / x gave inf / 2^100 = inf where the others' product is 1
+    a = np.array([2.0**100, 2.0**100, 2.0**-100])
+    x = pr.tensor(a.astype(np.float32), requires_grad=True)
+    x.prod().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), _prod_others(a).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "row",
+    [[np.inf, 2.0, 3.0], [2.0, np.inf, 0.0, 3.0], [np.nan, 2.0, 3.0], [np.inf, 2.0, 0.0],
+     [-0.0, np.inf, 2.0], [1.5, -np.inf, 0.5, 2.0]],
+)  # fmt: skip
+def test_cumprod_grad_at_first_inf_nan_by_the_math(row, dtype):
+    a = np.array(row)
+    g = np.array([1.0, -1.0, 0.5, 2.0][: a.size])
+    want = _cumprod_others(a, g)
+    x = pr.tensor(a.astype(np.float32)).to(getattr(pr, dtype)).requires_grad_()
+    (x.cumprod(0) * pr.tensor(g.astype(np.float32)).to(x.dtype)).sum().backward()
+    got = _np(x.grad)
+    t = torch.tensor(a, requires_grad=True)
+    (t.cumprod(0) * torch.tensor(g)).sum().backward()
+    # where the math is finite, the math; elsewhere torch's (inf or NaN past the first inf)
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[finite], want[finite].astype(np.float32))
+    np.testing.assert_array_equal(got[~finite], t.grad.numpy()[~finite].astype(np.float32))

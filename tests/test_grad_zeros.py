@@ -7,7 +7,12 @@ each row's cumulative sums at its first zero (cumprod), so its values are not Na
 ([1, 0, inf, 2].prod(): torch's gradient [nan, inf, 0, nan], pyrite's was [nan, inf, nan, nan];
 [inf, 0, 2, 0, 5].cumprod(0): torch [nan, inf, 0, 0, 0], pyrite's [nan, nan, 0, 0, 0]). Double
 backward through either with a zero in the input gave wrong second derivatives ([2, 0, 0, 3]
-.prod(): torch's [0, 9, 6, 0], pyrite's [0, 0, 0, 0])."""
+.prod(): torch's [0, 9, 6, 0], pyrite's [0, 0, 0, 0]).
+
+Where torch's gradient is NaN and the math's is not (out / x at the inf or NaN itself:
+[inf, 2].prod() -> torch [nan, inf], the math [2, inf]), pyrite follows the math (ops/reduce.py
+_g_prod, _g_cumprod), and so does the oracle here: torch's gradient with those elements taken
+from the term-by-term product of the other factors (tests/test_fuzz_random_shapes.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import pytest
 import torch
 
 import pyrite as pr
+from tests.test_fuzz_random_shapes import _cumprod_math, _prod_math, _TorchOrMath
 
 INF, NAN = float("inf"), float("nan")
 # powers of two, so every product is exact in every dtype and only sums round
@@ -59,15 +65,27 @@ def _grads(fn, a, w, dtype):
     return gp, gt
 
 
+def _op(T, t, kind, d=None, keep=False):
+    """prod or cumprod; torch's through _TorchOrMath (its gradient, the math's where it is NaN
+    and the math's is not)."""
+    if kind == "prod":
+        prog = (lambda v: v.prod()) if d is None else (lambda v: v.prod(d, keepdim=keep))
+        math = lambda v, g: _prod_math(v, g, d, keep)  # noqa: E731
+    else:
+        prog = lambda v: v.cumprod(d)  # noqa: E731
+        math = lambda v, g: _cumprod_math(v, g, d)  # noqa: E731
+    return _TorchOrMath.apply(t, prog, math, kind == "cumprod") if T is torch else prog(t)
+
+
 def _cases(x):
     """(name, fn) for prod over everything, over each dim (with and without keepdim), and
     cumprod along each dim, negative dims included."""
-    out = [("prod()", lambda T, t: T.prod(t))]
+    out = [("prod()", lambda T, t: _op(T, t, "prod"))]
     for d in range(-x.ndim, x.ndim):
         out += [
-            (f"prod({d})", lambda T, t, d=d: T.prod(t, d)),
-            (f"prod({d}, keepdim)", lambda T, t, d=d: T.prod(t, d, keepdim=True)),
-            (f"cumprod({d})", lambda T, t, d=d: T.cumprod(t, d)),
+            (f"prod({d})", lambda T, t, d=d: _op(T, t, "prod", d)),
+            (f"prod({d}, keepdim)", lambda T, t, d=d: _op(T, t, "prod", d, True)),
+            (f"cumprod({d})", lambda T, t, d=d: _op(T, t, "cumprod", d)),
         ]
     return out
 
@@ -103,9 +121,10 @@ def test_prod_grad_picks_the_rule_from_the_whole_tensor():
 
 
 def test_prod_cumprod_grad_of_one_element():
-    # one element (or a dim of one): the gradient passes through, even for an inf (not inf / inf)
+    # one element (or a dim of one): the gradient passes through, even for an inf (not inf / inf;
+    # torch's prod(0) of [inf] is NaN there, the math's and pyrite's 3: see _op)
     for a in (np.array([INF], np.float32), np.array([[INF, 0.0]], np.float32)):
-        for fn in (lambda T, t: T.cumprod(t, 0), lambda T, t: T.prod(t, 0)):
+        for fn in (lambda T, t: _op(T, t, "cumprod", 0), lambda T, t: _op(T, t, "prod", 0)):
             gp, gt = _grads(fn, a, np.full(2, 3.0, np.float32), "float32")
             _check(gp, gt, "float32", str(a))
 

@@ -1369,7 +1369,8 @@ def _g_cumprod(ctx, g):
     Π_{b<i<=j} x_i, where torch's out / x is inf / inf or NaN / NaN, NaN where the value is
     finite: cumprod([inf, 2, 3]) with g = [1, -1, 0.5] -> torch [nan, nan, inf], pyrite [2,
     nan, inf] (torch's own create_graph rule gives 2 too). Past b the products hold x_b: inf or
-    NaN in both, torch's values kept."""
+    NaN in both, torch's values kept ([inf, -inf]: torch's and pyrite's [nan, nan], the math's
+    [nan, -inf] with g = 1: an infinite value, left as torch's NaN)."""
     from .elementwise import isfinite, where
     from .scatter import gather
 
@@ -1411,7 +1412,9 @@ def _g_cumprod(ctx, g):
     n_good = sum(seen_bad == 0, d, keepdim=True)  # b
     last = gather(out, d, (n_good - 1).clamp(min=0))  # out[b-1]: finite, nonzero
     at_bad = at_bad * where(n_good == 0, 1.0, last)
-    return (where(at_b, at_bad, torchs),)
+    # (where that is not finite, torch's: past b its rule is inf / inf as well, and the math's
+    # inf or NaN there would take an O(n²) rule per inf; a finite value is the fix)
+    return (where(at_b & isfinite(at_bad), at_bad, torchs),)
 
 
 def _cumprod_grad_sliced(x, g, d):
