@@ -117,6 +117,174 @@ def _compensated_sum(op: str, x: str):
     return "a: f32, c: f32", "f32", fns, (final,)
 
 
+def _welford_spec(op: str):
+    """var / std (n, m, q, k) and var_mean / std_mean (n, m, q, k, a, c): Welford's update and
+    Chan et al.'s merge, plus for the _mean ops the compensated sum (a, c) of x that gives
+    the returned mean.
+
+    Welford's state is stable where E[x²] − E[x]² cancels. Its mean m is of x - k, k the first
+    element (shifted data): with data far from 0 (x ~ 1e4, spread 0.5: raw inputs to a first
+    BatchNorm) an unshifted running mean carries the rounding of 1e4's ulp into every deviation
+    (mean ~5 ulp off, the variance ~1e-3 relative); x - k is exact there (Sterbenz). A merge
+    moves b's mean to a's shift (b.k - a.k: the difference of two data values).
+
+    The mean var_mean returns is not k + m: m's every update rounds at the data's scale, so
+    where the data cancels that mean was off by ~1 ulp of the data, thousands of ulps of the
+    mean. It is (a + c) / L, mean()'s compensated sum of x (_compensated_sum), merged in the
+    same order, so var_mean's mean equals mean() bit for bit where the row is finite (an inf
+    or NaN keeps Welford's k + m, torch's answer: s_mean). Measured (lavapipe, 2026-12, max
+    ulps of the float64 mean over rows of 13 x 1031, 2 x 100,003, 64 x 37 and the serial, row,
+    split, one-pass, wide and GPU-split paths; torch CPU var_mean, double sums: <= 0.5):
+    normal data before 68 .. 35,755, now <= 0.8; data cancelling to 1e-3 of its spread 20 ..
+    8,777, now <= 0.7; uniform(-1, 1) 14 .. 10,883, now <= 1.02; 1e4 + N(0, 0.5) (the shift's
+    case) <= 0.5 before and after. The variance is unchanged. Cost: two words more a state (6;
+    var and std keep their 4) and a TwoSum a step: var_mean of 1000 x 1000 along dim 1 on
+    lavapipe (2 shared cores, min of 15) ~18 ms before, ~23 after (var's own ~18; noisy).
+    """
+    with_mean = op.endswith("_mean")
+    fields = "n: f32, m: f32, q: f32, k: f32" + (", a: f32, c: f32" if with_mean else "")
+    ext = ", t.x, t.y" if with_mean else ""
+    fns = (
+        "fn s_init() -> S { return S(0.0, 0.0, 0.0, 0.0"
+        + (", 0.0, 0.0" if with_mean else "")
+        + "); }\n"
+    )
+    if with_mean:
+        fns += (
+            # (a, c) + x by Neumaier's step (as _compensated_sum's two_sum)
+            "fn c_add(a: f32, c: f32, x: f32) -> vec2<f32> {\n"
+            "  let t = p_opaque(a + x);\n"
+            "  let e = select(p_opaque(x - t) + a, p_opaque(a - t) + x, abs(a) >= abs(x));\n"
+            "  return vec2<f32>(t, c + e);\n}\n"
+            "fn c_total(a: f32, c: f32) -> f32 {\n"
+            "  if (p_isnan(a) || p_isinf(a)) { return a; }\n  return a + c;\n}\n"
+            # an inf or NaN in the row (or a sum past float32's range): Welford's k + m, as
+            # torch's own Welford (double sums) has it: NaN once an inf is followed by any
+            # element, so [inf, 1] gives NaN where mean() gives inf
+            "fn s_mean(s: S, n: f32) -> f32 {\n"
+            "  let v = c_total(s.a, s.c) / n;\n"
+            "  if (p_isnan(v) || p_isinf(v)) { return s.k + s.m; }\n  return v;\n}\n"
+        )
+    fns += (
+        # (the first element starts the state as PyTorch's Welford does: mean x, also for
+        # an infinite x, where x - k would be NaN; its q is NaN then, as inf·(inf − inf))
+        "fn s_step(s: S, x: f32, j: i32) -> S {\n"
+        + ("  let t = c_add(s.a, s.c, x);\n" if with_mean else "")
+        + "  if (s.n == 0.0) {\n"
+        f"    return S(1.0, 0.0, select(0.0, p_nan(), p_isinf(x) || p_isnan(x)), x{ext});\n  }}\n"
+        "  let y = x - s.k; let n = s.n + 1.0; let d = y - s.m; let m = s.m + d / n;\n"
+        f"  return S(n, m, s.q + d * (y - m), s.k{ext});\n}}\n"
+        "fn s_merge(a: S, b: S) -> S {\n"
+        "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
+        # (b's compensation added after the step, in mean()'s order: the same sum bit for bit)
+        + (
+            "  let t0 = c_add(a.a, a.c, b.a);\n  let t = vec2<f32>(t0.x, t0.y + b.c);\n"
+            if with_mean
+            else ""
+        )
+        + "  let n = a.n + b.n; let d = (b.m + (b.k - a.k)) - a.m;\n"
+        f"  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n), a.k{ext});\n}}\n"
+        # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf
+        "fn s_var(s: S, c: f32) -> f32 {\n"
+        "  let den = max(s.n - c, 0.0);\n"
+        "  if (den == 0.0) { return select(p_inf(), p_nan(), s.q == 0.0 || p_isnan(s.q)); }\n"
+        "  return s.q / den;\n}\n"
+    )
+    v = "sqrt(s_var(s, p))" if op.startswith("std") else "s_var(s, p)"
+    if not with_mean:
+        return fields, "f32", fns, (v,)
+    mean = "select(s_mean(s, L), p_nan(), L == 0.0)"  # (mean()'s final, L the row length)
+    return fields, "f32", fns, (v, mean)
+
+
+def _normp_spec():
+    """(Σ|x|^p)^(1/p) for p not in {0, 1, 2, ±inf}, accurate and without overflow.
+
+    State (e, a, c): e = log2 of the dominant |x| so far (the largest for p > 0, the smallest
+    for p < 0; the high part of p_log2_dd's pair), a + c = Σ 2^(p·(log2|x| − e)) summed as
+    Neumaier's (each term at most ~1, so no term overflows or underflows where the norm does
+    not). An element that dominates moves the state to its scale: the sum so far times
+    2^(p·(e_old − e_new)) (O(log n) times in a serial loop on random data), as a merge does to
+    its lesser state. Each power is p_exp2_dd of p times a pair (hi, lo) of the log2
+    difference (p_log2_dd: ~2^-30 relative), ~1 ulp; the result 2^(e + log2(a + c)/p), the
+    exponent as a pair, also through p_exp2_dd.
+
+    Before: |x|^p and the root as WGSL's exp2(p·log2|x|) (a few ulp on lavapipe and GPUs, and
+    p·log2|x| rounded in f32), summed plainly. Measured (lavapipe, 2026-12, max ulps of the
+    float64 norm over rows of 7, 13 x 1031, 2 x 100,003 and the serial, row, split, one-pass,
+    wide and GPU-split paths; torch CPU 2.13's float32 in brackets): normal data p = 3 20.3 →
+    1.08 (218), p = 0.5 53.9 → 1.68 (189), 1.5 12.8 → 1.00 (85), 4 14.1 → 0.85 (205), 7 11.3 →
+    0.56 (106), -1 9.4 → 0.91 (60), -2.5 31.5 → 0.82 (108); the same data times 1e30: inf for
+    p = 1.5, 3, 4, 7, -2.5 (|x|^p overflowed; torch's too) → <= 1.14; times 1e-30: 0 or
+    subnormal garbage (1.6e7 ulp; torch's too) → <= 2.55. So pyrite's norm is finite where
+    torch CPU's float32 overflows (vector_norm([1e30] * 3, 3): torch inf, pyrite 1.44e30;
+    norm2, Σx² unscaled, still overflows as torch's). Errors of the terms grow by 1/|p| through
+    the root: p = 0.01 was up to ~8 ulp (torch 45). Cost: on lavapipe (2 shared cores, min of
+    15) the norm of 1M f32s 23 → ~45 ms (norm2: 24), arithmetic bound there.
+    Special values as torch's: a NaN anywhere gives NaN; an infinite term (|x| = inf with
+    p > 0, x = 0 with p < 0) gives inf (p > 0) or 0 (p < 0); only zero terms (0^p, p > 0, or
+    inf^p, p < 0; the empty row) give 0 (p > 0) or inf (p < 0). e = ±inf marks both: the
+    initial state's p·e is −inf, an infinite term's +inf.
+    """
+    fns = (
+        "fn s_init() -> S { return S(select(p_inf(), -p_inf(), p_sp > 0.0), 0.0, 0.0); }\n"
+        # does log2 value u dominate e (p·u > p·e)?
+        "fn n_over(u: f32, e: f32) -> bool { return select((u < e), (u > e), p_sp > 0.0); }\n"
+        # a + b = s + err exactly (Knuth's TwoSum: any magnitudes, no branch)
+        "fn n_two_sum(a: f32, b: f32) -> vec2<f32> {\n"
+        "  let s = p_opaque(a + b);\n  let bb = p_opaque(s - a);\n"
+        "  return vec2<f32>(s, (a - p_opaque(s - bb)) + (b - bb));\n}\n"
+        # 2^(p·(u.x + u.y − v)), v finite: the difference as a renormalised pair (its high
+        # part 0 only where the whole is: p_exp2_dd takes a high part of 0 for 2^0)
+        "fn n_exp2_diff(u: vec2<f32>, v: f32) -> f32 {\n"
+        "  let d = n_two_sum(u.x, -v);\n"
+        "  return p_exp2_dd(p_sp, n_two_sum(d.x, d.y + u.y));\n}\n"
+        # the state plus a term t, compensated (Neumaier)
+        "fn n_add(s: S, t: f32) -> S {\n"
+        "  let v = p_opaque(s.a + t);\n"
+        "  let e = select(p_opaque(t - v) + s.a, p_opaque(s.a - v) + t, abs(s.a) >= abs(t));\n"
+        "  return S(s.e, v, s.c + e);\n}\n"
+        "fn s_step(s: S, x: f32, j: i32) -> S {\n"
+        "  let b = bitcast<u32>(x) & 0x7fffffffu;  // (NaN, 0 and inf by bits, as lavapipe needs)\n"
+        "  if (p_isnan(s.a)) { return s; }\n"
+        "  if (b > 0x7f800000u) { return S(s.e, p_nan(), 0.0); }\n"
+        "  if (b == 0u || b == 0x7f800000u) {  // log2|x| = ∓inf: a zero or an infinite term\n"
+        "    let u = select(-p_inf(), p_inf(), b != 0u);\n"
+        "    if (n_over(u, s.e)) { return S(u, 1.0, 0.0); }\n    return s;\n  }\n"
+        "  let l = p_log2_dd(bitcast<f32>(b));\n"
+        "  if (n_over(l.x, s.e)) {  // x sets the scale (from the empty state: f = 0)\n"
+        "    var f = 0.0;\n"
+        "    if (!p_isinf(s.e)) { f = n_exp2_diff(vec2<f32>(s.e, 0.0), l.x); }\n"
+        "    return n_add(S(l.x, s.a * f, s.c * f), p_exp2_dd(p_sp, vec2<f32>(l.y, 0.0)));\n"
+        "  }\n"
+        "  if (p_isinf(s.e)) { return s; }  // an infinite term already\n"
+        "  return n_add(s, n_exp2_diff(l, s.e));\n}\n"
+        "fn s_merge(a: S, b: S) -> S {\n"
+        "  if (p_isnan(a.a) || p_isnan(b.a)) { return S(a.e, p_nan(), 0.0); }\n"
+        "  var hi = a;\n  var lo = b;\n"
+        "  if (n_over(b.e, a.e)) { hi = b; lo = a; }\n"
+        "  if (p_isinf(hi.e) || p_isinf(lo.e)) { return hi; }  // an infinite term, or lo empty\n"
+        "  let f = n_exp2_diff(vec2<f32>(lo.e, 0.0), hi.e);\n"
+        "  let m = n_add(hi, lo.a * f);\n"
+        "  return S(m.e, m.a, m.c + lo.c * f);\n}\n"
+        "fn n_final(s: S, p: f32) -> f32 {\n"
+        "  if (p_isnan(s.a)) { return s.a; }\n"
+        "  if (p_isinf(s.e)) {  // an infinite term (p·e = +inf), or none but zero terms\n"
+        "    let hit = select((s.e < 0.0), (s.e > 0.0), p > 0.0);\n"
+        "    return select(0.0, p_inf(), hit == (p > 0.0));\n  }\n"
+        # Σ = t.x + t.y in [1, n]; log2 Σ as a pair, divided by p as a pair (q1 + q2: q1's
+        # residual exact by p_two_prod), e added exactly
+        "  let t = n_two_sum(s.a, s.c);\n"
+        "  let l = p_log2_dd(t.x);\n"
+        "  let q1 = l.x / p;\n"
+        "  let r = p_two_prod(q1, p);\n"
+        "  let q2 = (((l.x - r.x) - r.y) + (l.y + t.y / t.x * 1.44269504)) / p;\n"
+        "  let h = n_two_sum(s.e, q1);\n"
+        "  return p_exp2_dd(1.0, n_two_sum(h.x, h.y + q2));\n}\n"
+    )
+    return "e: f32, a: f32, c: f32", "f32", fns, ("n_final(s, p)",)
+
+
 # the ops whose vec4 loop may add each vec4 plainly before one TwoSum (reduce_kernel `sum4`)
 SUM4_OPS = ("sum", "mean")
 
@@ -173,35 +341,7 @@ def _spec(op: str, t: str):
         )
         return f"lo: {t}, hi: {t}", t, fns, ("s.lo", "s.hi")
     if op in ("var", "std", "var_mean", "std_mean"):
-        # Welford's update and Chan et al.'s merge: stable where E[x²] − E[x]² cancels. The
-        # state's mean m is of x - k, k its first element (shifted data): with data far from 0
-        # (x ~ 1e4, spread 0.5: raw inputs to a first BatchNorm) an unshifted running mean
-        # carries the rounding of 1e4's ulp into every deviation (mean ~5 ulp off, the variance
-        # ~1e-3 relative); x - k is exact there (Sterbenz), and the mean is k + m, rounded once.
-        # A merge moves b's mean to a's shift (b.k - a.k: the difference of two data values).
-        fns = (
-            "fn s_init() -> S { return S(0.0, 0.0, 0.0, 0.0); }\n"
-            # (the first element starts the state as PyTorch's Welford does: mean x, also for
-            # an infinite x, where x - k would be NaN; its q is NaN then, as inf·(inf − inf))
-            "fn s_step(s: S, x: f32, j: i32) -> S {\n"
-            "  if (s.n == 0.0) {\n"
-            "    return S(1.0, 0.0, select(0.0, p_nan(), p_isinf(x) || p_isnan(x)), x);\n  }\n"
-            "  let y = x - s.k; let n = s.n + 1.0; let d = y - s.m; let m = s.m + d / n;\n"
-            "  return S(n, m, s.q + d * (y - m), s.k);\n}\n"
-            "fn s_merge(a: S, b: S) -> S {\n"
-            "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
-            "  let n = a.n + b.n; let d = (b.m + (b.k - a.k)) - a.m;\n"
-            "  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n), a.k);\n}\n"
-            # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf
-            "fn s_var(s: S, c: f32) -> f32 {\n"
-            "  let den = max(s.n - c, 0.0);\n"
-            "  if (den == 0.0) { return select(p_inf(), p_nan(), s.q == 0.0 || p_isnan(s.q)); }\n"
-            "  return s.q / den;\n}\n"
-        )
-        v = "sqrt(s_var(s, p))" if op.startswith("std") else "s_var(s, p)"
-        mean = "select(s.k + s.m, p_nan(), s.n == 0.0)"
-        finals = (v, mean) if op.endswith("_mean") else (v,)
-        return "n: f32, m: f32, q: f32, k: f32", "f32", fns, finals
+        return _welford_spec(op)
     if op == "logsumexp":
         # (running max m, Σ exp(x − m)); an infinite or NaN max needs no sum
         fns = (
@@ -232,27 +372,15 @@ def _spec(op: str, t: str):
         # 11,107 normal f32s in one invocation drifted 1e-6 relative, torch's 1e-7)
         fields, xt, fns, finals = _compensated_sum("sum", "x * x" if op == "norm2" else "abs(x)")
         return fields, xt, fns, ("sqrt(s_total(s))",) if op == "norm2" else finals
+    if op == "normp":
+        return _normp_spec()
     if op.startswith("norm"):
-        # norm2: Σx², √;  norm1: Σ|x|;  norminf / normninf: max / min |x|;  norm0: count ≠ 0;
-        # normp: (Σ|x|^p)^(1/p) through exp2/log2 (|x| = 0 gives log2 = −inf, so 0^p = 0 for p > 0)
+        # norminf / normninf: max / min |x|;  norm0: count ≠ 0
         ident, term, fold, final = {
             "norm2": ("0.0", "x * x", "+", "sqrt(s.a)"),
             "norm1": ("0.0", "abs(x)", "+", "s.a"),
             # (NaN counts, as torch's; lavapipe took `x != 0.0` as ordered here: NaN gave 0)
             "norm0": ("0.0", "select(0.0, 1.0, x != 0.0 || p_isnan(x))", "+", "s.a"),
-            # NaN passed through by its bits: lavapipe's exp2(log2(NaN)) came out 0 or inf; 0
-            # and inf spelled out too (0^p is inf and inf^p 0 for p < 0: lavapipe's exp2(-p *
-            # log2(0)) gave 0, so norm([inf, 0, 1, 2], -1) was 0.667 where torch's is 0)
-            "normp": (
-                "0.0",
-                "select(select(select(exp2(p_sp * log2(abs(x))), x, p_isnan(x)), "
-                "select(p_inf(), 0.0, p_sp < 0.0), p_isinf(x)), "
-                "select(0.0, p_inf(), p_sp < 0.0), x == 0.0)",
-                "+",
-                "select(select(select(exp2(log2(s.a) / p), s.a, p_isnan(s.a)), "
-                "select(p_inf(), 0.0, p < 0.0), p_isinf(s.a)), "
-                "select(0.0, p_inf(), p < 0.0), s.a == 0.0)",
-            ),
             "norminf": ("0.0", "abs(x)", "max", "s.a"),
             "normninf": ("p_inf()", "abs(x)", "min", "s.a"),
         }[op]

@@ -114,7 +114,7 @@ FUSED = None  # None: the rule above; False: never (A/B); True: wherever it appl
 FUSED_TARGET_WORKGROUPS = 1024
 FUSED_MIN_CHUNK = 2048
 FUSED_MAX_UNITS = 1024
-FUSED_WORDS = 4  # state words a slot holds (Welford's n, m, q, k)
+FUSED_WORDS = 6  # state words a slot holds (var_mean's n, m, q, k and its mean's sum a, c)
 LAST_PATH = ""  # "serial" | "row" | "row wide" | "split P=<chunks> C=<chunk>" | "fused P= C=": the last kernel
 
 
