@@ -172,6 +172,8 @@ def test_normp_special_values_as_torch(path, monkeypatch):
                 w64 = torch.linalg.vector_norm(torch.from_numpy(a).double(), p).item()
                 if math.isnan(want) or math.isinf(w64) or w64 == 0:
                     assert got == want or (math.isnan(got) and math.isnan(want)), (p, row, got)
+                elif got == 0.0 and w64 < 2.0**-126:
+                    pass  # a subnormal result flushed (the H100's Vulkan: 0 for 5.6e-45)
                 else:
                     assert _ulps(got, w64) <= 2, (p, row, pad, got, w64)
 
@@ -184,6 +186,8 @@ def test_normp_does_not_overflow_where_the_norm_is_finite():
         a = np.full(3, v, np.float32)
         got = pr.linalg.vector_norm(pr.tensor(a), p).item()
         want = float(np.float32(v)) * 3.0 ** (1.0 / float(np.float32(p)))
+        if got == 0.0 and want < 2.0**-126:
+            continue  # subnormals flushed (the H100's Vulkan, 2026-12: 0 for the 1e-40 row)
         assert _ulps(got, want) <= _normp_tol(p), (v, p, got, want)
     assert math.isinf(torch.linalg.vector_norm(torch.full((3,), 1e30), 3.0).item())
 
