@@ -89,8 +89,13 @@ def qgemv_shape(rows, bits):
 # 18.6 / 31.8 / 59.6 us (60.3 at K = 16,384), 62-68 % of its weight's copy at every size, about
 # 3.0 G values a us; int8 a scale a row 7.1 .. 67.9 us, 90-95 % of its copy from N = 5,504 on,
 # 2.65 G values a us. So a value costs int4 what it costs int8, whatever the unpack, the lanes,
-# columns or steps (QGEMV_SHAPE's sweep): what bounds it is not found yet (not the ALU, the
-# waves, X's traffic through the L1 at 2 or 4 columns a lane group, nor a floor).
+# columns or steps (QGEMV_SHAPE's sweep): what bounds it is not found yet. Ruled out on the H100
+# (same day, one row, GPU time): the ALU (the in-place unpack's third of the instructions), the
+# waves (344 or 1,376 workgroups), a fixed floor (above), X's loads (X made a constant in the
+# WGSL: 16.9 -> 16.3 us) and the scales' and offsets' loads (made constants: 17.0 -> 17.2). Four
+# words a lane's step instead of two took it from 17.0 to 30.0 us (int8: 21.7 -> 20.8), which
+# points at registers a lane (spills or occupancy) rather than memory; unmeasured without a
+# profiler that reads the driver's machine code.
 QGEMV_UNPACK = "convert"
 # Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
 # above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
