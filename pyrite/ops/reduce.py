@@ -362,20 +362,8 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         parts, chunk = fused
         LAST_PATH = f"fused P={parts} C={chunk}"
         scratch, counters = _fused_scratch(dev)
-        src = reduce_kernel(
-            op,
-            x.dtype.wgsl,
-            acc,
-            tuple(o.dtype.wgsl for o in outs),
-            tuple(out_ctypes),
-            len(oshape),
-            len(ishape),
-            "row",
-            "fused",
-            _vec(x, "row", ostr, istr, length, chunk),
-            sg=dev.subgroups if SUBGROUPS else 0,
-            sum4=bool(SUM4),
-        )
+        vec = _vec(x, "row", ostr, istr, length, chunk)
+        src = _kernel(x, op, acc, outs, out_ctypes, oshape, ishape, "row", "fused", vec)
         info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
         info += [chunk, parts, counters]
         grid = fold_grid(n_out * parts)
@@ -411,7 +399,26 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
     mode = "row" if wide else _mode(n_out, length)
     LAST_PATH = "row wide" if wide else mode
     lanes, ilp = (WIDE_LANES, WIDE_ILP) if wide else (WG, 1)
-    src = reduce_kernel(
+    units = 1 if wide else _row_units(mode, length)
+    vec = _vec(x, mode, ostr, istr, length, length)
+    src = _kernel(
+        x, op, acc, outs, out_ctypes, oshape, ishape, mode, "full", vec, units, lanes, ilp,
+        sum4=wide if SUM4 is None else SUM4,
+    )  # fmt: skip
+    info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
+    grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
+    dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
+    if len(_plans) > 4096:
+        _plans.clear()
+    _plans[key] = (shape, src, info, grid, LAST_PATH)
+    return outs
+
+
+def _kernel(x, op, acc, outs, out_ctypes, oshape, ishape, mode, stage, vec, rows=1, lanes=WG,
+            ilp=1, sum4=None):  # fmt: skip
+    """reduce_kernel for input `x` into `outs` (coalesced kept and reduced shapes oshape,
+    ishape); `sum4` None: SUM4's setting."""
+    return reduce_kernel(
         op,
         x.dtype.wgsl,
         acc,
@@ -420,21 +427,14 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         len(oshape),
         len(ishape),
         mode,
-        "full",
-        _vec(x, mode, ostr, istr, length, length),
-        units := 1 if wide else _row_units(mode, length),
+        stage,
+        vec,
+        rows,
         lanes,
         ilp,
-        dev.subgroups if SUBGROUPS else 0,
-        sum4=wide if SUM4 is None else SUM4,
+        backend.current().subgroups if SUBGROUPS else 0,
+        sum4=bool(SUM4) if sum4 is None else sum4,
     )
-    info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
-    grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
-    dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
-    if len(_plans) > 4096:
-        _plans.clear()
-    _plans[key] = (shape, src, info, grid, LAST_PATH)
-    return outs
 
 
 VEC4 = True  # False: the scalar loads only (A/B)
