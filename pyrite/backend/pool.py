@@ -135,8 +135,15 @@ class BufferPool:
         else:
             buffer = self._create(size, self.mappable_usage)
             self.mappable.add(id(buffer))
+        return self._account(buffer, size, nbytes)
+
+    def _account(self, buffer, size, nbytes) -> Storage:
+        """A live Storage of `buffer` (its size class `size`), counted in the pool's figures."""
         self.live_bytes += size
         self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
+        reserved = self.live_bytes + self.pooled_bytes + self.recent_bytes
+        if reserved > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = reserved
         return Storage(buffer, nbytes, self)
 
     def _allocate(self, nbytes: int, upload: bool) -> Storage:
@@ -161,12 +168,7 @@ class BufferPool:
                 self.pooled_bytes -= size
             else:
                 buffer = self._create(size)
-        self.live_bytes += size
-        self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
-        reserved = self.live_bytes + self.pooled_bytes + self.recent_bytes
-        if reserved > self.peak_reserved_bytes:
-            self.peak_reserved_bytes = reserved
-        return Storage(buffer, nbytes, self)
+        return self._account(buffer, size, nbytes)
 
     def _create(self, size, usage=None):
         usage = self.usage if usage is None else usage
