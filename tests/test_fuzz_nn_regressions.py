@@ -209,6 +209,25 @@ def test_inf_norm_grad_spreads_nan_as_torch(rng):
 # ---- cumprod's double backward over a zero and an inf: its one cumprod with x_k as 1 (the
 # blocked O(n²) rule) differentiated through (g·out)/x, 0·inf = NaN where torch's slices,
 # prod(x[:k])·cumprod(x[k+1:]), give finite values (x = [1, 0, inf]: torch 4, pyrite NaN)
+def _cumprod_hx_math(x, g, v, dim):
+    """d/dx_m Σ_i v_i·gx_i for gx = cumprod's first derivative, term by term in float64:
+    Σ_i Σ_{k >= max(i, m), i != m} v_i·g_k·Π_{j <= k, j not in (i, m)} x_j (NaN where a term
+    is 0·inf)."""
+    xm, gm, vm = (np.moveaxis(a.astype(np.float64), dim, -1) for a in (x, g, v))
+    out = np.zeros_like(xm)
+    n = xm.shape[-1]
+    with np.errstate(all="ignore"):
+        for r in range(xm.shape[0]):
+            for m in range(n):
+                tot = 0.0
+                for i in range(n):
+                    for k in range(max(i, m), n) if i != m else ():
+                        p = np.prod([xm[r, j] for j in range(k + 1) if j not in (i, m)])
+                        tot = tot + vm[r, i] * gm[r, k] * p
+                out[r, m] = tot
+    return np.moveaxis(out, -1, dim)
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 def test_cumprod_double_backward_zero_and_inf(rng, dim):
     x = rng.uniform(0.5, 2.0, (4, 5)).astype(np.float32) * rng.choice([-1, 1], (4, 5))
@@ -226,6 +245,16 @@ def test_cumprod_double_backward_zero_and_inf(rng, dim):
         (gx,) = lib.autograd.grad(lib.cumprod(xt, dim), xt, gt, create_graph=True)
         hx, hg = lib.autograd.grad((gx * lib.tensor(v)).sum(), [xt, gt])
         res.append([np.asarray(t.detach().double().tolist()) for t in (gx, hx, hg)])
+    # gx and hx: torch's, except where torch's is NaN and the math's is finite (a row's first
+    # inf before its zero: ops/reduce.py _g_cumprod takes the math there, as
+    # tests/test_fuzz_random_shapes.py's _TorchOrMath oracle does, and its double backward
+    # differentiates that); hg: torch's
+    from tests.test_fuzz_random_shapes import _cumprod_math
+
+    math = _cumprod_math(torch.tensor(x, dtype=torch.float64), torch.tensor(g).double(), dim)
+    for k, m in ((0, math.numpy()), (1, _cumprod_hx_math(x, g, v, dim))):
+        t = res[0][k]
+        res[0][k] = np.where(np.isnan(t) & np.isfinite(m), m, t)
     for want, got in zip(*res):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # (products of 5 in f32)

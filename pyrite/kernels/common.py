@@ -605,6 +605,25 @@ HELPERS = {
   let h = p_opaque(c - p_opaque(c - v));
   return vec2<f32>(h, v - h);
 }""",
+    # (a + c) / n for a compensated sum (a, c) of n terms (a mean): a's quotient correctly
+    # rounded, then the residual a - q·n (exact: Dekker's split of q and n, every partial
+    # product exact) plus c, divided by n, added once. (a + c) / n rounded the sum before the
+    # division, which WGSL lets be 2.5 ULP: the mean of 5 copies of one float came out 1 ULP
+    # from it (lavapipe, 2026-12-06), an instance_norm of constant rows 3e-5 from 0. Sums past
+    # 1e30 (where the split could overflow) and inf or NaN: the plain quotient.
+    "p_cmean": """fn p_cmean(a: f32, c: f32, n: f32) -> f32 {
+  if (p_isnan(a) || p_isinf(a) || abs(a) > 1e30) { return p_divf(a + c, n); }
+  let q = p_divf(a, n);
+  let sq = p_split(q);
+  let sn = p_split(n);
+  let p = p_opaque(q * n);
+  let e1 = p_opaque(sq.x * sn.x - p);
+  let e2 = p_opaque(e1 + sq.x * sn.y);
+  let e3 = p_opaque(e2 + sq.y * sn.x);
+  let e = p_opaque(e3 + sq.y * sn.y);
+  let r = p_opaque(p_opaque(a - p) - e) + c;
+  return q + r / n;
+}""",
     # a / b correctly rounded: WGSL allows 2.5 ULP for f32 division and NVIDIA's compiler uses
     # that (uint8 / uint8 came out 1 ULP off torch in 152 of 210 cases on the H200). One
     # residual step rounds to the nearest quotient: r = a - q·b exactly, by Dekker's split of q

@@ -113,7 +113,7 @@ def _compensated_sum(op: str, x: str):
         "fn s_total(s: S) -> f32 {\n"
         "  if (p_isnan(s.a) || p_isinf(s.a)) { return s.a; }\n  return s.a + s.c;\n}\n"
     )
-    final = "select(s_total(s) / L, p_nan(), L == 0.0)" if op == "mean" else "s_total(s)"
+    final = "select(p_cmean(s.a, s.c, L), p_nan(), L == 0.0)" if op == "mean" else "s_total(s)"
     return "a: f32, c: f32", "f32", fns, (final,)
 
 
@@ -165,7 +165,7 @@ def _welford_spec(op: str):
             # torch's own Welford (double sums) has it: NaN once an inf is followed by any
             # element, so [inf, 1] gives NaN where mean() gives inf
             "fn s_mean(s: S, n: f32) -> f32 {\n"
-            "  let v = c_total(s.a, s.c) / n;\n"
+            "  let v = p_cmean(s.a, s.c, n);\n"
             "  if (p_isnan(v) || p_isinf(v)) { return s.k + s.m; }\n  return v;\n}\n"
         )
     fns += (
@@ -383,8 +383,6 @@ def _spec(op: str, t: str):
     if op.startswith("norm"):
         # norminf / normninf: max / min |x|;  norm0: count ≠ 0
         ident, term, fold, final = {
-            "norm2": ("0.0", "x * x", "+", "sqrt(s.a)"),
-            "norm1": ("0.0", "abs(x)", "+", "s.a"),
             # (NaN counts, as torch's; lavapipe took `x != 0.0` as ordered here: NaN gave 0)
             "norm0": ("0.0", "select(0.0, 1.0, x != 0.0 || p_isnan(x))", "+", "s.a"),
             "norminf": ("0.0", "abs(x)", "max", "s.a"),
