@@ -56,3 +56,14 @@ def test_instance_norm_of_constant_rows_is_zero(rng):
         x = pr.tensor(np.repeat(v, n, 2))
         out = pr.nn.functional.instance_norm(x, eps=1e-3).numpy()
         np.testing.assert_array_equal(out, np.zeros_like(out))
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_empty_rows_on_every_path(path, monkeypatch):
+    # rows of no elements: the identity (sum 0, norm 0) or NaN (mean, var), whatever path is
+    # forced (a forced split or one-pass plan of an empty row divided by zero)
+    for k, v in PATHS[path].items():
+        monkeypatch.setattr(R, k, v)
+    x = pr.empty(3, 0)
+    assert x.sum(1).tolist() == [0.0] * 3 and x.norm(dim=1).tolist() == [0.0] * 3
+    assert all(np.isnan(x.mean(1).numpy())) and all(np.isnan(x.var(1).numpy()))

@@ -163,6 +163,8 @@ def _fused_plan(n_out: int, length: int, op: str, acc: str):
     """(chunks P, chunk length C) of a one-pass split (see FUSED), or None."""
     if FUSED is False or FORCE_MODE is not None or FORCE_SPLIT is not None or not SPLIT:
         return None
+    if length == 0:  # (an empty row: the row kernel's identity)
+        return None
     if not fused_ok(op, acc) or state_words(op, acc) > FUSED_WORDS:
         return None
     if FUSED is None and (
@@ -205,6 +207,8 @@ def _split_plan(n_out: int, length: int, wide: bool = False):
     # in chunks whose own loops fit (serial chunks on CPU adapters, row chunks elsewhere)
     required = reduce_loop_iterations("row", length) > limit
     serial_cap = builtins.min(SERIAL_MAX_LEN_CPU, limit) // WG * WG
+    if length == 0:  # (an empty row: the row kernel's identity, forced split or not)
+        return None
     if FORCE_SPLIT is not None:
         parts = FORCE_SPLIT
     elif required:
