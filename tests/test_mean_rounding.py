@@ -67,3 +67,19 @@ def test_empty_rows_on_every_path(path, monkeypatch):
     x = pr.empty(3, 0)
     assert x.sum(1).tolist() == [0.0] * 3 and x.norm(dim=1).tolist() == [0.0] * 3
     assert all(np.isnan(x.mean(1).numpy())) and all(np.isnan(x.var(1).numpy()))
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_mean_of_infinities_and_nan(path, monkeypatch):
+    # an inf makes the mean inf (its compensation term is inf - inf: never added), inf and -inf
+    # or a NaN make it NaN, as torch's
+    for k, v in PATHS[path].items():
+        monkeypatch.setattr(R, k, v)
+    n = 700
+    a = np.ones((4, n), np.float32)
+    a[0, 3] = np.inf
+    a[1, [3, 9]] = [np.inf, -np.inf]
+    a[2, 5] = np.nan
+    a[3, 7] = -np.inf
+    got = pr.tensor(a).mean(1).numpy()
+    assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2]) and got[3] == -np.inf

@@ -610,9 +610,10 @@ HELPERS = {
     # product exact) plus c, divided by n, added once. (a + c) / n rounded the sum before the
     # division, which WGSL lets be 2.5 ULP: the mean of 5 copies of one float came out 1 ULP
     # from it (lavapipe, 2026-12-06), an instance_norm of constant rows 3e-5 from 0. Sums past
-    # 1e30 (where the split could overflow) and inf or NaN: the plain quotient.
+    # 1e30 (where the split could overflow): the plain quotient; an inf or NaN sum: a / n alone.
     "p_cmean": """fn p_cmean(a: f32, c: f32, n: f32) -> f32 {
-  if (p_isnan(a) || p_isinf(a) || abs(a) > 1e30) { return p_divf(a + c, n); }
+  if (p_isnan(a) || p_isinf(a)) { return p_divf(a, n); }  // (c is meaningless then: inf - inf)
+  if (abs(a) > 1e30) { return p_divf(a + c, n); }
   let q = p_divf(a, n);
   let sq = p_split(q);
   let sn = p_split(n);
