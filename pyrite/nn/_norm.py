@@ -317,7 +317,12 @@ def _norm_backward(ctx, g, group_shape, stat_dims, w_dims, w_view, eps, stats=No
     shape = x._shape
     if group_shape is not None:
         x, g = x.reshape(*group_shape), g.reshape(*group_shape)
+    # (all in float32, rounded once at the end, as torch's accumulate type: a half-precision
+    # g·w, its mean and their difference each rounded to bf16 magnified by r = 1/σ; constant
+    # bf16 groups gave gradients 3x torch's noise)
     xf = x if x.dtype is D.float32 else x.float()
+    gdt = g.dtype
+    g = g if gdt is D.float32 else g.float()
     if stats is None:
         mu = xf.mean(stat_dims, keepdim=True)
         xc = xf - mu
@@ -327,7 +332,11 @@ def _norm_backward(ctx, g, group_shape, stat_dims, w_dims, w_view, eps, stats=No
         xc = xf - mu
         r = (var + eps).rsqrt()
     xh = xc * r
-    wv = weight.reshape(*w_view) if weight is not None else None
+    if weight is not None:
+        wdt = weight.dtype
+        wv = (weight if wdt is D.float32 else weight.float()).reshape(*w_view)
+    else:
+        wv = None
     gx = gw = gb = None
     if need_x:
         gh = g * wv if wv is not None else g
@@ -337,10 +346,14 @@ def _norm_backward(ctx, g, group_shape, stat_dims, w_dims, w_view, eps, stats=No
         else:
             gx = gh * r
         gx = gx.reshape(*shape)
+        gx = gx if gx.dtype is ctx.input.dtype else gx.to(ctx.input.dtype)
     if need_w and weight is not None:
         gw = (g * xh).sum(w_dims).reshape(-1)
+        gw = gw if gw.dtype is wdt else gw.to(wdt)
     if need_b:
         gb = g.sum(w_dims).reshape(-1)
+        bias_dt = gdt if weight is None else wdt
+        gb = gb if gb.dtype is bias_dt else gb.to(bias_dt)
     return gx, gw, gb
 
 
