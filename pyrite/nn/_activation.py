@@ -374,7 +374,7 @@ def softsign(input):
 
 def tanhshrink(input):
     """x - tanh(x)."""
-    return _act("tanhshrink", "x0 - p_tanh(x0)", input, floats_only=False)
+    return _act("tanhshrink", "p_tanhshrink(x0)", input, floats_only=False)
 
 
 @forwards
