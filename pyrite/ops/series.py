@@ -123,8 +123,14 @@ def erfcx(input, *, out=None):
 
     x = _float(input)
     # each branch sees only its own range (an unused inf would make NaN of where's gradient)
-    small_x = where(x < 5.0, x, 0.0)
-    hi = (small_x * 4096.0).round() / 4096.0  # <= 12 significant bits in range: hi·hi is exact
+    # (below -10, exp(x²) is past float32 anyway: clamped so the split cannot overflow)
+    small_x = where(x < 5.0, x, 0.0).clamp_min(-10.0)
+    # Dekker's split: hi holds 12 significant bits of x, so hi·hi is exact whatever x's scale
+    # (round(x·4096)/4096 kept 16 bits at x = -9.2: x²'s rounding, 5e-6 of exp's argument,
+    # put erfcx(-9.2) 3.4e-6 relative off; each step is its own kernel, so no compiler
+    # folds c - (c - x) into x)
+    c = small_x * 4097.0
+    hi = c - (c - small_x)
     lo = small_x - hi
     small = (hi * hi).exp() * (lo * (2.0 * hi + lo)).exp() * erfc(small_x)
     big_x = where(x >= 5.0, x, 5.0)  # (the series' branch, kept finite where unused)
