@@ -119,34 +119,10 @@ class BufferPool:
         with self.lock:
             if self.deferred:
                 self._drain()
-            if mappable and self.mappable_usage is not None and self.tape is None:
-                return self._allocate_mappable(nbytes)
-            return self._allocate(nbytes, upload)
+            mappable = mappable and self.mappable_usage is not None and self.tape is None
+            return self._allocate(nbytes, upload, mappable)
 
-    def _allocate_mappable(self, nbytes: int) -> Storage:
-        size = size_class(nbytes)
-        bucket = self.recent.get(-size) or self.free.get(-size)
-        if bucket:
-            buffer = bucket.pop()
-            if bucket is self.recent.get(-size):
-                self.recent_bytes -= size
-            else:
-                self.pooled_bytes -= size
-        else:
-            buffer = self._create(size, self.mappable_usage)
-            self.mappable.add(id(buffer))
-        return self._account(buffer, size, nbytes)
-
-    def _account(self, buffer, size, nbytes) -> Storage:
-        """A live Storage of `buffer` (its size class `size`), counted in the pool's figures."""
-        self.live_bytes += size
-        self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
-        reserved = self.live_bytes + self.pooled_bytes + self.recent_bytes
-        if reserved > self.peak_reserved_bytes:
-            self.peak_reserved_bytes = reserved
-        return Storage(buffer, nbytes, self)
-
-    def _allocate(self, nbytes: int, upload: bool) -> Storage:
+    def _allocate(self, nbytes: int, upload: bool, mappable: bool = False) -> Storage:
         if nbytes > self.max_binding:
             raise OutOfMemoryError(
                 f"pyrite: a tensor of {nbytes:,} bytes exceeds this device's largest storage "
@@ -157,18 +133,27 @@ class BufferPool:
         tape = self.tape
         if tape is not None:
             return tape.allocate(self, nbytes, size, upload)
-        bucket = None if upload else self.recent.get(size)
+        key = -size if mappable else size  # (mappable buffers pool apart: see self.mappable)
+        bucket = None if upload else self.recent.get(key)
         if bucket:
             buffer = bucket.pop()
             self.recent_bytes -= size
         else:
-            bucket = self.free.get(size)
+            bucket = self.free.get(key)
             if bucket:
                 buffer = bucket.pop()
                 self.pooled_bytes -= size
+            elif mappable:
+                buffer = self._create(size, self.mappable_usage)
+                self.mappable.add(id(buffer))
             else:
                 buffer = self._create(size)
-        return self._account(buffer, size, nbytes)
+        self.live_bytes += size
+        self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
+        reserved = self.live_bytes + self.pooled_bytes + self.recent_bytes
+        if reserved > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = reserved
+        return Storage(buffer, nbytes, self)
 
     def _create(self, size, usage=None):
         usage = self.usage if usage is None else usage
