@@ -1166,12 +1166,24 @@ def test_fused_rule_on_a_gpu(rng, monkeypatch):
     monkeypatch.setattr(R, "WIDE", None)
     monkeypatch.setattr(R, "FUSED", False)
     assert R._fused_plan(1, 98_304, "sum", "f32") is None
-    budget = R.reduce_loop_iterations("row", 1 << 20)
     monkeypatch.setattr(R, "FUSED", None)
-    monkeypatch.setattr(R, "max_loop_iterations", lambda: 4)  # (a chunk's loops past it)
+    parts, chunk = R._fused_plan(1, 1 << 20, "sum", "f32")
+    # its worst case: the chunk's loops, the merge and a full wait for each state word
+    budget = R.fused_loop_iterations(chunk, parts, R.state_words("sum", "f32"))
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: budget - 1)  # (one past it)
     assert R._fused_plan(1, 1 << 20, "sum", "f32") is None
     monkeypatch.setattr(R, "max_loop_iterations", lambda: budget)
-    assert R._fused_plan(1, 1 << 20, "sum", "f32") is not None
+    assert R._fused_plan(1, 1 << 20, "sum", "f32") == (parts, chunk)
+
+
+def test_new_loops_within_lavapipes_budget():
+    # the fused stage's worst case for the largest state it takes (the spins of every word
+    # included), and a staged scan unit's, inside lavapipe's ~65,535 iterations an invocation
+    from pyrite.kernels.reduce import SCAN_STAGED, scan_loop_iterations
+
+    worst = R.fused_loop_iterations(R.SPLIT_MIN_CHUNK * 4, R.FUSED_MAX_UNITS, R.FUSED_WORDS)
+    assert worst < 65_535 - 1_000, worst
+    assert scan_loop_iterations("row", SCAN_STAGED) < 64
 
 
 def test_fused_under_compile(rng, monkeypatch):

@@ -502,8 +502,11 @@ def state_words(op: str, acc: str) -> int:
 # the fused stage's scratch: a state word not yet stored (a NaN pattern p_word never writes)
 FUSED_EMPTY = 0xFFFFFFFF
 # spins of a wait for one state word before it gives up (the word then reads as FUSED_EMPTY:
-# a NaN, so a lost store would poison the result rather than pass unseen)
-FUSED_SPINS = 1 << 22
+# a NaN, so a lost store would poison the result rather than pass unseen). The store waited
+# for was issued before its workgroup counted, so it lands within microseconds; 8,192 spins of
+# an L2 round trip are milliseconds. Bounded so that an invocation's spins for a state of up to
+# 6 words (49,152) stay inside lavapipe's ~65,535-iteration loop budget (fused_loop_iterations).
+FUSED_SPINS = 1 << 13
 
 
 def fused_ok(op: str, acc: str) -> bool:
@@ -949,9 +952,20 @@ def reduce_loop_iterations(mode: str, length: int) -> int:
     return -(-length // WG) + 1 + 2 * (_ROW_SPLIT + 1)
 
 
+def fused_loop_iterations(chunk: int, parts: int, words: int) -> int:
+    """Loop iterations of one invocation of the fused stage at worst: its chunk's row loops,
+    the last workgroup's merge of `parts` states, and a full wait (FUSED_SPINS) for each of a
+    state's `words` words."""
+    return reduce_loop_iterations("row", chunk) + -(-parts // WG) + 1 + words * (FUSED_SPINS + 1)
+
+
 def scan_loop_iterations(mode: str, length: int) -> int:
     """Loop iterations of one invocation of scan_kernel over a row (or chunk) of `length`,
-    each loop's exit test included (lavapipe counts it against its budget)."""
+    each loop's exit test included (lavapipe counts it against its budget): the block's two
+    passes (unstaged) or the staged unit's load, block and store loops, and the totals'
+    log2(WG) parallel-prefix steps."""
     if mode == "serial":
         return length + 1
-    return 2 * (-(-length // WG) + 1) + WG.bit_length() + 1
+    steps = -(-length // WG) + 1
+    passes = 3 * max(steps, SCAN_STAGED // WG + 1) if length <= SCAN_STAGED else 2 * steps
+    return passes + WG.bit_length() + 1

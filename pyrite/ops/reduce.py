@@ -22,6 +22,7 @@ from ..kernels.common import WG, fold_grid, grid_for
 from ..kernels.reduce import (
     FUSED_EMPTY,
     SCAN_STAGED,
+    fused_loop_iterations,
     fused_ok,
     reduce_kernel,
     reduce_loop_iterations,
@@ -181,8 +182,7 @@ def _fused_plan(n_out: int, length: int, op: str, acc: str):
     if (
         parts < 2
         or n_out * parts > FUSED_MAX_UNITS
-        or reduce_loop_iterations("row", chunk) > limit
-        or reduce_loop_iterations("row", parts) > limit
+        or fused_loop_iterations(chunk, parts, state_words(op, acc)) > limit
     ):
         return None
     return parts, chunk
