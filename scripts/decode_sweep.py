@@ -32,6 +32,17 @@ def main():
     def us(fn):
         return sum(t for t, *_ in kernel_times(fn, reps=9)) / 1e3
 
+    for lanes in (False, True) if "--lanes" in sys.argv else (_KD.DECODE_SG,):
+        _KD.DECODE_SG = lanes
+        print(f"first pass with several lanes a key: {lanes}", flush=True)
+        rows += sweep(dev, rule, us, lanes)
+    if out:
+        with open(out, "w") as f:
+            json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)
+
+
+def sweep(dev, rule, us, lanes):
+    rows = []
     for shape in SHAPES:
         B, H, L, S, E = shape
         try:
@@ -41,7 +52,8 @@ def main():
             continue
         fn = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
         now = rule(dev, B * H, L, S, E)
-        cur = us(fn)
+        parts = [t / 1e3 for t, *_ in kernel_times(fn, reps=9)]
+        cur = sum(parts)
         times = {}
         for p in (1, 2, 4, 8, 16, 32, 64):
             # (the constants only choose the key ranges: time each count of ranges that can run)
@@ -55,16 +67,15 @@ def main():
         best = min(times.items(), key=lambda kv: kv[1])
         peer = torch_us(shape, False, False)
         print(
-            f"{shape}: the rule's {now} ranges {cur:.1f} us; best {best[0]} ranges {best[1]:.1f} us;"
+            f"{shape}: the rule's {now} ranges {cur:.1f} us"
+            f" ({' + '.join(f'{t:.1f}' for t in parts)}); best {best[0]} ranges {best[1]:.1f} us;"
             f" torch CUDA {'-' if peer is None else f'{peer:.1f}'} us; "
             + ", ".join(f"{p}: {t:.1f}" for p, t in sorted(times.items())),
             flush=True,
         )
-        rows.append({"shape": shape, "rule_splits": now, "rule_us": cur, "torch_us": peer,
-                     "by_splits": times})  # fmt: skip
-    if out:
-        with open(out, "w") as f:
-            json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)
+        rows.append({"shape": shape, "lanes": lanes, "rule_splits": now, "rule_us": cur,
+                     "kernels_us": parts, "torch_us": peer, "by_splits": times})  # fmt: skip
+    return rows
 
 
 if __name__ == "__main__":

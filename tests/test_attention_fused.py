@@ -335,17 +335,22 @@ def test_key_split_forward(rng, monkeypatch, splits, L, S, E, kw):
     ],
     ids=["one-key", "plain", "bool-split", "float-mask", "causal-E128", "E5", "E1"],
 )
-def test_decode_forward(rng, monkeypatch, L, S, E, kw):
+@pytest.mark.parametrize("lanes", [True, False], ids=["lanes", "one-a-key"])
+def test_decode_forward(rng, monkeypatch, L, S, E, kw, lanes):
     """The decode kernel (few queries over many keys: a workgroup a query and key range, what a
     GPU takes for L <= DECODE_MAX_L), forced here whatever the device: forward and the three
     gradients (the flash backward from its lse) within the flash kernel's bounds, with masks,
     a query with every key masked, ranges that get no key, and head dims that do not fill a
-    vec4 or the workgroup's lanes."""
+    vec4 or the workgroup's lanes; its first pass with several lanes a key (where the device
+    has subgroups: lavapipe's hold 8) and with one invocation a key."""
     monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    monkeypatch.setattr(_attention._KD, "DECODE_SG", lanes)
     q, k, v = _qkv(rng, (2, 3), L, S, E)
     kw = _masked(rng, kw, L, S, dead=0)
     dev = backend.current()
     assert _attention._decode_splits(dev, 6, L, S, E) >= 1
+    if dev.subgroups and E > 4:  # (E <= 4: one vec4 a row, no lanes to share it)
+        assert (_attention._decode_lanes(dev, E) >= 2) == lanes
     _check(rng, q, k, v, **kw)
 
 
@@ -601,7 +606,7 @@ def test_decode_within_the_loop_budget(monkeypatch):
     S, E = 4096, 64
     p = _attention._decode_splits(dev, 1, 1, S, E)
     assert p >= 1
-    need = K.decode_loop_iterations(S, p, E)
+    need = K.decode_loop_iterations(S, p, E, _attention._decode_lanes(dev, E))
     monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need)
     assert _attention._decode_splits(dev, 1, 1, S, E) == p
     monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need - 1)

@@ -410,33 +410,39 @@ def attn_fwd_kernel(
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
+MERGE_WG = 64
+
+
 @lru_cache(maxsize=64)
 def attn_merge_kernel(E: int, splits: int, out_type: str, heads: int = 0) -> KernelSource:
-    """The split forward's second half: per query row (bh, i), one invocation, the `splits`
-    partials (acc, max m, sum l) of attn_fwd_kernel combine as M = max m_p,
+    """The split forward's second half: one invocation per (query row (bh, i), column e), the
+    `splits` partials (acc, max m, sum l) of attn_fwd_kernel combining as M = max m_p,
     l = Σ l_p·exp(m_p - M), out = Σ acc_p·exp(m_p - M) / l, lse = M + log(l) (0 and +inf
-    where every key was masked, as the unsplit kernel). Info: [0] rows nbh·L  [1] L."""
+    where every key was masked, as the unsplit kernel); column 0 writes lse. Consecutive
+    invocations read and write consecutive columns. (It was one invocation a row walking its E
+    columns: a decode of 16 heads, 16 rows, ran as 16 serial invocations on one SM.)
+    Info: [0] rows nbh·L  [1] L. Grid: rows·E invocations, MERGE_WG a workgroup."""
     bufs = [("part", "f32", "r"), ("o_", out_type, "w"), ("lse", "f32", "w")]
     w = E + 2
-    b = ENTRY.format(wg=64) + (
-        "  let row = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 64 + i32(lid.x);\n"
-        "  if (row >= info[0]) { return; }\n"
+    b = ENTRY.format(wg=MERGE_WG) + (
+        f"  let x = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * {MERGE_WG} + i32(lid.x);\n"
+        f"  if (x >= info[0] * {E}) {{ return; }}\n"
+        f"  let row = x / {E};\n  let e = x % {E};\n"
         "  let L = info[1];\n  let bh = row / L;\n  let i = row % L;\n"
         f"  let pb = row * {splits * w};\n"
         "  var M = -p_inf();\n"
     )
     for p in range(splits):
-        b += f"  M = max(M, part[pb + {p * w + E}]);\n"
-    b += "  var l = 0.0;\n"
+        b += f"  let m{p} = part[pb + {p * w + E}];\n  M = max(M, m{p});\n"
+    b += "  var l = 0.0;\n  var a = 0.0;\n"
     for p in range(splits):
-        b += f"  let f{p} = select(exp(part[pb + {p * w + E}] - M), 0.0, M == -p_inf());\n"
+        b += f"  let f{p} = select(exp(m{p} - M), 0.0, M == -p_inf());\n"
         b += f"  l += part[pb + {p * w + E + 1}] * f{p};\n"
+        b += f"  a += part[pb + {p * w} + e] * f{p};\n"
     b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
     b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
-    for e in range(E):
-        acc = " + ".join(f"part[pb + {p * w + e}] * f{p}" for p in range(splits))
-        b += f"  o_[ob + {e}] = {store(f'({acc}) * inv', 'f32', out_type)};\n"
-    b += "  lse[row] = select(M + log(l), p_inf(), l == 0.0);\n}\n"
+    b += f"  o_[ob + e] = {store('a * inv', 'f32', out_type)};\n"
+    b += "  if (e == 0) { lse[row] = select(M + log(l), p_inf(), l == 0.0); }\n}\n"
     src = header(bufs) + helpers_for(b) + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 

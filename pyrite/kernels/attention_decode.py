@@ -7,6 +7,7 @@ the split partials (merged by attn_merge_kernel) are attn_fwd_kernel's; nn/_atte
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from .attention import (
@@ -20,10 +21,26 @@ from .attention import (
     key_range,
     padded_dim,
 )
-from .common import KernelSource, header, helpers_for, load, store, trusted
+from .common import (
+    SG_ENABLE,
+    SG_MAX,
+    KernelSource,
+    header,
+    helpers_for,
+    load,
+    sg_offsets,
+    store,
+    trusted,
+)
 
 DECODE_WG = 256  # invocations of a decode workgroup (WebGPU's guaranteed maximum)
 DECODE_MAX_SPAN = 2048  # keys a decode workgroup holds the scores of (8 KB of workgroup memory)
+# The first pass (the scores) with decode_key_lanes lanes a key, reading each key's row with
+# consecutive lanes: None on GPUs with subgroups (nn/_attention._decode_lanes), True on any
+# device with subgroups (tests: lavapipe's hold 8), False never (A/B: one invocation a key, a
+# warp's reads falling on 32 rows). On lavapipe (2 cores, scripts/decode_sweep.py --lanes,
+# 2026-12-06) the lanes took 1.4-1.7x the time at (1, 16, 1, 4096, 64) and (1, 32, 1, 4096, 128).
+DECODE_SG = None
 
 
 def decode_groups(E: int) -> int:
@@ -37,12 +54,28 @@ def decode_span(S: int, splits: int) -> int:
     return -(-S // per) * DECODE_WG
 
 
-def decode_loop_iterations(S: int, splits: int, E: int) -> int:
+def decode_key_lanes(E: int, sgs: int) -> int:
+    """Lanes scoring one key together in attn_decode_kernel's first pass on a device whose
+    subgroups hold `sgs` consecutive invocations (0: none): the largest power of two at most
+    both ⌈E/4⌉ and sgs (each lane a vec4 of q and k, or several ⌈E/4⌉/lanes apart; their dot
+    products summed by a subgroupShuffleXor butterfly), or 0 (one invocation a key)."""
+    if DECODE_SG is False or sgs < 2:
+        return 0
+    c = padded_dim(E) // 4
+    r = 1
+    while 2 * r <= min(c, sgs, SG_MAX):
+        r *= 2
+    return r if r >= 2 else 0
+
+
+def decode_loop_iterations(S: int, splits: int, E: int, lanes: int = 0) -> int:
     """Loop iterations of one invocation of attn_decode_kernel (each loop with its exit test):
-    pass 1 over the range's keys DECODE_WG apart, pass 2 over them 4·G apart, the sum over the
-    G groups (the max tree is unrolled)."""
+    pass 1 over the range's keys DECODE_WG apart (with `lanes` a key, decode_key_lanes: four
+    keys a step, 4·DECODE_WG/lanes apart), pass 2 over them 4·G apart, the sum over the G groups
+    (the max tree is unrolled)."""
     span, G = decode_span(S, splits), decode_groups(E)
-    return (-(-span // DECODE_WG) + 1) + (-(-span // (4 * G)) + 1) + (G + 1)
+    step = 4 * DECODE_WG // lanes if lanes else DECODE_WG
+    return (-(-span // step) + 1) + (-(-span // (4 * G)) + 1) + (G + 1)
 
 
 @lru_cache(maxsize=64)
@@ -59,6 +92,8 @@ def attn_decode_kernel(
     heads: int = 0,
     splits: int = 1,
     dropout: bool = False,
+    lanes: int = 0,
+    sg: int = 0,
 ) -> KernelSource:
     """The forward for few queries over many keys (decode against a KV cache): one workgroup of
     DECODE_WG invocations per (batch·head, query, key range), the whole range's keys at once
@@ -72,7 +107,13 @@ def attn_decode_kernel(
     each group reads whole rows of v;
     a tree over the groups gives acc and l = Σ exp(s_j - M). No running rescale: M is the
     range's true max. Buffers and info words as attn_fwd_kernel, info[4] = L·splits; the outputs
-    are out and lse (splits = 1) or the split forward's partials for attn_merge_kernel."""
+    are out and lse (splits = 1) or the split forward's partials for attn_merge_kernel.
+
+    `lanes` (decode_key_lanes, with `sg` the device's subgroups): the first pass gives a key
+    `lanes` consecutive invocations instead of one, each holding a vec4 (or several) of q and
+    reading the matching part of the key's row, four keys a step; a subgroupShuffleXor butterfly
+    sums their dot products. A warp's reads then fall on whole rows (one invocation a key reads
+    32 rows a column at a time)."""
     _check(E, 8, mask)
     ep = padded_dim(E)
     C = ep // 4
@@ -83,19 +124,19 @@ def attn_decode_kernel(
     b += f"  let t = i32(lid.x);\n  let i = blk / {splits};\n  let part_i = blk % {splits};\n"
     b += key_range("min(S, i + 1)" if causal else "S", splits, wg)  # (whole DECODE_WG keys)
     b += "  let n = max(kend - k0, 0);\n"
-    b += _row_vec("q", "q_", q_type, f"qb + i * {lay.row('q')}", lay.col("q"), E, " * scale")
     # pass 1: the scores of the range, and their max
     b += "  var mloc = -p_inf();\n"
-    b += f"  for (var jj = t; jj < n; jj += {wg}) {{\n    let j = k0 + jj;\n"
-    kr = _row_vec("kr", "k_", k_type, f"kb + j * {lay.row('k')}", lay.col("k"), E)
-    b += "".join(f"  {ln}\n" for ln in kr.splitlines())
-    b += f"    var s = {_dot('q', lambda c: f'kr{c}', C)};\n"
-    b += "    var ok = true;\n"
-    mt = _mask_test(mask, m_type, "i", "j")
-    if mask != "none":
-        mt = mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
-    b += mt
-    b += "    s = select(-p_inf(), s, ok);\n    sc[jj] = s;\n    mloc = max(mloc, s);\n  }\n"
+    if lanes:
+        b += _scores_lanes(E, lanes, lay, q_type, k_type, mask, m_type)
+    else:
+        b += _row_vec("q", "q_", q_type, f"qb + i * {lay.row('q')}", lay.col("q"), E, " * scale")
+        b += f"  for (var jj = t; jj < n; jj += {wg}) {{\n    let j = k0 + jj;\n"
+        kr = _row_vec("kr", "k_", k_type, f"kb + j * {lay.row('k')}", lay.col("k"), E)
+        b += "".join(f"  {ln}\n" for ln in kr.splitlines())
+        b += f"    var s = {_dot('q', lambda c: f'kr{c}', C)};\n"
+        b += "    var ok = true;\n"
+        b += _mask_words(_mask_test(mask, m_type, "i", "j"), mask, lay)
+        b += "    s = select(-p_inf(), s, ok);\n    sc[jj] = s;\n    mloc = max(mloc, s);\n  }\n"
     b += "  rl[t] = mloc;\n  workgroupBarrier();\n"
     w = wg // 2
     while w >= 1:
@@ -146,5 +187,60 @@ def attn_decode_kernel(
         f"var<workgroup> rl: array<f32, {wg}>;\n"
         f"var<workgroup> ra: array<vec4<f32>, {wg}>;\n"
     )
-    src = header(bufs) + helpers_for(b) + shared + b
+    src = (SG_ENABLE if lanes and sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
+
+
+def _mask_words(mt: str, mask: str, lay) -> str:
+    """_mask_test's WGSL with the mask's row and column stride words filled in."""
+    if mask == "none":
+        return mt
+    return mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
+
+
+def _scores_lanes(E, lanes, lay, q_type, k_type, mask, m_type) -> str:
+    """WGSL of attn_decode_kernel's first pass with `lanes` invocations a key: lane rk of key
+    slot gk holds q's vec4 chunks rk, rk + lanes, ... (scaled), and at each step scores keys
+    gk, gk + K, gk + 2K, gk + 3K of the range (K = DECODE_WG / lanes slots), their partial dot
+    products summed over the key's lanes by a subgroupShuffleXor butterfly (every lane ends with
+    the score); lane 0 stores it. The loop's bound is the workgroup's (shuffles stay in uniform
+    control flow); keys past the range are clamped reads, scored -inf."""
+    C = padded_dim(E) // 4
+    U = -(-C // lanes)  # chunks a lane holds
+    K = DECODE_WG // lanes
+    exact = E % 4 == 0 and C % lanes == 0  # (every lane's chunks lie inside the row)
+
+    def chunk(buf, stype, base, col, u):
+        comps = []
+        for k in range(4):
+            e = f"4 * (rk + {u * lanes}) + {k}"
+            if exact:
+                comps.append(load(f"{buf}[{base} + ({e}) * {col}]", stype, "f32"))
+            else:
+                v = load(f"{buf}[{base} + min({e}, {E - 1}) * {col}]", stype, "f32")
+                comps.append(f"select(0.0, {v}, {e} < {E})")
+        return f"vec4<f32>({', '.join(comps)})"
+
+    b = f"  let rk = t % {lanes};\n  let gk = t / {lanes};\n"
+    qbase = f"qb + i * {lay.row('q')}"
+    for u in range(U):
+        b += f"  let q{u} = {chunk('q_', q_type, qbase, lay.col('q'), u)} * scale;\n"
+    b += f"  for (var jb = 0; jb < n; jb += {4 * K}) {{\n"
+    for w in range(4):
+        b += f"    let jj{w} = jb + gk + {w * K};\n    let j{w} = k0 + min(jj{w}, n - 1);\n"
+        kbase = f"kb + j{w} * {lay.row('k')}"
+        terms = " + ".join(
+            f"dot(q{u}, {chunk('k_', k_type, kbase, lay.col('k'), u)})" for u in range(U)
+        )
+        b += f"    var s{w} = {terms};\n"
+    for o in sg_offsets(lanes):
+        for w in range(4):
+            b += f"    s{w} += subgroupShuffleXor(s{w}, {o}u);\n"
+    for w in range(4):
+        b += f"    let in{w} = jj{w} < n;\n    var ok{w} = in{w};\n"
+        mt = _mask_words(_mask_test(mask, m_type, "i", f"j{w}"), mask, lay)
+        mt = re.sub(r"\bok\b", f"ok{w}", mt).replace("s +=", f"s{w} +=")
+        b += mt
+        b += f"    s{w} = select(-p_inf(), s{w}, ok{w});\n"
+        b += f"    if (rk == 0 && in{w}) {{ sc[jj{w}] = s{w}; }}\n    mloc = max(mloc, s{w});\n"
+    return b + "  }\n"

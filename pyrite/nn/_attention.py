@@ -60,6 +60,11 @@ def scaled_dot_product_attention(
     scores; is_causal masks with the lower triangle of an (L, S) matrix (top-left aligned, as
     torch); enable_gqa repeats each key/value head for its group of query heads (dim -3).
     """
+    pk = _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if pk is not None:
+        plan = _PLANS.get(pk)
+        if plan is not None:
+            return _flash_run(plan, query, key, value, attn_mask)[0]
     if isinstance(attn_mask, CausalBias):  # torch.nn.attention.bias (torch's CPU dispatch)
         if is_causal:
             raise ValueError(
@@ -86,6 +91,12 @@ def scaled_dot_product_attention(
     S = key._shape[-2]
     scale_ = 1.0 / math.sqrt(E) if scale is None else scale
     if 0.0 <= dropout_p < 1.0 and _fusable(query, key, value, attn_mask, enable_gqa):
+        if pk is not None:  # (no gradient, no dropout, no grouped heads: plan once, keep it)
+            plan = _flash_plan(query, key, value, attn_mask, is_causal, scale_, False)
+            if len(_PLANS) >= PLANS_MAX:
+                _PLANS.clear()
+            _PLANS[pk] = plan
+            return _flash_run(plan, query, key, value, attn_mask)[0]
         return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa, dropout_p)
     if query.dtype in (D.float16, D.bfloat16):
         # the composite in f32, rounded once into the half type, as torch's CPU kernels
@@ -356,9 +367,18 @@ def _dispatch(dev, src, bufs, info, grid, drop, redraw=False):
 
 
 def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
-    """(out, lse): the fused forward (one dispatch). out (lead..., L, E) in q's dtype, lse
-    (lead..., L) float32 the log-sum-exp of each query's scaled, masked scores (+inf for a query
-    with every key masked), kept for the backward."""
+    """(out, lse): the fused forward (one dispatch, or the split's two). out (lead..., L, E) in
+    q's dtype, lse (lead..., L) float32 the log-sum-exp of each query's scaled, masked scores
+    (+inf for a query with every key masked), kept for the backward."""
+    plan = _flash_plan(query, key, value, attn_mask, is_causal, scale, drop is not None)
+    return _flash_run(plan, query, key, value, attn_mask, drop)
+
+
+def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
+    """What _flash_run dispatches for these operands (their shapes, strides, offsets and dtypes,
+    the device and the module's constants decide it; nothing in it names a tensor): (lead,
+    heads, out dtype, the forward's kernel, info words and grid, the partials' length (0: no
+    split), the merge's info words and grid)."""
     L, E = query._shape[-2:]
     S = key._shape[-2]
     lead = _lead_shape(query, key, value, attn_mask)
@@ -370,8 +390,6 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     if mask is not None:
         ops.append((mask, -2, -1))
     heads = _heads_inside(query, lead)
-    out = _empty_rows(lead, L, E, query.dtype, heads)
-    lse = empty(tuple(lead) + (L,), D.float32)
     nbh = math.prod(lead)
     dev = backend.current()
     dsplits = _decode_splits(dev, nbh, L, S, E)
@@ -383,6 +401,7 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     else:
         splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
     rank, info = _info(lead, L, S, scale, (L if dsplits else nblk) * (dsplits or splits), ops)
+    out_dt = query.dtype
     args = (
         E,
         block,
@@ -393,36 +412,106 @@ def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
         key.dtype.wgsl,
         value.dtype.wgsl,
         mask.dtype.wgsl if mask is not None else None,
-        out.dtype.wgsl,
+        out_dt.wgsl,
         heads,
     )
-    bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
-    if mask is not None:
-        bufs.append(mask._storage.buffer)
     if dsplits:  # (few queries over many keys: a workgroup a query and key range)
-        kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=bool(drop))
+        kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=dropout,
+                         lanes=_decode_lanes(dev, E), sg=dev.subgroups)  # fmt: skip
         groups, splits = nbh * L, dsplits
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
-            _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=bool(drop),
+            _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=dropout,
             heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev),
             **_tiled_variant(dev, E),
         )  # fmt: skip
         groups = nbh * nblk
     else:
-        kernel = partial(_K.attn_fwd_kernel, *args, dropout=bool(drop), heavy_first=_K.HEAVY_FIRST)
+        kernel = partial(_K.attn_fwd_kernel, *args, dropout=dropout, heavy_first=_K.HEAVY_FIRST)
         groups = nbh * nblk
     if splits == 1:
-        _dispatch(dev, kernel(), bufs + [out._storage.buffer, lse._storage.buffer], info,
-                  fold_grid(groups), drop, redraw=True)  # fmt: skip
+        return lead, heads, out_dt, kernel(), info, fold_grid(groups), 0, None, None, None
+    merge = _K.attn_merge_kernel(E, splits, out_dt.wgsl, heads)
+    merge_grid = fold_grid(-(-nbh * L * E // _K.MERGE_WG))
+    return (lead, heads, out_dt, kernel(splits=splits), info, fold_grid(groups * splits),
+            nbh * L * splits * (E + 2), merge, [nbh * L, L], merge_grid)  # fmt: skip
+
+
+def _flash_run(plan, query, key, value, attn_mask, drop=None):
+    """(out, lse) of a _flash_plan's dispatches on these operands."""
+    lead, heads, out_dt, src, info, grid, npart, merge, merge_info, merge_grid = plan
+    L, E = query._shape[-2:]
+    out = _empty_rows(lead, L, E, out_dt, heads)
+    lse = empty(tuple(lead) + (L,), D.float32)
+    bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
+    if attn_mask is not None:
+        bufs.append(attn_mask._storage.buffer)
+    dev = backend.current()
+    if not npart:
+        _dispatch(dev, src, bufs + [out._storage.buffer, lse._storage.buffer], info, grid, drop,
+                  redraw=True)  # fmt: skip
         return out, lse
-    part = empty((nbh * L * splits * (E + 2),), D.float32)
-    _dispatch(dev, kernel(splits=splits), bufs + [part._storage.buffer], info,
-              fold_grid(groups * splits), drop, redraw=True)  # fmt: skip
-    merge = _K.attn_merge_kernel(E, splits, out.dtype.wgsl, heads)
+    part = empty((npart,), D.float32)
+    _dispatch(dev, src, bufs + [part._storage.buffer], info, grid, drop, redraw=True)
     dev.dispatch(merge, [part._storage.buffer, out._storage.buffer, lse._storage.buffer],
-                 [nbh * L, L], fold_grid(-(-nbh * L // 64)))  # fmt: skip
+                 merge_info, merge_grid)  # fmt: skip
     return out, lse
+
+
+# Calls that need no gradient (inference: a model's eval forward, a decode step) skip the
+# checks and the kernel choice once their operands' layout has been seen: the plan of each
+# (shapes, strides, offsets, dtypes, mask, is_causal, scale) is kept, with the constants above
+# and in the kernel modules that choose it (tests and A/B runs change them), the device and its
+# loop budget. A decode against a growing cache sees a new S each step: PLANS_MAX bounds them.
+_PLANS: dict = {}
+_PLANS_DEVICE = None
+PLANS_MAX = 256
+_knobs = None
+
+
+def _plan_knobs():
+    """The module constants a plan depends on, as one getter (rebuilt when the modules are)."""
+    from operator import attrgetter
+
+    mods = [_K, _KT, _KD]
+    getters = [attrgetter(*[n for n, v in vars(m).items() if n.isupper()
+                            and isinstance(v, (bool, int, float, type(None)))]) for m in mods]  # fmt: skip
+    here = attrgetter(*[n for n, v in globals().items() if n.isupper() and n[0] != "_"
+                        and n != "PLANS_MAX" and isinstance(v, (bool, int, float, type(None)))])  # fmt: skip
+    import sys
+
+    me = sys.modules[__name__]
+    return lambda: (here(me), *(g(m) for g, m in zip(getters, mods)))
+
+
+def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """The plan cache's key for this call, or None where the cache does not serve it (a
+    gradient, dropout, grouped-query heads, pr.compile recording, a CausalBias, non-tensors)."""
+    global _PLANS_DEVICE, _knobs
+    if dropout_p != 0.0 or enable_gqa or type(query) is not Tensor or type(key) is not Tensor:
+        return None
+    if type(value) is not Tensor or not (attn_mask is None or type(attn_mask) is Tensor):
+        return None
+    if not (scale is None or type(scale) is float or type(scale) is int):
+        return None
+    if _autograd.needs_grad(query, key, value, attn_mask):
+        return None
+    dev = backend.current()
+    if dev._tape is not None:
+        return None
+    if _PLANS_DEVICE is not dev:
+        _PLANS.clear()
+        _PLANS_DEVICE = dev
+    if _knobs is None:
+        _knobs = _plan_knobs()
+    m = None if attn_mask is None else (
+        attn_mask._shape, attn_mask._strides, attn_mask._offset, attn_mask.dtype)  # fmt: skip
+    return (
+        query._shape, query._strides, query._offset, query.dtype,
+        key._shape, key._strides, key._offset, key.dtype,
+        value._shape, value._strides, value._offset, value.dtype,
+        m, bool(is_causal), scale, max_loop_iterations(), _knobs(),
+    )  # fmt: skip
 
 
 # The forward cuts the keys into ranges (kernels/attention.attn_fwd_kernel `splits`, merged by
@@ -579,7 +668,16 @@ def _decode_splits(dev, nbh, L, S, E):
         and _KD.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
     ):
         p *= 2
-    return p if _KD.decode_loop_iterations(S, p, E) <= max_loop_iterations() else 0
+    lanes = _decode_lanes(dev, E)
+    return p if _KD.decode_loop_iterations(S, p, E, lanes) <= max_loop_iterations() else 0
+
+
+def _decode_lanes(dev, E) -> int:
+    """The decode kernel's `lanes` on this device (kernels/attention_decode.decode_key_lanes;
+    on CPU adapters only where DECODE_SG forces them)."""
+    if not dev.subgroups or (dev.adapter_type == "CPU" and _KD.DECODE_SG is not True):
+        return 0
+    return _KD.decode_key_lanes(E, dev.subgroup_size)
 
 
 # The register-tiled backward (kernels/attention_tiled_bwd.py) takes head dims up to 128 where
