@@ -37,12 +37,25 @@ import numpy as np
 
 from .tensor import Tensor
 
-_state = threading.local()
+
+class _State(threading.local):
+    """Per-thread autograd state. The defaults live on the class: a thread that never set a
+    value reads them as plain attributes (getattr with a default on a bare threading.local
+    raises and catches an AttributeError inside, ~0.6 µs, and every public op asks `enabled`)."""
+
+    enabled = True  # grad mode
+    inference = False
+    anomaly = False
+    guarded = 0  # depth of _guard bodies running
+    guard_names = None  # their op names, innermost last (a list once a guard ran)
+
+
+_state = _State()
 
 
 # ---- grad mode -----------------------------------------------------------------------------
 def is_grad_enabled() -> bool:
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(mode: bool):
@@ -131,7 +144,7 @@ class enable_grad(_GradMode):
 
 
 def is_inference_mode_enabled() -> bool:
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 class inference_mode(_GradMode):
@@ -201,7 +214,7 @@ class set_detect_anomaly:
 
 
 def is_anomaly_enabled() -> bool:
-    return getattr(_state, "anomaly", False)
+    return _state.anomaly
 
 
 def is_anomaly_check_nan_enabled() -> bool:
@@ -546,7 +559,7 @@ def _edge(t):
 
 def needs_grad(*xs) -> bool:
     """Whether recording is on and any of `xs` (tensors or anything else) requires grad."""
-    if not getattr(_state, "enabled", True):
+    if not _state.enabled:
         return False
     for x in xs:
         if getattr(x, "requires_grad", False) is True:
@@ -1283,7 +1296,7 @@ def wrap(fn, name, rule, inplace=False):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if not getattr(_state, "enabled", True):
+        if not _state.enabled:
             if inplace and args and isinstance(args[0], Tensor):
                 r = fn(*args, **kwargs)
                 mark_written(args[0])
@@ -1324,7 +1337,7 @@ def wrap(fn, name, rule, inplace=False):
 def guarded_op_name():
     """The public op (without a rule of its own) whose body is running, innermost, or None:
     a kernel it runs without a gradient names it in the error its backward raises."""
-    names = getattr(_state, "guard_names", None)
+    names = _state.guard_names
     return names[-1] if names else None
 
 
@@ -1341,7 +1354,7 @@ def _guard(fn, name):
 
     @functools.wraps(fn)
     def guard(*args, **kwargs):
-        if not getattr(_state, "enabled", True) or not _any_requires(args, kwargs):
+        if not _state.enabled or not _any_requires(args, kwargs):
             out = fn(*args, **kwargs)
             if inplace and args and isinstance(args[0], Tensor):
                 mark_written(args[0])
@@ -1350,7 +1363,7 @@ def _guard(fn, name):
         if inplace and args and isinstance(args[0], Tensor):
             check_inplace(args[0], name, True)
             v0 = getattr(args[0]._storage, "version", 0)
-        depth = getattr(_state, "guarded", 0)
+        depth = _state.guarded
         _state.guarded = depth + 1
         names = _state.__dict__.setdefault("guard_names", [])
         names.append(name)
@@ -1396,6 +1409,10 @@ _PLAIN = frozenset((int, float, bool, str, slice, type(None), type(Ellipsis)))
 def _any_requires(args, kwargs) -> bool:
     for a in args:
         t = type(a)
+        if t is Tensor:  # (the common case: its slots read directly, ~0.15 µs an argument)
+            if a.requires_grad is True or (a._base is not None and _requires(a)):
+                return True
+            continue
         if t in _PLAIN:
             continue
         if t is tuple or t is list or isinstance(a, (list, tuple)):
@@ -1584,7 +1601,7 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
 
     v = args[0]
     b = v._base
-    if getattr(_state, "guarded", 0):
+    if _state.guarded:
         # inside a public op without a rule (its own kernels may also write b unrecorded):
         # refuse, so the op runs unrecorded and its backward raises naming it — a rebased
         # history there could give a silently wrong gradient

@@ -655,7 +655,7 @@ def gemm(
         a._shape, a._strides, a._offset, a.dtype, b._shape, b._strides, b._offset, b.dtype,
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
-        FORCE, FORCE_SPLIT, max_loop_iterations(),  # (tests force variants, lower the budget)
+        FORCE, FORCE_SPLIT, dev.loop_budget,  # (tests force variants, lower the budget: max_loop_iterations)
         F16_ACCUMULATION, GEMV_SUBGROUPS,
         variant, None if into is None else into._offset, dev._tape is not None, rows,
     )  # fmt: skip
@@ -1114,9 +1114,10 @@ def linear(input, weight, bias=None):
     # every model)
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
     w = weight if isinstance(weight, Tensor) else as_tensor_arg(weight)
-    if w.ndim not in (1, 2):
+    xd, wd = len(x._shape), len(w._shape)  # (ndim, read once: the property costs a call)
+    if wd not in (1, 2):
         raise ShapeError(f"pyrite: linear: weight must be 1D or 2D, got shape {tuple(w._shape)}")
-    if x.ndim == 0 or x._shape[-1] != w._shape[-1]:
+    if xd == 0 or x._shape[-1] != w._shape[-1]:
         raise ShapeError(
             f"pyrite: linear: input of shape {tuple(x._shape)} and weight of shape "
             f"{tuple(w._shape)} cannot be multiplied (in_features {w._shape[-1]})"
@@ -1124,17 +1125,17 @@ def linear(input, weight, bias=None):
     _check_dtypes(x, w, "linear")
     if isinstance(bias, Tensor):
         _check_added(x, [bias], "linear")
-    if w.ndim == 1:
+    if wd == 1:
         return _linear_vector(x, w, bias)
     wt = w._view((w._shape[1], w._shape[0]), (w._strides[1], w._strides[0]), w._offset)
     lead = x._shape[:-1]
     x2 = None
-    if x.ndim >= 3 and (bias is None or getattr(bias, "ndim", 0) == 1):
+    if xd >= 3 and (bias is None or getattr(bias, "ndim", 0) == 1):
         # (..., T, K) that views as (prod, K): one product, so the variant and its tile count
         # see every row (batch-1 decode is then one GEMV, not B of them)
         x2 = _fold_rows(x)
     if x2 is None:
-        x2 = x if x.ndim >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
+        x2 = x if xd >= 2 else x._view((1,) + x._shape, (0,) + x._strides, x._offset)
     shape = x2._shape[:-1] + (w._shape[0],)
     # bf16 (_bf16_or_widened): the GEMV stores two columns a word, so an odd N takes f32 sums
     # (and bias) and one rounding after
@@ -1158,7 +1159,7 @@ def linear(input, weight, bias=None):
         res = _gemm(x2, wt, e, out_dtype=D.float32).to(D.bfloat16)
     else:
         res = _gemm(x2, wt, e)
-    if x.ndim == 1:
+    if xd == 1:
         res = res._view(lead + (w._shape[0],), (1,), 0)
     elif x2 is not x:
         res = res._view(lead + (w._shape[0],), contiguous_strides(lead + (w._shape[0],)), 0)
