@@ -30,6 +30,7 @@ def main():
     rows = []
 
     def us(fn):
+        A._PLANS.clear()  # (the plan cache does not see _decode_splits replaced below)
         return sum(t for t, *_ in kernel_times(fn, reps=9)) / 1e3
 
     for lanes in (False, True) if "--lanes" in sys.argv else (_KD.DECODE_SG,):
@@ -52,6 +53,7 @@ def sweep(dev, rule, us, lanes):
             continue
         fn = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
         now = rule(dev, B * H, L, S, E)
+        A._PLANS.clear()
         parts = [t / 1e3 for t, *_ in kernel_times(fn, reps=9)]
         cur = sum(parts)
         times = {}

@@ -74,7 +74,9 @@ def test_keep_bits_match_the_reference(keys):
 KERNELS = {
     "flash": dict(FORCE_TILED=False, FORCE_DECODE=False),
     "tiled": dict(FORCE_TILED=True, FORCE_DECODE=False),
-    "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
+    "decode": dict(FORCE_TILED=False, FORCE_DECODE=True, DECODE_SG=False),
+    # the one-pass decode kernel (several lanes a key: where the device has subgroups)
+    "decode-lanes": dict(FORCE_TILED=False, FORCE_DECODE=True, DECODE_SG=True),
     # the register-tiled backward (E <= 32 on lavapipe's workgroup memory)
     "tiled-bwd": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, DS_GEMM=False),
     "tiled-bwd16": dict(
@@ -114,7 +116,7 @@ def test_forward_and_gradients_with_the_drawn_mask(rng, monkeypatch, keys, kerne
     (materialized by the same hash), forward and dq, dk, dv."""
     L, S, E, kw = CASES[case]  # (decode: up to DECODE_MAX_L queries)
     for name, val in KERNELS[kernel].items():
-        monkeypatch.setattr(_attention, name, val)
+        monkeypatch.setattr(_attention._KD if name == "DECODE_SG" else _attention, name, val)
     monkeypatch.setattr(_attention, "FORCE_SPLITS", kw.get("splits"))
     lead = (2, 3)
     q, k, v = (rng.standard_normal((*lead, n, E)).astype(np.float32) for n in (L, S, S))

@@ -332,8 +332,20 @@ def test_key_split_forward(rng, monkeypatch, splits, L, S, E, kw):
         (2, 4100, 128, {"is_causal": True}),  # causal: only key 0, 0..1 seen; empty ranges
         (4, 513, 5, {"mask": "bool"}),
         (1, 257, 1, {}),
+        (11, 900, 32, {"is_causal": True}),  # (one-pass kernel: two blocks of up to 8 queries)
+        (9, 640, 48, {"mask": "float"}),
     ],
-    ids=["one-key", "plain", "bool-split", "float-mask", "causal-E128", "E5", "E1"],
+    ids=[
+        "one-key",
+        "plain",
+        "bool-split",
+        "float-mask",
+        "causal-E128",
+        "E5",
+        "E1",
+        "causal-11",
+        "float-9",
+    ],  # fmt: skip
 )
 @pytest.mark.parametrize("lanes", [True, False], ids=["lanes", "one-a-key"])
 def test_decode_forward(rng, monkeypatch, L, S, E, kw, lanes):
@@ -371,6 +383,38 @@ def test_decode_layouts_and_grouped_heads(rng, monkeypatch):
     got = F.scaled_dot_product_attention(pr.tensor(q), pc[:, :, :777], pc[:, :, 100:877])
     want = TF.scaled_dot_product_attention(torch.tensor(q), tc[:, :, :777], tc[:, :, 100:877])
     assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), 16, 777)[0])
+
+
+@pytest.mark.parametrize("mask", ["none", "bool-shared", "float-per-head", "flat"])
+def test_decode_grouped_heads_folded(rng, monkeypatch, mask):
+    """One query a head over grouped key/value heads takes the one-pass decode kernel with each
+    group's query heads as rows of one key head (each key row read once for them): forward and
+    gradients match torch, with no mask, a padding mask shared by the heads, a float mask per
+    query head and a (1, S) mask."""
+    dev = backend.current()
+    if not dev.subgroups:
+        pytest.skip("the one-pass decode kernel needs subgroups")
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    monkeypatch.setattr(_attention._KD, "DECODE_SG", True)
+    B, hq, hk, S, E = 2, 8, 2, 333, 24
+    q = rng.standard_normal((B, hq, 1, E)).astype(np.float32)
+    k, v = (rng.standard_normal((B, hk, S, E)).astype(np.float32) for _ in range(2))
+    kw = {}
+    if mask == "bool-shared":
+        m = rng.random((B, 1, 1, S)) < 0.7
+        m[..., 0] = True
+        kw["attn_mask"] = m
+    elif mask == "float-per-head":
+        kw["attn_mask"] = rng.standard_normal((B, hq, 1, S)).astype(np.float32)
+    elif mask == "flat":  # (torch's grouped heads refuse a 1-D mask)
+        kw["attn_mask"] = rng.random((1, S)) < 0.5
+    m = kw.get("attn_mask")
+    folded = _attention._fold_heads(
+        pr.tensor(q), pr.tensor(k), pr.tensor(v), None if m is None else pr.tensor(m), hk,
+        hq // hk, None,
+    )  # fmt: skip
+    assert folded is not None and tuple(folded[0].shape) == (B, hk, hq // hk, E)
+    _check(rng, q, k, v, enable_gqa=True, **kw)
 
 
 def test_decode_float16(rng, monkeypatch):
@@ -597,20 +641,76 @@ def test_decode_past_the_flash_kernels_loop_budget(rng, monkeypatch, loop_budget
     assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), E, S)[0])
 
 
-def test_decode_within_the_loop_budget(monkeypatch):
+def test_decode_lanes_rule():
+    """The one-pass kernel's ranges on a GPU with subgroups of 32: the fewest reaching
+    DECODE_LANES_FILL (query row, range) pairs while a range keeps DECODE_LANES_MIN_SPAN keys,
+    at most DECODE_LANES_MAX_SPLITS; up to DECODE_LANES_MAX_L queries at any head dim."""
+    K = _attention._KD
+
+    class Dev:
+        adapter_type = "DiscreteGPU"
+        limits = {"max-compute-invocations-per-workgroup": 1024}
+        subgroup_size, subgroups = 32, 1
+
+    dev, A = Dev(), _attention
+    cases = [(16, 1, 4096, 64), (32, 1, 4096, 128), (64, 1, 16384, 64), (8, 4, 4096, 128),
+             (128, 4, 2048, 128), (96, 8, 512, 64), (32, 2, 1024, 64), (3, 1, 100000, 96)]  # fmt: skip
+    for nbh, L, S, E in cases:
+        lanes = A._decode_lanes(dev, E)
+        c = K.padded_dim(E) // 4  # (lanes: the largest power of two within c and the subgroup)
+        assert lanes & (lanes - 1) == 0 and lanes <= min(32, c) < 2 * lanes
+        p = A._decode_splits(dev, nbh, L, S, E)
+        rows = A._decode_rows(L)
+        pairs = nbh * -(-L // rows) * rows
+        assert 1 <= p <= A.DECODE_LANES_MAX_SPLITS
+        assert K.lanes_span(S, p, lanes) * (p - 1) < S  # every range holds keys
+        assert p == 1 or K.lanes_span(S, p, lanes) >= A.DECODE_LANES_MIN_SPAN
+        more = 2 * p
+        assert (
+            pairs * p >= A.DECODE_LANES_FILL
+            or more > A.DECODE_LANES_MAX_SPLITS
+            or K.lanes_span(S, more, lanes) < A.DECODE_LANES_MIN_SPAN
+            or K.lanes_span(S, more, lanes) * (more - 1) >= S  # (a range would get no key)
+        )
+    # (the measured choices: 16 ranges for one query a head at 16 and 32 heads over 4,096 keys)
+    assert A._decode_splits(dev, 16, 1, 4096, 64) == A._decode_splits(dev, 32, 1, 4096, 128) == 16
+    assert A._decode_splits(dev, 128, 4, 2048, 128) == 2
+    assert A._decode_splits(dev, 16, A.DECODE_LANES_MAX_L, 4096, 128) >= 1
+    assert A._decode_splits(dev, 16, A.DECODE_LANES_MAX_L + 1, 4096, 128) == 0
+
+
+@pytest.mark.parametrize("lanes", [False, True], ids=["two-pass", "one-pass"])
+def test_decode_within_the_loop_budget(monkeypatch, lanes):
     """The decode rule admits its ranges only where their loops fit the device's budget
-    (decode_loop_iterations): one iteration short of them, the call goes to another kernel."""
+    (decode_loop_iterations, decode_lanes_loop_iterations): one iteration short of them, the
+    two-pass kernel's call goes to another kernel; the one-pass kernel's takes more ranges, each
+    within the budget, or goes to another kernel."""
     K = _attention._KD
     dev = backend.current()
+    if lanes and not dev.subgroups:
+        pytest.skip("the one-pass decode kernel needs subgroups")
     monkeypatch.setattr(_attention, "FORCE_DECODE", True)
-    S, E = 4096, 64
-    p = _attention._decode_splits(dev, 1, 1, S, E)
+    monkeypatch.setattr(K, "DECODE_SG", lanes)
+    S, E, L = 4096, 64, 3
+    lanes = _attention._decode_lanes(dev, E)
+    p = _attention._decode_splits(dev, 1, L, S, E)
     assert p >= 1
-    need = K.decode_loop_iterations(S, p, E, _attention._decode_lanes(dev, E))
-    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need)
-    assert _attention._decode_splits(dev, 1, 1, S, E) == p
-    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need - 1)
-    assert _attention._decode_splits(dev, 1, 1, S, E) == 0
+
+    def need(p):
+        if lanes:
+            return K.decode_lanes_loop_iterations(S, p, E, lanes, _attention._decode_rows(L))
+        return K.decode_loop_iterations(S, p, E)
+
+    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need(p))
+    assert _attention._decode_splits(dev, 1, L, S, E) == p
+    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need(p) - 1)
+    more = _attention._decode_splits(dev, 1, L, S, E)
+    if not lanes:
+        assert more == 0
+    else:
+        assert more == 0 or (more > p and need(more) <= need(p) - 1)
+        monkeypatch.setattr(_attention, "max_loop_iterations", lambda: 1)
+        assert _attention._decode_splits(dev, 1, L, S, E) == 0  # (no count of ranges fits)
 
 
 @pytest.mark.parametrize(

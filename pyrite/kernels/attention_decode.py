@@ -35,11 +35,12 @@ from .common import (
 
 DECODE_WG = 256  # invocations of a decode workgroup (WebGPU's guaranteed maximum)
 DECODE_MAX_SPAN = 2048  # keys a decode workgroup holds the scores of (8 KB of workgroup memory)
-# The first pass (the scores) with decode_key_lanes lanes a key, reading each key's row with
-# consecutive lanes: None on GPUs with subgroups (nn/_attention._decode_lanes), True on any
-# device with subgroups (tests: lavapipe's hold 8), False never (A/B: one invocation a key, a
-# warp's reads falling on 32 rows). On lavapipe (2 cores, scripts/decode_sweep.py --lanes,
-# 2026-12-06) the lanes took 1.4-1.7x the time at (1, 16, 1, 4096, 64) and (1, 32, 1, 4096, 128).
+# The one-pass kernel (attn_decode_lanes_kernel: decode_key_lanes lanes a key, each key's rows
+# read by consecutive lanes, once for a block of queries): None on GPUs with subgroups
+# (nn/_attention._decode_lanes), True on any device with subgroups (tests: lavapipe's hold 8),
+# False never (A/B: the two-pass attn_decode_kernel, one invocation a key, a warp's reads of k
+# falling on 32 rows). On lavapipe (2 cores, scripts/decode_sweep.py --lanes, 2026-12-06) a
+# two-pass version with lanes took 1.4-1.7x the time of one invocation a key.
 DECODE_SG = None
 
 
@@ -55,10 +56,10 @@ def decode_span(S: int, splits: int) -> int:
 
 
 def decode_key_lanes(E: int, sgs: int) -> int:
-    """Lanes scoring one key together in attn_decode_kernel's first pass on a device whose
+    """Lanes reading one key's rows together in attn_decode_lanes_kernel on a device whose
     subgroups hold `sgs` consecutive invocations (0: none): the largest power of two at most
-    both ⌈E/4⌉ and sgs (each lane a vec4 of q and k, or several ⌈E/4⌉/lanes apart; their dot
-    products summed by a subgroupShuffleXor butterfly), or 0 (one invocation a key)."""
+    both ⌈E/4⌉ and sgs (each lane a vec4 of q, k and v, or several ⌈E/4⌉/lanes apart; their dot
+    products summed by a subgroupShuffleXor butterfly), or 0 (the two-pass kernel)."""
     if DECODE_SG is False or sgs < 2:
         return 0
     c = padded_dim(E) // 4
@@ -68,14 +69,12 @@ def decode_key_lanes(E: int, sgs: int) -> int:
     return r if r >= 2 else 0
 
 
-def decode_loop_iterations(S: int, splits: int, E: int, lanes: int = 0) -> int:
+def decode_loop_iterations(S: int, splits: int, E: int) -> int:
     """Loop iterations of one invocation of attn_decode_kernel (each loop with its exit test):
-    pass 1 over the range's keys DECODE_WG apart (with `lanes` a key, decode_key_lanes: four
-    keys a step, 4·DECODE_WG/lanes apart), pass 2 over them 4·G apart, the sum over the G groups
-    (the max tree is unrolled)."""
+    pass 1 over the range's keys DECODE_WG apart, pass 2 over them 4·G apart, the sum over the
+    G groups (the max tree is unrolled)."""
     span, G = decode_span(S, splits), decode_groups(E)
-    step = 4 * DECODE_WG // lanes if lanes else DECODE_WG
-    return (-(-span // step) + 1) + (-(-span // (4 * G)) + 1) + (G + 1)
+    return (-(-span // DECODE_WG) + 1) + (-(-span // (4 * G)) + 1) + (G + 1)
 
 
 @lru_cache(maxsize=64)
@@ -92,8 +91,6 @@ def attn_decode_kernel(
     heads: int = 0,
     splits: int = 1,
     dropout: bool = False,
-    lanes: int = 0,
-    sg: int = 0,
 ) -> KernelSource:
     """The forward for few queries over many keys (decode against a KV cache): one workgroup of
     DECODE_WG invocations per (batch·head, query, key range), the whole range's keys at once
@@ -107,13 +104,7 @@ def attn_decode_kernel(
     each group reads whole rows of v;
     a tree over the groups gives acc and l = Σ exp(s_j - M). No running rescale: M is the
     range's true max. Buffers and info words as attn_fwd_kernel, info[4] = L·splits; the outputs
-    are out and lse (splits = 1) or the split forward's partials for attn_merge_kernel.
-
-    `lanes` (decode_key_lanes, with `sg` the device's subgroups): the first pass gives a key
-    `lanes` consecutive invocations instead of one, each holding a vec4 (or several) of q and
-    reading the matching part of the key's row, four keys a step; a subgroupShuffleXor butterfly
-    sums their dot products. A warp's reads then fall on whole rows (one invocation a key reads
-    32 rows a column at a time)."""
+    are out and lse (splits = 1) or the split forward's partials for attn_merge_kernel."""
     _check(E, 8, mask)
     ep = padded_dim(E)
     C = ep // 4
@@ -126,17 +117,14 @@ def attn_decode_kernel(
     b += "  let n = max(kend - k0, 0);\n"
     # pass 1: the scores of the range, and their max
     b += "  var mloc = -p_inf();\n"
-    if lanes:
-        b += _scores_lanes(E, lanes, lay, q_type, k_type, mask, m_type)
-    else:
-        b += _row_vec("q", "q_", q_type, f"qb + i * {lay.row('q')}", lay.col("q"), E, " * scale")
-        b += f"  for (var jj = t; jj < n; jj += {wg}) {{\n    let j = k0 + jj;\n"
-        kr = _row_vec("kr", "k_", k_type, f"kb + j * {lay.row('k')}", lay.col("k"), E)
-        b += "".join(f"  {ln}\n" for ln in kr.splitlines())
-        b += f"    var s = {_dot('q', lambda c: f'kr{c}', C)};\n"
-        b += "    var ok = true;\n"
-        b += _mask_words(_mask_test(mask, m_type, "i", "j"), mask, lay)
-        b += "    s = select(-p_inf(), s, ok);\n    sc[jj] = s;\n    mloc = max(mloc, s);\n  }\n"
+    b += _row_vec("q", "q_", q_type, f"qb + i * {lay.row('q')}", lay.col("q"), E, " * scale")
+    b += f"  for (var jj = t; jj < n; jj += {wg}) {{\n    let j = k0 + jj;\n"
+    kr = _row_vec("kr", "k_", k_type, f"kb + j * {lay.row('k')}", lay.col("k"), E)
+    b += "".join(f"  {ln}\n" for ln in kr.splitlines())
+    b += f"    var s = {_dot('q', lambda c: f'kr{c}', C)};\n"
+    b += "    var ok = true;\n"
+    b += _mask_words(_mask_test(mask, m_type, "i", "j"), mask, lay)
+    b += "    s = select(-p_inf(), s, ok);\n    sc[jj] = s;\n    mloc = max(mloc, s);\n  }\n"
     b += "  rl[t] = mloc;\n  workgroupBarrier();\n"
     w = wg // 2
     while w >= 1:
@@ -187,7 +175,7 @@ def attn_decode_kernel(
         f"var<workgroup> rl: array<f32, {wg}>;\n"
         f"var<workgroup> ra: array<vec4<f32>, {wg}>;\n"
     )
-    src = (SG_ENABLE if lanes and sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
+    src = header(bufs) + helpers_for(b) + shared + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
@@ -198,17 +186,65 @@ def _mask_words(mt: str, mask: str, lay) -> str:
     return mt.replace("{mr}", str(lay.pos["m"] + 1)).replace("{mc}", str(lay.pos["m"] + 2))
 
 
-def _scores_lanes(E, lanes, lay, q_type, k_type, mask, m_type) -> str:
-    """WGSL of attn_decode_kernel's first pass with `lanes` invocations a key: lane rk of key
-    slot gk holds q's vec4 chunks rk, rk + lanes, ... (scaled), and at each step scores keys
-    gk, gk + K, gk + 2K, gk + 3K of the range (K = DECODE_WG / lanes slots), their partial dot
-    products summed over the key's lanes by a subgroupShuffleXor butterfly (every lane ends with
-    the score); lane 0 stores it. The loop's bound is the workgroup's (shuffles stay in uniform
-    control flow); keys past the range are clamped reads, scored -inf."""
+def decode_lanes_loop_iterations(S: int, splits: int, E: int, lanes: int, rows: int) -> int:
+    """Loop iterations of one invocation of attn_decode_lanes_kernel: the walk over its range in
+    steps of 4·DECODE_WG/lanes keys, then per query row the two loops over the key slots."""
+    slots = DECODE_WG // lanes
+    span = lanes_span(S, splits, lanes)
+    return (-(-span // (4 * slots)) + 1) + rows * 2 * (slots + 1)
+
+
+def lanes_span(S: int, splits: int, lanes: int) -> int:
+    """Keys a workgroup of attn_decode_lanes_kernel covers: S cut into `splits` ranges of whole
+    steps (4·DECODE_WG/lanes keys)."""
+    unit = 4 * DECODE_WG // lanes
+    return -(-S // (splits * unit)) * unit
+
+
+@lru_cache(maxsize=64)
+def attn_decode_lanes_kernel(
+    E: int,
+    rank: int,
+    causal: bool,
+    mask: str,
+    q_type: str,
+    k_type: str,
+    v_type: str,
+    m_type: str | None,
+    out_type: str,
+    heads: int = 0,
+    splits: int = 1,
+    dropout: bool = False,
+    lanes: int = 8,
+    rows: int = 1,
+    sg: int = 1,
+) -> KernelSource:
+    """The decode forward in one pass where the device has subgroups: a workgroup of DECODE_WG
+    invocations a (batch·head, block of `rows` queries, key range), each key of the range read
+    once (its row of k and of v, by `lanes` consecutive invocations: decode_key_lanes) for all
+    the block's queries (a grouped-query head's query heads folded into rows share one read).
+
+    Lane rk of key slot gk (K = DECODE_WG / lanes slots) holds q's vec4 chunks rk, rk + lanes,
+    ... of each query (scaled) and their output chunks; each step it takes keys gk, gk + K,
+    gk + 2K, gk + 3K: partial dot products, summed over the key's lanes by a subgroupShuffleXor
+    butterfly (every lane ends with the scores), then the online softmax per query (one rescale
+    a step) and p·v into its chunks. The K slots' (max, sum, chunks) then merge per query through
+    workgroup memory. Nothing of size keys is stored, so the range has no length limit (the
+    two-pass attn_decode_kernel keeps a range's scores: DECODE_MAX_SPAN). Outputs as
+    attn_decode_kernel: out and lse, or the partials for attn_merge_kernel; info[4] = ⌈L/rows⌉ ·
+    splits. Keys past the range are clamped reads scored -inf; the loop's bound is the
+    workgroup's, so the shuffles stay in uniform control flow."""
+    _check(E, 8, mask)
     C = padded_dim(E) // 4
     U = -(-C // lanes)  # chunks a lane holds
     K = DECODE_WG // lanes
     exact = E % 4 == 0 and C % lanes == 0  # (every lane's chunks lie inside the row)
+    lay, bufs, b = forward_setup(DECODE_WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
+                                 splits, dropout)  # fmt: skip
+    b += f"  let t = i32(lid.x);\n  let rk = t % {lanes};\n  let gk = t / {lanes};\n"
+    b += f"  let ib = (blk / {splits}) * {rows};\n  let part_i = blk % {splits};\n"
+    b += key_range(f"min(S, min(L, ib + {rows}))" if causal else "S", splits, 4 * K)
+    b += "  let n = max(kend - k0, 0);\n"
 
     def chunk(buf, stype, base, col, u):
         comps = []
@@ -221,26 +257,87 @@ def _scores_lanes(E, lanes, lay, q_type, k_type, mask, m_type) -> str:
                 comps.append(f"select(0.0, {v}, {e} < {E})")
         return f"vec4<f32>({', '.join(comps)})"
 
-    b = f"  let rk = t % {lanes};\n  let gk = t / {lanes};\n"
-    qbase = f"qb + i * {lay.row('q')}"
-    for u in range(U):
-        b += f"  let q{u} = {chunk('q_', q_type, qbase, lay.col('q'), u)} * scale;\n"
+    for r in range(rows):
+        b += f"  let i{r} = min(ib + {r}, L - 1);\n"
+        for u in range(U):
+            q = chunk("q_", q_type, f"qb + i{r} * {lay.row('q')}", lay.col("q"), u)
+            b += f"  let q{r}_{u} = {q} * scale;\n  var a{r}_{u} = vec4<f32>(0.0);\n"
+        b += f"  var m{r} = -p_inf();\n  var l{r} = 0.0;\n"
     b += f"  for (var jb = 0; jb < n; jb += {4 * K}) {{\n"
     for w in range(4):
         b += f"    let jj{w} = jb + gk + {w * K};\n    let j{w} = k0 + min(jj{w}, n - 1);\n"
-        kbase = f"kb + j{w} * {lay.row('k')}"
-        terms = " + ".join(
-            f"dot(q{u}, {chunk('k_', k_type, kbase, lay.col('k'), u)})" for u in range(U)
-        )
-        b += f"    var s{w} = {terms};\n"
+        for u in range(U):
+            kc = chunk("k_", k_type, f"kb + j{w} * {lay.row('k')}", lay.col("k"), u)
+            b += f"    let k{w}_{u} = {kc};\n"
+        for r in range(rows):
+            terms = " + ".join(f"dot(q{r}_{u}, k{w}_{u})" for u in range(U))
+            b += f"    var s{w}_{r} = {terms};\n"
     for o in sg_offsets(lanes):
         for w in range(4):
-            b += f"    s{w} += subgroupShuffleXor(s{w}, {o}u);\n"
+            for r in range(rows):
+                b += f"    s{w}_{r} += subgroupShuffleXor(s{w}_{r}, {o}u);\n"
     for w in range(4):
-        b += f"    let in{w} = jj{w} < n;\n    var ok{w} = in{w};\n"
-        mt = _mask_words(_mask_test(mask, m_type, "i", f"j{w}"), mask, lay)
-        mt = re.sub(r"\bok\b", f"ok{w}", mt).replace("s +=", f"s{w} +=")
-        b += mt
-        b += f"    s{w} = select(-p_inf(), s{w}, ok{w});\n"
-        b += f"    if (rk == 0 && in{w}) {{ sc[jj{w}] = s{w}; }}\n    mloc = max(mloc, s{w});\n"
-    return b + "  }\n"
+        for u in range(U):
+            vc = chunk("v_", v_type, f"vb + j{w} * {lay.row('v')}", lay.col("v"), u)
+            b += f"    let v{w}_{u} = {vc};\n"
+    for r in range(rows):
+        for w in range(4):
+            b += f"    var ok{w}_{r} = jj{w} < n;\n"
+            if causal:
+                b += f"    ok{w}_{r} = ok{w}_{r} && j{w} <= i{r};\n"
+            mt = _mask_words(_mask_test(mask, m_type, f"i{r}", f"j{w}"), mask, lay)
+            b += re.sub(r"\bok\b", f"ok{w}_{r}", mt).replace("s +=", f"s{w}_{r} +=")
+            b += f"    s{w}_{r} = select(-p_inf(), s{w}_{r}, ok{w}_{r});\n"
+        b += (
+            f"    let mn{r} = max(m{r}, max(max(s0_{r}, s1_{r}), max(s2_{r}, s3_{r})));\n"
+            f"    let al{r} = select(exp(m{r} - mn{r}), 0.0, mn{r} == -p_inf());\n"
+        )
+        for w in range(4):
+            b += f"    let p{w}_{r} = select(exp(s{w}_{r} - mn{r}), 0.0, s{w}_{r} == -p_inf());\n"
+        b += f"    l{r} = l{r} * al{r} + ((p0_{r} + p1_{r}) + (p2_{r} + p3_{r}));\n    m{r} = mn{r};\n"
+        pv = []
+        for w in range(4):
+            pw = f"p{w}_{r}"
+            if dropout:
+                keep = dropout_keep(f"bh * L + i{r}", f"j{w}")
+                pw = f"select(0.0, p{w}_{r} * dscale, {keep})"
+            pv.append(pw)
+        for u in range(U):
+            terms = " + ".join(f"{pv[w]} * v{w}_{u}" for w in range(4))
+            b += f"    a{r}_{u} = a{r}_{u} * al{r} + {terms};\n"
+    b += "  }\n"
+    # the K slots' states of each query merged: max, then sums and chunks rescaled to it
+    for r in range(rows):
+        b += f"  if (rk == 0) {{ rm[gk] = m{r}; }}\n  workgroupBarrier();\n"
+        b += f"  var M{r} = -p_inf();\n  for (var g = 0; g < {K}; g++) {{ M{r} = max(M{r}, rm[g]); }}\n"
+        b += f"  let f{r} = select(exp(m{r} - M{r}), 0.0, M{r} == -p_inf());\n"
+        b += f"  if (rk == 0) {{ rl[gk] = l{r} * f{r}; }}\n"
+        for u in range(U):
+            guard = "" if exact else f"if (rk + {u * lanes} < {C}) "
+            b += f"  {guard}{{ ra[gk * {C} + rk + {u * lanes}] = a{r}_{u} * f{r}; }}\n"
+        b += "  workgroupBarrier();\n"
+        b += f"  if (t < {C} && ib + {r} < L) {{\n"
+        b += "    var a = vec4<f32>(0.0);\n    var l = 0.0;\n"
+        b += f"    for (var g = 0; g < {K}; g++) {{ a += ra[g * {C} + t]; l += rl[g]; }}\n"
+        b += f"    let row = bh * L + i{r};\n    let e0 = 4 * t;\n"
+        if splits > 1:
+            b += f"    let pb = (row * {splits} + part_i) * {E + 2};\n"
+            for k in range(4):
+                b += f"    if (e0 + {k} < {E}) {{ part[pb + e0 + {k}] = a[{k}]; }}\n"
+            b += f"    if (t == 0) {{ part[pb + {E}] = M{r}; part[pb + {E + 1}] = l; }}\n"
+        else:
+            b += "    let inv = select(1.0 / l, 0.0, l == 0.0);\n"
+            b += f"    let ob = {_row_base('L', f'i{r}', E, heads)};\n"
+            for k in range(4):
+                val = store(f"a[{k}] * inv", "f32", out_type)
+                b += f"    if (e0 + {k} < {E}) {{ o_[ob + e0 + {k}] = {val}; }}\n"
+            b += f"    if (t == 0) {{ lse[row] = select(M{r} + log(l), p_inf(), l == 0.0); }}\n"
+        b += "  }\n  workgroupBarrier();\n"
+    b += "}\n"
+    shared = (
+        f"var<workgroup> rm: array<f32, {K}>;\n"
+        f"var<workgroup> rl: array<f32, {K}>;\n"
+        f"var<workgroup> ra: array<vec4<f32>, {K * C}>;\n"
+    )
+    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
+    return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

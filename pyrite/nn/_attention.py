@@ -250,6 +250,12 @@ def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa, drop
         hk = key._shape[-3]
         r = hq // hk
         L, E = query._shape[-2:]
+        if L == 1 and not is_causal:
+            folded = _fold_heads(query, key, value, attn_mask, hk, r, drop)
+            if folded is not None:
+                q, m = folded  # (..., hk, r, E): the group's r query heads as r query rows
+                out = _flash(q, key, value, m, is_causal, scale, drop)[0]
+                return out.reshape(*out._shape[:-3], hq, 1, E)
         q = query.reshape(*query._shape[:-3], hk, r, L, E)
         k, v = key.unsqueeze(-3), value.unsqueeze(-3)
         m = attn_mask
@@ -260,6 +266,28 @@ def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa, drop
         out = _flash(q, k, v, m, is_causal, scale, drop)[0]
         return out.reshape(*out._shape[:-4], hq, L, E)
     return _flash(query, key, value, attn_mask, is_causal, scale, drop)[0]
+
+
+def _fold_heads(query, key, value, mask, hk, r, drop):
+    """One query a head over grouped key/value heads (decode with grouped-query attention): the
+    query (..., hk·r, 1, E) as (..., hk, r, E), each group's r query heads rows of one
+    (batch, key head), and the mask to match, so the decode kernel reads each key and value row
+    once for the r heads instead of r times. None where the decode kernel would not take the
+    rows, or with dropout (its keep bits are drawn per (query head, key))."""
+    if drop is not None:
+        return None
+    lead = tuple(query._shape[:-3])
+    nbh = math.prod(lead) * hk
+    S, E = key._shape[-2], query._shape[-1]
+    if not _decode_lanes(backend.current(), E) or not _decode_splits(
+        backend.current(), nbh, r, S, E
+    ):
+        return None
+    q = query.reshape(*lead, hk, r, E)
+    if mask is None or mask.ndim < 3 or mask._shape[-3] == 1:
+        return q, mask  # (one row for every head: broadcast over the r rows as it is)
+    m = mask.expand(*mask._shape[:-3], hk * r, 1, S)
+    return q, m.reshape(*m._shape[:-3], hk, r, S)
 
 
 def _mask_kind(mask):
@@ -400,7 +428,9 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
         splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
-    rank, info = _info(lead, L, S, scale, (L if dsplits else nblk) * (dsplits or splits), ops)
+    if dsplits:  # (the decode kernels' blocks: one query, or DECODE_ROWS with lanes)
+        nblk = -(-L // _decode_rows(L)) if _decode_lanes(dev, E) else L
+    rank, info = _info(lead, L, S, scale, nblk * (dsplits or splits), ops)
     out_dt = query.dtype
     args = (
         E,
@@ -415,9 +445,14 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
         out_dt.wgsl,
         heads,
     )
-    if dsplits:  # (few queries over many keys: a workgroup a query and key range)
-        kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=dropout,
-                         lanes=_decode_lanes(dev, E), sg=dev.subgroups)  # fmt: skip
+    lanes = _decode_lanes(dev, E) if dsplits else 0
+    if lanes:  # (few queries over many keys, one pass: a workgroup a block of queries and range)
+        rows = _decode_rows(L)
+        kernel = partial(_KD.attn_decode_lanes_kernel, E, *args[2:], dropout=dropout,
+                         lanes=lanes, rows=rows, sg=dev.subgroups)  # fmt: skip
+        groups, splits = nbh * -(-L // rows), dsplits
+    elif dsplits:  # (the same where the device has no subgroups: a workgroup a query and range)
+        kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=dropout)
         groups, splits = nbh * L, dsplits
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
@@ -643,19 +678,50 @@ DECODE_FILL = 128
 DECODE_MAX_STEPS = 256
 DECODE_MAX_SPLITS = 16
 FORCE_DECODE = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
+# The one-pass decode kernel (kernels/attention_decode.attn_decode_lanes_kernel, GPUs with
+# subgroups) reads each key once for a block of up to DECODE_ROWS queries (a grouped-query
+# head's query heads folded into rows: _fold_heads), so it takes up to DECODE_LANES_MAX_L
+# queries, and its ranges fill DECODE_LANES_FILL (query row, range) pairs, a range keeping
+# DECODE_LANES_MIN_SPAN keys. H100, wgpu-native, GPU time with the merge, us (2026-12-06,
+# scripts/decode_ab.py, docs/bench/2026-12-06-h100-s33-decode-ab-wgpu.json), one-pass by
+# ranges / two-pass at its rule / the kernel without decode (tiled or flash) / torch CUDA:
+#   (1, 16, 1, 4096, 64)        8: 26.1  16: 23.4            / 36.3 / 75.0  / 441
+#   (1, 32, 1, 4096, 128)       8: 78.1  16: 63.6            / 112  / 176   / 412
+#   (8, 8, 1, 16384, 64)        8: 202   16: 192             / 368  / 887   / 1,818
+#   Hq 32 over Hk 8, 1 x 4096 x 128   16: 27.4               / 94.5 / 166   / 264
+#   Hq 64 over Hk 8, 1 x 8192 x 128   16: 66.2               / 359  / 593   / 782
+#   (4, 32, 4, 2048, 128)       1: 147   2: 119   4: 122     / -    / 313   / 214
+#   (8, 12, 8, 512, 64)         1: 26.9  2: 38.7             / -    / 60.7  / 66.4
+#   (2, 16, 2, 1024, 64)        4: 17.9  8: 16.7  2: 21.7    / 33.2 / 42.0  / 120
+# (Dawn: the same order, 1.1-1.4x these.) 1,024 pairs chooses the best or near it everywhere
+# but the 8-query row (2 ranges: its 8 queries a key make it compute-bound, a merge costs
+# ~6 us).
+DECODE_ROWS = 8
+DECODE_LANES_MAX_L = 8
+DECODE_LANES_FILL = 1024
+DECODE_LANES_MIN_SPAN = 256
+DECODE_LANES_MAX_SPLITS = 64
 
 
 def _decode_splits(dev, nbh, L, S, E):
     """Key ranges of the decode kernel for this call, or 0: another kernel runs."""
     if FORCE_DECODE is False:
         return 0
-    max_l = DECODE_CPU_MAX_L if dev.adapter_type == "CPU" else DECODE_MAX_L
-    if E > 64 and _use_tiled(dev, nbh, L, S, E):
-        max_l = min(max_l, DECODE_MAX_L_WIDE)
+    lanes = _decode_lanes(dev, E)
+    if dev.adapter_type == "CPU":
+        max_l = DECODE_CPU_MAX_L
+    elif lanes:
+        max_l = DECODE_LANES_MAX_L
+    else:
+        max_l = DECODE_MAX_L
+        if E > 64 and _use_tiled(dev, nbh, L, S, E):
+            max_l = min(max_l, DECODE_MAX_L_WIDE)
     if FORCE_DECODE is None and (L > max_l or S < DECODE_MIN_S):
         return 0
     if dev.limits.get("max-compute-invocations-per-workgroup", 256) < _KD.DECODE_WG:
         return 0
+    if lanes:
+        return _lanes_splits(nbh, L, S, E, lanes)
     p = 1
     while _KD.decode_span(S, p) > _KD.DECODE_MAX_SPAN:
         p *= 2
@@ -668,13 +734,41 @@ def _decode_splits(dev, nbh, L, S, E):
         and _KD.decode_span(S, 2 * p) * (2 * p - 1) < S  # (every range holds keys)
     ):
         p *= 2
-    lanes = _decode_lanes(dev, E)
-    return p if _KD.decode_loop_iterations(S, p, E, lanes) <= max_loop_iterations() else 0
+    return p if _KD.decode_loop_iterations(S, p, E) <= max_loop_iterations() else 0
+
+
+def _lanes_splits(nbh, L, S, E, lanes):
+    """Key ranges of the one-pass decode kernel (kernels/attention_decode
+    .attn_decode_lanes_kernel): doubled from 1 while its (query row, range) pairs number fewer
+    than DECODE_LANES_FILL or an invocation's walk passes the loop budget, as long as a range
+    keeps DECODE_LANES_MIN_SPAN keys and the merge's unrolled DECODE_LANES_MAX_SPLITS allow; 0
+    where none fits."""
+    rows = _decode_rows(L)
+    blocks = nbh * -(-L // rows)
+    budget = max_loop_iterations()
+
+    def fits(p):
+        return _KD.decode_lanes_loop_iterations(S, p, E, lanes, rows) <= budget
+
+    p = 1
+    while (
+        (blocks * rows * p < DECODE_LANES_FILL or not fits(p))
+        and 2 * p <= DECODE_LANES_MAX_SPLITS
+        and _KD.lanes_span(S, 2 * p, lanes) >= DECODE_LANES_MIN_SPAN
+        and _KD.lanes_span(S, 2 * p, lanes) * (2 * p - 1) < S  # (every range holds keys)
+    ):
+        p *= 2
+    return p if fits(p) else 0
+
+
+def _decode_rows(L) -> int:
+    """Queries a workgroup of the one-pass decode kernel takes (each key read once for them)."""
+    return min(L, DECODE_ROWS)
 
 
 def _decode_lanes(dev, E) -> int:
     """The decode kernel's `lanes` on this device (kernels/attention_decode.decode_key_lanes;
-    on CPU adapters only where DECODE_SG forces them)."""
+    on CPU adapters only where DECODE_SG forces them): > 0 takes the one-pass kernel."""
     if not dev.subgroups or (dev.adapter_type == "CPU" and _KD.DECODE_SG is not True):
         return 0
     return _KD.decode_key_lanes(E, dev.subgroup_size)
