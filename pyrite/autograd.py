@@ -35,6 +35,7 @@ import weakref
 
 import numpy as np
 
+from . import dtypes as D
 from .tensor import Tensor
 
 
@@ -1403,7 +1404,7 @@ def _guard(fn, name):
 
 # argument types that never carry requires_grad: skipped without an attribute lookup (every
 # public op asks _any_requires of every argument, a failing getattr costs ~0.3 µs)
-_PLAIN = frozenset((int, float, bool, str, slice, type(None), type(Ellipsis)))
+_PLAIN = frozenset((int, float, bool, str, slice, type(None), type(Ellipsis), D.dtype))
 
 
 def _any_requires(args, kwargs) -> bool:
@@ -1423,7 +1424,9 @@ def _any_requires(args, kwargs) -> bool:
             return True
     if kwargs:
         for a in kwargs.values():
-            if type(a) not in _PLAIN and _requires(a):
+            t = type(a)
+            # (a tuple or list keyword, dim=(0, 1), has no requires_grad: no getattr misses)
+            if t not in _PLAIN and t is not tuple and t is not list and _requires(a):
                 return True
     return False
 

@@ -386,6 +386,8 @@ class Tensor:
     def _dim(self, dim: int) -> int:
         """A dimension index made non-negative, or IndexError naming the range."""
         n = len(self._shape)
+        if type(dim) is int and -n <= dim < n:  # (the common case, without the checks below)
+            return dim % n
         lo, hi = (-n, n - 1) if n else (-1, 0)
         if not isinstance(dim, (int, np.integer)) or not lo <= dim <= hi:
             raise IndexError(

@@ -277,13 +277,18 @@ def _wants(args, kwargs) -> bool:
             continue
         if ta is _PYCOMPLEX or a is C64:
             return True
+        if ta is D.dtype:  # (another dtype: no getattr below, whose miss costs ~0.4 µs)
+            continue
         if ta is list or ta is tuple:
             for b in a:
-                if type(b) is _PYCOMPLEX or getattr(b, "dtype", None) is C64:
+                tb = type(b)
+                if tb in _SKIP:  # (a shape's ints, an index's slices: as above)
+                    continue
+                if tb is _PYCOMPLEX or getattr(b, "dtype", None) is C64:
                     return True
         elif getattr(a, "dtype", None) is C64:
             return True
-        elif ta is not D.dtype and "dtype" in ta.__name__ and _names_c64(a):
+        elif "dtype" in ta.__name__ and _names_c64(a):
             return True
     if kwargs:
         for k, v in kwargs.items():
@@ -294,14 +299,19 @@ def _wants(args, kwargs) -> bool:
                 continue
             if tv in _SKIP:
                 continue
-            if tv is _PYCOMPLEX or v is C64 or getattr(v, "dtype", None) is C64:
-                return True
-            if k == "dtype" and tv is not D.dtype and _names_c64(v):
-                return True
+            if tv is D.dtype:  # (as for args)
+                if v is C64:
+                    return True
+                continue
             if tv is list or tv is tuple:
                 for b in v:
-                    if getattr(b, "dtype", None) is C64:
+                    if type(b) not in _SKIP and getattr(b, "dtype", None) is C64:
                         return True
+                continue
+            if tv is _PYCOMPLEX or getattr(v, "dtype", None) is C64:
+                return True
+            if k == "dtype" and _names_c64(v):
+                return True
     return False
 
 

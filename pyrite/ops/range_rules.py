@@ -143,7 +143,17 @@ UNARY = {
 def capture(out, *operands):
     """Before an op writes into a given `out` (in place: an operand may be out itself), what
     its rule needs afterwards: out's handle and its tensor operands' (`after_binary`'s `pre`)."""
-    return (known(out), *(known(x) if hasattr(x, "_storage") else None for x in operands))
+    # (a Python number skips hasattr, whose miss costs ~0.4 µs: x.add_(1.0))
+    return (
+        known(out),
+        *(
+            known(x) if type(x) not in _NUMBERS and hasattr(x, "_storage") else None
+            for x in operands
+        ),
+    )
+
+
+_NUMBERS = frozenset((int, float, bool))
 
 
 def _operand(x, rt, k=FRESH):
