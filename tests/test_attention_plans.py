@@ -118,7 +118,8 @@ def test_constants_choose_again(rng, monkeypatch):
 
 def test_gradients_dropout_and_grouped_heads_bypass_the_plans(rng):
     """Inputs that require grad get the recorded op (a grad_fn and right gradients) even when
-    the same layout has a plan; dropout and grouped-query heads never make one."""
+    the same layout has a plan; dropout never makes one; grouped-query heads with several
+    queries a head are marked to run unkept, and are right."""
     _attention._PLANS.clear()
     q, k, v, _ = _case(rng, (2,), 3, 40, 16, None)
     F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(k), pr.tensor(v))
@@ -140,7 +141,7 @@ def test_gradients_dropout_and_grouped_heads_bypass_the_plans(rng):
     want = TF.scaled_dot_product_attention(torch.tensor(qg), torch.tensor(kg), torch.tensor(kg),
                                            enable_gqa=True)  # fmt: skip
     assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), 16, 40)[0])
-    assert len(_attention._PLANS) == 1
+    assert sorted(p[0] for p in _attention._PLANS.values()) == ["flash", "unkept"]
 
 
 def test_plans_stay_bounded(rng, monkeypatch):
@@ -154,3 +155,30 @@ def test_plans_stay_bounded(rng, monkeypatch):
         got, want = _both(q, kv[:, :, :S], kv[:, :, :S], None)
         assert_close(got, want, atol=_tol(want, 8, S)[0])
         assert len(_attention._PLANS) <= 4
+
+
+def test_grouped_heads_decode_keeps_its_fold(rng, monkeypatch):
+    """One query a head over grouped key/value heads keeps its folded plan (where the one-pass
+    decode kernel runs): later calls are right on new values, with a shared padding mask and a
+    per-head float mask; grouped heads with several queries run unkept, and are right too."""
+    dev = backend.current()
+    if not dev.subgroups:
+        pytest.skip("the one-pass decode kernel needs subgroups")
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    monkeypatch.setattr(_attention._KD, "DECODE_SG", True)
+    _attention._PLANS.clear()
+    B, hq, hk, S, E = 2, 6, 2, 280, 16
+    for L, mask in ((1, None), (1, "shared"), (1, "per-head"), (3, None)):
+        for _ in range(2):
+            q = rng.standard_normal((B, hq, L, E)).astype(np.float32)
+            k, v = (rng.standard_normal((B, hk, S, E)).astype(np.float32) for _ in range(2))
+            m = None
+            if mask == "shared":
+                m = rng.random((B, 1, 1, S)) < 0.7
+                m[..., 0] = True
+            elif mask == "per-head":
+                m = rng.standard_normal((B, hq, L, S)).astype(np.float32)
+            got, want = _both(q, k, v, m, enable_gqa=True)
+            assert_close(got, want, atol=_tol(want, E, S)[0])
+    kinds = sorted(p[0] for p in _attention._PLANS.values())
+    assert kinds == ["fold", "fold", "fold", "unkept"]

@@ -63,8 +63,8 @@ def scaled_dot_product_attention(
     pk = _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if pk is not None:
         plan = _PLANS.get(pk)
-        if plan is not None:
-            return _flash_run(plan, query, key, value, attn_mask)[0]
+        if plan is not None and plan[0] != "unkept":
+            return _run_kept(plan, query, key, value, attn_mask)
     if isinstance(attn_mask, CausalBias):  # torch.nn.attention.bias (torch's CPU dispatch)
         if is_causal:
             raise ValueError(
@@ -91,12 +91,14 @@ def scaled_dot_product_attention(
     S = key._shape[-2]
     scale_ = 1.0 / math.sqrt(E) if scale is None else scale
     if 0.0 <= dropout_p < 1.0 and _fusable(query, key, value, attn_mask, enable_gqa):
-        if pk is not None:  # (no gradient, no dropout, no grouped heads: plan once, keep it)
-            plan = _flash_plan(query, key, value, attn_mask, is_causal, scale_, False)
+        plan = None if pk is None else _PLANS.get(pk)
+        if pk is not None and plan is None:  # (no gradient, no dropout: plan once, keep it)
+            plan = _kept_plan(query, key, value, attn_mask, is_causal, scale_, enable_gqa)
             if len(_PLANS) >= PLANS_MAX:
                 _PLANS.clear()
             _PLANS[pk] = plan
-            return _flash_run(plan, query, key, value, attn_mask)[0]
+        if plan is not None and plan[0] != "unkept":
+            return _run_kept(plan, query, key, value, attn_mask)
         return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa, dropout_p)
     if query.dtype in (D.float16, D.bfloat16):
         # the composite in f32, rounded once into the half type, as torch's CPU kernels
@@ -495,7 +497,8 @@ def _flash_run(plan, query, key, value, attn_mask, drop=None):
 
 # Calls that need no gradient (inference: a model's eval forward, a decode step) skip the
 # checks and the kernel choice once their operands' layout has been seen: the plan of each
-# (shapes, strides, offsets, dtypes, mask, is_causal, scale) is kept, with the constants above
+# (shapes, strides, offsets, dtypes, mask, is_causal, scale, enable_gqa) is kept (_kept_plan:
+# with one query a head over grouped heads, the folded views too), with the constants above
 # and in the kernel modules that choose it (tests and A/B runs change them), the device and its
 # loop budget. A decode against a growing cache sees a new S each step: PLANS_MAX bounds them.
 _PLANS: dict = {}
@@ -521,9 +524,9 @@ def _plan_knobs():
 
 def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     """The plan cache's key for this call, or None where the cache does not serve it (a
-    gradient, dropout, grouped-query heads, pr.compile recording, a CausalBias, non-tensors)."""
+    gradient, dropout, pr.compile recording, a CausalBias, non-tensors)."""
     global _PLANS_DEVICE, _knobs
-    if dropout_p != 0.0 or enable_gqa or type(query) is not Tensor or type(key) is not Tensor:
+    if dropout_p != 0.0 or type(query) is not Tensor or type(key) is not Tensor:
         return None
     if type(value) is not Tensor or not (attn_mask is None or type(attn_mask) is Tensor):
         return None
@@ -545,8 +548,39 @@ def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_
         query._shape, query._strides, query._offset, query.dtype,
         key._shape, key._strides, key._offset, key.dtype,
         value._shape, value._strides, value._offset, value.dtype,
-        m, bool(is_causal), scale, max_loop_iterations(), _knobs(),
+        m, bool(is_causal), scale, bool(enable_gqa), max_loop_iterations(), _knobs(),
     )  # fmt: skip
+
+
+def _kept_plan(query, key, value, attn_mask, is_causal, scale, enable_gqa):
+    """What the plan cache keeps for a fused call: ("flash", _flash_plan), or, for one query a
+    head over grouped key/value heads (_fold_heads), ("fold", the folded query's and mask's views,
+    _flash_plan of them, the output's shape); ("unkept",) where grouped heads take another way
+    (such calls run through _fused_call every time)."""
+    hq = query._shape[-3] if query.ndim >= 3 else None
+    if not (enable_gqa and hq is not None and key._shape[-3] != hq):
+        return "flash", _flash_plan(query, key, value, attn_mask, is_causal, scale, False)
+    hk = key._shape[-3]
+    if query._shape[-2] != 1 or is_causal:
+        return ("unkept",)
+    folded = _fold_heads(query, key, value, attn_mask, hk, hq // hk, None)
+    if folded is None:
+        return ("unkept",)
+    q, m = folded
+    if m is not None and m._storage is not attn_mask._storage:
+        return ("unkept",)  # (the mask was copied to fold: no view of the caller's to keep)
+    views = [None if t is None else (t._shape, t._strides, t._offset) for t in (q, m)]
+    return "fold", *views, _flash_plan(q, key, value, m, is_causal, scale, False), query._shape
+
+
+def _run_kept(plan, query, key, value, attn_mask):
+    """The output of a kept plan (_kept_plan) on these operands."""
+    if plan[0] == "flash":
+        return _flash_run(plan[1], query, key, value, attn_mask)[0]
+    _, qv, mv, fp, shape = plan
+    m = None if mv is None else attn_mask._view(*mv)
+    out = _flash_run(fp, query._view(*qv), key, value, m)[0]
+    return out.reshape(shape)
 
 
 # The forward cuts the keys into ranges (kernels/attention.attn_fwd_kernel `splits`, merged by
