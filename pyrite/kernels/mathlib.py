@@ -548,36 +548,173 @@ HELPERS = {
   let r = 0.5 * p_log1p(2.0 * a / (1.0 - a));
   return p_xorsign(r, x);
 }""",
-    # lgamma: Stirling's series (4 terms; next term < 2^-30 at x = 8) for x >= 8; on [0.5, 8)
-    # the recurrence down (or up) to lgamma(2 + t) = t·h(t), t in [-0.5, 1.5], h a Chebyshev fit
-    # (`_cheb` below), so the zeros at 1 and 2 keep their relative accuracy; x < 0.5 by the
-    # reflection |Gamma(x)| = pi / (|sin(pi x)|·Gamma(1 - x)) with the exact sinpi.
+    # lgamma for x >= 0.5. x >= 8: Stirling's series (4 terms; next term < 2^-30 at x = 8), its
+    # (x - 1/2)·log x - x in two-f32 pieces (log x from p_logf's parts, hi + lo, the product by
+    # p_two_prod, the difference by p_two_sum): with WGSL's log (3 ulp at best) and one rounding
+    # a step it was 2.8 ulp on [100, 1e30] and made the reflection 3-5 ulp below -20; now 1.0
+    # (up to 1e34; beyond, the plain form: x·log x would overflow the split). [1.25, 1.75]:
+    # lgamma(tc) + (x - tc)^2·Q(x) about the minimum tc = 1.4616 (Q a Chebyshev fit, `_cheb`
+    # below), where t·h(t) - log1p(t) below had cancelled to 11 ulp; below 1.25 that form
+    # (log1p through p_logf: 2.4 ulp -> 0.8), t = x - 1; else the recurrence down to
+    # lgamma(2 + t) = t·h(t), t in [-0.25, 1.5], h a Chebyshev fit, so the zeros at 1 and 2
+    # keep their relative accuracy. Measured (lavapipe, against mpmath; scripts/lgamma_check.py):
+    # 2.3 ulp on [0.5, 100], 1.0 beyond (torch's float32 0.8, 0.5).
     "p_lgamma_pos": """fn p_lgamma_pos(x: f32) -> f32 {
   if (x >= 8.0) {
     let z = 1.0 / x;
     let z2 = z * z;
-    return (x - 0.5) * log(x) - x + 0.918938533 + z * (0.0833333333 + z2 * (-0.00277777778 + z2 * (0.000793650794 + z2 * -0.000595238095)));
+    let ser = 0.918938533 + z * (0.0833333333 + z2 * (-0.00277777778 + z2 * (0.000793650794 + z2 * -0.000595238095)));
+    if (x > 1e34) { return (x - 0.5) * p_logf(x) - x + ser; }
+    let ef = p_log_split(x);
+    let lh = p_two_sum(ef.x * 0.693359375, ef.y);
+    let ll = lh.y + (p_log_tail(ef.y) + ef.x * -2.12194440e-4);
+    let xm = x - 0.5;
+    let pr = p_two_prod(xm, lh.x);
+    let sm = p_two_sum(pr.x, -x);
+    return sm.x + (((sm.y + pr.y) + xm * ll) + ser);
   }
-  if (x < 1.5) {
+  if (x >= 1.25 && x <= 1.75) {
+    let d = p_opaque(x - 1.4616321) - 1.243815e-08;
+    return -0.12148629 + (d * d * p_lgamma_tc(4.0 * x - 6.0) + 7.5347995e-10);
+  }
+  if (x < 1.25) {
     let t = x - 1.0;
-    return t * p_lgamma_h(t - 0.5) - p_log1p(t);
+    return t * p_lgamma_h(t - 0.5) - p_log1p_fine(t);
   }
   var y = x;
   var acc = 1.0;
   for (var k = 0; k < 5; k++) { if (y >= 3.5) { y = y - 1.0; acc = acc * y; } }
   let t = y - 2.0;
-  return t * p_lgamma_h(t - 0.5) + log(acc);
+  return t * p_lgamma_h(t - 0.5) + p_logf(acc);
 }""",
+    # lgamma(1 + a), a in [0, 1), without rounding 1 + a first: below 1/4 p_lgamma_pos's form
+    # for [0.5, 1.25) with t = a itself. (The incomplete gamma's Q = -expm1(a log x -
+    # lgamma(1 + a)) cancels to Q ~ 5e-4 at a = 1.2e-3, x = 0.64, where 1 + a's rounding, 5e-5
+    # of a, put Q 5e-5 relative off.)
+    "p_lgamma1p": """fn p_lgamma1p(a: f32) -> f32 {
+  if (a < 0.25) { return a * p_lgamma_h(a - 0.5) - p_log1p_fine(a); }
+  return p_lgamma_pos(1.0 + a);
+}""",
+    # log1p(y), y > -1, to 0.8 ulp (p_log1p's atanh series is 2.4): log(u) by p_logf, u = 1 + y,
+    # plus the rounding of 1 + y, exact for u < 2^24 (u - 1 is exact, and so is y - (u - 1))
+    "p_log1p_fine": """fn p_log1p_fine(y: f32) -> f32 {
+  let u = p_opaque(1.0 + y);
+  return p_logf(u) + (y - p_opaque(u - 1.0)) / u;
+}""",
+    # lgamma's negative roots r (|Gamma(r)| = 1) in (-k, -k + 1), k = 4..19, two an interval:
+    # row 2(k - 4) is the one nearer -k + 1, row 2(k - 4) + 1 the one nearer -k, as (f32 hi,
+    # f32 lo, f32 cot(pi r), f32 1/sin(pi r)); mpmath: scripts/lgamma_tables.py prints the rows
+    "p_lgamma_root": """fn p_lgamma_root(i: i32) -> vec4<f32> {
+  let t0_0 = select(vec4<f32>(-3.143581, 2.519372e-08, -2.0645003, 2.29394), vec4<f32>(-3.9552944, 8.579265e-08, 7.073239, 7.143578), (i & 1) != 0);
+  let t0_1 = select(vec4<f32>(-4.039362, 1.13994815e-07, -8.045502, -8.10741), vec4<f32>(-4.9915447, 8.295069e-08, 37.637077, -37.65036), (i & 1) != 0);
+  let t0_2 = select(vec4<f32>(-5.0082183, 1.2009903e-07, -38.723854, 38.736763), vec4<f32>(-5.9986076, 1.5541717e-07, 228.58406, 228.58624), (i & 1) != 0);
+  let t0_3 = select(vec4<f32>(-6.001385, -8.250858e-08, -229.77634, -229.7785), vec4<f32>(-6.9998016, 1.2785155e-07, 1603.6398, -1603.6401), (i & 1) != 0);
+  let t0_4 = select(vec4<f32>(-7.0001984, 3.0850487e-08, -1604.923, 1604.9233), vec4<f32>(-7.999975, 7.371953e-09, 12833.573, 12833.573), (i & 1) != 0);
+  let t0_5 = select(vec4<f32>(-8.000025, -4.7384554e-09, -12834.936, -12834.936), vec4<f32>(-8.999997, -1.0527393e-07, 115507.58, -115507.58), (i & 1) != 0);
+  let t0_6 = select(vec4<f32>(-9.000003, 1.05308125e-07, -115509.01, 115509.01), vec4<f32>(-10.0, 2.7557337e-07, 1.1550821e+06, 1.1550821e+06), (i & 1) != 0);
+  let t0_7 = select(vec4<f32>(-10.0, -2.75573e-07, -1.1550836e+06, -1.1550836e+06), vec4<f32>(-11.0, 2.505211e-08, 1.2705911e+07, -1.2705911e+07), (i & 1) != 0);
+  let t0_8 = select(vec4<f32>(-11.0, -2.5052106e-08, -1.2705913e+07, 1.2705913e+07), vec4<f32>(-12.0, 2.0876758e-09, 1.5247094e+08, 1.5247094e+08), (i & 1) != 0);
+  let t0_9 = select(vec4<f32>(-12.0, -2.0876756e-09, -1.5247094e+08, -1.5247094e+08), vec4<f32>(-13.0, 1.6059044e-10, 1.9821222e+09, -1.9821222e+09), (i & 1) != 0);
+  let t0_10 = select(vec4<f32>(-13.0, -1.6059044e-10, -1.9821222e+09, 1.9821222e+09), vec4<f32>(-14.0, 1.1470745e-11, 2.7749712e+10, 2.7749712e+10), (i & 1) != 0);
+  let t0_11 = select(vec4<f32>(-14.0, -1.1470745e-11, -2.7749712e+10, -2.7749712e+10), vec4<f32>(-15.0, 7.6471636e-13, 4.1624568e+11, -4.1624568e+11), (i & 1) != 0);
+  let t0_12 = select(vec4<f32>(-15.0, -7.6471636e-13, -4.1624568e+11, 4.1624568e+11), vec4<f32>(-16.0, 4.7794773e-14, 6.659931e+12, 6.659931e+12), (i & 1) != 0);
+  let t0_13 = select(vec4<f32>(-16.0, -4.7794773e-14, -6.659931e+12, -6.659931e+12), vec4<f32>(-17.0, 2.8114574e-15, 1.1321883e+14, -1.1321883e+14), (i & 1) != 0);
+  let t0_14 = select(vec4<f32>(-17.0, -2.8114574e-15, -1.1321883e+14, 1.1321883e+14), vec4<f32>(-18.0, 1.5619207e-16, 2.0379389e+15, 2.0379389e+15), (i & 1) != 0);
+  let t0_15 = select(vec4<f32>(-18.0, -1.5619207e-16, -2.0379389e+15, -2.0379389e+15), vec4<f32>(-19.0, 8.220635e-18, 3.872084e+16, -3.872084e+16), (i & 1) != 0);
+  let t1_0 = select(t0_0, t0_1, (i & 2) != 0);
+  let t1_1 = select(t0_2, t0_3, (i & 2) != 0);
+  let t1_2 = select(t0_4, t0_5, (i & 2) != 0);
+  let t1_3 = select(t0_6, t0_7, (i & 2) != 0);
+  let t1_4 = select(t0_8, t0_9, (i & 2) != 0);
+  let t1_5 = select(t0_10, t0_11, (i & 2) != 0);
+  let t1_6 = select(t0_12, t0_13, (i & 2) != 0);
+  let t1_7 = select(t0_14, t0_15, (i & 2) != 0);
+  let t2_0 = select(t1_0, t1_1, (i & 4) != 0);
+  let t2_1 = select(t1_2, t1_3, (i & 4) != 0);
+  let t2_2 = select(t1_4, t1_5, (i & 4) != 0);
+  let t2_3 = select(t1_6, t1_7, (i & 4) != 0);
+  let t3_0 = select(t2_0, t2_1, (i & 8) != 0);
+  let t3_1 = select(t2_2, t2_3, (i & 8) != 0);
+  let t4_0 = select(t3_0, t3_1, (i & 16) != 0);
+  return t4_0;
+}""",
+    # lgamma. x < 0.5 by the reflection log|Gamma(x)| = log(pi/|sin(pi x)|) - lgamma(1 - x),
+    # whose two O(1) terms cancel next to lgamma's negative roots (two in each (-k, -k + 1),
+    # k >= 3; for large k they crowd against the integers): that plain form was 1.6e7 ulp
+    # relative off at the roots' f32 neighbours, 1.6e5 within their distance to the poles, 250
+    # on uniform (-70, 0.5) (torch's float32: 9.6e4, 166, 2.3). Now:
+    # - (-3, -2), the interval whose terms cancel most (up to 2.4x even about its roots):
+    #   |Gamma(x)| - 1 = (x - r1)(x - r2)·M(x)/(p q), p = -2 - x, q = x + 3, with M analytic on
+    #   (-4, -1) (a 12-term Chebyshev fit, `_cheb` below); lgamma = log1p of that, the root
+    #   factors as exact f32 products (p_two_prod) with the roots' lo parts added.
+    # - (-19, -3): the reflection written about the nearer root r = hi + lo (p_lgamma_root;
+    #   split at -k + 0.36, near |Gamma|'s minimum), lgamma(x) = lgamma(x) - lgamma(r):
+    #     -log(sin(pi x)/sin(pi r)) - (lgamma(1 - x) - lgamma(1 - r)),
+    #   d = x - r (x - hi exact, then - lo). The ratio is 1 + y, y = cot(pi r)·sinpi(d) -
+    #   2 sinpi(d/2)^2, by log1p while y >= -0.5, else |sin(pi x)|·(1/sin(pi r)) itself; the
+    #   lgamma difference at A = 1 - x, B = 1 - r >= 4 by Stirling's series differenced term by
+    #   term: (A - B)(log A - 1) + (B - 1/2)·log1p((A - B)/B) plus the series' divided
+    #   difference (Horner's scheme run on both points), every term proportional to d.
+    # - elsewhere ((-3, 0.5) less the above, and below -19, where every f32 x is more than an
+    #   f32 spacing from the root next to its integer) the plain reflection, log(pi) as hi + lo
+    #   and 1 - x's rounding put back through psi(1 - x) ~ log z - 1/(2z) - 1/(12z^2).
+    # Measured (lavapipe, against mpmath, scripts/lgamma_check.py): at most 2.5 ulp at the 81 f32
+    # neighbours of each root in (-30, -2), 3.0 within each root's distance to its pole, 2.1
+    # next to the poles -1..-70, 2.7 on uniform (-70, 0.5) (torch's float32 0.5 away from the
+    # roots). The cost: lgamma on 2M points went 0.093 s -> 0.19 s on lavapipe, whose masked
+    # SIMD runs the x < 0.5 branches for x > 0 too (p_lgamma_pos alone is unchanged, 0.08 s).
     "p_lgamma": """fn p_lgamma(x: f32) -> f32 {
   if (p_isnan(x)) { return x; }
   if (p_isinf(x)) { return p_inf(); }
-  if (x >= 0.5) { return p_lgamma_pos(x); }
   // |x| < 2^-24: -log|x| (the next term, -gamma·x, is below its rounding); from the bits, so a
   // subnormal is not flushed to the pole at 0 (lgamma(1e-40) = 92.1) and pi·x cannot underflow
   let ax = bitcast<u32>(x) & 0x7fffffffu;
   if (ax != 0u && ax < 0x33800000u) { return -p_logf(abs(x)); }
-  if (x == floor(x)) { return p_inf(); }
-  return p_logf(3.14159265 / abs(p_sinpi(x))) - p_lgamma_pos(1.0 - x);
+  var z = x;        // the argument of p_lgamma_pos: x, or 1 - x for the plain reflection
+  var refl = vec2<f32>(0.0, 0.0);  // the plain reflection's log(pi / |sin(pi x)|), hi + lo
+  if (x < 0.5) {
+    let fl = floor(x);
+    if (x == fl) { return p_inf(); }
+    if (fl == -3.0) {
+      let e1 = x + 2.4570248;
+      let e2 = x + 2.7476826;
+      let g = p_two_prod(e1, e2);
+      let gg = g.x + (((g.y - 7.447756e-08 * e2) + 7.531628e-08 * e1) - 5.6093728e-15);
+      return p_log1p_fine(gg * p_lgamma_m3(2.0 * x + 5.0) / ((-2.0 - x) * (x + 3.0)));
+    }
+    let sx = p_sinpi(x);
+    if (fl <= -4.0 && fl >= -19.0) {
+      let r = p_lgamma_root(2 * (i32(-fl) - 4) + select(0, 1, x - fl < 0.36));
+      let d = p_opaque(x - r.x) - r.y;
+      let h = p_sincospi_red(0.5 * d);
+      let y = 2.0 * h.x * (r.z * h.y - h.x);
+      // -log of the ratio: log1p's compensated form near the root, the ratio itself further out
+      let u = p_opaque(1.0 + y);
+      let far = y < -0.5;
+      let ue = select(y - p_opaque(u - 1.0), 0.0, far);
+      let t1 = -(p_logf(select(u, abs(sx * r.w), far)) + ue / u);
+      let a = 1.0 - x;
+      let b = 1.0 - r.x;
+      let wa = 1.0 / a;
+      let wb = 1.0 / b;
+      let ua = wa * wa;
+      let ub = wb * wb;
+      var gb = 0.000841750842;
+      var q = 0.0;
+      q = gb + ua * q; gb = -0.000595238095 + ub * gb;
+      q = gb + ua * q; gb = 0.000793650794 + ub * gb;
+      q = gb + ua * q; gb = -0.00277777778 + ub * gb;
+      q = gb + ua * q; gb = 0.0833333333 + ub * gb;
+      let fd = -wa * wb * ((gb + (ua - ub) * q) + wb * (wa + wb) * q);
+      return t1 - ((b - 0.5) * p_log1p_fine(-d / b) - d * (p_logf(a) - 1.0 + fd));
+    }
+    z = p_opaque(1.0 - x);
+    let ze = (1.0 - z) - x;
+    refl = p_two_sum(1.1447299, -p_logf(abs(sx)));
+    refl.y = (refl.y + 3.317301e-08) - ze * (log(z) - 0.5 / z - 0.0833333333 / (z * z));
+  }
+  let lp = p_lgamma_pos(z);
+  return select(lp, (refl.x - lp) + refl.y, x < 0.5);
 }""",
     # digamma on [1, 2]: (x - r)·h(x - 1.5) + psi(r), r = f32(1.4616321449683623) next to its
     # root (x - r exact), psi(r) = -1.2036e-8, h a degree-10 least-squares fit of
@@ -846,6 +983,10 @@ _I1E_MID = (1.542368478e-01, -2.209877417e-02, 2.198396839e-03, -2.070559989e-04
 _I0E_LARGE = (4.022452055e-01, 3.369116478e-03, 6.889758347e-05, 2.891370521e-06, 2.048918589e-07, 2.266668991e-08, 3.396232028e-09, 4.940602446e-10)  # fmt: skip
 _I1E_LARGE = (3.892881175e-01, -9.761097491e-03, -1.105889388e-04, -3.882564809e-06, -2.512236238e-07, -2.631468847e-08, -3.835380388e-09, -5.589743482e-10)  # fmt: skip
 _LGAMMA_H = (5.456921123e-01, 2.764062434e-01, -2.411678760e-02, 3.059740738e-03, -4.554446417e-04, 7.397945223e-05, -1.268262264e-05, 2.253800857e-06, -4.107683225e-07, 7.626396961e-08, -1.435929880e-08, 2.733335286e-09, -5.248566867e-10)  # fmt: skip
+# lgamma's fits (scripts/lgamma_tables.py, cut at 1e-9·max|c|): M on (-3, -2) in s = 2x + 5 and
+# Q on [1.25, 1.75] in s = 4x - 6 (p_lgamma, p_lgamma_pos)
+_LGAMMA_M3 = (1.311262517e+00, 1.186054566e-01, 2.764572751e-02, 4.593704032e-03, 9.406800614e-04, 1.485870123e-04, 2.911422398e-05, 4.517382788e-06, 8.719299146e-07, 1.344595727e-07, 2.581991958e-08, 3.973257096e-09)  # fmt: skip
+_LGAMMA_TC = (4.801972093e-01, -3.605161365e-02, 1.938464836e-03, -1.206885488e-04, 8.115171096e-06, -5.713868212e-07, 4.145872731e-08, -3.071774287e-09)  # fmt: skip
 
 HELPERS.update(
     {
@@ -856,6 +997,8 @@ HELPERS.update(
         "p_i0e_large": _cheb("p_i0e_large", _I0E_LARGE),
         "p_i1e_large": _cheb("p_i1e_large", _I1E_LARGE),
         "p_lgamma_h": _cheb("p_lgamma_h", _LGAMMA_H),
+        "p_lgamma_m3": _cheb("p_lgamma_m3", _LGAMMA_M3),
+        "p_lgamma_tc": _cheb("p_lgamma_tc", _LGAMMA_TC),
         # exp(-|x|)·I0(x) and exp(-|x|)·I1(x) (i1e is odd); I0, I1 unscaled up to |x| = 4,
         # where the series needs no exp
         "p_i0e": """fn p_i0e(x: f32) -> f32 {

@@ -427,8 +427,10 @@ HELPERS.update(
       t = t + term / (a + f32(k));
     }
     // lgamma(1 + a): by its Taylor series -gamma·a + (pi^2/12)·a^2 below 2^-10, where 1 + a
-    // would round a's digits away (Q(1e-30, 1) = 0.22e-30 hinges on them)
-    var lg1 = p_lgamma(1.0 + a);
+    // would round a's digits away (Q(1e-30, 1) = 0.22e-30 hinges on them); above, p_lgamma1p,
+    // which does not form 1 + a either (p_lgamma(1.0 + a) was right only where the compiler
+    // folded (1 + a) - 1 back to a)
+    var lg1 = p_lgamma1p(a);
     if (a < 0.0009765625) { lg1 = a * (-0.5772156649015329 + a * 0.8224670334241132); }
     let lg = a * p_logf(x) - lg1;
     let e = p_expf(lg);
