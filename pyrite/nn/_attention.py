@@ -519,7 +519,8 @@ def _plan_knobs():
     import sys
 
     me = sys.modules[__name__]
-    return lambda: (here(me), *(g(m) for g, m in zip(getters, mods)))
+    (g0, g1, g2), (m0, m1, m2) = getters, mods
+    return lambda: (here(me), g0(m0), g1(m1), g2(m2))
 
 
 def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
