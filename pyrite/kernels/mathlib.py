@@ -667,8 +667,11 @@ HELPERS = {
   if (p_isnan(x)) { return x; }
   if (p_isinf(x)) { return p_inf(); }
   // |x| < 2^-24: -log|x| (the next term, -gamma·x, is below its rounding); from the bits, so a
-  // subnormal is not flushed to the pole at 0 (lgamma(1e-40) = 92.1) and pi·x cannot underflow
+  // subnormal is not flushed to the pole at 0 (lgamma(1e-40) = 92.1) and pi·x cannot underflow:
+  // a subnormal's log is log(its bits as an integer) - 149·ln 2, no subnormal arithmetic (GPUs
+  // that flush them, as the H100 through both implementations, gave inf)
   let ax = bitcast<u32>(x) & 0x7fffffffu;
+  if (ax != 0u && ax < 0x00800000u) { return 103.278929903 - p_logf(f32(ax)); }
   if (ax != 0u && ax < 0x33800000u) { return -p_logf(abs(x)); }
   var z = x;        // the argument of p_lgamma_pos: x, or 1 - x for the plain reflection
   var refl = vec2<f32>(0.0, 0.0);  // the plain reflection's log(pi / |sin(pi x)|), hi + lo
