@@ -1,6 +1,7 @@
 """The decode kernels by GPU time (timestamp queries, scripts/gpu_time.py: every dispatch of the
 call summed) at decode shapes, torch CUDA beside: the one-pass kernel (kernels/attention_decode
-.attn_decode_lanes_kernel, several lanes a key, DECODE_SG None), the two-pass kernel (DECODE_SG
+.attn_decode_lanes_kernel, several lanes a key, DECODE_SG None; its key ranges merged in the
+same dispatch, and by the merge kernel: DECODE_FUSED_MERGE False), the two-pass kernel (DECODE_SG
 False), and the kernel the call takes without decode (FORCE_DECODE False: tiled or flash), with
 the one-pass kernel's time at each count of key ranges. Grouped-query shapes (Hq query heads
 over Hk key/value heads) run with enable_gqa, one query a head folded into rows of the key head.
@@ -78,13 +79,15 @@ def main():
             continue
         fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=hq != hk)  # noqa: E731
         row = {"shape": shape, "torch_us": torch_us(shape)}
-        for name, sg, force in (("one-pass", None, None), ("two-pass", False, None),
-                                ("no decode", None, False)):  # fmt: skip
-            _KD.DECODE_SG, A.FORCE_DECODE = sg, force
+        for name, sg, force, fm in (("one-pass", None, None, None),
+                                    ("one-pass, merge kernel", None, None, False),
+                                    ("two-pass", False, None, None),
+                                    ("no decode", None, False, None)):  # fmt: skip
+            _KD.DECODE_SG, A.FORCE_DECODE, A.DECODE_FUSED_MERGE = sg, force, fm
             try:
                 row[name] = us(fn)
             finally:
-                _KD.DECODE_SG, A.FORCE_DECODE = None, None
+                _KD.DECODE_SG, A.FORCE_DECODE, A.DECODE_FUSED_MERGE = None, None, None
         rule = A._decode_splits
         sweep = {}
         for p in (1, 2, 4, 8, 16):
@@ -102,6 +105,7 @@ def main():
         print(
             f"{shape}: one-pass {sum(row['one-pass']):.1f} us "
             f"({' + '.join(f'{x:.1f}' for x in row['one-pass'])}, {row['rule ranges']} ranges); "
+            f"with the merge kernel {sum(row['one-pass, merge kernel']):.1f}; "
             f"two-pass {sum(row['two-pass']):.1f}; no decode {sum(row['no decode']):.1f}; "
             f"torch {'-' if t is None else f'{t:.1f}'}; by ranges "
             + ", ".join(

@@ -948,3 +948,50 @@ def test_shuffle_variants_as_text():
     assert (
         "var<workgroup> dst:" in plain and "dst" not in shfl and "@builtin(subgroup_size)" in shfl
     )
+
+
+@pytest.mark.parametrize(
+    "B,H,L,S,E,kw",
+    [
+        (1, 3, 1, 700, 64, {}),
+        (2, 2, 3, 900, 32, {"mask": "bool"}),  # (a query with every key masked: l = 0)
+        (1, 2, 9, 1500, 20, {"is_causal": True}),  # two blocks of rows, causal
+        (1, 4, 1, 3000, 128, {"mask": "float"}),
+    ],
+    ids=["one-row", "bool", "causal-9", "float-E128"],
+)
+def test_decode_fused_merge(rng, monkeypatch, B, H, L, S, E, kw):
+    """The one-pass decode kernel merging its key ranges in the same dispatch (the last
+    workgroup of a block waits for the others' partials in a persistent scratch): forward and
+    gradients match torch over several calls in turn (the scratch and the counters are left
+    clean for the next call), with masks, causal blocks and a query with every key masked; no
+    merge kernel runs."""
+    dev = backend.current()
+    if not dev.subgroups:
+        pytest.skip("the one-pass decode kernel needs subgroups")
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    monkeypatch.setattr(_attention, "DECODE_FUSED_MERGE", True)
+    monkeypatch.setattr(_attention._KD, "DECODE_SG", True)
+    monkeypatch.setattr(_attention._KD, "MERGE_SPINS", 64)  # (lavapipe's loop budget)
+    monkeypatch.setattr(_attention, "FORCE_SPLITS", None)
+    p = _attention._decode_splits(dev, B * H, L, S, E)
+    lanes, rows = _attention._decode_lanes(dev, E), _attention._decode_rows(L)
+    assert p >= 2 and _attention._fused_merge(dev, B * H, L, S, E, p, lanes, rows)
+    for _ in range(2):
+        q, k, v = _qkv(rng, (B, H), L, S, E)
+        kws = _masked(rng, dict(kw), L, S, dead=0)
+        _check(rng, q, k, v, **kws)
+    kernels = []
+    orig = dev._dispatch
+
+    def capture(src, buffers, info, grid):
+        kernels.append(src.wgsl)
+        orig(src, buffers, info, grid)
+
+    monkeypatch.setattr(dev, "_dispatch", capture)
+    q, k, v = _qkv(rng, (B, H), L, S, E)
+    got = F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(k), pr.tensor(v))
+    want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))
+    assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), E, S)[0])
+    attn = [w for w in kernels if "q_" in w or "part" in w]
+    assert len(attn) == 1 and "atomicAdd(&mp[" in attn[0]

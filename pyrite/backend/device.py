@@ -650,12 +650,15 @@ class Device:
 
     def persistent(self, key, data):
         """A storage that lives as long as the device, made once for `key` holding the bytes
-        `data` (a multiple of 4): a kernel's own scratch whose contents carry from one dispatch
-        to the next (ops/reduce.py's fused reductions: their counters and state slots). Never
-        freed, and never a compiled trace's buffer (pr.compile plans only what its tape
+        `data` (a multiple of 4; or a function giving them, called only when it is made): a
+        kernel's own scratch whose contents carry from one dispatch to the next (ops/reduce.py's
+        fused reductions, nn/_attention.py's fused decode merge: their counters and slots).
+        Never freed, and never a compiled trace's buffer (pr.compile plans only what its tape
         allocated, so this one is made outside any tape)."""
         st = self._persistent.get(key)
         if st is None:
+            if callable(data):
+                data = data()
             with self._lock:
                 tape, self.pool.tape = self.pool.tape, None
                 try:

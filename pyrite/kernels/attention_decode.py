@@ -42,6 +42,17 @@ DECODE_MAX_SPAN = 2048  # keys a decode workgroup holds the scores of (8 KB of w
 # falling on 32 rows). On lavapipe (2 cores, scripts/decode_sweep.py --lanes, 2026-12-06) a
 # two-pass version with lanes took 1.4-1.7x the time of one invocation a key.
 DECODE_SG = None
+# The one-pass kernel's key ranges merged in the same dispatch (`fused`, GPUs: nn/_attention
+# DECODE_FUSED_MERGE): each workgroup stores its rows' partials (acc, max, sum) as words of a
+# persistent scratch (MERGE_SLOTS words, all MERGE_EMPTY, then MERGE_COUNTERS counters at 0)
+# by atomic stores and counts itself in its block's counter; the block's last workgroup waits for
+# each word (it was stored before its workgroup counted), sets it back to MERGE_EMPTY, merges and
+# writes out and lse, and sets the counter back to 0 (kernels/reduce.py's one-pass split, for
+# attention). MERGE_SPINS bounds a wait (a lost word reads as MERGE_EMPTY: a NaN, never unseen).
+MERGE_SLOTS = 1 << 20  # (one query a head over 64 heads, 16 ranges, E 128: 133,120 words)
+MERGE_COUNTERS = 1 << 14
+MERGE_EMPTY = 0xFFFFFFFF
+MERGE_SPINS = 1 << 13
 
 
 def decode_groups(E: int) -> int:
@@ -194,6 +205,14 @@ def decode_lanes_loop_iterations(S: int, splits: int, E: int, lanes: int, rows: 
     return (-(-span // (4 * slots)) + 1) + rows * 2 * (slots + 1)
 
 
+def fused_merge_loop_iterations(splits: int, rows: int, E: int, spins: int = MERGE_SPINS) -> int:
+    """Loop iterations of the fused merge at worst (every wait spinning to `spins`): a lane's
+    turns over the (row, range) maxima and sums, two waits each, then over the (row, column)
+    pairs, a wait for each range."""
+    a, c = -(-rows * splits // DECODE_WG), -(-rows * E // DECODE_WG)
+    return a * (2 * (spins + 1) + 1) + c * (splits * (spins + 1) + 1) + 2
+
+
 def lanes_span(S: int, splits: int, lanes: int) -> int:
     """Keys a workgroup of attn_decode_lanes_kernel covers: S cut into `splits` ranges of whole
     steps (4·DECODE_WG/lanes keys)."""
@@ -218,6 +237,8 @@ def attn_decode_lanes_kernel(
     lanes: int = 8,
     rows: int = 1,
     sg: int = 1,
+    fused: bool = False,
+    spins: int = MERGE_SPINS,
 ) -> KernelSource:
     """The decode forward in one pass where the device has subgroups: a workgroup of DECODE_WG
     invocations a (batch·head, block of `rows` queries, key range), each key of the range read
@@ -232,15 +253,19 @@ def attn_decode_lanes_kernel(
     workgroup memory. Nothing of size keys is stored, so the range has no length limit (the
     two-pass attn_decode_kernel keeps a range's scores: DECODE_MAX_SPAN). Outputs as
     attn_decode_kernel: out and lse, or the partials for attn_merge_kernel; info[4] = ⌈L/rows⌉ ·
-    splits. Keys past the range are clamped reads scored -inf; the loop's bound is the
+    splits. With `fused` (splits > 1) the partials go to the persistent scratch `mp` bound after
+    out and lse, and the ranges merge in this dispatch (MERGE_SLOTS). Keys past the range are clamped reads scored -inf; the loop's bound is the
     workgroup's, so the shuffles stay in uniform control flow."""
     _check(E, 8, mask)
     C = padded_dim(E) // 4
     U = -(-C // lanes)  # chunks a lane holds
     K = DECODE_WG // lanes
     exact = E % 4 == 0 and C % lanes == 0  # (every lane's chunks lie inside the row)
+    fused = fused and splits > 1
     lay, bufs, b = forward_setup(DECODE_WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
-                                 splits, dropout)  # fmt: skip
+                                 1 if fused else splits, dropout)  # fmt: skip
+    if fused:
+        bufs = bufs + [("mp", "atomic<u32>", "w")]
     b += f"  let t = i32(lid.x);\n  let rk = t % {lanes};\n  let gk = t / {lanes};\n"
     b += f"  let ib = (blk / {splits}) * {rows};\n  let part_i = blk % {splits};\n"
     b += key_range(f"min(S, min(L, ib + {rows}))" if causal else "S", splits, 4 * K)
@@ -320,7 +345,13 @@ def attn_decode_lanes_kernel(
         b += "    var a = vec4<f32>(0.0);\n    var l = 0.0;\n"
         b += f"    for (var g = 0; g < {K}; g++) {{ a += ra[g * {C} + t]; l += rl[g]; }}\n"
         b += f"    let row = bh * L + i{r};\n    let e0 = 4 * t;\n"
-        if splits > 1:
+        if fused:
+            b += f"    let pb = (row * {splits} + part_i) * {E + 2};\n"
+            for k in range(4):
+                b += f"    if (e0 + {k} < {E}) {{ atomicStore(&mp[pb + e0 + {k}], p_word(a[{k}])); }}\n"
+            b += f"    if (t == 0) {{ atomicStore(&mp[pb + {E}], p_word(M{r}));"
+            b += f" atomicStore(&mp[pb + {E + 1}], p_word(l)); }}\n"
+        elif splits > 1:
             b += f"    let pb = (row * {splits} + part_i) * {E + 2};\n"
             for k in range(4):
                 b += f"    if (e0 + {k} < {E}) {{ part[pb + e0 + {k}] = a[{k}]; }}\n"
@@ -333,11 +364,68 @@ def attn_decode_lanes_kernel(
                 b += f"    if (e0 + {k} < {E}) {{ o_[ob + e0 + {k}] = {val}; }}\n"
             b += f"    if (t == 0) {{ lse[row] = select(M{r} + log(l), p_inf(), l == 0.0); }}\n"
         b += "  }\n  workgroupBarrier();\n"
+    if fused:
+        b += _fused_merge(E, splits, rows, heads, out_type, spins)
     b += "}\n"
     shared = (
-        f"var<workgroup> rm: array<f32, {K}>;\n"
-        f"var<workgroup> rl: array<f32, {K}>;\n"
+        f"var<workgroup> rm: array<f32, {max(K, rows * splits if fused else 0)}>;\n"
+        f"var<workgroup> rl: array<f32, {max(K, rows * splits if fused else 0)}>;\n"
         f"var<workgroup> ra: array<vec4<f32>, {K * C}>;\n"
     )
-    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
+    fns = ""
+    if fused:
+        shared += "var<workgroup> last: u32;\n"
+        fns = (
+            "fn p_word(v: f32) -> u32 {\n"
+            "  let b = bitcast<u32>(v);\n"
+            "  return select(b, 0x7FC00000u, (b & 0x7FFFFFFFu) > 0x7F800000u);\n}\n"
+            "fn p_wait(i: i32, first: u32) -> f32 {\n"
+            "  var v = first;\n"
+            f"  for (var n = 0; v == {MERGE_EMPTY:#x}u && n < {spins}; n++) "
+            "{ v = atomicLoad(&mp[i]); }\n"
+            f"  atomicStore(&mp[i], {MERGE_EMPTY:#x}u);\n"
+            "  return bitcast<f32>(v);\n}\n"
+        )
+    src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + fns + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
+
+
+def _fused_merge(E, splits, rows, heads, out_type, spins) -> str:
+    """WGSL of the fused merge (MERGE_SLOTS): the workgroup counts itself in its block's
+    counter; the block's last one takes every range's max and sum of every row (one lane a
+    (row, range)) into workgroup memory, then every (row, column) (all the lanes, in turn) reads
+    its word of each range, all the reads issued before any is waited for, merges them as
+    attn_merge_kernel does and writes out and lse; then it sets the counter back to 0."""
+    w = E + 2
+    rs = rows * splits
+    b = f"  let cnt = {MERGE_SLOTS} + bh * ((L + {rows - 1}) / {rows}) + blk / {splits};\n"
+    b += f"  if (t == 0) {{ last = select(0u, 1u, atomicAdd(&mp[cnt], 1u) == {splits - 1}u); }}\n"
+    b += "  if (workgroupUniformLoad(&last) == 0u) { return; }\n"
+    b += f"  for (var x = t; x < {rs}; x += {DECODE_WG}) {{\n"
+    b += f"    let r = x / {splits};\n    let p = x % {splits};\n"
+    b += f"    if (ib + r < L) {{\n      let pb = ((bh * L + ib + r) * {splits} + p) * {w};\n"
+    b += f"      rm[x] = p_wait(pb + {E}, atomicLoad(&mp[pb + {E}]));\n"
+    b += f"      rl[x] = p_wait(pb + {E + 1}, atomicLoad(&mp[pb + {E + 1}]));\n    }}\n  }}\n"
+    b += "  workgroupBarrier();\n"
+    b += f"  for (var x = t; x < {rows * E}; x += {DECODE_WG}) {{\n"
+    b += f"    let r = x / {E};\n    let e = x % {E};\n"
+    b += "    if (ib + r < L) {\n      let row = bh * L + ib + r;\n"
+    b += f"      let rb = row * {splits * w} + e;\n"
+    for p in range(splits):  # (every read in flight before the first wait)
+        b += f"      let w{p} = atomicLoad(&mp[rb + {p * w}]);\n"
+    b += f"      var M = rm[r * {splits}];\n"
+    for p in range(1, splits):
+        b += f"      M = max(M, rm[r * {splits} + {p}]);\n"
+    b += "      var l = 0.0;\n      var a = 0.0;\n"
+    for p in range(splits):
+        b += (
+            f"      let f{p} = select(exp(rm[r * {splits} + {p}] - M), 0.0, M == -p_inf());\n"
+            f"      l += rl[r * {splits} + {p}] * f{p};\n"
+            f"      a += p_wait(rb + {p * w}, w{p}) * f{p};\n"
+        )
+    b += "      let inv = select(1.0 / l, 0.0, l == 0.0);\n"
+    b += f"      let ob = {_row_base('L', '(ib + r)', E, heads)};\n"
+    b += f"      o_[ob + e] = {store('a * inv', 'f32', out_type)};\n"
+    b += "      if (e == 0) { lse[row] = select(M + log(l), p_inf(), l == 0.0); }\n    }\n  }\n"
+    b += "  if (t == 0) { atomicStore(&mp[cnt], 0u); }\n"
+    return b

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from functools import partial
 
+import numpy as np
+
 from .. import autograd as _autograd
 from .. import backend
 from .. import dtypes as D
@@ -448,11 +450,30 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
         heads,
     )
     lanes = _decode_lanes(dev, E) if dsplits else 0
+    extra = ()
     if lanes:  # (few queries over many keys, one pass: a workgroup a block of queries and range)
         rows = _decode_rows(L)
+        fused = _fused_merge(dev, nbh, L, S, E, dsplits, lanes, rows)
+        if fused:  # (the ranges merged in the same dispatch: no partials, no merge kernel)
+            extra = (_merge_scratch(dev).buffer,)
         kernel = partial(_KD.attn_decode_lanes_kernel, E, *args[2:], dropout=dropout,
-                         lanes=lanes, rows=rows, sg=dev.subgroups)  # fmt: skip
+                         lanes=lanes, rows=rows, sg=dev.subgroups, fused=fused,
+                         spins=_KD.MERGE_SPINS)  # fmt: skip
         groups, splits = nbh * -(-L // rows), dsplits
+        if fused:
+            return (
+                lead,
+                heads,
+                out_dt,
+                kernel(splits=splits),
+                info,
+                fold_grid(groups * splits),
+                0,
+                None,
+                None,
+                None,
+                extra,
+            )
     elif dsplits:  # (the same where the device has no subgroups: a workgroup a query and range)
         kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=dropout)
         groups, splits = nbh * L, dsplits
@@ -467,16 +488,16 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
         kernel = partial(_K.attn_fwd_kernel, *args, dropout=dropout, heavy_first=_K.HEAVY_FIRST)
         groups = nbh * nblk
     if splits == 1:
-        return lead, heads, out_dt, kernel(), info, fold_grid(groups), 0, None, None, None
+        return lead, heads, out_dt, kernel(), info, fold_grid(groups), 0, None, None, None, ()
     merge = _K.attn_merge_kernel(E, splits, out_dt.wgsl, heads)
     merge_grid = fold_grid(-(-nbh * L * E // _K.MERGE_WG))
     return (lead, heads, out_dt, kernel(splits=splits), info, fold_grid(groups * splits),
-            nbh * L * splits * (E + 2), merge, [nbh * L, L], merge_grid)  # fmt: skip
+            nbh * L * splits * (E + 2), merge, [nbh * L, L], merge_grid, ())  # fmt: skip
 
 
 def _flash_run(plan, query, key, value, attn_mask, drop=None):
     """(out, lse) of a _flash_plan's dispatches on these operands."""
-    lead, heads, out_dt, src, info, grid, npart, merge, merge_info, merge_grid = plan
+    lead, heads, out_dt, src, info, grid, npart, merge, merge_info, merge_grid, extra = plan
     L, E = query._shape[-2:]
     out = _empty_rows(lead, L, E, out_dt, heads)
     lse = empty(tuple(lead) + (L,), D.float32)
@@ -485,8 +506,8 @@ def _flash_run(plan, query, key, value, attn_mask, drop=None):
         bufs.append(attn_mask._storage.buffer)
     dev = backend.current()
     if not npart:
-        _dispatch(dev, src, bufs + [out._storage.buffer, lse._storage.buffer], info, grid, drop,
-                  redraw=True)  # fmt: skip
+        _dispatch(dev, src, [*bufs, out._storage.buffer, lse._storage.buffer, *extra], info,
+                  grid, drop, redraw=True)  # fmt: skip
         return out, lse
     part = empty((npart,), D.float32)
     _dispatch(dev, src, bufs + [part._storage.buffer], info, grid, drop, redraw=True)
@@ -732,6 +753,7 @@ FORCE_DECODE = None  # True / False: take (where it can run) / never take it (te
 # but the 8-query row (2 ranges: its 8 queries a key make it compute-bound, a merge costs
 # ~6 us).
 DECODE_ROWS = 8
+DECODE_FUSED_MERGE = None  # None: GPUs; True: any device (tests); False: never (A/B)
 DECODE_LANES_MAX_L = 8
 DECODE_LANES_FILL = 1024
 DECODE_LANES_MIN_SPAN = 256
@@ -794,6 +816,33 @@ def _lanes_splits(nbh, L, S, E, lanes):
     ):
         p *= 2
     return p if fits(p) else 0
+
+
+def _fused_merge(dev, nbh, L, S, E, splits, lanes, rows) -> bool:
+    """Whether the one-pass kernel merges its key ranges itself (kernels/attention_decode
+    MERGE_SLOTS): DECODE_FUSED_MERGE None on GPUs (True: on any device, tests), where the
+    partials and the blocks' counters fit the scratch, the walk and the merge's waits the loop
+    budget, and no pr.compile trace records (the scratch is the device's, not a trace's)."""
+    if splits < 2 or DECODE_FUSED_MERGE is False or dev._tape is not None:
+        return False
+    if DECODE_FUSED_MERGE is None and dev.adapter_type == "CPU":
+        return False
+    if nbh * L * splits * (E + 2) > _KD.MERGE_SLOTS or nbh * -(-L // rows) > _KD.MERGE_COUNTERS:
+        return False
+    walk = _KD.decode_lanes_loop_iterations(S, splits, E, lanes, rows)
+    waits = _KD.fused_merge_loop_iterations(splits, rows, E, _KD.MERGE_SPINS)
+    return walk + waits <= max_loop_iterations()
+
+
+def _merge_scratch(dev):
+    """The device's persistent scratch of the fused merge: MERGE_SLOTS words all MERGE_EMPTY,
+    then MERGE_COUNTERS counters at 0 (4 MiB, made on first use)."""
+
+    def data():
+        return np.concatenate([np.full(_KD.MERGE_SLOTS, _KD.MERGE_EMPTY, np.uint32),
+                               np.zeros(_KD.MERGE_COUNTERS, np.uint32)])  # fmt: skip
+
+    return dev.persistent(("attn.decode.merge", _KD.MERGE_SLOTS, _KD.MERGE_COUNTERS), data)
 
 
 def _decode_rows(L) -> int:
