@@ -299,7 +299,8 @@ def bench_attention(rep, quick=False):
     (causal), BERT-base's (a padding mask) and issue 6's long causal one (16 heads x 4096 tokens
     x 64), in GFLOP/s of the 4·B·H·L·S·E multiply-adds of the forward (halved where causal;
     backward: 2.5x that, FlashAttention-2's count); then decode, one query a head over a cache of
-    4096 keys, in µs a call (and GB/s of k and v read). torch beside, in the same run."""
+    4096 keys (also with grouped-query heads), in µs a call (and GB/s of k and v read). torch
+    beside, in the same run."""
     F = pr.nn.functional
     torch = _torch()
     # (label, (B, H, L, S, E), causal, padding mask, with backward)
@@ -309,16 +310,28 @@ def bench_attention(rep, quick=False):
         ("causal, 4096 tokens", (1, 16, 4096, 4096, 64), True, False, True),
         ("decode over 4096 keys", (1, 16, 1, 4096, 64), False, False, False),
         ("decode over 4096 keys, 32 heads, E=128", (1, 32, 1, 4096, 128), False, False, False),
+        # (B, Hq, L, S, E, Hk): Llama-3-8B's grouped heads, 32 query heads over 8 key/value heads
+        (
+            "decode over 4096 keys, 32 heads over 8, E=128",
+            (1, 32, 1, 4096, 128, 8),
+            False,
+            False,
+            False,
+        ),  # fmt: skip
     ]
     if quick:
         cases = [
             ("GPT bench, causal", (8, 4, 64, 64, 32), True, False, True),
             ("BERT-like, padding mask", (2, 12, 128, 128, 64), False, True, True),
             ("decode over 1024 keys", (1, 4, 1, 1024, 64), False, False, False),
+            ("decode over 1024 keys, 4 heads over 2", (1, 4, 1, 1024, 64, 2), False, False, False),
         ]
     rng = np.random.default_rng(0)
-    for label, (B, H, L, S, E), causal, masked, with_backward in cases:
-        qkv = [rng.standard_normal((B, H, n, E)).astype(np.float32) for n in (L, S, S)]
+    for label, shape, causal, masked, with_backward in cases:
+        B, H, L, S, E = shape[:5]
+        Hk = shape[5] if len(shape) > 5 else H  # (grouped-query heads: enable_gqa)
+        qkv = [rng.standard_normal((B, h, n, E)).astype(np.float32) for h, n in ((H, L), (Hk, S),
+                                                                                  (Hk, S))]  # fmt: skip
         keep = np.ones((B, 1, 1, S), dtype=bool)
         keep[:, :, :, S - S // 4 :] = False  # the last quarter of each sequence is padding
         flops = 4 * B * H * L * S * E // (2 if causal else 1)
@@ -329,6 +342,8 @@ def bench_attention(rep, quick=False):
 
         def run(lib, tensors, mask, backward, F=None):
             kw = {"is_causal": True} if causal else {"attn_mask": mask} if masked else {}
+            if Hk != H:
+                kw["enable_gqa"] = True
             out = F.scaled_dot_product_attention(*tensors, **kw)
             if backward:
                 out.sum().backward()
@@ -355,9 +370,10 @@ def bench_attention(rep, quick=False):
                     )
                     del ts, tm
             what = "forward+backward" if backward else "forward"
-            name = f"attention {what} {B}x{H}x{L}x{S}x{E} ({label})"
+            heads = H if Hk == H else f"{H}/{Hk}"
+            name = f"attention {what} {B}x{heads}x{L}x{S}x{E} ({label})"
             if decode:  # latency: µs a call, lower is better; the note gives GB/s of k and v
-                kv = 2 * B * H * S * E * 4
+                kv = 2 * B * Hk * S * E * 4
                 peers = {k: v * 1e6 for k, v in times.items()}
                 rep.add(name, t * 1e6, "us", None, peers, f"{kv / t / 1e9:,.3g} GB/s of k, v")
             else:
