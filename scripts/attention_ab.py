@@ -94,6 +94,11 @@ def torch_us(shape, causal, masked, backward=False):
         o = f()
         g = torch.randn_like(o)
         f = lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)  # noqa: E731
+    return cuda_us(torch, f)
+
+
+def cuda_us(torch, f):
+    """The median µs of f() on the CUDA stream by CUDA events (5 calls first)."""
     for _ in range(5):
         f()
     ts = []

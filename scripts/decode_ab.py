@@ -10,7 +10,6 @@ over Hk key/value heads) run with enable_gqa, one query a head folded into rows 
 """
 
 import json
-import statistics
 import sys
 
 import pyrite as pr
@@ -19,6 +18,7 @@ from pyrite.kernels import attention_decode as _KD
 from pyrite.nn import _attention as A
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from attention_ab import cuda_us  # noqa: E402
 from gpu_time import kernel_times  # noqa: E402
 
 F = pr.nn.functional
@@ -45,19 +45,8 @@ def torch_us(shape):
     B, hq, hk, L, S, E = shape
     q = torch.randn(B, hq, L, E, device="cuda")
     k, v = (torch.randn(B, hk, S, E, device="cuda") for _ in range(2))
-    f = lambda: F_t.scaled_dot_product_attention(q, k, v, enable_gqa=hq != hk)  # noqa: E731
     F_t = torch.nn.functional
-    for _ in range(5):
-        f()
-    ts = []
-    for _ in range(20):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        f()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(ts)
+    return cuda_us(torch, lambda: F_t.scaled_dot_product_attention(q, k, v, enable_gqa=hq != hk))
 
 
 def main():
