@@ -1332,6 +1332,7 @@ def wrap(fn, name, rule, inplace=False):
 
     wrapper._pyrite_grad = True
     wrapper._pyrite_raw = fn
+    wrapper._pyrite_unrecorded = None if inplace else fn
     return wrapper
 
 
@@ -1399,6 +1400,10 @@ def _guard(fn, name):
 
     guard._pyrite_grad = True
     guard._pyrite_raw = fn
+    # what the wrapper runs when nothing records (grad mode off, or no argument requires grad):
+    # a wrapper around it (ops/complex.py) calls it directly then, one call layer less; None for
+    # an in-place op, which marks its tensor written
+    guard._pyrite_unrecorded = None if inplace else fn
     return guard
 
 

@@ -102,13 +102,101 @@ def _run(
     rows = math.prod(outer_shape)
     if rows == 0 or n == 0:
         return out
+    dev = backend.current()
+    key = _plan_key(dev, op, x, n, row_dim_stride, outer_shape, x_outer_strides, out,
+                    out_row_stride, out_outer_strides, w, b, eps)  # fmt: skip
+    plan = None if key is None else _plans.get(key)
+    if plan is None:
+        plan = _plan(op, x, n, row_dim_stride, outer_shape, x_outer_strides, out,
+                     out_row_stride, out_outer_strides, w, b, eps)  # fmt: skip
+        if key is not None:
+            if len(_plans) > PLANS_MAX:
+                _plans.clear()
+            _plans[key] = plan
+    if plan[0] is None:  # (past the loop budget: composed from reductions)
+        _, cshape, cx, co = plan
+        return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
+    src, info, grid = plan
+    bufs = [x._storage.buffer]
+    if w is not None:
+        bufs.append(w._storage.buffer)
+    if b is not None:
+        bufs.append(b._storage.buffer)
+    bufs.append(out._storage.buffer)
+    dev.dispatch(src, bufs, info, grid)
+    return out
+
+
+# Plans of _run by everything they depend on (the rows' layout, dtypes, eps, the device and the
+# module constants and rules above, which tests and A/B runs change): the kernel, its info words
+# and grid, ~5 µs of coalescing, workgroup and held-shape rules and info building a call (two
+# layer_norms a transformer layer).
+_plans: dict = {}
+_plans_device = None
+PLANS_MAX = 4096
+_knobs = None
+
+
+def _plan_knobs():
+    """The module constants and rules a plan depends on, as one getter: the upper-case numbers
+    of this module and kernels/rowops, and the functions tests replace (_wg, _held_shape...)."""
+    import sys
+    from operator import attrgetter
+
+    from ..kernels import rowops as K
+
+    def consts(m):
+        return [n for n, v in vars(m).items() if n.isupper() and n != "PLANS_MAX"
+                and isinstance(v, (bool, int, float, type(None)))]  # fmt: skip
+
+    me = sys.modules[__name__]
+    fns = ("_wg", "_held_shape", "row_kernel", "row_loop_iterations", "max_loop_iterations")
+    here, there = attrgetter(*consts(me), *fns), attrgetter(*consts(K), "workgroup_size")
+    return lambda: (here(me), there(K))
+
+
+def _plan_key(dev, op, x, n, sx, outer, x_outer, out, so, o_outer, w, b, eps):
+    """The plan cache's key for this call, or None (an eps that is not a Python number)."""
+    global _plans_device, _knobs
+    if type(eps) is not float and type(eps) is not int:
+        return None
+    if _plans_device is not dev:
+        _plans.clear()
+        _plans_device = dev
+    if _knobs is None:
+        _knobs = _plan_knobs()
+    return (
+        op, n, sx, tuple(outer), tuple(x_outer), so, tuple(o_outer), x._offset, x.dtype,
+        out.dtype, None if w is None else w.dtype, None if b is None else b.dtype,
+        eps if eps else f32_bits(eps),  # (-0.0 == 0.0: keyed by its bits)
+        dev.adapter_type, dev.subgroups, dev.loop_budget, _knobs(),
+    )  # fmt: skip
+
+
+def _plan(
+    op: str,
+    x: Tensor,
+    n: int,
+    row_dim_stride: int,
+    outer_shape,
+    x_outer_strides,
+    out: Tensor,
+    out_row_stride: int,
+    out_outer_strides,
+    w=None,
+    b=None,
+    eps=0.0,
+):
+    """(kernel, info words, grid) of `op` over rows of `n` elements, or (None, shape, x's and
+    out's strides) of the coalesced outer dims for rows past the loop budget (_composed)."""
+    rows = math.prod(outer_shape)
     cshape, (cx, co) = coalesce(
         tuple(outer_shape), [tuple(x_outer_strides), tuple(out_outer_strides)]
     )
     rank = len(cshape)
     wg = _wg(n)
     if row_loop_iterations(n, wg) > max_loop_iterations():
-        return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
+        return None, cshape, cx, co
     held = _held_shape(n, wg)
     lanes, per, groups = held if held is not None else (wg, 0, 1)
     vec = 1
@@ -138,15 +226,8 @@ def _run(
         dev.subgroups if per and SUBGROUPS and lanes <= SUBGROUP_MAX_LANES else 0,
         vec,
     )
-    info = [rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co]
-    bufs = [x._storage.buffer]
-    if w is not None:
-        bufs.append(w._storage.buffer)
-    if b is not None:
-        bufs.append(b._storage.buffer)
-    bufs.append(out._storage.buffer)
-    dev.dispatch(src, bufs, info, fold_grid(-(-rows // groups)))
-    return out
+    info = (rows, n, x._offset, row_dim_stride, out_row_stride, f32_bits(eps), *cshape, *cx, *co)
+    return src, info, fold_grid(-(-rows // groups))
 
 
 def _held_shape(n: int, wg: int):
@@ -252,9 +333,12 @@ def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
 def _norm_shape(name, x: Tensor, normalized_shape):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
-    ns = tuple(int(s) for s in normalized_shape)
+    ns = normalized_shape
+    if type(ns) is not tuple or len(ns) != 1 or type(ns[0]) is not int:
+        ns = tuple(int(s) for s in ns)  # ((d,), LayerNorm's own, as it is: no generator)
     k = len(ns)
-    if k == 0 or k > x.ndim or tuple(x._shape[x.ndim - k :]) != ns:
+    nd = len(x._shape)
+    if k == 0 or k > nd or tuple(x._shape[nd - k :]) != ns:
         raise ShapeError(
             f"pyrite: {name}: given normalized_shape={list(ns)}, expected input "
             f"with shape [*, {', '.join(map(str, ns))}], but got input of size "
@@ -280,6 +364,9 @@ def _param(name, what, p, ns):
 
 def _rows_of(x: Tensor, k: int):
     """(x, n, row stride): the last k dims as one row, copying x when they don't coalesce."""
+    if k == 1:  # (one dim, the common case: its own stride, or 1 where coalesce drops it)
+        n = x._shape[-1]
+        return x, n, x._strides[-1] if n != 1 else 1
     tail_shape = x._shape[x.ndim - k :]
     n = math.prod(tail_shape)
     cshape, (cs,) = coalesce(tuple(tail_shape), [tuple(x._strides[x.ndim - k :])])
@@ -297,7 +384,7 @@ def _norm(op, input, normalized_shape, weight, bias, eps):
     k = len(ns)
     x, n, sx = _rows_of(x, k)
     out = empty(x._shape, x.dtype)
-    lead = x.ndim - k
+    lead = len(x._shape) - k
     _run(op, x, n, sx, x._shape[:lead], x._strides[:lead], out, 1, out._strides[:lead], w, b, eps)
     return out
 

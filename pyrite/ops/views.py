@@ -36,6 +36,13 @@ def _shape_arg(shape):
 
 
 def _infer(shape, numel, old_shape):
+    if not shape or min(shape) >= 0:  # (nothing to infer, the common case: no generators)
+        if math.prod(shape) != numel:
+            raise ShapeError(
+                f"pyrite: shape {list(shape)} is invalid for input of size {numel} "
+                f"(shape {tuple(old_shape)})"
+            )
+        return shape
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise ShapeError("pyrite: only one dimension can be inferred (-1)")
