@@ -675,6 +675,7 @@ def test_decode_lanes_rule():
     # (the measured choices: 16 ranges for one query a head at 16 and 32 heads over 4,096 keys)
     assert A._decode_splits(dev, 16, 1, 4096, 64) == A._decode_splits(dev, 32, 1, 4096, 128) == 16
     assert A._decode_splits(dev, 128, 4, 2048, 128) == 2
+    assert A._decode_splits(dev, 96, 8, 512, 64) == 1  # (8 queries a key: compute-bound)
     assert A._decode_splits(dev, 16, A.DECODE_LANES_MAX_L, 4096, 128) >= 1
     assert A._decode_splits(dev, 16, A.DECODE_LANES_MAX_L + 1, 4096, 128) == 0
 

@@ -738,24 +738,25 @@ FORCE_DECODE = None  # True / False: take (where it can run) / never take it (te
 # subgroups) reads each key once for a block of up to DECODE_ROWS queries (a grouped-query
 # head's query heads folded into rows: _fold_heads), so it takes up to DECODE_LANES_MAX_L
 # queries, and its ranges fill DECODE_LANES_FILL (query row, range) pairs, a range keeping
-# DECODE_LANES_MIN_SPAN keys. H100, wgpu-native, GPU time with the merge, us (2026-12-06,
-# scripts/decode_ab.py, docs/bench/2026-12-06-h100-s33-decode-ab-wgpu.json), one-pass by
-# ranges / two-pass at its rule / the kernel without decode (tiled or flash) / torch CUDA:
-#   (1, 16, 1, 4096, 64)        8: 26.1  16: 23.4            / 36.3 / 75.0  / 441
-#   (1, 32, 1, 4096, 128)       8: 78.1  16: 63.6            / 112  / 176   / 412
-#   (8, 8, 1, 16384, 64)        8: 202   16: 192             / 368  / 887   / 1,818
-#   Hq 32 over Hk 8, 1 x 4096 x 128   16: 27.4               / 94.5 / 166   / 264
-#   Hq 64 over Hk 8, 1 x 8192 x 128   16: 66.2               / 359  / 593   / 782
-#   (4, 32, 4, 2048, 128)       1: 147   2: 119   4: 122     / -    / 313   / 214
-#   (8, 12, 8, 512, 64)         1: 26.9  2: 38.7             / -    / 60.7  / 66.4
-#   (2, 16, 2, 1024, 64)        4: 17.9  8: 16.7  2: 21.7    / 33.2 / 42.0  / 120
-# (Dawn: the same order, 1.1-1.4x these.) 1,024 pairs chooses the best or near it everywhere
-# but the 8-query row (2 ranges: its 8 queries a key make it compute-bound, a merge costs
-# ~6 us).
+# DECODE_LANES_MIN_SPAN keys. H100, wgpu-native, GPU time, us, the key ranges merged in the
+# kernel (2026-12-06, scripts/decode_ab.py, docs/bench/2026-12-06-h100-s33-decode-fused-wgpu.json;
+# the first rows' counts measured with the merge kernel before, -decode-ab-wgpu.json, agree),
+# one-pass by ranges / two-pass at its rule / the kernel without decode / torch CUDA:
+#   (1, 16, 1, 4096, 64)        8: 19.7  16: 16.2            / 33.6 / 72.1  / 499
+#   (1, 32, 1, 4096, 128)       8: 65.7  16: 55.7            / 110  / 174   / 416
+#   (8, 8, 1, 16384, 64)        8: 185   16: 190             / 364  / 883   / 1,796
+#   Hq 32 over Hk 8, 1 x 4096 x 128   8: 32.3  16: 24.1      / 99.8 / 169   / 261
+#   Hq 64 over Hk 8, 1 x 8192 x 128   8: 88.6  16: 63.7      / 357  / 591   / 799
+#   (4, 32, 4, 2048, 128)       1: 146   2: 106   4: 113     / -    / 311   / 215
+#   (8, 12, 8, 512, 64)         1: 26.8  2: 35.0             / -    / 60.3  / 72.1
+#   (2, 16, 2, 1024, 64)        2: 19.9  4: 14.8  8: 12.9    / 32.6 / 42.0  / 130
+# (Dawn: the same order, 0.95-1.4x these.) 768 pairs takes the best count or one within 15 %
+# at every row (1,024 took 2 ranges at the 8-query row: its 8 queries a key make it
+# compute-bound); a range of fewer than 256 keys was measured only at the last row.
 DECODE_ROWS = 8
 DECODE_FUSED_MERGE = None  # None: GPUs; True: any device (tests); False: never (A/B)
 DECODE_LANES_MAX_L = 8
-DECODE_LANES_FILL = 1024
+DECODE_LANES_FILL = 768
 DECODE_LANES_MIN_SPAN = 256
 DECODE_LANES_MAX_SPLITS = 64
 
