@@ -47,7 +47,7 @@ from ..ops.core import (
     max_loop_iterations,
     run_map,
 )
-from ..tensor import Tensor
+from ..tensor import Tensor, contiguous_strides
 from ._common import fmap
 from ._dropout import dropout
 from .attention.bias import CausalBias, CausalVariant
@@ -495,25 +495,39 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
             nbh * L * splits * (E + 2), merge, [nbh * L, L], merge_grid, ())  # fmt: skip
 
 
-def _flash_run(plan, query, key, value, attn_mask, drop=None):
-    """(out, lse) of a _flash_plan's dispatches on these operands."""
+def _flash_run(plan, query, key, value, attn_mask, drop=None, want_lse=True):
+    """(out, lse) of a _flash_plan's dispatches on these operands. Without `want_lse` (a call
+    no backward follows) lse is None and the kernels write it to the device's sink (_lse_sink)
+    instead of a new buffer."""
     lead, heads, out_dt, src, info, grid, npart, merge, merge_info, merge_grid, extra = plan
     L, E = query._shape[-2:]
     out = _empty_rows(lead, L, E, out_dt, heads)
-    lse = empty(tuple(lead) + (L,), D.float32)
+    dev = backend.current()
+    if want_lse:
+        lse = empty(tuple(lead) + (L,), D.float32)
+        lse_buf = lse._storage.buffer
+    else:
+        lse, lse_buf = None, _lse_sink(dev, info[0] * L)
     bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
     if attn_mask is not None:
         bufs.append(attn_mask._storage.buffer)
-    dev = backend.current()
     if not npart:
-        _dispatch(dev, src, [*bufs, out._storage.buffer, lse._storage.buffer, *extra], info,
-                  grid, drop, redraw=True)  # fmt: skip
+        _dispatch(dev, src, [*bufs, out._storage.buffer, lse_buf, *extra], info, grid, drop,
+                  redraw=True)  # fmt: skip
         return out, lse
     part = empty((npart,), D.float32)
     _dispatch(dev, src, bufs + [part._storage.buffer], info, grid, drop, redraw=True)
-    dev.dispatch(merge, [part._storage.buffer, out._storage.buffer, lse._storage.buffer],
-                 merge_info, merge_grid)  # fmt: skip
+    dev.dispatch(merge, [part._storage.buffer, out._storage.buffer, lse_buf], merge_info,
+                 merge_grid)  # fmt: skip
     return out, lse
+
+
+def _lse_sink(dev, n):
+    """A device buffer of at least n f32s that kernels write a log-sum-exp nobody reads to (an
+    allocation and a release less a call): one a power of two of sizes, kept by the device.
+    Successive dispatches writing it are ordered like any two writers of one buffer."""
+    size = 1 << max(n - 1, 0).bit_length()
+    return dev.persistent(("attn.lse_sink", size), lambda: bytes(4 * size)).buffer
 
 
 # Calls that need no gradient (inference: a model's eval forward, a decode step) skip the
@@ -598,11 +612,13 @@ def _kept_plan(query, key, value, attn_mask, is_causal, scale, enable_gqa):
 def _run_kept(plan, query, key, value, attn_mask):
     """The output of a kept plan (_kept_plan) on these operands."""
     if plan[0] == "flash":
-        return _flash_run(plan[1], query, key, value, attn_mask)[0]
+        return _flash_run(plan[1], query, key, value, attn_mask, want_lse=False)[0]
     _, qv, mv, fp, shape = plan
     m = None if mv is None else attn_mask._view(*mv)
-    out = _flash_run(fp, query._view(*qv), key, value, m)[0]
-    return out.reshape(shape)
+    out = _flash_run(fp, query._view(*qv), key, value, m, want_lse=False)[0]
+    if fp[1]:  # (written in a (B, L, H, E) layout: reshape decides whether it views)
+        return out.reshape(shape)
+    return out._view(shape, contiguous_strides(shape), out._offset)  # (contiguous: a view)
 
 
 # The forward cuts the keys into ranges (kernels/attention.attn_fwd_kernel `splits`, merged by
