@@ -996,3 +996,17 @@ def test_decode_fused_merge(rng, monkeypatch, B, H, L, S, E, kw):
     assert_close(got.numpy(), want.numpy(), atol=_tol(want.numpy(), E, S)[0])
     attn = [w for w in kernels if "q_" in w or "part" in w]
     assert len(attn) == 1 and "atomicAdd(&mp[" in attn[0]
+
+
+@pytest.mark.parametrize("step", [2, 8])
+def test_decode_keys_a_step(rng, monkeypatch, step):
+    """The one-pass kernel with other than 4 keys a key slot's step (DECODE_STEP, an A/B knob)
+    stays right: ranges, the online softmax's rescale a step and the loop budget follow it."""
+    dev = backend.current()
+    if not dev.subgroups:
+        pytest.skip("the one-pass decode kernel needs subgroups")
+    monkeypatch.setattr(_attention, "FORCE_DECODE", True)
+    monkeypatch.setattr(_attention._KD, "DECODE_SG", True)
+    monkeypatch.setattr(_attention._KD, "DECODE_STEP", step)
+    q, k, v = _qkv(rng, (2, 3), 3, 1100, 40)
+    _check(rng, q, k, v, **_masked(rng, {"mask": "bool"}, 3, 1100, dead=0))

@@ -49,6 +49,11 @@ DECODE_SG = None
 # each word (it was stored before its workgroup counted), sets it back to MERGE_EMPTY, merges and
 # writes out and lse, and sets the counter back to 0 (kernels/reduce.py's one-pass split, for
 # attention). MERGE_SPINS bounds a wait (a lost word reads as MERGE_EMPTY: a NaN, never unseen).
+# Keys a key slot of the one-pass kernel reads at a step (their rows' loads all issued before
+# the step's math; the step's online-softmax rescale is one for them all). 4 is what the H100
+# figures beside nn/_attention's constants were measured with; 2 and 8 are there for an A/B
+# (scripts/decode_step_ab.py), not yet run on a GPU: the session's device time ran out.
+DECODE_STEP = 4
 MERGE_SLOTS = 1 << 20  # (one query a head over 64 heads, 16 ranges, E 128: 133,120 words)
 MERGE_COUNTERS = 1 << 14
 MERGE_EMPTY = 0xFFFFFFFF
@@ -199,10 +204,11 @@ def _mask_words(mt: str, mask: str, lay) -> str:
 
 def decode_lanes_loop_iterations(S: int, splits: int, E: int, lanes: int, rows: int) -> int:
     """Loop iterations of one invocation of attn_decode_lanes_kernel: the walk over its range in
-    steps of 4·DECODE_WG/lanes keys, then per query row the two loops over the key slots."""
+    steps of DECODE_STEP·DECODE_WG/lanes keys, then per query row the two loops over the key
+    slots."""
     slots = DECODE_WG // lanes
     span = lanes_span(S, splits, lanes)
-    return (-(-span // (4 * slots)) + 1) + rows * 2 * (slots + 1)
+    return (-(-span // (DECODE_STEP * slots)) + 1) + rows * 2 * (slots + 1)
 
 
 def fused_merge_loop_iterations(splits: int, rows: int, E: int, spins: int = MERGE_SPINS) -> int:
@@ -215,8 +221,8 @@ def fused_merge_loop_iterations(splits: int, rows: int, E: int, spins: int = MER
 
 def lanes_span(S: int, splits: int, lanes: int) -> int:
     """Keys a workgroup of attn_decode_lanes_kernel covers: S cut into `splits` ranges of whole
-    steps (4·DECODE_WG/lanes keys)."""
-    unit = 4 * DECODE_WG // lanes
+    steps (DECODE_STEP·DECODE_WG/lanes keys)."""
+    unit = DECODE_STEP * DECODE_WG // lanes
     return -(-S // (splits * unit)) * unit
 
 
@@ -239,6 +245,7 @@ def attn_decode_lanes_kernel(
     sg: int = 1,
     fused: bool = False,
     spins: int = MERGE_SPINS,
+    step: int = 4,
 ) -> KernelSource:
     """The decode forward in one pass where the device has subgroups: a workgroup of DECODE_WG
     invocations a (batch·head, block of `rows` queries, key range), each key of the range read
@@ -268,7 +275,7 @@ def attn_decode_lanes_kernel(
         bufs = bufs + [("mp", "atomic<u32>", "w")]
     b += f"  let t = i32(lid.x);\n  let rk = t % {lanes};\n  let gk = t / {lanes};\n"
     b += f"  let ib = (blk / {splits}) * {rows};\n  let part_i = blk % {splits};\n"
-    b += key_range(f"min(S, min(L, ib + {rows}))" if causal else "S", splits, 4 * K)
+    b += key_range(f"min(S, min(L, ib + {rows}))" if causal else "S", splits, step * K)
     b += "  let n = max(kend - k0, 0);\n"
 
     def chunk(buf, stype, base, col, u):
@@ -288,8 +295,8 @@ def attn_decode_lanes_kernel(
             q = chunk("q_", q_type, f"qb + i{r} * {lay.row('q')}", lay.col("q"), u)
             b += f"  let q{r}_{u} = {q} * scale;\n  var a{r}_{u} = vec4<f32>(0.0);\n"
         b += f"  var m{r} = -p_inf();\n  var l{r} = 0.0;\n"
-    b += f"  for (var jb = 0; jb < n; jb += {4 * K}) {{\n"
-    for w in range(4):
+    b += f"  for (var jb = 0; jb < n; jb += {step * K}) {{\n"
+    for w in range(step):
         b += f"    let jj{w} = jb + gk + {w * K};\n    let j{w} = k0 + min(jj{w}, n - 1);\n"
         for u in range(U):
             kc = chunk("k_", k_type, f"kb + j{w} * {lay.row('k')}", lay.col("k"), u)
@@ -298,15 +305,15 @@ def attn_decode_lanes_kernel(
             terms = " + ".join(f"dot(q{r}_{u}, k{w}_{u})" for u in range(U))
             b += f"    var s{w}_{r} = {terms};\n"
     for o in sg_offsets(lanes):
-        for w in range(4):
+        for w in range(step):
             for r in range(rows):
                 b += f"    s{w}_{r} += subgroupShuffleXor(s{w}_{r}, {o}u);\n"
-    for w in range(4):
+    for w in range(step):
         for u in range(U):
             vc = chunk("v_", v_type, f"vb + j{w} * {lay.row('v')}", lay.col("v"), u)
             b += f"    let v{w}_{u} = {vc};\n"
     for r in range(rows):
-        for w in range(4):
+        for w in range(step):
             b += f"    var ok{w}_{r} = jj{w} < n;\n"
             if causal:
                 b += f"    ok{w}_{r} = ok{w}_{r} && j{w} <= i{r};\n"
@@ -314,21 +321,22 @@ def attn_decode_lanes_kernel(
             b += re.sub(r"\bok\b", f"ok{w}_{r}", mt).replace("s +=", f"s{w}_{r} +=")
             b += f"    s{w}_{r} = select(-p_inf(), s{w}_{r}, ok{w}_{r});\n"
         b += (
-            f"    let mn{r} = max(m{r}, max(max(s0_{r}, s1_{r}), max(s2_{r}, s3_{r})));\n"
+            f"    let mn{r} = max(m{r}, {_tree_of('max', [f's{w}_{r}' for w in range(step)])});\n"
             f"    let al{r} = select(exp(m{r} - mn{r}), 0.0, mn{r} == -p_inf());\n"
         )
-        for w in range(4):
+        for w in range(step):
             b += f"    let p{w}_{r} = select(exp(s{w}_{r} - mn{r}), 0.0, s{w}_{r} == -p_inf());\n"
-        b += f"    l{r} = l{r} * al{r} + ((p0_{r} + p1_{r}) + (p2_{r} + p3_{r}));\n    m{r} = mn{r};\n"
+        psum = _tree_of("+", [f"p{w}_{r}" for w in range(step)])
+        b += f"    l{r} = l{r} * al{r} + {psum};\n    m{r} = mn{r};\n"
         pv = []
-        for w in range(4):
+        for w in range(step):
             pw = f"p{w}_{r}"
             if dropout:
                 keep = dropout_keep(f"bh * L + i{r}", f"j{w}")
                 pw = f"select(0.0, p{w}_{r} * dscale, {keep})"
             pv.append(pw)
         for u in range(U):
-            terms = " + ".join(f"{pv[w]} * v{w}_{u}" for w in range(4))
+            terms = " + ".join(f"{pv[w]} * v{w}_{u}" for w in range(step))
             b += f"    a{r}_{u} = a{r}_{u} * al{r} + {terms};\n"
     b += "  }\n"
     # the K slots' states of each query merged: max, then sums and chunks rescaled to it
@@ -429,3 +437,12 @@ def _fused_merge(E, splits, rows, heads, out_type, spins) -> str:
     b += "      if (e == 0) { lse[row] = select(M + log(l), p_inf(), l == 0.0); }\n    }\n  }\n"
     b += "  if (t == 0) { atomicStore(&mp[cnt], 0u); }\n"
     return b
+
+
+def _tree_of(op: str, xs: list[str]) -> str:
+    """WGSL combining xs pairwise (a balanced tree): op "max" or "+"."""
+    while len(xs) > 1:
+        pairs = [xs[i : i + 2] for i in range(0, len(xs), 2)]
+        xs = [(f"max({p[0]}, {p[1]})" if op == "max" else f"({p[0]} + {p[1]})") if len(p) == 2
+              else p[0] for p in pairs]  # fmt: skip
+    return xs[0]

@@ -458,7 +458,7 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
             extra = (_merge_scratch(dev).buffer,)
         kernel = partial(_KD.attn_decode_lanes_kernel, E, *args[2:], dropout=dropout,
                          lanes=lanes, rows=rows, sg=dev.subgroups, fused=fused,
-                         spins=_KD.MERGE_SPINS)  # fmt: skip
+                         spins=_KD.MERGE_SPINS, step=_KD.DECODE_STEP)  # fmt: skip
         groups, splits = nbh * -(-L // rows), dsplits
         if fused:
             return (
