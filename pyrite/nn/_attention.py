@@ -42,6 +42,7 @@ from ..ops.core import (
     broadcast_shapes,
     broadcast_strides,
     coalesce,
+    constants_getter,
     empty,
     f32_bits,
     max_loop_iterations,
@@ -543,19 +544,11 @@ _knobs = None
 
 
 def _plan_knobs():
-    """The module constants a plan depends on, as one getter (rebuilt when the modules are)."""
-    from operator import attrgetter
-
-    mods = [_K, _KT, _KD]
-    getters = [attrgetter(*[n for n, v in vars(m).items() if n.isupper()
-                            and isinstance(v, (bool, int, float, type(None)))]) for m in mods]  # fmt: skip
-    here = attrgetter(*[n for n, v in globals().items() if n.isupper() and n[0] != "_"
-                        and n != "PLANS_MAX" and isinstance(v, (bool, int, float, type(None)))])  # fmt: skip
+    """The module constants a plan depends on (this module's and the three kernel modules'),
+    as one getter."""
     import sys
 
-    me = sys.modules[__name__]
-    (g0, g1, g2), (m0, m1, m2) = getters, mods
-    return lambda: (here(me), g0(m0), g1(m1), g2(m2))
+    return constants_getter(*((m, ()) for m in (sys.modules[__name__], _K, _KT, _KD)))
 
 
 def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):

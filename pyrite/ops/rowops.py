@@ -35,7 +35,14 @@ from ..kernels.rowops import (
     xent_kernel,
 )
 from ..tensor import Tensor
-from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations
+from .core import (
+    coalesce,
+    constants_getter,
+    contiguous_copy,
+    empty,
+    f32_bits,
+    max_loop_iterations,
+)
 
 # rms_norm's default eps: the machine epsilon of the type it computes in (torch's opmath type,
 # float32 also for float16/bfloat16 input: ATen's rms_norm since torch 2.6; f16's own 2^-10
@@ -141,18 +148,11 @@ def _plan_knobs():
     """The module constants and rules a plan depends on, as one getter: the upper-case numbers
     of this module and kernels/rowops, and the functions tests replace (_wg, _held_shape...)."""
     import sys
-    from operator import attrgetter
 
     from ..kernels import rowops as K
 
-    def consts(m):
-        return [n for n, v in vars(m).items() if n.isupper() and n != "PLANS_MAX"
-                and isinstance(v, (bool, int, float, type(None)))]  # fmt: skip
-
-    me = sys.modules[__name__]
     fns = ("_wg", "_held_shape", "row_kernel", "row_loop_iterations", "max_loop_iterations")
-    here, there = attrgetter(*consts(me), *fns), attrgetter(*consts(K), "workgroup_size")
-    return lambda: (here(me), there(K))
+    return constants_getter((sys.modules[__name__], fns), (K, ("workgroup_size",)))
 
 
 def _plan_key(dev, op, x, n, sx, outer, x_outer, out, so, o_outer, w, b, eps):
