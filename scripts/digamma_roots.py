@@ -41,19 +41,11 @@ def table():
     return rows
 
 
-def select_tree(rows):
-    """WGSL lines picking rows[i] by i's bits, one select level a bit."""
-    names = [f"vec3<f32>({str(hi)}, {str(lo)}, {str(s)})" for hi, lo, s in rows]
-    lines, bit = [], 0
-    while len(names) > 1:
-        nxt = []
-        for j in range(0, len(names), 2):
-            nm = f"t{bit}_{j // 2}"
-            lines.append(f"  let {nm} = select({names[j]}, {names[j + 1]}, (i & {1 << bit}) != 0);")
-            nxt.append(nm)
-        names, bit = nxt, bit + 1
-    return lines + [f"  return {names[0]};"]
+def table_rows(rows):
+    """The rows as kernels/mathlib.py keeps them (_DIGAMMA_ROOTS: each row's components, comma-separated;
+    mathlib's _select_table makes the WGSL)."""
+    return [f'    "{", ".join(str(v) for v in row)}",' for row in rows]
 
 
 if __name__ == "__main__":
-    print("\n".join(select_tree(table())))
+    print("_DIGAMMA_ROOTS = [\n" + "\n".join(table_rows(table())) + "\n]")

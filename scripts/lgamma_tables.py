@@ -119,21 +119,10 @@ def tc_fit():
         return cheb(q), _split(tc), _split(tf)
 
 
-def select_tree(rows):
-    """WGSL lines picking rows[i] by i's bits, one select level a bit (rows padded to 2^n with
-    the last row)."""
-    names = [f"vec4<f32>({', '.join(str(v) for v in row)})" for row in rows]
-    n = 1 << (len(names) - 1).bit_length()
-    names += [names[-1]] * (n - len(names))
-    lines, bit = [], 0
-    while len(names) > 1:
-        nxt = []
-        for j in range(0, len(names), 2):
-            nm = f"t{bit}_{j // 2}"
-            lines.append(f"  let {nm} = select({names[j]}, {names[j + 1]}, (i & {1 << bit}) != 0);")
-            nxt.append(nm)
-        names, bit = nxt, bit + 1
-    return lines + [f"  return {names[0]};"]
+def table_rows(rows):
+    """The rows as kernels/mathlib.py keeps them (_LGAMMA_ROOTS: each row's components, comma-separated;
+    mathlib's _select_table makes the WGSL)."""
+    return [f'    "{", ".join(str(v) for v in row)}",' for row in rows]
 
 
 def _tuple(name, cs):
@@ -141,7 +130,7 @@ def _tuple(name, cs):
 
 
 if __name__ == "__main__":
-    print("\n".join(select_tree(table())))
+    print("_LGAMMA_ROOTS = [\n" + "\n".join(table_rows(table())) + "\n]")
     cs, split = m3_fit()
     print(_tuple("_LGAMMA_M3", cs))
     print("roots of (-3, -2):", ", ".join(f"{str(hi)} + {str(lo)}" for hi, lo in split))
