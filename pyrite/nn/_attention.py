@@ -19,6 +19,7 @@ needs its gradient, the same math written with recorded ops.
 from __future__ import annotations
 
 import math
+import sys
 from functools import partial
 
 import numpy as np
@@ -39,10 +40,10 @@ from ..ops import random as _random
 from ..ops import reduce as _reduce
 from ..ops import rowops as _rowops
 from ..ops.core import (
+    PlanCache,
     broadcast_shapes,
     broadcast_strides,
     coalesce,
-    constants_getter,
     empty,
     f32_bits,
     max_loop_iterations,
@@ -97,9 +98,7 @@ def scaled_dot_product_attention(
         plan = None if pk is None else _PLANS.get(pk)
         if pk is not None and plan is None:  # (no gradient, no dropout: plan once, keep it)
             plan = _kept_plan(query, key, value, attn_mask, is_causal, scale_, enable_gqa)
-            if len(_PLANS) >= PLANS_MAX:
-                _PLANS.clear()
-            _PLANS[pk] = plan
+            _PLANS.keep(pk, plan, PLANS_MAX)
         if plan is not None and plan[0] != "unkept":
             return _run_kept(plan, query, key, value, attn_mask)
         return _fused_call(query, key, value, attn_mask, is_causal, scale_, enable_gqa, dropout_p)
@@ -537,24 +536,13 @@ def _lse_sink(dev, n):
 # with one query a head over grouped heads, the folded views too), with the constants above
 # and in the kernel modules that choose it (tests and A/B runs change them), the device and its
 # loop budget. A decode against a growing cache sees a new S each step: PLANS_MAX bounds them.
-_PLANS: dict = {}
-_PLANS_DEVICE = None
 PLANS_MAX = 256
-_knobs = None
-
-
-def _plan_knobs():
-    """The module constants a plan depends on (this module's and the three kernel modules'),
-    as one getter."""
-    import sys
-
-    return constants_getter(*((m, ()) for m in (sys.modules[__name__], _K, _KT, _KD)))
+_PLANS = PlanCache(lambda: [(m, ()) for m in (sys.modules[__name__], _K, _KT, _KD)])
 
 
 def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     """The plan cache's key for this call, or None where the cache does not serve it (a
     gradient, dropout, pr.compile recording, a CausalBias, non-tensors)."""
-    global _PLANS_DEVICE, _knobs
     if dropout_p != 0.0 or type(query) is not Tensor or type(key) is not Tensor:
         return None
     if type(value) is not Tensor or not (attn_mask is None or type(attn_mask) is Tensor):
@@ -566,18 +554,14 @@ def _plan_key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_
     dev = backend.current()
     if dev._tape is not None:
         return None
-    if _PLANS_DEVICE is not dev:
-        _PLANS.clear()
-        _PLANS_DEVICE = dev
-    if _knobs is None:
-        _knobs = _plan_knobs()
+    knobs = _PLANS.constants(dev)
     m = None if attn_mask is None else (
         attn_mask._shape, attn_mask._strides, attn_mask._offset, attn_mask.dtype)  # fmt: skip
     return (
         query._shape, query._strides, query._offset, query.dtype,
         key._shape, key._strides, key._offset, key.dtype,
         value._shape, value._strides, value._offset, value.dtype,
-        m, bool(is_causal), scale, bool(enable_gqa), max_loop_iterations(), _knobs(),
+        m, bool(is_causal), scale, bool(enable_gqa), max_loop_iterations(), knobs,
     )  # fmt: skip
 
 

@@ -73,6 +73,31 @@ def constants_getter(*parts):
     return lambda: tuple([g(m) for g, m in getters])
 
 
+class PlanCache(dict):
+    """Plans kept by key (an op's kernel, info words and grid for an operand layout), emptied
+    when the current device changes. `constants(dev)` is the part of a key every plan shares:
+    the module constants of constants_getter(*parts()) (`parts` a function, called on first use,
+    so modules that import each other can name each other)."""
+
+    def __init__(self, parts):
+        super().__init__()
+        self.parts, self.device, self.getter = parts, None, None
+
+    def constants(self, dev):
+        if self.device is not dev:
+            self.clear()
+            self.device = dev
+        if self.getter is None:
+            self.getter = constants_getter(*self.parts())
+        return self.getter()
+
+    def keep(self, key, plan, limit: int):
+        """Keep `plan` under `key`, emptying the cache first when it holds `limit` plans."""
+        if len(self) >= limit:
+            self.clear()
+        self[key] = plan
+
+
 def max_loop_iterations() -> int:
     """How many iterations one invocation's main loop may run on the current device."""
     budget = backend.current().loop_budget

@@ -36,8 +36,8 @@ from ..kernels.rowops import (
 )
 from ..tensor import Tensor
 from .core import (
+    PlanCache,
     coalesce,
-    constants_getter,
     contiguous_copy,
     empty,
     f32_bits,
@@ -117,9 +117,7 @@ def _run(
         plan = _plan(op, x, n, row_dim_stride, outer_shape, x_outer_strides, out,
                      out_row_stride, out_outer_strides, w, b, eps)  # fmt: skip
         if key is not None:
-            if len(_plans) > PLANS_MAX:
-                _plans.clear()
-            _plans[key] = plan
+            _plans.keep(key, plan, PLANS_MAX)
     if plan[0] is None:  # (past the loop budget: composed from reductions)
         _, cshape, cx, co = plan
         return _composed(op, x, n, row_dim_stride, cshape, cx, out, out_row_stride, co, w, b, eps)
@@ -138,38 +136,32 @@ def _run(
 # module constants and rules above, which tests and A/B runs change): the kernel, its info words
 # and grid, ~5 µs of coalescing, workgroup and held-shape rules and info building a call (two
 # layer_norms a transformer layer).
-_plans: dict = {}
-_plans_device = None
 PLANS_MAX = 4096
-_knobs = None
 
 
-def _plan_knobs():
-    """The module constants and rules a plan depends on, as one getter: the upper-case numbers
-    of this module and kernels/rowops, and the functions tests replace (_wg, _held_shape...)."""
+def _plan_parts():
+    """The modules (and the rules tests replace) a plan depends on: this one and kernels/rowops."""
     import sys
 
     from ..kernels import rowops as K
 
     fns = ("_wg", "_held_shape", "row_kernel", "row_loop_iterations", "max_loop_iterations")
-    return constants_getter((sys.modules[__name__], fns), (K, ("workgroup_size",)))
+    return (sys.modules[__name__], fns), (K, ("workgroup_size",))
+
+
+_plans = PlanCache(_plan_parts)
 
 
 def _plan_key(dev, op, x, n, sx, outer, x_outer, out, so, o_outer, w, b, eps):
     """The plan cache's key for this call, or None (an eps that is not a Python number)."""
-    global _plans_device, _knobs
     if type(eps) is not float and type(eps) is not int:
         return None
-    if _plans_device is not dev:
-        _plans.clear()
-        _plans_device = dev
-    if _knobs is None:
-        _knobs = _plan_knobs()
+    knobs = _plans.constants(dev)
     return (
         op, n, sx, tuple(outer), tuple(x_outer), so, tuple(o_outer), x._offset, x.dtype,
         out.dtype, None if w is None else w.dtype, None if b is None else b.dtype,
         eps if eps else f32_bits(eps),  # (-0.0 == 0.0: keyed by its bits)
-        dev.adapter_type, dev.subgroups, dev.loop_budget, _knobs(),
+        dev.adapter_type, dev.subgroups, dev.loop_budget, knobs,
     )  # fmt: skip
 
 
