@@ -410,9 +410,8 @@ def test_decode_grouped_heads_folded(rng, monkeypatch, mask):
         kw["attn_mask"] = rng.random((1, S)) < 0.5
     m = kw.get("attn_mask")
     folded = _attention._fold_heads(
-        pr.tensor(q), pr.tensor(k), pr.tensor(v), None if m is None else pr.tensor(m), hk,
-        hq // hk, None,
-    )  # fmt: skip
+        pr.tensor(q), pr.tensor(k), pr.tensor(v), None if m is None else pr.tensor(m), False, None
+    )
     assert folded is not None and tuple(folded[0].shape) == (B, hk, hq // hk, E)
     _check(rng, q, k, v, enable_gqa=True, **kw)
 

@@ -261,8 +261,9 @@ def attn_decode_lanes_kernel(
     two-pass attn_decode_kernel keeps a range's scores: DECODE_MAX_SPAN). Outputs as
     attn_decode_kernel: out and lse, or the partials for attn_merge_kernel; info[4] = ⌈L/rows⌉ ·
     splits. With `fused` (splits > 1) the partials go to the persistent scratch `mp` bound after
-    out and lse, and the ranges merge in this dispatch (MERGE_SLOTS). Keys past the range are clamped reads scored -inf; the loop's bound is the
-    workgroup's, so the shuffles stay in uniform control flow."""
+    out and lse, and the ranges merge in this dispatch (MERGE_SLOTS). Keys past the range are
+    clamped reads scored -inf; the loop's bound is the workgroup's, so the shuffles stay in
+    uniform control flow."""
     _check(E, 8, mask)
     C = padded_dim(E) // 4
     U = -(-C // lanes)  # chunks a lane holds
@@ -353,17 +354,15 @@ def attn_decode_lanes_kernel(
         b += "    var a = vec4<f32>(0.0);\n    var l = 0.0;\n"
         b += f"    for (var g = 0; g < {K}; g++) {{ a += ra[g * {C} + t]; l += rl[g]; }}\n"
         b += f"    let row = bh * L + i{r};\n    let e0 = 4 * t;\n"
-        if fused:
+        if splits > 1:  # (the range's partials: words of the scratch, or the merge kernel's)
+            if fused:
+                put = lambda i, v: f"atomicStore(&mp[{i}], p_word({v}));"  # noqa: E731
+            else:
+                put = lambda i, v: f"part[{i}] = {v};"  # noqa: E731
             b += f"    let pb = (row * {splits} + part_i) * {E + 2};\n"
             for k in range(4):
-                b += f"    if (e0 + {k} < {E}) {{ atomicStore(&mp[pb + e0 + {k}], p_word(a[{k}])); }}\n"
-            b += f"    if (t == 0) {{ atomicStore(&mp[pb + {E}], p_word(M{r}));"
-            b += f" atomicStore(&mp[pb + {E + 1}], p_word(l)); }}\n"
-        elif splits > 1:
-            b += f"    let pb = (row * {splits} + part_i) * {E + 2};\n"
-            for k in range(4):
-                b += f"    if (e0 + {k} < {E}) {{ part[pb + e0 + {k}] = a[{k}]; }}\n"
-            b += f"    if (t == 0) {{ part[pb + {E}] = M{r}; part[pb + {E + 1}] = l; }}\n"
+                b += f"    if (e0 + {k} < {E}) {{ {put(f'pb + e0 + {k}', f'a[{k}]')} }}\n"
+            b += f"    if (t == 0) {{ {put(f'pb + {E}', f'M{r}')} {put(f'pb + {E + 1}', 'l')} }}\n"
         else:
             b += "    let inv = select(1.0 / l, 0.0, l == 0.0);\n"
             b += f"    let ob = {_row_base('L', f'i{r}', E, heads)};\n"
@@ -384,9 +383,6 @@ def attn_decode_lanes_kernel(
     if fused:
         shared += "var<workgroup> last: u32;\n"
         fns = (
-            "fn p_word(v: f32) -> u32 {\n"
-            "  let b = bitcast<u32>(v);\n"
-            "  return select(b, 0x7FC00000u, (b & 0x7FFFFFFFu) > 0x7F800000u);\n}\n"
             "fn p_wait(i: i32, first: u32) -> f32 {\n"
             "  var v = first;\n"
             f"  for (var n = 0; v == {MERGE_EMPTY:#x}u && n < {spins}; n++) "

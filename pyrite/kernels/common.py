@@ -306,6 +306,12 @@ HELPERS = {
     # ---- end of casts ----
     # NaN and infinity by their bits: WGSL lets a compiler assume finite math, so `x != x` may fold.
     "p_isnan": "fn p_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
+    # an f32's bits with every NaN made the canonical 0x7FC00000 (the one-pass reductions' and
+    # the decode merge's scratch words: no stored word is ever their all-ones "empty" pattern)
+    "p_word": """fn p_word(v: f32) -> u32 {
+  let b = bitcast<u32>(v);
+  return select(b, 0x7FC00000u, (b & 0x7FFFFFFFu) > 0x7F800000u);
+}""",
     "p_isinf": "fn p_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
     # Through a `var`: Dawn's compiler (Tint) evaluates a const-expression bitcast and rejects a
     # NaN or infinite result ("value inf cannot be represented as 'f32'"); a var is not const.

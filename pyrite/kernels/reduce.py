@@ -516,15 +516,12 @@ def fused_ok(op: str, acc: str) -> bool:
 
 
 def _fused_fns(fields: str) -> str:
-    """p_word (an f32's bits, NaNs canonical) and p_wait (a scratch word once stored, then
-    cleared) for the fused stage, and s_load(i): the state at scratch unit i."""
+    """p_wait (a scratch word once stored, then cleared) for the fused stage, and s_load(i):
+    the state at scratch unit i (the stores use common.HELPERS' p_word)."""
     names = [f.split(":")[0].strip() for f in fields.split(",")]
     w = len(names)
     load = ", ".join(f"bitcast<f32>(p_wait(i * {w} + {k}))" for k in range(w))
     return (
-        "fn p_word(v: f32) -> u32 {\n"
-        "  let b = bitcast<u32>(v);\n"
-        "  return select(b, 0x7FC00000u, (b & 0x7FFFFFFFu) > 0x7F800000u);\n}\n"
         "fn p_wait(i: i32) -> u32 {\n"
         "  var v = atomicLoad(&part[i]);\n"
         f"  for (var n = 0; v == {FUSED_EMPTY:#x}u && n < {FUSED_SPINS}; n++) "
@@ -767,7 +764,7 @@ def reduce_kernel(
     src = (
         (SG_ENABLE if sg == 2 else "")
         + header(buffers)
-        + helpers_for(text, "p_isnan(x)", "p_inf()", "p_nan()")
+        + helpers_for(text, "".join(body), "p_isnan(x)", "p_inf()", "p_nan()")
         + f"struct S {{ {fields} }}\n"
         + fns
         + (f"var<workgroup> sh: array<S, {lanes}>;\n" if row else "")

@@ -254,12 +254,11 @@ def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa, drop
         hk = key._shape[-3]
         r = hq // hk
         L, E = query._shape[-2:]
-        if L == 1 and not is_causal:
-            folded = _fold_heads(query, key, value, attn_mask, hk, r, drop)
-            if folded is not None:
-                q, m = folded  # (..., hk, r, E): the group's r query heads as r query rows
-                out = _flash(q, key, value, m, is_causal, scale, drop)[0]
-                return out.reshape(*out._shape[:-3], hq, 1, E)
+        folded = _fold_heads(query, key, value, attn_mask, is_causal, drop)
+        if folded is not None:
+            q, m = folded  # (..., hk, r, E): the group's r query heads as r query rows
+            out = _flash(q, key, value, m, is_causal, scale, drop)[0]
+            return out.reshape(*out._shape[:-3], hq, 1, E)
         q = query.reshape(*query._shape[:-3], hk, r, L, E)
         k, v = key.unsqueeze(-3), value.unsqueeze(-3)
         m = attn_mask
@@ -272,20 +271,22 @@ def _fused_call(query, key, value, attn_mask, is_causal, scale, enable_gqa, drop
     return _flash(query, key, value, attn_mask, is_causal, scale, drop)[0]
 
 
-def _fold_heads(query, key, value, mask, hk, r, drop):
+def _fold_heads(query, key, value, mask, is_causal, drop):
     """One query a head over grouped key/value heads (decode with grouped-query attention): the
     query (..., hk·r, 1, E) as (..., hk, r, E), each group's r query heads rows of one
     (batch, key head), and the mask to match, so the decode kernel reads each key and value row
-    once for the r heads instead of r times. None where the decode kernel would not take the
-    rows, or with dropout (its keep bits are drawn per (query head, key))."""
-    if drop is not None:
+    once for the r heads instead of r times. None for several queries a head or causal ones
+    (the rows would be queries of one head), where the decode kernel would not take the rows,
+    or with dropout (its keep bits are drawn per (query head, key))."""
+    if drop is not None or is_causal or query._shape[-2] != 1:
         return None
+    hk = key._shape[-3]
+    r = query._shape[-3] // hk
     lead = tuple(query._shape[:-3])
     nbh = math.prod(lead) * hk
     S, E = key._shape[-2], query._shape[-1]
-    if not _decode_lanes(backend.current(), E) or not _decode_splits(
-        backend.current(), nbh, r, S, E
-    ):
+    dev = backend.current()
+    if not _decode_lanes(dev, E) or not _decode_splits(dev, nbh, r, S, E):
         return None
     q = query.reshape(*lead, hk, r, E)
     if mask is None or mask.ndim < 3 or mask._shape[-3] == 1:
@@ -432,8 +433,9 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
         splits = 1 if dsplits else _key_splits(dev, nbh * nblk, S, E)
+    lanes = _decode_lanes(dev, E) if dsplits else 0
     if dsplits:  # (the decode kernels' blocks: one query, or DECODE_ROWS with lanes)
-        nblk = -(-L // _decode_rows(L)) if _decode_lanes(dev, E) else L
+        nblk = -(-L // _decode_rows(L)) if lanes else L
     rank, info = _info(lead, L, S, scale, nblk * (dsplits or splits), ops)
     out_dt = query.dtype
     args = (
@@ -449,31 +451,14 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
         out_dt.wgsl,
         heads,
     )
-    lanes = _decode_lanes(dev, E) if dsplits else 0
-    extra = ()
+    fused = False
     if lanes:  # (few queries over many keys, one pass: a workgroup a block of queries and range)
         rows = _decode_rows(L)
         fused = _fused_merge(dev, nbh, L, S, E, dsplits, lanes, rows)
-        if fused:  # (the ranges merged in the same dispatch: no partials, no merge kernel)
-            extra = (_merge_scratch(dev).buffer,)
         kernel = partial(_KD.attn_decode_lanes_kernel, E, *args[2:], dropout=dropout,
                          lanes=lanes, rows=rows, sg=dev.subgroups, fused=fused,
                          spins=_KD.MERGE_SPINS, step=_KD.DECODE_STEP)  # fmt: skip
         groups, splits = nbh * -(-L // rows), dsplits
-        if fused:
-            return (
-                lead,
-                heads,
-                out_dt,
-                kernel(splits=splits),
-                info,
-                fold_grid(groups * splits),
-                0,
-                None,
-                None,
-                None,
-                extra,
-            )
     elif dsplits:  # (the same where the device has no subgroups: a workgroup a query and range)
         kernel = partial(_KD.attn_decode_kernel, E, *args[2:], dropout=dropout)
         groups, splits = nbh * L, dsplits
@@ -487,8 +472,22 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
     else:
         kernel = partial(_K.attn_fwd_kernel, *args, dropout=dropout, heavy_first=_K.HEAVY_FIRST)
         groups = nbh * nblk
-    if splits == 1:
-        return lead, heads, out_dt, kernel(), info, fold_grid(groups), 0, None, None, None, ()
+    if splits == 1 or fused:  # (one dispatch: no partials, no merge kernel)
+        extra = (_merge_scratch(dev).buffer,) if fused else ()
+        src = kernel(splits=splits) if fused else kernel()
+        return (
+            lead,
+            heads,
+            out_dt,
+            src,
+            info,
+            fold_grid(groups * splits),
+            0,
+            None,
+            None,
+            None,
+            extra,
+        )
     merge = _K.attn_merge_kernel(E, splits, out_dt.wgsl, heads)
     merge_grid = fold_grid(-(-nbh * L * E // _K.MERGE_WG))
     return (lead, heads, out_dt, kernel(splits=splits), info, fold_grid(groups * splits),
@@ -573,10 +572,7 @@ def _kept_plan(query, key, value, attn_mask, is_causal, scale, enable_gqa):
     hq = query._shape[-3] if query.ndim >= 3 else None
     if not (enable_gqa and hq is not None and key._shape[-3] != hq):
         return "flash", _flash_plan(query, key, value, attn_mask, is_causal, scale, False)
-    hk = key._shape[-3]
-    if query._shape[-2] != 1 or is_causal:
-        return ("unkept",)
-    folded = _fold_heads(query, key, value, attn_mask, hk, hq // hk, None)
+    folded = _fold_heads(query, key, value, attn_mask, is_causal, None)
     if folded is None:
         return ("unkept",)
     q, m = folded
