@@ -75,18 +75,23 @@ def constants_getter(*parts):
 
 class PlanCache(dict):
     """Plans kept by key (an op's kernel, info words and grid for an operand layout), emptied
-    when the current device changes. `constants(dev)` is the part of a key every plan shares:
-    the module constants of constants_getter(*parts()) (`parts` a function, called on first use,
-    so modules that import each other can name each other)."""
+    by for_device when the current device changes and by keep when full. `constants(dev)` is
+    the part of a key every plan shares: the module constants of constants_getter(*parts())
+    (`parts` a function, called on first use, so modules that import each other can name each
+    other)."""
 
-    def __init__(self, parts):
+    def __init__(self, parts=None):
         super().__init__()
         self.parts, self.device, self.getter = parts, None, None
 
-    def constants(self, dev):
+    def for_device(self, dev):
+        """Empty the cache if `dev` is not the device its plans were made for."""
         if self.device is not dev:
             self.clear()
             self.device = dev
+
+    def constants(self, dev):
+        self.for_device(dev)
         if self.getter is None:
             self.getter = constants_getter(*self.parts())
         return self.getter()
@@ -340,7 +345,7 @@ def scalar_word(x, ctype: str) -> int:
 # Plans: everything about a map call that depends only on shapes, strides, dtypes and the
 # expression — the kernel, the static info words, the grid — keyed on exactly those. A hit
 # leaves only the offsets and scalars to fill in per call (the eager per-op budget is ~20 µs).
-_plans: dict = {}
+_plans = PlanCache()
 
 
 def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(), s_ctypes=()):
@@ -406,9 +411,7 @@ def _map_command(key, expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes
     plan = _plans.get(key)
     if plan is None:
         plan = _plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes, key[-1])
-        if len(_plans) > 8192:
-            _plans.clear()
-        _plans[key] = plan
+        _plans.keep(key, plan, 8192)
     src, static, grid, n, aliased = plan
     if n == 0:
         return None

@@ -36,7 +36,7 @@ from ..kernels.matmul import (
 )
 from ..tensor import Tensor, contiguous_strides
 from . import fallback as _fallback
-from .core import broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
+from .core import PlanCache, broadcast_shapes, coalesce, empty, f32_bits, max_loop_iterations
 from .elementwise import as_tensor_arg
 from .views import _view_strides
 
@@ -624,8 +624,7 @@ def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
 # the device): the kernel, its info words and grid, or the split-K chunk. A training step calls
 # the same few dozen GEMMs every step; choosing a variant, coalescing the batch dims and
 # building the info words is ~20 Python calls a GEMM, a lookup once planned.
-_plans: dict = {}
-_plans_device = None
+_plans = PlanCache()
 
 
 def gemm(
@@ -646,11 +645,8 @@ def gemm(
     view of a new tensor to write instead of a new output (single products only). `rows`:
     returns (C, R) with R (..., M) a's row sums (sum over k) computed by the same kernels
     where the plan is the fast tile (split or not, f32, no epilogue), else (C, None)."""
-    global _plans_device
     dev = backend.current()
-    if _plans_device is not dev:
-        _plans.clear()
-        _plans_device = dev
+    _plans.for_device(dev)
     key = (
         a._shape, a._strides, a._offset, a.dtype, b._shape, b._strides, b._offset, b.dtype,
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
@@ -857,9 +853,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
 
 
 def _remember(key, plan):
-    if len(_plans) > 4096:
-        _plans.clear()
-    _plans[key] = plan
+    _plans.keep(key, plan, 4096)
 
 
 def _mismatch(a, b):
@@ -1181,13 +1175,9 @@ def linear(input, weight, bias=None):
     elif x2 is not x:
         rv = lead + (w._shape[0],), contiguous_strides(lead + (w._shape[0],))
     if keep:
-        if len(_linear_plans) > 4096:
-            _linear_plans.clear()
-        _linear_plans[key] = (
-            None if x2 is x else (x2._shape, x2._strides),
-            None if e is None else (e._shape, e._strides),
-            rv,
-        )
+        views = (None if x2 is x else (x2._shape, x2._strides),
+                 None if e is None else (e._shape, e._strides), rv)  # fmt: skip
+        _linear_plans.keep(key, views, 4096)
     return res if rv is None else res._view(rv[0], rv[1], 0)
 
 
@@ -1195,7 +1185,7 @@ def linear(input, weight, bias=None):
 # their views as they are; w's into its transposed view): the folded input's, the broadcast
 # bias's and the result's views, so a layout seen before skips the checks, the fold rule and
 # the stride arithmetic (~4 µs of every linear; four a transformer layer).
-_linear_plans: dict = {}
+_linear_plans = PlanCache()
 
 
 def _linear_vector(x, w, bias):

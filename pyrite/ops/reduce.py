@@ -32,7 +32,15 @@ from ..kernels.reduce import (
 )
 from ..tensor import Tensor, contiguous_strides
 from . import range_rules
-from .core import coalesce, contiguous_copy, empty, f32_bits, max_loop_iterations, note_indices
+from .core import (
+    PlanCache,
+    coalesce,
+    contiguous_copy,
+    empty,
+    f32_bits,
+    max_loop_iterations,
+    note_indices,
+)
 from .ranges import keep
 
 # Serial (one invocation per output, no barriers) vs row (one workgroup per output, two
@@ -298,17 +306,14 @@ def _out_shape(x: Tensor, dims, keepdim) -> tuple:
 
 # Plans of single-dispatch reductions by everything they depend on (as ops/matmul's GEMM
 # plans): a training step sums the same bias gradients every step.
-_plans: dict = {}
-_plans_device = None
+_plans = PlanCache()
 
 
 def _reduce(x: Tensor, op: str, dims, keepdim, out_dtypes, acc=None, param=0.0, out_ctypes=None):
     """Run reduction `op` of `x` over `dims`; one output tensor per entry of `out_dtypes`."""
-    global _plans_device, LAST_PATH
+    global LAST_PATH
     dev = backend.current()
-    if _plans_device is not dev:
-        _plans.clear()
-        _plans_device = dev
+    _plans.for_device(dev)
     key = (
         x._shape, x._strides, x._offset, x.dtype, op, tuple(dims), keepdim, tuple(out_dtypes),
         acc, param, None if out_ctypes is None else tuple(out_ctypes), max_loop_iterations(),
@@ -373,9 +378,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
         grid = fold_grid(n_out * parts)
         bufs = [x._storage.buffer, scratch.buffer] + [o._storage.buffer for o in outs]
         dev.dispatch(src, bufs, info, grid)
-        if len(_plans) > 4096:
-            _plans.clear()
-        _plans[key] = (shape, src, info, grid, scratch, LAST_PATH)
+        _plans.keep(key, (shape, src, info, grid, scratch, LAST_PATH), 4096)
         return outs
     wide = _wide(n_out, length, state_words(op, acc))
     split = _split_plan(n_out, length, wide)
@@ -396,9 +399,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
             istr,
             split,
         )
-        if len(_plans) > 4096:
-            _plans.clear()
-        _plans[key] = (shape, steps, LAST_PATH)
+        _plans.keep(key, (shape, steps, LAST_PATH), 4096)
         return outs
     mode = "row" if wide else _mode(n_out, length)
     LAST_PATH = "row wide" if wide else mode
@@ -412,9 +413,7 @@ def _reduce_plan(dev, key, x, op, dims, keepdim, out_dtypes, acc, param, out_cty
     info = [n_out, length, x._offset, f32_bits(param), *oshape, *ostr, *ishape, *istr]
     grid = fold_grid(-(-n_out // units)) if mode == "row" else grid_for(n_out)
     dev.dispatch(src, [x._storage.buffer] + [o._storage.buffer for o in outs], info, grid)
-    if len(_plans) > 4096:
-        _plans.clear()
-    _plans[key] = (shape, src, info, grid, LAST_PATH)
+    _plans.keep(key, (shape, src, info, grid, LAST_PATH), 4096)
     return outs
 
 
