@@ -1009,3 +1009,21 @@ def test_decode_keys_a_step(rng, monkeypatch, step):
     monkeypatch.setattr(_attention._KD, "DECODE_STEP", step)
     q, k, v = _qkv(rng, (2, 3), 3, 1100, 40)
     _check(rng, q, k, v, **_masked(rng, {"mask": "bool"}, 3, 1100, dead=0))
+
+
+def test_decode_fused_merge_within_the_loop_budget(monkeypatch):
+    """The in-kernel merge is taken only where an invocation's walk and its merge's waits at
+    their worst (decode_lanes_loop_iterations + fused_merge_loop_iterations) fit the device's
+    loop budget: at exactly that budget it is taken, one iteration short the merge kernel runs."""
+    K = _attention._KD
+    dev = backend.current()
+    monkeypatch.setattr(_attention, "DECODE_FUSED_MERGE", True)
+    nbh, L, S, E, splits, lanes = 4, 3, 4000, 64, 8, 8
+    rows = _attention._decode_rows(L)
+    need = K.decode_lanes_loop_iterations(S, splits, E, lanes, rows)
+    need += K.fused_merge_loop_iterations(splits, rows, E, K.MERGE_SPINS)
+    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need)
+    assert _attention._fused_merge(dev, nbh, L, S, E, splits, lanes, rows)
+    monkeypatch.setattr(_attention, "max_loop_iterations", lambda: need - 1)
+    assert not _attention._fused_merge(dev, nbh, L, S, E, splits, lanes, rows)
+    assert not _attention._fused_merge(dev, nbh, L, S, E, 1, lanes, rows)  # (nothing to merge)
