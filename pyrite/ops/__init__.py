@@ -130,3 +130,9 @@ _overlap.guard_inplace_methods(Tensor)
 from . import complex as _complex  # noqa: E402
 
 _complex.install(loaded, Tensor)
+
+# bound plans for the arithmetic and comparison operators on plain tensors (ops/bound.py): in
+# front of every wrapper above, so a call whose operand layout was seen skips them all
+from . import bound as _bound  # noqa: E402
+
+_bound.install(Tensor)

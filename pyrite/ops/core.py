@@ -390,10 +390,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     return out
 
 
-def map_command(expr, inputs, in_ctypes, out, out_ctype, scalars=(), s_ctypes=()):
-    """(kernel, buffers, info words, grid) of run_map's dispatch, or None for an empty output;
-    no input may overlap `out` except as exactly its view (compile/fusion.py builds fused maps
-    through here)."""
+def _map_key(expr, inputs, in_ctypes, out, out_ctype, s_ctypes) -> tuple:
+    """The plan key of a map whose inputs overlap `out` at most as exactly its view."""
     key = [expr, out_ctype, out.dtype, out._shape, out._strides, tuple(s_ctypes)]
     odd = out._offset & 3
     for t, ct in zip(inputs, in_ctypes):
@@ -402,9 +400,21 @@ def map_command(expr, inputs, in_ctypes, out, out_ctype, scalars=(), s_ctypes=()
         key += [t.dtype, ct, t._shape, t._strides]
         odd |= t._offset & 3
     key.append(odd == 0)
-    return _map_command(
-        tuple(key), expr, inputs, in_ctypes, out, out_ctype, scalars, tuple(s_ctypes)
-    )
+    return tuple(key)
+
+
+def map_command(expr, inputs, in_ctypes, out, out_ctype, scalars=(), s_ctypes=()):
+    """(kernel, buffers, info words, grid) of run_map's dispatch, or None for an empty output;
+    no input may overlap `out` except as exactly its view (compile/fusion.py builds fused maps
+    through here)."""
+    key = _map_key(expr, inputs, in_ctypes, out, out_ctype, s_ctypes)
+    return _map_command(key, expr, inputs, in_ctypes, out, out_ctype, scalars, tuple(s_ctypes))
+
+
+def map_plan(expr, inputs, in_ctypes, out, out_ctype, s_ctypes=()):
+    """The kept plan (kernel, static info words, grid, elements, aliased inputs) of this map, or
+    None where none is kept (ops/bound.py binds operator calls to it)."""
+    return _plans.get(_map_key(expr, inputs, in_ctypes, out, out_ctype, s_ctypes))
 
 
 def _map_command(key, expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes):

@@ -142,11 +142,16 @@ def _name_methods():
             continue
         if f.__name__ not in ("fn", "<lambda>"):
             continue
-        f.__name__, f.__qualname__ = meth, f"Tensor.{meth}"
-        try:
-            f.__code__ = f.__code__.replace(co_name=meth, co_qualname=f"Tensor.{meth}")
-        except TypeError:  # (Python < 3.11: no co_qualname)
-            f.__code__ = f.__code__.replace(co_name=meth)
+        name_method(f, meth)
+
+
+def name_method(f, meth: str):
+    """Name function `f` Tensor.`meth`, its code object too (which the stack shows)."""
+    f.__name__, f.__qualname__ = meth, f"Tensor.{meth}"
+    try:
+        f.__code__ = f.__code__.replace(co_name=meth, co_qualname=f"Tensor.{meth}")
+    except TypeError:  # (Python < 3.11: no co_qualname)
+        f.__code__ = f.__code__.replace(co_name=meth)
 
 
 _name_methods()

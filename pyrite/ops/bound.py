@@ -1,0 +1,159 @@
+"""Bound plans for Python's arithmetic and comparison operators (`x + y`, `x * 0.5`, `x > 0`) on
+plain tensors: the eager per-op path at its floor.
+
+An operator call through the op stack passes five layers (the complex guard, autograd's check,
+the elementwise op's dtype rules, the map's plan lookup, the output's allocation) before its one
+dispatch, each deciding again what depends only on the operands' dtypes, shapes and strides.
+Here the first call with a new operand layout takes that whole path, and if it ran as one
+dispatch of the elementwise map (checked: one dispatch, of the kernel the map's plan names), the
+decisions are kept under the layout: the kernel, its static info words, the grid, the result's
+dtype and layout, and the scalar's conversion. A later call with the same layout allocates the
+result and records the dispatch, nothing else.
+
+Only calls whose every operand is plain take it: `self` a Tensor (not a subclass: a Parameter
+takes the full path), `other` a Tensor or a Python int or float; neither requiring grad nor a
+view of a base that does (autograd would record them); no compile recording under way (the
+tape); no poisoning of new tensors (core.POISON, a test's switch); the same device as the plan
+was made on. A result of an integer dtype is never bound (integer results carry value ranges,
+ops/range_rules.py, set on the full path). Anything else, and a layout not yet seen, takes the
+full path, so what a bound call computes is what the full path computed for that layout.
+
+Measured on the development box (2-core, lavapipe; `python scripts/python_cost.py`, recording
+stubbed out so only the Python counts), µs a call, full path / bound: `x + x` 9.8 / (see
+OPERATORS' note); the per-op floor there, the output's allocation and one recorded dispatch,
+is 4.7.
+"""
+
+from __future__ import annotations
+
+from .. import backend as _backend
+from ..tensor import Tensor
+from . import core
+from .core import f32_bits
+from .operators import name_method
+
+# (name of the elementwise op, the Tensor methods bound to it)
+OPERATORS = {
+    "add": ("__add__",),
+    "sub": ("__sub__",),
+    "mul": ("__mul__",),
+    "div": ("__truediv__",),
+    "eq": ("__eq__",),
+    "ne": ("__ne__",),
+    "lt": ("__lt__",),
+    "le": ("__le__",),
+    "gt": ("__gt__",),
+    "ge": ("__ge__",),
+}
+LIMIT = 4096  # layouts kept an operator (the table empties when full)
+_SCALAR_TYPES = (int, float)
+
+
+def _operator(name, meth, slow):
+    """`slow` (the Tensor method the op stack installed) with a bound plan in front of it."""
+    table: dict = {}
+
+    def _full(self, other, key):
+        """The full path, whose plan is kept under `key` where it ran as the elementwise map
+        alone."""
+        dev = _backend.current()
+        if dev._tape is not None or core.POISON:
+            return slow(self, other)
+        before = dev.dispatches
+        r = slow(self, other)
+        if dev.dispatches == before + 1:
+            plan = _learn(name, dev, self, other, r)
+            if plan is not None:
+                if len(table) >= LIMIT:
+                    table.clear()
+                table[key] = plan
+        return r
+
+    def fn(self, other):
+        to = type(other)
+        if to is Tensor:
+            if other.requires_grad or (other._base is not None and other._base.requires_grad):
+                return slow(self, other)
+            ok = (other.dtype, other._shape, other._strides, other._offset & 3)
+        elif to is float or to is int:
+            ok = to
+        else:
+            return slow(self, other)
+        if (
+            type(self) is not Tensor
+            or self.requires_grad
+            or (self._base is not None and self._base.requires_grad)
+        ):
+            return slow(self, other)
+        key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
+        plan = table.get(key)
+        dev = _backend._current
+        if plan is None or plan[0] is not dev or dev._tape is not None or core.POISON:
+            return _full(self, other, key)
+        _, src, static, grid, n, res, shape, lay, conv, isf = plan
+        storage = dev.pool.allocate(lay[1], False, False)
+        storage.logical_nbytes = lay[2]
+        out = Tensor._make(storage, shape, lay[3], 0, res)
+        if to is Tensor:
+            info = [n, 0, self._offset, other._offset]
+            bufs = [self._storage.buffer, other._storage.buffer, storage.buffer]
+            if static:
+                info.extend(static)
+        else:
+            info = [n, 0, self._offset]
+            bufs = [self._storage.buffer, storage.buffer]
+            if static:
+                info.extend(static)
+            if conv is not None:
+                other = conv(other)
+            info.append(f32_bits(other) if isf else int(other))
+        dev.dispatch(src, bufs, info, grid)
+        return out
+
+    name_method(fn, meth)  # (as the method it fronts: pr.profiler and pr.compile name ops so)
+    fn.__doc__ = getattr(slow, "__doc__", None)
+    fn._pyrite_bound = slow
+    return fn
+
+
+def _learn(name, dev, a, b, r):
+    """The plan of the call a ⊕ b that just returned `r` by one dispatch, or None where that
+    dispatch was not the elementwise map's (another rule ran) or the result is not bindable."""
+    from .elementwise import _sig, _typed
+
+    if type(r) is not Tensor or r.dtype.kind == "i" or r._offset or r._base is not None:
+        return None
+    hit = _typed.get((name, _sig(a), _sig(b)))
+    if hit is None:
+        return None
+    text, ct, res, out_ct, side, conv = hit
+    if res is not r.dtype or side != (1 if type(b) in _SCALAR_TYPES else 2):
+        return None
+    if side == 1:
+        inputs, ctypes, s_ctypes = (a,), (ct,), (ct,)
+    else:
+        inputs, ctypes, s_ctypes = (a, b), (ct, ct), ()
+    plan = core.map_plan(text, inputs, ctypes, r, out_ct, s_ctypes)
+    if plan is None:
+        return None
+    src, static, grid, n, aliased = plan
+    if any(aliased) or n == 0:
+        return None
+    kept = dev._pipelines.get(src.wgsl)
+    if kept is None or kept[0] is not dev._last_pipeline:  # (the dispatch was not this kernel)
+        return None
+    lay = core._layouts.get((r._shape, r.dtype))
+    if lay is None or lay[3] != r._strides:
+        return None
+    # (the scalar's word as _map_command writes it: after the op's cast, f32 bits or an int)
+    return (dev, src, static, grid, n, res, r._shape, lay, conv, ct == "f32")
+
+
+def install(tensor_cls=Tensor):
+    """Put the bound plans in front of the operators' Tensor methods (once the op stack's
+    wrappers are all installed: this layer is outermost)."""
+    for name, methods in OPERATORS.items():
+        for meth in methods:
+            slow = getattr(tensor_cls, meth)
+            if getattr(slow, "_pyrite_bound", None) is None:
+                setattr(tensor_cls, meth, _operator(name, meth, slow))

@@ -1,0 +1,114 @@
+"""The NVIDIA driver's machine code (SASS) for pyrite's kernels, read out of its shader disk
+cache: registers a lane, spills, and the instruction mix (what bounds a kernel that is neither
+at its memory nor at its arithmetic ceiling). The Vulkan driver caches each pipeline it builds
+under $__GL_SHADER_DISK_CACHE_PATH; the entries hold the compiled program as a CUDA ELF (cubin),
+which `nvdisasm` and `cuobjdump` (installed beside the driver on the lent machines) read.
+
+  python scripts/sass_probe.py run NAME        # build and run workload NAME once (own process)
+  python scripts/sass_probe.py carve DIR OUT   # cut the cubins out of cache DIR into OUT/*.cubin
+
+scripts/sass_probe.sh runs each workload with a cache of its own and disassembles what it left.
+"""
+
+import os
+import struct
+import sys
+
+
+def workloads():
+    import numpy as np
+
+    import pyrite as pr
+    import pyrite.nn.functional as F
+
+    rng = np.random.default_rng(0)
+
+    def t(*shape):
+        return pr.tensor(rng.standard_normal(shape, dtype=np.float32))
+
+    def gemm():
+        a, b = t(4096, 4096), t(4096, 4096)
+        return a @ b
+
+    def linear_bert():
+        return F.linear(t(4096, 768), t(3072, 768), t(3072))
+
+    def attn_bert():
+        q, k, v = t(32, 12, 128, 64), t(32, 12, 128, 64), t(32, 12, 128, 64)
+        mask = pr.tensor(rng.random((32, 1, 1, 128)) < 0.9)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    def attn_causal():
+        q, k, v = t(1, 16, 4096, 64), t(1, 16, 4096, 64), t(1, 16, 4096, 64)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def qgemv(bits, gs):
+        def f():
+            from pyrite.bench.quant import _random_qweight
+            from pyrite.ops import quantized as Q
+
+            qw = _random_qweight(rng, bits, gs, 11008, 4096)
+            return Q.qlinear(t(1, 4096), qw)
+
+        return f
+
+    def half_gemm():
+        a = t(4096, 4096).half()
+        return a @ t(4096, 4096).half()
+
+    def half_acc16():
+        import pyrite.ops.matmul as mm
+
+        mm.F16_ACCUMULATION = True
+        return half_gemm()
+
+    return {
+        "half_acc16": half_acc16,
+        "gemm": gemm,
+        "linear_bert": linear_bert,
+        "attn_bert": attn_bert,
+        "attn_causal": attn_causal,
+        "qgemv4": qgemv(4, 128),
+        "qgemv8": qgemv(8, None),
+        "half_gemm": half_gemm,
+    }
+
+
+def run(name):
+    import pyrite as pr
+
+    out = workloads()[name]()
+    pr.to_numpy(out if not isinstance(out, tuple) else out[0])
+    print(f"{name}: ran")
+
+
+def carve(src, dst):
+    """Every CUDA ELF (e_machine 190) inside the files under `src`, written to `dst`."""
+    os.makedirs(dst, exist_ok=True)
+    n = 0
+    for root, _, files in os.walk(src):
+        for fn in sorted(files):
+            p = os.path.join(root, fn)
+            data = open(p, "rb").read()
+            print(f"  {os.path.relpath(p, src)}: {len(data)} bytes, head {data[:16].hex()}")
+            i = data.find(b"\x7fELF")
+            while i >= 0:
+                if len(data) >= i + 64 and data[i + 4] == 2:  # ELF64
+                    mach = struct.unpack_from("<H", data, i + 0x12)[0]
+                    shoff = struct.unpack_from("<Q", data, i + 0x28)[0]
+                    shent, shnum = struct.unpack_from("<HH", data, i + 0x3A)
+                    size = shoff + shent * shnum
+                    if mach == 190 and 0 < size <= len(data) - i:
+                        out = os.path.join(dst, f"k{n:03d}.cubin")
+                        open(out, "wb").write(data[i : i + size])
+                        print(f"    cubin {out}: {size} bytes at {i}")
+                        n += 1
+                i = data.find(b"\x7fELF", i + 4)
+    print(f"carved {n} cubins")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "run":
+        run(sys.argv[2])
+    else:
+        carve(sys.argv[2], sys.argv[3])

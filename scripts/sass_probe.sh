@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SASS of pyrite's kernels on a lent NVIDIA GPU (scripts/sass_probe.py): each workload in a
+# process of its own with an empty driver shader cache, then the cubins cut out of the cache,
+# their resource use (registers, stack, spills) and an opcode histogram of each.
+#   run(command="bash scripts/sass_probe.sh [workload[@dawn] ...]", carry=[".gl", ".whl"])
+# shellcheck disable=SC1091
+source scripts/h200_prelude.sh || exit 1
+OUT=${OUT:-$(mktemp -d)}
+W=$(mktemp -d)  # the cubins and their SASS, tarred into $OUT/sass.tgz at the end (the
+# device returns at most 8 files)
+names=${*:-gemm linear_bert attn_bert qgemv4 qgemv8}
+for spec in $names; do  # a workload, or workload@dawn for Dawn's build of it
+  name=${spec/@/_}; wl=${spec%@*}; impl=wgpu; [[ $spec == *@* ]] && impl=${spec#*@}
+  cache=$(mktemp -d)
+  echo "== $name" | tee -a "$OUT/sass.txt"
+  __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=$cache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 \
+    __GL_SHADER_DISK_CACHE_SIZE=10000000000 PYRITE_BACKEND=$impl \
+    timeout 120 python3 scripts/sass_probe.py run "$wl" 2>&1 | tail -3 | tee -a "$OUT/sass.txt"
+  python3 scripts/sass_probe.py carve "$cache" "$W/$name" 2>&1 | tail -30 | tee -a "$OUT/sass.txt"
+  for f in "$W/$name"/*.cubin; do
+    [ -e "$f" ] || continue
+    nvdisasm -c "$f" >"$f.sass" 2>&1 || cuobjdump -sass "$f" >"$f.sass" 2>&1
+    {
+      echo "-- $f: $(cuobjdump -res-usage "$f" 2>&1 | grep -o 'REG:.*' | head -1) lines $(wc -l <"$f.sass")"
+      grep -oE '^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T] )?[A-Z0-9_.]+' "$f.sass" | awk '{print $NF}' |
+        sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
+      echo
+    } | tee -a "$OUT/sass.txt"
+  done
+done
+ls -laR ~/.cache/nvidia 2>/dev/null | head -20 | tee -a "$OUT/sass.txt"
+tar czf "$OUT/sass.tgz" -C "$W" .
