@@ -82,8 +82,53 @@ def run(name):
     print(f"{name}: ran")
 
 
+def _elves(data: bytes):
+    """(offset, bytes) of each CUDA ELF (e_machine 190) whose header and section table lie
+    inside `data`."""
+    i = data.find(b"\x7fELF")
+    while i >= 0:
+        if len(data) >= i + 64 and data[i + 4] == 2:  # ELF64
+            mach = struct.unpack_from("<H", data, i + 0x12)[0]
+            shoff = struct.unpack_from("<Q", data, i + 0x28)[0]
+            shent, shnum = struct.unpack_from("<HH", data, i + 0x3A)
+            size = shoff + shent * shnum
+            if mach == 190 and 0 < size <= len(data) - i:
+                yield i, data[i : i + size]
+        i = data.find(b"\x7fELF", i + 4)
+
+
+def _unpacked(data: bytes):
+    """`data` itself, then whatever a known compressor's stream inside it holds: zlib (each
+    0x78 header), zstd, lz4 frames and raw deflate, where the modules exist."""
+    import zlib
+
+    yield "raw", data
+    for i in range(len(data) - 2):
+        b0, b1 = data[i], data[i + 1]
+        if b0 == 0x78 and b1 in (0x01, 0x5E, 0x9C, 0xDA):
+            try:
+                yield f"zlib@{i}", zlib.decompressobj().decompress(data[i:])
+            except zlib.error:
+                pass
+    for magic, name in ((b"\x28\xb5\x2f\xfd", "zstandard"), (b"\x04\x22\x4d\x18", "lz4.frame")):
+        j = data.find(magic)
+        while j >= 0:
+            try:
+                mod = __import__(name, fromlist=["x"])
+                out = (
+                    mod.ZstdDecompressor().decompressobj().decompress(data[j:])
+                    if name == "zstandard"
+                    else mod.decompress(data[j:])
+                )
+                yield f"{name}@{j}", out
+            except Exception:  # noqa: BLE001 - a false magic, or the module is missing
+                pass
+            j = data.find(magic, j + 4)
+
+
 def carve(src, dst):
-    """Every CUDA ELF (e_machine 190) inside the files under `src`, written to `dst`."""
+    """Every CUDA ELF inside the files under `src` (or inside a compressed stream in them),
+    written to `dst`."""
     os.makedirs(dst, exist_ok=True)
     n = 0
     for root, _, files in os.walk(src):
@@ -91,19 +136,12 @@ def carve(src, dst):
             p = os.path.join(root, fn)
             data = open(p, "rb").read()
             print(f"  {os.path.relpath(p, src)}: {len(data)} bytes, head {data[:16].hex()}")
-            i = data.find(b"\x7fELF")
-            while i >= 0:
-                if len(data) >= i + 64 and data[i + 4] == 2:  # ELF64
-                    mach = struct.unpack_from("<H", data, i + 0x12)[0]
-                    shoff = struct.unpack_from("<Q", data, i + 0x28)[0]
-                    shent, shnum = struct.unpack_from("<HH", data, i + 0x3A)
-                    size = shoff + shent * shnum
-                    if mach == 190 and 0 < size <= len(data) - i:
-                        out = os.path.join(dst, f"k{n:03d}.cubin")
-                        open(out, "wb").write(data[i : i + size])
-                        print(f"    cubin {out}: {size} bytes at {i}")
-                        n += 1
-                i = data.find(b"\x7fELF", i + 4)
+            for how, blob in _unpacked(data):
+                for at, elf in _elves(blob):
+                    out = os.path.join(dst, f"k{n:03d}.cubin")
+                    open(out, "wb").write(elf)
+                    print(f"    cubin {out}: {len(elf)} bytes at {at} ({how})")
+                    n += 1
     print(f"carved {n} cubins")
 
 

@@ -16,6 +16,7 @@ for spec in $names; do  # a workload, or workload@dawn for Dawn's build of it
   __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=$cache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 \
     __GL_SHADER_DISK_CACHE_SIZE=10000000000 PYRITE_BACKEND=$impl \
     timeout 120 python3 scripts/sass_probe.py run "$wl" 2>&1 | tail -3 | tee -a "$OUT/sass.txt"
+  mkdir -p "$W/$name" && tar czf "$W/$name/cache.tgz" -C "$cache" .  # (the raw entries too)
   python3 scripts/sass_probe.py carve "$cache" "$W/$name" 2>&1 | tail -30 | tee -a "$OUT/sass.txt"
   for f in "$W/$name"/*.cubin; do
     [ -e "$f" ] || continue

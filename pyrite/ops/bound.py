@@ -13,8 +13,8 @@ result and records the dispatch, nothing else.
 Only calls whose every operand is plain take it: `self` a Tensor (not a subclass: a Parameter
 takes the full path), `other` a Tensor or a Python int or float; neither requiring grad nor a
 view of a base that does (autograd would record them); no compile recording under way (the
-tape); no poisoning of new tensors (core.POISON, a test's switch); the same device as the plan
-was made on. A result of an integer dtype is never bound (integer results carry value ranges,
+tape); the same device as the plan was made on. New results are poisoned where core.POISON asks
+(the test suite's switch), as core.empty does. A result of an integer dtype is never bound (integer results carry value ranges,
 ops/range_rules.py, set on the full path). Anything else, and a layout not yet seen, takes the
 full path, so what a bound call computes is what the full path computed for that layout.
 
@@ -47,21 +47,29 @@ OPERATORS = {
 }
 LIMIT = 4096  # layouts kept an operator (the table empties when full)
 _SCALAR_TYPES = (int, float)
+_TABLES: list = []  # every operator's plans
+
+
+def clear():
+    """Forget every bound plan (the next call of each layout takes the full path)."""
+    for table in _TABLES:
+        table.clear()
 
 
 def _operator(name, meth, slow):
     """`slow` (the Tensor method the op stack installed) with a bound plan in front of it."""
     table: dict = {}
+    _TABLES.append(table)
 
     def _full(self, other, key):
         """The full path, whose plan is kept under `key` where it ran as the elementwise map
         alone."""
         dev = _backend.current()
-        if dev._tape is not None or core.POISON:
+        if dev._tape is not None:
             return slow(self, other)
         before = dev.dispatches
         r = slow(self, other)
-        if dev.dispatches == before + 1:
+        if dev.dispatches == before + (2 if core.POISON else 1):  # (the map, after its fill)
             plan = _learn(name, dev, self, other, r)
             if plan is not None:
                 if len(table) >= LIMIT:
@@ -88,12 +96,14 @@ def _operator(name, meth, slow):
         key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
         plan = table.get(key)
         dev = _backend._current
-        if plan is None or plan[0] is not dev or dev._tape is not None or core.POISON:
+        if plan is None or plan[0] is not dev or dev._tape is not None:
             return _full(self, other, key)
         _, src, static, grid, n, res, shape, lay, conv, isf = plan
         storage = dev.pool.allocate(lay[1], False, False)
         storage.logical_nbytes = lay[2]
         out = Tensor._make(storage, shape, lay[3], 0, res)
+        if core.POISON:  # (as core.empty: a test's switch)
+            core._poison(out)
         if to is Tensor:
             info = [n, 0, self._offset, other._offset]
             bufs = [self._storage.buffer, other._storage.buffer, storage.buffer]
@@ -113,6 +123,7 @@ def _operator(name, meth, slow):
     name_method(fn, meth)  # (as the method it fronts: pr.profiler and pr.compile name ops so)
     fn.__doc__ = getattr(slow, "__doc__", None)
     fn._pyrite_bound = slow
+    fn._pyrite_table = table  # (its plans: tests)
     return fn
 
 

@@ -1,0 +1,132 @@
+"""Bound plans for the operators (ops/bound.py): a call whose operand layout was seen skips the op
+stack, and computes what the full path computes, for every operand kind it accepts; every call
+it must not take (gradients, subclasses, integer results, other layouts) takes the full path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pyrite as pr
+from pyrite.ops import bound, core
+
+OPS = {
+    "__add__": np.add,
+    "__sub__": np.subtract,
+    "__mul__": np.multiply,
+    "__truediv__": np.divide,
+    "__eq__": np.equal,
+    "__ne__": np.not_equal,
+    "__lt__": np.less,
+    "__le__": np.less_equal,
+    "__gt__": np.greater,
+    "__ge__": np.greater_equal,
+}
+
+
+def _full_calls(monkeypatch):
+    """A counter of the calls that took the full path (core.run_map)."""
+    calls = []
+    real = core.run_map
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr("pyrite.ops.elementwise.run_map", counted)
+    return calls
+
+
+def _check(got, want, op):
+    if want.dtype == bool:
+        np.testing.assert_array_equal(got, want)
+    else:  # (one rounding of an f32 op: compare in f64 with a few ulp)
+        np.testing.assert_allclose(got, want, rtol=4e-7, atol=0)
+
+
+@pytest.mark.parametrize("meth", sorted(OPS))
+def test_bound_call_matches_the_full_path(meth, rng, monkeypatch):
+    calls = _full_calls(monkeypatch)
+    shape = (int(rng.integers(1, 9)), int(rng.integers(1, 70)))
+    for i in range(3):  # the first call learns the layout; the rest take the plan
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = rng.standard_normal(shape).astype(np.float32)
+        b[0, 0] = a[0, 0]  # (an equal pair for the comparisons)
+        got = getattr(pr.tensor(a), meth)(pr.tensor(b)).numpy()
+        _check(got, OPS[meth](a, b), meth)
+        s = float(rng.standard_normal())
+        got = getattr(pr.tensor(a), meth)(s).numpy()
+        _check(got, OPS[meth](a, np.float32(s)), meth)
+    assert len(calls) == 2  # (one full call a layout: tensor ⊕ tensor, tensor ⊕ float)
+
+
+def test_broadcasts_views_and_offsets_keep_their_own_plans(rng, monkeypatch):
+    big = rng.standard_normal((6, 33)).astype(np.float32)
+    row = rng.standard_normal(33).astype(np.float32)
+    pb, prow = pr.tensor(big), pr.tensor(row)
+    for start in (0, 1, 2, 1, 0):  # views at other offsets reuse the layout's plan
+        got = (pb[start : start + 3] * prow).numpy()
+        np.testing.assert_allclose(got, big[start : start + 3] * row, rtol=1e-7)
+    got = (pb.t() - pb.t()[:, :1]).numpy()  # transposed strides: a layout of its own
+    np.testing.assert_array_equal(got, big.T - big.T[:, :1])
+    got = (pb[:, ::2] + 2).numpy()  # a strided view with an int scalar
+    np.testing.assert_allclose(got, big[:, ::2] + 2, rtol=1e-7)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_types_round_the_scalar_as_torch(dt, rng):
+    a = rng.standard_normal((5, 17)).astype(np.float32)
+    ta = torch.tensor(a).to(getattr(torch, dt))
+    pa = pr.tensor(a).to(getattr(pr, dt))
+    for s in (0.1, 3, -2.7):
+        for meth in ("__mul__", "__add__", "__gt__", "__truediv__"):
+            for _ in range(2):
+                got = getattr(pa, meth)(s)
+                want = getattr(ta, meth)(s)
+                assert got.dtype == getattr(pr, dt) or want.dtype == torch.bool
+                np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_integer_results_keep_the_full_path(rng, monkeypatch):
+    calls = _full_calls(monkeypatch)
+    x = rng.integers(-50, 50, (4, 9)).astype(np.int32)
+    for _ in range(3):
+        got = pr.tensor(x) + 7
+        np.testing.assert_array_equal(got.numpy(), x + 7)
+        assert got.dtype == pr.int32
+    assert len(calls) == 3
+    # int tensor with a float scalar: a float result, bindable
+    for _ in range(2):
+        np.testing.assert_allclose((pr.tensor(x) * 0.5).numpy(), x * np.float32(0.5))
+
+
+def test_gradients_subclasses_and_compile_take_the_full_path(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    x = pr.tensor(a)
+    for _ in range(2):
+        x * 2  # (the layout learned)
+    w = pr.tensor(a).requires_grad_()
+    y = w * 2
+    assert y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full_like(a, 2.0))
+    v = w[1:]  # a view of a base that requires grad
+    assert (v + x[1:]).grad_fn is not None
+    p = pr.nn.Parameter(pr.tensor(a))
+    assert (p * 2).grad_fn is not None
+    with pr.no_grad():
+        np.testing.assert_allclose((w * 2).numpy(), a * 2)
+
+    f = pr.compile(lambda t: t * 3 + 1)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).numpy(), a * 3 + 1, rtol=1e-6)
+
+
+def test_a_plan_is_kept_per_operator_and_bounded(rng, monkeypatch):
+    monkeypatch.setattr(bound, "LIMIT", 3)
+    for n in range(1, 8):  # more layouts than the limit: the table empties and refills
+        a = rng.standard_normal((n, 3)).astype(np.float32)
+        for _ in range(2):
+            np.testing.assert_allclose((pr.tensor(a) - 1.5).numpy(), a - np.float32(1.5))
+    assert 1 <= len(pr.Tensor.__sub__._pyrite_table) <= 3
