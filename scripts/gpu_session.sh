@@ -6,7 +6,8 @@
 #   run(command="bash scripts/gpu_session.sh [step ...]", carry=[".gl", ".whl"])
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
-# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl.
+# trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
+# sass, waves, decode-check, bound.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -156,6 +157,20 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     latency-probe)  # the pieces of a small round trip and of a sum's read (issue 9), wgpu-native
       step latency-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/latency_probe.py
       step dispatch-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/dispatch_probe.py --sum ;;
+    sass)  # the driver's machine code of the GEMM, GEMV and attention kernels (scripts/sass_probe.sh)
+      # shellcheck disable=SC2086
+      step sass 230 bash scripts/sass_probe.sh ${SASS_WORKLOADS:-gemm linear_bert attn_bert qgemv4 qgemv8 half_acc16 gemm@dawn} ;;
+    waves)  # BERT-base's attention forward over batch sizes around its waves, wgpu-native
+      step waves 50 env PYRITE_BACKEND=wgpu python3 scripts/attn_waves.py ;;
+    decode-check)  # random decode calls against torch float64, both implementations
+      step decode-wgpu 45 env PYRITE_BACKEND=wgpu python3 scripts/decode_check.py --calls 50
+      step decode-dawn 45 env PYRITE_BACKEND=dawn python3 scripts/decode_check.py --calls 50 ;;
+    bound)  # the operators' bound plans on and off (ops/bound.py), both implementations, then
+      # the overhead and latency rows of pyrite bench
+      step bound-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/bound_ab.py
+      step bound-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/bound_ab.py
+      step overhead-wgpu 120 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only overhead,latency \
+        --json "$OUT/overhead-wgpu.json" ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done
