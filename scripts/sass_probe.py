@@ -1,8 +1,11 @@
 """The NVIDIA driver's machine code (SASS) for pyrite's kernels, read out of its shader disk
 cache: registers a lane, spills, and the instruction mix (what bounds a kernel that is neither
 at its memory nor at its arithmetic ceiling). The Vulkan driver caches each pipeline it builds
-under $__GL_SHADER_DISK_CACHE_PATH; the entries hold the compiled program as a CUDA ELF (cubin),
-which `nvdisasm` and `cuobjdump` (installed beside the driver on the lent machines) read.
+under $__GL_SHADER_DISK_CACHE_PATH. On the lent H100 (driver 580, 2026-12-06) an entry file
+("CDVN" header) holds zstd frames; each program is a small CUDA ELF and a container
+("NVDANVVMNVuc") whose code section is the raw instruction stream, which `nvdisasm -b SM90`
+(installed on the lent machines) reads. Where the frames are ELF cubins instead, `cuobjdump`
+reads those.
 
   python scripts/sass_probe.py run NAME        # build and run workload NAME once (own process)
   python scripts/sass_probe.py carve DIR OUT   # cut the cubins out of cache DIR into OUT/*.cubin
@@ -110,20 +113,49 @@ def _unpacked(data: bytes):
                 yield f"zlib@{i}", zlib.decompressobj().decompress(data[i:])
             except zlib.error:
                 pass
-    for magic, name in ((b"\x28\xb5\x2f\xfd", "zstandard"), (b"\x04\x22\x4d\x18", "lz4.frame")):
-        j = data.find(magic)
-        while j >= 0:
-            try:
-                mod = __import__(name, fromlist=["x"])
-                out = (
-                    mod.ZstdDecompressor().decompressobj().decompress(data[j:])
-                    if name == "zstandard"
-                    else mod.decompress(data[j:])
-                )
-                yield f"{name}@{j}", out
-            except Exception:  # noqa: BLE001 - a false magic, or the module is missing
-                pass
-            j = data.find(magic, j + 4)
+    j = data.find(ZSTD)
+    while j >= 0:  # (the NVIDIA driver's cache, 2026-12: zstd frames, seen on an H100)
+        out = _unzstd(data[j:])
+        if out:
+            yield f"zstd@{j}", out
+        j = data.find(ZSTD, j + 4)
+
+
+ZSTD = b"\x28\xb5\x2f\xfd"
+NVUC = b"NVDANVVM"  # the driver's container of one compiled program (seen: "NVDANVVMNVuc")
+
+
+def _unzstd(stream: bytes) -> bytes:
+    """The first zstd frame of `stream`, decompressed (the zstandard module, else the zstd
+    command), or b"" where neither can."""
+    try:
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(stream)
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001 - a false magic
+        return b""
+    import subprocess
+
+    try:
+        p = subprocess.run(["zstd", "-d", "-c", "-q"], input=stream, capture_output=True)
+    except OSError:
+        return b""
+    return p.stdout
+
+
+def _code(blob: bytes):
+    """The machine code of a driver container (NVUC): its section of type 1, whose table entry
+    (u32 type, u32 bytes, u64 offset) sits at 0x48; the instructions start 8 bytes past the
+    offset (read off an H100's cache, 2026-12-06: the first is the usual IMAD.MOV / MOV of a
+    kernel's prologue). None where the layout is not that."""
+    if not blob.startswith(NVUC) or len(blob) < 0x58:
+        return None
+    kind, size, off = struct.unpack_from("<IIQ", blob, 0x48)
+    if kind != 1 or off + 8 + size > len(blob) or size % 16:
+        return None
+    return blob[off + 8 : off + 8 + size]
 
 
 def carve(src, dst):
@@ -142,7 +174,13 @@ def carve(src, dst):
                     open(out, "wb").write(elf)
                     print(f"    cubin {out}: {len(elf)} bytes at {at} ({how})")
                     n += 1
-    print(f"carved {n} cubins")
+                code = _code(blob)
+                if code is not None:  # (raw SASS: `nvdisasm -b SM90`)
+                    out = os.path.join(dst, f"k{n:03d}.sm")
+                    open(out, "wb").write(code)
+                    print(f"    code {out}: {len(code) // 16} instructions ({how})")
+                    n += 1
+    print(f"carved {n} programs")
 
 
 if __name__ == "__main__":

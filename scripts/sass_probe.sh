@@ -18,6 +18,17 @@ for spec in $names; do  # a workload, or workload@dawn for Dawn's build of it
     timeout 120 python3 scripts/sass_probe.py run "$wl" 2>&1 | tail -3 | tee -a "$OUT/sass.txt"
   mkdir -p "$W/$name" && tar czf "$W/$name/cache.tgz" -C "$cache" .  # (the raw entries too)
   python3 scripts/sass_probe.py carve "$cache" "$W/$name" 2>&1 | tail -30 | tee -a "$OUT/sass.txt"
+  for f in "$W/$name"/*.sm; do  # raw instruction streams (the driver's containers)
+    [ -e "$f" ] || continue
+    nvdisasm -b SM90 "$f" >"$f.sass" 2>&1
+    {
+      echo "-- $f: max register R$(grep -oE '\bR[0-9]+\b' "$f.sass" | tr -d R | sort -n | tail -1)," \
+        "LDL $(grep -c LDL "$f.sass") STL $(grep -c STL "$f.sass"), lines $(wc -l <"$f.sass")"
+      grep -oE '^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T] )?[A-Z0-9_.]+' "$f.sass" | awk '{print $NF}' |
+        sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
+      echo
+    } | tee -a "$OUT/sass.txt"
+  done
   for f in "$W/$name"/*.cubin; do
     [ -e "$f" ] || continue
     nvdisasm -c "$f" >"$f.sass" 2>&1 || cuobjdump -sass "$f" >"$f.sass" 2>&1

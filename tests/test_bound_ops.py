@@ -130,3 +130,24 @@ def test_a_plan_is_kept_per_operator_and_bounded(rng, monkeypatch):
         for _ in range(2):
             np.testing.assert_allclose((pr.tensor(a) - 1.5).numpy(), a - np.float32(1.5))
     assert 1 <= len(pr.Tensor.__sub__._pyrite_table) <= 3
+
+
+@pytest.mark.parametrize(
+    "meth,ref",
+    [("__radd__", np.add), ("__rsub__", np.subtract), ("__rmul__", np.multiply),
+     ("__rtruediv__", np.divide)],
+)  # fmt: skip
+def test_reflected_operators_with_a_number_first(meth, ref, rng, monkeypatch):
+    calls = _full_calls(monkeypatch)
+    shape = (int(rng.integers(1, 6)), int(rng.integers(1, 40)))
+    for _ in range(3):
+        a = rng.standard_normal(shape).astype(np.float32)
+        s = float(rng.standard_normal())
+        got = getattr(pr.tensor(a), meth)(s).numpy()
+        _check(got, ref(np.float32(s), a), meth)
+        got = getattr(pr.tensor(a), meth)(3).numpy()  # (an int: its own layout key)
+        _check(got, ref(np.float32(3), a), meth)
+    assert len(calls) == 2
+    x = pr.tensor(rng.standard_normal(shape).astype(np.float32))  # the operator spelling
+    np.testing.assert_allclose((2.5 - x).numpy(), 2.5 - x.numpy(), rtol=1e-7)
+    np.testing.assert_allclose((1 / x).numpy(), np.float32(1) / x.numpy(), rtol=1e-7)

@@ -32,12 +32,13 @@ from . import core
 from .core import f32_bits
 from .operators import name_method
 
-# (name of the elementwise op, the Tensor methods bound to it)
+# (name of the elementwise op, the Tensor methods bound to it; a reflected one, `2 - x`, binds
+# only a Python number as its other operand)
 OPERATORS = {
-    "add": ("__add__",),
-    "sub": ("__sub__",),
-    "mul": ("__mul__",),
-    "div": ("__truediv__",),
+    "add": ("__add__", "__radd__"),
+    "sub": ("__sub__", "__rsub__"),
+    "mul": ("__mul__", "__rmul__"),
+    "div": ("__truediv__", "__rtruediv__"),
     "eq": ("__eq__",),
     "ne": ("__ne__",),
     "lt": ("__lt__",),
@@ -60,6 +61,7 @@ def _operator(name, meth, slow):
     """`slow` (the Tensor method the op stack installed) with a bound plan in front of it."""
     table: dict = {}
     _TABLES.append(table)
+    reflected = meth.startswith("__r")
 
     def _full(self, other, key):
         """The full path, whose plan is kept under `key` where it ran as the elementwise map
@@ -70,7 +72,7 @@ def _operator(name, meth, slow):
         before = dev.dispatches
         r = slow(self, other)
         if dev.dispatches == before + (2 if core.POISON else 1):  # (the map, after its fill)
-            plan = _learn(name, dev, self, other, r)
+            plan = _learn(name, dev, self, other, r, reflected)
             if plan is not None:
                 if len(table) >= LIMIT:
                     table.clear()
@@ -79,7 +81,7 @@ def _operator(name, meth, slow):
 
     def fn(self, other):
         to = type(other)
-        if to is Tensor:
+        if to is Tensor and not reflected:
             if other.requires_grad or (other._base is not None and other._base.requires_grad):
                 return slow(self, other)
             ok = (other.dtype, other._shape, other._strides, other._offset & 3)
@@ -127,20 +129,22 @@ def _operator(name, meth, slow):
     return fn
 
 
-def _learn(name, dev, a, b, r):
-    """The plan of the call a ⊕ b that just returned `r` by one dispatch, or None where that
-    dispatch was not the elementwise map's (another rule ran) or the result is not bindable."""
+def _learn(name, dev, a, b, r, reflected=False):
+    """The plan of the call a ⊕ b (b ⊕ a where `reflected`) that just returned `r` by one
+    dispatch, or None where that dispatch was not the elementwise map's (another rule ran) or
+    the result is not bindable."""
     from .elementwise import _sig, _typed
 
     if type(r) is not Tensor or r.dtype.kind == "i" or r._offset or r._base is not None:
         return None
-    hit = _typed.get((name, _sig(a), _sig(b)))
+    hit = _typed.get((name, _sig(b), _sig(a)) if reflected else (name, _sig(a), _sig(b)))
     if hit is None:
         return None
     text, ct, res, out_ct, side, conv = hit
-    if res is not r.dtype or side != (1 if type(b) in _SCALAR_TYPES else 2):
+    scalar = type(b) in _SCALAR_TYPES
+    if res is not r.dtype or side != (3 if reflected else 1 if scalar else 2):
         return None
-    if side == 1:
+    if side != 2:  # (the tensor is the map's one input, the number its scalar)
         inputs, ctypes, s_ctypes = (a,), (ct,), (ct,)
     else:
         inputs, ctypes, s_ctypes = (a, b), (ct, ct), ()

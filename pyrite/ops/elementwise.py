@@ -310,6 +310,10 @@ def _binary_map(name, a, b, out):
         if side == 2:
             shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
             return run_map(expr, (a, b), (ct, ct), _out(out, shape, res), out_ct)
+        if side == 3:  # (a Python number first: `1 - x`)
+            if conv is not None:
+                a = conv(a)
+            return run_map(expr, (b,), (ct,), _out(out, b._shape, res), out_ct, (a,), (ct,))
     return _binary(name, a, b, out, key)
 
 
@@ -395,10 +399,13 @@ def _binary(name, a, b, out, key):
     if sa:
         shape = b._shape
         o = _out(out, shape, res)
+        text = _wgsl(expr, {"A": "s0", "B": "x0"})
         conv = _scalar_cast(name, rt, ct)
+        if key is not None and isinstance(b, Tensor) and type(a) in _SCALARS:
+            _typed[key] = (text, ct, res, out_ct, 3, conv)
         if conv is not None:
             a = conv(a)
-        return run_map(_wgsl(expr, {"A": "s0", "B": "x0"}), (b,), (ct,), o, out_ct, (a,), (ct,))
+        return run_map(text, (b,), (ct,), o, out_ct, (a,), (ct,))
     shape = a._shape if a._shape == b._shape else broadcast_shapes(a._shape, b._shape)
     o = _out(out, shape, res)
     text = _wgsl(expr, {"A": "x0", "B": "x1"})
