@@ -151,3 +151,48 @@ def test_reflected_operators_with_a_number_first(meth, ref, rng, monkeypatch):
     x = pr.tensor(rng.standard_normal(shape).astype(np.float32))  # the operator spelling
     np.testing.assert_allclose((2.5 - x).numpy(), 2.5 - x.numpy(), rtol=1e-7)
     np.testing.assert_allclose((1 / x).numpy(), np.float32(1) / x.numpy(), rtol=1e-7)
+
+
+UNARY_REF = {
+    "relu": lambda a: np.maximum(a, 0),
+    "sigmoid": lambda a: 1 / (1 + np.exp(-a.astype(np.float64))),
+    "tanh": np.tanh,
+    "exp": np.exp,
+    "abs": np.abs,
+    "neg": np.negative,
+    "sqrt": lambda a: np.sqrt(np.abs(a)),  # (called on |x| below)
+    "floor": np.floor,
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_REF))
+def test_unary_methods_bound(name, rng):
+    shape = (int(rng.integers(1, 7)), int(rng.integers(1, 50)))
+    for _ in range(3):
+        a = rng.standard_normal(shape).astype(np.float32)
+        if name == "sqrt":
+            a = np.abs(a)
+        got = getattr(pr.tensor(a), name)()
+        np.testing.assert_allclose(
+            got.numpy(), UNARY_REF[name](a.astype(np.float64)), rtol=3e-6, atol=1e-7
+        )
+    assert (pr.float32, shape, (shape[1], 1), 0) in pr.Tensor.__dict__[name]._pyrite_table
+
+
+def test_unary_methods_full_path_cases(rng):
+    a = rng.standard_normal((4, 33)).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose((-pr.tensor(a)).numpy(), -a)
+    w = pr.tensor(a).requires_grad_()  # gradients: recorded
+    w.sigmoid().sum().backward()
+    s = 1 / (1 + np.exp(-a.astype(np.float64)))
+    np.testing.assert_allclose(w.grad.numpy(), s * (1 - s), rtol=1e-5, atol=1e-7)
+    i = pr.tensor(rng.integers(-5, 5, (3, 4)).astype(np.int32))  # an int result: full path
+    for _ in range(2):
+        np.testing.assert_array_equal(i.abs().numpy(), np.abs(i.numpy()))
+    # the functions keep their identity (a TransformerEncoderLayer compares `activation is F.relu`)
+    from pyrite.nn import _activation
+
+    assert pr.nn.functional.relu is pr.nn.functional.__dict__["relu"]
+    assert getattr(pr.nn.functional.relu, "_pyrite_bound", None) is None
+    assert _activation is not None

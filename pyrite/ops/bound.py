@@ -1,5 +1,6 @@
-"""Bound plans for Python's arithmetic and comparison operators (`x + y`, `x * 0.5`, `x > 0`) on
-plain tensors: the eager per-op path at its floor.
+"""Bound plans for Python's arithmetic and comparison operators (`x + y`, `x * 0.5`, `2 - x`,
+`x > 0`) and the unary ops' methods (`x.relu()`, `x.exp()`, `-x`) on plain tensors: the eager
+per-op path near its floor.
 
 An operator call through the op stack passes five layers (the complex guard, autograd's check,
 the elementwise op's dtype rules, the map's plan lookup, the output's allocation) before its one
@@ -13,18 +14,27 @@ result and records the dispatch, nothing else.
 Only calls whose every operand is plain take it: `self` a Tensor (not a subclass: a Parameter
 takes the full path), `other` a Tensor or a Python int or float; neither requiring grad nor a
 view of a base that does (autograd would record them); no compile recording under way (the
-tape); the same device as the plan was made on. New results are poisoned where core.POISON asks
-(the test suite's switch), as core.empty does. A result of an integer dtype is never bound (integer results carry value ranges,
-ops/range_rules.py, set on the full path). Anything else, and a layout not yet seen, takes the
+tape); the same device as the plan was made on. New results are poisoned where core.POISON
+asks (the test suite's switch), as core.empty does. A result of an integer dtype is never bound
+(integer results carry value ranges, ops/range_rules.py, set on the full path). Anything else, and a layout not yet seen, takes the
 full path, so what a bound call computes is what the full path computed for that layout.
 
-Measured on the development box (2-core, lavapipe; `python scripts/python_cost.py`, recording
-stubbed out so only the Python counts), µs a call, full path / bound: `x + x` 9.8 / (see
-OPERATORS' note); the per-op floor there, the output's allocation and one recorded dispatch,
-is 4.7.
+The unary ops' Tensor methods (UNARY_METHODS) are bound the same way where called with the
+tensor alone;
+their plan is learned from the one map the call dispatched (core._capture), which must read that
+tensor and write the returned result.
+
+Measured: the bench's chain of 1,000 dependent adds on a lent H100 (2026-12-06,
+`scripts/bound_ab.py`, on and off in one process, µs an add to completion): wgpu-native
+6.95-7.40 bound / 9.99-10.03 not, Dawn 6.85-7.17 / 9.79-9.97 (torch CUDA 6.77). Python a call
+on the 2-core development machine, recording stubbed (`scripts/python_cost.py`): `x + x`
+10.1 -> 6.7 µs, `x.relu()` 10.5 -> 6.1; the floor there (the result's
+allocation and one recorded dispatch) is 4.7.
 """
 
 from __future__ import annotations
+
+import os
 
 from .. import backend as _backend
 from ..tensor import Tensor
@@ -124,6 +134,7 @@ def _operator(name, meth, slow):
 
     name_method(fn, meth)  # (as the method it fronts: pr.profiler and pr.compile name ops so)
     fn.__doc__ = getattr(slow, "__doc__", None)
+    fn.__wrapped__ = slow
     fn._pyrite_bound = slow
     fn._pyrite_table = table  # (its plans: tests)
     return fn
@@ -164,11 +175,110 @@ def _learn(name, dev, a, b, r, reflected=False):
     return (dev, src, static, grid, n, res, r._shape, lay, conv, ct == "f32")
 
 
+# Unary ops bound the same way, called with the tensor alone (no other argument, no keyword):
+# their Tensor methods. Not their functions (pyrite.exp, pyrite.nn.functional.relu): a wrapper
+# there is another function object, and code compares them by identity (a TransformerEncoderLayer
+# made with `activation=F.relu` checks `activation is F.relu` for torch's fast path; binding F.relu
+# broke that comparison in tests/test_hunt_modules.py). The plan is learned from the one map the
+# call ran (core._capture), which must read the call's tensor and write the call's result.
+UNARY = (
+    "relu sigmoid tanh exp exp2 expm1 log log2 log1p sqrt rsqrt abs neg sin cos square "
+    "reciprocal erf floor ceil trunc sign silu"
+).split()
+UNARY_METHODS = {"__neg__": "neg", "__abs__": "abs", **{n: n for n in UNARY}}
+
+
+def _unary(label, slow):
+    """`slow` (a unary op's Tensor method `label`) with a bound plan in front of it."""
+    table: dict = {}
+    _TABLES.append(table)
+
+    def _full(x, key):
+        dev = _backend.current()
+        if dev._tape is not None:
+            return slow(x)
+        before = dev.dispatches
+        core._capture = cap = []
+        try:
+            r = slow(x)
+        finally:
+            core._capture = None
+        if len(cap) == 1 and dev.dispatches == before + (2 if core.POISON else 1):
+            plan = _learn_map(dev, cap[0], x, r)
+            if plan is not None:
+                if len(table) >= LIMIT:
+                    table.clear()
+                table[key] = plan
+        return r
+
+    def fn(x, *args, **kwargs):
+        if (
+            args
+            or kwargs
+            or type(x) is not Tensor
+            or x.requires_grad
+            or (x._base is not None and x._base.requires_grad)
+        ):
+            return slow(x, *args, **kwargs)
+        key = (x.dtype, x._shape, x._strides, x._offset & 3)
+        plan = table.get(key)
+        dev = _backend._current
+        if plan is None or plan[0] is not dev or dev._tape is not None:
+            return _full(x, key)
+        _, src, static, grid, n, res, shape, lay = plan
+        storage = dev.pool.allocate(lay[1], False, False)
+        storage.logical_nbytes = lay[2]
+        out = Tensor._make(storage, shape, lay[3], 0, res)
+        if core.POISON:
+            core._poison(out)
+        info = [n, 0, x._offset]
+        if static:
+            info.extend(static)
+        dev.dispatch(src, [x._storage.buffer, storage.buffer], info, grid)
+        return out
+
+    fn.__doc__ = getattr(slow, "__doc__", None)
+    fn.__wrapped__ = slow  # (inspect.signature reads the op's own)
+    fn._pyrite_bound = slow
+    fn._pyrite_table = table
+    name_method(fn, label)
+    return fn
+
+
+def _learn_map(dev, captured, x, r):
+    """The plan of a unary call on `x` that returned `r` by the one map `captured`, or None
+    where that map read anything but x, took scalars, or wrote anything but a new r."""
+    expr, inputs, ctypes, out, out_ct, scalars, s_ctypes = captured
+    if out is not r or len(inputs) != 1 or inputs[0] is not x or scalars:
+        return None
+    if type(r) is not Tensor or r.dtype.kind == "i" or r._offset or r._base is not None:
+        return None
+    plan = core.map_plan(expr, inputs, ctypes, r, out_ct, s_ctypes)
+    if plan is None:
+        return None
+    src, static, grid, n, aliased = plan
+    if any(aliased) or n == 0:
+        return None
+    kept = dev._pipelines.get(src.wgsl)
+    if kept is None or kept[0] is not dev._last_pipeline:
+        return None
+    lay = core._layouts.get((r._shape, r.dtype))
+    if lay is None or lay[3] != r._strides:
+        return None
+    return (dev, src, static, grid, n, r.dtype, r._shape, lay)
+
+
 def install(tensor_cls=Tensor):
-    """Put the bound plans in front of the operators' Tensor methods (once the op stack's
-    wrappers are all installed: this layer is outermost)."""
+    """Put the bound plans in front of the operators' and unary ops' Tensor methods (once the op
+    stack's wrappers are all installed: this layer is outermost); none under PYRITE_BOUND=0."""
+    if os.environ.get("PYRITE_BOUND", "1") == "0":
+        return
     for name, methods in OPERATORS.items():
         for meth in methods:
             slow = getattr(tensor_cls, meth)
             if getattr(slow, "_pyrite_bound", None) is None:
                 setattr(tensor_cls, meth, _operator(name, meth, slow))
+    for meth in UNARY_METHODS:
+        slow = getattr(tensor_cls, meth, None)
+        if slow is not None and getattr(slow, "_pyrite_bound", None) is None:
+            setattr(tensor_cls, meth, _unary(meth, slow))

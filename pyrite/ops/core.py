@@ -346,6 +346,9 @@ def scalar_word(x, ctype: str) -> int:
 # expression — the kernel, the static info words, the grid — keyed on exactly those. A hit
 # leaves only the offsets and scalars to fill in per call (the eager per-op budget is ~20 µs).
 _plans = PlanCache()
+# where run_map appends each map it dispatches (expr, inputs, ctypes, out, out ctype, scalars,
+# their ctypes) while ops/bound.py learns a call; None otherwise
+_capture: list | None = None
 
 
 def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(), s_ctypes=()):
@@ -384,6 +387,8 @@ def run_map(expr: str, inputs, in_ctypes, out: Tensor, out_ctype: str, scalars=(
     tape = dev._tape
     if tape is not None and tape.recording:  # (what compile/fusion.py may fuse)
         tape.map_next(expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes)
+    if _capture is not None:  # (ops/bound.py learning what a call ran)
+        _capture.append((expr, inputs, in_ctypes, out, out_ctype, scalars, s_ctypes))
     dev.dispatch(*cmd)
     if out.dtype.is_floating_point and _untracked(inputs):
         _mark_untracked(out, expr)
