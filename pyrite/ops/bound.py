@@ -159,7 +159,17 @@ def _learn(name, dev, a, b, r, reflected=False):
         inputs, ctypes, s_ctypes = (a,), (ct,), (ct,)
     else:
         inputs, ctypes, s_ctypes = (a, b), (ct, ct), ()
-    plan = core.map_plan(text, inputs, ctypes, r, out_ct, s_ctypes)
+    plan = _map_plan(dev, text, inputs, ctypes, r, out_ct, s_ctypes)
+    if plan is None:
+        return None
+    # (the scalar's word as _map_command writes it: after the op's cast, f32 bits or an int)
+    return (*plan, conv, ct == "f32")
+
+
+def _map_plan(dev, expr, inputs, ctypes, r, out_ct, s_ctypes):
+    """(device, kernel, static words, grid, elements, result dtype, shape, layout) of the map
+    that just wrote new result `r` as the last dispatch, or None where it is not bindable."""
+    plan = core.map_plan(expr, inputs, ctypes, r, out_ct, s_ctypes)
     if plan is None:
         return None
     src, static, grid, n, aliased = plan
@@ -171,8 +181,7 @@ def _learn(name, dev, a, b, r, reflected=False):
     lay = core._layouts.get((r._shape, r.dtype))
     if lay is None or lay[3] != r._strides:
         return None
-    # (the scalar's word as _map_command writes it: after the op's cast, f32 bits or an int)
-    return (dev, src, static, grid, n, res, r._shape, lay, conv, ct == "f32")
+    return (dev, src, static, grid, n, r.dtype, r._shape, lay)
 
 
 # Unary ops bound the same way, called with the tensor alone (no other argument, no keyword):
@@ -253,19 +262,7 @@ def _learn_map(dev, captured, x, r):
         return None
     if type(r) is not Tensor or r.dtype.kind == "i" or r._offset or r._base is not None:
         return None
-    plan = core.map_plan(expr, inputs, ctypes, r, out_ct, s_ctypes)
-    if plan is None:
-        return None
-    src, static, grid, n, aliased = plan
-    if any(aliased) or n == 0:
-        return None
-    kept = dev._pipelines.get(src.wgsl)
-    if kept is None or kept[0] is not dev._last_pipeline:
-        return None
-    lay = core._layouts.get((r._shape, r.dtype))
-    if lay is None or lay[3] != r._strides:
-        return None
-    return (dev, src, static, grid, n, r.dtype, r._shape, lay)
+    return _map_plan(dev, expr, inputs, ctypes, r, out_ct, s_ctypes)
 
 
 def install(tensor_cls=Tensor):
