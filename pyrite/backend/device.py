@@ -662,11 +662,14 @@ class Device:
             with self._lock:
                 tape, self.pool.tape = self.pool.tape, None
                 try:
-                    st = self.pool.allocate(memoryview(data).nbytes)
+                    # upload=True: never a buffer released during the open batch. The queue's
+                    # write lands before the whole batch is submitted, so such a buffer's
+                    # earlier commands in that batch would read (or be overwritten by) these
+                    # bytes: an lse sink made this way once zeroed a bias that load_state_dict
+                    # was copying from its upload (tests/test_persistent_order.py)
+                    st = self.pool.allocate(memoryview(data).nbytes, upload=True)
                 finally:
                     self.pool.tape = tape
-                # (the queue's write lands before any batch submitted after it, and nothing
-                # recorded yet can use a buffer this new)
                 self._io.write(st.buffer, 0, data)
                 self._busy = True
             self._persistent[key] = st

@@ -4,7 +4,8 @@ A tensor and all its views share one Storage. When the last reference dies its b
 the pool at once. A buffer freed while commands are recorded but not yet submitted may still be
 read by them, which is harmless for the next kernel output (commands in one encoder run in order)
 but not for an upload: `queue.write_buffer` runs before the pending batch. So such buffers sit in
-`recent` until the batch is submitted; kernel outputs may take them, uploads may not.
+`recent` until the batch is submitted; kernel outputs may take them, uploads may not (nor
+anything else the queue writes first: Device.persistent's scratch asks as an upload).
 """
 
 from __future__ import annotations
