@@ -191,8 +191,7 @@ def test_unary_methods_full_path_cases(rng):
     for _ in range(2):
         np.testing.assert_array_equal(i.abs().numpy(), np.abs(i.numpy()))
     # the functions keep their identity (a TransformerEncoderLayer compares `activation is F.relu`)
-    from pyrite.nn import _activation
-
-    assert pr.nn.functional.relu is pr.nn.functional.__dict__["relu"]
+    layer = pr.nn.TransformerEncoderLayer(8, 2, dim_feedforward=12)
+    assert layer.activation is pr.nn.functional.relu
+    assert layer.activation_relu_or_gelu == 1
     assert getattr(pr.nn.functional.relu, "_pyrite_bound", None) is None
-    assert _activation is not None

@@ -39,7 +39,7 @@ import os
 from .. import backend as _backend
 from ..tensor import Tensor
 from . import core
-from .core import f32_bits
+from .core import PlanCache, empty_laid, f32_bits
 from .operators import name_method
 
 # (name of the elementwise op, the Tensor methods bound to it; a reflected one, `2 - x`, binds
@@ -58,7 +58,7 @@ OPERATORS = {
 }
 LIMIT = 4096  # layouts kept an operator (the table empties when full)
 _SCALAR_TYPES = (int, float)
-_TABLES: list = []  # every operator's plans
+_TABLES: list = []  # every bound method's plans (PlanCache: emptied when full)
 
 
 def clear():
@@ -67,10 +67,24 @@ def clear():
         table.clear()
 
 
+def _table():
+    table = PlanCache()
+    _TABLES.append(table)
+    return table
+
+
+def _keep(table, key, dev, before, plan_of):
+    """Keep plan_of() under `key` where the full call just made (dev.dispatches was `before`)
+    ran as one dispatch: the map's, after its poisoning fill where core.POISON asks for one."""
+    if dev.dispatches == before + (2 if core.POISON else 1):
+        plan = plan_of()
+        if plan is not None:
+            table.keep(key, plan, LIMIT)
+
+
 def _operator(name, meth, slow):
     """`slow` (the Tensor method the op stack installed) with a bound plan in front of it."""
-    table: dict = {}
-    _TABLES.append(table)
+    table = _table()
     reflected = meth.startswith("__r")
 
     def _full(self, other, key):
@@ -81,12 +95,7 @@ def _operator(name, meth, slow):
             return slow(self, other)
         before = dev.dispatches
         r = slow(self, other)
-        if dev.dispatches == before + (2 if core.POISON else 1):  # (the map, after its fill)
-            plan = _learn(name, dev, self, other, r, reflected)
-            if plan is not None:
-                if len(table) >= LIMIT:
-                    table.clear()
-                table[key] = plan
+        _keep(table, key, dev, before, lambda: _learn(name, dev, self, other, r, reflected))
         return r
 
     def fn(self, other):
@@ -111,21 +120,16 @@ def _operator(name, meth, slow):
         if plan is None or plan[0] is not dev or dev._tape is not None:
             return _full(self, other, key)
         _, src, static, grid, n, res, shape, lay, conv, isf = plan
-        storage = dev.pool.allocate(lay[1], False, False)
-        storage.logical_nbytes = lay[2]
-        out = Tensor._make(storage, shape, lay[3], 0, res)
-        if core.POISON:  # (as core.empty: a test's switch)
-            core._poison(out)
+        out = empty_laid(dev, shape, res, lay)
         if to is Tensor:
             info = [n, 0, self._offset, other._offset]
-            bufs = [self._storage.buffer, other._storage.buffer, storage.buffer]
-            if static:
-                info.extend(static)
+            bufs = [self._storage.buffer, other._storage.buffer, out._storage.buffer]
         else:
             info = [n, 0, self._offset]
-            bufs = [self._storage.buffer, storage.buffer]
-            if static:
-                info.extend(static)
+            bufs = [self._storage.buffer, out._storage.buffer]
+        if static:
+            info.extend(static)
+        if to is not Tensor:  # (the number, after the map's words, as _map_command puts it)
             if conv is not None:
                 other = conv(other)
             info.append(f32_bits(other) if isf else int(other))
@@ -146,7 +150,7 @@ def _learn(name, dev, a, b, r, reflected=False):
     the result is not bindable."""
     from .elementwise import _sig, _typed
 
-    if type(r) is not Tensor or r.dtype.kind == "i" or r._offset or r._base is not None:
+    if not _new_result(r):
         return None
     hit = _typed.get((name, _sig(b), _sig(a)) if reflected else (name, _sig(a), _sig(b)))
     if hit is None:
@@ -164,6 +168,12 @@ def _learn(name, dev, a, b, r, reflected=False):
         return None
     # (the scalar's word as _map_command writes it: after the op's cast, f32 bits or an int)
     return (*plan, conv, ct == "f32")
+
+
+def _new_result(r) -> bool:
+    """Whether a call's result can be bound: a new tensor (no view, no offset) of a float or
+    bool dtype (integer results carry value ranges, set on the full path)."""
+    return type(r) is Tensor and r.dtype.kind != "i" and not r._offset and r._base is None
 
 
 def _map_plan(dev, expr, inputs, ctypes, r, out_ct, s_ctypes):
@@ -194,13 +204,12 @@ UNARY = (
     "relu sigmoid tanh exp exp2 expm1 log log2 log1p sqrt rsqrt abs neg sin cos square "
     "reciprocal erf floor ceil trunc sign silu"
 ).split()
-UNARY_METHODS = {"__neg__": "neg", "__abs__": "abs", **{n: n for n in UNARY}}
+UNARY_METHODS = ("__neg__", "__abs__", *UNARY)
 
 
 def _unary(label, slow):
     """`slow` (a unary op's Tensor method `label`) with a bound plan in front of it."""
-    table: dict = {}
-    _TABLES.append(table)
+    table = _table()
 
     def _full(x, key):
         dev = _backend.current()
@@ -212,12 +221,7 @@ def _unary(label, slow):
             r = slow(x)
         finally:
             core._capture = None
-        if len(cap) == 1 and dev.dispatches == before + (2 if core.POISON else 1):
-            plan = _learn_map(dev, cap[0], x, r)
-            if plan is not None:
-                if len(table) >= LIMIT:
-                    table.clear()
-                table[key] = plan
+        _keep(table, key, dev, before, lambda: _learn_map(dev, cap, x, r))
         return r
 
     def fn(x, *args, **kwargs):
@@ -235,15 +239,11 @@ def _unary(label, slow):
         if plan is None or plan[0] is not dev or dev._tape is not None:
             return _full(x, key)
         _, src, static, grid, n, res, shape, lay = plan
-        storage = dev.pool.allocate(lay[1], False, False)
-        storage.logical_nbytes = lay[2]
-        out = Tensor._make(storage, shape, lay[3], 0, res)
-        if core.POISON:
-            core._poison(out)
+        out = empty_laid(dev, shape, res, lay)
         info = [n, 0, x._offset]
         if static:
             info.extend(static)
-        dev.dispatch(src, [x._storage.buffer, storage.buffer], info, grid)
+        dev.dispatch(src, [x._storage.buffer, out._storage.buffer], info, grid)
         return out
 
     fn.__doc__ = getattr(slow, "__doc__", None)
@@ -255,12 +255,15 @@ def _unary(label, slow):
 
 
 def _learn_map(dev, captured, x, r):
-    """The plan of a unary call on `x` that returned `r` by the one map `captured`, or None
-    where that map read anything but x, took scalars, or wrote anything but a new r."""
-    expr, inputs, ctypes, out, out_ct, scalars, s_ctypes = captured
+    """The plan of a unary call on `x` that returned `r` by the one map in `captured` (what
+    run_map appended during the call), or None where it ran other maps, or its map read anything
+    but x, took scalars, or wrote anything but a new r."""
+    if len(captured) != 1:
+        return None
+    expr, inputs, ctypes, out, out_ct, scalars, s_ctypes = captured[0]
     if out is not r or len(inputs) != 1 or inputs[0] is not x or scalars:
         return None
-    if type(r) is not Tensor or r.dtype.kind == "i" or r._offset or r._base is not None:
+    if not _new_result(r):
         return None
     return _map_plan(dev, expr, inputs, ctypes, r, out_ct, s_ctypes)
 

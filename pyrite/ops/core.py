@@ -142,14 +142,21 @@ def empty(shape, dtype, mappable=False) -> Tensor:
     a small result the host is likely to read, in a buffer it can map where the device has
     them (backend/device.py MAPPABLE)."""
     shape = tuple(shape)
-    n, nbytes, logical, strides = _layouts.get((shape, dtype)) or _layout(shape, dtype)
+    lay = _layouts.get((shape, dtype)) or _layout(shape, dtype)
     dev = backend.current()
     if dtype is D.float16:
         backend.require_f16(dev)
-    storage = dev.pool.allocate(nbytes, False, mappable)
-    storage.logical_nbytes = logical
-    t = Tensor._make(storage, shape, strides, 0, dtype)
-    if POISON and n:
+    return empty_laid(dev, shape, dtype, lay, mappable)
+
+
+def empty_laid(dev, shape: tuple, dtype, lay, mappable=False) -> Tensor:
+    """empty() on `dev` with its layout `lay` already looked up (_layouts' entry: elements,
+    bytes, logical bytes, strides) and the dtype already allowed there (ops/bound.py's plans
+    keep both)."""
+    storage = dev.pool.allocate(lay[1], False, mappable)
+    storage.logical_nbytes = lay[2]
+    t = Tensor._make(storage, shape, lay[3], 0, dtype)
+    if POISON and lay[0]:
         _poison(t)
     return t
 
