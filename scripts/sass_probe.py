@@ -2,13 +2,12 @@
 cache: registers a lane, spills, and the instruction mix (what bounds a kernel that is neither
 at its memory nor at its arithmetic ceiling). The Vulkan driver caches each pipeline it builds
 under $__GL_SHADER_DISK_CACHE_PATH. On the lent H100 (driver 580, 2026-12-06) an entry file
-("CDVN" header) holds zstd frames; each program is a small CUDA ELF and a container
-("NVDANVVMNVuc") whose code section is the raw instruction stream, which `nvdisasm -b SM90`
-(installed on the lent machines) reads. Where the frames are ELF cubins instead, `cuobjdump`
-reads those.
+("CDVN" header) holds zstd frames; each program is a small x86 ELF (a host-side stub) and a
+container ("NVDANVVMNVuc") whose code section is the raw instruction stream, which
+`nvdisasm -b SM90` (installed on the lent machines) reads. No other layout was seen there.
 
   python scripts/sass_probe.py run NAME        # build and run workload NAME once (own process)
-  python scripts/sass_probe.py carve DIR OUT   # cut the cubins out of cache DIR into OUT/*.cubin
+  python scripts/sass_probe.py carve DIR OUT   # each program's code in cache DIR to OUT/*.sm
 
 scripts/sass_probe.sh runs each workload with a cache of its own and disassembles what it left.
 """
@@ -85,42 +84,6 @@ def run(name):
     print(f"{name}: ran")
 
 
-def _elves(data: bytes):
-    """(offset, bytes) of each CUDA ELF (e_machine 190) whose header and section table lie
-    inside `data`."""
-    i = data.find(b"\x7fELF")
-    while i >= 0:
-        if len(data) >= i + 64 and data[i + 4] == 2:  # ELF64
-            mach = struct.unpack_from("<H", data, i + 0x12)[0]
-            shoff = struct.unpack_from("<Q", data, i + 0x28)[0]
-            shent, shnum = struct.unpack_from("<HH", data, i + 0x3A)
-            size = shoff + shent * shnum
-            if mach == 190 and 0 < size <= len(data) - i:
-                yield i, data[i : i + size]
-        i = data.find(b"\x7fELF", i + 4)
-
-
-def _unpacked(data: bytes):
-    """`data` itself, then whatever a known compressor's stream inside it holds: zlib (each
-    0x78 header), zstd, lz4 frames and raw deflate, where the modules exist."""
-    import zlib
-
-    yield "raw", data
-    for i in range(len(data) - 2):
-        b0, b1 = data[i], data[i + 1]
-        if b0 == 0x78 and b1 in (0x01, 0x5E, 0x9C, 0xDA):
-            try:
-                yield f"zlib@{i}", zlib.decompressobj().decompress(data[i:])
-            except zlib.error:
-                pass
-    j = data.find(ZSTD)
-    while j >= 0:  # (the NVIDIA driver's cache, 2026-12: zstd frames, seen on an H100)
-        out = _unzstd(data[j:])
-        if out:
-            yield f"zstd@{j}", out
-        j = data.find(ZSTD, j + 4)
-
-
 ZSTD = b"\x28\xb5\x2f\xfd"
 NVUC = b"NVDANVVM"  # the driver's container of one compiled program (seen: "NVDANVVMNVuc")
 
@@ -158,9 +121,19 @@ def _code(blob: bytes):
     return blob[off + 8 : off + 8 + size]
 
 
+def _frames(data: bytes):
+    """Each zstd frame in `data`, decompressed (a false magic inside a frame gives nothing)."""
+    j = data.find(ZSTD)
+    while j >= 0:
+        out = _unzstd(data[j:])
+        if out:
+            yield j, out
+        j = data.find(ZSTD, j + 4)
+
+
 def carve(src, dst):
-    """Every CUDA ELF inside the files under `src` (or inside a compressed stream in them),
-    written to `dst`."""
+    """The code of every driver container in the cache files under `src`, written to
+    `dst`/k*.sm (raw sm_90 instructions: `nvdisasm -b SM90`)."""
     os.makedirs(dst, exist_ok=True)
     n = 0
     for root, _, files in os.walk(src):
@@ -168,17 +141,12 @@ def carve(src, dst):
             p = os.path.join(root, fn)
             data = open(p, "rb").read()
             print(f"  {os.path.relpath(p, src)}: {len(data)} bytes, head {data[:16].hex()}")
-            for how, blob in _unpacked(data):
-                for at, elf in _elves(blob):
-                    out = os.path.join(dst, f"k{n:03d}.cubin")
-                    open(out, "wb").write(elf)
-                    print(f"    cubin {out}: {len(elf)} bytes at {at} ({how})")
-                    n += 1
+            for at, blob in _frames(data):
                 code = _code(blob)
-                if code is not None:  # (raw SASS: `nvdisasm -b SM90`)
+                if code is not None:
                     out = os.path.join(dst, f"k{n:03d}.sm")
                     open(out, "wb").write(code)
-                    print(f"    code {out}: {len(code) // 16} instructions ({how})")
+                    print(f"    code {out}: {len(code) // 16} instructions (frame at {at})")
                     n += 1
     print(f"carved {n} programs")
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SASS of pyrite's kernels on a lent NVIDIA GPU (scripts/sass_probe.py): each workload in a
-# process of its own with an empty driver shader cache, then the cubins cut out of the cache,
-# their resource use (registers, stack, spills) and an opcode histogram of each.
+# process of its own with an empty driver shader cache, then each program's code cut out of the
+# cache and disassembled: its highest register, local-memory loads and stores (spills) and an
+# opcode histogram.
 #   run(command="bash scripts/sass_probe.sh [workload[@dawn] ...]", carry=[".gl", ".whl"])
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
-W=$(mktemp -d)  # the cubins and their SASS, tarred into $OUT/sass.tgz at the end (the
+W=$(mktemp -d)  # the code and its SASS, tarred into $OUT/sass.tgz at the end (the
 # device returns at most 8 files)
 names=${*:-gemm linear_bert attn_bert qgemv4 qgemv8}
 for spec in $names; do  # a workload, or workload@dawn for Dawn's build of it
@@ -29,16 +30,5 @@ for spec in $names; do  # a workload, or workload@dawn for Dawn's build of it
       echo
     } | tee -a "$OUT/sass.txt"
   done
-  for f in "$W/$name"/*.cubin; do
-    [ -e "$f" ] || continue
-    nvdisasm -c "$f" >"$f.sass" 2>&1 || cuobjdump -sass "$f" >"$f.sass" 2>&1
-    {
-      echo "-- $f: $(cuobjdump -res-usage "$f" 2>&1 | grep -o 'REG:.*' | head -1) lines $(wc -l <"$f.sass")"
-      grep -oE '^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T] )?[A-Z0-9_.]+' "$f.sass" | awk '{print $NF}' |
-        sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
-      echo
-    } | tee -a "$OUT/sass.txt"
-  done
 done
-ls -laR ~/.cache/nvidia 2>/dev/null | head -20 | tee -a "$OUT/sass.txt"
 tar czf "$OUT/sass.tgz" -C "$W" .
