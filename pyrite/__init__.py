@@ -96,7 +96,9 @@ from . import (
 # torch.linalg's and torch.special's functions are guarded as the ops are (pyrite/autograd.py):
 # without a backward rule, their outputs' backward raises naming them
 autograd.install([linalg, special], Tensor, any_origin=True)
-_ops.complex.install([linalg, special])  # (complex tensors: ops/complex.py's guard)
+# (complex tensors: ops/complex.py's guard; the Tensor methods have theirs from ops/__init__.py,
+# and a second pass would put it again in front of ops/bound.py's bound operators)
+_ops.complex.install([linalg, special], None)
 from .stft import istft, stft  # noqa: E402  (torch.stft / torch.istft, on pyrite.fft)
 
 Tensor.stft, Tensor.istft = stft, istft

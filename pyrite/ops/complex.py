@@ -390,7 +390,8 @@ def _set_part(k):
 @autograd.plain
 def install(modules, tensor_cls=Tensor):
     """Wrap the public functions of `modules` (module attributes, so calls looked up at call
-    time take the guard) and every op-made Tensor method (see the module docstring)."""
+    time take the guard) and, unless `tensor_cls` is None, every op-made Tensor method (see the
+    module docstring)."""
     done: dict = {}
 
     def wrapped(fn, name):
@@ -412,6 +413,8 @@ def install(modules, tensor_cls=Tensor):
             ):
                 continue
             setattr(mod, name, wrapped(fn, name))
+    if tensor_cls is None:
+        return
     for name, attr in list(vars(tensor_cls).items()):
         if name in ("real", "imag"):
             continue
