@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound.
+# sass, waves, decode-check, bound, qgemv-probe.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -171,6 +171,10 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step bound-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/bound_ab.py
       step overhead-wgpu 120 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only overhead,latency \
         --json "$OUT/overhead-wgpu.json" ;;
+    qgemv-probe)  # the quantized GEMV with parts of its work taken out (scripts/qgemv_probe.py)
+      step qgemv-probe-int4 100 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_probe.py --format 4,128 \
+        --configs "32,2,4,4;64,1,2,4"
+      step qgemv-probe-int8 60 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_probe.py --format 8 ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done

@@ -44,10 +44,13 @@ def workloads():
         q, k, v = t(1, 16, 4096, 64), t(1, 16, 4096, 64), t(1, 16, 4096, 64)
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    def qgemv(bits, gs):
+    def qgemv(bits, gs, unpack=None):
         def f():
             from pyrite.bench.quant import _random_qweight
             from pyrite.ops import quantized as Q
+
+            if unpack:
+                Q.QGEMV_UNPACK = unpack
 
             qw = _random_qweight(rng, bits, gs, 11008, 4096)
             return Q.qlinear(t(1, 4096), qw)
@@ -71,6 +74,8 @@ def workloads():
         "attn_bert": attn_bert,
         "attn_causal": attn_causal,
         "qgemv4": qgemv(4, 128),
+        "qgemv4_inplace": qgemv(4, 128, "inplace"),
+        "qgemv8_inplace": qgemv(8, None, "inplace"),
         "qgemv8": qgemv(8, None),
         "half_gemm": half_gemm,
     }
