@@ -217,3 +217,31 @@ def test_bound_methods_are_outermost_and_complex_tensors_keep_the_guard(rng):
             (2.0 - ta, 2.0 - a),
         ):
             np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=2e-6)
+
+
+def test_parameters_bind_where_no_grad_is_recorded(rng, monkeypatch):
+    """A parameter takes the bound plan under no_grad (an inference model's `self.weight * x`)
+    and where it does not require grad, and the full path (recording its gradient) otherwise."""
+    calls = _full_calls(monkeypatch)
+    shape = (int(rng.integers(2, 9)), int(rng.integers(2, 50)))
+    w0 = rng.standard_normal(shape).astype(np.float32)
+    p = pr.nn.Parameter(pr.tensor(w0))
+    frozen = pr.nn.Parameter(pr.tensor(w0), requires_grad=False)
+    with pr.no_grad():
+        for i in range(3):
+            a = rng.standard_normal(shape).astype(np.float32)
+            x = pr.tensor(a)
+            for got, want in ((p * x, w0 * a), (x - p, a - w0), (p.exp(), np.exp(w0))):
+                assert not got.requires_grad and type(got) is pr.Tensor
+                np.testing.assert_allclose(got.numpy(), want, rtol=4e-7, atol=0)
+        learned = len(calls)
+        _ = p * x, x - p, p.exp()
+        assert len(calls) == learned  # (bound: no full-path map)
+    for _ in range(2):
+        got = frozen + x
+        np.testing.assert_allclose(got.numpy(), w0 + a, rtol=4e-7, atol=0)
+        assert not got.requires_grad
+    y = p * x
+    assert y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), a, rtol=0, atol=0)

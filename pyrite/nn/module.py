@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes as D
 from ..autograd import no_grad
 from ..compile import _state as _compile_state
+from ..ops import bound as _bound
 from ..tensor import Tensor
 from . import _backward_hooks as _bw
 
@@ -88,6 +89,11 @@ def _rebuild_parameter(host, dtype, requires_grad):
     from ..ops.creation import tensor
 
     return Parameter(tensor(host, dtype=dtype), requires_grad)
+
+
+# the operators' bound plans (ops/bound.py) take a parameter as a plain tensor where no grad
+# is recorded (inference under no_grad: `self.weight * x`)
+_bound._Parameter = Parameter
 
 
 def _set_data(t: Tensor, value):

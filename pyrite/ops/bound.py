@@ -11,13 +11,15 @@ decisions are kept under the layout: the kernel, its static info words, the grid
 dtype and layout, and the scalar's conversion. A later call with the same layout allocates the
 result and records the dispatch, nothing else.
 
-Only calls whose every operand is plain take it: `self` a Tensor (not a subclass: a Parameter
-takes the full path), `other` a Tensor or a Python int or float; neither requiring grad nor a
-view of a base that does (autograd would record them); no compile recording under way (the
-tape); the same device as the plan was made on. New results are poisoned where core.POISON
-asks (the test suite's switch), as core.empty does. A result of an integer dtype is never bound
-(integer results carry value ranges, ops/range_rules.py, set on the full path). Anything else, and a layout not yet seen, takes the
-full path, so what a bound call computes is what the full path computed for that layout.
+Only calls whose every operand is plain take it: `self` a Tensor or an nn.Parameter (another
+subclass takes the full path), `other` one of those or a Python int or float; where grad mode
+is on, neither requiring grad nor a view of a base that does (autograd would record them: a
+parameter is bound under no_grad, or with requires_grad off); no compile recording under way
+(the tape); the same device as the plan was made on. New results are poisoned where
+core.POISON asks (the test suite's switch), as core.empty does. A result of an integer dtype is
+never bound (integer results carry value ranges, ops/range_rules.py, set on the full path).
+Anything else, and a layout not yet seen, takes the full path, so what a bound call computes is
+what the full path computed for that layout.
 
 The unary ops' Tensor methods (UNARY_METHODS) are bound the same way where called with the
 tensor alone;
@@ -28,8 +30,9 @@ Measured: the bench's chain of 1,000 dependent adds on a lent H100 (2026-12-06,
 `scripts/bound_ab.py`, on and off in one process, µs an add to completion): wgpu-native
 6.95-7.40 bound / 9.99-10.03 not, Dawn 6.85-7.17 / 9.79-9.97 (torch CUDA 6.77). Python a call
 on the 2-core development machine, recording stubbed (`scripts/python_cost.py`): `x + x`
-10.1 -> 6.7 µs, `x.relu()` 10.5 -> 6.1; the floor there (the result's
-allocation and one recorded dispatch) is 4.7.
+10.1 -> 6.7 µs, `x.relu()` 10.5 -> 6.1; the floor there (the result's allocation and one
+recorded dispatch) is 4.7. Later the same day, with the complex guard no longer installed a
+second time in front of these methods (pyrite/__init__.py): `x + x` 6.0 µs, `x.relu()` 5.7.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import os
 
 from .. import backend as _backend
+from ..autograd import _state as _grad
 from ..tensor import Tensor
 from . import core
 from .core import PlanCache, empty_laid, f32_bits
@@ -58,6 +62,13 @@ OPERATORS = {
 }
 LIMIT = 4096  # layouts kept an operator (the table empties when full)
 _SCALAR_TYPES = (int, float)
+
+
+class _Parameter:
+    """nn.Parameter once nn/module.py has registered it (the ops layer does not import nn):
+    a parameter is bound as a plain tensor where autograd would not record the call."""
+
+
 _TABLES: list = []  # every bound method's plans (PlanCache: emptied when full)
 
 
@@ -65,6 +76,12 @@ def clear():
     """Forget every bound plan (the next call of each layout takes the full path)."""
     for table in _TABLES:
         table.clear()
+
+
+def _recorded(t) -> bool:
+    """Whether autograd records an op on `t` (in grad mode): it or its view's base requires
+    grad."""
+    return t.requires_grad or (t._base is not None and t._base.requires_grad)
 
 
 def _table():
@@ -100,19 +117,17 @@ def _operator(name, meth, slow):
 
     def fn(self, other):
         to = type(other)
-        if to is Tensor and not reflected:
-            if other.requires_grad or (other._base is not None and other._base.requires_grad):
+        number = to is float or to is int
+        if number:
+            ok = to
+        elif to is Tensor or to is _Parameter:
+            if reflected or (_grad.enabled and _recorded(other)):
                 return slow(self, other)
             ok = (other.dtype, other._shape, other._strides, other._offset & 3)
-        elif to is float or to is int:
-            ok = to
         else:
             return slow(self, other)
-        if (
-            type(self) is not Tensor
-            or self.requires_grad
-            or (self._base is not None and self._base.requires_grad)
-        ):
+        ts = type(self)
+        if (ts is not Tensor and ts is not _Parameter) or (_grad.enabled and _recorded(self)):
             return slow(self, other)
         key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
         plan = table.get(key)
@@ -121,15 +136,15 @@ def _operator(name, meth, slow):
             return _full(self, other, key)
         _, src, static, grid, n, res, shape, lay, conv, isf = plan
         out = empty_laid(dev, shape, res, lay)
-        if to is Tensor:
-            info = [n, 0, self._offset, other._offset]
-            bufs = [self._storage.buffer, other._storage.buffer, out._storage.buffer]
-        else:
+        if number:
             info = [n, 0, self._offset]
             bufs = [self._storage.buffer, out._storage.buffer]
+        else:
+            info = [n, 0, self._offset, other._offset]
+            bufs = [self._storage.buffer, other._storage.buffer, out._storage.buffer]
         if static:
             info.extend(static)
-        if to is not Tensor:  # (the number, after the map's words, as _map_command puts it)
+        if number:  # (the number, after the map's words, as _map_command puts it)
             if conv is not None:
                 other = conv(other)
             info.append(f32_bits(other) if isf else int(other))
@@ -225,12 +240,12 @@ def _unary(label, slow):
         return r
 
     def fn(x, *args, **kwargs):
+        tx = type(x)
         if (
             args
             or kwargs
-            or type(x) is not Tensor
-            or x.requires_grad
-            or (x._base is not None and x._base.requires_grad)
+            or (tx is not Tensor and tx is not _Parameter)
+            or (_grad.enabled and _recorded(x))
         ):
             return slow(x, *args, **kwargs)
         key = (x.dtype, x._shape, x._strides, x._offset & 3)
