@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -175,6 +175,13 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step qgemv-probe-int4 100 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_probe.py --format 4,128 \
         --configs "32,2,4,4;64,1,2,4"
       step qgemv-probe-int8 60 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_probe.py --format 8 ;;
+    qgemv-shapes)  # whole-row unrolls and the fused in-place unpack against the shipped shape
+      step qgemv-shapes-int4 150 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_time.py --no-linear \
+        --format 4,128 --unpack convert,inplace --json "$OUT/qgemv-shapes-int4.json" --configs \
+        "64,2,2,2;32,2,4,4;32,2,4,8;32,2,2,8;16,2,4,16;64,2,2,4;32,4,4,4;32,1,4,16;16,2,2,16"
+      step qgemv-shapes-int8 100 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_time.py --no-linear \
+        --format 8 --unpack convert,inplace --json "$OUT/qgemv-shapes-int8.json" --configs \
+        "64,2,2,2;32,2,4,4;32,2,4,8;64,2,2,4;32,4,4,4;16,2,4,16" ;;
     *) echo "gpu_session: unknown step $s" ;;
   esac
 done

@@ -138,6 +138,9 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         "  let w = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);",
         "  if (w >= info[3]) { return; }",
         "  let M = info[0]; let N = info[1]; let K = info[2]; let G = info[8];",
+        # (_inplace's exponent, opaque to the compiler: M is never negative, but a constant
+        # here is an immediate, and a LOP3 takes one: the mask and the OR became two)
+        "  let mg = vec4<u32>(select(0x4B000000u, 0u, M < 0));",
         f"  let li = i32(lix); let grp = li / {lanes}; let lane = li % {lanes};",
         f"  let n0 = (w * {groups} + grp) * {cols}; let sf = info[6];",
     ]
@@ -278,7 +281,9 @@ def _inplace(bits: int, word: str) -> list[str]:
     2^23 + q·16^j (2^23 + (q + 128)·256^j) exactly (< 2^24), and one fma by 16^-j (256^-j) with
     the constant -2^23·16^-j (-(2^23 + 128·256^j)·256^-j) leaves q, exactly, in one rounding
     (of an exact value). A value: one logic op (the mask and the OR fuse into one LOP3 on
-    NVIDIA) and one fma, where _unpack's conversion takes a shift, a mask and an integer-to-float
+    NVIDIA where the exponent `mg` is in a register: qgemv makes it a value the compiler cannot
+    fold, since as an immediate beside the mask's it took two LOP3s, seen in the H100's SASS)
+    and one fma, where _unpack's conversion takes a shift, a mask and an integer-to-float
     conversion (a quarter-rate instruction on NVIDIA) and its `magic` a shift, a LOP3 and an add."""
     if bits == 4:
         w = "vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625)"
@@ -292,7 +297,7 @@ def _inplace(bits: int, word: str) -> list[str]:
         f = f"({word} ^ 0x80808080u)"
         halves = [f"vec4<u32>({f}, {f}, {f} >> 16u, {f} >> 16u)"]
     return [
-        f"fma(bitcast<vec4<f32>>(({h} & {mask}) | vec4<u32>(0x4B000000u)), {w}, {c})"
+        f"fma(bitcast<vec4<f32>>(({h} & {mask}) | mg), {w}, {c})"
         for h in halves
     ]
 
