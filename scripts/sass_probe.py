@@ -32,6 +32,12 @@ def workloads():
         a, b = t(4096, 4096), t(4096, 4096)
         return a @ b
 
+    def gemm_dbu():  # the big tile with gemm_fast's unconditional prefetch (dbuf = 3)
+        import pyrite.ops.matmul as mm
+
+        mm.FORCE = ("fast", (128, 128, 16, 8, 8, 3))
+        return gemm()
+
     def linear_bert():
         return F.linear(t(4096, 768), t(3072, 768), t(3072))
 
@@ -70,6 +76,7 @@ def workloads():
     return {
         "half_acc16": half_acc16,
         "gemm": gemm,
+        "gemm_dbu": gemm_dbu,
         "linear_bert": linear_bert,
         "attn_bert": attn_bert,
         "attn_causal": attn_causal,

@@ -108,6 +108,10 @@ FAST_VARIANTS = [
     ("fast", (32, 32, 4, 4, 32, 2, 4)),
     ("fast", (64, 64, 8, 8, 16, 2)),
     ("fast", (128, 128, 16, 8, 8, 2)),
+    # the unconditional prefetch (dbuf = 3: the last step reloads its own tile)
+    ("fast", (128, 128, 16, 8, 8, 3)),
+    ("fast", (64, 64, 8, 8, 16, 3)),
+    ("fast", (32, 32, 4, 4, 32, 3, 4)),
 ]
 VARIANTS = [
     ("tiled", None),
@@ -335,8 +339,9 @@ def test_float16_accumulation(variant, rng):
 @pytest.mark.parametrize(
     "variant",
     [("fast", (64, 64, 8, 8, 16, True)), ("fast", (32, 32, 4, 4, 32, True, 4)),
-     ("fast", (128, 96, 8, 12, 16, False)), ("fast", (32, 32, 4, 4, 16, 2, 2))],
-    ids=["64x64", "k-groups", "128x96", "deep-prefetch"],
+     ("fast", (128, 96, 8, 12, 16, False)), ("fast", (32, 32, 4, 4, 16, 2, 2)),
+     ("fast", (64, 64, 8, 8, 16, 3))],
+    ids=["64x64", "k-groups", "128x96", "deep-prefetch", "unconditional-prefetch"],
 )  # fmt: skip
 def test_half_storage_on_fast_tiles(dtype, variant, rng):
     """f16 and bf16 storage through the fast tiles (K groups and 96 columns too): x @ w.T + b

@@ -368,6 +368,12 @@ def gemm_fast(
         (the deep prefetch, not with `conv`) two register sets alternate, so each K step's loads
         are issued two steps before they are stored: their latency hides behind two steps of
         products instead of one (small products' few workgroups an SM wait on each step's loads).
+        With `dbuf` = 3 (not with `conv`, which takes `dbuf` = 1's code) the next step's loads and
+        stores are unconditional: the last step loads its own tile again (K - bk, in bounds) into
+        the buffer nothing reads after it. `dbuf` = 1 guards them with `if (more)`, and the H100's
+        SASS of its 16x8 tile showed what that costs: the registers the guarded loads fill are
+        carried round the loop (16 predicated and 16 plain MOVs a step) and the loads were sunk
+        after the step's products, just before their stores (their latency not hidden).
         The K step is unrolled by the generator.
 
         Info words as the general kernels (module docstring); e (the epilogue operand) is read by
@@ -578,6 +584,20 @@ def gemm_fast(
         L.append("      workgroupBarrier();")
         L.append("      cur = 1 - cur;")
         L.append("    }")
+        L.append("  }")
+    elif dbuf == 3 and conv is None:  # the unconditional prefetch (the docstring's `dbuf` = 3)
+        L.append("  {")
+        L += load("0", "    ")
+        L += stash("0", "    ")
+        L.append("  }")
+        L.append("  workgroupBarrier();")
+        L.append("  var cur = 0;")
+        L.append(f"  for (var t = 0; t < K; t += {bk}) {{")
+        L += load(f"min(t + {bk}, K - {bk})", "    ")
+        L += compute("cur", "    ")
+        L += stash("1 - cur", "    ")
+        L.append("    workgroupBarrier();")
+        L.append("    cur = 1 - cur;")
         L.append("  }")
     elif dbuf:
         L.append("  {")
