@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes, gemm-dbu.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn).
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -178,14 +178,16 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     qgemv-shapes)  # whole-row unrolls and the fused in-place unpack against the shipped shape
       step qgemv-shapes-int4 150 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_time.py --no-linear \
         --format 4,128 --unpack convert,inplace --json "$OUT/qgemv-shapes-int4.json" --configs \
-        "64,2,2,2;32,2,4,4;32,2,4,8;32,2,2,8;16,2,4,16;64,2,2,4;32,4,4,4;32,1,4,16;16,2,2,16"
+        "64,2,2,2;32,2,4,4;32,2,4,8;32,2,2,8;16,2,4,16;64,2,2,4;32,4,4,4;32,1,4,16;16,2,2,16" ;;
+    qgemv-shapes-int8)
       step qgemv-shapes-int8 100 env PYRITE_BACKEND=wgpu python3 scripts/qgemv_time.py --no-linear \
         --format 8 --unpack convert,inplace --json "$OUT/qgemv-shapes-int8.json" --configs \
         "64,2,2,2;32,2,4,4;32,2,4,8;64,2,2,4;32,4,4,4;16,2,4,16" ;;
     gemm-dbu)  # gemm_fast's unconditional prefetch (dbuf = 3) against the guarded one, GPU time
       step gemm-dbu-wgpu 150 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
         --json "$OUT/gemm-dbu-wgpu.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \
-        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 dbu;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 dbu;fast 128x96 8x12 k16 dbu"
+        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 dbu;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 dbu;fast 128x96 8x12 k16 dbu" ;;
+    gemm-dbu-dawn)  # the same on Dawn
       step gemm-dbu-dawn 150 env PYRITE_BACKEND=dawn python3 scripts/gemm_tile_ab.py \
         --json "$OUT/gemm-dbu-dawn.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
         --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 dbu;fast 128x96 8x12 k16 dbu" ;;
