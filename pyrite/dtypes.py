@@ -352,7 +352,8 @@ def round_scalar(x, d: dtype):
     if d is bfloat16:
         return bf16_value(bf16_bits_of(x))
     if d is float16:
-        return _builtins.float(np.float16(x))
+        with np.errstate(over="ignore"):  # (past float16's range: inf, as torch, no warning)
+            return _builtins.float(np.float16(x))
     return x
 
 

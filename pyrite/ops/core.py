@@ -329,7 +329,12 @@ _I32 = struct.Struct("<i")
 
 
 def f32_bits(x: float) -> int:
-    return _I32.unpack(_F32.pack(x))[0]
+    """The float32 bits (as an i32) of Python float `x`, rounded to nearest; a value past
+    float32's range is ±inf, as torch casts a scalar operand (`x + 1e39` is inf)."""
+    try:
+        return _I32.unpack(_F32.pack(x))[0]
+    except OverflowError:  # (struct refuses what rounds past FLT_MAX; float32 makes it inf)
+        return -8388608 if x < 0 else 2139095040  # 0xFF800000, 0x7F800000
 
 
 def scalar_word(x, ctype: str) -> int:
