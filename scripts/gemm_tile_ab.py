@@ -2,7 +2,8 @@
 pyrite.bench.gemm_variants, each forced, at BERT-base's linears and 4096^3, beside the rule's
 choice: the table ops/matmul.FAST_GPU is filled from this.
 `PYRITE_BACKEND=wgpu|dawn python scripts/gemm_tile_ab.py [--json PATH] [--shapes M,N,K;...]
-    [--variants NAME;NAME...] [--f16 [--acc16]]` (names as in gemm_variants, "auto" is the rule;
+    [--variants NAME;NAME...] [--f16 [--acc16]] [--matmul]` (names as in gemm_variants, "auto" is
+the rule; `--matmul`: x @ w with w (K, N), the bench's `a @ b`, in place of F.linear;
 `--f16`: float16 storage, `--acc16`: with f16 arithmetic, ops/matmul.F16_ACCUMULATION)"""
 
 import json
@@ -53,6 +54,17 @@ def main():
     for M, N, K in shapes:
         x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32)).to(dt)
         w = pr.tensor(rng.standard_normal((N, K)).astype(np.float32)).to(dt)
+        if "--matmul" in sys.argv:  # x @ w2, w2 (K, N) N-contiguous: the bench's a @ b
+            w2, lay = pr.tensor(rng.standard_normal((K, N)).astype(np.float32)).to(dt), "n"
+
+            def op():
+                return x @ w2
+        else:
+            lay = "k"
+
+            def op():
+                return F.linear(x, w, b)
+
         b = pr.tensor(rng.standard_normal(N).astype(np.float32)).to(dt)
         row = {"shape": [M, N, K]}
         pick = (
@@ -67,11 +79,11 @@ def main():
                 continue
             if force is not None and force[0] != "fast":
                 continue
-            if force is not None and not mmod._fast_fits(dev, force[1], "k", M, N, K):
+            if force is not None and not mmod._fast_fits(dev, force[1], lay, M, N, K):
                 continue
             mmod.FORCE = force
             try:
-                us = sum(t for t, *_ in kernel_times(lambda: F.linear(x, w, b), reps=9)) / 1e3
+                us = sum(t for t, *_ in kernel_times(op, reps=9)) / 1e3
             finally:
                 mmod.FORCE = None
             row[name] = us

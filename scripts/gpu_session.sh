@@ -186,7 +186,9 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     gemm-dbu)  # gemm_fast's unconditional prefetch (dbuf = 3) against the guarded one, GPU time
       step gemm-dbu-wgpu 150 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
         --json "$OUT/gemm-dbu-wgpu.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \
-        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 dbu;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 dbu;fast 128x96 8x12 k16 dbu" ;;
+        --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 dbu;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 dbu;fast 128x96 8x12 k16 dbu"
+      step gemm-dbu-matmul 60 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --matmul \
+        --shapes "4096,4096,4096;2048,2048,2048" --variants "auto;fast 128x128 16x8 k8 db;fast 128x128 16x8 k8 dbu" ;;
     gemm-dbu-dawn)  # the same on Dawn
       step gemm-dbu-dawn 150 env PYRITE_BACKEND=dawn python3 scripts/gemm_tile_ab.py \
         --json "$OUT/gemm-dbu-dawn.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
