@@ -2,7 +2,7 @@
 whatever its knobs): the same kernel, by timestamps, with parts of its work taken out. Results
 of the probes are garbage; only their times count.
 
-  default     the shipped kernel (QGEMV_UNPACK, QGEMV_SHAPE)
+  default     the shipped kernel (QGEMV_UNPACK(_INT4), QGEMV_SHAPE(_INT4))
   inplace     the in-place unpack (a third of the instructions)
   no-unpack   each packed word used as one float as it is (no shifts, masks, conversions):
               the loads, the dot products with X and the sums only
@@ -25,6 +25,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from qgemv_time import one_pass_mean, weight_copy  # noqa: E402
 
 real_unpack, real_inplace, real_dequant = KQ._unpack, KQ._inplace, KQ._dequant
+SHIPPED_UNPACK_INT4 = dict(Q.QGEMV_UNPACK_INT4)
 
 
 def words_as_floats(bits, word, magic=False):
@@ -38,6 +39,7 @@ def xor_only(bits, word, magic=False):  # (with _dequant below: acc ^= word, thr
 def set_probe(name):
     KQ._unpack, KQ._inplace, KQ._dequant = real_unpack, real_inplace, real_dequant
     Q.QGEMV_UNPACK = "inplace" if name == "inplace" else "convert"
+    Q.QGEMV_UNPACK_INT4 = {} if name != "default" else SHIPPED_UNPACK_INT4
     if name == "no-unpack":
         KQ._unpack = words_as_floats
     elif name == "no-math":

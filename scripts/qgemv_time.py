@@ -132,13 +132,15 @@ def main():
                 )
                 print(f"  the same through the f32 widening (before): {t / 1e3:.1f} us")
     saved, saved4 = dict(Q.QGEMV_SHAPE), dict(Q.QGEMV_SHAPE_INT4)
+    saved_u4 = dict(Q.QGEMV_UNPACK_INT4)
     for bits, gs in formats:
         q0 = _random_qweight(rng, bits, gs, N, K)
         ws = [q0] + [_random_qweight(rng, bits, gs, N, K) for _ in range(sweep // q0.nbytes)]
         tw = weight_copy(f"int{bits} g{gs}", q0.nbytes, sweep)
         for M in (1, 8):
             rm = 8 if M > 4 else M
-            Q.QGEMV_SHAPE_INT4.clear()  # (the sweep sets QGEMV_SHAPE for every format)
+            Q.QGEMV_SHAPE_INT4.clear()  # (the sweep sets QGEMV_SHAPE and QGEMV_UNPACK for
+            Q.QGEMV_UNPACK_INT4.clear()  # every format)
             x = pr.randn(M, K)
             res = {}
             shapes = sorted(configs) if configs else itertools.product(
@@ -178,6 +180,7 @@ def main():
             Q.QGEMV_STAGE = stages[-1] if len(stages) == 1 else True
             Q.QGEMV_SHAPE.update(saved)
             Q.QGEMV_SHAPE_INT4.update(saved4)
+            Q.QGEMV_UNPACK_INT4.update(saved_u4)
             t_def = one_pass_mean(lambda: [Q.qlinear(x, w) for w in ws])
             order = sorted(res, key=lambda k: res[k][0])
             print(

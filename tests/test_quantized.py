@@ -143,7 +143,8 @@ def test_every_gemv_shape_agrees(rng, bits, gs, K, monkeypatch):
         (6, 8, 1, 2, 2, "convert", False),
         (6, 32, 2, 4, 4, "inplace", False),
     ]
-    monkeypatch.setattr(Q, "QGEMV_SHAPE_INT4", {})  # (int4's own 8-row shape: the knob rules)
+    monkeypatch.setattr(Q, "QGEMV_SHAPE_INT4", {})  # (int4's own shapes and unpacks: the knobs
+    monkeypatch.setattr(Q, "QGEMV_UNPACK_INT4", {})  # rule)
     for (M, lanes, wpl, cols, unroll, unpack, stage), sg in itertools.product(knobs, (True, False)):
         rm = 8 if M > 4 else M
         monkeypatch.setitem(Q.QGEMV_SHAPE, rm, (lanes, wpl, cols, unroll))

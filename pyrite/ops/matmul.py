@@ -170,8 +170,19 @@ def _layout_b(st_k, st_n, K, N):
 # so KG2_TILE takes the K-group products of KG2_MIN_OUTPUTS outputs and more whose K is at most
 # KG2_MAX_K, on wgpu-native (Dawn unmeasured: its table keeps KG_TILE). One run; which of its
 # three changes (K step 16, 2 groups, the deep prefetch) gains was not separated.
+# 2026-12-06, session 35, the H100, GPU time (`scripts/gpu_session.sh gemm-dbu`,
+# docs/bench/2026-12-06-h100-s35-gemm-dbu-*.json): the big tile with gemm_fast's unconditional
+# prefetch (dbuf = 3) against the guarded one (dbuf = True), µs, wgpu-native / Dawn:
+#   4096^3 (F.linear)          3,391 -> 3,191  /  3,628 -> 3,399      (torch CUDA 2,710 / 2,692)
+#   4096^3 (a @ b)             3,291 -> 3,123  /  -                   (2,711)
+#   2048^3 (a @ b)               427 ->   411  /  -                   (353)
+#   4096x768 . 3072x768T         504 ->   475  /    533 ->   498      (395 / 392)
+#   4096x3072 . 768x3072T        643 ->   611  /    684 ->   656      (the 64x64 tile's 522 stays)
+# Its SASS lost 37 of its 109 MOVs a K step, and 11 registers (R227 -> R216). The 64x64 8x8
+# tile did not gain: 3,626 -> 5,344 at 4096^3, 542 -> 727 at 4096x768 . 3072x768T (unexamined),
+# so it keeps dbuf = True.
 SMALL_OUTPUTS = 1024 * 1024
-BIG_TILE = (128, 128, 16, 8, 8, True)
+BIG_TILE = (128, 128, 16, 8, 8, 3)
 KG_TILE = (32, 32, 4, 4, 32, True, 4)
 KG_MIN_K = 768
 KG2_TILE = (32, 32, 4, 4, 16, 2, 2)

@@ -64,8 +64,21 @@ QGEMV_MAX_M = 32
 # int8 per row (16, 2, 2, 2) 62.0 us, best (32, 2, 4, 4) 50.7; int4 g128 (16, 2, 2, 2) 106.2,
 # best (32, 1, 4, 4) 52.5 — both 8 values a lane's step, so int4 has its own entry
 # (QGEMV_SHAPE_INT4). One row: every shape of the first six within 4 % of the default.
+# Session 35 (2026-12-06, the H100, wgpu-native, GPU time; scripts/qgemv_probe.py, then
+# `scripts/gpu_session.sh qgemv-shapes`, docs/bench/2026-12-06-h100-s35-qgemv-*): int4 g128 one
+# row with parts of its work taken out, µs (its weight's copy 11.4):
+#   shape          shipped  in-place  no unpack  no math (loads alone)
+#   (64, 2, 2, 2)   17.5     18.4      18.6       17.5
+#   (32, 2, 4, 4)   20.8     18.2      14.6       11.8
+# So at (64, 2, 2, 2) the loads alone take the whole time, which hid that the arithmetic does
+# cost at a shape whose loads run at the copy's rate: (32, 2, 4, 4) is bound by its instructions
+# (loads 11.8, + the products with X 14.6, + the unpack). The in-place unpack's mask and OR were
+# two LOP3s a value in the SASS (its exponent an immediate); with the exponent in a register
+# (kernels/quant._inplace) one row at (32, 2, 4, 4) in place runs 16.1 us against the shipped
+# 18.3 in the same run (71 % of its copy), so int4's one-row product takes that shape and that
+# unpack (QGEMV_UNPACK_INT4); 8 rows stay (their best in that run, 69.5, against 52.4).
 QGEMV_SHAPE = {1: (64, 2, 2, 2), 2: (32, 2, 2, 2), 4: (16, 2, 2, 2), 8: (32, 2, 4, 4)}
-QGEMV_SHAPE_INT4 = {8: (32, 1, 4, 4)}
+QGEMV_SHAPE_INT4 = {1: (32, 2, 4, 4), 8: (32, 1, 4, 4)}
 
 
 def qgemv_shape(rows, bits):
@@ -97,6 +110,7 @@ def qgemv_shape(rows, bits):
 # points at registers a lane (spills or occupancy) rather than memory; unmeasured without a
 # profiler that reads the driver's machine code.
 QGEMV_UNPACK = "convert"
+QGEMV_UNPACK_INT4 = {1: "inplace"}  # int4's own, by baked rows (session 35, above QGEMV_SHAPE)
 # Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
 # above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
 QGEMV_STAGE = False
@@ -387,7 +401,7 @@ def _qgemv(x, qw, b, M):
             xvec,
             full * spv < K,
             b is not None,
-            QGEMV_UNPACK,
+            QGEMV_UNPACK_INT4.get(rm, QGEMV_UNPACK) if bits == 4 else QGEMV_UNPACK,
             QGEMV_STAGE and grouped and stage_fits(bits, lanes, cols, qw.scales._shape[1]),
             dev.subgroups if QGEMV_SUBGROUPS else 0,
         )
