@@ -112,6 +112,9 @@ FAST_VARIANTS = [
     ("fast", (128, 128, 16, 8, 8, 3)),
     ("fast", (64, 64, 8, 8, 16, 3)),
     ("fast", (32, 32, 4, 4, 32, 3, 4)),
+    # ... two K steps an iteration (dbuf = 4; odd step counts end halfway through)
+    ("fast", (128, 128, 16, 8, 8, 4)),
+    ("fast", (32, 32, 4, 4, 32, 4, 4)),
 ]
 VARIANTS = [
     ("tiled", None),

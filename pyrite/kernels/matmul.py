@@ -370,7 +370,9 @@ def gemm_fast(
         products instead of one (small products' few workgroups an SM wait on each step's loads).
         With `dbuf` = 3 (not with `conv`, which takes `dbuf` = 1's code) the next step's loads and
         stores are unconditional: the last step loads its own tile again (K - bk, in bounds) into
-        the buffer nothing reads after it. `dbuf` = 1 guards them with `if (more)`, and the H100's
+        the buffer nothing reads after it. `dbuf` = 4: the same, two K steps an iteration, so
+        each step's tile buffers are constants (no `cur`: its offsets fold into the loads);
+        an odd step count ends halfway through. `dbuf` = 1 guards them with `if (more)`, and the H100's
         SASS of its 16x8 tile showed what that costs: the registers the guarded loads fill are
         carried round the loop (16 predicated and 16 plain MOVs a step) and the loads were sunk
         after the step's products, just before their stores (their latency not hidden).
@@ -583,6 +585,24 @@ def gemm_fast(
         L.append("      }")
         L.append("      workgroupBarrier();")
         L.append("      cur = 1 - cur;")
+        L.append("    }")
+        L.append("  }")
+    elif dbuf == 4 and conv is None:  # unconditional prefetch, two K steps an iteration
+        L.append("  {")
+        L += load("0", "    ")
+        L += stash("0", "    ")
+        L.append("  }")
+        L.append("  workgroupBarrier();")
+        L.append(f"  for (var t = 0; t < K; t += {2 * bk}) {{")
+        L += load(f"min(t + {bk}, K - {bk})", "    ")
+        L += compute("0", "    ")
+        L += stash("1", "    ")
+        L.append("    workgroupBarrier();")
+        L.append(f"    if (t + {bk} < K) {{")
+        L += load(f"min(t + {2 * bk}, K - {bk})", "      ")
+        L += compute("1", "      ")
+        L += stash("0", "      ")
+        L.append("      workgroupBarrier();")
         L.append("    }")
         L.append("  }")
     elif dbuf:
