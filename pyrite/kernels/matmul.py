@@ -370,12 +370,13 @@ def gemm_fast(
         products instead of one (small products' few workgroups an SM wait on each step's loads).
         With `dbuf` = 3 (not with `conv`, which takes `dbuf` = 1's code) the next step's loads and
         stores are unconditional: the last step loads its own tile again (K - bk, in bounds) into
-        the buffer nothing reads after it. `dbuf` = 4: the same, two K steps an iteration, so
-        each step's tile buffers are constants (no `cur`: its offsets fold into the loads);
-        an odd step count ends halfway through. `dbuf` = 1 guards them with `if (more)`, and the H100's
-        SASS of its 16x8 tile showed what that costs: the registers the guarded loads fill are
-        carried round the loop (16 predicated and 16 plain MOVs a step) and the loads were sunk
-        after the step's products, just before their stores (their latency not hidden).
+        the buffer nothing reads after it. `dbuf` = 1 guards them with `if (more)`, and the
+        H100's SASS of its 16x8 tile showed what that costs: the registers the guarded loads
+        fill are carried round the loop (16 predicated and 16 plain MOVs a step) and the loads
+        were sunk after the step's products, just before their stores (their latency not
+        hidden). `dbuf` = 4: as 3, two K steps an iteration, so each step's tile buffers are
+        constants (no `cur`: its offsets fold into the loads); an odd step count ends halfway
+        through.
         The K step is unrolled by the generator.
 
         Info words as the general kernels (module docstring); e (the epilogue operand) is read by
