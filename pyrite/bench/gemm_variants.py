@@ -45,6 +45,7 @@ VARIANTS = [
     ("fast 128x128 8x8 k16 db", ("fast", (128, 128, 8, 8, 16, True))),
     ("fast 128x128 8x16 k8 db", ("fast", (128, 128, 8, 16, 8, True))),
     ("fast 128x128 16x8 k8 db", ("fast", (128, 128, 16, 8, 8, True))),
+    ("fast 128x128 16x8 k8 dbu", ("fast", (128, 128, 16, 8, 8, 3))),  # (BIG_TILE)
     ("fast 128x256 8x16 k8 db", ("fast", (128, 256, 8, 16, 8, True))),
     # longer K steps and wider tiles (fewer barriers and load waits a product; 25-34 KB of workgroup memory,
     # past WebGPU's default 16 KB but within the H100's and H200's 48)
