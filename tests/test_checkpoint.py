@@ -81,3 +81,30 @@ def test_forward_keeps_no_activations(rng):
     assert y.grad_fn is None
     with pytest.raises(ValueError, match="segments"):
         checkpoint_sequential(m, 0, x)
+
+
+def test_complex_tensors_round_trip_and_load_from_torch(tmp_path, rng):
+    """A complex64 tensor (an FNO's spectral weights) saves and loads with pr.save / pr.load
+    (it raised a raw KeyError), views and parameters included, and a torch.save file's complex
+    tensors load (ComplexFloatStorage was refused), strided views too."""
+    import torch
+
+    a = (rng.standard_normal((3, 5)) + 1j * rng.standard_normal((3, 5))).astype(np.complex64)
+    w = pr.nn.Parameter(pr.tensor(a))
+    pr.save(
+        {"w": w, "row": pr.tensor(a)[1], "plain": pr.tensor(a[:, :2].copy())}, tmp_path / "c.pt"
+    )
+    o = pr.load(tmp_path / "c.pt")
+    assert type(o["w"]) is pr.nn.Parameter and o["w"].requires_grad and o["w"].dtype is pr.complex64
+    np.testing.assert_array_equal(o["w"].detach().numpy(), a)
+    np.testing.assert_array_equal(o["row"].numpy(), a[1])
+    np.testing.assert_array_equal(o["plain"].numpy(), a[:, :2])
+    t = torch.tensor(a)
+    torch.save(
+        {"a": t, "at": t.t(), "col": t[:, 3], "p": torch.nn.Parameter(t.clone())}, tmp_path / "t.pt"
+    )
+    o = pr.load(tmp_path / "t.pt")
+    for k, want in (("a", a), ("at", a.T), ("col", a[:, 3]), ("p", a)):
+        assert o[k].dtype is pr.complex64, k
+        np.testing.assert_array_equal(o[k].detach().numpy(), want)
+    assert type(o["p"]) is pr.nn.Parameter

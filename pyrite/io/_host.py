@@ -69,6 +69,6 @@ def host_to_tensor(arr: np.ndarray, bfloat16: bool, what: str) -> Tensor:
                 f"pyrite: load: {what} is {arr.dtype} with values in [{lo}, {hi}], which do "
                 "not fit in int32, pyrite's integer storage (WebGPU has no 64-bit integers)"
             )
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufc":
         raise CheckpointError(f"pyrite: load: {what} has dtype {arr.dtype}, which pyrite lacks")
-    return from_host(arr)
+    return from_host(arr)  # (complex128 as complex64, as float64 as float32)

@@ -10,7 +10,8 @@ stored once and come back as one tensor.
 Structure encoding: JSON scalars are themselves; a container is a one-key object,
 {"dict": [[k, v], ...]}, {"odict": ...}, {"counter": ...} (a collections.Counter: MultiStepLR's
 milestones), {"list": [...]}, {"tuple": [...]}; a tensor is
-{"tensor": name} (+ "requires_grad", "parameter"); a numpy array {"ndarray": name}; a pyrite
+{"tensor": name} (+ "requires_grad", "parameter", and "complex" for a complex64 tensor
+stored as its (..., 2) float32 pairs); a numpy array {"ndarray": name}; a pyrite
 dtype {"dtype": name}. An OrderedDict carrying a `_metadata` attribute (a state dict: each
 module's version, which load_state_dict reads, as torch.save keeps it) is
 {"odictm": [[[k, v], ...], metadata]}.
@@ -123,9 +124,16 @@ class _Writer:
         name = self.seen.get(ident)
         if name is None:
             name = self.name_for(path)
-            self.arrays[name] = (tensor_to_host(t), SAFETENSORS_NAME[t.dtype])
+            host = tensor_to_host(t)
+            if t.dtype is D.complex64:  # (safetensors has no complex: the float pairs, (..., 2))
+                host = np.ascontiguousarray(host).view(np.float32).reshape(t._shape + (2,))
+                self.arrays[name] = (host, SAFETENSORS_NAME[D.float32])
+            else:
+                self.arrays[name] = (host, SAFETENSORS_NAME[t.dtype])
             self.seen[ident] = name
         node = {"tensor": name}
+        if t.dtype is D.complex64:
+            node["complex"] = True
         if t.requires_grad:
             node["requires_grad"] = True
         if type(t).__name__ == "Parameter":
@@ -208,6 +216,10 @@ def loads(data: bytes, name: str):
         ((kind, v),) = node.items() if len(node) == 1 else [("tensor", node["tensor"])]
         if kind == "tensor":
             t = get(v)
+            if node.get("complex"):  # (saved as its float pairs: Encoder.tensor)
+                from ..ops.complex import view_as_complex
+
+                t = view_as_complex(t)
             return as_parameter(t, node.get("requires_grad", False), node.get("parameter"))
         if kind == "ndarray":
             return get(v, want_numpy=True)

@@ -50,6 +50,8 @@ STORAGE_TYPES = {
     "CharStorage": ("int8", np.int8),
     "ByteStorage": ("uint8", np.uint8),
     "BoolStorage": ("bool", np.bool_),
+    "ComplexFloatStorage": ("complex64", np.complex64),
+    "ComplexDoubleStorage": ("complex128", np.complex128),
     "UntypedStorage": ("uint8", np.uint8),
 }
 # torch dtypes a checkpoint may name (as values, or for _rebuild_tensor_v3's untyped storages)
@@ -70,6 +72,10 @@ TORCH_DTYPES = {
     "int8": np.int8,
     "uint8": np.uint8,
     "bool": np.bool_,
+    "complex64": np.complex64,
+    "cfloat": np.complex64,
+    "complex128": np.complex128,
+    "cdouble": np.complex128,
     "uint16": np.uint16,
     "uint32": np.uint32,
     "uint64": np.uint64,
@@ -429,5 +435,12 @@ def _tensor_of(t: _Pending, what: str):
                 f"pyrite: load: {what}: size {list(t.size)}, stride {list(t.stride)} and offset "
                 f"{t.offset} reach past its storage of {n} elements (corrupt file?)"
             )
-    out = base.as_strided(t.size, t.stride, t.offset)
+    if base.dtype is D.complex64:  # (as_strided over its float pairs: complex has none)
+        from ..ops.complex import view_as_complex, view_as_real
+
+        pairs = view_as_real(base).reshape(-1)
+        size, stride = t.size + (2,), tuple(2 * s for s in t.stride) + (1,)
+        out = view_as_complex(pairs.as_strided(size, stride, 2 * t.offset).contiguous())
+    else:
+        out = base.as_strided(t.size, t.stride, t.offset)
     return as_parameter(out, t.requires_grad, t.parameter)
