@@ -207,3 +207,17 @@ from . import (  # noqa: E402
     testing,
     version,
 )
+
+# torch.cuda, torch.cpu and torch.backends are namespaces here (classes), not modules: register
+# them (and their namespaces) as modules too, so a ported script's `import torch.backends.cudnn
+# as cudnn` and `from torch.cuda.amp import autocast, GradScaler` import them; and torch's file
+# names nn.parameter (Parameter, Buffer)
+_sys = __import__("sys")
+
+for _path, _obj in (("cuda", cuda), ("cpu", cpu), ("backends", backends)):
+    _sys.modules[f"{__name__}.{_path}"] = _obj
+    for _sub in ("amp", "cudnn", "cuda", "mps"):
+        if _sub in vars(_obj):
+            _sys.modules[f"{__name__}.{_path}.{_sub}"] = vars(_obj)[_sub]
+_sys.modules[f"{__name__}.nn.parameter"] = nn.module
+del _path, _obj, _sub, _sys

@@ -45,6 +45,7 @@ from .legacy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .linear_cross_entropy import *  # noqa: F403
 from .loss import *  # noqa: F403
+from .module import Module  # noqa: F401  (`from torch.nn.modules import Module`)
 from .norm import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
