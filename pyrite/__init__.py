@@ -117,6 +117,33 @@ from . import autograd_graph as _autograd_graph  # noqa: E402
 autograd.graph = _autograd_graph
 __import__("sys").modules[__name__ + ".autograd.graph"] = _autograd_graph
 # torch.autograd.function: the module `from torch.autograd.function import ...` reads
+# torch.autograd.profiler (profile, record_function: pyrite.profiler's) and torch.autograd.Variable
+# (old scripts: Variable(t, requires_grad=True) is t, and every tensor is one)
+from . import profiler as _profiler  # noqa: E402
+
+autograd.profiler = __import__("types").ModuleType(__name__ + ".autograd.profiler")
+autograd.profiler.profile = _profiler.profile
+autograd.profiler.record_function = _profiler.record_function
+__import__("sys").modules[__name__ + ".autograd.profiler"] = autograd.profiler
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch.autograd.Variable (deprecated there): `Variable(t, requires_grad=...)` is `t` (with
+    requires_grad set where asked), and every tensor is an instance."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if requires_grad:
+            data.requires_grad_(True)
+        return data
+
+
+autograd.Variable = Variable
+del Variable, _VariableMeta
 autograd.function = __import__("types").ModuleType(__name__ + ".autograd.function")
 for _n in ("Function", "FunctionCtx", "once_differentiable"):
     setattr(autograd.function, _n, getattr(autograd, _n))

@@ -35,3 +35,27 @@ def test_ported_import_statements(path, names, same):
         assert mod.Parameter is pr.nn.Parameter
     if path == "pyrite.nn.modules.activation":
         assert mod.MultiheadAttention is pr.nn.MultiheadAttention
+
+
+def test_old_scripts_names():
+    """torch.autograd.Variable (a tensor, requires_grad set where asked; every tensor is one),
+    torch.autograd.profiler's profile and record_function, and
+    nn.modules.utils.consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module.")."""
+    from pyrite.autograd.profiler import profile, record_function
+
+    from pyrite.autograd import Variable
+    from pyrite.nn.modules.utils import consume_prefix_in_state_dict_if_present
+
+    t = pr.ones(3)
+    v = Variable(t, requires_grad=True)
+    assert v is t and v.requires_grad and isinstance(pr.zeros(1), Variable)
+    assert not isinstance(3, Variable)
+    with profile() as prof, record_function("block"):
+        (pr.ones(4) * 2).sum().item()
+    assert prof is not None
+    m = pr.nn.Linear(2, 3)
+    sd = pr.nn.DataParallel(m).state_dict()
+    assert all(k.startswith("module.") for k in sd)
+    consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert sorted(sd) == ["bias", "weight"]
+    m.load_state_dict(sd)
