@@ -51,6 +51,30 @@ def _same_state(pm, tm, rtol=1e-4, atol=1e-5):
         _close(ps[k], ts[k], rtol, atol, k)
 
 
+def _step(opt, loss):
+    """One optimizer step on `loss`: zero_grad, backward, step."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def _train_parity(run):
+    """run(torch) and run(pr) each return (model, losses, eval output): the losses, the eval
+    outputs and the trained states agree."""
+    mt, lt, et = run(torch)
+    mp, lp, ep = run(pr)
+    _close(lp, lt)
+    _close(ep, et, 1e-3, 1e-4)
+    _same_state(mp, mt, 1e-3, 5e-5)
+
+
+def _dict_parity(run):
+    """run(torch) and run(pr) each return a dict of arrays: each agrees, named in a failure."""
+    rt, rp = run(torch), run(pr)
+    for kk in rt:
+        _close(rp[kk], rt[kk], 1e-4, 1e-5, kk)
+
+
 def _seed(rng):
     torch.manual_seed(int(rng.integers(1 << 30)))
 
@@ -355,9 +379,7 @@ def test_transformer_encoder_decoder_train_and_eval(rng):
         for _ in range(3):
             lg = m(S, T[:, :-1], P)
             loss = L.nn.functional.cross_entropy(lg.transpose(1, 2), T[:, 1:])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             sch.step()
             out.append(loss.item())
         _set_dropout(m, L, 0.1)
@@ -428,9 +450,7 @@ def test_conv_autoencoder_bce_mse(rng, optname):
                 F.binary_cross_entropy(out, X)
                 + 0.5 * F.mse_loss(out, X, reduction="sum") / X.numel()
             )
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             losses.append(loss.item())
         return m, losses, out
 
@@ -993,9 +1013,7 @@ def test_cnn_unpool_instance_norm_cumulative_bn_plateau(rng):
         losses = []
         for _ in range(4):
             loss = L.nn.functional.nll_loss(L.log_softmax(m(X), 1), Y, weight=L.tensor(cw))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             sch.step(loss.item() + 1)
             losses.append(loss.item())
         m.eval()
@@ -1003,11 +1021,7 @@ def test_cnn_unpool_instance_norm_cumulative_bn_plateau(rng):
             ev = m(X)
         return m, losses, ev
 
-    mt, lt, et = run(torch)
-    mp, lp, ep = run(pr)
-    _close(lp, lt)
-    _close(ep, et, 1e-3, 1e-4)
-    _same_state(mp, mt, 1e-3, 5e-5)
+    _train_parity(run)
 
 
 # ---- 13. attention: SDPA masks and MultiheadAttention variants, with gradients -------------
@@ -1073,9 +1087,7 @@ def test_attention_masks_and_mha_variants(rng):
             )
         return r
 
-    rt, rp = run(torch), run(pr)
-    for kk in rt:
-        _close(rp[kk], rt[kk], 1e-4, 1e-5, kk)
+    _dict_parity(run)
 
 
 # ---- 14. losses a script combines, with their gradients ------------------------------------
@@ -1136,9 +1148,7 @@ def test_loss_zoo_values_and_gradients(rng):
         r["g_logits"], r["g_x"] = Lg.grad, X.grad
         return r
 
-    rt, rp = run(torch), run(pr)
-    for kk in rt:
-        _close(rp[kk], rt[kk], 1e-4, 1e-5, kk)
+    _dict_parity(run)
 
 
 # ---- 15. module utilities: hooks, deepcopy EMA, frozen head, grad accumulation, GP ----------
@@ -1305,9 +1315,7 @@ def test_vision_resampling_ops_and_gradients(rng):
         r.update(gX=X.grad, gTH=TH.grad, gX1=X1.grad, gX3=X3.grad)
         return r
 
-    rt, rp = run(torch), run(pr)
-    for kk in rt:
-        _close(rp[kk], rt[kk], 1e-4, 1e-5, kk)
+    _dict_parity(run)
 
 
 # ---- 17. seq2seq with attention: LSTM proj_size, GRUCell/LSTMCell, max_norm, EmbeddingBag ----
@@ -1770,9 +1778,7 @@ def test_weights_mutated_between_calls_and_varying_shapes(rng):
         for i in range(3):
             s = L.tensor(seqs[i])
             loss = F.cross_entropy(m(s)[:, :-1].reshape(-1, 10), s[:, 1:].reshape(-1))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             fwd(i + 1)
         m.requires_grad_(False)
         fwd(0)
@@ -1833,9 +1839,7 @@ def test_ctc_speech_model(rng):
         for _ in range(3):
             lp, ol = m(X, LN)
             loss = ctc(lp, TG, ol, TL)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             losses.append(loss.item())
         m.eval()
         with L.no_grad():
@@ -1910,9 +1914,7 @@ def test_segmentation_ignore_index_weights_dice(rng):
             loss = L.nn.functional.cross_entropy(lg, T, weight=W, ignore_index=255) + _dice(
                 L, lg, T
             )
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             sch.step()
             losses.append(loss.item())
         m.eval()
@@ -1920,11 +1922,7 @@ def test_segmentation_ignore_index_weights_dice(rng):
             out = m(X)
         return m, losses, out
 
-    mt, lt, ot = run(torch)
-    mp, lp, op = run(pr)
-    _close(lp, lt)
-    _close(op, ot, 1e-3, 1e-4)
-    _same_state(mp, mt, 1e-3, 5e-5)
+    _train_parity(run)
 
 
 # ---- 25. a ResNet block: in-place ReLU, `out += identity`, SE gate, in-place tails ---------
@@ -1993,9 +1991,7 @@ def test_resnet_inplace_residuals(rng):
         losses = []
         for _ in range(4):
             loss = L.nn.functional.cross_entropy(m(X), Y, label_smoothing=0.1)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             sch.step()
             losses.append(loss.item())
         m.eval()
@@ -2003,11 +1999,7 @@ def test_resnet_inplace_residuals(rng):
             ev = m(X)
         return m, losses, ev
 
-    mt, lt, et = run(torch)
-    mp, lp, ep = run(pr)
-    _close(lp, lt)
-    _close(ep, et, 1e-3, 1e-4)
-    _same_state(mp, mt, 1e-3, 5e-5)
+    _train_parity(run)
 
 
 # ---- 26. packed RNNs with a non-zero h0 and unsorted lengths (h0 follows the sort) -----------
@@ -2060,9 +2052,7 @@ def test_param_groups_edited_by_hand(rng, name):
         out = []
         for i in range(6):
             loss = L.nn.functional.cross_entropy(m(L.tensor(x)), L.tensor(y))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             out.append(loss.item())
             for g in opt.param_groups:
                 g["lr"] *= 0.5
@@ -2147,9 +2137,7 @@ def test_compiled_module_training_loop(rng):
         out = []
         for i in range(6):
             loss = F.cross_entropy(cm(L.tensor(xs[i % 3])), L.tensor(ys[i % 3]))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _step(opt, loss)
             out.append(loss.item())
         m.eval()
         with L.no_grad():
