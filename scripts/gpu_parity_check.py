@@ -48,7 +48,6 @@ for bits, gs in ((4, 128), (8, None)):
         ref = x.astype(np.float64) @ w.T
         bnd = 4097 * 2.0**-23 * (np.abs(x) @ np.abs(w.T)) + 1e-30
         rm = 8 if m > 4 else m
-        unpack = Q.QGEMV_UNPACK_INT4.get(rm, Q.QGEMV_UNPACK) if bits == 4 else Q.QGEMV_UNPACK
-        ran = (Q.qgemv_shape(rm, bits), unpack)
+        ran = (Q.qgemv_shape(rm, bits), Q.qgemv_unpack(rm, bits))
         report(f"qlinear int{bits} g{gs} {m} x 4096 . {NQ}", got, ref, bnd, ran)
 sys.exit(1 if bad else 0)

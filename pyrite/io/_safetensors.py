@@ -124,12 +124,11 @@ class _Writer:
         name = self.seen.get(ident)
         if name is None:
             name = self.name_for(path)
-            host = tensor_to_host(t)
-            if t.dtype is D.complex64:  # (safetensors has no complex: the float pairs, (..., 2))
+            host, dt = tensor_to_host(t), t.dtype
+            if dt is D.complex64:  # (safetensors has no complex: the float pairs, (..., 2))
                 host = np.ascontiguousarray(host).view(np.float32).reshape(t._shape + (2,))
-                self.arrays[name] = (host, SAFETENSORS_NAME[D.float32])
-            else:
-                self.arrays[name] = (host, SAFETENSORS_NAME[t.dtype])
+                dt = D.float32
+            self.arrays[name] = (host, SAFETENSORS_NAME[dt])
             self.seen[ident] = name
         node = {"tensor": name}
         if t.dtype is D.complex64:

@@ -553,12 +553,11 @@ def gemm_fast(
                 )
         return out
 
+    # the double-buffered loops' first K step, into tile 0
+    first = ["  {", *load("0", "    "), *stash("0", "    "), "  }"]
     if dbuf == 2:  # the deep prefetch: two register sets, each step's loads two steps ahead
         L += [f"  var wa{r}: {tt};" for r in range(ra)] + [f"  var wb{r}: {tt};" for r in range(rb)]
-        L.append("  {")
-        L += load("0", "    ")
-        L += stash("0", "    ")
-        L.append("  }")
+        L += first
         L.append(f"  if ({bk} < K) {{")
         L += load(f"{bk}", "    ", "w")
         L.append("  }")
@@ -589,10 +588,7 @@ def gemm_fast(
         L.append("    }")
         L.append("  }")
     elif dbuf == 4 and conv is None:  # unconditional prefetch, two K steps an iteration
-        L.append("  {")
-        L += load("0", "    ")
-        L += stash("0", "    ")
-        L.append("  }")
+        L += first
         L.append("  workgroupBarrier();")
         L.append(f"  for (var t = 0; t < K; t += {2 * bk}) {{")
         L += load(f"min(t + {bk}, K - {bk})", "    ")
@@ -607,10 +603,7 @@ def gemm_fast(
         L.append("    }")
         L.append("  }")
     elif dbuf:
-        L.append("  {")
-        L += load("0", "    ")
-        L += stash("0", "    ")
-        L.append("  }")
+        L += first
         L.append("  workgroupBarrier();")
         L.append("  var cur = 0;")
         L.append(f"  for (var t = 0; t < K; t += {bk}) {{")

@@ -136,18 +136,15 @@ def _operator(name, meth, slow):
             return _full(self, other, key)
         _, src, static, grid, n, res, shape, lay, conv, isf = plan
         out = empty_laid(dev, shape, res, lay)
-        if number:
-            info = [n, 0, self._offset]
-            bufs = [self._storage.buffer, out._storage.buffer]
-        else:
-            info = [n, 0, self._offset, other._offset]
-            bufs = [self._storage.buffer, other._storage.buffer, out._storage.buffer]
-        if static:
-            info.extend(static)
-        if number:  # (the number, after the map's words, as _map_command puts it)
+        if number:  # (the number after the map's words, as _map_command puts it)
             if conv is not None:
                 other = conv(other)
-            info.append(f32_bits(other) if isf else int(other))
+            word = f32_bits(other) if isf else int(other)
+            info = [n, 0, self._offset, *static, word]
+            bufs = [self._storage.buffer, out._storage.buffer]
+        else:
+            info = [n, 0, self._offset, other._offset, *static]
+            bufs = [self._storage.buffer, other._storage.buffer, out._storage.buffer]
         dev.dispatch(src, bufs, info, grid)
         return out
 
@@ -255,9 +252,7 @@ def _unary(label, slow):
             return _full(x, key)
         _, src, static, grid, n, res, shape, lay = plan
         out = empty_laid(dev, shape, res, lay)
-        info = [n, 0, x._offset]
-        if static:
-            info.extend(static)
+        info = [n, 0, x._offset, *static]
         dev.dispatch(src, [x._storage.buffer, out._storage.buffer], info, grid)
         return out
 

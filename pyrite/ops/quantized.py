@@ -81,11 +81,6 @@ QGEMV_SHAPE = {1: (64, 2, 2, 2), 2: (32, 2, 2, 2), 4: (16, 2, 2, 2), 8: (32, 2, 
 QGEMV_SHAPE_INT4 = {1: (32, 2, 4, 4), 8: (32, 1, 4, 4)}
 
 
-def qgemv_shape(rows, bits):
-    """The GEMV's (lanes, words, columns, steps) for `rows` baked rows of `bits`-bit weights."""
-    return (QGEMV_SHAPE_INT4 if bits == 4 else {}).get(rows, QGEMV_SHAPE[rows])
-
-
 # How the GEMV turns packed values into floats (kernels/quant.qgemv `unpack`): "convert"
 # (integer-to-float instructions), "magic" (the exponent trick after a shift a value: measured
 # as above, 2026-12-03, an earlier run, no faster at one row: int8 per row 18.5 vs 17.9 us) or
@@ -111,6 +106,18 @@ def qgemv_shape(rows, bits):
 # profiler that reads the driver's machine code.
 QGEMV_UNPACK = "convert"
 QGEMV_UNPACK_INT4 = {1: "inplace"}  # int4's own, by baked rows (session 35, above QGEMV_SHAPE)
+
+
+def qgemv_shape(rows, bits):
+    """The GEMV's (lanes, words, columns, steps) for `rows` baked rows of `bits`-bit weights."""
+    return (QGEMV_SHAPE_INT4 if bits == 4 else {}).get(rows, QGEMV_SHAPE[rows])
+
+
+def qgemv_unpack(rows, bits):
+    """The GEMV's unpack (kernels/quant.qgemv) for `rows` baked rows of `bits`-bit weights."""
+    return (QGEMV_UNPACK_INT4 if bits == 4 else {}).get(rows, QGEMV_UNPACK)
+
+
 # Stage a workgroup's group scales in workgroup memory (kernels/quant.py `stage`): measured as
 # above, no faster (int8 g128 one row at (64, 2, 2, 2): 24.1 us staged, 19.8 not), so off.
 QGEMV_STAGE = False
@@ -401,7 +408,7 @@ def _qgemv(x, qw, b, M):
             xvec,
             full * spv < K,
             b is not None,
-            QGEMV_UNPACK_INT4.get(rm, QGEMV_UNPACK) if bits == 4 else QGEMV_UNPACK,
+            qgemv_unpack(rm, bits),
             QGEMV_STAGE and grouped and stage_fits(bits, lanes, cols, qw.scales._shape[1]),
             dev.subgroups if QGEMV_SUBGROUPS else 0,
         )
