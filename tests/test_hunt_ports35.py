@@ -68,6 +68,13 @@ def _train_parity(run):
     _same_state(mp, mt, 1e-3, 5e-5)
 
 
+def _finish(L, m, losses, X):
+    """A training program's result for _train_parity: the model, its losses, its eval output."""
+    m.eval()
+    with L.no_grad():
+        return m, losses, m(X)
+
+
 def _dict_parity(run):
     """run(torch) and run(pr) each return a dict of arrays: each agrees, named in a failure."""
     rt, rp = run(torch), run(pr)
@@ -1016,10 +1023,7 @@ def test_cnn_unpool_instance_norm_cumulative_bn_plateau(rng):
             _step(opt, loss)
             sch.step(loss.item() + 1)
             losses.append(loss.item())
-        m.eval()
-        with L.no_grad():
-            ev = m(X)
-        return m, losses, ev
+        return _finish(L, m, losses, X)
 
     _train_parity(run)
 
@@ -1917,10 +1921,7 @@ def test_segmentation_ignore_index_weights_dice(rng):
             _step(opt, loss)
             sch.step()
             losses.append(loss.item())
-        m.eval()
-        with L.no_grad():
-            out = m(X)
-        return m, losses, out
+        return _finish(L, m, losses, X)
 
     _train_parity(run)
 
@@ -1994,10 +1995,7 @@ def test_resnet_inplace_residuals(rng):
             _step(opt, loss)
             sch.step()
             losses.append(loss.item())
-        m.eval()
-        with L.no_grad():
-            ev = m(X)
-        return m, losses, ev
+        return _finish(L, m, losses, X)
 
     _train_parity(run)
 
