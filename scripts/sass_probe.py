@@ -38,6 +38,15 @@ def workloads():
         mm.FORCE = ("fast", (128, 128, 16, 8, 8, 3))
         return gemm()
 
+    def tile(shape):  # the 4096^3 product with one fast tile forced
+        def f():
+            import pyrite.ops.matmul as mm
+
+            mm.FORCE = ("fast", shape)
+            return gemm()
+
+        return f
+
     def linear_bert():
         return F.linear(t(4096, 768), t(3072, 768), t(3072))
 
@@ -77,6 +86,9 @@ def workloads():
         "half_acc16": half_acc16,
         "gemm": gemm,
         "gemm_dbu": gemm_dbu,
+        "gemm_dbu2": tile((128, 128, 16, 8, 8, 4)),
+        "gemm64_db": tile((64, 64, 8, 8, 16, 1)),
+        "gemm64_dbu": tile((64, 64, 8, 8, 16, 3)),
         "linear_bert": linear_bert,
         "attn_bert": attn_bert,
         "attn_causal": attn_causal,
