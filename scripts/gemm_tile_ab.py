@@ -4,7 +4,8 @@ choice: the table ops/matmul.FAST_GPU is filled from this.
 `PYRITE_BACKEND=wgpu|dawn python scripts/gemm_tile_ab.py [--json PATH] [--shapes M,N,K;...]
     [--variants NAME;NAME...] [--f16 [--acc16]] [--matmul]` (names as in gemm_variants, "auto" is
 the rule; `--matmul`: x @ w with w (K, N), the bench's `a @ b`, in place of F.linear;
-`--f16`: float16 storage, `--acc16`: with f16 arithmetic, ops/matmul.F16_ACCUMULATION)"""
+`--f16`: float16 storage, `--acc16`: with f16 arithmetic, ops/matmul.F16_ACCUMULATION;
+`--acc16-sums`: f16 sums across the whole of K, F16_ACCUMULATION = "sums")"""
 
 import json
 import sys
@@ -58,7 +59,8 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     dt = pr.float16 if "--f16" in sys.argv else pr.float32
-    mmod.F16_ACCUMULATION = "--acc16" in sys.argv
+    mmod.F16_ACCUMULATION = "sums" if "--acc16-sums" in sys.argv else "--acc16" in sys.argv
+    half = bool(mmod.F16_ACCUMULATION) and dt is pr.float16
     for M, N, K in shapes:
         x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32)).to(dt)
         w = pr.tensor(rng.standard_normal((N, K)).astype(np.float32)).to(dt)
@@ -87,7 +89,7 @@ def main():
                 continue
             if force is not None and force[0] != "fast":
                 continue
-            if force is not None and not mmod._fast_fits(dev, force[1], lay, M, N, K):
+            if force is not None and not mmod._fast_fits(dev, force[1], lay, M, N, K, half):
                 continue
             mmod.FORCE = force
             try:

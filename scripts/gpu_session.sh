@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -197,6 +197,15 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step gemm-dbu2 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-dbu2.json" \
         --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \
         --variants "auto;fast 128x128 16x8 k8 dbu2;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 dbu2" ;;
+    acc16)  # f16 arithmetic's tiles (per-step f32 folds, and f16 sums across K) beside f32, wgpu-native
+      step acc16-f32 60 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py \
+        --shapes "4096,4096,4096;4096,3072,768" --variants "auto"
+      step acc16 150 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16 \
+        --json "$OUT/acc16.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
+        --variants "auto;fast 128x128 8x16 k16 dbu;fast 128x128 8x8 k16 dbu;fast 128x128 8x8 k32 dbu;fast 128x128 8x16 k32 dbu;fast 128x128 16x8 k16 dbu"
+      step acc16-sums 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16-sums \
+        --json "$OUT/acc16-sums.json" --shapes "4096,4096,4096;4096,3072,768" \
+        --variants "fast 128x128 8x16 k16 dbu;fast 128x128 8x8 k16 dbu;fast 128x128 16x16 k16 dbu;fast 256x128 16x16 k16 dbu;fast 128x256 16x16 k16 dbu;fast 128x128 16x16 k32 dbu" ;;
     parity)  # the GPU's own kernel choices against numpy float64 (scripts/gpu_parity_check.py)
       step parity 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_parity_check.py ;;
     *) echo "gpu_session: unknown step $s" ;;

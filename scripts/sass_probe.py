@@ -82,8 +82,19 @@ def workloads():
         mm.F16_ACCUMULATION = True
         return half_gemm()
 
+    def half_acc16_tile(shape, mode=True):  # f16 arithmetic on one forced tile
+        def f():
+            import pyrite.ops.matmul as mm
+
+            mm.F16_ACCUMULATION, mm.FORCE = mode, ("fast", shape)
+            return half_gemm()
+
+        return f
+
     return {
         "half_acc16": half_acc16,
+        "half_acc16_88k32": half_acc16_tile((128, 128, 8, 8, 32, 3)),
+        "half_sums_816": half_acc16_tile((128, 128, 8, 16, 16, 3), "sums"),
         "gemm": gemm,
         "gemm_dbu": gemm_dbu,
         "gemm_dbu2": tile((128, 128, 16, 8, 8, 4)),

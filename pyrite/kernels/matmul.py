@@ -310,14 +310,17 @@ def _kg_sums_vec4(bm: int, bn: int, tm: int, tn: int, kg: int) -> int:
 
 
 def fast_smem_bytes(
-    bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, lay: str, kg: int = 1
-) -> int:
-    """Workgroup memory of `gemm_fast` (bytes): the ops layer skips a variant past the limit."""
+    bm: int, bn: int, tm: int, tn: int, bk: int, dbuf: bool, lay: str, kg: int = 1,
+    half: bool = False,
+) -> int:  # fmt: skip
+    """Workgroup memory of `gemm_fast` (bytes): the ops layer skips a variant past the limit.
+    `half`: the tiles hold f16 (`acc16`), 8 bytes a vec4."""
     sa = bm // 4 + 1
     sb = bn // 4 + (1 if lay[-1] == "k" else 0)
     tiles = (2 if dbuf else 1) * bk * sa
     sums = _kg_sums_vec4(bm, bn, tm, tn, kg)
-    return (tiles + (2 if dbuf else 1) * bk * sb + (sums if sums > tiles else 0)) * 16
+    width = 8 if half and kg == 1 else 16
+    return (tiles + (2 if dbuf else 1) * bk * sb) * width + (sums * 16 if sums > tiles else 0)
 
 
 def fast_valid(bm: int, bn: int, tm: int, tn: int, bk: int, kg: int = 1) -> bool:
@@ -347,7 +350,7 @@ def gemm_fast(
     rows: int | None = None,
     st: str = "f32",
     conv: tuple | None = None,
-    acc16: bool = False,
+    acc16: int = 0,
 ) -> KernelSource:
     """GEMM for operands the ops layer has checked are aligned: A (.., M, K) with unit K
         stride, or with unit M stride where `lay` starts with "m" (`g.T @ x`, a weight's gradient);
@@ -417,7 +420,9 @@ def gemm_fast(
     four) summed in f16 over one K step (bk products), and each K step's f16 sum is added to f32
     sums. So the error is a K step's: each product rounded to f16 and bk of them summed in f16
     (relative ~bk * 2^-11 of the step's |a||b| sum in the worst case), not K's; a step whose sum
-    passes 65504 overflows to inf.
+    passes 65504 overflows to inf. `acc16` = 2: f16 sums across the whole of K, never
+    added to f32 sums (cuBLAS's CUBLAS_COMPUTE_16F, what torch's switch asks of it): no f32
+    sums held and none converted, at an error of K f16 roundings in the worst case.
 
     With `conv` = (nd, KD, KH, KW, at, tr, cbatch, ostore) the kernel is a convolution as an implicit GEMM (f32
     or f16, lay "n", no `post`/`rows`): B is never stored. It is the column matrix of the input x
@@ -490,8 +495,9 @@ def gemm_fast(
         L += _tile_operand("b", "n", "col0", bn, sb, b_lay == "n", rb, nt, kq, tt)
     else:
         L += _conv_operand(conv, bn, sb, rb, nt)
+    sum_t = "vec4<f16>" if acc16 == 2 else "vec4<f32>"  # (the sums' type: f16 across K with 2)
     for r in range(tm):
-        L.append("  " + " ".join(f"var c{r}_{j} = vec4<f32>(0.0);" for j in range(tn // 4)))
+        L.append("  " + " ".join(f"var c{r}_{j} = {sum_t}(0.0);" for j in range(tn // 4)))
     if rows is not None:
         L.append("  " + " ".join(f"var rs{i} = vec4<f32>(0.0);" for i in range(tm // 4)))
 
@@ -516,8 +522,8 @@ def gemm_fast(
                 f"{ind}let oa = ({buf}) * {bk * sa} + kgi * {bkg * sa} + ty; "
                 f"let ob = ({buf}) * {bk * sb} + kgi * {bkg * sb} + tx;"
             ]
-        acc, cv = ("p", "vec4<f16>") if acc16 else ("c", "vec4<f32>")
-        if acc16:  # this K step's f16 sums
+        acc, cv = ("p", "vec4<f16>") if acc16 == 1 else ("c", "vec4<f16>" if acc16 else "vec4<f32>")
+        if acc16 == 1:  # this K step's f16 sums
             for r in range(tm):
                 out.append(
                     ind + " ".join(f"var p{r}_{j} = vec4<f16>(0.0);" for j in range(tn // 4))
@@ -546,7 +552,7 @@ def gemm_fast(
                     )
                 )
             out.append(ind + "}")
-        if acc16:
+        if acc16 == 1:
             for r in range(tm):
                 out.append(
                     ind + " ".join(f"c{r}_{j} += vec4<f32>(p{r}_{j});" for j in range(tn // 4))
@@ -658,7 +664,7 @@ def gemm_fast(
         i, q = divmod(r, 4)
         L.append(f"  {{ let m = row0 + 4 * (ty + {i * nty}) + {q};")
         for j in range(tn // 4):
-            v = f"c{r}_{j}"
+            v = f"vec4<f32>(c{r}_{j})" if acc16 == 2 else f"c{r}_{j}"
             n = f"(col0 + 4 * (tx + {j * ntx}))"
             if epi != "none":
                 es = ", ".join(

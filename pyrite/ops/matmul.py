@@ -272,6 +272,16 @@ F16_ACCUMULATION = False
 # 504: the packed f16 fmas do not run at twice the f32 rate through this path (issue 6).
 ACC16_BIG_TILE = (128, 128, 8, 16, 16, True)
 
+
+def _acc16(dt) -> int:
+    """gemm_fast's `acc16` for a product of `dt` storage: 0 (f32 sums), 1 (f16 arithmetic: f16
+    sums over each K step, f32 across steps) or 2 (f16 sums across the whole of K, as cuBLAS's
+    16F compute sums: F16_ACCUMULATION = "sums", for measurements only)."""
+    if not F16_ACCUMULATION or dt.wgsl != "f16":
+        return 0
+    return 2 if F16_ACCUMULATION == "sums" else 1
+
+
 # Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
 # to force a variant (benchmarks, tests). A forced "fast" variant runs only where its layout
 # and tile apply; other products then take the ordinary rule.
@@ -319,7 +329,9 @@ def fast_params(params):
     return (*params, 1) if len(params) == 6 else tuple(params)
 
 
-def _fast_fits(dev, params, fast_lay, M, N, K):
+def _fast_fits(dev, params, fast_lay, M, N, K, half=False):
+    """Whether the fast tile `params` runs this product on `dev` (`half`: its workgroup tiles
+    hold f16, f16 arithmetic's)."""
     bm, bn, tm, tn, bk, dbuf, kg = fast_params(params)
     if M % bm or N % bn or K % bk or K == 0 or not fast_valid(bm, bn, tm, tn, bk, kg):
         return False
@@ -330,13 +342,14 @@ def _fast_fits(dev, params, fast_lay, M, N, K):
         lim.get("max-compute-workgroup-size-x", 256),
     ):
         return False
-    return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay, kg) <= lim.get(
+    return fast_smem_bytes(bm, bn, tm, tn, bk, dbuf, fast_lay, kg, half) <= lim.get(
         "max-compute-workgroup-storage-size", 16384
     )
 
 
-def _choose(dev, M, N, K, batch, fast_lay):
-    """(kind, params): the kernel variant for an M x N output."""
+def _choose(dev, M, N, K, batch, fast_lay, half=False):
+    """(kind, params): the kernel variant for an M x N output (`half`: f16 arithmetic's, whose
+    workgroup tiles hold f16)."""
     if FORCE is not None:
         if FORCE[0] in ("tiled", "direct"):
             return FORCE
@@ -344,7 +357,7 @@ def _choose(dev, M, N, K, batch, fast_lay):
         if (
             FORCE[0] == "fast"
             and fast_lay is not None
-            and _fast_fits(dev, FORCE[1], fast_lay, M, N, K)
+            and _fast_fits(dev, FORCE[1], fast_lay, M, N, K, half)
         ):
             return FORCE
     elif fast_lay is not None:
@@ -747,7 +760,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
             _remember(key, ("widen",))
             raise _Widen  # (nothing dispatched: the op widens instead, _bf16_or_widened)
     else:
-        kind, params = _choose(dev, M, N, K, nbatch, fast_lay)
+        kind, params = _choose(dev, M, N, K, nbatch, fast_lay, _acc16(dt) > 0)
         tuned = _tuned(dev, fast_lay, nbatch, M, N, K, out_dt)
         if tuned is not None:
             kind, params = "fast", tuned[0]
@@ -778,17 +791,17 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
     spec = None  # (gemm_fast's arguments: compile/fusion.py may rebuild it with a fused map)
     rs_shape = None  # (the row sums' shape where this product also computes them: `rows`)
     if kind == "fast" and dt.wgsl != "f32":  # (half storage: no fused maps, no row sums)
-        acc16 = F16_ACCUMULATION and dt.wgsl == "f16"
+        acc16 = _acc16(dt)
         if (
             acc16
             and FORCE is None
             and params == BIG_TILE
-            and _fast_fits(dev, ACC16_BIG_TILE, fast_lay, M, N, K)
+            and _fast_fits(dev, ACC16_BIG_TILE, fast_lay, M, N, K, True)
         ):
             params = ACC16_BIG_TILE
             LAST = (kind, params)
         bm, bn, tm, tn, bk, dbuf, kg = fast_params(params)
-        acc16 = acc16 and kg == 1
+        acc16 = acc16 if kg == 1 else 0
         src = gemm_fast(fast_lay, nb, epi, bm, bn, tm, tn, bk, dbuf, kg, st=dt.wgsl, acc16=acc16)
         tile_m, tile_n = bm, bn
     elif kind == "fast":
