@@ -338,6 +338,37 @@ def test_float16_accumulation(variant, rng):
     np.testing.assert_array_equal(got, np.full((bm, bn), np.float16(2048 + bk - 1)))
 
 
+@pytest.mark.parametrize(
+    "variant", [("fast", (64, 64, 8, 8, 16, 3)), ("fast", (64, 64, 8, 16, 16, 4))], ids=str
+)
+def test_float16_sums_across_k(variant, rng, monkeypatch):
+    """ops/matmul.F16_ACCUMULATION = "sums" (gemm_fast's acc16 = 2, cuBLAS's 16F compute: the
+    measurement mode beside f16 arithmetic's per-step f32 folds) sums the f16 products in f16
+    across the whole of K: within K f16 roundings of the |a||b| sum (plus the output's), and a
+    row [2048, 1, ..., 1] over three K steps stays 2048 where per-step folds give 2048 + 2 bk
+    (each step after the first sums its bk ones exactly, and the f32 sum keeps them)."""
+    if not backend.current().has_f16:
+        pytest.skip("device has no shader-f16")
+    bm, bn, _, _, bk, _ = variant[1]
+    t16 = lambda x: pr.tensor(x, dtype=pr.float16)
+    m, k, n = 2 * bm, 5 * bk, bn
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    want = a64 @ w64.T
+    tol = (k + 1) * 2.0**-11 * (np.abs(a64) @ np.abs(w64).T)
+    row = np.ones((bm, 3 * bk), np.float16)
+    row[:, 0] = 2048
+    ones = t16(np.ones((3 * bk, bn), np.float16))
+    for mode, total in (("sums", 2048), (True, 2048 + 2 * bk)):
+        monkeypatch.setattr(mmod, "F16_ACCUMULATION", mode)
+        got = _forced(variant, lambda: mmod.linear(t16(a), t16(w)))
+        assert mmod.LAST == variant
+        assert_close(got.numpy().astype(np.float64), want, atol=tol)
+        got = _forced(variant, lambda: (t16(row) @ ones).numpy())
+        np.testing.assert_array_equal(got, np.full((bm, bn), total, np.float16))
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(
     "variant",
