@@ -15,6 +15,8 @@ over the input: each invocation computes one output from a fixed number of taps,
   out[b, i, k] = Σ_j w[i, j] * x[b, xmin_i + j, k], the weights and windows precomputed on the
   host (ops/resample.py, as PyTorch precomputes them). The op runs the dims one after another and
   splits a window past the loop budget into several dispatches that add into the output.
+- `aa_pass_u8`: aa_pass for uint8 images in PyTorch's fixed point (int16 weights, an i32
+  sum, rounded and clamped to [0, 255] after each pass).
 - `gather_pass`: one dim of interpolate's backward, aa_pass's transpose: out[b, l, k] =
   Σ_j w[l, j] * g[b, t[l, j], k] over the outputs t whose taps read input l (tables from the
   op), so a non-finite g reaches only those inputs; split past the loop budget as aa_pass.
@@ -29,7 +31,7 @@ Info words (i32), interp:
 aa_pass (tab: [xmin(Lout)] [xsize(Lout)] [weights (Lout, maxk), f32 bits]) and gather_pass
 (tab: [n (Lout)] [t (Lout, maxk)] [weights (Lout, maxk), f32 bits]):
   [0] outputs  [1] Lout  [2] inner  [3] maxk  [4] j0  [5] j1  [6] accumulate  [7] x offset
-  [8..10] x strides b, l, inner
+  [8..10] x strides b, l, inner; aa_pass_u8 also [11] weight fraction bits  [12] last chunk
 grid_sample:
   [0] units  [1] C  [2] channels a block  [3] blocks  [4..6] in D, H, W  [7..9] out D, H, W
   [10] align_corners  [11] x offset  [12..16] x strides n, c, d, h, w  [17] grid offset
@@ -187,6 +189,31 @@ def aa_pass(stype: str) -> KernelSource:
 }}
 """
     bufs = [("xin", stype, "r"), ("tab", "i32", "r"), ("out", "f32", "w")]
+    return KernelSource(header(bufs) + ENTRY.format(wg=WG) + body, "rrw")
+
+
+@lru_cache(maxsize=4)
+def aa_pass_u8(stype: str) -> KernelSource:
+    """One pass of a uint8 image's bilinear / bicubic / lanczos resize as PyTorch's CPU computes
+    it (UpSampleKernel.cpp `basic_loop_aa_horizontal<uint8_t>`, the AVX2 kernels alike): int16
+    weights with info[11] fraction bits (table as aa_pass's, the weights integers), an i32 sum
+    that starts at half a unit, and in the window's last chunk (info[12]) clamp(sum >> bits, 0,
+    255). Earlier chunks leave the raw sum in `out` for the next to add to."""
+    body = f"""{FLAT_INDEX.format(wg=WG)}  if (gi >= info[0]) {{ return; }}
+  let k = gi % info[2]; let i = (gi / info[2]) % info[1]; let b = gi / (info[2] * info[1]);
+  let xmin = tab[i]; let j1 = min(info[5], tab[info[1] + i]);
+  let wrow = 2 * info[1] + i * info[3];
+  let row = info[7] + b * info[8] + k * info[10];
+  var acc = 1 << u32(info[11] - 1);
+  if (info[6] != 0) {{ acc = out[gi]; }}
+  for (var j = info[4]; j < j1; j = j + 1) {{
+    acc = acc + tab[wrow + j] * {load("xin[row + (xmin + j) * info[9]]", stype, "i32")};
+  }}
+  if (info[12] != 0) {{ acc = clamp(acc >> u32(info[11]), 0, 255); }}
+  out[gi] = acc;
+}}
+"""
+    bufs = [("xin", stype, "r"), ("tab", "i32", "r"), ("out", "i32", "w")]
     return KernelSource(header(bufs) + ENTRY.format(wg=WG) + body, "rrw")
 
 

