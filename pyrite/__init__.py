@@ -111,6 +111,12 @@ from . import autograd_functional as _autograd_functional  # noqa: E402
 
 autograd.functional = _autograd_functional
 __import__("sys").modules[__name__ + ".autograd.functional"] = _autograd_functional
+# torch.autograd.gradcheck / gradgradcheck (and the module of that name: GradcheckError)
+from . import autograd_check as _autograd_check  # noqa: E402
+
+autograd.gradcheck = _autograd_check.gradcheck
+autograd.gradgradcheck = _autograd_check.gradgradcheck
+__import__("sys").modules[__name__ + ".autograd.gradcheck"] = _autograd_check
 # torch.autograd.graph (saved_tensors_hooks, save_on_cpu, Node, register_multi_grad_hook)
 from . import autograd_graph as _autograd_graph  # noqa: E402
 

@@ -13,6 +13,77 @@ import torch.nn.functional as TF
 import pyrite as pr
 import pyrite.nn.functional as F
 
+
+# ---- torch.autograd.gradgradcheck ------------------------------------------------------------
+def _cube(lib, wrong: bool):
+    """x³ as a custom Function whose backward is right; with `wrong`, its first derivative is
+    still right but not its own derivative (3x·x.detach(): d/dx gives 3x, not 6x)."""
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * (x.detach() if wrong else x)
+
+    return Cube.apply
+
+
+_SECOND_ORDER = [
+    ("mul_sin_sum", lambda lib: lambda a, b: (a * b.sin()).sum(1), [(3, 5), (3, 5)]),
+    ("tanh", lambda lib: lambda a: a.tanh(), [(7,)]),
+    ("matmul", lambda lib: lambda a, w: (a @ w) ** 2, [(2, 3), (3, 5)]),
+    ("two_outputs", lambda lib: lambda a: (a.exp(), a * a), [(1, 4)]),
+    ("softmax", lambda lib: lambda a: lib.nn.functional.softmax(a, -1), [(2, 5)]),
+    ("cube_fn", lambda lib: _cube(lib, False), [(5,)]),
+]
+
+
+@pytest.mark.parametrize("name, make, shapes", _SECOND_ORDER, ids=[c[0] for c in _SECOND_ORDER])
+def test_gradgradcheck_passes_as_torch(rng, name, make, shapes):
+    arrays = [rng.standard_normal(s) * 0.8 for s in shapes]
+    t_in = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+    p_in = [pr.tensor(a.astype(np.float32), requires_grad=True) for a in arrays]
+    assert torch.autograd.gradgradcheck(make(torch), t_in)
+    assert pr.autograd.gradgradcheck(make(pr), p_in)
+
+
+def test_gradgradcheck_fails_on_a_wrong_second_derivative(rng):
+    from pyrite.autograd.gradcheck import GradcheckError
+
+    from pyrite.autograd import gradcheck, gradgradcheck
+
+    a = rng.standard_normal(6) + 0.5 * np.sign(rng.standard_normal(6))
+    t = torch.tensor(a, requires_grad=True)
+    x = pr.tensor(a.astype(np.float32), requires_grad=True)
+    # the first derivative is right for both; the second wrong for both
+    assert torch.autograd.gradcheck(_cube(torch, True), (t,))
+    assert gradcheck(_cube(pr, True), (x,))
+    assert not torch.autograd.gradgradcheck(_cube(torch, True), (t,), raise_exception=False)
+    assert not gradgradcheck(_cube(pr, True), (x,), raise_exception=False)
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for input 0"):
+        gradgradcheck(_cube(pr, True), (x,))
+    assert issubclass(GradcheckError, RuntimeError)  # (torch's is one too)
+    # given grad_outputs (not requiring grad: only the inputs' second derivatives are checked)
+    go = rng.standard_normal(6).astype(np.float32)
+    assert gradgradcheck(_cube(pr, False), (x,), pr.tensor(go))
+    assert not gradgradcheck(_cube(pr, True), (x,), pr.tensor(go), raise_exception=False)
+
+
+def test_gradcheck_needs_an_input_that_requires_grad():
+    msg = "at least one input tensor to require gradient"
+    with pytest.raises(ValueError, match=msg):
+        torch.autograd.gradcheck(lambda v: v * 2, (torch.ones(3, dtype=torch.float64),))
+    with pytest.raises(ValueError, match=msg):
+        pr.autograd.gradcheck(lambda v: v * 2, (pr.ones(3),))
+    with pytest.raises(ValueError, match=msg):
+        pr.autograd.gradgradcheck(lambda v: v * 2, (pr.ones(3),))
+
+
 # ---- F.interpolate on uint8 images -------------------------------------------------------------
 # Tolerance 0: torch's CPU resizes uint8 in fixed point (int16 weights, an int32 sum, each
 # separable pass rounded and clamped to [0, 255]; the AVX2 path for C <= 4 and the generic one
