@@ -13,6 +13,7 @@ import numpy as np
 from . import backend as _backend
 from . import dtypes as _dtypes
 from . import errors as _errors
+from . import memstats as _memstats
 
 
 def device_info() -> dict:
@@ -161,11 +162,35 @@ def set_default_tensor_type(t):
 
 
 def reset_peak_memory_stats(device=None):
-    """Start the peaks of `max_memory_allocated` and `max_memory_reserved` again from the
-    bytes live and reserved now."""
-    pool = _backend.current().pool
-    pool.peak_live_bytes = pool.live_bytes
-    pool.peak_reserved_bytes = memory_reserved()
+    """Start the peaks of `max_memory_allocated`, `max_memory_reserved` and memory_stats'
+    other peaks again from the figures now."""
+    _one_device(device)
+    _memstats.reset_peak_memory_stats()
+
+
+def reset_accumulated_memory_stats(device=None):
+    """torch.cuda.reset_accumulated_memory_stats: memory_stats' allocated / freed totals and
+    its num_* counters start again from 0."""
+    _one_device(device)
+    _memstats.reset_accumulated_memory_stats()
+
+
+def cuda_memory_stats(device=None) -> dict:
+    """torch.cuda.memory_stats: PyTorch's keys ("allocated_bytes.all.current", ...) for the
+    figures the buffer pool counts (pyrite/memstats.py says which)."""
+    _one_device(device)
+    return _memstats.memory_stats()
+
+
+def memory_stats_as_nested_dict(device=None) -> dict:
+    _one_device(device)
+    return _memstats.memory_stats_as_nested_dict()
+
+
+def memory_summary(device=None, abbreviated=False) -> str:
+    """torch.cuda.memory_summary: a table of memory_stats' figures."""
+    _one_device(device)
+    return _memstats.memory_summary(abbreviated)
 
 
 def memory_reserved(device=None) -> int:
@@ -458,6 +483,10 @@ class cuda:
     mem_get_info = staticmethod(mem_get_info)
     reset_peak_memory_stats = staticmethod(reset_peak_memory_stats)
     reset_max_memory_allocated = staticmethod(reset_peak_memory_stats)
+    reset_accumulated_memory_stats = staticmethod(reset_accumulated_memory_stats)
+    memory_stats = staticmethod(cuda_memory_stats)
+    memory_stats_as_nested_dict = staticmethod(memory_stats_as_nested_dict)
+    memory_summary = staticmethod(memory_summary)
     # torch's deprecated names for the reserved counters
     memory_cached = staticmethod(memory_reserved)
     max_memory_cached = staticmethod(max_memory_reserved)
@@ -515,10 +544,11 @@ class accelerator:
     empty_cache = staticmethod(empty_cache)
     memory_allocated = staticmethod(memory_allocated)
     max_memory_allocated = staticmethod(max_memory_allocated)
-
-    @staticmethod
-    def memory_stats(device=None) -> dict:
-        return memory_stats()
+    memory_reserved = staticmethod(memory_reserved)
+    max_memory_reserved = staticmethod(max_memory_reserved)
+    reset_peak_memory_stats = staticmethod(reset_peak_memory_stats)
+    reset_accumulated_memory_stats = staticmethod(reset_accumulated_memory_stats)
+    memory_stats = staticmethod(cuda_memory_stats)  # (torch's keys, as torch.cuda's)
 
 
 class _Flags:

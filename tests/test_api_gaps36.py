@@ -5,6 +5,8 @@ images (PyTorch's fixed-point results, exactly)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,7 @@ import torch.nn.functional as TF
 
 import pyrite as pr
 import pyrite.nn.functional as F
+from pyrite.backend.pool import size_class
 
 
 # ---- torch.autograd.gradgradcheck ------------------------------------------------------------
@@ -82,6 +85,128 @@ def test_gradcheck_needs_an_input_that_requires_grad():
         pr.autograd.gradcheck(lambda v: v * 2, (pr.ones(3),))
     with pytest.raises(ValueError, match=msg):
         pr.autograd.gradgradcheck(lambda v: v * 2, (pr.ones(3),))
+
+
+# ---- torch.cuda.memory_stats and kin ---------------------------------------------------------
+def _torch_documented_keys() -> set:
+    """The key names torch.cuda.memory_stats documents (expanding its {a,b} patterns), and
+    those torch.cuda.memory_summary reads (its docstring says "allocated.*" for the count of
+    allocations; the allocator's key, which the summary reads, is "allocation.*")."""
+    import inspect
+
+    keys = set()
+    summary = inspect.getsource(torch.cuda.memory_summary)
+    for metric in re.findall(r'\("([a-z_]+)", "[A-Za-z ]+", _format_', summary):
+        keys.update(f"{metric}.all.{f}" for f in ("current", "peak", "allocated", "freed"))
+    for pat in re.findall(r'``"([a-z_.{},]+)"``', torch.cuda.memory_stats.__doc__):
+        names = [""]
+        for part in pat.split("."):
+            alts = part[1:-1].split(",") if part.startswith("{") else [part]
+            names = [f"{n}.{a}" if n else a for n in names for a in alts]
+        keys.update(names)
+    return keys
+
+
+def test_memory_stats_keys_are_torchs():
+    stats = pr.cuda.memory_stats()
+    assert list(stats) == sorted(stats)  # torch's OrderedDict, sorted by key
+    assert set(stats) <= _torch_documented_keys()
+    for key in ("allocated_bytes", "reserved_bytes", "segment"):
+        for f in ("current", "peak", "allocated", "freed"):
+            assert f"{key}.all.{f}" in stats
+    assert "allocation.all.current" in stats
+    for key in ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free"):
+        assert key in stats
+    assert all(isinstance(v, int) for v in stats.values())
+    # the nested dict, flattened as torch flattens it, is memory_stats
+    nested = pr.cuda.memory_stats_as_nested_dict()
+    flat = {}
+
+    def walk(prefix, obj):
+        for k, v in obj.items():
+            name = f"{prefix}.{k}" if prefix else k
+            walk(name, v) if isinstance(v, dict) else flat.__setitem__(name, v)
+
+    walk("", nested)
+    assert flat == dict(pr.cuda.memory_stats())
+    assert pr.accelerator.memory_stats() == pr.cuda.memory_stats()
+
+
+def test_memory_stats_follow_the_pool(rng):
+    pr.synchronize()
+    n = int(rng.integers(1000, 5000))
+    s0 = pr.cuda.memory_stats()
+    assert s0["allocated_bytes.all.current"] == pr.cuda.memory_allocated()
+    assert s0["allocated_bytes.all.peak"] == pr.cuda.max_memory_allocated()
+    assert s0["reserved_bytes.all.current"] == pr.cuda.memory_reserved()
+    assert s0["reserved_bytes.all.peak"] == pr.cuda.max_memory_reserved()
+    x = pr.empty(n)  # one buffer of n float32s, rounded up to its size class
+    s1 = pr.cuda.memory_stats()
+    size = size_class(4 * n)
+    assert s1["allocated_bytes.all.current"] == s0["allocated_bytes.all.current"] + size
+    assert s1["allocated_bytes.all.allocated"] == s0["allocated_bytes.all.allocated"] + size
+    assert s1["allocation.all.current"] == s0["allocation.all.current"] + 1
+    del x
+    s2 = pr.cuda.memory_stats()
+    assert s2["allocated_bytes.all.current"] == s0["allocated_bytes.all.current"]
+    assert s2["allocated_bytes.all.freed"] == s1["allocated_bytes.all.freed"] + size
+    assert s2["allocation.all.current"] == s0["allocation.all.current"]
+    assert s2["allocated_bytes.all.peak"] >= s1["allocated_bytes.all.current"]
+    # empty_cache destroys the pooled buffers: reserved falls to what tensors hold
+    pr.cuda.empty_cache()
+    s3 = pr.cuda.memory_stats()
+    pooled = s2["reserved_bytes.all.current"] - s3["reserved_bytes.all.current"]
+    assert s3["reserved_bytes.all.current"] == s3["allocated_bytes.all.current"]
+    assert s3["reserved_bytes.all.freed"] - s2["reserved_bytes.all.freed"] == pooled > 0
+    assert s3["num_device_free"] - s2["num_device_free"] == (
+        s2["segment.all.current"] - s3["segment.all.current"]
+    )
+    for s in (s0, s1, s2, s3):  # current = handed out - given back
+        a = "allocated_bytes.all."
+        assert s[a + "current"] == s[a + "allocated"] - s[a + "freed"]
+
+
+def test_memory_stats_resets():
+    keep = pr.ones(777)
+    big = pr.empty(100_000)
+    del big
+    pr.cuda.reset_peak_memory_stats()
+    s = pr.cuda.memory_stats()
+    for key in ("allocated_bytes", "reserved_bytes", "segment"):
+        assert s[f"{key}.all.peak"] == s[f"{key}.all.current"]
+    pr.cuda.reset_accumulated_memory_stats()
+    s = pr.cuda.memory_stats()
+    for key in ("allocated_bytes", "reserved_bytes", "segment"):
+        assert s[f"{key}.all.allocated"] == s[f"{key}.all.freed"] == 0
+    for key in ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free"):
+        assert s[key] == 0
+    assert s["allocated_bytes.all.current"] == pr.cuda.memory_allocated() > 0
+    # an OutOfMemoryError counts (a tensor past the largest binding)
+    limit = pr.backend.current().pool.max_binding
+    with pytest.raises(pr.OutOfMemoryError):
+        pr.empty(limit // 4 + 1)
+    assert pr.cuda.memory_stats()["num_ooms"] == 1
+    del keep
+
+
+def test_memory_summary_and_devices():
+    text = pr.cuda.memory_summary()
+    s = pr.cuda.memory_stats()
+    for label in (
+        "Allocated memory",
+        "GPU reserved memory",
+        "GPU reserved segments",
+    ):
+        assert f"| {label}" in text
+    assert f"OOMs: {s['num_ooms']}" in text and f"alloc retries: {s['num_alloc_retries']}" in text
+    row = next(line for line in text.splitlines() if line.startswith("| GPU reserved segments"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert int(cells[1]) == s["segment.all.current"]  # (counts below 750,000 print whole)
+    assert pr.cuda.memory_summary(abbreviated=True) == text
+    for dev in (None, 0, "cuda", "cuda:0", pr.device("cuda:0")):
+        assert isinstance(pr.cuda.memory_stats(dev), dict)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        pr.cuda.memory_stats(1)
 
 
 # ---- F.interpolate on uint8 images -------------------------------------------------------------
