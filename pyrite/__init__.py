@@ -236,6 +236,7 @@ from . import (  # noqa: E402
     compiler,
     distributed,
     jit,
+    multiprocessing,  # torch.multiprocessing: the stdlib's, spawn, tensors sent by value
     random,
     testing,
     version,

@@ -488,9 +488,10 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __reduce__(self):
-        from .ops.creation import tensor as _tensor
-
-        return (_tensor, (self._host(), self.dtype))
+        # by value: values, dtype, shape and requires_grad, as torch's pickle keeps them (a
+        # non-leaf arrives as a leaf; its grad and graph stay behind); the receiver uploads the
+        # values to its own device (another process's, through pyrite.multiprocessing)
+        return (_rebuild_tensor, (self._host(), self.dtype, self.requires_grad))
 
     def __deepcopy__(self, memo):
         t = self.clone()
@@ -532,3 +533,13 @@ def host_arrays(tensors) -> list:
                 )
         out.append(arr)
     return out
+
+
+def _rebuild_tensor(host, dtype, requires_grad=False):
+    """A pickled tensor rebuilt (Tensor.__reduce__)."""
+    from .ops.creation import tensor as _tensor
+
+    t = _tensor(host, dtype=dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

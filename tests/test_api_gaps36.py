@@ -5,7 +5,10 @@ images (PyTorch's fixed-point results, exactly)."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
@@ -15,6 +18,91 @@ import torch.nn.functional as TF
 import pyrite as pr
 import pyrite.nn.functional as F
 from pyrite.backend.pool import size_class
+
+
+# ---- torch.multiprocessing ---------------------------------------------------------------------
+def test_multiprocessing_namespace():
+    import multiprocessing
+
+    import torch.multiprocessing as tmp
+
+    import pyrite.multiprocessing as mp
+
+    assert pr.multiprocessing is mp
+    for name in multiprocessing.__all__:  # the standard library's API, re-exported
+        assert hasattr(mp, name), name
+    for name in ("spawn", "start_processes", "ProcessContext", "ProcessRaisedException"):
+        assert hasattr(mp, name), name
+    assert mp.get_all_sharing_strategies() == tmp.get_all_sharing_strategies()
+    assert mp.get_sharing_strategy() == tmp.get_sharing_strategy()
+    mp.set_sharing_strategy("file_system")
+    assert mp.get_sharing_strategy() == "file_system"
+    mp.set_sharing_strategy("file_descriptor")
+    with pytest.raises(AssertionError, match="invalid sharing strategy"):
+        mp.set_sharing_strategy("shared_gpu")
+    with pytest.raises(AssertionError):
+        tmp.set_sharing_strategy("shared_gpu")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "uint8", "int32", "bool"])
+def test_tensor_pickles_by_value(rng, dtype):
+    shape = (3, 1, 7)
+    a = rng.standard_normal(shape) * 50
+    t = torch.tensor(a).to(getattr(torch, dtype))
+    x = pr.tensor(a).to(getattr(pr, dtype))
+    for tv, xv in ((t, x), (t.transpose(0, 2)[1:], x.transpose(0, 2)[1:])):
+        ty, xy = pickle.loads(pickle.dumps(tv)), pickle.loads(pickle.dumps(xv))
+        assert tuple(xy.shape) == tuple(ty.shape) and xy.dtype == xv.dtype
+        np.testing.assert_array_equal(xy.float().numpy(), ty.float().numpy())
+
+
+def test_pickled_tensor_keeps_requires_grad(rng):
+    a = rng.standard_normal((2, 5)).astype(np.float32)
+    t, x = torch.tensor(a, requires_grad=True), pr.tensor(a, requires_grad=True)
+    for tv, xv in ((t, x), (t * 2, x * 2)):  # a leaf, then a non-leaf: both arrive as leaves
+        ty, xy = pickle.loads(pickle.dumps(tv)), pickle.loads(pickle.dumps(xv))
+        assert (xy.requires_grad, xy.is_leaf) == (ty.requires_grad, ty.is_leaf) == (True, True)
+        np.testing.assert_array_equal(xy.detach().numpy(), ty.detach().numpy())
+    # through multiprocessing's pickler (queues, spawn's arguments) a non-leaf is refused, as
+    # torch.multiprocessing's reducer refuses it
+    # (importing pyrite, as torch, imports its multiprocessing module, which registers it)
+
+    for v in (t * 2, x * 2):
+        with pytest.raises(RuntimeError, match="Cowardly refusing to serialize non-leaf"):
+            ForkingPickler.dumps(v)
+    y = pickle.loads(bytes(ForkingPickler.dumps(x)))
+    assert y.requires_grad and np.array_equal(y.detach().numpy(), a)
+
+
+def test_spawn_two_processes_and_a_failure(rng):
+    """Two spawned processes get a tensor by value and send back what they received and a
+    result computed on their own device; a process that raises is named in the parent's
+    error (spawn's start method imports pyrite in each child: a few seconds)."""
+    import mp_worker_36 as worker
+
+    import pyrite.multiprocessing as mp
+
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    x = pr.tensor(a, requires_grad=True)
+    q = mp.get_context("spawn").SimpleQueue()
+    assert mp.spawn(worker.scale_and_report, args=(x, q), nprocs=2) is None
+    got = sorted((q.get() for _ in range(2)), key=lambda r: r[0])
+    assert [r[0] for r in got] == [0, 1]
+    pids = {r[1] for r in got}
+    assert len(pids) == 2 and os.getpid() not in pids
+    for i, _, xi, shape, dtype, requires_grad, y in got:
+        assert (shape, dtype, requires_grad) == ((3, 5), "pyrite.float32", True)
+        assert xi.requires_grad and xi.dtype == pr.float32
+        np.testing.assert_array_equal(xi.detach().numpy(), a)
+        np.testing.assert_array_equal(y.numpy(), a * np.float32(i + 1) + np.float32(1))
+
+    ctx = mp.spawn(worker.fail_in_one, args=(1,), nprocs=2, join=False)
+    assert isinstance(ctx, mp.ProcessContext) and len(ctx.pids()) == 2
+    with pytest.raises(mp.ProcessRaisedException, match="Process 1 terminated") as err:
+        while not ctx.join():
+            pass
+    assert err.value.error_index == 1
+    assert "ValueError: worker 1 failed on purpose" in str(err.value)
 
 
 # ---- torch.autograd.gradgradcheck ------------------------------------------------------------
