@@ -178,6 +178,7 @@ from .runtime import (
     device_info,
     empty_cache,
     finfo,
+    get_device_module,
     iinfo,
     max_memory_allocated,
     memory_allocated,
@@ -254,4 +255,5 @@ for _path, _obj in (("cuda", cuda), ("cpu", cpu), ("backends", backends)):
         if _sub in vars(_obj):
             _sys.modules[f"{__name__}.{_path}.{_sub}"] = vars(_obj)[_sub]
 _sys.modules[f"{__name__}.nn.parameter"] = nn.module
+nn.parameter = nn.module  # (torch.nn.parameter.Parameter as an attribute, without an import)
 del _path, _obj, _sub, _sys

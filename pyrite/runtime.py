@@ -551,6 +551,27 @@ class accelerator:
     memory_stats = staticmethod(cuda_memory_stats)  # (torch's keys, as torch.cuda's)
 
 
+def get_device_module(device=None):
+    """torch.get_device_module: the namespace of a device type — `pr.cuda` for "cuda" (and
+    pyrite's "webgpu"), `pr.cpu` for "cpu"; with no device, the accelerator's (pr.cuda where
+    `cuda.is_available()`, else pr.cpu)."""
+    import pyrite
+
+    from .tensor import device as _device
+
+    if device is None:
+        return pyrite.cuda if cuda.is_available() else pyrite.cpu
+    kind = device.type if isinstance(device, _device) else _device(device).type
+    if kind in ("cuda", "webgpu"):
+        return pyrite.cuda
+    if kind == "cpu":
+        return pyrite.cpu
+    raise RuntimeError(
+        f"pyrite: Device '{kind}' does not have a corresponding module registered as "
+        f"'pyrite.{kind}'."
+    )
+
+
 class _Flags:
     """An attribute bag accepting any setting (torch.backends.cudnn.benchmark = True, ...)."""
 

@@ -389,3 +389,82 @@ def test_interpolate_uint8_same_size_and_refusals(rng):
             TF.interpolate(torch.from_numpy(arr), **kw)
         with pytest.raises(RuntimeError, match="not implemented"):
             F.interpolate(pr.tensor(arr), **kw)
+
+
+# ---- other names ported scripts hit ------------------------------------------------------------
+def test_multinomial_matches_torch(rng):
+    from pyrite.distributions import Multinomial
+
+    p = rng.random((3, 5)).astype(np.float32)
+    p[1, 2] = 0.0  # a category that never comes up
+    n = 7
+    t, m = torch.distributions.Multinomial(n, torch.tensor(p)), Multinomial(n, pr.tensor(p))
+    counts = t.sample((4,))
+    np.testing.assert_allclose(
+        m.log_prob(pr.tensor(counts.numpy())).numpy(), t.log_prob(counts).numpy(), rtol=1e-5
+    )
+    for name in ("mean", "variance", "probs"):
+        np.testing.assert_allclose(getattr(m, name).numpy(), getattr(t, name).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(m.entropy().numpy(), t.entropy().numpy(), rtol=1e-5)
+    tl = torch.distributions.Multinomial(n, logits=torch.tensor(np.log(p + 0.1)))
+    ml = Multinomial(n, logits=pr.tensor(np.log(p + 0.1)))
+    np.testing.assert_allclose(
+        ml.log_prob(pr.tensor(counts.numpy())).numpy(), tl.log_prob(counts).numpy(), rtol=1e-5
+    )
+    assert m.batch_shape == (3,) and m.event_shape == (5,)
+    assert m.expand((2, 3)).batch_shape == (2, 3)
+    # samples: counts summing to n, category 2 of row 1 never drawn, means within 5 sigma
+    pr.manual_seed(0)
+    s = m.sample((4000,))
+    assert tuple(s.shape) == (4000, 3, 5) and s.dtype == pr.float32
+    a = s.numpy()
+    assert (a.sum(-1) == n).all() and (a[:, 1, 2] == 0).all()
+    sigma = np.sqrt(t.variance.numpy() / len(a))
+    assert (np.abs(a.mean(0) - t.mean.numpy()) <= 5 * sigma + 1e-6).all()
+    with pytest.raises(NotImplementedError, match="inhomogeneous total_count"):
+        Multinomial(2.5, pr.tensor(p))
+
+
+def test_negative_binomial_matches_torch(rng):
+    from pyrite.distributions import NegativeBinomial
+
+    count = (rng.random(4) * 5 + 0.5).astype(np.float32)
+    probs = (rng.random(4) * 0.8 + 0.05).astype(np.float32)
+    value = rng.integers(0, 12, (3, 4)).astype(np.float32)
+    for kw_t, kw_p in (
+        (dict(probs=torch.tensor(probs)), dict(probs=pr.tensor(probs))),
+        (dict(logits=torch.tensor(np.log(probs))), dict(logits=pr.tensor(np.log(probs)))),
+    ):
+        t = torch.distributions.NegativeBinomial(torch.tensor(count), **kw_t)
+        m = NegativeBinomial(pr.tensor(count), **kw_p)
+        np.testing.assert_allclose(
+            m.log_prob(pr.tensor(value)).numpy(),
+            t.log_prob(torch.tensor(value)).numpy(),
+            rtol=2e-5,
+            atol=2e-5,
+        )
+        for name in ("mean", "variance", "mode", "probs", "logits"):
+            np.testing.assert_allclose(
+                getattr(m, name).numpy(), getattr(t, name).numpy(), rtol=1e-5, atol=1e-6
+            )
+    pr.manual_seed(1)
+    s = m.sample((6000,)).numpy()
+    assert s.shape == (6000, 4) and (s >= 0).all() and (s == np.round(s)).all()
+    sigma = np.sqrt(t.variance.numpy() / len(s))
+    assert (np.abs(s.mean(0) - t.mean.numpy()) <= 5 * sigma).all()
+    assert m.expand((2, 4)).batch_shape == (2, 4)
+
+
+def test_small_porting_names():
+    x = pr.randn(3)
+    assert x.to_dense() is x and x.to_dense(pr.float16).dtype == pr.float16
+    assert x.const_data_ptr() == x.data_ptr()
+    assert x.record_stream(pr.cuda.current_stream()) is None
+    assert pr.nn.parameter.Parameter is pr.nn.Parameter  # (as an attribute, without an import)
+    assert pr.get_device_module("cuda:0") is pr.cuda
+    assert pr.get_device_module(pr.device("cpu")) is pr.cpu
+    assert pr.get_device_module() is (pr.cuda if pr.cuda.is_available() else pr.cpu)
+    with pytest.raises(RuntimeError, match="does not have a corresponding module"):
+        torch.get_device_module("meta")
+    with pytest.raises(RuntimeError, match="does not have a corresponding module"):
+        pr.get_device_module("meta")

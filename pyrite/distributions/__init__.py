@@ -7,7 +7,8 @@
 
 Families: Normal, Bernoulli, Categorical, OneHotCategorical, Uniform, Beta, Gamma, Exponential,
 Laplace, MultivariateNormal, Independent; LogNormal, LogisticNormal, Cauchy, HalfNormal,
-HalfCauchy, Gumbel, StudentT, Chi2, Dirichlet, Poisson, Binomial, Geometric, ContinuousBernoulli,
+HalfCauchy, Gumbel, StudentT, Chi2, Dirichlet, Poisson, Binomial, Multinomial, NegativeBinomial,
+Geometric, ContinuousBernoulli,
 RelaxedBernoulli, RelaxedOneHotCategorical (and their Logit/Exp bases),
 LowRankMultivariateNormal, MixtureSameFamily and TransformedDistribution with the `transforms`
 module. Gamma, Beta, Chi2
@@ -38,7 +39,9 @@ from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .poisson import Poisson
 from .relaxed import (
@@ -93,7 +96,9 @@ __all__ = [
     "LogitRelaxedBernoulli",
     "LowRankMultivariateNormal",
     "MixtureSameFamily",
+    "Multinomial",
     "MultivariateNormal",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
     "Poisson",

@@ -1,6 +1,7 @@
 """Tensor attributes ported code reads, with PyTorch's values for a dense CPU/CUDA tensor
 (is_sparse, is_quantized, is_mps, ... are all False: pyrite has only dense, unquantized tensors
-on one WebGPU device), output_nr, name, and the host-callback methods apply_ / map_.
+on one WebGPU device), output_nr, name, record_stream (nothing to record: one queue),
+to_dense (itself), const_data_ptr, and the host-callback methods apply_ / map_.
 
 apply_ and map_ run the Python callable on the host, as torch's CPU-only methods do: the tensor
 is read back (one sync and a transfer of its bytes), the callable runs once per element in
@@ -141,6 +142,23 @@ def untyped_storage(self) -> UntypedStorage:
 
 untyped_storage._pyrite_plain = True  # (autograd.plain: a bf16 self is not widened first)
 
+
+def record_stream(self, stream):
+    """Nothing to do: the device runs one queue, in order, and the buffer pool keeps a freed
+    buffer from uploads until the work recorded before it is submitted (backend/pool.py), which
+    is what torch's record_stream asks of its allocator for a second stream."""
+
+
+def to_dense(self, dtype=None, *, masked_grad=None):
+    """The tensor itself (pyrite's are all dense), as torch's for a strided tensor; with
+    `dtype`, `self.to(dtype)`."""
+    return self if dtype is None else self.to(dtype)
+
+
+def const_data_ptr(self) -> int:
+    """data_ptr() (torch's read-only spelling)."""
+    return self.data_ptr()
+
 __all__: list = []
 METHODS = {
     **{
@@ -154,4 +172,7 @@ METHODS = {
     "apply_": apply_,
     "map_": map_,
     "untyped_storage": untyped_storage,
+    "record_stream": record_stream,
+    "to_dense": to_dense,
+    "const_data_ptr": const_data_ptr,
 }
