@@ -296,10 +296,7 @@ def _inplace(bits: int, word: str) -> list[str]:
         mask = "vec4<u32>(0xFFu, 0xFF00u, 0xFFu, 0xFF00u)"
         f = f"({word} ^ 0x80808080u)"
         halves = [f"vec4<u32>({f}, {f}, {f} >> 16u, {f} >> 16u)"]
-    return [
-        f"fma(bitcast<vec4<f32>>(({h} & {mask}) | mg), {w}, {c})"
-        for h in halves
-    ]
+    return [f"fma(bitcast<vec4<f32>>(({h} & {mask}) | mg), {w}, {c})" for h in halves]
 
 
 def _extent_open(bits: int, rm: int, cols: int) -> list[str]:

@@ -159,6 +159,7 @@ def const_data_ptr(self) -> int:
     """data_ptr() (torch's read-only spelling)."""
     return self.data_ptr()
 
+
 __all__: list = []
 METHODS = {
     **{

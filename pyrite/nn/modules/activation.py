@@ -408,6 +408,7 @@ class LogSoftmax(Module):
     def extra_repr(self):
         return f"dim={self.dim}"
 
+
 # torch defines MultiheadAttention in this file (torch.nn.modules.activation); here it is
 # nn/modules/attention.py's
 from .attention import MultiheadAttention  # noqa: E402, F401
