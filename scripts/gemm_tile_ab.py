@@ -5,7 +5,8 @@ choice: the table ops/matmul.FAST_GPU is filled from this.
     [--variants NAME;NAME...] [--f16 [--acc16]] [--matmul]` (names as in gemm_variants, "auto" is
 the rule; `--matmul`: x @ w with w (K, N), the bench's `a @ b`, in place of F.linear;
 `--f16`: float16 storage, `--acc16`: with f16 arithmetic, ops/matmul.F16_ACCUMULATION;
-`--acc16-sums`: f16 sums across the whole of K, F16_ACCUMULATION = "sums")"""
+`--acc16-sums`: f16 sums across the whole of K, F16_ACCUMULATION = "sums"; `--bake`: each
+shape's sizes and strides baked into its kernels, ops/matmul.BAKE)"""
 
 import json
 import sys
@@ -60,6 +61,7 @@ def main():
     rows = []
     dt = pr.float16 if "--f16" in sys.argv else pr.float32
     mmod.F16_ACCUMULATION = "sums" if "--acc16-sums" in sys.argv else "--acc16" in sys.argv
+    mmod.BAKE = "--bake" in sys.argv
     half = bool(mmod.F16_ACCUMULATION) and dt is pr.float16
     for M, N, K in shapes:
         x = pr.tensor(rng.standard_normal((M, K)).astype(np.float32)).to(dt)

@@ -43,6 +43,21 @@ def trusted(src: KernelSource) -> KernelSource:
     return src if src.wgsl.endswith(TRUSTED) else KernelSource(src.wgsl + TRUSTED, src.modes)
 
 
+_INFO_WORD = re.compile(r"\binfo\[(\d+)\]")
+
+
+def bake(src: KernelSource, words: dict) -> KernelSource:
+    """`src` with the info words `words` (index -> i32 value) written in as constants: a
+    kernel for one shape, whose sizes and strides the compiler sees (loop trip counts, address
+    arithmetic folded). The words are still bound and written; only these reads go."""
+    return KernelSource(
+        _INFO_WORD.sub(
+            lambda m: f"({words[int(m[1])]}i)" if int(m[1]) in words else m[0], src.wgsl
+        ),
+        src.modes,
+    )
+
+
 def fold_grid(workgroups: int, limit: int = MAX_WORKGROUPS) -> tuple[int, int, int]:
     """A 1-D count of workgroups as an (x, y, z) grid with no dimension over `limit`."""
     workgroups = max(1, workgroups)

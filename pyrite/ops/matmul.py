@@ -19,7 +19,7 @@ from .. import backend
 from .. import dtypes as D
 from ..dtypes import float32
 from ..errors import ShapeError
-from ..kernels.common import fold_grid, grid_for
+from ..kernels.common import bake, fold_grid, grid_for
 from ..kernels.matmul import (
     GEMV_LANES,
     GEMVN_COLS,
@@ -281,6 +281,11 @@ def _acc16(dt) -> int:
         return 0
     return 2 if F16_ACCUMULATION == "sums" else 1
 
+
+# Set to bake the fast tiles' sizes and operand strides (info words BAKE_WORDS: M, N, K and A's
+# and B's strides) into their kernels, a kernel a shape (kernels/common.bake): for measurements.
+BAKE = False
+BAKE_WORDS = (0, 1, 2, 7, 8, 10, 11)
 
 # Set to ("tiled", None), ("direct", (tx, ty, rm, rn)) or ("fast", (bm, bn, tm, tn, bk, dbuf))
 # to force a variant (benchmarks, tests). A forced "fast" variant runs only where its layout
@@ -676,7 +681,7 @@ def gemm(
         None if e is None else (e._shape, e._strides, e._offset, e.dtype),
         alpha, beta, out_dtype,
         FORCE, FORCE_SPLIT, dev.loop_budget,  # (tests force variants, lower the budget: max_loop_iterations)
-        F16_ACCUMULATION, GEMV_SUBGROUPS,
+        F16_ACCUMULATION, GEMV_SUBGROUPS, BAKE,
         variant, None if into is None else into._offset, dev._tape is not None, rows,
     )  # fmt: skip
     plan = _plans.get(key)
@@ -869,6 +874,8 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         rs = empty(rs_shape, out_dt)
         bufs.append(rs._storage.buffer)
     grid = fold_grid(total)
+    if BAKE and kind == "fast":
+        src = bake(src, {i: info[i] for i in BAKE_WORDS})
     if spec is not None and dev._tape is not None and dev._tape.recording:
         dev._tape.gemm_next(spec, out)
     dev.dispatch(src, bufs, info, grid)
