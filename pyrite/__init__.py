@@ -239,6 +239,7 @@ from . import (  # noqa: E402
     jit,
     multiprocessing,  # torch.multiprocessing: the stdlib's, spawn, tensors sent by value
     random,
+    serialization,  # torch.serialization: save, load and the weights_only allowlist
     testing,
     version,
 )

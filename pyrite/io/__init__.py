@@ -122,7 +122,7 @@ def _load_open(fh, where, weights_only, pickle_kw):
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return _torch.load_zip(fh, where, weights_only, pickle_kw)
     if _safetensors.looks_like(head):
-        return _safetensors.loads(fh.read(), where)
+        return _safetensors.loads(fh.read(), where, weights_only)
     if head[:1] == b"\x80":  # a pickle, protocol >= 2: PyTorch's legacy format
         return _torch.load_legacy(fh, where, weights_only, pickle_kw)
     raise CheckpointError(

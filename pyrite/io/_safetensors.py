@@ -14,7 +14,9 @@ milestones), {"list": [...]}, {"tuple": [...]}; a tensor is
 stored as its (..., 2) float32 pairs); a numpy array {"ndarray": name}; a pyrite
 dtype {"dtype": name}. An OrderedDict carrying a `_metadata` attribute (a state dict: each
 module's version, which load_state_dict reads, as torch.save keeps it) is
-{"odictm": [[[k, v], ...], metadata]}.
+{"odictm": [[[k, v], ...], metadata]}. An object that is none of these (a whole Module, as
+torch.save(model) saves it) makes the structure {"pickle": base64}: the object pickled with
+each tensor a persistent id holding its node (_pickled.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import safetensors
 
 from .. import dtypes as D
 from ..tensor import Tensor
+from . import _pickled
 from ._host import SAFETENSORS_CODES, SAFETENSORS_NAME, host_to_tensor, tensor_to_host
 from .errors import CheckpointError
 
@@ -49,6 +52,13 @@ _NUMPY_NAMES = {
         np.bool_: "bool",
     }.items()
 }
+
+
+class _NotPlain(TypeError):
+    """An object the JSON structure cannot hold (a Module, a script's class): pickled instead."""
+
+    def __init__(self, path, obj):
+        super().__init__(f"pyrite: save: {path or 'the object'} of type {type(obj).__name__}")
 
 
 class _Writer:
@@ -106,11 +116,7 @@ class _Writer:
             return {
                 kind: [self.encode(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(obj)]
             }
-        raise TypeError(
-            f"pyrite: save: cannot save {path or 'the object'} of type {type(obj).__name__}: a "
-            "pyrite checkpoint holds tensors, numpy arrays, numbers, strings, None and "
-            "dicts, lists and tuples of them"
-        )
+        raise _NotPlain(path, obj)
 
     def encode_key(self, k, path):
         if isinstance(k, (Tensor, np.ndarray, dict, list)):
@@ -159,7 +165,11 @@ def _serialize(arrays: dict, metadata: dict) -> bytes:
 def dumps(obj) -> bytes:
     """The bytes of a pyrite checkpoint of `obj`."""
     w = _Writer()
-    structure = w.encode(obj, "")
+    try:
+        structure = w.encode(obj, "")
+    except _NotPlain:  # (not plain data: pickled, its tensors the file's: _pickled.py)
+        w = _Writer()
+        structure = {"pickle": _pickled.dumps(obj, lambda t: w.tensor(t, str(len(w.arrays))))}
     metadata = {"format": "pt", FORMAT_KEY: json.dumps(structure, allow_nan=True)}
     return _serialize(w.arrays, metadata)
 
@@ -169,9 +179,10 @@ def looks_like(head: bytes) -> bool:
     return len(head) >= 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] > 1
 
 
-def loads(data: bytes, name: str):
+def loads(data: bytes, name: str, weights_only: bool = True):
     """The object a safetensors file holds: pyrite's structure if it has one, else a dict of
-    its tensors in file order."""
+    its tensors in file order. A pickled object (a whole Module) is unpickled under
+    torch.load's weights_only rule (_pickled.py)."""
     try:
         tensors = dict(safetensors.deserialize(data))
         (n,) = struct.unpack("<Q", data[:8])
@@ -212,7 +223,9 @@ def loads(data: bytes, name: str):
     def decode(node):
         if not isinstance(node, dict):
             return node
-        ((kind, v),) = node.items() if len(node) == 1 else [("tensor", node["tensor"])]
+        ((kind, v),) = [("tensor", node["tensor"])] if "tensor" in node else node.items()
+        if kind == "pickle":
+            return _pickled.loads(v, name, decode, weights_only)
         if kind == "tensor":
             t = get(v)
             if node.get("complex"):  # (saved as its float pairs: Encoder.tensor)

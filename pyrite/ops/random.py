@@ -177,11 +177,15 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
 
 
 @checks_device
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, **kw):
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None, **kw):
     _ignored({k: v for k, v in kw.items() if k != "requires_grad"}, "randint")
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
-    if high is None or size is None:
+    elif high is None:  # randint(high, size=...)
+        low, high = 0, low
+    elif low is None:  # randint(high=..., size=...)
+        low = 0
+    if low is None or high is None or size is None:
         raise TypeError("pyrite: randint() missing required arguments: high and size")
     low, high = (int(v.item()) if isinstance(v, Tensor) else v for v in (low, high))
     if high <= low:

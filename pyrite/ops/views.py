@@ -539,6 +539,10 @@ def _normalize(x, index):
         index = tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
+    if any(isinstance(i, (range, tuple)) for i in index):
+        # a range or a tuple inside the index is a sequence: one advanced index, as a list
+        # (x[range(n), y], x[:, (0, 2)] in torch)
+        index = tuple(list(i) if isinstance(i, (range, tuple)) else i for i in index)
     if any(isinstance(i, (Tensor, np.ndarray)) for i in index):
         index = _byte_masks(index)
     n_used = sum(

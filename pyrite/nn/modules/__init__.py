@@ -9,11 +9,13 @@ from . import (  # noqa: F401
     adaptive,
     attention,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     distance,
     dropout,
     flatten,
+    fold,
     instancenorm,
     lazy,
     legacy,
@@ -24,11 +26,13 @@ from . import (  # noqa: F401
     norm,
     normalization,
     padding,
+    pixelshuffle,
     pooling,
     rnn,
     sparse,
     transformer,
     upsample,
+    upsampling,
     utils,
 )
 from .activation import *  # noqa: F403
@@ -57,3 +61,19 @@ from .upsample import *  # noqa: F403
 _FILES = (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, flatten, lazy, legacy, linear,
           linear_cross_entropy, loss, norm, padding, pooling, rnn, sparse, transformer, upsample)  # fmt: skip
 __all__ = sorted({name for mod in _FILES for name in mod.__all__} | {"DataParallel"})
+
+# torch's files hold some classes pyrite defines elsewhere (the lazy modules in lazy.py, the
+# legacy ones in legacy.py): code names them by torch's file (torch.nn.modules.conv.LazyConv2d)
+for _file, _names in (
+    (batchnorm, ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d")),
+    (conv, ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d")),
+    (instancenorm, ("LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d")),
+    (linear, ("LazyLinear",)),
+    (container, ("Container",)),
+    (loss, ("NLLLoss2d", "LinearCrossEntropyLoss")),
+    (normalization, ("CrossMapLRN2d",)),
+):  # fmt: skip
+    for _name in _names:
+        setattr(_file, _name, globals()[_name])
+del _file, _names, _name

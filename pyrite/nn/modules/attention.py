@@ -19,7 +19,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module, Parameter
 from ._util import new_empty
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 
 __all__ = ["MultiheadAttention", "multi_head_attention_forward"]
 
@@ -118,10 +118,6 @@ def _heads(t, static, name, n, head_dim):
     if static.size(2) != head_dim:
         raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {static.size(2)}")
     return static
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """torch's name for out_proj's class (a Linear; the repr says so)."""
 
 
 def multi_head_attention_forward(

@@ -63,6 +63,10 @@ class Linear(Module):
         )
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention.out_proj's class (a Linear; the repr says so)."""
+
+
 class Bilinear(Module):
     """y = x1ᵀ·A·x2 + b, weight (out, in1, in2) and bias U(-1/√in1, 1/√in1)."""
 
