@@ -592,8 +592,8 @@ class _Cudnn(_Flags):
 class _CudaMatmul(_Flags):
     """torch.backends.cuda.matmul. `allow_fp16_accumulation` (off by default, as in torch) lets
     float16 products on the fast GEMM tiles use f16 arithmetic: packed f16 products summed in f16
-    over each K step of 16, f32 across steps (ops/matmul.F16_ACCUMULATION). The other switches
-    are accepted and change nothing (no TF32 on WebGPU)."""
+    over each K step (32 on the GPUs' big tile), f32 across steps (ops/matmul.F16_ACCUMULATION).
+    The other switches are accepted and change nothing (no TF32 on WebGPU)."""
 
     @property
     def allow_fp16_accumulation(self) -> bool:
