@@ -831,3 +831,1176 @@ def test_save_load_whole_module_weights_only_rule(tmp_path):
     finally:
         pr.serialization.clear_safe_globals()
     assert pr.serialization.get_safe_globals() == []
+
+
+# ---- time_sequence_prediction/train.py: LSTMCells in float64, LBFGS with a closure ----------
+def _time_sequence(torch, init, data):
+    nn, optim = _modules(torch, "nn", "optim")
+
+    class Sequence(nn.Module):
+        def __init__(self):
+            super(Sequence, self).__init__()
+            self.lstm1 = nn.LSTMCell(1, 51)
+            self.lstm2 = nn.LSTMCell(51, 51)
+            self.linear = nn.Linear(51, 1)
+
+        def forward(self, input, future=0):
+            outputs = []
+            h_t = torch.zeros(input.size(0), 51, dtype=torch.double)
+            c_t = torch.zeros(input.size(0), 51, dtype=torch.double)
+            h_t2 = torch.zeros(input.size(0), 51, dtype=torch.double)
+            c_t2 = torch.zeros(input.size(0), 51, dtype=torch.double)
+
+            for input_t in input.split(1, dim=1):
+                h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                output = self.linear(h_t2)
+                outputs += [output]
+            for i in range(future):  # if we should predict the future
+                h_t, c_t = self.lstm1(output, (h_t, c_t))
+                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                output = self.linear(h_t2)
+                outputs += [output]
+            outputs = torch.cat(outputs, dim=1)
+            return outputs
+
+    np.random.seed(0)
+    torch.manual_seed(0)
+    input = torch.from_numpy(data[3:, :-1])
+    target = torch.from_numpy(data[3:, 1:])
+    test_input = torch.from_numpy(data[:3, :-1])
+    test_target = torch.from_numpy(data[:3, 1:])
+    seq = init(Sequence())
+    seq.double()
+    criterion = nn.MSELoss()
+    optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=4)  # port: max_iter 20
+    losses, preds = [], []
+    for i in range(2):  # port: opt.steps = 15
+
+        def closure():
+            optimizer.zero_grad()
+            out = seq(input)
+            loss = criterion(out, target)
+            losses.append(loss.item())  # port: kept, where the example prints it
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+        with torch.no_grad():
+            future = 5  # port: 1000
+            pred = seq(test_input, future=future)
+            loss = criterion(pred[:, :-future], test_target)
+            y = pred.detach().numpy()
+        preds.append((loss.item(), y))
+    return {"seq": seq, "losses": losses, "preds": preds}
+
+
+def test_time_sequence_prediction(rng):
+    """torch runs in float64 (the example's .double()); pyrite's double is float32, so the
+    tolerance is float32's rounding through two LBFGS steps of 4 iterations each."""
+    T, L, N = 20, 12, 6  # generate_sine_wave.py's recipe, smaller
+    x = np.arange(L) + rng.integers(-4 * T, 4 * T, N).reshape(N, 1)
+    data = np.sin(x / T).astype("float64")
+    _parity(_time_sequence, data, rtol=2e-3, atol=2e-4)
+
+
+# ---- vae/main.py: a VAE, binary_cross_entropy + KL, randn_like reparameterisation -----------
+def _vae(torch, init, X, eps):
+    nn, optim, F = _modules(torch, "nn", "optim", "nn.functional")
+    eps_queue = [torch.from_numpy(e) for e in eps]
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super(VAE, self).__init__()
+
+            self.fc1 = nn.Linear(784, 40)  # port: 400 hidden units
+            self.fc21 = nn.Linear(40, 20)
+            self.fc22 = nn.Linear(40, 20)
+            self.fc3 = nn.Linear(20, 40)
+            self.fc4 = nn.Linear(40, 784)
+
+        def encode(self, x):
+            h1 = F.relu(self.fc1(x))
+            return self.fc21(h1), self.fc22(h1)
+
+        def reparameterize(self, mu, logvar):
+            std = torch.exp(0.5 * logvar)
+            eps = torch.randn_like(std)
+            assert eps.shape == std.shape and eps.dtype == std.dtype
+            eps = eps_queue.pop(0)  # port: the noise drawn is replaced by shared noise
+            return mu + eps * std
+
+        def decode(self, z):
+            h3 = F.relu(self.fc3(z))
+            return torch.sigmoid(self.fc4(h3))
+
+        def forward(self, x):
+            mu, logvar = self.encode(x.view(-1, 784))
+            z = self.reparameterize(mu, logvar)
+            return self.decode(z), mu, logvar
+
+    device = torch.device("cpu")
+    model = init(VAE().to(device))
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+
+    def loss_function(recon_x, x, mu, logvar):
+        BCE = F.binary_cross_entropy(recon_x, x.view(-1, 784), reduction="sum")
+        KLD = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        return BCE + KLD
+
+    train_loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(X), torch.zeros(len(X))),
+        batch_size=4,
+        shuffle=False,
+    )
+    losses = []
+
+    def train(epoch):
+        model.train()
+        train_loss = 0
+        for batch_idx, (data, _) in enumerate(train_loader):
+            data = data.to(device)
+            optimizer.zero_grad()
+            recon_batch, mu, logvar = model(data)
+            loss = loss_function(recon_batch, data, mu, logvar)
+            loss.backward()
+            train_loss += loss.item()
+            optimizer.step()
+            losses.append(loss.item() / len(data))
+        return train_loss / len(train_loader.dataset)
+
+    def test(epoch):
+        model.eval()
+        test_loss = 0
+        with torch.no_grad():
+            for i, (data, _) in enumerate(train_loader):
+                data = data.to(device)
+                recon_batch, mu, logvar = model(data)
+                test_loss += loss_function(recon_batch, data, mu, logvar).item()
+                if i == 0:
+                    n = min(data.size(0), 8)
+                    comparison = torch.cat([data[:n], recon_batch.view(4, 1, 28, 28)[:n]])
+        test_loss /= len(train_loader.dataset)
+        return test_loss, comparison
+
+    epochs = [(train(epoch), test(epoch)) for epoch in range(1, 3)]
+    with torch.no_grad():
+        sample = torch.from_numpy(eps[-1][:2])  # port: torch.randn(64, 20).to(device)
+        sample = model.decode(sample).cpu()
+    return {"model": model, "losses": losses, "epochs": epochs, "sample": sample.view(2, 1, 28, 28)}
+
+
+def test_vae(rng):
+    X = rng.random((8, 1, 28, 28), dtype=np.float32)
+    eps = [rng.standard_normal((4, 20)).astype(np.float32) for _ in range(8)]
+    _parity(_vae, X, eps, rtol=1e-4, atol=2e-5)
+
+
+# ---- dcgan/main.py: ConvTranspose2d generator, Conv2d discriminator, BCELoss, two Adams -----
+def _dcgan(torch, init, real, noises):
+    nn, optim = _modules(torch, "nn", "optim")
+    importlib.import_module(f"{torch.__name__}.nn.parallel")
+    cudnn = importlib.import_module(f"{torch.__name__}.backends.cudnn")
+    cudnn.benchmark = True
+    device = torch.device("cpu")
+    ngpu, nz, ngf, ndf, nc = 1, 8, 4, 4, 3  # port: nz 100, ngf = ndf = 64
+
+    # custom weights initialization called on netG and netD
+    def weights_init(m):
+        classname = m.__class__.__name__
+        if classname.find("Conv") != -1:
+            torch.nn.init.normal_(m.weight, 0.0, 0.02)
+        elif classname.find("BatchNorm") != -1:
+            torch.nn.init.normal_(m.weight, 1.0, 0.02)
+            torch.nn.init.zeros_(m.bias)
+
+    class Generator(nn.Module):
+        def __init__(self, ngpu):
+            super(Generator, self).__init__()
+            self.ngpu = ngpu
+            self.main = nn.Sequential(
+                # input is Z, going into a convolution
+                nn.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False),
+                nn.BatchNorm2d(ngf * 8),
+                nn.ReLU(True),
+                # state size. (ngf*8) x 4 x 4
+                nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ngf * 4),
+                nn.ReLU(True),
+                # state size. (ngf*4) x 8 x 8
+                nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ngf * 2),
+                nn.ReLU(True),
+                # state size. (ngf*2) x 16 x 16
+                nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ngf),
+                nn.ReLU(True),
+                # state size. (ngf) x 32 x 32
+                nn.ConvTranspose2d(ngf, nc, 4, 2, 1, bias=False),
+                nn.Tanh(),
+                # state size. (nc) x 64 x 64
+            )
+
+        def forward(self, input):
+            if (input.is_cuda or input.is_xpu) and self.ngpu > 1:
+                output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+            else:
+                output = self.main(input)
+            return output
+
+    netG = Generator(ngpu).to(device)
+    netG.apply(weights_init)
+    netG = init(netG)
+    str(netG)
+
+    class Discriminator(nn.Module):
+        def __init__(self, ngpu):
+            super(Discriminator, self).__init__()
+            self.ngpu = ngpu
+            self.main = nn.Sequential(
+                # input is (nc) x 64 x 64
+                nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
+                nn.LeakyReLU(0.2, inplace=True),
+                # state size. (ndf) x 32 x 32
+                nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ndf * 2),
+                nn.LeakyReLU(0.2, inplace=True),
+                # state size. (ndf*2) x 16 x 16
+                nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ndf * 4),
+                nn.LeakyReLU(0.2, inplace=True),
+                # state size. (ndf*4) x 8 x 8
+                nn.Conv2d(ndf * 4, ndf * 8, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ndf * 8),
+                nn.LeakyReLU(0.2, inplace=True),
+                # state size. (ndf*8) x 4 x 4
+                nn.Conv2d(ndf * 8, 1, 4, 1, 0, bias=False),
+                nn.Sigmoid(),
+            )
+
+        def forward(self, input):
+            if (input.is_cuda or input.is_xpu) and self.ngpu > 1:
+                output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+            else:
+                output = self.main(input)
+
+            return output.view(-1, 1).squeeze(1)
+
+    netD = Discriminator(ngpu).to(device)
+    netD.apply(weights_init)
+    netD = init(netD)
+    str(netD)
+
+    criterion = nn.BCELoss()
+    fixed_noise = torch.randn(2, nz, 1, 1, device=device)
+    assert fixed_noise.shape == (2, nz, 1, 1)
+    real_label = 1
+    fake_label = 0
+    optimizerD = optim.Adam(netD.parameters(), lr=0.0002, betas=(0.5, 0.999))
+    optimizerG = optim.Adam(netG.parameters(), lr=0.0002, betas=(0.5, 0.999))
+    dataloader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(real), torch.zeros(len(real))),
+        batch_size=2,
+    )
+    logs = []
+    for epoch in range(1):
+        for i, data in enumerate(dataloader, 0):
+            netD.zero_grad()
+            real_cpu = data[0].to(device)
+            batch_size = real_cpu.size(0)
+            label = torch.full((batch_size,), real_label, dtype=real_cpu.dtype, device=device)
+
+            output = netD(real_cpu)
+            errD_real = criterion(output, label)
+            errD_real.backward()
+            D_x = output.mean().item()
+
+            # train with fake
+            noise = torch.from_numpy(noises[i])  # port: torch.randn(batch_size, nz, 1, 1, ...)
+            fake = netG(noise)
+            label.fill_(fake_label)
+            output = netD(fake.detach())
+            errD_fake = criterion(output, label)
+            errD_fake.backward()
+            D_G_z1 = output.mean().item()
+            errD = errD_real + errD_fake
+            optimizerD.step()
+
+            netG.zero_grad()
+            label.fill_(real_label)  # fake labels are real for generator cost
+            output = netD(fake)
+            errG = criterion(output, label)
+            errG.backward()
+            D_G_z2 = output.mean().item()
+            optimizerG.step()
+            logs.append([errD.item(), errG.item(), D_x, D_G_z1, D_G_z2])
+    return {"netG": netG, "netD": netD, "logs": logs}
+
+
+def test_dcgan(rng):
+    real = np.tanh(rng.standard_normal((6, 3, 64, 64))).astype(np.float32)
+    noises = [rng.standard_normal((2, 8, 1, 1)).astype(np.float32) for _ in range(3)]
+    # BatchNorm over 2 samples amplifies the convolutions' reordered sums (ports35's reason)
+    _parity(_dcgan, real, noises, rtol=1e-3, atol=5e-5)
+
+
+# ---- siamese_network/main.py: torchvision's resnet18 as the twin tower, BCELoss, Adadelta ----
+def _resnet18(torch, w=64):
+    """torchvision/models/resnet.py's resnet18(weights=None) (torchvision is not pyrite's):
+    its BasicBlock, _make_layer and init loop, widths scaled by w / 64 (port: w)."""
+    nn = torch.nn
+
+    def conv3x3(in_planes, out_planes, stride=1, groups=1, dilation=1):
+        return nn.Conv2d(
+            in_planes,
+            out_planes,
+            kernel_size=3,
+            stride=stride,
+            padding=dilation,
+            groups=groups,
+            bias=False,
+            dilation=dilation,
+        )
+
+    def conv1x1(in_planes, out_planes, stride=1):
+        return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, norm_layer=None):
+            super().__init__()
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            self.conv1 = conv3x3(inplanes, planes, stride)
+            self.bn1 = norm_layer(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = conv3x3(planes, planes)
+            self.bn2 = norm_layer(planes)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x):
+            identity = x
+            out = self.conv1(x)
+            out = self.bn1(out)
+            out = self.relu(out)
+            out = self.conv2(out)
+            out = self.bn2(out)
+            if self.downsample is not None:
+                identity = self.downsample(x)
+            out += identity
+            out = self.relu(out)
+            return out
+
+    class ResNet(nn.Module):
+        def __init__(self, block, layers, num_classes=1000):
+            super().__init__()
+            self._norm_layer = nn.BatchNorm2d
+            self.inplanes = w
+            self.dilation = 1
+            self.groups = 1
+            self.base_width = 64
+            self.conv1 = nn.Conv2d(3, self.inplanes, kernel_size=7, stride=2, padding=3, bias=False)
+            self.bn1 = self._norm_layer(self.inplanes)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+            self.layer1 = self._make_layer(block, w, layers[0])
+            self.layer2 = self._make_layer(block, 2 * w, layers[1], stride=2)
+            self.layer3 = self._make_layer(block, 4 * w, layers[2], stride=2)
+            self.layer4 = self._make_layer(block, 8 * w, layers[3], stride=2)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(8 * w * block.expansion, num_classes)
+
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                    nn.init.constant_(m.weight, 1)
+                    nn.init.constant_(m.bias, 0)
+
+        def _make_layer(self, block, planes, blocks, stride=1):
+            norm_layer = self._norm_layer
+            downsample = None
+            if stride != 1 or self.inplanes != planes * block.expansion:
+                downsample = nn.Sequential(
+                    conv1x1(self.inplanes, planes * block.expansion, stride),
+                    norm_layer(planes * block.expansion),
+                )
+            layers = []
+            layers.append(block(self.inplanes, planes, stride, downsample, norm_layer))
+            self.inplanes = planes * block.expansion
+            for _ in range(1, blocks):
+                layers.append(block(self.inplanes, planes, norm_layer=norm_layer))
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.bn1(x)
+            x = self.relu(x)
+            x = self.maxpool(x)
+            x = self.layer1(x)
+            x = self.layer2(x)
+            x = self.layer3(x)
+            x = self.layer4(x)
+            x = self.avgpool(x)
+            x = torch.flatten(x, 1)
+            x = self.fc(x)
+            return x
+
+    return ResNet(BasicBlock, [2, 2, 2, 2])
+
+
+def _siamese(torch, init, images, labels):
+    import random
+
+    nn, optim, lr_scheduler, data = _modules(
+        torch, "nn", "optim", "optim.lr_scheduler", "utils.data"
+    )
+    Dataset, StepLR = data.Dataset, lr_scheduler.StepLR
+
+    class SiameseNetwork(nn.Module):
+        def __init__(self):
+            super(SiameseNetwork, self).__init__()
+            # get resnet model
+            self.resnet = _resnet18(torch, w=8)  # port: torchvision.models.resnet18(weights=None)
+
+            # over-write the first conv layer to be able to read MNIST images
+            self.resnet.conv1 = nn.Conv2d(
+                1, 8, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False
+            )  # port: 64 channels
+            self.fc_in_features = self.resnet.fc.in_features
+
+            # remove the last layer of resnet18 (linear layer which is before avgpool layer)
+            self.resnet = torch.nn.Sequential(*(list(self.resnet.children())[:-1]))
+
+            # add linear layers to compare between the features of the two images
+            self.fc = nn.Sequential(
+                nn.Linear(self.fc_in_features * 2, 256),
+                nn.ReLU(inplace=True),
+                nn.Linear(256, 1),
+            )
+
+            self.sigmoid = nn.Sigmoid()
+
+            # initialize the weights
+            self.resnet.apply(self.init_weights)
+            self.fc.apply(self.init_weights)
+
+        def init_weights(self, m):
+            if isinstance(m, nn.Linear):
+                torch.nn.init.xavier_uniform_(m.weight)
+                m.bias.data.fill_(0.01)
+
+        def forward_once(self, x):
+            output = self.resnet(x)
+            output = output.view(output.size()[0], -1)
+            return output
+
+        def forward(self, input1, input2):
+            # get two images' features
+            output1 = self.forward_once(input1)
+            output2 = self.forward_once(input2)
+
+            # concatenate both images' features
+            output = torch.cat((output1, output2), 1)
+
+            # pass the concatenation to the linear layers
+            output = self.fc(output)
+
+            # pass the out of the linear layers to sigmoid layer
+            output = self.sigmoid(output)
+
+            return output
+
+    class _MNIST:  # port: torchvision.datasets.MNIST's data (uint8 N x 28 x 28) and targets
+        data = torch.from_numpy(images)
+        targets = torch.from_numpy(labels)
+
+    class APP_MATCHER(Dataset):
+        def __init__(self, root, train, download=False):
+            super(APP_MATCHER, self).__init__()
+            self.dataset = _MNIST()
+            self.data = self.dataset.data.unsqueeze(1).clone()
+            self.group_examples()
+
+        def group_examples(self):
+            np_arr = np.array(self.dataset.targets.clone(), dtype=None, copy=None)
+            self.grouped_examples = {}
+            for i in range(0, 10):
+                self.grouped_examples[i] = np.where((np_arr == i))[0]
+
+        def __len__(self):
+            return self.data.shape[0]
+
+        def __getitem__(self, index):
+            selected_class = random.randint(0, 9)
+            random_index_1 = random.randint(0, self.grouped_examples[selected_class].shape[0] - 1)
+            index_1 = self.grouped_examples[selected_class][random_index_1]
+            image_1 = self.data[index_1].clone().float()
+            if index % 2 == 0:
+                random_index_2 = random.randint(
+                    0, self.grouped_examples[selected_class].shape[0] - 1
+                )
+                while random_index_2 == random_index_1:
+                    random_index_2 = random.randint(
+                        0, self.grouped_examples[selected_class].shape[0] - 1
+                    )
+                index_2 = self.grouped_examples[selected_class][random_index_2]
+                image_2 = self.data[index_2].clone().float()
+                target = torch.tensor(1, dtype=torch.float)
+            else:
+                other_selected_class = random.randint(0, 9)
+                while other_selected_class == selected_class:
+                    other_selected_class = random.randint(0, 9)
+                random_index_2 = random.randint(
+                    0, self.grouped_examples[other_selected_class].shape[0] - 1
+                )
+                index_2 = self.grouped_examples[other_selected_class][random_index_2]
+                image_2 = self.data[index_2].clone().float()
+                target = torch.tensor(0, dtype=torch.float)
+            return image_1, image_2, target
+
+    def train(args, model, device, train_loader, optimizer, epoch):
+        model.train()
+        criterion = nn.BCELoss()
+        for batch_idx, (images_1, images_2, targets) in enumerate(train_loader):
+            images_1, images_2, targets = (
+                images_1.to(device),
+                images_2.to(device),
+                targets.to(device),
+            )
+            optimizer.zero_grad()
+            outputs = model(images_1, images_2).squeeze()
+            loss = criterion(outputs, targets)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())  # port: kept, where the example prints it
+
+    def test(model, device, test_loader):
+        model.eval()
+        test_loss = 0
+        correct = 0
+        criterion = nn.BCELoss()
+        with torch.no_grad():
+            for images_1, images_2, targets in test_loader:
+                images_1, images_2, targets = (
+                    images_1.to(device),
+                    images_2.to(device),
+                    targets.to(device),
+                )
+                outputs = model(images_1, images_2).squeeze()
+                test_loss += criterion(outputs, targets).sum().item()  # sum up batch loss
+                pred = torch.where(outputs > 0.5, 1, 0)
+                correct += pred.eq(targets.view_as(pred)).sum().item()
+        test_loss /= len(test_loader.dataset)
+        return test_loss, correct
+
+    random.seed(7)  # port: the pairs the dataset draws (Python's random) are the same in both
+    torch.manual_seed(1)
+    device = torch.device("cpu")
+    train_loader = torch.utils.data.DataLoader(APP_MATCHER("", train=True), batch_size=10)
+    test_loader = torch.utils.data.DataLoader(APP_MATCHER("", train=False), batch_size=20)
+    model = init(SiameseNetwork().to(device))
+    optimizer = optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
+    losses, tests = [], []
+    for epoch in range(1, 3):
+        train(None, model, device, train_loader, optimizer, epoch)
+        tests.append(test(model, device, test_loader))
+        scheduler.step()
+    return {"model": model, "losses": losses, "tests": tests}
+
+
+def test_siamese_network(rng):
+    images = rng.integers(0, 256, (20, 28, 28)).astype(np.uint8)
+    labels = np.repeat(np.arange(10), 2)  # (the dataset pairs two images of any class)
+    _parity(_siamese, images, labels, rtol=1e-3, atol=5e-5)
+
+
+# ---- fast_neural_style: TransformerNet (reflection pads, InstanceNorm, nearest upsampling) ---
+def _transformer_net(torch):
+    """fast_neural_style/neural_style/transformer_net.py, verbatim."""
+
+    class TransformerNet(torch.nn.Module):
+        def __init__(self):
+            super(TransformerNet, self).__init__()
+            # Initial convolution layers
+            self.conv1 = ConvLayer(3, 32, kernel_size=9, stride=1)
+            self.in1 = torch.nn.InstanceNorm2d(32, affine=True)
+            self.conv2 = ConvLayer(32, 64, kernel_size=3, stride=2)
+            self.in2 = torch.nn.InstanceNorm2d(64, affine=True)
+            self.conv3 = ConvLayer(64, 128, kernel_size=3, stride=2)
+            self.in3 = torch.nn.InstanceNorm2d(128, affine=True)
+            # Residual layers
+            self.res1 = ResidualBlock(128)
+            self.res2 = ResidualBlock(128)
+            self.res3 = ResidualBlock(128)
+            self.res4 = ResidualBlock(128)
+            self.res5 = ResidualBlock(128)
+            # Upsampling Layers
+            self.deconv1 = UpsampleConvLayer(128, 64, kernel_size=3, stride=1, upsample=2)
+            self.in4 = torch.nn.InstanceNorm2d(64, affine=True)
+            self.deconv2 = UpsampleConvLayer(64, 32, kernel_size=3, stride=1, upsample=2)
+            self.in5 = torch.nn.InstanceNorm2d(32, affine=True)
+            self.deconv3 = ConvLayer(32, 3, kernel_size=9, stride=1)
+            # Non-linearities
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, X):
+            y = self.relu(self.in1(self.conv1(X)))
+            y = self.relu(self.in2(self.conv2(y)))
+            y = self.relu(self.in3(self.conv3(y)))
+            y = self.res1(y)
+            y = self.res2(y)
+            y = self.res3(y)
+            y = self.res4(y)
+            y = self.res5(y)
+            y = self.relu(self.in4(self.deconv1(y)))
+            y = self.relu(self.in5(self.deconv2(y)))
+            y = self.deconv3(y)
+            return y
+
+    class ConvLayer(torch.nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride):
+            super(ConvLayer, self).__init__()
+            reflection_padding = kernel_size // 2
+            self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+            self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+        def forward(self, x):
+            out = self.reflection_pad(x)
+            out = self.conv2d(out)
+            return out
+
+    class ResidualBlock(torch.nn.Module):
+        def __init__(self, channels):
+            super(ResidualBlock, self).__init__()
+            self.conv1 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+            self.in1 = torch.nn.InstanceNorm2d(channels, affine=True)
+            self.conv2 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+            self.in2 = torch.nn.InstanceNorm2d(channels, affine=True)
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, x):
+            residual = x
+            out = self.relu(self.in1(self.conv1(x)))
+            out = self.in2(self.conv2(out))
+            out = out + residual
+            return out
+
+    class UpsampleConvLayer(torch.nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride, upsample=None):
+            super(UpsampleConvLayer, self).__init__()
+            self.upsample = upsample
+            reflection_padding = kernel_size // 2
+            self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+            self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+        def forward(self, x):
+            x_in = x
+            if self.upsample:
+                x_in = torch.nn.functional.interpolate(
+                    x_in, mode="nearest", scale_factor=self.upsample
+                )
+            out = self.reflection_pad(x_in)
+            out = self.conv2d(out)
+            return out
+
+    return TransformerNet
+
+
+def _vgg16(torch, requires_grad=False):
+    """fast_neural_style/neural_style/vgg.py's Vgg16 over torchvision's vgg16().features (its
+    cfg "D" through make_layers), random weights and widths / 16 (port: no pretrained weights)."""
+    from collections import namedtuple
+
+    nn = torch.nn
+    layers, in_channels = [], 3
+    for v in [4, 4, "M", 8, 8, "M", 16, 16, 16, "M", 32, 32, 32, "M"]:
+        if v == "M":
+            layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+        else:
+            layers += [nn.Conv2d(in_channels, v, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+            in_channels = v
+    vgg_pretrained_features = nn.Sequential(*layers)
+
+    class Vgg16(torch.nn.Module):
+        def __init__(self, requires_grad=False):
+            super(Vgg16, self).__init__()
+            self.slice1 = torch.nn.Sequential()
+            self.slice2 = torch.nn.Sequential()
+            self.slice3 = torch.nn.Sequential()
+            self.slice4 = torch.nn.Sequential()
+            for x in range(4):
+                self.slice1.add_module(str(x), vgg_pretrained_features[x])
+            for x in range(4, 9):
+                self.slice2.add_module(str(x), vgg_pretrained_features[x])
+            for x in range(9, 16):
+                self.slice3.add_module(str(x), vgg_pretrained_features[x])
+            for x in range(16, 23):
+                self.slice4.add_module(str(x), vgg_pretrained_features[x])
+            if not requires_grad:
+                for param in self.parameters():
+                    param.requires_grad = False
+
+        def forward(self, X):
+            h = self.slice1(X)
+            h_relu1_2 = h
+            h = self.slice2(h)
+            h_relu2_2 = h
+            h = self.slice3(h)
+            h_relu3_3 = h
+            h = self.slice4(h)
+            h_relu4_3 = h
+            vgg_outputs = namedtuple("VggOutputs", ["relu1_2", "relu2_2", "relu3_3", "relu4_3"])
+            out = vgg_outputs(h_relu1_2, h_relu2_2, h_relu3_3, h_relu4_3)
+            return out
+
+    return Vgg16(requires_grad)
+
+
+def _fast_neural_style(torch, init, images, style_image, tmp):
+    """neural_style.py's train() and stylize(), utils.py's gram_matrix / normalize_batch."""
+    import os
+    import re
+
+    Adam, DataLoader = torch.optim.Adam, torch.utils.data.DataLoader
+
+    def gram_matrix(y):
+        (b, ch, h, w) = y.size()
+        features = y.view(b, ch, w * h)
+        features_t = features.transpose(1, 2)
+        gram = features.bmm(features_t) / (ch * h * w)
+        return gram
+
+    def normalize_batch(batch):
+        # normalize using imagenet mean and std
+        mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+        std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+        batch = batch.div_(255.0)
+        return (batch - mean) / std
+
+    class args:  # port: argparse's defaults, smaller
+        epochs, batch_size, lr, content_weight, style_weight = 1, 2, 1e-3, 1e5, 1e10
+        checkpoint_model_dir, checkpoint_interval = tmp, 2
+
+    TransformerNet = _transformer_net(torch)
+    device = torch.device("cpu")
+    np.random.seed(42)
+    torch.manual_seed(42)
+    train_dataset = torch.utils.data.TensorDataset(  # port: ImageFolder, x.mul(255)
+        torch.from_numpy(images), torch.zeros(len(images))
+    )
+    train_loader = DataLoader(train_dataset, batch_size=args.batch_size)
+
+    transformer = init(TransformerNet().to(device))
+    optimizer = Adam(transformer.parameters(), args.lr)
+    mse_loss = torch.nn.MSELoss()
+
+    vgg = init(_vgg16(torch, requires_grad=False).to(device))
+    style = torch.from_numpy(style_image)  # port: load_image + style_transform
+    style = style.repeat(args.batch_size, 1, 1, 1).to(device)
+
+    features_style = vgg(normalize_batch(style))
+    gram_style = [gram_matrix(y) for y in features_style]
+    losses = []
+    for e in range(args.epochs):
+        transformer.train()
+        count = 0
+        for batch_id, (x, _) in enumerate(train_loader):
+            n_batch = len(x)
+            count += n_batch
+            optimizer.zero_grad()
+
+            x = x.to(device)
+            y = transformer(x)
+
+            y = normalize_batch(y)
+            x = normalize_batch(x)
+
+            features_y = vgg(y)
+            features_x = vgg(x)
+
+            content_loss = args.content_weight * mse_loss(features_y.relu2_2, features_x.relu2_2)
+
+            style_loss = 0.0
+            for ft_y, gm_s in zip(features_y, gram_style):
+                gm_y = gram_matrix(ft_y)
+                style_loss += mse_loss(gm_y, gm_s[:n_batch, :, :])
+            style_loss *= args.style_weight
+
+            total_loss = content_loss + style_loss
+            total_loss.backward()
+            optimizer.step()
+            losses.append([content_loss.item(), style_loss.item()])
+
+            if (
+                args.checkpoint_model_dir is not None
+                and (batch_id + 1) % args.checkpoint_interval == 0
+            ):
+                transformer.eval().cpu()
+                ckpt_model_filename = (
+                    "ckpt_epoch_" + str(e) + "_batch_id_" + str(batch_id + 1) + ".pth"
+                )
+                ckpt_model_path = os.path.join(args.checkpoint_model_dir, ckpt_model_filename)
+                torch.save(transformer.state_dict(), ckpt_model_path)
+                transformer.to(device).train()
+
+    # stylize(): a fresh TransformerNet from the checkpoint, under no_grad
+    content_image = torch.from_numpy(images[0]).unsqueeze(0).to(device)
+    with torch.no_grad():
+        style_model = TransformerNet()
+        state_dict = torch.load(ckpt_model_path)
+        # remove saved deprecated running_* keys in InstanceNorm from the checkpoint
+        for k in list(state_dict.keys()):
+            if re.search(r"in\d+\.running_(mean|var)$", k):
+                del state_dict[k]
+        style_model.load_state_dict(state_dict)
+        style_model.to(device)
+        style_model.eval()
+        output = style_model(content_image).cpu()
+    img = output[0].clone().clamp(0, 255).numpy()  # utils.save_image, without PIL
+    img = img.transpose(1, 2, 0).astype("uint8")
+    # a conv bias right before an InstanceNorm changes nothing (the norm takes the mean out): its
+    # gradient is rounding noise, which Adam turns into full steps in both runs; not compared
+    state = {
+        k: v
+        for k, v in transformer.state_dict().items()
+        if not (k.endswith("conv2d.bias") and not k.startswith("deconv3"))
+    }
+    return {"losses": losses, "state": state, "stylized": (output, style_model.state_dict())}
+
+
+def test_fast_neural_style(rng, tmp_path):
+    """Adam's first steps are ±lr whatever a gradient's size, and about 1 % of the conv weights
+    have gradients within float32 noise of zero (the style loss, weighted 1e10, sums large
+    terms that cancel): those step either way in either run, so the trained parameters agree
+    only to 2·lr·steps, and the stylized images (InstanceNorm over 2 x 2 pixels amplifies
+    that) are compared on pyrite's own checkpoint, which torch's TransformerNet also runs. The
+    losses see the whole update: 1e-4."""
+    images = rng.random((4, 3, 8, 8), dtype=np.float32) * 255
+    style = rng.random((3, 8, 8), dtype=np.float32) * 255
+    init = _Weights()
+    want = _fast_neural_style(torch, init, images, style, str(tmp_path))
+    got = _fast_neural_style(pr, init, images, style, str(tmp_path))
+    _compare(got["losses"], want["losses"], 1e-4, 0)
+    _compare(got["state"], want["state"], 0, 2 * 1e-3 * 2)
+    output, state = got["stylized"]
+    net = _transformer_net(torch)()
+    net.load_state_dict({k: torch.from_numpy(_np(v)) for k, v in state.items()})
+    with torch.no_grad():
+        _compare(output, net.eval()(torch.from_numpy(images[:1])), 1e-3, 1e-3)
+
+
+# ---- super_resolution: orthogonal init, PixelShuffle, torch.save(model) and super_resolve ---
+def _super_resolution(torch, init, pairs, tmp):
+    import os
+    from math import log10
+
+    nn, optim, init_ = _modules(torch, "nn", "optim", "nn.init")
+    DataLoader = torch.utils.data.DataLoader
+
+    class Net(nn.Module):
+        def __init__(self, upscale_factor):
+            super(Net, self).__init__()
+
+            self.relu = nn.ReLU()
+            self.conv1 = nn.Conv2d(1, 64, (5, 5), (1, 1), (2, 2))
+            self.conv2 = nn.Conv2d(64, 64, (3, 3), (1, 1), (1, 1))
+            self.conv3 = nn.Conv2d(64, 32, (3, 3), (1, 1), (1, 1))
+            self.conv4 = nn.Conv2d(32, upscale_factor**2, (3, 3), (1, 1), (1, 1))
+            self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+
+            self._initialize_weights()
+
+        def forward(self, x):
+            x = self.relu(self.conv1(x))
+            x = self.relu(self.conv2(x))
+            x = self.relu(self.conv3(x))
+            x = self.pixel_shuffle(self.conv4(x))
+            return x
+
+        def _initialize_weights(self):
+            init_.orthogonal_(self.conv1.weight, init_.calculate_gain("relu"))
+            init_.orthogonal_(self.conv2.weight, init_.calculate_gain("relu"))
+            init_.orthogonal_(self.conv3.weight, init_.calculate_gain("relu"))
+            init_.orthogonal_(self.conv4.weight)
+
+    (Net,) = _picklable(torch, Net)
+    torch.manual_seed(123)
+    device = torch.device("cpu")
+    lo, hi = (torch.from_numpy(a) for a in pairs)
+    train_set = torch.utils.data.TensorDataset(lo[:4], hi[:4])  # port: BSDS300 crops
+    test_set = torch.utils.data.TensorDataset(lo[4:], hi[4:])
+    training_data_loader = DataLoader(dataset=train_set, num_workers=0, batch_size=2, shuffle=False)
+    testing_data_loader = DataLoader(dataset=test_set, num_workers=0, batch_size=2, shuffle=False)
+
+    model = Net(upscale_factor=2).to(device)
+    # orthogonal_ draws its own matrix: its rows are orthonormal (gain² · I) in both frameworks
+    for w in (model.conv2.weight, model.conv4.weight):
+        flat = w.detach().reshape(w.shape[0], -1)
+        gram = (flat @ flat.T).numpy() / (2.0 if w is model.conv2.weight else 1.0)
+        np.testing.assert_allclose(gram, np.eye(len(gram)), atol=1e-5)
+    model = init(model)
+    criterion = nn.MSELoss()
+    optimizer = optim.Adam(model.parameters(), lr=0.001)
+    losses, psnrs = [], []
+
+    def train(epoch):
+        epoch_loss = 0
+        for iteration, batch in enumerate(training_data_loader, 1):
+            input, target = batch[0].to(device), batch[1].to(device)
+
+            optimizer.zero_grad()
+            loss = criterion(model(input), target)
+            epoch_loss += loss.item()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())  # port: kept, where the example prints it
+        return epoch_loss / len(training_data_loader)
+
+    def test():
+        avg_psnr = 0
+        with torch.no_grad():
+            for batch in testing_data_loader:
+                input, target = batch[0].to(device), batch[1].to(device)
+
+                prediction = model(input)
+                mse = criterion(prediction, target)
+                psnr = 10 * log10(1 / mse.item())
+                avg_psnr += psnr
+        psnrs.append(avg_psnr / len(testing_data_loader))
+
+    def checkpoint(epoch):
+        model_out_path = os.path.join(tmp, f"{torch.__name__}_model_epoch_{epoch}.pth")
+        torch.save(model, model_out_path)
+        return model_out_path
+
+    for epoch in range(1, 3):
+        train(epoch)
+        test()
+        path = checkpoint(epoch)
+
+    # super_resolve.py: the whole model back, run on one image's Y channel
+    with open(path, "rb") as f:
+        safe_globals = [
+            Net,
+            torch.nn.modules.activation.ReLU,
+            torch.nn.modules.conv.Conv2d,
+            torch.nn.modules.pixelshuffle.PixelShuffle,
+        ]
+        with torch.serialization.safe_globals(safe_globals):
+            model = torch.load(f)
+    input = lo[4].view(1, -1, lo.shape[3], lo.shape[2])
+    out = model(input)
+    out = out.cpu()
+    out_img_y = out[0].detach().numpy()
+    out_img_y *= 255.0
+    out_img_y = out_img_y.clip(0, 255)
+    return {"model": model, "losses": losses, "psnr": psnrs, "out": out_img_y}
+
+
+def test_super_resolution(rng, tmp_path):
+    hi = rng.random((6, 1, 8, 8), dtype=np.float32)
+    lo = hi.reshape(6, 1, 4, 2, 4, 2).mean((3, 5))
+    _parity(_super_resolution, (lo, hi), str(tmp_path), rtol=1e-3, atol=2e-4)
+
+
+# ---- reinforcement_learning: REINFORCE and actor-critic policies, Categorical ---------------
+class _Env:
+    """port: a stand-in for gym's CartPole-v1: 4 observation numbers from a seeded generator,
+    reward 1 a step, done after a fixed length (the policy's actions do not steer it)."""
+
+    def __init__(self, seed, lengths):
+        self.rng, self.lengths = np.random.default_rng(seed), list(lengths)
+
+    def reset(self):
+        self.t, self.n = 0, self.lengths.pop(0)
+        return self.rng.standard_normal(4), {}
+
+    def step(self, action):
+        assert action in (0, 1)
+        self.t += 1
+        state = self.rng.standard_normal(4) + 0.1 * action
+        return state, 1.0, self.t >= self.n, False, {}
+
+
+def _shared_actions(torch, actions, monkeypatch):
+    """port: m.sample() draws from each framework's own generator; both runs take the actions
+    torch drew (recorded in `actions` on its run), and check that pyrite's draw is a valid one."""
+    Categorical = importlib.import_module(f"{torch.__name__}.distributions").Categorical
+    sample, taken = Categorical.sample, iter(range(1 << 30))
+
+    def shared(self, sample_shape=()):
+        drawn = sample(self, sample_shape)
+        if torch is pr:
+            assert drawn.shape == self.probs.shape[:-1] and drawn.dtype == pr.int64
+            return pr.tensor(actions[next(taken)]).reshape(drawn.shape)
+        actions.append(drawn.numpy().copy())
+        return drawn
+
+    monkeypatch.setattr(Categorical, "sample", shared)
+
+
+def _reinforce(torch, init, monkeypatch, actions):
+    from collections import deque
+
+    nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
+    Categorical = importlib.import_module(f"{torch.__name__}.distributions").Categorical
+    _shared_actions(torch, actions, monkeypatch)
+
+    class args:
+        gamma, seed, log_interval = 0.99, 543, 10
+
+    env = _Env(args.seed, [5, 7, 4])
+    torch.manual_seed(args.seed)
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super(Policy, self).__init__()
+            self.affine1 = nn.Linear(4, 128)
+            self.dropout = nn.Dropout(p=0.6)
+            self.affine2 = nn.Linear(128, 2)
+
+            self.saved_log_probs = []
+            self.rewards = []
+
+        def forward(self, x):
+            x = self.affine1(x)
+            x = self.dropout(x)
+            x = F.relu(x)
+            action_scores = self.affine2(x)
+            return F.softmax(action_scores, dim=1)
+
+    policy = _no_dropout(init(Policy()), torch)
+    optimizer = optim.Adam(policy.parameters(), lr=1e-2)
+    eps = np.finfo(np.float32).eps.item()
+
+    def select_action(state):
+        state = torch.from_numpy(state).float().unsqueeze(0)
+        probs = policy(state)
+        m = Categorical(probs)
+        action = m.sample()
+        policy.saved_log_probs.append(m.log_prob(action))
+        return action.item()
+
+    def finish_episode():
+        R = 0
+        policy_loss = []
+        returns = deque()
+        for r in policy.rewards[::-1]:
+            R = r + args.gamma * R
+            returns.appendleft(R)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + eps)
+        for log_prob, R in zip(policy.saved_log_probs, returns):
+            policy_loss.append(-log_prob * R)
+        optimizer.zero_grad()
+        policy_loss = torch.cat(policy_loss).sum()
+        policy_loss.backward()
+        optimizer.step()
+        del policy.rewards[:]
+        del policy.saved_log_probs[:]
+        return policy_loss.item()
+
+    running_reward, losses = 10, []
+    for i_episode in range(1, 4):  # port: count(1) until solved
+        state, _ = env.reset()
+        ep_reward = 0
+        for t in range(1, 10000):  # Don't infinite loop while learning
+            action = select_action(state)
+            state, reward, terminated, truncated, _ = env.step(action)
+            policy.rewards.append(reward)
+            ep_reward += reward
+            if terminated or truncated:
+                break
+        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+        losses.append(finish_episode())
+    return {"policy": policy, "losses": losses, "running_reward": running_reward}
+
+
+def _actor_critic(torch, init, monkeypatch, actions):
+    from collections import namedtuple
+
+    nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
+    Categorical = importlib.import_module(f"{torch.__name__}.distributions").Categorical
+    _shared_actions(torch, actions, monkeypatch)
+
+    class args:
+        gamma, seed, log_interval = 0.99, 543, 10
+
+    env = _Env(args.seed, [6, 3, 5])
+    torch.manual_seed(args.seed)
+    SavedAction = namedtuple("SavedAction", ["log_prob", "value"])
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super(Policy, self).__init__()
+            self.affine1 = nn.Linear(4, 128)
+            self.action_head = nn.Linear(128, 2)
+            self.value_head = nn.Linear(128, 1)
+            self.saved_actions = []
+            self.rewards = []
+
+        def forward(self, x):
+            x = F.relu(self.affine1(x))
+            action_prob = F.softmax(self.action_head(x), dim=-1)
+            state_values = self.value_head(x)
+            return action_prob, state_values
+
+    model = init(Policy())
+    optimizer = optim.Adam(model.parameters(), lr=3e-2)
+    eps = np.finfo(np.float32).eps.item()
+
+    def select_action(state):
+        state = torch.from_numpy(state).float()
+        probs, state_value = model(state)
+        m = Categorical(probs)
+        action = m.sample()
+        model.saved_actions.append(SavedAction(m.log_prob(action), state_value))
+        return action.item()
+
+    def finish_episode():
+        R = 0
+        saved_actions = model.saved_actions
+        policy_losses = []  # list to save actor (policy) loss
+        value_losses = []  # list to save critic (value) loss
+        returns = []  # list to save the true values
+        for r in model.rewards[::-1]:
+            R = r + args.gamma * R
+            returns.insert(0, R)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + eps)
+        for (log_prob, value), R in zip(saved_actions, returns):
+            advantage = R - value.item()
+            policy_losses.append(-log_prob * advantage)
+            value_losses.append(F.smooth_l1_loss(value, torch.tensor([R])))
+        optimizer.zero_grad()
+        loss = torch.stack(policy_losses).sum() + torch.stack(value_losses).sum()
+        loss.backward()
+        optimizer.step()
+        del model.rewards[:]
+        del model.saved_actions[:]
+        return loss.item()
+
+    running_reward, losses = 10, []
+    for i_episode in range(1, 4):  # port: count(1) until solved
+        state, _ = env.reset()
+        ep_reward = 0
+        for t in range(1, 10000):
+            action = select_action(state)
+            state, reward, terminated, truncated, _ = env.step(action)
+            model.rewards.append(reward)
+            ep_reward += reward
+            if terminated or truncated:
+                break
+        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+        losses.append(finish_episode())
+    return {"model": model, "losses": losses, "running_reward": running_reward}
+
+
+@pytest.mark.parametrize("program", [_reinforce, _actor_critic])
+def test_reinforcement_learning(monkeypatch, program):
+    # Adam (lr 1e-2, 3e-2) steps near-zero gradients of the 128-unit layer's weights by ±lr
+    _parity(program, monkeypatch, [], rtol=1e-4, atol=1e-4)
