@@ -210,15 +210,15 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step gemm-bake 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --bake --json "$OUT/gemm-bake.json" \
         --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \
         --variants "auto;fast 128x128 16x8 k8 dbu2;fast 64x64 8x8 k16 db;fast 128x96 8x12 k16 dbu" ;;
-    gemm-k16)  # the big tile in K steps of 16 (half the barriers), f32, then f16 arithmetic's other tiles, wgpu-native
+    gemm-k16)  # the big tile in K steps of 16 (half the barriers) and 512-invocation tiles, f32, then f16 arithmetic's, wgpu-native
       step gemm-k16 90 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-k16.json" \
         --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
-        --variants "auto;fast 128x128 16x8 k16 dbu;fast 128x128 16x8 k16 db;fast 128x128 8x16 k16 dbu"
+        --variants "auto;fast 128x128 16x8 k16 dbu;fast 128x128 16x8 k16 db;fast 128x128 8x16 k16 dbu;fast 128x128 8x4 k16 dbu;fast 128x128 4x8 k16 dbu;fast 256x128 8x8 k16"
       step acc16-more 90 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16 \
         --json "$OUT/acc16-more.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
-        --variants "auto;fast 128x64 8x8 k32 dbu;fast 64x128 8x8 k32 dbu;fast 128x128 8x8 k32 db;fast 128x128 8x8 k16 db"
+        --variants "auto;fast 128x64 8x8 k32 dbu;fast 64x128 8x8 k32 dbu;fast 128x128 8x8 k32 db;fast 256x128 8x8 k16 dbu;fast 128x256 8x8 k16 dbu;fast 128x128 8x4 k32 dbu"
       step acc16-sums-k32 60 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16-sums \
-        --shapes "4096,4096,4096;4096,3072,768" --variants "fast 128x128 8x8 k32 dbu;fast 128x128 8x8 k16 dbu" ;;
+        --shapes "4096,4096,4096;4096,3072,768" --variants "fast 128x128 8x8 k32 dbu;fast 128x128 8x8 k16 dbu;fast 256x128 8x8 k16 dbu;fast 128x256 8x8 k16 dbu" ;;
     parity)  # the GPU's own kernel choices against numpy float64 (scripts/gpu_parity_check.py)
       step parity 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_parity_check.py ;;
     *) echo "gpu_session: unknown step $s" ;;
