@@ -97,6 +97,20 @@ def _picklable(torch, *classes):
     return classes
 
 
+def _without_key_bias(model):
+    """A model's state without attention's key biases (in_proj_bias[E:2E]): q·(k + b) adds the
+    same q·b to every key's score, which softmax ignores, so their gradient is rounding noise
+    that Adam turns into full steps in both runs."""
+    state = {}
+    for k, v in model.state_dict().items():
+        if k.endswith("in_proj_bias"):
+            E = v.shape[0] // 3
+            state[k + "[q, v]"] = _np(v)[np.r_[0:E, 2 * E : 3 * E]]
+        else:
+            state[k] = v
+    return state
+
+
 def _no_dropout(model, torch):
     """port: dropout off (p = 0), so that the two runs draw no random masks."""
     for mod in model.modules():
@@ -171,10 +185,10 @@ def _mnist(torch, init, X, Y):
         device = torch.accelerator.current_accelerator()
     else:
         device = torch.device("cpu")
-    dataset1 = torch.utils.data.TensorDataset(torch.from_numpy(X[:8]), torch.from_numpy(Y[:8]))
-    dataset2 = torch.utils.data.TensorDataset(torch.from_numpy(X[8:]), torch.from_numpy(Y[8:]))
-    train_loader = torch.utils.data.DataLoader(dataset1, batch_size=4)
-    test_loader = torch.utils.data.DataLoader(dataset2, batch_size=5)
+    dataset1 = torch.utils.data.TensorDataset(torch.from_numpy(X[:4]), torch.from_numpy(Y[:4]))
+    dataset2 = torch.utils.data.TensorDataset(torch.from_numpy(X[4:]), torch.from_numpy(Y[4:]))
+    train_loader = torch.utils.data.DataLoader(dataset1, batch_size=2)
+    test_loader = torch.utils.data.DataLoader(dataset2, batch_size=3)
 
     model = _no_dropout(init(Net().to(device)), torch)
     optimizer = optim.Adadelta(model.parameters(), lr=1.0)
@@ -188,8 +202,8 @@ def _mnist(torch, init, X, Y):
 
 
 def test_mnist(rng):
-    X = rng.standard_normal((13, 1, 28, 28)).astype(np.float32)
-    Y = rng.integers(0, 10, 13)
+    X = rng.standard_normal((7, 1, 28, 28)).astype(np.float32)
+    Y = rng.integers(0, 10, 7)
     _parity(_mnist, X, Y)
 
 
@@ -875,7 +889,7 @@ def _time_sequence(torch, init, data):
     criterion = nn.MSELoss()
     optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=4)  # port: max_iter 20
     losses, preds = [], []
-    for i in range(2):  # port: opt.steps = 15
+    for i in range(1):  # port: opt.steps = 15
 
         def closure():
             optimizer.zero_grad()
@@ -887,7 +901,7 @@ def _time_sequence(torch, init, data):
 
         optimizer.step(closure)
         with torch.no_grad():
-            future = 5  # port: 1000
+            future = 3  # port: 1000
             pred = seq(test_input, future=future)
             loss = criterion(pred[:, :-future], test_target)
             y = pred.detach().numpy()
@@ -897,8 +911,8 @@ def _time_sequence(torch, init, data):
 
 def test_time_sequence_prediction(rng):
     """torch runs in float64 (the example's .double()); pyrite's double is float32, so the
-    tolerance is float32's rounding through two LBFGS steps of 4 iterations each."""
-    T, L, N = 20, 12, 6  # generate_sine_wave.py's recipe, smaller
+    tolerance is float32's rounding through an LBFGS step of 4 iterations."""
+    T, L, N = 20, 8, 5  # generate_sine_wave.py's recipe, smaller
     x = np.arange(L) + rng.integers(-4 * T, 4 * T, N).reshape(N, 1)
     data = np.sin(x / T).astype("float64")
     _parity(_time_sequence, data, rtol=2e-3, atol=2e-4)
@@ -1263,11 +1277,11 @@ def _siamese(torch, init, images, labels):
         def __init__(self):
             super(SiameseNetwork, self).__init__()
             # get resnet model
-            self.resnet = _resnet18(torch, w=8)  # port: torchvision.models.resnet18(weights=None)
+            self.resnet = _resnet18(torch, w=4)  # port: torchvision.models.resnet18(weights=None)
 
             # over-write the first conv layer to be able to read MNIST images
             self.resnet.conv1 = nn.Conv2d(
-                1, 8, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False
+                1, 4, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False
             )  # port: 64 channels
             self.fc_in_features = self.resnet.fc.in_features
 
@@ -2004,3 +2018,637 @@ def _actor_critic(torch, init, monkeypatch, actions):
 def test_reinforcement_learning(monkeypatch, program):
     # Adam (lr 1e-2, 3e-2) steps near-zero gradients of the 128-unit layer's weights by ±lr
     _parity(program, monkeypatch, [], rtol=1e-4, atol=1e-4)
+
+
+# ---- language_translation: nn.Transformer seq2seq, masks, pad_sequence, greedy decoding ------
+def _translator(torch, init, pairs):
+    import math
+
+    nn, F = _modules(torch, "nn", "nn.functional")
+    pad_sequence = importlib.import_module(f"{torch.__name__}.nn.utils.rnn").pad_sequence
+    DataLoader = torch.utils.data.DataLoader
+    DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    special_symbols = {"<unk>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3}
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, emb_size, dropout, maxlen=5000):
+            super(PositionalEncoding, self).__init__()
+            den = torch.exp(-torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
+            pos = torch.arange(0, maxlen).reshape(maxlen, 1)
+            pos_embedding = torch.zeros((maxlen, emb_size))
+            pos_embedding[:, 0::2] = torch.sin(pos * den)
+            pos_embedding[:, 1::2] = torch.cos(pos * den)
+            pos_embedding = pos_embedding.unsqueeze(-2)
+
+            self.dropout = nn.Dropout(dropout)
+            self.register_buffer("pos_embedding", pos_embedding)
+
+        def forward(self, token_embedding):
+            return self.dropout(token_embedding + self.pos_embedding[: token_embedding.size(0), :])
+
+    class Translator(nn.Module):
+        def __init__(
+            self,
+            num_encoder_layers,
+            num_decoder_layers,
+            embed_size,
+            num_heads,
+            src_vocab_size,
+            tgt_vocab_size,
+            dim_feedforward,
+            dropout,
+        ):
+            super(Translator, self).__init__()
+            self.src_embedding = nn.Embedding(src_vocab_size, embed_size)
+            self.tgt_embedding = nn.Embedding(tgt_vocab_size, embed_size)
+            self.pos_enc = PositionalEncoding(embed_size, dropout)
+            self.transformer = nn.Transformer(
+                d_model=embed_size,
+                nhead=num_heads,
+                num_encoder_layers=num_encoder_layers,
+                num_decoder_layers=num_decoder_layers,
+                dim_feedforward=dim_feedforward,
+                dropout=dropout,
+            )
+            self.ff = nn.Linear(embed_size, tgt_vocab_size)
+            self._init_weights()
+
+        def _init_weights(self):
+            for p in self.parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
+
+        def forward(
+            self,
+            src,
+            trg,
+            src_mask,
+            tgt_mask,
+            src_padding_mask,
+            tgt_padding_mask,
+            memory_key_padding_mask,
+        ):
+            src_emb = self.pos_enc(self.src_embedding(src))
+            tgt_emb = self.pos_enc(self.tgt_embedding(trg))
+            outs = self.transformer(
+                src_emb,
+                tgt_emb,
+                src_mask,
+                tgt_mask,
+                None,
+                src_padding_mask,
+                tgt_padding_mask,
+                memory_key_padding_mask,
+            )
+            return self.ff(outs)
+
+        def encode(self, src, src_mask):
+            embed = self.src_embedding(src)
+            pos_enc = self.pos_enc(embed)
+            return self.transformer.encoder(pos_enc, src_mask)
+
+        def decode(self, tgt, memory, tgt_mask):
+            embed = self.tgt_embedding(tgt)
+            pos_enc = self.pos_enc(embed)
+            return self.transformer.decoder(pos_enc, memory, tgt_mask)
+
+    def generate_square_subsequent_mask(size, device):
+        mask = (torch.triu(torch.ones((size, size), device=device)) == 1).transpose(0, 1)
+        mask = mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, float(0.0))
+        return mask
+
+    def create_mask(src, tgt, pad_idx, device):
+        src_seq_len = src.shape[0]
+        tgt_seq_len = tgt.shape[0]
+        tgt_mask = generate_square_subsequent_mask(tgt_seq_len, device)
+        src_mask = torch.zeros((src_seq_len, src_seq_len), device=device).type(torch.bool)
+        src_padding_mask = (src == pad_idx).transpose(0, 1)
+        tgt_padding_mask = (tgt == pad_idx).transpose(0, 1)
+        return src_mask, tgt_mask, src_padding_mask, tgt_padding_mask
+
+    def _collate_fn(batch):  # src/data.py's collate, the sentences already token ids
+        src_batch, tgt_batch = [], []
+        for src_sample, tgt_sample in batch:
+            src_batch.append(torch.tensor(src_sample))
+            tgt_batch.append(torch.tensor(tgt_sample))
+        src_batch = pad_sequence(src_batch, padding_value=special_symbols["<pad>"])
+        tgt_batch = pad_sequence(tgt_batch, padding_value=special_symbols["<pad>"])
+        return src_batch, tgt_batch
+
+    def greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol):
+        src = src.to(DEVICE)
+        src_mask = src_mask.to(DEVICE)
+        memory = model.encode(src, src_mask)
+        ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long).to(DEVICE)
+        for _ in range(max_len - 1):
+            memory = memory.to(DEVICE)
+            tgt_mask = (generate_square_subsequent_mask(ys.size(0), DEVICE).type(torch.bool)).to(
+                DEVICE
+            )
+            out = model.decode(ys, memory, tgt_mask)
+            out = out.transpose(0, 1)
+            prob = model.ff(out[:, -1])
+            _, next_word = torch.max(prob, dim=1)
+            next_word = next_word.item()
+            ys = torch.cat([ys, torch.ones(1, 1).type_as(src.data).fill_(next_word)], dim=0)
+            if next_word == end_symbol:
+                break
+        return ys
+
+    def train(model, train_dl, loss_fn, optim, special_symbols, opts):
+        losses = 0
+        model.train()
+        for src, tgt in train_dl:
+            src = src.to(DEVICE)
+            tgt = tgt.to(DEVICE)
+            tgt_input = tgt[:-1, :]
+            src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(
+                src, tgt_input, special_symbols["<pad>"], DEVICE
+            )
+            logits = model(
+                src,
+                tgt_input,
+                src_mask,
+                tgt_mask,
+                src_padding_mask,
+                tgt_padding_mask,
+                src_padding_mask,
+            )
+            optim.zero_grad()
+            tgt_out = tgt[1:, :]
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+            loss.backward()
+            optim.step()
+            losses += loss.item()
+            step_losses.append(loss.item())  # port: kept per step
+        return losses / len(list(train_dl))
+
+    def validate(model, valid_dl, loss_fn, special_symbols):
+        losses = 0
+        model.eval()
+        for src, tgt in valid_dl:
+            src = src.to(DEVICE)
+            tgt = tgt.to(DEVICE)
+            tgt_input = tgt[:-1, :]
+            src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(
+                src, tgt_input, special_symbols["<pad>"], DEVICE
+            )
+            logits = model(
+                src,
+                tgt_input,
+                src_mask,
+                tgt_mask,
+                src_padding_mask,
+                tgt_padding_mask,
+                src_padding_mask,
+            )
+            tgt_out = tgt[1:, :]
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+            losses += loss.item()
+        return losses / len(list(valid_dl))
+
+    train_dl = DataLoader(pairs[:4], batch_size=2, collate_fn=_collate_fn)
+    valid_dl = DataLoader(pairs[4:], batch_size=2, collate_fn=_collate_fn)
+    model = Translator(
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        embed_size=16,
+        num_heads=2,
+        src_vocab_size=13,
+        tgt_vocab_size=11,
+        dim_feedforward=32,
+        dropout=0.1,
+    ).to(DEVICE)  # port: 5 + 5 layers of 512, 8 heads, Multi30k's vocabularies
+    model = _no_dropout(init(model), torch)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=special_symbols["<pad>"])
+    optim = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    step_losses, epochs = [], []
+    for idx, epoch in enumerate(range(1, 3)):
+        train_loss = train(model, train_dl, loss_fn, optim, special_symbols, None)
+        val_loss = validate(model, valid_dl, loss_fn, special_symbols)
+        epochs.append((train_loss, val_loss))
+
+    # inference(): greedy decoding of one sentence
+    model.eval()
+    src = torch.tensor(pairs[0][0]).view(-1, 1)
+    num_tokens = src.shape[0]
+    src_mask = (torch.zeros(num_tokens, num_tokens)).type(torch.bool)
+    tgt_tokens = greedy_decode(
+        model,
+        src,
+        src_mask,
+        max_len=num_tokens + 5,
+        start_symbol=special_symbols["<bos>"],
+        end_symbol=special_symbols["<eos>"],
+    ).flatten()
+    output_as_list = list(tgt_tokens.cpu().numpy())
+    return {
+        "state": _without_key_bias(model),
+        "losses": step_losses,
+        "epochs": epochs,
+        "decoded": output_as_list,
+    }
+
+
+def test_language_translation(rng):
+    def sentence(n, vocab):
+        return [2] + [int(t) for t in rng.integers(4, vocab, n)] + [3]
+
+    lengths = rng.integers(2, 6, (6, 2))
+    pairs = [(sentence(int(a), 13), sentence(int(b), 11)) for a, b in lengths]
+    _parity(_translator, pairs, rtol=1e-4, atol=2e-5)
+
+
+# ---- mnist_hogwild: the training a worker process runs (one process here) ------------------
+def _hogwild(torch, init, monkeypatch, X, Y):
+    import os
+
+    nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
+    dropout = F.dropout  # port: F.dropout(x, training=...) has p = 0.5: off, as the modules'
+    monkeypatch.setattr(F, "dropout", lambda x, p=0.5, training=True: dropout(x, 0.0, training))
+    importlib.import_module(f"{torch.__name__}.multiprocessing")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
+            self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
+            self.conv2_drop = nn.Dropout2d()
+            self.fc1 = nn.Linear(320, 50)
+            self.fc2 = nn.Linear(50, 10)
+
+        def forward(self, x):
+            x = F.relu(F.max_pool2d(self.conv1(x), 2))
+            x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+            x = x.view(-1, 320)
+            x = F.relu(self.fc1(x))
+            x = F.dropout(x, training=self.training)
+            x = self.fc2(x)
+            return F.log_softmax(x, dim=1)
+
+    def train(rank, args, model, device, dataset, dataloader_kwargs):
+        torch.manual_seed(args.seed + rank)
+        train_loader = torch.utils.data.DataLoader(dataset, **dataloader_kwargs)
+        optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+        for epoch in range(1, args.epochs + 1):
+            train_epoch(epoch, args, model, device, train_loader, optimizer)
+
+    def test(args, model, device, dataset, dataloader_kwargs):
+        torch.manual_seed(args.seed)
+        test_loader = torch.utils.data.DataLoader(dataset, **dataloader_kwargs)
+        return test_epoch(model, device, test_loader)
+
+    def train_epoch(epoch, args, model, device, data_loader, optimizer):
+        model.train()
+        os.getpid()
+        for batch_idx, (data, target) in enumerate(data_loader):
+            optimizer.zero_grad()
+            output = model(data.to(device))
+            loss = F.nll_loss(output, target.to(device))
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())  # port: kept, where the example prints it
+
+    def test_epoch(model, device, data_loader):
+        model.eval()
+        test_loss = 0
+        correct = 0
+        with torch.no_grad():
+            for data, target in data_loader:
+                output = model(data.to(device))
+                test_loss += F.nll_loss(output, target.to(device), reduction="sum").item()
+                pred = output.max(1)[1]  # get the index of the max log-probability
+                correct += pred.eq(target.to(device)).sum().item()
+        test_loss /= len(data_loader.dataset)
+        return test_loss, correct
+
+    class args:
+        lr, momentum, seed, epochs, num_processes = 0.01, 0.5, 1, 2, 1
+
+    device = torch.device("cpu")
+    dataset1 = torch.utils.data.TensorDataset(torch.from_numpy(X[:8]), torch.from_numpy(Y[:8]))
+    dataset2 = torch.utils.data.TensorDataset(torch.from_numpy(X[8:]), torch.from_numpy(Y[8:]))
+    kwargs = {"batch_size": 4, "shuffle": False}  # port: shuffle=True draws its own orders
+    torch.manual_seed(args.seed)
+    model = _no_dropout(init(Net().to(device)), torch)
+    model.share_memory()  # gradients are allocated lazily, so they are not shared here
+    losses = []
+    for rank in range(args.num_processes):  # port: mp.Process(target=train, ...) for each rank
+        train(rank, args, model, device, dataset1, kwargs)
+    return {"model": model, "losses": losses, "test": test(args, model, device, dataset2, kwargs)}
+
+
+def test_mnist_hogwild(rng, monkeypatch):
+    X = rng.standard_normal((12, 1, 28, 28)).astype(np.float32)
+    Y = rng.integers(0, 10, 12)
+    _parity(_hogwild, monkeypatch, X, Y)
+
+
+# ---- legacy/snli/model.py: Bottle mixin over nn.Linear, a bidirectional LSTM encoder -------
+def _snli(torch, init, batches, tmp):
+    import argparse
+    import os
+
+    nn, O = _modules(torch, "nn", "optim")
+
+    class Bottle(nn.Module):
+        def forward(self, input):
+            if len(input.size()) <= 2:
+                return super(Bottle, self).forward(input)
+            size = input.size()[:2]
+            out = super(Bottle, self).forward(input.view(size[0] * size[1], -1))
+            return out.view(size[0], size[1], -1)
+
+    class Linear(Bottle, nn.Linear):
+        pass
+
+    class Encoder(nn.Module):
+        def __init__(self, config):
+            super(Encoder, self).__init__()
+            self.config = config
+            input_size = config.d_proj if config.projection else config.d_embed
+            dropout = 0 if config.n_layers == 1 else config.dp_ratio
+            self.rnn = nn.LSTM(
+                input_size=input_size,
+                hidden_size=config.d_hidden,
+                num_layers=config.n_layers,
+                dropout=dropout,
+                bidirectional=config.birnn,
+            )
+
+        def forward(self, inputs):
+            batch_size = inputs.size()[1]
+            state_shape = self.config.n_cells, batch_size, self.config.d_hidden
+            h0 = c0 = inputs.new_zeros(state_shape)
+            outputs, (ht, ct) = self.rnn(inputs, (h0, c0))
+            return (
+                ht[-1]
+                if not self.config.birnn
+                else ht[-2:].transpose(0, 1).contiguous().view(batch_size, -1)
+            )
+
+    class SNLIClassifier(nn.Module):
+        def __init__(self, config):
+            super(SNLIClassifier, self).__init__()
+            self.config = config
+            self.embed = nn.Embedding(config.n_embed, config.d_embed)
+            self.projection = Linear(config.d_embed, config.d_proj)
+            self.encoder = Encoder(config)
+            self.dropout = nn.Dropout(p=config.dp_ratio)
+            self.relu = nn.ReLU()
+            seq_in_size = 2 * config.d_hidden
+            if self.config.birnn:
+                seq_in_size *= 2
+            lin_config = [seq_in_size] * 2
+            self.out = nn.Sequential(
+                Linear(*lin_config),
+                self.relu,
+                self.dropout,
+                Linear(*lin_config),
+                self.relu,
+                self.dropout,
+                Linear(*lin_config),
+                self.relu,
+                self.dropout,
+                Linear(seq_in_size, config.d_out),
+            )
+
+        def forward(self, batch):
+            prem_embed = self.embed(batch.premise)
+            hypo_embed = self.embed(batch.hypothesis)
+            if self.config.fix_emb:
+                prem_embed = prem_embed.detach()
+                hypo_embed = hypo_embed.detach()
+            if self.config.projection:
+                prem_embed = self.relu(self.projection(prem_embed))
+                hypo_embed = self.relu(self.projection(hypo_embed))
+            premise = self.encoder(prem_embed)
+            hypothesis = self.encoder(hypo_embed)
+            scores = self.out(torch.cat([premise, hypothesis], 1))
+            return scores
+
+    _picklable(torch, Bottle, Linear, Encoder, SNLIClassifier)
+
+    config = argparse.Namespace(  # port: util.get_args()'s defaults, smaller; vocab sizes
+        d_embed=8, d_proj=6, d_hidden=5, n_layers=2, dp_ratio=0.2, projection=True, birnn=True
+    )
+    config.fix_emb, config.lr, config.n_embed, config.d_out = False, 1e-3, 17, 4
+    config.n_cells = config.n_layers * 2
+
+    class Batch:  # port: torchtext's BucketIterator batches: (T, B) token ids and labels
+        def __init__(self, premise, hypothesis, label):
+            self.premise, self.hypothesis = torch.from_numpy(premise), torch.from_numpy(hypothesis)
+            self.label, self.batch_size = torch.from_numpy(label), len(label)
+
+    train_iter = [Batch(*b) for b in batches]
+    model = _no_dropout(init(SNLIClassifier(config)), torch)
+    criterion = nn.CrossEntropyLoss()
+    opt = O.Adam(model.parameters(), lr=config.lr)
+    iterations, n_correct, n_total, losses = 0, 0, 0, []
+    for batch_idx, batch in enumerate(train_iter):
+        model.train()
+        opt.zero_grad()
+        iterations += 1
+        answer = model(batch)
+        n_correct += (torch.max(answer, 1)[1].view(batch.label.size()) == batch.label).sum().item()
+        n_total += batch.batch_size
+        train_acc = 100.0 * n_correct / n_total
+        loss = criterion(answer, batch.label)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        snapshot_prefix = os.path.join(tmp, f"{torch.__name__}_snapshot")
+        snapshot_path = snapshot_prefix + "_acc_{:.4f}_loss_{:.6f}_iter_{}_model.pt".format(
+            train_acc, loss.item(), iterations
+        )
+        torch.save(model, snapshot_path)
+    model = torch.load(snapshot_path, weights_only=False)  # port: --resume_snapshot
+    model.eval()
+    with torch.no_grad():
+        answer = model(train_iter[0])
+    return {"model": model, "losses": losses, "acc": train_acc, "answer": answer}
+
+
+def test_snli(rng, tmp_path):
+    def batch(T, B):
+        return rng.integers(0, 17, (T, B)), rng.integers(0, 17, (T + 1, B)), rng.integers(0, 4, B)
+
+    _parity(_snli, [batch(5, 3), batch(4, 3), batch(6, 3)], str(tmp_path), atol=2e-5)
+
+
+# ---- imagenet/main.py: train / validate / accuracy / AverageMeter, checkpoint and resume ----
+def _imagenet(torch, init, X, Y, tmp):
+    import os
+    import shutil
+    from enum import Enum
+
+    nn = _modules(torch, "nn")[0]
+    StepLR = torch.optim.lr_scheduler.StepLR
+
+    class Summary(Enum):
+        NONE = 0
+        AVERAGE = 1
+        SUM = 2
+        COUNT = 3
+
+    class AverageMeter(object):
+        """Computes and stores the average and current value"""
+
+        def __init__(self, name, use_accel, fmt=":f", summary_type=Summary.AVERAGE):
+            self.name = name
+            self.use_accel = use_accel
+            self.fmt = fmt
+            self.summary_type = summary_type
+            self.reset()
+
+        def reset(self):
+            self.val = 0
+            self.avg = 0
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+        def __str__(self):
+            fmtstr = "{name} {val" + self.fmt + "} ({avg" + self.fmt + "})"
+            return fmtstr.format(**self.__dict__)
+
+        def summary(self):
+            fmtstr = ""
+            if self.summary_type is Summary.NONE:
+                fmtstr = ""
+            elif self.summary_type is Summary.AVERAGE:
+                fmtstr = "{name} {avg:.3f}"
+            return fmtstr.format(**self.__dict__)
+
+    def accuracy(output, target, topk=(1,)):
+        """Computes the accuracy over the k top predictions for the specified values of k"""
+        with torch.no_grad():
+            maxk = max(topk)
+            batch_size = target.size(0)
+
+            _, pred = output.topk(maxk, 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+
+            res = []
+            for k in topk:
+                correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+                res.append(correct_k.mul_(100.0 / batch_size))
+            return res
+
+    def train(train_loader, model, criterion, optimizer, epoch, device, args):
+        losses = AverageMeter("Loss", False, ":.4e", Summary.NONE)
+        top1 = AverageMeter("Acc@1", False, ":6.2f", Summary.NONE)
+        top5 = AverageMeter("Acc@5", False, ":6.2f", Summary.NONE)
+        model.train()
+        for i, (images, target) in enumerate(train_loader):
+            images = images.to(device, non_blocking=True)
+            target = target.to(device, non_blocking=True)
+            output = model(images)
+            loss = criterion(output, target)
+            acc1, acc5 = accuracy(output, target, topk=(1, 5))
+            losses.update(loss.item(), images.size(0))
+            top1.update(acc1[0], images.size(0))
+            top5.update(acc5[0], images.size(0))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            "\t".join(str(m) for m in (losses, top1, top5))  # (ProgressMeter.display)
+            log.append([losses.val, top1.avg, top5.avg])
+
+    def validate(val_loader, model, criterion, args):
+        losses = AverageMeter("Loss", False, ":.4e", Summary.NONE)
+        top1 = AverageMeter("Acc@1", False, ":6.2f", Summary.AVERAGE)
+        top5 = AverageMeter("Acc@5", False, ":6.2f", Summary.AVERAGE)
+        model.eval()
+        with torch.no_grad():
+            for i, (images, target) in enumerate(val_loader):
+                output = model(images)
+                loss = criterion(output, target)
+                acc1, acc5 = accuracy(output, target, topk=(1, 5))
+                losses.update(loss.item(), images.size(0))
+                top1.update(acc1[0], images.size(0))
+                top5.update(acc5[0], images.size(0))
+        " ".join([" *", top1.summary(), top5.summary()])  # (ProgressMeter.display_summary)
+        log.append([losses.avg, top1.avg, top5.avg])
+        return top1.avg
+
+    def save_checkpoint(state, is_best, filename="checkpoint.pth.tar"):
+        torch.save(state, filename)
+        if is_best:
+            shutil.copyfile(filename, os.path.join(tmp, "model_best.pth.tar"))
+
+    class args:  # port: argparse's defaults, smaller
+        lr, momentum, weight_decay, arch, start_epoch, epochs = 0.01, 0.9, 1e-4, "resnet18", 0, 1
+        resume = os.path.join(tmp, f"{torch.__name__}_checkpoint.pth.tar")
+
+    device = torch.device("cpu")
+    train_loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(X[:8]), torch.from_numpy(Y[:8])),
+        batch_size=4,
+        shuffle=False,  # port: shuffle=True draws its own order
+        pin_memory=True,
+    )
+    val_loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(X[8:]), torch.from_numpy(Y[8:])),
+        batch_size=4,
+        shuffle=False,
+        pin_memory=True,
+    )
+    log = []
+
+    def build():
+        model = init(_resnet18(torch, w=4)).to(device)  # port: models.__dict__[args.arch]()
+        criterion = nn.CrossEntropyLoss().to(device)
+        optimizer = torch.optim.SGD(
+            model.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay
+        )
+        scheduler = StepLR(optimizer, step_size=1, gamma=0.1)  # port: step_size=30
+        return model, criterion, optimizer, scheduler
+
+    model, criterion, optimizer, scheduler = build()
+    best_acc1 = 0
+    for phase in range(2):  # port: a second run resumes from the first one's checkpoint
+        if phase == 1:
+            model, criterion, optimizer, scheduler = build()
+            checkpoint = torch.load(args.resume)
+            args.start_epoch = checkpoint["epoch"]
+            best_acc1 = checkpoint["best_acc1"]
+            model.load_state_dict(checkpoint["state_dict"])
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            scheduler.load_state_dict(checkpoint["scheduler"])
+            args.epochs = 2
+        for epoch in range(args.start_epoch, args.epochs):
+            train(train_loader, model, criterion, optimizer, epoch, device, args)
+            acc1 = validate(val_loader, model, criterion, args)
+            scheduler.step()
+            is_best = acc1 > best_acc1
+            best_acc1 = max(acc1, best_acc1)
+            save_checkpoint(
+                {
+                    "epoch": epoch + 1,
+                    "arch": args.arch,
+                    "state_dict": model.state_dict(),
+                    "best_acc1": best_acc1,
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                },
+                is_best,
+                filename=args.resume,
+            )
+    return {"model": model, "log": log, "best": best_acc1, "lr": scheduler.get_last_lr()}
+
+
+def test_imagenet(rng, tmp_path):
+    """BatchNorm over 4 samples at layer4's 1 x 1 pixels is ill-conditioned: torch's float32
+    run itself drifts from its float64 run by ~1e-4 of the loss in 4 steps (measured), and
+    pyrite's by as much: 2e-3."""
+    X = rng.standard_normal((12, 3, 32, 32)).astype(np.float32)
+    Y = rng.integers(0, 1000, 12)
+    Y[8:10] = Y[:2]  # (some validation labels the training saw)
+    _parity(_imagenet, X, Y, str(tmp_path), rtol=2e-3, atol=1e-4)
