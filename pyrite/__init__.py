@@ -47,6 +47,7 @@ from .errors import (
     ShapeError,
 )
 from .ops.porting import layout, strided
+from .ops.sparse_coo import sparse_coo  # torch.sparse_coo, the layout
 from .tensor import Size, Tensor, device
 
 globals().update(_ops.exported())

@@ -2652,3 +2652,368 @@ def test_imagenet(rng, tmp_path):
     Y = rng.integers(0, 1000, 12)
     Y[8:10] = Y[:2]  # (some validation labels the training saw)
     _parity(_imagenet, X, Y, str(tmp_path), rtol=2e-3, atol=1e-4)
+
+
+# ---- gcn/main.py and gat/main.py: load_cora's sparse adjacency, graph conv / attention -----
+def _write_cora(rng, path, V=24, F=12, C=3, E=40):
+    """port: a synthetic Cora (cora.content: id, F binary features, class name; cora.cites:
+    pairs of ids) in the files' own format, read by the examples' load_cora."""
+    import os
+
+    os.makedirs(path, exist_ok=True)
+    ids = rng.choice(np.arange(1000, 99999), V, replace=False)
+    feats = (rng.random((V, F)) < 0.3).astype(int)
+    feats[0] = 0  # (a node without features: the examples' 1 / 0 = inf case)
+    names = np.array(["Theory", "Neural_Networks", "Rule_Learning"])[rng.integers(0, C, V)]
+    with open(os.path.join(path, "cora.content"), "w") as f:
+        for i in range(V):
+            f.write("\t".join([str(ids[i]), *map(str, feats[i]), names[i]]) + "\n")
+    with open(os.path.join(path, "cora.cites"), "w") as f:
+        for a, b in rng.integers(0, V, (E, 2)):
+            f.write(f"{ids[a]}\t{ids[b]}\n")
+
+
+def _gcn(torch, init, path, perm):
+    import os
+
+    nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
+    Adam = optim.Adam
+
+    class GraphConv(nn.Module):
+        def __init__(self, input_dim, output_dim, use_bias=False):
+            super(GraphConv, self).__init__()
+            self.kernel = nn.Parameter(torch.Tensor(input_dim, output_dim))
+            nn.init.xavier_normal_(self.kernel)
+            self.bias = None
+            if use_bias:
+                self.bias = nn.Parameter(torch.Tensor(output_dim))
+                nn.init.zeros_(self.bias)
+
+        def forward(self, input_tensor, adj_mat):
+            support = torch.mm(input_tensor, self.kernel)
+            output = torch.spmm(adj_mat, support)
+            if self.bias is not None:
+                output = output + self.bias
+            return output
+
+    class GCN(nn.Module):
+        def __init__(self, input_dim, hidden_dim, output_dim, use_bias=True, dropout_p=0.1):
+            super(GCN, self).__init__()
+            self.gc1 = GraphConv(input_dim, hidden_dim, use_bias=use_bias)
+            self.gc2 = GraphConv(hidden_dim, output_dim, use_bias=use_bias)
+            self.dropout = nn.Dropout(dropout_p)
+
+        def forward(self, input_tensor, adj_mat):
+            x = self.gc1(input_tensor, adj_mat)
+            x = F.relu(x)
+            x = self.dropout(x)
+            x = self.gc2(x, adj_mat)
+            return F.log_softmax(x, dim=1)
+
+    def load_cora(path="./cora", device="cpu"):
+        content_path = os.path.join(path, "cora.content")
+        cites_path = os.path.join(path, "cora.cites")
+        content_tensor = np.genfromtxt(content_path, dtype=np.dtype(str))
+        cites_tensor = np.genfromtxt(cites_path, dtype=np.int32)
+        features = torch.FloatTensor(content_tensor[:, 1:-1].astype(np.int32))
+        scale_vector = torch.sum(features, dim=1)
+        scale_vector = 1 / scale_vector
+        scale_vector[scale_vector == float("inf")] = 0
+        scale_vector = torch.diag(scale_vector).to_sparse()
+        features = scale_vector @ features
+        classes, labels = np.unique(content_tensor[:, -1], return_inverse=True)
+        labels = torch.LongTensor(labels)
+        idx = content_tensor[:, 0].astype(np.int32)
+        idx_map = {id: pos for pos, id in enumerate(idx)}
+        edges = np.array(
+            list(map(lambda edge: [idx_map[edge[0]], idx_map[edge[1]]], cites_tensor)),
+            dtype=np.int32,
+        )
+        V = len(idx)
+        E = edges.shape[0]
+        adj_mat = torch.sparse_coo_tensor(edges.T, torch.ones(E), (V, V), dtype=torch.int64)
+        adj_mat = torch.eye(V) + adj_mat
+        degree_mat = torch.sum(adj_mat, dim=1)
+        degree_mat = torch.sqrt(1 / degree_mat)
+        degree_mat[degree_mat == float("inf")] = 0
+        degree_mat = torch.diag(degree_mat).to_sparse()
+        adj_mat = degree_mat @ adj_mat @ degree_mat
+        return features.to_sparse().to(device), labels.to(device), adj_mat.to_sparse().to(device)
+
+    def train_iter(epoch, model, optimizer, criterion, input, target, mask_train, mask_val):
+        model.train()
+        optimizer.zero_grad()
+        output = model(*input)
+        loss = criterion(output[mask_train], target[mask_train])
+        loss.backward()
+        optimizer.step()
+        loss_train, acc_train = test(model, criterion, input, target, mask_train)
+        loss_val, acc_val = test(model, criterion, input, target, mask_val)
+        log.append([loss.item(), loss_train, acc_train, loss_val, acc_val])
+
+    def test(model, criterion, input, target, mask):
+        model.eval()
+        with torch.no_grad():
+            output = model(*input)
+            output, target = output[mask], target[mask]
+            loss = criterion(output, target)
+            acc = (output.argmax(dim=1) == target).float().sum() / len(target)
+        return loss.item(), acc.item()
+
+    torch.manual_seed(42)
+    device = torch.device("cpu")
+    features, labels, adj_mat = load_cora(path, device=device)
+    assert features.is_sparse and adj_mat.is_sparse and adj_mat.layout == torch.sparse_coo
+    idx = torch.from_numpy(perm).to(device)  # port: torch.randperm(len(labels)), shared
+    idx_test, idx_val, idx_train = idx[:6], idx[6:12], idx[12:]
+    gcn = GCN(features.shape[1], 8, labels.max().item() + 1, True, 0.5).to(device)
+    gcn = _no_dropout(init(gcn), torch)
+    optimizer = Adam(gcn.parameters(), lr=0.01, weight_decay=5e-4)
+    criterion = nn.NLLLoss()
+    log = []
+    for epoch in range(3):
+        train_iter(
+            epoch + 1, gcn, optimizer, criterion, (features, adj_mat), labels, idx_train, idx_val
+        )
+    loss_test, acc_test = test(gcn, criterion, (features, adj_mat), labels, idx_test)
+    return {
+        "gcn": gcn,
+        "log": log,
+        "test": [loss_test, acc_test],
+        "adj": adj_mat.to_dense(),
+        "features": (features._indices(), features._values()),
+    }
+
+
+def test_gcn(rng, tmp_path):
+    _write_cora(rng, tmp_path / "cora")
+    _parity(_gcn, str(tmp_path / "cora"), rng.permutation(24))
+
+
+def _gat(torch, init, path, perm, concat):
+    import os
+
+    nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
+    Adam = optim.Adam
+
+    class GraphAttentionLayer(nn.Module):
+        def __init__(
+            self,
+            in_features: int,
+            out_features: int,
+            n_heads: int,
+            concat: bool = False,
+            dropout: float = 0.4,
+            leaky_relu_slope: float = 0.2,
+        ):
+            super(GraphAttentionLayer, self).__init__()
+            self.n_heads = n_heads  # Number of attention heads
+            self.concat = concat  # wether to concatenate the final attention heads
+            self.dropout = dropout  # Dropout rate
+            if concat:  # concatenating the attention heads
+                self.out_features = out_features  # Number of output features per node
+                assert out_features % n_heads == 0
+                self.n_hidden = out_features // n_heads
+            else:  # averaging output over the attention heads (Used in the main paper)
+                self.n_hidden = out_features
+            self.W = nn.Parameter(torch.empty(size=(in_features, self.n_hidden * n_heads)))
+            self.a = nn.Parameter(torch.empty(size=(n_heads, 2 * self.n_hidden, 1)))
+            self.leakyrelu = nn.LeakyReLU(leaky_relu_slope)  # LeakyReLU activation function
+            self.softmax = nn.Softmax(dim=1)  # softmax activation function
+            self.reset_parameters()  # Reset the parameters
+
+        def reset_parameters(self):
+            nn.init.xavier_normal_(self.W)
+            nn.init.xavier_normal_(self.a)
+
+        def _get_attention_scores(self, h_transformed: torch.Tensor):
+            source_scores = torch.matmul(h_transformed, self.a[:, : self.n_hidden, :])
+            target_scores = torch.matmul(h_transformed, self.a[:, self.n_hidden :, :])
+            e = source_scores + target_scores.mT
+            return self.leakyrelu(e)
+
+        def forward(self, h: torch.Tensor, adj_mat: torch.Tensor):
+            n_nodes = h.shape[0]
+            h_transformed = torch.mm(h, self.W)
+            h_transformed = F.dropout(h_transformed, self.dropout, training=self.training)
+            h_transformed = h_transformed.view(n_nodes, self.n_heads, self.n_hidden).permute(
+                1, 0, 2
+            )
+            e = self._get_attention_scores(h_transformed)
+            connectivity_mask = -9e16 * torch.ones_like(e)
+            e = torch.where(adj_mat > 0, e, connectivity_mask)  # masked attention scores
+            attention = F.softmax(e, dim=-1)
+            attention = F.dropout(attention, self.dropout, training=self.training)
+            h_prime = torch.matmul(attention, h_transformed)
+            if self.concat:
+                h_prime = h_prime.permute(1, 0, 2).contiguous().view(n_nodes, self.out_features)
+            else:
+                h_prime = h_prime.mean(dim=0)
+            return h_prime
+
+    class GAT(nn.Module):
+        def __init__(
+            self,
+            in_features,
+            n_hidden,
+            n_heads,
+            num_classes,
+            concat=False,
+            dropout=0.4,
+            leaky_relu_slope=0.2,
+        ):
+            super(GAT, self).__init__()
+            self.gat1 = GraphAttentionLayer(
+                in_features=in_features,
+                out_features=n_hidden,
+                n_heads=n_heads,
+                concat=concat,
+                dropout=dropout,
+                leaky_relu_slope=leaky_relu_slope,
+            )
+            self.gat2 = GraphAttentionLayer(
+                in_features=n_hidden,
+                out_features=num_classes,
+                n_heads=1,
+                concat=False,
+                dropout=dropout,
+                leaky_relu_slope=leaky_relu_slope,
+            )
+
+        def forward(self, input_tensor: torch.Tensor, adj_mat: torch.Tensor):
+            x = self.gat1(input_tensor, adj_mat)
+            x = F.elu(x)  # Apply ELU activation function to the output of the first layer
+            x = self.gat2(x, adj_mat)
+            return F.log_softmax(x, dim=1)  # Apply log softmax activation function
+
+    def load_cora(path="./cora", device="cpu"):
+        content_path = os.path.join(path, "cora.content")
+        cites_path = os.path.join(path, "cora.cites")
+        content_tensor = np.genfromtxt(content_path, dtype=np.dtype(str))
+        cites_tensor = np.genfromtxt(cites_path, dtype=np.int32)
+        features = torch.FloatTensor(content_tensor[:, 1:-1].astype(np.int32))
+        scale_vector = torch.sum(features, dim=1)
+        scale_vector = 1 / scale_vector
+        scale_vector[scale_vector == float("inf")] = 0
+        scale_vector = torch.diag(scale_vector).to_sparse()
+        features = scale_vector @ features
+        classes, labels = np.unique(content_tensor[:, -1], return_inverse=True)
+        labels = torch.LongTensor(labels)
+        idx = content_tensor[:, 0].astype(np.int32)
+        idx_map = {id: pos for pos, id in enumerate(idx)}
+        edges = np.array(
+            list(map(lambda edge: [idx_map[edge[0]], idx_map[edge[1]]], cites_tensor)),
+            dtype=np.int32,
+        )
+        V = len(idx)
+        E = edges.shape[0]
+        adj_mat = torch.sparse_coo_tensor(edges.T, torch.ones(E), (V, V), dtype=torch.int64)
+        adj_mat = torch.eye(V) + adj_mat
+        return features.to(device), labels.to(device), adj_mat.to(device)
+
+    def train_iter(epoch, model, optimizer, criterion, input, target, mask_train, mask_val):
+        model.train()
+        optimizer.zero_grad()
+        output = model(*input)
+        loss = criterion(output[mask_train], target[mask_train])
+        loss.backward()
+        optimizer.step()
+        loss_train, acc_train = test(model, criterion, input, target, mask_train)
+        loss_val, acc_val = test(model, criterion, input, target, mask_val)
+        log.append([loss.item(), loss_train, acc_train, loss_val, acc_val])
+
+    def test(model, criterion, input, target, mask):
+        model.eval()
+        with torch.no_grad():
+            output = model(*input)
+            output, target = output[mask], target[mask]
+            loss = criterion(output, target)
+            acc = (output.argmax(dim=1) == target).float().sum() / len(target)
+        return loss.item(), acc.item()
+
+    torch.manual_seed(13)
+    device = torch.device("cpu")
+    features, labels, adj_mat = load_cora(path, device=device)
+    idx = torch.from_numpy(perm).to(device)  # port: torch.randperm(len(labels)), shared
+    idx_test, idx_val, idx_train = idx[:6], idx[6:12], idx[12:]
+    gat_net = GAT(
+        in_features=features.shape[1],  # Number of input features per node
+        n_hidden=8,  # port: 64
+        n_heads=4,  # port: 8
+        num_classes=labels.max().item() + 1,  # Number of classes to predict for each node
+        concat=concat,  # Wether to concatinate attention heads
+        dropout=0.6,  # Dropout rate
+        leaky_relu_slope=0.2,  # Alpha (slope) of the leaky relu activation
+    ).to(device)
+    gat_net = init(gat_net)
+    for layer in (gat_net.gat1, gat_net.gat2):
+        layer.dropout = 0.0  # port: F.dropout's p is the layers' float attribute: off
+    optimizer = Adam(gat_net.parameters(), lr=0.005, weight_decay=5e-4)
+    criterion = nn.NLLLoss()
+    log = []
+    for epoch in range(3):
+        train_iter(
+            epoch + 1,
+            gat_net,
+            optimizer,
+            criterion,
+            (features, adj_mat),
+            labels,
+            idx_train,
+            idx_val,
+        )
+    loss_test, acc_test = test(gat_net, criterion, (features, adj_mat), labels, idx_test)
+    return {"gat": gat_net, "log": log, "test": [loss_test, acc_test]}
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_gat(rng, tmp_path, concat):
+    _write_cora(rng, tmp_path / "cora")
+    _parity(_gat, str(tmp_path / "cora"), rng.permutation(24), concat)
+
+
+def _sparse_cases(L):
+    """The COO operations gcn / gat use, and their accessors, for framework L."""
+    i = np.array([[0, 1, 1, 0], [2, 0, 2, 2]])
+    s = L.sparse_coo_tensor(i, L.tensor([3.0, 4.0, 5.0, 1.0]), (2, 3))
+    c = s.coalesce()
+    hybrid = L.tensor([[0.0, 1.0], [0.0, 0.0], [2.0, 3.0]]).to_sparse(1)
+    inferred = L.sparse_coo_tensor([[0, 1]], L.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    adj = L.eye(3) + L.sparse_coo_tensor(i, L.ones(4), (3, 3), dtype=L.int64)
+    d = L.diag(L.tensor([1.0, 0.0, 2.0])).to_sparse()
+    w = L.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2), requires_grad=True)
+    v = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = L.spmm(d, w) + L.mm(d, w) + d @ w
+    (out.sum() + (L.sparse_coo_tensor([[0, 1, 0]], v, (2,)).to_dense() * 3).sum()).backward()
+    return {
+        "flags": [s.is_sparse, str(s.layout), s.is_coalesced(), c.is_coalesced(), s._nnz()],
+        "uncoalesced": [s._indices(), s._values(), s.to_dense(), s.sparse_dim(), s.dense_dim()],
+        "coalesced": [c.indices(), c.values(), c.to_dense(), c._nnz()],
+        "hybrid": [hybrid.indices(), hybrid.values(), hybrid.sparse_dim(), hybrid.dense_dim()],
+        "inferred": [tuple(inferred.shape), inferred.to_dense()],
+        "adj": [adj, str(adj.dtype).split(".")[1], adj.is_sparse],
+        "diag": [d.indices(), d.values(), out, w.grad, v.grad],
+        "dense": [L.ones(2, 2).sparse_dim(), L.ones(2, 2).dense_dim(), L.ones(2).is_sparse],
+    }
+
+
+def test_sparse_coo_tensors_against_torch():
+    """gcn / gat: torch.sparse_coo_tensor, to_sparse, coalesce, spmm, sparse @ dense and dense +
+    sparse, stored dense (ops/sparse_coo.py); values, COO forms and gradients as torch's."""
+    want, got = _sparse_cases(torch), _sparse_cases(pr)
+    want["flags"][1] = want["flags"][1].replace("torch", "pyrite")
+    _compare(got, want, 1e-6, 1e-6)
+    s = pr.sparse_coo_tensor([[1, 0]], pr.tensor([1.0, 2.0]))
+    assert s.to("cpu") is s and s.float().is_sparse and not s.to_dense().is_sparse
+    assert "layout=pyrite.sparse_coo" in repr(s)
+    with pytest.raises(RuntimeError, match="uncoalesced"):
+        s.indices()
+    with pytest.raises(RuntimeError, match="expected sparse coordinate tensor layout"):
+        pr.ones(2).indices()
+    with pytest.raises(RuntimeError, match="same nnz"):
+        pr.sparse_coo_tensor([[0, 1]], [1.0])
+    # torch checks these only with check_invariants=True (else memory errors later): raised
+    with pytest.raises(RuntimeError, match="negative index"):
+        pr.sparse_coo_tensor([[0, -1]], [1.0, 2.0], (2,))
+    with pytest.raises(RuntimeError, match="inconsistent with indices"):
+        pr.sparse_coo_tensor([[0, 3]], [1.0, 2.0], (2,))

@@ -62,6 +62,8 @@ MODULES = [
     "segment",
     # complex64: view_as_real / view_as_complex, polar, complex (and the guard installed below)
     "complex",
+    # sparse COO tensors, stored dense: sparse_coo_tensor, to_sparse, spmm
+    "sparse_coo",
 ]
 
 loaded = []
