@@ -582,7 +582,7 @@ def _word_lm_models(torch):
     return _picklable(torch, PositionalEncoding, RNNModel, TransformerModel)
 
 
-def _word_lm(torch, init, kind, corpus, tmp):
+def _word_lm(torch, init, kind, corpus, tmp, monkeypatch, draws):
     """word_language_model/main.py's batchify / get_batch / train / evaluate and its checkpoint
     round trip (torch.save of the whole model, torch.load under safe_globals)."""
     import math
@@ -738,13 +738,48 @@ def _word_lm(torch, init, kind, corpus, tmp):
             model.rnn.flatten_parameters()
 
     test_loss = evaluate(test_data)
-    return {"model": model, "losses": losses, "val": val_losses, "test": test_loss}
+    words = _generate(torch, model, ntokens, monkeypatch, draws)
+    return {"model": model, "losses": losses, "val": val_losses, "test": test_loss, "gen": words}
+
+
+def _generate(torch, model, ntokens, monkeypatch, draws):
+    """word_language_model/generate.py's sampling loop on the loaded model."""
+    _shared_draws(monkeypatch, torch, "multinomial", torch, draws)
+    idx2word = [f"w{i}" for i in range(ntokens)]  # port: corpus.dictionary.idx2word
+
+    class args:
+        temperature, words = 0.8, 6
+
+    model.eval()
+    is_transformer_model = hasattr(model, "model_type") and model.model_type == "Transformer"
+    if not is_transformer_model:
+        hidden = model.init_hidden(1)
+    input = torch.randint(ntokens, (1, 1), dtype=torch.long)
+    input.fill_(3)  # port: the first word drawn above, shared
+    generated, weights = [], []
+    with torch.no_grad():  # no tracking history
+        for i in range(args.words):
+            if is_transformer_model:
+                output = model(input, False)
+                word_weights = output[-1].squeeze().div(args.temperature).exp().cpu()
+                word_idx = torch.multinomial(word_weights, 1)[0]
+                word_tensor = torch.Tensor([[word_idx]]).long()
+                input = torch.cat([input, word_tensor], 0)
+            else:
+                output, hidden = model(input, hidden)
+                word_weights = output.squeeze().div(args.temperature).exp().cpu()
+                word_idx = torch.multinomial(word_weights, 1)[0]
+                input.fill_(word_idx)
+            word = idx2word[word_idx]
+            generated.append(word + ("\n" if i % 20 == 19 else " "))
+            weights.append(word_weights)
+    return {"text": "".join(generated), "weights": weights, "input": input}
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_TANH", "RNN_RELU", "Transformer"])
-def test_word_language_model(rng, tmp_path, kind):
+def test_word_language_model(rng, tmp_path, monkeypatch, kind):
     corpus = rng.integers(0, 11, 88)
-    _parity(_word_lm, kind, corpus, str(tmp_path), rtol=2e-4, atol=2e-5)
+    _parity(_word_lm, kind, corpus, str(tmp_path), monkeypatch, [], rtol=2e-4, atol=2e-5)
 
 
 # ---- fixes the ports needed, one test each ---------------------------------------------------
@@ -1840,21 +1875,25 @@ class _Env:
         return state, 1.0, self.t >= self.n, False, {}
 
 
-def _shared_actions(torch, actions, monkeypatch):
-    """port: m.sample() draws from each framework's own generator; both runs take the actions
-    torch drew (recorded in `actions` on its run), and check that pyrite's draw is a valid one."""
-    Categorical = importlib.import_module(f"{torch.__name__}.distributions").Categorical
-    sample, taken = Categorical.sample, iter(range(1 << 30))
+def _shared_draws(monkeypatch, owner, name, torch, draws):
+    """port: a random draw (`owner.name(...)`: Categorical.sample, torch.multinomial) comes
+    from each framework's own generator; both runs take the values torch drew (recorded in
+    `draws` on its run), after pyrite's own draw is checked for torch's shape and dtype and
+    for lying in [0, n)."""
+    draw, taken = getattr(owner, name), iter(range(1 << 30))
 
-    def shared(self, sample_shape=()):
-        drawn = sample(self, sample_shape)
+    def shared(*args, **kwargs):
+        drawn = draw(*args, **kwargs)
         if torch is pr:
-            assert drawn.shape == self.probs.shape[:-1] and drawn.dtype == pr.int64
-            return pr.tensor(actions[next(taken)]).reshape(drawn.shape)
-        actions.append(drawn.numpy().copy())
+            want = draws[next(taken)]
+            mine = drawn.numpy()
+            assert mine.shape == want.shape and drawn.dtype == pr.int64
+            assert mine.min(initial=0) >= 0 and mine.max(initial=0) < 1 << 20
+            return pr.tensor(want).reshape(drawn.shape)
+        draws.append(drawn.numpy().copy())
         return drawn
 
-    monkeypatch.setattr(Categorical, "sample", shared)
+    monkeypatch.setattr(owner, name, shared)
 
 
 def _reinforce(torch, init, monkeypatch, actions):
@@ -1862,7 +1901,7 @@ def _reinforce(torch, init, monkeypatch, actions):
 
     nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
     Categorical = importlib.import_module(f"{torch.__name__}.distributions").Categorical
-    _shared_actions(torch, actions, monkeypatch)
+    _shared_draws(monkeypatch, Categorical, "sample", torch, actions)
 
     class args:
         gamma, seed, log_interval = 0.99, 543, 10
@@ -1939,7 +1978,7 @@ def _actor_critic(torch, init, monkeypatch, actions):
 
     nn, F, optim = _modules(torch, "nn", "nn.functional", "optim")
     Categorical = importlib.import_module(f"{torch.__name__}.distributions").Categorical
-    _shared_actions(torch, actions, monkeypatch)
+    _shared_draws(monkeypatch, Categorical, "sample", torch, actions)
 
     class args:
         gamma, seed, log_interval = 0.99, 543, 10
@@ -3017,3 +3056,268 @@ def test_sparse_coo_tensors_against_torch():
         pr.sparse_coo_tensor([[0, -1]], [1.0, 2.0], (2,))
     with pytest.raises(RuntimeError, match="inconsistent with indices"):
         pr.sparse_coo_tensor([[0, 3]], [1.0, 2.0], (2,))
+
+
+# ---- distributed/minGPT-ddp: GPT over nn.MultiheadAttention, AdamW groups, snapshots --------
+def _mingpt(torch, init, data, tmp):
+    """mingpt/model.py and trainer.py's batch / snapshot code on one process (no DDP)."""
+    import math
+    import os
+    from dataclasses import asdict, dataclass
+    from typing import Any, Dict
+
+    nn, F = _modules(torch, "nn", "nn.functional")
+
+    @dataclass
+    class GPTConfig:
+        model_type: str = "gpt2"
+        n_layer: int = None
+        n_head: int = None
+        n_embd: int = None
+        vocab_size: int = 50257
+        block_size: int = 1024
+        embd_pdrop: float = 0.1
+        resid_pdrop: float = 0.1
+        attn_pdrop: float = 0.1
+
+    @dataclass
+    class OptimizerConfig:
+        learning_rate: float = 3e-4
+        weight_decay: float = 0.1
+
+    class MultiheadAttentionLayer(nn.Module):
+        def __init__(self, config, device="cpu", dtype=torch.float32):
+            super().__init__()
+            assert config.n_embd % config.n_head == 0
+            self.resid_drop = nn.Dropout(config.resid_pdrop)
+            self.c_proj = nn.Linear(config.n_embd, config.n_embd, device=device, dtype=dtype)
+            self.register_buffer(
+                "mask",
+                torch.tril(torch.ones(config.block_size, config.block_size)).view(
+                    1, 1, config.block_size, config.block_size
+                ),
+            )
+            self.attn = torch.nn.MultiheadAttention(
+                embed_dim=config.n_embd,
+                num_heads=config.n_head,
+                dropout=config.attn_pdrop,
+                batch_first=True,
+                device=device,
+                dtype=dtype,
+            )
+
+        def forward(self, x):
+            _, seq_size, _ = x.size()
+            y = self.attn(x, x, x, attn_mask=self.mask[0, 0, :seq_size, :seq_size])[0]
+            y = self.resid_drop(self.c_proj(y))
+            return y
+
+    class Block(nn.Module):
+        def __init__(self, config: GPTConfig):
+            super().__init__()
+            self.ln1 = nn.LayerNorm(config.n_embd)
+            self.ln2 = nn.LayerNorm(config.n_embd)
+            self.attn = MultiheadAttentionLayer(config)
+            self.mlp = nn.Sequential(
+                nn.Linear(config.n_embd, 4 * config.n_embd),
+                nn.GELU(),
+                nn.Linear(4 * config.n_embd, config.n_embd),
+                nn.Dropout(config.resid_pdrop),
+            )
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            x = x + self.mlp(self.ln2(x))
+            return x
+
+    class EmbeddingStem(nn.Module):
+        def __init__(self, config: GPTConfig, device="cpu", dtype=torch.float32):
+            super().__init__()
+            self.tok_emb = nn.Embedding(
+                config.vocab_size, config.n_embd, device=device, dtype=dtype
+            )
+            self.pos_emb = nn.Parameter(
+                torch.zeros(1, config.block_size, config.n_embd, device=device, dtype=dtype)
+            )
+            self.drop = nn.Dropout(config.embd_pdrop)
+            self.block_size = config.block_size
+
+        def reset_parameters(self):
+            self.tok_emb.reset_parameters()
+
+        def forward(self, idx):
+            b, t = idx.size()
+            assert t <= self.block_size, (
+                f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
+            )
+            token_embeddings = self.tok_emb(idx)
+            position_embeddings = self.pos_emb[:, :t, :]
+            return self.drop(token_embeddings + position_embeddings)
+
+    class GPT(nn.Module):
+        def __init__(self, config: GPTConfig):
+            super().__init__()
+            self.block_size = config.block_size
+            self.emb_stem = EmbeddingStem(config)
+            self.blocks = nn.Sequential(*[Block(config) for _ in range(config.n_layer)])
+            self.ln_f = nn.LayerNorm(config.n_embd)
+            self.head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+            self.apply(self._init_weights)
+            for pn, p in self.named_parameters():
+                if pn.endswith("c_proj.weight"):
+                    p.data.normal_(mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+            sum(p.numel() for p in self.blocks.parameters())
+
+        def _init_weights(self, module):
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.data.normal_(mean=0.0, std=0.02)
+                if isinstance(module, nn.Linear) and module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+
+        def forward(self, idx, targets=None):
+            x = self.emb_stem(idx)
+            x = self.blocks(x)
+            x = self.ln_f(x)
+            logits = self.head(x)
+            loss = None
+            if targets is not None:
+                loss = F.cross_entropy(
+                    logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1
+                )
+            return logits, loss
+
+        @torch.no_grad()
+        def generate(self, idx, max_new_tokens, temperature=1.0, do_sample=False, top_k=None):
+            for _ in range(max_new_tokens):
+                idx_cond = idx if idx.size(1) <= self.block_size else idx[:, -self.block_size :]
+                logits, _ = self(idx_cond)
+                logits = logits[:, -1, :] / temperature
+                if top_k is not None:
+                    v, _ = torch.topk(logits, top_k)
+                    logits[logits < v[:, [-1]]] = -float("Inf")
+                probs = F.softmax(logits, dim=-1)
+                if do_sample:
+                    idx_next = torch.multinomial(probs, num_samples=1)
+                else:
+                    _, idx_next = torch.topk(probs, k=1, dim=-1)
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+    def create_optimizer(model: torch.nn.Module, opt_config: OptimizerConfig):
+        decay = set()
+        no_decay = set()
+        whitelist_weight_modules = (torch.nn.Linear,)
+        blacklist_weight_modules = (torch.nn.LayerNorm, torch.nn.Embedding)
+        for mn, m in model.named_modules():
+            for pn, p in m.named_parameters():
+                fpn = "%s.%s" % (mn, pn) if mn else pn  # full param name
+                if pn.endswith("bias"):
+                    no_decay.add(fpn)
+                elif pn.endswith("weight") and isinstance(m, whitelist_weight_modules):
+                    decay.add(fpn)
+                elif pn.endswith("in_proj_weight"):
+                    decay.add(fpn)
+                elif pn.endswith("weight") and isinstance(m, blacklist_weight_modules):
+                    no_decay.add(fpn)
+                elif pn.endswith("pos_emb"):
+                    no_decay.add(fpn)
+        param_dict = {pn: p for pn, p in model.named_parameters()}
+        inter_params = decay & no_decay
+        union_params = decay | no_decay
+        assert len(inter_params) == 0
+        assert len(param_dict.keys() - union_params) == 0, param_dict.keys() - union_params
+        optim_groups = [
+            {
+                "params": [param_dict[pn] for pn in sorted(list(decay))],
+                "weight_decay": opt_config.weight_decay,
+            },
+            {"params": [param_dict[pn] for pn in sorted(list(no_decay))], "weight_decay": 0.0},
+        ]
+        optimizer = torch.optim.AdamW(optim_groups, lr=opt_config.learning_rate, betas=(0.9, 0.95))
+        return optimizer
+
+    @dataclass
+    class Snapshot:
+        model_state: "OrderedDict[str, torch.Tensor]"  # noqa: F821
+        optimizer_state: Dict[str, Any]
+        finished_epoch: int
+
+    class Trainer:  # port: trainer.py's Trainer without torchrun, DDP and fsspec
+        def __init__(self, model, optimizer, dataset, snapshot_path):
+            self.model, self.optimizer, self.epochs_run = model, optimizer, 0
+            self.train_loader = torch.utils.data.DataLoader(
+                dataset, batch_size=2, pin_memory=True, shuffle=False, num_workers=0
+            )
+            self.device_type, self.grad_norm_clip, self.use_amp = "cpu", 1.0, False
+            self.snapshot_path = snapshot_path
+            self._load_snapshot()
+
+        def _load_snapshot(self):
+            try:
+                with open(self.snapshot_path, "rb") as f:
+                    snapshot_data = torch.load(f, map_location="cpu")
+            except FileNotFoundError:
+                return
+            snapshot = Snapshot(**snapshot_data)
+            self.model.load_state_dict(snapshot.model_state)
+            self.optimizer.load_state_dict(snapshot.optimizer_state)
+            self.epochs_run = snapshot.finished_epoch
+
+        def _run_batch(self, source, targets, train: bool = True) -> float:
+            with (
+                torch.set_grad_enabled(train),
+                torch.amp.autocast(
+                    device_type=self.device_type, dtype=torch.float16, enabled=(self.use_amp)
+                ),
+            ):
+                _, loss = self.model(source, targets)
+            if train:
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_norm_clip)
+                self.optimizer.step()
+            return loss.item()
+
+        def _save_snapshot(self, epoch):
+            model = self.model
+            raw_model = model.module if hasattr(model, "module") else model
+            snapshot = Snapshot(
+                model_state=raw_model.state_dict(),
+                optimizer_state=self.optimizer.state_dict(),
+                finished_epoch=epoch,
+            )
+            snapshot = asdict(snapshot)
+            torch.save(snapshot, self.snapshot_path)
+
+        def train(self, max_epochs):
+            for epoch in range(self.epochs_run, max_epochs):
+                epoch += 1
+                for source, targets in self.train_loader:
+                    losses.append(self._run_batch(source, targets, True))
+                self._save_snapshot(epoch)
+                losses.append(self._run_batch(source, targets, False))
+
+    config = GPTConfig(model_type=None, n_layer=2, n_head=2, n_embd=16, vocab_size=13)
+    config.block_size, config.embd_pdrop, config.resid_pdrop, config.attn_pdrop = 8, 0, 0, 0
+    dataset = torch.utils.data.TensorDataset(
+        torch.from_numpy(data[:, :-1]), torch.from_numpy(data[:, 1:])
+    )
+    path, losses = os.path.join(tmp, f"{torch.__name__}_snapshot.pt"), []
+    model = init(GPT(config))
+    Trainer(model, create_optimizer(model, OptimizerConfig()), dataset, path).train(1)
+    model = init(GPT(config))  # a new process: resumes from the snapshot
+    optimizer = create_optimizer(model, OptimizerConfig())
+    trainer = Trainer(model, optimizer, dataset, path)
+    assert trainer.epochs_run == 1
+    trainer.train(2)
+    prompt = torch.from_numpy(data[:2, :3])
+    greedy = model.eval().generate(prompt, 4, top_k=5)
+    return {"model": model, "losses": losses, "greedy": greedy}
+
+
+def test_mingpt(rng, tmp_path):
+    data = rng.integers(0, 13, (4, 9))
+    _parity(_mingpt, data, str(tmp_path), atol=2e-5)
