@@ -3022,6 +3022,11 @@ def _sparse_cases(L):
     d = L.diag(L.tensor([1.0, 0.0, 2.0])).to_sparse()
     w = L.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2), requires_grad=True)
     v = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    grads = []
+    for masked in (True, False):  # to_dense's gradient: masked to the pattern by default
+        x = L.tensor([[0.0, 2.0], [3.0, 0.0]], requires_grad=True)
+        (x.to_sparse().to_dense(masked_grad=masked) * 2).sum().backward()
+        grads.append(x.grad)
     out = L.spmm(d, w) + L.mm(d, w) + d @ w
     (out.sum() + (L.sparse_coo_tensor([[0, 1, 0]], v, (2,)).to_dense() * 3).sum()).backward()
     return {
@@ -3033,6 +3038,7 @@ def _sparse_cases(L):
         "adj": [adj, str(adj.dtype).split(".")[1], adj.is_sparse],
         "diag": [d.indices(), d.values(), out, w.grad, v.grad],
         "dense": [L.ones(2, 2).sparse_dim(), L.ones(2, 2).dense_dim(), L.ones(2).is_sparse],
+        "masked": grads,
     }
 
 

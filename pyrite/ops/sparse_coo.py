@@ -85,8 +85,24 @@ class SparseCOOTensor(Tensor):
         return _wrap(Tensor.clone(self), _int_tensor(indices), values, True)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
-        out = Tensor.clone(self)  # (a plain tensor; autograd sees a copy)
+        """A plain dense copy. Its gradient flows back masked to the COO pattern (the entries
+        the indices name), as torch's masked_grad=True (the default); False passes it all."""
+        if masked_grad is None or masked_grad:
+            out = Tensor.mul(self, self._pattern())  # (the values unchanged: 0 elsewhere)
+        else:
+            out = Tensor.clone(self)
         return out if dtype is None else out.to(dtype)
+
+    def _pattern(self):
+        """1 at the entries the indices name (over the dense dims too), 0 elsewhere."""
+        from .creation import zeros
+
+        sparse_shape = self._shape[: self.sparse_dim()]
+        rows = tuple(self._sp_indices[d] for d in range(self.sparse_dim()))
+        mark = zeros(sparse_shape, dtype=self.dtype)
+        if self._nnz():
+            mark = mark.index_put(rows, mark.new_ones(self._nnz()))
+        return mark.reshape(*sparse_shape, *(1,) * self.dense_dim())
 
     def to_sparse(self, *args, layout=None, **kwargs):
         if args or kwargs.get("sparse_dim") not in (None, self.sparse_dim()):
