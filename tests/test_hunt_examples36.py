@@ -1612,7 +1612,6 @@ def _vgg16(torch, requires_grad=False):
 def _fast_neural_style(torch, init, images, style_image, tmp):
     """neural_style.py's train() and stylize(), utils.py's gram_matrix / normalize_batch."""
     import os
-    import re
 
     Adam, DataLoader = torch.optim.Adam, torch.utils.data.DataLoader
 
@@ -1696,11 +1695,26 @@ def _fast_neural_style(torch, init, images, style_image, tmp):
                 torch.save(transformer.state_dict(), ckpt_model_path)
                 transformer.to(device).train()
 
-    # stylize(): a fresh TransformerNet from the checkpoint, under no_grad
-    content_image = torch.from_numpy(images[0]).unsqueeze(0).to(device)
+    output, style_model = _stylize(torch, ckpt_model_path, images[0])
+    # a conv bias right before an InstanceNorm changes nothing (the norm takes the mean out): its
+    # gradient is rounding noise, which Adam turns into full steps in both runs; not compared
+    state = {
+        k: v
+        for k, v in transformer.state_dict().items()
+        if not (k.endswith("conv2d.bias") and not k.startswith("deconv3"))
+    }
+    return {"losses": losses, "state": state, "stylized": (output, style_model.state_dict())}
+
+
+def _stylize(torch, model_path, image):
+    """neural_style.py's stylize(): a fresh TransformerNet from a checkpoint, under no_grad."""
+    import re
+
+    device = torch.device("cpu")
+    content_image = torch.from_numpy(image).unsqueeze(0).to(device)
     with torch.no_grad():
-        style_model = TransformerNet()
-        state_dict = torch.load(ckpt_model_path)
+        style_model = _transformer_net(torch)()
+        state_dict = torch.load(model_path)
         # remove saved deprecated running_* keys in InstanceNorm from the checkpoint
         for k in list(state_dict.keys()):
             if re.search(r"in\d+\.running_(mean|var)$", k):
@@ -1711,14 +1725,22 @@ def _fast_neural_style(torch, init, images, style_image, tmp):
         output = style_model(content_image).cpu()
     img = output[0].clone().clamp(0, 255).numpy()  # utils.save_image, without PIL
     img = img.transpose(1, 2, 0).astype("uint8")
-    # a conv bias right before an InstanceNorm changes nothing (the norm takes the mean out): its
-    # gradient is rounding noise, which Adam turns into full steps in both runs; not compared
-    state = {
-        k: v
-        for k, v in transformer.state_dict().items()
-        if not (k.endswith("conv2d.bias") and not k.startswith("deconv3"))
-    }
-    return {"losses": losses, "state": state, "stylized": (output, style_model.state_dict())}
+    return output, style_model
+
+
+def test_fast_neural_style_pretrained_checkpoint(rng, tmp_path):
+    """stylize() on a torch.save checkpoint as the example downloads them (saved by an old
+    PyTorch whose InstanceNorm kept running stats: keys the example deletes)."""
+    net = _transformer_net(torch)()
+    state = net.state_dict()
+    for name, mod in net.named_modules():
+        if isinstance(mod, torch.nn.InstanceNorm2d):
+            state[f"{name}.running_mean"] = torch.zeros(mod.num_features)
+            state[f"{name}.running_var"] = torch.ones(mod.num_features)
+    torch.save(state, tmp_path / "mosaic.pth")
+    image = rng.random((3, 8, 8), dtype=np.float32) * 255
+    got, want = (_stylize(L, tmp_path / "mosaic.pth", image)[0] for L in (pr, torch))
+    _compare(got, want, 1e-4, 1e-3)
 
 
 def test_fast_neural_style(rng, tmp_path):
