@@ -880,6 +880,15 @@ def test_save_load_whole_module_weights_only_rule(tmp_path):
     finally:
         pr.serialization.clear_safe_globals()
     assert pr.serialization.get_safe_globals() == []
+    # a model and its optimizer in one checkpoint: the optimizer's state keys stay its params
+    opt = pr.optim.Adam(m.parameters(), lr=0.1)
+    m(x).sum().backward()
+    opt.step()
+    pr.save({"model": m, "opt": opt}, path)
+    both = pr.load(path, weights_only=False)
+    params = both["opt"].param_groups[0]["params"]
+    assert params[0] is both["model"].emb.weight and len(params) == 2
+    assert all(any(k is p for p in params) for k in both["opt"].state)
 
 
 # ---- time_sequence_prediction/train.py: LSTMCells in float64, LBFGS with a closure ----------
