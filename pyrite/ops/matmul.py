@@ -266,18 +266,21 @@ GEMV_SUBGROUPS = True
 # `pr.backends.cuda.matmul.allow_fp16_accumulation` (off by default, as in torch). The other
 # variants (GEMV, the direct and tiled kernels, split K) keep f32 sums.
 F16_ACCUMULATION = False
-# With f16 arithmetic the big tile's place goes to 8x8 sums an invocation in K steps of 32 with
-# the unconditional prefetch (f16 tiles: 33 KB of workgroup memory). H100, wgpu-native,
-# 2026-12-06, GPU time (docs/bench/2026-12-06-h100-s36-acc16-wgpu.json), in µs:
-#                              8x16 k16 (before)  8x16 k16 dbu  8x8 k16 dbu  8x8 k32 dbu  f32
-#   4096^3                           3,672            2,960        3,427        2,789     3,168
-#   4096x768 . 3072x768^T              531              428          466          407       472
-#   4096x3072 . 768x3072^T             529              587          607          525       521
-# (16x8 k16 dbu 3,185 / 462 / 632; 8x16 k32 dbu 4,058 / 594 / 726.) So 1.14x f32 at 4096^3 —
-# short of issue 6's 1.6x. f16 sums across the whole of K (F16_ACCUMULATION = "sums", cuBLAS's
-# 16F compute, `…-acc16-sums-wgpu.json`) took 2,455 µs with 8x8 k16 dbu, 1.29x f32; its 16x16
-# tiles ran 4-30x slower (their sums and operands past the registers).
-ACC16_BIG_TILE = (128, 128, 8, 8, 32, 3)
+# With f16 arithmetic the big tile's place goes to 8x4 sums an invocation (512 of them) in K steps
+# of 32 with the unconditional prefetch (f16 tiles: 33 KB of workgroup memory). H100,
+# wgpu-native, 2026-12-06, GPU time (docs/bench/2026-12-06-h100-s36-acc16-wgpu.json and
+# `…-acc16-more.json`, two runs: the 8x8 k32 column was timed in both, 2,789 / 2,793), in µs:
+#                          8x16 k16 (before) 8x16 k16 dbu 8x8 k16 dbu 8x8 k32 dbu 8x4 k32 dbu  f32
+#   4096^3                        3,672         2,960       3,427       2,789       2,659     3,168
+#   4096x768 . 3072x768^T           531           428         466         407         395       472
+#   4096x3072 . 768x3072^T          529           587         607         525         504       521
+# (16x8 k16 dbu 3,185 / 462 / 632; 8x16 k32 dbu 4,058 / 594 / 726; 64x128 8x8 k32 dbu 3,706 /
+# 477 / 459; 256x128 and 128x256 8x8 k16 dbu 3,615-3,635.) So 1.19x f32 at 4096^3 — short of
+# issue 6's 1.6x. f16 sums across the whole of K (F16_ACCUMULATION = "sums", cuBLAS's 16F
+# compute, `…-acc16-sums-wgpu.json`) took 2,455 µs with 8x8 k16 dbu, 1.29x f32; its 16x16 tiles
+# ran 4-30x slower (their sums and operands past the registers). Devices with fewer than 512
+# invocations a workgroup keep the big tile, with f16 arithmetic in its K steps of 8.
+ACC16_BIG_TILE = (128, 128, 8, 4, 32, 3)
 
 
 def _acc16(dt) -> int:
