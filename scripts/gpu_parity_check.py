@@ -1,5 +1,5 @@
 """Values of the GPU's own kernel choices at the shapes only a GPU takes them (the big GEMM tile,
-int4's one-row GEMV shape), against numpy in float64, each with the tolerance of its sum:
+f16 arithmetic's tile, int4's one-row GEMV shape), against numpy in float64, each with the tolerance of its sum:
 `python scripts/gpu_parity_check.py [--n GEMV_ROWS]` (prints each worst error over its bound, and the kernel the
 rule chose; exits 1 where one is past its bound)."""
 
@@ -9,6 +9,7 @@ import numpy as np
 
 import pyrite as pr
 import pyrite.ops.matmul as mm
+from pyrite import backend
 from pyrite.bench.quant import _random_qweight
 from pyrite.ops import quantized as Q
 
@@ -38,6 +39,26 @@ for M, N, K, wt in ((2048, 2048, 512, False), (4096, 3072, 768, True), (4096, 40
         ref = a.astype(np.float64) @ b.astype(np.float64)
         bnd = K * 2.0**-24 * (np.abs(a) @ np.abs(b)) + 1e-30
     report(f"{'linear' if wt else 'matmul'} {M}x{K} . {N}", got, ref, bnd, mm.LAST)
+
+# f16 arithmetic (allow_fp16_accumulation: ACC16_BIG_TILE where the rule picks the big tile):
+# each K step's products rounded to f16 and summed in f16 (bk of them), the steps' sums in f32,
+# the output rounded to f16 (README's bound: (bk + 1)·2^-11 of the step sums' |a||b|, + 2^-11)
+if backend.current().has_f16:
+    for M, N, K in ((2048, 2048, 512), (4096, 3072, 768)):
+        a = rng.standard_normal((M, K)).astype(np.float16)
+        b = rng.standard_normal((N, K)).astype(np.float16)
+        pr.backends.cuda.matmul.allow_fp16_accumulation = True
+        try:
+            got = F.linear(pr.tensor(a), pr.tensor(b)).numpy().astype(np.float64)
+            ran = mm.LAST
+        finally:
+            pr.backends.cuda.matmul.allow_fp16_accumulation = False
+        ref = a.astype(np.float64) @ b.T.astype(np.float64)
+        bk = ran[1][4] if ran[0] == "fast" else K
+        bnd = (bk + 1) * 2.0**-11 * (np.abs(a).astype(np.float64) @ np.abs(b.T)) + 2.0**-11 * (
+            np.abs(ref)
+        )
+        report(f"f16 arithmetic linear {M}x{K} . {N}", got, ref, bnd + 1e-30, ran)
 
 for bits, gs in ((4, 128), (8, None)):
     qw = _random_qweight(rng, bits, gs, NQ, 4096)

@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -61,6 +61,9 @@ for s in $steps; do
     bench-wgpu)
       step bench-wgpu 200 env PYRITE_BACKEND=wgpu python3 -m pyrite bench \
         --only matmul,conv,attention,latency --json "$OUT/bench-wgpu.json" ;;
+    bench-matmul)
+      step bench-matmul 90 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only matmul \
+        --json "$OUT/bench-matmul.json" ;;
     bench-dawn)
       step bench-dawn 150 env PYRITE_BACKEND=dawn python3 -m pyrite bench \
         --only matmul,conv,attention,latency --json "$OUT/bench-dawn.json" ;;
