@@ -280,21 +280,29 @@ def _aa_table(i: int, o: int, align: bool, scale, mode: str):
     return words, maxk
 
 
-# Weight tables on the device, by (device, sizes, align_corners, scale, mode): a resize in a
-# data pipeline repeats the same few, and an upload makes a new buffer each time.
-_AA_TABLES: dict = {}
+def device_table(cache: dict, key, make, limit: int = 32):
+    """cache[key]'s table on the current device, made by make() where it is missing or was
+    made for another device (a table lives on the device it was uploaded to); the cache empties
+    at `limit` entries. A resize in a data pipeline repeats the same few sizes, and an upload
+    makes a new buffer each time."""
+    dev = backend.current()
+    hit = cache.get(key)
+    if hit is None or hit[1] is not dev:
+        if len(cache) >= limit:
+            cache.clear()
+        hit = cache[key] = (make(), dev)
+    return hit[0]
+
+
+_AA_TABLES: dict = {}  # (sizes, align_corners, scale, mode) -> (weights' words, widest window)
 
 
 def _aa_table_on_device(i, o, align, scale, mode):
-    dev = backend.current()
-    key = (i, o, align, scale, mode)
-    hit = _AA_TABLES.get(key)
-    if hit is None or hit[2] is not dev:  # a table lives on the device it was uploaded to
+    def make():
         words, maxk = _aa_table(i, o, align, scale, mode)
-        if len(_AA_TABLES) >= 32:
-            _AA_TABLES.clear()
-        hit = _AA_TABLES[key] = (upload(words, D.int32), maxk, dev)
-    return hit[0], hit[1]
+        return upload(words, D.int32), maxk
+
+    return device_table(_AA_TABLES, (i, o, align, scale, mode), make)
 
 
 def _merged_stride(shape, strides):
@@ -614,23 +622,15 @@ def _gather_table(idx, w, i: int, o: int):
     return words, K
 
 
-# Tables on the device, by (device, kind, sizes, align_corners, scale): a training loop repeats
-# the same few, and an upload makes a new buffer each time. None: the axis is the identity.
-_GATHER_TABLES: dict = {}
+_GATHER_TABLES: dict = {}  # (kind, sizes, align_corners, scale, equal) -> table or None (identity)
 
 
 def _gather_table_on_device(kind, i, o, align, scale, equal_all):
-    dev = backend.current()
-    key = (kind, i, o, align, scale, equal_all)
-    hit = _GATHER_TABLES.get(key)
-    if hit is None or hit[1] is not dev:
+    def make():
         table = _gather_table(*_axis_taps(kind, i, o, align, scale, equal_all), i, o)
-        if table is not None:
-            table = (upload(table[0], D.int32), table[1])
-        if len(_GATHER_TABLES) >= 64:
-            _GATHER_TABLES.clear()
-        hit = _GATHER_TABLES[key] = (table, dev)
-    return hit[0]
+        return None if table is None else (upload(table[0], D.int32), table[1])
+
+    return device_table(_GATHER_TABLES, (kind, i, o, align, scale, equal_all), make, 64)
 
 
 def _backward_axes(ctx, in_sp, out_sp):

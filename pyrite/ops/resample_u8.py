@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
-from .. import backend
 from .. import dtypes as D
 from ..kernels.resample import aa_pass_u8
 from ..tensor import Tensor
 from .core import upload
+from .resample import device_table
 
 
 def _filter(mode: str, antialias: bool):
@@ -115,20 +115,15 @@ def u8_table(i: int, o: int, align: bool, scale, mode: str, antialias: bool):
     return words, w.shape[1], bits
 
 
-# Tables on the device, by sizes and arguments (a data pipeline resizes to a few sizes).
-_TABLES: dict = {}
+_TABLES: dict = {}  # (sizes, align_corners, scale, mode, antialias) -> (words, window, bits)
 
 
 def _table_on_device(i, o, align, scale, mode, antialias):
-    dev = backend.current()
-    key = (i, o, align, scale, mode, antialias)
-    hit = _TABLES.get(key)
-    if hit is None or hit[3] is not dev:
+    def make():
         words, maxk, bits = u8_table(i, o, align, scale, mode, antialias)
-        if len(_TABLES) >= 32:
-            _TABLES.clear()
-        hit = _TABLES[key] = (upload(words, D.int32), maxk, bits, dev)
-    return hit[:3]
+        return upload(words, D.int32), maxk, bits
+
+    return device_table(_TABLES, (i, o, align, scale, mode, antialias), make)
 
 
 def resize_u8(x: Tensor, out_sp: tuple, mode: str, antialias: bool, align: bool, scales):
