@@ -239,6 +239,7 @@ from . import (  # noqa: E402
     distributed,
     jit,
     multiprocessing,  # torch.multiprocessing: the stdlib's, spawn, tensors sent by value
+    onnx,  # torch.onnx.export (writing the file needs the onnx package)
     random,
     serialization,  # torch.serialization: save, load and the weights_only allowlist
     testing,

@@ -49,6 +49,7 @@ class _State(threading.local):
     anomaly = False
     guarded = 0  # depth of _guard bodies running
     guard_names = None  # their op names, innermost last (a list once a guard ran)
+    tracer = None  # pyrite.onnx's export trace: sees every op record() is asked to record
 
 
 _state = _State()
@@ -581,6 +582,8 @@ def record(name, rule, args, kwargs, out, inplace=False):
     edge is the autograd identity it had before the write (the caller captured it).
     (This runs once per recorded op: it is kept lean.)
     """
+    if _state.tracer is not None:  # (pyrite.onnx.export: the op as called, before its node)
+        _state.tracer.op(name, args, kwargs, out, inplace)
     node = Node()
     node._name = name
     node.rule = rule

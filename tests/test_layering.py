@@ -40,6 +40,7 @@ RANK = {
     "quantization": 4,
     "optim": 4,
     "io": 5,
+    "onnx": 5,  # torch.onnx.export: traces nn modules
     "models": 5,
     "cli": 6,
     "bench": 6,

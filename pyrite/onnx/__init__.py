@@ -1,0 +1,353 @@
+"""`pyrite.onnx.export`: a model to an ONNX file (torch.onnx.export's counterpart).
+
+The model runs once on the example inputs under pyrite's export trace (pyrite/onnx/_graph.py),
+and the ops it called become ONNX nodes (pyrite/onnx/_ops.py, _shape_ops.py). Writing the file
+needs the `onnx` package (`pip install onnx`, or pyrite's `onnx` extra).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import warnings
+
+from .._fs import write_atomic
+from ..tensor import Tensor
+from . import _shape_ops  # noqa: F401  (registers its handlers)
+from ._graph import Graph, Tracer, host, onnx_dtype
+from ._ops import HANDLERS, OnnxExporterError, UnsupportedOperatorError, unsupported
+
+__all__ = ["export", "is_in_onnx_export", "OnnxExporterError", "UnsupportedOperatorError"]
+
+DEFAULT_OPSET = 17
+OPSETS = range(13, 21)
+_exporting = [False]
+
+
+def is_in_onnx_export() -> bool:
+    """Whether an export's trace is running (torch.onnx.is_in_onnx_export)."""
+    return _exporting[0]
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError as e:
+        raise ImportError(
+            "pyrite: pyrite.onnx.export writes the file with the `onnx` package, which is not "
+            "installed: pip install onnx (or pip install 'pyrite[onnx]')"
+        ) from e
+    return onnx
+
+
+def export(
+    model,
+    args=(),
+    f=None,
+    *,
+    kwargs=None,
+    verbose=None,
+    input_names=None,
+    output_names=None,
+    opset_version=None,
+    dynamo=True,
+    external_data=True,
+    dynamic_shapes=None,
+    export_params=True,
+    keep_initializers_as_inputs=False,
+    dynamic_axes=None,
+    training=None,
+    do_constant_folding=True,
+    **ignored,
+):
+    """Export `model` (an nn.Module or a function of tensors) run on `args` to the ONNX file `f`
+    (a path or a binary file object), as torch.onnx.export; returns None.
+
+    Parameters and buffers become initializers named by their state_dict names
+    (export_params=False: graph inputs instead); the tensors in `args` (and `kwargs`) become the
+    graph's inputs, named `input_names` (default: the forward's parameter names), and the
+    outputs `output_names` (default output, output_1, ...). `dynamic_axes` ({name: [dims]} or
+    {name: {dim: "label"}}) makes those dims symbolic (a second trace with other sizes there
+    shows which reshape targets follow them). `opset_version` 13..20 (default 17). The model is
+    traced in eval mode (training is restored after). `dynamo` is accepted and ignored: pyrite
+    always uses its own tracer and returns None (torch returns an ONNXProgram for dynamo=True).
+    An op without an ONNX mapping raises UnsupportedOperatorError naming it; the file is written atomically,
+    so a failed export leaves no file (and a previous one as it was).
+    """
+    onnx = _onnx()
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if opset not in OPSETS:
+        raise ValueError(f"pyrite: onnx export supports opset versions 13 to 20, not {opset}")
+    if f is None:
+        raise ValueError("pyrite: onnx.export needs `f`, a path or a binary file object")
+    if isinstance(args, Tensor) or not isinstance(args, (tuple, list)):
+        args = (args,)
+    args = tuple(args)
+    if kwargs is None and args and isinstance(args[-1], dict):
+        args, kwargs = args[:-1], args[-1]
+    kwargs = dict(kwargs or {})
+    proto = _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes,
+                   export_params, onnx)  # fmt: skip
+    onnx.checker.check_model(proto)
+    data = proto.SerializeToString()
+    if isinstance(f, (str, os.PathLike)):
+        write_atomic(f, lambda fh: fh.write(data))
+    else:
+        f.write(data)
+    return None
+
+
+def _modules(model):
+    from ..nn import Module
+
+    return model if isinstance(model, Module) else None
+
+
+def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, export_params,
+           onnx):  # fmt: skip
+    module = _modules(model)
+    named = {}
+    params = []
+    if module is not None:
+        for nm, t in module.state_dict(keep_vars=True).items():
+            named.setdefault(id(t), nm)
+        params = list(module.parameters())
+    flat, _ = _flatten(list(args) + list(kwargs.values()))
+    names = _input_names(model, args, kwargs, len(flat), input_names)
+    axes = _axes(dynamic_axes)
+    events, outs, inputs = _trace(model, module, params, args, kwargs)
+    alt_inputs = inputs
+    if axes:
+        alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes)
+        alt_events, _, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs)
+        if [e.name for e in alt_events] != [e.name for e in events]:
+            raise OnnxExporterError(
+                "pyrite: onnx export: the model calls other ops when the dynamic axes' sizes "
+                "change; export it without dynamic_axes"
+            )
+        for e, a in zip(events, alt_events):
+            e.alt = a
+    g = Graph(onnx, opset, named)
+    h = onnx.helper
+    graph_inputs = []
+    sources = []  # (input name, dim, size in the first trace, in the second) of dynamic axes
+    for i, (t, nm) in enumerate(zip(inputs, names)):
+        g.bind(t, nm)
+        graph_inputs.append(_value_info(h, nm, t, axes.get(nm)))
+        for d in axes.get(nm, {}):
+            d = d if d >= 0 else d + t.dim()
+            sources.append((nm, d, t.shape[d], alt_inputs[i].shape[d]))
+    if not export_params:
+        for p in params:
+            nm = named.get(id(p))
+            if nm is not None:
+                g.bind(p, nm)
+                graph_inputs.append(_value_info(h, nm, p, None))
+    for ev in events:
+        handler = HANDLERS.get(ev.name)
+        if handler is None and ev.name.endswith("_") and not ev.name.endswith("__"):
+            handler = HANDLERS.get(ev.name[:-1])  # (relu_: an in-place op as its own)
+        if handler is None:
+            raise unsupported(ev.name, opset)
+        if ev.inplace:  # (args[0] stands for the written tensor's value before the write)
+            g.bind(ev.args[0], g.name(ev.out))
+        if ev.alt is not None:
+            _dynamic_constants(g, ev, sources)
+        handler(g, ev)
+    out_flat, _ = _flatten([outs])
+    onames = list(output_names or [])
+    onames += [("output" if i == 0 else f"output_{i}") for i in range(len(onames), len(out_flat))]
+    graph_outputs = []
+    for t, nm in zip(out_flat, onames):
+        g.nodes.append(h.make_node("Identity", [g.name(t)], [nm]))
+        graph_outputs.append(_value_info(h, nm, t, axes.get(nm)))
+    nodes, inits = _live(g.nodes, g.inits, [o.name for o in graph_outputs])
+    used = {i for n in nodes for i in n.input}
+    for vi in graph_inputs[: len(inputs)]:
+        if vi.name not in used and vi.name not in onames:
+            warnings.warn(
+                f"pyrite: onnx export: the graph does not read input '{vi.name}' (the model "
+                "ignores it, or reads it only through ops on integer tensors, which the trace "
+                "sees as constants: only embedding and indexing take traced integer tensors)",
+                stacklevel=3,
+            )
+    graph = h.make_graph(nodes, "pyrite", graph_inputs, graph_outputs, initializer=inits)
+    proto = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)],
+                         producer_name="pyrite")  # fmt: skip
+    proto.ir_version = min(proto.ir_version, 8 if opset <= 18 else 9)
+    return proto
+
+
+def _dynamic_constants(g, ev, sources):
+    """Constants the op reads whose shape follows a dynamic axis (an RNN's zero initial state
+    made with the batch's size): a uniform one becomes that value expanded to a shape read from
+    the input that carries the axis; another cannot follow it and raises."""
+    mine, _ = _flatten([ev.args, ev.kwargs])
+    other, _ = _flatten([ev.alt.args, ev.alt.kwargs])
+    for t, t2 in zip(mine, other):
+        if t.shape == t2.shape or id(t) in g.env or id(t) in g.named:
+            continue
+        a = host(t)
+        if a.size == 0 or not (a == a.flat[0]).all():
+            raise OnnxExporterError(
+                f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose shape follows a "
+                "dynamic axis; export it without dynamic_axes"
+            )
+        parts = []
+        for d, (n1, n2) in enumerate(zip(t.shape, t2.shape)):
+            if n1 == n2:
+                parts.append(g.ints([n1]))
+                continue
+            src = next(((nm, k) for nm, k, v1, v2 in sources if (v1, v2) == (n1, n2)), None)
+            if src is None:
+                raise OnnxExporterError(
+                    f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose dim {d} "
+                    "follows the dynamic axes by no input's size; export it without dynamic_axes"
+                )
+            shape = g.node("Shape", [src[0]])
+            parts.append(g.node("Gather", [shape, g.ints([src[1]])], axis=0))
+        full = g.node("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
+        one = g.const(a.reshape(-1)[:1].reshape(()), "fill")
+        g.bind(t, g.node("Expand", [one, full]))
+
+
+def _flatten(obj):
+    """The tensors in nested tuples/lists/dicts, in order."""
+    got = []
+
+    def walk(o):
+        if isinstance(o, Tensor):
+            got.append(o)
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                walk(v)
+        elif isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+
+    walk(obj)
+    return got, None
+
+
+def _input_names(model, args, kwargs, n, given):
+    """`given`, then the forward's parameter names: a tensor argument by its parameter's name, the
+    tensors of a tuple argument (an LSTM's (h, c)) as name_0, name_1, ..."""
+    names = list(given or [])
+    fn = getattr(model, "forward", model)
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    auto = []
+    for i, a in enumerate(list(args) + list(kwargs.values())):
+        base = list(kwargs)[i - len(args)] if i >= len(args) else None
+        base = base or (params[i] if i < len(params) else f"input_{i}")
+        flat, _ = _flatten([a])
+        if isinstance(a, Tensor):
+            auto.append(base)
+        else:
+            auto.extend(f"{base}_{j}" for j in range(len(flat)))
+    names += auto[len(names) : n]
+    return names[:n]
+
+
+def _axes(dynamic_axes):
+    """{name: {dim: label}} from torch's two spellings ({name: [dims]} labels them itself)."""
+    got = {}
+    for nm, spec in (dynamic_axes or {}).items():
+        if isinstance(spec, dict):
+            got[nm] = {int(d): str(v) for d, v in spec.items()}
+        else:
+            got[nm] = {int(d): f"{nm}_dynamic_axes_{i + 1}" for i, d in enumerate(spec)}
+    return got
+
+
+def _value_info(h, nm, t, dyn):
+    dims = list(t.shape)
+    for d, label in (dyn or {}).items():
+        dims[d if d >= 0 else d + len(dims)] = label
+    return h.make_tensor_value_info(nm, onnx_dtype(t.dtype), dims)
+
+
+def _resized(args, kwargs, flat, names, axes):
+    """The example inputs with each dynamic axis one longer (a second trace's inputs)."""
+    from .. import zeros
+    from ..ops.random import randn
+
+    swap = {}
+    for t, nm in zip(flat, names):
+        dyn = axes.get(nm)
+        if not dyn:
+            continue
+        shape = list(t.shape)
+        for d in dyn:
+            shape[d] += 1
+        swap[id(t)] = randn(shape) if t.dtype.kind == "f" else zeros(shape, dtype=t.dtype)
+
+    def sub(o):
+        if isinstance(o, Tensor):
+            return swap.get(id(o), o)
+        if isinstance(o, (list, tuple)):
+            return type(o)(sub(v) for v in o)
+        if isinstance(o, dict):
+            return {k: sub(v) for k, v in o.items()}
+        return o
+
+    return sub(args), sub(kwargs)
+
+
+def _trace(model, module, params, args, kwargs):
+    """Run the model under the export trace: (events, outputs, the traced input tensors)."""
+    from ..autograd import _state, enable_grad
+
+    modes = [(m, m.training) for m in module.modules()] if module is not None else []
+    was = [(p, p.requires_grad) for p in params]
+    tracer = Tracer()
+
+    def leaf(o):  # (float inputs require grad so the ops on them record)
+        if isinstance(o, Tensor):
+            t = o.detach()
+            if t.dtype.kind == "f":
+                t.requires_grad_(True)
+            return t
+        if isinstance(o, (list, tuple)):
+            return type(o)(leaf(v) for v in o)
+        if isinstance(o, dict):
+            return {k: leaf(v) for k, v in o.items()}
+        return o
+
+    targs, tkwargs = leaf(args), leaf(kwargs)
+    inputs, _ = _flatten(list(targs) + list(tkwargs.values()))
+    try:
+        for m, _ in modes:
+            m.training = False
+        for p in params:
+            p.requires_grad_(True)
+        _exporting[0] = True
+        _state.tracer = tracer
+        with enable_grad():
+            out = model(*targs, **tkwargs)
+    finally:
+        _state.tracer = None
+        _exporting[0] = False
+        for m, t in modes:
+            m.training = t
+        for p, r in was:
+            p.requires_grad_(r)
+    return tracer.events, out, inputs
+
+
+def _live(nodes, inits, outputs):
+    """The nodes the outputs depend on, in order, and the initializers they read."""
+    need = set(outputs)
+    keep = []
+    for n in reversed(nodes):
+        if any(o in need for o in n.output):
+            keep.append(n)
+            need.update(i for i in n.input if i)
+    keep.reverse()
+    return keep, [t for nm, t in inits.items() if nm in need]

@@ -1,0 +1,377 @@
+"""pyrite.onnx.export: models written to ONNX, checked by onnx.checker and run by onnx's
+reference evaluator on fresh inputs (other batch sizes where dynamic_axes says so), against
+pyrite's own forward; the same model exported by torch evaluates to the same outputs."""
+
+import io
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+import pyrite.nn as nn
+import pyrite.nn.functional as F
+
+onnx = pytest.importorskip("onnx")
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+EPS = float(np.finfo(np.float32).eps)
+
+
+def _seed(request):
+    seed = int(os.environ.get("PYRITE_SEED", abs(hash(request.node.name)) % 2**31))
+    pr.manual_seed(seed)
+    return np.random.default_rng(seed), seed
+
+
+def _run(path_or_bytes, feeds):
+    model = (
+        onnx.load(path_or_bytes)
+        if isinstance(path_or_bytes, str)
+        else onnx.load_from_string(path_or_bytes)
+    )
+    onnx.checker.check_model(model, full_check=True)
+    return ReferenceEvaluator(model).run(None, feeds), model
+
+
+def _close(got, want, depth, seed, scale=1.0):
+    """float32 results of `depth` dependent roundings each: |got - want| within
+    depth * eps * (|want| + scale)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape
+    tol = depth * EPS * (np.abs(want) + scale)
+    bad = np.abs(got - want) > tol
+    assert not bad.any(), f"seed {seed}: max err {np.abs(got - want).max()} (tol {tol.max()})"
+
+
+def _forward(model, *xs):
+    model.eval()
+    with pr.no_grad():
+        out = model(*(pr.tensor(x) for x in xs))
+    return (out[0] if isinstance(out, tuple) else out).numpy()
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 16),
+                                 nn.SiLU(), nn.Linear(16, 5))  # fmt: skip
+
+    def forward(self, x):
+        return F.log_softmax(self.net(x), dim=-1)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.bn = nn.BatchNorm2d(6)
+        self.c2 = nn.Conv2d(6, 8, 3, stride=2, padding=1, bias=False)
+        self.gn = nn.GroupNorm(2, 8)
+        self.fc = nn.Linear(8 * 2 * 2, 4)
+
+    def forward(self, x):  # (N, 3, 8, 8)
+        x = F.max_pool2d(F.relu(self.bn(self.c1(x))), 2)  # (N, 6, 4, 4)
+        x = F.leaky_relu(self.gn(self.c2(x)), 0.1)  # (N, 8, 2, 2)
+        y = F.adaptive_avg_pool2d(x, 1).flatten(1)  # (N, 8)
+        x = self.fc(x.view(x.size(0), -1))
+        return (
+            x
+            + y.mean(dim=1, keepdim=True)
+            + F.avg_pool2d(F.elu(x[:, None, :, None]), (1, 1)).sum((1, 3))
+        )
+
+
+def _cnn():
+    m = CNN()
+    with pr.no_grad():  # (non-trivial running statistics)
+        m.bn.running_mean.copy_(pr.randn(6) * 0.1)
+        m.bn.running_var.copy_(pr.rand(6) + 0.5)
+    return m
+
+
+# fast_neural_style's TransformerNet (pytorch/examples), at a tiny width
+class ConvLayer(nn.Module):
+    def __init__(self, cin, cout, k, stride):
+        super().__init__()
+        self.reflection_pad = nn.ReflectionPad2d(k // 2)
+        self.conv2d = nn.Conv2d(cin, cout, k, stride)
+
+    def forward(self, x):
+        return self.conv2d(self.reflection_pad(x))
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1, self.in1 = ConvLayer(c, c, 3, 1), nn.InstanceNorm2d(c, affine=True)
+        self.conv2, self.in2 = ConvLayer(c, c, 3, 1), nn.InstanceNorm2d(c, affine=True)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        out = self.relu(self.in1(self.conv1(x)))
+        return self.in2(self.conv2(out)) + x
+
+
+class UpsampleConvLayer(nn.Module):
+    def __init__(self, cin, cout, k, stride, upsample=None):
+        super().__init__()
+        self.upsample = upsample
+        self.reflection_pad = nn.ReflectionPad2d(k // 2)
+        self.conv2d = nn.Conv2d(cin, cout, k, stride)
+
+    def forward(self, x):
+        if self.upsample:
+            x = F.interpolate(x, mode="nearest", scale_factor=self.upsample)
+        return self.conv2d(self.reflection_pad(x))
+
+
+class TransformerNet(nn.Module):
+    def __init__(self, w=4):
+        super().__init__()
+        self.conv1, self.in1 = ConvLayer(3, w, 5, 1), nn.InstanceNorm2d(w, affine=True)
+        self.conv2, self.in2 = ConvLayer(w, 2 * w, 3, 2), nn.InstanceNorm2d(2 * w, affine=True)
+        self.res1 = ResidualBlock(2 * w)
+        self.deconv1 = UpsampleConvLayer(2 * w, w, 3, 1, upsample=2)
+        self.in4 = nn.InstanceNorm2d(w, affine=True)
+        self.deconv3 = UpsampleConvLayer(w, 3, 5, 1)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        y = self.relu(self.in1(self.conv1(x)))
+        y = self.relu(self.in2(self.conv2(y)))
+        y = self.res1(y)
+        y = self.relu(self.in4(self.deconv1(y)))
+        return self.deconv3(y)
+
+
+# word_language_model's RNNModel (pytorch/examples), LSTM, tiny
+class RNNModel(nn.Module):
+    def __init__(self, ntoken=11, ninp=6, nhid=5, nlayers=2):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(0.2)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=0.2)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+
+
+def _export(model, args, tmp_path, **kw):
+    path = str(tmp_path / "model.onnx")
+    assert pr.onnx.export(model, args, path, **kw) is None
+    return path
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_mlp_dynamic_batch(request, tmp_path, opset):
+    rng, seed = _seed(request)
+    m = MLP()
+    path = _export(m, (pr.randn(3, 6),), tmp_path, input_names=["x"], output_names=["y"],
+                   dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=opset)  # fmt: skip
+    for n in (3, 7):
+        x = rng.standard_normal((n, 6)).astype(np.float32)
+        (got,), model = _run(path, {"x": x})
+        _close(got, _forward(m, x), 64, seed)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert model.opset_import[0].version == opset
+    inits = {t.name for t in model.graph.initializer}
+    assert {"net.0.weight", "net.0.bias", "net.5.weight"} <= inits
+
+
+def test_cnn_batchnorm_pooling(request, tmp_path):
+    rng, seed = _seed(request)
+    m = _cnn()
+    m.train()  # (export traces in eval mode and restores the mode)
+    path = _export(m, pr.randn(2, 3, 8, 8), tmp_path, dynamic_axes={"x": [0], "output": [0]})
+    assert m.training and m.bn.training
+    m.eval()
+    for n in (2, 5):
+        x = rng.standard_normal((n, 3, 8, 8)).astype(np.float32)
+        (got,), model = _run(path, {"x": x})
+        _close(got, _forward(m, x), 256, seed)
+    inits = {t.name for t in model.graph.initializer}
+    assert {"bn.running_mean", "bn.running_var", "c1.weight", "gn.weight"} <= inits
+    kinds = {n.op_type for n in model.graph.node}
+    assert {"Conv", "BatchNormalization", "MaxPool", "GlobalAveragePool", "Gemm"} <= kinds
+
+
+@pytest.mark.parametrize("opset", [14, 17])
+def test_transformer_encoder_layer(request, tmp_path, opset):
+    rng, seed = _seed(request)
+    m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, activation="gelu", batch_first=True)
+    path = _export(m, (pr.randn(2, 5, 8),), tmp_path, input_names=["src"], opset_version=opset,
+                   dynamic_axes={"src": {0: "batch"}, "output": {0: "batch"}})  # fmt: skip
+    for n in (2, 3):
+        x = rng.standard_normal((n, 5, 8)).astype(np.float32)
+        (got,), model = _run(path, {"src": x})
+        _close(got, _forward(m.eval(), x), 512, seed)
+    kinds = {n.op_type for n in model.graph.node}
+    assert ("LayerNormalization" in kinds) == (opset >= 17)
+
+
+def test_fast_neural_style_transformer_net(request, tmp_path):
+    rng, seed = _seed(request)
+    m = TransformerNet()
+    path = _export(m, pr.randn(1, 3, 8, 8), tmp_path, input_names=["input_image"],
+                   output_names=["output_image"], dynamic_axes={"input_image": [0]})  # fmt: skip
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    (got,), model = _run(path, {"input_image": x})
+    _close(got, _forward(m.eval(), x), 1024, seed)
+    kinds = {n.op_type for n in model.graph.node}
+    assert {"Pad", "InstanceNormalization", "Resize", "Conv"} <= kinds
+
+
+def test_word_language_model_lstm(request, tmp_path):
+    rng, seed = _seed(request)
+    m = RNNModel()
+    tokens = pr.tensor(rng.integers(0, 11, (4, 2)))
+    hidden = (pr.zeros(2, 2, 5), pr.zeros(2, 2, 5))
+    path = _export(m, (tokens, hidden), tmp_path)
+    toks = rng.integers(0, 11, (4, 2)).astype(np.int64)
+    h0 = rng.standard_normal((2, 2, 5)).astype(np.float32)
+    c0 = rng.standard_normal((2, 2, 5)).astype(np.float32)
+    outs, model = _run(path, {"input": toks, "hidden_0": h0, "hidden_1": c0})
+    assert [i.name for i in model.graph.input] == ["input", "hidden_0", "hidden_1"]
+    with pr.no_grad():
+        want, (h, c) = m.eval()(pr.tensor(toks), (pr.tensor(h0), pr.tensor(c0)))
+    _close(outs[0], want.numpy(), 256, seed)
+    _close(outs[1], h.numpy(), 256, seed)
+    _close(outs[2], c.numpy(), 256, seed)
+
+
+class Ops(nn.Module):
+    """A forward through the shape, indexing and activation ops export maps."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 4)
+        self.ln = nn.LayerNorm(4, elementwise_affine=False)
+
+    def forward(self, x, idx):  # x (N, 4, 6, 6), idx (3,)
+        a, b = x.split(2, dim=1)
+        y = pr.cat([b, a], 1).permute(0, 2, 3, 1)  # (N, 6, 6, 4)
+        y = self.ln(y) + self.emb(idx)[1]
+        y = F.softplus(y, beta=2.0) - F.hardtanh(y, -0.5, 0.5) * pr.sigmoid(y).sqrt()
+        z = y.transpose(1, 3)[:, ::2, 1:5, -1].unsqueeze(-1).squeeze(-1)  # (N, 2, 4)
+        z = F.pad(z, (1, 2), mode="constant")  # (N, 2, 7)
+        z = z / 3.0 - 1.0 / (2.0 + z.exp())
+        q = z.reshape(z.shape[0], 1, 2, 7)
+        att = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        up = F.pixel_shuffle(x, 2)  # (N, 1, 12, 12)
+        w = pr.where(z > 0.1, z.clamp(max=0.8), F.relu6(z * 4.0)).masked_fill(z < -0.3, 2.0)
+        return att.flatten(1), up[..., 0, :].tanh() ** 2, F.gelu(z, approximate="tanh"), w
+
+
+def test_op_coverage(request, tmp_path):
+    rng, seed = _seed(request)
+    m = Ops()
+    idx = pr.tensor([0, 3, 6])
+    path = _export(m, (pr.randn(2, 4, 6, 6), idx), tmp_path,
+                   dynamic_axes={"x": {0: "n"}})  # fmt: skip
+    for n in (2, 3):
+        x = rng.standard_normal((n, 4, 6, 6)).astype(np.float32)
+        i = np.array([1, 2, 5], np.int64)
+        outs, _ = _run(path, {"x": x, "idx": i})
+        with pr.no_grad():
+            want = m(pr.tensor(x), pr.tensor(i))
+        for o, w in zip(outs, want):
+            _close(o, w.numpy(), 256, seed)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_same_outputs_as_torch_export(request, tmp_path):
+    torch = pytest.importorskip("torch")
+    rng, seed = _seed(request)
+    tm = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 5), torch.nn.Tanh(),
+    ).eval()  # fmt: skip
+    with torch.no_grad():
+        tm[1].running_mean.uniform_(-0.2, 0.2)
+        tm[1].running_var.uniform_(0.5, 1.5)
+    pm = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                       nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 5), nn.Tanh())  # fmt: skip
+    pm.load_state_dict({k: pr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    pm.eval()
+    tpath = str(tmp_path / "torch.onnx")
+    try:
+        torch.onnx.export(tm, (torch.randn(2, 3, 8, 8),), tpath, dynamo=False,
+                          input_names=["x"], output_names=["y"])  # fmt: skip
+    except Exception as e:  # (an exporter that needs a package or network here)
+        pytest.skip(f"torch.onnx.export unavailable: {e}")
+    ppath = _export(pm, (pr.randn(2, 3, 8, 8),), tmp_path, input_names=["x"], output_names=["y"])
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    (got_t,), _ = _run(tpath, {"x": x})
+    (got_p,), _ = _run(ppath, {"x": x})
+    _close(got_p, got_t, 64, seed)
+    with torch.no_grad():
+        _close(got_p, tm(torch.tensor(x)).numpy(), 256, seed)
+
+
+class Unsupported(nn.Module):
+    def forward(self, x):
+        return pr.cumsum(x, 0) + 1
+
+
+def test_unsupported_op_raises_and_leaves_no_file(tmp_path):
+    path = tmp_path / "bad.onnx"
+    with pytest.raises(
+        RuntimeError,
+        match="Exporting the operator 'cumsum' to ONNX opset version 17 is not supported",
+    ):
+        pr.onnx.export(Unsupported(), (pr.randn(3),), str(path))
+    assert list(tmp_path.iterdir()) == []
+    path.write_bytes(b"old")  # (a previous file stays as it was)
+    with pytest.raises(RuntimeError, match="cumsum"):
+        pr.onnx.export(Unsupported(), (pr.randn(3),), path)
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx"]
+
+
+class GRUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 4, batch_first=True)
+        self.rnn = nn.RNN(4, 2, nonlinearity="relu")
+
+    def forward(self, x):  # (N, 5, 3)
+        y, h = self.gru(x)
+        z, _ = self.rnn(y.transpose(0, 1))
+        return z.float(), h
+
+
+def test_gru_rnn_unrolled(request, tmp_path):
+    rng, seed = _seed(request)
+    m = GRUNet()
+    path = _export(m, pr.randn(2, 5, 3), tmp_path, dynamic_axes={"x": [0]})
+    x = rng.standard_normal((3, 5, 3)).astype(np.float32)
+    outs, _ = _run(path, {"x": x})
+    with pr.no_grad():
+        want = m.eval()(pr.tensor(x))
+    for o, w in zip(outs, want):
+        _close(o, w.numpy(), 256, seed)
+
+
+def test_file_object_and_import_error(tmp_path, monkeypatch):
+    m = nn.Linear(3, 2)
+    buf = io.BytesIO()
+    pr.onnx.export(m, pr.randn(4, 3), buf)
+    x = np.ones((4, 3), np.float32)
+    (got,), _ = _run(buf.getvalue(), {"input": x})
+    _close(got, _forward(m, x), 16, 0)
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError, match="pip install onnx"):
+        pr.onnx.export(m, pr.randn(4, 3), str(tmp_path / "m.onnx"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_opset():
+    with pytest.raises(ValueError, match="opset"):
+        pr.onnx.export(nn.Linear(2, 2), pr.randn(1, 2), io.BytesIO(), opset_version=9)
