@@ -233,17 +233,48 @@ def test_word_language_model_lstm(request, tmp_path):
     m = RNNModel()
     tokens = pr.tensor(rng.integers(0, 11, (4, 2)))
     hidden = (pr.zeros(2, 2, 5), pr.zeros(2, 2, 5))
-    path = _export(m, (tokens, hidden), tmp_path)
-    toks = rng.integers(0, 11, (4, 2)).astype(np.int64)
-    h0 = rng.standard_normal((2, 2, 5)).astype(np.float32)
-    c0 = rng.standard_normal((2, 2, 5)).astype(np.float32)
-    outs, model = _run(path, {"input": toks, "hidden_0": h0, "hidden_1": c0})
+    dyn = {"input": {0: "seq", 1: "batch"}, "hidden_0": {1: "batch"}, "hidden_1": {1: "batch"}}
+    path = _export(m, (tokens, hidden), tmp_path, dynamic_axes=dyn)
+    for t, n in ((4, 2), (6, 3)):
+        toks = rng.integers(0, 11, (t, n)).astype(np.int64)
+        h0 = rng.standard_normal((2, n, 5)).astype(np.float32)
+        c0 = rng.standard_normal((2, n, 5)).astype(np.float32)
+        outs, model = _run(path, {"input": toks, "hidden_0": h0, "hidden_1": c0})
+        with pr.no_grad():
+            want, (h, c) = m.eval()(pr.tensor(toks), (pr.tensor(h0), pr.tensor(c0)))
+        _close(outs[0], want.numpy(), 256, seed)
+        _close(outs[1], h.numpy(), 256, seed)
+        _close(outs[2], c.numpy(), 256, seed)
     assert [i.name for i in model.graph.input] == ["input", "hidden_0", "hidden_1"]
+    assert [n.op_type for n in model.graph.node].count("LSTM") == 2
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 4, num_layers=2, batch_first=True, bidirectional=True)
+        self.rnn = nn.RNN(8, 2)  # (tanh: onnx's reference RNN has no Relu)
+        self.lstm = nn.LSTM(2, 3, bias=False)
+
+    def forward(self, x):  # (N, 5, 3)
+        y, h = self.gru(x)
+        z, _ = self.rnn(y.transpose(0, 1))
+        u, (hn, cn) = self.lstm(z[:, 0])  # (unbatched: (T, C))
+        return z, h, u, cn
+
+
+def test_gru_rnn_lstm_variants(request, tmp_path):
+    rng, seed = _seed(request)
+    m = Recurrent()
+    path = _export(m, pr.randn(2, 5, 3), tmp_path, dynamic_axes={"x": [0, 1]})
+    x = rng.standard_normal((3, 4, 3)).astype(np.float32)
+    outs, model = _run(path, {"x": x})
     with pr.no_grad():
-        want, (h, c) = m.eval()(pr.tensor(toks), (pr.tensor(h0), pr.tensor(c0)))
-    _close(outs[0], want.numpy(), 256, seed)
-    _close(outs[1], h.numpy(), 256, seed)
-    _close(outs[2], c.numpy(), 256, seed)
+        want = m.eval()(pr.tensor(x))
+    for o, w in zip(outs, want):
+        _close(o, w.numpy(), 256, seed)
+    kinds = [n.op_type for n in model.graph.node]
+    assert (kinds.count("GRU"), kinds.count("RNN"), kinds.count("LSTM")) == (2, 1, 1)
 
 
 class Ops(nn.Module):
@@ -333,30 +364,6 @@ def test_unsupported_op_raises_and_leaves_no_file(tmp_path):
         pr.onnx.export(Unsupported(), (pr.randn(3),), path)
     assert path.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx"]
-
-
-class GRUNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.gru = nn.GRU(3, 4, batch_first=True)
-        self.rnn = nn.RNN(4, 2, nonlinearity="relu")
-
-    def forward(self, x):  # (N, 5, 3)
-        y, h = self.gru(x)
-        z, _ = self.rnn(y.transpose(0, 1))
-        return z.float(), h
-
-
-def test_gru_rnn_unrolled(request, tmp_path):
-    rng, seed = _seed(request)
-    m = GRUNet()
-    path = _export(m, pr.randn(2, 5, 3), tmp_path, dynamic_axes={"x": [0]})
-    x = rng.standard_normal((3, 5, 3)).astype(np.float32)
-    outs, _ = _run(path, {"x": x})
-    with pr.no_grad():
-        want = m.eval()(pr.tensor(x))
-    for o, w in zip(outs, want):
-        _close(o, w.numpy(), 256, seed)
 
 
 def test_file_object_and_import_error(tmp_path, monkeypatch):

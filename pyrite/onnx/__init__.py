@@ -13,7 +13,7 @@ import warnings
 
 from .._fs import write_atomic
 from ..tensor import Tensor
-from . import _shape_ops  # noqa: F401  (registers its handlers)
+from . import _rnn, _shape_ops  # noqa: F401  (registers their handlers)
 from ._graph import Graph, Tracer, host, onnx_dtype
 from ._ops import HANDLERS, OnnxExporterError, UnsupportedOperatorError, unsupported
 
@@ -329,7 +329,7 @@ def _trace(model, module, params, args, kwargs):
             p.requires_grad_(True)
         _exporting[0] = True
         _state.tracer = tracer
-        with enable_grad():
+        with enable_grad(), _rnn.captured(tracer):
             out = model(*targs, **tkwargs)
     finally:
         _state.tracer = None

@@ -46,8 +46,11 @@ class Tracer:
 
     def __init__(self):
         self.events: list[Event] = []
+        self.depth = 0  # > 0 inside a call recorded whole (an nn.LSTM: pyrite/onnx/_rnn.py)
 
     def op(self, name, args, kwargs, out, inplace):
+        if self.depth:
+            return
         self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
 
 
