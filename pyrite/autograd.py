@@ -1364,6 +1364,8 @@ def _guard(fn, name):
             if inplace and args and isinstance(args[0], Tensor):
                 mark_written(args[0])
             return out
+        tracer = _state.tracer  # (pyrite.onnx.export: the op as one, where it maps it whole)
+        mark = tracer.enter() if tracer is not None else 0
         v0 = None
         if inplace and args and isinstance(args[0], Tensor):
             check_inplace(args[0], name, True)
@@ -1399,6 +1401,8 @@ def _guard(fn, name):
             elif _is_placeholder(o.grad_fn):
                 o.grad_fn.name = name
                 o.grad_fn.rule = _not_implemented(name)
+        if tracer is not None:
+            tracer.leave(mark, name, args, kwargs, out, inplace)
         return out
 
     guard._pyrite_grad = True

@@ -309,11 +309,13 @@ def test_op_coverage(request, tmp_path):
     for n in (2, 3):
         x = rng.standard_normal((n, 4, 6, 6)).astype(np.float32)
         i = np.array([1, 2, 5], np.int64)
-        outs, _ = _run(path, {"x": x, "idx": i})
+        outs, model = _run(path, {"x": x, "idx": i})
         with pr.no_grad():
             want = m(pr.tensor(x), pr.tensor(i))
         for o, w in zip(outs, want):
             _close(o, w.numpy(), 256, seed)
+    kinds = {n.op_type for n in model.graph.node}
+    assert {"DepthToSpace", "Slice", "Gather", "Split", "Where", "Clip", "Pad"} <= kinds
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -377,6 +379,31 @@ def test_file_object_and_import_error(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match="pip install onnx"):
         pr.onnx.export(m, pr.randn(4, 3), str(tmp_path / "m.onnx"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_old_export_spelling_under_no_grad_and_params_as_inputs(request, tmp_path):
+    # fast_neural_style: `output = torch.onnx._export(style_model, content_image, path)` inside
+    # torch.no_grad(), then output[0]
+    rng, seed = _seed(request)
+    m = TransformerNet()
+    x = pr.randn(1, 3, 8, 8)
+    with pr.no_grad():
+        out = pr.onnx._export(m, x, str(tmp_path / "a.onnx"))
+        want = m.eval()(x)
+    assert not out.requires_grad
+    _close(out[0].numpy(), want[0].numpy(), 64, seed)
+    m2 = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    path = str(tmp_path / "b.onnx")
+    pr.onnx.export(m2, pr.randn(2, 3), path, export_params=False, input_names=["x"])
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    feeds.update({k: v.numpy() for k, v in m2.state_dict().items()})
+    (got,), model = _run(path, feeds)
+    assert [i.name for i in model.graph.input] == ["x", "0.weight", "0.bias"]
+    assert not model.graph.initializer
+    _close(got, _forward(m2, feeds["x"]), 16, seed)
+    pr.onnx.export(m2, pr.randn(2, 3), path, keep_initializers_as_inputs=True)
+    model = onnx.load(path)
+    assert [i.name for i in model.graph.input] == ["input", "0.weight", "0.bias"]
 
 
 def test_bad_opset():

@@ -71,9 +71,36 @@ def export(
     shows which reshape targets follow them). `opset_version` 13..20 (default 17). The model is
     traced in eval mode (training is restored after). `dynamo` is accepted and ignored: pyrite
     always uses its own tracer and returns None (torch returns an ONNXProgram for dynamo=True).
-    An op without an ONNX mapping raises UnsupportedOperatorError naming it; the file is written atomically,
-    so a failed export leaves no file (and a previous one as it was).
+    An op without an ONNX mapping raises UnsupportedOperatorError naming it; the file is
+    written atomically, so a failed export leaves no file (and a previous one as it was).
     """
+    _write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
+           export_params, keep_initializers_as_inputs)  # fmt: skip
+    return None
+
+
+def _export(model, args=(), f=None, **kwargs):
+    """Old PyTorch's torch.onnx._export (fast_neural_style's `output = torch.onnx._export(model,
+    x, path)`; gone from torch 2.x): export, and return the model's outputs on `args` (computed
+    in eval mode, detached)."""
+    names = ("kwargs", "input_names", "output_names", "opset_version", "dynamic_axes")
+    got = {k: kwargs.get(k) for k in names}
+    outs = _write(model, args, f, *got.values(), kwargs.get("export_params", True),
+                  kwargs.get("keep_initializers_as_inputs", False))  # fmt: skip
+    return _detached(outs)
+
+
+def _detached(o):
+    if isinstance(o, Tensor):
+        return o.detach()
+    if isinstance(o, (list, tuple)):
+        return type(o)(_detached(v) for v in o)
+    return o
+
+
+def _write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
+           export_params, keep_initializers_as_inputs):  # fmt: skip
+    """The export; returns the traced forward's outputs."""
     onnx = _onnx()
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     if opset not in OPSETS:
@@ -86,15 +113,21 @@ def export(
     if kwargs is None and args and isinstance(args[-1], dict):
         args, kwargs = args[:-1], args[-1]
     kwargs = dict(kwargs or {})
-    proto = _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes,
-                   export_params, onnx)  # fmt: skip
+    proto, outs = _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes,
+                         export_params, onnx)  # fmt: skip
+    if keep_initializers_as_inputs:
+        g = proto.graph
+        g.input.extend(
+            onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+            for t in g.initializer
+        )
     onnx.checker.check_model(proto)
     data = proto.SerializeToString()
     if isinstance(f, (str, os.PathLike)):
         write_atomic(f, lambda fh: fh.write(data))
     else:
         f.write(data)
-    return None
+    return outs
 
 
 def _modules(model):
@@ -175,7 +208,7 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     proto = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)],
                          producer_name="pyrite")  # fmt: skip
     proto.ir_version = min(proto.ir_version, 8 if opset <= 18 else 9)
-    return proto
+    return proto, outs
 
 
 def _dynamic_constants(g, ev, sources):
@@ -306,7 +339,7 @@ def _trace(model, module, params, args, kwargs):
 
     modes = [(m, m.training) for m in module.modules()] if module is not None else []
     was = [(p, p.requires_grad) for p in params]
-    tracer = Tracer()
+    tracer = Tracer(HANDLERS)
 
     def leaf(o):  # (float inputs require grad so the ops on them record)
         if isinstance(o, Tensor):

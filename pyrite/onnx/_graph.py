@@ -44,14 +44,35 @@ class Event:
 class Tracer:
     """autograd.record's observer during an export (autograd._state.tracer)."""
 
-    def __init__(self):
+    def __init__(self, handled=()):
         self.events: list[Event] = []
         self.depth = 0  # > 0 inside a call recorded whole (an nn.LSTM: pyrite/onnx/_rnn.py)
+        self.handled = handled  # the op names export maps
 
     def op(self, name, args, kwargs, out, inplace):
         if self.depth:
             return
         self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
+
+    def enter(self) -> int:
+        """A public op without a gradient rule of its own (autograd._guard) begins: its body
+        records the ops it is made of."""
+        return len(self.events)
+
+    def leave(self, mark, name, args, kwargs, out, inplace):
+        """...and ends: it replaces what its body recorded where export maps it whole, or where
+        its body recorded a bare kernel (whose name would mean nothing to the caller) or the op
+        itself without its arguments (an output with no gradient path)."""
+        if self.depth:
+            return
+        inner = self.events[mark:]
+        if (
+            name in self.handled
+            or any(e.name.startswith("<") for e in inner)
+            or any(e.name == name and not e.args for e in inner)
+        ):
+            del self.events[mark:]
+            self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
 
 
 _ONNX_DTYPES = {
