@@ -28,8 +28,8 @@ SHAPES = [(4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (4096, 2304, 7
 
 
 def parse_tile(name):
-    """("fast", tile) from a name "fast BMxBN TMxTN kBK [db|db2|dbu|dbu2] [kgG]" (gemm_variants'
-    spelling; dbu / dbu2: gemm_fast's unconditional prefetch, dbuf = 3 / 4), so
+    """("fast", tile) from a name "fast BMxBN TMxTN kBK [db|db2|dbu|dbu2|dbub] [kgG]" (gemm_variants'
+    spelling; dbu / dbu2 / dbub: gemm_fast's unconditional prefetch, dbuf = 3 / 4 / 5), so
     --variants can name tiles the bench's list does not hold."""
     words = name.split()
     if len(words) < 4 or words[0] != "fast":
@@ -37,15 +37,8 @@ def parse_tile(name):
     bm, bn = (int(v) for v in words[1].split("x"))
     tm, tn = (int(v) for v in words[2].split("x"))
     kg = next((int(w[2:]) for w in words[4:] if w.startswith("kg")), 1)
-    db = (
-        2
-        if "db2" in words[4:]
-        else 3
-        if "dbu" in words[4:]
-        else 4
-        if "dbu2" in words[4:]
-        else ("db" in words[4:])
-    )
+    codes = {"db2": 2, "dbu": 3, "dbu2": 4, "dbub": 5, "db": True}
+    db = next((codes[w] for w in words[4:] if w in codes), False)
     tile = (bm, bn, tm, tn, int(words[3][1:]), db)
     return ("fast", tile + (kg,) if kg > 1 else tile)
 

@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -222,6 +222,13 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
         --variants "auto;fast 128x64 8x8 k32 dbu;fast 64x128 8x8 k32 dbu;fast 128x128 8x8 k32 db;fast 256x128 8x8 k16 dbu;fast 128x256 8x8 k16 dbu;fast 128x128 8x4 k32 dbu"
       step acc16-sums-k32 60 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16-sums \
         --shapes "4096,4096,4096;4096,3072,768" --variants "fast 128x128 8x8 k32 dbu;fast 128x128 8x8 k16 dbu;fast 256x128 8x8 k16 dbu;fast 128x256 8x8 k16 dbu" ;;
+    gemm-dbub)  # the unconditional prefetch with a barrier after its loads (dbuf = 5), f32 and f16 arithmetic, wgpu-native
+      step gemm-dbub 90 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-dbub.json" \
+        --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \
+        --variants "auto;fast 128x128 16x8 k8 dbub;fast 64x64 8x8 k16 db;fast 64x64 8x8 k16 dbub"
+      step acc16-dbub 60 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16 \
+        --json "$OUT/acc16-dbub.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
+        --variants "auto;fast 128x128 8x4 k32 dbub" ;;
     parity)  # the GPU's own kernel choices against numpy float64 (scripts/gpu_parity_check.py)
       step parity 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_parity_check.py ;;
     *) echo "gpu_session: unknown step $s" ;;

@@ -98,6 +98,7 @@ def workloads():
         "gemm": gemm,
         "gemm_dbu": gemm_dbu,
         "gemm_dbu2": tile((128, 128, 16, 8, 8, 4)),
+        "gemm_dbub": tile((128, 128, 16, 8, 8, 5)),
         "gemm64_db": tile((64, 64, 8, 8, 16, 1)),
         "gemm64_dbu": tile((64, 64, 8, 8, 16, 3)),
         "linear_bert": linear_bert,

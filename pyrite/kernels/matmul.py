@@ -379,7 +379,10 @@ def gemm_fast(
         were sunk after the step's products, just before their stores (their latency not
         hidden). `dbuf` = 4: as 3, two K steps an iteration, so each step's tile buffers are
         constants (no `cur`: its offsets fold into the loads); an odd step count ends halfway
-        through.
+        through. `dbuf` = 5: as 3 with a barrier right after the loads, which the driver's
+        compiler otherwise sinks to ~70 % through the step's products (the H100's SASS: its
+        scheduler shortens the loaded registers' lives); the invocations are level there, just
+        past the last step's barrier, so it costs little.
         The K step is unrolled by the generator.
 
         Info words as the general kernels (module docstring); e (the epilogue operand) is read by
@@ -613,8 +616,10 @@ def gemm_fast(
         L.append("  workgroupBarrier();")
         L.append("  var cur = 0;")
         L.append(f"  for (var t = 0; t < K; t += {bk}) {{")
-        if dbuf == 3 and conv is None:  # the unconditional prefetch (the docstring's dbuf = 3)
+        if dbuf in (3, 5) and conv is None:  # the unconditional prefetch (the docstring's 3, 5)
             L += load(f"min(t + {bk}, K - {bk})", "    ")
+            if dbuf == 5:  # (the loads issued here, not sunk towards their stores)
+                L.append("    workgroupBarrier();")
             L += compute("cur", "    ")
             L += stash("1 - cur", "    ")
         else:
