@@ -348,21 +348,56 @@ def test_same_outputs_as_torch_export(request, tmp_path):
         _close(got_p, tm(torch.tensor(x)).numpy(), 256, seed)
 
 
+class More(nn.Module):
+    """The rarer activations, reductions with indices, statistics and shape ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.prelu = nn.PReLU(4)
+
+    def forward(self, x):  # (N, 4, 6)
+        a = F.hardswish(x) + F.hardsigmoid(x) * F.mish(x) - F.logsigmoid(x) + F.softsign(x)
+        a = a + F.selu(x) + F.celu(x, 0.5) + self.prelu(x.unsqueeze(-1)).squeeze(-1)
+        a = F.glu(a, 1).repeat(1, 2, 1).flip(-1).tril(1) + pr.cumsum(x, 2)  # (N, 4, 6)
+        v, i = a.max(1)
+        s = a.std(2, keepdim=True) + a.var((1, 2), keepdim=True) + a.logsumexp(1, keepdim=True)
+        n = F.normalize(a, dim=1) * a.norm(dim=2, keepdim=True) + a.movedim(1, 2).transpose(1, 2)
+        b = pr.baddbmm(a[:, :, :4], a, a.transpose(1, 2), alpha=0.5)  # (N, 4, 4)
+        s = s + pr.addcmul(a, a, a, value=0.3).mean(2, keepdim=True)
+        c = pr.outer(x[0, 0], x[0, 1]).index_select(0, pr.tensor([1, 0])) // 0.3
+        return v + s.amax(1) + n.sum(1), i, a.argmax(2), b, c
+
+
+def test_more_ops(request, tmp_path):
+    rng, seed = _seed(request)
+    m = More()
+    path = _export(m, pr.randn(2, 4, 6), tmp_path, dynamic_axes={"x": [0]}, opset_version=14)
+    x = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    outs, model = _run(path, {"x": x})
+    with pr.no_grad():
+        want = m.eval()(pr.tensor(x))
+    for o, w in zip(outs, want):
+        if w.dtype == pr.int32:  # (indices: int64 in the file, as torch's)
+            assert o.dtype == np.int64 and (o == w.numpy()).all()
+        else:
+            _close(o, w.numpy(), 1024, seed)
+
+
 class Unsupported(nn.Module):
     def forward(self, x):
-        return pr.cumsum(x, 0) + 1
+        return pr.lgamma(x) + 1
 
 
 def test_unsupported_op_raises_and_leaves_no_file(tmp_path):
     path = tmp_path / "bad.onnx"
     with pytest.raises(
         RuntimeError,
-        match="Exporting the operator 'cumsum' to ONNX opset version 17 is not supported",
+        match="Exporting the operator 'lgamma' to ONNX opset version 17 is not supported",
     ):
         pr.onnx.export(Unsupported(), (pr.randn(3),), str(path))
     assert list(tmp_path.iterdir()) == []
     path.write_bytes(b"old")  # (a previous file stays as it was)
-    with pytest.raises(RuntimeError, match="cumsum"):
+    with pytest.raises(RuntimeError, match="lgamma"):
         pr.onnx.export(Unsupported(), (pr.randn(3),), path)
     assert path.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx"]

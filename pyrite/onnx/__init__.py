@@ -13,7 +13,7 @@ import warnings
 
 from .._fs import write_atomic
 from ..tensor import Tensor
-from . import _rnn, _shape_ops  # noqa: F401  (registers their handlers)
+from . import _more_ops, _rnn, _shape_ops  # noqa: F401  (registers their handlers)
 from ._graph import Graph, Tracer, host, onnx_dtype
 from ._ops import HANDLERS, OnnxExporterError, UnsupportedOperatorError, unsupported
 

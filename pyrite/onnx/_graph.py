@@ -70,9 +70,17 @@ class Tracer:
             name in self.handled
             or any(e.name.startswith("<") for e in inner)
             or any(e.name == name and not e.args for e in inner)
+            or (not inner and _new_tensor(out, args))  # (an integer result: argmax)
         ):
             del self.events[mark:]
             self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
+
+
+def _new_tensor(out, args) -> bool:
+    """Whether `out` holds a tensor that is none of `args` (an op that returns its input, as
+    x.cpu() does, made nothing)."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return any(isinstance(o, Tensor) and all(o is not a for a in args) for o in outs)
 
 
 _ONNX_DTYPES = {
