@@ -182,8 +182,11 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
             handler = HANDLERS.get(ev.name[:-1])  # (relu_: an in-place op as its own)
         if handler is None:
             raise unsupported(ev.name, opset)
-        if ev.inplace:  # (args[0] stands for the written tensor's value before the write)
-            g.bind(ev.args[0], g.name(ev.out))
+        inplace = ev.inplace or (ev.name.endswith("_") and not ev.name.endswith("__"))
+        if inplace and ev.args and isinstance(ev.args[0], Tensor) and ev.args[0] is not ev.out:
+            # (args[0] stands for the written tensor's value before the write)
+            if id(ev.args[0]) not in g.env:
+                g.bind(ev.args[0], g.name(ev.out))
         if ev.alt is not None:
             _dynamic_constants(g, ev, sources)
         handler(g, ev)
@@ -345,7 +348,9 @@ def _trace(model, module, params, args, kwargs):
         if isinstance(o, Tensor):
             t = o.detach()
             if t.dtype.kind == "f":
-                t.requires_grad_(True)
+                # (a copy made from a leaf: the forward may write into its input in place,
+                # which autograd refuses on a leaf that requires grad)
+                t = t.requires_grad_(True).clone()
             return t
         if isinstance(o, (list, tuple)):
             return type(o)(leaf(v) for v in o)
@@ -353,7 +358,8 @@ def _trace(model, module, params, args, kwargs):
             return {k: leaf(v) for k, v in o.items()}
         return o
 
-    targs, tkwargs = leaf(args), leaf(kwargs)
+    with enable_grad():
+        targs, tkwargs = leaf(args), leaf(kwargs)
     inputs, _ = _flatten(list(targs) + list(tkwargs.values()))
     try:
         for m, _ in modes:

@@ -269,14 +269,19 @@ def _interpolate(g, ev):
     mode = a["mode"]
     n = x.dim() - 2
     sf = a["scale_factor"]
+    xn = g.name(x)
     if sf is not None:
         scales = [float(s) for s in (sf if isinstance(sf, (list, tuple)) else [sf] * n)]
-    else:
-        scales = [o / i for o, i in zip(ev.out.shape[2:], x.shape[2:])]
-    scales = g.const(np.asarray([1.0, 1.0, *scales], dtype=np.float32), "scales")
+        sizing = [g.const(np.asarray([1.0, 1.0, *scales], dtype=np.float32), "scales")]
+    else:  # (the sizes themselves: a scale out/in would round the size down where inexact)
+        lead = g.node("Slice", [g.node("Shape", [xn]), g.ints([0]), g.ints([2])])
+        sizing = ["", g.node("Concat", [lead, g.ints(list(ev.out.shape[2:]))], axis=0)]
     if mode == "nearest":
         attrs = dict(mode="nearest", coordinate_transformation_mode="asymmetric",
                      nearest_mode="floor")  # fmt: skip
+    elif mode == "nearest-exact":  # (src = floor((dst + 0.5) * in / out))
+        attrs = dict(mode="nearest", coordinate_transformation_mode="half_pixel",
+                     nearest_mode="round_prefer_ceil")  # fmt: skip
     elif mode in ("linear", "bilinear", "trilinear", "bicubic"):
         ct = "align_corners" if a["align_corners"] else "pytorch_half_pixel"
         attrs = dict(mode="cubic" if mode == "bicubic" else "linear",
@@ -287,7 +292,7 @@ def _interpolate(g, ev):
         raise unsupported(f"interpolate(mode={mode!r})", g.opset)
     if ev.kwargs.get("antialias"):
         raise unsupported("interpolate(antialias=True)", g.opset)
-    g.bind(ev.out, g.node("Resize", [g.name(x), "", scales], **attrs))
+    g.bind(ev.out, g.node("Resize", [xn, "", *sizing], **attrs))
 
 
 @op("pixel_shuffle")
