@@ -171,9 +171,16 @@ def _cumsum(g, ev):
 @op("tril", "triu")
 def _trilu(g, ev):
     a = ev.bind(["input", "diagonal"], {"diagonal": 0})
-    k = g.const(np.asarray(int(a["diagonal"]), dtype=np.int64), "k")
+    x, k = a["input"], int(a["diagonal"])
     upper = int(ev.name == "triu")
-    g.bind(ev.out, g.node("Trilu", [g.name(a["input"]), k], upper=upper))
+    if g.opset >= 14:
+        kk = g.const(np.asarray(k, dtype=np.int64), "k")
+        g.bind(ev.out, g.node("Trilu", [g.name(x), kk], upper=upper))
+        return
+    rows, cols = x.shape[-2:]  # (Trilu is opset 14: a mask of the traced size before it)
+    keep = (np.triu if upper else np.tril)(np.ones((rows, cols), dtype=bool), k)
+    zero = g.scalar(0, x)
+    g.bind(ev.out, g.node("Where", [g.const(keep, "mask"), g.name(x), zero]))
 
 
 @op("repeat", "tile")

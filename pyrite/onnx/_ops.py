@@ -399,7 +399,16 @@ def _normalization(g, ev):
 
     if stats is not None:  # batch_norm with running statistics
         ins = [xn, vec(weight, 1.0), vec(bias, 0.0), vec(stats[0], 0.0), vec(stats[1], 1.0)]
-        g.bind(ev.out, g.node("BatchNormalization", ins, epsilon=eps))
+        if g.opset >= 14:
+            g.bind(ev.out, g.node("BatchNormalization", ins, epsilon=eps))
+            return
+        # (BatchNormalization-9's momentum default makes onnx's reference evaluator take batch
+        # statistics: written out instead, (x - mean) * scale / sqrt(var + eps) + bias)
+        view = g.ints([c] + [1] * (x.dim() - 2))
+        w, b, mean, var = (g.node("Reshape", [v, view]) for v in ins[1:])
+        inv = g.node("Div", [w, g.node("Sqrt", [g.node("Add", [var, g.scalar(eps, x)])])])
+        y = g.node("Mul", [g.node("Sub", [xn, mean]), inv])
+        g.bind(ev.out, g.node("Add", [y, b]))
         return
     dims = tuple(spec.get("stat_dims", ()))
     if groups is None and 0 not in dims and x.dim() > 2:  # instance_norm
