@@ -394,6 +394,48 @@ def test_more_ops(request, tmp_path, opset):
             _close(o, w.numpy(), 1024, seed)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::Warning:torch")
+def test_lstm_same_outputs_as_torch_export(request, tmp_path):
+    torch = pytest.importorskip("torch")
+    rng, seed = _seed(request)
+
+    class TorchRNN(torch.nn.Module):  # (word_language_model's RNNModel, in torch)
+        def __init__(self):
+            super().__init__()
+            self.encoder = torch.nn.Embedding(11, 6)
+            self.rnn = torch.nn.LSTM(6, 5, 2)
+            self.decoder = torch.nn.Linear(5, 11)
+
+        def forward(self, input, hidden):
+            output, hidden = self.rnn(self.encoder(input), hidden)
+            return torch.nn.functional.log_softmax(self.decoder(output).view(-1, 11), 1), hidden
+
+    tm = TorchRNN().eval()
+    pm = RNNModel()
+    pm.load_state_dict({k: pr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    toks = rng.integers(0, 11, (4, 2))
+    h = (np.zeros((2, 2, 5), np.float32), np.zeros((2, 2, 5), np.float32))
+    names = dict(input_names=["input", "h0", "c0"], output_names=["out", "hn", "cn"])
+    tpath = str(tmp_path / "torch.onnx")
+    try:
+        targs = (torch.tensor(toks), tuple(torch.tensor(v) for v in h))
+        torch.onnx.export(tm, targs, tpath, dynamo=False, **names)
+    except Exception as e:
+        pytest.skip(f"torch.onnx.export unavailable: {e}")
+    ppath = _export(pm, (pr.tensor(toks), tuple(pr.tensor(v) for v in h)), tmp_path, **names)
+    feeds = {
+        "input": rng.integers(0, 11, (4, 2)).astype(np.int64),
+        "h0": rng.standard_normal((2, 2, 5)).astype(np.float32),
+        "c0": rng.standard_normal((2, 2, 5)).astype(np.float32),
+    }
+    got_t, _ = _run(tpath, feeds)
+    got_p, _ = _run(ppath, feeds)
+    for a, b in zip(got_p, got_t):
+        _close(a, b, 64, seed)
+
+
 class Unsupported(nn.Module):
     def forward(self, x):
         return pr.lgamma(x) + 1
