@@ -494,6 +494,18 @@ def test_old_export_spelling_under_no_grad_and_params_as_inputs(request, tmp_pat
     assert [i.name for i in model.graph.input] == ["input", "0.weight", "0.bias"]
 
 
+def test_dropout_in_training_mode_is_refused(tmp_path):
+    m = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).eval()
+    path = tmp_path / "m.onnx"
+    pr.onnx.export(m, pr.randn(2, 3), path, training=pr.onnx.TrainingMode.PRESERVE)
+    m.train()
+    with pytest.raises(pr.onnx.UnsupportedOperatorError, match=r"dropout\(training=True\)"):
+        pr.onnx.export(m, pr.randn(2, 3), path, training=pr.onnx.TrainingMode.PRESERVE)
+    assert m.training
+    pr.onnx.export(m, pr.randn(2, 3), path)  # (TrainingMode.EVAL: the dropout is identity)
+    assert m.training
+
+
 def test_bad_opset():
     with pytest.raises(ValueError, match="opset"):
         pr.onnx.export(nn.Linear(2, 2), pr.randn(1, 2), io.BytesIO(), opset_version=9)

@@ -7,6 +7,7 @@ needs the `onnx` package (`pip install onnx`, or pyrite's `onnx` extra).
 
 from __future__ import annotations
 
+import enum
 import inspect
 import os
 import warnings
@@ -17,7 +18,33 @@ from . import _more_ops, _rnn, _shape_ops  # noqa: F401  (registers their handle
 from ._graph import Graph, Tracer, host, onnx_dtype
 from ._ops import HANDLERS, OnnxExporterError, UnsupportedOperatorError, unsupported
 
-__all__ = ["export", "is_in_onnx_export", "OnnxExporterError", "UnsupportedOperatorError"]
+__all__ = [
+    "export",
+    "is_in_onnx_export",
+    "OnnxExporterError",
+    "UnsupportedOperatorError",
+    "TrainingMode",
+    "OperatorExportTypes",
+]
+
+
+class TrainingMode(enum.IntEnum):
+    """torch.onnx.TrainingMode: the modules' mode during the trace (EVAL: eval, restored after;
+    PRESERVE: as they are; TRAINING: train, restored after)."""
+
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """torch.onnx.OperatorExportTypes: accepted; pyrite writes standard ONNX ops only."""
+
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
 
 DEFAULT_OPSET = 17
 OPSETS = range(13, 21)
@@ -69,13 +96,14 @@ def export(
     outputs `output_names` (default output, output_1, ...). `dynamic_axes` ({name: [dims]} or
     {name: {dim: "label"}}) makes those dims symbolic (a second trace with other sizes there
     shows which reshape targets follow them). `opset_version` 13..20 (default 17). The model is
-    traced in eval mode (training is restored after). `dynamo` is accepted and ignored: pyrite
+    traced in eval mode (`training`: TrainingMode.EVAL; PRESERVE and TRAINING as torch's; the
+    modes are restored after). `dynamo` is accepted and ignored: pyrite
     always uses its own tracer and returns None (torch returns an ONNXProgram for dynamo=True).
     An op without an ONNX mapping raises UnsupportedOperatorError naming it; the file is
     written atomically, so a failed export leaves no file (and a previous one as it was).
     """
     _write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
-           export_params, keep_initializers_as_inputs)  # fmt: skip
+           export_params, keep_initializers_as_inputs, training)  # fmt: skip
     return None
 
 
@@ -86,7 +114,8 @@ def _export(model, args=(), f=None, **kwargs):
     names = ("kwargs", "input_names", "output_names", "opset_version", "dynamic_axes")
     got = {k: kwargs.get(k) for k in names}
     outs = _write(model, args, f, *got.values(), kwargs.get("export_params", True),
-                  kwargs.get("keep_initializers_as_inputs", False))  # fmt: skip
+                  kwargs.get("keep_initializers_as_inputs", False),
+                  kwargs.get("training"))  # fmt: skip
     return _detached(outs)
 
 
@@ -99,7 +128,7 @@ def _detached(o):
 
 
 def _write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
-           export_params, keep_initializers_as_inputs):  # fmt: skip
+           export_params, keep_initializers_as_inputs, training):  # fmt: skip
     """The export; returns the traced forward's outputs."""
     onnx = _onnx()
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
@@ -114,7 +143,7 @@ def _write(model, args, f, kwargs, input_names, output_names, opset_version, dyn
         args, kwargs = args[:-1], args[-1]
     kwargs = dict(kwargs or {})
     proto, outs = _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes,
-                         export_params, onnx)  # fmt: skip
+                         export_params, onnx, _mode(training))  # fmt: skip
     if keep_initializers_as_inputs:
         g = proto.graph
         g.input.extend(
@@ -137,7 +166,7 @@ def _modules(model):
 
 
 def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, export_params,
-           onnx):  # fmt: skip
+           onnx, mode):  # fmt: skip
     module = _modules(model)
     named = {}
     params = []
@@ -148,11 +177,11 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     flat, _ = _flatten(list(args) + list(kwargs.values()))
     names = _input_names(model, args, kwargs, len(flat), input_names)
     axes = _axes(dynamic_axes)
-    events, outs, inputs = _trace(model, module, params, args, kwargs)
+    events, outs, inputs = _trace(model, module, params, args, kwargs, mode)
     alt_inputs = inputs
     if axes:
         alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes)
-        alt_events, _, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs)
+        alt_events, _, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
         if [e.name for e in alt_events] != [e.name for e in events]:
             raise OnnxExporterError(
                 "pyrite: onnx export: the model calls other ops when the dynamic axes' sizes "
@@ -336,7 +365,15 @@ def _resized(args, kwargs, flat, names, axes):
     return sub(args), sub(kwargs)
 
 
-def _trace(model, module, params, args, kwargs):
+def _mode(training) -> TrainingMode:
+    if training is None or training is False:
+        return TrainingMode.EVAL
+    if training is True:
+        return TrainingMode.TRAINING
+    return TrainingMode(int(training))
+
+
+def _trace(model, module, params, args, kwargs, mode=TrainingMode.EVAL):
     """Run the model under the export trace: (events, outputs, the traced input tensors)."""
     from ..autograd import _state, enable_grad
 
@@ -362,8 +399,9 @@ def _trace(model, module, params, args, kwargs):
         targs, tkwargs = leaf(args), leaf(kwargs)
     inputs, _ = _flatten(list(targs) + list(tkwargs.values()))
     try:
-        for m, _ in modes:
-            m.training = False
+        if mode != TrainingMode.PRESERVE:
+            for m, _ in modes:
+                m.training = mode == TrainingMode.TRAINING
         for p in params:
             p.requires_grad_(True)
         _exporting[0] = True

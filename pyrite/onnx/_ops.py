@@ -179,10 +179,19 @@ def _softmax(g, ev):
     g.bind(ev.out, g.node(kind, [g.name(a["input"])], axis=int(a["dim"])))
 
 
-@op("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d",
-    "contiguous", "clone", "detach")  # fmt: skip
+@op("contiguous", "clone", "detach")
 def _identity(g, ev):
     g.bind(ev.out, g.node("Identity", [g.name(ev.args[0])]))
+
+
+@op("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
+def _dropout(g, ev):
+    # (in eval mode a dropout module returns its input unrecorded: one recorded here was called
+    # with training=True, torch's default for the functions, and would drop at random)
+    a = ev.bind(["input", "p", "training"], {"p": 0.5, "training": True})
+    if a["training"] and float(a["p"]) > 0:
+        raise unsupported(f"{ev.name}(training=True)", g.opset, "a dropout that drops at random")
+    g.bind(ev.out, g.node("Identity", [g.name(a["input"])]))
 
 
 @op("where", "_where")
