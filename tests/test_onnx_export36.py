@@ -180,6 +180,7 @@ def test_mlp_dynamic_batch(request, tmp_path, opset):
         (got,), model = _run(path, {"x": x})
         _close(got, _forward(m, x), 64, seed)
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert model.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     assert model.opset_import[0].version == opset
     inits = {t.name for t in model.graph.initializer}
     assert {"net.0.weight", "net.0.bias", "net.5.weight"} <= inits
@@ -229,6 +230,8 @@ def test_fast_neural_style_transformer_net(request, tmp_path):
     _close(got, _forward(m.eval(), x), 1024, seed)
     kinds = {n.op_type for n in model.graph.node}
     assert {"Pad", "InstanceNormalization", "Resize", "Conv"} <= kinds
+    dims = model.graph.output[0].type.tensor_type.shape.dim  # (no label given: torch's names)
+    assert [d.dim_param or d.dim_value for d in dims] == ["output_image_dim_0", 3, 8, 8]
 
 
 def test_word_language_model_lstm(request, tmp_path):

@@ -167,6 +167,7 @@ def _modules(model):
 
 def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, export_params,
            onnx, mode):  # fmt: skip
+    """The ModelProto of `model` run on args/kwargs, and the traced forward's outputs."""
     module = _modules(model)
     named = {}
     params = []
@@ -178,10 +179,10 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     names = _input_names(model, args, kwargs, len(flat), input_names)
     axes = _axes(dynamic_axes)
     events, outs, inputs = _trace(model, module, params, args, kwargs, mode)
-    alt_inputs = inputs
-    if axes:
+    alt_outs, alt_inputs = outs, inputs
+    if axes:  # (a second trace, each dynamic axis one longer)
         alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes)
-        alt_events, _, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
+        alt_events, alt_outs, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
         if [e.name for e in alt_events] != [e.name for e in events]:
             raise OnnxExporterError(
                 "pyrite: onnx export: the model calls other ops when the dynamic axes' sizes "
@@ -193,25 +194,48 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     h = onnx.helper
     graph_inputs = []
     sources = []  # (input name, dim, size in the first trace, in the second) of dynamic axes
-    for i, (t, nm) in enumerate(zip(inputs, names)):
+    for t, t2, nm in zip(inputs, alt_inputs, names):
         g.bind(t, nm)
         graph_inputs.append(_value_info(h, nm, t, axes.get(nm)))
         for d in axes.get(nm, {}):
             d = d if d >= 0 else d + t.dim()
-            sources.append((nm, d, t.shape[d], alt_inputs[i].shape[d]))
+            sources.append((nm, d, t.shape[d], t2.shape[d]))
     if not export_params:
         for p in params:
             nm = named.get(id(p))
             if nm is not None:
                 g.bind(p, nm)
                 graph_inputs.append(_value_info(h, nm, p, None))
+    _convert(g, events, sources)
+    out_flat, _ = _flatten([outs])
+    alt_flat, _ = _flatten([alt_outs])
+    onames = list(output_names or [])
+    onames += [("output" if i == 0 else f"output_{i}") for i in range(len(onames), len(out_flat))]
+    graph_outputs = []
+    for t, t2, nm in zip(out_flat, alt_flat, onames):
+        g.nodes.append(h.make_node("Identity", [g.name(t)], [nm]))
+        # (dims that follow the dynamic axes without a label of their own: torch's spelling)
+        dyn = {d: f"{nm}_dim_{d}" for d in range(t.dim()) if t.shape[d] != t2.shape[d]}
+        dyn.update(axes.get(nm, {}))
+        graph_outputs.append(_value_info(h, nm, t, dyn))
+    nodes, inits = _live(g.nodes, g.inits, [o.name for o in graph_outputs])
+    _warn_unread(nodes, graph_inputs[: len(inputs)], onames)
+    graph = h.make_graph(nodes, "pyrite", graph_inputs, graph_outputs, initializer=inits)
+    proto = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)],
+                         producer_name="pyrite")  # fmt: skip
+    proto.ir_version = min(proto.ir_version, 8 if opset <= 18 else 9)
+    return proto, outs
+
+
+def _convert(g, events, sources):
+    """Each recorded op as ONNX nodes, in order."""
     for ev in events:
+        inplace = ev.inplace or (ev.name.endswith("_") and not ev.name.endswith("__"))
         handler = HANDLERS.get(ev.name)
-        if handler is None and ev.name.endswith("_") and not ev.name.endswith("__"):
+        if handler is None and inplace:
             handler = HANDLERS.get(ev.name[:-1])  # (relu_: an in-place op as its own)
         if handler is None:
-            raise unsupported(ev.name, opset)
-        inplace = ev.inplace or (ev.name.endswith("_") and not ev.name.endswith("__"))
+            raise unsupported(ev.name, g.opset)
         if inplace and ev.args and isinstance(ev.args[0], Tensor) and ev.args[0] is not ev.out:
             # (args[0] stands for the written tensor's value before the write)
             if id(ev.args[0]) not in g.env:
@@ -219,28 +243,18 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
         if ev.alt is not None:
             _dynamic_constants(g, ev, sources)
         handler(g, ev)
-    out_flat, _ = _flatten([outs])
-    onames = list(output_names or [])
-    onames += [("output" if i == 0 else f"output_{i}") for i in range(len(onames), len(out_flat))]
-    graph_outputs = []
-    for t, nm in zip(out_flat, onames):
-        g.nodes.append(h.make_node("Identity", [g.name(t)], [nm]))
-        graph_outputs.append(_value_info(h, nm, t, axes.get(nm)))
-    nodes, inits = _live(g.nodes, g.inits, [o.name for o in graph_outputs])
+
+
+def _warn_unread(nodes, inputs, outputs):
     used = {i for n in nodes for i in n.input}
-    for vi in graph_inputs[: len(inputs)]:
-        if vi.name not in used and vi.name not in onames:
+    for vi in inputs:
+        if vi.name not in used and vi.name not in outputs:
             warnings.warn(
                 f"pyrite: onnx export: the graph does not read input '{vi.name}' (the model "
                 "ignores it, or reads it only through ops on integer tensors, which the trace "
                 "sees as constants: only embedding and indexing take traced integer tensors)",
-                stacklevel=3,
+                stacklevel=4,
             )
-    graph = h.make_graph(nodes, "pyrite", graph_inputs, graph_outputs, initializer=inits)
-    proto = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)],
-                         producer_name="pyrite")  # fmt: skip
-    proto.ir_version = min(proto.ir_version, 8 if opset <= 18 else 9)
-    return proto, outs
 
 
 def _dynamic_constants(g, ev, sources):
