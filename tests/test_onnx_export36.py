@@ -220,6 +220,58 @@ def test_transformer_encoder_layer(request, tmp_path, opset):
     assert ("LayerNormalization" in kinds) == (opset >= 17)
 
 
+class TinyViT(nn.Module):
+    """A class token expanded to the batch, a position parameter, pre-norm encoder layers."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, 4, 4)
+        self.cls = nn.Parameter(pr.randn(1, 1, d))
+        self.pos = nn.Parameter(pr.randn(1, 5, d) * 0.1)
+        layer = nn.TransformerEncoderLayer(d, 2, 16, 0.1, activation="gelu", batch_first=True,
+                                           norm_first=True)  # fmt: skip
+        self.enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, x):  # (B, 3, 8, 8)
+        x = self.patch(x).flatten(2).transpose(1, 2)  # (B, 4, d)
+        x = pr.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        y = self.enc(x)  # (B, 5, d)
+        z = y.reshape(y.shape[0] * 5, -1).view(x.shape[0], 5, 2, -1)  # (a size follows B)
+        w = y.reshape(-1, 5, 2, 4).transpose(0, 1).reshape(5, y.shape[0], 2, 4)  # (one: B)
+        return self.head(y[:, 0]), z.sum((1, 2)), w.mean(0)
+
+
+def test_vit_class_token_dynamic_batch(request, tmp_path):
+    rng, seed = _seed(request)
+    m = TinyViT()
+    path = _export(m, pr.randn(2, 3, 8, 8), tmp_path, dynamic_axes={"x": {0: "B"}})
+    for n in (1, 4):
+        x = rng.standard_normal((n, 3, 8, 8)).astype(np.float32)
+        outs, model = _run(path, {"x": x})
+        with pr.no_grad():
+            want = m.eval()(pr.tensor(x))
+        for o, w in zip(outs, want):
+            _close(o, w.numpy(), 512, seed)
+
+
+class TwoAxes(nn.Module):
+    def forward(self, x):  # (B, T, 6): a view with two sizes that follow dynamic axes
+        b, t = x.shape[0], x.shape[1]
+        y = x.reshape(b * t, 6).relu().view(b, t, 2, 3)
+        return y.permute(1, 0, 2, 3).reshape(t, b, 6)
+
+
+def test_reshape_with_two_dynamic_sizes(request, tmp_path):
+    rng, seed = _seed(request)
+    m = TwoAxes()
+    path = _export(m, pr.randn(2, 3, 6), tmp_path, dynamic_axes={"x": {0: "B", 1: "T"}})
+    for b, t in ((2, 3), (4, 2), (3, 3)):
+        x = rng.standard_normal((b, t, 6)).astype(np.float32)
+        (got,), _ = _run(path, {"x": x})
+        _close(got, _forward(m, x), 1, seed)
+
+
 def test_fast_neural_style_transformer_net(request, tmp_path):
     rng, seed = _seed(request)
     m = TransformerNet()

@@ -181,7 +181,7 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     events, outs, inputs = _trace(model, module, params, args, kwargs, mode)
     alt_outs, alt_inputs = outs, inputs
     if axes:  # (a second trace, each dynamic axis one longer)
-        alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes)
+        alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes, dynamic_axes)
         alt_events, alt_outs, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
         if [e.name for e in alt_events] != [e.name for e in events]:
             raise OnnxExporterError(
@@ -206,7 +206,8 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
             if nm is not None:
                 g.bind(p, nm)
                 graph_inputs.append(_value_info(h, nm, p, None))
-    _convert(g, events, sources)
+    g.sources = sources
+    _convert(g, events)
     out_flat, _ = _flatten([outs])
     alt_flat, _ = _flatten([alt_outs])
     onames = list(output_names or [])
@@ -227,7 +228,7 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     return proto, outs
 
 
-def _convert(g, events, sources):
+def _convert(g, events):
     """Each recorded op as ONNX nodes, in order."""
     for ev in events:
         inplace = ev.inplace or (ev.name.endswith("_") and not ev.name.endswith("__"))
@@ -241,7 +242,7 @@ def _convert(g, events, sources):
             if id(ev.args[0]) not in g.env:
                 g.bind(ev.args[0], g.name(ev.out))
         if ev.alt is not None:
-            _dynamic_constants(g, ev, sources)
+            _dynamic_constants(g, ev)
         handler(g, ev)
 
 
@@ -257,7 +258,7 @@ def _warn_unread(nodes, inputs, outputs):
             )
 
 
-def _dynamic_constants(g, ev, sources):
+def _dynamic_constants(g, ev):
     """Constants the op reads whose shape follows a dynamic axis (an RNN's zero initial state
     made with the batch's size): a uniform one becomes that value expanded to a shape read from
     the input that carries the axis; another cannot follow it and raises."""
@@ -272,20 +273,12 @@ def _dynamic_constants(g, ev, sources):
                 f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose shape follows a "
                 "dynamic axis; export it without dynamic_axes"
             )
-        parts = []
-        for d, (n1, n2) in enumerate(zip(t.shape, t2.shape)):
-            if n1 == n2:
-                parts.append(g.ints([n1]))
-                continue
-            src = next(((nm, k) for nm, k, v1, v2 in sources if (v1, v2) == (n1, n2)), None)
-            if src is None:
-                raise OnnxExporterError(
-                    f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose dim {d} "
-                    "follows the dynamic axes by no input's size; export it without dynamic_axes"
-                )
-            shape = g.node("Shape", [src[0]])
-            parts.append(g.node("Gather", [shape, g.ints([src[1]])], axis=0))
-        full = g.node("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
+        full = g.dyn_shape(list(t.shape), list(t2.shape))
+        if full is None:
+            raise OnnxExporterError(
+                f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose shape follows "
+                "the dynamic axes by no input's size; export it without dynamic_axes"
+            )
         one = g.const(a.reshape(-1)[:1].reshape(()), "fill")
         g.bind(t, g.node("Expand", [one, full]))
 
@@ -352,19 +345,25 @@ def _value_info(h, nm, t, dyn):
     return h.make_tensor_value_info(nm, onnx_dtype(t.dtype), dims)
 
 
-def _resized(args, kwargs, flat, names, axes):
-    """The example inputs with each dynamic axis one longer (a second trace's inputs)."""
+def _resized(args, kwargs, flat, names, axes, spec):
+    """The example inputs with each dynamic axis longer (a second trace's inputs): by 1, 2, ...
+    a label where dynamic_axes gave labels (one label, one size: the batch of an input and of
+    its hidden state), else by 1 + the dim's position, so two axes rarely grow alike (a size is
+    traced to its input by the pair of sizes it took)."""
     from .. import zeros
     from ..ops.random import randn
 
+    labelled = any(isinstance(v, dict) for v in (spec or {}).values())
+    order: dict = {}
     swap = {}
     for t, nm in zip(flat, names):
         dyn = axes.get(nm)
         if not dyn:
             continue
         shape = list(t.shape)
-        for d in dyn:
-            shape[d] += 1
+        for d, label in dyn.items():
+            grow = order.setdefault(label, len(order) + 1) if labelled else 1 + d % t.dim()
+            shape[d] += grow
         swap[id(t)] = randn(shape) if t.dtype.kind == "f" else zeros(shape, dtype=t.dtype)
 
     def sub(o):

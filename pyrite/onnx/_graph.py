@@ -119,6 +119,8 @@ class Graph:
         self.inits: dict = {}  # name -> TensorProto
         self.env: dict = {}  # id(tensor) -> ONNX name
         self.named = named  # id(parameter or buffer) -> state_dict name
+        # (input name, dim, size in the first trace, size in the second) of each dynamic axis
+        self.sources: list = []
         self._n = 0
 
     def fresh(self, hint="v") -> str:
@@ -176,6 +178,24 @@ class Graph:
     def scalar(self, v, like) -> str:
         """Python number `v` as a 0-d constant of tensor `like`'s exported dtype."""
         return self.const(np.asarray(v, dtype=host_dtype(like.dtype)), "scalar")
+
+    def dyn_shape(self, shape, alt):
+        """A shape tensor: `shape` (the first trace's sizes) where the second trace (`alt`)
+        agrees, the size of the input dim whose sizes were the same pair where it does not
+        (Shape, Gather); a list of ints where they all agree, None where a size follows no
+        input's."""
+        if list(shape) == list(alt):
+            return self.ints(list(shape))
+        parts = []
+        for n1, n2 in zip(shape, alt):
+            if n1 == n2:
+                parts.append(self.ints([n1]))
+                continue
+            src = next(((nm, d) for nm, d, a, b in self.sources if (a, b) == (n1, n2)), None)
+            if src is None:
+                return None
+            parts.append(self.node("Gather", [self.node("Shape", [src[0]]), self.ints([src[1]])]))
+        return self.node("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
 
     def bind(self, t, name):
         self.env[id(t)] = name

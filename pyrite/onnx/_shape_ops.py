@@ -2,7 +2,9 @@
 
 A reshape's target is the traced shape; under dynamic axes the second trace (other sizes on
 those axes) shows which entries follow them: such an entry is written 0 (copy the input's dim)
-where it equals the input's dim at that position in both traces, else -1 (one at most).
+where it equals the input's dim at that position in both traces, else -1; where that leaves
+two -1, each such size is read from the input whose dynamic axis it follows (Shape, Gather), as
+an expand's sizes are.
 """
 
 from __future__ import annotations
@@ -22,27 +24,31 @@ def _shape_arg(args):
 
 
 def _target(g, ev, x, shape):
-    """The Reshape target: the traced one, with the entries that follow a dynamic axis made 0
-    or -1 (from the second trace)."""
+    """The Reshape target (a shape tensor's name): the traced one, with the entries that follow
+    a dynamic axis made 0 or -1 (from the second trace), or read from the inputs' shapes where
+    that leaves two -1."""
     alt = ev.alt
     if alt is None:
-        return shape
+        return g.ints(shape)
     xs, x2 = list(x.shape), list(alt.args[0].shape)
     other = [int(v) for v in alt.out.shape]
     mine = [int(v) for v in ev.out.shape]
     out = []
     for i, (a, b) in enumerate(zip(mine, other)):
-        if a == b:
-            out.append(a if shape[i] != -1 else -1)
+        if a == b:  # (a size the dynamic axes leave alone: written out, -1 or not)
+            out.append(a)
         elif i < len(xs) and xs[i] == a and x2[i] == b:
             out.append(0)
         else:
             out.append(-1)
-    if out.count(-1) > 1:
-        raise unsupported(
-            ev.name, g.opset, f"a target shape {shape} with two entries that follow dynamic axes"
-        )
-    return out
+    if out.count(-1) > 1:  # (then each size from the input whose dynamic axis it follows)
+        dyn = g.dyn_shape(mine, other)
+        if dyn is None:
+            raise unsupported(
+                ev.name, g.opset, f"a target shape {shape} whose sizes follow no input's"
+            )
+        return dyn
+    return g.ints(out)
 
 
 @op("view", "reshape", "_reshape_alias", "view_as", "reshape_as")
@@ -52,8 +58,7 @@ def _reshape(g, ev):
         shape = list(ev.args[1].shape)
     else:
         shape = _shape_arg(ev.args[1:] or (ev.kwargs.get("shape") or ev.kwargs.get("size"),))
-    t = _target(g, ev, x, shape)
-    g.bind(ev.out, g.node("Reshape", [g.name(x), g.ints(t)]))
+    g.bind(ev.out, g.node("Reshape", [g.name(x), _target(g, ev, x, shape)]))
 
 
 @op("flatten")
@@ -152,10 +157,15 @@ def _split(g, ev):
 def _expand(g, ev):
     x = ev.args[0]
     shape = _shape_arg(ev.args[1:] or (ev.kwargs.get("size"),))
-    r = len(shape)
-    full = [1] * (r - x.dim()) + list(x.shape)
-    t = [1 if s == -1 else s for s in shape]  # (Expand broadcasts: 1 keeps the input's dim)
-    t = [1 if s == f else s for s, f in zip(t, full)]
+    target = list(ev.out.shape)
+    if ev.alt is not None:  # (a size that follows a dynamic axis: read from that input)
+        dyn = g.dyn_shape(target, list(ev.alt.out.shape))
+        if dyn is None:
+            raise unsupported("expand", g.opset, "a size that follows no input's dynamic axis")
+        g.bind(ev.out, g.node("Expand", [g.name(x), dyn]))
+        return
+    full = [1] * (len(shape) - x.dim()) + list(x.shape)
+    t = [1 if s == -1 or s == f else s for s, f in zip(shape, full)]  # (1: the input's dim)
     g.bind(ev.out, g.node("Expand", [g.name(x), g.ints(t)]))
 
 
