@@ -561,6 +561,20 @@ def test_dropout_in_training_mode_is_refused(tmp_path):
     assert m.training
 
 
+def test_is_in_onnx_export():
+    seen = []
+
+    class M(nn.Module):
+        def forward(self, x):
+            seen.append(pr.onnx.is_in_onnx_export())
+            return x * 2
+
+    pr.onnx.export(M(), pr.randn(2), io.BytesIO())
+    M()(pr.randn(2))
+    assert seen == [True, False]
+    assert issubclass(pr.onnx.errors.UnsupportedOperatorError, pr.onnx.errors.OnnxExporterError)
+
+
 def test_bad_opset():
     with pytest.raises(ValueError, match="opset"):
         pr.onnx.export(nn.Linear(2, 2), pr.randn(1, 2), io.BytesIO(), opset_version=9)

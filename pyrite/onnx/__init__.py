@@ -1,26 +1,22 @@
 """`pyrite.onnx.export`: a model to an ONNX file (torch.onnx.export's counterpart).
 
 The model runs once on the example inputs under pyrite's export trace (pyrite/onnx/_graph.py),
-and the ops it called become ONNX nodes (pyrite/onnx/_ops.py, _shape_ops.py). Writing the file
-needs the `onnx` package (`pip install onnx`, or pyrite's `onnx` extra).
+and the ops it called become ONNX nodes (pyrite/onnx/_ops.py, _shape_ops.py, _more_ops.py,
+_rnn.py; pyrite/onnx/_exporter.py runs it, imported on the first export). Writing the file needs
+the `onnx` package (`pip install onnx`, or pyrite's `onnx` extra).
 """
 
 from __future__ import annotations
 
 import enum
-import inspect
-import os
-import warnings
 
-from .._fs import write_atomic
-from ..tensor import Tensor
-from . import _more_ops, _rnn, _shape_ops  # noqa: F401  (registers their handlers)
-from ._graph import Graph, Tracer, host, onnx_dtype
-from ._ops import HANDLERS, OnnxExporterError, UnsupportedOperatorError, unsupported
+from . import errors
+from .errors import OnnxExporterError, UnsupportedOperatorError
 
 __all__ = [
     "export",
     "is_in_onnx_export",
+    "errors",
     "OnnxExporterError",
     "UnsupportedOperatorError",
     "TrainingMode",
@@ -46,25 +42,12 @@ class OperatorExportTypes(enum.IntEnum):
     ONNX_FALLTHROUGH = 3
 
 
-DEFAULT_OPSET = 17
-OPSETS = range(13, 21)
-_exporting = [False]
+_exporting = [False]  # (set by _exporter while a trace runs)
 
 
 def is_in_onnx_export() -> bool:
     """Whether an export's trace is running (torch.onnx.is_in_onnx_export)."""
     return _exporting[0]
-
-
-def _onnx():
-    try:
-        import onnx
-    except ImportError as e:
-        raise ImportError(
-            "pyrite: pyrite.onnx.export writes the file with the `onnx` package, which is not "
-            "installed: pip install onnx (or pip install 'pyrite[onnx]')"
-        ) from e
-    return onnx
 
 
 def export(
@@ -97,12 +80,14 @@ def export(
     {name: {dim: "label"}}) makes those dims symbolic (a second trace with other sizes there
     shows which reshape targets follow them). `opset_version` 13..20 (default 17). The model is
     traced in eval mode (`training`: TrainingMode.EVAL; PRESERVE and TRAINING as torch's; the
-    modes are restored after). `dynamo` is accepted and ignored: pyrite
-    always uses its own tracer and returns None (torch returns an ONNXProgram for dynamo=True).
+    modes are restored after). `dynamo` is accepted and ignored: pyrite always uses its own
+    tracer and returns None (torch returns an ONNXProgram for dynamo=True).
     An op without an ONNX mapping raises UnsupportedOperatorError naming it; the file is
     written atomically, so a failed export leaves no file (and a previous one as it was).
     """
-    _write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
+    from ._exporter import write
+
+    write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
            export_params, keep_initializers_as_inputs, training)  # fmt: skip
     return None
 
@@ -111,333 +96,11 @@ def _export(model, args=(), f=None, **kwargs):
     """Old PyTorch's torch.onnx._export (fast_neural_style's `output = torch.onnx._export(model,
     x, path)`; gone from torch 2.x): export, and return the model's outputs on `args` (computed
     in eval mode, detached)."""
+    from ._exporter import detached, write
+
     names = ("kwargs", "input_names", "output_names", "opset_version", "dynamic_axes")
     got = {k: kwargs.get(k) for k in names}
-    outs = _write(model, args, f, *got.values(), kwargs.get("export_params", True),
+    outs = write(model, args, f, *got.values(), kwargs.get("export_params", True),
                   kwargs.get("keep_initializers_as_inputs", False),
                   kwargs.get("training"))  # fmt: skip
-    return _detached(outs)
-
-
-def _detached(o):
-    if isinstance(o, Tensor):
-        return o.detach()
-    if isinstance(o, (list, tuple)):
-        return type(o)(_detached(v) for v in o)
-    return o
-
-
-def _write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
-           export_params, keep_initializers_as_inputs, training):  # fmt: skip
-    """The export; returns the traced forward's outputs."""
-    onnx = _onnx()
-    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
-    if opset not in OPSETS:
-        raise ValueError(f"pyrite: onnx export supports opset versions 13 to 20, not {opset}")
-    if f is None:
-        raise ValueError("pyrite: onnx.export needs `f`, a path or a binary file object")
-    if isinstance(args, Tensor) or not isinstance(args, (tuple, list)):
-        args = (args,)
-    args = tuple(args)
-    if kwargs is None and args and isinstance(args[-1], dict):
-        args, kwargs = args[:-1], args[-1]
-    kwargs = dict(kwargs or {})
-    proto, outs = _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes,
-                         export_params, onnx, _mode(training))  # fmt: skip
-    if keep_initializers_as_inputs:
-        g = proto.graph
-        g.input.extend(
-            onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-            for t in g.initializer
-        )
-    onnx.checker.check_model(proto)
-    data = proto.SerializeToString()
-    if isinstance(f, (str, os.PathLike)):
-        write_atomic(f, lambda fh: fh.write(data))
-    else:
-        f.write(data)
-    return outs
-
-
-def _modules(model):
-    from ..nn import Module
-
-    return model if isinstance(model, Module) else None
-
-
-def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, export_params,
-           onnx, mode):  # fmt: skip
-    """The ModelProto of `model` run on args/kwargs, and the traced forward's outputs."""
-    module = _modules(model)
-    named = {}
-    params = []
-    if module is not None:
-        for nm, t in module.state_dict(keep_vars=True).items():
-            named.setdefault(id(t), nm)
-        params = list(module.parameters())
-    flat, _ = _flatten(list(args) + list(kwargs.values()))
-    names = _input_names(model, args, kwargs, len(flat), input_names)
-    axes = _axes(dynamic_axes)
-    events, outs, inputs = _trace(model, module, params, args, kwargs, mode)
-    alt_outs, alt_inputs = outs, inputs
-    if axes:  # (a second trace, each dynamic axis one longer)
-        alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes, dynamic_axes)
-        alt_events, alt_outs, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
-        if [e.name for e in alt_events] != [e.name for e in events]:
-            raise OnnxExporterError(
-                "pyrite: onnx export: the model calls other ops when the dynamic axes' sizes "
-                "change; export it without dynamic_axes"
-            )
-        for e, a in zip(events, alt_events):
-            e.alt = a
-    g = Graph(onnx, opset, named)
-    h = onnx.helper
-    graph_inputs = []
-    sources = []  # (input name, dim, size in the first trace, in the second) of dynamic axes
-    for t, t2, nm in zip(inputs, alt_inputs, names):
-        g.bind(t, nm)
-        graph_inputs.append(_value_info(h, nm, t, axes.get(nm)))
-        for d in axes.get(nm, {}):
-            d = d if d >= 0 else d + t.dim()
-            sources.append((nm, d, t.shape[d], t2.shape[d]))
-    if not export_params:
-        for p in params:
-            nm = named.get(id(p))
-            if nm is not None:
-                g.bind(p, nm)
-                graph_inputs.append(_value_info(h, nm, p, None))
-    g.sources = sources
-    _convert(g, events)
-    out_flat, _ = _flatten([outs])
-    alt_flat, _ = _flatten([alt_outs])
-    onames = list(output_names or [])
-    onames += [("output" if i == 0 else f"output_{i}") for i in range(len(onames), len(out_flat))]
-    graph_outputs = []
-    for t, t2, nm in zip(out_flat, alt_flat, onames):
-        g.nodes.append(h.make_node("Identity", [g.name(t)], [nm]))
-        # (dims that follow the dynamic axes without a label of their own: torch's spelling)
-        dyn = {d: f"{nm}_dim_{d}" for d in range(t.dim()) if t.shape[d] != t2.shape[d]}
-        dyn.update(axes.get(nm, {}))
-        graph_outputs.append(_value_info(h, nm, t, dyn))
-    nodes, inits = _live(g.nodes, g.inits, [o.name for o in graph_outputs])
-    _warn_unread(nodes, graph_inputs[: len(inputs)], onames)
-    graph = h.make_graph(nodes, "pyrite", graph_inputs, graph_outputs, initializer=inits)
-    proto = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)],
-                         producer_name="pyrite")  # fmt: skip
-    proto.ir_version = min(proto.ir_version, 8 if opset <= 18 else 9)
-    return proto, outs
-
-
-def _convert(g, events):
-    """Each recorded op as ONNX nodes, in order."""
-    for ev in events:
-        inplace = ev.inplace or (ev.name.endswith("_") and not ev.name.endswith("__"))
-        handler = HANDLERS.get(ev.name)
-        if handler is None and inplace:
-            handler = HANDLERS.get(ev.name[:-1])  # (relu_: an in-place op as its own)
-        if handler is None:
-            raise unsupported(ev.name, g.opset)
-        if inplace and ev.args and isinstance(ev.args[0], Tensor) and ev.args[0] is not ev.out:
-            # (args[0] stands for the written tensor's value before the write)
-            if id(ev.args[0]) not in g.env:
-                g.bind(ev.args[0], g.name(ev.out))
-        if ev.alt is not None:
-            _dynamic_constants(g, ev)
-        handler(g, ev)
-
-
-def _warn_unread(nodes, inputs, outputs):
-    used = {i for n in nodes for i in n.input}
-    for vi in inputs:
-        if vi.name not in used and vi.name not in outputs:
-            warnings.warn(
-                f"pyrite: onnx export: the graph does not read input '{vi.name}' (the model "
-                "ignores it, or reads it only through ops on integer tensors, which the trace "
-                "sees as constants: only embedding and indexing take traced integer tensors)",
-                stacklevel=4,
-            )
-
-
-def _dynamic_constants(g, ev):
-    """Constants the op reads whose shape follows a dynamic axis (an RNN's zero initial state
-    made with the batch's size): a uniform one becomes that value expanded to a shape read from
-    the input that carries the axis; another cannot follow it and raises."""
-    mine, _ = _flatten([ev.args, ev.kwargs])
-    other, _ = _flatten([ev.alt.args, ev.alt.kwargs])
-    for t, t2 in zip(mine, other):
-        if t.shape == t2.shape or id(t) in g.env or id(t) in g.named:
-            continue
-        a = host(t)
-        if a.size == 0 or not (a == a.flat[0]).all():
-            raise OnnxExporterError(
-                f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose shape follows a "
-                "dynamic axis; export it without dynamic_axes"
-            )
-        full = g.dyn_shape(list(t.shape), list(t2.shape))
-        if full is None:
-            raise OnnxExporterError(
-                f"pyrite: onnx export: '{ev.name}' reads a constant tensor whose shape follows "
-                "the dynamic axes by no input's size; export it without dynamic_axes"
-            )
-        one = g.const(a.reshape(-1)[:1].reshape(()), "fill")
-        g.bind(t, g.node("Expand", [one, full]))
-
-
-def _flatten(obj):
-    """The tensors in nested tuples/lists/dicts, in order."""
-    got = []
-
-    def walk(o):
-        if isinstance(o, Tensor):
-            got.append(o)
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                walk(v)
-        elif isinstance(o, dict):
-            for v in o.values():
-                walk(v)
-
-    walk(obj)
-    return got, None
-
-
-def _input_names(model, args, kwargs, n, given):
-    """`given`, then the forward's parameter names: a tensor argument by its parameter's name, the
-    tensors of a tuple argument (an LSTM's (h, c)) as name_0, name_1, ..."""
-    names = list(given or [])
-    fn = getattr(model, "forward", model)
-    try:
-        params = [
-            p.name
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        params = []
-    auto = []
-    for i, a in enumerate(list(args) + list(kwargs.values())):
-        base = list(kwargs)[i - len(args)] if i >= len(args) else None
-        base = base or (params[i] if i < len(params) else f"input_{i}")
-        flat, _ = _flatten([a])
-        if isinstance(a, Tensor):
-            auto.append(base)
-        else:
-            auto.extend(f"{base}_{j}" for j in range(len(flat)))
-    names += auto[len(names) : n]
-    return names[:n]
-
-
-def _axes(dynamic_axes):
-    """{name: {dim: label}} from torch's two spellings ({name: [dims]} labels them itself)."""
-    got = {}
-    for nm, spec in (dynamic_axes or {}).items():
-        if isinstance(spec, dict):
-            got[nm] = {int(d): str(v) for d, v in spec.items()}
-        else:
-            got[nm] = {int(d): f"{nm}_dynamic_axes_{i + 1}" for i, d in enumerate(spec)}
-    return got
-
-
-def _value_info(h, nm, t, dyn):
-    dims = list(t.shape)
-    for d, label in (dyn or {}).items():
-        dims[d if d >= 0 else d + len(dims)] = label
-    return h.make_tensor_value_info(nm, onnx_dtype(t.dtype), dims)
-
-
-def _resized(args, kwargs, flat, names, axes, spec):
-    """The example inputs with each dynamic axis longer (a second trace's inputs): by 1, 2, ...
-    a label where dynamic_axes gave labels (one label, one size: the batch of an input and of
-    its hidden state), else by 1 + the dim's position, so two axes rarely grow alike (a size is
-    traced to its input by the pair of sizes it took)."""
-    from .. import zeros
-    from ..ops.random import randn
-
-    labelled = any(isinstance(v, dict) for v in (spec or {}).values())
-    order: dict = {}
-    swap = {}
-    for t, nm in zip(flat, names):
-        dyn = axes.get(nm)
-        if not dyn:
-            continue
-        shape = list(t.shape)
-        for d, label in dyn.items():
-            grow = order.setdefault(label, len(order) + 1) if labelled else 1 + d % t.dim()
-            shape[d] += grow
-        swap[id(t)] = randn(shape) if t.dtype.kind == "f" else zeros(shape, dtype=t.dtype)
-
-    def sub(o):
-        if isinstance(o, Tensor):
-            return swap.get(id(o), o)
-        if isinstance(o, (list, tuple)):
-            return type(o)(sub(v) for v in o)
-        if isinstance(o, dict):
-            return {k: sub(v) for k, v in o.items()}
-        return o
-
-    return sub(args), sub(kwargs)
-
-
-def _mode(training) -> TrainingMode:
-    if training is None or training is False:
-        return TrainingMode.EVAL
-    if training is True:
-        return TrainingMode.TRAINING
-    return TrainingMode(int(training))
-
-
-def _trace(model, module, params, args, kwargs, mode=TrainingMode.EVAL):
-    """Run the model under the export trace: (events, outputs, the traced input tensors)."""
-    from ..autograd import _state, enable_grad
-
-    modes = [(m, m.training) for m in module.modules()] if module is not None else []
-    was = [(p, p.requires_grad) for p in params]
-    tracer = Tracer(HANDLERS)
-
-    def leaf(o):  # (float inputs require grad so the ops on them record)
-        if isinstance(o, Tensor):
-            t = o.detach()
-            if t.dtype.kind == "f":
-                # (a copy made from a leaf: the forward may write into its input in place,
-                # which autograd refuses on a leaf that requires grad)
-                t = t.requires_grad_(True).clone()
-            return t
-        if isinstance(o, (list, tuple)):
-            return type(o)(leaf(v) for v in o)
-        if isinstance(o, dict):
-            return {k: leaf(v) for k, v in o.items()}
-        return o
-
-    with enable_grad():
-        targs, tkwargs = leaf(args), leaf(kwargs)
-    inputs, _ = _flatten(list(targs) + list(tkwargs.values()))
-    try:
-        if mode != TrainingMode.PRESERVE:
-            for m, _ in modes:
-                m.training = mode == TrainingMode.TRAINING
-        for p in params:
-            p.requires_grad_(True)
-        _exporting[0] = True
-        _state.tracer = tracer
-        with enable_grad(), _rnn.captured(tracer):
-            out = model(*targs, **tkwargs)
-    finally:
-        _state.tracer = None
-        _exporting[0] = False
-        for m, t in modes:
-            m.training = t
-        for p, r in was:
-            p.requires_grad_(r)
-    return tracer.events, out, inputs
-
-
-def _live(nodes, inits, outputs):
-    """The nodes the outputs depend on, in order, and the initializers they read."""
-    need = set(outputs)
-    keep = []
-    for n in reversed(nodes):
-        if any(o in need for o in n.output):
-            keep.append(n)
-            need.update(i for i in n.input if i)
-    keep.reverse()
-    return keep, [t for nm, t in inits.items() if nm in need]
+    return detached(outs)

@@ -13,17 +13,10 @@ import numpy as np
 
 from ..tensor import Tensor
 from ._graph import host_dtype
+from .errors import UnsupportedOperatorError
 
 HANDLERS: dict = {}
 _BIG = 2**62  # a Slice end meaning "to the end"
-
-
-class OnnxExporterError(RuntimeError):
-    """An export that cannot be written (torch.onnx.errors.OnnxExporterError)."""
-
-
-class UnsupportedOperatorError(OnnxExporterError):
-    """An op with no ONNX mapping (torch.onnx.errors.UnsupportedOperatorError)."""
 
 
 def unsupported(name, opset, why=""):
