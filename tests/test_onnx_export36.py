@@ -536,6 +536,13 @@ def test_old_export_spelling_under_no_grad_and_params_as_inputs(request, tmp_pat
     assert not out.requires_grad
     _close(out[0].numpy(), want[0].numpy(), 64, seed)
     m2 = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    c2 = pr.compile(m2)
+    with pr.no_grad():
+        c2(pr.randn(2, 3))  # (compiled and replayed: export traces the original module)
+    buf = io.BytesIO()
+    pr.onnx.export(c2, pr.randn(2, 3), buf)
+    (got,), _ = _run(buf.getvalue(), {"input": np.ones((2, 3), np.float32)})
+    _close(got, _forward(m2, np.ones((2, 3), np.float32)), 16, seed)
     path = str(tmp_path / "b.onnx")
     pr.onnx.export(m2, pr.randn(2, 3), path, export_params=False, input_names=["x"])
     feeds = {"x": np.ones((2, 3), np.float32)}

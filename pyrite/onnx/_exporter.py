@@ -78,6 +78,9 @@ def _modules(model):
 def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, export_params,
            onnx, mode):  # fmt: skip
     """The ModelProto of `model` run on args/kwargs, and the traced forward's outputs."""
+    while getattr(model, "_orig_mod", None) is not None:
+        # (a pr.compile'd module replays recorded dispatches, no ops: its original is traced)
+        model = model._orig_mod
     module = _modules(model)
     named = {}
     params = []
