@@ -568,6 +568,29 @@ def test_dropout_in_training_mode_is_refused(tmp_path):
     assert m.training
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_models(request, tmp_path, dtype):
+    rng, seed = _seed(request)
+    dt = getattr(pr, dtype)
+    m = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 2)).to(dt)
+    path = _export(m, pr.randn(3, 4).to(dt), tmp_path)
+    x = pr.tensor(rng.standard_normal((3, 4)).astype(np.float32)).to(dt)
+    host = x.float().numpy()
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        host = host.astype(ml_dtypes.bfloat16)
+    else:
+        host = host.astype(np.float16)
+    (got,), model = _run(path, {"input": host})
+    assert model.graph.initializer[0].data_type == (10 if dtype == "float16" else 16)
+    with pr.no_grad():
+        want = m.eval()(x).float().numpy()
+    eps = 2.0**-10 if dtype == "float16" else 2.0**-7  # (the result's rounding: one ulp at 1)
+    bad = np.abs(got.astype(np.float32) - want) > 8 * eps * (np.abs(want) + 1)
+    assert not bad.any(), f"seed {seed}"
+
+
 def test_is_in_onnx_export():
     seen = []
 

@@ -104,6 +104,8 @@ def onnx_dtype(dt) -> int:
 
 def host(t: Tensor) -> np.ndarray:
     """A tensor's values as numpy, in its exported dtype (integers as int64)."""
+    if t.dtype.name == "bfloat16":  # (numpy has none: ml_dtypes', which onnx installs)
+        return t.detach().float().numpy().astype(host_dtype(t.dtype))
     a = t.detach().cpu().numpy()
     if a.dtype.kind in "iu" and a.dtype != np.uint8:
         a = a.astype(np.int64)
@@ -156,13 +158,7 @@ class Graph:
     def param(self, t) -> str:
         nm = self.named[id(t)]
         if nm not in self.inits:
-            self.inits[nm] = (
-                self.h.make_tensor(
-                    nm, onnx_dtype(t.dtype), list(t._shape), host(t).ravel().tolist()
-                )
-                if t.dtype.name == "bfloat16"
-                else self.onnx.numpy_helper.from_array(host(t), nm)
-            )
+            self.inits[nm] = self.onnx.numpy_helper.from_array(host(t), nm)
         self.env[id(t)] = nm
         return nm
 
@@ -221,6 +217,10 @@ class Graph:
 def host_dtype(dt):
     if dt.name == "float16":
         return np.float16
+    if dt.name == "bfloat16":
+        import ml_dtypes  # (onnx's own dependency)
+
+        return ml_dtypes.bfloat16
     if dt.kind == "f":
         return np.float32
     if dt.is_bool:
