@@ -419,10 +419,13 @@ class More(nn.Module):
     def __init__(self):
         super().__init__()
         self.prelu = nn.PReLU(4)
+        self.rms = nn.RMSNorm(6)
 
     def forward(self, x):  # (N, 4, 6)
         a = F.hardswish(x) + F.hardsigmoid(x) * F.mish(x) - F.logsigmoid(x) + F.softsign(x)
         a = a + F.selu(x) + F.celu(x, 0.5) + self.prelu(x.unsqueeze(-1)).squeeze(-1)
+        a = a + F.threshold(x, 0.2, -1.0) * F.softshrink(x) - F.hardshrink(x) + F.tanhshrink(x)
+        a = self.rms(a).unflatten(1, (2, 2)).flatten(1, 2)
         a = F.glu(a, 1).repeat(1, 2, 1).flip(-1).tril(1) + pr.cumsum(x, 2)  # (N, 4, 6)
         v, i = a.max(1)
         s = a.std(2, keepdim=True) + a.var((1, 2), keepdim=True) + a.logsumexp(1, keepdim=True)

@@ -276,3 +276,61 @@ def _floor_divide(g, ev):
         raise unsupported("floor_divide", g.opset, "integer operands")
     q = g.node("Div", [_val(g, a, like), _val(g, b, like)])
     g.bind(ev.out, g.node("Floor", [q]))
+
+
+@op("_threshold", "threshold")
+def _threshold(g, ev):
+    # y = x where x > threshold, else value
+    a = ev.bind(["input", "threshold", "value"])
+    x = a["input"]
+    xn = g.name(x)
+    keep = g.node("Greater", [xn, g.scalar(a["threshold"], x)])
+    g.bind(ev.out, g.node("Where", [keep, xn, g.scalar(a["value"], x)]))
+
+
+@op("softshrink", "hardshrink")
+def _shrink(g, ev):
+    a = ev.bind(["input", "lambd"], {"lambd": 0.5})
+    lam = float(a["lambd"])
+    bias = lam if ev.name == "softshrink" else 0.0
+    g.bind(ev.out, g.node("Shrink", [g.name(a["input"])], lambd=lam, bias=bias))
+
+
+@op("tanhshrink")
+def _tanhshrink(g, ev):
+    _, x = _x(g, ev)
+    g.bind(ev.out, g.node("Sub", [x, g.node("Tanh", [x])]))
+
+
+@op("rms_norm")
+def _rms_norm(g, ev):
+    # x / sqrt(mean(x^2) + eps) * weight, over the normalized dims
+    a = ev.bind(["input", "normalized_shape", "weight", "eps"], {"weight": None, "eps": None})
+    x = a["input"]
+    ns = a["normalized_shape"]
+    n = 1 if isinstance(ns, int) else len(ns)
+    eps = a["eps"]
+    if eps is None:  # (torch: the dtype's machine epsilon)
+        eps = float(np.finfo(np.float16 if x.dtype.name == "float16" else np.float32).eps)
+        if x.dtype.name == "bfloat16":
+            eps = 2.0**-7
+    xn = g.name(x)
+    axes = list(range(x.dim() - n, x.dim()))
+    ms = g.reduce("ReduceMean", g.node("Mul", [xn, xn]), axes, True)
+    y = g.node("Div", [xn, g.node("Sqrt", [g.node("Add", [ms, g.scalar(float(eps), x)])])])
+    if a["weight"] is not None:
+        y = g.node("Mul", [y, g.name(a["weight"])])
+    g.bind(ev.out, y)
+
+
+@op("unflatten")
+def _unflatten(g, ev):
+    a = ev.bind(["input", "dim", "sizes"])
+    x = a["input"]
+    d = _dim(int(a["dim"]), x.dim())
+    sizes = [int(s) for s in a["sizes"]]
+    # (0: the input's dim at that position, as it is: the dims before `dim` only)
+    target = [0] * d + sizes + [int(n) for n in x.shape[d + 1 :]]
+    if -1 not in sizes and ev.alt is not None and ev.alt.args[0].shape[d] != x.shape[d]:
+        raise unsupported("unflatten", g.opset, "sizes that follow a dynamic axis")
+    g.bind(ev.out, g.node("Reshape", [g.name(x), g.ints(target)]))
