@@ -362,7 +362,8 @@ class Ops(nn.Module):
         )
         up = up[..., :7, :7] + F.interpolate(up, size=(7, 7), mode="nearest-exact")
         w = pr.where(z > 0.1, z.clamp(max=0.8), F.relu6(z * 4.0)).masked_fill(z < -0.3, 2.0)
-        return att.flatten(1), up[..., 0, :].tanh() ** 2, F.gelu(z, approximate="tanh"), w
+        g = x[..., [0, 2]]  # (a list index)
+        return att.flatten(1), up[..., 0, :].tanh() ** 2, F.gelu(z, approximate="tanh"), w, g
 
 
 def test_op_coverage(request, tmp_path):
@@ -381,6 +382,17 @@ def test_op_coverage(request, tmp_path):
             _close(o, w.numpy(), 256, seed)
     kinds = {n.op_type for n in model.graph.node}
     assert {"DepthToSpace", "Slice", "Gather", "Split", "Where", "Clip", "Pad"} <= kinds
+
+
+class IntOps(nn.Module):
+    def forward(self, x, idx):
+        return x[idx[:2]]  # (a view of an integer input: not traced)
+
+
+def test_ops_on_integer_inputs_are_refused(tmp_path):
+    with pytest.raises(pr.onnx.OnnxExporterError, match="integer"):
+        pr.onnx.export(IntOps(), (pr.randn(4, 2), pr.tensor([0, 3, 1])), tmp_path / "m.onnx")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..tensor import Tensor
+from .errors import OnnxExporterError
 
 
 class Event:
@@ -151,6 +152,15 @@ class Graph:
                 return out
         if nm is not None:
             return self.param(t)
+        base = t._base
+        if base is not None and id(base) in self.env:
+            # (a view of a traced tensor the trace did not see made: an op on an integer
+            # input, which autograd does not record; its values would be the example's)
+            raise OnnxExporterError(
+                f"pyrite: onnx export: a view of the traced integer tensor '{self.env[id(base)]}' "
+                "was made by an op the trace does not see (ops on integer inputs other than "
+                "embedding and indexing by them are not traced)"
+            )
         out = self.const(host(t), "const")
         self.env[id(t)] = out
         return out

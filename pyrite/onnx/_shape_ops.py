@@ -173,24 +173,14 @@ def _expand(g, ev):
 def _getitem(g, ev):
     x, idx = ev.args[0], ev.args[1]
     idx = idx if isinstance(idx, tuple) else (idx,)
-    if any(isinstance(i, (Tensor, list)) for i in idx):
-        t = [i for i in idx if isinstance(i, (Tensor, list))]
-        only = len(t) == 1 and isinstance(t[0], Tensor) and t[0].dtype.kind == "i"
-        pos = [j for j, i in enumerate(idx) if isinstance(i, (Tensor, list))]
-        if not only or any(i is not None and not isinstance(i, slice) for i in idx if i is not t[0]) or any(
-            i != slice(None) for i in idx[: pos[0]]
-        ):  # fmt: skip
-            raise unsupported("index", g.opset, "advanced indexing beyond one integer tensor")
-        y = g.node("Gather", [g.name(x), g.name(t[0])], axis=pos[0])
-        rest = idx[pos[0] + 1 :]
-        if any(i != slice(None) for i in rest):
-            raise unsupported("index", g.opset, "slices after a tensor index")
-        g.bind(ev.out, y)
-        return
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    if Ellipsis in idx:
-        e = idx.index(Ellipsis)
+    if any(i is Ellipsis for i in idx):
+        e = next(k for k, i in enumerate(idx) if i is Ellipsis)
         idx = idx[:e] + (slice(None),) * (x.dim() - n_real) + idx[e + 1 :]
+    adv = [k for k, i in enumerate(idx) if isinstance(i, (Tensor, list))]
+    if adv:
+        g.bind(ev.out, _gather_index(g, x, idx, adv))
+        return
     starts, ends, axes, steps, gathers, news = [], [], [], [], [], []
     d = 0  # the input's dim
     o = 0  # the output's dim (after ints drop theirs, Nones add theirs)
@@ -225,6 +215,24 @@ def _getitem(g, ev):
     if y == g.name(x):
         y = g.node("Identity", [y])
     g.bind(ev.out, y)
+
+
+def _gather_index(g, x, idx, adv):
+    """x[:, ..., t] with one integer tensor (or list of ints) t and full slices: Gather."""
+    k = adv[0]
+    t = idx[k]
+    if isinstance(t, list):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in t):
+            raise unsupported("index", g.opset, "a list index of other than ints")
+        t_name = g.const(np.asarray(t, dtype=np.int64), "index")
+    elif t.dtype.kind == "i":
+        t_name = g.name(t)
+    else:
+        raise unsupported("index", g.opset, f"a {t.dtype} tensor index (a mask)")
+    others = [i for j, i in enumerate(idx) if j != k]
+    if len(adv) > 1 or any(not isinstance(i, slice) or i != slice(None) for i in others):
+        raise unsupported("index", g.opset, "advanced indexing beyond one integer index")
+    return g.node("Gather", [g.name(x), t_name], axis=k)
 
 
 @op("select")
