@@ -7,7 +7,10 @@ import inspect
 import os
 import warnings
 
+import numpy as np
+
 from .._fs import write_atomic
+from ..random import get_rng_state, set_rng_state
 from ..tensor import Tensor
 from . import TrainingMode, _exporting, _more_ops, _rnn, _shape_ops  # noqa: F401  (registers their handlers)
 from ._graph import Graph, Tracer, host, onnx_dtype
@@ -91,10 +94,13 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     flat, _ = _flatten(list(args) + list(kwargs.values()))
     names = _input_names(model, args, kwargs, len(flat), input_names)
     axes = _axes(dynamic_axes)
+    rng_state = get_rng_state()  # (each trace draws the same random numbers)
     events, outs, inputs = _trace(model, module, params, args, kwargs, mode)
+    _check_trace(events, model, module, params, args, kwargs, mode, rng_state)
     alt_outs, alt_inputs = outs, inputs
     if axes:  # (a second trace, each dynamic axis one longer)
         alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes, dynamic_axes)
+        set_rng_state(rng_state)
         alt_events, alt_outs, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
         if [e.name for e in alt_events] != [e.name for e in events]:
             raise OnnxExporterError(
@@ -141,6 +147,42 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     return proto, outs
 
 
+def _check_trace(events, model, module, params, args, kwargs, mode, rng_state):
+    """Trace again on the inputs' values permuted (the same values, so indices stay in range,
+    each moved one place on; floats also halved): a constant an op reads whose values then differ was computed from the inputs by
+    ops the trace does not see, and _convert refuses it. Skipped where the model refuses those
+    inputs; a model that calls other ops for them takes a branch on its inputs' values, which
+    the file keeps as the example took it (a warning, as torch's tracer)."""
+    from .. import tensor as _tensor
+
+    def permuted(o):  # (rolled by one: the same values, each elsewhere unless all alike)
+        if isinstance(o, Tensor):
+            a = np.roll(host(o).ravel(), 1).reshape(o.shape)
+            if o.dtype.kind == "f":  # (and halved: a max or a sum of them moves too)
+                a = a * 0.5
+            return _tensor(a, dtype=o.dtype)
+        if isinstance(o, (list, tuple)):
+            return type(o)(permuted(v) for v in o)
+        if isinstance(o, dict):
+            return {k: permuted(v) for k, v in o.items()}
+        return o
+
+    set_rng_state(rng_state)
+    try:
+        checked, _, _ = _trace(model, module, params, permuted(args), permuted(kwargs), mode)
+    except Exception:  # (the model refuses such inputs: no check)
+        return
+    if [e.name for e in checked] != [e.name for e in events]:
+        warnings.warn(
+            "pyrite: onnx export: the model calls other ops for other input values (a branch "
+            "on its inputs' values); the file keeps the ops the example input took",
+            stacklevel=5,
+        )
+        return
+    for e, c in zip(events, checked):
+        e.check = c
+
+
 def _convert(g, events):
     """Each recorded op as ONNX nodes, in order."""
     for ev in events:
@@ -154,9 +196,30 @@ def _convert(g, events):
             # (args[0] stands for the written tensor's value before the write)
             if id(ev.args[0]) not in g.env:
                 g.bind(ev.args[0], g.name(ev.out))
+        if ev.check is not None:
+            _check_constants(g, ev)
         if ev.alt is not None:
             _dynamic_constants(g, ev)
         handler(g, ev)
+
+
+def _check_constants(g, ev):
+    """Refuse a constant the op reads whose values the inputs' values change."""
+    mine, _ = _flatten([ev.args, ev.kwargs])
+    other, _ = _flatten([ev.check.args, ev.check.kwargs])
+    for t, t2 in zip(mine, other):
+        base = t._base
+        if id(t) in g.env or id(t) in g.named or (base is not None and id(base) in g.named):
+            continue
+        if t.shape != t2.shape or t.dtype != t2.dtype:
+            continue
+        if not np.array_equal(host(t), host(t2), equal_nan=True):
+            raise OnnxExporterError(
+                f"pyrite: onnx export: '{ev.name}' reads a tensor computed from the model's "
+                "inputs by ops the trace does not see (run under no_grad, on detach()ed values, "
+                "or on integer inputs other than by embedding and indexing), which would be "
+                "written as the example's values"
+            )
 
 
 def _warn_unread(nodes, inputs, outputs):
@@ -167,7 +230,7 @@ def _warn_unread(nodes, inputs, outputs):
                 f"pyrite: onnx export: the graph does not read input '{vi.name}' (the model "
                 "ignores it, or reads it only through ops on integer tensors, which the trace "
                 "sees as constants: only embedding and indexing take traced integer tensors)",
-                stacklevel=4,
+                stacklevel=5,
             )
 
 

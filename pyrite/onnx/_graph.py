@@ -24,13 +24,14 @@ from .errors import OnnxExporterError
 
 
 class Event:
-    """One recorded op call: `alt` is the same call in the second trace (dynamic axes), or None."""
+    """One recorded op call: `alt` is the same call in the second trace (dynamic axes), `check`
+    in the trace on the inputs' values permuted, or None."""
 
-    __slots__ = ("name", "args", "kwargs", "out", "inplace", "alt")
+    __slots__ = ("name", "args", "kwargs", "out", "inplace", "alt", "check")
 
     def __init__(self, name, args, kwargs, out, inplace):
         self.name, self.args, self.kwargs, self.out = name, args, kwargs, out
-        self.inplace, self.alt = inplace, None
+        self.inplace, self.alt, self.check = inplace, None, None
 
     def bind(self, params, defaults=None):
         """The call's arguments by name: `params` are the op's parameter names in order,
