@@ -12,7 +12,9 @@ import numpy as np
 from .._fs import write_atomic
 from ..random import get_rng_state, set_rng_state
 from ..tensor import Tensor
-from . import TrainingMode, _exporting, _more_ops, _rnn, _shape_ops  # noqa: F401  (registers their handlers)
+
+# (_more_ops, _rnn and _shape_ops each register their handlers in _ops.HANDLERS)
+from . import TrainingMode, _exporting, _more_ops, _rnn, _shape_ops  # noqa: F401
 from ._graph import Graph, Tracer, host, onnx_dtype
 from ._ops import HANDLERS, unsupported
 from .errors import OnnxExporterError
