@@ -91,59 +91,63 @@ def _cnn():
     return m
 
 
-# fast_neural_style's TransformerNet (pytorch/examples), at a tiny width
-class ConvLayer(nn.Module):
-    def __init__(self, cin, cout, k, stride):
-        super().__init__()
-        self.reflection_pad = nn.ReflectionPad2d(k // 2)
-        self.conv2d = nn.Conv2d(cin, cout, k, stride)
+# fast_neural_style's TransformerNet (pytorch/examples), at a tiny width, built from either
+# framework's nn (torch's for the parity test)
+def transformer_net(nn, F):
+    class ConvLayer(nn.Module):
+        def __init__(self, cin, cout, k, stride):
+            super().__init__()
+            self.reflection_pad = nn.ReflectionPad2d(k // 2)
+            self.conv2d = nn.Conv2d(cin, cout, k, stride)
 
-    def forward(self, x):
-        return self.conv2d(self.reflection_pad(x))
+        def forward(self, x):
+            return self.conv2d(self.reflection_pad(x))
+
+    class ResidualBlock(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv1, self.in1 = ConvLayer(c, c, 3, 1), nn.InstanceNorm2d(c, affine=True)
+            self.conv2, self.in2 = ConvLayer(c, c, 3, 1), nn.InstanceNorm2d(c, affine=True)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            out = self.relu(self.in1(self.conv1(x)))
+            return self.in2(self.conv2(out)) + x
+
+    class UpsampleConvLayer(nn.Module):
+        def __init__(self, cin, cout, k, stride, upsample=None):
+            super().__init__()
+            self.upsample = upsample
+            self.reflection_pad = nn.ReflectionPad2d(k // 2)
+            self.conv2d = nn.Conv2d(cin, cout, k, stride)
+
+        def forward(self, x):
+            if self.upsample:
+                x = F.interpolate(x, mode="nearest", scale_factor=self.upsample)
+            return self.conv2d(self.reflection_pad(x))
+
+    class TransformerNet(nn.Module):
+        def __init__(self, w=4):
+            super().__init__()
+            self.conv1, self.in1 = ConvLayer(3, w, 5, 1), nn.InstanceNorm2d(w, affine=True)
+            self.conv2, self.in2 = ConvLayer(w, 2 * w, 3, 2), nn.InstanceNorm2d(2 * w, affine=True)
+            self.res1 = ResidualBlock(2 * w)
+            self.deconv1 = UpsampleConvLayer(2 * w, w, 3, 1, upsample=2)
+            self.in4 = nn.InstanceNorm2d(w, affine=True)
+            self.deconv3 = UpsampleConvLayer(w, 3, 5, 1)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            y = self.relu(self.in1(self.conv1(x)))
+            y = self.relu(self.in2(self.conv2(y)))
+            y = self.res1(y)
+            y = self.relu(self.in4(self.deconv1(y)))
+            return self.deconv3(y)
+
+    return TransformerNet
 
 
-class ResidualBlock(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.conv1, self.in1 = ConvLayer(c, c, 3, 1), nn.InstanceNorm2d(c, affine=True)
-        self.conv2, self.in2 = ConvLayer(c, c, 3, 1), nn.InstanceNorm2d(c, affine=True)
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        out = self.relu(self.in1(self.conv1(x)))
-        return self.in2(self.conv2(out)) + x
-
-
-class UpsampleConvLayer(nn.Module):
-    def __init__(self, cin, cout, k, stride, upsample=None):
-        super().__init__()
-        self.upsample = upsample
-        self.reflection_pad = nn.ReflectionPad2d(k // 2)
-        self.conv2d = nn.Conv2d(cin, cout, k, stride)
-
-    def forward(self, x):
-        if self.upsample:
-            x = F.interpolate(x, mode="nearest", scale_factor=self.upsample)
-        return self.conv2d(self.reflection_pad(x))
-
-
-class TransformerNet(nn.Module):
-    def __init__(self, w=4):
-        super().__init__()
-        self.conv1, self.in1 = ConvLayer(3, w, 5, 1), nn.InstanceNorm2d(w, affine=True)
-        self.conv2, self.in2 = ConvLayer(w, 2 * w, 3, 2), nn.InstanceNorm2d(2 * w, affine=True)
-        self.res1 = ResidualBlock(2 * w)
-        self.deconv1 = UpsampleConvLayer(2 * w, w, 3, 1, upsample=2)
-        self.in4 = nn.InstanceNorm2d(w, affine=True)
-        self.deconv3 = UpsampleConvLayer(w, 3, 5, 1)
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        y = self.relu(self.in1(self.conv1(x)))
-        y = self.relu(self.in2(self.conv2(y)))
-        y = self.res1(y)
-        y = self.relu(self.in4(self.deconv1(y)))
-        return self.deconv3(y)
+TransformerNet = transformer_net(nn, F)
 
 
 # word_language_model's RNNModel (pytorch/examples), LSTM, tiny
@@ -541,6 +545,32 @@ def test_lstm_same_outputs_as_torch_export(request, tmp_path):
     got_p, _ = _run(ppath, feeds)
     for a, b in zip(got_p, got_t):
         _close(a, b, 64, seed)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::Warning:torch")
+def test_transformer_net_same_outputs_as_torch_export(request, tmp_path):
+    torch = pytest.importorskip("torch")
+    rng, seed = _seed(request)
+    tm = transformer_net(torch.nn, torch.nn.functional)().eval()
+    with torch.no_grad():  # (affine parameters other than their ones and zeros)
+        for n, p in tm.named_parameters():
+            if ".in" in n or n.startswith("in"):
+                p.add_(torch.randn(p.shape) * 0.2)
+    pm = TransformerNet()
+    pm.load_state_dict({k: pr.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    tpath = str(tmp_path / "torch.onnx")
+    try:
+        torch.onnx.export(tm, (torch.randn(1, 3, 8, 8),), tpath, dynamo=False,
+                          input_names=["x"], output_names=["y"])  # fmt: skip
+    except Exception as e:
+        pytest.skip(f"torch.onnx.export unavailable: {e}")
+    ppath = _export(pm, pr.randn(1, 3, 8, 8), tmp_path, input_names=["x"], output_names=["y"])
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (got_t,), _ = _run(tpath, {"x": x})
+    (got_p,), _ = _run(ppath, {"x": x})
+    _close(got_p, got_t, 256, seed)
 
 
 class Unsupported(nn.Module):
