@@ -190,6 +190,22 @@ def test_mlp_dynamic_batch(request, tmp_path, opset):
     assert {"net.0.weight", "net.0.bias", "net.5.weight"} <= inits
 
 
+def test_dynamic_shapes_spelling(request, tmp_path):
+    # torch.export's dynamic_shapes (dynamo=True scripts): by parameter name, or by position
+    rng, seed = _seed(request)
+    m = MLP()
+
+    class Dim:  # (torch.export.Dim("batch")'s name)
+        __name__ = "batch"
+
+    for shapes in ({"x": {0: Dim()}}, ((Dim(), None),)):
+        path = _export(m, (pr.randn(3, 6),), tmp_path, dynamic_shapes=shapes, dynamo=True)
+        x = rng.standard_normal((5, 6)).astype(np.float32)
+        (got,), model = _run(path, {"x": x})
+        _close(got, _forward(m, x), 64, seed)
+        assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+
+
 @pytest.mark.parametrize("opset", [13, 17, 20])
 def test_cnn_batchnorm_pooling(request, tmp_path, opset):
     rng, seed = _seed(request)

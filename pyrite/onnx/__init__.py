@@ -77,7 +77,8 @@ def export(
     (export_params=False: graph inputs instead); the tensors in `args` (and `kwargs`) become the
     graph's inputs, named `input_names` (default: the forward's parameter names), and the
     outputs `output_names` (default output, output_1, ...). `dynamic_axes` ({name: [dims]} or
-    {name: {dim: "label"}}) makes those dims symbolic (a second trace with other sizes there
+    {name: {dim: "label"}}; or torch.export's `dynamic_shapes`, by parameter name or position)
+    makes those dims symbolic (a second trace with other sizes there
     shows which reshape targets follow them). `opset_version` 13..20 (default 17). The model is
     traced in eval mode (`training`: TrainingMode.EVAL; PRESERVE and TRAINING as torch's; the
     modes are restored after). `dynamo` is accepted and ignored: pyrite always uses its own
@@ -85,8 +86,10 @@ def export(
     An op without an ONNX mapping raises UnsupportedOperatorError naming it; the file is
     written atomically, so a failed export leaves no file (and a previous one as it was).
     """
-    from ._exporter import write
+    from ._exporter import axes_from_shapes, write
 
+    if dynamic_axes is None and dynamic_shapes is not None:
+        dynamic_axes = axes_from_shapes(model, args, kwargs, input_names, dynamic_shapes)
     write(model, args, f, kwargs, input_names, output_names, opset_version, dynamic_axes,
            export_params, keep_initializers_as_inputs, training)  # fmt: skip
     return None

@@ -51,12 +51,7 @@ def write(model, args, f, kwargs, input_names, output_names, opset_version, dyna
         raise ValueError(f"pyrite: onnx export supports opset versions 13 to 20, not {opset}")
     if f is None:
         raise ValueError("pyrite: onnx.export needs `f`, a path or a binary file object")
-    if isinstance(args, Tensor) or not isinstance(args, (tuple, list)):
-        args = (args,)
-    args = tuple(args)
-    if kwargs is None and args and isinstance(args[-1], dict):
-        args, kwargs = args[:-1], args[-1]
-    kwargs = dict(kwargs or {})
+    args, kwargs = _normalized(args, kwargs)
     proto, outs = _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes,
                          export_params, onnx, _mode(training))  # fmt: skip
     if keep_initializers_as_inputs:
@@ -72,6 +67,49 @@ def write(model, args, f, kwargs, input_names, output_names, opset_version, dyna
     else:
         f.write(data)
     return outs
+
+
+def _normalized(args, kwargs):
+    """torch's spellings of the example inputs: a tensor, a tuple, a tuple ending in a dict of
+    keyword arguments."""
+    if isinstance(args, Tensor) or not isinstance(args, (tuple, list)):
+        args = (args,)
+    args = tuple(args)
+    if kwargs is None and args and isinstance(args[-1], dict):
+        args, kwargs = args[:-1], args[-1]
+    return args, dict(kwargs or {})
+
+
+def axes_from_shapes(model, args, kwargs, input_names, dynamic_shapes):
+    """torch.export's `dynamic_shapes` as dynamic_axes: by the forward's parameter names (a
+    dict) or by position (a tuple); a tensor's spec maps dims (a dict) or lists them (a tuple),
+    each a torch.export.Dim (labelled by its name), a string label, or None (static)."""
+    args, kwargs = _normalized(args, kwargs)
+    values = list(args) + list(kwargs.values())
+    params = _params(model)
+    keys = [params[i] if i < len(params) else None for i in range(len(args))] + list(kwargs)
+    if isinstance(dynamic_shapes, dict):
+        specs = [dynamic_shapes.get(k) for k in keys]
+    else:
+        specs = list(dynamic_shapes) + [None] * (len(values) - len(dynamic_shapes))
+    flat, _ = _flatten(values)
+    names = _input_names(model, args, kwargs, len(flat), input_names)
+    got, at = {}, 0
+    for v, spec in zip(values, specs):
+        if isinstance(v, Tensor) and spec is not None:
+            items = spec.items() if isinstance(spec, dict) else enumerate(spec)
+            nm = names[at]
+            dims = {int(d): _label(x, nm, d) for d, x in items if x is not None}
+            if dims:
+                got[nm] = dims
+        at += len(_flatten([v])[0])
+    return got
+
+
+def _label(dim, name, d) -> str:
+    if isinstance(dim, str):
+        return dim
+    return getattr(dim, "__name__", None) or f"{name}_dim_{d}"
 
 
 def _modules(model):
@@ -279,19 +317,22 @@ def _flatten(obj):
     return got, None
 
 
+def _params(model) -> list:
+    """The forward's positional parameter names."""
+    fn = getattr(model, "forward", model)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in sig.parameters.values() if p.kind in kinds]
+
+
 def _input_names(model, args, kwargs, n, given):
     """`given`, then the forward's parameter names: a tensor argument by its parameter's name, the
     tensors of a tuple argument (an LSTM's (h, c)) as name_0, name_1, ..."""
     names = list(given or [])
-    fn = getattr(model, "forward", model)
-    try:
-        params = [
-            p.name
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        params = []
+    params = _params(model)
     auto = []
     for i, a in enumerate(list(args) + list(kwargs.values())):
         base = list(kwargs)[i - len(args)] if i >= len(args) else None
