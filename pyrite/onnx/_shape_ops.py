@@ -85,17 +85,16 @@ def _permute(g, ev):
 def _transpose(g, ev):
     x = ev.args[0]
     r = x.dim()
-    if ev.name in ("t", "T") or ev.name == "mT":
-        d0, d1 = (r - 2, r - 1) if r >= 2 else (0, 0)
-        if ev.name == "T":
-            perm = list(reversed(range(r)))
-            g.bind(ev.out, g.node("Transpose", [g.name(x)], perm=perm))
-            return
+    perm = list(range(r))
+    if ev.name == "T":  # (every dim reversed)
+        perm.reverse()
+    elif ev.name in ("t", "mT"):  # (the last two; t of a 0-d or 1-d tensor is itself)
+        if r >= 2:
+            perm[-2], perm[-1] = perm[-1], perm[-2]
     else:
         a = ev.bind(["input", "dim0", "dim1"])
         d0, d1 = _dim(int(a["dim0"]), r), _dim(int(a["dim1"]), r)
-    perm = list(range(r))
-    perm[d0], perm[d1] = perm[d1], perm[d0]
+        perm[d0], perm[d1] = perm[d1], perm[d0]
     g.bind(ev.out, g.node("Transpose", [g.name(x)], perm=perm))
 
 
