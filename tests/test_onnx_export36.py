@@ -502,6 +502,8 @@ class More(nn.Module):
         b = pr.baddbmm(a[:, :, :4], a, a.transpose(1, 2), alpha=0.5)  # (N, 4, 4)
         s = s + pr.addcmul(a, a, a, value=0.3).mean(2, keepdim=True)
         c = pr.outer(x[0, 0], x[0, 1]).index_select(0, pr.tensor([1, 0])) // 0.3
+        u = F.conv1d(x[0], self.prelu.weight.view(4, 1, 1).expand(4, 4, 1))  # (unbatched)
+        c = c + F.max_pool1d(u, 2).sum() + F.adaptive_avg_pool1d(u, 3).mean()
         return v + s.amax(1) + n.sum(1), i, a.argmax(2), b, c
 
 

@@ -245,6 +245,18 @@ def _embedding(g, ev):
 
 
 # ---- convolution and pooling -----------------------------------------------------------------
+def _batched(g, x, n):
+    """x's name with a batch dim where it has none (torch takes (C, *spatial) unbatched; ONNX
+    always wants (N, C, *spatial)), and whether it was added."""
+    if x.dim() == n + 1:
+        return g.node("Unsqueeze", [g.name(x), g.ints([0])]), True
+    return g.name(x), False
+
+
+def _unbatched(g, y, added):
+    return g.node("Squeeze", [y, g.ints([0])]) if added else y
+
+
 @op("conv1d", "conv2d", "conv3d")
 def _conv(g, ev):
     n = int(ev.name[4])
@@ -261,10 +273,11 @@ def _conv(g, ev):
         pads = [t // 2 for t in tot] + [t - t // 2 for t in tot]
     else:
         pads = _tup(pad, n) * 2
-    ins = [g.name(a["input"]), g.name(w)] + ([g.name(a["bias"])] if a["bias"] is not None else [])
+    xn, added = _batched(g, a["input"], n)
+    ins = [xn, g.name(w)] + ([g.name(a["bias"])] if a["bias"] is not None else [])
     y = g.node("Conv", ins, kernel_shape=k, strides=_tup(a["stride"], n), pads=pads,
                dilations=dil, group=int(a["groups"]))  # fmt: skip
-    g.bind(ev.out, y)
+    g.bind(ev.out, _unbatched(g, y, added))
 
 
 @op("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
@@ -275,12 +288,13 @@ def _conv_t(g, ev):
         {"bias": None, "stride": 1, "padding": 0, "output_padding": 0, "groups": 1, "dilation": 1},
     )
     w = a["weight"]
-    ins = [g.name(a["input"]), g.name(w)] + ([g.name(a["bias"])] if a["bias"] is not None else [])
+    xn, added = _batched(g, a["input"], n)
+    ins = [xn, g.name(w)] + ([g.name(a["bias"])] if a["bias"] is not None else [])
     y = g.node("ConvTranspose", ins, kernel_shape=list(w.shape[2:]),
                strides=_tup(a["stride"], n), pads=_tup(a["padding"], n) * 2,
                output_padding=_tup(a["output_padding"], n), dilations=_tup(a["dilation"], n),
                group=int(a["groups"]))  # fmt: skip
-    g.bind(ev.out, y)
+    g.bind(ev.out, _unbatched(g, y, added))
 
 
 @op("max_pool1d", "max_pool2d", "max_pool3d")
@@ -293,10 +307,11 @@ def _max_pool(g, ev):
         raise unsupported(f"{ev.name}(return_indices=True)", g.opset)
     k = _tup(a["kernel_size"], n)
     s = _tup(a["stride"], n) if a["stride"] not in (None, (), []) else k
-    y = g.node("MaxPool", [g.name(a["input"])], kernel_shape=k, strides=s,
+    xn, added = _batched(g, a["input"], n)
+    y = g.node("MaxPool", [xn], kernel_shape=k, strides=s,
                pads=_tup(a["padding"], n) * 2, dilations=_tup(a["dilation"], n),
                ceil_mode=int(bool(a["ceil_mode"])))  # fmt: skip
-    g.bind(ev.out, y)
+    g.bind(ev.out, _unbatched(g, y, added))
 
 
 @op("avg_pool1d", "avg_pool2d", "avg_pool3d")
@@ -309,10 +324,11 @@ def _avg_pool(g, ev):
         raise unsupported(f"{ev.name}(divisor_override=...)", g.opset)
     k = _tup(a["kernel_size"], n)
     s = _tup(a["stride"], n) if a["stride"] not in (None, (), []) else k
-    y = g.node("AveragePool", [g.name(a["input"])], kernel_shape=k, strides=s,
+    xn, added = _batched(g, a["input"], n)
+    y = g.node("AveragePool", [xn], kernel_shape=k, strides=s,
                pads=_tup(a["padding"], n) * 2, ceil_mode=int(bool(a["ceil_mode"])),
                count_include_pad=int(bool(a["count_include_pad"])))  # fmt: skip
-    g.bind(ev.out, y)
+    g.bind(ev.out, _unbatched(g, y, added))
 
 
 @op("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
@@ -320,16 +336,20 @@ def _avg_pool(g, ev):
 def _adaptive(g, ev):
     x = ev.args[0]
     n = int(ev.name[-2])
-    out = list(ev.out.shape[2:])
-    ins = list(x.shape[2:])
+    if isinstance(ev.out, (tuple, list)):
+        raise unsupported(f"{ev.name}(return_indices=True)", g.opset)
+    xn, added = _batched(g, x, n)
+    out = list(ev.out.shape[-n:])
+    ins = list(x.shape[-n:])
     kind = "Average" if "avg" in ev.name else "Max"
     if all(o == 1 for o in out):
-        g.bind(ev.out, g.node(f"Global{kind}Pool", [g.name(x)]))
-        return
-    if any(i % o for i, o in zip(ins, out)):
+        y = g.node(f"Global{kind}Pool", [xn])
+    elif any(i % o for i, o in zip(ins, out)):
         raise unsupported(ev.name, g.opset, "an output size that does not divide the input's")
-    k = [i // o for i, o in zip(ins, out)]
-    g.bind(ev.out, g.node(f"{kind}Pool", [g.name(x)], kernel_shape=k, strides=k, pads=[0] * 2 * n))
+    else:
+        k = [i // o for i, o in zip(ins, out)]
+        y = g.node(f"{kind}Pool", [xn], kernel_shape=k, strides=k, pads=[0] * 2 * n)
+    g.bind(ev.out, _unbatched(g, y, added))
 
 
 # ---- reductions ------------------------------------------------------------------------------
