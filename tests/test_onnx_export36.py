@@ -405,14 +405,36 @@ def test_op_coverage(request, tmp_path):
 
 
 class IntOps(nn.Module):
-    def forward(self, x, idx):
-        return x[idx[:2]]  # (a view of an integer input: not traced)
+    """Ops on an integer input and on masks: traced as the float ops are."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 3)
+
+    def forward(self, x, idx):  # x (3, 3), idx (3,)
+        m = x > 0
+        a = m.sum(1) + x.argmax(1) * idx - idx // 2 + idx % 2
+        b = m.float() * x + (idx + 1).float().unsqueeze(1)
+        c = x[idx[:2]] + self.emb(idx * 3 + 1)[:2]
+        d = (idx * 2 == 4) & (idx > 0) | ~m[0]
+        return a, b, c, d
 
 
-def test_ops_on_integer_inputs_are_refused(tmp_path):
-    with pytest.raises(pr.onnx.OnnxExporterError, match="integer"):
-        pr.onnx.export(IntOps(), (pr.randn(4, 2), pr.tensor([0, 3, 1])), tmp_path / "m.onnx")
-    assert list(tmp_path.iterdir()) == []
+def test_ops_on_integer_inputs_and_masks(request, tmp_path):
+    rng, seed = _seed(request)
+    m = IntOps()
+    path = _export(m, (pr.randn(3, 3), pr.tensor([1, 2, 1])), tmp_path)
+    for _ in range(2):
+        x = rng.standard_normal((3, 3)).astype(np.float32)
+        idx = rng.permutation(3)
+        outs, _ = _run(path, {"x": x, "idx": idx.astype(np.int64)})
+        with pr.no_grad():
+            want = m.eval()(pr.tensor(x), pr.tensor(idx))
+        for o, w in zip(outs, want):
+            if w.dtype.kind == "f":
+                _close(o, w.numpy(), 16, seed)
+            else:
+                assert (o == w.numpy()).all(), f"seed {seed}"
 
 
 class Untraced(nn.Module):
@@ -428,14 +450,12 @@ class Untraced(nn.Module):
             return self.fc(x) / scale
         if self.how == "detach":
             return self.fc(x) + x.detach().exp()
-        if self.how == "int":
-            return self.fc(x) * (idx + 1).float().unsqueeze(1)
         if self.how == "noise":  # (drawn from the generator: the same in every trace)
             return self.fc(x) + 0.1 * pr.randn_like(x)
         return self.fc(x) if x[0, 0] > 0 else -self.fc(x)  # ("branch")
 
 
-@pytest.mark.parametrize("how", ["no_grad", "detach", "int"])
+@pytest.mark.parametrize("how", ["no_grad", "detach"])
 def test_untraced_values_from_inputs_are_refused(tmp_path, how):
     args = (pr.randn(2, 3), pr.tensor([0, 2]))
     with pytest.raises(pr.onnx.OnnxExporterError, match="ops the trace does not see"):
@@ -503,7 +523,11 @@ class More(nn.Module):
         s = s + pr.addcmul(a, a, a, value=0.3).mean(2, keepdim=True)
         c = pr.outer(x[0, 0], x[0, 1]).index_select(0, pr.tensor([1, 0])) // 0.3
         u = F.conv1d(x[0], self.prelu.weight.view(4, 1, 1).expand(4, 4, 1))  # (unbatched)
-        c = c + F.max_pool1d(u, 2).sum() + F.adaptive_avg_pool1d(u, 3).mean()
+        c = (
+            c
+            + F.max_pool1d(u, 2).sum()
+            + F.adaptive_avg_pool1d(u, 3).mean((0, 1), dtype=pr.float32)
+        )
         return v + s.amax(1) + n.sum(1), i, a.argmax(2), b, c
 
 

@@ -15,7 +15,7 @@ from ..tensor import Tensor
 
 # (_more_ops, _rnn and _shape_ops each register their handlers in _ops.HANDLERS)
 from . import TrainingMode, _exporting, _more_ops, _rnn, _shape_ops  # noqa: F401
-from ._graph import Graph, Tracer, host, onnx_dtype
+from ._graph import Graph, Tracer, host, onnx_dtype, traced
 from ._ops import HANDLERS, unsupported
 from .errors import OnnxExporterError
 
@@ -256,9 +256,8 @@ def _check_constants(g, ev):
         if not np.array_equal(host(t), host(t2), equal_nan=True):
             raise OnnxExporterError(
                 f"pyrite: onnx export: '{ev.name}' reads a tensor computed from the model's "
-                "inputs by ops the trace does not see (run under no_grad, on detach()ed values, "
-                "or on integer inputs other than by embedding and indexing), which would be "
-                "written as the example's values"
+                "inputs by ops the trace does not see (run under no_grad or on detach()ed "
+                "values), which would be written as the example's values"
             )
 
 
@@ -268,8 +267,7 @@ def _warn_unread(nodes, inputs, outputs):
         if vi.name not in used and vi.name not in outputs:
             warnings.warn(
                 f"pyrite: onnx export: the graph does not read input '{vi.name}' (the model "
-                "ignores it, or reads it only through ops on integer tensors, which the trace "
-                "sees as constants: only embedding and indexing take traced integer tensors)",
+                "ignores it, or reads it only under no_grad or through detach())",
                 stacklevel=5,
             )
 
@@ -413,13 +411,15 @@ def _trace(model, module, params, args, kwargs, mode=TrainingMode.EVAL):
     was = [(p, p.requires_grad) for p in params]
     tracer = Tracer(HANDLERS)
 
-    def leaf(o):  # (float inputs require grad so the ops on them record)
+    def leaf(o):  # (inputs require grad so the ops on them record)
         if isinstance(o, Tensor):
             t = o.detach()
             if t.dtype.kind == "f":
                 # (a copy made from a leaf: the forward may write into its input in place,
                 # which autograd refuses on a leaf that requires grad)
                 t = t.requires_grad_(True).clone()
+            else:
+                traced(t)
             return t
         if isinstance(o, (list, tuple)):
             return type(o)(leaf(v) for v in o)

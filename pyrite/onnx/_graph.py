@@ -55,6 +55,7 @@ class Tracer:
         if self.depth:
             return
         self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
+        traced(out)
 
     def enter(self) -> int:
         """A public op without a gradient rule of its own (autograd._guard) begins: its body
@@ -76,6 +77,17 @@ class Tracer:
         ):
             del self.events[mark:]
             self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
+            traced(out)
+
+
+def traced(out):
+    """Integer and bool tensors the trace made or took as inputs are marked as requiring grad
+    (the slot itself: requires_grad_() refuses them), so the ops on them take autograd's
+    recording path too, where the trace sees them; autograd gives them no node (not
+    differentiable), and the float results of ops on them get one with no edges."""
+    for o in out if isinstance(out, (tuple, list)) else (out,):
+        if isinstance(o, Tensor) and o.dtype.kind not in "fc":
+            o.requires_grad = True
 
 
 def _new_tensor(out, args) -> bool:
@@ -155,12 +167,11 @@ class Graph:
             return self.param(t)
         base = t._base
         if base is not None and id(base) in self.env:
-            # (a view of a traced tensor the trace did not see made: an op on an integer
-            # input, which autograd does not record; its values would be the example's)
+            # (a view of a traced tensor the trace did not see made: its values would be the
+            # example's)
             raise OnnxExporterError(
-                f"pyrite: onnx export: a view of the traced integer tensor '{self.env[id(base)]}' "
-                "was made by an op the trace does not see (ops on integer inputs other than "
-                "embedding and indexing by them are not traced)"
+                f"pyrite: onnx export: a view of the traced tensor '{self.env[id(base)]}' was "
+                "made by an op the trace does not see (under no_grad, or of a detach()ed value)"
             )
         out = self.const(host(t), "const")
         self.env[id(t)] = out

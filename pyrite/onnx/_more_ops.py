@@ -272,10 +272,13 @@ def _outer(g, ev):
 def _floor_divide(g, ev):
     a, b = ev.args[0], ev.args[1]
     like = a if isinstance(a, Tensor) else b
-    if like.dtype.kind != "f":
-        raise unsupported("floor_divide", g.opset, "integer operands")
-    q = g.node("Div", [_val(g, a, like), _val(g, b, like)])
-    g.bind(ev.out, g.node("Floor", [q]))
+    xa, xb = _val(g, a, like), _val(g, b, like)
+    if like.dtype.kind != "f":  # (floored, not truncated as Div's: in float64, exact for int32)
+        xa, xb = g.node("Cast", [xa], to=11), g.node("Cast", [xb], to=11)
+        q = g.node("Floor", [g.node("Div", [xa, xb])])
+        g.bind(ev.out, g.node("Cast", [q], to=7))
+        return
+    g.bind(ev.out, g.node("Floor", [g.node("Div", [xa, xb])]))
 
 
 @op("_threshold", "threshold")
@@ -334,3 +337,56 @@ def _unflatten(g, ev):
     if -1 not in sizes and ev.alt is not None and ev.alt.args[0].shape[d] != x.shape[d]:
         raise unsupported("unflatten", g.opset, "sizes that follow a dynamic axis")
     g.bind(ev.out, g.node("Reshape", [g.name(x), g.ints(target)]))
+
+
+# ---- integer and bool arithmetic (integer inputs and masks are traced too) ---------------------
+@op("remainder", "fmod")
+def _remainder(g, ev):
+    a, b = ev.args[0], ev.args[1]
+    like = a if isinstance(a, Tensor) else b
+    x, y = _val(g, a, like), _val(g, b, like)
+    if like.dtype.kind != "f":  # (Mod: the divisor's sign for remainder, the dividend's for fmod)
+        g.bind(ev.out, g.node("Mod", [x, y], fmod=int(ev.name == "fmod")))
+        return
+    if ev.name == "fmod":
+        g.bind(ev.out, g.node("Mod", [x, y], fmod=1))
+        return
+    q = g.node("Floor", [g.node("Div", [x, y])])  # (x - floor(x / y) * y, torch's remainder)
+    g.bind(ev.out, g.node("Sub", [x, g.node("Mul", [q, y])]))
+
+
+_LOGICAL = {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor",
+            "bitwise_and": "And", "bitwise_or": "Or", "bitwise_xor": "Xor",
+            "__and__": "And", "__or__": "Or", "__xor__": "Xor"}  # fmt: skip
+
+
+@op(*_LOGICAL)
+def _logical(g, ev):
+    a, b = ev.args[0], ev.args[1]
+    like = a if isinstance(a, Tensor) else b
+    if ev.name.startswith("bitwise") or ev.name.startswith("__"):
+        if like.dtype.kind != "b":
+            raise unsupported(ev.name, g.opset, "integer bitwise ops (bools only)")
+    xa, xb = _val(g, a, like), _val(g, b, like)
+    if ev.name.startswith("logical"):  # (any dtype: nonzero is true)
+        xa, xb = (n if t.dtype.kind == "b" else g.node("Cast", [n], to=9)
+                  for n, t in ((xa, like), (xb, like)))  # fmt: skip
+    g.bind(ev.out, g.node(_LOGICAL[ev.name], [xa, xb]))
+
+
+@op("logical_not", "bitwise_not", "__invert__")
+def _not(g, ev):
+    x = ev.args[0]
+    xn = g.name(x)
+    if x.dtype.kind != "b":
+        if ev.name != "logical_not":
+            raise unsupported(ev.name, g.opset, "integer bitwise ops (bools only)")
+        xn = g.node("Cast", [xn], to=9)
+    g.bind(ev.out, g.node("Not", [xn]))
+
+
+@op("ne")
+def _ne(g, ev):
+    a, b = ev.args[0], ev.args[1]
+    like = a if isinstance(a, Tensor) else b
+    g.bind(ev.out, g.node("Not", [g.node("Equal", [_val(g, a, like), _val(g, b, like)])]))

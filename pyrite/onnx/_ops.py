@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..tensor import Tensor
-from ._graph import host_dtype
+from ._graph import host_dtype, onnx_dtype
 from .errors import UnsupportedOperatorError
 
 HANDLERS: dict = {}
@@ -356,16 +356,17 @@ def _adaptive(g, ev):
 @op("mean", "sum", "amax", "amin")
 def _reduce(g, ev):
     a = ev.bind(["input", "dim", "keepdim"], {"dim": None, "keepdim": False})
-    if a.get("dtype") is not None:
-        raise unsupported(f"{ev.name}(dtype=...)", g.opset)
     x = a["input"]
+    xn = g.name(x)
+    if ev.out.dtype != x.dtype:  # (dtype=..., or an integer or bool sum: in the result's type)
+        xn = g.node("Cast", [xn], to=onnx_dtype(ev.out.dtype))
     kind = {"mean": "ReduceMean", "sum": "ReduceSum", "amax": "ReduceMax", "amin": "ReduceMin"}
     dim = a["dim"]
     if dim is None or dim == () or dim == []:
         axes = None
     else:
         axes = [_dim(int(d), x.dim()) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
-    g.bind(ev.out, g.reduce(kind[ev.name], g.name(x), axes, a["keepdim"]))
+    g.bind(ev.out, g.reduce(kind[ev.name], xn, axes, a["keepdim"]))
 
 
 # ---- normalization ---------------------------------------------------------------------------
