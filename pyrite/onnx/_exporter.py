@@ -60,6 +60,11 @@ def write(model, args, f, kwargs, input_names, output_names, opset_version, dyna
             onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
             for t in g.initializer
         )
+    if proto.ByteSize() >= 2**31:  # (protobuf's limit on one message)
+        raise OnnxExporterError(
+            "pyrite: onnx export: the model is 2 GiB or more, protobuf's limit for one file; "
+            "pyrite does not write ONNX external data yet"
+        )
     onnx.checker.check_model(proto)
     data = proto.SerializeToString()
     if isinstance(f, (str, os.PathLike)):
