@@ -382,7 +382,8 @@ def gemm_fast(
         through. `dbuf` = 5: as 3 with a barrier right after the loads, which the driver's
         compiler otherwise sinks to ~70 % through the step's products (the H100's SASS: its
         scheduler shortens the loaded registers' lives); the invocations are level there, just
-        past the last step's barrier, so it costs little.
+        past the last step's barrier, so it costs little. No tile gained from it on the H100
+        (docs/bench/2026-12-06-h100-s36-gemm-dbub.json): a measured alternative, not a rule's.
         The K step is unrolled by the generator.
 
         Info words as the general kernels (module docstring); e (the epilogue operand) is read by
