@@ -115,6 +115,10 @@ FAST_VARIANTS = [
     # ... two K steps an iteration (dbuf = 4; odd step counts end halfway through)
     ("fast", (128, 128, 16, 8, 8, 4)),
     ("fast", (32, 32, 4, 4, 32, 4, 4)),
+    # ... with a barrier right after the loads (dbuf = 5)
+    ("fast", (64, 64, 8, 8, 16, 5)),
+    # 512 invocations a workgroup (f16 arithmetic's big tile is 128x128 of 8x4 sums)
+    ("fast", (128, 128, 8, 4, 16, False)),
 ]
 VARIANTS = [
     ("tiled", None),
