@@ -411,8 +411,10 @@ class IntOps(nn.Module):
     def __init__(self):
         super().__init__()
         self.emb = nn.Embedding(10, 3)
+        self.register_buffer("seen", pr.zeros(3, dtype=pr.long))
 
     def forward(self, x, idx):  # x (3, 3), idx (3,)
+        self.seen += idx  # (an integer buffer written in place: not marked once export ends)
         m = x > 0
         a = m.sum(1) + x.argmax(1) * idx - idx // 2 + idx % 2
         b = m.float() * x + (idx + 1).float().unsqueeze(1)
@@ -425,6 +427,7 @@ def test_ops_on_integer_inputs_and_masks(request, tmp_path):
     rng, seed = _seed(request)
     m = IntOps()
     path = _export(m, (pr.randn(3, 3), pr.tensor([1, 2, 1])), tmp_path)
+    assert not m.seen.requires_grad and not m.seen.any()  # (the traces leave the buffer as it was)
     for _ in range(2):
         x = rng.standard_normal((3, 3)).astype(np.float32)
         idx = rng.permutation(3)

@@ -140,13 +140,17 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
     names = _input_names(model, args, kwargs, len(flat), input_names)
     axes = _axes(dynamic_axes)
     rng_state = get_rng_state()  # (each trace draws the same random numbers)
+    restore = _buffers(module)  # (and starts from the same buffers)
     events, outs, inputs = _trace(model, module, params, args, kwargs, mode)
+    restore()
     _check_trace(events, model, module, params, args, kwargs, mode, rng_state)
+    restore()
     alt_outs, alt_inputs = outs, inputs
     if axes:  # (a second trace, each dynamic axis one longer)
         alt_args, alt_kwargs = _resized(args, kwargs, flat, names, axes, dynamic_axes)
         set_rng_state(rng_state)
         alt_events, alt_outs, alt_inputs = _trace(model, module, params, alt_args, alt_kwargs, mode)
+        restore()
         if [e.name for e in alt_events] != [e.name for e in events]:
             raise OnnxExporterError(
                 "pyrite: onnx export: the model calls other ops when the dynamic axes' sizes "
@@ -190,6 +194,22 @@ def _build(model, args, kwargs, opset, input_names, output_names, dynamic_axes, 
                          producer_name="pyrite")  # fmt: skip
     proto.ir_version = min(proto.ir_version, 8 if opset <= 18 else 9)
     return proto, outs
+
+
+def _buffers(module):
+    """A function that puts the module's buffers back as they are now: each trace starts from
+    them, and the file and the model keep them (a forward that writes a buffer in place runs
+    more than once here)."""
+    from ..autograd import no_grad
+
+    kept = [(b, b.detach().clone()) for b in module.buffers()] if module is not None else []
+
+    def restore():
+        with no_grad():
+            for b, v in kept:
+                b.copy_(v)
+
+    return restore
 
 
 def _check_trace(events, model, module, params, args, kwargs, mode, rng_state):
@@ -424,7 +444,7 @@ def _trace(model, module, params, args, kwargs, mode=TrainingMode.EVAL):
                 # which autograd refuses on a leaf that requires grad)
                 t = t.requires_grad_(True).clone()
             else:
-                traced(t)
+                traced(t, tracer.marked)
             return t
         if isinstance(o, (list, tuple)):
             return type(o)(leaf(v) for v in o)
@@ -452,6 +472,8 @@ def _trace(model, module, params, args, kwargs, mode=TrainingMode.EVAL):
             m.training = t
         for p, r in was:
             p.requires_grad_(r)
+        for t in tracer.marked:
+            t.requires_grad = False
     return tracer.events, out, inputs
 
 

@@ -50,12 +50,13 @@ class Tracer:
         self.events: list[Event] = []
         self.depth = 0  # > 0 inside a call recorded whole (an nn.LSTM: pyrite/onnx/_rnn.py)
         self.handled = handled  # the op names export maps
+        self.marked: list = []  # integer and bool tensors marked as requiring grad (traced())
 
     def op(self, name, args, kwargs, out, inplace):
         if self.depth:
             return
         self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
-        traced(out)
+        traced(out, self.marked)
 
     def enter(self) -> int:
         """A public op without a gradient rule of its own (autograd._guard) begins: its body
@@ -77,17 +78,19 @@ class Tracer:
         ):
             del self.events[mark:]
             self.events.append(Event(name, tuple(args), dict(kwargs), out, inplace))
-            traced(out)
+            traced(out, self.marked)
 
 
-def traced(out):
+def traced(out, marked):
     """Integer and bool tensors the trace made or took as inputs are marked as requiring grad
     (the slot itself: requires_grad_() refuses them), so the ops on them take autograd's
     recording path too, where the trace sees them; autograd gives them no node (not
-    differentiable), and the float results of ops on them get one with no edges."""
+    differentiable), and the float results of ops on them get one with no edges. `marked`
+    collects them, to be unmarked when the trace ends (an integer buffer written in place)."""
     for o in out if isinstance(out, (tuple, list)) else (out,):
-        if isinstance(o, Tensor) and o.dtype.kind not in "fc":
+        if isinstance(o, Tensor) and o.dtype.kind not in "fc" and not o.requires_grad:
             o.requires_grad = True
+            marked.append(o)
 
 
 def _new_tensor(out, args) -> bool:
