@@ -377,6 +377,25 @@ def test_float16_sums_across_k(variant, rng, monkeypatch):
         np.testing.assert_array_equal(got, np.full((bm, bn), total, np.float16))
 
 
+def test_baked_shapes(rng, monkeypatch):
+    """ops/matmul.BAKE (a measurement switch): the fast tile's kernel has the product's sizes
+    and operand strides written in (kernels/common.bake) and computes the same product, within
+    the f32 dot-product bound, on both operand layouts."""
+    monkeypatch.setattr(mmod, "BAKE", True)
+    m, k, n = 128, 80, 192
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    want = a.astype(np.float64) @ w.astype(np.float64).T
+    bound = (k + 1) * 2.0**-24 * (np.abs(a) @ np.abs(w).T) + 1e-30
+    variant = ("fast", (64, 64, 8, 8, 16, 3))
+    for ww in (pr.tensor(w), pr.tensor(np.ascontiguousarray(w.T)).t()):
+        got = _forced(variant, lambda: mmod.linear(pr.tensor(a), ww))
+        assert mmod.LAST == variant
+        assert_close(got.numpy().astype(np.float64), want, atol=bound)
+    plans = [p for p in mmod._plans.values() if p[0] == "run" and p[6] == variant]
+    assert plans and all(f"let K = ({k}i);" in p[1].wgsl for p in plans)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(
     "variant",
