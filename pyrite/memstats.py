@@ -75,8 +75,7 @@ def memory_stats_as_nested_dict() -> dict:
         total = _totals(pool)
         base = pool.stats.accumulated_base
         acc = {k: total[k] - base.get(k, 0) for k in _ACCUMULATED}
-        reserved = pool.live_bytes + pool.pooled_bytes + pool.recent_bytes
-        segments = pool.allocations - pool.stats.destroyed
+        reserved, segments = pool.reserved_bytes, pool.segments
 
         def stat(current, peak, allocated, freed):
             return {
@@ -132,8 +131,8 @@ def reset_peak_memory_stats():
     pool = _backend.current().pool
     with pool.lock:
         pool.peak_live_bytes = pool.live_bytes
-        pool.peak_reserved_bytes = pool.live_bytes + pool.pooled_bytes + pool.recent_bytes
-        pool.stats.peak_segments = pool.allocations - pool.stats.destroyed
+        pool.peak_reserved_bytes = pool.reserved_bytes
+        pool.stats.peak_segments = pool.segments
 
 
 def reset_accumulated_memory_stats():

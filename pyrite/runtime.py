@@ -195,8 +195,7 @@ def memory_summary(device=None, abbreviated=False) -> str:
 
 def memory_reserved(device=None) -> int:
     """Bytes held from the driver: live tensors' and pooled buffers' (torch's reserved)."""
-    pool = _backend.current().pool
-    return pool.live_bytes + pool.pooled_bytes + pool.recent_bytes
+    return _backend.current().pool.reserved_bytes
 
 
 def max_memory_reserved(device=None) -> int:

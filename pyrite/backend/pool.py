@@ -207,7 +207,7 @@ class BufferPool:
         self.allocations += 1
         stats = self.stats
         stats.created_bytes += size
-        stats.peak_segments = max(stats.peak_segments, self.allocations - stats.destroyed)
+        stats.peak_segments = max(stats.peak_segments, self.segments)
         self.owned[id(buffer)] = buffer
         return buffer
 
@@ -279,6 +279,17 @@ class BufferPool:
                 del self.pins[id(buffer)]
                 if pin.dead and id(buffer) in self.owned:
                     self._pool(buffer)
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes held from the driver: live tensors' and pooled buffers' (torch's reserved;
+        `_allocate` adds it up inline for its peak)."""
+        return self.live_bytes + self.pooled_bytes + self.recent_bytes
+
+    @property
+    def segments(self) -> int:
+        """Buffers created on the device and not yet destroyed."""
+        return self.allocations - self.stats.destroyed
 
     @property
     def held_bytes(self) -> int:
