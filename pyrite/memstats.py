@@ -143,25 +143,23 @@ def reset_accumulated_memory_stats():
         pool.stats.accumulated_base = _totals(pool)
 
 
-def _size(n: int, ref: int) -> str:
-    """Bytes in the unit that suits `ref` (the row's peak), as torch's summary prints them."""
-    units = ("B  ", "KiB", "MiB", "GiB", "TiB")
+def _scaled(n: int, ref: int, units, base: int, at: int, width: int) -> str:
+    """`n` in the unit that suits `ref` (the row's peak), as torch's summary prints it: the next
+    unit up (`base` times the last) while `ref` is `at` or more."""
     u = 0
-    while u + 1 < len(units) and ref >= 768 * 1024:
-        n //= 1024
-        ref /= 1024
+    while u + 1 < len(units) and ref >= at:
+        n //= base
+        ref /= base
         u += 1
-    return f"{n:6d} {units[u]}"
+    return f"{n:{width}d} {units[u]}"
+
+
+def _size(n: int, ref: int) -> str:
+    return _scaled(n, ref, ("B  ", "KiB", "MiB", "GiB", "TiB"), 1024, 768 * 1024, 6)
 
 
 def _count(n: int, ref: int) -> str:
-    units = (" ", "K", "M")
-    u = 0
-    while u + 1 < len(units) and ref >= 750 * 1000:
-        n //= 1000
-        ref /= 1000
-        u += 1
-    return f"{n:7d} {units[u]} "
+    return _scaled(n, ref, (" ", "K", "M"), 1000, 750 * 1000, 7) + " "
 
 
 def memory_summary(abbreviated: bool = False) -> str:
