@@ -237,13 +237,16 @@ def _nearest_gather(x: Tensor, out_sp: tuple, mode: str, scales) -> Tensor:
 
 
 # ---- antialiasing ------------------------------------------------------------------------------
-def _aa_filter(mode: str):
+def _aa_filter(mode: str, a: float = -0.5):
+    """(interp_size, filter) of PyTorch's HelperInterpLinear / Cubic / Lanczos, in float64.
+    `a`: Keys' cubic parameter, -0.5 for antialiasing as PyTorch and Pillow (-0.75, OpenCV's,
+    for uint8 bicubic without antialias: ops/resample_u8.py)."""
     if mode == "bilinear":
         return 2, lambda t: np.maximum(0.0, 1.0 - np.abs(t))
 
-    if mode == "bicubic":  # Keys' kernel with a = -0.5 for antialiasing, as PyTorch and Pillow
+    if mode == "bicubic":
 
-        def cubic(t, a=-0.5):
+        def cubic(t):
             t = np.abs(t)
             w1 = ((a + 2) * t - (a + 3)) * t * t + 1
             w2 = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a

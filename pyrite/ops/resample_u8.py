@@ -19,24 +19,7 @@ from .. import dtypes as D
 from ..kernels.resample import aa_pass_u8
 from ..tensor import Tensor
 from .core import upload
-from .resample import device_table
-
-
-def _filter(mode: str, antialias: bool):
-    """(interp_size, filter) of HelperInterpLinear / Cubic / Lanczos, in float64."""
-    if mode == "bilinear":
-        return 2, lambda t: np.where(np.abs(t) < 1.0, 1.0 - np.abs(t), 0.0)
-    if mode == "bicubic":
-        a = -0.5 if antialias else -0.75  # Keys' a: Pillow's with antialias, OpenCV's without
-
-        def cubic(t):
-            t = np.abs(t)
-            w1 = ((a + 2) * t - (a + 3)) * t * t + 1
-            w2 = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
-            return np.where(t < 1.0, w1, np.where(t < 2.0, w2, 0.0))
-
-        return 4, cubic
-    return 6, lambda t: np.where(np.abs(t) < 3.0, np.sinc(t) * np.sinc(t / 3.0), 0.0)
+from .resample import _aa_filter, device_table
 
 
 def _scale(i: int, o: int, align: bool, scale) -> float:
@@ -100,7 +83,7 @@ def _windows(i, o, sc, align, interp, filt):
 def u8_table(i: int, o: int, align: bool, scale, mode: str, antialias: bool):
     """(table words, maxk, fraction bits) of one pass: [xmin (o)] [xsize (o)] [int16 weights
     (o, maxk)], as `_compute_index_ranges_int16_weights`."""
-    interp, filt = _filter(mode, antialias)
+    interp, filt = _aa_filter(mode, -0.5 if antialias else -0.75)  # (Pillow's a, OpenCV's)
     sc = _scale(i, o, align, scale)
     if antialias:
         xmin, xsize, w, w_max = _windows_aa(i, o, sc, interp, filt)
