@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -229,6 +229,12 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step acc16-dbub 60 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16 \
         --json "$OUT/acc16-dbub.json" --shapes "4096,4096,4096;4096,3072,768;4096,768,3072" \
         --variants "auto;fast 128x128 8x4 k32 dbub" ;;
+    profile-check)  # does pr.profiler read BERT-base's device time truly (sum, span, overlap, wall)? wgpu-native
+      step profile-check 200 env PYRITE_BACKEND=wgpu python3 scripts/profile_check.py ;;
+    acc16-n768)  # f16 arithmetic's big tile forced where N = 768 (the rule keeps 64x64 there), wgpu-native
+      step acc16-n768 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16 \
+        --json "$OUT/acc16-n768.json" --shapes "4096,768,768;4096,768,3072;4096,2304,768;128,768,768;1024,768,3072" \
+        --variants "auto;fast 128x128 8x4 k32 dbu;fast 64x64 8x8 k16 dbu" ;;
     parity)  # the GPU's own kernel choices against numpy float64 (scripts/gpu_parity_check.py)
       step parity 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_parity_check.py ;;
     *) echo "gpu_session: unknown step $s" ;;
