@@ -3,7 +3,7 @@ x 128, no_grad) and one of its linears: the wall time of a synchronized call wit
 profiler; inside it, the wall time, the sum of the events' device times, their span (first start
 to last end) and how many events begin before the one before them ended; the same through the
 checked call path alone (no timestamps) and with a wait after every kernel (the profiler's mode
-for adapters without timestamps). `PYRITE_BACKEND=wgpu python scripts/profile_check.py [LAYERS]`"""
+for adapters without timestamps); for batch 32, also after 5 s idle. `PYRITE_BACKEND=wgpu python scripts/profile_check.py [LAYERS]`"""
 
 import statistics
 import sys
@@ -106,6 +106,13 @@ with pr.no_grad():
             f"  waiting after each kernel: wall {nx[0]:.3f} ms, sum of kernel walls {nx[1]:.3f} ms"
         )
         if name == "bert_b32":
+            time.sleep(
+                5
+            )  # (the card's slow state: 2-4 s without sustained work, gpu_slow_state.py)
+            pw, tot, span, early, n, gap, _ = profiled(fn)
+            print(f"  after 5 s idle: wall {pw:.3f} ms, sum {tot:.3f} ms, span {span:.3f} ms")
+            time.sleep(5)
+            print(f"  after 5 s idle, no profiler: wall {wall_ms(fn, reps=1):.3f} ms")
             first = [(e.kernel, e.start_ns / 1e3, e.device_ns / 1e3) for e in ev[:24]]
             for k, s, d in first:
                 print(f"    {k:12s} start {s:10.1f} us  dur {d:9.1f} us")
