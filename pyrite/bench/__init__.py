@@ -294,6 +294,25 @@ def bench_rowops(rep, rows, width=1024):
         rep.add(f"{label} ({rows:,} x {width})", nbytes / t / 1e9, "GB/s", None, peers)
 
 
+# torch CUDA's f32 scaled_dot_product_attention on sm80 and later is the CUTLASS memory-efficient
+# kernel (fmha_cutlassF_f32_*_sm80), whose products run on the tensor cores as 3xTF32 (CUTLASS's
+# OpMultiplyAddFastF32: each f32 operand split in a TF32 high part and a TF32 remainder, three
+# tensor-core products; `allow_tf32 = False` does not turn it off). WebGPU reaches no tensor
+# cores, so pyrite's attention is SIMT f32 FMAs; the SIMT peer is torch's math path (two batched
+# cuBLAS f32 GEMMs with TF32 off around a softmax: scores stored), "torch-cuda-math".
+TORCH_ATTENTION_NOTE = "torch-cuda: 3xTF32 tensor cores; torch-cuda-math: f32 FMA, unfused"
+
+
+def _torch_math_attention(torch):
+    """A context that makes torch's scaled_dot_product_attention take its math path (None where
+    this torch cannot be told)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return None
+    return sdpa_kernel(SDPBackend.MATH)
+
+
 def bench_attention(rep, quick=False):
     """scaled_dot_product_attention, forward and forward+backward, at the GPT bench's shape
     (causal), BERT-base's (a padding mask) and issue 6's long causal one (16 heads x 4096 tokens
@@ -368,6 +387,12 @@ def bench_attention(rep, quick=False):
                     times["torch-cuda"] = _cuda_time(
                         torch, lambda: run(torch, ts, tm, backward, tf)
                     )
+                    math_peer = _torch_math_attention(torch)
+                    if math_peer is not None and not decode:
+                        with math_peer:
+                            times["torch-cuda-math"] = _cuda_time(
+                                torch, lambda: run(torch, ts, tm, backward, tf)
+                            )
                     del ts, tm
             what = "forward+backward" if backward else "forward"
             heads = H if Hk == H else f"{H}/{Hk}"
@@ -378,7 +403,8 @@ def bench_attention(rep, quick=False):
                 rep.add(name, t * 1e6, "us", None, peers, f"{kv / t / 1e9:,.3g} GB/s of k, v")
             else:
                 peers = {k: work / v / 1e9 for k, v in times.items()}
-                rep.add(name, work / t / 1e9, "GFLOP/s", None, peers)
+                note = TORCH_ATTENTION_NOTE if "torch-cuda" in times else ""
+                rep.add(name, work / t / 1e9, "GFLOP/s", None, peers, note)
 
 
 def bench_conv(rep, quick=False):

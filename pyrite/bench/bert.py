@@ -6,7 +6,8 @@ The layers are BERT's (post-norm): fused q/k/v projection, `scaled_dot_product_a
 residual + LayerNorm; 12 layers of width 768 and 12 heads, in eval mode under `no_grad`. Weights
 are random (the timing does not depend on their values). Each figure is the median milliseconds
 of one forward, run back to back and synchronised at the end of each timing (as a server runs
-requests). On a CPU adapter (lavapipe) the quick form runs 2 layers at batch 1 only.
+requests). Beside torch CUDA's time, torch CUDA's with its attention on the math path (f32
+FMAs, as pyrite's; its fused kernel uses the tensor cores: bench.TORCH_ATTENTION_NOTE). On a CPU adapter (lavapipe) the quick form runs 2 layers at batch 1 only.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def _time(fn, sync, n, warmup=3):
 def bench_bert(rep, quick=False):
     import pyrite as pr
 
+    from . import _torch_math_attention
+
     try:
         import torch
     except Exception:  # noqa: BLE001
@@ -80,6 +83,13 @@ def bench_bert(rep, quick=False):
             xc = torch.tensor(xs, device="cuda")
             with torch.no_grad():
                 peers["torch-cuda"] = 1e3 * _time(lambda: model(xc), torch.cuda.synchronize, n)
+                # (its attention on f32 FMAs as pyrite's: bench._torch_math_attention's note)
+                math_peer = _torch_math_attention(torch)
+                if math_peer is not None:
+                    with math_peer:
+                        peers["torch-cuda-math"] = 1e3 * _time(
+                            lambda: model(xc), torch.cuda.synchronize, n
+                        )
         elif torch is not None and quick:
             model = build(torch, layers=layers)
             xc = torch.tensor(xs)
