@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -45,6 +45,9 @@ for s in $steps; do
     attn-bench1)  # the attention rows of pyrite bench, wgpu-native only
       step attn-bench-wgpu 200 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only attention \
         --json "$OUT/attn-bench-wgpu.json" ;;
+    host-cost)  # the Python an eager op costs on this host (C recording calls stubbed), then pyrite bench's overhead rows
+      step host-cost 60 env PYRITE_BACKEND=wgpu python3 scripts/python_cost.py
+      step overhead 90 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only overhead --json "$OUT/overhead.json" ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
