@@ -245,3 +245,96 @@ def test_parameters_bind_where_no_grad_is_recorded(rng, monkeypatch):
     assert y.requires_grad and y.grad_fn is not None
     y.sum().backward()
     np.testing.assert_allclose(p.grad.numpy(), a, rtol=0, atol=0)
+
+
+ARITH = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div"}
+
+
+@pytest.mark.parametrize("meth", sorted(ARITH))
+@pytest.mark.parametrize("pattern", ["a", "b", "ab", "a-number"])
+def test_recorded_calls_take_the_plan_and_record_the_full_paths_node(meth, pattern, rng,
+                                                                     monkeypatch):  # fmt: skip
+    """A call autograd records takes the bound plan once a full call of its layout and pattern of
+    operands requiring grad was seen, and records the node the full path records (op name and
+    rule): values and gradients match torch's on every call, the first alone runs the full path."""
+    calls, forward_maps = _full_calls(monkeypatch), []
+    shape = (int(rng.integers(1, 7)), int(rng.integers(1, 60)))
+    for _ in range(3):
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = rng.standard_normal(shape).astype(np.float32) + 3.0  # (away from 0: the division)
+        s = float(rng.standard_normal()) + 3.0
+        pa = pr.tensor(a).requires_grad_("a" in pattern)
+        ta = torch.tensor(a, requires_grad="a" in pattern)
+        if pattern == "a-number":
+            pb, tb = s, s
+        else:
+            pb = pr.tensor(b).requires_grad_("b" in pattern)
+            tb = torch.tensor(b, requires_grad="b" in pattern)
+        before = len(calls)
+        got, want = getattr(pa, meth)(pb), getattr(ta, meth)(tb)
+        forward_maps.append(len(calls) - before)
+        assert got.grad_fn is not None and got.requires_grad
+        g = rng.standard_normal(shape).astype(np.float32)
+        got.backward(pr.tensor(g))
+        want.backward(torch.tensor(g))
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=4e-7)
+        for p, t in ((pa, ta), (pb, tb)):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=2e-6, atol=1e-7)
+    assert forward_maps == [1, 0, 0]  # (the first call learns; the later ones are bound)
+    node = got.grad_fn
+    assert node._name == ARITH[meth]
+
+
+def test_recorded_bound_calls_keep_autograds_checks(rng):
+    """The node a bound call records saves what the full path's saves: an input it reads, written
+    in place afterwards, fails the backward as torch's does; graphs of many bound calls chain."""
+    a = rng.standard_normal((4, 9)).astype(np.float32)
+    b = rng.standard_normal((4, 9)).astype(np.float32)
+    w = pr.tensor(a).requires_grad_()
+    for _ in range(3):  # (learned, then bound)
+        x = pr.tensor(b)
+        y = w * x
+        x.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    tw = torch.tensor(a, requires_grad=True)
+    t, p = tw, w
+    for k in range(20):  # a chain of recorded bound calls: one graph
+        t = t * 1.01 + k / 7 - t / 3
+        p = p * 1.01 + k / 7 - p / 3
+    g = rng.standard_normal((4, 9)).astype(np.float32)
+    p.backward(pr.tensor(g))
+    t.backward(torch.tensor(g))
+    np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+    v = w[1:]  # a view of a tensor that requires grad: the full path, recorded
+    for _ in range(2):
+        assert (v * 2).grad_fn is not None
+
+
+@pytest.mark.parametrize(
+    "meth", ["__neg__", "__abs__", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "square",
+             "reciprocal", "erf", "silu", "sin"],
+)  # fmt: skip
+def test_recorded_unary_methods_take_the_plan(meth, rng, monkeypatch):
+    """x.exp() on a tensor that requires grad: bound after the first call of its layout, with
+    the full path's node; values and gradients match torch's every call."""
+    calls, forward_maps = _full_calls(monkeypatch), []
+    shape = (int(rng.integers(1, 7)), int(rng.integers(1, 60)))
+    for _ in range(3):
+        a = rng.standard_normal(shape).astype(np.float32)
+        if meth in ("log", "sqrt", "reciprocal"):
+            a = np.abs(a) + 0.5
+        pa, ta = pr.tensor(a).requires_grad_(), torch.tensor(a, requires_grad=True)
+        before = len(calls)
+        got = getattr(pa, meth)()
+        forward_maps.append(len(calls) - before)
+        want = torch.nn.functional.silu(ta) if meth == "silu" else getattr(ta, meth)()
+        g = rng.standard_normal(shape).astype(np.float32)
+        got.backward(pr.tensor(g))
+        want.backward(torch.tensor(g))
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=3e-6,
+                                   atol=1e-7)  # fmt: skip
+        np.testing.assert_allclose(pa.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert forward_maps == [1, 0, 0]

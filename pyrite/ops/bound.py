@@ -41,6 +41,7 @@ import os
 
 from .. import backend as _backend
 from ..autograd import _state as _grad
+from ..autograd import record as _record
 from ..tensor import Tensor
 from . import core
 from .core import PlanCache, empty_laid, f32_bits
@@ -61,6 +62,9 @@ OPERATORS = {
     "ge": ("__ge__",),
 }
 LIMIT = 4096  # layouts kept an operator (the table empties when full)
+# The operators whose calls autograd records are bound too (the plan's dispatch, then the node
+# the full path would make: `_operator.recorded`); the comparisons' results need no node.
+RECORDED = ("add", "sub", "mul", "div")
 _SCALAR_TYPES = (int, float)
 
 
@@ -99,10 +103,86 @@ def _keep(table, key, dev, before, plan_of):
             table.keep(key, plan, LIMIT)
 
 
+def _run(plan, dev, a, b, number):
+    """The result of a ⊕ b by its bound plan's one dispatch."""
+    _, src, static, grid, n, res, shape, lay, conv, isf = plan
+    out = empty_laid(dev, shape, res, lay)
+    if number:  # (the number after the map's words, as _map_command puts it)
+        if conv is not None:
+            b = conv(b)
+        word = f32_bits(b) if isf else int(b)
+        info = [n, 0, a._offset, *static, word]
+        bufs = [a._storage.buffer, out._storage.buffer]
+    else:
+        info = [n, 0, a._offset, b._offset, *static]
+        bufs = [a._storage.buffer, b._storage.buffer, out._storage.buffer]
+    dev.dispatch(src, bufs, info, grid)
+    return out
+
+
+_NO_KW = None
+_UNARY_RULES: dict = {}
+
+
+def _grads():
+    """ops/elementwise_grads (loaded on first use: it imports the op stack), with its shared
+    empty keywords and unary rules kept here."""
+    global _NO_KW
+    from . import elementwise_grads as eg
+
+    _NO_KW = eg._NO_KW
+    _UNARY_RULES.update(eg.UNARY_RULES)
+    return eg
+
+
+def _binary_rules(name):
+    """The autograd rule the full path records `name` under, by which operands require grad
+    (ops/elementwise_grads.recorded_binary's choice), or None for an op not recorded here."""
+    if name not in RECORDED:
+        return None
+    eg = _grads()
+    rule = eg.BINARY_RULES[name]
+    if name != "mul":
+        return lambda pattern: rule
+    keep_a, keep_b = eg._mul_keep_a, eg._mul_keep_b
+    return lambda p: keep_b if not p[1] else keep_a if not p[0] else rule
+
+
+def _static_node(r, name, rule, args) -> bool:
+    """Whether the full call that returned `r` recorded the one node a bound call would: op
+    `name`, `rule`, the edges of `args` in their order, no keywords, one output, `r` itself."""
+    node = getattr(r, "grad_fn", None) if type(r) is Tensor else None
+    if (
+        node is None
+        or node._name != name
+        or node.rule is not rule
+        or node.kwargs
+        or node.n_out != 0
+        or r._out_nr != 0
+        or len(node.edges) != len(args)
+    ):
+        return False
+    for e, a in zip(node.edges, args):
+        if type(a) is not Tensor and type(a) is not _Parameter:
+            if e is not None:
+                return False
+        elif a.grad_fn is not None:
+            if e is None or e[0] != "node" or e[1] is not a.grad_fn or e[2] != a._out_nr:
+                return False
+        elif a.requires_grad:
+            if e is None or e[0] != "leaf" or e[1] is not a:
+                return False
+        elif e is not None:
+            return False
+    return True
+
+
 def _operator(name, meth, slow):
     """`slow` (the Tensor method the op stack installed) with a bound plan in front of it."""
     table = _table()
     reflected = meth.startswith("__r")
+    rules = None if reflected else _binary_rules(name)
+    verified = _table()  # (key, pattern) -> the rule a full call was seen to record
 
     def _full(self, other, key):
         """The full path, whose plan is kept under `key` where it ran as the elementwise map
@@ -118,35 +198,56 @@ def _operator(name, meth, slow):
     def fn(self, other):
         to = type(other)
         number = to is float or to is int
+        rec = False
         if number:
             ok = to
         elif to is Tensor or to is _Parameter:
-            if reflected or (_grad.enabled and _recorded(other)):
+            if reflected:
                 return slow(self, other)
+            rec = _grad.enabled and _recorded(other)
             ok = (other.dtype, other._shape, other._strides, other._offset & 3)
         else:
             return slow(self, other)
         ts = type(self)
-        if (ts is not Tensor and ts is not _Parameter) or (_grad.enabled and _recorded(self)):
+        if ts is not Tensor and ts is not _Parameter:
             return slow(self, other)
+        if rec or (_grad.enabled and _recorded(self)):
+            return recorded(self, other, number, ok)
         key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
         plan = table.get(key)
         dev = _backend._current
         if plan is None or plan[0] is not dev or dev._tape is not None:
             return _full(self, other, key)
-        _, src, static, grid, n, res, shape, lay, conv, isf = plan
-        out = empty_laid(dev, shape, res, lay)
-        if number:  # (the number after the map's words, as _map_command puts it)
-            if conv is not None:
-                other = conv(other)
-            word = f32_bits(other) if isf else int(other)
-            info = [n, 0, self._offset, *static, word]
-            bufs = [self._storage.buffer, out._storage.buffer]
+        return _run(plan, dev, self, other, number)
+
+    def recorded(self, other, number, ok):
+        """A call autograd records: the bound plan's dispatch, then the node the full path
+        makes (its op name, rule and arguments), where a full call of this layout and pattern
+        of operands requiring grad was seen to make exactly that node (`verified`). Views of a
+        tensor that requires grad, reflected calls and the comparisons take the full path."""
+        if not rules or (self._base is not None and _recorded(self)):
+            return slow(self, other)
+        if number:
+            pattern = (self.requires_grad, False)
+        elif other._base is not None and _recorded(other):
+            return slow(self, other)
         else:
-            info = [n, 0, self._offset, other._offset, *static]
-            bufs = [self._storage.buffer, other._storage.buffer, out._storage.buffer]
-        dev.dispatch(src, bufs, info, grid)
-        return out
+            pattern = (self.requires_grad, other.requires_grad)
+        key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
+        plan = table.get(key)
+        dev = _backend._current
+        rule = rules(pattern)
+        if (
+            plan is None
+            or plan[0] is not dev
+            or dev._tape is not None
+            or (verified.get((key, pattern)) is not rule)
+        ):
+            r = _full(self, other, key)
+            if _static_node(r, name, rule, (self, other)):
+                verified.keep((key, pattern), rule, LIMIT)
+            return r
+        return _record(name, rule, (self, other), _NO_KW, _run(plan, dev, self, other, number))
 
     name_method(fn, meth)  # (as the method it fronts: pr.profiler and pr.compile name ops so)
     fn.__doc__ = getattr(slow, "__doc__", None)
@@ -219,9 +320,20 @@ UNARY = (
 UNARY_METHODS = ("__neg__", "__abs__", *UNARY)
 
 
+def _run_unary(plan, dev, x):
+    """The result of a unary op on x by its bound plan's one dispatch."""
+    _, src, static, grid, n, res, shape, lay = plan
+    out = empty_laid(dev, shape, res, lay)
+    dev.dispatch(src, [x._storage.buffer, out._storage.buffer], [n, 0, x._offset, *static], grid)
+    return out
+
+
 def _unary(label, slow):
     """`slow` (a unary op's Tensor method `label`) with a bound plan in front of it."""
     table = _table()
+    verified = _table()  # layout -> (op name, rule) a full recorded call was seen to record
+    if _NO_KW is None:
+        _grads()
 
     def _full(x, key):
         dev = _backend.current()
@@ -238,23 +350,35 @@ def _unary(label, slow):
 
     def fn(x, *args, **kwargs):
         tx = type(x)
-        if (
-            args
-            or kwargs
-            or (tx is not Tensor and tx is not _Parameter)
-            or (_grad.enabled and _recorded(x))
-        ):
+        if args or kwargs or (tx is not Tensor and tx is not _Parameter):
             return slow(x, *args, **kwargs)
+        if _grad.enabled and _recorded(x):
+            return recorded(x)
         key = (x.dtype, x._shape, x._strides, x._offset & 3)
         plan = table.get(key)
         dev = _backend._current
         if plan is None or plan[0] is not dev or dev._tape is not None:
             return _full(x, key)
-        _, src, static, grid, n, res, shape, lay = plan
-        out = empty_laid(dev, shape, res, lay)
-        info = [n, 0, x._offset, *static]
-        dev.dispatch(src, [x._storage.buffer, out._storage.buffer], info, grid)
-        return out
+        return _run_unary(plan, dev, x)
+
+    def recorded(x):
+        """A call autograd records: the plan's dispatch, then the node a full call of this
+        layout was seen to record (`verified`: its op name and static rule); a view of a
+        tensor that requires grad takes the full path."""
+        if x._base is not None:
+            return slow(x)
+        key = (x.dtype, x._shape, x._strides, x._offset & 3)
+        plan = table.get(key)
+        dev = _backend._current
+        seen = verified.get(key)
+        if plan is None or plan[0] is not dev or dev._tape is not None or seen is None:
+            r = _full(x, key)
+            node = getattr(r, "grad_fn", None) if type(r) is Tensor else None
+            rule = _UNARY_RULES.get(node._name) if node is not None else None
+            if rule is not None and _static_node(r, node._name, rule, (x,)):
+                verified.keep(key, (node._name, rule), LIMIT)
+            return r
+        return _record(seen[0], seen[1], (x,), _NO_KW, _run_unary(plan, dev, x))
 
     fn.__doc__ = getattr(slow, "__doc__", None)
     fn.__wrapped__ = slow  # (inspect.signature reads the op's own)
