@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 import pyrite as pr
+from pyrite.bench import warm_gpu
 from pyrite.bench.bert import build as bert
 from pyrite.bench.train import _gpt
 
@@ -29,6 +30,9 @@ for _ in range(3):
 pr.synchronize()
 runs = (("bert_b1", lambda: model(x)), ("bert_b32", lambda: model(x32)), ("gpt_step", step))
 for name, fn in runs:
+    # (the card's clocks drop within seconds of idling — the tables and plots below take that
+    # long — and a burst of tens of ms runs at the low clock: scripts/profile_check.py)
+    warm_gpu(0)
     with pr.no_grad() if name.startswith("bert") else pr.enable_grad():
         with pr.profiler.profile() as prof:
             fn()

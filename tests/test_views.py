@@ -358,3 +358,29 @@ def test_sweep_size_and_scalars():
 def test_sweep_empty_tensors_are_contiguous():
     x = pr.zeros(2, 0, 11, 6)[..., ::3]
     assert x.is_contiguous() and x.contiguous().shape == (2, 0, 11, 2)
+
+
+def test_basic_indexing_with_none_and_ellipsis_matches_numpy(rng):
+    """Tuples of ints, slices, None and one ... (getitem's fast path, which expands the ...
+    itself) index as numpy's basic indexing, and raise IndexError where numpy raises."""
+    a = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    x = pr.tensor(a)
+    items = [0, -1, 2, 4, slice(None), slice(1, None), slice(None, None, 2), slice(-3, -1),
+             slice(5, 1), None, Ellipsis]  # fmt: skip
+    checked = 0
+    while checked < 400:
+        idx = tuple(items[k] for k in rng.integers(0, len(items), int(rng.integers(1, 7))))
+        if sum(i is Ellipsis for i in idx) > 1:
+            with pytest.raises(IndexError):
+                x[idx]
+            continue
+        try:
+            want = a[idx]
+        except IndexError:
+            with pytest.raises(IndexError):
+                x[idx]
+            continue
+        got = x[idx]
+        assert got.shape == want.shape, idx
+        np.testing.assert_array_equal(got.numpy(), want)
+        checked += 1

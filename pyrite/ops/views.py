@@ -612,16 +612,26 @@ def basic_index(x: Tensor, index):
 
 
 def getitem(x: Tensor, index):
-    # the common case first: plain ints and slices (x[0, 0], x[:, 1:]): no normalising scan
+    # the common case first: plain ints, slices, None and one ... (x[0, 0], x[:, 1:],
+    # x[..., :64], x[:, None]): no normalising scan
     if type(index) is int or type(index) is slice:
         if x.ndim:
             return basic_index(x, (index,))
-    elif type(index) is tuple and len(index) <= x.ndim:
-        for i in index:
-            if type(i) is not int and type(i) is not slice:
+    elif type(index) is tuple:
+        used, ellipsis = 0, -1
+        for k, i in enumerate(index):
+            if type(i) is int or type(i) is slice:
+                used += 1
+            elif i is Ellipsis and ellipsis < 0:
+                ellipsis = k
+            elif i is not None:
                 break
         else:
-            return basic_index(x, index)
+            if used <= x.ndim:
+                if ellipsis >= 0:
+                    fill = (slice(None),) * (x.ndim - used)
+                    index = index[:ellipsis] + fill + index[ellipsis + 1 :]
+                return basic_index(x, index)
     index = _normalize(x, index)
     if any(_is_advanced(i) for i in index):
         from .indexing import advanced_getitem
