@@ -17,6 +17,13 @@ measures a little: one pass a kernel, the calls through wgpu-py's checked API, a
 kernel to name its op. Dawn on the H200 quantizes timestamps (to 65.5 µs there): read its
 per-kernel figures as coarse.
 
+Warm the GPU before you profile. A card left idle for a few seconds drops its clock, and the
+next hundred-odd milliseconds of kernels run at a fraction of their speed whether profiled or
+not: on an H100, BERT-base's batch-32 forward ran 114.5 ms after 5 s idle and 21.5 ms warm,
+and the profile read 114.5 and 21.5 ms of device time with it (scripts/profile_check.py,
+2026-12-06). Profile after a few untimed steps (torch.profiler's `schedule(warmup=...)` does
+that), or call `pyrite.bench.warm_gpu(0)` just before.
+
 Each event has the op that made it (the innermost Module forward on the way, else the
 pyrite function the caller called: `Linear.forward`, `layer_norm`, `Tensor.__mul__`; in a
 backward, the autograd node: `linearBackward`), the kernel's family (`gemm`, `run_map`,

@@ -30,8 +30,9 @@ for _ in range(3):
 pr.synchronize()
 runs = (("bert_b1", lambda: model(x)), ("bert_b32", lambda: model(x32)), ("gpt_step", step))
 for name, fn in runs:
-    # (the card's clocks drop within seconds of idling — the tables and plots below take that
-    # long — and a burst of tens of ms runs at the low clock: scripts/profile_check.py)
+    # (a card idle for a few seconds — the tables and plots below take that long — runs its
+    # next ~100 ms of kernels at its low clock: session 36's profile of the batch-32 forward
+    # read 68.8 ms so; scripts/profile_check.py measured 114.5 ms after 5 s idle, 21.5 warm)
     warm_gpu(0)
     with pr.no_grad() if name.startswith("bert") else pr.enable_grad():
         with pr.profiler.profile() as prof:

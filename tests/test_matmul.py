@@ -449,6 +449,31 @@ def test_float16_accumulation_takes_its_own_big_tile(rng, monkeypatch):
     assert_close(got.numpy().astype(np.float64), want, atol=bound + 2.0**-11 * np.abs(want))
 
 
+def test_float16_accumulation_takes_its_big_tile_past_a_wave_of_tiles(rng, monkeypatch):
+    """Where the rule's wave-fill test turned the big tile down, f16 arithmetic still takes
+    ACC16_BIG_TILE once the product has ACC16_MIN_TILES of its tiles (one row of 128x128
+    tiles stands in for a GPU's wave here), and not below that."""
+    if not backend.current().has_f16:
+        pytest.skip("device has no shader-f16")
+    small = (64, 64, 8, 8, 16, True)
+    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE), (0, small)])
+    monkeypatch.setattr(mmod, "WAVE_FILL", 2.0)  # (the big tile never fills its waves)
+    monkeypatch.setattr(mmod, "ACC16_BIG_TILE", (128, 128, 8, 8, 8, 3))
+    monkeypatch.setattr(mmod, "ACC16_MIN_TILES", 2)
+    try:
+        pr.backends.cuda.matmul.allow_fp16_accumulation = True
+        for n, want_tile in ((256, mmod.ACC16_BIG_TILE), (128, small)):
+            a = pr.tensor(rng.standard_normal((128, 64)), dtype=pr.float16)
+            w = pr.tensor(rng.standard_normal((n, 64)), dtype=pr.float16)
+            want = a.numpy().astype(np.float64) @ w.numpy().astype(np.float64).T
+            got = mmod.linear(a, w)
+            assert mmod.LAST == ("fast", want_tile)
+            bound = 9 * 2.0**-11 * (np.abs(a.numpy()).astype(np.float64) @ np.abs(w.numpy()).T)
+            assert_close(got.numpy().astype(np.float64), want, atol=bound + 2.0**-11 * np.abs(want))
+    finally:
+        pr.backends.cuda.matmul.allow_fp16_accumulation = False
+
+
 def test_addmm_baddbmm_linear(rng):
     t = lambda a: pr.tensor(a, dtype=pr.float32)
     T = lambda a: torch.tensor(a, dtype=torch.float64)

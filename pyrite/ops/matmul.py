@@ -281,6 +281,16 @@ F16_ACCUMULATION = False
 # ran 4-30x slower (their sums and operands past the registers). Devices with fewer than 512
 # invocations a workgroup keep the big tile, with f16 arithmetic in its K steps of 8.
 ACC16_BIG_TILE = (128, 128, 8, 4, 32, 3)
+# ... also where the rule's wave-fill test (WAVE_FILL) turned the f32 big tile down, once the
+# product has ACC16_MIN_TILES of its tiles or more. H100, wgpu-native, GPU time, 2026-12-06
+# (`scripts/gpu_session.sh acc16-n768`, docs/bench/2026-12-06-h100-s37-acc16-n768.json), µs,
+# the rule's tile / ACC16_BIG_TILE / the 64x64 tile, each with f16 arithmetic:
+#   4096x768 . 2304x768T (576 tiles)      358.6 / 328.6 / 358.7
+#   4096x3072 . 768x3072T (192 tiles)     532.5 / 504.0 / 616.3
+#   4096x768 . 768x768T (192 tiles)       128.8 / 134.8 / 157.4
+#   1024x3072 . 768x3072T (48 tiles)      233.4 / 254.3 / 224.0
+# so a full wave of slots (GPU_SLOTS) or more; at 192 one shape gains and one loses: kept.
+ACC16_MIN_TILES = GPU_SLOTS
 
 
 def _acc16(dt) -> int:
@@ -810,7 +820,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         if (
             acc16
             and FORCE is None
-            and params == BIG_TILE
+            and (params == BIG_TILE or M * N * nbatch >= ACC16_MIN_TILES * 128 * 128)
             and _fast_fits(dev, ACC16_BIG_TILE, fast_lay, M, N, K, True)
         ):
             params = ACC16_BIG_TILE
