@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -52,6 +52,14 @@ for s in $steps; do
       step gemm-88 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-88.json" \
         --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \
         --variants "auto;fast 128x128 8x8 k8 dbu;fast 128x128 8x8 k16 dbu;fast 128x128 8x8 k32 dbu;fast 128x64 8x8 k16 dbu;fast 128x128 8x16 k8 dbu" ;;
+    confirm)  # the 8x8 k16 tile against the shipped big tile again (twice), BERT batch 32 with each, the recording chain with and without bound plans
+      step rec-bound 40 env PYRITE_BACKEND=wgpu python3 scripts/recording_probe.py
+      step rec-unbound 40 env PYRITE_BACKEND=wgpu PYRITE_BOUND=0 python3 scripts/recording_probe.py
+      for r in 1 2; do
+        step gemm-88b-$r 90 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-88b-$r.json" \
+          --shapes "4096,4096,4096;4096,3072,768;4096,2304,768" --variants "auto;fast 128x128 8x8 k16 dbu"
+      done
+      step bert-tile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
