@@ -16,8 +16,11 @@ from pyrite.ops import matmul as mmod
 cand = tuple(int(v) for v in sys.argv[1].split(","))
 tiles = {"shipped": mmod.BIG_TILE, "candidate": cand}
 rng = np.random.default_rng(0)
-model = build(pr, layers=12)
-x = pr.tensor(rng.standard_normal((32, 128, 768)).astype(np.float32))
+layers, batch = (
+    int(v) for v in (sys.argv[2:4] if len(sys.argv) > 3 else (12, 32))
+)  # (smoke tests)
+model = build(pr, layers=layers)
+x = pr.tensor(rng.standard_normal((batch, 128, 768)).astype(np.float32))
 times = {k: [] for k in tiles}
 with pr.no_grad():
     want = model(x).numpy()
