@@ -24,16 +24,16 @@ record exactly that (`_static_node`); autograd.record then saves, versions and l
 any op. Views of a tensor that requires grad (autograd may rebase their history first:
 fresh_view), reflected calls and the comparisons keep the full path. Measured on the 2-core
 development machine with the recording C calls stubbed: a recorded `y + 1` 21.5 -> 10.1 µs of
-Python, the small GPT's training step (bench/train._gpt) 5.32 -> 4.54 ms. New results are poisoned where
-core.POISON asks (the test suite's switch), as core.empty does. A result of an integer dtype is
-never bound (integer results carry value ranges, ops/range_rules.py, set on the full path).
-Anything else, and a layout not yet seen, takes the full path, so what a bound call computes is
-what the full path computed for that layout.
+Python, the small GPT's training step (bench/train._gpt) 5.32 -> 4.54 ms.
+
+New results are poisoned where core.POISON asks (the test suite's switch), as core.empty does.
+A result of an integer dtype is never bound (integer results carry value ranges,
+ops/range_rules.py, set on the full path). Anything else, and a layout not yet seen, takes the
+full path, so what a bound call computes is what the full path computed for that layout.
 
 The unary ops' Tensor methods (UNARY_METHODS) are bound the same way where called with the
-tensor alone;
-their plan is learned from the one map the call dispatched (core._capture), which must read that
-tensor and write the returned result.
+tensor alone; their plan is learned from the one map the call dispatched (core._capture), which
+must read that tensor and write the returned result.
 
 Measured: the bench's chain of 1,000 dependent adds on a lent H100 (2026-12-06,
 `scripts/bound_ab.py`, on and off in one process, µs an add to completion): wgpu-native
