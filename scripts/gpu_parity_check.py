@@ -40,11 +40,12 @@ for M, N, K, wt in ((2048, 2048, 512, False), (4096, 3072, 768, True), (4096, 40
         bnd = K * 2.0**-24 * (np.abs(a) @ np.abs(b)) + 1e-30
     report(f"{'linear' if wt else 'matmul'} {M}x{K} . {N}", got, ref, bnd, mm.LAST)
 
-# f16 arithmetic (allow_fp16_accumulation: ACC16_BIG_TILE where the rule picks the big tile):
+# f16 arithmetic (allow_fp16_accumulation: ACC16_BIG_TILE where the rule picks the big tile or
+# the product has ACC16_MIN_TILES tiles: 4096x768 . 2304 is of the second kind):
 # each K step's products rounded to f16 and summed in f16 (bk of them), the steps' sums in f32,
 # the output rounded to f16 (README's bound: (bk + 1)·2^-11 of the step sums' |a||b|, + 2^-11)
 if backend.current().has_f16:
-    for M, N, K in ((2048, 2048, 512), (4096, 3072, 768)):
+    for M, N, K in ((2048, 2048, 512), (4096, 3072, 768), (4096, 2304, 768)):
         a = rng.standard_normal((M, K)).astype(np.float16)
         b = rng.standard_normal((N, K)).astype(np.float16)
         pr.backends.cuda.matmul.allow_fp16_accumulation = True
