@@ -1,6 +1,11 @@
 """The register-tiled attention forward: a block of queries a workgroup, both products as tile
 GEMMs (FlashAttention-2's loop, written for SIMT lanes instead of tensor cores).
 
+The "torch CUDA" figures in this file's notes are torch's fused f32 kernel, which runs its
+products on the tensor cores as 3xTF32 (bench.TORCH_ATTENTION_NOTE); torch's f32-FMA path (its
+math backend) ran BERT-base's forward at 8.5 TFLOP/s where this kernel ran 13.3 (H100,
+2026-12-06, docs/bench/2026-12-06-h100-s37-attn-bench-wgpu.json).
+
 attn_fwd_kernel (kernels/attention.py) gives each query one invocation that walks every key: a
 key costs it 2·E multiply-adds, read from workgroup memory as broadcasts, with its q row and its
 output row (2·E floats) held in registers, so few invocations fit an SM and little of the
