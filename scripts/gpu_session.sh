@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -60,6 +60,8 @@ for s in $steps; do
           --shapes "4096,4096,4096;4096,3072,768;4096,2304,768" --variants "auto;fast 128x128 8x8 k16 dbu"
       done
       step bert-tile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" ;;
+    tile-profile)  # BERT batch 32's kernels with the shipped big tile and the 8x8 k16 candidate, by grid (pr.profiler, warm)
+      step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_profile.py "128,128,8,8,16,3" ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
