@@ -21,8 +21,9 @@ recording off), and the node is the one the full path records — op name, the r
 function (mul's choice of which operand to save included), the operands' edges in order, no
 keywords — kept per layout and pattern of operands requiring grad once a full call was seen to
 record exactly that (`_static_node`); autograd.record then saves, versions and links it as for
-any op. Views of a tensor that requires grad (autograd may rebase their history first:
-fresh_view), reflected calls and the comparisons keep the full path. Measured on the 2-core
+any op (a reflected call, `2 - x`, records its operands in the full path's order, (2, x)).
+Views of a tensor that requires grad (autograd may rebase their history first: fresh_view) and
+the comparisons keep the full path. Measured on the 2-core
 development machine with the recording C calls stubbed: a recorded `y + 1` 21.5 -> 10.1 µs of
 Python, the small GPT's training step (bench/train._gpt) 5.32 -> 4.54 ms.
 
@@ -190,7 +191,7 @@ def _operator(name, meth, slow):
     """`slow` (the Tensor method the op stack installed) with a bound plan in front of it."""
     table = _table()
     reflected = meth.startswith("__r")
-    rules = None if reflected else _binary_rules(name)
+    rules = _binary_rules(name)
     verified = _table()  # (key, pattern) -> the rule a full call was seen to record
 
     def _full(self, other, key):
@@ -232,16 +233,19 @@ def _operator(name, meth, slow):
     def recorded(self, other, number, ok):
         """A call autograd records: the bound plan's dispatch, then the node the full path
         makes (its op name, rule and arguments), where a full call of this layout and pattern
-        of operands requiring grad was seen to make exactly that node (`verified`). Views of a
-        tensor that requires grad, reflected calls and the comparisons take the full path."""
+        of operands requiring grad was seen to make exactly that node (`verified`; a reflected
+        call, `2 - x`, records (2, x) as the full path does). Views of a tensor that requires
+        grad and the comparisons take the full path."""
         if not rules or (self._base is not None and _recorded(self)):
             return slow(self, other)
-        if number:
-            pattern = (self.requires_grad, False)
+        if reflected:  # (other is a number: a tensor's reflected call took the full path)
+            pattern, args = (False, self.requires_grad), (other, self)
+        elif number:
+            pattern, args = (self.requires_grad, False), (self, other)
         elif other._base is not None and _recorded(other):
             return slow(self, other)
         else:
-            pattern = (self.requires_grad, other.requires_grad)
+            pattern, args = (self.requires_grad, other.requires_grad), (self, other)
         key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
         plan = table.get(key)
         dev = _backend._current
@@ -253,10 +257,10 @@ def _operator(name, meth, slow):
             or (verified.get((key, pattern)) is not rule)
         ):
             r = _full(self, other, key)
-            if _static_node(r, name, rule, (self, other)):
+            if _static_node(r, name, rule, args):
                 verified.keep((key, pattern), rule, LIMIT)
             return r
-        return _record(name, rule, (self, other), _NO_KW, _run(plan, dev, self, other, number))
+        return _record(name, rule, args, _NO_KW, _run(plan, dev, self, other, number))
 
     name_method(fn, meth)  # (as the method it fronts: pr.profiler and pr.compile name ops so)
     fn.__doc__ = getattr(slow, "__doc__", None)
