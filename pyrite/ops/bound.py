@@ -130,19 +130,12 @@ def _run(plan, dev, a, b, number):
     return out
 
 
-_NO_KW = None
-_UNARY_RULES: dict = {}
-
-
 def _grads():
-    """ops/elementwise_grads (loaded on first use: it imports the op stack), with its shared
-    empty keywords and unary rules kept here."""
-    global _NO_KW
-    from . import elementwise_grads as eg
+    """ops/elementwise_grads (imported when the methods are installed: it imports the op
+    stack): its rules and the shared empty keywords the full path records."""
+    from . import elementwise_grads
 
-    _NO_KW = eg._NO_KW
-    _UNARY_RULES.update(eg.UNARY_RULES)
-    return eg
+    return elementwise_grads
 
 
 def _binary_rules(name):
@@ -192,6 +185,7 @@ def _operator(name, meth, slow):
     table = _table()
     reflected = meth.startswith("__r")
     rules = _binary_rules(name)
+    no_kw = _grads()._NO_KW
     verified = _table()  # (key, pattern) -> the rule a full call was seen to record
 
     def _full(self, other, key):
@@ -260,7 +254,7 @@ def _operator(name, meth, slow):
             if _static_node(r, name, rule, args):
                 verified.keep((key, pattern), rule, LIMIT)
             return r
-        return _record(name, rule, args, _NO_KW, _run(plan, dev, self, other, number))
+        return _record(name, rule, args, no_kw, _run(plan, dev, self, other, number))
 
     name_method(fn, meth)  # (as the method it fronts: pr.profiler and pr.compile name ops so)
     fn.__doc__ = getattr(slow, "__doc__", None)
@@ -345,8 +339,8 @@ def _unary(label, slow):
     """`slow` (a unary op's Tensor method `label`) with a bound plan in front of it."""
     table = _table()
     verified = _table()  # layout -> (op name, rule) a full recorded call was seen to record
-    if _NO_KW is None:
-        _grads()
+    eg = _grads()
+    no_kw, unary_rules = eg._NO_KW, eg.UNARY_RULES
 
     def _full(x, key):
         dev = _backend.current()
@@ -387,11 +381,11 @@ def _unary(label, slow):
         if plan is None or plan[0] is not dev or dev._tape is not None or seen is None:
             r = _full(x, key)
             node = getattr(r, "grad_fn", None) if type(r) is Tensor else None
-            rule = _UNARY_RULES.get(node._name) if node is not None else None
+            rule = unary_rules.get(node._name) if node is not None else None
             if rule is not None and _static_node(r, node._name, rule, (x,)):
                 verified.keep(key, (node._name, rule), LIMIT)
             return r
-        return _record(seen[0], seen[1], (x,), _NO_KW, _run_unary(plan, dev, x))
+        return _record(seen[0], seen[1], (x,), no_kw, _run_unary(plan, dev, x))
 
     fn.__doc__ = getattr(slow, "__doc__", None)
     fn.__wrapped__ = slow  # (inspect.signature reads the op's own)
