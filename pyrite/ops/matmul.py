@@ -820,7 +820,10 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
         if (
             acc16
             and FORCE is None
-            and (params == BIG_TILE or M * N * nbatch >= ACC16_MIN_TILES * 128 * 128)
+            and (
+                params == BIG_TILE
+                or M * N * nbatch >= ACC16_MIN_TILES * ACC16_BIG_TILE[0] * ACC16_BIG_TILE[1]
+            )
             and _fast_fits(dev, ACC16_BIG_TILE, fast_lay, M, N, K, True)
         ):
             params = ACC16_BIG_TILE
