@@ -1,10 +1,13 @@
 """BERT-base's batch-32 forward with the f32 rule's big tile as shipped (ops/matmul.BIG_TILE)
 and with a candidate in its place, alternated, each timing after a warm-up (pyrite bench's
-BERT timing). `PYRITE_BACKEND=wgpu python scripts/bert_tile_ab.py "128,128,8,8,16,3"`"""
+BERT timing), outputs compared. `--profile`: instead, one pr.profiler profile of each (the card
+warmed before it), its device time by kernel family and grid.
+`PYRITE_BACKEND=wgpu python scripts/bert_tile_ab.py "128,128,8,8,16,3" [--profile] [LAYERS BATCH]`"""
 
 import statistics
 import sys
 import time
+from collections import defaultdict
 
 import numpy as np
 
@@ -13,34 +16,57 @@ from pyrite.bench import warm_gpu
 from pyrite.bench.bert import build
 from pyrite.ops import matmul as mmod
 
-cand = tuple(int(v) for v in sys.argv[1].split(","))
+profile = "--profile" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--profile"]
+cand = tuple(int(v) for v in args[0].split(","))
 tiles = {"shipped": mmod.BIG_TILE, "candidate": cand}
+layers, batch = (int(v) for v in (args[1:3] if len(args) > 2 else (12, 32)))  # (smoke tests)
 rng = np.random.default_rng(0)
-layers, batch = (
-    int(v) for v in (sys.argv[2:4] if len(sys.argv) > 3 else (12, 32))
-)  # (smoke tests)
 model = build(pr, layers=layers)
 x = pr.tensor(rng.standard_normal((batch, 128, 768)).astype(np.float32))
+
+
+def use(tile):
+    """`tile` as the big tile, the GEMM plans made with the other forgotten; warmed up."""
+    mmod.BIG_TILE = tile
+    mmod._plans.clear()
+    for _ in range(2):
+        got = model(x)
+    warm_gpu(0)
+    return got
+
+
+def show_profile(name, tile):
+    with pr.profiler.profile() as prof:
+        model(x)
+    groups = defaultdict(list)
+    for e in prof.events():
+        groups[(e.kernel, e.grid)].append(e.device_ns / 1e3)
+    print(f"== {name} {tile}: {prof.device_time_total() / 1e3:.2f} ms device")
+    for (k, grid), ts in sorted(groups.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {k:10s} grid {str(grid):16s} n={len(ts):3d} median "
+              f"{statistics.median(ts):8.1f} us  total {sum(ts) / 1e3:7.3f} ms")  # fmt: skip
+
+
 times = {k: [] for k in tiles}
 with pr.no_grad():
     want = model(x).numpy()
-    for _ in range(3):
+    for _ in range(1 if profile else 3):
         for name, tile in tiles.items():
-            mmod.BIG_TILE = tile
-            mmod._plans.clear()
-            warm_gpu(0)
-            for _ in range(2):
-                got = model(x)
+            got = use(tile)
+            err = float(np.abs(got.numpy() - want).max())
+            assert err < 1e-3, (name, err)
+            if profile:
+                show_profile(name, tile)
+                continue
             pr.synchronize()
             t = time.perf_counter()
             for _ in range(5):
-                got = model(x)
+                model(x)
             pr.synchronize()
             times[name].append((time.perf_counter() - t) / 5 * 1e3)
-            err = float(np.abs(got.numpy() - want).max())
-            assert err < 1e-3, (name, err)
-print(f"{pr.backend.current().name}: BERT-base 32x128 forward, ms (3 alternations)")
-for name, ts in times.items():
-    print(
-        f"  {name:10s} {tiles[name]}  median {statistics.median(ts):.2f}  {[round(t, 2) for t in ts]}"
-    )
+if not profile:
+    print(f"{pr.backend.current().name}: BERT-base {batch}x128 forward, ms (3 alternations)")
+    for name, ts in times.items():
+        print(f"  {name:10s} {tiles[name]} median {statistics.median(ts):.2f}: "
+              f"{[round(t, 2) for t in ts]}")  # fmt: skip

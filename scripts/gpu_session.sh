@@ -61,7 +61,7 @@ for s in $steps; do
       done
       step bert-tile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" ;;
     tile-profile)  # BERT batch 32's kernels with the shipped big tile and the 8x8 k16 candidate, by grid (pr.profiler, warm)
-      step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_profile.py "128,128,8,8,16,3" ;;
+      step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --profile ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
