@@ -6,7 +6,9 @@ choice: the table ops/matmul.FAST_GPU is filled from this.
 the rule; `--matmul`: x @ w with w (K, N), the bench's `a @ b`, in place of F.linear;
 `--f16`: float16 storage, `--acc16`: with f16 arithmetic, ops/matmul.F16_ACCUMULATION;
 `--acc16-sums`: f16 sums across the whole of K, F16_ACCUMULATION = "sums"; `--bake`: each
-shape's sizes and strides baked into its kernels, ops/matmul.BAKE)"""
+shape's sizes and strides baked into its kernels, ops/matmul.BAKE). A variant "rule TILE [minT]"
+(TILE spelt as after "fast") is the rule with TILE as its big tile (`use_big_tile`), taken also
+at T tiles or more whatever its waves' fill (ops/matmul.BIG_MIN_TILES)."""
 
 import json
 import sys
@@ -41,6 +43,28 @@ def parse_tile(name):
     db = next((codes[w] for w in words[4:] if w in codes), False)
     tile = (bm, bn, tm, tn, int(words[3][1:]), db)
     return ("fast", tile + (kg,) if kg > 1 else tile)
+
+
+def use_big_tile(tile, min_tiles=0):
+    """The rule with `tile` in place of its big tile (in BIG_TILE and in the tables that hold
+    it, which took its value at import), also taken at `min_tiles` tiles or more; the plans
+    made with the one before forgotten. Returns what to pass back to undo it."""
+    old = (mmod.BIG_TILE, mmod.BIG_MIN_TILES)
+    for table in (mmod.FAST_GPU, mmod.FAST_GPU_DAWN):
+        table[:] = [(least, tile if p == mmod.BIG_TILE else p) for least, p in table]
+    mmod.BIG_TILE, mmod.BIG_MIN_TILES = tile, min_tiles
+    mmod._plans.clear()
+    return old
+
+
+def parse_rule(name):
+    """(tile, min_tiles) from a variant "rule TILE [minT]", else None."""
+    words = name.split()
+    if not words or words[0] != "rule":
+        return None
+    mins = [int(w[3:]) for w in words if w.startswith("min")]
+    tile = parse_tile(" ".join(["fast"] + [w for w in words[1:] if not w.startswith("min")]))
+    return tile[1], (mins[0] if mins else 0)
 
 
 def main():
@@ -79,7 +103,8 @@ def main():
         )
         known = dict(VARIANTS)
         extra = [(n, parse_tile(n)) for n in pick or () if n not in known and parse_tile(n)]
-        for name, force in VARIANTS + extra:
+        rules = [(n, None) for n in pick or () if parse_rule(n)]
+        for name, force in VARIANTS + extra + rules:
             if pick is not None and name not in pick:
                 continue
             if force is not None and force[0] != "fast":
@@ -87,10 +112,14 @@ def main():
             if force is not None and not mmod._fast_fits(dev, force[1], lay, M, N, K, half):
                 continue
             mmod.FORCE = force
+            rule = parse_rule(name)
+            undo = use_big_tile(*rule) if rule else None
             try:
                 us = sum(t for t, *_ in kernel_times(op, reps=9)) / 1e3
             finally:
                 mmod.FORCE = None
+                if undo:
+                    use_big_tile(*undo)
             row[name] = us
         tus = torch_us(M, N, K, "float16" if dt is pr.float16 else "float32")
         if tus is not None:

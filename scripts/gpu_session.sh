@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -62,6 +62,13 @@ for s in $steps; do
       step bert-tile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" ;;
     tile-profile)  # BERT batch 32's kernels with the shipped big tile and the 8x8 k16 candidate, by grid (pr.profiler, warm)
       step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --profile ;;
+    big-rule)  # the rule with the 8x8 k16 tile as its big tile (also from 264 tiles) against the rule as shipped, wgpu-native
+      step big-rule 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/big-rule.json" \
+        --shapes "4096,4096,4096;4096,3072,768;4096,2304,768;4096,768,3072;4096,768,768;2048,3072,768;8192,768,768;2048,2304,768;1024,4096,4096;3072,1024,1024;1000,3001,999" \
+        --variants "auto;rule 128x128 8x8 k16 dbu min264;rule 128x128 8x8 k16 dbu;fast 128x128 8x8 k16 dbu;fast 64x64 8x8 k16 db" ;;
+    bert-tile2)  # BERT batch 32 with that rule against the shipped one (the harness now swaps the rule's tables too), then profiled
+      step bert-tile2 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --min 264
+      step bert-tile2-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --min 264 --profile ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;

@@ -191,6 +191,8 @@ KG2_MAX_K = 1024
 WIDE96_TILE = (128, 96, 8, 12, 16, False)
 GPU_SLOTS = 264
 WAVE_FILL = 0.85
+# the big tile also where its waves fill less than WAVE_FILL, at this many tiles or more (0: never)
+BIG_MIN_TILES = 0
 FAST_GPU = [
     (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
@@ -392,11 +394,11 @@ def _choose(dev, M, N, K, batch, fast_lay, half=False):
         for least, params in table:
             if M * N * batch < least or not _fast_fits(dev, params, fast_lay, M, N, K):
                 continue
-            if (
-                params in (BIG_TILE, WIDE96_TILE)
-                and wave_fill(M * N * batch // (params[0] * params[1])) < WAVE_FILL
-            ):
-                continue
+            if params in (BIG_TILE, WIDE96_TILE):
+                tiles = M * N * batch // (params[0] * params[1])
+                many = params == BIG_TILE and BIG_MIN_TILES and tiles >= BIG_MIN_TILES
+                if wave_fill(tiles) < WAVE_FILL and not many:
+                    continue
             if params in (KG_TILE, KG2_TILE) and (
                 K < KG_MIN_K or M * N * batch >= SMALL_OUTPUTS or fast_lay[0] == "m"
             ):
