@@ -618,3 +618,34 @@ def test_gpu_tile_rule_fills_waves(impl):
         assert mmod._choose(dev, M, N, K, 1, "k") == ("fast", params), (M, N, K)
     assert mmod.wave_fill(mmod.GPU_SLOTS) == 1.0
     assert mmod.wave_fill(mmod.GPU_SLOTS + 1) == pytest.approx((mmod.GPU_SLOTS + 1) / 528)
+
+
+def test_gpu_big_tile_past_its_least_tiles(monkeypatch):
+    """With BIG_MIN_TILES set, the big tile is also taken where its waves fill less than
+    WAVE_FILL once the product has that many tiles; fewer keep the 64x64 tile (wgpu-native's
+    table)."""
+    from types import SimpleNamespace
+
+    dev = SimpleNamespace(
+        adapter_type="DiscreteGPU",
+        impl="wgpu",
+        limits={
+            "max-compute-invocations-per-workgroup": 1024,
+            "max-compute-workgroup-storage-size": 49152,
+        },
+    )
+    mid = mmod.FAST_GPU[1][1]
+    monkeypatch.setattr(mmod, "BIG_MIN_TILES", mmod.GPU_SLOTS)
+    want = {
+        (4096, 2304, 768): mmod.BIG_TILE,  # 576 tiles, 73 % of 3 waves
+        (2048, 2304, 768): mmod.BIG_TILE,  # 288: 55 % of 2
+        (2048, 4224, 512): mmod.BIG_TILE,  # 528: two full waves (taken by the fill alone)
+        (4096, 768, 3072): mid,  # 192: 73 % of one wave, fewer than a wave of slots
+        (2176, 1408, 256): mid,  # 187 tiles (17 x 11): 71 % of a wave
+        (640, 6784, 256): mmod.BIG_TILE,  # 265 (5 x 53): a wave of slots and one, 50 %
+    }
+    for (M, N, K), params in want.items():
+        assert mmod._choose(dev, M, N, K, 1, "k") == ("fast", params), (M, N, K)
+    # in a batch the tiles of every product count
+    assert mmod._choose(dev, 1024, 1152, 256, 4, "k") == ("fast", mmod.BIG_TILE)  # 4 x 72
+    assert mmod._choose(dev, 1024, 1152, 256, 3, "k") == ("fast", mid)  # 216: 82 % of a wave
