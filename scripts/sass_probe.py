@@ -101,6 +101,7 @@ def workloads():
         "gemm_dbub": tile((128, 128, 16, 8, 8, 5)),
         "gemm64_db": tile((64, 64, 8, 8, 16, 1)),
         "gemm64_dbu": tile((64, 64, 8, 8, 16, 3)),
+        "gemm88k16": tile((128, 128, 8, 8, 16, 3)),  # (256 invocations: session 37's candidate)
         "linear_bert": linear_bert,
         "attn_bert": attn_bert,
         "attn_causal": attn_causal,
