@@ -1,9 +1,9 @@
 """BERT-base's batch-32 forward with the f32 rule's big tile as shipped (ops/matmul.BIG_TILE)
 and with a candidate in its place (gemm_tile_ab.use_big_tile: the rule's tables too, and its
-BIG_MIN_TILES from `--min T`), alternated, each timing after a warm-up (pyrite bench's BERT
+BIG_MIN_TILES from `--min T`, its GPU_SLOTS from `--slots S`), alternated, each timing after a warm-up (pyrite bench's BERT
 timing), outputs compared. `--profile`: instead, one pr.profiler profile of each (the card
 warmed before it), its device time by kernel family and grid.
-`PYRITE_BACKEND=wgpu python scripts/bert_tile_ab.py "128,128,8,8,16,3" [--min T] [--profile]
+`PYRITE_BACKEND=wgpu python scripts/bert_tile_ab.py "128,128,8,8,16,3" [--min T] [--slots S] [--profile]
 [LAYERS BATCH]`"""
 
 import statistics
@@ -23,14 +23,18 @@ from gemm_tile_ab import use_big_tile  # noqa: E402
 
 profile = "--profile" in sys.argv
 argv = sys.argv[1:]
-mins = 0
-if "--min" in argv:
-    i = argv.index("--min")
-    mins = int(argv[i + 1])
-    del argv[i : i + 2]
+opts = {"--min": 0, "--slots": None}  # the candidate's BIG_MIN_TILES and GPU_SLOTS
+for o in opts:
+    if o in argv:
+        i = argv.index(o)
+        opts[o] = int(argv[i + 1])
+        del argv[i : i + 2]
 args = [a for a in argv if a != "--profile"]
 cand = tuple(int(v) for v in args[0].split(","))
-tiles = {"shipped": (mmod.BIG_TILE, mmod.BIG_MIN_TILES), "candidate": (cand, mins)}
+tiles = {
+    "shipped": (mmod.BIG_TILE, mmod.BIG_MIN_TILES, mmod.GPU_SLOTS),
+    "candidate": (cand, opts["--min"], opts["--slots"]),
+}
 layers, batch = (int(v) for v in (args[1:3] if len(args) > 2 else (12, 32)))  # (smoke tests)
 rng = np.random.default_rng(0)
 model = build(pr, layers=layers)
@@ -38,7 +42,7 @@ x = pr.tensor(rng.standard_normal((batch, 128, 768)).astype(np.float32))
 
 
 def use(tile):
-    """`tile` (a tile and its BIG_MIN_TILES) as the rule's big tile; warmed up."""
+    """`tile` (a tile, its BIG_MIN_TILES and GPU_SLOTS) as the rule's big tile; warmed up."""
     use_big_tile(*tile)
     for _ in range(2):
         got = model(x)

@@ -8,7 +8,8 @@ the rule; `--matmul`: x @ w with w (K, N), the bench's `a @ b`, in place of F.li
 `--acc16-sums`: f16 sums across the whole of K, F16_ACCUMULATION = "sums"; `--bake`: each
 shape's sizes and strides baked into its kernels, ops/matmul.BAKE). A variant "rule TILE [minT]"
 (TILE spelt as after "fast") is the rule with TILE as its big tile (`use_big_tile`), taken also
-at T tiles or more whatever its waves' fill (ops/matmul.BIG_MIN_TILES)."""
+at T tiles or more whatever its waves' fill (ops/matmul.BIG_MIN_TILES); "slotsS": its waves
+counted in S workgroups (ops/matmul.GPU_SLOTS)."""
 
 import json
 import sys
@@ -45,26 +46,31 @@ def parse_tile(name):
     return ("fast", tile + (kg,) if kg > 1 else tile)
 
 
-def use_big_tile(tile, min_tiles=0):
+def use_big_tile(tile, min_tiles=0, slots=None):
     """The rule with `tile` in place of its big tile (in BIG_TILE and in the tables that hold
-    it, which took its value at import), also taken at `min_tiles` tiles or more; the plans
-    made with the one before forgotten. Returns what to pass back to undo it."""
-    old = (mmod.BIG_TILE, mmod.BIG_MIN_TILES)
+    it, which took its value at import), also taken at `min_tiles` tiles or more, its waves
+    counted in `slots` workgroups (GPU_SLOTS); the plans made with the one before forgotten.
+    Returns what to pass back to undo it."""
+    old = (mmod.BIG_TILE, mmod.BIG_MIN_TILES, mmod.GPU_SLOTS)
     for table in (mmod.FAST_GPU, mmod.FAST_GPU_DAWN):
         table[:] = [(least, tile if p == mmod.BIG_TILE else p) for least, p in table]
     mmod.BIG_TILE, mmod.BIG_MIN_TILES = tile, min_tiles
+    mmod.GPU_SLOTS = slots or mmod.GPU_SLOTS
     mmod._plans.clear()
     return old
 
 
 def parse_rule(name):
-    """(tile, min_tiles) from a variant "rule TILE [minT]", else None."""
+    """(tile, min_tiles, slots) from a variant "rule TILE [minT] [slotsS]", else None."""
     words = name.split()
     if not words or words[0] != "rule":
         return None
-    mins = [int(w[3:]) for w in words if w.startswith("min")]
-    tile = parse_tile(" ".join(["fast"] + [w for w in words[1:] if not w.startswith("min")]))
-    return tile[1], (mins[0] if mins else 0)
+    opts = {w.rstrip("0123456789"): int(w.lstrip("minslot")) for w in words[1:]
+            if w.startswith(("min", "slots"))}  # fmt: skip
+    tile = parse_tile(
+        " ".join(["fast"] + [w for w in words[1:] if not w.startswith(("min", "slots"))])
+    )
+    return tile[1], opts.get("min", 0), opts.get("slots")
 
 
 def main():

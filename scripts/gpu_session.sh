@@ -64,10 +64,11 @@ for s in $steps; do
       step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --profile ;;
     big-rule)  # the rule with the 8x8 k16 tile as its big tile (also from 264 tiles) against the rule as shipped, wgpu-native
       step big-rule 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/big-rule.json" \
-        --shapes "4096,4096,4096;4096,3072,768;4096,2304,768;4096,768,3072;4096,768,768;2048,3072,768;8192,768,768;2048,2304,768;1024,4096,4096;3072,1024,1024;1000,3001,999" \
-        --variants "auto;rule 128x128 8x8 k16 dbu min264;rule 128x128 8x8 k16 dbu;fast 128x128 8x8 k16 dbu;fast 64x64 8x8 k16 db" ;;
+        --shapes "4096,4096,4096;4096,3072,768;4096,2304,768;4096,768,3072;4096,768,768;2048,3072,768;8192,768,768;2048,2304,768;1024,4096,4096;3072,1024,1024;2560,1920,768;2560,2560,768;1000,3001,999" \
+        --variants "auto;rule 128x128 8x8 k16 dbu min264;rule 128x128 8x8 k16 dbu slots132;fast 128x128 8x8 k16 dbu;fast 64x64 8x8 k16 db" ;;
     bert-tile2)  # BERT batch 32 with that rule against the shipped one (the harness now swaps the rule's tables too), then profiled
       step bert-tile2 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --min 264
+      SASS_WORKLOADS="gemm_dbu gemm88k16" step sass-big 120 bash scripts/sass_probe.sh gemm_dbu gemm88k16
       step bert-tile2-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --min 264 --profile ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
