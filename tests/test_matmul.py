@@ -94,7 +94,10 @@ FAST_VARIANTS = [
     ("fast", (128, 64, 8, 8, 16, True)),
     ("fast", (128, 128, 8, 16, 8, True)),
     ("fast", (32, 64, 4, 8, 32, True)),
-    ("fast", (128, 128, 16, 8, 8, True)),  # ops/matmul.py BIG_TILE, the GPUs' big tile
+    ("fast", (128, 128, 16, 8, 8, True)),  # ops/matmul.py BIG_TILE_16X8, Dawn's big tile
+    # (wgpu-native's BIG_TILE, 256 invocations of 8x8 with the unconditional prefetch, in K steps
+    # of 8: its K steps of 16 take 33 KiB of workgroup memory, more than lavapipe's 32)
+    ("fast", (128, 128, 8, 8, 8, 3)),
     ("fast", (128, 64, 16, 8, 16, True)),
     ("fast", (128, 96, 8, 12, 16, True)),  # three vec4 column groups an invocation
     ("fast", (64, 96, 8, 12, 16, False)),
@@ -427,18 +430,19 @@ def test_half_storage_on_fast_tiles(dtype, variant, rng):
 def test_float16_accumulation_takes_its_own_big_tile(rng, monkeypatch):
     """Where the rule picks the big tile, f16 arithmetic takes ACC16_BIG_TILE instead (longer
     K steps); f16 storage with f32 sums keeps the big tile. (The GPUs' rule is put on lavapipe,
-    and ACC16_BIG_TILE's 33 KB of f16 workgroup tiles is more than lavapipe's 32: a tile of the
-    same invocations in K steps of 8 stands in for it.)"""
+    with Dawn's big tile, BIG_TILE_16X8, as wgpu-native's needs 33 KiB of workgroup memory, more
+    than lavapipe's 32, as does ACC16_BIG_TILE's f16 tiles: a tile of the same invocations in K
+    steps of 8 stands in for it.)"""
     if not backend.current().has_f16:
         pytest.skip("device has no shader-f16")
-    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE)])
+    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE_16X8)])
     monkeypatch.setattr(mmod, "WAVE_FILL", 0.0)
     monkeypatch.setattr(mmod, "ACC16_BIG_TILE", (128, 128, 8, 8, 8, 3))
     a = pr.tensor(rng.standard_normal((128, 64)), dtype=pr.float16)
     w = pr.tensor(rng.standard_normal((256, 64)), dtype=pr.float16)
     want = a.numpy().astype(np.float64) @ w.numpy().astype(np.float64).T
     mmod.linear(a, w)
-    assert mmod.LAST == ("fast", mmod.BIG_TILE)
+    assert mmod.LAST == ("fast", mmod.BIG_TILE_16X8)
     try:
         pr.backends.cuda.matmul.allow_fp16_accumulation = True
         got = mmod.linear(a, w)
@@ -456,7 +460,7 @@ def test_float16_accumulation_takes_its_big_tile_past_a_wave_of_tiles(rng, monke
     if not backend.current().has_f16:
         pytest.skip("device has no shader-f16")
     small = (64, 64, 8, 8, 16, True)
-    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE), (0, small)])
+    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE_16X8), (0, small)])
     monkeypatch.setattr(mmod, "WAVE_FILL", 2.0)  # (the big tile never fills its waves)
     monkeypatch.setattr(mmod, "ACC16_BIG_TILE", (128, 128, 8, 8, 8, 3))
     monkeypatch.setattr(mmod, "ACC16_MIN_TILES", 2)
@@ -595,11 +599,13 @@ def test_gpu_tile_rule_fills_waves(impl):
     dawn = impl == "dawn"
     mid = (mmod.FAST_GPU_DAWN[2] if dawn else mmod.FAST_GPU[1])[1]
     w96 = mmod.WIDE96_TILE if dawn else None  # (Dawn: 128x96 where N divides by 96)
+    big = mmod.BIG_TILE_16X8 if dawn else mmod.BIG_TILE
     want = {
-        (4096, 4096, 4096): mmod.BIG_TILE,  # 1,024 tiles: 97 % of 4 waves
-        (2048, 2048, 2048): mmod.BIG_TILE,  # 256: one wave, 97 %
-        (4096, 3072, 768): w96 or mmod.BIG_TILE,  # 768: 97 % of 3 (128x96: 1,024, 97 % of 4)
-        (4096, 2304, 768): w96 or mid,  # 576: 73 % of 3 (128x96: 768, 97 % of 3)
+        (4096, 4096, 4096): big,  # 1,024 tiles: 97 % of 4 waves
+        (2048, 2048, 2048): big,  # 256: one wave, 97 %
+        (4096, 3072, 768): w96 or big,  # 768: 97 % of 3 (128x96: 1,024, 97 % of 4)
+        # 576: 73 % of 3 (128x96: 768, 97 % of 3); wgpu-native's big tile from BIG_MIN_TILES on
+        (4096, 2304, 768): w96 or big,
         (4096, 768, 3072): w96 or mid,  # 192: 73 % of 1 (128x96: 256, 97 %)
         (512, 3072, 768): mid,  # 1.5M outputs; 96 and 128 tiles: 48 % and 36 % of a wave
         (1024, 1024, 1024): mid,  # 64
@@ -621,9 +627,9 @@ def test_gpu_tile_rule_fills_waves(impl):
 
 
 def test_gpu_big_tile_past_its_least_tiles(monkeypatch):
-    """With BIG_MIN_TILES set, the big tile is also taken where its waves fill less than
-    WAVE_FILL once the product has that many tiles; fewer keep the 64x64 tile (wgpu-native's
-    table)."""
+    """The big tile is also taken where its waves fill less than WAVE_FILL once the product has
+    BIG_MIN_TILES tiles; fewer keep the 64x64 tile (wgpu-native's table); BIG_MIN_TILES = 0
+    leaves the wave-fill test alone."""
     from types import SimpleNamespace
 
     dev = SimpleNamespace(
@@ -649,3 +655,6 @@ def test_gpu_big_tile_past_its_least_tiles(monkeypatch):
     # in a batch the tiles of every product count
     assert mmod._choose(dev, 1024, 1152, 256, 4, "k") == ("fast", mmod.BIG_TILE)  # 4 x 72
     assert mmod._choose(dev, 1024, 1152, 256, 3, "k") == ("fast", mid)  # 216: 82 % of a wave
+    monkeypatch.setattr(mmod, "BIG_MIN_TILES", 0)
+    assert mmod._choose(dev, 4096, 2304, 768, 1, "k") == ("fast", mid)
+    assert mmod._choose(dev, 2048, 4224, 512, 1, "k") == ("fast", mmod.BIG_TILE)

@@ -1,6 +1,7 @@
 """`pyrite tune` and its cache (pyrite/bench/tune.py, pyrite/ops/tuning.py): a tuned shape's
-products take the winner (and stay right), entries that no longer fit are ignored, recordings
-take the tuned split, and the cache file is written whole, other devices' sections kept."""
+products take the winner (and stay right), entries that no longer fit or were measured against
+other rules or kernels are ignored, recordings take the tuned split, and the cache file is
+written whole, other devices' sections kept."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ def _product(rng, M, N, K):
     return a, w, pr.tensor(a), pr.tensor(w)
 
 
+def _signed(M, N, K, entry, lay="k"):
+    """`entry` with the signature `pyrite tune` gives it against the rules as they are now."""
+    entry = dict(entry)
+    entry["sig"] = mm.tune_signature(pr.backend.current(), lay, M, N, K, entry)
+    return entry
+
+
 def _check(got, a, w):
     a64, w64 = a.astype(np.float64), w.astype(np.float64)
     bound = 2 * a.shape[1] * 2.0**-24 * (np.abs(a64) @ np.abs(w64.T))
@@ -49,7 +57,8 @@ def test_tuned_shape_takes_the_winner(cache, rng):
     # every candidate right (a time of 0: timestamps coarser than the kernel, Dawn's on a GPU)
     assert all(us is not None and us >= 0 for _, us in report)
     if entry is None or entry["tile"] is None:  # (the rules won on this run: keep a winner)
-        entry = {"tile": list(other), "split": 1, "tile_split": None}
+        entry = _signed(32, 64, 96, {"tile": list(other), "split": 1, "tile_split": None})
+    assert entry["sig"] == _signed(32, 64, 96, entry)["sig"]
     assert tuple(entry["tile"]) in (TILE, other)
     dev = pr.backend.current()
     tuning.store(dev, {tuning.entry_key("k", 32, 64, 96): entry})
@@ -65,6 +74,7 @@ def test_entries_that_do_not_fit_are_ignored_and_other_sections_kept(cache, rng)
     dev = pr.backend.current()
     cache.write_text(json.dumps({"another device": {"k 1x1x1": {"tile": [1]}}}))
     bad = {"tile": [64, 64, 8, 8, 16, True], "split": 1}  # 64 does not divide M = 48
+    bad = _signed(48, 64, 64, bad)
     tuning.store(dev, {tuning.entry_key("k", 48, 64, 64): bad})
     data = json.loads(cache.read_text())
     assert "another device" in data and tuning.device_key(dev) in data
@@ -82,7 +92,7 @@ def test_a_recording_takes_the_tuned_split(cache, rng):
     tile; under pr.compile the tuned split of K runs (partials and their sum: two kernels)."""
     dev = pr.backend.current()
     entry = {"tile": list(TILE), "split": 2, "tile_split": list(TILE), "us": 1.0, "us_split": 0.5}
-    tuning.store(dev, {tuning.entry_key("k", 32, 32, 128): entry})
+    tuning.store(dev, {tuning.entry_key("k", 32, 32, 128): _signed(32, 32, 128, entry)})
     a, w, ta, tw = _product(rng, 32, 32, 128)
     from pyrite.ops import core
 
@@ -96,6 +106,41 @@ def test_a_recording_takes_the_tuned_split(cache, rng):
     _check(got, a, w)
     kernels = f.stats()["kernels"]
     assert kernels == (4 if core_poison else 2)  # (partials, their sum; each poisoned first)
+
+
+def test_entries_measured_against_other_rules_or_kernels_are_passed_by(cache, rng, monkeypatch):
+    """An entry is taken only while its signature matches: not one with none (a table of an
+    older pyrite's), not once the rules choose another tile for the shape or the code of the
+    kernels it was timed against changes; the products stay right either way."""
+    dev = pr.backend.current()
+    key = tuning.entry_key("k", 32, 64, 96)
+    entry = {"tile": list(TILE), "split": 1, "tile_split": None, "us": 1.0}
+    a, w, ta, tw = _product(rng, 32, 64, 96)
+
+    def ran():
+        mm._plans.clear()
+        _check(pr.nn.functional.linear(ta, tw).numpy(), a, w)
+        return mm.LAST
+
+    tuning.store(dev, {key: entry})  # (no signature)
+    rule = ran()
+    assert rule != ("fast", TILE)
+    tuning.store(dev, {key: _signed(32, 64, 96, entry)})
+    assert ran() == ("fast", TILE)
+    monkeypatch.setattr(mm, "_choose", lambda *a, **k: ("tiled", None))  # (the rules change)
+    assert ran() == ("tiled", None)
+    monkeypatch.undo()
+    assert ran() == ("fast", TILE)
+    sig = _signed(32, 64, 96, entry)["sig"]
+    real = mm.gemm_fast
+
+    def edited(*args, **kw):  # (the tile's kernel changes)
+        src = real(*args, **kw)
+        return type(src)(src.wgsl + "// edited\n", src.modes)
+
+    monkeypatch.setattr(mm, "gemm_fast", edited)
+    assert mm.tune_signature(dev, "k", 32, 64, 96, entry) != sig
+    assert ran() == rule
 
 
 def test_the_command_measures_and_keeps(cache, capsys):

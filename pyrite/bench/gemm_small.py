@@ -42,7 +42,8 @@ FAST_TILES = [
     # the big shapes' tiles (ops/matmul.py FAST_GPU, FAST_GPU_DAWN), so `pyrite tune --shapes`
     # of a large product weighs them too
     (128, 128, 16, 8, 8, True),
-    (128, 128, 16, 8, 8, 3),  # (BIG_TILE: the unconditional prefetch)
+    (128, 128, 16, 8, 8, 3),  # (BIG_TILE_16X8: the unconditional prefetch, Dawn's big tile)
+    (128, 128, 8, 8, 16, 3),  # (BIG_TILE: wgpu-native's)
     (64, 64, 8, 8, 16, False),
     # K groups inside a workgroup (kernels/matmul.py gemm_fast's `kg`, the 7th word): 2-8 times
     # the invocations on the same few tiles, each summing part of every K step

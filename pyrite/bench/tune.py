@@ -93,8 +93,8 @@ def _device_us(pr, fn, reps):
 
 def tune_shape(M, N, K, lay, reps=10, tiles=None, splits=SPLITS, progress=None):
     """Time every fitting candidate for one shape; returns (entry, report) where entry is
-    ops/tuning.py's ({"tile", "us", "tile_split", "split", "us_split", "rule_us"}) or None when
-    no fast tile fits, and report lists (label, microseconds or None when wrong)."""
+    ops/tuning.py's ({"tile", "us", "tile_split", "split", "us_split", "rule_us", "sig"}) or
+    None when no fast tile fits, and report lists (label, microseconds or None when wrong)."""
     import pyrite as pr
     from pyrite.ops import matmul as mm
 
@@ -149,7 +149,15 @@ def tune_shape(M, N, K, lay, reps=10, tiles=None, splits=SPLITS, progress=None):
         "us_split": round(best_split[2], 3),
         "rule_us": round(rule_us, 3),
     }
-    return keep(entry), report
+    kept = keep(entry)
+    if kept is not None:  # (what these times were measured against: ops/matmul.tune_signature)
+        saved = mm.FORCE, mm.FORCE_SPLIT
+        mm.FORCE = mm.FORCE_SPLIT = None
+        try:
+            kept["sig"] = mm.tune_signature(dev, lay, M, N, K, kept)
+        finally:
+            mm.FORCE, mm.FORCE_SPLIT = saved
+    return kept, report
 
 
 # A winner replaces the rules only where it beats them by more than this (timing noise).

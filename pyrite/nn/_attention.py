@@ -69,6 +69,7 @@ def scaled_dot_product_attention(
         plan = _PLANS.get(pk)
         if plan is not None and plan[0] != "unkept":
             return _run_kept(plan, query, key, value, attn_mask)
+    scale = _check_operands(query, key, value, attn_mask, scale)
     if isinstance(attn_mask, CausalBias):  # torch.nn.attention.bias (torch's CPU dispatch)
         if is_causal:
             raise ValueError(
@@ -93,7 +94,7 @@ def scaled_dot_product_attention(
     _check_dtypes(query, key, value, attn_mask)
     L, E = query._shape[-2], query._shape[-1]
     S = key._shape[-2]
-    scale_ = 1.0 / math.sqrt(E) if scale is None else scale
+    scale_ = _default_scale(E) if scale is None else scale
     if 0.0 <= dropout_p < 1.0 and _fusable(query, key, value, attn_mask, enable_gqa):
         plan = None if pk is None else _PLANS.get(pk)
         if pk is not None and plan is None:  # (no gradient, no dropout: plan once, keep it)
@@ -114,13 +115,13 @@ def scaled_dot_product_attention(
         return out.to(query.dtype)
     if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
         hq, hk = query._shape[-3], key._shape[-3]
-        if hq % hk or value._shape[-3] != hk:
+        if hk == 0 or hq % hk or value._shape[-3] != hk:
             raise ShapeError(
                 f"pyrite: scaled_dot_product_attention: {hq} query heads are not a "
                 f"multiple of {hk} key/value heads"
             )
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
-    scale = 1.0 / math.sqrt(E) if scale is None else scale
+    scale = _default_scale(E) if scale is None else scale
     if _autograd.needs_grad(query, key, value):
         return _recorded(query, key, value, attn_mask, dropout_p, is_causal, scale, L, S)
     scores = _matmul.matmul(query, key.transpose(-2, -1))  # (..., L, S)
@@ -150,6 +151,43 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return _matmul.matmul(attn, value)
+
+
+def _check_operands(query, key, value, attn_mask, scale):
+    """torch's argument checks that come before any shape is read: q, k and v tensors of at
+    least 2 dims (a 1-D query was an IndexError), a tensor (or CausalBias) mask, a real scale
+    (a string reached the info words' packing). Returns the scale as a float (or None)."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"pyrite: scaled_dot_product_attention: {name} must be a Tensor, not "
+                f"{type(t).__name__}"
+            )
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise ShapeError(
+            "pyrite: scaled_dot_product_attention: expected query, key and value to be at least "
+            f"2-D (..., L or S, E), got shapes {tuple(query._shape)}, {tuple(key._shape)} and "
+            f"{tuple(value._shape)}"
+        )
+    if attn_mask is not None and not isinstance(attn_mask, (Tensor, CausalBias)):
+        raise TypeError(
+            "pyrite: scaled_dot_product_attention: attn_mask must be a Tensor (bool or "
+            f"floating) or None, not {type(attn_mask).__name__}"
+        )
+    if scale is None or type(scale) is float:
+        return scale
+    if isinstance(scale, (str, bytes)) or not hasattr(scale, "__float__"):
+        raise TypeError(
+            "pyrite: scaled_dot_product_attention: scale must be a float or None, not "
+            f"{type(scale).__name__}"
+        )
+    return float(scale)
+
+
+def _default_scale(E):
+    """1/√E; with E = 0 every score is an empty sum, 0, at any scale (torch scales q and k by
+    √scale before the product, so its infinite default scale gives 0 there, not 0·inf)."""
+    return 1.0 / math.sqrt(E) if E > 0 else 1.0
 
 
 def _check_dtypes(query, key, value, attn_mask):

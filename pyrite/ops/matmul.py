@@ -181,8 +181,30 @@ def _layout_b(st_k, st_n, K, N):
 # Its SASS lost 37 of its 109 MOVs a K step, and 11 registers (R227 -> R216). The 64x64 8x8
 # tile did not gain: 3,626 -> 5,344 at 4096^3, 542 -> 727 at 4096x768 . 3072x768T (unexamined),
 # so it keeps dbuf = True.
+# 2026-12-06, session 38, the lent H200, wgpu-native, GPU time (`scripts/gpu_session.sh big-rule
+# bert-tile2`, docs/bench/2026-12-06-h200-s38-*): 256 invocations of 8x8 sums in K steps of 16
+# with the unconditional prefetch (R140 in its SASS against the 16x8 tile's R216, so still one
+# workgroup an SM: 8 warps either way) as the big tile, also taken from BIG_MIN_TILES tiles on,
+# against the 16x8 tile under the wave-fill rule alone, µs (torch CUDA's F.linear):
+#   4096^3                  3,198 -> 3,242   (2,709)    (H100, session 37: 3,191 -> 3,161)
+#   4096x768 . 3072x768T      471 ->   459   (396)      (H100: 475 -> 461)
+#   4096x768 . 2304x768T      412 ->   386   (384)      576 tiles: the 64x64 tile before
+#   2048x768 . 3072x768T      279 ->   236   (231)      384 tiles
+#   8192x768 . 768x768T       281 ->   246   (233)      384
+#   2560x768 . 2560x768T      323 ->   309   (264)      400
+#   2560x768 . 1920x768T      234 ->   228   (214)      300
+#   2048x768 . 2304x768T      231 ->   235   (194)      288
+#   1024x4096 . 4096x4096T    811 ->   824   (705)      256 (both the big tile)
+#   (192 tiles, 4096x768 . 768x768T and 3072x1024 . 1024x1024T: the 64x64 tile either way)
+# and BERT-base's batch-32 forward 22.47 -> 22.06 ms (three alternations each, outputs equal).
+# Session 37's A/B of this tile in BERT (22.64 against 20.74 ms on the H100) swapped BIG_TILE
+# alone, not the tables that hold it: its "candidate" ran the 16x8 tile with no wave-fill test
+# (QKV's 576 tiles 468 µs, the output projection's 192 tiles 164 µs), never this tile. Counting
+# its waves in 132 slots (one workgroup an SM) instead of BIG_MIN_TILES loses the 300, 400 and
+# 288-tile gains. Dawn keeps the 16x8 tile (BIG_TILE_16X8): this one is unmeasured there.
 SMALL_OUTPUTS = 1024 * 1024
-BIG_TILE = (128, 128, 16, 8, 8, 3)
+BIG_TILE = (128, 128, 8, 8, 16, 3)
+BIG_TILE_16X8 = (128, 128, 16, 8, 8, 3)
 KG_TILE = (32, 32, 4, 4, 32, True, 4)
 KG_MIN_K = 768
 KG2_TILE = (32, 32, 4, 4, 16, 2, 2)
@@ -192,7 +214,7 @@ WIDE96_TILE = (128, 96, 8, 12, 16, False)
 GPU_SLOTS = 264
 WAVE_FILL = 0.85
 # the big tile also where its waves fill less than WAVE_FILL, at this many tiles or more (0: never)
-BIG_MIN_TILES = 0
+BIG_MIN_TILES = GPU_SLOTS
 FAST_GPU = [
     (SMALL_OUTPUTS, BIG_TILE),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, True)),
@@ -204,7 +226,7 @@ FAST_GPU = [
 ]
 FAST_GPU_DAWN = [
     (SMALL_OUTPUTS, WIDE96_TILE),
-    (SMALL_OUTPUTS, BIG_TILE),
+    (SMALL_OUTPUTS, BIG_TILE_16X8),
     (SMALL_OUTPUTS, (64, 64, 8, 8, 16, False)),
     *(row for row in FAST_GPU[2:] if row[1] != KG2_TILE),
 ]
@@ -394,7 +416,7 @@ def _choose(dev, M, N, K, batch, fast_lay, half=False):
         for least, params in table:
             if M * N * batch < least or not _fast_fits(dev, params, fast_lay, M, N, K):
                 continue
-            if params in (BIG_TILE, WIDE96_TILE):
+            if params in (BIG_TILE, BIG_TILE_16X8, WIDE96_TILE):
                 tiles = M * N * batch // (params[0] * params[1])
                 many = params == BIG_TILE and BIG_MIN_TILES and tiles >= BIG_MIN_TILES
                 if wave_fill(tiles) < WAVE_FILL and not many:
@@ -534,18 +556,21 @@ def _split_fits(dev, S, variant, M, N, K, fast_lay):
     return kind == "tiled"
 
 
-def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt):
+def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt, chosen):
     """(tile, split or None) that `pyrite tune` measured best for this product on this device
-    (ops/tuning.py), where it still fits; None: the rules decide."""
+    (ops/tuning.py), where it still fits and was measured against what the rules choose now
+    (`chosen`, the rules' variant; tune_signature); None: the rules decide."""
     if FORCE is not None or FORCE_SPLIT is not None or nbatch != 1 or out_dt.wgsl != "f32":
         return None
     from . import tuning
 
     hit = tuning.lookup(dev, fast_lay, M, N, K)
-    if hit is None:
+    if hit is None or "sig" not in hit:
         return None
     recording = dev._tape is not None
     try:
+        if hit["sig"] != tune_signature(dev, fast_lay, M, N, K, hit, chosen):
+            return None
         if recording and int(hit.get("split", 1)) > 1:  # (only GPU time counts: the split)
             tile = _tile(hit["tile_split"])
             split = (int(hit["split"]), ("fast", tile))
@@ -560,6 +585,29 @@ def _tuned(dev, fast_lay, nbatch, M, N, K, out_dt):
     if not _fast_fits(dev, tile, fast_lay, M, N, K):
         return None
     return tile, None
+
+
+def tune_signature(dev, fast_lay, M, N, K, entry, chosen=None) -> str:
+    """What a `pyrite tune` entry's times were measured against, as a hash: the product, the
+    rules' variant for it (`chosen`, else _choose's), the splits the rules take with it eagerly
+    and under a recording, and the WGSL of the rules' fast kernel and of the entry's tiles.
+    An entry keeps its signature (ops/tuning.py); one that no longer matches — the rules or
+    those kernels changed since it was measured — is not taken. (2026-12-06: the H200's shipped
+    table held a 64x64 4x4 tile for 4096x768 . 3072x768T, BERT-base's second FFN product,
+    measured at 691 µs against the rules' 864 then; the rules' own tile had since come to 524,
+    and the stale entry, 664, cost BERT-base's batch-32 forward ~1.7 ms there, and Dawn, which
+    borrows that table, too.) The general and direct kernels' own code is not in it."""
+    import hashlib
+
+    if chosen is None:
+        chosen = _choose(dev, M, N, K, 1, fast_lay)
+    parts = [fast_lay, M, N, K, chosen]
+    parts += [_rule_split(dev, M, N, K, fast_lay, chosen, rec) for rec in (False, True)]
+    tiles = [chosen[1]] if chosen[0] == "fast" else []
+    tiles += [_tile(entry[k]) for k in ("tile", "tile_split") if entry.get(k) is not None]
+    for t in tiles:
+        parts.append(gemm_fast(fast_lay, 0, "none", *fast_params(t)).wgsl)
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
 
 
 def _tile(v):
@@ -577,8 +625,13 @@ def _choose_split(dev, a, b, M, N, K, nbatch, fast_lay, out_dt, chosen):
     if FORCE_SPLIT is not None:
         S, variant = FORCE_SPLIT
         return (S, variant) if _split_fits(dev, S, variant, M, N, K, fast_lay) else None
+    return _rule_split(dev, M, N, K, fast_lay, chosen, dev._tape is not None)
+
+
+def _rule_split(dev, M, N, K, fast_lay, chosen, recording):
+    """The rules' split of a single f32 product whose variant is `chosen`, eagerly or under a
+    recording (a compiled function's trace: no host cost to repay): (S, variant) or None."""
     kind, params = chosen
-    recording = dev._tape is not None  # (a compiled function's trace: no host cost to repay)
     min_k = SPLIT_MIN_K_REPLAY if recording else SPLIT_MIN_K
     if kind != "fast" or dev.adapter_type == "CPU" or FORCE is not None or K < min_k:
         return None
@@ -788,7 +841,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
             raise _Widen  # (nothing dispatched: the op widens instead, _bf16_or_widened)
     else:
         kind, params = _choose(dev, M, N, K, nbatch, fast_lay, _acc16(dt) > 0)
-        tuned = _tuned(dev, fast_lay, nbatch, M, N, K, out_dt)
+        tuned = _tuned(dev, fast_lay, nbatch, M, N, K, out_dt, (kind, params))
         if tuned is not None:
             kind, params = "fast", tuned[0]
         gv = _gemv_params(dev, a, b, None if e is None else e.dtype, out_dt, M, K)
@@ -823,7 +876,7 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
             acc16
             and FORCE is None
             and (
-                params == BIG_TILE
+                params in (BIG_TILE, BIG_TILE_16X8)
                 or M * N * nbatch >= ACC16_MIN_TILES * ACC16_BIG_TILE[0] * ACC16_BIG_TILE[1]
             )
             and _fast_fits(dev, ACC16_BIG_TILE, fast_lay, M, N, K, True)

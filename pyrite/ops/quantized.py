@@ -284,6 +284,8 @@ def quantize_weight(weight, bits=8, group_size=None) -> QuantizedWeight:
         raise TypeError(
             f"pyrite: quantize_weight: weight must be floating point, not {weight.dtype!r}"
         )
+    if isinstance(weight, Tensor) and weight.dtype is not D.float32:
+        weight = weight.float()  # (bfloat16 has no numpy dtype: widened exactly, as f16 is)
     w = _host(weight, "weight").astype(np.float64)
     if w.ndim != 2:
         raise ShapeError(
@@ -293,7 +295,7 @@ def quantize_weight(weight, bits=8, group_size=None) -> QuantizedWeight:
     if not np.isfinite(w).all():
         raise ValueError("pyrite: quantize_weight: the weight holds NaN or infinite values")
     N, K = w.shape
-    g = K if gs is None else gs
+    g = max(K, 1) if gs is None else gs  # (in_features 0: one group of one padded value)
     groups = max(1, -(-K // g))
     # the row padded to whole groups with copies of its last value (they change no min / max)
     wp = np.empty((N, groups * g))

@@ -6,7 +6,11 @@ exact M, N, K of a single (unbatched) f32 product, and holds two winners by GPU 
 tile without a split of K (`tile`, taken by eager products, whose split decision stays the
 rule's: a second dispatch costs host time there) and the best tile with its split (`tile_split`,
 `split`: taken under a `pr.compile` recording, where only GPU time counts). A shape with no entry
-takes the rules (ops/matmul.py FAST_GPU, SPLIT_FILL), which are measured defaults.
+takes the rules (ops/matmul.py FAST_GPU, SPLIT_FILL), which are measured defaults. An entry also
+holds its signature (`sig`, ops/matmul.tune_signature: the rules' choice for the shape and the
+code of the kernels it was timed against); where the rules or those kernels have changed since,
+the signature no longer matches and the entry is passed by (the rules decide until the shape is
+tuned again), so a table never holds a pyrite to what an older one measured.
 
 Tables live in one JSON file, `$PYRITE_TUNE_CACHE` or `~/.cache/pyrite/tune.json`, one section a
 device (adapter name, implementation, driver and pyrite version: a new driver or pyrite tunes
