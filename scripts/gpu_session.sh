@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -82,6 +82,11 @@ for s in $steps; do
       step tune 110 env PYRITE_BACKEND=wgpu python3 -m pyrite tune --dry-run --reps 10 \
         --shapes 128x768x768:k,128x2304x768:k,128x3072x768:k,128x768x3072:k \
         --json "$OUT/tune.json" ;;
+    tune-ship)  # pyrite tune's BERT preset, kept in $OUT/tune-cache.json: the table pyrite/data ships for this GPU
+      step tune-ship-1 200 env PYRITE_BACKEND=wgpu PYRITE_TUNE_CACHE="$OUT/tune-cache.json" python3 -m pyrite tune \
+        --reps 10 --shapes 128x2304x768:k,128x768x768:k,128x3072x768:k,128x768x3072:k
+      step tune-ship-2 240 env PYRITE_BACKEND=wgpu PYRITE_TUNE_CACHE="$OUT/tune-cache.json" python3 -m pyrite tune \
+        --reps 10 --shapes 4096x2304x768:k,4096x768x768:k,4096x3072x768:k,4096x768x3072:k ;;
     half)
       step half 90 env PYRITE_BACKEND=wgpu python3 scripts/half_gemm_time.py --json "$OUT/half.json" ;;
     dropout)
