@@ -14,8 +14,9 @@ tuned again), so a table never holds a pyrite to what an older one measured.
 
 Tables live in one JSON file, `$PYRITE_TUNE_CACHE` or `~/.cache/pyrite/tune.json`, one section a
 device (adapter name, implementation, driver and pyrite version: a new driver or pyrite tunes
-afresh); `pyrite/data/tune-*.json` ship tables measured on the lent H200 and H100 (wgpu-native),
-read where no cached section exists; a device with neither borrows the same GPU's table under
+afresh); `pyrite/data/tune-*.json` are tables shipped for the lent GPUs, read where no cached
+section exists (none ships now: the ones tuned before entries had signatures were removed,
+2026-12-06; `scripts/gpu_session.sh tune-ship` makes one); a device with neither borrows the same GPU's table under
 the other implementation (`borrow`). None ships for lavapipe: its rules (ops/matmul.py's CPU
 tiles) were measured there, and its timings move with the machine's load. Writes are atomic (pyrite/_fs.py).
 """
