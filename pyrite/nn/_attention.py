@@ -1102,6 +1102,14 @@ def _g_flash(ctx, grads):
             return (dq if ctx.needs[0] else None, dk if ctx.needs[1] else None,
                     dv if ctx.needs[2] else None, None)  # fmt: skip
     L, S = q._shape[-2], k._shape[-2]
+    dts = (q.dtype, k.dtype, v.dtype, None if mask is None else mask.dtype)
+    if q.dtype in (D.float16, D.bfloat16):
+        # the math in float32, as the kernels and torch's CPU math accumulate, the gradients
+        # rounded once: in half, a score plus a padding mask's -1e4 lost the score (f16's step
+        # there is 8) and the gradients of such rows were 15-25 % off
+        q, k, v, g = (t.to(D.float32) for t in (q, k, v, g))
+        if mask is not None and not mask.dtype.is_bool:
+            mask = mask.to(D.float32)
     attn = _weights(q, k, mask, is_causal, scale, L, S)
     dattn = _matmul.matmul(g, v.transpose(-2, -1))
     kept = attn
@@ -1113,7 +1121,8 @@ def _g_flash(ctx, grads):
     ds = attn * (dattn - (dattn * attn).sum(-1, keepdim=True))
     dq = _matmul.matmul(ds, k) * scale if ctx.needs[0] else None
     dk = _matmul.matmul(ds.transpose(-2, -1), q) * scale if ctx.needs[1] else None
-    return dq, dk, dv, ds if needs_mask else None
+    grads = (dq, dk, dv, ds if needs_mask else None)
+    return tuple(t if t is None or t.dtype is dt else t.to(dt) for t, dt in zip(grads, dts))
 
 
 _g_flash.saves = frozenset((0, 1, 2, 3, "out"))
