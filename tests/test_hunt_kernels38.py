@@ -492,10 +492,7 @@ def _mm_draw(rng):
     if op == "addmm":
         inp = _pick(rng, [(M, N), (N,), (1, N), (M, 1), ()])
         return op, (inp, (M, K), (K, N)), pr.addmm, torch.addmm, ab
-    if op == "addbmm":
-        # (M or N = 0 left out: addbmm's reshape(M, -1) of an empty (B, M, K) raises where torch
-        # returns the empty sum; pyrite/ops/matmul.py, reported)
-        M, N = max(M, 1), max(N, 1)
+    if op == "addbmm":  # (M or N = 0 raised a ShapeError before session 38: reshape(M, -1))
         return op, (_pick(rng, [(M, N), (N,)]), (B, M, K), (B, K, N)), pr.addbmm, torch.addbmm, ab
     if op == "addmv":
         inp = _pick(rng, [(M,), (1,), ()])
@@ -1007,3 +1004,17 @@ INVALID = {
 def test_invalid_inputs_raise_clear_pyrite_errors(name):
     exc = _clean_error(INVALID[name], name)
     assert str(exc).startswith("pyrite"), f"{name}: {type(exc).__name__}: {exc}"
+
+
+def test_addbmm_of_empty_products_matches_torch():
+    """addbmm where M, N or the batch is 0: the input scaled by beta (or an empty result), as
+    torch gives, where pyrite's reshape(M, -1) of an empty operand raised."""
+    rng = np.random.default_rng(38)
+    for B, M, K, N in ((2, 0, 4, 3), (2, 3, 4, 0), (0, 3, 4, 5), (2, 3, 0, 5)):
+        inp = rng.standard_normal((M, N)).astype(np.float32)
+        b1 = rng.standard_normal((B, M, K)).astype(np.float32)
+        b2 = rng.standard_normal((B, K, N)).astype(np.float32)
+        got = pr.addbmm(pr.tensor(inp), pr.tensor(b1), pr.tensor(b2), beta=0.5).numpy()
+        want = torch.addbmm(torch.tensor(inp), torch.tensor(b1), torch.tensor(b2), beta=0.5)
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-6)

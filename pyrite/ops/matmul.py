@@ -1205,8 +1205,10 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     if a._shape[0] != b._shape[0] or a._shape[2] != b._shape[1]:
         raise _mismatch(a, b)
     # sum_b A_b @ B_b == [A_0 .. A_{B-1}] (M, B*K) @ [B_0; ..; B_{B-1}] (B*K, N)
-    ac = a.permute(1, 0, 2).reshape(a._shape[1], -1)
-    bc = b.reshape(-1, b._shape[2])
+    # (sizes spelt out: a -1 cannot be inferred where M or N is 0)
+    bk = a._shape[0] * a._shape[2]
+    ac = a.permute(1, 0, 2).reshape(a._shape[1], bk)
+    bc = b.reshape(bk, b._shape[2])
     return _to_out(_scaled(input, ac, bc, beta, alpha, "addbmm"), out)
 
 
