@@ -60,16 +60,16 @@ for s in $steps; do
           --shapes "4096,4096,4096;4096,3072,768;4096,2304,768" --variants "auto;fast 128x128 8x8 k16 dbu"
       done
       step bert-tile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" ;;
-    tile-profile)  # BERT batch 32's kernels with the shipped big tile and the 8x8 k16 candidate, by grid (pr.profiler, warm)
-      step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --profile ;;
-    big-rule)  # the rule with the 8x8 k16 tile as its big tile (also from 264 tiles) against the rule as shipped, wgpu-native
+    tile-profile)  # BERT batch 32's kernels with the big tile (8x8 k16 since session 38) and the 16x8 one before it, by grid (pr.profiler, warm)
+      step tile-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,16,8,8,3" --min 0 --profile ;;
+    big-rule)  # the rule with the 8x8 k16 tile as its big tile (also from 264 tiles) against the rule before session 38 (16x8, wave fill alone), wgpu-native
       step big-rule 200 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/big-rule.json" \
         --shapes "4096,4096,4096;4096,3072,768;4096,2304,768;4096,768,3072;4096,768,768;2048,3072,768;8192,768,768;2048,2304,768;1024,4096,4096;3072,1024,1024;2560,1920,768;2560,2560,768;1000,3001,999" \
-        --variants "auto;rule 128x128 8x8 k16 dbu min264;rule 128x128 8x8 k16 dbu slots132;fast 128x128 8x8 k16 dbu;fast 64x64 8x8 k16 db" ;;
-    bert-tile2)  # BERT batch 32 with that rule against the shipped one (the harness now swaps the rule's tables too), then profiled
-      step bert-tile2 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --min 264
+        --variants "auto;rule 128x128 16x8 k8 dbu min0;rule 128x128 8x8 k16 dbu slots132 min0;fast 128x128 8x8 k16 dbu;fast 64x64 8x8 k16 db" ;;
+    bert-tile2)  # BERT batch 32 with the rule as shipped against the one before session 38 (the harness swaps the rule's tables too), then profiled
+      step bert-tile2 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,16,8,8,3" --min 0
       SASS_WORKLOADS="gemm_dbu gemm88k16" step sass-big 120 bash scripts/sass_probe.sh gemm_dbu gemm88k16
-      step bert-tile2-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,8,8,16,3" --min 264 --profile ;;
+      step bert-tile2-profile 120 env PYRITE_BACKEND=wgpu python3 scripts/bert_tile_ab.py "128,128,16,8,8,3" --min 0 --profile ;;
     math)  # kernels/mathlib.py's functions compile and hold their accuracy on both implementations
       step math-wgpu 60 env PYRITE_BACKEND=wgpu python3 scripts/math_check.py
       step math-dawn 60 env PYRITE_BACKEND=dawn python3 scripts/math_check.py ;;
