@@ -1,10 +1,10 @@
 """BERT-base's batch-32 forward with the f32 rule's big tile as shipped (ops/matmul.BIG_TILE)
-and with a candidate in its place (gemm_tile_ab.use_big_tile: the rule's tables too, and its
-BIG_MIN_TILES from `--min T`, its GPU_SLOTS from `--slots S`), alternated, each timing after a warm-up (pyrite bench's BERT
-timing), outputs compared. `--profile`: instead, one pr.profiler profile of each (the card
-warmed before it), its device time by kernel family and grid.
-`PYRITE_BACKEND=wgpu python scripts/bert_tile_ab.py "128,128,8,8,16,3" [--min T] [--slots S] [--profile]
-[LAYERS BATCH]`"""
+and with a candidate in its place (gemm_tile_ab.use_big_tile: the rule's tables too, its
+BIG_MIN_TILES from `--min T`, its GPU_SLOTS from `--slots S`), alternated, each timing after a
+warm-up (pyrite bench's BERT timing), outputs compared. `--profile`: instead, one pr.profiler
+profile of each (the card warmed before it), its device time by kernel family and grid.
+`PYRITE_BACKEND=wgpu python scripts/bert_tile_ab.py "128,128,16,8,8,3" [--min T] [--slots S]
+[--profile] [LAYERS BATCH]`"""
 
 import statistics
 import sys

@@ -12,6 +12,7 @@ at T tiles or more whatever its waves' fill (ops/matmul.BIG_MIN_TILES); "slotsS"
 counted in S workgroups (ops/matmul.GPU_SLOTS)."""
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -65,12 +66,14 @@ def parse_rule(name):
     words = name.split()
     if not words or words[0] != "rule":
         return None
-    opts = {w.rstrip("0123456789"): int(w.lstrip("minslot")) for w in words[1:]
-            if w.startswith(("min", "slots"))}  # fmt: skip
-    tile = parse_tile(
-        " ".join(["fast"] + [w for w in words[1:] if not w.startswith(("min", "slots"))])
-    )
-    return tile[1], opts.get("min", 0), opts.get("slots")
+    opts, spelt = {}, ["fast"]
+    for w in words[1:]:
+        m = re.fullmatch(r"(min|slots)(\d+)", w)
+        if m:
+            opts[m[1]] = int(m[2])
+        else:
+            spelt.append(w)
+    return parse_tile(" ".join(spelt))[1], opts.get("min", 0), opts.get("slots")
 
 
 def main():

@@ -137,27 +137,23 @@ def tune_shape(M, N, K, lay, reps=10, tiles=None, splits=SPLITS, progress=None):
                     best = (tile, us)
                 if best_split is None or us < best_split[2]:
                     best_split = (tile, S, us)
+        if best is None:
+            return None, report
+        entry = {
+            "tile": list(best[0]),
+            "us": round(best[1], 3),
+            "tile_split": list(best_split[0]),
+            "split": best_split[1],
+            "us_split": round(best_split[2], 3),
+            "rule_us": round(rule_us, 3),
+        }
+        kept = keep(entry)
+        if kept is not None:  # (what these times were measured against, the rules unforced)
+            mm.FORCE = mm.FORCE_SPLIT = None
+            kept["sig"] = mm.tune_signature(dev, lay, M, N, K, kept)
+        return kept, report
     finally:
         mm.FORCE, mm.FORCE_SPLIT = saved
-    if best is None:
-        return None, report
-    entry = {
-        "tile": list(best[0]),
-        "us": round(best[1], 3),
-        "tile_split": list(best_split[0]),
-        "split": best_split[1],
-        "us_split": round(best_split[2], 3),
-        "rule_us": round(rule_us, 3),
-    }
-    kept = keep(entry)
-    if kept is not None:  # (what these times were measured against: ops/matmul.tune_signature)
-        saved = mm.FORCE, mm.FORCE_SPLIT
-        mm.FORCE = mm.FORCE_SPLIT = None
-        try:
-            kept["sig"] = mm.tune_signature(dev, lay, M, N, K, kept)
-        finally:
-            mm.FORCE, mm.FORCE_SPLIT = saved
-    return kept, report
 
 
 # A winner replaces the rules only where it beats them by more than this (timing noise).

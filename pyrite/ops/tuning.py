@@ -16,8 +16,8 @@ Tables live in one JSON file, `$PYRITE_TUNE_CACHE` or `~/.cache/pyrite/tune.json
 device (adapter name, implementation, driver and pyrite version: a new driver or pyrite tunes
 afresh); `pyrite/data/tune-*.json` are tables shipped for the lent GPUs, read where no cached
 section exists (none ships now: the ones tuned before entries had signatures were removed,
-2026-12-06; `scripts/gpu_session.sh tune-ship` makes one); a device with neither borrows the same GPU's table under
-the other implementation (`borrow`). None ships for lavapipe: its rules (ops/matmul.py's CPU
+2026-12-06; `scripts/gpu_session.sh tune-ship` makes one); a device with neither borrows the
+same GPU's table under the other implementation (`borrow`). None ships for lavapipe: its rules (ops/matmul.py's CPU
 tiles) were measured there, and its timings move with the machine's load. Writes are atomic (pyrite/_fs.py).
 """
 
