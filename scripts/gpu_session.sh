@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -268,6 +268,10 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step acc16-n768 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --f16 --acc16 \
         --json "$OUT/acc16-n768.json" --shapes "4096,768,768;4096,768,3072;4096,2304,768;128,768,768;1024,768,3072" \
         --variants "auto;fast 128x128 8x4 k32 dbu;fast 64x64 8x8 k16 dbu" ;;
+    scan)  # the one-pass look-back scan: its tests and the scan tests on this GPU, then its A/B against the chunked path and whole rows
+      step scan-tests 150 env PYRITE_BACKEND=wgpu python3 -m pytest -q -x -p no:cacheprovider \
+        tests/test_scan_lookback.py tests/test_scan.py
+      step scan-ab 150 env PYRITE_BACKEND=wgpu python3 scripts/scan_ab.py --json "$OUT/scan-ab.json" ;;
     parity)  # the GPU's own kernel choices against numpy float64 (scripts/gpu_parity_check.py)
       step parity 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_parity_check.py ;;
     *) echo "gpu_session: unknown step $s" ;;

@@ -795,6 +795,127 @@ def _pad(k: str) -> str:
     return f"{k} + ({k} >> 4u)"
 
 
+# One-pass scans ("lookback", GPUs): one workgroup a staged chunk of SCAN_STAGED elements,
+# taken by ticket (an atomic counter), so every chunk before it has started. It scans its chunk
+# in workgroup memory, stores the chunk's total A[u] (one f32 word, FUSED_EMPTY until stored:
+# the word is its own ready flag, so the relaxed atomics need no ordering between words), and
+# starts its scan from the totals of the chunks before it, combined in a fixed order so that
+# every run gives the same bits (a decoupled look-back's sum depends on which predecessor it
+# finds done):
+#   prefix(c) = tree(SB[0 .. S)) (op) tree(A[sb S .. c)),   S = c / sb,
+# SB[s] = the pairwise tree of A[sb s .. sb s + sb), stored by chunk sb s + sb - 1 (it waits for
+# the other sb - 1 anyway); sb (a power of two up to WG) is 256 but where a test shrinks it. A
+# chunk waits only for totals that chunks with earlier tickets store right after their own reads
+# (never after their prefixes), so no chain of waits runs through a row. A wait that outlasts
+# `spins` polls computes the word itself, in the same order as its owner (lb_chunk: a chunk's
+# total is the pairwise tree of its WG blocks' serial sums, which is what the Hillis-Steele
+# scan's last slot holds; lb_sb: the pairwise tree of a superblock's totals): the result never
+# depends on scheduling, and no wait can hang. The workgroup that counts itself last in the
+# done counter (every other has finished its waits) sets the words this scan used back to
+# empty and both counters to 0.
+# Scratch words (`part`): [0] ticket [1] done, [2 + u] A[u] for u = o P + c, [2 + U + o SBP + s]
+# SB[s] of row o (SBP = ceil(P / sb); the host keeps rows P <= U).
+SCAN_STAGE_BLOCK = SCAN_STAGED // WG  # (elements a staged invocation's block)
+
+
+def _lookback_fns(acc: str, ident: str, f: str, x: str, sb: int, spins: int) -> str:
+    """The look-back scan's workgroup variables and its waits (x: the element load at `j` of
+    the row at `ib`)."""
+    e = f"{FUSED_EMPTY:#x}u"
+    wait = (
+        ""
+        if spins < 0
+        # (spins < 0: never read, always computed: tests)
+        else (
+            "  var v = atomicLoad(&part[i]);\n"
+            f"  for (var n = 0; v == {e} && n < {spins}; n++) {{ v = atomicLoad(&part[i]); }}\n"
+            f"  if (v != {e}) {{ return bitcast<f32>(v); }}\n"
+        )
+    )
+
+    def tree(count: str, leaf: str) -> str:  # the pairwise tree of `count` leaves, by a stack
+        return (
+            f"  var st: array<{acc}, 10>;\n  var top = 0;\n"
+            f"  for (var b = 0; b < {count}; b++) {{\n{leaf}"
+            f"    for (var c = b; (c & 1) == 1; c = c >> 1u) {{ top--; v = st[top] {f} v; }}\n"
+            "    st[top] = v;\n    top++;\n  }\n  return st[0];\n"
+        )
+
+    chunk_leaf = (
+        f"    var v = {ident};\n"
+        f"    for (var k = 0; k < {SCAN_STAGE_BLOCK}; k++) {{\n"
+        f"      let j = q * {SCAN_STAGED} + b * {SCAN_STAGE_BLOCK} + k;\n      v = v {f} {x};\n    }}\n"
+    )
+    return (
+        "var<workgroup> tick: u32;\nvar<workgroup> lb_last: u32;\n"
+        + "".join(f"var<workgroup> {n}: array<{acc}, {WG}>;\n" for n in ("lw", "lg", "lq"))
+        + "fn lb_chunk(ib: i32, q: i32) -> f32 {  // chunk q's total, as its workgroup sums it\n"
+        + tree(str(WG), chunk_leaf)
+        + "}\nfn lb_a(i: i32, ib: i32, q: i32) -> f32 {  // A word i: chunk q's total\n"
+        + wait
+        + "  return lb_chunk(ib, q);\n}\n"
+        + "fn lb_sb(i: i32, a0: i32, ib: i32, q0: i32) -> f32 {  // SB word i: chunks q0.. at a0..\n"
+        + wait
+        + tree(str(sb), "    var v = lb_a(a0 + b, ib, q0 + b);\n")
+        + "}\n"
+    )
+
+
+def _lookback_prefix(ident: str, f: str, sb: int) -> list[str]:
+    """A look-back scan's lines once its chunk's Hillis-Steele scan is in `sh`: the chunk's
+    total stored, `prefix` (the chunks before it, in the fixed order above) and, from a
+    superblock's last chunk, the superblock's total stored."""
+    w = WG
+    pairs = f"let e = t + d;\n    if ((t & (2 * d - 1)) == 0 && e < {w}) {{"  # (adjacent pairs)
+    return [
+        f"  let total = sh[{w - 1}];\n",
+        "  if (t == 0 && live) { atomicStore(&part[2 + u], p_word(total)); }\n",
+        f"  let s0 = cidx / {sb} * {sb};\n",
+        "  let m = select(0, cidx - s0, live);\n",
+        f"  let S = select(0, cidx / {sb}, live);\n",
+        f"  let SBP = (P + {sb - 1}) / {sb};\n",
+        "  let arow = 2 + o * P;\n",
+        f"  var lbw = {ident};\n",
+        "  if (t < m) { lbw = lb_a(arow + s0 + t, ib, s0 + t); }\n",
+        f"  var lbq = {ident};\n",
+        _loop(
+            "k",
+            "t",
+            "S",
+            w,
+            f"      lbq = lbq {f} lb_sb(2 + U + o * SBP + k, arow + k * {sb}, ib, k * {sb});\n",
+        ),
+        "  lw[t] = lbw;\n  lg[t] = select(lbw, total, t == m);\n  lq[t] = lbq;\n",
+        f"  for (var d = 1; d < {w}; d = d << 1u) {{\n"
+        f"    workgroupBarrier();\n    {pairs}\n"
+        f"      lw[t] = lw[t] {f} lw[e];\n      lq[t] = lq[t] {f} lq[e];\n"
+        f"      if (d < {sb}) {{ lg[t] = lg[t] {f} lg[e]; }}\n"
+        "    }\n  }\n",
+        "  workgroupBarrier();\n",
+        f"  if (t == 0 && live && m == {sb - 1}) "
+        "{ atomicStore(&part[2 + U + o * SBP + S], p_word(lg[0])); }\n",
+        f"  let prefix = lq[0] {f} lw[0];\n",
+    ]
+
+
+def _lookback_release() -> list[str]:
+    """A look-back scan's last lines: the workgroup that counts itself last (every other has
+    finished its waits) empties the words this scan used and zeroes both counters."""
+    e = f"{FUSED_EMPTY:#x}u"
+    return [
+        "  if (t == 0) {\n",
+        "    let done = atomicAdd(&part[1], 1u);\n",
+        "    lb_last = select(0u, 1u, done == nwg.x * nwg.y * nwg.z - 1u);\n",
+        "  }\n",
+        "  if (workgroupUniformLoad(&lb_last) == 1u) {\n",
+        _loop("k", "t", "units", WG, f"      atomicStore(&part[2 + k], {e});\n", "    "),
+        "    let sbs = info[0] * SBP;\n",
+        _loop("k", "t", "sbs", WG, f"      atomicStore(&part[2 + U + k], {e});\n", "    "),
+        "    if (t == 0) { atomicStore(&part[0], 0u); atomicStore(&part[1], 0u); }\n",
+        "  }\n",
+    ]
+
+
 @lru_cache(maxsize=256)
 def scan_kernel(
     op: str,
@@ -805,6 +926,8 @@ def scan_kernel(
     mode: str,
     stage: str = "",
     staged: bool = False,
+    sb: int = WG,
+    spins: int = FUSED_SPINS,
 ) -> KernelSource:
     """cumsum / cumprod along one dim, `acc` the compute type (f32|i32).
 
@@ -819,7 +942,10 @@ def scan_kernel(
       "total"  part[u] = the chunk's total, u = o·P + c (buffers inp, part);
       "apply"  the chunk's scan, started from carry[u - 1], the inclusive scan of the totals
                (the identity for c = 0) (buffers inp, carry, out).
-    Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P.
+      "lookback" the two in one dispatch (GPUs; f32 compute, staged chunks): see
+               SCAN_LOOKBACK below (buffers inp, part: the scratch, out).
+    Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P ("lookback": then [7 + 3R] the
+    scratch's capacity U).
 
     `staged` (row mode, the caller's unit of at most SCAN_STAGED elements): the unit passes
     through workgroup memory, so every load and store of the input and output is coalesced;
@@ -834,8 +960,20 @@ def scan_kernel(
     row = mode == "row"
     if stage and not row:
         raise ValueError("pyrite: chunked scans run in row mode")
+    lookback = stage == "lookback"
+    if lookback and not (staged and acc == "f32"):
+        raise ValueError("pyrite: a look-back scan runs staged chunks in f32")
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
-    if stage:
+    if lookback:  # (the chunk from a ticket: every chunk before it has started)
+        body += [
+            "  if (lid.x == 0u) { tick = atomicAdd(&part[0], 1u); }\n",
+            "  let u = i32(workgroupUniformLoad(&tick));\n",
+            f"  let C = info[{c_at}];\n  let P = info[{c_at + 1}];\n  let U = info[{c_at + 2}];\n",
+            "  let units = info[0] * P;\n  let uc = min(u, units - 1);\n",
+            "  let o = select(info[0], uc / P, u < units);\n  let cidx = uc % P;\n",
+            "  let t = i32(lid.x);\n",
+        ]
+    elif stage:
         body += [
             f"  let C = info[{c_at}];\n  let P = info[{c_at + 1}];\n",
             "  let u = wg_flat;\n  let o = u / P;\n  let cidx = u % P;\n  let t = i32(lid.x);\n",
@@ -867,6 +1005,8 @@ def scan_kernel(
         else:
             body.append("  let lo = 0;\n  let hi = L;\n")
         start = ident
+        if lookback:
+            start = "prefix"
         if stage == "apply":  # (max: select reads both sides, and u - 1 is -1 at u = 0)
             body.append(f"  let start = select({ident}, carry[max(u - 1, 0)], cidx > 0);\n")
             start = "start"
@@ -901,6 +1041,8 @@ def scan_kernel(
             "    workgroupBarrier();\n    sh[t] = v;\n  }\n",
             "  workgroupBarrier();\n",
         ]
+        if lookback:
+            body += _lookback_prefix(ident, f, sb)
         if stage == "total":
             body.append(f"  if (t == 0 && live) {{ part[u] = sh[{WG - 1}]; }}\n")
         elif staged:  # (scanned in place, then written out by consecutive invocations)
@@ -917,15 +1059,24 @@ def scan_kernel(
                 f"  a = select({start}, {start} {f} sh[max(t - 1, 0)], t > 0);\n",
                 _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n"),
             ]
+    if lookback:
+        body += _lookback_release()
     bufs = [("inp", in_stype, "r")]
     if stage == "total":
         bufs.append(("part", acc, "w"))
+    elif lookback:
+        bufs += [("part", "atomic<u32>", "w"), ("out", out_stype, "w")]
     else:
         if stage == "apply":
             bufs.append(("carry", acc, "r"))
         bufs.append(("out", out_stype, "w"))
     src = (
         header(bufs)
+        + (
+            _lookback_fns(acc, ident, f, x, sb, spins) + helpers_for("".join(body))
+            if lookback
+            else ""
+        )
         + (f"var<workgroup> sh: array<{acc}, {WG}>;\n" if row else "")
         + (
             f"var<workgroup> xs: array<{acc}, {SCAN_STAGED + SCAN_STAGED // 16}>;\n"
@@ -938,6 +1089,18 @@ def scan_kernel(
         "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
     )
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
+
+
+def lookback_loop_iterations(rows: int, parts: int, sb: int, spins: int) -> int:
+    """Loop iterations of one invocation of a look-back scan at worst: its staged chunk, a
+    chunk total and its share of superblock totals each waited for in full and then computed
+    (a superblock from its chunks' totals, each computed too), the trees' steps, and the last
+    workgroup's resets."""
+    tree = lambda n, leaf: n * (leaf + WG.bit_length() + 1) + 1  # noqa: E731
+    a = spins + 1 + tree(WG, SCAN_STAGE_BLOCK + 1)
+    sbs = -(-(parts // sb) // WG) * (spins + 1 + tree(sb, a)) + 1
+    resets = -(-rows * parts // WG) + -(-rows * -(-parts // sb) // WG) + 2
+    return scan_loop_iterations("row", SCAN_STAGED) + a + sbs + WG.bit_length() + resets
 
 
 def reduce_loop_iterations(mode: str, length: int) -> int:

@@ -21,9 +21,11 @@ from .. import dtypes as D
 from ..kernels.common import WG, fold_grid, grid_for
 from ..kernels.reduce import (
     FUSED_EMPTY,
+    FUSED_SPINS,
     SCAN_STAGED,
     fused_loop_iterations,
     fused_ok,
+    lookback_loop_iterations,
     reduce_kernel,
     reduce_loop_iterations,
     scan_kernel,
@@ -844,8 +846,19 @@ def _scan(op, input, dim, dtype):
     acc = _acc_for(out_dt)
     info = [rows, length, input._offset, input._strides[d], ostrides[d], *oshape, *istr, *ostr]
     bufs = [input._storage.buffer, out._storage.buffer]
-    chunk = _scan_chunk(rows, length, mode)
     dev = backend.current()
+    parts = _lookback_parts(rows, length, acc) if input._strides[d] == ostrides[d] == 1 else None
+    if parts is not None:  # one pass (kernels/reduce.py's "lookback")
+        global SCAN_LAST_PATH
+        SCAN_LAST_PATH = f"lookback P={parts}"
+        info += [SCAN_STAGED, parts, SCAN_LOOKBACK_UNITS]
+        k = (op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "lookback", True)
+        src = scan_kernel(*k, SCAN_LOOKBACK_SB, _lookback_spins())
+        bufs = [input._storage.buffer, _lookback_scratch(dev).buffer, out._storage.buffer]
+        dev.dispatch(src, bufs, info, fold_grid(rows * parts))
+        return out
+    chunk = _scan_chunk(rows, length, mode)
+    SCAN_LAST_PATH = "rows" if chunk is None else f"chunked C={chunk}"
     if chunk is None:  # (_mode already moved a serial row past the loop budget to "row")
         staged = SCAN_STAGE and mode == "row" and length <= SCAN_STAGED
         src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode, "", staged)
@@ -908,6 +921,51 @@ SCAN_TARGET_WORKGROUPS = 4096
 # SCAN_STAGED: coalesced loads and stores), and a GPU's chunks are cut to that length. False:
 # never (A/B).
 SCAN_STAGE = True
+
+
+# One-pass scans (kernels/reduce.py's "lookback"): on a GPU, rows longer than one staged unit
+# (SCAN_STAGED) are cut into chunks of SCAN_STAGED, all scanned in one dispatch, each chunk
+# starting from the chunks before it through the persistent scratch, where the other paths read
+# the input twice (totals, then the rescan: chunked rows) or read a row's blocks uncoalesced
+# (whole rows). Rows contiguous in the input and the output only (a chunk's loads are then
+# coalesced; a scan along a strided dim is better served one row an invocation). f32 compute only (the scratch's ready flag is a NaN pattern; integer scans keep
+# the chunked path). At most SCAN_LOOKBACK_UNITS chunks (rows x chunks) a scan: the scratch's
+# slots, each reset by the scan's last workgroup.
+SCAN_LOOKBACK = None  # None: the rule above; False: never (A/B); True: wherever it fits (tests)
+SCAN_LOOKBACK_UNITS = 1 << 16
+SCAN_LOOKBACK_SPINS = None  # polls a wait (None: _lookback_spins' rule; < 0: none, always computed)
+SCAN_LOOKBACK_SB = WG  # chunks a superblock (kernels/reduce.py; tests shrink it to reach SB waits)
+SCAN_LAST_PATH = ""  # "lookback P=<chunks>" | "chunked C=<chunk>" | "rows": the last scan's kernel
+
+
+def _lookback_parts(rows: int, length: int, acc: str):
+    """Chunks P a row of a one-pass scan takes, or None: another path."""
+    if SCAN_LOOKBACK is False or acc != "f32" or not SCAN_STAGE or FORCE_SCAN_CHUNK is not None:
+        return None
+    if SCAN_LOOKBACK is None and (_cpu_adapter() or length <= SCAN_STAGED):
+        return None
+    parts = -(-length // SCAN_STAGED)
+    its = lookback_loop_iterations(rows, parts, SCAN_LOOKBACK_SB, _lookback_spins())
+    if parts < 2 or rows * parts > SCAN_LOOKBACK_UNITS or its > max_loop_iterations():
+        return None
+    return parts
+
+
+def _lookback_spins() -> int:
+    """Polls of a look-back wait before it computes the word itself: a GPU's owner stores it
+    within microseconds (FUSED_SPINS polls are milliseconds); a CPU adapter's may be a thread
+    the OS has not run yet, and computing a chunk's total is cheap there."""
+    if SCAN_LOOKBACK_SPINS is not None:
+        return SCAN_LOOKBACK_SPINS
+    return 64 if _cpu_adapter() else FUSED_SPINS
+
+
+def _lookback_scratch(dev):
+    """The device's persistent scratch for one-pass scans: two counters at 0, then
+    SCAN_LOOKBACK_UNITS chunk totals and as many superblock totals, all FUSED_EMPTY."""
+    n = SCAN_LOOKBACK_UNITS
+    data = np.concatenate([np.zeros(2, np.uint32), np.full(2 * n, FUSED_EMPTY, np.uint32)])
+    return dev.persistent(("reduce.lookback", n), data)
 
 
 def cumsum(input, dim, *, dtype=None):

@@ -1,0 +1,155 @@
+"""The one-pass look-back scan (ops/reduce.SCAN_LOOKBACK, kernels/reduce.py "lookback"):
+cumsum / cumprod of rows longer than one staged chunk in one dispatch, each chunk started from
+the totals of the chunks before it through the device's persistent scratch. Against float64
+numpy with the scan's own tolerance (tests/test_scan.py's `_check`), on lavapipe with the
+superblock shrunk so the superblock waits run at small sizes; its bits the same on every run
+and whether each wait was served by the owner's store or computed by the waiter; the scratch
+left clean; the rule's limits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+from pyrite.kernels.reduce import FUSED_SPINS, SCAN_STAGED, lookback_loop_iterations
+from pyrite.ops import reduce as R
+from tests.test_scan import _check
+
+
+def _scratch_clean(dev):
+    """Both counters 0 and every chunk and superblock word FUSED_EMPTY, read from the device."""
+    st = R._lookback_scratch(dev)
+    words = 2 + 2 * R.SCAN_LOOKBACK_UNITS  # (the pool's buffer may be larger)
+    data = np.frombuffer(dev.read(st.buffer, 0, 4 * words), np.uint32)
+    return bool((data[:2] == 0).all() and (data[2:] == R.FUSED_EMPTY).all())
+
+
+@pytest.fixture
+def lookback(monkeypatch):
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", True)
+    monkeypatch.setattr(R, "SCAN_LOOKBACK_SB", 4)  # (superblocks of 4 chunks: reached at 5)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (SCAN_STAGED + 1,),  # two chunks, the second of one element
+        (3, 2 * SCAN_STAGED),  # whole chunks, three rows
+        (2, 9 * SCAN_STAGED + 5),  # superblocks: two whole, a ragged third
+        (5, 3, 5003),  # rows over two outer dims
+        (1, 23 * SCAN_STAGED - 1),  # 23 chunks: five superblocks and a part
+    ],
+)
+def test_lookback_parity(op, shape, rng, lookback):
+    a = (1 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
+    if op == "cumsum":
+        a = a - 1.0
+    _check(a, -1, op)
+    assert R.SCAN_LAST_PATH.startswith("lookback"), R.SCAN_LAST_PATH
+    assert _scratch_clean(pr.backend.current())
+
+
+def test_lookback_same_bits_whoever_computes_a_total(rng, lookback):
+    # a waiter that computes a chunk's or a superblock's total itself (lb_chunk, lb_sb) gets
+    # its owner's bits: the run with no waits at all equals the run with them, and two runs
+    # agree
+    a = rng.standard_normal((2, 13 * SCAN_STAGED + 77)).astype(np.float32) * 100
+    x = pr.tensor(a)
+    runs = [x.cumsum(1).numpy() for _ in range(2)]
+    lookback.setattr(R, "SCAN_LOOKBACK_SPINS", -1)  # (never poll: every word computed)
+    runs.append(x.cumsum(1).numpy())
+    bits = [r.view(np.uint32) for r in runs]
+    assert (bits[0] == bits[1]).all() and (bits[0] == bits[2]).all()
+    assert R.SCAN_LAST_PATH == "lookback P=14"
+    assert _scratch_clean(pr.backend.current())
+
+
+def test_lookback_specials_dtypes_and_back_to_back(rng, lookback):
+    # NaN (a payload of all ones included: its chunk total is stored canonical, never the
+    # empty word) and inf reach every later element; an f16 input and output; three scans in
+    # one batch before any read share the scratch one after another
+    n = 3 * SCAN_STAGED + 11
+    a = rng.standard_normal((3, n)).astype(np.float32)
+    a[0, 100] = np.frombuffer(np.uint32(0xFFFFFFFF).tobytes(), np.float32)[0]
+    a[1, SCAN_STAGED + 3] = np.inf
+    x = pr.tensor(a)
+    outs = [x.cumsum(1), x[2:].cumprod(1), x.to(pr.float16).cumsum(1)]
+    s, p, h = (o.numpy() for o in outs)
+    assert np.isnan(s[0, 100:]).all() and not np.isnan(s[0, :100]).any()
+    assert np.isposinf(s[1, SCAN_STAGED + 3 :]).all()
+    want = np.cumsum(a[2].astype(np.float64))
+    tol = 2 * n * float(np.finfo(np.float32).eps) * np.cumsum(np.abs(a[2].astype(np.float64)))
+    assert (np.abs(s[2] - want) <= tol).all()
+    pw = np.cumprod(a[2].astype(np.float64))
+    assert np.allclose(p[0], pw, rtol=2 * n * 1.2e-7, atol=1e-30, equal_nan=True)
+    assert h.dtype == np.float16
+    a16 = a.astype(np.float16).astype(np.float64)
+    want16 = np.cumsum(a16[2])
+    scale = np.cumsum(np.abs(a16[2]))
+    assert (np.abs(h[2] - want16) <= 2 * n * 1.2e-7 * scale + np.abs(want16) * 2**-11).all()
+    assert _scratch_clean(pr.backend.current())
+
+
+def test_lookback_rule(monkeypatch):
+    # the rule (SCAN_LOOKBACK None) takes it on a GPU for rows past one staged chunk, within
+    # the scratch's units and the loop budget, for f32 compute; never on a CPU adapter, for an
+    # integer scan, or for a forced chunk (tests of the chunked path)
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: 1 << 62)  # (a GPU: no budget)
+    assert R._lookback_parts(1, SCAN_STAGED + 1, "f32") == 2
+    assert R._lookback_parts(1, 1 << 24, "f32") == (1 << 24) // SCAN_STAGED
+    assert R._lookback_parts(1, SCAN_STAGED, "f32") is None
+    assert R._lookback_parts(1, 1 << 20, "i32") is None
+    assert R._lookback_parts(R.SCAN_LOOKBACK_UNITS // 2 + 1, 2 * SCAN_STAGED, "f32") is None
+    monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", 300)
+    assert R._lookback_parts(1, 1 << 20, "f32") is None
+    monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", None)
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", False)
+    assert R._lookback_parts(1, 1 << 20, "f32") is None
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", None)
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: True)
+    assert R._lookback_parts(1, 1 << 20, "f32") is None
+    # a GPU's worst case: both waits in full, then computed (unbounded loops there), past the
+    # budget by one: refused
+    worst = lookback_loop_iterations(1, 64, R.WG, FUSED_SPINS)
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", True)
+    monkeypatch.setattr(R, "SCAN_LOOKBACK_SPINS", FUSED_SPINS)
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: worst - 1)
+    assert R._lookback_parts(1, 64 * SCAN_STAGED, "f32") is None
+    monkeypatch.setattr(R, "max_loop_iterations", lambda: worst)
+    assert R._lookback_parts(1, 64 * SCAN_STAGED, "f32") == 64
+
+
+def test_lookback_other_paths_stay(rng, lookback):
+    # an integer scan, a scan along a strided dim, and rows past lavapipe's budget with the
+    # full superblock take the paths before, and are right
+    a = rng.integers(-50, 50, (2, 3 * SCAN_STAGED)).astype(np.int32)
+    got = pr.tensor(a).cumsum(1).numpy()
+    np.testing.assert_array_equal(got, np.cumsum(a, 1))
+    assert not R.SCAN_LAST_PATH.startswith("lookback")
+    b = rng.standard_normal((3 * SCAN_STAGED, 3)).astype(np.float32)
+    _check(b, 0, "cumsum")
+    assert not R.SCAN_LAST_PATH.startswith("lookback")
+    if pr.device_info()["loop_budget"]:
+        lookback.setattr(R, "SCAN_LOOKBACK_SB", R.WG)
+        c = rng.standard_normal((1, 300 * SCAN_STAGED)).astype(np.float32)
+        _check(c, 1, "cumsum")
+        assert not R.SCAN_LAST_PATH.startswith("lookback")
+
+
+def test_lookback_under_compile(rng, lookback):
+    # a compiled step replays the one-pass scan with the device's scratch: right every call
+    @pr.compile
+    def f(x):
+        return (x * 2).cumsum(1)
+
+    for _ in range(3):
+        a = rng.standard_normal((2, 5 * SCAN_STAGED + 3)).astype(np.float32)
+        got = f(pr.tensor(a)).numpy()
+        want = np.cumsum(2 * a.astype(np.float64), 1)
+        tol = 2 * a.shape[1] * 1.2e-7 * np.cumsum(np.abs(2 * a.astype(np.float64)), 1)
+        assert (np.abs(got - want) <= tol).all()
+    assert _scratch_clean(pr.backend.current())
