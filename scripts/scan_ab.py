@@ -1,82 +1,116 @@
-"""A/B of the scans (ops/reduce.py): the one-pass look-back scan (SCAN_LOOKBACK, the rule on a
-GPU) against the chunked two-pass path and whole rows, on the device in use: host time of
-each op after a GPU warm-up, pipelined (pyrite.bench._median_time), GB/s of one read and one
-write, beside torch CUDA when it is there; then each path's result against numpy float64 and
-the look-back's bits across two runs.
-
-    PYRITE_BACKEND=wgpu|dawn python scripts/scan_ab.py [--quick] [--json PATH]
+"""cumsum's paths (ops/reduce.py): the one-pass look-back scan (SCAN_LOOKBACK, the rule on a
+GPU), the chunked two-pass path (chunking by SCAN_TARGET_WORKGROUPS, staging by SCAN_STAGE)
+and whole rows. For each: GPU time by timestamps over all its dispatches and the eager op's
+pipelined host time (pyrite.bench._median_time), as GB/s of one read and one write, beside
+torch CUDA's; then its result against numpy float64 (max |error| / Σ|x| of the row) and
+whether the look-back's bits repeat across runs.
+    PYRITE_BACKEND=wgpu|dawn python scripts/scan_ab.py [--paths lookback,chunked,rows]
+        [--targets 1024,2048,4096] [--stage 0,1] [--quick] [--json PATH]
 """
 
 import json
+import os
 import sys
 
 import numpy as np
 
 import pyrite as pr
-from pyrite.bench import _cuda_time, _median_time, _torch
+from pyrite.bench import _median_time
 from pyrite.ops import reduce as R
 
-PATHS = {  # (SCAN_LOOKBACK, the chunk rule): whole rows replace the rule by "never chunk"
-    "lookback": (True, None),
-    "chunked": (False, None),
-    "rows": (False, lambda rows, length, mode: None),
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_time import kernel_times  # noqa: E402
+
+PATHS = {  # SCAN_LOOKBACK, and whether rows are never chunked
+    "lookback": (True, False),
+    "chunked": (False, False),
+    "rows": (False, True),
 }
 
 
-def run(path, fn):
-    R.SCAN_LOOKBACK, rule = PATHS[path]
-    keep = R._scan_chunk
-    if rule is not None:
-        R._scan_chunk = rule
+def torch_gbps(shape, dim):
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return float("nan")
+    except ImportError:
+        return float("nan")
+    x = torch.randn(*shape, device="cuda")
+    for _ in range(3):
+        x.cumsum(dim)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(20):
+        x.cumsum(dim)
+    e.record()
+    torch.cuda.synchronize()
+    return 8 * x.numel() / (s.elapsed_time(e) / 20 * 1e6)
+
+
+def on_path(path, fn):
+    R.SCAN_LOOKBACK, whole = PATHS[path]
+    rule = R._scan_chunk
+    if whole:
+        R._scan_chunk = lambda rows, length, mode: None
     try:
         return fn()
     finally:
-        R._scan_chunk, R.SCAN_LOOKBACK = keep, None
+        R._scan_chunk, R.SCAN_LOOKBACK = rule, None
+
+
+def arg(name, default):
+    return sys.argv[sys.argv.index(name) + 1].split(",") if name in sys.argv else default
 
 
 def main():
-    quick = "--quick" in sys.argv
-    torch = _torch()
-    cuda = torch is not None and torch.cuda.is_available()
-    info = pr.device_info()
-    print(info["name"], info["implementation"], flush=True)
-    shapes = [(1, 1 << 24), (1, 1 << 20), (4, 1 << 22), (64, 1 << 16), (1024, 4096), (8192, 4096)]
-    if quick:
+    paths = arg("--paths", list(PATHS))
+    targets = [int(v) for v in arg("--targets", [R.SCAN_TARGET_WORKGROUPS])]
+    stages = [v == "1" for v in arg("--stage", ["1" if R.SCAN_STAGE else "0"])]
+    dev = pr.backend.current()
+    print(f"{dev.name} ({dev.impl})")
+    shapes = [(1, 1 << 24), (1, 1 << 20), (4, 1 << 22), (64, 65536), (1024, 4096), (4096, 1024)]
+    if "--quick" in sys.argv:
         shapes = [(1, 1 << 18), (3, 5000)]
     rows = []
     for shape in shapes:
-        x = pr.rand(*shape)
-        nbytes = 2 * x.numel() * 4
-        row = {"shape": list(shape)}
-        for path in PATHS:
-            t = run(path, lambda: _median_time(lambda: x.cumsum(1)))
-            row[path] = nbytes / t / 1e9
-            row[path + " kernel"] = R.SCAN_LAST_PATH
-        if cuda:
-            xc = torch.rand(*shape, device="cuda")
-            row["torch-cuda"] = nbytes / _cuda_time(torch, lambda: xc.cumsum(1)) / 1e9
+        x = pr.randn(*shape)
+        nb = 8 * x.numel()
+        tg = torch_gbps(shape, 1)
         xn = x.numpy().astype(np.float64)
-        ref = np.cumsum(xn, 1)
-        scale = np.abs(xn).sum(1, keepdims=True)
-        for path in PATHS:
-            y = run(path, lambda: x.cumsum(1).numpy())
-            row[path + " err"] = float((np.abs(y - ref) / scale).max())
-        a = run("lookback", lambda: x.cumsum(1).numpy())
-        b = run("lookback", lambda: x.cumsum(1).numpy())
-        row["lookback same bits"] = bool((a.view(np.uint32) == b.view(np.uint32)).all())
-        rows.append(row)
-        print(
-            f"cumsum {shape}: "
-            + "  ".join(f"{p} {row[p]:,.1f} GB/s ({row[p + ' kernel']})" for p in PATHS)
-            + (f"  torch CUDA {row['torch-cuda']:,.0f}" if cuda else "")
-            + "\n   max |err| / sum|x|: "
-            + "  ".join(f"{p} {row[p + ' err']:.1e}" for p in PATHS)
-            + f"  look-back bits repeat: {row['lookback same bits']}",
-            flush=True,
-        )
+        ref, scale = np.cumsum(xn, 1), np.abs(xn).sum(1, keepdims=True)
+        for path in paths:
+            for target, stage in [(a, b) for a in targets for b in stages]:
+                R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = target, stage
+                y = on_path(path, lambda: x.cumsum(1).numpy())
+                kernel = R.SCAN_LAST_PATH
+                ks = on_path(path, lambda: kernel_times(lambda: x.cumsum(1), reps=10))
+                ns = sum(t for t, _, _ in ks)
+                host = on_path(path, lambda: _median_time(lambda: x.cumsum(1)))
+                err = float((np.abs(y - ref) / scale).max())
+                row = {
+                    "shape": list(shape), "path": path, "kernel": kernel, "target": target,
+                    "staged": stage, "dispatches": len(ks), "gpu_us": ns / 1e3,
+                    "gpu_gbps": nb / ns, "host_gbps": nb / host / 1e9, "torch_cuda_gbps": tg,
+                    "err": err,
+                }  # fmt: skip
+                if path == "lookback":
+                    again = on_path(path, lambda: x.cumsum(1).numpy())
+                    row["same_bits"] = bool((y.view(np.uint32) == again.view(np.uint32)).all())
+                rows.append(row)
+                print(
+                    f"  {str(shape):>14} {path:>8} ({kernel}, target {target}, staged "
+                    f"{int(stage)}): {len(ks)} dispatches, {ns / 1e3:8.1f} us, "
+                    f"{nb / ns:6.0f} GB/s GPU, {nb / host / 1e9:6.0f} host (torch CUDA "
+                    f"{tg:6.0f}); err {err:.1e}"
+                    + (f", bits repeat {row['same_bits']}" if "same_bits" in row else ""),
+                    flush=True,
+                )
+    R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = targets[0], True
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
-            json.dump({"device": info["name"], "rows": rows}, f, indent=1)
+            json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
