@@ -942,8 +942,10 @@ def scan_kernel(
       "total"  part[u] = the chunk's total, u = o·P + c (buffers inp, part);
       "apply"  the chunk's scan, started from carry[u - 1], the inclusive scan of the totals
                (the identity for c = 0) (buffers inp, carry, out).
-      "lookback" the two in one dispatch (GPUs; f32 compute, staged chunks): see
-               SCAN_LOOKBACK below (buffers inp, part: the scratch, out).
+      "lookback" the two in one dispatch (GPUs; f32 compute, staged chunks of SCAN_STAGED):
+               the notes above _lookback_fns (buffers inp, part: the scratch, out); `sb`
+               chunks a superblock, `spins` polls a wait before the waiter computes the word
+               (< 0: never polls).
     Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P ("lookback": then [7 + 3R] the
     scratch's capacity U).
 
