@@ -271,6 +271,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     scan)  # the one-pass look-back scan: its tests and the scan tests on this GPU, then its A/B against the chunked path and whole rows
       step scan-tests 150 env PYRITE_BACKEND=wgpu python3 -m pytest -q -x -p no:cacheprovider \
         tests/test_scan_lookback.py tests/test_scan.py
+      step scan-tests-dawn 90 env PYRITE_BACKEND=dawn python3 -m pytest -q -x -p no:cacheprovider \
+        tests/test_scan_lookback.py
       step scan-ab 150 env PYRITE_BACKEND=wgpu python3 scripts/scan_ab.py --json "$OUT/scan-ab.json" ;;
     parity)  # the GPU's own kernel choices against numpy float64 (scripts/gpu_parity_check.py)
       step parity 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_parity_check.py ;;
