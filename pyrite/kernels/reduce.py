@@ -833,13 +833,18 @@ def _lookback_fns(acc: str, ident: str, f: str, x: str, sb: int, spins: int) -> 
         )
     )
 
-    def tree(count: str, leaf: str) -> str:  # the pairwise tree of `count` leaves, by a stack
+    def tree(count: str, leaf: str, ret: str = "st[0]") -> str:
+        """The pairwise tree of `count` leaves, by a stack; `ret`: what of it is returned."""
         return (
             f"  var st: array<{acc}, 10>;\n  var top = 0;\n"
             f"  for (var b = 0; b < {count}; b++) {{\n{leaf}"
             f"    for (var c = b; (c & 1) == 1; c = c >> 1u) {{ top--; v = st[top] {f} v; }}\n"
-            "    st[top] = v;\n    top++;\n  }\n  return st[0];\n"
+            f"    st[top] = v;\n    top++;\n  }}\n  return {ret};\n"
         )
+
+    # a computed word as its owner stores it (p_word: a NaN canonical), so a waiter's prefix
+    # has the same bits whether it read the word or computed it (x86's inf - inf is 0xFFC00000)
+    canon = "bitcast<f32>(p_word(st[0]))"
 
     chunk_leaf = (
         f"    var v = {ident};\n"
@@ -853,10 +858,10 @@ def _lookback_fns(acc: str, ident: str, f: str, x: str, sb: int, spins: int) -> 
         + tree(str(WG), chunk_leaf)
         + "}\nfn lb_a(i: i32, ib: i32, q: i32) -> f32 {  // A word i: chunk q's total\n"
         + wait
-        + "  return lb_chunk(ib, q);\n}\n"
+        + "  return bitcast<f32>(p_word(lb_chunk(ib, q)));\n}\n"
         + "fn lb_sb(i: i32, a0: i32, ib: i32, q0: i32) -> f32 {  // SB word i: chunks q0.. at a0..\n"
         + wait
-        + tree(str(sb), "    var v = lb_a(a0 + b, ib, q0 + b);\n")
+        + tree(str(sb), "    var v = lb_a(a0 + b, ib, q0 + b);\n", canon)
         + "}\n"
     )
 
