@@ -4,10 +4,11 @@
 One rule for all of them, as torch's: the op runs as without `out`, then its result is written
 into `out` and `out` is returned (a tuple of results into a tuple of tensors). The result's dtype
 must cast to out's without a category drop ("result type Float can't be cast to the desired
-output type Int", a TypeError here); an `out` of another shape is resized to the result's, with
-torch's UserWarning when it held elements (a view cannot be resized: it is refused). Writing
-costs one copy of the result; ops/__init__.py wraps every exported function once, at import
-(`with_out`), so no op ignores an `out=` it was given.
+output type Int", a TypeError here), except where torch takes the op's dtype= from out (the
+creation functions, sum, prod, cumsum, cumprod: _OUT_DTYPE); an `out` of another shape is
+resized to the result's, with torch's UserWarning when it held elements (a view cannot be
+resized: it is refused). Writing costs one copy of the result; ops/__init__.py wraps every
+exported function once, at import (`with_out`), so no op ignores an `out=` it was given.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def with_out(fn, name):
         out = kwargs.pop("out", None)
         if out is None:
             return fn(*args, **kwargs)
-        if kwargs.get("dtype") is None and isinstance(out, Tensor) and name in _CREATION:
+        if kwargs.get("dtype") is None and isinstance(out, Tensor) and name in _OUT_DTYPE:
             kwargs["dtype"] = out.dtype  # pr.zeros(3, out=z) makes z's dtype, as torch
         if name not in _OVERLAP_UNCHECKED:
             _check_overlap(out, args, kwargs, full_ok=name not in _NO_FULL_OVERLAP)
@@ -125,6 +126,11 @@ _OVERLAP_UNCHECKED = set(
 
 # creation functions whose dtype defaults to out's (torch.zeros(3, out=int_tensor) is int)
 _CREATION = {"zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "range"}  # fmt: skip
+# and the sums, products and scans whose dtype= does (torch 2.13's out= variants take their
+# dtype from out: torch.cumsum(x, 1, out=int_tensor) scans x cast to int, and out=float16
+# scans x rounded to float16 first, where the result-then-cast rule refused the first and
+# rounded only the result)
+_OUT_DTYPE = _CREATION | {"sum", "prod", "cumsum", "cumprod"}
 
 
 # functions torch gives out= whose pyrite signature lacks it (the rest advertise `out`)
