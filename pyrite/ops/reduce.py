@@ -820,6 +820,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 # ---- scans ---------------------------------------------------------------------------------
 def _scan(op, input, dim, dtype):
+    if dtype is not None and D.from_any(dtype).is_bool:  # (torch: "cumsum_out_cpu" not
+        # implemented for 'Bool'; a bool running sum would be a running any)
+        raise TypeError(f"pyrite: {op}(): not implemented for a bool result (dtype=bool)")
     input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     d = input._dim(dim)  # a 0-d tensor takes dims -1 and 0
