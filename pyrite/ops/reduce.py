@@ -820,6 +820,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 # ---- scans ---------------------------------------------------------------------------------
 def _scan(op, input, dim, dtype):
+    global SCAN_LAST_PATH
     if dtype is not None and D.from_any(dtype).is_bool:  # (torch: "cumsum_out_cpu" not
         # implemented for 'Bool'; a bool running sum would be a running any)
         raise TypeError(f"pyrite: {op}(): not implemented for a bool result (dtype=bool)")
@@ -852,7 +853,6 @@ def _scan(op, input, dim, dtype):
     dev = backend.current()
     parts = _lookback_parts(rows, length, acc) if input._strides[d] == ostrides[d] == 1 else None
     if parts is not None:  # one pass (kernels/reduce.py's "lookback")
-        global SCAN_LAST_PATH
         SCAN_LAST_PATH = f"lookback P={parts}"
         info += [SCAN_STAGED, parts, SCAN_LOOKBACK_UNITS]
         k = (op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "lookback", True)
@@ -880,6 +880,7 @@ def _scan(op, input, dim, dtype):
     src = scan_kernel(*k, acc_dt.wgsl, len(oshape), "row", "total", staged)
     dev.dispatch(src, [input._storage.buffer, part._storage.buffer], info, grid)
     carry = _scan(op, part, 1, acc_dt)
+    SCAN_LAST_PATH = f"chunked C={chunk}"  # (the carry's own scan had set its path)
     src = scan_kernel(*k, out_dt.wgsl, len(oshape), "row", "apply", staged)
     bufs = [input._storage.buffer, carry._storage.buffer, out._storage.buffer]
     dev.dispatch(src, bufs, info, grid)
