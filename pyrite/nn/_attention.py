@@ -92,6 +92,8 @@ def scaled_dot_product_attention(
             "set when is_causal=True"
         )
     _check_dtypes(query, key, value, attn_mask)
+    _check_heads(query, key, value, enable_gqa)
+    _check_mask_shape(query, key, attn_mask, enable_gqa)
     L, E = query._shape[-2], query._shape[-1]
     S = key._shape[-2]
     scale_ = _default_scale(E) if scale is None else scale
@@ -113,14 +115,10 @@ def scaled_dot_product_attention(
             query.to(f32), key.to(f32), value.to(f32), m, dropout_p, is_causal, scale_, enable_gqa
         )
         return out.to(query.dtype)
-    if enable_gqa and query.ndim >= 3 and key._shape[-3] != query._shape[-3]:
-        hq, hk = query._shape[-3], key._shape[-3]
-        if hk == 0 or hq % hk or value._shape[-3] != hk:
-            raise ShapeError(
-                f"pyrite: scaled_dot_product_attention: {hq} query heads are not a "
-                f"multiple of {hk} key/value heads"
-            )
-        key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
+    if enable_gqa:  # (heads checked by _check_heads; key and value may have different counts)
+        hq, hk, hv = query._shape[-3], key._shape[-3], value._shape[-3]
+        key = key if hk == hq else _repeat_heads(key, hq // hk)
+        value = value if hv == hq else _repeat_heads(value, hq // hv)
     scale = _default_scale(E) if scale is None else scale
     if _autograd.needs_grad(query, key, value):
         return _recorded(query, key, value, attn_mask, dropout_p, is_causal, scale, L, S)
@@ -200,10 +198,63 @@ def _check_dtypes(query, key, value, attn_mask):
             "pyrite: scaled_dot_product_attention: expected query, key and value to have the "
             f"same dtype, got {dts[0]}, {dts[1]} and {dts[2]}"
         )
-    if attn_mask is not None and not (attn_mask.dtype.is_bool or attn_mask.dtype.is_floating_point):
+    m = None if attn_mask is None else attn_mask.dtype
+    if m is not None and not (m.is_bool or m is D.float32 or m is dts[0]):
+        # (torch's rule, "Expected attn_mask dtype to be bool or float or to match query
+        # dtype": a float16 mask with float32 queries is refused, a float32 one with float16
+        # queries taken; float64 is float32 here, so pyrite takes a float64 mask torch refuses)
         raise TypeError(
             "pyrite: scaled_dot_product_attention: expected attn_mask to be bool (True = "
-            f"attend) or floating (added to the scores), got {attn_mask.dtype}"
+            "attend), or float32 or the query's dtype (added to the scores), got "
+            f"{m} with {dts[0]} query"
+        )
+
+
+def _check_heads(query, key, value, enable_gqa):
+    """torch's checks of grouped-query heads (dim -3): every operand has one (a 2-D one was an
+    IndexError there too), and the key's and the value's counts, which may differ, each divide
+    the query's (or all three are equal). No key or value heads for some query heads is refused
+    (torch divides by zero there)."""
+    if not enable_gqa:
+        return
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.ndim < 3:
+            raise IndexError(
+                "pyrite: scaled_dot_product_attention: enable_gqa=True reads the heads at "
+                f"dim -3, but {name} of shape {tuple(t._shape)} has {t.ndim} dims: dimension "
+                f"out of range (expected to be in range of [{-t.ndim}, {t.ndim - 1}], but got -3)"
+            )
+    hq, hk, hv = query._shape[-3], key._shape[-3], value._shape[-3]
+    if hq == hk == hv:
+        return
+    if hk == 0 or hv == 0 or hq % hk or hq % hv:
+        raise ShapeError(
+            f"pyrite: scaled_dot_product_attention: the number of heads in key ({hk}) and in "
+            f"value ({hv}) must each divide the number of heads in query ({hq}) "
+            "(enable_gqa=True)"
+        )
+
+
+def _check_mask_shape(query, key, attn_mask, enable_gqa):
+    """torch adds the mask to the (..., L, S) scores in place (attn.add_(mask)): a mask whose
+    leading dims would broadcast the scores larger (more dims, or a size where the scores have
+    1) raises there, rather than widening the output."""
+    if attn_mask is None:
+        return
+    kl = tuple(key._shape[:-2])
+    if enable_gqa:  # (the key's heads repeated to the query's)
+        kl = kl[:-1] + (query._shape[-3],)
+    try:
+        lead = tuple(broadcast_shapes(tuple(query._shape[:-2]), kl))
+        scores = lead + (query._shape[-2], key._shape[-2])
+        full = tuple(broadcast_shapes(scores, tuple(attn_mask._shape)))
+    except ShapeError:
+        return  # (not broadcastable at all: the product or the mask's map raises that)
+    if full != scores:
+        raise ShapeError(
+            f"pyrite: scaled_dot_product_attention: attn_mask of shape "
+            f"{tuple(attn_mask._shape)} would broadcast the scores {scores} to {full} (torch "
+            "adds the mask to the scores in place: it may not add or widen their dims)"
         )
 
 
@@ -249,7 +300,7 @@ def _fusable(query, key, value, attn_mask, enable_gqa) -> bool:
             return False
         hq, hk = query._shape[-3], key._shape[-3]
         if hk == 0 or hq % hk or value._shape[-3] != hk:
-            return False  # the composite raises the error
+            return False  # (key and value head counts apart: the composite repeats each)
     try:
         lead = _lead_shape(query, key, value, attn_mask, enable_gqa)
     except Exception:

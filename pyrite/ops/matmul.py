@@ -12,6 +12,7 @@ int64 would not: pyrite stores int64 as int32); float16 storage computes in f32.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 
@@ -1013,7 +1014,35 @@ def _bf16_or_widened(fn=None, *, skip=0):
                 return fn(*args, **kwargs)
             except _Widen:
                 pass
-        return _fallback._slow(fn, fn.__name__, False, args, kwargs)
+        return _widening(fn, fn.__name__, False, args, kwargs)
+
+    op._pyrite_fallback = True
+    return op
+
+
+# True while ops/fallback runs a product on float32 copies of bfloat16 (or small-int) operands:
+# torch's bfloat16 products multiply even at alpha = 0, so _scaled must not skip them then
+_WIDENED = contextvars.ContextVar("pyrite_matmul_widened", default=False)
+
+
+def _widening(fn, name, inplace, args, kwargs):
+    """ops/fallback's widened call of fn (_slow), with _WIDENED set while it runs."""
+    token = _WIDENED.set(True)
+    try:
+        return _fallback._slow(fn, name, inplace, args, kwargs)
+    finally:
+        _WIDENED.reset(token)
+
+
+def _widened_marked(fn, inplace=False):
+    """fallback.wrap(fn) (bf16 and small ints widened; install then leaves it alone), with the
+    widened call marked (_widening): addmv, baddbmm, addbmm and the in-place forms."""
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if not _fallback._needs(args, kwargs):
+            return fn(*args, **kwargs)
+        return _widening(fn, op.__name__, inplace, args, kwargs)
 
     op._pyrite_fallback = True
     return op
@@ -1146,8 +1175,10 @@ def outer(input, vec2, *, out=None):
 ger = outer
 
 
-def _scaled(input, a, b, beta, alpha, what):
-    """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
+def _scaled(input, a, b, beta, alpha, what, blas=True):
+    """beta * input + alpha * (a @ b), input broadcast to the product's shape. `blas`: whether
+    torch's CPU kernel for this call is a BLAS one (sgemm/sgemv), which skips the product when
+    alpha is 0 (see below)."""
     product = _gemm if a.dtype is D.bfloat16 else gemm  # (bf16: _bf16_or_widened)
     c = as_tensor_arg(input)
     _check_dtypes(a, b, what)
@@ -1160,6 +1191,18 @@ def _scaled(input, a, b, beta, alpha, what):
             f"the product's shape {shape}"
         ) from None
     _check_added(a, [c], what)
+    if alpha == 0 and blas and a.dtype is float32 and not _WIDENED.get():
+        # torch's float32/float64 BLAS calls skip the product when alpha is 0 (BLAS's rule: C =
+        # beta·C, a and b never read), so an inf or NaN in mat1/mat2 does not reach the result
+        # (verified on torch 2.13 CPU; its float16/bfloat16 kernels multiply, giving NaN, as
+        # the product below does)
+        if beta == 0:
+            from .creation import zeros
+
+            return zeros(*shape, dtype=a.dtype)
+        from .elementwise import mul
+
+        return mul(e, beta)
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
         res = product(a, b)
         return res if alpha == 1 else res * alpha
@@ -1176,6 +1219,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     return _to_out(_scaled(input, a, b, beta, alpha, "addmm"), out)
 
 
+@_widened_marked
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     a, v = as_tensor_arg(mat), as_tensor_arg(vec)
     _need(a, 2, "addmv", "mat")
@@ -1189,15 +1233,24 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     return _to_out(res._view(res._shape[:-1], res._strides[:-1], 0), out)
 
 
+BADDBMM_BLAS_MIN = 400  # (torch's threshold in aten/src/ATen/native/LinearAlgebra.cpp)
+
+
+@_widened_marked
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     a, b = as_tensor_arg(batch1), as_tensor_arg(batch2)
     _need(a, 3, "baddbmm", "batch1")
     _need(b, 3, "baddbmm", "batch2")
     if a._shape[0] != b._shape[0] or a._shape[2] != b._shape[1]:
         raise _mismatch(a, b)
-    return _to_out(_scaled(input, a, b, beta, alpha, "baddbmm"), out)
+    # torch's CPU baddbmm multiplies in its own loop below M·K·N = 400 a batch (a NaN or inf
+    # reaches the result even at alpha = 0) and through BLAS from there (bmm_out_or_baddbmm_,
+    # verified on torch 2.13: 399 propagates, 400 skips)
+    blas = a._shape[1] * a._shape[2] * b._shape[2] >= BADDBMM_BLAS_MIN
+    return _to_out(_scaled(input, a, b, beta, alpha, "baddbmm", blas), out)
 
 
+@_widened_marked
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     a, b = as_tensor_arg(batch1), as_tensor_arg(batch2)
     _need(a, 3, "addbmm", "batch1")
@@ -1388,7 +1441,7 @@ def _in_place(fn):
 
 
 for _name in ("addmm", "addmv", "baddbmm", "addbmm"):
-    METHODS[f"{_name}_"] = _in_place(METHODS[_name])
+    METHODS[f"{_name}_"] = _widened_marked(_in_place(METHODS[_name]), inplace=True)
 
 
 # ---- backward rules (pyrite/autograd.py) ------------------------------------------------------
