@@ -27,7 +27,7 @@ import numpy as np
 from .. import autograd as _autograd
 from .. import backend
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..kernels import attention as _K
 from ..kernels import attention_decode as _KD
 from ..kernels import attention_tiled as _KT
@@ -191,10 +191,11 @@ def _default_scale(E):
 def _check_dtypes(query, key, value, attn_mask):
     """torch's checks: one dtype for q, k and v (else the error came from matmul), and a bool or
     floating mask — an integer one (a tokenizer's 0/1 attention_mask passed as is) was added to
-    the scores as a float bias, attending to the padding."""
+    the scores as a float bias, attending to the padding. DtypeError: a TypeError and, as
+    torch's, a RuntimeError."""
     dts = [getattr(t, "dtype", None) for t in (query, key, value)]
     if dts[0] is not dts[1] or dts[0] is not dts[2]:
-        raise TypeError(
+        raise DtypeError(
             "pyrite: scaled_dot_product_attention: expected query, key and value to have the "
             f"same dtype, got {dts[0]}, {dts[1]} and {dts[2]}"
         )
@@ -203,7 +204,7 @@ def _check_dtypes(query, key, value, attn_mask):
         # (torch's rule, "Expected attn_mask dtype to be bool or float or to match query
         # dtype": a float16 mask with float32 queries is refused, a float32 one with float16
         # queries taken; float64 is float32 here, so pyrite takes a float64 mask torch refuses)
-        raise TypeError(
+        raise DtypeError(
             "pyrite: scaled_dot_product_attention: expected attn_mask to be bool (True = "
             "attend), or float32 or the query's dtype (added to the scores), got "
             f"{m} with {dts[0]} query"
