@@ -94,16 +94,24 @@ def test_lookback_specials_dtypes_and_back_to_back(rng, lookback):
 
 
 def test_lookback_rule(monkeypatch):
-    # the rule (SCAN_LOOKBACK None) takes it on a GPU for rows past one staged chunk, within
-    # the scratch's units and the loop budget, for f32 compute; never on a CPU adapter, for an
-    # integer scan, or for a forced chunk (tests of the chunked path)
+    # the rule (SCAN_LOOKBACK None) takes it on a GPU for rows past one staged chunk, up to
+    # SCAN_LOOKBACK_RULE_UNITS chunks in all and within the loop budget, for f32 compute;
+    # forced, up to the scratch's units; never on a CPU adapter, for an integer scan, or for a
+    # forced chunk (tests of the chunked path)
     monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
     monkeypatch.setattr(R, "max_loop_iterations", lambda: 1 << 62)  # (a GPU: no budget)
+    most = R.SCAN_LOOKBACK_RULE_UNITS
     assert R._lookback_parts(1, SCAN_STAGED + 1, "f32") == 2
-    assert R._lookback_parts(1, 1 << 24, "f32") == (1 << 24) // SCAN_STAGED
+    assert R._lookback_parts(1, most * SCAN_STAGED, "f32") == most
+    assert R._lookback_parts(1, most * SCAN_STAGED + 1, "f32") is None
+    assert R._lookback_parts(most // 2, 2 * SCAN_STAGED, "f32") == 2
+    assert R._lookback_parts(most // 2 + 1, 2 * SCAN_STAGED, "f32") is None
     assert R._lookback_parts(1, SCAN_STAGED, "f32") is None
     assert R._lookback_parts(1, 1 << 20, "i32") is None
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", True)
+    assert R._lookback_parts(1, 1 << 24, "f32") == (1 << 24) // SCAN_STAGED
     assert R._lookback_parts(R.SCAN_LOOKBACK_UNITS // 2 + 1, 2 * SCAN_STAGED, "f32") is None
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", None)
     monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", 300)
     assert R._lookback_parts(1, 1 << 20, "f32") is None
     monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", None)
@@ -124,15 +132,18 @@ def test_lookback_rule(monkeypatch):
 
 
 def test_lookback_other_paths_stay(rng, lookback):
-    # an integer scan, a scan along a strided dim, and rows past lavapipe's budget with the
-    # full superblock take the paths before, and are right
+    # an integer scan and rows past lavapipe's budget with the full superblock take the paths
+    # before, and are right; a scan along a strided dim takes the look-back as its contiguous
+    # copy does, with the same bits
     a = rng.integers(-50, 50, (2, 3 * SCAN_STAGED)).astype(np.int32)
     got = pr.tensor(a).cumsum(1).numpy()
     np.testing.assert_array_equal(got, np.cumsum(a, 1))
     assert not R.SCAN_LAST_PATH.startswith("lookback")
     b = rng.standard_normal((3 * SCAN_STAGED, 3)).astype(np.float32)
     _check(b, 0, "cumsum")
-    assert not R.SCAN_LAST_PATH.startswith("lookback")
+    assert R.SCAN_LAST_PATH == "lookback P=3"
+    strided = pr.tensor(b).cumsum(0).numpy()
+    np.testing.assert_array_equal(strided, pr.tensor(b.T.copy()).cumsum(1).numpy().T)
     if pr.device_info()["loop_budget"]:
         lookback.setattr(R, "SCAN_LOOKBACK_SB", R.WG)
         c = rng.standard_normal((1, 300 * SCAN_STAGED)).astype(np.float32)

@@ -851,7 +851,7 @@ def _scan(op, input, dim, dtype):
     info = [rows, length, input._offset, input._strides[d], ostrides[d], *oshape, *istr, *ostr]
     bufs = [input._storage.buffer, out._storage.buffer]
     dev = backend.current()
-    parts = _lookback_parts(rows, length, acc) if input._strides[d] == ostrides[d] == 1 else None
+    parts = _lookback_parts(rows, length, acc)
     if parts is not None:  # one pass (kernels/reduce.py's "lookback")
         SCAN_LAST_PATH = f"lookback P={parts}"
         info += [SCAN_STAGED, parts, SCAN_LOOKBACK_UNITS]
@@ -931,12 +931,23 @@ SCAN_STAGE = True
 # (SCAN_STAGED) are cut into chunks of SCAN_STAGED, all scanned in one dispatch, each chunk
 # starting from the chunks before it through the persistent scratch, where the other paths read
 # the input twice (totals, then the rescan: chunked rows) or read a row's blocks uncoalesced
-# (whole rows). Rows contiguous in the input and the output only (a chunk's loads are then
-# coalesced; a scan along a strided dim is better served one row an invocation). f32 compute only (the scratch's ready flag is a NaN pattern; integer scans keep
-# the chunked path). At most SCAN_LOOKBACK_UNITS chunks (rows x chunks) a scan: the scratch's
-# slots, each reset by the scan's last workgroup.
+# (whole rows). f32 compute only (the scratch's ready flag is a NaN pattern; integer scans keep
+# the chunked path). Chosen by rows and lengths alone, as the chunk rule is (a strided view
+# scans with the kernels its contiguous copy gets, so the two give the same bits). The rule
+# takes it up to SCAN_LOOKBACK_RULE_UNITS chunks (rows x chunks); forced (tests, A/B), up to
+# SCAN_LOOKBACK_UNITS, the scratch's slots, each reset by the scan's last workgroup.
+# H100, wgpu-native, 2026-12-07 (scripts/scan_ab.py, GPU time by timestamps, us, look-back /
+# the path before it, torch CUDA's GB/s; docs/bench/2026-12-07-h100-s39-scan-ab.json):
+#   (1, 1M) 512 chunks 17.2 / 22.0 (chunked, 3 dispatches)     (64, 65536) 2,048: 37.3 / 39.5
+#   (1024, 4096) 2,048: 33.9 / 65.4 (whole rows, uncoalesced)  (1, 16M) 8,192: 183.6 / 123.5
+#   (4, 4M) 8,192: 188.4 / 111.9
+# so a chunk costs the look-back ~20 ns of a serial part (~22 ns a chunk at 8,192, ~17 at
+# 2,048): its short workgroups (2,048 elements, ~30 barriers, three L2 round trips) leave too
+# little work a workgroup to hide their latency once the chunks run to many waves. Where that
+# part is below the two-pass path's second read, it wins.
 SCAN_LOOKBACK = None  # None: the rule above; False: never (A/B); True: wherever it fits (tests)
 SCAN_LOOKBACK_UNITS = 1 << 16
+SCAN_LOOKBACK_RULE_UNITS = 2048
 SCAN_LOOKBACK_SPINS = None  # polls a wait (None: _lookback_spins' rule; < 0: none, always computed)
 SCAN_LOOKBACK_SB = WG  # chunks a superblock (kernels/reduce.py; tests shrink it to reach SB waits)
 SCAN_LAST_PATH = ""  # "lookback P=<chunks>" | "chunked C=<chunk>" | "rows": the last scan's kernel
@@ -949,8 +960,9 @@ def _lookback_parts(rows: int, length: int, acc: str):
     if SCAN_LOOKBACK is None and (_cpu_adapter() or length <= SCAN_STAGED):
         return None
     parts = -(-length // SCAN_STAGED)
+    cap = SCAN_LOOKBACK_UNITS if SCAN_LOOKBACK else SCAN_LOOKBACK_RULE_UNITS
     its = lookback_loop_iterations(rows, parts, SCAN_LOOKBACK_SB, _lookback_spins())
-    if parts < 2 or rows * parts > SCAN_LOOKBACK_UNITS or its > max_loop_iterations():
+    if parts < 2 or rows * parts > cap or its > max_loop_iterations():
         return None
     return parts
 
