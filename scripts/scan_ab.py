@@ -5,7 +5,10 @@ pipelined host time (pyrite.bench._median_time), as GB/s of one read and one wri
 torch CUDA's; then its result against numpy float64 (max |error| / Σ|x| of the row) and
 whether the look-back's bits repeat across runs.
     PYRITE_BACKEND=wgpu|dawn python scripts/scan_ab.py [--paths lookback,chunked,rows]
-        [--targets 1024,2048,4096] [--stage 0,1] [--quick] [--json PATH]
+        [--lookback ticket:last,id:last,ticket:pass,id:pass] [--targets 1024,2048,4096]
+        [--stage 0,1] [--quick] [--json PATH]
+`--lookback`: the look-back kernel's variants (ops/reduce.SCAN_LOOKBACK_VARIANT: chunk order,
+reset), each timed as its own path.
 """
 
 import json
@@ -65,7 +68,12 @@ def arg(name, default):
 
 
 def main():
-    paths = arg("--paths", list(PATHS))
+    variants = [tuple(v.split(":")) for v in arg("--lookback", [":".join(R.SCAN_LOOKBACK_VARIANT)])]
+    paths = [
+        (p, v)
+        for p in arg("--paths", list(PATHS))
+        for v in (variants if p == "lookback" else [None])
+    ]
     targets = [int(v) for v in arg("--targets", [R.SCAN_TARGET_WORKGROUPS])]
     stages = [v == "1" for v in arg("--stage", ["1" if R.SCAN_STAGE else "0"])]
     dev = pr.backend.current()
@@ -80,9 +88,10 @@ def main():
         tg = torch_gbps(shape, 1)
         xn = x.numpy().astype(np.float64)
         ref, scale = np.cumsum(xn, 1), np.abs(xn).sum(1, keepdims=True)
-        for path in paths:
+        for path, variant in paths:
             for target, stage in [(a, b) for a in targets for b in stages]:
                 R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = target, stage
+                R.SCAN_LOOKBACK_VARIANT = variant or R.SCAN_LOOKBACK_VARIANT
                 y = on_path(path, lambda: x.cumsum(1).numpy())
                 kernel = R.SCAN_LAST_PATH
                 ks = on_path(path, lambda: kernel_times(lambda: x.cumsum(1), reps=10))
@@ -93,21 +102,27 @@ def main():
                     "shape": list(shape), "path": path, "kernel": kernel, "target": target,
                     "staged": stage, "dispatches": len(ks), "gpu_us": ns / 1e3,
                     "gpu_gbps": nb / ns, "host_gbps": nb / host / 1e9, "torch_cuda_gbps": tg,
-                    "err": err,
+                    "err": err, "variant": variant,
+                    "dispatch_us": [t / 1e3 for t, _, _ in ks],
                 }  # fmt: skip
                 if path == "lookback":
                     again = on_path(path, lambda: x.cumsum(1).numpy())
                     row["same_bits"] = bool((y.view(np.uint32) == again.view(np.uint32)).all())
                 rows.append(row)
                 print(
-                    f"  {str(shape):>14} {path:>8} ({kernel}, target {target}, staged "
+                    f"  {str(shape):>14} {path:>8} ({kernel}"
+                    + (f" {':'.join(variant)}" if variant else "")
+                    + f", target {target}, staged "
                     f"{int(stage)}): {len(ks)} dispatches, {ns / 1e3:8.1f} us, "
-                    f"{nb / ns:6.0f} GB/s GPU, {nb / host / 1e9:6.0f} host (torch CUDA "
+                    f"{nb / ns:6.0f} GB/s GPU ("
+                    + " + ".join(f"{t / 1e3:.1f}" for t, _, _ in ks)
+                    + f"), {nb / host / 1e9:6.0f} host (torch CUDA "
                     f"{tg:6.0f}); err {err:.1e}"
                     + (f", bits repeat {row['same_bits']}" if "same_bits" in row else ""),
                     flush=True,
                 )
     R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = targets[0], True
+    R.SCAN_LOOKBACK_VARIANT = ("ticket", "last")
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)

@@ -44,6 +44,7 @@ def lookback(monkeypatch):
     ],
 )
 def test_lookback_parity(op, shape, rng, lookback):
+    # (ticket order, the last workgroup resetting: the variant the rule runs; the others below)
     a = (1 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
     if op == "cumsum":
         a = a - 1.0
@@ -163,4 +164,25 @@ def test_lookback_under_compile(rng, lookback):
         want = np.cumsum(2 * a.astype(np.float64), 1)
         tol = 2 * a.shape[1] * 1.2e-7 * np.cumsum(np.abs(2 * a.astype(np.float64)), 1)
         assert (np.abs(got - want) <= tol).all()
+    assert _scratch_clean(pr.backend.current())
+
+
+@pytest.mark.parametrize("variant", [("id", "last"), ("ticket", "pass"), ("id", "pass")])
+def test_lookback_variants_same_bits(variant, rng, lookback):
+    # chunks by workgroup id (a chunk whose predecessors have not started computes their
+    # totals) and the reset by a second dispatch change who does the work, not the arithmetic:
+    # the same bits as the rule's variant, the scratch left clean, and back to back with it
+    a = rng.standard_normal((3, 11 * SCAN_STAGED + 5)).astype(np.float32)
+    x = pr.tensor(a)
+    want = x.cumsum(1).numpy()
+    lookback.setattr(R, "SCAN_LOOKBACK_VARIANT", variant)
+    got = [x.cumsum(1), x[1:].cumprod(1)]
+    lookback.setattr(R, "SCAN_LOOKBACK_VARIANT", ("ticket", "last"))
+    again = x.cumsum(1).numpy()
+    assert (got[0].numpy().view(np.uint32) == want.view(np.uint32)).all()
+    assert (again.view(np.uint32) == want.view(np.uint32)).all()
+    _check(a, 1, "cumsum")
+    p = got[1].numpy().astype(np.float64)
+    ref = np.cumprod(a[1:].astype(np.float64), 1)
+    assert ((np.abs(p - ref) <= 2 * a.shape[1] * 1.2e-7 * np.abs(ref) + 1e-30) | (ref == 0)).all()
     assert _scratch_clean(pr.backend.current())

@@ -933,6 +933,8 @@ def scan_kernel(
     staged: bool = False,
     sb: int = WG,
     spins: int = FUSED_SPINS,
+    order: str = "ticket",
+    reset: str = "last",
 ) -> KernelSource:
     """cumsum / cumprod along one dim, `acc` the compute type (f32|i32).
 
@@ -950,7 +952,11 @@ def scan_kernel(
       "lookback" the two in one dispatch (GPUs; f32 compute, staged chunks of SCAN_STAGED):
                the notes above _lookback_fns (buffers inp, part: the scratch, out); `sb`
                chunks a superblock, `spins` polls a wait before the waiter computes the word
-               (< 0: never polls).
+               (< 0: never polls); `order` "ticket" (a chunk by the ticket counter) or "id"
+               (by workgroup id: no same-address atomic, and a chunk whose predecessors have
+               not started computes their totals itself); `reset` "last" (the done counter's
+               last workgroup empties the words) or "pass" (the caller dispatches
+               lookback_clear_kernel after it).
     Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P ("lookback": then [7 + 3R] the
     scratch's capacity U).
 
@@ -972,9 +978,15 @@ def scan_kernel(
         raise ValueError("pyrite: a look-back scan runs staged chunks in f32")
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
     if lookback:  # (the chunk from a ticket: every chunk before it has started)
+        assert order in ("ticket", "id") and reset in ("last", "pass")
+        if order == "ticket":
+            body += [
+                "  if (lid.x == 0u) { tick = atomicAdd(&part[0], 1u); }\n",
+                "  let u = i32(workgroupUniformLoad(&tick));\n",
+            ]
+        else:
+            body.append("  let u = wg_flat;\n")
         body += [
-            "  if (lid.x == 0u) { tick = atomicAdd(&part[0], 1u); }\n",
-            "  let u = i32(workgroupUniformLoad(&tick));\n",
             f"  let C = info[{c_at}];\n  let P = info[{c_at + 1}];\n  let U = info[{c_at + 2}];\n",
             "  let units = info[0] * P;\n  let uc = min(u, units - 1);\n",
             "  let o = select(info[0], uc / P, u < units);\n  let cidx = uc % P;\n",
@@ -1066,7 +1078,7 @@ def scan_kernel(
                 f"  a = select({start}, {start} {f} sh[max(t - 1, 0)], t > 0);\n",
                 _loop("j", "j0", "j1", 1, f"      a = a {f} {x}; {write}\n"),
             ]
-    if lookback:
+    if lookback and reset == "last":
         body += _lookback_release()
     bufs = [("inp", in_stype, "r")]
     if stage == "total":
@@ -1096,6 +1108,25 @@ def scan_kernel(
         "@builtin(num_workgroups) nwg: vec3<u32>) {\n" + "".join(body) + "}\n"
     )
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
+
+
+@lru_cache(maxsize=1)
+def lookback_clear_kernel() -> KernelSource:
+    """Empties the look-back scratch's words a scan used and zeroes its counters, after a scan
+    built with reset "pass". Info: [0] chunk words [1] superblock words [2] the capacity U."""
+    e = f"{FUSED_EMPTY:#x}u"
+    src = (
+        header([("part", "u32", "w")]) + f"@compute @workgroup_size({WG})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>) {\n"
+        f"  let i = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * {WG} + i32(lid.x);\n"
+        f"  if (i < info[0]) {{ part[2 + i] = {e}; }}\n"
+        f"  if (i < info[1]) {{ part[2 + info[2] + i] = {e}; }}\n"
+        "  if (i < 2) { part[i] = 0u; }\n"
+        "}\n"
+    )
+    return trusted(KernelSource(src, "w"))
 
 
 def lookback_loop_iterations(rows: int, parts: int, sb: int, spins: int) -> int:

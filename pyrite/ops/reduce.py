@@ -25,6 +25,7 @@ from ..kernels.reduce import (
     SCAN_STAGED,
     fused_loop_iterations,
     fused_ok,
+    lookback_clear_kernel,
     lookback_loop_iterations,
     reduce_kernel,
     reduce_loop_iterations,
@@ -856,9 +857,15 @@ def _scan(op, input, dim, dtype):
         SCAN_LAST_PATH = f"lookback P={parts}"
         info += [SCAN_STAGED, parts, SCAN_LOOKBACK_UNITS]
         k = (op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "lookback", True)
-        src = scan_kernel(*k, SCAN_LOOKBACK_SB, _lookback_spins())
-        bufs = [input._storage.buffer, _lookback_scratch(dev).buffer, out._storage.buffer]
-        dev.dispatch(src, bufs, info, fold_grid(rows * parts))
+        order, reset = SCAN_LOOKBACK_VARIANT
+        src = scan_kernel(*k, SCAN_LOOKBACK_SB, _lookback_spins(), order, reset)
+        scratch = _lookback_scratch(dev).buffer
+        dev.dispatch(src, [input._storage.buffer, scratch, out._storage.buffer], info,
+                     fold_grid(rows * parts))  # fmt: skip
+        if reset == "pass":
+            sbs = rows * -(-parts // SCAN_LOOKBACK_SB)
+            n = [rows * parts, sbs, SCAN_LOOKBACK_UNITS]
+            dev.dispatch(lookback_clear_kernel(), [scratch], n, fold_grid(-(-n[0] // WG)))
         return out
     chunk = _scan_chunk(rows, length, mode)
     SCAN_LAST_PATH = "rows" if chunk is None else f"chunked C={chunk}"
@@ -948,6 +955,11 @@ SCAN_STAGE = True
 SCAN_LOOKBACK = None  # None: the rule above; False: never (A/B); True: wherever it fits (tests)
 SCAN_LOOKBACK_UNITS = 1 << 16
 SCAN_LOOKBACK_RULE_UNITS = 2048
+# (chunk order, reset) of the look-back kernel (kernels/reduce.scan_kernel's `order`, `reset`):
+# ("ticket", "last") as measured above; ("id", ...) and (..., "pass") drop the two same-address
+# atomics a chunk, the first suspect for its serial cost (scripts/scan_ab.py --lookback: not
+# yet measured on a GPU)
+SCAN_LOOKBACK_VARIANT = ("ticket", "last")
 SCAN_LOOKBACK_SPINS = None  # polls a wait (None: _lookback_spins' rule; < 0: none, always computed)
 SCAN_LOOKBACK_SB = WG  # chunks a superblock (kernels/reduce.py; tests shrink it to reach SB waits)
 SCAN_LAST_PATH = ""  # "lookback P=<chunks>" | "chunked C=<chunk>" | "rows": the last scan's kernel
