@@ -865,13 +865,15 @@ class _TorchOrMath(torch.autograd.Function):
 
 
 def _prod_dims(T, v, dims, keep, dtype):
-    """prod over several dims: pyrite takes a tuple; torch's prod one dim, so its program is the
-    dims moved last and flattened into one (the same whole-tensor zero rule)."""
-    if T is pr:
-        return v.prod(dims, keepdim=keep, dtype=dtype)
+    """prod over several dims: torch's prod takes one dim (a tuple is its TypeError, and
+    pyrite's since session 39), so both programs move the dims last and flatten them into one
+    (the same whole-tensor zero rule)."""
     pos = sorted(d % v.dim() for d in dims)
     kept = [s for i, s in enumerate(v.shape) if i not in pos]
     flat = v.movedim(pos, list(range(v.dim() - len(pos), v.dim()))).reshape(*kept, -1)
+    if T is pr:
+        y = flat.prod(-1, dtype=dtype)
+        return y.reshape([1 if i in pos else s for i, s in enumerate(v.shape)]) if keep else y
     y = _TorchOrMath.apply(
         flat, lambda t: t.prod(-1, dtype=dtype), lambda t, g: _prod_math(t, g, -1, False)
     )

@@ -347,6 +347,26 @@ _TOP_LEVEL_INPLACE = (
 ).split()
 
 
+def _scan_inplace(fn, name):
+    """x.cumsum_(dim, dtype=...): torch 2.13 refuses a dtype other than x's own ("Bad in-place
+    call: input tensor dtype c10::Half and output tensor dtype float should match", a
+    RuntimeError), where the result-then-cast rule would round an f32 scan back into x."""
+    from ..errors import DtypeError
+
+    inner = inplace_of(fn, name)
+
+    def method(self, *args, dtype=None, **kwargs):
+        if dtype is not None and D.from_any(dtype) is not self.dtype:
+            raise DtypeError(
+                f"pyrite: {name}_(): Bad in-place call: input tensor dtype {self.dtype!r} and "
+                f"output tensor dtype {D.from_any(dtype)!r} should match"
+            )
+        return inner(self, *args, dtype=dtype, **kwargs)
+
+    method.__name__ = f"{name}_"
+    return method
+
+
 def _more_inplace_methods():
     """x.<f>_() for ops that have a function but no in-place method yet."""
     from . import elementwise, reduce
@@ -364,8 +384,8 @@ def _more_inplace_methods():
     out["multiply_"] = _method_inplace("mul_")
     out["subtract_"] = _method_inplace("sub_")
     out["float_power_"] = inplace_of(elementwise.float_power, "float_power")
-    out["cumsum_"] = inplace_of(reduce.cumsum, "cumsum")
-    out["cumprod_"] = inplace_of(reduce.cumprod, "cumprod")
+    out["cumsum_"] = _scan_inplace(reduce.cumsum, "cumsum")
+    out["cumprod_"] = _scan_inplace(reduce.cumprod, "cumprod")
     return out
 
 

@@ -82,6 +82,8 @@ def with_out(fn, name):
         if name not in _OVERLAP_UNCHECKED:
             _check_overlap(out, args, kwargs, full_ok=name not in _NO_FULL_OVERLAP)
         res = fn(*args, **kwargs)
+        if name in _OUT_EXACT:
+            _check_exact(out, res, name)
         if isinstance(out, (tuple, list)):
             if not isinstance(res, tuple) or len(res) != len(out):
                 raise TypeError(
@@ -94,6 +96,23 @@ def with_out(fn, name):
     wrapper._pyrite_out = True
     _WRAPPED[id(fn)] = (fn, wrapper)
     return wrapper
+
+
+def _check_exact(out, res, name):
+    """torch's refusal of an out= whose dtype is not the result's own, for _OUT_EXACT."""
+    from .. import dtypes as D
+    from ..errors import DtypeError
+
+    outs, ress = (out, res) if isinstance(out, (tuple, list)) else ((out,), (res,))
+    for i, (o, r) in enumerate(zip(outs, ress)):
+        if not isinstance(o, Tensor) or not isinstance(r, Tensor):
+            continue  # (_write names the wrong type)
+        want = D.int64 if i else r.dtype  # (a values, indices pair: indices are long)
+        if o.dtype is not want:
+            raise DtypeError(
+                f"pyrite: {name}(): expected out tensor to have dtype {want!r}, but got "
+                f"{o.dtype!r} instead (torch takes no other dtype here, not even a wider float)"
+            )
 
 
 def _check_overlap(out, args, kwargs, full_ok=True):
@@ -131,6 +150,12 @@ _CREATION = {"zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
 # scans x rounded to float16 first, where the result-then-cast rule refused the first and
 # rounded only the result)
 _OUT_DTYPE = _CREATION | {"sum", "prod", "cumsum", "cumprod"}
+
+# out= functions whose out must have the result's own dtype, where the rest cast into any of
+# the same or a higher category: torch 2.13 refuses `torch.amax(x32, 0, out=x16)` ("Expected
+# the dtype for input and out to match") and cummax/cummin/logcumsumexp's ("expected
+# scalar_type Float but found Half"; cummax's indices must be long), a RuntimeError
+_OUT_EXACT = {"amax", "amin", "cummax", "cummin", "logcumsumexp"}
 
 
 # functions torch gives out= whose pyrite signature lacks it (the rest advertise `out`)

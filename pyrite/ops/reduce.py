@@ -301,6 +301,17 @@ def _dims(x: Tensor, dim) -> tuple:
     return (d,) if x.ndim else ()
 
 
+def int_dim(name: str, dim):
+    """`dim` where torch takes one int (cumsum, cummax, argmax, prod's dim overload): a
+    None, float, bool, tuple or list there is torch's TypeError ("cumsum(): argument 'dim' must
+    be int, not NoneType"; measured, torch 2.13), not an out-of-range IndexError."""
+    if type(dim) is int or (
+        isinstance(dim, (int, np.integer, Tensor)) and not isinstance(dim, (bool, np.bool_))
+    ):
+        return dim
+    raise TypeError(f"pyrite: {name}(): argument 'dim' must be int, not {type(dim).__name__}")
+
+
 def _out_shape(x: Tensor, dims, keepdim) -> tuple:
     if keepdim:
         return tuple(1 if i in dims else d for i, d in enumerate(x._shape))
@@ -615,6 +626,8 @@ def _sum(op, input, dim, keepdim, dtype):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if dim is not None:  # (torch's prod takes one dim: prod(x, (0,)) is its TypeError)
+        int_dim("prod", dim)
     input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     if _exact_needed("prod", input, _dims(input, dim), out_dt):
@@ -688,6 +701,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def _arg(name, input, dim, keepdim):
+    if dim is not None:
+        int_dim(name, dim)
     if input.dtype.is_bool:
         raise TypeError(f"pyrite: {name}(): does not support bool input")
     if dim is None:
@@ -997,10 +1012,12 @@ def _lookback_scratch(dev):
 
 
 def cumsum(input, dim, *, dtype=None):
+    int_dim("cumsum", dim)
     return _check_scan("cumsum", input, dim, _scan("cumsum", input, dim, dtype))
 
 
 def cumprod(input, dim, *, dtype=None):
+    int_dim("cumprod", dim)
     return _check_scan("cumprod", input, dim, _scan("cumprod", input, dim, dtype))
 
 

@@ -40,7 +40,7 @@ from . import core
 from .casts import clone, to_dtype
 from .core import empty, run_map
 from .elementwise import as_tensor_arg, result_dtype
-from .reduce import _return_type
+from .reduce import _return_type, int_dim
 
 _FLAGS_BAD = "!(p_isnan(x0) || p_isinf(x0)) && x0 >= 0.0"  # a valid weight
 # x0 = U[0,1), x1 = weight: key log(v)/w, v = 1 - u kept below 1 (u = 0, once in 2^24 draws,
@@ -317,6 +317,7 @@ def _cum_extreme(input, dim, largest: bool, name: str):
     from .creation import arange
 
     x = as_tensor_arg(input)
+    int_dim(name, dim)
     result = _RESULTS[name]
     d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     if x.ndim == 0:
@@ -357,13 +358,18 @@ def logcumsumexp(input, dim) -> Tensor:
         raise TypeError(
             f"pyrite: logcumsumexp: not implemented for {x.dtype} (floating-point only)"
         )
+    int_dim("logcumsumexp", dim)
     d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     if x.ndim == 0 or x.numel() == 0:
         return clone(x)
     # f16/bf16: the passes run in f32 and the result is rounded once (torch's opmath); a pass
     # that stored each partial in the half type rounded ceil(log2 L) times (a 13-long f16 scan
     # of 2.5s gave 5.0625, torch 5.0664, exact 5.06495)
-    out = clone(x) if x.dtype is D.float32 else to_dtype(x, D.float32)
+    # the copy into f32 also turns -0.0 into 0.0: torch's first element is log(exp(-inf) +
+    # exp(x0)), -0.0 + 0.0 = 0.0 (torch 2.13: logcumsumexp([-0.0], 0) is [0.]; a 0-d one,
+    # returned above as a copy, stays -0.0 there too)
+    ct = x.dtype.ctype
+    out = run_map("select(x0, 0.0, x0 == 0.0)", (x,), (ct,), empty(x._shape, D.float32), ct)
     length = x._shape[d]
     s = 1
     while s < length:
