@@ -883,8 +883,8 @@ def _scan(op, input, dim, dtype):
             dev.dispatch(lookback_clear_kernel(), [scratch], n, fold_grid(-(-n[0] // WG)))
         return out
     chunk = _scan_chunk(rows, length, mode)
-    SCAN_LAST_PATH = "rows" if chunk is None else f"chunked C={chunk}"
     if chunk is None:  # (_mode already moved a serial row past the loop budget to "row")
+        SCAN_LAST_PATH = "rows"
         staged = SCAN_STAGE and mode == "row" and length <= SCAN_STAGED
         src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode, "", staged)
         grid = fold_grid(rows) if mode == "row" else grid_for(rows)
@@ -902,7 +902,7 @@ def _scan(op, input, dim, dtype):
     src = scan_kernel(*k, acc_dt.wgsl, len(oshape), "row", "total", staged)
     dev.dispatch(src, [input._storage.buffer, part._storage.buffer], info, grid)
     carry = _scan(op, part, 1, acc_dt)
-    SCAN_LAST_PATH = f"chunked C={chunk}"  # (the carry's own scan had set its path)
+    SCAN_LAST_PATH = f"chunked C={chunk}"  # (after the carry's own scan, which sets its path)
     src = scan_kernel(*k, out_dt.wgsl, len(oshape), "row", "apply", staged)
     bufs = [input._storage.buffer, carry._storage.buffer, out._storage.buffer]
     dev.dispatch(src, bufs, info, grid)
