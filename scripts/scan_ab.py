@@ -6,9 +6,10 @@ torch CUDA's; then its result against numpy float64 (max |error| / Σ|x| of the 
 whether the look-back's bits repeat across runs.
     PYRITE_BACKEND=wgpu|dawn python scripts/scan_ab.py [--paths lookback,chunked,rows]
         [--lookback ticket:last,id:last,ticket:pass,id:pass] [--targets 1024,2048,4096]
-        [--stage 0,1] [--quick] [--json PATH]
+        [--stage 0,1] [--units 2048,4096,8192] [--quick] [--json PATH]
 `--lookback`: the look-back kernel's variants (ops/reduce.SCAN_LOOKBACK_VARIANT: chunk order,
-reset), each timed as its own path.
+reset), each timed as its own path; `--units`: its chunk lengths (ops/reduce.SCAN_LOOKBACK_CHUNK;
+one the device's workgroup memory cannot hold runs SCAN_STAGED, and says so in its kernel).
 """
 
 import json
@@ -69,10 +70,12 @@ def arg(name, default):
 
 def main():
     variants = [tuple(v.split(":")) for v in arg("--lookback", [":".join(R.SCAN_LOOKBACK_VARIANT)])]
+    units = [int(u) for u in arg("--units", [str(R.SCAN_LOOKBACK_CHUNK or 0)])]
     paths = [
-        (p, v)
+        (p, v, u)
         for p in arg("--paths", list(PATHS))
         for v in (variants if p == "lookback" else [None])
+        for u in (units if p == "lookback" else [0])
     ]
     targets = [int(v) for v in arg("--targets", [R.SCAN_TARGET_WORKGROUPS])]
     stages = [v == "1" for v in arg("--stage", ["1" if R.SCAN_STAGE else "0"])]
@@ -88,10 +91,11 @@ def main():
         tg = torch_gbps(shape, 1)
         xn = x.numpy().astype(np.float64)
         ref, scale = np.cumsum(xn, 1), np.abs(xn).sum(1, keepdims=True)
-        for path, variant in paths:
+        for path, variant, unit in paths:
             for target, stage in [(a, b) for a in targets for b in stages]:
                 R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = target, stage
                 R.SCAN_LOOKBACK_VARIANT = variant or R.SCAN_LOOKBACK_VARIANT
+                R.SCAN_LOOKBACK_CHUNK = unit or None
                 y = on_path(path, lambda: x.cumsum(1).numpy())
                 kernel = R.SCAN_LAST_PATH
                 ks = on_path(path, lambda: kernel_times(lambda: x.cumsum(1), reps=10))
@@ -103,6 +107,7 @@ def main():
                     "staged": stage, "dispatches": len(ks), "gpu_us": ns / 1e3,
                     "gpu_gbps": nb / ns, "host_gbps": nb / host / 1e9, "torch_cuda_gbps": tg,
                     "err": err, "variant": variant,
+                    "unit": R._lookback_unit() if path == "lookback" else None,
                     "dispatch_us": [t / 1e3 for t, _, _ in ks],
                 }  # fmt: skip
                 if path == "lookback":
@@ -111,7 +116,7 @@ def main():
                 rows.append(row)
                 print(
                     f"  {str(shape):>14} {path:>8} ({kernel}"
-                    + (f" {':'.join(variant)}" if variant else "")
+                    + (f" {':'.join(variant)} C={R._lookback_unit()}" if variant else "")
                     + f", target {target}, staged "
                     f"{int(stage)}): {len(ks)} dispatches, {ns / 1e3:8.1f} us, "
                     f"{nb / ns:6.0f} GB/s GPU ("
@@ -122,7 +127,7 @@ def main():
                     flush=True,
                 )
     R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = targets[0], True
-    R.SCAN_LOOKBACK_VARIANT = ("ticket", "last")
+    R.SCAN_LOOKBACK_VARIANT, R.SCAN_LOOKBACK_CHUNK = ("ticket", "last"), None
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)

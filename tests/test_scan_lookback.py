@@ -186,3 +186,43 @@ def test_lookback_variants_same_bits(variant, rng, lookback):
     ref = np.cumprod(a[1:].astype(np.float64), 1)
     assert ((np.abs(p - ref) <= 2 * a.shape[1] * 1.2e-7 * np.abs(ref) + 1e-30) | (ref == 0)).all()
     assert _scratch_clean(pr.backend.current())
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_lookback_longer_chunks(op, rng, lookback):
+    # chunks of 4,096 (SCAN_LOOKBACK_CHUNK: half the workgroups, each invocation's block 16):
+    # right against float64, the same bits whether its waits read or compute the totals,
+    # superblocks reached (P = 9 with superblocks of 4), the scratch left clean
+    lookback.setattr(R, "SCAN_LOOKBACK_CHUNK", 2 * SCAN_STAGED)
+    if R._lookback_unit() != 2 * SCAN_STAGED:
+        pytest.skip("the device's workgroup memory holds no 4,096-element chunk")
+    n = 9 * 2 * SCAN_STAGED - 3
+    a = (1 + 0.01 * rng.standard_normal((2, n))).astype(np.float32)
+    if op == "cumsum":
+        a = a - 1.0
+    _check(a, 1, op)
+    assert R.SCAN_LAST_PATH == "lookback P=9"
+    x = pr.tensor(a)
+    polled = getattr(x, op)(1).numpy()
+    lookback.setattr(R, "SCAN_LOOKBACK_SPINS", -1)
+    computed = getattr(x, op)(1).numpy()
+    assert (polled.view(np.uint32) == computed.view(np.uint32)).all()
+    assert _scratch_clean(pr.backend.current())
+
+
+def test_lookback_chunk_past_workgroup_memory(monkeypatch, lookback):
+    # a chunk whose staging the device's workgroup memory cannot hold falls back to
+    # SCAN_STAGED; a chunk that is no multiple of the workgroup is refused, by the host and
+    # by the kernel generator
+    from pyrite.kernels.reduce import lookback_shared_bytes, scan_kernel
+
+    room = pr.backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
+    big = R.WG * (room // 4 // R.WG + 1)  # (its staging alone passes the limit)
+    assert lookback_shared_bytes(big) > room
+    lookback.setattr(R, "SCAN_LOOKBACK_CHUNK", big)
+    assert R._lookback_unit() == SCAN_STAGED
+    lookback.setattr(R, "SCAN_LOOKBACK_CHUNK", SCAN_STAGED + 1)
+    with pytest.raises(ValueError, match="multiple"):
+        R._lookback_unit()
+    with pytest.raises(ValueError, match="multiple"):
+        scan_kernel("cumsum", "f32", "f32", "f32", 1, "row", "lookback", True, unit=3000)

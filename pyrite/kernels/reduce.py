@@ -815,12 +815,22 @@ def _pad(k: str) -> str:
 # empty and both counters to 0.
 # Scratch words (`part`): [0] ticket [1] done, [2 + u] A[u] for u = o P + c, [2 + U + o SBP + s]
 # SB[s] of row o (SBP = ceil(P / sb); the host keeps rows P <= U).
-SCAN_STAGE_BLOCK = SCAN_STAGED // WG  # (elements a staged invocation's block)
+# A chunk is SCAN_STAGED elements, or `unit` (4,096 or 8,192: fewer, longer workgroups, the
+# ~30 barriers and three L2 round trips of a chunk spread over more elements) where the
+# device's workgroup memory holds lookback_shared_bytes(unit).
 
 
-def _lookback_fns(acc: str, ident: str, f: str, x: str, sb: int, spins: int) -> str:
+def lookback_shared_bytes(unit: int) -> int:
+    """Workgroup memory of a look-back scan with chunks of `unit`: the padded staged chunk
+    (xs) and the four WG-word arrays (sh, lw, lg, lq)."""
+    return 4 * (unit + unit // 16 + 4 * WG)
+
+
+def _lookback_fns(
+    acc: str, ident: str, f: str, x: str, sb: int, spins: int, unit: int = SCAN_STAGED
+) -> str:
     """The look-back scan's workgroup variables and its waits (x: the element load at `j` of
-    the row at `ib`)."""
+    the row at `ib`; `unit` the chunk's elements)."""
     e = f"{FUSED_EMPTY:#x}u"
     wait = (
         ""
@@ -846,10 +856,11 @@ def _lookback_fns(acc: str, ident: str, f: str, x: str, sb: int, spins: int) -> 
     # has the same bits whether it read the word or computed it (x86's inf - inf is 0xFFC00000)
     canon = "bitcast<f32>(p_word(st[0]))"
 
+    block = unit // WG
     chunk_leaf = (
         f"    var v = {ident};\n"
-        f"    for (var k = 0; k < {SCAN_STAGE_BLOCK}; k++) {{\n"
-        f"      let j = q * {SCAN_STAGED} + b * {SCAN_STAGE_BLOCK} + k;\n      v = v {f} {x};\n    }}\n"
+        f"    for (var k = 0; k < {block}; k++) {{\n"
+        f"      let j = q * {unit} + b * {block} + k;\n      v = v {f} {x};\n    }}\n"
     )
     return (
         "var<workgroup> tick: u32;\nvar<workgroup> lb_last: u32;\n"
@@ -935,6 +946,7 @@ def scan_kernel(
     spins: int = FUSED_SPINS,
     order: str = "ticket",
     reset: str = "last",
+    unit: int = SCAN_STAGED,
 ) -> KernelSource:
     """cumsum / cumprod along one dim, `acc` the compute type (f32|i32).
 
@@ -956,11 +968,12 @@ def scan_kernel(
                (by workgroup id: no same-address atomic, and a chunk whose predecessors have
                not started computes their totals itself); `reset` "last" (the done counter's
                last workgroup empties the words) or "pass" (the caller dispatches
-               lookback_clear_kernel after it).
+               lookback_clear_kernel after it); `unit` the elements a chunk (a multiple of WG:
+               SCAN_STAGED, or more where the device's workgroup memory holds them).
     Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P ("lookback": then [7 + 3R] the
     scratch's capacity U).
 
-    `staged` (row mode, the caller's unit of at most SCAN_STAGED elements): the unit passes
+    `staged` (row mode, the caller's unit of at most `unit` elements): the unit passes
     through workgroup memory, so every load and store of the input and output is coalesced;
     "total" sums invocation t's elements t, t + WG, .. (coalesced, no staging needed).
     """
@@ -976,6 +989,8 @@ def scan_kernel(
     lookback = stage == "lookback"
     if lookback and not (staged and acc == "f32"):
         raise ValueError("pyrite: a look-back scan runs staged chunks in f32")
+    if unit % WG or (unit != SCAN_STAGED and not lookback):
+        raise ValueError(f"pyrite: a scan unit of {unit} (look-back chunks: a multiple of {WG})")
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
     if lookback:  # (the chunk from a ticket: every chunk before it has started)
         assert order in ("ticket", "id") and reset in ("last", "pass")
@@ -1037,7 +1052,7 @@ def scan_kernel(
         elif staged:
             xk = load("inp[ib + (lo + k) * info[3]]", in_stype, acc)
             body += [
-                f"  let n = hi - lo;\n  let B = {SCAN_STAGED // WG};\n",
+                f"  let n = hi - lo;\n  let B = {unit // WG};\n",
                 _loop("k", "t", "n", WG, f"      xs[{_pad('k')}] = {xk};\n"),
                 "  workgroupBarrier();\n",
                 "  let k0 = min(t * B, n);\n  let k1 = min(k0 + B, n);\n",
@@ -1092,13 +1107,13 @@ def scan_kernel(
     src = (
         header(bufs)
         + (
-            _lookback_fns(acc, ident, f, x, sb, spins) + helpers_for("".join(body))
+            _lookback_fns(acc, ident, f, x, sb, spins, unit) + helpers_for("".join(body))
             if lookback
             else ""
         )
         + (f"var<workgroup> sh: array<{acc}, {WG}>;\n" if row else "")
         + (
-            f"var<workgroup> xs: array<{acc}, {SCAN_STAGED + SCAN_STAGED // 16}>;\n"
+            f"var<workgroup> xs: array<{acc}, {unit + unit // 16}>;\n"
             if staged and stage != "total"
             else ""
         )
@@ -1129,16 +1144,18 @@ def lookback_clear_kernel() -> KernelSource:
     return trusted(KernelSource(src, "w"))
 
 
-def lookback_loop_iterations(rows: int, parts: int, sb: int, spins: int) -> int:
-    """Loop iterations of one invocation of a look-back scan at worst: its staged chunk, a
-    chunk total and its share of superblock totals each waited for in full and then computed
-    (a superblock from its chunks' totals, each computed too), the trees' steps, and the last
-    workgroup's resets."""
+def lookback_loop_iterations(
+    rows: int, parts: int, sb: int, spins: int, unit: int = SCAN_STAGED
+) -> int:
+    """Loop iterations of one invocation of a look-back scan at worst: its staged chunk of
+    `unit` elements, a chunk total and its share of superblock totals each waited for in full
+    and then computed (a superblock from its chunks' totals, each computed too), the trees'
+    steps, and the last workgroup's resets."""
     tree = lambda n, leaf: n * (leaf + WG.bit_length() + 1) + 1  # noqa: E731
-    a = spins + 1 + tree(WG, SCAN_STAGE_BLOCK + 1)
+    a = spins + 1 + tree(WG, unit // WG + 1)
     sbs = -(-(parts // sb) // WG) * (spins + 1 + tree(sb, a)) + 1
     resets = -(-rows * parts // WG) + -(-rows * -(-parts // sb) // WG) + 2
-    return scan_loop_iterations("row", SCAN_STAGED) + a + sbs + WG.bit_length() + resets
+    return scan_loop_iterations("row", unit, unit) + a + sbs + WG.bit_length() + resets
 
 
 def reduce_loop_iterations(mode: str, length: int) -> int:
@@ -1157,7 +1174,7 @@ def fused_loop_iterations(chunk: int, parts: int, words: int) -> int:
     return reduce_loop_iterations("row", chunk) + -(-parts // WG) + 1 + words * (FUSED_SPINS + 1)
 
 
-def scan_loop_iterations(mode: str, length: int) -> int:
+def scan_loop_iterations(mode: str, length: int, unit: int = SCAN_STAGED) -> int:
     """Loop iterations of one invocation of scan_kernel over a row (or chunk) of `length`,
     each loop's exit test included (lavapipe counts it against its budget): the block's two
     passes (unstaged) or the staged unit's load, block and store loops, and the totals'
@@ -1165,5 +1182,5 @@ def scan_loop_iterations(mode: str, length: int) -> int:
     if mode == "serial":
         return length + 1
     steps = -(-length // WG) + 1
-    passes = 3 * max(steps, SCAN_STAGED // WG + 1) if length <= SCAN_STAGED else 2 * steps
+    passes = 3 * max(steps, unit // WG + 1) if length <= unit else 2 * steps
     return passes + WG.bit_length() + 1

@@ -27,6 +27,7 @@ from ..kernels.reduce import (
     fused_ok,
     lookback_clear_kernel,
     lookback_loop_iterations,
+    lookback_shared_bytes,
     reduce_kernel,
     reduce_loop_iterations,
     scan_kernel,
@@ -870,10 +871,11 @@ def _scan(op, input, dim, dtype):
     parts = _lookback_parts(rows, length, acc)
     if parts is not None:  # one pass (kernels/reduce.py's "lookback")
         SCAN_LAST_PATH = f"lookback P={parts}"
-        info += [SCAN_STAGED, parts, SCAN_LOOKBACK_UNITS]
+        unit = _lookback_unit()
+        info += [unit, parts, SCAN_LOOKBACK_UNITS]
         k = (op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "lookback", True)
         order, reset = SCAN_LOOKBACK_VARIANT
-        src = scan_kernel(*k, SCAN_LOOKBACK_SB, _lookback_spins(), order, reset)
+        src = scan_kernel(*k, SCAN_LOOKBACK_SB, _lookback_spins(), order, reset, unit)
         scratch = _lookback_scratch(dev).buffer
         dev.dispatch(src, [input._storage.buffer, scratch, out._storage.buffer], info,
                      fold_grid(rows * parts))  # fmt: skip
@@ -977,6 +979,10 @@ SCAN_LOOKBACK_RULE_UNITS = 2048
 SCAN_LOOKBACK_VARIANT = ("ticket", "last")
 SCAN_LOOKBACK_SPINS = None  # polls a wait (None: _lookback_spins' rule; < 0: none, always computed)
 SCAN_LOOKBACK_SB = WG  # chunks a superblock (kernels/reduce.py; tests shrink it to reach SB waits)
+# Elements a look-back chunk: SCAN_STAGED, or a longer multiple of WG (kernels/reduce.py: 4,096
+# or 8,192, fewer workgroups each with more work; A/B and tests) where the device's workgroup
+# memory holds it. Longer chunks are not yet measured on a GPU, so the rule keeps SCAN_STAGED.
+SCAN_LOOKBACK_CHUNK = None
 SCAN_LAST_PATH = ""  # "lookback P=<chunks>" | "chunked C=<chunk>" | "rows": the last scan's kernel
 
 
@@ -984,14 +990,25 @@ def _lookback_parts(rows: int, length: int, acc: str):
     """Chunks P a row of a one-pass scan takes, or None: another path."""
     if SCAN_LOOKBACK is False or acc != "f32" or not SCAN_STAGE or FORCE_SCAN_CHUNK is not None:
         return None
-    if SCAN_LOOKBACK is None and (_cpu_adapter() or length <= SCAN_STAGED):
+    unit = _lookback_unit()
+    if SCAN_LOOKBACK is None and (_cpu_adapter() or length <= unit):
         return None
-    parts = -(-length // SCAN_STAGED)
+    parts = -(-length // unit)
     cap = SCAN_LOOKBACK_UNITS if SCAN_LOOKBACK else SCAN_LOOKBACK_RULE_UNITS
-    its = lookback_loop_iterations(rows, parts, SCAN_LOOKBACK_SB, _lookback_spins())
+    its = lookback_loop_iterations(rows, parts, SCAN_LOOKBACK_SB, _lookback_spins(), unit)
     if parts < 2 or rows * parts > cap or its > max_loop_iterations():
         return None
     return parts
+
+
+def _lookback_unit() -> int:
+    """Elements a look-back chunk: SCAN_LOOKBACK_CHUNK where set and the device's workgroup
+    memory holds it, else SCAN_STAGED."""
+    unit = SCAN_LOOKBACK_CHUNK or SCAN_STAGED
+    if unit % WG:
+        raise ValueError(f"pyrite: SCAN_LOOKBACK_CHUNK {unit} is not a multiple of {WG}")
+    room = backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
+    return unit if lookback_shared_bytes(unit) <= room else SCAN_STAGED
 
 
 def _lookback_spins() -> int:
