@@ -28,11 +28,13 @@ and `norm` swapped, torch's definitions.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from . import dtypes as D
+from .errors import ArgumentError, ShapeError
 from .ops import complex as _cx
 from .tensor import Tensor
 
@@ -181,7 +183,7 @@ def _scale(norm, n: int, inverse: bool) -> float:
         return 1.0 / math.sqrt(n)
     if norm == "forward":
         return 1.0 if inverse else 1.0 / n
-    raise ValueError(f"pyrite: Invalid normalization mode: {norm}")
+    raise ArgumentError(f'pyrite: Invalid normalization mode: "{norm}"')
 
 
 def _check(input, name):
@@ -243,21 +245,45 @@ def _c2c(input, n, dim, norm, sign, name):
     return _finish(y, lead, d)
 
 
+def _with_out(fn):
+    """fn with torch's out=: the transform computed, then written into `out` (resized as
+    torch's, with its warning when out held elements). Its dtype must be of the result's kind,
+    as torch's: complex for a complex result, floating (any width) for a real one."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        res = fn(*args, **kwargs)
+        if out is None:
+            return res
+        from .errors import DtypeError
+        from .ops.outarg import _write
+
+        want = "complex" if res.dtype is D.complex64 else "floating point"
+        if isinstance(out, Tensor) and out.dtype.kind != ("c" if want == "complex" else "f"):
+            raise DtypeError(
+                f"pyrite: {name} expects a {want} output tensor, but got {out.dtype!r}"
+            )
+        return _write(out, res, f"fft.{name}")
+
+    return wrapper
+
+
 # ---- 1-D ------------------------------------------------------------------------------------
+@_with_out
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The DFT of `input` (real or complex) along `dim`, trimmed or zero-padded to `n`."""
-    _no_out(out, "fft")
     return _c2c(input, n, dim, norm, -1, "fft")
 
 
+@_with_out
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
-    _no_out(out, "ifft")
     return _c2c(input, n, dim, norm, 1, "ifft")
 
 
+@_with_out
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The DFT of a real `input`: its n//2 + 1 non-negative frequencies."""
-    _no_out(out, "rfft")
     _check(input, "rfft")
     if input.dtype is D.complex64:
         raise RuntimeError("pyrite: rfft expects a real input tensor, but got ComplexFloat")
@@ -266,14 +292,18 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     return _finish(y, lead, d, keep=n // 2 + 1)
 
 
+@_with_out
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The real signal of length n (default 2·(m - 1)) whose rfft is `input` (m frequencies):
     the imaginary parts of the zero (and, n even, the n/2) frequency are ignored, as torch's."""
-    _no_out(out, "irfft")
     _check(input, "irfft")
+    if input.ndim == 0:
+        raise IndexError(
+            f"pyrite: fft.irfft(): dimension specified as {dim} but tensor has no dimensions"
+        )
     z = input if input.dtype is D.complex64 else _cx.as_complex(input)
-    d = z._dim(dim) if z.ndim else 0
-    m_in = z._shape[d] if z.ndim else 1
+    d = z._dim(dim)
+    m_in = z._shape[d]
     n = 2 * (m_in - 1) if n is None else int(n)
     if n < 1:
         raise RuntimeError(f"pyrite: Invalid number of data points ({n}) specified")
@@ -289,11 +319,16 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
 
 
 # ---- n-D ------------------------------------------------------------------------------------
-def _dims_sizes(input, s, dim, name, default_all=True):
+def _dims_sizes(input, s, dim, name, at_least_one=False):
     """torch's (s, dim) rules: dim None with s given means the last len(s) dims; both None,
-    every dim; -1 in s, the input's size."""
+    every dim; -1 in s, the input's size. The real transforms (at_least_one) refuse no dims."""
     _check(input, name)
     nd = input.ndim
+    if dim is None and s is not None and len(s) > nd:
+        raise ShapeError(
+            f"pyrite: fft.{name}(): Got shape with {len(s)} values but input tensor only has "
+            f"{nd} dimensions."
+        )
     if dim is None:
         dims = list(range(nd - len(s), nd)) if s is not None else list(range(nd))
     else:
@@ -310,11 +345,13 @@ def _dims_sizes(input, s, dim, name, default_all=True):
                 f"length (got s={list(s)}, dim={dims})"
             )
         sizes = [None if k == -1 else int(k) for k in s]
+    if not dims and at_least_one:
+        raise RuntimeError(f"pyrite: {name} must transform at least one axis")
     return dims, sizes
 
 
+@_with_out
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
-    _no_out(out, "fftn")
     dims, sizes = _dims_sizes(input, s, dim, "fftn")
     y = input
     for d, n in zip(dims, sizes):
@@ -322,8 +359,8 @@ def fftn(input, s=None, dim=None, norm=None, *, out=None):
     return y if dims else _cx.as_complex(input).clone()
 
 
+@_with_out
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
-    _no_out(out, "ifftn")
     dims, sizes = _dims_sizes(input, s, dim, "ifftn")
     y = input
     for d, n in zip(dims, sizes):
@@ -331,43 +368,43 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     return y if dims else _cx.as_complex(input).clone()
 
 
+@_with_out
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
-    _no_out(out, "rfftn")
-    dims, sizes = _dims_sizes(input, s, dim, "rfftn")
+    _real_only(input, "rfftn")
+    dims, sizes = _dims_sizes(input, s, dim, "rfftn", at_least_one=True)
     y = rfft(input, sizes[-1], dims[-1], norm)
     for d, n in zip(dims[:-1], sizes[:-1]):
         y = _c2c(y, n, d, norm, -1, "rfftn")
     return y
 
 
+@_with_out
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
-    _no_out(out, "irfftn")
-    dims, sizes = _dims_sizes(input, s, dim, "irfftn")
+    dims, sizes = _dims_sizes(input, s, dim, "irfftn", at_least_one=True)
     y = input
     for d, n in zip(dims[:-1], sizes[:-1]):
         y = _c2c(y, n, d, norm, 1, "irfftn")
     return irfft(y, sizes[-1], dims[-1], norm)
 
 
+@_with_out
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return fftn(input, s, dim, norm, out=out)
 
 
+@_with_out
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return ifftn(input, s, dim, norm, out=out)
 
 
+@_with_out
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return rfftn(input, s, dim, norm, out=out)
 
 
+@_with_out
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return irfftn(input, s, dim, norm, out=out)
-
-
-def _no_out(out, name):
-    if out is not None:
-        raise _cx.ComplexError(f"pyrite: fft.{name}(out=...) is not supported yet")
 
 
 # ---- Hermitian-input transforms ----------------------------------------------------------------
@@ -380,7 +417,7 @@ _SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho":
 
 def _swap(norm):
     if norm not in _SWAP:
-        raise ValueError(f"pyrite: Invalid normalization mode: {norm}")
+        raise ArgumentError(f'pyrite: Invalid normalization mode: "{norm}"')
     return _SWAP[norm]
 
 
@@ -394,63 +431,98 @@ def _real_only(input, name):
         raise RuntimeError(f"pyrite: {name} expects a real input tensor, but got ComplexFloat")
 
 
+@_with_out
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The real spectrum (length n, default 2·(m - 1)) of a signal whose first m samples are
     `input`, Hermitian-symmetric: irfft(conj(input)) with forward scaling."""
-    _no_out(out, "hfft")
     _check(input, "hfft")
     return irfft(_conj(input), n, dim, _swap(norm))
 
 
+@_with_out
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """hfft's inverse for a real `input`: its n//2 + 1 non-negative frequencies of the inverse
     DFT, conj(rfft(input)) with inverse scaling."""
-    _no_out(out, "ihfft")
     _real_only(input, "ihfft")
     return rfft(input, n, dim, _swap(norm)).conj()
 
 
+@_with_out
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     """n-D hfft: the last of `dim` is the halved (Hermitian) one, as torch's."""
-    _no_out(out, "hfftn")
-    _check(input, "hfftn")
+    _dims_sizes(input, s, dim, "hfftn", at_least_one=True)
     return irfftn(_conj(input), s, dim, _swap(norm))
 
 
+@_with_out
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     """n-D ihfft of a real `input`: the last of `dim` keeps n//2 + 1 frequencies."""
-    _no_out(out, "ihfftn")
     _real_only(input, "ihfftn")
+    _dims_sizes(input, s, dim, "ihfftn", at_least_one=True)
     return rfftn(input, s, dim, _swap(norm)).conj()
 
 
+@_with_out
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return hfftn(input, s, dim, norm, out=out)
 
 
+@_with_out
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return ihfftn(input, s, dim, norm, out=out)
 
 
 # ---- frequencies and shifts -----------------------------------------------------------------
-def _freq_tensor(values, dtype, requires_grad):
+def _freq_tensor(k: np.ndarray, n: int, d, dtype, requires_grad, name):
+    """k·(1/(n·d)) as torch computes it: 1/(n·d) in float64 (±inf when n·d is 0), then k and
+    that scale held in the dtype and their product rounded once to it, so every bit is torch's
+    (numpy's float64 product rounded afterwards differs in the last bit of ~10 % of them)."""
     from .ops.creation import tensor
 
     dt = D.float32 if dtype is None else D.from_any(dtype)
-    t = tensor(values.astype(np.float32)).to(dt)
+    if dt.kind != "f":
+        raise TypeError(f"pyrite: fft.{name}(): dtype must be a floating point type, not {dt!r}")
+    with np.errstate(divide="ignore"):
+        scale = np.float64(1.0) / np.float64(n * float(d))
+    if dt is D.float16:
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = k.astype(np.float16) * np.float16(scale)
+    elif dt is D.bfloat16:  # (k and the scale rounded to bf16: their product is exact in f32)
+        kb = D.bf16_bits_to_f32(D.f32_to_bf16_bits(k.astype(np.float32)))
+        with np.errstate(invalid="ignore"):
+            values = kb * np.float32(D.round_scalar(float(scale), dt))
+    else:
+        with np.errstate(invalid="ignore"):
+            values = k.astype(np.float32) * np.float32(scale)
+    t = tensor(values).to(dt)
     if requires_grad:
         t.requires_grad_()
     return t
 
 
+def _freq_n(n, name):
+    import numbers
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(
+            f"pyrite: fft_{name}(): argument 'n' (position 1) must be int, not {type(n).__name__}"
+        )
+    if n < 0:
+        raise ArgumentError(f"pyrite: Trying to create tensor with negative dimension {n}: [{n}]")
+    return int(n)
+
+
 def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an n-point DFT: [0, 1, ..., -(n//2), ..., -1] / (d·n)."""
-    return _freq_tensor(np.fft.fftfreq(int(n), float(d)), dtype, requires_grad)
+    n = _freq_n(n, "fftfreq")
+    k = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
+    return _freq_tensor(k, n, d, dtype, requires_grad, "fftfreq")
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The n//2 + 1 non-negative sample frequencies of an n-point rfft."""
-    return _freq_tensor(np.fft.rfftfreq(int(n), float(d)), dtype, requires_grad)
+    n = _freq_n(n, "rfftfreq")
+    return _freq_tensor(np.arange(n // 2 + 1), n, d, dtype, requires_grad, "rfftfreq")
 
 
 def _shift(input, dim, sign):

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import functools
 
+from pyrite.errors import DtypeError
 from pyrite.errors import warn as _warn
 
+from ..autograd import no_grad as _no_grad
 from ..tensor import Tensor
 from .overlap import check_overlap, tensors_in
 
@@ -24,8 +26,8 @@ from .overlap import check_overlap, tensors_in
 def _write(out, res, name):
     if not isinstance(out, Tensor) or not isinstance(res, Tensor):
         raise TypeError(f"pyrite: {name}(): out must be a Tensor, got {type(out).__name__}")
-    if "bif".index(res.dtype.kind) > "bif".index(out.dtype.kind):  # bool < int < float
-        raise TypeError(
+    if "bifc".index(res.dtype.kind) > "bifc".index(out.dtype.kind):  # bool < int < float < complex
+        raise DtypeError(
             f"pyrite: {name}(): result type {res.dtype!r} can't be cast to the desired output "
             f"type {out.dtype!r}"
         )
@@ -55,7 +57,14 @@ def _resize(out: Tensor, shape, name):
             UserWarning,
             stacklevel=4,
         )
-    t = empty(shape, out.dtype)
+    if out.dtype.kind == "c":  # (a complex tensor's storage: float32 pairs)
+        from .. import dtypes as D
+        from .complex import _C
+
+        with _no_grad():
+            t = _C(empty((*shape, 2), D.float32))
+    else:
+        t = empty(shape, out.dtype)
     out._storage, out._shape, out._strides, out._offset = t._storage, t._shape, t._strides, 0
 
 

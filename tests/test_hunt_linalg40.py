@@ -1,0 +1,174 @@
+"""Randomized hunt (session 40) of torch.linalg.*, torch.fft.* and complex tensors against
+torch 2.13 CPU: keyword arguments (out=, s, dim, norm, atol / rtol tensors, p of cond),
+singular / non-finite / empty inputs, error classes, and the bits of fftfreq.
+
+Inputs come from the `rng` fixture (seeded from the test's id, printed on failure). Tolerances
+are rounding bounds of the operation: a length-n DFT of float32 data within
+32·sqrt(n)·2⁻²⁴·max|x| (tests/test_fft.py's bound, both libraries' errors together); an
+elementwise complex function within a few ulp of its magnitude.
+
+Found and fixed by it:
+- out= of any op with a complex result or a complex out raised ValueError ('substring not
+  found': ops/outarg.py ranked dtype kinds as bool < int < float only);
+- every pyrite.fft transform refused out= (torch writes it, resizing; a real out for a complex
+  result is refused);
+- fftn / rfftn / ... with len(s) > ndim and dim=None transformed one dim twice (torch refuses),
+  the real n-D transforms with no dims raised IndexError, irfft / hfft of a 0-d tensor a
+  RuntimeError (torch: IndexError), an invalid `norm` a bare ValueError (torch: RuntimeError);
+- fftfreq / rfftfreq: n = 0 or d = 0 raised ZeroDivisionError (torch: empty / inf, NaN), a
+  float n was taken (torch: TypeError), and ~10 % of values differed from torch's in the last
+  bit (numpy's float64 product rounded afterwards; torch multiplies k by the float32 scale).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+
+torch = pytest.importorskip("torch")
+
+EPS = 2.0**-24
+
+
+def _crandn(rng, *shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def _np(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().resolve_conj().numpy()
+    return x.detach().numpy()
+
+
+def _fft_close(got, want, n, x):
+    g, w = _np(got), _np(want)
+    assert g.shape == w.shape, (g.shape, w.shape)
+    assert g.dtype == w.dtype.type(0).astype(g.dtype).dtype
+    tol = 32 * math.sqrt(max(n, 1)) * EPS * float(np.abs(x).max() if x.size else 0.0)
+    err = float(np.abs(g.astype(np.complex128) - w).max()) if g.size else 0.0
+    assert err <= tol, f"err {err}, tol {tol}"
+
+
+def _same_error(fp, ft):
+    """Both calls raise, pyrite's error an instance of the class torch raised (or of its
+    RuntimeError base for torch's own subclasses such as LinAlgError)."""
+    with pytest.raises(Exception) as te:
+        ft()
+    want = type(te.value)
+    if want.__module__.startswith("torch"):
+        want = next(c for c in want.__mro__ if c.__module__ == "builtins")
+    with pytest.raises(want):
+        fp()
+
+
+# ---- out= with complex tensors ------------------------------------------------------------------
+def test_complex_out_arguments_match_torch(rng):
+    z, w = _crandn(rng, 3, 5), _crandn(rng, 3, 5)
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    zp, wp, xp = pr.tensor(z), pr.tensor(w), pr.tensor(x)
+    zt, wt, xt = torch.tensor(z), torch.tensor(w), torch.tensor(x)
+    for fp, ft in [
+        (lambda o: pr.add(zp, wp, out=o), lambda o: torch.add(zt, wt, out=o)),
+        (lambda o: pr.mul(zp, wp, out=o), lambda o: torch.mul(zt, wt, out=o)),
+        (lambda o: pr.matmul(zp, wp.mT, out=o), lambda o: torch.matmul(zt, wt.mT, out=o)),
+        (lambda o: pr.add(xp, xp, out=o), lambda o: torch.add(xt, xt, out=o)),  # real into complex
+    ]:
+        ot = torch.empty(0, dtype=torch.complex64)
+        op = pr.empty(0, dtype=pr.complex64)
+        assert ft(ot) is ot and fp(op) is op
+        # (the matmul's K = 5 complex products, 4 real ones each, within ~2·2K ulp of
+        # max|z|·max|w|·K; the elementwise results within a few ulp of that too)
+        tol = 4 * 5 * EPS * 5 * max(np.abs(z).max(), 1) * max(np.abs(w).max(), 1)
+        np.testing.assert_allclose(_np(op), _np(ot), rtol=0, atol=tol)
+    # a complex result into a real out: torch's RuntimeError
+    _same_error(
+        lambda: pr.add(zp, wp, out=pr.empty(3, 5)), lambda: torch.add(zt, wt, out=torch.empty(3, 5))
+    )
+
+
+# ---- pyrite.fft -------------------------------------------------------------------------------
+FFT_FNS = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
+FFTN_FNS = ["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"]
+FFT2_FNS = ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"]
+REAL_IN = {"rfft", "ihfft", "rfftn", "ihfftn", "rfft2", "ihfft2"}
+
+
+@pytest.mark.parametrize("name", FFT_FNS + FFTN_FNS + FFT2_FNS)
+def test_fft_out_argument(rng, name):
+    shape = (int(rng.integers(1, 5)), int(rng.integers(2, 9)), int(rng.integers(2, 9)))
+    x = rng.standard_normal(shape).astype(np.float32) if name in REAL_IN else _crandn(rng, *shape)
+    fp, ft = getattr(pr.fft, name), getattr(torch.fft, name)
+    want = ft(torch.tensor(x))
+    pdt = pr.complex64 if want.is_complex() else pr.float32
+    for start in [(0,), tuple(want.shape)]:  # resized from empty, or written in place
+        out = pr.empty(start, dtype=pdt)
+        got = fp(pr.tensor(x), out=out)
+        assert got is out
+        _fft_close(out, want, max(shape), x)
+    # a real out for a complex result (or a complex out for a real one): torch refuses
+    bad = pr.float32 if want.is_complex() else pr.complex64
+    tbad = torch.float32 if want.is_complex() else torch.complex64
+    _same_error(
+        lambda: fp(pr.tensor(x), out=pr.empty(tuple(want.shape), dtype=bad)),
+        lambda: ft(torch.tensor(x), out=torch.empty(tuple(want.shape), dtype=tbad)),
+    )
+
+
+@pytest.mark.parametrize("name", FFTN_FNS)
+def test_fftn_shape_and_dims_checks(rng, name):
+    nd = int(rng.integers(1, 4))
+    shape = tuple(int(v) for v in rng.integers(2, 6, nd))
+    x = rng.standard_normal(shape).astype(np.float32) if name in REAL_IN else _crandn(rng, *shape)
+    fp, ft = getattr(pr.fft, name), getattr(torch.fft, name)
+    xp, xt = pr.tensor(x), torch.tensor(x)
+    s = tuple(int(v) for v in rng.integers(2, 6, nd + 1))  # more sizes than dims
+    _same_error(lambda: fp(xp, s=s), lambda: ft(xt, s=s))
+    if name not in ("fftn", "ifftn"):  # the real transforms need at least one dim
+        _same_error(lambda: fp(xp, dim=[]), lambda: ft(xt, dim=[]))
+        _same_error(lambda: fp(xp[(0,) * nd]), lambda: ft(xt[(0,) * nd]))  # a 0-d input
+    _same_error(lambda: fp(xp, norm="bogus"), lambda: ft(xt, norm="bogus"))
+    # and the sizes that are valid: the last len(s) dims, -1 for the input's own size
+    s = tuple(int(v) for v in rng.integers(1, 7, nd))
+    s = tuple(-1 if rng.random() < 0.3 else v for v in s)
+    if name in ("irfftn", "hfftn"):
+        s = tuple(shape[i] if v == -1 else v for i, v in enumerate(s))[:-1] + (max(s[-1], 2),)
+    _fft_close(fp(xp, s=s), ft(xt, s=s), max(max(s), max(shape)) ** nd, x)
+
+
+@pytest.mark.parametrize("name", ["irfft", "hfft", "fft", "rfft", "ihfft", "ifft"])
+def test_fft_1d_errors(rng, name):
+    x = _crandn(rng, 4) if name not in REAL_IN else rng.standard_normal(4).astype(np.float32)
+    fp, ft = getattr(pr.fft, name), getattr(torch.fft, name)
+    _same_error(lambda: fp(pr.tensor(x)[0]), lambda: ft(torch.tensor(x)[0]))
+    _same_error(lambda: fp(pr.tensor(x), norm="Ortho"), lambda: ft(torch.tensor(x), norm="Ortho"))
+    _same_error(lambda: fp(pr.tensor(x), n=0), lambda: ft(torch.tensor(x), n=0))
+    _same_error(lambda: fp(pr.tensor(x), dim=1), lambda: ft(torch.tensor(x), dim=1))
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_fftfreq_bits_and_edges(rng, name):
+    fp, ft = getattr(pr.fft, name), getattr(torch.fft, name)
+    ns = [0, 1, 2] + [int(v) for v in rng.integers(3, 3000, 12)]
+    ds = [1.0, 0.0, -0.5] + [float(v) for v in rng.uniform(1e-4, 10, 6)]
+    for n in ns:
+        for d in ds:
+            for pd, td in [
+                (None, None),
+                (pr.float16, torch.float16),
+                (pr.bfloat16, torch.bfloat16),
+            ]:
+                if td is torch.bfloat16 and n > 513:
+                    continue  # (torch's own bf16 arange rounds |k| > 256 two ways: by path)
+                want = ft(n, d, dtype=td)
+                got = fp(n, d, dtype=pd)
+                assert got.dtype == (pd or pr.float32)
+                g = got.float().numpy()
+                w = want.float().numpy()
+                assert g.shape == w.shape, (n, d)
+                same = (g == w) | (np.isnan(g) & np.isnan(w))
+                assert same.all(), (n, d, td, g[~same][:4], w[~same][:4])
+    _same_error(lambda: fp(4.0), lambda: ft(4.0))
