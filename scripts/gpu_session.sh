@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -277,6 +277,12 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     scan-lb)  # the look-back scan's variants (chunk order ticket|id, reset last|pass: the same-address atomics) against the chunked path, GPU time a dispatch
       step scan-lb 200 env PYRITE_BACKEND=wgpu python3 scripts/scan_ab.py --paths lookback,chunked \
         --lookback ticket:last,id:last,ticket:pass,id:pass --json "$OUT/scan-lb.json" ;;
+    scan-next)  # the look-back scan's unrolled staging and early superblock totals, both on and off, the rule's chunks; tests first
+      step scan-next-tests 150 env PYRITE_BACKEND=wgpu python3 -m pytest -q -x -p no:cacheprovider \
+        tests/test_scan_lookback.py tests/test_scan.py
+      step scan-next 240 env PYRITE_BACKEND=wgpu python3 scripts/scan_ab.py --paths lookback,chunked \
+        --unroll 0,1 --early 0,1 --shapes 1x16777216,1x8388608,1x4194304,1x1048576,4x4194304,64x65536,1024x4096,4096x1024 \
+        --json "$OUT/scan-next.json" ;;
     scan-unit)  # the look-back scan's chunk lengths (ops/reduce.SCAN_LOOKBACK_CHUNK), its tests on this GPU first
       step scan-unit-tests 120 env PYRITE_BACKEND=wgpu python3 -m pytest -q -x -p no:cacheprovider \
         tests/test_scan_lookback.py

@@ -6,10 +6,13 @@ torch CUDA's; then its result against numpy float64 (max |error| / Σ|x| of the 
 whether the look-back's bits repeat across runs.
     PYRITE_BACKEND=wgpu|dawn python scripts/scan_ab.py [--paths lookback,chunked,rows]
         [--lookback ticket:last,id:last,ticket:pass,id:pass] [--targets 1024,2048,4096]
-        [--stage 0,1] [--units 2048,4096,8192] [--quick] [--json PATH]
+        [--stage 0,1] [--units 2048,4096,8192] [--early 0,1] [--unroll 0,1] [--shapes 1x16777216,..] [--quick]
+        [--json PATH]
 `--lookback`: the look-back kernel's variants (ops/reduce.SCAN_LOOKBACK_VARIANT: chunk order,
 reset), each timed as its own path; `--units`: its chunk lengths (ops/reduce.SCAN_LOOKBACK_CHUNK;
-one the device's workgroup memory cannot hold runs SCAN_STAGED, and says so in its kernel).
+one the device's workgroup memory cannot hold runs SCAN_STAGED, and says so in its kernel);
+`--early`: superblock totals stored before the waits for earlier ones (SCAN_LOOKBACK_EARLY);
+`--unroll`: a full staged unit's loads issued together (SCAN_STAGE_UNROLL), on every path.
 """
 
 import json
@@ -71,17 +74,23 @@ def arg(name, default):
 def main():
     variants = [tuple(v.split(":")) for v in arg("--lookback", [":".join(R.SCAN_LOOKBACK_VARIANT)])]
     units = [int(u) for u in arg("--units", [str(R.SCAN_LOOKBACK_CHUNK or 0)])]
+    earlies = [v == "1" for v in arg("--early", ["1" if R.SCAN_LOOKBACK_EARLY else "0"])]
+    unrolls = [v == "1" for v in arg("--unroll", ["1" if R.SCAN_STAGE_UNROLL else "0"])]
     paths = [
-        (p, v, u)
+        (p, v, u, e, r)
         for p in arg("--paths", list(PATHS))
         for v in (variants if p == "lookback" else [None])
         for u in (units if p == "lookback" else [0])
+        for e in (earlies if p == "lookback" else [False])
+        for r in unrolls
     ]
     targets = [int(v) for v in arg("--targets", [R.SCAN_TARGET_WORKGROUPS])]
     stages = [v == "1" for v in arg("--stage", ["1" if R.SCAN_STAGE else "0"])]
     dev = pr.backend.current()
     print(f"{dev.name} ({dev.impl})")
     shapes = [(1, 1 << 24), (1, 1 << 20), (4, 1 << 22), (64, 65536), (1024, 4096), (4096, 1024)]
+    if "--shapes" in sys.argv:
+        shapes = [tuple(int(n) for n in v.split("x")) for v in arg("--shapes", [])]
     if "--quick" in sys.argv:
         shapes = [(1, 1 << 18), (3, 5000)]
     rows = []
@@ -91,11 +100,12 @@ def main():
         tg = torch_gbps(shape, 1)
         xn = x.numpy().astype(np.float64)
         ref, scale = np.cumsum(xn, 1), np.abs(xn).sum(1, keepdims=True)
-        for path, variant, unit in paths:
+        for path, variant, unit, early, unroll in paths:
             for target, stage in [(a, b) for a in targets for b in stages]:
                 R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = target, stage
                 R.SCAN_LOOKBACK_VARIANT = variant or R.SCAN_LOOKBACK_VARIANT
-                R.SCAN_LOOKBACK_CHUNK = unit or None
+                R.SCAN_LOOKBACK_CHUNK, R.SCAN_LOOKBACK_EARLY = unit or None, early
+                R.SCAN_STAGE_UNROLL = unroll
                 y = on_path(path, lambda: x.cumsum(1).numpy())
                 kernel = R.SCAN_LAST_PATH
                 ks = on_path(path, lambda: kernel_times(lambda: x.cumsum(1), reps=10))
@@ -107,7 +117,8 @@ def main():
                     "staged": stage, "dispatches": len(ks), "gpu_us": ns / 1e3,
                     "gpu_gbps": nb / ns, "host_gbps": nb / host / 1e9, "torch_cuda_gbps": tg,
                     "err": err, "variant": variant,
-                    "unit": R._lookback_unit() if path == "lookback" else None,
+                    "unit": R._lookback_unit() if path == "lookback" else None, "early": early,
+                    "unroll": unroll,
                     "dispatch_us": [t / 1e3 for t, _, _ in ks],
                 }  # fmt: skip
                 if path == "lookback":
@@ -117,6 +128,8 @@ def main():
                 print(
                     f"  {str(shape):>14} {path:>8} ({kernel}"
                     + (f" {':'.join(variant)} C={R._lookback_unit()}" if variant else "")
+                    + (" early" if early else "")
+                    + ("" if unroll else " looped")
                     + f", target {target}, staged "
                     f"{int(stage)}): {len(ks)} dispatches, {ns / 1e3:8.1f} us, "
                     f"{nb / ns:6.0f} GB/s GPU ("
@@ -128,6 +141,7 @@ def main():
                 )
     R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = targets[0], True
     R.SCAN_LOOKBACK_VARIANT, R.SCAN_LOOKBACK_CHUNK = ("ticket", "last"), None
+    R.SCAN_LOOKBACK_EARLY, R.SCAN_STAGE_UNROLL = False, True
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)

@@ -96,21 +96,26 @@ def test_lookback_specials_dtypes_and_back_to_back(rng, lookback):
 
 def test_lookback_rule(monkeypatch):
     # the rule (SCAN_LOOKBACK None) takes it on a GPU for rows past one staged chunk, up to
-    # SCAN_LOOKBACK_RULE_UNITS chunks in all and within the loop budget, for f32 compute;
-    # forced, up to the scratch's units; never on a CPU adapter, for an integer scan, or for a
-    # forced chunk (tests of the chunked path)
+    # SCAN_LOOKBACK_RULE_UNITS chunks in all and within the loop budget, for f32 compute, in
+    # chunks of SCAN_LOOKBACK_LONG_CHUNK for rows longer than that (else SCAN_STAGED); forced,
+    # up to the scratch's units; never on a CPU adapter, for an integer scan, or for a forced
+    # chunk (tests of the chunked path)
     monkeypatch.setattr(R, "_cpu_adapter", lambda: False)
     monkeypatch.setattr(R, "max_loop_iterations", lambda: 1 << 62)  # (a GPU: no budget)
+    long = R.SCAN_LOOKBACK_LONG_CHUNK
+    assert long > SCAN_STAGED and R._lookback_unit(long + 1) == long
+    assert R._lookback_unit(long) == SCAN_STAGED
     most = R.SCAN_LOOKBACK_RULE_UNITS
     assert R._lookback_parts(1, SCAN_STAGED + 1, "f32") == 2
-    assert R._lookback_parts(1, most * SCAN_STAGED, "f32") == most
-    assert R._lookback_parts(1, most * SCAN_STAGED + 1, "f32") is None
+    assert R._lookback_parts(1, long, "f32") == long // SCAN_STAGED
+    assert R._lookback_parts(1, most * long, "f32") == most
+    assert R._lookback_parts(1, most * long + 1, "f32") is None
     assert R._lookback_parts(most // 2, 2 * SCAN_STAGED, "f32") == 2
     assert R._lookback_parts(most // 2 + 1, 2 * SCAN_STAGED, "f32") is None
     assert R._lookback_parts(1, SCAN_STAGED, "f32") is None
     assert R._lookback_parts(1, 1 << 20, "i32") is None
     monkeypatch.setattr(R, "SCAN_LOOKBACK", True)
-    assert R._lookback_parts(1, 1 << 24, "f32") == (1 << 24) // SCAN_STAGED
+    assert R._lookback_parts(1, 1 << 24, "f32") == (1 << 24) // long
     assert R._lookback_parts(R.SCAN_LOOKBACK_UNITS // 2 + 1, 2 * SCAN_STAGED, "f32") is None
     monkeypatch.setattr(R, "SCAN_LOOKBACK", None)
     monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", 300)
@@ -118,18 +123,19 @@ def test_lookback_rule(monkeypatch):
     monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", None)
     monkeypatch.setattr(R, "SCAN_LOOKBACK", False)
     assert R._lookback_parts(1, 1 << 20, "f32") is None
-    monkeypatch.setattr(R, "SCAN_LOOKBACK", None)
-    monkeypatch.setattr(R, "_cpu_adapter", lambda: True)
-    assert R._lookback_parts(1, 1 << 20, "f32") is None
     # a GPU's worst case: both waits in full, then computed (unbounded loops there), past the
     # budget by one: refused
-    worst = lookback_loop_iterations(1, 64, R.WG, FUSED_SPINS)
+    worst = lookback_loop_iterations(1, 64, R.WG, FUSED_SPINS, long)
     monkeypatch.setattr(R, "SCAN_LOOKBACK", True)
     monkeypatch.setattr(R, "SCAN_LOOKBACK_SPINS", FUSED_SPINS)
     monkeypatch.setattr(R, "max_loop_iterations", lambda: worst - 1)
-    assert R._lookback_parts(1, 64 * SCAN_STAGED, "f32") is None
+    assert R._lookback_parts(1, 64 * long, "f32") is None
     monkeypatch.setattr(R, "max_loop_iterations", lambda: worst)
-    assert R._lookback_parts(1, 64 * SCAN_STAGED, "f32") == 64
+    assert R._lookback_parts(1, 64 * long, "f32") == 64
+    monkeypatch.setattr(R, "SCAN_LOOKBACK", None)
+    monkeypatch.setattr(R, "_cpu_adapter", lambda: True)
+    assert R._lookback_parts(1, 1 << 20, "f32") is None
+    assert R._lookback_unit(1 << 20) == SCAN_STAGED
 
 
 def test_lookback_other_paths_stay(rng, lookback):
@@ -226,3 +232,43 @@ def test_lookback_chunk_past_workgroup_memory(monkeypatch, lookback):
         R._lookback_unit()
     with pytest.raises(ValueError, match="multiple"):
         scan_kernel("cumsum", "f32", "f32", "f32", 1, "row", "lookback", True, unit=3000)
+
+
+def test_lookback_early_superblock_totals_same_bits(rng, lookback):
+    # superblock totals stored before the waits for the earlier ones (SCAN_LOOKBACK_EARLY: two
+    # trees where one did both) give the same bits as the one tree, polled or computed, over
+    # several superblocks of 4 and 2 rows; cumprod too; the scratch left clean
+    a = rng.standard_normal((2, 19 * SCAN_STAGED + 9)).astype(np.float32)
+    x = pr.tensor(a)
+    want = [x.cumsum(1).numpy(), x.cumprod(1).numpy()]
+    lookback.setattr(R, "SCAN_LOOKBACK_EARLY", True)
+    for spins in (None, -1):
+        lookback.setattr(R, "SCAN_LOOKBACK_SPINS", spins)
+        got = [x.cumsum(1).numpy(), x.cumprod(1).numpy()]
+        assert R.SCAN_LAST_PATH == "lookback P=20"
+        for g, w in zip(got, want):
+            assert (g.view(np.uint32) == w.view(np.uint32)).all()
+    _check(a, 1, "cumsum")
+    assert _scratch_clean(pr.backend.current())
+
+
+@pytest.mark.parametrize("force", [None, 512])
+def test_staged_unroll_same_bits(force, rng, lookback):
+    # a full staged unit's loads issued together (SCAN_STAGE_UNROLL) load the same elements
+    # into the same slots as the loop: the same bits on the look-back (chunks of 2,048 and
+    # 4,096, ragged last chunks), on whole staged rows, and on the chunked path (force: its
+    # chunk length), over a strided view too
+    a = rng.standard_normal((3, 5 * SCAN_STAGED + 7)).astype(np.float32)
+    b = rng.standard_normal((SCAN_STAGED, 5)).astype(np.float32)
+    lookback.setattr(R, "FORCE_SCAN_CHUNK", force)
+    cases = [(pr.tensor(a), 1), (pr.tensor(a[:, :SCAN_STAGED]), 1), (pr.tensor(b), 0)]
+    for unit in (None, 2 * SCAN_STAGED):
+        lookback.setattr(R, "SCAN_LOOKBACK_CHUNK", unit)
+        for x, d in cases:
+            lookback.setattr(R, "SCAN_STAGE_UNROLL", False)
+            want = x.cumsum(d).numpy()
+            lookback.setattr(R, "SCAN_STAGE_UNROLL", True)
+            got = x.cumsum(d).numpy()
+            assert (got.view(np.uint32) == want.view(np.uint32)).all(), (unit, x.shape, d)
+    _check(a, 1, "cumsum")
+    _check(b, 0, "cumsum")

@@ -826,6 +826,21 @@ def lookback_shared_bytes(unit: int) -> int:
     return 4 * (unit + unit // 16 + 4 * WG)
 
 
+def _staged_load(x, unit: int, unroll: bool) -> str:
+    """WGSL: the unit's n elements (x(k): element k's load) into workgroup memory xs, element k
+    by invocation k mod WG. `unroll`: where the unit is full (n == unit), each invocation's
+    unit / WG loads are issued together before their stores, so that many are in flight where
+    the loop keeps one (an SM's reads in flight, not its bandwidth, bound a staged scan: the
+    H100's staged chunks read at ~2 TB/s with the loop, its copy kernel at 2.9)."""
+    looped = _loop("k", "t", "n", WG, f"      xs[{_pad('k')}] = {x('k')};\n")
+    if not unroll:
+        return looped
+    ks = [f"(t + {i * WG})" for i in range(unit // WG)]
+    loads = "".join(f"    let r{i} = {x(k)};\n" for i, k in enumerate(ks))
+    stores = "".join(f"    xs[{_pad(k)}] = r{i};\n" for i, k in enumerate(ks))
+    return f"  if (n == {unit}) {{\n{loads}{stores}  }} else {{\n{looped}  }}\n"
+
+
 def _lookback_fns(
     acc: str, ident: str, f: str, x: str, sb: int, spins: int, unit: int = SCAN_STAGED
 ) -> str:
@@ -877,13 +892,39 @@ def _lookback_fns(
     )
 
 
-def _lookback_prefix(ident: str, f: str, sb: int) -> list[str]:
+def _lookback_prefix(ident: str, f: str, sb: int, early: bool = False) -> list[str]:
     """A look-back scan's lines once its chunk's Hillis-Steele scan is in `sh`: the chunk's
     total stored, `prefix` (the chunks before it, in the fixed order above) and, from a
-    superblock's last chunk, the superblock's total stored."""
+    superblock's last chunk, the superblock's total stored. `early`: that total is stored
+    before the chunk waits for the earlier superblocks' totals (two trees, the same bits), so
+    no chain of waits runs from superblock to superblock; else one tree does both."""
     w = WG
     pairs = f"let e = t + d;\n    if ((t & (2 * d - 1)) == 0 && e < {w}) {{"  # (adjacent pairs)
-    return [
+
+    def tree(*lines: str) -> str:
+        return (
+            f"  for (var d = 1; d < {w}; d = d << 1u) {{\n"
+            f"    workgroupBarrier();\n    {pairs}\n" + "".join(lines) + "    }\n  }\n"
+            "  workgroupBarrier();\n"
+        )
+
+    store_sb = (
+        f"  if (t == 0 && live && m == {sb - 1}) "
+        "{ atomicStore(&part[2 + U + o * SBP + S], p_word(lg[0])); }\n"
+    )
+    lq_wait = _loop(
+        "k",
+        "t",
+        "S",
+        w,
+        f"      lbq = lbq {f} lb_sb(2 + U + o * SBP + k, arow + k * {sb}, ib, k * {sb});\n",
+    )
+    lw_lg = (
+        f"      lw[t] = lw[t] {f} lw[e];\n",
+        f"      if (d < {sb}) {{ lg[t] = lg[t] {f} lg[e]; }}\n",
+    )
+    lq = f"      lq[t] = lq[t] {f} lq[e];\n"
+    head = [
         f"  let total = sh[{w - 1}];\n",
         "  if (t == 0 && live) { atomicStore(&part[2 + u], p_word(total)); }\n",
         f"  let s0 = cidx / {sb} * {sb};\n",
@@ -894,24 +935,31 @@ def _lookback_prefix(ident: str, f: str, sb: int) -> list[str]:
         f"  var lbw = {ident};\n",
         "  if (t < m) { lbw = lb_a(arow + s0 + t, ib, s0 + t); }\n",
         f"  var lbq = {ident};\n",
-        _loop(
-            "k",
-            "t",
-            "S",
-            w,
-            f"      lbq = lbq {f} lb_sb(2 + U + o * SBP + k, arow + k * {sb}, ib, k * {sb});\n",
-        ),
-        "  lw[t] = lbw;\n  lg[t] = select(lbw, total, t == m);\n  lq[t] = lbq;\n",
-        f"  for (var d = 1; d < {w}; d = d << 1u) {{\n"
-        f"    workgroupBarrier();\n    {pairs}\n"
-        f"      lw[t] = lw[t] {f} lw[e];\n      lq[t] = lq[t] {f} lq[e];\n"
-        f"      if (d < {sb}) {{ lg[t] = lg[t] {f} lg[e]; }}\n"
-        "    }\n  }\n",
-        "  workgroupBarrier();\n",
-        f"  if (t == 0 && live && m == {sb - 1}) "
-        "{ atomicStore(&part[2 + U + o * SBP + S], p_word(lg[0])); }\n",
-        f"  let prefix = lq[0] {f} lw[0];\n",
     ]
+    tail = [f"  let prefix = lq[0] {f} lw[0];\n"]
+    if early:
+        return (
+            head
+            + [
+                "  lw[t] = lbw;\n  lg[t] = select(lbw, total, t == m);\n",
+                tree(*lw_lg),
+                store_sb,
+                lq_wait,
+                "  lq[t] = lbq;\n",
+                tree(lq),
+            ]
+            + tail
+        )
+    return (
+        head
+        + [
+            lq_wait,
+            "  lw[t] = lbw;\n  lg[t] = select(lbw, total, t == m);\n  lq[t] = lbq;\n",
+            tree(lw_lg[0], lq, lw_lg[1]),
+            store_sb,
+        ]
+        + tail
+    )
 
 
 def _lookback_release() -> list[str]:
@@ -947,6 +995,8 @@ def scan_kernel(
     order: str = "ticket",
     reset: str = "last",
     unit: int = SCAN_STAGED,
+    early: bool = False,
+    unroll: bool = True,
 ) -> KernelSource:
     """cumsum / cumprod along one dim, `acc` the compute type (f32|i32).
 
@@ -969,7 +1019,11 @@ def scan_kernel(
                not started computes their totals itself); `reset` "last" (the done counter's
                last workgroup empties the words) or "pass" (the caller dispatches
                lookback_clear_kernel after it); `unit` the elements a chunk (a multiple of WG:
-               SCAN_STAGED, or more where the device's workgroup memory holds them).
+               SCAN_STAGED, or more where the device's workgroup memory holds them); `early`
+               (_lookback_prefix) a superblock's total stored before the waits for the
+               superblocks before it.
+    `unroll` (staged): a full unit's loads are issued all at once, into registers, before any
+    is written to workgroup memory (_staged_load).
     Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P ("lookback": then [7 + 3R] the
     scratch's capacity U).
 
@@ -1050,10 +1104,11 @@ def scan_kernel(
                 _loop("j", "lo + t", "hi", WG, f"      a = a {f} {x};\n"),
             ]
         elif staged:
-            xk = load("inp[ib + (lo + k) * info[3]]", in_stype, acc)
             body += [
                 f"  let n = hi - lo;\n  let B = {unit // WG};\n",
-                _loop("k", "t", "n", WG, f"      xs[{_pad('k')}] = {xk};\n"),
+                _staged_load(
+                    lambda k: load(f"inp[ib + (lo + {k}) * info[3]]", in_stype, acc), unit, unroll
+                ),  # fmt: skip
                 "  workgroupBarrier();\n",
                 "  let k0 = min(t * B, n);\n  let k1 = min(k0 + B, n);\n",
                 f"  var a = {ident};\n",
@@ -1076,7 +1131,7 @@ def scan_kernel(
             "  workgroupBarrier();\n",
         ]
         if lookback:
-            body += _lookback_prefix(ident, f, sb)
+            body += _lookback_prefix(ident, f, sb, early)
         if stage == "total":
             body.append(f"  if (t == 0 && live) {{ part[u] = sh[{WG - 1}]; }}\n")
         elif staged:  # (scanned in place, then written out by consecutive invocations)
@@ -1155,7 +1210,8 @@ def lookback_loop_iterations(
     a = spins + 1 + tree(WG, unit // WG + 1)
     sbs = -(-(parts // sb) // WG) * (spins + 1 + tree(sb, a)) + 1
     resets = -(-rows * parts // WG) + -(-rows * -(-parts // sb) // WG) + 2
-    return scan_loop_iterations("row", unit, unit) + a + sbs + WG.bit_length() + resets
+    trees = 2 * (WG.bit_length() + 1)  # (one, or two with `early`)
+    return scan_loop_iterations("row", unit, unit) + a + sbs + trees + resets
 
 
 def reduce_loop_iterations(mode: str, length: int) -> int:

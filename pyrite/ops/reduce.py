@@ -871,11 +871,20 @@ def _scan(op, input, dim, dtype):
     parts = _lookback_parts(rows, length, acc)
     if parts is not None:  # one pass (kernels/reduce.py's "lookback")
         SCAN_LAST_PATH = f"lookback P={parts}"
-        unit = _lookback_unit()
+        unit = _lookback_unit(length)
         info += [unit, parts, SCAN_LOOKBACK_UNITS]
         k = (op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), "row", "lookback", True)
         order, reset = SCAN_LOOKBACK_VARIANT
-        src = scan_kernel(*k, SCAN_LOOKBACK_SB, _lookback_spins(), order, reset, unit)
+        src = scan_kernel(
+            *k,
+            SCAN_LOOKBACK_SB,
+            _lookback_spins(),
+            order,
+            reset,
+            unit,
+            SCAN_LOOKBACK_EARLY,
+            SCAN_STAGE_UNROLL,
+        )
         scratch = _lookback_scratch(dev).buffer
         dev.dispatch(src, [input._storage.buffer, scratch, out._storage.buffer], info,
                      fold_grid(rows * parts))  # fmt: skip
@@ -888,7 +897,10 @@ def _scan(op, input, dim, dtype):
     if chunk is None:  # (_mode already moved a serial row past the loop budget to "row")
         SCAN_LAST_PATH = "rows"
         staged = SCAN_STAGE and mode == "row" and length <= SCAN_STAGED
-        src = scan_kernel(op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode, "", staged)
+        src = scan_kernel(
+            op, input.dtype.wgsl, acc, out_dt.wgsl, len(oshape), mode, "", staged,
+            unroll=SCAN_STAGE_UNROLL,
+        )  # fmt: skip
         grid = fold_grid(rows) if mode == "row" else grid_for(rows)
         dev.dispatch(src, bufs, info, grid)
         return out
@@ -901,11 +913,15 @@ def _scan(op, input, dim, dtype):
     grid = fold_grid(rows * parts)
     staged = SCAN_STAGE and chunk <= SCAN_STAGED
     k = (op, input.dtype.wgsl, acc)
-    src = scan_kernel(*k, acc_dt.wgsl, len(oshape), "row", "total", staged)
+    src = scan_kernel(
+        *k, acc_dt.wgsl, len(oshape), "row", "total", staged, unroll=SCAN_STAGE_UNROLL
+    )
     dev.dispatch(src, [input._storage.buffer, part._storage.buffer], info, grid)
     carry = _scan(op, part, 1, acc_dt)
     SCAN_LAST_PATH = f"chunked C={chunk}"  # (after the carry's own scan, which sets its path)
-    src = scan_kernel(*k, out_dt.wgsl, len(oshape), "row", "apply", staged)
+    src = scan_kernel(
+        *k, out_dt.wgsl, len(oshape), "row", "apply", staged, unroll=SCAN_STAGE_UNROLL
+    )
     bufs = [input._storage.buffer, carry._storage.buffer, out._storage.buffer]
     dev.dispatch(src, bufs, info, grid)
     return out
@@ -949,6 +965,9 @@ SCAN_TARGET_WORKGROUPS = 4096
 # SCAN_STAGED: coalesced loads and stores), and a GPU's chunks are cut to that length. False:
 # never (A/B).
 SCAN_STAGE = True
+# A full staged unit's loads issued together (kernels/reduce._staged_load), not one a loop step.
+# False: the loop (A/B). Not yet measured on a GPU.
+SCAN_STAGE_UNROLL = True
 
 
 # One-pass scans (kernels/reduce.py's "lookback"): on a GPU, rows longer than one staged unit
@@ -979,10 +998,19 @@ SCAN_LOOKBACK_RULE_UNITS = 2048
 SCAN_LOOKBACK_VARIANT = ("ticket", "last")
 SCAN_LOOKBACK_SPINS = None  # polls a wait (None: _lookback_spins' rule; < 0: none, always computed)
 SCAN_LOOKBACK_SB = WG  # chunks a superblock (kernels/reduce.py; tests shrink it to reach SB waits)
-# Elements a look-back chunk: SCAN_STAGED, or a longer multiple of WG (kernels/reduce.py: 4,096
-# or 8,192, fewer workgroups each with more work; A/B and tests) where the device's workgroup
-# memory holds it. Longer chunks are not yet measured on a GPU, so the rule keeps SCAN_STAGED.
+# Elements a look-back chunk (_lookback_unit): SCAN_LOOKBACK_CHUNK where set (a multiple of WG:
+# A/B, tests), else on a GPU SCAN_LOOKBACK_LONG_CHUNK for rows longer than it, else
+# SCAN_STAGED; where the device's workgroup memory holds it (kernels/reduce.lookback_shared_bytes).
+# H100, wgpu-native, 2026-12-07 (scripts/scan_ab.py --units, GPU time, us, chunks of 2,048 /
+# 4,096 / 8,192; docs/bench/2026-12-07-h100-s40-scan-unit.json): (1, 1M) 17.0 / 13.0 / 13.5,
+# (64, 65536) 37.4 / 33.6 / 42.6, (1, 16M) 182.4 / 153.6 / 186.8; (1024, 4096) 33.9 with two
+# chunks of 2,048 against 65.4 for its rows whole.
 SCAN_LOOKBACK_CHUNK = None
+SCAN_LOOKBACK_LONG_CHUNK = 2 * SCAN_STAGED
+# A superblock's total stored before its last chunk waits for the superblocks before it
+# (kernels/reduce.py _lookback_prefix `early`: the same bits, a tree more a chunk), so no chain
+# of waits runs through the superblocks of a row. Not yet measured on a GPU.
+SCAN_LOOKBACK_EARLY = False
 SCAN_LAST_PATH = ""  # "lookback P=<chunks>" | "chunked C=<chunk>" | "rows": the last scan's kernel
 
 
@@ -990,7 +1018,7 @@ def _lookback_parts(rows: int, length: int, acc: str):
     """Chunks P a row of a one-pass scan takes, or None: another path."""
     if SCAN_LOOKBACK is False or acc != "f32" or not SCAN_STAGE or FORCE_SCAN_CHUNK is not None:
         return None
-    unit = _lookback_unit()
+    unit = _lookback_unit(length)
     if SCAN_LOOKBACK is None and (_cpu_adapter() or length <= unit):
         return None
     parts = -(-length // unit)
@@ -1001,10 +1029,15 @@ def _lookback_parts(rows: int, length: int, acc: str):
     return parts
 
 
-def _lookback_unit() -> int:
-    """Elements a look-back chunk: SCAN_LOOKBACK_CHUNK where set and the device's workgroup
-    memory holds it, else SCAN_STAGED."""
+def _lookback_unit(length: int | None = None) -> int:
+    """Elements a look-back chunk of rows of `length`: SCAN_LOOKBACK_CHUNK where set, else on a
+    GPU SCAN_LOOKBACK_LONG_CHUNK for rows longer than it (SCAN_STAGED's chunks for shorter
+    ones: two of them beat the whole row), else SCAN_STAGED; SCAN_STAGED wherever the device's
+    workgroup memory cannot hold the chunk."""
     unit = SCAN_LOOKBACK_CHUNK or SCAN_STAGED
+    if SCAN_LOOKBACK_CHUNK is None and not _cpu_adapter():
+        if length is None or length > SCAN_LOOKBACK_LONG_CHUNK:
+            unit = SCAN_LOOKBACK_LONG_CHUNK
     if unit % WG:
         raise ValueError(f"pyrite: SCAN_LOOKBACK_CHUNK {unit} is not a multiple of {WG}")
     room = backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
