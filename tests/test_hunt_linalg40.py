@@ -172,3 +172,173 @@ def test_fftfreq_bits_and_edges(rng, name):
                 same = (g == w) | (np.isnan(g) & np.isnan(w))
                 assert same.all(), (n, d, td, g[~same][:4], w[~same][:4])
     _same_error(lambda: fp(4.0), lambda: ft(4.0))
+
+
+# ---- pyrite.linalg: bad arguments raise torch's class -------------------------------------------
+def _bad_calls(m, A, v):
+    L = m.linalg
+    return {
+        "qr mode": lambda: L.qr(A, mode="x"),
+        "eigh UPLO": lambda: L.eigh(A, UPLO="X"),
+        "tensordot neg dims": lambda: m.tensordot(A, A, dims=-1),
+        "tensordot dims lists": lambda: m.tensordot(A, A, dims=([0, 1], [0])),
+        "matrix_power float n": lambda: L.matrix_power(A, 1.5),
+        "cross dim": lambda: L.cross(A, A, dim=5),
+        "norm nuc of a vector": lambda: L.norm(A[0], "nuc"),
+        "matrix_norm same dims": lambda: L.matrix_norm(A, dim=(0, 0)),
+        "matrix_norm bad ord": lambda: L.matrix_norm(A, 3),
+        "householder tau longer": lambda: L.householder_product(A, v(4)),
+        "matrix_exp not square": lambda: L.matrix_exp(A[:, :2]),
+        "inv_ex check_errors": lambda: L.inv_ex(A * 0, check_errors=True),
+        "solve_ex check_errors": lambda: L.solve_ex(A * 0, A, check_errors=True),
+        "lu_solve shapes": lambda: L.lu_solve(*L.lu_factor(A), v(4, 2)),
+        "tensorinv ind 0": lambda: L.tensorinv(A, ind=0),
+        "det of 0-d": lambda: L.det(A[0, 0]),
+        "diagonal of 1-d": lambda: L.diagonal(A[0]),
+        "vecdot shapes": lambda: L.vecdot(A, v(4, 3)),
+        "vander N 0": lambda: L.vander(A[0], N=0),
+        "multi_dot one": lambda: L.multi_dot([A]),
+        "lstsq driver": lambda: L.lstsq(A, A, driver="foo"),
+        "solve int": lambda: L.solve(A.int(), A),
+        "det int": lambda: L.det(A.int()),
+        "vector_norm int": lambda: L.vector_norm(A.int()),
+        "cond fro of 3x0": lambda: L.cond(A[:, :0], "fro"),
+        "solve shapes": lambda: L.solve(A, v(4, 2)),
+        "cholesky not pd": lambda: L.cholesky(-A @ A.mT - m.eye(3)),
+    }
+
+
+def test_linalg_error_classes(rng):
+    a = rng.standard_normal((3, 3)).astype(np.float32)
+    calls = {
+        lib: _bad_calls(
+            m,
+            m.tensor(a),
+            lambda *s: m.tensor(rng.standard_normal(s).astype(np.float32)),
+        )
+        for lib, m in (("pr", pr), ("torch", torch))
+    }
+    failed = []
+    for key, ft in calls["torch"].items():
+        try:
+            _same_error(calls["pr"][key], ft)
+        except BaseException as e:  # (every case checked, all failures named at once)
+            failed.append(f"{key}: {e!r}"[:300])
+    assert not failed, "\n".join(failed)
+
+
+# ---- cond, and the SVD of non-finite input ------------------------------------------------------
+def _singular_batch(rng, n):
+    """(B, n, n) float32: regular matrices and exactly singular ones (a zero matrix, a zero row,
+    two equal integer rows), whose LU meets an exact zero pivot in float32 too."""
+    mats = [rng.standard_normal((n, n)) + n * np.eye(n) for _ in range(2)]
+    mats.append(np.zeros((n, n)))
+    z = rng.standard_normal((n, n))
+    z[int(rng.integers(n))] = 0
+    mats.append(z)
+    d = rng.integers(-3, 4, (n, n)).astype(np.float64)
+    d[-1] = d[0]
+    mats.append(d)
+    order = rng.permutation(len(mats))
+    return np.stack([mats[i] for i in order]).astype(np.float32)
+
+
+@pytest.mark.parametrize("p", ["fro", "nuc", 1, -1, math.inf, -math.inf])
+def test_cond_of_singular_matrices_is_torchs(rng, p):
+    n = int(rng.choice([2, 3, 5]))
+    a = _singular_batch(rng, n)
+    got = _np(pr.linalg.cond(pr.tensor(a), p))
+    want = _np(torch.linalg.cond(torch.tensor(a), p))
+    assert got.shape == want.shape
+    # singular: inf (torch fills the inverse with inf) or NaN ('nuc' of a zero matrix: 0·inf);
+    # 'nuc' is sum(S)·sum(1/S), where LAPACK's smallest S of a singular matrix may be rounding
+    # noise (~eps·s_max) instead of 0: torch's then finite but past 1/(n·eps), as pyrite's may be
+    huge = 1 / (64 * n * EPS)
+    assert (np.isnan(got) == np.isnan(want)).all(), (got, want)
+    special = ~np.isfinite(want) | (want > huge)
+    big = special & ~np.isnan(want)
+    assert (got[big] > huge).all(), (got, want)
+    if p != "nuc":
+        assert (got[big] == want[big]).all(), (got, want)
+    # regular: kappa within ~8·n·eps·kappa (the inverse's error) of torch's
+    ok = ~special
+    tol = 8 * n * 2 * EPS * want[ok] ** 2 + 8 * n * EPS * want[ok]
+    assert (np.abs(got[ok] - want[ok]) <= tol).all(), (got, want)
+
+
+@pytest.mark.parametrize("p", [None, "fro", "nuc", 1, -1, math.inf, 2, -2])
+def test_cond_of_empty_matrices(rng, p):
+    for shape in [(3, 0), (0, 4), (2, 0, 0), (0, 3, 3)]:
+        a = np.zeros(shape, np.float32)
+        try:
+            want = torch.linalg.cond(torch.tensor(a), p)
+        except RuntimeError:
+            _same_error(
+                lambda: pr.linalg.cond(pr.tensor(a), p),
+                lambda: torch.linalg.cond(torch.tensor(a), p),
+            )
+            continue
+        got = pr.linalg.cond(pr.tensor(a), p)
+        assert tuple(got.shape) == tuple(want.shape) and (_np(got) == _np(want)).all()
+
+
+@pytest.mark.parametrize("fn", ["svdvals", "svd", "matrix_norm2", "matrix_rank", "cond"])
+def test_svd_of_inf_gives_nan_and_of_nan_raises(rng, fn):
+    m, n = (int(v) for v in rng.integers(2, 6, 2))
+    a = rng.standard_normal((2, m, n)).astype(np.float32)
+    a[0, int(rng.integers(m)), int(rng.integers(n))] = np.inf * rng.choice([-1, 1])
+    call = {
+        "svdvals": lambda L, x: L.svdvals(x),
+        "svd": lambda L, x: L.svd(x, full_matrices=False)[1],
+        "matrix_norm2": lambda L, x: L.matrix_norm(x, 2),
+        "matrix_rank": lambda L, x: L.matrix_rank(x),
+        "cond": lambda L, x: L.cond(x),
+    }[fn]
+    got = _np(call(pr.linalg, pr.tensor(a)))
+    try:
+        want = _np(call(torch.linalg, torch.tensor(a)))
+    except RuntimeError:  # (gesdd with vectors sometimes fails to converge on an inf instead)
+        want = np.full(got.shape, np.nan, np.float32)
+        want[1:] = _np(call(torch.linalg, torch.tensor(a[1:])))
+    assert got.shape == want.shape
+    assert (np.isnan(got.astype(np.float64)) == np.isnan(want.astype(np.float64))).all()
+    ok = ~np.isnan(want.astype(np.float64))
+    if fn == "matrix_rank":
+        assert (got[ok] == want[ok]).all(), (got, want)
+    else:  # (the finite matrix: its singular values' rounding, a few n·eps of s_max)
+        s_max = np.abs(_np(torch.linalg.svdvals(torch.tensor(a[1:])))).max()
+        tol = 16 * max(m, n) * EPS * (s_max if fn != "cond" else float(want[ok].max()) ** 2)
+        assert np.allclose(got[ok], want[ok], rtol=0, atol=tol), (got, want)
+    a[1, 0, 0] = np.nan
+    _same_error(lambda: call(pr.linalg, pr.tensor(a)), lambda: call(torch.linalg, torch.tensor(a)))
+
+
+# ---- tolerance tensors of pinv / matrix_rank ----------------------------------------------------
+@pytest.mark.filterwarnings("ignore:An output with one or more elements")
+@pytest.mark.parametrize("fn", ["matrix_rank", "pinv"])
+def test_tolerance_tensors_broadcast_over_the_batch(rng, fn):
+    B, m, n = int(rng.integers(2, 5)), int(rng.integers(2, 6)), int(rng.integers(2, 6))
+    a = rng.standard_normal((B, m, n)).astype(np.float32)
+    s = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    # cutoffs between two singular values (never within rounding of one), zero for some
+    lo = s[:, -1:] if min(m, n) > 1 else s[:, :1] * 0
+    cuts = np.sqrt(s[:, :1] * lo)[:, 0] * rng.choice([0.0, 1.0], B)
+    kwargs = [
+        {"atol": cuts.astype(np.float32)},
+        {"rtol": (cuts / s[:, 0]).astype(np.float32)},
+        {"atol": cuts.astype(np.float32), "rtol": np.float32(0.5)},
+        {"atol": np.float32(cuts.max())},  # (0-d)
+        {"atol": cuts.astype(np.float32)[:, None, None][:1]},  # (1, 1, 1): broadcast up
+    ]
+    for kw in kwargs:
+        kp = {k: pr.tensor(v) for k, v in kw.items()}
+        kt = {k: torch.tensor(v) for k, v in kw.items()}
+        got = getattr(pr.linalg, fn)(pr.tensor(a), **kp)
+        want = getattr(torch.linalg, fn)(torch.tensor(a), **kt)
+        assert tuple(got.shape) == tuple(want.shape), (kw, got.shape, want.shape)
+        if fn == "matrix_rank":
+            assert (_np(got) == _np(want)).all(), (kw, _np(got), _np(want))
+        else:  # the kept singular values are >= sqrt(s_max·s_min): pinv within ~n·eps/s_min²
+            g, w = _np(got), _np(want)
+            tol = 64 * max(m, n) * EPS * s[:, 0].max() / max(s.min(), 1e-3) ** 2
+            assert np.abs(g - w).max() <= tol, (kw, np.abs(g - w).max(), tol)

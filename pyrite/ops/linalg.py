@@ -45,7 +45,7 @@ import math
 
 from .. import backend
 from .. import dtypes as D
-from ..errors import LinAlgError, ShapeError
+from ..errors import DtypeError, LinAlgError, ShapeError
 from ..kernels import linalg as K
 from ..kernels.common import fold_grid
 from ..tensor import Tensor
@@ -95,12 +95,12 @@ lu_unpack_result = _result_type("lu_unpack", ("P", "L", "U"))
 def _float_input(A, name: str) -> Tensor:
     A = as_tensor_arg(A)
     if A.dtype.kind != "f":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: Expected a floating point tensor as input. Got {A.dtype!r}"
         )
     if A.dtype is not D.float32:
         # torch's CPU kernels refuse half and bfloat16 too ("Low precision dtypes not supported")
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: Low precision dtypes not supported. Got {A.dtype!r} "
             "(convert with .float(); pyrite's linear algebra computes in float32)"
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
 from .core import broadcast_shapes
 from .elementwise import as_tensor_arg
@@ -19,7 +19,7 @@ from .elementwise import as_tensor_arg
 
 def _need_float(x: Tensor, name: str):
     if x.dtype.kind != "f":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: Expected a floating point tensor as input. Got {x.dtype!r}"
         )
 
@@ -78,7 +78,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if d0 == d1:
         raise ShapeError(f"pyrite: linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if ord not in MATRIX_ORDS or isinstance(ord, bool):
-        raise ValueError(f"pyrite: linalg.matrix_norm: Order {ord} not supported.")
+        raise ArgumentError(f"pyrite: linalg.matrix_norm: Order {ord} not supported.")
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
@@ -242,7 +242,7 @@ def multi_dot(tensors, *, out=None):
     ts = [as_tensor_arg(t) for t in tensors]
     n = len(ts)
     if n < 2:
-        raise ValueError(f"pyrite: multi_dot(): expected at least 2 tensors but got {n}")
+        raise ArgumentError(f"pyrite: multi_dot(): expected at least 2 tensors but got {n}")
     first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1
     for i, t in enumerate(ts):
         ok = t.ndim == 2 or (t.ndim == 1 and i in (0, n - 1))
@@ -289,7 +289,7 @@ def tensordot(a, b, dims=2, out=None):
         dims = dims.tolist()
     if isinstance(dims, numbers.Integral):
         if dims < 0:
-            raise ValueError(f"pyrite: tensordot expects dims >= 0, but got dims={dims}")
+            raise ArgumentError(f"pyrite: tensordot expects dims >= 0, but got dims={dims}")
         if dims > a.ndim or dims > b.ndim:
             raise ShapeError(
                 f"pyrite: tensordot: dims={dims} is more than the dims of shapes "
@@ -298,12 +298,12 @@ def tensordot(a, b, dims=2, out=None):
         ca, cb = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
         if len(dims) != 2:
-            raise ValueError("pyrite: tensordot: dims must be an int or a pair of dim lists")
+            raise ArgumentError("pyrite: tensordot: dims must be an int or a pair of dim lists")
         ca, cb = dims
         ca = [ca] if isinstance(ca, numbers.Integral) else list(ca)
         cb = [cb] if isinstance(cb, numbers.Integral) else list(cb)
         if len(ca) != len(cb):
-            raise ValueError(
+            raise ArgumentError(
                 f"pyrite: tensordot: both dimension lists should have same length, got "
                 f"{len(ca)} and {len(cb)}"
             )
@@ -345,7 +345,7 @@ def vander(x, *, N=None):
         raise ShapeError("pyrite: linalg.vander: x must have at least one dimension")
     N = x._shape[-1] if N is None else int(N)
     if N <= 1:
-        raise ValueError(f"pyrite: linalg.vander: N must be greater than 1 (got {N}).")
+        raise ArgumentError(f"pyrite: linalg.vander: N must be greater than 1 (got {N}).")
     return _powers(x, N)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..kernels import linalg as K
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty
@@ -529,7 +529,7 @@ def tensorinv(A, ind=2, *, out=None):
     shape[ind:] + shape[:ind]."""
     A = _float_input(A, "linalg.tensorinv")
     if ind <= 0:
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: linalg.tensorinv: Expected a strictly positive integer for 'ind', but got {ind}"
         )
     rows, cols = math.prod(A._shape[:ind]), math.prod(A._shape[ind:])

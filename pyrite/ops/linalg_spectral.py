@@ -6,7 +6,7 @@ The drivers (Householder QR, Jacobi eigh and SVD) are in ops/linalg.py.
 from __future__ import annotations
 
 from .. import dtypes as D
-from ..errors import LinAlgError, ShapeError
+from ..errors import ArgumentError, LinAlgError, ShapeError
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty
 from .linalg import (
@@ -53,7 +53,7 @@ def qr(A, mode="reduced", *, out=None):
     min(m, n); 'complete' Q (*, m, m), R (*, m, n); 'r' an empty Q and R (*, k, n). R's
     diagonal signs are LAPACK's (not made positive)."""
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: qr received unrecognized mode '{mode}' but expected one of 'reduced' "
             "(default), 'r', or 'complete'"
         )
@@ -117,7 +117,9 @@ def _qr_top(input, some=True, *, out=None):
 # ---- symmetric eigenproblems --------------------------------------------------------------
 def _symmetric(A: Tensor, UPLO: str, name: str) -> Tensor:
     if UPLO not in ("L", "U", "l", "u"):
-        raise ValueError(f"pyrite: {name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+        raise ArgumentError(
+            f"pyrite: {name}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}"
+        )
     if UPLO in ("L", "l"):
         return A.tril() + _mT(A.tril(-1))
     return A.triu() + _mT(A.triu(1))
@@ -175,8 +177,9 @@ def eigvals(A, *, out=None):
 # ---- SVD -----------------------------------------------------------------------------------
 def _svd_parts(A: Tensor, vectors: bool, full: bool, name: str | None = None):
     """(U, S, Vh) of A (*, m, n) (U, Vh None without vectors); S descending. With `name`,
-    a matrix holding NaN or inf raises LinAlgError as torch's svd does (one readback);
-    without, its results are NaN."""
+    a matrix holding NaN raises LinAlgError as torch's svd does (one readback: LAPACK's gesdd
+    refuses a NaN norm); a matrix with an inf but no NaN, or any non-finite one without
+    `name`, gets NaN results (torch's for an inf too)."""
     m, n = A._shape[-2], A._shape[-1]
     if m < n:  # A = U S Vh  <=>  Aᵀ = Vh.T S U.T
         U, S, Vh = _svd_parts(_mT(A), vectors, full, name)
@@ -184,7 +187,7 @@ def _svd_parts(A: Tensor, vectors: bool, full: bool, name: str | None = None):
     if A.numel() == 0:
         return _svd_tall(A, vectors, full)
     A, c, finite = _pow2_scaled(A)
-    if name is not None and not bool(finite.all().item()):
+    if name is not None and not bool(finite.all().item()) and bool(A.isnan().any().item()):
         raise LinAlgError(
             f"pyrite: {name}: The algorithm failed to converge because the input matrix "
             "contained non-finite values."
@@ -229,7 +232,7 @@ def _svd_tall(A: Tensor, vectors: bool, full: bool):
 
 def _check_driver(driver, name):
     if driver is not None and driver not in ("gesvd", "gesvdj", "gesvda"):
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: {name}: driver must be None or one of 'gesvd', 'gesvdj', 'gesvda' "
             f"(accepted and ignored: pyrite runs one-sided Jacobi), got {driver!r}"
         )
@@ -277,11 +280,18 @@ EPS32 = 2.0**-23  # torch.finfo(torch.float32).eps
 def _tolerances(atol, rtol, m, n, S0):
     """The cutoff max(atol, rtol·σ_max) per matrix. torch's defaults: rtol = eps·max(m, n) when
     neither is given, 0 when only atol is (and is not 0)."""
-    from .elementwise import maximum
+    from .elementwise import maximum, where
 
+    # tensor tolerances are per matrix (shape (*batch), broadcast with A's batch): a last dim
+    # added to meet S0 (*, 1), as torch's atol.unsqueeze(-1)
+    atol = atol.float().unsqueeze(-1) if isinstance(atol, Tensor) else atol
+    rtol = rtol.float().unsqueeze(-1) if isinstance(rtol, Tensor) else rtol
     if rtol is None:
-        given = atol is not None and (isinstance(atol, Tensor) or float(atol) > 0)
-        rtol = 0.0 if given else EPS32 * max(m, n)
+        default = EPS32 * max(m, n)
+        if isinstance(atol, Tensor):  # (torch: where(atol > 0, 0, default), per matrix)
+            rtol = where(atol > 0, 0.0, default)
+        else:
+            rtol = 0.0 if atol is not None and float(atol) > 0 else default
     cut = S0 * rtol
     if atol is None:
         return cut
@@ -295,7 +305,7 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     A = _matrix_input(A, "linalg.pinv")
     if rcond is not None:
         if rtol is not None:
-            raise ValueError("pyrite: linalg.pinv: pass rtol or rcond, not both")
+            raise TypeError("pyrite: linalg.pinv: pass rtol or rcond, not both")
         rtol = rcond
     m, n = A._shape[-2], A._shape[-1]
     if hermitian:
@@ -348,7 +358,7 @@ def cond(A, p=None, *, out=None):
 
     A = _matrix_input(A, "linalg.cond")
     if A._shape[-1] == 0 or A._shape[-2] == 0:  # torch: 0 for an empty matrix, in every norm
-        if p not in (None, 2, -2):
+        if p in ("fro", "nuc"):  # (torch checks squareness first for these two only)
             _square_input(A, "linalg.cond")
         return _out(A.sum((-2, -1)), out, "linalg.cond")
     if p in (None, 2, -2):
@@ -356,8 +366,15 @@ def cond(A, p=None, *, out=None):
         r = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
         return _out(r, out, "linalg.cond")
     _square_input(A, "linalg.cond")
-    X, _ = LA.inv_ex(A)
-    return _out(LA.matrix_norm(A, p) * LA.matrix_norm(X, p), out, "linalg.cond")
+    if p == "nuc":  # torch's: sum(S)·sum(1/S) (inf for a singular matrix, NaN for a zero one)
+        S = LA.svdvals(A)
+        return _out(S.sum(-1) * S.reciprocal().sum(-1), out, "linalg.cond")
+    X, info = LA.inv_ex(A)
+    # torch's: a singular matrix's inverse is inf, and a NaN product (0·inf for a zero matrix,
+    # or NaN input) is inf
+    X = X.masked_fill((info > 0).unsqueeze(-1).unsqueeze(-1), float("inf"))
+    r = LA.matrix_norm(A, p) * LA.matrix_norm(X, p)
+    return _out(r.masked_fill(r != r, float("inf")), out, "linalg.cond")
 
 
 LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -372,7 +389,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     'gelsd' and 'gelss' read the rank back to decide on residuals, as torch does."""
     driver = "gelsy" if driver is None else driver
     if driver not in LSTSQ_DRIVERS:
-        raise ValueError(
+        raise ArgumentError(
             "pyrite: torch.linalg.lstsq: parameter `driver` should be one of "
             "(gels, gelsy, gelsd, gelss)"
         )
