@@ -342,3 +342,20 @@ def test_tolerance_tensors_broadcast_over_the_batch(rng, fn):
             g, w = _np(got), _np(want)
             tol = 64 * max(m, n) * EPS * s[:, 0].max() / max(s.min(), 1e-3) ** 2
             assert np.abs(g - w).max() <= tol, (kw, np.abs(g - w).max(), tol)
+
+
+# ---- complex elementwise special values ---------------------------------------------------------
+def test_complex_abs_of_infinite_parts_is_inf(rng):
+    pool = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 1e-40, 3e38], np.float32)
+    re = rng.choice(pool, 64).astype(np.float32)
+    im = rng.choice(pool, 64).astype(np.float32)
+    re[:2], im[:2] = [np.nan, -np.inf], [np.inf, np.nan]
+    z = np.empty(64, np.complex64)
+    z.real, z.imag = re, im
+    got = _np(pr.tensor(z).abs())
+    want = _np(torch.tensor(z).abs())
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    # finite results: within 2 ulp of |z| (hypot's rounding, both libraries)
+    fin = np.isfinite(want)
+    same[fin] = np.abs(got[fin] - want[fin]) <= 2 * 2 * EPS * np.abs(want[fin]) + 1e-45
+    assert same.all(), (z[~same], got[~same], want[~same])

@@ -105,14 +105,16 @@ def _inf(x):
 # ---- |z|, 1/z -----------------------------------------------------------------------------------
 def abs_(z):
     """|z|, float32, within ~1.5 ulp of |z|; z scaled by max(|re|, |im|) (held constant, so the
-    gradient is z/|z|'s, and 0 at z = 0 as torch's) so no square overflows or underflows."""
+    gradient is z/|z|'s, and 0 at z = 0 as torch's) so no square overflows or underflows.
+    An infinite part gives inf even beside a NaN (C's hypot, torch's: |NaN + inf·i| = inf)."""
     from .linalg_norms import vector_norm
 
     p = _R(z)
     with _no_grad():
         s = p.abs().amax(-1, keepdim=True)
         s = _where((s == 0) | (s == math.inf) | (s != s), 1.0, s)
-    return vector_norm(p / s, 2, dim=-1) * s[..., 0]
+        inf = (p.abs() == math.inf).any(-1)
+    return _where(inf, math.inf, vector_norm(p / s, 2, dim=-1) * s[..., 0])
 
 
 def _no_grad():
