@@ -306,8 +306,9 @@ def format_tensor(t) -> str:
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(t._shape)}")
-        # PyTorch leaves its default float, int64 and bool unnamed; pyrite's int32 is its int64
-        if t.dtype not in (default, D.int64, D.bool_):
+        # PyTorch leaves its default float, the complex type of that float (complex64 beside
+        # float32), int64 and bool unnamed; pyrite's int32 is its int64
+        if t.dtype not in (default, D.complex64, D.int64, D.bool_):
             suffixes.append(f"dtype={t.dtype!r}")
         body = _tensor_str(t, indent)
     grad_fn = getattr(t, "grad_fn", None)

@@ -154,7 +154,8 @@ def test_cat_stack_and_materializing(rng):
     want.real = torch.ones(3, 5)
     want.imag[0] = -3.0
     np.testing.assert_array_equal(c.numpy(), want.numpy())
-    assert "+" in repr(pa) and "dtype=pyrite.complex64" in repr(pa)
+    # (torch names no dtype for complex64, float32's complex type; session 40)
+    assert "+" in repr(pa) and "dtype" not in repr(pa) and "dtype" not in repr(ta)
     assert pr.tensor(pa).dtype is pr.complex64 and pa.numpy().dtype == np.complex64
 
 

@@ -359,3 +359,12 @@ def test_complex_abs_of_infinite_parts_is_inf(rng):
     fin = np.isfinite(want)
     same[fin] = np.abs(got[fin] - want[fin]) <= 2 * 2 * EPS * np.abs(want[fin]) + 1e-45
     assert same.all(), (z[~same], got[~same], want[~same])
+
+
+def test_complex_repr_leaves_complex64_unnamed(rng):
+    """torch names no dtype for complex64 beside the default float32 (but does for an empty
+    tensor, where no element shows the type)."""
+    z = _crandn(rng, int(rng.integers(1, 4)), int(rng.integers(1, 4))).round(2)
+    for a in (z, z[0], z[:0], z[0, 0]):
+        want = repr(torch.tensor(a)).replace("torch.", "pyrite.")
+        assert repr(pr.tensor(a)) == want
