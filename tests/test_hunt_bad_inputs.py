@@ -146,10 +146,9 @@ ALLOWED = {
     "check; pyrite reduces every dim, as sum(x, ()) does in both",
     "view-index-two-ellipsis": "torch's x[..., ...] is an accident of its parser (x[0, ..., ..., 1] "
     "fails oddly there); pyrite refuses a second ellipsis, as numpy does",
-    "index-take_along_dim-big": "torch 2.13 CPU wraps take_along_dim's indices modulo the size "
-    "unchecked (7 reads 1 of 3); pyrite refuses them, as gather does",
-    "index-take_along_dim-neg": "torch 2.13 CPU wraps take_along_dim's indices modulo the size "
-    "unchecked; pyrite refuses a negative index, as gather does",
+    "index-take_along_dim-big": "documented (README): torch 2.13 CPU wraps take_along_dim's "
+    "indices modulo the size unchecked (7 reads 1 of 3); pyrite takes a negative index from the "
+    "end, as torch, and refuses one outside [-size, size), as gather does",
     "emb-bag-mean-empty": "torch's own bug: embedding_bag of a (1, 0) input fails ('step must be "
     "nonzero'); pyrite gives the empty bag's zeros, as for 1-d input with offsets",
     "loss-bce-out-of-range": "documented (README): binary_cross_entropy does not read its input "

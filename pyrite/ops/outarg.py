@@ -175,7 +175,10 @@ _ADD_OUT = set(
     "arange range linspace logspace eye rand randn randint randperm normal "
     # (torch's out= on these too: a ported script's pr.softmax(x, -1, out=buf) raised)
     "softmax log_softmax pow addcmul addcdiv lerp nan_to_num logical_not diff histc "
-    "multinomial bernoulli argsort clone count_nonzero".split()
+    "multinomial bernoulli argsort clone count_nonzero "
+    # (torch 2.13's out= on these too: scatters and index writes out of place)
+    "msort take_along_dim scatter scatter_add scatter_reduce index_add index_copy "
+    "index_reduce".split()
 )
 
 

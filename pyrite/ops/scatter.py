@@ -431,8 +431,8 @@ def take(input: Tensor, index) -> Tensor:
 
 def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
     indices = _int_index(indices, "take_along_dim")
-    if dim is None:
-        return take(input, indices.reshape(-1))
+    if dim is None:  # torch: gather over the flattened input (no negative indices)
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = input._dim(dim)
     if indices.ndim != input.ndim:
         raise ShapeError(
@@ -445,7 +445,9 @@ def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
     b = list(broadcast_shapes(tuple(s_in), tuple(s_ix)))
     x = input.expand(*(b[:d] + [input._shape[d]] + b[d + 1 :]))
     ix = indices.expand(*(b[:d] + [indices._shape[d]] + b[d + 1 :]))
-    return _gather(x, _dim_walk(x, d, ix, ix._shape), allow_negative=False)
+    # a negative index counts from the end (torch 2.13 takes indices modulo the dim's size;
+    # pyrite refuses those outside [-size, size), as gather does, where torch's wrap reads them)
+    return _gather(x, _dim_walk(x, d, ix, ix._shape), allow_negative=True)
 
 
 def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
@@ -745,9 +747,10 @@ def _g_take_along_dim(ctx, g):
         from .creation import zeros
 
         n = math.prod(shape)
-        gx = index_add(zeros((n,), dtype=g.dtype), 0, _flat_index(indices, n), g.reshape(-1))
+        gx = index_add(zeros((n,), dtype=g.dtype), 0, indices.reshape(-1), g.reshape(-1))
         return (gx.reshape(shape),)
     d = dim % len(shape)
+    indices = _flat_index(indices, shape[d]).reshape(indices._shape)  # (negatives as read)
     # the forward broadcast input and indices to one shape outside dim: scatter-add g into
     # that expanded input's shape (the engine sums it back over the broadcast dims)
     s_ix = list(g._shape)

@@ -246,16 +246,19 @@ def searchsorted(
 ):
     seq = as_tensor_arg(sorted_sequence)
     x = as_tensor_arg(input)  # a Python scalar gives a 0-d result, as torch
-    if side is not None:
+    if side is not None:  # (torch: RuntimeError for both)
         if side not in ("left", "right"):
-            raise ValueError(f"pyrite: searchsorted: side must be 'left' or 'right', got {side!r}")
+            raise RuntimeError(
+                f"pyrite: searchsorted(): side can only be 'left' or 'right' but got {side!r}"
+            )
         if right and side == "left":
-            raise ValueError("pyrite: searchsorted: side='left' and right=True contradict")
+            raise RuntimeError(
+                "pyrite: searchsorted(): side and right can't be set to opposites, got side "
+                "of left while right was True"
+            )
         right = side == "right"
     if sorter is not None:
-        from .scatter import gather
-
-        seq = gather(seq, -1, as_tensor_arg(sorter))
+        seq = _sorted_by(seq, sorter)
     if seq.ndim == 0:
         raise ShapeError("pyrite: searchsorted: boundaries tensor should not be 0-d")
     batched = seq.ndim > 1
@@ -280,6 +283,31 @@ def searchsorted(
             grid_for(n),
         )
     return out_t
+
+
+def _sorted_by(seq: Tensor, sorter) -> Tensor:
+    """seq gathered along its last dim by `sorter`, with torch's checks: an integer sorter of
+    seq's shape whose indices lie in [0, len) (a negative one is refused too)."""
+    from .indexing import IndexOutOfBounds
+    from .scatter import gather
+
+    sorter = as_tensor_arg(sorter)
+    if sorter.dtype is not D.int32:
+        raise TypeError(
+            f"pyrite: searchsorted(): sorter must be a tensor of long dtype but got dtype "
+            f"{sorter.dtype!r}"
+        )
+    if tuple(sorter._shape) != tuple(seq._shape):
+        raise ShapeError(
+            f"pyrite: searchsorted(): boundary and sorter must have the same size, but got "
+            f"boundary tensor {list(seq._shape)} and sorter tensor {list(sorter._shape)}"
+        )
+    if seq.ndim == 0:
+        return seq
+    try:
+        return gather(seq, -1, sorter)
+    except IndexOutOfBounds as e:
+        raise IndexOutOfBounds(f"pyrite: searchsorted(): sorter index out of range ({e})") from None
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):

@@ -31,6 +31,7 @@ cumsum, searchsorted, topk, scatter_add, rand), so every piece is already parity
 from __future__ import annotations
 
 import builtins
+import math
 import numbers
 
 from .. import dtypes as D
@@ -166,7 +167,6 @@ _HIST_BIN = (
 def histc(input, bins=100, min=0, max=0) -> Tensor:
     """Histogram with `bins` equal bins over [min, max] (the data's range when min == max)."""
     from .creation import full, zeros
-    from .elementwise import where
 
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
@@ -179,13 +179,18 @@ def histc(input, bins=100, min=0, max=0) -> Tensor:
     n = x.numel()
     if n == 0:
         return zeros(bins, dtype=x.dtype)
-    if min == max:  # the data's range, on the device
-        lo, hi = x.amin(), x.amax()
-        lo, hi = to_dtype(lo, D.float32), to_dtype(hi, D.float32)
-        same = lo == hi
-        lo, hi = where(same, lo - 1, lo), where(same, hi + 1, hi)
-    else:
-        lo, hi = full((), float(min)), full((), float(max))
+    lo, hi = float(min), float(max)
+    if lo == hi:  # the data's range: one readback, as torch's (its range check needs it)
+        from .combine import stack
+
+        lo, hi = (float(v) for v in stack([x.amin(), x.amax()]).float().numpy())
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        # torch's refusal: an inf or NaN in the data (or the range given) would put every
+        # element in a bin of NaN width (pyrite counted nothing or raised an index error)
+        raise RuntimeError(f"pyrite: histc: range of [{lo}, {hi}] is not finite")
+    lo, hi = full((), lo), full((), hi)
     idx = run_map(
         _HIST_BIN,
         (x.reshape(-1), lo, hi),
