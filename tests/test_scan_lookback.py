@@ -252,12 +252,13 @@ def test_lookback_early_superblock_totals_same_bits(rng, lookback):
     assert _scratch_clean(pr.backend.current())
 
 
-@pytest.mark.parametrize("force", [None, 512])
+@pytest.mark.parametrize("force", [None, 512, SCAN_STAGED])
 def test_staged_unroll_same_bits(force, rng, lookback):
     # a full staged unit's loads issued together (SCAN_STAGE_UNROLL) load the same elements
     # into the same slots as the loop: the same bits on the look-back (chunks of 2,048 and
     # 4,096, ragged last chunks), on whole staged rows, and on the chunked path (force: its
-    # chunk length), over a strided view too
+    # chunk length; full staged chunks at SCAN_STAGED, whose totals pass unrolls too), over a
+    # strided view too
     a = rng.standard_normal((3, 5 * SCAN_STAGED + 7)).astype(np.float32)
     b = rng.standard_normal((SCAN_STAGED, 5)).astype(np.float32)
     lookback.setattr(R, "FORCE_SCAN_CHUNK", force)

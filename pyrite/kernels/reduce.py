@@ -1099,10 +1099,16 @@ def scan_kernel(
             body.append(f"  let start = select({ident}, carry[max(u - 1, 0)], cidx > 0);\n")
             start = "start"
         if staged and stage == "total":  # (any order: the total alone)
-            body += [
-                f"  var a = {ident};\n",
-                _loop("j", "lo + t", "hi", WG, f"      a = a {f} {x};\n"),
-            ]
+            looped = _loop("j", "lo + t", "hi", WG, f"      a = a {f} {x};\n")
+            if unroll:  # (a full chunk's loads together, summed in the loop's order)
+                js = [f"(lo + t + {i * WG})" for i in range(unit // WG)]
+                loads = "".join(
+                    f"    let r{i} = {load(f'inp[ib + {j} * info[3]]', in_stype, acc)};\n"
+                    for i, j in enumerate(js)
+                )
+                sums = "".join(f"    a = a {f} r{i};\n" for i in range(len(js)))
+                looped = f"  if (hi - lo == {unit}) {{\n{loads}{sums}  }} else {{\n{looped}  }}\n"
+            body += [f"  var a = {ident};\n", looped]
         elif staged:
             body += [
                 f"  let n = hi - lo;\n  let B = {unit // WG};\n",
