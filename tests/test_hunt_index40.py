@@ -20,7 +20,10 @@ from the end) and taking one with dim=None (torch's flattened gather refuses it)
 taking a sorter of another shape than the boundaries, naming gather in a bad sorter's refusal,
 and raising ValueError for a bad or contradicting `side` (torch: RuntimeError); out= refused
 by msort, take_along_dim, scatter, scatter_add, scatter_reduce, index_add, index_copy and
-index_reduce."""
+index_reduce; histc of data with an inf or NaN (min == max) counting nothing or raising an index
+error, where torch refuses the range as not finite; index_add of an integer tensor scaling by a
+float alpha (torch truncates it: 1.5 adds once); bincount of bfloat16 weights giving bfloat16
+(torch: float64, float32 here)."""
 
 from __future__ import annotations
 
@@ -348,6 +351,22 @@ def test_histc_histogram_bincount_match_torch(rng):
         np.testing.assert_allclose(got, want, atol=4 * n * EPS32 * np.abs(wf).sum() + 1e-30)
 
 
+def test_bincount_weight_dtypes_as_torch(rng):
+    """bincount's weighted counts: torch sums float32 weights in float32 and any other weights
+    (half, bfloat16, integer, bool) in float64, pyrite's float32 (README) — bfloat16 weights
+    gave a bfloat16 result before (the bf16 fallback narrowed it). Values exact (small sums)."""
+    n = 40
+    idx = rng.integers(0, 6, n)
+    for dt in PR:
+        w = _values(rng, (n,), dt, ties=True)
+        wp, wt = _pair(w, dt)
+        for ip, it in ((pr.tensor(idx), torch.tensor(idx)), _pair(idx.astype(np.float32), "uint8")):
+            got, want = pr.bincount(ip, wp), torch.bincount(it, wt)
+            assert want.dtype in (torch.float32, torch.float64), (dt, want.dtype)
+            assert got.dtype is pr.float32, (dt, got.dtype)
+            _same(got, want, f"bincount weights {dt}")
+
+
 # ---- gather / scatter family ------------------------------------------------------------------
 def _dim_index(rng, shape, d, *, negative=False, bigger_src=True):
     """An index for gather/scatter along d of a tensor of `shape`: no larger than shape outside
@@ -418,7 +437,8 @@ def test_gather_scatter_scatter_reduce_match_torch(rng):
 
 
 def test_index_ops_match_torch(rng):
-    """index_select (negative indices refused as torch), index_add (alpha, duplicates),
+    """index_select (negative indices refused as torch), index_add (alpha, a float one
+    truncated for int32 as torch's, duplicates),
     index_copy (distinct indices), index_fill (negative indices, 0-d tensor value),
     index_reduce (every reduce, include_self or not) on every dtype they take, any dim."""
     for _ in range(35):
@@ -457,7 +477,8 @@ def test_index_ops_match_torch(rng):
         )
         if dt == "bool":
             continue
-        alpha = 2 if dt != "float16" else 1
+        # (an integer tensor takes a float alpha truncated, as torch: 1.5 adds once)
+        alpha = {"int32": _pick(rng, (2, 1.5, -1.7)), "float32": _pick(rng, (2, -0.5))}.get(dt, 1)
         _same(
             pr.index_add(p, d, ip, sp, alpha=alpha),
             torch.index_add(t, d, it, st, alpha=alpha),

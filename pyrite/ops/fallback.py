@@ -81,6 +81,9 @@ MOVERS = {
     "unique",
     "unique_consecutive",
 }
+# ops whose float result is not in their inputs' float type: torch's bincount sums any weights
+# but float32 ones in float64 (float32 here), bfloat16 ones included
+NO_NARROW = {"bincount"}
 # ops that want self and their source in one dtype (torch refuses another), with the source's
 # position and keyword: widening a bfloat16 argument to float32 would hide a bf16/f32 pair from
 # the op's own check, so _slow makes it first, on the arguments as given
@@ -222,7 +225,7 @@ def _slow(fn, name, inplace, args, kwargs):
     # torch's promotion: a 0-d float tensor does not widen dimensioned ones of its category
     # (bf16 tensor / float32 0-d tensor is bf16), so the dimensioned floats decide when any
     dims = [d for d, zero_d in floats if not zero_d] or [d for d, _ in floats]
-    narrow = bool(dims) and all(d is D.bfloat16 for d in dims)
+    narrow = bool(dims) and all(d is D.bfloat16 for d in dims) and name not in NO_NARROW
     asked = kwargs.get("dtype")
     if asked is not None:
         asked = D.from_any(asked)

@@ -246,6 +246,8 @@ def index_add_(self: Tensor, dim, index, source, *, alpha=1) -> Tensor:
     x, walk, src = _index_source(self, dim, index, source, "index_add")
     _check_target(self, index, source)
     if alpha != 1:
+        if self.dtype.kind != "f" and isinstance(alpha, float):
+            alpha = int(alpha)  # torch casts alpha to an integer self's type (1.5 adds once)
         src = src * alpha
     _scatter(x, walk, src, "sum", allow_negative=False)
     return self
