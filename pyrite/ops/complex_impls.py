@@ -676,6 +676,8 @@ PASS = frozenset(
 # (ops/complex_linalg.py)
 from . import complex_linalg as _complex_linalg  # noqa: E402
 from . import complex_math as _complex_math  # noqa: E402
+from . import complex_products as _complex_products  # noqa: E402
 
 _complex_math.register(IMPLS, _unary, _inplace_impl)
 _complex_linalg.register(IMPLS)
+_complex_products.register(IMPLS)
