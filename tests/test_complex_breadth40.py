@@ -76,7 +76,7 @@ def check(rng, op, shapes, K, *, grad=True, C=4.0, Kg=None, mag=True, mag_op=Non
     Kg = K if Kg is None else Kg
     for i, (p, t, m) in enumerate(zip(P, T, M)):
         assert p.grad is not None and p.grad.dtype == pr.complex64, i
-        gb = _np(m.grad) if mag else np.abs(W).sum() * max(np.abs(a).max() for a in arrays)
+        gb = np.abs(_np(m.grad)) if mag else np.abs(W).sum() * max(np.abs(a).max() for a in arrays)
         _assert_within(_np(p.grad), _np(t.grad), C * Kg * EPS * gb + 1e-30, f"grad {i}")
     return P, T
 
@@ -254,3 +254,240 @@ def test_addmm_in_place_out_and_zero_alpha(rng):
     leaf = pr.tensor(c, requires_grad=True) * 1
     with pytest.raises(RuntimeError, match="requires grad"):
         leaf.addmm_(pr.tensor(a), pr.tensor(b))
+
+
+# ---- triangular and diagonal parts, trace, diff -----------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (2, 3, 7)])
+def test_tril_triu(rng, shape):
+    for k in (0, -2, 3):
+        check(rng, lambda lib, a: lib.tril(a, k), [shape], 1)
+        check(rng, lambda lib, a: a.mT.triu(diagonal=k), [shape], 1)
+    with pr.no_grad():  # in place
+        z = _crandn(rng, *shape)
+        p, t = pr.tensor(z), torch.tensor(z)
+        assert p.tril_(1) is p
+        np.testing.assert_array_equal(p.numpy(), t.tril_(1).numpy())
+        p.triu_(-1), t.triu_(-1)
+        np.testing.assert_array_equal(p.numpy(), t.numpy())
+
+
+def test_diag_diag_embed_trace(rng):
+    for k in (0, 2, -1):
+        check(rng, lambda lib, v: lib.diag(v[::2], k), [(7,)], 1)
+        check(rng, lambda lib, a: lib.diag(a.mT, k), [(3, 5)], 1)
+        check(rng, lambda lib, a: a.diag(k), [(1, 1)], 1)
+    check(rng, lambda lib, a: lib.diag_embed(a), [(2, 3)], 1)
+    check(rng, lambda lib, a: lib.diag_embed(a, 1, 0, 2), [(3, 1, 2)], 1)
+    check(rng, lambda lib, a: lib.diag_embed(a.mT, offset=-2, dim1=-1, dim2=0), [(5, 2)], 1)
+    for shape in [(1, 1), (5, 5), (3, 11), (13, 2)]:
+        check(rng, lambda lib, a: lib.trace(a), [shape], min(shape))
+    check(rng, lambda lib, a: a.mT.trace(), [(7, 4)], 4)
+
+
+def _abs_diff(lib, a, n, dim, pre=None, app=None):
+    """Each diff element's magnitude bound: the binomial sums of |terms| (diff with + signs)."""
+    a = lib.cat([t for t in (pre, a, app) if t is not None], dim)
+    for _ in range(n):
+        size = a.shape[dim]
+        a = a.narrow(dim, 1, size - 1) + a.narrow(dim, 0, size - 1)
+    return a
+
+
+@pytest.mark.parametrize("n,dim", [(1, -1), (2, 0), (3, 1)])
+def test_diff(rng, n, dim):
+    shape = (5, 7)
+    check(
+        rng,
+        lambda lib, a: lib.diff(a, n, dim),
+        [shape],
+        2**n,
+        mag_op=lambda lib, a: _abs_diff(lib, a, n, dim),
+    )
+    check(
+        rng,
+        lambda lib, a: a.mT.diff(n=n, dim=dim),
+        [(7, 5)],
+        2**n,
+        mag_op=lambda lib, a: _abs_diff(lib, a.mT, n, dim),
+    )
+    pshape = tuple(2 if i == dim % 2 else s for i, s in enumerate(shape))
+    check(
+        rng,
+        lambda lib, a, p, q: lib.diff(a, n, dim, prepend=p, append=q),
+        [shape, pshape, pshape],
+        2**n,
+        mag_op=lambda lib, a, p, q: _abs_diff(lib, a, n, dim, p, q),
+    )
+    # a real prepend is promoted, as torch's
+    z, x = _crandn(rng, *shape), rng.standard_normal(pshape).astype(np.float32)
+    got = pr.diff(pr.tensor(z), n, dim, prepend=pr.tensor(x))
+    want = torch.diff(torch.tensor(z), n, dim, prepend=torch.tensor(x))
+    tol = (
+        2**n
+        * 4
+        * EPS
+        * _np(_abs_diff(torch, torch.tensor(np.abs(z)), n, dim, torch.tensor(np.abs(x))))
+    )
+    _assert_within(got.numpy(), want.numpy(), tol, "diff, real prepend")
+
+
+# ---- var / std ----------------------------------------------------------------------------------
+VAR_CASES = [
+    ((13,), lambda lib, z: lib.var(z)),
+    ((5, 7), lambda lib, z: z.var(0)),
+    ((5, 7), lambda lib, z: lib.std(z.mT, dim=1, keepdim=True)),
+    ((2, 3, 11), lambda lib, z: lib.var(z, (0, 2), correction=0)),
+    ((1, 3), lambda lib, z: z.std(1, False)),  # unbiased positional
+    ((4, 1), lambda lib, z: lib.var(z, 1, correction=0)),
+    ((3, 5), lambda lib, z: lib.var_mean(z, 1)),
+    ((2, 9), lambda lib, z: lib.std_mean(z[:, ::2], dim=-1, correction=2)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(VAR_CASES)))
+def test_var_std(rng, case):
+    """Real results (var: the mean of |z - mean|², torch's correction); the values within
+    4·N·eps of the mean square, std's within that over 2·std, gradients likewise."""
+    shape, op = VAR_CASES[case]
+    z = _crandn(rng, *shape) + (1 + 2j)  # (off zero: the shifted data matters)
+    P, T = (
+        pr.tensor(z, requires_grad=True),
+        torch.tensor(z.astype(np.complex128), requires_grad=True),
+    )
+    got, want = op(pr, P), op(torch, T)
+    pair = isinstance(want, tuple)
+    g0, w0 = (got[0], want[0]) if pair else (got, want)
+    assert g0.dtype == pr.float32 and tuple(g0.shape) == tuple(w0.shape)
+    n, ms = z.size / max(w0.numel(), 1), float(np.mean(np.abs(z) ** 2))
+    tol = 4 * n * EPS * ms * n / max(n - 2, 1)
+    is_std = "std" in str(op.__code__.co_names)
+    if is_std:
+        tol = tol / (2 * _np(w0)) + 4 * EPS * _np(w0)
+    _assert_within(_np(g0), _np(w0), tol, "var/std")
+    loss_p = (g0 * pr.tensor(np.ones(w0.shape, np.float32) * 0.7)).sum()
+    loss_t = (w0 * 0.7).sum()
+    if pair:  # and the complex mean, and its gradient
+        _assert_within(got[1].numpy(), _np(want[1]), 4 * EPS * np.abs(z).max(), "mean")
+        loss_p = loss_p + pr.view_as_real(got[1]).sum()
+        loss_t = loss_t + torch.view_as_real(want[1]).sum()
+    loss_p.backward()
+    loss_t.backward()
+    gtol = 16 * n * EPS * np.abs(z).max() * (1 + 1 / max(float(_np(w0).min()), 1e-3))
+    _assert_within(P.grad.numpy(), _np(T.grad), gtol, "grad")
+
+
+# ---- lerp, addcmul, addcdiv ---------------------------------------------------------------------
+@pytest.mark.parametrize("w", [0.3, 0.75, 1.0, 0.2 + 0.5j, -1j])
+def test_lerp_scalar_weight(rng, w):
+    aw = abs(w)
+    check(
+        rng,
+        lambda lib, a, b: lib.lerp(a, b[::2], w),
+        [(3, 5), (6, 5)],
+        4,
+        mag_op=lambda lib, a, b: (a + b[::2]) * (1 + aw),
+    )
+
+
+def test_lerp_tensor_weight_and_refusals(rng):
+    check(
+        rng,
+        lambda lib, a, b, w: lib.lerp(a, b, w.mT),
+        [(1, 7), (3, 7), (7, 3)],
+        4,
+        mag_op=lambda lib, a, b, w: (a + b) * (1 + w.mT),
+    )
+    with pr.no_grad():
+        z, e = _crandn(rng, 5), _crandn(rng, 5)
+        p, t = pr.tensor(z), torch.tensor(z)
+        assert p.lerp_(pr.tensor(e), 0.25) is p
+        t.lerp_(torch.tensor(e), 0.25)
+        _assert_within(p.numpy(), t.numpy(), 4 * EPS * (np.abs(z) + np.abs(e)), "lerp_")
+    x = rng.standard_normal(5).astype(np.float32)
+    same_error(
+        lambda: pr.lerp(pr.tensor(z), pr.tensor(z), pr.tensor(x)),
+        lambda: torch.lerp(torch.tensor(z), torch.tensor(z), torch.tensor(x)),
+    )
+    same_error(
+        lambda: pr.lerp(pr.tensor(z), pr.tensor(x), 0.5),
+        lambda: torch.lerp(torch.tensor(z), torch.tensor(x), 0.5),
+    )
+
+
+@pytest.mark.parametrize("value", [1, -0.5, 2 - 1j])
+def test_addcmul_addcdiv(rng, value):
+    av = abs(value)
+    check(
+        rng,
+        lambda lib, c, a, b: lib.addcmul(c, a.mT, b, value=value),
+        [(1, 5), (5, 3), (3, 5)],
+        4,
+        mag_op=lambda lib, c, a, b: c + av * a.mT * b,
+    )
+    check(
+        rng,
+        lambda lib, c, a, b: lib.addcdiv(c, a, b[..., ::2], value=value),
+        [(2, 3), (2, 3), (2, 6)],
+        8,
+        mag_op=lambda lib, c, a, b: c + av * a / b[..., ::2],
+    )
+    # real operands promote, as torch's; the in-place forms
+    z, x = _crandn(rng, 4), rng.standard_normal(4).astype(np.float32)
+    for fn in ("addcmul", "addcdiv"):
+        got = getattr(pr, fn)(pr.tensor(x), pr.tensor(z), pr.tensor(x), value=value)
+        want = getattr(torch, fn)(torch.tensor(x), torch.tensor(z), torch.tensor(x), value=value)
+        assert got.dtype == pr.complex64
+        tol = 8 * EPS * (np.abs(x) + av * np.abs(z) * np.maximum(np.abs(x), 1 / np.abs(x)))
+        _assert_within(got.numpy(), want.numpy(), tol, fn)
+        with pr.no_grad():
+            p, t = pr.tensor(z), torch.tensor(z)
+            getattr(p, fn + "_")(pr.tensor(z), pr.tensor(x), value=value)
+            getattr(t, fn + "_")(torch.tensor(z), torch.tensor(x), value=value)
+            _assert_within(p.numpy(), t.numpy(), tol + 8 * EPS * np.abs(z), fn + "_")
+
+
+# ---- equal, bool and the casts ------------------------------------------------------------------
+def test_equal(rng):
+    z = _crandn(rng, 3, 5)
+    a, b = pr.tensor(z), pr.tensor(z.copy())
+    assert pr.equal(a, b) and a.equal(b) and pr.equal(a.mT, b.mT)
+    w = z.copy()
+    w[1, 2] += 1j * 2.0**-20  # the imaginary part alone differs
+    assert not pr.equal(a, pr.tensor(w)) and not torch.equal(torch.tensor(z), torch.tensor(w))
+    assert not pr.equal(a, b[:2]) and not torch.equal(torch.tensor(z), torch.tensor(z)[:2])
+    n = z.copy()
+    n[0, 0] = complex(np.nan, 0)
+    assert pr.equal(pr.tensor(n), pr.tensor(n)) == torch.equal(torch.tensor(n), torch.tensor(n))
+    r = z.real.copy()  # a real tensor against its complex copy: torch promotes
+    for lib in (pr, torch):
+        assert lib.equal(lib.tensor(r.astype(np.complex64)), lib.tensor(r))
+
+
+def test_bool_and_casts(rng):
+    z = _crandn(rng, 11)
+    z[[1, 4]] = z[[1, 4]].real  # imaginary part 0
+    z[[2, 5]] = 1j * z[[2, 5]].imag  # real part 0
+    z[[3, 7]] = 0
+    z[8] = complex(-0.0, 0.0)
+    z[9] = complex(np.nan, 0)
+    p, t = pr.tensor(z), torch.tensor(z)
+    for fn in (
+        lambda x: x.bool(),
+        lambda x: x.to(pr.bool if isinstance(x, pr.Tensor) else torch.bool),
+        lambda x: x != 0,
+    ):
+        np.testing.assert_array_equal(fn(p).numpy(), fn(t).numpy())
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no discarded-imaginary-part warning for bool)
+        p.bool(), p.to(pr.bool)
+    zs = z[np.isfinite(z)] * 50
+    p, t = pr.tensor(zs), torch.tensor(zs)
+    for cast in ("int", "long", "short", "half", "bfloat16"):
+        with pytest.warns(UserWarning, match="discards the imaginary part"):
+            got = getattr(p, cast)()
+        with warnings.catch_warnings():  # (torch warns once a process)
+            warnings.simplefilter("ignore")
+            want = getattr(t, cast)()
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())

@@ -58,8 +58,10 @@ def unsupported(name: str) -> ComplexError:
     return ComplexError(
         f"pyrite: {op} does not support complex tensors yet (supported: views, arithmetic, "
         "conj, real/imag, abs, angle, exp/log/pow/sqrt, trig and hyperbolic functions and "
-        "their inverses, sum/mean/prod/cumsum, dot, norms, isclose, matmul, cat/stack, "
-        "pyrite.fft; work on torch.view_as_real(z) for the rest)"
+        "their inverses, sum/mean/prod/cumsum, var/std, dot, norms, isclose, equal, matmul "
+        "and the other products (mv, einsum, tensordot, addmm, ...), tril/triu/diag/trace/"
+        "diff, lerp, addcmul, cat/stack, pyrite.fft; work on torch.view_as_real(z) for the "
+        "rest)"
     )
 
 

@@ -428,6 +428,8 @@ def _target_dtype(args, kwargs):
 
 
 def _to_real(z, dt):
+    if dt is D.bool_:  # (nonzero: either part; torch warns of no discarded part here)
+        return _ne(z, 0)
     _warn_discard()
     return _real(z).to(dt) if dt is not D.float32 else _real(z).clone()
 
@@ -654,6 +656,11 @@ IMPLS["to"] = _to
 IMPLS["to_dtype"] = _to_dtype
 IMPLS["float"] = _cast_method(D.float32)
 IMPLS["double"] = _cast_method(D.float32)
+for _n, _d in (
+    ("bool", D.bool_), ("half", D.float16), ("bfloat16", D.bfloat16), ("int", D.int32),
+    ("long", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8),
+):  # fmt: skip
+    IMPLS[_n] = _cast_method(_d)
 # factories
 for _n in ("zeros", "ones", "full", "empty", "randn", "rand"):
     IMPLS[_n] = _factory(_n)
@@ -676,8 +683,10 @@ PASS = frozenset(
 # (ops/complex_linalg.py)
 from . import complex_linalg as _complex_linalg  # noqa: E402
 from . import complex_math as _complex_math  # noqa: E402
+from . import complex_parts as _complex_parts  # noqa: E402
 from . import complex_products as _complex_products  # noqa: E402
 
 _complex_math.register(IMPLS, _unary, _inplace_impl)
 _complex_linalg.register(IMPLS)
 _complex_products.register(IMPLS)
+_complex_parts.register(IMPLS)
