@@ -491,3 +491,53 @@ def test_bool_and_casts(rng):
             warnings.simplefilter("ignore")
             want = getattr(t, cast)()
         np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+# ---- chains, block_diag, any/all/logical_not --------------------------------------------------
+@pytest.mark.filterwarnings("ignore:torch.chain_matmul is deprecated")
+def test_multi_dot_chain_matmul_matrix_power(rng):
+    check(
+        rng,
+        lambda lib, v, a, b, w: lib.linalg.multi_dot([v, a, b.mT, w]),
+        [(3,), (3, 7), (2, 7), (2,)],
+        21,
+        C=8.0,
+    )
+    check(rng, lambda lib, a, b: lib.chain_matmul(a, b, a.mT), [(2, 5), (5, 5)], 25, C=8.0)
+    for n in (0, 1, 3):
+        check(rng, lambda lib, a: lib.linalg.matrix_power(a, n), [(2, 4, 4)], 4 * n + 1, C=8.0)
+    check(rng, lambda lib, a: a.mT.matrix_power(2), [(5, 5)], 5)
+    z, x = _crandn(rng, 3, 3), rng.standard_normal((3, 3)).astype(np.float32)
+    same_error(
+        lambda: pr.linalg.multi_dot([pr.tensor(z), pr.tensor(x)]),
+        lambda: torch.linalg.multi_dot([torch.tensor(z), torch.tensor(x)]),
+    )
+
+
+def test_block_diag(rng):
+    check(rng, lambda lib, a, b, c: lib.block_diag(a, b.mT, c), [(1, 1), (3, 2), (4,)], 1)
+    z, x = _crandn(rng, 2, 3), rng.standard_normal((3, 1)).astype(np.float32)
+    got = pr.block_diag(pr.tensor(z), pr.tensor(x))
+    want = torch.block_diag(torch.tensor(z), torch.tensor(x))
+    assert got.dtype == pr.complex64
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_any_all_logical_not(rng):
+    z = _crandn(rng, 4, 5)
+    z[0] = 0
+    z[1, :3] = 1j * z[1, :3].imag
+    z[2, 1] = complex(-0.0, 0.0)
+    z[3, 2] = z[3, 2].real
+    p, t = pr.tensor(z), torch.tensor(z)
+    for fn in (
+        lambda lib, x: x.any(),
+        lambda lib, x: lib.all(x),
+        lambda lib, x: x.any(1),
+        lambda lib, x: lib.all(x.mT, dim=0, keepdim=True),
+        lambda lib, x: x.logical_not(),
+        lambda lib, x: lib.logical_not(x[:, ::2]),
+    ):
+        got, want = fn(pr, p), fn(torch, t)
+        assert got.dtype == pr.bool
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

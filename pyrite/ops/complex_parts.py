@@ -3,7 +3,8 @@ compositions: the linear maps tril, triu, diag, diag_embed, trace and diff (the 
 each part: torch's shape rules and errors, the real op's exactness), var/std/var_mean/std_mean
 (real results: the mean of |x - mean|² is the real parts' variance plus the imaginary parts',
 each the real op's, with the same correction), lerp, addcmul, addcdiv (torch's formulas in
-complex arithmetic), equal, and the in-place forms. Every piece is a recorded real op, so
+complex arithmetic), equal, block_diag, any/all/logical_not (of z != 0), and the in-place
+forms. Every piece is a recorded real op, so
 autograd gives torch's conjugate-Wirtinger gradients (ops/complex.py).
 """
 
@@ -123,6 +124,24 @@ def equal(orig, input, other):
     return orig(_pair(input), _pair(other))
 
 
+def block_diag(orig, *tensors):
+    """The blocks' real parts and imaginary parts, each the real block_diag (a real block has
+    zero imaginary parts: torch promotes it)."""
+    parts = [_parts(as_complex(t)) for t in tensors]
+    return _make(orig(*(p[0] for p in parts)), orig(*(p[1] for p in parts)))
+
+
+def _nonzero_reduction(name):
+    """any / all: of z != 0 (either part nonzero), as torch's."""
+
+    def impl(orig, z, *args, **kwargs):
+        from . import reduce
+
+        return getattr(reduce, name)(_pair(z).ne(0).any(-1), *args, **kwargs)
+
+    return impl
+
+
 # ---- in place ------------------------------------------------------------------------------------
 def _inplace(name, impl, real_fn):
     """self.op_(...): self[...] = op(self, ...) (refused while self requires grad); `real_fn`
@@ -158,5 +177,9 @@ def register(IMPLS):
     IMPLS["addcmul"] = addcmul
     IMPLS["addcdiv"] = addcdiv
     IMPLS["equal"] = equal
+    IMPLS["block_diag"] = block_diag
+    IMPLS["any"] = _nonzero_reduction("any")
+    IMPLS["all"] = _nonzero_reduction("all")
+    IMPLS["logical_not"] = lambda orig, z: _pair(z).eq(0).all(-1)
     for name, fn in (("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv)):
         IMPLS[name] = _inplace(name, fn, lambda: None)

@@ -248,6 +248,31 @@ def _inplace(name, impl):
     return op
 
 
+# ---- chains ----------------------------------------------------------------------------------------
+def _chain(name):
+    """multi_dot, chain_matmul, matrix_power (n >= 0): the real functions as they are, whose
+    products are the guarded matmul (complex above); one dtype, as torch's."""
+
+    def impl(orig, *args, **kwargs):
+        ts = args[0] if name == "multi_dot" and args else args
+        if name == "matrix_power":
+            ts = args[:1]
+            n = args[1] if len(args) > 1 else kwargs.get("n", 0)
+            if isinstance(n, int) and n < 0:
+                from .complex import unsupported
+
+                raise unsupported("linalg.matrix_power(n < 0)")  # (inv refuses complex)
+        _same_dtype(name, *ts)
+        res = orig(*args, **kwargs)
+        if name == "matrix_power" and not res.requires_grad and ts[0].requires_grad:
+            # n = 0: the identity, connected to A as torch's (a zero gradient): plus the sum of
+            # an empty slice of A, exactly 0 whatever A holds
+            res = _C(_R(res) + _R(ts[0]).narrow(-1, 0, 0).sum())
+        return res
+
+    return impl
+
+
 def register(IMPLS):
     for name in ("mv", "inner", "tensordot"):
         IMPLS[name] = _strict(name)
@@ -263,3 +288,5 @@ def register(IMPLS):
     IMPLS["addr"] = addr
     for name in ("addmm", "addmv", "baddbmm", "addbmm", "addr"):
         IMPLS[name + "_"] = _inplace(name + "_", IMPLS[name])
+    for name in ("multi_dot", "chain_matmul", "matrix_power"):
+        IMPLS[name] = _chain(name)
