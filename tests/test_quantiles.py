@@ -199,12 +199,10 @@ def test_histogram(rng, kw):
 
 
 def _edges_close(got, want):
-    """linspace edges within one ULP of the range's ends: torch's vectorised CPU linspace adds
-    the step to a chunk base (two roundings, chunk sizes set by the CPU's SIMD width), pyrite's
-    once; either rounding is of a term as large as the ends."""
-    g, w = got.numpy().astype(np.float64), want.numpy().astype(np.float64)
-    spacing = float(np.spacing(np.abs(want.numpy()).max(initial=1.0)))
-    assert g.shape == w.shape and (np.abs(g - w) <= spacing).all(), (g, w)
+    """linspace edges bit for bit: torch's CPU linspace computes each edge as one fused
+    multiply-add (start + step*i, the second half end - step*(n-1-i)), as pyrite's does."""
+    g, w = got.numpy(), want.numpy()
+    assert g.shape == w.shape and np.array_equal(g, w), (g, w)
 
 
 def test_histogram_specials():

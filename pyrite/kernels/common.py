@@ -638,6 +638,32 @@ HELPERS = {
   let h = p_opaque(c - p_opaque(c - v));
   return vec2<f32>(h, v - h);
 }""",
+    # x + y rounded to odd (Boldo & Melquiond): the nearest float, moved one ULP toward the exact
+    # sum when that sum is not a float and the nearest is even; the error by TwoSum
+    "p_add_odd": """fn p_add_odd(x: f32, y: f32) -> f32 {
+  let z = p_opaque(x + y);
+  let yv = p_opaque(z - x);
+  let err = (x - p_opaque(z - yv)) + (y - yv);
+  let u = bitcast<u32>(z);
+  if (err == 0.0 || (u & 1u) == 1u || p_isinf(z)) { return z; }
+  return bitcast<f32>(select(u - 1u, u + 1u, (err > 0.0) == (z > 0.0)));
+}""",
+    # a·b + c rounded once, as C's fma (which lavapipe's fma() is not): the exact product as
+    # p + e (p_two_prod), c + p as th + tl (TwoSum), then th + RO(tl + e) (Boldo & Melquiond,
+    # "Emulation of FMA and correctly rounded sums", 2008: exact for binary32 without underflow).
+    # Non-finite operands or products, a zero product and factors the split could overflow:
+    # the plain a·b + c (which is the fma's value for the first three).
+    "p_fma": """fn p_fma(a: f32, b: f32, c: f32) -> f32 {
+  let p = a * b;
+  if (p == 0.0 || p_isinf(p) || p_isnan(p) || p_isinf(c) || p_isnan(c) || max(abs(a), abs(b)) > 1e30) {
+    return p + c;
+  }
+  let pe = p_two_prod(a, b);
+  let th = p_opaque(c + pe.x);
+  let bv = p_opaque(th - c);
+  let tl = (c - p_opaque(th - bv)) + (pe.x - bv);
+  return th + p_add_odd(tl, pe.y);
+}""",
     # (a + c) / n for a compensated sum (a, c) of n terms (a mean): a's quotient correctly
     # rounded, then the residual a - q·n (exact: Dekker's split of q and n, every partial
     # product exact) plus c, divided by n, added once. (a + c) / n rounded the sum before the

@@ -13,6 +13,7 @@ import numbers
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .creation import range_
 from .elementwise import _is_scalar, as_tensor_arg, binary, result_dtype
 from .mathops import inplace_of
 
@@ -266,20 +267,6 @@ def conj(input):
 
 
 # ---- from host memory: frombuffer is ops/creation.py's (chunked, bfloat16 kept packed) ---
-def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Deprecated in PyTorch: [start, end] inclusive, float32 by default."""
-    from .creation import arange
-
-    if end is None:
-        start, end = 0, start
-    dt = D.float32 if dtype is None else D.from_any(dtype)
-    n = int((end - start) // step) + 1
-    out = arange(n, dtype=D.float32) * float(step) + float(start)
-    out = out.to(dt)
-    out.requires_grad = requires_grad
-    return out
-
-
 def _pin_memory(self, device=None):
     return self
 
@@ -402,7 +389,7 @@ FUNCS = {
     "conj_physical": conj,
     "resolve_conj": conj,
     "resolve_neg": conj,
-    "range": range_,
+    "range": range_,  # (creation's: native bfloat16, not widened by ops/fallback)
 }
 FUNCS.update({name: _top_level_inplace(name) for name in _TOP_LEVEL_INPLACE})
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 
 import numpy as np
@@ -12,7 +11,6 @@ import numpy as np
 from .. import dtypes as D
 from ..tensor import Tensor, check_device
 from .core import empty as _empty
-from .core import note_bounds, run_map
 from .core import upload as _upload
 
 
@@ -473,101 +471,6 @@ def _new_tensor(self, data, dtype=None, **_):
 
 
 @checks_device
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    if end is None:
-        start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    for name, v in zip(("start", "end", "step"), vals):
-        if not isinstance(v, numbers.Real):
-            raise TypeError(
-                f"pyrite: arange(): argument '{name}' must be a number, not {type(v).__name__}"
-            )
-    start, end, step = vals
-    if not all(math.isfinite(v) for v in vals):
-        raise RuntimeError(f"pyrite: arange: unsupported range: {start} -> {end} (step {step})")
-    if step == 0:
-        raise RuntimeError("pyrite: arange: step must be nonzero")
-    if (end - start) * step < 0:  # as PyTorch: arange(4, 2) is an error, not empty
-        raise RuntimeError(
-            f"pyrite: arange: upper bound and lower bound inconsistent with step "
-            f"sign (start={start}, end={end}, step={step})"
-        )
-    if dtype is None:
-        dtype = D.float32 if any(isinstance(v, float) for v in vals) else D.int32
-    dt = D.from_any(dtype)
-    if dt.is_bool:
-        raise TypeError('pyrite: "arange" is not implemented for pyrite.bool (as in PyTorch)')
-    n = max(0, math.ceil((end - start) / step))
-    out = _empty((n,), dt)
-    if n:
-        if dt.kind == "f":
-            run_map("s0 + f32(gi) * s1", (), (), out, "f32", (start, step), ("f32", "f32"))
-        else:
-            run_map("s0 + gi * s1", (), (), out, "i32", (int(start), int(step)), ("i32", "i32"))
-            if not dt.is_small_int:
-                ends = (int(start), int(start) + (n - 1) * int(step))
-                note_bounds(out, min(ends), max(ends), exact=True)
-    out.requires_grad = requires_grad
-    return out
-
-
-def _steps(steps, name):
-    if isinstance(steps, Tensor) and steps.numel() == 1 and steps.dtype.kind == "i":
-        steps = steps.item()
-    if not isinstance(steps, numbers.Integral) or isinstance(steps, bool):
-        raise TypeError(
-            f"pyrite: {name}(): argument 'steps' must be int, not {type(steps).__name__}"
-        )
-    if steps < 0:
-        raise RuntimeError(f"pyrite: {name}: number of steps must be non-negative (got {steps})")
-    return int(steps)
-
-
-@checks_device
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
-    _ignored(kw, "linspace")
-    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
-    dt = D.from_any(dtype)
-    if dt.kind == "i":  # torch casts the ends to the integer type first (0.5 -> 0)
-        start, end = int(start), int(end)
-    steps = _steps(steps, "linspace")
-    out = _empty((steps,), dt)
-    if steps == 1:
-        out.fill_(start)
-    elif steps > 1:
-        # the step as PyTorch computes it for a float result: in the result's float type
-        f32 = np.float32
-        step = (
-            float((f32(end) - f32(start)) / f32(steps - 1))
-            if dt.kind == "f"
-            else (end - start) / (steps - 1)
-        )
-        # PyTorch's symmetric form: the first half counts up from start, the rest down from end
-        run_map(
-            "select(s1 - s2 * f32(s3 - 1 - gi), s0 + s2 * f32(gi), gi < s3 / 2)",
-            (),
-            (),
-            out,
-            "f32",
-            (start, end, step, steps),
-            ("f32", "f32", "f32", "i32"),
-        )
-    out.requires_grad = requires_grad
-    return out
-
-
-@checks_device
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, **kw):
-    _ignored(kw, "logspace")
-    steps = _steps(steps, "logspace")
-    if D.from_any(dtype).kind == "i":  # the exponents' ends cast to the integer type first
-        start, end = (int(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
-    out = (linspace(start, end, steps) * math.log2(base)).exp2().to(D.from_any(dtype))
-    out.requires_grad = requires_grad
-    return out
-
-
-@checks_device
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     _ignored(kw, "eye")
     for name, v in (("n", n), ("m", m)):
@@ -584,6 +487,14 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **kw) -> Ten
     out.requires_grad = requires_grad
     return out
 
+
+# ---- ranges: ops/range_factories.py (torch CPU's arithmetic, value for value) ---------------
+from . import range_factories as _rf  # noqa: E402
+
+arange = checks_device(_rf.arange)
+linspace = checks_device(_rf.linspace)
+logspace = checks_device(_rf.logspace)
+range_ = checks_device(_rf.range_)
 
 # ---- random: ops/random.py (imported here, after the names it uses are defined) ---------------
 from .random import (  # noqa: E402
