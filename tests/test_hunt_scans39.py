@@ -117,6 +117,13 @@ def _close(got, want, tol, what):
         raise AssertionError(f"{what}: at {i} got {got[i]!r}, want {want[i]!r}, tol {tol[i]:.3g}")
 
 
+@pytest.fixture(autouse=True)
+def _staged_chunks(monkeypatch):
+    """Look-back chunks of SCAN_STAGED on every device (the cases' chunk counts assume it; a
+    GPU's rule takes longer chunks for long rows: tests/test_scan_lookback.py)."""
+    monkeypatch.setattr(R, "SCAN_LOOKBACK_CHUNK", SCAN_STAGED)
+
+
 @pytest.fixture
 def lookback(monkeypatch):
     """The one-pass look-back scan wherever it fits, superblocks of 4 chunks."""

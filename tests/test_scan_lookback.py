@@ -29,6 +29,9 @@ def _scratch_clean(dev):
 def lookback(monkeypatch):
     monkeypatch.setattr(R, "SCAN_LOOKBACK", True)
     monkeypatch.setattr(R, "SCAN_LOOKBACK_SB", 4)  # (superblocks of 4 chunks: reached at 5)
+    # (chunks of SCAN_STAGED on every device: a GPU's rule takes longer ones for long rows,
+    # tested on their own below)
+    monkeypatch.setattr(R, "SCAN_LOOKBACK_CHUNK", SCAN_STAGED)
     return monkeypatch
 
 

@@ -965,8 +965,12 @@ SCAN_TARGET_WORKGROUPS = 4096
 # SCAN_STAGED: coalesced loads and stores), and a GPU's chunks are cut to that length. False:
 # never (A/B).
 SCAN_STAGE = True
-# A full staged unit's loads issued together (kernels/reduce._staged_load), not one a loop step.
-# False: the loop (A/B). Not yet measured on a GPU.
+# A full staged unit's loads issued together (kernels/reduce._staged_load, and the chunked
+# totals pass), not one a loop step. False: the loop (A/B). H100, wgpu-native, 2026-12-07
+# (scripts/scan_ab.py --unroll 0,1, GPU time, us, looped / unrolled;
+# docs/bench/2026-12-07-h100-s40-scan-next.json): look-back (1, 16M) 155.7 / 129.6, (1, 8M)
+# 79.1 / 67.6, (1, 4M) 37.2 / 33.6, (4, 4M) 155.7 / 133.1, (64, 65536) 34.6 / 30.9; chunked
+# (1, 16M) 123.3 / 115.0, (4, 4M) 112.8 / 104.6; whole rows of 1,024 and 4,096 unchanged.
 SCAN_STAGE_UNROLL = True
 
 
@@ -987,7 +991,13 @@ SCAN_STAGE_UNROLL = True
 # so a chunk costs the look-back ~20 ns of a serial part (~22 ns a chunk at 8,192, ~17 at
 # 2,048): its short workgroups (2,048 elements, ~30 barriers, three L2 round trips) leave too
 # little work a workgroup to hide their latency once the chunks run to many waves. Where that
-# part is below the two-pass path's second read, it wins.
+# part is below the two-pass path's second read, it wins. Session 40 (same card,
+# docs/bench/2026-12-07-h100-s40-scan-*.json): neither same-address atomic is that part (the
+# variants without them within 2 % at every shape), nor the superblock chain
+# (SCAN_LOOKBACK_EARLY); chunks of 4,096 (SCAN_LOOKBACK_LONG_CHUNK) and unrolled loads
+# (SCAN_STAGE_UNROLL) bring (1, 16M) to 129.6 us (chunked 115.0), (1, 8M) 67.6 (66.6), (1, 4M)
+# 33.6 (37.8), (1, 1M) 13.3 (22.0). The look-back still moves ~1 TB/s where the chunked path's
+# staged kernels move ~2: what holds it there is not yet found (a guess: its occupancy).
 SCAN_LOOKBACK = None  # None: the rule above; False: never (A/B); True: wherever it fits (tests)
 SCAN_LOOKBACK_UNITS = 1 << 16
 SCAN_LOOKBACK_RULE_UNITS = 2048
@@ -1009,7 +1019,10 @@ SCAN_LOOKBACK_CHUNK = None
 SCAN_LOOKBACK_LONG_CHUNK = 2 * SCAN_STAGED
 # A superblock's total stored before its last chunk waits for the superblocks before it
 # (kernels/reduce.py _lookback_prefix `early`: the same bits, a tree more a chunk), so no chain
-# of waits runs through the superblocks of a row. Not yet measured on a GPU.
+# of waits runs through the superblocks of a row. Slower by its tree on the H100 (same run as
+# SCAN_STAGE_UNROLL's, unrolled, us, without / with: (1, 16M) 129.6 / 135.6, (1, 8M) 67.6 /
+# 72.2, (4, 4M) 133.1 / 136.2, (64, 65536) 30.9 / 32.4): that chain is not what limits the
+# look-back, so off.
 SCAN_LOOKBACK_EARLY = False
 SCAN_LAST_PATH = ""  # "lookback P=<chunks>" | "chunked C=<chunk>" | "rows": the last scan's kernel
 
