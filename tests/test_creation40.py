@@ -21,6 +21,9 @@ Found and fixed by it:
 - logspace rounded through float32 exp2 (logspace(0, 3, 4, dtype=int64) gave 99, 999): torch
   takes pow(base, x) in double and rounds once; a negative base raised ValueError.
 - range (deprecated) rounded twice; bool / Half refusals.
+- zeros / ones / full / arange / ... with requires_grad=True of an integer dtype made an integer
+  tensor that required grad (torch: RuntimeError); meshgrid's refusals were TypeError /
+  ValueError (torch: RuntimeError; now classes that are both).
 """
 
 from __future__ import annotations
@@ -300,5 +303,64 @@ def test_range(rng):
         lambda m: m.range(3, 0),
         lambda m: m.range(0, 3, dtype=m.bool),
         lambda m: m.range(0, float("inf")),
+    ]:
+        _same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+
+
+# ---- neighbours: shapes, dtypes, values and error classes -------------------------------------
+def test_factories_and_constructors(rng):
+    x = rng.standard_normal(6).astype(np.float32)
+    a, b = int(rng.integers(0, 6)), int(rng.integers(0, 6))
+    off = int(rng.integers(-6, 7))
+    cases = [
+        lambda m: m.full((2, 3), True),
+        lambda m: m.full((2,), a),
+        lambda m: m.full((2,), float(x[0])),
+        lambda m: m.full_like(m.zeros(2, dtype=m.int64), float(x[0]) * 3),
+        lambda m: m.zeros(size=(a, b)),
+        lambda m: m.ones(a, b, dtype=m.float16),
+        lambda m: m.zeros_like(m.ones(2, 3, 4, 5), memory_format=m.channels_last),
+        lambda m: m.ones_like(m.ones(2, 3), dtype=m.int64),
+        lambda m: m.eye(a, b),
+        lambda m: m.eye(a, dtype=m.int64),
+        lambda m: m.eye(a, b, dtype=m.bool),
+        lambda m: m.tril_indices(a, b, off),
+        lambda m: m.triu_indices(a, b, off),
+        lambda m: m.tensor([1, 2.5, True]),
+        lambda m: m.tensor([[a, b], [b, a]]),
+        lambda m: m.tensor([True, False]),
+        lambda m: m.tensor([True, a]),
+        lambda m: m.tensor([[], []]),
+        lambda m: m.as_tensor(x.astype(np.float64)),
+        lambda m: m.from_numpy(np.arange(a, dtype=np.int64)),
+        lambda m: m.from_numpy(x.astype(np.float16)),
+        lambda m: m.meshgrid(m.tensor(x[:3]), m.tensor(x[3:]), indexing="ij"),
+        lambda m: m.meshgrid(m.tensor([1, 2, 3]), m.tensor([4, 5]), m.tensor([7]), indexing="xy"),
+        lambda m: m.cartesian_prod(m.tensor(x[:3]), m.tensor(x[3:5])),
+        lambda m: m.combinations(m.tensor(x[:4]), 3),
+        lambda m: m.combinations(m.tensor(x[:3]), 2, with_replacement=True),
+        lambda m: m.vander(m.tensor(x), N=3, increasing=True),  # (x^3 on: an ulp apart)
+        lambda m: m.heaviside(m.tensor(np.round(x)), m.tensor([float(x[0])])),
+    ]
+    for f in cases:
+        got, want = f(pr), f(torch)
+        if isinstance(want, (tuple, list)):
+            for g, w in zip(got, want):
+                _same(g, w)
+        else:
+            _same(got, want)
+
+
+def test_factory_errors():
+    for f in [
+        lambda m: m.zeros(2, -1),
+        lambda m: m.empty(-3),
+        lambda m: m.ones((2,), dtype=m.int64, requires_grad=True),
+        lambda m: m.full((2,), 1.0, dtype=m.int32, requires_grad=True),
+        lambda m: m.arange(5, requires_grad=True),
+        lambda m: m.eye(-1),
+        lambda m: m.eye(3, -2),
+        lambda m: m.meshgrid(m.tensor([1]), indexing="foo"),
+        lambda m: m.meshgrid(m.tensor([1]), m.tensor([1.0]), indexing="ij"),
     ]:
         _same_error(lambda f=f: f(pr), lambda f=f: f(torch))

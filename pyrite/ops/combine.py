@@ -20,7 +20,7 @@ import numbers
 from .. import autograd, backend
 from .. import dtypes as D
 from ..backend.device import INFO_ZERO_WORD
-from ..errors import ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..kernels.common import grid_for
 from ..kernels.indexing import CAT_INPUTS, cat_info_words, cat_kernel
 from ..tensor import Tensor, contiguous_strides
@@ -508,9 +508,11 @@ def meshgrid(*tensors, indexing="ij"):
                 f"pyrite: meshgrid expects 0-D or 1-D tensors, got shape {tuple(t._shape)}"
             )
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"pyrite: meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+        raise ArgumentError(  # (a RuntimeError, as torch's)
+            f'pyrite: meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
     if len({t.dtype for t in ts}) > 1:
-        raise TypeError(
+        raise DtypeError(  # (a RuntimeError, as torch's)
             "pyrite: meshgrid expects all tensors to have the same dtype, got "
             f"{[t.dtype for t in ts]}"
         )

@@ -342,7 +342,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     shape = _size_args(size, kw.pop("size", None), "empty")
     _ignored(kw, "empty")
     t = _empty(shape, D.from_any(dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -379,7 +380,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw
     dt = D.from_any(dtype)
     t = _empty(shape, dt)
     t.fill_(fill_value)
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -405,7 +407,8 @@ def _like_dtype(x, dtype):
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "empty_like")
     t = _empty(input._shape, _like_dtype(input, dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -413,7 +416,8 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "zeros_like")
     t = full(input._shape, 0, dtype=_like_dtype(input, dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -421,7 +425,8 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "ones_like")
     t = full(input._shape, 1, dtype=_like_dtype(input, dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -429,7 +434,8 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, **kw):
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "full_like")
     t = full(input._shape, fill_value, dtype=_like_dtype(input, dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -437,7 +443,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
     _ignored(kw, "new_full")
     t = full(size, fill_value, dtype=_like_dtype(self, dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -460,7 +467,8 @@ def _new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kw):
     shape = _size_args(size, kw.pop("size", None), "new_empty")
     _ignored(kw, "new_empty")
     t = _empty(shape, _like_dtype(self, dtype))
-    t.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        t.requires_grad_()
     return t
 
 
@@ -484,7 +492,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **kw) -> Ten
     rows = arange(n).unsqueeze(1)
     cols = arange(m).unsqueeze(0)
     out = (rows == cols).to(D.from_any(dtype))
-    out.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        out.requires_grad_()
     return out
 
 

@@ -207,7 +207,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
             run_map("s0 + f32(gi) * s1", (), (), out, "f32", (xs, xst), ("f32", "f32"))
         else:
             out = _upload_values(_arange_values(xs, xst, n, dt), dt, n)
-    out.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        out.requires_grad_()
     return out
 
 
@@ -244,7 +245,8 @@ def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False, 
         else:
             vals = (xs + i * xst).astype(np.float32)
         out = _upload_values(vals, dt, n)
-    out.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        out.requires_grad_()
     return out
 
 
@@ -319,7 +321,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
                 (s, e, st, steps),
                 ("f32", "f32", "f32", "i32"),
             )
-    out.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        out.requires_grad_()
     return out
 
 
@@ -356,5 +359,6 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
             if dt.itemsize == 2:
                 vals = _round_half(vals, dt)
             out = _upload_values(vals, dt, steps)
-    out.requires_grad = requires_grad
+    if requires_grad:  # (refused for integer dtypes, as torch)
+        out.requires_grad_()
     return out
