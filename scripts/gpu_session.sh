@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -283,6 +283,15 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step scan-next 240 env PYRITE_BACKEND=wgpu python3 scripts/scan_ab.py --paths lookback,chunked \
         --unroll 0,1 --early 0,1 --shapes 1x16777216,1x8388608,1x4194304,1x1048576,4x4194304,64x65536,1024x4096,4096x1024 \
         --json "$OUT/scan-next.json" ;;
+    scan-final)  # the scan tests on both implementations, the chunked path's staged unit (2,048 / 4,096) beside the look-back, then the SASS of the look-back and chunked kernels
+      step scan-final-tests 150 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
+        tests/test_scan_lookback.py tests/test_scan.py tests/test_hunt_scans39.py
+      step scan-final-tests-dawn 90 env PYRITE_BACKEND=dawn python3 -m pytest -q -p no:cacheprovider \
+        tests/test_scan_lookback.py
+      step scan-final 200 env PYRITE_BACKEND=wgpu python3 scripts/scan_ab.py --paths lookback,chunked \
+        --chunk-units 2048,4096 --shapes 1x16777216,1x8388608,4x4194304,64x65536,1x1048576 \
+        --json "$OUT/scan-final.json"
+      step scan-sass 150 bash scripts/sass_probe.sh scan_lookback scan_chunked scan_chunked4k ;;
     scan-unit)  # the look-back scan's chunk lengths (ops/reduce.SCAN_LOOKBACK_CHUNK), its tests on this GPU first
       step scan-unit-tests 120 env PYRITE_BACKEND=wgpu python3 -m pytest -q -x -p no:cacheprovider \
         tests/test_scan_lookback.py

@@ -91,7 +91,20 @@ def workloads():
 
         return f
 
+    def scan(n, **knobs):  # a cumsum of one row of n f32 (ops/reduce's rule, knobs set)
+        def f():
+            from pyrite.ops import reduce as R
+
+            for k, v in knobs.items():
+                setattr(R, k, v)
+            return t(1, n).cumsum(1)
+
+        return f
+
     return {
+        "scan_lookback": scan(1 << 23),  # (the look-back: 2,048 chunks of 4,096)
+        "scan_chunked": scan(1 << 24),  # (totals, the carry's scan, apply: chunks of 2,048)
+        "scan_chunked4k": scan(1 << 24, SCAN_CHUNK_UNIT=4096),
         "half_acc16": half_acc16,
         "half_acc16_88k32": half_acc16_tile((128, 128, 8, 8, 32, 3)),
         "half_sums_816": half_acc16_tile((128, 128, 8, 16, 16, 3), "sums"),

@@ -6,13 +6,14 @@ torch CUDA's; then its result against numpy float64 (max |error| / Σ|x| of the 
 whether the look-back's bits repeat across runs.
     PYRITE_BACKEND=wgpu|dawn python scripts/scan_ab.py [--paths lookback,chunked,rows]
         [--lookback ticket:last,id:last,ticket:pass,id:pass] [--targets 1024,2048,4096]
-        [--stage 0,1] [--units 2048,4096,8192] [--early 0,1] [--unroll 0,1] [--shapes 1x16777216,..] [--quick]
+        [--stage 0,1] [--units 2048,4096,8192] [--early 0,1] [--unroll 0,1] [--chunk-units 2048,4096] [--shapes 1x16777216,..] [--quick]
         [--json PATH]
 `--lookback`: the look-back kernel's variants (ops/reduce.SCAN_LOOKBACK_VARIANT: chunk order,
 reset), each timed as its own path; `--units`: its chunk lengths (ops/reduce.SCAN_LOOKBACK_CHUNK;
 one the device's workgroup memory cannot hold runs SCAN_STAGED, and says so in its kernel);
 `--early`: superblock totals stored before the waits for earlier ones (SCAN_LOOKBACK_EARLY);
-`--unroll`: a full staged unit's loads issued together (SCAN_STAGE_UNROLL), on every path.
+`--unroll`: a full staged unit's loads issued together (SCAN_STAGE_UNROLL), on every path;
+`--chunk-units`: the chunked path's staged unit (SCAN_CHUNK_UNIT), so its longest chunk.
 """
 
 import json
@@ -75,12 +76,13 @@ def main():
     variants = [tuple(v.split(":")) for v in arg("--lookback", [":".join(R.SCAN_LOOKBACK_VARIANT)])]
     units = [int(u) for u in arg("--units", [str(R.SCAN_LOOKBACK_CHUNK or 0)])]
     earlies = [v == "1" for v in arg("--early", ["1" if R.SCAN_LOOKBACK_EARLY else "0"])]
+    chunk_units = [int(u) for u in arg("--chunk-units", [str(R.SCAN_CHUNK_UNIT or 0)])]
     unrolls = [v == "1" for v in arg("--unroll", ["1" if R.SCAN_STAGE_UNROLL else "0"])]
     paths = [
         (p, v, u, e, r)
         for p in arg("--paths", list(PATHS))
         for v in (variants if p == "lookback" else [None])
-        for u in (units if p == "lookback" else [0])
+        for u in (units if p == "lookback" else chunk_units if p == "chunked" else [0])
         for e in (earlies if p == "lookback" else [False])
         for r in unrolls
     ]
@@ -104,7 +106,9 @@ def main():
             for target, stage in [(a, b) for a in targets for b in stages]:
                 R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = target, stage
                 R.SCAN_LOOKBACK_VARIANT = variant or R.SCAN_LOOKBACK_VARIANT
-                R.SCAN_LOOKBACK_CHUNK, R.SCAN_LOOKBACK_EARLY = unit or None, early
+                R.SCAN_LOOKBACK_CHUNK = (unit or None) if path == "lookback" else None
+                R.SCAN_CHUNK_UNIT = (unit or None) if path == "chunked" else None
+                R.SCAN_LOOKBACK_EARLY = early
                 R.SCAN_STAGE_UNROLL = unroll
                 y = on_path(path, lambda: x.cumsum(1).numpy())
                 kernel = R.SCAN_LAST_PATH
@@ -141,7 +145,7 @@ def main():
                 )
     R.SCAN_TARGET_WORKGROUPS, R.SCAN_STAGE = targets[0], True
     R.SCAN_LOOKBACK_VARIANT, R.SCAN_LOOKBACK_CHUNK = ("ticket", "last"), None
-    R.SCAN_LOOKBACK_EARLY, R.SCAN_STAGE_UNROLL = False, True
+    R.SCAN_LOOKBACK_EARLY, R.SCAN_STAGE_UNROLL, R.SCAN_CHUNK_UNIT = False, True, None
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump({"device": dev.name, "impl": dev.impl, "rows": rows}, f, indent=1)

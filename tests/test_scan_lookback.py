@@ -276,3 +276,22 @@ def test_staged_unroll_same_bits(force, rng, lookback):
             assert (got.view(np.uint32) == want.view(np.uint32)).all(), (unit, x.shape, d)
     _check(a, 1, "cumsum")
     _check(b, 0, "cumsum")
+
+
+@pytest.mark.parametrize("chunk", [2 * SCAN_STAGED, SCAN_STAGED + 256])
+def test_chunked_path_longer_staged_unit(chunk, rng, monkeypatch):
+    # the chunked path staged in units of 4,096 (SCAN_CHUNK_UNIT): full chunks of 4,096 (its
+    # loads unrolled) and shorter ones in the longer unit, right against float64 for cumsum
+    # and cumprod, and the unrolled loads give the loop's bits
+    monkeypatch.setattr(R, "SCAN_CHUNK_UNIT", 2 * SCAN_STAGED)
+    if R._chunk_unit() != 2 * SCAN_STAGED:
+        pytest.skip("the device's workgroup memory holds no 4,096-element unit")
+    monkeypatch.setattr(R, "FORCE_SCAN_CHUNK", chunk)
+    a = (1 + 0.01 * rng.standard_normal((3, 5 * chunk + 11))).astype(np.float32)
+    _check(a, 1, "cumprod")
+    _check(a - 1.0, 1, "cumsum")
+    assert R.SCAN_LAST_PATH == f"chunked C={chunk}"
+    x = pr.tensor(a - 1.0)
+    unrolled = x.cumsum(1).numpy()
+    monkeypatch.setattr(R, "SCAN_STAGE_UNROLL", False)
+    assert (x.cumsum(1).numpy().view(np.uint32) == unrolled.view(np.uint32)).all()

@@ -1018,8 +1018,9 @@ def scan_kernel(
                (by workgroup id: no same-address atomic, and a chunk whose predecessors have
                not started computes their totals itself); `reset` "last" (the done counter's
                last workgroup empties the words) or "pass" (the caller dispatches
-               lookback_clear_kernel after it); `unit` the elements a chunk (a multiple of WG:
-               SCAN_STAGED, or more where the device's workgroup memory holds them); `early`
+               lookback_clear_kernel after it); `unit` (staged chunks) the elements a staged
+               chunk at most (a multiple of WG: SCAN_STAGED, or more where the device's
+               workgroup memory holds them); `early`
                (_lookback_prefix) a superblock's total stored before the waits for the
                superblocks before it.
     `unroll` (staged): a full unit's loads are issued all at once, into registers, before any
@@ -1043,7 +1044,7 @@ def scan_kernel(
     lookback = stage == "lookback"
     if lookback and not (staged and acc == "f32"):
         raise ValueError("pyrite: a look-back scan runs staged chunks in f32")
-    if unit % WG or (unit != SCAN_STAGED and not lookback):
+    if unit % WG or (unit != SCAN_STAGED and not (staged and stage)):
         raise ValueError(f"pyrite: a scan unit of {unit} (look-back chunks: a multiple of {WG})")
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
     if lookback:  # (the chunk from a ticket: every chunk before it has started)

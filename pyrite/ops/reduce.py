@@ -911,16 +911,18 @@ def _scan(op, input, dim, dtype):
     acc_dt = D.float32 if acc == "f32" else D.int32
     part = empty((rows, parts), acc_dt)
     grid = fold_grid(rows * parts)
-    staged = SCAN_STAGE and chunk <= SCAN_STAGED
+    unit = _chunk_unit()
+    staged = SCAN_STAGE and chunk <= unit
+    unit = unit if staged else SCAN_STAGED
     k = (op, input.dtype.wgsl, acc)
     src = scan_kernel(
-        *k, acc_dt.wgsl, len(oshape), "row", "total", staged, unroll=SCAN_STAGE_UNROLL
+        *k, acc_dt.wgsl, len(oshape), "row", "total", staged, unit=unit, unroll=SCAN_STAGE_UNROLL
     )
     dev.dispatch(src, [input._storage.buffer, part._storage.buffer], info, grid)
     carry = _scan(op, part, 1, acc_dt)
     SCAN_LAST_PATH = f"chunked C={chunk}"  # (after the carry's own scan, which sets its path)
     src = scan_kernel(
-        *k, out_dt.wgsl, len(oshape), "row", "apply", staged, unroll=SCAN_STAGE_UNROLL
+        *k, out_dt.wgsl, len(oshape), "row", "apply", staged, unit=unit, unroll=SCAN_STAGE_UNROLL
     )
     bufs = [input._storage.buffer, carry._storage.buffer, out._storage.buffer]
     dev.dispatch(src, bufs, info, grid)
@@ -954,7 +956,20 @@ def _scan_chunk(rows: int, length: int, mode: str):
     if parts < 2:
         return None
     chunk = -(-(-(-length // parts)) // WG) * WG
-    return builtins.min(chunk, SCAN_STAGED) if SCAN_STAGE else chunk
+    return builtins.min(chunk, _chunk_unit()) if SCAN_STAGE else chunk
+
+
+def _chunk_unit() -> int:
+    """The staged unit of the chunked path's kernels (their longest staged chunk):
+    SCAN_CHUNK_UNIT where set and the device's workgroup memory holds it, else SCAN_STAGED."""
+    unit = SCAN_CHUNK_UNIT or SCAN_STAGED
+    room = backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
+    return unit if 4 * (unit + unit // 16 + WG) <= room else SCAN_STAGED
+
+
+# The chunked path's staged unit, so its longest chunk (None: SCAN_STAGED; a multiple of WG,
+# A/B: the look-back gained from chunks of 4,096, SCAN_LOOKBACK_LONG_CHUNK).
+SCAN_CHUNK_UNIT = None
 
 
 # chunks a chunked scan aims for (rows · chunks): the reductions' old 4,096. At the reductions'
