@@ -7,6 +7,7 @@ a derivative, which calls are refused), the tests hold pyrite to 2.13's behaviou
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 ORACLE_TORCH = "2.13."
@@ -19,3 +20,15 @@ def assert_repr_matches(p, t):
         assert repr(p) == repr(t)
     else:  # torch < 2.13 words some extra_repr fields differently (LayerNorm's bias=...)
         assert repr(p).split("(")[0] == repr(t).split("(")[0]
+
+
+def same_error(fp, ft):
+    """Both calls raise, pyrite's error an instance of the class torch raised (or of its
+    builtin base, e.g. RuntimeError, for torch's own subclasses such as LinAlgError)."""
+    with pytest.raises(Exception) as te:
+        ft()
+    want = type(te.value)
+    if want.__module__.startswith("torch"):
+        want = next(c for c in want.__mro__ if c.__module__ == "builtins")
+    with pytest.raises(want):
+        fp()

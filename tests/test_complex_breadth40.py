@@ -20,6 +20,8 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import same_error  # noqa: E402
+
 EPS = 2.0**-24
 
 
@@ -79,17 +81,6 @@ def check(rng, op, shapes, K, *, grad=True, C=4.0, Kg=None, mag=True, mag_op=Non
         gb = np.abs(_np(m.grad)) if mag else np.abs(W).sum() * max(np.abs(a).max() for a in arrays)
         _assert_within(_np(p.grad), _np(t.grad), C * Kg * EPS * gb + 1e-30, f"grad {i}")
     return P, T
-
-
-def same_error(fp, ft):
-    """Both raise; pyrite's error an instance of torch's class (its builtin base)."""
-    with pytest.raises(Exception) as te:
-        ft()
-    want = type(te.value)
-    if want.__module__.startswith("torch"):
-        want = next(c for c in want.__mro__ if c.__module__ == "builtins")
-    with pytest.raises(want):
-        fp()
 
 
 # ---- products ---------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import same_error  # noqa: E402
+
 # torch's vectorised arange blocks by the CPU's SIMD width; pyrite follows AVX2 (and aarch64)
 AVX2 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT", "NO AVX")
 
@@ -89,17 +91,6 @@ def _same(got, want, exact=True):
 def _diff(g, w):
     bad = np.nonzero(~((g == w) | (np.isnan(g) & np.isnan(w))))
     return f"{len(bad[0])} of {g.size} differ; first at {[b[:4] for b in bad]}: {g[bad][:4]} vs {w[bad][:4]}"
-
-
-def _same_error(fp, ft):
-    """Both raise, pyrite's error an instance of the builtin class torch raised."""
-    with pytest.raises(Exception) as te:
-        ft()
-    want = type(te.value)
-    if want.__module__.startswith("torch"):
-        want = next(c for c in want.__mro__ if c.__module__ == "builtins")
-    with pytest.raises(want):
-        fp()
 
 
 def _ends(rng, scale=None):
@@ -171,7 +162,7 @@ def test_linspace_errors():
         lambda m: m.linspace(0, 300, 5, dtype=m.uint8),
         lambda m: m.linspace("a", 1, 5),
     ]:
-        _same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))
 
 
 # ---- logspace -----------------------------------------------------------------------------------
@@ -223,7 +214,7 @@ def test_logspace_edges():
         _same(pr.logspace(*args, **kw), torch.logspace(*args, **kw))
     _same(pr.logspace(2.5, 5, 1, dtype=pr.int64), torch.logspace(2.5, 5, 1, dtype=torch.int64))
     for f in [lambda m: m.logspace(0, 1, -1), lambda m: m.logspace(0, 1, 3, dtype=m.bool)]:
-        _same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))
 
 
 # ---- arange / range -----------------------------------------------------------------------------
@@ -264,7 +255,7 @@ def test_arange_ints(rng, pdt, tdt):
             try:
                 want = ft()
             except RuntimeError:
-                _same_error(fp, ft)
+                same_error(fp, ft)
                 continue
             _same(fp(), want)
     _same(pr.arange(7), torch.arange(7))
@@ -283,7 +274,7 @@ def test_arange_errors():
         lambda m: m.arange(0.5, 0.7, 0.1, dtype=m.int64),  # step truncated to 0
         lambda m: m.arange("a"),
     ]:
-        _same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -304,7 +295,7 @@ def test_range(rng):
         lambda m: m.range(0, 3, dtype=m.bool),
         lambda m: m.range(0, float("inf")),
     ]:
-        _same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))
 
 
 # ---- neighbours: shapes, dtypes, values and error classes -------------------------------------
@@ -363,4 +354,4 @@ def test_factory_errors():
         lambda m: m.meshgrid(m.tensor([1]), indexing="foo"),
         lambda m: m.meshgrid(m.tensor([1]), m.tensor([1.0]), indexing="ij"),
     ]:
-        _same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))

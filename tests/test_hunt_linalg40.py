@@ -31,6 +31,8 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import same_error  # noqa: E402
+
 EPS = 2.0**-24
 
 
@@ -53,18 +55,6 @@ def _fft_close(got, want, n, x):
     assert err <= tol, f"err {err}, tol {tol}"
 
 
-def _same_error(fp, ft):
-    """Both calls raise, pyrite's error an instance of the class torch raised (or of its
-    RuntimeError base for torch's own subclasses such as LinAlgError)."""
-    with pytest.raises(Exception) as te:
-        ft()
-    want = type(te.value)
-    if want.__module__.startswith("torch"):
-        want = next(c for c in want.__mro__ if c.__module__ == "builtins")
-    with pytest.raises(want):
-        fp()
-
-
 # ---- out= with complex tensors ------------------------------------------------------------------
 def test_complex_out_arguments_match_torch(rng):
     z, w = _crandn(rng, 3, 5), _crandn(rng, 3, 5)
@@ -85,7 +75,7 @@ def test_complex_out_arguments_match_torch(rng):
         tol = 4 * 5 * EPS * 5 * max(np.abs(z).max(), 1) * max(np.abs(w).max(), 1)
         np.testing.assert_allclose(_np(op), _np(ot), rtol=0, atol=tol)
     # a complex result into a real out: torch's RuntimeError
-    _same_error(
+    same_error(
         lambda: pr.add(zp, wp, out=pr.empty(3, 5)), lambda: torch.add(zt, wt, out=torch.empty(3, 5))
     )
 
@@ -112,7 +102,7 @@ def test_fft_out_argument(rng, name):
     # a real out for a complex result (or a complex out for a real one): torch refuses
     bad = pr.float32 if want.is_complex() else pr.complex64
     tbad = torch.float32 if want.is_complex() else torch.complex64
-    _same_error(
+    same_error(
         lambda: fp(pr.tensor(x), out=pr.empty(tuple(want.shape), dtype=bad)),
         lambda: ft(torch.tensor(x), out=torch.empty(tuple(want.shape), dtype=tbad)),
     )
@@ -126,11 +116,11 @@ def test_fftn_shape_and_dims_checks(rng, name):
     fp, ft = getattr(pr.fft, name), getattr(torch.fft, name)
     xp, xt = pr.tensor(x), torch.tensor(x)
     s = tuple(int(v) for v in rng.integers(2, 6, nd + 1))  # more sizes than dims
-    _same_error(lambda: fp(xp, s=s), lambda: ft(xt, s=s))
+    same_error(lambda: fp(xp, s=s), lambda: ft(xt, s=s))
     if name not in ("fftn", "ifftn"):  # the real transforms need at least one dim
-        _same_error(lambda: fp(xp, dim=[]), lambda: ft(xt, dim=[]))
-        _same_error(lambda: fp(xp[(0,) * nd]), lambda: ft(xt[(0,) * nd]))  # a 0-d input
-    _same_error(lambda: fp(xp, norm="bogus"), lambda: ft(xt, norm="bogus"))
+        same_error(lambda: fp(xp, dim=[]), lambda: ft(xt, dim=[]))
+        same_error(lambda: fp(xp[(0,) * nd]), lambda: ft(xt[(0,) * nd]))  # a 0-d input
+    same_error(lambda: fp(xp, norm="bogus"), lambda: ft(xt, norm="bogus"))
     # and the sizes that are valid: the last len(s) dims, -1 for the input's own size
     s = tuple(int(v) for v in rng.integers(1, 7, nd))
     s = tuple(-1 if rng.random() < 0.3 else v for v in s)
@@ -143,10 +133,10 @@ def test_fftn_shape_and_dims_checks(rng, name):
 def test_fft_1d_errors(rng, name):
     x = _crandn(rng, 4) if name not in REAL_IN else rng.standard_normal(4).astype(np.float32)
     fp, ft = getattr(pr.fft, name), getattr(torch.fft, name)
-    _same_error(lambda: fp(pr.tensor(x)[0]), lambda: ft(torch.tensor(x)[0]))
-    _same_error(lambda: fp(pr.tensor(x), norm="Ortho"), lambda: ft(torch.tensor(x), norm="Ortho"))
-    _same_error(lambda: fp(pr.tensor(x), n=0), lambda: ft(torch.tensor(x), n=0))
-    _same_error(lambda: fp(pr.tensor(x), dim=1), lambda: ft(torch.tensor(x), dim=1))
+    same_error(lambda: fp(pr.tensor(x)[0]), lambda: ft(torch.tensor(x)[0]))
+    same_error(lambda: fp(pr.tensor(x), norm="Ortho"), lambda: ft(torch.tensor(x), norm="Ortho"))
+    same_error(lambda: fp(pr.tensor(x), n=0), lambda: ft(torch.tensor(x), n=0))
+    same_error(lambda: fp(pr.tensor(x), dim=1), lambda: ft(torch.tensor(x), dim=1))
 
 
 @pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
@@ -171,7 +161,7 @@ def test_fftfreq_bits_and_edges(rng, name):
                 assert g.shape == w.shape, (n, d)
                 same = (g == w) | (np.isnan(g) & np.isnan(w))
                 assert same.all(), (n, d, td, g[~same][:4], w[~same][:4])
-    _same_error(lambda: fp(4.0), lambda: ft(4.0))
+    same_error(lambda: fp(4.0), lambda: ft(4.0))
 
 
 # ---- pyrite.linalg: bad arguments raise torch's class -------------------------------------------
@@ -221,7 +211,7 @@ def test_linalg_error_classes(rng):
     failed = []
     for key, ft in calls["torch"].items():
         try:
-            _same_error(calls["pr"][key], ft)
+            same_error(calls["pr"][key], ft)
         except BaseException as e:  # (every case checked, all failures named at once)
             failed.append(f"{key}: {e!r}"[:300])
     assert not failed, "\n".join(failed)
@@ -273,7 +263,7 @@ def test_cond_of_empty_matrices(rng, p):
         try:
             want = torch.linalg.cond(torch.tensor(a), p)
         except RuntimeError:
-            _same_error(
+            same_error(
                 lambda: pr.linalg.cond(pr.tensor(a), p),
                 lambda: torch.linalg.cond(torch.tensor(a), p),
             )
@@ -310,7 +300,7 @@ def test_svd_of_inf_gives_nan_and_of_nan_raises(rng, fn):
         tol = 16 * max(m, n) * EPS * (s_max if fn != "cond" else float(want[ok].max()) ** 2)
         assert np.allclose(got[ok], want[ok], rtol=0, atol=tol), (got, want)
     a[1, 0, 0] = np.nan
-    _same_error(lambda: call(pr.linalg, pr.tensor(a)), lambda: call(torch.linalg, torch.tensor(a)))
+    same_error(lambda: call(pr.linalg, pr.tensor(a)), lambda: call(torch.linalg, torch.tensor(a)))
 
 
 # ---- tolerance tensors of pinv / matrix_rank ----------------------------------------------------
