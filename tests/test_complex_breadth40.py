@@ -532,3 +532,34 @@ def test_any_all_logical_not(rng):
         got, want = fn(pr, p), fn(torch, t)
         assert got.dtype == pr.bool
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_complex_fill_values_follow_the_target_dtype(rng):
+    # a Python complex fill value: a complex tensor where no dtype is asked or inherited;
+    # into a real dtype (asked, or the input's for *_like) its real part where its imaginary
+    # part is 0, else refused as torch refuses it (pyrite filled a complex tensor)
+    re, im = (float(v) for v in rng.uniform(-5, 5, 2))
+    z, z0 = complex(re, im), complex(re, 0.0)
+    cases = [
+        lambda m: m.full((3,), z),
+        lambda m: m.full((3,), z0, dtype=m.float32),
+        lambda m: m.full((2, 3), fill_value=z0, dtype=m.float32),
+        lambda m: m.full_like(m.zeros(4), z0),
+        lambda m: m.full_like(m.zeros(4, dtype=m.int32), complex(3.0, 0.0)),
+        lambda m: m.full_like(m.zeros(4), z, dtype=m.complex64),
+        lambda m: m.full_like(m.zeros(4, dtype=m.complex64), z),
+    ]
+    for f in cases:
+        p, t = f(pr), f(torch)
+        assert str(p.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        np.testing.assert_array_equal(p.numpy(), t.numpy())
+    for f in [
+        lambda m: m.full((3,), z, dtype=m.float32),
+        lambda m: m.full((3,), fill_value=z, dtype=m.float32),
+        lambda m: m.full_like(m.zeros(4), z),
+        lambda m: m.full_like(m.zeros(4), fill_value=z),
+        lambda m: m.full_like(m.zeros(4, dtype=m.complex64), z, dtype=m.float32),
+        lambda m: m.complex(m.tensor([1, 2]), m.tensor([3, 4])),
+        lambda m: m.polar(m.tensor([1, 2]), m.tensor([3, 4])),
+    ]:
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))

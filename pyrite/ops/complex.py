@@ -40,6 +40,7 @@ from .. import autograd
 from .. import dtypes as D
 from ..autograd import _any_requires
 from ..autograd import _state as _grad
+from ..errors import DtypeError
 from ..tensor import Tensor
 
 C64 = D.complex64
@@ -237,7 +238,9 @@ def _two_float32(name, a, b, out):
         raise unsupported(f"{name}(out=...)")
     for t in (a, b):
         if not isinstance(t, Tensor) or t.dtype is not D.float32:
-            raise TypeError(
+            # (tensors of another dtype: a DtypeError, also the RuntimeError torch raises)
+            cls = DtypeError if isinstance(a, Tensor) and isinstance(b, Tensor) else TypeError
+            raise cls(
                 f"pyrite: {name}: expected both inputs to be float32 tensors, but got "
                 f"{getattr(a, 'dtype', type(a))} and {getattr(b, 'dtype', type(b))}"
             )

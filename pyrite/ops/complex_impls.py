@@ -10,6 +10,7 @@ import warnings
 
 from .. import autograd
 from .. import dtypes as D
+from ..errors import DtypeError
 from ..tensor import Tensor
 from .complex import (
     _C,
@@ -478,11 +479,34 @@ def _filled(shape, fill, value=0.0, generator=None):
     return _C(p)
 
 
+def _real_fill(value, dt):
+    """A Python complex fill value for a real dtype `dt`, as torch converts it: its real part
+    where its imaginary part is 0, else refused (torch: "value cannot be converted to type
+    float without overflow")."""
+    if isinstance(value, _PYCOMPLEX):
+        if value.imag:
+            raise DtypeError(
+                f"pyrite: value {value} cannot be converted to type {D.from_any(dt)} without "
+                "overflow (a complex fill of a real tensor: its imaginary part must be 0)"
+            )
+        return value.real
+    return value
+
+
 def _factory(fill):
     """zeros/ones/full/empty/rand/randn with dtype=complex64 (full: or a complex fill value)."""
 
     def make(orig, *args, **kwargs):
         kwargs = dict(kwargs)
+        dt = kwargs.get("dtype")
+        if fill == "full" and dt is not None and D.from_any(dt) is not C64:
+            # a complex fill value with a real dtype: a real tensor, or refused
+            args = list(args)
+            if len(args) > 1:
+                args[1] = _real_fill(args[1], dt)
+            else:
+                kwargs["fill_value"] = _real_fill(kwargs["fill_value"], dt)
+            return orig(*args, **kwargs)
         rg = kwargs.pop("requires_grad", False)
         kwargs["dtype"] = D.float32
         args = list(args)
@@ -504,8 +528,16 @@ def _factory(fill):
 def _like(fill):
     def like(orig, input, *args, **kwargs):
         dt = kwargs.get("dtype")
+        if dt is None and not _is_c(input):
+            dt = input.dtype  # (a complex fill value for a real input: its dtype stays)
         if dt is not None and D.from_any(dt) is not C64:
-            # a real tensor shaped like a complex one
+            # a real tensor shaped like a complex one, or a real one with a complex fill
+            if fill == "full":
+                args = list(args)
+                if args:
+                    args[0] = _real_fill(args[0], dt)
+                else:
+                    kwargs = {**kwargs, "fill_value": _real_fill(kwargs["fill_value"], dt)}
             return orig(_real(input) if _is_c(input) else input, *args, **kwargs)
         value = args[0] if args else kwargs.get("fill_value", 0.0)
         out = _filled(tuple(input._shape), fill, value, kwargs.get("generator"))
