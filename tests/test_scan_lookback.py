@@ -223,11 +223,11 @@ def test_lookback_chunk_past_workgroup_memory(monkeypatch, lookback):
     # a chunk whose staging the device's workgroup memory cannot hold falls back to
     # SCAN_STAGED; a chunk that is no multiple of the workgroup is refused, by the host and
     # by the kernel generator
-    from pyrite.kernels.reduce import lookback_shared_bytes, scan_kernel
+    from pyrite.kernels.reduce import scan_kernel, scan_shared_bytes
 
     room = pr.backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
     big = R.WG * (room // 4 // R.WG + 1)  # (its staging alone passes the limit)
-    assert lookback_shared_bytes(big) > room
+    assert scan_shared_bytes(big, lookback=True) > room
     lookback.setattr(R, "SCAN_LOOKBACK_CHUNK", big)
     assert R._lookback_unit() == SCAN_STAGED
     lookback.setattr(R, "SCAN_LOOKBACK_CHUNK", SCAN_STAGED + 1)

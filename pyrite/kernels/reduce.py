@@ -817,13 +817,18 @@ def _pad(k: str) -> str:
 # SB[s] of row o (SBP = ceil(P / sb); the host keeps rows P <= U).
 # A chunk is SCAN_STAGED elements, or `unit` (4,096 or 8,192: fewer, longer workgroups, the
 # ~30 barriers and three L2 round trips of a chunk spread over more elements) where the
-# device's workgroup memory holds lookback_shared_bytes(unit).
+# device's workgroup memory holds scan_shared_bytes(unit, lookback=True).
 
 
-def lookback_shared_bytes(unit: int) -> int:
-    """Workgroup memory of a look-back scan with chunks of `unit`: the padded staged chunk
-    (xs) and the four WG-word arrays (sh, lw, lg, lq)."""
-    return 4 * (unit + unit // 16 + 4 * WG)
+def scan_shared_bytes(unit: int, lookback: bool = False) -> int:
+    """Workgroup memory of a staged scan of units of `unit`: the padded staged unit (xs) and
+    its block totals (sh), and for a look-back scan also its three trees (lw, lg, lq)."""
+    return 4 * (unit + unit // 16 + (4 if lookback else 1) * WG)
+
+
+def _register_loads(x, ks: list[str]) -> str:
+    """WGSL: `let r<i> = x(ks[i]);` for each i, all issued before any is used."""
+    return "".join(f"    let r{i} = {x(k)};\n" for i, k in enumerate(ks))
 
 
 def _staged_load(x, unit: int, unroll: bool) -> str:
@@ -836,7 +841,7 @@ def _staged_load(x, unit: int, unroll: bool) -> str:
     if not unroll:
         return looped
     ks = [f"(t + {i * WG})" for i in range(unit // WG)]
-    loads = "".join(f"    let r{i} = {x(k)};\n" for i, k in enumerate(ks))
+    loads = _register_loads(x, ks)
     stores = "".join(f"    xs[{_pad(k)}] = r{i};\n" for i, k in enumerate(ks))
     return f"  if (n == {unit}) {{\n{loads}{stores}  }} else {{\n{looped}  }}\n"
 
@@ -1020,9 +1025,8 @@ def scan_kernel(
                last workgroup empties the words) or "pass" (the caller dispatches
                lookback_clear_kernel after it); `unit` (staged chunks) the elements a staged
                chunk at most (a multiple of WG: SCAN_STAGED, or more where the device's
-               workgroup memory holds them); `early`
-               (_lookback_prefix) a superblock's total stored before the waits for the
-               superblocks before it.
+               workgroup memory holds them); `early` (_lookback_prefix) a superblock's
+               total stored before the waits for the superblocks before it.
     `unroll` (staged): a full unit's loads are issued all at once, into registers, before any
     is written to workgroup memory (_staged_load).
     Info words, after the scan's own: [5 + 3R] C, [6 + 3R] P ("lookback": then [7 + 3R] the
@@ -1045,7 +1049,7 @@ def scan_kernel(
     if lookback and not (staged and acc == "f32"):
         raise ValueError("pyrite: a look-back scan runs staged chunks in f32")
     if unit % WG or (unit != SCAN_STAGED and not (staged and stage)):
-        raise ValueError(f"pyrite: a scan unit of {unit} (look-back chunks: a multiple of {WG})")
+        raise ValueError(f"pyrite: a scan unit of {unit} (staged chunks: a multiple of {WG})")
     body = ["  let wg_flat = i32((wid.z * nwg.y + wid.y) * nwg.x + wid.x);\n"]
     if lookback:  # (the chunk from a ticket: every chunk before it has started)
         assert order in ("ticket", "id") and reset in ("last", "pass")
@@ -1103,9 +1107,8 @@ def scan_kernel(
             looped = _loop("j", "lo + t", "hi", WG, f"      a = a {f} {x};\n")
             if unroll:  # (a full chunk's loads together, summed in the loop's order)
                 js = [f"(lo + t + {i * WG})" for i in range(unit // WG)]
-                loads = "".join(
-                    f"    let r{i} = {load(f'inp[ib + {j} * info[3]]', in_stype, acc)};\n"
-                    for i, j in enumerate(js)
+                loads = _register_loads(
+                    lambda j: load(f"inp[ib + {j} * info[3]]", in_stype, acc), js
                 )
                 sums = "".join(f"    a = a {f} r{i};\n" for i in range(len(js)))
                 looped = f"  if (hi - lo == {unit}) {{\n{loads}{sums}  }} else {{\n{looped}  }}\n"

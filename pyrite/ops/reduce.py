@@ -27,11 +27,11 @@ from ..kernels.reduce import (
     fused_ok,
     lookback_clear_kernel,
     lookback_loop_iterations,
-    lookback_shared_bytes,
     reduce_kernel,
     reduce_loop_iterations,
     scan_kernel,
     scan_loop_iterations,
+    scan_shared_bytes,
     state_words,
 )
 from ..tensor import Tensor, contiguous_strides
@@ -963,8 +963,13 @@ def _chunk_unit() -> int:
     """The staged unit of the chunked path's kernels (their longest staged chunk):
     SCAN_CHUNK_UNIT where set and the device's workgroup memory holds it, else SCAN_STAGED."""
     unit = SCAN_CHUNK_UNIT or SCAN_STAGED
+    return unit if _unit_fits(unit, lookback=False) else SCAN_STAGED
+
+
+def _unit_fits(unit: int, lookback: bool) -> bool:
+    """Whether the device's workgroup memory holds a staged scan of `unit` elements."""
     room = backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
-    return unit if 4 * (unit + unit // 16 + WG) <= room else SCAN_STAGED
+    return scan_shared_bytes(unit, lookback) <= room
 
 
 # The chunked path's staged unit, so its longest chunk (None: SCAN_STAGED; a multiple of WG,
@@ -1025,7 +1030,7 @@ SCAN_LOOKBACK_SPINS = None  # polls a wait (None: _lookback_spins' rule; < 0: no
 SCAN_LOOKBACK_SB = WG  # chunks a superblock (kernels/reduce.py; tests shrink it to reach SB waits)
 # Elements a look-back chunk (_lookback_unit): SCAN_LOOKBACK_CHUNK where set (a multiple of WG:
 # A/B, tests), else on a GPU SCAN_LOOKBACK_LONG_CHUNK for rows longer than it, else
-# SCAN_STAGED; where the device's workgroup memory holds it (kernels/reduce.lookback_shared_bytes).
+# SCAN_STAGED; where the device's workgroup memory holds it (kernels/reduce.scan_shared_bytes).
 # H100, wgpu-native, 2026-12-07 (scripts/scan_ab.py --units, GPU time, us, chunks of 2,048 /
 # 4,096 / 8,192; docs/bench/2026-12-07-h100-s40-scan-unit.json): (1, 1M) 17.0 / 13.0 / 13.5,
 # (64, 65536) 37.4 / 33.6 / 42.6, (1, 16M) 182.4 / 153.6 / 186.8; (1024, 4096) 33.9 with two
@@ -1068,8 +1073,7 @@ def _lookback_unit(length: int | None = None) -> int:
             unit = SCAN_LOOKBACK_LONG_CHUNK
     if unit % WG:
         raise ValueError(f"pyrite: SCAN_LOOKBACK_CHUNK {unit} is not a multiple of {WG}")
-    room = backend.current().limits.get("max-compute-workgroup-storage-size", 16384)
-    return unit if lookback_shared_bytes(unit) <= room else SCAN_STAGED
+    return unit if _unit_fits(unit, lookback=True) else SCAN_STAGED
 
 
 def _lookback_spins() -> int:
