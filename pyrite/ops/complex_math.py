@@ -259,7 +259,24 @@ def _sqrt_parts(x, y):
     """Principal sqrt by the half-angle form with no cancellation: t = sqrt((|x| + |z|)/2);
     x >= 0: (t, y/2t); x < 0: (|y|/2t, copysign(t, y)). Each part within ~2 ulp of
     |sqrt z|; sqrt(x ± 0i) for x < 0 is ±i·sqrt(-x); an infinite imaginary part gives
-    (inf, that inf), as C's."""
+    (inf, that inf), as C's.
+
+    z is first scaled by an even power of two, so the root scales back exactly: by 1/4 where
+    max(|x|, |y|) >= 2^126 (|z| itself, up to sqrt(2)·FLT_MAX, overflowed in the hypot: sqrt
+    of 3e38 + 3e38i was inf; torch's is finite) and by 2^50 below 2^-100 (subnormal parts and
+    the halvings lost their low bits: ~1e4 ulp at |z| ~ 1e-41, sqrt(-1e-45) was 0). Cost:
+    six elementwise ops more, unrecorded but the two scalings."""
+    with _no_grad():
+        m = _max(x.abs(), y.abs())  # (NaN: neither test holds, no scaling)
+        big, tiny = m >= 2.0**126, m < 2.0**-100
+        s = _where(big, 0.25, _where(tiny, 2.0**50, 1.0))
+        r = _where(big, 2.0, _where(tiny, 2.0**-25, 1.0))  # 1/sqrt(s), exact
+    re, im = _sqrt_parts_unscaled(x * s, y * s)
+    return re * r, im * r
+
+
+def _sqrt_parts_unscaled(x, y):
+    """_sqrt_parts on z with max(|x|, |y|) in [2^-100, 2^126) (or inf or NaN)."""
     ax = x.abs()
     t = (ax * 0.5 + _hypot(x, y) * 0.5).sqrt()
     ts = _where(t == 0, 1.0, t)
