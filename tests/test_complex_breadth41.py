@@ -246,3 +246,125 @@ def test_nonzero_argwhere_count_nonzero(rng):
     np.testing.assert_array_equal(
         pr.count_nonzero(pr.tensor(z)).numpy(), torch.count_nonzero(torch.tensor(z)).numpy()
     )
+
+
+# ---- linear --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(3, 5), (2, 5), (2,)],
+        [(7,), (3, 7), (3,)],
+        [(2, 3, 4), (1, 4), (1,)],
+        [(3, 5), (2, 5), None],
+        [(3, 5), (5,), None],
+        [(1, 1), (1, 1), (1,)],
+    ],
+)
+def test_linear(rng, shapes):
+    # (a dot of length K, plus the bias: K + 1 terms an element)
+    K = shapes[1][-1] + 1
+    if shapes[2] is None:
+        op = lambda lib, x, w: lib.nn.functional.linear(x, w)  # noqa: E731
+        shapes = shapes[:2]
+    else:
+        op = lambda lib, x, w, b: lib.nn.functional.linear(x, w, b)  # noqa: E731
+    check(rng, op, shapes, K)
+
+
+def test_linear_transposed_weight_and_refusals(rng):
+    check(rng, lambda lib, x, w: lib.nn.functional.linear(x, w.mT), [(4, 3), (3, 2)], 3)
+    z, x = _crandn(rng, 3, 5), rng.standard_normal((3, 5)).astype(np.float32)
+    b, bx = _crandn(rng, 3), rng.standard_normal(3).astype(np.float32)
+    cases = [
+        lambda F, T: F.linear(T(x), T(z)),
+        lambda F, T: F.linear(T(z), T(x)),
+        lambda F, T: F.linear(T(z), T(z), T(bx)),
+        lambda F, T: F.linear(T(x), T(x), T(b)),
+        lambda F, T: F.linear(T(z), T(z[0]), T(b[0])),  # (a 1-d weight with a bias)
+        lambda F, T: F.linear(T(z), T(z.T)),
+    ]
+    for f in cases:
+        same_error(
+            lambda f=f: f(pr.nn.functional, pr.tensor),
+            lambda f=f: f(torch.nn.functional, torch.tensor),
+        )
+
+
+# ---- inv, matrix_power(n < 0) ----------------------------------------------------------------------
+def _inverse_bounds(a, k):
+    """Per matrix of a (..., n, n): the bound C·n·eps·κ(A)·‖A⁻¹‖^k on an element of A^-k formed
+    in float32 (a backward-stable inverse is within ~n·eps·κ(A) of A⁻¹ normwise, and each of
+    the k factors carries that relative error), and the same times k·‖A⁻¹‖ for the gradient of
+    Σ Re(conj(W)·A^-k) (the gradient is a sum of k products of A⁻ᴴ's around W)."""
+    a64 = a.astype(np.complex128)
+    n = a.shape[-1]
+    kappa = np.linalg.cond(a64)[..., None, None]
+    xn = np.linalg.norm(np.linalg.inv(a64), axis=(-2, -1))[..., None, None]
+    value = 8 * (k + 1) * n * EPS * kappa * xn**k
+    return value, value * k * xn
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (5, 5), (2, 4, 4), (2, 1, 7, 7)])
+def test_inv(rng, shape):
+    a = _crandn(rng, *shape)
+    a += 2 * np.eye(shape[-1], dtype=np.complex64)  # (away from singular, still not Hermitian)
+    value_tol, grad_tol = _inverse_bounds(a, 1)
+    for f in (
+        lambda L, A: L.linalg.inv(A),
+        lambda L, A: L.inverse(A),
+        lambda L, A: A.inverse(),
+        lambda L, A: L.linalg.inv_ex(A).inverse,
+    ):
+        p = pr.tensor(a, requires_grad=True)
+        t = torch.tensor(a.astype(np.complex128), requires_grad=True)
+        got, want = f(pr, p), f(torch, t)
+        assert got.dtype == pr.complex64 and tuple(got.shape) == tuple(want.shape)
+        _assert_within(_np(got), _np(want), value_tol, "value")
+        W = rng.standard_normal((*shape, 2))
+        (pr.view_as_real(got) * pr.tensor(W.astype(np.float32))).sum().backward()
+        (torch.view_as_real(want) * torch.tensor(W)).sum().backward()
+        wn = np.linalg.norm(np.abs(W[..., 0] + 1j * W[..., 1]), axis=(-2, -1))[..., None, None]
+        _assert_within(_np(p.grad), _np(t.grad), grad_tol * wn, "grad")
+    info = pr.linalg.inv_ex(pr.tensor(a)).info
+    np.testing.assert_array_equal(info.numpy(), np.zeros(shape[:-2]))
+
+
+@pytest.mark.parametrize("n", [-1, -2, -3])
+def test_matrix_power_negative(rng, n):
+    for shape in [(3, 3), (2, 5, 5)]:
+        a = _crandn(rng, *shape) + 2 * np.eye(shape[-1], dtype=np.complex64)
+        value_tol, grad_tol = _inverse_bounds(a, -n)
+        p = pr.tensor(a, requires_grad=True)
+        t = torch.tensor(a.astype(np.complex128), requires_grad=True)
+        got, want = pr.linalg.matrix_power(p, n), torch.linalg.matrix_power(t, n)
+        assert got.dtype == pr.complex64
+        _assert_within(_np(got), _np(want), value_tol, "value")
+        np.testing.assert_array_equal(
+            pr.tensor(a).matrix_power(n).numpy(), pr.linalg.matrix_power(pr.tensor(a), n).numpy()
+        )
+        W = rng.standard_normal((*shape, 2))
+        (pr.view_as_real(got) * pr.tensor(W.astype(np.float32))).sum().backward()
+        (torch.view_as_real(want) * torch.tensor(W)).sum().backward()
+        wn = np.linalg.norm(np.abs(W[..., 0] + 1j * W[..., 1]), axis=(-2, -1))[..., None, None]
+        _assert_within(_np(p.grad), _np(t.grad), grad_tol * wn, "grad")
+
+
+def test_inv_refusals(rng):
+    z = _crandn(rng, 3, 5)
+    cases = [
+        lambda L, T: L.linalg.inv(T(z)),
+        lambda L, T: L.linalg.inv(T(z[0])),
+        lambda L, T: L.linalg.inv(T(np.zeros((2, 3, 3), np.complex64))),
+        lambda L, T: L.linalg.inv_ex(T(np.zeros((3, 3), np.complex64)), check_errors=True),
+        lambda L, T: L.linalg.matrix_power(T(z), -1),
+        lambda L, T: L.linalg.matrix_power(T(z[0]), -2),
+        lambda L, T: L.linalg.matrix_power(T(np.zeros((3, 3), np.complex64)), -1),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))
+    # a singular batch element: the real op's LinAlgError, naming the batch element
+    b = np.stack([_crandn(rng, 3, 3), np.zeros((3, 3), np.complex64)])
+    with pytest.raises(RuntimeError, match="Batch element 1"):
+        pr.linalg.inv(pr.tensor(b))
+    info = pr.linalg.inv_ex(pr.tensor(b)).info.numpy()
+    assert info[0] == 0 and info[1] > 0

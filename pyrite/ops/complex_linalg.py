@@ -14,7 +14,7 @@ import numbers
 from .. import dtypes as D
 from ..tensor import Tensor
 from .complex import _C, _R, C64, ComplexError, _is_c, as_complex, unsupported
-from .complex_math import _parts, abs_, isnan
+from .complex_math import _make, _parts, abs_, isnan
 
 
 def _dims_of(z, dim):
@@ -215,9 +215,50 @@ def matrix_norm(orig, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, 
     return orig(abs_(A), ord, dim, keepdim, dtype=_real_dtype(dtype), out=out)
 
 
+def _embed(A):
+    """A = R + iJ (..., m, n) as the real (..., 2m, 2n) matrix [[R, -J], [J, R]]: a map that
+    keeps sums, products and inverses (the embedding of A⁻¹ is the inverse of A's), whose
+    singular values are A's, each twice."""
+    from .combine import cat
+
+    re, im = _parts(A)
+    return cat([cat([re, -im], -1), cat([im, re], -1)], -2)
+
+
+def _unembed(X, m, n):
+    """The complex (..., m, n) matrix whose embedding is X (its left column of blocks)."""
+    return _make(X[..., :m, :n], X[..., m:, :n])
+
+
+def _square_or_real_error(orig, A, *args):
+    """A's shape checked by the real op on its real part (a non-square A raises the real
+    op's error, naming A's own sizes)."""
+    if A.ndim < 2 or A._shape[-1] != A._shape[-2]:
+        orig(_parts(A)[0], *args)
+        raise AssertionError("unreachable: the real op accepted a non-square matrix")
+
+
+def inv(orig, A, *, out=None):
+    """A⁻¹ from the real inverse of A's embedding (LU with partial pivoting on the 2n x 2n
+    matrix, whose condition number is A's); singular A: the real op's LinAlgError."""
+    if out is not None:
+        raise unsupported("linalg.inv(out=...)")
+    _square_or_real_error(orig, A)
+    n = A._shape[-1]
+    return _unembed(orig(_embed(A)), n, n)
+
+
+def inv_ex(orig, A, *, check_errors=False, out=None):
+    if out is not None:
+        raise unsupported("linalg.inv_ex(out=...)")
+    _square_or_real_error(orig, A)
+    n = A._shape[-1]
+    res = orig(_embed(A), check_errors=check_errors)
+    return type(res)(_unembed(res[0], n, n), res[1])
+
+
 def _spectral_norm(A, ord, dim, keepdim, out):
     from .. import linalg
-    from .combine import cat
 
     if out is not None:
         raise unsupported("linalg.matrix_norm(out=...)")
@@ -225,10 +266,7 @@ def _spectral_norm(A, ord, dim, keepdim, out):
         raise ValueError("pyrite: linalg.matrix_norm: dim must be a 2-tuple")
     d0, d1 = (A._dim(int(d)) for d in dim)
     M = A.movedim((d0, d1), (-2, -1))
-    re, im = _parts(M)
-    top = cat([re, -im], -1)
-    bottom = cat([im, re], -1)
-    S = linalg.svdvals(cat([top, bottom], -2))[..., 0::2]  # (..., k): A's singular values
+    S = linalg.svdvals(_embed(M))[..., 0::2]  # (..., k): A's singular values
     if ord == "nuc":
         res = S.sum(-1)
     elif ord == 2:
@@ -282,3 +320,5 @@ def register(IMPLS):
     IMPLS["vector_norm"] = vector_norm
     IMPLS["matrix_norm"] = matrix_norm
     IMPLS["norm"] = norm
+    IMPLS["inv"] = IMPLS["inverse"] = inv
+    IMPLS["inv_ex"] = inv_ex

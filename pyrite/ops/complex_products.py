@@ -258,10 +258,8 @@ def _chain(name):
         if name == "matrix_power":
             ts = args[:1]
             n = args[1] if len(args) > 1 else kwargs.get("n", 0)
-            if isinstance(n, int) and n < 0:
-                from .complex import unsupported
-
-                raise unsupported("linalg.matrix_power(n < 0)")  # (inv refuses complex)
+            if isinstance(n, int) and not isinstance(n, bool) and n < 0:
+                return _negative_power(orig, args[0], n)
         _same_dtype(name, *ts)
         res = orig(*args, **kwargs)
         if name == "matrix_power" and not res.requires_grad and ts[0].requires_grad:
@@ -273,7 +271,34 @@ def _chain(name):
     return impl
 
 
+def _negative_power(orig, A, n):
+    """A**n, n < 0: (A⁻¹)**|n|, A⁻¹ the complex inverse (ops/complex_linalg.py); a non-square
+    A gets the real op's error (its sizes are A's)."""
+    from .. import linalg
+
+    if A.ndim < 2 or A._shape[-1] != A._shape[-2]:
+        orig(_parts(A)[0], n)
+    return orig(linalg.inv(A), -n)
+
+
+# ---- linear ------------------------------------------------------------------------------------------
+def linear(orig, input, weight, bias=None):
+    """input @ weight.T + bias: four real linears on the parts (the bias's parts in two of
+    them, in the GEMM's epilogue); input, weight and bias of one dtype, as torch's."""
+    ts = [t for t in (input, weight, bias) if isinstance(t, Tensor)]
+    if any(t.dtype is not C64 for t in ts):
+        raise ComplexError(
+            "pyrite: linear: expected input, weight and bias to have the same dtype, but got "
+            f"{', '.join(t.dtype.name for t in ts)} (torch refuses a real tensor beside a "
+            "complex one here too)"
+        )
+    (xr, xi), (wr, wi) = _parts(input), _parts(weight)
+    br, bi = _parts(bias) if bias is not None else (None, None)
+    return _make(orig(xr, wr, br) - orig(xi, wi), orig(xr, wi, bi) + orig(xi, wr))
+
+
 def register(IMPLS):
+    IMPLS["linear"] = linear
     for name in ("mv", "inner", "tensordot"):
         IMPLS[name] = _strict(name)
     IMPLS["cross"] = IMPLS["cross_top"] = _strict("cross")
