@@ -102,12 +102,14 @@ __all__ = [
     "vector_norm",
 ]
 
-# Backward rules (ops/linalg_grads.py); the other functions whose kernels factor a work buffer
-# in place are OPAQUE: they run unrecorded and their backward raises (pyrite/autograd.install).
+# Backward rules (ops/linalg_grads.py; the LU family and householder_product in
+# ops/linalg_grads_lu.py); the other functions whose kernels factor a work buffer in place are
+# OPAQUE: they run unrecorded and their backward raises (pyrite/autograd.install).
 # The composites of recorded ops (norms, matmul, multi_dot, matrix_power, ...) need neither.
 from .ops.linalg_grads import LINALG  # noqa: E402
+from .ops.linalg_grads_lu import LINALG as LU_LINALG  # noqa: E402
 
-GRADS = LINALG
+GRADS = {**LINALG, **LU_LINALG}
 
 OPAQUE = frozenset(
     (

@@ -1,8 +1,9 @@
 """Backward rules of the linear-algebra functions whose kernels factor a work buffer in place
 (LU, Cholesky, Jacobi eigh and SVD: ops/linalg.py), for torch.linalg's names (pyrite/linalg.py
 GRADS) and torch's top-level ones (ops/linalg_top.py GRADS). Each is torch's formula, written
-with public ops so a double backward records through it. The other factorizations (lu,
-lu_factor, householder_product, ...) are OPAQUE there: their backward raises.
+with public ops so a double backward records through it. The LU family and the Householder
+product have theirs in ops/linalg_grads_lu.py; functions without a rule are OPAQUE there:
+their backward raises.
 
     det:        gA = g·adj(A)ᵀ, from the SVD (singular A too); det(A)·A⁻ᵀ for a double backward
     slogdet:    gA = g_logabsdet·A⁻ᵀ  (sign has no gradient); logdet the same
@@ -12,7 +13,9 @@ lu_factor, householder_product, ...) are OPAQUE there: their backward raises.
     eigh:       gA = V (diag(gΛ) + skew(Vᵀ gV)/2 / E) Vᵀ, E_ij = λ_j - λ_i off the diagonal
                 (0 on it); the skew part makes gA symmetric, as torch's
     svd:        gA = U [(skew(Uᵀ gU) S + S skew(Vᵀ gV)) / E + diag(gS)] Vᵀ
-                     + (I - U Uᵀ) gU S⁻¹ Vᵀ + U S⁻¹ gVᵀ (I - V Vᵀ),  E_jk = s_k² - s_j²
+                     + (I - U Uᵀ) gU S⁻¹ Vᵀ + U S⁻¹ gVᵀ (I - V Vᵀ),  E_jk = s_k² - s_j²;
+                full_matrices of a rectangular A: through U's first k columns and Vh's first k
+                rows only (torch's rule: the others carry no gradient)
     svdvals, eigvalsh: the values' terms alone (the vectors recomputed)
     pinv:       torch's pinv_backward
     matrix_exp: the upper-right block of exp([[Aᵀ, g], [0, Aᵀ]])
@@ -240,11 +243,10 @@ def _svd_grad(A, U, S, Vh, gU, gS, gVh, full):
         if gS is None:
             return zeros_like(A)
         return (U[..., :k] * gS.unsqueeze(-2)) @ Vh[..., :k, :]
-    if full and m != n:
-        raise NotImplementedError(
-            "pyrite: the gradient of linalg.svd with full_matrices=True of a non-square matrix "
-            "is not defined (torch raises too): use full_matrices=False"
-        )
+    if full and m != n:  # torch's rule: the extra columns of U (rows of Vh) carry no gradient
+        U, Vh = U[..., :k], Vh[..., :k, :]
+        gU = gU[..., :k] if gU is not None else None
+        gVh = gVh[..., :k, :] if gVh is not None else None
     V = _t(Vh)
     gV = _t(gVh) if gVh is not None else None
     S2 = S * S
@@ -354,27 +356,12 @@ def _pinv_kwargs(ctx):
     return kw
 
 
-def _g_lu_solve(ctx, g):
-    """B's gradient: the solve with the adjoint system (the same factors), as torch's. LU's
-    is not done: it raises rather than leave LU without one."""
-    if ctx.needs[0]:
-        raise NotImplementedError(
-            "pyrite: the gradient of linalg.lu_solve with respect to LU is not implemented yet "
-            "(B's is): detach() LU, or use linalg.solve on A"
-        )
-    LU, piv = ctx.args[0], ctx.args[1]
-    left = ctx.kwargs.get("left", True)
-    adjoint = ctx.kwargs.get("adjoint", False)
-    gB = _LA().lu_solve(LU, piv, g, left=left, adjoint=not adjoint)
-    return None, None, gB
-
-
 # ---- QR --------------------------------------------------------------------------------------
 def _qr_grad(A, Q, R, gQ, gR, mode):
     """A = QR with m >= n (Q (m, n) reduced, or square): with M = R gRᵀ - gQᵀ Q,
     gA = (gQ + Q·copyltu(M))·R⁻ᵀ, copyltu(M) = tril(M) + tril(M, -1)ᵀ (Walter and Lehmann;
     Liao et al., 2019): torch's answer. A wide A splits as [A1 A2] (A1 square); a complete Q
-    of a tall A is not done."""
+    of a tall A has no derivative (torch raises too)."""
     from .creation import zeros_like
 
     m, n = A.shape[-2], A.shape[-1]
@@ -384,10 +371,10 @@ def _qr_grad(A, Q, R, gQ, gR, mode):
             "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
             "differentiate through linalg.qr."
         )
-    if mode == "complete" and m > n:
-        raise NotImplementedError(
-            "pyrite: the gradient of linalg.qr with mode='complete' of a tall A is not "
-            "implemented yet: use mode='reduced'"
+    if mode == "complete" and m > n:  # (torch's answer: Q's last m - n columns are arbitrary)
+        raise RuntimeError(
+            "pyrite: The QR decomposition is not differentiable when mode='complete' and "
+            "nrows > ncols."
         )
     gQ = zeros_like(Q) if gQ is None else gQ
     gR = zeros_like(R) if gR is None else gR.triu()
@@ -450,7 +437,6 @@ LINALG = {
     "matrix_exp": _g_matrix_exp,
     "lstsq": _g_lstsq,
     "qr": _g_qr,
-    "lu_solve": _g_lu_solve,
 }
 # torch's top-level names (ops/linalg_top.py)
 TOP = {

@@ -72,11 +72,13 @@ METHODS = {
     "svd": svd,
 }
 
-# Backward rules (ops/linalg_grads.py); the factorizations without one run unrecorded and their
-# backward raises (OPAQUE: pyrite/autograd.install).
+# Backward rules (ops/linalg_grads.py; lu, lu_unpack, orgqr and geqrf's refusal in
+# ops/linalg_grads_lu.py); the factorizations without one run unrecorded and their backward
+# raises (OPAQUE: pyrite/autograd.install).
 from .linalg_grads import TOP  # noqa: E402
+from .linalg_grads_lu import TOP as LU_TOP  # noqa: E402
 
-GRADS = TOP
+GRADS = {**TOP, **LU_TOP}
 
 OPAQUE = frozenset(
     (
