@@ -14,6 +14,8 @@ gradient with |W| weights.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -368,3 +370,248 @@ def test_inv_refusals(rng):
         pr.linalg.inv(pr.tensor(b))
     info = pr.linalg.inv_ex(pr.tensor(b)).info.numpy()
     assert info[0] == 0 and info[1] > 0
+
+
+# ---- cov, corrcoef -------------------------------------------------------------------------------
+def _cov_mag(correction=1, fw=None, aw=None):
+    """A bound on cov's terms from the magnitudes: |z - μ| <= |z| + mean|z| (weighted as the
+    op weighs), so Σ w|z_j - μ_j||z_l - μ_l| / norm is bounded by the same sum of those."""
+
+    def mag(lib, a):
+        a = a.reshape(1, -1) if a.ndim < 2 else a
+        w = torch.ones(a.shape[1], dtype=torch.float64)
+        if fw is not None:
+            w = w * torch.tensor(fw, dtype=torch.float64)
+        if aw is not None:
+            w = w * torch.tensor(aw, dtype=torch.float64)
+        c = a + (a * w).sum(1, keepdim=True) / w.sum()
+        if aw is None:
+            norm = w.sum() - correction
+        else:
+            norm = w.sum() - correction * (w * torch.tensor(aw)).sum() / w.sum()
+        out = (c * w) @ c.T / abs(norm)
+        return out.reshape(()) if out.shape == (1, 1) else out
+
+    return mag
+
+
+@pytest.mark.parametrize(
+    "shape,kw",
+    [
+        ((3, 5), {}),
+        ((7,), {}),
+        ((2, 11), {"correction": 0}),
+        ((4, 6), {"correction": 2}),
+        ((1, 5), {}),
+        ((3, 5), {"fw": [1, 2, 3, 1, 4]}),
+        ((3, 5), {"aw": [0.5, 2.0, 0.25, 1.0, 3.0]}),
+        ((2, 5), {"fw": [2, 1, 1, 3, 1], "aw": [1.5, 0.5, 2.0, 1.0, 0.75], "correction": 1}),
+    ],
+)
+def test_cov(rng, shape, kw):
+    fw, aw, corr = kw.get("fw"), kw.get("aw"), kw.get("correction", 1)
+
+    def op(lib, a):
+        extra = {}
+        if fw is not None:
+            extra["fweights"] = lib.tensor(np.array(fw))
+        if aw is not None:
+            extra["aweights"] = lib.tensor(np.array(aw, np.float32))
+        return lib.cov(a, correction=corr, **extra)
+
+    # (the mean: a sum of N terms, then a sum of N products: 2N + 2 roundings an element)
+    N = shape[-1]
+    check(rng, op, [shape], 2 * N + 2, C=8.0, mag_op=_cov_mag(corr, fw, aw))
+    if len(shape) == 2 and not kw:  # (the method, on a transposed view)
+        mag = _cov_mag()
+        check(rng, lambda lib, a: a.mT.cov(), [shape[::-1]], 2 * N + 2, C=8.0,
+              mag_op=lambda lib, a: mag(lib, a.mT))  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 9), (4, 4), (6,), (1, 7)])
+def test_corrcoef(rng, shape):
+    """Against torch complex128: r_jl = cov_jl / (sd_j sd_l); |Σ (z_j - μ_j) conj(z_l - μ_l)|
+    <= (N-1) sd_j sd_l (Cauchy-Schwarz), so the value error is within C·N·eps, and each
+    gradient element within C·N·eps times the sizes of its terms, G below."""
+    z = _crandn(rng, *shape) + (0.5 - 1j)  # (off zero: the centring matters)
+    p = pr.tensor(z, requires_grad=True)
+    t = torch.tensor(z.astype(np.complex128), requires_grad=True)
+    got, want = pr.corrcoef(p), torch.corrcoef(t)
+    assert got.dtype == pr.complex64 and tuple(got.shape) == tuple(want.shape)
+    N = shape[-1]
+    _assert_within(_np(got), _np(want), 16 * N * EPS, "value")
+    W = rng.standard_normal((*want.shape, 2))
+    (pr.view_as_real(got) * pr.tensor(W.astype(np.float32))).sum().backward()
+    (torch.view_as_real(want) * torch.tensor(W)).sum().backward()
+    z2 = z.reshape(-1, N).astype(np.complex128)
+    c = np.abs(z2 - z2.mean(1, keepdims=True))  # (V, N)
+    sd = np.sqrt((c**2).sum(1) / (N - 1))  # (V,)
+    w = np.abs(W[..., 0] + 1j * W[..., 1]).reshape(len(sd), len(sd))
+    w = w + w.T
+    # d r_jl / d z_jk: terms of size (|c_lk| / sd_l + |c_jk| / sd_j) / ((N - 1) sd_j)
+    G = (w @ (c / sd[:, None]) + w.sum(1, keepdims=True) * c / sd[:, None]) / (
+        (N - 1) * sd[:, None]
+    )
+    _assert_within(_np(p.grad), _np(t.grad), 16 * N * EPS * G.reshape(shape), "grad")
+
+
+def test_cov_corrcoef_edges_and_refusals(rng):
+    z = _crandn(rng, 3, 5)
+    # one variable, one observation: torch's NaN (degrees of freedom <= 0) and 0-d shapes
+    for f in (lambda L: L.cov(L.tensor(z[0, :1])), lambda L: L.corrcoef(L.tensor(z[0, :1]))):
+        with warnings.catch_warnings():  # (torch warns of the degrees of freedom)
+            warnings.simplefilter("ignore")
+            g, w = f(pr), f(torch)
+        assert tuple(g.shape) == tuple(w.shape) == ()
+        np.testing.assert_array_equal(np.isnan(g.numpy()), np.isnan(w.numpy()))
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    cases = [
+        lambda L, T: L.cov(T(_crandn(rng, 2, 2, 2))),
+        lambda L, T: L.cov(T(z), aweights=T(z[0])),
+        lambda L, T: L.cov(T(z), fweights=T(z[0])),
+        lambda L, T: L.cov(T(z), aweights=T(x[0, :4])),
+        lambda L, T: L.corrcoef(T(_crandn(rng, 2, 2, 2))),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))
+
+
+# ---- trapezoid, cumulative_trapezoid --------------------------------------------------------------
+def _trap_mag(dim, cumulative=False, dx=1.0):
+    """Σ (|y_k| + |y_k+1|)(|x_k| + |x_k+1|) / 2 along dim (or dx·Σ(|y_k| + |y_k+1|) / 2): a
+    bound on each term of the sum, so on its float32 error with K the count of terms."""
+
+    def mag(lib, y, x=None):
+        n = y.shape[dim]
+        hi, lo = y.narrow(dim, 1, n - 1), y.narrow(dim, 0, n - 1)
+        if x is None:
+            terms = (hi + lo) * abs(dx) / 2
+        else:
+            if x.ndim == 1:
+                shape = [1] * y.ndim
+                shape[dim] = n
+                x = x.reshape(shape)
+            xd = dim if x.ndim == y.ndim else -1
+            terms = (hi + lo) * (x.narrow(xd, 1, n - 1) + x.narrow(xd, 0, n - 1)) / 2
+        return terms.cumsum(dim) if cumulative else terms.sum(dim)
+
+    return mag
+
+
+@pytest.mark.parametrize("cumulative", [False, True])
+def test_trapezoid(rng, cumulative):
+    name = "cumulative_trapezoid" if cumulative else "trapezoid"
+
+    def run(**kw):
+        return lambda lib, *ts: getattr(lib, name)(*ts, **kw)
+
+    for shape, dim in [((3, 5), -1), ((7,), 0), ((2, 3, 4), 1), ((4, 2), -2)]:
+        n = shape[dim]
+        # spacing 1, a real dx, complex x along dim (1-d, or y's shape)
+        check(rng, run(dim=dim), [shape], n + 2, mag_op=_trap_mag(dim, cumulative))
+        check(rng, run(dx=0.37, dim=dim), [shape], n + 2, mag_op=_trap_mag(dim, cumulative, 0.37))
+        check(rng, run(dim=dim), [shape, (n,)], n + 4, mag_op=_trap_mag(dim, cumulative))
+        check(rng, run(dim=dim), [shape, shape], n + 4, mag_op=_trap_mag(dim, cumulative))
+    check(rng, lambda lib, y: lib.trapz(y, dx=2.0), [(3, 5)], 7, mag_op=_trap_mag(-1, dx=2.0))
+
+
+def _wide(a):
+    return a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+
+
+def test_trapezoid_mixed_and_edges(rng):
+    # a real y with complex x, a complex y with real x: torch promotes both
+    for ys, xs in [((3, 5), None), (None, (5,))]:
+        y = _crandn(rng, 3, 5) if ys is None else rng.standard_normal(ys).astype(np.float32)
+        x = _crandn(rng, 5) if xs is None else rng.standard_normal(xs).astype(np.float32)
+        for name in ("trapezoid", "cumulative_trapezoid"):
+            got = getattr(pr, name)(pr.tensor(y), pr.tensor(x))
+            want = getattr(torch, name)(torch.tensor(_wide(y)), torch.tensor(_wide(x)))
+            assert got.dtype == pr.complex64
+            bound = _trap_mag(-1, name[0] == "c")(torch, torch.tensor(np.abs(y)).double(),
+                                                  torch.tensor(np.abs(x)).double())  # fmt: skip
+            _assert_within(got.numpy(), _np(want), 24 * EPS * _np(bound), name)
+    # an empty dim: zeros of the reduced shape, an empty running sum
+    z = np.zeros((3, 0), np.complex64)
+    for f in (lambda L, T: L.trapezoid(T(z)), lambda L, T: L.cumulative_trapezoid(T(z))):
+        g, w = f(pr, pr.tensor), f(torch, torch.tensor)
+        assert g.dtype == pr.complex64 and tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    z = _crandn(rng, 3, 5)
+    cases = [
+        lambda L, T: L.trapezoid(T(z), dx=1 + 1j),
+        lambda L, T: L.cumulative_trapezoid(T(z), dx=2j),
+        lambda L, T: L.trapezoid(T(z), T(_crandn(rng, 4))),
+        lambda L, T: L.trapezoid(T(z), dim=2),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))
+
+
+# ---- linspace, logspace ---------------------------------------------------------------------------
+@pytest.mark.parametrize("steps", [1, 2, 5, 17, 100])
+def test_linspace(rng, steps):
+    # torch forms the complex step and each element part by part in float32: the same values
+    a, b, c, d = (float(v) for v in rng.uniform(-50, 50, 4))
+    for start, end, kw in [
+        (complex(a, b), complex(c, d), {}),
+        (a, complex(c, d), {}),
+        (complex(a, 0), c, {"dtype": None}),
+        (a, c, {"dtype": "complex64"}),
+        (complex(0, b), complex(0, b), {}),
+    ]:
+        tkw = {k: getattr(torch, v) if isinstance(v, str) else v for k, v in kw.items()}
+        pkw = {k: getattr(pr, v) if isinstance(v, str) else v for k, v in kw.items()}
+        got, want = pr.linspace(start, end, steps, **pkw), torch.linspace(start, end, steps, **tkw)
+        assert got.dtype == pr.complex64 and want.dtype == torch.complex64
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # 0-d complex tensors as the ends; requires_grad
+    s, e = _crandn(rng), _crandn(rng)
+    got = pr.linspace(pr.tensor(s), pr.tensor(e), steps, requires_grad=True)
+    want = torch.linspace(torch.tensor(s), torch.tensor(e), steps, requires_grad=True)
+    assert got.requires_grad and want.requires_grad
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+@pytest.mark.parametrize("base", [10.0, 2.0, 0.5])
+def test_logspace(rng, base):
+    """exp(w·ln b) in float32: the exponent's rounding is ~eps·|w ln b| absolute, so each value
+    within C·eps·(1 + |w ln b|)·|b^w|."""
+    a, b, c, d = (float(v) for v in rng.uniform(-3, 3, 4))
+    for steps in (1, 4, 13):
+        got = pr.logspace(complex(a, b), complex(c, d), steps, base=base)
+        want = torch.logspace(complex(a, b), complex(c, d), steps, base=base)
+        w = torch.linspace(complex(a, b), complex(c, d), steps, dtype=torch.complex128).numpy()
+        assert got.dtype == pr.complex64 and want.dtype == torch.complex64
+        exact = base**w
+        tol = 8 * EPS * (1 + np.abs(w * np.log(base))) * np.abs(exact)
+        _assert_within(got.numpy(), exact, tol, "logspace")
+        _assert_within(want.numpy(), exact, tol, "torch's logspace")  # (the bound holds there)
+
+
+def test_linspace_refusals(rng):
+    cases = [
+        lambda L: L.linspace(1j, 2, 5, dtype=L.float32),
+        lambda L: L.linspace(1 + 0j, 2, 5, dtype=L.int32),
+        lambda L: L.logspace(1j, 2, 5, dtype=L.float32),
+        lambda L: L.linspace(1j, 2, -1),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr), lambda f=f: f(torch))
+
+
+# ---- what torch refuses too -----------------------------------------------------------------------
+def test_nanmean_nansum_cdist_refused_as_torch(rng):
+    z, x = _crandn(rng, 3, 5), rng.standard_normal((3, 5)).astype(np.float32)
+    cases = [
+        lambda L, T: L.nanmean(T(z)),
+        lambda L, T: T(z).nanmean(dim=1),
+        lambda L, T: L.nansum(T(z)),
+        lambda L, T: L.nanmean(T(x), dtype=L.complex64),
+        lambda L, T: L.nansum(T(x), dtype=L.complex64),
+        lambda L, T: L.cdist(T(z), T(z)),
+        lambda L, T: L.cdist(T(x), T(z)),
+        lambda L, T: L.cdist(T(z), T(x)),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))

@@ -725,3 +725,6 @@ _complex_parts.register(IMPLS)
 from . import complex_select as _complex_select  # noqa: E402
 
 _complex_select.register(IMPLS)
+from . import complex_stats as _complex_stats  # noqa: E402
+
+_complex_stats.register(IMPLS)
