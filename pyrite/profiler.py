@@ -347,7 +347,7 @@ class profile:
             self._saved = (dev._c, dev._io)
             dev._io = _TimedPath(self, dev.device)
             dev._c = None
-            dev._dispatch = self._dispatch  # (an instance attribute: the class's stays)
+            dev.dispatch = self._dispatch  # (an instance attribute: the class's stays)
         self._recording = True
         self._t0 = time.perf_counter_ns()
 
@@ -360,7 +360,7 @@ class profile:
                 self._collect()
         finally:
             with dev._lock:
-                del dev._dispatch
+                del dev.dispatch
                 dev._c, dev._io = self._saved
             for b in (getattr(self, "_qs", None), getattr(self, "_res", None)):
                 if b is not None:
@@ -384,7 +384,7 @@ class profile:
         self._next = ev
         dev._end_pass()  # (the kernel's own pass, begun by _TimedPath.begin_pass)
         t = time.perf_counter_ns()
-        type(dev)._dispatch(dev, src, buffers, info, grid)
+        type(dev).dispatch(dev, src, buffers, info, grid)
         dev._end_pass()
         ev.host_ns = time.perf_counter_ns() - t
         if not self.exact:  # (no timestamps: its wall time, alone on the device)

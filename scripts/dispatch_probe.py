@@ -65,20 +65,20 @@ def dispatches(n, grid=(1, 1, 1), info_write=False):
         for _ in range(n):
             if info_write:
                 fresh[0] += 1
-            dev._dispatch(TRIVIAL, (buf,), (fresh[0] if info_write else 1,), grid)
+            dev.dispatch(TRIVIAL, (buf,), (fresh[0] if info_write else 1,), grid)
         return read()
 
     return f
 
 
 def own_submit():
-    dev._dispatch(TRIVIAL, (buf,), (1,), (1, 1, 1))
+    dev.dispatch(TRIVIAL, (buf,), (1,), (1, 1, 1))
     dev._flush()
     return read()
 
 
 def dispatch_then_sync():
-    dev._dispatch(TRIVIAL, (buf,), (1,), (1, 1, 1))
+    dev.dispatch(TRIVIAL, (buf,), (1,), (1, 1, 1))
     pr.synchronize()
 
 
@@ -108,7 +108,7 @@ if "--mappable" in sys.argv:  # wgpu-native's mappable-primary-buffers: the kern
 
         def into_mappable(grid=(1, 1, 1)):
             def f():
-                dev._dispatch(TRIVIAL, (mb,), (1,), grid)
+                dev.dispatch(TRIVIAL, (mb,), (1,), grid)
                 dev._flush()
                 return dev._io.read_mapped(mb, 4)
 
@@ -168,7 +168,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {{
             src = one_wg_sum(lanes)
 
             def f(src=src):
-                dev._dispatch(src, (xb, buf), (n // 4,), (1, 1, 1))
+                dev.dispatch(src, (xb, buf), (n // 4,), (1, 1, 1))
                 return read()
 
             got = np.frombuffer(f(), np.float32)[0]

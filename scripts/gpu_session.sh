@@ -7,13 +7,22 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/session.txt"
 steps=${*:-subgroups attention tune half dropout bench-wgpu bench-dawn bert}
 start=$(date +%s)
+# s41 (session 41): the host A/B on either card, then the H200's unmeasured rows and its tune
+# table, or on an H100 scan-final
+if [ "$steps" = s41 ]; then
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    steps="host-ab tune-ship bert bench-rows"
+  else
+    steps="host-ab scan-final"
+  fi
+fi
 
 step() {  # name, limit in s, command...
   local name=$1 limit=$2
@@ -48,6 +57,18 @@ for s in $steps; do
     host-cost)  # the Python an eager op costs on this host (C recording calls stubbed), then pyrite bench's overhead rows
       step host-cost 60 env PYRITE_BACKEND=wgpu python3 scripts/python_cost.py
       step overhead 90 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only overhead --json "$OUT/overhead.json" ;;
+    host-ab)  # the eager Python an op costs and the overhead chain, this tree against the one in .ab_base/
+      # (an untracked copy of an earlier pyrite: carry it), alternating, three times each
+      for r in 1 2 3; do
+        step host-base-$r 60 env PYRITE_BACKEND=wgpu PYTHONPATH="$PWD/.ab_base:$PYRITE_SITE" \
+          python3 .ab_base/scripts/python_cost.py
+        step host-new-$r 60 env PYRITE_BACKEND=wgpu python3 scripts/python_cost.py
+      done
+      for r in 1 2; do
+        step overhead-base-$r 90 env PYRITE_BACKEND=wgpu PYTHONPATH="$PWD/.ab_base:$PYRITE_SITE" \
+          python3 -m pyrite bench --only overhead
+        step overhead-new-$r 90 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only overhead
+      done ;;
     gemm-88)  # 256-invocation 128x128 tiles of 8x8 sums with the unconditional prefetch (dbu), f32, wgpu-native
       step gemm-88 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-88.json" \
         --shapes "4096,4096,4096;4096,3072,768;4096,768,3072;4096,768,768" \

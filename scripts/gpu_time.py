@@ -50,17 +50,17 @@ def recorded(fn):
     the dispatches are encoded: they name its buffers)."""
     dev = backend.current()
     rec = []
-    orig = dev._dispatch
+    orig = dev.dispatch
 
     def capture(src, buffers, info, grid):
         rec.append((src, list(buffers), list(info), tuple(grid)))
         orig(src, buffers, info, grid)
 
-    dev._dispatch = capture
+    dev.dispatch = capture
     try:
         keep = fn()
     finally:
-        del dev._dispatch
+        del dev.dispatch
     pr.synchronize()
     g, w = dev.device, dev.wgpu
     out = []

@@ -63,12 +63,12 @@ def main(which="mlp", n=20, host_only=False):
         f"groups, {reads / n:.1f} readbacks"
     )
     if host_only:
-        real = dev._dispatch
+        real = dev.dispatch
 
         def null(src, buffers, info, grid):
             dev.dispatches += 1
 
-        dev._dispatch = null
+        dev.dispatch = null
         try:
             for _ in range(3):
                 step()
@@ -77,7 +77,7 @@ def main(which="mlp", n=20, host_only=False):
                 step()
             python = time.perf_counter() - t0
         finally:
-            dev._dispatch = real
+            dev.dispatch = real
         print(f"  host-only (dispatch a no-op): {python / n * 1e3:.3f} ms/step of pyrite's Python")
     prof = cProfile.Profile()
     prof.enable()

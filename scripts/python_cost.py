@@ -2,7 +2,9 @@
 by a no-op, so nothing reaches the GPU and the timings are pyrite's Python (ops, planning, the
 pool, the dispatch bookkeeping) on this host, steady from run to run even on lavapipe, where a
 normal timing also holds the CPU's share of running the kernels. Results are garbage: timing
-only. `python scripts/python_cost.py [--profile EXPR]`"""
+only. `python scripts/python_cost.py [--profile EXPR | --opcodes [-v]]` (--opcodes: bytecodes
+and Python calls a call, counted by a trace function: the same on every run, where a shared
+host's timings are not)"""
 
 import cProfile
 import pstats
@@ -68,7 +70,49 @@ def best(fn, n=500, runs=7):
     return out / n * 1e6
 
 
-if "--profile" in sys.argv:
+def opcodes(fn):
+    """Bytecodes and Python calls one call of `fn` runs (deterministic, where timings on a shared
+    host are not): a trace function counting every opcode event and every call event."""
+    counts = {"op": 0, "call": 0}
+    per: dict = {}
+
+    def tracer(frame, event, _arg):
+        if event == "call":
+            counts["call"] += 1
+            frame.f_trace_opcodes = True
+            key = f"{frame.f_code.co_filename.split('pyrite/')[-1]}:{frame.f_code.co_name}"
+            per[key] = per.get(key, 0)
+            frame.f_locals  # (keeps the frame's trace alive)
+            return _local(key)
+        return None
+
+    def _local(key):
+        def local(frame, event, _arg):
+            if event == "opcode":
+                counts["op"] += 1
+                per[key] += 1
+            return local
+
+        return local
+
+    fn()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return counts, per
+
+
+if "--opcodes" in sys.argv:
+    print(f"{dev.name} ({dev.impl}): bytecodes / Python calls a call, C recording calls stubbed")
+    for name, fn in CASES.items():
+        counts, per = opcodes(fn)
+        print(f"  {name:26s} {counts['op']:6d} ops {counts['call']:4d} calls")
+        if "-v" in sys.argv:
+            for k, v in sorted(per.items(), key=lambda kv: -kv[1])[:25]:
+                print(f"      {v:5d}  {k}")
+elif "--profile" in sys.argv:
     fn = CASES[sys.argv[sys.argv.index("--profile") + 1]]
     best(fn, 200, 1)
     p = cProfile.Profile()

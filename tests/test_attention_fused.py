@@ -982,13 +982,13 @@ def test_decode_fused_merge(rng, monkeypatch, B, H, L, S, E, kw):
         kws = _masked(rng, dict(kw), L, S, dead=0)
         _check(rng, q, k, v, **kws)
     kernels = []
-    orig = dev._dispatch
+    orig = dev.dispatch
 
     def capture(src, buffers, info, grid):
         kernels.append(src.wgsl)
         orig(src, buffers, info, grid)
 
-    monkeypatch.setattr(dev, "_dispatch", capture)
+    monkeypatch.setattr(dev, "dispatch", capture)
     q, k, v = _qkv(rng, (B, H), L, S, E)
     got = F.scaled_dot_product_attention(pr.tensor(q), pr.tensor(k), pr.tensor(v))
     want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))

@@ -96,13 +96,13 @@ def test_constants_choose_again(rng, monkeypatch):
     want = TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v))
     dev = backend.current()
     kernels = []
-    orig = dev._dispatch
+    orig = dev.dispatch
 
     def capture(src, buffers, info, grid):
         kernels[-1].append(src.wgsl)
         orig(src, buffers, info, grid)
 
-    monkeypatch.setattr(dev, "_dispatch", capture)
+    monkeypatch.setattr(dev, "dispatch", capture)
     for force in (True, False, True):
         monkeypatch.setattr(_attention, "FORCE_DECODE", force)
         monkeypatch.setattr(_attention, "FORCE_SPLITS", None if force else 2)

@@ -167,7 +167,7 @@ class Tape:
             return Storage(buffer, nbytes, pool)
         pool.tape = None
         try:
-            storage = pool._allocate(nbytes, upload)
+            storage = pool.allocate(nbytes, upload)
         finally:
             pool.tape = self
         self.adopt(storage.buffer)
@@ -695,7 +695,7 @@ class Rerun:
                 # its earlier tenant still lives (it had died here in the trace: a reference
                 # cycle not yet collected, say): the buffer cannot be shared
                 self._diverge("kept a tensor alive that the trace had dropped")
-                return pool._allocate(nbytes, upload)
+                return pool.allocate(nbytes, upload)
             self.a += 1
             if pin.dead:
                 pin.dead = False
@@ -707,7 +707,7 @@ class Rerun:
             self.tenants[i] = weakref.ref(st)
             return st
         self._diverge("allocated otherwise than the trace")
-        return pool._allocate(nbytes, upload)
+        return pool.allocate(nbytes, upload)
 
     def read(self, reads=()):
         if self.off:
@@ -768,7 +768,7 @@ class Rerun:
                 dev._copy(*args)
         for cmd in self.pending:
             if cmd[0] == "d":
-                dev._dispatch(*cmd[1:])
+                dev.dispatch(*cmd[1:])
             elif cmd[0] == "c":
                 dev._copy(*cmd[1:])
             else:

@@ -54,7 +54,7 @@ from ..autograd import _state as _grad
 from ..autograd import record as _record
 from ..tensor import Tensor
 from . import core
-from .core import PlanCache, empty_laid, f32_bits
+from .core import _F32, _I32, PlanCache, empty_laid, f32_bits
 from .operators import name_method
 
 # (name of the elementwise op, the Tensor methods bound to it; a reflected one, `2 - x`, binds
@@ -120,11 +120,17 @@ def _run(plan, dev, a, b, number):
     if number:  # (the number after the map's words, as _map_command puts it)
         if conv is not None:
             b = conv(b)
-        word = f32_bits(b) if isf else int(b)
-        info = [n, 0, a._offset, *static, word]
+        if not isf:
+            word = int(b)
+        else:
+            try:  # (f32_bits's struct round trip inline; it handles what overflows)
+                word = _I32.unpack(_F32.pack(b))[0]
+            except OverflowError:
+                word = f32_bits(b)
+        info = (n, 0, a._offset, *static, word)  # (a tuple: dispatch's tuple() keeps it)
         bufs = [a._storage.buffer, out._storage.buffer]
     else:
-        info = [n, 0, a._offset, b._offset, *static]
+        info = (n, 0, a._offset, b._offset, *static)
         bufs = [a._storage.buffer, b._storage.buffer, out._storage.buffer]
     dev.dispatch(src, bufs, info, grid)
     return out
@@ -215,7 +221,10 @@ def _operator(name, meth, slow):
         ts = type(self)
         if ts is not Tensor and ts is not _Parameter:
             return slow(self, other)
-        if rec or (_grad.enabled and _recorded(self)):
+        if rec or (
+            _grad.enabled
+            and (self.requires_grad or (self._base is not None and self._base.requires_grad))
+        ):  # (_recorded(self) written out: the call costs ~0.1 µs of every bound call's ~5)
             return recorded(self, other, number, ok)
         key = (self.dtype, self._shape, self._strides, self._offset & 3, ok)
         plan = table.get(key)
@@ -331,7 +340,7 @@ def _run_unary(plan, dev, x):
     """The result of a unary op on x by its bound plan's one dispatch."""
     _, src, static, grid, n, res, shape, lay = plan
     out = empty_laid(dev, shape, res, lay)
-    dev.dispatch(src, [x._storage.buffer, out._storage.buffer], [n, 0, x._offset, *static], grid)
+    dev.dispatch(src, [x._storage.buffer, out._storage.buffer], (n, 0, x._offset, *static), grid)
     return out
 
 
@@ -359,7 +368,9 @@ def _unary(label, slow):
         tx = type(x)
         if args or kwargs or (tx is not Tensor and tx is not _Parameter):
             return slow(x, *args, **kwargs)
-        if _grad.enabled and _recorded(x):
+        if _grad.enabled and (
+            x.requires_grad or (x._base is not None and x._base.requires_grad)
+        ):  # (_recorded(x) written out, as in _operator's fn)
             return recorded(x)
         key = (x.dtype, x._shape, x._strides, x._offset & 3)
         plan = table.get(key)

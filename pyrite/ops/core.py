@@ -12,6 +12,7 @@ import sys
 
 from .. import backend
 from .. import dtypes as D
+from ..backend.pool import size_class
 from ..errors import ShapeError
 from ..kernels.common import WG, grid_for
 from ..kernels.elementwise import map_kernel, map_words, vec4_fits
@@ -123,14 +124,16 @@ def _storage_nbytes(n: int, dtype) -> int:
     return max((n * dtype.storage_bytes + 3) & ~3, 4)
 
 
-# (shape, dtype) -> (numel, device bytes, logical bytes, contiguous strides): what empty()
-# derives from its arguments, computed once per shape (~0.4 µs of every op's output)
+# (shape, dtype) -> (numel, device bytes, logical bytes, contiguous strides, the bytes' pool size
+# class): what empty() derives from its arguments, computed once per shape (~0.4 µs of every
+# op's output)
 _layouts: dict = {}
 
 
 def _layout(shape, dtype):
     n = math.prod(shape)
-    lay = (n, _storage_nbytes(n, dtype), n * dtype.itemsize, contiguous_strides(shape))
+    nbytes = _storage_nbytes(n, dtype)
+    lay = (n, nbytes, n * dtype.itemsize, contiguous_strides(shape), size_class(nbytes))
     if len(_layouts) > 4096:
         _layouts.clear()
     _layouts[shape, dtype] = lay
@@ -153,7 +156,7 @@ def empty_laid(dev, shape: tuple, dtype, lay, mappable=False) -> Tensor:
     """empty() on `dev` with its layout `lay` already looked up (_layouts' entry: elements,
     bytes, logical bytes, strides) and the dtype already allowed there (ops/bound.py's plans
     keep both)."""
-    storage = dev.pool.allocate(lay[1], False, mappable)
+    storage = dev.pool.allocate(lay[1], False, mappable, lay[4])
     storage.logical_nbytes = lay[2]
     t = Tensor._make(storage, shape, lay[3], 0, dtype)
     if POISON and lay[0]:
