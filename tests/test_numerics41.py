@@ -24,6 +24,8 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.test_reduce_accuracy import PATHS, SHAPES, _check_path, _force  # noqa: E402
+
 
 def _np(t):
     return t.detach().numpy() if isinstance(t, torch.Tensor) else t.numpy()
@@ -120,3 +122,98 @@ def test_complex_sqrt_grad_near_extremes(rng):
     pr.sqrt(pz).real.sum().backward()
     err = _ulp_err(_np(tz.grad), pz.grad.numpy())
     assert err.max() <= 6.0, err
+
+
+# ---- var / std / var_mean / std_mean past float32's squares -------------------------------------
+def _moments64(a, correction=1):
+    """(var, std, mean) along the last axis in float64 (two passes: squares of float32 data,
+    up to (6.8e38)², are far inside float64's range)."""
+    a = a.astype(np.float64)
+    m = a.mean(-1)
+    q = ((a - m[..., None]) ** 2).sum(-1)
+    v = q / (a.shape[-1] - correction)
+    return v, np.sqrt(v), m
+
+
+def _spread_rows(kind, shape, rng):
+    """Rows whose squared deviations pass float32's range though their variance may not."""
+    a = rng.standard_normal(shape)
+    if kind == "1e12":  # just past the scaled units' switch (2^40)
+        a = a * 1e12
+    elif kind == "1e19":  # var ~1e38 representable, Σ(x - mean)² ~1e38·n not
+        a = a * 1e19
+    elif kind == "offset":  # far from 0 as well
+        a = a * 1e19 + 1e20
+    elif kind == "1e38":  # var past float32 (inf), std ~1e38 (finite)
+        a = np.clip(a * 1e38, -3.4e38, 3.4e38)
+    elif kind == "outlier":  # small data, one huge value late in the row (the switch mid-row)
+        a[..., -3] = 3e37
+    return a.astype(np.float32)
+
+
+# Tolerances: the variance to the 1e-5 relative that the Welford reduction documents and
+# tests (test_reduce_accuracy, test_reduce); the scaling by 2^-81 is exact, so Welford's
+# rounding is all the error. std is var's root: half var's relative error, +1 rounding. The
+# mean (mean()'s compensated sum, or Welford's k + m where that sum overflows): n·2^-24 of
+# max|x| absolute (each of Welford's n mean updates rounds at the data's scale).
+RTOL_VAR = 1e-5
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("kind", ["1e12", "1e19", "offset", "1e38", "outlier"])
+def test_var_std_past_float32_squares(path, kind, rng, monkeypatch):
+    _force(path, monkeypatch)
+    a = _spread_rows(kind, SHAPES[path], rng)
+    x = pr.tensor(a)
+    v, m = pr.var_mean(x, 1)
+    _check_path(path)
+    s, m2 = pr.std_mean(x, dim=1)
+    v1, s1 = pr.var(x, 1), pr.std(x, 1)
+    v64, s64, m64 = _moments64(a)
+    with np.errstate(over="ignore"):
+        want_v, want_s = v64.astype(np.float32), s64.astype(np.float32)
+    for got, want in ((v, want_v), (v1, want_v), (s, want_s), (s1, want_s)):
+        got = got.numpy()
+        assert np.array_equal(np.isinf(got), np.isinf(want)), (got, want)
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(got[fin], want[fin].astype(np.float64), rtol=RTOL_VAR)
+    tol = a.shape[1] * 2.0**-24 * np.abs(a).astype(np.float64).max(1)
+    for got in (m, m2):
+        assert (np.abs(got.numpy() - m64) <= tol).all(), (got.numpy(), m64)
+    # torch's (double Welford along a dim) agrees on which results are finite; a single row is
+    # torch's full reduction, whose float32 sum overflows to NaN here (float64 is the oracle)
+    if a.shape[0] == 1:
+        return
+    tv, tm = torch.var_mean(torch.from_numpy(a), 1)
+    assert np.array_equal(np.isinf(_np(tv)), np.isinf(v.numpy()))
+    assert (
+        np.isfinite(_np(torch.std(torch.from_numpy(a), 1))).all() and np.isfinite(s.numpy()).all()
+    )
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_var_std_huge_full_and_multi_dim(rng):
+    """Full and multi-dim reductions, correction 0 and 2, keepdim; every value against float64
+    (torch's full-reduction var/std of such data is NaN: its float32 sum overflows, so float64
+    is the oracle here), a row of one value and rows wider than float32 (x - k overflows)."""
+    a = (rng.standard_normal((3, 37, 11)) * 1e19).astype(np.float32)
+    x = pr.tensor(a)
+    for corr in (0, 1, 2):
+        got = pr.var(x, dim=(0, 2), correction=corr, keepdim=True).numpy().ravel()
+        want = _moments64(a.transpose(1, 0, 2).reshape(37, -1), corr)[0]
+        np.testing.assert_allclose(got, want, rtol=RTOL_VAR)
+        got = pr.std(x, correction=corr).item()
+        want = _moments64(a.reshape(-1), corr)[1]
+        np.testing.assert_allclose(got, want, rtol=RTOL_VAR)
+    # x - k past float32 (3e38 - (-3e38)): std finite where representable
+    b = np.array([[-3e38, 3e38, 3e38, 3e38] * 50, [3e38, -3e38] * 100], np.float32)
+    s = pr.std(pr.tensor(b), 1).numpy()
+    v64, s64, _ = _moments64(b)
+    with np.errstate(over="ignore"):
+        want = s64.astype(np.float32)
+    assert np.array_equal(np.isinf(s), np.isinf(want))
+    np.testing.assert_allclose(s[np.isfinite(want)], s64[np.isfinite(want)], rtol=RTOL_VAR)
+    assert np.isinf(pr.var(pr.tensor(b), 1).numpy()).all()  # (~1e77: past float32)
+    # one value: var 0/0 → NaN with correction 1, 0 with correction 0 (as torch)
+    one = pr.tensor(np.array([[3e38]], np.float32))
+    assert np.isnan(pr.var(one, 1).item()) and pr.var(one, 1, correction=0).item() == 0.0

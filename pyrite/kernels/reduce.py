@@ -117,6 +117,12 @@ def _compensated_sum(op: str, x: str):
     return "a: f32, c: f32", "f32", fns, (final,)
 
 
+# Welford's scaled units (_welford_spec): a spread of 2^40 switches to units of 2^-81
+W_BIG = 2.0**40
+W_SC = 2.0**-81
+W_UN = 2.0**81
+
+
 def _welford_spec(op: str):
     """var / std (n, m, q, k) and var_mean / std_mean (n, m, q, k, a, c): Welford's update and
     Chan et al.'s merge, plus for the _mean ops the compensated sum (a, c) of x that gives
@@ -143,14 +149,34 @@ def _welford_spec(op: str):
     (wgpu-native, 2026-12, µs a call back-to-back): the same errors (<= 1.29 ulp, mean()'s);
     BatchNorm's var_mean of (256, 64, 56, 56) over (0, 2, 3) 261.7 before and after (var
     211.5 / 216.7), of 16.7M f32s var_mean / var 1.30x before, 1.32x after.
+
+    Spread past 2^40 (W_BIG): Σ(x - mean)² passes float32's range long before the variance
+    does (1000 values ~1e19 apart: var ~1e38, M2 ~1e41 was inf; torch's double Welford is
+    finite), and std of data ~1e38 apart overflowed with it. A state whose data spread that far
+    (|x - k| >= 2^40 in a step, |b.k - a.k| or |d| >= 2^40 in a merge) holds m, k and q in
+    units of 2^-81 (W_SC; q in 2^-162) and marks it by a negative n; the finals scale back
+    (var by 2^81 twice, so it overflows only where it is past float32's range; std by 2^81
+    after the root). Below 2^40 nothing changes: q < 2^30 rows·(6·2^40)² stays finite; above
+    it, scaled values stay < 2^48, q < 2^30·2^98, and M2 >= (2^40)²/2 (two data 2^40 apart),
+    so the terms that underflow in the scaled units (< 2^-126, 2^36 unscaled) are below 2^-40
+    of it. Cost: one comparison a step and a merge (the scaled path runs only where the spread
+    is that wide), no state word more, no kernel more. Lavapipe (2 shared cores, min of 15,
+    two runs each, noisy): 1000 x 1000 var_mean along dim 1 28-29 ms before, 30-32 after; var
+    along dim 1 21-22 / 18-21; var of all 1M 20-22 / 24-25.
     """
     with_mean = op.endswith("_mean")
     fields = "n: f32, m: f32, q: f32, k: f32" + (", a: f32, c: f32" if with_mean else "")
     ext = ", t.x, t.y" if with_mean else ""
+    ext_s = ", s.a, s.c" if with_mean else ""
     fns = (
+        f"const W_BIG: f32 = {W_BIG!r};\nconst W_SC: f32 = {W_SC!r};\nconst W_UN: f32 = {W_UN!r};\n"
         "fn s_init() -> S { return S(0.0, 0.0, 0.0, 0.0"
         + (", 0.0, 0.0" if with_mean else "")
         + "); }\n"
+        # the state in units of W_SC (n negated: the mark); its mean's sum (a, c) as it was.
+        # (2^-162 and 2^162 are no float32s: each scaling is two products, the first through
+        # p_opaque, or lavapipe's compiler folds the two constants into one: q·0, var·inf)
+        f"fn w_scaled(s: S) -> S {{ return S(-s.n, s.m * W_SC, p_opaque(s.q * W_SC) * W_SC, s.k * W_SC{ext_s}); }}\n"
     )
     if with_mean:
         fns += (
@@ -166,7 +192,8 @@ def _welford_spec(op: str):
             # element, so [inf, 1] gives NaN where mean() gives inf
             "fn s_mean(s: S, n: f32) -> f32 {\n"
             "  let v = p_cmean(s.a, s.c, n);\n"
-            "  if (p_isnan(v) || p_isinf(v)) { return s.k + s.m; }\n  return v;\n}\n"
+            "  if (p_isnan(v) || p_isinf(v)) { return (s.k + s.m) * select(1.0, W_UN, s.n < 0.0); }\n"
+            "  return v;\n}\n"
         )
     fns += (
         # (the first element starts the state as PyTorch's Welford does: mean x, also for
@@ -175,25 +202,37 @@ def _welford_spec(op: str):
         + ("  let t = c_add(s.a, s.c, x);\n" if with_mean else "")
         + "  if (s.n == 0.0) {\n"
         f"    return S(1.0, 0.0, select(0.0, p_nan(), p_isinf(x) || p_isnan(x)), x{ext});\n  }}\n"
-        "  let y = x - s.k; let n = s.n + 1.0; let d = y - s.m; let m = s.m + d / n;\n"
-        f"  return S(n, m, s.q + d * (y - m), s.k{ext});\n}}\n"
-        "fn s_merge(a: S, b: S) -> S {\n"
-        "  if (b.n == 0.0) { return a; }\n  if (a.n == 0.0) { return b; }\n"
+        "  var u = s;\n  var y = x - s.k;\n"
+        "  if (s.n < 0.0 || abs(y) >= W_BIG) {  // (a spread past 2^40: units of 2^-81)\n"
+        "    if (s.n > 0.0) { u = w_scaled(s); }\n    y = x * W_SC - u.k;\n  }\n"
+        "  let n = abs(u.n) + 1.0; let d = y - u.m; let m = u.m + d / n;\n"
+        f"  return S(select(n, -n, u.n < 0.0), m, u.q + d * (y - m), u.k{ext});\n}}\n"
+        "fn s_merge(a0: S, b0: S) -> S {\n"
+        "  if (b0.n == 0.0) { return a0; }\n  if (a0.n == 0.0) { return b0; }\n"
+        "  var a = a0; var b = b0;\n"
+        "  let wide = abs(b.k - a.k) >= W_BIG || abs((b.m + (b.k - a.k)) - a.m) >= W_BIG;\n"
+        "  let sc = a.n < 0.0 || b.n < 0.0 || wide;\n"
+        "  if (sc && a.n > 0.0) { a = w_scaled(a); }\n  if (sc && b.n > 0.0) { b = w_scaled(b); }\n"
+        "  let an = abs(a.n); let bn = abs(b.n);\n"
         # (b's compensation added after the step, in mean()'s order: the same sum bit for bit)
         + (
             "  let t0 = c_add(a.a, a.c, b.a);\n  let t = vec2<f32>(t0.x, t0.y + b.c);\n"
             if with_mean
             else ""
         )
-        + "  let n = a.n + b.n; let d = (b.m + (b.k - a.k)) - a.m;\n"
-        f"  return S(n, a.m + d * (b.n / n), a.q + b.q + d * d * (a.n * b.n / n), a.k{ext});\n}}\n"
-        # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf
+        + "  let n = an + bn; let d = (b.m + (b.k - a.k)) - a.m;\n"
+        "  return S(select(n, -n, sc), a.m + d * (bn / n), a.q + b.q + d * d * (an * bn / n), "
+        f"a.k{ext});\n}}\n"
+        # divisor max(0, n - correction), as PyTorch: 0/0 → NaN, q/0 → inf; in the state's units
         "fn s_var(s: S, c: f32) -> f32 {\n"
-        "  let den = max(s.n - c, 0.0);\n"
+        "  let den = max(abs(s.n) - c, 0.0);\n"
         "  if (den == 0.0) { return select(p_inf(), p_nan(), s.q == 0.0 || p_isnan(s.q)); }\n"
         "  return s.q / den;\n}\n"
     )
-    v = "sqrt(s_var(s, p))" if op.startswith("std") else "s_var(s, p)"
+    if op.startswith("std"):
+        v = "sqrt(s_var(s, p)) * select(1.0, W_UN, s.n < 0.0)"
+    else:
+        v = "select(s_var(s, p), p_opaque(s_var(s, p) * W_UN) * W_UN, s.n < 0.0)"
     if not with_mean:
         return fields, "f32", fns, (v,)
     mean = "select(s_mean(s, L), p_nan(), L == 0.0)"  # (mean()'s final, L the row length)
