@@ -11,6 +11,7 @@ import sys
 import time
 
 import numpy as np
+from _opcount import opcodes
 
 import pyrite as pr
 from pyrite import backend
@@ -21,6 +22,9 @@ ap.add_argument("--layers", type=int, default=12)
 ap.add_argument("--runs", type=int, default=7, help="timings, the best reported")
 ap.add_argument("--n", type=int, default=20, help="forwards a timing")
 ap.add_argument("--profile", action="store_true", help="cProfile by tottime and cumtime")
+ap.add_argument(
+    "--opcodes", action="store_true", help="bytecodes and Python calls a forward, by function"
+)
 args = ap.parse_args()
 
 dev = backend.current()
@@ -46,7 +50,15 @@ with pr.no_grad():
     model(x)
     per = dev.dispatches - d0
 
-    if args.profile:
+    if args.opcodes:
+        counts, funcs = opcodes(lambda: model(x))
+        print(
+            f"BERT-base {args.layers} layers, 1x128, eager: {counts['op']} bytecodes, "
+            f"{counts['call']} Python calls a forward, {per} dispatches"
+        )
+        for k, v in sorted(funcs.items(), key=lambda kv: -kv[1])[:40]:
+            print(f"  {v:7d}  {k}")
+    elif args.profile:
         p = cProfile.Profile()
         p.enable()
         for _ in range(args.n):

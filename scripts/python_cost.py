@@ -12,6 +12,7 @@ import sys
 import time
 
 import numpy as np
+from _opcount import opcodes
 
 import pyrite as pr
 from pyrite import backend
@@ -68,40 +69,6 @@ def best(fn, n=500, runs=7):
             fn()
         out = min(out, time.perf_counter() - t)
     return out / n * 1e6
-
-
-def opcodes(fn):
-    """Bytecodes and Python calls one call of `fn` runs (deterministic, where timings on a shared
-    host are not): a trace function counting every opcode event and every call event."""
-    counts = {"op": 0, "call": 0}
-    per: dict = {}
-
-    def tracer(frame, event, _arg):
-        if event == "call":
-            counts["call"] += 1
-            frame.f_trace_opcodes = True
-            key = f"{frame.f_code.co_filename.split('pyrite/')[-1]}:{frame.f_code.co_name}"
-            per[key] = per.get(key, 0)
-            frame.f_locals  # (keeps the frame's trace alive)
-            return _local(key)
-        return None
-
-    def _local(key):
-        def local(frame, event, _arg):
-            if event == "opcode":
-                counts["op"] += 1
-                per[key] += 1
-            return local
-
-        return local
-
-    fn()
-    sys.settrace(tracer)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return counts, per
 
 
 if "--opcodes" in sys.argv:
