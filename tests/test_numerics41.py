@@ -217,3 +217,41 @@ def test_var_std_huge_full_and_multi_dim(rng):
     # one value: var 0/0 → NaN with correction 1, 0 with correction 0 (as torch)
     one = pr.tensor(np.array([[3e38]], np.float32))
     assert np.isnan(pr.var(one, 1).item()) and pr.var(one, 1, correction=0).item() == 0.0
+
+
+# ---- vander (float32): torch's cumprod with its double accumulator, bit for bit --------------------
+def _same_bits(want, got):
+    want, got = np.asarray(want), np.asarray(got)
+    return (want.view(np.uint32) == got.view(np.uint32)) | (np.isnan(want) & np.isnan(got))
+
+
+@pytest.mark.parametrize("scale", [1.0, 7.0, 1e-3, 1e5, 1e-12, 1e-40])
+def test_vander_float32_bits(rng, scale):
+    """Every column bit for bit (x^3 and up were 1-2 ulp off: a float32 running product), over
+    magnitudes whose powers overflow, underflow and go subnormal, both orders, several N."""
+    x = (rng.standard_normal(int(rng.integers(1, 120))) * scale).astype(np.float32)
+    for n in (None, 1, 2, 3, int(rng.integers(4, 40))):
+        for inc in (False, True):
+            want = _np(torch.vander(torch.from_numpy(x), N=n, increasing=inc))
+            got = pr.vander(pr.tensor(x), N=n, increasing=inc).numpy()
+            assert want.shape == got.shape
+            assert _same_bits(want, got).all(), (n, inc, np.argwhere(~_same_bits(want, got)))
+
+
+def test_vander_float32_special_values_and_grad(rng):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3e38, -1e-45, 2.5], np.float32)
+    want = _np(torch.vander(torch.from_numpy(x), N=6))
+    assert _same_bits(want, pr.vander(pr.tensor(x), N=6).numpy()).all()
+    # the gradient against float64's Σ_k g_k·k·x^(k-1) (torch 2.13's own vander backward raises
+    # "modified by an inplace operation" here): each term a few roundings (the power, the
+    # products) and N-1 additions: (N + 3)·2^-24 of Σ|terms|
+    a = rng.standard_normal(23).astype(np.float32)
+    g = rng.standard_normal((23, 7)).astype(np.float32)
+    for inc in (False, True):
+        px = pr.tensor(a, requires_grad=True)
+        pr.vander(px, N=7, increasing=inc).backward(pr.tensor(g))
+        k = np.arange(7.0) if inc else np.arange(7.0)[::-1]
+        terms = g.astype(np.float64) * k * a[:, None].astype(np.float64) ** np.maximum(k - 1, 0)
+        want = terms.sum(1)
+        tol = (7 + 3) * 2.0**-24 * np.abs(terms).sum(1)
+        assert (np.abs(px.grad.numpy() - want) <= tol).all(), (px.grad.numpy(), want)

@@ -140,6 +140,102 @@ HELPERS = {
     # 24-bit mantissas, 8 exponent bits a step: at most ceil(253/8) = 32 loop iterations an
     # element (x/y = 2^253 at worst), then the bits of r * 2^(ey-150) built directly (no ldexp,
     # which may flush subnormal factors).
+    # x^k as torch's float32 cumprod (and so torch.vander) computes it: the product of k copies
+    # of x in a double accumulator (each product rounded to 53 bits, nearest even), rounded to
+    # float32 once at the end (a float32 running product was 1-2 ulp off from x^3 on). By
+    # integers: the double is M·2^e, M in [2^52, 2^53) as (hi: 21 bits, lo: 32); M times x's
+    # 24-bit significand in 16-bit limbs (each column's sum < 2^19 before its carry), then
+    # rounded back to 53 bits. The loop stops once the value is past float32's range for good
+    # (|x|^i is monotone in i); k iterations otherwise (the caller bounds k by lavapipe's
+    # loop budget).
+    "p_pow_cumprod": """fn p_pow_cumprod(x: f32, k: i32) -> f32 {
+  if (k == 0) { return 1.0; }
+  let ux = bitcast<u32>(x);
+  let ax = ux & 0x7fffffffu;
+  let neg = (ux >> 31u) == 1u && (k & 1) == 1;
+  if (ax > 0x7f800000u) { return x; }
+  if (ax == 0u || ax == 0x7f800000u) { return p_with_sign(bitcast<f32>(ax), neg); }
+  var ex = i32(ax >> 23u);
+  var mx = ax & 0x7fffffu;
+  if (ex == 0) {  // a subnormal x: its significand normalised
+    ex = 1;
+    loop {
+      if ((mx & 0x800000u) != 0u) { break; }
+      mx = mx << 1u;
+      ex = ex - 1;
+    }
+  } else {
+    mx = mx | 0x800000u;
+  }
+  let e1 = ex - 150;  // |x| = mx·2^e1
+  var hi = mx >> 3u;
+  var lo = mx << 29u;
+  var e = e1 - 29;
+  let b0 = mx & 0xffffu;
+  let b1 = mx >> 16u;
+  for (var i = 1; i < k; i = i + 1) {
+    if (e > 200 || e < -400) { break; }
+    let a0 = lo & 0xffffu; let a1 = lo >> 16u; let a2 = hi & 0xffffu; let a3 = hi >> 16u;
+    let p00 = a0 * b0; let p10 = a1 * b0; let p20 = a2 * b0; let p30 = a3 * b0;
+    let p01 = a0 * b1; let p11 = a1 * b1; let p21 = a2 * b1; let p31 = a3 * b1;
+    var c = (p00 >> 16u) + (p10 & 0xffffu) + (p01 & 0xffffu);
+    let r1 = c & 0xffffu;
+    c = (c >> 16u) + (p10 >> 16u) + (p01 >> 16u) + (p20 & 0xffffu) + (p11 & 0xffffu);
+    let r2 = c & 0xffffu;
+    c = (c >> 16u) + (p20 >> 16u) + (p11 >> 16u) + (p30 & 0xffffu) + (p21 & 0xffffu);
+    let r3 = c & 0xffffu;
+    c = (c >> 16u) + (p30 >> 16u) + (p21 >> 16u) + (p31 & 0xffffu);
+    let r4 = c & 0xffffu;
+    let r5 = (c >> 16u) + (p31 >> 16u);
+    let q0 = (p00 & 0xffffu) | (r1 << 16u);
+    let q1 = r2 | (r3 << 16u);
+    let q2 = r4 | (r5 << 16u);
+    var sh = 23u;  // the product is in [2^75, 2^77): 53 bits kept
+    if ((q2 >> 12u) != 0u) { sh = 24u; }
+    var nlo = (q0 >> sh) | (q1 << (32u - sh));
+    var nhi = (q1 >> sh) | (q2 << (32u - sh));
+    let rem = q0 & ((1u << sh) - 1u);
+    let half = 1u << (sh - 1u);
+    if (rem > half || (rem == half && (nlo & 1u) == 1u)) {
+      nlo = nlo + 1u;
+      if (nlo == 0u) { nhi = nhi + 1u; }
+    }
+    e = e + e1 + i32(sh);
+    if (nhi == 0x200000u) { nhi = 0x100000u; e = e + 1; }  // rounded up to 2^53
+    hi = nhi;
+    lo = nlo;
+  }
+  // M·2^e to float32, nearest even: 29 bits dropped, more for a subnormal result
+  let be = e + 52 + 127;
+  if (be > 254) { return p_with_sign(p_inf(), neg); }
+  var d = 29;
+  if (be < 1) { d = 30 - be; }
+  if (d > 53) { return p_with_sign(0.0, neg); }
+  var qv: u32;
+  var up: bool;
+  if (d < 32) {
+    let du = u32(d);
+    qv = (hi << (32u - du)) | (lo >> du);
+    let rem = lo & ((1u << du) - 1u);
+    let half = 1u << (du - 1u);
+    up = rem > half || (rem == half && (qv & 1u) == 1u);
+  } else {
+    let du = u32(d - 32);
+    qv = hi >> du;
+    if (du == 0u) {
+      up = lo > 0x80000000u || (lo == 0x80000000u && (qv & 1u) == 1u);
+    } else {
+      let rh = hi & ((1u << du) - 1u);
+      let hh = 1u << (du - 1u);
+      up = rh > hh || (rh == hh && (lo > 0u || (qv & 1u) == 1u));
+    }
+  }
+  if (up) { qv = qv + 1u; }
+  var bits = qv;
+  if (be >= 1) { bits = (u32(be) << 23u) + qv - 0x800000u; }
+  if (bits >= 0x7f800000u) { return p_with_sign(p_inf(), neg); }
+  return p_with_sign(bitcast<f32>(bits), neg);
+}""",
     "p_fmodf": """fn p_fmodf(x: f32, y: f32) -> f32 {
   let bx = bitcast<u32>(x);
   let ax = bx & 0x7fffffffu;

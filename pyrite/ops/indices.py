@@ -189,11 +189,47 @@ def vander(x, N=None, increasing=False):
     dt = v.dtype if v.dtype.kind != "b" else D.int32
     if n == 0:
         return empty((v._shape[0], 0), dt)
+    if dt is D.float32 and n <= _VANDER_EXACT_N:
+        return _vander_f32(v, n, increasing)
     cols = [ones((v._shape[0], 1), dtype=dt)]
     if n > 1:
         cols.append(v.to(dt).unsqueeze(1).expand(v._shape[0], n - 1))
     out = cat(cols, 1).cumprod(1)
     return out if increasing else out.flip(1)
+
+
+# x^k by kernels/mathlib p_pow_cumprod loops k times: N past lavapipe's loop budget
+# (65,535 iterations an invocation, DESIGN.md) takes the float32 cumprod (an ulp or two off)
+_VANDER_EXACT_N = 60_000
+
+
+def _vander_f32(v, n, increasing):
+    """float32 vander as torch's: column k = x^k by its cumprod's double accumulator, bit for
+    bit (kernels/mathlib p_pow_cumprod), one map; the gradient Σ_k g_k·k·x^(k-1)."""
+    from .. import autograd
+    from .core import run_map
+
+    out = empty((v._shape[0], n), D.float32)
+    k = "gi % s0" if increasing else "s0 - 1 - gi % s0"
+    with autograd.no_grad():
+        run_map(f"p_pow_cumprod(x0, {k})", (v.unsqueeze(1),), ("f32",), out, "f32", (n,), ("i32",))
+    if autograd.needs_grad(v):
+        autograd.record("vander", _g_vander, (v, n, increasing), {}, out)
+    return out
+
+
+def _g_vander(ctx, g):
+    """d x^k / dx = k·x^(k-1): g's columns (increasing order) 1..N-1 times k and x's powers
+    0..N-2."""
+    from .creation import arange
+
+    x, n, increasing = ctx.args
+    if n < 2:
+        return (g.sum(1) * 0.0, None, None)
+    gi = g if increasing else g.flip(1)
+    p = vander(x, n - 1, increasing=True)  # (m, N-1): x^0 .. x^(N-2), recorded for double grads
+    kk = arange(1, n, dtype=D.float32)
+    return ((gi[:, 1:] * kk * p).sum(1), None, None)
 
 
 # ---- put and the *_scatter family ------------------------------------------------------------
