@@ -9,8 +9,6 @@ checked against torch on fresh random inputs (the `rng` fixture, seeded from the
   float32's range were inf (var of 1000 values ~1e19 apart, representable: inf), std of data
   ~1e38 apart inf (torch: its double Welford, finite): Welford's state now switches to units of
   2^-81 when the data's spread passes 2^40.
-- the window functions were up to 1024 ulp (near-zero values) off torch's: now torch's
-  formulas in torch's order and precision, bit for bit.
 - vander (float32) was 1-2 ulp off for x^3 and up: torch's cumprod carries a double; now an
   exact emulation of that double product, bit for bit.
 """
