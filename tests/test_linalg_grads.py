@@ -117,24 +117,6 @@ def test_inverse_and_solves(batch, n, rng):
     )
 
 
-@pytest.mark.parametrize("upper", [False, True])
-@pytest.mark.parametrize("left", [True, False])
-@pytest.mark.parametrize("unit", [False, True])
-def test_solve_triangular(upper, left, unit, rng):
-    n = 5
-    T = _f32(np.tril(rng.standard_normal((2, n, n))) + 3 * np.eye(n))
-    if upper:
-        T = np.swapaxes(T, -1, -2).copy()
-    B = _f32(rng.standard_normal((2, n, 3) if left else (2, 3, n)))
-    kw = {"upper": upper, "left": left, "unitriangular": unit}
-    _check(
-        lambda a, b: torch.linalg.solve_triangular(a, b, **kw),
-        lambda a, b: pr.linalg.solve_triangular(a, b, **kw),
-        [T, B],
-        rng,
-    )
-
-
 @pytest.mark.parametrize("batch,n", SHAPES)
 def test_cholesky(batch, n, rng):
     A = _spd(rng, batch, n)

@@ -307,7 +307,9 @@ def test_gradcheck_float32(rng):
 
 # ---- the rules that already existed, on awkward and batched shapes ------------------------------
 @pytest.mark.parametrize("batch,n", [((), 1), ((), 3), ((2, 2), 5)])
-@pytest.mark.parametrize("upper,left,unit", [(False, True, False), (True, False, True)])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
 def test_solve_triangular_gradient(batch, n, upper, left, unit, rng):
     T = np.tril(rng.standard_normal(batch + (n, n)), -1) * 0.5 + np.diag(rng.uniform(1, 2, n))
     # (unitriangular: the diagonal read as ones; κ of the matrix actually solved with)
