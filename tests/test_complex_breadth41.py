@@ -615,3 +615,55 @@ def test_nanmean_nansum_cdist_refused_as_torch(rng):
     ]
     for f in cases:
         same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))
+
+
+@pytest.mark.parametrize(
+    "ashape,bshape,left",
+    [
+        ((3, 3), (3, 2), True),
+        ((5, 5), (5,), True),
+        ((2, 4, 4), (2, 4), True),  # (B of A's batch and n: a vector, torch's rule)
+        ((2, 4, 4), (1, 4, 3), True),
+        ((3, 3), (2, 3), False),
+        ((2, 1, 5, 5), (3, 7, 5), False),
+    ],
+)
+def test_solve(rng, ashape, bshape, left):
+    """A backward-stable solve is within ~n·eps·κ(A)·‖X‖ of X normwise; the gradients
+    (gB = A⁻ᴴ G, gA = -gB Xᴴ, or their transposes) within that times ‖A⁻¹‖·‖G‖·(1 + ‖X‖)."""
+    a = _crandn(rng, *ashape) + 2 * np.eye(ashape[-1], dtype=np.complex64)
+    b = _crandn(rng, *bshape)
+    p = [pr.tensor(a, requires_grad=True), pr.tensor(b, requires_grad=True)]
+    t = [torch.tensor(v.astype(np.complex128), requires_grad=True) for v in (a, b)]
+    got = pr.linalg.solve(*p, left=left)
+    want = torch.linalg.solve(*t, left=left).resolve_conj()  # (left=False: a conj view)
+    assert got.dtype == pr.complex64 and tuple(got.shape) == tuple(want.shape)
+    a64 = a.astype(np.complex128)
+    n = ashape[-1]
+    kappa = np.linalg.cond(a64).max()
+    ainv = np.linalg.norm(np.linalg.inv(a64), axis=(-2, -1)).max()
+    xn = np.abs(_np(want)).max() * np.sqrt(_np(want).size)
+    tol = 8 * n * EPS * kappa * xn
+    _assert_within(_np(got), _np(want), tol, "value")
+    W = rng.standard_normal((*want.shape, 2))
+    (pr.view_as_real(got) * pr.tensor(W.astype(np.float32))).sum().backward()
+    (torch.view_as_real(want) * torch.tensor(W)).sum().backward()
+    gn = np.sqrt((W**2).sum())
+    for i in range(2):
+        _assert_within(_np(p[i].grad), _np(t[i].grad), tol * ainv * gn * (1 + 1 / xn), f"grad {i}")
+
+
+def test_solve_refusals(rng):
+    a, b = _crandn(rng, 2, 4, 4), _crandn(rng, 4)
+    cases = [
+        lambda L, T: L.linalg.solve(T(a), T(b.real.copy())),
+        lambda L, T: L.linalg.solve(T(a.real.copy()), T(b)),
+        lambda L, T: L.linalg.solve(T(np.zeros((3, 3), np.complex64)), T(b[:3])),
+        lambda L, T: L.linalg.solve(T(a), T(b), left=False),
+        lambda L, T: L.linalg.solve(T(a), T(_crandn(rng, 2, 4)), left=False),
+    ]
+    for f in cases:
+        same_error(lambda f=f: f(pr, pr.tensor), lambda f=f: f(torch, torch.tensor))
+    # a shape the embedding refuses: the real op's error, naming the complex sizes
+    with pytest.raises(ValueError, match="4x4 and 5x2"):
+        pr.linalg.solve(pr.tensor(a), pr.tensor(_crandn(rng, 5, 2)))

@@ -60,7 +60,7 @@ def unsupported(name: str) -> ComplexError:
         f"pyrite: {op} does not support complex tensors yet (supported: views, arithmetic, "
         "conj, real/imag, abs, angle, exp/log/pow/sqrt, trig and hyperbolic functions and "
         "their inverses, sum/mean/prod/cumsum, var/std, dot, norms, isclose, equal, matmul "
-        "and the other products (mv, einsum, tensordot, addmm, linear, ...), inv, "
+        "and the other products (mv, einsum, tensordot, addmm, linear, ...), inv, solve, "
         "tril/triu/diag/trace/diff, lerp, addcmul, cat/stack, gather/index_select/"
         "masked_fill and the other index ops, nonzero, cov, trapezoid, linspace, pyrite.fft; "
         "work on torch.view_as_real(z) for the rest)"

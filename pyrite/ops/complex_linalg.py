@@ -257,6 +257,39 @@ def inv_ex(orig, A, *, check_errors=False, out=None):
     return type(res)(_unembed(res[0], n, n), res[1])
 
 
+def solve(orig, A, B, *, left=True, out=None):
+    """X with A X = B (X A = B: left=False, through transposes), from the real solve of the
+    embedding: [[R, -J], [J, R]] [Xr; Xi] = [Br; Bi]. A shape the embedding refuses gets the
+    real op's error on the real parts (it names the complex shapes)."""
+    from .combine import cat
+
+    if out is not None:
+        raise unsupported("linalg.solve(out=...)")
+    if not (_is_c(A) and _is_c(B)):
+        raise ComplexError(
+            "pyrite: linalg.solve: Expected A and B to have the same dtype, but found A of type "
+            f"{A.dtype.name} and B of type {B.dtype.name} instead."
+        )
+    _square_or_real_error(orig, A, _parts(B)[0])
+    n = A._shape[-1]
+    # torch's rule: B is a vector (*, n) when 1-d, or when its shape is A's batch and n
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1])
+    if not left:
+        if vector:  # (torch's rule and error: a vector B has no X A = B)
+            raise RuntimeError(
+                "pyrite: linalg.solve: Incompatible shapes of A and B for the equation XA = B "
+                f"({n}x{n} and {B._shape[-1]}x1)"
+            )
+        return solve(orig, A.mT, B.mT).mT
+    br, bi = _parts(B)
+    try:
+        X = orig(_embed(A), cat([br, bi], -1 if vector else -2))
+    except ValueError:  # (ShapeError: the parts' own shapes name the sizes torch names)
+        orig(_parts(A)[0], br)
+        raise
+    return _make(X[..., :n], X[..., n:]) if vector else _make(X[..., :n, :], X[..., n:, :])
+
+
 def _spectral_norm(A, ord, dim, keepdim, out):
     from .. import linalg
 
@@ -322,3 +355,4 @@ def register(IMPLS):
     IMPLS["norm"] = norm
     IMPLS["inv"] = IMPLS["inverse"] = inv
     IMPLS["inv_ex"] = inv_ex
+    IMPLS["solve"] = solve
