@@ -334,6 +334,47 @@ def _wants(args, kwargs) -> bool:
     return False
 
 
+_ORDINARY_DTYPES: set = set()  # dtypes seen that neither this guard nor the fallback's takes
+
+
+def _ordinary(args, kwargs) -> bool:
+    """Whether neither this guard nor ops/fallback's (`_needs`: bf16 and the small ints) has
+    anything to do with a call: every argument a tensor of a dtype both pass through, a _SKIP
+    value or a list or tuple of those (a shape), and no dtype= keyword (so not `_wants` and not
+    `_needs`). One scan for the two
+    guards, after which `_wrap`'s op calls the function inside the fallback's wrapper: that
+    wrapper's call and its second scan were ~60 bytecodes and two calls of every such op."""
+    for a in args:
+        ta = type(a)
+        if ta in _TENSOR_TYPES:
+            if a.dtype not in _ORDINARY_DTYPES and not _ordinary_dtype(a.dtype):
+                return False
+        elif ta not in _SKIP and not (
+            (ta is tuple or ta is list) and _SKIP.issuperset(map(type, a))
+        ):  # (a shape or dims: its ints)
+            return False
+    if kwargs:
+        if "dtype" in kwargs:
+            return False
+        for v in kwargs.values():
+            tv = type(v)
+            if tv in _TENSOR_TYPES:
+                if v.dtype not in _ORDINARY_DTYPES and not _ordinary_dtype(v.dtype):
+                    return False
+            elif tv not in _SKIP:
+                return False
+    return True
+
+
+def _ordinary_dtype(dt) -> bool:
+    from .fallback import _SPECIAL
+
+    if dt is C64 or dt.storage in _SPECIAL:
+        return False
+    _ORDINARY_DTYPES.add(dt)
+    return True
+
+
 def _names_c64(d) -> bool:
     try:
         return D.from_any(d) is C64
@@ -349,9 +390,18 @@ def _wrap(fn, name):
     # autograd's wrapper or guard around the op: the function it runs when nothing records,
     # called here directly then (one call layer and its grad-mode check less, ~0.3 µs a call)
     plain = getattr(fn, "_pyrite_unrecorded", None)
+    # where that is ops/fallback's wrapper, the function inside it: an `_ordinary` call has
+    # nothing for the fallback either (its own attribute, not one functools.wraps copied up)
+    inner = getattr(plain, "_pyrite_fallback_of", None)
+    if inner is not None and getattr(plain, "__wrapped__", None) is not inner:
+        inner = None
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        if inner is not None and _ordinary(args, kwargs):
+            if not _grad.enabled or not _any_requires(args, kwargs):
+                return inner(*args, **kwargs)
+            return fn(*args, **kwargs)  # (recorded: autograd's wrapper, then the fallback's)
         if not _wants(args, kwargs):
             if plain is not None and (not _grad.enabled or not _any_requires(args, kwargs)):
                 return plain(*args, **kwargs)

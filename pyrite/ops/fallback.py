@@ -310,6 +310,7 @@ def wrap(fn, name: str, inplace: bool):
         return _slow(fn, name, inplace, args, kwargs)
 
     op._pyrite_fallback = True
+    op._pyrite_fallback_of = fn  # (ops/complex._wrap calls it directly on an ordinary call)
     return op
 
 
