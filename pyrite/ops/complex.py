@@ -341,9 +341,9 @@ def _ordinary(args, kwargs) -> bool:
     """Whether neither this guard nor ops/fallback's (`_needs`: bf16 and the small ints) has
     anything to do with a call: every argument a tensor of a dtype both pass through, a _SKIP
     value or a list or tuple of those (a shape), and no dtype= keyword (so not `_wants` and not
-    `_needs`). One scan for the two
-    guards, after which `_wrap`'s op calls the function inside the fallback's wrapper: that
-    wrapper's call and its second scan were ~60 bytecodes and two calls of every such op."""
+    `_needs`). One scan for the two guards, after which `_wrap`'s op calls the function inside
+    the fallback's wrapper: that wrapper's call and its second scan were ~60 bytecodes and two
+    calls of every such op."""
     for a in args:
         ta = type(a)
         if ta in _TENSOR_TYPES:
