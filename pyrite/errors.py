@@ -24,6 +24,27 @@ class DtypeError(TypeError, NotImplementedError):
     `except RuntimeError` or `except NotImplementedError` still catches it."""
 
 
+class IndexShapeError(ShapeError, IndexError):
+    """A count or shape that does not fit an index or a mask: torch raises IndexError for some
+    (index_copy's source length, put_'s element counts) and RuntimeError for others (a
+    masked_fill value with dims); both, and the ShapeError pyrite raised before, catch it."""
+
+
+class IndexDtypeError(DtypeError, IndexError):
+    """An index of a dtype the op refuses, where torch raises IndexError (index_fill_'s
+    "Expected dtype int64 for index") rather than its usual RuntimeError."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of a kind torch's argument parser refuses with a TypeError (a tensor with
+    dims as `full`'s fill_value), which pyrite checked as a value before."""
+
+
+class ArgumentAssertionError(ArgumentError, AssertionError):
+    """An argument torch checks with a Python `assert` (embedding's padding_idx past
+    num_embeddings), so a ported `except AssertionError` still catches it."""
+
+
 class DeviceError(PyriteError):
     """No adapter, a missing feature, or a device that was lost."""
 

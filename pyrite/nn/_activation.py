@@ -18,7 +18,7 @@ from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
 from ..autograd import forwards
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import reduce as _reduce
@@ -38,10 +38,10 @@ def _act(name, expr, input, scalars=(), inplace=False, floats_only=True):
     if floats_only:
         need_float(name, input)
     elif input.dtype.is_bool:
-        raise TypeError(f"pyrite: {name}: bool inputs are not supported")
+        raise DtypeError(f"pyrite: {name}: bool inputs are not supported")
     if inplace:
         if not input.dtype.is_floating_point:
-            raise TypeError(
+            raise DtypeError(
                 f"pyrite: {name}_: result type float32 can't be cast to the desired output "
                 f"type {input.dtype!r}"
             )
@@ -61,7 +61,7 @@ def relu(input, inplace=False):
     """max(x, 0), keeping integer dtypes; NaN stays NaN."""
     need_tensor("relu", "input", input)
     if input.dtype.is_bool:
-        raise TypeError("pyrite: relu: bool inputs are not supported")
+        raise DtypeError("pyrite: relu: bool inputs are not supported")
     return _ew.unary("relu", input, out=input if inplace else None)
 
 
@@ -104,7 +104,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
             f"pyrite: hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})"
         )
     if input.dtype.is_bool:
-        raise TypeError("pyrite: hardtanh: bool inputs are not supported")
+        raise DtypeError("pyrite: hardtanh: bool inputs are not supported")
     if not input.dtype.is_floating_point:
         # torch casts the bounds to the integer type first (truncating: -0.5 -> 0, 2.5 -> 2)
         y = _ew.clamp(input, int(min_val), int(max_val))
@@ -216,7 +216,7 @@ def _threshold_(input, threshold, value):
 def _threshold(input, threshold, value, inplace=False):
     need_tensor("threshold", "input", input)
     if input.dtype.is_bool:
-        raise TypeError("pyrite: threshold: bool inputs are not supported")
+        raise DtypeError("pyrite: threshold: bool inputs are not supported")
     if input.dtype.is_floating_point:
         expr = "select(s1, x0, x0 > s0 || p_isnan(x0))"
         return _act("threshold", expr, input, (threshold, value), inplace)
@@ -293,7 +293,7 @@ def prelu(input, weight):
             f"ndim = {weight.ndim}"
         )
     if weight.dtype is not input.dtype:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: prelu: Type promoting not supported. Got {input.dtype!r} and {weight.dtype!r}"
         )
     channels = input._shape[1] if input.ndim >= 2 else 1

@@ -4,7 +4,7 @@ dtype rules, reduction names, and argument checks with torch's messages."""
 from __future__ import annotations
 
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..ops import elementwise as _ew
 from ..ops.core import broadcast_shapes, empty, run_map
 from ..tensor import Tensor
@@ -54,7 +54,7 @@ def need_float(name: str, x: Tensor, what: str = "input"):
     """torch's "not implemented for 'Long'": these ops are defined on floating inputs only."""
     need_tensor(name, what, x)
     if not x.dtype.is_floating_point:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: {what} must be a floating point tensor, not {x.dtype!r} "
             "(torch: not implemented for that dtype)"
         )

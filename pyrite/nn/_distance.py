@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import autograd as _autograd
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import reduce as _reduce
@@ -70,9 +70,9 @@ def pdist(input, p=2.0):
     if input.ndim != 2:
         raise ShapeError(f"pyrite: pdist only supports 2D tensors, got: {input.ndim}D")
     if not input.dtype.is_floating_point:
-        raise TypeError(f"pyrite: pdist only supports floating-point dtypes, not {input.dtype!r}")
+        raise DtypeError(f"pyrite: pdist only supports floating-point dtypes, not {input.dtype!r}")
     if p < 0:
-        raise ValueError(f"pyrite: pdist only supports non-negative p values, got {p}")
+        raise ArgumentError(f"pyrite: pdist only supports non-negative p values, got {p}")
     n = input._shape[0]
     i, j = np.triu_indices(n, 1)
     if i.size == 0:

@@ -16,7 +16,7 @@ from pyrite.errors import warn as _warn
 
 from .. import autograd as _autograd
 from .. import dtypes as D
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..ops import indexing as _indexing
 from ..ops import ranges
 from ..ops import rowops as _rowops
@@ -46,7 +46,7 @@ def _size_warning(input, target):
 def _some_float(name, input, target):
     """torch has no integer kernel for these losses: refuse two integer (or bool) operands."""
     if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: not implemented for {input.dtype!r} and {target.dtype!r} "
             "(floating-point only)"
         )
@@ -56,7 +56,7 @@ def _float_target(name, input, target):
     """torch's check that a probability target is floating point (and, for
     binary_cross_entropy, of the input's dtype: "Found dtype Long but expected Float")."""
     if not target.dtype.is_floating_point:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: Found dtype {target.dtype!r} but expected {input.dtype!r} "
             "(a floating-point target)"
         )
@@ -282,7 +282,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
     if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: kl_div: not implemented for {input.dtype!r} and {target.dtype!r} "
             "(floating-point only)"
         )
@@ -397,7 +397,7 @@ def nll_loss(
     cd, C = _class_layout(input, "nll_loss")
     _check_target(input, target, cd, "nll_loss")
     if target.dtype.kind != "i":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: nll_loss: expected target dtype to be Long or Byte, but got {target.dtype!r}"
         )
     _check_class_weight(weight, C)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd import forwards
-from ..errors import ShapeError
+from ..errors import ArgumentAssertionError, DtypeError, ShapeError
 from ..ops import creation as _creation
 from ..ops import elementwise as _ew
 from ..ops import reduce as _reduce
@@ -31,7 +31,7 @@ def _padding_index(padding_idx, num_embeddings):
     if padding_idx is None:
         return None
     if padding_idx >= num_embeddings or padding_idx < -num_embeddings:
-        raise ValueError(
+        raise ArgumentAssertionError(
             f"pyrite: embedding: Padding_idx ({padding_idx}) must be within num_embeddings "
             f"({num_embeddings})"
         )
@@ -70,7 +70,9 @@ def embedding(
         # padding_idx and scale_grad_by_freq shape the weight's gradient (ops/scatter.py)
         return _scatter.embedding(input, weight, pad, scale_grad_by_freq=scale_grad_by_freq)
     if input.dtype.kind != "i":
-        raise TypeError(f"pyrite: embedding: expected an integer index tensor, got {input.dtype!r}")
+        raise DtypeError(
+            f"pyrite: embedding: expected an integer index tensor, got {input.dtype!r}"
+        )
     from ..autograd import no_grad
 
     with no_grad():  # torch's embedding_renorm_ is not recorded

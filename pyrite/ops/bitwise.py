@@ -20,7 +20,7 @@ the result is stored.
 from __future__ import annotations
 
 from ..dtypes import wrap_array
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from .core import broadcast_shapes, empty, run_map
 from .elementwise import (
     _cast_0d,
@@ -50,7 +50,7 @@ def _shift_dtype(name, a, b):
     rt = result_dtype(a, b)
     if rt.kind != "i":
         what = "two bool operands (pyrite.bool)" if rt.is_bool else f"{rt!r}"
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name} is only defined for integer and bool tensors, not for {what}"
         )
     return rt
@@ -115,7 +115,7 @@ def bitwise_right_shift(input, other, *, out=None):
 def _check_inplace(name, self, other):
     rt = result_dtype(self, other if _is_scalar(other) else as_tensor_arg(other))
     if rt is not self.dtype and "bif".index(rt.kind) > "bif".index(self.dtype.kind):
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: result type {rt!r} of {name} can't be cast to the desired output "
             f"type {self.dtype!r}"
         )

@@ -53,8 +53,8 @@ def _promote(tensors):
 # ---- cat / stack ---------------------------------------------------------------------------
 def cat(tensors, dim=0, *, out=None):
     tensors = _seq(tensors, "cat")
-    if not tensors:
-        raise ValueError("pyrite: cat() expects a non-empty list of tensors")
+    if not tensors:  # torch: a ValueError (hstack/vstack/dstack, which call this: RuntimeError)
+        raise ArgumentError("pyrite: cat() expects a non-empty list of tensors")
     dt = _promote(tensors)
     # PyTorch skips 1-D empty tensors (legacy behaviour) when other inputs have a real shape
     numbered = [(i, t) for i, t in enumerate(tensors) if not (t.ndim == 1 and t._shape[0] == 0)]
@@ -140,7 +140,7 @@ concat = concatenate = cat
 def stack(tensors, dim=0, *, out=None):
     tensors = _seq(tensors, "stack")
     if not tensors:
-        raise ValueError("pyrite: stack() expects a non-empty list of tensors")
+        raise ArgumentError("pyrite: stack() expects a non-empty list of tensors")
     for i, t in enumerate(tensors):
         if t._shape != tensors[0]._shape:
             raise ShapeError(
@@ -226,7 +226,7 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, numbers.Integral):
         size = int(split_size_or_sections)
         if size <= 0 and not (size == 0 and n == 0):
-            raise ValueError(
+            raise ArgumentError(
                 f"pyrite: split expects split_size be non-negative, but got split_size={size}"
             )
         sizes = [min(size, n - i) for i in range(0, n, size)] if size else [0]
@@ -256,11 +256,22 @@ def tensor_split(input, indices_or_sections, dim=0):
     d = input._dim(dim)
     n = input._shape[d]
     if isinstance(indices_or_sections, Tensor):
-        indices_or_sections = indices_or_sections.tolist()
+        t = indices_or_sections
+        if t.ndim > 1:  # (torch: a RuntimeError)
+            raise ShapeError(
+                "pyrite: tensor_split expected tensor_indices_or_sections to be a "
+                f"zero-dimensional or one-dimensional tensor, but got shape {tuple(t._shape)}"
+            )
+        if t.dtype.kind != "i":
+            raise DtypeError(
+                "pyrite: tensor_split expected tensor_indices_or_sections to have an integer "
+                f"dtype, but got {t.dtype!r}"
+            )
+        indices_or_sections = t.tolist()
     if isinstance(indices_or_sections, numbers.Integral):
         s = int(indices_or_sections)
         if s <= 0:
-            raise ValueError(f"pyrite: number of sections must be larger than 0, got {s}")
+            raise ArgumentError(f"pyrite: number of sections must be larger than 0, got {s}")
         q, r = divmod(n, s)
         sizes = [q + 1] * r + [q] * (s - r)
         return split(input, sizes, d)
@@ -276,7 +287,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     need_dims(input, "chunk")
     if chunks <= 0:
-        raise ValueError(f"pyrite: chunk expects `chunks` to be greater than 0, got: {chunks}")
+        raise ArgumentError(f"pyrite: chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = input._dim(dim)
     n = input._shape[d]
     size = -(-n // chunks)
@@ -287,16 +298,34 @@ def chunk(input, chunks, dim=0):
     )
 
 
+def _split_n(name, input, indices_or_sections, dim, min_ndim):
+    """torch's hsplit/vsplit/dsplit: at least `min_ndim` dims, and a number of sections that
+    divides the dim (tensor_split would give unequal pieces); both refusals RuntimeErrors."""
+    if input.ndim < min_ndim:
+        raise ShapeError(
+            f"pyrite: {name} requires a tensor with at least {min_ndim} dimension, but got a "
+            f"tensor with {input.ndim} dimensions"
+        )
+    if isinstance(indices_or_sections, numbers.Integral):
+        s, n = int(indices_or_sections), input._shape[dim]
+        if s <= 0 or n % s:
+            raise ArgumentError(
+                f"pyrite: {name} attempted to split along dimension {dim}, but the size of the "
+                f"dimension {n} is not divisible by the split_size {s}"
+            )
+    return tensor_split(input, indices_or_sections, dim)
+
+
 def hsplit(input, indices_or_sections):
-    return tensor_split(input, indices_or_sections, 0 if input.ndim == 1 else 1)
+    return _split_n("hsplit", input, indices_or_sections, 0 if input.ndim == 1 else 1, 1)
 
 
 def vsplit(input, indices_or_sections):
-    return tensor_split(input, indices_or_sections, 0)
+    return _split_n("vsplit", input, indices_or_sections, 0, 2)
 
 
 def dsplit(input, indices_or_sections):
-    return tensor_split(input, indices_or_sections, 2)
+    return _split_n("dsplit", input, indices_or_sections, 2, 3)
 
 
 # ---- repeat / tile / repeat_interleave -----------------------------------------------------
@@ -374,7 +403,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if isinstance(repeats, numbers.Integral):
         r = int(repeats)
         if r < 0:
-            raise ValueError("pyrite: repeat_interleave: repeats can not be negative")
+            raise ArgumentError("pyrite: repeat_interleave: repeats can not be negative")
         shape = list(x._shape)
         src = unsqueeze(x, d + 1)
         src = expand(src, *(shape[: d + 1] + [r] + shape[d + 1 :]))
@@ -389,7 +418,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             f"along dim {d}: {len(reps)} vs {n}"
         )
     if any(v < 0 for v in reps):
-        raise ValueError("pyrite: repeat_interleave: repeats can not be negative")
+        raise ArgumentError("pyrite: repeat_interleave: repeats can not be negative")
     shape = list(x._shape)
     out = empty(tuple(shape[:d]) + (sum(reps),) + tuple(shape[d + 1 :]), x.dtype)
     at = 0
@@ -418,7 +447,7 @@ def flip(input, *args, dims=None):
         dims = (dims,)
     ds = [input._dim(d) for d in dims]
     if len(set(ds)) != len(ds):
-        raise ValueError(f"pyrite: flip: dims has duplicates, original flip dims={list(dims)}")
+        raise ArgumentError(f"pyrite: flip: dims has duplicates, original flip dims={list(dims)}")
     return clone(_flip_view(input, ds))
 
 
@@ -502,6 +531,8 @@ def meshgrid(*tensors, indexing="ij"):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     ts = [as_tensor_arg(t) for t in tensors]
+    if not ts:  # (torch: a RuntimeError)
+        raise ArgumentError("pyrite: meshgrid expects a non-empty list of tensors")
     for t in ts:
         if t.ndim > 1:
             raise ShapeError(
@@ -540,6 +571,11 @@ def meshgrid(*tensors, indexing="ij"):
 
 def cartesian_prod(*tensors):
     ts = [as_tensor_arg(t) for t in tensors]
+    for t in ts:
+        if t.ndim != 1:  # (torch: a RuntimeError)
+            raise ShapeError(
+                f"pyrite: cartesian_prod expects 1-D tensors, got shape {tuple(t._shape)}"
+            )
     if len(ts) == 1:
         return ts[0]
     grids = meshgrid(*ts, indexing="ij")
@@ -609,6 +645,12 @@ def broadcast_tensors(*tensors):
 
 def block_diag(*tensors):
     ts = [as_tensor_arg(t) for t in tensors]
+    for i, t in enumerate(ts):
+        if t.ndim > 2:  # (torch: a RuntimeError)
+            raise ShapeError(
+                f"pyrite: block_diag: input tensors must have 2 or fewer dimensions; input {i} "
+                f"has shape {tuple(t._shape)}"
+            )
     ts = [
         reshape(t, (1, 1)) if t.ndim == 0 else (unsqueeze(t, 0) if t.ndim == 1 else t) for t in ts
     ]

@@ -9,6 +9,7 @@ tests are bit tests (`p_isnan`, `p_isinf`): a compiler may fold `x != x` away. `
 from __future__ import annotations
 
 from .. import dtypes as D
+from ..errors import DtypeError
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
 from .elementwise import as_tensor_arg
@@ -27,7 +28,7 @@ _EQUAL_I = "x0 == x1"
 def _pair(input, other, name):
     a, b = as_tensor_arg(input), as_tensor_arg(other)
     if a.dtype is not b.dtype:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name}: {a.dtype} did not match {b.dtype} (both tensors must have the "
             "same dtype, as in PyTorch)"
         )

@@ -11,7 +11,7 @@ import builtins
 import numbers
 
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..tensor import Tensor
 from .creation import range_
 from .elementwise import _is_scalar, as_tensor_arg, binary, result_dtype
@@ -35,7 +35,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
     e, t = _as_tensor(elements), _as_tensor(test_elements)
     if e.dtype.is_bool or t.dtype.is_bool:
-        raise TypeError("pyrite: Unsupported input type encountered for isin(): Bool")
+        raise DtypeError("pyrite: Unsupported input type encountered for isin(): Bool")
     dt = result_dtype(e, t)
     if dt.is_bool:
         dt = D.int32
@@ -65,7 +65,7 @@ def renorm(input, p, dim, maxnorm):
 
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
-        raise TypeError(f"pyrite: renorm: expected a floating-point tensor, got {x.dtype!r}")
+        raise DtypeError(f"pyrite: renorm: expected a floating-point tensor, got {x.dtype!r}")
     if p <= 0:
         raise RuntimeError(f"pyrite: renorm: non-positive-norm not supported (p={p})")
     if maxnorm < 0:

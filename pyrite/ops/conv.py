@@ -24,6 +24,7 @@ import numpy as np
 from .. import backend
 from .. import dtypes as D
 from ..autograd import is_grad_enabled as _autograd_enabled
+from ..errors import ArgumentError, DtypeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.conv import IM2COL_PER_THREAD, col2im, im2col
 from ..kernels.matmul import INFO_BATCH, gemm_fast
@@ -102,11 +103,11 @@ def _weight(w: Tensor, dims: int, what: str) -> Tensor:
 def _check_common(x, w, bias, stride, padding, dilation, groups, dims, what, transposed):
     x, w = as_tensor_arg(x), as_tensor_arg(w)
     if x.dtype is not w.dtype:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {what}: input ({x.dtype!r}) and weight ({w.dtype!r}) must have the same dtype"
         )
     if x.dtype.is_bool:
-        raise TypeError(f'pyrite: "{what}" not implemented for {x.dtype!r}')
+        raise DtypeError(f'pyrite: "{what}" not implemented for {x.dtype!r}')
     if x.ndim not in (dims + 1, dims + 2):
         raise SpatialError(
             f"pyrite: expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
@@ -131,7 +132,7 @@ def _check_common(x, w, bias, stride, padding, dilation, groups, dims, what, tra
     if bias is not None:
         bias = as_tensor_arg(bias)
         if bias.dtype is not x.dtype:
-            raise TypeError(
+            raise DtypeError(
                 f"pyrite: {what}: input ({x.dtype!r}) and bias ({bias.dtype!r}) must have the "
                 "same dtype"
             )
@@ -180,7 +181,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, dims, what):
                 )
             pad = tuple(e // 2 for e in k_eff)  # the odd one out goes right, as torch
         else:
-            raise ValueError(
+            raise ArgumentError(
                 f"pyrite: {what}: invalid padding string {padding!r}; expected 'same' or 'valid'"
             )
     else:
@@ -440,20 +441,30 @@ def _copy(dst: Tensor, src: Tensor):
     run_map("x0", (src,), (ct,), dst, ct)
 
 
+def _no_bool(x, what):
+    """torch has no bool convolution (NotImplementedError); `widened` would otherwise compute
+    one in a wider dtype and cast the sums back to bool, before _check_common's own check."""
+    if isinstance(x, Tensor) and x.dtype.is_bool:
+        raise DtypeError(f'pyrite: "{what}" not implemented for {x.dtype!r}')
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C_in, L) or (C_in, L) with weight (C_out, C_in/groups, k)."""
+    _no_bool(input, "conv1d")
     return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of (N, C_in, H, W) or (C_in, H, W) with weight (C_out, C_in/groups,
     kh, kw); padding an int, a pair, 'valid' or 'same'."""
+    _no_bool(input, "conv2d")
     return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of (N, C_in, D, H, W) or (C_in, D, H, W) with weight (C_out,
     C_in/groups, kd, kh, kw)."""
+    _no_bool(input, "conv3d")
     return widened(_conv, input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
@@ -722,6 +733,7 @@ def _conv_transpose_phases(xb, w, bias, g, geo, dims, out, opad) -> bool:
 def _transposed(dims, input, weight, bias, stride, padding, output_padding, groups, dilation):
     what = f"conv_transpose{dims}d"
     args = (bias, stride, padding, output_padding, groups, dilation, dims, what)
+    _no_bool(input, what)
     return widened(_conv_transpose, input, weight, *args)
 
 

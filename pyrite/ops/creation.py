@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import ArgumentTypeError
 from ..tensor import Tensor, check_device
 from .core import empty as _empty
 from .core import upload as _upload
@@ -350,7 +351,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
 def _check_fill(fill_value, name):
     if isinstance(fill_value, Tensor):
         if fill_value.numel() != 1:
-            raise RuntimeError(
+            raise ArgumentTypeError(
                 f"pyrite: {name}: fill_value must be a number or a 1-element tensor, got a "
                 f"tensor of shape {tuple(fill_value._shape)}"
             )

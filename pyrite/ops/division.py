@@ -16,6 +16,7 @@ known to leave out 0 (ops/ranges.py: `lengths.clamp(min=1)`, `arange(1, n)`).
 
 from __future__ import annotations
 
+from ..errors import ArgumentError, DtypeError
 from . import ranges
 from .elementwise import _inplace, _is_scalar, as_tensor_arg, binary, is_operand, result_dtype
 
@@ -37,7 +38,7 @@ def check_divisor(name: str, input, other):
     if rt.kind == "f":
         return
     if rt.is_bool:  # before the zero check: torch refuses the dtype ("not implemented for 'Bool'")
-        raise TypeError(f"pyrite: {name} is not implemented for two bool operands (pyrite.bool)")
+        raise DtypeError(f"pyrite: {name} is not implemented for two bool operands (pyrite.bool)")
     if any(not _is_scalar(t) and t.numel() == 0 for t in (input, other)):
         return  # an empty result divides nothing (torch: no error)
     if _is_scalar(other):
@@ -82,7 +83,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         return _int_div("div_floor", input, other, out)
     if rounding_mode == "trunc":
         return _int_div("div_trunc", input, other, out)
-    raise ValueError(
+    raise ArgumentError(
         f"pyrite: div expected rounding_mode to be one of None, 'trunc', or "
         f"'floor' but found {rounding_mode!r}"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from . import matmul as _matmul
 from .elementwise import as_tensor_arg
@@ -117,7 +117,7 @@ def einsum(equation, *operands):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ts):
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: einsum(): {len(terms)} operands in the equation {equation!r} "
             f"but {len(ts)} given"
         )

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd import _requires, is_grad_enabled, mark_written, plain
-from ..errors import DtypeError
+from ..errors import ArgumentError, DtypeError
 from ..tensor import Tensor
 from . import range_rules
 from .core import broadcast_shapes, empty, run_map
@@ -114,7 +114,7 @@ def unary(name: str, x, scalars=(), s_ctypes=(), out=None):
         raise DtypeError(_NO_BOOL.get(name, f"pyrite: {name} is not implemented for {dt!r}"))
     if dt.kind == "f" or iexpr is None:
         if fexpr is None:
-            raise TypeError(f"pyrite: {name} is not defined for {dt!r}")
+            raise DtypeError(f"pyrite: {name} is not defined for {dt!r}")
         ctype, expr = "f32", fexpr
         res = dt if dt.kind == "f" else D.float32
     else:
@@ -352,11 +352,11 @@ def _binary(name, a, b, out, key):
         )
     expr = {"f": fexpr, "i": iexpr, "b": bexpr}[cat]
     if expr is None and cat == "b":  # PyTorch: "floor_divide" not implemented for 'Bool'
-        raise TypeError(f"pyrite: {name} is not defined for two bool operands (pyrite.bool)")
+        raise DtypeError(f"pyrite: {name} is not defined for two bool operands (pyrite.bool)")
     if expr is None and cat == "i" and fexpr is not None and name != "bitwise_and":
         cat, expr, rt = "f", fexpr, D.float32
     if expr is None:
-        raise TypeError(f"pyrite: {name} is not defined for {rt!r}")
+        raise DtypeError(f"pyrite: {name} is not defined for {rt!r}")
     if name == "div_trunc" and cat == "f" and rt in (D.float16, D.bfloat16):
         # torch truncates the quotient rounded to the half type (Half / Half is a Half): -5 /
         # 0.08 is -62.5 in f16 (trunc -62) but -62.49 in f32 (trunc -62 too; 9 / -0.02 not).
@@ -453,7 +453,7 @@ def _inplace(name, a, b, alpha=1):
     if BINARY[name][3] == "float" and not rt.is_floating_point:
         rt = D.float32
     if "bif".index(rt.kind) > "bif".index(a.dtype.kind):
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: result type {rt!r} of {name} can't be cast to the desired "
             f"output type {a.dtype!r}"
         )
@@ -717,7 +717,7 @@ def round(input, *, decimals=0):
         return unary("round", input)
     x = as_tensor_arg(input)
     if not x.dtype.is_floating_point:
-        raise TypeError(f"pyrite: round with decimals is not implemented for {x.dtype!r}")
+        raise DtypeError(f"pyrite: round with decimals is not implemented for {x.dtype!r}")
     # one map in f32, rounded once to x's dtype, as torch's kernel (x * 10^d stored in float16
     # first would round twice); negative decimals divide first, as torch
     expr = "p_divf(p_round(x0 * s0), s0)" if decimals > 0 else "p_round(p_divf(x0, s0)) * s0"
@@ -727,7 +727,9 @@ def round(input, *, decimals=0):
 
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"pyrite: gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentError(
+            f"pyrite: gelu approximate must be 'none' or 'tanh', got {approximate!r}"
+        )
     return _unary("gelu" if approximate == "none" else "gelu_tanh", input)  # (as _make_unary)
 
 
@@ -864,11 +866,11 @@ def lerp(input, end, weight):
     input, end = as_tensor_arg(input), as_tensor_arg(end)
     for what, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype is not input.dtype:
-            raise TypeError(
+            raise DtypeError(
                 f"pyrite: lerp: expected dtype {input.dtype!r} for `{what}` but got {t.dtype!r}"
             )
     if not input.dtype.is_floating_point:
-        raise TypeError(f"pyrite: lerp is not implemented for {input.dtype!r}")
+        raise DtypeError(f"pyrite: lerp is not implemented for {input.dtype!r}")
     return _lerp(input, end, weight)
 
 
@@ -915,7 +917,7 @@ def _addc(name, expr, input, t1, t2, value):
     if dt.kind != "f" and D.scalar_kind(value) == "f":
         value = int(value)  # torch casts value to the integer type (0.5 -> 0)
     if dt.is_bool:
-        raise TypeError(f"pyrite: {name} is not implemented for pyrite.bool")
+        raise DtypeError(f"pyrite: {name} is not implemented for pyrite.bool")
     ct = _CT[dt.kind]
     shape = broadcast_shapes(*(t._shape for t in xs))
     if ct == "i32":
@@ -931,7 +933,7 @@ def clamp(input, min=None, max=None, *, out=None):
     if x.dtype.is_bool and any(_is_scalar(v) for v in (min, max)):
         if _fold_dtype([x] + [v for v in (min, max) if v is not None]).is_bool:
             # torch: "clamp_min_scalar_cpu" not implemented for 'Bool' (a float bound promotes)
-            raise TypeError("pyrite: clamp with a bool result is not implemented for pyrite.bool")
+            raise DtypeError("pyrite: clamp with a bool result is not implemented for pyrite.bool")
     _check_int_scalars(x.dtype, (min, max))
     # one result type over the three, as torch's (clamp(bool, int32 0-d, int16) is int16):
     # pairwise maximum then minimum would promote in two steps

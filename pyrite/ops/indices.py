@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import DtypeError, IndexShapeError
 from ..tensor import Tensor
 from .core import empty, upload
 from .creation import checks_device
@@ -25,7 +26,7 @@ from .overlap import check_overlap
 def _index_dtype(dtype):
     dt = D.int32 if dtype is None else D.from_any(dtype)
     if dt.kind != "i":
-        raise TypeError(f"pyrite: indices must be an integer dtype, got {dt!r}")
+        raise DtypeError(f"pyrite: indices must be an integer dtype, got {dt!r}")
     return dt
 
 
@@ -239,16 +240,16 @@ def put_(self: Tensor, index, source, accumulate=False) -> Tensor:
 
     idx = as_tensor_arg(index)
     if idx.dtype.kind != "i":
-        raise TypeError(f"pyrite: put_: index must be an integer tensor, got {idx.dtype!r}")
-    if isinstance(source, Tensor) and source.dtype is not self.dtype:
-        raise TypeError(
+        raise DtypeError(f"pyrite: put_: index must be an integer tensor, got {idx.dtype!r}")
+    if isinstance(source, Tensor) and source.dtype is not self.dtype:  # torch: RuntimeError
+        raise DtypeError(
             f"pyrite: put_(): self and source expected to have the same dtype, but got "
             f"self.dtype = {self.dtype!r} and source.dtype = {source.dtype!r}"
         )
     src = as_tensor_arg(source)
     check_overlap(self, (idx, src), full_ok=False)  # torch's (x.put_(i, x[1:3]) is refused)
-    if idx.numel() != src.numel():
-        raise RuntimeError(
+    if idx.numel() != src.numel():  # torch: an IndexError
+        raise IndexShapeError(
             f"pyrite: put_: Expected source and index to have the same number of elements, but "
             f"got source.numel() = {src.numel()}, index.numel() = {idx.numel()}"
         )

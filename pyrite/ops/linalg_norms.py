@@ -204,7 +204,7 @@ def vecdot(x, y, *, dim=-1, out=None):
 
     a, b = as_tensor_arg(x), as_tensor_arg(y)
     if a.dtype is not b.dtype:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: linalg.vecdot: Expected x and y to have the same dtype, but found "
             f"x of type {a.dtype!r} and y of type {b.dtype!r} instead"
         )

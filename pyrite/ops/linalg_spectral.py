@@ -6,7 +6,7 @@ The drivers (Householder QR, Jacobi eigh and SVD) are in ops/linalg.py.
 from __future__ import annotations
 
 from .. import dtypes as D
-from ..errors import ArgumentError, LinAlgError, ShapeError
+from ..errors import ArgumentError, DtypeError, LinAlgError, ShapeError
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty
 from .linalg import (
@@ -159,19 +159,20 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return _out(vals, out, "linalg.eigvalsh")
 
 
-def _no_complex(name):
-    raise TypeError(
+def _no_complex(name, A):
+    _square_input(A, name)  # torch's shape errors first (a RuntimeError)
+    raise DtypeError(  # (a TypeError as before, and a RuntimeError)
         f"pyrite: {name}: the eigenvalues of a general matrix are complex, and pyrite has no "
         "complex dtypes; for a symmetric matrix use linalg.eigh / linalg.eigvalsh"
     )
 
 
 def eig(A, *, out=None):
-    _no_complex("linalg.eig")
+    _no_complex("linalg.eig", A)
 
 
 def eigvals(A, *, out=None):
-    _no_complex("linalg.eigvals")
+    _no_complex("linalg.eigvals", A)
 
 
 # ---- SVD -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes as D
+from ..errors import DtypeError
 from ..tensor import Tensor
 from .core import broadcast_shapes, empty, run_map
 from .elementwise import BINARY, UNARY, _is_scalar, as_tensor_arg, binary, result_dtype, unary
@@ -56,7 +57,7 @@ def _floats_only(name, *xs):
     a, b = (xs[0], xs[0]) if len(xs) == 1 else xs
     dt = result_dtype(a, b) if isinstance(a, Tensor) or isinstance(b, Tensor) else None
     if dt is not None and dt.kind != "f":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {name} is only implemented for floating-point tensors, not {dt!r}"
         )
 
@@ -118,7 +119,7 @@ def ldexp(input, other, *, out=None):
     if isinstance(e, Tensor) and e.dtype.is_bool and not _is_scalar(x) and x.dtype.kind == "f":
         # torch's float kernel: "ldexp_cpu_exp" not implemented for 'Bool' (int inputs go
         # through mul and pow, which take it)
-        raise TypeError("pyrite: ldexp of a float tensor is not implemented for a bool exponent")
+        raise DtypeError("pyrite: ldexp of a float tensor is not implemented for a bool exponent")
     if _is_scalar(x):
         x = as_tensor_arg(float(x))
     dt = x.dtype if x.dtype.kind == "f" else D.float32
@@ -199,7 +200,7 @@ def is_neg(input) -> bool:
 def positive(input):
     """input itself, as torch.positive; refused for bool, as PyTorch's unary `+`."""
     if input.dtype.is_bool:
-        raise TypeError("pyrite: The `+` operator, on a bool tensor is not supported.")
+        raise DtypeError("pyrite: The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -216,7 +217,7 @@ def inplace_of(fn, name):
         src = self.clone() if autograd.needs_grad(self) else self
         r = fn(src, *args, **kwargs)
         if "bif".index(r.dtype.kind) > "bif".index(self.dtype.kind):
-            raise TypeError(
+            raise DtypeError(
                 f"pyrite: result type {r.dtype!r} of {name} can't be cast to the desired "
                 f"output type {self.dtype!r}"
             )

@@ -19,7 +19,7 @@ import math
 from .. import backend
 from .. import dtypes as D
 from ..dtypes import float32
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..kernels.common import bake, fold_grid, grid_for
 from ..kernels.matmul import (
     GEMV_LANES,
@@ -57,12 +57,12 @@ MIN_TILES = 4
 
 def _check_dtypes(a: Tensor, b: Tensor, what: str):
     if a.dtype is not b.dtype:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: {what}: expected both operands to have the same dtype, but got "
             f"{a.dtype!r} and {b.dtype!r}"
         )
     if a.dtype.is_bool:
-        raise TypeError(f"pyrite: {what} is not implemented for {a.dtype!r}")
+        raise DtypeError(f"pyrite: {what} is not implemented for {a.dtype!r}")
 
 
 def _check_added(a: Tensor, added, what: str):
@@ -71,7 +71,7 @@ def _check_added(a: Tensor, added, what: str):
     truncate a float bias to an integer product's dtype, or round it to a half one's."""
     for c in added:
         if c.dtype is not a.dtype:
-            raise TypeError(
+            raise DtypeError(
                 f"pyrite: {what}: the added tensor ({c.dtype!r}) and the product's operands "
                 f"({a.dtype!r}) must have the same dtype"
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import DtypeError
 from .elementwise import (
     FUNCS,
     _inplace,
@@ -46,7 +47,7 @@ def _unary_inplace(name):
         r = FUNCS[name](src, *args, **kwargs)
         if "bif".index(r.dtype.kind) > "bif".index(self.dtype.kind):
             # torch: x_int.exp_() "result type Float can't be cast to the desired output type"
-            raise TypeError(
+            raise DtypeError(
                 f"pyrite: result type {r.dtype!r} of {name}_ can't be cast to the desired "
                 f"output type {self.dtype!r}"
             )

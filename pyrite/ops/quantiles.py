@@ -25,7 +25,7 @@ import numbers
 
 from .. import autograd
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..tensor import Tensor
 from .casts import to_dtype
 from .core import empty, run_map
@@ -220,7 +220,9 @@ def _trapezoid_terms(y, x, dx, dim, name):
 
     y = as_tensor_arg(y)
     if y.dtype.is_bool:
-        raise TypeError(f"pyrite: {name}: received a bool input for `y`, but bool is not supported")
+        raise DtypeError(
+            f"pyrite: {name}: received a bool input for `y`, but bool is not supported"
+        )
     if y.dtype.kind != "f":
         y = to_dtype(y, D.float32)
     if y.ndim == 0:
@@ -388,7 +390,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     over range (the data's min and max by default), or in the bins between given edges."""
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
-        raise TypeError(f'pyrite: "histogram" not implemented for {x.dtype!r} (floats only)')
+        raise DtypeError(f'pyrite: "histogram" not implemented for {x.dtype!r} (floats only)')
     if isinstance(bins, Tensor) and bins.ndim == 1:
         bins = [bins]
     elif isinstance(bins, Tensor):

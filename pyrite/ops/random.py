@@ -9,6 +9,7 @@ import contextlib
 
 from .. import backend
 from .. import dtypes as D
+from ..errors import DtypeError
 from ..kernels.common import grid_for
 from ..kernels.random import random_kernel
 from ..tensor import Tensor
@@ -152,7 +153,7 @@ def _i32(x):
 def _float_dtype(dtype, name):
     dt = D.from_any(dtype)
     if dt.kind != "f":
-        raise TypeError(f"pyrite: {name}: a floating-point dtype is needed, not {dt!r}")
+        raise DtypeError(f"pyrite: {name}: a floating-point dtype is needed, not {dt!r}")
     return dt
 
 

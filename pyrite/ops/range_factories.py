@@ -30,6 +30,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import ArgumentError
 from ..tensor import Tensor
 from .core import empty as _empty
 from .core import note_bounds, run_map
@@ -186,13 +187,15 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     xs, xe, xst = (_acc(v, dt) for v in (start, end, step))
     if dt is D.int32:  # pyrite's int32 is torch's int64: the size in integers
         if xst == 0:
-            raise ValueError("pyrite: arange: step must be nonzero (the step truncated to int64)")
+            raise ArgumentError(  # (torch: a RuntimeError)
+                "pyrite: arange: step must be nonzero (the step truncated to int64)"
+            )
         sgn = 1 if xst > 0 else -1
         num = xe - xs + xst - sgn
         n = abs(num) // abs(xst) * (1 if (num >= 0) == (xst > 0) else -1)
     else:
         n = math.ceil((float(end) - float(start)) / float(step))
-    if n < 0:
+    if n < 0 or n > 2**63 - 1:  # torch's int64 size check (numpy's own is a ValueError)
         raise RuntimeError("pyrite: arange: invalid size, possible overflow?")
     out = _empty((n,), dt) if dt.kind == "i" or n == 0 else None
     if n and dt.kind == "i":
@@ -227,7 +230,9 @@ def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False, 
     _check_range(float(start), float(end), float(step), "range")
     xs, xe, xst = (_acc(v, dt) for v in (start, end, step))
     if xst == 0:  # (torch divides by it: SIGFPE)
-        raise ValueError("pyrite: range: step must be nonzero (the step truncated to an integer)")
+        raise ArgumentError(  # (torch: a RuntimeError)
+            "pyrite: range: step must be nonzero (the step truncated to an integer)"
+        )
     if dt.kind == "i":  # C's truncating division (the signs agree here)
         n = abs(xe - xs) // abs(xst) + 1
     elif dt.itemsize == 2:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import backend
 from .. import dtypes as D
+from ..errors import ArgumentError, DtypeError
 from ..kernels.common import WG, fold_grid, grid_for
 from ..kernels.reduce import (
     FUSED_EMPTY,
@@ -563,7 +564,9 @@ def _int_or_same(x: Tensor):
 
 def _need_float(x: Tensor, name: str):
     if x.dtype.kind != "f":
-        raise TypeError(f"pyrite: {name}(): expected a floating point input, got {x.dtype!r}")
+        raise DtypeError(  # (torch: a RuntimeError)
+            f"pyrite: {name}(): expected a floating point input, got {x.dtype!r}"
+        )
 
 
 def _acc_for(dt) -> str:
@@ -646,8 +649,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         out_dt = D.from_any(dtype)
     else:
         out_dt = input.dtype
-    if out_dt.kind != "f":
-        raise TypeError(
+    if out_dt.kind != "f":  # (torch: a RuntimeError)
+        raise DtypeError(
             "pyrite: mean(): could not infer output dtype. Input dtype must be a "
             f"floating point dtype (or pass dtype=). Got: {out_dt!r}"
         )
@@ -705,7 +708,7 @@ def _arg(name, input, dim, keepdim):
     if dim is not None:
         int_dim(name, dim)
     if input.dtype.is_bool:
-        raise TypeError(f"pyrite: {name}(): does not support bool input")
+        raise DtypeError(f"pyrite: {name}(): does not support bool input")  # (torch: RuntimeError)
     if dim is None:
         if input.numel() == 0:
             raise IndexError(
@@ -819,7 +822,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p is None or p == "fro":
         p = 2
     if isinstance(p, str):
-        raise ValueError(f"pyrite: norm: p={p!r} is not supported (use 'fro' or a number)")  # noqa: TRY004
+        raise ArgumentError(f"pyrite: norm: p={p!r} is not supported (use 'fro' or a number)")
     p = float(p)
     op = {2.0: "norm2", 1.0: "norm1", 0.0: "norm0", math.inf: "norminf", -math.inf: "normninf"}.get(
         p, "normp"
@@ -840,7 +843,7 @@ def _scan(op, input, dim, dtype):
     global SCAN_LAST_PATH
     if dtype is not None and D.from_any(dtype).is_bool:  # (torch: "cumsum_out_cpu" not
         # implemented for 'Bool'; a bool running sum would be a running any)
-        raise TypeError(f"pyrite: {op}(): not implemented for a bool result (dtype=bool)")
+        raise DtypeError(f"pyrite: {op}(): not implemented for a bool result (dtype=bool)")
     input = _cast_first(input, dtype)
     out_dt = D.from_any(dtype) if dtype is not None else _int_or_same(input)
     d = input._dim(dim)  # a 0-d tensor takes dims -1 and 0

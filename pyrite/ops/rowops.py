@@ -19,7 +19,7 @@ import math
 
 from .. import backend
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..kernels.common import MAX_WORKGROUPS, fold_grid
 from ..kernels.rowops import (
     HELD_MAX,
@@ -276,8 +276,8 @@ def _float_input(name, input, dtype):
         dt = D.from_any(dtype)
         if dt is not input.dtype:
             input = input.to(dt)
-    if not input.dtype.is_floating_point:
-        raise TypeError(
+    if not input.dtype.is_floating_point:  # (torch: a NotImplementedError)
+        raise DtypeError(
             f"pyrite: {name}() is not implemented for {input.dtype!r} (pass dtype=pyrite.float32)"
         )
     return input
@@ -350,7 +350,7 @@ def _param(name, what, p, ns):
             f"normalized_shape {ns}"
         )
     if not p.dtype.is_floating_point:
-        raise TypeError(f"pyrite: {name}: {what} must be floating point, not {p.dtype!r}")
+        raise DtypeError(f"pyrite: {name}: {what} must be floating point, not {p.dtype!r}")
     return p if p.is_contiguous() and p._offset == 0 else contiguous_copy(p)
 
 

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentError, DtypeError, IndexDtypeError, IndexShapeError, ShapeError
 from ..tensor import Tensor
 from . import ranges
 from .core import broadcast_shapes, empty, run_map
@@ -34,9 +34,9 @@ def _int_index(index: Tensor, what: str, empty_ok: bool = False) -> Tensor:
     if empty_ok and index.numel() == 0:
         return index
     if index.dtype is not D.int32:  # torch: int32/int64 only, not uint8/int8/int16
-        raise TypeError(
-            f"pyrite: {what}(): Expected dtype int32/int64 for index (got {index.dtype!r})"
-        )
+        # torch: a RuntimeError (index_fill_: an IndexError)
+        cls = IndexDtypeError if what == "index_fill" else DtypeError
+        raise cls(f"pyrite: {what}(): Expected dtype int32/int64 for index (got {index.dtype!r})")
     return index
 
 
@@ -91,8 +91,8 @@ def gather(input: Tensor, dim, index, *, sparse_grad=False) -> Tensor:
 
 def _same_dtype(self: Tensor, src, what: str):
     """torch's check that a tensor source has self's dtype (a Python number is cast)."""
-    if isinstance(src, Tensor) and src.dtype is not self.dtype:
-        raise TypeError(
+    if isinstance(src, Tensor) and src.dtype is not self.dtype:  # torch: a RuntimeError
+        raise DtypeError(
             f"pyrite: {what}(): expected self and source to have the same dtype, but got "
             f"(self) {self.dtype!r} and (source) {src.dtype!r}"
         )
@@ -130,7 +130,7 @@ def _check_target(self: Tensor, index, source):
 
 def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
     if reduce not in (None, "add", "multiply"):
-        raise ValueError("pyrite: reduce argument must be either add or multiply.")
+        raise ArgumentError("pyrite: reduce argument must be either add or multiply.")
     op = {None: None, "add": "sum", "multiply": "prod"}[reduce]
     return _scatter_into(self, dim, index, value if src is None else src, op)
 
@@ -152,13 +152,13 @@ _IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf
 
 def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True) -> Tensor:
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: scatter_reduce: reduce must be one of sum, prod, mean, amax, "
             f"amin (got {reduce!r})"
         )
     _same_dtype(self, src, "scatter_reduce")  # before include_self's write
     if reduce == "mean" and self.dtype.is_bool:  # torch: not implemented for 'Bool'
-        raise TypeError("pyrite: scatter_reduce: reduce='mean' is not implemented for pyrite.bool")
+        raise DtypeError("pyrite: scatter_reduce: reduce='mean' is not implemented for pyrite.bool")
     op = "sum" if reduce == "mean" else reduce
     if not include_self:
         ident = _IDENTITY[reduce]
@@ -231,8 +231,8 @@ def _index_source(self, dim, index, source, what):
     shape[d] = index._shape[0]
     if isinstance(source, Tensor):
         src = _as_1d(source) if x.ndim == 1 else source
-        if tuple(src._shape) != tuple(shape):
-            raise ShapeError(
+        if tuple(src._shape) != tuple(shape):  # torch: index_copy_ an IndexError, others not
+            raise IndexShapeError(
                 f"pyrite: {what}(): source shape {tuple(source._shape)} does not "
                 f"match {tuple(shape)} (self {tuple(self._shape)} with dim {d} of "
                 f"size len(index) = {index._shape[0]})"
@@ -269,8 +269,8 @@ def index_copy(input: Tensor, dim, index, source) -> Tensor:
 
 
 def index_fill_(self: Tensor, dim, index, value) -> Tensor:
-    if isinstance(value, Tensor) and value.ndim:
-        raise IndexError(
+    if isinstance(value, Tensor) and value.ndim:  # torch: a RuntimeError
+        raise IndexShapeError(
             f"pyrite: index_fill_ only supports a 0-dimensional value tensor, but "
             f"got tensor with {value.ndim} dimension(s)"
         )
@@ -287,7 +287,7 @@ def index_reduce_(self: Tensor, dim, index, source, reduce, *, include_self=True
     """torch's index_reduce_: scatter_reduce_ with the 1-d index spread over source's shape
     (a composite of recorded ops, so its gradient is scatter_reduce's)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
-        raise ValueError(
+        raise ArgumentError(
             f"pyrite: index_reduce(): reduce must be one of prod, mean, amax or amin "
             f"(got {reduce!r})"
         )
@@ -311,16 +311,16 @@ def index_reduce(input: Tensor, dim, index, source, reduce, *, include_self=True
 def _mask(mask, what) -> Tensor:
     if not isinstance(mask, Tensor):
         mask = _host(np.asarray(mask), D.bool_)
-    if not mask.dtype.is_bool:
-        raise TypeError(
+    if not mask.dtype.is_bool:  # torch: a RuntimeError
+        raise DtypeError(
             f"pyrite: {what} only supports boolean masks, but got mask with dtype {mask.dtype!r}"
         )
     return mask
 
 
 def _fill_value(value, what):
-    if isinstance(value, Tensor) and value.ndim:
-        raise IndexError(
+    if isinstance(value, Tensor) and value.ndim:  # torch: a RuntimeError (pyrite's was IndexError)
+        raise IndexShapeError(
             f"pyrite: {what} only supports a 0-dimensional value tensor, but "
             f"got tensor with {value.ndim} dimension(s)"
         )
@@ -453,8 +453,8 @@ def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
 
 
 def one_hot(tensor: Tensor, num_classes=-1) -> Tensor:
-    if not isinstance(tensor, Tensor) or tensor.dtype is not D.int32:
-        raise TypeError(
+    if not isinstance(tensor, Tensor) or tensor.dtype is not D.int32:  # torch: RuntimeError
+        raise DtypeError(
             "pyrite: one_hot is only applicable to index tensor (int32/int64), got "
             f"{getattr(tensor, 'dtype', type(tensor).__name__)!r}"
         )

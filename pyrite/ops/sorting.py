@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import backend
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import DtypeError, ShapeError
 from ..kernels.common import fold_grid, grid_for
 from ..kernels.sort import (
     LOCAL_MAX,
@@ -141,7 +141,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     d = x._dim(dim)  # a 0-d tensor takes dims -1 and 0
     size = x._shape[d] if x.ndim else 1
     if x.dtype.is_bool:  # torch: "topk does not support bool dtypes on CPU"
-        raise TypeError("pyrite: topk is not implemented for pyrite.bool")
+        raise DtypeError("pyrite: topk is not implemented for pyrite.bool")
     k = int(k)
     if not 0 <= k <= size:
         raise RuntimeError(
@@ -168,7 +168,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     if size == 0:
         raise IndexError(f"pyrite: kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if x.dtype.is_bool and x.ndim:  # torch: "kthvalue_cpu" not implemented for 'Bool'
-        raise TypeError("pyrite: kthvalue is not implemented for pyrite.bool")
+        raise DtypeError("pyrite: kthvalue is not implemented for pyrite.bool")
     if not 1 <= k <= size:
         raise RuntimeError(
             f"pyrite: kthvalue: selected number k out of range: k={k} but dim {dim} has size {size}"
@@ -184,7 +184,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 def _median(x: Tensor, dim, keepdim, nan_mode):
     if x.dtype.is_bool and (dim is None or x.numel()):  # torch: not implemented for 'Bool'
-        raise TypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
+        raise DtypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
     if dim is None:
         flat = reshape(x, (x.numel(),))
         if flat.numel() == 0:  # PyTorch: nan for floats (its int64 answer is INT64_MIN)
@@ -206,7 +206,7 @@ def _median(x: Tensor, dim, keepdim, nan_mode):
             f"(shape {tuple(x._shape)})"
         )
     if x.dtype.is_bool:
-        raise TypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
+        raise DtypeError(f"pyrite: {nan_mode} is not implemented for pyrite.bool")
     v, i = _median_rows(x, d, nan_mode)
     if keepdim:
         v, i = unsqueeze(v, d), unsqueeze(i, d)

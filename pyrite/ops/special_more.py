@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 
 from .. import autograd
+from ..errors import DtypeError
 from ..tensor import Tensor
 from .core import UNBOUNDED, max_loop_iterations
 from .elementwise import BINARY, UNARY, as_tensor_arg, binary, unary
@@ -157,7 +158,7 @@ def _check_igamma(name, input, other):
     kinds = {t.dtype.kind for t in (a, b) if t is not None}
     if kinds and "f" not in kinds:  # torch: "igamma_cpu" not implemented for 'Long'
         dt = (a if a is not None else b).dtype
-        raise TypeError(f"pyrite: {name} is not implemented for {dt!r}; pass floating tensors")
+        raise DtypeError(f"pyrite: {name} is not implemented for {dt!r}; pass floating tensors")
 
 
 def _igamma_key(name):
@@ -224,7 +225,7 @@ def _inplace_igamma(name, self, other):
 
     _check_igamma(name, self, other)
     if not self.dtype.is_floating_point:
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: result type Float can't be cast to the desired output type {self.dtype!r}"
         )
     return _inplace(_igamma_key(name), self, other)

@@ -35,7 +35,7 @@ import math
 import numbers
 
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Size, Tensor
 from . import core
 from .casts import clone, to_dtype
@@ -74,7 +74,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None) -> Ten
 
     w = as_tensor_arg(input)
     if w.dtype.kind != "f":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: multinomial only supports floating-point dtypes for input, got {w.dtype}"
         )
     if w.ndim not in (1, 2):
@@ -121,7 +121,7 @@ def bincount(input, weights=None, minlength=0) -> Tensor:
 
     x = as_tensor_arg(input)
     if x.dtype.kind != "i":
-        raise TypeError(f"pyrite: bincount: input must be an integer tensor, got {x.dtype}")
+        raise DtypeError(f"pyrite: bincount: input must be an integer tensor, got {x.dtype}")
     if x.ndim != 1:
         raise RuntimeError(
             f"pyrite: bincount only supports 1-d non-negative integral inputs (got shape {tuple(x._shape)})"
@@ -170,7 +170,9 @@ def histc(input, bins=100, min=0, max=0) -> Tensor:
 
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
-        raise TypeError(f"pyrite: histc: not implemented for {x.dtype} (floating-point input only)")
+        raise DtypeError(
+            f"pyrite: histc: not implemented for {x.dtype} (floating-point input only)"
+        )
     bins = int(bins)
     if bins <= 0:
         raise RuntimeError(f"pyrite: histc: bins must be > 0, got {bins}")
@@ -251,7 +253,7 @@ def trace(input) -> Tensor:
     if x.ndim != 2:
         raise RuntimeError(f"pyrite: trace: expected a matrix, but got tensor with dim {x.ndim}")
     if x.dtype.is_bool:  # torch: "trace" not implemented for 'Bool'
-        raise TypeError("pyrite: trace is not implemented for pyrite.bool")
+        raise DtypeError("pyrite: trace is not implemented for pyrite.bool")
     return x.diagonal().sum()
 
 
@@ -275,7 +277,7 @@ _LOGADDEXP = "select(p_maxf(x0, x1) + p_log1p(p_expf(-abs(x0 - x1))), x0, x0 == 
 def _float_result(a, b, name):
     dt = result_dtype(a, b)
     if dt.kind != "f":
-        raise TypeError(f"pyrite: {name}: not implemented for {dt} (floating-point inputs only)")
+        raise DtypeError(f"pyrite: {name}: not implemented for {dt} (floating-point inputs only)")
     return dt
 
 
@@ -360,7 +362,7 @@ def cummin(input, dim):
 def logcumsumexp(input, dim) -> Tensor:
     x = as_tensor_arg(input)
     if x.dtype.kind != "f":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: logcumsumexp: not implemented for {x.dtype} (floating-point only)"
         )
     int_dim("logcumsumexp", dim)
@@ -391,7 +393,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
 
     x = as_tensor_arg(input)
     if x.dtype.is_bool:
-        raise TypeError("pyrite: cov(): bool dtype is not supported for input")
+        raise DtypeError("pyrite: cov(): bool dtype is not supported for input")
     if x.ndim > 2:
         raise RuntimeError(
             f"pyrite: cov(): expected input to have two or fewer dimensions but got an input with {x.ndim} dimensions"
@@ -411,8 +413,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None) -> Tensor:
                 f"got shape {tuple(wt._shape)}"
             )
         if name == "fweights" and wt.dtype.kind == "f":
-            raise TypeError("pyrite: cov(): expected fweights to have integral dtype")
+            raise DtypeError("pyrite: cov(): expected fweights to have integral dtype")
         wt = to_dtype(wt.reshape(nobs), D.float32)
+        if nobs and bool((wt < 0).any()):  # one readback, as torch's check (a RuntimeError)
+            raise ArgumentError(f"pyrite: cov(): {name} cannot be negative")
         w = wt if w is None else w * wt
     if w is None:
         avg = x2.mean(1, keepdim=True)  # (V, 1)
@@ -443,6 +447,13 @@ def corrcoef(input) -> Tensor:
     return c.clamp(-1, 1)
 
 
+_CDIST_MODES = (
+    "use_mm_for_euclid_dist_if_necessary",
+    "use_mm_for_euclid_dist",
+    "donot_use_mm_for_euclid_dist",
+)
+
+
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """p-norm distances between the rows of x1 (B, P, M) and x2 (B, R, M): (B, P, R).
 
@@ -450,6 +461,10 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary") -> 
     |a|² + |b|² - 2ab expansion (PyTorch's mm path), so it is exact to a norm's rounding but
     holds P·R·M floats at once.
     """
+    if compute_mode not in _CDIST_MODES:  # (torch: a ValueError)
+        raise ArgumentError(
+            f"pyrite: cdist: {compute_mode!r} is not a valid value for compute_mode"
+        )
     a, b = as_tensor_arg(x1), as_tensor_arg(x2)
     if a.ndim < 2 or b.ndim < 2:
         raise RuntimeError(
@@ -463,7 +478,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary") -> 
     if p < 0:
         raise RuntimeError(f"pyrite: cdist only supports non-negative p values, got {p}")
     if a.dtype.kind != "f" or b.dtype.kind != "f":
-        raise TypeError(
+        raise DtypeError(
             f"pyrite: cdist only supports floating-point dtypes, X1 got: {a.dtype}, X2 got: {b.dtype}"
         )
     diffs = a.unsqueeze(-2) - b.unsqueeze(-3)  # (B, P, R, M)

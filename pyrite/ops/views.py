@@ -16,7 +16,7 @@ from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
 from ..autograd import plain
-from ..errors import ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, contiguous_strides
 from .core import contiguous_copy
 
@@ -407,6 +407,11 @@ def narrow(input: Tensor, dim, start, length) -> Tensor:
     d = x._dim(dim)
     size = x._shape[d]
     if isinstance(start, Tensor):
+        if start.ndim or start.dtype.kind != "i":  # (torch: a RuntimeError)
+            raise DtypeError(
+                f"pyrite: narrow: start must be an 0-dim integral Tensor, got {start.dtype!r} "
+                f"of shape {tuple(start._shape)}"
+            )
         start = int(start.item())
     if not -size <= start <= size:  # torch: IndexError here, RuntimeError for the length
         raise IndexError(
@@ -454,9 +459,22 @@ def unbind(input: Tensor, dim=0):
 
 def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
     x = input
-    return x._view(
-        tuple(size), tuple(stride), x._offset if storage_offset is None else storage_offset
-    )
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):  # (torch: a RuntimeError)
+        raise ArgumentError(
+            f"pyrite: as_strided: negative sizes or strides are not supported, got size "
+            f"{tuple(size)} and stride {tuple(stride)}"
+        )
+    offset = x._offset if storage_offset is None else storage_offset
+    nbytes = getattr(x._storage, "logical_nbytes", None)
+    if nbytes is not None and all(s > 0 for s in size):
+        last = offset + sum((n - 1) * st for n, st in zip(size, stride))
+        if (last + 1) * x.dtype.itemsize > nbytes:  # (torch: a RuntimeError; would read past)
+            raise ArgumentError(
+                f"pyrite: as_strided: size {tuple(size)}, stride {tuple(stride)} and storage "
+                f"offset {offset} reach element {last}, out of bounds for a storage of "
+                f"{nbytes // x.dtype.itemsize} elements"
+            )
+    return x._view(tuple(size), tuple(stride), offset)
 
 
 def diagonal(input: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
