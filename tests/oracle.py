@@ -7,6 +7,7 @@ a derivative, which calls are refused), the tests hold pyrite to 2.13's behaviou
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -32,3 +33,16 @@ def same_error(fp, ft):
         want = next(c for c in want.__mro__ if c.__module__ == "builtins")
     with pytest.raises(want):
         fp()
+
+
+def crandn(rng, *shape):
+    """A complex64 array of standard normal parts."""
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def numpy_of(x):
+    """A pyrite or torch tensor's values as numpy (torch's lazy conjugate resolved)."""
+    x = x.detach()
+    if isinstance(x, torch.Tensor):
+        x = x.resolve_conj()
+    return x.numpy()

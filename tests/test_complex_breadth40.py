@@ -20,20 +20,11 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import crandn as _crandn  # noqa: E402
+from tests.oracle import numpy_of as _np  # noqa: E402
 from tests.oracle import same_error  # noqa: E402
 
 EPS = 2.0**-24
-
-
-def _crandn(rng, *shape):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
-
-
-def _np(x):
-    x = x.detach()
-    if isinstance(x, torch.Tensor):
-        x = x.resolve_conj()
-    return x.numpy()
 
 
 def _leaves(arrays, grad):
