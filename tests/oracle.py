@@ -46,3 +46,36 @@ def numpy_of(x):
     if isinstance(x, torch.Tensor):
         x = x.resolve_conj()
     return x.numpy()
+
+
+def flush_subnormals(a):
+    """`a` (float32 or complex64) with every subnormal value or part made a zero of its sign:
+    what a device that flushes them (backend.Device.flushes_subnormals: NVIDIA's Vulkan driver)
+    reads from and writes to its buffers, so an oracle for such a device takes this input."""
+    a = np.array(a, copy=True)
+    parts = [a] if a.dtype.kind == "f" else [a.real, a.imag]
+    tiny = np.finfo(np.float32).tiny
+    out = []
+    for p in parts:
+        p = np.array(p, np.float32)
+        sub = (p != 0) & (np.abs(p) < tiny)
+        p[sub] = np.copysign(np.float32(0), p[sub])
+        out.append(p)
+    if a.dtype.kind == "f":
+        return out[0].astype(a.dtype)
+    return _complex(out[0], out[1], a.dtype)
+
+
+def _complex(re, im, dtype):
+    """re + i·im with the signs of zero parts kept (re + 1j * im loses -0.0 imaginary parts)."""
+    z = np.empty(re.shape, dtype)
+    z.real, z.imag = re, im
+    return z
+
+
+def has_subnormal(a):
+    """Per element, whether a float32 value or a complex64 part is subnormal."""
+    a = np.asarray(a)
+    tiny = np.finfo(np.float32).tiny
+    parts = [a] if a.dtype.kind == "f" else [a.real, a.imag]
+    return np.logical_or.reduce([(p != 0) & (np.abs(p) < tiny) for p in parts])

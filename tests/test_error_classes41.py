@@ -21,7 +21,7 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
-from tests.oracle import same_error  # noqa: E402
+from tests.oracle import IS_ORACLE, same_error  # noqa: E402
 
 CASES = [
     line.strip()
@@ -259,8 +259,16 @@ def _call(M, line, data):
     return r
 
 
+# Calls an older torch does not refuse but runs as an integer division of bools by zero, which
+# kills the process (SIGFPE): torch 2.11 on the lent GPU machine died in this test, 2026-12-07.
+# Under 2.13 (the test extra's oracle) they run, and are refused.
+INT_DIVISION = {"M.floor_divide(xb, xb)", "M.remainder(xb, xb)", "M.gcd(xb, xb)"}
+
+
 @pytest.mark.parametrize("line", CASES)
 def test_error_class_as_torch(line, rng):
+    if line in INT_DIVISION and not IS_ORACLE:
+        pytest.skip(f"torch {torch.__version__} may divide these bools by zero and die (SIGFPE)")
     data = _inputs(rng)
     same_error(lambda: _call(pr, line, data), lambda: _call(torch, line, data))
 

@@ -532,11 +532,15 @@ HELPERS = {
   return 2.0 * p_atanf(sqrt((1.0 - x) / (1.0 + x)));
 }""",
     # atan2 from the octant: r = atan(small/large) of the magnitudes, then pi/2 - r, pi - r and
-    # the sign of y; zeros and infinities as C's atan2 (atan2(0, -0) = pi, atan2(inf, inf) = pi/4)
+    # the sign of y; zeros and infinities as C's atan2 (atan2(0, -0) = pi, atan2(inf, inf) = pi/4).
+    # Magnitudes past 2^126 are quartered first (the ratio is the same): NVIDIA's division is a
+    # times 1/b, and 1/b past 2^126 is subnormal, flushed, so atan2(-3.4e38, -3.4e38) came out
+    # -pi on the H100 (complex log's angle; tests/test_numerics41.py)
     "p_atan2f": """fn p_atan2f(y: f32, x: f32) -> f32 {
   if (p_isnan(x) || p_isnan(y)) { return p_nan(); }
-  let ay = abs(y);
-  let ax = abs(x);
+  var ay = abs(y);
+  var ax = abs(x);
+  if (max(ax, ay) > 8.507059e37) { ay = ay * 0.25; ax = ax * 0.25; }
   let xneg = (bitcast<u32>(x) >> 31u) == 1u;
   var r: f32;
   if (ay == 0.0) { r = 0.0; }
