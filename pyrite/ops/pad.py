@@ -1,6 +1,8 @@
 """`pad` (torch.nn.functional.pad), every mode: constant, reflect, replicate, circular.
 
-Negative padding crops first (a narrow view). Then, with no kernel of its own:
+Negative padding is a crop (a narrow view): constant and circular crop first and pad what is left,
+reflect and replicate pad the whole input and then crop, as torch does (reflect (2, -2) of
+[1, 2, 3, 4, 5] is [3, 2, 1, 2, 3], circular's is [2, 3, 1, 2, 3]). With no kernel of its own:
 - constant: one fill of the output plus one strided copy (ops/core.py `run_map`) of the input
   into the output's inner narrow view;
 - reflect, replicate, circular: per padded dim, one `cat` (ops/combine.py) of three views:
@@ -37,20 +39,12 @@ def pad(input, pad, mode="constant", value=None):
     if mode != "constant" and value not in (None, 0, 0.0):
         raise ShapeError(f"pyrite: pad: padding mode {mode!r} doesn't take in value argument")
     pairs = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
-    # negative padding crops first
-    x = input
-    for d, lft, rgt in pairs:
-        if lft < 0 or rgt < 0:
-            n = x._shape[d]
-            lo, hi = max(0, -lft), max(0, -rgt)
-            if lo + hi > n:
-                raise ShapeError(
-                    f"pyrite: pad: negative padding ({lft}, {rgt}) of dim {d} "
-                    f"leaves a negative size from input shape "
-                    f"{tuple(input._shape)}"
-                )
-            x = narrow(x, d, lo, n - lo - hi)
-    pairs = [(d, max(0, lft), max(0, rgt)) for d, lft, rgt in pairs]
+    grow = [(d, max(0, lft), max(0, rgt)) for d, lft, rgt in pairs]
+    if mode in ("reflect", "replicate"):
+        # torch's reflection/replication kernels index the whole input: pad, then crop
+        return _crop(_pad_edges(input, grow, mode), pairs, input)
+    x = _crop(input, pairs, input)
+    pairs = grow
     if mode == "constant":
         shape = list(x._shape)
         for d, lft, rgt in pairs:
@@ -66,6 +60,28 @@ def pad(input, pad, mode="constant", value=None):
         if x.numel():
             _copy_into(inner, x)
         return out
+    return _pad_edges(x, pairs, mode)
+
+
+def _crop(x, pairs, input):
+    """x narrowed by the negative parts of `pairs` ((dim, left, right) pads)."""
+    for d, lft, rgt in pairs:
+        if lft < 0 or rgt < 0:
+            n = x._shape[d]
+            lo, hi = max(0, -lft), max(0, -rgt)
+            if lo + hi > n:
+                raise ShapeError(
+                    f"pyrite: pad: negative padding ({lft}, {rgt}) of dim {d} "
+                    f"leaves a negative size from input shape "
+                    f"{tuple(input._shape)}"
+                )
+            x = narrow(x, d, lo, n - lo - hi)
+    return x
+
+
+def _pad_edges(x, pairs, mode):
+    """x padded by the (non-negative) `pairs` in reflect, replicate or circular mode."""
+    input = x
     changed = False
     for d, lft, rgt in pairs:
         if not lft and not rgt:
@@ -118,7 +134,8 @@ def _pad_dim(t, d, lo, hi):
 
 def _g_pad(ctx, g):
     """The adjoint of the pad: each padded element's gradient goes back to the input element it
-    copied (constant: to none), then the cropped borders of negative padding get zeros."""
+    copied (constant: to none), and the cropped borders of negative padding get zeros (before
+    that for reflect and replicate, which crop after padding; after it for circular)."""
     from .reduce import sum as _sum
 
     widths = tuple(int(p) for p in ctx.args[1])
@@ -127,7 +144,10 @@ def _g_pad(ctx, g):
     pairs = [(nd - 1 - i, widths[2 * i], widths[2 * i + 1]) for i in range(len(widths) // 2)]
     if mode == "constant":
         return (pad(g, [-w for w in widths]),)
+    crops = [max(0, -w) for w in widths]
     gx = g
+    if mode != "circular" and any(crops):
+        gx = pad(gx, crops)
     for d, lft, rgt in pairs:
         lft, rgt = max(0, lft), max(0, rgt)
         if not lft and not rgt:
@@ -157,8 +177,7 @@ def _g_pad(ctx, g):
             if p is not None:
                 mid = mid + p
         gx = mid
-    crops = [max(0, -w) for w in widths]
-    if any(crops):
+    if mode == "circular" and any(crops):
         gx = pad(gx, crops)
     return (gx,)
 
