@@ -233,9 +233,18 @@ def _k_check(walk):
         )
 
 
-def _gather(x: Tensor, walk: _Walk, allow_negative=True) -> Tensor:
+def _check_walk(walk: _Walk, allow_negative, always):
+    """Range-check the walk's device indices. torch's indexing kernels check each index as they
+    read it, so a walk of no elements checks none (`x[[5]]` of a (3, 0) x is a (1, 0) tensor,
+    `x.index_add_(0, [5], src)` of one is a no-op); `always` for the ops that check up front
+    (index_select, embedding, index_reduce)."""
+    if always or math.prod(walk.shape):
+        _check_device(walk.unchecked, allow_negative)
+
+
+def _gather(x: Tensor, walk: _Walk, allow_negative=True, always=False) -> Tensor:
     _k_check(walk)
-    _check_device(walk.unchecked, allow_negative)
+    _check_walk(walk, allow_negative, always)
     out = empty(walk.shape, x.dtype)
     n = out.numel()
     if n == 0:
@@ -261,7 +270,7 @@ def _value(value, dtype) -> Tensor:
 def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
     """x[walk] = value (or op= value): value broadcast to the walk's shape, cast to x's dtype."""
     _k_check(walk)
-    _check_device(walk.unchecked, allow_negative)
+    _check_walk(walk, allow_negative, False)
     if reduce is not None and x.dtype is D.float16:
         # No f16 atomics: reduce into an f32 copy of x's whole storage, so that the walk's
         # offsets and strides (in elements) address the same elements, then narrow it back.
@@ -307,6 +316,7 @@ def _plan(x: Tensor, index) -> _Walk:
     d = 0
     adv = []  # (broadcast shape, [(tensor, dim, host_checked)])
     adv_pos = []  # position among the non-int entries, for the adjacency rule
+    host = []  # (host index, size, dim): checked once the walk is known to be non-empty
     first_out = None
     pos = 0
     for it in index:
@@ -363,7 +373,7 @@ def _plan(x: Tensor, index) -> _Walk:
         if isinstance(a, Tensor):
             adv.append((tuple(a._shape), [(a, d, False)]))
         else:
-            _check_host(a, x._shape[d], d)
+            host.append((a, x._shape[d], d))
             adv.append((a.shape, [(_host(a), d, True)]))
         d += 1
     basic.extend((x._shape[j], x._strides[j]) for j in range(d, x.ndim))
@@ -381,6 +391,16 @@ def _plan(x: Tensor, index) -> _Walk:
     nb = len(bshape)
     shape = [s for s, _ in basic[:a0]] + list(bshape) + [s for s, _ in basic[a0:]]
     bstrides = [s for _, s in basic[:a0]] + [0] * nb + [s for _, s in basic[a0:]]
+    if math.prod(bshape):  # torch's AdvancedIndex: no index is valid for a dim of size 0
+        for _, tensors in adv:
+            for _, dim, _ in tensors:
+                if x._shape[dim] == 0:
+                    raise IndexOutOfBounds(
+                        f"pyrite: index is out of bounds for dimension {dim} with size 0"
+                    )
+    if math.prod(shape):  # (an empty walk reads no index: torch checks none then)
+        for a, size, dim in host:
+            _check_host(a, size, dim)
     idx, unchecked = [], []
     for _, tensors in adv:
         for t, dim, checked in tensors:

@@ -21,7 +21,16 @@ from ..errors import ArgumentError, DtypeError, IndexDtypeError, IndexShapeError
 from ..tensor import Tensor
 from . import ranges
 from .core import broadcast_shapes, empty, run_map
-from .indexing import _gather, _host, _minmax, _plan, _scatter, _Walk, advanced_getitem
+from .indexing import (
+    _check_walk,
+    _gather,
+    _host,
+    _minmax,
+    _plan,
+    _scatter,
+    _Walk,
+    advanced_getitem,
+)
 from .overlap import check_overlap, check_writable
 
 
@@ -218,7 +227,7 @@ def index_select(input: Tensor, dim, index) -> Tensor:
     d = x._dim(dim)
     shape = list(x._shape)
     shape[d] = index._shape[0]
-    out = _gather(x, _along(x, d, index, shape), allow_negative=False)
+    out = _gather(x, _along(x, d, index, shape), allow_negative=False, always=True)
     return out.reshape(()) if input.ndim == 0 else out
 
 
@@ -245,6 +254,8 @@ def _index_source(self, dim, index, source, what):
 def index_add_(self: Tensor, dim, index, source, *, alpha=1) -> Tensor:
     x, walk, src = _index_source(self, dim, index, source, "index_add")
     _check_target(self, index, source)
+    if self.ndim > 1 and self.numel() == 0:
+        return self  # torch's index_add_cpu_ returns before reading an index then
     if alpha != 1:
         if self.dtype.kind != "f" and isinstance(alpha, float):
             alpha = int(alpha)  # torch casts alpha to an integer self's type (1.5 adds once)
@@ -291,11 +302,12 @@ def index_reduce_(self: Tensor, dim, index, source, reduce, *, include_self=True
             f"pyrite: index_reduce(): reduce must be one of prod, mean, amax or amin "
             f"(got {reduce!r})"
         )
-    x, _, src = _index_source(self, dim, index, source, "index_reduce")
+    x, walk, src = _index_source(self, dim, index, source, "index_reduce")
     d = x._dim(dim)
     idx = _index_1d(index, "index_reduce")
     if not isinstance(src, Tensor):
         raise TypeError("pyrite: index_reduce(): source must be a Tensor")
+    _check_walk(walk, False, True)  # torch checks every index, even into an empty self
     lead = [1] * x.ndim
     lead[d] = idx._shape[0]
     idx = idx.reshape(lead).expand(*src._shape)
@@ -518,7 +530,7 @@ def embedding(
         [(input, v, weight._strides[0], ist, 0)],
         [(input, v, 0)],
     )
-    return _gather(weight, walk, allow_negative=False)
+    return _gather(weight, walk, allow_negative=False, always=True)
 
 
 # ---- backward rules (autograd.install records these; torch's formulas, derivatives.yaml) -----

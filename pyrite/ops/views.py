@@ -659,6 +659,8 @@ def getitem(x: Tensor, index):
 
 
 def setitem(x: Tensor, index, value):
+    if index is False:  # torch's x[False] = v returns at once: v's shape is not checked
+        return
     index = _normalize(x, index)
     if any(_is_advanced(i) for i in index):
         from .indexing import advanced_setitem

@@ -1,0 +1,229 @@
+"""Regressions of the session-41 differential fuzz of indexing, scatter, sorting and set ops
+(scripts/fuzz_index.py) against torch 2.13 CPU, each minimized, on fresh inputs from `rng`,
+plus a small seeded run of the fuzz itself.
+
+Found and fixed by it:
+- an out-of-range index whose walk reads nothing was refused: torch's indexing kernels check
+  each index as they read it, so `x[[5]]` of a (3, 0) x is a (1, 0) tensor, `x[i, []] = v`,
+  `index_put_`, `index_fill_` and `index_copy_` of an empty walk are no-ops, and `index_add_`
+  into a self of no elements (and more than one dim) returns before reading an index;
+  `index_select`, `embedding` and `index_reduce` check up front, as torch's do;
+- an advanced index into a dim of size 0 with a non-empty broadcast index shape was taken when
+  another dim emptied the walk (`x[:0, [0]]` of a (2, 0) x): torch refuses it ("index is out of
+  bounds for dimension with size 0") whatever the other dims;
+- `x[False] = v` checked v's shape against an empty selection: torch returns at once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+
+torch = pytest.importorskip("torch")
+
+
+def _run(M, fn):
+    """fn(M) with M torch or pyrite: ("ok", numpy result) or ("raise", the exception)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = fn(M)
+        except (IndexError, RuntimeError, ValueError, TypeError) as e:
+            return "raise", e
+    return "ok", out.detach().float().numpy()
+
+
+def _same_as_torch(fn):
+    (tk, tv), (pk, pv) = _run(torch, fn), _run(pr, fn)
+    assert tk == pk, f"torch {tk} {tv!r}, pyrite {pk} {pv!r}"
+    if tk == "ok":
+        np.testing.assert_array_equal(pv, tv)
+    else:  # pyrite's refusal is an instance of the class torch raised
+        assert (
+            isinstance(pv, type(tv))
+            or isinstance(pv, (IndexError, RuntimeError))
+            and (isinstance(tv, (IndexError, RuntimeError)))
+        ), f"torch {type(tv)}, pyrite {type(pv).__mro__}"
+
+
+def _t(M, a):
+    return M.tensor(a)
+
+
+# ---- an out-of-range index into an empty walk is read by nobody ---------------------------------
+# (x shape, index builder(M, rng_values) -> index tuple): every walk here is empty
+EMPTY_WALK_GET = [
+    ((3, 0), lambda M, b: (_t(M, [b]),)),  # x(3, 0)[[5]]: (1, 0)
+    ((3, 0), lambda M, b: ([b],)),  # a host list, checked on the host
+    ((3, 0), lambda M, b: ([-b],)),
+    ((3, 2), lambda M, b: (_t(M, [b]), M.zeros(0, dtype=M.int64))),  # broadcast to (0,)
+    ((3, 2), lambda M, b: (_t(M, [[b]]), M.zeros(0, dtype=M.int64))),
+    ((3, 2), lambda M, b: (_t(M, [b]), slice(1, 1))),  # an empty slice beside it
+    ((3, 2), lambda M, b: (_t(M, [b]), False)),  # a False bool scalar empties it
+    ((2, 7, 3), lambda M, b: (slice(3, None, 3), _t(M, [-b]), _t(M, [0]))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EMPTY_WALK_GET)))
+def test_out_of_range_index_of_an_empty_walk_gets_as_torch(rng, case):
+    shape, index = EMPTY_WALK_GET[case]
+    x = rng.standard_normal(shape).astype(np.float32)
+    bad = int(rng.integers(5, 40))
+    _same_as_torch(lambda M: _t(M, x)[index(M, bad)])
+
+
+@pytest.mark.parametrize("case", range(len(EMPTY_WALK_GET)))
+@pytest.mark.parametrize("how", ["setitem", "index_put", "accumulate"])
+def test_out_of_range_index_of_an_empty_walk_sets_as_torch(rng, case, how):
+    shape, index = EMPTY_WALK_GET[case]
+    x = rng.standard_normal(shape).astype(np.float32)
+    bad = int(rng.integers(5, 40))
+    v = float(rng.standard_normal())
+
+    def fn(M):
+        y = _t(M, x)
+        ix = index(M, bad)
+        if how == "setitem":
+            y[ix] = v
+            return y
+        if any(isinstance(i, (slice, bool)) for i in ix):
+            return y  # (index_put_ takes tensors only)
+        ix = tuple(_t(M, i) if isinstance(i, list) else i for i in ix)
+        return y.index_put_(ix, M.tensor(v), accumulate=how == "accumulate")
+
+    _same_as_torch(fn)
+
+
+# an advanced index into a dim of size 0 is refused once the index shape is not empty
+ZERO_DIM = [
+    ((0, 3), lambda M: (_t(M, [0]),)),
+    ((2, 0), lambda M: (slice(None, 0), _t(M, [0]))),  # the walk is empty: still refused
+    ((1, 1, 0, 0), lambda M: (slice(0, 2, 3), _t(M, [-1]), _t(M, [0]), slice(-1, 1, 2))),
+    ((0, 3), lambda M: (_t(M, [0]), M.zeros(0, dtype=M.int64))),  # index shape (0,): taken
+]
+
+
+@pytest.mark.parametrize("case", range(len(ZERO_DIM)))
+@pytest.mark.parametrize("how", ["get", "set", "accumulate"])
+def test_index_into_a_dim_of_size_zero_as_torch(rng, case, how):
+    shape, index = ZERO_DIM[case]
+    x = rng.standard_normal(shape).astype(np.float32)
+
+    def fn(M):
+        y = _t(M, x)
+        if how == "get":
+            return y[index(M)]
+        if how == "set":
+            y[index(M)] = 1.5
+            return y
+        ix = index(M)
+        if any(isinstance(i, slice) for i in ix):
+            y[ix] = 2.0
+            return y
+        return y.index_put_(ix, M.tensor(2.0), accumulate=True)
+
+    _same_as_torch(fn)
+
+
+# (op, self shape, dim): index_add returns early into a self of no elements with dims > 1;
+# index_copy / index_fill read no index for an empty walk; index_select / index_reduce check all
+INDEX_OPS_EMPTY = [
+    ("index_add", (0, 3), 0),
+    ("index_add", (0, 3), 1),
+    ("index_add", (3, 0), 0),
+    ("index_add", (3, 0), 1),
+    ("index_add", (0,), 0),
+    ("index_add", (0, 0), 0),
+    ("index_copy", (3, 0), 0),
+    ("index_fill", (3, 0), 0),
+    ("index_fill", (0, 3), 1),
+    ("index_select", (3, 0), 0),
+    ("index_reduce", (3, 0), 0),
+    ("index_reduce", (0, 3), 1),
+]
+
+
+@pytest.mark.parametrize("op,shape,dim", INDEX_OPS_EMPTY)
+def test_out_of_range_index_into_an_empty_self_as_torch(rng, op, shape, dim):
+    x = rng.standard_normal(shape).astype(np.float32)
+    bad = int(rng.integers(5, 40))
+    sshape = list(shape)
+    sshape[dim] = 1
+    src = rng.standard_normal(sshape).astype(np.float32)
+
+    def fn(M):
+        y, i, s = _t(M, x), _t(M, [bad]), _t(M, src)
+        if op == "index_add":
+            return y.index_add(dim, i, s, alpha=2)
+        if op == "index_copy":
+            return y.index_copy(dim, i, s)
+        if op == "index_fill":
+            return y.index_fill(dim, i, 3.0)
+        if op == "index_select":
+            return y.index_select(dim, i)
+        return y.index_reduce(dim, i, s, "amax")
+
+    _same_as_torch(fn)
+
+
+def test_embedding_checks_indices_into_an_empty_row(rng):
+    w = rng.standard_normal((4, 0)).astype(np.float32)
+    i = rng.integers(4, 9, (2,))
+    _same_as_torch(lambda M: M.nn.functional.embedding(_t(M, i), _t(M, w)))
+
+
+@pytest.mark.parametrize("vshape", [(5,), (2, 7), ()])
+def test_setitem_false_is_a_no_op_whatever_the_value(rng, vshape):
+    x = rng.standard_normal((3, 2)).astype(np.float32)
+    v = rng.standard_normal(vshape).astype(np.float32)
+
+    def fn(M):
+        y = _t(M, x)
+        y[False] = _t(M, v)
+        return y
+
+    _same_as_torch(fn)
+
+
+def test_setitem_false_in_a_tuple_still_checks_the_value(rng):
+    x = rng.standard_normal((3, 2)).astype(np.float32)
+    v = rng.standard_normal((5,)).astype(np.float32)
+
+    def fn(M):
+        y = _t(M, x)
+        y[(False,)] = _t(M, v)
+        return y
+
+    _same_as_torch(fn)
+
+
+# ---- the fuzz itself, a small seeded run ---------------------------------------------------------
+def _fuzz():
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_index.py"
+    spec = importlib.util.spec_from_file_location("fuzz_index", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_seeded_fuzz_of_indexing_scatter_sorting_agrees_with_torch(rng):
+    fz = _fuzz()
+    seed = int(rng.integers(0, 2**31))
+    fams = list(fz.FAMILIES)
+    fails = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(30):
+            case_rng = np.random.default_rng([seed, i])
+            fam = fams[i % len(fams)]
+            case = fz.FAMILIES[fam](case_rng)
+            msg = fz.check(case, case_rng)
+            if msg is not None:
+                fails.append(f"[{seed}, {i}] {case.desc}: {msg}")
+    assert not fails, "\n".join(fails)
