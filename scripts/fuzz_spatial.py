@@ -36,6 +36,7 @@ import torch
 import pyrite as pr
 
 EPS = float(np.finfo(np.float32).eps)
+LAYOUTS = True  # pyrite's inputs as non-contiguous views now and then (--contiguous: never)
 SIZES = (1, 2, 3, 4, 5, 7, 8, 11, 13)
 SMALL = (1, 2, 3, 5, 7)
 
@@ -105,6 +106,8 @@ def gen_conv(rng):
     dil = _tup(rng, d, 1, 3) if rng.random() < 0.4 else (1,) * d
     sp = _spatial(rng, d)
     unbatched = rng.random() < 0.1
+    if rng.random() < 0.03:
+        n = 0
     xshape = (cin, *sp) if unbatched else (n, cin, *sp)
     bias = rng.random() < 0.6
     x = _rand(rng, xshape)
@@ -179,6 +182,10 @@ def gen_pool(rng):
     sp = _spatial(rng, d)
     xshape = (c, *sp) if rng.random() < 0.15 else (n, c, *sp)
     x = _rand(rng, xshape)
+    if kind in ("max", "amax", "avg", "aavg") and rng.random() < 0.3:
+        x = rng.integers(-2, 3, xshape).astype(np.float32)  # ties: the first maximum wins
+        if kind in ("max", "amax") and rng.random() < 0.3:
+            x[rng.random(xshape) < 0.2] = -np.inf
     F = "T.nn.functional"
     if kind in ("amax", "aavg"):
         osz = tuple(int(rng.integers(1, s + 3)) for s in sp)
@@ -410,6 +417,10 @@ def gen_grid(rng):
     osp = _spatial(rng, d, cap=7 if d == 2 else 4)
     x = _rand(rng, (n, c, *sp))
     grid = (rng.uniform(-1.3, 1.3, (n, *osp, d))).astype(np.float32)
+    if rng.random() < 0.3:  # pixel centres and corners exactly, and far outside
+        snap = np.array([-1, 1, 0, -3, 2.5, -0.5, 0.5], np.float32)
+        pick = rng.random(grid.shape) < 0.4
+        grid[pick] = snap[rng.integers(0, len(snap), int(pick.sum()))]
 
     def fn(T, x, g, mode=mode, pm=pm, ac=ac):
         return T.nn.functional.grid_sample(x, g, mode=mode, padding_mode=pm, align_corners=ac)
@@ -469,56 +480,84 @@ FAMILIES = {"conv": gen_conv, "pool": gen_pool, "interp": gen_interp, "pad": gen
 # ---- running and judging ---------------------------------------------------------------------
 
 
-def _to(T, a, dtype, grad):
-    if T is torch:
-        t = torch.tensor(a.astype(dtype) if a.dtype.kind == "f" else a)
-        return t.requires_grad_(grad)
-    t = pr.tensor(a.astype(dtype) if a.dtype.kind == "f" else a)
+def _to(T, a, dtype, grad, layout=None):
+    """(leaf, the tensor the op gets, leaf gradient -> input-shaped gradient). layout: None
+    (contiguous), ("perm", p) (a permuted view of a tensor stored in order p) or "step" (every
+    other element of a tensor twice as long in its last dim)."""
+    a = a.astype(dtype) if a.dtype.kind == "f" else a
+    ident = lambda g: g  # noqa: E731
+    if layout is None or a.ndim == 0:
+        leaf, view, back = T.tensor(a), None, ident
+    elif layout == "step":
+        big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        big[..., ::2] = a
+        leaf, back = T.tensor(big), (lambda g: g[..., ::2])
+        view = "step"
+    else:
+        p = layout[1]
+        inv = tuple(int(i) for i in np.argsort(p))
+        leaf = T.tensor(np.ascontiguousarray(a.transpose(p)))
+        view, back = ("perm", inv), (lambda g: g.transpose(inv))
     if grad:
-        t.requires_grad_(True)
-    return t
+        leaf.requires_grad_(True)
+    if view == "step":
+        t = leaf[..., ::2]
+    elif view is not None:
+        t = leaf.permute(*view[1])
+    else:
+        t = leaf
+    return leaf, t, back
 
 
-def _np(t):
-    return t.detach().numpy() if T_is_torch(t) else t.detach().numpy()
-
-
-def T_is_torch(t):
-    return isinstance(t, torch.Tensor)
-
-
-def run(T, case, dtype, cots=None, absin=False):
+def run(T, case, dtype, cots=None, absin=False, layouts=None):
     """Returns (outputs as numpy, gradients as numpy (None where absent), output tensors)."""
     arrays = [
         np.abs(a) if absin and a.dtype.kind == "f" and i not in case.keep else a
         for i, a in enumerate(case.inputs)
     ]
-    ts = [_to(T, a, dtype, g) for a, g in zip(arrays, case.grad)]
-    res = case.fn(T, *ts)
+    layouts = layouts or [None] * len(arrays)
+    made = [_to(T, a, dtype, g, lay) for a, g, lay in zip(arrays, case.grad, layouts)]
+    res = case.fn(T, *[m[1] for m in made])
     params = []
     if isinstance(res, Mod):
         res, params = res.out, res.params
     outs = list(res) if isinstance(res, tuple) else [res]
     if cots is None:
         return outs, None, params
-    leaves = [t for t, g in zip(ts, case.grad) if g] + params
+    leaves = [m for m, g in zip(made, case.grad) if g] + [(v, v, lambda g: g) for v in params]
     loss = None
     for o, c in zip(outs, cots):
         if c is None:
             continue
         cc = np.abs(c) if absin else c
-        ct = _to(T, cc, dtype, False)
+        ct = _to(T, cc, dtype, False)[1]
         if T is not torch and params:
             ct = ct.to(o.dtype)
         term = (o * ct).sum()
         loss = term if loss is None else loss + term
     grads = []
-    if loss is not None and any(getattr(v, "requires_grad", False) for v in leaves):
+    if loss is not None and any(getattr(m[0], "requires_grad", False) for m in leaves):
         loss.backward()
         grads = [
-            None if v.grad is None else v.grad.detach().numpy().astype(np.float64) for v in leaves
+            None if v.grad is None else back(v.grad.detach().numpy().astype(np.float64))
+            for v, _, back in leaves
         ]
     return [o.detach().numpy() for o in outs], grads, params
+
+
+def _layouts(case, rng):
+    """Random non-contiguous layouts for pyrite's float inputs (a third of the cases)."""
+    if rng.random() > 0.33:
+        return None
+    out = []
+    for a in case.inputs:
+        if a.dtype.kind != "f" or a.ndim == 0 or rng.random() < 0.3:
+            out.append(None)
+        elif rng.random() < 0.5:
+            out.append("step")
+        else:
+            out.append(("perm", tuple(int(i) for i in rng.permutation(a.ndim))))
+    return out
 
 
 def judge(kind, got, ref32, ref64, bound, K, coord):
@@ -586,8 +625,9 @@ def check(case, rng):
             return None  # torch f32's mkldnn path returns an empty output, f64's refuses
         raise
     tb_o, tb_g, _ = run(torch, case, np.float64, cots, absin=True)
+    layouts = _layouts(case, rng) if LAYOUTS else None
     try:
-        p_o, p_g, _ = run(pr, case, np.float32, cots)
+        p_o, p_g, _ = run(pr, case, np.float32, cots, layouts=layouts)
     except Exception as exc:  # noqa: BLE001
         return f"pyrite raises {type(exc).__name__}: {str(exc)[:300]}"
     worst, notes = 0.0, []
@@ -617,6 +657,8 @@ def check(case, rng):
         ratio, note = judge(kk, g, r32, r64, np.abs(b), max(case.K, 64), case.coord)
         if ratio > 1:
             notes.append(f"grad[{i}] {note} (ratio {ratio:.3g})")
+    if notes and layouts:
+        notes.append(f"layouts {layouts}")
     return "; ".join(notes) or None
 
 
@@ -626,7 +668,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--family", default=",".join(FAMILIES))
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--budget", type=int, default=0,
+                    help="half the cases plan pyrite's kernels as if a loop could run only this "
+                    "many times (the split paths; tests/conftest.py loop_budget)")  # fmt: skip
+    ap.add_argument("--contiguous", action="store_true", help="no non-contiguous inputs")
     a = ap.parse_args(argv)
+    global LAYOUTS
+    LAYOUTS = not a.contiguous
+    from pyrite import backend
+
+    dev = backend.current()
+    real_budget = dev.loop_budget
     total, bad = {}, []
     for fam in a.family.split(","):
         t0 = time.time()
@@ -634,6 +686,10 @@ def main(argv=None):
             seed = a.seed + i
             rng = np.random.default_rng([seed, list(FAMILIES).index(fam)])
             case = FAMILIES[fam](rng)
+            budget = a.budget if a.budget and rng.random() < 0.5 else None
+            dev._loop_budget = budget or real_budget
+            if budget:
+                case.params["loop_budget"] = budget
             try:
                 msg = check(case, rng)
             except Exception:  # noqa: BLE001 - a crash of the harness is a finding too

@@ -58,6 +58,46 @@ def test_pad_mixed_sign(rng, shape, pads, mode):
     _grad_check(rng, lambda T, t: T.nn.functional.pad(t, pads, mode=mode), x)
 
 
+# ---- grid_sample: the grid's gradient at the clip edges -----------------------------------------
+# border/reflection clip the pixel coordinate to [0, size - 1]; torch's gradient of that clip
+# (clip_coordinates_set_grad) is 0 at either edge, pyrite's clamp passed 1: a grid value of
+# exactly 1 with align_corners=True had gradient -1.28 where torch's is 0 (reflection: +1.28,
+# and -3 reflected onto the edge likewise). Found by the fuzzer's snapped grid values.
+GRID_EDGE = [
+    ((1, 1, 3, 4), [[1.0, 0.1]], "border", True),
+    ((1, 1, 3, 4), [[-1.0, 0.1], [0.3, 1.0]], "border", True),
+    ((1, 1, 3, 4), [[1.0, 0.1]], "reflection", True),
+    ((1, 1, 3, 4), [[-3.0, -0.2], [0.2, 3.0]], "reflection", True),
+    ((1, 2, 5, 3), [[1.0, -1.0], [0.5, 0.0], [-0.5, 1.2]], "border", True),
+    ((2, 1, 4, 5), [[-2.5, 1.5], [1.0, 0.25]], "reflection", False),
+    ((1, 2, 2, 3, 4), [[1.0, -1.0, 0.5], [-0.3, 1.0, -1.0]], "border", True),
+]
+
+
+@pytest.mark.parametrize("xshape,points,padding_mode,align", GRID_EDGE)
+def test_grid_sample_grad_at_clip_edge(rng, xshape, points, padding_mode, align):
+    x = rng.standard_normal(xshape).astype(np.float32)
+    rank = len(xshape) - 2
+    pts = np.asarray(points, np.float32)
+    grid = np.broadcast_to(
+        pts.reshape((1,) + (1,) * (rank - 1) + pts.shape),
+        (xshape[0],) + (1,) * (rank - 1) + pts.shape,
+    ).copy()
+    kw = dict(mode="bilinear", padding_mode=padding_mode, align_corners=align)
+    tx, tg = torch.tensor(x, requires_grad=True), torch.tensor(grid, requires_grad=True)
+    want = torch.nn.functional.grid_sample(tx, tg, **kw)
+    px, pg = pr.tensor(x), pr.tensor(grid)
+    px.requires_grad_(True)
+    pg.requires_grad_(True)
+    got = pr.nn.functional.grid_sample(px, pg, **kw)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (want * torch.tensor(g)).sum().backward()
+    (got * pr.tensor(g)).sum().backward()
+    np.testing.assert_allclose(pg.grad.numpy(), tg.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(px.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # ---- the fuzzer itself, a few seeded cases of every family ------------------------------------
 def _fuzzer():
     path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_spatial.py"

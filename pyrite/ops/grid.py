@@ -148,7 +148,13 @@ def _pad_coordinate(c, size, padding_mode, align):
     if padding_mode == "reflection":
         c = _reflect(c, 0, 2 * (size - 1)) if align else _reflect(c, -1, 2 * size - 1)
     if padding_mode in ("border", "reflection"):
-        c = c.clamp(0.0, size - 1.0)
+        # torch's clip_coordinates_set_grad: the clipped coordinate's gradient is 1 strictly
+        # inside (0, size - 1) and 0 at either edge, where clamp's would pass it (a grid value
+        # of exactly +-1 with align_corners gave the one-sided slope, torch 0)
+        from .elementwise import where
+
+        inside = (c > 0.0) & (c < size - 1.0)
+        c = where(inside, c, c.detach().clamp(0.0, size - 1.0))
     return c
 
 
