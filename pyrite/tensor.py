@@ -214,7 +214,7 @@ class Tensor:
         self._agen = 0
 
     @classmethod
-    def _make(cls, storage, shape, strides, offset, dtype):
+    def _make(cls, storage, shape, strides, offset, dtype, base=None, untracked=False, agen=0):
         t = object.__new__(cls)
         t._storage = storage
         t._shape = shape
@@ -224,22 +224,24 @@ class Tensor:
         t.requires_grad = False
         t.grad = None
         t.grad_fn = None
-        t._base = None
-        t._untracked = False
+        t._base = base
+        t._untracked = untracked
         # (set, not left to getattr's default: a getattr that misses an unset slot raises and
         # catches inside, ~0.4 µs on every view, which reads its base's)
-        t._agen = 0
+        t._agen = agen
         return t
 
     def _view(self, shape, strides, offset):
-        t = Tensor._make(self._storage, shape, strides, offset, self.dtype)
-        t._base = base = self if self._base is None else self._base
-        # an in-place op recorded on the base (or another view of it) since then rebases the
-        # base's history: this view's is then re-derived from the base's (autograd.fresh_view)
-        t._agen = getattr(base, "_agen", 0)
-        if self._untracked:  # (a view of a .data alias is one too)
-            t._untracked = True
-        return t
+        base = self._base
+        if base is None:
+            base = self
+        # a view of a .data alias is one too; an in-place op recorded on the base (or another
+        # view of it) since then rebases the base's history: this view's is then re-derived
+        # from the base's (autograd.fresh_view). (Every tensor made sets _agen: read, not
+        # getattr'd.)
+        return Tensor._make(
+            self._storage, shape, strides, offset, self.dtype, base, self._untracked, base._agen
+        )
 
     # ---- metadata ------------------------------------------------------------------------
     @property
