@@ -40,7 +40,8 @@ EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 SIZES = (0, 1, 1, 2, 3, 3, 5, 7)
 # refusals of torch that pyrite documents taking (README, "Differences from PyTorch")
 ACCEPTED = ("Index put requires the source and destination dtypes match",  # x[idx] = v casts
-            "step must be greater than zero")  # fmt: skip
+            "step must be greater than zero",
+            "view size is not compatible")  # take_along_dim(dim=None) views where pyrite copies  # fmt: skip
 
 
 class Case:
@@ -146,7 +147,8 @@ def close(a, b, case, what):
         a64, b64 = np.where(nan_a, 0, a64), np.where(nan_b, 0, b64)
         if case.mode == "tol":
             eps = EPS.get(case.dtype, 2.0**-23)
-            tol = 2 * case.terms * eps * (np.abs(a64) + 1e-30) + 1e-6 * (case.dtype != "float32")
+            # rounding of each step, relative to the result and to the terms' magnitude
+            tol = 2 * case.terms * eps * (np.abs(a64) + case.mag) + 1e-30
             inf_ok = np.isinf(a64) | np.isinf(b64)
             bad = (np.abs(a64 - b64) > tol) & ~(inf_ok & (a64 == b64))
             bad |= inf_ok & (a64 != b64)
@@ -202,6 +204,20 @@ def compare(case, tv, pv, what="out"):
         close(an, bn, case, w)
 
 
+def laid_out(M, a, d, g, layout):
+    """(leaf, view): the tensor of `a` as a transposed or stepped view of a leaf, or the leaf."""
+    a = np.asarray(a)
+    if layout == "T" and a.ndim >= 2:
+        leaf = conv(M, np.ascontiguousarray(np.transpose(a)), d, g)
+        return leaf, leaf.permute(*reversed(range(a.ndim)))
+    if layout == "step" and a.ndim >= 1:
+        wide = np.repeat(a, 2, axis=-1)
+        leaf = conv(M, wide, d, g)
+        return leaf, leaf[..., ::2]
+    leaf = conv(M, a, d, g)
+    return leaf, leaf
+
+
 def run_side(case, M):
     leaves = {}
 
@@ -209,9 +225,9 @@ def run_side(case, M):
         a, d = case.arrays[key]
         d = dt or d
         g = key in case.grad if rg is None else rg
-        t = conv(M, a, d, g)
+        leaf, t = laid_out(M, a, d, g, case.layout.get(key))
         if g:
-            leaves[key] = t
+            leaves[key] = leaf
         return t
 
     out = case.build(M, T)
@@ -233,7 +249,9 @@ def grads(case, out, leaves, M, weights):
 
 def check(case, rng):
     """None if pyrite agrees with torch, else a message."""
-    case._inputs_np = {k: v[0] for k, v in case.arrays.items()}
+    case.layout = {k: pick(rng, (None, None, "T", "step")) for k in case.arrays}
+    finite = [np.abs(a[np.isfinite(a)]) for a, d in case.arrays.values() if d in FLOATS]
+    case.mag = max([float(f.max()) for f in finite if f.size] + [0.0])
     weights = rng.standard_normal(4096).astype(np.float32)
     try:
         tout, tleaves = run_side(case, torch)
@@ -716,8 +734,10 @@ def fam_sort(rng):
     if op.endswith("median_all") and 0 in shape and dt.startswith("int"):
         dt = "float32"  # torch: the int64 minimum (a garbage value), pyrite int32's
     ties = rng.random() < 0.6
+    special = rng.random() < 0.4 and op != "mode"
     # (mode: torch's sort-and-count with NaN is undefined behaviour; README documents pyrite's)
-    x = values(rng, shape, dt, ties=ties, special=rng.random() < 0.4 and op != "mode")
+    x = values(rng, shape, dt, ties=ties, special=special)
+    ties = ties or special  # (equal infinities, NaNs, +-0: the gradient's route is torch's choice)
     nd = max(len(shape), 1)
     dim = int(rng.integers(-nd, nd))
     se = shape if shape else (1,)
@@ -734,7 +754,9 @@ def fam_sort(rng):
     grad = ("x",) if dt == "float32" and op in ("sort", "sort_stable", "msort", "topk",
                                                  "kthvalue", "cummax", "cummin") \
         and not ties else None  # fmt: skip
-    mode, select, unordered = "exact_sign", None, False
+    # (msort is unstable, and the median's zero is either of equal ones: no sign compared)
+    mode, select, unordered = ("exact_sign" if op in ("sort_stable", "argsort", "cummax", "cummin")
+                               else "exact"), None, False  # fmt: skip
     dimc = dim % nd if shape else 0
     if op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode") or (
         op == "argsort" and not stable
@@ -891,6 +913,68 @@ def fam_shape(rng):
     return Case("shape", desc, {"x": x}, build, grad=grad)
 
 
+def fam_big(rng):
+    """Lengths past one workgroup's chunk (sort: 2,048; nonzero: 1,024), to reach the multi-pass
+    kernels; fewer cases (lavapipe)."""
+    op = pick(rng, ("sort_stable", "argsort_stable", "topk", "kthvalue", "median", "unique",
+                    "unique_consecutive", "searchsorted", "nonzero", "cummax", "scatter_add",
+                    "index_put_acc", "masked_select", "msort"))  # fmt: skip
+    dt = pick(rng, ("float32", "float32", "int32", "float16", "bfloat16"))
+    n = int(pick(rng, (1025, 2049, 2500, 4097, 5000)))
+    shape = (n,) if rng.random() < 0.6 else (int(pick(rng, (2, 3))), n // 2)
+    ties = rng.random() < 0.5
+    x = values(rng, shape, dt, ties=ties, special=rng.random() < 0.3 and op != "unique")
+    dim = -1 if rng.random() < 0.8 else 0
+    k = int(rng.integers(1, shape[dim] + 1))
+    desc_ = bool(rng.random() < 0.5)
+    arrays = {"x": x}
+    m = int(rng.integers(1, 3000))
+    arrays["i"] = (idx_arr(rng, (m,), shape[-1], neg=False), "int64")
+    arrays["s"] = values(rng, (m,), dt)
+    arrays["b"] = (np.sort(values(rng, (n // 3,), dt, ties=ties)[0]), dt)
+    mode, select = "exact_sign", None
+    if op in ("topk", "kthvalue", "median"):
+        mode, select = "select", ("x", dim % len(shape))
+    if op in ("scatter_add", "index_put_acc"):
+        mode = "tol" if dt in FLOATS else "exact"
+    if op in ("unique", "msort"):
+        mode = "exact"
+
+    def build(M, T):
+        xx = T("x")
+        if op == "sort_stable":
+            return tuple(xx.sort(dim=dim, descending=desc_, stable=True))
+        if op == "argsort_stable":
+            return xx.argsort(dim=dim, descending=desc_, stable=True)
+        if op == "msort":
+            return M.msort(xx)
+        if op == "topk":
+            return tuple(xx.topk(k, dim=dim, largest=desc_))
+        if op == "kthvalue":
+            return tuple(xx.kthvalue(k, dim=dim))
+        if op == "median":
+            return tuple(xx.median(dim=dim))
+        if op == "unique":
+            return M.unique(xx, return_inverse=True, return_counts=True)
+        if op == "unique_consecutive":
+            return M.unique_consecutive(xx, return_inverse=True, return_counts=True)
+        if op == "searchsorted":
+            return M.searchsorted(T("b"), xx, right=desc_)
+        if op == "nonzero":
+            return (xx > 0).nonzero() if dt != "bool" else xx.nonzero()
+        if op == "cummax":
+            return tuple(xx.cummax(dim=dim))
+        if op == "masked_select":
+            return xx.masked_select(xx > 0)
+        flat = xx.reshape(-1)[: shape[-1]].clone()
+        if op == "scatter_add":
+            return flat.scatter_add(0, T("i"), T("s"))
+        return flat.index_put_((T("i"),), T("s"), accumulate=True)
+
+    desc = f"big {op} x{shape} {dt} dim={dim} k={k} desc={desc_} ties={ties} m={m}"
+    return Case("big", desc, arrays, build, mode=mode, dtype=dt, select=select, terms=64)
+
+
 FAMILIES = {
     "getitem": fam_getitem,
     "setitem": fam_setitem,
@@ -903,9 +987,10 @@ FAMILIES = {
     "unique": fam_unique,
     "search": fam_search,
     "shape": fam_shape,
+    "big": fam_big,
 }
 WEIGHTS = {"getitem": 3, "setitem": 3, "index_put": 1, "scatter": 2, "index_ops": 2,
-           "gather_take": 2, "masked": 1.5, "sort": 3, "unique": 1, "search": 1, "shape": 1.5}  # fmt: skip
+           "gather_take": 2, "masked": 1.5, "sort": 3, "unique": 1, "search": 1, "shape": 1.5, "big": 0.6}  # fmt: skip
 
 
 def main(argv=None):
@@ -931,6 +1016,8 @@ def main(argv=None):
             print(f"[{i}] {fam}: generator crashed\n{traceback.format_exc()}")
             continue
         msg = check(case, rng)
+        if msg is not None:
+            msg = f"layout {case.layout}\n{msg}"
         if args.verbose:
             print(f"[{i}] {case.desc}: {'ok' if msg is None else 'FAIL'}", flush=True)
         if msg is not None:

@@ -2,10 +2,11 @@
 they share with the gather/scatter family (ops/scatter.py): host-data upload, index range checks,
 the walk's planning and its gather and scatter dispatches.
 
-Every op here and in ops/scatter.py is planned as one *index walk* (kernels/indexing.py): an iteration shape, a base
-offset and per-dim strides into the source/destination for the basic dims (slices, None, the
-dims not indexed), and up to 5 index tensors, each read through its own strides broadcast over
-the walk, each addressing one dim of x. A gather copies x[at] to a contiguous output; a scatter
+Every op here and in ops/scatter.py is planned as one *index walk* (kernels/indexing.py): an
+iteration shape, a base offset and per-dim strides into the source/destination for the basic
+dims (slices, None, the dims not indexed), and up to 5 index tensors (more are first folded into
+one tensor of offsets), each read through its own strides broadcast over the walk, each
+addressing one dim of x. A gather copies x[at] to a contiguous output; a scatter
 writes (or atomically reduces) a broadcast value into x[at]. So x[i, :, j] with two broadcasting
 index tensors, torch.gather along any dim, index_select, take and embedding are the same kernel
 with different info words, and nothing is copied to make an input contiguous.
@@ -224,13 +225,21 @@ def _info(walk: _Walk, vstrides=None, voff=0):
     return len(cshape), info
 
 
-def _k_check(walk):
-    if len(walk.idx) > MAX_INDEX_TENSORS:
-        raise NotImplementedError(
-            f"pyrite: at most {MAX_INDEX_TENSORS} index tensors (a bool "
-            f"mask of k dims counts k) in one indexing op; got "
-            f"{len(walk.idx)}"
-        )
+def _fold(walk: _Walk) -> _Walk:
+    """A walk of at most MAX_INDEX_TENSORS index tensors (a kernel binds each as a buffer: 8
+    storage buffers a stage): past that, the last ones become one tensor of x offsets over the
+    walk, sum((i mod size) * x stride), computed by ordinary ops once their ranges are checked
+    (x[m] with a bool mask m of 6 dims, or 6 index tensors, as torch takes)."""
+    if len(walk.idx) <= MAX_INDEX_TENSORS:
+        return walk
+    keep, rest = walk.idx[: MAX_INDEX_TENSORS - 1], walk.idx[MAX_INDEX_TENSORS - 1 :]
+    at = None
+    for t, size, xs, ist, _ in rest:
+        part = t._view(walk.shape, ist, t._offset).remainder(size) * xs  # (size > 0: checked)
+        at = part if at is None else at + part
+    at = at.contiguous()
+    ist = tuple(at._strides)
+    return _Walk(walk.shape, walk.base, walk.bstrides, [*keep, (at, 1, 1, ist, rest[0][4])])
 
 
 def _check_walk(walk: _Walk, allow_negative, always):
@@ -243,12 +252,12 @@ def _check_walk(walk: _Walk, allow_negative, always):
 
 
 def _gather(x: Tensor, walk: _Walk, allow_negative=True, always=False) -> Tensor:
-    _k_check(walk)
     _check_walk(walk, allow_negative, always)
     out = empty(walk.shape, x.dtype)
     n = out.numel()
     if n == 0:
         return out
+    walk = _fold(walk)
     rank, info = _info(walk)
     bufs = [t._storage.buffer for t, *_ in walk.idx] + [x._storage.buffer, out._storage.buffer]
     backend.current().dispatch(
@@ -269,7 +278,6 @@ def _value(value, dtype) -> Tensor:
 
 def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
     """x[walk] = value (or op= value): value broadcast to the walk's shape, cast to x's dtype."""
-    _k_check(walk)
     _check_walk(walk, allow_negative, False)
     if reduce is not None and x.dtype is D.float16:
         # No f16 atomics: reduce into an f32 copy of x's whole storage, so that the walk's
@@ -298,7 +306,8 @@ def _scatter(x: Tensor, walk: _Walk, value, reduce=None, allow_negative=True):
     if v._storage is x._storage:
         v = contiguous_copy(v)
     idx = [(contiguous_copy(t) if t._storage is x._storage else t, *rest) for t, *rest in walk.idx]
-    walk = _Walk(walk.shape, walk.base, walk.bstrides, idx)
+    walk = _fold(_Walk(walk.shape, walk.base, walk.bstrides, idx))
+    idx = walk.idx
     rank, info = _info(walk, broadcast_strides(v, walk.shape), v._offset)
     bufs = [t._storage.buffer for t, *_ in idx] + [v._storage.buffer, x._storage.buffer]
     src = scatter_kernel(rank, len(idx), x.dtype.wgsl, v.dtype.wgsl, reduce)

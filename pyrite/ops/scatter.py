@@ -223,6 +223,11 @@ def _along(x: Tensor, dim: int, index: Tensor, shape) -> _Walk:
 
 def index_select(input: Tensor, dim, index) -> Tensor:
     index = _index_1d(index, "index_select")
+    if input.ndim == 0 and index.numel() != 1:  # torch: a RuntimeError
+        raise IndexShapeError(
+            f"pyrite: index_select(): Index to scalar can have only 1 value, got "
+            f"{index.numel()} value(s)"
+        )
     x = _as_1d(input)
     d = x._dim(dim)
     shape = list(x._shape)
