@@ -13,7 +13,8 @@ Found and fixed by it:
   bounds for dimension with size 0") whatever the other dims;
 - `x[False] = v` checked v's shape against an empty selection: torch returns at once;
 - more than 5 index tensors (6 or 7 of them, or a bool mask of 6 dims) were refused with
-  NotImplementedError: the walk now folds the ones past a kernel's 4th into one offset tensor.
+  NotImplementedError: the walk now folds the ones past a kernel's 4th into one offset tensor;
+- unique / unique_consecutive with a dim of a 0-d tensor leaked numpy's AxisError.
 The fuzz's other differences were torch's artefacts or pyrite's documented choices (README,
 "Differences from PyTorch"): ties of unstable sorts and of mode with NaN, take_along_dim's
 modular indices, x[idx] = v casting v, negative slice steps, a float16 sum rounded once.
@@ -286,3 +287,12 @@ def test_index_select_of_a_scalar_wants_one_index_as_torch(rng):
     x = np.float32(rng.standard_normal())
     _same_as_torch(lambda M: M.tensor(x).index_select(0, M.tensor([0, 0])))
     _same_as_torch(lambda M: M.tensor(x).index_select(0, M.tensor([0])))
+
+
+@pytest.mark.parametrize("op", ["unique", "unique_consecutive"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_unique_with_a_dim_of_a_scalar_refused_as_torch(rng, op, dim):
+    x = np.float32(rng.standard_normal())
+    _same_as_torch(lambda M: getattr(M, op)(M.tensor(x), dim=dim))
+    with pytest.raises(IndexError, match="no dimensions"):  # (was numpy's AxisError, leaked)
+        getattr(pr, op)(pr.tensor(x), dim=dim)

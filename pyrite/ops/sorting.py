@@ -336,12 +336,18 @@ def _unique_result(vals, inv, cnt, dtype, return_inverse, return_counts):
     return res[0] if len(res) == 1 else tuple(res)
 
 
-def _unique_dim_check(x, d):
+def _unique_dim(x, dim):
+    """unique's `dim` wrapped, with torch's checks: a 0-d tensor has no dim to take (other ops
+    read dim 0 of a scalar as itself), and no other dim may be empty."""
+    if x.ndim == 0:
+        raise IndexError(f"pyrite: Dimension specified as {dim} but tensor has no dimensions")
+    d = x._dim(dim)
     if any(s == 0 for i, s in enumerate(x._shape) if i != d):
         raise RuntimeError(
             "pyrite: There are 0 sized dimensions, and they aren't selected, so unique cannot "
             "be applied"
         )
+    return d
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -353,8 +359,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         )
         inv = inv.reshape(a.shape)
     else:
-        d = x._dim(dim)
-        _unique_dim_check(x, d)
+        d = _unique_dim(x, dim)
         vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
         inv = inv.reshape(-1)
     return _unique_result(vals, inv, cnt, x.dtype, return_inverse, return_counts)
@@ -372,8 +377,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         vals = flat[starts]
         inv = (np.cumsum(starts) - 1).reshape(a.shape)
     else:
-        d = x._dim(dim)
-        _unique_dim_check(x, d)
+        d = _unique_dim(x, dim)
         moved = np.moveaxis(a, d, 0)
         n = moved.shape[0]
         starts = np.ones(n, dtype=bool)
