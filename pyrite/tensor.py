@@ -27,6 +27,22 @@ def contiguous_strides(shape: tuple) -> tuple:
     return tuple(strides)
 
 
+def _is_contiguous(shape, strides) -> bool:
+    if 0 in shape:  # torch: a tensor with no elements is contiguous, whatever its strides
+        return True
+    acc = 1  # (a loop, not contiguous_strides + a generator)
+    for i in range(len(shape) - 1, -1, -1):
+        d = shape[i]
+        if d != 1:
+            if strides[i] != acc:
+                return False
+            acc *= d
+    return True
+
+
+_CONTIGUOUS: dict = {}  # (shape, strides) -> _is_contiguous
+
+
 class Size(tuple):
     """PyTorch's torch.Size: a tuple of ints with `numel()`."""
 
@@ -276,17 +292,16 @@ class Tensor:
         return self._offset
 
     def is_contiguous(self, memory_format=None) -> bool:
-        shape, strides = self._shape, self._strides
-        if 0 in shape:  # torch: a tensor with no elements is contiguous, whatever its strides
-            return True
-        acc = 1  # (a loop, not contiguous_strides + a generator: this runs for most ops)
-        for i in range(len(shape) - 1, -1, -1):
-            d = shape[i]
-            if d != 1:
-                if strides[i] != acc:
-                    return False
-                acc *= d
-        return True
+        key = (self._shape, self._strides)  # (kept per layout: most ops ask, of few layouts)
+        try:
+            r = _CONTIGUOUS.get(key)
+        except TypeError:  # (strides some path left a list)
+            return _is_contiguous(*key)
+        if r is None:
+            if len(_CONTIGUOUS) > 4096:
+                _CONTIGUOUS.clear()
+            r = _CONTIGUOUS[key] = _is_contiguous(*key)
+        return r
 
     def element_size(self) -> int:
         return self.dtype.itemsize
