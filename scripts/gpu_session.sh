@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -68,6 +68,13 @@ for s in $steps; do
         step overhead-base-$r 90 env PYRITE_BACKEND=wgpu PYTHONPATH="$PWD/.ab_base:$PYRITE_SITE" \
           python3 -m pyrite bench --only overhead
         step overhead-new-$r 90 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only overhead
+      done ;;
+    new-tests)  # session 41's new test files on this GPU (written on lavapipe), one pytest a file so a crash hides nothing else
+      for f in test_numerics41 test_hunt_scans39 test_complex_breadth41 test_linalg_grads41 \
+          test_error_classes41 test_fuzz_spatial41 test_fuzz_index41; do
+        [ -f "tests/$f.py" ] || continue
+        step "$f" 120 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider -rf --tb=line \
+          "tests/$f.py"
       done ;;
     gemm-88)  # 256-invocation 128x128 tiles of 8x8 sums with the unconditional prefetch (dbu), f32, wgpu-native
       step gemm-88 120 env PYRITE_BACKEND=wgpu python3 scripts/gemm_tile_ab.py --json "$OUT/gemm-88.json" \
