@@ -79,3 +79,15 @@ def has_subnormal(a):
     tiny = np.finfo(np.float32).tiny
     parts = [a] if a.dtype.kind == "f" else [a.real, a.imag]
     return np.logical_or.reduce([(p != 0) & (np.abs(p) < tiny) for p in parts])
+
+
+def assert_within(got, want, tol, what):
+    """|got - want| <= tol elementwise (complex or real, in float64/complex128), naming `what`
+    and the first offenders."""
+    g, w = np.asarray(got, np.complex128), np.asarray(want, np.complex128)
+    assert g.shape == w.shape, (what, g.shape, w.shape)
+    err = np.abs(g - w)
+    bad = ~(err <= tol)
+    assert not bad.any(), (
+        f"{what}: err {err[bad][:4]}, tol {np.broadcast_to(tol, err.shape)[bad][:4]}"
+    )

@@ -20,6 +20,7 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import assert_within as _assert_within  # noqa: E402
 from tests.oracle import crandn as _crandn  # noqa: E402
 from tests.oracle import numpy_of as _np  # noqa: E402
 from tests.oracle import same_error  # noqa: E402
@@ -32,16 +33,6 @@ def _leaves(arrays, grad):
     T = [torch.tensor(a.astype(np.complex128), requires_grad=grad) for a in arrays]
     M = [torch.tensor(np.abs(a).astype(np.float64), requires_grad=grad) for a in arrays]
     return P, T, M
-
-
-def _assert_within(got, want, tol, what):
-    g, w = np.asarray(got, np.complex128), np.asarray(want, np.complex128)
-    assert g.shape == w.shape, (what, g.shape, w.shape)
-    err = np.abs(g - w)
-    bad = ~(err <= tol)
-    assert not bad.any(), (
-        f"{what}: err {err[bad][:4]}, tol {np.broadcast_to(tol, err.shape)[bad][:4]}"
-    )
 
 
 def check(rng, op, shapes, K, *, grad=True, C=4.0, Kg=None, mag=True, mag_op=None):

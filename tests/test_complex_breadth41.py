@@ -23,21 +23,12 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import assert_within as _assert_within  # noqa: E402
 from tests.oracle import crandn as _crandn  # noqa: E402
 from tests.oracle import numpy_of as _np  # noqa: E402
 from tests.oracle import same_error  # noqa: E402
 
 EPS = 2.0**-24
-
-
-def _assert_within(got, want, tol, what):
-    g, w = np.asarray(got, np.complex128), np.asarray(want, np.complex128)
-    assert g.shape == w.shape, (what, g.shape, w.shape)
-    err = np.abs(g - w)
-    bad = ~(err <= tol)
-    assert not bad.any(), (
-        f"{what}: err {err[bad][:4]}, tol {np.broadcast_to(tol, err.shape)[bad][:4]}"
-    )
 
 
 def check(rng, op, shapes, K, *, grad=True, C=4.0, exact=False, mag_op=None):
