@@ -98,6 +98,48 @@ def test_grid_sample_grad_at_clip_edge(rng, xshape, points, padding_mode, align)
     np.testing.assert_allclose(px.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+# ---- conv_transpose2d's weight gradient hung under a loop budget --------------------------------
+# The GEMM's K-split (ops/matmul.py _split_k_chunk) searched the largest fitting multiple of 64
+# over K itself, and its midpoint rounded down to lo forever at lo = 64(q - 1), hi = K = 64q + r.
+# The fuzzer's case: x (2, 3, 8, 11), w (3, 1, 1, 3), stride (2, 3), padding (0, 2),
+# output_padding (1, 0) under a budget of 300 (the weight gradient's K is 190).
+def test_split_k_chunk_terminates(loop_budget):
+    from pyrite.ops.core import max_loop_iterations
+    from pyrite.ops.matmul import _split_k_chunk, k_loop_iterations
+
+    for raw in (150, 300, 1000, 5000):
+        loop_budget(raw)
+        budget = max_loop_iterations()
+        for K in (65, 127, 128, 129, 190, 191, 255, 300, 1000, 4097, 9999):
+            chunk = _split_k_chunk("direct", None, K)
+            if chunk is None:
+                assert k_loop_iterations("direct", None, K) <= budget or K <= 64
+                continue
+            assert chunk % 64 == 0 and 64 <= chunk < K
+            fits = k_loop_iterations("direct", None, chunk) <= budget
+            assert fits or chunk == 64
+            assert k_loop_iterations("direct", None, chunk + 64) > budget or chunk + 64 >= K
+
+
+def test_conv_transpose_grad_under_budget(rng, loop_budget):
+    loop_budget(300)
+    x = rng.standard_normal((2, 3, 8, 11)).astype(np.float32)
+    w = rng.standard_normal((3, 1, 1, 3)).astype(np.float32)
+    args = ((2, 3), (0, 2), (1, 0))
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    px, pw = pr.tensor(x), pr.tensor(w)
+    px.requires_grad_(True)
+    pw.requires_grad_(True)
+    want = torch.nn.functional.conv_transpose2d(tx, tw, None, *args)
+    got = pr.nn.functional.conv_transpose2d(px, pw, None, *args)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (want * torch.tensor(g)).sum().backward()
+    (got * pr.tensor(g)).sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(px.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pw.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-4)
+
+
 # ---- the fuzzer itself, a few seeded cases of every family ------------------------------------
 def _fuzzer():
     path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_spatial.py"

@@ -469,14 +469,18 @@ def _split_k_chunk(kind, params, K):
     limit = max_loop_iterations()
     if K <= 64 or k_loop_iterations(kind, params, K) <= limit:
         return None  # fits, or cannot split finer (only under a forced budget of < ~150)
-    lo, hi = 64, K  # the largest multiple of 64 whose loops fit (k_loop_iterations grows with K)
-    while hi - lo > 64:
-        mid = (lo + hi) // 2 // 64 * 64
-        if k_loop_iterations(kind, params, mid) <= limit:
+    # the largest multiple of 64 whose loops fit (k_loop_iterations grows with K), searched in
+    # units of 64: lo fits (or is the floor, 1), hi does not (64 * hi >= K, which does not fit).
+    # (Searching over K itself stalled for good at lo = 64(q - 1), hi = K = 64q + r: the
+    # midpoint rounded down to lo. A K of 190 under a budget of 300 hung conv's backward.)
+    lo, hi = 1, K // 64 + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if k_loop_iterations(kind, params, 64 * mid) <= limit:
             lo = mid
         else:
             hi = mid
-    return lo
+    return 64 * lo
 
 
 def _gemm_split_k(a, b, e, alpha, beta, out_dtype, chunk):
