@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import DtypeError, IndexShapeError
 from ..tensor import Tensor
-from .core import empty, upload
+from .core import empty, max_loop_iterations, upload
 from .creation import checks_device
 from .elementwise import as_tensor_arg
 from .overlap import check_overlap
@@ -190,7 +190,7 @@ def vander(x, N=None, increasing=False):
     dt = v.dtype if v.dtype.kind != "b" else D.int32
     if n == 0:
         return empty((v._shape[0], 0), dt)
-    if dt is D.float32 and n <= _VANDER_EXACT_N:
+    if dt is D.float32 and n <= max_loop_iterations():  # (p_pow_cumprod loops up to n - 1)
         return _vander_f32(v, n, increasing)
     cols = [ones((v._shape[0], 1), dtype=dt)]
     if n > 1:
@@ -199,9 +199,9 @@ def vander(x, N=None, increasing=False):
     return out if increasing else out.flip(1)
 
 
-# x^k by kernels/mathlib p_pow_cumprod loops k times: N past lavapipe's loop budget
-# (65,535 iterations an invocation, DESIGN.md) takes the float32 cumprod (an ulp or two off)
-_VANDER_EXACT_N = 60_000
+# x^k by kernels/mathlib p_pow_cumprod loops k - 1 times: N past the device's loop budget
+# (core.max_loop_iterations: lavapipe's 65,535 iterations an invocation less its margin,
+# DESIGN.md; none on the GPUs) takes the float32 cumprod (an ulp or two off)
 
 
 def _vander_f32(v, n, increasing):
