@@ -27,6 +27,7 @@ def contiguous_strides(shape: tuple) -> tuple:
     return tuple(strides)
 
 
+@lru_cache(maxsize=4096)  # (kept per layout: most ops ask, of few layouts)
 def _is_contiguous(shape, strides) -> bool:
     if 0 in shape:  # torch: a tensor with no elements is contiguous, whatever its strides
         return True
@@ -38,9 +39,6 @@ def _is_contiguous(shape, strides) -> bool:
                 return False
             acc *= d
     return True
-
-
-_CONTIGUOUS: dict = {}  # (shape, strides) -> _is_contiguous
 
 
 class Size(tuple):
@@ -292,16 +290,10 @@ class Tensor:
         return self._offset
 
     def is_contiguous(self, memory_format=None) -> bool:
-        key = (self._shape, self._strides)  # (kept per layout: most ops ask, of few layouts)
         try:
-            r = _CONTIGUOUS.get(key)
-        except TypeError:  # (strides some path left a list)
-            return _is_contiguous(*key)
-        if r is None:
-            if len(_CONTIGUOUS) > 4096:
-                _CONTIGUOUS.clear()
-            r = _CONTIGUOUS[key] = _is_contiguous(*key)
-        return r
+            return _is_contiguous(self._shape, self._strides)
+        except TypeError:  # (a shape or strides some path left a list: not hashable)
+            return _is_contiguous.__wrapped__(self._shape, self._strides)
 
     def element_size(self) -> int:
         return self.dtype.itemsize

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from functools import lru_cache
 
 import numpy as np
 
@@ -64,22 +65,14 @@ def _infer(shape, numel, old_shape):
     return shape
 
 
-_view_cache: dict = {}  # (old shape, old strides, new shape) -> _walk_view_strides's answer
-
-
 def _view_strides(old_shape, old_strides, new_shape):
     """Strides that read the same elements in `new_shape` without a copy, or None: the walk
     below, kept per layout (a model reshapes the same views every layer and step: BERT-base's
     head splits of its narrowed q, k and v took ~270 bytecodes each)."""
-    key = (tuple(old_shape), tuple(old_strides), tuple(new_shape))
-    r = _view_cache.get(key, _view_cache)
-    if r is _view_cache:
-        if len(_view_cache) > 4096:
-            _view_cache.clear()
-        r = _view_cache[key] = _walk_view_strides(*key)
-    return r
+    return _walk_view_strides(tuple(old_shape), tuple(old_strides), tuple(new_shape))
 
 
+@lru_cache(maxsize=4096)
 def _walk_view_strides(old_shape, old_strides, new_shape):
     """Strides that read the same elements in `new_shape` without a copy, or None.
 
