@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -21,6 +21,15 @@ if [ "$steps" = s41 ]; then
     steps="host-ab tune-ship bert bench-rows"
   else
     steps="host-ab scan-final"
+  fi
+fi
+# s42 (session 42): the SASS of the f16-arithmetic and f32 big tiles (zstandard now in .whl/),
+# then on an H200 its tune table and bandwidth rows, on an H100 session 41's new tests
+if [ "$steps" = s42 ]; then
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    steps="sass42 tune-ship bench-rows"
+  else
+    steps="sass42 new-tests"
   fi
 fi
 
@@ -221,6 +230,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     latency-probe)  # the pieces of a small round trip and of a sum's read (issue 9), wgpu-native
       step latency-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/latency_probe.py
       step dispatch-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/dispatch_probe.py --sum ;;
+    sass42)  # the f16-arithmetic tile (the rule's and 8x8 k32) and the f32 big tile
+      step sass 150 bash scripts/sass_probe.sh half_acc16 half_acc16_88k32 gemm ;;
     sass)  # the driver's machine code of the GEMM, GEMV and attention kernels (scripts/sass_probe.sh)
       # shellcheck disable=SC2086
       step sass 230 bash scripts/sass_probe.sh ${SASS_WORKLOADS:-gemm linear_bert attn_bert qgemv4 qgemv8 half_acc16 gemm@dawn} ;;
