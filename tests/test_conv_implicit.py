@@ -227,7 +227,7 @@ def test_stride_one_transposed_convolution_is_an_implicit_gemm(implicit, tile, d
 
 @pytest.mark.parametrize("tile", TILES[:4], ids=[f"{t[0]}x{t[1]}" for t in TILES[:4]])
 @pytest.mark.parametrize("draw", range(3))
-def test_strided_transposed_convolution_runs_by_phases(implicit, tile, draw):
+def test_strided_transposed_convolution_runs_by_phases(implicit, tile, draw, monkeypatch):
     """A stride-s transposed convolution is one implicit GEMM per output phase (the outputs
     equal modulo the stride): a stride-1 convolution by the kernel offsets that reach it,
     flipped, stored through the output's strides (ops/conv.py `_conv_transpose_phases`).
@@ -235,6 +235,7 @@ def test_strided_transposed_convolution_runs_by_phases(implicit, tile, draw):
     not), groups; NaN-poisoned outputs show every position written."""
     r = np.random.default_rng(8000 + 10 * TILES.index(tile) + draw)
     implicit(tile)
+    monkeypatch.setattr(C, "PHASES", True)  # (the rule takes phases on CPU adapters only)
     bm, bk = tile[0], tile[4]
     dims = int(r.integers(1, 4))
     while True:

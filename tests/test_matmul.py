@@ -310,9 +310,10 @@ def test_float16_accumulation(variant, rng):
     """`pr.backends.cuda.matmul.allow_fp16_accumulation` (off by default): the fast tiles'
     f16 products summed in f16 over each K step of bk, in f32 across steps. Within that bound
     (each step's bk f16 roundings of its |a||b| sum, plus the f32 sum and the output's f16
-    rounding) on every layout with a bias epilogue; and it really sums in f16: a row
-    [2048, 1, ..., 1] of one K step stays 2048 in f16 (2049 rounds to even) where f32 sums give
-    2048 + bk - 1."""
+    rounding) on every layout with a bias epilogue; and it really sums in f16: of a row
+    [2048, 1, ..., 1] of one K step, ones are lost (2049 rounds to even 2048) where f32 sums
+    give 2048 + bk - 1. How many is the driver's: lavapipe sums in the kernel's order (2048),
+    the H100's compiler split the step's chain of f16 fmas in two (2048 + bk / 2)."""
     if not backend.current().has_f16:
         pytest.skip("device has no shader-f16")
     assert pr.backends.cuda.matmul.allow_fp16_accumulation is False
@@ -340,7 +341,7 @@ def test_float16_accumulation(variant, rng):
                     assert_close(got.numpy().astype(np.float64), want, atol=tol)
             got = (t16(row) @ t16(np.ones((bk, bn), np.float16))).numpy()
             assert mmod.LAST == variant
-            np.testing.assert_array_equal(got, np.full((bm, bn), 2048, np.float16))
+            assert ((got >= 2048) & (got < 2048 + bk - 1)).all(), np.unique(got)
 
         _forced(variant, body)
     finally:
@@ -356,8 +357,10 @@ def test_float16_sums_across_k(variant, rng, monkeypatch):
     """ops/matmul.F16_ACCUMULATION = "sums" (gemm_fast's acc16 = 2, cuBLAS's 16F compute: the
     measurement mode beside f16 arithmetic's per-step f32 folds) sums the f16 products in f16
     across the whole of K: within K f16 roundings of the |a||b| sum (plus the output's), and a
-    row [2048, 1, ..., 1] over three K steps stays 2048 where per-step folds give 2048 + 2 bk
-    (each step after the first sums its bk ones exactly, and the f32 sum keeps them)."""
+    row [2048, 1, ..., 1] over three K steps loses ones in every step (in lavapipe's order all:
+    2048; the H100's compiler reassociates the chain, losing fewer) where per-step folds keep at
+    least 2048 + 2 bk (each step after the first sums its bk ones exactly, and the f32 sum keeps
+    them)."""
     if not backend.current().has_f16:
         pytest.skip("device has no shader-f16")
     bm, bn, _, _, bk, _ = variant[1]
@@ -371,13 +374,13 @@ def test_float16_sums_across_k(variant, rng, monkeypatch):
     row = np.ones((bm, 3 * bk), np.float16)
     row[:, 0] = 2048
     ones = t16(np.ones((3 * bk, bn), np.float16))
-    for mode, total in (("sums", 2048), (True, 2048 + 2 * bk)):
+    for mode, lo, hi in (("sums", 2048, 2048 + 2 * bk), (True, 2048 + 2 * bk, 2048 + 3 * bk)):
         monkeypatch.setattr(mmod, "F16_ACCUMULATION", mode)
         got = _forced(variant, lambda: mmod.linear(t16(a), t16(w)))
         assert mmod.LAST == variant
         assert_close(got.numpy().astype(np.float64), want, atol=tol)
         got = _forced(variant, lambda: (t16(row) @ ones).numpy())
-        np.testing.assert_array_equal(got, np.full((bm, bn), total, np.float16))
+        assert ((got >= lo) & (got < hi)).all(), (mode, np.unique(got))
 
 
 def test_baked_shapes(rng, monkeypatch):
@@ -427,6 +430,13 @@ def test_half_storage_on_fast_tiles(dtype, variant, rng):
     assert_close(got.float().numpy().astype(np.float64), want, atol=bound)
 
 
+def _rule_rows(monkeypatch, rows):
+    """The fast-tile rule's table set to `rows` on whichever device runs the test (FAST_CPU on
+    lavapipe, FAST_GPU / FAST_GPU_DAWN on a GPU, whose own rows the H100 took otherwise)."""
+    for name in ("FAST_CPU", "FAST_GPU", "FAST_GPU_DAWN"):
+        monkeypatch.setattr(mmod, name, list(rows))
+
+
 def test_float16_accumulation_takes_its_own_big_tile(rng, monkeypatch):
     """Where the rule picks the big tile, f16 arithmetic takes ACC16_BIG_TILE instead (longer
     K steps); f16 storage with f32 sums keeps the big tile. (The GPUs' rule is put on lavapipe,
@@ -435,7 +445,7 @@ def test_float16_accumulation_takes_its_own_big_tile(rng, monkeypatch):
     steps of 8 stands in for it.)"""
     if not backend.current().has_f16:
         pytest.skip("device has no shader-f16")
-    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE_16X8)])
+    _rule_rows(monkeypatch, [(0, mmod.BIG_TILE_16X8)])
     monkeypatch.setattr(mmod, "WAVE_FILL", 0.0)
     monkeypatch.setattr(mmod, "ACC16_BIG_TILE", (128, 128, 8, 8, 8, 3))
     a = pr.tensor(rng.standard_normal((128, 64)), dtype=pr.float16)
@@ -460,7 +470,7 @@ def test_float16_accumulation_takes_its_big_tile_past_a_wave_of_tiles(rng, monke
     if not backend.current().has_f16:
         pytest.skip("device has no shader-f16")
     small = (64, 64, 8, 8, 16, True)
-    monkeypatch.setattr(mmod, "FAST_CPU", [(0, mmod.BIG_TILE_16X8), (0, small)])
+    _rule_rows(monkeypatch, [(0, mmod.BIG_TILE_16X8), (0, small)])
     monkeypatch.setattr(mmod, "WAVE_FILL", 2.0)  # (the big tile never fills its waves)
     monkeypatch.setattr(mmod, "ACC16_BIG_TILE", (128, 128, 8, 8, 8, 3))
     monkeypatch.setattr(mmod, "ACC16_MIN_TILES", 2)

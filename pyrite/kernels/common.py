@@ -298,6 +298,22 @@ HELPERS = {
   }
   return f16(x);
 }""",
+    # x rounded to the nearest float16 value (ties to even; |x| >= 65520 to ±inf; NaN stays),
+    # returned as an f32, computed without an f16 conversion: f32(f16(x)) is a round trip the
+    # H100's compiler removed (div_trunc of halves truncated -49.989, not its f16 value -50,
+    # 2026-12-07), and needs `shader-f16`. The quantum 2^(e - 10) (e the exponent, at least
+    # -14 for f16's subnormals) scales x exactly to [2^10, 2^11), where round() is ties to even.
+    "p_f16r": """fn p_f16r(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  let a = u & 0x7fffffffu;
+  if (a >= 0x477ff000u) {
+    return select(bitcast<f32>((u & 0x80000000u) | 0x7f800000u), x, a > 0x7f800000u);
+  }
+  let e = max(i32(a >> 23u) - 127, -14);
+  let up = bitcast<f32>(u32(137 - e) << 23u);
+  let down = bitcast<f32>(u32(117 + e) << 23u);
+  return bitcast<f32>(bitcast<u32>(round(bitcast<f32>(a) * up) * down) | (u & 0x80000000u));
+}""",
     # bfloat16: an element is the top half of an f32; element 2k sits in the low half of word k
     "p_bf16_at": """fn p_bf16_at(w: u32, i: i32) -> f32 {
   return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1) != 0));

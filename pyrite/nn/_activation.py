@@ -369,7 +369,7 @@ def logsigmoid(input):
 
 def softsign(input):
     """x / (1 + |x|)."""
-    return _act("softsign", "x0 / (1.0 + abs(x0))", input, floats_only=False)
+    return _act("softsign", "p_divf(x0, 1.0 + abs(x0))", input, floats_only=False)
 
 
 def tanhshrink(input):

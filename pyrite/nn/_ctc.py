@@ -152,7 +152,7 @@ def ctc_loss(
     if reduction == "sum":
         return loss.sum().to(log_probs.dtype)
     div = upload(np.maximum(tl, 1).astype(np.float32), D.float32)
-    return fmap("x0 / x1", [loss, div]).mean().to(log_probs.dtype)
+    return fmap("p_divf(x0, x1)", [loss, div]).mean().to(log_probs.dtype)
 
 
 # Which kernel walks the states (kernels/ctc.py). Measured on lavapipe (2 cores, f32, reduction

@@ -57,7 +57,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         nb = nb + (nb.clamp_min(eps) - nb).detach()
         prod = (a / na) * (b / nb)
     else:
-        prod = fmap("(x0 / max(x1, s0)) * (x2 / max(x3, s0))", [a, na, b, nb], [eps])
+        prod = fmap("p_divf(x0, max(x1, s0)) * p_divf(x2, max(x3, s0))", [a, na, b, nb], [eps])
     return prod.sum(dim)
 
 

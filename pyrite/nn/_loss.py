@@ -553,7 +553,7 @@ def _xent(input, target, weight, C, cd, ignore_index, reduction, eps):
     else:
         sums = buf._view((2, N), (N, 1), 0).sum(1)
         den = sums._view((), (), sums._offset + 1)
-        out = fmap("x0 / x1", [sums._view((), (), sums._offset), den], dtype=input.dtype)
+        out = fmap("p_divf(x0, x1)", [sums._view((), (), sums._offset), den], dtype=input.dtype)
     if input.requires_grad:  # (the autograd wrapper records a node after this returns)
         own = out._storage is buf._storage
         _XENT_SAVED[out._storage] = (_OWN if own else buf, den)

@@ -147,8 +147,8 @@ def cosine_embedding_loss(
     m1 = fmap("x0 * x0", [input1]).sum(d)
     m2 = fmap("x0 * x0", [input2]).sum(d)
     loss = fmap(
-        "select(0.0, 1.0 - x0 / sqrt((x1 + 1e-12) * (x2 + 1e-12)), x3 == 1.0)"
-        " + select(0.0, p_maxf(x0 / sqrt((x1 + 1e-12) * (x2 + 1e-12)) - s0, 0.0), x3 == -1.0)",
+        "select(0.0, 1.0 - p_divf(x0, sqrt((x1 + 1e-12) * (x2 + 1e-12))), x3 == 1.0)"
+        " + select(0.0, p_maxf(p_divf(x0, sqrt((x1 + 1e-12) * (x2 + 1e-12))) - s0, 0.0), x3 == -1.0)",
         [prod, m1, m2, target],
         [margin],
         dtype=float_dtype(input1, input2),

@@ -267,7 +267,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     else:
         div = _conv.avg_pool2d(_pad.pad(sq, (0, 0, lo, hi)), (size, 1), stride=1)
     return fmap(
-        "x0 / p_powf(s1 + s0 * x1, s2)",
+        "p_divf(x0, p_powf(s1 + s0 * x1, s2))",
         [input, div.reshape(*input._shape)],
         [alpha, k, beta],
         dtype=fdt(input),

@@ -367,7 +367,7 @@ def _binary(name, a, b, out, key):
         key = None  # (the text depends on the divisor's strides, which the cache key omits)
         if not _one_value(b):
             q = "p_divf(A, B)"
-            q = f"f32(f16({q}))" if rt is D.float16 else f"bitcast<f32>(p_bf16({q}) << 16u)"
+            q = f"p_f16r({q})" if rt is D.float16 else f"bitcast<f32>(p_bf16({q}) << 16u)"
             expr = f"trunc({q})"
     if (rt.is_small_int and cat == "i") or (
         rt in (D.float16, D.bfloat16) and name in _ROUND_SCALAR

@@ -186,7 +186,7 @@ def scatter_reduce_(self: Tensor, dim, index, src, reduce, *, include_self=True)
     _scatter_into(self, dim, index, src, "sum")
     # sum / count where anything was counted (count 0 keeps the input: max(count, 1))
     if self.dtype.kind == "f":
-        expr, ct = "x0 / max(x1, 1.0)", "f32"
+        expr, ct = "p_divf(x0, max(x1, 1.0))", "f32"
     else:
         expr, ct = "p_floordiv_i(x0, max(x1, 1))", "i32"
     return run_map(expr, (self, counts), (ct, ct), self, ct)
