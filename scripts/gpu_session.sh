@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -230,6 +230,16 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
     latency-probe)  # the pieces of a small round trip and of a sum's read (issue 9), wgpu-native
       step latency-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/latency_probe.py
       step dispatch-probe 90 env PYRITE_BACKEND=wgpu python3 scripts/dispatch_probe.py --sum ;;
+    gpu-suite)  # the whole test suite on this GPU (written and run in CI on lavapipe), 12 workers
+      # (pytest-xdist): every failure's line in $OUT/suite.txt; SUITE_FILES narrows it
+      # shellcheck disable=SC2086
+      step gpu-suite ${SUITE_LIMIT:-520} env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
+        -n ${SUITE_WORKERS:-12} -rfE --tb=line --junitxml="$OUT/suite.xml" ${SUITE_FILES:-tests} ;;
+    attn-sass)  # the tiled attention forward's SASS at BERT-base's shape and causal 4096 tokens
+      step sass 120 bash scripts/sass_probe.sh attn_bert attn_causal ;;
+    fpe)  # which error-class case dies of SIGFPE under this machine's torch (the last test named)
+      step fpe 60 bash -c "env PYRITE_BACKEND=wgpu python3 -m pytest -v -p no:cacheprovider \
+        tests/test_error_classes41.py 2>&1 | grep -v PASSED | tail -n 25" ;;
     sass42)  # the f16-arithmetic tile (the rule's and 8x8 k32) and the f32 big tile
       step sass 150 bash scripts/sass_probe.sh half_acc16 half_acc16_88k32 gemm ;;
     sass)  # the driver's machine code of the GEMM, GEMV and attention kernels (scripts/sass_probe.sh)
