@@ -13,6 +13,27 @@ import torch
 
 ORACLE_TORCH = "2.13."
 IS_ORACLE = torch.__version__.startswith(ORACLE_TORCH)
+# torch before the oracle: it lacks some of 2.13's API (F.linear_cross_entropy, BatchNorm's
+# bias=, torch.load of .safetensors paths) or words and classes some errors otherwise
+OLDER_TORCH = tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13)
+
+
+def older_torch_reason(what: str) -> str:
+    """The skip reason for a case whose torch side needs torch >= 2.13: `what` says what the
+    running torch lacks or does differently."""
+    return f"torch {torch.__version__} (before {ORACLE_TORCH}x, the oracle) {what}"
+
+
+def skip_older_torch(what: str) -> None:
+    """Skip the running test under a torch older than the oracle (before calling torch where
+    that torch would crash)."""
+    if OLDER_TORCH:
+        pytest.skip(older_torch_reason(what))
+
+
+def older_torch_mark(what: str):
+    """A pytest mark that skips a case (a parameter, a test) under a torch older than 2.13."""
+    return pytest.mark.skipif(OLDER_TORCH, reason=older_torch_reason(what))
 
 
 def assert_repr_matches(p, t):

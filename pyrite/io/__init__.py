@@ -31,6 +31,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     The file is one safetensors file: its tensors in their own dtypes (bfloat16 as raw 16-bit
     words), the structure around them as JSON in its metadata, so a flat state dict is also a
     plain safetensors file other tools read. Entries that are the same tensor are stored once.
+    PyTorch reads it with `safetensors.torch.load_file(f)` (any torch version); `torch.load(f)`
+    reads it only from torch 2.13 on and only when the name ends `.safetensors` (torch hands
+    such paths to safetensors.torch): an older torch takes it for a legacy pickle and fails
+    ("Unsupported operand N", N the header length's low byte).
 
     Args:
         obj: what to save.
