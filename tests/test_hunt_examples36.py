@@ -79,7 +79,10 @@ def _compare(got, want, rtol, atol, where="result"):
 def _parity(program, *args, rtol=1e-4, atol=1e-5):
     """Run `program(torch, init, *args)` for torch and for pyrite; their results agree."""
     init = _Weights()
-    want = program(torch, init, *args)
+    with pytest.MonkeyPatch.context() as mp:  # torch on CPU: the examples pick an accelerator
+        mp.setattr(torch.accelerator, "is_available", lambda: False)
+        mp.setattr(torch.cuda, "is_available", lambda: False)
+        want = program(torch, init, *args)
     got = program(pr, init, *args)
     assert init.taken == len(init.states)
     _compare(got, want, rtol, atol)
@@ -1765,7 +1768,9 @@ def test_fast_neural_style(rng, tmp_path):
     want = _fast_neural_style(torch, init, images, style, str(tmp_path))
     got = _fast_neural_style(pr, init, images, style, str(tmp_path))
     _compare(got["losses"], want["losses"], 1e-4, 0)
-    _compare(got["state"], want["state"], 0, 2 * 1e-3 * 2)
+    # (+1e-6: a weight that stepped +lr twice in one run and -lr twice in the other differs by
+    # the bound itself, plus the roundings of its f32 sums: 0.00400041 on the H100)
+    _compare(got["state"], want["state"], 0, 2 * 1e-3 * 2 + 1e-6)
     output, state = got["stylized"]
     net = _transformer_net(torch)()
     net.load_state_dict({k: torch.from_numpy(_np(v)) for k, v in state.items()})
