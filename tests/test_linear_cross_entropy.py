@@ -14,8 +14,11 @@ import torch
 
 import pyrite as pr
 import pyrite.nn.functional as F
+from tests.oracle import older_torch_mark
 
 TF = torch.nn.functional
+# the torch side of the comparisons: F.linear_cross_entropy and nn.LinearCrossEntropyLoss
+NEEDS_TORCH_2_13 = older_torch_mark("lacks F.linear_cross_entropy and nn.LinearCrossEntropyLoss")
 
 
 def _pair(a, grad=True):
@@ -47,6 +50,7 @@ CASES = [
 ]
 
 
+@NEEDS_TORCH_2_13
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_parity_with_torch(case, rng):
     batch, fin, C, outf, bias, probs, weighted, ignore, ls, red = CASES[case]
@@ -80,6 +84,7 @@ def test_parity_with_torch(case, rng):
         _close(p_.grad, t_.grad, k)
 
 
+@NEEDS_TORCH_2_13
 def test_module_structure_forward_and_options(rng):
     pm = pr.nn.LinearCrossEntropyLoss(6, 4, out_features=(3,), bias=True, label_smoothing=0.1)
     tm = torch.nn.LinearCrossEntropyLoss(6, 4, out_features=(3,), bias=True, label_smoothing=0.1)

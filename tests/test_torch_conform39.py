@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import pyrite as pr
+from tests.oracle import older_torch_mark
 
 _T = {pr.float32: torch.float32, pr.float16: torch.float16, pr.bfloat16: torch.bfloat16}
 
@@ -150,7 +151,15 @@ def test_int_dim_still_works(rng, name):
 
 # ---- 5. a None or float dim for the scans ----------------------------------------------------
 @pytest.mark.parametrize("name", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"])
-@pytest.mark.parametrize("dim", [None, 0.0, 1.5, True])
+@pytest.mark.parametrize(
+    "dim",
+    [
+        pytest.param(None, marks=older_torch_mark("refuses dim=None with RuntimeError")),
+        0.0,
+        1.5,
+        True,
+    ],
+)
 def test_scan_non_int_dim_refused(rng, name, dim):
     p, t = _pair(rng, (3, 4))
     _raises_like(lambda: getattr(torch, name)(t, dim), lambda: getattr(pr, name)(p, dim))
