@@ -714,6 +714,13 @@ def _ragged_rows(dev, kind, M, N, K, nbatch, fast_lay, into):
 
 
 def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
+    # (one product, but its operands may carry leading dims of size 1: a batch-1 matmul, as
+    # addbmm's gradient b1.mT @ g; they were read as the matrix's dims, and on a GPU such a
+    # product with M % 16 != 0 failed gemm's K check, 2026-12-07)
+    lead = (1,) * (max(a.ndim, b.ndim, 2 if e is None else e.ndim) - 2)
+    a, b = (t._view(t._shape[-2:], t._strides[-2:], t._offset) for t in (a, b))
+    if e is not None:
+        e = e._view(e._shape[-2:], e._strides[-2:], e._offset)
     M, N = a._shape[0], b._shape[1]
     out = empty((M, N), out_dt)
     parts = [(0, rows)]
@@ -726,6 +733,8 @@ def _gemm_ragged(a, b, e, alpha, beta, rows, out_dt):
         ei = None if e is None else e._view((n, N), e._strides, e._offset + r0 * e._strides[0])
         into = out._view((n, N), (N, 1), out._offset + r0 * N)
         _gemm(ai, b, ei, alpha, beta, out_dt, into=into)  # (unwrapped: bf16 stays packed)
+    if lead:
+        return out._view(lead + (M, N), contiguous_strides(lead + (M, N)), out._offset)
     return out
 
 
