@@ -483,10 +483,14 @@ def atanh(z):
 
 
 def atan(z):
-    """atan z = -i atanh(iz)."""
+    """atan z = -i atanh(iz); for an infinite z the zero imaginary part is copysign(0, y), as
+    C's, read from y's own sign bit: atanh's copysign(0, -y) negated gave it through -y, and
+    NVIDIA's negation of a NaN is its canonical +NaN whatever the sign (the H100's atan(±inf
+    + NaN·i) had imaginary part -0, torch +0)."""
     x, y = _parts(z)
     a, b = _atanh_parts(-y, x)
-    return _make(b, -a)
+    big = _inf(x) | _inf(y)
+    return _make(b, _where(big, _copysign(_full_like(y, 0.0), y), -a))
 
 
 # ---- powers ----------------------------------------------------------------------------------------
