@@ -45,6 +45,7 @@ import pytest
 import torch
 
 import pyrite as pr
+from tests.oracle import skip_older_torch
 
 # Draws per family (a unit; inplace_grad, scan and softmax take half, prod_special a quarter,
 # select and layout an eighth): 3,600 cases, 52 s on the 2-core lavapipe machine at load
@@ -1037,6 +1038,10 @@ def test_matmul(seed):
         name = f"einsum {eq}"
     xs = [Arg(rng, s, dtype if i == 0 else dt2) for i, s in enumerate(args)]
     odd = any(a.dtype not in FLOATS or a.dtype != xs[0].dtype for a in xs)  # torch: same dtype
+    if name.startswith("einsum") and len(xs) > 2 and any(a.dtype != "float32" for a in xs):
+        # (torch 2.13 rounds a half einsum's intermediate product to the half type, as pyrite
+        # does, so its own error admits pyrite's; the H100's torch 2.11 kept it in f32)
+        skip_older_torch("keeps a half-type einsum's intermediate products unrounded")
     check(fn, xs, kind="sum", reduce_len=red, abs_fn=fn, info=name, may_refuse=odd)
 
 

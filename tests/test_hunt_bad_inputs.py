@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import pyrite as pr
+from tests.oracle import skip_older_torch
 
 PYRITE_ROOT = os.path.dirname(os.path.abspath(pr.__file__)) + os.sep
 STANDARD_ERRORS = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError)
@@ -1205,8 +1206,18 @@ for _op, _fn in UNARY.items():
 
 
 # ---------------------------------------------------------------------------------------------
+# cases where torch before 2.13 (the H100's 2.11) gives another result than 2.13: clamp to a NaN
+# bound returned the input, gelu(inf) was NaN
+OLDER_TORCH_CASES = {
+    "ew-clamp-nan": "clamps to a NaN bound as no bound",
+    "unary-gelu-nan": "gives gelu(inf) = NaN",
+}
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_input(name):
+    if name in OLDER_TORCH_CASES:
+        skip_older_torch(OLDER_TORCH_CASES[name])
     if name not in ALLOWED:
         check(name)
         return

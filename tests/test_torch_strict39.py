@@ -32,6 +32,7 @@ import pyrite as pr
 import pyrite.nn.functional as F
 from pyrite.errors import ShapeError
 from pyrite.testing.tolerance import assert_close, unit_roundoff
+from tests.oracle import skip_older_torch
 
 TF = torch.nn.functional
 U32 = unit_roundoff("float32")
@@ -126,6 +127,8 @@ SIZES = [(1, 1, 1), (3, 5, 4), (7, 13, 11), (1, 399, 1), (1, 400, 1), (19, 1, 21
 @pytest.mark.parametrize("op", ["addmm", "addmv", "addbmm", "baddbmm", "addr"])
 @pytest.mark.parametrize("M,K,N", SIZES)
 def test_alpha_zero_with_inf_and_nan_in_the_operands(rng, op, dt, M, K, N):
+    if op == "baddbmm" and dt != "float32":  # (2.13's half baddbmm multiplies: NaN, as pyrite)
+        skip_older_torch("skips a large half-type baddbmm's product at alpha = 0")
     vals = _family(rng, op, M, K, N)
     vals[1] = _poison(rng, vals[1], 1 + vals[1].size // 7)
     vals[2] = _poison(rng, vals[2], 1 + vals[2].size // 11)
