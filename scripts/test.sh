@@ -11,4 +11,11 @@ if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; counting that as a failure" >&2
   exit 1
 fi
+# The whole suite (no arguments): the tests that judge a subnormal-flushing GPU's results again,
+# with lavapipe flushing as NVIDIA's driver does (pyrite/testing/ftz.py; x86-64 only)
+if [ "$#" -eq 0 ] && [ "$(uname -m)" = x86_64 ]; then
+  PYRITE_EMULATE_FTZ=1 .venv/bin/python -m pytest -q tests/test_hunt_numerics.py \
+    tests/test_special_more.py tests/test_complex_math.py tests/test_hunt_linalg40.py \
+    tests/test_numerics41.py tests/test_hunt_scans39.py || status=$?
+fi
 exit "$status"

@@ -34,6 +34,18 @@ def pytest_runtest_makereport(item, call):
 # ---- further fixtures below ---------------------------------------------------------------
 
 
+# ---- a flushing GPU emulated on lavapipe (pyrite/testing/ftz.py) -----------------------------
+# PYRITE_EMULATE_FTZ=1: the device's kernels flush float32 subnormals as NVIDIA's do, so the tests
+# that judge a flushing device's results (tests/oracle.device_error) run that way here too.
+def pytest_configure(config):
+    import os
+
+    if os.environ.get("PYRITE_EMULATE_FTZ", "") not in ("", "0"):
+        from pyrite.testing.ftz import emulate_flushing_device
+
+        emulate_flushing_device()
+
+
 # ---- the loop budget (backend/quirks.py) ---------------------------------------------------
 # `loop_budget(n)` makes the device plan kernels as if one invocation could loop only n times,
 # so the split paths of every kernel family run at small sizes on any device. `past_budget()`
