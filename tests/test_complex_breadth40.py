@@ -20,10 +20,10 @@ import pyrite as pr
 
 torch = pytest.importorskip("torch")
 
+from tests.oracle import OLDER_TORCH, same_error  # noqa: E402
 from tests.oracle import assert_within as _assert_within  # noqa: E402
 from tests.oracle import crandn as _crandn  # noqa: E402
 from tests.oracle import numpy_of as _np  # noqa: E402
-from tests.oracle import same_error  # noqa: E402
 
 EPS = 2.0**-24
 
@@ -253,6 +253,10 @@ def test_diag_diag_embed_trace(rng):
     check(rng, lambda lib, a: lib.diag_embed(a, 1, 0, 2), [(3, 1, 2)], 1)
     check(rng, lambda lib, a: lib.diag_embed(a.mT, offset=-2, dim1=-1, dim2=0), [(5, 2)], 1)
     for shape in [(1, 1), (5, 5), (3, 11), (13, 2)]:
+        if OLDER_TORCH and shape[0] > shape[1]:
+            # (torch 2.11's trace backward of a tall matrix also writes every (cols + 1)-th
+            # element past the diagonal: 9 of (13, 2)'s 26 where 2.13 writes the 2; the H100)
+            continue
         check(rng, lambda lib, a: lib.trace(a), [shape], min(shape))
     check(rng, lambda lib, a: a.mT.trace(), [(7, 4)], 4)
 

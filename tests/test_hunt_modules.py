@@ -1128,17 +1128,18 @@ assert len(set(ALL_IDS)) == len(ALL_IDS), "duplicate case ids"
 
 def _torch_cannot_build(c):
     """Under a torch older than the oracle, why it cannot build case `c` (a constructor argument
-    2.13 added: BatchNorm's bias=), else None. Under the oracle every case builds or fails."""
+    2.13 added, BatchNorm's bias=; a module 2.13 added, nn.LinearCrossEntropyLoss), else None.
+    Under the oracle every case builds or fails."""
     if not OLDER_TORCH:
         return None
     try:
         c.build(tnn)
-    except TypeError as e:
+    except (TypeError, AttributeError) as e:
         return str(e)
     return None
 
 
-# case id -> the TypeError an older torch's constructor raised (such a case is skipped there)
+# case id -> the error an older torch's constructor raised (such a case is skipped there)
 OLDER_TORCH_CANNOT_BUILD = {c.id: why for c in CASES if (why := _torch_cannot_build(c))}
 
 
