@@ -44,6 +44,11 @@ from functools import lru_cache
 from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range
 from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, trusted
 
+# What binds this kernel (the H100's SASS at BERT-base's shape, 2026-12-07, docs/bench/
+# 2026-12-07-h100-s42-sass-attn-bert.sass): 118 registers; a key tile runs 770 FFMA against 128
+# workgroup-memory loads and 62 shuffles, one such operation per 4 fmas (the big GEMM tile: one
+# per 21): workgroup memory and shuffles, not fmas (~12.6 TFLOP/s). Larger score tiles an
+# invocation (8x4, 8x8 for 4x4) would make each q and k read serve more products.
 TILED_BQ = 64  # queries a workgroup (E <= 64): 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
 TILED_EP = 128  # the largest head dim (padded: to 32 for E <= 32, 64 for E <= 64, else 128)
