@@ -41,9 +41,11 @@ def pytest_configure(config):
     import os
 
     if os.environ.get("PYRITE_EMULATE_FTZ", "") not in ("", "0"):
-        from pyrite.testing.ftz import emulate_flushing_device
+        from pyrite import backend
+        from pyrite.testing.ftz import flushing
 
-        emulate_flushing_device()
+        if not flushing(backend.current).flushes_subnormals:
+            raise RuntimeError("PYRITE_EMULATE_FTZ: the device was made before the emulation")
 
 
 # ---- the loop budget (backend/quirks.py) ---------------------------------------------------

@@ -3,14 +3,15 @@ reads a subnormal input as ±0 wherever a kernel does arithmetic on it and write
 result as ±0; `Device.flushes_subnormals`).
 
 lavapipe runs kernels on worker threads that inherit the floating-point environment of the
-thread that creates them. `emulate_flushing_device()` sets the x86 MXCSR's flush-to-zero and
-denormals-are-zero bits, creates the device (its threads start with them set), and clears them
-again in the calling thread, so numpy and torch on the host keep gradual underflow. The device
-then reports `flushes_subnormals` True, and pyrite's kernels round as the H100's do: the GPU's
-subnormal failures of 2026-12-07 reproduced here to the ulp.
+thread that creates them. `flushing(create)` sets the x86 MXCSR's flush-to-zero and
+denormals-are-zero bits, calls `create` (which makes the device: its threads start with them
+set), and clears them again in the calling thread, so numpy and torch on the host keep gradual
+underflow. The device then reports `flushes_subnormals` True, and pyrite's kernels round as the
+H100's do: the GPU's subnormal failures of 2026-12-07 reproduced here to the ulp.
 
 x86-64 with glibc only (fegetenv/fesetenv through ctypes); `PYRITE_EMULATE_FTZ=1` turns it on
-for a pytest session (tests/conftest.py). Call it before anything creates the device.
+for a pytest session (tests/conftest.py: `flushing(backend.current)` before anything
+else creates the device).
 """
 
 from __future__ import annotations
@@ -36,22 +37,15 @@ def _set(on: bool) -> None:
         raise OSError("pyrite: fesetenv failed")
 
 
-def emulate_flushing_device():
-    """Create the current device (lavapipe) with its worker threads flushing subnormals; the
-    device. Raises RuntimeError where this cannot be done (not x86-64, or a device already made,
-    or an adapter that keeps subnormals anyway)."""
-    from .. import backend
-
+def flushing(create):
+    """`create()` (which makes the device: lavapipe) with the flush-to-zero and denormals-are-zero
+    bits set, so its worker threads start with them; cleared again in this thread afterwards.
+    Returns what `create` returns. Raises RuntimeError off x86-64. (The caller creates the
+    device: pyrite/testing/ imports no more of pyrite than pyrite.dtypes.)"""
     if platform.machine() not in ("x86_64", "AMD64"):
         raise RuntimeError("pyrite: subnormal flushing is emulated on x86-64 only")
     _set(True)
     try:
-        dev = backend.current()
-        flushes = dev.flushes_subnormals
+        return create()
     finally:
         _set(False)
-    if not flushes:
-        raise RuntimeError(
-            "pyrite: the device does not flush subnormals (was it created before the emulation?)"
-        )
-    return dev
