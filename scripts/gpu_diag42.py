@@ -40,6 +40,17 @@ def trace_grads():
 def diag_checks():
     import test_complex_breadth40 as T
 
+    within = T._assert_within
+
+    def shown(got, want, tol, what):  # the arrays of a failing check, whole
+        try:
+            within(got, want, tol, what)
+        except AssertionError:
+            np.set_printoptions(precision=5, linewidth=150)
+            print(f"  {what}: got\n{got}\n  want\n{want}")
+            raise
+
+    T._assert_within = shown
     rng = np.random.default_rng(1)
     cases = []
     for k in (0, 2, -1):
@@ -99,7 +110,14 @@ def einsum_f16():
         print("einsum f16 got", got, "\n  f64", ref, "\n  torch f16", tt)
 
 
-for f in (trace_grads, diag_checks, mm_case, einsum_f16):
+def diag_checks_poisoned():
+    from pyrite.ops import core
+
+    core.set_poison(True)
+    diag_checks()
+
+
+for f in (trace_grads, diag_checks, diag_checks_poisoned, mm_case, einsum_f16):
     print(f"== {f.__name__}")
     try:
         f()

@@ -296,3 +296,18 @@ def test_unique_with_a_dim_of_a_scalar_refused_as_torch(rng, op, dim):
     _same_as_torch(lambda M: getattr(M, op)(M.tensor(x), dim=dim))
     with pytest.raises(IndexError, match="no dimensions"):  # (was numpy's AxisError, leaked)
         getattr(pr, op)(pr.tensor(x), dim=dim)
+
+
+@pytest.mark.parametrize("idx", [[], [0, 0, 0], 0], ids=["empty", "repeated", "0-d"])
+def test_gather_of_a_scalar_gradient_as_torch(rng, idx):
+    """gather of a 0-d x: its gradient is the sum of g over the reads (0 for an empty index,
+    whose backward reshaped the (0,) g to () and failed; session 42's fuzz seed 42)."""
+    x = float(rng.standard_normal())
+    grads = []
+    for M in (torch, pr):
+        t = M.tensor(x, requires_grad=True)
+        out = M.gather(t, -1, M.tensor(np.array(idx, dtype=np.int64)))
+        w = M.tensor(np.arange(1, out.numel() + 1, dtype=np.float32).reshape(out.shape))
+        (out * w).sum().backward()
+        grads.append(float(t.grad))
+    assert grads[0] == grads[1]
