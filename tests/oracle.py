@@ -77,9 +77,8 @@ def flush_subnormals(a):
     a = np.array(a, copy=True)
     if a.dtype.kind not in "fc":
         return a
-    tiny = np.finfo(np.float32).tiny
-    for p in [a] if a.dtype.kind == "f" else [a.real, a.imag]:  # (views: written in place)
-        sub = (p != 0) & (np.abs(p) < tiny)
+    for p in _parts(a):  # (views: written in place)
+        sub = _below_normal(p)
         p[sub] = np.copysign(0.0, p[sub])
     return a
 
@@ -87,10 +86,16 @@ def flush_subnormals(a):
 def has_subnormal(a):
     """Per element, whether a value or a complex part is nonzero and below float32's smallest
     normal (in a float64 array, values past float32's subnormal range count too)."""
-    a = np.asarray(a)
-    tiny = np.finfo(np.float32).tiny
-    parts = [a] if a.dtype.kind == "f" else [a.real, a.imag]
-    return np.logical_or.reduce([(p != 0) & (np.abs(p) < tiny) for p in parts])
+    return np.logical_or.reduce([_below_normal(p) for p in _parts(np.asarray(a))])
+
+
+def _parts(a):
+    """A real array itself, a complex one's real and imaginary parts (views)."""
+    return [a] if a.dtype.kind == "f" else [a.real, a.imag]
+
+
+def _below_normal(p):
+    return (p != 0) & (np.abs(p) < np.finfo(np.float32).tiny)
 
 
 def flushing() -> bool:

@@ -585,7 +585,7 @@ def _g_gather(ctx, g):
     shape = ctx.meta[0][0]
     d, index = _dim_index(ctx, shape, "gather")
     if not shape:  # (a 0-d x: every index reads it, none with an empty index, so the sum)
-        return (g.sum().reshape(()).to(g.dtype),)
+        return (g.sum(),)
     return (scatter_add(_zeros(ctx.meta[0], g), d, index, g),)
 
 
