@@ -1,5 +1,5 @@
-"""The matmul planner's GPU-only paths run on lavapipe by calling it a discrete GPU: the ragged
-rows (an aligned product plus GEMVs for the last M % 16 rows) and split-K. Found by the first
+"""The matmul planner's GPU-only paths run on lavapipe by calling it a discrete GPU: here the
+ragged rows (an aligned product plus GEMVs for the last M % 16 rows). Found by the first
 run of the whole suite on an H100 (2026-12-07): a product of operands with leading dims of size
 1 — `(1, M, K) @ (K, N)`, addbmm's gradient — took the ragged path, which read the leading 1 as
 M and failed gemm's K check (an AssertionError from any batch-1 matmul with M % 16 != 0 on a
