@@ -5,7 +5,7 @@ invocation; "-nosg": rows merged through workgroup memory, not subgroup shuffles
 queries, the decode kernel, each forced in turn, at issue 6's shapes and around the rules'
 thresholds (nn/_attention.py TILED_MIN_L, DECODE_MAX_L), torch CUDA beside (CUDA events).
 `PYRITE_BACKEND=wgpu|dawn python scripts/attention_ab.py [--json PATH] [--only REGEX]
-[--kernels NAME,..]`
+[--kernels NAME,..] [--check]` (--check: each variant's largest difference from the rule's pick)
 (Dawn on the lent GPUs quantizes timestamps to 65.5 µs: its columns are multiples of that and
 say little; take Dawn's figures from `pyrite bench --only attention`, timed on the host.)"""
 
@@ -69,6 +69,32 @@ KERNELS = {
     "tiled-db-r4": dict(
         FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True, DOUBLE_BUFFER=True, FORCE_TILED_RPT=4
     ),
+    # 4 lanes a row (FORCE_TILED_LANES): each lane 8 keys of a tile and a quarter of the dims;
+    # "-bq128": blocks of 128 queries (48 KiB of workgroup memory)
+    "l4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_LANES=4),
+    "l4-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_LANES=4, FORCE_TILED_RPT=4),
+    "l4-r4-pf0": dict(
+        FORCE_TILED=True,
+        FORCE_DECODE=False,
+        FORCE_TILED_LANES=4,
+        FORCE_TILED_RPT=4,
+        PREFETCH=False,
+    ),
+    "l4-bq128": dict(
+        FORCE_TILED=True,
+        FORCE_DECODE=False,
+        FORCE_TILED_LANES=4,
+        FORCE_TILED_BQ=128,
+        FORCE_TILED_RPT=4,
+    ),
+    "l4-bq128-r2": dict(
+        FORCE_TILED=True,
+        FORCE_DECODE=False,
+        FORCE_TILED_LANES=4,
+        FORCE_TILED_BQ=128,
+        FORCE_TILED_RPT=2,
+    ),
+    "l8-bq128": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=128, FORCE_TILED_RPT=4),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -123,6 +149,7 @@ def main():
     kernels = (  # --kernels a,b: only these (and the rule's pick, "auto")
         sys.argv[sys.argv.index("--kernels") + 1].split(",") if "--kernels" in sys.argv else None
     )
+    check = "--check" in sys.argv  # each variant's output against the rule's pick
     for label, (B, H, L, S, E), causal, masked in CASES:
         if only is not None and not only.search(label):
             continue
@@ -135,6 +162,8 @@ def main():
         kw = {"is_causal": True} if causal else {"attn_mask": m} if masked else {}
         flops = 4 * B * H * L * S * E / (2 if causal else 1)
         row = {"case": label, "shape": [B, H, L, S, E]}
+        ref = F.scaled_dot_product_attention(q, k, v, **kw).numpy()  # (the rule's pick)
+        diffs = {}
         for name, force in KERNELS.items():
             if kernels is not None and name not in kernels and name != "auto":
                 continue
@@ -145,10 +174,19 @@ def main():
             for k_, v_ in force.items():
                 setattr(where.get(k_, _attention), k_, v_)
             try:
+                if check:  # (a variant the rule does not take: its output against the rule's)
+                    got = F.scaled_dot_product_attention(q, k, v, **kw).numpy()
+                    diffs[name] = float(np.abs(got - ref).max())
                 times = kernel_times(lambda: F.scaled_dot_product_attention(q, k, v, **kw))
+                if force.get("FORCE_TILED") and not _attention._use_tiled(dev, B * H, L, S, E):
+                    print(f"  {name}: the tiled kernel cannot run here (another one timed)")
+            except Exception as e:  # (a variant that cannot run here: say so, go on)
+                print(f"  {name}: {type(e).__name__}: {str(e)[:200]}")
+                continue
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
                 _attention.FORCE_TILED_RPT = _attention.FORCE_TILED_BQ = None
+                _attention.FORCE_TILED_LANES = None
                 _attention.SUBGROUP_ROWS = True
                 attention_tiled.PREFETCH = prefetch
                 attention_tiled.P_SHUFFLE, attention_tiled.DOUBLE_BUFFER = variant
@@ -156,6 +194,9 @@ def main():
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
         row["torch"] = torch_us((B, H, L, S, E), causal, masked)
+        row["max_abs_diff"] = diffs
+        if diffs:
+            print(f"  max |variant - rule's pick|: {diffs}")
         row["gflop"] = flops / 1e9
         rows.append(row)
         cells = "  ".join(

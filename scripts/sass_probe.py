@@ -59,6 +59,16 @@ def workloads():
         q, k, v = t(1, 16, 4096, 64), t(1, 16, 4096, 64), t(1, 16, 4096, 64)
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
+    def attn_forced(base, **force):  # an attention workload with the tiled forward's knobs set
+        def f():
+            from pyrite.nn import _attention
+
+            for k, v in force.items():
+                setattr(_attention, k, v)
+            return base()
+
+        return f
+
     def qgemv(bits, gs, unpack=None):
         def f():
             from pyrite.bench.quant import _random_qweight
@@ -118,6 +128,9 @@ def workloads():
         "linear_bert": linear_bert,
         "attn_bert": attn_bert,
         "attn_causal": attn_causal,
+        "attn_bert_l4": attn_forced(attn_bert, FORCE_TILED_LANES=4),
+        "attn_causal_l4": attn_forced(attn_causal, FORCE_TILED_LANES=4),
+        "attn_causal_l4_128": attn_forced(attn_causal, FORCE_TILED_LANES=4, FORCE_TILED_BQ=128),
         "qgemv4": qgemv(4, 128),
         "qgemv4_inplace": qgemv(4, 128, "inplace"),
         "qgemv8_inplace": qgemv(8, None, "inplace"),

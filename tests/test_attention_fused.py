@@ -481,14 +481,17 @@ def test_decode_rule(monkeypatch):
     ids=["one-tile", "ragged", "causal-E48", "bool-split", "float-mask", "causal-split", "E1"],
 )
 @pytest.mark.parametrize("sg", [True, False], ids=["subgroup-rows", "workgroup-rows"])
-def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg):
+@pytest.mark.parametrize("lanes", [8, 4], ids=["8-lanes", "4-lanes"])
+def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg, lanes):
     """The register-tiled forward (kernels/attention_tiled.py: 64 queries a workgroup, what a GPU
     takes for E <= 64), forced here whatever the device: forward and gradients (the flash
     backward from its lse) within the same bounds, with ragged blocks and tiles, masks, a query
     with every key masked, key splits and head dims padded to 64; its rows' maxima and sums
     merged by subgroup shuffles (where the device has subgroups of 8 or more, as lavapipe) and
-    through workgroup memory."""
+    through workgroup memory; a row's keys and dims over 8 lanes and over 4 (two vec4s of keys
+    a lane, a quarter of the dims)."""
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
+    monkeypatch.setattr(_attention, "FORCE_TILED_LANES", lanes)
     monkeypatch.setattr(_attention, "SUBGROUP_ROWS", sg)
     dev = backend.current()
     if sg and dev.subgroups:
@@ -501,6 +504,7 @@ def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg):
     q, k, v = _qkv(rng, (2, 3), L, S, E)
     kw = _masked(rng, kw, L, S, dead=min(2, L - 1))
     assert _attention._use_tiled(backend.current(), 6, L, S, E)
+    assert _attention._tiled_shape(backend.current(), E, S)[2] == lanes
     _check(rng, q, k, v, **kw)
 
 
@@ -564,23 +568,30 @@ def test_tiled_rule(monkeypatch):
 def test_tiled_forward_rows_rule():
     """The tiled forward's rows an invocation: 2 over at most TILED_RPT2_MAX_S keys at every head
     dim, else 4 up to E = 64 and 2 past it (kernels/attention_tiled.tiled_rpt)."""
-    cut = _attention.TILED_RPT2_MAX_S
-    assert _attention._tiled_shape(64, cut) == (64, 2)
-    assert _attention._tiled_shape(32, cut + 1) == (64, 4)
-    assert _attention._tiled_shape(64, 4096) == (64, 4)
-    assert _attention._tiled_shape(128, 4096) == (32, 2)
+    cut, dev = _attention.TILED_RPT2_MAX_S, backend.current()
+    assert _attention._tiled_shape(dev, 64, cut)[:2] == (64, 2)
+    assert _attention._tiled_shape(dev, 32, cut + 1)[:2] == (64, 4)
+    assert _attention._tiled_shape(dev, 64, 4096)[:2] == (64, 4)
+    assert _attention._tiled_shape(dev, 128, 4096)[:2] == (32, 2)
 
 
-@pytest.mark.parametrize("bq,rpt", [(16, 4), (32, 4), (32, 2), (64, 2), (64, 4)])
-def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq, rpt):
+@pytest.mark.parametrize(
+    "bq,rpt,lanes",
+    [(16, 4, 8), (32, 4, 8), (32, 2, 8), (64, 2, 8), (64, 4, 8), (16, 4, 4), (32, 2, 4),
+     (64, 2, 4), (128, 4, 4)],
+)  # fmt: skip
+def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq, rpt, lanes):
     """The tiled forward with blocks of 32 queries, 2 rows an invocation (what head dims
     65 .. 128 take on a GPU, in 48 KiB: not on lavapipe's 32), 4 rows, blocks of 16 (a workgroup
     of 32 smaller than the padded head dim, so an invocation's staged places differ from one tile
-    read to the next) and of 64 with 2 rows, forced at E <= 64: ragged blocks, causal, a bool mask
-    with a query whose every key is masked, key splits."""
+    read to the next) and of 64 with 2 rows, forced at E <= 64, each also with 4 lanes a row
+    (blocks of 128 too: 48 KiB at E > 32, so on lavapipe only the E = 24 call takes the tiled
+    kernel there): ragged blocks, causal, a bool mask with a query whose every key is masked, key
+    splits."""
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
     monkeypatch.setattr(_attention, "FORCE_TILED_BQ", bq)
     monkeypatch.setattr(_attention, "FORCE_TILED_RPT", rpt)
+    monkeypatch.setattr(_attention, "FORCE_TILED_LANES", lanes)
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 40), is_causal=True)
     kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
     _check(rng, *_qkv(rng, (2, 3), 33, 97, 64), **kw)

@@ -518,7 +518,7 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
     dsplits = _decode_splits(dev, nbh, L, S, E)
     tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
     if tiled:
-        bq, rpt = _tiled_shape(E, S)
+        bq, rpt, row_lanes = _tiled_shape(dev, E, S)
         nblk = -(-L // bq)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
@@ -555,7 +555,7 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=dropout,
-            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev),
+            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev), row_lanes=row_lanes,
             **_tiled_variant(dev, E),
         )  # fmt: skip
         groups = nbh * nblk
@@ -734,6 +734,7 @@ TILED_RPT2_MAX_S = 128
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
+FORCE_TILED_LANES = None  # lanes a row of it (tests, A/B: 4 or 8)
 
 
 # The tiled forward's rows merge their 8 lanes' maxima and sums by subgroupShuffleXor where the
@@ -757,11 +758,11 @@ def _tiled_variant(dev, E) -> dict:
     return {"pshfl": pshfl, "dbuf": dbuf}
 
 
-def _tiled_shape(E, S):
-    """(queries a workgroup, query rows an invocation) of the tiled forward at head dim E over
-    S keys."""
+def _tiled_shape(dev, E, S):
+    """(queries a workgroup, query rows an invocation, lanes a row) of the tiled forward on `dev`
+    at head dim E over S keys."""
     rpt = FORCE_TILED_RPT or (2 if S <= TILED_RPT2_MAX_S else _KT.tiled_rpt(E))
-    return FORCE_TILED_BQ or _KT.tiled_bq(E), rpt
+    return FORCE_TILED_BQ or _KT.tiled_bq(E), rpt, FORCE_TILED_LANES or 8
 
 
 def _use_tiled(dev, nbh, L, S, E):
@@ -770,12 +771,12 @@ def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
-    bq, rpt = _tiled_shape(E, S)
+    bq, rpt, lanes = _tiled_shape(dev, E, S)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384)
-        >= _KT.tiled_shared_bytes(E, bq, rpt, **_tiled_variant(dev, E))
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
-        and _KT.tiled_loop_iterations(S, E, bq, rpt) <= max_loop_iterations()
+        >= _KT.tiled_shared_bytes(E, bq, rpt, row_lanes=lanes, **_tiled_variant(dev, E))
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt, lanes)
+        and _KT.tiled_loop_iterations(S, E, bq, rpt, lanes) <= max_loop_iterations()
     )
 
 
