@@ -32,6 +32,11 @@ CASES = [
     ("BERT-base batch 1", (1, 12, 128, 128, 64), False, True),
     ("BERT-base batch 4", (4, 12, 128, 128, 64), False, True),
     ("BERT-base batch 8", (8, 12, 128, 128, 64), False, True),
+    ("BERT-base batch 2", (2, 12, 128, 128, 64), False, True),
+    ("BERT-base batch 16", (16, 12, 128, 128, 64), False, True),
+    ("1024 tokens", (1, 12, 1024, 1024, 64), False, False),
+    ("512 tokens batch 1", (1, 12, 512, 512, 64), False, False),
+    ("causal 1024", (1, 16, 1024, 1024, 64), True, False),
     ("512 tokens", (2, 12, 512, 512, 64), False, False),
     ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
     ("GPT bench", (8, 4, 64, 64, 32), True, False),
@@ -69,32 +74,18 @@ KERNELS = {
     "tiled-db-r4": dict(
         FORCE_TILED=True, FORCE_DECODE=False, P_SHUFFLE=True, DOUBLE_BUFFER=True, FORCE_TILED_RPT=4
     ),
-    # 4 lanes a row (FORCE_TILED_LANES): each lane 8 keys of a tile and a quarter of the dims;
-    # "-bq128": blocks of 128 queries (48 KiB of workgroup memory)
-    "l4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_LANES=4),
-    "l4-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_LANES=4, FORCE_TILED_RPT=4),
-    "l4-r4-pf0": dict(
+    # blocks of 128 queries (48 KiB of workgroup memory at E = 64): 4 rows an invocation (256
+    # invocations), 2 (512), without PREFETCH
+    "bq128": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=128, FORCE_TILED_RPT=4),
+    "bq128-r2": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=128, FORCE_TILED_RPT=2),
+    "bq128-pf0": dict(
         FORCE_TILED=True,
         FORCE_DECODE=False,
-        FORCE_TILED_LANES=4,
+        FORCE_TILED_BQ=128,
         FORCE_TILED_RPT=4,
         PREFETCH=False,
     ),
-    "l4-bq128": dict(
-        FORCE_TILED=True,
-        FORCE_DECODE=False,
-        FORCE_TILED_LANES=4,
-        FORCE_TILED_BQ=128,
-        FORCE_TILED_RPT=4,
-    ),
-    "l4-bq128-r2": dict(
-        FORCE_TILED=True,
-        FORCE_DECODE=False,
-        FORCE_TILED_LANES=4,
-        FORCE_TILED_BQ=128,
-        FORCE_TILED_RPT=2,
-    ),
-    "l8-bq128": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=128, FORCE_TILED_RPT=4),
+    "bq64-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=64, FORCE_TILED_RPT=4),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }
@@ -186,7 +177,6 @@ def main():
             finally:
                 _attention.FORCE_TILED = _attention.FORCE_DECODE = None
                 _attention.FORCE_TILED_RPT = _attention.FORCE_TILED_BQ = None
-                _attention.FORCE_TILED_LANES = None
                 _attention.SUBGROUP_ROWS = True
                 attention_tiled.PREFETCH = prefetch
                 attention_tiled.P_SHUFFLE, attention_tiled.DOUBLE_BUFFER = variant

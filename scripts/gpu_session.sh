@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-l4.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -237,15 +237,15 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
         -n ${SUITE_WORKERS:-12} -rfE --tb=line --junitxml="$OUT/suite.xml" ${SUITE_FILES:-tests} ;;
     diag42)  # session 42's GPU-only failures one case at a time (scripts/gpu_diag42.py)
       step diag42 120 env PYRITE_BACKEND=wgpu python3 scripts/gpu_diag42.py ;;
-    attn-l4)  # session 43: the tiled forward with 4 lanes a row (and blocks of 128): its tests on this
-      # GPU, the variants' outputs against the rule's pick and their GPU times, their SASS
-      step attn-l4-tests 200 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
-        tests/test_attention_fused.py -k "tiled_forward"
-      step attn-l4 300 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --check \
-        --kernels tiled,l4,l4-r4,l4-r4-pf0,l4-bq128,l4-bq128-r2,l8-bq128 \
-        --only "BERT-base$|BERT-base batch 1|512 tokens|causal 4096|GPT|E=128|E=32|L=16|L=32|scale" \
-        --json "$OUT/attn-l4.json"
-      step sass 150 bash scripts/sass_probe.sh attn_bert attn_bert_l4 attn_causal_l4 attn_causal_l4_128 ;;
+    attn-wide)  # session 43: blocks of 128 queries (TILED_WIDE_BQ): tests on this GPU, the A/B
+      # around the rule's thresholds (outputs against the rule's pick), BERT-base in pyrite bench
+      step attn-wide-tests 200 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
+        tests/test_attention_fused.py -k "tiled_forward or tiled_rule or tiled_layouts"
+      step attn-wide 300 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --check \
+        --kernels tiled,bq128,bq128-r2,bq128-pf0,bq64-r4 \
+        --only "BERT|512 tokens|1024|causal|GPT|E=32|L=32|scale" --json "$OUT/attn-wide.json"
+      step bert 200 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only attention,bert \
+        --json "$OUT/bench-attn-bert.json" ;;
     attn-sass)  # the tiled attention forward's SASS at BERT-base's shape and causal 4096 tokens
       step sass 120 bash scripts/sass_probe.sh attn_bert attn_causal ;;
     fpe)  # which error-class case dies of SIGFPE under this machine's torch (the last test named)

@@ -481,17 +481,14 @@ def test_decode_rule(monkeypatch):
     ids=["one-tile", "ragged", "causal-E48", "bool-split", "float-mask", "causal-split", "E1"],
 )
 @pytest.mark.parametrize("sg", [True, False], ids=["subgroup-rows", "workgroup-rows"])
-@pytest.mark.parametrize("lanes", [8, 4], ids=["8-lanes", "4-lanes"])
-def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg, lanes):
+def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg):
     """The register-tiled forward (kernels/attention_tiled.py: 64 queries a workgroup, what a GPU
     takes for E <= 64), forced here whatever the device: forward and gradients (the flash
     backward from its lse) within the same bounds, with ragged blocks and tiles, masks, a query
     with every key masked, key splits and head dims padded to 64; its rows' maxima and sums
     merged by subgroup shuffles (where the device has subgroups of 8 or more, as lavapipe) and
-    through workgroup memory; a row's keys and dims over 8 lanes and over 4 (two vec4s of keys
-    a lane, a quarter of the dims)."""
+    through workgroup memory."""
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
-    monkeypatch.setattr(_attention, "FORCE_TILED_LANES", lanes)
     monkeypatch.setattr(_attention, "SUBGROUP_ROWS", sg)
     dev = backend.current()
     if sg and dev.subgroups:
@@ -504,7 +501,6 @@ def test_tiled_forward(rng, monkeypatch, L, S, E, kw, splits, sg, lanes):
     q, k, v = _qkv(rng, (2, 3), L, S, E)
     kw = _masked(rng, kw, L, S, dead=min(2, L - 1))
     assert _attention._use_tiled(backend.current(), 6, L, S, E)
-    assert _attention._tiled_shape(backend.current(), E, S)[2] == lanes
     _check(rng, q, k, v, **kw)
 
 
@@ -568,30 +564,54 @@ def test_tiled_rule(monkeypatch):
 def test_tiled_forward_rows_rule():
     """The tiled forward's rows an invocation: 2 over at most TILED_RPT2_MAX_S keys at every head
     dim, else 4 up to E = 64 and 2 past it (kernels/attention_tiled.tiled_rpt)."""
-    cut, dev = _attention.TILED_RPT2_MAX_S, backend.current()
-    assert _attention._tiled_shape(dev, 64, cut)[:2] == (64, 2)
-    assert _attention._tiled_shape(dev, 32, cut + 1)[:2] == (64, 4)
-    assert _attention._tiled_shape(dev, 64, 4096)[:2] == (64, 4)
-    assert _attention._tiled_shape(dev, 128, 4096)[:2] == (32, 2)
+    cut, cpu = _attention.TILED_RPT2_MAX_S, _devices(49152, 0)[1]
+    assert _attention._tiled_shape(cpu, 384, 64, cut, 64) == (64, 2)
+    assert _attention._tiled_shape(cpu, 384, 64, cut + 1, 32) == (64, 4)
+    assert _attention._tiled_shape(cpu, 384, 4096, 4096, 64) == (64, 4)
+    assert _attention._tiled_shape(cpu, 384, 4096, 4096, 128) == (32, 2)
 
 
-@pytest.mark.parametrize(
-    "bq,rpt,lanes",
-    [(16, 4, 8), (32, 4, 8), (32, 2, 8), (64, 2, 8), (64, 4, 8), (16, 4, 4), (32, 2, 4),
-     (64, 2, 4), (128, 4, 4)],
-)  # fmt: skip
-def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq, rpt, lanes):
+def test_tiled_forward_wide_blocks_rule():
+    """Blocks of 128 queries (TILED_WIDE_BQ) on a GPU whose 48 KiB of workgroup memory hold them
+    (with subgroups: P·V by shuffles, no pᵀ tile), at head dims 33 .. 64, for at least
+    TILED_WIDE_MIN_L queries in at least TILED_WIDE_MIN_BLOCKS blocks; otherwise the blocks of
+    before."""
+    from types import SimpleNamespace
+
+    lim = {"max-compute-workgroup-storage-size": 49152,
+           "max-compute-invocations-per-workgroup": 256}  # fmt: skip
+    gpu = SimpleNamespace(adapter_type="DiscreteGPU", limits=lim, subgroup_size=32, subgroups=1)
+    shape = _attention._tiled_shape
+    wide, few = _attention.TILED_WIDE_BQ, _attention.TILED_WIDE_MIN_BLOCKS
+    L = _attention.TILED_WIDE_MIN_L
+    assert shape(gpu, 384, 128, 128, 64) == (wide, 4)  # BERT-base at batch 32
+    assert shape(gpu, 16, 4096, 4096, 33) == (wide, 4)
+    assert shape(gpu, few, L, 512, 64) == (wide, 4)
+    assert shape(gpu, few - 1, L, 512, 64) == (64, 4)  # (too few blocks)
+    assert shape(gpu, 384, L - 1, 128, 64) == (64, 2)  # (too few queries)
+    assert shape(gpu, 384, 512, 512, 32) == (64, 4)  # (E = 32)
+    assert shape(gpu, 384, 512, 512, 128) == (32, 2)  # (E = 128)
+    small = SimpleNamespace(
+        **{**vars(gpu), "limits": {**lim, "max-compute-workgroup-storage-size": 32768}}
+    )
+    assert shape(small, 384, 128, 128, 64) == (64, 2)
+    nosg = SimpleNamespace(**{**vars(gpu), "subgroup_size": 0, "subgroups": 0})
+    assert shape(nosg, 384, 128, 128, 64) == (64, 2)  # (pᵀ's tile: 56 KiB)
+    cpu = SimpleNamespace(**{**vars(gpu), "adapter_type": "CPU"})
+    assert shape(cpu, 384, 128, 128, 64) == (64, 2)
+    assert _attention._use_tiled(gpu, 384, 128, 128, 64)
+
+
+@pytest.mark.parametrize("bq,rpt", [(16, 4), (32, 4), (32, 2), (64, 2), (64, 4), (128, 4)])
+def test_tiled_forward_smaller_query_blocks(rng, monkeypatch, bq, rpt):
     """The tiled forward with blocks of 32 queries, 2 rows an invocation (what head dims
     65 .. 128 take on a GPU, in 48 KiB: not on lavapipe's 32), 4 rows, blocks of 16 (a workgroup
     of 32 smaller than the padded head dim, so an invocation's staged places differ from one tile
-    read to the next) and of 64 with 2 rows, forced at E <= 64, each also with 4 lanes a row
-    (blocks of 128 too: 48 KiB at E > 32, so on lavapipe only the E = 24 call takes the tiled
-    kernel there): ragged blocks, causal, a bool mask with a query whose every key is masked, key
-    splits."""
+    read to the next) and of 64 with 2 rows, forced at E <= 64: ragged blocks, causal, a bool mask
+    with a query whose every key is masked, key splits."""
     monkeypatch.setattr(_attention, "FORCE_TILED", True)
     monkeypatch.setattr(_attention, "FORCE_TILED_BQ", bq)
     monkeypatch.setattr(_attention, "FORCE_TILED_RPT", rpt)
-    monkeypatch.setattr(_attention, "FORCE_TILED_LANES", lanes)
     _check(rng, *_qkv(rng, (2, 3), 70, 45, 40), is_causal=True)
     kw = _masked(rng, {"mask": "bool"}, 33, 97, dead=3)
     _check(rng, *_qkv(rng, (2, 3), 33, 97, 64), **kw)

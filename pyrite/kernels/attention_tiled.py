@@ -104,24 +104,19 @@ def tiled_rpt(E: int) -> int:
     return 4 if E <= 64 else 2
 
 
-def tiled_wg(bq: int, rpt: int = 4, row_lanes: int = 8) -> int:
-    """Invocations a workgroup of the tiled forward takes for blocks of `bq` queries: `row_lanes`
-    columns of bq / rpt rows."""
-    return row_lanes * bq // rpt
+def tiled_wg(bq: int, rpt: int = 4) -> int:
+    """Invocations a workgroup of the tiled forward takes for blocks of `bq` queries: 8 columns
+    of bq / rpt rows."""
+    return 8 * bq // rpt
 
 
 def tiled_shared_bytes(
-    E: int,
-    bq: int | None = None,
-    rpt: int | None = None,
-    pshfl: bool = False,
-    dbuf: bool = False,
-    row_lanes: int = 8,
+    E: int, bq: int | None = None, rpt: int | None = None, pshfl: bool = False, dbuf: bool = False
 ) -> int:
     """Workgroup memory of the tiled forward: qT, kT (also pᵀ and the row partials, unless
     `pshfl`) and v (both twice with `dbuf`)."""
     ep, bq = tiled_ep(E), bq or tiled_bq(E)
-    kp = _kp_size(ep, bq, tiled_wg(bq, rpt or tiled_rpt(E), row_lanes), pshfl, dbuf)
+    kp = _kp_size(ep, bq, tiled_wg(bq, rpt or tiled_rpt(E)), pshfl, dbuf)
     return (ep * bq // 4 + kp + ep * TILED_BK // 4 * (2 if dbuf else 1)) * 16
 
 
@@ -134,14 +129,14 @@ def _kp_size(ep: int, bq: int, wg: int, pshfl: bool, dbuf: bool) -> int:
 
 
 def tiled_loop_iterations(
-    S: int, E: int = 64, bq: int | None = None, rpt: int | None = None, row_lanes: int = 8
+    S: int, E: int = 64, bq: int | None = None, rpt: int | None = None
 ) -> int:
     """Loop iterations of one invocation of attn_fwd_tiled_kernel over S keys (the E loop in
-    steps of 4, the key loop in steps of 2 and the row lanes' merges, each with its exit test;
-    the q staging once)."""
+    steps of 4, the key loop in steps of 2 and the 8-lane merges, each with its exit test; the q
+    staging once)."""
     ep, bq = tiled_ep(E), bq or tiled_bq(E)
-    per_tile = (ep // 4 + 1) + (TILED_BK // 2 + 1) + (row_lanes + 1) + 1
-    wg = tiled_wg(bq, rpt or tiled_rpt(E), row_lanes)
+    per_tile = (ep // 4 + 1) + (TILED_BK // 2 + 1) + 9 + 1
+    wg = tiled_wg(bq, rpt or tiled_rpt(E))
     return (-(-ep * bq // 4 // wg) + 1) + -(-S // TILED_BK) * per_tile + 10
 
 
@@ -191,31 +186,25 @@ def attn_fwd_tiled_kernel(
     sg: int = 0,
     pshfl: bool = False,
     dbuf: bool = False,
-    row_lanes: int = 8,
 ) -> KernelSource:
     """WGSL of the tiled forward (module docstring). Buffers: q, k, v, [mask], then out and lse
     (splits = 1) or the partials `part` (attn_fwd_kernel's layout). info[4] = query blocks of
     `bq` (default tiled_bq(E)) times splits, per batch·head; `rpt` query rows an invocation
     (default tiled_rpt(E)). `prefetch`: see PREFETCH (the caller passes it, so the cache keys on
     it). `sg` (the device's `subgroups`, where its subgroups hold 8 or more consecutive
-    invocations): a row's lanes merge their maxima and sums by subgroupShuffleXor instead of
+    invocations): a row's 8 lanes merge their maxima and sums by subgroupShuffleXor instead of
     through workgroup memory, two barriers a key tile fewer (SUBGROUP_ROWS). `pshfl` (with `sg`)
-    and `dbuf` (with `pshfl` and `prefetch`, E <= 64): P_SHUFFLE and DOUBLE_BUFFER.
-    `row_lanes` (8 or 4, ROW_LANES): the lanes sharing a row, each holding TILED_BK / row_lanes
-    of a tile's keys and EP / row_lanes of the output's dims."""
+    and `dbuf` (with `pshfl` and `prefetch`, E <= 64): P_SHUFFLE and DOUBLE_BUFFER."""
     _check(E, 8, mask)
     if E > TILED_EP:
         raise ValueError(f"pyrite: internal: the tiled attention forward takes E <= {TILED_EP}")
-    BQ, BK, N, LN = bq or tiled_bq(E), TILED_BK, rpt or tiled_rpt(E), row_lanes
+    BQ, BK, N = bq or tiled_bq(E), TILED_BK, rpt or tiled_rpt(E)
     if N not in (2, 4):
         raise ValueError(f"pyrite: internal: query rows an invocation holds: 2 or 4, not {N}")
-    if LN not in (4, 8):
-        raise ValueError(f"pyrite: internal: lanes a row of the tiled forward: 4 or 8, not {LN}")
-    WG, NG = tiled_wg(BQ, N, LN), BQ // N  # (invocation rows ty < NG, N queries each)
+    WG, NG = tiled_wg(BQ, N), BQ // N  # (invocation rows ty < NG, N queries each)
     V, VI = f"vec{N}<f32>", f"vec{N}<i32>"
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
-    KG = BK // 4 // LN  # vec4s of keys a lane: groups tx + LN·w, w < KG
     nreg = EP * BK // 4 // WG
     prefetch = prefetch and EP <= 64
     pshfl = pshfl and bool(sg)
@@ -224,7 +213,7 @@ def attn_fwd_tiled_kernel(
     order = 1 if heavy_first and causal and splits == 1 else 0  # (kernels/attention HEAVY_FIRST)
     lay, bufs, b = forward_setup(WG, rank, mask, (q_type, k_type, v_type, m_type, out_type),
                                  splits, dropout, order)  # fmt: skip
-    b += f"  let t = i32(lid.x);\n  let ty = t / {LN};\n  let tx = t % {LN};\n"
+    b += "  let t = i32(lid.x);\n  let ty = t / 8;\n  let tx = t % 8;\n"
     qblk = "blk"
     if splits > 1:
         b += f"  let qblk = blk / {splits};\n  let part_i = blk % {splits};\n"
@@ -243,7 +232,7 @@ def attn_fwd_tiled_kernel(
     qok = [f"e < {E}"] * N
     qidx = f"qb + min(q0 + g * {N} + {{r}}, L - 1) * {lay.row('q')} + ec * {lay.col('q')}"
     b += f"    qT[e * {NG} + g] = {_staged_vec('q_', q_type, qidx, qok)} * scale;\n  }}\n"
-    halves = _parts(EP, LN)  # (parts of 4·LN dims: an invocation's dims 4·LN·i + 4·tx ..)
+    halves = "abcd"[: EP // 32]  # (parts of 32 dims: an invocation's dims 32·i + 4·tx ..)
     for r in range(N):
         for h in halves:
             b += f"  var o{r}{h} = vec4<f32>(0.0);\n"
@@ -285,86 +274,72 @@ def attn_fwd_tiled_kernel(
             b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {BK})", WG)
     # which keys of the tile each row takes, the mask read before the products (its latency
     # hides behind them)
-    oks = {}
-    for w in range(KG):
-        kj, kin, kc = (_rw(n, "", w) for n in ("kj", "kin", "kc"))
-        b += f"    let {kj} = vec4<i32>(t0 + {_group(LN, w)} * 4) + vec4<i32>(0, 1, 2, 3);\n"
-        b += f"    let {kin} = {kj} < vec4<i32>(kend);\n"
-        b += f"    let {kc} = min({kj}, vec4<i32>(S - 1));\n"
-        for r in range(N):
-            okv = kin
-            if causal:
-                okv += f" & ({kj} <= vec4<i32>(qi[{r}]))"
-            if mask != "none":
-                ir = f"min(qi[{r}], L - 1)"
-                mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
-                at = [f"m_[mb + {ir} * info[{mr}] + {kc}[{c}] * info[{mc}]]" for c in range(4)]
-                mk = _rw("mk", r, w)
-                if mask == "bool":
-                    b += f"    let {mk} = vec4<bool>({', '.join(a + ' != 0u' for a in at)});\n"
-                    okv += f" & {mk}"
-                else:
-                    vals = ", ".join(load(a, m_type, "f32") for a in at)
-                    b += f"    let {mk} = vec4<f32>({vals});\n"
-            oks[r, w] = okv
-    # S: rows N·ty + r (s<r>[_w]), keys 4·(tx + LN·w) .. + 3 (the vec4's components)
-    sw = [(r, w, _rw("s", r, w)) for r in range(N) for w in range(KG)]
-    for _, _, s_ in sw:
-        b += f"    var {s_} = vec4<f32>(0.0);\n"
+    b += "    let kj = vec4<i32>(t0 + tx * 4) + vec4<i32>(0, 1, 2, 3);\n"
+    b += "    let kin = kj < vec4<i32>(kend);\n"
+    b += "    let kc = min(kj, vec4<i32>(S - 1));\n"
+    oks = []
+    for r in range(N):
+        okv = "kin"
+        if causal:
+            okv += f" & (kj <= vec4<i32>(qi[{r}]))"
+        if mask != "none":
+            ir = f"min(qi[{r}], L - 1)"
+            mr, mc = lay.pos["m"] + 1, lay.pos["m"] + 2
+            at = [f"m_[mb + {ir} * info[{mr}] + kc[{c}] * info[{mc}]]" for c in range(4)]
+            if mask == "bool":
+                b += f"    let mk{r} = vec4<bool>({', '.join(a + ' != 0u' for a in at)});\n"
+                okv += f" & mk{r}"
+            else:
+                b += (
+                    f"    let mk{r} = vec4<f32>({', '.join(load(a, m_type, 'f32') for a in at)});\n"
+                )
+        oks.append(okv)
+    # S: rows N·ty + r (s{r}), keys 4tx .. 4tx + 3 (the vec4's components)
+    for r in range(N):
+        b += f"    var s{r} = vec4<f32>(0.0);\n"
     b += f"    for (var e = 0; e < {EP}; e += 4) {{\n"
     for u in range(4):
-        b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n"
-        for w in range(KG):
-            b += f"      let {_rw('kv', u, w)} = kp[{ko}(e + {u}) * 8 + {_group(LN, w)}];\n"
+        b += f"      let qv{u} = qT[(e + {u}) * {NG} + ty];\n      let kv{u} = kp[{ko}(e + {u}) * 8 + tx];\n"
     for u in range(4):
-        for r, w, s_ in sw:
-            b += f"      {s_} += qv{u}[{r}] * {_rw('kv', u, w)};\n"
+        for r in range(N):
+            b += f"      s{r} += qv{u}[{r}] * kv{u};\n"
     b += "    }\n"
-    for r, w, s_ in sw:
-        if mask == "float":
-            b += f"    {s_} += {_rw('mk', r, w)};\n"
-        b += f"    {s_} = select(vec4<f32>(-p_inf()), {s_}, {oks[r, w]});\n"
-    # the tile's row maxima: LN partials a row, by shuffles within the subgroup or through kp
-    # (every lane is done with kT)
-    pm = []
     for r in range(N):
-        parts = [f"max(max({s_}.x, {s_}.y), max({s_}.z, {s_}.w))" for rr, _, s_ in sw if rr == r]
-        pm.append(parts[0] if len(parts) == 1 else f"max({parts[0]}, {parts[1]})")
+        if mask == "float":
+            b += f"    s{r} += mk{r};\n"
+        b += f"    s{r} = select(vec4<f32>(-p_inf()), s{r}, {oks[r]});\n"
+    # the tile's row maxima: 8 partials a row, by shuffles within the subgroup or through kp
+    # (every lane is done with kT)
+    pm = [f"max(max(s{r}.x, s{r}.y), max(s{r}.z, s{r}.w))" for r in range(N)]
     if sg:
         b += f"    var mn = {V}({', '.join(pm)});\n"
-        for o in _levels(LN):
+        for o in (1, 2, 4):
             b += f"    mn = max(mn, subgroupShuffleXor(mn, {o}u));\n"
         b += "    mn = max(m, mn);\n"
     else:
         b += "    workgroupBarrier();\n"
-        b += f"    kp[ty * {LN} + tx] = {slot(pm)};\n"
+        b += f"    kp[ty * 8 + tx] = {slot(pm)};\n"
         b += "    workgroupBarrier();\n"
         b += "    var mn = m;\n"
-        b += (
-            f"    for (var u = 0; u < {LN}; u++) {{ mn = max(mn, {cut(f'kp[ty * {LN} + u]')}); }}\n"
-        )
+        b += f"    for (var u = 0; u < 8; u++) {{ mn = max(mn, {cut('kp[ty * 8 + u]')}); }}\n"
     b += f"    let alpha = select(exp(m - mn), {V}(1.0), m == mn);\n"
     b += "    m = mn;\n"
     for r in range(N):
-        for w in range(KG):
-            s_ = _rw("s", r, w)
-            b += f"    let {_rw('p', r, w)} = select(vec4<f32>(0.0), exp({s_} - vec4<f32>(mn[{r}])), "
-            b += f"{s_} != vec4<f32>(-p_inf()));\n"
+        b += f"    let p{r} = select(vec4<f32>(0.0), exp(s{r} - vec4<f32>(mn[{r}])), "
+        b += f"s{r} != vec4<f32>(-p_inf()));\n"
         for h in halves:
             b += f"    o{r}{h} *= alpha[{r}];\n"
-    sums = ", ".join(
-        " + ".join(f"dot({_rw('p', r, w)}, vec4<f32>(1.0))" for w in range(KG)) for r in range(N)
-    )
+    sums = ", ".join(f"dot(p{r}, vec4<f32>(1.0))" for r in range(N))
     b += f"    l = l * alpha + {V}({sums});\n"
     if pshfl:
-        b += _pv_shuffled(N, halves, R, ko, dropout, LN)
+        b += _pv_shuffled(N, halves, R, ko, dropout)
         if dbuf:  # the next tile into the other places, the one after it in flight
             b += stage(f"{KT} - kq + ") + "    workgroupBarrier();\n"
             b += _tile_reads(lay, E, EP, k_type, v_type, f"(t0 + {2 * BK})", WG)
         b += "  }\n"
     else:
-        b += _pv_staged(N, halves, R, BQ, dropout, LN)
-    b = _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot, LN)
+        b += _pv_staged(N, halves, R, BQ, dropout)
+    b = _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot)
     KP = _kp_size(EP, BQ, WG, pshfl, dbuf)
     shared = (
         f"var<workgroup> qT: array<{V}, {EP * NG}>;\n"
@@ -375,26 +350,6 @@ def attn_fwd_tiled_kernel(
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
 
-def _parts(EP: int, lanes: int) -> str:
-    """Names of the vec4 parts of an invocation's output row: EP / (4·lanes) of them."""
-    return "abcdefgh"[: EP // (4 * lanes)]
-
-
-def _group(lanes: int, w: int) -> str:
-    """WGSL: the w-th vec4 of keys (of a tile's 8) that lane tx of a row of `lanes` holds."""
-    return "tx" if w == 0 else f"(tx + {lanes * w})"
-
-
-def _rw(name: str, r, w: int) -> str:
-    """The name of row (or step) r's value for key group w: name<r>, name<r>_<w> past w = 0."""
-    return f"{name}{r}" if w == 0 else f"{name}{r}_{w}"
-
-
-def _levels(lanes: int) -> list[int]:
-    """The xor distances of a butterfly over `lanes` lanes: 1, 2, .., lanes / 2."""
-    return [1 << i for i in range(lanes.bit_length() - 1)]
-
-
 def fma_rows(rows: int, halves: str, acc: str, weight, value) -> str:
     """WGSL: {acc}{r}{h} += weight(r) · value(h) for each of `rows` rows r and part h of the
     dims (the products' accumulate step, shared with attention_tiled_bwd)."""
@@ -402,62 +357,54 @@ def fma_rows(rows: int, halves: str, acc: str, weight, value) -> str:
                    for r in range(rows) for h in halves)  # fmt: skip
 
 
-def _dropped(N: int, dropout: bool, lanes: int) -> tuple[str, str]:
-    """(WGSL, name): the weights P·V takes, p<r>[_w], or with dropout pd<r>[_w], the kept ones
-    scaled (l sums the weights before dropout)."""
+def _dropped(N: int, dropout: bool) -> tuple[str, str]:
+    """(WGSL, name): the weights P·V takes, p<r>, or with dropout pd<r>, the kept ones scaled
+    (l sums the weights before dropout)."""
     if not dropout:
         return "", "p"
     b = ""
     for r in range(N):
-        for w in range(TILED_BK // 4 // lanes):
-            keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", f"t0 + {_group(lanes, w)} * 4")
-            p = _rw("p", r, w)
-            b += f"    let {_rw('pd', r, w)} = select(vec4<f32>(0.0), {p} * dscale, {keep});\n"
+        keep = dropout_keep4(f"bh * L + min(qi[{r}], L - 1)", "t0 + tx * 4")
+        b += f"    let pd{r} = select(vec4<f32>(0.0), p{r} * dscale, {keep});\n"
     return b, "pd"
 
 
-def _pv_shuffled(N: int, halves: str, R: int, ko: str, dropout: bool, lanes: int) -> str:
-    """WGSL: O += P·V with each row's p taken from its lanes by subgroupShuffleXor: at step
-    d, lane tx holds the keys of lane tx ^ d, 4·((tx ^ d) + lanes·w) .. + 3 (P_SHUFFLE)."""
-    b, pn = _dropped(N, dropout, lanes)
-    for d in range(lanes):
-        for w in range(TILED_BK // 4 // lanes):
-            at = f"(tx ^ {d})" if w == 0 else f"((tx ^ {d}) + {lanes * w})"
-            b += f"    {{\n      let j = {at} * 4;\n"
-            for r in range(N):
-                src = _rw(pn, r, w)
-                src = src if d == 0 else f"subgroupShuffleXor({src}, {d}u)"
-                b += f"      let ps{r} = {src};\n"
-            for c in range(4):
-                for i, h in enumerate(halves):
-                    b += f"      let v{h}{c} = vs[{ko}(j + {c}) * {R} + {lanes * i} + tx];\n"
-            for c in range(4):
-                b += fma_rows(N, halves, "o", lambda r: f"ps{r}[{c}]", lambda h: f"v{h}{c}")
-            b += "    }\n"
+def _pv_shuffled(N: int, halves: str, R: int, ko: str, dropout: bool) -> str:
+    """WGSL: O += P·V with each row's p taken from its 8 lanes by subgroupShuffleXor: at step
+    d, lane tx holds keys 4·(tx ^ d) .. + 3 of lane tx ^ d (P_SHUFFLE)."""
+    b, pn = _dropped(N, dropout)
+    for d in range(8):
+        b += f"    {{\n      let j = (tx ^ {d}) * 4;\n"
+        for r in range(N):
+            src = f"{pn}{r}" if d == 0 else f"subgroupShuffleXor({pn}{r}, {d}u)"
+            b += f"      let ps{r} = {src};\n"
+        for c in range(4):
+            for i, h in enumerate(halves):
+                b += f"      let v{h}{c} = vs[{ko}(j + {c}) * {R} + {8 * i} + tx];\n"
+        for c in range(4):
+            b += fma_rows(N, halves, "o", lambda r: f"ps{r}[{c}]", lambda h: f"v{h}{c}")
+        b += "    }\n"
     return b
 
 
-def _pv_staged(N: int, halves: str, R: int, BQ: int, dropout: bool, lanes: int) -> str:
+def _pv_staged(N: int, halves: str, R: int, BQ: int, dropout: bool) -> str:
     """WGSL: O += P·V with pᵀ written over the key tile's place in workgroup memory; closes the
     key loop."""
     b = "    workgroupBarrier();\n"  # (every lane has read kT, and the maxima)
     # pT[j * BQ/4 + g] = p of queries 4g .. 4g + 3 for key j (N = 2: invocation row ty's two
     # queries in components 2(ty % 2), 2(ty % 2) + 1 of slot j * BQ/4 + ty / 2)
     P4 = BQ // 4
-    d, pn = _dropped(N, dropout, lanes)
+    d, pn = _dropped(N, dropout)
     b += d
     if N == 2:
         b += "    let ph = (ty % 2) * 2;\n"
-    for w in range(TILED_BK // 4 // lanes):
-        key = f"{_group(lanes, w)} * 4"
-        for c in range(4):
-            if N == 4:
-                vals = ", ".join(f"{_rw(pn, r, w)}[{c}]" for r in range(4))
-                b += f"    kp[({key} + {c}) * {P4} + ty] = vec4<f32>({vals});\n"
-            else:
-                at = f"kp[({key} + {c}) * {P4} + ty / 2]"
-                b += f"    {at}[ph] = {_rw(pn, 0, w)}[{c}];\n"
-                b += f"    {at}[ph + 1] = {_rw(pn, 1, w)}[{c}];\n"
+    for c in range(4):
+        if N == 4:
+            vals = ", ".join(f"{pn}{r}[{c}]" for r in range(4))
+            b += f"    kp[(tx * 4 + {c}) * {P4} + ty] = vec4<f32>({vals});\n"
+        else:
+            b += f"    kp[(tx * 4 + {c}) * {P4} + ty / 2][ph] = {pn}0[{c}];\n"
+            b += f"    kp[(tx * 4 + {c}) * {P4} + ty / 2][ph + 1] = {pn}1[{c}];\n"
     b += "    workgroupBarrier();\n"
     b += f"    for (var j = 0; j < {TILED_BK}; j += 2) {{\n"
     for u in range(2):
@@ -467,28 +414,27 @@ def _pv_staged(N: int, halves: str, R: int, BQ: int, dropout: bool, lanes: int) 
             b += f"      let pw{u} = kp[(j + {u}) * {P4} + ty / 2];\n"
             b += f"      let pv{u} = select(pw{u}.xy, pw{u}.zw, ph == 2);\n"
         for i, h in enumerate(halves):
-            b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {lanes * i} + tx];\n"
+            b += f"      let v{h}{u} = vs[(j + {u}) * {R} + {8 * i} + tx];\n"
     for u in range(2):
         b += fma_rows(N, halves, "o", lambda r: f"pv{u}[{r}]", lambda h: f"v{h}{u}")
     b += "    }\n  }\n"
     return b
 
 
-def _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot, lanes) -> str:
-    """`b` with the kernel's end appended: the rows' sums merged over their lanes, the
+def _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot) -> str:
+    """`b` with the kernel's end appended: the rows' sums merged over their 8 lanes, the
     normalized output and lse (or the split's partials) written."""
-    # the rows' sums over the lanes of a row (a butterfly's sums are the same on every lane:
+    # the rows' sums over the 8 lanes of a row (a butterfly's sums are the same on every lane:
     # each level adds the same two values, in either order)
     if sg:
         b += "  var lt = l;\n"
-        for o in _levels(lanes):
+        for o in (1, 2, 4):
             b += f"  lt += subgroupShuffleXor(lt, {o}u);\n"
     else:
-        b += "  workgroupBarrier();\n"
-        b += f"  kp[ty * {lanes} + tx] = {slot(f'l[{r}]' for r in range(N))};\n"
+        b += f"  workgroupBarrier();\n  kp[ty * 8 + tx] = {slot(f'l[{r}]' for r in range(N))};\n"
         b += f"  workgroupBarrier();\n  var lt = {V}(0.0);\n"
-        b += f"  for (var u = 0; u < {lanes}; u++) {{ lt += {cut(f'kp[ty * {lanes} + u]')}; }}\n"
-    dims = [(f"o{{r}}{h}[{k}]", f"{4 * lanes * i} + tx * 4 + {k}") for i, h in enumerate(halves)
+        b += f"  for (var u = 0; u < 8; u++) {{ lt += {cut('kp[ty * 8 + u]')}; }}\n"
+    dims = [(f"o{{r}}{h}[{k}]", f"{32 * i} + tx * 4 + {k}") for i, h in enumerate(halves)
             for k in range(4)]  # fmt: skip
     for r in range(N):
         b += f"  if (qi[{r}] < L) {{\n    let i = qi[{r}];\n"

@@ -518,7 +518,7 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
     dsplits = _decode_splits(dev, nbh, L, S, E)
     tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
     if tiled:
-        bq, rpt, row_lanes = _tiled_shape(dev, E, S)
+        bq, rpt = _tiled_shape(dev, nbh, L, S, E)
         nblk = -(-L // bq)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
@@ -555,7 +555,7 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
     elif tiled:  # (a block of 64 queries, both products as register tiles)
         kernel = partial(
             _KT.attn_fwd_tiled_kernel, E, *args[2:], prefetch=_KT.PREFETCH, dropout=dropout,
-            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev), row_lanes=row_lanes,
+            heavy_first=_K.HEAVY_FIRST, bq=bq, rpt=rpt, sg=_row_subgroups(dev),
             **_tiled_variant(dev, E),
         )  # fmt: skip
         groups = nbh * nblk
@@ -731,10 +731,21 @@ def _key_splits(dev, workgroups, S, E, tile=None):
 # 156.8 / 143.5, batch 1 31.4 / 29.9, batch 8 45.4 / 44.7, the GPT bench (S = 64, E = 32) 20.9 /
 # 19.7; but at S = 512: 2 x 12 x 512 x 64 136.2 / 140.8, E = 32 107.8 / 129.7, L = 16 71.0 / 73.4.
 TILED_RPT2_MAX_S = 128
+# Blocks of 128 queries (256 invocations of 4 rows, 48 KiB of workgroup memory) at head dims
+# 33 .. 64, for L >= TILED_WIDE_MIN_L queries in at least TILED_WIDE_MIN_BLOCKS such blocks: a
+# key and value tile staged once serves twice the queries. H100, wgpu-native, 2026-12-07 (scripts/
+# attention_ab.py, GPU time, us, blocks of 64 by the rule / of 128 / torch CUDA; docs/bench/
+# 2026-12-07-h100-s43-attn-l4.json): BERT-base 32 x 12 x 128 x 64 with a padding mask 128.7 /
+# 109.7 / 121.4; 2 x 12 x 512 87.7 against 114.7 (torch 98.8); causal 16 x 4096 1,657 / 1,290 /
+# 1,367; BERT-base's heads over 512 keys 374 / 281 / 250; 512 queries over 128 436 / 335 / 263.
+# Lost: batch 1 (12 blocks) 21.6 / 26.1, L = 64 65.2 / 85.0 (half of each block idle), E = 32 at
+# 512 tokens 85.2 / 90.8.
+TILED_WIDE_BQ = 128
+TILED_WIDE_MIN_L = 128
+TILED_WIDE_MIN_BLOCKS = 48
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
-FORCE_TILED_LANES = None  # lanes a row of it (tests, A/B: 4 or 8)
 
 
 # The tiled forward's rows merge their 8 lanes' maxima and sums by subgroupShuffleXor where the
@@ -758,11 +769,27 @@ def _tiled_variant(dev, E) -> dict:
     return {"pshfl": pshfl, "dbuf": dbuf}
 
 
-def _tiled_shape(dev, E, S):
-    """(queries a workgroup, query rows an invocation, lanes a row) of the tiled forward on `dev`
-    at head dim E over S keys."""
+def _tiled_shape(dev, nbh, L, S, E):
+    """(queries a workgroup, query rows an invocation) of the tiled forward on `dev` for nbh
+    batch·heads of L queries over S keys at head dim E."""
+    if FORCE_TILED_BQ is None and _tiled_wide(dev, nbh, L, E):
+        return TILED_WIDE_BQ, FORCE_TILED_RPT or 4
     rpt = FORCE_TILED_RPT or (2 if S <= TILED_RPT2_MAX_S else _KT.tiled_rpt(E))
-    return FORCE_TILED_BQ or _KT.tiled_bq(E), rpt, FORCE_TILED_LANES or 8
+    return FORCE_TILED_BQ or _KT.tiled_bq(E), rpt
+
+
+def _tiled_wide(dev, nbh, L, E) -> bool:
+    """Whether the tiled forward takes blocks of TILED_WIDE_BQ queries here (see there)."""
+    if dev.adapter_type == "CPU" or not 32 < E <= 64 or L < TILED_WIDE_MIN_L:
+        return False
+    if nbh * -(-L // TILED_WIDE_BQ) < TILED_WIDE_MIN_BLOCKS:
+        return False
+    lim = dev.limits
+    return lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(
+        TILED_WIDE_BQ, 4
+    ) and lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(
+        E, TILED_WIDE_BQ, 4, **_tiled_variant(dev, E)
+    )
 
 
 def _use_tiled(dev, nbh, L, S, E):
@@ -771,12 +798,12 @@ def _use_tiled(dev, nbh, L, S, E):
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
-    bq, rpt, lanes = _tiled_shape(dev, E, S)
+    bq, rpt = _tiled_shape(dev, nbh, L, S, E)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384)
-        >= _KT.tiled_shared_bytes(E, bq, rpt, row_lanes=lanes, **_tiled_variant(dev, E))
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt, lanes)
-        and _KT.tiled_loop_iterations(S, E, bq, rpt, lanes) <= max_loop_iterations()
+        >= _KT.tiled_shared_bytes(E, bq, rpt, **_tiled_variant(dev, E))
+        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
+        and _KT.tiled_loop_iterations(S, E, bq, rpt) <= max_loop_iterations()
     )
 
 
