@@ -6,7 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 status=0
-.venv/bin/python -m pytest -q "$@" || status=$?
+# The whole suite (no arguments) in up to 4 processes (pytest-xdist), one a core: each test is
+# short and mostly Python, so a second process uses the core lavapipe's threads leave idle.
+# Given arguments, pytest runs them as asked (add -n N for processes).
+par=()
+if [ "$#" -eq 0 ]; then
+  workers=$(nproc 2>/dev/null || echo 1)
+  [ "$workers" -gt 4 ] && workers=4
+  [ "$workers" -gt 1 ] && par=(-n "$workers")
+fi
+.venv/bin/python -m pytest -q ${par[@]+"${par[@]}"} "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; counting that as a failure" >&2
   exit 1

@@ -31,7 +31,10 @@ reuse kT's place). Head dims 65 .. 128 pad to EP = 128 and take blocks of BQ = 3
 invocations each holding 2 queries × 16 dims of the output (qT and pᵀ hold vec2s of queries, pᵀ
 two to a vec4 of kT's place): qT, kT and v 16 KiB each, 48 KiB (the H100/H200 allow that through
 both implementations; lavapipe does not, where the tests force blocks of 32 and 16 and 2 rows
-an invocation at E <= 64 instead). Six barriers a key tile through workgroup memory, two with
+an invocation at E <= 64 instead). Where a GPU's workgroups hold 48 KiB and P·V goes by
+shuffles, head dims 33 .. 64 take blocks of BQ = 128 queries when there are enough of them
+(nn/_attention TILED_WIDE_BQ): 256 invocations, qT 32 KiB, each staged key tile serving twice
+the queries. Six barriers a key tile through workgroup memory, two with
 subgroups (P_SHUFFLE: the row maxima, the sums and P·V's weights by shuffles). Masks, causal skipping and
 ranges, key splits (`splits`, partials for attn_merge_kernel), the (batch, L, heads, E) output
 layout, info words and buffers are those of attn_fwd_kernel.
@@ -49,6 +52,12 @@ from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, t
 # workgroup-memory loads and 62 shuffles, one such operation per 4 fmas (the big GEMM tile: one
 # per 21): workgroup memory and shuffles, not fmas (~12.6 TFLOP/s). Larger score tiles an
 # invocation (8x4, 8x8 for 4x4) would make each q and k read serve more products.
+# Tried (2026-12-07, H100, wgpu-native, scripts/attention_ab.py at d700633, GPU time, us;
+# docs/bench/2026-12-07-h100-s43-attn-l4.json): 4 lanes a row in place of 8, each lane 8 keys of
+# a tile (4 x 8 scores) and a quarter of the dims, so P·V takes half the shuffles a product:
+# slower everywhere (BERT-base 128.7 -> 147.2, 125.6 in blocks of 128; causal 16 x 4096 1,657 ->
+# 3,196, 1,561 in blocks of 128), its registers 182-251 against 118; removed. What won was the
+# block: 128 queries (nn/_attention TILED_WIDE_BQ) with the 4 x 4 tiles of 8 lanes.
 TILED_BQ = 64  # queries a workgroup (E <= 64): 16 rows of invocations x 4 queries each
 TILED_BK = 32  # keys a tile: 8 columns of invocations x 4 keys each
 TILED_EP = 128  # the largest head dim (padded: to 32 for E <= 32, 64 for E <= 64, else 128)
