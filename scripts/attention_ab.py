@@ -85,7 +85,8 @@ KERNELS = {
         FORCE_TILED_RPT=4,
         PREFETCH=False,
     ),
-    "bq64-r4": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=64, FORCE_TILED_RPT=4),
+    # blocks of 64 queries, rows an invocation by the rule (what the rule took before TILED_WIDE_BQ)
+    "bq64": dict(FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BQ=64),
     "decode": dict(FORCE_TILED=False, FORCE_DECODE=True),
     "auto": dict(FORCE_TILED=None, FORCE_DECODE=None),
 }

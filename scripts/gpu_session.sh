@@ -242,7 +242,7 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step attn-wide-tests 200 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
         tests/test_attention_fused.py -k "tiled_forward or tiled_rule or tiled_layouts"
       step attn-wide 300 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --check \
-        --kernels tiled,bq128,bq128-r2 \
+        --kernels bq64,bq128,bq128-r2 \
         --only "BERT|512 tokens|1024|causal|GPT|L=32|scale L" --json "$OUT/attn-wide.json"
       step bert 200 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only attention,bert \
         --json "$OUT/bench-attn-bert.json" ;;
