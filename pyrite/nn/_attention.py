@@ -739,10 +739,11 @@ TILED_RPT2_MAX_S = 128
 # 109.7 / 121.4; 2 x 12 x 512 87.7 against 114.7 (torch 98.8); causal 16 x 4096 1,657 / 1,290 /
 # 1,367; BERT-base's heads over 512 keys 374 / 281 / 250; 512 queries over 128 436 / 335 / 263.
 # Lost: batch 1 (12 blocks) 21.6 / 26.1, L = 64 65.2 / 85.0 (half of each block idle), E = 32 at
-# 512 tokens 85.2 / 90.8.
+# 512 tokens 85.2 / 90.8. Every case of 96 blocks or more won, so TILED_WIDE_MIN_BLOCKS is 96;
+# between 12 and 96 is not measured.
 TILED_WIDE_BQ = 128
 TILED_WIDE_MIN_L = 128
-TILED_WIDE_MIN_BLOCKS = 48
+TILED_WIDE_MIN_BLOCKS = 96
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
