@@ -736,7 +736,7 @@ TILED_RPT2_MAX_S = 128
 # key and value tile staged once serves twice the queries. H100, wgpu-native, 2026-12-07 (scripts/
 # attention_ab.py, GPU time, us, blocks of 64 by the rule / of 128 / torch CUDA; docs/bench/
 # 2026-12-07-h100-s43-attn-l4.json): BERT-base 32 x 12 x 128 x 64 with a padding mask 128.7 /
-# 109.7 / 121.4; 2 x 12 x 512 87.7 against 114.7 (torch 98.8); causal 16 x 4096 1,657 / 1,290 /
+# 109.7 / 121.4; 2 x 12 x 512 114.7 / 87.7 / 98.8; causal 16 x 4096 1,657 / 1,290 /
 # 1,367; BERT-base's heads over 512 keys 374 / 281 / 250; 512 queries over 128 436 / 335 / 263.
 # Lost: batch 1 (12 blocks) 21.6 / 26.1, L = 64 65.2 / 85.0 (half of each block idle), E = 32 at
 # 512 tokens 85.2 / 90.8. Every case of 96 blocks or more won, so TILED_WIDE_MIN_BLOCKS is 96;
