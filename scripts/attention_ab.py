@@ -37,6 +37,10 @@ CASES = [
     ("1024 tokens", (1, 12, 1024, 1024, 64), False, False),
     ("512 tokens batch 1", (1, 12, 512, 512, 64), False, False),
     ("causal 1024", (1, 16, 1024, 1024, 64), True, False),
+    ("causal 2048", (1, 16, 2048, 2048, 64), True, False),  # (256 blocks of 128)
+    ("causal 1024 x2", (2, 16, 1024, 1024, 64), True, False),  # (256)
+    ("causal 1024 x4", (4, 16, 1024, 1024, 64), True, False),  # (512)
+    ("causal 512 x8", (8, 12, 512, 512, 64), True, False),  # (384)
     ("512 tokens", (2, 12, 512, 512, 64), False, False),
     ("causal 4096", (1, 16, 4096, 4096, 64), True, False),
     ("GPT bench", (8, 4, 64, 64, 32), True, False),

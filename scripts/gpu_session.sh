@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -246,6 +246,11 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
         --only "BERT|512 tokens|1024|causal|GPT|L=32|scale L" --json "$OUT/attn-wide.json"
       step bert 200 env PYRITE_BACKEND=wgpu python3 -m pyrite bench --only attention,bert \
         --json "$OUT/bench-attn-bert.json" ;;
+    attn-wide2)  # session 43: the causal threshold of the wide blocks, the refused forced shapes
+      step attn-wide-tests 200 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
+        tests/test_attention_fused.py -k "tiled"
+      step attn-wide2 200 env PYRITE_BACKEND=wgpu python3 scripts/attention_ab.py --check \
+        --kernels bq64,bq128,bq128-r2 --only "causal|GPT" --json "$OUT/attn-wide2.json" ;;
     attn-sass)  # the tiled attention forward's SASS at BERT-base's shape and causal 4096 tokens
       step sass 120 bash scripts/sass_probe.sh attn_bert attn_causal ;;
     fpe)  # which error-class case dies of SIGFPE under this machine's torch (the last test named)

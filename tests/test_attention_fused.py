@@ -600,6 +600,32 @@ def test_tiled_forward_wide_blocks_rule():
     cpu = SimpleNamespace(**{**vars(gpu), "adapter_type": "CPU"})
     assert shape(cpu, 384, 128, 128, 64) == (64, 2)
     assert _attention._use_tiled(gpu, 384, 128, 128, 64)
+    # causal calls: from TILED_WIDE_MIN_BLOCKS_CAUSAL blocks
+    causal = _attention.TILED_WIDE_MIN_BLOCKS_CAUSAL
+    assert shape(gpu, causal // 4, 512, 512, 64, True) == (wide, 4)
+    assert shape(gpu, causal // 4 - 1, 512, 512, 64, True) == (64, 4)
+    assert shape(gpu, causal // 4 - 1, 512, 512, 64) == (wide, 4)
+
+
+def test_tiled_forward_refuses_more_invocations_than_a_key_tile(monkeypatch):
+    """A forced shape whose workgroup has more invocations than a staged key tile has vec4s
+    (blocks of 128 queries, 2 rows an invocation: 512 invocations against 256 at E <= 32) is
+    refused by the rule (another kernel runs) and by the kernel's generator: its staging would
+    leave the tiles empty (the H100 gave results off by 5.4)."""
+    from types import SimpleNamespace
+
+    from pyrite.kernels import attention_tiled as KT
+
+    lim = {"max-compute-workgroup-storage-size": 49152,
+           "max-compute-invocations-per-workgroup": 1024}  # fmt: skip
+    gpu = SimpleNamespace(adapter_type="DiscreteGPU", limits=lim, subgroup_size=32, subgroups=1)
+    monkeypatch.setattr(_attention, "FORCE_TILED_BQ", 128)
+    monkeypatch.setattr(_attention, "FORCE_TILED_RPT", 2)
+    assert not _attention._use_tiled(gpu, 32, 64, 64, 32)
+    assert _attention._use_tiled(gpu, 32, 64, 64, 64)  # (512 vec4s at E = 64)
+    args = (32, 4, True, "none", "f32", "f32", "f32", None, "f32")
+    with pytest.raises(ValueError, match="do not divide"):
+        KT.attn_fwd_tiled_kernel(*args, bq=128, rpt=2, sg=1, pshfl=True)
 
 
 @pytest.mark.parametrize("bq,rpt", [(16, 4), (32, 4), (32, 2), (64, 2), (64, 4), (128, 4)])

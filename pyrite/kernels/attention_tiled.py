@@ -215,6 +215,10 @@ def attn_fwd_tiled_kernel(
     EP = tiled_ep(E)
     R = EP // 4  # vec4s of a padded row
     nreg = EP * BK // 4 // WG
+    if nreg == 0 or EP * BK // 4 % WG:
+        raise ValueError(
+            f"pyrite: internal: {WG} invocations do not divide a key tile's {EP * BK // 4} vec4s"
+        )
     prefetch = prefetch and EP <= 64
     pshfl = pshfl and bool(sg)
     dbuf = dbuf and pshfl and prefetch

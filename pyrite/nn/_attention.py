@@ -516,9 +516,9 @@ def _flash_plan(query, key, value, attn_mask, is_causal, scale, dropout):
     nbh = math.prod(lead)
     dev = backend.current()
     dsplits = _decode_splits(dev, nbh, L, S, E)
-    tiled = not dsplits and _use_tiled(dev, nbh, L, S, E)
+    tiled = not dsplits and _use_tiled(dev, nbh, L, S, E, bool(is_causal))
     if tiled:
-        bq, rpt = _tiled_shape(dev, nbh, L, S, E)
+        bq, rpt = _tiled_shape(dev, nbh, L, S, E, bool(is_causal))
         nblk = -(-L // bq)
         splits = _key_splits(dev, nbh * nblk, S, E, _KT.TILED_BK)
     else:
@@ -739,11 +739,16 @@ TILED_RPT2_MAX_S = 128
 # 109.7 / 121.4; 2 x 12 x 512 114.7 / 87.7 / 98.8; causal 16 x 4096 1,657 / 1,290 /
 # 1,367; BERT-base's heads over 512 keys 374 / 281 / 250; 512 queries over 128 436 / 335 / 263.
 # Lost: batch 1 (12 blocks) 21.6 / 26.1, L = 64 65.2 / 85.0 (half of each block idle), E = 32 at
-# 512 tokens 85.2 / 90.8. Every case of 96 blocks or more won, so TILED_WIDE_MIN_BLOCKS is 96;
-# between 12 and 96 is not measured.
+# 512 tokens 85.2 / 90.8. Around the threshold (a second run, docs/bench/2026-12-07-h100-s43-
+# attn-wide.json): BERT-base at batch 4 / 8 / 16 (48 / 96 / 192 blocks) 23.5 / 40.5 / 58.0 in
+# blocks of 64, 35.2 / 32.7 / 56.9 in blocks of 128; (1, 12, 512 / 1024 tokens) (48 / 96 blocks)
+# 61.3 / 211.7 against 63.6 / 163.8. Causal calls want more blocks: (1, 16, 1024) (128 blocks)
+# 120.2 against 164.5 (the heaviest block, all of its keys, is the whole call's time when every
+# block runs at once, and a block of 128 holds twice the work), where (1, 16, 4096) (512) won.
 TILED_WIDE_BQ = 128
 TILED_WIDE_MIN_L = 128
 TILED_WIDE_MIN_BLOCKS = 96
+TILED_WIDE_MIN_BLOCKS_CAUSAL = 512
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
@@ -770,20 +775,21 @@ def _tiled_variant(dev, E) -> dict:
     return {"pshfl": pshfl, "dbuf": dbuf}
 
 
-def _tiled_shape(dev, nbh, L, S, E):
+def _tiled_shape(dev, nbh, L, S, E, causal=False):
     """(queries a workgroup, query rows an invocation) of the tiled forward on `dev` for nbh
-    batch·heads of L queries over S keys at head dim E."""
-    if FORCE_TILED_BQ is None and _tiled_wide(dev, nbh, L, E):
+    batch·heads of L queries over S keys at head dim E (`causal`: is_causal)."""
+    if FORCE_TILED_BQ is None and _tiled_wide(dev, nbh, L, E, causal):
         return TILED_WIDE_BQ, FORCE_TILED_RPT or 4
     rpt = FORCE_TILED_RPT or (2 if S <= TILED_RPT2_MAX_S else _KT.tiled_rpt(E))
     return FORCE_TILED_BQ or _KT.tiled_bq(E), rpt
 
 
-def _tiled_wide(dev, nbh, L, E) -> bool:
+def _tiled_wide(dev, nbh, L, E, causal) -> bool:
     """Whether the tiled forward takes blocks of TILED_WIDE_BQ queries here (see there)."""
     if dev.adapter_type == "CPU" or not 32 < E <= 64 or L < TILED_WIDE_MIN_L:
         return False
-    if nbh * -(-L // TILED_WIDE_BQ) < TILED_WIDE_MIN_BLOCKS:
+    least = TILED_WIDE_MIN_BLOCKS_CAUSAL if causal else TILED_WIDE_MIN_BLOCKS
+    if nbh * -(-L // TILED_WIDE_BQ) < least:
         return False
     lim = dev.limits
     return lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(
@@ -793,13 +799,15 @@ def _tiled_wide(dev, nbh, L, E) -> bool:
     )
 
 
-def _use_tiled(dev, nbh, L, S, E):
+def _use_tiled(dev, nbh, L, S, E, causal=False):
     if FORCE_TILED is False or E > _KT.TILED_EP:
         return False
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
     lim = dev.limits
-    bq, rpt = _tiled_shape(dev, nbh, L, S, E)
+    bq, rpt = _tiled_shape(dev, nbh, L, S, E, causal)
+    if _KT.tiled_wg(bq, rpt) > _KT.tiled_ep(E) * _KT.TILED_BK // 4:
+        return False  # (more invocations than vec4s of a key tile: forced shapes only)
     return (
         lim.get("max-compute-workgroup-storage-size", 16384)
         >= _KT.tiled_shared_bytes(E, bq, rpt, **_tiled_variant(dev, E))
