@@ -742,13 +742,18 @@ TILED_RPT2_MAX_S = 128
 # 512 tokens 85.2 / 90.8. Around the threshold (a second run, docs/bench/2026-12-07-h100-s43-
 # attn-wide.json): BERT-base at batch 4 / 8 / 16 (48 / 96 / 192 blocks) 23.5 / 40.5 / 58.0 in
 # blocks of 64, 35.2 / 32.7 / 56.9 in blocks of 128; (1, 12, 512 / 1024 tokens) (48 / 96 blocks)
-# 61.3 / 211.7 against 63.6 / 163.8. Causal calls want more blocks: (1, 16, 1024) (128 blocks)
-# 120.2 against 164.5 (the heaviest block, all of its keys, is the whole call's time when every
-# block runs at once, and a block of 128 holds twice the work), where (1, 16, 4096) (512) won.
+# 61.3 / 211.7 against 63.6 / 163.8. Causal calls want more blocks (a third run, docs/bench/
+# 2026-12-07-h100-s43-attn-wide2.json, blocks of 64 / of 128 / torch): (1, 16, 1024) (128 blocks
+# of 128) 122.3 / 166.8 / 158.7; (1, 16, 2048) (256) 434.4 / 352.5 / 434.9; (2, 16, 1024) (256)
+# 244.3 / 197.3 / 228.7; (8, 12, 512) (384) 219.5 / 188.5 / 173.9; (4, 16, 1024) (512) 483.5 /
+# 386.8 / 376.9; (1, 16, 4096) (512) 1,638.5 / 1,279.9 / 1,323.8. (A guess at why: a causal
+# call's blocks differ in work, the last of a head's the most, and with few blocks that one
+# decides the call's time, twice as long in a block of 128.) Between 128 and 256 causal blocks
+# is not measured.
 TILED_WIDE_BQ = 128
 TILED_WIDE_MIN_L = 128
 TILED_WIDE_MIN_BLOCKS = 96
-TILED_WIDE_MIN_BLOCKS_CAUSAL = 512
+TILED_WIDE_MIN_BLOCKS_CAUSAL = 256
 FORCE_TILED = None  # True / False: take (where it can run) / never take it (tests, benchmarks)
 FORCE_TILED_BQ = None  # queries a workgroup of the tiled forward (tests: 16 or 32 at E <= 64)
 FORCE_TILED_RPT = None  # query rows an invocation of it (tests, A/B: 2 or 4)
