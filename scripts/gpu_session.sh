@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -257,6 +257,12 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step bert-dawn 100 env PYRITE_BACKEND=dawn python3 -m pyrite bench --only bert \
         --json "$OUT/bench-bert-dawn.json"
       [ -n "${WITH_SASS:-}" ] && step sass 100 bash scripts/sass_probe.sh attn_bert attn_bert_bq64 ;;
+    attn-tests43)  # session 43: the attention tests (the log-sum-exp in two parts) on this GPU, both
+      # implementations, and the fuzz's regressions
+      step attn-tests-wgpu 120 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider -x \
+        tests/test_attention_fused.py tests/test_attention_dropout.py tests/test_fuzz_attention43.py
+      step attn-tests-dawn 120 env PYRITE_BACKEND=dawn python3 -m pytest -q -p no:cacheprovider -x \
+        tests/test_attention_fused.py tests/test_fuzz_attention43.py ;;
     attn-sass)  # the tiled attention forward's SASS at BERT-base's shape and causal 4096 tokens
       step sass 120 bash scripts/sass_probe.sh attn_bert attn_causal ;;
     fpe)  # which error-class case dies of SIGFPE under this machine's torch (the last test named)

@@ -209,6 +209,26 @@ def _mask_test(mask: str, mtype: str | None, i: str, j: str) -> str:
     return ""
 
 
+def lse_store(row: str, m: str, l: str, pad: str = "  ") -> str:
+    """WGSL: query `row`'s saved log-sum-exp, as its two parts (LSE_WORDS words a row): the
+    scores' maximum m (+inf where l = 0: every key masked) and log(l) (0 there). Not their sum:
+    at |m| >= ~1e7 (a row whose keys all carry one huge negative float mask value, as Hugging
+    Face's finfo.min padding) the float32 sum m + log(l) rounds log(l) away, and the backward's
+    p = exp((s - m) - log(l)) would come out 1 for every key, not 1/S."""
+    return (
+        f"{pad}lse[2 * ({row})] = select({m}, p_inf(), {l} == 0.0);\n"
+        f"{pad}lse[2 * ({row}) + 1] = select(log({l}), 0.0, {l} == 0.0);\n"
+    )
+
+
+def lse_p(s: str, row: str) -> str:
+    """WGSL: a score's p = exp(s - lse) from query `row`'s two saved parts (lse_store)."""
+    return f"exp(({s} - lse[2 * ({row})]) - lse[2 * ({row}) + 1])"
+
+
+LSE_WORDS = 2  # f32 words of a query's saved log-sum-exp (lse_store)
+
+
 def _row_base(n: str, row: str, E: int, heads: int) -> str:
     """WGSL: the first element of output row `row` of batch·head `bh`. Contiguous (nbh, n, E),
     or with `heads` (the last leading dim) inside the row dim: (batch, n, heads, E), the layout a
@@ -405,7 +425,7 @@ def attn_fwd_kernel(
     b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
     for e in range(E):
         b += f"  o_[ob + {e}] = {store(f'a{e // 4}[{e % 4}] * inv', 'f32', out_type)};\n"
-    b += "  lse[bh * L + i] = select(mx + log(l), p_inf(), l == 0.0);\n}\n"
+    b += lse_store("bh * L + i", "mx", "l") + "}\n"
     src = header(bufs) + helpers_for(b) + _shared([("tk", bk * C), ("tv", bk * C)]) + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
@@ -442,7 +462,7 @@ def attn_merge_kernel(E: int, splits: int, out_type: str, heads: int = 0) -> Ker
     b += "  let inv = select(1.0 / l, 0.0, l == 0.0);\n"
     b += f"  let ob = {_row_base('L', 'i', E, heads)};\n"
     b += f"  o_[ob + e] = {store('a * inv', 'f32', out_type)};\n"
-    b += "  if (e == 0) { lse[row] = select(M + log(l), p_inf(), l == 0.0); }\n}\n"
+    b += "  if (e == 0) {\n" + lse_store("row", "M", "l", "    ") + "  }\n}\n"
     src = header(bufs) + helpers_for(b) + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))
 
@@ -498,7 +518,7 @@ def attn_dq_kernel(
     b += _row_vec("g", "g_", do_type, f"gb + ic * {lay.row('g')}", lay.col("g"), E)
     b += _row_vec("o", "o_", o_type, f"ob + ic * {lay.row('o')}", lay.col("o"), E)
     b += f"  let D = {_dot('g', lambda c: f'o{c}', C)};\n"
-    b += "  let li = lse[bh * L + ic];\n"
+    b += "  let lm = lse[2 * (bh * L + ic)];\n  let lg = lse[2 * (bh * L + ic) + 1];\n"
     for c in range(C):
         b += f"  var a{c} = vec4<f32>(0.0);\n"
     kend = f"min(S, blk * {block} + {block})" if causal else "S"
@@ -529,7 +549,7 @@ def attn_dq_kernel(
     # the backward skips masked pairs (measured: faster on causal shapes than the forward's
     # uniform form, the same on padded ones)
     b += "      if (!ok || s == -p_inf()) { continue; }\n"
-    b += "      let p = exp(s - li);\n"
+    b += "      let p = exp((s - lm) - lg);\n"
     dp = f"({_dot('g', lambda c: f'tv[jj * {C} + {c}]', C)})"
     if dropout:  # dP of the kept pairs, scaled; D = Σ dout·out already holds the dropout
         dp = f"select(0.0, {dp} * dscale, {dropout_keep('bh * L + ic', 'j')})"
@@ -622,7 +642,7 @@ def attn_dkv_kernel(
     # the backward skips masked pairs (measured: faster on causal shapes than the forward's
     # uniform form, the same on padded ones)
     b += "      if (!ok || s == -p_inf()) { continue; }\n"
-    b += "      let p = exp(s - lse[lb + i]);\n"
+    b += f"      let p = {lse_p('s', 'lb + i')};\n"
     dp = f"({_dot('v', lambda c: f'tg[ii * {C} + {c}]', C)})"
     pv = "p"
     if dropout:

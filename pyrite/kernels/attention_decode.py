@@ -19,6 +19,7 @@ from .attention import (
     dropout_keep,
     forward_setup,
     key_range,
+    lse_store,
     padded_dim,
 )
 from .common import (
@@ -185,7 +186,7 @@ def attn_decode_kernel(
         for k in range(4):
             val = store(f"a[{k}] * inv", "f32", out_type)
             b += f"  if (e0 + {k} < {E}) {{ o_[ob + e0 + {k}] = {val}; }}\n"
-        b += "  if (t == 0) { lse[bh * L + i] = select(M + log(l), p_inf(), l == 0.0); }\n}\n"
+        b += "  if (t == 0) {\n" + lse_store("bh * L + i", "M", "l", "    ") + "  }\n}\n"
     shared = (
         f"var<workgroup> sc: array<f32, {DECODE_MAX_SPAN}>;\n"
         f"var<workgroup> rl: array<f32, {wg}>;\n"
@@ -369,7 +370,7 @@ def attn_decode_lanes_kernel(
             for k in range(4):
                 val = store(f"a[{k}] * inv", "f32", out_type)
                 b += f"    if (e0 + {k} < {E}) {{ o_[ob + e0 + {k}] = {val}; }}\n"
-            b += f"    if (t == 0) {{ lse[row] = select(M{r} + log(l), p_inf(), l == 0.0); }}\n"
+            b += "    if (t == 0) {\n" + lse_store("row", f"M{r}", "l", "      ") + "    }\n"
         b += "  }\n  workgroupBarrier();\n"
     if fused:
         b += _fused_merge(E, splits, rows, heads, out_type, spins)
@@ -430,7 +431,7 @@ def _fused_merge(E, splits, rows, heads, out_type, spins) -> str:
     b += "      let inv = select(1.0 / l, 0.0, l == 0.0);\n"
     b += f"      let ob = {_row_base('L', '(ib + r)', E, heads)};\n"
     b += f"      o_[ob + e] = {store('a * inv', 'f32', out_type)};\n"
-    b += "      if (e == 0) { lse[row] = select(M + log(l), p_inf(), l == 0.0); }\n    }\n  }\n"
+    b += "      if (e == 0) {\n" + lse_store("row", "M", "l", "        ") + "      }\n    }\n  }\n"
     b += "  if (t == 0) { atomicStore(&mp[cnt], 0u); }\n"
     return b
 

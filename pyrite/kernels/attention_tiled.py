@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range
+from .attention import _check, _row_base, dropout_keep4, forward_setup, key_range, lse_store
 from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, trusted
 
 # What binds this kernel (the H100's SASS at BERT-base's shape, 2026-12-07, docs/bench/
@@ -463,9 +463,7 @@ def _epilogue(b, N, V, sg, halves, splits, E, heads, out_type, cut, slot) -> str
                 v = store(f"{val.format(r=r)} * inv", "f32", out_type)
                 b += f"    if ({d} < {E}) {{ o_[ob + {d}] = {v}; }}\n"
             b += "    if (tx == 0) {\n"
-            b += (
-                f"      lse[bh * L + i] = select(m[{r}] + log(lt[{r}]), p_inf(), lt[{r}] == 0.0);\n"
-            )
+            b += lse_store("bh * L + i", f"m[{r}]", f"lt[{r}]", "      ")
             b += "    }\n"
         b += "  }\n"
     return b + "}\n"

@@ -119,7 +119,7 @@ def bwd_wg(tb: int, rpt: int | None = None) -> int:
 def bwd_shared_bytes(E: int, rpt: int | None = None, tb: int | None = None) -> int:
     """Workgroup memory of the larger of the two kernels (the dk/dv one) at head dim E."""
     c = _Cfg(E, rpt or BWD_RPT, tb)
-    return 4 * c.TB * c.RP * 16 + 2 * c.TB * c.T * 4 * c.N + 2 * c.TB * 4
+    return 4 * c.TB * c.RP * 16 + 2 * c.TB * c.T * 4 * c.N + 3 * c.TB * 4  # (+ lsh, lgh, dsh)
 
 
 def bwd_loop_iterations(n: int, E: int, rpt: int | None = None, tb: int | None = None) -> int:
@@ -341,11 +341,12 @@ def attn_dq_tiled_kernel(
     b += "    dpart[t] = acc;\n  }\n  workgroupBarrier();\n"
     b += f"  let qi = {c.rows('q0')};\n"
     b += f"  let qc = min(qi, {V}<i32>(L - 1));\n"
-    b += f"  var Dq = {V}<f32>(0.0);\n  var lq = {V}<f32>(0.0);\n"
+    b += f"  var Dq = {V}<f32>(0.0);\n  var lq = {V}<f32>(0.0);\n  var lg = {V}<f32>(0.0);\n"
     for r in range(c.N):
         parts = " + ".join(f"dpart[{P} * (ty + {c.G * r}) + {p}]" for p in range(P))
         b += f"  Dq[{r}] = {parts};\n"
-        b += f"  lq[{r}] = lse[bh * L + qc[{r}]];\n"
+        b += f"  lq[{r}] = lse[2 * (bh * L + qc[{r}])];\n"  # (lse_store's two parts)
+        b += f"  lg[{r}] = lse[2 * (bh * L + qc[{r}]) + 1];\n"
     b += "  if (tx == 0) {\n"
     for r in range(c.N):
         b += f"    if (qi[{r}] < L) {{ dd[bh * L + qi[{r}]] = Dq[{r}]; }}\n"
@@ -367,7 +368,8 @@ def attn_dq_tiled_kernel(
         elif mask == "float":
             body += f"    s{r} += mk{r};\n"
         body += f"    let ok{r} = {ok} & (s{r} != {CV}<f32>(-p_inf()));\n"
-        body += f"    let p{r} = select({CV}<f32>(0.0), exp(s{r} - {CV}<f32>(lq[{r}])), ok{r});\n"
+        pq = f"exp((s{r} - {CV}<f32>(lq[{r}])) - {CV}<f32>(lg[{r}]))"
+        body += f"    let p{r} = select({CV}<f32>(0.0), {pq}, ok{r});\n"
         dp = f"dp{r}"
         if dropout:  # (dP of the kept pairs, scaled; D holds the dropout already)
             keep = _keep(c, f"bh * L + qc[{r}]", "kj[{k}]")
@@ -440,11 +442,13 @@ def attn_dkv_tiled_kernel(
     # causal: queries i >= j only, so the query tiles before the block's first key are skipped
     b += f"  let ntiles = (L + {TB - 1}) / {TB};\n"
     body = f"    if (t < {TB}) {{\n      let ic = min(t0 + t, L - 1);\n"
-    body += "      lsh[t] = lse[bh * L + ic];\n      dsh[t] = dd[bh * L + ic];\n    }\n"
+    body += "      lsh[t] = lse[2 * (bh * L + ic)];\n      lgh[t] = lse[2 * (bh * L + ic) + 1];\n"
+    body += "      dsh[t] = dd[bh * L + ic];\n    }\n"
     body += "    workgroupBarrier();\n"
     body += f"    let qi = {c.cols('t0')};\n"
     body += f"    let qc = min(qi, {CV}<i32>(L - 1));\n"
-    body += f"    let lq = {c.cgather('lsh')};\n    let Dq = {c.cgather('dsh')};\n"
+    body += f"    let lq = {c.cgather('lsh')};\n    let lg = {c.cgather('lgh')};\n"
+    body += f"    let Dq = {c.cgather('dsh')};\n"
     body += _mask_rows(c, lay, mask, m_type, "qc[{k}]", "kc[{r}]")
     body += _score_tiles(c, "ks", "qs", "vs", "gs")
     for r in range(c.N):
@@ -456,7 +460,7 @@ def attn_dkv_tiled_kernel(
         elif mask == "float":
             body += f"    s{r} += mk{r};\n"
         body += f"    let ok{r} = {ok} & (s{r} != {CV}<f32>(-p_inf()));\n"
-        body += f"    let p{r} = select({CV}<f32>(0.0), exp(s{r} - lq), ok{r});\n"
+        body += f"    let p{r} = select({CV}<f32>(0.0), exp((s{r} - lq) - lg), ok{r});\n"
         dp, pv = f"dp{r}", f"p{r}"
         if dropout:
             keep = _keep(c, "bh * L + qc[{k}]", f"kc[{r}]")
@@ -487,6 +491,7 @@ def attn_dkv_tiled_kernel(
     b += "}\n"
     transposed = ([] if sg else ["pt"]) + (["dst"] if ds_out or not sg else [])
     shared = _tiles(c, ["ks", "vs", "qs", "gs"], transposed)
-    shared += f"var<workgroup> lsh: array<f32, {TB}>;\nvar<workgroup> dsh: array<f32, {TB}>;\n"
+    shared += f"var<workgroup> lsh: array<f32, {TB}>;\nvar<workgroup> lgh: array<f32, {TB}>;\n"
+    shared += f"var<workgroup> dsh: array<f32, {TB}>;\n"
     src = (SG_ENABLE if sg == 2 else "") + header(bufs) + helpers_for(b) + shared + b
     return trusted(KernelSource(src, "".join(m for _, _, m in bufs)))

@@ -491,8 +491,9 @@ def _dispatch(dev, src, bufs, info, grid, drop, redraw=False):
 
 def _flash(query, key, value, attn_mask, is_causal, scale, drop=None):
     """(out, lse): the fused forward (one dispatch, or the split's two). out (lead..., L, E) in
-    q's dtype, lse (lead..., L) float32 the log-sum-exp of each query's scaled, masked scores
-    (+inf for a query with every key masked), kept for the backward."""
+    q's dtype, lse (lead..., L, 2) float32 the log-sum-exp of each query's scaled, masked scores
+    as its two parts, the maximum and log of the sum (+inf and 0 for a query with every key
+    masked: kernels/attention.lse_store), kept for the backward."""
     plan = _flash_plan(query, key, value, attn_mask, is_causal, scale, drop is not None)
     return _flash_run(plan, query, key, value, attn_mask, drop)
 
@@ -593,10 +594,10 @@ def _flash_run(plan, query, key, value, attn_mask, drop=None, want_lse=True):
     out = _empty_rows(lead, L, E, out_dt, heads)
     dev = backend.current()
     if want_lse:
-        lse = empty(tuple(lead) + (L,), D.float32)
+        lse = empty(tuple(lead) + (L, _K.LSE_WORDS), D.float32)  # (kernels/attention.lse_store)
         lse_buf = lse._storage.buffer
     else:
-        lse, lse_buf = None, _lse_sink(dev, info[0] * L)
+        lse, lse_buf = None, _lse_sink(dev, info[0] * L * _K.LSE_WORDS)
     bufs = [query._storage.buffer, key._storage.buffer, value._storage.buffer]
     if attn_mask is not None:
         bufs.append(attn_mask._storage.buffer)
