@@ -630,6 +630,17 @@ def _clear(exc):
     return "pyrite" in msg or type(exc).__module__.startswith("pyrite")
 
 
+def _pyrite_or_refusal(case, name, cfg, msgs):
+    """pyrite's output under `cfg`, or None where it refused the call (a refusal that is not a
+    clear pyrite error noted in `msgs`)."""
+    try:
+        return run_pyrite(case, cfg)[0]
+    except Exception as exc:  # noqa: BLE001 - a refusal is judged, not raised
+        if not _clear(exc):
+            msgs.append(f"[{name}] unclear refusal {type(exc).__name__}: {str(exc)[:300]}")
+        return None
+
+
 def check(case, rng):
     """None (agreed) or a string describing the mismatches; counts kernels in case.desc."""
     msgs = []
@@ -643,21 +654,16 @@ def check(case, rng):
     ref_mask = None
     if terr is None and case.invalid in TORCH_LAX:
         for name, cfg in case.configs:
-            try:
-                res, _, _ = run_pyrite(case, cfg)
-            except Exception as exc:  # noqa: BLE001
-                if not _clear(exc):
-                    msgs.append(f"[{name}] unclear refusal {type(exc).__name__}: {str(exc)[:300]}")
-                continue
-            msgs.append(f"[{name}] pyrite accepts an invalid call ({case.invalid}): {res.shape}")
+            res = _pyrite_or_refusal(case, name, cfg, msgs)
+            if res is not None:
+                msgs.append(
+                    f"[{name}] pyrite accepts an invalid call ({case.invalid}): {res.shape}"
+                )
         return "; ".join(msgs) or None
     if terr is not None:
         for name, cfg in case.configs:
-            try:
-                res, _, _ = run_pyrite(case, cfg)
-            except Exception as exc:  # noqa: BLE001
-                if not _clear(exc):
-                    msgs.append(f"[{name}] unclear refusal {type(exc).__name__}: {str(exc)[:300]}")
+            res = _pyrite_or_refusal(case, name, cfg, msgs)
+            if res is None:
                 continue
             if case.invalid in EXTENSIONS and case.mask is not None and case.mask.ndim == 1:
                 ref_mask = case.mask[None, :]  # judged as the (1, S) mask torch takes
