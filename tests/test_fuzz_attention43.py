@@ -81,6 +81,30 @@ def test_gradients_of_a_row_whose_keys_all_carry_one_large_negative_mask_value(
         np.testing.assert_allclose(g, r, rtol=0, atol=tol, err_msg=name)
 
 
+def test_mismatched_rows_and_head_dims_are_named_at_the_attention_call(rng):
+    """A value with another row count than the key, or a key with another head dim than the
+    query, is refused by scaled_dot_product_attention with its own ShapeError naming both shapes
+    (it was matmul's "mat1 and mat2 shapes cannot be multiplied"); a value head dim of its own
+    stays allowed, as in torch."""
+    from pyrite.errors import ShapeError
+
+    F = pr.nn.functional
+
+    def t(*shape):
+        return pr.tensor(rng.standard_normal(shape).astype(np.float32))
+
+    with pytest.raises(ShapeError, match=r"key and value.*\(2, 5, 8\).*\(2, 7, 8\)"):
+        F.scaled_dot_product_attention(t(2, 3, 8), t(2, 5, 8), t(2, 7, 8))
+    with pytest.raises(ShapeError, match=r"query and key.*\(2, 3, 8\).*\(2, 5, 9\)"):
+        F.scaled_dot_product_attention(t(2, 3, 8), t(2, 5, 9), t(2, 5, 8))
+    q, k, v = t(2, 3, 8), t(2, 5, 8), t(2, 5, 6)
+    got = F.scaled_dot_product_attention(q, k, v)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(x.numpy()) for x in (q, k, v))
+    )
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-6)
+
+
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------
 def test_seeded_fuzz_of_attention_agrees_with_torch(rng):
     """A handful of drawn calls (shapes, masks, scales, grouped heads, views, kernel choices,

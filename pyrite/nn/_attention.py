@@ -92,6 +92,7 @@ def scaled_dot_product_attention(
             "set when is_causal=True"
         )
     _check_dtypes(query, key, value, attn_mask)
+    _check_rows(query, key, value)
     _check_heads(query, key, value, enable_gqa)
     _check_mask_shape(query, key, attn_mask, enable_gqa)
     L, E = query._shape[-2], query._shape[-1]
@@ -208,6 +209,26 @@ def _check_dtypes(query, key, value, attn_mask):
             "pyrite: scaled_dot_product_attention: expected attn_mask to be bool (True = "
             "attend), or float32 or the query's dtype (added to the scores), got "
             f"{m} with {dts[0]} query"
+        )
+
+
+def _check_rows(query, key, value):
+    """The products' shapes, named at this call (they were matmul's errors): the query's and the
+    key's head dims agree (q·kᵀ), and the value has a row a key (p·v). (torch's fused CPU kernel
+    takes a value with more rows than keys and reads past them; its math path refuses.)"""
+    if min(getattr(t, "ndim", 0) for t in (query, key, value)) < 2:
+        return
+    E, (S, Ek), Sv = query._shape[-1], key._shape[-2:], value._shape[-2]
+    if E != Ek:
+        raise ShapeError(
+            "pyrite: scaled_dot_product_attention: query and key must have the same head dim "
+            f"(the last), got query {tuple(query._shape)} and key {tuple(key._shape)}"
+        )
+    if S != Sv:
+        raise ShapeError(
+            "pyrite: scaled_dot_product_attention: key and value must have the same number of "
+            f"rows (dim -2, one value a key), got key {tuple(key._shape)} and value "
+            f"{tuple(value._shape)}"
         )
 
 
