@@ -216,17 +216,17 @@ def lse_store(row: str, m: str, l: str, pad: str = "  ") -> str:
     Face's finfo.min padding) the float32 sum m + log(l) rounds log(l) away, and the backward's
     p = exp((s - m) - log(l)) would come out 1 for every key, not 1/S."""
     return (
-        f"{pad}lse[2 * ({row})] = select({m}, p_inf(), {l} == 0.0);\n"
-        f"{pad}lse[2 * ({row}) + 1] = select(log({l}), 0.0, {l} == 0.0);\n"
+        f"{pad}{lse_word(row, 0)} = select({m}, p_inf(), {l} == 0.0);\n"
+        f"{pad}{lse_word(row, 1)} = select(log({l}), 0.0, {l} == 0.0);\n"
     )
 
 
-def lse_p(s: str, row: str) -> str:
-    """WGSL: a score's p = exp(s - lse) from query `row`'s two saved parts (lse_store)."""
-    return f"exp(({s} - lse[2 * ({row})]) - lse[2 * ({row}) + 1])"
-
-
 LSE_WORDS = 2  # f32 words of a query's saved log-sum-exp (lse_store)
+
+
+def lse_word(row: str, part: int) -> str:
+    """WGSL: part 0 (the maximum) or 1 (log of the sum) of query `row`'s saved log-sum-exp."""
+    return f"lse[{LSE_WORDS} * ({row}) + {part}]"
 
 
 def _row_base(n: str, row: str, E: int, heads: int) -> str:
@@ -518,7 +518,7 @@ def attn_dq_kernel(
     b += _row_vec("g", "g_", do_type, f"gb + ic * {lay.row('g')}", lay.col("g"), E)
     b += _row_vec("o", "o_", o_type, f"ob + ic * {lay.row('o')}", lay.col("o"), E)
     b += f"  let D = {_dot('g', lambda c: f'o{c}', C)};\n"
-    b += "  let lm = lse[2 * (bh * L + ic)];\n  let lg = lse[2 * (bh * L + ic) + 1];\n"
+    b += f"  let lm = {lse_word('bh * L + ic', 0)};\n  let lg = {lse_word('bh * L + ic', 1)};\n"
     for c in range(C):
         b += f"  var a{c} = vec4<f32>(0.0);\n"
     kend = f"min(S, blk * {block} + {block})" if causal else "S"
@@ -642,7 +642,7 @@ def attn_dkv_kernel(
     # the backward skips masked pairs (measured: faster on causal shapes than the forward's
     # uniform form, the same on padded ones)
     b += "      if (!ok || s == -p_inf()) { continue; }\n"
-    b += f"      let p = {lse_p('s', 'lb + i')};\n"
+    b += f"      let p = exp((s - {lse_word('lb + i', 0)}) - {lse_word('lb + i', 1)});\n"
     dp = f"({_dot('v', lambda c: f'tg[ii * {C} + {c}]', C)})"
     pv = "p"
     if dropout:

@@ -42,6 +42,7 @@ from .attention import (
     _stage,
     drop_setup,
     dropout_keep,
+    lse_word,
 )
 from .attention_tiled import fma_rows, tiled_ep
 from .common import SG_ENABLE, KernelSource, header, helpers_for, load, store, trusted
@@ -345,8 +346,8 @@ def attn_dq_tiled_kernel(
     for r in range(c.N):
         parts = " + ".join(f"dpart[{P} * (ty + {c.G * r}) + {p}]" for p in range(P))
         b += f"  Dq[{r}] = {parts};\n"
-        b += f"  lq[{r}] = lse[2 * (bh * L + qc[{r}])];\n"  # (lse_store's two parts)
-        b += f"  lg[{r}] = lse[2 * (bh * L + qc[{r}]) + 1];\n"
+        b += f"  lq[{r}] = {lse_word(f'bh * L + qc[{r}]', 0)};\n"
+        b += f"  lg[{r}] = {lse_word(f'bh * L + qc[{r}]', 1)};\n"
     b += "  if (tx == 0) {\n"
     for r in range(c.N):
         b += f"    if (qi[{r}] < L) {{ dd[bh * L + qi[{r}]] = Dq[{r}]; }}\n"
@@ -442,7 +443,8 @@ def attn_dkv_tiled_kernel(
     # causal: queries i >= j only, so the query tiles before the block's first key are skipped
     b += f"  let ntiles = (L + {TB - 1}) / {TB};\n"
     body = f"    if (t < {TB}) {{\n      let ic = min(t0 + t, L - 1);\n"
-    body += "      lsh[t] = lse[2 * (bh * L + ic)];\n      lgh[t] = lse[2 * (bh * L + ic) + 1];\n"
+    body += f"      lsh[t] = {lse_word('bh * L + ic', 0)};\n"
+    body += f"      lgh[t] = {lse_word('bh * L + ic', 1)};\n"
     body += "      dsh[t] = dd[bh * L + ic];\n    }\n"
     body += "    workgroupBarrier();\n"
     body += f"    let qi = {c.cols('t0')};\n"

@@ -818,12 +818,16 @@ def _tiled_wide(dev, nbh, L, E, causal) -> bool:
     least = TILED_WIDE_MIN_BLOCKS_CAUSAL if causal else TILED_WIDE_MIN_BLOCKS
     if nbh * -(-L // TILED_WIDE_BQ) < least:
         return False
+    return _tiled_fits(dev, E, TILED_WIDE_BQ, 4)
+
+
+def _tiled_fits(dev, E, bq, rpt) -> bool:
+    """Whether the device's workgroups hold the tiled forward's invocations and workgroup
+    memory in blocks of `bq` queries, `rpt` rows an invocation."""
     lim = dev.limits
-    return lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(
-        TILED_WIDE_BQ, 4
-    ) and lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(
-        E, TILED_WIDE_BQ, 4, **_tiled_variant(dev, E)
-    )
+    return lim.get("max-compute-workgroup-storage-size", 16384) >= _KT.tiled_shared_bytes(
+        E, bq, rpt, **_tiled_variant(dev, E)
+    ) and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
 
 
 def _use_tiled(dev, nbh, L, S, E, causal=False):
@@ -831,14 +835,11 @@ def _use_tiled(dev, nbh, L, S, E, causal=False):
         return False
     if FORCE_TILED is None and dev.adapter_type == "CPU":
         return False
-    lim = dev.limits
     bq, rpt = _tiled_shape(dev, nbh, L, S, E, causal)
     if _KT.tiled_wg(bq, rpt) > _KT.tiled_ep(E) * _KT.TILED_BK // 4:
         return False  # (more invocations than vec4s of a key tile: forced shapes only)
     return (
-        lim.get("max-compute-workgroup-storage-size", 16384)
-        >= _KT.tiled_shared_bytes(E, bq, rpt, **_tiled_variant(dev, E))
-        and lim.get("max-compute-invocations-per-workgroup", 256) >= _KT.tiled_wg(bq, rpt)
+        _tiled_fits(dev, E, bq, rpt)
         and _KT.tiled_loop_iterations(S, E, bq, rpt) <= max_loop_iterations()
     )
 
