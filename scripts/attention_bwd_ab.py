@@ -2,9 +2,12 @@
 the per-row dq and dk/dv kernels (kernels/attention.py) against the register-tiled ones
 (kernels/attention_tiled_bwd.py) in each spelling (t<rows an invocation>; "-inorder": causal blocks numbered
 bh-major instead of heaviest first, kernels/attention.HEAVY_FIRST; "dsgemm": dq from the stored dS
-by a GEMM, nn/_attention.DS_GEMM), each forced in turn, torch CUDA's backward beside (CUDA events
-around torch.autograd.grad of the same output). GPU time of the backward's dispatches only.
-`PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]`"""
+by a GEMM, nn/_attention.DS_GEMM; "gemm3": dk and dv by GEMMs too, nn/_attention.GEMM_PRODUCTS),
+each forced in turn, torch CUDA's backward beside (CUDA events around torch.autograd.grad of
+the same output). GPU time of the backward's dispatches only; `--breakdown` prints each
+dispatch's (the kernel a label guessed from its WGSL, its grid, its µs).
+`PYRITE_BACKEND=wgpu|dawn python scripts/attention_bwd_ab.py [--json PATH] [--only REGEX]
+[--variants a,b] [--breakdown]`"""
 
 import json
 import re
@@ -32,16 +35,36 @@ CASES = [c for c in AB_CASES if c[0] in SHAPES]
 
 
 # (name, FORCE_TILED_BWD, BWD_RPT, kernels/attention.HEAVY_FIRST, nn/_attention.DS_GEMM,
-# attention_tiled_bwd.P_SHUFFLE)
+# attention_tiled_bwd.P_SHUFFLE, nn/_attention.GEMM_PRODUCTS)
 VARIANTS = [
-    ("rows", False, 4, True, False, False),
-    ("t4", True, 4, True, False, False),
-    ("t2", True, 2, True, False, False),
-    ("t2-inorder", True, 2, False, False, False),
-    ("dsgemm", True, 2, True, True, False),  # dq from the stored dS by a GEMM
-    ("t2-shfl", True, 2, True, False, True),  # the products' weights by subgroup shuffles
-    ("dsgemm-shfl", True, 2, True, True, True),
+    ("rows", False, 4, True, False, False, False),
+    ("t4", True, 4, True, False, False, False),
+    ("t2", True, 2, True, False, False, False),
+    ("t2-inorder", True, 2, False, False, False, False),
+    ("dsgemm", True, 2, True, True, False, False),  # dq from the stored dS by a GEMM
+    ("t2-shfl", True, 2, True, False, True, False),  # the products' weights by subgroup shuffles
+    ("dsgemm-shfl", True, 2, True, True, True, False),
+    ("gemm3", True, 2, True, True, False, True),  # P and dS stored, dq, dk, dv by GEMMs
 ]
+
+# (a WGSL name the kernel declares, the label --breakdown gives it), first match wins
+LABELS = [
+    ("pg:", "attn P+dS (no products)"),
+    ("dsg:", "attn dk/dv + dS"),
+    ("dpart:", "attn dq + D"),
+    ("lsh:", "attn dk/dv"),
+]
+
+
+def kernel_label(src) -> str:
+    """A short name for a dispatch's kernel: the attention kernels by their buffers, any other
+    by its size and workgroup (a GEMM is the one of ~150 lines)."""
+    text = src.wgsl
+    for key, name in LABELS:
+        if key in text:
+            return name
+    wg = re.search(r"@workgroup_size\(([^)]*)\)", text)
+    return f"{len(text.splitlines())} lines, workgroup {wg.group(1) if wg else '?'}"
 
 
 def main():
@@ -50,7 +73,7 @@ def main():
     rng = np.random.default_rng(0)
     only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
     rows = []
-    default, shuffle = KB.BWD_RPT, KB.P_SHUFFLE
+    default, shuffle, gemm0 = KB.BWD_RPT, KB.P_SHUFFLE, _attention.GEMM_PRODUCTS
     only_v = (  # --variants a,b: only these
         sys.argv[sys.argv.index("--variants") + 1].split(",") if "--variants" in sys.argv else None
     )
@@ -68,18 +91,25 @@ def main():
         g = pr.tensor(rng.standard_normal((B, H, L, E)).astype(np.float32))
         flops = 10 * B * H * L * S * E / (2 if causal else 1)  # (5 products, recomputing S)
         row = {"case": label, "shape": [B, H, L, S, E]}
-        for name, force, rpt, heavy, ds, shfl in VARIANTS:
+        for name, force, rpt, heavy, ds, shfl, gemm3 in VARIANTS:
             if only_v is not None and name not in only_v:
                 continue
             _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = force, rpt, heavy
-            _attention.DS_GEMM, KB.P_SHUFFLE = ds, shfl
+            _attention.DS_GEMM, KB.P_SHUFFLE, _attention.GEMM_PRODUCTS = ds, shfl, gemm3
             try:
                 times = kernel_times(lambda: pr.autograd.grad(o, (q, k, v), g, retain_graph=True))
             finally:
                 _attention.FORCE_TILED_BWD, KB.BWD_RPT, K.HEAVY_FIRST = None, default, True
-                _attention.DS_GEMM, KB.P_SHUFFLE = None, shuffle
+                _attention.DS_GEMM, KB.P_SHUFFLE, _attention.GEMM_PRODUCTS = None, shuffle, gemm0
             row[name] = sum(t for t, *_ in times) / 1e3
             row[name + "_dispatches"] = len(times)
+            row[name + "_each"] = [
+                [kernel_label(src), list(grid), t / 1e3] for t, grid, src in times
+            ]
+            if "--breakdown" in sys.argv:
+                for t, grid, src in times:
+                    what = f"{kernel_label(src):<40} {str(grid):<16}"
+                    print(f"  {label} {name:<12} {what} {t / 1e3:9.1f} us")
         row["torch"] = torch_us((B, H, L, S, E), causal, masked, backward=True)
         rows.append(row)
         names = [n for n, *_ in VARIANTS] + ["torch"]

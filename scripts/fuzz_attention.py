@@ -322,8 +322,10 @@ def _configs(rng, L, E, grad):
             if r < 0.5 and i > 0:
                 tb = int(pick(rng, (16, 32)))
                 ds = bool(rng.random() < 0.4)
+                g3 = ds and bool(rng.random() < 0.5)  # (dk, dv by GEMMs too: GEMM_PRODUCTS)
                 kn = dict(kn, FORCE_TILED_BWD=True, FORCE_TILED_BWD_TB=tb, DS_GEMM=ds)
-                name += f"+bwd{tb}" + ("-ds" if ds else "")
+                kn["GEMM_PRODUCTS"] = g3
+                name += f"+bwd{tb}" + ("-gemm3" if g3 else "-ds" if ds else "")
             elif r < 0.6:
                 kn = dict(kn, FORCE_TILED_BWD=False)
                 name += "+bwdrows"

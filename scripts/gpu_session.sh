@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -32,6 +32,12 @@ if [ "$steps" = s42 ]; then
     steps="sass42 new-tests"
   fi
 fi
+# s44 (session 44): the attention tests on this GPU (session 43's two-part log-sum-exp and the
+# backward with dk, dv by GEMMs were tested only on lavapipe), the backward's A/B with each
+# dispatch's time, then the attention tests through Dawn
+if [ "$steps" = s44 ]; then
+  steps="attn-tests44 attn-gemm3-ab attn-tests44-dawn"
+fi
 
 step() {  # name, limit in s, command...
   local name=$1 limit=$2
@@ -43,6 +49,12 @@ step() {  # name, limit in s, command...
   echo "   rc $? after $(($(date +%s) - start)) s" | tee -a "$OUT/session.txt"
   # (progress bars' carriage returns would make one long line of every update)
   tr '\r' '\n' <"$log" | grep -v -e 'shape/s' -e '^\s*$' | tee -a "$OUT/session.txt" | tail -n 40
+}
+
+gemm3_ab() {  # session 44: t2 / dsgemm / gemm3 by GPU time, each dispatch's time printed
+  step attn-gemm3 200 env PYRITE_BACKEND=wgpu python3 scripts/attention_bwd_ab.py \
+    --variants t2,dsgemm,gemm3 --breakdown \
+    --only "BERT-base$|BERT-base batch 1$|512 tokens$|E=128|E=32" --json "$OUT/attn-gemm3.json"
 }
 
 for s in $steps; do
@@ -262,6 +274,20 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
       step attn-tests-wgpu 120 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider -x \
         tests/test_attention_fused.py tests/test_attention_dropout.py tests/test_fuzz_attention43.py
       step attn-tests-dawn 120 env PYRITE_BACKEND=dawn python3 -m pytest -q -p no:cacheprovider -x \
+        tests/test_attention_fused.py tests/test_fuzz_attention43.py ;;
+    attn-gemm3)  # session 44: the backward with dk, dv by GEMMs too (nn/_attention.GEMM_PRODUCTS) —
+      # its tests on this GPU (E = 64 takes the tiled backward only here), then the A/B
+      step attn-gemm3-tests 200 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider -x \
+        tests/test_attention_fused.py tests/test_attention_dropout.py tests/test_fuzz_attention43.py \
+        -k "ds_gemm or gemm3 or large_negative or tiled_backward"
+      gemm3_ab ;;
+    attn-gemm3-ab)  # the backward's A/B with each dispatch's time (which kernel costs what)
+      gemm3_ab ;;
+    attn-tests44)  # the three attention test files on this GPU, wgpu-native
+      step attn-tests-wgpu 240 env PYRITE_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider \
+        tests/test_attention_fused.py tests/test_attention_dropout.py tests/test_fuzz_attention43.py ;;
+    attn-tests44-dawn)  # ... and the fused-kernel tests through Dawn
+      step attn-tests-dawn 120 env PYRITE_BACKEND=dawn python3 -m pytest -q -p no:cacheprovider \
         tests/test_attention_fused.py tests/test_fuzz_attention43.py ;;
     attn-sass)  # the tiled attention forward's SASS at BERT-base's shape and causal 4096 tokens
       step sass 120 bash scripts/sass_probe.sh attn_bert attn_causal ;;

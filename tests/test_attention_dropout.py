@@ -90,6 +90,14 @@ KERNELS = {
     "tiled-bwd-dsgemm": dict(
         FORCE_TILED=True, FORCE_DECODE=False, FORCE_TILED_BWD=True, DS_GEMM=True
     ),  # fmt: skip
+    # ... and dk, dv by GEMMs too, from the stored P with the dropout applied (GEMM_PRODUCTS)
+    "tiled-bwd-gemm3": dict(
+        FORCE_TILED=True,
+        FORCE_DECODE=False,
+        FORCE_TILED_BWD=True,
+        DS_GEMM=True,
+        GEMM_PRODUCTS=True,
+    ),  # fmt: skip
 }
 
 

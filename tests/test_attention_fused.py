@@ -855,18 +855,21 @@ DS_CASES = {
 }
 
 
+@pytest.mark.parametrize("gemm3", [False, True], ids=["dq-gemm", "three-gemms"])
 @pytest.mark.parametrize("rpt,tb", [(2, 32), (4, 16)])
 @pytest.mark.parametrize("case", list(DS_CASES))
-def test_ds_gemm_backward(rng, monkeypatch, case, rpt, tb):
+def test_ds_gemm_backward(rng, monkeypatch, case, rpt, tb, gemm3):
     """dq from the stored dS (nn/_attention.py DS_GEMM: the dk/dv kernel writes dS, dq is one
-    GEMM) gives torch's gradients: ragged and skipped causal tiles (their dS written as 0),
-    masks with a dead query, the heads-inside layout, keys broadcast over heads; and the dq
-    kernel does not run."""
+    GEMM), and with GEMM_PRODUCTS dk and dv too (the kernel writes P beside dS and sums
+    nothing), give torch's gradients: ragged and skipped causal tiles (their dS and P written
+    as 0), masks with a dead query, the heads-inside layout, keys broadcast over heads; and the
+    dq kernel does not run."""
     from pyrite.kernels import attention_tiled_bwd as KB
 
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD", True)
     monkeypatch.setattr(_attention, "FORCE_TILED_BWD_TB", tb)
     monkeypatch.setattr(_attention, "DS_GEMM", True)
+    monkeypatch.setattr(_attention, "GEMM_PRODUCTS", gemm3)
     monkeypatch.setattr(KB, "BWD_RPT", rpt)
     made = []
     real_dq, real_dkv = KB.attn_dq_tiled_kernel, KB.attn_dkv_tiled_kernel
@@ -874,7 +877,8 @@ def test_ds_gemm_backward(rng, monkeypatch, case, rpt, tb):
         KB, "attn_dq_tiled_kernel", lambda *a, **k: made.append("dq") or real_dq(*a, **k)
     )
     monkeypatch.setattr(KB, "attn_dkv_tiled_kernel",
-                        lambda *a, **k: made.append(k.get("ds_out")) or real_dkv(*a, **k))  # fmt: skip
+                        lambda *a, **k: made.append((k.get("ds_out"), k.get("p_out")))
+                        or real_dkv(*a, **k))  # fmt: skip
     lead, L, S, E, kw = DS_CASES[case]
     kw = _masked(rng, kw, L, S, dead=min(2, L - 1))
     q, k, v = _qkv(rng, lead, L, S, E)
@@ -884,7 +888,7 @@ def test_ds_gemm_backward(rng, monkeypatch, case, rpt, tb):
     if "_transform" in kw:  # (B, H, L, E) stored as (B, L, H, E)
         q, k, v = (np.ascontiguousarray(x.transpose(0, 2, 1, 3)) for x in (q, k, v))
     _check(rng, q, k, v, **kw)
-    assert made == [True]
+    assert made == [(True, gemm3)]
 
 
 def test_ds_gemm_rule(monkeypatch):

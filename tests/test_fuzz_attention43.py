@@ -46,6 +46,12 @@ BWD = {
     "rows": {"FORCE_TILED_BWD": False},  # (lavapipe's rule)
     "tiled": {"FORCE_TILED_BWD": True, "FORCE_TILED_BWD_TB": 16, "DS_GEMM": False},
     "tiled-ds": {"FORCE_TILED_BWD": True, "FORCE_TILED_BWD_TB": 16, "DS_GEMM": True},
+    "tiled-gemm3": {
+        "FORCE_TILED_BWD": True,
+        "FORCE_TILED_BWD_TB": 16,
+        "DS_GEMM": True,
+        "GEMM_PRODUCTS": True,
+    },
 }
 
 

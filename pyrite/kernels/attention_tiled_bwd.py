@@ -277,14 +277,16 @@ def _setup(E, rpt, tb, rank, mask: str, strided: list, bufs, dropout: bool, orde
     return c, lay, _buffers(bufs), b
 
 
-def _ds_rows(c: _Cfg, value: str) -> str:
-    """WGSL: dsg (row-major (bh, L, S)) at queries t0 + ql and keys j0 + kl of the tile, kl
-    fastest over consecutive invocations, each value `value` (in terms of ql, kl)."""
+def _ds_rows(c: _Cfg, values) -> str:
+    """WGSL: for each (buffer, value) of `values`, the buffer (row-major (bh, L, S)) at queries
+    t0 + ql and keys j0 + kl of the tile, kl fastest over consecutive invocations, each value
+    in terms of ql, kl."""
     b = f"    for (var e = t; e < {c.TB * c.TB}; e += {c.WG}) {{\n"
     b += f"      let ql = e / {c.TB};\n      let kl = e % {c.TB};\n"
     b += "      if (t0 + ql < L && j0 + kl < S) {\n"
-    b += f"        dsg[(bh * L + t0 + ql) * S + j0 + kl] = {value};\n      }}\n    }}\n"
-    return b
+    b += "        let at = (bh * L + t0 + ql) * S + j0 + kl;\n"
+    b += "".join(f"        {buf}[at] = {value};\n" for buf, value in values)
+    return b + "      }\n    }\n"
 
 
 def _tiles(c: _Cfg, rows, transposed) -> str:
@@ -414,22 +416,33 @@ def attn_dkv_tiled_kernel(
     tb: int | None = None,
     ds_out: bool = False,
     sg: int = 0,
+    p_out: bool = False,
 ) -> KernelSource:
     """WGSL of dk and dv by key blocks of `tb` (default bwd_tb(E); module docstring); buffers and
     info words as attn_dkv_kernel's, info[4] = key blocks per batch·head. `rpt`: as
     attn_dq_tiled_kernel's, and `sg`.
 
-    `ds_out`: also write dS (f32, the unscaled dS that dk sums, dropout and masks applied) to a
-    last buffer `dsg`, row-major (batch·head, L, S) contiguous, every pair written (0 where
+    `ds_out`: also write scale·dS (f32; dS as dk sums it, dropout and masks applied) to a last
+    buffer `dsg`, row-major (batch·head, L, S) contiguous, every pair written (0 where
     causality skips a query tile), so dq = scale·dS·k is one batched GEMM instead of
     attn_dq_tiled_kernel's recomputation of S and dP (nn/_attention.py DS_GEMM). The values go
-    out through the dSᵀ tile, a query row's TB keys by consecutive invocations."""
+    out through the dSᵀ tile, a query row's TB keys by consecutive invocations.
+
+    `p_out` (with `ds_out`): write the weights P (dropout applied, as dv sums them) to a buffer
+    `pg` laid out as dS, before `dsg`, and leave dk and dv to GEMMs (dv = Pᵀ·dout, dk =
+    (scale·dS)ᵀ·q: nn/_attention.py GEMM_PRODUCTS): no accumulators, no products, no dk/dv
+    buffers; the kernel is the scores, dP and the elementwise step of each tile."""
+    if p_out and not ds_out:
+        raise ValueError("pyrite: internal: the tiled backward's p_out needs ds_out")
+    if p_out:
+        sg = 0  # (no products to shuffle; P and dS go out through the transposed tiles)
     strided = ["q", "k", "v"] + (["m"] if mask != "none" else []) + ["g"]
+    outs = [("pg", "f32", "w")] if p_out else [("dk", dk_type, "w"), ("dv", dv_type, "w")]
     c, lay, bufs, b = _setup(E, rpt, tb, rank, mask, strided, [
         ("q_", q_type, "r"), ("k_", k_type, "r"), ("v_", v_type, "r"),
         ("m_", m_type if mask != "none" else None, "r"), ("g_", do_type, "r"),
-        ("lse", "f32", "r"), ("dd", "f32", "r"), ("dk", dk_type, "w"), ("dv", dv_type, "w"),
-    ] + ([("dsg", "f32", "w")] if ds_out else []), dropout,
+        ("lse", "f32", "r"), ("dd", "f32", "r")] + outs
+        + ([("dsg", "f32", "w")] if ds_out else []), dropout,
         2 if heavy_first and causal else 0, sg)  # fmt: skip
     TB, CV = c.TB, c.cv
     b += f"  let j0 = blk * {TB};\n  {{\n    let t0 = j0;\n"
@@ -439,7 +452,8 @@ def attn_dkv_tiled_kernel(
     b += "  }\n"
     b += f"  let kj = {c.rows('j0')};\n"
     b += f"  let kc = min(kj, {c.vec}<i32>(S - 1));\n"
-    b += _acc(c, ["dk", "dv"])
+    if not p_out:
+        b += _acc(c, ["dk", "dv"])
     # causal: queries i >= j only, so the query tiles before the block's first key are skipped
     b += f"  let ntiles = (L + {TB - 1}) / {TB};\n"
     body = f"    if (t < {TB}) {{\n      let ic = min(t0 + t, L - 1);\n"
@@ -476,20 +490,22 @@ def attn_dkv_tiled_kernel(
         body += _transpose_store(c, "pt", "pw{r}")
     if ds_out or not sg:
         body += _transpose_store(c, "dst", "ds{r}") + "    workgroupBarrier();\n"
-    if ds_out:  # dst[ql · T + g][r] is dS of query t0 + ql and key j0 + g + G·r
-        body += _ds_rows(c, "dst[ql * {T} + kl % {G}][kl / {G}]".format(T=c.T, G=c.G))
-    if sg:
-        body += _products_shuffled(c, [("dv", "pw{r}", "gs"), ("dk", "ds{r}", "qs")])
-    else:
-        body += _products(c, [("dv", "pt", "gs"), ("dk", "dst", "qs")])
+    if ds_out:  # dst[ql · T + g][r] is dS of query t0 + ql and key j0 + g + G·r (pt: P's)
+        at = "[ql * {T} + kl % {G}][kl / {G}]".format(T=c.T, G=c.G)
+        outs = ([("pg", "pt" + at)] if p_out else []) + [("dsg", f"dst{at} * scale")]
+        body += _ds_rows(c, outs)
+    if not p_out:  # (else dk and dv are the caller's GEMMs)
+        pairs = [("dv", "pw{r}" if sg else "pt", "gs"), ("dk", "ds{r}" if sg else "dst", "qs")]
+        body += (_products_shuffled if sg else _products)(c, pairs)
     walked = [("qs", "q_", q_type, "qb", lay.row("q"), lay.col("q"), E, " * scale"),
               ("gs", "g_", do_type, "gb", lay.row("g"), lay.col("g"), E, "")]  # fmt: skip
-    if ds_out and causal:  # the query tiles before the block's first key: dS is 0 there
+    if ds_out and causal:  # the query tiles before the block's first key: dS (and P) are 0
         b += f"  for (var tt = 0; tt < blk; tt++) {{\n    let t0 = tt * {TB};\n"
-        b += _ds_rows(c, "0.0") + "  }\n"
+        b += _ds_rows(c, [(n, "0.0") for n in (["pg"] if p_out else []) + ["dsg"]]) + "  }\n"
     b += _walk(c, walked, "(L - t0)", "blk" if causal else "0", body)
-    b += _write_rows(c, "dk", "dk", "kj", "S", E, heads, dk_type)
-    b += _write_rows(c, "dv", "dv", "kj", "S", E, heads, dv_type)
+    if not p_out:
+        b += _write_rows(c, "dk", "dk", "kj", "S", E, heads, dk_type)
+        b += _write_rows(c, "dv", "dv", "kj", "S", E, heads, dv_type)
     b += "}\n"
     transposed = ([] if sg else ["pt"]) + (["dst"] if ds_out or not sg else [])
     shared = _tiles(c, ["ks", "vs", "qs", "gs"], transposed)

@@ -1052,6 +1052,14 @@ DS_GEMM = None  # True / False: take it wherever the tiled backward runs and dS 
 DS_GEMM_MIN_E = 32
 DS_GEMM_MIN_BYTES = 4 << 20
 DS_GEMM_MAX_BYTES = 256 << 20
+# ... and dk, dv by GEMMs too (attn_dkv_tiled_kernel's `p_out`): the kernel stores the weights P
+# beside dS (a second batch·heads × L × S f32 buffer) and does only the scores, dP and the
+# elementwise step, and dv = Pᵀ·dout, dk = scale·dSᵀ·q, dq = scale·dS·k are three batched GEMMs:
+# two more of the backward's products move from the kernel's register tiles (~9 TFLOP/s at
+# BERT-base, an estimate from the A/B's totals) to the GEMM kernels, for a write and two reads
+# of P. Built without a GPU (2026-12-07, session 44) and tested on lavapipe; not yet measured,
+# so off: `scripts/attention_bwd_ab.py --variants t2,dsgemm,gemm3 --breakdown` decides it.
+GEMM_PRODUCTS = False
 
 
 def _use_ds_gemm(nbh, L, S, E) -> bool:
@@ -1148,16 +1156,23 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     outs = [dk._storage.buffer, dv._storage.buffer]
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
+    gemm3 = ds_gemm and GEMM_PRODUCTS
     if ds_gemm:
         ds = empty(tuple(lead) + (L, S), D.float32)
+        if gemm3:  # (P and dS out; dk and dv by the GEMMs below)
+            pm = empty(tuple(lead) + (L, S), D.float32)
+            outs = [pm._storage.buffer]
         outs.append(ds._storage.buffer)
-        src = kernel(_KB.attn_dkv_tiled_kernel, None, kblock, dkv_args, ds_out=True)
+        src = kernel(_KB.attn_dkv_tiled_kernel, None, kblock, dkv_args, ds_out=True, p_out=gemm3)
     else:
         src = kernel(_KB.attn_dkv_tiled_kernel, _K.attn_dkv_kernel, kblock, dkv_args)
     extra = [g._storage.buffer, lse._storage.buffer, dd._storage.buffer]
     _dispatch(dev, src, bufs + extra + outs, info, fold_grid(nbh * nk), drop)
-    if ds_gemm:
-        dq = _ew.mul(_matmul.matmul(ds, k.to(D.float32)), scale).to(q.dtype)
+    if ds_gemm:  # (ds holds scale·dS)
+        dq = _matmul.matmul(ds, k.to(D.float32)).to(q.dtype)
+    if gemm3:
+        dk = _matmul.matmul(ds.transpose(-2, -1), q.to(D.float32)).to(k.dtype)
+        dv = _matmul.matmul(pm.transpose(-2, -1), g.to(D.float32)).to(v.dtype)
     return dq, dk, dv
 
 
