@@ -432,11 +432,12 @@ def _to_torch(obj):
 # ---- 3. pyrite -> torch ----------------------------------------------------------------------
 # Deliberate differences, each with its reason (README "Differences from PyTorch").
 ALLOWED = {
-    "torch.load of pr.save's file": "pr.save writes safetensors, not a pickle (documented): "
-    "torch.load reads it when its name ends .safetensors (torch >= 2.13 hands such paths to "
-    "safetensors.torch), as a flat dict; other names, and nested checkpoints, need pyrite",
-    "storage sharing of distinct views": "a safetensors file has no storages: views of one "
-    "storage are saved as separate tensors; the same view (tied weights) is stored once",
+    "torch.load of pr.save's .safetensors file": "a name ending .safetensors makes pr.save "
+    "write safetensors (documented): torch.load reads it (torch >= 2.13 hands such paths to "
+    "safetensors.torch) as a flat dict; nested checkpoints need pyrite (other names are "
+    "torch.save's zip format, which torch.load reads whole)",
+    "storage sharing of distinct views": "in a .safetensors file: it has no storages, so views "
+    "of one storage are saved as separate tensors; the same view (tied weights) is stored once",
     "int64 buffers": "pyrite has no int64 (documented): num_batches_tracked and other int64 "
     "buffers come back from pyrite's file as int32, which torch's load_state_dict casts",
 }
@@ -491,12 +492,14 @@ def test_pyrite_checkpoint_into_torch_module(rng, tmp_path, case):
 
 
 def test_torch_load_of_a_pyrite_pt_file(tmp_path):
-    """ALLOWED["torch.load of pr.save's file"]: a name without the .safetensors suffix is not
-    read by torch.load, and a nested checkpoint comes back flattened."""
+    """A name without the .safetensors suffix is torch.save's zip format: torch.load reads the
+    nested checkpoint whole (weights_only=True); ALLOWED["torch.load of pr.save's .safetensors
+    file"]: with the suffix it comes back flattened."""
     path = tmp_path / "ckpt.pt"
-    pr.save({"model": {"w": pr.ones(2)}, "epoch": 3}, path)
-    with pytest.raises(Exception):
-        torch.load(path, weights_only=True)
+    pr.save({"model": {"w": pr.ones(2) * 0.5}, "epoch": 3}, path)
+    got = torch.load(path, weights_only=True)
+    assert got["epoch"] == 3 and list(got) == ["model", "epoch"]
+    assert torch.equal(got["model"]["w"], torch.full((2,), 0.5))
     st = tmp_path / "ckpt.safetensors"
     pr.save({"model": {"w": pr.ones(2)}, "epoch": 3}, st)
     assert list(_torch_load_safetensors(st)) == ["model.w"]
@@ -540,6 +543,26 @@ def test_dtypes_and_sharing_round_trip(tmp_path):
     assert got["tied"] is got["f32"]
     got["f32"][0, 0] = 100.0
     assert got["view_t"][0, 0].item() == 0.0  # ALLOWED["storage sharing of distinct views"]
+
+
+def test_pyrite_sharing_survives_into_torch(tmp_path):
+    """pr.save to a .pt name keeps one storage for tied weights and views, as torch.save does:
+    torch.load and pr.load both give views of one storage (a write through one shows in the
+    others), with their strides and offsets."""
+    base = pr.arange(24, dtype=pr.float32).reshape(4, 6)
+    sd = collections.OrderedDict(
+        f32=base, tied=base, view_t=base.T, view_slice=base[1:, ::2], row=base[2]
+    )
+    path = tmp_path / "d.pt"
+    pr.save(sd, path)
+    for lib, got in (("torch", torch.load(path, weights_only=True)), ("pyrite", pr.load(path))):
+        for k, v in sd.items():
+            np.testing.assert_array_equal(got[k].numpy(), v.numpy(), err_msg=f"{lib} {k}")
+        assert tuple(got["view_t"].stride()) == (1, 6), lib
+        assert tuple(got["view_slice"].stride()) == (6, 2), lib
+        got["f32"][2, 4] = 100.0
+        assert got["view_t"][4, 2].item() == 100.0 and got["view_slice"][1, 2].item() == 100.0
+        assert got["row"][4].item() == 100.0 and got["tied"][2, 4].item() == 100.0, lib
 
 
 def test_torch_sharing_survives_into_pyrite(tmp_path):

@@ -1,8 +1,10 @@
 """Checkpoints: `pyrite.save` and `pyrite.load` (torch.save / torch.load's counterparts).
 
-pyrite writes one safetensors file (pyrite/io/_safetensors.py) and reads it back, any other
-safetensors file, and PyTorch's torch.save files in both the zip and the legacy format
-(pyrite/io/_torch.py) without PyTorch and without running code from the file.
+pyrite writes PyTorch's torch.save zip format for plain data (pyrite/io/_torch_write.py: what
+`torch.load` reads), a safetensors file where the name ends `.safetensors` or the object is not
+plain data (a whole Module: pyrite/io/_safetensors.py, _pickled.py), and reads back those, any
+other safetensors file, and PyTorch's torch.save files in both the zip and the legacy format
+(pyrite/io/_torch.py), without PyTorch and without running code from the file.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 
 from .._fs import write_atomic
-from . import _safetensors, _torch
+from . import _safetensors, _torch, _torch_write
 from .errors import CheckpointError, UnpicklingError
 
 __all__ = ["CheckpointError", "UnpicklingError", "load", "save"]
@@ -28,13 +30,18 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """Save `obj` (a state dict, or nested dicts/lists/tuples of tensors, numbers, strings and
     None: an optimizer's state dict, a training checkpoint) to `f`, as torch.save.
 
-    The file is one safetensors file: its tensors in their own dtypes (bfloat16 as raw 16-bit
-    words), the structure around them as JSON in its metadata, so a flat state dict is also a
-    plain safetensors file other tools read. Entries that are the same tensor are stored once.
-    PyTorch reads it with `safetensors.torch.load_file(f)` (any torch version); `torch.load(f)`
-    reads it only from torch 2.13 on and only when the name ends `.safetensors` (torch hands
-    such paths to safetensors.torch): an older torch takes it for a legacy pickle and fails
-    ("Unsupported operand N", N the header length's low byte).
+    Plain data (dicts, OrderedDicts, Counters, lists, tuples, strings, bytes, numbers, None,
+    tensors, parameters, dtypes, Sizes: what torch.load's weights_only rule admits) is written
+    in PyTorch's own torch.save zip format, so `torch.load(f)` reads it in any PyTorch since
+    1.6 (int32 tensors stay int32, pyrite's integers), and so does `pyrite.load`. Tensors that
+    view one storage are saved as views of it, so tied weights stay tied.
+
+    A path ending `.safetensors`, and an object that is not plain data (a whole Module, as
+    torch.save(model) saves it; numpy arrays), make one safetensors file instead: its tensors
+    in their own dtypes (bfloat16 as raw 16-bit words), the structure around them as JSON in
+    its metadata (a Module pickled, its tensors taken out), so a flat state dict is also a
+    plain safetensors file other tools read (`safetensors.torch.load_file`). `pyrite.load`
+    reads every file it writes.
 
     Args:
         obj: what to save.
@@ -42,13 +49,13 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             written atomically: to a temporary file in the same folder, flushed to disk, then
             renamed over `f`, so a failure part-way leaves any previous file intact.
         pickle_module, pickle_protocol, _use_new_zipfile_serialization: accepted for torch
-            compatibility and ignored (nothing is pickled).
+            compatibility and ignored (the zip format's pickle is protocol 2, as torch's).
 
     Example::
 
         >>> pr.save({"model": model.state_dict(), "step": 100}, "ckpt.pt")
     """
-    data = _safetensors.dumps(obj)
+    data = dumps(obj, f)
     if not isinstance(f, (str, os.PathLike)):
         if not hasattr(f, "write"):
             raise TypeError(
@@ -57,6 +64,20 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         _write_all(f, data)
         return
     write_atomic(f, lambda fh: _write_all(fh, data))
+
+
+def dumps(obj, f=None) -> bytes:
+    """The bytes `save(obj, f)` writes (the format chosen by `obj` and `f`'s name)."""
+    path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", None)
+    path = path if isinstance(path, str) else None
+    if path is None or not path.endswith(".safetensors"):
+        # (torch names the archive's folder by the file's stem; "archive" for file objects)
+        stem = os.path.splitext(os.path.basename(path))[0] if path else ""
+        try:
+            return _torch_write.dumps(obj, stem or "archive")
+        except _torch_write.NotPlain:
+            pass
+    return _safetensors.dumps(obj)
 
 
 def _describe(f) -> str:
