@@ -287,10 +287,13 @@ def test_truncated_files(rng, tmp_path, kind):
         pr.load(path)
 
 
-def test_atomic_save_keeps_previous_file(rng, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["ckpt.pt", "ckpt.safetensors"])
+def test_atomic_save_keeps_previous_file(rng, tmp_path, monkeypatch, name):
+    """A save that fails part-way through writing (the torch.save archive streamed record by
+    record, or the safetensors bytes) leaves the previous file and no temporary file."""
     import pyrite.io as pio
 
-    path = tmp_path / "ckpt.pt"
+    path = tmp_path / name
     old = {"w": _random(rng, (3, 3), "float32")}
     pr.save(old, path)
     before = path.read_bytes()
@@ -299,11 +302,21 @@ def test_atomic_save_keeps_previous_file(rng, tmp_path, monkeypatch):
         fh.write(data[: len(data) // 2])
         raise OSError("disk full")
 
-    monkeypatch.setattr(pio, "_write_all", fail)
+    if name.endswith(".pt"):
+        real = pio._torch_write._record
+
+        def fail_record(zf, fh, rec, data):  # (the first storage's record, half written)
+            if "/data/" in rec:
+                fail(fh, data)
+            real(zf, fh, rec, data)
+
+        monkeypatch.setattr(pio._torch_write, "_record", fail_record)
+    else:
+        monkeypatch.setattr(pio, "_write_all", fail)
     with pytest.raises(OSError, match="disk full"):
         pr.save({"w": _random(rng, (30, 30), "float32")}, path)
     assert path.read_bytes() == before
-    assert os.listdir(tmp_path) == ["ckpt.pt"]  # no temporary file left behind
+    assert os.listdir(tmp_path) == [name]  # no temporary file left behind
     _equal(pr.load(path)["w"], old["w"])
 
 

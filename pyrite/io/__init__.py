@@ -55,29 +55,38 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
         >>> pr.save({"model": model.state_dict(), "step": 100}, "ckpt.pt")
     """
-    data = dumps(obj, f)
-    if not isinstance(f, (str, os.PathLike)):
-        if not hasattr(f, "write"):
-            raise TypeError(
-                f"pyrite: save: f must be a path or a binary file object, not {type(f).__name__}"
-            )
-        _write_all(f, data)
+    is_path = isinstance(f, (str, os.PathLike))
+    if not is_path and not hasattr(f, "write"):
+        raise TypeError(
+            f"pyrite: save: f must be a path or a binary file object, not {type(f).__name__}"
+        )
+    archive = _archive(obj, f)
+    if archive is not None and is_path:  # (streamed: one storage in host memory at a time)
+        write_atomic(f, archive.write)
         return
-    write_atomic(f, lambda fh: _write_all(fh, data))
+    if archive is not None:
+        data = _torch_write.dumps_archive(archive)
+    else:
+        data = _safetensors.dumps(obj)
+    if is_path:
+        write_atomic(f, lambda fh: _write_all(fh, data))
+    else:
+        _write_all(f, data)
 
 
-def dumps(obj, f=None) -> bytes:
-    """The bytes `save(obj, f)` writes (the format chosen by `obj` and `f`'s name)."""
+def _archive(obj, f):
+    """The torch.save zip archive `save(obj, f)` writes, or None where it writes safetensors
+    (a name ending .safetensors, or `obj` not plain data)."""
     path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", None)
     path = path if isinstance(path, str) else None
-    if path is None or not path.endswith(".safetensors"):
-        # (torch names the archive's folder by the file's stem; "archive" for file objects)
-        stem = os.path.splitext(os.path.basename(path))[0] if path else ""
-        try:
-            return _torch_write.dumps(obj, stem or "archive")
-        except _torch_write.NotPlain:
-            pass
-    return _safetensors.dumps(obj)
+    if path is not None and path.endswith(".safetensors"):
+        return None
+    # (torch names the archive's folder by the file's stem; "archive" for file objects)
+    stem = os.path.splitext(os.path.basename(path))[0] if path else ""
+    try:
+        return _torch_write.Archive(obj, stem or "archive")
+    except _torch_write.NotPlain:
+        return None
 
 
 def _describe(f) -> str:

@@ -250,22 +250,35 @@ def _record(zf: zipfile.ZipFile, fh, name: str, data: bytes):
     zf.writestr(info, data)
 
 
-def dumps(obj, name: str = "archive") -> bytes:
-    """The bytes of a torch.save zip archive of `obj` (plain data; else NotPlain), its records
-    under `name`/ (torch takes the file name's stem)."""
-    col = _Collector()
-    tree = col.walk(obj, "")
-    for i, stored in enumerate(col.order):
-        stored.key = str(i)
-    pkl = io.BytesIO()
-    _Pickler(pkl, protocol=2).dump(tree)
+class Archive:
+    """A torch.save zip archive of `obj` made ready (the object walked, the pickle written;
+    NotPlain where `obj` is not plain data): `write(fh)` streams it, one storage read from the
+    device at a time, into a seekable binary file."""
+
+    def __init__(self, obj, name: str = "archive"):
+        self.name = name  # (the records' folder: torch takes the file name's stem)
+        col = _Collector()
+        tree = col.walk(obj, "")
+        for i, stored in enumerate(col.order):
+            stored.key = str(i)
+        pkl = io.BytesIO()
+        _Pickler(pkl, protocol=2).dump(tree)
+        self.pickle, self.stored = pkl.getvalue(), col.order
+
+    def write(self, fh):
+        n = self.name
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            _record(zf, fh, f"{n}/data.pkl", self.pickle)
+            _record(zf, fh, f"{n}/.format_version", b"1")
+            _record(zf, fh, f"{n}/.storage_alignment", str(ALIGN).encode())
+            _record(zf, fh, f"{n}/byteorder", sys.byteorder.encode())
+            for stored in self.stored:
+                _record(zf, fh, f"{n}/data/{stored.key}", stored.host().tobytes())
+            _record(zf, fh, f"{n}/version", VERSION.encode())
+
+
+def dumps_archive(archive: Archive) -> bytes:
+    """The bytes of a prepared archive (for a file object, which may not seek)."""
     fh = io.BytesIO()
-    with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        _record(zf, fh, f"{name}/data.pkl", pkl.getvalue())
-        _record(zf, fh, f"{name}/.format_version", b"1")
-        _record(zf, fh, f"{name}/.storage_alignment", str(ALIGN).encode())
-        _record(zf, fh, f"{name}/byteorder", sys.byteorder.encode())
-        for stored in col.order:
-            _record(zf, fh, f"{name}/data/{stored.key}", stored.host().tobytes())
-        _record(zf, fh, f"{name}/version", VERSION.encode())
+    archive.write(fh)
     return fh.getvalue()
