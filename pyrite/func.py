@@ -1,4 +1,5 @@
-"""torch.func for pyrite: `functional_call` (pyrite/nn/utils/_functional_call.py), the reverse-mode
+"""torch.func for pyrite: `functional_call` (pyrite/nn/utils/_functional_call.py) and
+`stack_module_state` (an ensemble's weights stacked for `vmap`), the reverse-mode
 transforms `grad`, `grad_and_value`, `vjp`, `jacrev`, `jacfwd` and `hessian`, and `vmap`
 (pyrite/_vmap.py).
 
@@ -36,6 +37,7 @@ __all__ = [
     "hessian",
     "jacfwd",
     "jacrev",
+    "stack_module_state",
     "vjp",
     "vmap",
 ]
@@ -358,3 +360,35 @@ def hessian(func, argnums=0):
     """torch.func.hessian: jacfwd(jacrev(func, argnums), argnums), the matrix of second
     derivatives (both Jacobians in reverse mode here)."""
     return jacfwd(jacrev(func, argnums), argnums)
+
+
+# ---- model ensembling ------------------------------------------------------------------------
+def stack_module_state(models):
+    """torch.func.stack_module_state: ({name: stacked parameter}, {name: stacked buffer}) of
+    models of one class and mode, each entry the models' tensors stacked on a new dim 0 (as
+    `vmap(functional_call-ing fn, in_dims=(0, 0, None))` takes them). Stacked parameters are
+    new leaves requiring grad (detached from the models'); buffers are plain stacks."""
+    from .ops.combine import stack
+
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode."
+        )
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(tensors, name):
+        grads = [t.requires_grad for t in tensors]
+        if any(grads) and not all(grads):
+            raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+        out = stack(tensors)
+        return out.detach().requires_grad_() if all(grads) else out
+
+    params = [dict(m.named_parameters()) for m in models]
+    buffers = [dict(m.named_buffers()) for m in models]
+    return (
+        {k: stacked([p[k] for p in params], k) for k in params[0]},
+        {k: stacked([b[k] for b in buffers], k) for k in buffers[0]},
+    )

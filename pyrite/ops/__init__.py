@@ -106,7 +106,8 @@ def exported():
     # torch's out= on every exported function (ops/outarg.py)
     from . import outarg
 
-    return outarg.wrap_all(_aliases.wrap_all(out))
+    # torch's deprecated scalar-first overloads (torch.add(x, 2, y)): ops/legacy.py
+    return _legacy._scalar_first_functions(outarg.wrap_all(_aliases.wrap_all(out)))
 
 
 # autograd (pyrite/autograd.py): every public function and method recording its module's GRADS
@@ -138,3 +139,9 @@ _complex.install(loaded, Tensor)
 from . import bound as _bound  # noqa: E402
 
 _bound.install(Tensor)
+
+# torch's deprecated scalar-first overloads of add/sub/addcmul/addcdiv (`x.add_(1 - beta, g)`,
+# ops/legacy.py) on the Tensor methods, outermost; exported() puts them on the functions
+from . import legacy as _legacy  # noqa: E402
+
+_legacy._install_scalar_first(Tensor)
