@@ -92,6 +92,7 @@ from . import (
     autograd,  # noqa: E402
     fft,  # torch.fft's namespace (pyrite/fft.py)
     linalg,  # torch.linalg's namespace (pyrite/linalg.py)
+    sparse,  # torch.sparse's functions (pyrite/sparse.py)
 )
 
 # torch.linalg's and torch.special's functions are guarded as the ops are (pyrite/autograd.py):
