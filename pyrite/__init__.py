@@ -70,6 +70,14 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def is_storage(obj) -> bool:
+    """torch.is_storage: whether `obj` is a storage (x.untyped_storage(), x.storage())."""
+    from .ops.legacy import TypedStorage
+    from .ops.tensor_attrs import UntypedStorage
+
+    return isinstance(obj, (TypedStorage, UntypedStorage))
+
+
 def numel(input) -> int:
     return input.numel()
 
@@ -203,9 +211,11 @@ from . import (
     io,
     optim,
     profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)
+    signal,  # torch.signal.windows (pyrite/signal/)
     utils,
 )
 from .amp import (  # noqa: E402  (torch.is_autocast_enabled() etc., as attention code asks)
+    GradScaler,  # (torch.GradScaler: torch.amp.GradScaler's other name)
     autocast,
     clear_autocast_cache,
     get_autocast_cpu_dtype,
