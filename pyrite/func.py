@@ -1,7 +1,7 @@
 """torch.func for pyrite: `functional_call` (pyrite/nn/utils/_functional_call.py) and
 `stack_module_state` (an ensemble's weights stacked for `vmap`), the reverse-mode
-transforms `grad`, `grad_and_value`, `vjp`, `jacrev`, `jacfwd` and `hessian`, and `vmap`
-(pyrite/_vmap.py).
+transforms `grad`, `grad_and_value`, `vjp`, `jacrev`, `jacfwd` and `hessian`, `jvp` and
+`linearize` (by two reverse passes), and `vmap` (pyrite/_vmap.py).
 
 They are built on pyrite's tape autograd, not on functorch's levels: a transform makes its
 inputs fresh leaves that require grad (or views of them, when they require grad already, so
@@ -37,6 +37,8 @@ __all__ = [
     "hessian",
     "jacfwd",
     "jacrev",
+    "jvp",
+    "linearize",
     "stack_module_state",
     "vjp",
     "vmap",
@@ -305,6 +307,79 @@ def vjp(func, *primals, has_aux=False):
     if has_aux:
         return result, vjp_fn, _released(aux, keep)
     return result, vjp_fn
+
+
+# ---- jvp, linearize (the double-vjp trick) ---------------------------------------------------
+def _jvp_checked(primals, tangents):
+    if not isinstance(primals, tuple):
+        raise PyriteError(
+            "pyrite: jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should "
+            "be valid to call f(*primals)."
+        )
+    flat_p, p_spec = tree_flatten(primals)
+    flat_t, t_spec = tree_flatten(tangents)
+    if p_spec != t_spec:
+        raise PyriteError(
+            "pyrite: jvp(f, primals, tangents): Expected primals and tangents to have the same "
+            f"python structure. For example, if primals is a tuple of 3 tensors, tangents also "
+            f"must be. Got primals with structure {p_spec} and tangents with structure {t_spec}"
+        )
+    for p, t in zip(flat_p, flat_t):
+        if not isinstance(p, Tensor) or not isinstance(t, Tensor):
+            raise PyriteError(
+                "pyrite: jvp(f, primals, tangents): expected primals and tangents to be "
+                f"tensors, got {type(p).__name__} and {type(t).__name__}"
+            )
+        if tuple(p.shape) != tuple(t.shape):
+            raise PyriteError(
+                "pyrite: jvp(f, primals, tangents): Expected primals and tangents to have the "
+                f"same shape. Got primal shape {tuple(p.shape)} and tangent shape "
+                f"{tuple(t.shape)}"
+            )
+    return flat_p, p_spec, flat_t
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """torch.func.jvp: (func(*primals), J·tangents) — with has_aux (output, jvp_out, aux) —
+    the outputs' pytree for both. Computed in reverse mode (pyrite has no forward-mode AD):
+    u ↦ uᵀJ is linear in u, so its gradient against the tangents is J·tangents — two backward
+    passes, where torch's forward mode takes one forward pass. Composes with grad, vjp and
+    jacrev (a Hessian-vector product: jvp(grad(f), (x,), (v,)))."""
+    from .ops.creation import zeros_like
+
+    flat_p, p_spec, flat_t = _jvp_checked(primals, tangents)
+    outer = autograd.is_grad_enabled()
+    with autograd.enable_grad():
+        xs = [_differentiable(x) for x in flat_p]
+        out, aux = _split_aux(func(*tree_unflatten(xs, p_spec)), has_aux)
+        flat_out, out_spec = _outputs_checked(out, "jvp(f, primals, tangents)")
+        keep = outer and (_reaches_outside(flat_out, xs) or _reaches_outside(flat_t, ()))
+        us = [zeros_like(o).requires_grad_(True) for o in flat_out]
+        jv = [None] * len(us)
+        pairs = [(o, u) for o, u in zip(flat_out, us) if o.requires_grad]
+        if pairs:
+            g = autograd.grad([o for o, _ in pairs], xs, [u for _, u in pairs],
+                              create_graph=True, allow_unused=True)  # fmt: skip
+            lin = [(gi, ti) for gi, ti in zip(g, flat_t) if gi is not None and gi.requires_grad]
+            if lin:
+                jv = autograd.grad([a for a, _ in lin], us, [t.to(a.dtype) for a, t in lin],
+                                   retain_graph=keep, create_graph=keep, allow_unused=True)  # fmt: skip
+        jv = [zeros_like(o) if j is None else j for j, o in zip(jv, flat_out)]
+    result = (_released(out, keep), _released(tree_unflatten(jv, out_spec), keep))
+    return (*result, _released(aux, keep)) if has_aux else result
+
+
+def linearize(func, *primals):
+    """torch.func.linearize: (func(*primals), jvp_fn), jvp_fn(*tangents) giving J·tangents at
+    the primals (each call runs jvp again: pyrite keeps no linearized graph)."""
+    _jvp_checked(primals, primals)
+    with autograd.no_grad():
+        out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+
+    return out, jvp_fn
 
 
 # ---- jacrev, jacfwd, hessian -----------------------------------------------------------------
