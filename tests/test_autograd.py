@@ -192,9 +192,12 @@ def test_autograd_grad_of_intermediate_and_unused(rng):
 
 def test_missing_rule_raises_at_backward(rng):
     (x,), _ = both(rng, (4, 4))
-    h = pr.histc(x, bins=5)  # (no rule: torch has no derivative for histc either)
-    with pytest.raises(NotImplementedError, match="histc"):
+    h = pr.heaviside(x, x + 1)  # (no rule: torch has no derivative for heaviside either)
+    assert h.requires_grad
+    with pytest.raises(NotImplementedError, match="heaviside"):
         h.sum().backward()
+    # histc is not differentiable in torch: its counts never require grad
+    assert not pr.histc(x, bins=5).requires_grad
 
 
 def test_anomaly_names_the_op(rng):

@@ -35,6 +35,7 @@ import math
 import numbers
 
 from .. import dtypes as D
+from ..autograd import plain
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Size, Tensor
 from . import core
@@ -164,11 +165,16 @@ _HIST_BIN = (
 )
 
 
+@plain
 def histc(input, bins=100, min=0, max=0) -> Tensor:
-    """Histogram with `bins` equal bins over [min, max] (the data's range when min == max)."""
+    """Histogram with `bins` equal bins over [min, max] (the data's range when min == max).
+    Not differentiable: as torch's, the counts never require grad (unwrapped, on the input
+    detached), where a guarded op's output would carry a backward that raises."""
     from .creation import full, zeros
 
     x = as_tensor_arg(input)
+    if isinstance(x, Tensor):
+        x = x.detach()
     if x.dtype.kind != "f":
         raise DtypeError(
             f"pyrite: histc: not implemented for {x.dtype} (floating-point input only)"

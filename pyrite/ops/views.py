@@ -16,7 +16,7 @@ import numpy as np
 from pyrite.errors import warn as _warn
 
 from .. import dtypes as D
-from ..autograd import plain
+from ..autograd import forwards, plain
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, contiguous_strides
 from .core import contiguous_copy
@@ -148,11 +148,13 @@ def reshape(input: Tensor, *args, shape=None) -> Tensor:
     return x._view(shape, strides, x._offset)
 
 
+@forwards  # (other gives a shape only: its requires_grad is not the result's, as torch's)
 def view_as(input, other):
     x = input
     return view(x, other._shape)
 
 
+@forwards  # (other gives a shape only: its requires_grad is not the result's, as torch's)
 def reshape_as(input, other):
     x = input
     return reshape(x, other._shape)
@@ -342,6 +344,7 @@ def expand(input: Tensor, *args, size=None) -> Tensor:
     return x._view(tuple(shape), tuple(strides), x._offset)
 
 
+@forwards  # (other gives a shape only: its requires_grad is not the result's, as torch's)
 def expand_as(input, other):
     x = input
     return expand(x, *other._shape)
@@ -944,15 +947,12 @@ GRADS = {
     "embed": _g_embed,
     "view": _g_reshape,
     "reshape": _g_reshape,
-    "view_as": _g_reshape,
-    "reshape_as": _g_reshape,
     "flatten": _g_reshape,
     "unflatten": _g_reshape,
     "squeeze": _g_reshape,
     "unsqueeze": _g_reshape,
     "contiguous": _g_same,
     "expand": _g_same,
-    "expand_as": _g_same,
     "broadcast_to": _g_same,
     "permute": _g_permute,
     "transpose": _g_transpose,
