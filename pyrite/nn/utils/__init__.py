@@ -1,8 +1,8 @@
 """pyrite.nn.utils: gradient clipping, parameter/vector conversion, rnn (pad_sequence),
 parametrize and parametrizations (weight_norm, spectral_norm, orthogonal), the older hook-based
-weight_norm / spectral_norm, and conv/linear + BatchNorm fusion."""
+weight_norm / spectral_norm, prune, and conv/linear + BatchNorm fusion."""
 
-from . import parametrizations, parametrize, rnn, stateless
+from . import parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -56,6 +56,7 @@ __all__ = [
     "parameters_to_vector",
     "parametrizations",
     "parametrize",
+    "prune",
     "remove_spectral_norm",
     "remove_weight_norm",
     "rnn",
