@@ -1055,9 +1055,9 @@ DS_GEMM_MAX_BYTES = 256 << 20
 # ... and dk, dv by GEMMs too (attn_dkv_tiled_kernel's `p_out`): the kernel stores the weights P
 # beside dS (a second batch·heads × L × S f32 buffer) and does only the scores, dP and the
 # elementwise step, and dv = Pᵀ·dout, dk = scale·dSᵀ·q, dq = scale·dS·k are three batched GEMMs:
-# two more of the backward's products move from the kernel's register tiles (~9 TFLOP/s at
-# BERT-base, an estimate from the A/B's totals) to the GEMM kernels, for a write and two reads
-# of P. Built without a GPU (2026-12-07, session 44) and tested on lavapipe; not yet measured,
+# two more of the backward's products move from the kernel's register tiles (~11 TFLOP/s at
+# BERT-base, an estimate: the tiled dq and dk/dv kernels' seven products took 523 µs together)
+# to the GEMM kernels, for a write and two reads of P. Built without a GPU (2026-12-07, session 44) and tested on lavapipe; not yet measured,
 # so off: `scripts/attention_bwd_ab.py --variants t2,dsgemm,gemm3 --breakdown` decides it.
 GEMM_PRODUCTS = False
 
