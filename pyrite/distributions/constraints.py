@@ -9,6 +9,8 @@ import pyrite as pr
 __all__ = [
     "Constraint",
     "boolean",
+    "cat",
+    "corr_cholesky",
     "dependent",
     "dependent_property",
     "greater_than",
@@ -28,9 +30,12 @@ __all__ = [
     "positive",
     "positive_definite",
     "positive_integer",
+    "positive_semidefinite",
     "real",
     "real_vector",
     "simplex",
+    "square",
+    "stack",
     "symmetric",
     "unit_interval",
 ]
@@ -329,3 +334,12 @@ lower_cholesky = _LowerCholesky()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
 independent = _IndependentConstraint
+
+# matrix and composite constraints, in their own module (it imports the classes above)
+from .structured_constraints import (  # noqa: E402
+    cat,
+    corr_cholesky,
+    positive_semidefinite,
+    square,
+    stack,
+)

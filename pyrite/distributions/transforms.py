@@ -21,12 +21,19 @@ from .utils import sum_rightmost
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
     "ExpTransform",
     "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
+    "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",
@@ -620,3 +627,15 @@ def _broadcast_with_param(shape, param):
     if isinstance(param, numbers.Number):
         return tuple(shape)
     return tuple(pr.broadcast_shapes(tuple(shape), tuple(param.shape)))
+
+
+# matrix and composite transforms, in their own module (it imports Transform from this one)
+from .structured_transforms import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    SoftplusTransform,
+    StackTransform,
+)
