@@ -25,44 +25,10 @@ from torch.distributions import constraint_registry as TCR
 
 import pyrite as pr
 import pyrite.distributions as D
-from tests.optable import EPS32, assert_close
+from tests.optable import EPS32, assert_close  # noqa: F401
+from tests.test_distributions_more import _conv, _f32, _np, _unif, check  # noqa: F401
 
 N_SAMPLES = 20000
-
-
-def _f32(a):
-    return np.asarray(a, dtype=np.float32)
-
-
-def _unif(rng, lo, hi, shape):
-    return _f32(rng.uniform(lo, hi, shape))
-
-
-def _np(x):
-    if isinstance(x, (torch.Tensor, pr.Tensor)):
-        return x.detach().numpy().astype(np.float64)
-    return np.asarray(x, dtype=np.float64)
-
-
-def _conv(lib, a, grad=False):
-    """A numpy f32 array as a pyrite f32 or torch f64 tensor (numbers pass through)."""
-    if not isinstance(a, np.ndarray):
-        return a
-    if lib is pr:
-        t = pr.tensor(_f32(a))
-    else:
-        t = torch.from_numpy(_f32(a).astype(np.float64))
-    return t.requires_grad_() if grad else t
-
-
-def check(got, want, ulps, what=""):
-    """got within `ulps` ULP of (|want| + max|want| + 1): see the module's docstring."""
-    g, w = _np(got), _np(want)
-    assert g.shape == w.shape, (what, g.shape, w.shape)
-    finite = w[np.isfinite(w)]
-    scale = (float(np.abs(finite).max()) if finite.size else 0.0) + 1.0
-    tol = ulps * EPS32 * (np.abs(np.nan_to_num(w, posinf=0, neginf=0)) + scale)
-    assert_close(g, w, tol, 0, what)
 
 
 @pytest.fixture(autouse=True)

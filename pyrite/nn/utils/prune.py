@@ -240,15 +240,19 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries chosen uniformly at random (an int: that many; a float in
-    [0, 1]: that fraction, rounded). Draws from pyrite's generator, not torch's."""
+class _Unstructured(BasePruningMethod):
+    """Prunes `amount` single entries (an int: that many; a float in [0, 1]: that fraction,
+    rounded): those `_pruned` picks."""
 
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount) -> None:
         _validate_pruning_amount_init(amount)
         self.amount = amount
+
+    def _pruned(self, t, k):
+        """The flat indices of the k entries of `t` to prune."""
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         size = t.nelement()
@@ -257,35 +261,27 @@ class RandomUnstructured(BasePruningMethod):
         mask = default_mask.clone().contiguous()
         if k != 0:
             _check_topk_count(k)
-            chosen = rand_like(t).reshape(-1).topk(k).indices
-            mask.view(-1)[chosen] = 0
+            mask.view(-1)[self._pruned(t, k)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` entries chosen uniformly at random. Draws from pyrite's generator, not
+    torch's."""
+
+    def _pruned(self, t, k):
+        return rand_like(t).reshape(-1).topk(k).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
-    """Prunes the `amount` entries of smallest absolute value (an int: that many; a float in
-    [0, 1]: that fraction, rounded)."""
+class L1Unstructured(_Unstructured):
+    """Prunes the `amount` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone().contiguous()
-        if k != 0:
-            _check_topk_count(k)
-            smallest = t.abs().reshape(-1).topk(k, largest=False).indices
-            mask.view(-1)[smallest] = 0
-        return mask
+    def _pruned(self, t, k):
+        return t.abs().reshape(-1).topk(k, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
