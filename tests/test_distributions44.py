@@ -844,3 +844,19 @@ def test_invalid_values_raise():
         D.Wishart(pr.tensor(2.5), pr.eye(3))
     with pytest.raises(AssertionError, match="Wrong domain"):
         D.wishart._mvdigamma(pr.tensor([0.5]), 3)
+
+
+def test_gamma_cdf_and_its_gradients(rng):
+    """Gamma.cdf is gammainc(concentration, rate·value), as torch's: values and the gradients
+    to the value and the rate (torch has none to the concentration, and neither has pyrite)."""
+    a, r = _unif(rng, 0.3, 6.0, (4, 1)), _unif(rng, 0.2, 3.0, (1, 5))
+    x = _unif(rng, 0.05, 8.0, (4, 5))
+    pr_r, pr_x = _conv(pr, r, grad=True), _conv(pr, x, grad=True)
+    t_r, t_x = _conv(torch, r, grad=True), _conv(torch, x, grad=True)
+    got = D.Gamma(_conv(pr, a), pr_r).cdf(pr_x)
+    want = TD.Gamma(_conv(torch, a), t_r).cdf(t_x)
+    check(got, want, 64, "cdf")
+    got.sum().backward()
+    want.sum().backward()
+    check(pr_x.grad, t_x.grad, 256, "d cdf / d value")
+    check(pr_r.grad, t_r.grad, 256 * 4, "d cdf / d rate")

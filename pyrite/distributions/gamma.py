@@ -91,6 +91,13 @@ class Gamma(Distribution):
         a, r = self.concentration, self.rate
         return a - pr.log(r) + pr.lgamma(a) + (1.0 - a) * pr.digamma(a)
 
+    def cdf(self, value):
+        """The regularized lower incomplete gamma P(concentration, rate·value) (torch's; no
+        gradient with respect to concentration, as torch's gammainc)."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return pr.special.gammainc(self.concentration, self.rate * value)
+
 
 class Beta(Distribution):
     """The beta distribution on (0, 1) with concentrations `concentration1` (alpha) and
