@@ -1237,6 +1237,24 @@ def grad(
 
 
 # ---- wrapping public ops -------------------------------------------------------------------
+def zero_gradient(name, input, out, defined=True):
+    """`out`, a random draw made from `input`'s probabilities or rates (bernoulli, poisson),
+    recorded with torch's zero gradient to `input` where input requires grad (so a loss built
+    on the draw still backpropagates, with zeros, as torch's does); `defined=False`: with a
+    backward that raises, where torch defines none (x.bernoulli(0.3): input gives only a
+    shape)."""
+    if not (_state.enabled and input.requires_grad):
+        return out
+    return record(name, _g_zero_draw if defined else _not_implemented(name), (input,), {}, out)
+
+
+def _g_zero_draw(ctx, g):
+    return (g.new_zeros(g.shape),)
+
+
+_g_zero_draw.saves = frozenset()
+
+
 def _not_implemented(name):
     def rule(ctx, g):
         raise NotImplementedError(

@@ -180,3 +180,25 @@ def test_prod_cumprod_double_backward_with_zeros(rng, op):
             np.testing.assert_allclose(
                 hp.numpy(), ht.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"{op} of {a.tolist()}"
             )
+
+
+def test_random_draws_have_torchs_zero_gradient():
+    """bernoulli (p from the input) and poisson: the draw requires grad where its input does
+    and backpropagates zeros into it, as torch's (a loss built only on the draw used to raise
+    'does not require grad'); x.bernoulli(0.3) requires grad too, and its backward raises, as
+    torch's; under no_grad, or without grad, nothing records."""
+    for lib in (torch, pr):
+        p = lib.rand(6).requires_grad_()
+        for f in (lambda: lib.bernoulli(p), lambda: lib.poisson(p * 3)):  # noqa: B023
+            p.grad = None
+            out = f()
+            assert out.requires_grad, lib
+            out.sum().backward()
+            assert p.grad is not None and not bool((p.grad != 0).any()), lib
+        out = p.bernoulli(0.3)
+        assert out.requires_grad
+        with pytest.raises((RuntimeError, NotImplementedError), match="bernoulli"):
+            out.sum().backward()
+        with lib.no_grad():
+            assert not lib.bernoulli(p).requires_grad and not lib.poisson(p).requires_grad
+        assert not lib.bernoulli(p.detach()).requires_grad

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyrite as pr
 
+from .. import autograd
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all
@@ -33,8 +34,8 @@ def poisson_sample(rate):
 
 
 def poisson(input, generator=None):
-    """torch.poisson: Poisson(input) counts of input's shape and dtype (no gradient flows), by
-    poisson_sample, drawing from `generator` if given."""
+    """torch.poisson: Poisson(input) counts of input's shape and dtype, by poisson_sample,
+    drawing from `generator` if given; their gradient to input is zero (torch's)."""
     from ..ops.random import drawing_from
 
     if not isinstance(input, pr.Tensor) or not input.dtype.is_floating_point:
@@ -43,7 +44,8 @@ def poisson(input, generator=None):
     if input.numel() and bool((~(input >= 0)).any()):  # (one readback; NaN fails it too)
         raise RuntimeError("pyrite: invalid Poisson rate, expected rate to be non-negative")
     with drawing_from(generator):
-        return poisson_sample(input).to(input.dtype)
+        out = poisson_sample(input).to(input.dtype)
+    return autograd.zero_gradient("poisson", input, out)
 
 
 def _knuth(rate, small, shape):

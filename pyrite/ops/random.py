@@ -9,6 +9,7 @@ import contextlib
 
 from .. import backend
 from .. import dtypes as D
+from ..autograd import zero_gradient
 from ..errors import DtypeError
 from ..kernels.common import grid_for
 from ..kernels.random import random_kernel
@@ -259,7 +260,8 @@ def bernoulli(input, p=None, *, generator=None):
     if p is not None and not isinstance(p, Tensor) and not 0 <= p <= 1:
         raise RuntimeError(f"pyrite: bernoulli_ expects p to be in [0, 1], but got p={p}")
     probs = input if p is None else full(input._shape, p)
-    return (rand(probs._shape, generator=generator) < probs).to(input.dtype)
+    out = (rand(probs._shape, generator=generator) < probs).to(input.dtype)
+    return zero_gradient("bernoulli", input, out, defined=p is None)
 
 
 def randperm(n, *, generator=None, dtype=None, **kw):
