@@ -620,6 +620,9 @@ def record(name, rule, args, kwargs, out, inplace=False):
             needs.append(False)
             if kept is not None:
                 kept.append(a)  # dims, sizes, indices: kept
+    reads_for = getattr(rule, "reads_for", None)
+    if reads_for is not None and kept is not None and False in needs:
+        _drop_unread(reads_for, needs, kept, versions)  # (not when every input needs its grad)
     node.edges = edges
     node.meta = meta
     node.needs = needs
@@ -684,6 +687,22 @@ def _own_result(o, inputs):
         ):
             return
     o._base = None
+
+
+def _drop_unread(reads_for, needs, kept, versions):
+    """Drop the saved inputs read only for gradients no input needs: `reads_for[i]` is the
+    input whose gradient alone reads input i (a product's operand is read for the other's:
+    torch saves mat2 only when mat1 requires grad, so `y = x @ w` with x data lets an optimizer
+    step write w before a second backward through y, as torch does). In place, after record's
+    loop has found which inputs need a gradient (a few list reads: this runs on every product)."""
+    n = len(needs)
+    for i, j in reads_for.items():
+        if i < n and kept[i] is not None and not (j < n and needs[j]):
+            kept[i] = None
+            for k, v in enumerate(versions):  # (input i's entry: one at most)
+                if v[0] == i:
+                    del versions[k]
+                    break
 
 
 def saves(*what):

@@ -1109,7 +1109,7 @@ _g_where.saves = frozenset({0})
 
 
 def _g_lerp(ctx, g):
-    a, b, w = ctx.args
+    a, b, w = ctx.args  # (a and b are None unless w needs a gradient)
     return (
         g * (1.0 - w) if ctx.needs[0] else None,
         g * w if ctx.needs[1] else None,
@@ -1118,6 +1118,9 @@ def _g_lerp(ctx, g):
 
 
 _g_lerp.saves = frozenset({0, 1, 2})
+# (autograd._drop_unread: start and end are read only for weight's gradient; torch keeps weight,
+# which two gradients read, whatever needs a gradient)
+_g_lerp.reads_for = {0: 2, 1: 2}
 
 
 def _g_addcmul(ctx, g):
@@ -1130,6 +1133,7 @@ def _g_addcmul(ctx, g):
 
 
 _g_addcmul.saves = frozenset({1, 2})
+_g_addcmul.reads_for = {1: 2, 2: 1}
 
 
 def _g_addcdiv(ctx, g):
@@ -1142,6 +1146,7 @@ def _g_addcdiv(ctx, g):
 
 
 _g_addcdiv.saves = frozenset({1, 2})
+_g_addcdiv.reads_for = {1: 2}  # (tensor2, read by both gradients, is always kept)
 
 
 def _g_clamp(ctx, g):

@@ -1467,17 +1467,18 @@ for _name in ("addmm", "addmv", "baddbmm", "addbmm"):
 def _g_matmul(ctx, g):
     """matmul's gradients for every rank pairing (1-D operands, broadcast batches: the engine
     sums a gradient's batch dims back to its operand's)."""
-    a, b = ctx.args[0], ctx.args[1]
+    a, b = ctx.args[0], ctx.args[1]  # (either is None when only the other's gradient reads it)
     ga = gb = None
-    if a.ndim == 1 and b.ndim == 1:
+    a_ndim, b_ndim = len(ctx.meta[0][0]), len(ctx.meta[1][0])
+    if a_ndim == 1 and b_ndim == 1:
         return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
-    if a.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
+    if a_ndim == 1:  # (k) @ (..., k, n) -> (..., n)
         if ctx.needs[0]:
             ga = matmul(g.unsqueeze(-2), b.mT).squeeze(-2)
         if ctx.needs[1]:
             gb = a.unsqueeze(-1) * g.unsqueeze(-2)
         return ga, gb
-    if b.ndim == 1:  # (..., m, k) @ (k) -> (..., m)
+    if b_ndim == 1:  # (..., m, k) @ (k) -> (..., m)
         if ctx.needs[0]:
             ga = g.unsqueeze(-1) * b
         if ctx.needs[1]:
@@ -1491,6 +1492,7 @@ def _g_matmul(ctx, g):
 
 
 _g_matmul.saves = frozenset((0, 1))
+_g_matmul.reads_for = {0: 1, 1: 0}  # (autograd._drop_unread: as torch, each for the other)
 
 
 def _g_addmm(ctx, g):
@@ -1504,6 +1506,7 @@ def _g_addmm(ctx, g):
 
 
 _g_addmm.saves = frozenset((1, 2))
+_g_addmm.reads_for = {1: 2, 2: 1}
 
 
 def _rows(t) -> int:
@@ -1515,7 +1518,8 @@ def _g_linear(ctx, g):
     """y = x W^T + b: dx = g W, dW = g^T x over the flattened batch, db = g (summed)."""
     from ..autograd import is_grad_enabled
 
-    x, w = ctx.args[0], ctx.args[1]
+    x, w = ctx.args[0], ctx.args[1]  # (either is None when only the other's gradient reads it)
+    w_shape = ctx.meta[1][0]
     gx = gw = gb = None
     if ctx.needs[0]:
         if w.ndim != 2:
@@ -1526,14 +1530,14 @@ def _g_linear(ctx, g):
             gx = matmul(g, w)
     want_b = len(ctx.needs) > 2 and ctx.needs[2]  # (the bias is not saved: only needs says)
     if ctx.needs[1]:
-        if w.ndim == 2:
+        if len(w_shape) == 2:
             # (explicit row counts: reshape(-1, 0) of an empty tensor is ambiguous, and
             # Linear(n, 0) / Linear(0, n) have empty gradients to give)
             gt = g.reshape(_rows(g), g._shape[-1]).mT
             x2 = x.reshape(_rows(x), x._shape[-1])
             if (
                 want_b
-                and ctx.meta[2][0] == (w._shape[0],)
+                and ctx.meta[2][0] == (w_shape[0],)
                 and g.dtype is x.dtype is float32
                 and not is_grad_enabled()
             ):
@@ -1551,6 +1555,7 @@ def _g_linear(ctx, g):
 
 
 _g_linear.saves = frozenset((0, 1))
+_g_linear.reads_for = {0: 1, 1: 0}
 
 
 def _g_outer(ctx, g):
@@ -1561,6 +1566,7 @@ def _g_outer(ctx, g):
 
 
 _g_outer.saves = frozenset((0, 1))
+_g_outer.reads_for = {0: 1, 1: 0}
 
 
 def _g_baddbmm(ctx, g):
@@ -1570,13 +1576,14 @@ def _g_baddbmm(ctx, g):
     alpha = ctx.kwargs.get("alpha", 1)
     gi = g * beta if ctx.needs[0] else None
     if ctx.name.startswith("addbmm"):  # g (M, N) is every batch's
-        g = g.unsqueeze(0).expand(b1._shape[0], *g._shape)
+        g = g.unsqueeze(0).expand(ctx.meta[1][0][0], *g._shape)
     g1 = matmul(g, b2.mT) * alpha if ctx.needs[1] else None
     g2 = matmul(b1.mT, g) * alpha if ctx.needs[2] else None
     return gi, g1, g2
 
 
 _g_baddbmm.saves = frozenset((1, 2))
+_g_baddbmm.reads_for = {1: 2, 2: 1}
 
 
 def _g_addmv(ctx, g):
@@ -1590,6 +1597,7 @@ def _g_addmv(ctx, g):
 
 
 _g_addmv.saves = frozenset((1, 2))
+_g_addmv.reads_for = {1: 2, 2: 1}
 
 GRADS = {
     "outer": _g_outer,
