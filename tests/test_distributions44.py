@@ -26,7 +26,15 @@ from torch.distributions import constraint_registry as TCR
 import pyrite as pr
 import pyrite.distributions as D
 from tests.optable import EPS32, assert_close  # noqa: F401
-from tests.test_distributions_more import _conv, _f32, _np, _unif, check  # noqa: F401
+from tests.test_distributions_more import (  # noqa: F401
+    _conv,
+    _f32,
+    _np,
+    _torch_has,
+    _unif,
+    build,
+    check,
+)
 
 N_SAMPLES = 20000
 
@@ -155,19 +163,6 @@ CASES = [
     "wishart_prec",
     "wishart_tril",
 ]
-
-
-def build(lib, make, P, grad=False):
-    tensors = {k: _conv(lib, v, grad) for k, v in P.items()}
-    return make(lib, tensors), tensors
-
-
-def _torch_has(fn):
-    """fn()'s value, or None where torch does not implement it."""
-    try:
-        return fn()
-    except NotImplementedError:
-        return None
 
 
 def _kumaraswamy_mode(a, b):

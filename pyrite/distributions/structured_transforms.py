@@ -160,23 +160,47 @@ class CorrCholeskyTransform(Transform):
         return tuple(shape[:-2]) + (d * (d - 1) // 2,)
 
 
-class CatTransform(Transform):
-    """The transforms `tseq` applied to consecutive slices of `lengths` (default 1 each)
-    along `dim`, the results joined as torch.cat."""
+class _PiecewiseTransform(Transform):
+    """Cat's and Stack's shared part: the transforms `tseq`, each applied to its slice of the
+    input along `dim` (`_slices`), the results joined by `_join` (torch.cat / torch.stack)."""
 
-    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+    _join = None
+
+    def __init__(self, tseq, dim, cache_size):
         if not all(isinstance(t, Transform) for t in tseq):
             raise AssertionError("All elements of tseq must be Transform instances")
         if cache_size:
             tseq = [t.with_cache(cache_size) for t in tseq]
         super().__init__(cache_size=cache_size)
         self.transforms = list(tseq)
+        self.dim = dim
+
+    def _call(self, x):
+        self._check(x, "x")
+        return self._join([t(s) for t, s in zip(self.transforms, self._slices(x))], self.dim)
+
+    def _inverse(self, y):
+        self._check(y, "y")
+        return self._join([t.inv(s) for t, s in zip(self.transforms, self._slices(y))], self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+
+class CatTransform(_PiecewiseTransform):
+    """The transforms `tseq` applied to consecutive slices of `lengths` (default 1 each)
+    along `dim`, the results joined as torch.cat."""
+
+    _join = staticmethod(pr.cat)
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        super().__init__(tseq, dim, cache_size)
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
             raise AssertionError(
                 f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})"
             )
-        self.dim = dim
 
     @property
     def event_dim(self):
@@ -204,14 +228,6 @@ class CatTransform(Transform):
             yield t.narrow(self.dim, start, length)
             start = start + length
 
-    def _call(self, x):
-        self._check(x, "x")
-        return pr.cat([t(s) for t, s in zip(self.transforms, self._slices(x))], self.dim)
-
-    def _inverse(self, y):
-        self._check(y, "y")
-        return pr.cat([t.inv(s) for t, s in zip(self.transforms, self._slices(y))], self.dim)
-
     def log_abs_det_jacobian(self, x, y):
         self._check(x, "x")
         self._check(y, "y")
@@ -231,10 +247,6 @@ class CatTransform(Transform):
             total = total + term
         return total
 
-    @property
-    def bijective(self):
-        return all(t.bijective for t in self.transforms)
-
     @constraints.dependent_property
     def domain(self):
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
@@ -244,18 +256,14 @@ class CatTransform(Transform):
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
-class StackTransform(Transform):
+class StackTransform(_PiecewiseTransform):
     """The transforms `tseq` applied to the slices along `dim`, one each, the results joined
     as torch.stack."""
 
+    _join = staticmethod(pr.stack)
+
     def __init__(self, tseq, dim=0, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
-        super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
-        self.dim = dim
+        super().__init__(tseq, dim, cache_size)
 
     def with_cache(self, cache_size=1):
         if self._cache_size == cache_size:
@@ -273,14 +281,6 @@ class StackTransform(Transform):
     def _slices(self, t):
         return [t.select(self.dim, i) for i in range(t.shape[self.dim])]
 
-    def _call(self, x):
-        self._check(x, "x")
-        return pr.stack([t(s) for t, s in zip(self.transforms, self._slices(x))], self.dim)
-
-    def _inverse(self, y):
-        self._check(y, "y")
-        return pr.stack([t.inv(s) for t, s in zip(self.transforms, self._slices(y))], self.dim)
-
     def log_abs_det_jacobian(self, x, y):
         self._check(x, "x")
         self._check(y, "y")
@@ -289,10 +289,6 @@ class StackTransform(Transform):
             for t, xs, ys in zip(self.transforms, self._slices(x), self._slices(y))
         ]
         return pr.stack(terms, self.dim)
-
-    @property
-    def bijective(self):
-        return all(t.bijective for t in self.transforms)
 
     @constraints.dependent_property
     def domain(self):

@@ -288,9 +288,8 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes `amount` whole channels along `dim`, chosen uniformly at random. Draws from
-    pyrite's generator, not torch's."""
+class _Structured(BasePruningMethod):
+    """Prunes `amount` whole channels along `dim`: all but those `_kept` keeps."""
 
     PRUNING_TYPE = "structured"
 
@@ -299,51 +298,56 @@ class RandomStructured(BasePruningMethod):
         self.amount = amount
         self.dim = dim
 
+    def _scores(self, t):
+        """What ranks the channels, computed (and its errors raised) even when none is pruned,
+        as torch's; None where the ranking is drawn only when needed."""
+        return None
+
+    def _kept(self, scores, nchannels, k):
+        """The channels to keep (indices, or a bool per channel) of the `nchannels`."""
+        raise NotImplementedError
+
     def compute_mask(self, t, default_mask):
         _validate_structured_pruning(t)
         _validate_pruning_dim(t, self.dim)
         nchannels = t.shape[self.dim]
         k = _compute_nparams_toprune(self.amount, nchannels)
         _validate_pruning_amount(k, nchannels)
+        scores = self._scores(t)
         if k == 0:
             return default_mask
-        prob = rand(nchannels)
-        keep = prob > prob.kthvalue(k).values  # the k lowest draws are pruned
         mask = zeros_like(t)
-        mask[_along(t, self.dim, keep)] = 1
+        mask[_along(t, self.dim, self._kept(scores, nchannels, k))] = 1
         mask *= default_mask.to(dtype=mask.dtype)
         return mask
+
+
+class RandomStructured(_Structured):
+    """Prunes `amount` whole channels along `dim`, chosen uniformly at random. Draws from
+    pyrite's generator, not torch's."""
+
+    def _kept(self, scores, nchannels, k):
+        prob = rand(nchannels)
+        return prob > prob.kthvalue(k).values  # the k lowest draws are pruned
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the `amount` channels along `dim` of smallest L`n` norm (the norm over every
     other dim; `n` as torch.norm's `p`)."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount, n, dim=-1) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        nchannels = t.shape[self.dim]
-        k = _compute_nparams_toprune(self.amount, nchannels)
-        _validate_pruning_amount(k, nchannels)
-        kept = _compute_norm(t, self.n, self.dim).topk(nchannels - k, largest=True).indices
-        if k == 0:
-            return default_mask
-        mask = zeros_like(t)
-        mask[_along(t, self.dim, kept)] = 1
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+    def _scores(self, t):
+        return _compute_norm(t, self.n, self.dim)
+
+    def _kept(self, scores, nchannels, k):
+        return scores.topk(nchannels - k, largest=True).indices
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
