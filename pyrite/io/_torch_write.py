@@ -155,8 +155,9 @@ class _Collector:
     def __init__(self):
         self.stored: dict = {}  # (id of the pyrite storage, dtype) -> _Stored
         self.order: list = []  # _Stored in the order first met (their keys)
-        self.refs: dict = {}  # id of a pyrite tensor -> its _TensorRef (the same tensor twice)
-        self.keep: list = []  # (the tensors walked: their ids stay theirs until the pickle)
+        # id of a pyrite tensor -> its _TensorRef (the same tensor twice; the ref holds the
+        # tensor, so the id stays its own until the pickle is written)
+        self.refs: dict = {}
 
     def walk(self, obj, path: str):
         if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
@@ -192,7 +193,6 @@ class _Collector:
         ref = self.refs.get(id(t))
         if ref is not None:
             return ref
-        self.keep.append(t)
         if t.dtype not in STORAGE_OF:
             raise NotPlain(f"pyrite: save: a tensor of dtype {t.dtype}")
         size, stride, offset = t._shape, t._strides, t._offset
