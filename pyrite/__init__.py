@@ -211,6 +211,7 @@ from . import (
     io,
     optim,
     profiler,  # torch.profiler's profile() and record_function (pyrite/profiler.py)
+    quasirandom,  # torch.quasirandom.SobolEngine (pyrite/quasirandom.py)
     signal,  # torch.signal.windows (pyrite/signal/)
     utils,
 )
