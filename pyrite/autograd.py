@@ -612,8 +612,9 @@ def record(name, rule, args, kwargs, out, inplace=False):
                 if kept is not None:
                     kept.append(a)
             elif kept is not None:
-                # tensors the rule does not read are dropped (memory, and no version check)
-                kept.append(None)
+                # tensors the rule does not read are dropped (memory, and no version check);
+                # one whose geometry alone it reads (`rule.geometry`) leaves that behind
+                kept.append(Geometry(a) if i in getattr(rule, "geometry", ()) else None)
         else:
             edges.append(None)
             meta.append(None)
@@ -703,6 +704,35 @@ def _drop_unread(reads_for, needs, kept, versions):
                 if v[0] == i:
                     del versions[k]
                     break
+
+
+class Geometry:
+    """What a rule that reads an input's layout but not its values keeps of it (as_strided's
+    gradient: its shape, strides and offset), in place of the tensor: no storage held, no
+    version check, so writing the input in place before the backward is allowed, as in torch
+    (a double backward through an in-place write into a view: `v[1:4].mul_(3)`)."""
+
+    __slots__ = ("_shape", "_strides", "_offset", "dtype")
+
+    def __init__(self, t):
+        self._shape, self._strides, self._offset, self.dtype = (
+            tuple(t._shape),
+            tuple(t._strides),
+            t._offset,
+            t.dtype,
+        )
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def numel(self) -> int:
+        return math.prod(self._shape)
+
+    def is_contiguous(self) -> bool:
+        from .tensor import _is_contiguous
+
+        return _is_contiguous(self._shape, self._strides)
 
 
 def saves(*what):
@@ -1683,7 +1713,11 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
         b_old.grad_fn, b_old._out_nr = b.grad_fn, b._out_nr
     if v_old is None:
         v_old = Tensor._make(v._storage, v._shape, v._strides, v._offset, v.dtype)
-    v_old.requires_grad = b.requires_grad  # its gradient goes through the base (below)
+    if b.requires_grad:
+        # v's old value is a window of b's old history: the inner rule reads it (mul_'s
+        # gradient for its other operand), and a double backward differentiates through it; as
+        # an operand of the op itself (v.add_(v)) its gradient goes back to b's old history
+        record("view", _window_rule(b_old, v), (b_old,), {}, v_old)
     before = _aliased_operands(v, args[1:])
     with no_grad():
         out = fn(*args, **kwargs)
@@ -1708,11 +1742,6 @@ def _inplace_view_call(fn, name, rule, args, kwargs):
         return (gb, *grads[1:])
 
     copy_slices.saves = frozenset()
-    if self_operand:
-        # the operand's gradient is v's old value's: a window of b's old history
-        v_prev = _alias(v)
-        record("view", _window_rule(b_old, v), (b_old,), {}, v_prev)
-        rest = tuple(v_prev if a is v else before.get(id(a), a) for a in args[1:])
     record(f"CopySlices[{name}]", copy_slices, (b_old, *rest), kwargs, b)
     # every other view of b now reads through b's new history (fresh_view)
     b._agen = v._agen = getattr(b, "_agen", 0) + 1
@@ -1972,3 +2001,11 @@ def _differentiated_twice(ctx, g):
 
 
 _differentiated_twice.saves = frozenset()
+
+
+def __getattr__(name):  # (PEP 562: `pr.autograd.forward_ad` loads on first use, no cycle)
+    if name == "forward_ad":
+        from . import autograd_forward_ad
+
+        return autograd_forward_ad
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

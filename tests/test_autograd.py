@@ -322,6 +322,36 @@ def test_inplace_into_views_rebases_the_base(rng):
         x[0].add_(1.0)
 
 
+def test_double_backward_through_in_place_writes_into_views(rng):
+    """A second derivative through the same writes into views (CopySlices' rule writes the
+    gradient in place into an as_strided window, whose own gradient reads only the window's
+    layout: autograd.Geometry), and as_strided's input written in place after the view is taken
+    — Hessian-vector products equal torch's."""
+    (x, y), (tx, ty) = both(rng, (4, 7), (7,))
+
+    def f(L, x, y):
+        h = x * 1.5
+        h[1:3].mul_(y)
+        h[:, 2:5] += x[:, :3] ** 2
+        w = h.as_strided((3, 2), (7, 3), 1)
+        return (h**3).sum() + (w * w).sum()
+
+    for L, a, b in ((pr, x, y), (torch, tx, ty)):
+        gx, gy = L.autograd.grad(f(L, a, b), (a, b), create_graph=True)
+        (gx.sin().sum() + (gy * gy).sum()).backward()
+    close(x.grad, tx.grad, 1e-4)
+    close(y.grad, ty.grad, 1e-4)
+
+    (x,), (tx,) = both(rng, (10,))
+    for L, a in ((pr, x), (torch, tx)):
+        h = a * 2.0
+        w = h.as_strided((3, 2), (3, 1), 2)
+        out = (w * 3.0).sum()  # (w's values not saved)
+        h.add_(1.0)  # (as_strided's gradient reads h's layout, not its values)
+        out.backward()
+    close(x.grad, tx.grad)
+
+
 def test_in_place_on_an_op_result_that_is_internally_a_view(rng):
     """linear of a 1-D input returns a view of its 2-D GEMM output, attention its output in its
     inputs' head layout: to the caller they are new tensors, so an in-place op on them keeps

@@ -921,6 +921,10 @@ def _g_as_strided(ctx, g):
     return (gx.reshape(x.shape),)
 
 
+_g_as_strided.saves = frozenset()
+_g_as_strided.geometry = frozenset((0,))  # the input's layout only (autograd.Geometry)
+
+
 def _g_setitem(ctx, g):
     """x[index] = v: x's old value gets g with the written region zeroed; v gets g[index]."""
     x_old, index, value = ctx.args
