@@ -257,6 +257,9 @@ from . import (  # noqa: E402
     testing,
     version,
 )
+from .testing_tensors import make_tensor as _make_tensor  # noqa: E402
+
+testing.make_tensor = _make_tensor  # (pyrite/testing/ itself makes no tensors: layering)
 
 # torch.cuda, torch.cpu and torch.backends are namespaces here (classes), not modules: register
 # them (and their namespaces) as modules too, so a ported script's `import torch.backends.cudnn

@@ -94,6 +94,8 @@ class finfo:
 
     def __init__(self, dtype=None):
         dt = _dtypes.from_any(dtype) if dtype is not None else _dtypes.float32
+        if dt.is_complex:  # torch: a complex dtype's limits are its parts' (complex64: float32)
+            dt = _dtypes.float32
         if not dt.is_floating_point:
             raise TypeError(f"pyrite: finfo needs a floating dtype, got {dt!r}")
         self.dtype = dt
