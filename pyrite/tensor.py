@@ -180,6 +180,25 @@ _F32 = struct.Struct("<f")
 CHECK_SMALL_INT_RANGE = False
 
 
+_SCALAR_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
+
+
+def _warn_scalar_of_grad(t):
+    """float() or complex() of a tensor that requires grad, with grad mode on: torch 2.13's
+    warning, once a process (python_variable_methods.cpp; int(), bool() and item() stay quiet)."""
+    if not t.requires_grad or _SCALAR_WARNED:
+        return
+    from .autograd import is_grad_enabled
+    from .errors import warn
+
+    if is_grad_enabled():
+        _SCALAR_WARNED.append(True)
+        warn(
+            "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+            "behavior.\nConsider using tensor.detach() first."
+        )
+
+
 class Tensor:
     __slots__ = (
         "__weakref__",
@@ -448,12 +467,14 @@ class Tensor:
         return self
 
     def __float__(self):
+        _warn_scalar_of_grad(self)
         return float(self.item())
 
     def __int__(self):
         return int(self.item())
 
     def __complex__(self):
+        _warn_scalar_of_grad(self)
         return complex(self.item())
 
     def __index__(self):

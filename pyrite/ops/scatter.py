@@ -17,7 +17,14 @@ import math
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import ArgumentError, DtypeError, IndexDtypeError, IndexShapeError, ShapeError
+from ..errors import (
+    ArgumentError,
+    DtypeError,
+    IndexDtypeError,
+    IndexShapeError,
+    ShapeError,
+    warn,
+)
 from ..tensor import Tensor
 from . import ranges
 from .core import broadcast_shapes, empty, run_map
@@ -137,9 +144,19 @@ def _check_target(self: Tensor, index, source):
     check_overlap(self, (index, source), full_ok=False)
 
 
+_SCATTER_REDUCE_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
+
+
 def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
     if reduce not in (None, "add", "multiply"):
         raise ArgumentError("pyrite: reduce argument must be either add or multiply.")
+    if reduce is not None and isinstance(src, Tensor) and not _SCATTER_REDUCE_WARNED:
+        _SCATTER_REDUCE_WARNED.append(True)  # torch: for a Tensor src only, not a value
+        warn(
+            "The reduce argument of torch.scatter with Tensor src is deprecated and will be "
+            "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
+            "reduction options."
+        )
     op = {None: None, "add": "sum", "multiply": "prod"}[reduce]
     return _scatter_into(self, dim, index, value if src is None else src, op)
 

@@ -149,6 +149,9 @@ def _why_not_sparsity_fast_path(layer):
     return ""
 
 
+_NESTED_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
+
+
 class TransformerEncoder(Module):
     """num_layers deep copies of encoder_layer (as layers.0, layers.1, ...), then norm."""
 
@@ -199,6 +202,14 @@ class TransformerEncoder(Module):
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         output = src
         padded = self._padded_out(src, mask, src_key_padding_mask)
+        if padded is not None and not _NESTED_WARNED:  # torch's, from making the nested tensor
+            _NESTED_WARNED.append(True)
+            warn(
+                "The PyTorch API of nested tensors is in prototype stage and will change in the "
+                "near future. We recommend specifying layout=torch.jagged when constructing a "
+                "nested tensor, as this layout receives active development, has better operator "
+                "coverage, and works with torch.compile."
+            )
         for mod in self.layers:
             output = mod(
                 output, src_mask=mask, is_causal=bool(is_causal),
