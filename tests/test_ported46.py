@@ -917,3 +917,35 @@ def test_encoder_nested_tensor_path_warns_once(monkeypatch):
     with warnings.catch_warnings(), pr.no_grad():
         warnings.simplefilter("error")
         encoder(src, src_key_padding_mask=padding)
+
+
+@pytest.mark.parametrize(
+    "shape,index,src_shape",
+    [
+        ((3,), [0, 2], ()),  # a 0-d source fills one index element only
+        ((3, 2), [[0]], ()),  # ... and counts as one dimension
+        ((3,), [0, 2], (2, 1)),  # a source of more dimensions than the index
+        ((3, 2), [[0, 1]], (1, 2, 1)),
+        ((3,), [1], ()),  # accepted: one element
+        ((3, 2), [[0, 1]], (2, 3)),  # accepted: a source larger than the index
+    ],
+)
+def test_scatter_source_rank_checked_as_torch(shape, index, src_shape, rng):
+    """scatter_ / scatter_add_ / scatter_reduce with a 0-d source or one of another rank than
+    the index: refused where torch refuses (pyrite used to broadcast the 0-d source), equal
+    values where torch accepts."""
+    vals = rng.standard_normal(src_shape).astype(np.float32)
+    for call in (
+        lambda L, x, i, s: x.scatter_(0, i, s),
+        lambda L, x, i, s: x.scatter_add_(0, i, s),
+        lambda L, x, i, s: x.scatter_reduce(0, i, s, "amax"),
+    ):
+        got = want = None
+        try:
+            want = call(torch, torch.zeros(shape), torch.tensor(index), torch.tensor(vals))
+        except (RuntimeError, IndexError):
+            with pytest.raises((RuntimeError, ValueError, IndexError)):
+                call(pr, pr.zeros(shape), pr.tensor(index), pr.tensor(vals))
+            continue
+        got = call(pr, pr.zeros(shape), pr.tensor(index), pr.tensor(vals))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

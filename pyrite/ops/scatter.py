@@ -126,9 +126,17 @@ def _scatter_into(self: Tensor, dim, index, src, op) -> Tensor:
     if index.numel() == 0:
         return self
     idx1 = _as_1d(index) if x.ndim == 1 else index
-    if isinstance(src, Tensor) and src.ndim:
-        _same_rank(x, dim, idx1, "scatter", src)
-        v = src._view(idx1._shape, src._strides, src._offset)  # src's corner of index's shape
+    if isinstance(src, Tensor):
+        # torch counts a 0-d index or source as one element of one dimension: a 0-d source
+        # fills an index of one element only (a wider one is refused, not broadcast)
+        if max(idx1.ndim, 1) != max(src.ndim, 1):
+            raise ShapeError(
+                f"pyrite: scatter(): index tensor must have the same number of dimensions as "
+                f"src tensor (index {tuple(index._shape)}, src {tuple(src._shape)})"
+            )
+        s1 = _as_1d(src)
+        _same_rank(x, dim, idx1, "scatter", s1)
+        v = s1._view(idx1._shape, s1._strides, s1._offset)  # src's corner of index's shape
     else:
         _same_rank(x, dim, idx1, "scatter")
         v = src
