@@ -550,6 +550,16 @@ def _alias(t):
     return Tensor._make(t._storage, t._shape, t._strides, t._offset, t.dtype)
 
 
+def output_of(node):
+    """`node`'s saved output as a tensor of the graph a double backward records: an alias whose
+    grad_fn is the node itself, as torch's saved result (its gradient goes back through the
+    node's own rule: no recomputation from the inputs, which may have been written in place
+    since, and a hook on the output sees it)."""
+    o = _alias(node.out)
+    o.grad_fn, o._out_nr, o.requires_grad = node, 0, True
+    return o
+
+
 def _edge(t):
     fn = t.grad_fn
     if fn is not None:
@@ -643,6 +653,8 @@ def record(name, rule, args, kwargs, out, inplace=False):
     refs = []
     for k, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.kind in "fc":
+            if _HOOKS and o.grad_fn is not None:
+                _retire_hooks(o)  # (an in-place write or a view's new history: a new version)
             o.grad_fn = node
             o._out_nr = k
             o.requires_grad = True
@@ -754,6 +766,28 @@ def _hooks_of(t, create=False):
     return _side_entry(_HOOKS, t, create, lambda: ([], False))
 
 
+# id(node) -> (weakref, {output number: [hooks]}): the hooks a tensor had when it was given a
+# new history, kept with the node of the version they were registered on (_retire_hooks)
+_VERSION_HOOKS: dict = {}
+
+
+def _retire_hooks(t):
+    """t is given a new history (an in-place write into it or into its base, or a view's history
+    re-derived from its base's): the hooks registered on it so far stay with its old version's
+    node and see that version's gradient, as torch's do; hooks registered from now on, and
+    retain_grad, follow t's new version (the engine runs t's own only at t.grad_fn)."""
+    entry = _hooks_of(t)
+    if entry is None or not entry[1]:
+        return
+    kept = _side_entry(_VERSION_HOOKS, t.grad_fn, True, lambda: ({},))[1]
+    k = t._out_nr
+    if k in kept:
+        kept[k].extend(entry[1])
+    else:
+        kept[k] = entry[1]  # (the list itself: a handle's remove() still reaches its hook)
+    entry[1] = []
+
+
 class _HookHandle:
     def __init__(self, hooks, hook):
         self._hooks, self._hook = hooks, hook
@@ -763,7 +797,19 @@ class _HookHandle:
             self._hooks.remove(self._hook)
 
 
+def _current(t):
+    """t; if it is a view whose base was written in place since its history was taken, with its
+    current history (fresh_view), as torch's grad_fn regenerates it on any access: autograd's
+    inputs and outputs, hooks and retain_grad name that version (`v = h[0]; h.mul_(2);
+    grad(out, v)` is the gradient of the new v)."""
+    b = t._base
+    if b is not None and getattr(t, "_agen", 0) != getattr(b, "_agen", 0):
+        fresh_view(t)
+    return t
+
+
 def register_hook(t, hook):
+    _current(t)
     if not t.requires_grad:
         raise RuntimeError(
             "pyrite: cannot register a hook on a tensor that doesn't require gradient"
@@ -800,6 +846,7 @@ def _run_post_hooks(t):
 
 
 def retain_grad(t):
+    _current(t)
     if not t.requires_grad:
         raise RuntimeError("pyrite: can't retain_grad on Tensor that has requires_grad=False")
     if t.grad_fn is None:
@@ -818,7 +865,11 @@ def _run_hooks(t, g):
     entry = _hooks_of(t)
     if entry is None:
         return g
-    for h in list(entry[1]):
+    return _call_hooks(entry[1], g)
+
+
+def _call_hooks(hooks, g):
+    for h in list(hooks):
         r = h(g)
         if r is not None:
             g = r
@@ -1013,18 +1064,31 @@ def _engine(roots, retain_graph, create_graph, capture=None):
             gs = pending.pop(id(node), None)
             if gs is None:
                 continue
-            if _HOOKS or cap_nodes:  # hooks, retain_grad, autograd.grad's inputs: else nothing
+            if _HOOKS or cap_nodes or _VERSION_HOOKS:  # (else nothing to run or capture)
+                old = _side_entry(_VERSION_HOOKS, node, False, None) if _VERSION_HOOKS else None
                 for k, ref in enumerate(node.outs):
                     if gs[k] is None:
                         continue
+                    key = (id(node), k)
+                    # an input of autograd.grad whose node runs on (its gradient goes further,
+                    # to another input) is captured before its tensor's hooks, which run as
+                    # the node does; one whose node stops here, after them (torch's engine:
+                    # "NOTE [Hooks ordering]")
+                    early = key in cap_nodes and runs[id(node)]
+                    if early:
+                        c = id(cap_nodes[key])
+                        captured[c] = _add(captured.get(c), gs[k])
+                    if old is not None and k in old[1]:  # an earlier version's hooks
+                        gs[k] = _call_hooks(old[1][k], gs[k])
                     t = ref() if ref is not None else None
-                    if t is not None:
+                    # t's own hooks and retain_grad belong to its current version: a node it
+                    # had before an in-place write runs only what was registered then (above)
+                    if t is not None and t.grad_fn is node:
                         gs[k] = _run_hooks(t, gs[k])
                         if retains_grad(t):  # (accumulates across backward calls, as torch)
                             g_ = gs[k] if create_graph else gs[k].detach()
                             t.grad = g_ if t.grad is None else t.grad + g_
-                    key = (id(node), k)
-                    if key in cap_nodes:
+                    if key in cap_nodes and not early:
                         c = id(cap_nodes[key])
                         captured[c] = _add(captured.get(c), gs[k])
             if runs is not None and not runs[id(node)]:
@@ -1179,6 +1243,8 @@ def _ends(xs, what):
             raise TypeError(
                 f"pyrite: {what} must be Tensors or GradientEdges, got {type(x).__name__}"
             )
+        else:
+            _current(x)
         out.append(x)
     return out
 

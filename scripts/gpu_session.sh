@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44, s45.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -37,6 +37,10 @@ fi
 # dispatch's time, then the attention tests through Dawn
 if [ "$steps" = s44 ]; then
   steps="attn-tests44 attn-gemm3-ab attn-tests44-dawn"
+fi
+# s45 (session 45, little device time left): s44's A/B first, then its wgpu-native tests
+if [ "$steps" = s45 ]; then
+  steps="attn-gemm3-ab attn-tests44"
 fi
 
 step() {  # name, limit in s, command...

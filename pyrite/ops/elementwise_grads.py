@@ -42,15 +42,32 @@ def _t(x):
 
 
 def _o(ctx):
-    """The op's output for a rule: the saved alias, or — while recording a double backward —
-    the output recomputed from the saved operands, so its dependence on them is in the graph."""
+    """The op's output for a rule: the saved alias, or — while recording a double backward — a
+    tensor of the new graph: for a rule whose PyTorch formula reads the result, the saved
+    output tied to this node (torch's saved result: its gradient goes back through this node,
+    so a hook or retain_grad on the output sees it, and the inputs may have been written in
+    place since); for one whose formula reads the inputs (div, pow: `out` soft, it may have
+    been written since), the output recomputed from them."""
     if not autograd.is_grad_enabled():
         return ctx.out
-    from .elementwise import binary, unary
+    soft = getattr(ctx.rule, "soft", ())
+    if "out" not in soft:  # (the engine checked it unchanged)
+        return autograd.output_of(ctx)
+    autograd._check_versions(ctx, only=[k for k in soft if k != "out"])
+    return _recompute(ctx)
 
-    autograd._check_versions(ctx, only=getattr(ctx.rule, "soft", ()))
+
+def _recompute(ctx):
     a = ctx.args
-    return unary(ctx.name, a[0]) if len(a) == 1 else binary(ctx.name, a[0], a[1])
+    name = _map_name(ctx)
+    ew = _ew()
+    return ew.unary(name, a[0]) if len(a) == 1 else ew.binary(name, a[0], a[1])
+
+
+def _map_name(ctx):
+    """The map a node ran: an in-place op's node is named `div_` (_record_map), its map `div`."""
+    name = ctx.name
+    return name[:-1] if name.endswith("_") else name
 
 
 def _floats(*xs):
@@ -83,16 +100,16 @@ _mul_keep_a = saves(0)(lambda ctx, g: _mul(ctx, g))
 
 
 def _o_or_inputs(ctx):
-    """_o, for a rule whose PyTorch formula reads the inputs rather than the output (div, pow):
-    an output written in place after the forward is recomputed from the inputs (checked
-    unchanged) instead of raising, as torch does not raise there."""
+    """_o, for a rule whose PyTorch formula reads the inputs rather than the output (div, pow,
+    and sqrt, which pow(x, 0.5) runs): an output written in place after the forward is
+    recomputed from the inputs (checked unchanged) instead of raising, as torch does not raise
+    there."""
     if not autograd.is_grad_enabled():
         for key, t, v in ctx.versions:
             if key == "out" and t._storage.version != v:
                 autograd._check_versions(ctx, only=frozenset((0, 1)))
-                a = ctx.args
                 with autograd.no_grad():
-                    return _ew().binary(ctx.name, a[0], a[1])
+                    return _recompute(ctx)
         return ctx.out
     return _o(ctx)
 
@@ -316,8 +333,18 @@ BINARY_RULES["xlog1py"] = _xlog1py
 
 
 # ---- unary: rule(ctx, g) -> grad x ----------------------------------------------------------
+@saves(0, "out")
+def _sqrt(ctx, g):
+    # (pow(x, 0.5) runs as sqrt, and torch's pow reads x: writing the output is allowed)
+    return g / (2.0 * _o_or_inputs(ctx))
+
+
+_sqrt.soft = frozenset((0, "out"))
+
+
 def _u(fn, *what):
-    """A unary rule from fn(g, x, out) (a rule reading out also keeps x: see _o)."""
+    """A unary rule from fn(g, x, out) (a rule reading out also keeps x, soft: _o ties the saved
+    output to the node for a double backward, so x is no longer read there)."""
 
     @saves(*what, *((0,) if "out" in what else ()))
     def rule(ctx, g):
@@ -489,7 +516,7 @@ UNARY_RULES = {
     "log2": _u(lambda g, x, o: g / (x * math.log(2.0)), 0),
     "log10": _u(lambda g, x, o: g / (x * math.log(10.0)), 0),
     "log1p": _u(lambda g, x, o: g / (x + 1.0), 0),
-    "sqrt": _u(lambda g, x, o: g / (2.0 * o), "out"),
+    "sqrt": _sqrt,
     "rsqrt": _u(lambda g, x, o: -0.5 * g * o * o * o, "out"),
     "sin": _u(lambda g, x, o: g * x.cos(), 0),
     "cos": _u(lambda g, x, o: -g * x.sin(), 0),

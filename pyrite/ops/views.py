@@ -341,6 +341,10 @@ def expand(input: Tensor, *args, size=None) -> Tensor:
                 f"the existing size ({d}) at non-singleton dimension {i}; target "
                 f"sizes {list(sizes)}, tensor shape {tuple(x._shape)}"
             )
+    for i in range(lead - 1, -1, -1) if x.ndim else ():
+        if shape[i] == 1:  # a new dim of size 1: torch's stride (ATen inferExpandGeometry), so
+            # x[:, :] = x[0] of a (1, n) x is the same data, no partial overlap, as in torch
+            strides[i] = shape[i + 1] * strides[i + 1]
     return x._view(tuple(shape), tuple(strides), x._offset)
 
 
@@ -393,6 +397,8 @@ def flatten(input: Tensor, start_dim=0, end_dim=-1) -> Tensor:
         return reshape(x, 1)
     if s > e:
         raise ShapeError("pyrite: flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # nothing to merge: the input itself, as torch's (`autograd.grad(out, x.flatten())`
+        return x  # of a 1-D x is x's gradient)
     shape = x._shape[:s] + (math.prod(x._shape[s : e + 1]),) + x._shape[e + 1 :]
     return reshape(x, shape)
 
@@ -694,6 +700,14 @@ def setitem(x: Tensor, index, value):
 
         check_writable(target)  # torch's copy_: even a scalar into an expanded view raises
     if isinstance(value, Tensor):
+        if value._shape != target._shape and value.ndim:
+            # torch's copy_to: a value of another shape is expanded to the target's first, so
+            # its overlap with the target is too hard to decide and not refused (`x[:, :] = x[0]`:
+            # computed as if out of place)
+            try:
+                value = expand(value, *target._shape)
+            except ShapeError:
+                pass  # (copy_ raises naming both shapes)
         target.copy_(value)
     else:
         target.fill_(value)  # a number: fill_'s range check, as torch (copy_ of one casts)
