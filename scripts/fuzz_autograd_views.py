@@ -61,10 +61,8 @@ counted but not failures:
   torch's does; hooks and retain_grad on views (torch 2.13 segfaulted in register_hook on an
   unfold / as_strided view whose base was written); integer tensors (pyrite's int64 is int32,
   and they take no gradient); negative slice steps (torch refuses them).
-Counted as known (found, not fixed: the fix belongs to a file this session did not own):
-- softmax / log_softmax's double backward recomputes the output from the input
-  (ops/rowops.py `_out_of`), refused once that input was written in place; torch's reads
-  the saved output.
+Counted as known: none now (softmax / log_softmax's double backward recomputed the output
+from the input, refused once that input was written in place: fixed, ops/rowops.py _out_of).
 
     .venv/bin/python scripts/fuzz_autograd_views.py --seeds 0:200 [--show 17] [--verbose]
 """
@@ -847,13 +845,6 @@ def _intentional_raise(prog, err) -> str | None:
 def _known(err) -> str | None:
     """A finding left unfixed here (its fix belongs to a file this fuzz's session did not own),
     or None."""
-    phase, i, e = err
-    if phase == "grad1" and re.search(r"input 0 of (log_)?softm", str(e)):
-        return (
-            "softmax's rule recomputes its output from its input for a double backward "
-            "(ops/rowops.py _out_of): refused once that input is written in place, where "
-            "torch's reads the saved output"
-        )
     return None
 
 

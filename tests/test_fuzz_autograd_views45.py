@@ -23,6 +23,10 @@ Found and fixed by it:
   history: torch regenerates it (the gradient of the new v), as hooks and retain_grad do;
 - an input of autograd.grad whose node also passes gradient on to another input was captured
   after its hooks: torch captures it before them (its engine's "hooks ordering").
+- softmax / log_softmax recomputed their output from the input for a double backward, refused
+  once that input was written in place: they save their result only, as torch's;
+- the same single element reached through views of other shapes or size-1 strides
+  (`d.reshape(1, 1)[:, :] = d.unsqueeze(0)`) was refused as a partial overlap (ops/overlap.py).
 The fuzz's other differences are pyrite's documented choices (the script's docstring).
 """
 
@@ -157,6 +161,22 @@ def test_double_backward_after_the_input_of_a_result_reading_rule_was_written(rn
     _same(fn, _vals(rng, 6), _vals(rng, 6))
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_double_backward_of_softmax_after_its_input_was_written(rng, op, dim):
+    """softmax / log_softmax save their result only (torch's): a double backward reads it, so
+    writing the input after the forward is allowed (it recomputed from the input and raised)."""
+
+    def fn(T, a, w):
+        x = _lib_tensor(T, a, True)
+        h = x * 1.5
+        y = getattr(h, op)(dim)
+        h.mul_(2)
+        return _second(T, (y * _lib_tensor(T, w)).sum(), [x])
+
+    _same(fn, _vals(rng, 4, 7), _vals(rng, 4, 7))
+
+
 def test_pow_half_output_written_then_backward_as_torch(rng):
     def fn(T, a, w):
         x = _lib_tensor(T, a, True)
@@ -202,6 +222,21 @@ def test_setitem_of_a_broadcast_row_of_the_target_itself(rng, shape):
         return [h, *_second(T, (h.sin() * _lib_tensor(T, w)).sum(), [x])]
 
     _same(fn, _vals(rng, *shape), _vals(rng, *shape))
+
+
+def test_one_element_written_from_itself_through_another_view(rng):
+    """The same single element reached through views of other shapes or strides (unsqueeze,
+    reshape, a 0-d select) is a full overlap, not a partial one (fuzz seeds 779 and 2966)."""
+
+    def fn(T, a):
+        x = _lib_tensor(T, a, True)
+        h = x * 1.0
+        d = h.diagonal(-2, 1, 0)  # (one element of a (1, 4))
+        d.reshape(1, 1)[:, :] = d.unsqueeze(0)
+        h[0, 3].unsqueeze(0)[0:1:2] = h[0, 3]
+        return [h, *_second(T, (h * h * h).sum(), [x])]
+
+    _same(fn, _vals(rng, 1, 4))
 
 
 def test_expand_gives_a_new_size_one_dim_torchs_stride():

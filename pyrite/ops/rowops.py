@@ -418,14 +418,12 @@ def _dim_arg(ctx):
     return d
 
 
-def _out_of(ctx, fn):
-    """The saved output, or recomputed (recorded) while a double backward is recorded."""
+def _out_of(ctx):
+    """The saved output; while a double backward is recorded, tied to this node (torch's saved
+    result: the input is not read, so writing it in place after the forward is allowed)."""
     from .. import autograd
 
-    if not autograd.is_grad_enabled():
-        return ctx.out
-    autograd._check_versions(ctx, only=frozenset((0,)))
-    return fn(ctx.args[0], _dim_arg(ctx))
+    return autograd.output_of(ctx) if autograd.is_grad_enabled() else ctx.out
 
 
 def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
@@ -467,13 +465,12 @@ def _row_grad(op, a: Tensor, g: Tensor, n: int, w=None, eps=0.0):
 
 def _last_dim(ctx):
     d = _dim_arg(ctx)
-    x = ctx.args[0]
-    nd = max(x.ndim, 1)
+    nd = max(len(ctx.meta[0][0]), 1)
     return d is not None and (d % nd) == nd - 1
 
 
 def _g_softmax(ctx, g):
-    y = _out_of(ctx, softmax)
+    y = _out_of(ctx)
     d = _dim_arg(ctx)
     if _last_dim(ctx) and y.ndim:
         fused = _row_grad("softmax", y, g, y._shape[-1])
@@ -496,7 +493,7 @@ def _g_log_softmax(ctx, g):
     from .elementwise import exp
 
     d = _dim_arg(ctx)
-    y = _out_of(ctx, log_softmax)
+    y = _out_of(ctx)
     if _last_dim(ctx) and y.ndim:
         fused = _row_grad("log_softmax", y, g, y._shape[-1])
         if fused is not None:
@@ -507,8 +504,7 @@ def _g_log_softmax(ctx, g):
     return (g - exp(y) * g.sum(d, keepdim=True),)
 
 
-_g_softmax.saves = _g_log_softmax.saves = frozenset((0, "out"))
-_g_softmax.soft = _g_log_softmax.soft = frozenset((0,))  # x: for a double backward only
+_g_softmax.saves = _g_log_softmax.saves = frozenset(("out",))  # (torch's: the result only)
 
 
 def _norm_dims(x, normalized_shape):
