@@ -41,13 +41,15 @@ fi
 # s45 (session 45, little device time left): s44's A/B first, then its wgpu-native tests
 if [ "$steps" = s45 ]; then
   steps="attn-gemm3-ab attn-tests44"
+  STEP_LOGS=1
 fi
 
 step() {  # name, limit in s, command...
   local name=$1 limit=$2
   shift 2
   local log
-  log=$(mktemp)
+  # (under $OUT, so a run cut off mid-step still brings back what the step printed so far)
+  log=$(if [ -n "$STEP_LOGS" ]; then echo "$OUT/log-$name.txt"; else mktemp; fi)
   echo "== $name (limit ${limit}s, at $(($(date +%s) - start)) s)" | tee -a "$OUT/session.txt"
   timeout "$limit" "$@" >"$log" 2>&1
   echo "   rc $? after $(($(date +%s) - start)) s" | tee -a "$OUT/session.txt"
