@@ -43,24 +43,8 @@ import pytest
 import torch
 
 import pyrite as pr
-
-
-def _same_init():
-    """A hook each program calls on its freshly built model: the first call (torch's run)
-    records the initial weights, the second (pyrite's) loads them."""
-    saved = {}
-
-    def same_init(model):
-        if not saved:
-            saved.update({k: v.detach().numpy().copy() for k, v in model.state_dict().items()})
-        else:
-            model.load_state_dict(saved)
-
-    return same_init
-
-
-def _close(p, t, rtol, atol, what):
-    np.testing.assert_allclose(np.asarray(p), np.asarray(t), rtol=rtol, atol=atol, err_msg=what)
+from tests.ported import close as _close
+from tests.ported import same_init as _same_init
 
 
 # ---- 1. nanoGPT: a char-level GPT, trained, checkpointed, resumed and sampled -------------------

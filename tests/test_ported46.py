@@ -44,26 +44,8 @@ import pytest
 import torch
 
 import pyrite as pr
-
-
-def _same_init():
-    """A hook each program calls on each model it builds, in order: torch's run records the
-    initial weights, pyrite's loads them (through numpy)."""
-    saved, taken = [], []
-
-    def same_init(model):
-        if isinstance(model, torch.nn.Module):
-            saved.append({k: v.detach().numpy().copy() for k, v in model.state_dict().items()})
-        else:
-            model.load_state_dict(saved[len(taken)])
-            taken.append(model)
-
-    return same_init
-
-
-def _close(p, t, rtol, atol, what):
-    np.testing.assert_allclose(np.asarray(p), np.asarray(t), rtol=rtol, atol=atol, err_msg=what)
-
+from tests.ported import close as _close
+from tests.ported import same_init as _same_init
 
 # ---- 1. seq2seq nn.Transformer: padding masks, label smoothing, Noam warmup, greedy decoding ----
 PAD_IDX, BOS_IDX, EOS_IDX = 0, 1, 2
