@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..kernels.optim import adagrad_rule
 from ..ops.creation import full
 from . import _fused
-from .optimizer import Optimizer, check_hyper
+from .optimizer import Optimizer, check_fused, check_hyper
 
 __all__ = ["Adagrad"]
 
@@ -56,6 +56,7 @@ class Adagrad(Optimizer):
             "fused": fused,
         }
         super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)  # (after the groups, as torch)
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group)

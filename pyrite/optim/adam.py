@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..kernels.optim import adam_rule
 from ..ops.creation import zeros
 from . import _fused
-from .optimizer import Optimizer, check_hyper
+from .optimizer import Optimizer, check_fused, check_hyper
 
 __all__ = ["Adam"]
 
@@ -65,6 +65,7 @@ class Adam(Optimizer):
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)  # (after the groups, as torch)
 
     def _step_group(self, group):
         lr, wd = group["lr"], group["weight_decay"]

@@ -135,7 +135,8 @@ class LRScheduler:
                 values = closed() if closed is not None else self.get_lr()
         finally:
             self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
+        # strict, as torch's: a group added since (no base lr) is refused, not skipped
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = _lrs(self.optimizer)
 
@@ -199,7 +200,10 @@ class LambdaLR(_LambdaStateMixin, LRScheduler):
 
     def get_lr(self):
         self._warn_get_lr()
-        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+        return [
+            base * fn(self.last_epoch)
+            for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)
+        ]
 
 
 class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
@@ -216,7 +220,7 @@ class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
             return _lrs(self.optimizer)
         return [
             group["lr"] * fn(self.last_epoch)
-            for fn, group in zip(self.lr_lambdas, self.optimizer.param_groups)
+            for fn, group in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)
         ]
 
 
@@ -374,11 +378,14 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return _lrs(self.optimizer)
         if self._step_count == 1 and e > 0:
-            return [lo + (b - lo) * (1 + math.cos(e * math.pi / t)) / 2 for b in self.base_lrs]
+            return [
+                lo + (b - lo) * (1 + math.cos(e * math.pi / t)) / 2
+                for b, _ in zip(self.base_lrs, groups, strict=True)
+            ]
         if (e - 1 - t) % (2 * t) == 0:
             return [
                 group["lr"] + (b - lo) * (1 - math.cos(math.pi / t)) / 2
-                for b, group in zip(self.base_lrs, groups)
+                for b, group in zip(self.base_lrs, groups, strict=True)
             ]
         return [
             (1 + math.cos(math.pi * e / t))
@@ -665,7 +672,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             values = self.get_lr()
         finally:
             self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = _lrs(self.optimizer)
 
@@ -913,12 +920,12 @@ class CyclicLR(LRScheduler):
         # the scale's argument: the cycle number, or the iteration
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
         lrs = []
-        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs):
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True):
             base_height = (max_lr - base_lr) * scale_factor
             lrs.append(base_lr + base_height * self.scale_fn(at))
         if self.cycle_momentum:
             for group, b, m in zip(
-                self.optimizer.param_groups, self.base_momentums, self.max_momentums
+                self.optimizer.param_groups, self.base_momentums, self.max_momentums, strict=True
             ):
                 momentum = m - (m - b) * scale_factor * self.scale_fn(at)
                 if self.use_beta1:

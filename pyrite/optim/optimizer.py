@@ -364,6 +364,9 @@ class Optimizer:
             new_groups.append(s)
         self.state = state
         self.param_groups = new_groups
+        # torch's load_state_dict ends in __setstate__, which gives the defaults a
+        # "differentiable" (so a group added later has one, also in SparseAdam and LBFGS)
+        self.defaults.setdefault("differentiable", False)
 
     def _fix_group(self, group: dict) -> None:
         """A loaded group's options made what this class needs (AdamW: decoupled decay)."""
@@ -385,6 +388,7 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.defaults.setdefault("differentiable", False)  # (as torch's __setstate__)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
         _new_hook_tables(self)
@@ -408,3 +412,14 @@ def check_hyper(label: str, value, lo: float = 0.0) -> None:
         )
     if not lo <= value:
         raise ValueError(f"Invalid {label}: {value}")
+
+
+def check_fused(fused, foreach, differentiable) -> None:
+    """torch's refusals of `fused` with `differentiable` or with `foreach` (its fused
+    optimizers: SGD, Adam, AdamW, Adagrad); pyrite's update is always one fused dispatch, so
+    the flags change nothing else."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..kernels.optim import sgd_rule
 from ..ops.core import empty
 from . import _fused
-from .optimizer import Optimizer, check_hyper
+from .optimizer import Optimizer, check_fused, check_hyper
 
 __all__ = ["SGD"]
 
@@ -57,6 +57,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)  # (after the groups, as torch)
 
     def _step_group(self, group):
         momentum = group["momentum"]

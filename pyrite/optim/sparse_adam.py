@@ -12,6 +12,8 @@ gradient; pyrite accepts any gradient and reads it as row-sparse in the same way
 
 from __future__ import annotations
 
+import math
+
 from .. import dtypes as D
 from ..kernels.optim import sparse_adam_rule
 from ..ops.creation import zeros
@@ -27,7 +29,8 @@ def _row_mask(g: Tensor) -> Tensor:
     """1.0 where the row (index along dim 0) of `g` has a non-zero element, as g's shape."""
     nz = g != 0
     if g.ndim >= 2:
-        rows = nz.reshape(g.shape[0], -1).any(dim=1)  # (R,)
+        # (the row length spelled out: -1 cannot be inferred for a gradient of 0 rows)
+        rows = nz.reshape(g.shape[0], math.prod(g.shape[1:])).any(dim=1)  # (R,)
         nz = rows.reshape(g.shape[0], *([1] * (g.ndim - 1))).expand(*g.shape)
     return nz.to(D.float32)
 
