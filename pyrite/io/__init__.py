@@ -30,8 +30,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """Save `obj` (a state dict, or nested dicts/lists/tuples of tensors, numbers, strings and
     None: an optimizer's state dict, a training checkpoint) to `f`, as torch.save.
 
-    Plain data (dicts, OrderedDicts, Counters, lists, tuples, strings, bytes, numbers, None,
-    tensors, parameters, dtypes, Sizes: what torch.load's weights_only rule admits) is written
+    Plain data (dicts, OrderedDicts, Counters, lists, tuples, sets, strings, bytes,
+    bytearrays, numbers, None, tensors, parameters, dtypes, Sizes: what torch.load's
+    weights_only rule admits) is written
     in PyTorch's own torch.save zip format, so `torch.load(f)` reads it in any PyTorch since
     1.6 (int32 tensors stay int32, pyrite's integers), and so does `pyrite.load`. Tensors that
     view one storage are saved as views of it, so tied weights stay tied.
@@ -62,16 +63,30 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         )
     archive = _archive(obj, f)
     if archive is not None and is_path:  # (streamed: one storage in host memory at a time)
-        write_atomic(f, archive.write)
+        _write_path(f, archive.write)
         return
     if archive is not None:
         data = _torch_write.dumps_archive(archive)
     else:
         data = _safetensors.dumps(obj)
     if is_path:
-        write_atomic(f, lambda fh: _write_all(fh, data))
+        _write_path(f, lambda fh: _write_all(fh, data))
     else:
         _write_all(f, data)
+
+
+def _write_path(f, write) -> None:
+    """write_atomic(f, write), an OS error about its temporary file (a folder that cannot be
+    written: '/sys/.x.pt.k3j2.tmp'; `f` a folder) reported as about `f`, as torch.save's."""
+    path = os.fspath(f)
+    try:
+        write_atomic(path, write)
+    except OSError as exc:
+        temp = f".{os.path.basename(path)}."
+        if not os.path.basename(str(exc.filename or "")).startswith(temp):
+            raise
+        why = exc.strerror or str(exc)
+        raise type(exc)(exc.errno, f"pyrite: save: {why}", path) from None
 
 
 def _archive(obj, f):

@@ -21,6 +21,7 @@ SAFETENSORS_NAME = {
     D.int8: "int8",
     D.uint8: "uint8",
     D.bool_: "bool",
+    D.complex64: "complex64",
 }
 
 # safetensors header codes -> the numpy type of their bytes (BF16: raw uint16 words)
@@ -38,6 +39,8 @@ SAFETENSORS_CODES = {
     "U16": np.uint16,
     "U8": np.uint8,
     "BOOL": np.bool_,
+    "C64": np.complex64,  # (safetensors >= 0.4's complex; complex128 narrowed, as float64)
+    "C128": np.complex128,
 }
 
 
@@ -49,8 +52,17 @@ def tensor_to_host(t: Tensor) -> np.ndarray:
     n = t.numel()
     if n == 0:
         return np.zeros(t._shape, dtype=np.uint16)
-    c = t.contiguous()
-    raw = backend.current().read(c._storage.buffer, c._offset * 2, n * 2)
+    if not t.is_contiguous():
+        # the words the view spans, gathered here: a bf16 copy kernel (t.contiguous()) turns
+        # a NaN's payload into 0x7fc0, and a checkpoint keeps every bit
+        lo = t._offset + sum((s - 1) * st for s, st in zip(t._shape, t._strides) if st < 0)
+        hi = t._offset + sum((s - 1) * st for s, st in zip(t._shape, t._strides) if st > 0)
+        words = tensor_to_host(t.as_strided((hi - lo + 1,), (1,), lo))
+        view = np.lib.stride_tricks.as_strided(
+            words[t._offset - lo :], t._shape, tuple(2 * st for st in t._strides)
+        )
+        return view.copy()
+    raw = backend.current().read(t._storage.buffer, t._offset * 2, n * 2)
     return np.frombuffer(raw, dtype=np.uint16).reshape(t._shape).copy()
 
 

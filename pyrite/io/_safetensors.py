@@ -9,9 +9,9 @@ stored once and come back as one tensor.
 
 Structure encoding: JSON scalars are themselves; a container is a one-key object,
 {"dict": [[k, v], ...]}, {"odict": ...}, {"counter": ...} (a collections.Counter: MultiStepLR's
-milestones), {"list": [...]}, {"tuple": [...]}; a tensor is
-{"tensor": name} (+ "requires_grad", "parameter", and "complex" for a complex64 tensor
-stored as its (..., 2) float32 pairs); a numpy array {"ndarray": name}; a pyrite
+milestones), {"list": [...]}, {"tuple": [...]}, {"size": [...]} (a Size); a tensor is
+{"tensor": name} (+ "requires_grad", "parameter"; "complex": a complex64 tensor stored as its
+(..., 2) float32 pairs, as pyrite wrote them before C64); a numpy array {"ndarray": name}; a pyrite
 dtype {"dtype": name}. An OrderedDict carrying a `_metadata` attribute (a state dict: each
 module's version, which load_state_dict reads, as torch.save keeps it) is
 {"odictm": [[[k, v], ...], metadata]}. An object that is none of these (a whole Module, as
@@ -29,7 +29,7 @@ import numpy as np
 import safetensors
 
 from .. import dtypes as D
-from ..tensor import Tensor
+from ..tensor import Size, Tensor
 from . import _pickled
 from ._host import SAFETENSORS_CODES, SAFETENSORS_NAME, host_to_tensor, tensor_to_host
 from .errors import CheckpointError
@@ -111,6 +111,8 @@ class _Writer:
             if isinstance(meta, dict):  # (a state dict's module versions)
                 return {"odictm": [items, self.encode(meta, f"{path}._metadata")]}
             return {kind: items}
+        if isinstance(obj, Size):  # (before tuple: a Size came back a plain tuple)
+            return {"size": [int(x) for x in obj]}
         if isinstance(obj, (list, tuple)):
             kind = "list" if isinstance(obj, list) else "tuple"
             return {
@@ -130,15 +132,10 @@ class _Writer:
         name = self.seen.get(ident)
         if name is None:
             name = self.name_for(path)
-            host, dt = tensor_to_host(t), t.dtype
-            if dt is D.complex64:  # (safetensors has no complex: the float pairs, (..., 2))
-                host = np.ascontiguousarray(host).view(np.float32).reshape(t._shape + (2,))
-                dt = D.float32
-            self.arrays[name] = (host, SAFETENSORS_NAME[dt])
+            # (complex64 as safetensors' C64, which safetensors.torch reads as complex64)
+            self.arrays[name] = (tensor_to_host(t), SAFETENSORS_NAME[t.dtype])
             self.seen[ident] = name
         node = {"tensor": name}
-        if t.dtype is D.complex64:
-            node["complex"] = True
         if t.requires_grad:
             node["requires_grad"] = True
         if type(t).__name__ == "Parameter":
@@ -204,7 +201,7 @@ def loads(data: bytes, name: str, weights_only: bool = True):
             if code not in SAFETENSORS_CODES:
                 raise CheckpointError(
                     f"pyrite: load: tensor {key!r} in {name} has dtype {code}, which pyrite "
-                    "lacks (it has float32/16, bfloat16, int32/16/8, uint8, bool)"
+                    "lacks (it has float32/16, bfloat16, int32/16/8, uint8, bool, complex64)"
                 )
             arr = np.frombuffer(info["data"], dtype=SAFETENSORS_CODES[code]).reshape(info["shape"])
             cache[key] = (
@@ -228,7 +225,7 @@ def loads(data: bytes, name: str, weights_only: bool = True):
             return _pickled.loads(v, name, decode, weights_only)
         if kind == "tensor":
             t = get(v)
-            if node.get("complex"):  # (saved as its float pairs: Encoder.tensor)
+            if node.get("complex"):  # (older pyrite files: complex as its float pairs)
                 from ..ops.complex import view_as_complex
 
                 t = view_as_complex(t)
@@ -250,6 +247,8 @@ def loads(data: bytes, name: str, weights_only: bool = True):
             return [decode(x) for x in v]
         if kind == "tuple":
             return tuple(decode(x) for x in v)
+        if kind == "size":
+            return Size(v)
         raise CheckpointError(f"pyrite: load: {name}: unknown structure entry {kind!r}")
 
     try:

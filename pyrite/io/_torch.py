@@ -20,6 +20,7 @@ float64 float32 (pyrite's dtypes).
 
 from __future__ import annotations
 
+import _compat_pickle
 import collections
 import io
 import pickle
@@ -84,11 +85,12 @@ TORCH_DTYPES = {
 
 # What damaged bytes raise from zipfile and pickle (a name field that is not UTF-8 is a
 # UnicodeDecodeError, an unknown compression method NotImplementedError, a pickle length past
-# the file OverflowError or MemoryError): each is reported as a CheckpointError naming the file.
+# the file OverflowError or MemoryError, a flipped flag bit zipfile's RuntimeError "File ... is
+# encrypted, password required"): each is reported as a CheckpointError naming the file.
 _CORRUPT = (
     zipfile.BadZipFile, EOFError, OSError, NotImplementedError, ValueError, IndexError, KeyError,
     TypeError, AttributeError, OverflowError, MemoryError, struct.error, zlib.error,
-    pickle.UnpicklingError,
+    pickle.UnpicklingError, RuntimeError,
 )  # fmt: skip
 
 
@@ -215,6 +217,13 @@ class _Unpickler(pickle.Unpickler):
         self._where, self._persistent, self._weights_only = where, persistent_load, weights_only
 
     def find_class(self, module, name):
+        # torch.save's pickle is protocol 2, which names Python 3's builtins by their Python 2
+        # names (`__builtin__.set`, `copy_reg`): map them back first, as pickle's own
+        # find_class does for protocol < 3 (set, bytearray and complex were refused)
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         got = _allowed(module, name)
         if got is not None:
             return got
@@ -438,9 +447,11 @@ def _tensor_of(t: _Pending, what: str):
     if base.dtype is D.complex64:  # (as_strided over its float pairs: complex has none)
         from ..ops.complex import view_as_complex, view_as_real
 
+        # a view of the storage, as the real dtypes' (a copy lost the saved strides, and views
+        # of one storage came back unshared)
         pairs = view_as_real(base).reshape(-1)
         size, stride = t.size + (2,), tuple(2 * s for s in t.stride) + (1,)
-        out = view_as_complex(pairs.as_strided(size, stride, 2 * t.offset).contiguous())
+        out = view_as_complex(pairs.as_strided(size, stride, 2 * t.offset))
     else:
         out = base.as_strided(t.size, t.stride, t.offset)
     return as_parameter(out, t.requires_grad, t.parameter)

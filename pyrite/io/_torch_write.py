@@ -16,9 +16,9 @@ Tensors that view one pyrite storage in one dtype share one saved storage (its e
 lowest any of them reads to the highest), so tied weights and views stay tied after a load;
 a tensor with a negative stride (which torch has no form for) or no elements gets a storage of
 its own. Plain data is what torch's weights_only load reads: dicts (an OrderedDict keeps its
-`_metadata`), Counters, lists, tuples, strings, bytes, numbers, None, tensors, parameters,
-dtypes and Sizes; anything else raises `NotPlain` for the caller (pyrite/io/__init__.py), which
-keeps pyrite's own container for it.
+`_metadata`), Counters, lists, tuples, sets, strings, bytes, bytearrays, numbers, None,
+tensors, parameters, dtypes and Sizes; anything else raises `NotPlain` for the caller
+(pyrite/io/__init__.py), which keeps pyrite's own container for it.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ class _Global:
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _SIZE = _Global("torch", "Size")
+_CODECS_ENCODE = _Global("_codecs", "encode")
 _STORAGE_TYPE = {dt: _Global("torch", name) for dt, name in STORAGE_OF.items()}
 _DTYPE = {dt: _Global("torch", dt.name) for dt in STORAGE_OF}
 
@@ -162,6 +163,10 @@ class _Collector:
     def walk(self, obj, path: str):
         if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
             return obj
+        if type(obj) is bytearray:  # (torch's weights_only rule admits it, and set)
+            return bytearray(obj)
+        if type(obj) is set:
+            return {self.walk(v, path) for v in obj}
         if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
             return obj.item()
         if isinstance(obj, Tensor):
@@ -226,6 +231,17 @@ def _contiguous(size) -> tuple:
 class _Pickler(pickle._Pickler):
     """Protocol 2, as torch.save: storages as persistent ids, stand-ins as GLOBALs. (The
     Python pickler: its save_global can be replaced; the C one's cannot.)"""
+
+    def save_bytes(self, obj):
+        # protocol 2 writes b"" as `bytes()`, a global torch's weights_only rule refuses (and
+        # so torch.load refuses its own torch.save of b""): the codecs.encode('', 'latin1')
+        # form that every other bytes object takes, which both readers admit
+        if obj:
+            return super().save_bytes(obj)
+        self.save_reduce(_CODECS_ENCODE, ("", "latin1"), obj=obj)
+
+    dispatch = dict(pickle._Pickler.dispatch)
+    dispatch[bytes] = save_bytes
 
     def persistent_id(self, obj):
         if isinstance(obj, _Stored):
