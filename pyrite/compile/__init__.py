@@ -300,6 +300,7 @@ class CompiledFunction:
             w.walk()
         v = _Variant(watches, tuple(w.state() for w in watches))
         grads_in = _grad_buffers(watches)
+        grads_before = [(r, r().grad) for w in watches for r in w.params if r() is not None]
         tape = Tape(dev, fullgraph=self.fullgraph, segmented=True)
         tape.protect = set(self._protect.get(_number_free(key), ()))
         slots = _slots(tape, leaves, groups)
@@ -371,10 +372,14 @@ class CompiledFunction:
             self.eager_calls += 1
             return unflatten(v.out_spec, iter(results))
         v.kernels_traced = tape.dispatches
-        # the parameters' .grad as the trace left them (a replay runs no Python: it restores
-        # them), and the gradients it read that were there when it began (a replay needs the
-        # same ones there: the caller's zero_grad() or a new .grad outside makes it trace again)
-        v.grads_out = [(r, r().grad) for w in watches for r in w.params if r() is not None]
+        # the parameters' .grad the trace set (a replay runs no Python: it sets them again; a
+        # .grad it left alone is the caller's, not put back: a forward compiled beside the
+        # step, replayed, must not hand back the gradients there were at its trace), and the
+        # gradients it read that were there when it began (a replay needs the same ones there:
+        # the caller's zero_grad() or a new .grad outside makes it trace again)
+        v.grads_out = [
+            (r, r().grad) for r, g in grads_before if r() is not None and r().grad is not g
+        ]
         v.grads_in = [(r, b) for r, b in grads_in if b in tape.external]
         keep = {id(s._storage.buffer) for s in slots}
         keep.update(id(t._storage.buffer) for kind, t in v.outputs if kind == "own")

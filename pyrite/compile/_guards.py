@@ -142,7 +142,27 @@ class Watch:
         if self.opt is not None:
             s.append((len(self.opt.state), tuple(len(g["params"]) for g in self.opt.param_groups)))
             s.append(tuple(_rule_shape(g) for g in self.opt.param_groups))
+            s.append(tuple(_scalar_classes(g, self.opt.state) for g in self.opt.param_groups))
         return tuple(s)
+
+
+def _scalar_classes(group: dict, state) -> tuple:
+    """Which parameters of a group keep the same host-side numbers in their optimizer state
+    (Adam's `step`): per parameter, the index of the first one whose numbers equal its own. A
+    recording fuses the update of parameters whose step scalars were equal at its trace into one
+    kernel with one set of scalars; once their counts part (a parameter frozen for some calls,
+    then trained again) a replay of it cannot give them their own, so that is another guard."""
+    first: dict = {}
+    out = []
+    for p in group["params"]:
+        st = state.get(p)
+        key = None
+        if st:
+            key = tuple(
+                (k, v) for k, v in st.items() if isinstance(v, (int, float)) and type(v) is not bool
+            )
+        out.append(first.setdefault(key, len(out)))
+    return tuple(out)
 
 
 def _rule_shape(group: dict) -> tuple:
