@@ -766,6 +766,16 @@ class Module:
         self._state_dict_hooks[handle.id] = hook
         return handle
 
+    def register_state_dict_post_hook(self, hook):
+        """torch's public spelling: hook(module, state_dict, prefix, local_metadata) -> None,
+        run after this module's entries are in state_dict (it edits it in place)."""
+
+        def post(module, state_dict, prefix, local_metadata):
+            if hook(module, state_dict, prefix, local_metadata) is not None:
+                raise RuntimeError("pyrite: state_dict post-hook must return None")
+
+        return self._register_state_dict_hook(post)
+
     def register_state_dict_pre_hook(self, hook):
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
@@ -773,7 +783,8 @@ class Module:
 
     def register_load_state_dict_pre_hook(self, hook):
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, module=self)
+        # torch's: hook(module, state_dict, prefix, ...), the module passed positionally
+        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self)
         return handle
 
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
@@ -817,7 +828,7 @@ class Module:
                 continue
             input_param = _to_pyrite(input_param, "load_state_dict")
             # the 0.3-era layout: a 1-element 1-d tensor for a 0-d one
-            if len(param.shape) == 0 and len(input_param.shape) == 1:
+            if len(param.shape) == 0 and tuple(input_param.shape) == (1,):
                 input_param = input_param[0]
             if input_param.shape != param.shape:
                 error_msgs.append(

@@ -13,6 +13,8 @@ as `original`, or `original0`, `original1`, ... when the first parametrization's
 from __future__ import annotations
 
 import contextlib
+import copy
+import copyreg
 
 from ...autograd import no_grad
 from ...tensor import Tensor
@@ -132,7 +134,23 @@ def _inject_new_class(module):
             "Serialization of parametrized modules is only supported through state_dict()."
         )
 
-    param_cls = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate})
+    def default_deepcopy(self, memo):
+        # a standard deepcopy (pickling is refused, copying is not: torch's rule)
+        obj = memo.get(id(self))
+        if obj is not None:
+            return obj
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+        for slot in copyreg._slotnames(self.__class__):
+            if hasattr(self, slot):
+                setattr(replica, slot, copy.deepcopy(getattr(self, slot), memo))
+        return replica
+
+    dct = {"__getstate__": getstate}
+    if not hasattr(cls, "__deepcopy__"):
+        dct["__deepcopy__"] = default_deepcopy
+    param_cls = type(f"Parametrized{cls.__name__}", (cls,), dct)
     module.__class__ = param_cls
 
 
@@ -155,6 +173,7 @@ def _inject_property(module, name):
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
     """Make `module.<tensor_name>` the output of `parametrization` applied to stored originals
     (appended to the chain when the tensor is parametrized already)."""
+    parametrization.train(module.training)  # (the host's mode, as torch)
     if is_parametrized(module, tensor_name):
         plist = module.parametrizations[tensor_name]
         if not unsafe:
