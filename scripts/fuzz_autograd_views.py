@@ -69,17 +69,18 @@ from the input, refused once that input was written in place: fixed, ops/rowops.
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
-import time
 import warnings
 
 import numpy as np
 import torch
 
 import pyrite as pr
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import fuzz_driver  # noqa: E402
 
 SHAPES = ((3, 5), (4, 1, 6), (7,), (2, 3, 4), (5, 5), (1, 4), (6, 2), (3, 1), (2, 1, 3, 2), (4, 4))
 MAX_NUMEL = 120  # (results larger than this are dropped: programs stay small and quick)
@@ -953,50 +954,10 @@ def check(prog: Program):
     return status, why
 
 
-def parse_seeds(spec):
-    out = []
-    for part in spec.split(","):
-        if ":" in part:
-            a, b = part.split(":")
-            out += range(int(a), int(b))
-        else:
-            out.append(int(part))
-    return out
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="0:50", help="a:b, or a list: 3,17,40:60")
-    ap.add_argument("--show", type=int, help="print one seed's program and its verdict")
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args(argv)
-    if args.show is not None:
-        prog = Gen(args.show).build()
-        print(prog.text())
-        print(check(prog))
-        return 0
-    counts = {"ok": 0, "intentional": 0, "known": 0, "fail": 0}
-    reasons: dict[str, int] = {}
-    t0 = time.time()
-    for seed in parse_seeds(args.seeds):
-        prog = Gen(seed).build()
-        try:
-            status, detail = check(prog)
-        except Exception as e:  # noqa: BLE001 (the harness itself: shown as a failure)
-            status, detail = "fail", f"harness: {_msg(e)}"
-        counts[status] += 1
-        if status in ("intentional", "known"):
-            key = f"{status}: " + detail.split(";")[0]
-            reasons[key] = reasons.get(key, 0) + 1
-        if status == "fail" or args.verbose:
-            print(f"=== seed {seed}: {status}: {detail}")
-            if status == "fail":
-                print(prog.text())
-            sys.stdout.flush()
-    print(f"{counts} in {time.time() - t0:.0f} s")
-    for k, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
-        print(f"  x{n} {k}")
-    return 1 if counts["fail"] else 0
+    return fuzz_driver.run(
+        __doc__, lambda seed: Gen(seed).build(), check, lambda prog: prog.text(), argv
+    )
 
 
 if __name__ == "__main__":

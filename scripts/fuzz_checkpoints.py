@@ -68,7 +68,6 @@ keep payloads), so the harness reads bf16 views' words from their storage.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import copy
 import io
@@ -80,7 +79,6 @@ import struct
 import sys
 import tempfile
 import threading
-import time
 import warnings
 
 import numpy as np
@@ -90,6 +88,9 @@ import torch
 import pyrite as pr
 from pyrite.errors import PyriteError
 from pyrite.io._host import tensor_to_host
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import fuzz_driver  # noqa: E402
 
 DTYPES = (
     "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
@@ -948,39 +949,8 @@ def describe(spec: Spec) -> str:
     return "\n".join(lines)
 
 
-def parse_seeds(text):
-    out = []
-    for part in text.split(","):
-        if ":" in part:
-            a, b = part.split(":")
-            out += range(int(a), int(b))
-        elif part:
-            out.append(int(part))
-    return out
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="0:50", help="a:b, or a list: 3,17,40:60")
-    ap.add_argument("--show", type=int, help="print one seed's description and its verdict")
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args(argv)
-    if args.show is not None:
-        spec = Gen(args.show).build()
-        print(describe(spec))
-        print(check(spec))
-        return 0
-    counts = {"ok": 0, "fail": 0}
-    t0 = time.time()
-    for seed in parse_seeds(args.seeds):
-        spec = Gen(seed).build()
-        status, detail = check(spec)
-        counts[status] += 1
-        if status == "fail" or args.verbose:
-            print(f"=== seed {seed} ({spec.kind}): {status}: {detail[:3000]}")
-            sys.stdout.flush()
-    print(f"{counts} in {time.time() - t0:.0f} s")
-    return 1 if counts["fail"] else 0
+    return fuzz_driver.run(__doc__, lambda seed: Gen(seed).build(), check, describe, argv)
 
 
 if __name__ == "__main__":

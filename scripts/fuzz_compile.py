@@ -60,10 +60,8 @@ Found and fixed (tests/test_fuzz_compile45.py):
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
-import time
 import traceback
 import warnings
 
@@ -72,6 +70,10 @@ import numpy as np
 import pyrite as pr
 import pyrite.nn as nn
 import pyrite.nn.functional as F
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import fuzz_driver  # noqa: E402
+from fuzz_driver import parse_seeds  # noqa: E402,F401  (the tests' seed lists)
 
 ACTS = ("gelu", "relu", "silu", "tanh")
 
@@ -682,52 +684,25 @@ def _counts(side) -> str:
     return f"traces {f.traces}, replays {replays}, reruns {reruns}, eager {f.eager_calls}"
 
 
-def parse_seeds(spec):
-    out = []
-    for part in spec.split(","):
-        if ":" in part:
-            a, b = part.split(":")
-            out += list(range(int(a), int(b)))
-        elif part:
-            out.append(int(part))
-    return out
+def _calls_option(ap):
+    ap.add_argument("--calls", default="5:9", help="calls per seed, lo:hi (hi excluded)")
+
+
+def _configure(args):
+    global CALLS
+    CALLS = tuple(int(c) for c in args.calls.split(":"))
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="0:50", help="a:b, or a list: 3,17,40:60")
-    ap.add_argument("--show", type=int, help="print one seed's plan and its verdict")
-    ap.add_argument("--calls", default="5:9", help="calls per seed, lo:hi (hi excluded)")
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args(argv)
-    global CALLS
-    CALLS = tuple(int(c) for c in args.calls.split(":"))
-    if args.show is not None:
-        plan = Plan(args.show)
-        print(plan.text())
-        print(check(plan))
-        return 0
-    counts = {"ok": 0, "skip": 0, "fail": 0}
-    skips: dict[str, int] = {}
-    t0 = time.time()
-    for seed in parse_seeds(args.seeds):
-        plan = Plan(seed)
-        try:
-            status, detail = check(plan)
-        except Exception as e:  # noqa: BLE001 (the harness itself: shown as a failure)
-            status, detail = "fail", f"harness: {_msg(e)}"
-        counts[status] += 1
-        if status == "skip":
-            skips[detail] = skips.get(detail, 0) + 1
-        if status == "fail" or args.verbose:
-            print(f"=== seed {seed}: {status}: {detail}")
-            if status == "fail":
-                print(plan.text())
-            sys.stdout.flush()
-    print(f"{counts} in {time.time() - t0:.0f} s")
-    for k, n in sorted(skips.items(), key=lambda kv: -kv[1]):
-        print(f"  x{n} {k}")
-    return 1 if counts["fail"] else 0
+    return fuzz_driver.run(
+        __doc__,
+        Plan,
+        check,
+        lambda plan: plan.text(),
+        argv,
+        add_options=_calls_option,
+        configure=_configure,
+    )
 
 
 if __name__ == "__main__":

@@ -41,19 +41,20 @@ Known and open: see `KNOWN` below (none now).
 
 from __future__ import annotations
 
-import argparse
 import builtins
 import copy
 import pickle
 import re
 import sys
-import time
 import warnings
 
 import numpy as np
 import torch
 
 import pyrite as pr
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import fuzz_driver  # noqa: E402
 
 D = 4  # the feature width every module in the tree maps (B, D) to
 B = 3
@@ -877,33 +878,7 @@ def describe(case) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", default="0:100")
-    ap.add_argument("--show", type=int, default=None)
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args(argv)
-    if args.show is not None:
-        case = Gen(args.show).build()
-        print(describe(case))
-        print(check(case))
-        return 0
-    lo, hi = (int(x) for x in args.seeds.split(":"))
-    counts = {"ok": 0, "intentional": 0, "known": 0, "fail": 0}
-    classes: dict = {}
-    t0 = time.time()
-    for seed in range(lo, hi):
-        case = Gen(seed).build()
-        try:
-            status, detail = check(case)
-        except Exception as e:  # noqa: BLE001 (a crash of the harness itself is a finding)
-            status, detail = "fail", f"harness: {type(e).__name__}: {e}"
-        counts[status] += 1
-        if status in ("intentional", "known"):
-            classes[detail] = classes.get(detail, 0) + 1
-        if status == "fail" or args.verbose:
-            print(f"seed {seed}: {status} {detail}"[:1500])
-    print(f"{counts} in {time.time() - t0:.1f}s; classified: {classes}")
-    return 1 if counts["fail"] else 0
+    return fuzz_driver.run(__doc__, lambda seed: Gen(seed).build(), check, describe, argv)
 
 
 if __name__ == "__main__":

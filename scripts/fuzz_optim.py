@@ -62,15 +62,16 @@ Known and open: none at the end of session 45 (seeds 0:1200 run).
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 import warnings
 
 import numpy as np
 import torch
 
 import pyrite as pr
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import fuzz_driver  # noqa: E402
 
 U = 2.0**-24
 SHAPES = ((), (1,), (3,), (2, 3), (4, 1, 2), (5,), (3, 4), (2, 1))
@@ -941,36 +942,7 @@ def describe(case) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", default="0:100")
-    ap.add_argument("--show", type=int, default=None)
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args(argv)
-    if args.show is not None:
-        case = Gen(args.show).build()
-        print(describe(case))
-        print(check(case))
-        return 0
-    lo, hi = (int(x) for x in args.seeds.split(":"))
-    counts = {"ok": 0, "intentional": 0, "fail": 0}
-    classes: dict = {}
-    t0 = time.time()
-    for seed in range(lo, hi):
-        case = Gen(seed).build()
-        try:
-            status, detail = check(case)
-        except Exception as e:  # noqa: BLE001 (a crash of the harness itself is a finding)
-            status, detail = "fail", f"harness: {type(e).__name__}: {e}"
-        counts[status] += 1
-        if status == "intentional":
-            classes[detail] = classes.get(detail, 0) + 1
-        if status == "fail" or args.verbose:
-            print(
-                f"seed {seed} [{case['opt']}, {case['sched'] and case['sched'][0]}]: "
-                f"{status} {detail}"
-            )
-    print(f"{counts} in {time.time() - t0:.1f}s; intentional: {classes}")
-    return 1 if counts["fail"] else 0
+    return fuzz_driver.run(__doc__, lambda seed: Gen(seed).build(), check, describe, argv)
 
 
 if __name__ == "__main__":
