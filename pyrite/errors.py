@@ -62,6 +62,19 @@ class LinAlgError(PyriteError):
     that is not positive-definite for cholesky (torch.linalg.LinAlgError, a RuntimeError)."""
 
 
+# the tags warn_once has warned of (torch's TORCH_WARN_ONCE: once a process; a test that checks
+# such a warning empties it with monkeypatch)
+WARNED_ONCE: set = set()
+
+
+def warn_once(tag, message, category=UserWarning):
+    """warn(message) the first time `tag` is met in this process, as torch's TORCH_WARN_ONCE
+    (a training loop's every call would otherwise warn)."""
+    if tag not in WARNED_ONCE:
+        WARNED_ONCE.add(tag)
+        warn(message, category)
+
+
 def warn(message, category=UserWarning, stacklevel=None):
     """warnings.warn attributed to the user's line: the first frame outside the pyrite package
     (op wrappers — autograd's, the bf16 fallback's — add frames a fixed stacklevel cannot know).

@@ -180,22 +180,19 @@ _F32 = struct.Struct("<f")
 CHECK_SMALL_INT_RANGE = False
 
 
-_SCALAR_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
-
-
 def _warn_scalar_of_grad(t):
     """float() or complex() of a tensor that requires grad, with grad mode on: torch 2.13's
     warning, once a process (python_variable_methods.cpp; int(), bool() and item() stay quiet)."""
-    if not t.requires_grad or _SCALAR_WARNED:
+    if not t.requires_grad:
         return
     from .autograd import is_grad_enabled
-    from .errors import warn
+    from .errors import warn_once
 
     if is_grad_enabled():
-        _SCALAR_WARNED.append(True)
-        warn(
+        warn_once(
+            "scalar of grad",
             "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-            "behavior.\nConsider using tensor.detach() first."
+            "behavior.\nConsider using tensor.detach() first.",
         )
 
 

@@ -871,9 +871,9 @@ SCALAR_FIRST = [
 @pytest.fixture
 def warn_again(monkeypatch):
     """Each deprecated overload warns once a process, as torch's: forget which did."""
-    from pyrite.ops import legacy
+    from pyrite import errors
 
-    monkeypatch.setattr(legacy, "_SCALAR_FIRST_WARNED", set())
+    monkeypatch.setattr(errors, "WARNED_ONCE", set())
 
 
 @pytest.mark.parametrize("form", SCALAR_FIRST)

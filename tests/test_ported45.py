@@ -1515,9 +1515,9 @@ def test_linear_probe_second_loss_after_a_step(rng):
 # 2. torch.meshgrid without indexing= (DiffAugment's, program 2) warned in torch and not in
 # pyrite; now ops/combine.py's meshgrid gives torch's warning, once a process as torch's.
 def test_meshgrid_without_indexing_warns_once(monkeypatch):
-    from pyrite.ops import combine
+    from pyrite import errors
 
-    monkeypatch.setattr(combine, "_MESHGRID_WARNED", [])
+    monkeypatch.setattr(errors, "WARNED_ONCE", set())
     a, b = pr.arange(2), pr.arange(3)
     with pytest.warns(UserWarning, match="it will be required to pass the indexing argument"):
         gx, gy = pr.meshgrid(a, b)

@@ -36,7 +36,6 @@ Tolerances are float32's over a few optimizer steps; each test says why it needs
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -827,8 +826,9 @@ def test_actor_critic_categorical_returns_rmsprop():
 # __float__ / __complex__ give torch's warning (int(), bool() and item() stay quiet, as torch's).
 @pytest.fixture
 def scalar_warning_again(monkeypatch):
-    tensor_module = sys.modules[pr.Tensor.__module__]  # pyrite.tensor (pr.tensor is the function)
-    monkeypatch.setattr(tensor_module, "_SCALAR_WARNED", [])
+    from pyrite import errors
+
+    monkeypatch.setattr(errors, "WARNED_ONCE", set())
 
 
 def test_float_of_a_tensor_that_requires_grad_warns_once(scalar_warning_again):
@@ -857,9 +857,9 @@ def test_complex_of_a_tensor_that_requires_grad_warns(scalar_warning_again):
 # 2. scatter_(..., reduce="add") with a Tensor src: torch's deprecation warning (once a process),
 # which pyrite did not give; a Python value with reduce= stays quiet in both.
 def test_scatter_reduce_argument_with_tensor_src_warns_once(monkeypatch):
-    from pyrite.ops import scatter
+    from pyrite import errors
 
-    monkeypatch.setattr(scatter, "_SCATTER_REDUCE_WARNED", [])
+    monkeypatch.setattr(errors, "WARNED_ONCE", set())
     index = pr.tensor([0, 2, 2])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -879,9 +879,9 @@ def test_scatter_reduce_argument_with_tensor_src_warns_once(monkeypatch):
 # torch's "nested tensors is in prototype stage" warning, once a process, as torch does there
 # and only there.
 def test_encoder_nested_tensor_path_warns_once(monkeypatch):
-    from pyrite.nn.modules import transformer
+    from pyrite import errors
 
-    monkeypatch.setattr(transformer, "_NESTED_WARNED", [])
+    monkeypatch.setattr(errors, "WARNED_ONCE", set())
     layer = pr.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
     encoder = pr.nn.TransformerEncoder(layer, 1)
     src = pr.randn(2, 3, 8)

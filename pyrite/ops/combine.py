@@ -20,7 +20,7 @@ import numbers
 from .. import autograd, backend
 from .. import dtypes as D
 from ..backend.device import INFO_ZERO_WORD
-from ..errors import ArgumentError, DtypeError, ShapeError, warn
+from ..errors import ArgumentError, DtypeError, ShapeError, warn_once
 from ..kernels.common import grid_for
 from ..kernels.indexing import CAT_INPUTS, cat_info_words, cat_kernel
 from ..tensor import Tensor, contiguous_strides
@@ -527,19 +527,15 @@ def triu(input, diagonal=0):
 
 
 # ---- meshgrid, diag, broadcast ------------------------------------------------------------
-_MESHGRID_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
-
-
 def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:  # "ij", with torch's warning that the argument will be required
-        if not _MESHGRID_WARNED:
-            _MESHGRID_WARNED.append(True)
-            warn(
-                "torch.meshgrid: in an upcoming release, it will be required to pass the "
-                "indexing argument."
-            )
+        warn_once(
+            "meshgrid",
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+        )
         indexing = "ij"
     ts = [as_tensor_arg(t) for t in tensors]
     if not ts:  # (torch: a RuntimeError)

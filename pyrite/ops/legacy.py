@@ -27,7 +27,7 @@ import math
 import numbers
 
 from .. import dtypes as D
-from ..errors import ShapeError, warn
+from ..errors import ShapeError, warn, warn_once
 from ..tensor import Tensor
 from .misc import as_strided_, resize_as_
 from .tensor_attrs import UntypedStorage
@@ -510,7 +510,6 @@ _SCALAR_FIRST = {
     "addcmul": ("value", 2, "Tensor tensor1, Tensor tensor2"),
     "addcdiv": ("value", 2, "Tensor tensor1, Tensor tensor2"),
 }
-_SCALAR_FIRST_WARNED: set = set()  # each overload warns once a process (torch's: once in all)
 
 
 def _scalar_first(fn, name, method):
@@ -531,9 +530,7 @@ def _scalar_first(fn, name, method):
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         if len(args) == n + 1 and isinstance(args[0], numbers.Number) and key not in kwargs:
-            if name not in _SCALAR_FIRST_WARNED:
-                _SCALAR_FIRST_WARNED.add(name)
-                warn(message)
+            warn_once(("scalar-first", name), message)  # (each overload once a process)
             kwargs[key] = args[0]
             args = args[1:]
         return fn(self, *args, **kwargs)

@@ -23,7 +23,7 @@ from ..errors import (
     IndexDtypeError,
     IndexShapeError,
     ShapeError,
-    warn,
+    warn_once,
 )
 from ..tensor import Tensor
 from . import ranges
@@ -152,18 +152,15 @@ def _check_target(self: Tensor, index, source):
     check_overlap(self, (index, source), full_ok=False)
 
 
-_SCATTER_REDUCE_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
-
-
 def scatter_(self: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
     if reduce not in (None, "add", "multiply"):
         raise ArgumentError("pyrite: reduce argument must be either add or multiply.")
-    if reduce is not None and isinstance(src, Tensor) and not _SCATTER_REDUCE_WARNED:
-        _SCATTER_REDUCE_WARNED.append(True)  # torch: for a Tensor src only, not a value
-        warn(
+    if reduce is not None and isinstance(src, Tensor):  # (torch: a Tensor src only, not a value)
+        warn_once(
+            "scatter reduce",
             "The reduce argument of torch.scatter with Tensor src is deprecated and will be "
             "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
-            "reduction options."
+            "reduction options.",
         )
     op = {None: None, "add": "sum", "multiply": "prod"}[reduce]
     return _scatter_into(self, dim, index, value if src is None else src, op)

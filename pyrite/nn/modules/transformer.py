@@ -9,7 +9,7 @@ import math
 
 from ...amp import is_autocast_enabled
 from ...autograd import is_grad_enabled
-from ...errors import warn
+from ...errors import warn, warn_once
 from ...ops import combine as _combine
 from ...ops import creation as _creation
 from .. import functional as F
@@ -149,9 +149,6 @@ def _why_not_sparsity_fast_path(layer):
     return ""
 
 
-_NESTED_WARNED: list = []  # torch warns once a process (TORCH_WARN_ONCE)
-
-
 class TransformerEncoder(Module):
     """num_layers deep copies of encoder_layer (as layers.0, layers.1, ...), then norm."""
 
@@ -202,13 +199,13 @@ class TransformerEncoder(Module):
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         output = src
         padded = self._padded_out(src, mask, src_key_padding_mask)
-        if padded is not None and not _NESTED_WARNED:  # torch's, from making the nested tensor
-            _NESTED_WARNED.append(True)
-            warn(
+        if padded is not None:  # torch's, from making the nested tensor
+            warn_once(
+                "nested tensor",
                 "The PyTorch API of nested tensors is in prototype stage and will change in the "
                 "near future. We recommend specifying layout=torch.jagged when constructing a "
                 "nested tensor, as this layout receives active development, has better operator "
-                "coverage, and works with torch.compile."
+                "coverage, and works with torch.compile.",
             )
         for mod in self.layers:
             output = mod(
