@@ -802,10 +802,7 @@ def _current(t):
     current history (fresh_view), as torch's grad_fn regenerates it on any access: autograd's
     inputs and outputs, hooks and retain_grad name that version (`v = h[0]; h.mul_(2);
     grad(out, v)` is the gradient of the new v)."""
-    b = t._base
-    if b is not None and getattr(t, "_agen", 0) != getattr(b, "_agen", 0):
-        fresh_view(t)
-    return t
+    return t if t._base is None else fresh_view(t)  # (fresh_view: nothing if up to date)
 
 
 def register_hook(t, hook):

@@ -45,45 +45,8 @@ class _CorrCholesky(Constraint):
         return _LowerCholesky().check(value) & unit_rows
 
 
-class _Cat(Constraint):
-    """The constraints `cseq` applied to consecutive slices of `lengths` along `dim`, as
-    torch.cat joins them."""
-
-    def __init__(self, cseq, dim=0, lengths=None):
-        if not all(isinstance(c, Constraint) for c in cseq):
-            raise AssertionError("All elements of cseq must be Constraint instances")
-        self.cseq = list(cseq)
-        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise AssertionError(
-                f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})"
-            )
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
-
-    @property
-    def event_dim(self):
-        return max(c.event_dim for c in self.cseq)
-
-    def check(self, value):
-        if not -value.dim() <= self.dim < value.dim():
-            raise AssertionError(
-                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
-            )
-        checks, start = [], 0
-        for constraint, length in zip(self.cseq, self.lengths):
-            checks.append(constraint.check(value.narrow(self.dim, start, length)))
-            start = start + length
-        return pr.cat(checks, self.dim)
-
-
-class _Stack(Constraint):
-    """The constraints `cseq` applied to the slices of `value` along `dim`, one each, as
-    torch.stack joins them."""
+class _Joined(Constraint):
+    """Constraints `cseq` applied to parts of a value along `dim` (cat's and stack's)."""
 
     def __init__(self, cseq, dim=0):
         if not all(isinstance(c, Constraint) for c in cseq):
@@ -96,6 +59,42 @@ class _Stack(Constraint):
     def is_discrete(self):
         return any(c.is_discrete for c in self.cseq)
 
+    def _check_dim(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise AssertionError(
+                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
+            )
+
+
+class _Cat(_Joined):
+    """The constraints `cseq` applied to consecutive slices of `lengths` along `dim`, as
+    torch.cat joins them."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(
+                f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})"
+            )
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        self._check_dim(value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start = start + length
+        return pr.cat(checks, self.dim)
+
+
+class _Stack(_Joined):
+    """The constraints `cseq` applied to the slices of `value` along `dim`, one each, as
+    torch.stack joins them."""
+
     @property
     def event_dim(self):
         dim = max(c.event_dim for c in self.cseq)
@@ -104,10 +103,7 @@ class _Stack(Constraint):
         return dim
 
     def check(self, value):
-        if not -value.dim() <= self.dim < value.dim():
-            raise AssertionError(
-                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
-            )
+        self._check_dim(value)
         slices = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
         return pr.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
 
