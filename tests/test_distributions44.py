@@ -27,6 +27,7 @@ import pyrite as pr
 import pyrite.distributions as D
 from tests.optable import EPS32, assert_close  # noqa: F401
 from tests.test_distributions_more import (  # noqa: F401
+    _check_statistics,
     _conv,
     _f32,
     _np,
@@ -400,17 +401,6 @@ STAT_FAMILIES = [
     "FisherSnedecor",
     "OneHotCategoricalStraightThrough",
 ]
-
-
-def _check_statistics(x, mean, var):
-    """Sample mean and variance within 5 standard errors (from the draws' own moments)."""
-    n = x.shape[0]
-    se = x.std(0) / math.sqrt(n)
-    assert (np.abs(x.mean(0) - mean) <= 5 * se + 1e-6).all(), (x.mean(0), mean, se)
-    if var is not None:
-        dev = x - x.mean(0)
-        se_var = np.sqrt(((dev**4).mean(0) - x.var(0) ** 2) / n)
-        assert (np.abs(x.var(0) - var) <= 5 * se_var + 1e-6).all(), (x.var(0), var, se_var)
 
 
 @pytest.mark.parametrize("family", STAT_FAMILIES)
