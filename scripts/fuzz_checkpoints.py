@@ -759,6 +759,17 @@ def _is_clear(e, target) -> str | None:
     return f"raw {type(e).__name__}: {msg[:200]}"
 
 
+def _save_refused(obj, target, label, out, what="saved"):
+    """pr.save(obj, target) must raise a clear error about target: else a line in out."""
+    try:
+        pr.save(obj, target)
+        out.append(f"f/{label}: {what}")
+    except Exception as e:  # noqa: BLE001
+        bad = _is_clear(e, target)
+        if bad:
+            out.append(f"f/{label}: {bad}")
+
+
 def check_damage(spec, raw, tmp, out):
     """f: failed saves leave nothing behind (or the previous file); damaged files give a pyrite
     error on load (or load: a flipped byte in tensor data)."""
@@ -766,34 +777,16 @@ def check_damage(spec, raw, tmp, out):
     small = {"w": pr.ones(3), "n": 1}
     # a missing folder
     target = os.path.join(tmp, "missing", "x.pt")
-    try:
-        pr.save(small, target)
-        out.append("f/missing folder: saved")
-    except Exception as e:  # noqa: BLE001
-        bad = _is_clear(e, target)
-        if bad:
-            out.append(f"f/missing folder: {bad}")
+    _save_refused(small, target, "missing folder", out)
     if os.path.exists(os.path.dirname(target)):
         out.append("f/missing folder: created it")
     # a read-only place (as root, chmod does not stop writes: /sys is mounted read-only)
     for target in ("/sys/pyrite_fuzz.pt", "/proc/pyrite_fuzz.safetensors"):
-        try:
-            pr.save(small, target)
-            out.append(f"f/read-only {target}: saved")
-        except Exception as e:  # noqa: BLE001
-            bad = _is_clear(e, target)
-            if bad:
-                out.append(f"f/read-only {target}: {bad}")
+        _save_refused(small, target, f"read-only {target}", out)
     # over a folder
     target = os.path.join(tmp, "folder.pt")
     os.makedirs(target, exist_ok=True)
-    try:
-        pr.save(small, target)
-        out.append("f/over a folder: saved")
-    except Exception as e:  # noqa: BLE001
-        bad = _is_clear(e, target)
-        if bad:
-            out.append(f"f/over a folder: {bad}")
+    _save_refused(small, target, "over a folder", out)
     if not os.path.isdir(target) or os.listdir(target):
         out.append("f/over a folder: the folder changed")
     # an unpicklable object over a previous file, as a path and as a file object
@@ -807,13 +800,7 @@ def check_damage(spec, raw, tmp, out):
             [threading.Lock()],
             {"g": (x for x in [])},
         ):
-            try:
-                pr.save(bad_obj, target)
-                out.append(f"f/unpicklable {name}: saved {bad_obj!r:.60}")
-            except Exception as e:  # noqa: BLE001
-                bad = _is_clear(e, target)
-                if bad:
-                    out.append(f"f/unpicklable {name}: {bad}")
+            _save_refused(bad_obj, target, f"unpicklable {name}", out, f"saved {bad_obj!r:.60}")
             with open(target, "rb") as fh:
                 if fh.read() != b"previous":
                     out.append(f"f/unpicklable {name}: the previous file changed")
