@@ -24,7 +24,8 @@ register_parametrization (orthogonal, weight_norm, a custom scale), copy.deepcop
 round trip, a backward pass (every parameter's gradient). After every operation: a forward
 pass (its output, and the log of every hook called, in order) and the `training` flags.
 
-Values compare within rtol 1e-4 / atol 1e-5 (float32 on both sides); everything else (names,
+Values compare within rtol 1e-4 / atol 3e-5 (float32 on both sides), widened where torch float32
+is itself far from torch float64 (`_cmp`); everything else (names,
 order, key lists, repr text, error families) must be equal. An error compares by its builtin
 family (pyrite's errors subclass the builtins torch raises); a load_state_dict error by the
 key lists its text names.
@@ -757,8 +758,12 @@ def _err_detail(label, e):
 # ---- comparing ---------------------------------------------------------------------------------
 def _cmp(got, ref, path="", r64=None):
     """The first difference of pyrite's record `got` from torch's `ref` (text), values within
-    rtol 1e-4 / atol 3e-5 widened by 4x torch float32's distance from torch float64 (`r64`:
-    chains of BatchNorm over 3 samples, LayerNorm of near-constant rows are ill-conditioned)."""
+    rtol 1e-4 / atol 3e-5 widened by 4x torch float32's largest distance from torch float64 over
+    the whole tensor (`r64`: chains of BatchNorm over 3 samples, LayerNorm of near-constant rows
+    are ill-conditioned). The tensor's largest distance, not each element's own: where the exact
+    gradient is 0 (a bias feeding a BatchNorm or a softmax, whose gradient cancels; float64
+    gives 1e-13), every float32 element is rounding noise of the terms that cancel, and torch's
+    noise at one element says nothing of pyrite's there (seeds 300 and 349 of session 45)."""
     if isinstance(ref, tuple) and len(ref) == 4 and ref[0] == "error":
         if isinstance(got, tuple) and len(got) == 4 and got[0] == "error" and got[1:3] == ref[1:3]:
             return None
@@ -773,7 +778,7 @@ def _cmp(got, ref, path="", r64=None):
             return f"{path}: shape {g.shape} vs {r.shape}"
         widen = 0.0
         if isinstance(r64, tuple) and len(r64) == 3 and np.shape(r64[2]) == r.shape:
-            widen = 4 * np.abs(np.asarray(r64[2], np.float64) - r)
+            widen = 4 * np.abs(np.asarray(r64[2], np.float64) - r).max(initial=0.0)
         if not (np.abs(g - r) <= 1e-4 * np.abs(r) + 3e-5 + widen).all() and not np.allclose(
             g, r, rtol=1e-4, atol=3e-5, equal_nan=True
         ):
