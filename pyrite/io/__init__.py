@@ -13,9 +13,18 @@ import os
 
 from .._fs import write_atomic
 from . import _safetensors, _torch, _torch_write
+from ._gguf import GGUFFile, load_gguf, unpermute_qk
 from .errors import CheckpointError, UnpicklingError
 
-__all__ = ["CheckpointError", "UnpicklingError", "load", "save"]
+__all__ = [
+    "CheckpointError",
+    "GGUFFile",
+    "UnpicklingError",
+    "load",
+    "load_gguf",
+    "save",
+    "unpermute_qk",
+]
 
 
 def _write_all(fh, data: bytes) -> None:
