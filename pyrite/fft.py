@@ -24,12 +24,19 @@ elementwise error over max |y64|), `python -m pyrite.fft`:
 
 hfft / ihfft (and their 2-D / n-D forms) are irfft / rfft with the input or output conjugated
 and `norm` swapped, torch's definitions.
+
+Inputs of float16 / bfloat16 (and integers, bools) are transformed in float32 into complex64 /
+float32 results: torch CPU refuses the half types ("Unsupported dtype Half") and torch CUDA gives
+complex32 for power-of-two lengths only; pyrite has no complex32 (`.chalf()` raises). `n` and
+the entries of `s` are ints as torch parses them (a bool or a float n is a TypeError; an int s is
+(s,)).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import numbers
 
 import numpy as np
 
@@ -191,6 +198,29 @@ def _check(input, name):
         raise TypeError(f"pyrite: fft.{name}(): expected a Tensor, got {type(input).__name__}")
 
 
+def _int_n(n, name: str):
+    """torch's parsing of `n`: None, or an int (numpy's too), never a bool or a float."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"pyrite: fft_{name}(): argument 'n' must be int, not {type(n).__name__}")
+    return int(n)
+
+
+def _int_s(s, name: str):
+    """torch's parsing of `s`: None, an int (read as (s,)) or a sequence of ints (bools pass,
+    as ints do in torch's int lists; floats are refused)."""
+    if s is None:
+        return None
+    if isinstance(s, numbers.Integral):
+        return (int(s),)
+    if isinstance(s, Tensor) or not all(isinstance(k, numbers.Integral) for k in s):
+        raise TypeError(
+            f"pyrite: fft_{name}(): argument 's' must be tuple of ints, not {type(s).__name__}"
+        )
+    return tuple(int(k) for k in s)
+
+
 def _resize(x: Tensor, n: int, axis: int) -> Tensor:
     """x trimmed or zero-padded to n along `axis` (a real tensor's dim)."""
     have = x._shape[axis]
@@ -214,7 +244,8 @@ def _pairs_last(input: Tensor, dim: int, n, name: str):
             f"pyrite: fft.{name}(): dimension specified as {dim} but tensor has no dimensions"
         )
     d = input._dim(dim)
-    n = input._shape[d] if n is None else int(n)
+    n = _int_n(n, name)
+    n = input._shape[d] if n is None else n
     if n < 1:
         raise RuntimeError(f"pyrite: Invalid number of data points ({n}) specified")
     if input.dtype is D.complex64:
@@ -304,7 +335,8 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     z = input if input.dtype is D.complex64 else _cx.as_complex(input)
     d = z._dim(dim)
     m_in = z._shape[d]
-    n = 2 * (m_in - 1) if n is None else int(n)
+    n = _int_n(n, "irfft")
+    n = 2 * (m_in - 1) if n is None else n
     if n < 1:
         raise RuntimeError(f"pyrite: Invalid number of data points ({n}) specified")
     m = n // 2 + 1
@@ -323,6 +355,7 @@ def _dims_sizes(input, s, dim, name, at_least_one=False):
     """torch's (s, dim) rules: dim None with s given means the last len(s) dims; both None,
     every dim; -1 in s, the input's size. The real transforms (at_least_one) refuse no dims."""
     _check(input, name)
+    s = _int_s(s, name)
     nd = input.ndim
     if dim is None and s is not None and len(s) > nd:
         raise ShapeError(
@@ -501,8 +534,6 @@ def _freq_tensor(k: np.ndarray, n: int, d, dtype, requires_grad, name):
 
 
 def _freq_n(n, name):
-    import numbers
-
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(
             f"pyrite: fft_{name}(): argument 'n' (position 1) must be int, not {type(n).__name__}"

@@ -1,7 +1,12 @@
 """torch.stft / torch.istft: short-time Fourier transforms of real signals, built from views
 (`unfold` frames), pyrite.fft's rfft/irfft and `F.fold`'s overlap-add, so autograd runs through
-both. Real inputs only (a complex signal raises ComplexError); `return_complex=False` gives the
-(..., 2) real view, as torch's deprecated form."""
+both. Real floating inputs only (a complex signal raises ComplexError, an integer one torch's
+RuntimeError); a complex window gives the two-sided complex spectrum, as torch's;
+`return_complex=False` gives the (..., 2) real view, as torch's deprecated form. istft checks
+torch's frequency count (n_fft // 2 + 1 one-sided, n_fft two-sided) and hop_length <=
+win_length, and inverts a two-sided spectrum into a real signal as torch does: from its first
+n_fft // 2 + 1 bins through irfft (the rest ignored, so a non-Hermitian one is not its ifft's
+real part)."""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from .tensor import Tensor
 
 def _window(window, n_fft, win_length):
     """The window zero-padded to n_fft, centred (torch's rule); ones when None."""
-    from .ops.creation import ones
-    from .ops.pad import pad
+    from .ops.combine import cat
+    from .ops.creation import ones, zeros
 
     if window is None:
         window = ones(win_length)
@@ -25,7 +30,8 @@ def _window(window, n_fft, win_length):
         )
     if win_length < n_fft:
         left = (n_fft - win_length) // 2
-        window = pad(window, (left, n_fft - win_length - left))
+        right = n_fft - win_length - left  # (zeros by cat: a complex window has no pad)
+        window = cat([zeros(left, dtype=window.dtype), window, zeros(right, dtype=window.dtype)])
     return window
 
 
@@ -66,9 +72,17 @@ def stft(
             "pyrite: stft requires the return_complex parameter be given for real inputs, and "
             "will further require that return_complex=True in a future PyTorch release."
         )
+    if input.dtype.kind != "f":
+        raise RuntimeError(
+            f"pyrite: stft: expected a tensor of floating point or complex values, got "
+            f"{input.dtype!r}"
+        )
     if input.ndim not in (1, 2):
         raise RuntimeError(f"pyrite: stft: expected a 1D or 2D tensor, got {input.ndim}D")
     hop, win = _lengths(n_fft, hop_length, win_length)
+    complex_window = isinstance(window, Tensor) and window.dtype is D.complex64
+    if complex_window and onesided:
+        raise RuntimeError("pyrite: Cannot have onesided output if window or input is complex")
     x = input if input.dtype is D.float32 else input.to(D.float32)
     x = x.unsqueeze(0) if input.ndim == 1 else x  # (B, L)
     if center:
@@ -79,7 +93,7 @@ def stft(
             f"pyrite: stft: input of {x._shape[-1]} samples (padded) is shorter than n_fft={n_fft}"
         )
     frames = x.unfold(-1, n_fft, hop) * _window(window, n_fft, win)  # (B, n_frames, n_fft)
-    one = True if onesided is None else bool(onesided)
+    one = (not complex_window) if onesided is None else bool(onesided)
     norm = "ortho" if normalized else None
     spec = _fft.rfft(frames, norm=norm) if one else _fft.fft(frames, norm=norm)
     spec = spec.transpose(-1, -2)  # (B, F, n_frames)
@@ -111,15 +125,31 @@ def istft(
         raise RuntimeError("pyrite: istft requires a complex-valued input tensor")
     if return_complex:
         raise _cx.ComplexError("pyrite: istft(return_complex=True) is not supported yet")
+    if isinstance(window, Tensor) and window.dtype is D.complex64:
+        raise RuntimeError("pyrite: Complex windows are incompatible with return_complex=False")
     if input.ndim not in (2, 3):
         raise RuntimeError(f"pyrite: istft: expected a 2D or 3D tensor, got {input.ndim}D")
     hop, win = _lengths(n_fft, hop_length, win_length)
+    if hop > win:
+        raise RuntimeError(
+            f"pyrite: istft: expected 0 < hop_length <= win_length, but got hop_length={hop}, "
+            f"win_length={win}"
+        )
     spec = input.unsqueeze(0) if input.ndim == 2 else input  # (B, F, n_frames)
     B, F, T = spec._shape
     one = (F != n_fft) if onesided is None else bool(onesided)
+    want = n_fft // 2 + 1 if one else n_fft
+    if F != want:
+        rule = "n_fft / 2 + 1 when onesided=True" if one else "n_fft when onesided=False"
+        raise RuntimeError(
+            f"pyrite: istft: expected the frequency dimension (3rd to the last) of the input "
+            f"tensor to match {rule}, but got {F}"
+        )
     norm = "ortho" if normalized else None
     spec = spec.transpose(1, 2)  # (B, T, F)
-    frames = _fft.irfft(spec, n_fft, norm=norm) if one else _fft.ifft(spec, n_fft, norm=norm).real
+    if not one:  # (torch: a real result reads the first n_fft // 2 + 1 bins only)
+        spec = spec[..., : n_fft // 2 + 1]
+    frames = _fft.irfft(spec, n_fft, norm=norm)
     w = _window(window, n_fft, win)
     frames = frames * w  # (B, T, n_fft)
     total = n_fft + hop * (T - 1)

@@ -11,6 +11,7 @@ float32 its points may differ from these by a few ulps).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 
 import numpy as np
@@ -34,6 +35,10 @@ __all__ = [
 
 
 def _checks(name, M, dtype, layout):
+    # torch passes M to linspace's `steps` (an int): a float M is refused there (torch returns
+    # early, unchecked, for M of 0 and 1 only: pyrite refuses every float)
+    if not isinstance(M, numbers.Integral):
+        raise TypeError(f"pyrite: {name}(): argument 'M' must be int, not {type(M).__name__}")
     if M < 0:
         raise ValueError(f"pyrite: {name} requires non-negative window length, got M={M}")
     if layout is not None and str(layout).split(".")[-1] != "strided":
