@@ -194,3 +194,19 @@ def test_seeded_fuzz_of_fft_stft_and_windows_agrees_with_torch(rng):
         if status == "fail":
             fails.append(f"seed {seed}: {detail}\n{fz.describe(case)}")
     assert not fails, "\n".join(fails)
+
+
+def test_kaiser_window_takes_beta_only_after_periodic():
+    """torch's overloads: kaiser_window(N, beta=b) is a TypeError; (N, periodic, beta) takes
+    any beta, a negative one too."""
+    with pytest.raises(TypeError):
+        torch.kaiser_window(7, beta=-1.0)
+    with pytest.raises(TypeError, match="periodic"):
+        pr.kaiser_window(7, beta=-1.0)
+    for args in ((7,), (7, True, -1.0), (9, False, 5.0), (1, False, 3.0)):
+        np.testing.assert_allclose(
+            pr.kaiser_window(*args).numpy(),
+            torch.kaiser_window(*args).numpy(),
+            rtol=2e-6,
+            atol=1e-7,
+        )

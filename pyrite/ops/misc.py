@@ -247,11 +247,22 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, **kw):
     return _finish(w, window_length, dt)
 
 
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, **kw):
-    """i0(beta·sqrt(1 - ((k - a) / a)^2)) / i0(beta), a = (N - 1) / 2."""
+_UNSET = object()
+
+
+def kaiser_window(window_length, periodic=_UNSET, beta=_UNSET, *, dtype=None, **kw):
+    """i0(beta·sqrt(1 - ((k - a) / a)^2)) / i0(beta), a = (N - 1) / 2. torch's overloads take
+    `beta` only after `periodic` (kaiser_window(7, beta=5.0) is a TypeError there)."""
     from .creation import full
     from .special import i0
 
+    if periodic is _UNSET and beta is not _UNSET:
+        raise TypeError(
+            "pyrite: kaiser_window() received an invalid combination of arguments: "
+            "`beta` needs `periodic` too (kaiser_window(window_length, periodic, beta))"
+        )
+    periodic = True if periodic is _UNSET else periodic
+    beta = 12.0 if beta is _UNSET else beta
     done, k, dt = _window("kaiser_window", window_length, periodic, dtype)
     if done is not None:
         return done
