@@ -1,0 +1,289 @@
+"""pyrite.models.LlamaForCausalLM against transformers' LlamaForCausalLM and Qwen2ForCausalLM
+(CPU, random tiny configs of awkward sizes): logits, greedy generation token for token, the KV
+cache, loading from a Hugging Face folder (save_pretrained) and from GGUF files written here the
+way llama.cpp's converter writes them (its names, its Q/K row permutation for Llama, F32 and
+Q8_0 / Q4_1 blocks).
+
+Tolerance: pyrite computes in float32; the reference is the transformers model in float64 on the
+same weights, and pyrite may differ from it by 4x transformers' own float32 distance from it plus
+a few float32 ulps of the logits' scale (the fuzzers' rule)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyrite as pr
+from pyrite.models import KVCache, LlamaConfig, LlamaForCausalLM
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+gguf = pytest.importorskip("gguf")
+
+
+def _hf(kind="llama", seed=0, **over):
+    torch.manual_seed(seed)
+    base = dict(
+        vocab_size=67,
+        hidden_size=48,
+        intermediate_size=88,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
+    base.update(over)
+    if kind == "qwen2":
+        cfg = transformers.Qwen2Config(**base)
+        model = transformers.Qwen2ForCausalLM(cfg)
+    else:
+        cfg = transformers.LlamaConfig(**base)
+        model = transformers.LlamaForCausalLM(cfg)
+    cfg._attn_implementation = "eager"
+    with torch.no_grad():  # (biases start at 0 in transformers: make them count)
+        for n, p in model.named_parameters():
+            if n.endswith("bias") or "norm" in n:
+                p.add_(torch.randn_like(p) * 0.3)
+    return model.eval()
+
+
+def _pyrite(hf):
+    pm = LlamaForCausalLM(LlamaConfig.from_dict(hf.config.to_dict()))
+    sd = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
+    if hf.config.tie_word_embeddings:
+        sd.pop("lm_head.weight", None)
+    pm.load_state_dict(sd, strict=not hf.config.tie_word_embeddings)
+    return pm
+
+
+def _check_logits(got, hf, ids):
+    with torch.no_grad():
+        t32 = hf(torch.tensor(ids)).logits.numpy().astype(np.float64)
+        t64 = hf.double()(torch.tensor(ids)).logits.numpy()
+        hf.float()
+    scale = np.abs(t64).max()
+    bound = 4 * np.abs(t32 - t64).max() + 64 * 2**-24 * scale
+    err = np.abs(np.asarray(got, np.float64) - t64).max()
+    assert err <= bound, (err, bound)
+
+
+def _hf_greedy(hf, ids, n):
+    """transformers' greedy generate (every prompt token attended: with no attention_mask it
+    would take the tokens equal to pad_token_id for padding)."""
+    t = torch.tensor(ids)
+    return hf.generate(
+        t,
+        attention_mask=torch.ones_like(t),
+        max_new_tokens=n,
+        do_sample=False,
+        eos_token_id=None,
+        pad_token_id=0,
+    ).numpy()
+
+
+@pytest.mark.parametrize(
+    "kind,over",
+    [
+        ("llama", {}),
+        ("llama", {"tie_word_embeddings": True, "num_key_value_heads": 6}),
+        ("llama", {"attention_bias": True, "mlp_bias": True, "num_key_value_heads": 3}),
+        ("llama", {"head_dim": 10, "num_attention_heads": 4, "num_key_value_heads": 1}),
+        (
+            "llama",
+            {
+                "rope_parameters": {
+                    "rope_type": "llama3",
+                    "rope_theta": 5000.0,
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 8,
+                }
+            },
+        ),
+        ("qwen2", {}),
+    ],
+)
+def test_logits_and_greedy_generation_match_transformers(rng, kind, over):
+    hf = _hf(kind, int(rng.integers(1 << 20)), **over)
+    pm = _pyrite(hf)
+    ids = rng.integers(0, 67, (2, 11))
+    _check_logits(pm(pr.tensor(ids)).numpy(), hf, ids)
+    got = pm.generate(pr.tensor(ids), max_new_tokens=7, eos_token_id=-1).numpy()
+    with torch.no_grad():
+        want = _hf_greedy(hf, ids, 7)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_cache_in_chunks_gives_the_whole_forward(rng):
+    pm = _pyrite(_hf(seed=3))
+    ids = pr.tensor(rng.integers(0, 67, (3, 13)))
+    whole = pm(ids).numpy()
+    cache = KVCache(pm.config, 3, 20)
+    parts = [pm(ids[:, a:b], cache).numpy() for a, b in ((0, 5), (5, 6), (6, 13))]
+    assert cache.length == 13
+    np.testing.assert_allclose(
+        np.concatenate(parts, 1), whole, rtol=0, atol=2e-5 * np.abs(whole).max()
+    )
+    with pytest.raises(ValueError, match="cache"):
+        pm(ids[:, :8], cache)
+
+
+def test_from_pretrained_reads_a_hugging_face_folder(tmp_path, rng):
+    hf = _hf(seed=5, tie_word_embeddings=True)
+    hf.save_pretrained(tmp_path, safe_serialization=True)
+    pm = LlamaForCausalLM.from_pretrained(tmp_path)
+    assert pm.lm_head.weight is pm.model.embed_tokens.weight
+    ids = rng.integers(0, 67, (1, 9))
+    _check_logits(pm(pr.tensor(ids)).numpy(), hf, ids)
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        LlamaForCausalLM.from_pretrained(tmp_path / "nothing")
+
+
+# ---- GGUF, as llama.cpp's convert_hf_to_gguf.py writes it --------------------------------------
+_GGUF_NAMES = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+    "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "ffn_norm",
+}
+
+
+def _converter_permute(w, n_head):
+    """convert_hf_to_gguf.py's LlamaModel.permute, as it is written there."""
+    return (
+        w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(w.shape)
+    )
+
+
+def _write_gguf(path, hf, arch, qtype):
+    """hf's weights in a GGUF file: 2-D projections in `qtype`, the rest F32. Returns the state
+    dict transformers needs to compute with exactly the values the file holds."""
+    c = hf.config
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_block_count(c.num_hidden_layers)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_rope_freq_base(c.rope_parameters["rope_theta"])
+    w.add_uint32("tokenizer.ggml.eos_token_id", 2)
+    used = {}
+    for name, p in hf.state_dict().items():
+        a = p.detach().numpy().astype(np.float32)
+        if name == "model.embed_tokens.weight":
+            g = "token_embd.weight"
+        elif name == "model.norm.weight":
+            g = "output_norm.weight"
+        elif name == "lm_head.weight":
+            g = "output.weight"
+        else:
+            i, rest = name.split(".")[2], ".".join(name.split(".")[3:])
+            mod, _, leaf = rest.rpartition(".")
+            g = f"blk.{i}.{_GGUF_NAMES[mod]}.{leaf}"
+        stored = a
+        if arch == "llama" and g.split(".")[-2] in ("attn_q", "attn_k"):
+            heads = c.num_attention_heads if "attn_q" in g else c.num_key_value_heads
+            stored = _converter_permute(a, heads)
+        if qtype != "F32" and a.ndim == 2 and "token_embd" not in g:
+            q = gguf.quants.quantize(stored, gguf.GGMLQuantizationType[qtype])
+            w.add_tensor(g, q, raw_dtype=gguf.GGMLQuantizationType[qtype])
+            deq = gguf.quants.dequantize(q, gguf.GGMLQuantizationType[qtype])
+            if stored is not a:  # back in transformers' row order
+                heads = c.num_attention_heads if "attn_q" in g else c.num_key_value_heads
+                deq = pr.io.unpermute_qk(pr.tensor(deq), heads).numpy()
+            used[name] = deq
+        else:
+            w.add_tensor(g, stored)
+            used[name] = a
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return used
+
+
+@pytest.mark.parametrize(
+    "kind,qtype", [("llama", "F32"), ("llama", "Q8_0"), ("llama", "Q4_1"), ("qwen2", "Q8_0")]
+)
+def test_from_gguf_matches_transformers_on_the_file_s_values(tmp_path, rng, kind, qtype):
+    hf = _hf(
+        kind,
+        int(rng.integers(1 << 20)),
+        hidden_size=64,
+        intermediate_size=96,
+        num_attention_heads=4,
+    )
+    used = _write_gguf(tmp_path / "m.gguf", hf, kind, qtype)
+    hf.load_state_dict({k: torch.tensor(v) for k, v in used.items()})
+    pm = LlamaForCausalLM.from_gguf(tmp_path / "m.gguf")
+    assert pm.config.rope_interleaved == (kind == "llama")
+    assert pm.config.eos_token_id == 2
+    packed = isinstance(pm.model.layers[0].self_attn.q_proj, pr.quantization.QuantizedLinear)
+    assert packed == (qtype != "F32")
+    ids = rng.integers(0, 67, (2, 10))
+    _check_logits(pm(pr.tensor(ids)).numpy(), hf, ids)
+    got = pm.generate(pr.tensor(ids), max_new_tokens=5, eos_token_id=-1).numpy()
+    with torch.no_grad():
+        want = _hf_greedy(hf, ids, 5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_from_gguf_refuses_other_architectures(tmp_path, rng):
+    w = gguf.GGUFWriter(str(tmp_path / "b.gguf"), "bert")
+    w.add_tensor("token_embd.weight", rng.standard_normal((5, 8)).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(NotImplementedError, match="bert"):
+        LlamaForCausalLM.from_gguf(tmp_path / "b.gguf")
+
+
+# ---- sampling --------------------------------------------------------------------------------
+def test_sampling_options(rng):
+    pm = _pyrite(_hf(seed=9))
+    ids = pr.tensor(rng.integers(0, 67, (2, 6)))
+    greedy = pm.generate(ids, max_new_tokens=6, eos_token_id=-1).numpy()
+    # one candidate left: top_k=1, or a top_p no second token is needed for
+    for kw in ({"top_k": 1}, {"top_p": 1e-6}):
+        got = pm.generate(ids, 6, do_sample=True, eos_token_id=-1, **kw).numpy()
+        np.testing.assert_array_equal(got, greedy)
+    # a seeded generator repeats itself
+    a = pm.generate(
+        ids, 6, do_sample=True, eos_token_id=-1, generator=pr.Generator().manual_seed(4)
+    )
+    b = pm.generate(
+        ids, 6, do_sample=True, eos_token_id=-1, generator=pr.Generator().manual_seed(4)
+    )
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert a.shape == (2, 12) and int(a.numpy().max()) < 67
+    with pytest.raises(ValueError, match="temperature"):
+        pm.generate(ids, 2, do_sample=True, temperature=0.0)
+    with pytest.raises(ValueError, match="top_p"):
+        pm.generate(ids, 2, do_sample=True, top_p=1.5)
+
+
+def test_generation_stops_at_eos_and_pads(rng):
+    pm = _pyrite(_hf(seed=11))
+    ids = pr.tensor(rng.integers(0, 67, (2, 5)))
+    free = pm.generate(ids, max_new_tokens=8, eos_token_id=-1).numpy()
+    eos = int(free[0, 6])  # the first row's second new token
+    got = pm.generate(ids, max_new_tokens=8, eos_token_id=eos, pad_token_id=0).numpy()
+    row = list(free[0, 5:])
+    first = row.index(eos)
+    np.testing.assert_array_equal(got[0, : 5 + first + 1], free[0, : 5 + first + 1])
+    assert (got[0, 5 + first + 1 :] == 0).all()
+    if eos not in free[1, 5:]:
+        assert got.shape[1] == free.shape[1]
