@@ -27,25 +27,34 @@ def _need_sparse(x, name: str, dense: str):
         )
 
 
+def _masked(x):
+    """A sparse operand read through to_dense: its gradient masked to its COO pattern, as
+    torch.sparse's functions give it (torch.mm and `@` pass it unmasked)."""
+    return x.to_dense() if isinstance(x, SparseCOOTensor) else x
+
+
 def mm(mat1, mat2, reduce: str = "sum"):
-    """torch.sparse.mm: mat1 @ mat2 (mat1 sparse or dense), gradients to both, as torch.mm."""
+    """torch.sparse.mm: mat1 @ mat2 (mat1 sparse or dense), gradients to both; a sparse
+    operand's gradient is masked to its pattern (torch's sparse gradient's to_dense)."""
     if reduce != "sum":
         raise NotImplementedError(
             f"pyrite: sparse.mm: reduce={reduce!r} (torch's CSR-only reductions); only 'sum'"
         )
-    return _matmul.mm(mat1, mat2)
+    return _matmul.mm(_masked(mat1), _masked(mat2))
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
-    """torch.sparse.addmm: beta * mat + alpha * (mat1 @ mat2), mat1 sparse."""
-    return _matmul.addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+    """torch.sparse.addmm: beta * mat + alpha * (mat1 @ mat2), mat1 sparse (its gradient
+    masked to its pattern, as sparse.mm's)."""
+    return _matmul.addmm(mat, _masked(mat1), mat2, beta=beta, alpha=alpha)
 
 
 def sum(input, dim=None, dtype=None):
     """torch.sparse.sum: the sum of a sparse tensor's values, over every dim (a 0-d tensor) or
-    over `dim` (an int or a tuple of them)."""
+    over `dim` (an int or a tuple of them); the gradient reaches the specified entries only
+    (torch's is sparse, of the input's pattern)."""
     _need_sparse(input, "sum", "x.sum(dim)")
-    x = input if dtype is None else input.to(dtype)
+    x = input.to_dense() if dtype is None else input.to_dense().to(dtype)
     return x.sum() if dim is None else x.sum(dim)
 
 

@@ -5,8 +5,11 @@ elsewhere) that also keeps the COO form it was given: `_indices()` (sparse_dim, 
 `_values()` (nnz, *dense dims), uncoalesced as given, `coalesce()`d on request. Its layout is
 `pyrite.sparse_coo` and `is_sparse` is True. Every op reads the dense values, so results are
 torch's (`sparse @ dense`, `dense + sparse`, `torch.mm(sparse, w)` with w's gradient); the
-memory and the work are a dense tensor's, and op results are dense tensors (torch keeps a few
-sparse: `sparse * 2`, `sparse.t()`), except to_sparse / coalesce / `.to()`.
+memory and the work are a dense tensor's. Op results are dense tensors, except where torch's
+are sparse through the methods: to_sparse, coalesce, `.to()`, `s * number`, `s / number`,
+`-s`, `s * dense`, `dense * s`, `s * s2`, `s + s2`, `s - s2`, `s.add / sub(s2, alpha=)`,
+`t()` and `transpose` of sparse dims keep torch's COO pattern, so a later `to_dense()` masks
+the gradient to it as torch's does (the function forms, `pr.mul(s, 2)`, are dense).
 
 WebGPU has no sparse kernels worth their cost at the sizes ported scripts use (a GCN's 2,708
 node adjacency is 29 MB dense); the COO form is for code that reads it back.
@@ -14,10 +17,13 @@ node adjacency is 29 MB dense); the COO form is for code that reads it back.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as D
 from ..tensor import Tensor
+from . import elementwise as _ew
 from .porting import layout
 
 sparse_coo = layout("sparse_coo")
@@ -86,12 +92,118 @@ class SparseCOOTensor(Tensor):
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """A plain dense copy. Its gradient flows back masked to the COO pattern (the entries
-        the indices name), as torch's masked_grad=True (the default); False passes it all."""
+        the indices name), as torch's masked_grad=True (the default); False passes it all.
+        (`dtype=` converts; torch refuses it for a sparse tensor.)"""
         if masked_grad is None or masked_grad:
-            out = Tensor.mul(self, self._pattern())  # (the values unchanged: 0 elsewhere)
+            # (where, not a product with the pattern: storage that holds inf / nan where no
+            # index names it, as `s * inf` leaves, reads 0 there, as torch's to_dense)
+            out = _ew.where(self._pattern().bool(), self, 0)
         else:
             out = Tensor.clone(self)
         return out if dtype is None else out.to(dtype)
+
+    # ---- the results torch keeps sparse ----------------------------------------------------
+    # torch's gradient of a sparse tensor is masked to a COO pattern only where the chain
+    # meets to_dense (or torch.sparse.*): `(x.to_sparse() * 2).to_dense()` gives x the
+    # gradient 2 at x's nonzeros and 0 elsewhere. So the ops torch keeps sparse return a
+    # SparseCOOTensor with torch's pattern; their dense storage is the dense op's (its
+    # gradient unmasked, as torch's sparse op passes it) and to_dense masks.
+    def _same_pattern(self, dense, values):
+        return _wrap(dense, self._sp_indices, values, self._sp_coalesced)
+
+    def _scaled(self, dense, values, finite: bool):
+        """`dense` (self's storage scaled by a number) as a result of self's pattern; where the
+        scale is not finite (0 * inf and 0 / 0 are nan), the storage is zeroed where no index
+        names an entry, as torch's unspecified entries stay 0."""
+        if not finite:
+            dense = _ew.where(self._pattern().bool(), dense, 0)
+        return self._same_pattern(dense, values)
+
+    def __mul__(self, other):
+        if _is_number(other):
+            dense = Tensor.mul(self, other)
+            return self._scaled(dense, self._sp_values * other, math.isfinite(other))
+        if isinstance(other, SparseCOOTensor):
+            return _sparse_mul(self, other)
+        if isinstance(other, Tensor) and _broadcast_to(other.shape, self.shape):
+            # (each entry, duplicates too, times other there: the pattern's values)
+            at = _values_at(other.expand(tuple(self.shape)), self._sp_indices)
+            return self._same_pattern(Tensor.mul(self, other), self._sp_values * at)
+        return Tensor.mul(self, other)
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    mul = multiply = __mul__
+
+    def __truediv__(self, other):
+        if _is_number(other):
+            dense = Tensor.div(self, other)
+            return self._scaled(dense, self._sp_values / other, other != 0)
+        return Tensor.div(self, other)
+
+    div = divide = __truediv__
+
+    def __neg__(self):
+        return self._same_pattern(Tensor.neg(self), -self._sp_values)
+
+    neg = negative = __neg__
+
+    def __add__(self, other, *, alpha=1):
+        if isinstance(other, SparseCOOTensor) and tuple(other.shape) == tuple(self.shape):
+            return _sparse_add(self, other, alpha)
+        return Tensor.add(self, other, alpha=alpha)
+
+    def __radd__(self, other):
+        return Tensor.add(other, self) if isinstance(other, Tensor) else self.__add__(other)
+
+    def add(self, other, *, alpha=1):
+        return self.__add__(other, alpha=alpha)
+
+    def __sub__(self, other):
+        return self.__add__(other, alpha=-1)
+
+    def sub(self, other, *, alpha=1):
+        return self.__add__(other, alpha=-alpha)
+
+    subtract = sub
+
+    def __rsub__(self, other):
+        return (
+            Tensor.sub(other, self) if isinstance(other, Tensor) else Tensor.__rsub__(self, other)
+        )
+
+    def transpose(self, dim0, dim1):
+        """Sparse, as torch's: the index rows of two sparse dims swapped; a dense dim only
+        with itself (torch refuses the rest)."""
+        n = self.ndim
+        d0, d1 = (dim0 + n if dim0 < 0 else dim0), (dim1 + n if dim1 < 0 else dim1)
+        dense = Tensor.transpose(self, dim0, dim1)
+        sd = self.sparse_dim()
+        if d0 == d1:
+            return _wrap(dense, self._sp_indices, self._sp_values, self._sp_coalesced)
+        if not (d0 < sd and d1 < sd):
+            raise RuntimeError(
+                f"pyrite: sparse transpose: transposed dimensions must be sparse Got sparse_dim: "
+                f"{sd}, d0: {d0}, d1: {d1}"
+            )
+        order = list(range(sd))
+        order[d0], order[d1] = order[d1], order[d0]
+        indices = self._sp_indices[order] if self._nnz() else self._sp_indices
+        # (torch: swapped rows are sorted no longer, unless there are none)
+        return _wrap(dense, indices, self._sp_values, self._nnz() == 0)
+
+    swapaxes = swapdims = transpose
+
+    def t(self):
+        if self.sparse_dim() > 2 or self.dense_dim():
+            raise RuntimeError(
+                f"pyrite: t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got "
+                f"{self.sparse_dim()} sparse and {self.dense_dim()} dense dimensions"
+            )
+        if self.ndim < 2:
+            return self
+        return self.transpose(0, 1)
 
     def _pattern(self):
         """1 at the entries the indices name (over the dense dims too), 0 elsewhere."""
@@ -124,6 +236,66 @@ class SparseCOOTensor(Tensor):
         )
 
     __str__ = __repr__
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _broadcast_to(shape, target) -> bool:
+    """Whether `shape` broadcasts to `target` without growing it."""
+    shape, target = tuple(shape), tuple(target)
+    if len(shape) > len(target):
+        return False
+    return all(a in (1, b) for a, b in zip(reversed(shape), reversed(target)))
+
+
+def _values_at(dense: Tensor, indices: Tensor) -> Tensor:
+    """dense[indices[0], ..., indices[sd - 1]]: (nnz, *dense dims)."""
+    sd, nnz = indices.shape
+    if nnz == 0:
+        return dense.new_zeros((0, *dense.shape[sd:]))
+    return dense[tuple(indices[d] for d in range(sd))]
+
+
+def _host_pattern(x: SparseCOOTensor) -> np.ndarray:
+    """The flat (row-major over the sparse dims) positions x's indices name, sorted, unique."""
+    idx = x._sp_indices.numpy().astype(np.int64)
+    if idx.shape[1] == 0:
+        return np.zeros(0, np.int64)
+    return np.unique(np.ravel_multi_index(tuple(idx), tuple(x.shape[: idx.shape[0]])))
+
+
+def _from_flat(flat: np.ndarray, x: SparseCOOTensor) -> Tensor:
+    sd = x.sparse_dim()
+    if flat.size == 0:
+        return _int_tensor(np.zeros((sd, 0), np.int64))
+    return _int_tensor(np.stack(np.unravel_index(flat, tuple(x.shape[:sd]))))
+
+
+def _sparse_mul(a: SparseCOOTensor, b: SparseCOOTensor):
+    """sparse * sparse: torch's result names the entries both name (coalesced)."""
+    if tuple(a.shape) != tuple(b.shape) or a.sparse_dim() != b.sparse_dim():
+        return Tensor.mul(a, b)
+    dense = Tensor.mul(a, b)
+    indices = _from_flat(np.intersect1d(_host_pattern(a), _host_pattern(b)), a)
+    return _wrap(dense, indices, _values_at(dense, indices), True)
+
+
+def _sparse_add(a: SparseCOOTensor, b: SparseCOOTensor, alpha):
+    """sparse + alpha * sparse: torch's result names the entries either names (its explicit
+    zeros too); coalesced where both were, the two index lists side by side otherwise."""
+    if a.sparse_dim() != b.sparse_dim():
+        return Tensor.add(a, b, alpha=alpha)
+    dense = Tensor.add(a, b, alpha=alpha)
+    if a._sp_coalesced and b._sp_coalesced:
+        indices = _from_flat(np.union1d(_host_pattern(a), _host_pattern(b)), a)
+        return _wrap(dense, indices, _values_at(dense, indices), True)
+    from .combine import cat
+
+    values = cat([a._sp_values, b._sp_values * alpha], 0)
+    indices = cat([a._sp_indices, b._sp_indices], 1)
+    return _wrap(dense, indices, values, False)
 
 
 def _int_tensor(a):
@@ -210,7 +382,7 @@ def sparse_coo_tensor(
                 f"but found index {int(idx[d].max())}"
             )
     dense = zeros(size, dtype=values.dtype)
-    if nnz:
+    if nnz or values.requires_grad:  # (no entries: still a graph, so values.grad is empty)
         dense = dense.index_put(tuple(_int_tensor(row) for row in idx), values, accumulate=True)
     if requires_grad:
         dense.requires_grad_(True)

@@ -245,8 +245,8 @@ class DataLoader:
         for index in self._index_sampler:
             if not self._auto_collation:
                 yield collate_fn(dataset[index])
-            elif fast is not None:
-                yield fast(list(index))
+            elif fast is not None and len(index):
+                yield fast(list(index))  # (an empty batch: collate_fn([]) raises, as torch's)
             elif callable(getitems):
                 yield collate_fn(getitems(list(index)))
             else:
