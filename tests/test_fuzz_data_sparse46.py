@@ -187,3 +187,16 @@ def test_seeded_fuzz_of_data_and_sparse_agrees_with_torch(rng):
             if status == "fail":
                 fails.append(f"seed {seed}: {detail}\n{fz.describe(case)}")
     assert not fails, "\n".join(fails)
+
+
+@pytest.mark.parametrize("beta,alpha", [(0.0, 2.0), (0, -2.5), (0.0, 1.0), (0.5, 2.7)])
+def test_integer_addmm_casts_its_scalars_to_the_integer_type(rng, beta, alpha):
+    """torch casts beta and alpha to the integer dtype (2.5 is 2); beta 0 took a float path
+    and gave float32 (found by the sparse fuzz's addmm)."""
+    a = rng.integers(-9, 9, (3, 5))
+    b = rng.integers(-9, 9, (5, 4))
+    c = rng.integers(-9, 9, (3, 4))
+    want = torch.addmm(torch.tensor(c), torch.tensor(a), torch.tensor(b), beta=beta, alpha=alpha)
+    got = pr.addmm(pr.tensor(c), pr.tensor(a), pr.tensor(b), beta=beta, alpha=alpha)
+    assert got.dtype is pr.int32
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

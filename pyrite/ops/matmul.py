@@ -1224,6 +1224,8 @@ def _scaled(input, a, b, beta, alpha, what, blas=True):
         return mul(e, beta)
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
         res = product(a, b)
+        if a.dtype.kind == "i" and not isinstance(alpha, Tensor):
+            alpha = int(alpha)  # (torch casts the scalar to the integer type: 2.5 is 2)
         return res if alpha == 1 else res * alpha
     return product(a, b, e, alpha, beta)
 
