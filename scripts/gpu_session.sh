@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44, s45.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44, s45, llama, s46.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -41,6 +41,12 @@ fi
 # s45 (session 45, little device time left): s44's A/B first, then its wgpu-native tests
 if [ "$steps" = s45 ]; then
   steps="attn-gemm3-ab attn-tests44"
+  STEP_LOGS=1
+fi
+# s46 (session 46): the backward's A/B, Llama generation at TinyLlama's shape (f32, int4, int8),
+# then the attention tests on wgpu-native; each step's log under $OUT as it runs
+if [ "$steps" = s46 ]; then
+  steps="attn-gemm3-ab llama attn-tests44"
   STEP_LOGS=1
 fi
 
@@ -287,6 +293,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
         tests/test_attention_fused.py tests/test_attention_dropout.py tests/test_fuzz_attention43.py \
         -k "ds_gemm or gemm3 or large_negative or tiled_backward"
       gemm3_ab ;;
+    llama)  # pyrite.models.LlamaForCausalLM's prefill and decode at TinyLlama-1.1B's shape, wgpu-native
+      step llama 170 env PYRITE_BACKEND=wgpu python3 scripts/llama_decode_time.py --json "$OUT/llama.json" ;;
     attn-gemm3-ab)  # the backward's A/B with each dispatch's time (which kernel costs what)
       gemm3_ab ;;
     attn-tests44)  # the three attention test files on this GPU, wgpu-native
