@@ -8,6 +8,7 @@ import pyrite as pr
 
 __all__ = [
     "Constraint",
+    "MixtureSameFamilyConstraint",
     "boolean",
     "cat",
     "corr_cholesky",
@@ -142,6 +143,36 @@ class _IndependentConstraint(Constraint):
         return (
             f"{type(self).__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
         )
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """A MixtureSameFamily's support: a value is in it where it is in the support of every
+    component, so `check` puts back the mixture dim before the event dims, checks against the
+    component's (possibly parameter-dependent) support and reduces over the components."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError("base_constraint must be a Constraint")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
 
 
 class _Multinomial(Constraint):

@@ -58,13 +58,24 @@ class Gumbel(Distribution):
         y = (self.loc - value) / self.scale
         return (y - y.exp()) - self.scale.log()
 
+    def _uniform_range(self):
+        """(low, high - low) of the Uniform(tiny, 1 - eps) torch's Gumbel transforms."""
+        finfo = pr.finfo(self.loc.dtype)
+        return finfo.tiny, (1 - finfo.eps) - finfo.tiny
+
     def cdf(self, value):
+        # the transformed Uniform's cdf, as torch's: (u - tiny) / (1 - eps - tiny), in [0, 1]
         if self._validate_args:
             self._validate_sample(value)
-        return pr.exp(-pr.exp((self.loc - value) / self.scale))
+        low, width = self._uniform_range()
+        u = pr.exp(-pr.exp((self.loc - value) / self.scale))
+        return ((u - low) / width).clamp(min=0, max=1)
 
     def icdf(self, value):
-        return self.loc - self.scale * (-value.log()).log()
+        # the Uniform's icdf first, as torch's: 0 and 1 map to tiny and 1 - eps (finite)
+        low, width = self._uniform_range()
+        u = value * width + low
+        return self.loc - self.scale * (-u.log()).log()
 
     def entropy(self):
         return self.scale.log() + (1 + _EULER_GAMMA)

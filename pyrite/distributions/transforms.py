@@ -459,10 +459,11 @@ class TanhTransform(Transform):
 
 
 class AbsTransform(Transform):
-    """y = |x| (not injective: the inverse returns the nonnegative branch)."""
+    """y = |x| (not injective: the inverse returns the nonnegative branch). Its codomain is
+    `positive`, as torch's (a TransformedDistribution's support through it is then (0, inf))."""
 
     domain = constraints.real
-    codomain = constraints.nonnegative
+    codomain = constraints.positive
 
     def __eq__(self, other):
         return isinstance(other, AbsTransform)

@@ -102,7 +102,10 @@ class BinaryParams:
         *rest, param = broadcast_all(*extra, value)
         setattr(self, name, param)
         self._param = param
-        return (pr.Size() if isinstance(value, numbers.Number) else param.size()), rest
+        # the batch shape is the broadcast of every argument (total_count's too), () only
+        # where all of them are plain numbers
+        plain = all(isinstance(v, numbers.Number) for v in (*extra, value))
+        return (pr.Size() if plain else param.size()), rest
 
     def _expand_param(self, new, batch_shape):
         """`new`'s probs / logits: this one's given parameter expanded to batch_shape."""
