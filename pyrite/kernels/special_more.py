@@ -454,11 +454,17 @@ HELPERS.update(
     let p = pre * sum;
     return vec2<f32>(p, 1.0 - p);
   }
+  // Q = exp(lf)·h with h < 1 here (x >= a + 1): below e^-104 that rounds to 0 in float32
+  // whatever the fraction (and x near float32's top would make 1/b subnormal, flushed to 0 on
+  // GPUs, so the fraction would never converge)
+  let lf = p_igam_logfac(a, x);
+  if (lf < -104.0) { return vec2<f32>(1.0, 0.0); }
   var b = x + 1.0 - a;
   var c = 1e30;
   var d = 1.0 / b;
   var h = d;
   var done = false;
+  var prev = 0.0;
   for (var i = 1; i <= cap; i++) {
     let fi = f32(i);
     let an = -fi * (fi - a);
@@ -470,10 +476,15 @@ HELPERS.update(
     d = 1.0 / d;
     let del = d * c;
     h = h * del;
-    if (abs(del - 1.0) < 3e-8) { done = true; break; }
+    // within 3e-8 of 1, or two steps in a row within 2^-23: for x far past a (b = x + 1 - a
+    // above ~1e25) d·c rounds one ulp below 1 at every step and never gets closer (x =
+    // 4.5802348e25 gave nan)
+    let off = abs(del - 1.0);
+    if (off < 3e-8 || (off <= 1.2e-7 && prev <= 1.2e-7 && i > 1)) { done = true; break; }
+    prev = off;
   }
   if (!done) { return vec2<f32>(p_nan(), p_nan()); }
-  let q = p_expf(p_igam_logfac(a, x)) * h;
+  let q = p_expf(lf) * h;
   return vec2<f32>(1.0 - q, q);
 }""",
     }
