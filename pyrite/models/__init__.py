@@ -4,5 +4,6 @@ of safetensors, llama.cpp's GGUF files), with generation."""
 from __future__ import annotations
 
 from .llama import KVCache, LlamaConfig, LlamaForCausalLM
+from .tokenizer import GGUFTokenizer
 
-__all__ = ["KVCache", "LlamaConfig", "LlamaForCausalLM"]
+__all__ = ["GGUFTokenizer", "KVCache", "LlamaConfig", "LlamaForCausalLM"]
