@@ -127,6 +127,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--compile", action="store_true", help="pr.compile the training step (record, replay)"
     )
 
+    gen = sub.add_parser(
+        "generate",
+        help="continue a prompt with a Llama-family model (a .gguf file or a Hugging Face folder)",
+    )
+    gen.add_argument("model", help="a llama.cpp .gguf file, or a folder with config.json")
+    gen.add_argument("--prompt", default="", help="the text to continue")
+    gen.add_argument("--ids", help="token ids instead of a prompt: 1,450,4996")
+    gen.add_argument("--max-new-tokens", type=int, default=32)
+    gen.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    gen.add_argument("--temperature", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int)
+    gen.add_argument("--top-p", type=float)
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument(
+        "--dequantize", action="store_true", help="GGUF: float weights instead of packed ones"
+    )
+
     # pyrite.bench parses its own arguments; these are declared here for --help only.
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
     bench.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
@@ -181,6 +198,69 @@ def cmd_train(args) -> int:
     return mod["main"]([*argv, "--out", args.out, "--seed", str(args.seed)])
 
 
+def _load_for_generate(path: str, dequantize: bool):
+    """(model, encode, decode) for `pyrite generate`: a GGUF file with its own tokenizer, or
+    a Hugging Face folder with its tokenizer.json (or None: ids only)."""
+    from pyrite import io
+    from pyrite.models import GGUFTokenizer, LlamaForCausalLM
+
+    if os.path.isdir(path):
+        model = LlamaForCausalLM.from_pretrained(path)
+        tj = os.path.join(path, "tokenizer.json")
+        if not os.path.isfile(tj):
+            return model, None, None
+        import tokenizers
+
+        tok = tokenizers.Tokenizer.from_file(tj)
+        return model, (lambda t: tok.encode(t).ids), (lambda ids: tok.decode(ids))
+    g = io.load_gguf(path, dequantize=dequantize, progress=True)
+    model = LlamaForCausalLM.from_gguf(g)
+    tok = GGUFTokenizer.from_gguf(g) if "tokenizer.ggml.tokens" in g.metadata else None
+    if tok is None:
+        return model, None, None
+    return model, tok.encode, tok.decode
+
+
+def cmd_generate(args) -> int:
+    import time
+
+    import pyrite as pr
+
+    if not os.path.exists(args.model):
+        print(f"pyrite generate: no file or folder at {args.model!r}", file=sys.stderr)
+        return 1
+    model, encode, decode = _load_for_generate(args.model, args.dequantize)
+    if args.ids:
+        ids = [int(t) for t in args.ids.split(",") if t.strip()]
+    elif encode is None:
+        print("pyrite generate: the model has no tokenizer: pass --ids", file=sys.stderr)
+        return 1
+    else:
+        ids = encode(args.prompt)
+    if not ids:
+        print("pyrite generate: an empty prompt: pass --prompt or --ids", file=sys.stderr)
+        return 1
+    t0 = time.perf_counter()
+    out = model.generate(
+        pr.tensor([ids]),
+        args.max_new_tokens,
+        do_sample=args.sample,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        generator=pr.Generator().manual_seed(args.seed),
+        progress=True,
+    )[0].tolist()
+    dt = time.perf_counter() - t0
+    new = out[len(ids) :]
+    print(decode(out) if decode is not None else " ".join(map(str, out)))
+    print(
+        f"[{len(new)} tokens in {dt:.2f} s: {len(new) / max(dt, 1e-9):.1f} tokens/s]",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -201,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_demo(args)
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "generate":
+            return cmd_generate(args)
         if args.command == "tune":
             return cmd_tune(argv[argv.index("tune") + 1 :])
         return cmd_bench(args, argv[argv.index("bench") + 1 :])

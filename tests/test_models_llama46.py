@@ -165,11 +165,17 @@ def _converter_permute(w, n_head):
     )
 
 
-def _write_gguf(path, hf, arch, qtype):
-    """hf's weights in a GGUF file: 2-D projections in `qtype`, the rest F32. Returns the state
-    dict transformers needs to compute with exactly the values the file holds."""
+def _write_gguf(path, hf, arch, qtype, tokens=None):
+    """hf's weights in a GGUF file: 2-D projections in `qtype`, the rest F32 (and, given
+    `tokens`, a byte-level BPE tokenizer of those tokens, no merges). Returns the state dict
+    transformers needs to compute with exactly the values the file holds."""
     c = hf.config
     w = gguf.GGUFWriter(str(path), arch)
+    if tokens is not None:
+        w.add_string("tokenizer.ggml.model", "gpt2")
+        w.add_string("tokenizer.ggml.pre", "gpt-2")
+        w.add_array("tokenizer.ggml.tokens", tokens)
+        w.add_array("tokenizer.ggml.merges", [])
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)
     w.add_block_count(c.num_hidden_layers)
@@ -287,3 +293,28 @@ def test_generation_stops_at_eos_and_pads(rng):
     assert (got[0, 5 + first + 1 :] == 0).all()
     if eos not in free[1, 5:]:
         assert got.shape[1] == free.shape[1]
+
+
+def test_cli_generate_continues_a_gguf_prompt(tmp_path, rng, capsys):
+    """`pyrite generate model.gguf --prompt ...`: the file's tokenizer encodes the prompt, the
+    model continues it greedily, the text is printed (the same ids as generate's)."""
+    from pyrite.cli import main
+
+    hf = _hf(
+        "llama",
+        int(rng.integers(1 << 20)),
+        hidden_size=64,
+        intermediate_size=96,
+        num_attention_heads=4,
+    )
+    tokens = [chr(i) for i in range(33, 100)]  # (67: the vocabulary; 'a' 'b' 'c' at 64-66)
+    _write_gguf(tmp_path / "m.gguf", hf, "llama", "Q8_0", tokens)
+    assert (
+        main(["generate", str(tmp_path / "m.gguf"), "--prompt", "abc", "--max-new-tokens", "5"])
+        == 0
+    )
+    printed = capsys.readouterr().out.strip()
+    pm = LlamaForCausalLM.from_gguf(tmp_path / "m.gguf")
+    want = pm.generate(pr.tensor([[64, 65, 66]]), 5, eos_token_id=2).numpy()[0]
+    assert printed == "".join(tokens[i] for i in want)
+    assert main(["generate", str(tmp_path / "none.gguf")]) == 1
