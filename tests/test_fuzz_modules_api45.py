@@ -82,3 +82,16 @@ def test_register_state_dict_post_hook_exists():
     lin.register_state_dict_post_hook(lambda m, sd, prefix, meta: seen.append(list(sd)))
     lin.state_dict()
     assert seen == [["weight", "bias"]]
+
+
+def test_multihead_attention_runs_with_its_unused_separate_weights_deleted(rng):
+    """torch's MultiheadAttention.forward reads q/k/v_proj_weight only when they are used
+    (kdim/vdim differ from embed_dim): deleting the unused None entries keeps it running."""
+    x = rng.standard_normal((3, 1, 8)).astype(np.float32)
+    tm, pm = torch.nn.MultiheadAttention(8, 2), pr.nn.MultiheadAttention(8, 2)
+    pm.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    outs = []
+    for T, m in ((torch, tm), (pr, pm)):
+        del m.q_proj_weight, m.k_proj_weight, m.v_proj_weight
+        outs.append(m(T.tensor(x), T.tensor(x), T.tensor(x))[0].detach().numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)

@@ -415,6 +415,9 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        # (the separate weights are read only where they are used: torch's forward, so a
+        # module whose unused q_proj_weight was deleted still runs)
+        separate = not self._qkv_same_embed_dim
         out, weights = multi_head_attention_forward(
             query,
             key,
@@ -433,10 +436,10 @@ class MultiheadAttention(Module):
             key_padding_mask=key_padding_mask,
             need_weights=need_weights,
             attn_mask=attn_mask,
-            use_separate_proj_weight=not self._qkv_same_embed_dim,
-            q_proj_weight=self.q_proj_weight,
-            k_proj_weight=self.k_proj_weight,
-            v_proj_weight=self.v_proj_weight,
+            use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight if separate else None,
+            k_proj_weight=self.k_proj_weight if separate else None,
+            v_proj_weight=self.v_proj_weight if separate else None,
             average_attn_weights=average_attn_weights,
             is_causal=is_causal,
         )
