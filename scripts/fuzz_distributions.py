@@ -72,13 +72,19 @@ torch's MixtureSameFamilyConstraint); 22 missing kl_divergence pairs and Wishart
 Gumbel's icdf at 0 / 1 and cdf (torch's Uniform(tiny, 1 - eps) base); AbsTransform's codomain
 (positive); Binomial / NegativeBinomial batch shape with a tensor total_count and a number
 probability.
-Known and open at the end of session 46 (seeds 0:700 run): a transformed Beta with a tiny
-concentration (draws at 1 - 1e-9 round to 1 in float32: log_prob inf where torch float64's is
-finite: conditioning, not yet classified: seeds 471, 628); gradients through transformed
-chains with tiny scales lack a conditioning term (seed 249); a Gumbel whose cdf torch rejects
-under validation at (seed 602); a KL torch raises IndexError for (seed 676); entropy gradient of
-a Categorical-like family 6e-6 off (seed 478) and a log_prob 3e-4 off at 18.4 (seed 634),
-not triaged; Wishart KL gradients at scale_tril's zero upper entries (torch's rule reads them).
+Known and open at the end of session 46 (seeds 0:700 run):
+- seeds 471, 628: Beta(0.05, 0.0004) under ExpTransform at y = float32(e): pyrite's log(y) is
+  1.0 where the correctly rounded value is 1 - 2^-24 (log is faithfully rounded, within 1 ulp;
+  the exact value 1 - 3.04e-8 sits 1.2e-9 past the midpoint), and Beta's density is infinite
+  at 1: inf against torch's 8.55. Input conditioning at a singular edge, not a formula error;
+- seed 634: Beta(2.3, 1781.6) log_prob 3.2e-4 off at 18.4 (tolerance 3.1e-4):
+  lgamma(a + b) - lgamma(b) cancels 11,580 to 17, so a few ulps of lgamma at 1784 are
+  ~1e-3 here; the tolerance lacks lgamma's conditioning term;
+- seed 478: Multinomial entropy's gradient 6e-6 (relative 6e-5) off, not triaged;
+- seed 249: gradients through transformed chains with tiny scales lack a conditioning term;
+- seed 602: a Gumbel whose cdf torch rejects under validation; seed 676: a KL torch raises
+  IndexError for;
+- Wishart KL gradients at scale_tril's zero upper entries (torch's rule reads them).
 pyrite accepts numpy scalars (np.float32) as parameters where torch refuses them.
 
     .venv/bin/python scripts/fuzz_distributions.py --seeds 0:100 [--show 17] [--verbose]
