@@ -1186,12 +1186,37 @@ def _engine(roots, retain_graph, create_graph, capture=None):
             t.grad = g if create_graph or own else g.clone()
             _take(taken, t.grad)
         else:
-            t.grad = t.grad + g
+            _accumulate(t, g, create_graph)
         if _POST_HOOKS:
             _run_post_hooks(t)
         if acc is not None:
             acc._post(g)
     return None
+
+
+def _accumulate(t, g, create_graph) -> None:
+    """t.grad += g as torch's AccumulateGrad: in place when the backward builds no graph (so a
+    reference to t.grad taken before sees the sum, and the same tensor object stays t.grad),
+    a new tensor t.grad + g when it does (create_graph: the sum is part of the graph) or when
+    the two differ in shape or dtype (a .grad set by hand)."""
+    old = t.grad
+    if (
+        create_graph
+        or old.requires_grad
+        or old._shape != g._shape
+        or old.dtype is not g.dtype
+        or not _writable(old)
+    ):
+        t.grad = old + g
+        return
+    with no_grad():
+        old.add_(g)
+
+
+def _writable(x) -> bool:
+    """Whether an in-place add into x is allowed: no stride-0 dim of more than one element
+    (an expanded .grad set by hand)."""
+    return all(st != 0 or n <= 1 for n, st in zip(x._shape, x._strides))
 
 
 def _as_list(x):
@@ -1295,7 +1320,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 acc = _accumulator_hooks(t) if t.grad_fn is None else None
                 if acc is not None:
                     g = acc._pre(g)
-                t.grad = g if t.grad is None else t.grad + g
+                if t.grad is None:
+                    t.grad = g
+                else:
+                    _accumulate(t, g, create_graph)
                 if _POST_HOOKS:
                     _run_post_hooks(t)
                 if acc is not None:
