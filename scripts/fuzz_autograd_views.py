@@ -119,23 +119,17 @@ def _f(t) -> float:
     return float(t.detach().abs().max()) if t.numel() else 0.0
 
 
-class Gen:
+class Gen(fuzz_driver.Draws):
     """Builds a Program, running each statement on a torch float64 shadow as it goes."""
 
     def __init__(self, seed):
-        self.rng = np.random.default_rng(seed)
+        super().__init__(seed)
         self.p = Program(seed)
         self.env = {"T": torch, "C": {}, "DT": torch.float64}
         self.n = 0
         self.stop = False  # a kept statement that raised: the program ends there
 
     # -- helpers
-    def r(self, k):
-        return int(self.rng.integers(0, k))
-
-    def chance(self, p):
-        return bool(self.rng.random() < p)
-
     def const(self, prefix, a):
         name = f"{prefix}{len(self.p.consts)}"
         self.p.consts[name] = a

@@ -134,20 +134,7 @@ MAPPED = {"int64": "int32", "float64": "float32", "complex128": "complex64"}
 
 
 # ---- drawing a case ----------------------------------------------------------------------------
-class Gen:
-    def __init__(self, seed):
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-
-    def r(self, k):
-        return int(self.rng.integers(0, k))
-
-    def chance(self, p):
-        return bool(self.rng.random() < p)
-
-    def pick(self, seq):
-        return seq[self.r(len(seq))]
-
+class Gen(fuzz_driver.Draws):
     def build(self):
         kind = self.pick(KINDS)
         case = {"seed": self.seed, "kind": kind}

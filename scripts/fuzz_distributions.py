@@ -110,20 +110,7 @@ BATCHES = ((), (1,), (3,), (2, 3), (4, 1), (2, 1, 3), (5,), (1, 2))
 
 
 # ---- drawing parameters ------------------------------------------------------------------------
-class Gen:
-    def __init__(self, seed):
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-
-    def r(self, k):
-        return int(self.rng.integers(0, k))
-
-    def chance(self, p):
-        return bool(self.rng.random() < p)
-
-    def pick(self, seq):
-        return seq[self.r(len(seq))]
-
+class Gen(fuzz_driver.Draws):
     def shape_in(self, batch):
         """A shape that broadcasts to `batch`: a suffix of it with some sizes set to 1."""
         k = self.r(len(batch) + 1)

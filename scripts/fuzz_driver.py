@@ -12,6 +12,26 @@ import argparse
 import sys
 import time
 
+import numpy as np
+
+
+class Draws:
+    """A seed's random draws, the base of each fuzzer's case builder: `r(k)` an int in [0, k),
+    `chance(p)` True with probability p, `pick(seq)` one element."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    def r(self, k):
+        return int(self.rng.integers(0, k))
+
+    def chance(self, p):
+        return bool(self.rng.random() < p)
+
+    def pick(self, seq):
+        return seq[self.r(len(seq))]
+
 
 def parse_seeds(spec: str) -> list[int]:
     out: list[int] = []

@@ -150,20 +150,7 @@ def scale(norm, n, inverse) -> float:
 
 
 # ---- drawing a case --------------------------------------------------------------------------
-class Gen:
-    def __init__(self, seed):
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-
-    def r(self, k):
-        return int(self.rng.integers(0, k))
-
-    def chance(self, p):
-        return bool(self.rng.random() < p)
-
-    def pick(self, seq):
-        return seq[self.r(len(seq))]
-
+class Gen(fuzz_driver.Draws):
     def size(self, long_ok=True):
         if long_ok and self.chance(0.08):
             return self.pick(LONG)

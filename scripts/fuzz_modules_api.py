@@ -250,20 +250,10 @@ def _keys_in(msg):
 
 
 # ---- drawing a case ----------------------------------------------------------------------------
-class Gen:
+class Gen(fuzz_driver.Draws):
     def __init__(self, seed):
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
+        super().__init__(seed)
         self.n = 0
-
-    def r(self, k):
-        return int(self.rng.integers(0, k))
-
-    def chance(self, p):
-        return bool(self.rng.random() < p)
-
-    def pick(self, seq):
-        return seq[self.r(len(seq))]
 
     def leaf(self, k):
         if k == "Linear":

@@ -124,20 +124,7 @@ MULT_LAMBDAS = {
 
 
 # ---- drawing a case ----------------------------------------------------------------------------
-class Gen:
-    def __init__(self, seed):
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-
-    def r(self, k):
-        return int(self.rng.integers(0, k))
-
-    def chance(self, p):
-        return bool(self.rng.random() < p)
-
-    def pick(self, seq):
-        return seq[self.r(len(seq))]
-
+class Gen(fuzz_driver.Draws):
     def lr(self):
         return float(self.pick((1e-3, 0.01, 0.05, 0.1, 0.3))) * float(self.rng.uniform(0.5, 1.5))
 

@@ -18,27 +18,20 @@ the keys are taken by its fused CPU kernel (reading past them), pyrite refuses t
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 
 
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_attention.py"
-    spec = importlib.util.spec_from_file_location("fuzz_attention", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, mod)  # (its dataclasses look their module up there)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_attention")
 
 
 # ---- a row of keys all at one large negative float: its gradients -------------------------------

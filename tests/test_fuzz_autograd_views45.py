@@ -32,14 +32,13 @@ The fuzz's other differences are pyrite's documented choices (the script's docst
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 
@@ -280,11 +279,7 @@ def test_input_captured_before_its_hooks_where_its_node_runs_on(rng):
 
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_autograd_views.py"
-    spec = importlib.util.spec_from_file_location("fuzz_autograd_views", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_autograd_views")
 
 
 def test_seeded_fuzz_of_views_inplace_and_double_backward_agrees_with_torch(rng):

@@ -28,10 +28,8 @@ The fuzz's other differences are pyrite's documented choices (the script's docst
 from __future__ import annotations
 
 import collections
-import importlib.util
 import io
 import os
-import pathlib
 import struct
 import zipfile
 
@@ -40,6 +38,7 @@ import pytest
 
 import pyrite as pr
 from pyrite.io import CheckpointError
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -181,20 +180,11 @@ def test_ordered_dict_metadata_and_counter_through_both():
 
 
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_checkpoints.py"
-    spec = importlib.util.spec_from_file_location("fuzz_checkpoints", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_checkpoints")
 
 
 def test_seeded_fuzz_of_checkpoint_interchange_agrees_with_torch(rng):
     fz = _fuzz()
     seeds = [int(s) for s in rng.integers(0, 2**31, 3)] + [11, 41]  # (a resume; b"")
-    fails = []
-    for seed in seeds:
-        spec = fz.Gen(seed).build()
-        status, detail = fz.check(spec)
-        if status == "fail":
-            fails.append(f"seed {seed}: {detail}\n{fz.describe(spec)}")
+    fails = fuzzing.seeded_failures(fz, seeds)
     assert not fails, "\n".join(fails)

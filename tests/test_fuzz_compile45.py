@@ -3,7 +3,6 @@ training steps whose surroundings change between calls), and a quick run of the 
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import warnings
 
@@ -13,15 +12,13 @@ import pytest
 import pyrite as pr
 import pyrite.nn as nn
 import pyrite.nn.functional as F
+from tests import fuzzing
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _fuzzer():
-    spec = importlib.util.spec_from_file_location("fuzz_compile", ROOT / "scripts/fuzz_compile.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_compile")
 
 
 def _data(r):

@@ -22,14 +22,13 @@ Found and fixed by it:
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 
@@ -166,11 +165,7 @@ def test_empty_batch_from_a_batch_sampler_raises_as_torch(rng):
 
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_data_sparse.py"
-    spec = importlib.util.spec_from_file_location("fuzz_data_sparse", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_data_sparse")
 
 
 def test_seeded_fuzz_of_data_and_sparse_agrees_with_torch(rng):

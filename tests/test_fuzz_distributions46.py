@@ -20,13 +20,11 @@ Found and fixed by it:
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 TD = torch.distributions
@@ -276,20 +274,11 @@ def test_count_families_batch_shape_from_total_count(fam, param, rng):
 
 # ---- a seeded run of the fuzz ----------------------------------------------------------------
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_distributions.py"
-    spec = importlib.util.spec_from_file_location("fuzz_distributions", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_distributions")
 
 
 def test_seeded_fuzz_of_distributions_agrees_with_torch(rng):
     fz = _fuzz()
     seeds = [int(s) for s in rng.integers(0, 2**31, 60)]
-    fails = []
-    for seed in seeds:
-        case = fz.build(seed)
-        status, detail = fz.check(case)
-        if status == "fail":
-            fails.append(f"seed {seed}: {detail}\n{fz.describe(case)}")
+    fails = fuzzing.seeded_failures(fz, seeds)
     assert not fails, "\n".join(fails)

@@ -20,15 +20,14 @@ The fuzz's other differences are documented choices or torch CPU limits (the scr
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 U = 2.0**-24
@@ -177,22 +176,13 @@ def test_signal_window_of_a_float_length_is_refused(name):
 
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_fft.py"
-    spec = importlib.util.spec_from_file_location("fuzz_fft", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_fft")
 
 
 def test_seeded_fuzz_of_fft_stft_and_windows_agrees_with_torch(rng):
     fz = _fuzz()
     seeds = [int(s) for s in rng.integers(0, 2**31, 300)]
-    fails = []
-    for seed in seeds:
-        case = fz.Gen(seed).build()
-        status, detail = fz.check(case)
-        if status == "fail":
-            fails.append(f"seed {seed}: {detail}\n{fz.describe(case)}")
+    fails = fuzzing.seeded_failures(fz, seeds)
     assert not fails, "\n".join(fails)
 
 

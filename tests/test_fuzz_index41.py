@@ -22,14 +22,13 @@ modular indices, x[idx] = v casting v, negative slice steps, a float16 sum round
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 
@@ -211,11 +210,7 @@ def test_setitem_false_in_a_tuple_still_checks_the_value(rng):
 
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_index.py"
-    spec = importlib.util.spec_from_file_location("fuzz_index", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_index")
 
 
 def test_seeded_fuzz_of_indexing_scatter_sorting_agrees_with_torch(rng):

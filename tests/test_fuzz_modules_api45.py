@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import pathlib
 import pickle
 
@@ -12,15 +11,13 @@ import pytest
 import torch
 
 import pyrite as pr
+from tests import fuzzing
 
 _SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_modules_api.py"
 
 
 def _fuzz():
-    spec = importlib.util.spec_from_file_location("fuzz_modules_api", _SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_modules_api")
 
 
 @pytest.mark.parametrize("seed", [1, 7, 126])

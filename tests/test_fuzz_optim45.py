@@ -18,14 +18,13 @@ The fuzz's other differences are documented choices or torch CPU bugs (the scrip
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
 import pyrite as pr
+from tests import fuzzing
 
 torch = pytest.importorskip("torch")
 
@@ -132,20 +131,11 @@ def test_group_added_after_load_state_dict_has_torchs_keys(name, rng):
 
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------
 def _fuzz():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_optim.py"
-    spec = importlib.util.spec_from_file_location("fuzz_optim", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_optim")
 
 
 def test_seeded_fuzz_of_optimizers_and_schedules_agrees_with_torch(rng):
     fz = _fuzz()
     seeds = [int(s) for s in rng.integers(0, 2**31, 40)]
-    fails = []
-    for seed in seeds:
-        case = fz.Gen(seed).build()
-        status, detail = fz.check(case)
-        if status == "fail":
-            fails.append(f"seed {seed}: {detail}\n{fz.describe(case)}")
+    fails = fuzzing.seeded_failures(fz, seeds)
     assert not fails, "\n".join(fails)

@@ -3,15 +3,12 @@ torch (CPU), plus a small seeded run of that fuzzer itself (forward, gradient, r
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import pyrite as pr
+from tests import fuzzing
 
 
 def _grad_check(rng, fn, x, atol=1e-6):
@@ -142,12 +139,7 @@ def test_conv_transpose_grad_under_budget(rng, loop_budget):
 
 # ---- the fuzzer itself, a few seeded cases of every family ------------------------------------
 def _fuzzer():
-    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "fuzz_spatial.py"
-    spec = importlib.util.spec_from_file_location("fuzz_spatial", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_spatial"] = mod  # (dataclasses look their module up there)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzzing.load_script("fuzz_spatial")
 
 
 FUZZ = _fuzzer()
