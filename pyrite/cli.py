@@ -201,11 +201,18 @@ def cmd_train(args) -> int:
 def _load_for_generate(path: str, dequantize: bool):
     """(model, encode, decode) for `pyrite generate`: a GGUF file with its own tokenizer, or
     a Hugging Face folder with its tokenizer.json (or None: ids only)."""
+    import json
+
     from pyrite import io
-    from pyrite.models import GGUFTokenizer, LlamaForCausalLM
+    from pyrite.models import GGUFTokenizer, GPT2LMHeadModel, LlamaForCausalLM
 
     if os.path.isdir(path):
-        model = LlamaForCausalLM.from_pretrained(path)
+        cfg = os.path.join(path, "config.json")
+        kind = "llama"
+        if os.path.isfile(cfg):
+            with open(cfg, encoding="utf-8") as f:
+                kind = json.load(f).get("model_type", "llama")
+        model = (GPT2LMHeadModel if kind == "gpt2" else LlamaForCausalLM).from_pretrained(path)
         tj = os.path.join(path, "tokenizer.json")
         if not os.path.isfile(tj):
             return model, None, None

@@ -26,10 +26,7 @@ GEMV for decoding, a dequantized GEMM for a prompt); other formats are dequantiz
 
 from __future__ import annotations
 
-import glob
-import json
 import math
-import os
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -43,10 +40,9 @@ from ..nn.modules.linear import Linear
 from ..nn.modules.norm import RMSNorm
 from ..nn.modules.sparse import Embedding
 from ..ops import creation as C
-from ..ops.combine import cat
-from ..ops.stats import multinomial
 from ..quantization import QuantizedLinear
-from ..tensor import Tensor
+from ._generate import GenerationMixin, KVCache
+from ._hf import read_folder
 
 _ARCHS = ("llama", "qwen2")
 
@@ -130,19 +126,6 @@ def _llama3_factors(cfg, s) -> np.ndarray:
     return inv / scaled
 
 
-class KVCache:
-    """Keys and values of every layer for `max_length` positions: (batch, kv heads,
-    max_length, head_dim) tensors written in place as tokens arrive; `length` positions are
-    filled."""
-
-    def __init__(self, config: LlamaConfig, batch: int, max_length: int, dtype=D.float32):
-        shape = (batch, config.num_key_value_heads, max_length, config.head_dim)
-        self.keys = [C.zeros(shape, dtype=dtype) for _ in range(config.num_hidden_layers)]
-        self.values = [C.zeros(shape, dtype=dtype) for _ in range(config.num_hidden_layers)]
-        self.max_length = max_length
-        self.length = 0
-
-
 class LlamaAttention(Module):
     def __init__(self, cfg: LlamaConfig):
         super().__init__()
@@ -170,9 +153,7 @@ class LlamaAttention(Module):
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         end = start + T
         if cache is not None:
-            cache.keys[layer][:, :, start:end] = k
-            cache.values[layer][:, :, start:end] = v
-            k, v = cache.keys[layer][:, :, :end], cache.values[layer][:, :, :end]
+            k, v = cache.update(layer, k, v, start)
         mask, causal = None, T > 1
         if T > 1 and start > 0:  # a chunk after cached tokens: each sees the cache and its past
             mask = C.ones((T, end), dtype=D.bool_).tril(start)
@@ -222,7 +203,7 @@ class LlamaModel(Module):
         return self.norm(x)
 
 
-class LlamaForCausalLM(Module):
+class LlamaForCausalLM(GenerationMixin, Module):
     """A Llama-family causal language model: `forward(input_ids)` gives the logits,
     `generate` continues prompts (greedy or sampled, with a KV cache)."""
 
@@ -273,84 +254,24 @@ class LlamaForCausalLM(Module):
             cache.length = start + T
         return self.lm_head(h)
 
-    # ---- generation ----------------------------------------------------------------------
-    def generate(
-        self,
-        input_ids,
-        max_new_tokens: int = 20,
-        *,
-        do_sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        eos_token_id=None,
-        pad_token_id=None,
-        generator=None,
-        progress: bool = False,
-    ) -> Tensor:
-        """Continue each prompt of `input_ids` (batch, tokens; prompts of equal length) by up
-        to `max_new_tokens` tokens, as `transformers`' generate: greedy (argmax) unless
-        `do_sample`, then sampled from softmax(logits / temperature) restricted to the `top_k`
-        likeliest tokens and to the smallest set whose probability reaches `top_p`. Stops when
-        every sequence has produced `eos_token_id` (default: the config's); a finished
-        sequence is padded with `pad_token_id` (default: the config's, else the first eos). Returns (batch, tokens + new) int32 token ids. The prompt
-        runs in one forward, each new token in one more, over a KV cache."""
-        from ..autograd import inference_mode
-
-        ids = input_ids if isinstance(input_ids, Tensor) else C.tensor(input_ids)
-        if ids.ndim == 1:
-            ids = ids[None]
-        if do_sample and temperature <= 0:
-            raise ValueError(f"pyrite: generate: temperature must be > 0, not {temperature}")
-        if top_p is not None and not 0 < top_p <= 1:
-            raise ValueError(f"pyrite: generate: top_p must lie in (0, 1], not {top_p}")
-        eos = self.config.eos_token_id if eos_token_id is None else eos_token_id
-        eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
-        pad = self.config.pad_token_id if pad_token_id is None else pad_token_id
-        pad = eos[0] if pad is None and eos else pad
-        B, T = ids.shape
-        cache = KVCache(self.config, B, T + max_new_tokens, self.model.embed_tokens.weight.dtype)
-        out = [ids.to(D.int32)]
-        done = np.zeros(B, bool)
-        steps = range(max_new_tokens)
-        if progress:
-            from tqdm.auto import tqdm
-
-            steps = tqdm(steps, desc="generate", unit="token")
-        with inference_mode():
-            cur = out[0]
-            for _ in steps:
-                logits = self(cur, cache)[:, -1].float()
-                nxt = _pick(logits, do_sample, temperature, top_k, top_p, generator)
-                host = nxt.numpy()
-                if eos:
-                    host = np.where(done, pad, host)
-                    done |= np.isin(host, eos)
-                cur = C.tensor(host.astype(np.int32)[:, None])
-                out.append(cur)
-                if eos and done.all():
-                    break
-        return cat(out, 1) if len(out) > 1 else out[0]
+    # ---- generation (GenerationMixin.generate) --------------------------------------------
+    def _decoder(self, ids, max_length, attention_mask=None):
+        """generate's step: the logits of the newest tokens, over a KV cache of max_length."""
+        if attention_mask is not None and not bool((attention_mask != 0).all()):
+            raise NotImplementedError(
+                "pyrite: LlamaForCausalLM.generate: padded prompts (an attention_mask with "
+                "zeros) are not supported: pass prompts of equal length"
+            )
+        cache = KVCache(self.config, ids.shape[0], max_length, self.model.embed_tokens.weight.dtype)
+        return lambda new: self(new, cache)
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def from_pretrained(cls, path, dtype=None) -> LlamaForCausalLM:
         """A model from a local Hugging Face checkpoint folder: config.json and its
         model*.safetensors files (sharded ones too). No download: `path` is a folder."""
-        from ..io import load
-
-        path = os.fspath(path)
-        cfg_path = os.path.join(path, "config.json")
-        if not os.path.isfile(cfg_path):
-            raise FileNotFoundError(f"pyrite: from_pretrained: no config.json in {path!r}")
-        with open(cfg_path, encoding="utf-8") as f:
-            cfg = LlamaConfig.from_dict(json.load(f))
-        files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
-        if not files:
-            raise FileNotFoundError(f"pyrite: from_pretrained: no .safetensors file in {path!r}")
-        sd = {}
-        for fn in files:
-            sd.update(load(fn))
+        config, sd = read_folder(path)
+        cfg = LlamaConfig.from_dict(config)
         model = cls(cfg)
         sd = {k: v for k, v in sd.items() if not k.endswith("rotary_emb.inv_freq")}
         if cfg.tie_word_embeddings:
@@ -463,22 +384,3 @@ def _replaced(model, key) -> bool:
     QuantizedLinear (whose buffers are named otherwise)."""
     mod = model.get_submodule(key.rpartition(".")[0])
     return isinstance(mod, QuantizedLinear)
-
-
-def _pick(logits, do_sample, temperature, top_k, top_p, generator):
-    """The next token of each row of `logits` (batch, vocab): argmax, or a sample."""
-    if not do_sample:
-        return logits.argmax(-1)
-    logits = logits / temperature
-    V = logits.shape[-1]
-    if top_k is not None and 0 < top_k < V:
-        kth = logits.topk(top_k, -1).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None and top_p < 1:
-        srt, order = logits.sort(-1, descending=True)
-        probs = srt.softmax(-1)
-        # drop a token when the likelier ones before it already reach top_p (the first stays)
-        drop = (probs.cumsum(-1) - probs) >= top_p
-        srt = srt.masked_fill(drop, float("-inf"))
-        logits = C.full(logits.shape, float("-inf")).scatter(-1, order, srt)
-    return multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
