@@ -4,6 +4,9 @@ The model runs once on the example inputs under pyrite's export trace (pyrite/on
 and the ops it called become ONNX nodes (pyrite/onnx/_ops.py, _shape_ops.py, _more_ops.py,
 _rnn.py; pyrite/onnx/_exporter.py runs it, imported on the first export). Writing the file needs
 the `onnx` package (`pip install onnx`, or pyrite's `onnx` extra).
+
+`pyrite.onnx.load_model`: the other direction, an ONNX model as a trainable pyrite.nn.Module
+(`OnnxModule`; pyrite/onnx/_import.py, imported on first use, says what it supports).
 """
 
 from __future__ import annotations
@@ -21,7 +24,26 @@ __all__ = [
     "UnsupportedOperatorError",
     "TrainingMode",
     "OperatorExportTypes",
+    "load_model",
+    "OnnxModule",
+    "OnnxImportError",
+    "supported_ops",
 ]
+
+_IMPORT_NAMES = ("load_model", "OnnxModule", "supported_ops")
+
+
+def __getattr__(name):
+    # (the importer loads on first use, so `import pyrite` needs neither it nor onnx)
+    if name in _IMPORT_NAMES:
+        from . import _import
+
+        return getattr(_import, name)
+    if name == "OnnxImportError":
+        from ._import_ops import OnnxImportError
+
+        return OnnxImportError
+    raise AttributeError(f"module 'pyrite.onnx' has no attribute {name!r}")
 
 
 class TrainingMode(enum.IntEnum):
