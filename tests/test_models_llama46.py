@@ -142,6 +142,17 @@ def test_from_pretrained_reads_a_hugging_face_folder(tmp_path, rng):
         LlamaForCausalLM.from_pretrained(tmp_path / "nothing")
 
 
+def test_from_pretrained_reads_pytorch_model_bin(tmp_path, rng):
+    """A folder of the older layout (config.json and pytorch_model.bin, a torch.save zip of the
+    state dict) loads through pyrite.load, without torch."""
+    hf = _hf(seed=6)
+    hf.config.save_pretrained(tmp_path)
+    torch.save(hf.state_dict(), tmp_path / "pytorch_model.bin")
+    pm = LlamaForCausalLM.from_pretrained(tmp_path)
+    ids = rng.integers(0, 67, (2, 7))
+    _check_logits(pm(pr.tensor(ids)).numpy(), hf, ids)
+
+
 # ---- GGUF, as llama.cpp's convert_hf_to_gguf.py writes it --------------------------------------
 _GGUF_NAMES = {
     "self_attn.q_proj": "attn_q",

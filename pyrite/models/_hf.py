@@ -56,8 +56,9 @@ def activation(name: str):
 
 
 def read_folder(path) -> tuple[dict, dict]:
-    """(config.json's contents, every tensor of its *.safetensors files) of a local Hugging
-    Face checkpoint folder. No download: `path` is a folder."""
+    """(config.json's contents, every tensor of its *.safetensors files, or else of its
+    pytorch_model*.bin files: torch.save zips, read by `pyrite.load` with weights_only) of a
+    local Hugging Face checkpoint folder. No download: `path` is a folder."""
     from ..io import load
 
     path = os.fspath(path)
@@ -67,8 +68,11 @@ def read_folder(path) -> tuple[dict, dict]:
     with open(cfg_path, encoding="utf-8") as f:
         cfg = json.load(f)
     files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
+    files = files or sorted(glob.glob(os.path.join(path, "pytorch_model*.bin")))
     if not files:
-        raise FileNotFoundError(f"pyrite: from_pretrained: no .safetensors file in {path!r}")
+        raise FileNotFoundError(
+            f"pyrite: from_pretrained: no .safetensors or pytorch_model*.bin file in {path!r}"
+        )
     sd = {}
     for fn in files:
         sd.update(load(fn))
