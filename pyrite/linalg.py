@@ -5,9 +5,10 @@
     Q, R = pr.linalg.qr(A)
     L, info = pr.linalg.cholesky_ex(A)     # no readback: info stays on the device
 
-float32 only (torch's CPU refuses half for these too); no complex dtypes, so `eig` and
-`eigvals` raise (use `eigh` for symmetric matrices). Kernels and their sizes: kernels/linalg.py
-and ops/linalg.py.
+float32 (float64 narrowed; torch's CPU refuses half for these too); complex64 for inv,
+inv_ex, solve, the norms and vecdot (ops/complex_linalg.py, through the real embedding). No
+eigensolver for general matrices: `eig` and `eigvals` raise (use `eigh` for symmetric ones).
+Kernels and their sizes: kernels/linalg.py and ops/linalg.py.
 """
 
 from __future__ import annotations

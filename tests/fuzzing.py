@@ -33,3 +33,25 @@ def seeded_failures(fz, seeds) -> list[str]:
         if status == "fail":
             fails.append(f"seed {seed}: {detail}\n{fz.describe(case)}")
     return fails
+
+
+def raises_alike(fn):
+    """fn(T) for T in (torch, pyrite) raises in both or in neither (asserted); returns the two
+    exception types (None where it did not raise)."""
+    import warnings
+
+    import torch
+
+    import pyrite as pr
+
+    out = []
+    for T in (torch, pr):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fn(T)
+                out.append(None)
+            except Exception as e:  # noqa: BLE001 (the types are compared)
+                out.append(type(e))
+    assert (out[0] is None) == (out[1] is None), out
+    return out

@@ -33,21 +33,6 @@ torch = pytest.importorskip("torch")
 U = 2.0**-24
 
 
-def _raises_alike(fn):
-    """fn(L) raises in torch and in pyrite, or in neither; returns the exception types."""
-    out = []
-    for L in (torch, pr):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                fn(L)
-                out.append(None)
-            except Exception as e:  # noqa: BLE001 (the types are compared)
-                out.append(type(e))
-    assert (out[0] is None) == (out[1] is None), out
-    return out
-
-
 def _crandn(rng, *shape):
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
 
@@ -67,7 +52,7 @@ def _crandn(rng, *shape):
 )
 def test_transform_lengths_of_other_types_are_refused(call, rng):
     x = rng.standard_normal((5, 7)).astype(np.float32)
-    assert _raises_alike(lambda L: call(L, L.tensor(x))) == [TypeError, TypeError]
+    assert fuzzing.raises_alike(lambda L: call(L, L.tensor(x))) == [TypeError, TypeError]
 
 
 @pytest.mark.parametrize("name", ["fftn", "rfftn", "ifft2", "irfftn", "hfftn", "ihfftn"])
@@ -78,7 +63,7 @@ def test_an_int_s_is_one_length(name, rng):
     dim = (-1,) if name != "ifft2" else (0, 1)
     s = n if name != "ifft2" else None
     if name == "ifft2":  # (an int s needs one dim; fft2's default has two: both refuse)
-        assert _raises_alike(lambda L: L.fft.ifft2(L.tensor(x), s=n))[0] is not None
+        assert fuzzing.raises_alike(lambda L: L.fft.ifft2(L.tensor(x), s=n))[0] is not None
         return
     want = getattr(torch.fft, name)(torch.tensor(x), s=s, dim=dim).resolve_conj().numpy()
     got = getattr(pr.fft, name)(pr.tensor(x), s=s, dim=dim).numpy()
@@ -98,7 +83,7 @@ def test_istft_refuses_a_frequency_count_that_is_not_n_fft_s(n_fft, F, onesided,
     def fn(L):
         return L.istft(L.tensor(z), n_fft, window=L.tensor(w), onesided=onesided)
 
-    assert _raises_alike(fn) == [RuntimeError, RuntimeError]
+    assert fuzzing.raises_alike(fn) == [RuntimeError, RuntimeError]
 
 
 def test_istft_refuses_a_hop_longer_than_the_window(rng):
@@ -107,7 +92,7 @@ def test_istft_refuses_a_hop_longer_than_the_window(rng):
     def fn(L):
         return L.istft(L.tensor(z), 16, hop_length=13, win_length=12, window=L.ones(12))
 
-    assert _raises_alike(fn) == [RuntimeError, RuntimeError]
+    assert fuzzing.raises_alike(fn) == [RuntimeError, RuntimeError]
 
 
 @pytest.mark.parametrize("n_fft,hop", [(31, 7), (16, 4), (65, 16)])
@@ -137,7 +122,7 @@ def _t(L, kw):
 # ---- stft: integer signals, complex windows ---------------------------------------------------
 def test_stft_refuses_an_integer_signal(rng):
     x = rng.integers(-5, 5, 40).astype(np.int32)
-    assert _raises_alike(lambda L: L.stft(L.tensor(x), 8, return_complex=True)) == [
+    assert fuzzing.raises_alike(lambda L: L.stft(L.tensor(x), 8, return_complex=True)) == [
         RuntimeError,
         RuntimeError,
     ]
@@ -158,20 +143,23 @@ def test_stft_with_a_complex_window_is_two_sided(return_complex, rng):
     bound = 8 * U * 4 * np.abs(w).max() * math.sqrt(13) * np.abs(x).max()
     np.testing.assert_allclose(got, want, rtol=0, atol=bound + U * np.abs(want).max())
     kw = dict(hop_length=5, win_length=13, window=w)
-    one = _raises_alike(
+    one = fuzzing.raises_alike(
         lambda L: L.stft(L.tensor(x), 16, onesided=True, return_complex=True, **_t(L, kw))
     )
     assert one == [RuntimeError, RuntimeError]
     spec = torch.stft(torch.tensor(x), 16, return_complex=True, **_t(torch, kw)).numpy()
-    back = _raises_alike(lambda L: L.istft(L.tensor(spec), 16, **_t(L, kw)))
+    back = fuzzing.raises_alike(lambda L: L.istft(L.tensor(spec), 16, **_t(L, kw)))
     assert back == [RuntimeError, RuntimeError]
 
 
 # ---- the windows' length -------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["hann", "kaiser", "gaussian", "bartlett", "cosine"])
 def test_signal_window_of_a_float_length_is_refused(name):
-    assert _raises_alike(lambda L: getattr(L.signal.windows, name)(7.5)) == [TypeError, TypeError]
-    assert _raises_alike(lambda L: getattr(L.signal.windows, name)(np.int64(5)))[0] is None
+    assert fuzzing.raises_alike(lambda L: getattr(L.signal.windows, name)(7.5)) == [
+        TypeError,
+        TypeError,
+    ]
+    assert fuzzing.raises_alike(lambda L: getattr(L.signal.windows, name)(np.int64(5)))[0] is None
 
 
 # ---- the fuzz itself, a small seeded run ---------------------------------------------------------

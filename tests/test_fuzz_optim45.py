@@ -18,8 +18,6 @@ The fuzz's other differences are documented choices or torch CPU bugs (the scrip
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -32,21 +30,6 @@ torch = pytest.importorskip("torch")
 def _t(T, a, grad=False):
     t = T.tensor(np.asarray(a, np.float32))
     return t.requires_grad_() if grad else t
-
-
-def _raises_alike(fn):
-    """fn(T) raises in torch and in pyrite, or in neither; returns the exception types."""
-    out = []
-    for T in (torch, pr):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                fn(T)
-                out.append(None)
-            except Exception as e:  # noqa: BLE001 (the types are compared)
-                out.append(type(e))
-    assert (out[0] is None) == (out[1] is None), out
-    return out
 
 
 # ---- strict zips in the schedules after add_param_group ----------------------------------------
@@ -75,7 +58,7 @@ def test_schedule_after_add_param_group_raises_where_torch_does(make, rng):
             sched.step()
         return [g["lr"] for g in opt.param_groups]
 
-    got = _raises_alike(fn)
+    got = fuzzing.raises_alike(fn)
     if got[0] is None:
         np.testing.assert_allclose(fn(pr), fn(torch), rtol=1e-12)
     else:
@@ -110,7 +93,7 @@ def test_fused_with_foreach_or_differentiable_is_refused(name, flag):
         p = _t(T, np.ones(3), True)
         getattr(T.optim, name)([p], lr=0.1, fused=True, **{flag: True})
 
-    assert _raises_alike(fn) == [RuntimeError, RuntimeError]
+    assert fuzzing.raises_alike(fn) == [RuntimeError, RuntimeError]
     p = _t(pr, np.ones(3), True)  # (fused alone, or with foreach=False, is accepted)
     getattr(pr.optim, name)([p], lr=0.1, fused=True, foreach=False)
 

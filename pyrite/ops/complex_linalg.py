@@ -241,30 +241,34 @@ def _square_or_real_error(orig, A, *args):
 def inv(orig, A, *, out=None):
     """A⁻¹ from the real inverse of A's embedding (LU with partial pivoting on the 2n x 2n
     matrix, whose condition number is A's); singular A: the real op's LinAlgError."""
-    if out is not None:
-        raise unsupported("linalg.inv(out=...)")
+    from .linalg import _out
+
     _square_or_real_error(orig, A)
     n = A._shape[-1]
-    return _unembed(orig(_embed(A)), n, n)
+    return _out(_unembed(orig(_embed(A)), n, n), out, "linalg.inv")
 
 
 def inv_ex(orig, A, *, check_errors=False, out=None):
-    if out is not None:
-        raise unsupported("linalg.inv_ex(out=...)")
+    from .linalg import _outs
+
     _square_or_real_error(orig, A)
     n = A._shape[-1]
     res = orig(_embed(A), check_errors=check_errors)
-    return type(res)(_unembed(res[0], n, n), res[1])
+    return _outs(type(res), (_unembed(res[0], n, n), res[1]), out, "linalg.inv_ex")
 
 
 def solve(orig, A, B, *, left=True, out=None):
     """X with A X = B (X A = B: left=False, through transposes), from the real solve of the
     embedding: [[R, -J], [J, R]] [Xr; Xi] = [Br; Bi]. A shape the embedding refuses gets the
     real op's error on the real parts (it names the complex shapes)."""
+    from .linalg import _out
+
+    return _out(_solve(orig, A, B, left), out, "linalg.solve")
+
+
+def _solve(orig, A, B, left):
     from .combine import cat
 
-    if out is not None:
-        raise unsupported("linalg.solve(out=...)")
     if not (_is_c(A) and _is_c(B)):
         raise ComplexError(
             "pyrite: linalg.solve: Expected A and B to have the same dtype, but found A of type "
@@ -280,7 +284,7 @@ def solve(orig, A, B, *, left=True, out=None):
                 "pyrite: linalg.solve: Incompatible shapes of A and B for the equation XA = B "
                 f"({n}x{n} and {B._shape[-1]}x1)"
             )
-        return solve(orig, A.mT, B.mT).mT
+        return _solve(orig, A.mT, B.mT, True).mT
     br, bi = _parts(B)
     try:
         X = orig(_embed(A), cat([br, bi], -1 if vector else -2))
@@ -293,22 +297,27 @@ def solve(orig, A, B, *, left=True, out=None):
 def _spectral_norm(A, ord, dim, keepdim, out):
     from .. import linalg
 
-    if out is not None:
-        raise unsupported("linalg.matrix_norm(out=...)")
     if isinstance(dim, numbers.Integral) or len(dim) != 2:
         raise ValueError("pyrite: linalg.matrix_norm: dim must be a 2-tuple")
     d0, d1 = (A._dim(int(d)) for d in dim)
     M = A.movedim((d0, d1), (-2, -1))
     S = linalg.svdvals(_embed(M))[..., 0::2]  # (..., k): A's singular values
-    if ord == "nuc":
+    k = S._shape[-1]
+    if k == 0 and ord == -2:  # (torch: amin over no singular values)
+        raise IndexError(
+            "pyrite: linalg.matrix_norm: amin(): Expected reduction dim -1 to have non-zero size."
+        )
+    if ord == "nuc" or k == 0:  # (an empty matrix's 2-norm is 0, as torch's)
         res = S.sum(-1)
     elif ord == 2:
         res = S[..., 0]
     else:
-        res = S[..., S._shape[-1] - 1]
+        res = S[..., k - 1]
     if keepdim:
         res = res.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
-    return res
+    from .linalg import _out
+
+    return _out(res, out, "linalg.matrix_norm", True)
 
 
 def linalg_norm(orig, A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):

@@ -528,13 +528,26 @@ def _svd_jacobi(A: Tensor, vectors: bool, sweeps: int = SVD_SWEEPS):
 
 
 # ---- results and out= ----------------------------------------------------------------------
-def _out(res: Tensor, out, name: str) -> Tensor:
+def _out(res: Tensor, out, name: str, grad_ok: bool = False) -> Tensor:
+    """res, or res copied into `out` (resized from empty). With an input that requires grad,
+    out= raises as torch's ops with a derivative formula do; `grad_ok`: torch's composites
+    that accept it (matrix_norm, linalg.norm, cond, tensorinv, tensorsolve), whose out then
+    carries the gradient through the copy."""
     if out is None:
         return res
     if not isinstance(out, Tensor):
         raise TypeError(f"pyrite: {name}: out must be a Tensor, got {type(out).__name__}")
+    from .. import autograd
+
+    if not grad_ok and res.requires_grad and autograd.is_grad_enabled():
+        raise RuntimeError(
+            f"pyrite: {name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
     if tuple(out._shape) != tuple(res._shape):
-        out.resize_(res._shape) if hasattr(out, "resize_") else None
+        from .outarg import _resize  # (torch's warning for a non-empty out; complex too)
+
+        _resize(out, tuple(res._shape), name)
     if tuple(out._shape) != tuple(res._shape):
         raise ShapeError(
             f"pyrite: {name}: out has shape {tuple(out._shape)}, the result {tuple(res._shape)}"

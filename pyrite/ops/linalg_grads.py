@@ -319,7 +319,7 @@ def _g_lstsq(ctx, g):
         return None, None
     A, B = ctx.args[0], ctx.args[1]
     P = _LA().pinv(A)
-    vec = B.ndim == A.ndim - 1
+    vec = _is_vector_rhs(A, B)  # (the forward's rule: a B of one dim fewer may be matrices)
     Bm = B.unsqueeze(-1) if vec else B
     gm = gX.unsqueeze(-1) if vec else gX
     gB = _t(P) @ gm if ctx.needs[1] else None

@@ -79,10 +79,15 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise ShapeError(f"pyrite: linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if ord not in MATRIX_ORDS or isinstance(ord, bool):
         raise ArgumentError(f"pyrite: linalg.matrix_norm: Order {ord} not supported.")
+    if ord in (2, -2, "nuc") and A.dtype.itemsize < 4:
+        # (torch checks the input's dtype before dtype= casts it: its SVD takes no half)
+        raise DtypeError(
+            f"pyrite: linalg.matrix_norm: Low precision dtypes not supported. Got {A.dtype!r}"
+        )
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
-        return _out(vector_norm(A, 2, (d0, d1), keepdim), out, "linalg.matrix_norm")
+        return _out(vector_norm(A, 2, (d0, d1), keepdim), out, "linalg.matrix_norm", True)
     if ord in (1, -1, math.inf, -math.inf):
         # ord ±inf: rows (sum over d1, extreme over d0); ord ±1: columns (sum over d0)
         s_dim, e_dim = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
@@ -92,7 +97,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         else:
             ext = sums.amax(e_dim, keepdim=True) if ord > 0 else sums.amin(e_dim, keepdim=True)
         res = ext if keepdim else ext.squeeze(max(d0, d1)).squeeze(min(d0, d1))
-        return _out(res, out, "linalg.matrix_norm")
+        return _out(res, out, "linalg.matrix_norm", True)
     moved = A.movedim((d0, d1), (-2, -1))
     S = svdvals(moved)
     if ord == "nuc":
@@ -107,13 +112,21 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         res = S.sum(-1) if k == 0 else S[..., 0] if ord == 2 else S[..., k - 1]
     if keepdim:
         res = res.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
-    return _out(res, out, "linalg.matrix_norm")
+    return _out(res, out, "linalg.matrix_norm", True)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     """torch.linalg.norm: a vector norm for an int (or 1-tuple) dim, a matrix norm for a
     2-tuple; with dim None, the 2-norm of A flattened when ord is None, else A must be 1-D
     (vector norm) or 2-D (matrix norm)."""
+    from .linalg import _out
+
+    # (out= after the norm: torch's linalg.norm is a composite that accepts out= with inputs
+    # requiring grad, and its out carries the gradient)
+    return _out(_norm(A, ord, dim, keepdim, dtype), out, "linalg.norm", True)
+
+
+def _norm(A, ord, dim, keepdim, dtype):
     A = as_tensor_arg(A)
     if dim is not None:
         dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
@@ -121,23 +134,23 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
             if isinstance(ord, str):
                 raise ShapeError("pyrite: linalg.matrix_norm: dim must be a 2-tuple. Got 1")
             o = 2 if ord is None else ord
-            return vector_norm(A, o, dims, keepdim, dtype=dtype, out=out)
+            return vector_norm(A, o, dims, keepdim, dtype=dtype)
         o = "fro" if ord is None else ord
-        return matrix_norm(A, o, dims, keepdim, dtype=dtype, out=out)
+        return matrix_norm(A, o, dims, keepdim, dtype=dtype)
     if ord is None:
-        return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
     if A.ndim not in (1, 2):
         raise ShapeError(
             f"pyrite: linalg.norm: If dim is not specified but ord is, the input must be 1D "
             f"or 2D. Got {A.ndim}D."
         )
     if A.ndim == 2:
-        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     if isinstance(ord, str):
         raise ShapeError(
             "pyrite: linalg.matrix_norm: The input tensor A must have at least 2 dimensions."
         )
-    return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
+    return vector_norm(A, ord, None, keepdim, dtype=dtype)
 
 
 def norm_top(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -167,6 +180,11 @@ def cross(input, other, *, dim=-1, out=None):
     from .linalg import _out
 
     a, b = as_tensor_arg(input), as_tensor_arg(other)
+    if a.dtype is not b.dtype:  # (torch promotes no types here)
+        raise DtypeError(
+            f"pyrite: linalg.cross: expected both inputs of one dtype, got {a.dtype!r} and "
+            f"{b.dtype!r}"
+        )
     if a.ndim != b.ndim:
         raise ShapeError(
             f"pyrite: linalg.cross: inputs must have the same number of dimensions "
@@ -326,9 +344,12 @@ def tensordot(a, b, dims=2, out=None):
 
 
 def matmul(input, other, *, out=None):
+    """torch.linalg.matmul: matmul, its out= resized from empty as torch's (the product's own
+    out= takes only the result's shape)."""
+    from .linalg import _out
     from .matmul import matmul as _mm
 
-    return _mm(input, other, out=out)
+    return _out(_mm(input, other), out, "linalg.matmul")
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -340,7 +361,14 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def vander(x, *, N=None):
     """torch.linalg.vander: x (*, n) -> (*, n, N) with columns x**0, x**1, ..., x**(N-1)."""
+    from .. import dtypes as D
+
     x = as_tensor_arg(x)
+    if x.dtype in (D.float16, D.bfloat16, D.bool_):  # (torch's CPU refuses these three)
+        raise DtypeError(
+            "pyrite: linalg.vander supports floating point, complex, and integer tensors, but "
+            f"got {x.dtype!r}"
+        )
     if x.ndim == 0:
         raise ShapeError("pyrite: linalg.vander: x must have at least one dimension")
     N = x._shape[-1] if N is None else int(N)

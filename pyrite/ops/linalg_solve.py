@@ -71,10 +71,14 @@ def _solve(A, B, left: bool, name: str):
     A = _square_input(A, name)
     B = _float_input(B, name)
     if not left:  # X A = B  <=>  Aᵀ Xᵀ = Bᵀ
-        if B.ndim < 2:
+        n = A._shape[-1]
+        if B.ndim < 2 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1]):
+            # torch's rule: a B that is a batch of vectors (1-D, or A's shape without its last
+            # dim) has no X A = B
             raise ShapeError(
-                f"pyrite: {name}: with left=False, B must have at least 2 dimensions "
-                f"(got shape {tuple(B._shape)})"
+                f"pyrite: {name}: Incompatible shapes of A and B for the equation XA = B "
+                f"({n}x{n} and {B._shape[-1] if B.ndim else 1}x1; shapes {tuple(A._shape)} "
+                f"and {tuple(B._shape)}: a batch of vectors B needs left=True)"
             )
         X, info = _solve(_mT(A), _mT(B), True, name)
         return _mT(X).contiguous(), info
@@ -85,13 +89,34 @@ def _solve(A, B, left: bool, name: str):
     X = W[..., n:].contiguous()
     if vector:
         X = X.squeeze(-1)
-    return X, info
+    return X, _info_of_a(info, A, batch)
+
+
+def _info_of_a(info: Tensor, A: Tensor, batch: tuple) -> Tensor:
+    """info (*batch) of the broadcast systems as torch returns it: over A's batch (each copy of
+    a broadcast A has the same LU, so the first copy's)."""
+    a_batch = tuple(A._shape[:-2])
+    if a_batch == tuple(batch):
+        return info
+    lead = len(batch) - len(a_batch)
+    if 0 in batch[lead:] and 0 not in a_batch:  # (no copy was factored: factor A alone)
+        _, info = _lu(_lu_work(A, None, a_batch), A._shape[-1])
+        return info
+    idx = (0,) * lead + tuple(
+        slice(0, 1) if a == 1 and b != 1 else slice(None) for a, b in zip(a_batch, batch[lead:])
+    )
+    return info[idx].contiguous()
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """X with A X = B (left=True) or X A = B, and LAPACK's info (0, or the first zero pivot's
     1-based index) per matrix, without reading info back unless `check_errors`."""
     X, info = _solve(A, B, left, "linalg.solve_ex")
+    if not left:
+        # torch's info is that of A's own LU (X A = B was solved through Aᵀ's, whose first
+        # zero pivot may sit elsewhere: a zero row of A is a zero column of Aᵀ)
+        A = _square_input(A, "linalg.solve_ex")
+        _, info = _lu(_lu_work(A, None, A._shape[:-2]), A._shape[-1])
     if check_errors:
         _raise_info(info, A, lambda i, v: _singular_solve())
     return _outs(linalg_solve_ex, (X, info), out, "linalg.solve_ex")
@@ -356,7 +381,10 @@ def det(A, *, out=None):
     """The determinant of square A (*, n, n): the product of U's diagonal from LU with partial
     pivoting, times the permutation's sign."""
     d, psign = _lu_det_parts(A, "linalg.det")
-    return _out(psign * d.prod(-1), out, "linalg.det")
+    # an exactly zero pivot makes the determinant 0, even where the other pivots' product
+    # overflows float32 (inf·0 was NaN for a singular 131x131 Gaussian matrix; torch's is 0)
+    res = (psign * d.prod(-1)).masked_fill((d == 0).any(-1), 0.0)
+    return _out(res, out, "linalg.det")
 
 
 def _slogdet(A, name):
@@ -394,16 +422,20 @@ def _not_pd(A):
 
 
 def _chol(A, upper: bool, name: str):
+    """upper=False: L from A's lower triangle; upper=True: U = Lᵀ from A's upper triangle
+    (LAPACK's potrf with uplo 'U', as torch: the lower triangle of Aᵀ, factored)."""
     A = _square_input(A, name)
-    L, info = _cholesky(A)
     if upper:
-        L = _mT(L).contiguous()
+        L, info = _cholesky(_mT(A))
+        return A, _mT(L).contiguous(), info
+    L, info = _cholesky(A)
     return A, L, info
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    """The Cholesky factor of Hermitian positive-definite A (its lower triangle read) and info
-    (0, or the order of the first leading minor that is not positive-definite)."""
+    """The Cholesky factor of Hermitian positive-definite A (its lower triangle read; the
+    upper one when `upper`) and info (0, or the order of the first leading minor that is not
+    positive-definite)."""
     A, L, info = _chol(A, upper, "linalg.cholesky_ex")
     if check_errors:
         _raise_info(info, A, _not_pd(A))
@@ -412,7 +444,8 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 def cholesky(A, *, upper=False, out=None):
     """L with A = L Lᵀ (U with A = Uᵀ U when upper=True) for symmetric positive-definite A
-    (*, n, n), reading its lower triangle. Raises LinAlgError when A is not positive-definite."""
+    (*, n, n), reading its lower triangle (its upper one when upper=True, as torch).
+    Raises LinAlgError when A is not positive-definite."""
     A, L, info = _chol(A, upper, "linalg.cholesky")
     _raise_info(info, A, _not_pd(A))
     return _out(L, out, "linalg.cholesky")
@@ -440,8 +473,12 @@ def matrix_power(A, n, *, out=None):
     m = A._shape[-1]
     n = int(n)
     if n == 0:
-        eye = _eye(m, m).to(A.dtype)
-        return _out(eye.expand(*A._shape).contiguous(), out, "linalg.matrix_power")
+        from .. import autograd
+
+        eye = _eye(m, m).to(A.dtype).expand(*A._shape).contiguous()
+        if autograd.needs_grad(A):  # (the identity whatever A: a zero gradient, as torch's)
+            eye = autograd.record("matrix_power", _g_zero, (A,), {}, eye)
+        return _out(eye, out, "linalg.matrix_power")
     if n < 0:
         from .. import linalg as _linalg
 
@@ -459,6 +496,15 @@ def matrix_power(A, n, *, out=None):
     if result is A:
         result = A.clone()
     return _out(result, out, "linalg.matrix_power")
+
+
+def _g_zero(ctx, g):
+    from .creation import zeros
+
+    return (zeros(*g.shape, dtype=g.dtype),)
+
+
+_g_zero.saves = frozenset()
 
 
 # ---- matrix_exp --------------------------------------------------------------------------------
@@ -480,6 +526,12 @@ def matrix_exp(A):
     only (the LU solve is an unrecorded kernel), a silently zero gradient."""
     from .. import autograd
 
+    A = as_tensor_arg(A)
+    if A.dtype in (D.float16, D.bfloat16):
+        # torch's CPU takes half and bfloat16 here (it has no LAPACK call): computed in float32
+        # and rounded back, the gradient through the same casts
+        _square_input(A.float(), "linalg.matrix_exp")
+        return matrix_exp(A.float()).to(A.dtype)
     A = _square_input(A, "linalg.matrix_exp")
     if not autograd.needs_grad(A):
         return _matrix_exp(A)
@@ -541,7 +593,7 @@ def tensorinv(A, ind=2, *, out=None):
     from .. import linalg as LA  # (the recorded inv: this composite is differentiable)
 
     X = LA.inv(A.reshape(rows, cols))
-    return _out(X.reshape(*A._shape[ind:], *A._shape[:ind]), out, "linalg.tensorinv")
+    return _out(X.reshape(*A._shape[ind:], *A._shape[:ind]), out, "linalg.tensorinv", True)
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
@@ -563,4 +615,4 @@ def tensorsolve(A, B, dims=None, *, out=None):
     from .. import linalg as LA  # (the recorded solve: this composite is differentiable)
 
     X = LA.solve(A.reshape(rows, cols), B.reshape(rows))
-    return _out(X.reshape(*xshape), out, "linalg.tensorsolve")
+    return _out(X.reshape(*xshape), out, "linalg.tensorsolve", True)

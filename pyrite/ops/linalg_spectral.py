@@ -1,5 +1,6 @@
 """torch.linalg's orthogonal factorisations and what is built on them: qr, eigh / eigvalsh,
-svd / svdvals (and torch.svd), pinv, lstsq, matrix_rank, cond; eig / eigvals refuse (complex).
+svd / svdvals (and torch.svd), pinv, lstsq, matrix_rank, cond; eig / eigvals refuse (no
+general eigensolver).
 The drivers (Householder QR, Jacobi eigh and SVD) are in ops/linalg.py.
 """
 
@@ -162,8 +163,9 @@ def eigvalsh(A, UPLO="L", *, out=None):
 def _no_complex(name, A):
     _square_input(A, name)  # torch's shape errors first (a RuntimeError)
     raise DtypeError(  # (a TypeError as before, and a RuntimeError)
-        f"pyrite: {name}: the eigenvalues of a general matrix are complex, and pyrite has no "
-        "complex dtypes; for a symmetric matrix use linalg.eigh / linalg.eigvalsh"
+        f"pyrite: {name}: pyrite has no eigensolver for general (non-symmetric) matrices, "
+        "whose eigenvalues are complex; for a symmetric matrix use linalg.eigh / "
+        "linalg.eigvalsh"
     )
 
 
@@ -361,21 +363,21 @@ def cond(A, p=None, *, out=None):
     if A._shape[-1] == 0 or A._shape[-2] == 0:  # torch: 0 for an empty matrix, in every norm
         if p in ("fro", "nuc"):  # (torch checks squareness first for these two only)
             _square_input(A, "linalg.cond")
-        return _out(A.sum((-2, -1)), out, "linalg.cond")
+        return _out(A.sum((-2, -1)), out, "linalg.cond", True)
     if p in (None, 2, -2):
         S = LA.svdvals(A)
         r = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
-        return _out(r, out, "linalg.cond")
+        return _out(r, out, "linalg.cond", True)
     _square_input(A, "linalg.cond")
     if p == "nuc":  # torch's: sum(S)·sum(1/S) (inf for a singular matrix, NaN for a zero one)
         S = LA.svdvals(A)
-        return _out(S.sum(-1) * S.reciprocal().sum(-1), out, "linalg.cond")
+        return _out(S.sum(-1) * S.reciprocal().sum(-1), out, "linalg.cond", True)
     X, info = LA.inv_ex(A)
     # torch's: a singular matrix's inverse is inf, and a NaN product (0·inf for a zero matrix,
     # or NaN input) is inf
     X = X.masked_fill((info > 0).unsqueeze(-1).unsqueeze(-1), float("inf"))
     r = LA.matrix_norm(A, p) * LA.matrix_norm(X, p)
-    return _out(r.masked_fill(r != r, float("inf")), out, "linalg.cond")
+    return _out(r.masked_fill(r != r, float("inf")), out, "linalg.cond", True)
 
 
 LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -397,6 +399,17 @@ def lstsq(A, B, rcond=None, *, driver=None):
     A = _matrix_input(A, "linalg.lstsq")
     B = _float_input(B, "linalg.lstsq")
     m, n = A._shape[-2], A._shape[-1]
+    # torch's rules: B has A's number of dims or one fewer (else refused), and is a batch of
+    # vectors when 1-D or of A's shape without its last dim (as linalg.solve's). A batch of
+    # matrices with one dim fewer than A is broadcast as A's batch says: there torch 2.13
+    # broadcasts A's batch against B's leading dims instead, returning the solution repeated
+    # (A (1, 3, 2), B (3, 3) gave (3, 2, 3)) or raising (A (3, 5, 2), B (5, 2)).
+    if A.ndim - B.ndim not in (0, 1):
+        raise ShapeError(
+            "pyrite: torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() "
+            f"and (input.dim() - other.dim()) <= 1 (shapes {tuple(A._shape)} and "
+            f"{tuple(B._shape)})"
+        )
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1])
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.ndim < 2 or Bm._shape[-2] != m:
@@ -409,14 +422,16 @@ def lstsq(A, B, rcond=None, *, driver=None):
     Ab = A.expand(*batch, m, n)
     Bb = Bm.expand(*batch, m, k)
     rtol = EPS32 * max(m, n) if rcond is None or rcond < 0 else float(rcond)
+    # rank and singular values are A's, over A's batch (torch's shapes: "the batch
+    # dimensions of A"); the solution and residuals over the broadcast batch
     if min(m, n) == 0:
         from .creation import zeros
 
         X = zeros(*batch, n, k)
-        S = zeros(*batch, 0)
-        rank = zeros(*batch, dtype=D.int32)
+        S = zeros(*A._shape[:-2], 0)
+        rank = zeros(*A._shape[:-2], dtype=D.int32)
     else:
-        U, S, Vh = _svd_parts(Ab, True, False)
+        U, S, Vh = _svd_parts(A, True, False)
         keep = S > S[..., :1] * rtol
         rank = keep.sum(-1)
         inv_s = keep.float() / S.masked_fill(~keep, 1.0)
