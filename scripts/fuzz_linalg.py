@@ -116,12 +116,9 @@ Worked around on the torch side, for torch 2.13 bugs (the reference is torch's d
 - torch's linalg.eig corrupts its heap on a NaN input ("Intel oneMKL ERROR: Parameter 3 was
   incorrect on entry to DGEBAL", then free() aborts): non-finite inputs go only to the norms,
   products and views (NONFINITE_OK).
+Fixed after the run (session 46, by the lead): torch.triangular_solve had no gradient (it
+called the unrecorded solve) and its cloned_coefficient kept A's batch shape.
 Known and open (counted as "known", described in the session-46 report):
-- torch.triangular_solve has no gradient in pyrite: ops/legacy.py calls the raw
-  ops.linalg_solve.solve_triangular, which autograd never recorded (a backward raises
-  NotImplementedError); it should call pyrite.linalg.solve_triangular (recorded, with a rule).
-- torch.triangular_solve's cloned_coefficient is A.clone() (A's batch shape); torch's has
-  the broadcast batch shape (A (2, 1, n, n), b (3, n, k): (2, 3, n, n)). ops/legacy.py.
 - linalg.eig / linalg.eigvals: no eigensolver for general matrices (DtypeError).
 - linalg.vecdot of complex64 operands with out= raises ComplexError (ops/complex_products.py's
   vecdot refuses out=; torch takes it).
@@ -1700,8 +1697,6 @@ def _raise_verdict(case, ref, t32, got, f64):
                     "out= with an input requiring grad: pyrite refuses for the functions "
                     "torch refuses it for in general (torch's pinv accepts it with atol/rtol)"
                 )
-            if case["op"] == "triangular_solve" and got.error[0] == "backward":
-                return "known", "torch.triangular_solve has no gradient in pyrite (open)"
             return "fail", f"pyrite raises ({got.error}) where torch does not"
         if got.error is None:
             msg = t32.error[2]
@@ -1732,8 +1727,6 @@ def _raise_verdict(case, ref, t32, got, f64):
             got.error[1], pr.linalg.LinAlgError
         ):
             return "fail", f"torch raises LinAlgError, pyrite {got.error}"
-        if case["op"] == "triangular_solve" and "gradient of triangular_solve" in got.error[2]:
-            return "known", "torch.triangular_solve has no gradient in pyrite (open)"
         if t32.error[0] != got.error[0] and "backward" in (t32.error[0], got.error[0]):
             return "fail", f"torch raises at {t32.error[0]}, pyrite at {got.error[0]}"
         return "ok", "both raise"
@@ -1746,8 +1739,6 @@ def _values(case, ref, t32, got, f64, grads=True):
     if len(got.raw) != len(t32.raw):
         return "fail", f"outputs: {got.raw} vs torch {t32.raw}"
     for j, ((gs, gd), (ts, td)) in enumerate(zip(got.raw, t32.raw)):
-        if gs != ts and case["op"] == "triangular_solve" and j == 1:
-            return "known", "triangular_solve's cloned_coefficient is not broadcast (open)"
         if gs != ts:
             return "fail", f"output shapes {got.raw} vs torch {t32.raw}"
         if gd != _pr_dtype(td):

@@ -296,3 +296,24 @@ def test_seeded_fuzz_of_linear_algebra_agrees_with_torch(rng):
     seeds = [int(s) for s in rng.integers(0, 2**31, 500)]
     fails = fuzzing.seeded_failures(fz, seeds)
     assert not fails, "\n".join(fails)
+
+
+@pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
+def test_triangular_solve_has_a_gradient_and_a_broadcast_coefficient(rng):
+    """torch.triangular_solve called the unrecorded solve, so a backward raised; and its
+    cloned_coefficient kept A's batch shape, where torch's is the broadcast one (found by the
+    fuzz, fixed in ops/legacy.py)."""
+    A = np.tril(rng.standard_normal((2, 1, 5, 5))).astype(np.float32) + 5 * np.eye(
+        5, dtype=np.float32
+    )
+    b = rng.standard_normal((3, 5, 2)).astype(np.float32)
+    got = []
+    for T in (torch, pr):
+        a, bb = T.tensor(A, requires_grad=True), T.tensor(b, requires_grad=True)
+        x, c = T.triangular_solve(bb, a, upper=False, transpose=True)
+        (x * x).sum().backward()
+        got.append((x.detach().numpy(), tuple(c.shape), a.grad.numpy(), bb.grad.numpy()))
+    (tx, tc, ta, tb), (px, pc, pa, pb) = got
+    assert pc == tc == (2, 3, 5, 5)
+    for g, w in ((px, tx), (pa, ta), (pb, tb)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * np.abs(w).max())

@@ -86,7 +86,8 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """X with op(A) X = b for a triangular A (op: transpose if `transpose`), and A itself
     (torch's `cloned_coefficient`), batched. Deprecated in torch for
     `linalg.solve_triangular(A, B, upper=...)`."""
-    from .linalg_solve import solve_triangular
+    from .. import linalg as _LA  # (the recorded solve: its gradient is linalg's)
+    from .core import broadcast_shapes
 
     if A.ndim < 2 or b.ndim < 2:
         raise ShapeError(
@@ -94,8 +95,10 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
             f"{b.ndim} and {A.ndim}"
         )
     op = A.mT if transpose else A
-    x = solve_triangular(op, b, upper=(upper != bool(transpose)), unitriangular=unitriangular)
-    return triangular_solve_result(x, A.clone())
+    x = _LA.solve_triangular(op, b, upper=(upper != bool(transpose)), unitriangular=unitriangular)
+    # (torch's cloned_coefficient has the broadcast batch shape of A and b)
+    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
+    return triangular_solve_result(x, A.expand(*batch, *A.shape[-2:]).clone())
 
 
 def lu_solve(b, LU_data, LU_pivots, *, out=None):
