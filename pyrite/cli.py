@@ -228,6 +228,41 @@ def _load_for_generate(path: str, dequantize: bool):
     return model, tok.encode, tok.decode
 
 
+class _Printer:
+    """`pyrite generate`'s output as it comes: the text of the prompt and every token so far
+    (decoded whole, so a tokenizer's joins and leading-space rules apply as they do at the
+    end), less what is printed already. Text ending in U+FFFD (a character whose UTF-8 bytes
+    are split across tokens) waits for the next token; so does text that no longer starts
+    with what was printed (a decoder that rewrote the past), and if it still does not at the
+    end, the whole text is printed again on a line of its own. Without a tokenizer: the ids."""
+
+    def __init__(self, decode, prompt):
+        self.decode, self.ids, self.shown = decode, list(prompt), ""
+        self._show(final=False)
+
+    def step(self, ids):
+        """generate's on_token: this step's token of the one sequence."""
+        self.ids.append(int(ids[0]))
+        self._show(final=False)
+
+    def end(self):
+        self._show(final=True)
+        print(flush=True)
+
+    def _show(self, final):
+        if self.decode is None:
+            text = " ".join(map(str, self.ids))
+        else:
+            text = self.decode(self.ids)
+        if not final:
+            text = text.rstrip("\ufffd")
+        if text.startswith(self.shown):
+            print(text[len(self.shown) :], end="", flush=True)
+            self.shown = text
+        elif final:
+            print("\n" + text, end="", flush=True)
+
+
 def cmd_generate(args) -> int:
     import time
 
@@ -248,6 +283,7 @@ def cmd_generate(args) -> int:
         print("pyrite generate: an empty prompt: pass --prompt or --ids", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
+    printer = _Printer(decode, ids)
     out = model.generate(
         pr.tensor([ids]),
         args.max_new_tokens,
@@ -256,11 +292,12 @@ def cmd_generate(args) -> int:
         top_k=args.top_k,
         top_p=args.top_p,
         generator=pr.Generator().manual_seed(args.seed),
-        progress=True,
+        on_token=printer.step,
+        progress=not sys.stdout.isatty(),  # (on a terminal the text itself shows progress)
     )[0].tolist()
     dt = time.perf_counter() - t0
     new = out[len(ids) :]
-    print(decode(out) if decode is not None else " ".join(map(str, out)))
+    printer.end()
     print(
         f"[{len(new)} tokens in {dt:.2f} s: {len(new) / max(dt, 1e-9):.1f} tokens/s]",
         file=sys.stderr,

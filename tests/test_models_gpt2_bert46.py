@@ -106,6 +106,35 @@ def _hf_greedy(hf, ids, n, mask=None):
         ).numpy()  # fmt: skip
 
 
+def _check_head_training(hf, pm, names, ids, mask, types, labels):
+    """A BERT head's loss, logits and the gradients of `names` in train mode (dropout 0):
+    pyrite against transformers float32 and float64 on the same inputs (`_within`)."""
+
+    def run(m):
+        m.train()
+        m.zero_grad()
+        out = m(
+            torch.tensor(ids), attention_mask=torch.tensor(mask),
+            token_type_ids=torch.tensor(types), labels=torch.tensor(labels),
+        )  # fmt: skip
+        out.loss.backward()
+        params = dict(m.named_parameters())
+        grads = [params[n].grad.numpy().astype(np.float64) for n in names]
+        return out.logits.detach().numpy().astype(np.float64), out.loss.item(), grads
+
+    with torch.enable_grad():
+        (o32, l32, g32), (o64, l64, g64) = run(hf), run(hf.double())
+    hf.float()
+    pm.train()
+    loss, logits = pm(pr.tensor(ids), pr.tensor(mask), pr.tensor(types), labels=pr.tensor(labels))
+    loss.backward()
+    _within(logits.numpy(), o32, o64)
+    _within(loss.item(), l32, l64)
+    params = dict(pm.named_parameters())
+    for n, a, b in zip(names, g32, g64):
+        _within(params[n].grad.numpy(), a, b)
+
+
 @pytest.mark.parametrize(
     "over",
     [
@@ -204,7 +233,7 @@ def test_gpt2_generate_shares_llama_s_options(rng):
         pm.generate(ids, 2, attention_mask=pr.ones((2, 5), dtype=pr.int32))
 
 
-def test_llama_generate_refuses_padded_prompts():
+def test_llama_generate_takes_an_attention_mask():
     from pyrite.models import LlamaConfig, LlamaForCausalLM
 
     pm = LlamaForCausalLM(
@@ -213,8 +242,8 @@ def test_llama_generate_refuses_padded_prompts():
     )  # fmt: skip
     ids = pr.tensor([[1, 2, 3]])
     assert pm.generate(ids, 2, attention_mask=pr.ones((1, 3), dtype=pr.int32)).shape == (1, 5)
-    with pytest.raises(NotImplementedError, match="padded"):
-        pm.generate(ids, 2, attention_mask=pr.tensor([[0, 1, 1]]))
+    # (a padded prompt generates too: tests/test_models_llama46.py checks it against transformers)
+    assert pm.generate(ids, 2, attention_mask=pr.tensor([[0, 1, 1]])).shape == (1, 5)
 
 
 def test_gpt2_from_pretrained_and_gradients_match_transformers(tmp_path, rng):
@@ -328,30 +357,7 @@ def test_bert_sequence_classification_logits_loss_and_gradients(tmp_path, rng):
         "bert.pooler.dense.weight",
         "classifier.weight",
     ]
-
-    def run(m):
-        m.train()
-        m.zero_grad()
-        out = m(
-            torch.tensor(ids), attention_mask=torch.tensor(mask),
-            token_type_ids=torch.tensor(types), labels=torch.tensor(labels),
-        )  # fmt: skip
-        out.loss.backward()
-        params = dict(m.named_parameters())
-        grads = [params[n].grad.numpy().astype(np.float64) for n in names]
-        return out.logits.detach().numpy().astype(np.float64), out.loss.item(), grads
-
-    with torch.enable_grad():
-        (o32, l32, g32), (o64, l64, g64) = run(hf), run(hf.double())
-    hf.float()
-    pm.train()
-    loss, logits = pm(pr.tensor(ids), pr.tensor(mask), pr.tensor(types), labels=pr.tensor(labels))
-    loss.backward()
-    _within(logits.numpy(), o32, o64)
-    _within(loss.item(), l32, l64)
-    params = dict(pm.named_parameters())
-    for n, a, b in zip(names, g32, g64):
-        _within(params[n].grad.numpy(), a, b)
+    _check_head_training(hf, pm, names, ids, mask, types, labels)
 
 
 def test_bert_masked_lm_logits_loss_gradients_and_folder(tmp_path, rng):
@@ -370,30 +376,7 @@ def test_bert_masked_lm_logits_loss_gradients_and_folder(tmp_path, rng):
         "cls.predictions.transform.dense.weight",
         "bert.encoder.layer.1.attention.output.dense.weight",
     ]
-
-    def run(m):
-        m.train()
-        m.zero_grad()
-        out = m(
-            torch.tensor(ids), attention_mask=torch.tensor(mask),
-            token_type_ids=torch.tensor(types), labels=torch.tensor(labels),
-        )  # fmt: skip
-        out.loss.backward()
-        params = dict(m.named_parameters())
-        grads = [params[n].grad.numpy().astype(np.float64) for n in names]
-        return out.logits.detach().numpy().astype(np.float64), out.loss.item(), grads
-
-    with torch.enable_grad():
-        (o32, l32, g32), (o64, l64, g64) = run(hf), run(hf.double())
-    hf.float()
-    pm.train()
-    loss, logits = pm(pr.tensor(ids), pr.tensor(mask), pr.tensor(types), labels=pr.tensor(labels))
-    loss.backward()
-    _within(logits.numpy(), o32, o64)
-    _within(loss.item(), l32, l64)
-    params = dict(pm.named_parameters())
-    for n, a, b in zip(names, g32, g64):
-        _within(params[n].grad.numpy(), a, b)
+    _check_head_training(hf, pm, names, ids, mask, types, labels)
 
 
 def test_bert_folders_load_across_heads(tmp_path, rng):

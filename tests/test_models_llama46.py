@@ -153,6 +153,121 @@ def test_from_pretrained_reads_pytorch_model_bin(tmp_path, rng):
     _check_logits(pm(pr.tensor(ids)).numpy(), hf, ids)
 
 
+# ---- padded batches: prompts of different lengths ----------------------------------------------
+def _left_padding(B, T, rng):
+    """A (B, T) 0/1 mask: the first row full, the others with 1..T-2 pads on the left."""
+    mask = np.ones((B, T), np.int64)
+    for b in range(1, B):
+        mask[b, : int(rng.integers(1, T - 1))] = 0
+    return mask
+
+
+def _generation_positions(mask):
+    """transformers' generate's position ids of a padded prompt: cumsum(mask) - 1, 0 at pads."""
+    return np.where(mask != 0, mask.cumsum(-1) - 1, 0)
+
+
+def _check_logits_where(got, hf, ids, mask, position_ids=None):
+    """_check_logits at the kept positions only (a left pad's query has every key masked:
+    its values are arbitrary). The references run each row's kept tokens alone, at the
+    positions they had (the given ones, else their indices, transformers' forward's default):
+    the same logits as the padded batch's where kept, and transformers in float64 gives NaN
+    for a padded batch (its fully masked rows)."""
+    got = np.asarray(got, np.float64)
+    for b in range(ids.shape[0]):
+        keep = mask[b] != 0
+        pos = np.nonzero(keep)[0] if position_ids is None else position_ids[b, keep]
+        kw = {"position_ids": torch.tensor(pos)[None]}
+        with torch.no_grad():
+            t32 = hf(torch.tensor(ids[b, keep])[None], **kw).logits.numpy().astype(np.float64)
+            t64 = hf.double()(torch.tensor(ids[b, keep])[None], **kw).logits.numpy()
+            hf.float()
+        scale = np.abs(t64).max()
+        bound = 4 * np.abs(t32 - t64).max() + 64 * 2**-24 * scale
+        err = np.abs(got[b, keep] - t64[0]).max()
+        assert err <= bound, (b, err, bound)
+
+
+_LLAMA3_ROPE = {
+    "rope_parameters": {
+        "rope_type": "llama3",
+        "rope_theta": 5000.0,
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8,
+    }
+}
+
+
+@pytest.mark.parametrize(
+    "kind,over",
+    [
+        ("llama", {}),
+        ("llama", {"head_dim": 10, "num_attention_heads": 4, "num_key_value_heads": 1}),
+        ("llama", {"tie_word_embeddings": True, **_LLAMA3_ROPE}),
+        ("qwen2", {}),
+        ("qwen2", {"num_key_value_heads": 6}),
+    ],
+)
+def test_left_padded_prompts_match_transformers(rng, kind, over):
+    """Prompts of different lengths, left-padded: the logits at kept positions (with the mask
+    alone, positions 0.. as transformers' forward; and with generate's positions) and greedy
+    generation token for token, as transformers' with the same attention_mask."""
+    hf = _hf(kind, int(rng.integers(1 << 20)), **over)
+    pm = _pyrite(hf)
+    ids = rng.integers(0, 67, (3, 11))
+    mask = _left_padding(3, 11, rng)
+    pos = _generation_positions(mask)
+    got = pm(pr.tensor(ids), attention_mask=pr.tensor(mask)).numpy()
+    _check_logits_where(got, hf, ids, mask)
+    got = pm(pr.tensor(ids), attention_mask=pr.tensor(mask), position_ids=pr.tensor(pos)).numpy()
+    _check_logits_where(got, hf, ids, mask, pos)
+    got = pm.generate(pr.tensor(ids), 7, attention_mask=pr.tensor(mask), eos_token_id=-1)
+    t = torch.tensor(ids)
+    with torch.no_grad():
+        want = hf.generate(
+            t, attention_mask=torch.tensor(mask), max_new_tokens=7, do_sample=False,
+            eos_token_id=None, pad_token_id=0,
+        ).numpy()  # fmt: skip
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_position_ids_and_mask_over_a_cache(rng):
+    """forward in chunks over a KV cache, with the mask covering cached + new keys and
+    positions given per row (not consecutive, not equal across rows), gives the one forward
+    with the same mask and positions; a mask of all ones gives the unmasked forward."""
+    hf = _hf(seed=13)
+    pm = _pyrite(hf)
+    ids = rng.integers(0, 67, (2, 9))
+    mask = np.array([[1] * 9, [0, 0, 1, 1, 0, 1, 1, 1, 1]])  # (a hole: positions skip it)
+    pos = _generation_positions(mask) + np.array([[0], [3]])
+    whole = pm(pr.tensor(ids), attention_mask=pr.tensor(mask), position_ids=pr.tensor(pos))
+    whole = whole.numpy()
+    _check_logits_where(whole, hf, ids, mask, pos)
+    cache = KVCache(pm.config, 2, 12)
+    parts = [
+        pm(
+            pr.tensor(ids[:, a:b]),
+            cache,
+            attention_mask=pr.tensor(mask[:, :b]),
+            position_ids=pr.tensor(pos[:, a:b]),
+        ).numpy()
+        for a, b in ((0, 4), (4, 5), (5, 9))
+    ]
+    keep = mask.astype(bool)
+    np.testing.assert_allclose(
+        np.concatenate(parts, 1)[keep], whole[keep], rtol=0, atol=2e-5 * np.abs(whole).max()
+    )
+    plain = pm(pr.tensor(ids)).numpy()
+    ones = pm(pr.tensor(ids), attention_mask=np.ones((2, 9), np.int32)).numpy()
+    np.testing.assert_allclose(ones, plain, rtol=0, atol=2e-5 * np.abs(plain).max())
+    with pytest.raises(pr.ShapeError, match="attention_mask"):
+        pm(pr.tensor(ids), attention_mask=pr.tensor(mask[:, :5]))
+    with pytest.raises(pr.ShapeError, match="position_ids"):
+        pm(pr.tensor(ids), position_ids=pr.tensor(pos[:, :5]))
+
+
 # ---- GGUF, as llama.cpp's convert_hf_to_gguf.py writes it --------------------------------------
 _GGUF_NAMES = {
     "self_attn.q_proj": "attn_q",
@@ -329,3 +444,63 @@ def test_cli_generate_continues_a_gguf_prompt(tmp_path, rng, capsys):
     want = pm.generate(pr.tensor([[64, 65, 66]]), 5, eos_token_id=2).numpy()[0]
     assert printed == "".join(tokens[i] for i in want)
     assert main(["generate", str(tmp_path / "none.gguf")]) == 1
+
+
+def test_cli_generate_prints_as_it_goes(tmp_path, rng, monkeypatch):
+    """`pyrite generate` writes the prompt, then each token's text as generate gives it
+    (on_token), not all at the end: the pieces join to the whole text."""
+    import io
+    import sys
+
+    from pyrite.cli import main
+
+    class Recorder(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.pieces = []
+
+        def write(self, s):
+            self.pieces.append(s)
+            return super().write(s)
+
+    hf = _hf("llama", int(rng.integers(1 << 20)), hidden_size=64, num_attention_heads=4)
+    tokens = [chr(i) for i in range(33, 100)]
+    _write_gguf(tmp_path / "m.gguf", hf, "llama", "F32", tokens)
+    out = Recorder()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert (
+        main(["generate", str(tmp_path / "m.gguf"), "--ids", "64,65,66", "--max-new-tokens", "4"])
+        == 0
+    )
+    pm = LlamaForCausalLM.from_gguf(tmp_path / "m.gguf")
+    want = pm.generate(pr.tensor([[64, 65, 66]]), 4, eos_token_id=2).numpy()[0]
+    text = "".join(tokens[i] for i in want)
+    assert out.getvalue() == text + "\n"
+    pieces = [p for p in out.pieces if p]
+    assert pieces[0] == "abc" and "".join(pieces[1 : 1 + len(want) - 3]) == text[3:]
+    assert len(pieces) >= len(want) - 3 + 1  # (one write a token at least, an eos's empty)
+
+
+def test_cli_printer_waits_for_split_characters(capsys):
+    """A character whose bytes two tokens carry prints once both came (the text of the first
+    alone ends in U+FFFD); without a tokenizer, the ids print as they come."""
+    from pyrite.cli import _Printer
+
+    table = {1: b"a", 2: "é".encode()[:1], 3: "é".encode()[1:], 4: b"!"}
+
+    def decode(ids):
+        return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
+
+    p = _Printer(decode, [1])
+    assert capsys.readouterr().out == "a"
+    p.step([2])
+    assert capsys.readouterr().out == ""
+    p.step([3])
+    assert capsys.readouterr().out == "é"
+    p.step([4])
+    p.end()
+    assert capsys.readouterr().out == "!\n"
+    p = _Printer(None, [5, 6])
+    p.step([7])
+    p.end()
+    assert capsys.readouterr().out == "5 6 7\n"

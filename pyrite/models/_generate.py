@@ -1,9 +1,14 @@
-"""Generation shared by the causal language models (Llama, GPT-2): the KV cache, the choice of
-the next token (greedy, or sampled with temperature / top-k / top-p) and the decoding loop.
+"""Generation shared by the causal language models (Llama, GPT-2): the KV cache, the attention
+mask over cached and new keys, the choice of the next token (greedy, or sampled with
+temperature / top-k / top-p, after a repetition penalty and min_new_tokens' eos ban) and the
+decoding loop.
 
 A model inherits `GenerationMixin` and gives `_decoder(ids, max_length, attention_mask)`: a
 function from the newest tokens (batch, t) to their logits (batch, t, vocab) that keeps its own
-cache of what it has seen. `generate` runs the prompt through it once, then one token at a time.
+cache of what it has seen (`attention_mask`: None, or a (batch, t) numpy array with zeros: left
+padding). `generate` runs the prompt through it once, then one token at a time. A model whose
+forward takes `(input_ids, cache, attention_mask=, position_ids=)` gets a
+`_decoder` for left-padded prompts from `padded_decoder`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..ops import creation as C
 from ..ops.combine import cat
+from ..ops.elementwise import where
 from ..ops.stats import multinomial
 from ..tensor import Tensor
 
@@ -39,6 +45,53 @@ class KVCache:
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
 
 
+def causal_mask(attention_mask, B, T, start, who):
+    """(bool mask (B, 1, T, start + T) or None, is_causal) for T queries after `start` cached
+    positions: causal, and keys where attention_mask (B, start + T) is 0 masked, as
+    transformers' (a query whose keys are all masked, a left pad's, gets zeros: nobody should
+    read it). `who` names the model in the error."""
+    S = start + T
+    if attention_mask is not None:
+        if tuple(attention_mask.shape) != (B, S):
+            raise ShapeError(
+                f"pyrite: {who}: attention_mask of shape {tuple(attention_mask.shape)} for "
+                f"{B} sequences of {start} cached + {T} new tokens (expected ({B}, {S}))"
+            )
+        keep = (attention_mask != 0)[:, None, None, :]  # (B, 1, 1, S)
+        return keep & C.ones((T, S), dtype=D.bool_).tril(start), False
+    if T > 1 and start > 0:  # a chunk after cached tokens: each sees the cache and its past
+        return C.ones((T, S), dtype=D.bool_).tril(start), False
+    return None, T > 1
+
+
+def padded_decoder(model, cache, attention_mask):
+    """generate's step for prompts left-padded under `attention_mask` (B, T numpy; 1 keep, 0
+    pad):
+    transformers' positions (cumsum of the mask - 1, 0 at pads; each new token one further than
+    its row's last) and a mask that grows by one kept key per token. Both are made on the host
+    and uploaded (a few bytes a step), so the positions' range is known to the gather that
+    reads through them without a readback. `model(new, cache, attention_mask=,
+    position_ids=)` gives the logits."""
+    keep = np.asarray(attention_mask) != 0
+    B, T = keep.shape
+    full = np.ones((B, cache.max_length), np.int32)
+    full[:, :T] = keep
+    last = [np.where(keep, keep.cumsum(-1) - 1, 0)]  # (B, T) positions of the prompt
+
+    def step(new):
+        start, t = cache.length, new.shape[1]
+        pos = last[0] if start == 0 else last[0][:, -1:] + np.arange(1, t + 1)
+        last[0] = pos
+        return model(
+            new,
+            cache,
+            attention_mask=C.tensor(full[:, : start + t]),
+            position_ids=C.tensor(pos.astype(np.int32)),
+        )
+
+    return step
+
+
 class GenerationMixin:
     """`generate` for a model that defines `_decoder` (see the module's docstring) and has a
     `config` with eos_token_id and pad_token_id."""
@@ -46,61 +99,102 @@ class GenerationMixin:
     def generate(
         self,
         input_ids,
-        max_new_tokens: int = 20,
+        max_new_tokens: int | None = None,
         *,
+        max_length: int | None = None,
+        min_new_tokens: int = 0,
         attention_mask=None,
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
         top_p: float | None = None,
+        repetition_penalty: float = 1.0,
         eos_token_id=None,
         pad_token_id=None,
         generator=None,
+        on_token=None,
         progress: bool = False,
     ) -> Tensor:
-        """Continue each prompt of `input_ids` (batch, tokens) by up to `max_new_tokens`
-        tokens, as `transformers`' generate: greedy (argmax) unless `do_sample`, then sampled
-        from softmax(logits / temperature) restricted to the `top_k` likeliest tokens and to
-        the smallest set whose probability reaches `top_p`. Stops when every sequence has
-        produced `eos_token_id` (default: the config's); a finished sequence is padded with
-        `pad_token_id` (default: the config's, else the first eos). Prompts are of equal
-        length, or left-padded with an `attention_mask` (batch, tokens; 1 keep, 0 pad) for a
-        model that takes one (GPT-2). Returns (batch, tokens + new) int32 token ids. The
-        prompt runs in one forward, each new token in one more, over a KV cache."""
+        """Continue each prompt of `input_ids` (batch, tokens), as `transformers`' generate.
+
+        Length: up to `max_new_tokens` new tokens (default 20), or, given only `max_length`,
+        up to that many tokens in all, prompt included (a prompt that long already is a
+        ValueError, as transformers'). Stops when every sequence has produced `eos_token_id`
+        (default: the config's; an int or a list); a finished sequence is padded with
+        `pad_token_id` (default: the config's, else the first eos). Before `min_new_tokens`
+        new tokens, eos is banned (its logits -inf).
+
+        Choice: greedy (argmax) unless `do_sample`, then sampled from softmax(logits /
+        temperature) restricted to the `top_k` likeliest tokens and to the smallest set whose
+        probability reaches `top_p`. First, `repetition_penalty` != 1 divides the positive
+        logits of every token already in the row (prompt after its leading pads, and output) by
+        it and multiplies the negative ones (transformers 5's RepetitionPenaltyLogitsProcessor,
+        with generate's prompt_ignore_length).
+
+        Prompts are of equal length, or left-padded with an `attention_mask` (batch, tokens;
+        1 keep, 0 pad): positions count kept tokens only, pads are masked. `on_token(ids)`, if
+        given, is called after each step with that step's tokens, a (batch,) int numpy array
+        (a finished row's pad included): a streamer's hook.
+
+        Returns (batch, tokens + new) int32 token ids. The prompt runs in one forward, each new
+        token in one more, over a KV cache."""
         from ..autograd import inference_mode
 
         ids = input_ids if isinstance(input_ids, Tensor) else C.tensor(input_ids)
         if ids.ndim == 1:
             ids = ids[None]
+        B, T = ids.shape
+        n_new = _new_tokens(max_new_tokens, max_length, T)
         if do_sample and temperature <= 0:
             raise ValueError(f"pyrite: generate: temperature must be > 0, not {temperature}")
         if top_p is not None and not 0 < top_p <= 1:
             raise ValueError(f"pyrite: generate: top_p must lie in (0, 1], not {top_p}")
+        if not repetition_penalty > 0:
+            raise ValueError(
+                f"pyrite: generate: repetition_penalty must be > 0, not {repetition_penalty}"
+            )
         eos = self.config.eos_token_id if eos_token_id is None else eos_token_id
         eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
         pad = self.config.pad_token_id if pad_token_id is None else pad_token_id
         pad = eos[0] if pad is None and eos else pad
-        B, T = ids.shape
         if attention_mask is not None:
-            if not isinstance(attention_mask, Tensor):
-                attention_mask = C.tensor(np.asarray(attention_mask))
-            if tuple(attention_mask.shape) != (B, T):
+            keep = np.asarray(
+                attention_mask.numpy() if isinstance(attention_mask, Tensor) else attention_mask
+            )
+            if keep.shape != (B, T):
                 raise ShapeError(
-                    f"pyrite: generate: attention_mask of shape {tuple(attention_mask.shape)} "
-                    f"for input_ids of shape {(B, T)}"
+                    f"pyrite: generate: attention_mask of shape {keep.shape} for input_ids of "
+                    f"shape {(B, T)}"
                 )
+            # every token kept: the unpadded path (the same positions, no mask to build)
+            attention_mask = None if (keep != 0).all() else keep
+        # each row's leading pads (transformers' repetition penalty does not count them)
+        lead = np.zeros(B, int) if attention_mask is None else (attention_mask != 0).argmax(1)
         out = [ids.to(D.int32)]
         done = np.zeros(B, bool)
-        steps = range(max_new_tokens)
+        steps = range(n_new)
         if progress:
             from tqdm.auto import tqdm
 
             steps = tqdm(steps, desc="generate", unit="token")
         with inference_mode():
-            step = self._decoder(out[0], T + max_new_tokens, attention_mask)
+            step = self._decoder(out[0], T + n_new, attention_mask)
+            seen = ban = None
             cur = out[0]
-            for _ in steps:
+            for i in steps:
                 logits = step(cur)[:, -1].float()
+                if i == 0:
+                    V = logits.shape[-1]
+                    if repetition_penalty != 1.0:
+                        seen = _prompt_tokens(out[0], lead, V)
+                    ban = _eos_ban(eos, V) if min_new_tokens > 0 else None
+                if seen is not None:
+                    penalized = where(
+                        logits < 0, logits * repetition_penalty, logits / repetition_penalty
+                    )
+                    logits = where(seen, penalized, logits)
+                if ban is not None and i < min_new_tokens:
+                    logits = logits.masked_fill(ban, float("-inf"))
                 nxt = pick(logits, do_sample, temperature, top_k, top_p, generator)
                 host = nxt.numpy()
                 if eos:
@@ -108,9 +202,51 @@ class GenerationMixin:
                     done |= np.isin(host, eos)
                 cur = C.tensor(host.astype(np.int32)[:, None])
                 out.append(cur)
+                if seen is not None:
+                    seen = seen.scatter(-1, nxt[:, None].long(), True)
+                if on_token is not None:
+                    on_token(host)
                 if eos and done.all():
                     break
         return cat(out, 1) if len(out) > 1 else out[0]
+
+
+def _new_tokens(max_new_tokens, max_length, T) -> int:
+    """How many tokens generate may add to prompts of T: max_new_tokens where given (as
+    transformers, it wins over max_length), else max_length - T, else 20."""
+    if max_new_tokens is not None:
+        if max_new_tokens < 0:
+            raise ValueError(f"pyrite: generate: max_new_tokens must be >= 0, not {max_new_tokens}")
+        return int(max_new_tokens)
+    if max_length is None:
+        return 20
+    if T >= max_length:
+        raise ValueError(
+            f"pyrite: generate: the prompts are {T} tokens long already, and max_length is "
+            f"{max_length} (the whole length, prompt included): raise it, or pass max_new_tokens"
+        )
+    return int(max_length) - T
+
+
+def _prompt_tokens(ids, lead, vocab: int):
+    """(B, vocab) bool: the tokens of each row of the prompt `ids` (B, T) after its `lead`
+    leading pads, those in range (read back once, marked on the host)."""
+    host = ids.numpy()
+    seen = np.zeros((host.shape[0], vocab), bool)
+    for b, row in enumerate(host):
+        row = row[lead[b] :]
+        seen[b, row[(row >= 0) & (row < vocab)]] = True
+    return C.tensor(seen)
+
+
+def _eos_ban(eos, vocab: int):
+    """A (vocab,) bool mask of the eos ids (those in range): what min_new_tokens bans."""
+    ban = np.zeros(vocab, bool)
+    ids = [e for e in eos if 0 <= e < vocab]
+    if not ids:
+        return None
+    ban[ids] = True
+    return C.tensor(ban)
 
 
 def pick(logits, do_sample, temperature, top_k, top_p, generator):

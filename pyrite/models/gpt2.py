@@ -32,7 +32,7 @@ from ..nn.modules.linear import Linear
 from ..nn.modules.norm import LayerNorm
 from ..nn.modules.sparse import Embedding
 from ..ops import creation as C
-from ._generate import GenerationMixin, KVCache
+from ._generate import GenerationMixin, KVCache, causal_mask, padded_decoder
 from ._hf import activation, load_checkpoint, read_folder
 
 
@@ -170,23 +170,6 @@ class GPT2Block(Module):
         return x + self.mlp(self.ln_2(x))
 
 
-def _attention_mask(attention_mask, B, T, start):
-    """(bool mask (B, 1, T, start + T) or None, is_causal) for T queries after `start` cached
-    positions: causal, and keys where attention_mask (B, start + T) is 0 masked."""
-    S = start + T
-    if attention_mask is not None:
-        if tuple(attention_mask.shape) != (B, S):
-            raise ShapeError(
-                f"pyrite: GPT-2: attention_mask of shape {tuple(attention_mask.shape)} for "
-                f"{B} sequences of {start} cached + {T} new tokens (expected ({B}, {S}))"
-            )
-        keep = (attention_mask != 0)[:, None, None, :]  # (B, 1, 1, S)
-        return keep & C.ones((T, S), dtype=D.bool_).tril(start), False
-    if T > 1 and start > 0:  # a chunk after cached tokens: each sees the cache and its past
-        return C.ones((T, S), dtype=D.bool_).tril(start), False
-    return None, T > 1
-
-
 class GPT2Model(Module):
     """The stack: embeddings, blocks, final LayerNorm; forward gives the last hidden states
     (batch, tokens, n_embd)."""
@@ -229,7 +212,7 @@ class GPT2Model(Module):
         if token_type_ids is not None:
             x = x + self.wte(token_type_ids)
         x = self.drop(x)
-        mask, causal = _attention_mask(attention_mask, B, T, start)
+        mask, causal = causal_mask(attention_mask, B, T, start, "GPT-2")
         for block in self.h:
             x = block(x, mask, causal, start, cache)
         if cache is not None:
@@ -280,28 +263,13 @@ class GPT2LMHeadModel(GenerationMixin, Module):
 
     def _decoder(self, ids, max_length, attention_mask=None):
         """generate's step: the logits of the newest tokens, over a KV cache of max_length;
-        with left padding, transformers' positions (cumsum of the mask - 1) and a mask that
-        grows by one kept key per token."""
-        B, T = ids.shape
+        with left padding (`attention_mask`, a (B, T) numpy array with zeros), transformers'
+        positions and a mask that grows by one kept key per token (_generate.py)."""
         dtype = self.transformer.wte.weight.dtype
-        cache = KVCache(self.config, B, max_length, dtype)
+        cache = KVCache(self.config, ids.shape[0], max_length, dtype)
         if attention_mask is None:
             return lambda new: self(new, cache)
-        mask = C.ones((B, max_length), dtype=D.int32)
-        mask[:, :T] = attention_mask.to(D.int32)
-        prompt = mask[:, :T]
-        last = [(prompt.cumsum(-1) - 1).masked_fill(prompt == 0, 0)]
-
-        def step(new):
-            start, t = cache.length, new.shape[1]
-            if start == 0:
-                pos = last[0]
-            else:
-                pos = last[0][:, -1:] + C.arange(1, t + 1, dtype=D.int32)
-            last[0] = pos
-            return self(new, cache, mask[:, : start + t].contiguous(), None, pos)
-
-        return step
+        return padded_decoder(self, cache, attention_mask)
 
     @classmethod
     def from_pretrained(cls, path, dtype=None) -> GPT2LMHeadModel:

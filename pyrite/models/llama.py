@@ -9,7 +9,10 @@ SmolLM: the same block with different sizes), built from `pyrite.nn`, with a KV 
 Parameter names are Hugging Face's (`model.layers.0.self_attn.q_proj.weight`, ...), so a
 `transformers` state dict loads with `load_state_dict`, and the forward gives the logits
 `transformers.LlamaForCausalLM` (and `Qwen2ForCausalLM`) gives for the same weights
-(tests/test_models_llama46.py checks both, and greedy generation token for token).
+(tests/test_models_llama46.py checks both, and greedy generation token for token). Prompts of
+different lengths go in one batch left-padded, with an `attention_mask` (1 keep, 0 pad), as
+transformers' generate takes them: positions count kept tokens only (`position_ids`, which
+forward takes too, gather the rotary tables' rows per token).
 
 A block: x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))) with n =
 RMSNorm(x), then x + down_proj(silu(gate_proj(n)) * up_proj(n)) with n = RMSNorm(x); grouped-
@@ -40,8 +43,10 @@ from ..nn.modules.linear import Linear
 from ..nn.modules.norm import RMSNorm
 from ..nn.modules.sparse import Embedding
 from ..ops import creation as C
+from ..ops import ranges
 from ..quantization import QuantizedLinear
-from ._generate import GenerationMixin, KVCache
+from ..tensor import Tensor
+from ._generate import GenerationMixin, KVCache, causal_mask, padded_decoder
 from ._hf import read_folder
 
 _ARCHS = ("llama", "qwen2")
@@ -143,25 +148,32 @@ class LlamaAttention(Module):
         self.o_proj = Linear(q, h, bias=cfg.attention_bias)
         self.interleaved = cfg.rope_interleaved
 
-    def forward(self, x, cos, sin, start, cache=None, layer=0):
+    def forward(self, x, rope, mask, causal, start, cache=None, layer=0):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.num_kv, self.head_dim)
         v = self.v_proj(x).view(B, T, self.num_kv, self.head_dim)
-        q = F.apply_rotary_emb(q, cos, sin, interleaved=self.interleaved, seqlen_offsets=start)
-        k = F.apply_rotary_emb(k, cos, sin, interleaved=self.interleaved, seqlen_offsets=start)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        end = start + T
+        q, k = _rotate(q, rope, self.interleaved), _rotate(k, rope, self.interleaved)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, hd)
         if cache is not None:
             k, v = cache.update(layer, k, v, start)
-        mask, causal = None, T > 1
-        if T > 1 and start > 0:  # a chunk after cached tokens: each sees the cache and its past
-            mask = C.ones((T, end), dtype=D.bool_).tril(start)
-            causal = False
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=self.num_kv != self.num_heads
         )
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.num_heads * self.head_dim))
+
+
+def _rotate(x, rope, interleaved):
+    """The rotary embedding of x (B, T, heads, head_dim) by `rope` = (cos, sin, offset): with
+    an int offset, token t of every row takes row t + offset of the (positions, head_dim / 2)
+    tables; with None, the tables were gathered per token (B * T rows, in x's order) and x is
+    seen as one sequence of B * T tokens."""
+    cos, sin, offset = rope
+    if offset is not None:
+        return F.apply_rotary_emb(x, cos, sin, interleaved=interleaved, seqlen_offsets=offset)
+    B, T = x.shape[:2]
+    flat = x.reshape(1, B * T, *x.shape[2:])
+    return F.apply_rotary_emb(flat, cos, sin, interleaved=interleaved).view(x.shape)
 
 
 class LlamaMLP(Module):
@@ -184,8 +196,8 @@ class LlamaDecoderLayer(Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
 
-    def forward(self, x, cos, sin, start, cache=None, layer=0):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, start, cache, layer)
+    def forward(self, x, rope, mask, causal, start, cache=None, layer=0):
+        x = x + self.self_attn(self.input_layernorm(x), rope, mask, causal, start, cache, layer)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -196,10 +208,13 @@ class LlamaModel(Module):
         self.layers = ModuleList([LlamaDecoderLayer(cfg) for _ in range(cfg.num_hidden_layers)])
         self.norm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
 
-    def forward(self, input_ids, cos, sin, start, cache=None):
+    def forward(self, input_ids, rope, mask, causal, start, cache=None):
+        """Hidden states (B, T, hidden) of input_ids (B, T): `rope` (cos, sin, offset) as
+        _rotate takes it, the attention `mask` and `causal` flag as causal_mask gives them,
+        `start` the cache's length."""
         x = self.embed_tokens(input_ids)
         for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, start, cache, i)
+            x = layer(x, rope, mask, causal, start, cache, i)
         return self.norm(x)
 
 
@@ -233,37 +248,78 @@ class LlamaForCausalLM(GenerationMixin, Module):
             self._rope = (m, cos, sin)
         return self._rope[1], self._rope[2]
 
-    def forward(self, input_ids, cache: KVCache | None = None):
-        """Logits (batch, tokens, vocab) of `input_ids` (batch, tokens); with a `cache`, the
-        tokens continue those it holds (positions cache.length onwards), and it keeps them."""
+    def forward(
+        self, input_ids, cache: KVCache | None = None, attention_mask=None, position_ids=None
+    ):
+        """Logits (batch, tokens, vocab) of `input_ids` (batch, tokens), as transformers'
+        LlamaForCausalLM: with a `cache`, the tokens continue those it holds and it keeps them;
+        `attention_mask` (batch, cached + tokens; 1 keep, 0 pad) masks the keys at 0 (a query
+        with none left, a left pad's, gives values nobody should read); `position_ids` (batch
+        or 1, tokens) place each token for the rotary embedding, by default cache.length
+        onwards (transformers' default too, mask or not: generate passes the cumsum of the
+        mask - 1 for left-padded prompts)."""
         if input_ids.ndim != 2:
             raise ShapeError(
                 f"pyrite: LlamaForCausalLM: input_ids must be (batch, tokens), got shape "
                 f"{tuple(input_ids.shape)}"
             )
+        B, T = input_ids.shape
         start = 0 if cache is None else cache.length
-        T = input_ids.shape[1]
         if cache is not None and start + T > cache.max_length:
             raise ValueError(
                 f"pyrite: LlamaForCausalLM: {start} cached + {T} new tokens exceed the cache's "
                 f"{cache.max_length} positions"
             )
-        cos, sin = self._cos_sin(start + T)
-        h = self.model(input_ids, cos, sin, start, cache)
+        if attention_mask is not None and not isinstance(attention_mask, Tensor):
+            attention_mask = C.tensor(np.asarray(attention_mask))
+        mask, causal = causal_mask(attention_mask, B, T, start, "LlamaForCausalLM")
+        rope = self._rope_for(position_ids, B, T, start)
+        h = self.model(input_ids, rope, mask, causal, start, cache)
         if cache is not None:
             cache.length = start + T
         return self.lm_head(h)
 
+    def _rope_for(self, position_ids, B, T, start):
+        """(cos, sin, offset) for _rotate. Positions start.. of every row: the tables and an
+        int offset. Given position_ids: the tables' rows gathered per token ((B * T, head_dim
+        / 2), offset None), which is exact for any positions (a row's need not be consecutive,
+        nor the same across rows) and costs one gather for all layers; apply_rotary_emb's
+        (batch,) seqlen_offsets would cover left padding only (t + offset[b] is consecutive),
+        and would take pads' rows below 0."""
+        if position_ids is None:
+            cos, sin = self._cos_sin(start + T)
+            return cos, sin, start
+        if not isinstance(position_ids, Tensor):
+            position_ids = C.tensor(np.asarray(position_ids, np.int32))
+        if position_ids.ndim == 1:
+            position_ids = position_ids[None]
+        if (
+            position_ids.ndim != 2
+            or position_ids.shape[1] != T
+            or position_ids.shape[0] not in (1, B)
+        ):
+            raise ShapeError(
+                f"pyrite: LlamaForCausalLM: position_ids of shape {tuple(position_ids.shape)} "
+                f"for input_ids of shape {(B, T)} (expected ({B} or 1, {T}))"
+            )
+        # the tables must reach the largest position: known without a readback for positions
+        # uploaded or made by arithmetic on known ones (ops/ranges.py), else read back once
+        known = ranges.known_bounds(position_ids)
+        hi = known[1] if known is not None else int(position_ids.max())
+        cos, sin = self._cos_sin(max(hi + 1, start + T))
+        rows = position_ids.expand(B, T).reshape(-1).long()
+        return cos[rows], sin[rows], None
+
     # ---- generation (GenerationMixin.generate) --------------------------------------------
     def _decoder(self, ids, max_length, attention_mask=None):
-        """generate's step: the logits of the newest tokens, over a KV cache of max_length."""
-        if attention_mask is not None and not bool((attention_mask != 0).all()):
-            raise NotImplementedError(
-                "pyrite: LlamaForCausalLM.generate: padded prompts (an attention_mask with "
-                "zeros) are not supported: pass prompts of equal length"
-            )
-        cache = KVCache(self.config, ids.shape[0], max_length, self.model.embed_tokens.weight.dtype)
-        return lambda new: self(new, cache)
+        """generate's step: the logits of the newest tokens, over a KV cache of max_length;
+        with left padding (`attention_mask`, a (B, T) numpy array with zeros), transformers'
+        positions and a mask that grows by one kept key per token (_generate.py)."""
+        dtype = self.model.embed_tokens.weight.dtype
+        cache = KVCache(self.config, ids.shape[0], max_length, dtype)
+        if attention_mask is None:
+            return lambda new: self(new, cache)
+        return padded_decoder(self, cache, attention_mask)
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
