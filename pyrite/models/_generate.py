@@ -3,12 +3,12 @@ mask over cached and new keys, the choice of the next token (greedy, or sampled 
 temperature / top-k / top-p, after a repetition penalty and min_new_tokens' eos ban) and the
 decoding loop.
 
-A model inherits `GenerationMixin` and gives `_decoder(ids, max_length, attention_mask)`: a
-function from the newest tokens (batch, t) to their logits (batch, t, vocab) that keeps its own
-cache of what it has seen (`attention_mask`: None, or a (batch, t) numpy array with zeros: left
-padding). `generate` runs the prompt through it once, then one token at a time. A model whose
-forward takes `(input_ids, cache, attention_mask=, position_ids=)` gets a
-`_decoder` for left-padded prompts from `padded_decoder`.
+A model inherits `GenerationMixin`, has `config` and `get_input_embeddings()`, and a forward
+that takes `(input_ids, cache, attention_mask=, position_ids=)`. The mixin's `_decoder(ids,
+max_length, attention_mask)` is a function from the newest tokens (batch, t) to their logits
+(batch, t, vocab) that keeps its own cache of what it has seen (`attention_mask`: None, or a
+(batch, t) numpy array with zeros: left padding, through `padded_decoder`). `generate` runs the
+prompt through it once, then one token at a time.
 """
 
 from __future__ import annotations
@@ -95,6 +95,17 @@ def padded_decoder(model, cache, attention_mask):
 class GenerationMixin:
     """`generate` for a model that defines `_decoder` (see the module's docstring) and has a
     `config` with eos_token_id and pad_token_id."""
+
+    def _decoder(self, ids, max_length, attention_mask=None):
+        """generate's step: the logits of the newest tokens, over a KV cache of max_length (in
+        the token embedding's dtype); with left padding (`attention_mask`, a (B, T) numpy array
+        with zeros), transformers' positions and a mask that grows by one kept key per token
+        (padded_decoder)."""
+        dtype = self.get_input_embeddings().weight.dtype
+        cache = KVCache(self.config, ids.shape[0], max_length, dtype)
+        if attention_mask is None:
+            return lambda new: self(new, cache)
+        return padded_decoder(self, cache, attention_mask)
 
     def generate(
         self,

@@ -32,7 +32,7 @@ from ..nn.modules.linear import Linear
 from ..nn.modules.norm import LayerNorm
 from ..nn.modules.sparse import Embedding
 from ..ops import creation as C
-from ._generate import GenerationMixin, KVCache, causal_mask, padded_decoder
+from ._generate import GenerationMixin, KVCache, causal_mask
 from ._hf import activation, load_checkpoint, read_folder
 
 
@@ -261,15 +261,9 @@ class GPT2LMHeadModel(GenerationMixin, Module):
         )
         return loss, logits
 
-    def _decoder(self, ids, max_length, attention_mask=None):
-        """generate's step: the logits of the newest tokens, over a KV cache of max_length;
-        with left padding (`attention_mask`, a (B, T) numpy array with zeros), transformers'
-        positions and a mask that grows by one kept key per token (_generate.py)."""
-        dtype = self.transformer.wte.weight.dtype
-        cache = KVCache(self.config, ids.shape[0], max_length, dtype)
-        if attention_mask is None:
-            return lambda new: self(new, cache)
-        return padded_decoder(self, cache, attention_mask)
+    def get_input_embeddings(self):
+        """The token embedding (transformers' name; generate's cache takes its dtype)."""
+        return self.transformer.wte
 
     @classmethod
     def from_pretrained(cls, path, dtype=None) -> GPT2LMHeadModel:

@@ -46,7 +46,7 @@ from ..ops import creation as C
 from ..ops import ranges
 from ..quantization import QuantizedLinear
 from ..tensor import Tensor
-from ._generate import GenerationMixin, KVCache, causal_mask, padded_decoder
+from ._generate import GenerationMixin, KVCache, causal_mask
 from ._hf import read_folder
 
 _ARCHS = ("llama", "qwen2")
@@ -311,15 +311,9 @@ class LlamaForCausalLM(GenerationMixin, Module):
         return cos[rows], sin[rows], None
 
     # ---- generation (GenerationMixin.generate) --------------------------------------------
-    def _decoder(self, ids, max_length, attention_mask=None):
-        """generate's step: the logits of the newest tokens, over a KV cache of max_length;
-        with left padding (`attention_mask`, a (B, T) numpy array with zeros), transformers'
-        positions and a mask that grows by one kept key per token (_generate.py)."""
-        dtype = self.model.embed_tokens.weight.dtype
-        cache = KVCache(self.config, ids.shape[0], max_length, dtype)
-        if attention_mask is None:
-            return lambda new: self(new, cache)
-        return padded_decoder(self, cache, attention_mask)
+    def get_input_embeddings(self):
+        """The token embedding (transformers' name; generate's cache takes its dtype)."""
+        return self.model.embed_tokens
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
