@@ -14,28 +14,15 @@ import numpy as np
 import pytest
 
 from pyrite.models import GGUFTokenizer
+from tests.test_gguf46 import _write as write_gguf
 
 gguf = pytest.importorskip("gguf")
 tk = pytest.importorskip("tokenizers")
 
 
 def _write(path, meta, arch="llama"):
-    w = gguf.GGUFWriter(str(path), arch)
-    for key, value in meta.items():
-        if isinstance(value, bool):
-            w.add_bool(key, value)
-        elif isinstance(value, int):
-            w.add_uint32(key, value)
-        elif isinstance(value, str):
-            w.add_string(key, value)
-        else:
-            w.add_array(key, value)
-    w.add_tensor("v", np.zeros(2, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    """A GGUF file of `meta` and one placeholder tensor."""
+    return write_gguf(path, {"v": (np.zeros(2, np.float32), None)}, arch, meta)
 
 
 # ---- SentencePiece BPE ("llama") ----------------------------------------------------------------
