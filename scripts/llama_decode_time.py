@@ -6,6 +6,9 @@ the KV cache, float32 and with int4 (group 32, GGUF Q4_0's layout) or int8 proje
     python scripts/llama_decode_time.py --tiny                # a small shape (lavapipe)
     python scripts/llama_decode_time.py --formats f32,int4 --prompt 128 --new 64 --json out.json
 
+Each format runs eagerly and with generate(compile=True) (the one-token step recorded once by
+pr.compile and replayed: one submission a token).
+
 Each figure is the median of --reps generations after one warm-up; the decode rate is
 (new - 1) tokens over the time after the first new token (which the prefill produces).
 """
@@ -57,7 +60,7 @@ def _model(cfg, fmt):
     return m
 
 
-def _time_generate(m, ids, new, reps):
+def _time_generate(m, ids, new, reps, compiled=False):
     """(prefill seconds, decode tokens a second), medians over reps."""
     pre, dec = [], []
     for r in range(reps + 1):
@@ -66,7 +69,7 @@ def _time_generate(m, ids, new, reps):
         with pr.inference_mode():
             m(ids)[:, -1].argmax(-1).numpy()
         t1 = time.perf_counter()
-        out = m.generate(ids, max_new_tokens=new, eos_token_id=-1)
+        out = m.generate(ids, max_new_tokens=new, eos_token_id=-1, compile=compiled)
         out.numpy()
         t2 = time.perf_counter()
         if r:  # (the first is the warm-up: kernels compile)
@@ -93,14 +96,24 @@ def main(argv=None):
         t0 = time.perf_counter()
         m = _model(cfg, fmt)
         built = time.perf_counter() - t0
-        pre, rate = _time_generate(m, ids, a.new, a.reps)
-        row = dict(format=fmt, prompt=a.prompt, new=a.new, prefill_ms=pre * 1e3, decode_tok_s=rate)
-        rows.append(row)
-        print(
-            f"{fmt:5s} prefill {a.prompt} tokens {pre * 1e3:8.1f} ms   decode {rate:7.1f} tok/s"
-            f"   ({1e3 / rate:6.2f} ms a token; model built in {built:.1f} s)"
-        )
-        sys.stdout.flush()
+        for compiled in (False, True):
+            pre, rate = _time_generate(m, ids, a.new, a.reps, compiled)
+            name = fmt + (" compiled" if compiled else "")
+            rows.append(
+                dict(
+                    format=fmt,
+                    compiled=compiled,
+                    prompt=a.prompt,
+                    new=a.new,
+                    prefill_ms=pre * 1e3,
+                    decode_tok_s=rate,
+                )
+            )
+            print(
+                f"{name:14s} prefill {a.prompt} tokens {pre * 1e3:8.1f} ms   decode {rate:7.1f}"
+                f" tok/s ({1e3 / rate:6.2f} ms a token; model built in {built:.1f} s)"
+            )
+            sys.stdout.flush()
         del m
     if a.json:
         with open(a.json, "w") as f:

@@ -127,3 +127,39 @@ def test_generation_options_are_checked():
         pm.generate(ids, -1)
     assert pm.generate(ids, 0).shape == (1, 3)
     assert pm.generate(ids, eos_token_id=-1).shape == (1, 23)  # (20 new tokens by default)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_compiled_decoding_gives_transformers_tokens(rng, family, padded):
+    """generate(compile=True): the prompt eagerly, then every token through one pr.compile'd
+    step over a static cache (device position, mask and rotary positions): transformers'
+    greedy tokens, padded prompts too, with the step traced once and replayed after."""
+    hf, pm, V = _models(family, int(rng.integers(1 << 20)))
+    ids = rng.integers(0, V, (3, 8))
+    mask = _left_padding(3, 8, rng) if padded else None
+    got = pm.generate(pr.tensor(ids), 9, attention_mask=mask, eos_token_id=-1, compile=True)
+    np.testing.assert_array_equal(got.numpy(), _hf_generate(hf, ids, mask, max_new_tokens=9))
+
+
+def test_compiled_decoding_is_refused_where_there_is_no_static_form(rng):
+    _, pm, V = _models("gpt2", int(rng.integers(1 << 20)))
+    with pytest.raises(NotImplementedError, match="static"):
+        pm.generate(pr.tensor(rng.integers(0, V, (1, 4))), 2, compile=True)
+
+
+def test_the_compiled_step_is_traced_once(rng):
+    """static_decoder's step: one trace at the first new token, replays after (the position,
+    the mask and the rotary positions are device tensors, so nothing the trace read changes)."""
+    from pyrite.models._generate import KVCache, static_decoder
+
+    _, pm, V = _models("llama", int(rng.integers(1 << 20)))
+    ids = pr.tensor(rng.integers(0, V, (2, 5)))
+    cache = KVCache(pm.config, 2, 12)
+    step = static_decoder(pm, cache, None, 5)
+    with pr.inference_mode():
+        cur = ids
+        for _ in range(7):
+            cur = step(cur)[:, -1].argmax(-1, keepdim=True)
+    st = step.compiled.stats()
+    assert (st["traces"], st["replays"], st["eager_calls"]) == (1, 5, 0), st

@@ -38,7 +38,14 @@ class KVCache:
 
     def update(self, layer: int, k, v, start: int):
         """Write k and v (batch, kv heads, t, head_dim) at positions start.. of `layer`; return
-        that layer's keys and values up to the last one written."""
+        that layer's keys and values up to the last one written. `start` a device int tensor
+        (t,) of positions instead (a compiled decode step's: the values change, the shapes do
+        not): k and v are written there and the whole cache is returned (the attention masks
+        what is not yet written)."""
+        if isinstance(start, Tensor):
+            self.keys[layer].index_copy_(2, start, k)
+            self.values[layer].index_copy_(2, start, v)
+            return self.keys[layer], self.values[layer]
         end = start + k.shape[2]
         self.keys[layer][:, :, start:end] = k
         self.values[layer][:, :, start:end] = v
@@ -92,6 +99,48 @@ def padded_decoder(model, cache, attention_mask):
     return step
 
 
+def static_decoder(model, cache, attention_mask, T):
+    """generate's step with the decoding compiled (`generate(compile=True)`): the prompt runs
+    eagerly (as padded_decoder's), then every new token through one `pr.compile`d function of
+    fixed shapes, replayed as one submission a token: the keys and values go to the cache at a
+    device position (KVCache.update with a tensor), the attention reads the whole cache under
+    a device mask of the keys written so far (B, max_length), and the rotary embedding takes
+    each row's position from a device tensor. Only those three small tensors change between
+    tokens, so the trace is made once. `model(new, cache, attention_mask=, position_ids=,
+    cache_position=)` takes the static form (Llama's)."""
+    from ..compile import compile as _compile
+
+    B, L = cache.keys[0].shape[0], cache.max_length
+    keep = np.ones((B, T), bool) if attention_mask is None else np.asarray(attention_mask) != 0
+    full = np.zeros((B, L), np.int32)
+    full[:, :T] = keep
+    keys = C.tensor(full)  # (B, L): the keys written, one more a token (in the compiled step)
+    last = [np.where(keep, keep.cumsum(-1) - 1, 0)]
+
+    @_compile
+    def decode(new, slot, pos):
+        keys.index_fill_(1, slot, 1)
+        return model(new, cache, attention_mask=keys, position_ids=pos, cache_position=slot)
+
+    def step(new):
+        start, t = cache.length, new.shape[1]
+        if start == 0:  # the prompt
+            return model(
+                new,
+                cache,
+                attention_mask=C.tensor(full[:, :t]),
+                position_ids=C.tensor(last[0].astype(np.int32)),
+            )
+        pos = last[0][:, -1:] + 1
+        last[0] = pos
+        out = decode(new, C.tensor(np.array([start], np.int32)), C.tensor(pos.astype(np.int32)))
+        cache.length = start + t
+        return out
+
+    step.compiled = decode
+    return step
+
+
 class GenerationMixin:
     """`generate` for a model that defines `_decoder` (see the module's docstring) and has a
     `config` with eos_token_id and pad_token_id."""
@@ -125,6 +174,7 @@ class GenerationMixin:
         generator=None,
         on_token=None,
         progress: bool = False,
+        compile: bool = False,
     ) -> Tensor:
         """Continue each prompt of `input_ids` (batch, tokens), as `transformers`' generate.
 
@@ -148,7 +198,9 @@ class GenerationMixin:
         (a finished row's pad included): a streamer's hook.
 
         Returns (batch, tokens + new) int32 token ids. The prompt runs in one forward, each new
-        token in one more, over a KV cache."""
+        token in one more, over a KV cache. `compile=True` (models with a static cache form:
+        Llama) records the one-token step once with `pr.compile` and replays it for every
+        token (static_decoder): one submission a token instead of an eager op at a time."""
         from ..autograd import inference_mode
 
         ids = input_ids if isinstance(input_ids, Tensor) else C.tensor(input_ids)
@@ -189,7 +241,17 @@ class GenerationMixin:
 
             steps = tqdm(steps, desc="generate", unit="token")
         with inference_mode():
-            step = self._decoder(out[0], T + n_new, attention_mask)
+            if compile and not getattr(self, "supports_static_cache", False):
+                raise NotImplementedError(
+                    f"pyrite: generate(compile=True): {type(self).__name__} has no static cache "
+                    "form yet (LlamaForCausalLM has)"
+                )
+            if compile:
+                dtype = self.get_input_embeddings().weight.dtype
+                cache = KVCache(self.config, B, T + n_new, dtype)
+                step = static_decoder(self, cache, attention_mask, T)
+            else:
+                step = self._decoder(out[0], T + n_new, attention_mask)
             seen = ban = None
             cur = out[0]
             for i in steps:

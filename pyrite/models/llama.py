@@ -248,8 +248,15 @@ class LlamaForCausalLM(GenerationMixin, Module):
             self._rope = (m, cos, sin)
         return self._rope[1], self._rope[2]
 
+    supports_static_cache = True  # (generate(compile=True): forward takes cache_position)
+
     def forward(
-        self, input_ids, cache: KVCache | None = None, attention_mask=None, position_ids=None
+        self,
+        input_ids,
+        cache: KVCache | None = None,
+        attention_mask=None,
+        position_ids=None,
+        cache_position=None,
     ):
         """Logits (batch, tokens, vocab) of `input_ids` (batch, tokens), as transformers'
         LlamaForCausalLM: with a `cache`, the tokens continue those it holds and it keeps them;
@@ -258,6 +265,10 @@ class LlamaForCausalLM(GenerationMixin, Module):
         or 1, tokens) place each token for the rotary embedding, by default cache.length
         onwards (transformers' default too, mask or not: generate passes the cumsum of the
         mask - 1 for left-padded prompts)."""
+        if cache_position is not None:
+            return self._static_forward(
+                input_ids, cache, attention_mask, position_ids, cache_position
+            )
         if input_ids.ndim != 2:
             raise ShapeError(
                 f"pyrite: LlamaForCausalLM: input_ids must be (batch, tokens), got shape "
@@ -278,6 +289,27 @@ class LlamaForCausalLM(GenerationMixin, Module):
         if cache is not None:
             cache.length = start + T
         return self.lm_head(h)
+
+    def _static_forward(self, input_ids, cache, attention_mask, position_ids, cache_position):
+        """forward's static form (one token a row, shapes that never change, so a compiled
+        step replays): its keys and values written at the device position `cache_position`
+        (1,), the attention over the whole cache under `attention_mask` (B, max_length; the
+        keys written so far), the rotary embedding at `position_ids` (B, 1)."""
+        B, T = input_ids.shape
+        if cache is None or T != 1 or position_ids is None or attention_mask is None:
+            raise ValueError(
+                "pyrite: LlamaForCausalLM: cache_position (the static decode step) takes one "
+                "token a row, a cache, its attention_mask (batch, max_length) and position_ids"
+            )
+        if tuple(attention_mask.shape) != (B, cache.max_length):
+            raise ShapeError(
+                f"pyrite: LlamaForCausalLM: a static step's attention_mask must be ({B}, "
+                f"{cache.max_length}), got {tuple(attention_mask.shape)}"
+            )
+        self._cos_sin(cache.max_length)  # (the tables cover every position the cache has)
+        mask = (attention_mask != 0)[:, None, None, :]
+        rope = self._rope_for(position_ids, B, T, 0)
+        return self.lm_head(self.model(input_ids, rope, mask, False, cache_position, cache))
 
     def _rope_for(self, position_ids, B, T, start):
         """(cos, sin, offset) for _rotate. Positions start.. of every row: the tables and an
