@@ -143,6 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--dequantize", action="store_true", help="GGUF: float weights instead of packed ones"
     )
+    gen.add_argument(
+        "--compile",
+        action="store_true",
+        help="record the one-token step once (pr.compile) and replay it (Llama family)",
+    )
 
     # pyrite.bench parses its own arguments; these are declared here for --help only.
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
@@ -294,6 +299,7 @@ def cmd_generate(args) -> int:
         generator=pr.Generator().manual_seed(args.seed),
         on_token=printer.step,
         progress=not sys.stdout.isatty(),  # (on a terminal the text itself shows progress)
+        compile=args.compile,
     )[0].tolist()
     dt = time.perf_counter() - t0
     new = out[len(ids) :]
