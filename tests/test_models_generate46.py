@@ -136,10 +136,11 @@ def test_compiled_decoding_gives_transformers_tokens(rng, family, padded):
     step over a static cache (device position, mask and rotary positions): transformers'
     greedy tokens, padded prompts too, with the step traced once and replayed after."""
     hf, pm, V = _models(family, int(rng.integers(1 << 20)))
-    ids = rng.integers(0, V, (3, 8))
-    mask = _left_padding(3, 8, rng) if padded else None
-    got = pm.generate(pr.tensor(ids), 9, attention_mask=mask, eos_token_id=-1, compile=True)
-    np.testing.assert_array_equal(got.numpy(), _hf_generate(hf, ids, mask, max_new_tokens=9))
+    for _ in range(2):  # (the second generation replays the first's recording)
+        ids = rng.integers(0, V, (3, 8))
+        mask = _left_padding(3, 8, rng) if padded else None
+        got = pm.generate(pr.tensor(ids), 9, attention_mask=mask, eos_token_id=-1, compile=True)
+        np.testing.assert_array_equal(got.numpy(), _hf_generate(hf, ids, mask, max_new_tokens=9))
 
 
 def test_compiled_decoding_is_refused_where_there_is_no_static_form(rng):
@@ -149,17 +150,19 @@ def test_compiled_decoding_is_refused_where_there_is_no_static_form(rng):
 
 
 def test_the_compiled_step_is_traced_once(rng):
-    """static_decoder's step: one trace at the first new token, replays after (the position,
-    the mask and the rotary positions are device tensors, so nothing the trace read changes)."""
-    from pyrite.models._generate import KVCache, static_decoder
+    """StaticDecoding's step: one trace at the first new token, replays after (the position,
+    the mask and the rotary positions are device tensors, so nothing the trace read changes),
+    and a second generation of the same batch and length replays the same recording, its
+    prompt of other tokens and padding notwithstanding."""
+    from pyrite.models._generate import StaticDecoding
 
     _, pm, V = _models("llama", int(rng.integers(1 << 20)))
-    ids = pr.tensor(rng.integers(0, V, (2, 5)))
-    cache = KVCache(pm.config, 2, 12)
-    step = static_decoder(pm, cache, None, 5)
-    with pr.inference_mode():
-        cur = ids
-        for _ in range(7):
-            cur = step(cur)[:, -1].argmax(-1, keepdim=True)
-    st = step.compiled.stats()
-    assert (st["traces"], st["replays"], st["eager_calls"]) == (1, 5, 0), st
+    static = StaticDecoding(pm, 2, 12, pr.float32)
+    for mask in (None, np.array([[1] * 5, [0, 0, 1, 1, 1]])):
+        step = static.start(mask, 5)
+        with pr.inference_mode():
+            cur = pr.tensor(rng.integers(0, V, (2, 5)))
+            for _ in range(7):
+                cur = step(cur)[:, -1].argmax(-1, keepdim=True)
+    st = static.compiled.stats()
+    assert (st["traces"], st["replays"], st["eager_calls"]) == (1, 11, 0), st

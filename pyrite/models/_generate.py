@@ -13,6 +13,8 @@ prompt through it once, then one token at a time.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import dtypes as D
@@ -99,46 +101,68 @@ def padded_decoder(model, cache, attention_mask):
     return step
 
 
-def static_decoder(model, cache, attention_mask, T):
-    """generate's step with the decoding compiled (`generate(compile=True)`): the prompt runs
-    eagerly (as padded_decoder's), then every new token through one `pr.compile`d function of
-    fixed shapes, replayed as one submission a token: the keys and values go to the cache at a
-    device position (KVCache.update with a tensor), the attention reads the whole cache under
-    a device mask of the keys written so far (B, max_length), and the rotary embedding takes
-    each row's position from a device tensor. Only those three small tensors change between
-    tokens, so the trace is made once. `model(new, cache, attention_mask=, position_ids=,
-    cache_position=)` takes the static form (Llama's)."""
-    from ..compile import compile as _compile
+# each model's last StaticDecoding (beside the model, not in it: a saved or copied model
+# carries no cache and no recording)
+_STATIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    B, L = cache.keys[0].shape[0], cache.max_length
-    keep = np.ones((B, T), bool) if attention_mask is None else np.asarray(attention_mask) != 0
-    full = np.zeros((B, L), np.int32)
-    full[:, :T] = keep
-    keys = C.tensor(full)  # (B, L): the keys written, one more a token (in the compiled step)
-    last = [np.where(keep, keep.cumsum(-1) - 1, 0)]
 
-    @_compile
-    def decode(new, slot, pos):
-        keys.index_fill_(1, slot, 1)
-        return model(new, cache, attention_mask=keys, position_ids=pos, cache_position=slot)
+class StaticDecoding:
+    """generate's decoding compiled (`generate(compile=True)`) for `batch` rows and `max_length`
+    positions: the prompt runs eagerly (as padded_decoder's), then every new token through one
+    `pr.compile`d function of fixed shapes, replayed as one submission a token: the keys and
+    values go to the cache at a device position (KVCache.update with a tensor), the attention
+    reads the whole cache under a device mask of the keys written so far (batch, max_length),
+    and the rotary embedding takes each row's position from a device tensor. Only those three
+    small tensors change between tokens, so the trace is made once, and a model keeps its last
+    StaticDecoding, so a later generate of the same batch and length replays it too.
+    `model(new, cache, attention_mask=, position_ids=, cache_position=)` takes the static form
+    (Llama's)."""
 
-    def step(new):
-        start, t = cache.length, new.shape[1]
-        if start == 0:  # the prompt
-            return model(
-                new,
-                cache,
-                attention_mask=C.tensor(full[:, :t]),
-                position_ids=C.tensor(last[0].astype(np.int32)),
-            )
-        pos = last[0][:, -1:] + 1
-        last[0] = pos
-        out = decode(new, C.tensor(np.array([start], np.int32)), C.tensor(pos.astype(np.int32)))
-        cache.length = start + t
-        return out
+    def __init__(self, model, batch, max_length, dtype):
+        from ..compile import compile as _compile
 
-    step.compiled = decode
-    return step
+        self.key = (batch, max_length, dtype)
+        self.cache = cache = KVCache(model.config, batch, max_length, dtype)
+        # (batch, max_length): the keys written, one more a token (in the compiled step)
+        self.keys = keys = C.zeros((batch, max_length), dtype=D.int32)
+
+        @_compile
+        def decode(new, slot, pos):
+            keys.index_fill_(1, slot, 1)
+            return model(new, cache, attention_mask=keys, position_ids=pos, cache_position=slot)
+
+        self.model, self.compiled = model, decode
+
+    def start(self, attention_mask, T):
+        """The step function of one generation (a prompt of T tokens, `attention_mask` None or
+        a (batch, T) numpy array with zeros)."""
+        model, cache, decode = self.model, self.cache, self.compiled
+        B, L = self.key[:2]
+        keep = np.ones((B, T), bool) if attention_mask is None else np.asarray(attention_mask) != 0
+        full = np.zeros((B, L), np.int32)
+        full[:, :T] = keep
+        self.keys.copy_(C.tensor(full))
+        cache.length = 0
+        last = [np.where(keep, keep.cumsum(-1) - 1, 0)]
+
+        def step(new):
+            start, t = cache.length, new.shape[1]
+            if start == 0:  # the prompt
+                return model(
+                    new,
+                    cache,
+                    attention_mask=C.tensor(full[:, :t]),
+                    position_ids=C.tensor(last[0].astype(np.int32)),
+                )
+            pos = last[0][:, -1:] + 1
+            last[0] = pos
+            slot = C.tensor(np.array([start], np.int32))
+            out = decode(new, slot, C.tensor(pos.astype(np.int32)))
+            cache.length = start + t
+            return out
+
+        step.compiled = decode
+        return step
 
 
 class GenerationMixin:
@@ -200,7 +224,7 @@ class GenerationMixin:
         Returns (batch, tokens + new) int32 token ids. The prompt runs in one forward, each new
         token in one more, over a KV cache. `compile=True` (models with a static cache form:
         Llama) records the one-token step once with `pr.compile` and replays it for every
-        token (static_decoder): one submission a token instead of an eager op at a time."""
+        token (StaticDecoding): one submission a token instead of an eager op at a time."""
         from ..autograd import inference_mode
 
         ids = input_ids if isinstance(input_ids, Tensor) else C.tensor(input_ids)
@@ -247,9 +271,11 @@ class GenerationMixin:
                     "form yet (LlamaForCausalLM has)"
                 )
             if compile:
-                dtype = self.get_input_embeddings().weight.dtype
-                cache = KVCache(self.config, B, T + n_new, dtype)
-                step = static_decoder(self, cache, attention_mask, T)
+                key = (B, T + n_new, self.get_input_embeddings().weight.dtype)
+                static = _STATIC.get(self)
+                if static is None or static.key != key:
+                    static = _STATIC[self] = StaticDecoding(self, *key)
+                step = static.start(attention_mask, T)
             else:
                 step = self._decoder(out[0], T + n_new, attention_mask)
             seen = ban = None
