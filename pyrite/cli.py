@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--compile",
         action="store_true",
-        help="record the one-token step once (pr.compile) and replay it (Llama family)",
+        help="record the one-token step once (pr.compile) and replay it",
     )
 
     # pyrite.bench parses its own arguments; these are declared here for --help only.

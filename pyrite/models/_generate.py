@@ -101,6 +101,20 @@ def padded_decoder(model, cache, attention_mask):
     return step
 
 
+def static_step_check(cache, T, attention_mask, position_ids, B, who):
+    """The static decode step's arguments (a model's forward with cache_position)."""
+    if cache is None or T != 1 or position_ids is None or attention_mask is None:
+        raise ValueError(
+            f"pyrite: {who}: cache_position (the static decode step) takes one token a row, a "
+            "cache, its attention_mask (batch, max_length) and position_ids"
+        )
+    if tuple(attention_mask.shape) != (B, cache.max_length):
+        raise ShapeError(
+            f"pyrite: {who}: a static step's attention_mask must be ({B}, {cache.max_length}), "
+            f"got {tuple(attention_mask.shape)}"
+        )
+
+
 # each model's last StaticDecoding (beside the model, not in it: a saved or copied model
 # carries no cache and no recording)
 _STATIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -223,10 +237,15 @@ class GenerationMixin:
 
         Returns (batch, tokens + new) int32 token ids. The prompt runs in one forward, each new
         token in one more, over a KV cache. `compile=True` (models with a static cache form:
-        Llama) records the one-token step once with `pr.compile` and replays it for every
+        Llama, GPT-2) records the one-token step once with `pr.compile` and replays it for every
         token (StaticDecoding): one submission a token instead of an eager op at a time."""
         from ..autograd import inference_mode
 
+        if compile and not getattr(self, "supports_static_cache", False):
+            raise NotImplementedError(
+                f"pyrite: generate(compile=True): {type(self).__name__} has no static cache form "
+                "(LlamaForCausalLM and GPT2LMHeadModel have)"
+            )
         ids = input_ids if isinstance(input_ids, Tensor) else C.tensor(input_ids)
         if ids.ndim == 1:
             ids = ids[None]
@@ -265,11 +284,6 @@ class GenerationMixin:
 
             steps = tqdm(steps, desc="generate", unit="token")
         with inference_mode():
-            if compile and not getattr(self, "supports_static_cache", False):
-                raise NotImplementedError(
-                    f"pyrite: generate(compile=True): {type(self).__name__} has no static cache "
-                    "form yet (LlamaForCausalLM has)"
-                )
             if compile:
                 key = (B, T + n_new, self.get_input_embeddings().weight.dtype)
                 static = _STATIC.get(self)

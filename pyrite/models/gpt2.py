@@ -32,7 +32,7 @@ from ..nn.modules.linear import Linear
 from ..nn.modules.norm import LayerNorm
 from ..nn.modules.sparse import Embedding
 from ..ops import creation as C
-from ._generate import GenerationMixin, KVCache, causal_mask
+from ._generate import GenerationMixin, KVCache, causal_mask, static_step_check
 from ._hf import activation, load_checkpoint, read_folder
 
 
@@ -184,17 +184,34 @@ class GPT2Model(Module):
         self.ln_f = LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
 
     def forward(
-        self, input_ids, cache=None, attention_mask=None, token_type_ids=None, position_ids=None
+        self,
+        input_ids,
+        cache=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        cache_position=None,
     ):
         """Hidden states of `input_ids` (batch, tokens). With a `cache`, the tokens continue
         those it holds and it keeps them; `attention_mask` (batch, cached + tokens) then covers
-        the cached positions too. `position_ids` default to cache.length onwards."""
+        the cached positions too. `position_ids` default to cache.length onwards.
+        `cache_position` (a device int tensor (1,)): the static decode step (one token a row,
+        written there; the attention over the whole cache under `attention_mask` (batch,
+        max_length); `position_ids` (batch, 1) given), whose shapes never change, so
+        generate(compile=True) replays it (_generate.StaticDecoding)."""
         if input_ids.ndim != 2:
             raise ShapeError(
                 f"pyrite: GPT2Model: input_ids must be (batch, tokens), got shape "
                 f"{tuple(input_ids.shape)}"
             )
         B, T = input_ids.shape
+        if cache_position is not None:
+            static_step_check(cache, T, attention_mask, position_ids, B, "GPT2Model")
+            x = self.drop(self.wte(input_ids) + self.wpe(position_ids))
+            mask = (attention_mask != 0)[:, None, None, :]
+            for block in self.h:
+                x = block(x, mask, False, cache_position, cache)
+            return self.ln_f(x)
         start = 0 if cache is None else cache.length
         if cache is not None and start + T > cache.max_length:
             raise ValueError(
@@ -231,6 +248,8 @@ class GPT2LMHeadModel(GenerationMixin, Module):
     logits, `generate` continues prompts (greedy or sampled, with a KV cache; left-padded
     prompts with an attention_mask)."""
 
+    supports_static_cache = True  # (generate(compile=True): forward takes cache_position)
+
     def __init__(self, config: GPT2Config):
         super().__init__()
         self.config = config
@@ -247,11 +266,14 @@ class GPT2LMHeadModel(GenerationMixin, Module):
         token_type_ids=None,
         position_ids=None,
         labels=None,
+        cache_position=None,
     ):
         """Logits (batch, tokens, vocab) of `input_ids` (batch, tokens) (arguments as
         GPT2Model's). Given `labels` (batch, tokens; -100 ignored), (loss, logits): the mean
         cross-entropy of each position's logits against the next position's label."""
-        h = self.transformer(input_ids, cache, attention_mask, token_type_ids, position_ids)
+        h = self.transformer(
+            input_ids, cache, attention_mask, token_type_ids, position_ids, cache_position
+        )
         logits = self.lm_head(h)
         if labels is None:
             return logits

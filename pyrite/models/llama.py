@@ -46,7 +46,7 @@ from ..ops import creation as C
 from ..ops import ranges
 from ..quantization import QuantizedLinear
 from ..tensor import Tensor
-from ._generate import GenerationMixin, KVCache, causal_mask
+from ._generate import GenerationMixin, KVCache, causal_mask, static_step_check
 from ._hf import read_folder
 
 _ARCHS = ("llama", "qwen2")
@@ -296,16 +296,7 @@ class LlamaForCausalLM(GenerationMixin, Module):
         (1,), the attention over the whole cache under `attention_mask` (B, max_length; the
         keys written so far), the rotary embedding at `position_ids` (B, 1)."""
         B, T = input_ids.shape
-        if cache is None or T != 1 or position_ids is None or attention_mask is None:
-            raise ValueError(
-                "pyrite: LlamaForCausalLM: cache_position (the static decode step) takes one "
-                "token a row, a cache, its attention_mask (batch, max_length) and position_ids"
-            )
-        if tuple(attention_mask.shape) != (B, cache.max_length):
-            raise ShapeError(
-                f"pyrite: LlamaForCausalLM: a static step's attention_mask must be ({B}, "
-                f"{cache.max_length}), got {tuple(attention_mask.shape)}"
-            )
+        static_step_check(cache, T, attention_mask, position_ids, B, "LlamaForCausalLM")
         self._cos_sin(cache.max_length)  # (the tables cover every position the cache has)
         mask = (attention_mask != 0)[:, None, None, :]
         rope = self._rope_for(position_ids, B, T, 0)
