@@ -225,7 +225,7 @@ def _load_for_generate(path: str, dequantize: bool):
 
         tok = tokenizers.Tokenizer.from_file(tj)
         return model, (lambda t: tok.encode(t).ids), (lambda ids: tok.decode(ids))
-    g = io.load_gguf(path, dequantize=dequantize, progress=True)
+    g = io.load_gguf(path, dequantize=dequantize)  # (a progress bar from 1 GiB)
     model = LlamaForCausalLM.from_gguf(g)
     tok = GGUFTokenizer.from_gguf(g) if "tokenizer.ggml.tokens" in g.metadata else None
     if tok is None:
