@@ -294,7 +294,7 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_attention_fuse
         -k "ds_gemm or gemm3 or large_negative or tiled_backward"
       gemm3_ab ;;
     llama)  # pyrite.models.LlamaForCausalLM's prefill and decode at TinyLlama-1.1B's shape, wgpu-native
-      step llama 170 env PYRITE_BACKEND=wgpu python3 scripts/llama_decode_time.py --json "$OUT/llama.json" ;;
+      step llama 200 env PYRITE_BACKEND=wgpu python3 scripts/llama_decode_time.py --json "$OUT/llama.json" ;;
     attn-gemm3-ab)  # the backward's A/B with each dispatch's time (which kernel costs what)
       gemm3_ab ;;
     attn-tests44)  # the three attention test files on this GPU, wgpu-native
