@@ -106,7 +106,10 @@ def tree_map(fn, tree):
 
 def broadcast_prefix(prefix, spec: TreeSpec):
     """`prefix` (a pytree whose leaves may stand for whole subtrees of `spec`) spread over
-    spec's leaves, as a flat list; None when the structures do not match."""
+    spec's leaves, as a flat list; None when the structures do not match. A dict of the prefix
+    matches a dict of the spec with the same keys in any order, key by key (torch 2.13 pairs
+    them by position: vmap's in_dims {"b": 0, "a": None} for an input {"a": .., "b": ..}
+    maps "a" there)."""
     out: list = []
 
     def walk(p, s):
@@ -115,6 +118,8 @@ def broadcast_prefix(prefix, spec: TreeSpec):
             out.extend([p] * s.num_leaves)
             return True
         kind, keys, children = node
+        if kind is dict and s.kind is dict and keys != s.keys and set(keys) == set(s.keys):
+            keys, children = s.keys, [p[k] for k in s.keys]  # (a dict matches by key)
         if s.is_leaf or kind is not s.kind or keys != s.keys:
             return False
         if len(children) != len(s.children):

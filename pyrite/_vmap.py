@@ -7,6 +7,13 @@ costs batch-size calls of the function instead of one batched call, so it is a c
 also more permissive: data-dependent Python control flow and `.item()` inside the function,
 which torch's vmap refuses, work here. `chunk_size` is accepted (the loop is chunks of 1).
 
+Where the loop cannot be torch's vmap it refuses rather than differ: an in-place change of an
+unmapped input (in_dim None) would repeat once per element (torch's runs it once, or refuses
+a mapped value written into it), so it raises after the first element of a batch of two or
+more; an output with out_dim None must be the same in every element (torch refuses a mapped
+one; the loop sees values only, so a mapped output whose elements happen to be equal, or a
+batch of one, passes).
+
 randomness (torch's three modes): "error" refuses a function that draws from the default
 generator, "different" lets each element draw its own numbers (the loop does that by itself),
 "same" gives every element the numbers the first draws (the generator is rewound before each
@@ -184,12 +191,51 @@ def _out_dims_flat(out_dims, output, spec, func):
     return flat
 
 
+def _check_unmapped_untouched(unmapped, func):
+    """An in-place change of an unmapped input (in_dim None) would run once per batch element
+    in the loop, where torch's vmap runs it once (or refuses it, when the value written is
+    mapped): refused after the first element (the change happened once, as torch's would)."""
+    for a, version in unmapped:
+        if a._version != version:
+            raise PyriteError(
+                f"pyrite: vmap({_name(func)}): the function changed an unmapped input (in_dim "
+                "None) in place; pyrite's vmap runs the function once per batch element, so the "
+                "change would repeat batch-size times (clone the input inside the function, or "
+                "map it)"
+            )
+
+
+def _check_unmapped(leaves, name):
+    """An output with out_dim None must not depend on the mapped inputs (torch refuses a
+    BatchedTensor there). The loop sees only the per-element results: tensors that differ
+    between elements (in shape or value) are refused; equal ones, and a batch of one, pass
+    (the one place pyrite cannot tell a mapped result from an unmapped one)."""
+    first = leaves[0]
+    if not isinstance(first, Tensor):
+        return
+    for other in leaves[1:]:
+        if other is first:
+            continue
+        if not (
+            isinstance(other, Tensor)
+            and tuple(other.shape) == tuple(first.shape)
+            and other.dtype == first.dtype
+            and bool(((other == first) | ((other != other) & (first != first))).all())
+        ):
+            raise ValueError(
+                f"pyrite: vmap({name}, ...): `{name}` can not return a BatchedTensor when "
+                "out_dim is None"
+            )
+
+
 def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
     from .ops.combine import stack
 
     _check_out_dims(out_dims, func)
     batch, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
     start = rng_state()
+    unmapped = [(a, a._version) for a, d in zip(flat_args, flat_dims)
+                if d is None and isinstance(a, Tensor)]  # fmt: skip
     results = []
     for i in range(max(batch, 1)):
         if randomness == "same":
@@ -200,6 +246,8 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
         else:
             pieces = _empty_batch_slices(flat_args, flat_dims)
         results.append(func(*tree_unflatten(pieces, spec), **kwargs))
+        if i == 0 and batch > 1:
+            _check_unmapped_untouched(unmapped, func)
         if randomness == "error" and rng_state() != before:
             raise PyriteError(
                 "pyrite: vmap: called random operation while in randomness error mode. Please "
@@ -224,6 +272,7 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
     outs = []
     for leaves, d in zip(per_leaf, flat_out_dims):
         if d is None:
+            _check_unmapped(leaves, name)
             outs.append(leaves[0])  # unmapped: every element gave the same (torch's contract)
             continue
         if not isinstance(leaves[0], Tensor):

@@ -220,7 +220,10 @@ def grad(func, argnums=0, has_aux=False):
 
 
 # ---- vjp -------------------------------------------------------------------------------------
-def _outputs_checked(out, api):
+def _outputs_checked(out, api, forward=False):
+    """The outputs' leaves and spec, checked: tensors, and floating-point or complex ones for
+    the reverse-mode transforms. `forward` (jvp, linearize, jacfwd: torch's forward mode) takes
+    an integer or bool output too: it carries no tangent (a zero one of its dtype)."""
     flat_out, out_spec = tree_flatten(out)
     if not flat_out:
         raise PyriteError(
@@ -233,12 +236,16 @@ def _outputs_checked(out, api):
                 f"pyrite: {api}: expected f(*primals) to return only tensors, got unsupported "
                 f"type {type(o)}"
             )
-        if not o.is_floating_point():
+        if not forward and not _differentiable_dtype(o):
             raise PyriteError(
                 "pyrite: vjp(f, ...): All outputs of f must be floating-point or complex "
                 f"Tensors, got Tensor with dtype {o.dtype}"
             )
     return flat_out, out_spec
+
+
+def _differentiable_dtype(t) -> bool:
+    return t.is_floating_point() or t.is_complex()
 
 
 def _split_aux(out, has_aux):
@@ -318,6 +325,10 @@ def _jvp_checked(primals, tangents):
         )
     flat_p, p_spec = tree_flatten(primals)
     flat_t, t_spec = tree_flatten(tangents)
+    if not flat_p:
+        raise PyriteError(
+            "pyrite: jvp(f, primals, tangents): Expected primals to contain at least one Tensor."
+        )
     if p_spec != t_spec:
         raise PyriteError(
             "pyrite: jvp(f, primals, tangents): Expected primals and tangents to have the same "
@@ -341,10 +352,12 @@ def _jvp_checked(primals, tangents):
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """torch.func.jvp: (func(*primals), J·tangents) — with has_aux (output, jvp_out, aux) —
-    the outputs' pytree for both. Computed in reverse mode (pyrite has no forward-mode AD):
-    u ↦ uᵀJ is linear in u, so its gradient against the tangents is J·tangents — two backward
-    passes, where torch's forward mode takes one forward pass. Composes with grad, vjp and
-    jacrev (a Hessian-vector product: jvp(grad(f), (x,), (v,)))."""
+    the outputs' pytree for both. An integer or bool output gets a zero tangent of its dtype;
+    strict=True refuses an output that does not depend on the primals (an integer one, or one
+    computed without them), as torch's. Computed in reverse mode (pyrite has no forward-mode
+    AD): u ↦ uᵀJ is linear in u, so its gradient against the tangents is J·tangents — two
+    backward passes, where torch's forward mode takes one forward pass. Composes with grad,
+    vjp and jacrev (a Hessian-vector product: jvp(grad(f), (x,), (v,)))."""
     from .ops.creation import zeros_like
 
     flat_p, p_spec, flat_t = _jvp_checked(primals, tangents)
@@ -352,9 +365,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     with autograd.enable_grad():
         xs = [_differentiable(x) for x in flat_p]
         out, aux = _split_aux(func(*tree_unflatten(xs, p_spec)), has_aux)
-        flat_out, out_spec = _outputs_checked(out, "jvp(f, primals, tangents)")
+        flat_out, out_spec = _outputs_checked(out, "jvp(f, primals, tangents)", forward=True)
         keep = outer and (_reaches_outside(flat_out, xs) or _reaches_outside(flat_t, ()))
-        us = [zeros_like(o).requires_grad_(True) for o in flat_out]
+        us = [zeros_like(o).requires_grad_(_differentiable_dtype(o)) for o in flat_out]
         jv = [None] * len(us)
         pairs = [(o, u) for o, u in zip(flat_out, us) if o.requires_grad]
         if pairs:
@@ -362,8 +375,16 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                               create_graph=True, allow_unused=True)  # fmt: skip
             lin = [(gi, ti) for gi, ti in zip(g, flat_t) if gi is not None and gi.requires_grad]
             if lin:
-                jv = autograd.grad([a for a, _ in lin], us, [t.to(a.dtype) for a, t in lin],
-                                   retain_graph=keep, create_graph=keep, allow_unused=True)  # fmt: skip
+                wrt = [u for _, u in pairs]
+                got = autograd.grad([a for a, _ in lin], wrt, [t.to(a.dtype) for a, t in lin],
+                                    retain_graph=keep, create_graph=keep, allow_unused=True)  # fmt: skip
+                by_id = {id(u): j for u, j in zip(wrt, got)}
+                jv = [by_id.get(id(u)) for u in us]
+        if strict and any(j is None for j in jv):
+            raise PyriteError(
+                "pyrite: jvp(f, primals, tangents, strict=True): The output of f is independent "
+                "of the inputs. This is not allowed with strict=True."
+            )
         jv = [zeros_like(o) if j is None else j for j, o in zip(jv, flat_out)]
     result = (_released(out, keep), _released(tree_unflatten(jv, out_spec), keep))
     return (*result, _released(aux, keep)) if has_aux else result
@@ -393,9 +414,15 @@ def _jacobian(func, argnums, has_aux, args, randomness=None):
         out, aux = _split_aux(func(*_replaced(args, argnums, tree_unflatten(xs, in_spec))), has_aux)
         if randomness == "error" and rng_state() != before:
             raise PyriteError("pyrite: " + _RANDOM_IN_ERROR_MODE)
-        flat_out, out_spec = _outputs_checked(out, "vjp(f, *primals)")
+        forward = randomness is not None  # (jacfwd: torch's forward mode)
+        flat_out, out_spec = _outputs_checked(out, "vjp(f, *primals)", forward=forward)
         keep = outer and _reaches_outside(flat_out, xs)
         per_out = jacobian_blocks(flat_out, xs, create_graph=keep)
+        # an integer or bool output has no tangent: jacfwd's block is zeros of its dtype
+        per_out = [
+            blocks if _differentiable_dtype(o) else [b.to(o.dtype) for b in blocks]
+            for o, blocks in zip(flat_out, per_out)
+        ]
     jac = tree_unflatten([tree_unflatten(blocks, in_spec) for blocks in per_out], out_spec)
     if has_aux:
         return jac, _released(aux, keep)
@@ -420,7 +447,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """torch.func.jacfwd, computed in reverse mode: pyrite has no forward-mode AD, so this is
     jacrev's computation (one backward pass per output element, where torch's forward mode
-    costs one pass per input element) with jacfwd's signature and results. `randomness` is
+    costs one pass per input element) with jacfwd's signature and results (an integer or bool
+    output gets a zero block of its dtype, as torch's forward mode gives it). `randomness` is
     vmap's: "error" (the default) refuses a func that draws random numbers, as torch's."""
 
     @functools.wraps(func)

@@ -81,6 +81,8 @@ def functional_call(
             False.
     """
     given = _merge(parameter_and_buffer_dicts)
+    if tie_weights:  # (before the strict check, as torch: a tied name's twin gives it too)
+        given = _tied_names(module, given)
     if strict:
         names = {n for n, _ in module.named_parameters(remove_duplicate=False)}
         names |= {n for n, _ in module.named_buffers(remove_duplicate=False)}
@@ -95,8 +97,6 @@ def functional_call(
             raise RuntimeError(
                 f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(msgs)
             )
-    if tie_weights:
-        given = _tied_names(module, given)
     if kwargs is None:
         kwargs = {}
     if args is None:
