@@ -405,6 +405,13 @@ class MultiheadAttention(Module):
         is_causal=False,
     ):
         is_batched = query.dim() == 3
+        # torch's module canonicalizes both masks before anything else, so a mask of another
+        # dtype is refused even where the functional would drop it (is_causal's sdpa path)
+        key_padding_mask = _canonical_mask(
+            key_padding_mask, "key_padding_mask", query.dtype, _none_or_dtype(attn_mask),
+            "attn_mask",
+        )  # fmt: skip
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
         if self.batch_first and is_batched:
             # (N, L, E) -> (L, N, E), keeping query is key is value (self-attention)
             if key is value:
