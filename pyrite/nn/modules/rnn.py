@@ -279,7 +279,7 @@ class RNNBase(Module):
         else (T, N, F); h0/c0 (L·D, N, H). Returns output, h_n (and c_n for LSTM)."""
         x = input.transpose(0, 1) if self.batch_first else input
         if x.size(0) == 0:  # (torch's words; there would be no step to stack)
-            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+            raise RuntimeError("pyrite: Expected sequence length to be larger than 0 in RNN")
         lstm, gru = self.mode == "LSTM", self.mode == "GRU"
         act = None if lstm or gru else _activation(self.mode)
         num_directions = 2 if self.bidirectional else 1
