@@ -5,8 +5,6 @@ inputs of awkward shapes; (3) models exported by torch.onnx.export match torch; 
 name the op, the node and the opset at load time, and bad inputs at forward time."""
 
 import io
-import os
-import zlib
 
 import numpy as np
 import pytest
@@ -21,14 +19,9 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from pyrite.onnx import OnnxModule, load_model  # noqa: E402
 from pyrite.onnx.errors import UnsupportedOperatorError  # noqa: E402
+from tests.test_onnx_export36 import _seed as _rng  # noqa: E402
 
 EPS = float(np.finfo(np.float32).eps)
-
-
-def _rng(request):
-    seed = int(os.environ.get("PYRITE_SEED", zlib.crc32(request.node.name.encode())))
-    pr.manual_seed(seed)
-    return np.random.default_rng(seed), seed
 
 
 def _close(got, want, tol, seed, what=""):
