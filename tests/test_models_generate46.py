@@ -170,3 +170,30 @@ def test_the_compiled_step_is_traced_once(rng):
                 cur = step(cur)[:, -1].argmax(-1, keepdim=True)
     st = static.compiled.stats()
     assert (st["traces"], st["replays"], st["eager_calls"]) == (1, 11, 0), st
+
+
+def test_cli_generate_from_a_hugging_face_folder(tmp_path, rng, capsys):
+    """`pyrite generate <folder>`: config.json's model_type picks GPT-2, the folder's
+    tokenizer.json (the tokenizers library) encodes the prompt and decodes the text; the ids
+    are generate's."""
+    tk = pytest.importorskip("tokenizers")
+    from pyrite.cli import main
+
+    tok = tk.Tokenizer(tk.models.BPE())
+    tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tk.decoders.ByteLevel()
+    corpus = [" ".join(rng.choice(["the", "cat", "sat", "on", "a", "mat"], 6)) for _ in range(50)]
+    trainer = tk.trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tok.train_from_iterator(corpus, trainer)
+    hf = _gpt2(int(rng.integers(1 << 20)), vocab_size=tok.get_vocab_size())
+    hf.save_pretrained(tmp_path, safe_serialization=True)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    args = ["generate", str(tmp_path), "--prompt", "the cat sat", "--max-new-tokens", "6"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out.strip()
+    pm = pr.models.GPT2LMHeadModel.from_pretrained(tmp_path)
+    ids = tok.encode("the cat sat").ids
+    want = pm.generate(pr.tensor([ids]), 6).numpy()[0].tolist()
+    assert printed == tok.decode(want)
