@@ -91,9 +91,10 @@ batch_sampler over a TensorDataset collated to empty tensors (torch: IndexError)
 Known and open (session 46, seeds 0:3000):
 - fixed by the lead after the run: pr.addmm of integer tensors with beta=0.0 returned float32
   (torch keeps the integer dtype); ops/matmul.py now casts the scalars as torch does.
-- not drawn: the function forms pr.mul(s, 2) / pr.add(s, s2) / pr.neg(s) / pr.t(s) return dense
-  tensors (ops/elementwise.py, views.py), so `pr.mul(x.to_sparse(), 2).to_dense()` passes the
-  gradient unmasked where torch masks it; the methods (`s * 2`, `s.add(...)`) are right.
+- fixed by the lead after the run (not drawn here): the function forms pr.mul(s, 2) /
+  pr.add(s, s2) / pr.neg(s) / pr.t(s) returned dense tensors, so `pr.mul(x.to_sparse(),
+  2).to_dense()` passed the gradient unmasked; they now take the methods
+  (ops/sparse_coo.sparse_function_forms; tests/test_fuzz_data_sparse46.py).
 
     .venv/bin/python scripts/fuzz_data_sparse.py --seeds 0:100 [--show 17] [--verbose]
 """

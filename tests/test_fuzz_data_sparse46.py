@@ -195,3 +195,37 @@ def test_integer_addmm_casts_its_scalars_to_the_integer_type(rng, beta, alpha):
     got = pr.addmm(pr.tensor(c), pr.tensor(a), pr.tensor(b), beta=beta, alpha=alpha)
     assert got.dtype is pr.int32
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        lambda T, s: T.mul(s, 2),
+        lambda T, s: T.multiply(s, -0.5),
+        lambda T, s: T.neg(s),
+        lambda T, s: T.div(s, 4),
+        lambda T, s: T.true_divide(s, 3),
+        lambda T, s: T.add(s, s, alpha=2),
+        lambda T, s: T.sub(s, s * 3),
+        lambda T, s: T.t(s),
+        lambda T, s: T.transpose(s, 0, 1),
+        lambda T, s: T.swapdims(s, 1, 0),
+    ],
+)
+def test_function_forms_keep_sparse_results_as_their_methods(rng, form):
+    """pr.mul(s, 2) and kin hand a sparse input to its method, as torch's dispatch does: the
+    result is sparse and a later to_dense() keeps the gradient to the stored entries (the
+    function forms gave dense results, so the gradient reached every element)."""
+    x0 = rng.standard_normal((3, 5)).astype(np.float32)
+    x0[rng.random((3, 5)) < 0.5] = 0
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    got = []
+    for T in (torch, pr):
+        x = T.tensor(x0, requires_grad=True)
+        y = form(T, x.to_sparse())
+        wt = T.tensor(w if tuple(y.shape) == (3, 5) else w.T.copy())
+        (y.to_dense() * wt).sum().backward()
+        got.append((y.is_sparse, y.to_dense().detach().numpy(), x.grad.numpy()))
+    assert got[1][0] and got[0][0]
+    np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got[1][2], got[0][2], rtol=1e-6, atol=1e-7)

@@ -107,7 +107,11 @@ def exported():
     from . import outarg
 
     # torch's deprecated scalar-first overloads (torch.add(x, 2, y)): ops/legacy.py
-    return _legacy._scalar_first_functions(outarg.wrap_all(_aliases.wrap_all(out)))
+    out = _legacy._scalar_first_functions(outarg.wrap_all(_aliases.wrap_all(out)))
+    # the function forms of the methods a sparse tensor keeps sparse (ops/sparse_coo.py)
+    from .sparse_coo import sparse_function_forms
+
+    return sparse_function_forms(out)
 
 
 # autograd (pyrite/autograd.py): every public function and method recording its module's GRADS

@@ -9,7 +9,8 @@ memory and the work are a dense tensor's. Op results are dense tensors, except w
 are sparse through the methods: to_sparse, coalesce, `.to()`, `s * number`, `s / number`,
 `-s`, `s * dense`, `dense * s`, `s * s2`, `s + s2`, `s - s2`, `s.add / sub(s2, alpha=)`,
 `t()` and `transpose` of sparse dims keep torch's COO pattern, so a later `to_dense()` masks
-the gradient to it as torch's does (the function forms, `pr.mul(s, 2)`, are dense).
+the gradient to it as torch's does; so do their function forms (`pr.mul(s, 2)`:
+sparse_function_forms).
 
 WebGPU has no sparse kernels worth their cost at the sizes ported scripts use (a GCN's 2,708
 node adjacency is 29 MB dense); the COO form is for code that reads it back.
@@ -17,6 +18,7 @@ node adjacency is 29 MB dense); the COO form is for code that reads it back.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -236,6 +238,48 @@ class SparseCOOTensor(Tensor):
         )
 
     __str__ = __repr__
+
+
+# torch's function forms of the methods SparseCOOTensor keeps sparse: name -> (method, the
+# keyword arguments the method takes)
+_FUNCTION_FORMS = {
+    "mul": ("mul", ()),
+    "multiply": ("mul", ()),
+    "div": ("div", ()),
+    "divide": ("div", ()),
+    "true_divide": ("div", ()),
+    "neg": ("neg", ()),
+    "negative": ("neg", ()),
+    "add": ("add", ("alpha",)),
+    "sub": ("sub", ("alpha",)),
+    "subtract": ("sub", ("alpha",)),
+    "t": ("t", ()),
+    "transpose": ("transpose", ()),
+    "swapdims": ("transpose", ()),
+    "swapaxes": ("transpose", ()),
+}
+
+
+def sparse_function_forms(functions: dict) -> dict:
+    """`functions` (the exported namespace) with the function forms above handing a sparse
+    first argument to its method, as torch's dispatch does: pr.mul(s, 2) is s.mul(2), sparse,
+    so a later to_dense() keeps the gradient to the stored entries. Other keyword arguments
+    (out=, rounding_mode=) take the dense function."""
+    out = dict(functions)
+    for name, (method, keywords) in _FUNCTION_FORMS.items():
+        if name in out:
+            out[name] = _sparse_first(out[name], method, frozenset(keywords))
+    return out
+
+
+def _sparse_first(fn, method, keywords):
+    @functools.wraps(fn)
+    def wrapper(input, *args, **kwargs):
+        if type(input) is SparseCOOTensor and keywords.issuperset(kwargs):
+            return getattr(input, method)(*args, **kwargs)
+        return fn(input, *args, **kwargs)
+
+    return wrapper
 
 
 def _is_number(x) -> bool:
