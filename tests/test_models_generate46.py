@@ -129,7 +129,7 @@ def test_generation_options_are_checked():
     assert pm.generate(ids, eos_token_id=-1).shape == (1, 23)  # (20 new tokens by default)
 
 
-@pytest.mark.parametrize("family", _FAMILIES)
+@pytest.mark.parametrize("family", [*_FAMILIES, "qwen3"])
 @pytest.mark.parametrize("padded", [False, True])
 def test_compiled_decoding_gives_transformers_tokens(rng, family, padded):
     """generate(compile=True): the prompt eagerly, then every token through one pr.compile'd

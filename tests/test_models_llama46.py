@@ -38,6 +38,9 @@ def _hf(kind="llama", seed=0, **over):
     if kind == "qwen2":
         cfg = transformers.Qwen2Config(**base)
         model = transformers.Qwen2ForCausalLM(cfg)
+    elif kind == "qwen3":
+        cfg = transformers.Qwen3Config(**{"head_dim": 10, **base})
+        model = transformers.Qwen3ForCausalLM(cfg)
     else:
         cfg = transformers.LlamaConfig(**base)
         model = transformers.LlamaForCausalLM(cfg)
@@ -104,6 +107,8 @@ def _hf_greedy(hf, ids, n):
             },
         ),
         ("qwen2", {}),
+        ("qwen3", {}),
+        ("qwen3", {"head_dim": 16, "num_key_value_heads": 3, "tie_word_embeddings": True}),
     ],
 )
 def test_logits_and_greedy_generation_match_transformers(rng, kind, over):
@@ -208,6 +213,7 @@ _LLAMA3_ROPE = {
         ("llama", {"tie_word_embeddings": True, **_LLAMA3_ROPE}),
         ("qwen2", {}),
         ("qwen2", {"num_key_value_heads": 6}),
+        ("qwen3", {}),
     ],
 )
 def test_left_padded_prompts_match_transformers(rng, kind, over):
@@ -279,6 +285,8 @@ _GGUF_NAMES = {
     "mlp.down_proj": "ffn_down",
     "input_layernorm": "attn_norm",
     "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
 }
 
 
@@ -347,12 +355,16 @@ def _write_gguf(path, hf, arch, qtype, tokens=None):
 
 
 @pytest.mark.parametrize(
-    "kind,qtype", [("llama", "F32"), ("llama", "Q8_0"), ("llama", "Q4_1"), ("qwen2", "Q8_0")]
+    "kind,qtype",
+    [("llama", "F32"), ("llama", "Q8_0"), ("llama", "Q4_1"), ("qwen2", "Q8_0"), ("qwen3", "Q8_0")],
 )
 def test_from_gguf_matches_transformers_on_the_file_s_values(tmp_path, rng, kind, qtype):
+    # (rows of whole 32-element blocks: Qwen 3's own head_dim, else hidden / heads = 16)
+    extra = {"head_dim": 16} if kind == "qwen3" else {}
     hf = _hf(
         kind,
         int(rng.integers(1 << 20)),
+        **extra,
         hidden_size=64,
         intermediate_size=96,
         num_attention_heads=4,

@@ -1,6 +1,6 @@
-"""The Llama family of decoder-only language models (Llama 2 / 3, Mistral, Qwen 2, TinyLlama,
-SmolLM: the same block with different sizes), built from `pyrite.nn`, with a KV cache and
-`generate`.
+"""The Llama family of decoder-only language models (Llama 2 / 3, Mistral, Qwen 2 / 3,
+TinyLlama, SmolLM: the same block with different sizes), built from `pyrite.nn`, with a KV
+cache and `generate`.
 
     model = LlamaForCausalLM.from_gguf("tinyllama-1.1b-q4_0.gguf")        # llama.cpp's file
     model = LlamaForCausalLM.from_pretrained("path/to/hf-checkpoint/")    # config.json + safetensors
@@ -49,7 +49,7 @@ from ..tensor import Tensor
 from ._generate import GenerationMixin, KVCache, causal_mask, static_step_check
 from ._hf import read_folder
 
-_ARCHS = ("llama", "qwen2")
+_ARCHS = ("llama", "qwen2", "qwen3")
 
 
 @dataclass
@@ -70,6 +70,7 @@ class LlamaConfig:
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # Llama's: q, k, v and o projections
     qkv_bias: bool = False  # Qwen 2's: q, k and v only
+    qk_norm: bool = False  # Qwen 3's: an RMSNorm over each head of q and of k, before the rotary
     mlp_bias: bool = False
     # GGUF's interleaved rotary pairs (a llama.cpp Llama file's Q/K row order), not HF's halves
     rope_interleaved: bool = False
@@ -102,6 +103,8 @@ class LlamaConfig:
         kw = {k: v for k, v in d.items() if k in names}
         if d.get("model_type") == "qwen2":
             kw["qkv_bias"] = True
+        if d.get("model_type") == "qwen3":
+            kw["qk_norm"] = True
         rope = dict(d.get("rope_scaling") or {})
         rope.update(d.get("rope_parameters") or {})
         if "rope_theta" in rope:
@@ -147,12 +150,18 @@ class LlamaAttention(Module):
         self.v_proj = Linear(h, kv, bias=qkv)
         self.o_proj = Linear(q, h, bias=cfg.attention_bias)
         self.interleaved = cfg.rope_interleaved
+        if cfg.qk_norm:
+            self.q_norm = RMSNorm(cfg.head_dim, eps=cfg.rms_norm_eps)
+            self.k_norm = RMSNorm(cfg.head_dim, eps=cfg.rms_norm_eps)
+        self.qk_norm = cfg.qk_norm
 
     def forward(self, x, rope, mask, causal, start, cache=None, layer=0):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.num_kv, self.head_dim)
         v = self.v_proj(x).view(B, T, self.num_kv, self.head_dim)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
         q, k = _rotate(q, rope, self.interleaved), _rotate(k, rope, self.interleaved)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, hd)
         if cache is not None:
@@ -355,7 +364,7 @@ class LlamaForCausalLM(GenerationMixin, Module):
     @classmethod
     def from_gguf(cls, gguf, *, dequantize: bool = False) -> LlamaForCausalLM:
         """A model from a llama.cpp GGUF file (a path, or what `pyrite.io.load_gguf` read):
-        architectures "llama" (Llama, Mistral, TinyLlama, SmolLM, ...) and "qwen2". Packed
+        architectures "llama" (Llama, Mistral, TinyLlama, SmolLM, ...), "qwen2" and "qwen3". Packed
         Q8_0 / Q4_0 / Q4_1 projections stay packed (`QuantizedLinear`) unless `dequantize`;
         a packed token embedding is dequantized for the lookup (and kept packed for a tied
         output projection)."""
@@ -390,8 +399,9 @@ class LlamaForCausalLM(GenerationMixin, Module):
             tie_word_embeddings="output.weight" not in t,
             attention_bias="blk.0.attn_output.bias" in t,
             qkv_bias="blk.0.attn_q.bias" in t,
+            qk_norm="blk.0.attn_q_norm.weight" in t,
             mlp_bias="blk.0.ffn_up.bias" in t,
-            rope_interleaved=arch == "llama",  # (llama.cpp: LLAMA_ROPE_TYPE_NORM; qwen2 NEOX)
+            rope_interleaved=arch == "llama",  # (llama.cpp: LLAMA_ROPE_TYPE_NORM; qwen NEOX)
             rope_freq_factors=None if factors is None else factors.numpy().tolist(),
             bos_token_id=m.get("tokenizer.ggml.bos_token_id"),
             eos_token_id=m.get("tokenizer.ggml.eos_token_id"),
@@ -432,6 +442,9 @@ class LlamaForCausalLM(GenerationMixin, Module):
                 put(f"{p}.{mod}", f"{b}.{name}.weight")
             dense[f"{p}.input_layernorm.weight"] = t[f"{b}.attn_norm.weight"]
             dense[f"{p}.post_attention_layernorm.weight"] = t[f"{b}.ffn_norm.weight"]
+            if cfg.qk_norm:
+                dense[f"{p}.self_attn.q_norm.weight"] = t[f"{b}.attn_q_norm.weight"]
+                dense[f"{p}.self_attn.k_norm.weight"] = t[f"{b}.attn_k_norm.weight"]
         dense["model.norm.weight"] = t["output_norm.weight"]
         if cfg.tie_word_embeddings:
             if isinstance(emb, QuantizedWeight):
