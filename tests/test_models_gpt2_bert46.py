@@ -23,11 +23,11 @@ from pyrite.models import (
     GPT2Config,
     GPT2LMHeadModel,
     GPT2Model,
-    KVCache,
 )
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+from tests.test_models_llama46 import check_cache_in_chunks  # noqa: E402
 
 
 def _within(got, t32, t64, where=None):
@@ -197,16 +197,7 @@ def test_gpt2_padded_batch_matches_transformers_where_tokens_are_kept(rng, side)
 
 def test_gpt2_cache_in_chunks_gives_the_whole_forward(rng):
     pm = _pyrite_gpt2(_gpt2(3))
-    ids = pr.tensor(rng.integers(0, V, (2, 13)))
-    whole = pm(ids).numpy()
-    cache = KVCache(pm.config, 2, 20)
-    parts = [pm(ids[:, a:b], cache).numpy() for a, b in ((0, 5), (5, 6), (6, 13))]
-    assert cache.length == 13
-    np.testing.assert_allclose(
-        np.concatenate(parts, 1), whole, rtol=0, atol=2e-5 * np.abs(whole).max()
-    )
-    with pytest.raises(ValueError, match="cache"):
-        pm(ids[:, :8], cache)
+    check_cache_in_chunks(pm, pr.tensor(rng.integers(0, V, (2, 13))))
     with pytest.raises(ValueError, match="n_positions"):
         pm(pr.tensor(rng.integers(0, V, (1, 41))))
 

@@ -86,6 +86,18 @@ def _hf_greedy(hf, ids, n):
     ).numpy()
 
 
+_LLAMA3_ROPE = {
+    "rope_parameters": {
+        "rope_type": "llama3",
+        "rope_theta": 5000.0,
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8,
+    }
+}
+
+
 @pytest.mark.parametrize(
     "kind,over",
     [
@@ -93,19 +105,7 @@ def _hf_greedy(hf, ids, n):
         ("llama", {"tie_word_embeddings": True, "num_key_value_heads": 6}),
         ("llama", {"attention_bias": True, "mlp_bias": True, "num_key_value_heads": 3}),
         ("llama", {"head_dim": 10, "num_attention_heads": 4, "num_key_value_heads": 1}),
-        (
-            "llama",
-            {
-                "rope_parameters": {
-                    "rope_type": "llama3",
-                    "rope_theta": 5000.0,
-                    "factor": 8.0,
-                    "low_freq_factor": 1.0,
-                    "high_freq_factor": 4.0,
-                    "original_max_position_embeddings": 8,
-                }
-            },
-        ),
+        ("llama", _LLAMA3_ROPE),
         ("qwen2", {}),
         ("qwen3", {}),
         ("qwen3", {"head_dim": 16, "num_key_value_heads": 3, "tie_word_embeddings": True}),
@@ -122,11 +122,11 @@ def test_logits_and_greedy_generation_match_transformers(rng, kind, over):
     np.testing.assert_array_equal(got, want)
 
 
-def test_cache_in_chunks_gives_the_whole_forward(rng):
-    pm = _pyrite(_hf(seed=3))
-    ids = pr.tensor(rng.integers(0, 67, (3, 13)))
+def check_cache_in_chunks(pm, ids):
+    """pm's logits of ids (B, 13) fed in chunks of 5, 1 and 7 tokens over a KV cache of 20 are
+    the whole forward's; 8 more tokens overflow the cache."""
     whole = pm(ids).numpy()
-    cache = KVCache(pm.config, 3, 20)
+    cache = KVCache(pm.config, ids.shape[0], 20)
     parts = [pm(ids[:, a:b], cache).numpy() for a, b in ((0, 5), (5, 6), (6, 13))]
     assert cache.length == 13
     np.testing.assert_allclose(
@@ -134,6 +134,10 @@ def test_cache_in_chunks_gives_the_whole_forward(rng):
     )
     with pytest.raises(ValueError, match="cache"):
         pm(ids[:, :8], cache)
+
+
+def test_cache_in_chunks_gives_the_whole_forward(rng):
+    check_cache_in_chunks(_pyrite(_hf(seed=3)), pr.tensor(rng.integers(0, 67, (3, 13))))
 
 
 def test_from_pretrained_reads_a_hugging_face_folder(tmp_path, rng):
@@ -191,18 +195,6 @@ def _check_logits_where(got, hf, ids, mask, position_ids=None):
         bound = 4 * np.abs(t32 - t64).max() + 64 * 2**-24 * scale
         err = np.abs(got[b, keep] - t64[0]).max()
         assert err <= bound, (b, err, bound)
-
-
-_LLAMA3_ROPE = {
-    "rope_parameters": {
-        "rope_type": "llama3",
-        "rope_theta": 5000.0,
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8,
-    }
-}
 
 
 @pytest.mark.parametrize(

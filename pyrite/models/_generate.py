@@ -81,11 +81,8 @@ def padded_decoder(model, cache, attention_mask):
     and uploaded (a few bytes a step), so the positions' range is known to the gather that
     reads through them without a readback. `model(new, cache, attention_mask=,
     position_ids=)` gives the logits."""
-    keep = np.asarray(attention_mask) != 0
-    B, T = keep.shape
-    full = np.ones((B, cache.max_length), np.int32)
-    full[:, :T] = keep
-    last = [np.where(keep, keep.cumsum(-1) - 1, 0)]  # (B, T) positions of the prompt
+    full, positions = _prompt_layout(np.asarray(attention_mask) != 0, cache.max_length, 1)
+    last = [positions]
 
     def step(new):
         start, t = cache.length, new.shape[1]
@@ -101,8 +98,19 @@ def padded_decoder(model, cache, attention_mask):
     return step
 
 
-def static_step_check(cache, T, attention_mask, position_ids, B, who):
-    """The static decode step's arguments (a model's forward with cache_position)."""
+def _prompt_layout(keep, max_length: int, later: int):
+    """(the (B, max_length) int32 key mask: the prompt's `keep` (B, T) then `later` in every
+    position after it; the prompt's positions, transformers': cumsum(keep) - 1, 0 at pads)."""
+    B, T = keep.shape
+    full = np.full((B, max_length), later, np.int32)
+    full[:, :T] = keep
+    return full, np.where(keep, keep.cumsum(-1) - 1, 0)
+
+
+def static_step_mask(cache, T, attention_mask, position_ids, B, who):
+    """The static decode step's arguments checked (a model's forward with cache_position), and
+    its attention mask: the keys `attention_mask` (B, max_length) keeps, (B, 1, 1,
+    max_length) bool."""
     if cache is None or T != 1 or position_ids is None or attention_mask is None:
         raise ValueError(
             f"pyrite: {who}: cache_position (the static decode step) takes one token a row, a "
@@ -113,6 +121,7 @@ def static_step_check(cache, T, attention_mask, position_ids, B, who):
             f"pyrite: {who}: a static step's attention_mask must be ({B}, {cache.max_length}), "
             f"got {tuple(attention_mask.shape)}"
         )
+    return (attention_mask != 0)[:, None, None, :]
 
 
 # each model's last StaticDecoding (beside the model, not in it: a saved or copied model
@@ -153,11 +162,10 @@ class StaticDecoding:
         model, cache, decode = self.model, self.cache, self.compiled
         B, L = self.key[:2]
         keep = np.ones((B, T), bool) if attention_mask is None else np.asarray(attention_mask) != 0
-        full = np.zeros((B, L), np.int32)
-        full[:, :T] = keep
+        full, positions = _prompt_layout(keep, L, 0)
         self.keys.copy_(C.tensor(full))
         cache.length = 0
-        last = [np.where(keep, keep.cumsum(-1) - 1, 0)]
+        last = [positions]
 
         def step(new):
             start, t = cache.length, new.shape[1]

@@ -32,7 +32,7 @@ from ..nn.modules.linear import Linear
 from ..nn.modules.norm import LayerNorm
 from ..nn.modules.sparse import Embedding
 from ..ops import creation as C
-from ._generate import GenerationMixin, KVCache, causal_mask, static_step_check
+from ._generate import GenerationMixin, KVCache, causal_mask, static_step_mask
 from ._hf import activation, load_checkpoint, read_folder
 
 
@@ -206,9 +206,8 @@ class GPT2Model(Module):
             )
         B, T = input_ids.shape
         if cache_position is not None:
-            static_step_check(cache, T, attention_mask, position_ids, B, "GPT2Model")
+            mask = static_step_mask(cache, T, attention_mask, position_ids, B, "GPT2Model")
             x = self.drop(self.wte(input_ids) + self.wpe(position_ids))
-            mask = (attention_mask != 0)[:, None, None, :]
             for block in self.h:
                 x = block(x, mask, False, cache_position, cache)
             return self.ln_f(x)

@@ -46,7 +46,7 @@ from ..ops import creation as C
 from ..ops import ranges
 from ..quantization import QuantizedLinear
 from ..tensor import Tensor
-from ._generate import GenerationMixin, KVCache, causal_mask, static_step_check
+from ._generate import GenerationMixin, KVCache, causal_mask, static_step_mask
 from ._hf import read_folder
 
 _ARCHS = ("llama", "qwen2", "qwen3")
@@ -305,9 +305,8 @@ class LlamaForCausalLM(GenerationMixin, Module):
         (1,), the attention over the whole cache under `attention_mask` (B, max_length; the
         keys written so far), the rotary embedding at `position_ids` (B, 1)."""
         B, T = input_ids.shape
-        static_step_check(cache, T, attention_mask, position_ids, B, "LlamaForCausalLM")
+        mask = static_step_mask(cache, T, attention_mask, position_ids, B, "LlamaForCausalLM")
         self._cos_sin(cache.max_length)  # (the tables cover every position the cache has)
-        mask = (attention_mask != 0)[:, None, None, :]
         rope = self._rope_for(position_ids, B, T, 0)
         return self.lm_head(self.model(input_ids, rope, mask, False, cache_position, cache))
 
