@@ -109,21 +109,28 @@ def dependent_property(fn=None, *, is_discrete=NotImplemented, event_dim=NotImpl
     return _DependentProperty(fn, is_discrete=is_discrete, event_dim=event_dim)
 
 
-class _IndependentConstraint(Constraint):
-    """`base_constraint` with its `reinterpreted_batch_ndims` rightmost dims as event dims."""
+class _OverBase(Constraint):
+    """A constraint made of another, `base_constraint` (discrete where it is)."""
 
-    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+    def __init__(self, base_constraint):
         if not isinstance(base_constraint, Constraint):
             raise TypeError("base_constraint must be a Constraint")
-        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
-            raise ValueError("reinterpreted_batch_ndims must be a non-negative int")
         self.base_constraint = base_constraint
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
 
     @property
     def is_discrete(self):
         return self.base_constraint.is_discrete
+
+
+class _IndependentConstraint(_OverBase):
+    """`base_constraint` with its `reinterpreted_batch_ndims` rightmost dims as event dims."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        super().__init__(base_constraint)
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise ValueError("reinterpreted_batch_ndims must be a non-negative int")
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
     @property
     def event_dim(self):
@@ -145,20 +152,10 @@ class _IndependentConstraint(Constraint):
         )
 
 
-class MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(_OverBase):
     """A MixtureSameFamily's support: a value is in it where it is in the support of every
     component, so `check` puts back the mixture dim before the event dims, checks against the
     component's (possibly parameter-dependent) support and reduces over the components."""
-
-    def __init__(self, base_constraint):
-        if not isinstance(base_constraint, Constraint):
-            raise TypeError("base_constraint must be a Constraint")
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self):
