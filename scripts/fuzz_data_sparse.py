@@ -676,16 +676,7 @@ def _check_loader(case):
     random = random or _is_random(case["batch_sampler"])
     tb = _run(lambda: list(tl))
     if not random:
-        pb = _run(lambda: list(pl))
-        d = _raise_mismatch("iterate", tb, pb)
-        if d:
-            if pb[0] == "raise" and _int32_overflow(pb[1]):
-                return "intentional", "int64 -> int32: a value outside int32 refused"
-            return "fail", d
-        if tb[0] == "raise":
-            return "ok", "both raise iterating"
-        d = same(tb[1], pb[1])
-        return ("fail", f"batches: {d}") if d else ("ok", "")
+        return _same_batches(tb, _run(lambda: list(pl)), "both raise iterating")
     # random: list pyrite's index sampler from a fresh loader, then read its batches
     _, pl2 = _make_loader(pr, case, case["gen_seed"])
     idx = _run(lambda: list(pl2._index_sampler))
@@ -764,14 +755,20 @@ def _check_iterable(case):
         return "fail", d
     if tlen[0] == "ok" and tlen[1] != plen[1]:
         return "fail", f"len {tlen[1]} vs {plen[1]}"
-    tb, pb = _run(lambda: list(tl)), _run(lambda: list(pl))
+    return _same_batches(_run(lambda: list(tl)), _run(lambda: list(pl)), "both raise")
+
+
+def _same_batches(tb, pb, both_raise):
+    """The verdict on torch's and pyrite's batches (each _run's ("ok", batches) or ("raise",
+    ...)): the same batches, both raising (`both_raise` the detail), or an int64 value pyrite
+    refuses (its int32)."""
     d = _raise_mismatch("iterate", tb, pb)
     if d:
         if pb[0] == "raise" and _int32_overflow(pb[1]):
             return "intentional", "int64 -> int32: a value outside int32 refused"
         return "fail", d
     if tb[0] == "raise":
-        return "ok", "both raise"
+        return "ok", both_raise
     d = same(tb[1], pb[1])
     return ("fail", f"batches: {d}") if d else ("ok", "")
 
