@@ -1198,25 +1198,22 @@ def _accumulate(t, g, create_graph) -> None:
     """t.grad += g as torch's AccumulateGrad: in place when the backward builds no graph (so a
     reference to t.grad taken before sees the sum, and the same tensor object stays t.grad),
     a new tensor t.grad + g when it does (create_graph: the sum is part of the graph) or when
-    the two differ in shape or dtype (a .grad set by hand)."""
+    the two differ in shape or dtype, or t.grad cannot take a write (an expanded .grad set by
+    hand)."""
+    from .ops.overlap import has_internal_overlap
+
     old = t.grad
     if (
         create_graph
         or old.requires_grad
         or old._shape != g._shape
         or old.dtype is not g.dtype
-        or not _writable(old)
+        or has_internal_overlap(old)
     ):
         t.grad = old + g
         return
     with no_grad():
         old.add_(g)
-
-
-def _writable(x) -> bool:
-    """Whether an in-place add into x is allowed: no stride-0 dim of more than one element
-    (an expanded .grad set by hand)."""
-    return all(st != 0 or n <= 1 for n, st in zip(x._shape, x._strides))
 
 
 def _as_list(x):
