@@ -151,6 +151,20 @@ def test_from_pretrained_reads_a_hugging_face_folder(tmp_path, rng):
         LlamaForCausalLM.from_pretrained(tmp_path / "nothing")
 
 
+def test_from_pretrained_of_a_tied_model_refuses_a_missing_weight(tmp_path):
+    """A tied model's lm_head.weight is absent from its files, and only it may be: another
+    missing weight is refused, not left as initialised (a strict=False load took it)."""
+    from safetensors.torch import save_file
+
+    hf = _hf(seed=5, tie_word_embeddings=True)
+    hf.config.save_pretrained(tmp_path)
+    sd = {k: v.contiguous() for k, v in hf.state_dict().items()}
+    del sd["lm_head.weight"], sd["model.layers.1.mlp.up_proj.weight"]
+    save_file(sd, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="layers.1.mlp.up_proj.weight"):
+        LlamaForCausalLM.from_pretrained(tmp_path)
+
+
 def test_from_pretrained_reads_pytorch_model_bin(tmp_path, rng):
     """A folder of the older layout (config.json and pytorch_model.bin, a torch.save zip of the
     state dict) loads through pyrite.load, without torch."""

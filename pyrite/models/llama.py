@@ -47,7 +47,7 @@ from ..ops import ranges
 from ..quantization import QuantizedLinear
 from ..tensor import Tensor
 from ._generate import GenerationMixin, KVCache, causal_mask, static_step_mask
-from ._hf import read_folder
+from ._hf import load_checkpoint, read_folder
 
 _ARCHS = ("llama", "qwen2", "qwen3")
 
@@ -355,9 +355,8 @@ class LlamaForCausalLM(GenerationMixin, Module):
         cfg = LlamaConfig.from_dict(config)
         model = cls(cfg)
         sd = {k: v for k, v in sd.items() if not k.endswith("rotary_emb.inv_freq")}
-        if cfg.tie_word_embeddings:
-            sd.pop("lm_head.weight", None)
-        model.load_state_dict(sd, strict=not cfg.tie_word_embeddings)
+        tied = ("lm_head.weight",) if cfg.tie_word_embeddings else ()
+        load_checkpoint(model, sd, "model.", tied=tied)
         return model if dtype is None else model.to(dtype)
 
     @classmethod
