@@ -27,6 +27,17 @@ def _data(r):
     return x, y
 
 
+def _compiled_matches_eager(program):
+    """program(compiled) -> a list of arrays; the compiled run's equal eager's (to float32
+    rounding: replays run the same kernels)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want, got = program(False), program(True)
+    assert len(want) == len(got)
+    for i, (a, b) in enumerate(zip(want, got)):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7, err_msg=str(i))
+
+
 def test_a_forward_compiled_beside_the_step_leaves_grad_alone():
     """A no_grad forward compiled beside the training step, its trace made while the step's
     first gradients were there: every replay of it set each parameter's `.grad` back to those
@@ -60,11 +71,7 @@ def test_a_forward_compiled_beside_the_step_leaves_grad_alone():
             out += [p.grad.numpy().copy() for p in m.parameters()]
         return out
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want, got = program(False), program(True)
-    for i, (a, b) in enumerate(zip(want, got)):
-        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7, err_msg=str(i))
+    _compiled_matches_eager(program)
 
 
 def test_a_compiled_module_under_no_grad_leaves_grad_alone():
@@ -125,8 +132,4 @@ def test_a_parameter_frozen_for_some_calls_then_trained_again(opt_name):
         out += [s["exp_avg_sq"].numpy() for s in opt.state.values()]
         return out
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want, got = program(False), program(True)
-    for i, (a, b) in enumerate(zip(want, got)):
-        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7, err_msg=str(i))
+    _compiled_matches_eager(program)
