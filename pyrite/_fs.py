@@ -7,10 +7,11 @@ import os
 import tempfile
 
 
-def write_atomic(path, write) -> None:
+def write_atomic(path, write, mode=None) -> None:
     """Call `write(fh)` on a temporary file in `path`'s folder (binary), flush it to disk, then
     rename it over `path`; on any failure the temporary file goes and a previous `path` stays.
-    The folder is synced after the rename where the platform allows (POSIX)."""
+    The folder is synced after the rename where the platform allows (POSIX). `mode`: the file's
+    permission bits (default: the temporary file's, owner-only)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):  # (torch's wording; mkstemp would name its temporary file)
@@ -21,6 +22,8 @@ def write_atomic(path, write) -> None:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
