@@ -256,6 +256,7 @@ from . import (  # noqa: E402
     serialization,  # torch.serialization: save, load and the weights_only allowlist
     testing,
     version,
+    web,  # pyrite.web.export: a compiled function as a bundle a browser runs with WebGPU
 )
 from .testing_tensors import make_tensor as _make_tensor  # noqa: E402
 

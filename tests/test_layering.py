@@ -42,6 +42,7 @@ RANK = {
     "io": 5,
     "onnx": 5,  # torch.onnx.export: traces nn modules
     "models": 5,
+    "web": 5,  # browser bundles: a compile recording written out
     "cli": 6,
     "bench": 6,
     "demo": 6,

@@ -3,6 +3,6 @@ kernels, their grids and info words, the weights they read — as a folder a pag
 WebGPU through `pyrite.js`; `load` replays such a folder on pyrite's device from Python."""
 
 from ._export import ExportError, export
-from ._run import Bundle, load
+from ._run import Bundle, load, write_example
 
-__all__ = ["Bundle", "ExportError", "export", "load"]
+__all__ = ["Bundle", "ExportError", "export", "load", "write_example"]

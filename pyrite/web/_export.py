@@ -158,6 +158,8 @@ def export(
         args = (args,)
     args = tuple(args)
     _check_structure(args)
+    # (inputs of their own: arguments sharing a storage would share a slot, laid out as theirs)
+    args = tuple(a.detach().clone() for a in args)
     if input_names is not None and len(input_names) != len(args):
         raise ExportError(
             f"pyrite: web.export: {len(input_names)} input_names for {len(args)} inputs"
@@ -344,10 +346,13 @@ def _plan(dev, v, args, input_names, output_names):
         raise ExportError("pyrite: web.export: the function returns no tensor")
     outputs = [_view(t, buf(t._storage.buffer), n) for t, n in zip(outs, names)]
 
-    # first contents: what the recording read that it did not make (parameters, constants)
+    # first contents: what the recording read that it did not make (parameters, constants),
+    # and its own buffers that a command reads before any writes them (constants the passes
+    # took out of the replay: uploaded once while tracing, kept since)
     slot_ids = {id(s._storage.buffer) for s in v.slots}
+    early = _read_before_written(tape.ops, slot_ids)
     for k, b in enumerate(objs):
-        if id(b) in external and id(b) not in slot_ids:
+        if (id(b) in external or id(b) in early) and id(b) not in slot_ids:
             raw = dev.read(b, 0, b.size)
             buffers[k]["init"] = [data.add(raw), len(raw)]
 
@@ -373,6 +378,27 @@ def _plan(dev, v, args, input_names, output_names):
         "outputs": outputs,
     }
     return plan, data, now
+
+
+def _read_before_written(ops, written) -> set:
+    """ids of the buffers a command reads (a read-only binding, a copy's source) before any
+    command writes them; `written`: ids written before the first (the inputs' slots)."""
+    written = set(written)
+    early = set()
+    for op in ops:
+        if op.kind == "d":
+            _, modes, bufs, _, _ = op.args
+            for b, m in zip(bufs, modes):
+                if m == "r" and id(b) not in written:
+                    early.add(id(b))
+            written.update(id(b) for b, m in zip(bufs, modes) if m == "w")
+        elif op.kind == "c":
+            if id(op.args[0]) not in written:
+                early.add(id(op.args[0]))
+            written.add(id(op.args[2]))
+        elif op.kind == "u":
+            written.add(id(op.args[0]))
+    return early
 
 
 def _version() -> str:

@@ -15,7 +15,13 @@ from .. import autograd, backend
 from .. import dtypes as D
 from ..errors import DeviceError
 from ..tensor import Tensor
-from ._export import FORMAT, VERSION, ExportError
+from ._export import FORMAT, VERSION, ExportError, _Bin, _example, _write
+
+
+def _as_tensor(x, spec) -> Tensor:
+    from ..ops.creation import tensor as make
+
+    return make(np.asarray(x), dtype=D._by_name(spec["dtype"]))
 
 
 def _read_plan(path):
@@ -82,9 +88,7 @@ class Bundle:
             for spec, x in zip(self.inputs, inputs):
                 dtype = D._by_name(spec["dtype"])
                 if not isinstance(x, Tensor):
-                    from ..ops.creation import tensor as make
-
-                    x = make(np.asarray(x), dtype=dtype)
+                    x = _as_tensor(x, spec)
                 if tuple(x.shape) != tuple(spec["shape"]):
                     raise ValueError(
                         f"pyrite: the bundle's input {spec['name']} has shape "
@@ -109,3 +113,19 @@ class Bundle:
 def load(path) -> Bundle:
     """The bundle in folder `path` (pyrite.web.export), ready to run on the current device."""
     return Bundle(path)
+
+
+def write_example(path, *inputs) -> None:
+    """Make `inputs` the example of the bundle in folder `path` (the page's self-check runs
+    them): example.json/.bin get them and the outputs the bundle computes from them here."""
+    b = load(path)
+    outs = b(*inputs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    xs = [
+        x if isinstance(x, Tensor) else _as_tensor(x, spec) for x, spec in zip(inputs, b.inputs)
+    ]
+    ex_bin = _Bin()
+    meta = {"inputs": _example(b.inputs, xs, ex_bin), "outputs": _example(b.outputs, outs, ex_bin)}
+    text = json.dumps(meta, indent=1)
+    _write(path, "example.bin", ex_bin.write)
+    _write(path, "example.json", lambda fh: fh.write(text.encode()))
