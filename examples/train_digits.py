@@ -7,9 +7,10 @@ The data (1,797 8x8 images, bundled with scikit-learn: nothing is downloaded) is
 the model trains with AdamW and a cosine schedule, shows a progress bar with loss and
 throughput, evaluates on the held-out fifth beside the majority-class baseline, writes a loss
 curve (loss.png) and a checkpoint (model.safetensors), loads the checkpoint into a fresh model
-and evaluates it again to the same accuracy. With `--compile` the training step (forward,
-backward, clipping, optimizer and schedule) is `torch.compile`d: traced on its first calls,
-replayed in one submission after. `pyrite train` runs this file.
+and evaluates it again to the same accuracy, and exports the model as a browser bundle (web/:
+`pyrite web runs/digits/web` serves a page to draw a digit on). With `--compile` the training
+step (forward, backward, clipping, optimizer and schedule) is `torch.compile`d: traced on its
+first calls, replayed in one submission after. `pyrite train` runs this file.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def train(
     fresh.load_state_dict(torch.load(path))
     acc_reloaded = evaluate(fresh, xte, yte)
     _plot(losses, os.path.join(out, "loss.png"))
+    web = export_web(model, xte, yte, out)
     result = {
         "device": torch.device_info().get("name"),
         "steps": steps,
@@ -133,6 +135,7 @@ def train(
         "baseline_accuracy": baseline,
         "reloaded_accuracy": acc_reloaded,
         "checkpoint": path,
+        "web": web,
         "compiled": bool(compile),
     }
     if compile:  # kernels a replayed step, replays, graph breaks (none expected)
@@ -145,9 +148,35 @@ def train(
             f"device {result['device']}: {steps} steps in {seconds:.1f} s "
             f"({result['ms_per_step']} ms/step); test accuracy {acc:.3f} "
             f"(majority-class baseline {baseline:.3f}); checkpoint {path} reloaded: "
-            f"{acc_reloaded:.3f}; loss curve {os.path.join(out, 'loss.png')}"
+            f"{acc_reloaded:.3f}; loss curve {os.path.join(out, 'loss.png')}; in a browser: "
+            f"pyrite web {web}"
         )
     return result
+
+
+def export_web(model, xte, yte, out) -> str:
+    """The trained classifier as a browser bundle (pyrite.web: pyrite's own kernels, run by
+    WebGPU in a page), with a page to draw a digit on and 40 held-out test images to show.
+    `pyrite web FOLDER` serves it; the folder works from any static web server."""
+    import shutil
+
+    from pyrite import web
+
+    folder = os.path.join(out, "web")
+    model.eval()
+    web.export(
+        lambda x: model(x).softmax(-1),
+        torch.tensor(xte[:1]),
+        folder,
+        input_names=["pixels"],
+        output_names=["probabilities"],
+    )
+    model.train()
+    with open(os.path.join(folder, "digits.json"), "w") as f:
+        json.dump({"images": xte[:40].round(4).tolist(), "labels": yte[:40].tolist()}, f)
+    here = os.path.dirname(os.path.abspath(__file__))
+    shutil.copyfile(os.path.join(here, "digits_draw.html"), os.path.join(folder, "draw.html"))
+    return folder
 
 
 def _plot(losses, path):

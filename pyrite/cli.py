@@ -149,6 +149,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="record the one-token step once (pr.compile) and replay it",
     )
 
+    web = sub.add_parser(
+        "web",
+        help="serve a browser bundle (pyrite.web.export), or --check it in headless Chromium",
+    )
+    web.add_argument("folder", help="a bundle folder (model.json, model.bin, pyrite.js, ...)")
+    web.add_argument(
+        "--check",
+        action="store_true",
+        help="run the bundle's example in headless Chromium and compare with pyrite's outputs",
+    )
+    web.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
+
     # pyrite.bench parses its own arguments; these are declared here for --help only.
     bench = sub.add_parser("bench", help="run the benchmark suite (pyrite.bench)")
     bench.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
@@ -169,6 +181,55 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--json", metavar="PATH", help="also write every candidate's time here")
     tune.add_argument("--dry-run", action="store_true", help="measure, keep nothing")
     return parser
+
+
+def cmd_web(args) -> int:
+    """Serve a bundle folder on localhost until interrupted, or (--check) run its example in
+    headless Chromium: each output's largest difference from what pyrite computed, the time of
+    a run; exit 1 where the page failed or an output differs by more than 1e-3 of its scale."""
+    import time
+
+    from pyrite.web import _browser
+
+    folder = args.folder
+    if not os.path.isfile(os.path.join(folder, "model.json")):
+        print(
+            f"pyrite web: {folder} holds no model.json (make one: pyrite.web.export)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.check:
+        (r,) = _browser.run_in_browser([folder], timeout=180)
+        if "error" in r:
+            print(f"pyrite web: the page failed: {r['error']}", file=sys.stderr)
+            return 1
+        print(f"{folder}: {r['kernels']} kernels on {r['adapter']} (headless Chromium)")
+        print(f"  a run with its read-back {r['run_ms']:.2f} ms; queued back to back "
+              f"{r['queued_run_ms']:.3f} ms")  # fmt: skip
+        ok = True
+        for name, o in r["outputs"].items():
+            rel = o["max_abs_diff"] / o["max_abs"] if o["max_abs"] else o["max_abs_diff"]
+            good = o["nan_mismatch"] == 0 and rel <= 1e-3
+            ok &= good
+            print(f"  [{'ok ' if good else 'BAD'}] {name} {o['shape']} {o['dtype']}: largest "
+                  f"|difference| from pyrite {o['max_abs_diff']:.2e} (largest |value| "
+                  f"{o['max_abs']:.2e})")  # fmt: skip
+        return 0 if ok else 1
+    server, base = _browser.serve(folder, port=args.port)
+    pages = [p for p in ("draw.html", "index.html") if os.path.isfile(os.path.join(folder, p))]
+    print(
+        f"pyrite web: serving {os.path.abspath(folder)}; open "
+        + " or ".join(base + p for p in pages)
+    )
+    print("(a browser with WebGPU: Chrome or Edge 113+, Safari 26+; Ctrl-C stops)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+    return 0
 
 
 def cmd_tune(argv: list[str]) -> int:
@@ -333,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "generate":
             return cmd_generate(args)
+        if args.command == "web":
+            return cmd_web(args)
         if args.command == "tune":
             return cmd_tune(argv[argv.index("tune") + 1 :])
         return cmd_bench(args, argv[argv.index("bench") + 1 :])

@@ -3,6 +3,7 @@
 #   1. a virtual environment at .venv (python3 -m venv; python3-venv is installed if missing),
 #   2. pyrite installed editable into it (with --test: also pytest, hypothesis and CPU torch),
 #   3. a WebGPU adapter: on a machine with no GPU, Mesa's lavapipe (mesa-vulkan-drivers).
+#   4. with --test: Chromium (the browser-bundle tests run pyrite.web bundles in it).
 # Packages are installed with apt-get only as root or with password-less sudo; otherwise the
 # command to run is printed.
 # Usage: bash scripts/setup.sh [--test]
@@ -109,4 +110,18 @@ elif [ "$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then
 else
   echo "setup: WARNING: no WebGPU adapter, and this user cannot install packages." >&2
   echo "setup: on a machine with no GPU, install Mesa's lavapipe: sudo apt-get install mesa-vulkan-drivers" >&2
+fi
+
+# ---- 4. (--test) a browser for the browser-bundle tests (tests/test_web47.py) ----------------
+# pyrite.web's bundles are checked in headless Chromium with WebGPU (SwiftShader where there is
+# no GPU); Debian's chromium package, as the other system packages here.
+if [ $mode = test ]; then
+  if command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then
+    step "Chromium found (browser-bundle tests)"
+  elif [ "$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then
+    step "installing Chromium for the browser-bundle tests (chromium)"
+    apt_install chromium || fail "apt-get install chromium failed"
+  else
+    echo "setup: WARNING: no Chromium; the browser-bundle tests will skip (outside CI). Install it: sudo apt-get install chromium" >&2
+  fi
 fi

@@ -94,29 +94,52 @@ CASES = [
         "mlp",
         _mlp,
         lambda r: (_randn(r, 7, 13),),
-        lambda r: (_randn(r, 37, 13), _randn(r, 37), _randn(r, 37), _randn(r, 37),
-                   _randn(r, 5, 37), _randn(r, 5)),
+        lambda r: (
+            _randn(r, 37, 13),
+            _randn(r, 37),
+            _randn(r, 37),
+            _randn(r, 37),
+            _randn(r, 5, 37),
+            _randn(r, 5),
+        ),
     ),  # fmt: skip
     Case("rows", _rows, lambda r: (_randn(r, 29, 67),)),
     Case(
         "gemm",
         _gemm,
-        lambda r: (_randn(r, 65, 129), _randn(r, 129, 67), _randn(r, 3, 33, 70), _randn(r, 3, 70, 17)),
+        lambda r: (
+            _randn(r, 65, 129),
+            _randn(r, 129, 67),
+            _randn(r, 3, 33, 70),
+            _randn(r, 3, 70, 17),
+        ),
     ),
     Case(
         "cnn",
         _cnn,
         lambda r: (_randn(r, 2, 3, 17, 19),),
-        lambda r: (_randn(r, 8, 3, 3, 3), _randn(r, 8), _randn(r, 8),
-                   r.uniform(0.5, 2, 8).astype(np.float32), _randn(r, 8), _randn(r, 8),
-                   _randn(r, 5, 8, 3, 3)),
+        lambda r: (
+            _randn(r, 8, 3, 3, 3),
+            _randn(r, 8),
+            _randn(r, 8),
+            r.uniform(0.5, 2, 8).astype(np.float32),
+            _randn(r, 8),
+            _randn(r, 8),
+            _randn(r, 5, 8, 3, 3),
+        ),
     ),  # fmt: skip
     Case(
         "attention",
         _attention,
-        lambda r: (_randn(r, 2, 3, 19, 16), _randn(r, 2, 3, 19, 16), _randn(r, 2, 3, 19, 16),
-                   _randn(r, 1, 2, 70, 32), _randn(r, 1, 2, 130, 32), _randn(r, 1, 2, 130, 32),
-                   _randn(r, 70, 130) + 1.5),
+        lambda r: (
+            _randn(r, 2, 3, 19, 16),
+            _randn(r, 2, 3, 19, 16),
+            _randn(r, 2, 3, 19, 16),
+            _randn(r, 1, 2, 70, 32),
+            _randn(r, 1, 2, 130, 32),
+            _randn(r, 1, 2, 130, 32),
+            _randn(r, 70, 130) + 1.5,
+        ),
     ),  # fmt: skip
     Case("scans", _scans, lambda r: (_randn(r, 5, 41),)),
     Case("select", _select, lambda r: (_randn(r, 17, 23), _randn(r, 17, 23))),
@@ -354,7 +377,9 @@ def test_js_half_conversions_match_numpy(tmp_path, rng):
         "const h = v.map(toHalf);\n"
         "console.log(JSON.stringify({h, back: h.map((x) => String(fromHalf(x)))}));\n"
     )
-    out = json.loads(subprocess.run([node, str(js)], capture_output=True, text=True, check=True).stdout)
+    out = json.loads(
+        subprocess.run([node, str(js)], capture_output=True, text=True, check=True).stdout
+    )
     with np.errstate(over="ignore"):  # (the values past float16's range: inf, as wanted)
         want = vals.astype(np.float16)
     bits = np.array(out["h"], np.uint16)

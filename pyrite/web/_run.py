@@ -62,7 +62,9 @@ class Bundle:
             if "init" in b:
                 at, n = b["init"]
                 dev.upload(st, data[at : at + n])
-        self.kernels = [SimpleNamespace(wgsl=p["wgsl"], modes=p["modes"]) for p in plan["pipelines"]]
+        self.kernels = [
+            SimpleNamespace(wgsl=p["wgsl"], modes=p["modes"]) for p in plan["pipelines"]
+        ]
         # constant writes ("u"): their bytes in storages of their own, copied in at their turn
         self.consts = {}
         for k, c in enumerate(plan["commands"]):
@@ -74,7 +76,11 @@ class Bundle:
     def _slot(self, spec):
         st = self.storages[spec["buffer"]]
         return Tensor._make(
-            st, tuple(spec["shape"]), tuple(spec["strides"]), spec["offset"], D._by_name(spec["dtype"])
+            st,
+            tuple(spec["shape"]),
+            tuple(spec["strides"]),
+            spec["offset"],
+            D._by_name(spec["dtype"]),
         )
 
     def __call__(self, *inputs):
@@ -121,9 +127,7 @@ def write_example(path, *inputs) -> None:
     b = load(path)
     outs = b(*inputs)
     outs = outs if isinstance(outs, tuple) else (outs,)
-    xs = [
-        x if isinstance(x, Tensor) else _as_tensor(x, spec) for x, spec in zip(inputs, b.inputs)
-    ]
+    xs = [x if isinstance(x, Tensor) else _as_tensor(x, spec) for x, spec in zip(inputs, b.inputs)]
     ex_bin = _Bin()
     meta = {"inputs": _example(b.inputs, xs, ex_bin), "outputs": _example(b.outputs, outs, ex_bin)}
     text = json.dumps(meta, indent=1)
