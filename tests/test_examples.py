@@ -30,6 +30,28 @@ def test_train_digits_script(tmp_path, rng):
     for name in ("loss.png", "model.safetensors", "result.json"):
         assert (tmp_path / name).stat().st_size > 0, name
     assert json.loads((tmp_path / "result.json").read_text())["steps"] == 40
+    _check_web_bundle(mod, tmp_path, r)
+
+
+def _check_web_bundle(mod, out, r):
+    """The exported browser bundle (web/) gives the reloaded model's probabilities on the
+    page's held-out images, and carries the draw page."""
+    import pyrite as pr
+    from pyrite import web
+
+    folder = Path(r["web"])
+    assert folder == out / "web" and (folder / "draw.html").stat().st_size > 0
+    shown = json.loads((folder / "digits.json").read_text())
+    model = mod["make_model"]()
+    model.load_state_dict(pr.load(str(out / "model.safetensors")))
+    model.eval()
+    bundle = web.load(folder)
+    for img in shown["images"][:8]:
+        x = np.asarray([img], np.float32)
+        got = bundle(x).numpy()
+        with pr.no_grad():
+            want = model(pr.tensor(x)).softmax(-1).numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=64 * 2**-24)  # (probabilities <= 1)
 
 
 def test_train_digits_script_compiled(tmp_path, rng):

@@ -89,6 +89,10 @@ def _bf16(T, F, x, w):
     return (x.bfloat16() @ w.bfloat16()).float()
 
 
+def _f16(T, F, x, w):
+    return ((x.half() * 3).to(w.dtype) @ w).sum(1)
+
+
 CASES = [
     Case(
         "mlp",
@@ -150,7 +154,11 @@ CASES = [
         lambda r: (_randn(r, 50, 24), _randn(r, 24, 9)),
     ),
     Case("bf16", _bf16, lambda r: (_randn(r, 9, 15), _randn(r, 15, 6))),
+    # float16 storage: a bundle that needs shader-f16 (exported only where pyrite's device has
+    # it; a browser adapter without it must refuse by name)
+    Case("f16", _f16, lambda r: (_randn(r, 6, 11),), lambda r: (_randn(r, 11, 4),)),
 ]
+HAS_F16 = "shader-f16" in pr.device_info()["features"]
 
 
 def _torch(case, inputs, weights, dtype):
@@ -198,6 +206,8 @@ def bundles(tmp_path_factory):
     rng = np.random.default_rng(47)
     out = {}
     for case in CASES:
+        if case.name == "f16" and not HAS_F16:
+            continue
         weights = case.weights(rng)
         a, b = case.inputs(rng), case.inputs(rng)
         folder = root / case.name
@@ -212,6 +222,8 @@ def _results(outs):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_bundle_replayed_from_its_files_matches_torch(bundles, case):
+    if case.name not in bundles:
+        pytest.skip("this device has no shader-f16")
     folder, a, b, weights = bundles[case.name]
     bundle = web.load(folder)
     for inputs in (a, b):  # the traced inputs, then others: nothing of the example is baked in
@@ -233,6 +245,9 @@ def test_bundle_files_hold_the_plan_and_the_example(bundles):
     # the weights are in model.bin: 37*13 + 37*3 + 5*37 + 5 float32 values at least
     assert (folder / "model.bin").stat().st_size >= 4 * (37 * 13 + 37 * 3 + 5 * 37 + 5)
     assert plan["needs"]["features"] == []  # (portable: no subgroups, float32)
+    if "f16" in bundles:
+        f16 = json.loads((bundles["f16"][0] / "model.json").read_text())
+        assert f16["needs"]["features"] == ["shader-f16"]
 
 
 def _browser_reports(bundles, with_b):
@@ -256,10 +271,15 @@ def browser(bundles):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_bundle_in_chromium_matches_torch(bundles, browser, case):
+    if case.name not in bundles:
+        pytest.skip("this device has no shader-f16")
     folder, _, b, weights = bundles[case.name]
     r = browser[case.name]
-    assert "error" not in r, r.get("error")
     plan = json.loads((folder / "model.json").read_text())
+    if "shader-f16" in plan["needs"]["features"] and "error" in r:
+        assert "need the WebGPU feature 'shader-f16'" in r["error"], r["error"]
+        return  # (the browser's adapter has no shader-f16, and the page says so)
+    assert "error" not in r, r.get("error")
     got = []
     for spec in plan["outputs"]:
         o = r["outputs"][spec["name"]]
@@ -268,6 +288,16 @@ def test_bundle_in_chromium_matches_torch(bundles, browser, case):
     _check(case, got, b, weights)
     assert r["kernels"] == sum(c[0] == "d" for c in plan["commands"])
     assert r["run_ms"] > 0
+
+
+def test_cli_checks_a_bundle_in_chromium(bundles, browser, capsys):
+    from pyrite.cli import main
+
+    folder = bundles["mlp"][0]
+    assert main(["web", str(folder), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "[ok ] output [7, 5] float32" in out and "kernels on" in out
+    assert main(["web", str(folder.parent), "--check"]) == 2  # (no model.json there)
 
 
 # ---- language models: transformers' as the reference (tests/test_models_*46's helpers) -------
