@@ -148,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record the one-token step once (pr.compile) and replay it",
     )
+    gen.add_argument(
+        "--web",
+        metavar="FOLDER",
+        help="instead of generating here, export the model's decoding to FOLDER as a browser "
+        "bundle with a page that generates (pyrite web FOLDER serves it)",
+    )
+    gen.add_argument("--max-length", type=int, help="--web: the KV cache's positions (default 256)")
 
     web = sub.add_parser(
         "web",
@@ -184,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_web(args) -> int:
-    """Serve a bundle folder on localhost until interrupted, or (--check) run its example in
+    """Serve a bundle folder on localhost until interrupted (its pages: draw.html,
+    generate.html, index.html), or (--check) run its example in
     headless Chromium: each output's largest difference from what pyrite computed, the time of
     a run; exit 1 where the page failed or an output differs by more than 1e-3 of its scale."""
     import time
@@ -216,7 +224,8 @@ def cmd_web(args) -> int:
                   f"{o['max_abs']:.2e})")  # fmt: skip
         return 0 if ok else 1
     server, base = _browser.serve(folder, port=args.port)
-    pages = [p for p in ("draw.html", "index.html") if os.path.isfile(os.path.join(folder, p))]
+    pages = ("draw.html", "generate.html", "index.html")
+    pages = [p for p in pages if os.path.isfile(os.path.join(folder, p))]
     print(
         f"pyrite web: serving {os.path.abspath(folder)}; open "
         + " or ".join(base + p for p in pages)
@@ -348,6 +357,15 @@ def cmd_generate(args) -> int:
     if not ids:
         print("pyrite generate: an empty prompt: pass --prompt or --ids", file=sys.stderr)
         return 1
+    if args.web:
+        n = args.max_length or max(256, len(ids) + args.max_new_tokens)
+        s = model.export_web(args.web, max_length=n, prompt=ids, decode=decode)
+        size = sum(os.path.getsize(os.path.join(args.web, f)) for f in os.listdir(args.web))
+        print(
+            f"pyrite generate: wrote {args.web} ({size / 2**20:.1f} MiB; {s['kernels']} kernels a "
+            f"token, a cache of {n} positions); serve it: pyrite web {args.web}"
+        )
+        return 0
     t0 = time.perf_counter()
     printer = _Printer(decode, ids)
     out = model.generate(

@@ -129,6 +129,23 @@ def static_step_mask(cache, T, attention_mask, position_ids, B, who):
 _STATIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def static_step(model, batch, max_length, dtype):
+    """(step, cache, keys): one decoding step of fixed shapes over a static KV cache of
+    max_length positions. step(new (batch, 1) ids, slot (1,) the cache position written,
+    pos (batch, 1) each row's rotary position) marks the slot in `keys` (batch, max_length: the
+    keys written, the attention's mask), writes the new keys and values there and returns the
+    logits (batch, 1, vocab). Nothing of it is a Python number, so one recording serves every
+    position (StaticDecoding compiles it; pyrite.web exports it)."""
+    cache = KVCache(model.config, batch, max_length, dtype)
+    keys = C.zeros((batch, max_length), dtype=D.int32)
+
+    def step(new, slot, pos):
+        keys.index_fill_(1, slot, 1)
+        return model(new, cache, attention_mask=keys, position_ids=pos, cache_position=slot)
+
+    return step, cache, keys
+
+
 class StaticDecoding:
     """generate's decoding compiled (`generate(compile=True)`) for `batch` rows and `max_length`
     positions: the prompt runs eagerly (as padded_decoder's), then every new token through one
@@ -145,16 +162,8 @@ class StaticDecoding:
         from ..compile import compile as _compile
 
         self.key = (batch, max_length, dtype)
-        self.cache = cache = KVCache(model.config, batch, max_length, dtype)
-        # (batch, max_length): the keys written, one more a token (in the compiled step)
-        self.keys = keys = C.zeros((batch, max_length), dtype=D.int32)
-
-        @_compile
-        def decode(new, slot, pos):
-            keys.index_fill_(1, slot, 1)
-            return model(new, cache, attention_mask=keys, position_ids=pos, cache_position=slot)
-
-        self.model, self.compiled = model, decode
+        decode, self.cache, self.keys = static_step(model, batch, max_length, dtype)
+        self.model, self.compiled = model, _compile(decode)
 
     def start(self, attention_mask, T):
         """The step function of one generation (a prompt of T tokens, `attention_mask` None or
@@ -201,6 +210,13 @@ class GenerationMixin:
         if attention_mask is None:
             return lambda new: self(new, cache)
         return padded_decoder(self, cache, attention_mask)
+
+    def export_web(self, folder, max_length: int = 256, prompt=(), decode=None) -> dict:
+        """Export one-token decoding as a browser bundle with a page that generates
+        (generate.html; pyrite.web): see models/_web.export_decoder."""
+        from ._web import export_decoder
+
+        return export_decoder(self, folder, max_length, prompt, decode)
 
     def generate(
         self,

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.parse
 
 from ..errors import PyriteError
@@ -81,29 +82,31 @@ def run_in_browser(folders, timeout=120.0, full=False, chromium=None) -> list:
     """Run each bundle folder's example in headless Chromium (index.html of the first, the rest
     named by ?bundles=) and return the page's reports: per bundle its outputs' largest
     difference from pyrite's (and every value with `full`), its run times, or an `error`."""
+    folders = [os.path.abspath(f) for f in folders]
+    root = os.path.dirname(folders[0]) if len(folders) == 1 else os.path.commonpath(folders)
+    rel = [urllib.parse.quote(os.path.relpath(f, root).replace(os.sep, "/")) + "/" for f in folders]
+    query = {"bundles": ",".join("../" + r for r in rel)}
+    if full:
+        query["full"] = "1"
+    return run_page(root, f"{rel[0]}index.html", query, timeout, chromium)
+
+
+def run_page(root, page, query=None, timeout=120.0, chromium=None):
+    """Open `page` (a path under folder `root`, served on localhost) in headless Chromium with
+    `query` and ?report= added, and return the JSON the page POSTs there (its first report)."""
     exe = chromium or find_chromium()
     if exe is None:
         raise PyriteError(
             "pyrite: no Chromium found to run the bundles in (install chromium, or name a "
             "browser with PYRITE_CHROMIUM)"
         )
-    folders = [os.path.abspath(f) for f in folders]
-    root = os.path.commonpath(folders)
-    if len(folders) == 1:
-        root = os.path.dirname(folders[0])
-    rel = [urllib.parse.quote(os.path.relpath(f, root).replace(os.sep, "/")) + "/" for f in folders]
     reports: list = []
     server, base = serve(root, reports)
-    query = {"bundles": ",".join("../" + r for r in rel), "report": "/report"}
-    if full:
-        query["full"] = "1"
-    url = f"{base}{rel[0]}index.html?{urllib.parse.urlencode(query)}"
+    url = f"{base}{page}?{urllib.parse.urlencode({**(query or {}), 'report': '/report'})}"
     profile = tempfile.mkdtemp(prefix="pyrite-chromium-")
     cmd = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", url]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        import time
-
         end = time.monotonic() + timeout
         while not reports and time.monotonic() < end and proc.poll() is None:
             time.sleep(0.1)

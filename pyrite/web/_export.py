@@ -174,17 +174,23 @@ def export(
     cf = CompiledFunction(fn, fullgraph=True, known=(fn,) if stateful(fn) else ())
     ctx = portable_kernels(dev) if portable else contextlib.nullcontext()
     with ctx, autograd.no_grad():
-        try:
-            result = cf(*args)
-        except PyriteError as exc:
-            if type(exc).__name__ == "GraphBreak":
-                raise ExportError(f"pyrite: web.export: {exc}") from None
-            raise
+        # (a trace that meets a module or optimizer it did not know of runs eagerly and the
+        # next call traces with it watched: a second call then, a third at most)
+        for _ in range(3):
+            try:
+                result = cf(*args)
+            except PyriteError as exc:
+                if type(exc).__name__ == "GraphBreak":
+                    raise ExportError(f"pyrite: web.export: {exc}") from None
+                raise
+            if cf._last is not None:
+                break
     v = cf._last
     if v is None or v.graph is None:
+        reasons = [r for vs in cf._variants.values() for x in vs for r in x.reasons]
         raise ExportError(
             "pyrite: web.export: the function could not be recorded whole"
-            + (f": {'; '.join(v.reasons)}" if v is not None and v.reasons else "")
+            + (f": {'; '.join(reasons)}" if reasons else "")
         )
     try:
         plan, data, outputs_now = _plan(dev, v, args, input_names, output_names)
@@ -211,9 +217,14 @@ def export(
         etext = json.dumps(meta, indent=1)
         _write(path, "example.json", lambda fh: fh.write(etext.encode()))
     for name in ("pyrite.js", "index.html"):
-        src = os.path.join(HERE, name)
-        _write(path, name, lambda fh, src=src: _copy_file(src, fh))
+        copy_page(path, name)
     return summary(plan, data.size)
+
+
+def copy_page(folder, name, as_name=None):
+    """Copy the package's page or script `name` (pyrite/web/) into a bundle folder."""
+    src = os.path.join(HERE, name)
+    _write(folder, as_name or name, lambda fh: _copy_file(src, fh))
 
 
 def _write(folder, name, write):

@@ -441,6 +441,14 @@ export class Model {
     await this.device.queue.onSubmittedWorkDone();
   }
 
+  /** Put every buffer the bundle starts with back as it was loaded (a KV cache, a mask of
+   * the keys written): a decoder bundle's state before a new generation. */
+  reset() {
+    this.plan.buffers.forEach((b, i) => {
+      if (b.init) this.device.queue.writeBuffer(this.buffers[i], 0, this.bin, b.init[0], b.init[1]);
+    });
+  }
+
   destroy() {
     for (const b of this.buffers) b.destroy();
     for (const s of this.staging) s.buffer.destroy();
