@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--only",
         metavar="LIST",
         help="comma list of steps: copy,reduce,rowops,matmul,attention,conv,overhead,latency,"
-        "baked,train,bert,compile,quant",
+        "baked,train,bert,compile,quant,web",
     )
     # pyrite.bench.tune parses its own arguments too
     tune = sub.add_parser(

@@ -754,6 +754,12 @@ def _bench_quant(rep, quick):
     bench_quant(rep, quick)
 
 
+def _bench_web(rep, quick):
+    from .web import bench_web
+
+    bench_web(rep, quick)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="pyrite bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI, lavapipe)")
@@ -761,7 +767,7 @@ def main(argv=None):
     p.add_argument(
         "--only",
         default="",
-        help="comma list: copy,reduce,rowops,matmul,attention,conv,overhead,latency,baked,train,bert,compile,quant",
+        help="comma list: copy,reduce,rowops,matmul,attention,conv,overhead,latency,baked,train,bert,compile,quant,web",
     )
     args = p.parse_args(argv)
     info = pr.device_info()
@@ -791,6 +797,7 @@ def main(argv=None):
         ("bert", lambda: _bench_bert(rep, quick)),
         ("compile", lambda: _bench_compile(rep, quick)),
         ("quant", lambda: _bench_quant(rep, quick)),
+        ("web", lambda: _bench_web(rep, quick)),
     ]
     for name, fn in steps:
         if only and name not in only:
