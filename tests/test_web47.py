@@ -359,6 +359,17 @@ def test_export_refuses_what_a_replay_cannot_repeat(tmp_path):
         web.export(lambda t: t + 1, x, tmp_path / "a", overwrite=False)
 
 
+def test_python_data_made_inside_is_a_constant_of_the_bundle(tmp_path, rng):
+    x = pr.tensor(_randn(rng, 3, 4))
+    web.export(lambda t: t * pr.tensor([1.0, -2.0, 3.0, 0.5]) + pr.arange(4), x, tmp_path / "k")
+    y = _randn(rng, 3, 4)
+    prod = y.astype(np.float64) * [1.0, -2.0, 3.0, 0.5]
+    want = prod + np.arange(4)
+    got = web.load(tmp_path / "k")(y).numpy()
+    # (two float32 roundings: the product's and the sum's, half an ulp each)
+    assert (np.abs(got - want) <= 2**-24 * (np.abs(prod) + np.abs(want))).all()
+
+
 def test_load_checks_its_inputs_and_its_folder(tmp_path):
     x = pr.randn(3, 5)
     web.export(lambda t, u: {"sum": t + u, "prod": t * u}, (x, x + 1), tmp_path / "b",

@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import shutil
+import warnings
 
 import numpy as np
 
@@ -148,9 +149,11 @@ def export(
     `portable=True` traces with kernels that use no subgroup operations (any WebGPU device
     runs them). `example=False` leaves out example.json/.bin.
 
-    Refused, with the reason: a function whose recording has graph breaks (a value read back
-    to the host, host data made inside), or values refreshed from Python at every call
-    (dropout or another random op: call `model.eval()`, an optimizer's step)."""
+    Tensors the function makes from Python data (`pr.tensor([...])` inside) are constants of
+    the bundle, as traced. Refused, with the reason: a value read back to the host inside
+    (`.item()`, a data-dependent shape: a bundle runs no Python to act on it), or values
+    refreshed from Python at every call (dropout or another random op: call `model.eval()`;
+    an optimizer's step)."""
     from ..compile import CompiledFunction
     from ..compile._guards import stateful
 
@@ -171,9 +174,12 @@ def export(
         raise ExportError(f"pyrite: web.export: {path} is not empty (overwrite=False)")
 
     dev = backend.current()
-    cf = CompiledFunction(fn, fullgraph=True, known=(fn,) if stateful(fn) else ())
+    # (not fullgraph: host data made inside, a tensor of Python numbers, is a constant of the
+    # bundle, frozen as traced; what stays refused is a read back to the host, below)
+    cf = CompiledFunction(fn, known=(fn,) if stateful(fn) else ())
     ctx = portable_kernels(dev) if portable else contextlib.nullcontext()
-    with ctx, autograd.no_grad():
+    with ctx, autograd.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (compile's advice on graph breaks: refused below)
         # (a trace that meets a module or optimizer it did not know of runs eagerly and the
         # next call traces with it watched: a second call then, a third at most)
         for _ in range(3):
@@ -290,8 +296,14 @@ def _plan(dev, v, args, input_names, output_names):
             "random op such as dropout, or an optimizer step); a bundle replays fixed kernels. "
             "Export the model in eval mode (model.eval()), without random ops"
         )
-    if any(op.kind == "r" for op in tape.ops):
-        raise ExportError("pyrite: web.export: the recording reads values back to the host")
+    reads = [(what, where) for what, where in tape.soft if "reads a value back" in what]
+    if reads or any(op.kind == "r" and op.args[1] != "cut" for op in tape.ops):
+        what, where = reads[0] if reads else ("reads a value back to the host", "?")
+        raise ExportError(
+            f"pyrite: web.export: the function {what.split(': ', 1)[-1]} at {where}; a bundle "
+            "replays its kernels without Python, so the value could not steer it. Return the "
+            "tensor instead, and decide from it in the page"
+        )
     wgsl_of = {}
     for text, entry in dev._pipelines.items():
         wgsl_of[id(entry[0])] = text
