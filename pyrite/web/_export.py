@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import shutil
+import tempfile
 import warnings
 
 import numpy as np
@@ -39,8 +40,8 @@ from ..tensor import Tensor
 FORMAT = "pyrite-web"
 VERSION = 1
 HERE = os.path.dirname(os.path.abspath(__file__))
-# the limits WebGPU grants every device without asking (the spec's defaults)
-DEFAULT_STORAGE_BUFFERS = 8
+# weights at least this large are read back under a progress bar (as pr.io.load_gguf's)
+PROGRESS_BYTES = 1 << 30
 
 
 class ExportError(PyriteError, ValueError):
@@ -97,25 +98,26 @@ def _view(t: Tensor, buffer_id: int, name: str) -> dict:
 
 
 class _Bin:
-    """model.bin as it grows: 4-byte aligned pieces."""
+    """model.bin as it grows: 4-byte aligned pieces, kept in an anonymous temporary file (a
+    model's weights need not fit in host memory twice) until `write` copies them out."""
 
     def __init__(self):
-        self.parts, self.size = [], 0
+        self.fh = tempfile.TemporaryFile()
+        self.size = 0
 
     def add(self, data) -> int:
-        data = bytes(data)
+        data = memoryview(data).cast("B")
         at = self.size
-        self.parts.append(data)
-        self.size += len(data)
+        self.fh.write(data)
         pad = -len(data) % 4
         if pad:
-            self.parts.append(b"\0" * pad)
-            self.size += pad
+            self.fh.write(b"\0" * pad)
+        self.size += len(data) + pad
         return at
 
     def write(self, fh):
-        for p in self.parts:
-            fh.write(p)
+        self.fh.seek(0)
+        shutil.copyfileobj(self.fh, fh, 1 << 24)
 
 
 def _check_structure(args):
@@ -374,10 +376,14 @@ def _plan(dev, v, args, input_names, output_names):
     # took out of the replay: uploaded once while tracing, kept since)
     slot_ids = {id(s._storage.buffer) for s in v.slots}
     early = _read_before_written(tape.ops, slot_ids)
-    for k, b in enumerate(objs):
-        if (id(b) in external or id(b) in early) and id(b) not in slot_ids:
-            raw = dev.read(b, 0, b.size)
-            buffers[k]["init"] = [data.add(raw), len(raw)]
+    first = [
+        k for k, b in enumerate(objs)
+        if (id(b) in external or id(b) in early) and id(b) not in slot_ids
+    ]  # fmt: skip
+    for k in _progress(first, sum(objs[k].size for k in first)):
+        b = objs[k]
+        raw = dev.read(b, 0, b.size)
+        buffers[k]["init"] = [data.add(raw), len(raw)]
 
     # the outputs as the recording left them (the trace's values; a replay writes the same)
     now = [Tensor._make(t._storage, t._shape, t._strides, t._offset, t.dtype) for t in outs]
@@ -401,6 +407,18 @@ def _plan(dev, v, args, input_names, output_names):
         "outputs": outputs,
     }
     return plan, data, now
+
+
+def _progress(items, nbytes):
+    """`items`, under a progress bar (tqdm, where installed) when their bytes reach
+    PROGRESS_BYTES: reading a large model's weights back takes a while."""
+    if nbytes < PROGRESS_BYTES:
+        return items
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=f"web.export: weights ({nbytes / 2**30:.1f} GiB)", unit="buffer")
 
 
 def _read_before_written(ops, written) -> set:
