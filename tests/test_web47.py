@@ -352,6 +352,8 @@ def test_export_refuses_what_a_replay_cannot_repeat(tmp_path):
         web.export(lambda t: t + 1, x, tmp_path / "d", input_names=["a", "b"])
     with pytest.raises(web.ExportError, match=r"1 output_names for 2 outputs"):
         web.export(lambda t: (t + 1, t * 2), x, tmp_path / "d", output_names=["a"])
+    with pytest.raises(web.ExportError, match=r"two inputs have one name"):
+        web.export(lambda t, u: t + u, (x, x), tmp_path / "d", input_names=["a", "a"])
     (tmp_path / "file").write_text("x")
     with pytest.raises(web.ExportError, match=r"not a folder"):
         web.export(lambda t: t + 1, x, tmp_path / "file")

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import autograd, backend
 from .._fs import write_atomic
+from ..backend.device import INFO_WINDOW_WORDS
 from ..errors import PyriteError
 from ..tensor import Tensor
 
@@ -370,6 +371,10 @@ def _plan(dev, v, args, input_names, output_names):
     if not outs:
         raise ExportError("pyrite: web.export: the function returns no tensor")
     outputs = [_view(t, buf(t._storage.buffer), n) for t, n in zip(outs, names)]
+    for what, specs in (("input", inputs), ("output", outputs)):
+        seen = [x["name"] for x in specs]
+        if len(set(seen)) != len(seen):
+            raise ExportError(f"pyrite: web.export: two {what}s have one name: {seen}")
 
     # first contents: what the recording read that it did not make (parameters, constants),
     # and its own buffers that a command reads before any writes them (constants the passes
@@ -398,7 +403,7 @@ def _plan(dev, v, args, input_names, output_names):
         "version": VERSION,
         "pyrite": _version(),
         "traced_on": f"{dev.name} ({dev.impl})",
-        "info_words": 128,
+        "info_words": INFO_WINDOW_WORDS,
         "needs": needs,
         "buffers": buffers,
         "pipelines": pipelines,
