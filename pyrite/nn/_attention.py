@@ -1057,9 +1057,26 @@ DS_GEMM_MAX_BYTES = 256 << 20
 # elementwise step, and dv = Pᵀ·dout, dk = scale·dSᵀ·q, dq = scale·dS·k are three batched GEMMs:
 # two more of the backward's products move from the kernel's register tiles (~11 TFLOP/s at
 # BERT-base, an estimate: the tiled dq and dk/dv kernels' seven products took 523 µs together)
-# to the GEMM kernels, for a write and two reads of P. Built without a GPU (2026-12-07, session 44) and tested on lavapipe; not yet measured,
-# so off: `scripts/attention_bwd_ab.py --variants t2,dsgemm,gemm3 --breakdown` decides it.
-GEMM_PRODUCTS = False
+# to the GEMM kernels, for a write and two reads of P. Measured on an H100, wgpu-native,
+# 2026-12-07 (session 47, docs/bench/2026-12-07-h100-s47-attn-gemm3.*: the whole backward's GPU
+# time, µs, dq kernel / stored dS / gemm3 / torch CUDA):
+#   BERT-base 32x12x128x128x64, padding mask     523 / 399 / 410 / 323
+#   2x12x512x512x64                              385 / 334 / 344 / 347
+#   causal 1x32x512x512x128                      909 / 721 / 699 / 508
+#   8x16x128x128x128, padding mask               579 / 402 / 377 / 286
+#   8x12x512x512x32                              438 / 528 / 680 / 525  (stored dS not taken)
+#   BERT-base batch 1                             46 /  59 /  74 / 158  (not taken)
+# so where the stored dS is taken, dk and dv go to GEMMs too at E >= GEMM_PRODUCTS_MIN_E (the
+# kernel's register tiles at E = 128 hold twice E = 64's sums a thread; at 64 the GEMMs' extra
+# read of P costs more than they save).
+GEMM_PRODUCTS = None  # True / False: wherever the stored dS is taken / never; None: the rule
+GEMM_PRODUCTS_MIN_E = 128
+
+
+def _use_gemm_products(E) -> bool:
+    if GEMM_PRODUCTS is not None:
+        return bool(GEMM_PRODUCTS)
+    return E >= GEMM_PRODUCTS_MIN_E
 
 
 def _use_ds_gemm(nbh, L, S, E) -> bool:
@@ -1156,7 +1173,7 @@ def _flash_backward(q, k, v, mask, is_causal, scale, out, lse, g, drop=None):
     outs = [dk._storage.buffer, dv._storage.buffer]
     dkv_args = (rank, bool(is_causal), kind, q.dtype.wgsl, k.dtype.wgsl, v.dtype.wgsl, mt,
                 g.dtype.wgsl, dk.dtype.wgsl, dv.dtype.wgsl, kh)  # fmt: skip
-    gemm3 = ds_gemm and GEMM_PRODUCTS
+    gemm3 = ds_gemm and _use_gemm_products(E)
     if ds_gemm:
         ds = empty(tuple(lead) + (L, S), D.float32)
         if gemm3:  # (P and dS out; dk and dv by the GEMMs below)
