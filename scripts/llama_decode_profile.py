@@ -14,12 +14,11 @@ import json
 import time
 
 import numpy as np
+from llama_decode_time import TINY, TINYLLAMA, _model  # noqa: E402  (scripts/ is on sys.path)
 
 import pyrite as pr
 from pyrite.models import KVCache
 from pyrite.models._generate import static_step
-
-from llama_decode_time import TINY, TINYLLAMA, _model  # noqa: E402  (scripts/ is on sys.path)
 
 
 def _eager_profile(m, cfg, prompt, rows):
