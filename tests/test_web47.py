@@ -287,6 +287,7 @@ def test_bundle_in_chromium_matches_torch(bundles, browser, case):
         got.append(np.array([np.nan if v == "nan" else v for v in o["data"]], np.float64))
     _check(case, got, b, weights)
     assert r["kernels"] == sum(c[0] == "d" for c in plan["commands"])
+    assert r["concurrent_same"]
     assert r["run_ms"] > 0
 
 

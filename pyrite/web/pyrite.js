@@ -407,8 +407,15 @@ export class Model {
   }
 
   /** Run the model: inputs as an array in order, or an object by name. Resolves to an object
-   * { name: { data, shape, dtype } } of the outputs, in order. */
-  async run(inputs) {
+   * { name: { data, shape, dtype } } of the outputs, in order. Runs called before an earlier
+   * one resolved wait for it (they share the buffers). */
+  run(inputs) {
+    const next = (this._last ?? Promise.resolve()).catch(() => {}).then(() => this._run(inputs));
+    this._last = next;
+    return next;
+  }
+
+  async _run(inputs) {
     const { device } = this;
     this._write(inputs);
     device.pushErrorScope("validation");
