@@ -1,8 +1,7 @@
 """Where a decoded token's time goes, at TinyLlama-1.1B's shape (random weights): the eager
 one-token step under pr.profiler (each kernel's GPU time, grouped by kernel family, summed over
-a step), then the compiled static step (generate(compile=True)'s) timed three ways — replays
-back to back with one wait, each replay followed by reading its argmax (as generate does), and
-generate's own rate.
+a step), then the compiled static step (generate(compile=True)'s) timed two ways: replays back
+to back with one wait, and each replay followed by reading its argmax (as generate does).
 
     python scripts/llama_decode_profile.py [--tiny] [--formats f32,int4] [--json out.json]
 """

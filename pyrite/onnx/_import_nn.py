@@ -95,13 +95,13 @@ def _conv_transpose(node):
         convt = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
         y = convt(x, w, None, s, 0, 0, groups, d)  # (N, C_out, *full)
         # the full output, output_padding more zeros at each end, cropped by the pads
+        out = [f + o - b - e for f, o, b, e in zip(full, op, pb, pe)]
         grow = [max(o - e, 0) for o, e in zip(op, pe)]
         if any(grow) or any(b < 0 for b in pb):
             y = F.pad(y, _torch_pads([max(-b, 0) for b in pb], grow))
             pb = [max(b, 0) for b in pb]
         for i in range(nd):
-            n = full[i] + op[i] - pb[i] - pe[i]
-            y = y.narrow(2 + i, pb[i], n)
+            y = y.narrow(2 + i, pb[i], out[i])
         if bias is not None:
             y = y + bias.reshape([1, -1] + [1] * nd)
         return [y]
@@ -222,6 +222,8 @@ def _instance_norm(node):
 
     def run(ins):
         x, scale, bias = (dev(v) for v in ins[:3])
+        if math.prod(x.shape[2:]) == 1:  # (y = bias; F.instance_norm refuses it, as torch's)
+            return [(x - x) * _channel_view(scale, x.dim()) + _channel_view(bias, x.dim())]
         return [F.instance_norm(x, weight=scale, bias=bias, eps=eps)]
 
     return run
@@ -394,6 +396,8 @@ def _axis_table(node, in_n, out_n, scale, roi):
     ratios = np.where(x == xi, 1.0, x - xi)
     a = float(node.get("cubic_coeff_a", -0.75))
     nm = node.get("nearest_mode", "round_prefer_floor")
+    if node.opset < 11:  # (Resize-10, Upsample: floor growing, ceil shrinking, as onnxruntime)
+        nm = "floor" if scale >= 1 else "ceil"
     w = np.array([_coeffs(kind, float(r), a, nm) for r in ratios], np.float64).reshape(out_n, -1)
     n = w.shape[1] if out_n else (4 if kind == "cubic" else 2)
     pad = -(-n // 2)
@@ -434,6 +438,8 @@ def _resize_axis(t, ax, idx, w, outside, extrapolation):
 
 @register("Resize")
 def _resize(node):
+    if node.opset < 11:  # (Resize-10 names no coordinate mode: asymmetric, as Upsample's)
+        node.attrs.setdefault("coordinate_transformation_mode", "asymmetric")
     kind = node.get("mode", "nearest")
     cmode = node.get("coordinate_transformation_mode", "half_pixel")
     if kind not in ("nearest", "linear", "cubic"):

@@ -222,6 +222,14 @@ def _elementwise(np_fn, pr_fn):
     return build
 
 
+def _isinf(x, pos, neg):
+    if pos and neg:
+        return pr.isinf(x)
+    if pos or neg:
+        return pr.isposinf(x) if pos else pr.isneginf(x)
+    return pr.zeros(tuple(x.shape), dtype=pr.bool)
+
+
 def _hs(x, alpha, beta):
     return (x * alpha + beta).clamp(0.0, 1.0)
 
@@ -280,11 +288,8 @@ _UNARY = {
     ),  # fmt: skip
     "IsInf": (
         None,
-        lambda x, a: (
-            (pr.isposinf(x) if a.get("detect_positive", 1) else x != x)
-            | (pr.isneginf(x) if a.get("detect_negative", 1) else x != x)
-        ),
-    ),  # fmt: skip
+        lambda x, a: _isinf(x, a.get("detect_positive", 1), a.get("detect_negative", 1)),
+    ),
 }
 for _k, (_h, _d) in _UNARY.items():
     CONVERTERS[_k] = _elementwise(_h, _d)
