@@ -164,7 +164,9 @@ def export(
         args = (args,)
     args = tuple(args)
     _check_structure(args)
-    # (inputs of their own: arguments sharing a storage would share a slot, laid out as theirs)
+    # the inputs as given (the example's), and each call's own copies: arguments sharing a
+    # storage would share a slot, and a function that writes its inputs must not see its
+    # earlier call's writes
     args = tuple(a.detach().clone() for a in args)
     if input_names is not None and len(input_names) != len(args):
         raise ExportError(
@@ -187,7 +189,7 @@ def export(
         # next call traces with it watched: a second call then, a third at most)
         for _ in range(3):
             try:
-                result = cf(*args)
+                result = cf(*(a.clone() for a in args))
             except PyriteError as exc:
                 if type(exc).__name__ == "GraphBreak":
                     raise ExportError(f"pyrite: web.export: {exc}") from None
@@ -202,7 +204,7 @@ def export(
             + (f": {'; '.join(reasons)}" if reasons else "")
         )
     try:
-        plan, data, outputs_now = _plan(dev, v, args, input_names, output_names)
+        plan, data, outputs_now = _plan(dev, v, input_names, output_names)
     finally:
         cf.reset()
     del result
@@ -289,7 +291,7 @@ def _logical(t: Tensor) -> np.ndarray:
     return np.ascontiguousarray(a.astype(np.int32))
 
 
-def _plan(dev, v, args, input_names, output_names):
+def _plan(dev, v, input_names, output_names):
     """(plan dict, model.bin, the outputs the trace computed) for a finished compile variant."""
     g = v.graph
     tape = g.tape

@@ -57,7 +57,9 @@ class Bundle:
         self.device = dev
         self.inputs = plan["inputs"]
         self.outputs = plan["outputs"]
-        self.storages = [dev.pool.allocate(b["size"]) for b in plan["buffers"]]
+        # (upload=True: buffers no pending command uses, since the first contents are written
+        # through the queue, ahead of the batch being recorded)
+        self.storages = [dev.pool.allocate(b["size"], upload=True) for b in plan["buffers"]]
         for b, st in zip(plan["buffers"], self.storages):
             if "init" in b:
                 at, n = b["init"]
