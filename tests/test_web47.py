@@ -337,6 +337,40 @@ def test_gpt2_and_llama_bundles_match_transformers(tmp_path, rng):
         _check_logits(logits.reshape(r["outputs"]["output"]["shape"]), hf, b)
 
 
+def test_bert_classifier_bundle_matches_transformers(tmp_path, rng):
+    """BERT with a padding mask and token types (three integer inputs), exported, replayed on
+    inputs other than the traced ones, in Python and in Chromium."""
+    from pyrite.models import BertForSequenceClassification
+    from tests.test_models_gpt2_bert46 import _bert, _both, _inputs, _within
+
+    hf = _bert("BertForSequenceClassification", int(rng.integers(1 << 20)))
+    hf.save_pretrained(tmp_path / "hf", safe_serialization=True)
+    pm = BertForSequenceClassification.from_pretrained(tmp_path / "hf").eval()
+    a, b = _inputs(rng), _inputs(rng)
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    folder = tmp_path / "bert"
+    web.export(lambda i, t, m: pm(i, attention_mask=m, token_type_ids=t),
+               tuple(pr.tensor(x) for x in a), folder, input_names=names)  # fmt: skip
+
+    def ref(ids, types, mask):
+        def fwd(m):
+            kw = {"attention_mask": torch.tensor(mask), "token_type_ids": torch.tensor(types)}
+            return m(torch.tensor(ids), **kw).logits.numpy().astype(np.float64)
+
+        return _both(hf, fwd)
+
+    bundle = web.load(folder)
+    for x in (a, b):
+        _within(bundle(*(pr.tensor(v) for v in x)).numpy(), *ref(*x))
+    if find_chromium() is None:
+        return  # (test_bundle_in_chromium_matches_torch says why the browser half skips)
+    web.write_example(folder, *(pr.tensor(v) for v in b))
+    (r,) = run_in_browser([folder], timeout=240, full=True)
+    assert "error" not in r, r.get("error")
+    o = r["outputs"]["output"]
+    _within(np.asarray(o["data"], np.float64).reshape(o["shape"]), *ref(*b))
+
+
 # ---- refusals -------------------------------------------------------------------------------
 def test_export_refuses_what_a_replay_cannot_repeat(tmp_path):
     drop = pr.nn.Sequential(pr.nn.Linear(4, 4), pr.nn.Dropout(0.5))
