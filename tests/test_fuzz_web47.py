@@ -2,20 +2,20 @@
 `pr.compile` recording exported, replayed from its files by `web.load` and by `pyrite.js` in
 headless Chromium — against eager pyrite), and seeded runs of the fuzzer in both replays.
 
-Found by it:
+Found by it, and fixed:
 - `web.export` of a function that reaches its model only through another object (fuzz_compile's
   predict function, an attribute): the one trace met the model as new, ran eagerly and recorded
-  nothing ("could not be recorded whole", no reason given). Fixed since in pyrite/web/_export.py
-  (export calls again while the trace meets new modules).
+  nothing ("could not be recorded whole", no reason given). Export now calls again while the
+  trace meets new modules (pyrite/web/_export.py).
 - `web.load` allocated a bundle's buffers from the pool as kernel outputs and wrote their first
   contents (the weights) through the queue, which runs before the device's pending batch: a
   buffer freed while the batch was open went to the bundle, so eager work computed before the
   load and still pending read the weights as its input, or wrote over the bundle's weights
-  (pyrite/web/_run.py Bundle.__init__). Open: counted "known" by the fuzzer.
-- `web.export` wrote example.json's inputs after the function had written them in place (and,
-  since the fix above, after the extra eager call too), while the example's outputs came from
-  the inputs as given: the page's self-check ran other inputs than its outputs came from
-  (pyrite/web/_export.py). Open: counted "known" by the fuzzer.
+  (pyrite/web/_run.py Bundle.__init__: now upload=True, buffers no pending command uses).
+- `web.export` wrote example.json's inputs after the function had written them in place (and
+  after the extra eager call of the fix above), while the example's outputs came from the inputs
+  as given: the page's self-check ran other inputs than its outputs came from
+  (pyrite/web/_export.py: each call gets fresh copies; the example keeps the inputs as given).
 
 The browser half needs Chromium (scripts/setup.sh --test installs it); without one it skips,
 except under CI, where it fails."""
@@ -76,11 +76,6 @@ def no_poison():
     core.set_poison(before)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: pyrite/web/_run.py Bundle.__init__ writes first contents through the queue "
-    "into pool buffers the pending batch still uses (allocate them with upload=True)",
-)
 def test_load_leaves_the_pending_eager_work_and_its_own_weights_alone(tmp_path, no_poison):
     w = pr.tensor(np.full((16, 16), 7.0, np.float32))
     web.export(lambda x: w @ x, pr.ones(16, 16), tmp_path / "b")  # (buffer 0: w, first contents)
@@ -103,11 +98,6 @@ def test_load_leaves_the_pending_eager_work_and_its_own_weights_alone(tmp_path, 
 
 
 # ---- export: the example of a function that writes its input ------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: pyrite/web/_export.py writes example.json's inputs after the function wrote "
-    "them (keep the caller's tensors for the example; fresh clones for each call)",
-)
 def test_export_example_holds_the_inputs_its_outputs_came_from(tmp_path):
     x, y = pr.tensor([1.0, 2.0, 3.0]), pr.tensor([1.0, 1.0, 1.0])
     web.export(lambda a, b: a * b.mul_(2.0), (x, y), tmp_path / "b")
