@@ -291,6 +291,15 @@ def test_bundle_in_chromium_matches_torch(bundles, browser, case):
     assert r["run_ms"] > 0
 
 
+def test_page_names_a_truncated_bundle(bundles, browser, tmp_path):
+    folder = tmp_path / "cut"
+    shutil.copytree(bundles["mlp"][0], folder)
+    binary = folder / "model.bin"
+    binary.write_bytes(binary.read_bytes()[:-8])
+    (r,) = run_in_browser([folder], timeout=120)
+    assert "model.bin has" in r["error"] and "truncated" in r["error"], r
+
+
 def test_cli_checks_a_bundle_in_chromium(bundles, browser, capsys):
     from pyrite.cli import main
 
@@ -422,9 +431,20 @@ def test_load_checks_its_inputs_and_its_folder(tmp_path):
     with pytest.raises(TypeError, match=r"takes 2 inputs \(t, u\), got 1"):
         b(x)
     (tmp_path / "c").mkdir()
+    with pytest.raises(web.ExportError, match=r"holds no model.json"):
+        web.load(tmp_path / "c")
     (tmp_path / "c" / "model.json").write_text(json.dumps({"format": "onnx"}))
     with pytest.raises(web.ExportError, match=r"not a pyrite web bundle"):
         web.load(tmp_path / "c")
+    (tmp_path / "c" / "model.json").write_text('{"format": "pyrite-web", "vers')
+    with pytest.raises(web.ExportError, match=r"model.json is damaged"):
+        web.load(tmp_path / "c")
+    w = pr.randn(5)
+    web.export(lambda t: t * w, x, tmp_path / "w")  # (w's values: model.bin)
+    binary = tmp_path / "w" / "model.bin"
+    binary.write_bytes(binary.read_bytes()[:-4])
+    with pytest.raises(web.ExportError, match=r"truncated"):
+        web.load(tmp_path / "w")
 
 
 # ---- pyrite.js's element conversions, in Node.js ----------------------------------------------

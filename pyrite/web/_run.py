@@ -25,8 +25,16 @@ def _as_tensor(x, spec) -> Tensor:
 
 
 def _read_plan(path):
-    with open(os.path.join(path, "model.json"), "rb") as fh:
-        plan = json.loads(fh.read())
+    name = os.path.join(path, "model.json")
+    if not os.path.isfile(name):
+        raise ExportError(f"pyrite: web.load: {path} holds no model.json (not a bundle)")
+    try:
+        with open(name, "rb") as fh:
+            plan = json.loads(fh.read())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ExportError(f"pyrite: web.load: {name} is damaged: {exc}") from None
+    if not isinstance(plan, dict):
+        plan = {}
     if plan.get("format") != FORMAT or plan.get("version") != VERSION:
         raise ExportError(
             f"pyrite: web.load: {path} is not a pyrite web bundle of version {VERSION} "
@@ -43,6 +51,13 @@ class Bundle:
         path = os.fspath(path)
         plan = _read_plan(path)
         data = np.fromfile(os.path.join(path, "model.bin"), dtype=np.uint8)
+        ends = [b["init"][0] + b["init"][1] for b in plan["buffers"] if "init" in b]
+        ends += [c[3] + c[4] for c in plan["commands"] if c[0] == "u"]
+        if max(ends, default=0) > data.size:
+            raise ExportError(
+                f"pyrite: web.load: {path}/model.bin has {data.size} bytes where the plan reads "
+                f"{max(ends)}: the file is truncated"
+            )
         dev = backend.current()
         for f in plan["needs"]["features"]:
             if f == "shader-f16":

@@ -245,6 +245,17 @@ export async function load(url = "./", options = {}) {
         `(format ${plan.format}, version ${plan.version})`,
     );
   }
+  const ends = [
+    ...plan.buffers.filter((b) => b.init).map((b) => b.init[0] + b.init[1]),
+    ...plan.commands.filter((c) => c[0] === "u").map((c) => c[3] + c[4]),
+  ];
+  const need = Math.max(0, ...ends);
+  if (need > bin.byteLength) {
+    throw new PyriteError(
+      `pyrite: ${base}model.bin has ${bin.byteLength} bytes where the plan reads ${need}: ` +
+        "the file is truncated (or not this model's)",
+    );
+  }
   let adapter = null;
   let device = options.device;
   if (!device) ({ adapter, device } = await openDevice(plan.needs, options));
