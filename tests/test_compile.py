@@ -549,6 +549,42 @@ def test_map_fuses_into_the_split_k_sum(monkeypatch):
     assert s["kernels_traced"] == _k(3) and s["kernels"] == _k(2) and s["fused"] == 1
 
 
+@pytest.mark.parametrize("vec", [4, 1])
+def test_maps_fuse_into_the_gemv_store(monkeypatch, vec):
+    """A decoding step's pattern on the matrix-vector kernel (kernels/matmul.gemv_rows: one
+    row): silu(x @ wg.T) * (x @ wu.T), then (. @ wd.T) + x, the residual. The SiLU fuses into
+    the gate's store, the product of the two into the up projection's, the residual into the
+    down projection's: 3 kernels instead of 6, within the dot bound of float64 numpy."""
+    from pyrite.ops import matmul as mm
+
+    monkeypatch.setattr(mm, "FORCE", ("gemv", (1, vec)))
+    rng = np.random.default_rng(14)
+    d, h = 96, 160
+    x = rng.standard_normal((1, d)).astype(np.float32)
+    wg, wu = (rng.standard_normal((h, d)).astype(np.float32) / 8 for _ in range(2))
+    wd = rng.standard_normal((d, h)).astype(np.float32) / 8
+    tg, tu, td = (pr.tensor(w) for w in (wg, wu, wd))
+
+    def f(x):
+        return F.linear(F.silu(F.linear(x, tg)) * F.linear(x, tu), td) + x
+
+    F.linear(pr.tensor(x), tg)
+    assert mm.LAST[0] == "gemv"
+    g = pr.compile(f)
+    for _ in range(3):
+        got = g(pr.tensor(x)).numpy()
+    x64 = x.astype(np.float64)
+    a, b = x64 @ wg.T.astype(np.float64), x64 @ wu.T.astype(np.float64)
+    m = a / (1 + np.exp(-a)) * b
+    want = m @ wd.T.astype(np.float64) + x64
+    ab = np.abs(x64) @ np.abs(wg.T) + np.abs(x64) @ np.abs(wu.T)
+    bound = (d + 8) * 2**-24 * ab  # (the dots, and the maps' roundings, over |inputs|)
+    tol = (h + 4) * 2**-24 * (np.abs(m) + bound) @ np.abs(wd.T) + 2**-23 * np.abs(want)
+    assert (np.abs(got - want) <= tol).all()
+    s = g.stats()
+    assert s["kernels_traced"] == _k(6) and s["kernels"] == _k(3) and s["fused"] == 3, s
+
+
 @pytest.mark.parametrize("split", [False, True])
 def test_map_of_a_product_read_elsewhere_fuses_as_a_second_output(split, monkeypatch):
     """GELU of a product whose value is also returned (the pre-activation a backward saves):

@@ -245,7 +245,7 @@ class _Pass:
         splitk_sum `post`), writing B's output; A's goes. Where A's output is read elsewhere
         too (GELU's pre-activation, saved for the backward) A's store writes both (`dual`): the
         product, and B's result into B's output, at A's place (as fuse_row's)."""
-        from ..kernels.matmul import gemm_fast, splitk_sum
+        from ..kernels.matmul import gemm_fast, gemv_rows, splitk_sum
 
         B = self.ops[b]
         expr, ins, cts, out, oct_, scal, sct = B.map
@@ -255,6 +255,7 @@ class _Pass:
             spec, c_view, post = A.gemm
             _, _, a_bufs, a_info, grid = A.args
             split = spec[0] == "splitk"  # (the sum of a split-K product's partials)
+            gemv = spec[0] == "gemv"  # (a matrix-vector product: kernels/matmul.gemv_rows)
             if (not split and spec[1] != 0) or c_view[4].storage != "f32":
                 continue
             if dual and post is not None:
@@ -317,11 +318,15 @@ class _Pass:
             bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + outs
             if len(bufs) > self.limit or len(words) >= 127:
                 continue
-            if not split and spec[5] * spec[6] > HEAVY_POST_MAX_SUMS and _HEAVY.search(new_expr):
+            fast = not split and not gemv
+            if fast and spec[5] * spec[6] > HEAVY_POST_MAX_SUMS and _HEAVY.search(new_expr):
                 continue  # (a transcendental map in a big tile's store: see HEAVY_POST_MAX_SUMS)
             post = (new_expr, len(all_extras), at, tuple(new_sct))
             if split:
                 src = splitk_sum(spec[1], post=post, dual=d_at)
+            elif gemv:
+                _, nb, epi, params, sg = spec
+                src = gemv_rows(nb, epi, *params, sg=sg, post=post, dual=d_at)
             else:
                 src = gemm_fast(*spec, post=post, dual=d_at)
             if dual:

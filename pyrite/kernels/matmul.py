@@ -120,13 +120,17 @@ def _ld(expr: str, stype: str, ct: str) -> str:
     return expr if stype == ct else f"{ct}({expr})"
 
 
+def _epi_value(m: str, n: str, val: str, ct: str, e_st: str, epi: str) -> str:
+    """epilogue(val) at (m, n): val, val + E, or alpha * val + beta * E."""
+    if epi == "none":
+        return val
+    e = _ld(f"e[e_base + ({m}) * info[14] + ({n}) * info[15]]", e_st, ct)
+    return f"{val} + {e}" if epi == "bias" else f"alpha * {val} + beta * {e}"
+
+
 def _store_line(m: str, n: str, val: str, ct: str, c_st: str, e_st: str, epi: str) -> str:
     """c[m, n] = epilogue(val); `m`, `n` are in range."""
-    if epi == "none":
-        v = val
-    else:
-        e = _ld(f"e[e_base + ({m}) * info[14] + ({n}) * info[15]]", e_st, ct)
-        v = f"{val} + {e}" if epi == "bias" else f"alpha * {val} + beta * {e}"
+    v = _epi_value(m, n, val, ct, e_st, epi)
     if c_st != ct:
         v = f"{c_st}({v})"
     return f"c[c_base + ({m}) * N + {n}] = {v};"
@@ -1078,7 +1082,7 @@ ENTRY_SG = ENTRY.replace(
 
 @lru_cache(maxsize=64)
 def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | None = None,
-              sg: int = 0) -> KernelSource:  # fmt: skip
+              sg: int = 0, post: tuple | None = None, dual=None) -> KernelSource:  # fmt: skip
     """C (M, N) = A (M, K) @ B (K, N) for M <= rm (baked, 1-8) and B with unit K stride: each
     output is a dot product of A's row with one of w's rows, both contiguous. A workgroup of
     256 computes 256 / GEMV_LANES output columns for all rm rows: each column's lanes stride
@@ -1093,11 +1097,14 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     N too; "f32" C from bf16 operands leaves the rounding to the caller. Info words as the GEMM
     kernels (tiles along N = columns / (256 / GEMV_LANES), tiles along M = 1). `sg`: the
     device's `subgroups` for the lanes' sums (`lane_sum`; not with a bf16 C, whose stores read
-    the next column's sum from the tree)."""
+    the next column's sum from the tree). `post` and `dual` as gemm_fast's (compile/fusion.py: a
+    map fused into the store; an f32 C, no batch)."""
     T = GEMV_LANES
     nc = 256 // T
     cst = cst or st
     sg = 0 if cst == "bf16" else sg
+    assert post is None or (nb == 0 and cst == "f32")
+    assert dual is None or post is not None
     half, bf = st == "f16", st == "bf16"
     if vec == 4:
         vt, per = ("vec4<u32>", 8) if half or bf else ("vec4<f32>", 4)
@@ -1106,7 +1113,12 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
     bufs = [("a", vt, "r"), ("b", vt, "r")]
     if epi != "none":  # (E is stored as C)
         bufs.append(("e", "u32" if cst == "bf16" else cst, "r"))
+    if post is not None:
+        p_expr, n_extra, p_at, p_sct = post
+        bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     bufs.append(("c", "u32" if cst == "bf16" else cst, "w"))
+    if dual is not None:
+        bufs.append(("c2", "f32", "w"))
     entry = (ENTRY_SG if sg else ENTRY).format(wg=256)
     L = [f"var<workgroup> red: array<f32, {rm * 256}>;", entry]
     L += _prologue("f32", nb, epi)
@@ -1154,6 +1166,17 @@ def gemv_rows(nb: int, epi: str, rm: int, vec: int, st: str = "f32", cst: str | 
             L.append(f"      var hi = 0u; if (n + 1 < N) {{ hi = p_bf16({hi}) << 16u; }}")
             L.append(f"      c[(c_base + {r} * N + n) >> 1u] = p_bf16({lo}) | hi;")
             L.append("    }")
+    elif post is not None:  # (C f32: the fused map's value at row m, column n)
+        L.append("  if (lane == 0 && n < N) {")
+        for r in range(rm):
+            v = _epi_value(str(r), "n", sums[r], "f32", cst, epi)
+            fused = post_expr(p_expr, "v", p_at, n_extra, p_sct, "n")
+            L.append(f"    if ({r} < M) {{ let m = {r}; let v = {v};")
+            if dual is not None:
+                L.append("      c[c_base + m * N + n] = v;")
+                L.append(f"      c2[info[{dual}] + m * N + n] = {fused}; }}")
+            else:
+                L.append(f"      c[c_base + m * N + n] = {fused}; }}")
     else:
         L.append("  if (lane == 0 && n < N) {")
         for r in range(rm):

@@ -918,8 +918,10 @@ def _gemm_plan(dev, key, a, b, e, alpha, beta, out_dtype, variant=None, into=Non
             src = gemm_fast(*spec)
         tile_m, tile_n = bm, bn
     elif kind == "gemv":
-        src = gemv_rows(nb, epi, *params, sg=dev.subgroups if GEMV_SUBGROUPS else 0)
+        sg = dev.subgroups if GEMV_SUBGROUPS else 0
+        src = gemv_rows(nb, epi, *params, sg=sg)
         tile_m, tile_n = params[0], 256 // GEMV_LANES
+        spec = ("gemv", nb, epi, params, sg)  # (compile/fusion.py: a map fused into its store)
     elif kind == "gemvn":
         src = gemv_cols(nb, epi, *params)
         tile_m, tile_n = params[0], GEMVN_COLS
