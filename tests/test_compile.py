@@ -585,6 +585,40 @@ def test_maps_fuse_into_the_gemv_store(monkeypatch, vec):
     assert s["kernels_traced"] == _k(6) and s["kernels"] == _k(3) and s["fused"] == 3, s
 
 
+@pytest.mark.parametrize("bits", [4, 8])
+def test_maps_fuse_into_the_quantized_gemv_store(bits):
+    """The same pattern on packed weights (kernels/quant.qgemv, int4 in groups of 32 or int8
+    by rows), the down projection's product y read twice (y + x and y * 2): 4 kernels instead
+    of 7 (one of the two maps runs in y's store beside it, a second output; the other reads
+    y), with the eager step's values (the fused maps are the same f32 operations on the same
+    products)."""
+    from pyrite.quantization import Int4WeightOnlyConfig, Int8WeightOnlyConfig, quantize_
+
+    rng = np.random.default_rng(15)
+    d, h = 96, 160
+    mlp = pr.nn.ModuleDict(
+        {"g": pr.nn.Linear(d, h, bias=False), "u": pr.nn.Linear(d, h, bias=False),
+         "d": pr.nn.Linear(h, d, bias=False)}
+    )  # fmt: skip
+    quantize_(mlp, Int4WeightOnlyConfig(group_size=32) if bits == 4 else Int8WeightOnlyConfig())
+    assert isinstance(mlp["g"], pr.quantization.QuantizedLinear)
+
+    def f(x):
+        y = mlp["d"](F.silu(mlp["g"](x)) * mlp["u"](x))
+        return y + x, y * 2
+
+    x = pr.tensor(rng.standard_normal((1, d)).astype(np.float32))
+    with pr.no_grad():
+        want = [t.numpy() for t in f(x)]
+        g = pr.compile(f)
+        for _ in range(3):
+            got = [t.numpy() for t in g(x)]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2**-22, atol=2**-22 * np.abs(b).max())
+    s = g.stats()
+    assert s["kernels_traced"] == _k(7) and s["kernels"] == _k(4) and s["fused"] == 3, s
+
+
 @pytest.mark.parametrize("split", [False, True])
 def test_map_of_a_product_read_elsewhere_fuses_as_a_second_output(split, monkeypatch):
     """GELU of a product whose value is also returned (the pre-activation a backward saves):

@@ -246,6 +246,7 @@ class _Pass:
         too (GELU's pre-activation, saved for the backward) A's store writes both (`dual`): the
         product, and B's result into B's output, at A's place (as fuse_row's)."""
         from ..kernels.matmul import gemm_fast, gemv_rows, splitk_sum
+        from ..kernels.quant import qgemv
 
         B = self.ops[b]
         expr, ins, cts, out, oct_, scal, sct = B.map
@@ -254,10 +255,13 @@ class _Pass:
             A = self.ops[a]
             spec, c_view, post = A.gemm
             _, _, a_bufs, a_info, grid = A.args
-            split = spec[0] == "splitk"  # (the sum of a split-K product's partials)
-            gemv = spec[0] == "gemv"  # (a matrix-vector product: kernels/matmul.gemv_rows)
-            if (not split and spec[1] != 0) or c_view[4].storage != "f32":
-                continue
+            # the kind of product: "fast" (gemm_fast), "splitk" (the sum of a split-K product's
+            # partials), "gemv" (kernels/matmul.gemv_rows) or "qgemv" (a quantized weight's,
+            # kernels/quant.qgemv)
+            kind = spec[0] if spec[0] in ("splitk", "gemv", "qgemv") else "fast"
+            split = kind == "splitk"
+            if (kind in ("fast", "gemv") and spec[1] != 0) or c_view[4].storage != "f32":
+                continue  # (a batched product, or not an f32 output)
             if dual and post is not None:
                 continue  # (a dual store from a plain product only)
             M, N = c_view[1]
@@ -307,7 +311,7 @@ class _Pass:
             new_scal, new_sct = scal + p_scal, sct + p_sct
             words = [int(w) for w in a_info]
             if not dual:
-                words[3 if split else 12] = ooff  # C is B's output
+                words[{"splitk": 3, "qgemv": 11}.get(kind, 12)] = ooff  # C is B's output
             at = len(words)
             _post_words(words, all_extras, new_scal, new_sct)
             d_at = None
@@ -318,15 +322,20 @@ class _Pass:
             bufs = list(a_bufs[:-1]) + [v[0] for v, _ in all_extras] + outs
             if len(bufs) > self.limit or len(words) >= 127:
                 continue
-            fast = not split and not gemv
-            if fast and spec[5] * spec[6] > HEAVY_POST_MAX_SUMS and _HEAVY.search(new_expr):
+            if (
+                kind == "fast"
+                and spec[5] * spec[6] > HEAVY_POST_MAX_SUMS
+                and _HEAVY.search(new_expr)
+            ):
                 continue  # (a transcendental map in a big tile's store: see HEAVY_POST_MAX_SUMS)
             post = (new_expr, len(all_extras), at, tuple(new_sct))
             if split:
                 src = splitk_sum(spec[1], post=post, dual=d_at)
-            elif gemv:
+            elif kind == "gemv":
                 _, nb, epi, params, sg = spec
                 src = gemv_rows(nb, epi, *params, sg=sg, post=post, dual=d_at)
+            elif kind == "qgemv":
+                src = qgemv(*spec[1], post=post, dual=d_at)
             else:
                 src = gemm_fast(*spec, post=post, dual=d_at)
             if dual:

@@ -43,7 +43,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .common import ENTRY as ENTRY_FLAT
-from .common import FLAT_INDEX, SG_ENABLE, KernelSource, header, trusted
+from .common import FLAT_INDEX, SG_ENABLE, KernelSource, header, helpers_for, post_expr, trusted
 from .matmul import ENTRY, ENTRY_SG, lane_sum
 
 PER_WORD = {8: 4, 4: 8}  # values a u32 word holds, by bits
@@ -103,7 +103,8 @@ def stage_fits(bits: int, lanes: int, cols: int, groups_a_row: int) -> bool:
 @lru_cache(maxsize=128)
 def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols: int,
           unroll: int, xvec: bool, tail: bool, bias: bool, unpack: str = "convert",
-          stage: bool = False, sg: int = 0) -> KernelSource:  # fmt: skip
+          stage: bool = False, sg: int = 0, post: tuple | None = None,
+          dual=None) -> KernelSource:  # fmt: skip
     """The kernel of the module docstring. `gs`: the group size (a multiple of PER_WORD[bits];
     unused when not `grouped`); `wpl`: words a lane loads at a step (1, 2 or 4: u32, vec2, vec4);
     `cols`: output columns a lane group computes (X's values, loaded once, serve all of them);
@@ -114,7 +115,9 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
     through the sum of X, see below); `stage` (grouped only): the workgroup's
     rows of scales (and offsets) copied into workgroup memory first (STAGE_FLOATS at most,
     `stage_fits`), the loop reading them there instead of from the storage buffers. `sg`: the
-    device's `subgroups`, for the lanes' sums (kernels/matmul.lane_sum)."""
+    device's `subgroups`, for the lanes' sums (kernels/matmul.lane_sum). `post` and `dual` as
+    kernels/matmul.gemm_fast's (compile/fusion.py: a map fused into the store)."""
+    assert dual is None or post is not None
     pw = PER_WORD[bits]
     spv = pw * wpl  # values a step
     groups = 256 // lanes
@@ -125,7 +128,12 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
         bufs.append(("of_", "f32", "r"))
     if bias:
         bufs.append(("bs", "f32", "r"))
+    if post is not None:
+        p_expr, n_extra, p_at, p_sct = post
+        bufs += [(f"r{k}", "f32", "r") for k in range(1, n_extra + 1)]
     bufs.append(("y", "f32", "w"))
+    if dual is not None:
+        bufs.append(("y2", "f32", "w"))
     nslice = min(8, rm * cols)
     stage = stage and grouped
     size = max(nslice * 256, STAGE_FLOATS if stage else 0)
@@ -264,13 +272,22 @@ def qgemv(bits: int, grouped: bool, gs: int, rm: int, lanes: int, wpl: int, cols
                 v = f"{v} * sc_[nn{c}]"
             if bias:
                 v = f"{v} + bs[info[9] + nn{c} * info[10]]"
-            L.append(
-                f"    if ({r} < M && n0 + {c} < N) {{ y[info[11] + {r} * N + n0 + {c}] = {v}; }}"
-            )
+            at = f"{r} * N + n0 + {c}"
+            if post is None:
+                L.append(f"    if ({r} < M && n0 + {c} < N) {{ y[info[11] + {at}] = {v}; }}")
+                continue
+            fused = post_expr(p_expr, "v", p_at, n_extra, p_sct, f"n0 + {c}")
+            L.append(f"    if ({r} < M && n0 + {c} < N) {{ let m = {r}; let v = {v};")
+            if dual is not None:
+                L.append(f"      y[info[11] + {at}] = v; y2[info[{dual}] + {at}] = {fused}; }}")
+            else:
+                L.append(f"      y[info[11] + {at}] = {fused}; }}")
         L.append("  }")
         L.append("  }")
     L.append("}")
-    return trusted(KernelSource("\n".join(L) + "\n", "".join(m for _, _, m in bufs)))
+    body = "\n".join(L[1:]) + "\n"
+    head = L[0] + "\n" + (helpers_for(body) if post is not None else "")
+    return trusted(KernelSource(head + body, "".join(m for _, _, m in bufs)))
 
 
 def _inplace(bits: int, word: str) -> list[str]:

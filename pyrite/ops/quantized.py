@@ -398,7 +398,7 @@ def _qgemv(x, qw, b, M):
         spv = PER_WORD[bits] * wpl  # values a step
         full = K // spv
         wgs = -(-N // (256 // lanes * cols))
-        src = qgemv(
+        args = (
             bits,
             grouped,
             qw._gs(),
@@ -418,7 +418,10 @@ def _qgemv(x, qw, b, M):
         info += [qw.scales._shape[1]]
         info += [b._offset, b._strides[0]] if b is not None else [0, 0]
         info.append(r0 * N)
-        dev.dispatch(src, bufs, info, fold_grid(wgs))
+        tape = dev._tape
+        if m == M and tape is not None and tape.recording:  # (one dispatch: compile/fusion.py
+            tape.gemm_next(("qgemv", args), out)  # may fuse a map into its store)
+        dev.dispatch(qgemv(*args), bufs, info, fold_grid(wgs))
     return out
 
 
