@@ -7,7 +7,7 @@
 # Steps: subgroups attention tune half dropout bench-wgpu bench-dawn bert (default: all, in
 # that order), and attn-bwd, attn-fwd, attn-bench, rowmap, math, bert-dawn, bench-rows, variants, train, decode,
 # trusted, tiles, small, compile-bert, latency-bert, profile, latency-probe, small2, rowops-probe, tiles-bert, attn-sg, chain, batch, batch-dawn, attn-scale, sum4, attn-db, attn-bwd-shfl,
-# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44, s45, llama, s46, decode-prof, s47.
+# sass, waves, decode-check, bound, qgemv-probe, qgemv-shapes(-int8), gemm-dbu(-dawn), gemm-dbu2, parity, acc16, gemm-bake, gemm-k16, bench-matmul, gemm-dbub, profile-check, acc16-n768, attn-bench1, host-cost, gemm-88, confirm, tile-profile, big-rule, bert-tile2, tune-ship, scan, scan-lb, scan-unit, scan-next, scan-final, host-ab, s41, new-tests, s42, sass42, gpu-suite, attn-sass, fpe, diag42, attn-wide, attn-wide2, attn-wide-dawn, attn-tests43, attn-gemm3, s44, s45, llama, s46, decode-prof, llama-ab, s47.
 # shellcheck disable=SC1091
 source scripts/h200_prelude.sh || exit 1
 OUT=${OUT:-$(mktemp -d)}
@@ -49,13 +49,14 @@ if [ "$steps" = s46 ]; then
   steps="attn-gemm3-ab llama attn-tests44"
   STEP_LOGS=1
 fi
-# s47 (session 47): where a decoded token's time goes (TinyLlama's shape), then on an H200 the
-# tune table pyrite/data still lacks for it
+# s47 (session 47): the compiled decoding with and without maps fused into the GEMVs (f32,
+# int4), then where a decoded token's time goes (TinyLlama's shape), then on an H200 the tune
+# table pyrite/data still lacks for it
 if [ "$steps" = s47 ]; then
   if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    steps="decode-prof tune-ship"
+    steps="llama-ab decode-prof tune-ship"
   else
-    steps="decode-prof"
+    steps="llama-ab decode-prof"
   fi
   STEP_LOGS=1
 fi
@@ -153,6 +154,9 @@ for s in $steps; do
       step tune 110 env PYRITE_BACKEND=wgpu python3 -m pyrite tune --dry-run --reps 10 \
         --shapes 128x768x768:k,128x2304x768:k,128x3072x768:k,128x768x3072:k \
         --json "$OUT/tune.json" ;;
+    llama-ab)  # compiled decoding, maps fused into the GEMVs' stores or not (compile/fusion.FUSE_GEMV)
+      step llama-ab 240 env PYRITE_BACKEND=wgpu python3 scripts/llama_decode_time.py \
+        --formats f32,int4 --ab-fuse-gemv --json "$OUT/llama-ab.json" ;;
     decode-prof)  # the eager decode step's kernels by GPU time, the compiled step's time a token
       step decode-prof 200 env PYRITE_BACKEND=wgpu python3 scripts/llama_decode_profile.py \
         --rows 12 --json "$OUT/decode-prof.json" ;;

@@ -87,6 +87,12 @@ def main(argv=None):
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument(
+        "--ab-fuse-gemv",
+        action="store_true",
+        help="time the compiled decoding without and with maps fused into the GEMVs' stores "
+        "(compile/fusion.FUSE_GEMV), each on a fresh recording",
+    )
     a = ap.parse_args(argv)
     cfg = TINY if a.tiny else TINYLLAMA
     rows = []
@@ -96,21 +102,32 @@ def main(argv=None):
         t0 = time.perf_counter()
         m = _model(cfg, fmt)
         built = time.perf_counter() - t0
-        for compiled in (False, True):
+        modes = [(False, None), (True, None)]
+        if a.ab_fuse_gemv:
+            modes = [(False, None), (True, False), (True, True)]
+        for compiled, fuse in modes:
+            if fuse is not None:
+                from pyrite.compile import fusion
+                from pyrite.models import _generate
+
+                fusion.FUSE_GEMV = fuse
+                _generate._STATIC.pop(m, None)  # (a fresh recording, fused or not)
             pre, rate = _time_generate(m, ids, a.new, a.reps, compiled)
             name = fmt + (" compiled" if compiled else "")
+            name += {None: "", False: " unfused", True: " fused"}[fuse]
             rows.append(
                 dict(
                     format=fmt,
                     compiled=compiled,
                     prompt=a.prompt,
                     new=a.new,
+                    fuse_gemv=fuse,
                     prefill_ms=pre * 1e3,
                     decode_tok_s=rate,
                 )
             )
             print(
-                f"{name:14s} prefill {a.prompt} tokens {pre * 1e3:8.1f} ms   decode {rate:7.1f}"
+                f"{name:22s} prefill {a.prompt} tokens {pre * 1e3:8.1f} ms   decode {rate:7.1f}"
                 f" tok/s ({1e3 / rate:6.2f} ms a token; model built in {built:.1f} s)"
             )
             sys.stdout.flush()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import re
 
 import numpy as np
@@ -46,6 +47,11 @@ _EXACT = {"f32": "f32", "i32": "i32", "u32": "u32"}
 # measured 128 and the K-group tile's 16, whose fused GELU gave batch-1 BERT its 2.07 ms) is an
 # estimate.
 HEAVY_POST_MAX_SUMS = 32
+# Maps fused into a matrix-vector product's store too (kernels/matmul.gemv_rows,
+# kernels/quant.qgemv: a decoding step's residual adds and SwiGLU, 403 -> 315 kernels a token
+# for a 22-layer Llama). Their speed is not yet measured on a GPU; the switch (also
+# PYRITE_FUSE_GEMV=0) is for that A/B (scripts/llama_decode_time.py --ab-fuse-gemv).
+FUSE_GEMV = os.environ.get("PYRITE_FUSE_GEMV", "1") != "0"
 _HEAVY = re.compile(
     r"\b(?:p_(?!isnan\b|isinf\b|inf\b|nan\b|opaque\b)\w+|exp2?|log2?|tanh|sinh|cosh|sin|cos|tan"
     r"|pow|sqrt|inverseSqrt|atan2?|asin|acos)\s*\("
@@ -262,6 +268,8 @@ class _Pass:
             split = kind == "splitk"
             if (kind in ("fast", "gemv") and spec[1] != 0) or c_view[4].storage != "f32":
                 continue  # (a batched product, or not an f32 output)
+            if kind in ("gemv", "qgemv") and not FUSE_GEMV:
+                continue
             if dual and post is not None:
                 continue  # (a dual store from a plain product only)
             M, N = c_view[1]
