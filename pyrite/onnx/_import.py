@@ -53,7 +53,10 @@ opset 13-21 is what is tested, older models load where the attribute forms are i
 (Split/Squeeze/Unsqueeze axes and ReduceSum axes as attributes before 13, other Reduce* before
 18; Clip min/max as attributes before 11; Pad pads as an attribute before 11; Softmax/
 LogSoftmax/Hardmax flatten to 2-D at `axis` before 13 and default axis=1; Split's
-num_outputs from 18; GroupNormalization's per-group scale before 21; Gelu from 20).
+num_outputs from 18; GroupNormalization's per-group scale before 21; Gelu from 20; Resize-10,
+which names no coordinate mode, and Upsample use asymmetric coordinates, nearest rounding down
+where an axis grows and up where it shrinks, as onnxruntime). scripts/fuzz_onnx_import.py
+checks opsets 2-21 against onnx's reference evaluator.
 
 **int64.** pyrite's integers are int32 (WebGPU has no 64-bit integers): int64 values stay int64
 while they live on the host (shapes, axes, indices from constants), and become int32 when they
@@ -64,10 +67,11 @@ tensors; float64 computes as float32.
 **Refused**, at load time with `UnsupportedOperatorError` naming the op type, the node and the
 opset: ops not in `supported_ops()`, non-default domains (com.microsoft, ai.onnx.ml), ops with
 subgraphs (If, Loop, Scan), string tensors, and attribute values a converter cannot map exactly
-(Resize's tf_crop_and_resize, antialias, asymmetric linear/cubic coordinate modes,
-BatchNormalization's training_mode=1, LSTM/GRU layouts and activations other than the default,
-...). At forward time: a wrong number of inputs (TypeError), an unknown keyword, or an input
-whose rank or static dims differ from the graph's (pyrite.ShapeError), each naming the input.
+(Resize's antialias, BatchNormalization's training_mode=1, MaxPool's Indices output,
+AveragePool/LpPool dilations, LSTM/GRU/RNN activations other than the default, clip,
+peepholes, ...). At forward time: a wrong number of inputs (TypeError), an unknown keyword, or
+an input whose rank or static dims differ from the graph's (pyrite.ShapeError), each naming
+the input; recurrent sequence_lens shorter than the sequence (UnsupportedOperatorError).
 """
 
 from __future__ import annotations

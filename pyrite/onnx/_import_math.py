@@ -121,16 +121,18 @@ def _reduce(node):
     def run(ins):
         x = ins[0]
         rank = len(shape_of(x))
-        axes = attr_or_input(node, ins, "axes", 1)
-        if not axes:
-            if noop:
-                return [x]
+        axes = attr_or_input(node, ins, "axes", 1) or []
+        if not axes and not noop:
             axes = list(range(rank))
         axes = sorted({norm_axis(a, rank, node) for a in axes})
+        if not axes:
+            # (nothing to reduce, a 0-d input or noop_with_empty_axes, but L1's abs, SumSquare's
+            # square, LogSum's log... still apply: the spec as onnx#7394 clarified it)
+            if is_host(x):
+                return [_np_reduce(node.op, host(x)[..., None], (rank,), False)]
+            return [_pr_reduce(node.op, dev(x).unsqueeze(-1), (rank,), False)]
         if is_host(x):
             return [_np_reduce(node.op, host(x), tuple(axes), keep)]
-        if not axes:
-            return [x]
         return [_pr_reduce(node.op, dev(x), tuple(axes), keep)]
 
     return run

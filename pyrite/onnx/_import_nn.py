@@ -113,6 +113,18 @@ def _pool_direct_ok(k, pb, pe):
     return pb == pe and all(2 * p <= kk for p, kk in zip(pb, k))
 
 
+def _ceil_cropped(y, x, k, s, d, pb, pe):
+    """A ceil_mode pool of the explicitly padded x cropped to ONNX's sizes: a window may not
+    start in the end padding, which torch's rule counts as input there."""
+    for i, (n, kk, ss, dd, b, e) in enumerate(zip(x.shape[2:], k, s, d, pb, pe)):
+        out = -(-(n + b + e - (kk - 1) * dd - 1) // ss) + 1
+        if (out - 1) * ss >= n + b:
+            out -= 1
+        if y.shape[2 + i] > out:
+            y = y.narrow(2 + i, 0, out)
+    return y
+
+
 @register("MaxPool")
 def _max_pool(node):
     if len(node.outputs) > 1 and node.outputs[1]:
@@ -128,7 +140,8 @@ def _max_pool(node):
         if _pool_direct_ok(k, pb, pe):
             return [pool(x, k, s, pb, d, ceil_mode=ceil)]
         xp = F.pad(x, _torch_pads(pb, pe), value=-math.inf)
-        return [pool(xp, k, s, 0, d, ceil_mode=ceil)]
+        y = pool(xp, k, s, 0, d, ceil_mode=ceil)
+        return [_ceil_cropped(y, x, k, s, d, pb, pe) if ceil else y]
 
     return run
 
@@ -146,17 +159,21 @@ def _avg_pool(node):
         nd, k, s, d, pb, pe = _geometry(node, x)
         pool = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[nd - 1]
         if node.op == "LpPool":
-            xp = F.pad(x.abs().pow(p), _torch_pads(pb, pe))
+            # (ceil_mode: zeros past the end, so that no window is clipped and mean * k is
+            # its sum)
+            xp = F.pad(x.abs().pow(p), _torch_pads(pb, [e + kk * ceil for e, kk in zip(pe, k)]))
             y = pool(xp, k, s, 0, ceil_mode=ceil) * float(np.prod(k))
-            return [y.pow(1.0 / p)]
-        if _pool_direct_ok(k, pb, pe) and (include or not any(pb) or not ceil):
+            return [(_ceil_cropped(y, x, k, s, d, pb, pe) if ceil else y).pow(1.0 / p)]
+        # (avg_pool3d refuses an input smaller than the kernel, padding not counted, as torch's)
+        small = nd == 3 and any(n < kk for n, kk in zip(x.shape[2:], k))
+        if _pool_direct_ok(k, pb, pe) and (include or not any(pb) or not ceil) and not small:
             return [pool(x, k, s, pb, ceil_mode=ceil, count_include_pad=include)]
         xp = F.pad(x, _torch_pads(pb, pe))
         y = pool(xp, k, s, 0, ceil_mode=ceil)
-        if include:
-            return [y]
-        ones = F.pad(pr.ones((1, 1) + tuple(x.shape[2:])), _torch_pads(pb, pe))
-        return [y / pool(ones, k, s, 0, ceil_mode=ceil)]
+        if not include:
+            ones = F.pad(pr.ones((1, 1) + tuple(x.shape[2:])), _torch_pads(pb, pe))
+            y = y / pool(ones, k, s, 0, ceil_mode=ceil)
+        return [_ceil_cropped(y, x, k, s, d, pb, pe) if ceil else y]
 
     return run
 
@@ -239,6 +256,8 @@ def _group_norm(node):
         if scale.numel() != c:  # (opset 18-20: a scale and bias per group)
             scale = scale.repeat_interleave(c // g)
             bias = bias.repeat_interleave(c // g)
+        if c // g * math.prod(x.shape[2:]) == 1:  # (y = bias; F.group_norm refuses it, as torch's)
+            return [(x - x) * _channel_view(scale, x.dim()) + _channel_view(bias, x.dim())]
         return [F.group_norm(x, g, scale, bias, eps)]
 
     return run
@@ -398,8 +417,8 @@ def _axis_table(node, in_n, out_n, scale, roi):
     nm = node.get("nearest_mode", "round_prefer_floor")
     if node.opset < 11:  # (Resize-10, Upsample: floor growing, ceil shrinking, as onnxruntime)
         nm = "floor" if scale >= 1 else "ceil"
-    w = np.array([_coeffs(kind, float(r), a, nm) for r in ratios], np.float64).reshape(out_n, -1)
-    n = w.shape[1] if out_n else (4 if kind == "cubic" else 2)
+    n = 4 if kind == "cubic" else 2
+    w = np.array([_coeffs(kind, float(r), a, nm) for r in ratios], np.float64).reshape(out_n, n)
     pad = -(-n // 2)
     xp = x + pad
     p = np.floor(xp).astype(np.int64)
@@ -499,6 +518,9 @@ def _upsample(node):
     node.attrs.setdefault("coordinate_transformation_mode", "asymmetric")
     node.attrs.setdefault("nearest_mode", "floor")
     resize = _resize(node)
+    if "scales" in node.attrs:  # (Upsample-7: scales an attribute)
+        scales = np.asarray(node.attrs["scales"], np.float32)
+        return lambda ins: resize([ins[0], None, scales])
     return lambda ins: resize([ins[0], None, ins[1]])
 
 
