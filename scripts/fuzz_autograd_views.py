@@ -227,14 +227,7 @@ class Gen(fuzz_driver.Draws):
 
     def factor(self, n):
         """A random shape of n elements, 1 to 3 dims."""
-        fs = []
-        m = n
-        for q in (2, 3, 5, 7, 11, 13):
-            while m % q == 0:
-                fs.append(q)
-                m //= q
-        if m > 1:
-            fs.append(m)
+        fs = self.prime_factors(n)
         k = 1 + self.r(3)
         dims = [1] * k
         for q in fs:

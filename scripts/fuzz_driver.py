@@ -32,6 +32,18 @@ class Draws:
     def pick(self, seq):
         return seq[self.r(len(seq))]
 
+    def prime_factors(self, n):
+        """n's prime factors, small primes first, then the rest as one: the parts from which
+        a fuzzer builds a random shape of n elements (no draw: the seed's sequence stays)."""
+        fs, m = [], n
+        for q in (2, 3, 5, 7, 11, 13):
+            while m % q == 0:
+                fs.append(q)
+                m //= q
+        if m > 1:
+            fs.append(m)
+        return fs
+
 
 def parse_seeds(spec: str) -> list[int]:
     out: list[int] = []

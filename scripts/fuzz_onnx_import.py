@@ -1527,13 +1527,13 @@ def _geometry_ok(spatial, ks, ds, ss, pb, pe):
     return all(n + b + e >= (k - 1) * d + 1 for n, k, d, b, e in zip(spatial, ks, ds, pb, pe))
 
 
-@gen(1, 99, 2.0)
-def g_conv(g):
-    x = _spatial_x(g)
-    sx = g.shape_of(x)
-    nd, c = len(sx) - 2, sx[1]
+def _conv_geometry(g, sx):
+    """(groups, a multiplier of the output channels (1-3), kernel, dilations, strides, attrs)
+    of a Conv or ConvTranspose over an input of shape sx: groups dividing the channels, each
+    spatial axis's window (_window), the attributes stated (defaults left out now and then)."""
+    c = sx[1]
     groups = g.pick([d for d in range(1, c + 1) if c % d == 0])
-    m = groups * g.pick((1, 2, 3))
+    mult = g.pick((1, 2, 3))
     win = [_window(g, n) for n in sx[2:]]
     ks, ds, ss = [w[0] for w in win], [w[1] for w in win], [w[2] for w in win]
     attrs = {"group": groups if groups > 1 or g.chance(0.3) else None}
@@ -1543,6 +1543,16 @@ def g_conv(g):
         attrs["strides"] = ss
     if any(d != 1 for d in ds) or g.chance(0.2):
         attrs["dilations"] = ds
+    return groups, mult, ks, ds, ss, attrs
+
+
+@gen(1, 99, 2.0)
+def g_conv(g):
+    x = _spatial_x(g)
+    sx = g.shape_of(x)
+    nd, c = len(sx) - 2, sx[1]
+    groups, mult, ks, ds, ss, attrs = _conv_geometry(g, sx)
+    m = groups * mult
     auto = g.pick(("NOTSET", "NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))
     pb = pe = [0] * nd
     if auto == "NOTSET":
@@ -1568,17 +1578,7 @@ def g_conv_transpose(g):
     x = _spatial_x(g)
     sx = g.shape_of(x)
     c = sx[1]
-    groups = g.pick([d for d in range(1, c + 1) if c % d == 0])
-    mg = g.pick((1, 2, 3))
-    win = [_window(g, n) for n in sx[2:]]
-    ks, ds, ss = [w[0] for w in win], [w[1] for w in win], [w[2] for w in win]
-    attrs = {"group": groups if groups > 1 or g.chance(0.3) else None}
-    if g.chance(0.5):
-        attrs["kernel_shape"] = ks
-    if any(s != 1 for s in ss) or g.chance(0.3):
-        attrs["strides"] = ss
-    if any(d != 1 for d in ds) or g.chance(0.2):
-        attrs["dilations"] = ds
+    groups, mg, ks, ds, ss, attrs = _conv_geometry(g, sx)
     full = [(n - 1) * s + (k - 1) * d + 1 for n, s, k, d in zip(sx[2:], ss, ks, ds)]
     u = g.r(6)
     if u < 3:
@@ -1770,14 +1770,7 @@ def g_lrn(g):
 # -- shapes and data movement --
 def _factor_shape(g, n):
     """A random shape with n elements."""
-    dims = []
-    rest = n
-    for p in (2, 3, 5, 7, 11, 13):
-        while rest % p == 0:
-            dims.append(p)
-            rest //= p
-    if rest > 1:
-        dims.append(rest)
+    dims = g.prime_factors(n)
     g.rng.shuffle(dims)
     out = []
     for d in dims:
