@@ -120,7 +120,8 @@ if [ $mode = test ]; then
     step "Chromium found (browser-bundle tests)"
   elif [ "$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then
     step "installing Chromium for the browser-bundle tests (chromium)"
-    apt_install chromium || fail "apt-get install chromium failed"
+    # (a failure here fails only those tests, by name, not the whole set-up)
+    apt_install chromium || echo "setup: WARNING: apt-get install chromium failed; the browser-bundle tests will fail under CI and skip elsewhere" >&2
   else
     echo "setup: WARNING: no Chromium; the browser-bundle tests will skip (outside CI). Install it: sudo apt-get install chromium" >&2
   fi
