@@ -463,7 +463,7 @@ class Side:
 
 # ---- inputs and events -------------------------------------------------------------------------
 def make_inputs(plan: Plan, rng, batch, dtype):
-    fam, c = plan.family, plan.classes
+    fam = plan.family
     if fam == "seq":
         x = pr.tensor(rng.integers(0, 11, (batch, 4)), dtype=pr.int64)
         n = batch * 4
@@ -476,15 +476,20 @@ def make_inputs(plan: Plan, rng, batch, dtype):
     else:
         x = pr.tensor(rng.standard_normal((batch, 2, 3, 3)).astype(np.float32)).to(dtype)
         n = batch
+    return x, make_targets(plan, rng, n)
+
+
+def make_targets(plan: Plan, rng, n):
+    """The loss's targets for n predictions: floats for mse/l1, else class indices (ce_ignore:
+    some -100)."""
+    c = plan.classes
     if plan.loss in ("mse", "l1"):
-        y = pr.tensor(rng.standard_normal((n, c)).astype(np.float32))
-    else:
-        t = rng.integers(0, c, n)
-        if plan.loss == "ce_ignore":
-            t[rng.random(n) < 0.3] = -100
-            t[0] = 0  # (never every target ignored: eager's loss would be nan)
-        y = pr.tensor(t, dtype=pr.int64)
-    return x, y
+        return pr.tensor(rng.standard_normal((n, c)).astype(np.float32))
+    t = rng.integers(0, c, n)
+    if plan.loss == "ce_ignore":
+        t[rng.random(n) < 0.3] = -100
+        t[0] = 0  # (never every target ignored: eager's loss would be nan)
+    return pr.tensor(t, dtype=pr.int64)
 
 
 def apply_event(ev, side: Side, choice, state):

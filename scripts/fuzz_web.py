@@ -166,16 +166,7 @@ def make_inputs(case: Case, rng) -> tuple:
         n = b
     if case.fn != "loss":
         return (x,)
-    c = p.classes
-    if p.loss in ("mse", "l1"):
-        y = pr.tensor(rng.standard_normal((n, c)).astype(np.float32))
-    else:
-        t = rng.integers(0, c, n)
-        if p.loss == "ce_ignore":
-            t[rng.random(n) < 0.3] = -100
-            t[0] = 0  # (never every target ignored: the loss would be nan)
-        y = pr.tensor(t, dtype=pr.int64)
-    return x, y
+    return x, fuzz_compile.make_targets(p, rng, n)
 
 
 def make_model(case: Case):
