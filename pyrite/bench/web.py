@@ -25,19 +25,27 @@ import numpy as np
 from .train import _time
 
 
-def _cases(pr):
-    from pyrite.models import LlamaConfig, LlamaForCausalLM
-    from pyrite.models._generate import static_step
-
-    nn = pr.nn
-    pr.manual_seed(0)
-    mlp = nn.Sequential(
+def _mlp(nn):
+    """The digits classifier, in pyrite's nn or torch's."""
+    return nn.Sequential(
         nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 128), nn.GELU(),
         nn.Linear(128, 10),
     ).eval()  # fmt: skip
-    enc = nn.TransformerEncoder(
-        nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True), 2
-    ).eval()
+
+
+def _encoder(nn, **kw):
+    """The 2-layer encoder, in pyrite's nn or torch's."""
+    layer = nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, **kw).eval()
+
+
+def _cases(pr):
+    """(name, function, inputs, the builder of its module or None, that module)."""
+    from pyrite.models import LlamaConfig, LlamaForCausalLM
+    from pyrite.models._generate import static_step
+
+    pr.manual_seed(0)
+    mlp, enc = _mlp(pr.nn), _encoder(pr.nn)
     llama = LlamaForCausalLM(
         LlamaConfig(
             num_hidden_layers=2, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
@@ -51,32 +59,21 @@ def _cases(pr):
         return pr.tensor(np.asarray(v, np.int32))
 
     return [
-        ("digits MLP, 1 image", lambda x: mlp(x).softmax(-1), (pr.tensor(rng.random((1, 64), np.float32)),), mlp),
-        ("encoder 2 x d256, 1 x 64 tokens", enc, (pr.randn(1, 64, 256),), enc),
-        ("Llama d256 decode step", lambda t, s, p: step(t, s, p)[0, -1], (ids([[7]]), ids([5]), ids([[5]])), None),
+        ("digits MLP, 1 image", lambda x: mlp(x).softmax(-1), (pr.tensor(rng.random((1, 64), np.float32)),), _mlp, mlp),
+        ("encoder 2 x d256, 1 x 64 tokens", enc, (pr.randn(1, 64, 256),), _encoder, enc),
+        ("Llama d256 decode step", lambda t, s, p: step(t, s, p)[0, -1], (ids([[7]]), ids([5]), ids([[5]])), None, None),
     ]  # fmt: skip
 
 
-def _torch_twin(module):
-    """The same module in PyTorch (CPU), or None: the state dict's names are torch's."""
+def _torch_twin(build, module):
+    """`build`'s module in PyTorch (CPU) with `module`'s weights (the state dict's names are
+    torch's), or None without torch."""
     try:
         import torch
     except Exception:  # noqa: BLE001
         return None
-    import pyrite as pr
-
-    if isinstance(module, pr.nn.Sequential) and len(module) == 6:
-        t = torch.nn.Sequential(
-            torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.LayerNorm(128),
-            torch.nn.Linear(128, 128), torch.nn.GELU(), torch.nn.Linear(128, 10),
-        )  # fmt: skip
-    elif isinstance(module, pr.nn.TransformerEncoder):
-        t = torch.nn.TransformerEncoder(
-            torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True), 2,
-            enable_nested_tensor=False,
-        )  # fmt: skip
-    else:
-        return None
+    kw = {"enable_nested_tensor": False} if build is _encoder else {}
+    t = build(torch.nn, **kw)
     t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in module.state_dict().items()})
     return t.eval()
 
@@ -89,7 +86,7 @@ def bench_web(rep, quick=False):
     cases = _cases(pr)
     root = tempfile.mkdtemp(prefix="pyrite-bench-web-")
     folders, replay, peers = [], [], []
-    for k, (name, fn, args, module) in enumerate(cases):
+    for k, (name, fn, args, build, module) in enumerate(cases):
         folder = os.path.join(root, str(k))
         web.export(fn, args, folder)
         folders.append(folder)
@@ -97,7 +94,7 @@ def bench_web(rep, quick=False):
         with pr.no_grad():
             replay.append(_time(lambda cf=cf, args=args: cf(*args), pr.synchronize) * 1e3)
         p = {"pyrite replay": replay[-1]}
-        twin = _torch_twin(module) if module is not None else None
+        twin = _torch_twin(build, module) if build is not None else None
         if twin is not None:
             import torch
 
