@@ -8,6 +8,7 @@ creation; the arena is written once per batch, just before the batch is submitte
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -248,6 +249,24 @@ class Device:
                 0 if not self.subgroup_size else 2 if self.subgroup_feature == "subgroups" else 1
             )
         return self._subgroups
+
+    @contextlib.contextmanager
+    def without_subgroups(self):
+        """Kernels generated inside use no subgroup operations (`subgroups` reads 0): what runs
+        on any WebGPU device, a browser's included (pyrite.web traces under it)."""
+        saved, self._subgroups = self._subgroups, 0
+        try:
+            yield
+        finally:
+            self._subgroups = saved
+
+    def source_of(self, pipeline) -> str | None:
+        """The WGSL a pipeline of this device was built from (the text its cache is keyed by),
+        or None."""
+        for text, entry in self._pipelines.items():
+            if entry[0] is pipeline:
+                return text
+        return None
 
     @property
     def subgroup_size(self) -> int:

@@ -49,19 +49,6 @@ class ExportError(PyriteError, ValueError):
     """The function cannot be exported as a browser bundle (and why)."""
 
 
-@contextlib.contextmanager
-def portable_kernels(dev):
-    """While tracing for a bundle: kernels that need no subgroup operations. wgpu-native takes
-    subgroup builtins without an `enable` and browsers (Dawn) want `enable subgroups;`, and not
-    every browser's adapter has them; the plain variants run on any WebGPU device."""
-    saved = dev._subgroups
-    dev._subgroups = 0
-    try:
-        yield
-    finally:
-        dev._subgroups = saved
-
-
 def _names(spec, prefix="output"):
     """The flattened leaves' names of a compile output structure: "output" for a lone tensor,
     "output_0", ... for a tuple or list, the keys of a dict (joined with "." when nested)."""
@@ -182,7 +169,9 @@ def export(
     # (not fullgraph: host data made inside, a tensor of Python numbers, is a constant of the
     # bundle, frozen as traced; what stays refused is a read back to the host, below)
     cf = CompiledFunction(fn, known=(fn,) if stateful(fn) else ())
-    ctx = portable_kernels(dev) if portable else contextlib.nullcontext()
+    # (portable: not every browser's adapter has subgroups, and wgpu-native takes subgroup
+    # builtins without the `enable subgroups;` browsers want)
+    ctx = dev.without_subgroups() if portable else contextlib.nullcontext()
     with ctx, autograd.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (compile's advice on graph breaks: refused below)
         # (a trace that meets a module or optimizer it did not know of runs eagerly and the
@@ -309,9 +298,6 @@ def _plan(dev, v, input_names, output_names):
             "replays its kernels without Python, so the value could not steer it. Return the "
             "tensor instead, and decide from it in the page"
         )
-    wgsl_of = {}
-    for text, entry in dev._pipelines.items():
-        wgsl_of[id(entry[0])] = text
 
     ids: dict[int, int] = {}
     buffers: list[dict] = []
@@ -329,6 +315,7 @@ def _plan(dev, v, input_names, output_names):
 
     pipelines: list[dict] = []
     pipe_ix: dict[str, int] = {}
+    sources: dict[int, str | None] = {}  # id(pipeline) -> its WGSL
     commands = []
     storage_max = 0
     features = set()
@@ -336,7 +323,9 @@ def _plan(dev, v, input_names, output_names):
         if op.kind == "d":
             pipeline, modes, bufs, words, grid = op.args
             modes = modes[: len(bufs)]  # (a checked trusted kernel's violation word: not ours)
-            text = wgsl_of.get(id(pipeline))
+            text = sources.get(id(pipeline))
+            if text is None:
+                text = sources[id(pipeline)] = dev.source_of(pipeline)
             if text is None:
                 raise ExportError("pyrite: web.export: internal: a kernel's WGSL is unknown")
             key = f"{modes}\n{text}"
