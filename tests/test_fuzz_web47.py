@@ -23,15 +23,14 @@ except under CI, where it fails."""
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
 
 import pyrite as pr
 from pyrite import web
-from pyrite.web._browser import find_chromium
 from tests import fuzzing
+from tests.test_web47 import chromium
 
 
 def _fuzz():
@@ -117,11 +116,7 @@ def test_seeded_fuzz_of_bundles_replayed_from_their_files_agrees_with_eager(rng)
 
 
 def test_seeded_fuzz_of_bundles_in_chromium_agrees_with_eager(rng):
-    exe = find_chromium()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI has no Chromium: scripts/setup.sh --test installs it")
-        pytest.skip("no Chromium on this machine (scripts/setup.sh --test installs it)")
+    exe = chromium()
     fz = _fuzz()
     seeds = [int(s) for s in rng.integers(0, 2**31, 15)]
     verdicts = fz.check_browser(seeds, chromium=exe)  # (one browser launch for them all)

@@ -250,13 +250,21 @@ def test_bundle_files_hold_the_plan_and_the_example(bundles):
         assert f16["needs"]["features"] == ["shader-f16"]
 
 
-def _browser_reports(bundles, with_b):
-    """Run every bundle's example in Chromium (with inputs B as the example when `with_b`)."""
+def chromium() -> str:
+    """The Chromium the browser halves run in: without one the test skips (after its Python
+    half), except under CI, where it fails (scripts/setup.sh --test installs Chromium there).
+    tests/test_web_generate47.py and tests/test_fuzz_web47.py ask here too."""
     exe = find_chromium()
     if exe is None:
         if os.environ.get("CI"):
             pytest.fail("CI has no Chromium: scripts/setup.sh --test installs it")
         pytest.skip("no Chromium on this machine (scripts/setup.sh --test installs it)")
+    return exe
+
+
+def _browser_reports(bundles, with_b):
+    """Run every bundle's example in Chromium (with inputs B as the example when `with_b`)."""
+    exe = chromium()
     if with_b:
         for folder, _, b, _ in bundles.values():
             web.write_example(folder, *(pr.tensor(x) for x in b))
@@ -336,9 +344,7 @@ def test_gpt2_and_llama_bundles_match_transformers(tmp_path, rng):
         web.write_example(folder, pr.tensor(b))
         folders.append(folder)
         ids_b[name] = (hf, b)
-    if find_chromium() is None:
-        return  # (the browser half: test_bundle_in_chromium_matches_torch says why it skips)
-    for r in run_in_browser(folders, timeout=240, full=True):
+    for r in run_in_browser(folders, timeout=240, full=True, chromium=chromium()):
         name = os.path.basename(r["bundle"].rstrip("/"))
         assert "error" not in r, r.get("error")
         hf, b = ids_b[name]
@@ -371,10 +377,9 @@ def test_bert_classifier_bundle_matches_transformers(tmp_path, rng):
     bundle = web.load(folder)
     for x in (a, b):
         _within(bundle(*(pr.tensor(v) for v in x)).numpy(), *ref(*x))
-    if find_chromium() is None:
-        return  # (test_bundle_in_chromium_matches_torch says why the browser half skips)
+    exe = chromium()
     web.write_example(folder, *(pr.tensor(v) for v in b))
-    (r,) = run_in_browser([folder], timeout=240, full=True)
+    (r,) = run_in_browser([folder], timeout=240, full=True, chromium=exe)
     assert "error" not in r, r.get("error")
     o = r["outputs"]["output"]
     _within(np.asarray(o["data"], np.float64).reshape(o["shape"]), *ref(*b))

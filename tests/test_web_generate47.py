@@ -8,7 +8,6 @@ logits that pyrite's other tests hold to transformers' within float32 rounding).
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -16,13 +15,14 @@ import pytest
 import pyrite as pr
 from pyrite import web
 from pyrite.models import LlamaForCausalLM
-from pyrite.web._browser import find_chromium, run_page
+from pyrite.web._browser import run_page
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 from tests.test_models_gpt2_bert46 import _gpt2, _pyrite_gpt2  # noqa: E402
 from tests.test_models_llama46 import _hf, _pyrite, _write_gguf  # noqa: E402
+from tests.test_web47 import chromium  # noqa: E402
 
 
 def _i32(v):
@@ -45,11 +45,7 @@ def _replayed(folder, prompt, n):
 
 def _in_browser(folder, n, want):
     """generate.html's greedy tokens from the exported prompt: `want`'s, up to an eos."""
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI has no Chromium: scripts/setup.sh --test installs it")
-        return  # (the Python half ran; tests/test_web47.py skips its browser half by name)
-    r = run_page(folder, "generate.html", {"n": str(n)}, timeout=240)
+    r = run_page(folder, "generate.html", {"n": str(n)}, timeout=240, chromium=chromium())
     assert "error" not in r, r["error"]
     got = r["ids"]
     meta = json.loads((folder / "generate.json").read_text())
